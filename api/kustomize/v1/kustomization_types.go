@@ -1,0 +1,448 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
+)
+
+// KustomizationKind is the kind name of Kustomization.
+const KustomizationKind = "Kustomization"
+
+// Condition types specific to Kustomization.
+const (
+	// RenderedCondition (owned by render-controller) says whether the newest
+	// source revision was rendered into status.renderedArtifact.
+	RenderedCondition = "Rendered"
+	// HealthyCondition (owned by sync-controller) says whether every applied
+	// object is healthy at its current generation.
+	HealthyCondition = "Healthy"
+	// DriftedCondition (owned by sync-controller) is True while the cluster
+	// differs from Git and driftPolicy is Report.
+	DriftedCondition = "Drifted"
+)
+
+// Condition reasons specific to Kustomization.
+const (
+	BuildFailedReason       = "BuildFailed"
+	SubstituteFailedReason  = "SubstituteFailed"
+	ValidationFailedReason  = "ValidationFailed"
+	RenderSucceededReason   = "RenderSucceeded"
+	ApplyFailedReason       = "ApplyFailed"
+	PruneFailedReason       = "PruneFailed"
+	HealthCheckFailedReason = "HealthCheckFailed"
+	DriftDetectedReason     = "DriftDetected"
+	DriftCorrectedReason    = "DriftCorrected"
+	SyncFailedReason        = "SyncFailed"
+)
+
+// Labels and annotations sync-controller reads or writes on managed objects.
+const (
+	NameLabel      = "kustomize.plumb.dev/name"
+	NamespaceLabel = "kustomize.plumb.dev/namespace"
+
+	PruneAnnotation            = "plumb.dev/prune"
+	ForceAnnotation            = "plumb.dev/force"
+	SyncWaveAnnotation         = "plumb.dev/sync-wave"
+	HookAnnotation             = "plumb.dev/hook"
+	HookDeletePolicyAnnotation = "plumb.dev/hook-delete-policy"
+	DisabledValue              = "disabled"
+	EnabledValue               = "enabled"
+)
+
+// DriftPolicy says what sync-controller does when the cluster drifts from Git.
+// +kubebuilder:validation:Enum=Correct;Report
+type DriftPolicy string
+
+const (
+	// DriftPolicyCorrect reverts foreign changes as soon as they are seen.
+	DriftPolicyCorrect DriftPolicy = "Correct"
+	// DriftPolicyReport only reports foreign changes.
+	DriftPolicyReport DriftPolicy = "Report"
+)
+
+// KustomizationSpec says what to render from which source and how to apply it.
+// +kubebuilder:validation:XValidation:rule="!has(self.retryInterval) || duration(self.retryInterval) > duration('0s')",message="spec.retryInterval must be greater than zero"
+type KustomizationSpec struct {
+	// SourceRef names the source whose artifact holds the manifests.
+	// +required
+	SourceRef CrossNamespaceSourceReference `json:"sourceRef"`
+
+	// Path to the directory with the kustomization.yaml or plain manifests,
+	// relative to the source root; defaults to the root.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.path must not contain '..'"
+	Path string `json:"path,omitempty"`
+
+	// Interval between two reconciles.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval metav1.Duration `json:"interval"`
+
+	// RetryInterval between two attempts after a failure; defaults to Interval.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// Timeout bounds a build, apply and health wait; defaults to Interval.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Prune deletes objects that left the rendered set.
+	// +required
+	Prune bool `json:"prune"`
+
+	// Wait for every applied object to become healthy before Ready=True.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+
+	// Force recreates objects whose immutable fields changed.
+	// +optional
+	// +kubebuilder:default=false
+	Force bool `json:"force,omitempty"`
+
+	// Suspend stops all reconciliation of this object while true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DependsOn lists Kustomizations that must be Ready first.
+	// +optional
+	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`
+
+	// TargetNamespace sets or overrides the namespace of every object.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// NamePrefix is prepended to the name of every object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	NamePrefix string `json:"namePrefix,omitempty"`
+
+	// NameSuffix is appended to the name of every object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	NameSuffix string `json:"nameSuffix,omitempty"`
+
+	// Patches are strategic-merge or JSON 6902 patches, each with an optional
+	// target selector.
+	// +optional
+	Patches []Patch `json:"patches,omitempty"`
+
+	// Images override container image names, tags or digests.
+	// +optional
+	Images []Image `json:"images,omitempty"`
+
+	// Components are paths to kustomize components, relative to Path.
+	// +optional
+	Components []string `json:"components,omitempty"`
+
+	// CommonMetadata adds labels and annotations to every object.
+	// +optional
+	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+
+	// PostBuild substitutes variables in the rendered manifests.
+	// +optional
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
+
+	// HealthChecks lists further objects that must be healthy before the
+	// Kustomization is Ready, besides the ones it applies.
+	// +optional
+	HealthChecks []NamespacedObjectKindReference `json:"healthChecks,omitempty"`
+
+	// DriftPolicy says what to do when the cluster drifts from Git: Correct
+	// reverts the foreign change as soon as it is seen, Report only reports it.
+	// +optional
+	// +kubebuilder:default=Correct
+	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+
+	// Ignore rules remove fields from drift detection and correction.
+	// +optional
+	Ignore []IgnoreRule `json:"ignore,omitempty"`
+}
+
+// CrossNamespaceSourceReference names the source of a Kustomization.
+type CrossNamespaceSourceReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the referent.
+	// +required
+	// +kubebuilder:validation:Enum=GitRepository
+	Kind string `json:"kind"`
+
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the Kustomization's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// NamespacedObjectKindReference names an object of any kind.
+type NamespacedObjectKindReference struct {
+	// APIVersion of the referent, e.g. apps/v1.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the referent.
+	// +required
+	Kind string `json:"kind"`
+
+	// Name of the referent.
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the referent.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Selector picks the objects a patch or ignore rule applies to. Empty fields
+// match everything.
+type Selector struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name is a regular expression matched against the whole name.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// AnnotationSelector is a label-selector expression over annotations.
+	// +optional
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
+	// LabelSelector is a label-selector expression.
+	// +optional
+	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
+// Patch is a strategic-merge or JSON 6902 patch.
+type Patch struct {
+	// Patch is the patch document, YAML or JSON.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Patch string `json:"patch"`
+
+	// Target selects the objects to patch; a strategic-merge patch without
+	// a target applies to the object it names.
+	// +optional
+	Target *Selector `json:"target,omitempty"`
+}
+
+// Image overrides a container image.
+type Image struct {
+	// Name of the image to match, without tag or digest.
+	// +required
+	Name string `json:"name"`
+	// NewName replaces the image name.
+	// +optional
+	NewName string `json:"newName,omitempty"`
+	// NewTag replaces the tag.
+	// +optional
+	NewTag string `json:"newTag,omitempty"`
+	// Digest replaces the tag with a digest.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}
+
+// CommonMetadata is added to every rendered object.
+type CommonMetadata struct {
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PostBuild holds the variable substitution done after kustomize build.
+type PostBuild struct {
+	// Substitute maps variable names to values; ${name} in the rendered
+	// manifests is replaced by the value.
+	// +optional
+	Substitute map[string]string `json:"substitute,omitempty"`
+
+	// SubstituteFrom reads variables from ConfigMaps and Secrets in the
+	// Kustomization's namespace; Substitute wins on a conflict.
+	// +optional
+	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+}
+
+// SubstituteReference names a ConfigMap or Secret with variables.
+type SubstituteReference struct {
+	// +required
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Optional lets the build go on when the object does not exist.
+	// +optional
+	// +kubebuilder:default=false
+	Optional bool `json:"optional,omitempty"`
+}
+
+// IgnoreRule removes fields from drift detection for the objects it targets.
+type IgnoreRule struct {
+	// Paths are JSON pointers (RFC 6901), e.g. /spec/replicas.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	Paths []string `json:"paths"`
+
+	// Target selects the objects; empty selects all.
+	// +optional
+	Target *Selector `json:"target,omitempty"`
+}
+
+// KustomizationStatus is what render-controller and sync-controller observed.
+type KustomizationStatus struct {
+	// ObservedGeneration is the generation sync-controller last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, Healthy, Drifted (sync-controller)
+	// and Rendered (render-controller).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// RenderedArtifact is the rendered manifests artifact (render-controller).
+	// +optional
+	RenderedArtifact *meta.Artifact `json:"renderedArtifact,omitempty"`
+
+	// LastAppliedRevision is the source revision last applied successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastAttemptedRevision is the source revision last tried.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// Inventory lists every object the last sync applied.
+	// +optional
+	Inventory *Inventory `json:"inventory,omitempty"`
+
+	// Drift summarizes drift seen between Git and the cluster.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
+
+	// Sync shows the phase and wave of a sync in progress.
+	// +optional
+	Sync *SyncProgress `json:"sync,omitempty"`
+
+	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// Inventory is the set of objects a Kustomization applied.
+type Inventory struct {
+	// +listType=atomic
+	Entries []InventoryEntry `json:"entries"`
+}
+
+// InventoryEntry identifies one applied object.
+type InventoryEntry struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +required
+	Version string `json:"version"`
+	// +required
+	Kind string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	Name string `json:"name"`
+}
+
+// DriftStatus summarizes drift between Git and the cluster.
+type DriftStatus struct {
+	// Count of objects that differed from Git at the last check.
+	Count int `json:"count"`
+	// LastDetected is when drift was last seen.
+	// +optional
+	LastDetected *metav1.Time `json:"lastDetected,omitempty"`
+	// Paths lists up to 20 drifted fields as <kind>/<namespace>/<name>:<json path>.
+	// +optional
+	Paths []string `json:"paths,omitempty"`
+}
+
+// SyncProgress is the position of a sync in progress.
+type SyncProgress struct {
+	// Phase is PreSync, Sync, PostSync or SyncFail.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Wave is the sync wave being applied or waited on.
+	// +optional
+	Wave int `json:"wave"`
+	// Revision is the revision being synced.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+}
+
+// Kustomization renders manifests from a source and keeps the cluster equal to them.
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ks
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+type Kustomization struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   KustomizationSpec   `json:"spec,omitempty"`
+	Status KustomizationStatus `json:"status,omitempty"`
+}
+
+// KustomizationList is a list of Kustomization.
+// +kubebuilder:object:root=true
+type KustomizationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Kustomization `json:"items"`
+}
+
+// GetConditions returns the status conditions.
+func (in *Kustomization) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *Kustomization) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetRetryInterval returns the delay after a failure.
+func (in *Kustomization) GetRetryInterval() metav1.Duration {
+	if in.Spec.RetryInterval != nil {
+		return *in.Spec.RetryInterval
+	}
+	return in.Spec.Interval
+}
+
+// GetTimeout returns the bound for one reconcile.
+func (in *Kustomization) GetTimeout() metav1.Duration {
+	if in.Spec.Timeout != nil {
+		return *in.Spec.Timeout
+	}
+	return in.Spec.Interval
+}
+
+// GetDriftPolicy returns the drift policy, Correct when unset.
+func (in *Kustomization) GetDriftPolicy() DriftPolicy {
+	if in.Spec.DriftPolicy == "" {
+		return DriftPolicyCorrect
+	}
+	return in.Spec.DriftPolicy
+}

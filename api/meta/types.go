@@ -1,0 +1,88 @@
+package meta
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LocalObjectReference names an object in the namespace of the referrer.
+type LocalObjectReference struct {
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// NamespacedObjectReference names an object, optionally in another namespace.
+type NamespacedObjectReference struct {
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the namespace of the referrer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Artifact describes a content-addressed file that a controller produced and
+// serves over HTTP for the next controller in the pipeline.
+type Artifact struct {
+	// Path is the artifact's location relative to the storage root, e.g.
+	// gitrepository/<namespace>/<name>/<commit>.tar.gz.
+	// +required
+	Path string `json:"path"`
+
+	// URL is the HTTP address the artifact is downloaded from.
+	// +required
+	URL string `json:"url"`
+
+	// Revision is the source revision the artifact was made from, e.g.
+	// main@sha1:<hash>.
+	// +required
+	Revision string `json:"revision"`
+
+	// Digest is the artifact's checksum, "sha256:<hex>".
+	// +optional
+	// +kubebuilder:validation:Pattern="^sha256:[a-f0-9]{64}$"
+	Digest string `json:"digest,omitempty"`
+
+	// Size is the artifact's size in bytes.
+	// +optional
+	Size *int64 `json:"size,omitempty"`
+
+	// LastUpdateTime is when the artifact last changed.
+	// +required
+	LastUpdateTime metav1.Time `json:"lastUpdateTime"`
+}
+
+// HasRevision reports whether the artifact was made from the given revision.
+func (in *Artifact) HasRevision(revision string) bool {
+	return in != nil && in.Revision == revision
+}
+
+// HasDigest reports whether the artifact has the given digest.
+func (in *Artifact) HasDigest(digest string) bool {
+	return in != nil && in.Digest == digest
+}
+
+// ReconcileRequestStatus records the last reconcile request a controller
+// acted on, so a new value of the requestedAt annotation is seen as new.
+type ReconcileRequestStatus struct {
+	// LastHandledReconcileAt is the value of the reconcile.plumb.dev/requestedAt
+	// annotation that the controller last acted on.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// GetLastHandledReconcileRequest returns the last handled request token.
+func (in ReconcileRequestStatus) GetLastHandledReconcileRequest() string {
+	return in.LastHandledReconcileAt
+}
+
+// SetLastHandledReconcileRequest records a handled request token.
+func (in *ReconcileRequestStatus) SetLastHandledReconcileRequest(token string) {
+	in.LastHandledReconcileAt = token
+}

@@ -1,0 +1,101 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
+)
+
+// ProviderKind is the kind name of Provider.
+const ProviderKind = "Provider"
+
+// Provider types.
+const (
+	SlackProvider       = "slack"
+	GenericProvider     = "generic"
+	GenericHMACProvider = "generic-hmac"
+	DiscordProvider     = "discord"
+	MSTeamsProvider     = "msteams"
+	NATSProvider        = "nats"
+)
+
+// ProviderSpec says where and how alerts are delivered.
+// +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
+type ProviderSpec struct {
+	// Type of the provider.
+	// +required
+	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats
+	Type string `json:"type"`
+
+	// Channel to post to (Slack channel, NATS subject).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Channel string `json:"channel,omitempty"`
+
+	// Username shown as the sender, where the provider supports one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Username string `json:"username,omitempty"`
+
+	// Address is the webhook URL, or the NATS server URL for type nats.
+	// The Secret's "address" key overrides it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^(http|https|nats|tls)://.*$')",message="address must be an http(s):// URL, or a nats:// or tls:// URL for type nats"
+	Address string `json:"address,omitempty"`
+
+	// Timeout of one delivery attempt.
+	// +optional
+	// +kubebuilder:default="15s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// SecretRef names a Secret with the keys "address" and/or "token"
+	// (the HMAC key for generic-hmac, a bearer token otherwise, NATS
+	// credentials for type nats).
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Suspend stops deliveries through this provider while true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Provider is a destination for alerts.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Provider struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderSpec `json:"spec,omitempty"`
+	Status Status       `json:"status,omitempty"`
+}
+
+// ProviderList is a list of Provider.
+// +kubebuilder:object:root=true
+type ProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Provider `json:"items"`
+}
+
+// GetConditions returns the status conditions.
+func (in *Provider) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *Provider) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetTimeout returns the delivery timeout, 15s when unset.
+func (in *Provider) GetTimeout() metav1.Duration {
+	if in.Spec.Timeout == nil {
+		return metav1.Duration{Duration: 15_000_000_000}
+	}
+	return *in.Spec.Timeout
+}

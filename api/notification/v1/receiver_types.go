@@ -1,0 +1,85 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
+)
+
+// ReceiverKind is the kind name of Receiver.
+const ReceiverKind = "Receiver"
+
+// Receiver types.
+const (
+	GitHubReceiver      = "github"
+	GitLabReceiver      = "gitlab"
+	BitbucketReceiver   = "bitbucket"
+	GenericReceiver     = "generic"
+	GenericHMACReceiver = "generic-hmac"
+)
+
+// ReceiverSpec says which webhook calls are accepted and what they trigger.
+type ReceiverSpec struct {
+	// Type of the sender, which decides how a call is verified.
+	// +required
+	// +kubebuilder:validation:Enum=github;gitlab;bitbucket;generic;generic-hmac
+	Type string `json:"type"`
+
+	// Events are the sender's event types that trigger (e.g. push, ping);
+	// empty accepts all.
+	// +optional
+	Events []string `json:"events,omitempty"`
+
+	// Resources are the objects annotated with reconcile.plumb.dev/requestedAt
+	// on a valid call.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	Resources []CrossNamespaceObjectReference `json:"resources"`
+
+	// SecretRef names a Secret whose "token" key signs or authenticates calls
+	// and is part of the webhook path.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+
+	// Suspend answers calls with 503 while true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ReceiverStatus is what notification-controller observed.
+type ReceiverStatus struct {
+	Status `json:",inline"`
+
+	// WebhookPath is the path to POST to: /hook/<sha256(token+name+namespace)>.
+	// +optional
+	WebhookPath string `json:"webhookPath,omitempty"`
+}
+
+// Receiver accepts webhooks from Git hosts and triggers reconciles.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.status.webhookPath`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Receiver struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ReceiverSpec   `json:"spec,omitempty"`
+	Status ReceiverStatus `json:"status,omitempty"`
+}
+
+// ReceiverList is a list of Receiver.
+// +kubebuilder:object:root=true
+type ReceiverList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Receiver `json:"items"`
+}
+
+// GetConditions returns the status conditions.
+func (in *Receiver) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *Receiver) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

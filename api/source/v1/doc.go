@@ -1,0 +1,8 @@
+// Package v1 holds the source.plumb.dev/v1 API: GitRepository, which
+// source-controller turns into a tar.gz artifact served over HTTP.
+//
+// Field names follow Flux's source.toolkit.fluxcd.io/v1 API, so a Flux
+// manifest ports by changing its apiVersion.
+// +kubebuilder:object:generate=true
+// +groupName=source.plumb.dev
+package v1

@@ -1,0 +1,159 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
+)
+
+// GitRepositoryKind is the kind name of GitRepository.
+const GitRepositoryKind = "GitRepository"
+
+// Condition types specific to GitRepository.
+const (
+	// FetchFailedCondition is True while the last fetch from the remote failed;
+	// its message carries the Git error.
+	FetchFailedCondition = "FetchFailed"
+	// ArtifactInStorageCondition is True when the artifact in status is
+	// present in storage and matches its digest.
+	ArtifactInStorageCondition = "ArtifactInStorage"
+)
+
+// Condition reasons specific to GitRepository.
+const (
+	GitOperationFailedReason     = "GitOperationFailed"
+	AuthenticationFailedReason   = "AuthenticationFailed"
+	ReferenceNotFoundReason      = "ReferenceNotFound"
+	StorageOperationFailedReason = "StorageOperationFailed"
+	NewRevisionReason            = "NewRevision"
+)
+
+// GitRepositorySpec says which repository and reference to fetch and how often.
+// +kubebuilder:validation:XValidation:rule="!has(self.ref) || !has(self.ref.semver) || !has(self.ref.tag)",message="spec.ref.semver and spec.ref.tag are mutually exclusive"
+type GitRepositorySpec struct {
+	// URL of the Git repository: http://, https:// or ssh://.
+	// +required
+	// +kubebuilder:validation:Pattern="^(http|https|ssh)://.*$"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(http|https|ssh)://.*$')",message="url must start with http://, https:// or ssh://"
+	URL string `json:"url"`
+
+	// SecretRef names a Secret in the same namespace with the credentials:
+	// username and password, bearerToken, or identity and known_hosts for SSH.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Interval between two fetches of the remote.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval metav1.Duration `json:"interval"`
+
+	// Timeout bounds every Git operation of one reconcile.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Reference is the Git reference to check out; defaults to the master
+	// branch when empty, like Flux.
+	// +optional
+	Reference *GitRepositoryRef `json:"ref,omitempty"`
+
+	// Ignore holds ignore rules in gitignore syntax, applied on top of the
+	// repository's .sourceignore when packing the artifact.
+	// +optional
+	Ignore *string `json:"ignore,omitempty"`
+
+	// Suspend stops all reconciliation of this object while true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// GitRepositoryRef chooses what to check out. The most specific field wins:
+// commit, then name, then semver, then tag, then branch.
+type GitRepositoryRef struct {
+	// Branch to check out; defaults to master.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Tag to check out.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// SemVer range; the highest matching tag is checked out.
+	// +optional
+	SemVer string `json:"semver,omitempty"`
+
+	// Name of any reference, e.g. refs/heads/main, refs/tags/v1 or
+	// refs/pull/42/head.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Commit SHA-1 to check out; with Branch, the commit must be on it.
+	// +optional
+	// +kubebuilder:validation:Pattern="^[a-f0-9]{40}$"
+	Commit string `json:"commit,omitempty"`
+}
+
+// GitRepositoryStatus is what source-controller observed and produced.
+type GitRepositoryStatus struct {
+	// ObservedGeneration is the generation of the spec last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Artifact is the newest packed revision, served over HTTP.
+	// +optional
+	Artifact *meta.Artifact `json:"artifact,omitempty"`
+
+	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// GitRepository keeps a packed, content-addressed copy of a Git reference.
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gitrepo
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.artifact.revision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitRepository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitRepositorySpec   `json:"spec,omitempty"`
+	Status GitRepositoryStatus `json:"status,omitempty"`
+}
+
+// GitRepositoryList is a list of GitRepository.
+// +kubebuilder:object:root=true
+type GitRepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitRepository `json:"items"`
+}
+
+// GetConditions returns the status conditions.
+func (in *GitRepository) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *GitRepository) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetRequeueAfter returns the interval between fetches.
+func (in *GitRepository) GetRequeueAfter() metav1.Duration { return in.Spec.Interval }
+
+// GetTimeout returns the bound for Git operations, 60s when unset.
+func (in *GitRepository) GetTimeout() metav1.Duration {
+	if in.Spec.Timeout == nil {
+		return metav1.Duration{Duration: 60_000_000_000}
+	}
+	return *in.Spec.Timeout
+}

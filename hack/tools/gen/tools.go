@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package gen pins the generator commands built by the Makefile.
+package gen
+
+import (
+	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
+)

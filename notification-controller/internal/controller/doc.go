@@ -1,0 +1,2 @@
+// Package controller holds the reconcilers of notification-controller.
+package controller

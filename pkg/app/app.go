@@ -1,0 +1,83 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/client"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/logger"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/options"
+)
+
+// NewScheme returns a scheme with the Kubernetes built-in kinds and all of
+// Plumb's API groups.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(sourcev1.AddToScheme(scheme))
+	utilruntime.Must(kustomizev1.AddToScheme(scheme))
+	utilruntime.Must(notificationv1.AddToScheme(scheme))
+	return scheme
+}
+
+// SetupLogger installs the logger the options describe as controller-runtime's
+// and klog's logger.
+func SetupLogger(opts options.Manager) {
+	logger.SetLogger(logger.NewLogger(opts.Logging))
+}
+
+// RESTConfig returns the API client configuration from the usual places
+// (--kubeconfig, KUBECONFIG, in-cluster), with the options' rate limits.
+func RESTConfig(opts options.Manager) *rest.Config {
+	return client.GetConfigOrDie(opts.Client)
+}
+
+// NewManager returns a manager named after the controller with metrics,
+// health probes and leader election set from the options. The probes answer
+// as soon as the manager runs; controllers add their own readiness checks.
+func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager) (ctrl.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.LeaderElection.Enable,
+		LeaderElectionID:              leaderelection.GenerateID(name + ".plumb.dev"),
+		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
+		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
+		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,
+		RetryPeriod:                   &opts.LeaderElection.RetryPeriod,
+		Client: ctrlclient.Options{
+			Cache: &ctrlclient.CacheOptions{
+				// Secrets and ConfigMaps are read rarely and only by name;
+				// caching every one in the cluster would cost memory for nothing.
+				DisableFor: []ctrlclient.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,106 @@
+package options
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/client"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/spf13/pflag"
+)
+
+// Manager holds the options of the controller-runtime manager that every
+// controller runs: probes, metrics, concurrency, leader election, logging
+// and the API client.
+type Manager struct {
+	MetricsAddr    string
+	HealthAddr     string
+	Concurrent     int
+	LeaderElection leaderelection.Options
+	Logging        logger.Options
+	Client         client.Options
+}
+
+// BindFlags registers the manager flags on fs.
+func (o *Manager) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080",
+		"The address the Prometheus /metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.HealthAddr, "health-addr", ":9440",
+		"The address the /healthz and /readyz probes bind to.")
+	fs.IntVar(&o.Concurrent, "concurrent", 4,
+		"The number of objects reconciled at the same time.")
+	o.LeaderElection.BindFlags(fs)
+	o.Logging.BindFlags(fs)
+	o.Client.BindFlags(fs)
+}
+
+// Validate reports option values that cannot work.
+func (o *Manager) Validate() error {
+	if o.Concurrent < 1 {
+		return fmt.Errorf("--concurrent must be at least 1, got %d", o.Concurrent)
+	}
+	return nil
+}
+
+// NATS holds the options of the connection to the NATS JetStream server
+// that events are published to.
+type NATS struct {
+	URL string
+	// Stream is the JetStream stream that holds the events.
+	Stream string
+	// StreamMaxAge bounds how long an event is kept.
+	StreamMaxAge time.Duration
+	// StreamMaxBytes bounds the stream's size.
+	StreamMaxBytes int64
+	// QueueSize bounds the in-memory queue of events waiting for NATS.
+	QueueSize int
+}
+
+// BindFlags registers the NATS flags on fs.
+func (o *NATS) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.URL, "nats-url", "nats://127.0.0.1:4222",
+		"The NATS server that events are published to; empty disables publishing.")
+	fs.StringVar(&o.Stream, "nats-stream", "PLUMB_EVENTS",
+		"The JetStream stream that holds the events.")
+	fs.DurationVar(&o.StreamMaxAge, "nats-stream-max-age", 72*time.Hour,
+		"How long the stream keeps an event.")
+	fs.Int64Var(&o.StreamMaxBytes, "nats-stream-max-bytes", 256<<20,
+		"The most bytes the stream keeps; the oldest events go first.")
+	fs.IntVar(&o.QueueSize, "events-queue-size", 1000,
+		"The most events held in memory while NATS is unreachable; the oldest are dropped beyond it.")
+}
+
+// Storage holds the options of a controller's artifact storage and the HTTP
+// server that serves it.
+type Storage struct {
+	Path string
+	Addr string
+	// AdvertiseAddr is the host[:port] written into artifact URLs; defaults
+	// to Addr.
+	AdvertiseAddr    string
+	RetentionRecords int
+}
+
+// BindFlags registers the storage flags on fs.
+func (o *Storage) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Path, "storage-path", "/data",
+		"The folder artifacts are stored in.")
+	fs.StringVar(&o.Addr, "storage-addr", ":9090",
+		"The address the artifact HTTP server binds to.")
+	fs.StringVar(&o.AdvertiseAddr, "storage-adv-addr", "",
+		"The host[:port] put in artifact URLs, e.g. the Service name; defaults to --storage-addr.")
+	fs.IntVar(&o.RetentionRecords, "artifact-retention-records", 2,
+		"How many artifacts are kept per object; older ones are deleted.")
+}
+
+// Validate reports option values that cannot work.
+func (o *Storage) Validate() error {
+	if o.Path == "" {
+		return fmt.Errorf("--storage-path must not be empty")
+	}
+	if o.RetentionRecords < 1 {
+		return fmt.Errorf("--artifact-retention-records must be at least 1, got %d", o.RetentionRecords)
+	}
+	return nil
+}

@@ -1,0 +1,11 @@
+// Package testenv starts what Plumb's tests run against: a real kube-apiserver
+// and etcd (through controller-runtime's envtest, with the binaries that
+// `make envtest-assets` builds from Go modules into bin/k8s) with Plumb's CRDs
+// installed, and an embedded NATS server with JetStream. Everything binds to
+// 127.0.0.1 on random ports, and Stop tears all of it down, so one process
+// can start and stop environments as often as it likes.
+//
+// A controller's test package starts one environment in TestMain and gives
+// each test its own namespace (see Namespace): envtest runs no
+// kube-controller-manager, so namespaces are never fully deleted.
+package testenv

@@ -1,0 +1,2 @@
+// Package controller holds the reconcilers of source-controller.
+package controller

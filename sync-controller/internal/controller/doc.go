@@ -1,0 +1,2 @@
+// Package controller holds the reconcilers of sync-controller.
+package controller
