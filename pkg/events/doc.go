@@ -1,0 +1,34 @@
+// Package events is the event contract between Plumb's controllers and the
+// notification-controller, and the way every controller reports what it did.
+//
+// # Schema (version plumb.dev/event/v1)
+//
+// An event is one JSON object (type Event) published on the JetStream subject
+//
+//	plumb.events.<kind>.<namespace>.<name>
+//
+// with <kind> in lower case (gitrepository, kustomization, receiver, …).
+// Its fields:
+//
+//	schemaVersion        "plumb.dev/event/v1"; a consumer refuses other majors
+//	id                   unique per event; also the Nats-Msg-Id header, so a
+//	                     retried publish is stored once by JetStream
+//	involvedObject       {apiVersion, kind, namespace, name, uid} of the object
+//	severity             "info" or "error"
+//	reason               a CamelCase reason, e.g. NewArtifact, FetchFailed,
+//	                     DriftDetected
+//	message              a sentence a person reads
+//	revision             the source revision concerned, when there is one
+//	metadata             extra string pairs (object counts, latency, …)
+//	changes              field-level differences, for drift events: object,
+//	                     path, before, after (Secret values redacted)
+//	timestamp            when the controller emitted it (RFC 3339, UTC)
+//	reportingController  e.g. source-controller
+//	reportingInstance    the pod or host name of that controller
+//
+// New optional fields may be added within v1; removing or changing the meaning
+// of one needs v2.
+//
+// A Recorder writes each event twice: as a Kubernetes Event on the object,
+// and to a Publisher. Publishing never blocks or fails a reconcile.
+package events

@@ -1,0 +1,135 @@
+package events
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Publisher sends events to the stream. Publish must not block: an
+// implementation queues and retries in the background.
+type Publisher interface {
+	Publish(e Event)
+}
+
+// NopPublisher drops every event; for controllers run without NATS.
+type NopPublisher struct{}
+
+// Publish drops the event.
+func (NopPublisher) Publish(Event) {}
+
+// Recorder records an event as a Kubernetes Event and publishes it.
+type Recorder struct {
+	kube       record.EventRecorder
+	publisher  Publisher
+	scheme     *runtime.Scheme
+	controller string
+	instance   string
+}
+
+// NewRecorder returns a recorder writing Kubernetes Events through kube and
+// stream events through publisher, both signed with the controller's name.
+func NewRecorder(kube record.EventRecorder, publisher Publisher, scheme *runtime.Scheme, controller string) *Recorder {
+	if publisher == nil {
+		publisher = NopPublisher{}
+	}
+	instance, _ := os.Hostname()
+	return &Recorder{kube: kube, publisher: publisher, scheme: scheme, controller: controller, instance: instance}
+}
+
+// Option adds detail to an event.
+type Option func(*Event)
+
+// WithRevision sets the source revision the event concerns.
+func WithRevision(revision string) Option { return func(e *Event) { e.Revision = revision } }
+
+// WithMetadata adds key/value pairs to the event's metadata.
+func WithMetadata(kv map[string]string) Option {
+	return func(e *Event) {
+		if len(kv) == 0 {
+			return
+		}
+		if e.Metadata == nil {
+			e.Metadata = make(map[string]string, len(kv))
+		}
+		for k, v := range kv {
+			e.Metadata[k] = v
+		}
+	}
+}
+
+// WithChanges attaches field-level differences.
+func WithChanges(changes []Change) Option { return func(e *Event) { e.Changes = changes } }
+
+// Eventf records an event about obj. The message must hold no secret value.
+func (r *Recorder) Eventf(obj client.Object, severity Severity, reason, messageFmt string, args ...any) {
+	r.Record(obj, severity, reason, sprintf(messageFmt, args...))
+}
+
+// Record records an event about obj with the given options.
+func (r *Recorder) Record(obj client.Object, severity Severity, reason, message string, opts ...Option) {
+	e := r.build(obj, severity, reason, message, opts...)
+	if r.kube != nil {
+		eventType := corev1.EventTypeNormal
+		if severity == SeverityError {
+			eventType = corev1.EventTypeWarning
+		}
+		annotations := map[string]string{}
+		if e.Revision != "" {
+			annotations["plumb.dev/revision"] = e.Revision
+		}
+		r.kube.AnnotatedEventf(obj, annotations, eventType, reason, "%s", message)
+	}
+	r.publisher.Publish(e)
+}
+
+func (r *Recorder) build(obj client.Object, severity Severity, reason, message string, opts ...Option) Event {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() && r.scheme != nil {
+		if found, err := apiutil.GVKForObject(obj, r.scheme); err == nil {
+			gvk = found
+		}
+	}
+	e := Event{
+		SchemaVersion: SchemaVersion,
+		ID:            NewID(),
+		InvolvedObject: ObjectReference{
+			APIVersion: apiVersion(gvk),
+			Kind:       gvk.Kind,
+			Namespace:  obj.GetNamespace(),
+			Name:       obj.GetName(),
+			UID:        string(obj.GetUID()),
+		},
+		Severity:            severity,
+		Reason:              reason,
+		Message:             message,
+		Timestamp:           time.Now().UTC(),
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+	}
+	for _, o := range opts {
+		o(&e)
+	}
+	return e
+}
+
+func apiVersion(gvk schema.GroupVersionKind) string {
+	if gvk.Empty() {
+		return ""
+	}
+	return gvk.GroupVersion().String()
+}
+
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
