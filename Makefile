@@ -38,6 +38,11 @@ $(CONTROLLER_GEN): $(GEN_TOOLS)/go.mod
 	@echo ">> building controller-gen"
 	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+KUSTOMIZE := $(BIN)/kustomize
+$(KUSTOMIZE): $(GEN_TOOLS)/go.mod
+	@echo ">> building kustomize"
+	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
+
 ##@ Generate
 
 .PHONY: generate

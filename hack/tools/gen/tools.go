@@ -5,4 +5,5 @@ package gen
 
 import (
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
+	_ "sigs.k8s.io/kustomize/kustomize/v5"
 )
