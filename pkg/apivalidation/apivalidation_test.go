@@ -1,0 +1,374 @@
+package apivalidation
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"plumb.dev/api/meta"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(testenv.WithoutNATS()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func newNamespace(t *testing.T) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	ns, err := env.Namespace(ctx, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, ns
+}
+
+// strict makes the API server refuse unknown fields, as `kubectl apply`
+// does by default, so a field Plumb lacks shows up as an error.
+var strict = client.FieldValidation("Strict")
+
+func TestEveryCRDIsEstablished(t *testing.T) {
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := filepath.Glob(filepath.Join(root, "deploy", "crds", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(5))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		var crd apiextensionsv1.CustomResourceDefinition
+		g.Expect(yaml.Unmarshal(data, &crd)).To(Succeed())
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: crd.Name}, live)).To(Succeed(), crd.Name)
+		conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+		established := false
+		for _, c := range conditions {
+			c := c.(map[string]any)
+			if c["type"] == string(apiextensionsv1.Established) && c["status"] == string(apiextensionsv1.ConditionTrue) {
+				established = true
+			}
+		}
+		g.Expect(established).To(BeTrue(), "%s is not Established", crd.Name)
+	}
+}
+
+func TestValidObjectsRoundTrip(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	timeout := metav1.Duration{Duration: 30 * time.Second}
+	objects := []client.Object{
+		&sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
+			Spec: sourcev1.GitRepositorySpec{
+				URL:       "ssh://git@example.com/org/repo.git",
+				Interval:  metav1.Duration{Duration: time.Minute},
+				Timeout:   &timeout,
+				Reference: &sourcev1.GitRepositoryRef{Branch: "main", Commit: "0123456789abcdef0123456789abcdef01234567"},
+				SecretRef: &meta.LocalObjectReference{Name: "ssh"},
+			},
+		},
+		&kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef:   kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+				Path:        "./deploy",
+				Interval:    metav1.Duration{Duration: 5 * time.Minute},
+				Prune:       true,
+				DriftPolicy: kustomizev1.DriftPolicyReport,
+				Ignore: []kustomizev1.IgnoreRule{{
+					Paths:  []string{"/spec/replicas"},
+					Target: &kustomizev1.Selector{Kind: "Deployment"},
+				}},
+			},
+		},
+		&notificationv1.Provider{
+			ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns},
+			Spec:       notificationv1.ProviderSpec{Type: "slack", Channel: "#ops", Address: "https://hooks.slack.com/services/x"},
+		},
+		&notificationv1.Alert{
+			ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: ns},
+			Spec: notificationv1.AlertSpec{
+				ProviderRef:  meta.LocalObjectReference{Name: "slack"},
+				EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*", MatchLabels: map[string]string{"team": "a"}}},
+			},
+		},
+		&notificationv1.Receiver{
+			ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: ns},
+			Spec: notificationv1.ReceiverSpec{
+				Type:      "github",
+				Events:    []string{"push"},
+				Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: "GitRepository", Name: "repo"}},
+				SecretRef: meta.LocalObjectReference{Name: "token"},
+			},
+		},
+	}
+	for _, obj := range objects {
+		t.Run(fmt.Sprintf("%T", obj), func(t *testing.T) {
+			g := NewWithT(t)
+			want := obj.DeepCopyObject().(client.Object)
+			g.Expect(env.Client.Create(ctx, obj, strict)).To(Succeed())
+			got := obj.DeepCopyObject().(client.Object)
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+			g.Expect(specOf(t, got)).To(Equal(withDefaults(t, specOf(t, want), got)))
+		})
+	}
+}
+
+// withDefaults adds to want the fields the API server defaulted, so a
+// round-trip compares what the test set and checks the defaults by value.
+func withDefaults(t *testing.T, want map[string]any, got client.Object) map[string]any {
+	t.Helper()
+	switch got.(type) {
+	case *notificationv1.Provider:
+		want["timeout"] = "15s"
+	case *notificationv1.Alert:
+		want["eventSeverity"] = "info"
+	}
+	return want
+}
+
+func specOf(t *testing.T, obj client.Object) map[string]any {
+	t.Helper()
+	u, err := toUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	return spec
+}
+
+func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	return u, yaml.Unmarshal(data, &u.Object)
+}
+
+func TestDefaults(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns := newNamespace(t)
+	repo := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
+		Spec:       sourcev1.GitRepositorySpec{URL: "https://example.com/repo.git", Interval: metav1.Duration{Duration: time.Minute}},
+	}
+	g.Expect(env.Client.Create(ctx, repo)).To(Succeed())
+	g.Expect(repo.Spec.Timeout).NotTo(BeNil())
+	g.Expect(repo.Spec.Timeout.Duration).To(Equal(60 * time.Second))
+
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "defaults"},
+			Interval:  metav1.Duration{Duration: time.Minute},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, ks)).To(Succeed())
+	g.Expect(ks.Spec.DriftPolicy).To(Equal(kustomizev1.DriftPolicyCorrect))
+}
+
+func TestInvalidObjectsAreRefused(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	cases := []struct {
+		name     string
+		manifest string
+		message  string
+	}{
+		{
+			name: "GitRepository with an ftp URL",
+			manifest: `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata: {name: ftp}
+spec: {url: "ftp://example.com/repo.git", interval: 1m}`,
+			message: "url must start with http://, https:// or ssh://",
+		},
+		{
+			name: "GitRepository without interval",
+			manifest: `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata: {name: nointerval}
+spec: {url: "https://example.com/repo.git"}`,
+			message: "spec.interval: Required value",
+		},
+		{
+			name: "GitRepository with semver and tag",
+			manifest: `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata: {name: semvertag}
+spec: {url: "https://example.com/repo.git", interval: 1m, ref: {tag: v1, semver: ">=1.0.0"}}`,
+			message: "spec.ref.semver and spec.ref.tag are mutually exclusive",
+		},
+		{
+			name: "GitRepository with a short commit",
+			manifest: `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata: {name: shortcommit}
+spec: {url: "https://example.com/repo.git", interval: 1m, ref: {commit: abc123}}`,
+			message: "spec.ref.commit in body should match",
+		},
+		{
+			name: "Kustomization with a bad driftPolicy",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: baddrift}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, driftPolicy: Ignore}`,
+			message: `spec.driftPolicy: Unsupported value: "Ignore": supported values: "Correct", "Report"`,
+		},
+		{
+			name: "Kustomization with a path leaving the source",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: dotdot}
+spec: {interval: 1m, prune: true, path: ../other, sourceRef: {kind: GitRepository, name: repo}}`,
+			message: "spec.path must not contain '..'",
+		},
+		{
+			name: "Kustomization with an unsupported source kind",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: bucket}
+spec: {interval: 1m, prune: true, sourceRef: {kind: Bucket, name: repo}}`,
+			message: `spec.sourceRef.kind: Unsupported value: "Bucket"`,
+		},
+		{
+			name: "Provider of an unknown type",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: pager}
+spec: {type: pagerduty, address: "https://example.com"}`,
+			message: `spec.type: Unsupported value: "pagerduty"`,
+		},
+		{
+			name: "generic-hmac Provider without a secret",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: hmac}
+spec: {type: generic-hmac, address: "https://example.com"}`,
+			message: "a generic-hmac provider needs spec.secretRef with the signing token",
+		},
+		{
+			name: "nats Provider without a subject",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: nats}
+spec: {type: nats, address: "nats://127.0.0.1:4222"}`,
+			message: "a nats provider needs spec.channel, the subject to publish on",
+		},
+		{
+			name: "Alert with a bad severity",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Alert
+metadata: {name: sev}
+spec: {providerRef: {name: slack}, eventSeverity: warning, eventSources: [{kind: Kustomization, name: "*"}]}`,
+			message: `spec.eventSeverity: Unsupported value: "warning"`,
+		},
+		{
+			name: "Receiver of an unknown type",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Receiver
+metadata: {name: gitea}
+spec: {type: gitea, secretRef: {name: token}, resources: [{kind: GitRepository, name: repo}]}`,
+			message: `spec.type: Unsupported value: "gitea"`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := decode(t, tc.manifest, ns)
+			err := env.Client.Create(ctx, obj)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+func TestFluxManifestsAreAccepted(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	for _, file := range []string{"flux-gitrepository.yaml", "flux-kustomization.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			g := NewWithT(t)
+			data, err := os.ReadFile(filepath.Join("testdata", file))
+			g.Expect(err).NotTo(HaveOccurred())
+			obj := decode(t, string(data), ns)
+			wantSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+			g.Expect(env.Client.Create(ctx, obj, strict)).To(Succeed())
+
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(obj.GroupVersionKind())
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+			gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
+			// Every field the Flux manifest set is stored as written; the
+			// server may only add defaults.
+			g.Expect(missingFields("spec", wantSpec, gotSpec)).To(BeEmpty())
+		})
+	}
+}
+
+func decode(t *testing.T, manifest, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetNamespace(namespace)
+	return obj
+}
+
+// missingFields lists the paths where got lacks a value that want has, or
+// holds a different one. Fields only got has (server defaults) are fine.
+func missingFields(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{path}
+		}
+		var missing []string
+		for k, v := range w {
+			missing = append(missing, missingFields(path+"."+k, v, g[k])...)
+		}
+		return missing
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{path}
+		}
+		var missing []string
+		for i := range w {
+			missing = append(missing, missingFields(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return missing
+	default:
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
+		}
+		return nil
+	}
+}
