@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"plumb.dev/api/meta"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/testenv"
