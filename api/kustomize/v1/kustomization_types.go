@@ -379,17 +379,44 @@ type DriftStatus struct {
 	Paths []string `json:"paths,omitempty"`
 }
 
-// SyncProgress is the position of a sync in progress.
+// Sync phases, in the order a sync runs them; Succeeded and Failed mark a
+// finished sync.
+const (
+	PhasePreSync   = "PreSync"
+	PhaseSync      = "Sync"
+	PhasePostSync  = "PostSync"
+	PhaseSyncFail  = "SyncFail"
+	PhaseSucceeded = "Succeeded"
+	PhaseFailed    = "Failed"
+)
+
+// SyncProgress is the newest sync operation: which rendered artifact it
+// applies and how far it got. A sync runs the hooks and waves of one
+// rendered artifact; it is kept here, in the cluster, so a restarted
+// sync-controller resumes it instead of starting over.
 type SyncProgress struct {
-	// Phase is PreSync, Sync, PostSync or SyncFail.
+	// Revision is the source revision being synced.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Digest is the digest of the rendered artifact being synced.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Generation is the Kustomization generation being synced.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// Phase is PreSync, Sync, PostSync or SyncFail while running, then
+	// Succeeded or Failed.
 	// +optional
 	Phase string `json:"phase,omitempty"`
 	// Wave is the sync wave being applied or waited on.
 	// +optional
 	Wave int `json:"wave"`
-	// Revision is the revision being synced.
+	// StartedAt is when the sync began.
 	// +optional
-	Revision string `json:"revision,omitempty"`
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// Message says what the sync waits for or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Kustomization renders manifests from a source and keeps the cluster equal to them.
