@@ -1,0 +1,32 @@
+// Package health computes the health of a Kubernetes object from its spec and
+// status alone, without API calls, so sync-controller can wait for each sync
+// wave and for `wait: true` on whatever its watch cache holds.
+//
+// Evaluate returns one of six statuses with a message a person reads:
+//
+//	Healthy      the object does what its spec asks
+//	Suspended    paused or suspended on purpose (Deployment spec.paused,
+//	             Job or CronJob spec.suspend, a custom resource's spec.suspend)
+//	Progressing  not there yet: a rollout, a pending phase, a controller that
+//	             has not observed the newest generation, an object being deleted
+//	Missing      the object does not exist (a nil object)
+//	Degraded     failed and will not recover on its own (ProgressDeadlineExceeded,
+//	             CrashLoopBackOff, a failed Job, a lost volume, Stalled=True)
+//	Unknown      the status cannot be read (e.g. Pod phase Unknown)
+//
+// Worse orders them Healthy < Suspended < Progressing < Missing < Degraded <
+// Unknown, so the health of a set is the worst of its members.
+//
+// The per-kind rules carry over the behaviour of Argo CD's health checks and
+// of kstatus (the conventions Flux reads): a controller's status is trusted
+// only once status.observedGeneration has caught up with metadata.generation,
+// which is what "healthy at its current generation" means. Kinds without a
+// rule of their own are read by the kstatus conventions: Stalled=True is
+// Degraded, Reconciling=True or Ready other than True is Progressing,
+// Ready=True is Healthy, and an object without conditions is Healthy by
+// existence (a ConfigMap, a Secret, a Role).
+//
+// envtest runs no kube-controller-manager, so nothing fills in status there;
+// a Deployment created in a test stays Progressing until the test writes its
+// status through the status subresource.
+package health
