@@ -1,0 +1,126 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Options bound a download.
+type Options struct {
+	// Client does the requests; http.DefaultClient when nil.
+	Client *http.Client
+	// MaxSize is the largest body accepted, in bytes; 0 means 64 MiB.
+	MaxSize int64
+	// Attempts is how many times a failed request is tried; 0 means 4.
+	Attempts int
+	// Backoff is the wait after the first failure, doubled after each; 0
+	// means 250ms.
+	Backoff time.Duration
+}
+
+// DigestMismatchError says the downloaded bytes are not the ones announced.
+type DigestMismatchError struct {
+	URL, Want, Got string
+}
+
+func (e *DigestMismatchError) Error() string {
+	return fmt.Sprintf("artifact %s has digest %s, want %s: refusing a tampered or partial artifact", e.URL, e.Got, e.Want)
+}
+
+// Bytes downloads url and returns its body when its sha256 equals digest
+// ("sha256:<hex>"). Server errors and network errors are retried; a digest
+// mismatch, a 404 or an oversized body are not, since retrying cannot help.
+func Bytes(ctx context.Context, url, digest string, opts Options) ([]byte, error) {
+	want, err := parseDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	backoff := opts.Backoff
+	var lastErr error
+	for attempt := 1; attempt <= opts.Attempts; attempt++ {
+		body, retry, err := get(ctx, opts, url)
+		if err == nil {
+			sum := sha256.Sum256(body)
+			if got := hex.EncodeToString(sum[:]); got != want {
+				return nil, &DigestMismatchError{URL: url, Want: digest, Got: "sha256:" + got}
+			}
+			return body, nil
+		}
+		lastErr = err
+		if !retry || attempt == opts.Attempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("downloading %s: %w (last error: %v)", url, ctx.Err(), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+	return nil, lastErr
+}
+
+func (o Options) withDefaults() Options {
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	if o.MaxSize <= 0 {
+		o.MaxSize = 64 << 20
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 4
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 250 * time.Millisecond
+	}
+	return o
+}
+
+// get does one request; retry says whether another attempt may succeed.
+func get(ctx context.Context, opts Options, url string) (body []byte, retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("downloading %s: %w", url, err)
+	}
+	resp, err := opts.Client.Do(req)
+	if err != nil {
+		return nil, ctx.Err() == nil, fmt.Errorf("downloading %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		return nil, retry, fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
+	}
+	if resp.ContentLength > opts.MaxSize {
+		return nil, false, fmt.Errorf("downloading %s: %d bytes is over the limit of %d", url, resp.ContentLength, opts.MaxSize)
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(resp.Body, opts.MaxSize+1))
+	if err != nil {
+		return nil, true, fmt.Errorf("downloading %s: %w", url, err)
+	}
+	if n > opts.MaxSize {
+		return nil, false, fmt.Errorf("downloading %s: the body is over the limit of %d bytes", url, opts.MaxSize)
+	}
+	return buf.Bytes(), false, nil
+}
+
+func parseDigest(digest string) (string, error) {
+	hexSum, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(hexSum) != sha256.Size*2 {
+		return "", fmt.Errorf("digest %q is not sha256:<64 hex digits>", digest)
+	}
+	if _, err := hex.DecodeString(hexSum); err != nil {
+		return "", errors.New("digest " + digest + " is not hexadecimal")
+	}
+	return hexSum, nil
+}
