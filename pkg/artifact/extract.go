@@ -1,0 +1,399 @@
+package artifact
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Errors an extraction can fail with. Each refusal wraps one of them, so a
+// caller can tell them apart with errors.Is while the message names the
+// offending entry.
+var (
+	// ErrDigestMismatch: the archive's sha256 is not the expected one.
+	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrUnsafePath: an entry name is absolute or climbs out with "..".
+	ErrUnsafePath = errors.New("unsafe path")
+	// ErrUnsafeSymlink: a symbolic link points outside the extraction root.
+	ErrUnsafeSymlink = errors.New("symlink leaves the root")
+	// ErrUnsupportedEntry: a hard link, device, FIFO, sparse file or other
+	// entry type that a source tree never needs.
+	ErrUnsupportedEntry = errors.New("unsupported entry type")
+	// ErrTooLarge: the archive or its extracted content exceeds a size limit.
+	ErrTooLarge = errors.New("archive too large")
+	// ErrTooManyFiles: the archive holds more entries than allowed.
+	ErrTooManyFiles = errors.New("too many files")
+)
+
+// Default limits, used for a zero field of Limits.
+const (
+	DefaultMaxArchiveBytes   int64 = 100 << 20
+	DefaultMaxExtractedBytes int64 = 500 << 20
+	DefaultMaxFiles                = 50_000
+)
+
+// Limits bound what ExtractFile accepts. A zero field takes its default.
+type Limits struct {
+	// MaxArchiveBytes bounds the compressed archive.
+	MaxArchiveBytes int64
+	// MaxExtractedBytes bounds the sum of the regular files' sizes.
+	MaxExtractedBytes int64
+	// MaxFiles bounds the number of entries (files, directories, links).
+	MaxFiles int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxArchiveBytes <= 0 {
+		l.MaxArchiveBytes = DefaultMaxArchiveBytes
+	}
+	if l.MaxExtractedBytes <= 0 {
+		l.MaxExtractedBytes = DefaultMaxExtractedBytes
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultMaxFiles
+	}
+	return l
+}
+
+// ParseDigest splits "sha256:<64 hex digits>" into the raw sum. Other
+// algorithms are refused: the pipeline only produces sha256.
+func ParseDigest(digest string) ([]byte, error) {
+	algo, hexSum, ok := strings.Cut(digest, ":")
+	if !ok || algo != "sha256" {
+		return nil, fmt.Errorf("digest %q is not of the form sha256:<hex>", digest)
+	}
+	sum, err := hex.DecodeString(hexSum)
+	if err != nil || len(sum) != sha256.Size || strings.ToLower(hexSum) != hexSum {
+		return nil, fmt.Errorf("digest %q is not of the form sha256:<64 lower-case hex digits>", digest)
+	}
+	return sum, nil
+}
+
+// VerifyFile checks that the file at name is at most limits.MaxArchiveBytes
+// long and has the expected "sha256:<hex>" digest.
+func VerifyFile(name, digest string, limits Limits) error {
+	limits = limits.withDefaults()
+	want, err := ParseDigest(digest)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	// Read one byte past the limit to tell "exactly at" from "over".
+	n, err := io.Copy(h, io.LimitReader(f, limits.MaxArchiveBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading the archive: %w", err)
+	}
+	if n > limits.MaxArchiveBytes {
+		return fmt.Errorf("%w: the archive is larger than the limit of %d bytes", ErrTooLarge, limits.MaxArchiveBytes)
+	}
+	got := h.Sum(nil)
+	if subtle.ConstantTimeCompare(got, want) != 1 {
+		return fmt.Errorf("%w: the archive has sha256:%x, expected %s", ErrDigestMismatch, got, digest)
+	}
+	return nil
+}
+
+// ExtractFile verifies the tar.gz file at archive against digest
+// ("sha256:<hex>") and only then extracts it into dir, which must not exist
+// or be empty. It refuses absolute entry names and names with "..", symbolic
+// links that resolve outside dir, hard links, devices, FIFOs and other
+// special entries, and archives beyond the limits. On any error dir may hold
+// a partial tree: the caller must discard it, never use it.
+func ExtractFile(archive, digest, dir string, limits Limits) error {
+	limits = limits.withDefaults()
+	if err := VerifyFile(archive, digest, limits); err != nil {
+		return err
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return untar(f, dir, limits)
+}
+
+// untar extracts a gzip-compressed tar stream into dir without checking any
+// digest; ExtractFile is the entry point that does.
+func untar(r io.Reader, dir string, limits Limits) error {
+	limits = limits.withDefaults()
+	root, err := freshDir(dir)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("reading the archive: not gzip: %w", err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+
+	var (
+		files    int
+		written  int64
+		symlinks []string
+		seen     = map[string]bool{}
+	)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the archive: %w", err)
+		}
+		files++
+		if files > limits.MaxFiles {
+			return fmt.Errorf("%w: the archive holds more than %d entries", ErrTooManyFiles, limits.MaxFiles)
+		}
+		rel, err := entryPath(hdr.Name)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			if hdr.Typeflag == tar.TypeDir {
+				continue
+			}
+			return fmt.Errorf("%w: entry %q is the root itself", ErrUnsafePath, hdr.Name)
+		}
+		if hdr.Typeflag != tar.TypeDir {
+			if seen[rel] {
+				return fmt.Errorf("%w: entry %q appears twice", ErrUnsafePath, hdr.Name)
+			}
+			seen[rel] = true
+		}
+		target := filepath.Join(root, filepath.FromSlash(rel))
+		if err := mkdirParents(root, rel); err != nil {
+			return err
+		}
+
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := mkdirReal(target); err != nil {
+				return fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
+			}
+		case tar.TypeReg, tar.TypeRegA:
+			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
+				return fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
+			}
+			if err := writeFile(target, tr, hdr); err != nil {
+				return err
+			}
+			written += hdr.Size
+		case tar.TypeSymlink:
+			if err := checkLinkTarget(rel, hdr.Linkname); err != nil {
+				return err
+			}
+			if err := os.Symlink(hdr.Linkname, target); err != nil {
+				return fmt.Errorf("%w: symlink %q: %v", ErrUnsafePath, hdr.Name, err)
+			}
+			symlinks = append(symlinks, rel)
+		case tar.TypeLink:
+			return fmt.Errorf("%w: hard link %q -> %q", ErrUnsupportedEntry, hdr.Name, hdr.Linkname)
+		case tar.TypeChar, tar.TypeBlock:
+			return fmt.Errorf("%w: device file %q", ErrUnsupportedEntry, hdr.Name)
+		case tar.TypeFifo:
+			return fmt.Errorf("%w: FIFO %q", ErrUnsupportedEntry, hdr.Name)
+		default:
+			return fmt.Errorf("%w: entry %q has type %q", ErrUnsupportedEntry, hdr.Name, string(hdr.Typeflag))
+		}
+	}
+
+	// Each link was checked lexically when it was written, but a chain of
+	// links can still leave the root ("a" -> "b/..", "b" -> ".."), so once
+	// the whole tree exists every link is resolved through the real tree.
+	for _, rel := range symlinks {
+		if err := resolveInRoot(root, rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freshDir creates dir (or accepts an empty one) and returns its absolute
+// path with symlinks resolved, so later containment checks compare like with
+// like.
+func freshDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(entries) > 0 {
+		return "", fmt.Errorf("extraction directory %s is not empty", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// entryPath validates a tar entry name and returns it cleaned, slash
+// separated and relative.
+func entryPath(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: entry with an empty name", ErrUnsafePath)
+	}
+	if strings.ContainsRune(name, 0) || strings.Contains(name, `\`) {
+		return "", fmt.Errorf("%w: entry %q has a NUL or backslash in its name", ErrUnsafePath, name)
+	}
+	if path.IsAbs(name) || filepath.IsAbs(name) || filepath.VolumeName(name) != "" {
+		return "", fmt.Errorf("%w: entry %q has an absolute path", ErrUnsafePath, name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: entry %q contains \"..\"", ErrUnsafePath, name)
+		}
+	}
+	return path.Clean(name), nil
+}
+
+// checkLinkTarget refuses a symlink target that is absolute or, resolved
+// lexically from the link's folder, leaves the root.
+func checkLinkTarget(rel, target string) error {
+	if target == "" {
+		return fmt.Errorf("%w: symlink %q has an empty target", ErrUnsafeSymlink, rel)
+	}
+	if strings.ContainsRune(target, 0) || path.IsAbs(target) || filepath.IsAbs(target) || filepath.VolumeName(target) != "" || strings.Contains(target, `\`) {
+		return fmt.Errorf("%w: symlink %q -> %q points to an absolute path", ErrUnsafeSymlink, rel, target)
+	}
+	if escapes(path.Join(path.Dir(rel), target)) {
+		return fmt.Errorf("%w: symlink %q -> %q points outside the root", ErrUnsafeSymlink, rel, target)
+	}
+	return nil
+}
+
+// escapes reports whether a cleaned relative path climbs above its root.
+func escapes(p string) bool {
+	p = path.Clean(p)
+	return p == ".." || strings.HasPrefix(p, "../")
+}
+
+// mkdirParents creates the parent folders of rel below root, refusing to go
+// through anything that is not a real directory (a symlink above all): the
+// extractor never writes through a link.
+func mkdirParents(root, rel string) error {
+	dir := path.Dir(rel)
+	if dir == "." {
+		return nil
+	}
+	cur := root
+	for _, part := range strings.Split(dir, "/") {
+		cur = filepath.Join(cur, part)
+		if err := mkdirReal(cur); err != nil {
+			return fmt.Errorf("%w: entry %q: %v", ErrUnsafePath, rel, err)
+		}
+	}
+	return nil
+}
+
+// mkdirReal makes dir, or accepts it when it already is a real directory.
+func mkdirReal(dir string) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s exists and is not a directory", filepath.Base(dir))
+	case errors.Is(err, os.ErrNotExist):
+		return os.Mkdir(dir, 0o755)
+	default:
+		return err
+	}
+}
+
+// writeFile writes one regular file, creating it exclusively so it can never
+// follow an existing link. Only the owner-execute bit is kept from the
+// archive: no setuid, no world-writable files.
+func writeFile(target string, r io.Reader, hdr *tar.Header) error {
+	mode := os.FileMode(0o644)
+	if hdr.Mode&0o100 != 0 {
+		mode = 0o755
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fmt.Errorf("%w: file %q: %v", ErrUnsafePath, hdr.Name, err)
+	}
+	n, err := io.Copy(f, io.LimitReader(r, hdr.Size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+	}
+	if n != hdr.Size {
+		return fmt.Errorf("extracting %q: truncated archive (%d of %d bytes)", hdr.Name, n, hdr.Size)
+	}
+	return nil
+}
+
+// maxLinkHops bounds link resolution, like the kernel's ELOOP limit.
+const maxLinkHops = 40
+
+// resolveInRoot follows the link at rel component by component through the
+// real tree below root and fails when any step leaves root. Components that
+// do not exist cannot be links, so the rest of such a path is resolved
+// lexically.
+func resolveInRoot(root, rel string) error {
+	var (
+		stack []string
+		hops  int
+	)
+	pending := strings.Split(rel, "/")
+	for len(pending) > 0 {
+		part := pending[0]
+		pending = pending[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) == 0 {
+				return fmt.Errorf("%w: symlink %q resolves outside the root", ErrUnsafeSymlink, rel)
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		stack = append(stack, part)
+		cur := filepath.Join(append([]string{root}, stack...)...)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("resolving symlink %q: %w", rel, err)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		hops++
+		if hops > maxLinkHops {
+			return fmt.Errorf("%w: symlink %q has too many levels of links", ErrUnsafeSymlink, rel)
+		}
+		target, err := os.Readlink(cur)
+		if err != nil {
+			return fmt.Errorf("resolving symlink %q: %w", rel, err)
+		}
+		if path.IsAbs(target) || filepath.IsAbs(target) {
+			return fmt.Errorf("%w: symlink %q resolves through an absolute link", ErrUnsafeSymlink, rel)
+		}
+		stack = stack[:len(stack)-1]
+		pending = append(strings.Split(target, "/"), pending...)
+	}
+	return nil
+}
