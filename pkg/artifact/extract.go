@@ -189,7 +189,7 @@ func untar(r io.Reader, dir string, limits Limits) error {
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
 				return fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
 			}
-			if err := writeFile(target, tr, hdr); err != nil {
+			if err := extractRegular(target, tr, hdr); err != nil {
 				return err
 			}
 			written += hdr.Size
@@ -318,10 +318,10 @@ func mkdirReal(dir string) error {
 	}
 }
 
-// writeFile writes one regular file, creating it exclusively so it can never
+// extractRegular writes one regular file, creating it exclusively so it can never
 // follow an existing link. Only the owner-execute bit is kept from the
 // archive: no setuid, no world-writable files.
-func writeFile(target string, r io.Reader, hdr *tar.Header) error {
+func extractRegular(target string, r io.Reader, hdr *tar.Header) error {
 	mode := os.FileMode(0o644)
 	if hdr.Mode&0o100 != 0 {
 		mode = 0o755

@@ -15,24 +15,23 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// entry is one tar entry of a test archive.
-type entry struct {
+// xEntry is one tar entry of a test archive.
+type xEntry struct {
 	name     string
 	typ      byte
 	body     string
 	linkname string
 	mode     int64
-	size     int64 // overrides len(body) in the header when non-zero
 }
 
-func file(name, body string) entry { return entry{name: name, typ: tar.TypeReg, body: body} }
-func dir(name string) entry        { return entry{name: name, typ: tar.TypeDir} }
-func symlink(name, target string) entry {
-	return entry{name: name, typ: tar.TypeSymlink, linkname: target}
+func xFile(name, body string) xEntry { return xEntry{name: name, typ: tar.TypeReg, body: body} }
+func xDir(name string) xEntry        { return xEntry{name: name, typ: tar.TypeDir} }
+func xSymlink(name, target string) xEntry {
+	return xEntry{name: name, typ: tar.TypeSymlink, linkname: target}
 }
 
 // tarGz packs entries into a gzip-compressed tar in memory.
-func tarGz(t testing.TB, entries ...entry) []byte {
+func xTarGz(t testing.TB, entries ...xEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -64,10 +63,10 @@ func tarGz(t testing.TB, entries ...entry) []byte {
 	return buf.Bytes()
 }
 
-func digestOf(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
+func xDigest(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
 
 // writeArchive stores data in a temp file and returns its path.
-func writeArchive(t *testing.T, data []byte) string {
+func xWriteArchive(t *testing.T, data []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "a.tar.gz")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -78,18 +77,18 @@ func writeArchive(t *testing.T, data []byte) string {
 
 func TestExtractFileGoodTree(t *testing.T) {
 	g := NewWithT(t)
-	data := tarGz(t,
-		dir("./"),
-		dir("deploy/"),
-		file("deploy/kustomization.yaml", "resources: [cm.yaml]\n"),
-		file("deploy/cm.yaml", "kind: ConfigMap\n"),
-		entry{name: "bin/run.sh", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o4777},
-		symlink("latest", "deploy"),
-		symlink("deploy/self.yaml", "cm.yaml"),
-		symlink("deploy/dangling", "missing/file"),
+	data := xTarGz(t,
+		xDir("./"),
+		xDir("deploy/"),
+		xFile("deploy/kustomization.yaml", "resources: [cm.yaml]\n"),
+		xFile("deploy/cm.yaml", "kind: ConfigMap\n"),
+		xEntry{name: "bin/run.sh", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o4777},
+		xSymlink("latest", "deploy"),
+		xSymlink("deploy/self.yaml", "cm.yaml"),
+		xSymlink("deploy/dangling", "missing/file"),
 	)
 	out := filepath.Join(t.TempDir(), "out")
-	g.Expect(ExtractFile(writeArchive(t, data), digestOf(data), out, Limits{})).To(Succeed())
+	g.Expect(ExtractFile(xWriteArchive(t, data), xDigest(data), out, Limits{})).To(Succeed())
 
 	b, err := os.ReadFile(filepath.Join(out, "latest", "cm.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -108,51 +107,51 @@ func TestExtractFileRefusals(t *testing.T) {
 	big := strings.Repeat("x", 2048)
 	tests := []struct {
 		name    string
-		entries []entry
+		entries []xEntry
 		limits  Limits
 		wantErr error
 		wantMsg string
 	}{
-		{name: "absolute path", entries: []entry{file("/etc/passwd", "x")},
+		{name: "absolute path", entries: []xEntry{xFile("/etc/passwd", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "/etc/passwd" has an absolute path`},
-		{name: "tar slip", entries: []entry{file("../../evil.yaml", "x")},
+		{name: "tar slip", entries: []xEntry{xFile("../../evil.yaml", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "../../evil.yaml" contains ".."`},
-		{name: "dot dot inside", entries: []entry{file("a/../../b", "x")},
+		{name: "dot dot inside", entries: []xEntry{xFile("a/../../b", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `contains ".."`},
-		{name: "symlink to absolute", entries: []entry{symlink("passwd", "/etc/passwd")},
+		{name: "symlink to absolute", entries: []xEntry{xSymlink("passwd", "/etc/passwd")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "passwd" -> "/etc/passwd" points to an absolute path`},
-		{name: "symlink escaping root", entries: []entry{dir("a/"), symlink("a/up", "../../outside")},
+		{name: "symlink escaping root", entries: []xEntry{xDir("a/"), xSymlink("a/up", "../../outside")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "a/up" -> "../../outside" points outside the root`},
 		{name: "symlink chain escaping root",
-			entries: []entry{dir("d/"), symlink("d/b", ".."), symlink("a", "d/b/..")},
+			entries: []xEntry{xDir("d/"), xSymlink("d/b", ".."), xSymlink("a", "d/b/..")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "a" resolves outside the root`},
 		{name: "write through a symlink",
-			entries: []entry{dir("sub/"), symlink("link", "sub"), file("link/x.yaml", "x")},
+			entries: []xEntry{xDir("sub/"), xSymlink("link", "sub"), xFile("link/x.yaml", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `link exists and is not a directory`},
 		{name: "duplicate entry replaces a symlink",
-			entries: []entry{symlink("x", "y"), file("x", "data")},
+			entries: []xEntry{xSymlink("x", "y"), xFile("x", "data")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "x" appears twice`},
-		{name: "hard link", entries: []entry{file("a", "x"), {name: "b", typ: tar.TypeLink, linkname: "a"}},
+		{name: "hard link", entries: []xEntry{xFile("a", "x"), {name: "b", typ: tar.TypeLink, linkname: "a"}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `hard link "b" -> "a"`},
-		{name: "char device", entries: []entry{{name: "null", typ: tar.TypeChar}},
+		{name: "char device", entries: []xEntry{{name: "null", typ: tar.TypeChar}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `device file "null"`},
-		{name: "block device", entries: []entry{{name: "sda", typ: tar.TypeBlock}},
+		{name: "block device", entries: []xEntry{{name: "sda", typ: tar.TypeBlock}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `device file "sda"`},
-		{name: "fifo", entries: []entry{{name: "pipe", typ: tar.TypeFifo}},
+		{name: "fifo", entries: []xEntry{{name: "pipe", typ: tar.TypeFifo}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `FIFO "pipe"`},
-		{name: "too many files", entries: []entry{file("a", "1"), file("b", "2"), file("c", "3")},
+		{name: "too many files", entries: []xEntry{xFile("a", "1"), xFile("b", "2"), xFile("c", "3")},
 			limits: Limits{MaxFiles: 2}, wantErr: ErrTooManyFiles, wantMsg: "more than 2 entries"},
-		{name: "oversize content", entries: []entry{file("a", big), file("b", big)},
+		{name: "oversize content", entries: []xEntry{xFile("a", big), xFile("b", big)},
 			limits: Limits{MaxExtractedBytes: 3000}, wantErr: ErrTooLarge, wantMsg: `extracting "b" would exceed the limit of 3000 extracted bytes`},
-		{name: "oversize archive", entries: []entry{file("a", big)},
+		{name: "oversize archive", entries: []xEntry{xFile("a", big)},
 			limits: Limits{MaxArchiveBytes: 10}, wantErr: ErrTooLarge, wantMsg: "larger than the limit of 10 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			data := tarGz(t, tt.entries...)
+			data := xTarGz(t, tt.entries...)
 			out := filepath.Join(t.TempDir(), "out")
-			err := ExtractFile(writeArchive(t, data), digestOf(data), out, tt.limits)
+			err := ExtractFile(xWriteArchive(t, data), xDigest(data), out, tt.limits)
 			g.Expect(err).To(MatchError(tt.wantErr))
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantMsg))
 			g.Expect(filepath.Join(filepath.Dir(out), "outside")).NotTo(BeAnExistingFile())
@@ -162,18 +161,18 @@ func TestExtractFileRefusals(t *testing.T) {
 
 func TestExtractFileVerifiesDigestFirst(t *testing.T) {
 	g := NewWithT(t)
-	data := tarGz(t, file("a.yaml", "x"))
-	tampered := tarGz(t, file("a.yaml", "y"))
+	data := xTarGz(t, xFile("a.yaml", "x"))
+	tampered := xTarGz(t, xFile("a.yaml", "y"))
 	out := filepath.Join(t.TempDir(), "out")
 
-	err := ExtractFile(writeArchive(t, tampered), digestOf(data), out, Limits{})
+	err := ExtractFile(xWriteArchive(t, tampered), xDigest(data), out, Limits{})
 	g.Expect(err).To(MatchError(ErrDigestMismatch))
-	g.Expect(err.Error()).To(ContainSubstring("digest mismatch: the archive has " + digestOf(tampered) + ", expected " + digestOf(data)))
+	g.Expect(err.Error()).To(ContainSubstring("digest mismatch: the archive has " + xDigest(tampered) + ", expected " + xDigest(data)))
 	g.Expect(out).NotTo(BeADirectory(), "nothing is extracted from an archive that fails verification")
 }
 
 func TestParseDigest(t *testing.T) {
-	good := digestOf([]byte("x"))
+	good := xDigest([]byte("x"))
 	tests := []struct {
 		in string
 		ok bool
@@ -196,17 +195,17 @@ func TestParseDigest(t *testing.T) {
 
 func TestExtractFileNeedsAFreshDir(t *testing.T) {
 	g := NewWithT(t)
-	data := tarGz(t, file("a.yaml", "x"))
+	data := xTarGz(t, xFile("a.yaml", "x"))
 	out := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(out, "old"), nil, 0o644)).To(Succeed())
-	err := ExtractFile(writeArchive(t, data), digestOf(data), out, Limits{})
+	err := ExtractFile(xWriteArchive(t, data), xDigest(data), out, Limits{})
 	g.Expect(err).To(MatchError(ContainSubstring("is not empty")))
 }
 
 func TestExtractFileRefusesGarbage(t *testing.T) {
 	g := NewWithT(t)
 	data := []byte("this is not gzip")
-	err := ExtractFile(writeArchive(t, data), digestOf(data), filepath.Join(t.TempDir(), "out"), Limits{})
+	err := ExtractFile(xWriteArchive(t, data), xDigest(data), filepath.Join(t.TempDir(), "out"), Limits{})
 	g.Expect(err).To(MatchError(ContainSubstring("not gzip")))
 	if errors.Is(err, ErrDigestMismatch) {
 		t.Fatal("a matching digest must not be reported as a mismatch")
