@@ -1,0 +1,49 @@
+// Package artifact stores, packs and serves the files that Plumb's
+// controllers hand to each other.
+//
+// # Storage
+//
+// A Storage is a folder (--storage-path) holding one folder per object:
+//
+//	<kind>/<namespace>/<name>/<file>
+//
+// e.g. gitrepository/apps/podinfo/<commit>.tar.gz written by
+// source-controller, or kustomization/apps/podinfo/<digest>.yaml written by
+// render-controller. <kind> is the lower-case Kind. Every write goes to a
+// temporary file in the object's folder and is renamed into place once it is
+// complete and synced, so a reader never sees a half-written artifact; the
+// sha256 digest and the size are computed while writing. Temporary files
+// start with ".tmp-" and are never served.
+//
+// Retention keeps the newest N files of an object's folder (by modification
+// time; the current artifact is always kept) and deletes the others; Remove
+// deletes the whole folder when the object is deleted. Verify re-hashes a
+// stored file and compares it with the digest in status, so a tampered or
+// truncated artifact is noticed and rebuilt.
+//
+// # HTTP server
+//
+// Handler serves the storage folder read-only: files only (a folder gives
+// 404, there are no listings), GET and HEAD, byte ranges (Range/If-Range)
+// and Last-Modified validators. Server runs that handler as a
+// controller-runtime Runnable. Artifact URLs are http://<advertised address>/<path>, where the
+// advertised address is --storage-adv-addr (e.g. the Service name).
+//
+// # Packing
+//
+// Pack writes a deterministic tar.gz of a folder: entries in lexical walk
+// order, regular files only (symbolic links, devices and empty folders are
+// left out, so an extractor only ever creates files and their parent
+// folders), modification times zeroed, owners zeroed, modes normalised to
+// 0644 or 0755 (executable when any execute bit is set). The same tree always
+// packs to the same bytes and so to the same sha256 digest, whatever the
+// checkout time, umask or user.
+//
+// The .git folder is never packed. Ignore rules in gitignore syntax come from
+// .sourceignore files (in the root and in any sub-folder, scoped to that
+// folder) and from the object's spec.ignore, which is applied last and so
+// wins. Without spec.ignore, a default list also excludes Git metadata files
+// (.gitignore, .gitattributes, .gitmodules) and common binary archives and
+// images (*.jpg, *.jpeg, *.gif, *.png, *.wmv, *.flv, *.tar.gz, *.zip), as
+// Flux's source-controller does; setting spec.ignore replaces that list.
+package artifact

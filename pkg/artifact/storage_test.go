@@ -1,0 +1,228 @@
+package artifact
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+var testRef = Ref{Kind: "GitRepository", Namespace: "apps", Name: "podinfo"}
+
+func newTestStorage(t *testing.T, retention int) *Storage {
+	t.Helper()
+	s, err := NewStorage(t.TempDir(), "source-controller.plumb-system", retention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStoreWritesAtomicallyWithDigest(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	body := "hello artifact"
+	a, err := s.Store(context.Background(), testRef, "abc.tar.gz", strings.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.Path).To(Equal("gitrepository/apps/podinfo/abc.tar.gz"))
+	g.Expect(a.URL).To(Equal("http://source-controller.plumb-system/gitrepository/apps/podinfo/abc.tar.gz"))
+	g.Expect(a.Digest).To(Equal(fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(body)))))
+	g.Expect(*a.Size).To(Equal(int64(len(body))))
+	g.Expect(s.Verify(a)).To(Succeed())
+
+	// No temporary file is left behind, also when the writer fails midway.
+	_, err = s.Store(context.Background(), testRef, "broken.tar.gz", io.MultiReader(strings.NewReader("part"), errReader{}))
+	g.Expect(err).To(HaveOccurred())
+	entries, _ := os.ReadDir(s.LocalPath(testRef.Dir()))
+	g.Expect(entries).To(HaveLen(1))
+	g.Expect(entries[0].Name()).To(Equal("abc.tar.gz"))
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestStoreRefusesBadNames(t *testing.T) {
+	s := newTestStorage(t, 2)
+	for _, tc := range []struct {
+		ref  Ref
+		file string
+	}{
+		{testRef, "../x"},
+		{testRef, "a/b"},
+		{testRef, ".tmp-x"},
+		{testRef, ""},
+		{Ref{Kind: "gitrepository", Namespace: "..", Name: "x"}, "f"},
+		{Ref{Kind: "gitrepository", Namespace: "a/b", Name: "x"}, "f"},
+	} {
+		if _, err := s.Store(context.Background(), tc.ref, tc.file, strings.NewReader("x")); err == nil {
+			t.Errorf("Store(%v, %q) succeeded", tc.ref, tc.file)
+		}
+	}
+}
+
+func TestVerifyNoticesTampering(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	a, err := s.Store(context.Background(), testRef, "x.yaml", strings.NewReader("kind: ConfigMap"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(s.LocalPath(a.Path), []byte("kind: Secret!!!"), 0o644)).To(Succeed())
+	g.Expect(errors.Is(s.Verify(a), ErrDigestMismatch)).To(BeTrue())
+	g.Expect(os.Remove(s.LocalPath(a.Path))).To(Succeed())
+	g.Expect(errors.Is(s.Verify(a), os.ErrNotExist)).To(BeTrue())
+	g.Expect(s.Exists(a)).To(BeFalse())
+}
+
+func TestGarbageCollectKeepsNewestN(t *testing.T) {
+	tests := []struct {
+		name      string
+		retention int
+		keep      string
+		want      []string
+	}{
+		{name: "keep 2", retention: 2, want: []string{"4", "3"}},
+		{name: "keep 1", retention: 1, want: []string{"4"}},
+		{name: "current is kept even when old", retention: 2, keep: "1", want: []string{"1", "4"}},
+		{name: "more than exist", retention: 10, want: []string{"1", "2", "3", "4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := newTestStorage(t, tt.retention)
+			base := time.Now().Add(-time.Hour)
+			for i := 1; i <= 4; i++ {
+				a, err := s.Store(context.Background(), testRef, itoa(i), strings.NewReader(itoa(i)))
+				g.Expect(err).NotTo(HaveOccurred())
+				mt := base.Add(time.Duration(i) * time.Minute)
+				g.Expect(os.Chtimes(s.LocalPath(a.Path), mt, mt)).To(Succeed())
+			}
+			// A stale temporary file from a crash goes too; a fresh one stays.
+			stale := filepath.Join(s.LocalPath(testRef.Dir()), ".tmp-stale")
+			fresh := filepath.Join(s.LocalPath(testRef.Dir()), ".tmp-fresh")
+			g.Expect(os.WriteFile(stale, nil, 0o644)).To(Succeed())
+			g.Expect(os.WriteFile(fresh, nil, 0o644)).To(Succeed())
+			old := time.Now().Add(-2 * time.Hour)
+			g.Expect(os.Chtimes(stale, old, old)).To(Succeed())
+
+			var keep []string
+			if tt.keep != "" {
+				keep = append(keep, s.RelPath(testRef, tt.keep))
+			}
+			_, err := s.GarbageCollect(context.Background(), testRef, keep...)
+			g.Expect(err).NotTo(HaveOccurred())
+			var left []string
+			entries, _ := os.ReadDir(s.LocalPath(testRef.Dir()))
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), ".tmp-") {
+					left = append(left, e.Name())
+				}
+			}
+			g.Expect(left).To(ConsistOf(tt.want))
+			g.Expect(fresh).To(BeAnExistingFile())
+			g.Expect(stale).NotTo(BeAnExistingFile())
+		})
+	}
+}
+
+func TestRemoveDeletesTheObjectFolder(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	other := Ref{Kind: "GitRepository", Namespace: "apps", Name: "other"}
+	for _, r := range []Ref{testRef, other} {
+		_, err := s.Store(context.Background(), r, "a", strings.NewReader("a"))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(s.Remove(testRef)).To(Succeed())
+	g.Expect(s.LocalPath(testRef.Dir())).NotTo(BeADirectory())
+	g.Expect(s.LocalPath(other.Dir())).To(BeADirectory())
+	g.Expect(s.Remove(testRef)).To(Succeed(), "removing twice is fine")
+}
+
+func TestPackIntoStorageSameTreeSameDigest(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.yaml": "a", "b/c.yaml": "c"})
+	a1, err := s.Pack(context.Background(), testRef, "commit1.tar.gz", dir, PackOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	time.Sleep(10 * time.Millisecond)
+	g.Expect(os.Chtimes(filepath.Join(dir, "a.yaml"), time.Now(), time.Now())).To(Succeed())
+	a2, err := s.Pack(context.Background(), testRef, "commit2.tar.gz", dir, PackOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a2.Digest).To(Equal(a1.Digest))
+	g.Expect(a2.Path).NotTo(Equal(a1.Path))
+}
+
+func TestHandler(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	body := strings.Repeat("0123456789", 100)
+	a, err := s.Store(context.Background(), testRef, "x.tar.gz", strings.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(s.LocalPath(testRef.Dir()), ".tmp-123"), []byte("partial"), 0o644)).To(Succeed())
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	do := func(method, path string, hdr map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	resp, got := do(http.MethodGet, "/"+a.Path, nil)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(got).To(Equal(body))
+	g.Expect(resp.Header.Get("Content-Type")).To(Equal("application/gzip"))
+
+	resp, got = do(http.MethodHead, "/"+a.Path, nil)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(resp.ContentLength).To(Equal(int64(len(body))))
+	g.Expect(got).To(BeEmpty())
+
+	resp, got = do(http.MethodGet, "/"+a.Path, map[string]string{"Range": "bytes=10-19"})
+	g.Expect(resp.StatusCode).To(Equal(http.StatusPartialContent))
+	g.Expect(got).To(Equal("0123456789"))
+	g.Expect(resp.Header.Get("Content-Range")).To(Equal(fmt.Sprintf("bytes 10-19/%d", len(body))))
+
+	for _, p := range []string{"/", "/gitrepository/", "/" + testRef.Dir(), "/" + testRef.Dir() + "/.tmp-123", "/../../etc/passwd", "/gitrepository/apps/podinfo/missing"} {
+		resp, _ = do(http.MethodGet, p, nil)
+		g.Expect(resp.StatusCode).To(Equal(http.StatusNotFound), p)
+	}
+	resp, _ = do(http.MethodPost, "/"+a.Path, nil)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusMethodNotAllowed))
+}
+
+func TestServerStartsAndStops(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	a, err := s.Store(context.Background(), testRef, "x", strings.NewReader("x"))
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := NewServer("127.0.0.1:0", s)
+	addr, err := srv.Listen()
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	resp, err := http.Get("http://" + addr.String() + "/" + a.Path)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	cancel()
+	g.Eventually(done, 15*time.Second).Should(Receive(BeNil()))
+}
