@@ -1,0 +1,218 @@
+package testgit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// DefaultBranch is the branch a new repository's HEAD points to.
+const DefaultBranch = "main"
+
+// Files maps slash-separated paths to contents. A path ending in "*" is
+// committed as an executable file (the "*" is dropped).
+type Files map[string]string
+
+// Repo is one bare repository of a Server.
+type Repo struct {
+	srv  *Server
+	name string
+	dir  string
+
+	mu    sync.Mutex
+	clock time.Time
+}
+
+// CreateRepo creates an empty bare repository served as <name>.git.
+func (s *Server) CreateRepo(name string) (*Repo, error) {
+	if !repoName.MatchString(name) {
+		return nil, fmt.Errorf("invalid repository name %q", name)
+	}
+	dir := s.repoDir(name)
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("repository %s exists", name)
+	}
+	_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(DefaultBranch)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating repository %s: %w", name, err)
+	}
+	return &Repo{srv: s, name: name, dir: dir, clock: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil
+}
+
+// Name returns the repository's name.
+func (r *Repo) Name() string { return r.name }
+
+// Dir returns the bare repository's folder.
+func (r *Repo) Dir() string { return r.dir }
+
+// URL returns the repository's HTTP URL.
+func (r *Repo) URL() string { return r.srv.HTTPAddress() + "/" + r.name + ".git" }
+
+// SSHURL returns the repository's SSH URL; StartSSH must have been called.
+func (r *Repo) SSHURL() string {
+	if r.srv.ssh == nil {
+		return ""
+	}
+	return "ssh://git@" + r.srv.ssh.addr() + "/" + r.name + ".git"
+}
+
+// Fetches returns how many pack negotiations the repository served.
+func (r *Repo) Fetches() int { return r.srv.Fetches(r.name) }
+
+func (r *Repo) open() (*git.Repository, error) {
+	st := filesystem.NewStorage(osfs.New(r.dir), cache.NewObjectLRUDefault())
+	return git.Open(st, memfs.New())
+}
+
+// Commit commits files onto branch, creating the branch from the default
+// branch's head (or as an orphan when the repository is empty). The files
+// are written over the branch's tree; a value of nil-like "\x00delete"
+// (Delete) removes the path. With no files it makes an empty commit, which
+// is handy for two commits with the same tree. It returns the commit hash.
+func (r *Repo) Commit(branch, message string, files Files) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	repo, err := r.open()
+	if err != nil {
+		return "", err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	if err := r.checkout(repo, wt, ref); err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fs := wt.Filesystem
+	for _, name := range names {
+		content := files[name]
+		mode := os.FileMode(0o644)
+		if len(name) > 0 && name[len(name)-1] == '*' {
+			name, mode = name[:len(name)-1], 0o755
+		}
+		name = path.Clean(name)
+		if content == Delete {
+			if _, err := wt.Remove(name); err != nil {
+				return "", fmt.Errorf("removing %s: %w", name, err)
+			}
+			continue
+		}
+		if err := fs.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return "", err
+		}
+		f, err := fs.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write([]byte(content)); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+		if _, err := wt.Add(name); err != nil {
+			return "", fmt.Errorf("adding %s: %w", name, err)
+		}
+	}
+	// A distinct, increasing time per commit keeps hashes unique and
+	// ordered without depending on the wall clock.
+	r.clock = r.clock.Add(time.Minute)
+	h, err := wt.Commit(message, &git.CommitOptions{
+		Author:            r.signature(),
+		AllowEmptyCommits: true,
+	})
+	if err != nil {
+		return "", fmt.Errorf("committing to %s: %w", branch, err)
+	}
+	return h.String(), nil
+}
+
+// Delete, as the content of a path in Files, removes the path.
+const Delete = "\x00delete"
+
+func (r *Repo) signature() *object.Signature {
+	return &object.Signature{Name: "Plumb Test", Email: "test@plumb.dev", When: r.clock}
+}
+
+// checkout points HEAD at ref and the worktree at its tree, creating ref
+// from the default branch when it does not exist.
+func (r *Repo) checkout(repo *git.Repository, wt *git.Worktree, ref plumbing.ReferenceName) error {
+	if _, err := repo.Reference(ref, false); err == nil {
+		return wt.Checkout(&git.CheckoutOptions{Branch: ref, Force: true})
+	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return err
+	}
+	base, err := repo.Reference(plumbing.NewBranchReferenceName(DefaultBranch), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		// Empty repository: commit onto the unborn branch.
+		return repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, ref))
+	}
+	if err != nil {
+		return err
+	}
+	return wt.Checkout(&git.CheckoutOptions{Branch: ref, Hash: base.Hash(), Create: true, Force: true})
+}
+
+// Tag creates a tag on the commit rev (a hash). With a message the tag is
+// annotated, without it is lightweight.
+func (r *Repo) Tag(name, rev, message string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	repo, err := r.open()
+	if err != nil {
+		return err
+	}
+	var opts *git.CreateTagOptions
+	if message != "" {
+		r.clock = r.clock.Add(time.Second)
+		opts = &git.CreateTagOptions{Tagger: r.signature(), Message: message}
+	}
+	if _, err := repo.CreateTag(name, plumbing.NewHash(rev), opts); err != nil {
+		return fmt.Errorf("tagging %s as %s: %w", rev, name, err)
+	}
+	return nil
+}
+
+// Head returns the commit hash a branch points to.
+func (r *Repo) Head(branch string) (string, error) {
+	repo, err := r.open()
+	if err != nil {
+		return "", err
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	if err != nil {
+		return "", err
+	}
+	return ref.Hash().String(), nil
+}
+
+// SetRef points any reference (e.g. refs/pull/1/head) at a commit.
+func (r *Repo) SetRef(name, rev string) error {
+	repo, err := r.open()
+	if err != nil {
+		return err
+	}
+	return repo.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), plumbing.NewHash(rev)))
+}

@@ -1,0 +1,159 @@
+package testgit
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Server. Empty credentials mean anonymous access.
+type Options struct {
+	// Username and Password, when set, are required as HTTP basic auth.
+	Username string
+	Password string
+	// BearerToken, when set, is accepted as "Authorization: Bearer <token>"
+	// (alone or besides basic auth).
+	BearerToken string
+}
+
+// Server serves the repositories under a temporary folder over HTTP and,
+// after StartSSH, over SSH.
+type Server struct {
+	opts Options
+	root string
+	git  string
+	http *http.Server
+	ln   net.Listener
+
+	mu      sync.Mutex
+	fetches map[string]int
+	lists   map[string]int
+
+	ssh *sshServer
+}
+
+var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// NewServer starts the HTTP server on 127.0.0.1 and a random port. It needs
+// the git binary on PATH.
+func NewServer(opts Options) (*Server, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, fmt.Errorf("testgit needs the git binary: %w", err)
+	}
+	root, err := os.MkdirTemp("", "plumb-testgit-")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	s := &Server{opts: opts, root: root, git: git, ln: ln, fetches: map[string]int{}, lists: map[string]int{}}
+	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go s.http.Serve(ln) //nolint:errcheck // ends with Close
+	return s, nil
+}
+
+// Root returns the folder holding the bare repositories, <name>.git each.
+func (s *Server) Root() string { return s.root }
+
+// HTTPAddress returns http://127.0.0.1:<port>.
+func (s *Server) HTTPAddress() string { return "http://" + s.ln.Addr().String() }
+
+// Close stops the servers and removes the repositories.
+func (s *Server) Close() error {
+	errs := []error{s.http.Close()}
+	if s.ssh != nil {
+		errs = append(errs, s.ssh.close())
+	}
+	errs = append(errs, os.RemoveAll(s.root))
+	return errors.Join(errs...)
+}
+
+// Fetches returns how many pack negotiations (clones and fetches) the
+// repository served over HTTP and SSH.
+func (s *Server) Fetches(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches[name]
+}
+
+// Lists returns how many reference advertisements (GET info/refs, which
+// both ls-remote and a clone start with) the repository served over HTTP.
+func (s *Server) Lists(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists[name]
+}
+
+func (s *Server) count(m map[string]int, name string) {
+	s.mu.Lock()
+	m[name]++
+	s.mu.Unlock()
+}
+
+func (s *Server) handler() http.Handler {
+	backend := &cgi.Handler{
+		Path: s.git,
+		Args: []string{"http-backend"},
+		Dir:  s.root,
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"GIT_CONFIG_NOSYSTEM=1",
+			"HOME=" + s.root,
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="testgit"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		// Pushing is not served; tests write through Repo.
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack" {
+			http.Error(w, "push is not served", http.StatusForbidden)
+			return
+		}
+		name := strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0], ".git")
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
+			s.count(s.fetches, name)
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs"):
+			s.count(s.lists, name)
+		}
+		backend.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.opts.Username == "" && s.opts.Password == "" && s.opts.BearerToken == "" {
+		return true
+	}
+	if s.opts.BearerToken != "" {
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.BearerToken)) == 1
+		}
+	}
+	if s.opts.Username == "" && s.opts.Password == "" {
+		return false
+	}
+	u, p, ok := r.BasicAuth()
+	return ok && subtle.ConstantTimeCompare([]byte(u), []byte(s.opts.Username)) == 1 &&
+		subtle.ConstantTimeCompare([]byte(p), []byte(s.opts.Password)) == 1
+}
+
+// repoDir returns the folder of a repository name.
+func (s *Server) repoDir(name string) string { return filepath.Join(s.root, name+".git") }
