@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -109,6 +110,9 @@ func (s *Server) handler() http.Handler {
 		Path: s.git,
 		Args: []string{"http-backend"},
 		Dir:  s.root,
+		// http-backend's complaints (e.g. a missing repository) reach the
+		// client as HTTP statuses already.
+		Stderr: io.Discard,
 		Env: []string{
 			"GIT_PROJECT_ROOT=" + s.root,
 			"GIT_HTTP_EXPORT_ALL=1",

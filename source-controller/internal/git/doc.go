@@ -1,0 +1,20 @@
+// Package git fetches one reference of a remote Git repository with go-git:
+// it lists the remote's references (ls-remote), resolves the spec's
+// reference (branch, tag, semver range over tags, any ref name, commit alone
+// or on a branch) to a commit and a revision string, and checks that commit
+// out into a folder, shallow (depth 1) whenever the reference allows.
+//
+// Revisions follow Flux's format: "<branch>@sha1:<hash>",
+// "<tag>@sha1:<hash>" (also for semver), "<ref name>@sha1:<hash>" for a
+// name reference, "sha1:<hash>" for a bare commit.
+//
+// Auth comes from a Secret's data: username and password (HTTP basic),
+// bearerToken (HTTP), ca.crt (extra CA bundle for HTTPS), and for SSH
+// identity (a private key, with an optional password) plus known_hosts,
+// which is required: the server's host key must be listed there, an unknown
+// or changed host key fails the fetch.
+//
+// Errors are classified (Kind) so the reconciler can give a person a clear
+// reason: authentication, reference not found, invalid spec (stalled, no
+// retry helps) or a plain Git/network failure.
+package git

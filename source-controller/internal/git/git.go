@@ -1,0 +1,334 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// Kind classifies a fetch error.
+type Kind int
+
+const (
+	// Failed is any other Git or network failure; retrying may help.
+	Failed Kind = iota
+	// AuthFailed: credentials refused, missing or unreadable, or the SSH
+	// host key is unknown.
+	AuthFailed
+	// NotFound: the reference (or the repository) does not exist.
+	NotFound
+	// InvalidSpec: the spec cannot work (e.g. an invalid semver range);
+	// only a spec change helps.
+	InvalidSpec
+)
+
+// Error is a classified fetch error.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of err (Failed when unclassified).
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Failed
+}
+
+// Refs maps full reference names to commit hashes; annotated tags are
+// peeled to the commit they point to.
+type Refs map[string]string
+
+// ListRefs asks the remote for its references (git ls-remote).
+func ListRefs(ctx context.Context, url string, auth *Auth) (Refs, error) {
+	rem := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+	list, err := rem.ListContext(ctx, &gogit.ListOptions{
+		Auth:          auth.Method,
+		CABundle:      auth.CABundle,
+		PeelingOption: gogit.AppendPeeled,
+	})
+	if err != nil {
+		return nil, classify(url, "listing references of", err)
+	}
+	refs := Refs{}
+	peeled := map[string]string{}
+	for _, r := range list {
+		if r.Type() != plumbing.HashReference {
+			continue
+		}
+		name := r.Name().String()
+		if base, ok := strings.CutSuffix(name, "^{}"); ok {
+			peeled[base] = r.Hash().String()
+			continue
+		}
+		refs[name] = r.Hash().String()
+	}
+	for name, h := range peeled {
+		refs[name] = h
+	}
+	return refs, nil
+}
+
+// Target is a resolved reference: what to fetch and which commit to check out.
+type Target struct {
+	// RefName is the reference to fetch, e.g. refs/heads/main; empty for a
+	// bare commit (all branches and tags are fetched).
+	RefName string
+	// Commit is the commit to check out; for a moving reference it is the
+	// head seen by ListRefs and is confirmed by the fetch.
+	Commit string
+	// Label is the part of the revision before "@", empty for a bare commit.
+	Label string
+	// Shallow is true when a depth-1 fetch is enough.
+	Shallow bool
+}
+
+// Revision returns "<label>@sha1:<commit>" or "sha1:<commit>".
+func (t Target) Revision() string {
+	if t.Label == "" {
+		return "sha1:" + t.Commit
+	}
+	return t.Label + "@sha1:" + t.Commit
+}
+
+// DefaultBranch is checked out when a GitRepository has no ref, as in Flux.
+const DefaultBranch = "master"
+
+// Resolve picks the target of ref among the remote's refs. The most
+// specific field wins: commit, then name, then semver, then tag, then branch.
+// refs may be nil for a bare commit, which needs no listing.
+func Resolve(ref *sourcev1.GitRepositoryRef, refs Refs) (Target, error) {
+	if ref == nil {
+		ref = &sourcev1.GitRepositoryRef{}
+	}
+	switch {
+	case ref.Commit != "":
+		if !isHash(ref.Commit) {
+			return Target{}, &Error{Kind: InvalidSpec, Err: fmt.Errorf("spec.ref.commit %q is not a full SHA-1 commit hash", ref.Commit)}
+		}
+		if ref.Branch == "" {
+			return Target{Commit: ref.Commit}, nil
+		}
+		name := "refs/heads/" + ref.Branch
+		if _, ok := refs[name]; !ok {
+			return Target{}, notFound("branch %q", ref.Branch)
+		}
+		return Target{RefName: name, Commit: ref.Commit, Label: ref.Branch}, nil
+	case ref.Name != "":
+		if !strings.HasPrefix(ref.Name, "refs/") {
+			return Target{}, &Error{Kind: InvalidSpec, Err: fmt.Errorf("spec.ref.name %q must be a full reference name starting with refs/", ref.Name)}
+		}
+		h, ok := refs[ref.Name]
+		if !ok {
+			return Target{}, notFound("reference %q", ref.Name)
+		}
+		return Target{RefName: ref.Name, Commit: h, Label: ref.Name, Shallow: true}, nil
+	case ref.SemVer != "":
+		c, err := semver.NewConstraint(ref.SemVer)
+		if err != nil {
+			return Target{}, &Error{Kind: InvalidSpec, Err: fmt.Errorf("spec.ref.semver %q is not a valid semver range: %w", ref.SemVer, err)}
+		}
+		tag, err := highestMatch(c, refs)
+		if err != nil {
+			return Target{}, err
+		}
+		name := "refs/tags/" + tag
+		return Target{RefName: name, Commit: refs[name], Label: tag, Shallow: true}, nil
+	case ref.Tag != "":
+		name := "refs/tags/" + ref.Tag
+		h, ok := refs[name]
+		if !ok {
+			return Target{}, notFound("tag %q", ref.Tag)
+		}
+		return Target{RefName: name, Commit: h, Label: ref.Tag, Shallow: true}, nil
+	default:
+		branch := ref.Branch
+		if branch == "" {
+			branch = DefaultBranch
+		}
+		name := "refs/heads/" + branch
+		h, ok := refs[name]
+		if !ok {
+			return Target{}, notFound("branch %q", branch)
+		}
+		return Target{RefName: name, Commit: h, Label: branch, Shallow: true}, nil
+	}
+}
+
+func notFound(format string, args ...any) error {
+	return &Error{Kind: NotFound, Err: fmt.Errorf(format+" not found in the remote repository", args...)}
+}
+
+// highestMatch returns the tag with the highest version matching c. Tags
+// that are not versions are skipped; of two tags with the same version
+// ("1.0.0" and "v1.0.0") the lexically greater wins, so the choice is stable.
+func highestMatch(c *semver.Constraints, refs Refs) (string, error) {
+	type cand struct {
+		tag string
+		v   *semver.Version
+	}
+	var cands []cand
+	for name := range refs {
+		tag, ok := strings.CutPrefix(name, "refs/tags/")
+		if !ok {
+			continue
+		}
+		v, err := semver.NewVersion(tag)
+		if err != nil || !c.Check(v) {
+			continue
+		}
+		cands = append(cands, cand{tag, v})
+	}
+	if len(cands) == 0 {
+		return "", notFound("no tag matching semver range %q was", c.String())
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cmp := cands[i].v.Compare(cands[j].v); cmp != 0 {
+			return cmp > 0
+		}
+		return cands[i].tag > cands[j].tag
+	})
+	return cands[0].tag, nil
+}
+
+func isHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Checkout fetches t from url into a new repository at dir and checks its
+// commit out. It returns the target with Commit set to what was checked out
+// (a branch may have moved since ListRefs).
+func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string) (Target, error) {
+	repo, err := gogit.PlainInit(dir, false)
+	if err != nil {
+		return t, err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+		return t, err
+	}
+	opts := &gogit.FetchOptions{
+		RemoteName: "origin",
+		Auth:       auth.Method,
+		CABundle:   auth.CABundle,
+		Tags:       gogit.NoTags,
+	}
+	if t.RefName != "" {
+		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + t.RefName + ":" + t.RefName)}
+	} else {
+		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+	}
+	if t.Shallow {
+		opts.Depth = 1
+	}
+	if err := repo.FetchContext(ctx, opts); err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		return t, classify(url, "fetching from", err)
+	}
+
+	if t.Shallow {
+		// Check out what the fetch brought, peeling annotated tags.
+		h, err := repo.ResolveRevision(plumbing.Revision(t.RefName + "^{commit}"))
+		if err != nil {
+			return t, &Error{Kind: NotFound, Err: fmt.Errorf("%s vanished from the remote during the fetch: %w", t.RefName, err)}
+		}
+		t.Commit = h.String()
+	} else {
+		commit, err := repo.CommitObject(plumbing.NewHash(t.Commit))
+		if err != nil {
+			return t, notFound("commit %s", t.Commit)
+		}
+		if t.RefName != "" {
+			if err := onBranch(repo, t.RefName, commit); err != nil {
+				return t, err
+			}
+		}
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return t, err
+	}
+	if err := wt.Checkout(&gogit.CheckoutOptions{Hash: plumbing.NewHash(t.Commit), Force: true}); err != nil {
+		return t, fmt.Errorf("checking out %s: %w", t.Commit, err)
+	}
+	return t, nil
+}
+
+// onBranch checks that commit is reachable from the branch head.
+func onBranch(repo *gogit.Repository, refName string, commit *object.Commit) error {
+	head, err := repo.Reference(plumbing.ReferenceName(refName), true)
+	if err != nil {
+		return notFound("branch %q", strings.TrimPrefix(refName, "refs/heads/"))
+	}
+	headCommit, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return err
+	}
+	if headCommit.Hash == commit.Hash {
+		return nil
+	}
+	ok, err := commit.IsAncestor(headCommit)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound("commit %s on branch %q", commit.Hash, strings.TrimPrefix(refName, "refs/heads/"))
+	}
+	return nil
+}
+
+// classify wraps a go-git error with the URL and a kind.
+func classify(url, what string, err error) error {
+	kind := Failed
+	msg := err.Error()
+	var keyErr *knownhosts.KeyError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		kind = AuthFailed
+		msg = "the credentials were refused (" + err.Error() + ")"
+	case errors.As(err, &keyErr), strings.Contains(msg, "knownhosts: key"):
+		kind = AuthFailed
+		msg = "the SSH host key is not in known_hosts (unknown host or changed key): " + err.Error()
+	case strings.Contains(msg, "ssh: unable to authenticate"):
+		kind = AuthFailed
+		msg = "the SSH key was refused (" + err.Error() + ")"
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		kind = NotFound
+		msg = "the repository does not exist"
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		kind = NotFound
+		msg = "the repository is empty"
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "the Git operation timed out (spec.timeout)"
+	case errors.As(err, &netErr):
+		msg = "cannot reach the server: " + err.Error()
+	}
+	return &Error{Kind: kind, Err: fmt.Errorf("%s %s: %s", what, url, msg)}
+}
+

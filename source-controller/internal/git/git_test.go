@@ -1,0 +1,198 @@
+package git
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/testgit"
+)
+
+type fixture struct {
+	srv                *testgit.Server
+	repo               *testgit.Repo
+	c1, c2, c3, side   string
+	creds              map[string][]byte
+	identity           []byte
+	knownHosts         string
+	wrongHostKnownHost string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	srv, err := testgit.NewServer(testgit.Options{Username: "git", Password: "pw"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { srv.Close() })
+	repo, err := srv.CreateRepo("app")
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{srv: srv, repo: repo, creds: map[string][]byte{UsernameKey: []byte("git"), PasswordKey: []byte("pw")}}
+	f.c1, err = repo.Commit("master", "one", testgit.Files{"a.yaml": "1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	f.c2, err = repo.Commit("master", "two", testgit.Files{"a.yaml": "2"})
+	g.Expect(err).NotTo(HaveOccurred())
+	f.side, err = repo.Commit("side", "side", testgit.Files{"side.yaml": "s"})
+	g.Expect(err).NotTo(HaveOccurred())
+	f.c3, err = repo.Commit("master", "three", testgit.Files{"a.yaml": "3"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(repo.Tag("v1.0.0", f.c1, "release 1.0.0")).To(Succeed())
+	g.Expect(repo.Tag("v1.1.0", f.c2, "")).To(Succeed())
+	g.Expect(repo.Tag("v2.0.0", f.c3, "release 2")).To(Succeed())
+	g.Expect(repo.Tag("not-a-version", f.c3, "")).To(Succeed())
+	g.Expect(repo.SetRef("refs/pull/7/head", f.side)).To(Succeed())
+
+	identity, clientKey, err := testgit.NewKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	f.identity = identity
+	f.knownHosts, err = srv.StartSSH(testgit.SSHOptions{AuthorizedKeys: []ssh.PublicKey{clientKey.PublicKey()}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, other, err := testgit.NewKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	f.wrongHostKnownHost = knownhosts.Line([]string{knownhosts.Normalize(srv.SSHAddress())}, other.PublicKey())
+	return f
+}
+
+func fetch(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.GitRepositoryRef) (Target, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tmp := t.TempDir()
+	auth, err := AuthFromSecret(url, secret, "ns/creds", tmp)
+	if err != nil {
+		return Target{}, "", err
+	}
+	var refs Refs
+	if ref == nil || ref.Commit == "" || ref.Branch != "" {
+		if refs, err = ListRefs(ctx, url, auth); err != nil {
+			return Target{}, "", err
+		}
+	}
+	target, err := Resolve(ref, refs)
+	if err != nil {
+		return Target{}, "", err
+	}
+	dir := filepath.Join(tmp, "checkout")
+	target, err = Checkout(ctx, url, auth, target, dir)
+	return target, dir, err
+}
+
+func TestFetchRefs(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name     string
+		ref      *sourcev1.GitRepositoryRef
+		revision string
+		content  string
+	}{
+		{name: "default branch", ref: nil, revision: "master@sha1:" + f.c3, content: "3"},
+		{name: "branch", ref: &sourcev1.GitRepositoryRef{Branch: "side"}, revision: "side@sha1:" + f.side, content: "2"},
+		{name: "annotated tag", ref: &sourcev1.GitRepositoryRef{Tag: "v1.0.0"}, revision: "v1.0.0@sha1:" + f.c1, content: "1"},
+		{name: "lightweight tag", ref: &sourcev1.GitRepositoryRef{Tag: "v1.1.0"}, revision: "v1.1.0@sha1:" + f.c2, content: "2"},
+		{name: "semver highest", ref: &sourcev1.GitRepositoryRef{SemVer: ">=1.0.0"}, revision: "v2.0.0@sha1:" + f.c3, content: "3"},
+		{name: "semver range", ref: &sourcev1.GitRepositoryRef{SemVer: "~1"}, revision: "v1.1.0@sha1:" + f.c2, content: "2"},
+		{name: "name", ref: &sourcev1.GitRepositoryRef{Name: "refs/pull/7/head"}, revision: "refs/pull/7/head@sha1:" + f.side, content: "2"},
+		{name: "commit", ref: &sourcev1.GitRepositoryRef{Commit: f.c2}, revision: "sha1:" + f.c2, content: "2"},
+		{name: "commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "master", Commit: f.c1}, revision: "master@sha1:" + f.c1, content: "1"},
+		{name: "commit beats tag", ref: &sourcev1.GitRepositoryRef{Tag: "v2.0.0", Commit: f.c1}, revision: "sha1:" + f.c1, content: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			target, dir, err := fetch(t, f.repo.URL(), f.creds, tt.ref)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(target.Revision()).To(Equal(tt.revision))
+			b, err := os.ReadFile(filepath.Join(dir, "a.yaml"))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(b)).To(Equal(tt.content))
+		})
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	f := newFixture(t)
+	closed := closedPort(t)
+	tests := []struct {
+		name    string
+		url     string
+		secret  map[string][]byte
+		ref     *sourcev1.GitRepositoryRef
+		kind    Kind
+		message string
+	}{
+		{name: "wrong password", secret: map[string][]byte{UsernameKey: []byte("git"), PasswordKey: []byte("nope")}, kind: AuthFailed, message: "credentials were refused"},
+		{name: "no credentials", kind: AuthFailed, message: "credentials were refused"},
+		{name: "missing branch", ref: &sourcev1.GitRepositoryRef{Branch: "nope"}, kind: NotFound, message: `branch "nope" not found`},
+		{name: "missing tag", ref: &sourcev1.GitRepositoryRef{Tag: "v9"}, kind: NotFound, message: `tag "v9" not found`},
+		{name: "no semver match", ref: &sourcev1.GitRepositoryRef{SemVer: ">=5"}, kind: NotFound, message: "no tag matching semver range"},
+		{name: "invalid semver", ref: &sourcev1.GitRepositoryRef{SemVer: "not a range"}, kind: InvalidSpec, message: "is not a valid semver range"},
+		{name: "commit not on branch", ref: &sourcev1.GitRepositoryRef{Branch: "side", Commit: f.c3}, kind: NotFound, message: "not found"},
+		{name: "unknown commit", ref: &sourcev1.GitRepositoryRef{Commit: "0123456789012345678901234567890123456789"}, kind: NotFound, message: "commit 0123456789012345678901234567890123456789 not found"},
+		{name: "unreachable host", url: "http://" + closed + "/app.git", kind: Failed, message: "connection refused"},
+		{name: "missing repository", url: f.srv.HTTPAddress() + "/nothing.git", kind: NotFound, message: "repository does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			url := tt.url
+			if url == "" {
+				url = f.repo.URL()
+			}
+			secret := tt.secret
+			if secret == nil && tt.name != "no credentials" {
+				secret = f.creds
+			}
+			_, _, err := fetch(t, url, secret, tt.ref)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(KindOf(err)).To(Equal(tt.kind), err.Error())
+			g.Expect(err.Error()).To(ContainSubstring(tt.message))
+		})
+	}
+}
+
+func TestFetchOverSSHChecksTheHostKey(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name       string
+		secret     map[string][]byte
+		wantErr    string
+		wantKind   Kind
+		wantCommit string
+	}{
+		{name: "right host key", secret: map[string][]byte{IdentityKey: f.identity, KnownHostsKey: []byte(f.knownHosts)}, wantCommit: f.c3},
+		{name: "wrong host key", secret: map[string][]byte{IdentityKey: f.identity, KnownHostsKey: []byte(f.wrongHostKnownHost)}, wantErr: "host key", wantKind: AuthFailed},
+		{name: "no known_hosts", secret: map[string][]byte{IdentityKey: f.identity}, wantErr: "unknown host is refused", wantKind: AuthFailed},
+		{name: "host not listed", secret: map[string][]byte{IdentityKey: f.identity, KnownHostsKey: []byte("[example.org]:22 " + f.knownHosts[len("["+f.srv.SSHAddress())+1:])}, wantErr: "host key", wantKind: AuthFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			target, _, err := fetch(t, f.repo.SSHURL(), tt.secret, nil)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				g.Expect(KindOf(err)).To(Equal(tt.wantKind))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(target.Commit).To(Equal(tt.wantCommit))
+		})
+	}
+}
+
+// closedPort returns a 127.0.0.1 address nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
