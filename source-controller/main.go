@@ -3,17 +3,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	sourcecontroller "plumb.dev/source-controller/internal/controller"
 )
 
-const controllerName = "source-controller"
+const controllerName = sourcecontroller.ControllerName
 
 func main() {
 	var (
@@ -34,13 +41,51 @@ func main() {
 
 func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage) error {
 	app.SetupLogger(mgrOpts)
+	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
 		return err
 	}
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), app.NewScheme(), mgrOpts)
+	advAddr := storageOpts.AdvertiseAddr
+	if advAddr == "" {
+		advAddr = storageOpts.Addr
+	}
+	storage, err := artifact.NewStorage(storageOpts.Path, advAddr, storageOpts.RetentionRecords)
 	if err != nil {
 		return err
 	}
-	_ = natsOpts
+
+	scheme := app.NewScheme()
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	if err != nil {
+		return err
+	}
+	// The artifact server runs on the leader, the replica writing storage.
+	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage)); err != nil {
+		return err
+	}
+
+	publisher, err := events.NewPublisher(natsOpts, controllerName, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := publisher.Close(ctx); err != nil {
+			log.Error(err, "closing the event publisher")
+		}
+	}()
+	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+
+	r := &sourcecontroller.GitRepositoryReconciler{
+		Client:  mgr.GetClient(),
+		Storage: storage,
+		Events:  recorder,
+		Metrics: sourcecontroller.NewMetrics(ctrlmetrics.Registry),
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

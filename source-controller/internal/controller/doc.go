@@ -1,2 +1,48 @@
-// Package controller holds the reconcilers of source-controller.
+// Package controller holds the reconciler of source-controller: it turns a
+// GitRepository into a verified tar.gz artifact served over HTTP.
+//
+// # Reconcile
+//
+// A reconcile of a live, unsuspended object adds the finalizer
+// source.plumb.dev/finalizer, reports Reconciling=True first when the
+// generation is new, then runs these steps in order, stopping at the first
+// error:
+//
+//  1. storage: re-verify the current artifact's sha256 (ArtifactInStorage);
+//     a missing or tampered file is rebuilt by the next steps.
+//  2. source: list the remote's references (ls-remote) and resolve
+//     spec.ref; when the verified artifact of this generation already has
+//     that revision, nothing is fetched; otherwise check the commit out,
+//     shallow where the ref allows (FetchFailed on error).
+//  3. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
+//     (pkg/artifact), set status.artifact, emit NewArtifact for a new
+//     revision, keep the newest --artifact-retention-records files.
+//
+// and summarise: Ready=True and observedGeneration on success (requeue after
+// spec.interval with jitter); Stalled=True and Ready=False for a spec that
+// cannot work (an invalid semver range), with no retry until the spec
+// changes; Ready=False, Reconciling=True (ProgressingWithRetry) and a retry
+// with backoff for anything else. The previous artifact stays in status and
+// in storage through failures. Status is server-side-applied with the field
+// manager plumb-source. lastHandledReconcileAt records the value of
+// reconcile.plumb.dev/requestedAt, whose change triggers a reconcile at once.
+// Deleting the object removes its storage folder, then the finalizer.
+//
+// # Events
+//
+// Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
+// (info, with the revision and the digest and url in metadata),
+// ArtifactRebuilt (info), FetchFailed (error, once per distinct message)
+// and StorageOperationFailed (error).
+//
+// # Metrics
+//
+// Registered in controller-runtime's metrics registry, labels namespace and
+// name:
+//
+//	plumb_source_reconcile_duration_seconds  histogram of reconcile durations
+//	plumb_source_ready                       Ready: 1 True, 0 False, -1 Unknown
+//	plumb_source_suspended                   1 while spec.suspend is true
+//	plumb_source_artifact_size_bytes         size of the current artifact
+//	plumb_source_fetches_total               fetches (clones) done
 package controller

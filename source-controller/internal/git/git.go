@@ -331,4 +331,3 @@ func classify(url, what string, err error) error {
 	}
 	return &Error{Kind: kind, Err: fmt.Errorf("%s %s: %s", what, url, msg)}
 }
-
