@@ -1,0 +1,205 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// kustomizationFile returns the path of the kustomization file in dir, or ""
+// when there is none.
+func kustomizationFile(mem filesys.FileSystem, dir string) string {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := path.Join(dir, name)
+		if mem.Exists(p) && !mem.IsDir(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// manifestExts are the file extensions a generated kustomization includes.
+var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
+
+// generateKustomization writes a kustomization.yaml into dir (which has
+// none) listing, in lexical order, every YAML or JSON file below dir that
+// holds Kubernetes objects, and every sub-folder with its own
+// kustomization file (whose tree is then left to that kustomization).
+// Files that do not parse are refused with their name; YAML files without
+// any apiVersion or kind (a Helm values file, say) are skipped; documents
+// that look like objects but miss apiVersion, kind or metadata.name are
+// refused, and so are two documents naming the same object.
+func generateKustomization(mem filesys.FileSystem, dir string) error {
+	var (
+		resources []string
+		seen      = map[objectKey]string{}
+	)
+	var walk func(d string) error
+	walk = func(d string) error {
+		names, err := readDirSorted(mem, d)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			p := path.Join(d, name)
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+			if mem.IsDir(p) {
+				if strings.HasPrefix(name, ".") {
+					continue
+				}
+				if kustomizationFile(mem, p) != "" {
+					resources = append(resources, rel)
+					continue
+				}
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			if !manifestExts[strings.ToLower(path.Ext(name))] {
+				continue
+			}
+			include, err := checkManifestFile(mem, p, rel, seen)
+			if err != nil {
+				return err
+			}
+			if include {
+				resources = append(resources, rel)
+			}
+		}
+		return nil
+	}
+	if err := walk(dir); err != nil {
+		return err
+	}
+	k := kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: resources,
+	}
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	return mem.WriteFile(path.Join(dir, konfig.DefaultKustomizationFileName()), data)
+}
+
+func readDirSorted(mem filesys.FileSystem, d string) ([]string, error) {
+	names, err := mem.ReadDir(d)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// checkManifestFile parses one candidate file and says whether it holds
+// objects to include.
+func checkManifestFile(mem filesys.FileSystem, p, rel string, seen map[objectKey]string) (bool, error) {
+	data, err := mem.ReadFile(p)
+	if err != nil {
+		return false, err
+	}
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		return false, buildErr("invalid YAML in %s: %v", rel, err)
+	}
+	objects := 0
+	for i, n := range nodes {
+		meta, _ := n.GetMeta()
+		if meta.APIVersion == "" && meta.Kind == "" {
+			continue
+		}
+		objects++
+		where := fmt.Sprintf("%s (document %d)", rel, i+1)
+		if err := checkMeta(meta.APIVersion, meta.Kind, meta.Name); err != nil {
+			return false, validationErr("%s: %v", where, err)
+		}
+		group, _ := resid.ParseGroupVersion(meta.APIVersion)
+		key := keyOf(group, meta.Kind, meta.Namespace, meta.Name)
+		if first, dup := seen[key]; dup {
+			return false, validationErr("duplicate object %s: defined in %s and in %s", key, first, where)
+		}
+		seen[key] = where
+	}
+	return objects > 0, nil
+}
+
+// checkMeta reports the first missing identifying field of an object.
+func checkMeta(apiVersion, kind, name string) error {
+	switch {
+	case apiVersion == "":
+		return fmt.Errorf("%s %q has no apiVersion", orUnknown(kind), name)
+	case kind == "":
+		return fmt.Errorf("object %q (%s) has no kind", name, apiVersion)
+	case name == "":
+		return fmt.Errorf("%s %s has no metadata.name", apiVersion, kind)
+	}
+	return nil
+}
+
+func orUnknown(kind string) string {
+	if kind == "" {
+		return "object"
+	}
+	return kind
+}
+
+// writeOverlay writes the overlay kustomization that references the user's
+// folder (which by now has a kustomization file) and carries the spec's
+// fields, so they apply on top of whatever the user's kustomization does,
+// as Flux does. Components are relative to spec.path. commonMetadata is not
+// here: kustomize's commonAnnotations also writes pod templates, and Flux's
+// commonMetadata touches metadata only, so Build sets it itself.
+func writeOverlay(mem filesys.FileSystem, userDir string, spec *kustomizev1.KustomizationSpec) error {
+	rel := "../" + strings.TrimPrefix(userDir, "/")
+	k := kustypes.Kustomization{
+		TypeMeta:   kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources:  []string{rel},
+		Namespace:  spec.TargetNamespace,
+		NamePrefix: spec.NamePrefix,
+		NameSuffix: spec.NameSuffix,
+	}
+	for _, c := range spec.Components {
+		// Components may climb out of spec.path ("../../components/x", as in
+		// Flux's docs) but not out of the source.
+		joined := path.Join(userDir, c)
+		if path.IsAbs(c) || (joined != srcRoot && !strings.HasPrefix(joined, srcRoot+"/")) {
+			return buildErr("component %q leaves the source", c)
+		}
+		k.Components = append(k.Components, "../"+strings.TrimPrefix(joined, "/"))
+	}
+	for _, p := range spec.Patches {
+		kp := kustypes.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			kp.Target = &kustypes.Selector{
+				ResId: resid.ResId{
+					Gvk:       resid.Gvk{Group: t.Group, Version: t.Version, Kind: t.Kind},
+					Name:      t.Name,
+					Namespace: t.Namespace,
+				},
+				AnnotationSelector: t.AnnotationSelector,
+				LabelSelector:      t.LabelSelector,
+			}
+		}
+		k.Patches = append(k.Patches, kp)
+	}
+	for _, img := range spec.Images {
+		k.Images = append(k.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
+	}
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	return mem.WriteFile(path.Join(overlayDir, konfig.DefaultKustomizationFileName()), data)
+}

@@ -1,0 +1,425 @@
+package render
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// SubstituteAnnotation, set to "disabled" as an annotation or label on an
+// object, leaves that object out of postBuild substitution (Flux's
+// kustomize.toolkit.fluxcd.io/substitute: disabled).
+const SubstituteAnnotation = "kustomize.plumb.dev/substitute"
+
+// Options tune a build beyond what the Kustomization spec says.
+type Options struct {
+	// Vars are the postBuild variables: spec.postBuild.substitute merged
+	// with the resolved substituteFrom objects. They are used only when
+	// spec.postBuild is set, as in Flux.
+	Vars Variables
+	// StrictSubstitution makes a ${var} without a value and without a
+	// default an error instead of the empty string.
+	StrictSubstitution bool
+}
+
+// ObjectID identifies one rendered object.
+type ObjectID struct {
+	Group, Version, Kind, Namespace, Name string
+}
+
+func (o ObjectID) String() string {
+	gv := o.Version
+	if o.Group != "" {
+		gv = o.Group + "/" + o.Version
+	}
+	if o.Namespace == "" {
+		return fmt.Sprintf("%s %s %s", gv, o.Kind, o.Name)
+	}
+	return fmt.Sprintf("%s %s %s/%s", gv, o.Kind, o.Namespace, o.Name)
+}
+
+// Result is a successful build.
+type Result struct {
+	// Manifests is one multi-document YAML stream in canonical order.
+	Manifests []byte
+	// Objects lists the rendered objects in the order of Manifests.
+	Objects []ObjectID
+	// Digest is "sha256:<hex>" of Manifests.
+	Digest string
+}
+
+// Error is a build failure with the condition reason it maps to:
+// BuildFailed, SubstituteFailed or ValidationFailed.
+type Error struct {
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Reason returns the condition reason for err: that of an *Error, or
+// BuildFailed.
+func Reason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return kustomizev1.BuildFailedReason
+}
+
+func buildErr(format string, args ...any) error {
+	return &Error{Reason: kustomizev1.BuildFailedReason, Err: fmt.Errorf(format, args...)}
+}
+
+func validationErr(format string, args ...any) error {
+	return &Error{Reason: kustomizev1.ValidationFailedReason, Err: fmt.Errorf(format, args...)}
+}
+
+func substituteErr(format string, args ...any) error {
+	return &Error{Reason: kustomizev1.SubstituteFailedReason, Err: fmt.Errorf(format, args...)}
+}
+
+// Build renders spec against the source tree at sourceDir; see the package
+// documentation for the steps. sourceDir is only read.
+func Build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
+	res, err := build(sourceDir, spec, opts)
+	if err != nil {
+		return nil, redactError(err, opts.Vars)
+	}
+	return res, nil
+}
+
+// minRedactLen keeps very short secret values (a "1", a "true") from
+// blotting out unrelated words of a message; values that short carry
+// little secret anyway.
+const minRedactLen = 4
+
+// redactError removes every secret value from err's message: a name or a
+// field substituted from a Secret can surface in a validation message.
+func redactError(err error, vars Variables) error {
+	msg := err.Error()
+	clean := msg
+	for _, name := range sortedVarNames(vars) {
+		if v := vars[name]; v.Secret && len(v.Value) >= minRedactLen {
+			clean = strings.ReplaceAll(clean, v.Value, "<redacted:"+name+">")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &Error{Reason: Reason(err), Err: errors.New(clean)}
+}
+
+func sortedVarNames(vars Variables) []string {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
+	userDir, err := entryDir(spec.Path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(filepath.Join(sourceDir, filepath.FromSlash(strings.TrimPrefix(userDir, srcRoot)))); err != nil || !fi.IsDir() {
+		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
+	}
+	mem, err := copyToMemory(sourceDir)
+	if err != nil {
+		return nil, buildErr("reading the source: %v", err)
+	}
+	if kustomizationFile(mem, userDir) == "" {
+		if err := generateKustomization(mem, userDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkNoRemote(mem, userDir); err != nil {
+		return nil, err
+	}
+	if err := writeOverlay(mem, userDir, spec); err != nil {
+		return nil, err
+	}
+
+	kopts := krusty.MakeDefaultOptions()
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsRootOnly
+	kopts.PluginConfig = kustypes.DisabledPluginConfig()
+	kopts.AddManagedbyLabel = false
+	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, overlayDir)
+	if err != nil {
+		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(err))
+	}
+
+	var vars *Variables
+	if spec.PostBuild != nil {
+		for _, name := range sortedVarNames(opts.Vars) {
+			if !ValidName(name) {
+				return nil, substituteErr("variable name %q is invalid: it must match %s", name, varName.String())
+			}
+		}
+		vars = &opts.Vars
+	}
+	objs := make([]object, 0, resMap.Size())
+	for _, res := range resMap.Resources() {
+		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o)
+	}
+	return assemble(objs)
+}
+
+// entryDir maps spec.path to its folder in the in-memory filesystem.
+func entryDir(p string) (string, error) {
+	clean := path.Clean("/" + strings.TrimPrefix(p, "./"))
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", buildErr("path %q must not contain ..", p)
+		}
+	}
+	if clean == "/" {
+		return srcRoot, nil
+	}
+	return srcRoot + clean, nil
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "./"
+	}
+	return p
+}
+
+// cleanKustomizeError drops the in-memory mount points from kustomize's
+// messages so they name paths as they are in the repository.
+func cleanKustomizeError(err error) string {
+	return strings.NewReplacer(
+		".."+srcRoot+"/", "", ".."+srcRoot, "./",
+		srcRoot+"/", "", srcRoot, "./",
+		overlayDir+"/", "", overlayDir, "(overlay)",
+	).Replace(err.Error())
+}
+
+// object is one rendered object ready for output.
+type object struct {
+	id   ObjectID
+	yaml string
+}
+
+// finish applies commonMetadata and substitution to one object and checks
+// its identity. The text is kustomize's own YAML form of the object (keys
+// sorted, as `kustomize build` prints them), so it is deterministic.
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool) (object, error) {
+	node := &res.RNode
+	if cm != nil {
+		if err := setMetadata(node, cm); err != nil {
+			return object{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
+		}
+	}
+	raw, err := res.AsYAML()
+	if err != nil {
+		return object{}, buildErr("%s: %v", describe(node), err)
+	}
+	text := string(raw)
+	if vars != nil && !substitutionDisabled(node) && strings.Contains(text, "${") {
+		out, err := Substitute(text, vars.lookup, strict)
+		if err != nil {
+			return object{}, substituteErr("%s: %v", describe(node), err)
+		}
+		if out.Text != text {
+			parsed, perr := kyaml.Parse(out.Text)
+			if perr != nil {
+				return object{}, substituteErr("%s: not valid YAML after substitution: %s", describe(node), vars.redact(perr.Error(), out.Used))
+			}
+			if text, err = canonicalYAML(parsed); err != nil {
+				return object{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
+			}
+			node = parsed
+		}
+	}
+	apiVersion, kind, name := node.GetApiVersion(), node.GetKind(), node.GetName()
+	if err := checkMeta(apiVersion, kind, name); err != nil {
+		return object{}, validationErr("%v", err)
+	}
+	group, version := resid.ParseGroupVersion(apiVersion)
+	return object{
+		id:   ObjectID{Group: group, Version: version, Kind: kind, Namespace: node.GetNamespace(), Name: name},
+		yaml: text,
+	}, nil
+}
+
+// canonicalYAML prints a node the way kustomize prints a resource (through
+// JSON, so keys come sorted), keeping substituted objects in the same form as
+// the others.
+func canonicalYAML(n *kyaml.RNode) (string, error) {
+	j, err := n.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	y, err := sigsyaml.JSONToYAML(j)
+	if err != nil {
+		return "", err
+	}
+	return string(y), nil
+}
+
+func describe(n *kyaml.RNode) string {
+	id := n.GetKind() + " " + n.GetName()
+	if ns := n.GetNamespace(); ns != "" {
+		id = n.GetKind() + " " + ns + "/" + n.GetName()
+	}
+	return id
+}
+
+func substitutionDisabled(n *kyaml.RNode) bool {
+	return n.GetAnnotations()[SubstituteAnnotation] == kustomizev1.DisabledValue ||
+		n.GetLabels()[SubstituteAnnotation] == kustomizev1.DisabledValue
+}
+
+func setMetadata(n *kyaml.RNode, cm *kustomizev1.CommonMetadata) error {
+	for _, k := range sortedMapKeys(cm.Labels) {
+		if err := n.PipeE(kyaml.SetLabel(k, cm.Labels[k])); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedMapKeys(cm.Annotations) {
+		if err := n.PipeE(kyaml.SetAnnotation(k, cm.Annotations[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedMapKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (v *Variables) lookup(name string) (string, bool) {
+	x, ok := (*v)[name]
+	return x.Value, ok
+}
+
+// redact replaces the values of the secret variables among used in msg.
+func (v *Variables) redact(msg string, used []string) string {
+	for _, name := range used {
+		if x := (*v)[name]; x.Secret && x.Value != "" {
+			msg = strings.ReplaceAll(msg, x.Value, "<redacted:"+name+">")
+		}
+	}
+	return msg
+}
+
+// assemble checks for duplicates, sorts into canonical order and joins the
+// documents.
+func assemble(objs []object) (*Result, error) {
+	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i].id, objs[j].id) })
+	seen := make(map[objectKey]ObjectID, len(objs))
+	for _, o := range objs {
+		key := keyOf(o.id.Group, o.id.Kind, o.id.Namespace, o.id.Name)
+		if first, dup := seen[key]; dup {
+			return nil, validationErr("duplicate object %s: rendered as %s and as %s", key, first, o.id)
+		}
+		seen[key] = o.id
+	}
+	var b strings.Builder
+	ids := make([]ObjectID, 0, len(objs))
+	for i, o := range objs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.WriteString(o.yaml)
+		if !strings.HasSuffix(o.yaml, "\n") {
+			b.WriteByte('\n')
+		}
+		ids = append(ids, o.id)
+	}
+	out := []byte(b.String())
+	return &Result{Manifests: out, Objects: ids, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(out))}, nil
+}
+
+// objectKey is what makes an object unique in a cluster: the version does
+// not, and an empty namespace means the default one (as for kustomize).
+type objectKey struct{ group, kind, namespace, name string }
+
+func keyOf(group, kind, namespace, name string) objectKey {
+	if namespace == "" {
+		namespace = "default"
+	}
+	return objectKey{group, kind, namespace, name}
+}
+
+func (k objectKey) String() string {
+	gk := k.kind
+	if k.group != "" {
+		gk = k.kind + "." + k.group
+	}
+	return fmt.Sprintf("%s %s/%s", gk, k.namespace, k.name)
+}
+
+// kindOrder puts the kinds others depend on first (namespaces and CRDs,
+// then policy, identity, config, storage, RBAC, services, workloads), like
+// the install order of Helm and kustomize's legacy order; other kinds follow.
+var kindOrder = func() map[string]int {
+	kinds := []string{
+		"Namespace", "CustomResourceDefinition", "ResourceQuota", "LimitRange",
+		"PriorityClass", "PodDisruptionBudget", "ServiceAccount", "Secret",
+		"ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
+		"DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+		"HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
+		"IngressClass", "Ingress", "APIService",
+	}
+	m := make(map[string]int, len(kinds))
+	for i, k := range kinds {
+		m[k] = i
+	}
+	return m
+}()
+
+// webhooks go last so that they never block the objects they would check.
+var lastKinds = map[string]bool{"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
+
+func rank(kind string) int {
+	if r, ok := kindOrder[kind]; ok {
+		return r
+	}
+	if lastKinds[kind] {
+		return len(kindOrder) + 1
+	}
+	return len(kindOrder)
+}
+
+func less(a, b ObjectID) bool {
+	if ra, rb := rank(a.Kind), rank(b.Kind); ra != rb {
+		return ra < rb
+	}
+	for _, p := range [][2]string{{a.Kind, b.Kind}, {a.Group, b.Group}, {a.Namespace, b.Namespace}, {a.Name, b.Name}, {a.Version, b.Version}} {
+		if p[0] != p[1] {
+			return p[0] < p[1]
+		}
+	}
+	return false
+}

@@ -1,0 +1,340 @@
+package render
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// Each success case renders a testdata folder and compares the output with
+// testdata/golden/<name>.yaml (go test -run TestBuild -update rewrites them).
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name string
+		dir  string
+		spec kustomizev1.KustomizationSpec
+		opts Options
+		// objects the output must hold, as ObjectID.String()
+		objects []string
+	}{
+		{
+			name: "plain-dir",
+			dir:  "plain",
+			objects: []string{
+				"v1 Namespace shop",
+				"v1 ConfigMap shop/db",
+				"v1 ConfigMap shop/generated",
+				"v1 Service shop/web",
+				"apps/v1 Deployment shop/web",
+			},
+		},
+		{
+			name:    "plain-subpath",
+			dir:     "plain",
+			spec:    kustomizev1.KustomizationSpec{Path: "./apps/web"},
+			objects: []string{"v1 Service shop/web", "apps/v1 Deployment shop/web"},
+		},
+		{
+			name: "overlay-patches-images",
+			dir:  "overlay",
+			spec: kustomizev1.KustomizationSpec{
+				Path:       "overlays/prod",
+				NamePrefix: "shop-",
+				NameSuffix: "-v2",
+				Images:     []kustomizev1.Image{{Name: "ghcr.io/example/api", NewTag: "v1.2.3"}},
+				Patches: []kustomizev1.Patch{
+					{
+						// strategic merge, naming its object
+						Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  template:\n    spec:\n      containers:\n      - name: api\n        env:\n        - {name: MODE, value: prod}\n",
+					},
+					{
+						// JSON 6902 with a target
+						Patch:  `[{"op": "replace", "path": "/spec/ports/0/port", "value": 9090}]`,
+						Target: &kustomizev1.Selector{Kind: "Service", Name: "^api$"},
+					},
+				},
+				CommonMetadata: &kustomizev1.CommonMetadata{
+					Labels:      map[string]string{"team": "payments"},
+					Annotations: map[string]string{"owner": "alice"},
+				},
+			},
+			objects: []string{"v1 Service prod/shop-api-v2", "apps/v1 Deployment prod/shop-api-v2"},
+		},
+		{
+			name:    "target-namespace",
+			dir:     "overlay",
+			spec:    kustomizev1.KustomizationSpec{Path: "overlays/prod", TargetNamespace: "staging"},
+			objects: []string{"v1 Service staging/api", "apps/v1 Deployment staging/api"},
+		},
+		{
+			name:    "components",
+			dir:     "components",
+			spec:    kustomizev1.KustomizationSpec{Path: "app", Components: []string{"../components/monitoring", "../components/ha"}},
+			objects: []string{"apps/v1 Deployment api", "monitoring.coreos.com/v1 ServiceMonitor api"},
+		},
+		{
+			name: "substitution",
+			dir:  "substitution",
+			spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts: Options{Vars: Variables{
+				"cluster_env": {Value: "prod"},
+				"region":      {Value: "eu-west-1"},
+				"db_password": {Value: "s3cr3t-value", Secret: true},
+				"tier":        {Value: ""},
+			}},
+			objects: []string{"v1 ConfigMap apps/app-prod", "v1 ConfigMap apps/script"},
+		},
+		{
+			name:    "substitution-undefined-is-empty",
+			dir:     "substitution",
+			spec:    kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
+			objects: []string{"v1 ConfigMap apps/app-dev", "v1 ConfigMap apps/script"},
+		},
+		{
+			name:    "no-postbuild-no-substitution",
+			dir:     "substitution",
+			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
+			objects: []string{"v1 ConfigMap ${namespace:=apps}/app-${cluster_env}", "v1 ConfigMap apps/script"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			var ids []string
+			for _, o := range res.Objects {
+				ids = append(ids, o.String())
+			}
+			g.Expect(ids).To(ConsistOf(tt.objects))
+
+			golden := filepath.Join("testdata", "golden", tt.name+".yaml")
+			if *update {
+				g.Expect(os.MkdirAll(filepath.Dir(golden), 0o755)).To(Succeed())
+				g.Expect(os.WriteFile(golden, res.Manifests, 0o644)).To(Succeed())
+			}
+			want, err := os.ReadFile(golden)
+			g.Expect(err).NotTo(HaveOccurred(), "run go test -update to create %s", golden)
+			g.Expect(string(res.Manifests)).To(Equal(string(want)))
+
+			again, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(again.Digest).To(Equal(res.Digest), "the same input renders the same bytes")
+		})
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	tests := []struct {
+		name       string
+		dir        string
+		spec       kustomizev1.KustomizationSpec
+		opts       Options
+		wantReason string
+		wantMsg    []string
+		notInMsg   []string
+	}{
+		{
+			name: "remote base", dir: "remote",
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`kustomization.yaml: remote resource "https://github.com/example/repo//deploy?ref=v1.0.0" refused`},
+		},
+		{
+			name: "duplicate objects in plain files", dir: "duplicates",
+			wantReason: kustomizev1.ValidationFailedReason,
+			wantMsg:    []string{"duplicate object ConfigMap apps/settings", "a.yaml (document 1)", "b.yaml (document 2)"},
+		},
+		{
+			name: "duplicate objects across versions", dir: "dup-versions",
+			wantReason: kustomizev1.ValidationFailedReason,
+			wantMsg:    []string{"duplicate object HorizontalPodAutoscaler.autoscaling apps/web", "autoscaling/v1 HorizontalPodAutoscaler apps/web", "autoscaling/v2 HorizontalPodAutoscaler apps/web"},
+		},
+		{
+			name: "invalid YAML in a plain dir", dir: "invalid-yaml",
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{"invalid YAML in broken.yaml"},
+		},
+		{
+			name: "invalid YAML under a kustomization", dir: "invalid-kustomize",
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{"kustomize build failed", "cm.yaml"},
+		},
+		{
+			name: "object without a name", dir: "missing-name",
+			wantReason: kustomizev1.ValidationFailedReason,
+			wantMsg:    []string{"cm.yaml (document 1): v1 ConfigMap has no metadata.name"},
+		},
+		{
+			name: "missing path", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "./nope"},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`path "./nope" not found in the source`},
+		},
+		{
+			name: "path with ..", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/../../etc"},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`must not contain ..`},
+		},
+		{
+			name: "component leaving the source", dir: "components",
+			spec:       kustomizev1.KustomizationSpec{Path: "app", Components: []string{"../../outside"}},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`component "../../outside" leaves the source`},
+		},
+		{
+			name: "strict substitution", dir: "substitution",
+			spec:       kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts:       Options{StrictSubstitution: true, Vars: Variables{"cluster_env": {Value: "prod"}}},
+			wantReason: kustomizev1.SubstituteFailedReason,
+			wantMsg:    []string{"ConfigMap ${namespace:=apps}/app-${cluster_env}", "undefined variable(s) without a default: db_password, region"},
+		},
+		{
+			name: "invalid variable name", dir: "substitution",
+			spec:       kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts:       Options{Vars: Variables{"config.json": {Value: "x"}}},
+			wantReason: kustomizev1.SubstituteFailedReason,
+			wantMsg:    []string{`variable name "config.json" is invalid`},
+		},
+		{
+			name: "secret value breaking the YAML is never shown", dir: "substitution",
+			spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts: Options{Vars: Variables{
+				"cluster_env": {Value: "prod"},
+				"db_password": {Value: "hunter2: [oops", Secret: true},
+			}},
+			wantReason: kustomizev1.SubstituteFailedReason,
+			wantMsg:    []string{"ConfigMap ${namespace:=apps}/app-${cluster_env}: not valid YAML after substitution"},
+			notInMsg:   []string{"hunter2"},
+		},
+		{
+			name: "secret value in a name is redacted", dir: "substitution",
+			spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+			opts: Options{StrictSubstitution: true, Vars: Variables{
+				"cluster_env": {Value: "topsecret", Secret: true},
+			}},
+			wantReason: kustomizev1.SubstituteFailedReason,
+			wantMsg:    []string{"undefined variable(s)"},
+			notInMsg:   []string{"topsecret"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			g.Expect(res).To(BeNil())
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(Reason(err)).To(Equal(tt.wantReason), err.Error())
+			for _, m := range tt.wantMsg {
+				g.Expect(err.Error()).To(ContainSubstring(m))
+			}
+			for _, m := range tt.notInMsg {
+				g.Expect(err.Error()).NotTo(ContainSubstring(m))
+			}
+		})
+	}
+}
+
+func TestBuildSymlinks(t *testing.T) {
+	g := NewWithT(t)
+	outside := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\n"), 0o644)).To(Succeed())
+
+	src := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(src, "real"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(src, "real", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"), 0o644)).To(Succeed())
+	g.Expect(os.Symlink("real", filepath.Join(src, "linked"))).To(Succeed())
+
+	res, err := Build(src, &kustomizev1.KustomizationSpec{Path: "linked"}, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Objects).To(HaveLen(1))
+
+	g.Expect(os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(src, "real", "escape.yaml"))).To(Succeed())
+	_, err = Build(src, &kustomizev1.KustomizationSpec{Path: "real"}, Options{})
+	g.Expect(err).To(MatchError(ContainSubstring("symlink real/escape.yaml points outside the source")))
+}
+
+func TestBuildRefusesRemoteForms(t *testing.T) {
+	for _, ref := range []string{
+		"https://example.com/cm.yaml",
+		"http://example.com/cm.yaml",
+		"github.com/example/repo/deploy?ref=main",
+		"git@github.com:example/repo.git",
+		"ssh://git@example.com/repo.git",
+		"git::https://example.com/repo.git",
+		"file:///etc/passwd",
+	} {
+		t.Run(ref, func(t *testing.T) {
+			g := NewWithT(t)
+			src := t.TempDir()
+			k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- base\n"
+			base := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + ref + "\n"
+			g.Expect(os.WriteFile(filepath.Join(src, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
+			g.Expect(os.MkdirAll(filepath.Join(src, "base"), 0o755)).To(Succeed())
+			g.Expect(os.WriteFile(filepath.Join(src, "base", "kustomization.yaml"), []byte(base), 0o644)).To(Succeed())
+			_, err := Build(src, &kustomizev1.KustomizationSpec{}, Options{})
+			g.Expect(err).To(MatchError(ContainSubstring("base/kustomization.yaml: remote resource %q refused", ref)))
+		})
+	}
+}
+
+func TestBuildRefusesPluginsAndHelm(t *testing.T) {
+	g := NewWithT(t)
+	src := t.TempDir()
+	k := `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+generators:
+- gen.yaml
+`
+	gen := `apiVersion: example.com/v1
+kind: RunMe
+metadata:
+  name: x
+  annotations:
+    config.kubernetes.io/function: |
+      exec:
+        path: /bin/sh
+`
+	g.Expect(os.WriteFile(filepath.Join(src, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(src, "gen.yaml"), []byte(gen), 0o644)).To(Succeed())
+	_, err := Build(src, &kustomizev1.KustomizationSpec{}, Options{})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
+	t.Log(err)
+	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("plugin"))
+}
+
+// A CRD sorts right after namespaces, webhooks last, unknown kinds between.
+func TestCanonicalOrder(t *testing.T) {
+	g := NewWithT(t)
+	ids := []ObjectID{
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Name: "w"},
+		{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "a", Name: "x"},
+		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "a", Name: "b"},
+		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "a", Name: "a"},
+		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
+		{Version: "v1", Kind: "Namespace", Name: "a"},
+		{Version: "v1", Kind: "ConfigMap", Namespace: "a", Name: "c"},
+	}
+	objs := make([]object, len(ids))
+	for i, id := range ids {
+		objs[i] = object{id: id, yaml: "x: " + id.Name + "\n"}
+	}
+	res, err := assemble(objs)
+	g.Expect(err).NotTo(HaveOccurred())
+	var kinds []string
+	for _, o := range res.Objects {
+		kinds = append(kinds, o.Kind+"/"+o.Name)
+	}
+	g.Expect(kinds).To(Equal([]string{
+		"Namespace/a", "CustomResourceDefinition/widgets.example.com", "ConfigMap/c",
+		"Deployment/a", "Deployment/b", "Widget/x", "ValidatingWebhookConfiguration/w",
+	}))
+}
