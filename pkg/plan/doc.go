@@ -1,0 +1,60 @@
+// Package plan turns a rendered set of objects into the order sync-controller
+// applies them in, the way Argo CD orders a sync. It is pure: no API calls,
+// the same input always gives the same plan.
+//
+// # Phases
+//
+// A sync runs the phases PreSync, Sync and PostSync in that order, and
+// SyncFail only when a task of one of them fails. Regular objects belong to
+// Sync. An object with the annotation plumb.dev/hook is a hook instead: the
+// annotation is a comma list of the phases it runs in (PreSync, Sync,
+// PostSync, SyncFail), and the object is planned once per phase. Hooks are
+// created anew on every sync, are not part of the inventory and are never
+// pruned. plumb.dev/hook-delete-policy (a comma list of HookSucceeded,
+// HookFailed, BeforeHookCreation; BeforeHookCreation when absent) says when
+// sync-controller deletes a hook: after it succeeded, after it failed, or
+// just before the next sync creates it again.
+//
+// A hook with metadata.generateName and no name gets a name for this sync:
+// generateName (cut to keep the name within 63 characters) plus eight hex
+// digits of a hash over Options.SyncID, the phase and the hook's identity.
+// The name is unique per sync (a new SyncID gives new names) yet
+// deterministic, so a controller restarted in the middle of a sync computes
+// the same names and finds the hooks it already created.
+//
+// # Waves and kinds
+//
+// Within a phase, objects run in waves, from the annotation plumb.dev/sync-wave
+// (an integer, 0 when absent, negative allowed; anything else is an error that
+// names the object). Waves run in ascending order. Within a wave objects run
+// in this kind order, then by namespace and name:
+//
+//	Namespace, NetworkPolicy, ResourceQuota, LimitRange, ServiceAccount,
+//	Secret, ConfigMap, StorageClass, PersistentVolume, PersistentVolumeClaim,
+//	CustomResourceDefinition, ClusterRole, ClusterRoleBinding, Role,
+//	RoleBinding, Service, DaemonSet, Pod, ReplicaSet, Deployment,
+//	HorizontalPodAutoscaler, StatefulSet, Job, CronJob, IngressClass,
+//	Ingress, APIService
+//
+// then every other kind (custom resources, and built-in kinds not listed)
+// by kind, group, namespace and name. A listed kind counts only in its own
+// API group (a Knative serving.knative.dev Service is a custom resource).
+//
+// # Hoisting
+//
+// A Namespace or CustomResourceDefinition in the set moves ahead of the
+// first object that needs it, even when its own wave number is later: into
+// the earliest phase and wave of any object in that namespace, or of any
+// custom resource of the CRD's group and kind. Inside that wave the kind
+// order puts it first. A hook that needs it pulls it into PreSync or
+// PostSync (it stays in the inventory); SyncFail hooks do not pull it,
+// since SyncFail is not part of the normal order. Hoisting is what lets the
+// server-side dry-run of the dependents succeed.
+//
+// # Prune
+//
+// PruneOrder sorts objects to delete (those that left the set) into waves
+// in the reverse order: highest wave first and, within a wave, the reverse
+// kind order, so custom resources go before their CRD and everything in a
+// namespace before the Namespace. sync-controller prunes after the Sync phase.
+package plan

@@ -1,0 +1,384 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// PhaseName names a sync phase.
+type PhaseName string
+
+// The phases, in the order a sync runs them; SyncFail only after a failure.
+const (
+	PreSync  PhaseName = "PreSync"
+	Sync     PhaseName = "Sync"
+	PostSync PhaseName = "PostSync"
+	SyncFail PhaseName = "SyncFail"
+)
+
+// phaseRank orders the phases for hoisting; SyncFail has none.
+var phaseRank = map[PhaseName]int{PreSync: 0, Sync: 1, PostSync: 2}
+
+// DeletePolicy says when a hook is deleted.
+type DeletePolicy string
+
+// The delete policies of plumb.dev/hook-delete-policy.
+const (
+	// HookSucceeded deletes the hook once it succeeded.
+	HookSucceeded DeletePolicy = "HookSucceeded"
+	// HookFailed deletes the hook once it failed.
+	HookFailed DeletePolicy = "HookFailed"
+	// BeforeHookCreation deletes the previous sync's hook right before the
+	// hook is created again; the default.
+	BeforeHookCreation DeletePolicy = "BeforeHookCreation"
+)
+
+// Options of Build.
+type Options struct {
+	// SyncID identifies one sync, e.g. the revision and a sync counter. It
+	// seeds the names of generateName hooks; Build refuses such a hook when
+	// SyncID is empty.
+	SyncID string
+}
+
+// Hook describes an object that is a hook.
+type Hook struct {
+	// Phases the hook runs in, in the order of the annotation, deduplicated.
+	Phases []PhaseName
+	// DeletePolicies, deduplicated; [BeforeHookCreation] when not annotated.
+	DeletePolicies []DeletePolicy
+	// GenerateName is the object's metadata.generateName when Build named the
+	// hook from it, empty otherwise.
+	GenerateName string
+}
+
+// HasPolicy reports whether the hook has the delete policy p.
+func (h *Hook) HasPolicy(p DeletePolicy) bool {
+	for _, q := range h.DeletePolicies {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Object is one task of the plan: the object to apply, with the wave it runs
+// in (after hoisting) and, for a hook, the hook's settings.
+type Object struct {
+	*unstructured.Unstructured
+	// Wave is the wave the object runs in; DeclaredWave the one annotated.
+	// They differ for a hoisted Namespace or CRD.
+	Wave, DeclaredWave int
+	// Hook is nil for a regular object.
+	Hook *Hook
+}
+
+// ID returns <kind>/<namespace>/<name> or <kind>/<name>.
+func (o Object) ID() string { return id(o.Unstructured) }
+
+// Wave is the objects of one wave, in apply order.
+type Wave struct {
+	Number  int
+	Objects []Object
+}
+
+// Phase is the waves of one phase, in ascending wave order.
+type Phase struct {
+	Name  PhaseName
+	Waves []Wave
+}
+
+// Plan is the order of a sync.
+type Plan struct {
+	// Phases are PreSync, Sync and PostSync in that order, each only when it
+	// has objects.
+	Phases []Phase
+	// SyncFail holds the SyncFail hooks, run only when a task fails; its
+	// Waves are empty when there are none.
+	SyncFail Phase
+	// Inventory lists the regular (non-hook) objects in apply order: what
+	// the Kustomization owns and may prune later.
+	Inventory []*unstructured.Unstructured
+}
+
+// Hooks returns every hook task of every phase, SyncFail included, in the
+// order they run.
+func (p *Plan) Hooks() []Object {
+	var out []Object
+	for _, ph := range append(append([]Phase{}, p.Phases...), p.SyncFail) {
+		for _, w := range ph.Waves {
+			for _, o := range w.Objects {
+				if o.Hook != nil {
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// entry is an object placed in a phase during Build.
+type entry struct {
+	Object
+	phase PhaseName
+	order int // input position, for errors and ties
+}
+
+// Build plans the sync of objs. It does not modify objs: every planned
+// object is a copy, and a generateName hook's copy carries its name. Errors
+// (a bad wave or hook annotation, an object without kind or name, a
+// duplicate) are all reported together, each naming its object.
+func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
+	var errs []error
+	var entries []*entry
+	for i, src := range objs {
+		es, err := plan(i, src, opts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		entries = append(entries, es...)
+	}
+	errs = append(errs, duplicates(entries)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	hoist(entries)
+
+	p := &Plan{SyncFail: Phase{Name: SyncFail}}
+	for _, name := range []PhaseName{PreSync, Sync, PostSync, SyncFail} {
+		var in []Object
+		for _, e := range entries {
+			if e.phase == name {
+				in = append(in, e.Object)
+			}
+		}
+		ph := Phase{Name: name, Waves: groupWaves(in, false)}
+		if name == SyncFail {
+			p.SyncFail = ph
+		} else if len(ph.Waves) > 0 {
+			p.Phases = append(p.Phases, ph)
+		}
+	}
+	for _, ph := range p.Phases {
+		for _, w := range ph.Waves {
+			for _, o := range w.Objects {
+				if o.Hook == nil {
+					p.Inventory = append(p.Inventory, o.Unstructured)
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// plan reads one input object's annotations and returns its entries: one
+// for a regular object, one per phase for a hook.
+func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error) {
+	if src == nil || src.Object == nil {
+		return nil, fmt.Errorf("object #%d is empty", i+1)
+	}
+	if src.GetKind() == "" {
+		return nil, fmt.Errorf("object #%d (name %q) has no kind", i+1, src.GetName())
+	}
+	ann := src.GetAnnotations()
+	wave, err := parseWave(ann)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
+	}
+	hook, err := parseHook(ann)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
+	}
+	if hook == nil {
+		if src.GetName() == "" {
+			if src.GetGenerateName() != "" {
+				return nil, fmt.Errorf("%s: metadata.generateName without a name is only allowed on a hook (annotation %s)", nameForError(i, src), kustomizev1.HookAnnotation)
+			}
+			return nil, fmt.Errorf("%s: has no metadata.name", nameForError(i, src))
+		}
+		return []*entry{{Object: Object{Unstructured: src.DeepCopy(), Wave: wave, DeclaredWave: wave}, phase: Sync, order: i}}, nil
+	}
+	if src.GetName() == "" && src.GetGenerateName() == "" {
+		return nil, fmt.Errorf("%s: a hook needs metadata.name or metadata.generateName", nameForError(i, src))
+	}
+	if src.GetName() == "" && opts.SyncID == "" {
+		return nil, fmt.Errorf("%s: naming a generateName hook needs a sync id", nameForError(i, src))
+	}
+	out := make([]*entry, 0, len(hook.Phases))
+	for _, ph := range hook.Phases {
+		obj := src.DeepCopy()
+		h := *hook
+		if obj.GetName() == "" {
+			h.GenerateName = obj.GetGenerateName()
+			obj.SetName(hookName(opts.SyncID, ph, obj, i))
+			obj.SetGenerateName("")
+		}
+		out = append(out, &entry{Object: Object{Unstructured: obj, Wave: wave, DeclaredWave: wave, Hook: &h}, phase: ph, order: i})
+	}
+	return out, nil
+}
+
+// nameForError names an input object as well as it can.
+func nameForError(i int, o *unstructured.Unstructured) string {
+	if o.GetName() == "" && o.GetGenerateName() != "" {
+		s := o.GetKind() + "/"
+		if o.GetNamespace() != "" {
+			s += o.GetNamespace() + "/"
+		}
+		return s + o.GetGenerateName() + "* (object #" + strconv.Itoa(i+1) + ")"
+	}
+	if o.GetName() == "" {
+		return fmt.Sprintf("%s #%d", o.GetKind(), i+1)
+	}
+	return id(o)
+}
+
+func id(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + "/" + o.GetName()
+	}
+	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// parseWave reads plumb.dev/sync-wave: an integer, 0 when absent.
+func parseWave(ann map[string]string) (int, error) {
+	v, ok := ann[kustomizev1.SyncWaveAnnotation]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("annotation %s: %q is not an integer", kustomizev1.SyncWaveAnnotation, v)
+	}
+	return int(n), nil
+}
+
+// parseHook reads plumb.dev/hook and plumb.dev/hook-delete-policy; nil
+// when the object is not a hook.
+func parseHook(ann map[string]string) (*Hook, error) {
+	v, ok := ann[kustomizev1.HookAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	h := &Hook{}
+	for _, f := range splitList(v) {
+		switch p := PhaseName(f); p {
+		case PreSync, Sync, PostSync, SyncFail:
+			if !contains(h.Phases, p) {
+				h.Phases = append(h.Phases, p)
+			}
+		default:
+			return nil, fmt.Errorf("annotation %s: unknown phase %q (want PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation, f)
+		}
+	}
+	if len(h.Phases) == 0 {
+		return nil, fmt.Errorf("annotation %s is empty: name at least one phase (PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation)
+	}
+	for _, f := range splitList(ann[kustomizev1.HookDeletePolicyAnnotation]) {
+		switch p := DeletePolicy(f); p {
+		case HookSucceeded, HookFailed, BeforeHookCreation:
+			if !contains(h.DeletePolicies, p) {
+				h.DeletePolicies = append(h.DeletePolicies, p)
+			}
+		default:
+			return nil, fmt.Errorf("annotation %s: unknown policy %q (want HookSucceeded, HookFailed or BeforeHookCreation)", kustomizev1.HookDeletePolicyAnnotation, f)
+		}
+	}
+	if len(h.DeletePolicies) == 0 {
+		h.DeletePolicies = []DeletePolicy{BeforeHookCreation}
+	}
+	return h, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// maxNameLen keeps generated names valid for kinds whose names must be DNS
+// labels (a Job's pods carry its name in a label), as the API server does
+// for generateName.
+const maxNameLen = 63
+
+// hookName is generateName plus eight hex digits of sha256 over the sync id,
+// the phase, the object's group, kind, namespace and generateName, and its
+// input position (two hooks may share a generateName).
+func hookName(syncID string, phase PhaseName, o *unstructured.Unstructured, order int) string {
+	gvk := o.GroupVersionKind()
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		syncID, string(phase), gvk.Group, gvk.Kind, o.GetNamespace(), o.GetGenerateName(), strconv.Itoa(order),
+	}, "\x00")))
+	suffix := hex.EncodeToString(sum[:])[:8]
+	base := o.GetGenerateName()
+	if len(base) > maxNameLen-len(suffix) {
+		base = base[:maxNameLen-len(suffix)]
+	}
+	return base + suffix
+}
+
+// duplicates reports two regular objects with the same identity, a hook
+// planned twice in one phase, and a hook with the identity of a regular
+// object (applying one would overwrite the other, and deleting the hook
+// would delete the object).
+func duplicates(entries []*entry) []error {
+	type key struct {
+		phase                 PhaseName
+		group, kind, ns, name string
+	}
+	keyOf := func(e *entry, phase PhaseName) key {
+		gvk := e.GroupVersionKind()
+		return key{phase, gvk.Group, gvk.Kind, e.GetNamespace(), e.GetName()}
+	}
+	regular, hooks := map[key]*entry{}, map[key]*entry{}
+	var errs []error
+	for _, e := range entries {
+		if e.Hook != nil {
+			continue
+		}
+		if first, ok := regular[keyOf(e, "")]; ok {
+			errs = append(errs, fmt.Errorf("%s: appears twice (objects #%d and #%d)", e.ID(), first.order+1, e.order+1))
+			continue
+		}
+		regular[keyOf(e, "")] = e
+	}
+	for _, e := range entries {
+		if e.Hook == nil {
+			continue
+		}
+		if obj, ok := regular[keyOf(e, "")]; ok {
+			errs = append(errs, fmt.Errorf("%s: hook (object #%d) has the identity of a regular object (object #%d)", e.ID(), e.order+1, obj.order+1))
+			continue
+		}
+		if first, ok := hooks[keyOf(e, e.phase)]; ok {
+			if first.order != e.order {
+				errs = append(errs, fmt.Errorf("%s: two %s hooks with this name (objects #%d and #%d)", e.ID(), e.phase, first.order+1, e.order+1))
+			}
+			continue
+		}
+		hooks[keyOf(e, e.phase)] = e
+	}
+	return errs
+}
