@@ -31,4 +31,27 @@
 //
 // A Recorder writes each event twice: as a Kubernetes Event on the object,
 // and to a Publisher. Publishing never blocks or fails a reconcile.
+//
+// # Publishing (JetStreamPublisher)
+//
+// NewJetStreamPublisher (or NewPublisher, which returns a NopPublisher when
+// --nats-url is empty) connects to NATS and creates or updates the stream
+// (--nats-stream, subjects plumb.events.>, --nats-stream-max-age,
+// --nats-stream-max-bytes, file storage, oldest discarded first, a
+// two-minute duplicate window) idempotently, so the controllers may start in
+// any order. It neither fails nor waits when NATS is down: the connection
+// retries forever.
+//
+// Publish appends to a bounded in-memory queue (--events-queue-size) and
+// returns. One background sender stores the queue in order, one event at a
+// time, retrying the head with exponential backoff (100ms to 5s) while NATS
+// is unreachable, so the events about one object stay in order. When the
+// queue is full the oldest event is dropped. The Nats-Msg-Id header carries
+// the event id, so an event sent again after a lost acknowledgement is
+// stored once. Close, on shutdown, waits for the queue to drain until its
+// context ends.
+//
+// Metrics (controller label): plumb_events_published_total,
+// plumb_events_dropped_total (queue full, or unsent at shutdown) and
+// plumb_events_queue_length.
 package events
