@@ -172,8 +172,8 @@ func TestNoFalsePositive(t *testing.T) {
 
 	t.Run("empty labels and annotations versus absent", func(t *testing.T) {
 		g := NewWithT(t)
-		a := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: n, labels: {}, annotations: {}}, data: {k: v}}`)
-		b := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: n, annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}"}}, data: {k: v}}`)
+		a := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns, labels: {}, annotations: {}}, data: {k: v}}`)
+		b := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns, annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}"}}, data: {k: v}}`)
 		g.Expect(Diff(a, b, nil).Action).To(Equal(Unchanged))
 		g.Expect(Diff(b, a, nil).Action).To(Equal(Unchanged))
 	})

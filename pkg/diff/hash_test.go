@@ -13,7 +13,7 @@ func TestHash(t *testing.T) {
 	base := `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: c, namespace: n, labels: {a: "1", b: "2"}}
+metadata: {name: c, namespace: ns, labels: {a: "1", b: "2"}}
 data: {x: "1", y: "2"}
 `
 	h, err := Hash(obj(t, base))
@@ -25,13 +25,13 @@ data: {x: "1", y: "2"}
 		"key order": `
 kind: ConfigMap
 data: {y: "2", x: "1"}
-metadata: {labels: {b: "2", a: "1"}, namespace: n, name: c}
+metadata: {labels: {b: "2", a: "1"}, namespace: ns, name: c}
 apiVersion: v1
 `,
 		"server-owned fields and status": `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: c, namespace: n, labels: {a: "1", b: "2"}, resourceVersion: "9", uid: u, generation: 4,
+metadata: {name: c, namespace: ns, labels: {a: "1", b: "2"}, resourceVersion: "9", uid: u, generation: 4,
   creationTimestamp: "2026-01-01T00:00:00Z", managedFields: [{manager: m}], annotations: {}}
 data: {x: "1", y: "2"}
 status: {anything: true}
@@ -45,7 +45,7 @@ status: {anything: true}
 	different := map[string]string{
 		"a value":     strings.Replace(base, `x: "1"`, `x: "3"`, 1),
 		"a label":     strings.Replace(base, `b: "2"}`, `b: "3"}`, 1),
-		"a namespace": strings.Replace(base, "namespace: n", "namespace: m", 1),
+		"a namespace": strings.Replace(base, "namespace: ns", "namespace: other", 1),
 		"a new key":   strings.Replace(base, `y: "2"}`, `y: "2", z: ""}`, 1),
 	}
 	for name, doc := range different {
