@@ -33,6 +33,7 @@ type Repo struct {
 
 	mu    sync.Mutex
 	clock time.Time
+	last  plumbing.Hash
 }
 
 // CreateRepo creates an empty bare repository served as <name>.git.
@@ -79,11 +80,11 @@ func (r *Repo) open() (*git.Repository, error) {
 	return git.Open(st, memfs.New())
 }
 
-// Commit commits files onto branch, creating the branch from the default
-// branch's head (or as an orphan when the repository is empty). The files
-// are written over the branch's tree; a value of nil-like "\x00delete"
-// (Delete) removes the path. With no files it makes an empty commit, which
-// is handy for two commits with the same tree. It returns the commit hash.
+// Commit commits files onto branch and returns the commit hash. A new
+// branch starts at the default branch's head, or else at the last commit
+// made through this Repo, or else as an orphan. The files are written over
+// the branch's tree; the content Delete removes a path. With no files it
+// makes an empty commit (the same tree at a new commit).
 func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -96,6 +97,7 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 		return "", err
 	}
 	ref := plumbing.NewBranchReferenceName(branch)
+	headBefore, _ := repo.Storer.Reference(plumbing.HEAD)
 	if err := r.checkout(repo, wt, ref); err != nil {
 		return "", err
 	}
@@ -146,6 +148,10 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("committing to %s: %w", branch, err)
 	}
+	r.last = h
+	if err := restoreHead(repo, headBefore, ref); err != nil {
+		return "", err
+	}
 	return h.String(), nil
 }
 
@@ -156,23 +162,37 @@ func (r *Repo) signature() *object.Signature {
 	return &object.Signature{Name: "Plumb Test", Email: "test@plumb.dev", When: r.clock}
 }
 
-// checkout points HEAD at ref and the worktree at its tree, creating ref
-// from the default branch when it does not exist.
+// checkout points HEAD at ref and the worktree at its tree. A branch that
+// does not exist yet starts at the default branch's head, or else at the
+// last commit made through this Repo, or else (empty repository) as an
+// orphan.
 func (r *Repo) checkout(repo *git.Repository, wt *git.Worktree, ref plumbing.ReferenceName) error {
 	if _, err := repo.Reference(ref, false); err == nil {
 		return wt.Checkout(&git.CheckoutOptions{Branch: ref, Force: true})
 	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return err
 	}
-	base, err := repo.Reference(plumbing.NewBranchReferenceName(DefaultBranch), true)
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		// Empty repository: commit onto the unborn branch.
+	base := r.last
+	if def, err := repo.Reference(plumbing.NewBranchReferenceName(DefaultBranch), true); err == nil {
+		base = def.Hash()
+	}
+	if base.IsZero() {
 		return repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, ref))
 	}
-	if err != nil {
-		return err
+	return wt.Checkout(&git.CheckoutOptions{Branch: ref, Hash: base, Create: true, Force: true})
+}
+
+// restoreHead points the served HEAD back at the branch it named before a
+// commit; when that branch does not exist (an empty repository whose first
+// commit went to another branch), HEAD names the branch just committed to.
+func restoreHead(repo *git.Repository, before *plumbing.Reference, committed plumbing.ReferenceName) error {
+	target := committed
+	if before != nil && before.Type() == plumbing.SymbolicReference {
+		if _, err := repo.Reference(before.Target(), false); err == nil {
+			target = before.Target()
+		}
 	}
-	return wt.Checkout(&git.CheckoutOptions{Branch: ref, Hash: base.Hash(), Create: true, Force: true})
+	return repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, target))
 }
 
 // Tag creates a tag on the commit rev (a hash). With a message the tag is

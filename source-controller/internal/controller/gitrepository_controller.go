@@ -118,8 +118,10 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	// A new generation is reported as in progress before the slow part, so
-	// kstatus readers never take the old Ready for the new spec's.
-	if obj.Status.ObservedGeneration != obj.Generation {
+	// kstatus readers never take the old Ready for the new spec's. Retries
+	// of the same generation keep the condition the last attempt left.
+	if rc := conditions.Get(obj, meta.ReconcilingCondition); obj.Status.ObservedGeneration != obj.Generation &&
+		(rc == nil || rc.ObservedGeneration != obj.Generation) {
 		conditions.MarkReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.Generation)
 		if err := r.applyStatus(ctx, obj); err != nil {
 			return ctrl.Result{}, err

@@ -101,6 +101,7 @@ func TestFetchRefs(t *testing.T) {
 		{name: "name", ref: &sourcev1.GitRepositoryRef{Name: "refs/pull/7/head"}, revision: "refs/pull/7/head@sha1:" + f.side, content: "2"},
 		{name: "commit", ref: &sourcev1.GitRepositoryRef{Commit: f.c2}, revision: "sha1:" + f.c2, content: "2"},
 		{name: "commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "master", Commit: f.c1}, revision: "master@sha1:" + f.c1, content: "1"},
+		{name: "older commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "side", Commit: f.c2}, revision: "side@sha1:" + f.c2, content: "2"},
 		{name: "commit beats tag", ref: &sourcev1.GitRepositoryRef{Tag: "v2.0.0", Commit: f.c1}, revision: "sha1:" + f.c1, content: "1"},
 	}
 	for _, tt := range tests {
