@@ -79,6 +79,11 @@ verify: generate manifests fmt tidy vet ## Regenerate, format and tidy, then fai
 test: envtest-assets ## Run every module's tests against a real kube-apiserver, etcd and NATS.
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
 
+.PHONY: bench bench-source
+bench: bench-source
+bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with git archive | gzip -6; print a table.
+	go run ./pkg/artifact/internal/packbench -files 10000 -runs 5
+
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).
 	rm -rf $(BIN)

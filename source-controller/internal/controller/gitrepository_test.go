@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,8 +201,10 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 			message: "cannot reach the server",
 		},
 		{
-			name:    "invalid-semver",
-			break_:  func(o *sourcev1.GitRepository) { o.Spec.Reference = &sourcev1.GitRepositoryRef{SemVer: "~> one point oh"} },
+			name: "invalid-semver",
+			break_: func(o *sourcev1.GitRepository) {
+				o.Spec.Reference = &sourcev1.GitRepositoryRef{SemVer: "~> one point oh"}
+			},
 			reason:  meta.InvalidSpecReason,
 			message: `spec.ref.semver "~> one point oh" is not a valid semver range`,
 			stalled: true,
