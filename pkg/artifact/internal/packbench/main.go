@@ -223,4 +223,3 @@ func median(s []sample) sample {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 func mib(kb int64) string       { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 func size(b int64) string       { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
-
