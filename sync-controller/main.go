@@ -5,39 +5,100 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/options"
+	"plumb.dev/sync-controller/internal/controller"
+	"plumb.dev/sync-controller/internal/engine"
 )
 
-const controllerName = "sync-controller"
+// syncOptions are the flags of sync-controller alone.
+type syncOptions struct {
+	ApplyConcurrency  int
+	DriftDebounce     time.Duration
+	DependencyRequeue time.Duration
+	MaxArtifactSize   int64
+}
+
+func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", 16,
+		"How many objects of one Kustomization are applied or checked at the same time.")
+	fs.DurationVar(&o.DriftDebounce, "drift-debounce", 100*time.Millisecond,
+		"How long a foreign write waits before its drift check, so a burst of writes is checked once.")
+	fs.DurationVar(&o.DependencyRequeue, "dependency-requeue-interval", 10*time.Second,
+		"How often a Kustomization waiting on its dependsOn is checked again.")
+	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", 64<<20,
+		"The largest rendered artifact downloaded, in bytes.")
+}
 
 func main() {
 	var (
-		mgrOpts     options.Manager
-		natsOpts    options.NATS
+		mgrOpts  options.Manager
+		natsOpts options.NATS
+		syncOpts syncOptions
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
+	syncOpts.bindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
+	if err := run(mgrOpts, natsOpts, syncOpts); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) error {
 	app.SetupLogger(mgrOpts)
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), app.NewScheme(), mgrOpts)
+	log := ctrl.Log.WithName(controller.ControllerName)
+	ctx := ctrl.SetupSignalHandler()
+
+	scheme := app.NewScheme()
+	cfg := app.RESTConfig(mgrOpts)
+	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
 	if err != nil {
 		return err
 	}
-	_ = natsOpts
-	return mgr.Start(ctrl.SetupSignalHandler())
+	watcher, err := engine.NewWatcher(cfg, scheme, mgr.GetRESTMapper(), syncOpts.DriftDebounce, log.WithName("watcher"))
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(watcher); err != nil {
+		return err
+	}
+
+	publisher, err := events.NewPublisher(natsOpts, controller.ControllerName, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := publisher.Close(ctx); err != nil {
+			log.Error(err, "closing the event publisher")
+		}
+	}()
+
+	r := &controller.KustomizationReconciler{
+		Client:            mgr.GetClient(),
+		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
+		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+		DependencyRequeue: syncOpts.DependencyRequeue,
+	}
+	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
+		return err
+	}
+	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency)
+	return mgr.Start(ctx)
 }

@@ -1,0 +1,285 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+func configMaps(ns string, names ...string) string {
+	var docs []string
+	for _, n := range names {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  key: %s\n", n, ns, n))
+	}
+	return strings.Join(docs, "---\n")
+}
+
+func deployment(ns, name string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  replicas: %[3]d
+  selector:
+    matchLabels: {app: %[2]s}
+  template:
+    metadata:
+      labels: {app: %[2]s}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1.0
+        resources:
+          requests: {cpu: 500m, memory: 64Mi}
+`, ns, name, replicas)
+}
+
+func TestApplyLabelsInventoryAndNoWritesOnResync(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	render(t, ks, "main@sha1:1111", configMaps(ks.Namespace, "a", "b")+"---\n"+deployment(ks.Namespace, "web", 1))
+	got := waitReady(t, ks, "main@sha1:1111")
+
+	g.Expect(got.Status.Inventory).NotTo(BeNil())
+	g.Expect(got.Status.Inventory.Entries).To(ConsistOf(
+		kustomizev1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: ks.Namespace, Name: "a"},
+		kustomizev1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: ks.Namespace, Name: "b"},
+		kustomizev1.InventoryEntry{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ks.Namespace, Name: "web"},
+	))
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "a"}, cm)).To(Succeed())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(kustomizev1.NameLabel, ks.Name))
+	g.Expect(cm.Labels).To(HaveKeyWithValue(kustomizev1.NamespaceLabel, ks.Namespace))
+	// The render side's status survived sync-controller's writes.
+	g.Expect(got.Status.RenderedArtifact).NotTo(BeNil())
+	g.Expect(conditions.IsTrue(got, kustomizev1.RenderedCondition)).To(BeTrue())
+
+	// A resync with nothing changed writes nothing but the status.
+	requests.reset()
+	requestReconcile(t, ks)
+	writes := requests.writesUnder("/namespaces/" + ks.Namespace + "/")
+	for req := range writes {
+		g.Expect(req).To(ContainSubstring("/kustomizations/app/status"), "unexpected write %s", req)
+	}
+}
+
+func TestForeignChangeIsRevertedAndReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	subscription := subscribeEvents(t, ks)
+	render(t, ks, "main@sha1:2222", deployment(ks.Namespace, "web", 1))
+	waitReady(t, ks, "main@sha1:2222")
+
+	scale(t, ctx, ks.Namespace, "web", 3)
+
+	// Reverted without waiting for the interval (1h): the watch sees it.
+	g.Eventually(func() int32 { return replicas(ctx, ks.Namespace, "web") }, 30*time.Second, 50*time.Millisecond).Should(Equal(int32(1)))
+	g.Eventually(func(g Gomega) {
+		detected := subscription.withReason(kustomizev1.DriftDetectedReason)
+		g.Expect(detected).NotTo(BeEmpty())
+		changes := detected[len(detected)-1].Changes
+		g.Expect(changes).To(ContainElement(And(
+			HaveField("Object", "Deployment/"+ks.Namespace+"/web"),
+			HaveField("Path", "spec.replicas"),
+			HaveField("Before", "3"),
+			HaveField("After", "1"),
+		)))
+		g.Expect(subscription.withReason(kustomizev1.DriftCorrectedReason)).NotTo(BeEmpty())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+func TestIgnoredFieldIsNeitherReportedNorReverted(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/spec/replicas"}, Target: &kustomizev1.Selector{Kind: "Deployment"}}}
+	})
+	subscription := subscribeEvents(t, ks)
+	render(t, ks, "main@sha1:3333", deployment(ks.Namespace, "web", 1))
+	waitReady(t, ks, "main@sha1:3333")
+
+	scale(t, ctx, ks.Namespace, "web", 3)
+	requestReconcile(t, ks)
+	requestReconcile(t, ks)
+	g.Expect(replicas(ctx, ks.Namespace, "web")).To(Equal(int32(3)))
+	g.Expect(subscription.withReason(kustomizev1.DriftDetectedReason)).To(BeEmpty())
+}
+
+func TestPrune(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	keep := configMaps(ks.Namespace, "keep")
+	disabled := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: disabled
+  namespace: ` + ks.Namespace + `
+  annotations: {plumb.dev/prune: disabled}
+`
+	render(t, ks, "main@sha1:4444", keep+"---\n"+configMaps(ks.Namespace, "gone", "taken")+"---\n"+disabled)
+	waitReady(t, ks, "main@sha1:4444")
+
+	// A broken render keeps the last good artifact and deletes nothing.
+	renderFailed(t, ks, "kustomize build failed: accumulating resources: missing.yaml")
+	msg := waitNotReady(t, ks, kustomizev1.BuildFailedReason)
+	g.Expect(msg).To(ContainSubstring("missing.yaml"))
+	for _, name := range []string{"keep", "gone", "taken", "disabled"} {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: name}, &corev1.ConfigMap{})).To(Succeed(), name)
+	}
+
+	// While suspended, someone takes "taken" over (removes our labels) and
+	// Git drops it: without our labels it is not ours to delete.
+	setSuspend(t, ks, true)
+	taken := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "taken"}, taken)).To(Succeed())
+	delete(taken.Labels, kustomizev1.NameLabel)
+	g.Expect(env.Client.Update(ctx, taken)).To(Succeed())
+	setSuspend(t, ks, false)
+	render(t, ks, "main@sha1:5555", keep)
+	got := waitReady(t, ks, "main@sha1:5555")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "gone"}, &corev1.ConfigMap{}))
+	}, 30*time.Second).Should(BeTrue(), "gone is pruned")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "taken"}, &corev1.ConfigMap{})).To(Succeed(), "an object without our labels is never deleted")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "disabled"}, &corev1.ConfigMap{})).To(Succeed(), "prune: disabled keeps it")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "keep"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+func TestDeletingTheKustomizationPrunesItsInventory(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	render(t, ks, "main@sha1:6666", configMaps(ks.Namespace, "a"))
+	waitReady(t, ks, "main@sha1:6666")
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "a"}, &corev1.ConfigMap{}))
+	}, 30*time.Second).Should(BeTrue())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), &kustomizev1.Kustomization{}))
+	}, 30*time.Second).Should(BeTrue())
+
+	// Without prune, deletion orphans the objects.
+	ctx, orphaning := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Spec.Prune = false })
+	render(t, orphaning, "main@sha1:6666", configMaps(orphaning.Namespace, "a"))
+	waitReady(t, orphaning, "main@sha1:6666")
+	g.Expect(env.Client.Delete(ctx, orphaning)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(orphaning), &kustomizev1.Kustomization{}))
+	}, 30*time.Second).Should(BeTrue())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: orphaning.Namespace, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+func immutableConfigMap(ns, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\n  namespace: %s\nimmutable: true\ndata:\n  key: %s\n", ns, value)
+}
+
+func TestImmutableFieldNeedsForce(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	render(t, ks, "main@sha1:7777", immutableConfigMap(ks.Namespace, "one"))
+	waitReady(t, ks, "main@sha1:7777")
+
+	render(t, ks, "main@sha1:8888", immutableConfigMap(ks.Namespace, "two"))
+	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
+	g.Expect(msg).To(ContainSubstring("ConfigMap/" + ks.Namespace + "/frozen"))
+	g.Expect(msg).To(ContainSubstring("immutable"))
+	g.Expect(msg).To(ContainSubstring("spec.force"))
+
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	current.Spec.Force = true
+	g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+	render(t, ks, "main@sha1:8888", immutableConfigMap(ks.Namespace, "two"))
+	waitReady(t, ks, "main@sha1:8888")
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "frozen"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("key", "two"))
+}
+
+func TestDependsOn(t *testing.T) {
+	g := NewWithT(t)
+	ctx, base := newKustomization(t, nil)
+	app := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "dependent", Namespace: base.Namespace},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: base.Spec.SourceRef, Interval: base.Spec.Interval, Prune: true,
+			DependsOn: []meta.NamespacedObjectReference{{Name: base.Name}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	render(t, app, "main@sha1:9999", configMaps(base.Namespace, "dependent"))
+	msg := waitNotReady(t, app, meta.DependencyNotReadyReason)
+	g.Expect(msg).To(ContainSubstring(base.Namespace + "/" + base.Name))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: base.Namespace, Name: "dependent"}, &corev1.ConfigMap{}))).To(BeTrue())
+
+	render(t, base, "main@sha1:9999", configMaps(base.Namespace, "base"))
+	waitReady(t, base, "main@sha1:9999")
+	waitReady(t, app, "main@sha1:9999")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: base.Namespace, Name: "dependent"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+func TestBadArtifactIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	render(t, ks, "main@sha1:aaaa", configMaps(ks.Namespace, "a"))
+	waitReady(t, ks, "main@sha1:aaaa")
+
+	// The served bytes do not match the digest in status.
+	renderServing(t, ks, "main@sha1:bbbb", configMaps(ks.Namespace, "b"), []byte(configMaps(ks.Namespace, "forged")))
+	msg := waitNotReady(t, ks, meta.ArtifactFailedReason)
+	g.Expect(msg).To(ContainSubstring("refusing a tampered or partial artifact"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "a"}, &corev1.ConfigMap{})).To(Succeed(), "nothing pruned")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "forged"}, &corev1.ConfigMap{}))).To(BeTrue())
+}
+
+func TestMissingNamespaceIsAClearError(t *testing.T) {
+	g := NewWithT(t)
+	_, ks := newKustomization(t, nil)
+	render(t, ks, "main@sha1:cccc", configMaps("no-such-namespace", "a"))
+	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
+	g.Expect(msg).To(ContainSubstring("ConfigMap/no-such-namespace/a"))
+	g.Expect(msg).To(ContainSubstring("no-such-namespace"))
+}
+
+func scale(t *testing.T, ctx context.Context, ns, name string, n int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	NewWithT(t).Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(n)
+	NewWithT(t).Expect(env.Client.Patch(ctx, d, patch, client.FieldOwner("kubectl-edit"))).To(Succeed())
+}
+
+func replicas(ctx context.Context, ns, name string) int32 {
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil || d.Spec.Replicas == nil {
+		return -1
+	}
+	return *d.Spec.Replicas
+}
+
+func setSuspend(t *testing.T, ks *kustomizev1.Kustomization, suspend bool) {
+	t.Helper()
+	g := NewWithT(t)
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.Suspend = suspend
+	g.Expect(env.Client.Patch(context.Background(), current, patch)).To(Succeed())
+}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/events"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// startHook creates a hook for this sync. A hook object of the same name
+// left by an earlier sync is deleted first (the BeforeHookCreation policy,
+// and the only way to run a Job again); one already created by this sync —
+// the controller restarted while it ran — is kept and waited on.
+func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
+	live, err := s.r.Engine.Get(ctx, h.obj)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		if live.GetLabels()[engine.HookSyncLabel] == s.syncID() {
+			s.applied[engine.IDOf(h.obj)] = live
+			return nil
+		}
+		if err := s.r.Engine.Delete(ctx, live, true); err != nil {
+			return err
+		}
+	}
+	obj := h.obj.DeepCopy()
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[kustomizev1.NameLabel] = s.owner.Name
+	labels[kustomizev1.NamespaceLabel] = s.owner.Namespace
+	labels[engine.HookSyncLabel] = s.syncID()
+	obj.SetLabels(labels)
+	created, err := s.r.Engine.CreateHook(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("hook %s: %w", engine.IDOf(h.obj), err)
+	}
+	s.applied[engine.IDOf(h.obj)] = created
+	s.r.Events.Record(s.obj, events.SeverityInfo, "HookStarted",
+		fmt.Sprintf("%s hook %s started", h.phase, engine.IDOf(h.obj)), events.WithRevision(s.revision))
+	return nil
+}
+
+// finishHooks deletes the hooks whose delete policy asks for it after the
+// given outcome.
+func (s *syncRun) finishHooks(ctx context.Context, hooks []hookTask, succeeded bool) error {
+	for _, h := range hooks {
+		if (succeeded && h.deleteOnSuccess) || (!succeeded && h.deleteOnFailure) {
+			if err := s.r.Engine.Delete(ctx, h.obj, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runSyncFail runs the SyncFail hooks after a failed sync and waits for
+// them, bounded by the Kustomization's timeout. Their own failure is
+// reported but changes nothing: the sync has failed already.
+func (s *syncRun) runSyncFail(ctx context.Context, p *syncPlan) {
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	defer cancel()
+	for _, w := range p.syncFail {
+		if err := s.runWave(ctx, w); err != nil {
+			s.hookFailed(ctx, w, err)
+			return
+		}
+		if err := s.waitWave(ctx, w); err != nil {
+			s.hookFailed(ctx, w, err)
+			return
+		}
+	}
+}
+
+func (s *syncRun) hookFailed(ctx context.Context, w planWave, err error) {
+	log.FromContext(ctx).Info("SyncFail hook failed", "error", err.Error())
+	s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.SyncFailedReason,
+		fmt.Sprintf("SyncFail hook failed: %v", err), events.WithRevision(s.revision))
+	_ = s.finishHooks(ctx, w.hooks, false)
+}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// ControllerName names sync-controller in events and as its status field manager.
+const ControllerName = "sync-controller"
+
+// Finalizer lets sync-controller prune a deleted Kustomization's objects.
+const Finalizer = "sync.plumb.dev/finalizer"
+
+// dependsOnIndex indexes Kustomizations by the ones they depend on.
+const dependsOnIndex = ".spec.dependsOn"
+
+// KustomizationReconciler makes the cluster equal to a Kustomization's
+// rendered manifests.
+type KustomizationReconciler struct {
+	Client client.Client
+	Engine *engine.Engine
+	Events *events.Recorder
+	// Fetch bounds artifact downloads.
+	Fetch fetch.Options
+	// DependencyRequeue is how often a Kustomization waiting on another is
+	// checked again.
+	DependencyRequeue time.Duration
+	// MaxDriftChanges bounds the changes carried by one DriftDetected event.
+	MaxDriftChanges int
+
+	manifests manifestCache
+}
+
+// SetupWithManager registers the reconciler: it runs on spec changes, reconcile
+// requests, a new rendered artifact, a dependency becoming Ready, and foreign
+// writes to managed objects (through the engine's watcher).
+func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if r.DependencyRequeue == 0 {
+		r.DependencyRequeue = 10 * time.Second
+	}
+	if r.MaxDriftChanges == 0 {
+		r.MaxDriftChanges = 50
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, dependsOnIndex, func(o client.Object) []string {
+		ks := o.(*kustomizev1.Kustomization)
+		keys := make([]string, 0, len(ks.Spec.DependsOn))
+		for _, d := range ks.Spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = ks.Namespace
+			}
+			keys = append(keys, ns+"/"+d.Name)
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}))).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
+			builder.WithPredicates(becameReady{})).
+		WatchesRawSource(r.Engine.Watcher().Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// Reconcile runs one sync of a Kustomization and writes sync-controller's
+// part of its status.
+func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	obj := &kustomizev1.Kustomization{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFrom(obj.DeepCopy())
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if obj.Spec.Suspend {
+		suspendedGauge.WithLabelValues(obj.Namespace, obj.Name).Set(1)
+		log.FromContext(ctx).V(1).Info("suspended, skipping")
+		return ctrl.Result{}, nil
+	}
+	suspendedGauge.WithLabelValues(obj.Namespace, obj.Name).Set(0)
+
+	s := newSyncRun(r, obj, start)
+	err := s.run(ctx)
+	result := s.conclude(err)
+	if werr := s.writeStatus(ctx); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	reconcileDuration.WithLabelValues(obj.Namespace, obj.Name).Observe(time.Since(start).Seconds())
+	return result, nil
+}
+
+// finalize prunes the inventory when spec.prune is set (orphans it
+// otherwise) and releases the finalizer.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if obj.Spec.Prune && !obj.Spec.Suspend && obj.Status.Inventory != nil {
+		owner := engine.Owner{Namespace: obj.Namespace, Name: obj.Name}
+		var failed []error
+		for _, res := range r.Engine.Prune(ctx, pruneOrder(inventoryObjects(obj.Status.Inventory)), owner) {
+			if res.Err != nil {
+				failed = append(failed, res.Err)
+			}
+		}
+		if err := errors.Join(failed...); err != nil {
+			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
+			return ctrl.Result{}, err
+		}
+	}
+	r.manifests.forget(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	readyGauge.DeleteLabelValues(obj.Namespace, obj.Name)
+	suspendedGauge.DeleteLabelValues(obj.Namespace, obj.Name)
+	return ctrl.Result{}, nil
+}
+
+// dependents maps a Kustomization to the ones that depend on it.
+func (r *KustomizationReconciler) dependents(ctx context.Context, o client.Object) []ctrl.Request {
+	var list kustomizev1.KustomizationList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{dependsOnIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for _, ks := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ks.Namespace, Name: ks.Name}})
+	}
+	return reqs
+}
+
+// renderedChanged passes updates that change what render-controller produced.
+type renderedChanged struct{ predicate.Funcs }
+
+func (renderedChanged) Update(e event.UpdateEvent) bool {
+	oldKs, ok1 := e.ObjectOld.(*kustomizev1.Kustomization)
+	newKs, ok2 := e.ObjectNew.(*kustomizev1.Kustomization)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if digestOf(oldKs.Status.RenderedArtifact) != digestOf(newKs.Status.RenderedArtifact) {
+		return true
+	}
+	o, n := conditions.Get(oldKs, kustomizev1.RenderedCondition), conditions.Get(newKs, kustomizev1.RenderedCondition)
+	if (o == nil) != (n == nil) {
+		return true
+	}
+	return o != nil && (o.Status != n.Status || o.Reason != n.Reason || o.ObservedGeneration != n.ObservedGeneration || o.Message != n.Message)
+}
+
+// becameReady passes updates where a Kustomization turned Ready.
+type becameReady struct{ predicate.Funcs }
+
+func (becameReady) Update(e event.UpdateEvent) bool {
+	oldKs, ok1 := e.ObjectOld.(*kustomizev1.Kustomization)
+	newKs, ok2 := e.ObjectNew.(*kustomizev1.Kustomization)
+	return ok1 && ok2 && !conditions.IsReady(oldKs) && conditions.IsReady(newKs)
+}
+
+func digestOf(a *meta.Artifact) string {
+	if a == nil {
+		return ""
+	}
+	return a.Digest
+}
+
+// Create, Delete and Generic events of the dependency watch are not needed:
+// a dependency that appears is not Ready yet.
+func (becameReady) Create(event.CreateEvent) bool { return false }

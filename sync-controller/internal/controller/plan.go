@@ -1,0 +1,246 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// syncID names one sync operation: the rendered artifact and generation it
+// applies. Hooks carry it, so a restarted controller recognizes the hooks it
+// already started for this sync.
+func (s *syncRun) syncID() string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", s.digest, s.obj.Generation)))
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// isNewSync reports whether this run starts (or resumes) a sync operation
+// with hooks, rather than re-checking a sync that already succeeded.
+func (s *syncRun) isNewSync() bool {
+	prev := s.obj.Status.Sync
+	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation || prev.Phase == kustomizev1.PhaseFailed
+}
+
+// applyPlan runs the sync plan: PreSync, Sync and PostSync phases, each wave
+// applied and, when anything follows it, waited on until healthy; SyncFail
+// hooks when a task fails. A resync of a sync that already succeeded runs
+// only the Sync phase's objects, without hooks. Sets Ready=False reason
+// ApplyFailed or SyncFailed, and the drift report.
+func (s *syncRun) applyPlan(ctx context.Context) error {
+	p, err := buildPlan(s.objs, s.syncID())
+	if err != nil {
+		return failed(kustomizev1.ApplyFailedReason, err)
+	}
+	newSync := s.isNewSync()
+	if !newSync {
+		p = p.withoutHooks()
+	}
+	resume := s.resumePoint(newSync)
+	if newSync {
+		now := metav1.Now()
+		s.out.Status.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.Generation, StartedAt: &now}
+		if prev := s.obj.Status.Sync; resume != nil && prev != nil && prev.StartedAt != nil {
+			s.out.Status.Sync.StartedAt = prev.StartedAt
+		}
+	}
+
+	err = s.runPhases(ctx, p, resume, newSync)
+	s.recordApply()
+	if err != nil {
+		if newSync {
+			s.runSyncFail(ctx, p)
+			s.out.Status.Sync.Phase = kustomizev1.PhaseFailed
+			s.out.Status.Sync.Message = err.Error()
+		}
+		// Keep every object we know of in the inventory, old and new, so
+		// that a later successful sync can prune what it must.
+		s.out.Status.Inventory = mergeInventories(s.obj.Status.Inventory, s.appliedObjects())
+		return err
+	}
+	if newSync {
+		s.out.Status.Sync.Phase = kustomizev1.PhaseSucceeded
+		s.out.Status.Sync.Message = ""
+	}
+	s.out.Status.Inventory = inventory.New(s.inventoryObjects())
+	return nil
+}
+
+// resumePoint returns where an interrupted sync of the same artifact and
+// generation stopped, as the status in the cluster records it.
+func (s *syncRun) resumePoint(newSync bool) *kustomizev1.SyncProgress {
+	prev := s.obj.Status.Sync
+	if !newSync || prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation {
+		return nil
+	}
+	switch prev.Phase {
+	case kustomizev1.PhasePreSync, kustomizev1.PhaseSync, kustomizev1.PhasePostSync:
+		return prev
+	}
+	return nil
+}
+
+func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev1.SyncProgress, newSync bool) error {
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	defer cancel()
+	started := resume == nil
+	steps := p.steps()
+	for i, st := range steps {
+		if !started {
+			if st.phase != resume.Phase || st.wave.number < resume.Wave {
+				continue
+			}
+			started = true
+		}
+		if newSync {
+			if err := s.writeProgress(ctx, st.phase, st.wave.number); err != nil {
+				return err
+			}
+		}
+		if err := s.runWave(ctx, st.wave); err != nil {
+			return failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+		}
+		// The next wave starts only when this one is healthy; hooks are
+		// always waited on, since they must complete.
+		if i < len(steps)-1 || len(st.wave.hooks) > 0 {
+			if err := s.waitWave(ctx, st.wave); err != nil {
+				return failed(kustomizev1.HealthCheckFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+			}
+		}
+	}
+	return nil
+}
+
+// runWave starts the wave's hooks and applies its objects, kind group by
+// kind group so that Namespaces and CRDs exist before what needs them.
+func (s *syncRun) runWave(ctx context.Context, w planWave) error {
+	for _, h := range w.hooks {
+		if err := s.startHook(ctx, h); err != nil {
+			return err
+		}
+	}
+	for _, group := range kindGroups(w.objects) {
+		results, err := s.r.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
+			Owner:      s.owner,
+			Ignore:     s.ignorer,
+			ReportOnly: s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport,
+			Force:      s.obj.Spec.Force,
+		})
+		for _, res := range results {
+			s.counts[res.Action]++
+			if res.Object != nil {
+				s.applied[res.ID] = res.Object
+			}
+			if res.Written {
+				s.written++
+			}
+			if res.Drift {
+				s.drifted = append(s.drifted, res)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.waitEstablished(ctx, group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitWave waits until the wave's objects and hooks are healthy.
+func (s *syncRun) waitWave(ctx context.Context, w planWave) error {
+	objs := append([]*unstructured.Unstructured{}, w.objects...)
+	for _, h := range w.hooks {
+		objs = append(objs, h.obj)
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	if _, err := s.r.Engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+		if herr := s.finishHooks(ctx, w.hooks, false); herr != nil {
+			return errors.Join(err, herr)
+		}
+		return err
+	}
+	return s.finishHooks(ctx, w.hooks, true)
+}
+
+// waitEstablished waits for the CRDs of a group to be served before the
+// custom resources that follow are applied.
+func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Unstructured) error {
+	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
+		return nil
+	}
+	if _, err := s.r.Engine.WaitHealthy(ctx, group, s.applied); err != nil {
+		return fmt.Errorf("waiting for CRDs to be established: %w", err)
+	}
+	return nil
+}
+
+// writeProgress records the phase and wave in progress in the status, so
+// that `kubectl get` shows it and a restarted controller resumes from it.
+func (s *syncRun) writeProgress(ctx context.Context, phase string, wave int) error {
+	s.out.Status.Sync.Phase = phase
+	s.out.Status.Sync.Wave = wave
+	conditions.MarkReconciling(s.out, meta.ProgressingReason, "running %s phase, wave %d of revision %s", phase, wave, s.revision)
+	s.progressWritten = true
+	return s.writeStatus(ctx)
+}
+
+// recordApply counts what the run did and reports drift.
+func (s *syncRun) recordApply() {
+	for action, n := range s.counts {
+		objectsTotal.WithLabelValues(string(action)).Add(float64(n))
+	}
+	if s.written > 0 {
+		s.r.Events.Record(s.obj, events.SeverityInfo, "Applied",
+			fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", s.revision,
+				s.counts[engine.Created], s.counts[engine.Configured], s.counts[engine.Unchanged]),
+			events.WithRevision(s.revision),
+			events.WithMetadata(map[string]string{
+				"created":    fmt.Sprint(s.counts[engine.Created]),
+				"configured": fmt.Sprint(s.counts[engine.Configured]),
+				"unchanged":  fmt.Sprint(s.counts[engine.Unchanged]),
+			}))
+	}
+	s.reportDrift()
+}
+
+// appliedObjects are the inventory objects that exist now: applied or
+// checked by this run.
+func (s *syncRun) appliedObjects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range s.inventoryObjects() {
+		if _, ok := s.applied[engine.IDOf(o)]; ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// mergeInventories returns the union of an inventory and a set of objects.
+func mergeInventories(old *kustomizev1.Inventory, objs []*unstructured.Unstructured) *kustomizev1.Inventory {
+	all := append(inventory.Objects(old), objs...)
+	seen := map[kustomizev1.InventoryEntry]bool{}
+	var unique []*unstructured.Unstructured
+	for _, o := range all {
+		e := inventory.EntryOf(o)
+		if !seen[e] {
+			seen[e] = true
+			unique = append(unique, o)
+		}
+	}
+	return inventory.New(unique)
+}

@@ -1,0 +1,367 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/testenv"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+var (
+	env       *testenv.Environment
+	artifacts *artifactServer
+	requests  = &requestCounter{}
+	// stopController stops the running sync-controller; tests that restart
+	// it replace it.
+	stopController func()
+	// controllerMu serializes tests that stop and start the controller.
+	controllerMu sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	artifacts = newArtifactServer()
+	stopController = startController()
+	code := m.Run()
+	stopController()
+	artifacts.Close()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// zapLevel logs debug output only when PLUMB_TEST_DEBUG is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("PLUMB_TEST_DEBUG") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// startController runs sync-controller in this process against the test
+// environment, with requests counted, and returns its stop function.
+func startController() func() {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = requests.wrap
+	cfg.QPS, cfg.Burst = -1, -1
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// The controller is restarted within this process by some tests.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	must(err)
+	watcher, err := engine.NewWatcher(cfg, env.Scheme, mgr.GetRESTMapper(), 50*time.Millisecond, logr.Discard())
+	must(err)
+	must(mgr.Add(watcher))
+	publisher, err := events.NewJetStreamPublisher(options.NATS{
+		URL: env.NATSURL, Stream: "PLUMB_EVENTS", StreamMaxAge: time.Hour, StreamMaxBytes: 64 << 20, QueueSize: 1000,
+	}, ControllerName, logr.Discard())
+	must(err)
+	engine.HealthPollFallback = 500 * time.Millisecond
+	r := &KustomizationReconciler{
+		Client:            mgr.GetClient(),
+		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
+		Events:            events.NewRecorder(record.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
+		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
+		DependencyRequeue: time.Second,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	must(r.SetupWithManager(ctx, mgr, 4))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = publisher.Close(context.Background())
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// requestCounter counts the API requests sync-controller makes.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.counts == nil {
+			c.counts = map[string]int{}
+		}
+		c.counts[req.Method+" "+req.URL.Path]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// writesUnder returns the write requests (not GET, not dry-run) whose path
+// contains the fragment since the last reset.
+func (c *requestCounter) writesUnder(fragment string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.counts {
+		method, path, _ := strings.Cut(k, " ")
+		if method != http.MethodGet && strings.Contains(path, fragment) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[string]int{}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// artifactServer stands in for render-controller's artifact server.
+type artifactServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	files map[string][]byte
+	hits  atomic.Int64
+}
+
+func newArtifactServer() *artifactServer {
+	a := &artifactServer{files: map[string][]byte{}}
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.hits.Add(1)
+		a.mu.Lock()
+		data, ok := a.files[r.URL.Path]
+		a.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+	}))
+	return a
+}
+
+// render does render-controller's part: it serves the manifests and points
+// the Kustomization's status at them, with Rendered=True for its generation.
+func render(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string) {
+	t.Helper()
+	renderServing(t, ks, revision, manifests, []byte(manifests))
+}
+
+// renderServing announces the digest of manifests but serves the given
+// bytes, which differ when a test forges the artifact.
+func renderServing(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string, served []byte) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(manifests))
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	path := fmt.Sprintf("/kustomization/%s/%s/%s.yaml", ks.Namespace, ks.Name, hex.EncodeToString(sum[:8]))
+	artifacts.mu.Lock()
+	artifacts.files[path] = served
+	artifacts.mu.Unlock()
+
+	current := &kustomizev1.Kustomization{}
+	NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	size := int64(len(manifests))
+	status := map[string]any{
+		"renderedArtifact": map[string]any{
+			"path": path, "url": artifacts.URL + path, "revision": revision, "digest": digest,
+			"size": size, "lastUpdateTime": metav1.Now().UTC().Format(time.RFC3339),
+		},
+		"conditions": []any{map[string]any{
+			"type": kustomizev1.RenderedCondition, "status": "True", "reason": kustomizev1.RenderSucceededReason,
+			"message": "rendered " + revision, "observedGeneration": current.Generation,
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		}},
+	}
+	NewWithT(t).Expect(reconcile.ApplyStatus(context.Background(), env.Client, current, "plumb-render", status)).To(Succeed())
+}
+
+// renderFailed reports a failed render of the current generation, keeping
+// the last good artifact, as render-controller does.
+func renderFailed(t *testing.T, ks *kustomizev1.Kustomization, message string) {
+	t.Helper()
+	current := &kustomizev1.Kustomization{}
+	NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	art := current.Status.RenderedArtifact
+	status := map[string]any{
+		"renderedArtifact": map[string]any{
+			"path": art.Path, "url": art.URL, "revision": art.Revision, "digest": art.Digest,
+			"lastUpdateTime": art.LastUpdateTime.UTC().Format(time.RFC3339),
+		},
+		"conditions": []any{map[string]any{
+			"type": kustomizev1.RenderedCondition, "status": "False", "reason": kustomizev1.BuildFailedReason,
+			"message": message, "observedGeneration": current.Generation,
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		}},
+	}
+	NewWithT(t).Expect(reconcile.ApplyStatus(context.Background(), env.Client, current, "plumb-render", status)).To(Succeed())
+}
+
+// newKustomization creates a Kustomization in a fresh namespace.
+func newKustomization(t *testing.T, mutate func(*kustomizev1.Kustomization)) (context.Context, *kustomizev1.Kustomization) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	ns, err := env.Namespace(ctx, "sync")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Prune:     true,
+			Timeout:   &metav1.Duration{Duration: time.Minute},
+		},
+	}
+	if mutate != nil {
+		mutate(ks)
+	}
+	NewWithT(t).Expect(env.Client.Create(ctx, ks)).To(Succeed())
+	return ctx, ks
+}
+
+// waitReady waits until sync-controller reports Ready=True for revision at
+// the current generation, and returns the Kustomization.
+func waitReady(t *testing.T, ks *kustomizev1.Kustomization, revision string) *kustomizev1.Kustomization {
+	t.Helper()
+	got := &kustomizev1.Kustomization{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		ready := conditions.Get(got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		g.Expect(got.Status.LastAppliedRevision).To(Equal(revision))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	return got
+}
+
+// waitNotReady waits for Ready=False with the reason and returns its message.
+func waitNotReady(t *testing.T, ks *kustomizev1.Kustomization, reason string) string {
+	t.Helper()
+	var message string
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), got)).To(Succeed())
+		ready := conditions.Get(got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(reason), ready.Message)
+		message = ready.Message
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	return message
+}
+
+// requestReconcile sets the requestedAt annotation and waits until the
+// controller handled it.
+func requestReconcile(t *testing.T, ks *kustomizev1.Kustomization) {
+	t.Helper()
+	g := NewWithT(t)
+	token := time.Now().Format(time.RFC3339Nano)
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
+	if current.Annotations == nil {
+		current.Annotations = map[string]string{}
+	}
+	current.Annotations[meta.ReconcileRequestAnnotation] = token
+	g.Expect(env.Client.Patch(context.Background(), current, patch)).To(Succeed())
+	g.Eventually(func() string {
+		got := &kustomizev1.Kustomization{}
+		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), got)
+		return got.Status.LastHandledReconcileAt
+	}, time.Minute, 50*time.Millisecond).Should(Equal(token))
+}
+
+// eventSubscription collects the events NATS carries for a Kustomization.
+type eventSubscription struct {
+	mu     sync.Mutex
+	events []*events.Event
+	sub    *nats.Subscription
+	conn   *nats.Conn
+}
+
+func subscribeEvents(t *testing.T, ks *kustomizev1.Kustomization) *eventSubscription {
+	t.Helper()
+	nc, err := nats.Connect(env.NATSURL)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	s := &eventSubscription{conn: nc}
+	s.sub, err = nc.Subscribe(events.Subject(kustomizev1.KustomizationKind, ks.Namespace, ks.Name), func(m *nats.Msg) {
+		e, err := events.Decode(m.Data)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.events = append(s.events, e)
+		s.mu.Unlock()
+	})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(nc.Close)
+	return s
+}
+
+// withReason returns the events received so far with the reason.
+func (s *eventSubscription) withReason(reason string) []*events.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*events.Event
+	for _, e := range s.events {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}

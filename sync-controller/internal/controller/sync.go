@@ -1,0 +1,359 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// syncRun is one reconcile of one Kustomization: the steps in run, and the
+// status they build.
+type syncRun struct {
+	r     *KustomizationReconciler
+	obj   *kustomizev1.Kustomization
+	key   types.NamespacedName
+	owner engine.Owner
+	start time.Time
+
+	// out holds sync-controller's status fields as they will be written;
+	// its Status.Conditions hold only sync-controller's condition types.
+	out *kustomizev1.Kustomization
+
+	revision string
+	digest   string
+	objs     []*unstructured.Unstructured
+	hashes   map[engine.ObjectID]string
+	ignorer  *diff.Ignorer
+	applied  map[engine.ObjectID]*unstructured.Unstructured
+	counts   map[engine.Action]int
+	written  int
+	drifted  []engine.Result
+	pruned   int
+	// renderFailure is the Rendered=False condition of the current
+	// generation: the sync goes on with the last good artifact, but Ready
+	// reports the failure.
+	renderFailure *metav1.Condition
+	// progressWritten is set once a sync-progress status was written.
+	progressWritten bool
+	// driftSeen is when the watcher first saw a foreign write to one of the
+	// objects since the last run; zero when this run was not started by one.
+	driftSeen time.Time
+}
+
+// syncError carries the condition reason a failed step reports.
+type syncError struct {
+	reason string
+	err    error
+}
+
+func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
+
+func failed(reason string, err error) error { return &syncError{reason: reason, err: err} }
+
+// errWaitingForRender stops a run without failing it: render-controller has
+// not rendered the current generation yet and will update the status.
+var errWaitingForRender = errors.New("waiting for render-controller")
+
+func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, start time.Time) *syncRun {
+	out := obj.DeepCopy()
+	out.Status.RenderedArtifact = nil
+	conditions.Delete(out, kustomizev1.RenderedCondition)
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	driftSeen, _ := r.Engine.Watcher().TakeDriftStart(key)
+	return &syncRun{
+		r:         r,
+		driftSeen: driftSeen,
+		obj:       obj,
+		key:       key,
+		owner:     engine.Owner{Namespace: obj.Namespace, Name: obj.Name},
+		start:     start,
+		out:       out,
+		applied:   map[engine.ObjectID]*unstructured.Unstructured{},
+		counts:    map[engine.Action]int{},
+	}
+}
+
+// run executes the steps in order; the first error ends the run.
+func (s *syncRun) run(ctx context.Context) error {
+	steps := []func(context.Context) error{
+		s.checkDependencies,
+		s.loadManifests,
+		s.prepare,
+		s.applyPlan,
+		s.prune,
+		s.checkHealth,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDependencies waits until every Kustomization in dependsOn is Ready at
+// its latest generation. Sets Ready=False reason DependencyNotReady.
+func (s *syncRun) checkDependencies(ctx context.Context) error {
+	for _, dep := range s.obj.Spec.DependsOn {
+		ns := dep.Namespace
+		if ns == "" {
+			ns = s.obj.Namespace
+		}
+		other := &kustomizev1.Kustomization{}
+		if err := s.r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: dep.Name}, other); err != nil {
+			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
+				fmt.Errorf("dependency %s/%s: %w", ns, dep.Name, err))
+		}
+		if !conditions.IsReady(other) || other.Status.ObservedGeneration != other.Generation {
+			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
+				fmt.Errorf("dependency %s/%s is not ready", ns, dep.Name))
+		}
+	}
+	return nil
+}
+
+// loadManifests downloads and verifies the rendered artifact, or takes it
+// from memory when the digest is the one synced before. Sets Ready=False
+// reason ArtifactFailed when the download fails; waits while
+// render-controller has produced nothing for this Kustomization.
+func (s *syncRun) loadManifests(ctx context.Context) error {
+	rendered := conditions.Get(s.obj, kustomizev1.RenderedCondition)
+	artifact := s.obj.Status.RenderedArtifact
+	if rendered != nil && rendered.Status == metav1.ConditionFalse && rendered.ObservedGeneration == s.obj.Generation {
+		s.renderFailure = rendered
+	}
+	if artifact == nil {
+		if s.renderFailure != nil {
+			return failed(s.renderFailure.Reason, errors.New(s.renderFailure.Message))
+		}
+		return errWaitingForRender
+	}
+	if rendered != nil && rendered.ObservedGeneration < s.obj.Generation {
+		return errWaitingForRender
+	}
+	s.revision, s.digest = artifact.Revision, artifact.Digest
+	s.out.Status.LastAttemptedRevision = artifact.Revision
+	if objs, ok := s.r.manifests.get(s.key, artifact.Digest); ok {
+		s.objs = objs
+		return nil
+	}
+	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, s.r.Fetch)
+	if err != nil {
+		return failed(meta.ArtifactFailedReason, err)
+	}
+	objs, err := decodeManifests(data)
+	if err != nil {
+		return failed(meta.ArtifactFailedReason, err)
+	}
+	s.r.manifests.put(s.key, artifact.Digest, objs)
+	s.objs = objs
+	return nil
+}
+
+// prepare checks the ignore rules, stamps ownership on every object and
+// defaults namespaces. Sets Stalled=True reason InvalidSpec for a bad ignore
+// rule (only a spec change can fix it).
+func (s *syncRun) prepare(ctx context.Context) error {
+	ig, err := diff.NewIgnorer(s.obj.Spec.Ignore)
+	if err != nil {
+		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("spec.ignore: %w", err))
+	}
+	s.ignorer = ig
+	hashes, err := s.r.Engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
+	if err != nil {
+		return failed(kustomizev1.ApplyFailedReason, err)
+	}
+	s.hashes = hashes
+	return nil
+}
+
+// prune deletes objects that left the set, in reverse plan order, when
+// spec.prune is set. It runs only after a complete, successful apply, so a
+// failed render or apply never deletes anything. Sets Ready=False reason
+// PruneFailed.
+func (s *syncRun) prune(ctx context.Context) error {
+	if !s.obj.Spec.Prune {
+		return nil
+	}
+	removed := inventory.Removed(s.obj.Status.Inventory, s.inventoryObjects())
+	if len(removed) == 0 {
+		return nil
+	}
+	var errs []error
+	var names []string
+	for _, res := range s.r.Engine.Prune(ctx, pruneOrder(removed), s.owner) {
+		switch {
+		case res.Err != nil:
+			errs = append(errs, res.Err)
+		case res.Deleted:
+			s.pruned++
+			names = append(names, res.ID.String())
+		}
+	}
+	if len(names) > 0 {
+		objectsTotal.WithLabelValues(string(engine.Deleted)).Add(float64(len(names)))
+		s.r.Events.Record(s.obj, events.SeverityInfo, "Pruned",
+			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(truncate(names, 10), ", ")),
+			events.WithRevision(s.revision))
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, err.Error(), events.WithRevision(s.revision))
+		return failed(kustomizev1.PruneFailedReason, err)
+	}
+	return nil
+}
+
+// checkHealth sets the Healthy condition; with spec.wait it waits until
+// every applied object is healthy at its current generation, bounded by
+// spec.timeout, and fails fast on a Degraded object. Sets Healthy and, on
+// failure, Ready=False reason HealthCheckFailed.
+func (s *syncRun) checkHealth(ctx context.Context) error {
+	objs := s.inventoryObjects()
+	if !s.obj.Spec.Wait {
+		conditions.Delete(s.out, kustomizev1.HealthyCondition)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	defer cancel()
+	if _, err := s.r.Engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
+		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
+		if wasHealthy {
+			s.r.Events.Record(s.obj, events.SeverityError, "HealthDegraded", err.Error(), events.WithRevision(s.revision))
+		}
+		return failed(kustomizev1.HealthCheckFailedReason, err)
+	}
+	if conditions.IsFalse(s.out, kustomizev1.HealthyCondition) {
+		s.r.Events.Record(s.obj, events.SeverityInfo, "HealthRecovered", "all objects are healthy", events.WithRevision(s.revision))
+	}
+	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
+	return nil
+}
+
+// conclude sets Ready, Reconciling and Stalled from the run's outcome and
+// says when to run again.
+func (s *syncRun) conclude(err error) ctrl.Result {
+	gen := s.obj.Generation
+	s.out.Status.LastHandledReconcileAt = reconcile.RequestedAt(s.obj)
+	interval := reconcile.Jitter(s.obj.Spec.Interval.Duration)
+	retry := reconcile.Jitter(s.obj.GetRetryInterval().Duration)
+
+	var (
+		stalled *reconcile.StalledError
+		waiting *reconcile.WaitingError
+		sErr    *syncError
+	)
+	switch {
+	case err == nil && s.renderFailure != nil:
+		s.out.Status.ObservedGeneration = gen
+		conditions.MarkFalse(s.out, meta.ReadyCondition, s.renderFailure.Reason,
+			"%s (still applying the last good revision %s)", s.renderFailure.Message, s.revision)
+		conditions.Delete(s.out, meta.ReconcilingCondition)
+		conditions.Delete(s.out, meta.StalledCondition)
+		s.out.Status.LastAppliedRevision = s.revision
+		return ctrl.Result{RequeueAfter: retry}
+	case err == nil:
+		s.out.Status.ObservedGeneration = gen
+		conditions.MarkTrue(s.out, meta.ReadyCondition, meta.SucceededReason, "Applied revision: %s", s.revision)
+		conditions.Delete(s.out, meta.ReconcilingCondition)
+		conditions.Delete(s.out, meta.StalledCondition)
+		s.out.Status.LastAppliedRevision = s.revision
+		return ctrl.Result{RequeueAfter: interval}
+	case errors.Is(err, errWaitingForRender):
+		conditions.MarkReconciling(s.out, meta.ProgressingReason, "waiting for render-controller to render generation %d", gen)
+		conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "waiting for render-controller to render generation %d", gen)
+		return ctrl.Result{}
+	case errors.As(err, &stalled):
+		s.out.Status.ObservedGeneration = gen
+		conditions.MarkStalled(s.out, stalled.Reason, "%s", err.Error())
+		conditions.MarkFalse(s.out, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
+		conditions.Delete(s.out, meta.ReconcilingCondition)
+		s.r.Events.Record(s.obj, events.SeverityError, stalled.Reason, err.Error())
+		return ctrl.Result{}
+	case errors.As(err, &waiting):
+		s.out.Status.ObservedGeneration = gen
+		conditions.MarkReconciling(s.out, waiting.Reason, "%s", err.Error())
+		conditions.MarkFalse(s.out, meta.ReadyCondition, waiting.Reason, "%s", err.Error())
+		conditions.Delete(s.out, meta.StalledCondition)
+		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
+	default:
+		reason := kustomizev1.SyncFailedReason
+		if errors.As(err, &sErr) {
+			reason = sErr.reason
+		}
+		s.out.Status.ObservedGeneration = gen
+		conditions.MarkFalse(s.out, meta.ReadyCondition, reason, "%s", err.Error())
+		conditions.Delete(s.out, meta.ReconcilingCondition)
+		conditions.Delete(s.out, meta.StalledCondition)
+		if reason != kustomizev1.PruneFailedReason && reason != kustomizev1.HealthCheckFailedReason {
+			s.r.Events.Record(s.obj, events.SeverityError, reason, err.Error(), events.WithRevision(s.revision))
+		}
+		log.Log.V(1).Info("sync failed", "kustomization", s.key.String(), "error", err.Error())
+		return ctrl.Result{RequeueAfter: retry}
+	}
+}
+
+// writeStatus server-side-applies sync-controller's status fields.
+func (s *syncRun) writeStatus(ctx context.Context) error {
+	st := s.out.Status
+	st.RenderedArtifact = nil
+	statusMap, err := reconcile.ToStatusMap(&st)
+	if err != nil {
+		return err
+	}
+	// Always send the lists we own, even empty, so a condition or inventory
+	// entry we dropped is removed rather than left behind.
+	if _, ok := statusMap["conditions"]; !ok {
+		statusMap["conditions"] = []any{}
+	}
+	if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, ControllerName, statusMap); err != nil {
+		return err
+	}
+	ready := 0.0
+	if conditions.IsReady(s.out) {
+		ready = 1
+	}
+	readyGauge.WithLabelValues(s.obj.Namespace, s.obj.Name).Set(ready)
+	return nil
+}
+
+// inventoryObjects are the desired objects that are not hooks.
+func (s *syncRun) inventoryObjects() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(s.objs))
+	for _, o := range s.objs {
+		if !isHook(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func truncate(items []string, max int) []string {
+	if len(items) <= max {
+		return items
+	}
+	return append(items[:max:max], fmt.Sprintf("and %d more", len(items)-max))
+}
+
+func inventoryObjects(inv *kustomizev1.Inventory) []*unstructured.Unstructured {
+	return inventory.Objects(inv)
+}

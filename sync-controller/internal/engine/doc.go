@@ -1,0 +1,34 @@
+// Package engine applies a set of desired objects to the cluster the way
+// sync-controller needs it, with as few API requests as correctness allows.
+//
+// # What it remembers
+//
+// For every object it applied, the engine keeps a record: the hash of the
+// desired object and a fingerprint of the object's managedFields (who wrote
+// which fields, when) as the apply left them. The same hash is stamped on the
+// object as the annotation plumb.dev/applied-hash, so the memory survives a
+// restart.
+//
+// # What it watches
+//
+// Managed objects carry the label kustomize.plumb.dev/name; the engine runs a
+// metadata-only informer per kind that appears in a set, filtered on that
+// label. The informers answer "does this object exist and who wrote it last"
+// without a request, and their events are the drift trigger: a write by any
+// manager other than plumb-sync (status writes aside), or a deletion, enqueues
+// the owning Kustomization at once.
+//
+// # How an object is checked
+//
+//   - Not in the informer cache: it does not exist (or is not ours yet); it
+//     is applied straight away, no dry-run.
+//   - Same desired hash and the same managedFields fingerprint as the record
+//     (or, after a restart, the applied-hash annotation matches and
+//     plumb-sync's write is the newest): unchanged, no request at all.
+//   - Otherwise: GET the live object, server-side dry-run apply the desired
+//     one, and compare the two with pkg/diff. Only a real difference is
+//     applied; the diff is what drift reports show.
+//
+// Applies of one kind group run concurrently (bounded); groups run in kind
+// order so Namespaces and CRDs exist before the objects that need them.
+package engine

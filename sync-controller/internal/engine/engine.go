@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"plumb.dev/pkg/diff"
+)
+
+// Action is what a sync did, or would do, to one object.
+type Action = diff.Action
+
+// The actions, as pkg/diff names them.
+const (
+	Created    = diff.Created
+	Configured = diff.Configured
+	Unchanged  = diff.Unchanged
+	Deleted    = diff.Deleted
+)
+
+// Engine applies sets of objects; one Engine serves every Kustomization.
+type Engine struct {
+	client      client.Client
+	mapper      apimeta.RESTMapper
+	watcher     *Watcher
+	records     *records
+	health      healthCache
+	concurrency int
+}
+
+// New returns an engine writing through c (which must not cache
+// unstructured objects) with at most concurrency applies in flight.
+func New(c client.Client, mapper apimeta.RESTMapper, watcher *Watcher, concurrency int) *Engine {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	return &Engine{client: c, mapper: mapper, watcher: watcher, records: newRecords(), concurrency: concurrency}
+}
+
+// Watcher returns the engine's watcher.
+func (e *Engine) Watcher() *Watcher { return e.watcher }
+
+// Options shape one ApplySet call.
+type Options struct {
+	// Owner is stamped on every object as labels.
+	Owner Owner
+	// DefaultNamespace is given to namespaced objects without one.
+	DefaultNamespace string
+	// Ignore removes fields from comparison and keeps their live values.
+	Ignore *diff.Ignorer
+	// ReportOnly computes the diff of existing objects but writes nothing to
+	// them; objects that do not exist are still created.
+	ReportOnly bool
+	// Force deletes and recreates an object whose immutable fields changed.
+	Force bool
+}
+
+// Result is the outcome for one object.
+type Result struct {
+	ID     ObjectID
+	Action Action
+	// Changes are the field differences found by a dry-run (Configured only).
+	Changes []diff.Change
+	// Object is the object as the API server returned it after the write or
+	// the dry-run; nil when nothing was requested.
+	Object *unstructured.Unstructured
+	// Drift is true when an existing object differed from Git.
+	Drift bool
+	// Written is true when the object was written.
+	Written bool
+	Err     error
+}
+
+// Prepare fills in defaults (namespace) and the ownership stamp of each
+// object, in place, and checks that the kinds exist. It returns the objects'
+// hashes by id.
+func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[ObjectID]string, error) {
+	hashes := make(map[ObjectID]string, len(objs))
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			if apimeta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("%s %s: the kind %s is not served by the API server (is its CRD installed?)", gvk.Kind, obj.GetName(), gvk.GroupVersion().WithKind(gvk.Kind))
+			}
+			return nil, err
+		}
+		if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(opts.DefaultNamespace)
+			}
+		} else {
+			obj.SetNamespace("")
+		}
+		hash, err := stamp(obj, opts.Owner)
+		if err != nil {
+			return nil, err
+		}
+		hashes[IDOf(obj)] = hash
+	}
+	return hashes, nil
+}
+
+// ApplySet brings every object of the set to its desired state, concurrently
+// up to the engine's bound, and returns a result per object in input order.
+// Objects must have been through Prepare. The error joins the per-object
+// errors.
+func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured, hashes map[ObjectID]string, opts Options) ([]Result, error) {
+	for _, gvk := range distinctKinds(objs) {
+		if err := e.watcher.Watch(ctx, gvk); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]Result, len(objs))
+	sem := make(chan struct{}, e.concurrency)
+	var wg sync.WaitGroup
+	for i, obj := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = e.applyOne(ctx, obj, hashes[IDOf(obj)], opts)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// applyOne is the per-object decision described in the package doc.
+func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructured, hash string, opts Options) Result {
+	id := IDOf(desired)
+	res := Result{ID: id, Action: Unchanged}
+	live, err := e.watcher.Lookup(ctx, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
+	if err != nil {
+		res.Err = fmt.Errorf("%s: reading the watch cache: %w", id, err)
+		return res
+	}
+	key := id.key()
+	if live != nil && e.unchanged(key, hash, live) {
+		return res
+	}
+	if live == nil {
+		res.Action = Created
+		return e.write(ctx, desired, hash, opts, res)
+	}
+
+	// The object exists and something may differ: compare what the server
+	// would store (a dry-run apply) with what it stores now.
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(desired.GroupVersionKind())
+	if err := e.client.Get(ctx, client.ObjectKeyFromObject(desired), current); err != nil {
+		if apierrors.IsNotFound(err) {
+			res.Action = Created
+			return e.write(ctx, desired, hash, opts, res)
+		}
+		res.Err = fmt.Errorf("%s: reading the live object: %w", id, err)
+		return res
+	}
+	if opts.Ignore != nil {
+		// Ignored fields keep their live values: not reverted, and still
+		// owned by us so that no other field of ours is dropped.
+		desired = desired.DeepCopy()
+		copyIgnoredFields(desired, current, opts.Ignore)
+	}
+	dryRun := desired.DeepCopy()
+	if err := e.apply(ctx, dryRun, client.DryRunAll); err != nil {
+		if isImmutable(err) && !opts.ReportOnly {
+			// A change the server refuses in place: write decides whether
+			// force allows a recreate.
+			res.Action, res.Drift = Configured, live.Annotations[AppliedHashAnnotation] == hash
+			return e.write(ctx, desired, hash, opts, res)
+		}
+		res.Err = e.explain(id, err)
+		return res
+	}
+	d := diff.Diff(current, dryRun, opts.Ignore)
+	if d.Action == diff.Unchanged {
+		e.records.put(key, record{hash: hash, fingerprint: fingerprint(current.GetManagedFields())})
+		res.Object = current
+		return res
+	}
+	// It is drift when the desired state is the one we applied last: the
+	// difference came from the cluster, not from Git.
+	res.Action, res.Changes = Configured, d.Changes
+	res.Drift = current.GetAnnotations()[AppliedHashAnnotation] == hash
+	if opts.ReportOnly {
+		res.Object = current
+		return res
+	}
+	return e.write(ctx, desired, hash, opts, res)
+}
+
+// unchanged reports whether the cached metadata proves that the object is as
+// we left it for the same desired state.
+func (e *Engine) unchanged(key, hash string, live *metav1.PartialObjectMetadata) bool {
+	if rec, ok := e.records.get(key); ok {
+		return rec.hash == hash && rec.fingerprint == fingerprint(live.ManagedFields)
+	}
+	// After a restart: the annotation says what we applied last, and the
+	// managed fields say nobody wrote after us.
+	return live.Annotations[AppliedHashAnnotation] == hash && ourWriteIsNewest(live.ManagedFields)
+}
+
+// write applies desired for real, recreating it when an immutable field
+// changed and force is allowed.
+func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, hash string, opts Options, res Result) Result {
+	obj := desired.DeepCopy()
+	err := e.apply(ctx, obj)
+	if err != nil && isImmutable(err) {
+		if !opts.Force && desired.GetAnnotations()["plumb.dev/force"] != "enabled" {
+			res.Err = fmt.Errorf("%s: %s; set spec.force or the annotation plumb.dev/force: enabled to recreate it", res.ID, immutableMessage(err))
+			return res
+		}
+		obj, err = e.recreate(ctx, desired)
+	}
+	if err != nil {
+		res.Err = e.explain(res.ID, err)
+		return res
+	}
+	if res.Action == Created && !createdByUs(obj) {
+		res.Action = Configured
+	}
+	e.records.put(res.ID.key(), record{hash: hash, fingerprint: fingerprint(obj.GetManagedFields())})
+	res.Object, res.Written = obj, true
+	return res
+}
+
+// apply server-side-applies obj in place with our field manager, taking
+// over fields that another manager set.
+func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) error {
+	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
+	obj.SetManagedFields(nil)
+	obj.SetResourceVersion("")
+	return e.client.Patch(ctx, obj, client.Apply, opts...)
+}
+
+// recreate deletes the object, waits until it is gone, and applies it anew.
+func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	old := desired.DeepCopy()
+	if err := e.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	if err := e.waitGone(ctx, old); err != nil {
+		return nil, err
+	}
+	obj := desired.DeepCopy()
+	return obj, e.apply(ctx, obj)
+}
+
+// Forget drops what the engine remembers of the objects, e.g. after pruning.
+func (e *Engine) Forget(ids ...ObjectID) {
+	for _, id := range ids {
+		e.records.forget(id.key())
+	}
+}
+
+// explain turns an API error into a message that names the object.
+func (e *Engine) explain(id ObjectID, err error) error {
+	if apierrors.IsNotFound(err) && id.Namespace != "" {
+		return fmt.Errorf("%s: %w (does the namespace %s exist?)", id, err, id.Namespace)
+	}
+	return fmt.Errorf("%s: %w", id, err)
+}
+
+func isImmutable(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	return strings.Contains(err.Error(), "immutable")
+}
+
+// immutableMessage names the immutable fields the error reports.
+func immutableMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		var fields []string
+		for _, c := range status.Status().Details.Causes {
+			if strings.Contains(c.Message, "immutable") {
+				fields = append(fields, c.Field)
+			}
+		}
+		if len(fields) > 0 {
+			sort.Strings(fields)
+			return "immutable field " + strings.Join(fields, ", ") + " changed"
+		}
+	}
+	return err.Error()
+}
+
+// createdByUs reports whether the object's only writer is plumb-sync, i.e.
+// our apply created it.
+func createdByUs(obj *unstructured.Unstructured) bool {
+	for _, m := range obj.GetManagedFields() {
+		if m.Subresource == "" && m.Manager != FieldManager {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"plumb.dev/pkg/health"
+)
+
+// HealthReport is the health of one object.
+type HealthReport struct {
+	ID ObjectID
+	health.Result
+}
+
+// healthCache remembers the health of objects by resourceVersion, so a
+// resync of unchanged objects needs no GET to know they are still healthy.
+type healthCache struct {
+	mu sync.Mutex
+	m  map[string]healthEntry
+}
+
+type healthEntry struct {
+	resourceVersion string
+	result          health.Result
+}
+
+func (c *healthCache) get(id ObjectID, rv string) (health.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id.key()]
+	if !ok || e.resourceVersion != rv || rv == "" {
+		return health.Result{}, false
+	}
+	return e.result, true
+}
+
+func (c *healthCache) put(id ObjectID, rv string, r health.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]healthEntry{}
+	}
+	c.m[id.key()] = healthEntry{resourceVersion: rv, result: r}
+}
+
+// HealthPollFallback is how often a health wait re-reads objects when no
+// watch event arrived, in case an event was missed.
+var HealthPollFallback = 2 * time.Second
+
+// WaitHealthy waits until every object is Healthy at its current generation.
+// It returns early, with an error naming the object, when one is Degraded;
+// when ctx ends first the error names every object still unhealthy and why.
+// known holds objects as the API server returned them (apply results), used
+// before anything is read again. Waits wake on watch events, not on a timer.
+func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructured, known map[ObjectID]*unstructured.Unstructured) ([]HealthReport, error) {
+	pending := map[ObjectID]health.Result{}
+	kinds := map[ObjectID]*unstructured.Unstructured{}
+	for _, obj := range objs {
+		id := IDOf(obj)
+		pending[id] = health.Result{Status: health.Unknown}
+		kinds[id] = obj
+	}
+	first := true
+	for {
+		changes := e.watcher.Changes()
+		for id := range pending {
+			var r health.Result
+			obj, isKnown := known[id]
+			cached, isCached := e.cachedHealth(ctx, kinds[id], first)
+			switch {
+			case first && isKnown:
+				r = e.evaluate(id, obj)
+			case isCached:
+				r = cached
+			default:
+				var err error
+				if r, err = e.readHealth(ctx, id, kinds[id]); err != nil {
+					return nil, err
+				}
+			}
+			if r.Status == health.Degraded {
+				return reports(pending), fmt.Errorf("%s is Degraded: %s", id, r.Message)
+			}
+			if r.Status == health.Healthy {
+				delete(pending, id)
+				continue
+			}
+			pending[id] = r
+		}
+		first = false
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return reports(pending), fmt.Errorf("timed out waiting for health: %s", describe(pending))
+		case <-changes:
+		case <-time.After(HealthPollFallback):
+		}
+	}
+}
+
+// cachedHealth returns the remembered health of obj when the watch cache
+// shows it unchanged since; only on the first round of a wait, since later
+// rounds run because something changed.
+func (e *Engine) cachedHealth(ctx context.Context, obj *unstructured.Unstructured, first bool) (health.Result, bool) {
+	if !first {
+		return health.Result{}, false
+	}
+	id := IDOf(obj)
+	live, err := e.watcher.Lookup(ctx, obj.GroupVersionKind(), id.Namespace, id.Name)
+	if err != nil || live == nil {
+		return health.Result{}, false
+	}
+	return e.health.get(id, live.ResourceVersion)
+}
+
+func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured.Unstructured) (health.Result, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(like.GroupVersionKind())
+	err := e.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return health.Result{Status: health.Missing, Message: "not found"}, nil
+	}
+	if err != nil {
+		return health.Result{}, fmt.Errorf("%s: reading for health: %w", id, err)
+	}
+	return e.evaluate(id, obj), nil
+}
+
+func (e *Engine) evaluate(id ObjectID, obj *unstructured.Unstructured) health.Result {
+	r := health.Evaluate(obj)
+	e.health.put(id, obj.GetResourceVersion(), r)
+	return r
+}
+
+func reports(pending map[ObjectID]health.Result) []HealthReport {
+	out := make([]HealthReport, 0, len(pending))
+	for id, r := range pending {
+		out = append(out, HealthReport{ID: id, Result: r})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
+	return out
+}
+
+func describe(pending map[ObjectID]health.Result) string {
+	var parts []string
+	for _, r := range reports(pending) {
+		parts = append(parts, fmt.Sprintf("%s is %s", r.ID, r.Result))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// PruneResult is the outcome of pruning one object.
+type PruneResult struct {
+	ID ObjectID
+	// Deleted is true when the object was deleted; false when it was kept
+	// (gone already, not ours, or prune disabled) — Reason says which.
+	Deleted bool
+	Reason  string
+	Err     error
+}
+
+// Prune deletes the objects, in the given order, that still carry the
+// owner's labels and do not opt out with plumb.dev/prune: disabled. An
+// object without our labels is never deleted: it was not ours, or someone
+// took it over.
+func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner Owner) []PruneResult {
+	results := make([]PruneResult, 0, len(objs))
+	for _, obj := range objs {
+		id := IDOf(obj)
+		res := PruneResult{ID: id}
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			res.Reason = "already gone"
+		case err != nil:
+			res.Err = fmt.Errorf("%s: reading before prune: %w", id, err)
+		case !ownedBy(live.Labels, owner):
+			res.Reason = "not managed by this Kustomization"
+		case live.Annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
+			res.Reason = "pruning disabled by annotation"
+		case live.DeletionTimestamp != nil:
+			res.Deleted, res.Reason = true, "already being deleted"
+		default:
+			err := e.client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
+				client.Preconditions{UID: &live.UID})
+			if err != nil && !apierrors.IsNotFound(err) {
+				res.Err = fmt.Errorf("%s: deleting: %w", id, err)
+			} else {
+				res.Deleted = true
+			}
+		}
+		if res.Deleted {
+			e.Forget(id)
+		}
+		results = append(results, res)
+	}
+	return results
+}
+
+func ownedBy(labels map[string]string, owner Owner) bool {
+	got, ok := OwnerOf(labels)
+	return ok && got == owner
+}
+
+// waitGone polls until the object no longer exists: an object being
+// recreated must be gone before it can be created again.
+func (e *Engine) waitGone(ctx context.Context, obj *unstructured.Unstructured) error {
+	probe := &metav1.PartialObjectMetadata{}
+	probe.SetGroupVersionKind(obj.GroupVersionKind())
+	ticker := time.NewTicker(200 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), probe)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for deletion before recreate: %w", IDOf(obj), ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// distinctKinds returns the kinds of objs, each once, in first-seen order.
+func distinctKinds(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var kinds []schema.GroupVersionKind
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if !seen[gvk] {
+			seen[gvk] = true
+			kinds = append(kinds, gvk)
+		}
+	}
+	return kinds
+}

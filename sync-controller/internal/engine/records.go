@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FieldManager is the field manager of every write sync-controller makes to
+// managed objects.
+const FieldManager = "plumb-sync"
+
+// AppliedHashAnnotation holds the hash of the desired object last applied,
+// so a restarted controller knows what it applied without a dry-run.
+const AppliedHashAnnotation = "plumb.dev/applied-hash"
+
+// record is what the engine remembers of one object it applied or checked.
+type record struct {
+	hash        string
+	fingerprint string
+}
+
+// records is the engine's memory, safe for concurrent use.
+type records struct {
+	mu sync.RWMutex
+	m  map[string]record
+}
+
+func newRecords() *records { return &records{m: map[string]record{}} }
+
+func (r *records) get(id string) (record, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rec, ok := r.m[id]
+	return rec, ok
+}
+
+func (r *records) put(id string, rec record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[id] = rec
+}
+
+func (r *records) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, id)
+}
+
+// fingerprint summarizes the managedFields entries that describe writes to
+// the object itself (status subresource writes are left out: they change
+// nothing Git declares). Any write by anyone changes the fingerprint.
+func fingerprint(entries []metav1.ManagedFieldsEntry) string {
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Subresource != "" {
+			continue
+		}
+		var fields []byte
+		if e.FieldsV1 != nil {
+			fields = e.FieldsV1.Raw
+		}
+		t := ""
+		if e.Time != nil {
+			t = e.Time.UTC().Format(time.RFC3339)
+		}
+		sum := sha256.Sum256(fields)
+		lines = append(lines, e.Manager+"|"+string(e.Operation)+"|"+e.APIVersion+"|"+t+"|"+hex.EncodeToString(sum[:8]))
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// foreignFingerprint is the fingerprint of the entries of managers other than
+// plumb-sync: when it changes, someone else wrote the object.
+func foreignFingerprint(entries []metav1.ManagedFieldsEntry) string {
+	foreign := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	for _, e := range entries {
+		if e.Manager != FieldManager {
+			foreign = append(foreign, e)
+		}
+	}
+	return fingerprint(foreign)
+}
+
+// ourWriteIsNewest reports whether plumb-sync's apply is strictly newer than
+// every other write to the object (status aside). Times have a resolution of
+// one second, so a tie counts as "not newest" and the object gets checked.
+func ourWriteIsNewest(entries []metav1.ManagedFieldsEntry) bool {
+	var ours *metav1.Time
+	for i := range entries {
+		e := entries[i]
+		if e.Subresource == "" && e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			ours = e.Time
+		}
+	}
+	if ours == nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Subresource != "" || e.Manager == FieldManager {
+			continue
+		}
+		if e.Time == nil || !e.Time.Before(ours) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// Watcher keeps metadata-only informers on every kind of managed object and
+// turns foreign writes and deletions into reconcile requests for the owning
+// Kustomization. It is a manager Runnable (it runs the informer cache) and
+// gives the controller a Source.
+type Watcher struct {
+	cache    cache.Cache
+	debounce time.Duration
+	log      logr.Logger
+
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+	queue   workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]
+	// drift holds, per Kustomization, when a foreign change was first seen
+	// since its last reconcile: the start of the detection-to-correction clock.
+	drift map[types.NamespacedName]time.Time
+	// changes wakes health waits when a watched object changes.
+	changes *broadcaster
+}
+
+// NewWatcher returns a watcher whose informers see only objects labelled
+// with kustomize.plumb.dev/name.
+func NewWatcher(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper, debounce time.Duration, log logr.Logger) (*Watcher, error) {
+	managed, err := labels.NewRequirement(kustomizev1.NameLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{
+		Scheme:               scheme,
+		Mapper:               mapper,
+		DefaultLabelSelector: labels.NewSelector().Add(*managed),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the managed-object cache: %w", err)
+	}
+	return &Watcher{
+		cache:    c,
+		debounce: debounce,
+		log:      log,
+		watched:  map[schema.GroupVersionKind]bool{},
+		drift:    map[types.NamespacedName]time.Time{},
+		changes:  newBroadcaster(),
+	}, nil
+}
+
+// Start runs the informers until ctx ends.
+func (w *Watcher) Start(ctx context.Context) error { return w.cache.Start(ctx) }
+
+// Source hands the controller's queue to the watcher, so watch events can
+// enqueue Kustomizations with a debounce delay.
+func (w *Watcher) Source() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.queue = q
+		return nil
+	})
+}
+
+// Watch makes sure the kind is watched; the first call for a kind starts an
+// informer and waits for its initial list.
+func (w *Watcher) Watch(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	done := w.watched[gvk]
+	w.mu.Unlock()
+	if done {
+		return nil
+	}
+	informer, err := w.cache.GetInformer(ctx, metadataObject(gvk))
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[gvk] {
+		return nil
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: w.onUpdate,
+		DeleteFunc: w.onDelete,
+	}); err != nil {
+		return err
+	}
+	w.watched[gvk] = true
+	return nil
+}
+
+// Lookup returns the cached metadata of a managed object, or nil when the
+// object does not exist or is not labelled as managed. The kind must be
+// watched first.
+func (w *Watcher) Lookup(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	obj := metadataObject(gvk)
+	err := w.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// TakeDriftStart returns when a foreign change to the Kustomization's objects
+// was first seen since the last call, and forgets it.
+func (w *Watcher) TakeDriftStart(key types.NamespacedName) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.drift[key]
+	delete(w.drift, key)
+	return t, ok
+}
+
+// Changes returns a channel closed at the next change of any watched object.
+func (w *Watcher) Changes() <-chan struct{} { return w.changes.next() }
+
+func (w *Watcher) onUpdate(oldObj, newObj any) {
+	w.changes.notify()
+	oldMeta, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	newMeta, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if !ok1 || !ok2 {
+		return
+	}
+	if foreignFingerprint(oldMeta.ManagedFields) == foreignFingerprint(newMeta.ManagedFields) {
+		return // our own write, or a status update
+	}
+	w.enqueue(newMeta.Labels, "changed", newMeta)
+}
+
+func (w *Watcher) onDelete(obj any) {
+	w.changes.notify()
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	w.enqueue(m.Labels, "deleted", m)
+}
+
+func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.PartialObjectMetadata) {
+	owner, ok := OwnerOf(objLabels)
+	if !ok || objLabels[HookSyncLabel] != "" {
+		return // hooks come and go by design; they are not drift
+	}
+	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, seen := w.drift[key]; !seen {
+		w.drift[key] = time.Now()
+	}
+	if w.queue == nil {
+		return
+	}
+	w.log.V(1).Info("managed object "+what+" by another writer", "object", obj.GetNamespace()+"/"+obj.GetName(), "kustomization", key.String())
+	// AddAfter coalesces a burst of writes into one reconcile.
+	w.queue.AddAfter(ctrlreconcile.Request{NamespacedName: key}, w.debounce)
+}
+
+func metadataObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
+}
+
+// broadcaster wakes every waiter at the next notify.
+type broadcaster struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcaster() *broadcaster { return &broadcaster{ch: make(chan struct{})} }
+
+func (b *broadcaster) next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcaster) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+}
