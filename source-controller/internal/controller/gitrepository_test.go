@@ -496,3 +496,30 @@ func labels(m *dto.Metric) map[string]string {
 	}
 	return out
 }
+
+// Publishing never blocks a reconcile: with NATS down the object still gets
+// Ready, and the queued event reaches the stream once NATS is back.
+func TestReconcileWhileNATSIsDown(t *testing.T) {
+	g := NewWithT(t)
+	repo := repoFor(t)
+	c1, err := repo.Commit("main", "one", testgit.Files{"cm.yaml": "v: 1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := namespace(t)
+
+	env.StopNATS()
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = env.RestartNATS()
+		}
+	}()
+	obj := newGitRepository(ns, "app", repo.URL(), basicAuth(t, ns), &sourcev1.GitRepositoryRef{Branch: "main"})
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	waitReady(t, keyOf(obj), "main@sha1:"+c1)
+
+	g.Expect(env.RestartNATS()).To(Succeed())
+	restarted = true
+	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 1)
+	g.Expect(evs[0].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[0].Revision).To(Equal("main@sha1:" + c1))
+}
