@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/options"
+	"plumb.dev/sync-controller/internal/controller"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// controllerOptions are the settings main.go takes from flags; the bench
+// uses main.go's defaults unless told otherwise.
+type controllerOptions struct {
+	applyConcurrency int
+	driftDebounce    time.Duration
+	concurrent       int
+}
+
+// startController runs sync-controller in this process the way main.go
+// wires it (app.NewManager, engine watcher, real event recorder and NATS
+// publisher), with every API request counted by counter. It returns a stop
+// function.
+func startController(cfg *rest.Config, natsURL string, counter *requestCounter, o controllerOptions) (func(), error) {
+	// main.go's shared flags at their defaults, then what a test
+	// environment needs: no fixed ports.
+	var mgrOpts options.Manager
+	var natsOpts options.NATS
+	fs := pflag.NewFlagSet("sync-controller", pflag.ContinueOnError)
+	mgrOpts.BindFlags(fs)
+	natsOpts.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL,
+		fmt.Sprintf("--concurrent=%d", o.concurrent)}); err != nil {
+		return nil, err
+	}
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = counter.wrap
+	// What app.RESTConfig does when the API server has priority and
+	// fairness on (envtest's has; checked in main): no client-side limit.
+	cfg.QPS, cfg.Burst = -1, -1
+
+	scheme := app.NewScheme()
+	log := ctrl.Log.WithName(controller.ControllerName)
+	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
+	if err != nil {
+		return nil, err
+	}
+	watcher, err := engine.NewWatcher(cfg, scheme, mgr.GetRESTMapper(), o.driftDebounce, log.WithName("watcher"))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(watcher); err != nil {
+		return nil, err
+	}
+	publisher, err := events.NewPublisher(natsOpts, controller.ControllerName, logr.Discard())
+	if err != nil {
+		return nil, err
+	}
+	r := &controller.KustomizationReconciler{
+		Client:            mgr.GetClient(),
+		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, o.applyConcurrency),
+		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // as main.go
+		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
+		DependencyRequeue: 10 * time.Second,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Println("manager:", err)
+		}
+		closeCtx, closeCancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer closeCancel()
+		_ = publisher.Close(closeCtx)
+	}, nil
+}
+
+// requestCounter counts API requests by method and resource.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		key := requestKind(req)
+		c.mu.Lock()
+		if c.counts == nil {
+			c.counts = map[string]int{}
+		}
+		c.counts[key]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *requestCounter) reset() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[string]int{}
+}
+
+// snapshot returns the total and the counts by kind of request; a nil
+// counter (the binary's requests are not seen) counts nothing.
+func (c *requestCounter) snapshot() (int, map[string]int) {
+	if c == nil {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	out := make(map[string]int, len(c.counts))
+	for k, n := range c.counts {
+		out[k] = n
+		total += n
+	}
+	return total, out
+}
+
+// formatCounts prints counts by kind, largest first.
+func formatCounts(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// requestKind names a request by method and resource (with subresource),
+// leaving out namespaces and names: "PATCH configmaps (dry-run)",
+// "GET kustomizations/status", "WATCH deployments".
+func requestKind(req *http.Request) string {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	var rest []string
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		rest = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		rest = segs[3:]
+	default:
+		return req.Method + " " + req.URL.Path
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	resource := strings.Join(rest[:min(len(rest), 1)], "")
+	if len(rest) >= 3 {
+		resource += "/" + rest[2]
+	}
+	if resource == "" {
+		resource = "(discovery)"
+	}
+	method := req.Method
+	q := req.URL.Query()
+	if q.Get("watch") == "true" || q.Get("watch") == "1" {
+		method = "WATCH"
+	}
+	if method == http.MethodGet && len(rest) == 1 {
+		method = "LIST"
+	}
+	kind := method + " " + resource
+	if q.Get("dryRun") != "" {
+		kind += " (dry-run)"
+	}
+	return kind
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

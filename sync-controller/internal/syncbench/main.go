@@ -1,0 +1,621 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/testenv"
+	"plumb.dev/sync-controller/internal/controller"
+)
+
+// settle is how long after a measured moment requests are still counted:
+// events are posted asynchronously, after the status that ends the clock.
+const settle = 500 * time.Millisecond
+
+type config struct {
+	objects     int
+	runs        int
+	noopRuns    int
+	driftEdits  int
+	memEdits    int
+	refWorkers  int
+	binary      string
+	profileDir  string
+	controller  controllerOptions
+	driftGap    time.Duration
+	totalBudget time.Duration
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.objects, "objects", 1000, "objects per Kustomization")
+	flag.IntVar(&c.runs, "runs", 3, "initial syncs per side and workload; the median is reported")
+	flag.IntVar(&c.noopRuns, "noop-runs", 5, "no-op resyncs per workload")
+	flag.IntVar(&c.driftEdits, "drift-edits", 50, "foreign edits for the drift latency")
+	flag.IntVar(&c.memEdits, "memory-drift-edits", 10, "foreign edits per workload while the binary's memory is watched")
+	flag.IntVar(&c.refWorkers, "reference-workers", 4, "workers of a second bare loop, DESIGN.md's reference column; 0 skips it")
+	flag.StringVar(&c.binary, "controller-binary", "", "a built sync-controller for the memory figure; empty builds one, \"none\" skips the figure")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the in-process controller (initial sync, no-op resyncs, drift) here")
+	flag.IntVar(&c.controller.applyConcurrency, "apply-concurrency", 16, "sync-controller's --apply-concurrency (main.go's default), also the bare loop's workers")
+	flag.DurationVar(&c.controller.driftDebounce, "drift-debounce", 100*time.Millisecond, "sync-controller's --drift-debounce (main.go's default)")
+	flag.IntVar(&c.controller.concurrent, "concurrent", 4, "sync-controller's --concurrent (the shared default)")
+	flag.DurationVar(&c.driftGap, "drift-gap", 300*time.Millisecond, "pause between foreign edits")
+	flag.DurationVar(&c.totalBudget, "timeout", 40*time.Minute, "give up after this long")
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "syncbench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench holds what the measurements share.
+type bench struct {
+	c       config
+	env     *testenv.Environment
+	wc      client.WithWatch // the bench's own client: not counted
+	bare    client.Client    // the bare loop's client
+	art     *artifactServer
+	counter *requestCounter // nil while the binary runs
+	res     *results
+	runID   int
+}
+
+func run(c config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.totalBudget)
+	defer cancel()
+	load0 := loadAvg()
+	fmt.Fprintf(os.Stderr, ">> starting kube-apiserver, etcd and NATS\n")
+	env, err := testenv.Start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test environment:", err)
+		}
+	}()
+	b := &bench{c: c, env: env, res: newResults(c)}
+	if b.wc, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
+		return err
+	}
+	bareCfg := rest.CopyConfig(env.Config)
+	bareCfg.QPS, bareCfg.Burst = -1, -1
+	if b.bare, err = client.New(bareCfg, client.Options{Scheme: env.Scheme}); err != nil {
+		return err
+	}
+	if b.res.apf, err = priorityAndFairness(env.Config); err != nil {
+		return err
+	}
+	b.art = newArtifactServer()
+	defer b.art.Close()
+
+	workloads := []workload{mixed, configMaps}
+	if c.binary != "none" {
+		if err := b.memoryPhase(ctx, workloads); err != nil {
+			return fmt.Errorf("memory phase: %w", err)
+		}
+	}
+
+	fmt.Fprintf(os.Stderr, ">> starting sync-controller in this process (apply concurrency %d)\n", c.controller.applyConcurrency)
+	b.counter = &requestCounter{}
+	stop, err := startController(env.Config, env.NATSURL, b.counter, c.controller)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	last := map[workload]*kustomizev1.Kustomization{}
+	for _, w := range workloads {
+		var lastBare []*unstructured.Unstructured
+		for r := range c.runs {
+			// The sides alternate which goes first, so background load
+			// and etcd's growth hit both alike.
+			sides := []func() error{
+				func() error {
+					objs, s, err := b.bareInitial(ctx, w, c.controller.applyConcurrency)
+					b.res.bare[w].add(s)
+					lastBare = objs
+					return err
+				},
+				func() error {
+					profile := r == c.runs-1 && w == mixed
+					ks, s, err := b.controllerInitial(ctx, w, profile)
+					b.res.initial[w].add(s)
+					last[w] = ks
+					return err
+				},
+			}
+			if c.refWorkers > 0 && c.refWorkers != c.controller.applyConcurrency {
+				sides = append(sides, func() error {
+					_, s, err := b.bareInitial(ctx, w, c.refWorkers)
+					b.res.bareRef[w].add(s)
+					return err
+				})
+			}
+			for i := range sides {
+				if err := sides[(i+r)%len(sides)](); err != nil {
+					return fmt.Errorf("initial sync of %s, run %d: %w", w.describe(c.objects), r+1, err)
+				}
+			}
+		}
+
+		stopProfile := b.profile("noop-" + string(w))
+		for i := range c.noopRuns {
+			s, err := b.noopResync(ctx, last[w])
+			if err != nil {
+				stopProfile()
+				return fmt.Errorf("no-op resync %d of %s: %w", i+1, w.describe(c.objects), err)
+			}
+			b.res.noop[w].add(s)
+		}
+		stopProfile()
+		for range min(c.noopRuns, 3) {
+			start := time.Now()
+			if err := b.applyAll(ctx, lastBare, c.controller.applyConcurrency); err != nil {
+				return fmt.Errorf("bare re-apply: %w", err)
+			}
+			b.res.bareNoop[w].add(sample{d: time.Since(start)})
+		}
+	}
+
+	stopProfile := b.profile("drift")
+	lat, failures, err := b.drift(ctx, last[mixed], mixed, c.driftEdits)
+	stopProfile()
+	if err != nil {
+		return fmt.Errorf("drift: %w", err)
+	}
+	b.res.drift, b.res.driftFailures = lat, failures
+
+	b.res.load = [2]string{load0, loadAvg()}
+	b.res.print(os.Stdout)
+	return nil
+}
+
+// memoryPhase runs the built binary as its own process through an initial
+// sync, no-op resyncs and foreign edits of each workload, and reads its
+// peak resident memory. It runs before the in-process controller starts, so
+// the two never share a Kustomization, and deletes what it created.
+func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "plumb-syncbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	binary := b.c.binary
+	if binary == "" {
+		fmt.Fprintf(os.Stderr, ">> building sync-controller\n")
+		if binary, err = buildController(root, dir); err != nil {
+			return err
+		}
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(b.env.Config, kubeconfig); err != nil {
+		return err
+	}
+	logPath := filepath.Join(os.TempDir(), "syncbench-sync-controller.log")
+	fmt.Fprintf(os.Stderr, ">> running %s as its own process (log: %s)\n", binary, logPath)
+	p, err := startProcess(binary, kubeconfig, b.env.NATSURL, logPath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := p.stop(30 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	m := &b.res.mem
+	var created []*kustomizev1.Kustomization
+	for _, w := range workloads {
+		ks, s, err := b.controllerInitial(ctx, w, false)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", err, p.alive())
+		}
+		created = append(created, ks)
+		m.initial[w] = s.d
+		for range 3 {
+			s, err := b.noopResync(ctx, ks)
+			if err != nil {
+				return fmt.Errorf("%w (%v)", err, p.alive())
+			}
+			m.noop[w] = append(m.noop[w], s.d)
+		}
+		lat, _, err := b.drift(ctx, ks, w, b.c.memEdits)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", err, p.alive())
+		}
+		m.drift[w] = lat
+		if _, m.hwm[w], err = p.memory(); err != nil {
+			return err
+		}
+	}
+
+	// Deleting the Kustomizations prunes their objects through the
+	// finalizer; this also leaves nothing behind for the in-process
+	// controller.
+	start := time.Now()
+	for _, ks := range created {
+		if err := b.wc.Delete(ctx, ks); err != nil {
+			return err
+		}
+	}
+	for _, ks := range created {
+		if err := b.waitGone(ctx, ks, 5*time.Minute); err != nil {
+			return fmt.Errorf("%w (%v)", err, p.alive())
+		}
+	}
+	m.prune = time.Since(start)
+	if _, m.hwmEnd, err = p.memory(); err != nil {
+		return err
+	}
+	m.sampledMax = p.sampledMax()
+	m.measured = true
+	return nil
+}
+
+// newKustomization returns the Kustomization every run uses: prune on, no
+// health wait (envtest runs no kube-controller-manager, so Deployments never
+// become Available), an hour's interval so nothing but the bench triggers it.
+func newKustomization(ns string) *kustomizev1.Kustomization {
+	return &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Prune:     true,
+			Timeout:   &metav1.Duration{Duration: 10 * time.Minute},
+		},
+	}
+}
+
+// controllerInitial creates a Kustomization in a fresh namespace, waits
+// until sync-controller has taken it in hand (finalizer, Ready=Unknown while
+// nothing is rendered), then plays render-controller and times from the
+// rendered status being written until a watch sees Ready=True for the
+// revision.
+func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool) (*kustomizev1.Kustomization, sample, error) {
+	ns, err := b.env.Namespace(ctx, "bench-"+string(w))
+	if err != nil {
+		return nil, sample{}, err
+	}
+	ks := newKustomization(ns)
+	kw, err := watchKustomization(ctx, b.wc, client.ObjectKeyFromObject(ks))
+	if err != nil {
+		return nil, sample{}, err
+	}
+	defer kw.stop()
+	if err := b.wc.Create(ctx, ks); err != nil {
+		return nil, sample{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if _, _, err := kw.until(wctx, func(k *kustomizev1.Kustomization) bool {
+		return controllerutil.ContainsFinalizer(k, controller.Finalizer) && conditions.Has(k, meta.ReadyCondition)
+	}); err != nil {
+		return nil, sample{}, fmt.Errorf("sync-controller did not pick up the new Kustomization: %w", err)
+	}
+
+	b.runID++
+	revision := fmt.Sprintf("main@sha1:%040x", b.runID)
+	data := manifests(w, ns, b.c.objects)
+	stopProfile := func() {}
+	if profile {
+		stopProfile = b.profile("initial-" + string(w))
+	}
+	defer stopProfile()
+	b.counter.reset()
+	if err := b.art.render(ctx, b.wc, ks, revision, data); err != nil {
+		return nil, sample{}, err
+	}
+	start := time.Now()
+	at, got, err := kw.until(wctx, func(k *kustomizev1.Kustomization) bool {
+		return k.Status.ObservedGeneration == k.Generation && conditions.IsReady(k) && k.Status.LastAppliedRevision == revision
+	})
+	if err != nil {
+		return nil, sample{}, fmt.Errorf("no Ready=True for %s: %w", revision, err)
+	}
+	elapsed := at.Sub(start)
+	stopProfile()
+	time.Sleep(settle)
+	total, counts := b.counter.snapshot()
+	if got.Status.Inventory == nil || len(got.Status.Inventory.Entries) != b.c.objects {
+		n := 0
+		if got.Status.Inventory != nil {
+			n = len(got.Status.Inventory.Entries)
+		}
+		return nil, sample{}, fmt.Errorf("Ready, but the inventory holds %d entries, not %d", n, b.c.objects)
+	}
+	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests\n", w.describe(b.c.objects), round(elapsed), total)
+	return got, sample{d: elapsed, requests: total, counts: counts}, nil
+}
+
+// bareInitial applies the workload's objects to a fresh namespace with a
+// bare loop of server-side applies and times it.
+func (b *bench) bareInitial(ctx context.Context, w workload, workers int) ([]*unstructured.Unstructured, sample, error) {
+	ns, err := b.env.Namespace(ctx, "bench-bare")
+	if err != nil {
+		return nil, sample{}, err
+	}
+	objs, err := bareObjects(w, ns, b.c.objects)
+	if err != nil {
+		return nil, sample{}, err
+	}
+	start := time.Now()
+	err = b.applyAll(ctx, objs, workers)
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, sample{}, err
+	}
+	fmt.Fprintf(os.Stderr, "   bare loop (%d workers), %s: %s\n", workers, w.describe(b.c.objects), round(elapsed))
+	return objs, sample{d: elapsed, requests: len(objs)}, nil
+}
+
+// applyAll server-side-applies every object, force, under its own field
+// manager, with at most workers requests in flight: the bare loop.
+func (b *bench) applyAll(ctx context.Context, objs []*unstructured.Unstructured, workers int) error {
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for _, o := range objs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			obj := o.DeepCopy()
+			err := b.bare.Patch(ctx, obj, client.Apply, client.FieldOwner("bench-bare"), client.ForceOwnership) //nolint:staticcheck // the same call the engine makes
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// noopResync asks for a reconcile with the requestedAt annotation and times
+// it until status.lastHandledReconcileAt carries the token, counting the
+// controller's requests.
+func (b *bench) noopResync(ctx context.Context, ks *kustomizev1.Kustomization) (sample, error) {
+	time.Sleep(settle)
+	kw, err := watchKustomization(ctx, b.wc, client.ObjectKeyFromObject(ks))
+	if err != nil {
+		return sample{}, err
+	}
+	defer kw.stop()
+	token := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
+	target := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: ks.Name, Namespace: ks.Namespace}}
+	b.counter.reset()
+	if err := b.wc.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return sample{}, err
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	at, got, err := kw.until(wctx, func(k *kustomizev1.Kustomization) bool {
+		return k.Status.LastHandledReconcileAt == token
+	})
+	if err != nil {
+		return sample{}, err
+	}
+	elapsed := at.Sub(start)
+	time.Sleep(settle)
+	total, counts := b.counter.snapshot()
+	if !conditions.IsReady(got) {
+		return sample{}, fmt.Errorf("the resync left the Kustomization not Ready: %s", describeKs(got))
+	}
+	return sample{d: elapsed, requests: total, counts: counts}, nil
+}
+
+// driftTarget is one object a foreign edit changes.
+type driftTarget struct {
+	kind, name string
+	desired    string // the value Git declares, as valueWatch reports it
+}
+
+func (t driftTarget) key() string { return t.kind + "/" + t.name }
+
+// driftTargets picks distinct objects to edit, Deployments and ConfigMaps
+// alternating when the workload has both.
+func driftTargets(w workload, n, edits int) []driftTarget {
+	var deployments, cms []int
+	for i := range n {
+		switch w.kindOf(i) {
+		case "Deployment":
+			deployments = append(deployments, i)
+		case "ConfigMap":
+			cms = append(cms, i)
+		}
+	}
+	var out []driftTarget
+	for j := range edits {
+		if len(deployments) > 0 && j%2 == 0 {
+			i := deployments[(j/2)%len(deployments)]
+			out = append(out, driftTarget{kind: "Deployment", name: objectName("Deployment", i), desired: "1"})
+			continue
+		}
+		k := j
+		if len(deployments) > 0 {
+			k = j / 2
+		}
+		i := cms[(k*max(1, len(cms)/max(1, edits)))%len(cms)]
+		name := objectName("ConfigMap", i)
+		out = append(out, driftTarget{kind: "ConfigMap", name: name, desired: name})
+	}
+	return out
+}
+
+// drift makes foreign edits one at a time and measures, for each, the time
+// from the patch returning until a watch sees the value back at Git's.
+func (b *bench) drift(ctx context.Context, ks *kustomizev1.Kustomization, w workload, edits int) ([]time.Duration, int, error) {
+	vw, err := watchValues(ctx, b.wc, ks.Namespace)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer vw.stop()
+	time.Sleep(settle)
+	var latencies []time.Duration
+	failures := 0
+	for j, t := range driftTargets(w, b.c.objects, edits) {
+		seen := vw.follow(t.key())
+		var obj client.Object
+		var patch string
+		if t.kind == "Deployment" {
+			obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ks.Namespace}}
+			patch = fmt.Sprintf(`{"spec":{"replicas":%d}}`, 3+j%5)
+		} else {
+			obj = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ks.Namespace}}
+			patch = fmt.Sprintf(`{"data":{"key":"foreign-%d"}}`, j)
+		}
+		if err := b.wc.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
+			vw.unfollow(t.key())
+			return nil, 0, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
+		}
+		returned := time.Now()
+		d, err := awaitRevert(ctx, seen, obj.GetResourceVersion(), t.desired, returned, 30*time.Second)
+		vw.unfollow(t.key())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "   %s: %v\n", t.key(), err)
+			failures++
+		} else {
+			latencies = append(latencies, d)
+		}
+		time.Sleep(b.c.driftGap)
+	}
+	if len(latencies) == 0 {
+		return nil, failures, fmt.Errorf("no foreign edit was reverted")
+	}
+	fmt.Fprintf(os.Stderr, "   drift, %d edits of %s: p50 %s, max %s\n", edits, w.describe(b.c.objects),
+		round(percentile(latencies, 50)), round(percentile(latencies, 100)))
+	return latencies, failures, nil
+}
+
+// awaitRevert reads the object's changes until the foreign write (its
+// resourceVersion) has been seen and then a change back to the desired value.
+func awaitRevert(ctx context.Context, seen <-chan observation, foreignRV, desired string, from time.Time, timeout time.Duration) (time.Duration, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	foreignSeen := false
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-timer.C:
+			return 0, fmt.Errorf("not reverted within %s (foreign write seen: %t)", timeout, foreignSeen)
+		case o := <-seen:
+			if o.resourceVersion == foreignRV {
+				foreignSeen = true
+				continue
+			}
+			if foreignSeen && o.value == desired {
+				return o.at.Sub(from), nil
+			}
+		}
+	}
+}
+
+// waitGone polls until the Kustomization is deleted (its finalizer done).
+func (b *bench) waitGone(ctx context.Context, ks *kustomizev1.Kustomization, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := b.wc.Get(ctx, client.ObjectKeyFromObject(ks), &kustomizev1.Kustomization{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Kustomization %s/%s not deleted within %s", ks.Namespace, ks.Name, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// profile starts a CPU profile named after what it covers, when asked for.
+func (b *bench) profile(name string) func() {
+	if b.c.profileDir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(b.c.profileDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(b.c.profileDir, name+".pprof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+}
+
+// priorityAndFairness reports whether the API server runs priority and
+// fairness (it answers with the flow schema headers), the case in which
+// sync-controller turns client-side rate limiting off.
+func priorityAndFairness(cfg *rest.Config) (bool, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false, err
+	}
+	resp, err := httpClient.Get(strings.TrimSuffix(cfg.Host, "/") + "/livez/ping")
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") != "", nil
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ") + fmt.Sprintf(" on %d CPUs", runtime.NumCPU())
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// buildController builds the sync-controller binary into dir.
+func buildController(root, dir string) (string, error) {
+	out := filepath.Join(dir, "sync-controller")
+	cmd := exec.Command("go", "build", "-o", out, "./sync-controller")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building sync-controller: %w", err)
+	}
+	return out, nil
+}
+
+// writeKubeconfig writes a kubeconfig that reaches the API server as cfg
+// does (envtest's administrator: client certificate, or a token).
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	b64 := base64.StdEncoding.EncodeToString
+	var user strings.Builder
+	if len(cfg.CertData) > 0 {
+		fmt.Fprintf(&user, "    client-certificate-data: %s\n    client-key-data: %s\n", b64(cfg.CertData), b64(cfg.KeyData))
+	}
+	if cfg.BearerToken != "" {
+		fmt.Fprintf(&user, "    token: %s\n", cfg.BearerToken)
+	}
+	if user.Len() == 0 {
+		return errors.New("the test environment's config has neither a client certificate nor a token")
+	}
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: envtest
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+%scontexts:
+- name: envtest
+  context: {cluster: envtest, user: admin}
+current-context: envtest
+`, cfg.Host, b64(cfg.CAData), user.String())
+	return os.WriteFile(path, []byte(kubeconfig), 0o600)
+}
+
+// process is the sync-controller binary running on its own, with its
+// resident memory sampled.
+type process struct {
+	cmd     *exec.Cmd
+	log     string
+	done    chan error
+	stopped chan struct{}
+
+	mu     sync.Mutex
+	maxRSS int64 // KiB, from sampling VmRSS
+}
+
+// startProcess runs the binary against the API server of kubeconfig and the
+// NATS server, with main.go's defaults otherwise; its log goes to logPath.
+func startProcess(binary, kubeconfig, natsURL, logPath string, extra ...string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL}, extra...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, log: logPath, done: make(chan error, 1), stopped: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.done <- err
+		close(p.stopped)
+	}()
+	go p.sample(20 * time.Millisecond)
+	return p, nil
+}
+
+// sample keeps the largest VmRSS seen, as a cross-check of VmHWM.
+func (p *process) sample(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopped:
+			return
+		case <-t.C:
+			if rss, _, err := p.memory(); err == nil {
+				p.mu.Lock()
+				p.maxRSS = max(p.maxRSS, rss)
+				p.mu.Unlock()
+			}
+		}
+	}
+}
+
+// memory returns VmRSS and VmHWM in KiB from /proc.
+func (p *process) memory() (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if name == "VmRSS" {
+			rss = kb
+		} else {
+			hwm = kb
+		}
+	}
+	return rss, hwm, sc.Err()
+}
+
+func (p *process) sampledMax() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxRSS
+}
+
+// alive returns an error when the process has exited.
+func (p *process) alive() error {
+	select {
+	case <-p.stopped:
+		return fmt.Errorf("sync-controller exited; see %s", p.log)
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM and waits, then kills after the timeout.
+func (p *process) stop(timeout time.Duration) error {
+	select {
+	case <-p.stopped:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	select {
+	case <-p.stopped:
+		return nil
+	case <-ctx.Done():
+		_ = p.cmd.Process.Kill()
+		<-p.stopped
+		return fmt.Errorf("sync-controller did not stop within %s of SIGTERM; killed", timeout)
+	}
+}
