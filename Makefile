@@ -81,8 +81,13 @@ test: envtest-assets ## Run every module's tests against a real kube-apiserver, 
 
 .PHONY: bench bench-source
 bench: bench-source
+bench: bench-sync
 bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with git archive | gzip -6; print a table.
 	go run ./pkg/artifact/internal/packbench -files 10000 -runs 5
+
+.PHONY: bench-sync
+bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, no-op resync, drift, memory); print a table.
+	go run ./sync-controller/internal/syncbench -objects 1000 -runs 3
 
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).
