@@ -6,42 +6,144 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	rendercontroller "plumb.dev/render-controller/internal/controller"
 )
 
-const controllerName = "render-controller"
+const controllerName = rendercontroller.ControllerName
+
+// renderOptions are the flags of render-controller alone.
+type renderOptions struct {
+	NoCrossNamespaceRefs bool
+	StrictSubstitution   bool
+	MaxArtifactSize      int64
+	MaxExtractedSize     int64
+	MaxFiles             int
+	DependencyRequeue    time.Duration
+	DownloadAttempts     int
+}
+
+func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
+		"Refuse a Kustomization whose sourceRef names a GitRepository in another namespace.")
+	fs.BoolVar(&o.StrictSubstitution, "strict-substitution", false,
+		"Fail a render when a ${var} has no value and no default, instead of substituting the empty string (Flux's default).")
+	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", artifact.DefaultMaxArchiveBytes,
+		"The largest source artifact (compressed) downloaded, in bytes.")
+	fs.Int64Var(&o.MaxExtractedSize, "max-extracted-size", artifact.DefaultMaxExtractedBytes,
+		"The most bytes a source artifact may extract to.")
+	fs.IntVar(&o.MaxFiles, "max-files", artifact.DefaultMaxFiles,
+		"The most entries a source artifact may hold.")
+	fs.DurationVar(&o.DependencyRequeue, "requeue-dependency", 10*time.Second,
+		"How long to wait before checking again on a source that has no artifact yet.")
+	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
+		"How many times a failed download of a source artifact is tried, with exponential backoff.")
+}
+
+func (o *renderOptions) Validate() error {
+	switch {
+	case o.MaxArtifactSize < 1:
+		return fmt.Errorf("--max-artifact-size must be positive, got %d", o.MaxArtifactSize)
+	case o.MaxExtractedSize < 1:
+		return fmt.Errorf("--max-extracted-size must be positive, got %d", o.MaxExtractedSize)
+	case o.MaxFiles < 1:
+		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
+	case o.DownloadAttempts < 1:
+		return fmt.Errorf("--download-attempts must be at least 1, got %d", o.DownloadAttempts)
+	}
+	return nil
+}
 
 func main() {
 	var (
 		mgrOpts     options.Manager
 		natsOpts    options.NATS
 		storageOpts options.Storage
+		renderOpts  renderOptions
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	storageOpts.BindFlags(pflag.CommandLine)
+	renderOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, storageOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, storageOpts, renderOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, renderOpts renderOptions) error {
 	app.SetupLogger(mgrOpts)
+	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
 		return err
 	}
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), app.NewScheme(), mgrOpts)
+	if err := renderOpts.Validate(); err != nil {
+		return err
+	}
+	advAddr := storageOpts.AdvertiseAddr
+	if advAddr == "" {
+		advAddr = storageOpts.Addr
+	}
+	storage, err := artifact.NewStorage(storageOpts.Path, advAddr, storageOpts.RetentionRecords)
 	if err != nil {
 		return err
 	}
-	_ = natsOpts
-	return mgr.Start(ctrl.SetupSignalHandler())
+
+	scheme := app.NewScheme()
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	if err != nil {
+		return err
+	}
+	// The artifact server runs on the leader, the replica writing storage.
+	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage)); err != nil {
+		return err
+	}
+
+	publisher, closePublisher, err := newPublisher(natsOpts, log)
+	if err != nil {
+		return err
+	}
+	defer closePublisher()
+	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+
+	r := &rendercontroller.KustomizationReconciler{
+		Client:               mgr.GetClient(),
+		Storage:              storage,
+		Events:               recorder,
+		Metrics:              rendercontroller.NewMetrics(ctrlmetrics.Registry),
+		NoCrossNamespaceRefs: renderOpts.NoCrossNamespaceRefs,
+		StrictSubstitution:   renderOpts.StrictSubstitution,
+		DependencyRequeue:    renderOpts.DependencyRequeue,
+		DownloadAttempts:     renderOpts.DownloadAttempts,
+		Limits: artifact.Limits{
+			MaxArchiveBytes:   renderOpts.MaxArtifactSize,
+			MaxExtractedBytes: renderOpts.MaxExtractedSize,
+			MaxFiles:          renderOpts.MaxFiles,
+		},
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)
+	return mgr.Start(ctx)
+}
+
+// newPublisher returns the event stream publisher. pkg/events' JetStream
+// publisher is not in the tree yet, so events go to Kubernetes only.
+func newPublisher(_ options.NATS, _ logr.Logger) (events.Publisher, func(), error) {
+	return events.NopPublisher{}, func() {}, nil
 }

@@ -1,2 +1,87 @@
-// Package controller holds the reconcilers of render-controller.
+// Package controller holds the reconciler of render-controller: it turns a
+// Kustomization and its source artifact into a rendered manifests artifact
+// (one multi-document YAML, sha256-addressed) that sync-controller applies.
+// It never touches the workloads in the cluster.
+//
+// # Reconcile
+//
+// A reconcile of a live, unsuspended Kustomization runs these steps in
+// order, stopping at the first error:
+//
+//  1. source: read the GitRepository of spec.sourceRef (the Kustomization's
+//     namespace by default). A reference into another namespace is refused
+//     while --no-cross-namespace-refs is set (Rendered=False, InvalidSpec,
+//     no retry until the spec changes). While the GitRepository is missing
+//     or has no artifact: Rendered=False, DependencyNotReady, requeue after
+//     --requeue-dependency. GitRepositories are watched, so a new artifact
+//     digest or revision re-renders every Kustomization using it at once.
+//  2. variables: resolve postBuild.substituteFrom (ConfigMaps and Secrets in
+//     the Kustomization's namespace, in order, a later one winning; optional
+//     ones may be missing) and postBuild.substitute (which wins). A missing
+//     object is Rendered=False, SubstituteFailed.
+//  3. cache: the key is sha256 of the source artifact's digest, the
+//     generation, the variables and the options. When the last successful
+//     render had that key and its file still verifies in storage, the
+//     reconcile ends here: no download, no build, no status write.
+//  4. download: fetch status.artifact.url with retries and exponential
+//     backoff (pkg/fetch, --download-attempts), verify its sha256 digest,
+//     then extract it with pkg/artifact into a fresh temporary folder,
+//     refusing absolute paths, "..", links leaving the root, hard links,
+//     devices, FIFOs and archives over --max-artifact-size,
+//     --max-extracted-size or --max-files. Any failure is Rendered=False,
+//     ArtifactFailed, with the refusal in the message.
+//  5. build: pkg/render (kustomize on an in-memory copy, no remote bases,
+//     no plugins, then substitution and validation). Failure is
+//     Rendered=False with reason BuildFailed, SubstituteFailed or
+//     ValidationFailed, and a warning event with kustomize's message.
+//  6. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
+//     pkg/artifact's Storage (atomic, content-addressed), served by this
+//     controller's own artifact server; set status.renderedArtifact with
+//     the source revision; keep the newest --artifact-retention-records
+//     files. The same bytes from the same revision keep the artifact as it
+//     was, lastUpdateTime included.
+//
+// After a failure the reconcile comes back after spec.retryInterval (or a
+// new source artifact comes first); after success, after spec.interval with
+// jitter, to pick up changed substituteFrom data.
+//
+// A failure never removes or replaces status.renderedArtifact: the last
+// good render stays in status and in storage, and the Rendered condition's
+// message says which revision is still served. sync-controller therefore
+// never sees an empty or partial set because of a bad commit.
+//
+// # Status ownership
+//
+// Two controllers write a Kustomization's status. This one owns only
+// status.renderedArtifact and the Rendered condition (whose
+// observedGeneration says which generation it judged) and server-side
+// applies exactly those, as field manager plumb-render, on the status
+// subresource. The conditions list is a map keyed by type, so
+// sync-controller's Ready, Reconciling, Stalled, Healthy and Drifted and its
+// status.observedGeneration are never touched. Status is written only when
+// the owned part changed.
+//
+// When a Kustomization is deleted, its storage folder is removed once the
+// object is gone (sync-controller's finalizer may hold it for pruning
+// first). Artifacts of objects deleted while the controller was down stay
+// until the object name is reused or the storage is cleaned.
+//
+// # Events
+//
+// Kubernetes Events and stream events (pkg/events): Rendered (info, with
+// the source revision, and the object count, digest and url in metadata)
+// for each new rendered artifact; BuildFailed, SubstituteFailed,
+// ValidationFailed, ArtifactFailed and InvalidSpec (error) once per distinct
+// failure. Messages never hold values from Secrets.
+//
+// # Metrics
+//
+// Registered in controller-runtime's metrics registry, labels namespace and
+// name:
+//
+//	plumb_render_reconcile_duration_seconds  histogram of reconcile durations
+//	plumb_render_rendered                    Rendered: 1 True, 0 False, -1 Unknown
+//	plumb_render_suspended                   1 while spec.suspend is true
+//	plumb_render_artifact_size_bytes         size of the current rendered artifact
+//	plumb_render_builds_total                kustomize builds run
 package controller

@@ -1,0 +1,538 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
+)
+
+const (
+	// ControllerName signs events and names the controller.
+	ControllerName = "render-controller"
+	// FieldManager owns status.renderedArtifact and the Rendered condition
+	// (server-side apply on the status subresource).
+	FieldManager = "plumb-render"
+)
+
+// Event reasons of this controller besides the Rendered condition's.
+const (
+	// RenderedReason: a new rendered artifact was stored.
+	RenderedReason = "Rendered"
+)
+
+// sourceIndexKey indexes Kustomizations by "<namespace>/<name>" of the
+// GitRepository they reference.
+const sourceIndexKey = ".spec.sourceRef.gitRepository"
+
+// KustomizationReconciler renders Kustomizations into manifests artifacts.
+type KustomizationReconciler struct {
+	client.Client
+	Storage *artifact.Storage
+	Events  *events.Recorder
+	Metrics *Metrics
+
+	// HTTPClient downloads source artifacts; nil is a client with a 5
+	// minute timeout.
+	HTTPClient *http.Client
+	// DownloadAttempts and DownloadBackoff tune the retries of a download
+	// (pkg/fetch defaults when zero).
+	DownloadAttempts int
+	DownloadBackoff  time.Duration
+	// Limits bound the source archive (--max-artifact-size,
+	// --max-extracted-size, --max-files).
+	Limits artifact.Limits
+	// NoCrossNamespaceRefs refuses a sourceRef into another namespace.
+	NoCrossNamespaceRefs bool
+	// StrictSubstitution makes an undefined ${var} without default an error.
+	StrictSubstitution bool
+	// DependencyRequeue is the wait while the source has no artifact; the
+	// GitRepository watch usually comes first. Zero means 10s.
+	DependencyRequeue time.Duration
+	// TmpDir holds downloads and extracted trees; "" is os.TempDir().
+	TmpDir string
+
+	// cache maps an object to the key of its last successful render.
+	cacheMu sync.Mutex
+	cache   map[types.NamespacedName]string
+	// builds and reconciles count work per object (tests and metrics).
+	counters sync.Map // types.NamespacedName -> *counters
+}
+
+type counters struct{ reconciles, builds atomic.Int64 }
+
+// SetupWithManager registers the reconciler: Kustomizations on creation,
+// spec change and requestedAt annotation, plus every Kustomization that
+// references a GitRepository whose artifact changed.
+func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
+		k := o.(*kustomizev1.Kustomization)
+		if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
+			return nil
+		}
+		return []string{sourceKey(k).String()}
+	}); err != nil {
+		return fmt.Errorf("indexing Kustomizations by source: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kustomization-render").
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			plumbreconcile.RequestedPredicate{},
+		))).
+		Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf),
+			builder.WithPredicates(artifactChanged{})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// kustomizationsOf maps a GitRepository to the Kustomizations using it.
+func (r *KustomizationReconciler) kustomizationsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kustomizev1.KustomizationList
+	if err := r.List(ctx, &list, client.MatchingFields{sourceIndexKey: client.ObjectKeyFromObject(o).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the Kustomizations of a GitRepository")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// artifactChanged passes GitRepository events that may change what a
+// Kustomization renders: a new artifact digest or revision.
+type artifactChanged struct{ predicate.Funcs }
+
+func (artifactChanged) Create(e event.CreateEvent) bool {
+	g, ok := e.Object.(*sourcev1.GitRepository)
+	return ok && g.Status.Artifact != nil
+}
+
+func (artifactChanged) Update(e event.UpdateEvent) bool {
+	oldG, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
+	newG, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
+	if !ok1 || !ok2 || newG.Status.Artifact == nil {
+		return false
+	}
+	a, b := oldG.Status.Artifact, newG.Status.Artifact
+	return a == nil || a.Digest != b.Digest || a.Revision != b.Revision || a.URL != b.URL
+}
+
+func (artifactChanged) Delete(event.DeleteEvent) bool   { return false }
+func (artifactChanged) Generic(event.GenericEvent) bool { return false }
+
+// state is what one reconcile's steps hand to each other.
+type state struct {
+	source   *sourcev1.GitRepository
+	vars     render.Variables
+	key      string
+	upToDate bool
+	tmp      string
+	srcDir   string
+	result   *render.Result
+	// rendered is the artifact to put in status; the last good one unless
+	// this reconcile stored a new one.
+	rendered  *meta.Artifact
+	newRender bool
+}
+
+type step struct {
+	name string
+	run  func(context.Context, *kustomizev1.Kustomization, *state) error
+}
+
+// Reconcile runs the steps source, variables, cache, download, build and
+// store, stopping at the first error or at an up-to-date cache, then applies
+// the Rendered condition and status.renderedArtifact.
+func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	log := ctrl.LoggerFrom(ctx)
+	obj := &kustomizev1.Kustomization{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.count(req.NamespacedName).reconciles.Add(1)
+	defer r.Metrics.observe(obj, start)
+	if !obj.DeletionTimestamp.IsZero() {
+		// sync-controller's finalizer holds the object; the artifact folder
+		// goes once the object is gone (see forget).
+		return ctrl.Result{}, nil
+	}
+	if obj.Spec.Suspend {
+		log.V(1).Info("suspended, nothing done")
+		r.Metrics.record(obj)
+		return ctrl.Result{}, nil
+	}
+
+	before := renderedStatus(obj)
+	st := &state{rendered: obj.Status.RenderedArtifact}
+	defer func() {
+		if st.tmp != "" {
+			_ = os.RemoveAll(st.tmp)
+		}
+	}()
+	var err error
+	for _, s := range []step{
+		{"source", r.reconcileSource},
+		{"variables", r.reconcileVariables},
+		{"cache", r.reconcileCache},
+		{"download", r.reconcileDownload},
+		{"build", r.reconcileBuild},
+		{"store", r.reconcileStore},
+	} {
+		if err = s.run(ctx, obj, st); err != nil {
+			log.V(1).Info("step failed", "step", s.name, "error", err.Error())
+			break
+		}
+		if st.upToDate {
+			break
+		}
+	}
+	result := r.summarize(obj, st, err)
+	if after := renderedStatus(obj); !apiequality.Semantic.DeepEqual(before, after) {
+		if aerr := r.applyStatus(ctx, obj); aerr != nil {
+			r.Metrics.record(obj)
+			return ctrl.Result{}, aerr
+		}
+	}
+	r.Metrics.record(obj)
+	return result, nil
+}
+
+// reconcileSource reads the GitRepository of spec.sourceRef. Sets
+// Rendered=False with reason InvalidSpec (stalled) for a cross-namespace
+// reference while --no-cross-namespace-refs is set, and DependencyNotReady
+// (waiting) while the GitRepository is missing or has no artifact yet.
+func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	key := sourceKey(obj)
+	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
+			"cross-namespace references are not allowed: sourceRef %s/%s is outside namespace %s", key.Namespace, key.Name, obj.Namespace))
+	}
+	var src sourcev1.GitRepository
+	if err := r.Get(ctx, key, &src); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
+				fmt.Errorf("GitRepository %s not found", key))
+		}
+		return err
+	}
+	a := src.Status.Artifact
+	if a == nil || a.URL == "" || a.Digest == "" {
+		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
+			fmt.Errorf("GitRepository %s has no artifact yet", key))
+	}
+	st.source = &src
+	return nil
+}
+
+// reconcileVariables gathers the postBuild variables: substituteFrom
+// ConfigMaps and Secrets in order (a later one wins), then substitute (which
+// wins over all). Sets Rendered=False (SubstituteFailed) when a referenced
+// object is missing and not optional.
+func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	vars, err := r.variables(ctx, obj)
+	if err != nil {
+		return &reasonError{reason: kustomizev1.SubstituteFailedReason, err: err}
+	}
+	st.vars = vars
+	return nil
+}
+
+// reconcileCache computes the render's cache key (source digest,
+// generation, variables, options) and ends the reconcile when the last
+// successful render had that key and its artifact is intact in storage.
+// Sets no condition (Rendered stays True).
+func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	st.key = cacheKey(st.source.Status.Artifact.Digest, obj.Generation, st.vars, r.StrictSubstitution)
+	r.cacheMu.Lock()
+	cached := r.cache[client.ObjectKeyFromObject(obj)]
+	r.cacheMu.Unlock()
+	if cached != st.key || obj.Status.RenderedArtifact == nil {
+		return nil
+	}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c == nil ||
+		c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
+		return nil
+	}
+	if err := r.Storage.Verify(obj.Status.RenderedArtifact); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+		return nil
+	}
+	st.upToDate = true
+	return nil
+}
+
+// reconcileDownload fetches the source artifact with retries and backoff,
+// verifies its sha256 digest and only then extracts it into a fresh
+// temporary folder, refusing unsafe or oversized archives. Sets
+// Rendered=False (ArtifactFailed) on any failure; nothing is built from a
+// partial or tampered archive.
+func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	a := st.source.Status.Artifact
+	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
+		Client:   r.httpClient(),
+		MaxSize:  r.limits().MaxArchiveBytes,
+		Attempts: r.DownloadAttempts,
+		Backoff:  r.DownloadBackoff,
+	})
+	if err != nil {
+		return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("downloading the source artifact of revision %q failed: %w", a.Revision, err)}
+	}
+	tmp, err := os.MkdirTemp(r.TmpDir, "kustomization-"+obj.Namespace+"-"+obj.Name+"-")
+	if err != nil {
+		return err
+	}
+	st.tmp = tmp
+	archive := filepath.Join(tmp, "source.tar.gz")
+	if err := os.WriteFile(archive, data, 0o600); err != nil {
+		return err
+	}
+	st.srcDir = filepath.Join(tmp, "source")
+	if err := artifact.ExtractFile(archive, a.Digest, st.srcDir, r.limits()); err != nil {
+		return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err)}
+	}
+	return nil
+}
+
+// reconcileBuild runs pkg/render on the extracted tree. Sets Rendered=False
+// with reason BuildFailed, SubstituteFailed or ValidationFailed and records
+// a warning event with kustomize's message (once per distinct message).
+func (r *KustomizationReconciler) reconcileBuild(_ context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	r.count(client.ObjectKeyFromObject(obj)).builds.Add(1)
+	r.Metrics.built(obj)
+	res, err := render.Build(st.srcDir, &obj.Spec, render.Options{Vars: st.vars, StrictSubstitution: r.StrictSubstitution})
+	if err != nil {
+		return &reasonError{reason: render.Reason(err), err: err}
+	}
+	st.result = res
+	return nil
+}
+
+// reconcileStore writes the manifests to kustomization/<ns>/<name>/<digest>.yaml,
+// sets status.renderedArtifact (revision: the source revision), records a
+// Rendered event for a new digest or revision, keeps the newest
+// --artifact-retention-records files and remembers the cache key. Sets
+// Rendered=False (ArtifactFailed) when storing fails.
+func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	ref := storageRef(obj)
+	revision := st.source.Status.Artifact.Revision
+	prev := obj.Status.RenderedArtifact
+	if prev.HasDigest(st.result.Digest) && prev.HasRevision(revision) && r.Storage.Verify(prev) == nil {
+		// Same bytes from the same revision: keep the artifact and its
+		// lastUpdateTime, so status does not change.
+		st.rendered = prev
+	} else {
+		a, err := r.Storage.Store(ctx, ref, hexOf(st.result.Digest)+".yaml", bytesReader(st.result.Manifests))
+		if err != nil {
+			return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("storing the rendered manifests failed: %w", err)}
+		}
+		a.Revision = revision
+		st.rendered = a
+		st.newRender = true
+	}
+	if _, err := r.Storage.GarbageCollect(ctx, ref, st.rendered.Path); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
+	}
+	r.cacheMu.Lock()
+	if r.cache == nil {
+		r.cache = map[types.NamespacedName]string{}
+	}
+	r.cache[client.ObjectKeyFromObject(obj)] = st.key
+	r.cacheMu.Unlock()
+	return nil
+}
+
+// summarize sets the Rendered condition (with its observedGeneration) and
+// status.renderedArtifact from the steps' outcome, records events, and says
+// when to come back. The last good renderedArtifact stays through any
+// failure, so sync-controller never sees an empty or partial set.
+func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *state, err error) ctrl.Result {
+	obj.Status.RenderedArtifact = st.rendered
+	keeping := ""
+	if st.rendered != nil {
+		keeping = fmt.Sprintf(" (still serving the render of revision %q)", st.rendered.Revision)
+	}
+	var (
+		waiting *plumbreconcile.WaitingError
+		stalled *plumbreconcile.StalledError
+		re      *reasonError
+	)
+	switch {
+	case err == nil && st.upToDate:
+		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}
+	case err == nil:
+		n := len(st.result.Objects)
+		msg := fmt.Sprintf("rendered %d objects from revision %q", n, st.rendered.Revision)
+		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
+		if st.newRender {
+			r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
+				events.WithRevision(st.rendered.Revision),
+				events.WithMetadata(map[string]string{
+					"objects": fmt.Sprint(n), "digest": st.rendered.Digest, "url": st.rendered.URL,
+				}))
+		}
+		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}
+	case errors.As(err, &waiting):
+		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, waiting.Reason, "%s%s", err.Error(), keeping)
+		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
+	case errors.As(err, &stalled):
+		r.failed(obj, stalled.Reason, err)
+		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, stalled.Reason, "%s%s", err.Error(), keeping)
+		return ctrl.Result{}
+	default:
+		reason := meta.ArtifactFailedReason
+		if errors.As(err, &re) {
+			reason = re.reason
+		}
+		r.failed(obj, reason, err)
+		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, reason, "%s%s", err.Error(), keeping)
+		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.GetRetryInterval().Duration)}
+	}
+}
+
+// failed records an error event unless the Rendered condition already says
+// the same: a retried failure would otherwise alert again and again.
+func (r *KustomizationReconciler) failed(obj *kustomizev1.Kustomization, reason string, err error) {
+	if prev := conditions.Get(obj, kustomizev1.RenderedCondition); prev != nil &&
+		prev.Status == metav1.ConditionFalse && prev.Reason == reason && prev.ObservedGeneration == obj.Generation &&
+		len(prev.Message) >= len(err.Error()) && prev.Message[:len(err.Error())] == err.Error() {
+		return
+	}
+	var opts []events.Option
+	if obj.Status.RenderedArtifact != nil {
+		opts = append(opts, events.WithRevision(obj.Status.RenderedArtifact.Revision))
+	}
+	r.Events.Record(obj, events.SeverityError, reason, err.Error(), opts...)
+}
+
+// ownedStatus is the part of status this controller owns (exported fields:
+// the semantic comparison walks them by reflection).
+type ownedStatus struct {
+	Artifact *meta.Artifact
+	Rendered *metav1.Condition
+}
+
+// renderedStatus copies the owned part of obj's status.
+func renderedStatus(obj *kustomizev1.Kustomization) ownedStatus {
+	s := ownedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy()}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		s.Rendered = c.DeepCopy()
+	}
+	return s
+}
+
+// applyStatus server-side-applies status.renderedArtifact and the Rendered
+// condition as plumb-render, and nothing else: the conditions list merges
+// by type, so sync-controller's conditions and fields stay as they are.
+func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	owned := kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		owned.Conditions = []metav1.Condition{*c}
+	}
+	status, err := plumbreconcile.ToStatusMap(&owned)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+}
+
+// forget drops what is kept for a deleted object: its cache entry, metric
+// series and artifact folder.
+func (r *KustomizationReconciler) forget(key types.NamespacedName) {
+	r.cacheMu.Lock()
+	delete(r.cache, key)
+	r.cacheMu.Unlock()
+	r.Metrics.forget(key.Namespace, key.Name)
+	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
+}
+
+func (r *KustomizationReconciler) count(key types.NamespacedName) *counters {
+	c, _ := r.counters.LoadOrStore(key, &counters{})
+	return c.(*counters)
+}
+
+// Builds returns how many builds ran for the object (for tests).
+func (r *KustomizationReconciler) Builds(key types.NamespacedName) int64 {
+	return r.count(key).builds.Load()
+}
+
+// Reconciles returns how many reconciles ran for the object (for tests).
+func (r *KustomizationReconciler) Reconciles(key types.NamespacedName) int64 {
+	return r.count(key).reconciles.Load()
+}
+
+func (r *KustomizationReconciler) httpClient() *http.Client {
+	if r.HTTPClient != nil {
+		return r.HTTPClient
+	}
+	return &http.Client{Timeout: 5 * time.Minute}
+}
+
+func (r *KustomizationReconciler) limits() artifact.Limits {
+	l := r.Limits
+	if l.MaxArchiveBytes <= 0 {
+		l.MaxArchiveBytes = artifact.DefaultMaxArchiveBytes
+	}
+	return l
+}
+
+func (r *KustomizationReconciler) dependencyRequeue() time.Duration {
+	if r.DependencyRequeue > 0 {
+		return r.DependencyRequeue
+	}
+	return 10 * time.Second
+}
+
+func sourceKey(obj *kustomizev1.Kustomization) types.NamespacedName {
+	ns := obj.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = obj.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: obj.Spec.SourceRef.Name}
+}
+
+func storageRef(obj *kustomizev1.Kustomization) artifact.Ref {
+	return artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: obj.Namespace, Name: obj.Name}
+}
+
+// reasonError carries the Rendered reason of a failure.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string { return e.err.Error() }
+func (e *reasonError) Unwrap() error { return e.err }

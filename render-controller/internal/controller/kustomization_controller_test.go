@@ -1,0 +1,588 @@
+package controller
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+)
+
+const deployYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  labels: {app: api}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: api}
+  template:
+    metadata:
+      labels: {app: api}
+    spec:
+      containers:
+      - name: api
+        image: ghcr.io/example/api:v1.0.0
+`
+
+const serviceYAML = `apiVersion: v1
+kind: Service
+metadata:
+  name: api
+spec:
+  selector: {app: api}
+  ports:
+  - port: 8080
+`
+
+func cm(name, data string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s\n", name, data)
+}
+
+// Each scenario renders a source tree with a spec and checks what the
+// served manifests hold.
+func TestRenderScenarios(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		setup   func(t *testing.T, ns string)
+		spec    func(*kustomizev1.KustomizationSpec)
+		objects int
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "plain YAML dir",
+			files: map[string]string{
+				"deploy/app/deploy.yaml":  deployYAML,
+				"deploy/app/service.yaml": serviceYAML,
+				"deploy/cm.yaml":          cm("settings", "a: b"),
+				"deploy/values.yaml":      "replicas: 3\n",
+				"README.md":               "# readme\n",
+			},
+			spec:    func(s *kustomizev1.KustomizationSpec) { s.Path = "./deploy" },
+			objects: 3,
+			want:    []string{"kind: Deployment", "kind: Service", "name: settings"},
+			notWant: []string{"replicas: 3\n---"},
+		},
+		{
+			name: "overlay with patches and images",
+			files: map[string]string{
+				"base/kustomization.yaml":   "resources: [deploy.yaml, service.yaml]\n",
+				"base/deploy.yaml":          deployYAML,
+				"base/service.yaml":         serviceYAML,
+				"prod/kustomization.yaml":   "resources: [../base]\npatches:\n- path: replicas.yaml\n",
+				"prod/replicas.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: 4\n",
+				"prod/unreferenced-cm.yaml": cm("nope", "a: b"),
+				"components/x/notused.yaml": cm("nope2", "a: b"),
+			},
+			spec: func(s *kustomizev1.KustomizationSpec) {
+				s.Path = "prod"
+				s.NamePrefix = "shop-"
+				s.Images = []kustomizev1.Image{{Name: "ghcr.io/example/api", NewTag: "v2.0.0"}}
+				s.Patches = []kustomizev1.Patch{
+					{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  annotations: {patched: smp}\n"},
+					{Patch: `[{"op": "replace", "path": "/spec/ports/0/port", "value": 9090}]`, Target: &kustomizev1.Selector{Kind: "Service"}},
+				}
+			},
+			objects: 2,
+			want:    []string{"name: shop-api", "replicas: 4", "image: ghcr.io/example/api:v2.0.0", "patched: smp", "port: 9090"},
+			notWant: []string{"nope"},
+		},
+		{
+			name:    "targetNamespace",
+			files:   map[string]string{"cm.yaml": cm("settings", "a: b") + "---\n" + strings.Replace(cm("other", "c: d"), "name: other", "name: other\n  namespace: elsewhere", 1)},
+			spec:    func(s *kustomizev1.KustomizationSpec) { s.TargetNamespace = "team-a" },
+			objects: 2,
+			want:    []string{"name: settings\n  namespace: team-a", "name: other\n  namespace: team-a"},
+			notWant: []string{"elsewhere"},
+		},
+		{
+			name: "components",
+			files: map[string]string{
+				"app/kustomization.yaml": "resources: [deploy.yaml]\n",
+				"app/deploy.yaml":        deployYAML,
+				"components/ha/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n" +
+					"patches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: api\n    spec:\n      replicas: 5\n",
+				"components/pdb/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [pdb.yaml]\n",
+				"components/pdb/pdb.yaml":           "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: api\nspec:\n  maxUnavailable: 1\n",
+			},
+			spec: func(s *kustomizev1.KustomizationSpec) {
+				s.Path = "app"
+				s.Components = []string{"../components/ha", "../components/pdb"}
+			},
+			objects: 2,
+			want:    []string{"replicas: 5", "kind: PodDisruptionBudget"},
+		},
+		{
+			name: "substitution from ConfigMap and Secret with defaults and escapes",
+			files: map[string]string{
+				"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${env}\ndata:\n" +
+					"  region: ${region}\n  tier: ${tier:=standard}\n  password: ${password}\n" +
+					"  escaped: $${literal}\n  override: ${override}\n",
+			},
+			setup: func(t *testing.T, ns string) {
+				g := NewWithT(t)
+				g.Expect(k8s.Create(context.Background(), &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"},
+					Data:       map[string]string{"region": "eu-west-1", "env": "from-configmap", "override": "configmap"},
+				})).To(Succeed())
+				g.Expect(k8s.Create(context.Background(), &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+					StringData: map[string]string{"password": "hunter2-secret", "override": "secret"},
+				})).To(Succeed())
+			},
+			spec: func(s *kustomizev1.KustomizationSpec) {
+				s.PostBuild = &kustomizev1.PostBuild{
+					Substitute: map[string]string{"env": "prod"},
+					SubstituteFrom: []kustomizev1.SubstituteReference{
+						{Kind: "ConfigMap", Name: "vars"},
+						{Kind: "Secret", Name: "creds"},
+						{Kind: "ConfigMap", Name: "absent", Optional: true},
+					},
+				}
+			},
+			objects: 1,
+			want: []string{"name: app-prod", "region: eu-west-1", "tier: standard", "password: hunter2-secret",
+				"escaped: ${literal}", "override: secret"},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t)
+			if tt.setup != nil {
+				tt.setup(t, ns)
+			}
+			rev := fmt.Sprintf("%040d", i+1)
+			gitRepo(t, ns, "repo", nil)
+			publishTree(t, ns, "repo", rev, tt.files)
+			kustomization(t, ns, "app", "repo", tt.spec)
+
+			ks := waitRendered(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+			a := ks.Status.RenderedArtifact
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.Revision).To(Equal("main@sha1:" + rev))
+			g.Expect(a.Path).To(Equal(fmt.Sprintf("kustomization/%s/app/%s.yaml", ns, strings.TrimPrefix(a.Digest, "sha256:"))))
+			g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("rendered %d objects from revision %q", tt.objects, a.Revision)))
+			body := download(t, a)
+			g.Expect(strings.Count(body, "\n---\n") + 1).To(Equal(tt.objects))
+			for _, w := range tt.want {
+				g.Expect(body).To(ContainSubstring(w))
+			}
+			for _, w := range tt.notWant {
+				g.Expect(body).NotTo(ContainSubstring(w))
+			}
+
+			// The Rendered event carries the revision and object count;
+			// no event ever carries a secret value.
+			g.Eventually(func() []events.Event { return published.of(ns, "app", RenderedReason) }, timeout, poll).Should(HaveLen(1))
+			ev := published.of(ns, "app", RenderedReason)[0]
+			g.Expect(ev.Severity).To(Equal(events.SeverityInfo))
+			g.Expect(ev.Revision).To(Equal(a.Revision))
+			g.Expect(ev.Metadata).To(HaveKeyWithValue("objects", fmt.Sprint(tt.objects)))
+			g.Expect(ev.Metadata).To(HaveKeyWithValue("digest", a.Digest))
+			for _, e := range published.all(ns, "app") {
+				g.Expect(e.Message).NotTo(ContainSubstring("hunter2"))
+			}
+			// And it was recorded as a Kubernetes Event too.
+			g.Eventually(func(g Gomega) {
+				var list corev1.EventList
+				g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+				reasons := []string{}
+				for _, e := range list.Items {
+					if e.InvolvedObject.Name == "app" {
+						reasons = append(reasons, e.Reason)
+					}
+				}
+				g.Expect(reasons).To(ContainElement(RenderedReason))
+			}, timeout, poll).Should(Succeed())
+		})
+	}
+}
+
+// A bad archive or a bad commit is refused with its message, and the last
+// good render stays in status and served.
+func TestFailuresKeepLastGoodArtifact(t *testing.T) {
+	good := map[string]string{"cm.yaml": cm("settings", "a: b")}
+	big := strings.Repeat("x", int(testLimits.MaxExtractedBytes)+1)
+	tests := []struct {
+		name string
+		// bad returns the bad artifact to publish at revision rev.
+		bad        func(t *testing.T, ns, rev string) *meta.Artifact
+		wantReason string
+		wantMsg    []string
+		wantEvent  bool
+	}{
+		{
+			name: "tar-slip archive",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")}, rawEntry{name: "../../../etc/evil.yaml", body: "x"})
+				return sources.serve("/bad/"+ns+"/slip.tar.gz", rev, data, "")
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{"was refused", `entry "../../../etc/evil.yaml" contains ".."`},
+		},
+		{
+			name: "symlink escaping the root",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")},
+					rawEntry{name: "passwd.yaml", typ: tar.TypeSymlink, link: "../../../../etc/passwd"})
+				return sources.serve("/bad/"+ns+"/link.tar.gz", rev, data, "")
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{"was refused", `symlink "passwd.yaml" -> "../../../../etc/passwd" points outside the root`},
+		},
+		{
+			name: "oversize archive",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")}, rawEntry{name: "big.yaml", body: big})
+				return sources.serve("/bad/"+ns+"/big.tar.gz", rev, data, "")
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{"was refused", fmt.Sprintf("archive too large: extracting \"big.yaml\" would exceed the limit of %d extracted bytes", testLimits.MaxExtractedBytes)},
+		},
+		{
+			name: "too many files",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				var es []rawEntry
+				for i := 0; i <= testLimits.MaxFiles; i++ {
+					es = append(es, rawEntry{name: fmt.Sprintf("f%03d.txt", i), body: "x"})
+				}
+				return sources.serve("/bad/"+ns+"/many.tar.gz", rev, rawTarGz(t, es...), "")
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{fmt.Sprintf("too many files: the archive holds more than %d entries", testLimits.MaxFiles)},
+		},
+		{
+			name: "digest mismatch",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"cm.yaml": cm("settings", "tampered: yes")})
+				return sources.serve("/bad/"+ns+"/tampered.tar.gz", rev, data, "sha256:"+strings.Repeat("ab", 32))
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{"downloading the source artifact", "want sha256:" + strings.Repeat("ab", 32), "refusing a tampered or partial artifact"},
+		},
+		{
+			name: "source artifact gone",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				a := sources.serve("/bad/"+ns+"/gone.tar.gz", rev, []byte("x"), "")
+				a.URL = sourceURL + "/bad/" + ns + "/never-served.tar.gz"
+				return a
+			},
+			wantReason: meta.ArtifactFailedReason,
+			wantMsg:    []string{"downloading the source artifact", "404"},
+		},
+		{
+			name: "remote base",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{
+					"kustomization.yaml": "resources:\n- cm.yaml\n- https://github.com/example/repo//deploy?ref=v1\n",
+					"cm.yaml":            cm("settings", "a: b"),
+				})
+				return sources.serve("/bad/"+ns+"/remote.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`kustomization.yaml: remote resource "https://github.com/example/repo//deploy?ref=v1" refused`},
+			wantEvent:  true,
+		},
+		{
+			name: "duplicate objects",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"a.yaml": cm("settings", "a: b"), "b.yaml": cm("settings", "a: c")})
+				return sources.serve("/bad/"+ns+"/dup.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.ValidationFailedReason,
+			wantMsg:    []string{"duplicate object ConfigMap default/settings: defined in a.yaml (document 1) and in b.yaml (document 1)"},
+			wantEvent:  true,
+		},
+		{
+			name: "invalid YAML",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [oops\n"})
+				return sources.serve("/bad/"+ns+"/invalid.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{"invalid YAML in cm.yaml"},
+			wantEvent:  true,
+		},
+		{
+			name: "kustomize error",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"kustomization.yaml": "resources: [missing.yaml]\n"})
+				return sources.serve("/bad/"+ns+"/kerr.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{"kustomize build failed", "missing.yaml"},
+			wantEvent:  true,
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t)
+			goodRev := fmt.Sprintf("%040d", 100+i)
+			gitRepo(t, ns, "repo", nil)
+			publishTree(t, ns, "repo", goodRev, good)
+			kustomization(t, ns, "app", "repo", nil)
+			ks := waitRevision(t, ns, "app", "main@sha1:"+goodRev)
+			last := ks.Status.RenderedArtifact.DeepCopy()
+			lastBody := download(t, last)
+
+			bad := tt.bad(t, ns, "main@sha1:bad"+goodRev[3:])
+			setArtifact(t, ns, "repo", bad)
+
+			ks = waitRendered(t, ns, "app", metav1.ConditionFalse, tt.wantReason)
+			msg := rendered(ks).Message
+			for _, m := range tt.wantMsg {
+				g.Expect(msg).To(ContainSubstring(m))
+			}
+			g.Expect(msg).To(ContainSubstring(fmt.Sprintf("still serving the render of revision %q", last.Revision)))
+			g.Expect(ks.Status.RenderedArtifact).To(Equal(last), "the last good artifact stays in status")
+			g.Expect(download(t, ks.Status.RenderedArtifact)).To(Equal(lastBody), "and is still served")
+
+			if tt.wantEvent {
+				g.Eventually(func(g Gomega) {
+					evs := published.of(ns, "app", tt.wantReason)
+					g.Expect(evs).NotTo(BeEmpty())
+					g.Expect(evs[0].Severity).To(Equal(events.SeverityError))
+					g.Expect(evs[0].Message).To(ContainSubstring(tt.wantMsg[0]))
+				}, timeout, poll).Should(Succeed())
+			}
+
+			// A good commit after the bad one renders again.
+			fixedRev := fmt.Sprintf("%040d", 200+i)
+			publishTree(t, ns, "repo", fixedRev, map[string]string{"cm.yaml": cm("settings", "fixed: yes")})
+			ks = waitRevision(t, ns, "app", "main@sha1:"+fixedRev)
+			g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("fixed: \"yes\""))
+		})
+	}
+}
+
+func TestSourceRevisionChangeRerenders(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "1111111111111111111111111111111111111111", map[string]string{"cm.yaml": cm("settings", "v: one")})
+	kustomization(t, ns, "app", "repo", nil)
+	ks := waitRevision(t, ns, "app", "main@sha1:1111111111111111111111111111111111111111")
+	first := ks.Status.RenderedArtifact.DeepCopy()
+	g.Expect(download(t, first)).To(ContainSubstring("v: one"))
+
+	// Only the GitRepository changes: the watch brings the new revision in,
+	// long before the Kustomization's one-hour interval.
+	publishTree(t, ns, "repo", "2222222222222222222222222222222222222222", map[string]string{"cm.yaml": cm("settings", "v: two")})
+	ks = waitRevision(t, ns, "app", "main@sha1:2222222222222222222222222222222222222222")
+	g.Expect(ks.Status.RenderedArtifact.Digest).NotTo(Equal(first.Digest))
+	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("v: two"))
+	g.Eventually(func() []events.Event { return published.of(ns, "app", RenderedReason) }, timeout, poll).Should(HaveLen(2))
+	// Retention keeps both files (--artifact-retention-records 2).
+	g.Expect(storage.Exists(first)).To(BeTrue())
+}
+
+func TestUnchangedSourceDoesNotRebuild(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "3333333333333333333333333333333333333333", map[string]string{"cm.yaml": cm("settings", "a: b")})
+	kustomization(t, ns, "app", "repo", nil)
+	ks := waitRevision(t, ns, "app", "main@sha1:3333333333333333333333333333333333333333")
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	builds := reconciler.Builds(key)
+	g.Expect(builds).To(BeNumerically(">=", 1))
+	reconciles := reconciler.Reconciles(key)
+	before := ks.Status.RenderedArtifact.DeepCopy()
+
+	// Ask for a reconcile: it runs, but finds nothing changed.
+	requestReconcile(t, ns, "app")
+	g.Eventually(func() int64 { return reconciler.Reconciles(key) }, timeout, poll).Should(BeNumerically(">", reconciles))
+	g.Expect(reconciler.Builds(key)).To(Equal(builds), "an unchanged source and spec must not rebuild")
+	g.Expect(getKS(g, ns, "app").Status.RenderedArtifact).To(Equal(before), "nor touch the artifact or its lastUpdateTime")
+
+	// The same bytes under a new source revision do rebuild (the digest
+	// key changed) but keep the content digest.
+	publishTree(t, ns, "repo", "4444444444444444444444444444444444444444", map[string]string{"cm.yaml": cm("settings", "a: b"), "README.md": "new\n"})
+	ks = waitRevision(t, ns, "app", "main@sha1:4444444444444444444444444444444444444444")
+	g.Expect(reconciler.Builds(key)).To(Equal(builds + 1))
+	g.Expect(ks.Status.RenderedArtifact.Digest).To(Equal(before.Digest))
+
+	// A change of substituteFrom data is part of the key too.
+	g.Expect(k8s.Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, Data: map[string]string{"x": "1"},
+	})).To(Succeed())
+	patch := client.MergeFrom(ks.DeepCopy())
+	ks.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}}}
+	g.Expect(k8s.Patch(context.Background(), ks, patch)).To(Succeed())
+	ks = waitRendered(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	g.Expect(reconciler.Builds(key)).To(Equal(builds + 2))
+	reconciles = reconciler.Reconciles(key)
+	var vars corev1.ConfigMap
+	g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "vars"}, &vars)).To(Succeed())
+	vars.Data["x"] = "2"
+	g.Expect(k8s.Update(context.Background(), &vars)).To(Succeed())
+	requestReconcile(t, ns, "app")
+	g.Eventually(func() int64 { return reconciler.Builds(key) }, timeout, poll).Should(Equal(builds + 3))
+	g.Expect(reconciler.Reconciles(key)).To(BeNumerically(">", reconciles))
+}
+
+// render-controller applies only its own status fields: conditions and
+// fields that sync-controller applied under its own manager survive.
+func TestSyncControllerStatusSurvives(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "5555555555555555555555555555555555555555", map[string]string{"cm.yaml": cm("settings", "a: b")})
+	kustomization(t, ns, "app", "repo", nil)
+	waitRevision(t, ns, "app", "main@sha1:5555555555555555555555555555555555555555")
+
+	// sync-controller's share, applied as it would: its own manager.
+	syncStatus := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kustomizev1.GroupVersion.String(), "kind": kustomizev1.KustomizationKind,
+		"metadata": map[string]any{"name": "app", "namespace": ns},
+		"status": map[string]any{
+			"observedGeneration":  int64(1),
+			"lastAppliedRevision": "main@sha1:5555555555555555555555555555555555555555",
+			"conditions": []any{map[string]any{
+				"type": "Ready", "status": "True", "reason": "Succeeded", "message": "applied by sync",
+				"observedGeneration": int64(1), "lastTransitionTime": "2026-01-01T00:00:00Z",
+			}},
+		},
+	}}
+	g.Expect(k8s.Status().Patch(context.Background(), syncStatus, client.Apply, client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
+
+	// A new revision makes render-controller write its status again.
+	publishTree(t, ns, "repo", "6666666666666666666666666666666666666666", map[string]string{"cm.yaml": cm("settings", "a: c")})
+	ks := waitRevision(t, ns, "app", "main@sha1:6666666666666666666666666666666666666666")
+
+	var ready *metav1.Condition
+	for i := range ks.Status.Conditions {
+		if ks.Status.Conditions[i].Type == meta.ReadyCondition {
+			ready = &ks.Status.Conditions[i]
+		}
+	}
+	g.Expect(ready).NotTo(BeNil(), "sync-controller's Ready condition survives")
+	g.Expect(ready.Message).To(Equal("applied by sync"))
+	g.Expect(ks.Status.ObservedGeneration).To(Equal(int64(1)))
+	g.Expect(ks.Status.LastAppliedRevision).To(Equal("main@sha1:5555555555555555555555555555555555555555"))
+
+	// And render-controller's manager owns nothing but its own fields.
+	found := false
+	for _, mf := range ks.ManagedFields {
+		if mf.Manager != FieldManager {
+			continue
+		}
+		found = true
+		g.Expect(mf.Subresource).To(Equal("status"))
+		var fields map[string]map[string]any
+		g.Expect(json.Unmarshal(mf.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(fields).To(HaveLen(1))
+		var owned []string
+		for k := range fields["f:status"] {
+			owned = append(owned, k)
+		}
+		g.Expect(owned).To(ConsistOf("f:conditions", "f:renderedArtifact"))
+		conds, _ := fields["f:status"]["f:conditions"].(map[string]any)
+		var types []string
+		for k := range conds {
+			types = append(types, k)
+		}
+		g.Expect(types).To(ConsistOf(`k:{"type":"Rendered"}`))
+	}
+	g.Expect(found).To(BeTrue())
+	// Render-controller never sets Ready, Reconciling or Stalled itself.
+	ks2 := &kustomizev1.Kustomization{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), ks2)).To(Succeed())
+	for _, c := range ks2.Status.Conditions {
+		g.Expect(c.Type).To(BeElementOf(kustomizev1.RenderedCondition, meta.ReadyCondition))
+	}
+}
+
+func TestWaitsForSourceArtifact(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	kustomization(t, ns, "app", "repo", nil)
+	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
+	g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo not found", ns)))
+	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+
+	gitRepo(t, ns, "repo", nil)
+	g.Eventually(func(g Gomega) {
+		g.Expect(rendered(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo has no artifact yet", ns)))
+	}, timeout, poll).Should(Succeed())
+
+	publishTree(t, ns, "repo", "7777777777777777777777777777777777777777", map[string]string{"cm.yaml": cm("settings", "a: b")})
+	waitRevision(t, ns, "app", "main@sha1:7777777777777777777777777777777777777777")
+}
+
+func TestCrossNamespaceSourceRefused(t *testing.T) {
+	g := NewWithT(t)
+	ns, other := namespace(t), namespace(t)
+	gitRepo(t, other, "repo", nil)
+	publishTree(t, other, "repo", "8888888888888888888888888888888888888888", map[string]string{"cm.yaml": cm("settings", "a: b")})
+	kustomization(t, ns, "app", "repo", func(s *kustomizev1.KustomizationSpec) { s.SourceRef.Namespace = other })
+	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.InvalidSpecReason)
+	g.Expect(rendered(ks).Message).To(ContainSubstring("cross-namespace references are not allowed"))
+	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+}
+
+func TestSubstituteFromMissingObject(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "9999999999999999999999999999999999999999", map[string]string{"cm.yaml": cm("settings", "a: ${a:=x}")})
+	kustomization(t, ns, "app", "repo", func(s *kustomizev1.KustomizationSpec) {
+		s.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "Secret", Name: "missing"}}}
+	})
+	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.SubstituteFailedReason)
+	g.Expect(rendered(ks).Message).To(ContainSubstring(fmt.Sprintf("Secret %s/missing (postBuild.substituteFrom) not found", ns)))
+
+	// A secret value that breaks a build never shows in status or events.
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"},
+		StringData: map[string]string{"a": "topsecret: [unclosed"},
+	})).To(Succeed())
+	requestReconcile(t, ns, "app")
+	g.Eventually(func(g Gomega) {
+		ks := getKS(g, ns, "app")
+		c := rendered(ks)
+		g.Expect(c.Message).To(ContainSubstring("not valid YAML after substitution"))
+		g.Expect(c.Message).NotTo(ContainSubstring("topsecret"))
+	}, timeout, poll).Should(Succeed())
+	for _, e := range published.all(ns, "app") {
+		g.Expect(e.Message).NotTo(ContainSubstring("topsecret"))
+	}
+}
+
+func TestDeletionRemovesStoredArtifacts(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", map[string]string{"cm.yaml": cm("settings", "a: b")})
+	ks := kustomization(t, ns, "app", "repo", nil)
+	a := waitRevision(t, ns, "app", "main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").Status.RenderedArtifact
+	g.Expect(storage.Exists(a)).To(BeTrue())
+	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
+	g.Eventually(func() bool { return storage.Exists(a) }, timeout, poll).Should(BeFalse())
+}
+
+// requestReconcile sets the requestedAt annotation to a new value.
+func requestReconcile(t *testing.T, ns, name string) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano)))
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	NewWithT(t).Expect(k8s.Patch(context.Background(), ks, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}

@@ -1,0 +1,400 @@
+package controller
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/testenv"
+)
+
+// Shared by every test of the package: one control plane, one manager
+// running the reconciler, one render storage with its HTTP server, and one
+// HTTP server standing in for source-controller's artifact server.
+var (
+	env        *testenv.Environment
+	k8s        client.Client
+	storage    *artifact.Storage
+	reconciler *KustomizationReconciler
+	published  = &capture{}
+	sources    = &sourceServer{files: map[string][]byte{}}
+	sourceURL  string
+)
+
+// Limits of the reconciler under test: small, so the oversize cases stay
+// small too.
+var testLimits = artifact.Limits{MaxArchiveBytes: 1 << 20, MaxExtractedBytes: 256 << 10, MaxFiles: 100}
+
+const (
+	timeout = 30 * time.Second
+	poll    = 100 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// PLUMB_TEST_LOG=1 shows the controller's log.
+	if os.Getenv("PLUMB_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	var err error
+	// The reconciler's stream events go to an in-memory publisher the tests
+	// read; NATS itself is not needed here.
+	if env, err = testenv.Start(testenv.WithoutNATS()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	k8s = env.Client
+
+	srcSrv := httptest.NewServer(sources)
+	defer srcSrv.Close()
+	sourceURL = srcSrv.URL
+
+	dir, err := os.MkdirTemp("", "plumb-render-storage-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if storage, err = artifact.NewStorage(dir, "", 2); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fileServer := artifact.NewServer("127.0.0.1:0", storage)
+	addr, err := fileServer.Listen()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	storage.Hostname = addr.String()
+
+	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4}
+	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := mgr.Add(fileServer); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	reconciler = &KustomizationReconciler{
+		Client:               mgr.GetClient(),
+		Storage:              storage,
+		Events:               events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), published, env.Scheme, ControllerName), //nolint:staticcheck
+		Metrics:              NewMetrics(metrics.Registry),
+		Limits:               testLimits,
+		NoCrossNamespaceRefs: true,
+		DependencyRequeue:    time.Second,
+		DownloadAttempts:     2,
+		DownloadBackoff:      10 * time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := reconciler.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	return m.Run()
+}
+
+// --- the stand-in for source-controller's artifact server ---
+
+type sourceServer struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (s *sourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	data, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+// serve publishes data at path and returns the artifact describing it;
+// digest overrides the real digest when not empty (a tampered artifact).
+func (s *sourceServer) serve(path, revision string, data []byte, digest string) *meta.Artifact {
+	s.mu.Lock()
+	s.files[path] = data
+	s.mu.Unlock()
+	if digest == "" {
+		digest = fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+	}
+	size := int64(len(data))
+	return &meta.Artifact{
+		Path: strings.TrimPrefix(path, "/"), URL: sourceURL + path, Revision: revision,
+		Digest: digest, Size: &size, LastUpdateTime: metav1.Now(),
+	}
+}
+
+// packTree writes files into a temporary folder and packs it with
+// pkg/artifact's Pack, as source-controller does.
+func packTree(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := artifact.Pack(context.Background(), &buf, dir, artifact.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// rawEntry is one entry of a hand-made (possibly malicious) archive.
+type rawEntry struct {
+	name, body, link string
+	typ              byte
+}
+
+// rawTarGz writes entries as they are, which Pack never would.
+func rawTarGz(t *testing.T, entries ...rawEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		typ := e.typ
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		hdr := &tar.Header{Name: e.name, Typeflag: typ, Linkname: e.link, Mode: 0o644}
+		if typ == tar.TypeReg {
+			hdr.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// --- the stand-in for the stream ---
+
+type capture struct {
+	mu     sync.Mutex
+	events []events.Event
+}
+
+func (c *capture) Publish(e events.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// of returns the events about one Kustomization with the given reason.
+func (c *capture) of(ns, name, reason string) []events.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []events.Event
+	for _, e := range c.events {
+		if e.InvolvedObject.Namespace == ns && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// all returns every event about one object.
+func (c *capture) all(ns, name string) []events.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []events.Event
+	for _, e := range c.events {
+		if e.InvolvedObject.Namespace == ns && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// --- object helpers ---
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns, err := env.Namespace(context.Background(), "render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// gitRepo creates a GitRepository and, when a is not nil, gives it that
+// artifact through the status subresource (source-controller does not run
+// here).
+func gitRepo(t *testing.T, ns, name string, a *meta.Artifact) {
+	t.Helper()
+	g := NewWithT(t)
+	repo := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       sourcev1.GitRepositorySpec{URL: "https://git.example/" + name, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(k8s.Create(context.Background(), repo)).To(Succeed())
+	if a != nil {
+		setArtifact(t, ns, name, a)
+	}
+}
+
+// setArtifact writes status.artifact of a GitRepository, as source-controller would.
+func setArtifact(t *testing.T, ns, name string, a *meta.Artifact) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		var repo sourcev1.GitRepository
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &repo); err != nil {
+			return err
+		}
+		repo.Status.Artifact = a
+		return k8s.Status().Update(context.Background(), &repo)
+	}, timeout, poll).Should(Succeed())
+}
+
+// publishTree packs files, serves them and sets them as the GitRepository's
+// artifact at revision.
+func publishTree(t *testing.T, ns, repo, revision string, files map[string]string) *meta.Artifact {
+	t.Helper()
+	data := packTree(t, files)
+	a := sources.serve(fmt.Sprintf("/gitrepository/%s/%s/%s.tar.gz", ns, repo, revision), "main@sha1:"+revision, data, "")
+	setArtifact(t, ns, repo, a)
+	return a
+}
+
+func kustomization(t *testing.T, ns, name, repo string, mutate func(*kustomizev1.KustomizationSpec)) *kustomizev1.Kustomization {
+	t.Helper()
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: repo},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Prune:     true,
+		},
+	}
+	if mutate != nil {
+		mutate(&ks.Spec)
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), ks)).To(Succeed())
+	return ks
+}
+
+func getKS(g Gomega, ns, name string) *kustomizev1.Kustomization {
+	var ks kustomizev1.Kustomization
+	g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &ks)).To(Succeed())
+	return &ks
+}
+
+func rendered(ks *kustomizev1.Kustomization) *metav1.Condition {
+	for i := range ks.Status.Conditions {
+		if ks.Status.Conditions[i].Type == kustomizev1.RenderedCondition {
+			return &ks.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitRendered waits until Rendered has status and reason for the current
+// generation and returns the object.
+func waitRendered(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) *kustomizev1.Kustomization {
+	t.Helper()
+	g := NewWithT(t)
+	var ks *kustomizev1.Kustomization
+	g.Eventually(func(g Gomega) {
+		ks = getKS(g, ns, name)
+		c := rendered(ks)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(status), c.Message)
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(ks.Generation))
+	}, timeout, poll).Should(Succeed())
+	return ks
+}
+
+// waitRevision waits until the rendered artifact has the revision.
+func waitRevision(t *testing.T, ns, name, revision string) *kustomizev1.Kustomization {
+	t.Helper()
+	g := NewWithT(t)
+	var ks *kustomizev1.Kustomization
+	g.Eventually(func(g Gomega) {
+		ks = getKS(g, ns, name)
+		g.Expect(ks.Status.RenderedArtifact).NotTo(BeNil())
+		g.Expect(ks.Status.RenderedArtifact.Revision).To(Equal(revision))
+		c := rendered(ks)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, timeout, poll).Should(Succeed())
+	return ks
+}
+
+// download fetches a rendered artifact over HTTP and checks its digest.
+func download(t *testing.T, a *meta.Artifact) string {
+	t.Helper()
+	g := NewWithT(t)
+	resp, err := http.Get(a.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fmt.Sprintf("sha256:%x", sha256.Sum256(body))).To(Equal(a.Digest))
+	return string(body)
+}
