@@ -26,11 +26,12 @@ func (s *syncRun) syncID() string {
 	return hex.EncodeToString(sum[:])[:10]
 }
 
-// isNewSync reports whether this run starts (or resumes) a sync operation
-// with hooks, rather than re-checking a sync that already succeeded.
+// isNewSync reports whether this run starts, retries or resumes a sync
+// operation with hooks, rather than re-checking a sync that already
+// succeeded.
 func (s *syncRun) isNewSync() bool {
 	prev := s.obj.Status.Sync
-	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation || prev.Phase == kustomizev1.PhaseFailed
+	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation || prev.Phase != kustomizev1.PhaseSucceeded
 }
 
 // applyPlan runs the sync plan: PreSync, Sync and PostSync phases, each wave
@@ -115,7 +116,7 @@ func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev
 		// always waited on, since they must complete.
 		if i < len(steps)-1 || len(st.wave.hooks) > 0 {
 			if err := s.waitWave(ctx, st.wave); err != nil {
-				return failed(kustomizev1.HealthCheckFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+				return failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
 			}
 		}
 	}

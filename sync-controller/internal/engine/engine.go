@@ -192,7 +192,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 	}
 	d := diff.Diff(current, dryRun, opts.Ignore)
 	if d.Action == diff.Unchanged {
-		e.records.put(key, record{hash: hash, fingerprint: fingerprint(current.GetManagedFields())})
+		e.records.put(key, recordOf(hash, current))
 		res.Object = current
 		return res
 	}
@@ -211,7 +211,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 // we left it for the same desired state.
 func (e *Engine) unchanged(key, hash string, live *metav1.PartialObjectMetadata) bool {
 	if rec, ok := e.records.get(key); ok {
-		return rec.hash == hash && rec.fingerprint == fingerprint(live.ManagedFields)
+		return rec == recordOf(hash, live)
 	}
 	// After a restart: the annotation says what we applied last, and the
 	// managed fields say nobody wrote after us.
@@ -237,7 +237,7 @@ func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, 
 	if res.Action == Created && !createdByUs(obj) {
 		res.Action = Configured
 	}
-	e.records.put(res.ID.key(), record{hash: hash, fingerprint: fingerprint(obj.GetManagedFields())})
+	e.records.put(res.ID.key(), recordOf(hash, obj))
 	res.Object, res.Written = obj, true
 	return res
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,24 @@ const AppliedHashAnnotation = "plumb.dev/applied-hash"
 type record struct {
 	hash        string
 	fingerprint string
+	// version is the object's generation where it has one, otherwise its
+	// resourceVersion: managedFields times have one-second resolution, so a
+	// second write by the same manager in the same second leaves the
+	// fingerprint as it was, but not the generation or resourceVersion.
+	version string
+}
+
+// versionOf returns the version a record keeps for an object.
+func versionOf(obj metav1.Object) string {
+	if g := obj.GetGeneration(); g > 0 {
+		return "g" + strconv.FormatInt(g, 10)
+	}
+	return "rv" + obj.GetResourceVersion()
+}
+
+// recordOf returns the record of an object as it is now.
+func recordOf(hash string, obj metav1.Object) record {
+	return record{hash: hash, fingerprint: fingerprint(obj.GetManagedFields()), version: versionOf(obj)}
 }
 
 // records is the engine's memory, safe for concurrent use.

@@ -144,13 +144,41 @@ func (w *Watcher) onUpdate(oldObj, newObj any) {
 	w.changes.notify()
 	oldMeta, ok1 := oldObj.(*metav1.PartialObjectMetadata)
 	newMeta, ok2 := newObj.(*metav1.PartialObjectMetadata)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || !foreignWrite(oldMeta, newMeta) {
 		return
 	}
-	if foreignFingerprint(oldMeta.ManagedFields) == foreignFingerprint(newMeta.ManagedFields) {
-		return // our own write, or a status update
-	}
 	w.enqueue(newMeta.Labels, "changed", newMeta)
+}
+
+// foreignWrite reports whether the update from old to new was made by a
+// writer other than plumb-sync, to the object rather than its status.
+func foreignWrite(old, new *metav1.PartialObjectMetadata) bool {
+	if ourEntry(old.ManagedFields) != ourEntry(new.ManagedFields) {
+		return false // our own apply
+	}
+	if foreignFingerprint(old.ManagedFields) != foreignFingerprint(new.ManagedFields) {
+		return true
+	}
+	// The same manager writing the same fields again within one second
+	// leaves managedFields as they were; the generation (or, for kinds
+	// without one, the resourceVersion, as they have no status to write)
+	// still tells.
+	if new.Generation > 0 {
+		return new.Generation != old.Generation
+	}
+	return new.ResourceVersion != old.ResourceVersion
+}
+
+// ourEntry returns when plumb-sync last applied the object. Only the time
+// counts: another manager's Update takes fields out of our entry without
+// touching its time.
+func ourEntry(entries []metav1.ManagedFieldsEntry) string {
+	for _, e := range entries {
+		if e.Manager == FieldManager && e.Subresource == "" && e.Time != nil {
+			return e.Time.UTC().Format(time.RFC3339)
+		}
+	}
+	return ""
 }
 
 func (w *Watcher) onDelete(obj any) {
