@@ -4,39 +4,99 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	notificationcontroller "plumb.dev/notification-controller/internal/controller"
+	"plumb.dev/notification-controller/internal/dispatch"
+	nopts "plumb.dev/notification-controller/internal/options"
+	"plumb.dev/notification-controller/internal/receiver"
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 )
 
-const controllerName = "notification-controller"
+const controllerName = dispatch.ControllerName
 
 func main() {
 	var (
-		mgrOpts     options.Manager
-		natsOpts    options.NATS
+		mgrOpts   options.Manager
+		natsOpts  options.NATS
+		notifOpts nopts.Notification
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
+	notifOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, notifOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notification) error {
 	app.SetupLogger(mgrOpts)
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), app.NewScheme(), mgrOpts)
+	log := ctrl.Log.WithName(controllerName)
+	if err := notifOpts.Validate(); err != nil {
+		return err
+	}
+	scheme := app.NewScheme()
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
 	if err != nil {
 		return err
 	}
-	_ = natsOpts
+
+	publisher, err := events.NewPublisher(natsOpts, controllerName, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := publisher.Close(ctx); err != nil {
+			log.Error(err, "closing the event publisher")
+		}
+	}()
+	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+
+	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
+	if err := (&notificationcontroller.ProviderReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	if err := (&notificationcontroller.AlertReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	if err := (&notificationcontroller.ReceiverReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	if err := mgr.Add(&receiver.Server{
+		Addr:   notifOpts.ReceiverAddr,
+		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(),
+		Events: recorder,
+		Log:    log.WithName("receiver"),
+	}); err != nil {
+		return err
+	}
+	if natsOpts.URL == "" {
+		log.Info("no NATS URL given: alerts are not delivered")
+	} else if err := mgr.Add(&dispatch.Dispatcher{
+		NATS:    natsOpts,
+		Options: notifOpts,
+		Client:  mgr.GetClient(),
+		Reader:  mgr.GetAPIReader(),
+		Events:  recorder,
+		Log:     log.WithName("dispatch"),
+	}); err != nil {
+		return err
+	}
+	log.Info("starting", "receiverAddr", notifOpts.ReceiverAddr, "nats", natsOpts.URL != "")
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/notification-controller/internal/dispatch"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+)
+
+// AlertReconciler checks that an Alert can route events: its expressions
+// compile and its Provider is Ready.
+type AlertReconciler struct {
+	client.Client
+}
+
+// SetupWithManager registers the reconciler; a change to a Provider's
+// status reconciles the Alerts that use it.
+func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Alert{}, ProviderRefIndex,
+		func(o client.Object) []string {
+			return []string{o.(*notificationv1.Alert).Spec.ProviderRef.Name}
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("alert").
+		For(&notificationv1.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&notificationv1.Provider{},
+			handler.EnqueueRequestsFromMapFunc(requestsFor(r.Client, &notificationv1.AlertList{}, ProviderRefIndex))).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile runs the steps suspend, expressions, provider and patches the
+// status.
+func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &notificationv1.Alert{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return run(ctx, r.Client, obj, alertObj{obj}, []step[*notificationv1.Alert]{
+		{"suspend", r.reconcileSuspend},
+		{"expressions", r.reconcileExpressions},
+		{"provider", r.reconcileProvider},
+	}, func() string { return fmt.Sprintf("routing events to provider %s", obj.Spec.ProviderRef.Name) })
+}
+
+// reconcileSuspend stops at a suspended Alert: Ready=False (Suspended).
+func (r *AlertReconciler) reconcileSuspend(_ context.Context, obj *notificationv1.Alert) error {
+	if obj.Spec.Suspend {
+		return errSuspended
+	}
+	return nil
+}
+
+// reconcileExpressions compiles the inclusion and exclusion lists. Sets
+// Stalled and Ready=False (InvalidSpec) naming the bad expression.
+func (r *AlertReconciler) reconcileExpressions(_ context.Context, obj *notificationv1.Alert) error {
+	if err := dispatch.ValidateAlert(obj); err != nil {
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
+	return nil
+}
+
+// reconcileProvider checks the Provider exists and is Ready. Sets
+// Ready=False (ProviderNotReady) and Reconciling otherwise; the Provider's
+// next change reconciles the Alert again.
+func (r *AlertReconciler) reconcileProvider(ctx context.Context, obj *notificationv1.Alert) error {
+	var p notificationv1.Provider
+	name := obj.Spec.ProviderRef.Name
+	if err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return plumbreconcile.Waiting(ProviderNotReadyReason, retryInterval, fmt.Errorf("provider %s not found", name))
+		}
+		return err
+	}
+	if !conditions.IsReady(&p) {
+		msg := conditions.GetMessage(&p, meta.ReadyCondition)
+		if msg == "" {
+			msg = "not reconciled yet"
+		}
+		return plumbreconcile.Waiting(ProviderNotReadyReason, retryInterval, fmt.Errorf("provider %s is not ready: %s", name, msg))
+	}
+	return nil
+}

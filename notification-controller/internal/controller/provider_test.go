@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+)
+
+// TestProviderSecret walks a Provider from a missing Secret, to a Secret
+// without the address key, to a working one: each state is on the Ready
+// condition, naming what is missing, and the Secret's changes are picked up
+// without touching the Provider.
+func TestProviderSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	p := &notificationv1.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slack"},
+		Spec: notificationv1.ProviderSpec{
+			Type:      notificationv1.SlackProvider,
+			SecretRef: &meta.LocalObjectReference{Name: "slack-url"},
+		},
+	}
+	g.Expect(k8s.Create(ctx, p)).To(Succeed())
+	cond := waitReady(t, p, metav1.ConditionFalse)
+	g.Expect(cond.Reason).To(Equal(SecretNotReadyReason))
+	g.Expect(cond.Message).To(ContainSubstring("secret " + ns + "/slack-url not found"))
+
+	secret := createSecret(t, ns, "slack-url", map[string]string{"token": "xoxb-not-shown"})
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		g.Expect(readyOf(p).Message).To(ContainSubstring(`has no key "address"`))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(readyOf(p).Message).NotTo(ContainSubstring("xoxb"), "no secret value in conditions")
+
+	secret.StringData = map[string]string{"address": "https://hooks.slack.example/services/T0/B0/SECRETPATH"}
+	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	cond = waitReady(t, p, metav1.ConditionTrue)
+	g.Expect(cond.Message).To(Equal("slack provider is ready"))
+	g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+
+	// The status is written by notification-controller's field manager.
+	managers := map[string]bool{}
+	for _, mf := range p.ManagedFields {
+		if mf.Subresource == "status" {
+			managers[mf.Manager] = true
+		}
+	}
+	g.Expect(managers).To(HaveKey(FieldManager))
+}
+
+// TestProviderValidation covers the other ways a Provider is not ready.
+func TestProviderValidation(t *testing.T) {
+	ns := newNamespace(t)
+	for _, tc := range []struct {
+		name    string
+		spec    notificationv1.ProviderSpec
+		secret  map[string]string
+		reason  string
+		message string
+	}{
+		{
+			name:    "hmac-without-token",
+			spec:    notificationv1.ProviderSpec{Type: notificationv1.GenericHMACProvider, SecretRef: &meta.LocalObjectReference{Name: "hmac-without-token"}},
+			secret:  map[string]string{"address": "https://example.com/hook"},
+			reason:  SecretNotReadyReason,
+			message: `secret ` + ns + `/hmac-without-token has no key "token"`,
+		},
+		{
+			name:    "no-address",
+			spec:    notificationv1.ProviderSpec{Type: notificationv1.GenericProvider},
+			reason:  meta.InvalidSpecReason,
+			message: "no address",
+		},
+		{
+			name:    "wrong-scheme",
+			spec:    notificationv1.ProviderSpec{Type: notificationv1.NATSProvider, Channel: "alerts", Address: "https://example.com"},
+			reason:  meta.InvalidSpecReason,
+			message: "must be a nats:// or tls:// URL",
+		},
+		{
+			name:    "headers-not-a-map",
+			spec:    notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, SecretRef: &meta.LocalObjectReference{Name: "headers-not-a-map"}},
+			secret:  map[string]string{"address": "https://example.com/hook", "headers": "- a list"},
+			reason:  SecretNotReadyReason,
+			message: `key "headers" is not a YAML map`,
+		},
+		{
+			name: "suspended",
+			spec: notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: "https://example.com", Suspend: true},
+			reason: meta.SuspendedReason,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			if tc.secret != nil {
+				createSecret(t, ns, tc.name, tc.secret)
+			}
+			p := &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}, Spec: tc.spec}
+			g.Expect(k8s.Create(context.Background(), p)).To(Succeed())
+			cond := waitReady(t, p, metav1.ConditionFalse)
+			g.Expect(cond.Reason).To(Equal(tc.reason))
+			g.Expect(cond.Message).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+// TestAlertReadiness: an Alert waits for its Provider, and a bad
+// expression stalls it.
+func TestAlertReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	a := createAlert(t, ns, "waits", "later", nil)
+	cond := waitReady(t, a, metav1.ConditionFalse)
+	g.Expect(cond.Reason).To(Equal(ProviderNotReadyReason))
+	g.Expect(cond.Message).To(Equal("provider later not found"))
+
+	createProvider(t, ns, "later", notificationv1.GenericProvider, "https://example.com/hook", nil)
+	cond = waitReady(t, a, metav1.ConditionTrue)
+	g.Expect(cond.Message).To(Equal("routing events to provider later"))
+
+	bad := createAlert(t, ns, "bad-regex", "later", func(s *notificationv1.AlertSpec) {
+		s.ExclusionList = []string{"ok", "(unclosed"}
+	})
+	cond = waitReady(t, bad, metav1.ConditionFalse)
+	g.Expect(cond.Reason).To(Equal(meta.InvalidSpecReason))
+	g.Expect(cond.Message).To(ContainSubstring("spec.exclusionList[1]"))
+	g.Expect(bad.Status.Conditions).To(ContainElement(And(
+		HaveField("Type", meta.StalledCondition), HaveField("Status", metav1.ConditionTrue))))
+
+	// Fixing the expression makes it Ready.
+	bad.Spec.ExclusionList = []string{"ok"}
+	g.Expect(k8s.Update(ctx, bad)).To(Succeed())
+	waitReady(t, bad, metav1.ConditionTrue)
+	g.Expect(bad.Status.Conditions).NotTo(ContainElement(HaveField("Type", meta.StalledCondition)))
+
+	// A Secret unrelated to any Provider changes nothing.
+	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})).To(Succeed())
+}

@@ -1,0 +1,555 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/notification-controller/internal/notifier"
+	nopts "plumb.dev/notification-controller/internal/options"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/options"
+)
+
+// ControllerName is the reportingController of events this controller
+// publishes.
+const ControllerName = "notification-controller"
+
+// Reasons of the events the dispatcher records on Alerts.
+const (
+	// DeliveryFailedReason: a provider did not take an event after all retries.
+	DeliveryFailedReason = "DeliveryFailed"
+)
+
+// fetchBatch is how many events one pull asks for.
+const fetchBatch = 64
+
+// fetchWait is how long one pull waits for events; shutdown waits for the
+// last pull to end.
+const fetchWait = 3 * time.Second
+
+// Dispatcher consumes the events stream and delivers alerts. It is a
+// controller-runtime Runnable that runs on the leader only, so one process
+// delivers and events about one object stay in order.
+type Dispatcher struct {
+	NATS    options.NATS
+	Options nopts.Notification
+	// FilterSubjects narrows the consumer; all events when empty.
+	FilterSubjects []string
+	// Client reads Alerts and Providers (from the manager's cache).
+	Client client.Client
+	// Reader reads Secrets and the labels of involved objects, uncached.
+	Reader client.Reader
+	// Events records Warning events on Alerts whose provider gave up.
+	Events *events.Recorder
+	// HTTPClient sends webhook deliveries.
+	HTTPClient *http.Client
+	Log        logr.Logger
+
+	limiter *rateLimiter
+
+	mu       sync.Mutex
+	inflight map[jetstream.Msg]struct{}
+	// aside holds the events handed back at the end of shutdown.
+	aside []jetstream.Msg
+}
+
+// NeedLeaderElection makes only the leader consume.
+func (d *Dispatcher) NeedLeaderElection() bool { return true }
+
+// Start consumes until ctx ends, then finishes or hands back what it holds.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	if err := d.Options.Validate(); err != nil {
+		return err
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if len(d.FilterSubjects) == 0 {
+		d.FilterSubjects = []string{events.StreamSubjects}
+	}
+	d.limiter = newRateLimiter(d.Options.RateLimitInterval)
+	d.inflight = map[jetstream.Msg]struct{}{}
+	log := d.Log.WithValues("consumer", d.Options.ConsumerName)
+
+	nc, err := nats.Connect(d.NATS.URL,
+		nats.Name(ControllerName),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Info("disconnected from NATS", "error", err.Error())
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("reconnected to NATS") }),
+	)
+	if err != nil {
+		return fmt.Errorf("connecting to NATS: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	// One channel per worker; the subject picks the worker.
+	workers := make([]chan jetstream.Msg, d.Options.Workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		workers[i] = make(chan jetstream.Msg, fetchBatch)
+		wg.Go(func() { d.work(ctx, workers[i]) })
+	}
+	wg.Go(func() { d.keepAlive(ctx) })
+
+	log.Info("consuming events", "stream", d.NATS.Stream, "subjects", d.FilterSubjects)
+	d.consume(ctx, js, workers, log)
+	for _, w := range workers {
+		close(w)
+	}
+	wg.Wait()
+	d.handBackAll()
+	return nil
+}
+
+// setAside keeps an event this instance will not deliver, to hand back at
+// the end of shutdown.
+func (d *Dispatcher) setAside(msg jetstream.Msg) {
+	d.mu.Lock()
+	d.aside = append(d.aside, msg)
+	d.mu.Unlock()
+}
+
+// handBackAll negatively acknowledges the events set aside, in stream
+// order, so the next instance gets them at once and in order (JetStream
+// redelivers before it delivers new events).
+func (d *Dispatcher) handBackAll() {
+	d.mu.Lock()
+	aside := d.aside
+	d.aside = nil
+	d.mu.Unlock()
+	seq := func(m jetstream.Msg) uint64 {
+		if md, err := m.Metadata(); err == nil {
+			return md.Sequence.Stream
+		}
+		return 0
+	}
+	slices.SortStableFunc(aside, func(a, b jetstream.Msg) int { return cmp.Compare(seq(a), seq(b)) })
+	for _, m := range aside {
+		d.settle(m, outcome{})
+	}
+}
+
+// consume pulls events and hands each to its worker until ctx ends,
+// recreating the consumer after errors (NATS down, stream deleted).
+func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, workers []chan jetstream.Msg, log logr.Logger) {
+	backoff := time.Duration(0)
+	wait := func() bool {
+		backoff = min(max(2*backoff, 200*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+			return true
+		}
+	}
+	var cons jetstream.Consumer
+	failing := false
+	for ctx.Err() == nil {
+		if cons == nil {
+			var err error
+			if cons, err = d.consumer(ctx, js); err != nil {
+				if !failing && ctx.Err() == nil {
+					log.Info("cannot create the JetStream consumer, retrying", "error", err.Error())
+					failing = true
+				}
+				cons = nil
+				if !wait() {
+					return
+				}
+				continue
+			}
+		}
+		// No context: a pull is never cut short, so when the loop ends the
+		// server holds no pull request of ours. Events handed back at
+		// shutdown then go straight to the redelivery queue in order; with
+		// a request left behind, the server would take one, find nobody
+		// listening and queue it again behind the others.
+		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			if !failing && ctx.Err() == nil {
+				log.Info("cannot fetch events, retrying", "error", err.Error())
+				failing = true
+			}
+			cons = nil
+			if !wait() {
+				return
+			}
+			continue
+		}
+		// Range to the end even after ctx ends, and hand every event to
+		// its worker even then: after ctx ends a worker sets aside what it
+		// cannot deliver, behind the event it is working on. (Workers drain
+		// their channels until they are closed, so this blocks for one
+		// delivery attempt at most.)
+		for msg := range batch.Messages() {
+			d.track(msg)
+			workers[shard(msg.Subject(), len(workers))] <- msg
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+			if !failing {
+				log.Info("fetching events failed, retrying", "error", err.Error())
+				failing = true
+			}
+			cons = nil
+			if !wait() {
+				return
+			}
+			continue
+		}
+		if failing {
+			log.Info("consuming events again")
+			failing = false
+		}
+		backoff = 0
+	}
+}
+
+// consumer creates or updates the durable consumer (and the stream, so the
+// controller can start before any other).
+func (d *Dispatcher) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := events.EnsureStream(ctx, js, d.NATS); err != nil {
+		return nil, err
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       d.Options.ConsumerName,
+		Description:   "notification-controller: alerts from Plumb events",
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.Options.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 1000,
+	}
+	if len(d.FilterSubjects) == 1 {
+		cfg.FilterSubject = d.FilterSubjects[0]
+	} else {
+		cfg.FilterSubjects = d.FilterSubjects
+	}
+	return js.CreateOrUpdateConsumer(ctx, d.NATS.Stream, cfg)
+}
+
+func shard(subject string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(subject))
+	return int(h.Sum32() % uint32(n))
+}
+
+// work handles one worker's events in order. After ctx ends it sets the
+// events it cannot deliver aside, to be handed back for the next instance.
+func (d *Dispatcher) work(ctx context.Context, in <-chan jetstream.Msg) {
+	for msg := range in {
+		if ctx.Err() != nil {
+			d.setAside(msg)
+			continue
+		}
+		o := d.handle(ctx, msg)
+		if !o.ack && !o.term && o.delay == 0 && ctx.Err() != nil {
+			d.setAside(msg)
+			continue
+		}
+		d.settle(msg, o)
+	}
+}
+
+// keepAlive tells JetStream, every third of the ack wait, that the events
+// this process holds are still being worked on, so slow deliveries and
+// events queued behind them are not redelivered.
+func (d *Dispatcher) keepAlive(ctx context.Context) {
+	t := time.NewTicker(d.Options.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		held := make([]jetstream.Msg, 0, len(d.inflight))
+		for m := range d.inflight {
+			held = append(held, m)
+		}
+		d.mu.Unlock()
+		for _, m := range held {
+			_ = m.InProgress()
+		}
+	}
+}
+
+func (d *Dispatcher) track(msg jetstream.Msg) {
+	d.mu.Lock()
+	d.inflight[msg] = struct{}{}
+	d.mu.Unlock()
+}
+
+// outcome says what becomes of a handled message.
+type outcome struct {
+	// ack: done with (delivered, given up, or not wanted).
+	ack bool
+	// term: never to be delivered again (invalid).
+	term bool
+	// delay before a redelivery, when neither ack nor term.
+	delay time.Duration
+}
+
+// settle acknowledges msg, terminates it, or hands it back for redelivery.
+// An acknowledgement waits for the server's confirmation and is retried
+// for up to an ack wait, so "acknowledged" means the server has it.
+func (d *Dispatcher) settle(msg jetstream.Msg, o outcome) {
+	defer func() {
+		d.mu.Lock()
+		delete(d.inflight, msg)
+		d.mu.Unlock()
+	}()
+	switch {
+	case o.term:
+		_ = msg.Term()
+		return
+	case !o.ack && o.delay > 0:
+		_ = msg.NakWithDelay(o.delay)
+		return
+	case !o.ack:
+		_ = msg.Nak()
+		return
+	}
+	deadline := time.Now().Add(d.Options.AckWait)
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := msg.DoubleAck(ctx)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.Log.Info("could not acknowledge an event; JetStream will deliver it again", "subject", msg.Subject(), "error", err.Error())
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// handle delivers one event to every matching alert's provider. The event
+// is acknowledged when done with (delivered, given up, or not wanted) and
+// handed back when shutdown interrupted a delivery.
+func (d *Dispatcher) handle(ctx context.Context, msg jetstream.Msg) outcome {
+	e, err := events.Decode(msg.Data())
+	if err != nil {
+		eventsReceived.WithLabelValues("invalid").Inc()
+		d.Log.Info("dropping an invalid event", "subject", msg.Subject(), "error", err.Error())
+		// Terminate rather than ack: the server records it was not processed.
+		return outcome{term: true}
+	}
+	eventsReceived.WithLabelValues("valid").Inc()
+	// An event whose handling began is matched and tried once even when
+	// shutdown begins meanwhile; ctx only cuts retries short.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if e.ReportingController == ControllerName && (e.InvolvedObject.Kind == notificationv1.AlertKind || e.InvolvedObject.Kind == notificationv1.ProviderKind) {
+		return outcome{ack: true}
+	}
+	alerts, err := d.matching(rctx, e)
+	if err != nil {
+		// The cache or API server failing is temporary: hand the event back
+		// after a pause rather than lose it.
+		d.Log.Error(err, "matching an event against alerts", "event", e.ID)
+		return outcome{delay: 5 * time.Second}
+	}
+	var wg sync.WaitGroup
+	done := make([]bool, len(alerts))
+	for i := range alerts {
+		wg.Go(func() { done[i] = d.deliver(ctx, rctx, &alerts[i], e) })
+	}
+	wg.Wait()
+	for _, ok := range done {
+		if !ok {
+			return outcome{}
+		}
+	}
+	return outcome{ack: true}
+}
+
+// matching returns the Alerts the event matches, across namespaces.
+func (d *Dispatcher) matching(ctx context.Context, e *events.Event) ([]notificationv1.Alert, error) {
+	var list notificationv1.AlertList
+	if err := d.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing alerts: %w", err)
+	}
+	var (
+		labels    map[string]string
+		labelsErr error
+		fetched   bool
+	)
+	getLabels := func() (map[string]string, error) {
+		if !fetched {
+			labels, labelsErr = d.labels(ctx, e.InvolvedObject)
+			fetched = true
+		}
+		return labels, labelsErr
+	}
+	var out []notificationv1.Alert
+	for _, a := range list.Items {
+		ok, err := Match(&a, e, getLabels)
+		if err != nil {
+			if labelsErr != nil && !apierrors.IsNotFound(labelsErr) {
+				return nil, err
+			}
+			// A bad regex is reported on the Alert by its reconciler; a
+			// deleted object has no labels to match.
+			continue
+		}
+		if ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// knownKinds maps Plumb's kinds to their group and version, for events that
+// carry no apiVersion.
+var knownKinds = map[string]schema.GroupVersion{
+	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion,
+	kustomizev1.KustomizationKind: kustomizev1.GroupVersion,
+	notificationv1.ReceiverKind:   notificationv1.GroupVersion,
+	notificationv1.AlertKind:      notificationv1.GroupVersion,
+	notificationv1.ProviderKind:   notificationv1.GroupVersion,
+}
+
+// labels reads the involved object's labels (metadata only).
+func (d *Dispatcher) labels(ctx context.Context, ref events.ObjectReference) (map[string]string, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || ref.APIVersion == "" {
+		known, ok := knownKinds[ref.Kind]
+		if !ok {
+			return nil, fmt.Errorf("the event names no apiVersion for kind %s", ref.Kind)
+		}
+		gv = known
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	if err := d.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, err
+	}
+	return obj.GetLabels(), nil
+}
+
+// deliver sends the event to the alert's provider, retrying with backoff.
+// It returns false only when ctx ended before the provider took the event
+// or gave up; reads use rctx, which shutdown does not cancel.
+func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Alert, e *events.Event) bool {
+	log := d.Log.WithValues("alert", alert.Namespace+"/"+alert.Name, "provider", alert.Spec.ProviderRef.Name, "event", e.ID)
+	var provider notificationv1.Provider
+	if err := d.Client.Get(rctx, client.ObjectKey{Namespace: alert.Namespace, Name: alert.Spec.ProviderRef.Name}, &provider); err != nil {
+		d.giveUp(alert, nil, e, fmt.Errorf("provider %s: %w", alert.Spec.ProviderRef.Name, err))
+		return true
+	}
+	if provider.Spec.Suspend {
+		return true
+	}
+	payload := withAlert(e, alert)
+	key := string(provider.UID) + "/" + Fingerprint(&payload)
+	labels := []string{provider.Namespace, provider.Name, provider.Spec.Type}
+	if d.limiter.Seen(key) {
+		eventsRateLimited.WithLabelValues(labels...).Inc()
+		return true
+	}
+
+	backoff := d.Options.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		err := d.attempt(rctx, &provider, payload)
+		if err == nil {
+			eventsDispatched.WithLabelValues(labels...).Inc()
+			d.limiter.Mark(key)
+			return true
+		}
+		if notifier.IsPermanent(err) || attempt >= d.Options.Retries {
+			eventsFailed.WithLabelValues(labels...).Inc()
+			d.giveUp(alert, &provider, e, fmt.Errorf("after %d attempts: %w", attempt+1, err))
+			return true
+		}
+		log.V(1).Info("delivery failed, retrying", "attempt", attempt+1, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, d.Options.MaxRetryBackoff)
+	}
+}
+
+// attempt makes one delivery. It runs to its own timeout even when
+// shutdown begins, so a request in flight is not cut off halfway.
+func (d *Dispatcher) attempt(ctx context.Context, provider *notificationv1.Provider, payload events.Event) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), provider.GetTimeout().Duration)
+	defer cancel()
+	cfg, err := notifier.ConfigFor(actx, d.Reader, provider)
+	if err != nil {
+		return err
+	}
+	cfg.Client = d.HTTPClient
+	n, err := notifier.New(cfg)
+	if err != nil {
+		return &notifier.PermanentError{Err: err}
+	}
+	start := time.Now()
+	err = n.Post(actx, payload)
+	dispatchDuration.WithLabelValues(provider.Spec.Type).Observe(time.Since(start).Seconds())
+	return err
+}
+
+// giveUp records that a provider did not take an event.
+func (d *Dispatcher) giveUp(alert *notificationv1.Alert, provider *notificationv1.Provider, e *events.Event, err error) {
+	d.Log.Info("giving up delivering an event", "alert", alert.Namespace+"/"+alert.Name, "event", e.ID, "error", err.Error())
+	if d.Events != nil {
+		d.Events.Eventf(alert, events.SeverityError, DeliveryFailedReason,
+			"event %s about %s %s/%s not delivered to provider %s: %v",
+			e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, alert.Spec.ProviderRef.Name, err)
+	}
+}
+
+// withAlert returns the event as the alert sends it: with the alert's
+// eventMetadata added (the event's own keys win, so an Alert cannot
+// misreport what a controller said) and its summary.
+func withAlert(e *events.Event, alert *notificationv1.Alert) events.Event {
+	out := *e
+	if len(alert.Spec.EventMetadata) > 0 || alert.Spec.Summary != "" {
+		meta := make(map[string]string, len(e.Metadata)+len(alert.Spec.EventMetadata)+1)
+		maps.Copy(meta, alert.Spec.EventMetadata)
+		if alert.Spec.Summary != "" {
+			meta[notifier.SummaryKey] = alert.Spec.Summary
+		}
+		maps.Copy(meta, e.Metadata)
+		out.Metadata = meta
+	}
+	return out
+}

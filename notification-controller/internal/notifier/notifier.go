@@ -1,0 +1,267 @@
+package notifier
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/pkg/events"
+)
+
+// Notifier sends one event to one destination.
+type Notifier interface {
+	Post(ctx context.Context, e events.Event) error
+}
+
+// Config is everything a notifier needs, with the secret values resolved.
+type Config struct {
+	// Type is one of the Provider types.
+	Type string
+	// Address is the webhook URL, or the NATS server URL.
+	Address string
+	// Channel is the Slack channel, or the NATS subject.
+	Channel string
+	// Username is the sender's display name (Slack, Discord).
+	Username string
+	// Token is the HMAC key for generic-hmac, a bearer token for the HTTP
+	// types, and the NATS token for nats.
+	Token string
+	// User and Password authenticate to NATS.
+	User, Password string
+	// Headers are extra HTTP headers (generic, generic-hmac).
+	Headers map[string]string
+	// Client sends HTTP requests; http.DefaultClient's transport when nil.
+	Client *http.Client
+}
+
+// PermanentError is a failure that retrying cannot fix, such as a 400 or
+// 404 answer: the dispatcher gives up at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether retrying err is pointless.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// SignatureHeader is the header generic-hmac deliveries carry.
+const SignatureHeader = "X-Signature"
+
+// maxResponse bounds how much of an answer is read, to reuse connections.
+const maxResponse = 64 << 10
+
+// New returns the notifier for cfg.Type.
+func New(cfg Config) (Notifier, error) {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	switch cfg.Type {
+	case notificationv1.SlackProvider:
+		return &httpNotifier{cfg: cfg, render: slackPayload}, nil
+	case notificationv1.DiscordProvider:
+		return &httpNotifier{cfg: cfg, render: discordPayload}, nil
+	case notificationv1.MSTeamsProvider:
+		return &httpNotifier{cfg: cfg, render: teamsPayload}, nil
+	case notificationv1.GenericProvider:
+		return &httpNotifier{cfg: cfg, render: eventPayload}, nil
+	case notificationv1.GenericHMACProvider:
+		if cfg.Token == "" {
+			return nil, errors.New("generic-hmac needs a token to sign with")
+		}
+		return &httpNotifier{cfg: cfg, render: eventPayload, sign: true}, nil
+	case notificationv1.NATSProvider:
+		if cfg.Channel == "" {
+			return nil, errors.New("a nats provider needs a channel (the subject)")
+		}
+		return &natsNotifier{cfg: cfg}, nil
+	}
+	return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
+}
+
+// httpNotifier posts a JSON payload to a webhook.
+type httpNotifier struct {
+	cfg    Config
+	render func(Config, events.Event) any
+	sign   bool
+}
+
+func (n *httpNotifier) Post(ctx context.Context, e events.Event) error {
+	body, err := json.Marshal(n.render(n.cfg, e))
+	if err != nil {
+		return &PermanentError{Err: fmt.Errorf("encoding the %s payload: %w", n.cfg.Type, err)}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.Address, bytes.NewReader(body))
+	if err != nil {
+		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", n.cfg.Type)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "plumb-notification-controller")
+	for k, v := range n.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	switch {
+	case n.sign:
+		req.Header.Set(SignatureHeader, Sign(n.cfg.Token, body))
+	case n.cfg.Token != "":
+		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
+	}
+	resp, err := n.cfg.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting to the %s endpoint: %w", n.cfg.Type, redact(err))
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	err = fmt.Errorf("the %s endpoint answered %s%s", n.cfg.Type, resp.Status, excerpt(snippet))
+	if retryable(resp.StatusCode) {
+		return err
+	}
+	return &PermanentError{Err: err}
+}
+
+// retryable says which answers may succeed later: rate limits, timeouts and
+// server errors. Other client errors mean the request itself is wrong.
+func retryable(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+}
+
+// redact drops the URL from a transport error: webhook URLs hold secrets.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func excerpt(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return ": " + s
+}
+
+// Sign returns the generic-hmac signature header value of body:
+// sha256=<hex of HMAC-SHA256 keyed with token>.
+func Sign(token string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// natsNotifier publishes the event JSON on a subject of a NATS server, so
+// other systems can subscribe to drift and health alerts.
+type natsNotifier struct{ cfg Config }
+
+func (n *natsNotifier) Post(ctx context.Context, e events.Event) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return &PermanentError{Err: fmt.Errorf("encoding the event: %w", err)}
+	}
+	timeout := 15 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	opts := []nats.Option{nats.Name("plumb-notification-controller"), nats.Timeout(timeout), nats.NoReconnect()}
+	switch {
+	case n.cfg.Token != "":
+		opts = append(opts, nats.Token(n.cfg.Token))
+	case n.cfg.User != "":
+		opts = append(opts, nats.UserInfo(n.cfg.User, n.cfg.Password))
+	}
+	nc, err := nats.Connect(n.cfg.Address, opts...)
+	if err != nil {
+		return fmt.Errorf("connecting to the nats provider's server: %w", redact(err))
+	}
+	defer nc.Close()
+	if err := nc.Publish(n.cfg.Channel, body); err != nil {
+		return fmt.Errorf("publishing on %s: %w", n.cfg.Channel, err)
+	}
+	// Flush waits for the server's answer, so a delivery counts only once
+	// the server has the message.
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("publishing on %s: %w", n.cfg.Channel, err)
+	}
+	return nil
+}
+
+// fact is a titled value shown under an alert.
+type fact struct{ Title, Value string }
+
+// facts lists what an alert shows besides its message, in a fixed order:
+// revision, summary, drifted fields, then the metadata sorted by key.
+func facts(e events.Event) []fact {
+	var out []fact
+	if e.Revision != "" {
+		out = append(out, fact{"Revision", e.Revision})
+	}
+	if s := e.Metadata[SummaryKey]; s != "" {
+		out = append(out, fact{"Summary", s})
+	}
+	if d := driftText(e.Changes); d != "" {
+		out = append(out, fact{"Drift", d})
+	}
+	keys := make([]string, 0, len(e.Metadata))
+	for k := range e.Metadata {
+		if k != SummaryKey {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, fact{k, e.Metadata[k]})
+	}
+	return out
+}
+
+// SummaryKey is the metadata key under which an Alert's summary travels.
+const SummaryKey = "summary"
+
+// maxDriftLines bounds the drift paths listed in chat messages.
+const maxDriftLines = 10
+
+func driftText(changes []events.Change) string {
+	var b strings.Builder
+	for i, c := range changes {
+		if i == maxDriftLines {
+			fmt.Fprintf(&b, "… and %d more", len(changes)-maxDriftLines)
+			break
+		}
+		fmt.Fprintf(&b, "%s %s\n", c.Object, c.Path)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// objectTitle is kind/namespace/name in lower-case kind, like Flux.
+func objectTitle(e events.Event) string {
+	o := e.InvolvedObject
+	if o.Namespace == "" {
+		return strings.ToLower(o.Kind) + "/" + o.Name
+	}
+	return strings.ToLower(o.Kind) + "/" + o.Namespace + "/" + o.Name
+}
+
+func eventPayload(_ Config, e events.Event) any { return e }

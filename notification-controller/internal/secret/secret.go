@@ -1,0 +1,31 @@
+// Package secret reads the token of a Receiver or Provider Secret, with
+// errors that name the Secret and key but never a value.
+package secret
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TokenKey is the key of the token in a Receiver's Secret.
+const TokenKey = "token"
+
+// Token returns the non-empty "token" key of the Secret namespace/name.
+func Token(ctx context.Context, r client.Reader, namespace, name string) (string, error) {
+	var s corev1.Secret
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("secret %s/%s not found", namespace, name)
+		}
+		return "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+	}
+	token := s.Data[TokenKey]
+	if len(token) == 0 {
+		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, name, TokenKey)
+	}
+	return string(token), nil
+}
