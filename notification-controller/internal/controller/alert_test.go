@@ -103,7 +103,7 @@ func TestAlertFilters(t *testing.T) {
 	other := gitRepository(t, ns, "other", nil, true)
 	web := gitRepository(t, ns, "web", map[string]string{"team": "web"}, true)
 
-	controllers.Eventf(app, events.SeverityInfo, "NewArtifact", "fetch ok")             // info: below error
+	controllers.Eventf(app, events.SeverityInfo, "NewArtifact", "fetch ok")               // info: below error
 	controllers.Eventf(app, events.SeverityError, "FetchFailed", "fetch failed: timeout") // excluded
 	controllers.Eventf(app, events.SeverityError, "FetchFailed", "clone refused")         // not included
 	controllers.Eventf(other, events.SeverityError, "FetchFailed", "fetch failed: other") // name does not match, no labels
@@ -389,4 +389,3 @@ func counter(t *testing.T, name string, labels map[string]string) float64 {
 	}
 	return 0
 }
-

@@ -93,8 +93,8 @@ func TestProviderValidation(t *testing.T) {
 			message: `key "headers" is not a YAML map`,
 		},
 		{
-			name: "suspended",
-			spec: notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: "https://example.com", Suspend: true},
+			name:   "suspended",
+			spec:   notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: "https://example.com", Suspend: true},
 			reason: meta.SuspendedReason,
 		},
 	} {
