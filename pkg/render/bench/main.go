@@ -1,0 +1,211 @@
+// Command bench compares pkg/render with the kustomize CLI on the same
+// generated kustomization (1,000 objects with an overlay by default) in the
+// same run, and prints a table with the ratios. `make bench-render` runs it.
+//
+// Time is the median wall time of -runs builds. "Cold" runs each build in
+// a fresh process (this binary re-executed with -child, or the kustomize
+// CLI), which is the fair comparison with a CLI; "warm" repeats builds in
+// one process, as render-controller does. Peak memory is the peak resident
+// set size of the build process (getrusage), and allocated bytes come from
+// the Go runtime for the warm builds. Both outputs are checked to hold the
+// same documents.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/render/internal/gentree"
+)
+
+func main() {
+	var (
+		kustomize = flag.String("kustomize", "bin/kustomize", "The kustomize CLI to compare with.")
+		objects   = flag.Int("objects", 1000, "How many objects the generated base holds.")
+		runs      = flag.Int("runs", 3, "Builds measured per figure (the median is shown).")
+		child     = flag.String("child", "", "Internal: build the tree at this path once and exit.")
+	)
+	flag.Parse()
+	if *child != "" {
+		if _, err := build(*child); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*kustomize, *objects, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-render:", err)
+		os.Exit(1)
+	}
+}
+
+func build(dir string) (*render.Result, error) {
+	return render.Build(dir, &kustomizev1.KustomizationSpec{Path: gentree.OverlayPath}, render.Options{})
+}
+
+type sample struct {
+	wall   time.Duration
+	maxRSS int64 // bytes
+}
+
+func run(kustomize string, objects, runs int) error {
+	if _, err := os.Stat(kustomize); err != nil {
+		return fmt.Errorf("the kustomize CLI is missing (%v): run `make bench-render`, which builds it", err)
+	}
+	dir, err := os.MkdirTemp("", "plumb-bench-render-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := gentree.Write(dir, objects); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	// Outputs first: both must render the same documents.
+	res, err := build(dir)
+	if err != nil {
+		return err
+	}
+	cliOut, err := exec.Command(kustomize, "build", filepath.Join(dir, gentree.OverlayPath)).Output()
+	if err != nil {
+		return fmt.Errorf("kustomize build: %w%s", err, stderrOf(err))
+	}
+	same := sameDocuments(res.Manifests, cliOut)
+
+	var cold, cli []sample
+	for i := 0; i < runs; i++ {
+		s, err := timeProcess(self, "-child", dir)
+		if err != nil {
+			return fmt.Errorf("pkg/render child: %w", err)
+		}
+		cold = append(cold, s)
+		s, err = timeProcess(kustomize, "build", "-o", os.DevNull, filepath.Join(dir, gentree.OverlayPath))
+		if err != nil {
+			return fmt.Errorf("kustomize build: %w", err)
+		}
+		cli = append(cli, s)
+	}
+
+	// Warm, in process: what render-controller pays per render.
+	var warm []time.Duration
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		if _, err := build(dir); err != nil {
+			return err
+		}
+		warm = append(warm, time.Since(start))
+	}
+	runtime.ReadMemStats(&ms1)
+	allocPerBuild := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(runs)
+
+	coldWall, cliWall := medianWall(cold), medianWall(cli)
+	coldRSS, cliRSS := medianRSS(cold), medianRSS(cli)
+	fmt.Printf("render benchmark: %d objects (base + overlay with namespace, prefix, labels, image, SMP and JSON 6902 patches), %d runs each, median, %s/%s\n\n",
+		len(res.Objects), runs, runtime.GOOS, runtime.GOARCH)
+	fmt.Printf("%-40s %14s %14s %8s\n", "figure", "pkg/render", "kustomize CLI", "ratio")
+	fmt.Printf("%-40s %14s %14s %8s\n", strings.Repeat("-", 40), strings.Repeat("-", 14), strings.Repeat("-", 14), strings.Repeat("-", 8))
+	fmt.Printf("%-40s %14s %14s %8.2f\n", "time per build, fresh process", ms(coldWall), ms(cliWall), float64(coldWall)/float64(cliWall))
+	fmt.Printf("%-40s %14s %14s %8s\n", "time per build, warm in process", ms(median(warm)), "-", "-")
+	fmt.Printf("%-40s %14s %14s %8.2f\n", "peak RSS of the build process", mib(float64(coldRSS)), mib(float64(cliRSS)), float64(coldRSS)/float64(cliRSS))
+	fmt.Printf("%-40s %14s %14s %8s\n", "allocated per warm build (Go heap)", mib(allocPerBuild), "-", "-")
+	fmt.Printf("%-40s %14d %14d %8s\n", "output bytes", len(res.Manifests), len(cliOut), "-")
+	fmt.Printf("\nratio = pkg/render / kustomize CLI (below 1 is better). Same documents in both outputs: %v\n", same)
+	if !same {
+		return errors.New("pkg/render and the kustomize CLI rendered different documents")
+	}
+	return nil
+}
+
+// timeProcess runs a command to completion and returns its wall time and
+// peak resident set size.
+func timeProcess(name string, args ...string) (sample, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	s := sample{wall: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return s, nil
+}
+
+// sameDocuments compares two multi-document streams as sets of documents:
+// the order differs (pkg/render sorts canonically).
+func sameDocuments(a, b []byte) bool {
+	split := func(x []byte) []string {
+		docs := strings.Split(strings.TrimSpace(string(x)), "\n---\n")
+		for i := range docs {
+			docs[i] = strings.TrimSpace(docs[i])
+		}
+		sort.Strings(docs)
+		return docs
+	}
+	da, db := split(a), split(b)
+	if len(da) != len(db) {
+		return false
+	}
+	for i := range da {
+		if da[i] != db[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return ": " + strings.TrimSpace(string(ee.Stderr))
+	}
+	return ""
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func medianWall(ss []sample) time.Duration {
+	ds := make([]time.Duration, len(ss))
+	for i, s := range ss {
+		ds[i] = s.wall
+	}
+	return median(ds)
+}
+
+func medianRSS(ss []sample) int64 {
+	v := make([]int64, len(ss))
+	for i, s := range ss {
+		v[i] = s.maxRSS
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v[len(v)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
