@@ -4,11 +4,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -112,11 +112,18 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return err
 	}
 
-	publisher, closePublisher, err := newPublisher(natsOpts, log)
+	publisher, err := events.NewPublisher(natsOpts, controllerName, log)
 	if err != nil {
 		return err
 	}
-	defer closePublisher()
+	defer func() {
+		// Send what is still queued before exiting.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := publisher.Close(ctx); err != nil {
+			log.Error(err, "closing the event publisher")
+		}
+	}()
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 
 	r := &rendercontroller.KustomizationReconciler{
@@ -140,10 +147,4 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	}
 	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)
 	return mgr.Start(ctx)
-}
-
-// newPublisher returns the event stream publisher. pkg/events' JetStream
-// publisher is not in the tree yet, so events go to Kubernetes only.
-func newPublisher(_ options.NATS, _ logr.Logger) (events.Publisher, func(), error) {
-	return events.NopPublisher{}, func() {}, nil
 }

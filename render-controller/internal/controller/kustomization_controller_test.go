@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -585,4 +586,46 @@ func requestReconcile(t *testing.T, ns, name string) {
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano)))
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	NewWithT(t).Expect(k8s.Patch(context.Background(), ks, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// The Rendered and BuildFailed events reach NATS on the object's subject.
+func TestEventsOnNATS(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	nc, err := nats.Connect(env.NATSURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer nc.Close()
+	msgs := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe(events.Subject(kustomizev1.KustomizationKind, ns, "app"), msgs)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = sub.Unsubscribe() }()
+	g.Expect(nc.Flush()).To(Succeed())
+
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", map[string]string{"a.yaml": cm("one", "a: b"), "b.yaml": cm("two", "a: b")})
+	kustomization(t, ns, "app", "repo", nil)
+	waitRevision(t, ns, "app", "main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+	publishTree(t, ns, "repo", "cccccccccccccccccccccccccccccccccccccccc", map[string]string{"kustomization.yaml": "resources: [gone.yaml]\n"})
+	waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+
+	next := func() *events.Event {
+		select {
+		case m := <-msgs:
+			e, err := events.Decode(m.Data)
+			g.Expect(err).NotTo(HaveOccurred())
+			return e
+		case <-time.After(timeout):
+			t.Fatal("no event on NATS")
+			return nil
+		}
+	}
+	e := next()
+	g.Expect(e.Reason).To(Equal(RenderedReason))
+	g.Expect(e.Revision).To(Equal("main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
+	g.Expect(e.Metadata).To(HaveKeyWithValue("objects", "2"))
+	g.Expect(e.ReportingController).To(Equal(ControllerName))
+	e = next()
+	g.Expect(e.Reason).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(e.Severity).To(Equal(events.SeverityError))
+	g.Expect(e.Message).To(ContainSubstring("gone.yaml"))
 }

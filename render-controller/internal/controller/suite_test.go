@@ -71,9 +71,7 @@ func run(m *testing.M) int {
 		ctrl.SetLogger(logr.Discard())
 	}
 	var err error
-	// The reconciler's stream events go to an in-memory publisher the tests
-	// read; NATS itself is not needed here.
-	if env, err = testenv.Start(testenv.WithoutNATS()); err != nil {
+	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -112,10 +110,23 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Stream events go to the real JetStream publisher and to an in-memory
+	// copy the tests read directly.
+	natsOpts := options.NATS{URL: env.NATSURL, Stream: "PLUMB_EVENTS", StreamMaxAge: time.Hour, StreamMaxBytes: 64 << 20, QueueSize: 1000}
+	js, err := events.NewJetStreamPublisher(natsOpts, ControllerName, logr.Discard())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = js.Close(closeCtx)
+	}()
 	reconciler = &KustomizationReconciler{
 		Client:               mgr.GetClient(),
 		Storage:              storage,
-		Events:               events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), published, env.Scheme, ControllerName), //nolint:staticcheck
+		Events:               events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), tee{published, js}, env.Scheme, ControllerName), //nolint:staticcheck
 		Metrics:              NewMetrics(metrics.Registry),
 		Limits:               testLimits,
 		NoCrossNamespaceRefs: true,
@@ -230,7 +241,16 @@ func rawTarGz(t *testing.T, entries ...rawEntry) []byte {
 	return buf.Bytes()
 }
 
-// --- the stand-in for the stream ---
+// --- the stream ---
+
+// tee publishes to several publishers.
+type tee []events.Publisher
+
+func (t tee) Publish(e events.Event) {
+	for _, p := range t {
+		p.Publish(e)
+	}
+}
 
 type capture struct {
 	mu     sync.Mutex
