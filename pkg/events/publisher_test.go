@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,17 +20,29 @@ import (
 	"plumb.dev/pkg/testenv"
 )
 
-var env *testenv.Environment
+// The environment starts with the first test that needs it, so the fuzz
+// tests of this package (whose workers run TestMain too) start nothing.
+var (
+	envOnce sync.Once
+	env     *testenv.Environment
+	envErr  error
+)
+
+func environment(t *testing.T) *testenv.Environment {
+	t.Helper()
+	envOnce.Do(func() { env, envErr = testenv.Start() })
+	if envErr != nil {
+		t.Fatal(envErr)
+	}
+	return env
+}
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 	}
 	os.Exit(code)
 }
@@ -116,6 +129,7 @@ func messages(events []Event) []string {
 // and starts it again on the same port: all 50 are stored exactly once, in
 // the order they were published, and Publish never blocked meanwhile.
 func TestPublishSurvivesNATSOutage(t *testing.T) {
+	env := environment(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -146,6 +160,7 @@ func TestPublishSurvivesNATSOutage(t *testing.T) {
 // TestPublishDeduplicatesByID publishes the same event twice, as a retry
 // after a lost acknowledgement would: JetStream stores it once.
 func TestPublishDeduplicatesByID(t *testing.T) {
+	env := environment(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -162,6 +177,7 @@ func TestPublishDeduplicatesByID(t *testing.T) {
 // TestCloseFlushesQueue publishes and closes at once: Close waits until
 // every queued event is stored.
 func TestCloseFlushesQueue(t *testing.T) {
+	env := environment(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -219,6 +235,7 @@ func TestQueueDropsOldestWhenFull(t *testing.T) {
 // options and then updates its limits, as controllers starting in any order
 // and with changed flags do.
 func TestEnsureStreamIsIdempotent(t *testing.T) {
+	env := environment(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
