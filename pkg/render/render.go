@@ -151,10 +151,12 @@ func build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) 
 			return nil, err
 		}
 	}
-	if err := checkNoRemote(mem, userDir); err != nil {
+	if err := writeOverlay(mem, userDir, spec); err != nil {
 		return nil, err
 	}
-	if err := writeOverlay(mem, userDir, spec); err != nil {
+	// From the overlay, so spec.components are checked as well as
+	// everything the user's kustomization reaches.
+	if err := checkNoRemote(mem, overlayDir); err != nil {
 		return nil, err
 	}
 

@@ -190,6 +190,12 @@ func TestBuildRefusals(t *testing.T) {
 			wantMsg:    []string{`component "../../outside" leaves the source`},
 		},
 		{
+			name: "remote resource in a spec component", dir: "components",
+			spec:       kustomizev1.KustomizationSpec{Path: "app", Components: []string{"../components/remote"}},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{`components/remote/kustomization.yaml: remote resource "github.com/example/repo/deploy?ref=main" refused`},
+		},
+		{
 			name: "strict substitution", dir: "substitution",
 			spec:       kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
 			opts:       Options{StrictSubstitution: true, Vars: Variables{"cluster_env": {Value: "prod"}}},
@@ -307,8 +313,21 @@ metadata:
 	_, err := Build(src, &kustomizev1.KustomizationSpec{}, Options{})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
-	t.Log(err)
-	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("plugin"))
+	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("external plugins disabled"))
+
+	helm := t.TempDir()
+	k = `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+helmCharts:
+- name: podinfo
+  repo: https://stefanprodan.github.io/podinfo
+  version: 6.0.0
+`
+	g.Expect(os.WriteFile(filepath.Join(helm, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
+	_, err = Build(helm, &kustomizev1.KustomizationSpec{}, Options{})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(err.Error()).To(ContainSubstring("must specify --enable-helm"))
 }
 
 // A CRD sorts right after namespaces, webhooks last, unknown kinds between.
