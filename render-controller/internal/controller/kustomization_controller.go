@@ -302,6 +302,9 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 // partial or tampered archive.
 func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := st.source.Status.Artifact
+	// spec.timeout bounds the download with all its retries.
+	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
+	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
 		Client:   r.httpClient(),
 		MaxSize:  r.limits().MaxArchiveBytes,
@@ -396,8 +399,11 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 	case err == nil:
 		n := len(st.result.Objects)
 		msg := fmt.Sprintf("rendered %d objects from revision %q", n, st.rendered.Revision)
+		recovered := !conditions.IsTrue(obj, kustomizev1.RenderedCondition)
 		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-		if st.newRender {
+		// A new artifact, or the same one again after a failure (a fixed
+		// substituteFrom object): either is news for whoever got the alert.
+		if st.newRender || recovered {
 			r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
 				events.WithRevision(st.rendered.Revision),
 				events.WithMetadata(map[string]string{
