@@ -68,9 +68,10 @@
 //
 // # Events
 //
-// Kubernetes Events and stream events (pkg/events): Rendered (info, with
-// the source revision, and the object count, digest and url in metadata)
-// for each new rendered artifact; BuildFailed, SubstituteFailed,
+// Kubernetes Events and stream events (pkg/events, JetStream subject
+// plumb.events.kustomization.<namespace>.<name>): Rendered (info, with the
+// source revision, and the object count, digest and url in metadata) for
+// each new rendered artifact and on recovery from a failure; BuildFailed, SubstituteFailed,
 // ValidationFailed, ArtifactFailed and InvalidSpec (error) once per distinct
 // failure. Messages never hold values from Secrets.
 //
