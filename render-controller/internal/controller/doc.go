@@ -31,7 +31,9 @@
 //     --max-extracted-size or --max-files. Any failure is Rendered=False,
 //     ArtifactFailed, with the refusal in the message.
 //  5. build: pkg/render (kustomize on an in-memory copy, no remote bases,
-//     no plugins, then substitution and validation). Failure is
+//     no plugins, then substitution and validation; an undefined ${var}
+//     without default is "" as in Flux, or an error with
+//     --strict-substitution). Failure is
 //     Rendered=False with reason BuildFailed, SubstituteFailed or
 //     ValidationFailed, and a warning event with kustomize's message.
 //  6. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
