@@ -1,0 +1,169 @@
+package dispatch
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/pkg/events"
+)
+
+func event(kind, ns, name string, sev events.Severity, msg string) *events.Event {
+	return &events.Event{
+		SchemaVersion:  events.SchemaVersion,
+		ID:             events.NewID(),
+		InvolvedObject: events.ObjectReference{Kind: kind, Namespace: ns, Name: name},
+		Severity:       sev,
+		Reason:         "R",
+		Message:        msg,
+		Timestamp:      time.Now(),
+	}
+}
+
+func TestMatch(t *testing.T) {
+	src := func(kind, name, ns string, labels map[string]string) notificationv1.CrossNamespaceObjectReference {
+		return notificationv1.CrossNamespaceObjectReference{Kind: kind, Name: name, Namespace: ns, MatchLabels: labels}
+	}
+	alert := func(mutate func(*notificationv1.AlertSpec)) *notificationv1.Alert {
+		a := &notificationv1.Alert{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "a"},
+			Spec: notificationv1.AlertSpec{
+				EventSeverity: "info",
+				EventSources:  []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "*", "", nil)},
+			},
+		}
+		if mutate != nil {
+			mutate(&a.Spec)
+		}
+		return a
+	}
+	webLabels := func() (map[string]string, error) { return map[string]string{"team": "web", "tier": "front"}, nil }
+	for _, tc := range []struct {
+		name   string
+		alert  *notificationv1.Alert
+		event  *events.Event
+		labels func() (map[string]string, error)
+		want   bool
+		err    bool
+	}{
+		{"wildcard in own namespace", alert(nil), event("GitRepository", "apps", "x", events.SeverityInfo, "m"), nil, true, false},
+		{"kind ignores case", alert(nil), event("gitrepository", "apps", "x", events.SeverityInfo, "m"), nil, true, false},
+		{"other kind", alert(nil), event("Kustomization", "apps", "x", events.SeverityInfo, "m"), nil, false, false},
+		{"other namespace", alert(nil), event("GitRepository", "other", "x", events.SeverityInfo, "m"), nil, false, false},
+		{"explicit namespace", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "x", "other", nil)}
+		}), event("GitRepository", "other", "x", events.SeverityInfo, "m"), nil, true, false},
+		{"name prefix", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "web-*", "", nil)}
+		}), event("GitRepository", "apps", "web-eu", events.SeverityInfo, "m"), nil, true, false},
+		{"name prefix miss", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "web-*", "", nil)}
+		}), event("GitRepository", "apps", "api-eu", events.SeverityInfo, "m"), nil, false, false},
+		{"second source matches", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = append(s.EventSources, src("Kustomization", "web", "", nil))
+		}), event("Kustomization", "apps", "web", events.SeverityInfo, "m"), nil, true, false},
+		{"error alert drops info", alert(func(s *notificationv1.AlertSpec) { s.EventSeverity = "error" }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "m"), nil, false, false},
+		{"error alert sends error", alert(func(s *notificationv1.AlertSpec) { s.EventSeverity = "error" }),
+			event("GitRepository", "apps", "x", events.SeverityError, "m"), nil, true, false},
+		{"info alert sends error", alert(nil), event("GitRepository", "apps", "x", events.SeverityError, "m"), nil, true, false},
+		{"labels match", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "*", "", map[string]string{"team": "web"})}
+		}), event("GitRepository", "apps", "x", events.SeverityInfo, "m"), webLabels, true, false},
+		{"labels differ", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "*", "", map[string]string{"team": "api"})}
+		}), event("GitRepository", "apps", "x", events.SeverityInfo, "m"), webLabels, false, false},
+		{"labels unreadable", alert(func(s *notificationv1.AlertSpec) {
+			s.EventSources = []notificationv1.CrossNamespaceObjectReference{src("GitRepository", "*", "", map[string]string{"team": "api"})}
+		}), event("GitRepository", "apps", "x", events.SeverityInfo, "m"), func() (map[string]string, error) { return nil, errors.New("boom") }, false, true},
+		{"included", alert(func(s *notificationv1.AlertSpec) { s.InclusionList = []string{"^fetch"} }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "fetch failed"), nil, true, false},
+		{"not included", alert(func(s *notificationv1.AlertSpec) { s.InclusionList = []string{"^fetch"} }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "stored"), nil, false, false},
+		{"excluded", alert(func(s *notificationv1.AlertSpec) { s.ExclusionList = []string{"no changes"} }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "no changes since main@sha1:1"), nil, false, false},
+		{"exclusion wins over inclusion", alert(func(s *notificationv1.AlertSpec) {
+			s.InclusionList = []string{"fetch"}
+			s.ExclusionList = []string{"timeout"}
+		}), event("GitRepository", "apps", "x", events.SeverityInfo, "fetch timeout"), nil, false, false},
+		{"bad expression", alert(func(s *notificationv1.AlertSpec) { s.ExclusionList = []string{"("} }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "m"), nil, false, true},
+		{"suspended", alert(func(s *notificationv1.AlertSpec) { s.Suspend = true }),
+			event("GitRepository", "apps", "x", events.SeverityInfo, "m"), nil, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			labels := tc.labels
+			if labels == nil {
+				labels = func() (map[string]string, error) {
+					t.Fatal("labels read for a source without matchLabels")
+					return nil, nil
+				}
+			}
+			got, err := Match(tc.alert, tc.event, labels)
+			if tc.err {
+				g.Expect(err).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	g := NewWithT(t)
+	a := event("GitRepository", "apps", "x", events.SeverityInfo, "m")
+	a.Metadata = map[string]string{"k": "v", "j": "w"}
+	b := *a
+	b.ID, b.Timestamp, b.ReportingInstance = "other", a.Timestamp.Add(time.Hour), "pod-2"
+	b.Metadata = map[string]string{"j": "w", "k": "v"}
+	g.Expect(Fingerprint(&b)).To(Equal(Fingerprint(a)), "ids, times and instances do not count")
+	for _, change := range []func(*events.Event){
+		func(e *events.Event) { e.Message = "n" },
+		func(e *events.Event) { e.Reason = "S" },
+		func(e *events.Event) { e.Revision = "main@sha1:2" },
+		func(e *events.Event) { e.Severity = events.SeverityError },
+		func(e *events.Event) { e.InvolvedObject.Name = "y" },
+		func(e *events.Event) { e.Metadata = map[string]string{"k": "v"} },
+		func(e *events.Event) { e.Changes = []events.Change{{Object: "o", Path: "p"}} },
+	} {
+		c := *a
+		change(&c)
+		g.Expect(Fingerprint(&c)).NotTo(Equal(Fingerprint(a)))
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1_000_000, 0)
+	r := newRateLimiter(time.Minute)
+	r.now = func() time.Time { return now }
+	g.Expect(r.Seen("a")).To(BeFalse())
+	r.Mark("a")
+	g.Expect(r.Seen("a")).To(BeTrue())
+	g.Expect(r.Seen("b")).To(BeFalse())
+	now = now.Add(time.Minute)
+	g.Expect(r.Seen("a")).To(BeFalse(), "the interval has passed")
+
+	off := newRateLimiter(0)
+	off.Mark("a")
+	g.Expect(off.Seen("a")).To(BeFalse(), "interval 0 turns rate limiting off")
+}
+
+func TestWithAlert(t *testing.T) {
+	g := NewWithT(t)
+	e := event("GitRepository", "apps", "x", events.SeverityInfo, "m")
+	e.Metadata = map[string]string{"cluster": "from-event"}
+	a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{
+		EventMetadata: map[string]string{"cluster": "from-alert", "env": "prod"},
+		Summary:       "sum",
+	}}
+	out := withAlert(e, a)
+	g.Expect(out.Metadata).To(Equal(map[string]string{"cluster": "from-event", "env": "prod", "summary": "sum"}))
+	g.Expect(e.Metadata).To(Equal(map[string]string{"cluster": "from-event"}), "the event itself is unchanged")
+}
