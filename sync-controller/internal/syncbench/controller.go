@@ -95,10 +95,19 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 	}, nil
 }
 
-// requestCounter counts API requests by method and resource.
+// requestCounter counts API requests by method and resource, and keeps when
+// each started and how long it took until its response headers arrived.
 type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu      sync.Mutex
+	counts  map[string]int
+	records []requestRecord
+}
+
+// requestRecord is one request since the last reset.
+type requestRecord struct {
+	kind     string
+	start    time.Time
+	duration time.Duration
 }
 
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -110,8 +119,75 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		c.counts[key]++
 		c.mu.Unlock()
-		return rt.RoundTrip(req)
+		start := time.Now()
+		resp, err := rt.RoundTrip(req)
+		c.mu.Lock()
+		c.records = append(c.records, requestRecord{kind: key, start: start, duration: time.Since(start)})
+		c.mu.Unlock()
+		return resp, err
 	})
+}
+
+// timeline splits the time from start (the trigger's write returning) to at
+// (the watch seeing the outcome) by the controller's requests: until its
+// first object write (or, with none, its status write), writing objects,
+// from the last object write until the status write that ended the run
+// returned, and until the watch delivered that status.
+func (c *requestCounter) timeline(start, at time.Time) timeline {
+	if c == nil {
+		return timeline{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var firstObj, lastObj, statusEnd time.Time
+	for _, r := range c.records {
+		end := r.start.Add(r.duration)
+		switch {
+		case strings.HasPrefix(r.kind, "PATCH kustomizations/status"):
+			if !end.After(at) && end.After(statusEnd) {
+				statusEnd = end
+			}
+		case strings.HasPrefix(r.kind, "PATCH ") || strings.HasPrefix(r.kind, "GET ") && r.kind != "GET kustomizations":
+			if firstObj.IsZero() || r.start.Before(firstObj) {
+				firstObj = r.start
+			}
+			if end.After(lastObj) {
+				lastObj = end
+			}
+		}
+	}
+	if statusEnd.IsZero() {
+		return timeline{}
+	}
+	t := timeline{known: true, delivery: at.Sub(statusEnd)}
+	if firstObj.IsZero() {
+		t.before = statusEnd.Sub(start)
+		return t
+	}
+	t.before = firstObj.Sub(start)
+	t.objects = lastObj.Sub(firstObj)
+	t.after = statusEnd.Sub(lastObj)
+	return t
+}
+
+// timeline is where the time of one measured sync went.
+type timeline struct {
+	known    bool
+	before   time.Duration // until the first object request (or the status write's end, with none)
+	objects  time.Duration // first object request to the last one's response
+	after    time.Duration // last object response to the final status write's response
+	delivery time.Duration // that response to the watch event reaching the bench
+}
+
+func (t timeline) String() string {
+	if !t.known {
+		return "unknown"
+	}
+	if t.objects == 0 && t.after == 0 {
+		return fmt.Sprintf("trigger to status written %s, then watch delivery %s", round(t.before), round(t.delivery))
+	}
+	return fmt.Sprintf("trigger to first object request %s, object requests %s, to status written %s, watch delivery %s",
+		round(t.before), round(t.objects), round(t.after), round(t.delivery))
 }
 
 func (c *requestCounter) reset() {
@@ -121,6 +197,7 @@ func (c *requestCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts = map[string]int{}
+	c.records = nil
 }
 
 // snapshot returns the total and the counts by kind of request; a nil

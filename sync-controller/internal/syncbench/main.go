@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -44,6 +45,8 @@ type config struct {
 	memEdits    int
 	refWorkers  int
 	binary      string
+	binaryArgs  string
+	memoryOnly  bool
 	profileDir  string
 	controller  controllerOptions
 	driftGap    time.Duration
@@ -59,6 +62,8 @@ func main() {
 	flag.IntVar(&c.memEdits, "memory-drift-edits", 10, "foreign edits per workload while the binary's memory is watched")
 	flag.IntVar(&c.refWorkers, "reference-workers", 4, "workers of a second bare loop, DESIGN.md's reference column; 0 skips it")
 	flag.StringVar(&c.binary, "controller-binary", "", "a built sync-controller for the memory figure; empty builds one, \"none\" skips the figure")
+	flag.StringVar(&c.binaryArgs, "controller-args", "", "extra flags for the sync-controller binary, space-separated (e.g. --log-level=debug)")
+	flag.BoolVar(&c.memoryOnly, "memory-only", false, "run only the binary's phase (memory), not the in-process figures")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of the in-process controller (initial sync, no-op resyncs, drift) here")
 	flag.IntVar(&c.controller.applyConcurrency, "apply-concurrency", 16, "sync-controller's --apply-concurrency (main.go's default), also the bare loop's workers")
 	flag.DurationVar(&c.controller.driftDebounce, "drift-debounce", 100*time.Millisecond, "sync-controller's --drift-debounce (main.go's default)")
@@ -67,7 +72,11 @@ func main() {
 	flag.DurationVar(&c.totalBudget, "timeout", 40*time.Minute, "give up after this long")
 	flag.Parse()
 
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	level := zapcore.ErrorLevel
+	if os.Getenv("PLUMB_BENCH_DEBUG") != "" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "syncbench:", err)
 		os.Exit(1)
@@ -90,6 +99,7 @@ func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.totalBudget)
 	defer cancel()
 	load0 := loadAvg()
+	source := sourceState()
 	fmt.Fprintf(os.Stderr, ">> starting kube-apiserver, etcd and NATS\n")
 	env, err := testenv.Start()
 	if err != nil {
@@ -101,6 +111,7 @@ func run(c config) error {
 		}
 	}()
 	b := &bench{c: c, env: env, res: newResults(c)}
+	b.res.source = source
 	if b.wc, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		return err
 	}
@@ -120,6 +131,11 @@ func run(c config) error {
 		if err := b.memoryPhase(ctx, workloads); err != nil {
 			return fmt.Errorf("memory phase: %w", err)
 		}
+	}
+	if c.memoryOnly {
+		b.res.load = [2]string{load0, loadAvg()}
+		b.res.print(os.Stdout)
+		return nil
 	}
 
 	fmt.Fprintf(os.Stderr, ">> starting sync-controller in this process (apply concurrency %d)\n", c.controller.applyConcurrency)
@@ -197,6 +213,34 @@ func run(c config) error {
 	return nil
 }
 
+// sourceState names the commit measured and whether the controller's code
+// had uncommitted changes (other engineers work in the same checkout).
+func sourceState() string {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "?"
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "?"
+	}
+	state := "commit " + strings.TrimSpace(string(head))
+	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "sync-controller", "pkg", "api").Output()
+	if err != nil {
+		return state
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(dirty)), "\n") {
+		if line != "" && !strings.Contains(line, "internal/syncbench") {
+			n++
+		}
+	}
+	if n > 0 {
+		state += fmt.Sprintf(" with %d uncommitted file(s) under sync-controller, pkg, api", n)
+	}
+	return state
+}
+
 // memoryPhase runs the built binary as its own process through an initial
 // sync, no-op resyncs and foreign edits of each workload, and reads its
 // peak resident memory. It runs before the in-process controller starts, so
@@ -224,7 +268,7 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 	}
 	logPath := filepath.Join(os.TempDir(), "syncbench-sync-controller.log")
 	fmt.Fprintf(os.Stderr, ">> running %s as its own process (log: %s)\n", binary, logPath)
-	p, err := startProcess(binary, kubeconfig, b.env.NATSURL, logPath)
+	p, err := startProcess(binary, kubeconfig, b.env.NATSURL, logPath, strings.Fields(b.c.binaryArgs)...)
 	if err != nil {
 		return err
 	}
@@ -248,6 +292,7 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 				return fmt.Errorf("%w (%v)", err, p.alive())
 			}
 			m.noop[w] = append(m.noop[w], s.d)
+			fmt.Fprintf(os.Stderr, "   no-op resync, %s: %s\n", w.describe(b.c.objects), round(s.d))
 		}
 		lat, _, err := b.drift(ctx, ks, w, b.c.memEdits)
 		if err != nil {
@@ -354,8 +399,9 @@ func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool)
 		}
 		return nil, sample{}, fmt.Errorf("Ready, but the inventory holds %d entries, not %d", n, b.c.objects)
 	}
-	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests\n", w.describe(b.c.objects), round(elapsed), total)
-	return got, sample{d: elapsed, requests: total, counts: counts}, nil
+	tl := b.counter.timeline(start, at)
+	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), round(elapsed), total, tl)
+	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl}, nil
 }
 
 // bareInitial applies the workload's objects to a fresh namespace with a
@@ -439,7 +485,7 @@ func (b *bench) noopResync(ctx context.Context, ks *kustomizev1.Kustomization) (
 	if !conditions.IsReady(got) {
 		return sample{}, fmt.Errorf("the resync left the Kustomization not Ready: %s", describeKs(got))
 	}
-	return sample{d: elapsed, requests: total, counts: counts}, nil
+	return sample{d: elapsed, requests: total, counts: counts, timeline: b.counter.timeline(start, at)}, nil
 }
 
 // driftTarget is one object a foreign edit changes.

@@ -15,6 +15,7 @@ type sample struct {
 	d        time.Duration
 	requests int
 	counts   map[string]int
+	timeline timeline
 }
 
 // series is the runs of one figure.
@@ -90,6 +91,7 @@ type results struct {
 	driftFailures int
 	mem           memoryFigures
 	load          [2]string
+	source        string
 }
 
 func newResults(c config) *results {
@@ -117,7 +119,7 @@ const (
 
 func (r *results) print(out io.Writer) {
 	c := r.c
-	fmt.Fprintf(out, "\nsync-controller benchmark: one Kustomization of %d objects, envtest kube-apiserver + etcd (pkg/testenv)\n", c.objects)
+	fmt.Fprintf(out, "\nsync-controller benchmark: one Kustomization of %d objects, envtest kube-apiserver + etcd (pkg/testenv); %s\n", c.objects, r.source)
 	fmt.Fprintf(out, "apply concurrency %d (sync-controller's --apply-concurrency and the bare loop's workers), --concurrent %d, --drift-debounce %s, priority and fairness on: %t\n",
 		c.controller.applyConcurrency, c.controller.concurrent, c.controller.driftDebounce, r.apf)
 	fmt.Fprintf(out, "load average before %s, after %s; medians of %d initial syncs per side, %d no-op resyncs, %d drift edits\n\n",
@@ -174,10 +176,12 @@ func (r *results) print(out io.Writer) {
 		fmt.Fprintln(out)
 		if s, ok := r.initial[w].median(); ok {
 			fmt.Fprintf(out, "  requests of the median initial sync (%d): %s\n", s.requests, formatCounts(s.counts))
+			fmt.Fprintf(out, "  its timeline: %s\n", s.timeline)
 		}
 		fmt.Fprintf(out, "- %s, no-op resync runs: %s; bare re-apply %s\n", w.describe(c.objects), r.noop[w].durations(), r.bareNoop[w].durations())
 		if s, ok := r.noop[w].median(); ok {
 			fmt.Fprintf(out, "  requests of the median no-op resync (%d): %s\n", s.requests, formatCounts(s.counts))
+			fmt.Fprintf(out, "  its timeline: %s\n", s.timeline)
 		}
 	}
 	if len(r.drift) > 0 {
