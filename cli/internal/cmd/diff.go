@@ -1,0 +1,401 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/inventory"
+)
+
+const (
+	// syncFieldManager is sync-controller's field manager: the dry-run
+	// applies as it, so the result is what sync-controller's next apply
+	// would store (fields it owns and no longer sets are dropped).
+	syncFieldManager = "plumb-sync"
+	// appliedHashAnnotation is the hash sync-controller stamps on each
+	// applied object (sync-controller/internal/engine).
+	appliedHashAnnotation = "plumb.dev/applied-hash"
+	// maxArtifactSize matches sync-controller's --max-artifact-size default.
+	maxArtifactSize = 64 << 20
+)
+
+func newDiffCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff kustomization NAME",
+		Short: "Show, field by field, where the cluster differs from the rendered manifests",
+		Long: "diff downloads the Kustomization's rendered artifact (status.renderedArtifact),\n" +
+			"verifies its digest, asks the API server for a server-side dry-run apply of every\n" +
+			"object as sync-controller would make it (field manager plumb-sync), and compares\n" +
+			"the result with the live object, leaving out the fields spec.ignore names.\n" +
+			"Values are shown as live → Git; Secret values are redacted.\n\n" +
+			"An artifact URL with an in-cluster host name (<service>.<namespace>.svc…) is\n" +
+			"downloaded through the API server's service proxy.\n\n" +
+			"Exit code: 0 no drift, 1 drift, 2 error.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := kindNamed(args[0], kustomizationKind); err != nil {
+				return err
+			}
+			if err := g.kube(); err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(cmd, g)
+			defer cancel()
+			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			ks := &kustomizev1.Kustomization{}
+			if err := g.client.Get(ctx, key, ks); err != nil {
+				return notFound(err, kustomizationKind, key)
+			}
+			return g.diff(ctx, ks)
+		},
+	}
+}
+
+// objectDiff is the outcome for one object.
+type objectDiff struct {
+	id      string
+	action  diff.Action
+	changes []diff.Change
+	note    string
+	err     error
+}
+
+func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error {
+	a := ks.Status.RenderedArtifact
+	if a == nil {
+		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(kustomizationKind, ks))
+	}
+	ig, err := diff.NewIgnorer(ks.Spec.Ignore)
+	if err != nil {
+		return fmt.Errorf("spec.ignore: %w", err)
+	}
+	httpClient, err := artifactClient(g.cfg)
+	if err != nil {
+		return err
+	}
+	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{Client: httpClient, MaxSize: maxArtifactSize})
+	if err != nil {
+		return fmt.Errorf("downloading the rendered artifact: %w", err)
+	}
+	objs, err := decodeManifests(data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(kustomizationKind, ks), a.Revision)
+
+	var results []objectDiff
+	desired := make([]*unstructured.Unstructured, 0, len(objs))
+	hooks := 0
+	for _, obj := range objs {
+		if _, ok := obj.GetAnnotations()[kustomizev1.HookAnnotation]; ok {
+			hooks++ // hooks run during a sync; they are not kept in step
+			continue
+		}
+		if err := g.stamp(obj, ks); err != nil {
+			results = append(results, objectDiff{id: diff.ObjectID(obj), err: err})
+			continue
+		}
+		desired = append(desired, obj)
+		results = append(results, g.compare(ctx, obj, ig))
+	}
+	results = append(results, g.pruneCandidates(ctx, ks, desired)...)
+	return report(g.out, results, hooks)
+}
+
+// stamp prepares obj as sync-controller's engine does before applying it:
+// the Kustomization's namespace for namespaced objects that name none,
+// no namespace for cluster-scoped ones, the ownership labels, and the
+// hash of the result in the applied-hash annotation.
+func (g *globals) stamp(obj *unstructured.Unstructured, ks *kustomizev1.Kustomization) error {
+	gvk := obj.GroupVersionKind()
+	mapping, err := g.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return fmt.Errorf("the kind %s is not served by the API server (is its CRD installed?)", gvk)
+		}
+		return err
+	}
+	if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(ks.Namespace)
+		}
+	} else {
+		obj.SetNamespace("")
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[kustomizev1.NameLabel] = ks.Name
+	labels[kustomizev1.NamespaceLabel] = ks.Namespace
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	delete(annotations, appliedHashAnnotation)
+	obj.SetAnnotations(annotations)
+	hash, err := diff.Hash(obj)
+	if err != nil {
+		return err
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[appliedHashAnnotation] = hash
+	obj.SetAnnotations(annotations)
+	return nil
+}
+
+// compare diffs one desired object with the cluster through a dry-run apply.
+func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructured, ig *diff.Ignorer) objectDiff {
+	id := diff.ObjectID(desired)
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	if err := g.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
+		}
+		return objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)}
+	}
+	// Ignored fields keep their live values, as sync-controller applies them.
+	dry := desired.DeepCopy()
+	keepIgnored(dry, live, ig)
+	dry.SetManagedFields(nil)
+	dry.SetResourceVersion("")
+	err := g.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
+		client.FieldOwner(syncFieldManager), client.ForceOwnership, client.DryRunAll)
+	if err != nil {
+		return objectDiff{id: id, err: fmt.Errorf("server-side dry-run apply: %w", err)}
+	}
+	d := diff.Diff(live, dry, ig)
+	return objectDiff{id: id, action: d.Action, changes: d.Changes}
+}
+
+// pruneCandidates lists the inventory's objects that the rendered set no
+// longer holds: a sync with spec.prune deletes them.
+func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomization, desired []*unstructured.Unstructured) []objectDiff {
+	var out []objectDiff
+	for _, gone := range inventory.Removed(ks.Status.Inventory, desired) {
+		id := diff.ObjectID(gone)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gone.GroupVersionKind())
+		err := g.client.Get(ctx, client.ObjectKeyFromObject(gone), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			out = append(out, objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)})
+		case !ks.Spec.Prune:
+			out = append(out, objectDiff{id: id, action: diff.Unchanged, note: "no longer in Git; spec.prune is off, so it stays"})
+		case live.GetAnnotations()[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
+			out = append(out, objectDiff{id: id, action: diff.Unchanged, note: "no longer in Git; annotated plumb.dev/prune: disabled, so it stays"})
+		default:
+			out = append(out, objectDiff{id: id, action: diff.Deleted, note: "no longer in Git; a sync prunes it"})
+		}
+	}
+	return out
+}
+
+// report prints the results and returns the command's outcome.
+func report(w io.Writer, results []objectDiff, hooks int) error {
+	counts := map[diff.Action]int{}
+	var errs []error
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			fmt.Fprintf(w, "! %s: %v\n", r.id, r.err)
+			errs = append(errs, fmt.Errorf("%s: %w", r.id, r.err))
+		case r.action == diff.Created:
+			fmt.Fprintf(w, "+ %s (%s)\n", r.id, r.note)
+		case r.action == diff.Deleted:
+			fmt.Fprintf(w, "- %s (%s)\n", r.id, r.note)
+		case r.action == diff.Configured:
+			fmt.Fprintf(w, "~ %s\n", r.id)
+			for _, c := range r.changes {
+				fmt.Fprintf(w, "    %s: %s → %s\n", c.Path, value(c.Before), value(c.After))
+			}
+		case r.note != "":
+			fmt.Fprintf(w, "  %s (%s)\n", r.id, r.note)
+		}
+		if r.err == nil {
+			counts[r.action]++
+		}
+	}
+	if hooks > 0 {
+		fmt.Fprintf(w, "(%d hook objects not compared: they run during a sync)\n", hooks)
+	}
+	drifted := counts[diff.Configured] + counts[diff.Created] + counts[diff.Deleted]
+	if len(errs) > 0 {
+		return fmt.Errorf("%d objects could not be compared: %w", len(errs), errors.Join(errs...))
+	}
+	if drifted == 0 {
+		fmt.Fprintf(w, "✔ no drift: %d objects match Git\n", counts[diff.Unchanged])
+		return nil
+	}
+	fmt.Fprintf(w, "%d changed, %d to create, %d to prune, %d unchanged\n",
+		counts[diff.Configured], counts[diff.Created], counts[diff.Deleted], counts[diff.Unchanged])
+	return negative(nil)
+}
+
+// value renders one side of a change; an empty side is an absent field.
+func value(v string) string {
+	if v == "" {
+		return "(absent)"
+	}
+	return v
+}
+
+// decodeManifests reads the rendered multi-document YAML into objects.
+func decodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rendered manifests, document %d: %w", i, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		obj := &unstructured.Unstructured{Object: m}
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
+			return nil, fmt.Errorf("rendered manifests, document %d: apiVersion, kind and metadata.name are required", i)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// keepIgnored sets, in desired, each field an ignore rule selects to its
+// live value (or removes it when live lacks it), as sync-controller does
+// before applying, so the dry-run result keeps the cluster's value there.
+func keepIgnored(desired, live *unstructured.Unstructured, ig *diff.Ignorer) {
+	if ig == nil {
+		return
+	}
+	for _, p := range ig.Pointers(desired) {
+		v, ok := lookupPointer(live.Object, p)
+		if !ok {
+			p.Remove(desired.Object)
+			continue
+		}
+		if len(p) == 0 {
+			continue
+		}
+		parent, ok := lookupPointer(desired.Object, p[:len(p)-1])
+		if !ok {
+			continue
+		}
+		last := p[len(p)-1]
+		switch node := parent.(type) {
+		case map[string]any:
+			node[last] = runtime.DeepCopyJSONValue(v)
+		case []any:
+			if i, err := strconv.Atoi(last); err == nil && i >= 0 && i < len(node) {
+				node[i] = runtime.DeepCopyJSONValue(v)
+			}
+		}
+	}
+}
+
+func lookupPointer(doc any, p diff.Pointer) (any, bool) {
+	cur := doc
+	for _, tok := range p {
+		switch node := cur.(type) {
+		case map[string]any:
+			next, ok := node[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, false
+			}
+			cur = node[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// artifactClient returns the HTTP client for artifact downloads: direct for
+// URLs a laptop can reach, through the API server's service proxy for an
+// in-cluster Service host name, which only the cluster's DNS resolves.
+func artifactClient(cfg *rest.Config) (*http.Client, error) {
+	api, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	host, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("the API server URL %q: %w", cfg.Host, err)
+	}
+	if host.Scheme == "" {
+		host, _ = url.Parse("https://" + cfg.Host)
+	}
+	return &http.Client{Transport: &serviceProxy{api: api.Transport, apiURL: host, direct: http.DefaultTransport}}, nil
+}
+
+// serviceProxy rewrites requests for http://<svc>.<ns>.svc[.cluster.local]
+// to the API server's /api/v1/namespaces/<ns>/services/http:<svc>:<port>/proxy.
+type serviceProxy struct {
+	api    http.RoundTripper
+	apiURL *url.URL
+	direct http.RoundTripper
+}
+
+func (p *serviceProxy) RoundTrip(req *http.Request) (*http.Response, error) {
+	svc, ns, ok := inClusterService(req.URL.Hostname())
+	if !ok {
+		return p.direct.RoundTrip(req)
+	}
+	port := req.URL.Port()
+	if port == "" {
+		port = "80"
+	}
+	u := *p.apiURL
+	u.Path = path.Join(p.apiURL.Path, "/api/v1/namespaces", ns, "services", "http:"+svc+":"+port, "proxy", req.URL.Path)
+	u.RawQuery = req.URL.RawQuery
+	out := req.Clone(req.Context())
+	out.URL = &u
+	out.Host = u.Host
+	return p.api.RoundTrip(out)
+}
+
+// inClusterService splits <svc>.<ns>.svc or <svc>.<ns>.svc.cluster.local.
+func inClusterService(host string) (svc, ns string, ok bool) {
+	host = strings.TrimSuffix(host, ".")
+	parts := strings.Split(host, ".")
+	if len(parts) < 3 || parts[2] != "svc" {
+		return "", "", false
+	}
+	if rest := strings.Join(parts[3:], "."); rest != "" && rest != "cluster.local" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}

@@ -1,0 +1,32 @@
+// Package cmd is the plumb command line: one cobra command per verb.
+//
+//	plumb get sources|kustomizations|receivers|alerts|providers [-A]
+//	plumb reconcile source|kustomization NAME [--with-source]
+//	plumb suspend|resume source|kustomization NAME
+//	plumb diff kustomization NAME
+//	plumb tree kustomization NAME
+//	plumb events [--follow] [--for Kind/name] [--nats-url URL]
+//
+// The Kubernetes connection comes from the kubeconfig as kubectl finds it
+// (--kubeconfig, then $KUBECONFIG, then ~/.kube/config), with --context and
+// -n/--namespace overriding the current context's.
+//
+// Exit codes: 0 success (for diff: no drift), 1 a definite negative answer
+// (diff found drift, a reconcile ended with Ready=False), 2 an error (bad
+// arguments, an unreachable cluster or artifact, a timeout).
+//
+// reconcile sets reconcile.plumb.dev/requestedAt to a fresh token and waits
+// until status.lastHandledReconcileAt carries it and the Ready condition has
+// settled at the current generation (not Unknown, Reconciling not True),
+// printing each new progress message on the way.
+//
+// diff repeats sync-controller's comparison from outside: it downloads the
+// rendered artifact (verifying its digest with pkg/fetch; an in-cluster
+// artifact URL is reached through the API server's service proxy), stamps
+// each object as sync-controller does (ownership labels, applied-hash
+// annotation, default namespace), asks the API server for a dry-run
+// server-side apply as field manager plumb-sync, and compares the result
+// with the live object through pkg/diff and the Kustomization's
+// spec.ignore. Objects that do not exist are reported as to be created,
+// and inventory entries no longer rendered as to be pruned.
+package cmd

@@ -1,0 +1,174 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// kind describes one Plumb kind to the commands: how to read the fields
+// they show, whatever the Go type.
+type kind struct {
+	Kind   string
+	plural string
+	// names are what a user may type for it, singular and plural.
+	names   []string
+	newObj  func() client.Object
+	newList func() client.ObjectList
+	items   func(client.ObjectList) []client.Object
+	// status reads the fields the commands show; zero values where the
+	// kind has no such field.
+	status func(client.Object) status
+	// reconcilable kinds have spec.suspend and honour requestedAt.
+	reconcilable bool
+}
+
+// status is the part of an object's status the commands use.
+type status struct {
+	conditions         []metav1.Condition
+	observedGeneration int64
+	revision           string
+	lastHandled        string
+	suspended          bool
+}
+
+func (s status) condition(t string) *metav1.Condition {
+	return apimeta.FindStatusCondition(s.conditions, t)
+}
+
+var (
+	gitRepositoryKind = &kind{
+		Kind: sourcev1.GitRepositoryKind, plural: "GitRepositories",
+		names:   []string{"source", "sources", "gitrepository", "gitrepositories", "gitrepo", "gitrepos"},
+		newObj:  func() client.Object { return &sourcev1.GitRepository{} },
+		newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*sourcev1.GitRepositoryList).Items {
+				out = append(out, &l.(*sourcev1.GitRepositoryList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			g := o.(*sourcev1.GitRepository)
+			s := status{conditions: g.Status.Conditions, observedGeneration: g.Status.ObservedGeneration,
+				lastHandled: g.Status.LastHandledReconcileAt, suspended: g.Spec.Suspend}
+			if g.Status.Artifact != nil {
+				s.revision = g.Status.Artifact.Revision
+			}
+			return s
+		},
+		reconcilable: true,
+	}
+	kustomizationKind = &kind{
+		Kind: kustomizev1.KustomizationKind, plural: "Kustomizations",
+		names:   []string{"kustomization", "kustomizations", "ks"},
+		newObj:  func() client.Object { return &kustomizev1.Kustomization{} },
+		newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*kustomizev1.KustomizationList).Items {
+				out = append(out, &l.(*kustomizev1.KustomizationList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			k := o.(*kustomizev1.Kustomization)
+			return status{conditions: k.Status.Conditions, observedGeneration: k.Status.ObservedGeneration,
+				revision: k.Status.LastAppliedRevision, lastHandled: k.Status.LastHandledReconcileAt, suspended: k.Spec.Suspend}
+		},
+		reconcilable: true,
+	}
+	receiverKind = &kind{
+		Kind: notificationv1.ReceiverKind, plural: "Receivers",
+		names:   []string{"receiver", "receivers"},
+		newObj:  func() client.Object { return &notificationv1.Receiver{} },
+		newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*notificationv1.ReceiverList).Items {
+				out = append(out, &l.(*notificationv1.ReceiverList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			r := o.(*notificationv1.Receiver)
+			return status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration, suspended: r.Spec.Suspend}
+		},
+	}
+	alertKind = &kind{
+		Kind: notificationv1.AlertKind, plural: "Alerts",
+		names:   []string{"alert", "alerts"},
+		newObj:  func() client.Object { return &notificationv1.Alert{} },
+		newList: func() client.ObjectList { return &notificationv1.AlertList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*notificationv1.AlertList).Items {
+				out = append(out, &l.(*notificationv1.AlertList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			a := o.(*notificationv1.Alert)
+			return status{conditions: a.Status.Conditions, observedGeneration: a.Status.ObservedGeneration, suspended: a.Spec.Suspend}
+		},
+	}
+	providerKind = &kind{
+		Kind: notificationv1.ProviderKind, plural: "Providers",
+		names:   []string{"provider", "providers"},
+		newObj:  func() client.Object { return &notificationv1.Provider{} },
+		newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*notificationv1.ProviderList).Items {
+				out = append(out, &l.(*notificationv1.ProviderList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			p := o.(*notificationv1.Provider)
+			return status{conditions: p.Status.Conditions, observedGeneration: p.Status.ObservedGeneration, suspended: p.Spec.Suspend}
+		},
+	}
+	kinds = []*kind{gitRepositoryKind, kustomizationKind, receiverKind, alertKind, providerKind}
+)
+
+// kindNamed finds the kind a user typed, among allowed.
+func kindNamed(name string, allowed ...*kind) (*kind, error) {
+	name = strings.ToLower(name)
+	var valid []string
+	for _, k := range allowed {
+		for _, n := range k.names {
+			if n == name {
+				return k, nil
+			}
+		}
+		valid = append(valid, k.names[0])
+	}
+	sort.Strings(valid)
+	return nil, fmt.Errorf("unknown kind %q: use one of %s", name, strings.Join(valid, ", "))
+}
+
+// readyOf returns the Ready condition's status and message, "Unknown" when
+// there is none yet.
+func readyOf(s status) (string, string) {
+	c := s.condition(meta.ReadyCondition)
+	if c == nil {
+		return string(metav1.ConditionUnknown), "waiting to be reconciled"
+	}
+	return string(c.Status), c.Message
+}
+
+// ref renders Kind/namespace/name.
+func ref(k *kind, o client.Object) string {
+	return k.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}

@@ -1,0 +1,249 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+// pollInterval is how often a wait reads the object again.
+const pollInterval = 250 * time.Millisecond
+
+func newReconcileCmd(g *globals) *cobra.Command {
+	var withSource bool
+	c := &cobra.Command{
+		Use:   "reconcile source|kustomization NAME",
+		Short: "Ask for an immediate reconcile and wait for its result",
+		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
+			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
+			"Ready condition has settled, printing progress on the way, then prints the\n" +
+			"revision. With --with-source, a Kustomization's GitRepository is reconciled\n" +
+			"first. Exit code 1 when the reconcile ends with Ready=False.",
+		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source podinfo -n team-a",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := kindNamed(args[0], gitRepositoryKind, kustomizationKind)
+			if err != nil {
+				return err
+			}
+			if err := g.kube(); err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(cmd, g)
+			defer cancel()
+			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			if withSource {
+				if k != kustomizationKind {
+					return errors.New("--with-source applies to a Kustomization")
+				}
+				ks := &kustomizev1.Kustomization{}
+				if err := g.client.Get(ctx, key, ks); err != nil {
+					return notFound(err, k, key)
+				}
+				srcKey := types.NamespacedName{Namespace: ks.Spec.SourceRef.Namespace, Name: ks.Spec.SourceRef.Name}
+				if srcKey.Namespace == "" {
+					srcKey.Namespace = ks.Namespace
+				}
+				if err := g.reconcile(ctx, gitRepositoryKind, srcKey); err != nil {
+					return err
+				}
+			}
+			return g.reconcile(ctx, k, key)
+		},
+	}
+	c.Flags().BoolVar(&withSource, "with-source", false, "Reconcile the Kustomization's source first.")
+	return c
+}
+
+// reconcile requests a reconcile of one object and waits for it.
+func (g *globals) reconcile(ctx context.Context, k *kind, key types.NamespacedName) error {
+	obj := k.newObj()
+	if err := g.client.Get(ctx, key, obj); err != nil {
+		return notFound(err, k, key)
+	}
+	if k.status(obj).suspended {
+		return fmt.Errorf("%s is suspended: resume it first (plumb resume %s %s)", ref(k, obj), k.names[0], key.Name)
+	}
+	token, err := g.requestReconcile(ctx, obj, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.out, "► reconcile of %s requested\n", ref(k, obj))
+	return g.waitHandled(ctx, k, key, token)
+}
+
+// requestReconcile sets the requestedAt annotation to a fresh token, with
+// further spec fields in the same merge patch, and returns the token.
+func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec map[string]any) (string, error) {
+	token := time.Now().UTC().Format(time.RFC3339Nano)
+	p := map[string]any{"metadata": map[string]any{"annotations": map[string]string{meta.ReconcileRequestAnnotation: token}}}
+	if spec != nil {
+		p["spec"] = spec
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	if err := g.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return "", fmt.Errorf("annotating %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return token, nil
+}
+
+// waitHandled polls the object until the controller has handled token and
+// Ready has settled, printing each new progress line. It returns nil for
+// Ready=True and a negative result for Ready=False.
+func (g *globals) waitHandled(ctx context.Context, k *kind, key types.NamespacedName, token string) error {
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	last := ""
+	for {
+		obj := k.newObj()
+		if err := g.client.Get(ctx, key, obj); err != nil {
+			return notFound(err, k, key)
+		}
+		s := k.status(obj)
+		if line := progress(obj, s, token); line != "" && line != last {
+			fmt.Fprintf(g.out, "◎ %s\n", line)
+			last = line
+		}
+		if done, ready := settled(obj, s, token); done {
+			c := s.condition(meta.ReadyCondition)
+			if !ready {
+				return negative(fmt.Errorf("%s is not ready: %s", ref(k, obj), c.Message))
+			}
+			if s.revision != "" {
+				fmt.Fprintf(g.out, "✔ %s reconciled, revision %s\n", ref(k, obj), s.revision)
+			} else {
+				fmt.Fprintf(g.out, "✔ %s reconciled\n", ref(k, obj))
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			ready, msg := readyOf(s)
+			return fmt.Errorf("timed out waiting for %s to reconcile (Ready=%s: %s); the controller may be down or busy", ref(k, obj), ready, msg)
+		case <-ticker.C:
+		}
+	}
+}
+
+// settled reports whether the reconcile asked for with token is over, and
+// whether it left the object Ready: the token is handled, the status is
+// for the current generation, Ready is True or False and Reconciling is not
+// True.
+func settled(obj client.Object, s status, token string) (done, ready bool) {
+	if s.lastHandled != token || s.observedGeneration != obj.GetGeneration() {
+		return false, false
+	}
+	if r := s.condition(meta.ReconcilingCondition); r != nil && r.Status == metav1.ConditionTrue {
+		return false, false
+	}
+	c := s.condition(meta.ReadyCondition)
+	if c == nil || c.Status == metav1.ConditionUnknown {
+		return false, false
+	}
+	if c.ObservedGeneration != 0 && c.ObservedGeneration != obj.GetGeneration() {
+		return false, false
+	}
+	return true, c.Status == metav1.ConditionTrue
+}
+
+// progress is the line that describes where a reconcile is: the sync
+// phase and wave of a Kustomization, else the Ready message; empty before
+// the controller picked the request up.
+func progress(obj client.Object, s status, token string) string {
+	if ks, ok := obj.(*kustomizev1.Kustomization); ok && ks.Status.Sync != nil {
+		sp := ks.Status.Sync
+		switch sp.Phase {
+		case kustomizev1.PhaseSucceeded, kustomizev1.PhaseFailed, "":
+		default:
+			line := fmt.Sprintf("%s phase, wave %d", sp.Phase, sp.Wave)
+			if sp.Message != "" {
+				line += ": " + oneLine(sp.Message)
+			}
+			return line
+		}
+	}
+	if r := s.condition(meta.ReconcilingCondition); r != nil && r.Status == metav1.ConditionTrue {
+		return oneLine(r.Message)
+	}
+	if s.lastHandled != token {
+		return "waiting for the controller to pick the request up"
+	}
+	if c := s.condition(meta.ReadyCondition); c != nil && c.Status == metav1.ConditionUnknown {
+		return oneLine(c.Message)
+	}
+	return ""
+}
+
+// notFound words a failed Get for a person.
+func notFound(err error, k *kind, key types.NamespacedName) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s not found in namespace %s", k.Kind, key.Name, key.Namespace)
+	}
+	return fmt.Errorf("reading %s %s/%s: %w", k.Kind, key.Namespace, key.Name, err)
+}
+
+func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
+	verb, short := "resume", "Resume a suspended object, reconcile it and wait for the result"
+	if suspend {
+		verb, short = "suspend", "Stop reconciling an object until it is resumed"
+	}
+	var wait bool
+	c := &cobra.Command{
+		Use:   verb + " source|kustomization NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := kindNamed(args[0], gitRepositoryKind, kustomizationKind)
+			if err != nil {
+				return err
+			}
+			if err := g.kube(); err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(cmd, g)
+			defer cancel()
+			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			obj := k.newObj()
+			if err := g.client.Get(ctx, key, obj); err != nil {
+				return notFound(err, k, key)
+			}
+			if suspend {
+				patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
+				if err := g.client.Patch(ctx, obj, patch); err != nil {
+					return fmt.Errorf("suspending %s: %w", ref(k, obj), err)
+				}
+				fmt.Fprintf(g.out, "✔ %s suspended\n", ref(k, obj))
+				return nil
+			}
+			// Resuming also requests a reconcile, so the object catches up
+			// now rather than at its next interval.
+			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.out, "► %s resumed\n", ref(k, obj))
+			if !wait {
+				return nil
+			}
+			return g.waitHandled(ctx, k, key, token)
+		},
+	}
+	if !suspend {
+		c.Flags().BoolVar(&wait, "wait", true, "Wait for the reconcile that resuming starts.")
+	}
+	return c
+}

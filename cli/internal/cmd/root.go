@@ -1,0 +1,157 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// Exit codes.
+const (
+	ExitOK = 0
+	// ExitNegative is a definite "no": drift found, or a reconcile that
+	// ended with Ready=False.
+	ExitNegative = 1
+	// ExitError is anything that kept the command from answering.
+	ExitError = 2
+)
+
+// exitError ends a command with a code other than ExitError.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// negative ends the command with ExitNegative, printing err if not nil.
+func negative(err error) error { return &exitError{code: ExitNegative, err: err} }
+
+// Run executes the plumb command line with args and returns the exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "✗ %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "✗ %v\n", err)
+	return ExitError
+}
+
+// globals are the flags every command shares and what they lead to.
+type globals struct {
+	kubeconfig string
+	context    string
+	namespace  string
+	timeout    time.Duration
+
+	out, errOut io.Writer
+
+	// set by kube()
+	cfg    *rest.Config
+	client client.Client
+	ns     string
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{out: stdout, errOut: stderr}
+	root := &cobra.Command{
+		Use:   "plumb",
+		Short: "Plumb keeps Kubernetes clusters plumb with Git",
+		Long: "plumb lists Plumb's objects, asks for reconciles and waits for them, shows drift\n" +
+			"between Git and the cluster, a Kustomization's objects with their health, and\n" +
+			"the event stream. It reads the kubeconfig the way kubectl does.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file; defaults to $KUBECONFIG, then ~/.kube/config.")
+	pf.StringVar(&g.context, "context", "", "The kubeconfig context to use; defaults to the current context.")
+	pf.StringVarP(&g.namespace, "namespace", "n", "", "The namespace; defaults to the context's namespace, then \"default\".")
+	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "How long a command waits (for a reconcile, a download, the API server).")
+
+	root.AddCommand(
+		newGetCmd(g),
+		newReconcileCmd(g),
+		newSuspendCmd(g, true),
+		newSuspendCmd(g, false),
+		newDiffCmd(g),
+		newTreeCmd(g),
+		newEventsCmd(g),
+	)
+	return root
+}
+
+// scheme knows the built-in kinds and Plumb's.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(notificationv1.AddToScheme(s))
+	return s
+}()
+
+// clientConfig loads the kubeconfig like kubectl: --kubeconfig, else
+// $KUBECONFIG (a list of files), else ~/.kube/config, with --context and
+// --namespace as overrides.
+func (g *globals) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = g.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: g.context}
+	overrides.Context.Namespace = g.namespace
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+}
+
+// kube connects to the cluster once per command.
+func (g *globals) kube() error {
+	if g.client != nil {
+		return nil
+	}
+	cc := g.clientConfig()
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "plumb"
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	g.cfg, g.client, g.ns = cfg, c, ns
+	return nil
+}

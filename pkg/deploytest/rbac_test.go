@@ -1,0 +1,367 @@
+package deploytest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// call is one API request a controller makes (or must not make).
+type call struct {
+	group, resource, subresource, verb string
+	// namespace of the request; "" is cluster-wide (a list or watch across
+	// namespaces, the way the informers run).
+	namespace string
+	// why names the code that makes the call.
+	why string
+}
+
+func (c call) String() string {
+	r := c.resource
+	if c.subresource != "" {
+		r += "/" + c.subresource
+	}
+	if c.group != "" {
+		r += "." + c.group
+	}
+	ns := c.namespace
+	if ns == "" {
+		ns = "*"
+	}
+	return fmt.Sprintf("%s %s in %s", c.verb, r, ns)
+}
+
+const (
+	source       = "source.plumb.dev"
+	kustomize    = "kustomize.plumb.dev"
+	notification = "notification.plumb.dev"
+	coordination = "coordination.k8s.io"
+	eventsGroup  = "events.k8s.io"
+	apps         = "apps"
+	rbac         = "rbac.authorization.k8s.io"
+	apiext       = "apiextensions.k8s.io"
+	// tenant is any namespace the objects live in.
+	tenant = "team-a"
+)
+
+// watchOf is the get/list/watch an informer (a For, Owns or Watches in a
+// controller builder, or a cached client read) needs, cluster-wide.
+func watchOf(group, resource, why string) []call {
+	return []call{
+		{group: group, resource: resource, verb: "get", namespace: tenant, why: why},
+		{group: group, resource: resource, verb: "list", why: why},
+		{group: group, resource: resource, verb: "watch", why: why},
+	}
+}
+
+// everyController are the calls the shared manager (pkg/app) and event
+// recorder (pkg/events over controller-runtime's recorder) make.
+func everyController() []call {
+	return []call{
+		{group: coordination, resource: "leases", verb: "get", namespace: namespace, why: "leader election (pkg/app: ctrl.Options.LeaderElection)"},
+		{group: coordination, resource: "leases", verb: "create", namespace: namespace, why: "leader election"},
+		{group: coordination, resource: "leases", verb: "update", namespace: namespace, why: "leader election renewal"},
+		{resource: "events", verb: "create", namespace: tenant, why: "pkg/events Recorder over mgr.GetEventRecorderFor (core/v1)"},
+		{resource: "events", verb: "patch", namespace: tenant, why: "the event correlator patches repeated events"},
+		{group: eventsGroup, resource: "events", verb: "create", namespace: tenant, why: "controller-runtime's events.k8s.io recorder"},
+		{group: eventsGroup, resource: "events", verb: "patch", namespace: tenant, why: "events.k8s.io series updates"},
+		{resource: "events", verb: "create", namespace: namespace, why: "leader election events on the Lease"},
+	}
+}
+
+// needed is, per controller, what its code calls: read from
+// <controller>/main.go and internal/, and the pkg/ packages they use.
+var needed = map[string][]call{
+	"source-controller": concat(
+		watchOf(source, "gitrepositories", "GitRepositoryReconciler: For(&GitRepository{}), r.Get"),
+		[]call{
+			{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant, why: "finalizer add/remove (client.MergeFrom patch)"},
+			{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile.ApplyStatus (server-side apply)"},
+			{group: source, resource: "gitrepositories", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
+			{resource: "secrets", verb: "get", namespace: tenant, why: "fetch: spec.secretRef, uncached r.Get"},
+		},
+		everyController(),
+	),
+	"render-controller": concat(
+		watchOf(kustomize, "kustomizations", "KustomizationReconciler: For(&Kustomization{}), List by source index"),
+		watchOf(source, "gitrepositories", "Watches(&GitRepository{}), r.Get of spec.sourceRef"),
+		[]call{
+			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact"},
+			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap (uncached)"},
+			{resource: "secrets", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom Secret (uncached)"},
+		},
+		everyController(),
+	),
+	"sync-controller": concat(
+		watchOf(kustomize, "kustomizations", "KustomizationReconciler: For, Watches for dependsOn, List by dependsOn index"),
+		[]call{
+			{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant, why: "finalizer add/remove"},
+			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus as sync-controller"},
+			{group: kustomize, resource: "kustomizations", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
+			// The managed objects, any kind: two examples of each call.
+			{group: apps, resource: "deployments", verb: "patch", namespace: tenant, why: "engine.apply: server-side apply and dry-run"},
+			{resource: "configmaps", verb: "patch", namespace: tenant, why: "engine.apply"},
+			{group: apps, resource: "deployments", verb: "get", namespace: tenant, why: "engine.applyOne: live object for the diff"},
+			{group: apps, resource: "deployments", verb: "list", why: "engine.Watcher: metadata informer per kind"},
+			{group: apps, resource: "deployments", verb: "watch", why: "engine.Watcher"},
+			{resource: "configmaps", verb: "delete", namespace: tenant, why: "engine prune"},
+			{group: "batch", resource: "jobs", verb: "delete", namespace: tenant, why: "hook delete policies"},
+			{resource: "namespaces", verb: "patch", why: "Namespaces in the rendered set"},
+			{group: rbac, resource: "clusterroles", verb: "patch", why: "RBAC objects in the rendered set"},
+			{group: apiext, resource: "customresourcedefinitions", verb: "patch", why: "CRDs in the rendered set"},
+		},
+		everyController(),
+	),
+	"notification-controller": concat(
+		watchOf(notification, "providers", "ProviderReconciler: For; Alert reconciler Watches; dispatcher Get"),
+		watchOf(notification, "alerts", "AlertReconciler: For; dispatcher List"),
+		watchOf(notification, "receivers", "ReceiverReconciler: For; receiver server List by path index"),
+		watchOf("", "secrets", "Provider and Receiver reconcilers Watches(&Secret{}); notifier.ConfigFor Get"),
+		[]call{
+			{group: notification, resource: "providers", verb: "patch", namespace: tenant, why: "fluxcd patch.SerialPatcher (metadata)"},
+			{group: notification, resource: "alerts", verb: "patch", namespace: tenant, why: "SerialPatcher"},
+			{group: notification, resource: "receivers", verb: "patch", namespace: tenant, why: "SerialPatcher"},
+			{group: notification, resource: "providers", subresource: "status", verb: "patch", namespace: tenant, why: "SerialPatcher status"},
+			{group: notification, resource: "alerts", subresource: "status", verb: "patch", namespace: tenant, why: "SerialPatcher status"},
+			{group: notification, resource: "receivers", subresource: "status", verb: "patch", namespace: tenant, why: "SerialPatcher status"},
+			{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant, why: "receiver.requestReconcile: requestedAt annotation"},
+			{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant, why: "receiver.requestReconcile"},
+			{group: source, resource: "gitrepositories", verb: "list", namespace: tenant, why: "receiver.resolve: wildcard names (APIReader)"},
+			{group: kustomize, resource: "kustomizations", verb: "list", namespace: tenant, why: "receiver.resolve"},
+			{group: source, resource: "gitrepositories", verb: "get", namespace: tenant, why: "dispatch.labels: the event's object (APIReader)"},
+			{group: kustomize, resource: "kustomizations", verb: "get", namespace: tenant, why: "dispatch.labels"},
+		},
+		everyController(),
+	),
+}
+
+// denied are calls a controller does not make; least privilege means the
+// API server refuses them.
+var denied = map[string][]call{
+	"source-controller": {
+		{group: apps, resource: "deployments", verb: "delete", namespace: tenant},
+		{group: apps, resource: "deployments", verb: "list"},
+		{group: source, resource: "gitrepositories", verb: "delete", namespace: tenant},
+		{group: source, resource: "gitrepositories", verb: "create", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "get", namespace: tenant},
+		{resource: "secrets", verb: "list"},
+		{resource: "secrets", verb: "watch"},
+		{resource: "secrets", verb: "create", namespace: tenant},
+		{resource: "configmaps", verb: "get", namespace: tenant},
+		{group: coordination, resource: "leases", verb: "update", namespace: "kube-system"},
+		{group: coordination, resource: "leases", verb: "delete", namespace: namespace},
+		{resource: "events", verb: "delete", namespace: tenant},
+	},
+	"render-controller": {
+		{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "update", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "delete", namespace: tenant},
+		{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant},
+		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
+		{resource: "secrets", verb: "list"},
+		{resource: "configmaps", verb: "list"},
+		{group: apps, resource: "deployments", verb: "create", namespace: tenant},
+	},
+	"notification-controller": {
+		{group: source, resource: "gitrepositories", verb: "delete", namespace: tenant},
+		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "create", namespace: tenant},
+		{resource: "secrets", verb: "create", namespace: tenant},
+		{resource: "secrets", verb: "delete", namespace: tenant},
+		{resource: "configmaps", verb: "get", namespace: tenant},
+		{group: apps, resource: "deployments", verb: "get", namespace: tenant},
+		{group: notification, resource: "alerts", verb: "delete", namespace: tenant},
+	},
+	// sync-controller is bound to cluster-admin by default: nothing to deny.
+}
+
+func concat(lists ...[]call) []call {
+	var out []call
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// allowed asks the API server whether the ServiceAccount may make c.
+func allowed(ctx context.Context, t *testing.T, sa string, c call) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + namespace + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace:   c.namespace,
+			Verb:        c.verb,
+			Group:       c.group,
+			Resource:    c.resource,
+			Subresource: c.subresource,
+		},
+	}}
+	if err := env.Client.Create(ctx, sar); err != nil {
+		t.Fatalf("SubjectAccessReview %s for %s: %v", c, sa, err)
+	}
+	return sar.Status.Allowed
+}
+
+// TestRBACCoversTheCode: every call in the table is allowed for the
+// controller's ServiceAccount, and every call in the denied table is not.
+func TestRBACCoversTheCode(t *testing.T) {
+	install(t)
+	ctx := context.Background()
+	for _, sa := range controllers {
+		t.Run(sa, func(t *testing.T) {
+			calls, ok := needed[sa]
+			if !ok {
+				t.Fatalf("no table of calls for %s", sa)
+			}
+			for _, c := range calls {
+				if !allowed(ctx, t, sa, c) {
+					t.Errorf("%s may not %s, which it needs for %s", sa, c, c.why)
+				}
+			}
+			for _, c := range denied[sa] {
+				if allowed(ctx, t, sa, c) {
+					t.Errorf("%s may %s, which its code never does", sa, c)
+				}
+			}
+		})
+	}
+}
+
+// TestNoWildcardsOutsideSync: only sync-controller holds broad rights; the
+// other ClusterRoles name their groups, resources and verbs one by one.
+func TestNoWildcardsOutsideSync(t *testing.T) {
+	g := NewWithT(t)
+	for _, u := range append(ofKind(buildBase(t), "ClusterRole"), ofKind(buildBase(t), "Role")...) {
+		role := typed[rbacv1.ClusterRole](t, u)
+		for _, r := range role.Rules {
+			for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
+				g.Expect(list).NotTo(ContainElement("*"), "%s %s", u.GetKind(), u.GetName())
+			}
+			g.Expect(r.Verbs).NotTo(ContainElements("escalate", "bind", "impersonate"), u.GetName())
+		}
+	}
+	for _, u := range ofKind(buildBase(t), "ClusterRoleBinding") {
+		b := typed[rbacv1.ClusterRoleBinding](t, u)
+		if b.RoleRef.Name == "cluster-admin" {
+			g.Expect(b.Subjects).To(ConsistOf(HaveField("Name", "sync-controller")), u.GetName())
+		}
+	}
+}
+
+// TestImpersonatedCalls makes real requests as each ServiceAccount (the API
+// server's impersonation), the way the controllers will once deployed: a
+// sample of the calls each needs succeeds, and a call it does not need is
+// Forbidden.
+func TestImpersonatedCalls(t *testing.T) {
+	install(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.Namespace(ctx, "deploytest")
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns}, StringData: map[string]string{"token": "t"}}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+
+	as := func(sa string) client.Client {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{
+			UserName: "system:serviceaccount:" + namespace + ":" + sa,
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		}
+		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	forbidden := func(err error) bool { return apierrors.IsForbidden(err) }
+
+	src := as("source-controller")
+	g.Expect(src.List(ctx, &sourcev1.GitRepositoryList{})).To(Succeed())
+	g.Expect(src.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})).To(Succeed())
+	g.Expect(forbidden(src.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))).To(BeTrue())
+	g.Expect(forbidden(src.List(ctx, &kustomizev1.KustomizationList{}))).To(BeTrue())
+
+	render := as("render-controller")
+	g.Expect(render.List(ctx, &kustomizev1.KustomizationList{})).To(Succeed())
+	g.Expect(render.List(ctx, &sourcev1.GitRepositoryList{})).To(Succeed())
+	g.Expect(forbidden(render.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}))).To(BeTrue())
+
+	notif := as("notification-controller")
+	g.Expect(notif.List(ctx, &notificationv1.AlertList{})).To(Succeed())
+	g.Expect(notif.List(ctx, &corev1.SecretList{})).To(Succeed())
+	meta := &metav1.PartialObjectMetadataList{}
+	meta.SetGroupVersionKind(sourcev1.GroupVersion.WithKind("GitRepositoryList"))
+	g.Expect(notif.List(ctx, meta, client.InNamespace(ns))).To(Succeed())
+	g.Expect(forbidden(notif.Delete(ctx, secret))).To(BeTrue())
+
+	sync := as("sync-controller")
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	cm.SetName("managed")
+	cm.SetNamespace(ns)
+	g.Expect(sync.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
+	g.Expect(sync.Delete(ctx, cm)).To(Succeed())
+}
+
+// TestSyncRestrictedRBAC checks the narrower option on a ServiceAccount of
+// its own (the default install's sync-controller keeps cluster-admin): the
+// common kinds and the Kustomization calls are allowed, RBAC kinds and
+// CRDs are not.
+func TestSyncRestrictedRBAC(t *testing.T) {
+	install(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const sa = "sync-controller-restricted"
+	objs := restrictedOverlay(t)
+	apply := find(objs, "ClusterRole", "plumb-sync-controller-apply").DeepCopy()
+	apply.SetName("deploytest-sync-restricted")
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, apply, strict))).To(Succeed())
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}))).To(Succeed())
+	for _, role := range []string{"plumb-sync-controller", apply.GetName()} {
+		b := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "deploytest-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: namespace}},
+		}
+		g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, b))).To(Succeed())
+	}
+	for _, c := range needed["sync-controller"] {
+		want := true
+		switch c.resource {
+		case "clusterroles", "customresourcedefinitions":
+			want = false
+		}
+		if c.group == coordination {
+			continue // the leader-election Role is bound to sync-controller only
+		}
+		g.Expect(allowed(ctx, t, sa, c)).To(Equal(want), "%s (%s)", c, c.why)
+	}
+	g.Expect(allowed(ctx, t, sa, call{group: rbac, resource: "rolebindings", verb: "create", namespace: tenant})).To(BeFalse())
+}
+
+// restrictedOverlay renders deploy/ with components/sync-restricted, the way
+// a user's overlay would (testdata/sync-restricted).
+func restrictedOverlay(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := build(filepath.Join("testdata", "sync-restricted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
