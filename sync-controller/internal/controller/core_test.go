@@ -283,3 +283,79 @@ func setSuspend(t *testing.T, ks *kustomizev1.Kustomization, suspend bool) {
 	current.Spec.Suspend = suspend
 	g.Expect(env.Client.Patch(context.Background(), current, patch)).To(Succeed())
 }
+
+func TestNoFalseDriftFromServerNormalization(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	subscription := subscribeEvents(t, ks)
+	// Git writes the CPU request as 0.5 and leaves defaults out; the server
+	// stores 500m and fills in defaults. The dry-run compare must see no
+	// drift.
+	manifest := strings.Replace(deployment(ks.Namespace, "web", 1), "cpu: 500m", "cpu: \"0.5\"", 1)
+	render(t, ks, "main@sha1:n1", manifest)
+	waitReady(t, ks, "main@sha1:n1")
+
+	// A foreign write to a field Git does not declare makes the controller
+	// check the object with a dry-run, which must find nothing to change.
+	d := &appsv1.Deployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "web"}, d)).To(Succeed())
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Labels["team"] = "payments"
+	requests.reset()
+	g.Expect(env.Client.Patch(ctx, d, patch, client.FieldOwner("kubectl-label"))).To(Succeed())
+	g.Eventually(func() map[string]int { return requests.writesUnder("/deployments/web") }, 10*time.Second, 50*time.Millisecond).
+		Should(HaveKey(ContainSubstring("PATCH")), "the foreign write triggered a dry-run check")
+	requestReconcile(t, ks)
+	for req, n := range requests.writesUnder("/deployments/web") {
+		g.Expect(n).To(Equal(1), "only the dry-run check of %s, no apply", req)
+	}
+	g.Expect(subscription.withReason(kustomizev1.DriftDetectedReason)).To(BeEmpty())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "web"}, d)).To(Succeed())
+	g.Expect(d.Labels).To(HaveKeyWithValue("team", "payments"), "fields Git does not declare are left alone")
+}
+
+func TestNamespaceAndCRDFromTheSameSetComeFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	suffix := strings.TrimPrefix(ks.Namespace, "sync-")
+	group := "widgets" + suffix + ".example.com"
+	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`, group)
+	widget := fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata:\n  name: big\n  namespace: team-%s\nspec:\n  size: 3\n", group, suffix)
+	namespace := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-%s\n", suffix)
+	// Listed in the worst order: the custom resource first.
+	render(t, ks, "main@sha1:c1", widget+"---\n"+configMaps("team-"+suffix, "settings")+"---\n"+crd+"---\n"+namespace)
+	got := waitReady(t, ks, "main@sha1:c1")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(4))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "team-" + suffix, Name: "settings"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+func TestHealthChecksWaitOnObjectsOutsideTheSet(t *testing.T) {
+	g := NewWithT(t)
+	_, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+		ks.Spec.HealthChecks = []kustomizev1.NamespacedObjectKindReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "external"}}
+	})
+	render(t, ks, "main@sha1:hc", configMaps(ks.Namespace, "a"))
+	msg := waitNotReady(t, ks, kustomizev1.HealthCheckFailedReason)
+	g.Expect(msg).To(ContainSubstring("Deployment/" + ks.Namespace + "/external is Missing"))
+}

@@ -283,7 +283,7 @@ func waitReady(t *testing.T, ks *kustomizev1.Kustomization, revision string) *ku
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		ready := conditions.Get(got, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Ready: %s", ready.Message)
 		g.Expect(got.Status.LastAppliedRevision).To(Equal(revision))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 	return got

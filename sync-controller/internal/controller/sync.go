@@ -222,13 +222,22 @@ func (s *syncRun) prune(ctx context.Context) error {
 	return nil
 }
 
-// checkHealth sets the Healthy condition; with spec.wait it waits until
-// every applied object is healthy at its current generation, bounded by
-// spec.timeout, and fails fast on a Degraded object. Sets Healthy and, on
-// failure, Ready=False reason HealthCheckFailed.
+// checkHealth sets the Healthy condition. With spec.wait it waits until
+// every applied object, and every object in spec.healthChecks, is healthy at
+// its current generation, bounded by spec.timeout, and fails fast on a
+// Degraded object; without wait only the healthChecks are waited on. Sets
+// Healthy and, on failure, Ready=False reason HealthCheckFailed.
 func (s *syncRun) checkHealth(ctx context.Context) error {
-	objs := s.inventoryObjects()
-	if !s.obj.Spec.Wait {
+	var objs []*unstructured.Unstructured
+	if s.obj.Spec.Wait {
+		objs = s.inventoryObjects()
+	}
+	checks, err := s.healthCheckObjects()
+	if err != nil {
+		return failed(kustomizev1.HealthCheckFailedReason, err)
+	}
+	objs = append(objs, checks...)
+	if len(objs) == 0 {
 		conditions.Delete(s.out, kustomizev1.HealthyCondition)
 		return nil
 	}
@@ -247,6 +256,23 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
 	return nil
+}
+
+// healthCheckObjects returns stubs of the objects named in spec.healthChecks.
+func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(s.obj.Spec.HealthChecks))
+	for _, ref := range s.obj.Spec.HealthChecks {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion(ref.APIVersion)
+		obj.SetKind(ref.Kind)
+		obj.SetName(ref.Name)
+		obj.SetNamespace(ref.Namespace)
+		if err := s.r.Engine.Resolve(obj, s.obj.Namespace); err != nil {
+			return nil, fmt.Errorf("spec.healthChecks: %w", err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }
 
 // conclude sets Ready, Reconciling and Stalled from the run's outcome and

@@ -12,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/diff"
@@ -86,21 +87,20 @@ type Result struct {
 // hashes by id.
 func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[ObjectID]string, error) {
 	hashes := make(map[ObjectID]string, len(objs))
+	defined := definedKinds(objs)
 	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			if apimeta.IsNoMatchError(err) {
-				return nil, fmt.Errorf("%s %s: the kind %s is not served by the API server (is its CRD installed?)", gvk.Kind, obj.GetName(), gvk.GroupVersion().WithKind(gvk.Kind))
+		if err := e.Resolve(obj, opts.DefaultNamespace); err != nil {
+			// A custom resource whose CRD is in the same set: the CRD is
+			// applied first, and its scope says about the namespace.
+			scope, ok := defined[obj.GroupVersionKind().GroupKind()]
+			if !ok || !apimeta.IsNoMatchError(errors.Unwrap(err)) {
+				return nil, err
 			}
-			return nil, err
-		}
-		if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
-			if obj.GetNamespace() == "" {
+			if scope != "Namespaced" {
+				obj.SetNamespace("")
+			} else if obj.GetNamespace() == "" {
 				obj.SetNamespace(opts.DefaultNamespace)
 			}
-		} else {
-			obj.SetNamespace("")
 		}
 		hash, err := stamp(obj, opts.Owner)
 		if err != nil {
@@ -109,6 +109,32 @@ func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[O
 		hashes[IDOf(obj)] = hash
 	}
 	return hashes, nil
+}
+
+// Resolve checks that obj's kind is served, fills in its version when it
+// names none (the preferred one), and gives it defaultNamespace when it is
+// namespaced and has none, or no namespace when it is cluster-scoped.
+func (e *Engine) Resolve(obj *unstructured.Unstructured, defaultNamespace string) error {
+	gvk := obj.GroupVersionKind()
+	var versions []string
+	if gvk.Version != "" {
+		versions = []string{gvk.Version}
+	}
+	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), versions...)
+	if err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return fmt.Errorf("%s %s: the kind %s is not served by the API server (is its CRD installed?): %w",
+				gvk.Kind, obj.GetName(), gvk.GroupVersion().WithKind(gvk.Kind), err)
+		}
+		return err
+	}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	if mapping.Scope.Name() != apimeta.RESTScopeNameNamespace {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
+		obj.SetNamespace(defaultNamespace)
+	}
+	return nil
 }
 
 // ApplySet brings every object of the set to its desired state, concurrently
@@ -313,4 +339,20 @@ func createdByUs(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return true
+}
+
+// definedKinds returns the kinds that CRDs in objs define, with their scope.
+func definedKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Group != "apiextensions.k8s.io" || gvk.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		out[schema.GroupKind{Group: group, Kind: kind}] = scope
+	}
+	return out
 }
