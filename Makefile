@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli
 CONTROLLERS := source-controller render-controller sync-controller notification-controller
 ROOT        := $(CURDIR)
 BIN         := $(ROOT)/bin
@@ -23,8 +23,9 @@ help: ## Show the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build the four controllers into bin/.
+build: ## Build the four controllers and the plumb CLI into bin/.
 	@for c in $(CONTROLLERS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
+	@echo ">> go build plumb"; go build -o $(BIN)/plumb ./cli
 
 .PHONY: envtest-assets
 envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (cached outside the clone).

@@ -228,4 +228,3 @@ func portOf(addr string) int32 {
 	}
 	return int32(n)
 }
-
