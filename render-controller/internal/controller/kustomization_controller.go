@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -170,6 +171,10 @@ type step struct {
 	run  func(context.Context, *kustomizev1.Kustomization, *state) error
 }
 
+// Finalizer lets render-controller delete a Kustomization's rendered
+// artifacts when the Kustomization is deleted.
+const Finalizer = "render.plumb.dev/finalizer"
+
 // Reconcile runs the steps source, variables, cache, download, build and
 // store, stopping at the first error or at an up-to-date cache, then applies
 // the Rendered condition and status.renderedArtifact.
@@ -186,9 +191,18 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	r.count(req.NamespacedName).reconciles.Add(1)
 	defer r.Metrics.observe(obj, start)
 	if !obj.DeletionTimestamp.IsZero() {
-		// sync-controller's finalizer holds the object; the artifact folder
-		// goes once the object is gone (see forget).
+		// The rendered artifacts go with the object, even when it is deleted
+		// while this controller is down: the finalizer waits for us.
+		r.forget(req.NamespacedName)
+		if controllerutil.RemoveFinalizer(obj, Finalizer) {
+			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
+		}
 		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(obj, Finalizer) {
+		if err := r.Update(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if obj.Spec.Suspend {
 		log.V(1).Info("suspended, nothing done")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -576,8 +578,14 @@ func TestDeletionRemovesStoredArtifacts(t *testing.T) {
 	ks := kustomization(t, ns, "app", "repo", nil)
 	a := waitRevision(t, ns, "app", "main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").Status.RenderedArtifact
 	g.Expect(storage.Exists(a)).To(BeTrue())
+	live := &kustomizev1.Kustomization{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live)).To(Succeed())
+	g.Expect(live.Finalizers).To(ContainElement(Finalizer))
 	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
 	g.Eventually(func() bool { return storage.Exists(a) }, timeout, poll).Should(BeFalse())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live))
+	}, timeout, poll).Should(BeTrue(), "the finalizer is released")
 }
 
 // requestReconcile sets the requestedAt annotation to a new value.
