@@ -11,14 +11,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
 
-// pollInterval is how often a wait reads the object again.
+// pollInterval is the pause before a wait watches again after its watch
+// ended.
 const pollInterval = 250 * time.Millisecond
+
+// Aliases that keep the watch code short.
+type watchEvent = watch.Event
+
+const (
+	watchAdded    = watch.Added
+	watchModified = watch.Modified
+	watchDeleted  = watch.Deleted
+)
 
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
@@ -101,42 +112,110 @@ func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec 
 	return token, nil
 }
 
-// waitHandled polls the object until the controller has handled token and
-// Ready has settled, printing each new progress line. It returns nil for
-// Ready=True and a negative result for Ready=False.
+// waitHandled watches the object until the controller has handled token
+// and Ready has settled, printing each new progress line. It returns nil
+// for Ready=True and a negative result for Ready=False. A watch sees every
+// status write, so no progress step is missed between two reads.
 func (g *globals) waitHandled(ctx context.Context, k *kind, key types.NamespacedName, token string) error {
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	last := ""
+	w := &waiter{g: g, k: k, token: token}
 	for {
 		obj := k.newObj()
 		if err := g.client.Get(ctx, key, obj); err != nil {
 			return notFound(err, k, key)
 		}
-		s := k.status(obj)
-		if line := progress(obj, s, token); line != "" && line != last {
-			fmt.Fprintf(g.out, "◎ %s\n", line)
-			last = line
+		if done, err := w.observe(obj); done {
+			return err
 		}
-		if done, ready := settled(obj, s, token); done {
-			c := s.condition(meta.ReadyCondition)
-			if !ready {
-				return negative(fmt.Errorf("%s is not ready: %s", ref(k, obj), c.Message))
+		list := k.newList()
+		watch, err := g.client.Watch(ctx, list, client.InNamespace(key.Namespace),
+			client.MatchingFields{"metadata.name": key.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: obj.GetResourceVersion()}})
+		if err != nil {
+			if ctx.Err() != nil {
+				return w.timeout(obj)
 			}
-			if s.revision != "" {
-				fmt.Fprintf(g.out, "✔ %s reconciled, revision %s\n", ref(k, obj), s.revision)
-			} else {
-				fmt.Fprintf(g.out, "✔ %s reconciled\n", ref(k, obj))
-			}
-			return nil
+			return fmt.Errorf("watching %s: %w", ref(k, obj), err)
 		}
+		done, err := w.consume(ctx, watch.ResultChan())
+		watch.Stop()
+		if done {
+			return err
+		}
+		if ctx.Err() != nil {
+			return w.timeout(w.last)
+		}
+		// The watch ended (a server timeout or a too-old version): read the
+		// object again and watch from there.
 		select {
 		case <-ctx.Done():
-			ready, msg := readyOf(s)
-			return fmt.Errorf("timed out waiting for %s to reconcile (Ready=%s: %s); the controller may be down or busy", ref(k, obj), ready, msg)
-		case <-ticker.C:
+			return w.timeout(w.last)
+		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// waiter follows one object through a requested reconcile.
+type waiter struct {
+	g        *globals
+	k        *kind
+	token    string
+	lastLine string
+	last     client.Object
+}
+
+// consume reads watch events until the reconcile settles, the channel
+// closes (done false) or ctx ends.
+func (w *waiter) consume(ctx context.Context, events <-chan watchEvent) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return true, w.timeout(w.last)
+		case ev, ok := <-events:
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watchDeleted:
+				return true, fmt.Errorf("%s was deleted while waiting for its reconcile", ref(w.k, w.last))
+			case watchAdded, watchModified:
+				obj, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				if done, err := w.observe(obj); done {
+					return true, err
+				}
+			}
+		}
+	}
+}
+
+// observe prints progress for one state of the object and says whether
+// the reconcile has settled, with the command's outcome.
+func (w *waiter) observe(obj client.Object) (bool, error) {
+	w.last = obj
+	s := w.k.status(obj)
+	if line := progress(obj, s, w.token); line != "" && line != w.lastLine {
+		fmt.Fprintf(w.g.out, "◎ %s\n", line)
+		w.lastLine = line
+	}
+	done, ready := settled(obj, s, w.token)
+	if !done {
+		return false, nil
+	}
+	if !ready {
+		return true, negative(fmt.Errorf("%s is not ready: %s", ref(w.k, obj), s.condition(meta.ReadyCondition).Message))
+	}
+	if s.revision != "" {
+		fmt.Fprintf(w.g.out, "✔ %s reconciled, revision %s\n", ref(w.k, obj), s.revision)
+	} else {
+		fmt.Fprintf(w.g.out, "✔ %s reconciled\n", ref(w.k, obj))
+	}
+	return true, nil
+}
+
+func (w *waiter) timeout(obj client.Object) error {
+	ready, msg := readyOf(w.k.status(obj))
+	return fmt.Errorf("timed out waiting for %s to reconcile (Ready=%s: %s); is the controller running?", ref(w.k, obj), ready, oneLine(msg))
 }
 
 // settled reports whether the reconcile asked for with token is over, and

@@ -76,7 +76,7 @@ type globals struct {
 
 	// set by kube()
 	cfg    *rest.Config
-	client client.Client
+	client client.WithWatch
 	ns     string
 }
 
@@ -148,7 +148,7 @@ func (g *globals) kube() error {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "plumb"
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
