@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/notification-controller/internal/receiver"
+	"plumb.dev/pkg/events"
 )
 
 const hookToken = "webhook-token"
@@ -48,6 +51,13 @@ func createReceiver(t *testing.T, ns, name, typ string, mutate func(*notificatio
 	NewWithT(t).Expect(k8s.Create(context.Background(), r)).To(Succeed())
 	if !r.Spec.Suspend {
 		waitReady(t, r, metav1.ConditionTrue)
+		// The server looks paths up in the manager's cache, which sees the
+		// status a moment after the API server has it.
+		NewWithT(t).Eventually(func() ([]notificationv1.Receiver, error) {
+			var list notificationv1.ReceiverList
+			err := mgr.GetClient().List(context.Background(), &list, client.MatchingFields{receiver.WebhookPathIndex: r.Status.WebhookPath})
+			return list.Items, err
+		}, timeout, poll).Should(HaveLen(1))
 	}
 	return r
 }
@@ -152,6 +162,21 @@ func TestGitHubReceiver(t *testing.T) {
 		g.Expect(reasons).To(ContainElement("ReconcileRequested: push event: requested a reconcile of GitRepository/" + ns + "/app"))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(counter(t, "plumb_notification_receiver_requests_total", map[string]string{"code": "401"})).To(BeNumerically(">=", 2))
+
+	// The event is on the stream too, for alerts about receivers.
+	nc, err := nats.Connect(env.NATSURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	g.Expect(err).NotTo(HaveOccurred())
+	subject := events.Subject(notificationv1.ReceiverKind, ns, "github")
+	g.Eventually(func(g Gomega) {
+		s, err := js.Stream(context.Background(), natsOpt.Stream)
+		g.Expect(err).NotTo(HaveOccurred())
+		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subject))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.State.Subjects[subject]).To(Equal(uint64(2)), "two accepted pushes")
+	}, timeout, poll).Should(Succeed())
 }
 
 // TestReceiverTypes covers GitLab, Bitbucket, generic and generic-hmac, and
