@@ -88,13 +88,13 @@ bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with gi
 
 .PHONY: bench-sync
 bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, no-op resync, drift, memory); print a table.
-	go run ./sync-controller/internal/syncbench -objects 1000 -runs 3
+	go run ./sync-controller/internal/syncbench -objects 1000 -runs 5
 
 .PHONY: bench-render
 bench: bench-render
 bench-render: $(KUSTOMIZE) ## pkg/render vs the kustomize CLI on a generated 1,000-object kustomization with an overlay (time, memory); print a table.
 	@go build -o $(BIN)/bench-render ./pkg/render/bench
-	$(BIN)/bench-render -kustomize $(KUSTOMIZE) -objects 1000 -runs 3
+	$(BIN)/bench-render -kustomize $(KUSTOMIZE) -objects 1000 -runs 5
 
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).

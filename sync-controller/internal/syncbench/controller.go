@@ -140,12 +140,13 @@ func (c *requestCounter) timeline(start, at time.Time) timeline {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var firstObj, lastObj, statusEnd time.Time
+	var statusTook time.Duration
 	for _, r := range c.records {
 		end := r.start.Add(r.duration)
 		switch {
 		case strings.HasPrefix(r.kind, "PATCH kustomizations/status"):
 			if !end.After(at) && end.After(statusEnd) {
-				statusEnd = end
+				statusEnd, statusTook = end, r.duration
 			}
 		case strings.HasPrefix(r.kind, "PATCH ") || strings.HasPrefix(r.kind, "GET ") && r.kind != "GET kustomizations":
 			if firstObj.IsZero() || r.start.Before(firstObj) {
@@ -159,7 +160,7 @@ func (c *requestCounter) timeline(start, at time.Time) timeline {
 	if statusEnd.IsZero() {
 		return timeline{}
 	}
-	t := timeline{known: true, delivery: at.Sub(statusEnd)}
+	t := timeline{known: true, delivery: at.Sub(statusEnd), status: statusTook}
 	if firstObj.IsZero() {
 		t.before = statusEnd.Sub(start)
 		return t
@@ -177,6 +178,7 @@ type timeline struct {
 	objects  time.Duration // first object request to the last one's response
 	after    time.Duration // last object response to the final status write's response
 	delivery time.Duration // that response to the watch event reaching the bench
+	status   time.Duration // the final status write's own request
 }
 
 func (t timeline) String() string {
@@ -184,10 +186,11 @@ func (t timeline) String() string {
 		return "unknown"
 	}
 	if t.objects == 0 && t.after == 0 {
-		return fmt.Sprintf("trigger to status written %s, then watch delivery %s", round(t.before), round(t.delivery))
+		return fmt.Sprintf("trigger to status written %s (the status write itself %s), then watch delivery %s",
+			round(t.before), round(t.status), round(t.delivery))
 	}
-	return fmt.Sprintf("trigger to first object request %s, object requests %s, to status written %s, watch delivery %s",
-		round(t.before), round(t.objects), round(t.after), round(t.delivery))
+	return fmt.Sprintf("trigger to first object request %s, object requests %s, to status written %s (the status write itself %s), watch delivery %s",
+		round(t.before), round(t.objects), round(t.after), round(t.status), round(t.delivery))
 }
 
 func (c *requestCounter) reset() {

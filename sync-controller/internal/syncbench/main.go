@@ -126,9 +126,9 @@ func run(c config) error {
 	b.art = newArtifactServer()
 	defer b.art.Close()
 
-	workloads := []workload{mixed, configMaps}
 	if c.binary != "none" {
-		if err := b.memoryPhase(ctx, workloads); err != nil {
+		// ConfigMaps first: DESIGN.md's case.
+		if err := b.memoryPhase(ctx, []workload{configMaps, mixed}); err != nil {
 			return fmt.Errorf("memory phase: %w", err)
 		}
 	}
@@ -147,7 +147,7 @@ func run(c config) error {
 	defer stop()
 
 	last := map[workload]*kustomizev1.Kustomization{}
-	for _, w := range workloads {
+	for _, w := range []workload{mixed, configMaps} {
 		var lastBare []*unstructured.Unstructured
 		for r := range c.runs {
 			// The sides alternate which goes first, so background load
@@ -207,6 +207,7 @@ func run(c config) error {
 		return fmt.Errorf("drift: %w", err)
 	}
 	b.res.drift, b.res.driftFailures = lat, failures
+	b.heapProfile("heap-after-drift")
 
 	b.res.load = [2]string{load0, loadAvg()}
 	b.res.print(os.Stdout)
@@ -241,10 +242,11 @@ func sourceState() string {
 	return state
 }
 
-// memoryPhase runs the built binary as its own process through an initial
-// sync, no-op resyncs and foreign edits of each workload, and reads its
-// peak resident memory. It runs before the in-process controller starts, so
-// the two never share a Kustomization, and deletes what it created.
+// memoryPhase runs the built binary as its own process, a fresh one per
+// workload, through an initial sync, no-op resyncs, foreign edits and the
+// deletion of the Kustomization (which prunes its objects), and reads its
+// peak resident memory. It runs before the in-process controller starts and
+// deletes what it created, so the two never share a Kustomization.
 func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -266,8 +268,22 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 	if err := writeKubeconfig(b.env.Config, kubeconfig); err != nil {
 		return err
 	}
-	logPath := filepath.Join(os.TempDir(), "syncbench-sync-controller.log")
-	fmt.Fprintf(os.Stderr, ">> running %s as its own process (log: %s)\n", binary, logPath)
+	for _, w := range workloads {
+		if err := b.memoryRun(ctx, binary, kubeconfig, w); err != nil {
+			return err
+		}
+	}
+	b.res.mem.measured = true
+	return nil
+}
+
+// idleWait is how long a freshly started binary runs before its idle
+// memory is read: time to start the manager, list and watch.
+const idleWait = 3 * time.Second
+
+func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w workload) error {
+	logPath := filepath.Join(os.TempDir(), "syncbench-sync-controller-"+string(w)+".log")
+	fmt.Fprintf(os.Stderr, ">> running %s as its own process for %s (log: %s)\n", binary, w.describe(b.c.objects), logPath)
 	p, err := startProcess(binary, kubeconfig, b.env.NATSURL, logPath, strings.Fields(b.c.binaryArgs)...)
 	if err != nil {
 		return err
@@ -278,52 +294,46 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 		}
 	}()
 	m := &b.res.mem
-	var created []*kustomizev1.Kustomization
-	for _, w := range workloads {
-		ks, s, err := b.controllerInitial(ctx, w, false)
-		if err != nil {
-			return fmt.Errorf("%w (%v)", err, p.alive())
-		}
-		created = append(created, ks)
-		m.initial[w] = s.d
-		for range 3 {
-			s, err := b.noopResync(ctx, ks)
-			if err != nil {
-				return fmt.Errorf("%w (%v)", err, p.alive())
-			}
-			m.noop[w] = append(m.noop[w], s.d)
-			fmt.Fprintf(os.Stderr, "   no-op resync, %s: %s\n", w.describe(b.c.objects), round(s.d))
-		}
-		lat, _, err := b.drift(ctx, ks, w, b.c.memEdits)
-		if err != nil {
-			return fmt.Errorf("%w (%v)", err, p.alive())
-		}
-		m.drift[w] = lat
-		if _, m.hwm[w], err = p.memory(); err != nil {
-			return err
-		}
-	}
-
-	// Deleting the Kustomizations prunes their objects through the
-	// finalizer; this also leaves nothing behind for the in-process
-	// controller.
-	start := time.Now()
-	for _, ks := range created {
-		if err := b.wc.Delete(ctx, ks); err != nil {
-			return err
-		}
-	}
-	for _, ks := range created {
-		if err := b.waitGone(ctx, ks, 5*time.Minute); err != nil {
-			return fmt.Errorf("%w (%v)", err, p.alive())
-		}
-	}
-	m.prune = time.Since(start)
-	if _, m.hwmEnd, err = p.memory(); err != nil {
+	time.Sleep(idleWait)
+	if m.idle[w], _, err = p.memory(); err != nil {
 		return err
 	}
-	m.sampledMax = p.sampledMax()
-	m.measured = true
+	ks, s, err := b.controllerInitial(ctx, w, false)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", err, p.alive())
+	}
+	m.initial[w] = s.d
+	for range 3 {
+		s, err := b.noopResync(ctx, ks)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", err, p.alive())
+		}
+		m.noop[w] = append(m.noop[w], s.d)
+		fmt.Fprintf(os.Stderr, "   no-op resync, %s: %s\n", w.describe(b.c.objects), round(s.d))
+	}
+	if m.drift[w], _, err = b.drift(ctx, ks, w, b.c.memEdits); err != nil {
+		return fmt.Errorf("%w (%v)", err, p.alive())
+	}
+	if _, m.hwm[w], err = p.memory(); err != nil {
+		return err
+	}
+
+	// Deleting the Kustomization prunes its objects through the finalizer;
+	// this also leaves nothing behind for the in-process controller.
+	start := time.Now()
+	if err := b.wc.Delete(ctx, ks); err != nil {
+		return err
+	}
+	if err := b.waitGone(ctx, ks, 5*time.Minute); err != nil {
+		return fmt.Errorf("%w (%v)", err, p.alive())
+	}
+	m.prune[w] = time.Since(start)
+	if _, m.hwmEnd[w], err = p.memory(); err != nil {
+		return err
+	}
+	m.sampledMax[w] = p.sampledMax()
+	fmt.Fprintf(os.Stderr, "   memory, %s: idle %s, VmHWM %s after the syncs, %s after pruning (in %s)\n",
+		w.describe(b.c.objects), mib(m.idle[w]), mib(m.hwm[w]), mib(m.hwmEnd[w]), round(m.prune[w]))
 	return nil
 }
 
@@ -635,6 +645,29 @@ func (b *bench) profile(name string) func() {
 			pprof.StopCPUProfile()
 			f.Close()
 		})
+	}
+}
+
+// heapProfile writes the in-use heap of this process (the in-process
+// controller, but also the embedded NATS server and the bench's clients),
+// when profiles are asked for.
+func (b *bench) heapProfile(name string) {
+	if b.c.profileDir == "" {
+		return
+	}
+	if err := os.MkdirAll(b.c.profileDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	f, err := os.Create(filepath.Join(b.c.profileDir, name+".pprof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
 	}
 }
 
