@@ -72,7 +72,8 @@ func newDiffCmd(g *globals) *cobra.Command {
 	}
 }
 
-// objectDiff is the outcome for one object.
+// objectDiff is the outcome for one object; an empty action with a note is
+// an object a sync leaves alone although Git no longer has it.
 type objectDiff struct {
 	id      string
 	action  diff.Action
@@ -205,9 +206,9 @@ func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomiza
 		case err != nil:
 			out = append(out, objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)})
 		case !ks.Spec.Prune:
-			out = append(out, objectDiff{id: id, action: diff.Unchanged, note: "no longer in Git; spec.prune is off, so it stays"})
+			out = append(out, objectDiff{id: id, note: "no longer in Git; spec.prune is off, so it stays"})
 		case live.GetAnnotations()[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-			out = append(out, objectDiff{id: id, action: diff.Unchanged, note: "no longer in Git; annotated plumb.dev/prune: disabled, so it stays"})
+			out = append(out, objectDiff{id: id, note: "no longer in Git; annotated plumb.dev/prune: disabled, so it stays"})
 		default:
 			out = append(out, objectDiff{id: id, action: diff.Deleted, note: "no longer in Git; a sync prunes it"})
 		}

@@ -1,0 +1,279 @@
+package cmd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/inventory"
+)
+
+// artifactServer stands in for render-controller's artifact server.
+type artifactServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func newArtifactServer(t *testing.T) *artifactServer {
+	s := &artifactServer{files: map[string][]byte{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		data, ok := s.files[r.URL.Path]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// serve publishes data at path and returns the artifact describing it.
+func (s *artifactServer) serve(path, revision string, data []byte) *meta.Artifact {
+	s.mu.Lock()
+	s.files[path] = data
+	s.mu.Unlock()
+	sum := sha256.Sum256(data)
+	size := int64(len(data))
+	return &meta.Artifact{Path: strings.TrimPrefix(path, "/"), URL: s.URL + path, Revision: revision,
+		Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: &size, LastUpdateTime: metav1.Now()}
+}
+
+const manifests = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  mode: fast
+  tuned: from-git
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: extra
+data:
+  b: "2"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+stringData:
+  password: from-git
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations:
+    plumb.dev/hook: PreSync
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: busybox
+`
+
+// syncAsController applies the rendered objects the way sync-controller
+// does (stamped, server-side apply as plumb-sync) and records them in the
+// Kustomization's status with the artifact, so the cluster starts in sync.
+func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomization, a *meta.Artifact, data []byte, extra ...*unstructured.Unstructured) {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl := &globals{client: c}
+	objs, err := decodeManifests(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []*unstructured.Unstructured
+	for _, o := range objs {
+		if _, hook := o.GetAnnotations()[kustomizev1.HookAnnotation]; hook {
+			continue
+		}
+		if err := gl.stamp(o, ks); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(syncFieldManager), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s: %v", o.GetName(), err)
+		}
+		applied = append(applied, o)
+	}
+	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
+		o.Status.RenderedArtifact = a
+		o.Status.Inventory = inventory.New(append(applied, extra...))
+	})
+}
+
+func TestDiff(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	srv := newArtifactServer(t)
+	ks := kustomization(ns, "app", "repo")
+	ks.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data/tuned"}}}
+	create(ctx, t, ks)
+	data := []byte(manifests)
+	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
+
+	// An object a previous revision applied and this one dropped.
+	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old",
+		Labels: map[string]string{kustomizev1.NameLabel: "app", kustomizev1.NamespaceLabel: ns}}}
+	create(ctx, t, old)
+	oldStub := inventory.Object(kustomizev1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "old"})
+	syncAsController(ctx, t, ks, a, data)
+
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	mergePatch := func(t *testing.T, obj client.Object, patch string) {
+		t.Helper()
+		if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("in sync", func(t *testing.T) {
+		g := NewWithT(t)
+		r := plumb("diff", "kustomization", "app", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitOK), r.String())
+		g.Expect(lines(r.out)).To(Equal([]string{
+			"Comparing Kustomization/" + ns + "/app with revision main@sha1:6666666666666666666666666666666666666666 (live → Git)",
+			"(1 hook objects not compared: they run during a sync)",
+			"✔ no drift: 3 objects match Git",
+		}))
+	})
+
+	t.Run("ignored fields and fields of other managers are not drift", func(t *testing.T) {
+		g := NewWithT(t)
+		mergePatch(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}},
+			`{"data":{"tuned":"by-hand"},"metadata":{"labels":{"team":"a"}}}`)
+		r := plumb("diff", "ks", "app", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitOK), r.String())
+		g.Expect(r.out).To(ContainSubstring("✔ no drift"))
+	})
+
+	t.Run("drift, a missing object and one to prune", func(t *testing.T) {
+		g := NewWithT(t)
+		mergePatch(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}, `{"data":{"mode":"slow"}}`)
+		mergePatch(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}}, `{"stringData":{"password":"leaked-value"}}`)
+		g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra"}})).To(Succeed())
+		setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
+			o.Status.Inventory.Entries = append(o.Status.Inventory.Entries, inventory.EntryOf(oldStub))
+		})
+
+		r := plumb("diff", "ks", "app", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitNegative), r.String())
+		g.Expect(lines(r.out)).To(Equal([]string{
+			"Comparing Kustomization/" + ns + "/app with revision main@sha1:6666666666666666666666666666666666666666 (live → Git)",
+			"~ ConfigMap/" + ns + "/settings",
+			`    data.mode: "slow" → "fast"`,
+			"+ ConfigMap/" + ns + "/extra (not in the cluster; a sync creates it)",
+			"~ Secret/" + ns + "/creds",
+			`    data.password: "<redacted>" → "<redacted>"`,
+			"- ConfigMap/" + ns + "/old (no longer in Git; a sync prunes it)",
+			"(1 hook objects not compared: they run during a sync)",
+			"2 changed, 1 to create, 1 to prune, 0 unchanged",
+		}))
+		g.Expect(r.out).NotTo(ContainSubstring("leaked-value"))
+		g.Expect(r.out).NotTo(ContainSubstring("from-git"))
+
+		// The diff wrote nothing: the drift is still there.
+		var cm corev1.ConfigMap
+		g.Expect(env.Client.Get(ctx, key("settings"), &cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("mode", "slow"))
+	})
+
+	t.Run("prune off keeps removed objects out of the drift count", func(t *testing.T) {
+		g := NewWithT(t)
+		mergePatch(t, ks, `{"spec":{"prune":false}}`)
+		syncAsController(ctx, t, ks, a, data, oldStub)
+		r := plumb("diff", "ks", "app", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitOK), r.String())
+		g.Expect(r.out).To(ContainSubstring("  ConfigMap/" + ns + "/old (no longer in Git; spec.prune is off, so it stays)"))
+		g.Expect(r.out).To(ContainSubstring("✔ no drift: 3 objects match Git"))
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		tampered := *a
+		tampered.Digest = "sha256:" + strings.Repeat("0", 64)
+		gone := *a
+		gone.URL = srv.URL + "/kustomization/" + ns + "/app/missing.yaml"
+		for _, tc := range []struct {
+			name     string
+			artifact *meta.Artifact
+			want     string
+		}{
+			{"tampered artifact", &tampered, "refusing a tampered or partial artifact"},
+			{"artifact gone", &gone, "404"},
+			{"not rendered yet", nil, "has no rendered artifact yet"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				g := NewWithT(t)
+				name := strings.ReplaceAll(tc.name, " ", "-")
+				k := kustomization(ns, name, "repo")
+				create(ctx, t, k)
+				if tc.artifact != nil {
+					setStatus(ctx, t, k, func(o *kustomizev1.Kustomization) { o.Status.RenderedArtifact = tc.artifact })
+				}
+				r := plumb("diff", "ks", name, "-n", ns)
+				g.Expect(r.code).To(Equal(ExitError), r.String())
+				g.Expect(r.errOut).To(ContainSubstring(tc.want))
+			})
+		}
+	})
+}
+
+// TestArtifactThroughServiceProxy: an artifact URL naming an in-cluster
+// Service is fetched through the API server's service proxy path, with the
+// API server's credentials; other URLs go direct. The httptest server
+// stands in for the API server's proxy endpoint (envtest has no Pods to
+// proxy to).
+func TestArtifactThroughServiceProxy(t *testing.T) {
+	g := NewWithT(t)
+	var gotPath, gotAuth string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
+		_, _ = w.Write([]byte("manifests"))
+	}))
+	defer api.Close()
+	hc, err := artifactClient(&rest.Config{Host: api.URL, BearerToken: "secret-token"})
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Get("http://render-controller.plumb-system.svc.cluster.local./kustomization/team-a/app/abc.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(gotPath).To(Equal("/api/v1/namespaces/plumb-system/services/http:render-controller:80/proxy/kustomization/team-a/app/abc.yaml"))
+	g.Expect(gotAuth).To(Equal("Bearer secret-token"))
+
+	for host, want := range map[string][2]string{
+		"render-controller.plumb-system.svc":                {"render-controller", "plumb-system"},
+		"render-controller.plumb-system.svc.cluster.local":  {"render-controller", "plumb-system"},
+		"render-controller.plumb-system.svc.cluster.local.": {"render-controller", "plumb-system"},
+		"127.0.0.1":             {},
+		"artifacts.example.com": {},
+		"a.b.svc.example.com":   {},
+	} {
+		svc, ns, ok := inClusterService(host)
+		g.Expect(ok).To(Equal(want[0] != ""), host)
+		g.Expect([2]string{svc, ns}).To(Equal(want), host)
+	}
+}
