@@ -30,12 +30,14 @@ var (
 
 func environment(t *testing.T) *testenv.Environment {
 	t.Helper()
-	envOnce.Do(func() { env, envErr = testenv.Start() })
+	envOnce.Do(func() { env, envErr = testenvStart() })
 	if envErr != nil {
 		t.Fatal(envErr)
 	}
 	return env
 }
+
+func testenvStart() (*testenv.Environment, error) { return testenv.Start() }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
