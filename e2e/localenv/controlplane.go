@@ -1,0 +1,116 @@
+package localenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// startControlPlane starts etcd and kube-apiserver through envtest (which
+// generates the serving certificates and the service-account signing key),
+// installs Plumb's CRDs, writes an admin kubeconfig, and starts
+// kube-controller-manager against it.
+func (e *Env) startControlPlane(ctx context.Context) error {
+	certDir := filepath.Join(e.StateDir, "apiserver")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	e.control = &envtest.Environment{
+		BinaryAssetsDirectory:    e.opts.AssetsDir,
+		CRDDirectoryPaths:        []string{filepath.Join(e.Root, "deploy", "crds")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   e.Scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	// A known certificate folder, so kube-controller-manager can sign
+	// service-account tokens with the key the API server verifies them by.
+	e.control.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	e.progress("starting etcd and kube-apiserver")
+	cfg, err := e.control.Start()
+	if err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.opts.AssetsDir, err)
+	}
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
+		return err
+	}
+	// envtest starts etcd and kube-apiserver without tying them to this
+	// process; should it die without Stop, the reaper ends them.
+	if err := e.startReaper(); err != nil {
+		return err
+	}
+
+	// The admin user is in system:masters: the controllers and
+	// kube-controller-manager run with it, as would `kubectl`.
+	user, err := e.control.ControlPlane.AddUser(envtest.User{Name: "plumb-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the admin user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	e.Kubeconfig = filepath.Join(e.StateDir, "kubeconfig")
+	if err := os.WriteFile(e.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	caFile := filepath.Join(certDir, "ca.crt")
+	if err := os.WriteFile(caFile, e.control.ControlPlane.APIServer.SecureServing.CA, 0o644); err != nil {
+		return err
+	}
+	e.APIServerURL = cfg.Host
+
+	e.KCM = &Process{
+		Name:    "kube-controller-manager",
+		Path:    filepath.Join(e.opts.AssetsDir, "kube-controller-manager"),
+		LogPath: filepath.Join(e.StateDir, "logs", "kube-controller-manager.log"),
+		Args: []string{
+			"--kubeconfig=" + e.Kubeconfig,
+			"--controllers=*",
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--use-service-account-credentials=false",
+			"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
+			"--root-ca-file=" + caFile,
+			// Small clusters, short waits: Jobs and Deployments get status
+			// in well under a second.
+			"--concurrent-deployment-syncs=2",
+			"--concurrent-job-syncs=2",
+			"--v=1",
+		},
+	}
+	e.progress("starting kube-controller-manager")
+	if err := e.KCM.Start(); err != nil {
+		return err
+	}
+	return e.waitKCM(ctx)
+}
+
+// waitKCM waits until kube-controller-manager's serviceaccount controller
+// has created the default ServiceAccount, the first sign it runs.
+func (e *Env) waitKCM(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		sa := &corev1.ServiceAccount{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, sa); err == nil {
+			return nil
+		}
+		if done, exitErr := e.KCM.Exited(); isClosed(done) {
+			return fmt.Errorf("kube-controller-manager exited (%v); the end of its log:\n%s", exitErr(), Tail(e.KCM.LogPath, 15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-controller-manager did not start its controllers; see %s: %w", e.KCM.LogPath, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package localenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	notificationv1 "plumb.dev/api/notification/v1"
+)
+
+// The sample application's files and Plumb objects, under the checkout.
+const (
+	DemoAppDir       = "deploy/examples/app"
+	DemoObjectsFile  = "deploy/examples/plumb/demo.yaml"
+	demoAppNamespace = "plumb-demo"
+	fieldManager     = "plumb-local"
+)
+
+// DemoOptions name one copy of the sample: its Git repository, the
+// namespace of its Plumb objects and the namespace the app is deployed to.
+type DemoOptions struct {
+	// Namespace holds the GitRepository, Kustomization, Receiver, Provider
+	// and Alert; default plumb-system.
+	Namespace string
+	// AppNamespace is where the app goes; default plumb-demo.
+	AppNamespace string
+	// Repo is the Git repository's name; default demo.
+	Repo string
+}
+
+// Demo is a deployed copy of the sample.
+type Demo struct {
+	DemoOptions
+	RepoURL      string
+	WebhookToken string
+	// WebhookURL is the Receiver's full URL (receiver address + webhook path).
+	WebhookURL string
+	// Objects are the Plumb objects applied.
+	Objects []*unstructured.Unstructured
+}
+
+// DeployDemo makes a copy of the sample: it creates the Git repository and
+// pushes deploy/examples/app to it with the git binary (the app namespace
+// replaced), applies deploy/examples/plumb/demo.yaml, waits for the Receiver
+// to publish its webhook path and registers that URL as the repository's
+// push webhook.
+func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "plumb-system"
+	}
+	if opts.AppNamespace == "" {
+		opts.AppNamespace = demoAppNamespace
+	}
+	if opts.Repo == "" {
+		opts.Repo = "demo"
+	}
+	d := &Demo{DemoOptions: opts, RepoURL: e.Git.URL(opts.Repo)}
+	token := make([]byte, 16)
+	_, _ = rand.Read(token)
+	d.WebhookToken = hex.EncodeToString(token)
+
+	if err := e.Git.CreateRepo(ctx, opts.Repo); err != nil {
+		return nil, err
+	}
+	files, err := e.DemoAppFiles(opts.AppNamespace)
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(e.StateDir, "seed-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	clone, err := InitClone(ctx, d.RepoURL, filepath.Join(work, opts.Repo))
+	if err != nil {
+		return nil, err
+	}
+	if err := clone.Write(files); err != nil {
+		return nil, err
+	}
+	if _, err := clone.CommitAndPush(ctx, "Add the hello app"); err != nil {
+		return nil, err
+	}
+
+	tmpl, err := os.ReadFile(filepath.Join(e.Root, DemoObjectsFile))
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{
+		"NAMESPACE":     opts.Namespace,
+		"GIT_URL":       d.RepoURL,
+		"WEBHOOK_TOKEN": d.WebhookToken,
+		"SLACK_URL":     e.Slack.URL(),
+	}
+	manifest := os.Expand(string(tmpl), func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		return "${" + k + "}"
+	})
+	if d.Objects, err = e.ApplyYAML(ctx, []byte(manifest)); err != nil {
+		return nil, err
+	}
+
+	path, err := e.waitWebhookPath(ctx, opts.Namespace, "github")
+	if err != nil {
+		return nil, err
+	}
+	d.WebhookURL = e.ReceiverURL(path)
+	e.Git.AddWebhook(opts.Repo, Webhook{URL: d.WebhookURL, Secret: d.WebhookToken})
+	return d, nil
+}
+
+// DemoAppFiles returns the sample app's files with its namespace replaced
+// by appNamespace.
+func (e *Env) DemoAppFiles(appNamespace string) (map[string]string, error) {
+	dir := filepath.Join(e.Root, DemoAppDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{}
+	for _, ent := range entries {
+		if ent.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files[ent.Name()] = strings.ReplaceAll(string(b), demoAppNamespace, appNamespace)
+	}
+	return files, nil
+}
+
+// waitWebhookPath waits for notification-controller to set the Receiver's
+// status.webhookPath.
+func (e *Env) waitWebhookPath(ctx context.Context, namespace, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		rcv := &notificationv1.Receiver{}
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, rcv)
+		if err == nil && rcv.Status.WebhookPath != "" {
+			return rcv.Status.WebhookPath, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("the Receiver %s/%s got no webhook path (is notification-controller running? see %s): %w",
+				namespace, name, e.Controllers[NotificationController].LogPath, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// ApplyYAML server-side-applies every object of a multi-document YAML
+// stream, in order, and returns them as applied.
+func (e *Env) ApplyYAML(ctx context.Context, data []byte) ([]*unstructured.Unstructured, error) {
+	objs, err := DecodeYAML(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		if err := e.Client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured server-side apply
+			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return objs, nil
+}
+
+// DecodeYAML splits a multi-document YAML stream into objects, skipping
+// empty documents.
+func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
