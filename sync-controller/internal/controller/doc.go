@@ -9,11 +9,12 @@
 //
 // # Metrics
 //
-//	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram
+//	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram (pkg/metrics' set)
 //	plumb_sync_objects_total{action}                        counter: Created, Configured, Unchanged, Deleted
 //	plumb_sync_drift_detected_total{namespace,name}         counter
 //	plumb_sync_drift_corrected_total{namespace,name}        counter
 //	plumb_sync_drift_correction_seconds                     histogram: foreign write seen → reverted
-//	plumb_sync_ready{namespace,name}                        gauge: 1 Ready, 0 not
+//	plumb_sync_ready{namespace,name}                        gauge: 1 True, 0 False, -1 Unknown
 //	plumb_sync_suspended{namespace,name}                    gauge: 1 suspended
+//	plumb_sync_artifact_size_bytes{namespace,name}          gauge: the rendered artifact synced
 package controller

@@ -105,11 +105,10 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	if obj.Spec.Suspend {
-		suspendedGauge.WithLabelValues(obj.Namespace, obj.Name).Set(1)
+		objectMetrics.Record(obj.Namespace, obj.Name, obj.Status.Conditions, true, nil)
 		log.FromContext(ctx).V(1).Info("suspended, skipping")
 		return ctrl.Result{}, nil
 	}
-	suspendedGauge.WithLabelValues(obj.Namespace, obj.Name).Set(0)
 
 	s := newSyncRun(r, obj, start)
 	err := s.run(ctx)
@@ -117,7 +116,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if werr := s.writeStatus(ctx); werr != nil {
 		return ctrl.Result{}, werr
 	}
-	reconcileDuration.WithLabelValues(obj.Namespace, obj.Name).Observe(time.Since(start).Seconds())
+	objectMetrics.Observe(obj.Namespace, obj.Name, start)
 	return result, nil
 }
 
@@ -146,8 +145,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	if err := r.Client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	readyGauge.DeleteLabelValues(obj.Namespace, obj.Name)
-	suspendedGauge.DeleteLabelValues(obj.Namespace, obj.Name)
+	objectMetrics.Forget(obj.Namespace, obj.Name)
 	return ctrl.Result{}, nil
 }
 

@@ -3,14 +3,19 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	plumbmetrics "plumb.dev/pkg/metrics"
 )
 
+// objectMetrics is the per-Kustomization set every controller keeps:
+// reconcile duration, Ready, suspended and rendered artifact size.
+var objectMetrics = plumbmetrics.NewObject(metrics.Registry, plumbmetrics.Spec{
+	Subsystem: "sync", Kind: kustomizev1.KustomizationKind, Condition: meta.ReadyCondition,
+})
+
 var (
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "plumb_sync_reconcile_duration_seconds",
-		Help:    "How long one Kustomization sync took.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-	}, []string{"namespace", "name"})
 	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "plumb_sync_objects_total",
 		Help: "Objects handled by syncs, by action (Created, Configured, Unchanged, Deleted).",
@@ -28,16 +33,8 @@ var (
 		Help:    "Time from seeing a foreign write to a managed object to having reverted it.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 5, 10, 30},
 	})
-	readyGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "plumb_sync_ready",
-		Help: "1 when the Kustomization is Ready, 0 otherwise.",
-	}, []string{"namespace", "name"})
-	suspendedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "plumb_sync_suspended",
-		Help: "1 when the Kustomization is suspended.",
-	}, []string{"namespace", "name"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, objectsTotal, driftDetected, driftCorrected, driftCorrection, readyGauge, suspendedGauge)
+	metrics.Registry.MustRegister(objectsTotal, driftDetected, driftCorrected, driftCorrection)
 }

@@ -354,11 +354,11 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 	if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, ControllerName, statusMap); err != nil {
 		return err
 	}
-	ready := 0.0
-	if conditions.IsReady(s.out) {
-		ready = 1
+	var size *int64
+	if a := s.obj.Status.RenderedArtifact; a != nil {
+		size = a.Size
 	}
-	readyGauge.WithLabelValues(s.obj.Namespace, s.obj.Name).Set(ready)
+	objectMetrics.Record(s.obj.Namespace, s.obj.Name, s.out.Status.Conditions, false, size)
 	return nil
 }
 

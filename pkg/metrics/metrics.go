@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Spec names one controller's object metrics.
+type Spec struct {
+	// Subsystem is the second part of every name: plumb_<subsystem>_….
+	Subsystem string
+	// Kind is the reconciled kind, used in help texts.
+	Kind string
+	// Condition is the condition type the condition gauge follows.
+	Condition string
+	// Work and WorkHelp name and describe the work counter; no counter when
+	// Work is empty.
+	Work, WorkHelp string
+}
+
+// Object is the metric set of one kind of reconciled object.
+type Object struct {
+	spec      Spec
+	duration  *prometheus.HistogramVec
+	condition *prometheus.GaugeVec
+	suspended *prometheus.GaugeVec
+	size      *prometheus.GaugeVec
+	work      *prometheus.CounterVec
+}
+
+// NewObject creates the metrics and registers them with reg
+// (controller-runtime's metrics.Registry in a binary, so /metrics serves
+// them).
+func NewObject(reg prometheus.Registerer, s Spec) *Object {
+	labels := []string{"namespace", "name"}
+	name := func(suffix string) string { return "plumb_" + s.Subsystem + "_" + suffix }
+	m := &Object{
+		spec: s,
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    name("reconcile_duration_seconds"),
+			Help:    "How long one reconcile of a " + s.Kind + " took.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, labels),
+		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: name(strings.ToLower(s.Condition)),
+			Help: "The " + s.Kind + "'s " + s.Condition + " condition: 1 True, 0 False, -1 Unknown.",
+		}, labels),
+		suspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: name("suspended"),
+			Help: "1 while the " + s.Kind + " is suspended, else 0.",
+		}, labels),
+		size: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: name("artifact_size_bytes"),
+			Help: "Size of the " + s.Kind + "'s current artifact.",
+		}, labels),
+	}
+	reg.MustRegister(m.duration, m.condition, m.suspended, m.size)
+	if s.Work != "" {
+		m.work = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp}, labels)
+		reg.MustRegister(m.work)
+	}
+	return m
+}
+
+// Observe records the duration of a reconcile that started at start.
+func (m *Object) Observe(namespace, name string, start time.Time) {
+	if m != nil {
+		m.duration.WithLabelValues(namespace, name).Observe(time.Since(start).Seconds())
+	}
+}
+
+// Record sets the gauges from an object's state.
+func (m *Object) Record(namespace, name string, conditions []metav1.Condition, suspended bool, artifactSize *int64) {
+	if m == nil {
+		return
+	}
+	susp := 0.0
+	if suspended {
+		susp = 1
+	}
+	m.suspended.WithLabelValues(namespace, name).Set(susp)
+	value := -1.0
+	for _, c := range conditions {
+		if c.Type != m.spec.Condition {
+			continue
+		}
+		switch c.Status {
+		case metav1.ConditionTrue:
+			value = 1
+		case metav1.ConditionFalse:
+			value = 0
+		}
+	}
+	m.condition.WithLabelValues(namespace, name).Set(value)
+	if artifactSize != nil {
+		m.size.WithLabelValues(namespace, name).Set(float64(*artifactSize))
+	}
+}
+
+// Worked counts one unit of the expensive work.
+func (m *Object) Worked(namespace, name string) {
+	if m != nil && m.work != nil {
+		m.work.WithLabelValues(namespace, name).Inc()
+	}
+}
+
+// Forget drops the series of a deleted object.
+func (m *Object) Forget(namespace, name string) {
+	if m == nil {
+		return
+	}
+	for _, v := range []*prometheus.MetricVec{m.duration.MetricVec, m.condition.MetricVec, m.suspended.MetricVec, m.size.MetricVec} {
+		v.DeleteLabelValues(namespace, name)
+	}
+	if m.work != nil {
+		m.work.DeleteLabelValues(namespace, name)
+	}
+}

@@ -1,0 +1,50 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestObjectMetrics(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := NewObject(reg, Spec{Subsystem: "test", Kind: "Thing", Condition: "Ready", Work: "fetches_total", WorkHelp: "Fetches."})
+
+	size := int64(42)
+	m.Record("ns", "a", []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}}, true, &size)
+	m.Record("ns", "b", nil, false, nil)
+	m.Observe("ns", "a", time.Now())
+	m.Worked("ns", "a")
+	m.Worked("ns", "a")
+
+	g.Expect(testutil.CollectAndCompare(reg, strings.NewReader(`
+# HELP plumb_test_ready The Thing's Ready condition: 1 True, 0 False, -1 Unknown.
+# TYPE plumb_test_ready gauge
+plumb_test_ready{name="a",namespace="ns"} 0
+plumb_test_ready{name="b",namespace="ns"} -1
+# HELP plumb_test_suspended 1 while the Thing is suspended, else 0.
+# TYPE plumb_test_suspended gauge
+plumb_test_suspended{name="a",namespace="ns"} 1
+plumb_test_suspended{name="b",namespace="ns"} 0
+# HELP plumb_test_artifact_size_bytes Size of the Thing's current artifact.
+# TYPE plumb_test_artifact_size_bytes gauge
+plumb_test_artifact_size_bytes{name="a",namespace="ns"} 42
+# HELP plumb_test_fetches_total Fetches.
+# TYPE plumb_test_fetches_total counter
+plumb_test_fetches_total{name="a",namespace="ns"} 2
+`), "plumb_test_ready", "plumb_test_suspended", "plumb_test_artifact_size_bytes", "plumb_test_fetches_total")).To(Succeed())
+	g.Expect(testutil.CollectAndCount(reg, "plumb_test_reconcile_duration_seconds")).To(Equal(1))
+
+	m.Forget("ns", "a")
+	g.Expect(testutil.CollectAndCount(reg, "plumb_test_ready")).To(Equal(1))
+	g.Expect(testutil.CollectAndCount(reg, "plumb_test_fetches_total")).To(Equal(0))
+
+	var nilMetrics *Object
+	nilMetrics.Record("ns", "a", nil, false, nil) // a nil set records nothing and does not panic
+}
