@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,6 +18,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
 )
 
 // pollInterval is the pause before a wait watches again after its watch
@@ -68,6 +71,16 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				}
 				if err := g.reconcile(ctx, gitRepositoryKind, srcKey); err != nil {
 					return err
+				}
+				src := &sourcev1.GitRepository{}
+				if err := g.client.Get(ctx, srcKey, src); err != nil {
+					return notFound(err, gitRepositoryKind, srcKey)
+				}
+				if src.Status.Artifact != nil {
+					before := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition)
+					if err := g.waitRendered(ctx, key, src.Status.Artifact.Revision, before); err != nil {
+						return err
+					}
 				}
 			}
 			return g.reconcile(ctx, k, key)
@@ -220,13 +233,11 @@ func (w *waiter) timeout(obj client.Object) error {
 
 // settled reports whether the reconcile asked for with token is over, and
 // whether it left the object Ready: the token is handled, the status is
-// for the current generation, Ready is True or False and Reconciling is not
-// True.
+// for the current generation, and Ready is True or False. Ready=False with
+// Reconciling=True (a retry, or a dependency not ready yet) is this
+// request's answer too; Ready=Unknown is not.
 func settled(obj client.Object, s status, token string) (done, ready bool) {
 	if s.lastHandled != token || s.observedGeneration != obj.GetGeneration() {
-		return false, false
-	}
-	if r := s.condition(meta.ReconcilingCondition); r != nil && r.Status == metav1.ConditionTrue {
 		return false, false
 	}
 	c := s.condition(meta.ReadyCondition)
@@ -234,6 +245,9 @@ func settled(obj client.Object, s status, token string) (done, ready bool) {
 		return false, false
 	}
 	if c.ObservedGeneration != 0 && c.ObservedGeneration != obj.GetGeneration() {
+		return false, false
+	}
+	if r := s.condition(meta.ReconcilingCondition); r != nil && r.Status == metav1.ConditionTrue && c.Status == metav1.ConditionTrue {
 		return false, false
 	}
 	return true, c.Status == metav1.ConditionTrue
@@ -265,6 +279,47 @@ func progress(obj client.Object, s status, token string) string {
 		return oneLine(c.Message)
 	}
 	return ""
+}
+
+// waitRendered waits until render-controller has rendered revision for the
+// Kustomization (status.renderedArtifact), so that the sync asked for next
+// applies the source just fetched rather than the previous render. A
+// Rendered=False for the current generation that differs from before (the
+// condition as it was before the source reconcile) or names the revision
+// is the render's failure and ends the wait; the same failure as before
+// may be stale, so it is shown and the wait goes on.
+func (g *globals) waitRendered(ctx context.Context, key types.NamespacedName, revision string, before *metav1.Condition) error {
+	announced := ""
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		ks := &kustomizev1.Kustomization{}
+		if err := g.client.Get(ctx, key, ks); err != nil {
+			return notFound(err, kustomizationKind, key)
+		}
+		if a := ks.Status.RenderedArtifact; a != nil && a.Revision == revision {
+			return nil
+		}
+		if c := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition); c != nil &&
+			c.Status == metav1.ConditionFalse && c.ObservedGeneration == ks.Generation {
+			if strings.Contains(c.Message, revision) || before == nil || before.Status != c.Status || before.Message != c.Message {
+				return negative(fmt.Errorf("%s: rendering %s failed: %s", ref(kustomizationKind, ks), revision, c.Message))
+			}
+			if announced != c.Message {
+				fmt.Fprintf(g.out, "◎ render-controller reports: %s\n", oneLine(c.Message))
+				announced = c.Message
+			}
+		}
+		if announced == "" {
+			fmt.Fprintf(g.out, "◎ waiting for render-controller to render %s\n", revision)
+			announced = "waiting"
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for render-controller to render %s for %s; is it running?", revision, ref(kustomizationKind, ks))
+		case <-ticker.C:
+		}
+	}
 }
 
 // notFound words a failed Get for a person.

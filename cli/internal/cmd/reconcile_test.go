@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -144,6 +145,41 @@ func TestReconcileFailure(t *testing.T) {
 	g.Expect(r.out).NotTo(ContainSubstring("✔"))
 }
 
+// renderStandIn plays render-controller: whenever the GitRepository's
+// artifact revision differs from the Kustomization's rendered one, it writes
+// status.renderedArtifact with that revision and Rendered=True, or
+// Rendered=False with failMessage when one is given.
+func renderStandIn(t *testing.T, repo *sourcev1.GitRepository, ks *kustomizev1.Kustomization, failMessage string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			src := &sourcev1.GitRepository{}
+			k := &kustomizev1.Kustomization{}
+			if env.Client.Get(ctx, client.ObjectKeyFromObject(repo), src) != nil || env.Client.Get(ctx, client.ObjectKeyFromObject(ks), k) != nil {
+				continue
+			}
+			if src.Status.Artifact == nil || (k.Status.RenderedArtifact != nil && k.Status.RenderedArtifact.Revision == src.Status.Artifact.Revision) {
+				continue
+			}
+			if failMessage != "" {
+				if c := apimeta.FindStatusCondition(k.Status.Conditions, kustomizev1.RenderedCondition); c != nil && c.Message == failMessage {
+					continue
+				}
+				apimeta.SetStatusCondition(&k.Status.Conditions, cond(kustomizev1.RenderedCondition, "False", kustomizev1.BuildFailedReason, failMessage, k.Generation))
+			} else {
+				k.Status.RenderedArtifact = artifact(src.Status.Artifact.Revision)
+				apimeta.SetStatusCondition(&k.Status.Conditions, cond(kustomizev1.RenderedCondition, "True", kustomizev1.RenderSucceededReason, "rendered", k.Generation))
+			}
+			_ = env.Client.Status().Update(ctx, k)
+		}
+	}()
+}
+
 func TestReconcileKustomizationWithSource(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
@@ -153,6 +189,7 @@ func TestReconcileKustomizationWithSource(t *testing.T) {
 	const rev = "main@sha1:4444444444444444444444444444444444444444"
 	standIn(t, repo, outcome{ready: true, message: "stored", revision: rev}, writeGitRepository)
 	standIn(t, ks, outcome{ready: true, message: "applied", revision: rev}, writeKustomization)
+	renderStandIn(t, repo, ks, "")
 
 	r := plumb("reconcile", "ks", "app", "--with-source", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
@@ -163,6 +200,25 @@ func TestReconcileKustomizationWithSource(t *testing.T) {
 	g.Expect(ksAsked).To(BeNumerically(">", srcDone), "the source is reconciled first:\n"+out)
 	g.Expect(out).To(ContainSubstring("◎ Sync phase, wave 1: waiting for Deployment/app/web"))
 	g.Expect(out).To(HaveSuffix("✔ Kustomization/" + ns + "/app reconciled, revision " + rev + "\n"))
+
+	// The sync was asked for only once the new revision was rendered.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), ks)).To(Succeed())
+	g.Expect(ks.Status.RenderedArtifact.Revision).To(Equal(rev))
+}
+
+func TestReconcileWithSourceRenderFails(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	repo := gitRepo(ns, "repo")
+	ks := kustomization(ns, "app", "repo")
+	create(ctx, t, repo, ks)
+	standIn(t, repo, outcome{ready: true, message: "stored", revision: "main@sha1:9999999999999999999999999999999999999999"}, writeGitRepository)
+	renderStandIn(t, repo, ks, "kustomize build failed: missing resource deployment.yaml")
+
+	r := plumb("reconcile", "ks", "app", "--with-source", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitNegative), r.String())
+	g.Expect(r.errOut).To(ContainSubstring("rendering main@sha1:9999999999999999999999999999999999999999 failed: kustomize build failed: missing resource deployment.yaml"))
+	g.Expect(r.out).NotTo(ContainSubstring("► reconcile of Kustomization"), "no sync is asked for a failed render")
 }
 
 func TestReconcileRefusals(t *testing.T) {
