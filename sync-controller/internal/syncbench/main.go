@@ -295,9 +295,11 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 	}()
 	m := &b.res.mem
 	time.Sleep(idleWait)
-	if m.idle[w], _, err = p.memory(); err != nil {
+	idle, err := p.status()
+	if err != nil {
 		return err
 	}
+	m.idle[w], m.idleAnon[w], m.idleFile[w] = idle["VmRSS"], idle["RssAnon"], idle["RssFile"]
 	ks, s, err := b.controllerInitial(ctx, w, false)
 	if err != nil {
 		return fmt.Errorf("%w (%v)", err, p.alive())
@@ -314,9 +316,11 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 	if m.drift[w], _, err = b.drift(ctx, ks, w, b.c.memEdits); err != nil {
 		return fmt.Errorf("%w (%v)", err, p.alive())
 	}
-	if _, m.hwm[w], err = p.memory(); err != nil {
+	peak, err := p.status()
+	if err != nil {
 		return err
 	}
+	m.hwm[w], m.anon[w], m.file[w] = peak["VmHWM"], peak["RssAnon"], peak["RssFile"]
 
 	// Deleting the Kustomization prunes its objects through the finalizer;
 	// this also leaves nothing behind for the in-process controller.

@@ -120,28 +120,33 @@ func (p *process) sample(every time.Duration) {
 
 // memory returns VmRSS and VmHWM in KiB from /proc.
 func (p *process) memory() (rss, hwm int64, err error) {
+	fields, err := p.status()
+	return fields["VmRSS"], fields["VmHWM"], err
+}
+
+// status returns the memory fields (in KiB) of /proc/<pid>/status: VmRSS,
+// VmHWM, RssAnon (heap, stacks), RssFile (the mapped binary's pages).
+func (p *process) status() (map[string]int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
+	out := map[string]int64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		value = strings.TrimSpace(value)
+		if !ok || !strings.HasSuffix(value, " kB") {
 			continue
 		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		kb, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		if name == "VmRSS" {
-			rss = kb
-		} else {
-			hwm = kb
-		}
+		out[name] = kb
 	}
-	return rss, hwm, sc.Err()
+	return out, sc.Err()
 }
 
 func (p *process) sampledMax() int64 {
