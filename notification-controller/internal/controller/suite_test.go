@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/gomega"
@@ -134,7 +133,7 @@ func runSuite(m *testing.M) int {
 
 // --- helpers ---
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -161,7 +160,7 @@ func testOptions(ns string) nopts.Notification {
 // startDispatcher runs a Dispatcher reading the events of namespace ns and
 // waits until its consumer exists (it starts with new events). The returned
 // stop function ends it and waits for it; it also runs at cleanup.
-func startDispatcher(t *testing.T, ns string, opts nopts.Notification) (stop func()) {
+func startDispatcher(t testing.TB, ns string, opts nopts.Notification) (stop func()) {
 	t.Helper()
 	d := &dispatch.Dispatcher{
 		NATS:           natsOpt,
@@ -170,7 +169,7 @@ func startDispatcher(t *testing.T, ns string, opts nopts.Notification) (stop fun
 		Client:         mgr.GetClient(),
 		Reader:         mgr.GetAPIReader(),
 		Events:         recorder,
-		Log:            testr.New(t),
+		Log:            logr.Discard(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -213,7 +212,7 @@ func consumerInfo(name string) (*jetstream.ConsumerInfo, error) {
 
 // waitConsumed waits until every event published so far is stored and
 // acknowledged by the consumer: whatever was to be delivered has been.
-func waitConsumed(t *testing.T, consumer string) {
+func waitConsumed(t testing.TB, consumer string) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Eventually(publisher.Len, timeout, poll).Should(BeZero(), "events stored")
@@ -240,7 +239,7 @@ type capturedRequest struct {
 	Body   []byte
 }
 
-func newEndpoint(t *testing.T) *endpoint {
+func newEndpoint(t testing.TB) *endpoint {
 	e := &endpoint{}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -270,7 +269,7 @@ func (e *endpoint) requests() []*capturedRequest {
 
 // accepted returns the bodies of the requests answered 2xx, decoded as
 // generic event JSON.
-func (e *endpoint) events(t *testing.T) []events.Event {
+func (e *endpoint) events(t testing.TB) []events.Event {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -296,7 +295,7 @@ func messagesOf(evs []events.Event) []string {
 	return out
 }
 
-func createSecret(t *testing.T, ns, name string, data map[string]string) *corev1.Secret {
+func createSecret(t testing.TB, ns, name string, data map[string]string) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
 	NewWithT(t).Expect(k8s.Create(context.Background(), s)).To(Succeed())
@@ -304,7 +303,7 @@ func createSecret(t *testing.T, ns, name string, data map[string]string) *corev1
 }
 
 // createProvider creates a Provider whose address is in a Secret.
-func createProvider(t *testing.T, ns, name, typ, address string, extra map[string]string) *notificationv1.Provider {
+func createProvider(t testing.TB, ns, name, typ, address string, extra map[string]string) *notificationv1.Provider {
 	t.Helper()
 	data := map[string]string{"address": address}
 	for k, v := range extra {
@@ -325,7 +324,7 @@ func createProvider(t *testing.T, ns, name, typ, address string, extra map[strin
 	return p
 }
 
-func createAlert(t *testing.T, ns, name, provider string, mutate func(*notificationv1.AlertSpec)) *notificationv1.Alert {
+func createAlert(t testing.TB, ns, name, provider string, mutate func(*notificationv1.AlertSpec)) *notificationv1.Alert {
 	t.Helper()
 	a := &notificationv1.Alert{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -344,7 +343,7 @@ func createAlert(t *testing.T, ns, name, provider string, mutate func(*notificat
 
 // ready waits for obj's Ready condition to have the given status and
 // returns the condition.
-func waitReady(t *testing.T, obj client.Object, status metav1.ConditionStatus) *metav1.Condition {
+func waitReady(t testing.TB, obj client.Object, status metav1.ConditionStatus) *metav1.Condition {
 	t.Helper()
 	var cond *metav1.Condition
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -377,7 +376,7 @@ func readyOf(obj client.Object) *metav1.Condition {
 
 // gitRepository returns an object for the recorder to report about; it
 // is created in the API server only when create is true.
-func gitRepository(t *testing.T, ns, name string, labels map[string]string, create bool) *sourcev1.GitRepository {
+func gitRepository(t testing.TB, ns, name string, labels map[string]string, create bool) *sourcev1.GitRepository {
 	t.Helper()
 	r := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

@@ -65,6 +65,7 @@ type Dispatcher struct {
 	Log        logr.Logger
 
 	limiter *rateLimiter
+	configs configCache
 
 	mu       sync.Mutex
 	inflight map[jetstream.Msg]struct{}
@@ -512,19 +513,89 @@ func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Al
 func (d *Dispatcher) attempt(ctx context.Context, provider *notificationv1.Provider, payload events.Event) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), provider.GetTimeout().Duration)
 	defer cancel()
-	cfg, err := notifier.ConfigFor(actx, d.Reader, provider)
+	n, err := d.notifier(actx, provider)
 	if err != nil {
 		return err
-	}
-	cfg.Client = d.HTTPClient
-	n, err := notifier.New(cfg)
-	if err != nil {
-		return &notifier.PermanentError{Err: err}
 	}
 	start := time.Now()
 	err = n.Post(actx, payload)
 	dispatchDuration.WithLabelValues(provider.Spec.Type).Observe(time.Since(start).Seconds())
+	if err != nil {
+		// The Secret may have changed (a new address or token): read it
+		// again for the retry.
+		d.configs.forget(provider)
+	}
 	return err
+}
+
+// notifier returns the provider's notifier, reading its Secret at most
+// once per configTTL while deliveries succeed.
+func (d *Dispatcher) notifier(ctx context.Context, provider *notificationv1.Provider) (notifier.Notifier, error) {
+	if n, ok := d.configs.get(provider); ok {
+		return n, nil
+	}
+	cfg, err := notifier.ConfigFor(ctx, d.Reader, provider)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Client = d.HTTPClient
+	n, err := notifier.New(cfg)
+	if err != nil {
+		return nil, &notifier.PermanentError{Err: err}
+	}
+	d.configs.put(provider, n)
+	return n, nil
+}
+
+// configTTL bounds how long a resolved provider configuration is reused; a
+// rotated Secret takes effect within it (at once after a failed delivery).
+const configTTL = 10 * time.Second
+
+// configCache keeps resolved notifiers by provider UID and generation, so
+// a burst of events does not read the Secret once per event.
+type configCache struct {
+	mu      sync.Mutex
+	entries map[string]configEntry
+}
+
+type configEntry struct {
+	n       notifier.Notifier
+	expires time.Time
+}
+
+func configKey(p *notificationv1.Provider) string {
+	return fmt.Sprintf("%s/%d", p.UID, p.Generation)
+}
+
+func (c *configCache) get(p *notificationv1.Provider) (notifier.Notifier, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[configKey(p)]
+	if !ok || time.Now().After(e.expires) {
+		return nil, false
+	}
+	return e.n, true
+}
+
+func (c *configCache) put(p *notificationv1.Provider, n notifier.Notifier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]configEntry{}
+	}
+	now := time.Now()
+	for k, e := range c.entries {
+		if now.After(e.expires) {
+			delete(c.entries, k)
+		}
+	}
+	c.entries[configKey(p)] = configEntry{n: n, expires: now.Add(configTTL)}
+}
+
+func (c *configCache) forget(p *notificationv1.Provider) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, configKey(p))
 }
 
 // giveUp records that a provider did not take an event.

@@ -24,6 +24,11 @@
 //     metadata and changes; ids and timestamps aside) sent to the same
 //     provider within the rate-limit interval are sent once.
 //
+// A provider's Secret is read once per ten seconds at most while its
+// deliveries succeed, and again before the retry of a failed delivery, so
+// bursts of events cost no API request each and a rotated token or address
+// takes effect within seconds.
+//
 // A fresh consumer starts with the events published after it was created,
 // so installing notification-controller does not replay the stream's history
 // as alerts.
