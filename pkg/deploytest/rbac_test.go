@@ -101,6 +101,8 @@ var needed = map[string][]call{
 		watchOf(kustomize, "kustomizations", "KustomizationReconciler: For(&Kustomization{}), List by source index"),
 		watchOf(source, "gitrepositories", "Watches(&GitRepository{}), r.Get of spec.sourceRef"),
 		[]call{
+			{group: kustomize, resource: "kustomizations", verb: "update", namespace: tenant, why: "render.plumb.dev/finalizer add/remove (r.Update)"},
+			{group: kustomize, resource: "kustomizations", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
 			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact"},
 			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap (uncached)"},
 			{resource: "secrets", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom Secret (uncached)"},
@@ -169,8 +171,8 @@ var denied = map[string][]call{
 	},
 	"render-controller": {
 		{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
-		{group: kustomize, resource: "kustomizations", verb: "update", namespace: tenant},
 		{group: kustomize, resource: "kustomizations", verb: "delete", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "create", namespace: tenant},
 		{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant},
 		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
 		{resource: "secrets", verb: "list"},

@@ -1,0 +1,271 @@
+package deploytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/testgit"
+)
+
+// controllerRun is one controller process started for a test.
+type controllerRun struct {
+	name string
+	log  *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+func (c controllerRun) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
+}
+
+// lockedWriter lets a process write the log while the test reads it.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// impersonatingKubeconfig writes a kubeconfig whose requests run as the
+// ServiceAccount sa of plumb-system: env's admin credentials with the
+// API server's impersonation headers, so the RBAC of deploy/ decides.
+func impersonatingKubeconfig(t *testing.T, sa string) string {
+	t.Helper()
+	cfg := env.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+		Impersonate:       "system:serviceaccount:" + namespace + ":" + sa,
+		ImpersonateGroups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: sa}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startController builds a controller from this checkout and runs it as
+// its ServiceAccount until the test ends.
+func startController(t *testing.T, name string, args ...string) controllerRun {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", bin, "./"+name)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	run := controllerRun{name: name, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd := exec.Command(bin, append([]string{"--metrics-addr=0", "--health-addr=127.0.0.1:0", "--nats-url=" + env.NATSURL, "--log-encoding=console"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+impersonatingKubeconfig(t, name))
+	w := lockedWriter{mu: run.mu, b: run.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			out := run.output()
+			if len(out) > 6000 {
+				out = out[len(out)-6000:]
+			}
+			t.Logf("%s log (tail):\n%s", name, out)
+		}
+	})
+	return run
+}
+
+// freeAddr returns a 127.0.0.1 address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// forbidden finds an API call the API server refused in a controller log.
+var forbidden = regexp.MustCompile(`(?i)forbidden|is not allowed to|cannot (get|list|watch|create|update|patch|delete) resource`)
+
+// TestControllersRunWithTheirRBAC runs the four controllers, each as its
+// ServiceAccount under the RBAC of deploy/, through the whole flow: a
+// GitRepository with credentials from a Secret fetched from a Git server,
+// a Kustomization rendered with variables from a ConfigMap and a Secret and
+// applied, a Receiver whose webhook annotates the GitRepository, a Provider
+// and an Alert. Everything must become Ready, and no controller may log a
+// refused call: the table in rbac_test.go is only as good as this check.
+func TestControllersRunWithTheirRBAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the four controllers")
+	}
+	install(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	git, err := testgit.NewServer(testgit.Options{Username: "plumb", Password: "s3cret"})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer git.Close()
+	repo, err := git.CreateRepo("app")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = repo.Commit("main", "app", testgit.Files{
+		"deploy/kustomization.yaml": "resources:\n  - settings.yaml\n",
+		"deploy/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n" +
+			"data:\n  greeting: ${greeting}\n  token: ${token}\n",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	sourceAddr, renderAddr, receiverAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	runs := []controllerRun{
+		startController(t, "source-controller", "--storage-path="+t.TempDir(), "--storage-addr="+sourceAddr),
+		startController(t, "render-controller", "--storage-path="+t.TempDir(), "--storage-addr="+renderAddr),
+		startController(t, "sync-controller"),
+		startController(t, "notification-controller", "--receiver-addr="+receiverAddr),
+	}
+
+	ns, err := env.Namespace(ctx, "rbac-run")
+	g.Expect(err).NotTo(HaveOccurred())
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-auth"},
+			StringData: map[string]string{"username": "plumb", "password": "s3cret"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, Data: map[string]string{"greeting": "hello"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-vars"}, StringData: map[string]string{"token": "t0ken"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook"}, StringData: map[string]string{"token": "hook-token"}},
+		&sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Spec: sourcev1.GitRepositorySpec{
+				URL: repo.URL(), Interval: metav1.Duration{Duration: time.Hour},
+				Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
+				SecretRef: &meta.LocalObjectReference{Name: "git-auth"},
+			},
+		},
+		&kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app"},
+				Path:      "./deploy", Interval: metav1.Duration{Duration: time.Hour}, Prune: true,
+				PostBuild: &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{
+					{Kind: "ConfigMap", Name: "vars"}, {Kind: "Secret", Name: "secret-vars"},
+				}},
+			},
+		},
+		&notificationv1.Receiver{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push"},
+			Spec: notificationv1.ReceiverSpec{
+				Type:      notificationv1.GenericReceiver,
+				Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "*"}},
+				SecretRef: meta.LocalObjectReference{Name: "webhook"},
+			},
+		},
+		&notificationv1.Provider{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"},
+			Spec:       notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: "http://" + freeAddr(t) + "/alerts"},
+		},
+		&notificationv1.Alert{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"},
+			Spec: notificationv1.AlertSpec{
+				ProviderRef:  meta.LocalObjectReference{Name: "hook"},
+				EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: kustomizev1.KustomizationKind, Name: "*"}},
+			},
+		},
+	}
+	for _, o := range objs {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
+	}
+
+	ready := func(obj interface {
+		client.Object
+		GetConditions() []metav1.Condition
+	}) func(Gomega) {
+		return func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			g.Expect(apimeta.IsStatusConditionTrue(obj.GetConditions(), meta.ReadyCondition)).To(BeTrue(),
+				"%T %s: %v", obj, obj.GetName(), obj.GetConditions())
+		}
+	}
+	gitRepo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	rcv := &notificationv1.Receiver{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push"}}
+	for _, obj := range []interface {
+		client.Object
+		GetConditions() []metav1.Condition
+	}{
+		gitRepo, ks, rcv,
+		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"}},
+		&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"}},
+	} {
+		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	}
+
+	// The rendered ConfigMap, with variables from the ConfigMap and Secret.
+	var settings corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &settings)).To(Succeed())
+	g.Expect(settings.Data).To(Equal(map[string]string{"greeting": "hello", "token": "t0ken"}))
+
+	// A webhook call: notification-controller lists the GitRepositories and
+	// annotates them, then source-controller handles the request.
+	resp, err := http.Post("http://"+receiverAddr+rcv.Status.WebhookPath, "application/json", strings.NewReader(`{}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(gitRepo), gitRepo)).To(Succeed())
+		token := gitRepo.Annotations[meta.ReconcileRequestAnnotation]
+		g.Expect(token).NotTo(BeEmpty())
+		g.Expect(gitRepo.Status.LastHandledReconcileAt).To(Equal(token))
+	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+
+	// Kubernetes Events were recorded (the events RBAC).
+	g.Eventually(func(g Gomega) {
+		var list corev1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		sources := map[string]bool{}
+		for _, e := range list.Items {
+			sources[e.Source.Component+e.ReportingController] = true
+		}
+		g.Expect(fmt.Sprint(sources)).To(And(ContainSubstring("source-controller"), ContainSubstring("render-controller")))
+	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+
+	for _, run := range runs {
+		if m := forbidden.FindString(run.output()); m != "" {
+			t.Errorf("%s logged a refused API call (%q): its RBAC in deploy/%s/rbac.yaml misses something", run.name, m, run.name)
+		}
+	}
+}
