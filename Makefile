@@ -35,6 +35,12 @@ envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (c
 controlplane-assets: ## Also build kube-controller-manager (for `make run` and e2e).
 	@hack/controlplane.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager
 
+##@ Run
+
+.PHONY: run
+run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it.
+	@hack/run.sh
+
 $(CONTROLLER_GEN): $(GEN_TOOLS)/go.mod
 	@echo ">> building controller-gen"
 	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -77,8 +83,12 @@ verify: generate manifests fmt tidy vet ## Regenerate, format and tidy, then fai
 ##@ Test
 
 .PHONY: test
-test: envtest-assets ## Run every module's tests against a real kube-apiserver, etcd and NATS.
+test: controlplane-assets ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager).
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
+
+.PHONY: e2e
+e2e: controlplane-assets ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
+	go test -count=1 -timeout=20m -v ./e2e/...
 
 .PHONY: bench bench-source
 bench: bench-source

@@ -348,6 +348,11 @@ func (c *Clone) CommitAndPush(ctx context.Context, message string) (string, erro
 	if _, err := runGit(ctx, c.Dir, "push", "--quiet", "origin", "HEAD:refs/heads/main"); err != nil {
 		return "", err
 	}
+	return c.Head(ctx)
+}
+
+// Head returns the commit hash the working copy is at.
+func (c *Clone) Head(ctx context.Context) (string, error) {
 	sha, err := runGit(ctx, c.Dir, "rev-parse", "HEAD")
 	return strings.TrimSpace(sha), err
 }

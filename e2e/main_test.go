@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"plumb.dev/e2e/localenv"
+)
+
+// env is the one environment every test shares; each test deploys its own
+// copy of the sample into namespaces of its own. Tests do not run in
+// parallel: one of them kills and restarts sync-controller.
+var env *localenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := localenv.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Build the controllers from the tree under test, not whatever bin/
+	// holds; PLUMB_E2E_BIN_DIR names a folder of prebuilt ones instead.
+	binDir := os.Getenv("PLUMB_E2E_BIN_DIR")
+	if binDir == "" {
+		if binDir, err = buildControllers(root); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: building the controllers: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(binDir)
+	}
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env, err = localenv.Start(ctx, localenv.Options{
+		Root:     root,
+		BinDir:   binDir,
+		Progress: os.Stderr,
+		ControllerArgs: map[string][]string{
+			// Every alert reaches the Slack stand-in, and a failed
+			// delivery is retried soon.
+			localenv.NotificationController: {"--rate-limit-interval=0s", "--delivery-retry-backoff=200ms"},
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting the environment: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: environment ready in %s (state in %s)\n", time.Since(start).Round(time.Millisecond), env.StateDir)
+	code := m.Run()
+	if code != 0 {
+		// The state folder goes with Stop: show the ends of the logs.
+		for _, name := range localenv.ControllerNames {
+			c := env.Controllers[name]
+			fmt.Fprintf(os.Stderr, "---- %s (last lines of %s)\n%s\n", name, c.LogPath, localenv.Tail(c.LogPath, 40))
+		}
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the environment: %v\n", err)
+	}
+	return code
+}
+
+// buildControllers builds the four controllers into a new folder.
+func buildControllers(root string) (string, error) {
+	binDir, err := os.MkdirTemp("", "plumb-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	args := []string{"build", "-o", binDir + string(filepath.Separator)}
+	for _, name := range localenv.ControllerNames {
+		args = append(args, "./"+name)
+	}
+	build := exec.Command("go", args...)
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(binDir)
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "e2e: built the controllers in %s\n", time.Since(start).Round(time.Millisecond))
+	return binDir, nil
+}

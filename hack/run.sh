@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `make run`: builds what is missing (the control plane from Go modules, the
+# four controllers, the launcher), printing a heartbeat while the long first
+# build runs, then starts the whole suite locally with e2e/cmd/plumb-local.
+# Extra arguments go to plumb-local (e.g. -log-level=debug, -state-dir=DIR).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# heartbeat LABEL CMD...: runs CMD and, every 20 seconds while it runs,
+# prints how long it has been going, so a first build of several minutes
+# never looks stuck.
+heartbeat() {
+  local label=$1; shift
+  local start=$SECONDS
+  "$@" &
+  local pid=$!
+  trap 'kill "$pid" 2>/dev/null; exit 130' INT TERM
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    local t=$((SECONDS - start))
+    if ((t > 0 && t % 20 == 0)) && kill -0 "$pid" 2>/dev/null; then
+      printf '   … %s: %dm%02ds so far\n' "$label" $((t / 60)) $((t % 60))
+    fi
+  done
+  trap - INT TERM
+  wait "$pid"
+}
+
+echo ">> make run: building what is missing (a fresh machine builds etcd, kube-apiserver and kube-controller-manager from Go modules once, about 10-15 minutes on 2 cores; later runs take seconds)"
+heartbeat "control plane (etcd, kube-apiserver, kube-controller-manager)" make --no-print-directory controlplane-assets
+heartbeat "controllers" make --no-print-directory build
+echo ">> go build plumb-local"
+heartbeat "plumb-local" go build -o "$root/bin/plumb-local" ./e2e/cmd/plumb-local
+exec "$root/bin/plumb-local" -root "$root" "$@"
