@@ -17,6 +17,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -108,12 +109,27 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	var results []objectDiff
 	desired := make([]*unstructured.Unstructured, 0, len(objs))
 	hooks := 0
+	newKinds := crdKinds(objs)
 	for _, obj := range objs {
 		if _, ok := obj.GetAnnotations()[kustomizev1.HookAnnotation]; ok {
 			hooks++ // hooks run during a sync; they are not kept in step
 			continue
 		}
+		if obj.GetName() == "" {
+			results = append(results, objectDiff{id: diff.ObjectID(obj), err: errors.New("metadata.name is required (generateName is for hooks only)")})
+			continue
+		}
 		if err := g.stamp(obj, ks); err != nil {
+			// A custom resource whose CRD is in the same set: a sync
+			// creates the CRD first, then it.
+			if scope, ok := newKinds[obj.GroupVersionKind().GroupKind()]; ok && apimeta.IsNoMatchError(err) {
+				if scope == "Namespaced" && obj.GetNamespace() == "" {
+					obj.SetNamespace(ks.Namespace)
+				}
+				desired = append(desired, obj)
+				results = append(results, objectDiff{id: diff.ObjectID(obj), action: diff.Created, note: "its CRD is not installed yet; a sync creates both"})
+				continue
+			}
 			results = append(results, objectDiff{id: diff.ObjectID(obj), err: err})
 			continue
 		}
@@ -133,7 +149,7 @@ func (g *globals) stamp(obj *unstructured.Unstructured, ks *kustomizev1.Kustomiz
 	mapping, err := g.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if apimeta.IsNoMatchError(err) {
-			return fmt.Errorf("the kind %s is not served by the API server (is its CRD installed?)", gvk)
+			return fmt.Errorf("the kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
 		}
 		return err
 	}
@@ -282,7 +298,7 @@ func decodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
 			continue
 		}
 		obj := &unstructured.Unstructured{Object: m}
-		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || (obj.GetName() == "" && obj.GetGenerateName() == "") {
 			return nil, fmt.Errorf("rendered manifests, document %d: apiVersion, kind and metadata.name are required", i)
 		}
 		objs = append(objs, obj)
@@ -399,4 +415,22 @@ func inClusterService(host string) (svc, ns string, ok bool) {
 		return "", "", false
 	}
 	return parts[0], parts[1], true
+}
+
+// crdKinds returns the group and kind each CustomResourceDefinition of objs
+// defines, with its scope.
+func crdKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		if group != "" && kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = scope
+		}
+	}
+	return out
 }

@@ -277,3 +277,59 @@ func TestArtifactThroughServiceProxy(t *testing.T) {
 		g.Expect([2]string{svc, ns}).To(Equal(want), host)
 	}
 }
+
+// TestDiffNewCRD: a custom resource whose CRD comes in the same set is
+// reported as to be created (a sync creates the CRD first), and a hook with
+// only a generateName is skipped like any hook.
+func TestDiffNewCRD(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	srv := newArtifactServer(t)
+	data := []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.` + ns + `.example.com
+spec:
+  group: ` + ns + `.example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: ` + ns + `.example.com/v1
+kind: Widget
+metadata:
+  name: blue
+spec:
+  size: 3
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: smoke-test-
+  annotations:
+    plumb.dev/hook: PostSync
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: t, image: busybox}]
+`)
+	ks := kustomization(ns, "crd", "repo")
+	create(ctx, t, ks)
+	a := srv.serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
+	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) { o.Status.RenderedArtifact = a })
+
+	r := plumb("diff", "ks", "crd", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitNegative), r.String())
+	g.Expect(lines(r.out)[1:]).To(Equal([]string{
+		"+ CustomResourceDefinition/widgets." + ns + ".example.com (not in the cluster; a sync creates it)",
+		"+ Widget/" + ns + "/blue (its CRD is not installed yet; a sync creates both)",
+		"(1 hook objects not compared: they run during a sync)",
+		"0 changed, 2 to create, 0 to prune, 0 unchanged",
+	}))
+}
