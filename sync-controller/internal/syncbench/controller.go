@@ -139,14 +139,16 @@ func (c *requestCounter) timeline(start, at time.Time) timeline {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var firstObj, lastObj, statusEnd time.Time
+	var firstObj, lastObj, statusStart, statusEnd time.Time
 	var statusTook time.Duration
 	for _, r := range c.records {
 		end := r.start.Add(r.duration)
 		switch {
 		case strings.HasPrefix(r.kind, "PATCH kustomizations/status"):
-			if !end.After(at) && end.After(statusEnd) {
-				statusEnd, statusTook = end, r.duration
+			// The write that ended the run started before the watch saw
+			// its outcome; its response may arrive after the event does.
+			if r.start.Before(at) && r.start.After(statusStart) {
+				statusStart, statusEnd, statusTook = r.start, end, r.duration
 			}
 		case strings.HasPrefix(r.kind, "PATCH ") || strings.HasPrefix(r.kind, "GET ") && r.kind != "GET kustomizations":
 			if firstObj.IsZero() || r.start.Before(firstObj) {
@@ -177,7 +179,7 @@ type timeline struct {
 	before   time.Duration // until the first object request (or the status write's end, with none)
 	objects  time.Duration // first object request to the last one's response
 	after    time.Duration // last object response to the final status write's response
-	delivery time.Duration // that response to the watch event reaching the bench
+	delivery time.Duration // that response to the watch event reaching the bench (negative when the event came first)
 	status   time.Duration // the final status write's own request
 }
 
@@ -274,6 +276,9 @@ func requestKind(req *http.Request) string {
 	kind := method + " " + resource
 	if q.Get("dryRun") != "" {
 		kind += " (dry-run)"
+	}
+	if (method == "WATCH" || method == "LIST") && q.Get("labelSelector") == "" && q.Get("fieldSelector") == "" {
+		kind += " (unfiltered)"
 	}
 	return kind
 }

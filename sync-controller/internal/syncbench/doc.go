@@ -23,7 +23,12 @@
 // server-side-applies status.renderedArtifact and the Rendered condition
 // under the field manager plumb-render.
 //
-//	go run ./sync-controller/internal/syncbench [-objects 1000] [-runs 3]
+//	go run ./sync-controller/internal/syncbench [-objects 1000] [-runs 5] [-profile-dir DIR]
+//
+// -profile-dir writes CPU profiles of the in-process controller during an
+// initial sync, the no-op resyncs and the drift edits, and a heap profile
+// after them; SYNCBENCH_TRACE=1 prints every request of the final deletion
+// (prune) with its start offset and duration.
 //
 // It is a benchmark, not a test: nothing here asserts a duration.
 package main

@@ -138,6 +138,11 @@ func run(c config) error {
 		return nil
 	}
 
+	fmt.Fprintf(os.Stderr, ">> timing status writes\n")
+	if b.res.statusWrite, b.res.statusWriteEmpty, err = b.statusProbe(ctx, mixed, 9); err != nil {
+		return fmt.Errorf("status probe: %w", err)
+	}
+
 	fmt.Fprintf(os.Stderr, ">> starting sync-controller in this process (apply concurrency %d)\n", c.controller.applyConcurrency)
 	b.counter = &requestCounter{}
 	stop, err := startController(env.Config, env.NATSURL, b.counter, c.controller)
@@ -208,6 +213,27 @@ func run(c config) error {
 	}
 	b.res.drift, b.res.driftFailures = lat, failures
 	b.heapProfile("heap-after-drift")
+
+	// Deleting the Kustomization prunes its objects through the finalizer.
+	b.counter.reset()
+	start := time.Now()
+	if err := b.wc.Delete(ctx, last[mixed]); err != nil {
+		return err
+	}
+	if err := b.waitGone(ctx, last[mixed], 5*time.Minute); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	total, counts := b.counter.snapshot()
+	if os.Getenv("SYNCBENCH_TRACE") != "" {
+		b.counter.mu.Lock()
+		for _, r := range b.counter.records {
+			fmt.Fprintf(os.Stderr, "TRACE %s +%s %s\n", r.kind, r.start.Sub(start).Round(time.Millisecond), r.duration.Round(time.Millisecond))
+		}
+		b.counter.mu.Unlock()
+	}
+	b.res.prune = sample{d: elapsed, requests: total, counts: counts}
+	fmt.Fprintf(os.Stderr, "   deletion with prune, %s: %s, %d requests\n", mixed.describe(c.objects), round(elapsed), total)
 
 	b.res.load = [2]string{load0, loadAvg()}
 	b.res.print(os.Stdout)

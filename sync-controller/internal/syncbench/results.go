@@ -97,6 +97,12 @@ type results struct {
 	mem           memoryFigures
 	load          [2]string
 	source        string
+	// statusWrite and statusWriteEmpty are the median times of a status
+	// apply with the mixed workload's inventory and with an empty one.
+	statusWrite, statusWriteEmpty time.Duration
+	// prune is the deletion of the mixed Kustomization by the in-process
+	// controller, which prunes its objects.
+	prune sample
 }
 
 func newResults(c config) *results {
@@ -190,6 +196,14 @@ func (r *results) print(out io.Writer) {
 			fmt.Fprintf(out, "  requests of the median no-op resync (%d): %s\n", s.requests, formatCounts(s.counts))
 			fmt.Fprintf(out, "  its timeline: %s\n", s.timeline)
 		}
+	}
+	if r.statusWrite > 0 {
+		fmt.Fprintf(out, "- a status apply like sync-controller's last request of a run, by the bench alone (no controller running), median of 9: %s with the %d-entry inventory, %s with an empty one\n",
+			seconds(r.statusWrite), c.objects, seconds(r.statusWriteEmpty))
+	}
+	if r.prune.d > 0 {
+		fmt.Fprintf(out, "- deleting the %s Kustomization (the finalizer prunes every object): %s, %d requests: %s\n",
+			mixed.describe(c.objects), seconds(r.prune.d), r.prune.requests, formatCounts(r.prune.counts))
 	}
 	if len(r.drift) > 0 {
 		fmt.Fprintf(out, "- drift to correction over %d edits (%d not reverted within 30 s): min %s, p50 %s, p90 %s, p99 %s, max %s\n",
