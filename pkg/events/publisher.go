@@ -242,6 +242,7 @@ func (p *JetStreamPublisher) run() {
 	defer close(p.done)
 	backoff := time.Duration(0)
 	failing := false
+	var lastLog time.Time
 	for {
 		q, ok, drained := p.head()
 		if drained {
@@ -256,9 +257,11 @@ func (p *JetStreamPublisher) run() {
 			}
 		}
 		if err := p.send(q); err != nil {
-			if !failing {
+			// Say so when an outage starts, and once a minute while it
+			// lasts, not on every retry.
+			if !failing || time.Since(lastLog) >= time.Minute {
 				p.log.Info("cannot publish events, retrying", "error", err.Error(), "queued", p.Len())
-				failing = true
+				failing, lastLog = true, time.Now()
 			}
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 			select {
