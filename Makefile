@@ -39,7 +39,7 @@ controlplane-assets: ## Also build kube-controller-manager (for `make run` and e
 
 .PHONY: run
 run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it.
-	@hack/run.sh
+	@hack/run.sh $(RUN_ARGS)
 
 $(CONTROLLER_GEN): $(GEN_TOOLS)/go.mod
 	@echo ">> building controller-gen"

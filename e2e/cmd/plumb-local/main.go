@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -89,6 +90,10 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, took time.Dura
 	fmt.Fprintf(&b, "  git clone %s /tmp/demo && cd /tmp/demo\n", d.RepoURL)
 	fmt.Fprintf(&b, "  sed -i 's/Hello from Plumb/Hello again/' configmap.yaml && git commit -qam greet && git push\n")
 	fmt.Fprintf(&b, "  kubectl --kubeconfig %s -n %s edit configmap hello-config   # a foreign edit: reverted within a second\n", env.Kubeconfig, d.AppNamespace)
+	if cli := filepath.Join(env.Root, "bin", "plumb"); fileExists(cli) {
+		fmt.Fprintf(&b, "  KUBECONFIG=%s %s get kustomizations -A\n", env.Kubeconfig, cli)
+		fmt.Fprintf(&b, "  KUBECONFIG=%s %s tree kustomization demo -n %s\n", env.Kubeconfig, cli, d.Namespace)
+	}
 	fmt.Fprintf(&b, "\n")
 	scr.Printf("%s", b.String())
 }
@@ -141,3 +146,8 @@ func artifactURLs(ctx context.Context, env *localenv.Env, d *localenv.Demo) []st
 }
 
 var _ io.Writer = (*screen)(nil)
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
