@@ -234,6 +234,19 @@ func run(c config) error {
 	}
 	b.res.prune = sample{d: elapsed, requests: total, counts: counts}
 	fmt.Fprintf(os.Stderr, "   deletion with prune, %s: %s, %d requests\n", mixed.describe(c.objects), round(elapsed), total)
+	// What the controller still does about the Kustomization once it is
+	// gone: requests until a quiet second, at most half a minute.
+	b.counter.reset()
+	quietSince, deadline := time.Now(), time.Now().Add(30*time.Second)
+	lastTotal := 0
+	for time.Since(quietSince) < time.Second && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		if n, _ := b.counter.snapshot(); n != lastTotal {
+			lastTotal, quietSince = n, time.Now()
+		}
+	}
+	afterTotal, afterCounts := b.counter.snapshot()
+	b.res.afterPrune = sample{d: time.Since(start) - elapsed, requests: afterTotal, counts: afterCounts}
 
 	b.res.load = [2]string{load0, loadAvg()}
 	b.res.print(os.Stdout)

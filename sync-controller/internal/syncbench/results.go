@@ -103,6 +103,9 @@ type results struct {
 	// prune is the deletion of the mixed Kustomization by the in-process
 	// controller, which prunes its objects.
 	prune sample
+	// afterPrune is what the controller requested once the Kustomization
+	// was gone, until a quiet second.
+	afterPrune sample
 }
 
 func newResults(c config) *results {
@@ -204,6 +207,8 @@ func (r *results) print(out io.Writer) {
 	if r.prune.d > 0 {
 		fmt.Fprintf(out, "- deleting the %s Kustomization (the finalizer prunes every object): %s, %d requests: %s\n",
 			mixed.describe(c.objects), seconds(r.prune.d), r.prune.requests, formatCounts(r.prune.counts))
+		fmt.Fprintf(out, "  requests after the Kustomization was gone (until a quiet second, %s in all): %d: %s\n",
+			seconds(r.afterPrune.d), r.afterPrune.requests, formatCounts(r.afterPrune.counts))
 	}
 	if len(r.drift) > 0 {
 		fmt.Fprintf(out, "- drift to correction over %d edits (%d not reverted within 30 s): min %s, p50 %s, p90 %s, p99 %s, max %s\n",
