@@ -94,13 +94,13 @@ func (s *SlackSink) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	m.Raw = string(body)
 	s.mu.Lock()
-	s.messages = append(s.messages, m)
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
 	if s.print != nil {
 		fmt.Fprintf(s.print, "slack ▸ %s\n", m)
 	}
+	s.messages = append(s.messages, m)
+	close(s.notify)
+	s.notify = make(chan struct{})
 	_, _ = io.WriteString(w, "ok")
 }
 
