@@ -139,7 +139,7 @@ func run(c config) error {
 	}
 
 	fmt.Fprintf(os.Stderr, ">> timing status writes\n")
-	if b.res.statusWrite, b.res.statusWriteEmpty, err = b.statusProbe(ctx, mixed, 9); err != nil {
+	if b.res.statusWrite, b.res.statusWriteEmpty, b.res.statusWriteStored, err = b.statusProbe(ctx, mixed, 9); err != nil {
 		return fmt.Errorf("status probe: %w", err)
 	}
 

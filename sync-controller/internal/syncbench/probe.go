@@ -15,26 +15,28 @@ import (
 // statusProbe times, with the bench's own client and no controller
 // running, the server-side apply of a Kustomization status like the one
 // sync-controller writes at the end of every run (conditions, revision,
-// lastHandledReconcileAt, inventory), once with the workload's inventory and
-// once with an empty one: what a no-op resync's single request costs the API
-// server, and how much of it the inventory's size accounts for.
-func (b *bench) statusProbe(ctx context.Context, w workload, runs int) (withInventory, empty time.Duration, err error) {
+// lastHandledReconcileAt, inventory), with the workload's inventory, with an
+// empty one, and without one while another field manager keeps the
+// workload's inventory stored: what a no-op resync's single request costs
+// the API server, and whether the inventory's cost follows what is sent or
+// what is stored.
+func (b *bench) statusProbe(ctx context.Context, w workload, runs int) (withInventory, empty, storedNotSent time.Duration, err error) {
 	ns, err := b.env.Namespace(ctx, "bench-status")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	ks := newKustomization(ns)
 	// Suspended: the in-process controller, started later, leaves it be.
 	ks.Spec.Suspend = true
 	if err := b.wc.Create(ctx, ks); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	objs, err := decode(manifests(w, ns, b.c.objects))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	inv := inventory.New(objs)
-	timeApplies := func(inv *kustomizev1.Inventory) (time.Duration, error) {
+	timeApplies := func(manager string, inv *kustomizev1.Inventory) (time.Duration, error) {
 		var ds []time.Duration
 		for i := range runs + 1 {
 			st := kustomizev1.KustomizationStatus{ObservedGeneration: 1, LastAppliedRevision: "main@sha1:probe", Inventory: inv}
@@ -46,7 +48,7 @@ func (b *bench) statusProbe(ctx context.Context, w workload, runs int) (withInve
 				return 0, err
 			}
 			start := time.Now()
-			if err := reconcile.ApplyStatus(ctx, b.wc, ks, "bench-status-probe", status); err != nil {
+			if err := reconcile.ApplyStatus(ctx, b.wc, ks, manager, status); err != nil {
 				return 0, err
 			}
 			if i > 0 { // the first apply creates the fields; later ones are like a resync's
@@ -55,11 +57,20 @@ func (b *bench) statusProbe(ctx context.Context, w workload, runs int) (withInve
 		}
 		return percentile(ds, 50), nil
 	}
-	if withInventory, err = timeApplies(inv); err != nil {
-		return 0, 0, err
+	if withInventory, err = timeApplies("bench-status-probe", inv); err != nil {
+		return 0, 0, 0, err
 	}
-	if empty, err = timeApplies(&kustomizev1.Inventory{Entries: []kustomizev1.InventoryEntry{}}); err != nil {
-		return 0, 0, err
+	if empty, err = timeApplies("bench-status-probe", &kustomizev1.Inventory{Entries: []kustomizev1.InventoryEntry{}}); err != nil {
+		return 0, 0, 0, err
 	}
-	return withInventory, empty, nil
+	// The inventory stored but owned by another field manager, and the
+	// status applies not sending it: does the cost follow what is sent or
+	// what is stored?
+	if _, err := timeApplies("bench-status-inventory", inv); err != nil {
+		return 0, 0, 0, err
+	}
+	if storedNotSent, err = timeApplies("bench-status-probe-2", nil); err != nil {
+		return 0, 0, 0, err
+	}
+	return withInventory, empty, storedNotSent, nil
 }
