@@ -152,8 +152,8 @@ func (r *results) print(out io.Writer) {
 		if !ok1 || !ok2 {
 			continue
 		}
-		fmt.Fprintf(tw, "initial sync to Ready, %s\t%s, %d requests\t%s (%d workers)\t%s\t≤ 2.4 s\t%s\n",
-			w.describe(c.objects), seconds(s.d), s.requests, seconds(bare.d), c.controller.applyConcurrency,
+		fmt.Fprintf(tw, "initial sync to Ready, %s\t%s, %s\t%s (%d workers)\t%s\t≤ 2.4 s\t%s\n",
+			w.describe(c.objects), seconds(s.d), requests(s.requests), seconds(bare.d), c.controller.applyConcurrency,
 			ratio(s.d, bare.d), verdict(s.d <= targetInitial))
 		if ref, ok := r.bareRef[w].median(); ok {
 			fmt.Fprintf(tw, "  same, against the bare loop with %d workers\t%s\t%s (%d workers)\t%s\t\t\n",
@@ -166,8 +166,8 @@ func (r *results) print(out io.Writer) {
 			continue
 		}
 		bare, _ := r.bareNoop[w].median()
-		fmt.Fprintf(tw, "no-op resync, %s\t%s, %d requests\t%s (re-apply all)\t%s\t≤ 0.25 s, ≤ %d requests\t%s\n",
-			w.describe(c.objects), seconds(s.d), r.noop[w].medianRequests(), seconds(bare.d), ratio(s.d, bare.d),
+		fmt.Fprintf(tw, "no-op resync, %s\t%s, %s\t%s (re-apply all)\t%s\t≤ 0.25 s, ≤ %d requests\t%s\n",
+			w.describe(c.objects), seconds(s.d), requests(r.noop[w].medianRequests()), seconds(bare.d), ratio(s.d, bare.d),
 			targetNoopRequests, verdict(s.d <= targetNoop && r.noop[w].maxRequests() <= targetNoopRequests))
 	}
 	if len(r.drift) > 0 {
@@ -266,6 +266,13 @@ func ratio(a, b time.Duration) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f×", a.Seconds()/b.Seconds())
+}
+
+func requests(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
 }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
