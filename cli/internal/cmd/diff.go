@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -412,6 +413,11 @@ func inClusterService(host string) (svc, ns string, ok bool) {
 		return "", "", false
 	}
 	if rest := strings.Join(parts[3:], "."); rest != "" && rest != "cluster.local" {
+		return "", "", false
+	}
+	// Service and namespace names are DNS labels; anything else is not a
+	// Service name and must not be spliced into the proxy path.
+	if len(validation.IsDNS1123Label(parts[0])) > 0 || len(validation.IsDNS1123Label(parts[1])) > 0 {
 		return "", "", false
 	}
 	return parts[0], parts[1], true

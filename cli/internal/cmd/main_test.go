@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"flag"
 	"context"
 	"fmt"
 	"os"
@@ -30,6 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if fuzzing() {
+		// Fuzz targets need no cluster; a control plane per fuzz worker
+		// would only slow them down.
+		return m.Run()
+	}
 	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -52,6 +59,17 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// fuzzing reports whether this process runs fuzz targets (-test.fuzz, or
+// a fuzz worker the coordinator started).
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 // writeKubeconfig saves env's admin credentials as a kubeconfig file whose
