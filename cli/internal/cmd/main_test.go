@@ -2,8 +2,8 @@ package cmd
 
 import (
 	"bytes"
-	"flag"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
