@@ -1,4 +1,21 @@
 // Package e2e holds the end-to-end tests that run the whole Plumb suite
-// (all four controllers as processes, a real API server, NATS and a Git
-// server) and check the story from a pushed commit to a synced cluster.
+// (all four controllers as processes, a real API server with
+// kube-controller-manager, NATS and a Git server) and check the story from a
+// pushed commit to a synced cluster.
+//
+// TestMain builds the four controllers from the checkout into a temporary
+// folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones instead) and
+// starts one environment with plumb.dev/e2e/localenv, the same one `make run`
+// starts. Each test deploys its own copy of the sample in deploy/examples
+// (its own repository and namespaces) and pushes commits with the git binary:
+//
+//	TestPushWebhookToReady               push → signed webhook → Receiver → artifact → render → apply → Ready
+//	TestForeignEditRevertedAndAlerted    a foreign edit is reverted; the Slack stand-in gets the drifted path
+//	TestDeletedObjectPruned              a commit deleting an object prunes it
+//	TestBrokenCommitKeepsPreviousRevision  a commit that does not build: Ready=False, nothing deleted
+//	TestSyncControllerKilledMidSync      SIGKILL during the PreSync hook, restart, convergence
+//
+// The tests run one after another (one kills sync-controller) and every wait
+// is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`
+// runs them alone, `make test` with everything else.
 package e2e
