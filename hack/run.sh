@@ -16,11 +16,13 @@ heartbeat() {
   "$@" &
   local pid=$!
   trap 'kill "$pid" 2>/dev/null; exit 130' INT TERM
+  local next=20
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1
     local t=$((SECONDS - start))
-    if ((t > 0 && t % 20 == 0)) && kill -0 "$pid" 2>/dev/null; then
+    if ((t >= next)) && kill -0 "$pid" 2>/dev/null; then
       printf '   … %s: %dm%02ds so far\n' "$label" $((t / 60)) $((t % 60))
+      next=$((t + 20))
     fi
   done
   trap - INT TERM
