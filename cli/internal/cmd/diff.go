@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,18 +8,15 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,16 +24,14 @@ import (
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
 )
 
 const (
 	// syncFieldManager is sync-controller's field manager: the dry-run
 	// applies as it, so the result is what sync-controller's next apply
 	// would store (fields it owns and no longer sets are dropped).
-	syncFieldManager = "plumb-sync"
-	// appliedHashAnnotation is the hash sync-controller stamps on each
-	// applied object (sync-controller/internal/engine).
-	appliedHashAnnotation = "plumb.dev/applied-hash"
+	syncFieldManager = manage.FieldManager
 	// maxArtifactSize matches sync-controller's --max-artifact-size default.
 	maxArtifactSize = 64 << 20
 )
@@ -101,7 +95,7 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	if err != nil {
 		return fmt.Errorf("downloading the rendered artifact: %w", err)
 	}
-	objs, err := decodeManifests(data)
+	objs, err := manage.DecodeManifests(data)
 	if err != nil {
 		return err
 	}
@@ -141,46 +135,14 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	return report(g.out, results, hooks)
 }
 
-// stamp prepares obj as sync-controller's engine does before applying it:
-// the Kustomization's namespace for namespaced objects that name none,
-// no namespace for cluster-scoped ones, the ownership labels, and the
-// hash of the result in the applied-hash annotation.
+// stamp prepares obj as sync-controller does before applying it (see
+// pkg/manage): namespace, ownership labels and the applied-hash annotation.
 func (g *globals) stamp(obj *unstructured.Unstructured, ks *kustomizev1.Kustomization) error {
-	gvk := obj.GroupVersionKind()
-	mapping, err := g.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return fmt.Errorf("the kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
-		}
+	if err := manage.Resolve(g.client.RESTMapper(), obj, ks.Namespace); err != nil {
 		return err
 	}
-	if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			obj.SetNamespace(ks.Namespace)
-		}
-	} else {
-		obj.SetNamespace("")
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[kustomizev1.NameLabel] = ks.Name
-	labels[kustomizev1.NamespaceLabel] = ks.Namespace
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	delete(annotations, appliedHashAnnotation)
-	obj.SetAnnotations(annotations)
-	hash, err := diff.Hash(obj)
-	if err != nil {
-		return err
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[appliedHashAnnotation] = hash
-	obj.SetAnnotations(annotations)
-	return nil
+	_, err := manage.Stamp(obj, manage.Owner{Namespace: ks.Namespace, Name: ks.Name})
+	return err
 }
 
 // compare diffs one desired object with the cluster through a dry-run apply.
@@ -196,7 +158,7 @@ func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructure
 	}
 	// Ignored fields keep their live values, as sync-controller applies them.
 	dry := desired.DeepCopy()
-	keepIgnored(dry, live, ig)
+	ig.KeepLive(dry, live)
 	dry.SetManagedFields(nil)
 	dry.SetResourceVersion("")
 	err := g.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
@@ -280,85 +242,6 @@ func value(v string) string {
 		return "(absent)"
 	}
 	return v
-}
-
-// decodeManifests reads the rendered multi-document YAML into objects.
-func decodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for i := 1; ; i++ {
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("rendered manifests, document %d: %w", i, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		obj := &unstructured.Unstructured{Object: m}
-		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || (obj.GetName() == "" && obj.GetGenerateName() == "") {
-			return nil, fmt.Errorf("rendered manifests, document %d: apiVersion, kind and metadata.name are required", i)
-		}
-		objs = append(objs, obj)
-	}
-}
-
-// keepIgnored sets, in desired, each field an ignore rule selects to its
-// live value (or removes it when live lacks it), as sync-controller does
-// before applying, so the dry-run result keeps the cluster's value there.
-func keepIgnored(desired, live *unstructured.Unstructured, ig *diff.Ignorer) {
-	if ig == nil {
-		return
-	}
-	for _, p := range ig.Pointers(desired) {
-		v, ok := lookupPointer(live.Object, p)
-		if !ok {
-			p.Remove(desired.Object)
-			continue
-		}
-		if len(p) == 0 {
-			continue
-		}
-		parent, ok := lookupPointer(desired.Object, p[:len(p)-1])
-		if !ok {
-			continue
-		}
-		last := p[len(p)-1]
-		switch node := parent.(type) {
-		case map[string]any:
-			node[last] = runtime.DeepCopyJSONValue(v)
-		case []any:
-			if i, err := strconv.Atoi(last); err == nil && i >= 0 && i < len(node) {
-				node[i] = runtime.DeepCopyJSONValue(v)
-			}
-		}
-	}
-}
-
-func lookupPointer(doc any, p diff.Pointer) (any, bool) {
-	cur := doc
-	for _, tok := range p {
-		switch node := cur.(type) {
-		case map[string]any:
-			next, ok := node[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil, false
-			}
-			cur = node[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // artifactClient returns the HTTP client for artifact downloads: direct for

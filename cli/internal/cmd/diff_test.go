@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"plumb.dev/pkg/manage"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,7 +106,7 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 		t.Fatal(err)
 	}
 	gl := &globals{client: c}
-	objs, err := decodeManifests(data)
+	objs, err := manage.DecodeManifests(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,29 +5,6 @@ import (
 	"testing"
 )
 
-// FuzzDecodeManifests: the rendered artifact comes over the network; its
-// decoder must return objects or an error, never panic, and every object it
-// returns has the identity fields the rest of diff relies on.
-func FuzzDecodeManifests(f *testing.F) {
-	f.Add([]byte(manifests))
-	f.Add([]byte("---\n---\n"))
-	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\n"))
-	f.Add([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`))
-	f.Add([]byte("apiVersion: v1\nkind: List\nmetadata: [1, 2]\n"))
-	f.Add([]byte("- a\n- b\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, err := decodeManifests(data)
-		if err != nil {
-			return
-		}
-		for _, o := range objs {
-			if o.GetAPIVersion() == "" || o.GetKind() == "" || (o.GetName() == "" && o.GetGenerateName() == "") {
-				t.Fatalf("decoded an object without identity: %v", o.Object)
-			}
-		}
-	})
-}
-
 // FuzzInClusterService: artifact URLs come from a status field anyone with
 // write access to it can set; only <svc>.<ns>.svc[.cluster.local] may go to
 // the service proxy, and the parts must be single DNS labels.

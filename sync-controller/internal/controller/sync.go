@@ -20,6 +20,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -160,7 +161,7 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if err != nil {
 		return failed(meta.ArtifactFailedReason, err)
 	}
-	objs, err := decodeManifests(data)
+	objs, err := manage.DecodeManifests(data)
 	if err != nil {
 		return failed(meta.ArtifactFailedReason, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/manage"
 )
 
 // Action is what a sync did, or would do, to one object.
@@ -102,7 +103,7 @@ func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[O
 				obj.SetNamespace(opts.DefaultNamespace)
 			}
 		}
-		hash, err := stamp(obj, opts.Owner)
+		hash, err := manage.Stamp(obj, opts.Owner)
 		if err != nil {
 			return nil, err
 		}
@@ -111,30 +112,10 @@ func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[O
 	return hashes, nil
 }
 
-// Resolve checks that obj's kind is served, fills in its version when it
-// names none (the preferred one), and gives it defaultNamespace when it is
-// namespaced and has none, or no namespace when it is cluster-scoped.
+// Resolve checks that obj's kind is served and sets its version and
+// namespace; see manage.Resolve.
 func (e *Engine) Resolve(obj *unstructured.Unstructured, defaultNamespace string) error {
-	gvk := obj.GroupVersionKind()
-	var versions []string
-	if gvk.Version != "" {
-		versions = []string{gvk.Version}
-	}
-	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), versions...)
-	if err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return fmt.Errorf("%s %s: the kind %s is not served by the API server (is its CRD installed?): %w",
-				gvk.Kind, obj.GetName(), gvk.GroupVersion().WithKind(gvk.Kind), err)
-		}
-		return err
-	}
-	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if mapping.Scope.Name() != apimeta.RESTScopeNameNamespace {
-		obj.SetNamespace("")
-	} else if obj.GetNamespace() == "" {
-		obj.SetNamespace(defaultNamespace)
-	}
-	return nil
+	return manage.Resolve(e.mapper, obj, defaultNamespace)
 }
 
 // ApplySet brings every object of the set to its desired state, concurrently
@@ -203,7 +184,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		// Ignored fields keep their live values: not reverted, and still
 		// owned by us so that no other field of ours is dropped.
 		desired = desired.DeepCopy()
-		copyIgnoredFields(desired, current, opts.Ignore)
+		opts.Ignore.KeepLive(desired, current)
 	}
 	dryRun := desired.DeepCopy()
 	if err := e.apply(ctx, dryRun, client.DryRunAll); err != nil {

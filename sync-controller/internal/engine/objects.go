@@ -4,8 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/manage"
 )
 
 // ObjectID identifies an object across versions of its kind.
@@ -40,42 +39,7 @@ func (id ObjectID) GroupKind() schema.GroupKind {
 }
 
 // Owner names the Kustomization that manages a set of objects.
-type Owner struct {
-	Namespace string
-	Name      string
-}
+type Owner = manage.Owner
 
 // OwnerOf returns the owner recorded in obj's labels, if any.
-func OwnerOf(labels map[string]string) (Owner, bool) {
-	name, ok := labels[kustomizev1.NameLabel]
-	if !ok {
-		return Owner{}, false
-	}
-	return Owner{Namespace: labels[kustomizev1.NamespaceLabel], Name: name}, true
-}
-
-// stamp adds the ownership labels to obj and returns the hash of the result,
-// which it also records in the applied-hash annotation.
-func stamp(obj *unstructured.Unstructured, owner Owner) (string, error) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[kustomizev1.NameLabel] = owner.Name
-	labels[kustomizev1.NamespaceLabel] = owner.Namespace
-	obj.SetLabels(labels)
-
-	annotations := obj.GetAnnotations()
-	delete(annotations, AppliedHashAnnotation)
-	obj.SetAnnotations(annotations)
-	hash, err := diff.Hash(obj)
-	if err != nil {
-		return "", err
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[AppliedHashAnnotation] = hash
-	obj.SetAnnotations(annotations)
-	return hash, nil
-}
+func OwnerOf(labels map[string]string) (Owner, bool) { return manage.OwnerOf(labels) }

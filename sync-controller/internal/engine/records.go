@@ -9,15 +9,17 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/pkg/manage"
 )
 
 // FieldManager is the field manager of every write sync-controller makes to
 // managed objects.
-const FieldManager = "plumb-sync"
+const FieldManager = manage.FieldManager
 
 // AppliedHashAnnotation holds the hash of the desired object last applied,
 // so a restarted controller knows what it applied without a dry-run.
-const AppliedHashAnnotation = "plumb.dev/applied-hash"
+const AppliedHashAnnotation = manage.AppliedHashAnnotation
 
 // record is what the engine remembers of one object it applied or checked.
 type record struct {

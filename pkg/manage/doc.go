@@ -1,0 +1,13 @@
+// Package manage says what makes an object managed by a Kustomization, so
+// that sync-controller and the plumb CLI prepare an object the same way
+// before applying it (or dry-running it):
+//
+//   - the namespace: a namespaced object without one goes to the
+//     Kustomization's namespace, a cluster-scoped one has none (Resolve);
+//   - the ownership labels kustomize.plumb.dev/name and
+//     kustomize.plumb.dev/namespace, which prune and the drift watch read;
+//   - the annotation plumb.dev/applied-hash, the hash of the object as
+//     prepared, which lets a restarted sync-controller know what it applied
+//     without a dry-run (Stamp);
+//   - the field manager plumb-sync of every write.
+package manage

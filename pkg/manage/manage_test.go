@@ -1,0 +1,66 @@
+package manage
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+func object(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion(apiVersion)
+	o.SetKind(kind)
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
+
+func TestStamp(t *testing.T) {
+	g := NewWithT(t)
+	owner := Owner{Namespace: "apps", Name: "web"}
+	a := object("v1", "ConfigMap", "apps", "settings")
+	hash, err := Stamp(a, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.GetLabels()).To(Equal(map[string]string{kustomizev1.NameLabel: "web", kustomizev1.NamespaceLabel: "apps"}))
+	g.Expect(a.GetAnnotations()).To(HaveKeyWithValue(AppliedHashAnnotation, hash))
+	got, ok := OwnerOf(a.GetLabels())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(owner))
+
+	again, err := Stamp(a, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(hash), "stamping is idempotent")
+
+	b := object("v1", "ConfigMap", "apps", "settings")
+	b.Object["data"] = map[string]any{"k": "v"}
+	other, err := Stamp(b, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(other).NotTo(Equal(hash), "content changes the hash")
+
+	_, ok = OwnerOf(map[string]string{"app": "x"})
+	g.Expect(ok).To(BeFalse())
+}
+
+func TestResolve(t *testing.T) {
+	g := NewWithT(t)
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, apimeta.RESTScopeRoot)
+
+	cm := object("v1", "ConfigMap", "", "settings")
+	g.Expect(Resolve(mapper, cm, "apps")).To(Succeed())
+	g.Expect(cm.GetNamespace()).To(Equal("apps"))
+
+	ns := object("v1", "Namespace", "wrong", "apps")
+	g.Expect(Resolve(mapper, ns, "apps")).To(Succeed())
+	g.Expect(ns.GetNamespace()).To(BeEmpty())
+
+	err := Resolve(mapper, object("example.com/v1", "Widget", "", "w"), "apps")
+	g.Expect(err).To(MatchError(ContainSubstring("is its CRD installed?")))
+	g.Expect(apimeta.IsNoMatchError(err)).To(BeTrue(), "it wraps the mapper's NoKindMatch error")
+}
