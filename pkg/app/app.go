@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"strings"
+	"time"
 
-	"github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +43,39 @@ func SetupLogger(opts options.Manager) {
 }
 
 // RESTConfig returns the API client configuration from the usual places
-// (--kubeconfig, KUBECONFIG, in-cluster), with the options' rate limits.
+// (--kubeconfig, KUBECONFIG, in-cluster). When the API server runs
+// priority-and-fairness flow control the client does not throttle itself;
+// otherwise the options' QPS and burst apply.
 func RESTConfig(opts options.Manager) *rest.Config {
-	return client.GetConfigOrDie(opts.Client)
+	cfg := ctrl.GetConfigOrDie()
+	if flowControlled(cfg) {
+		cfg.QPS, cfg.Burst = -1, -1
+	} else {
+		cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	}
+	return cfg
+}
+
+// flowControlled reports whether the API server answers with the headers
+// of priority-and-fairness flow control. Any answer carries them, even a 404,
+// so a HEAD of a small endpoint is enough.
+func flowControlled(cfg *rest.Config) bool {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, strings.TrimSuffix(cfg.Host, "/")+"/livez/ping", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") != "" || resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") != ""
 }
 
 // NewManager returns a manager named after the controller with metrics,

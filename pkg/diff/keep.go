@@ -64,4 +64,3 @@ func valueAt(doc any, p Pointer) (any, bool) {
 	}
 	return cur, true
 }
-

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/pflag"
@@ -19,7 +18,11 @@ type Manager struct {
 	Concurrent     int
 	LeaderElection leaderelection.Options
 	Logging        logger.Options
-	Client         client.Options
+	// QPS and Burst bound the API client when the API server has no
+	// priority-and-fairness flow control; with it, the client does not
+	// throttle itself (the server does).
+	QPS   float32
+	Burst int
 }
 
 // BindFlags registers the manager flags on fs.
@@ -32,7 +35,10 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 		"The number of objects reconciled at the same time.")
 	o.LeaderElection.BindFlags(fs)
 	o.Logging.BindFlags(fs)
-	o.Client.BindFlags(fs)
+	fs.Float32Var(&o.QPS, "kube-api-qps", 50,
+		"The most queries per second sent to the API server when it has no priority-and-fairness flow control.")
+	fs.IntVar(&o.Burst, "kube-api-burst", 300,
+		"The burst of queries sent to the API server when it has no priority-and-fairness flow control.")
 }
 
 // Validate reports option values that cannot work.

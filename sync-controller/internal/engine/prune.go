@@ -33,14 +33,15 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 	for _, obj := range objs {
 		id := IDOf(obj)
 		res := PruneResult{ID: id}
-		live := &metav1.PartialObjectMetadata{}
-		live.SetGroupVersionKind(obj.GroupVersionKind())
-		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		// Read through the label-filtered watch cache: an object without our
+		// labels is not in it, and is never ours to delete. (A cached read
+		// of the plain client would start a cluster-wide informer.)
+		live, err := e.lookupWatched(ctx, obj)
 		switch {
-		case apierrors.IsNotFound(err):
-			res.Reason = "already gone"
 		case err != nil:
 			res.Err = fmt.Errorf("%s: reading before prune: %w", id, err)
+		case live == nil:
+			res.Reason = "already gone, or not managed by this Kustomization"
 		case !ownedBy(live.Labels, owner):
 			res.Reason = "not managed by this Kustomization"
 		case live.Annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
@@ -48,6 +49,9 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:
+			// Our own deletion is not drift: the watcher must not answer it
+			// with another sync.
+			e.watcher.expectDeletion(live.UID)
 			err := e.client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
 				client.Preconditions{UID: &live.UID})
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -64,6 +68,15 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 	return results
 }
 
+// lookupWatched returns the watch cache's metadata of obj, watching its kind
+// first if needed.
+func (e *Engine) lookupWatched(ctx context.Context, obj *unstructured.Unstructured) (*metav1.PartialObjectMetadata, error) {
+	if err := e.watcher.Watch(ctx, obj.GroupVersionKind()); err != nil {
+		return nil, err
+	}
+	return e.watcher.Lookup(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+}
+
 func ownedBy(labels map[string]string, owner Owner) bool {
 	got, ok := OwnerOf(labels)
 	return ok && got == owner
@@ -72,7 +85,8 @@ func ownedBy(labels map[string]string, owner Owner) bool {
 // waitGone polls until the object no longer exists: an object being
 // recreated must be gone before it can be created again.
 func (e *Engine) waitGone(ctx context.Context, obj *unstructured.Unstructured) error {
-	probe := &metav1.PartialObjectMetadata{}
+	// An unstructured read goes to the API server, not to a cache.
+	probe := &unstructured.Unstructured{}
 	probe.SetGroupVersionKind(obj.GroupVersionKind())
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()

@@ -43,6 +43,8 @@ type Watcher struct {
 	drift map[types.NamespacedName]time.Time
 	// changes wakes health waits when a watched object changes.
 	changes *broadcaster
+	// expected holds the UIDs of objects the engine itself is deleting.
+	expected map[types.UID]bool
 }
 
 // NewWatcher returns a watcher whose informers see only objects labelled
@@ -67,6 +69,7 @@ func NewWatcher(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMap
 		watched:  map[schema.GroupVersionKind]bool{},
 		drift:    map[types.NamespacedName]time.Time{},
 		changes:  newBroadcaster(),
+		expected: map[types.UID]bool{},
 	}, nil
 }
 
@@ -187,10 +190,26 @@ func (w *Watcher) onDelete(obj any) {
 		obj = tomb.Obj
 	}
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
+	if !ok || w.takeExpected(m.UID) {
 		return
 	}
 	w.enqueue(m.Labels, "deleted", m)
+}
+
+// expectDeletion marks a deletion the engine makes itself (a prune), so
+// that its watch event does not start a drift check.
+func (w *Watcher) expectDeletion(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expected[uid] = true
+}
+
+func (w *Watcher) takeExpected(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ok := w.expected[uid]
+	delete(w.expected, uid)
+	return ok
 }
 
 func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.PartialObjectMetadata) {
