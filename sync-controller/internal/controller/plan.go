@@ -123,14 +123,11 @@ func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev
 	return nil
 }
 
-// runWave starts the wave's hooks and applies its objects, kind group by
-// kind group so that Namespaces and CRDs exist before what needs them.
+// runWave applies the wave's objects kind group by kind group, so that
+// Namespaces and CRDs exist before what needs them, then starts the wave's
+// hooks, which may live in a namespace the wave creates (pkg/plan hoists a
+// Namespace into the wave of the first hook that needs it).
 func (s *syncRun) runWave(ctx context.Context, w planWave) error {
-	for _, h := range w.hooks {
-		if err := s.startHook(ctx, h); err != nil {
-			return err
-		}
-	}
 	for _, group := range kindGroups(w.objects) {
 		results, err := s.r.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
@@ -154,6 +151,11 @@ func (s *syncRun) runWave(ctx context.Context, w planWave) error {
 			return err
 		}
 		if err := s.waitEstablished(ctx, group); err != nil {
+			return err
+		}
+	}
+	for _, h := range w.hooks {
+		if err := s.startHook(ctx, h); err != nil {
 			return err
 		}
 	}

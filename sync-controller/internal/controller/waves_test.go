@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -294,4 +295,16 @@ func TestRestartMidPlanConverges(t *testing.T) {
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2))
 	g.Expect(got.Status.Sync.Phase).To(Equal(kustomizev1.PhaseSucceeded))
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing"}, &corev1.ConfigMap{}))).To(BeTrue())
+}
+
+func TestHookInANamespaceTheSyncCreates(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := "hooked-" + strings.TrimPrefix(ks.Namespace, "sync-")
+	namespace := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
+	render(t, ks, "main@sha1:hn", namespace+"---\n"+hookJob(ns, "migrate", "PreSync", "HookSucceeded")+"---\n"+configMaps(ns, "app"))
+	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	finishJob(t, ctx, ns, "migrate", true)
+	got := waitReady(t, ks, "main@sha1:hn")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "the Namespace and the ConfigMap")
 }
