@@ -1,7 +1,8 @@
 // Package controller holds sync-controller's Kustomization reconciler.
 //
 // sync-controller owns these status fields of a Kustomization and writes
-// them by server-side apply under the field manager plumb-sync:
+// them by server-side apply under the field manager plumb-sync (the
+// inventory under plumb-sync-inventory), and only when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy and
 // Drifted, lastAppliedRevision, lastAttemptedRevision, inventory, drift,
 // sync and lastHandledReconcileAt. render-controller owns renderedArtifact

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +56,9 @@ type syncRun struct {
 	renderFailure *metav1.Condition
 	// progressWritten is set once a sync-progress status was written.
 	progressWritten bool
+	// stored is sync-controller's part of the status as the API server has
+	// it, so that writeStatus sends only what changed.
+	stored *kustomizev1.KustomizationStatus
 	// driftSeen is when the watcher first saw a foreign write to one of the
 	// objects since the last run; zero when this run was not started by one.
 	driftSeen time.Time
@@ -339,21 +344,52 @@ func (s *syncRun) conclude(err error) ctrl.Result {
 	}
 }
 
-// writeStatus server-side-applies sync-controller's status fields.
+// Field managers of sync-controller's status writes. The inventory has its
+// own: it is the one large field (an entry per object) and rarely changes, and
+// a server-side apply that leaves it out costs the API server far less than
+// one that carries it.
+const (
+	statusManager    = manage.FieldManager
+	inventoryManager = manage.FieldManager + "-inventory"
+)
+
+// writeStatus server-side-applies sync-controller's status fields that
+// changed since the object was read (or last written by this run): the
+// inventory under its own field manager, the rest under plumb-sync. A run
+// that changed nothing writes nothing.
 func (s *syncRun) writeStatus(ctx context.Context) error {
-	st := s.out.Status
-	st.RenderedArtifact = nil
-	statusMap, err := reconcile.ToStatusMap(&st)
-	if err != nil {
-		return err
+	if s.stored == nil {
+		s.stored = ownStatus(s.obj.Status, s.obj.Status.Inventory)
 	}
-	// Always send the lists we own, even empty, so a condition or inventory
-	// entry we dropped is removed rather than left behind.
-	if _, ok := statusMap["conditions"]; !ok {
-		statusMap["conditions"] = []any{}
+	want := ownStatus(s.out.Status, s.out.Status.Inventory)
+	if !apiequality.Semantic.DeepEqual(want.Inventory, s.stored.Inventory) {
+		inv, err := reconcile.ToStatusMap(&kustomizev1.KustomizationStatus{Inventory: want.Inventory})
+		if err != nil {
+			return err
+		}
+		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, inventoryManager, inv); err != nil {
+			return err
+		}
+		s.stored.Inventory = want.Inventory
 	}
-	if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, ControllerName, statusMap); err != nil {
-		return err
+	rest, stored := *want, *s.stored
+	rest.Inventory, stored.Inventory = nil, nil
+	if !apiequality.Semantic.DeepEqual(rest, stored) {
+		statusMap, err := reconcile.ToStatusMap(&rest)
+		if err != nil {
+			return err
+		}
+		// Always send the conditions we own, even none, so a condition we
+		// dropped is removed rather than left behind.
+		if _, ok := statusMap["conditions"]; !ok {
+			statusMap["conditions"] = []any{}
+		}
+		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, statusManager, statusMap); err != nil {
+			return err
+		}
+		inv := s.stored.Inventory
+		*s.stored = rest
+		s.stored.Inventory = inv
 	}
 	var size *int64
 	if a := s.obj.Status.RenderedArtifact; a != nil {
@@ -361,6 +397,22 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 	}
 	objectMetrics.Record(s.obj.Namespace, s.obj.Name, s.out.Status.Conditions, false, size)
 	return nil
+}
+
+// ownStatus returns the part of a status that sync-controller owns, with
+// conditions in type order so that order alone is no change.
+func ownStatus(st kustomizev1.KustomizationStatus, inv *kustomizev1.Inventory) *kustomizev1.KustomizationStatus {
+	own := st.DeepCopy()
+	own.RenderedArtifact = nil
+	own.Inventory = inv
+	own.Conditions = nil
+	for _, c := range st.Conditions {
+		if c.Type != kustomizev1.RenderedCondition {
+			own.Conditions = append(own.Conditions, c)
+		}
+	}
+	sort.Slice(own.Conditions, func(i, j int) bool { return own.Conditions[i].Type < own.Conditions[j].Type })
+	return own
 }
 
 // inventoryObjects are the desired objects that are not hooks.
