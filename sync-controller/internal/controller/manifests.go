@@ -5,38 +5,73 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plumb.dev/sync-controller/internal/engine"
 )
 
-// manifestCache keeps, per Kustomization, the decoded objects of the
-// artifact it last synced, so a resync of the same digest downloads nothing.
+// manifestCache keeps, per Kustomization, the objects of the artifact it
+// last synced — as decoded, and as prepared and planned for one generation —
+// so that a resync of the same digest downloads, decodes, stamps and plans
+// nothing. Prepared objects and plans are shared read-only: the engine and
+// the hooks copy an object before they change it.
 type manifestCache struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]cachedManifests
+	m  map[types.NamespacedName]*cachedManifests
 }
 
 type cachedManifests struct {
 	digest string
-	objs   []*unstructured.Unstructured
+	// decoded are the objects as the artifact holds them.
+	decoded []*unstructured.Unstructured
+	// prepared, hashes and plan are for generation.
+	generation int64
+	prepared   []*unstructured.Unstructured
+	hashes     map[engine.ObjectID]string
+	plan       *syncPlan
 }
 
-// get returns deep copies of the cached objects when the digest matches.
-func (c *manifestCache) get(key types.NamespacedName, digest string) ([]*unstructured.Unstructured, bool) {
+// decoded returns copies of the decoded objects of the digest, to prepare.
+func (c *manifestCache) decoded(key types.NamespacedName, digest string) ([]*unstructured.Unstructured, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cached, ok := c.m[key]
 	if !ok || cached.digest != digest {
 		return nil, false
 	}
-	return deepCopyAll(cached.objs), true
+	return deepCopyAll(cached.decoded), true
 }
 
-func (c *manifestCache) put(key types.NamespacedName, digest string, objs []*unstructured.Unstructured) {
+// prepared returns the prepared objects, hashes and plan of the digest at
+// the generation, if they were kept.
+func (c *manifestCache) prepared(key types.NamespacedName, digest string, generation int64) (*cachedManifests, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, ok := c.m[key]
+	if !ok || cached.digest != digest || cached.generation != generation || cached.plan == nil {
+		return nil, false
+	}
+	return cached, true
+}
+
+// putDecoded keeps the decoded objects of a new digest.
+func (c *manifestCache) putDecoded(key types.NamespacedName, digest string, objs []*unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[types.NamespacedName]cachedManifests{}
+		c.m = map[types.NamespacedName]*cachedManifests{}
 	}
-	c.m[key] = cachedManifests{digest: digest, objs: deepCopyAll(objs)}
+	c.m[key] = &cachedManifests{digest: digest, decoded: deepCopyAll(objs)}
+}
+
+// putPrepared keeps the prepared objects and plan of the digest.
+func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, generation int64, objs []*unstructured.Unstructured, hashes map[engine.ObjectID]string, p *syncPlan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, ok := c.m[key]
+	if !ok || cached.digest != digest {
+		return
+	}
+	cached.generation, cached.prepared, cached.hashes, cached.plan = generation, objs, hashes, p
 }
 
 func (c *manifestCache) forget(key types.NamespacedName) {

@@ -40,10 +40,7 @@ func (s *syncRun) isNewSync() bool {
 // only the Sync phase's objects, without hooks. Sets Ready=False reason
 // ApplyFailed or SyncFailed, and the drift report.
 func (s *syncRun) applyPlan(ctx context.Context) error {
-	p, err := buildPlan(s.objs, s.syncID())
-	if err != nil {
-		return failed(kustomizev1.ApplyFailedReason, err)
-	}
+	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync {
 		p = p.withoutHooks()
@@ -57,7 +54,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		}
 	}
 
-	err = s.runPhases(ctx, p, resume, newSync)
+	err := s.runPhases(ctx, p, resume, newSync)
 	s.recordApply()
 	if err != nil {
 		if newSync {

@@ -44,6 +44,7 @@ type syncRun struct {
 	digest   string
 	objs     []*unstructured.Unstructured
 	hashes   map[engine.ObjectID]string
+	plan     *syncPlan
 	ignorer  *diff.Ignorer
 	applied  map[engine.ObjectID]*unstructured.Unstructured
 	counts   map[engine.Action]int
@@ -158,7 +159,11 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
 	s.out.Status.LastAttemptedRevision = artifact.Revision
-	if objs, ok := s.r.manifests.get(s.key, artifact.Digest); ok {
+	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.Generation); ok {
+		s.objs, s.hashes, s.plan = cached.prepared, cached.hashes, cached.plan
+		return nil
+	}
+	if objs, ok := s.r.manifests.decoded(s.key, artifact.Digest); ok {
 		s.objs = objs
 		return nil
 	}
@@ -170,13 +175,13 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if err != nil {
 		return failed(meta.ArtifactFailedReason, err)
 	}
-	s.r.manifests.put(s.key, artifact.Digest, objs)
+	s.r.manifests.putDecoded(s.key, artifact.Digest, objs)
 	s.objs = objs
 	return nil
 }
 
-// prepare checks the ignore rules, stamps ownership on every object and
-// defaults namespaces. Sets Stalled=True reason InvalidSpec for a bad ignore
+// prepare checks the ignore rules, stamps ownership on every object,
+// defaults namespaces and plans the sync (phases, waves, kind order). Sets Stalled=True reason InvalidSpec for a bad ignore
 // rule (only a spec change can fix it).
 func (s *syncRun) prepare(ctx context.Context) error {
 	ig, err := diff.NewIgnorer(s.obj.Spec.Ignore)
@@ -184,11 +189,19 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("spec.ignore: %w", err))
 	}
 	s.ignorer = ig
+	if s.plan != nil {
+		return nil // prepared and planned by an earlier run of this digest and generation
+	}
 	hashes, err := s.r.Engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
 	if err != nil {
 		return failed(kustomizev1.ApplyFailedReason, err)
 	}
-	s.hashes = hashes
+	p, err := buildPlan(s.objs, s.syncID())
+	if err != nil {
+		return failed(kustomizev1.ApplyFailedReason, err)
+	}
+	s.hashes, s.plan = hashes, p
+	s.r.manifests.putPrepared(s.key, s.digest, s.obj.Generation, s.objs, hashes, p)
 	return nil
 }
 
