@@ -194,13 +194,14 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		// The rendered artifacts go with the object, even when it is deleted
 		// while this controller is down: the finalizer waits for us.
 		r.forget(req.NamespacedName)
-		if controllerutil.RemoveFinalizer(obj, Finalizer) {
-			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
+		if controllerutil.ContainsFinalizer(obj, Finalizer) {
+			err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(obj, Finalizer) {
-		if err := r.Update(ctx, obj); err != nil {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

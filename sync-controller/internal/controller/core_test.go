@@ -18,6 +18,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
 )
 
 func configMaps(ns string, names ...string) string {
@@ -358,4 +359,19 @@ func TestHealthChecksWaitOnObjectsOutsideTheSet(t *testing.T) {
 	render(t, ks, "main@sha1:hc", configMaps(ks.Namespace, "a"))
 	msg := waitNotReady(t, ks, kustomizev1.HealthCheckFailedReason)
 	g.Expect(msg).To(ContainSubstring("Deployment/" + ks.Namespace + "/external is Missing"))
+}
+
+func TestFinalizersOfBothControllersCoexist(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	// render-controller adds its own finalizer the same way, at the same time.
+	g.Expect(reconcile.SetFinalizer(ctx, env.Client, ks, "plumb-render", "render.plumb.dev/finalizer", true)).To(Succeed())
+	render(t, ks, "main@sha1:fin", configMaps(ks.Namespace, "a"))
+	got := waitReady(t, ks, "main@sha1:fin")
+	g.Expect(got.Finalizers).To(ConsistOf(Finalizer, "render.plumb.dev/finalizer"))
+
+	// Removing one leaves the other.
+	g.Expect(reconcile.SetFinalizer(ctx, env.Client, got, "plumb-render", "render.plumb.dev/finalizer", false)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+	g.Expect(got.Finalizers).To(ConsistOf(Finalizer))
 }

@@ -98,9 +98,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return r.finalize(ctx, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		patch := client.MergeFrom(obj.DeepCopy())
-		controllerutil.AddFinalizer(obj, Finalizer)
-		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -140,9 +138,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		}
 	}
 	r.manifests.forget(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
-	patch := client.MergeFrom(obj.DeepCopy())
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.Client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	objectMetrics.Forget(obj.Namespace, obj.Name)

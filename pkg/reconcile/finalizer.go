@@ -1,0 +1,41 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// SetFinalizer adds (present) or removes (!present) a controller's finalizer
+// by server-side apply under the field manager. metadata.finalizers is a
+// set, so each controller's apply touches only its own entry: two
+// controllers finalizing one object (render- and sync-controller on a
+// Kustomization) can never drop each other's finalizer, as a merge patch of
+// the whole list could.
+func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, fieldManager, finalizer string, present bool) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(obj.GetName())
+	u.SetNamespace(obj.GetNamespace())
+	u.SetUID(obj.GetUID()) // never finalize a recreated object of the same name
+	finalizers := []any{}
+	if present {
+		finalizers = []any{finalizer}
+	}
+	if err := unstructured.SetNestedSlice(u.Object, finalizers, "metadata", "finalizers"); err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager+"-finalizer"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting the finalizer %s on %s/%s: %w", finalizer, obj.GetNamespace(), obj.GetName(), err)
+	}
+	obj.SetFinalizers(u.GetFinalizers())
+	obj.SetResourceVersion(u.GetResourceVersion())
+	return nil
+}
