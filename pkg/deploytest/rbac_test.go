@@ -170,7 +170,7 @@ var denied = map[string][]call{
 		{resource: "events", verb: "delete", namespace: tenant},
 	},
 	"render-controller": {
-		{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "update", namespace: tenant},
 		{group: kustomize, resource: "kustomizations", verb: "delete", namespace: tenant},
 		{group: kustomize, resource: "kustomizations", verb: "create", namespace: tenant},
 		{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant},
