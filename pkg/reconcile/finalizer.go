@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -35,7 +36,10 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, field
 	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager+"-finalizer"), client.ForceOwnership); err != nil {
 		return fmt.Errorf("setting the finalizer %s on %s/%s: %w", finalizer, obj.GetNamespace(), obj.GetName(), err)
 	}
-	obj.SetFinalizers(u.GetFinalizers())
-	obj.SetResourceVersion(u.GetResourceVersion())
+	// The answer is the whole object as stored now; take it, so the caller
+	// goes on with fresher state than its cached copy (status included).
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return fmt.Errorf("reading back %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
 	return nil
 }
