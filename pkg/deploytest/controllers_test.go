@@ -241,10 +241,17 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 
 	// A webhook call: notification-controller lists the GitRepositories and
 	// annotates them, then source-controller handles the request.
-	resp, err := http.Post("http://"+receiverAddr+rcv.Status.WebhookPath, "application/json", strings.NewReader(`{}`))
-	g.Expect(err).NotTo(HaveOccurred())
-	_ = resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	// The receiver finds paths in its watch cache, which learns of the
+	// Ready Receiver a moment after the API server does: retry a 404 as a
+	// Git host retries a failed delivery.
+	g.Eventually(func() (int, error) {
+		resp, err := http.Post("http://"+receiverAddr+rcv.Status.WebhookPath, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}, 30*time.Second, 250*time.Millisecond).Should(Equal(http.StatusOK))
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(gitRepo), gitRepo)).To(Succeed())
 		token := gitRepo.Annotations[meta.ReconcileRequestAnnotation]
