@@ -48,10 +48,30 @@ var (
 // validates them just the same.
 func install(t *testing.T) {
 	t.Helper()
-	installOnce.Do(func() { installErr = doInstall(buildBase(t)) })
+	installOnce.Do(func() {
+		if installErr = doInstall(buildBase(t)); installErr == nil {
+			installErr = waitForBindings(t)
+		}
+	})
 	if installErr != nil {
 		t.Fatal(installErr)
 	}
+}
+
+// waitForBindings waits until the API server's authorizer, which learns of
+// new RoleBindings from a watch, grants each controller its first call.
+func waitForBindings(t *testing.T) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, sa := range controllers {
+		first := needed[sa][0]
+		for !allowed(context.Background(), t, sa, first) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the RBAC of %s never granted %s", sa, first)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func doInstall(objs []*unstructured.Unstructured) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -343,6 +344,11 @@ func TestSyncRestrictedRBAC(t *testing.T) {
 		}
 		g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, b))).To(Succeed())
 	}
+	// The API server's authorizer learns of new bindings from a watch:
+	// wait until the first one counts before reading the verdicts.
+	g.Eventually(func() bool {
+		return allowed(ctx, t, sa, call{group: kustomize, resource: "kustomizations", verb: "get", namespace: tenant})
+	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 	for _, c := range needed["sync-controller"] {
 		want := true
 		switch c.resource {
