@@ -128,8 +128,11 @@ func TestAlertFilters(t *testing.T) {
 
 	// A suspended Alert sends nothing.
 	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(labelled), labelled)).To(Succeed())
+	patch := client.MergeFrom(labelled.DeepCopy())
 	labelled.Spec.Suspend = true
-	g.Expect(k8s.Update(context.Background(), labelled)).To(Succeed())
+	// A merge patch: the controller may write the object between the Get
+	// and this write.
+	g.Expect(k8s.Patch(context.Background(), labelled, patch)).To(Succeed())
 	waitReady(t, labelled, metav1.ConditionFalse)
 	controllers.Eventf(web, events.SeverityInfo, "NewArtifact", "web stored again")
 	waitConsumed(t, opts.ConsumerName)

@@ -138,8 +138,10 @@ func TestAlertReadiness(t *testing.T) {
 		HaveField("Type", meta.StalledCondition), HaveField("Status", metav1.ConditionTrue))))
 
 	// Fixing the expression makes it Ready.
+	patch := client.MergeFrom(bad.DeepCopy())
 	bad.Spec.ExclusionList = []string{"ok"}
-	g.Expect(k8s.Update(ctx, bad)).To(Succeed())
+	// A merge patch: the controller may write the object meanwhile.
+	g.Expect(k8s.Patch(ctx, bad, patch)).To(Succeed())
 	waitReady(t, bad, metav1.ConditionTrue)
 	g.Expect(bad.Status.Conditions).NotTo(ContainElement(HaveField("Type", meta.StalledCondition)))
 

@@ -276,8 +276,10 @@ func TestReceiverRejections(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), "exactly the limit is fine")
 
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rcv), rcv)).To(Succeed())
+	patch := client.MergeFrom(rcv.DeepCopy())
 	rcv.Spec.Suspend = true
-	g.Expect(k8s.Update(ctx, rcv)).To(Succeed())
+	// A merge patch: the controller may write the object meanwhile.
+	g.Expect(k8s.Patch(ctx, rcv, patch)).To(Succeed())
 	cond := waitReady(t, rcv, metav1.ConditionFalse)
 	g.Expect(cond.Reason).To(Equal(meta.SuspendedReason))
 	g.Eventually(func() int {

@@ -204,8 +204,10 @@ func TestImmutableFieldNeedsForce(t *testing.T) {
 
 	current := &kustomizev1.Kustomization{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
 	current.Spec.Force = true
-	g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+	// A merge patch: the controller writes the status meanwhile.
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
 	render(t, ks, "main@sha1:8888", immutableConfigMap(ks.Namespace, "two"))
 	waitReady(t, ks, "main@sha1:8888")
 	cm := &corev1.ConfigMap{}
