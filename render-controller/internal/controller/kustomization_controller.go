@@ -83,6 +83,10 @@ type KustomizationReconciler struct {
 	// cache maps an object to the key of its last successful render.
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
+	// announced maps an object to the render (digest and revision) whose
+	// Rendered event was sent last, so a reconcile that runs on a cached
+	// copy older than its own status write does not announce it twice.
+	announced map[types.NamespacedName]string
 	// builds and reconciles count work per object (tests and metrics).
 	counters sync.Map // types.NamespacedName -> *counters
 }
@@ -418,7 +422,7 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
 		// A new artifact, or the same one again after a failure (a fixed
 		// substituteFrom object): either is news for whoever got the alert.
-		if st.newRender || recovered {
+		if (st.newRender || recovered) && r.announce(obj, st.rendered.Digest+"@"+st.rendered.Revision) {
 			r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
 				events.WithRevision(st.rendered.Revision),
 				events.WithMetadata(map[string]string{
@@ -430,6 +434,7 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, waiting.Reason, "%s%s", err.Error(), keeping)
 		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
 	case errors.As(err, &stalled):
+		r.announce(obj, "")
 		r.failed(obj, stalled.Reason, err)
 		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, stalled.Reason, "%s%s", err.Error(), keeping)
 		return ctrl.Result{}
@@ -438,6 +443,7 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 		if errors.As(err, &re) {
 			reason = re.reason
 		}
+		r.announce(obj, "")
 		r.failed(obj, reason, err)
 		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, reason, "%s%s", err.Error(), keeping)
 		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.GetRetryInterval().Duration)}
@@ -490,11 +496,28 @@ func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj *kustomiz
 	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
 }
 
+// announce records that the render is the one announced for obj and
+// reports whether it was not already.
+func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, render string) bool {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
+	if r.announced == nil {
+		r.announced = map[types.NamespacedName]string{}
+	}
+	if r.announced[key] == render {
+		return false
+	}
+	r.announced[key] = render
+	return true
+}
+
 // forget drops what is kept for a deleted object: its cache entry, metric
 // series and artifact folder.
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
+	delete(r.announced, key)
 	r.cacheMu.Unlock()
 	r.Metrics.forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
