@@ -186,7 +186,9 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if _, err := s.r.Engine.WaitHealthy(ctx, group, s.applied); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
-	return nil
+	// Established is the API server's word; the client's discovery learns
+	// of the new kinds a moment later.
+	return s.r.Engine.WaitServed(ctx, group)
 }
 
 // writeProgress records the phase and wave in progress in the status, so

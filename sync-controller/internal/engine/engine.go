@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -336,4 +337,27 @@ func definedKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]string
 		out[schema.GroupKind{Group: group, Kind: kind}] = scope
 	}
 	return out
+}
+
+// WaitServed waits until the REST mapper resolves every kind the CRDs
+// define, so custom resources of a CRD applied moments ago can be applied
+// and watched.
+func (e *Engine) WaitServed(ctx context.Context, crds []*unstructured.Unstructured) error {
+	for gk := range definedKinds(crds) {
+		for {
+			_, err := e.mapper.RESTMapping(gk)
+			if err == nil {
+				break
+			}
+			if !apimeta.IsNoMatchError(err) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the API server to serve %s: %w", gk, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
