@@ -91,6 +91,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 
 	r := &controller.KustomizationReconciler{
 		Client:            mgr.GetClient(),
+		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
 		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},

@@ -414,6 +414,10 @@ type SyncProgress struct {
 	// StartedAt is when the sync began.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// FinishedAt is when the sync succeeded or failed; a failed sync is
+	// tried again retryInterval after it.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 	// Message says what the sync waits for or why it failed.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -57,7 +57,7 @@ func createReceiver(t *testing.T, ns, name, typ string, mutate func(*notificatio
 			var list notificationv1.ReceiverList
 			err := mgr.GetClient().List(context.Background(), &list, client.MatchingFields{receiver.WebhookPathIndex: r.Status.WebhookPath})
 			return list.Items, err
-		}, timeout, poll).Should(HaveLen(1))
+		}, 3*timeout, poll).Should(HaveLen(1), "the manager's cache indexes the Receiver's webhook path")
 	}
 	return r
 }

@@ -39,6 +39,12 @@ const dependsOnIndex = ".spec.dependsOn"
 // rendered manifests.
 type KustomizationReconciler struct {
 	Client client.Client
+	// Reader reads the Kustomization at the start of a reconcile straight
+	// from the API server: the watch cache can lag behind the status this
+	// controller wrote a moment before, and a sync must start from the
+	// status as stored (it resumes and retries from it). One GET per
+	// reconcile; nil falls back to Client.
+	Reader client.Reader
 	Engine *engine.Engine
 	Events *events.Recorder
 	// Fetch bounds artifact downloads.
@@ -91,7 +97,11 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	obj := &kustomizev1.Kustomization{}
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	reader := r.Reader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {

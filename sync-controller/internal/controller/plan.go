@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -40,6 +42,13 @@ func (s *syncRun) isNewSync() bool {
 // only the Sync phase's objects, without hooks. Sets Ready=False reason
 // ApplyFailed or SyncFailed, and the drift report.
 func (s *syncRun) applyPlan(ctx context.Context) error {
+	if wait, prev := s.retryPending(); wait > 0 {
+		// A failed sync of this artifact is tried again after retryInterval,
+		// whatever wakes the controller before that; a new artifact, a spec
+		// change or a reconcile request starts one at once.
+		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
+			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
+	}
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync {
@@ -59,8 +68,10 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if err != nil {
 		if newSync {
 			s.runSyncFail(ctx, p)
+			now := metav1.Now()
 			s.out.Status.Sync.Phase = kustomizev1.PhaseFailed
 			s.out.Status.Sync.Message = err.Error()
+			s.out.Status.Sync.FinishedAt = &now
 		}
 		// Keep every object we know of in the inventory, old and new, so
 		// that a later successful sync can prune what it must.
@@ -68,11 +79,25 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		return err
 	}
 	if newSync {
+		now := metav1.Now()
 		s.out.Status.Sync.Phase = kustomizev1.PhaseSucceeded
 		s.out.Status.Sync.Message = ""
+		s.out.Status.Sync.FinishedAt = &now
 	}
 	s.out.Status.Inventory = inventory.New(s.inventoryObjects())
 	return nil
+}
+
+// retryPending returns how long until a failed sync of the same artifact and
+// generation is due to be tried again, when no reconcile was requested since.
+func (s *syncRun) retryPending() (time.Duration, *kustomizev1.SyncProgress) {
+	prev := s.obj.Status.Sync
+	if prev == nil || prev.Phase != kustomizev1.PhaseFailed || prev.FinishedAt == nil ||
+		prev.Digest != s.digest || prev.Generation != s.obj.Generation ||
+		reconcile.RequestedAt(s.obj) != s.obj.Status.LastHandledReconcileAt {
+		return 0, nil
+	}
+	return s.obj.GetRetryInterval().Duration - time.Since(prev.FinishedAt.Time), prev
 }
 
 // resumePoint returns where an interrupted sync of the same artifact and

@@ -100,6 +100,7 @@ func startController() func() {
 	engine.HealthPollFallback = 500 * time.Millisecond
 	r := &KustomizationReconciler{
 		Client:            mgr.GetClient(),
+		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
 		Events:            events.NewRecorder(record.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},

@@ -72,6 +72,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 	}
 	r := &controller.KustomizationReconciler{
 		Client:            mgr.GetClient(),
+		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, o.applyConcurrency),
 		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // as main.go
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
