@@ -22,6 +22,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -137,7 +138,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	if obj.Spec.Prune && !obj.Spec.Suspend && obj.Status.Inventory != nil {
 		owner := engine.Owner{Namespace: obj.Namespace, Name: obj.Name}
 		var failed []error
-		for _, res := range r.Engine.Prune(ctx, pruneOrder(inventoryObjects(obj.Status.Inventory)), owner) {
+		for _, res := range r.Engine.Prune(ctx, pruneOrder(inventory.Objects(obj.Status.Inventory)), owner) {
 			if res.Err != nil {
 				failed = append(failed, res.Err)
 			}

@@ -445,7 +445,3 @@ func truncate(items []string, max int) []string {
 	}
 	return append(items[:max:max], fmt.Sprintf("and %d more", len(items)-max))
 }
-
-func inventoryObjects(inv *kustomizev1.Inventory) []*unstructured.Unstructured {
-	return inventory.Objects(inv)
-}
