@@ -29,6 +29,23 @@
 // controller-runtime Runnable. Artifact URLs are http://<advertised address>/<path>, where the
 // advertised address is --storage-adv-addr (e.g. the Service name).
 //
+// A client of the server may be anything that reaches its port, so Server
+// bounds what each connection can hold. Options of NewServer, flags of
+// pkg/options' Storage:
+//
+//	--storage-read-header-timeout  10s  request line and headers (slowloris)
+//	--storage-read-timeout         30s  the whole request
+//	--storage-write-timeout        5m   the whole response: 100 MiB, the
+//	                                    largest artifact, at 350 KiB/s
+//	--storage-idle-timeout         60s  a keep-alive connection between requests
+//	--storage-max-connections      256  connections served at once (idle ones
+//	                                    count); more wait to be accepted
+//
+// A timed-out connection is closed without a reply. The cap uses
+// golang.org/x/net/netutil.LimitListener: a connection beyond it completes
+// its TCP handshake in the kernel's accept queue and is served when another
+// one closes. The reasons for each default are on its constant.
+//
 // # Packing
 //
 // Pack writes a deterministic tar.gz of a folder: entries in lexical walk

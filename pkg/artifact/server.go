@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // Handler returns the read-only HTTP handler of the storage: GET and HEAD of
@@ -62,20 +64,112 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
+// Defaults of the server's bounds (see ServerOption). They assume clients
+// in the same cluster: the other Plumb controllers downloading artifacts of
+// at most DefaultMaxArchiveBytes (100 MiB).
+const (
+	// DefaultReadHeaderTimeout bounds the time to send the request line and
+	// headers: a few hundred bytes that take milliseconds; 10s is slack for
+	// a loaded node while a client trickling bytes (slowloris) is cut off.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds the whole request. Requests are GET or HEAD
+	// without a body, so this only adds a little to the header timeout.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds the whole response, from the end of the
+	// request to the last byte. Five minutes serve the largest artifact
+	// (100 MiB) to a client reading at 350 KiB/s, a thirtieth of a modest
+	// 10 MiB/s between two pods, so only a client far slower than any
+	// healthy one is cut off, and it gives back its connection slot.
+	DefaultWriteTimeout = 5 * time.Minute
+	// DefaultIdleTimeout closes a keep-alive connection left unused; the
+	// controllers download once per revision, so reuse after a minute is
+	// rare, and an idle connection holds a slot of MaxConnections.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultMaxConnections bounds the connections served at once, idle
+	// keep-alive ones included. A few controllers with --concurrent workers
+	// each need a handful; 256 leaves room for many replicas while keeping
+	// the server's file descriptors well under the common soft limit of
+	// 1024, so a flood cannot starve the controller's own API connections.
+	// Connections beyond it wait in the kernel's accept queue.
+	DefaultMaxConnections = 256
+)
+
+// serverOptions are the bounds of a Server.
+type serverOptions struct {
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	maxConnections    int
+}
+
+// ServerOption changes a bound of a Server. A zero or negative value keeps
+// the default: the server never runs without timeouts or a connection cap.
+type ServerOption func(*serverOptions)
+
+// WithReadHeaderTimeout bounds the time a client takes to send a request's
+// headers (http.Server.ReadHeaderTimeout).
+func WithReadHeaderTimeout(d time.Duration) ServerOption {
+	return func(o *serverOptions) { setPositive(&o.readHeaderTimeout, d) }
+}
+
+// WithReadTimeout bounds the time a client takes to send a whole request
+// (http.Server.ReadTimeout).
+func WithReadTimeout(d time.Duration) ServerOption {
+	return func(o *serverOptions) { setPositive(&o.readTimeout, d) }
+}
+
+// WithWriteTimeout bounds the time to send a whole response
+// (http.Server.WriteTimeout); it must allow the largest artifact to reach
+// the slowest legitimate client.
+func WithWriteTimeout(d time.Duration) ServerOption {
+	return func(o *serverOptions) { setPositive(&o.writeTimeout, d) }
+}
+
+// WithIdleTimeout bounds the time a keep-alive connection waits for its
+// next request (http.Server.IdleTimeout).
+func WithIdleTimeout(d time.Duration) ServerOption {
+	return func(o *serverOptions) { setPositive(&o.idleTimeout, d) }
+}
+
+// WithMaxConnections bounds the connections served at once; further ones
+// wait to be accepted until one closes.
+func WithMaxConnections(n int) ServerOption {
+	return func(o *serverOptions) { setPositive(&o.maxConnections, n) }
+}
+
+func setPositive[T time.Duration | int](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
 // Server serves a Storage over HTTP. It is a controller-runtime Runnable
 // that runs on the leader only, as the leader is the replica that writes
 // the storage.
 type Server struct {
 	addr    string
 	storage *Storage
+	opts    serverOptions
 
 	mu sync.Mutex
 	ln net.Listener
 }
 
-// NewServer returns a server of st on addr (host:port; ":0" picks a port).
-func NewServer(addr string, st *Storage) *Server {
-	return &Server{addr: addr, storage: st}
+// NewServer returns a server of st on addr (host:port; ":0" picks a port),
+// with the default bounds changed by opts.
+func NewServer(addr string, st *Storage, opts ...ServerOption) *Server {
+	o := serverOptions{
+		readHeaderTimeout: DefaultReadHeaderTimeout,
+		readTimeout:       DefaultReadTimeout,
+		writeTimeout:      DefaultWriteTimeout,
+		idleTimeout:       DefaultIdleTimeout,
+		maxConnections:    DefaultMaxConnections,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Server{addr: addr, storage: st, opts: o}
 }
 
 // Listen binds the address now, so the caller learns the port before Start;
@@ -101,10 +195,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	srv := &http.Server{
 		Handler:           s.storage.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.opts.readHeaderTimeout,
+		ReadTimeout:       s.opts.readTimeout,
+		WriteTimeout:      s.opts.writeTimeout,
+		IdleTimeout:       s.opts.idleTimeout,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.ln) }()
+	go func() { errc <- srv.Serve(netutil.LimitListener(s.ln, s.opts.maxConnections)) }()
 	select {
 	case err := <-errc:
 		return err

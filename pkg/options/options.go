@@ -7,6 +7,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/pflag"
+
+	"plumb.dev/pkg/artifact"
 )
 
 // Manager holds the options of the controller-runtime manager that every
@@ -86,6 +88,13 @@ type Storage struct {
 	// to Addr.
 	AdvertiseAddr    string
 	RetentionRecords int
+	// The bounds of the artifact server's connections; see the defaults in
+	// pkg/artifact for why they are what they are.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxConnections    int
 }
 
 // BindFlags registers the storage flags on fs.
@@ -98,6 +107,28 @@ func (o *Storage) BindFlags(fs *pflag.FlagSet) {
 		"The host[:port] put in artifact URLs, e.g. the Service name; defaults to --storage-addr.")
 	fs.IntVar(&o.RetentionRecords, "artifact-retention-records", 2,
 		"How many artifacts are kept per object; older ones are deleted.")
+	fs.DurationVar(&o.ReadHeaderTimeout, "storage-read-header-timeout", artifact.DefaultReadHeaderTimeout,
+		"How long the artifact server waits for a request's headers.")
+	fs.DurationVar(&o.ReadTimeout, "storage-read-timeout", artifact.DefaultReadTimeout,
+		"How long the artifact server waits for a whole request.")
+	fs.DurationVar(&o.WriteTimeout, "storage-write-timeout", artifact.DefaultWriteTimeout,
+		"How long the artifact server takes at most to send a response; it must let the largest artifact reach the slowest legitimate client.")
+	fs.DurationVar(&o.IdleTimeout, "storage-idle-timeout", artifact.DefaultIdleTimeout,
+		"How long the artifact server keeps an unused keep-alive connection open.")
+	fs.IntVar(&o.MaxConnections, "storage-max-connections", artifact.DefaultMaxConnections,
+		"The most connections the artifact server serves at once; further ones wait until one closes.")
+}
+
+// ServerOptions returns the bounds of the artifact server, for
+// artifact.NewServer.
+func (o *Storage) ServerOptions() []artifact.ServerOption {
+	return []artifact.ServerOption{
+		artifact.WithReadHeaderTimeout(o.ReadHeaderTimeout),
+		artifact.WithReadTimeout(o.ReadTimeout),
+		artifact.WithWriteTimeout(o.WriteTimeout),
+		artifact.WithIdleTimeout(o.IdleTimeout),
+		artifact.WithMaxConnections(o.MaxConnections),
+	}
 }
 
 // Validate reports option values that cannot work.
@@ -107,6 +138,22 @@ func (o *Storage) Validate() error {
 	}
 	if o.RetentionRecords < 1 {
 		return fmt.Errorf("--artifact-retention-records must be at least 1, got %d", o.RetentionRecords)
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--storage-read-header-timeout", o.ReadHeaderTimeout},
+		{"--storage-read-timeout", o.ReadTimeout},
+		{"--storage-write-timeout", o.WriteTimeout},
+		{"--storage-idle-timeout", o.IdleTimeout},
+	} {
+		if t.d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", t.flag, t.d)
+		}
+	}
+	if o.MaxConnections < 1 {
+		return fmt.Errorf("--storage-max-connections must be at least 1, got %d", o.MaxConnections)
 	}
 	return nil
 }
