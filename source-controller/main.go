@@ -18,31 +18,54 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 	sourcecontroller "plumb.dev/source-controller/internal/controller"
+	"plumb.dev/source-controller/internal/git"
 )
 
 const controllerName = sourcecontroller.ControllerName
+
+// sourceOptions are the flags of source-controller alone.
+type sourceOptions struct {
+	MaxRepositorySize int64
+}
+
+func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.Int64Var(&o.MaxRepositorySize, "max-repository-size", git.DefaultMaxSize,
+		"The most bytes one fetch may write to disk, Git objects and checked-out files together; a larger repository is refused (Ready=False, RepositoryTooLarge).")
+}
+
+func (o *sourceOptions) Validate() error {
+	if o.MaxRepositorySize < 1 {
+		return fmt.Errorf("--max-repository-size must be positive, got %d", o.MaxRepositorySize)
+	}
+	return nil
+}
 
 func main() {
 	var (
 		mgrOpts     options.Manager
 		natsOpts    options.NATS
 		storageOpts options.Storage
+		sourceOpts  sourceOptions
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	storageOpts.BindFlags(pflag.CommandLine)
+	sourceOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, storageOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, storageOpts, sourceOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, sourceOpts sourceOptions) error {
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
+		return err
+	}
+	if err := sourceOpts.Validate(); err != nil {
 		return err
 	}
 	advAddr := storageOpts.AdvertiseAddr
@@ -60,7 +83,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return err
 	}
 	// The artifact server runs on the leader, the replica writing storage.
-	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage)); err != nil {
+	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage, storageOpts.ServerOptions()...)); err != nil {
 		return err
 	}
 
@@ -78,10 +101,11 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 
 	r := &sourcecontroller.GitRepositoryReconciler{
-		Client:  mgr.GetClient(),
-		Storage: storage,
-		Events:  recorder,
-		Metrics: sourcecontroller.NewMetrics(ctrlmetrics.Registry),
+		Client:            mgr.GetClient(),
+		Storage:           storage,
+		Events:            recorder,
+		Metrics:           sourcecontroller.NewMetrics(ctrlmetrics.Registry),
+		MaxRepositorySize: sourceOpts.MaxRepositorySize,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err

@@ -13,7 +13,13 @@
 //  2. source: list the remote's references (ls-remote) and resolve
 //     spec.ref; when the verified artifact of this generation already has
 //     that revision, nothing is fetched; otherwise check the commit out,
-//     shallow where the ref allows (FetchFailed on error).
+//     shallow where the ref allows (FetchFailed on error). The checkout may
+//     write at most --max-repository-size bytes (default 1 GiB), Git
+//     objects and files together, counted while they are written
+//     (internal/git); past it the fetch or checkout stops with
+//     FetchFailed and Ready=False, reason RepositoryTooLarge, before
+//     anything is packed. A revision refused under the current limit is
+//     not fetched again.
 //  3. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
 //     (pkg/artifact), set status.artifact, emit NewArtifact for a new
 //     revision, keep the newest --artifact-retention-records files.
@@ -21,10 +27,13 @@
 // and summarise: Ready=True and observedGeneration on success (requeue after
 // spec.interval with jitter); Stalled=True and Ready=False for a spec that
 // cannot work (an invalid semver range), with no retry until the spec
-// changes; Ready=False, Reconciling=True (ProgressingWithRetry) and a retry
-// with backoff for anything else. The previous artifact stays in status and
-// in storage through failures. Status is server-side-applied with the field
-// manager plumb-source. lastHandledReconcileAt records the value of
+// changes; Stalled=True and Ready=False (RepositoryTooLarge) for a revision
+// over the size limit, looked at again after spec.interval, as only a new
+// commit (or a higher limit) helps and retrying with backoff would
+// download the same bytes again and again; Ready=False, Reconciling=True
+// (ProgressingWithRetry) and a retry with backoff for anything else. The
+// previous artifact stays in status and in storage through failures.
+// Status is server-side-applied with the field manager plumb-source. lastHandledReconcileAt records the value of
 // reconcile.plumb.dev/requestedAt, whose change triggers a reconcile at once.
 // Deleting the object removes its storage folder, then the finalizer.
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -48,6 +49,9 @@ const (
 	// ArtifactRebuiltReason: a stored artifact was missing or changed on
 	// disk and was built again.
 	ArtifactRebuiltReason = "ArtifactRebuilt"
+	// RepositoryTooLargeReason: fetching and checking out the revision
+	// needs more disk than --max-repository-size.
+	RepositoryTooLargeReason = "RepositoryTooLarge"
 )
 
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
@@ -58,6 +62,10 @@ type GitRepositoryReconciler struct {
 	Metrics *Metrics
 	// TmpDir holds checkouts while they are packed; "" is os.TempDir().
 	TmpDir string
+	// MaxRepositorySize bounds the bytes one checkout writes under TmpDir,
+	// Git objects and files (--max-repository-size); 0 is
+	// git.DefaultMaxSize.
+	MaxRepositorySize int64
 }
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
@@ -178,8 +186,9 @@ func (r *GitRepositoryReconciler) reconcileStorage(_ context.Context, obj *sourc
 // (ls-remote) and checks the commit out, unless the verified artifact of
 // this generation already has that revision. Sets FetchFailed: True with
 // the Git error (reason AuthenticationFailed, ReferenceNotFound,
-// InvalidSpec or GitOperationFailed), deleted on success. An invalid spec
-// is returned as a stalled error.
+// InvalidSpec, RepositoryTooLarge or GitOperationFailed), deleted on
+// success. An invalid spec and a repository over --max-repository-size are
+// returned as stalled errors: retrying the same revision cannot help.
 func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
 	err := r.fetch(ctx, obj, st)
 	if err == nil {
@@ -194,6 +203,8 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		reason = sourcev1.ReferenceNotFoundReason
 	case git.InvalidSpec:
 		reason = meta.InvalidSpecReason
+	case git.TooLarge:
+		reason = RepositoryTooLargeReason
 	}
 	// One event per distinct failure: a fetch retried with backoff would
 	// otherwise repeat the same alert many times.
@@ -201,7 +212,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		r.Events.Record(obj, events.SeverityError, FetchFailedReason, err.Error())
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
-	if git.KindOf(err) == git.InvalidSpec {
+	if kind := git.KindOf(err); kind == git.InvalidSpec || kind == git.TooLarge {
 		return plumbreconcile.Stalled(reason, err)
 	}
 	return &reasonError{reason: reason, err: err}
@@ -253,12 +264,24 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		st.target = target
 		return nil
 	}
+	// A revision refused as too large under this limit is not fetched
+	// again: it would bring the same bytes to the same refusal.
+	if refused := git.TooLargeError(target, r.MaxRepositorySize); failedWith(obj, RepositoryTooLargeReason, refused) {
+		return refused
+	}
 	checkoutCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	st.checkout = filepath.Join(tmp, "checkout")
 	r.Metrics.fetched(obj)
-	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout)
+	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, r.MaxRepositorySize)
 	return err
+}
+
+// failedWith reports whether the last fetch of obj failed with reason and
+// err's message.
+func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
+	c := conditions.Get(obj, sourcev1.FetchFailedCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason && c.Message == err.Error()
 }
 
 // reconcileArtifact packs the checkout (minus .git, .sourceignore rules and
@@ -323,6 +346,10 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, err err
 		conditions.MarkStalled(obj, stalled.Reason, "%s", err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
 		obj.Status.ObservedGeneration = obj.Generation
+		if git.KindOf(err) == git.TooLarge {
+			// A new commit may be small enough; only polling sees it.
+			return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}, nil
+		}
 		// Only a spec change helps; that change triggers a reconcile.
 		return ctrl.Result{}, nil
 	default:

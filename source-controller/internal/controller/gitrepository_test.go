@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -258,6 +260,78 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 			obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
 			g.Expect(k8s.Patch(context.Background(), obj, patch)).To(Succeed())
 			obj = waitReady(t, key, "main@sha1:"+c1)
+			g.Expect(condition(obj, sourcev1.FetchFailedCondition)).To(BeNil())
+			g.Expect(condition(obj, meta.StalledCondition)).To(BeNil())
+		})
+	}
+}
+
+func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testing.T) {
+	noise := make([]byte, 2*maxRepositorySize)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		content string
+	}{
+		// Random bytes do not compress: the fetch itself passes the limit.
+		{name: "objects", content: string(noise)},
+		// Zeros pack to almost nothing: the checked-out tree passes it.
+		{name: "tree", content: strings.Repeat("\x00", 2*maxRepositorySize)},
+	}
+	ns := namespace(t)
+	secret := basicAuth(t, ns)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			repo := repoFor(t)
+			c1, err := repo.Commit("main", "small", testgit.Files{"cm.yaml": "v: 1"})
+			g.Expect(err).NotTo(HaveOccurred())
+			obj := newGitRepository(ns, tt.name, repo.URL(), secret, &sourcev1.GitRepositoryRef{Branch: "main"})
+			g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+			key := keyOf(obj)
+			good := waitReady(t, key, "main@sha1:"+c1).Status.Artifact
+
+			c2, err := repo.Commit("main", "large", testgit.Files{"big.bin": tt.content})
+			g.Expect(err).NotTo(HaveOccurred())
+			requestReconcile(t, key, "large")
+			obj = waitFailed(t, key, RepositoryTooLargeReason)
+
+			message := fmt.Sprintf("fetching and checking out main@sha1:%s passes the limit of %d bytes on disk per repository (--max-repository-size)",
+				c2, maxRepositorySize)
+			g.Expect(condition(obj, meta.ReadyCondition).Message).To(Equal(message))
+			fetch := condition(obj, sourcev1.FetchFailedCondition)
+			g.Expect(fetch.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(fetch.Reason).To(Equal(RepositoryTooLargeReason))
+			// Retrying the same commit cannot help: stalled, not retried
+			// with backoff.
+			g.Expect(condition(obj, meta.StalledCondition).Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(condition(obj, meta.ReconcilingCondition)).To(BeNil())
+
+			// The previous artifact is still in status and still served.
+			g.Expect(obj.Status.Artifact).To(Equal(good))
+			g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": "v: 1"}))
+
+			// The refusal reaches the stream once, as a FetchFailed error.
+			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
+			g.Expect(evs[1].Reason).To(Equal(FetchFailedReason))
+			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
+			g.Expect(evs[1].Message).To(Equal(message))
+
+			// Asked again, the refused commit is not downloaded again.
+			fetches := repo.Fetches()
+			obj = requestReconcile(t, key, "again")
+			g.Expect(repo.Fetches()).To(Equal(fetches))
+			g.Expect(condition(obj, meta.ReadyCondition).Message).To(Equal(message))
+
+			// A commit that removes the large file is fetched and packed.
+			c3, err := repo.Commit("main", "smaller", testgit.Files{"big.bin": testgit.Delete, "cm.yaml": "v: 3"})
+			g.Expect(err).NotTo(HaveOccurred())
+			requestReconcile(t, key, "smaller")
+			obj = waitReady(t, key, "main@sha1:"+c3)
+			g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": "v: 3"}))
 			g.Expect(condition(obj, sourcev1.FetchFailedCondition)).To(BeNil())
 			g.Expect(condition(obj, meta.StalledCondition)).To(BeNil())
 		})

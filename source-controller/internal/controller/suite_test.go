@@ -50,6 +50,10 @@ const (
 	gitPassword = "s3cret"
 	timeout     = 30 * time.Second
 	poll        = 100 * time.Millisecond
+	// maxRepositorySize is the reconciler's --max-repository-size: far
+	// above the few kilobytes of every test's repository but the one
+	// that tests the limit.
+	maxRepositorySize = 1 << 20
 )
 
 func TestMain(m *testing.M) {
@@ -111,6 +115,8 @@ func run(m *testing.M) int {
 		Storage: storage,
 		Events:  events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), publisher, env.Scheme, ControllerName), //nolint:staticcheck
 		Metrics: NewMetrics(ctrlmetrics.Registry),
+
+		MaxRepositorySize: maxRepositorySize,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

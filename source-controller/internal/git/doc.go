@@ -14,7 +14,22 @@
 // which is required: the server's host key must be listed there, an unknown
 // or changed host key fails the fetch.
 //
+// # Size limit
+//
+// A remote repository is untrusted input, so Checkout bounds the disk it
+// uses (--max-repository-size, DefaultMaxSize = 1 GiB): go-git writes the
+// repository and the worktree through a filesystem that charges every byte
+// written, the pack as it streams in and then each checked-out file, to one
+// budget per checkout, and refuses the first write that would pass it. The
+// fetch or the checkout then fails with a TooLarge error naming the
+// revision, the limit and the flag; the folder never holds more than the
+// limit. Counting what reaches the disk rather than what a transport reads
+// bounds HTTP and SSH alike, and also catches a small pack that inflates
+// into a large tree. It does not bound what go-git keeps in memory (the
+// reference advertisement, progress messages): spec.timeout does.
+//
 // Errors are classified (Kind) so the reconciler can give a person a clear
 // reason: authentication, reference not found, invalid spec (stalled, no
-// retry helps) or a plain Git/network failure.
+// retry helps), a repository over the size limit, or a plain Git/network
+// failure.
 package git

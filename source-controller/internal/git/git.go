@@ -9,11 +9,14 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh/knownhosts"
 
@@ -34,6 +37,9 @@ const (
 	// InvalidSpec: the spec cannot work (e.g. an invalid semver range);
 	// only a spec change helps.
 	InvalidSpec
+	// TooLarge: the repository needs more disk than the size limit allows;
+	// only another commit (or a higher limit) helps.
+	TooLarge
 )
 
 // Error is a classified fetch error.
@@ -225,8 +231,45 @@ func isHash(s string) bool {
 // Checkout fetches t from url into a new repository at dir and checks its
 // commit out. It returns the target with Commit set to what was checked out
 // (a branch may have moved since ListRefs).
-func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string) (Target, error) {
-	repo, err := gogit.PlainInit(dir, false)
+//
+// Everything written under dir, the Git objects as they arrive and then the
+// checked-out files, counts against maxSize bytes (DefaultMaxSize when not
+// positive); the first write past it fails the fetch or the checkout with
+// a TooLarge error.
+func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, maxSize int64) (Target, error) {
+	budget := &diskBudget{max: orDefault(maxSize)}
+	t, err := checkout(ctx, url, auth, t, dir, budget)
+	if budget.exceeded() {
+		return t, TooLargeError(t, maxSize)
+	}
+	return t, err
+}
+
+// TooLargeError is the error of Checkout when t needs more than maxSize
+// bytes of disk (DefaultMaxSize when not positive). The same target and
+// limit always give the same message, so a caller can tell that a
+// revision was already refused.
+func TooLargeError(t Target, maxSize int64) error {
+	return &Error{Kind: TooLarge, Err: fmt.Errorf(
+		"fetching and checking out %s passes the limit of %d bytes on disk per repository (--max-repository-size)",
+		t.Revision(), orDefault(maxSize))}
+}
+
+func orDefault(maxSize int64) int64 {
+	if maxSize <= 0 {
+		return DefaultMaxSize
+	}
+	return maxSize
+}
+
+func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, budget *diskBudget) (Target, error) {
+	// gogit.PlainInit's layout, with every write charged to the budget.
+	files := budgetFS{Filesystem: osfs.New(dir), budget: budget}
+	dot, err := files.Chroot(gogit.GitDirName)
+	if err != nil {
+		return t, err
+	}
+	repo, err := gogit.Init(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), files)
 	if err != nil {
 		return t, err
 	}

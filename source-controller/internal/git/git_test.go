@@ -2,9 +2,13 @@ package git
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +66,12 @@ func newFixture(t *testing.T) *fixture {
 
 func fetch(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.GitRepositoryRef) (Target, string, error) {
 	t.Helper()
+	return fetchLimited(t, url, secret, ref, 0)
+}
+
+// fetchLimited is fetch with a disk limit (0: the default).
+func fetchLimited(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.GitRepositoryRef, maxSize int64) (Target, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tmp := t.TempDir()
@@ -80,7 +90,7 @@ func fetch(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.Git
 		return Target{}, "", err
 	}
 	dir := filepath.Join(tmp, "checkout")
-	target, err = Checkout(ctx, url, auth, target, dir)
+	target, err = Checkout(ctx, url, auth, target, dir, maxSize)
 	return target, dir, err
 }
 
@@ -196,4 +206,85 @@ func closedPort(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+func TestCheckoutRefusesARepositoryOverTheSizeLimit(t *testing.T) {
+	f := newFixture(t)
+	const limit = 128 << 10
+	noise := make([]byte, 2*limit)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	// Random bytes do not compress: the fetched objects pass the limit.
+	// Zeros compress to almost nothing: the fetch fits, the checkout does
+	// not.
+	big, err := f.srv.CreateRepo("big-objects")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	bigCommit, err := big.Commit("master", "noise", testgit.Files{"noise.bin": string(noise)})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	inflating, err := f.srv.CreateRepo("big-tree")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	inflatingCommit, err := inflating.Commit("master", "zeros", testgit.Files{"zeros.bin": strings.Repeat("\x00", 2*limit)})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	sshCreds := map[string][]byte{IdentityKey: f.identity, KnownHostsKey: []byte(f.knownHosts)}
+
+	tests := []struct {
+		name   string
+		url    string
+		secret map[string][]byte
+		commit string
+		// fetched: the objects fit and the checkout passed the limit.
+		fetched bool
+	}{
+		{name: "objects over HTTP", url: big.URL(), secret: f.creds, commit: bigCommit},
+		{name: "objects over SSH", url: big.SSHURL(), secret: sshCreds, commit: bigCommit},
+		{name: "checked-out tree", url: inflating.URL(), secret: f.creds, commit: inflatingCommit, fetched: true},
+		{name: "checked-out tree over SSH", url: inflating.SSHURL(), secret: sshCreds, commit: inflatingCommit, fetched: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, dir, err := fetchLimited(t, tt.url, tt.secret, nil, limit)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(KindOf(err)).To(Equal(TooLarge), err.Error())
+			g.Expect(err.Error()).To(Equal(fmt.Sprintf(
+				"fetching and checking out master@sha1:%s passes the limit of %d bytes on disk per repository (--max-repository-size)",
+				tt.commit, limit)))
+			// The limit held while writing: the disk never held more.
+			g.Expect(diskUsage(t, dir)).To(BeNumerically("<=", limit))
+			packs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.pack"))
+			g.Expect(err).NotTo(HaveOccurred())
+			if tt.fetched {
+				g.Expect(packs).To(HaveLen(1), "the fetch completed")
+			} else {
+				g.Expect(packs).To(BeEmpty(), "the fetch was stopped")
+			}
+
+			// The same repository fits under a higher limit.
+			_, dir, err = fetchLimited(t, tt.url, tt.secret, nil, 8*limit)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(diskUsage(t, dir)).To(BeNumerically(">", limit))
+		})
+	}
+}
+
+// diskUsage sums the sizes of the files under dir.
+func diskUsage(t *testing.T, dir string) int64 {
+	t.Helper()
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		total += fi.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total
 }
