@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"testing"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -12,13 +13,13 @@ import (
 // 1,000 objects with the kustomize CLI.
 func BenchmarkBuild(b *testing.B) {
 	dir := b.TempDir()
-	if err := gentree.Write(dir, 200); err != nil {
+	if err := gentree.Write(SourceDir(dir), 200); err != nil {
 		b.Fatal(err)
 	}
 	spec := &kustomizev1.KustomizationSpec{Path: gentree.OverlayPath}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := Build(dir, spec, Options{})
+		res, err := Build(context.Background(), dir, spec, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

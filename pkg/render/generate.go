@@ -3,7 +3,9 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -19,10 +21,10 @@ import (
 
 // kustomizationFile returns the path of the kustomization file in dir, or ""
 // when there is none.
-func kustomizationFile(mem filesys.FileSystem, dir string) string {
+func kustomizationFile(fsys filesys.FileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		p := path.Join(dir, name)
-		if mem.Exists(p) && !mem.IsDir(p) {
+		p := filepath.Join(dir, name)
+		if fsys.Exists(p) && !fsys.IsDir(p) {
 			return p
 		}
 	}
@@ -40,25 +42,41 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // any apiVersion or kind (a Helm values file, say) are skipped; documents
 // that look like objects but miss apiVersion, kind or metadata.name are
 // refused, and so are two documents naming the same object.
-func generateKustomization(mem filesys.FileSystem, dir string) error {
+//
+// A directory link is followed (inside the source only), but a folder
+// reached a second time through links is refused: a link cycle or a fan
+// of links to one folder would otherwise list its files again and again.
+//
+// It returns the path of the file it wrote.
+func generateKustomization(fsys filesys.FileSystem, dir string) (string, error) {
 	var (
 		resources []string
 		seen      = map[objectKey]string{}
+		walked    = map[string]string{}
 	)
 	var walk func(d string) error
 	walk = func(d string) error {
-		names, err := readDirSorted(mem, d)
+		rel := relSlash(dir, d)
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return err
+		}
+		if first, again := walked[real]; again {
+			return buildErr("folder %s is reached again through a link, as %s: refusing link cycles and repeats", first, rel)
+		}
+		walked[real] = rel
+		names, err := readDirSorted(fsys, d)
 		if err != nil {
 			return err
 		}
 		for _, name := range names {
-			p := path.Join(d, name)
-			rel := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
-			if mem.IsDir(p) {
+			p := filepath.Join(d, name)
+			rel := relSlash(dir, p)
+			if fsys.IsDir(p) {
 				if strings.HasPrefix(name, ".") {
 					continue
 				}
-				if kustomizationFile(mem, p) != "" {
+				if kustomizationFile(fsys, p) != "" {
 					resources = append(resources, rel)
 					continue
 				}
@@ -70,7 +88,7 @@ func generateKustomization(mem filesys.FileSystem, dir string) error {
 			if !manifestExts[strings.ToLower(path.Ext(name))] {
 				continue
 			}
-			include, err := checkManifestFile(mem, p, rel, seen)
+			include, err := checkManifestFile(fsys, p, rel, seen)
 			if err != nil {
 				return err
 			}
@@ -81,7 +99,7 @@ func generateKustomization(mem filesys.FileSystem, dir string) error {
 		return nil
 	}
 	if err := walk(dir); err != nil {
-		return err
+		return "", err
 	}
 	k := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
@@ -89,13 +107,24 @@ func generateKustomization(mem filesys.FileSystem, dir string) error {
 	}
 	data, err := yaml.Marshal(k)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return mem.WriteFile(path.Join(dir, konfig.DefaultKustomizationFileName()), data)
+	// Written around the sandbox, which is read-only for kustomize.
+	file := filepath.Join(dir, konfig.DefaultKustomizationFileName())
+	return file, os.WriteFile(file, data, 0o600)
 }
 
-func readDirSorted(mem filesys.FileSystem, d string) ([]string, error) {
-	names, err := mem.ReadDir(d)
+// relSlash names p relative to dir with slashes ("." for dir itself).
+func relSlash(dir, p string) string {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
+
+func readDirSorted(fsys filesys.FileSystem, d string) ([]string, error) {
+	names, err := fsys.ReadDir(d)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +134,8 @@ func readDirSorted(mem filesys.FileSystem, d string) ([]string, error) {
 
 // checkManifestFile parses one candidate file and says whether it holds
 // objects to include.
-func checkManifestFile(mem filesys.FileSystem, p, rel string, seen map[objectKey]string) (bool, error) {
-	data, err := mem.ReadFile(p)
+func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[objectKey]string) (bool, error) {
+	data, err := fsys.ReadFile(p)
 	if err != nil {
 		return false, err
 	}
@@ -155,29 +184,30 @@ func orUnknown(kind string) string {
 	return kind
 }
 
-// writeOverlay writes the overlay kustomization that references the user's
-// folder (which by now has a kustomization file) and carries the spec's
-// fields, so they apply on top of whatever the user's kustomization does,
-// as Flux does. Components are relative to spec.path. commonMetadata is not
-// here: kustomize's commonAnnotations also writes pod templates, and Flux's
+// writeOverlay writes the overlay kustomization into overlayDir (beside
+// the source folder): it references userRel, the user's folder relative to
+// the work folder (which by now has a kustomization file), and carries the
+// spec's fields, so they apply on top of whatever the user's kustomization
+// does, as Flux does. Components are relative to spec.path and may climb
+// out of it but not out of the source. commonMetadata is not here:
+// kustomize's commonAnnotations also writes pod templates, and Flux's
 // commonMetadata touches metadata only, so Build sets it itself.
-func writeOverlay(mem filesys.FileSystem, userDir string, spec *kustomizev1.KustomizationSpec) error {
-	rel := "../" + strings.TrimPrefix(userDir, "/")
+func writeOverlay(overlayDir, userRel string, spec *kustomizev1.KustomizationSpec) error {
 	k := kustypes.Kustomization{
 		TypeMeta:   kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources:  []string{rel},
+		Resources:  []string{"../" + userRel},
 		Namespace:  spec.TargetNamespace,
 		NamePrefix: spec.NamePrefix,
 		NameSuffix: spec.NameSuffix,
 	}
 	for _, c := range spec.Components {
-		// Components may climb out of spec.path ("../../components/x", as in
-		// Flux's docs) but not out of the source.
-		joined := path.Join(userDir, c)
-		if path.IsAbs(c) || (joined != srcRoot && !strings.HasPrefix(joined, srcRoot+"/")) {
+		// "../../components/x", as in Flux's docs, is fine; leaving the
+		// source is not.
+		joined := path.Join(userRel, c)
+		if path.IsAbs(c) || (joined != sourceFolder && !strings.HasPrefix(joined, sourceFolder+"/")) {
 			return buildErr("component %q leaves the source", c)
 		}
-		k.Components = append(k.Components, "../"+strings.TrimPrefix(joined, "/"))
+		k.Components = append(k.Components, "../"+joined)
 	}
 	for _, p := range spec.Patches {
 		kp := kustypes.Patch{Patch: p.Patch}
@@ -201,5 +231,8 @@ func writeOverlay(mem filesys.FileSystem, userDir string, spec *kustomizev1.Kust
 	if err != nil {
 		return err
 	}
-	return mem.WriteFile(path.Join(overlayDir, konfig.DefaultKustomizationFileName()), data)
+	if err := os.MkdirAll(overlayDir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(overlayDir, konfig.DefaultKustomizationFileName()), data, 0o600)
 }

@@ -1,127 +1,172 @@
 package render
 
 import (
-	"net/url"
-	"path"
+	"regexp"
 	"strings"
-
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 )
 
-// kustomize fetches a resource over HTTP when its path is an http(s) URL and
-// runs `git clone` when it parses as a Git URL, and krusty offers no switch
-// to turn either off. So before building, every kustomization reachable from
-// the entry point is read and any path that kustomize would treat as remote
-// is refused. The build itself then runs on an in-memory copy of the source.
+// kustomize fetches a file over HTTP when a path it loads is an http(s) URL
+// and runs `git clone` when a folder path parses as a Git URL, and krusty
+// has no switch to turn either off. So every file kustomize reads passes
+// through sandboxFS, which checks it before kustomize sees it: a
+// kustomization (at any depth, and the generator, transformer and
+// validator configs written inline in it) and every builtin generator or
+// transformer config (read as a file of its own, or as a resource of a
+// folder listed under generators, transformers or validators) is refused
+// when a field that kustomize loads from holds a remote reference. Nothing
+// is fetched before the refusal, because the refusal is the read.
 
-// pathListKeys are kustomization fields that hold lists of paths.
-var pathListKeys = []string{
+// kustomizationPathLists are the kustomization fields that list paths or
+// URLs kustomize loads.
+var kustomizationPathLists = []string{
 	"resources", "bases", "components", "crds", "configurations",
 	"generators", "transformers", "validators", "patchesStrategicMerge",
 }
 
-// checkNoRemote walks the kustomization graph from the kustomization in dir
-// and refuses remote references.
-func checkNoRemote(mem filesys.FileSystem, dir string) error {
-	visited := map[string]bool{}
-	var visit func(dir string) error
-	visit = func(dir string) error {
-		if visited[dir] {
-			return nil
-		}
-		visited[dir] = true
-		file := kustomizationFile(mem, dir)
-		if file == "" {
-			return nil
-		}
-		data, err := mem.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		var k map[string]any
-		if err := yaml.Unmarshal(data, &k); err != nil {
-			// kustomize reports a malformed kustomization with more context.
-			return nil
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(file, srcRoot), "/")
-		for _, p := range referencedPaths(k) {
-			if isRemote(p.value) {
-				return buildErr("%s: remote %s %q refused: only paths inside the source are allowed", rel, p.field, p.value)
-			}
-		}
-		for _, key := range []string{"resources", "bases", "components"} {
-			for _, s := range stringList(k[key]) {
-				sub := path.Join(dir, s)
-				if mem.IsDir(sub) {
-					if err := visit(sub); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	return visit(dir)
-}
+// pluginLists are the kustomization fields whose entries are either paths
+// or generator/transformer configs written inline.
+var pluginLists = []string{"generators", "transformers", "validators"}
 
-type pathRef struct{ field, value string }
-
-// referencedPaths lists every path-like value of a kustomization.
-func referencedPaths(k map[string]any) []pathRef {
-	var out []pathRef
-	add := func(field string, v any) {
-		if s, ok := v.(string); ok && s != "" && !strings.Contains(s, "\n") {
-			out = append(out, pathRef{field, s})
-		}
-	}
-	for _, key := range pathListKeys {
+// checkKustomization refuses a kustomization (already parsed) that names a
+// remote path in any field kustomize loads from. (Plugin configs written
+// inline are parsed and checked by sandboxFS.inspectInline.)
+func checkKustomization(file string, k map[string]any) error {
+	for _, key := range kustomizationPathLists {
 		for _, s := range stringList(k[key]) {
-			add(strings.TrimSuffix(key, "s"), s)
+			if strings.Contains(s, "\n") {
+				continue // an inline patch or config, checked below
+			}
+			if isRemote(s) {
+				return remoteErr(file, key, s)
+			}
 		}
 	}
 	for _, key := range []string{"patches", "patchesJson6902", "replacements"} {
 		for _, item := range mapList(k[key]) {
-			add(key+" path", item["path"])
+			if err := checkPath(file, key+".path", item["path"]); err != nil {
+				return err
+			}
 		}
 	}
 	if o, ok := k["openapi"].(map[string]any); ok {
-		add("openapi path", o["path"])
+		if err := checkPath(file, "openapi.path", o["path"]); err != nil {
+			return err
+		}
 	}
 	for _, key := range []string{"configMapGenerator", "secretGenerator"} {
 		for _, g := range mapList(k[key]) {
-			for _, f := range stringList(g["files"]) {
-				// files entries are "path" or "key=path".
-				if _, p, ok := strings.Cut(f, "="); ok {
-					f = p
-				}
-				add(key+" file", f)
+			if err := checkGeneratorSources(file, key, g); err != nil {
+				return err
 			}
-			for _, e := range stringList(g["envs"]) {
-				add(key+" env", e)
-			}
-			add(key+" env", g["env"])
 		}
 	}
-	return out
+	for _, key := range []string{"helmCharts", "helmChartInflationGenerator"} {
+		for _, h := range mapList(k[key]) {
+			if err := checkHelmChart(file, key, h); err != nil {
+				return err
+			}
+		}
+	}
+	if g, ok := k["helmGlobals"].(map[string]any); ok {
+		if err := checkPath(file, "helmGlobals.chartHome", g["chartHome"]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// isRemote reports whether kustomize would fetch p over the network: a URL
-// with a scheme (http, https, ssh, git, file, …), go-getter's git:: form, a
-// github.com path, or scp-like user@host:path.
+// checkPluginConfig refuses a builtin generator or transformer config that
+// loads from a remote path. Only the builtins load files; with plugins
+// disabled, kustomize refuses any other kind itself.
+func checkPluginConfig(file string, m map[string]any) error {
+	kind, _ := m["kind"].(string)
+	switch kind {
+	case "ConfigMapGenerator", "SecretGenerator":
+		return checkGeneratorSources(file, kind, m)
+	case "PatchTransformer", "PatchJson6902Transformer":
+		return checkPath(file, kind+".path", m["path"])
+	case "PatchStrategicMergeTransformer":
+		for _, p := range stringList(m["paths"]) {
+			if err := checkPath(file, kind+".paths", p); err != nil {
+				return err
+			}
+		}
+	case "ReplacementTransformer":
+		for _, r := range mapList(m["replacements"]) {
+			if err := checkPath(file, kind+".replacements.path", r["path"]); err != nil {
+				return err
+			}
+		}
+	case "HelmChartInflationGenerator":
+		return checkHelmChart(file, kind, m)
+	}
+	return nil
+}
+
+// checkGeneratorSources checks the files, envs and env of a ConfigMap or
+// Secret generator (files entries are "path" or "key=path").
+func checkGeneratorSources(file, field string, g map[string]any) error {
+	for _, f := range stringList(g["files"]) {
+		if _, p, ok := strings.Cut(f, "="); ok {
+			f = p
+		}
+		if err := checkPath(file, field+".files", f); err != nil {
+			return err
+		}
+	}
+	for _, e := range stringList(g["envs"]) {
+		if err := checkPath(file, field+".envs", e); err != nil {
+			return err
+		}
+	}
+	return checkPath(file, field+".env", g["env"])
+}
+
+// checkHelmChart checks the fields of a Helm chart entry that name a place
+// to load from. (Helm is disabled in the build, so kustomize refuses the
+// chart anyway; a repository URL is still named as the reason.)
+func checkHelmChart(file, field string, h map[string]any) error {
+	for _, key := range []string{"repo", "chartRepoUrl", "valuesFile", "values", "chartHome"} {
+		if err := checkPath(file, field+"."+key, h[key]); err != nil {
+			return err
+		}
+	}
+	for _, p := range stringList(h["additionalValuesFiles"]) {
+		if err := checkPath(file, field+".additionalValuesFiles", p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkPath(file, field string, v any) error {
+	if s, ok := v.(string); ok && isRemote(s) {
+		return remoteErr(file, field, s)
+	}
+	return nil
+}
+
+// scpUser is how kustomize recognises the user of an scp-like Git address
+// (git@host:org/repo, user@host/org/repo).
+var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+
+// isRemote reports whether kustomize could reach the network for p: any
+// URL with a scheme (kustomize fetches http and https, and clones ssh,
+// https, http and file URLs with git), go-getter's git:: prefix, an
+// scp-like user@host address, a github.com path, or a Git ref query. It
+// errs towards refusing: a local path never looks like any of these.
 func isRemote(p string) bool {
-	lower := strings.ToLower(p)
-	if strings.Contains(lower, "://") || strings.HasPrefix(lower, "git::") {
+	s := strings.TrimSpace(strings.ToLower(p))
+	switch {
+	case s == "":
+		return false
+	case strings.Contains(s, "://"), strings.HasPrefix(s, "git::"):
 		return true
-	}
-	if strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:") {
+	case strings.HasPrefix(s, "github.com/"), strings.HasPrefix(s, "github.com:"):
 		return true
-	}
-	first, _, _ := strings.Cut(p, "/")
-	if strings.Contains(first, "@") && strings.Contains(first, ":") {
+	case scpUser.MatchString(strings.TrimSpace(p)):
 		return true
-	}
-	if u, err := url.Parse(p); err == nil && u.Scheme != "" && u.Host != "" {
+	case strings.Contains(s, "?ref="), strings.Contains(s, "?version="), strings.Contains(s, "&ref="):
 		return true
 	}
 	return false

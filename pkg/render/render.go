@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/resid"
@@ -34,6 +36,9 @@ type Options struct {
 	// StrictSubstitution makes a ${var} without a value and without a
 	// default an error instead of the empty string.
 	StrictSubstitution bool
+	// Limits bound what the build reads and writes; zero fields take the
+	// defaults. The build's time is bounded by its context.
+	Limits Limits
 }
 
 // ObjectID identifies one rendered object.
@@ -94,10 +99,26 @@ func substituteErr(format string, args ...any) error {
 	return &Error{Reason: kustomizev1.SubstituteFailedReason, Err: fmt.Errorf(format, args...)}
 }
 
-// Build renders spec against the source tree at sourceDir; see the package
-// documentation for the steps. sourceDir is only read.
-func Build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
-	res, err := build(sourceDir, spec, opts)
+// SourceDir is where Build expects the source tree inside its work
+// folder.
+func SourceDir(workDir string) string { return filepath.Join(workDir, sourceFolder) }
+
+// The work folder of a build: the source tree, and beside it the overlay
+// kustomization Build writes. Everything kustomize reads is below it.
+const (
+	sourceFolder  = "source"
+	overlayFolder = "overlay"
+)
+
+// Build renders spec against the source tree in SourceDir(workDir); see
+// the package documentation for the steps and the sandbox. workDir belongs
+// to the build: Build writes the overlay into it and, when spec.path has
+// no kustomization, a generated kustomization.yaml into spec.path. ctx
+// bounds the build's time: when it ends, Build returns at once with a
+// LimitExceeded error, and the abandoned kustomize run stops at its next
+// file access.
+func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
+	res, err := build(ctx, workDir, spec, opts)
 	if err != nil {
 		return nil, redactError(err, opts.Vars)
 	}
@@ -134,39 +155,52 @@ func sortedVarNames(vars Variables) []string {
 	return names
 }
 
-func build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
-	userDir, err := entryDir(spec.Path)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(filepath.Join(sourceDir, filepath.FromSlash(strings.TrimPrefix(userDir, srcRoot)))); err != nil || !fi.IsDir() {
-		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
-	}
-	mem, err := copyToMemory(sourceDir)
+func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
+	limits := opts.Limits.withDefaults()
+	root, err := filepath.EvalSymlinks(workDir)
 	if err != nil {
 		return nil, buildErr("reading the source: %v", err)
 	}
-	if kustomizationFile(mem, userDir) == "" {
-		if err := generateKustomization(mem, userDir); err != nil {
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, buildErr("reading the source: %v", err)
+	}
+	rel, err := entryPath(spec.Path)
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := newSandboxFS(ctx, root, limits)
+	if err != nil {
+		return nil, buildErr("reading the source: %v", err)
+	}
+	userDir := filepath.Join(root, sourceFolder, filepath.FromSlash(rel))
+	if !fsys.IsDir(userDir) {
+		if refused := fsys.refusal(); refused != nil {
+			return nil, refused
+		}
+		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
+	}
+	// What Build writes it removes again, so the work folder holds the
+	// source as it was (and a second build sees the same tree).
+	if kustomizationFile(fsys, userDir) == "" {
+		generated, err := generateKustomization(fsys, userDir)
+		if generated != "" {
+			defer os.Remove(generated)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
-	if err := writeOverlay(mem, userDir, spec); err != nil {
+	overlay := filepath.Join(root, overlayFolder)
+	defer os.RemoveAll(overlay)
+	if err := writeOverlay(overlay, path.Join(sourceFolder, rel), spec); err != nil {
 		return nil, err
 	}
-	// From the overlay, so spec.components are checked as well as
-	// everything the user's kustomization reaches.
-	if err := checkNoRemote(mem, overlayDir); err != nil {
-		return nil, err
+	resMap, err := runKustomize(ctx, fsys, overlay)
+	if refused := fsys.refusal(); refused != nil {
+		return nil, refused
 	}
-
-	kopts := krusty.MakeDefaultOptions()
-	kopts.LoadRestrictions = kustypes.LoadRestrictionsRootOnly
-	kopts.PluginConfig = kustypes.DisabledPluginConfig()
-	kopts.AddManagedbyLabel = false
-	resMap, err := krusty.MakeKustomizer(kopts).Run(mem, overlayDir)
 	if err != nil {
-		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(err))
+		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(root, err))
 	}
 
 	var vars *Variables
@@ -180,27 +214,58 @@ func build(sourceDir string, spec *kustomizev1.KustomizationSpec, opts Options) 
 	}
 	objs := make([]object, 0, resMap.Size())
 	for _, res := range resMap.Resources() {
-		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution)
+		if ctx.Err() != nil {
+			return nil, deadlineErr(ctx)
+		}
+		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits)
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, o)
 	}
-	return assemble(objs)
+	return assemble(objs, limits)
 }
 
-// entryDir maps spec.path to its folder in the in-memory filesystem.
-func entryDir(p string) (string, error) {
-	clean := path.Clean("/" + strings.TrimPrefix(p, "./"))
+// runKustomize runs krusty on the overlay within the sandbox filesystem:
+// plugins off (no exec, container or Helm), loads restricted to each
+// kustomization's root. A kustomize panic on hostile input is an error, and
+// the build returns when ctx ends even while kustomize still runs.
+func runKustomize(ctx context.Context, fsys *sandboxFS, overlay string) (resmap.ResMap, error) {
+	kopts := krusty.MakeDefaultOptions()
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsRootOnly
+	kopts.PluginConfig = kustypes.DisabledPluginConfig()
+	kopts.AddManagedbyLabel = false
+	type outcome struct {
+		resMap resmap.ResMap
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("kustomize failed on this input: %v", p)}
+			}
+		}()
+		m, err := krusty.MakeKustomizer(kopts).Run(fsys, overlay)
+		done <- outcome{m, err}
+	}()
+	select {
+	case o := <-done:
+		return o.resMap, o.err
+	case <-ctx.Done():
+		return nil, fsys.refuse(deadlineErr(ctx))
+	}
+}
+
+// entryPath cleans spec.path into a slash path relative to the source
+// root ("." for the root).
+func entryPath(p string) (string, error) {
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
 			return "", buildErr("path %q must not contain ..", p)
 		}
 	}
-	if clean == "/" {
-		return srcRoot, nil
-	}
-	return srcRoot + clean, nil
+	return strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(p, "./")), "/") + "", nil
 }
 
 func displayPath(p string) string {
@@ -210,14 +275,34 @@ func displayPath(p string) string {
 	return p
 }
 
-// cleanKustomizeError drops the in-memory mount points from kustomize's
-// messages so they name paths as they are in the repository.
-func cleanKustomizeError(err error) string {
+// cleanKustomizeError drops the work folder from kustomize's messages so
+// they name paths as they are in the repository.
+func cleanKustomizeError(root string, err error) string {
+	src := filepath.Join(root, sourceFolder)
+	overlay := filepath.Join(root, overlayFolder)
 	return strings.NewReplacer(
-		".."+srcRoot+"/", "", ".."+srcRoot, "./",
-		srcRoot+"/", "", srcRoot, "./",
-		overlayDir+"/", "", overlayDir, "(overlay)",
+		src+"/", "", src, "./",
+		overlay+"/", "(overlay) ", overlay, "(overlay)",
+		root+"/", "", root, ".",
 	).Replace(err.Error())
+}
+
+// displayName names a path below root as it is in the repository.
+func displayName(root, p string) string {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return p
+	}
+	rel = filepath.ToSlash(rel)
+	switch {
+	case rel == sourceFolder:
+		return "./"
+	case strings.HasPrefix(rel, sourceFolder+"/"):
+		return strings.TrimPrefix(rel, sourceFolder+"/")
+	case strings.HasPrefix(rel, overlayFolder+"/"):
+		return "(overlay) " + strings.TrimPrefix(rel, overlayFolder+"/")
+	}
+	return rel
 }
 
 // object is one rendered object ready for output.
@@ -229,7 +314,7 @@ type object struct {
 // finish applies commonMetadata and substitution to one object and checks
 // its identity. The text is kustomize's own YAML form of the object (keys
 // sorted, as `kustomize build` prints them), so it is deterministic.
-func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool) (object, error) {
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits) (object, error) {
 	node := &res.RNode
 	if cm != nil {
 		if err := setMetadata(node, cm); err != nil {
@@ -250,6 +335,11 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 			parsed, perr := kyaml.Parse(out.Text)
 			if perr != nil {
 				return object{}, substituteErr("%s: not valid YAML after substitution: %s", describe(node), vars.redact(perr.Error(), out.Used))
+			}
+			// A value may bring aliases of its own; bound them before the
+			// conversion below expands them.
+			if _, err := expandedSize(parsed.YNode(), limits.MaxNodes); err != nil {
+				return object{}, limitErr("%s after substitution: %v", describe(node), err)
 			}
 			if text, err = canonicalYAML(parsed); err != nil {
 				return object{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
@@ -336,7 +426,7 @@ func (v *Variables) redact(msg string, used []string) string {
 
 // assemble checks for duplicates, sorts into canonical order and joins the
 // documents.
-func assemble(objs []object) (*Result, error) {
+func assemble(objs []object, limits Limits) (*Result, error) {
 	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i].id, objs[j].id) })
 	seen := make(map[objectKey]ObjectID, len(objs))
 	for _, o := range objs {
@@ -349,6 +439,10 @@ func assemble(objs []object) (*Result, error) {
 	var b strings.Builder
 	ids := make([]ObjectID, 0, len(objs))
 	for i, o := range objs {
+		if int64(b.Len()+len(o.yaml)) > limits.MaxOutputBytes {
+			return nil, limitErr("the rendered manifests pass the limit of %d bytes (--max-rendered-size) at %s, object %d of %d",
+				limits.MaxOutputBytes, o.id, i+1, len(objs))
+		}
 		if i > 0 {
 			b.WriteString("---\n")
 		}

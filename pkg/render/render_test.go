@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -109,7 +110,7 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			res, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			res, err := Build(context.Background(), workspace(t, tt.dir), &tt.spec, tt.opts)
 			g.Expect(err).NotTo(HaveOccurred())
 			var ids []string
 			for _, o := range res.Objects {
@@ -126,7 +127,7 @@ func TestBuild(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "run go test -update to create %s", golden)
 			g.Expect(string(res.Manifests)).To(Equal(string(want)))
 
-			again, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			again, err := Build(context.Background(), workspace(t, tt.dir), &tt.spec, tt.opts)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(again.Digest).To(Equal(res.Digest), "the same input renders the same bytes")
 		})
@@ -145,8 +146,8 @@ func TestBuildRefusals(t *testing.T) {
 	}{
 		{
 			name: "remote base", dir: "remote",
-			wantReason: kustomizev1.BuildFailedReason,
-			wantMsg:    []string{`kustomization.yaml: remote resource "https://github.com/example/repo//deploy?ref=v1.0.0" refused`},
+			wantReason: kustomizev1.RemoteResourceRefusedReason,
+			wantMsg:    []string{`kustomization.yaml: resources "https://github.com/example/repo//deploy?ref=v1.0.0" refused`},
 		},
 		{
 			name: "duplicate objects in plain files", dir: "duplicates",
@@ -192,8 +193,8 @@ func TestBuildRefusals(t *testing.T) {
 		{
 			name: "remote resource in a spec component", dir: "components",
 			spec:       kustomizev1.KustomizationSpec{Path: "app", Components: []string{"../components/remote"}},
-			wantReason: kustomizev1.BuildFailedReason,
-			wantMsg:    []string{`components/remote/kustomization.yaml: remote resource "github.com/example/repo/deploy?ref=main" refused`},
+			wantReason: kustomizev1.RemoteResourceRefusedReason,
+			wantMsg:    []string{`components/remote/kustomization.yaml: resources "github.com/example/repo/deploy?ref=main" refused`},
 		},
 		{
 			name: "strict substitution", dir: "substitution",
@@ -234,7 +235,7 @@ func TestBuildRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			res, err := Build(filepath.Join("testdata", tt.dir), &tt.spec, tt.opts)
+			res, err := Build(context.Background(), workspace(t, tt.dir), &tt.spec, tt.opts)
 			g.Expect(res).To(BeNil())
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(Reason(err)).To(Equal(tt.wantReason), err.Error())
@@ -253,18 +254,19 @@ func TestBuildSymlinks(t *testing.T) {
 	outside := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\n"), 0o644)).To(Succeed())
 
-	src := t.TempDir()
+	work := t.TempDir()
+	src := SourceDir(work)
 	g.Expect(os.MkdirAll(filepath.Join(src, "real"), 0o755)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(src, "real", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"), 0o644)).To(Succeed())
 	g.Expect(os.Symlink("real", filepath.Join(src, "linked"))).To(Succeed())
 
-	res, err := Build(src, &kustomizev1.KustomizationSpec{Path: "linked"}, Options{})
+	res, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: "linked"}, Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Objects).To(HaveLen(1))
 
 	g.Expect(os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(src, "real", "escape.yaml"))).To(Succeed())
-	_, err = Build(src, &kustomizev1.KustomizationSpec{Path: "real"}, Options{})
-	g.Expect(err).To(MatchError(ContainSubstring("symlink real/escape.yaml points outside the source")))
+	_, err = Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: "real"}, Options{})
+	g.Expect(err).To(MatchError(ContainSubstring("real/escape.yaml: it or a link on its way leads outside the source")))
 }
 
 func TestBuildRefusesRemoteForms(t *testing.T) {
@@ -279,21 +281,24 @@ func TestBuildRefusesRemoteForms(t *testing.T) {
 	} {
 		t.Run(ref, func(t *testing.T) {
 			g := NewWithT(t)
-			src := t.TempDir()
+			work := t.TempDir()
+			src := mkSource(t, work)
 			k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- base\n"
 			base := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + ref + "\n"
 			g.Expect(os.WriteFile(filepath.Join(src, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
 			g.Expect(os.MkdirAll(filepath.Join(src, "base"), 0o755)).To(Succeed())
 			g.Expect(os.WriteFile(filepath.Join(src, "base", "kustomization.yaml"), []byte(base), 0o644)).To(Succeed())
-			_, err := Build(src, &kustomizev1.KustomizationSpec{}, Options{})
-			g.Expect(err).To(MatchError(ContainSubstring("base/kustomization.yaml: remote resource %q refused", ref)))
+			_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
+			g.Expect(err).To(MatchError(ContainSubstring("base/kustomization.yaml: resources %q refused", ref)))
+			g.Expect(Reason(err)).To(Equal(kustomizev1.RemoteResourceRefusedReason))
 		})
 	}
 }
 
 func TestBuildRefusesPluginsAndHelm(t *testing.T) {
 	g := NewWithT(t)
-	src := t.TempDir()
+	work := t.TempDir()
+	src := mkSource(t, work)
 	k := `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 generators:
@@ -310,21 +315,21 @@ metadata:
 `
 	g.Expect(os.WriteFile(filepath.Join(src, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(src, "gen.yaml"), []byte(gen), 0o644)).To(Succeed())
-	_, err := Build(src, &kustomizev1.KustomizationSpec{}, Options{})
+	_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
 	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("external plugins disabled"))
 
-	helm := t.TempDir()
+	helmWork := t.TempDir()
+	helm := mkSource(t, helmWork)
 	k = `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 helmCharts:
 - name: podinfo
-  repo: https://stefanprodan.github.io/podinfo
   version: 6.0.0
 `
 	g.Expect(os.WriteFile(filepath.Join(helm, "kustomization.yaml"), []byte(k), 0o644)).To(Succeed())
-	_, err = Build(helm, &kustomizev1.KustomizationSpec{}, Options{})
+	_, err = Build(context.Background(), helmWork, &kustomizev1.KustomizationSpec{}, Options{})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
 	g.Expect(err.Error()).To(ContainSubstring("must specify --enable-helm"))
@@ -346,7 +351,7 @@ func TestCanonicalOrder(t *testing.T) {
 	for i, id := range ids {
 		objs[i] = object{id: id, yaml: "x: " + id.Name + "\n"}
 	}
-	res, err := assemble(objs)
+	res, err := assemble(objs, Limits{}.withDefaults())
 	g.Expect(err).NotTo(HaveOccurred())
 	var kinds []string
 	for _, o := range res.Objects {

@@ -24,9 +24,15 @@ const (
 
 // Condition reasons specific to Kustomization.
 const (
-	BuildFailedReason       = "BuildFailed"
-	SubstituteFailedReason  = "SubstituteFailed"
-	ValidationFailedReason  = "ValidationFailed"
+	BuildFailedReason      = "BuildFailed"
+	SubstituteFailedReason = "SubstituteFailed"
+	ValidationFailedReason = "ValidationFailed"
+	// RemoteResourceRefusedReason: the source names a URL or a Git
+	// repository where rendering allows only files of the source.
+	RemoteResourceRefusedReason = "RemoteResourceRefused"
+	// LimitExceededReason: a render passed one of render-controller's
+	// limits (input size, YAML nodes or documents, output size, time).
+	LimitExceededReason     = "LimitExceeded"
 	RenderSucceededReason   = "RenderSucceeded"
 	ApplyFailedReason       = "ApplyFailed"
 	PruneFailedReason       = "PruneFailed"

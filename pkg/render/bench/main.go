@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,8 +52,9 @@ func main() {
 	}
 }
 
-func build(dir string) (*render.Result, error) {
-	return render.Build(dir, &kustomizev1.KustomizationSpec{Path: gentree.OverlayPath}, render.Options{})
+// build renders the tree in work (its source in render.SourceDir(work)).
+func build(work string) (*render.Result, error) {
+	return render.Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: gentree.OverlayPath}, render.Options{})
 }
 
 type sample struct {
@@ -69,7 +71,8 @@ func run(kustomize string, objects, runs int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := gentree.Write(dir, objects); err != nil {
+	src := render.SourceDir(dir)
+	if err := gentree.Write(src, objects); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -82,7 +85,7 @@ func run(kustomize string, objects, runs int) error {
 	if err != nil {
 		return err
 	}
-	cliOut, err := exec.Command(kustomize, "build", filepath.Join(dir, gentree.OverlayPath)).Output()
+	cliOut, err := exec.Command(kustomize, "build", filepath.Join(src, gentree.OverlayPath)).Output()
 	if err != nil {
 		return fmt.Errorf("kustomize build: %w%s", err, stderrOf(err))
 	}
@@ -95,7 +98,7 @@ func run(kustomize string, objects, runs int) error {
 			return fmt.Errorf("pkg/render child: %w", err)
 		}
 		cold = append(cold, s)
-		s, err = timeProcess(kustomize, "build", "-o", os.DevNull, filepath.Join(dir, gentree.OverlayPath))
+		s, err = timeProcess(kustomize, "build", "-o", os.DevNull, filepath.Join(src, gentree.OverlayPath))
 		if err != nil {
 			return fmt.Errorf("kustomize build: %w", err)
 		}

@@ -1,0 +1,75 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// Limits bound what one build may read and produce. A build that passes
+// one stops with a *Error of reason LimitExceeded naming the limit and the
+// render-controller flag that sets it. Zero fields take the defaults.
+type Limits struct {
+	// MaxInputBytes bounds the bytes kustomize reads from the source tree
+	// (every kustomization, resource, patch and generator file, counted
+	// each time it is read). --max-render-input.
+	MaxInputBytes int64
+	// MaxNodes bounds the YAML nodes of everything read, counted after
+	// alias expansion, so an alias bomb is refused before kustomize
+	// inflates it. --max-yaml-nodes.
+	MaxNodes int64
+	// MaxDocuments bounds the YAML documents of everything read.
+	// --max-yaml-documents.
+	MaxDocuments int64
+	// MaxOutputBytes bounds the rendered manifests. --max-rendered-size.
+	MaxOutputBytes int64
+}
+
+// Defaults. Rendering costs kustomize roughly 1 KiB of memory per YAML node
+// it holds, so the node budget is what bounds a render's memory: 2,000,000
+// nodes is about 2 GiB at worst… see docs/design/render-sandbox.md for the
+// arithmetic behind each figure.
+const (
+	DefaultMaxInputBytes  int64 = 64 << 20
+	DefaultMaxNodes       int64 = 1_000_000
+	DefaultMaxDocuments   int64 = 20_000
+	DefaultMaxOutputBytes int64 = 64 << 20
+)
+
+// withDefaults fills the zero fields.
+func (l Limits) withDefaults() Limits {
+	if l.MaxInputBytes <= 0 {
+		l.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = DefaultMaxNodes
+	}
+	if l.MaxDocuments <= 0 {
+		l.MaxDocuments = DefaultMaxDocuments
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return l
+}
+
+// limitErr reports a passed limit: what was being done, the limit and the
+// flag that raises it.
+func limitErr(format string, args ...any) error {
+	return &Error{Reason: kustomizev1.LimitExceededReason, Err: fmt.Errorf(format, args...)}
+}
+
+// remoteErr reports a reference that would make kustomize reach the
+// network.
+func remoteErr(file, field, value string) error {
+	return &Error{Reason: kustomizev1.RemoteResourceRefusedReason, Err: fmt.Errorf(
+		"%s: %s %q refused: rendering reads only files inside the source, never URLs or Git repositories", file, field, value)}
+}
+
+// isSandboxErr reports whether err is a refusal of the sandbox (a limit or
+// a remote reference) rather than a mistake in the input.
+func isSandboxErr(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Reason == kustomizev1.LimitExceededReason || e.Reason == kustomizev1.RemoteResourceRefusedReason)
+}

@@ -1,0 +1,406 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	fluxfs "github.com/fluxcd/pkg/kustomize/filesys"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// sandboxFS is the only filesystem kustomize sees during a build. It wraps
+// Flux's secure on-disk filesystem (every path, links resolved, must stay
+// below the build's folder) and adds what a build of hostile input needs:
+//
+//   - no writes at all;
+//   - a deadline: every call fails once the build's context is done, so a
+//     build that timed out stops at its next file access;
+//   - a byte budget over every file read (Limits.MaxInputBytes), checked
+//     against the file's size before it is read;
+//   - a node and document budget over every YAML file read, counted on a
+//     parse that keeps aliases as references (Limits.MaxNodes,
+//     MaxDocuments): an alias bomb costs its expanded size here and is
+//     refused before kustomize, which inflates every alias, reads it;
+//   - the remote check (remote.go) on every kustomization and builtin
+//     generator or transformer config, before kustomize acts on it.
+//
+// Files are read from disk when kustomize asks for them, so only what the
+// build uses is ever in memory, and a directory link repeated a thousand
+// times costs the bytes of what is read through it, never a copy.
+type sandboxFS struct {
+	disk   filesys.FileSystem
+	ctx    context.Context
+	root   string
+	limits Limits
+
+	mu        sync.Mutex
+	readBytes int64
+	nodes     int64
+	documents int64
+	// inspected holds the files already inspected and charged for their
+	// YAML: a file read again (first while generating a kustomization,
+	// then by kustomize) costs its bytes again but not its nodes.
+	inspected map[string]bool
+	// refused is the first refusal, reported instead of the error kustomize
+	// wraps around it.
+	refused error
+}
+
+func newSandboxFS(ctx context.Context, root string, limits Limits) (*sandboxFS, error) {
+	disk, err := fluxfs.MakeFsOnDiskSecure(root)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxFS{disk: disk, ctx: ctx, root: root, limits: limits.withDefaults(), inspected: map[string]bool{}}, nil
+}
+
+var errReadOnly = errors.New("the source is read-only during rendering")
+
+// alive fails once the build's context is done.
+func (s *sandboxFS) alive() error {
+	if err := s.ctx.Err(); err != nil {
+		return s.refuse(deadlineErr(s.ctx))
+	}
+	return nil
+}
+
+// refuse records the first refusal and returns err.
+func (s *sandboxFS) refuse(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = err
+	}
+	return err
+}
+
+// refusal returns the first refusal, if any.
+func (s *sandboxFS) refusal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+func (s *sandboxFS) Create(string) (filesys.File, error) { return nil, errReadOnly }
+func (s *sandboxFS) Mkdir(string) error                  { return errReadOnly }
+func (s *sandboxFS) MkdirAll(string) error               { return errReadOnly }
+func (s *sandboxFS) RemoveAll(string) error              { return errReadOnly }
+func (s *sandboxFS) WriteFile(string, []byte) error      { return errReadOnly }
+
+// Open is refused: kustomize reads builds through ReadFile, and a handle
+// would bypass the budgets.
+func (s *sandboxFS) Open(path string) (filesys.File, error) {
+	return nil, fmt.Errorf("open %s: not available while rendering", s.rel(path))
+}
+
+func (s *sandboxFS) IsDir(path string) bool {
+	return s.alive() == nil && s.disk.IsDir(path)
+}
+
+func (s *sandboxFS) Exists(path string) bool {
+	return s.alive() == nil && s.disk.Exists(path)
+}
+
+func (s *sandboxFS) ReadDir(path string) ([]string, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	return s.disk.ReadDir(path)
+}
+
+func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
+	if err := s.alive(); err != nil {
+		return "", "", err
+	}
+	return s.disk.CleanedAbs(path)
+}
+
+func (s *sandboxFS) Glob(pattern string) ([]string, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	return s.disk.Glob(pattern)
+}
+
+func (s *sandboxFS) Walk(path string, fn filepath.WalkFunc) error {
+	if err := s.alive(); err != nil {
+		return err
+	}
+	return s.disk.Walk(path, func(p string, info os.FileInfo, err error) error {
+		if aerr := s.alive(); aerr != nil {
+			return aerr
+		}
+		return fn(p, info, err)
+	})
+}
+
+// ReadFile reads a file within the byte budget, charges its YAML to the
+// node and document budgets and runs the remote check on it.
+func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	rel := s.rel(path)
+	dir, name, err := s.disk.CleanedAbs(path)
+	if err != nil {
+		var outside *fluxfs.ConstraintError
+		if errors.As(err, &outside) {
+			return nil, buildErr("%s: it or a link on its way leads outside the source", rel)
+		}
+		return nil, err
+	}
+	real := dir.Join(name)
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	if err := s.chargeBytes(rel, fi.Size()); err != nil {
+		return nil, err
+	}
+	// A file that grew since Stat is read no further than its budget.
+	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return nil, err
+	}
+	if s.firstRead(real) {
+		if err := s.inspect(rel, data, isKustomizationFile(path)); err != nil {
+			return nil, s.refuse(err)
+		}
+	}
+	return data, nil
+}
+
+// firstRead reports whether the file at real is read for the first time.
+func (s *sandboxFS) firstRead(real string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inspected[real] {
+		return false
+	}
+	s.inspected[real] = true
+	return true
+}
+
+func (s *sandboxFS) chargeBytes(rel string, n int64) error {
+	s.mu.Lock()
+	s.readBytes += n
+	total := s.readBytes
+	s.mu.Unlock()
+	if total > s.limits.MaxInputBytes {
+		return s.refuse(limitErr("reading %s passes the limit of %d bytes read per render (--max-render-input)",
+			rel, s.limits.MaxInputBytes))
+	}
+	return nil
+}
+
+// inspect charges data's YAML documents and nodes (aliases expanded) to the
+// budgets and runs the remote check: the kustomization check on a
+// kustomization file, the plugin-config check on every other document.
+// Data that is not YAML (a file for a ConfigMap, say) costs only its
+// bytes.
+func (s *sandboxFS) inspect(rel string, data []byte, kustomization bool) error {
+	docs, err := s.parse(rel, data)
+	if err != nil || docs == nil {
+		return err
+	}
+	for _, doc := range docs {
+		kind := topLevelString(doc, "kind")
+		if !kustomization && !loadsFiles[kind] {
+			continue
+		}
+		var m map[string]any
+		if doc.Decode(&m) != nil {
+			continue // kustomize reports a malformed file with more context
+		}
+		if kustomization || kind == "Kustomization" || kind == "Component" {
+			if err := checkKustomization(rel, m); err != nil {
+				return err
+			}
+			if err := s.inspectInline(rel, m); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := checkPluginConfig(rel, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inspectInline inspects the YAML written inline in a kustomization like
+// a file of its own, since kustomize parses it too: plugin configs under
+// generators, transformers and validators, and inline patches.
+func (s *sandboxFS) inspectInline(rel string, k map[string]any) error {
+	var inline []string
+	for _, key := range append([]string{"patchesStrategicMerge"}, pluginLists...) {
+		for _, text := range stringList(k[key]) {
+			if strings.Contains(text, "\n") {
+				inline = append(inline, text)
+			}
+		}
+	}
+	for _, key := range []string{"patches", "patchesJson6902"} {
+		for _, item := range mapList(k[key]) {
+			if text, ok := item["patch"].(string); ok {
+				inline = append(inline, text)
+			}
+		}
+	}
+	for _, text := range inline {
+		if err := s.inspect(rel+" (inline)", []byte(text), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadsFiles are the builtin generator and transformer kinds that load
+// from a path (checkPluginConfig).
+var loadsFiles = map[string]bool{
+	"ConfigMapGenerator": true, "SecretGenerator": true, "PatchTransformer": true,
+	"PatchJson6902Transformer": true, "PatchStrategicMergeTransformer": true,
+	"ReplacementTransformer": true, "HelmChartInflationGenerator": true,
+}
+
+// parse decodes data into its YAML documents, aliases kept as references,
+// and charges them to the budgets. It returns nil for data that is not
+// YAML.
+func (s *sandboxFS) parse(rel string, data []byte) ([]*kyaml.Node, error) {
+	dec := kyaml.NewDecoder(bytes.NewReader(data))
+	var docs []*kyaml.Node
+	for {
+		var doc kyaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs, nil
+			}
+			return nil, nil
+		}
+		n, err := expandedSize(&doc, s.limits.MaxNodes)
+		if err != nil {
+			return nil, limitErr("%s: %v", rel, err)
+		}
+		if err := s.chargeYAML(rel, n); err != nil {
+			return nil, err
+		}
+		docs = append(docs, &doc)
+	}
+}
+
+func (s *sandboxFS) chargeYAML(rel string, nodes int64) error {
+	s.mu.Lock()
+	s.nodes += nodes
+	s.documents++
+	n, d := s.nodes, s.documents
+	s.mu.Unlock()
+	switch {
+	case n > s.limits.MaxNodes:
+		return limitErr("%s: reading it passes the limit of %d YAML nodes per render, aliases expanded (--max-yaml-nodes)", rel, s.limits.MaxNodes)
+	case d > s.limits.MaxDocuments:
+		return limitErr("%s: reading it passes the limit of %d YAML documents per render (--max-yaml-documents)", rel, s.limits.MaxDocuments)
+	}
+	return nil
+}
+
+// expandedSize counts the nodes of n as they are after alias expansion,
+// without expanding anything: each anchored node's size is computed once
+// and an alias costs that size. It stops early once the count passes max.
+func expandedSize(n *kyaml.Node, max int64) (int64, error) {
+	memo := map[*kyaml.Node]int64{}
+	var size func(n *kyaml.Node, depth int) (int64, error)
+	size = func(n *kyaml.Node, depth int) (int64, error) {
+		if depth > maxYAMLDepth {
+			return 0, fmt.Errorf("YAML nested deeper than %d levels", maxYAMLDepth)
+		}
+		if n.Kind == kyaml.AliasNode {
+			if n.Alias == nil {
+				return 1, nil
+			}
+			n = n.Alias
+		}
+		if v, ok := memo[n]; ok {
+			if v < 0 {
+				return 0, errors.New("a YAML alias refers to a node that contains it")
+			}
+			return v, nil
+		}
+		memo[n] = -1
+		total := int64(1)
+		for _, c := range n.Content {
+			v, err := size(c, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			total += v
+			if total > max {
+				return 0, fmt.Errorf("more than %d YAML nodes once aliases are expanded (--max-yaml-nodes)", max)
+			}
+		}
+		memo[n] = total
+		return total, nil
+	}
+	return size(n, 0)
+}
+
+// maxYAMLDepth bounds nesting (the parser's own limit is higher); no
+// Kubernetes object comes near it.
+const maxYAMLDepth = 1000
+
+// topLevelString returns the string value of key in a document's top-level
+// mapping.
+func topLevelString(doc *kyaml.Node, key string) string {
+	n := doc
+	if n.Kind == kyaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != kyaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key && n.Content[i+1].Kind == kyaml.ScalarNode {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+func isKustomizationFile(path string) bool {
+	base := filepath.Base(path)
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		if base == name {
+			return true
+		}
+	}
+	return false
+}
+
+// rel names path as it is in the repository.
+func (s *sandboxFS) rel(path string) string {
+	return displayName(s.root, path)
+}
+
+// deadlineErr reports a build stopped by its context.
+func deadlineErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return limitErr("rendering did not finish within its time limit (--render-timeout)")
+	}
+	return limitErr("rendering was cancelled")
+}
