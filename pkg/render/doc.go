@@ -1,40 +1,68 @@
 // Package render turns a source tree and a Kustomization spec into one
-// multi-document YAML stream: the pure build step of render-controller,
-// with no API server and no network.
+// multi-document YAML stream: the build step of render-controller, with no
+// API server, no network, and bounded memory and time.
 //
 // # Steps of Build
 //
-//  1. The source tree is copied into an in-memory filesystem (links are
-//     followed only inside the tree, .git is left out), so kustomize can
-//     neither read outside the source nor write anywhere.
+//  1. The build works in a folder it owns: the source tree in
+//     SourceDir(workDir), the overlay beside it. kustomize sees the folder
+//     only through sandboxFS (see "The sandbox" below).
 //  2. When spec.path holds no kustomization.yaml, kustomization.yml or
 //     Kustomization, one is generated listing every YAML/JSON file below
 //     the path that holds objects, and every sub-folder that has its own
 //     kustomization file. Files that do not parse are refused naming the
 //     file; files without any apiVersion or kind are skipped; two documents
-//     naming the same object are refused naming both files.
-//  3. Every kustomization reachable from the entry point is read and any
-//     remote reference (http(s) or Git URL, go-getter git::, github.com/…,
-//     user@host:path) is refused: krusty has no switch against fetching.
-//  4. An overlay kustomization referencing the user's folder carries the
+//     naming the same object are refused naming both files; a folder
+//     reached again through links is refused.
+//  3. An overlay kustomization referencing the user's folder carries the
 //     spec's targetNamespace, namePrefix, nameSuffix, patches (strategic
 //     merge or JSON 6902, with targets), images and components (relative
 //     to spec.path), as Flux does. krusty builds it with
 //     LoadRestrictionsRootOnly and plugins disabled (no exec, container or
-//     Helm plugins).
-//  5. spec.commonMetadata labels and annotations are set on each object's
+//     Helm plugins), in a goroutine the build abandons when its context
+//     ends. What Build wrote is removed before it returns.
+//  4. spec.commonMetadata labels and annotations are set on each object's
 //     metadata only (never selectors or pod templates), like Flux.
-//  6. postBuild substitution, only when spec.postBuild is set (as in Flux),
+//  5. postBuild substitution, only when spec.postBuild is set (as in Flux),
 //     on each object's YAML, except objects annotated or labelled
 //     kustomize.plumb.dev/substitute: disabled.
-//  7. Each object must have apiVersion, kind and metadata.name; two objects
+//  6. Each object must have apiVersion, kind and metadata.name; two objects
 //     with the same group, kind, namespace and name (an empty namespace
 //     counting as "default", the version not counting) are refused naming
 //     both. Objects are sorted into a canonical order: a fixed kind order
 //     (Namespace and CRDs first, webhooks last, unknown kinds between),
 //     then kind, group, namespace, name, version. Each document is
 //     kustomize's YAML form (sorted keys), so the same input gives the same
-//     bytes and the same sha256 digest.
+//     bytes and the same sha256 digest. The output is capped.
+//
+// # The sandbox
+//
+// The source is hostile input (docs/design/render-sandbox.md). Every file
+// kustomize reads goes through sandboxFS, which wraps Flux's secure on-disk
+// filesystem (fluxcd/pkg/kustomize/filesys: paths confined to the work
+// folder with links resolved; kept rather than written anew because it is
+// the check Flux's own kustomize-controller relies on) and adds:
+//
+//   - no writes and no file handles;
+//   - a deadline: every call fails once the build's context is done;
+//   - budgets (Limits): bytes read, and the YAML nodes and documents of
+//     every file read, counted on a parse that keeps aliases as references,
+//     so an alias bomb is refused by arithmetic before kustomize, which
+//     expands every alias, ever reads it;
+//   - the remote check: every kustomization (at any depth, with the YAML
+//     written inline in it) and every builtin generator or transformer
+//     config is refused when a field kustomize loads from names a URL or a
+//     Git address. kustomize has no switch against fetching, so the check
+//     sits where kustomize reads, and nothing is fetched before it.
+//
+// LockDownProcess is the defence in depth for a rendering process: the
+// default HTTP transport and git refuse everything.
+//
+// Why a filesystem of its own: kustomize's loader takes only a
+// filesys.FileSystem, which is the one place every read passes; an
+// in-memory copy of the tree (the earlier design) held every file whether
+// the build needed it or not, and a directory link repeated many times
+// multiplied it.
 //
 // # Substitution
 //
@@ -58,6 +86,7 @@
 // # Errors
 //
 // Every failure is an *Error whose Reason is the Rendered condition reason:
-// BuildFailed (kustomize, invalid YAML, missing path, remote reference),
-// SubstituteFailed or ValidationFailed.
+// BuildFailed (kustomize, invalid YAML, missing path, a link leaving the
+// source), RemoteResourceRefused, LimitExceeded, SubstituteFailed or
+// ValidationFailed.
 package render

@@ -24,18 +24,25 @@
 //     render had that key and its file still verifies in storage, the
 //     reconcile ends here: no download, no build, no status write.
 //  4. download: fetch status.artifact.url with retries and exponential
-//     backoff (pkg/fetch, --download-attempts), verify its sha256 digest,
-//     then extract it with pkg/artifact into a fresh temporary folder,
+//     backoff (pkg/fetch, --download-attempts, on a transport of its own:
+//     the process's default transport refuses everything), verify its
+//     sha256 digest, then extract it with pkg/artifact into the source
+//     folder of a fresh work folder (the archive is deleted after),
 //     refusing absolute paths, "..", links leaving the root, hard links,
 //     devices, FIFOs and archives over --max-artifact-size,
 //     --max-extracted-size or --max-files. Any failure is Rendered=False,
 //     ArtifactFailed, with the refusal in the message.
-//  5. build: pkg/render (kustomize on an in-memory copy, no remote bases,
-//     no plugins, then substitution and validation; an undefined ${var}
-//     without default is "" as in Flux, or an error with
-//     --strict-substitution). Failure is
-//     Rendered=False with reason BuildFailed, SubstituteFailed or
-//     ValidationFailed, and a warning event with kustomize's message.
+//  5. build: pkg/render in its sandbox (docs/design/render-sandbox.md):
+//     kustomize reads only the work folder, never the network, no plugins;
+//     then substitution and validation (an undefined ${var} without default
+//     is "" as in Flux, or an error with --strict-substitution). The build
+//     is bounded by --render-timeout (it returns at the deadline and frees
+//     the worker), --max-render-input, --max-yaml-nodes (aliases counted
+//     expanded), --max-yaml-documents and --max-rendered-size. Failure is
+//     Rendered=False with reason BuildFailed, SubstituteFailed,
+//     ValidationFailed, RemoteResourceRefused (naming the file and field)
+//     or LimitExceeded (naming the limit and its flag), and a warning event
+//     with the message.
 //  6. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
 //     pkg/artifact's Storage (atomic, content-addressed), served by this
 //     controller's own artifact server; set status.renderedArtifact with
@@ -73,9 +80,17 @@
 // Kubernetes Events and stream events (pkg/events, JetStream subject
 // plumb.events.kustomization.<namespace>.<name>): Rendered (info, with the
 // source revision, and the object count, digest and url in metadata) for
-// each new rendered artifact and on recovery from a failure; BuildFailed, SubstituteFailed,
-// ValidationFailed, ArtifactFailed and InvalidSpec (error) once per distinct
+// each new rendered artifact and on recovery from a failure; BuildFailed,
+// SubstituteFailed, ValidationFailed, RemoteResourceRefused,
+// LimitExceeded, ArtifactFailed and InvalidSpec (error) once per distinct
 // failure. Messages never hold values from Secrets.
+//
+// # The process
+//
+// main calls render.LockDownProcess before anything else: the default HTTP
+// transport and git refuse every request, so a remote reference that got
+// past the sandbox's check still reaches nothing. The artifact server has
+// read, write and idle timeouts and a connection cap (--storage-*).
 //
 // # Metrics
 //
