@@ -24,18 +24,7 @@ import (
 
 var env *testenv.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(testenv.WithoutNATS()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.WithoutNATS())) }
 
 func newNamespace(t *testing.T) (context.Context, string) {
 	t.Helper()

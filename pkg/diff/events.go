@@ -2,13 +2,14 @@ package diff
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 )
 
-// MaxValueLen bounds Before and After of an event change, in bytes: a
-// drifted field can hold a whole ConfigMap file, and an event stays small.
+// MaxValueLen bounds Before and After of an event change, in bytes, marker
+// included (message.TruncateTo): a drifted field can hold a whole ConfigMap
+// file, and an event stays small.
 const MaxValueLen = 1024
 
 // ToEvents converts changes of the object id (see ObjectID) to event
@@ -16,7 +17,7 @@ const MaxValueLen = 1024
 func ToEvents(object string, changes []Change) []events.Change {
 	out := make([]events.Change, len(changes))
 	for i, c := range changes {
-		out[i] = events.Change{Object: object, Path: c.Path, Before: shorten(c.Before), After: shorten(c.After)}
+		out[i] = events.Change{Object: object, Path: c.Path, Before: message.TruncateTo(c.Before, MaxValueLen), After: message.TruncateTo(c.After, MaxValueLen)}
 	}
 	return out
 }
@@ -32,17 +33,6 @@ func (r Result) Paths() []string {
 		out[i] = r.Object + ":" + c.Path
 	}
 	return out
-}
-
-func shorten(s string) string {
-	if len(s) <= MaxValueLen {
-		return s
-	}
-	cut := MaxValueLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes in all)", s[:cut], len(s))
 }
 
 // Truncate keeps the first max items; when it drops some, note says

@@ -17,7 +17,8 @@
 //	severity             "info" or "error"
 //	reason               a CamelCase reason, e.g. NewArtifact, FetchFailed,
 //	                     DriftDetected
-//	message              a sentence a person reads
+//	message              a sentence a person reads, at most
+//	                     message.MaxBytes (4 KiB) long
 //	revision             the source revision concerned, when there is one
 //	metadata             extra string pairs (object counts, latency, …)
 //	changes              field-level differences, for drift events: object,
@@ -31,6 +32,12 @@
 //
 // A Recorder writes each event twice: as a Kubernetes Event on the object,
 // and to a Publisher. Publishing never blocks or fails a reconcile.
+//
+// The Recorder is where every event message of every controller passes, so
+// it is where messages are bounded: one longer than message.MaxBytes (a
+// kustomize error quoting a 40 KB patch) is cut there with
+// message.Truncate, which ends it with "… (12,345 more bytes)", and the
+// Kubernetes Event and the stream event carry the same cut text.
 //
 // # Publishing (JetStreamPublisher)
 //

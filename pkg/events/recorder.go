@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"plumb.dev/pkg/message"
 )
 
 // Publisher sends events to the stream. Publish must not block: an
@@ -73,9 +75,11 @@ func (r *Recorder) Eventf(obj client.Object, severity Severity, reason, messageF
 	r.Record(obj, severity, reason, sprintf(messageFmt, args...))
 }
 
-// Record records an event about obj with the given options.
-func (r *Recorder) Record(obj client.Object, severity Severity, reason, message string, opts ...Option) {
-	e := r.build(obj, severity, reason, message, opts...)
+// Record records an event about obj with the given options. A message
+// longer than message.MaxBytes is cut to it, with a marker, in both the
+// Kubernetes Event and the stream event.
+func (r *Recorder) Record(obj client.Object, severity Severity, reason, msg string, opts ...Option) {
+	e := r.build(obj, severity, reason, msg, opts...)
 	if r.kube != nil {
 		eventType := corev1.EventTypeNormal
 		if severity == SeverityError {
@@ -85,12 +89,14 @@ func (r *Recorder) Record(obj client.Object, severity Severity, reason, message 
 		if e.Revision != "" {
 			annotations["plumb.dev/revision"] = e.Revision
 		}
-		r.kube.AnnotatedEventf(obj, annotations, eventType, reason, "%s", message)
+		r.kube.AnnotatedEventf(obj, annotations, eventType, reason, "%s", e.Message)
 	}
 	r.publisher.Publish(e)
 }
 
-func (r *Recorder) build(obj client.Object, severity Severity, reason, message string, opts ...Option) Event {
+// build makes the stream event, its message cut to message.MaxBytes: the one
+// place every event message of every controller passes.
+func (r *Recorder) build(obj client.Object, severity Severity, reason, msg string, opts ...Option) Event {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Empty() && r.scheme != nil {
 		if found, err := apiutil.GVKForObject(obj, r.scheme); err == nil {
@@ -109,7 +115,7 @@ func (r *Recorder) build(obj client.Object, severity Severity, reason, message s
 		},
 		Severity:            severity,
 		Reason:              reason,
-		Message:             message,
+		Message:             message.Truncate(msg),
 		Timestamp:           time.Now().UTC(),
 		ReportingController: r.controller,
 		ReportingInstance:   r.instance,

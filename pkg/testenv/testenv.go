@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
@@ -150,6 +151,22 @@ func (e *Environment) RestartNATS() error {
 	}
 	e.StopNATS()
 	return e.startNATS()
+}
+
+// Run is the TestMain of a package whose tests share one environment: it
+// starts one with opts into *env, runs the tests, stops it and returns the
+// exit code for os.Exit.
+func Run(m *testing.M, env **Environment, opts ...Option) int {
+	var err error
+	if *env, err = Start(opts...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := (*env).Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
 }
 
 // Stop tears the control plane and NATS down and removes temporary files.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -68,9 +69,11 @@ type step[T any] struct {
 }
 
 // run executes the steps in order, stopping at the first error, and
-// patches the status whatever happened.
+// patches the status whatever happened, its condition messages bounded by
+// BoundConditions (the patch helper does not go through ApplyStatus).
 func run[T client.Object](ctx context.Context, c client.Client, obj T, wrap object, steps []step[T], ready func() string) (ctrl.Result, error) {
 	patcher := patch.NewSerialPatcher(obj, c)
+	stored := slices.Clone(wrap.GetConditions())
 	var err error
 	for _, s := range steps {
 		if err = s.run(ctx, obj); err != nil {
@@ -79,6 +82,7 @@ func run[T client.Object](ctx context.Context, c client.Client, obj T, wrap obje
 		}
 	}
 	result, err := summarize(wrap, err, ready)
+	plumbreconcile.BoundConditions(wrap, stored)
 	perr := patcher.Patch(ctx, obj,
 		patch.WithOwnedConditions{Conditions: ownedConditions},
 		patch.WithFieldOwner(FieldManager))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/message"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 )
@@ -216,6 +218,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	before := renderedStatus(obj)
+	stored := slices.Clone(obj.Status.Conditions)
 	st := &state{rendered: obj.Status.RenderedArtifact}
 	defer func() {
 		if st.tmp != "" {
@@ -240,6 +243,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	result := r.summarize(obj, st, err)
+	plumbreconcile.BoundConditions(obj, stored)
 	if after := renderedStatus(obj); !apiequality.Semantic.DeepEqual(before, after) {
 		if aerr := r.applyStatus(ctx, obj); aerr != nil {
 			r.Metrics.record(obj)
@@ -435,7 +439,7 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
 	case errors.As(err, &stalled):
 		r.announce(obj, "")
-		r.failed(obj, stalled.Reason, err)
+		r.failed(obj, stalled.Reason, err, keeping)
 		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, stalled.Reason, "%s%s", err.Error(), keeping)
 		return ctrl.Result{}
 	default:
@@ -444,18 +448,20 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 			reason = re.reason
 		}
 		r.announce(obj, "")
-		r.failed(obj, reason, err)
+		r.failed(obj, reason, err, keeping)
 		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, reason, "%s%s", err.Error(), keeping)
 		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.GetRetryInterval().Duration)}
 	}
 }
 
 // failed records an error event unless the Rendered condition already says
-// the same: a retried failure would otherwise alert again and again.
-func (r *KustomizationReconciler) failed(obj *kustomizev1.Kustomization, reason string, err error) {
+// the same: a retried failure would otherwise alert again and again. The
+// condition read back holds err and the keeping note as written, cut to
+// message.MaxBytes.
+func (r *KustomizationReconciler) failed(obj *kustomizev1.Kustomization, reason string, err error, keeping string) {
 	if prev := conditions.Get(obj, kustomizev1.RenderedCondition); prev != nil &&
 		prev.Status == metav1.ConditionFalse && prev.Reason == reason && prev.ObservedGeneration == obj.Generation &&
-		len(prev.Message) >= len(err.Error()) && prev.Message[:len(err.Error())] == err.Error() {
+		message.Same(prev.Message, err.Error()+keeping) {
 		return
 	}
 	var opts []events.Option

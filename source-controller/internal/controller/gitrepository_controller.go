@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -24,6 +25,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
 )
@@ -136,6 +138,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 
+	stored := slices.Clone(obj.Status.Conditions)
 	st := &state{}
 	defer func() {
 		if st.tmp != "" {
@@ -154,6 +157,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	result, err := r.summarize(obj, err)
+	plumbreconcile.BoundConditions(obj, stored)
 	if perr := r.applyStatus(ctx, obj); perr != nil {
 		err = errors.Join(err, perr)
 	}
@@ -207,8 +211,9 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		reason = RepositoryTooLargeReason
 	}
 	// One event per distinct failure: a fetch retried with backoff would
-	// otherwise repeat the same alert many times.
-	if prev := conditions.Get(obj, sourcev1.FetchFailedCondition); prev == nil || prev.Message != err.Error() {
+	// otherwise repeat the same alert many times. The condition read back
+	// holds the message cut to message.MaxBytes.
+	if prev := conditions.Get(obj, sourcev1.FetchFailedCondition); prev == nil || !message.Same(prev.Message, err.Error()) {
 		r.Events.Record(obj, events.SeverityError, FetchFailedReason, err.Error())
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
@@ -281,7 +286,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 // err's message.
 func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
 	c := conditions.Get(obj, sourcev1.FetchFailedCondition)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason && c.Message == err.Error()
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason && message.Same(c.Message, err.Error())
 }
 
 // reconcileArtifact packs the checkout (minus .git, .sourceignore rules and

@@ -369,11 +369,14 @@ const (
 // writeStatus server-side-applies sync-controller's status fields that
 // changed since the object was read (or last written by this run): the
 // inventory under its own field manager, the rest under plumb-sync. A run
-// that changed nothing writes nothing.
+// that changed nothing writes nothing. Condition messages are cut to
+// message.MaxBytes first (reconcile.BoundConditions), so a long one that
+// did not change is no change.
 func (s *syncRun) writeStatus(ctx context.Context) error {
 	if s.stored == nil {
 		s.stored = ownStatus(s.obj.Status, s.obj.Status.Inventory)
 	}
+	reconcile.BoundConditions(s.out, s.stored.Conditions)
 	want := ownStatus(s.out.Status, s.out.Status.Inventory)
 	if !apiequality.Semantic.DeepEqual(want.Inventory, s.stored.Inventory) {
 		inv, err := reconcile.ToStatusMap(&kustomizev1.KustomizationStatus{Inventory: want.Inventory})

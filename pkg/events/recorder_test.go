@@ -1,0 +1,69 @@
+package events
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"plumb.dev/pkg/message"
+)
+
+type published []Event
+
+func (p *published) Publish(e Event) { *p = append(*p, e) }
+
+// Every event message is cut to message.MaxBytes, with the marker, in the
+// Kubernetes Event and in the stream event alike, whichever method records
+// it; a message that fits passes as it is.
+func TestRecorderBoundsEveryMessage(t *testing.T) {
+	long := "kustomize build failed: " + strings.Repeat("p", 80_000)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}}
+	for _, tt := range []struct {
+		name   string
+		record func(r *Recorder)
+		want   func(g Gomega, msg string)
+	}{
+		{
+			name:   "Record",
+			record: func(r *Recorder) { r.Record(obj, SeverityError, "BuildFailed", long, WithRevision("main@sha1:abc")) },
+			want: func(g Gomega, msg string) {
+				g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes))
+				g.Expect(msg).To(HavePrefix("kustomize build failed: ppp"))
+				g.Expect(msg).To(MatchRegexp(`p… \(75,\d{3} more bytes\)$`))
+			},
+		},
+		{
+			name:   "Eventf",
+			record: func(r *Recorder) { r.Eventf(obj, SeverityError, "BuildFailed", "render: %s", long) },
+			want: func(g Gomega, msg string) {
+				g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes))
+				g.Expect(msg).To(HavePrefix("render: kustomize build failed: ppp"))
+				g.Expect(msg).To(MatchRegexp(`p… \(75,\d{3} more bytes\)$`))
+			},
+		},
+		{
+			name:   "a message that fits",
+			record: func(r *Recorder) { r.Record(obj, SeverityInfo, "Rendered", "rendered 3 objects") },
+			want:   func(g Gomega, msg string) { g.Expect(msg).To(Equal("rendered 3 objects")) },
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			kube := record.NewFakeRecorder(1)
+			var stream published
+			tt.record(NewRecorder(kube, &stream, nil, "test"))
+
+			g.Expect(stream).To(HaveLen(1))
+			tt.want(g, stream[0].Message)
+			var kubeEvent string
+			g.Expect(kube.Events).To(Receive(&kubeEvent))
+			_, kubeMsg, _ := strings.Cut(kubeEvent, stream[0].Reason+" ")
+			kubeMsg, _, _ = strings.Cut(kubeMsg, " map[") // the annotations FakeRecorder appends
+			g.Expect(kubeMsg).To(Equal(stream[0].Message), "the Kubernetes Event says the same")
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package reconcile_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/message"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, testenv.WithoutNATS())) }
+
+// markerRE matches message.Truncate's marker at the end of a message.
+const markerRE = `… \([0-9,]+ more bytes\)$`
+
+// A render error quoting a 40 KB patch is twice the API server's cap on a
+// condition message. Written through ApplyStatus, every message of the
+// status — the condition's and status.sync.message — arrives cut to
+// message.MaxBytes, so the write is accepted.
+func TestApplyStatusBoundsEveryMessage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	ns, err := env.Namespace(ctx, "status")
+	g.Expect(err).NotTo(HaveOccurred())
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+		},
+	}
+	g.Expect(c.Create(ctx, ks)).To(Succeed())
+
+	huge := "kustomize build failed: " + strings.Repeat("p", 80_000)
+	status := func() map[string]any {
+		return map[string]any{
+			"conditions": []any{map[string]any{
+				"type": kustomizev1.RenderedCondition, "status": "False", "reason": kustomizev1.BuildFailedReason,
+				"message": huge, "observedGeneration": ks.Generation, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+			}},
+			"sync": map[string]any{"phase": kustomizev1.PhaseFailed, "wave": 0, "message": huge},
+		}
+	}
+
+	// The premise: the API server refuses the message as it is.
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status()}}
+	u.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind))
+	u.SetNamespace(ns)
+	u.SetName("app")
+	err = c.Status().Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the API server accepted an 80 KB condition message: %v", err)
+
+	g.Expect(reconcile.ApplyStatus(ctx, c, ks, "test", status())).To(Succeed())
+
+	var got kustomizev1.Kustomization
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ks), &got)).To(Succeed())
+	rendered := conditions.Get(&got, kustomizev1.RenderedCondition)
+	g.Expect(rendered).NotTo(BeNil())
+	g.Expect(rendered.Reason).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(got.Status.Sync).NotTo(BeNil())
+	for field, msg := range map[string]string{"conditions[Rendered].message": rendered.Message, "sync.message": got.Status.Sync.Message} {
+		g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes), field)
+		g.Expect(msg).To(HavePrefix("kustomize build failed: ppp"), field)
+		g.Expect(msg).To(MatchRegexp(markerRE), field)
+	}
+}
+
+// BoundConditions, for a status written by a patch helper, cuts a long
+// condition message the same way and leaves the others as they are.
+func TestBoundConditionsCutsLongMessages(t *testing.T) {
+	g := NewWithT(t)
+	repo := &sourcev1.GitRepository{}
+	conditions.MarkFalse(repo, meta.ReadyCondition, meta.FailedReason, "%s", "fetch failed: "+strings.Repeat("e", 40_000))
+	conditions.MarkReconciling(repo, meta.ProgressingReason, "retrying")
+
+	reconcile.BoundConditions(repo, nil)
+
+	ready := conditions.Get(repo, meta.ReadyCondition)
+	g.Expect(len(ready.Message)).To(BeNumerically("<=", message.MaxBytes))
+	g.Expect(ready.Message).To(HavePrefix("fetch failed: eee"))
+	g.Expect(ready.Message).To(MatchRegexp(markerRE))
+	g.Expect(conditions.GetMessage(repo, meta.ReconcilingCondition)).To(Equal("retrying"))
+}
+
+// A failure that repeats with the same long message is no transition:
+// conditions.Set sees the whole message differ from the cut one read back
+// and stamps a new lastTransitionTime, which BoundConditions takes back. A
+// real change keeps the new time.
+func TestBoundConditionsKeepsTheTransitionTimeOfAnUnchangedCondition(t *testing.T) {
+	long := "fetch failed: " + strings.Repeat("e", 40_000)
+	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for _, tt := range []struct {
+		name     string
+		reason   string
+		msg      string
+		wantThen bool
+	}{
+		{"same failure", meta.FailedReason, long, true},
+		{"another reason", meta.InvalidSpecReason, long, false},
+		{"another message", meta.FailedReason, "fetch failed: " + strings.Repeat("f", 40_000), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			// As read back from the API server: set and written before.
+			repo := &sourcev1.GitRepository{}
+			conditions.MarkFalse(repo, meta.ReadyCondition, meta.FailedReason, "%s", long)
+			reconcile.BoundConditions(repo, nil)
+			repo.Status.Conditions[0].LastTransitionTime = then
+			stored := slices.Clone(repo.Status.Conditions)
+
+			conditions.MarkFalse(repo, meta.ReadyCondition, tt.reason, "%s", tt.msg)
+			g.Expect(conditions.Get(repo, meta.ReadyCondition).LastTransitionTime).NotTo(Equal(then), "conditions.Set saw a transition")
+			reconcile.BoundConditions(repo, stored)
+
+			ready := conditions.Get(repo, meta.ReadyCondition)
+			g.Expect(len(ready.Message)).To(BeNumerically("<=", message.MaxBytes))
+			g.Expect(ready.Message == stored[0].Message).To(Equal(tt.msg == long))
+			g.Expect(ready.LastTransitionTime.Equal(&then)).To(Equal(tt.wantThen))
+		})
+	}
+}
