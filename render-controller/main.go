@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/render"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
 )
 
@@ -32,6 +34,8 @@ type renderOptions struct {
 	MaxFiles             int
 	DependencyRequeue    time.Duration
 	DownloadAttempts     int
+	RenderTimeout        time.Duration
+	RenderLimits         render.Limits
 }
 
 func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
@@ -49,6 +53,16 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"How long to wait before checking again on a source that has no artifact yet.")
 	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
 		"How many times a failed download of a source artifact is tried, with exponential backoff.")
+	fs.DurationVar(&o.RenderTimeout, "render-timeout", rendercontroller.DefaultRenderTimeout,
+		"The longest one render may take; a render that takes longer fails with LimitExceeded and frees its worker.")
+	fs.Int64Var(&o.RenderLimits.MaxInputBytes, "max-render-input", render.DefaultMaxInputBytes,
+		"The most bytes one render may read from the source tree (each file counted each time it is read).")
+	fs.Int64Var(&o.RenderLimits.MaxNodes, "max-yaml-nodes", render.DefaultMaxNodes,
+		"The most YAML nodes one render may read, counted with aliases expanded: the bound on a render's memory.")
+	fs.Int64Var(&o.RenderLimits.MaxDocuments, "max-yaml-documents", render.DefaultMaxDocuments,
+		"The most YAML documents one render may read.")
+	fs.Int64Var(&o.RenderLimits.MaxOutputBytes, "max-rendered-size", render.DefaultMaxOutputBytes,
+		"The largest rendered manifests artifact, in bytes.")
 }
 
 func (o *renderOptions) Validate() error {
@@ -61,6 +75,10 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
 	case o.DownloadAttempts < 1:
 		return fmt.Errorf("--download-attempts must be at least 1, got %d", o.DownloadAttempts)
+	case o.RenderTimeout <= 0:
+		return fmt.Errorf("--render-timeout must be positive, got %s", o.RenderTimeout)
+	case o.RenderLimits.MaxInputBytes < 1, o.RenderLimits.MaxNodes < 1, o.RenderLimits.MaxDocuments < 1, o.RenderLimits.MaxOutputBytes < 1:
+		return fmt.Errorf("--max-render-input, --max-yaml-nodes, --max-yaml-documents and --max-rendered-size must be positive")
 	}
 	return nil
 }
@@ -85,6 +103,9 @@ func main() {
 }
 
 func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, renderOpts renderOptions) error {
+	// Rendering reads hostile input: no request may leave this process
+	// through the default transport (see pkg/render's sandbox).
+	render.LockDownProcess()
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
@@ -103,12 +124,19 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	}
 
 	scheme := app.NewScheme()
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	cfg := app.RESTConfig(mgrOpts)
+	// A proxy function gives client-go a transport of its own even for a
+	// plain-HTTP API server, where it would otherwise take the default
+	// transport that LockDownProcess disabled.
+	if cfg.Proxy == nil {
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
+	mgr, err := app.NewManager(controllerName, cfg, scheme, mgrOpts)
 	if err != nil {
 		return err
 	}
 	// The artifact server runs on the leader, the replica writing storage.
-	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage)); err != nil {
+	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage, storageOpts.ServerOptions()...)); err != nil {
 		return err
 	}
 
@@ -135,6 +163,8 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		StrictSubstitution:   renderOpts.StrictSubstitution,
 		DependencyRequeue:    renderOpts.DependencyRequeue,
 		DownloadAttempts:     renderOpts.DownloadAttempts,
+		RenderTimeout:        renderOpts.RenderTimeout,
+		RenderLimits:         renderOpts.RenderLimits,
 		Limits: artifact.Limits{
 			MaxArchiveBytes:   renderOpts.MaxArtifactSize,
 			MaxExtractedBytes: renderOpts.MaxExtractedSize,

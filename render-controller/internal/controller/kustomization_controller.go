@@ -72,6 +72,13 @@ type KustomizationReconciler struct {
 	// Limits bound the source archive (--max-artifact-size,
 	// --max-extracted-size, --max-files).
 	Limits artifact.Limits
+	// RenderLimits bound each build (--max-render-input, --max-yaml-nodes,
+	// --max-yaml-documents, --max-rendered-size); zero fields take
+	// pkg/render's defaults.
+	RenderLimits render.Limits
+	// RenderTimeout bounds each build (--render-timeout); zero means
+	// DefaultRenderTimeout.
+	RenderTimeout time.Duration
 	// NoCrossNamespaceRefs refuses a sourceRef into another namespace.
 	NoCrossNamespaceRefs bool
 	// StrictSubstitution makes an undefined ${var} without default an error.
@@ -89,6 +96,11 @@ type KustomizationReconciler struct {
 	// Rendered event was sent last, so a reconcile that runs on a cached
 	// copy older than its own status write does not announce it twice.
 	announced map[types.NamespacedName]string
+
+	// defaultClient downloads when HTTPClient is nil.
+	defaultClientOnce sync.Once
+	defaultClient     *http.Client
+
 	// builds and reconciles count work per object (tests and metrics).
 	counters sync.Map // types.NamespacedName -> *counters
 }
@@ -164,7 +176,7 @@ type state struct {
 	key      string
 	upToDate bool
 	tmp      string
-	srcDir   string
+	workDir  string
 	result   *render.Result
 	// rendered is the artifact to put in status; the last good one unless
 	// this reconcile stored a new one.
@@ -346,20 +358,30 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	if err := os.WriteFile(archive, data, 0o600); err != nil {
 		return err
 	}
-	st.srcDir = filepath.Join(tmp, "source")
-	if err := artifact.ExtractFile(archive, a.Digest, st.srcDir, r.limits()); err != nil {
+	// The build's work folder holds the extracted tree and nothing else
+	// (not the archive): kustomize may read anything below it.
+	st.workDir = filepath.Join(tmp, "work")
+	if err := artifact.ExtractFile(archive, a.Digest, render.SourceDir(st.workDir), r.limits()); err != nil {
 		return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err)}
 	}
-	return nil
+	return os.Remove(archive)
 }
 
-// reconcileBuild runs pkg/render on the extracted tree. Sets Rendered=False
-// with reason BuildFailed, SubstituteFailed or ValidationFailed and records
-// a warning event with kustomize's message (once per distinct message).
-func (r *KustomizationReconciler) reconcileBuild(_ context.Context, obj *kustomizev1.Kustomization, st *state) error {
+// reconcileBuild runs pkg/render on the extracted tree, in its sandbox and
+// within --render-timeout. Sets Rendered=False with reason BuildFailed,
+// SubstituteFailed, ValidationFailed, RemoteResourceRefused or
+// LimitExceeded and records a warning event with the message (once per
+// distinct message).
+func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	r.count(client.ObjectKeyFromObject(obj)).builds.Add(1)
 	r.Metrics.built(obj)
-	res, err := render.Build(st.srcDir, &obj.Spec, render.Options{Vars: st.vars, StrictSubstitution: r.StrictSubstitution})
+	ctx, cancel := context.WithTimeout(ctx, r.renderTimeout())
+	defer cancel()
+	res, err := render.Build(ctx, st.workDir, &obj.Spec, render.Options{
+		Vars:               st.vars,
+		StrictSubstitution: r.StrictSubstitution,
+		Limits:             r.RenderLimits,
+	})
 	if err != nil {
 		return &reasonError{reason: render.Reason(err), err: err}
 	}
@@ -544,11 +566,26 @@ func (r *KustomizationReconciler) Reconciles(key types.NamespacedName) int64 {
 	return r.count(key).reconciles.Load()
 }
 
+// httpClient has a transport of its own: the process's default transport
+// refuses everything (render.LockDownProcess).
 func (r *KustomizationReconciler) httpClient() *http.Client {
 	if r.HTTPClient != nil {
 		return r.HTTPClient
 	}
-	return &http.Client{Timeout: 5 * time.Minute}
+	r.defaultClientOnce.Do(func() {
+		r.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
+	})
+	return r.defaultClient
+}
+
+// DefaultRenderTimeout bounds a build when RenderTimeout is zero.
+const DefaultRenderTimeout = 2 * time.Minute
+
+func (r *KustomizationReconciler) renderTimeout() time.Duration {
+	if r.RenderTimeout > 0 {
+		return r.RenderTimeout
+	}
+	return DefaultRenderTimeout
 }
 
 func (r *KustomizationReconciler) limits() artifact.Limits {

@@ -299,8 +299,53 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 				})
 				return sources.serve("/bad/"+ns+"/remote.tar.gz", rev, data, "")
 			},
-			wantReason: kustomizev1.BuildFailedReason,
-			wantMsg:    []string{`kustomization.yaml: remote resource "https://github.com/example/repo//deploy?ref=v1" refused`},
+			wantReason: kustomizev1.RemoteResourceRefusedReason,
+			wantMsg:    []string{`kustomization.yaml: resources "https://github.com/example/repo//deploy?ref=v1" refused`},
+			wantEvent:  true,
+		},
+		{
+			name: "builtin generator config that names a URL",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{
+					"kustomization.yaml": "resources:\n- cm.yaml\ngenerators:\n- gen.yaml\n",
+					"cm.yaml":            cm("settings", "a: b"),
+					"gen.yaml":           "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: g\nfiles:\n- leaked=" + leakURL + "\n",
+				})
+				return sources.serve("/bad/"+ns+"/generator.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.RemoteResourceRefusedReason,
+			wantMsg:    []string{`gen.yaml: ConfigMapGenerator.files "` + leakURL + `" refused`},
+			wantEvent:  true,
+		},
+		{
+			name: "YAML alias bomb",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				return sources.serve("/bad/"+ns+"/bomb.tar.gz", rev, packTree(t, map[string]string{"bomb.yaml": aliasBomb(8)}), "")
+			},
+			wantReason: kustomizev1.LimitExceededReason,
+			wantMsg:    []string{"bomb.yaml", "YAML nodes", "--max-yaml-nodes"},
+			wantEvent:  true,
+		},
+		{
+			name: "rendered output over the limit",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{
+					"kustomization.yaml": "configMapGenerator:\n- name: big\n  files:\n  - data.txt\n",
+					"data.txt":           strings.Repeat("y", int(testRenderLimits.MaxOutputBytes)),
+				})
+				return sources.serve("/bad/"+ns+"/output.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.LimitExceededReason,
+			wantMsg:    []string{fmt.Sprintf("the rendered manifests pass the limit of %d bytes (--max-rendered-size)", testRenderLimits.MaxOutputBytes)},
+			wantEvent:  true,
+		},
+		{
+			name: "render past its time limit",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				return sources.serve("/bad/"+ns+"/slow.tar.gz", rev, packTree(t, slowTree()), "")
+			},
+			wantReason: kustomizev1.LimitExceededReason,
+			wantMsg:    []string{"rendering did not finish within its time limit (--render-timeout)"},
 			wantEvent:  true,
 		},
 		{

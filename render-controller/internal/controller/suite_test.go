@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -52,7 +54,21 @@ var (
 
 // Limits of the reconciler under test: small, so the oversize cases stay
 // small too.
-var testLimits = artifact.Limits{MaxArchiveBytes: 1 << 20, MaxExtractedBytes: 256 << 10, MaxFiles: 100}
+var (
+	testLimits       = artifact.Limits{MaxArchiveBytes: 1 << 20, MaxExtractedBytes: 256 << 10, MaxFiles: 100}
+	testRenderLimits = render.Limits{MaxOutputBytes: 64 << 10}
+)
+
+// testRenderTimeout is far above what the tests' good renders take (a few
+// milliseconds) and far below what slowTree takes.
+const testRenderTimeout = 3 * time.Second
+
+// leakURL is served by a server that must never be reached: rendering
+// never fetches.
+var (
+	leakURL  string
+	leakHits atomic.Int64
+)
 
 const (
 	timeout = 30 * time.Second
@@ -81,6 +97,13 @@ func run(m *testing.M) int {
 	srcSrv := httptest.NewServer(sources)
 	defer srcSrv.Close()
 	sourceURL = srcSrv.URL
+
+	leakSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		leakHits.Add(1)
+		_, _ = io.WriteString(w, "leaked")
+	}))
+	defer leakSrv.Close()
+	leakURL = leakSrv.URL + "/internal"
 
 	dir, err := os.MkdirTemp("", "plumb-render-storage-")
 	if err != nil {
@@ -129,6 +152,8 @@ func run(m *testing.M) int {
 		Events:               events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), tee{published, js}, env.Scheme, ControllerName), //nolint:staticcheck
 		Metrics:              NewMetrics(metrics.Registry),
 		Limits:               testLimits,
+		RenderLimits:         testRenderLimits,
+		RenderTimeout:        testRenderTimeout,
 		NoCrossNamespaceRefs: true,
 		DependencyRequeue:    time.Second,
 		DownloadAttempts:     2,
@@ -146,7 +171,44 @@ func run(m *testing.M) int {
 		cancel()
 		<-done
 	}()
-	return m.Run()
+	code := m.Run()
+	if n := leakHits.Load(); n > 0 {
+		fmt.Fprintf(os.Stderr, "rendering reached the network: the leak server got %d requests\n", n)
+		return 1
+	}
+	return code
+}
+
+// aliasBomb is a ConfigMap of a few hundred bytes whose aliases expand to
+// 9^(levels+1) scalars.
+func aliasBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  l0: &l0 [x,x,x,x,x,x,x,x,x]\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "  l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d,", i-1), 9), ","))
+	}
+	return b.String()
+}
+
+// slowTree is a kustomization of 4,000 small ConfigMaps in 80 files
+// (within testLimits): kustomize takes tens of seconds over it, since it
+// checks each new object against all before it, and stops at the next
+// file it reads once the render's deadline has passed.
+func slowTree() map[string]string {
+	files := map[string]string{}
+	var list strings.Builder
+	list.WriteString("resources:\n")
+	for f := 0; f < 80; f++ {
+		var b strings.Builder
+		for i := 0; i < 50; i++ {
+			fmt.Fprintf(&b, "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: c%d-%d}}\n", f, i)
+		}
+		name := fmt.Sprintf("cm%02d.yaml", f)
+		files[name] = b.String()
+		fmt.Fprintf(&list, "- %s\n", name)
+	}
+	files["kustomization.yaml"] = list.String()
+	return files
 }
 
 // --- the stand-in for source-controller's artifact server ---
