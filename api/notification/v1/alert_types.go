@@ -22,7 +22,9 @@ type AlertSpec struct {
 	// +kubebuilder:validation:Enum=info;error
 	EventSeverity string `json:"eventSeverity,omitempty"`
 
-	// EventSources are the objects whose events are sent.
+	// EventSources are the objects whose events are sent. A namespace other
+	// than the Alert's (or "*", every namespace) is refused while
+	// notification-controller runs with --no-cross-namespace-refs.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	EventSources []CrossNamespaceObjectReference `json:"eventSources"`

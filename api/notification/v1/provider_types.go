@@ -45,7 +45,8 @@ type ProviderSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^(http|https|nats|tls)://.*$')",message="address must be an http(s):// URL, or a nats:// or tls:// URL for type nats"
 	Address string `json:"address,omitempty"`
 
-	// Timeout of one delivery attempt.
+	// Timeout of one delivery attempt; notification-controller's
+	// --max-provider-timeout caps it.
 	// +optional
 	// +kubebuilder:default="15s"
 	// +kubebuilder:validation:Type=string
@@ -57,6 +58,13 @@ type ProviderSpec struct {
 	// credentials for type nats).
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Insecure allows sending credentials over a connection without TLS:
+	// an address with user info or from the Secret, a token, headers or
+	// NATS credentials, to an http:// address or a NATS server that does
+	// not offer TLS. Without it such a Provider is not Ready.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 
 	// Suspend stops deliveries through this provider while true.
 	// +optional

@@ -19,6 +19,7 @@ const (
 )
 
 // ReceiverSpec says which webhook calls are accepted and what they trigger.
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['generic', 'generic-hmac']) || !has(self.events) || size(self.events) == 0",message="spec.events filters on the sender's event type, which a generic or generic-hmac receiver cannot tell: remove spec.events, or use type github, gitlab or bitbucket"
 type ReceiverSpec struct {
 	// Type of the sender, which decides how a call is verified.
 	// +required
@@ -26,18 +27,23 @@ type ReceiverSpec struct {
 	Type string `json:"type"`
 
 	// Events are the sender's event types that trigger (e.g. push, ping);
-	// empty accepts all.
+	// empty accepts all. Only github, gitlab and bitbucket receivers can
+	// filter: the API server refuses spec.events on generic and
+	// generic-hmac.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
 	Events []string `json:"events,omitempty"`
 
 	// Resources are the objects annotated with reconcile.plumb.dev/requestedAt
-	// on a valid call.
+	// on a valid call. A namespace other than the Receiver's is refused
+	// while notification-controller runs with --no-cross-namespace-refs.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	Resources []CrossNamespaceObjectReference `json:"resources"`
 
 	// SecretRef names a Secret whose "token" key signs or authenticates calls
-	// and is part of the webhook path.
+	// and is part of the webhook path. The token must be at least 32 bytes.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 
