@@ -120,6 +120,10 @@ const (
 func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationSpec, opts Options) (*Result, error) {
 	res, err := build(ctx, workDir, spec, opts)
 	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			err = &Error{Reason: kustomizev1.BuildFailedReason, Err: err}
+		}
 		return nil, redactError(err, opts.Vars)
 	}
 	return res, nil
@@ -193,7 +197,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	overlay := filepath.Join(root, overlayFolder)
 	defer os.RemoveAll(overlay)
 	if err := writeOverlay(overlay, path.Join(sourceFolder, rel), spec); err != nil {
-		return nil, err
+		return nil, buildErr("the spec's patches, images or components do not make a kustomization: %v", err)
 	}
 	resMap, err := runKustomize(ctx, fsys, overlay)
 	if refused := fsys.refusal(); refused != nil {
