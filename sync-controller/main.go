@@ -24,10 +24,12 @@ import (
 
 // syncOptions are the flags of sync-controller alone.
 type syncOptions struct {
-	ApplyConcurrency  int
-	DriftDebounce     time.Duration
-	DependencyRequeue time.Duration
-	MaxArtifactSize   int64
+	ApplyConcurrency      int
+	DriftDebounce         time.Duration
+	DependencyRequeue     time.Duration
+	MaxArtifactSize       int64
+	DefaultServiceAccount string
+	NoCrossNamespaceRefs  bool
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -39,6 +41,10 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"How often a Kustomization waiting on its dependsOn is checked again.")
 	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", 64<<20,
 		"The largest rendered artifact downloaded, in bytes.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "",
+		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
+		"Refuse a Kustomization whose dependsOn or healthChecks name an object in another namespace.")
 }
 
 func main() {
@@ -90,16 +96,20 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 	}()
 
 	r := &controller.KustomizationReconciler{
-		Client:            mgr.GetClient(),
-		Reader:            mgr.GetAPIReader(),
-		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
-		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
-		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-		DependencyRequeue: syncOpts.DependencyRequeue,
+		Client:                mgr.GetClient(),
+		Reader:                mgr.GetAPIReader(),
+		Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
+		Events:                events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+		DependencyRequeue:     syncOpts.DependencyRequeue,
+		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),
+		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
+		NoCrossNamespaceRefs:  syncOpts.NoCrossNamespaceRefs,
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err
 	}
-	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency)
+	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,
+		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", syncOpts.NoCrossNamespaceRefs)
 	return mgr.Start(ctx)
 }

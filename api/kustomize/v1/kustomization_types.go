@@ -115,6 +115,18 @@ type KustomizationSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// ServiceAccountName is the ServiceAccount, in the Kustomization's
+	// namespace, that sync-controller impersonates for everything it does to
+	// the cluster for this Kustomization: dry-run and apply, prune, health
+	// reads and hooks, and the prune on deletion. Unset, sync-controller's
+	// --default-service-account applies when it is set, and otherwise its
+	// own identity. An object the ServiceAccount may not write makes the
+	// Kustomization Ready=False with the object and the refused verb.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
 	// DependsOn lists Kustomizations that must be Ready first.
 	// +optional
 	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`

@@ -16,7 +16,7 @@ import (
 // and the only way to run a Job again); one already created by this sync —
 // the controller restarted while it ran — is kept and waited on.
 func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
-	live, err := s.r.Engine.Get(ctx, h.obj)
+	live, err := s.engine.Get(ctx, h.obj)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
 			s.applied[engine.IDOf(h.obj)] = live
 			return nil
 		}
-		if err := s.r.Engine.Delete(ctx, live, true); err != nil {
+		if err := s.engine.Delete(ctx, live, true); err != nil {
 			return err
 		}
 	}
@@ -38,7 +38,7 @@ func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
 	labels[kustomizev1.NamespaceLabel] = s.owner.Namespace
 	labels[engine.HookSyncLabel] = s.syncID()
 	obj.SetLabels(labels)
-	created, err := s.r.Engine.CreateHook(ctx, obj)
+	created, err := s.engine.CreateHook(ctx, obj)
 	if err != nil {
 		return fmt.Errorf("hook %s: %w", engine.IDOf(h.obj), err)
 	}
@@ -53,7 +53,7 @@ func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
 func (s *syncRun) finishHooks(ctx context.Context, hooks []hookTask, succeeded bool) error {
 	for _, h := range hooks {
 		if (succeeded && h.deleteOnSuccess) || (!succeeded && h.deleteOnFailure) {
-			if err := s.r.Engine.Delete(ctx, h.obj, false); err != nil {
+			if err := s.engine.Delete(ctx, h.obj, false); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -55,6 +56,16 @@ type KustomizationReconciler struct {
 	DependencyRequeue time.Duration
 	// MaxDriftChanges bounds the changes carried by one DriftDetected event.
 	MaxDriftChanges int
+	// Impersonator gives the clients that act as Kustomizations'
+	// ServiceAccounts; nil allows only the controller's own identity.
+	Impersonator *Impersonator
+	// DefaultServiceAccount is the ServiceAccount, in its own namespace, that
+	// a Kustomization without spec.serviceAccountName acts as
+	// (--default-service-account); empty is the controller's own identity.
+	DefaultServiceAccount string
+	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
+	// another namespace (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
 
 	manifests manifestCache
 }
@@ -98,11 +109,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	obj := &kustomizev1.Kustomization{}
-	reader := r.Reader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {
@@ -129,31 +136,66 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return result, nil
 }
 
+// reader is Reader, or Client when Reader is nil.
+func (r *KustomizationReconciler) reader() client.Reader {
+	if r.Reader == nil {
+		return r.Client
+	}
+	return r.Reader
+}
+
 // finalize prunes the inventory when spec.prune is set (orphans it
-// otherwise) and releases the finalizer.
+// otherwise) and releases the finalizer. The prune acts as the
+// Kustomization's ServiceAccount, like every sync; when that ServiceAccount
+// no longer exists (its namespace is being deleted, typically) nothing can
+// be pruned in its name, and the objects are left, with a warning event,
+// as Flux does.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	if obj.Spec.Prune && !obj.Spec.Suspend && obj.Status.Inventory != nil {
-		owner := engine.Owner{Namespace: obj.Namespace, Name: obj.Name}
-		var failed []error
-		for _, res := range r.Engine.Prune(ctx, pruneOrder(inventory.Objects(obj.Status.Inventory)), owner) {
-			if res.Err != nil {
-				failed = append(failed, res.Err)
-			}
-		}
-		if err := errors.Join(failed...); err != nil {
+		if err := r.pruneOnDeletion(ctx, obj); err != nil {
 			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
 			return ctrl.Result{}, err
 		}
 	}
-	r.manifests.forget(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	r.manifests.forget(key)
+	if r.Impersonator != nil {
+		r.Impersonator.Release(key)
+	}
 	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	objectMetrics.Forget(obj.Namespace, obj.Name)
 	return ctrl.Result{}, nil
+}
+
+// pruneOnDeletion deletes the inventory of a deleted Kustomization, acting
+// as its ServiceAccount.
+func (r *KustomizationReconciler) pruneOnDeletion(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	sa, gone, err := r.serviceAccountGone(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
+	}
+	if gone {
+		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
+			"ServiceAccount %s no longer exists: the %d object(s) of the inventory are left in place", sa, len(obj.Status.Inventory.Entries)))
+		return nil
+	}
+	eng, err := r.engineFor(obj)
+	if err != nil {
+		return err
+	}
+	owner := engine.Owner{Namespace: obj.Namespace, Name: obj.Name}
+	var failed []error
+	for _, res := range eng.Prune(ctx, pruneOrder(inventory.Objects(obj.Status.Inventory)), owner) {
+		if res.Err != nil {
+			failed = append(failed, res.Err)
+		}
+	}
+	return errors.Join(failed...)
 }
 
 // dependents maps a Kustomization to the ones that depend on it.

@@ -151,7 +151,7 @@ func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev
 // Namespace into the wave of the first hook that needs it).
 func (s *syncRun) runWave(ctx context.Context, w planWave) error {
 	for _, group := range kindGroups(w.objects) {
-		results, err := s.r.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
+		results, err := s.engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
 			ReportOnly: s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport,
@@ -193,7 +193,7 @@ func (s *syncRun) waitWave(ctx context.Context, w planWave) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if _, err := s.r.Engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied); err != nil {
 		if herr := s.finishHooks(ctx, w.hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
@@ -208,12 +208,12 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	if _, err := s.r.Engine.WaitHealthy(ctx, group, s.applied); err != nil {
+	if _, err := s.engine.WaitHealthy(ctx, group, s.applied); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
 	// Established is the API server's word; the client's discovery learns
 	// of the new kinds a moment later.
-	return s.r.Engine.WaitServed(ctx, group)
+	return s.engine.WaitServed(ctx, group)
 }
 
 // writeProgress records the phase and wave in progress in the status, so

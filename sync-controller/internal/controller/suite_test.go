@@ -77,8 +77,9 @@ func zapLevel() zapcore.Level {
 }
 
 // startController runs sync-controller in this process against the test
-// environment, with requests counted, and returns its stop function.
-func startController() func() {
+// environment, with requests counted, and returns its stop function. The
+// options change the reconciler before it starts, as flags would.
+func startController(configure ...func(*KustomizationReconciler)) func() {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = requests.wrap
 	cfg.QPS, cfg.Burst = -1, -1
@@ -105,6 +106,10 @@ func startController() func() {
 		Events:            events.NewRecorder(record.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
+		Impersonator:      NewImpersonator(cfg, env.Scheme, mgr.GetRESTMapper()),
+	}
+	for _, c := range configure {
+		c(r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(r.SetupWithManager(ctx, mgr, 4))

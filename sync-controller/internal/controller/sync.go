@@ -30,11 +30,13 @@ import (
 // syncRun is one reconcile of one Kustomization: the steps in run, and the
 // status they build.
 type syncRun struct {
-	r     *KustomizationReconciler
-	obj   *kustomizev1.Kustomization
-	key   types.NamespacedName
-	owner engine.Owner
-	start time.Time
+	r *KustomizationReconciler
+	// engine acts as the Kustomization's ServiceAccount (see impersonate).
+	engine *engine.Engine
+	obj    *kustomizev1.Kustomization
+	key    types.NamespacedName
+	owner  engine.Owner
+	start  time.Time
 
 	// out holds sync-controller's status fields as they will be written;
 	// its Status.Conditions hold only sync-controller's condition types.
@@ -88,6 +90,7 @@ func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, star
 	driftSeen, _ := r.Engine.Watcher().TakeDriftStart(key)
 	return &syncRun{
 		r:         r,
+		engine:    r.Engine,
 		driftSeen: driftSeen,
 		obj:       obj,
 		key:       key,
@@ -102,6 +105,8 @@ func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, star
 // run executes the steps in order; the first error ends the run.
 func (s *syncRun) run(ctx context.Context) error {
 	steps := []func(context.Context) error{
+		s.checkReferences,
+		s.impersonate,
 		s.checkDependencies,
 		s.loadManifests,
 		s.prepare,
@@ -114,6 +119,46 @@ func (s *syncRun) run(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// checkReferences refuses, while --no-cross-namespace-refs is set, a
+// dependsOn or healthChecks entry in another namespace. Sets Stalled=True
+// and Ready=False reason InvalidSpec: only a spec change can fix it, so it
+// is not retried. (sync-controller never reads spec.sourceRef;
+// render-controller refuses a cross-namespace one under the same flag.)
+func (s *syncRun) checkReferences(context.Context) error {
+	if !s.r.NoCrossNamespaceRefs {
+		return nil
+	}
+	refuse := func(field, ns, name string) error {
+		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
+			"cross-namespace references are not allowed: %s %s/%s is outside namespace %s", field, ns, name, s.obj.Namespace))
+	}
+	for _, dep := range s.obj.Spec.DependsOn {
+		if dep.Namespace != "" && dep.Namespace != s.obj.Namespace {
+			return refuse("dependsOn", dep.Namespace, dep.Name)
+		}
+	}
+	for _, hc := range s.obj.Spec.HealthChecks {
+		if hc.Namespace != "" && hc.Namespace != s.obj.Namespace {
+			return refuse("healthChecks "+hc.Kind, hc.Namespace, hc.Name)
+		}
+	}
+	return nil
+}
+
+// impersonate makes every later request to managed objects act as the
+// Kustomization's ServiceAccount (spec.serviceAccountName, or
+// --default-service-account), so the sync can do no more than the
+// ServiceAccount may. Reads of Kustomizations (dependsOn) and the status
+// writes stay the controller's own.
+func (s *syncRun) impersonate(context.Context) error {
+	eng, err := s.r.engineFor(s.obj)
+	if err != nil {
+		return err
+	}
+	s.engine = eng
 	return nil
 }
 
@@ -192,7 +237,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 	if s.plan != nil {
 		return nil // prepared and planned by an earlier run of this digest and generation
 	}
-	hashes, err := s.r.Engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
+	hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
 	if err != nil {
 		return failed(kustomizev1.ApplyFailedReason, err)
 	}
@@ -208,7 +253,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 // prune deletes objects that left the set, in reverse plan order, when
 // spec.prune is set. It runs only after a complete, successful apply, so a
 // failed render or apply never deletes anything. Sets Ready=False reason
-// PruneFailed.
+// PruneFailed, keeping what it could not delete in the inventory.
 func (s *syncRun) prune(ctx context.Context) error {
 	if !s.obj.Spec.Prune {
 		return nil
@@ -217,12 +262,18 @@ func (s *syncRun) prune(ctx context.Context) error {
 	if len(removed) == 0 {
 		return nil
 	}
+	stubs := make(map[engine.ObjectID]*unstructured.Unstructured, len(removed))
+	for _, o := range removed {
+		stubs[engine.IDOf(o)] = o
+	}
 	var errs []error
 	var names []string
-	for _, res := range s.r.Engine.Prune(ctx, pruneOrder(removed), s.owner) {
+	var kept []*unstructured.Unstructured
+	for _, res := range s.engine.Prune(ctx, pruneOrder(removed), s.owner) {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, res.Err)
+			kept = append(kept, stubs[res.ID])
 		case res.Deleted:
 			s.pruned++
 			names = append(names, res.ID.String())
@@ -235,6 +286,9 @@ func (s *syncRun) prune(ctx context.Context) error {
 			events.WithRevision(s.revision))
 	}
 	if err := errors.Join(errs...); err != nil {
+		// What could not be pruned stays in the inventory, so the next run
+		// tries again (and a deletion of the Kustomization still prunes it).
+		s.out.Status.Inventory = mergeInventories(s.out.Status.Inventory, kept)
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, err.Error(), events.WithRevision(s.revision))
 		return failed(kustomizev1.PruneFailedReason, err)
 	}
@@ -262,7 +316,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
 	defer cancel()
-	if _, err := s.r.Engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied); err != nil {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
@@ -286,7 +340,7 @@ func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
 		obj.SetKind(ref.Kind)
 		obj.SetName(ref.Name)
 		obj.SetNamespace(ref.Namespace)
-		if err := s.r.Engine.Resolve(obj, s.obj.Namespace); err != nil {
+		if err := s.engine.Resolve(obj, s.obj.Namespace); err != nil {
 			return nil, fmt.Errorf("spec.healthChecks: %w", err)
 		}
 		out = append(out, obj)

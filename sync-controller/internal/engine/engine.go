@@ -33,11 +33,16 @@ const (
 
 // Engine applies sets of objects; one Engine serves every Kustomization.
 type Engine struct {
-	client      client.Client
+	// client makes every request to managed objects: reads, dry-runs,
+	// applies, deletes. As swaps it for a Kustomization's identity.
+	client client.Client
+	// identity names who client acts as; health results are remembered per
+	// identity, so one identity never learns from another's reads.
+	identity    string
 	mapper      apimeta.RESTMapper
 	watcher     *Watcher
 	records     *records
-	health      healthCache
+	health      *healthCache
 	concurrency int
 }
 
@@ -47,7 +52,23 @@ func New(c client.Client, mapper apimeta.RESTMapper, watcher *Watcher, concurren
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return &Engine{client: c, mapper: mapper, watcher: watcher, records: newRecords(), concurrency: concurrency}
+	return &Engine{client: c, mapper: mapper, watcher: watcher, records: newRecords(), health: &healthCache{}, concurrency: concurrency}
+}
+
+// As returns an engine that makes every request to managed objects —
+// reads, dry-runs, applies, prunes, health reads and hooks — with c, a
+// client acting as identity (sync-controller passes one that impersonates
+// a Kustomization's ServiceAccount). It shares the watcher, whose cache
+// keeps reading with the controller's own identity and never writes, and
+// what the engine remembers of applied objects. An empty identity is the
+// controller's own, and returns e.
+func (e *Engine) As(identity string, c client.Client) *Engine {
+	if identity == "" {
+		return e
+	}
+	scoped := *e
+	scoped.client, scoped.identity = c, identity
+	return &scoped
 }
 
 // Watcher returns the engine's watcher.
@@ -178,7 +199,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 			res.Action = Created
 			return e.write(ctx, desired, hash, opts, res)
 		}
-		res.Err = fmt.Errorf("%s: reading the live object: %w", id, err)
+		res.Err = fmt.Errorf("reading the live object: %w", e.explain(id, err))
 		return res
 	}
 	if opts.Ignore != nil {
@@ -279,10 +300,14 @@ func (e *Engine) Forget(ids ...ObjectID) {
 	}
 }
 
-// explain turns an API error into a message that names the object.
+// explain turns an API error into a message that names the object, and a
+// refusal into who may not do what (see Forbidden).
 func (e *Engine) explain(id ObjectID, err error) error {
 	if apierrors.IsNotFound(err) && id.Namespace != "" {
 		return fmt.Errorf("%s: %w (does the namespace %s exist?)", id, err, id.Namespace)
+	}
+	if ferr := Forbidden(id, err); ferr != nil {
+		return ferr
 	}
 	return fmt.Errorf("%s: %w", id, err)
 }

@@ -33,23 +33,23 @@ type healthEntry struct {
 	result          health.Result
 }
 
-func (c *healthCache) get(id ObjectID, rv string) (health.Result, bool) {
+func (c *healthCache) get(key, rv string) (health.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[id.key()]
+	e, ok := c.m[key]
 	if !ok || e.resourceVersion != rv || rv == "" {
 		return health.Result{}, false
 	}
 	return e.result, true
 }
 
-func (c *healthCache) put(id ObjectID, rv string, r health.Result) {
+func (c *healthCache) put(key, rv string, r health.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[string]healthEntry{}
 	}
-	c.m[id.key()] = healthEntry{resourceVersion: rv, result: r}
+	c.m[key] = healthEntry{resourceVersion: rv, result: r}
 }
 
 // HealthPollFallback is how often a health wait re-reads objects when no
@@ -121,7 +121,7 @@ func (e *Engine) cachedHealth(ctx context.Context, obj *unstructured.Unstructure
 	if err != nil || live == nil {
 		return health.Result{}, false
 	}
-	return e.health.get(id, live.ResourceVersion)
+	return e.health.get(e.healthKey(id), live.ResourceVersion)
 }
 
 func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured.Unstructured) (health.Result, error) {
@@ -132,6 +132,9 @@ func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured
 		return health.Result{Status: health.Missing, Message: "not found"}, nil
 	}
 	if err != nil {
+		if ferr := Forbidden(id, err); ferr != nil {
+			return health.Result{}, fmt.Errorf("reading for health: %w", ferr)
+		}
 		return health.Result{}, fmt.Errorf("%s: reading for health: %w", id, err)
 	}
 	return e.evaluate(id, obj), nil
@@ -139,9 +142,14 @@ func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured
 
 func (e *Engine) evaluate(id ObjectID, obj *unstructured.Unstructured) health.Result {
 	r := health.Evaluate(obj)
-	e.health.put(id, obj.GetResourceVersion(), r)
+	e.health.put(e.healthKey(id), obj.GetResourceVersion(), r)
 	return r
 }
+
+// healthKey keys the health cache by identity and object: a result read by
+// one identity is not served to another, which might not be allowed to
+// read the object.
+func (e *Engine) healthKey(id ObjectID) string { return e.identity + "|" + id.key() }
 
 func reports(pending map[ObjectID]health.Result) []HealthReport {
 	out := make([]HealthReport, 0, len(pending))

@@ -22,7 +22,7 @@ func (e *Engine) Get(ctx context.Context, like *unstructured.Unstructured) (*uns
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", IDOf(like), err)
+		return nil, e.explain(IDOf(like), err)
 	}
 	return obj, nil
 }
@@ -49,7 +49,7 @@ func (e *Engine) Delete(ctx context.Context, obj *unstructured.Unstructured, wai
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: deleting: %w", IDOf(obj), err)
+		return fmt.Errorf("deleting: %w", e.explain(IDOf(obj), err))
 	}
 	if wait {
 		return e.waitGone(ctx, obj)

@@ -55,7 +55,7 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 			err := e.client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
 				client.Preconditions{UID: &live.UID})
 			if err != nil && !apierrors.IsNotFound(err) {
-				res.Err = fmt.Errorf("%s: deleting: %w", id, err)
+				res.Err = fmt.Errorf("pruning: %w", e.explain(id, err))
 			} else {
 				res.Deleted = true
 			}

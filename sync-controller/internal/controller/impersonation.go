@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// Impersonator builds the clients that act as Kustomizations'
+// ServiceAccounts (rest.Config.Impersonate), one per ServiceAccount, and
+// keeps each while some Kustomization uses it.
+//
+// A client holds no credentials of the ServiceAccount — the API server
+// decides on every request what the impersonated user may do — so a cached
+// client never goes stale; it is dropped when the last Kustomization using
+// it is deleted or names another ServiceAccount. The clients share the
+// controller's REST mapper, and client-go shares the connections of
+// transports with the same TLS settings.
+type Impersonator struct {
+	config *rest.Config
+	scheme *runtime.Scheme
+	mapper apimeta.RESTMapper
+
+	mu sync.Mutex
+	// clients by ServiceAccount, and which ServiceAccount each
+	// Kustomization uses.
+	clients map[types.NamespacedName]client.Client
+	users   map[types.NamespacedName]types.NamespacedName
+}
+
+// NewImpersonator returns an Impersonator whose clients start from cfg, the
+// controller's own configuration.
+func NewImpersonator(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) *Impersonator {
+	return &Impersonator{
+		config:  cfg,
+		scheme:  scheme,
+		mapper:  mapper,
+		clients: map[types.NamespacedName]client.Client{},
+		users:   map[types.NamespacedName]types.NamespacedName{},
+	}
+}
+
+// UserName is the user name the API server gives a ServiceAccount.
+func UserName(sa types.NamespacedName) string {
+	return "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+}
+
+// ClientFor returns the client that acts as sa for the Kustomization ks,
+// and remembers that ks uses it.
+func (i *Impersonator) ClientFor(ks, sa types.NamespacedName) (client.Client, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if prev, ok := i.users[ks]; ok && prev != sa {
+		i.releaseLocked(ks)
+	}
+	c, ok := i.clients[sa]
+	if !ok {
+		cfg := rest.CopyConfig(i.config)
+		// Only the user name: the API server adds a ServiceAccount's groups
+		// (system:serviceaccounts, system:serviceaccounts:<ns>) itself, and
+		// naming groups would need the impersonate verb on groups too.
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: UserName(sa)}
+		var err error
+		if c, err = client.New(cfg, client.Options{Scheme: i.scheme, Mapper: i.mapper}); err != nil {
+			return nil, fmt.Errorf("building a client for ServiceAccount %s: %w", sa, err)
+		}
+		i.clients[sa] = c
+	}
+	i.users[ks] = sa
+	return c, nil
+}
+
+// Release forgets that ks uses a ServiceAccount, dropping the client no
+// Kustomization uses any more.
+func (i *Impersonator) Release(ks types.NamespacedName) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.releaseLocked(ks)
+}
+
+func (i *Impersonator) releaseLocked(ks types.NamespacedName) {
+	sa, ok := i.users[ks]
+	if !ok {
+		return
+	}
+	delete(i.users, ks)
+	for _, other := range i.users {
+		if other == sa {
+			return
+		}
+	}
+	delete(i.clients, sa)
+}
+
+// Cached returns how many clients are kept.
+func (i *Impersonator) Cached() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return len(i.clients)
+}
+
+// serviceAccountOf returns the ServiceAccount a Kustomization acts as:
+// spec.serviceAccountName, else the default name, in the Kustomization's
+// namespace; ok is false when neither is set (the controller's own
+// identity).
+func serviceAccountOf(obj *kustomizev1.Kustomization, defaultName string) (sa types.NamespacedName, ok bool) {
+	name := obj.Spec.ServiceAccountName
+	if name == "" {
+		name = defaultName
+	}
+	if name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: obj.Namespace, Name: name}, true
+}
+
+// engineFor returns the engine that acts for obj: as its ServiceAccount
+// when it has one, otherwise as the controller.
+func (r *KustomizationReconciler) engineFor(obj *kustomizev1.Kustomization) (*engine.Engine, error) {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
+	if !ok || r.Impersonator == nil {
+		if r.Impersonator != nil {
+			r.Impersonator.Release(key)
+		}
+		if ok {
+			return nil, fmt.Errorf("ServiceAccount %s is named but sync-controller has no impersonation set up", sa)
+		}
+		return r.Engine, nil
+	}
+	c, err := r.Impersonator.ClientFor(key, sa)
+	if err != nil {
+		return nil, err
+	}
+	return r.Engine.As(UserName(sa), c), nil
+}
+
+// serviceAccountGone reports whether obj acts as a ServiceAccount that no
+// longer exists (read with the controller's identity, uncached).
+func (r *KustomizationReconciler) serviceAccountGone(ctx context.Context, obj *kustomizev1.Kustomization) (types.NamespacedName, bool, error) {
+	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
+	if !ok {
+		return sa, false, nil
+	}
+	err := r.reader().Get(ctx, sa, &corev1.ServiceAccount{})
+	if apierrors.IsNotFound(err) {
+		return sa, true, nil
+	}
+	return sa, false, err
+}
