@@ -135,8 +135,9 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	if err != nil {
 		return err
 	}
-	// The artifact server runs on the leader, the replica writing storage.
-	if err := mgr.Add(artifact.NewServer(storageOpts.Addr, storage, storageOpts.ServerOptions()...)); err != nil {
+	// The artifact server runs on the leader, the replica writing storage,
+	// and /readyz is ready only while it serves.
+	if err := app.AddArtifactServer(mgr, artifact.NewServer(storageOpts.Addr, storage, storageOpts.ServerOptions()...)); err != nil {
 		return err
 	}
 

@@ -290,6 +290,11 @@ func (e *Env) newController(name string) (*Controller, error) {
 		"--nats-url=" + e.NATSURL,
 		"--log-encoding=console",
 		"--log-level=" + e.opts.LogLevel,
+		// One process per controller: no replica to elect a leader among.
+		// With leader election on, a controller killed with SIGKILL (as
+		// the e2e test that restarts sync-controller mid-sync does) would
+		// hold its Lease until it expired, and its restart would wait.
+		"--enable-leader-election=false",
 	}
 	switch name {
 	case SourceController, RenderController:
@@ -305,7 +310,9 @@ func (e *Env) newController(name string) (*Controller, error) {
 		if c.ReceiverAddr, err = freeAddr(); err != nil {
 			return nil, err
 		}
-		c.Args = append(c.Args, "--receiver-addr="+c.ReceiverAddr)
+		// The Slack stand-in listens on 127.0.0.1, a loopback address
+		// that alert delivery refuses unless told otherwise.
+		c.Args = append(c.Args, "--receiver-addr="+c.ReceiverAddr, "--allow-loopback-provider-addresses")
 	}
 	c.Args = append(c.Args, e.opts.ControllerArgs[name]...)
 	return c, nil

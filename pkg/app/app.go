@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -16,12 +17,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/options"
 )
 
@@ -78,23 +81,44 @@ func flowControlled(cfg *rest.Config) bool {
 	return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") != "" || resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") != ""
 }
 
+// RuntimeNamespaceEnv names the environment variable holding the
+// namespace the controller runs in (deploy/ sets it from the pod's
+// metadata.namespace); the leader-election Lease lives there.
+const RuntimeNamespaceEnv = "RUNTIME_NAMESPACE"
+
 // NewManager returns a manager named after the controller with metrics,
 // health probes and leader election set from the options. The probes answer
-// as soon as the manager runs; controllers add their own readiness checks.
+// as soon as the manager runs; controllers add their own readiness checks
+// (AddArtifactServer adds the artifact server's).
+//
+// Every controller of the manager recovers a panic of its reconciler: the
+// reconcile fails with "panic: … [recovered]", is logged at error level
+// with the stack and retried with backoff, and
+// controller_runtime_reconcile_panics_total counts it; the process goes on.
+//
+// With leader election on, the Lease is kept in $RUNTIME_NAMESPACE, or in
+// the pod's namespace when that is unset in a cluster; outside a cluster
+// one of the two is needed, or --enable-leader-election=false.
 func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	leNamespace := os.Getenv(RuntimeNamespaceEnv)
+	recoverPanic := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              leaderelection.GenerateID(name + ".plumb.dev"),
+		LeaderElectionNamespace:       leNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
 		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,
 		RetryPeriod:                   &opts.LeaderElection.RetryPeriod,
+		// controller-runtime's default too, stated so that no controller
+		// can lose it: reconcilers read untrusted input.
+		Controller: config.Controller{RecoverPanic: &recoverPanic},
 		Client: ctrlclient.Options{
 			Cache: &ctrlclient.CacheOptions{
 				// Secrets and ConfigMaps are read rarely and only by name;
@@ -104,6 +128,10 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 		},
 	})
 	if err != nil {
+		if opts.LeaderElection.Enable && leNamespace == "" {
+			return nil, fmt.Errorf("creating the %s manager: %w (leader election is on: set %s to the namespace of its Lease, or pass --%s=false to run a single process outside a cluster)",
+				name, err, RuntimeNamespaceEnv, options.LeaderElectionFlag)
+		}
 		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -113,4 +141,15 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// AddArtifactServer adds srv to the manager, which runs it on the leader
+// only, and makes /readyz answer ready only while srv serves: a replica
+// that is not the leader (or whose server has stopped) is not ready, so a
+// Service sends artifact downloads to the leader alone.
+func AddArtifactServer(mgr ctrl.Manager, srv *artifact.Server) error {
+	if err := mgr.Add(srv); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("artifact-server", srv.Ready)
 }

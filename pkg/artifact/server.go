@@ -152,8 +152,9 @@ type Server struct {
 	storage *Storage
 	opts    serverOptions
 
-	mu sync.Mutex
-	ln net.Listener
+	mu      sync.Mutex
+	ln      net.Listener
+	serving bool
 }
 
 // NewServer returns a server of st on addr (host:port; ":0" picks a port),
@@ -201,6 +202,9 @@ func (s *Server) Start(ctx context.Context) error {
 		IdleTimeout:       s.opts.idleTimeout,
 	}
 	errc := make(chan error, 1)
+	// The listener is bound: a connection made from now on is served.
+	s.setServing(true)
+	defer s.setServing(false)
 	go func() { errc <- srv.Serve(netutil.LimitListener(s.ln, s.opts.maxConnections)) }()
 	select {
 	case err := <-errc:
@@ -216,6 +220,24 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+func (s *Server) setServing(v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serving = v
+}
+
+// Ready is a readiness check (a controller-runtime healthz.Checker): nil
+// while Start serves, an error before and after. The server runs on the
+// leader only, so on any other replica it is never ready.
+func (s *Server) Ready(*http.Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.serving {
+		return errors.New("not serving artifacts: this replica is not the leader, or the artifact server has not started")
+	}
+	return nil
 }
 
 // NeedLeaderElection makes the manager run the server on the leader only.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +79,9 @@ func impersonatingKubeconfig(t *testing.T, sa string) string {
 }
 
 // startController builds a controller from this checkout and runs it as
-// its ServiceAccount until the test ends.
+// its ServiceAccount until the test ends, with leader election on as in
+// deploy/ (its Lease in plumb-system, named by RUNTIME_NAMESPACE as the
+// Deployment does).
 func startController(t *testing.T, name string, args ...string) controllerRun {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
@@ -89,7 +92,7 @@ func startController(t *testing.T, name string, args ...string) controllerRun {
 	}
 	run := controllerRun{name: name, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd := exec.Command(bin, append([]string{"--metrics-addr=0", "--health-addr=127.0.0.1:0", "--nats-url=" + env.NATSURL, "--log-encoding=console"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+impersonatingKubeconfig(t, name))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+impersonatingKubeconfig(t, name), "RUNTIME_NAMESPACE="+namespace)
 	w := lockedWriter{mu: run.mu, b: run.log}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -269,6 +272,17 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		}
 		g.Expect(fmt.Sprint(sources)).To(And(ContainSubstring("source-controller"), ContainSubstring("render-controller")))
 	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+
+	// Each controller leads through its own Lease (the leader-election RBAC).
+	var leases coordinationv1.LeaseList
+	g.Expect(env.Client.List(ctx, &leases, client.InNamespace(namespace))).To(Succeed())
+	holders := map[string]bool{}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			holders[l.Name] = true
+		}
+	}
+	g.Expect(holders).To(HaveLen(len(runs)), "one held Lease per controller in %s", namespace)
 
 	for _, run := range runs {
 		if m := forbidden.FindString(run.output()); m != "" {

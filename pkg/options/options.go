@@ -11,6 +11,9 @@ import (
 	"plumb.dev/pkg/artifact"
 )
 
+// LeaderElectionFlag turns leader election on (the default) or off.
+const LeaderElectionFlag = "enable-leader-election"
+
 // Manager holds the options of the controller-runtime manager that every
 // controller runs: probes, metrics, concurrency, leader election, logging
 // and the API client.
@@ -36,6 +39,16 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrent, "concurrent", 4,
 		"The number of objects reconciled at the same time.")
 	o.LeaderElection.BindFlags(fs)
+	// Flux's flags, with one default changed: leader election is on, so
+	// that two replicas never reconcile, write artifacts or serve them at
+	// the same time. A run outside a cluster passes
+	// --enable-leader-election=false (or sets RUNTIME_NAMESPACE, where the
+	// Lease is kept).
+	enable := fs.Lookup(LeaderElectionFlag)
+	enable.DefValue = "true"
+	_ = enable.Value.Set("true")
+	enable.Usage = "Elect a leader among the replicas through a Lease in RUNTIME_NAMESPACE (in a cluster: the pod's namespace); only the leader reconciles and serves artifacts. " +
+		"Turn it off for a single process outside a cluster."
 	o.Logging.BindFlags(fs)
 	fs.Float32Var(&o.QPS, "kube-api-qps", 50,
 		"The most queries per second sent to the API server when it has no priority-and-fairness flow control.")

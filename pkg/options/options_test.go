@@ -56,3 +56,20 @@ func TestStorageRefusesAServerWithoutBounds(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaderElectionIsOnByDefaultAndCanBeTurnedOff(t *testing.T) {
+	g := NewWithT(t)
+	parse := func(args ...string) Manager {
+		var o Manager
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		g.Expect(fs.Parse(args)).To(Succeed())
+		return o
+	}
+	o := parse()
+	g.Expect(o.LeaderElection.Enable).To(BeTrue())
+	g.Expect(o.LeaderElection.ReleaseOnCancel).To(BeTrue())
+	g.Expect(o.LeaderElection.LeaseDuration).To(Equal(35 * time.Second))
+	g.Expect(parse("--enable-leader-election=false").LeaderElection.Enable).To(BeFalse())
+	g.Expect(parse("--enable-leader-election").LeaderElection.Enable).To(BeTrue())
+}

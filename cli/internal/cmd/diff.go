@@ -44,7 +44,8 @@ func newDiffCmd(g *globals) *cobra.Command {
 			"verifies its digest, asks the API server for a server-side dry-run apply of every\n" +
 			"object as sync-controller would make it (field manager plumb-sync), and compares\n" +
 			"the result with the live object, leaving out the fields spec.ignore names.\n" +
-			"Values are shown as live → Git; Secret values are redacted.\n\n" +
+			"Values are shown as live → Git; Secret values are redacted, and so is every\n" +
+			"field that holds a value substituted from a postBuild.substituteFrom Secret.\n\n" +
 			"An artifact URL with an in-cluster host name (<service>.<namespace>.svc…) is\n" +
 			"downloaded through the API server's service proxy.\n\n" +
 			"Exit code: 0 no drift, 1 drift, 2 error.",
@@ -132,7 +133,28 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 		results = append(results, g.compare(ctx, obj, ig))
 	}
 	results = append(results, g.pruneCandidates(ctx, ks, desired)...)
+	g.redact(ctx, ks, results)
 	return report(g.out, results, hooks)
+}
+
+// redact hides, as sync-controller's drift reports do, the values that
+// postBuild.substituteFrom took from Secrets (manage.SecretRedactor). A
+// Secret this user cannot read hides every value, with a warning.
+func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, results []objectDiff) {
+	changed := false
+	for _, r := range results {
+		changed = changed || len(r.changes) > 0
+	}
+	if !changed {
+		return
+	}
+	redactor, err := manage.SecretRedactor(ctx, g.client, ks)
+	if err != nil {
+		fmt.Fprintf(g.errOut, "warning: %v; every changed value is shown as %s\n", err, diff.Redacted)
+	}
+	for i := range results {
+		results[i].changes = redactor.Changes(results[i].changes)
+	}
 }
 
 // stamp prepares obj as sync-controller does before applying it (see

@@ -244,6 +244,36 @@ func TestDiff(t *testing.T) {
 	})
 }
 
+func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns := newNamespace(t)
+	srv := newArtifactServer(t)
+	const token = "tok-8c1f6a2b9d"
+	create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, StringData: map[string]string{"api_token": token}})
+	ks := kustomization(ns, "app", "repo")
+	ks.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "Secret", Name: "vars"}}}
+	create(ctx, t, ks)
+	// What render-controller made of ${api_token}.
+	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: client\ndata:\n  url: https://api.example/?token=" + token + "\n  mode: fast\n")
+	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
+	syncAsController(ctx, t, ks, a, data)
+	if err := env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := plumb("diff", "ks", "app", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitNegative), r.String())
+	g.Expect(lines(r.out)).To(Equal([]string{
+		"Comparing Kustomization/" + ns + "/app with revision main@sha1:7777777777777777777777777777777777777777 (live → Git)",
+		"~ ConfigMap/" + ns + "/client",
+		`    data.mode: "slow" → "fast"`,
+		`    data.url: "<redacted>" → "<redacted>"`,
+		"1 changed, 0 to create, 0 to prune, 0 unchanged",
+	}))
+	g.Expect(r.out + r.errOut).NotTo(ContainSubstring(token))
+}
+
 // TestArtifactThroughServiceProxy: an artifact URL naming an in-cluster
 // Service is fetched through the API server's service proxy path, with the
 // API server's credentials; other URLs go direct. The httptest server

@@ -42,7 +42,7 @@ func startSyncController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--metrics-addr=0", "--health-addr=127.0.0.1:0", "--nats-url=", "--log-level=debug")
+	cmd := exec.Command(bin, "--metrics-addr=0", "--health-addr=127.0.0.1:0", "--nats-url=", "--log-level=debug", "--enable-leader-election=false")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,10 +9,12 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/manage"
 )
 
 // maxDriftPaths bounds status.drift.paths.
@@ -20,7 +23,8 @@ const maxDriftPaths = 20
 // reportDrift records what differed from Git in status, events and metrics.
 // Under driftPolicy Correct the difference is already reverted; under Report
 // it stays, with Drifted=True, and is announced once until it changes.
-func (s *syncRun) reportDrift() {
+// Values substituted from Secrets are redacted first (secretRedactor).
+func (s *syncRun) reportDrift(ctx context.Context) {
 	report := s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport
 	if len(s.drifted) == 0 {
 		conditions.Delete(s.out, kustomizev1.DriftedCondition)
@@ -31,12 +35,14 @@ func (s *syncRun) reportDrift() {
 		return
 	}
 
+	redactor := s.secretRedactor(ctx)
 	var changes []events.Change
 	var paths []string
 	for _, res := range s.drifted {
 		id := res.ID.String()
-		changes = append(changes, diff.ToEvents(id, res.Changes)...)
-		for _, c := range res.Changes {
+		redacted := redactor.Changes(res.Changes)
+		changes = append(changes, diff.ToEvents(id, redacted)...)
+		for _, c := range redacted {
 			paths = append(paths, id+":"+c.Path)
 		}
 	}
@@ -86,4 +92,16 @@ func (s *syncRun) reportDrift() {
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
 		fmt.Sprintf("reverted %d object(s) to Git%s", len(s.drifted), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))
+}
+
+// secretRedactor returns what hides the values substituted from Secrets
+// (manage.SecretRedactor), reading them with the controller's identity,
+// uncached, and only when there is drift to report. A Secret that cannot be
+// read hides every value, and says so in the log.
+func (s *syncRun) secretRedactor(ctx context.Context) *diff.Redactor {
+	redactor, err := manage.SecretRedactor(ctx, s.r.reader(), s.obj)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "every drifted value is redacted")
+	}
+	return redactor
 }

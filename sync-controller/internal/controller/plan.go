@@ -64,7 +64,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 
 	err := s.runPhases(ctx, p, resume, newSync)
-	s.recordApply()
+	s.recordApply(ctx)
 	if err != nil {
 		if newSync {
 			s.runSyncFail(ctx, p)
@@ -227,7 +227,7 @@ func (s *syncRun) writeProgress(ctx context.Context, phase string, wave int) err
 }
 
 // recordApply counts what the run did and reports drift.
-func (s *syncRun) recordApply() {
+func (s *syncRun) recordApply(ctx context.Context) {
 	for action, n := range s.counts {
 		objectsTotal.WithLabelValues(string(action)).Add(float64(n))
 	}
@@ -242,7 +242,7 @@ func (s *syncRun) recordApply() {
 				"unchanged":  fmt.Sprint(s.counts[engine.Unchanged]),
 			}))
 	}
-	s.reportDrift()
+	s.reportDrift(ctx)
 }
 
 // appliedObjects are the inventory objects that exist now: applied or

@@ -371,3 +371,10 @@ func (s *eventSubscription) withReason(reason string) []*events.Event {
 	}
 	return out
 }
+
+// all returns every event received so far.
+func (s *eventSubscription) all() []*events.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*events.Event(nil), s.events...)
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -248,5 +249,74 @@ func TestDefaultServiceAccountAndCrossNamespaceRefs(t *testing.T) {
 			render(t, ks, "main@sha1:x1", configMapIn(ks.Namespace, "own"))
 			waitReady(t, ks, "main@sha1:x1")
 		})
+	}
+}
+
+func TestDriftReportsRedactValuesSubstitutedFromSecrets(t *testing.T) {
+	g := NewWithT(t)
+	const password = "hunter2-correct-horse"
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{
+			{Kind: "ConfigMap", Name: "settings"}, {Kind: "Secret", Name: "creds"},
+		}}
+	})
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ks.Namespace},
+		StringData: map[string]string{"db_password": password},
+	})).To(Succeed())
+	subscription := subscribeEvents(t, ks)
+	// What render-controller would have made of ${db_password}.
+	render(t, ks, "main@sha1:r1", fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: %s
+data:
+  dsn: "postgres://app:%s@db/app"
+  mode: live
+`, ks.Namespace, password))
+	waitReady(t, ks, "main@sha1:r1")
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "app"}, cm)).To(Succeed())
+	cm.Data["dsn"] = "postgres://app:guessed@db/app"
+	cm.Data["mode"] = "debug"
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		for _, reason := range []string{kustomizev1.DriftDetectedReason, kustomizev1.DriftCorrectedReason} {
+			got := subscription.withReason(reason)
+			g.Expect(got).NotTo(BeEmpty(), reason)
+			g.Expect(got[len(got)-1].Changes).To(ConsistOf(
+				HaveField("Path", "data.dsn"),
+				HaveField("Path", "data.mode"),
+			), reason)
+			for _, c := range got[len(got)-1].Changes {
+				switch c.Path {
+				case "data.dsn":
+					// Both sides: the field holds the secret in Git.
+					g.Expect(c.Before).To(Equal(`"<redacted>"`), reason)
+					g.Expect(c.After).To(Equal(`"<redacted>"`), reason)
+				case "data.mode":
+					g.Expect(c.Before).To(Equal(`"debug"`), reason)
+					g.Expect(c.After).To(Equal(`"live"`), reason)
+				}
+			}
+		}
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func() string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "app"}, cm)).To(Succeed())
+		return cm.Data["dsn"]
+	}, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(password), "the drift was not corrected")
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+	g.Expect(got.Status.Drift).NotTo(BeNil())
+	status, err := json.Marshal(got.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).NotTo(ContainSubstring(password))
+	for _, e := range subscription.all() {
+		data, err := json.Marshal(e)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(data)).NotTo(ContainSubstring(password), e.Reason)
 	}
 }

@@ -81,7 +81,7 @@ func startProcess(binary, kubeconfig, natsURL, logPath string, extra ...string) 
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL}, extra...)
+	args := append([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL, "--enable-leader-election=false"}, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
