@@ -18,6 +18,7 @@ import (
 
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/panics"
 )
 
 // Action is what a sync did, or would do, to one object.
@@ -159,7 +160,11 @@ func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = e.applyOne(ctx, obj, hashes[IDOf(obj)], opts)
+			// The objects come from Git: a panic on one fails that object,
+			// not the process.
+			results[i].ID = IDOf(obj)
+			defer panics.Recover(&results[i].Err, "apply")
+			results[i] = e.applyOne(ctx, obj, hashes[results[i].ID], opts)
 		}()
 	}
 	wg.Wait()

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/panics"
 )
 
 // Watcher keeps metadata-only informers on every kind of managed object and
@@ -144,6 +145,9 @@ func (w *Watcher) TakeDriftStart(key types.NamespacedName) (time.Time, bool) {
 func (w *Watcher) Changes() <-chan struct{} { return w.changes.next() }
 
 func (w *Watcher) onUpdate(oldObj, newObj any) {
+	// Tenants write these objects; client-go would crash the process on a
+	// panic of its handler.
+	defer panics.Log("drift watch")
 	w.changes.notify()
 	oldMeta, ok1 := oldObj.(*metav1.PartialObjectMetadata)
 	newMeta, ok2 := newObj.(*metav1.PartialObjectMetadata)
@@ -185,6 +189,7 @@ func ourEntry(entries []metav1.ManagedFieldsEntry) string {
 }
 
 func (w *Watcher) onDelete(obj any) {
+	defer panics.Log("drift watch")
 	w.changes.notify()
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
