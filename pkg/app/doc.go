@@ -1,4 +1,30 @@
 // Package app starts what every Plumb controller runs around its reconcilers:
 // the logger, the controller-runtime manager with /metrics, /healthz and
 // /readyz, leader election, and the scheme with Plumb's APIs.
+//
+// # Leader election
+//
+// On by default (pkg/options: --enable-leader-election), so two replicas
+// never reconcile, write or serve at once. The Lease is kept in
+// $RUNTIME_NAMESPACE (RuntimeNamespaceEnv), which deploy/ sets to the pod's
+// namespace; in a cluster without it controller-runtime takes the pod's
+// namespace, and outside a cluster NewManager refuses to start without it,
+// saying to set it or to pass --enable-leader-election=false (what every
+// local runner does: make run, the e2e tests).
+//
+// # Readiness
+//
+// /readyz answers once the manager runs. AddArtifactServer adds source- and
+// render-controller's artifact server, which runs on the leader only, with
+// the check "artifact-server": a replica is ready only while its server
+// serves, so the Service that artifact URLs name routes to the leader.
+//
+// # Panics
+//
+// Every controller of the manager recovers a panic of its reconciler
+// (controller-runtime's RecoverPanic, set manager-wide): the reconcile
+// fails with "panic: … [recovered]", which is logged with the stack,
+// counted in controller_runtime_reconcile_panics_total and retried with
+// backoff. Goroutines of their own that read untrusted input use
+// pkg/panics.
 package app

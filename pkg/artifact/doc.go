@@ -26,8 +26,15 @@
 // Handler serves the storage folder read-only: files only (a folder gives
 // 404, there are no listings), GET and HEAD, byte ranges (Range/If-Range)
 // and Last-Modified validators. Server runs that handler as a
-// controller-runtime Runnable. Artifact URLs are http://<advertised address>/<path>, where the
-// advertised address is --storage-adv-addr (e.g. the Service name).
+// controller-runtime Runnable. Artifact URLs are
+// http://<advertised address>/<path>, where the advertised address is
+// --storage-adv-addr (e.g. the Service name).
+//
+// The server runs on the leader only (NeedLeaderElection): the leader is
+// the replica that writes the storage. Ready is a readiness check that
+// passes only while the server serves (pkg/app.AddArtifactServer adds it to
+// /readyz), so a Service sends downloads to the leader alone. net/http
+// recovers a handler's panic and closes that connection.
 //
 // A client of the server may be anything that reaches its port, so Server
 // bounds what each connection can hold. Options of NewServer, flags of

@@ -1,4 +1,9 @@
 // Package options holds the command-line options every Plumb controller
 // shares, each group with a BindFlags method, so the four programs take the
 // same flags for the same things.
+//
+// Manager binds Flux's leader-election flags with one default changed:
+// --enable-leader-election is on, as a replica that is not the leader must
+// neither reconcile nor serve artifacts. A single process outside a cluster
+// (make run, the e2e tests) passes --enable-leader-election=false.
 package options
