@@ -32,6 +32,9 @@
 // Secrets: the values under data and stringData never leave this package.
 // A changed, added or removed key is reported with the fixed marker Redacted
 // in place of each present value, whatever the value's length or content.
+// Values that variable substitution copied out of Secrets into other fields
+// are hidden by a Redactor built from those values (pkg/manage's
+// SecretRedactor builds it for a Kustomization).
 //
 // The selector of an ignore rule matches group, version, kind and namespace
 // exactly, name as a regular expression anchored at both ends, and labels and

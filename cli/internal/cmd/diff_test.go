@@ -129,6 +129,15 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 	})
 }
 
+// foreignPatch merge-patches obj as another field manager would (kubectl
+// edit), making drift.
+func foreignPatch(ctx context.Context, t *testing.T, obj client.Object, patch string) {
+	t.Helper()
+	if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestDiff(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	srv := newArtifactServer(t)
@@ -146,12 +155,6 @@ func TestDiff(t *testing.T) {
 	syncAsController(ctx, t, ks, a, data)
 
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
-	mergePatch := func(t *testing.T, obj client.Object, patch string) {
-		t.Helper()
-		if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-edit")); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	t.Run("in sync", func(t *testing.T) {
 		g := NewWithT(t)
@@ -166,7 +169,7 @@ func TestDiff(t *testing.T) {
 
 	t.Run("ignored fields and fields of other managers are not drift", func(t *testing.T) {
 		g := NewWithT(t)
-		mergePatch(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}},
+		foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}},
 			`{"data":{"tuned":"by-hand"},"metadata":{"labels":{"team":"a"}}}`)
 		r := plumb("diff", "ks", "app", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitOK), r.String())
@@ -175,8 +178,8 @@ func TestDiff(t *testing.T) {
 
 	t.Run("drift, a missing object and one to prune", func(t *testing.T) {
 		g := NewWithT(t)
-		mergePatch(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}, `{"data":{"mode":"slow"}}`)
-		mergePatch(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}}, `{"stringData":{"password":"leaked-value"}}`)
+		foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}, `{"data":{"mode":"slow"}}`)
+		foreignPatch(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}}, `{"stringData":{"password":"leaked-value"}}`)
 		g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra"}})).To(Succeed())
 		setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
 			o.Status.Inventory.Entries = append(o.Status.Inventory.Entries, inventory.EntryOf(oldStub))
@@ -206,7 +209,7 @@ func TestDiff(t *testing.T) {
 
 	t.Run("prune off keeps removed objects out of the drift count", func(t *testing.T) {
 		g := NewWithT(t)
-		mergePatch(t, ks, `{"spec":{"prune":false}}`)
+		foreignPatch(ctx, t, ks, `{"spec":{"prune":false}}`)
 		syncAsController(ctx, t, ks, a, data, oldStub)
 		r := plumb("diff", "ks", "app", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitOK), r.String())
@@ -257,10 +260,8 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: client\ndata:\n  url: https://api.example/?token=" + token + "\n  mode: fast\n")
 	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
 	syncAsController(ctx, t, ks, a, data)
-	if err := env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
-		client.RawPatch(types.MergePatchType, []byte(`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)), client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
+		`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)
 
 	r := plumb("diff", "ks", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitNegative), r.String())

@@ -8,6 +8,39 @@
 // sync and lastHandledReconcileAt. render-controller owns renderedArtifact
 // and the Rendered condition; Ready summarizes both.
 //
+// # The steps of a sync
+//
+// checkReferences, impersonate, checkDependencies, loadManifests, prepare,
+// applyPlan, prune, checkHealth (sync.go); conclude turns the outcome into
+// Ready, Reconciling and Stalled.
+//
+// # Whose rights a sync uses
+//
+// A Kustomization acts as its ServiceAccount: spec.serviceAccountName, or
+// --default-service-account when it names none, in the Kustomization's own
+// namespace. Every request the engine makes for it — reads of live objects,
+// dry-runs, applies, prunes (the finalizer's prune on deletion too), health
+// reads, hooks — goes through a client that impersonates
+// system:serviceaccount:<namespace>:<name> (Impersonator: one client per
+// ServiceAccount, kept while a Kustomization uses it). The API server decides
+// what that user may do; a refusal becomes a message naming the object, the
+// ServiceAccount and the verb (engine.ForbiddenError) in Ready=False, and a
+// prune that is refused keeps the object in the inventory. What stays
+// sync-controller's own identity: reading Kustomizations (the request, and
+// dependsOn), writing their status and finalizers, the watch cache behind
+// drift detection (metadata-only, label-filtered, reads only), reading the
+// postBuild.substituteFrom Secrets whose values drift reports redact, and
+// checking, on deletion, that the ServiceAccount still exists (when it does
+// not, nothing can be pruned in its name: the objects are left, with a
+// PruneFailed event). Neither set means sync-controller's own identity
+// throughout. docs/design/tenancy.md has the reasoning.
+//
+// With --no-cross-namespace-refs, a dependsOn or healthChecks entry in
+// another namespace stalls the Kustomization (Stalled=True, Ready=False,
+// InvalidSpec, "cross-namespace references are not allowed: …") until its
+// spec changes. spec.sourceRef is render-controller's to check:
+// sync-controller only reads status.renderedArtifact.
+//
 // # Metrics
 //
 //	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram (pkg/metrics' set)

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -83,22 +84,6 @@ func withController(t *testing.T, options ...func(*KustomizationReconciler)) {
 	})
 }
 
-// readyMessage returns the Ready condition once it is False at the current
-// generation with the reason.
-func readyFalse(t *testing.T, ks *kustomizev1.Kustomization, reason string) *kustomizev1.Kustomization {
-	t.Helper()
-	got := &kustomizev1.Kustomization{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), got)).To(Succeed())
-		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-		ready := conditions.Get(got, meta.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), ready.Message)
-		g.Expect(ready.Reason).To(Equal(reason), ready.Message)
-	}, time.Minute, 100*time.Millisecond).Should(Succeed())
-	return got
-}
-
 func TestAServiceAccountCannotWriteOutsideItsRights(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Spec.ServiceAccountName = "deployer" })
@@ -110,8 +95,7 @@ func TestAServiceAccountCannotWriteOutsideItsRights(t *testing.T) {
 	// Another tenant's namespace: refused, named, not created; the object
 	// it may write is created, by plumb-sync's field manager.
 	render(t, ks, "main@sha1:t1", configMapIn(tenantA, "own")+"---\n"+configMapIn(tenantB, "intruder"))
-	got := readyFalse(t, ks, kustomizev1.SyncFailedReason)
-	msg := conditions.GetMessage(got, meta.ReadyCondition)
+	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
 	g.Expect(msg).To(ContainSubstring(fmt.Sprintf("ConfigMap/%s/intruder: forbidden: ServiceAccount %s/deployer may not patch configmaps in namespace %s", tenantB, tenantA, tenantB)))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tenantB, Name: "intruder"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 	own := &corev1.ConfigMap{}
@@ -154,8 +138,7 @@ func TestPruneCannotDeleteWhatTheServiceAccountMayNot(t *testing.T) {
 	current.Spec.ServiceAccountName = "deployer"
 	g.Expect(env.Client.Update(ctx, current)).To(Succeed())
 	render(t, ks, "main@sha1:p2", configMapIn(tenantA, "own"))
-	got := readyFalse(t, ks, kustomizev1.PruneFailedReason)
-	g.Expect(conditions.GetMessage(got, meta.ReadyCondition)).To(ContainSubstring(fmt.Sprintf(
+	g.Expect(waitNotReady(t, ks, kustomizev1.PruneFailedReason)).To(ContainSubstring(fmt.Sprintf(
 		"ConfigMap/%s/elsewhere: forbidden: ServiceAccount %s/deployer may not delete configmaps in namespace %s", tenantB, tenantA, tenantB)))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tenantA, Name: "leaving"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 	kept := &corev1.ConfigMap{}
@@ -164,7 +147,7 @@ func TestPruneCannotDeleteWhatTheServiceAccountMayNot(t *testing.T) {
 
 	// The prune on deletion acts as the ServiceAccount too: it cannot
 	// delete the object, and the finalizer holds the Kustomization.
-	g.Expect(env.Client.Delete(ctx, got)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cur := &kustomizev1.Kustomization{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), cur)).To(Succeed())
@@ -204,8 +187,7 @@ func TestDefaultServiceAccountAndCrossNamespaceRefs(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		tenantServiceAccount(t, ctx, ks.Namespace, "tenant")
 		render(t, ks, "main@sha1:d1", configMapIn(ks.Namespace, "own")+"---\n"+configMapIn(tenantB, "intruder"))
-		got := readyFalse(t, ks, kustomizev1.SyncFailedReason)
-		g.Expect(conditions.GetMessage(got, meta.ReadyCondition)).To(ContainSubstring(fmt.Sprintf(
+		g.Expect(waitNotReady(t, ks, kustomizev1.SyncFailedReason)).To(ContainSubstring(fmt.Sprintf(
 			"ConfigMap/%s/intruder: forbidden: ServiceAccount %s/tenant may not patch configmaps", tenantB, ks.Namespace)))
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tenantB, Name: "intruder"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Succeed())
@@ -236,14 +218,14 @@ func TestDefaultServiceAccountAndCrossNamespaceRefs(t *testing.T) {
 			ctx, ks := newKustomization(t, tc.mutate)
 			tenantServiceAccount(t, ctx, ks.Namespace, "tenant")
 			render(t, ks, "main@sha1:x1", configMapIn(ks.Namespace, "own"))
-			got := readyFalse(t, ks, meta.InvalidSpecReason)
-			g.Expect(conditions.GetMessage(got, meta.ReadyCondition)).To(Equal(fmt.Sprintf(
+			g.Expect(waitNotReady(t, ks, meta.InvalidSpecReason)).To(Equal(fmt.Sprintf(
 				"cross-namespace references are not allowed: %s is outside namespace %s", tc.refers, ks.Namespace)))
+			got := &kustomizev1.Kustomization{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
 			g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 
-			// The same reference in the Kustomization's own namespace is fine.
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+			// Without the reference the Kustomization goes on.
 			got.Spec.DependsOn, got.Spec.HealthChecks = nil, nil
 			g.Expect(env.Client.Update(ctx, got)).To(Succeed())
 			render(t, ks, "main@sha1:x1", configMapIn(ks.Namespace, "own"))
@@ -319,4 +301,44 @@ data:
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(string(data)).NotTo(ContainSubstring(password), e.Reason)
 	}
+}
+
+func TestImpersonatorKeepsAClientPerServiceAccountWhileUsed(t *testing.T) {
+	g := NewWithT(t)
+	i := NewImpersonator(env.Config, env.Scheme, nil)
+	ks1 := types.NamespacedName{Namespace: "team-a", Name: "one"}
+	ks2 := types.NamespacedName{Namespace: "team-a", Name: "two"}
+	deployer := types.NamespacedName{Namespace: "team-a", Name: "deployer"}
+	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
+
+	c1, err := i.ClientFor(ks1, deployer)
+	g.Expect(err).NotTo(HaveOccurred())
+	c2, err := i.ClientFor(ks2, deployer)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c2).To(BeIdenticalTo(c1), "one client per ServiceAccount")
+	g.Expect(i.Cached()).To(Equal(1))
+
+	// ks1 moves to another ServiceAccount: deployer is still used by ks2.
+	_, err = i.ClientFor(ks1, other)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(i.Cached()).To(Equal(2))
+	// The last user of deployer goes: its client goes too.
+	i.Release(ks2)
+	g.Expect(i.Cached()).To(Equal(1))
+	i.Release(ks1)
+	g.Expect(i.Cached()).To(Equal(0))
+	i.Release(ks1) // releasing twice is harmless
+}
+
+func TestImpersonatedClientActsAsTheServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	tenantServiceAccount(t, ctx, ks.Namespace, "deployer")
+	c, err := NewImpersonator(env.Config, env.Scheme, nil).ClientFor(client.ObjectKeyFromObject(ks),
+		types.NamespacedName{Namespace: ks.Namespace, Name: "deployer"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ks.Namespace}})).To(Succeed())
+	err = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-mine", Namespace: ks.Namespace}})
+	g.Expect(err).To(Satisfy(apierrors.IsForbidden))
+	g.Expect(err.Error()).To(ContainSubstring(`User "system:serviceaccount:` + ks.Namespace + `:deployer" cannot create resource "secrets"`))
 }

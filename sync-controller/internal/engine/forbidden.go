@@ -41,7 +41,7 @@ func (e *ForbiddenError) Error() string {
 	}
 	hint := ""
 	if e.Verb == "patch" {
-		hint = " (server-side apply, which also creates)"
+		hint = " (server-side apply)"
 	}
 	return fmt.Sprintf("%s: forbidden: %s may not %s %s %s%s", e.ID, e.User, e.Verb, e.Resource, where, hint)
 }
@@ -67,7 +67,7 @@ func Forbidden(id ObjectID, err error) error {
 	}
 	m := forbiddenMessage.FindStringSubmatch(err.Error())
 	if m == nil {
-		return fmt.Errorf("%s: forbidden: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	resource := m[3]
 	if m[4] != "" {
