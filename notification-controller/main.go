@@ -64,6 +64,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notific
 			log.Error(err, "closing the event publisher")
 		}
 	}()
+	// Not ready while the NATS server refuses the controller (credentials,
+	// permissions or TLS); a controller that only cannot reach NATS stays
+	// ready and queues its events.
+	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
+		return err
+	}
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
@@ -87,15 +93,22 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notific
 	}
 	if natsOpts.URL == "" {
 		log.Info("no NATS URL given: alerts are not delivered")
-	} else if err := mgr.Add(&dispatch.Dispatcher{
-		NATS:    natsOpts,
-		Options: notifOpts,
-		Client:  mgr.GetClient(),
-		Reader:  mgr.GetAPIReader(),
-		Events:  recorder,
-		Log:     log.WithName("dispatch"),
-	}); err != nil {
-		return err
+	} else {
+		dispatcher := &dispatch.Dispatcher{
+			NATS:    natsOpts,
+			Options: notifOpts,
+			Client:  mgr.GetClient(),
+			Reader:  mgr.GetAPIReader(),
+			Events:  recorder,
+			Log:     log.WithName("dispatch"),
+		}
+		if err := mgr.Add(dispatcher); err != nil {
+			return err
+		}
+		// Not ready while NATS refuses the consumer's credentials.
+		if err := mgr.AddReadyzCheck("nats-consumer", dispatcher.Check); err != nil {
+			return err
+		}
 	}
 	log.Info("starting", "receiverAddr", notifOpts.ReceiverAddr, "nats", natsOpts.URL != "")
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -99,6 +99,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 			log.Error(err, "closing the event publisher")
 		}
 	}()
+	// Not ready while the NATS server refuses the controller (credentials,
+	// permissions or TLS); a controller that only cannot reach NATS stays
+	// ready and queues its events.
+	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
+		return err
+	}
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 
 	r := &sourcecontroller.GitRepositoryReconciler{

@@ -94,6 +94,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 			log.Error(err, "closing the event publisher")
 		}
 	}()
+	// Not ready while the NATS server refuses the controller (credentials,
+	// permissions or TLS); a controller that only cannot reach NATS stays
+	// ready and queues its events.
+	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
+		return err
+	}
 
 	r := &controller.KustomizationReconciler{
 		Client:                mgr.GetClient(),

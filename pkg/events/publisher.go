@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -35,10 +36,16 @@ const (
 type PublishCloser interface {
 	Publisher
 	Close(ctx context.Context) error
+	// Check is a readiness check: it fails while the NATS server refuses
+	// the controller (credentials, permissions, TLS).
+	Check(*http.Request) error
 }
 
 // Close does nothing.
 func (NopPublisher) Close(context.Context) error { return nil }
+
+// Check passes: there is no server to refuse anything.
+func (NopPublisher) Check(*http.Request) error { return nil }
 
 // NewPublisher returns a JetStreamPublisher, or a NopPublisher when
 // opts.URL is empty (publishing disabled by flag).
@@ -63,7 +70,7 @@ type JetStreamPublisher struct {
 	controller string
 	log        logr.Logger
 
-	nc *nats.Conn
+	nc *Conn
 	js jetstream.JetStream
 
 	mu      sync.Mutex
@@ -110,28 +117,16 @@ func NewJetStreamPublisher(opts options.NATS, controller string, log logr.Logger
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
-	nc, err := nats.Connect(opts.URL,
-		nats.Name(controller),
-		// Keep trying forever, from the first connect on: a controller must
-		// start and reconcile while NATS is down.
-		nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
+	nc, err := Connect(opts, controller, p.log,
 		// No client-side buffer while disconnected: the queue here is the
 		// buffer, bounded and counted, and a publish should fail fast so the
 		// sender backs off instead of waiting for acknowledgements.
 		nats.ReconnectBufSize(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				p.log.Info("disconnected from NATS, queueing events", "error", err.Error())
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) { p.log.Info("reconnected to NATS") }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("events: connecting to NATS: %w", err)
+		return nil, fmt.Errorf("events: %w", err)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc.Conn)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("events: %w", err)
@@ -142,6 +137,11 @@ func NewJetStreamPublisher(opts options.NATS, controller string, log logr.Logger
 	go p.run()
 	return p, nil
 }
+
+// Check is a readiness check: it fails while the NATS server refuses this
+// publisher (credentials, permissions, TLS), naming why, and passes while
+// NATS is only unreachable.
+func (p *JetStreamPublisher) Check(r *http.Request) error { return p.nc.Check(r) }
 
 // Publish queues the event and returns at once.
 func (p *JetStreamPublisher) Publish(e Event) {
@@ -271,6 +271,7 @@ func (p *JetStreamPublisher) run() {
 			}
 			continue
 		}
+		p.nc.OK()
 		if failing {
 			p.log.Info("publishing events again", "queued", p.Len())
 			failing = false

@@ -36,7 +36,7 @@ func BenchmarkPublishStored(b *testing.B) {
 	if envErr != nil {
 		b.Fatal(envErr)
 	}
-	opts := natsOptions(env.NATSURL)
+	opts := envOptions(env)
 	opts.QueueSize = b.N + 1 // measure storing, not dropping
 	p, err := NewJetStreamPublisher(opts, "bench-stored", logr.Discard())
 	if err != nil {

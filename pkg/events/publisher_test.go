@@ -37,7 +37,9 @@ func environment(t *testing.T) *testenv.Environment {
 	return env
 }
 
-func testenvStart() (*testenv.Environment, error) { return testenv.Start() }
+// The NATS server runs as deploy/ runs it: TLS with client certificates,
+// and only the users of deploy/nats/accounts.conf with their permissions.
+func testenvStart() (*testenv.Environment, error) { return testenv.Start(testenv.WithSecureNATS()) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -57,6 +59,29 @@ func natsOptions(url string) options.NATS {
 		StreamMaxBytes: 64 << 20,
 		QueueSize:      1000,
 	}
+}
+
+// envOptions returns the options of a publisher of env's NATS, as the
+// controllers' user.
+func envOptions(env *testenv.Environment) options.NATS {
+	o := natsOptions(env.NATSURL)
+	o.Auth = env.SecureNATS.Auth(testenv.NATSPublisher)
+	return o
+}
+
+// connect connects to env's NATS as user.
+func connect(t *testing.T, env *testenv.Environment, user string) *nats.Conn {
+	t.Helper()
+	auth := env.SecureNATS.Auth(user)
+	opts, err := auth.ConnectOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(env.NATSURL, opts...)
+	if err != nil {
+		t.Fatalf("connecting as %s: %v", user, err)
+	}
+	return nc
 }
 
 // testEvent returns an event about a GitRepository of the given name; the
@@ -79,8 +104,7 @@ func testEvent(name string, i int) Event {
 func stored(ctx context.Context, t *testing.T, name string, want int) []Event {
 	t.Helper()
 	g := NewWithT(t)
-	nc, err := nats.Connect(env.NATSURL)
-	g.Expect(err).NotTo(HaveOccurred())
+	nc := connect(t, env, testenv.NATSReader)
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -136,7 +160,7 @@ func TestPublishSurvivesNATSOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	p, err := NewJetStreamPublisher(natsOptions(env.NATSURL), "test", testr.New(t))
+	p, err := NewJetStreamPublisher(envOptions(env), "test", testr.New(t))
 	g.Expect(err).NotTo(HaveOccurred())
 	defer p.Close(ctx)
 
@@ -166,7 +190,7 @@ func TestPublishDeduplicatesByID(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := NewJetStreamPublisher(natsOptions(env.NATSURL), "test", logr.Discard())
+	p, err := NewJetStreamPublisher(envOptions(env), "test", logr.Discard())
 	g.Expect(err).NotTo(HaveOccurred())
 	e := testEvent("dedup", 1)
 	p.Publish(e)
@@ -183,7 +207,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := NewJetStreamPublisher(natsOptions(env.NATSURL), "test", logr.Discard())
+	p, err := NewJetStreamPublisher(envOptions(env), "test", logr.Discard())
 	g.Expect(err).NotTo(HaveOccurred())
 	var want []string
 	for i := range 20 {
@@ -241,18 +265,18 @@ func TestEnsureStreamIsIdempotent(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nc, err := nats.Connect(env.NATSURL)
-	g.Expect(err).NotTo(HaveOccurred())
+	// As the controllers' user, which may create and update the stream
+	// but not read it: the answer to the update says what it holds.
+	nc := connect(t, env, testenv.NATSPublisher)
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	opts := natsOptions(env.NATSURL)
+	opts := envOptions(env)
 	for range 2 {
 		s, err := EnsureStream(ctx, js, opts)
 		g.Expect(err).NotTo(HaveOccurred())
-		info, err := s.Info(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
+		info := s.CachedInfo()
 		g.Expect(info.Config.Subjects).To(Equal([]string{"plumb.events.>"}))
 		g.Expect(info.Config.MaxAge).To(Equal(time.Hour))
 		g.Expect(info.Config.Duplicates).To(Equal(DuplicateWindow))
@@ -261,12 +285,11 @@ func TestEnsureStreamIsIdempotent(t *testing.T) {
 	opts.StreamMaxBytes = 128 << 20
 	s, err := EnsureStream(ctx, js, opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	info, err := s.Info(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
+	info := s.CachedInfo()
 	g.Expect(info.Config.MaxAge).To(Equal(2 * time.Hour))
 	g.Expect(info.Config.MaxBytes).To(Equal(int64(128 << 20)))
 	// Put the shared limits back for the other tests.
-	_, err = EnsureStream(ctx, js, natsOptions(env.NATSURL))
+	_, err = EnsureStream(ctx, js, envOptions(env))
 	g.Expect(err).NotTo(HaveOccurred())
 }
 

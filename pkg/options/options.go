@@ -1,7 +1,9 @@
 package options
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
@@ -68,6 +70,8 @@ func (o *Manager) Validate() error {
 // that events are published to.
 type NATS struct {
 	URL string
+	// Auth is how the client proves who it is and checks the server.
+	Auth NATSAuth
 	// Stream is the JetStream stream that holds the events.
 	Stream string
 	// StreamMaxAge bounds how long an event is kept.
@@ -90,6 +94,18 @@ func (o *NATS) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes the stream keeps; the oldest events go first.")
 	fs.IntVar(&o.QueueSize, "events-queue-size", 1000,
 		"The most events held in memory while NATS is unreachable; the oldest are dropped beyond it.")
+	o.Auth.BindFlags(fs)
+}
+
+// Validate reports option values that cannot work.
+func (o *NATS) Validate() error {
+	if o.URL == "" {
+		return nil
+	}
+	if u, err := url.Parse(o.URL); err == nil && u.User != nil && o.Auth.Enabled() {
+		return errors.New("--nats-url carries credentials and so do the --nats-* authentication flags: give them once, in the flags")
+	}
+	return o.Auth.Validate()
 }
 
 // Storage holds the options of a controller's artifact storage and the HTTP

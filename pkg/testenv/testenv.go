@@ -38,9 +38,13 @@ type Environment struct {
 	// NATS is the embedded NATS server; tests may Shutdown and restart it
 	// with RestartNATS to simulate an outage.
 	NATS *natsserver.Server
+	// SecureNATS holds the users, passwords and certificates of a NATS
+	// server started WithSecureNATS; nil otherwise.
+	SecureNATS *SecureNATS
 
 	control  *envtest.Environment
-	natsOpts *natsserver.Options
+	natsOpts func() (*natsserver.Options, error)
+	natsPort int
 	tempDir  string
 }
 
@@ -49,11 +53,18 @@ type Option func(*config)
 
 type config struct {
 	withoutNATS bool
+	secureNATS  bool
 	extraCRDs   []string
 }
 
 // WithoutNATS starts no NATS server.
 func WithoutNATS() Option { return func(c *config) { c.withoutNATS = true } }
+
+// WithSecureNATS starts a NATS server the way deploy/ runs it: only the
+// users of deploy/nats/accounts.conf, with their permissions, and only
+// over TLS with a client certificate. Environment.SecureNATS gives each
+// user's options.
+func WithSecureNATS() Option { return func(c *config) { c.secureNATS = true } }
 
 // WithCRDs installs CRDs from further folders or files besides Plumb's own.
 func WithCRDs(paths ...string) Option {
@@ -100,13 +111,24 @@ func Start(opts ...Option) (*Environment, error) {
 	}
 
 	if !cfg.withoutNATS {
-		env.natsOpts = &natsserver.Options{
-			Host:      "127.0.0.1",
-			Port:      natsserver.RANDOM_PORT,
-			JetStream: true,
-			StoreDir:  filepath.Join(tempDir, "nats"),
-			NoLog:     true,
-			NoSigs:    true,
+		env.natsOpts = func() (*natsserver.Options, error) {
+			return &natsserver.Options{
+				Host:      "127.0.0.1",
+				Port:      natsserver.RANDOM_PORT,
+				JetStream: true,
+				StoreDir:  filepath.Join(tempDir, "nats"),
+				NoLog:     true,
+				NoSigs:    true,
+			}, nil
+		}
+		if cfg.secureNATS {
+			if env.SecureNATS, err = newSecureNATS(root, filepath.Join(tempDir, "nats-auth")); err != nil {
+				_ = env.Stop()
+				return nil, err
+			}
+			env.natsOpts = func() (*natsserver.Options, error) {
+				return env.SecureNATS.serverOptions(filepath.Join(tempDir, "nats"))
+			}
 		}
 		if err := env.startNATS(); err != nil {
 			_ = env.Stop()
@@ -117,7 +139,15 @@ func Start(opts ...Option) (*Environment, error) {
 }
 
 func (e *Environment) startNATS() error {
-	srv, err := natsserver.NewServer(e.natsOpts)
+	opts, err := e.natsOpts()
+	if err != nil {
+		return fmt.Errorf("configuring the NATS server: %w", err)
+	}
+	if e.natsPort != 0 {
+		// Keep the port across restarts so clients reconnect to the same URL.
+		opts.Port = e.natsPort
+	}
+	srv, err := natsserver.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("creating the NATS server: %w", err)
 	}
@@ -128,9 +158,8 @@ func (e *Environment) startNATS() error {
 	}
 	e.NATS = srv
 	e.NATSURL = srv.ClientURL()
-	// Keep the port across restarts so clients reconnect to the same URL.
 	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
-		e.natsOpts.Port = addr.Port
+		e.natsPort = addr.Port
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/options"
 )
 
 // natsURLEnv overrides the default of --nats-url.
@@ -24,6 +25,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 		follow  bool
 		forRef  string
 		natsURL string
+		auth    options.NATSAuth
 		stream  string
 		since   time.Duration
 	)
@@ -53,7 +55,10 @@ func newEventsCmd(g *globals) *cobra.Command {
 				ctx, cancel = withTimeout(cmd, g)
 				defer cancel()
 			}
-			return tailEvents(ctx, g.out, natsURL, stream, subject, since, follow)
+			if err := auth.Validate(); err != nil {
+				return err
+			}
+			return tailEvents(ctx, g.out, natsURL, auth, stream, subject, since, follow)
 		},
 	}
 	f := c.Flags()
@@ -62,6 +67,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f.StringVar(&natsURL, "nats-url", defaultURL, "The NATS server; defaults to $"+natsURLEnv+", then nats://127.0.0.1:4222.")
 	f.StringVar(&stream, "stream", "PLUMB_EVENTS", "The JetStream stream that holds the events.")
 	f.DurationVar(&since, "since", 0, "Only events newer than this (e.g. 30m); 0 shows every stored event.")
+	// The controllers' own flags, so a user spells them the same way.
+	auth.BindFlags(f)
 	return c
 }
 
@@ -91,12 +98,43 @@ func (g *globals) eventSubject(forRef string) (string, error) {
 
 // tailEvents prints the events on subject, from the start of the stream or
 // since a duration ago, and keeps going when follow is set.
-func tailEvents(ctx context.Context, w io.Writer, url, streamName, subject string, since time.Duration, follow bool) error {
-	nc, err := nats.Connect(url, nats.Name("plumb-cli"), nats.Timeout(10*time.Second))
+func tailEvents(ctx context.Context, w io.Writer, url string, auth options.NATSAuth, streamName, subject string, since time.Duration, follow bool) error {
+	authOpts, err := auth.ConnectOptions()
 	if err != nil {
+		return err
+	}
+	// A permission the server refuses arrives on its own, not as the
+	// answer to a request: end whatever waits, and say why.
+	ctx, refuse := context.WithCancelCause(ctx)
+	defer refuse(nil)
+	refused := func(err error) error {
+		return fmt.Errorf("NATS at %s refused this client: %w (credentials: --nats-user and --nats-password-file, --nats-creds-file, --nats-nkey-file or --nats-token-file; TLS: --nats-ca-file, --nats-cert-file and --nats-key-file)", url, err)
+	}
+	nc, err := nats.Connect(url, append(authOpts,
+		nats.Name("plumb-cli"),
+		nats.Timeout(10*time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if events.IsRefused(err) {
+				refuse(refused(err))
+			}
+		}),
+	)...)
+	if err != nil {
+		if events.IsRefused(err) {
+			return refused(err)
+		}
 		return fmt.Errorf("connecting to NATS at %s: %w", url, err)
 	}
 	defer nc.Close()
+	err = readEvents(ctx, w, nc, url, streamName, subject, since, follow)
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause // refused
+	}
+	return err
+}
+
+// readEvents prints the events of one stream read through nc.
+func readEvents(ctx context.Context, w io.Writer, nc *nats.Conn, url, streamName, subject string, since time.Duration, follow bool) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

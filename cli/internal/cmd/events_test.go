@@ -11,6 +11,7 @@ import (
 
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/testenv"
 )
 
 // publish stores evs on the embedded NATS through pkg/events' JetStream
@@ -19,6 +20,7 @@ func publish(t *testing.T, evs ...events.Event) {
 	t.Helper()
 	p, err := events.NewJetStreamPublisher(options.NATS{
 		URL: env.NATSURL, Stream: "PLUMB_EVENTS", StreamMaxAge: time.Hour, StreamMaxBytes: 64 << 20, QueueSize: 100,
+		Auth: env.SecureNATS.Auth(testenv.NATSPublisher),
 	}, "test-controller", logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +33,15 @@ func publish(t *testing.T, evs ...events.Event) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// natsFlags are the flags of `plumb events` as the reader user of
+// deploy/nats/accounts.conf, and then extra.
+func natsFlags(extra ...string) []string {
+	a := env.SecureNATS.Auth(testenv.NATSReader)
+	return append([]string{"--nats-url", env.NATSURL, "--nats-user", a.User, "--nats-password-file", a.PasswordFile,
+		"--nats-ca-file", a.CAFile, "--nats-cert-file", a.CertFile, "--nats-key-file", a.KeyFile,
+		"--nats-inbox-prefix", a.InboxPrefix}, extra...)
 }
 
 var eventTime = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
@@ -82,7 +93,7 @@ func TestEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := plumb(append([]string{"events", "--nats-url", env.NATSURL}, tc.args...)...)
+			r := plumb(append([]string{"events"}, natsFlags(tc.args...)...)...)
 			g.Expect(r.code).To(Equal(ExitOK), r.String())
 			g.Expect(lines(r.out)).To(Equal(tc.want))
 		})
@@ -90,7 +101,7 @@ func TestEvents(t *testing.T) {
 
 	t.Run("every namespace", func(t *testing.T) {
 		g := NewWithT(t)
-		r := plumb("events", "--nats-url", env.NATSURL)
+		r := plumb(append([]string{"events"}, natsFlags()...)...)
 		g.Expect(r.code).To(Equal(ExitOK), r.String())
 		all := lines(r.out)
 		for _, want := range []string{appliedLine, failedLine, driftLines[0], elsewhereLine} {
@@ -105,7 +116,7 @@ func TestEvents(t *testing.T) {
 		out, errOut := &syncBuffer{}, &syncBuffer{}
 		code := make(chan int, 1)
 		go func() {
-			code <- Run(ctx, []string{"--kubeconfig", kubeconfig, "events", "-f", "--nats-url", env.NATSURL, "--for", "GitRepository/repo", "-n", ns}, out, errOut)
+			code <- Run(ctx, append([]string{"--kubeconfig", kubeconfig, "events"}, natsFlags("-f", "--for", "GitRepository/repo", "-n", ns)...), out, errOut)
 		}()
 		g.Eventually(out.String, 20*time.Second, 50*time.Millisecond).Should(ContainSubstring(failedLine))
 		later := event("GitRepository", ns, "repo", events.SeverityInfo, "NewArtifact", "stored artifact for main@sha1:8888888", time.Minute)
@@ -123,8 +134,13 @@ func TestEvents(t *testing.T) {
 			args []string
 			want string
 		}{
-			{"bad --for", []string{"--nats-url", env.NATSURL, "--for", "app"}, "want Kind/name"},
-			{"no such stream", []string{"--nats-url", env.NATSURL, "--stream", "NOPE"}, "has no stream NOPE"},
+			{"bad --for", natsFlags("--for", "app"), "want Kind/name"},
+			// The reader may read PLUMB_EVENTS only.
+			{"another stream", natsFlags("--stream", "NOPE"), `refused this client: nats: permissions violation: Permissions Violation for Publish to "$JS.API.STREAM.INFO.NOPE"`},
+			{"no credentials", []string{"--nats-url", env.NATSURL}, "refused this client: nats: tls error"},
+			{"TLS but no user", []string{"--nats-url", env.NATSURL, "--nats-ca-file", env.SecureNATS.CAFile,
+				"--nats-cert-file", env.SecureNATS.CertFile, "--nats-key-file", env.SecureNATS.KeyFile}, "refused this client: nats: Authorization Violation"},
+			{"a password without a user", []string{"--nats-url", env.NATSURL, "--nats-password-file", env.SecureNATS.CAFile}, "--nats-user and --nats-password-file go together"},
 			{"no NATS", []string{"--nats-url", "nats://127.0.0.1:1"}, "connecting to NATS"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -38,7 +38,8 @@ func runMain(m *testing.M) int {
 		return m.Run()
 	}
 	var err error
-	if env, err = testenv.Start(); err != nil {
+	// NATS as deploy/ runs it: TLS, client certificates and a user per role.
+	if env, err = testenv.Start(testenv.WithSecureNATS()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

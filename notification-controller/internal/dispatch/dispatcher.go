@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -67,10 +68,31 @@ type Dispatcher struct {
 	limiter *rateLimiter
 	configs configCache
 
+	// conn is the consumer's connection once Start made it, for Check.
+	conn atomic.Pointer[events.Conn]
+
 	mu       sync.Mutex
 	inflight map[jetstream.Msg]struct{}
 	// aside holds the events handed back at the end of shutdown.
 	aside []jetstream.Msg
+}
+
+// Check is a readiness check: it fails while the NATS server refuses the
+// consumer (credentials, permissions, TLS), and passes before Start and on
+// a replica that is not the leader.
+func (d *Dispatcher) Check(r *http.Request) error {
+	if c := d.conn.Load(); c != nil {
+		return c.Check(r)
+	}
+	return nil
+}
+
+// ok tells the connection that the server took a request, which ends a
+// refused permission.
+func (d *Dispatcher) ok() {
+	if c := d.conn.Load(); c != nil {
+		c.OK()
+	}
 }
 
 // NeedLeaderElection makes only the leader consume.
@@ -91,23 +113,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.inflight = map[jetstream.Msg]struct{}{}
 	log := d.Log.WithValues("consumer", d.Options.ConsumerName)
 
-	nc, err := nats.Connect(d.NATS.URL,
-		nats.Name(ControllerName),
-		nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Info("disconnected from NATS", "error", err.Error())
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) { log.Info("reconnected to NATS") }),
-	)
+	nc, err := events.Connect(d.NATS, ControllerName, log)
 	if err != nil {
-		return fmt.Errorf("connecting to NATS: %w", err)
+		return fmt.Errorf("consuming events: %w", err)
 	}
+	d.conn.Store(nc)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc.Conn)
 	if err != nil {
 		return err
 	}
@@ -188,6 +200,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 				}
 				continue
 			}
+			d.ok()
 		}
 		// No context: a pull is never cut short, so when the loop ends the
 		// server holds no pull request of ours. Events handed back at
@@ -212,6 +225,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 		// their channels until they are closed, so this blocks for one
 		// delivery attempt at most.)
 		for msg := range batch.Messages() {
+			d.ok()
 			d.track(msg)
 			workers[shard(msg.Subject(), len(workers))] <- msg
 		}
