@@ -12,7 +12,10 @@
 //     (controller, group, resource, verb) read from the code is checked with
 //     SubjectAccessReviews as each ServiceAccount, together with calls a
 //     controller does not make, which must be denied, and a few real calls
-//     made while impersonating the ServiceAccounts;
+//     made while impersonating the ServiceAccounts; sync-controller's own
+//     impersonation of a tenant's ServiceAccount (spec.serviceAccountName)
+//     is checked with a real token of its ServiceAccount, since
+//     impersonation does not chain;
 //   - each controller's Dockerfile copies only paths that exist and every
 //     module go.work names.
 //

@@ -31,19 +31,28 @@ type ForbiddenError struct {
 }
 
 func (e *ForbiddenError) Error() string {
-	if e.Verb == "impersonate" {
+	switch {
+	case e.Verb == "impersonate" && e.Name != "":
 		return fmt.Sprintf("%s: %s may not impersonate ServiceAccount %s/%s: grant it the impersonate verb on serviceaccounts",
 			e.ID, e.User, e.Namespace, e.Name)
-	}
-	where := "at cluster scope"
-	if e.Namespace != "" {
-		where = "in namespace " + e.Namespace
+	case strings.HasPrefix(e.Verb, "impersonate"):
+		// Constrained impersonation (Kubernetes 1.34+) reports the verb as
+		// impersonate-on:<kind>:<verb> on the resource requested.
+		return fmt.Sprintf("%s: %s may not impersonate the Kustomization's ServiceAccount (refused %s on %s %s): grant it the impersonate verb on serviceaccounts",
+			e.ID, e.User, e.Verb, e.Resource, e.where())
 	}
 	hint := ""
 	if e.Verb == "patch" {
 		hint = " (server-side apply)"
 	}
-	return fmt.Sprintf("%s: forbidden: %s may not %s %s %s%s", e.ID, e.User, e.Verb, e.Resource, where, hint)
+	return fmt.Sprintf("%s: forbidden: %s may not %s %s %s%s", e.ID, e.User, e.Verb, e.Resource, e.where(), hint)
+}
+
+func (e *ForbiddenError) where() string {
+	if e.Namespace == "" {
+		return "at cluster scope"
+	}
+	return "in namespace " + e.Namespace
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }

@@ -54,6 +54,13 @@ func TestForbiddenNamesTheObjectTheIdentityAndTheVerb(t *testing.T) {
 			want: "ConfigMap/team-b/x: ServiceAccount plumb-system/sync-controller may not impersonate ServiceAccount team-a/deployer: grant it the impersonate verb on serviceaccounts",
 		},
 		{
+			name: "the controller may not impersonate, in constrained impersonation's words",
+			id:   cm,
+			err: refused(schema.GroupResource{Resource: "configmaps"}, "x",
+				`User "system:serviceaccount:plumb-system:sync-controller" cannot impersonate-on:serviceaccount:get resource "configmaps" in API group "" in the namespace "team-b"`),
+			want: "ConfigMap/team-b/x: ServiceAccount plumb-system/sync-controller may not impersonate the Kustomization's ServiceAccount (refused impersonate-on:serviceaccount:get on configmaps in namespace team-b): grant it the impersonate verb on serviceaccounts",
+		},
+		{
 			name: "a refusal worded otherwise keeps the server's words",
 			id:   cm,
 			err:  refused(schema.GroupResource{Resource: "configmaps"}, "x", "admission webhook said no"),
