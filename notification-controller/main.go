@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	notificationcontroller "plumb.dev/notification-controller/internal/controller"
 	"plumb.dev/notification-controller/internal/dispatch"
+	"plumb.dev/notification-controller/internal/notifier"
 	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/notification-controller/internal/receiver"
 	"plumb.dev/pkg/app"
@@ -73,21 +75,45 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notific
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
-	if err := (&notificationcontroller.ProviderReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&notificationcontroller.ProviderReconciler{
+		Client:                mgr.GetClient(),
+		Reader:                mgr.GetAPIReader(),
+		Policy:                notifier.AddressPolicy{AllowPrivate: notifOpts.AllowPrivateAddresses, AllowLoopback: notifOpts.AllowLoopbackAddresses},
+		MaxTimeout:            notifOpts.MaxProviderTimeout,
+		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
+	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
-	if err := (&notificationcontroller.AlertReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&notificationcontroller.AlertReconciler{Client: mgr.GetClient(), NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
-	if err := (&notificationcontroller.ReceiverReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&notificationcontroller.ReceiverReconciler{
+		Client:                mgr.GetClient(),
+		Reader:                mgr.GetAPIReader(),
+		NoCrossNamespaceRefs:  notifOpts.NoCrossNamespaceRefs,
+		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	// The webhook server and the loader of its tokens run on every replica.
+	tokens := &receiver.Tokens{Rate: rate.Limit(notifOpts.ReceiverRate), Burst: notifOpts.ReceiverBurst}
+	if err := (&receiver.TokenLoader{
+		Client:          mgr.GetClient(),
+		Reader:          mgr.GetAPIReader(),
+		Tokens:          tokens,
+		RefreshInterval: notifOpts.SecretRefreshInterval,
+	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&receiver.Server{
-		Addr:   notifOpts.ReceiverAddr,
-		Client: mgr.GetClient(),
-		Reader: mgr.GetAPIReader(),
-		Events: recorder,
-		Log:    log.WithName("receiver"),
+		Addr:                 notifOpts.ReceiverAddr,
+		Client:               mgr.GetClient(),
+		Reader:               mgr.GetAPIReader(),
+		Tokens:               tokens,
+		MaxConcurrent:        notifOpts.ReceiverMaxConcurrent,
+		NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs,
+		Events:               recorder,
+		Log:                  log.WithName("receiver"),
 	}); err != nil {
 		return err
 	}

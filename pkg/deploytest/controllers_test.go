@@ -160,7 +160,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		startController(t, "source-controller", "--storage-path="+t.TempDir(), "--storage-addr="+sourceAddr),
 		startController(t, "render-controller", "--storage-path="+t.TempDir(), "--storage-addr="+renderAddr),
 		startController(t, "sync-controller"),
-		startController(t, "notification-controller", "--receiver-addr="+receiverAddr),
+		startController(t, "notification-controller", "--receiver-addr="+receiverAddr, "--allow-loopback-provider-addresses"),
 	}
 
 	ns, err := env.Namespace(ctx, "rbac-run")
@@ -170,7 +170,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 			StringData: map[string]string{"username": "plumb", "password": "s3cret"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, Data: map[string]string{"greeting": "hello"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret-vars"}, StringData: map[string]string{"token": "t0ken"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook"}, StringData: map[string]string{"token": "hook-token"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook"}, StringData: map[string]string{"token": "hook-token-of-at-least-32-bytes!"}},
 		&sourcev1.GitRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
 			Spec: sourcev1.GitRepositorySpec{

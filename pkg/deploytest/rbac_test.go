@@ -138,8 +138,8 @@ var needed = map[string][]call{
 		watchOf(notification, "providers", "ProviderReconciler: For; Alert reconciler Watches; dispatcher Get"),
 		watchOf(notification, "alerts", "AlertReconciler: For; dispatcher List"),
 		watchOf(notification, "receivers", "ReceiverReconciler: For; receiver server List by path index"),
-		watchOf("", "secrets", "Provider and Receiver reconcilers Watches(&Secret{}); notifier.ConfigFor Get"),
 		[]call{
+			{resource: "secrets", verb: "get", namespace: tenant, why: "spec.secretRef by name: Provider/Receiver reconcilers, receiver.TokenLoader, notifier.ConfigFor (APIReader)"},
 			{group: notification, resource: "providers", verb: "patch", namespace: tenant, why: "fluxcd patch.SerialPatcher (metadata)"},
 			{group: notification, resource: "alerts", verb: "patch", namespace: tenant, why: "SerialPatcher"},
 			{group: notification, resource: "receivers", verb: "patch", namespace: tenant, why: "SerialPatcher"},
@@ -187,6 +187,12 @@ var denied = map[string][]call{
 		{resource: "serviceaccounts", verb: "impersonate", namespace: tenant},
 	},
 	"notification-controller": {
+		// Secrets by name only: the internet-facing receiver's process
+		// cannot enumerate or stream them.
+		{resource: "secrets", verb: "list"},
+		{resource: "secrets", verb: "list", namespace: tenant},
+		{resource: "secrets", verb: "watch"},
+		{resource: "secrets", verb: "watch", namespace: tenant},
 		{group: source, resource: "gitrepositories", verb: "delete", namespace: tenant},
 		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
 		{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant},
@@ -321,7 +327,9 @@ func TestImpersonatedCalls(t *testing.T) {
 
 	notif := as("notification-controller")
 	g.Expect(notif.List(ctx, &notificationv1.AlertList{})).To(Succeed())
-	g.Expect(notif.List(ctx, &corev1.SecretList{})).To(Succeed())
+	g.Expect(notif.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})).To(Succeed())
+	g.Expect(forbidden(notif.List(ctx, &corev1.SecretList{}))).To(BeTrue())
+	g.Expect(forbidden(notif.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))).To(BeTrue())
 	meta := &metav1.PartialObjectMetadataList{}
 	meta.SetGroupVersionKind(sourcev1.GroupVersion.WithKind("GitRepositoryList"))
 	g.Expect(notif.List(ctx, meta, client.InNamespace(ns))).To(Succeed())

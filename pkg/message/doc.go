@@ -40,4 +40,10 @@
 //
 // TruncateTo takes another bound, for a smaller field of the same kind: the
 // before and after values of a drift event's changes (pkg/diff).
+//
+// # Credentials in URLs
+//
+// StripUserInfo removes "user:password@" from every URL in a text, for
+// messages that quote a URL someone wrote with credentials in it.
+// notification-controller applies it to every event it forwards as an alert.
 package message

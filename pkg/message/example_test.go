@@ -23,3 +23,11 @@ func Example() {
 	// true
 	// héllo wörld… (22 more bytes)
 }
+
+func ExampleStripUserInfo() {
+	fmt.Println(message.StripUserInfo("fetch https://bot:ghp_123@git.example.com/org/repo.git failed: 403"))
+	fmt.Println(message.StripUserInfo("ssh://git@github.com/org/repo and nats://u:p@nats:4222, mail me@example.com"))
+	// Output:
+	// fetch https://git.example.com/org/repo.git failed: 403
+	// ssh://github.com/org/repo and nats://nats:4222, mail me@example.com
+}

@@ -23,6 +23,8 @@ import (
 // compile and its Provider is Ready.
 type AlertReconciler struct {
 	client.Client
+	// NoCrossNamespaceRefs refuses event sources in another namespace.
+	NoCrossNamespaceRefs bool
 }
 
 // SetupWithManager registers the reconciler; a change to a Provider's
@@ -43,8 +45,8 @@ func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Complete(r)
 }
 
-// Reconcile runs the steps suspend, expressions, provider and patches the
-// status.
+// Reconcile runs the steps suspend, sources, expressions, provider and
+// patches the status.
 func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &notificationv1.Alert{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -52,6 +54,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	return run(ctx, r.Client, obj, alertObj{obj}, []step[*notificationv1.Alert]{
 		{"suspend", r.reconcileSuspend},
+		{"sources", r.reconcileSources},
 		{"expressions", r.reconcileExpressions},
 		{"provider", r.reconcileProvider},
 	}, func() string { return fmt.Sprintf("routing events to provider %s", obj.Spec.ProviderRef.Name) })
@@ -61,6 +64,23 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 func (r *AlertReconciler) reconcileSuspend(_ context.Context, obj *notificationv1.Alert) error {
 	if obj.Spec.Suspend {
 		return errSuspended
+	}
+	return nil
+}
+
+// reconcileSources refuses, under --no-cross-namespace-refs, an event
+// source in another namespace than the Alert's, "*" included. Sets Stalled
+// and Ready=False (CrossNamespaceRef). The dispatcher does not match such a
+// source either, whatever the Alert's status says.
+func (r *AlertReconciler) reconcileSources(_ context.Context, obj *notificationv1.Alert) error {
+	if !r.NoCrossNamespaceRefs {
+		return nil
+	}
+	for i, src := range obj.Spec.EventSources {
+		if src.Namespace != "" && src.Namespace != obj.Namespace {
+			return plumbreconcile.Stalled(CrossNamespaceRefReason,
+				fmt.Errorf("cross-namespace references are not allowed: spec.eventSources[%d] names namespace %q, outside %s", i, src.Namespace, obj.Namespace))
+		}
 	}
 	return nil
 }

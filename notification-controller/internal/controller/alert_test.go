@@ -348,10 +348,7 @@ func TestNATSProvider(t *testing.T) {
 // blocks the consumer nor reaches a provider.
 func TestInvalidEventsAreTerminated(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	hook := newEndpoint(t)
-	waitReady(t, createProvider(t, ns, "hook", notificationv1.GenericProvider, hook.URL, nil), metav1.ConditionTrue)
-	waitReady(t, createAlert(t, ns, "all", "hook", nil), metav1.ConditionTrue)
+	ns, hook := hookForEverything(t)
 	opts := testOptions(ns)
 	startDispatcher(t, ns, opts)
 

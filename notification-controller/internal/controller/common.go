@@ -22,8 +22,6 @@ const FieldManager = "plumb-notification"
 
 // Field indexes the reconcilers and the receiver server look objects up by.
 const (
-	// SecretRefIndex indexes Providers and Receivers by spec.secretRef.name.
-	SecretRefIndex = ".spec.secretRef.name"
 	// ProviderRefIndex indexes Alerts by spec.providerRef.name.
 	ProviderRefIndex = ".spec.providerRef.name"
 )
@@ -34,6 +32,15 @@ const (
 	SecretNotReadyReason = "SecretNotReady"
 	// ProviderNotReadyReason: an Alert's Provider is missing or not Ready.
 	ProviderNotReadyReason = "ProviderNotReady"
+	// CrossNamespaceRefReason: a reference into another namespace while
+	// --no-cross-namespace-refs is set.
+	CrossNamespaceRefReason = "CrossNamespaceRef"
+	// InsecureConnectionsDisallowedReason: a Provider's credentials would
+	// go over plain http:// and spec.insecure is not set (Flux's reason).
+	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
+	// AddressRefusedReason: a Provider's address is an IP address the
+	// delivery address policy refuses.
+	AddressRefusedReason = "AddressRefused"
 )
 
 // retryInterval is how soon an object waiting for a Secret or Provider is
@@ -90,6 +97,20 @@ func run[T client.Object](ctx context.Context, c client.Client, obj T, wrap obje
 		err = errors.Join(err, client.IgnoreNotFound(perr))
 	}
 	return result, err
+}
+
+// refreshSecret makes an object with a Secret come back after interval
+// when nothing else brings it back sooner: notification-controller may get
+// Secrets by name but not watch them, so a rotated token is noticed by
+// reading the Secret again.
+func refreshSecret(result ctrl.Result, err error, interval time.Duration) ctrl.Result {
+	if err != nil || interval <= 0 {
+		return result
+	}
+	if after := plumbreconcile.Jitter(interval); result.RequeueAfter == 0 || after < result.RequeueAfter {
+		result.RequeueAfter = after
+	}
+	return result
 }
 
 // suspendedError stops the steps of a suspended object.

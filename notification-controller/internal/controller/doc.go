@@ -1,14 +1,33 @@
 // Package controller holds the reconcilers of notification-controller:
-// Provider (its Secret and address resolve), Alert (its expressions compile
-// and its Provider is ready) and Receiver (its token resolves; it writes
-// status.webhookPath). Each is a short ordered list of steps; each step's
-// doc comment names the conditions it sets. Status is patched with
-// fluxcd/pkg/runtime's patch helper under the field manager
+// Provider (its Secret and address resolve), Alert (its event sources stay
+// in bounds, its expressions compile and its Provider is ready) and
+// Receiver (its resources stay in bounds, its token resolves and is long
+// enough; it writes status.webhookPath). Each is a short ordered list of
+// steps; each step's doc comment names the conditions it sets. Status is
+// patched with fluxcd/pkg/runtime's patch helper under the field manager
 // "plumb-notification"; conditions follow kstatus (Ready, Reconciling,
 // Stalled).
 //
-// A Provider or Receiver whose Secret is missing, or lacks a key, is
-// Ready=False with a message naming the Secret and the key; a change to that
-// Secret (watched by metadata only, values are never cached) reconciles it
-// again at once. An Alert whose expressions do not compile is Stalled.
+// Secrets are read by name only: notification-controller may get a Secret
+// but neither list nor watch them, so the one internet-facing component
+// cannot enumerate every tenant's credentials. A Provider with a Secret,
+// and every Receiver, is therefore reconciled again every
+// --secret-refresh-interval (and at once when it changes or is annotated
+// with reconcile.plumb.dev/requestedAt); a rotated token or address takes
+// effect then. A Provider or Receiver whose Secret is missing, or lacks a
+// key, is Ready=False (SecretNotReady) with a message naming the Secret and
+// the key, never a value; so is a Receiver whose token is shorter than 32
+// bytes, and its webhook path is removed.
+//
+// Under --no-cross-namespace-refs a Receiver resource or an Alert event
+// source in another namespace ("*" included) stalls the object with reason
+// CrossNamespaceRef ("cross-namespace references are not allowed: …"). An
+// Alert's providerRef and every secretRef have no namespace field at all.
+//
+// A Provider whose credentials would travel over plain http:// without
+// spec.insecure stalls with InsecureConnectionsDisallowed; one whose address
+// is an IP literal the delivery address policy refuses (link-local, cloud
+// metadata, loopback unless allowed) stalls with AddressRefused; a
+// spec.timeout above --max-provider-timeout is cut, and Ready's message says
+// so. An Alert whose expressions do not compile is Stalled (InvalidSpec).
 package controller

@@ -2,14 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
@@ -19,31 +19,32 @@ import (
 )
 
 // ProviderReconciler checks that a Provider can deliver: its Secret and
-// keys exist and its address is a URL of the right scheme.
+// keys exist, its address is a URL of the right scheme that the address
+// policy allows, and its credentials do not travel in clear text unless
+// spec.insecure says so.
 type ProviderReconciler struct {
 	client.Client
-	// Reader reads Secrets (uncached).
+	// Reader reads Secrets (uncached, by name).
 	Reader client.Reader
+	// Policy is the dispatcher's address policy, applied here to literal
+	// IP addresses so a refused one is reported before any delivery.
+	Policy notifier.AddressPolicy
+	// MaxTimeout is --max-provider-timeout; a longer spec.timeout is
+	// reported in the Ready message.
+	MaxTimeout time.Duration
+	// SecretRefreshInterval is how often the Secret is read again.
+	SecretRefreshInterval time.Duration
 }
 
-// SetupWithManager registers the reconciler; a change to a Provider's
-// Secret reconciles the Provider.
+// SetupWithManager registers the reconciler. notification-controller may
+// get Secrets but not watch them: a Provider with a Secret is reconciled
+// again every SecretRefreshInterval, and at once when it changes or is
+// annotated with reconcile.plumb.dev/requestedAt.
 func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Provider{}, SecretRefIndex,
-		func(o client.Object) []string {
-			if ref := o.(*notificationv1.Provider).Spec.SecretRef; ref != nil {
-				return []string{ref.Name}
-			}
-			return nil
-		}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("provider").
-		For(&notificationv1.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(requestsFor(r.Client, &notificationv1.ProviderList{}, SecretRefIndex)),
-			builder.OnlyMetadata).
+		For(&notificationv1.Provider{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, plumbreconcile.RequestedPredicate{}))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -54,10 +55,22 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return run(ctx, r.Client, obj, providerObj{obj}, []step[*notificationv1.Provider]{
+	result, err := run(ctx, r.Client, obj, providerObj{obj}, []step[*notificationv1.Provider]{
 		{"suspend", r.reconcileSuspend},
 		{"config", r.reconcileConfig},
-	}, func() string { return fmt.Sprintf("%s provider is ready", obj.Spec.Type) })
+	}, func() string { return r.readyMessage(obj) })
+	if obj.Spec.SecretRef != nil {
+		result = refreshSecret(result, err, r.SecretRefreshInterval)
+	}
+	return result, err
+}
+
+func (r *ProviderReconciler) readyMessage(obj *notificationv1.Provider) string {
+	msg := fmt.Sprintf("%s provider is ready", obj.Spec.Type)
+	if t := obj.GetTimeout().Duration; r.MaxTimeout > 0 && t > r.MaxTimeout {
+		msg += fmt.Sprintf("; spec.timeout %s is above --max-provider-timeout, deliveries stop after %s", t, r.MaxTimeout)
+	}
+	return msg
 }
 
 // reconcileSuspend stops at a suspended Provider: Ready=False (Suspended).
@@ -70,17 +83,28 @@ func (r *ProviderReconciler) reconcileSuspend(_ context.Context, obj *notificati
 
 // reconcileConfig resolves the address and token. Sets Ready=False
 // (SecretNotReady) and Reconciling when the Secret or a key is missing,
-// naming it; Stalled (InvalidSpec) when the spec alone is wrong.
+// naming it; Stalled with InsecureConnectionsDisallowed when credentials
+// would go over plain http:// without spec.insecure, with AddressRefused
+// when the address is an IP the address policy refuses, and with
+// InvalidSpec when the spec alone is wrong.
 func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificationv1.Provider) error {
 	cfg, err := notifier.ConfigFor(ctx, r.Reader, obj)
-	if err != nil {
-		if obj.Spec.SecretRef != nil {
-			return plumbreconcile.Waiting(SecretNotReadyReason, retryInterval, err)
-		}
+	var insecure *notifier.InsecureError
+	switch {
+	case errors.As(err, &insecure):
+		return plumbreconcile.Stalled(InsecureConnectionsDisallowedReason, err)
+	case err != nil && obj.Spec.SecretRef != nil:
+		return plumbreconcile.Waiting(SecretNotReadyReason, min(retryInterval, r.SecretRefreshInterval), err)
+	case err != nil:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}
 	if _, err := notifier.New(cfg); err != nil {
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
+	if ip, ok := notifier.LiteralAddress(cfg.Address); ok {
+		if err := r.Policy.Check(ip); err != nil {
+			return plumbreconcile.Stalled(AddressRefusedReason, err)
+		}
 	}
 	return nil
 }

@@ -2,20 +2,19 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/receiver"
-	"plumb.dev/notification-controller/internal/secret"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
@@ -23,34 +22,23 @@ import (
 // path in status.webhookPath.
 type ReceiverReconciler struct {
 	client.Client
-	// Reader reads Secrets (uncached).
+	// Reader reads Secrets (uncached, by name).
 	Reader client.Reader
+	// NoCrossNamespaceRefs refuses resources in another namespace.
+	NoCrossNamespaceRefs bool
+	// SecretRefreshInterval is how often the token is read again.
+	SecretRefreshInterval time.Duration
 }
 
-// SetupWithManager registers the reconciler and the index the receiver
-// server looks calls up by; a change to a Receiver's Secret (a rotated
-// token) reconciles the Receiver.
+// SetupWithManager registers the reconciler. notification-controller may
+// get Secrets but not watch them: a Receiver is reconciled again every
+// SecretRefreshInterval, and at once when it changes or is annotated with
+// reconcile.plumb.dev/requestedAt.
 func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &notificationv1.Receiver{}, SecretRefIndex,
-		func(o client.Object) []string { return []string{o.(*notificationv1.Receiver).Spec.SecretRef.Name} }); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(context.Background(), &notificationv1.Receiver{}, receiver.WebhookPathIndex,
-		func(o client.Object) []string {
-			if p := o.(*notificationv1.Receiver).Status.WebhookPath; p != "" {
-				return []string{p}
-			}
-			return nil
-		}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("receiver").
-		For(&notificationv1.Receiver{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(requestsFor(r.Client, &notificationv1.ReceiverList{}, SecretRefIndex)),
-			builder.OnlyMetadata).
+		For(&notificationv1.Receiver{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, plumbreconcile.RequestedPredicate{}))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -61,32 +49,50 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return run(ctx, r.Client, obj, receiverObj{obj}, []step[*notificationv1.Receiver]{
+	result, err := run(ctx, r.Client, obj, receiverObj{obj}, []step[*notificationv1.Receiver]{
 		{"resources", r.reconcileResources},
 		{"token", r.reconcileToken},
 		{"suspend", r.reconcileSuspend},
 	}, func() string { return "receiving webhooks on " + obj.Status.WebhookPath })
+	return refreshSecret(result, err, r.SecretRefreshInterval), err
 }
 
 // reconcileResources checks every resource is of a kind a webhook can
-// reconcile. Sets Stalled and Ready=False (InvalidSpec) otherwise.
+// reconcile and, under --no-cross-namespace-refs, in the Receiver's
+// namespace, and that spec.events is set only on a type that can filter
+// (the CRD refuses it too, but not on objects stored before). Sets Stalled
+// and Ready=False (InvalidSpec, or CrossNamespaceRef) otherwise.
 func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notificationv1.Receiver) error {
 	for i, ref := range obj.Spec.Resources {
 		if !receiver.SupportedKind(ref.Kind) {
 			return plumbreconcile.Stalled(meta.InvalidSpecReason,
 				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository and Kustomization)", i, ref.Kind))
 		}
+		if r.NoCrossNamespaceRefs && ref.Namespace != "" && ref.Namespace != obj.Namespace {
+			return plumbreconcile.Stalled(CrossNamespaceRefReason,
+				fmt.Errorf("cross-namespace references are not allowed: spec.resources[%d] names namespace %q, outside %s", i, ref.Namespace, obj.Namespace))
+		}
+	}
+	if len(obj.Spec.Events) > 0 && !receiver.CanFilter(obj.Spec.Type) {
+		return plumbreconcile.Stalled(meta.InvalidSpecReason,
+			fmt.Errorf("spec.events: a %s receiver cannot tell event types apart; remove spec.events", obj.Spec.Type))
 	}
 	return nil
 }
 
 // reconcileToken reads the token and writes status.webhookPath from it.
 // Sets Ready=False (SecretNotReady) and Reconciling, naming the Secret or
-// key, when it cannot; the Secret's next change reconciles again.
+// key, when it cannot, or when the token is shorter than
+// receiver.MinTokenBytes (the path is then removed); the next refresh
+// reads the Secret again.
 func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificationv1.Receiver) error {
-	token, err := secret.Token(ctx, r.Reader, obj.Namespace, obj.Spec.SecretRef.Name)
+	token, err := receiver.ReadToken(ctx, r.Reader, obj)
 	if err != nil {
-		return plumbreconcile.Waiting(SecretNotReadyReason, retryInterval, err)
+		var short *receiver.ShortTokenError
+		if errors.As(err, &short) {
+			obj.Status.WebhookPath = ""
+		}
+		return plumbreconcile.Waiting(SecretNotReadyReason, min(retryInterval, r.SecretRefreshInterval), err)
 	}
 	obj.Status.WebhookPath = receiver.WebhookPath(token, obj.Name, obj.Namespace)
 	return nil

@@ -9,7 +9,6 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"hash"
-	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -30,7 +29,8 @@ import (
 	"plumb.dev/pkg/events"
 )
 
-const hookToken = "webhook-token"
+// hookToken is a webhook token of the shortest length a Receiver takes.
+const hookToken = "webhook-token-of-32-bytes-at-min"
 
 // createReceiver creates a Receiver with its token Secret and waits until
 // it is Ready with a webhook path.
@@ -51,33 +51,41 @@ func createReceiver(t *testing.T, ns, name, typ string, mutate func(*notificatio
 	NewWithT(t).Expect(k8s.Create(context.Background(), r)).To(Succeed())
 	if !r.Spec.Suspend {
 		waitReady(t, r, metav1.ConditionTrue)
-		// The server looks paths up in the manager's cache, which sees the
-		// status a moment after the API server has it.
-		NewWithT(t).Eventually(func() ([]notificationv1.Receiver, error) {
-			var list notificationv1.ReceiverList
-			err := mgr.GetClient().List(context.Background(), &list, client.MatchingFields{receiver.WebhookPathIndex: r.Status.WebhookPath})
-			return list.Items, err
-		}, 3*timeout, poll).Should(HaveLen(1), "the manager's cache indexes the Receiver's webhook path")
+		waitServed(t, tokens, r)
 	}
 	return r
 }
 
+// waitServed waits until the receiver server serves r: its token is loaded
+// under r's webhook path and the manager's cache, which sees the status a
+// moment after the API server has it, holds r Ready.
+func waitServed(t *testing.T, tokens *receiver.Tokens, r *notificationv1.Receiver) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(tokens.Path(client.ObjectKeyFromObject(r))).To(Equal(r.Status.WebhookPath))
+		var cached notificationv1.Receiver
+		g.Expect(mgr.GetClient().Get(context.Background(), client.ObjectKeyFromObject(r), &cached)).To(Succeed())
+		g.Expect(readyOf(&cached)).NotTo(BeNil())
+		g.Expect(readyOf(&cached).Status).To(Equal(metav1.ConditionTrue))
+	}, 3*timeout, poll).Should(Succeed(), "the receiver server serves the Receiver")
+}
+
+// genericReceiver returns (without creating it) a generic Receiver of the
+// GitRepository "app" whose token is in the Secret secret.
+func genericReceiver(ns, name, secret string) *notificationv1.Receiver {
+	return &notificationv1.Receiver{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: notificationv1.ReceiverSpec{
+			Type:      notificationv1.GenericReceiver,
+			SecretRef: meta.LocalObjectReference{Name: secret},
+			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
+		},
+	}
+}
+
 func post(t *testing.T, path string, header map[string]string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, receiverURL+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(msg)
+	return postTo(t, receiverURL+path, header, bytes.NewReader(body))
 }
 
 func sign(h func() hash.Hash, algo string, body []byte) string {
@@ -159,7 +167,7 @@ func TestGitHubReceiver(t *testing.T) {
 				reasons = append(reasons, e.Reason+": "+e.Message)
 			}
 		}
-		g.Expect(reasons).To(ContainElement("ReconcileRequested: push event: requested a reconcile of GitRepository/" + ns + "/app"))
+		g.Expect(reasons).To(ContainElement("ReconcileRequested: push event: requested a reconcile of GitRepository/app"))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(counter(t, "plumb_notification_receiver_requests_total", map[string]string{"code": "401"})).To(BeNumerically(">=", 2))
 
@@ -245,7 +253,7 @@ func TestReceiverTypes(t *testing.T) {
 		})
 		code, msg := post(t, rcv.Status.WebhookPath, nil, body)
 		g.Expect(code).To(Equal(http.StatusOK), msg)
-		g.Expect(msg).To(ContainSubstring("Kustomization/" + ns + "/web"))
+		g.Expect(msg).To(ContainSubstring("Kustomization/web"))
 		g.Expect(requestedAt(t, web)).NotTo(BeEmpty())
 		g.Expect(requestedAt(t, api)).To(BeEmpty())
 	})
@@ -289,14 +297,7 @@ func TestReceiverRejections(t *testing.T) {
 
 	// A Receiver whose Secret lacks the token is not Ready and says which key.
 	createSecret(t, ns, "empty", map[string]string{"other": "x"})
-	broken := &notificationv1.Receiver{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
-		Spec: notificationv1.ReceiverSpec{
-			Type:      notificationv1.GenericReceiver,
-			SecretRef: meta.LocalObjectReference{Name: "empty"},
-			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
-		},
-	}
+	broken := genericReceiver(ns, "broken", "empty")
 	g.Expect(k8s.Create(ctx, broken)).To(Succeed())
 	cond = waitReady(t, broken, metav1.ConditionFalse)
 	g.Expect(cond.Reason).To(Equal(SecretNotReadyReason))
@@ -304,7 +305,7 @@ func TestReceiverRejections(t *testing.T) {
 	g.Expect(broken.Status.WebhookPath).To(BeEmpty())
 
 	// A Receiver naming a kind a webhook cannot reconcile is stalled.
-	createSecret(t, ns, "ok", map[string]string{"token": "t"})
+	createSecret(t, ns, "ok", map[string]string{"token": hookToken})
 	wrongKind := broken.DeepCopy()
 	wrongKind.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "wrong-kind"}
 	wrongKind.Spec.SecretRef.Name = "ok"

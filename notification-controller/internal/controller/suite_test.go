@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/gomega"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/notification-controller/internal/dispatch"
+	"plumb.dev/notification-controller/internal/notifier"
 	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/notification-controller/internal/receiver"
 	"plumb.dev/pkg/app"
@@ -49,7 +51,23 @@ var (
 	controllers *events.Recorder // publishes as source-controller would
 	recorder    *events.Recorder // notification-controller's own
 	receiverURL string
+	tokens      *receiver.Tokens // the suite's receiver server's
 )
+
+// suiteOptions are the options the suite's manager and receiver server run
+// with: cross-namespace references refused, as deploy/ sets it, Secrets
+// read again every two seconds, and a rate limit no test reaches by
+// accident.
+var suiteOptions = nopts.Notification{
+	NoCrossNamespaceRefs:   true,
+	SecretRefreshInterval:  2 * time.Second,
+	MaxProviderTimeout:     time.Minute,
+	AllowPrivateAddresses:  true,
+	AllowLoopbackAddresses: true,
+	ReceiverRate:           1000,
+	ReceiverBurst:          1000,
+	ReceiverMaxConcurrent:  64,
+}
 
 const (
 	timeout = 30 * time.Second
@@ -89,13 +107,29 @@ func runSuite(m *testing.M) int {
 	recorder = events.NewRecorder(mgr.GetEventRecorderFor(dispatch.ControllerName), own, env.Scheme, dispatch.ControllerName) //nolint:staticcheck
 
 	copts := controller.Options{MaxConcurrentReconciles: 4}
+	o := suiteOptions
+	tokens = &receiver.Tokens{Rate: rate.Limit(o.ReceiverRate), Burst: o.ReceiverBurst}
 	for _, setup := range []func() error{
 		func() error {
-			return (&ProviderReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts)
+			return (&ProviderReconciler{
+				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+				Policy:     notifier.AddressPolicy{AllowPrivate: o.AllowPrivateAddresses, AllowLoopback: o.AllowLoopbackAddresses},
+				MaxTimeout: o.MaxProviderTimeout, SecretRefreshInterval: o.SecretRefreshInterval,
+			}).SetupWithManager(mgr, copts)
 		},
-		func() error { return (&AlertReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts) },
 		func() error {
-			return (&ReceiverReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr, copts)
+			return (&AlertReconciler{Client: mgr.GetClient(), NoCrossNamespaceRefs: o.NoCrossNamespaceRefs}).SetupWithManager(mgr, copts)
+		},
+		func() error {
+			return (&ReceiverReconciler{
+				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+				NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, SecretRefreshInterval: o.SecretRefreshInterval,
+			}).SetupWithManager(mgr, copts)
+		},
+		func() error {
+			return (&receiver.TokenLoader{
+				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: tokens, RefreshInterval: o.SecretRefreshInterval,
+			}).SetupWithManager(mgr)
 		},
 	} {
 		if err := setup(); err != nil {
@@ -109,7 +143,11 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	receiverURL = "http://" + l.Addr().String()
-	srv := &receiver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: recorder, Log: logr.Discard()}
+	srv := &receiver.Server{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: tokens,
+		MaxConcurrent: o.ReceiverMaxConcurrent, NoCrossNamespaceRefs: o.NoCrossNamespaceRefs,
+		Events: recorder, Log: logr.Discard(),
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
@@ -144,17 +182,19 @@ func newNamespace(t testing.TB) string {
 	return ns
 }
 
-// testOptions are delivery options with short retries.
+// testOptions are delivery options with short retries. Loopback
+// addresses are allowed, explicitly: the stand-ins for Slack and webhooks
+// listen on 127.0.0.1, which the default policy refuses.
 func testOptions(ns string) nopts.Notification {
-	return nopts.Notification{
-		ConsumerName:      "test-" + ns,
-		AckWait:           30 * time.Second,
-		Retries:           2,
-		RetryBackoff:      20 * time.Millisecond,
-		MaxRetryBackoff:   100 * time.Millisecond,
-		Workers:           4,
-		RateLimitInterval: time.Minute,
-	}
+	o := suiteOptions
+	o.ConsumerName = "test-" + ns
+	o.AckWait = 30 * time.Second
+	o.Retries = 2
+	o.RetryBackoff = 20 * time.Millisecond
+	o.MaxRetryBackoff = 100 * time.Millisecond
+	o.Workers = 4
+	o.RateLimitInterval = time.Minute
+	return o
 }
 
 // startDispatcher runs a Dispatcher reading the events of namespace ns and
@@ -162,15 +202,29 @@ func testOptions(ns string) nopts.Notification {
 // stop function ends it and waits for it; it also runs at cleanup.
 func startDispatcher(t testing.TB, ns string, opts nopts.Notification) (stop func()) {
 	t.Helper()
+	return runDispatcher(t, newDispatcher(opts, ns))
+}
+
+// newDispatcher returns a Dispatcher reading the events of the namespaces.
+func newDispatcher(opts nopts.Notification, namespaces ...string) *dispatch.Dispatcher {
 	d := &dispatch.Dispatcher{
-		NATS:           natsOpt,
-		Options:        opts,
-		FilterSubjects: []string{events.SubjectPrefix + ".*." + ns + ".*"},
-		Client:         mgr.GetClient(),
-		Reader:         mgr.GetAPIReader(),
-		Events:         recorder,
-		Log:            logr.Discard(),
+		NATS:    natsOpt,
+		Options: opts,
+		Client:  mgr.GetClient(),
+		Reader:  mgr.GetAPIReader(),
+		Events:  recorder,
+		Log:     logr.Discard(),
 	}
+	for _, ns := range namespaces {
+		d.FilterSubjects = append(d.FilterSubjects, events.SubjectPrefix+".*."+ns+".*")
+	}
+	return d
+}
+
+// runDispatcher starts d and waits until its consumer exists; see
+// startDispatcher.
+func runDispatcher(t testing.TB, d *dispatch.Dispatcher) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Start(ctx) }()
@@ -185,7 +239,7 @@ func startDispatcher(t testing.TB, ns string, opts nopts.Notification) (stop fun
 	}
 	t.Cleanup(stop)
 	NewWithT(t).Eventually(func() error {
-		_, err := consumerInfo(opts.ConsumerName)
+		_, err := consumerInfo(d.Options.ConsumerName)
 		return err
 	}, timeout, poll).Should(Succeed(), "the dispatcher creates its consumer")
 	return stop
@@ -302,7 +356,8 @@ func createSecret(t testing.TB, ns, name string, data map[string]string) *corev1
 	return s
 }
 
-// createProvider creates a Provider whose address is in a Secret.
+// createProvider creates a Provider whose address is in a Secret. The
+// stand-in endpoints speak plain http://, so it sets spec.insecure.
 func createProvider(t testing.TB, ns, name, typ, address string, extra map[string]string) *notificationv1.Provider {
 	t.Helper()
 	data := map[string]string{"address": address}
@@ -318,6 +373,7 @@ func createProvider(t testing.TB, ns, name, typ, address string, extra map[strin
 			Username:  "plumb",
 			Timeout:   &metav1.Duration{Duration: 5 * time.Second},
 			SecretRef: &meta.LocalObjectReference{Name: name + "-secret"},
+			Insecure:  true,
 		},
 	}
 	NewWithT(t).Expect(k8s.Create(context.Background(), p)).To(Succeed())

@@ -28,6 +28,7 @@ import (
 	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/panics"
 )
 
 // ControllerName is the reportingController of events this controller
@@ -61,12 +62,17 @@ type Dispatcher struct {
 	Reader client.Reader
 	// Events records Warning events on Alerts whose provider gave up.
 	Events *events.Recorder
-	// HTTPClient sends webhook deliveries.
+	// HTTPClient sends webhook deliveries; when nil, one from
+	// notifier.NewHTTPClient with the Options' address policy and
+	// --max-provider-timeout.
 	HTTPClient *http.Client
 	Log        logr.Logger
 
 	limiter *rateLimiter
 	configs configCache
+	matcher Matcher
+	policy  notifier.AddressPolicy
+	queues  providerQueues
 
 	// conn is the consumer's connection once Start made it, for Check.
 	conn atomic.Pointer[events.Conn]
@@ -103,9 +109,11 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.Options.Validate(); err != nil {
 		return err
 	}
+	d.policy = notifier.AddressPolicy{AllowPrivate: d.Options.AllowPrivateAddresses, AllowLoopback: d.Options.AllowLoopbackAddresses}
 	if d.HTTPClient == nil {
-		d.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		d.HTTPClient = notifier.NewHTTPClient(d.policy, d.Options.MaxProviderTimeout)
 	}
+	d.matcher = Matcher{NoCrossNamespaceRefs: d.Options.NoCrossNamespaceRefs}
 	if len(d.FilterSubjects) == 0 {
 		d.FilterSubjects = []string{events.StreamSubjects}
 	}
@@ -139,6 +147,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		close(w)
 	}
 	wg.Wait()
+	// No event is routed any more: the provider queues drain (what they
+	// still hold is handed back) and stop.
+	d.queues.wait()
 	d.handBackAll()
 	return nil
 }
@@ -279,20 +290,16 @@ func shard(subject string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// work handles one worker's events in order. After ctx ends it sets the
-// events it cannot deliver aside, to be handed back for the next instance.
+// work routes one worker's events in order to the provider queues. After
+// ctx ends it sets the events it has not routed aside, to be handed back
+// for the next instance.
 func (d *Dispatcher) work(ctx context.Context, in <-chan jetstream.Msg) {
 	for msg := range in {
 		if ctx.Err() != nil {
 			d.setAside(msg)
 			continue
 		}
-		o := d.handle(ctx, msg)
-		if !o.ack && !o.term && o.delay == 0 && ctx.Err() != nil {
-			d.setAside(msg)
-			continue
-		}
-		d.settle(msg, o)
+		d.route(ctx, msg)
 	}
 }
 
@@ -374,45 +381,62 @@ func (d *Dispatcher) settle(msg jetstream.Msg, o outcome) {
 	}
 }
 
-// handle delivers one event to every matching alert's provider. The event
-// is acknowledged when done with (delivered, given up, or not wanted) and
-// handed back when shutdown interrupted a delivery.
-func (d *Dispatcher) handle(ctx context.Context, msg jetstream.Msg) outcome {
+// route matches one event against the Alerts and puts one delivery per
+// matching Alert on its Provider's queue; the event is acknowledged when
+// the last of them is done (see pending). An event no Alert wants is
+// acknowledged at once, an invalid one terminated.
+func (d *Dispatcher) route(ctx context.Context, msg jetstream.Msg) {
+	e, alerts, o := d.match(ctx, msg)
+	if len(alerts) == 0 {
+		d.settle(msg, o)
+		return
+	}
+	p := &pending{msg: msg, left: len(alerts)}
+	for i := range alerts {
+		d.queues.push(ctx, d, delivery{pending: p, alert: alerts[i], event: e})
+	}
+}
+
+// match decodes an event and finds the Alerts that want it; with none, o
+// says what becomes of the event. A panic (the event is untrusted input)
+// is reported and the event terminated, so it is not delivered again to
+// panic again.
+func (d *Dispatcher) match(ctx context.Context, msg jetstream.Msg) (e *events.Event, alerts []notificationv1.Alert, o outcome) {
+	var panicked error
+	defer func() {
+		if panicked != nil {
+			e, alerts, o = nil, nil, outcome{term: true}
+		}
+	}()
+	defer panics.Recover(&panicked, "event match")
 	e, err := events.Decode(msg.Data())
 	if err != nil {
 		eventsReceived.WithLabelValues("invalid").Inc()
 		d.Log.Info("dropping an invalid event", "subject", msg.Subject(), "error", err.Error())
 		// Terminate rather than ack: the server records it was not processed.
-		return outcome{term: true}
+		return nil, nil, outcome{term: true}
 	}
 	eventsReceived.WithLabelValues("valid").Inc()
-	// An event whose handling began is matched and tried once even when
-	// shutdown begins meanwhile; ctx only cuts retries short.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
 	if e.ReportingController == ControllerName && (e.InvolvedObject.Kind == notificationv1.AlertKind || e.InvolvedObject.Kind == notificationv1.ProviderKind) {
-		return outcome{ack: true}
+		return e, nil, outcome{ack: true}
 	}
-	alerts, err := d.matching(rctx, e)
+	// An event whose handling began is matched even when shutdown begins
+	// meanwhile.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	alerts, err = d.matching(rctx, e)
 	if err != nil {
 		// The cache or API server failing is temporary: hand the event back
 		// after a pause rather than lose it.
 		d.Log.Error(err, "matching an event against alerts", "event", e.ID)
-		return outcome{delay: 5 * time.Second}
+		return e, nil, outcome{delay: 5 * time.Second}
 	}
-	var wg sync.WaitGroup
-	done := make([]bool, len(alerts))
-	for i := range alerts {
-		wg.Go(func() { done[i] = d.deliver(ctx, rctx, &alerts[i], e) })
-	}
-	wg.Wait()
-	for _, ok := range done {
-		if !ok {
-			return outcome{}
-		}
-	}
-	return outcome{ack: true}
+	return e, alerts, outcome{ack: true}
 }
+
+// readTimeout bounds the API reads of one routing or delivery (labels,
+// Provider, Secret).
+const readTimeout = 30 * time.Second
 
 // matching returns the Alerts the event matches, across namespaces.
 func (d *Dispatcher) matching(ctx context.Context, e *events.Event) ([]notificationv1.Alert, error) {
@@ -434,7 +458,7 @@ func (d *Dispatcher) matching(ctx context.Context, e *events.Event) ([]notificat
 	}
 	var out []notificationv1.Alert
 	for _, a := range list.Items {
-		ok, err := Match(&a, e, getLabels)
+		ok, err := d.matcher.Match(&a, e, getLabels)
 		if err != nil {
 			if labelsErr != nil && !apierrors.IsNotFound(labelsErr) {
 				return nil, err
@@ -480,12 +504,22 @@ func (d *Dispatcher) labels(ctx context.Context, ref events.ObjectReference) (ma
 
 // deliver sends the event to the alert's provider, retrying with backoff.
 // It returns false only when ctx ended before the provider took the event
-// or gave up; reads use rctx, which shutdown does not cancel.
-func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Alert, e *events.Event) bool {
+// or gave up. A panic is reported, on the Alert too, and counts as given up.
+func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e *events.Event) (done bool) {
+	var panicked error
+	defer func() {
+		if panicked != nil {
+			d.giveUp(alert, e, errors.New("delivery failed on an internal error (a panic, reported in notification-controller's log)"))
+			done = true
+		}
+	}()
+	defer panics.Recover(&panicked, "alert delivery")
 	log := d.Log.WithValues("alert", alert.Namespace+"/"+alert.Name, "provider", alert.Spec.ProviderRef.Name, "event", e.ID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
 	var provider notificationv1.Provider
 	if err := d.Client.Get(rctx, client.ObjectKey{Namespace: alert.Namespace, Name: alert.Spec.ProviderRef.Name}, &provider); err != nil {
-		d.giveUp(alert, nil, e, fmt.Errorf("provider %s: %w", alert.Spec.ProviderRef.Name, err))
+		d.giveUp(alert, e, fmt.Errorf("provider %s: %w", alert.Spec.ProviderRef.Name, err))
 		return true
 	}
 	if provider.Spec.Suspend {
@@ -501,7 +535,7 @@ func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Al
 
 	backoff := d.Options.RetryBackoff
 	for attempt := 0; ; attempt++ {
-		err := d.attempt(rctx, &provider, payload)
+		err := d.attempt(ctx, &provider, payload)
 		if err == nil {
 			eventsDispatched.WithLabelValues(labels...).Inc()
 			d.limiter.Mark(key)
@@ -509,7 +543,7 @@ func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Al
 		}
 		if notifier.IsPermanent(err) || attempt >= d.Options.Retries {
 			eventsFailed.WithLabelValues(labels...).Inc()
-			d.giveUp(alert, &provider, e, fmt.Errorf("after %d attempts: %w", attempt+1, err))
+			d.giveUp(alert, e, fmt.Errorf("after %d attempts: %w", attempt+1, err))
 			return true
 		}
 		log.V(1).Info("delivery failed, retrying", "attempt", attempt+1, "error", err.Error())
@@ -522,10 +556,21 @@ func (d *Dispatcher) deliver(ctx, rctx context.Context, alert *notificationv1.Al
 	}
 }
 
-// attempt makes one delivery. It runs to its own timeout even when
-// shutdown begins, so a request in flight is not cut off halfway.
+// Timeout is how long one delivery attempt through p may take: its
+// spec.timeout, cut to max.
+func Timeout(p *notificationv1.Provider, max time.Duration) time.Duration {
+	t := p.GetTimeout().Duration
+	if max > 0 && (t <= 0 || t > max) {
+		return max
+	}
+	return t
+}
+
+// attempt makes one delivery, Secret read included, within the provider's
+// timeout (at most --max-provider-timeout). It runs to that timeout even
+// when shutdown begins, so a request in flight is not cut off halfway.
 func (d *Dispatcher) attempt(ctx context.Context, provider *notificationv1.Provider, payload events.Event) error {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), provider.GetTimeout().Duration)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout(provider, d.Options.MaxProviderTimeout))
 	defer cancel()
 	n, err := d.notifier(actx, provider)
 	if err != nil {
@@ -550,9 +595,14 @@ func (d *Dispatcher) notifier(ctx context.Context, provider *notificationv1.Prov
 	}
 	cfg, err := notifier.ConfigFor(ctx, d.Reader, provider)
 	if err != nil {
+		var insecure *notifier.InsecureError
+		if errors.As(err, &insecure) {
+			return nil, &notifier.PermanentError{Err: err}
+		}
 		return nil, err
 	}
 	cfg.Client = d.HTTPClient
+	cfg.Dialer = d.policy.Dialer()
 	n, err := notifier.New(cfg)
 	if err != nil {
 		return nil, &notifier.PermanentError{Err: err}
@@ -613,7 +663,7 @@ func (c *configCache) forget(p *notificationv1.Provider) {
 }
 
 // giveUp records that a provider did not take an event.
-func (d *Dispatcher) giveUp(alert *notificationv1.Alert, provider *notificationv1.Provider, e *events.Event, err error) {
+func (d *Dispatcher) giveUp(alert *notificationv1.Alert, e *events.Event, err error) {
 	d.Log.Info("giving up delivering an event", "alert", alert.Namespace+"/"+alert.Name, "event", e.ID, "error", err.Error())
 	if d.Events != nil {
 		d.Events.Eventf(alert, events.SeverityError, DeliveryFailedReason,

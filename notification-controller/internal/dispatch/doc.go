@@ -1,7 +1,8 @@
 // Package dispatch turns the event stream into alerts. A Dispatcher reads
 // the JetStream events stream with a durable pull consumer and explicit
-// acknowledgements, finds the Alerts an event matches (Match), and delivers
-// it to each matching Alert's Provider through package notifier.
+// acknowledgements, finds the Alerts an event matches (Matcher), and puts
+// one delivery per matching Alert on its Provider's queue; package notifier
+// sends it.
 //
 // Guarantees, and how they are kept:
 //
@@ -17,12 +18,29 @@
 //     resumes after the last acknowledged event. (A delivery interrupted by
 //     shutdown while being retried is tried again in full by the next
 //     instance, so a provider that already took it may see it twice.)
-//   - Events about one object are delivered in order: the subject (one per
-//     object) picks the worker, and each worker handles its events one at a
-//     time.
+//   - One Provider cannot delay another: each Provider (namespace/name) has
+//     its own FIFO queue and goroutine, so one that is slow, down or
+//     retrying holds only its own deliveries; routing workers never wait
+//     for a delivery. Every attempt ends within the Provider's spec.timeout
+//     cut to --max-provider-timeout (the deadline does not depend on the
+//     caller's context, which shutdown cancels).
+//   - Events about one object are delivered to a Provider in order: the
+//     subject (one per object) picks the routing worker, which handles its
+//     events one at a time and queues them in stream order.
 //   - Identical events (same object, severity, reason, message, revision,
 //     metadata and changes; ids and timestamps aside) sent to the same
 //     provider within the rate-limit interval are sent once.
+//   - Under --no-cross-namespace-refs an Alert matches only events of its
+//     own namespace, whatever its status says (Matcher).
+//   - A panic while matching an event (untrusted input) terminates that
+//     event, so it is not delivered again to panic again; a panic while
+//     delivering gives that delivery up with a Warning on the Alert. Both
+//     are logged and counted by pkg/panics (where="event match", "alert
+//     delivery"), and the consumer goes on.
+//
+// Deliveries go through notifier.NewHTTPClient: no redirects, and only to
+// addresses the AddressPolicy (--allow-private-provider-addresses,
+// --allow-loopback-provider-addresses) allows, checked at dial time.
 //
 // A provider's Secret is read once per ten seconds at most while its
 // deliveries succeed, and again before the retry of a failed delivery, so

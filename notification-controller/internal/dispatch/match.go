@@ -11,13 +11,20 @@ import (
 	"plumb.dev/pkg/events"
 )
 
+// Matcher decides which Alerts want an event.
+type Matcher struct {
+	// NoCrossNamespaceRefs makes an event source outside the Alert's
+	// namespace ("*" included) match nothing.
+	NoCrossNamespaceRefs bool
+}
+
 // Match reports whether the alert wants the event: one of its eventSources
 // names the involved object, the severity is at least the alert's, and the
 // message passes the inclusion and exclusion lists. labels returns the
 // involved object's labels; it is called only when a source has matchLabels.
 // An invalid regular expression is an error (the Alert reconciler reports it
 // on the Alert too).
-func Match(alert *notificationv1.Alert, e *events.Event, labels func() (map[string]string, error)) (bool, error) {
+func (m Matcher) Match(alert *notificationv1.Alert, e *events.Event, labels func() (map[string]string, error)) (bool, error) {
 	if alert.Spec.Suspend {
 		return false, nil
 	}
@@ -26,6 +33,9 @@ func Match(alert *notificationv1.Alert, e *events.Event, labels func() (map[stri
 	}
 	source := false
 	for _, src := range alert.Spec.EventSources {
+		if m.NoCrossNamespaceRefs && src.Namespace != "" && src.Namespace != alert.Namespace {
+			continue
+		}
 		ok, err := matchSource(alert.Namespace, src, e, labels)
 		if err != nil {
 			return false, err

@@ -104,7 +104,7 @@ func TestMatch(t *testing.T) {
 					return nil, nil
 				}
 			}
-			got, err := Match(tc.alert, tc.event, labels)
+			got, err := Matcher{}.Match(tc.alert, tc.event, labels)
 			if tc.err {
 				g.Expect(err).To(HaveOccurred())
 				return
@@ -112,6 +112,39 @@ func TestMatch(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tc.want))
 		})
+	}
+}
+
+// Under --no-cross-namespace-refs a source naming another namespace, or
+// every namespace, matches nothing, while the Alert's own namespace still
+// matches through the other sources.
+func TestNoCrossNamespaceSources(t *testing.T) {
+	g := NewWithT(t)
+	strict := Matcher{NoCrossNamespaceRefs: true}
+	alert := &notificationv1.Alert{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"},
+		Spec: notificationv1.AlertSpec{EventSources: []notificationv1.CrossNamespaceObjectReference{
+			{Kind: "GitRepository", Name: "*", Namespace: "*"},
+			{Kind: "GitRepository", Name: "*", Namespace: "b"},
+			{Kind: "Kustomization", Name: "*", Namespace: "a"},
+		}},
+	}
+	noLabels := func() (map[string]string, error) { return nil, nil }
+	for _, tc := range []struct {
+		e             *events.Event
+		strict, loose bool
+	}{
+		{event("GitRepository", "b", "app", events.SeverityInfo, "m"), false, true},
+		{event("GitRepository", "a", "app", events.SeverityInfo, "m"), false, true},
+		{event("Kustomization", "a", "app", events.SeverityInfo, "m"), true, true},
+		{event("Kustomization", "b", "app", events.SeverityInfo, "m"), false, false},
+	} {
+		got, err := strict.Match(alert, tc.e, noLabels)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(tc.strict), "strict: %s %s", tc.e.InvolvedObject.Kind, tc.e.InvolvedObject.Namespace)
+		got, err = Matcher{}.Match(alert, tc.e, noLabels)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(tc.loose), "default: %s %s", tc.e.InvolvedObject.Kind, tc.e.InvolvedObject.Namespace)
 	}
 }
 

@@ -30,8 +30,12 @@ var (
 		Help:    "Duration of one delivery attempt to a provider.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"type"})
+	queueLength = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "plumb_notification_provider_queue_length",
+		Help: "Deliveries waiting on a provider's own queue.",
+	}, []string{"namespace", "provider"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(eventsReceived, eventsDispatched, eventsFailed, eventsRateLimited, dispatchDuration)
+	metrics.Registry.MustRegister(eventsReceived, eventsDispatched, eventsFailed, eventsRateLimited, dispatchDuration, queueLength)
 }

@@ -7,5 +7,21 @@
 //
 // Provider addresses and tokens are secrets (a Slack webhook URL is its own
 // credential): no error this package returns contains them, so callers may
-// log errors and put them in conditions and events.
+// log errors and put them in conditions and events. Nor does an error
+// repeat what an endpoint answered: a failed delivery is "the slack
+// endpoint answered 404 Not Found", the status code and Go's text for it,
+// never the body or the server's reason phrase, which the endpoint chose.
+// User info of every URL in an event's text is removed before it is sent
+// (message.StripUserInfo).
+//
+// Where a delivery may go is the AddressPolicy's: checked in the dialer's
+// Control function on the resolved IP, so DNS rebinding cannot get around
+// it; link-local and cloud metadata addresses are always refused, loopback
+// and private ranges by flag. NewHTTPClient builds the client the
+// dispatcher uses: that dialer, no redirects followed, a timeout.
+//
+// A Provider with credentials (a Secret, or user info in its address) sends
+// them over TLS only unless spec.insecure is set: ConfigFor refuses an
+// http:// address (InsecureError), and the nats notifier requires TLS from
+// the server before it sends a token or password.
 package notifier

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -20,6 +22,7 @@ import (
 
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 )
 
 // Notifier sends one event to one destination.
@@ -44,8 +47,18 @@ type Config struct {
 	User, Password string
 	// Headers are extra HTTP headers (generic, generic-hmac).
 	Headers map[string]string
-	// Client sends HTTP requests; http.DefaultClient's transport when nil.
+	// Credentials is true when the configuration holds a secret: the
+	// Provider has a Secret, or its address carries user info.
+	Credentials bool
+	// Insecure is the Provider's spec.insecure: credentials may travel
+	// without TLS.
+	Insecure bool
+	// Client sends HTTP requests; a plain &http.Client{} when nil (tests).
+	// The dispatcher's comes from NewHTTPClient.
 	Client *http.Client
+	// Dialer connects to NATS servers; the default dialer when nil. The
+	// dispatcher's comes from AddressPolicy.Dialer.
+	Dialer *net.Dialer
 }
 
 // PermanentError is a failure that retrying cannot fix, such as a 400 or
@@ -55,16 +68,18 @@ type PermanentError struct{ Err error }
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
-// IsPermanent reports whether retrying err is pointless.
+// IsPermanent reports whether retrying err is pointless: a PermanentError,
+// or an address the AddressPolicy refuses.
 func IsPermanent(err error) bool {
 	var p *PermanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) || isRefused(err)
 }
 
 // SignatureHeader is the header generic-hmac deliveries carry.
 const SignatureHeader = "X-Signature"
 
-// maxResponse bounds how much of an answer is read, to reuse connections.
+// maxResponse bounds how much of an answer is read (and thrown away), to
+// reuse connections.
 const maxResponse = 64 << 10
 
 // New returns the notifier for cfg.Type.
@@ -103,7 +118,7 @@ type httpNotifier struct {
 }
 
 func (n *httpNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(n.render(n.cfg, e))
+	body, err := json.Marshal(n.render(n.cfg, withoutUserInfo(e)))
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the %s payload: %w", n.cfg.Type, err)}
 	}
@@ -127,11 +142,14 @@ func (n *httpNotifier) Post(ctx context.Context, e events.Event) error {
 		return fmt.Errorf("posting to the %s endpoint: %w", n.cfg.Type, redact(err))
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	// The answer's body, and the reason phrase of its status line, are
+	// the endpoint's words: they are never repeated into events, status
+	// or logs, only the status code is.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	err = fmt.Errorf("the %s endpoint answered %s%s", n.cfg.Type, resp.Status, excerpt(snippet))
+	err = fmt.Errorf("the %s endpoint answered %d %s", n.cfg.Type, resp.StatusCode, http.StatusText(resp.StatusCode))
 	if retryable(resp.StatusCode) {
 		return err
 	}
@@ -153,15 +171,27 @@ func redact(err error) error {
 	return err
 }
 
-func excerpt(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return ""
+// withoutUserInfo strips the user info of every URL in the event's text
+// (message, metadata, drift values): a controller that quoted a URL with
+// credentials must not have them forwarded to a chat channel.
+func withoutUserInfo(e events.Event) events.Event {
+	e.Message = message.StripUserInfo(e.Message)
+	if len(e.Metadata) > 0 {
+		meta := make(map[string]string, len(e.Metadata))
+		for k, v := range e.Metadata {
+			meta[k] = message.StripUserInfo(v)
+		}
+		e.Metadata = meta
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if len(e.Changes) > 0 {
+		changes := make([]events.Change, len(e.Changes))
+		for i, c := range e.Changes {
+			c.Before, c.After = message.StripUserInfo(c.Before), message.StripUserInfo(c.After)
+			changes[i] = c
+		}
+		e.Changes = changes
 	}
-	return ": " + s
+	return e
 }
 
 // Sign returns the generic-hmac signature header value of body:
@@ -177,7 +207,7 @@ func Sign(token string, body []byte) string {
 type natsNotifier struct{ cfg Config }
 
 func (n *natsNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(e)
+	body, err := json.Marshal(withoutUserInfo(e))
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the event: %w", err)}
 	}
@@ -186,6 +216,14 @@ func (n *natsNotifier) Post(ctx context.Context, e events.Event) error {
 		timeout = time.Until(d)
 	}
 	opts := []nats.Option{nats.Name("plumb-notification-controller"), nats.Timeout(timeout), nats.NoReconnect()}
+	if n.cfg.Dialer != nil {
+		opts = append(opts, nats.SetCustomDialer(n.cfg.Dialer))
+	}
+	if n.cfg.Credentials && !n.cfg.Insecure {
+		// Credentials go over TLS only: a server that does not offer it
+		// is refused before they are sent.
+		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
 	switch {
 	case n.cfg.Token != "":
 		opts = append(opts, nats.Token(n.cfg.Token))

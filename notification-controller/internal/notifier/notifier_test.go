@@ -1,9 +1,12 @@
 package notifier
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,7 +82,8 @@ func TestPayloads(t *testing.T) {
 }
 
 // TestErrors: which answers are retried, and that no error shows the
-// address (webhook URLs are credentials).
+// address (webhook URLs are credentials) or the endpoint's answer, only
+// its status code.
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		code      int
@@ -96,7 +100,7 @@ func TestErrors(t *testing.T) {
 		t.Run(http.StatusText(tc.code), func(t *testing.T) {
 			g := NewWithT(t)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				http.Error(w, "no such hook", tc.code)
+				http.Error(w, "no such hook, ask admin@evil.example", tc.code)
 			}))
 			defer srv.Close()
 			n, err := New(Config{Type: notificationv1.SlackProvider, Address: srv.URL + "/services/SECRET"})
@@ -104,10 +108,30 @@ func TestErrors(t *testing.T) {
 			err = n.Post(context.Background(), testEvent())
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(IsPermanent(err)).To(Equal(tc.permanent))
-			g.Expect(err.Error()).To(ContainSubstring("no such hook"))
+			g.Expect(err.Error()).To(Equal(fmt.Sprintf("the slack endpoint answered %d %s", tc.code, http.StatusText(tc.code))))
 			g.Expect(err.Error()).NotTo(ContainSubstring("SECRET"))
 		})
 	}
+
+	// The reason phrase of the status line is the endpoint's text too.
+	t.Run("reason phrase", func(t *testing.T) {
+		g := NewWithT(t)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer l.Close()
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = http.ReadRequest(bufio.NewReader(c))
+			_, _ = io.WriteString(c, "HTTP/1.1 400 Visit evil.example for help\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody")
+		}()
+		n, _ := New(Config{Type: notificationv1.GenericProvider, Address: "http://" + l.Addr().String()})
+		err = n.Post(context.Background(), testEvent())
+		g.Expect(err).To(MatchError("the generic endpoint answered 400 Bad Request"))
+	})
 
 	t.Run("unreachable", func(t *testing.T) {
 		g := NewWithT(t)

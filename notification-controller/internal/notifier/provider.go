@@ -3,6 +3,7 @@ package notifier
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +29,12 @@ const (
 // quoting any secret value.
 func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider) (Config, error) {
 	cfg := Config{
-		Type:     p.Spec.Type,
-		Address:  p.Spec.Address,
-		Channel:  p.Spec.Channel,
-		Username: p.Spec.Username,
+		Type:        p.Spec.Type,
+		Address:     p.Spec.Address,
+		Channel:     p.Spec.Channel,
+		Username:    p.Spec.Username,
+		Insecure:    p.Spec.Insecure,
+		Credentials: p.Spec.SecretRef != nil,
 	}
 	if ref := p.Spec.SecretRef; ref != nil {
 		var secret corev1.Secret
@@ -65,27 +68,53 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 	if cfg.Address == "" {
 		return cfg, fmt.Errorf("no address: set spec.address or the key %q in spec.secretRef", AddressKey)
 	}
-	if err := checkAddress(p.Spec.Type, cfg.Address); err != nil {
+	u, err := checkAddress(p.Spec.Type, cfg.Address)
+	if err != nil {
 		return cfg, err
+	}
+	if u.User != nil {
+		cfg.Credentials = true
+	}
+	if cfg.Credentials && !cfg.Insecure && u.Scheme == "http" {
+		return cfg, &InsecureError{Type: p.Spec.Type}
 	}
 	return cfg, nil
 }
 
+// InsecureError is a Provider whose credentials would travel over plain
+// http:// without spec.insecure.
+type InsecureError struct{ Type string }
+
+func (e *InsecureError) Error() string {
+	return fmt.Sprintf("the %s provider has credentials (spec.secretRef, or user info in the address) and a plain http:// address: use https://, or set spec.insecure: true to send them unencrypted", e.Type)
+}
+
 // checkAddress validates the address without quoting it.
-func checkAddress(typ, address string) error {
+func checkAddress(typ, address string) (*url.URL, error) {
 	u, err := url.Parse(address)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("the address is not a valid URL")
+		return nil, fmt.Errorf("the address is not a valid URL")
 	}
 	switch typ {
 	case notificationv1.NATSProvider:
 		if u.Scheme != "nats" && u.Scheme != "tls" {
-			return fmt.Errorf("a nats provider's address must be a nats:// or tls:// URL, not %s://", u.Scheme)
+			return nil, fmt.Errorf("a nats provider's address must be a nats:// or tls:// URL, not %s://", u.Scheme)
 		}
 	default:
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return fmt.Errorf("a %s provider's address must be an http:// or https:// URL, not %s://", typ, u.Scheme)
+			return nil, fmt.Errorf("a %s provider's address must be an http:// or https:// URL, not %s://", typ, u.Scheme)
 		}
 	}
-	return nil
+	return u, nil
+}
+
+// LiteralAddress returns the address's host when it is an IP address
+// literal, which the AddressPolicy can judge before any delivery.
+func LiteralAddress(address string) (netip.Addr, bool) {
+	u, err := url.Parse(address)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	return ip, err == nil
 }

@@ -26,9 +26,34 @@ type Notification struct {
 	// MaxRetryBackoff.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
-	// Workers is how many events are delivered at the same time; events
-	// about one object always go through the same worker, in order.
+	// Workers is how many events are matched against Alerts at the same
+	// time; events about one object always go through the same worker, in
+	// order. Delivery runs on one queue per Provider.
 	Workers int
+	// MaxProviderTimeout caps a Provider's spec.timeout.
+	MaxProviderTimeout time.Duration
+	// AllowPrivateAddresses lets deliveries reach private addresses
+	// (RFC 1918, RFC 6598 shared space, IPv6 unique local).
+	AllowPrivateAddresses bool
+	// AllowLoopbackAddresses lets deliveries reach loopback addresses
+	// (127.0.0.0/8, ::1): for tests and `make run` on one machine.
+	AllowLoopbackAddresses bool
+
+	// NoCrossNamespaceRefs refuses Receiver resources and Alert event
+	// sources in another namespace than the object's.
+	NoCrossNamespaceRefs bool
+	// SecretRefreshInterval is how often the Secret of a Provider or
+	// Receiver is read again (notification-controller may not watch
+	// Secrets).
+	SecretRefreshInterval time.Duration
+
+	// ReceiverRate is how many calls per second one Receiver takes, with
+	// bursts of ReceiverBurst; more are answered 429.
+	ReceiverRate  float64
+	ReceiverBurst int
+	// ReceiverMaxConcurrent is how many webhook calls are handled at the
+	// same time, over all Receivers; more are answered 429.
+	ReceiverMaxConcurrent int
 }
 
 // BindFlags registers the flags on fs.
@@ -48,7 +73,23 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxRetryBackoff, "delivery-max-retry-backoff", 30*time.Second,
 		"The longest wait between two retries of a delivery.")
 	fs.IntVar(&o.Workers, "delivery-workers", 4,
-		"How many events are delivered at the same time (events about one object stay in order).")
+		"How many events are matched against Alerts at the same time (events about one object stay in order); each Provider has its own delivery queue.")
+	fs.DurationVar(&o.MaxProviderTimeout, "max-provider-timeout", 30*time.Second,
+		"The longest a delivery attempt may take; a Provider's longer spec.timeout is cut to it.")
+	fs.BoolVar(&o.AllowPrivateAddresses, "allow-private-provider-addresses", true,
+		"Let alerts reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), such as in-cluster Services. Link-local and cloud metadata addresses are always refused.")
+	fs.BoolVar(&o.AllowLoopbackAddresses, "allow-loopback-provider-addresses", false,
+		"Let alerts reach loopback addresses (127/8, ::1); for tests and local runs only.")
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
+		"Refuse Receiver resources and Alert event sources in another namespace than the Receiver's or Alert's.")
+	fs.DurationVar(&o.SecretRefreshInterval, "secret-refresh-interval", time.Minute,
+		"How often the Secret of a Provider or Receiver is read again; a rotated token takes effect within it.")
+	fs.Float64Var(&o.ReceiverRate, "receiver-rate-limit", 1,
+		"Webhook calls per second one Receiver takes on average; more are answered 429.")
+	fs.IntVar(&o.ReceiverBurst, "receiver-burst", 20,
+		"Webhook calls one Receiver takes at once before --receiver-rate-limit applies.")
+	fs.IntVar(&o.ReceiverMaxConcurrent, "receiver-max-concurrent", 16,
+		"Webhook calls handled at the same time over all Receivers; more are answered 429.")
 }
 
 // Validate reports option values that cannot work.
@@ -64,6 +105,14 @@ func (o *Notification) Validate() error {
 		return fmt.Errorf("--delivery-workers must be at least 1, got %d", o.Workers)
 	case o.RateLimitInterval < 0:
 		return fmt.Errorf("--rate-limit-interval must not be negative, got %s", o.RateLimitInterval)
+	case o.MaxProviderTimeout < time.Second:
+		return fmt.Errorf("--max-provider-timeout must be at least 1s, got %s", o.MaxProviderTimeout)
+	case o.SecretRefreshInterval < time.Second:
+		return fmt.Errorf("--secret-refresh-interval must be at least 1s, got %s", o.SecretRefreshInterval)
+	case o.ReceiverRate <= 0 || o.ReceiverBurst < 1:
+		return fmt.Errorf("--receiver-rate-limit must be positive and --receiver-burst at least 1, got %g and %d", o.ReceiverRate, o.ReceiverBurst)
+	case o.ReceiverMaxConcurrent < 1:
+		return fmt.Errorf("--receiver-max-concurrent must be at least 1, got %d", o.ReceiverMaxConcurrent)
 	}
 	return nil
 }

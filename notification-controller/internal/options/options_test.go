@@ -25,6 +25,10 @@ func TestDefaultsAreValid(t *testing.T) {
 		"short ack wait": func(o *Notification) { o.AckWait = time.Millisecond },
 		"no workers":     func(o *Notification) { o.Workers = 0 },
 		"negative retry": func(o *Notification) { o.Retries = -1 },
+		"no timeout":     func(o *Notification) { o.MaxProviderTimeout = 0 },
+		"no refresh":     func(o *Notification) { o.SecretRefreshInterval = 0 },
+		"no rate":        func(o *Notification) { o.ReceiverRate = 0 },
+		"no concurrency": func(o *Notification) { o.ReceiverMaxConcurrent = 0 },
 	} {
 		bad := o
 		mutate(&bad)

@@ -3,18 +3,31 @@
 // status.webhookPath by the Receiver reconciler), so the path is unguessable
 // without the token and differs per Receiver.
 //
-// A call is checked in this order, each failure with its own answer: an
-// unknown path is 404; a suspended or not Ready Receiver is 503; a body over
-// 3 MiB is 413; a bad or missing signature or token is 401 (github:
-// X-Hub-Signature-256, falling back to X-Hub-Signature; gitlab:
+// Tokens are held in memory (Tokens), loaded by a TokenLoader that runs on
+// every replica: it reads a Receiver's Secret by name when the Receiver
+// appears, changes or is annotated with reconcile.plumb.dev/requestedAt,
+// and every --secret-refresh-interval, and drops the token when the Secret
+// or key is gone or the token is shorter than MinTokenBytes (32). Receivers
+// come from the manager's cache. So everything before the signature check
+// is read from memory: a forged call costs no API request.
+//
+// A call is checked in this order, each failure with its own answer: over
+// the global concurrency cap (--receiver-max-concurrent) it is 429; an
+// unknown path is 404; a suspended or not Ready Receiver is 503; over the
+// Receiver's own rate limit (--receiver-rate-limit, --receiver-burst) it is
+// 429; a body over 3 MiB is 413; a bad or missing signature or token is 401
+// (github: X-Hub-Signature-256, falling back to X-Hub-Signature; gitlab:
 // X-Gitlab-Token; bitbucket: X-Hub-Signature; generic-hmac: X-Signature
 // sha1|sha256|sha512=<hex>; generic: no check). Every comparison with the
 // secret is constant-time. A GitHub ping, or an event type the Receiver
 // does not list in spec.events, is answered 200 and triggers nothing, so
-// the Git host does not report the hook as failing.
+// the Git host does not report the hook as failing. A panic while handling
+// a call is answered 500, logged and counted (pkg/panics, where="webhook").
 //
 // A valid call sets reconcile.plumb.dev/requestedAt on every resource the
 // Receiver names (GitRepository or Kustomization, by name, or "*" with
 // matchLabels), which makes its controller reconcile at once, and records
-// an event on the Receiver.
+// an event on the Receiver. Under --no-cross-namespace-refs resources in
+// other namespaces are skipped. The answer and the event name the
+// resources of the Receiver's own namespace and only count the others.
 package receiver

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -28,16 +29,12 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/notification-controller/internal/glob"
-	"plumb.dev/notification-controller/internal/secret"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/panics"
 )
 
 // MaxBodySize bounds a webhook body; larger calls get 413.
 const MaxBodySize = 3 << 20
-
-// WebhookPathIndex is the field index of Receivers by status.webhookPath,
-// which the server looks calls up by.
-const WebhookPathIndex = ".status.webhookPath"
 
 // Reasons of the events recorded on Receivers.
 const (
@@ -52,20 +49,31 @@ var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() { metrics.Registry.MustRegister(requests) }
 
 // Server serves the webhook endpoint. It runs on every replica (the
-// Service spreads calls), reading Receivers from the manager's cache.
+// Service spreads calls), reading Receivers from the manager's cache and
+// their tokens from Tokens: a call costs no API request until its
+// signature is verified.
 type Server struct {
 	// Addr is the address to listen on.
 	Addr string
-	// Client reads Receivers (cached, indexed by WebhookPathIndex) and
-	// patches the annotated resources.
+	// Client reads Receivers (cached) and patches the annotated resources.
 	Client client.Client
-	// Reader reads Secrets and lists resources by label, uncached.
+	// Reader lists resources by label for wildcard names, uncached.
 	Reader client.Reader
+	// Tokens holds the Receivers' tokens and rate limiters.
+	Tokens *Tokens
+	// MaxConcurrent bounds the calls handled at once; more are answered 429.
+	MaxConcurrent int
+	// NoCrossNamespaceRefs skips resources in another namespace than the
+	// Receiver's (the Receiver reconciler also marks it not Ready).
+	NoCrossNamespaceRefs bool
 	// Events records what each valid call did.
 	Events *events.Recorder
 	Log    logr.Logger
 	// Now returns the requestedAt value; time.Now when nil.
 	Now func() time.Time
+
+	once  sync.Once
+	slots chan struct{}
 }
 
 // NeedLeaderElection lets every replica serve.
@@ -103,8 +111,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return srv.Shutdown(sctx)
 }
 
-// Handler returns the HTTP handler: POST /hook/<id>.
+// Handler returns the HTTP handler: POST /hook/<id>, behind the
+// concurrency cap and a panic guard.
 func (s *Server) Handler() http.Handler {
+	s.once.Do(func() { s.slots = make(chan struct{}, max(s.MaxConcurrent, 1)) })
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hook/{id}", s.hook)
 	mux.HandleFunc("/hook/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +124,26 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusNotFound, "not found")
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			s.answer(w, http.StatusTooManyRequests, "too many concurrent calls")
+			return
+		}
+		// A panic (the call is untrusted input) is answered 500, logged
+		// with its stack and counted as plumb_panics_recovered_total{where="webhook"}.
+		var err error
+		defer func() {
+			if err != nil {
+				s.answer(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		defer panics.Recover(&err, "webhook")
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) answer(w http.ResponseWriter, code int, format string, args ...any) {
@@ -125,17 +154,24 @@ func (s *Server) answer(w http.ResponseWriter, code int, format string, args ...
 	fmt.Fprintf(w, format+"\n", args...)
 }
 
+// hook handles one call. Everything before the signature check is read
+// from memory (Tokens, the manager's cache): a forged call costs no API
+// request.
 func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	path := "/hook/" + r.PathValue("id")
-	rcv, err := s.lookup(ctx, path)
-	if err != nil {
-		s.Log.Error(err, "looking up a receiver")
-		s.answer(w, http.StatusInternalServerError, "internal error")
+	found, ok := s.Tokens.lookup("/hook/" + r.PathValue("id"))
+	if !ok {
+		s.answer(w, http.StatusNotFound, "not found")
 		return
 	}
-	if rcv == nil {
-		s.answer(w, http.StatusNotFound, "not found")
+	var rcv notificationv1.Receiver
+	if err := s.Client.Get(ctx, found.receiver, &rcv); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.answer(w, http.StatusNotFound, "not found")
+			return
+		}
+		s.Log.Error(err, "reading a receiver from the cache")
+		s.answer(w, http.StatusInternalServerError, "internal error")
 		return
 	}
 	log := s.Log.WithValues("receiver", rcv.Namespace+"/"+rcv.Name)
@@ -143,8 +179,13 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusServiceUnavailable, "receiver is suspended")
 		return
 	}
-	if !conditions.IsReady(rcv) {
+	if !conditions.IsReady(&rcv) {
 		s.answer(w, http.StatusServiceUnavailable, "receiver is not ready")
+		return
+	}
+	if !found.limiter.Allow() {
+		w.Header().Set("Retry-After", "1")
+		s.answer(w, http.StatusTooManyRequests, "rate limit of this receiver exceeded")
 		return
 	}
 
@@ -155,23 +196,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 			s.answer(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", MaxBodySize)
 			return
 		}
-		s.answer(w, http.StatusBadRequest, "reading the body: %v", err)
+		s.answer(w, http.StatusBadRequest, "reading the body failed")
 		return
 	}
 
-	token, err := secret.Token(ctx, s.Reader, rcv.Namespace, rcv.Spec.SecretRef.Name)
-	if err != nil {
-		log.Info("cannot read the receiver's token", "error", err.Error())
-		s.answer(w, http.StatusServiceUnavailable, "receiver is not ready")
-		return
-	}
-	// The path is derived from the token: a path that no longer matches
-	// the token (rotated, status not yet updated) is not this Receiver's.
-	if WebhookPath(token, rcv.Name, rcv.Namespace) != path {
-		s.answer(w, http.StatusNotFound, "not found")
-		return
-	}
-	verdict, err := Verify(rcv.Spec.Type, token, rcv.Spec.Events, r.Header, body)
+	verdict, err := Verify(rcv.Spec.Type, found.token, rcv.Spec.Events, r.Header, body)
 	if err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			log.Info("rejected a webhook call", "error", err.Error())
@@ -186,37 +215,44 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	requested, err := s.requestReconcile(ctx, rcv)
+	requested, elsewhere, err := s.requestReconcile(ctx, &rcv)
 	if err != nil {
 		log.Error(err, "requesting reconciles")
 		s.answer(w, http.StatusInternalServerError, "requesting reconciles failed")
 		return
 	}
-	msg := fmt.Sprintf("requested a reconcile of %s", strings.Join(requested, ", "))
-	if len(requested) == 0 {
-		msg = "no resource matched"
-	}
+	msg := requestedMessage(requested, elsewhere)
 	if verdict.Event != "" {
 		msg = fmt.Sprintf("%s event: %s", verdict.Event, msg)
 	}
 	if s.Events != nil {
-		s.Events.Record(rcv, events.SeverityInfo, ReconcileRequestedReason, msg,
-			events.WithMetadata(map[string]string{"resources": strconv.Itoa(len(requested))}))
+		s.Events.Record(&rcv, events.SeverityInfo, ReconcileRequestedReason, msg,
+			events.WithMetadata(map[string]string{"resources": strconv.Itoa(len(requested) + elsewhere)}))
 	}
-	log.V(1).Info("webhook accepted", "event", verdict.Event, "resources", requested)
+	log.V(1).Info("webhook accepted", "event", verdict.Event, "resources", requested, "otherNamespaces", elsewhere)
 	s.answer(w, http.StatusOK, "%s", msg)
 }
 
-// lookup finds the Receiver served on path, or nil.
-func (s *Server) lookup(ctx context.Context, path string) (*notificationv1.Receiver, error) {
-	var list notificationv1.ReceiverList
-	if err := s.Client.List(ctx, &list, client.MatchingFields{WebhookPathIndex: path}); err != nil {
-		return nil, err
+// requestedMessage names the resources of the Receiver's own namespace and
+// only counts the others: the answer goes back to the caller and the event
+// to whoever may read the Receiver, neither of whom is to learn the names
+// of another namespace's objects.
+func requestedMessage(requested []string, elsewhere int) string {
+	var parts []string
+	if len(requested) > 0 {
+		parts = append(parts, strings.Join(requested, ", "))
 	}
-	if len(list.Items) == 0 {
-		return nil, nil
+	switch elsewhere {
+	case 0:
+	case 1:
+		parts = append(parts, "1 resource in another namespace")
+	default:
+		parts = append(parts, fmt.Sprintf("%d resources in other namespaces", elsewhere))
 	}
-	return &list.Items[0], nil
+	if len(parts) == 0 {
+		return "no resource matched"
+	}
+	return "requested a reconcile of " + strings.Join(parts, " and ")
 }
 
 // kinds are the resources a webhook may request a reconcile of.
@@ -232,8 +268,10 @@ func SupportedKind(kind string) bool {
 }
 
 // requestReconcile sets the requestedAt annotation on every resource the
-// Receiver names and returns them as Kind/namespace/name.
-func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Receiver) ([]string, error) {
+// Receiver names. It returns those of the Receiver's namespace as
+// Kind/name, and how many it annotated in other namespaces. With
+// NoCrossNamespaceRefs, references to other namespaces are skipped.
+func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Receiver) (local []string, elsewhere int, err error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -241,9 +279,8 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 	value := now().UTC().Format(time.RFC3339Nano)
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{meta.ReconcileRequestAnnotation: value}}})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var done []string
 	for _, ref := range rcv.Spec.Resources {
 		gvk, ok := kinds[ref.Kind]
 		if !ok {
@@ -253,9 +290,12 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		if ns == "" {
 			ns = rcv.Namespace
 		}
+		if ns != rcv.Namespace && s.NoCrossNamespaceRefs {
+			continue // the reconciler reports it
+		}
 		targets, err := s.resolve(ctx, gvk, ns, ref)
 		if err != nil {
-			return done, err
+			return local, elsewhere, err
 		}
 		for _, name := range targets {
 			obj := &metav1.PartialObjectMetadata{}
@@ -266,12 +306,16 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 				if apierrors.IsNotFound(err) {
 					continue
 				}
-				return done, fmt.Errorf("annotating %s %s/%s: %w", gvk.Kind, ns, name, err)
+				return local, elsewhere, fmt.Errorf("annotating %s %s/%s: %w", gvk.Kind, ns, name, err)
 			}
-			done = append(done, gvk.Kind+"/"+ns+"/"+name)
+			if ns == rcv.Namespace {
+				local = append(local, gvk.Kind+"/"+name)
+			} else {
+				elsewhere++
+			}
 		}
 	}
-	return done, nil
+	return local, elsewhere, nil
 }
 
 // resolve returns the names a resource reference stands for: the name

@@ -80,6 +80,16 @@ func Verify(typ, token string, events []string, header http.Header, body []byte)
 	return Verdict{}, fmt.Errorf("unknown receiver type %q", typ)
 }
 
+// CanFilter reports whether a receiver type knows the sender's event type,
+// so spec.events means something for it.
+func CanFilter(typ string) bool {
+	switch typ {
+	case notificationv1.GitHubReceiver, notificationv1.GitLabReceiver, notificationv1.BitbucketReceiver:
+		return true
+	}
+	return false
+}
+
 // filter triggers when the Receiver lists no events or lists this one
 // (case-insensitively).
 func filter(event string, events []string) Verdict {

@@ -2,6 +2,7 @@ package secret
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,18 +13,28 @@ import (
 // TokenKey is the key of the token in a Receiver's Secret.
 const TokenKey = "token"
 
-// Token returns the non-empty "token" key of the Secret namespace/name.
+// ErrNotFound is a Secret or key that does not exist; other errors (the API
+// server failing) may pass.
+var ErrNotFound = errors.New("not found")
+
+// Token returns the non-empty "token" key of the Secret namespace/name,
+// read with one GET by name.
 func Token(ctx context.Context, r client.Reader, namespace, name string) (string, error) {
 	var s corev1.Secret
 	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("secret %s/%s not found", namespace, name)
+			return "", fmt.Errorf("secret %s/%s %w", namespace, name, ErrNotFound)
 		}
 		return "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
 	token := s.Data[TokenKey]
 	if len(token) == 0 {
-		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, name, TokenKey)
+		return "", &missingKeyError{fmt.Sprintf("secret %s/%s has no key %q", namespace, name, TokenKey)}
 	}
 	return string(token), nil
 }
+
+type missingKeyError struct{ msg string }
+
+func (e *missingKeyError) Error() string        { return e.msg }
+func (e *missingKeyError) Is(target error) bool { return target == ErrNotFound }

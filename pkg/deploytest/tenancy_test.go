@@ -1,0 +1,43 @@
+package deploytest
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// noCrossNamespaceRefs returns what a controller's arguments make of
+// --no-cross-namespace-refs: the last occurrence wins, as with pflag.
+func noCrossNamespaceRefs(args []string) bool {
+	on := false
+	for _, a := range args {
+		switch {
+		case a == "--no-cross-namespace-refs" || a == "--no-cross-namespace-refs=true":
+			on = true
+		case strings.HasPrefix(a, "--no-cross-namespace-refs="):
+			on = false
+		}
+	}
+	return on
+}
+
+// TestCrossNamespaceRefsComponent: the install refuses cross-namespace
+// references in notification-controller (Receivers, Alerts), and
+// components/cross-namespace-refs turns that off for every controller that
+// takes the flag.
+func TestCrossNamespaceRefsComponent(t *testing.T) {
+	g := NewWithT(t)
+	base := buildBase(t)
+	d := typed[appsv1.Deployment](t, find(base, "Deployment", "notification-controller"))
+	g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeTrue(), "deploy/ sets --no-cross-namespace-refs on notification-controller")
+
+	overlay, err := build(filepath.Join("testdata", "cross-namespace-refs"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, name := range []string{"notification-controller", "render-controller", "sync-controller"} {
+		d := typed[appsv1.Deployment](t, find(overlay, "Deployment", name))
+		g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeFalse(), name)
+	}
+}
