@@ -91,7 +91,8 @@ func startController(t *testing.T, name string, args ...string) controllerRun {
 		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	run := controllerRun{name: name, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	cmd := exec.Command(bin, append([]string{"--metrics-addr=0", "--health-addr=127.0.0.1:0", "--nats-url=" + env.NATSURL, "--log-encoding=console"}, args...)...)
+	base := append([]string{"--metrics-addr=0", "--health-addr=127.0.0.1:0", "--log-encoding=console"}, natsArgs(t, name)...)
+	cmd := exec.Command(bin, append(base, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+impersonatingKubeconfig(t, name), "RUNTIME_NAMESPACE="+namespace)
 	w := lockedWriter{mu: run.mu, b: run.log}
 	cmd.Stdout, cmd.Stderr = w, w

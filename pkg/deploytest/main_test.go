@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(testenv.Run(m, &env))
+	// NATS as deploy/nats runs it: the users and permissions of
+	// accounts.conf, and TLS with client certificates on top.
+	os.Exit(testenv.Run(m, &env, testenv.WithSecureNATS()))
 }
 
 // build renders the kustomization in dir the way `kubectl apply -k` does:

@@ -105,6 +105,9 @@ func New(cfg Config) (Notifier, error) {
 		if cfg.Channel == "" {
 			return nil, errors.New("a nats provider needs a channel (the subject)")
 		}
+		if err := checkNATSSubject(cfg.Channel); err != nil {
+			return nil, err
+		}
 		return &natsNotifier{cfg: cfg}, nil
 	}
 	return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
