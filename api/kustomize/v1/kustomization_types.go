@@ -20,6 +20,12 @@ const (
 	// DriftedCondition (owned by sync-controller) is True while the cluster
 	// differs from Git and driftPolicy is Report.
 	DriftedCondition = "Drifted"
+	// DriftContestedCondition (owned by sync-controller) is True while
+	// another field manager keeps rewriting fields that Git sets and
+	// sync-controller reverts them with a backoff (a fight); the message
+	// names the objects, the fields, the competing field manager and, when
+	// known, the controller behind it.
+	DriftContestedCondition = "DriftContested"
 )
 
 // Condition reasons specific to Kustomization.
@@ -39,7 +45,25 @@ const (
 	HealthCheckFailedReason = "HealthCheckFailed"
 	DriftDetectedReason     = "DriftDetected"
 	DriftCorrectedReason    = "DriftCorrected"
+	// DriftContestedReason: another field manager rewrote fields shortly
+	// after sync-controller reverted them; corrections now back off.
+	DriftContestedReason = "DriftContested"
+	// DriftContestEndedReason: a fight is over (the competing writer
+	// stopped, or an ignore rule or a Git change removed the conflict).
+	DriftContestEndedReason = "DriftContestEnded"
 	SyncFailedReason        = "SyncFailed"
+)
+
+// The prune guard (docs/design/prune-guard.md): a sync that would prune all
+// of the inventory, or more of it than maxPrunePercent allows, is held.
+const (
+	// PruneGuardedReason: Ready=False while the prune guard holds a sync.
+	PruneGuardedReason = "PruneGuarded"
+	// ConfirmPruneAnnotation, on a Kustomization, confirms the prune of one
+	// render the prune guard holds: its value is the digest of that rendered
+	// artifact (status.renderedArtifact.digest, "sha256:…"). Another render
+	// is guarded again.
+	ConfirmPruneAnnotation = "plumb.dev/confirm-prune"
 )
 
 // Labels and annotations sync-controller reads or writes on managed objects.
@@ -101,6 +125,28 @@ type KustomizationSpec struct {
 	// Prune deletes objects that left the rendered set.
 	// +required
 	Prune bool `json:"prune"`
+
+	// AllowEmpty lets a sync prune every object of the inventory: a render
+	// that keeps none of them (an empty commit, a path moved away). Unset, such
+	// a sync is held by the prune guard — nothing applied, nothing deleted,
+	// Ready=False reason PruneGuarded — until this field is set or the render
+	// is confirmed with the plumb.dev/confirm-prune annotation. Read only when
+	// prune is true; the deletion of the Kustomization itself is not guarded.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// MaxPrunePercent is the largest share of the inventory, in percent, that
+	// one sync may prune without confirmation, when the inventory holds at
+	// least sync-controller's --prune-guard-min-objects objects (4 by
+	// default). A sync that would prune more is held like an empty one (see
+	// allowEmpty); pruning all of the inventory is governed by allowEmpty
+	// alone. 100 turns this share guard off; 0 holds every prune of such an
+	// inventory. Unset: sync-controller's --max-prune-percent (50 by default).
+	// Read only when prune is true.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MaxPrunePercent *int32 `json:"maxPrunePercent,omitempty"`
 
 	// Wait for every applied object to become healthy before Ready=True.
 	// +optional
@@ -331,7 +377,7 @@ type KustomizationStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, Healthy, Drifted (sync-controller)
+	// Conditions: Ready, Reconciling, Stalled, Healthy, Drifted, DriftContested (sync-controller)
 	// and Rendered (render-controller).
 	// +optional
 	// +listType=map
@@ -395,6 +441,38 @@ type DriftStatus struct {
 	// Paths lists up to 20 drifted fields as <kind>/<namespace>/<name>:<json path>.
 	// +optional
 	Paths []string `json:"paths,omitempty"`
+	// Contested lists the objects whose drifted fields another field
+	// manager keeps rewriting after sync-controller reverts them (a fight):
+	// their correction backs off exponentially while the fight lasts.
+	// +optional
+	// +listType=atomic
+	Contested []ContestedDrift `json:"contested,omitempty"`
+}
+
+// ContestedDrift is one object that sync-controller and another field
+// manager keep changing back and forth.
+type ContestedDrift struct {
+	// Object is <kind>/<namespace>/<name>, or <kind>/<name> when cluster-scoped.
+	Object string `json:"object"`
+	// Fields are the contested fields, as paths like spec.replicas.
+	// +listType=atomic
+	Fields []string `json:"fields"`
+	// Manager is the competing field manager, as the object's
+	// managedFields name it.
+	Manager string `json:"manager"`
+	// Controller names a known controller that writes the fields, e.g.
+	// HorizontalPodAutoscaler/<namespace>/<name>, when one was found.
+	// +optional
+	Controller string `json:"controller,omitempty"`
+	// Reverts counts the corrections since the fight began, the first
+	// one included.
+	Reverts int `json:"reverts"`
+	// Since is when the fight was detected.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// NextRevert is when the next correction is due, while one is held back.
+	// +optional
+	NextRevert *metav1.Time `json:"nextRevert,omitempty"`
 }
 
 // Sync phases, in the order a sync runs them; Succeeded and Failed mark a
