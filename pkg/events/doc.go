@@ -58,6 +58,27 @@
 // stored once. Close, on shutdown, waits for the queue to drain until its
 // context ends.
 //
+// # Connecting (Connect)
+//
+// Connect makes the NATS connection of every publisher and of
+// notification-controller's consumer, with the options of --nats-url and
+// the authentication and TLS flags of options.NATSAuth (a credentials
+// file, an NKey seed, a user and password file, a token file, a CA bundle,
+// a client certificate, a reply prefix), every secret read from a file on
+// every connect so a rotated Secret needs no restart. It retries forever,
+// after refused credentials too. IsRefused tells a refusal
+// (authentication, authorization, a permission violation, TLS on either
+// side) from an unreachable server: a refusal is logged at error level
+// ("NATS refused this client", with the server's reason) when it starts
+// and once a minute while it lasts, and Conn.Check, the controllers'
+// "nats" readiness check (JetStreamPublisher.Check), fails with it until
+// the connection or an operation succeeds. An unreachable server is
+// logged at info level and leaves the controller ready.
+//
+// The users and permissions Plumb's own NATS server gives each role are in
+// deploy/nats/accounts.conf: publishers may publish on plumb.events.> and
+// create or update the stream, and nothing else.
+//
 // Metrics (controller label): plumb_events_published_total,
 // plumb_events_dropped_total (queue full, or unsent at shutdown) and
 // plumb_events_queue_length.
