@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/panics"
 )
 
 // StreamSubjects are the subjects the events stream holds.
@@ -256,7 +257,16 @@ func (p *JetStreamPublisher) run() {
 				return
 			}
 		}
-		if err := p.send(q); err != nil {
+		err := p.sendRecovered(q)
+		var panicked *panics.Error
+		if errors.As(err, &panicked) {
+			// Sending it again would panic again: drop the event (logged
+			// and counted by pkg/panics), not the process.
+			p.remove(q.seq)
+			eventsDropped.WithLabelValues(p.controller).Inc()
+			continue
+		}
+		if err != nil {
 			// Say so when an outage starts, and once a minute while it
 			// lasts, not on every retry.
 			if !failing || time.Since(lastLog) >= time.Minute {
@@ -280,6 +290,13 @@ func (p *JetStreamPublisher) run() {
 		p.remove(q.seq)
 		eventsPublished.WithLabelValues(p.controller).Inc()
 	}
+}
+
+// sendRecovered is send, with a panic (in the NATS client, on what the
+// server answered) returned as a *panics.Error.
+func (p *JetStreamPublisher) sendRecovered(q queued) (err error) {
+	defer panics.Recover(&err, "publish")
+	return p.send(q)
 }
 
 // send creates the stream if needed and publishes one event, waiting for the
