@@ -19,10 +19,21 @@
 //     (internal/git); past it the fetch or checkout stops with
 //     FetchFailed and Ready=False, reason RepositoryTooLarge, before
 //     anything is packed. A revision refused under the current limit is
-//     not fetched again.
+//     not fetched again. An https:// spec.url that the server redirects to
+//     plain http:// is refused before any request goes there
+//     (FetchFailed, Ready=False, reason InsecureConnectionsDisallowed);
+//     an http:// spec.url sends the Secret's credentials in clear, as it
+//     asks, exactly as Flux does (docs/design/tenancy.md, "Source
+//     credentials").
 //  3. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
 //     (pkg/artifact), set status.artifact, emit NewArtifact for a new
 //     revision, keep the newest --artifact-retention-records files.
+//
+// A panic in a step (they read a remote repository, untrusted input) fails
+// that step like an error (pkg/panics), so the summary below reports it.
+// Every failure message names spec.url without its user info
+// (user:password@), in conditions, events and logs alike: internal/git's
+// errors pass message.StripUserInfo.
 //
 // and summarise: Ready=True and observedGeneration on success (requeue after
 // spec.interval with jitter); Stalled=True and Ready=False for a spec that
@@ -30,7 +41,9 @@
 // changes; Stalled=True and Ready=False (RepositoryTooLarge) for a revision
 // over the size limit, looked at again after spec.interval, as only a new
 // commit (or a higher limit) helps and retrying with backoff would
-// download the same bytes again and again; Ready=False, Reconciling=True
+// download the same bytes again and again; the same, reason
+// InsecureConnectionsDisallowed, for an https:// remote that redirects to
+// http://; Ready=False, Reconciling=True
 // (ProgressingWithRetry) and a retry with backoff for anything else. The
 // previous artifact stays in status and in storage through failures.
 // Status is server-side-applied with the field manager plumb-source. lastHandledReconcileAt records the value of

@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
+	"plumb.dev/pkg/panics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
 )
@@ -54,6 +55,9 @@ const (
 	// RepositoryTooLargeReason: fetching and checking out the revision
 	// needs more disk than --max-repository-size.
 	RepositoryTooLargeReason = "RepositoryTooLarge"
+	// InsecureConnectionsDisallowedReason (Flux's reason): the server
+	// redirected an https:// spec.url to plain http://.
+	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
 )
 
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
@@ -99,6 +103,14 @@ type state struct {
 type step struct {
 	name string
 	run  func(context.Context, *sourcev1.GitRepository, *state) error
+}
+
+// runRecovered runs the step; a panic (the steps read a remote repository,
+// untrusted input) fails it with a *panics.Error, which the summary reports
+// as Ready=False like any other failure, and is logged with its stack.
+func (s step) runRecovered(ctx context.Context, obj *sourcev1.GitRepository, st *state) (err error) {
+	defer panics.Recover(&err, s.name+" step")
+	return s.run(ctx, obj, st)
 }
 
 // Reconcile runs, for a live object: storage check, fetch, artifact; then
@@ -151,7 +163,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		{"source", r.reconcileSource},
 		{"artifact", r.reconcileArtifact},
 	} {
-		if err = s.run(ctx, obj, st); err != nil {
+		if err = s.runRecovered(ctx, obj, st); err != nil {
 			log.V(1).Info("step failed", "step", s.name, "error", err.Error())
 			break
 		}
@@ -190,9 +202,11 @@ func (r *GitRepositoryReconciler) reconcileStorage(_ context.Context, obj *sourc
 // (ls-remote) and checks the commit out, unless the verified artifact of
 // this generation already has that revision. Sets FetchFailed: True with
 // the Git error (reason AuthenticationFailed, ReferenceNotFound,
-// InvalidSpec, RepositoryTooLarge or GitOperationFailed), deleted on
-// success. An invalid spec and a repository over --max-repository-size are
-// returned as stalled errors: retrying the same revision cannot help.
+// InvalidSpec, RepositoryTooLarge, InsecureConnectionsDisallowed or
+// GitOperationFailed), deleted on success; the message never holds a URL's
+// user info. An invalid spec, a repository over --max-repository-size and
+// an https:// remote redirecting to http:// are returned as stalled errors:
+// retrying the same revision cannot help.
 func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
 	err := r.fetch(ctx, obj, st)
 	if err == nil {
@@ -209,6 +223,8 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		reason = meta.InvalidSpecReason
 	case git.TooLarge:
 		reason = RepositoryTooLargeReason
+	case git.Insecure:
+		reason = InsecureConnectionsDisallowedReason
 	}
 	// One event per distinct failure: a fetch retried with backoff would
 	// otherwise repeat the same alert many times. The condition read back
@@ -217,7 +233,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		r.Events.Record(obj, events.SeverityError, FetchFailedReason, err.Error())
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
-	if kind := git.KindOf(err); kind == git.InvalidSpec || kind == git.TooLarge {
+	if kind := git.KindOf(err); kind == git.InvalidSpec || kind == git.TooLarge || kind == git.Insecure {
 		return plumbreconcile.Stalled(reason, err)
 	}
 	return &reasonError{reason: reason, err: err}
@@ -351,8 +367,9 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, err err
 		conditions.MarkStalled(obj, stalled.Reason, "%s", err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
 		obj.Status.ObservedGeneration = obj.Generation
-		if git.KindOf(err) == git.TooLarge {
-			// A new commit may be small enough; only polling sees it.
+		if kind := git.KindOf(err); kind == git.TooLarge || kind == git.Insecure {
+			// A new commit may be small enough, the server may stop
+			// redirecting to plain HTTP; only polling sees it.
 			return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}, nil
 		}
 		// Only a spec change helps; that change triggers a reconcile.

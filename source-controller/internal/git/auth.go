@@ -71,7 +71,7 @@ func AuthFromSecret(rawURL string, data map[string][]byte, secretName, tmpDir st
 		}
 		khFile := filepath.Join(tmpDir, "known_hosts")
 		if err := os.WriteFile(khFile, known, 0o600); err != nil {
-			return nil, err
+			return nil, wrap(err)
 		}
 		db, err := knownhosts.NewDB(khFile)
 		if err != nil {

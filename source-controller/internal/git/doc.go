@@ -14,6 +14,20 @@
 // which is required: the server's host key must be listed there, an unknown
 // or changed host key fails the fetch.
 //
+// # Credentials and plain HTTP
+//
+// The URL's scheme decides, as in Flux's GitRepository: an http:// URL
+// sends basic auth or a bearer token in clear because it asks for plain
+// HTTP; an https:// URL never does. go-git refuses a redirect from https
+// to http before the request leaves, and drops credential headers when a
+// redirect leaves the origin; this package classifies that refusal as
+// Insecure.
+//
+// Every error this package returns is an *Error, and its message shows no
+// URL's user info: go-git and net/http quote the URL in their errors with
+// the user part (often a token) in full, so Error passes
+// message.StripUserInfo.
+//
 // # Size limit
 //
 // A remote repository is untrusted input, so Checkout bounds the disk it
@@ -30,6 +44,6 @@
 //
 // Errors are classified (Kind) so the reconciler can give a person a clear
 // reason: authentication, reference not found, invalid spec (stalled, no
-// retry helps), a repository over the size limit, or a plain Git/network
-// failure.
+// retry helps), a repository over the size limit, an https:// remote
+// redirecting to http://, or a plain Git/network failure.
 package git

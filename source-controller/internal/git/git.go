@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/message"
 )
 
 // Kind classifies a fetch error.
@@ -40,15 +41,31 @@ const (
 	// TooLarge: the repository needs more disk than the size limit allows;
 	// only another commit (or a higher limit) helps.
 	TooLarge
+	// Insecure: the server redirected an https:// URL to plain http://,
+	// which is refused before anything is sent there; only a change of the
+	// server or of spec.url helps.
+	Insecure
 )
 
-// Error is a classified fetch error.
+// Error is a classified fetch error. Its message never holds the user
+// info of a URL (user:password@): a URL with credentials in it, and the
+// errors of go-git and net/http that quote it, are shown without them.
 type Error struct {
 	Kind Kind
 	Err  error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Error() string { return message.StripUserInfo(e.Err.Error()) }
+
+// wrap classifies err as Failed unless it is classified already, so that
+// every error leaving this package is an *Error and shows no credentials.
+func wrap(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	return &Error{Kind: Failed, Err: err}
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of err (Failed when unclassified).
@@ -242,7 +259,7 @@ func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 	if budget.exceeded() {
 		return t, TooLargeError(t, maxSize)
 	}
-	return t, err
+	return t, wrap(err)
 }
 
 // TooLargeError is the error of Checkout when t needs more than maxSize
@@ -367,6 +384,11 @@ func classify(url, what string, err error) error {
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		kind = NotFound
 		msg = "the repository is empty"
+	case strings.Contains(msg, "http redirect: changes scheme"):
+		// go-git refuses the hop before it leaves the client: nothing,
+		// credentials included, reached the plain-HTTP address.
+		kind = Insecure
+		msg = "the server redirected https:// to plain http://, and a repository asked for over https:// is never fetched, nor sent credentials, in clear (" + msg + ")"
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "the Git operation timed out (spec.timeout)"
 	case errors.As(err, &netErr):
