@@ -205,3 +205,19 @@ func FuzzTruncate(f *testing.F) {
 		}
 	})
 }
+
+func TestStripUserInfoTakesTheLastAtSign(t *testing.T) {
+	for in, want := range map[string]string{
+		// An unescaped "@" in the password: user info ends at the last one.
+		"fetch http://u:p@ss@git.example.com/r.git: 401":   "fetch http://git.example.com/r.git: 401",
+		`Get "http://tok@en:x@host/info/refs": refused`:    `Get "http://host/info/refs": refused`,
+		"https://host/a@b and mail me@example.com":         "https://host/a@b and mail me@example.com",
+		"nats://u:p@nats:4222?x=a@b, then me@example.com":  "nats://nats:4222?x=a@b, then me@example.com",
+		"no URL here, just someone@example.com":            "no URL here, just someone@example.com",
+		"two: http://a:b@h1/x http://c@d:e@h2:80 and text": "two: http://h1/x http://h2:80 and text",
+	} {
+		if got := StripUserInfo(in); got != want {
+			t.Errorf("StripUserInfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,9 +3,12 @@ package message
 import "regexp"
 
 // userInfo matches the user info of a URL written in text: a scheme, "://",
-// then anything up to an "@" that comes before the first "/", "?", "#" or
-// white space. The capture keeps the scheme.
-var userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#\s@]*@`)
+// then anything up to the last "@" that comes before the first "/", "?",
+// "#" or white space. The last, as URL parsers (Go's, go-git's) take it: a
+// password with an unescaped "@" ("u:p@ss@host") is user info up to the
+// last one, and stopping at the first would show "ss". The capture keeps
+// the scheme.
+var userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#\s]*@`)
 
 // StripUserInfo removes the user info ("user:password@") of every URL in
 // s, so a URL that carried credentials can be quoted in a status, an event,
