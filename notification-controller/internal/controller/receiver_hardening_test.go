@@ -267,8 +267,8 @@ func TestShortTokenIsRefused(t *testing.T) {
 	secret.StringData = map[string]string{"token": hookToken}
 	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
 	waitReady(t, rcv, metav1.ConditionTrue)
-	g.Expect(rcv.Status.WebhookPath).To(Equal(receiver.WebhookPath(hookToken, "short", ns)))
 	waitServed(t, tokens, rcv)
+	g.Expect(rcv.Status.WebhookPath).To(Equal(receiver.WebhookPath(hookToken, "short", ns)))
 	code, msg := post(t, rcv.Status.WebhookPath, nil, nil)
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 }

@@ -56,12 +56,16 @@ func createReceiver(t *testing.T, ns, name, typ string, mutate func(*notificatio
 	return r
 }
 
-// waitServed waits until the receiver server serves r: its token is loaded
-// under r's webhook path and the manager's cache, which sees the status a
-// moment after the API server has it, holds r Ready.
+// waitServed waits until r has a webhook path (the patch helper writes the
+// conditions first, so Ready can be seen before the path) and the receiver
+// server serves it: its token is loaded under that path and the manager's
+// cache, which sees the status a moment after the API server has it, holds
+// r Ready. r is updated from the API server.
 func waitServed(t *testing.T, tokens *receiver.Tokens, r *notificationv1.Receiver) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(r), r)).To(Succeed())
+		g.Expect(r.Status.WebhookPath).NotTo(BeEmpty())
 		g.Expect(tokens.Path(client.ObjectKeyFromObject(r))).To(Equal(r.Status.WebhookPath))
 		var cached notificationv1.Receiver
 		g.Expect(mgr.GetClient().Get(context.Background(), client.ObjectKeyFromObject(r), &cached)).To(Succeed())
