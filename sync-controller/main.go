@@ -30,6 +30,7 @@ type syncOptions struct {
 	MaxArtifactSize       int64
 	DefaultServiceAccount string
 	NoCrossNamespaceRefs  bool
+	PruneGuard            controller.PruneGuard
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -45,6 +46,7 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
 		"Refuse a Kustomization whose dependsOn or healthChecks name an object in another namespace.")
+	o.PruneGuard.BindFlags(fs)
 }
 
 func main() {
@@ -111,11 +113,13 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),
 		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
 		NoCrossNamespaceRefs:  syncOpts.NoCrossNamespaceRefs,
+		PruneGuard:            &syncOpts.PruneGuard,
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err
 	}
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,
-		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", syncOpts.NoCrossNamespaceRefs)
+		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", syncOpts.NoCrossNamespaceRefs,
+		"maxPrunePercent", syncOpts.PruneGuard.MaxPercent, "pruneGuardMinObjects", syncOpts.PruneGuard.MinObjects)
 	return mgr.Start(ctx)
 }

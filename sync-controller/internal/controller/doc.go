@@ -11,8 +11,20 @@
 // # The steps of a sync
 //
 // checkReferences, impersonate, checkDependencies, loadManifests, prepare,
-// applyPlan, prune, checkHealth (sync.go); conclude turns the outcome into
-// Ready, Reconciling and Stalled.
+// guardPrune (pruneguard.go), applyPlan, prune, checkHealth (sync.go);
+// conclude turns the outcome into Ready, Reconciling and Stalled.
+//
+// # The prune guard
+//
+// With spec.prune, a render that would prune all of the inventory (unless
+// spec.allowEmpty), or more than maxPrunePercent of an inventory of at least
+// --prune-guard-min-objects objects (spec.maxPrunePercent, else
+// --max-prune-percent, 50), is held before anything is applied: no apply,
+// no hook, no deletion; Ready=False reason PruneGuarded names how many
+// objects would go, out of how many, and the rule; one PruneGuarded event
+// per held render. The annotation plumb.dev/confirm-prune set to the
+// render's digest lets that render through. The prune on deletion of the
+// Kustomization is not guarded. docs/design/prune-guard.md has the reasons.
 //
 // # Whose rights a sync uses
 //

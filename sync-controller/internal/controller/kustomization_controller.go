@@ -66,6 +66,9 @@ type KustomizationReconciler struct {
 	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
 	// another namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
+	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
+	// --prune-guard-min-objects); nil is DefaultPruneGuard.
+	PruneGuard *PruneGuard
 
 	manifests manifestCache
 }
@@ -96,7 +99,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).

@@ -110,6 +110,7 @@ func (s *syncRun) run(ctx context.Context) error {
 		s.checkDependencies,
 		s.loadManifests,
 		s.prepare,
+		s.guardPrune,
 		s.applyPlan,
 		s.prune,
 		s.checkHealth,
@@ -252,7 +253,8 @@ func (s *syncRun) prepare(ctx context.Context) error {
 
 // prune deletes objects that left the set, in reverse plan order, when
 // spec.prune is set. It runs only after a complete, successful apply, so a
-// failed render or apply never deletes anything. Sets Ready=False reason
+// failed render or apply never deletes anything, and after guardPrune let
+// the sync through. Sets Ready=False reason
 // PruneFailed, keeping what it could not delete in the inventory.
 func (s *syncRun) prune(ctx context.Context) error {
 	if !s.obj.Spec.Prune {
@@ -403,7 +405,9 @@ func (s *syncRun) conclude(err error) ctrl.Result {
 		conditions.MarkFalse(s.out, meta.ReadyCondition, reason, "%s", err.Error())
 		conditions.Delete(s.out, meta.ReconcilingCondition)
 		conditions.Delete(s.out, meta.StalledCondition)
-		if reason != kustomizev1.PruneFailedReason && reason != kustomizev1.HealthCheckFailedReason {
+		// These steps record their own events, once per failure.
+		if reason != kustomizev1.PruneFailedReason && reason != kustomizev1.HealthCheckFailedReason &&
+			reason != kustomizev1.PruneGuardedReason {
 			s.r.Events.Record(s.obj, events.SeverityError, reason, err.Error(), events.WithRevision(s.revision))
 		}
 		log.Log.V(1).Info("sync failed", "kustomization", s.key.String(), "error", err.Error())

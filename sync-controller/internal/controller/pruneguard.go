@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// PruneGuard holds sync-controller's defaults for the prune guard
+// (docs/design/prune-guard.md).
+type PruneGuard struct {
+	// MaxPercent is the share of the inventory, in percent, one sync may
+	// prune without confirmation when a Kustomization sets no
+	// spec.maxPrunePercent (--max-prune-percent).
+	MaxPercent int
+	// MinObjects is the smallest inventory the share guard applies to
+	// (--prune-guard-min-objects); pruning all of an inventory of any size
+	// is guarded.
+	MinObjects int
+}
+
+// DefaultPruneGuard is the guard of a reconciler that sets none: more than
+// half of an inventory of four objects or more.
+var DefaultPruneGuard = PruneGuard{MaxPercent: 50, MinObjects: 4}
+
+// BindFlags registers the guard's flags, defaulting to DefaultPruneGuard.
+func (o *PruneGuard) BindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.MaxPercent, "max-prune-percent", DefaultPruneGuard.MaxPercent,
+		"The largest share of a Kustomization's inventory, in percent, one sync may prune without confirmation, unless its spec.maxPrunePercent says otherwise; 100 turns the share guard off.")
+	fs.IntVar(&o.MinObjects, "prune-guard-min-objects", DefaultPruneGuard.MinObjects,
+		"The smallest inventory the --max-prune-percent share guard applies to; a sync that would prune all of an inventory is guarded whatever its size.")
+}
+
+// holds says why a sync that would prune removed of the total objects of
+// the inventory is held, or "" when it may proceed. Pruning everything is
+// spec.allowEmpty's to allow; pruning part of an inventory of at least
+// MinObjects objects is held above maxPrunePercent (the spec's, else
+// MaxPercent).
+func (o PruneGuard) holds(spec kustomizev1.KustomizationSpec, removed, total int) string {
+	switch {
+	case removed == 0 || !spec.Prune:
+		return ""
+	case removed >= total:
+		if spec.AllowEmpty {
+			return ""
+		}
+		return "all of the inventory, and spec.allowEmpty is not set"
+	case total < o.MinObjects:
+		return ""
+	}
+	max, from := o.MaxPercent, "sync-controller's --max-prune-percent"
+	if spec.MaxPrunePercent != nil {
+		max, from = int(*spec.MaxPrunePercent), "spec.maxPrunePercent"
+	}
+	if removed*100 <= max*total {
+		return ""
+	}
+	return fmt.Sprintf("%d%% of the inventory, more than the %d%% that %s allows", removed*100/total, max, from)
+}
+
+// pruneGuard is the reconciler's guard, DefaultPruneGuard when unset.
+func (r *KustomizationReconciler) pruneGuard() PruneGuard {
+	if r.PruneGuard == nil {
+		return DefaultPruneGuard
+	}
+	return *r.PruneGuard
+}
+
+// guardPrune holds, before anything is applied, a sync whose render would
+// prune all of the inventory (unless spec.allowEmpty) or more of it than
+// maxPrunePercent allows: nothing is applied, no hook runs and nothing is
+// deleted, so the cluster stays at the last applied revision. The
+// Kustomization annotated plumb.dev/confirm-prune with the digest of this
+// render lets it through. Sets Ready=False reason PruneGuarded, naming how
+// many objects would go, out of how many, and which rule holds them; records
+// one PruneGuarded event per held render, not one per retry.
+func (s *syncRun) guardPrune(ctx context.Context) error {
+	var total int
+	if s.obj.Status.Inventory != nil {
+		total = len(s.obj.Status.Inventory.Entries)
+	}
+	removed := inventory.Removed(s.obj.Status.Inventory, s.inventoryObjects())
+	why := s.r.pruneGuard().holds(s.obj.Spec, len(removed), total)
+	if why == "" {
+		return nil
+	}
+	if s.obj.Annotations[kustomizev1.ConfirmPruneAnnotation] == s.digest {
+		log.FromContext(ctx).Info("prune confirmed by annotation", "digest", s.digest, "prune", len(removed), "of", total)
+		return nil
+	}
+	names := make([]string, 0, len(removed))
+	for _, o := range removed {
+		names = append(names, engine.IDOf(o).String())
+	}
+	msg := fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
+		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune kustomization %s)",
+		s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "),
+		kustomizev1.ConfirmPruneAnnotation, s.digest, s.obj.Name)
+	if prev := conditions.Get(s.obj, meta.ReadyCondition); prev == nil || prev.Status != metav1.ConditionFalse ||
+		prev.Reason != kustomizev1.PruneGuardedReason || prev.Message != msg {
+		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneGuardedReason, msg, events.WithRevision(s.revision),
+			events.WithMetadata(map[string]string{"prune": fmt.Sprint(len(removed)), "inventory": fmt.Sprint(total)}))
+	}
+	return failed(kustomizev1.PruneGuardedReason, errors.New(msg))
+}
+
+// confirmPruneChanged passes updates that change the confirm-prune
+// annotation, so a confirmation is acted on at once.
+type confirmPruneChanged struct{ predicate.Funcs }
+
+func (confirmPruneChanged) Update(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return false
+	}
+	return e.ObjectOld.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation] != e.ObjectNew.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation]
+}
