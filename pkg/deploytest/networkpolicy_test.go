@@ -153,32 +153,36 @@ func reachable(t *testing.T, policies []networkingv1.NetworkPolicy, src, dst end
 	ingress, egress := !dst.isPod(), !src.isPod()
 	isolatedIn, isolatedOut := false, false
 	for _, p := range policies {
-		if dst.isPod() && p.Namespace == dst.namespace && matches(t, &p.Spec.PodSelector, dst.labels) && hasType(p, networkingv1.PolicyTypeIngress) {
+		if selects(t, p, dst, networkingv1.PolicyTypeIngress) {
 			isolatedIn = true
 			for _, r := range p.Spec.Ingress {
-				from := len(r.From) == 0
-				for _, peer := range r.From {
-					from = from || peerMatches(t, p.Namespace, peer, src)
-				}
-				if from && portMatches(r.Ports, dst, port, proto) {
-					ingress = true
-				}
+				ingress = ingress || admits(t, p.Namespace, r.From, r.Ports, src, dst, port, proto)
 			}
 		}
-		if src.isPod() && p.Namespace == src.namespace && matches(t, &p.Spec.PodSelector, src.labels) && hasType(p, networkingv1.PolicyTypeEgress) {
+		if selects(t, p, src, networkingv1.PolicyTypeEgress) {
 			isolatedOut = true
 			for _, r := range p.Spec.Egress {
-				to := len(r.To) == 0
-				for _, peer := range r.To {
-					to = to || peerMatches(t, p.Namespace, peer, dst)
-				}
-				if to && portMatches(r.Ports, dst, port, proto) {
-					egress = true
-				}
+				egress = egress || admits(t, p.Namespace, r.To, r.Ports, dst, dst, port, proto)
 			}
 		}
 	}
 	return (ingress || !isolatedIn) && (egress || !isolatedOut)
+}
+
+// selects reports whether policy p isolates pod e in direction typ.
+func selects(t *testing.T, p networkingv1.NetworkPolicy, e endpoint, typ networkingv1.PolicyType) bool {
+	return e.isPod() && p.Namespace == e.namespace && matches(t, &p.Spec.PodSelector, e.labels) && hasType(p, typ)
+}
+
+// admits reports whether one rule, with its peers (from or to; none means
+// everyone) and ports, lets a connection to port of dst through whose
+// other end is peer.
+func admits(t *testing.T, ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, peer, dst endpoint, port int32, proto corev1.Protocol) bool {
+	ok := len(peers) == 0
+	for _, p := range peers {
+		ok = ok || peerMatches(t, ns, p, peer)
+	}
+	return ok && portMatches(ports, dst, port, proto)
 }
 
 // policiesOf returns the rendered NetworkPolicies, each checked to select

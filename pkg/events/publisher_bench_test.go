@@ -32,11 +32,7 @@ func BenchmarkPublish(b *testing.B) {
 // BenchmarkPublishStored measures throughput to the embedded JetStream
 // server: events published and stored (acknowledged) per second.
 func BenchmarkPublishStored(b *testing.B) {
-	envOnce.Do(func() { env, envErr = testenvStart() })
-	if envErr != nil {
-		b.Fatal(envErr)
-	}
-	opts := envOptions(env)
+	opts := envOptions(environment(b))
 	opts.QueueSize = b.N + 1 // measure storing, not dropping
 	p, err := NewJetStreamPublisher(opts, "bench-stored", logr.Discard())
 	if err != nil {

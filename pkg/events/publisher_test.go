@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,33 +20,23 @@ import (
 )
 
 // The environment starts with the first test that needs it, so the fuzz
-// tests of this package (whose workers run TestMain too) start nothing.
+// tests of this package (whose workers run TestMain too) start nothing. Its
+// NATS server runs as deploy/ runs it: TLS with client certificates, and
+// only the users of deploy/nats/accounts.conf with their permissions.
 var (
-	envOnce sync.Once
-	env     *testenv.Environment
-	envErr  error
+	shared = testenv.Lazy{Options: []testenv.Option{testenv.WithSecureNATS()}}
+	env    *testenv.Environment
 )
 
-func environment(t *testing.T) *testenv.Environment {
+func environment(t testing.TB) *testenv.Environment {
 	t.Helper()
-	envOnce.Do(func() { env, envErr = testenvStart() })
-	if envErr != nil {
-		t.Fatal(envErr)
-	}
+	env = shared.Get(t)
 	return env
 }
 
-// The NATS server runs as deploy/ runs it: TLS with client certificates,
-// and only the users of deploy/nats/accounts.conf with their permissions.
-func testenvStart() (*testenv.Environment, error) { return testenv.Start(testenv.WithSecureNATS()) }
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 

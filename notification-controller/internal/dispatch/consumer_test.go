@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,27 +24,19 @@ import (
 // The consumer's tests run against a NATS server with deploy/'s users,
 // TLS and client certificates; it starts with the first test that needs it.
 var (
-	envOnce sync.Once
-	env     *testenv.Environment
-	envErr  error
+	shared = testenv.Lazy{Options: []testenv.Option{testenv.WithSecureNATS()}}
+	env    *testenv.Environment
 )
 
 func environment(t *testing.T) *testenv.Environment {
 	t.Helper()
-	envOnce.Do(func() { env, envErr = testenv.Start(testenv.WithSecureNATS()) })
-	if envErr != nil {
-		t.Fatal(envErr)
-	}
+	env = shared.Get(t)
 	return env
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
