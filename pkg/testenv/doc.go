@@ -5,7 +5,15 @@
 // 127.0.0.1 on random ports, and Stop tears all of it down, so one process
 // can start and stop environments as often as it likes.
 //
-// A controller's test package starts one environment in TestMain and gives
-// each test its own namespace (see Namespace): envtest runs no
-// kube-controller-manager, so namespaces are never fully deleted.
+// A controller's test package starts one environment in TestMain (Run) or
+// with the first test that needs it (Lazy), and gives each test its own
+// namespace (see Namespace): envtest runs no kube-controller-manager, so
+// namespaces are never fully deleted.
+//
+// WithSecureNATS starts the NATS server the way deploy/ runs it: with the
+// users and permissions of deploy/nats/accounts.conf (the file itself),
+// over TLS with client certificates from a throw-away CA.
+// Environment.SecureNATS gives each user's options (Auth), so a test
+// connects as a controller, notification-controller or `plumb events`
+// would, or without credentials to see the refusal.
 package testenv
