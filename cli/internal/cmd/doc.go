@@ -2,6 +2,7 @@
 //
 //	plumb get sources|kustomizations|receivers|alerts|providers [-A]
 //	plumb reconcile source|kustomization NAME [--with-source]
+//	plumb confirm-prune kustomization NAME
 //	plumb suspend|resume source|kustomization NAME
 //	plumb diff kustomization NAME
 //	plumb tree kustomization NAME
@@ -19,6 +20,10 @@
 // until status.lastHandledReconcileAt carries it and the Ready condition has
 // settled at the current generation (not Unknown, Reconciling not True),
 // printing each new progress message on the way.
+//
+// confirm-prune does the same with the annotation plumb.dev/confirm-prune
+// set, in the same patch, to the digest of the render the prune guard holds
+// (Ready=False PruneGuarded naming that digest); it refuses anything else.
 //
 // diff repeats sync-controller's comparison from outside: it downloads the
 // rendered artifact (verifying its digest with pkg/fetch; an in-cluster

@@ -99,7 +99,7 @@ func (g *globals) reconcile(ctx context.Context, k *kind, key types.NamespacedNa
 	if k.status(obj).suspended {
 		return fmt.Errorf("%s is suspended: resume it first (plumb resume %s %s)", ref(k, obj), k.names[0], key.Name)
 	}
-	token, err := g.requestReconcile(ctx, obj, nil)
+	token, err := g.requestReconcile(ctx, obj, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -108,10 +108,15 @@ func (g *globals) reconcile(ctx context.Context, k *kind, key types.NamespacedNa
 }
 
 // requestReconcile sets the requestedAt annotation to a fresh token, with
-// further spec fields in the same merge patch, and returns the token.
-func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec map[string]any) (string, error) {
+// further spec fields and annotations in the same merge patch, and returns
+// the token.
+func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec map[string]any, annotations map[string]string) (string, error) {
 	token := time.Now().UTC().Format(time.RFC3339Nano)
-	p := map[string]any{"metadata": map[string]any{"annotations": map[string]string{meta.ReconcileRequestAnnotation: token}}}
+	all := map[string]string{meta.ReconcileRequestAnnotation: token}
+	for k, v := range annotations {
+		all[k] = v
+	}
+	p := map[string]any{"metadata": map[string]any{"annotations": all}}
 	if spec != nil {
 		p["spec"] = spec
 	}
@@ -365,7 +370,7 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 			}
 			// Resuming also requests a reconcile, so the object catches up
 			// now rather than at its next interval.
-			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false})
+			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false}, nil)
 			if err != nil {
 				return err
 			}

@@ -102,6 +102,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newGetCmd(g),
 		newReconcileCmd(g),
+		newConfirmPruneCmd(g),
 		newSuspendCmd(g, true),
 		newSuspendCmd(g, false),
 		newDiffCmd(g),

@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+func newConfirmPruneCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "confirm-prune kustomization NAME",
+		Short: "Let one render that the prune guard holds prune, and wait for the sync",
+		Long: "confirm-prune confirms the render a Kustomization's prune guard holds (Ready=False,\n" +
+			"PruneGuarded): it prints what the guard said would be pruned, sets the annotation\n" +
+			"plumb.dev/confirm-prune to the digest of that render and requests a reconcile in the\n" +
+			"same patch, then waits for it like reconcile. Only that render is confirmed: a later\n" +
+			"one is guarded again. It refuses a Kustomization the guard does not hold, or whose\n" +
+			"render changed since the guard held it. Exit code 1 when the sync ends with Ready=False.",
+		Example: "  plumb confirm-prune kustomization app -n team-a",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := kindNamed(args[0], kustomizationKind); err != nil {
+				return err
+			}
+			if err := g.kube(); err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(cmd, g)
+			defer cancel()
+			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			ks := &kustomizev1.Kustomization{}
+			if err := g.client.Get(ctx, key, ks); err != nil {
+				return notFound(err, kustomizationKind, key)
+			}
+			digest, err := heldDigest(ks)
+			if err != nil {
+				return err
+			}
+			ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+			fmt.Fprintf(g.out, "◎ %s\n", oneLine(ready.Message))
+			token, err := g.requestReconcile(ctx, ks, nil, map[string]string{kustomizev1.ConfirmPruneAnnotation: digest})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.out, "► prune of render %s confirmed for %s\n", digest, ref(kustomizationKind, ks))
+			return g.waitHandled(ctx, kustomizationKind, key, token)
+		},
+	}
+}
+
+// heldDigest is the digest of the render the prune guard holds: the
+// current rendered artifact, when Ready=False PruneGuarded at the current
+// generation names it (the guard's message carries the digest to confirm).
+func heldDigest(ks *kustomizev1.Kustomization) (string, error) {
+	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != kustomizev1.PruneGuardedReason {
+		return "", fmt.Errorf("%s is not held by the prune guard (Ready=%s): nothing to confirm", ref(kustomizationKind, ks), readyReason(ready))
+	}
+	a := ks.Status.RenderedArtifact
+	if a == nil || a.Digest == "" || ks.Status.ObservedGeneration != ks.Generation ||
+		!strings.Contains(ready.Message, kustomizev1.ConfirmPruneAnnotation+"="+a.Digest) {
+		return "", fmt.Errorf("%s: the render changed since the prune guard held it; look at it again (plumb reconcile kustomization %s) before confirming",
+			ref(kustomizationKind, ks), ks.Name)
+	}
+	return a.Digest, nil
+}
+
+func readyReason(c *metav1.Condition) string {
+	if c == nil {
+		return "Unknown"
+	}
+	return string(c.Status) + ", " + c.Reason
+}
