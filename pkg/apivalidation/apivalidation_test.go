@@ -87,11 +87,14 @@ func TestValidObjectsRoundTrip(t *testing.T) {
 		&kustomizev1.Kustomization{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 			Spec: kustomizev1.KustomizationSpec{
-				SourceRef:   kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
-				Path:        "./deploy",
-				Interval:    metav1.Duration{Duration: 5 * time.Minute},
-				Prune:       true,
-				DriftPolicy: kustomizev1.DriftPolicyReport,
+				SourceRef:  kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+				Path:       "./deploy",
+				Interval:   metav1.Duration{Duration: 5 * time.Minute},
+				Prune:      true,
+				AllowEmpty: true,
+				// 0 is a value (hold every prune), not "unset".
+				MaxPrunePercent: new(int32),
+				DriftPolicy:     kustomizev1.DriftPolicyReport,
 				Ignore: []kustomizev1.IgnoreRule{{
 					Paths:  []string{"/spec/replicas"},
 					Target: &kustomizev1.Selector{Kind: "Deployment"},
@@ -247,6 +250,14 @@ kind: Kustomization
 metadata: {name: bucket}
 spec: {interval: 1m, prune: true, sourceRef: {kind: Bucket, name: repo}}`,
 			message: `spec.sourceRef.kind: Unsupported value: "Bucket"`,
+		},
+		{
+			name: "Kustomization with a maxPrunePercent over 100",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: prunepercent}
+spec: {interval: 1m, prune: true, maxPrunePercent: 150, sourceRef: {kind: GitRepository, name: repo}}`,
+			message: "spec.maxPrunePercent: Invalid value: 150: spec.maxPrunePercent in body should be less than or equal to 100",
 		},
 		{
 			name: "Provider of an unknown type",
