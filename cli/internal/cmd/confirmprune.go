@@ -1,13 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -25,20 +26,7 @@ func newConfirmPruneCmd(g *globals) *cobra.Command {
 			"render changed since the guard held it. Exit code 1 when the sync ends with Ready=False.",
 		Example: "  plumb confirm-prune kustomization app -n team-a",
 		Args:    cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := kindNamed(args[0], kustomizationKind); err != nil {
-				return err
-			}
-			if err := g.kube(); err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
-			ks := &kustomizev1.Kustomization{}
-			if err := g.client.Get(ctx, key, ks); err != nil {
-				return notFound(err, kustomizationKind, key)
-			}
+		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
 			digest, err := heldDigest(ks)
 			if err != nil {
 				return err
@@ -50,8 +38,8 @@ func newConfirmPruneCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.out, "► prune of render %s confirmed for %s\n", digest, ref(kustomizationKind, ks))
-			return g.waitHandled(ctx, kustomizationKind, key, token)
-		},
+			return g.waitHandled(ctx, kustomizationKind, client.ObjectKeyFromObject(ks), token)
+		}),
 	}
 }
 

@@ -59,7 +59,9 @@ func TestConfirmPruneRefusesWhatTheGuardDoesNotHold(t *testing.T) {
 		k.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "Applied revision: x", k.Generation)}
 	})
 	// A new render arrived after the guard held the previous one.
-	setStatus(ctx, t, changed, func(k *kustomizev1.Kustomization) { guarded(k, "sha256:5e10000000000000000000000000000000000000000000000000000000000000", heldDigestValue) })
+	setStatus(ctx, t, changed, func(k *kustomizev1.Kustomization) {
+		guarded(k, "sha256:5e10000000000000000000000000000000000000000000000000000000000000", heldDigestValue)
+	})
 
 	r := plumb("confirm-prune", "kustomization", "ready", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())

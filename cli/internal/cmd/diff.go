@@ -15,7 +15,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,22 +49,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 			"downloaded through the API server's service proxy.\n\n" +
 			"Exit code: 0 no drift, 1 drift, 2 error.",
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := kindNamed(args[0], kustomizationKind); err != nil {
-				return err
-			}
-			if err := g.kube(); err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
-			ks := &kustomizev1.Kustomization{}
-			if err := g.client.Get(ctx, key, ks); err != nil {
-				return notFound(err, kustomizationKind, key)
-			}
+		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
 			return g.diff(ctx, ks)
-		},
+		}),
 	}
 }
 

@@ -25,24 +25,11 @@ func newTreeCmd(g *globals) *cobra.Command {
 			"pkg/health computes it (Healthy, Progressing, Degraded, Missing, …).\n" +
 			"Kustomizations in the inventory are expanded in turn.",
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := kindNamed(args[0], kustomizationKind); err != nil {
-				return err
-			}
-			if err := g.kube(); err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
-			ks := &kustomizev1.Kustomization{}
-			if err := g.client.Get(ctx, key, ks); err != nil {
-				return notFound(err, kustomizationKind, key)
-			}
+		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
 			ready, msg := readyOf(kustomizationKind.status(ks))
 			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(kustomizationKind, ks), ready, oneLine(msg))
-			return g.printInventory(ctx, g.out, ks, "", map[types.NamespacedName]bool{key: true})
-		},
+			return g.printInventory(ctx, g.out, ks, "", map[types.NamespacedName]bool{client.ObjectKeyFromObject(ks): true})
+		}),
 	}
 }
 

@@ -4,9 +4,34 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
 // withTimeout bounds a command by --timeout.
 func withTimeout(cmd *cobra.Command, g *globals) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), g.timeout)
+}
+
+// onKustomization is the RunE of a `VERB kustomization NAME` command: it
+// connects, reads the named Kustomization in the command's namespace and
+// hands it to run, all within --timeout.
+func (g *globals) onKustomization(run func(ctx context.Context, ks *kustomizev1.Kustomization) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if _, err := kindNamed(args[0], kustomizationKind); err != nil {
+			return err
+		}
+		if err := g.kube(); err != nil {
+			return err
+		}
+		ctx, cancel := withTimeout(cmd, g)
+		defer cancel()
+		key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+		ks := &kustomizev1.Kustomization{}
+		if err := g.client.Get(ctx, key, ks); err != nil {
+			return notFound(err, kustomizationKind, key)
+		}
+		return run(ctx, ks)
+	}
 }
