@@ -13,6 +13,7 @@
 //	TestForeignEditRevertedAndAlerted    a foreign edit is reverted; the Slack stand-in gets the drifted path
 //	TestDeletedObjectPruned              a commit deleting an object prunes it
 //	TestBrokenCommitKeepsPreviousRevision  a commit that does not build: Ready=False, nothing deleted
+//	TestEmptyCommitIsHeldUntilConfirmed  `resources: []`: PruneGuarded, nothing deleted, one alert; confirmed, it prunes
 //	TestSyncControllerKilledMidSync      SIGKILL during the PreSync hook, restart, convergence
 //
 // The tests run one after another (one kills sync-controller) and every wait
