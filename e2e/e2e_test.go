@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,17 +100,9 @@ func TestBrokenCommitKeepsPreviousRevision(t *testing.T) {
 	sha := s.push("Break the build")
 	s.waitSourceRevision(sha)
 
-	var k *kustomizev1.Kustomization
-	s.g.Eventually(func(g Gomega) {
-		k = &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
-		ready := readyCondition(k)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
-		g.Expect(ready.Message).To(ContainSubstring("does-not-exist.yaml"))
-		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	t.Logf("Ready=False: %s", readyMessage(k))
+	k := s.waitNotReady(func(g Gomega, k *kustomizev1.Kustomization) {
+		g.Expect(readyCondition(k).Message).To(ContainSubstring("does-not-exist.yaml"))
+	})
 
 	s.g.Expect(k.Status.LastAppliedRevision).To(Equal(goodRevision))
 	s.g.Expect(inventoryIDs(k.Status.Inventory)).To(ConsistOf(goodInventory))

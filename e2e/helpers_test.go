@@ -101,6 +101,24 @@ func (s *story) waitApplied(sha string) *kustomizev1.Kustomization {
 	return k
 }
 
+// waitNotReady waits until the Kustomization is Ready=False at its current
+// generation and passes check, and returns it.
+func (s *story) waitNotReady(check func(g Gomega, k *kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+	s.t.Helper()
+	var k *kustomizev1.Kustomization
+	s.g.Eventually(func(g Gomega) {
+		k = &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
+		ready := readyCondition(k)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
+		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
+		check(g, k)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	s.t.Logf("Ready=False: %s", readyMessage(k))
+	return k
+}
+
 // waitSourceRevision waits until the GitRepository's artifact is at sha.
 func (s *story) waitSourceRevision(sha string) {
 	s.t.Helper()

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,17 +25,10 @@ func TestEmptyCommitIsHeldUntilConfirmed(t *testing.T) {
 	sha := s.push("Empty the kustomization")
 	s.waitRendered(sha)
 
-	var k *kustomizev1.Kustomization
-	s.g.Eventually(func(g Gomega) {
-		k = &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
-		ready := readyCondition(k)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
-		g.Expect(ready.Reason).To(Equal(kustomizev1.PruneGuardedReason), "Ready: %s", readyMessage(k))
+	k := s.waitNotReady(func(g Gomega, k *kustomizev1.Kustomization) {
+		g.Expect(readyCondition(k).Reason).To(Equal(kustomizev1.PruneGuardedReason), "Ready: %s", readyMessage(k))
 		g.Expect(k.Status.LastAttemptedRevision).To(Equal(revision(sha)))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	t.Logf("Ready=False: %s", readyMessage(k))
+	})
 	s.g.Expect(readyCondition(k).Message).To(ContainSubstring("would prune 4 of 4 objects (all of the inventory"))
 	s.waitSlack(kustomizev1.PruneGuardedReason, "4 of 4")
 
