@@ -31,6 +31,7 @@ type syncOptions struct {
 	DefaultServiceAccount string
 	NoCrossNamespaceRefs  bool
 	PruneGuard            controller.PruneGuard
+	Fight                 controller.FightOptions
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -47,6 +48,7 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
 		"Refuse a Kustomization whose dependsOn or healthChecks name an object in another namespace.")
 	o.PruneGuard.BindFlags(fs)
+	o.Fight.BindFlags(fs)
 }
 
 func main() {
@@ -114,12 +116,14 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
 		NoCrossNamespaceRefs:  syncOpts.NoCrossNamespaceRefs,
 		PruneGuard:            &syncOpts.PruneGuard,
+		Fight:                 syncOpts.Fight,
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err
 	}
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,
 		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", syncOpts.NoCrossNamespaceRefs,
-		"maxPrunePercent", syncOpts.PruneGuard.MaxPercent, "pruneGuardMinObjects", syncOpts.PruneGuard.MinObjects)
+		"maxPrunePercent", syncOpts.PruneGuard.MaxPercent, "pruneGuardMinObjects", syncOpts.PruneGuard.MinObjects,
+		"driftFightWindow", syncOpts.Fight.Window)
 	return mgr.Start(ctx)
 }

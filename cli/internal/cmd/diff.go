@@ -120,7 +120,22 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	}
 	results = append(results, g.pruneCandidates(ctx, ks, desired)...)
 	g.redact(ctx, ks, results)
-	return report(g.out, results, hooks)
+	var contested []kustomizev1.ContestedDrift
+	if ks.Status.Drift != nil {
+		contested = ks.Status.Drift.Contested
+	}
+	return report(g.out, results, hooks, contested)
+}
+
+// contestedText describes a fight sync-controller reports in
+// status.drift.contested: the fields, the competing field manager, the
+// controller behind it when known, and the reverts so far.
+func contestedText(c kustomizev1.ContestedDrift) string {
+	text := fmt.Sprintf("%s contested by field manager %s", strings.Join(c.Fields, ", "), c.Manager)
+	if c.Controller != "" {
+		text += " (" + c.Controller + ")"
+	}
+	return fmt.Sprintf("%s, %d revert(s), corrections backing off", text, c.Reverts)
 }
 
 // redact hides, as sync-controller's drift reports do, the values that
@@ -203,8 +218,9 @@ func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomiza
 	return out
 }
 
-// report prints the results and returns the command's outcome.
-func report(w io.Writer, results []objectDiff, hooks int) error {
+// report prints the results and the fights sync-controller reports, and
+// returns the command's outcome: a fight counts as drift.
+func report(w io.Writer, results []objectDiff, hooks int, contested []kustomizev1.ContestedDrift) error {
 	counts := map[diff.Action]int{}
 	var errs []error
 	for _, r := range results {
@@ -231,7 +247,10 @@ func report(w io.Writer, results []objectDiff, hooks int) error {
 	if hooks > 0 {
 		fmt.Fprintf(w, "(%d hook objects not compared: they run during a sync)\n", hooks)
 	}
-	drifted := counts[diff.Configured] + counts[diff.Created] + counts[diff.Deleted]
+	for _, c := range contested {
+		fmt.Fprintf(w, "⚔ %s: %s (see the DriftContested condition)\n", c.Object, contestedText(c))
+	}
+	drifted := counts[diff.Configured] + counts[diff.Created] + counts[diff.Deleted] + len(contested)
 	if len(errs) > 0 {
 		return fmt.Errorf("%d objects could not be compared: %w", len(errs), errors.Join(errs...))
 	}
@@ -239,8 +258,12 @@ func report(w io.Writer, results []objectDiff, hooks int) error {
 		fmt.Fprintf(w, "✔ no drift: %d objects match Git\n", counts[diff.Unchanged])
 		return nil
 	}
-	fmt.Fprintf(w, "%d changed, %d to create, %d to prune, %d unchanged\n",
+	fmt.Fprintf(w, "%d changed, %d to create, %d to prune, %d unchanged",
 		counts[diff.Configured], counts[diff.Created], counts[diff.Deleted], counts[diff.Unchanged])
+	if len(contested) > 0 {
+		fmt.Fprintf(w, ", %d contested", len(contested))
+	}
+	fmt.Fprintln(w)
 	return negative(nil)
 }
 

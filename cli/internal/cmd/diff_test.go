@@ -207,6 +207,21 @@ func TestDiff(t *testing.T) {
 		g.Expect(cm.Data).To(HaveKeyWithValue("mode", "slow"))
 	})
 
+	t.Run("a fight sync-controller reports is drift", func(t *testing.T) {
+		g := NewWithT(t)
+		syncAsController(ctx, t, ks, a, data)
+		setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
+			o.Status.Drift = &kustomizev1.DriftStatus{Contested: []kustomizev1.ContestedDrift{{
+				Object: "ConfigMap/" + ns + "/settings", Fields: []string{"data.mode"}, Manager: "mode-setter", Reverts: 4,
+			}}}
+		})
+		defer setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) { o.Status.Drift = nil })
+		r := plumb("diff", "ks", "app", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitNegative), r.String())
+		g.Expect(r.out).To(ContainSubstring("⚔ ConfigMap/" + ns + "/settings: data.mode contested by field manager mode-setter, 4 revert(s), corrections backing off (see the DriftContested condition)"))
+		g.Expect(r.out).To(ContainSubstring(", 1 contested"))
+	})
+
 	t.Run("prune off keeps removed objects out of the drift count", func(t *testing.T) {
 		g := NewWithT(t)
 		foreignPatch(ctx, t, ks, `{"spec":{"prune":false}}`)

@@ -40,6 +40,12 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomize
 		fmt.Fprintf(w, "%s└── (no objects applied yet)\n", prefix)
 		return nil
 	}
+	contested := map[string]kustomizev1.ContestedDrift{}
+	if ks.Status.Drift != nil {
+		for _, c := range ks.Status.Drift.Contested {
+			contested[c.Object] = c
+		}
+	}
 	entries := ks.Status.Inventory.Entries
 	for i, e := range entries {
 		branch, next := "├── ", "│   "
@@ -52,7 +58,11 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomize
 			continue
 		}
 		h := health.Evaluate(obj)
-		fmt.Fprintf(w, "%s%s%s  %s\n", prefix, branch, entryID(e), oneLine(h.String()))
+		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(h.String()))
+		if c, ok := contested[entryID(e)]; ok {
+			line += "  ⚔ " + contestedText(c)
+		}
+		fmt.Fprintln(w, line)
 		if obj != nil && e.Group == kustomizev1.GroupVersion.Group && e.Kind == kustomizev1.KustomizationKind {
 			key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
 			if seen[key] {

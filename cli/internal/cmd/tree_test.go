@@ -50,6 +50,10 @@ func TestTree(t *testing.T) {
 			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
 			{Group: kustomizev1.GroupVersion.Group, Version: "v1", Kind: "Kustomization", Namespace: ns, Name: "child"},
 		}}
+		o.Status.Drift = &kustomizev1.DriftStatus{Contested: []kustomizev1.ContestedDrift{{
+			Object: "Deployment/" + ns + "/web", Fields: []string{"spec.replicas"}, Manager: "kube-controller-manager",
+			Controller: "HorizontalPodAutoscaler/" + ns + "/web", Reverts: 6,
+		}}}
 	})
 
 	r := plumb("tree", "kustomization", "parent", "-n", ns)
@@ -68,6 +72,7 @@ func TestTree(t *testing.T) {
 	for i := range want {
 		g.Expect(strings.HasPrefix(got[i], want[i])).To(BeTrue(), "line %d: %q does not start with %q", i, got[i], want[i])
 	}
+	g.Expect(got[4]).To(HaveSuffix("  ⚔ spec.replicas contested by field manager kube-controller-manager (HorizontalPodAutoscaler/" + ns + "/web), 6 revert(s), corrections backing off"))
 
 	t.Run("nothing applied yet", func(t *testing.T) {
 		g := NewWithT(t)

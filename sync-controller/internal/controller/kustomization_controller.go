@@ -66,11 +66,16 @@ type KustomizationReconciler struct {
 	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
 	// another namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
+	// Fight sets fight detection: a field another manager keeps rewriting
+	// is corrected with a backoff (--drift-fight-window); the zero value
+	// turns it off.
+	Fight FightOptions
 	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
 	// --prune-guard-min-objects); nil is DefaultPruneGuard.
 	PruneGuard *PruneGuard
 
-	manifests manifestCache
+	manifests    manifestCache
+	fightTracker fightTracker
 }
 
 // SetupWithManager registers the reconciler: it runs on spec changes, reconcile
@@ -131,7 +136,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	s := newSyncRun(r, obj, start)
 	err := s.run(ctx)
-	result := s.conclude(err)
+	result := s.fightRequeue(s.conclude(err))
 	if werr := s.writeStatus(ctx); werr != nil {
 		return ctrl.Result{}, werr
 	}
@@ -165,6 +170,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	}
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	r.manifests.forget(key)
+	r.fightTracker.forget(key)
 	if r.Impersonator != nil {
 		r.Impersonator.Release(key)
 	}

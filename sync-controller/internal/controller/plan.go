@@ -49,6 +49,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
 			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
 	}
+	s.guard = s.fights()
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync {
@@ -156,16 +157,20 @@ func (s *syncRun) runWave(ctx context.Context, w planWave) error {
 			Ignore:     s.ignorer,
 			ReportOnly: s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport,
 			Force:      s.obj.Spec.Force,
+			Guard:      s.driftGuard(),
 		})
 		for _, res := range results {
 			s.counts[res.Action]++
 			if res.Object != nil {
 				s.applied[res.ID] = res.Object
 			}
-			if res.Written {
+			// A contested object's corrections are reported once per
+			// fight (reportFights), not as ordinary drift.
+			contested := s.recordFight(res)
+			if res.Written && !contested {
 				s.written++
 			}
-			if res.Drift {
+			if res.Drift && !contested && !res.Held {
 				s.drifted = append(s.drifted, res)
 			}
 		}
@@ -243,6 +248,7 @@ func (s *syncRun) recordApply(ctx context.Context) {
 			}))
 	}
 	s.reportDrift(ctx)
+	s.reportFights(ctx)
 }
 
 // appliedObjects are the inventory objects that exist now: applied or

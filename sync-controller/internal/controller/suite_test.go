@@ -107,6 +107,10 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
 		Impersonator:      NewImpersonator(cfg, env.Scheme, mgr.GetRESTMapper()),
+		// Shorter than main.go's 30 s so a fight's end is seen sooner;
+		// still far longer than any test's gap between a foreign write and
+		// its repeat.
+		Fight: FightOptions{Window: 3 * time.Second},
 	}
 	for _, c := range configure {
 		c(r)
@@ -145,7 +149,11 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if c.counts == nil {
 			c.counts = map[string]int{}
 		}
-		c.counts[req.Method+" "+req.URL.Path]++
+		key := req.Method + " " + req.URL.Path
+		if req.URL.Query().Get("dryRun") != "" {
+			key += " (dry-run)"
+		}
+		c.counts[key]++
 		c.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
@@ -164,6 +172,18 @@ func (c *requestCounter) writesUnder(fragment string) map[string]int {
 		}
 	}
 	return out
+}
+
+// count returns how many requests of the method, path and dry-run kind
+// were made since the last reset.
+func (c *requestCounter) count(method, path string, dryRun bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := method + " " + path
+	if dryRun {
+		key += " (dry-run)"
+	}
+	return c.counts[key]
 }
 
 func (c *requestCounter) reset() {

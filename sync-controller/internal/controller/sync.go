@@ -65,6 +65,10 @@ type syncRun struct {
 	// driftSeen is when the watcher first saw a foreign write to one of the
 	// objects since the last run; zero when this run was not started by one.
 	driftSeen time.Time
+	// guard holds back corrections of contested fields (fight.go); nil
+	// when fight detection is off. fightsEnded are the fights this run saw end.
+	guard       *fightGuard
+	fightsEnded []fightEnd
 }
 
 // syncError carries the condition reason a failed step reports.

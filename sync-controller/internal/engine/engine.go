@@ -88,6 +88,24 @@ type Options struct {
 	ReportOnly bool
 	// Force deletes and recreates an object whose immutable fields changed.
 	Force bool
+	// Guard, when set, may hold back the correction of drift (see
+	// DriftGuard); nil reverts every drift at once.
+	Guard DriftGuard
+}
+
+// DriftGuard decides whether drift is reverted now. sync-controller's fight
+// detection implements it: a field that another manager keeps rewriting is
+// corrected with a backoff. It is called concurrently.
+type DriftGuard interface {
+	// Wait is asked, before any request, about an existing object whose
+	// cached metadata shows a change since it was last applied or checked;
+	// true skips the object in this run (its correction is held back for
+	// the desired state hash).
+	Wait(id ObjectID, hash string) bool
+	// Revert is asked about an object a dry-run found drifted, with the
+	// drift's changes and foreign managers in res; false leaves the object
+	// as it is for now.
+	Revert(res Result) bool
 }
 
 // Result is the outcome for one object.
@@ -101,6 +119,12 @@ type Result struct {
 	Object *unstructured.Unstructured
 	// Drift is true when an existing object differed from Git.
 	Drift bool
+	// Managers are the field managers other than plumb-sync that own a
+	// drifted field (Drift only): who made the drift.
+	Managers []string
+	// Held is true when the Guard held the object's correction back: the
+	// object was skipped (Wait) or its drift left in place (Revert).
+	Held bool
 	// Written is true when the object was written.
 	Written bool
 	Err     error
@@ -194,6 +218,10 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		res.Action = Created
 		return e.write(ctx, desired, hash, opts, res)
 	}
+	if opts.Guard != nil && opts.Guard.Wait(id, hash) {
+		res.Held = true
+		return res
+	}
 
 	// The object exists and something may differ: compare what the server
 	// would store (a dry-run apply) with what it stores now.
@@ -234,8 +262,15 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 	// difference came from the cluster, not from Git.
 	res.Action, res.Changes = Configured, d.Changes
 	res.Drift = current.GetAnnotations()[AppliedHashAnnotation] == hash
+	if res.Drift {
+		res.Managers = foreignOwners(current.GetManagedFields(), d.Changes)
+	}
 	if opts.ReportOnly {
 		res.Object = current
+		return res
+	}
+	if res.Drift && opts.Guard != nil && !opts.Guard.Revert(res) {
+		res.Object, res.Held = current, true
 		return res
 	}
 	return e.write(ctx, desired, hash, opts, res)
