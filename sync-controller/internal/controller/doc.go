@@ -3,8 +3,8 @@
 // sync-controller owns these status fields of a Kustomization and writes
 // them by server-side apply under the field manager plumb-sync (the
 // inventory under plumb-sync-inventory), and only when they changed:
-// observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy and
-// Drifted, lastAppliedRevision, lastAttemptedRevision, inventory, drift,
+// observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
+// Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, inventory, drift,
 // sync and lastHandledReconcileAt. render-controller owns renderedArtifact
 // and the Rendered condition; Ready summarizes both.
 //
@@ -25,6 +25,27 @@
 // per held render. The annotation plumb.dev/confirm-prune set to the
 // render's digest lets that render through. The prune on deletion of the
 // Kustomization is not guarded. docs/design/prune-guard.md has the reasons.
+//
+// # Fights (fight.go)
+//
+// A foreign field manager that rewrites the fields sync-controller reverted,
+// within --drift-fight-window (30 s; 0 turns this off) of the revert, is
+// fighting it. The competing manager is the one whose managedFields entry
+// owns the drifted fields (engine.Result.Managers). Per Kustomization,
+// object and manager, further corrections are held back — 0.1 s
+// (--drift-fight-backoff), then ten times longer after each repeat, up to
+// the Kustomization's interval — through engine.DriftGuard: a held object is
+// skipped without a request, and the reconcile is requeued for when the
+// correction is due. Ordinary drift is still reverted at once, on every
+// other object too. The fight ends when the manager does not write the
+// fields again within the window of a correction, or when a held object no
+// longer differs (an ignore rule, a Git change). Sets DriftContested=True
+// (naming object, fields, manager, a HorizontalPodAutoscaler that scales the
+// object — one LIST when a fight starts — and the spec.ignore rule that
+// resolves it) and status.drift.contested with the revert count; emits one
+// DriftContested event (error) when a fight starts and one DriftContestEnded
+// (info) when it ends, and no DriftDetected, DriftCorrected or Applied event
+// for a contested object's reverts. Fights are kept in memory only.
 //
 // # Whose rights a sync uses
 //

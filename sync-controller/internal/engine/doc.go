@@ -29,6 +29,12 @@
 //     one, and compare the two with pkg/diff. Only a real difference is
 //     applied; the diff is what drift reports show.
 //
+// A drift found by the dry-run names its makers (Result.Managers: the
+// foreign managedFields entries that own a drifted field). With
+// Options.Guard set, the caller may hold a correction back: Wait skips an
+// object before any request, Revert leaves a drift found in place
+// (Result.Held); sync-controller uses it to back off from a fight.
+//
 // Applies of one kind group run concurrently (bounded); groups run in kind
 // order so Namespaces and CRDs exist before the objects that need them.
 package engine
