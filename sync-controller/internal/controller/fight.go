@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -438,43 +439,11 @@ func kindOf(object string) string { kind, _, _ := strings.Cut(object, "/"); retu
 
 func nameOf(object string) string { return object[strings.LastIndex(object, "/")+1:] }
 
-// pointers turns pkg/diff paths (spec.template.spec.containers[0].image,
-// metadata.labels["app.kubernetes.io/name"]) into the JSON pointers
-// spec.ignore takes.
+// pointers turns pkg/diff paths into the JSON pointers spec.ignore takes.
 func pointers(paths []string) []string {
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		var b strings.Builder
-		for p != "" {
-			var tok string
-			switch {
-			case p[0] == '.':
-				p = p[1:]
-				continue
-			case strings.HasPrefix(p, `["`):
-				q, err := strconv.QuotedPrefix(p[1:])
-				if err != nil {
-					tok, p = p, ""
-					break
-				}
-				tok, _ = strconv.Unquote(q)
-				p = strings.TrimPrefix(p[1+len(q):], "]")
-			case p[0] == '[':
-				end := strings.IndexByte(p, ']')
-				if end < 0 {
-					end = len(p) - 1
-				}
-				tok, p = p[1:end], p[end+1:]
-			default:
-				end := strings.IndexAny(p, ".[")
-				if end < 0 {
-					end = len(p)
-				}
-				tok, p = p[:end], p[end:]
-			}
-			b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
-		}
-		out = append(out, b.String())
+		out = append(out, diff.PointerOf(p))
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/events"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -107,7 +107,7 @@ func TestAFightBacksOffAndAlertsOnceWhileOtherDriftIsStillReverted(t *testing.T)
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "other"}, cm)
 		return cm.Data["key"]
 	}, 30*time.Second, 50*time.Millisecond).Should(Equal("other"))
-	g.Eventually(func() []*diffEvent { return correctedObjects(subscription, "ConfigMap/"+ks.Namespace+"/other") },
+	g.Eventually(func() []*events.Event { return correctedObjects(subscription, "ConfigMap/"+ks.Namespace+"/other") },
 		30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
 
 	time.Sleep(40 * time.Second) // the rest of the minute
@@ -135,33 +135,22 @@ func TestAFightBacksOffAndAlertsOnceWhileOtherDriftIsStillReverted(t *testing.T)
 	g.Expect(ended.Message).To(And(ContainSubstring("fighter"), ContainSubstring("spec.replicas")))
 	g.Expect(len(correctedObjects(subscription, "Deployment/"+ks.Namespace+"/web"))).To(BeNumerically("<=", 2),
 		"only the corrections before the fight was recognized are reported as ordinary drift")
-	g.Expect(len(subscription.all())).To(BeNumerically("<=", 12), "no flood: %v", reasons(subscription))
+	g.Expect(len(subscription.all())).To(BeNumerically("<=", 12), "no flood: %v", reasonsList(subscription))
 }
-
-// diffEvent is a DriftCorrected event that names an object.
-type diffEvent struct{ reason string }
 
 // correctedObjects returns the DriftCorrected events whose changes name the
 // object.
-func correctedObjects(s *eventSubscription, object string) []*diffEvent {
-	var out []*diffEvent
+func correctedObjects(s *eventSubscription, object string) []*events.Event {
+	var out []*events.Event
 	for _, e := range s.withReason(kustomizev1.DriftCorrectedReason) {
 		for _, c := range e.Changes {
 			if c.Object == object {
-				out = append(out, &diffEvent{reason: e.Reason})
+				out = append(out, e)
 				break
 			}
 		}
 	}
 	return out
-}
-
-func reasons(s *eventSubscription) string {
-	var out []string
-	for _, e := range s.all() {
-		out = append(out, e.Reason)
-	}
-	return strings.Join(out, ", ")
 }
 
 func TestAFightWithAnAutoscalerNamesItAndSuggestsTheFix(t *testing.T) {

@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"slices"
-	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -44,8 +42,11 @@ func foreignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) [
 // list index it stops, and owning anything in the list counts.
 func owns(set *fieldpath.Set, path string) bool {
 	var p fieldpath.Path
-	for _, name := range fieldNames(path) {
-		p = append(p, fieldpath.PathElement{FieldName: &name})
+	for _, e := range diff.ParsePath(path) {
+		if e.IsIndex {
+			break
+		}
+		p = append(p, fieldpath.PathElement{FieldName: &e.Key})
 	}
 	if len(p) == 0 {
 		return false
@@ -57,34 +58,4 @@ func owns(set *fieldpath.Set, path string) bool {
 		set = set.WithPrefix(pe)
 	}
 	return !set.Empty()
-}
-
-// fieldNames splits a pkg/diff path into its leading field names and map
-// keys, up to the first list index.
-func fieldNames(path string) []string {
-	var names []string
-	for path != "" {
-		switch {
-		case strings.HasPrefix(path, "."):
-			path = path[1:]
-		case strings.HasPrefix(path, `["`):
-			q, err := strconv.QuotedPrefix(path[1:])
-			if err != nil {
-				return names
-			}
-			key, _ := strconv.Unquote(q)
-			names = append(names, key)
-			path = strings.TrimPrefix(path[1+len(q):], "]")
-		case strings.HasPrefix(path, "["):
-			return names // a list index
-		default:
-			end := strings.IndexAny(path, ".[")
-			if end < 0 {
-				end = len(path)
-			}
-			names = append(names, path[:end])
-			path = path[end:]
-		}
-	}
-	return names
 }
