@@ -12,7 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
@@ -28,12 +30,14 @@ type controllerOptions struct {
 	applyConcurrency int
 	driftDebounce    time.Duration
 	concurrent       int
+	// fightWindow is --drift-fight-window; 0 is off.
+	fightWindow time.Duration
 }
 
 // startController runs sync-controller in this process the way main.go
 // wires it (app.NewManager, engine watcher, real event recorder and NATS
 // publisher), with every API request counted by counter. It returns a stop
-// function.
+// function and the reconciler.
 func startController(cfg *rest.Config, natsURL string, counter *requestCounter, o controllerOptions) (func(), error) {
 	// main.go's shared flags at their defaults, then what a test
 	// environment needs: no fixed ports.
@@ -42,7 +46,8 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 	fs := pflag.NewFlagSet("sync-controller", pflag.ContinueOnError)
 	mgrOpts.BindFlags(fs)
 	natsOpts.BindFlags(fs)
-	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL,
+	// One process outside a cluster: no leader election (on by default).
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--nats-url=" + natsURL, "--enable-leader-election=false",
 		fmt.Sprintf("--concurrent=%d", o.concurrent)}); err != nil {
 		return nil, err
 	}
@@ -55,10 +60,13 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 
 	scheme := app.NewScheme()
 	log := ctrl.Log.WithName(controller.ControllerName)
-	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
+	appMgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
 	if err != nil {
 		return nil, err
 	}
+	// The fights and the other figures each run a controller of their own
+	// in this process, one after the other.
+	mgr := sameNameAgain{appMgr}
 	watcher, err := engine.NewWatcher(cfg, scheme, mgr.GetRESTMapper(), o.driftDebounce, log.WithName("watcher"))
 	if err != nil {
 		return nil, err
@@ -77,6 +85,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // as main.go
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
 		DependencyRequeue: 10 * time.Second,
+		Fight:             controller.FightOptions{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
@@ -94,6 +103,16 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		defer closeCancel()
 		_ = publisher.Close(closeCtx)
 	}, nil
+}
+
+// sameNameAgain lets a later controller in this process take the name of
+// one that was stopped (controller-runtime refuses a name used before).
+type sameNameAgain struct{ ctrl.Manager }
+
+func (m sameNameAgain) GetControllerOptions() ctrlconfig.Controller {
+	o := m.Manager.GetControllerOptions()
+	o.SkipNameValidation = ptr.To(true)
+	return o
 }
 
 // requestCounter counts API requests by method and resource, and keeps when
@@ -204,6 +223,13 @@ func (c *requestCounter) reset() {
 	defer c.mu.Unlock()
 	c.counts = map[string]int{}
 	c.records = nil
+}
+
+// count returns the requests of one kind (requestKind) since the last reset.
+func (c *requestCounter) count(kind string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[kind]
 }
 
 // snapshot returns the total and the counts by kind of request; a nil

@@ -12,6 +12,13 @@
 //   - drift-to-correction latency over foreign edits (a Deployment's
 //     spec.replicas or a ConfigMap's data patched by another field manager),
 //     from the patch returning until a watch sees the value reverted;
+//   - a fight: another field manager writing a Deployment's spec.replicas
+//     (which Git sets) -fight-rate times a second for -fight-duration, with
+//     one foreign edit of a ConfigMap half-way through, twice — with fight
+//     detection off (the baseline) and with --drift-fight-window — each
+//     against an in-process controller of its own: the writer's writes,
+//     sync-controller's writes and dry-runs of the Deployment, and the
+//     events (alerts) per minute; -fight-only runs only this;
 //   - peak memory (VmHWM) of the built sync-controller binary running as its
 //     own process through the same initial sync, resyncs and drift edits.
 //

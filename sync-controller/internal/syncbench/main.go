@@ -51,6 +51,13 @@ type config struct {
 	controller  controllerOptions
 	driftGap    time.Duration
 	totalBudget time.Duration
+	// The fight: a competing writer's rate and how long it writes; the
+	// window is sync-controller's --drift-fight-window. fightOnly skips
+	// everything else.
+	fightRate     int
+	fightDuration time.Duration
+	fightWindow   time.Duration
+	fightOnly     bool
 }
 
 func main() {
@@ -70,6 +77,10 @@ func main() {
 	flag.IntVar(&c.controller.concurrent, "concurrent", 4, "sync-controller's --concurrent (the shared default)")
 	flag.DurationVar(&c.driftGap, "drift-gap", 300*time.Millisecond, "pause between foreign edits")
 	flag.DurationVar(&c.totalBudget, "timeout", 40*time.Minute, "give up after this long")
+	flag.IntVar(&c.fightRate, "fight-rate", 5, "writes per second of the competing writer in the fight")
+	flag.DurationVar(&c.fightDuration, "fight-duration", time.Minute, "how long the competing writer writes; 0 skips the fight")
+	flag.DurationVar(&c.fightWindow, "drift-fight-window", 30*time.Second, "sync-controller's --drift-fight-window (main.go's default) for the fight; the baseline runs with 0 (off)")
+	flag.BoolVar(&c.fightOnly, "fight-only", false, "run only the fight (with detection off, then on), nothing else")
 	flag.Parse()
 
 	level := zapcore.ErrorLevel
@@ -126,6 +137,19 @@ func run(c config) error {
 	b.art = newArtifactServer()
 	defer b.art.Close()
 
+	if c.fightDuration > 0 {
+		// Before the in-process controller of the other figures starts:
+		// each fight has its own.
+		if err := b.fightPhase(ctx); err != nil {
+			return fmt.Errorf("fight: %w", err)
+		}
+	}
+	if c.fightOnly {
+		b.res.load = [2]string{load0, loadAvg()}
+		b.res.printFights(os.Stdout)
+		return nil
+	}
+
 	if c.binary != "none" {
 		// ConfigMaps first: DESIGN.md's case.
 		if err := b.memoryPhase(ctx, []workload{configMaps, mixed}); err != nil {
@@ -145,6 +169,7 @@ func run(c config) error {
 
 	fmt.Fprintf(os.Stderr, ">> starting sync-controller in this process (apply concurrency %d)\n", c.controller.applyConcurrency)
 	b.counter = &requestCounter{}
+	c.controller.fightWindow = c.fightWindow
 	stop, err := startController(env.Config, env.NATSURL, b.counter, c.controller)
 	if err != nil {
 		return err
@@ -250,6 +275,7 @@ func run(c config) error {
 
 	b.res.load = [2]string{load0, loadAvg()}
 	b.res.print(os.Stdout)
+	b.res.printFights(os.Stdout)
 	return nil
 }
 

@@ -108,6 +108,8 @@ type results struct {
 	// afterPrune is what the controller requested once the Kustomization
 	// was gone, until a quiet second.
 	afterPrune sample
+	// fights are the fight, with fight detection off and then on.
+	fights []fightFigures
 }
 
 func newResults(c config) *results {
