@@ -46,5 +46,6 @@
 // sync-controller keeps it per applied object to skip a dry-run when neither
 // the desired object nor the live resourceVersion changed. ToEvents and
 // Truncate turn changes into bounded pkg/events changes for DriftDetected
-// events.
+// events. ParsePath reads a Change's path back into its elements, and
+// PointerOf turns it into the JSON pointer an ignore rule takes.
 package diff
