@@ -46,7 +46,7 @@ func TestAutoscalerFightEndsInDriftContested(t *testing.T) {
 		g.Expect(k.Status.Drift).NotTo(BeNil())
 		g.Expect(k.Status.Drift.Contested).To(HaveLen(1))
 		contested = k.Status.Drift.Contested[0]
-	}).WithTimeout(2*time.Minute).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(2 * time.Minute).WithPolling(poll).Should(Succeed())
 	t.Logf("contested: %+v", contested)
 	s.g.Expect(contested.Controller).To(Equal("HorizontalPodAutoscaler/" + ns + "/hello"))
 	s.g.Expect(contested.Fields).To(Equal([]string{"spec.replicas"}))
