@@ -48,7 +48,12 @@ func run(m *testing.M) int {
 		ControllerArgs: map[string][]string{
 			// Every alert reaches the Slack stand-in, and a failed
 			// delivery is retried soon.
-			localenv.NotificationController: {"--rate-limit-interval=0s", "--delivery-retry-backoff=200ms"},
+			localenv.NotificationController: {"--rate-limit-interval=0s", "--delivery-retry-backoff=200ms", "--no-cross-namespace-refs"},
+			// As deploy/ runs them: no reference leaves its namespace
+			// (TestTenantsStayInsideTheirNamespaces; the other stories
+			// keep every reference in one namespace).
+			localenv.RenderController: {"--no-cross-namespace-refs"},
+			localenv.SyncController:   {"--no-cross-namespace-refs"},
 		},
 	})
 	if err != nil {

@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/events"
+)
+
+// Two tenants on one Plumb, every controller run with
+// --no-cross-namespace-refs (TestMain). Tenant B is a copy of the sample.
+// Tenant A has a namespace of its own, a ServiceAccount bound to every right
+// in that namespace and nothing else, and a repository whose Kustomizations
+// act as that ServiceAccount:
+//
+//   - one writes a ConfigMap in its own namespace and one in B's: the first
+//     is created, the second refused (Ready=False naming the object, the
+//     ServiceAccount and the verb) and never created;
+//   - one writes a ClusterRole: refused at cluster scope, not created;
+//   - one takes B's GitRepository as its source, a Receiver names B's
+//     GitRepository, an Alert asks for B's events: each refused as a
+//     cross-namespace reference.
+//
+// A's Alert, which delivers A's own events to A's webhook, never delivers
+// B's, while B's Alert does.
+func TestTenantsStayInsideTheirNamespaces(t *testing.T) {
+	b := deploy(t, "e2e-tenant-b")
+	g, ctx := b.g, b.ctx
+	tenantB := b.key.Namespace
+	tenantA := "e2e-tenant-a"
+	const sa = "deployer"
+	clusterRole := tenantA + "-escalate"
+
+	// Tenant A: namespace, ServiceAccount with rights in it only.
+	_, err := env.ApplyYAML(ctx, []byte(fmt.Sprintf(tenantARBAC, tenantA, sa)))
+	g.Expect(err).NotTo(HaveOccurred())
+	waitAllowed(ctx, g, tenantA, sa, "patch", "configmaps")
+
+	// Tenant A's repository: two directories, one Kustomization each.
+	repo := tenantA
+	g.Expect(env.Git.CreateRepo(ctx, repo)).To(Succeed())
+	clone, err := localenv.InitClone(ctx, env.Git.URL(repo), filepath.Join(t.TempDir(), repo))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(clone.Write(map[string]string{
+		"reach/kustomization.yaml":    "resources:\n  - own.yaml\n  - intruder.yaml\n",
+		"reach/own.yaml":              configMap(tenantA, "own"),
+		"reach/intruder.yaml":         configMap(tenantB, "intruder"),
+		"escalate/kustomization.yaml": "resources:\n  - clusterrole.yaml\n",
+		"escalate/clusterrole.yaml":   fmt.Sprintf(clusterRoleYAML, clusterRole),
+	})).To(Succeed())
+	_, err = clone.CommitAndPush(ctx, "Reach out of the tenant")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Tenant A's webhook, and its Plumb objects.
+	hook := newEventSink(t)
+	_, err = env.ApplyYAML(ctx, []byte(os.Expand(tenantAObjects, func(k string) string {
+		return map[string]string{
+			"A": tenantA, "B": tenantB, "SA": sa, "GIT_URL": env.Git.URL(repo), "HOOK_URL": hook.URL(),
+			"TOKEN": strings.Repeat("t", 40),
+		}[k]
+	})))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Impersonation: refused in B's namespace and at cluster scope, named
+	// with the ServiceAccount and the verb; allowed in A's own namespace.
+	reach := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "reach"}, kustomizev1.SyncFailedReason)
+	g.Expect(readyCondition(reach).Message).To(ContainSubstring(fmt.Sprintf(
+		"ConfigMap/%s/intruder: forbidden: ServiceAccount %s/%s may not patch configmaps in namespace %s (server-side apply)", tenantB, tenantA, sa, tenantB)))
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: tenantA, Name: "own"}, &corev1.ConfigMap{})).To(Succeed(),
+		"the ConfigMap in the tenant's own namespace was not created")
+	escalate := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "escalate"}, kustomizev1.SyncFailedReason)
+	g.Expect(readyCondition(escalate).Message).To(ContainSubstring(fmt.Sprintf(
+		"ClusterRole/%s: forbidden: ServiceAccount %s/%s may not patch clusterroles.rbac.authorization.k8s.io at cluster scope (server-side apply)", clusterRole, tenantA, sa)))
+	expectNotFound(ctx, g, types.NamespacedName{Namespace: tenantB, Name: "intruder"}, &corev1.ConfigMap{})
+	expectNotFound(ctx, g, types.NamespacedName{Name: clusterRole}, &rbacv1.ClusterRole{})
+
+	// Cross-namespace references: refused, each with its reason.
+	borrow := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "borrow"}, meta.InvalidSpecReason)
+	g.Expect(readyCondition(borrow).Message).To(ContainSubstring(fmt.Sprintf(
+		"cross-namespace references are not allowed: sourceRef %s/demo is outside namespace %s", tenantB, tenantA)))
+	g.Expect(borrow.Status.RenderedArtifact).To(BeNil(), "B's source was rendered for A")
+	waitRefused(ctx, g, &notificationv1.Receiver{}, types.NamespacedName{Namespace: tenantA, Name: "peek"},
+		fmt.Sprintf("cross-namespace references are not allowed: spec.resources[0] names namespace %q, outside %s", tenantB, tenantA))
+	waitRefused(ctx, g, &notificationv1.Alert{}, types.NamespacedName{Namespace: tenantA, Name: "peek"},
+		fmt.Sprintf("cross-namespace references are not allowed: spec.eventSources[0] names namespace %q, outside %s", tenantB, tenantA))
+
+	// A's own Alert works: A's webhook hears of A's refused sync.
+	g.Eventually(func() []events.Event {
+		return hook.About(tenantA)
+	}).WithTimeout(timeout).WithPolling(poll).Should(ContainElement(And(
+		HaveField("InvolvedObject.Name", "reach"), HaveField("Reason", kustomizev1.SyncFailedReason))),
+		"tenant A's Alert delivered nothing of A's own")
+
+	// B's events reach B's Alert (the Slack stand-in) ...
+	b.edit("configmap.yaml", "greeting: Hello from Plumb", "greeting: Hello from tenant B")
+	sha := b.push("Change tenant B's greeting")
+	b.waitApplied(sha)
+	b.waitSlack("Applied", sha)
+	// ... and never A's webhook, through either of A's Alerts.
+	g.Consistently(func() []events.Event {
+		return hook.NotAbout(tenantA)
+	}).WithTimeout(3*time.Second).WithPolling(poll).Should(BeEmpty(), "tenant A's webhook received another tenant's events")
+}
+
+// tenantARBAC is tenant A's namespace and a ServiceAccount (%[2]s) that may
+// do anything in that namespace (%[1]s) and nothing elsewhere.
+const tenantARBAC = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+rules:
+  - apiGroups: ["*"]
+    resources: ["*"]
+    verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: %[2]s
+subjects:
+  - kind: ServiceAccount
+    name: %[2]s
+    namespace: %[1]s
+`
+
+// tenantAObjects are tenant A's Plumb objects (${A}); ${B} is the other
+// tenant's namespace.
+const tenantAObjects = `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata:
+  name: app
+  namespace: ${A}
+spec:
+  url: ${GIT_URL}
+  ref:
+    branch: main
+  interval: 10m
+---
+apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: reach
+  namespace: ${A}
+spec:
+  serviceAccountName: ${SA}
+  sourceRef:
+    kind: GitRepository
+    name: app
+  path: ./reach
+  interval: 10m
+  prune: true
+  timeout: 1m
+---
+apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: escalate
+  namespace: ${A}
+spec:
+  serviceAccountName: ${SA}
+  sourceRef:
+    kind: GitRepository
+    name: app
+  path: ./escalate
+  interval: 10m
+  prune: true
+  timeout: 1m
+---
+apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: borrow
+  namespace: ${A}
+spec:
+  serviceAccountName: ${SA}
+  sourceRef:
+    kind: GitRepository
+    name: demo
+    namespace: ${B}
+  path: ./
+  interval: 10m
+  prune: true
+  timeout: 1m
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: webhook-token
+  namespace: ${A}
+stringData:
+  token: ${TOKEN}
+---
+apiVersion: notification.plumb.dev/v1
+kind: Receiver
+metadata:
+  name: peek
+  namespace: ${A}
+spec:
+  type: generic
+  secretRef:
+    name: webhook-token
+  resources:
+    - kind: GitRepository
+      name: demo
+      namespace: ${B}
+---
+apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata:
+  name: webhook
+  namespace: ${A}
+spec:
+  type: generic
+  address: ${HOOK_URL}
+---
+apiVersion: notification.plumb.dev/v1
+kind: Alert
+metadata:
+  name: own
+  namespace: ${A}
+spec:
+  providerRef:
+    name: webhook
+  eventSeverity: info
+  eventSources:
+    - kind: GitRepository
+      name: "*"
+    - kind: Kustomization
+      name: "*"
+---
+apiVersion: notification.plumb.dev/v1
+kind: Alert
+metadata:
+  name: peek
+  namespace: ${A}
+spec:
+  providerRef:
+    name: webhook
+  eventSeverity: info
+  eventSources:
+    - kind: Kustomization
+      name: "*"
+      namespace: ${B}
+    - kind: GitRepository
+      name: "*"
+      namespace: "*"
+`
+
+const clusterRoleYAML = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: %s
+rules:
+  - apiGroups: [""]
+    resources: ["secrets"]
+    verbs: ["get", "list"]
+`
+
+func configMap(namespace, name string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  from: tenant-a\n", name, namespace)
+}
+
+// waitAllowed waits until the API server's authorizer lets the
+// ServiceAccount do verb on resource in its namespace: a new RoleBinding
+// takes a moment to count.
+func waitAllowed(ctx context.Context, g *WithT, namespace, sa, verb, resource string) {
+	g.Eventually(func(g Gomega) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + namespace + ":" + sa,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource},
+		}}
+		g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
+		g.Expect(sar.Status.Allowed).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the RoleBinding of %s/%s never took effect", namespace, sa)
+}
+
+// waitKustomizationNotReady waits until the Kustomization is Ready=False
+// with the reason at its current generation.
+func waitKustomizationNotReady(ctx context.Context, g *WithT, key types.NamespacedName, reason string) *kustomizev1.Kustomization {
+	var k *kustomizev1.Kustomization
+	g.Eventually(func(g Gomega) {
+		k = &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
+		ready := readyCondition(k)
+		g.Expect(ready).NotTo(BeNil(), "no Ready condition")
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
+		g.Expect(ready.Reason).To(Equal(reason), "Ready: %s", readyMessage(k))
+		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Kustomization %s", key)
+	return k
+}
+
+// conditionsObject is a notification object with conditions.
+type conditionsObject interface {
+	client.Object
+	conditions.Getter
+}
+
+// waitRefused waits until obj is Ready=False and Stalled with reason
+// CrossNamespaceRef and the message.
+func waitRefused(ctx context.Context, g *WithT, obj conditionsObject, key types.NamespacedName, message string) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed())
+		ready := conditions.Get(obj, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil(), "no Ready condition")
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s %s", ready.Reason, ready.Message)
+		g.Expect(ready.Reason).To(Equal("CrossNamespaceRef"), "Ready: %s", ready.Message)
+		g.Expect(ready.Message).To(Equal(message))
+		g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(BeTrue(), "not Stalled")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "%T %s", obj, key)
+}
+
+// expectNotFound fails unless the object does not exist; any other error
+// than NotFound fails too.
+func expectNotFound(ctx context.Context, g *WithT, key types.NamespacedName, obj client.Object) {
+	err := env.Client.Get(ctx, key, obj)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s: want NotFound, got %v", obj, key, err)
+}
+
+// eventSink stands in for a tenant's webhook (a generic Provider): an HTTP
+// endpoint on 127.0.0.1 that keeps every event it receives.
+type eventSink struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	events []events.Event
+	errs   []error
+}
+
+func newEventSink(t *testing.T) *eventSink {
+	s := &eventSink{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e events.Event
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = json.Unmarshal(body, &e)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%w in %q", err, body))
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.events = append(s.events, e)
+	}))
+	t.Cleanup(func() {
+		s.srv.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, err := range s.errs {
+			t.Errorf("the webhook received a body that is not an event: %v", err)
+		}
+	})
+	return s
+}
+
+func (s *eventSink) URL() string { return s.srv.URL + "/hook" }
+
+// About returns the events received about objects in the namespace.
+func (s *eventSink) About(namespace string) []events.Event {
+	return s.filter(func(e events.Event) bool { return e.InvolvedObject.Namespace == namespace })
+}
+
+// NotAbout returns the events received about objects in any other
+// namespace than the one given.
+func (s *eventSink) NotAbout(namespace string) []events.Event {
+	return s.filter(func(e events.Event) bool { return e.InvolvedObject.Namespace != namespace })
+}
+
+func (s *eventSink) filter(keep func(events.Event) bool) []events.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []events.Event
+	for _, e := range s.events {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
