@@ -6,8 +6,10 @@
 // TestMain builds the four controllers from the checkout into a temporary
 // folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones instead) and
 // starts one environment with plumb.dev/e2e/localenv, the same one `make run`
-// starts. Each test deploys its own copy of the sample in deploy/examples
-// (its own repository and namespaces) and pushes commits with the git binary:
+// starts, except that render-, sync- and notification-controller run with
+// --no-cross-namespace-refs, as deploy/ runs them. Each test deploys its own
+// copy of the sample in deploy/examples (its own repository and namespaces)
+// and pushes commits with the git binary:
 //
 //	TestPushWebhookToReady               push → signed webhook → Receiver → artifact → render → apply → Ready
 //	TestForeignEditRevertedAndAlerted    a foreign edit is reverted; the Slack stand-in gets the drifted path
@@ -15,6 +17,10 @@
 //	TestBrokenCommitKeepsPreviousRevision  a commit that does not build: Ready=False, nothing deleted
 //	TestEmptyCommitIsHeldUntilConfirmed  `resources: []`: PruneGuarded, nothing deleted, one alert; confirmed, it prunes
 //	TestSyncControllerKilledMidSync      SIGKILL during the PreSync hook, restart, convergence
+//	TestAutoscalerFightEndsInDriftContested  a HorizontalPodAutoscaler against Git's replicas: DriftContested, one alert
+//	TestTenantsStayInsideTheirNamespaces  two tenants: a ServiceAccount's Kustomization refused in the other's
+//	                                     namespace and at cluster scope, nothing created; cross-namespace sourceRef,
+//	                                     Receiver resource and Alert source refused; A's Alert never gets B's events
 //
 // The tests run one after another (one kills sync-controller) and every wait
 // is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`

@@ -105,17 +105,24 @@ func (s *story) waitApplied(sha string) *kustomizev1.Kustomization {
 // generation and passes check, and returns it.
 func (s *story) waitNotReady(check func(g Gomega, k *kustomizev1.Kustomization)) *kustomizev1.Kustomization {
 	s.t.Helper()
+	return waitNotReady(s.ctx, s.t, s.key, check)
+}
+
+// waitNotReady waits until the Kustomization key is Ready=False at its
+// current generation and passes check, and returns it.
+func waitNotReady(ctx context.Context, t *testing.T, key types.NamespacedName, check func(g Gomega, k *kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+	t.Helper()
 	var k *kustomizev1.Kustomization
-	s.g.Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		k = &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
 		ready := readyCondition(k)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
 		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
 		check(g, k)
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	s.t.Logf("Ready=False: %s", readyMessage(k))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Kustomization %s", key)
+	t.Logf("%s: Ready=False: %s", key, readyMessage(k))
 	return k
 }
 

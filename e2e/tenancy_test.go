@@ -87,20 +87,17 @@ func TestTenantsStayInsideTheirNamespaces(t *testing.T) {
 
 	// Impersonation: refused in B's namespace and at cluster scope, named
 	// with the ServiceAccount and the verb; allowed in A's own namespace.
-	reach := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "reach"}, kustomizev1.SyncFailedReason)
-	g.Expect(readyCondition(reach).Message).To(ContainSubstring(fmt.Sprintf(
+	waitNotReady(ctx, t, types.NamespacedName{Namespace: tenantA, Name: "reach"}, readyFalse(kustomizev1.SyncFailedReason, fmt.Sprintf(
 		"ConfigMap/%s/intruder: forbidden: ServiceAccount %s/%s may not patch configmaps in namespace %s (server-side apply)", tenantB, tenantA, sa, tenantB)))
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: tenantA, Name: "own"}, &corev1.ConfigMap{})).To(Succeed(),
 		"the ConfigMap in the tenant's own namespace was not created")
-	escalate := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "escalate"}, kustomizev1.SyncFailedReason)
-	g.Expect(readyCondition(escalate).Message).To(ContainSubstring(fmt.Sprintf(
+	waitNotReady(ctx, t, types.NamespacedName{Namespace: tenantA, Name: "escalate"}, readyFalse(kustomizev1.SyncFailedReason, fmt.Sprintf(
 		"ClusterRole/%s: forbidden: ServiceAccount %s/%s may not patch clusterroles.rbac.authorization.k8s.io at cluster scope (server-side apply)", clusterRole, tenantA, sa)))
 	expectNotFound(ctx, g, types.NamespacedName{Namespace: tenantB, Name: "intruder"}, &corev1.ConfigMap{})
 	expectNotFound(ctx, g, types.NamespacedName{Name: clusterRole}, &rbacv1.ClusterRole{})
 
 	// Cross-namespace references: refused, each with its reason.
-	borrow := waitKustomizationNotReady(ctx, g, types.NamespacedName{Namespace: tenantA, Name: "borrow"}, meta.InvalidSpecReason)
-	g.Expect(readyCondition(borrow).Message).To(ContainSubstring(fmt.Sprintf(
+	borrow := waitNotReady(ctx, t, types.NamespacedName{Namespace: tenantA, Name: "borrow"}, readyFalse(meta.InvalidSpecReason, fmt.Sprintf(
 		"cross-namespace references are not allowed: sourceRef %s/demo is outside namespace %s", tenantB, tenantA)))
 	g.Expect(borrow.Status.RenderedArtifact).To(BeNil(), "B's source was rendered for A")
 	waitRefused(ctx, g, &notificationv1.Receiver{}, types.NamespacedName{Namespace: tenantA, Name: "peek"},
@@ -316,20 +313,13 @@ func waitAllowed(ctx context.Context, g *WithT, namespace, sa, verb, resource st
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the RoleBinding of %s/%s never took effect", namespace, sa)
 }
 
-// waitKustomizationNotReady waits until the Kustomization is Ready=False
-// with the reason at its current generation.
-func waitKustomizationNotReady(ctx context.Context, g *WithT, key types.NamespacedName, reason string) *kustomizev1.Kustomization {
-	var k *kustomizev1.Kustomization
-	g.Eventually(func(g Gomega) {
-		k = &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
-		ready := readyCondition(k)
-		g.Expect(ready).NotTo(BeNil(), "no Ready condition")
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s", readyMessage(k))
-		g.Expect(ready.Reason).To(Equal(reason), "Ready: %s", readyMessage(k))
-		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Kustomization %s", key)
-	return k
+// readyFalse checks a Kustomization's Ready=False has the reason and a
+// message containing message.
+func readyFalse(reason, message string) func(g Gomega, k *kustomizev1.Kustomization) {
+	return func(g Gomega, k *kustomizev1.Kustomization) {
+		g.Expect(readyCondition(k).Reason).To(Equal(reason), "Ready: %s", readyMessage(k))
+		g.Expect(readyCondition(k).Message).To(ContainSubstring(message))
+	}
 }
 
 // conditionsObject is a notification object with conditions.
