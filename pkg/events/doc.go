@@ -20,12 +20,28 @@
 //	message              a sentence a person reads, at most
 //	                     message.MaxBytes (4 KiB) long
 //	revision             the source revision concerned, when there is one
-//	metadata             extra string pairs (object counts, latency, …)
+//	metadata             extra string pairs (object counts, latency, …);
+//	                     keys starting with "volatile." (VolatilePrefix)
+//	                     hold details of the moment (counts at a timeout,
+//	                     back-off durations, attempt numbers) that differ
+//	                     between repeats of the same news
 //	changes              field-level differences, for drift events: object,
 //	                     path, before, after (Secret values redacted)
 //	timestamp            when the controller emitted it (RFC 3339, UTC)
 //	reportingController  e.g. source-controller
 //	reportingInstance    the pod or host name of that controller
+//
+// # Repeated news
+//
+// A failure retried every retryInterval, a health check that flaps, a hook
+// that fails on every attempt: each repeat is recorded again, and
+// notification-controller sends an alert once per --rate-limit-interval for
+// each distinct news (object, severity, reason, message, revision,
+// metadata, changes). For that to work, a repeat of the same news must be
+// the same event: the message holds only what identifies the news, and
+// what describes the moment goes into volatile metadata (WithVolatile),
+// which deduplication ignores and providers still show. A new failure, a
+// recovery, a new revision is different news and is alerted at once.
 //
 // New optional fields may be added within v1; removing or changing the meaning
 // of one needs v2.

@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,34 @@ func WithMetadata(kv map[string]string) Option {
 		}
 	}
 }
+
+// VolatilePrefix starts the metadata keys of details that describe the
+// moment rather than the news: a count of replicas at a timeout, a
+// back-off duration, an attempt number, a generated name. Repeats of one
+// failure differ in them and nothing else, so alert deduplication
+// (notification-controller's rate limit) leaves these keys out of an
+// event's identity, while providers still show them.
+const VolatilePrefix = "volatile."
+
+// WithVolatile adds key/value pairs to the metadata under VolatilePrefix:
+// details that change between repeats of the same news (see VolatilePrefix).
+func WithVolatile(kv map[string]string) Option {
+	return func(e *Event) {
+		if len(kv) == 0 {
+			return
+		}
+		if e.Metadata == nil {
+			e.Metadata = make(map[string]string, len(kv))
+		}
+		for k, v := range kv {
+			e.Metadata[VolatilePrefix+k] = v
+		}
+	}
+}
+
+// IsVolatile reports whether a metadata key names a volatile detail
+// (VolatilePrefix).
+func IsVolatile(key string) bool { return strings.HasPrefix(key, VolatilePrefix) }
 
 // WithChanges attaches field-level differences.
 func WithChanges(changes []Change) Option { return func(e *Event) { e.Changes = changes } }

@@ -68,6 +68,8 @@ type Dispatcher struct {
 	HTTPClient *http.Client
 	Log        logr.Logger
 
+	// now is the rate limiter's clock; time.Now when nil (tests set it).
+	now     func() time.Time
 	limiter *rateLimiter
 	configs configCache
 	matcher Matcher
@@ -106,19 +108,9 @@ func (d *Dispatcher) NeedLeaderElection() bool { return true }
 
 // Start consumes until ctx ends, then finishes or hands back what it holds.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if err := d.Options.Validate(); err != nil {
+	if err := d.setup(); err != nil {
 		return err
 	}
-	d.policy = notifier.AddressPolicy{AllowPrivate: d.Options.AllowPrivateAddresses, AllowLoopback: d.Options.AllowLoopbackAddresses}
-	if d.HTTPClient == nil {
-		d.HTTPClient = notifier.NewHTTPClient(d.policy, d.Options.MaxProviderTimeout)
-	}
-	d.matcher = Matcher{NoCrossNamespaceRefs: d.Options.NoCrossNamespaceRefs}
-	if len(d.FilterSubjects) == 0 {
-		d.FilterSubjects = []string{events.StreamSubjects}
-	}
-	d.limiter = newRateLimiter(d.Options.RateLimitInterval)
-	d.inflight = map[jetstream.Msg]struct{}{}
 	log := d.Log.WithValues("consumer", d.Options.ConsumerName)
 
 	nc, err := events.Connect(d.NATS, ControllerName, log)
@@ -151,6 +143,24 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	// still hold is handed back) and stop.
 	d.queues.wait()
 	d.handBackAll()
+	return nil
+}
+
+// setup validates the options and makes what routing and delivery use.
+func (d *Dispatcher) setup() error {
+	if err := d.Options.Validate(); err != nil {
+		return err
+	}
+	d.policy = notifier.AddressPolicy{AllowPrivate: d.Options.AllowPrivateAddresses, AllowLoopback: d.Options.AllowLoopbackAddresses}
+	if d.HTTPClient == nil {
+		d.HTTPClient = notifier.NewHTTPClient(d.policy, d.Options.MaxProviderTimeout)
+	}
+	d.matcher = Matcher{NoCrossNamespaceRefs: d.Options.NoCrossNamespaceRefs}
+	if len(d.FilterSubjects) == 0 {
+		d.FilterSubjects = []string{events.StreamSubjects}
+	}
+	d.limiter = newRateLimiter(d.Options.RateLimitInterval, d.now)
+	d.inflight = map[jetstream.Msg]struct{}{}
 	return nil
 }
 

@@ -28,8 +28,16 @@
 //     subject (one per object) picks the routing worker, which handles its
 //     events one at a time and queues them in stream order.
 //   - Identical events (same object, severity, reason, message, revision,
-//     metadata and changes; ids and timestamps aside) sent to the same
-//     provider within the rate-limit interval are sent once.
+//     metadata and changes; ids, timestamps and volatile metadata aside:
+//     Fingerprint) sent to the same provider within --rate-limit-interval
+//     are sent once. So each distinct news about an object reaches a
+//     channel at most once per interval however often it repeats: a
+//     health check flapping Degraded, Recovered, Degraded… alerts one
+//     Degraded and one Recovered, a hook failing on every retry one
+//     failure. Metadata keys starting with "volatile." (events.VolatilePrefix)
+//     hold what differs between repeats of one news (a back-off figure,
+//     replica counts at a timeout); they are shown but not compared. The
+//     check sits before the provider, so it holds for every provider type.
 //   - Under --no-cross-namespace-refs an Alert matches only events of its
 //     own namespace, whatever its status says (Matcher).
 //   - A panic while matching an event (untrusted input) terminates that

@@ -156,6 +156,8 @@ func TestFingerprint(t *testing.T) {
 	b.ID, b.Timestamp, b.ReportingInstance = "other", a.Timestamp.Add(time.Hour), "pod-2"
 	b.Metadata = map[string]string{"j": "w", "k": "v"}
 	g.Expect(Fingerprint(&b)).To(Equal(Fingerprint(a)), "ids, times and instances do not count")
+	b.Metadata = map[string]string{"j": "w", "k": "v", events.VolatilePrefix + "detail": "2 of 3 replicas available"}
+	g.Expect(Fingerprint(&b)).To(Equal(Fingerprint(a)), "volatile metadata does not count")
 	for _, change := range []func(*events.Event){
 		func(e *events.Event) { e.Message = "n" },
 		func(e *events.Event) { e.Reason = "S" },
@@ -174,7 +176,7 @@ func TestFingerprint(t *testing.T) {
 func TestRateLimiter(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Unix(1_000_000, 0)
-	r := newRateLimiter(time.Minute)
+	r := newRateLimiter(time.Minute, nil)
 	r.now = func() time.Time { return now }
 	g.Expect(r.Seen("a")).To(BeFalse())
 	r.Mark("a")
@@ -183,7 +185,7 @@ func TestRateLimiter(t *testing.T) {
 	now = now.Add(time.Minute)
 	g.Expect(r.Seen("a")).To(BeFalse(), "the interval has passed")
 
-	off := newRateLimiter(0)
+	off := newRateLimiter(0, nil)
 	off.Mark("a")
 	g.Expect(off.Seen("a")).To(BeFalse(), "interval 0 turns rate limiting off")
 }

@@ -12,13 +12,16 @@ import (
 )
 
 // Fingerprint identifies an event's content: the involved object, severity,
-// reason, message, revision, metadata and changes. Ids, timestamps and the
-// reporting instance are left out, so the same news reported twice has one
-// fingerprint.
+// reason, message, revision, metadata and changes. Ids, timestamps, the
+// reporting instance and volatile metadata (keys starting with
+// events.VolatilePrefix: counts at a timeout, back-off durations) are left
+// out, so the same news reported twice has one fingerprint.
 func Fingerprint(e *events.Event) string {
 	keys := make([]string, 0, len(e.Metadata))
 	for k := range e.Metadata {
-		keys = append(keys, k)
+		if !events.IsVolatile(k) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	meta := make([][2]string, len(keys))
@@ -47,8 +50,13 @@ type rateLimiter struct {
 	sent map[string]time.Time
 }
 
-func newRateLimiter(interval time.Duration) *rateLimiter {
-	return &rateLimiter{interval: interval, now: time.Now, sent: map[string]time.Time{}}
+// newRateLimiter returns a limiter reading the time from now (time.Now
+// when nil).
+func newRateLimiter(interval time.Duration, now func() time.Time) *rateLimiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &rateLimiter{interval: interval, now: now, sent: map[string]time.Time{}}
 }
 
 // Seen reports whether key was marked within the interval.
