@@ -160,6 +160,14 @@ func pod(o object) Result {
 			reason := cs.str("state", "waiting", "reason")
 			if degradedWaiting(reason) {
 				msg := cs.str("state", "waiting", "message")
+				if reason == "CrashLoopBackOff" {
+					// The kubelet's message only restates the back-off,
+					// whose figure grows with every restart, and the pod's
+					// uid; how the container last ended says why, and stays
+					// the same while it keeps failing the same way (so a
+					// repeated alert is recognized as the same news).
+					msg = lastExit(cs)
+				}
 				if msg != "" {
 					msg = ": " + msg
 				}
@@ -194,6 +202,20 @@ func pod(o object) Result {
 		return result(Unknown, "pod phase Unknown: %s", o.str("status", "message"))
 	}
 	return result(Unknown, "pod phase %q", phase)
+}
+
+// lastExit describes how a container in a back-off last ended: "last
+// exited with code 1 (Error)", or "" when the status does not say.
+func lastExit(cs object) string {
+	code, ok := cs.int("lastState", "terminated", "exitCode")
+	if !ok {
+		return ""
+	}
+	s := "last exited with code " + itoa(code)
+	if r := cs.str("lastState", "terminated", "reason"); r != "" {
+		s += " (" + r + ")"
+	}
+	return s
 }
 
 // terminatedWhy describes the first container that terminated with a

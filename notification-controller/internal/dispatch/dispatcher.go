@@ -536,7 +536,7 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 		return true
 	}
 	payload := withAlert(e, alert)
-	key := string(provider.UID) + "/" + Fingerprint(&payload)
+	key := string(provider.UID) + "/" + events.Fingerprint(&payload)
 	labels := []string{provider.Namespace, provider.Name, provider.Spec.Type}
 	if d.limiter.Seen(key) {
 		eventsRateLimited.WithLabelValues(labels...).Inc()

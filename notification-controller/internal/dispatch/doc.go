@@ -29,7 +29,7 @@
 //     events one at a time and queues them in stream order.
 //   - Identical events (same object, severity, reason, message, revision,
 //     metadata and changes; ids, timestamps and volatile metadata aside:
-//     Fingerprint) sent to the same provider within --rate-limit-interval
+//     events.Fingerprint) sent to the same provider within --rate-limit-interval
 //     are sent once. So each distinct news about an object reaches a
 //     channel at most once per interval however often it repeats: a
 //     health check flapping Degraded, Recovered, Degraded… alerts one

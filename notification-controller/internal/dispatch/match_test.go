@@ -148,31 +148,6 @@ func TestNoCrossNamespaceSources(t *testing.T) {
 	}
 }
 
-func TestFingerprint(t *testing.T) {
-	g := NewWithT(t)
-	a := event("GitRepository", "apps", "x", events.SeverityInfo, "m")
-	a.Metadata = map[string]string{"k": "v", "j": "w"}
-	b := *a
-	b.ID, b.Timestamp, b.ReportingInstance = "other", a.Timestamp.Add(time.Hour), "pod-2"
-	b.Metadata = map[string]string{"j": "w", "k": "v"}
-	g.Expect(Fingerprint(&b)).To(Equal(Fingerprint(a)), "ids, times and instances do not count")
-	b.Metadata = map[string]string{"j": "w", "k": "v", events.VolatilePrefix + "detail": "2 of 3 replicas available"}
-	g.Expect(Fingerprint(&b)).To(Equal(Fingerprint(a)), "volatile metadata does not count")
-	for _, change := range []func(*events.Event){
-		func(e *events.Event) { e.Message = "n" },
-		func(e *events.Event) { e.Reason = "S" },
-		func(e *events.Event) { e.Revision = "main@sha1:2" },
-		func(e *events.Event) { e.Severity = events.SeverityError },
-		func(e *events.Event) { e.InvolvedObject.Name = "y" },
-		func(e *events.Event) { e.Metadata = map[string]string{"k": "v"} },
-		func(e *events.Event) { e.Changes = []events.Change{{Object: "o", Path: "p"}} },
-	} {
-		c := *a
-		change(&c)
-		g.Expect(Fingerprint(&c)).NotTo(Equal(Fingerprint(a)))
-	}
-}
-
 func TestRateLimiter(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Unix(1_000_000, 0)

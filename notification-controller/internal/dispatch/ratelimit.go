@@ -1,47 +1,12 @@
 package dispatch
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"sort"
 	"sync"
 	"time"
-
-	"plumb.dev/pkg/events"
 )
 
-// Fingerprint identifies an event's content: the involved object, severity,
-// reason, message, revision, metadata and changes. Ids, timestamps, the
-// reporting instance and volatile metadata (keys starting with
-// events.VolatilePrefix: counts at a timeout, back-off durations) are left
-// out, so the same news reported twice has one fingerprint.
-func Fingerprint(e *events.Event) string {
-	keys := make([]string, 0, len(e.Metadata))
-	for k := range e.Metadata {
-		if !events.IsVolatile(k) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	meta := make([][2]string, len(keys))
-	for i, k := range keys {
-		meta[i] = [2]string{k, e.Metadata[k]}
-	}
-	data, _ := json.Marshal(struct {
-		O events.ObjectReference
-		S events.Severity
-		R string
-		M string
-		V string
-		D [][2]string
-		C []events.Change
-	}{e.InvolvedObject, e.Severity, e.Reason, e.Message, e.Revision, meta, e.Changes})
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
-// rateLimiter remembers what was sent recently.
+// rateLimiter remembers what was sent recently, by provider and
+// events.Fingerprint.
 type rateLimiter struct {
 	interval time.Duration
 	now      func() time.Time

@@ -81,7 +81,8 @@ func (s *syncRun) runSyncFail(ctx context.Context, p *syncPlan) {
 
 func (s *syncRun) hookFailed(ctx context.Context, w planWave, err error) {
 	log.FromContext(ctx).Info("SyncFail hook failed", "error", err.Error())
+	msg, detail := eventOf(err)
 	s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.SyncFailedReason,
-		fmt.Sprintf("SyncFail hook failed: %v", err), events.WithRevision(s.revision))
+		"SyncFail hook failed: "+msg, events.WithRevision(s.revision), detail)
 	_ = s.finishHooks(ctx, w.hooks, false)
 }

@@ -326,7 +326,8 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
-			s.r.Events.Record(s.obj, events.SeverityError, "HealthDegraded", err.Error(), events.WithRevision(s.revision))
+			msg, detail := eventOf(err)
+			s.r.Events.Record(s.obj, events.SeverityError, "HealthDegraded", msg, events.WithRevision(s.revision), detail)
 		}
 		return failed(kustomizev1.HealthCheckFailedReason, err)
 	}
@@ -335,6 +336,28 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
 	return nil
+}
+
+// eventOf returns the message of the event that reports err, and its
+// volatile details. A failure retried every retryInterval is recorded on
+// every retry, and notification-controller alerts it once per
+// --rate-limit-interval only while the events are equal, so what changes
+// between attempts of the same failure is kept out of the message: a
+// health timeout is reported by the objects and their status ("timed out
+// waiting for health: Deployment/apps/web is Progressing"), and where each
+// stood ("2 of 3 updated replicas available") goes into the volatile
+// metadata key "health" (pkg/events, VolatilePrefix). The condition keeps
+// the whole text.
+func eventOf(err error) (string, events.Option) {
+	msg := err.Error()
+	var timeout *engine.HealthTimeoutError
+	if !errors.As(err, &timeout) {
+		return msg, events.WithVolatile(nil)
+	}
+	// Wrapping (%w) keeps the wrapped error's text whole, so it is found
+	// and replaced by its summary.
+	full := timeout.Error()
+	return strings.Replace(msg, full, timeout.Summary(), 1), events.WithVolatile(map[string]string{"health": full})
 }
 
 // healthCheckObjects returns stubs of the objects named in spec.healthChecks.
@@ -412,7 +435,8 @@ func (s *syncRun) conclude(err error) ctrl.Result {
 		// These steps record their own events, once per failure.
 		if reason != kustomizev1.PruneFailedReason && reason != kustomizev1.HealthCheckFailedReason &&
 			reason != kustomizev1.PruneGuardedReason {
-			s.r.Events.Record(s.obj, events.SeverityError, reason, err.Error(), events.WithRevision(s.revision))
+			msg, detail := eventOf(err)
+			s.r.Events.Record(s.obj, events.SeverityError, reason, msg, events.WithRevision(s.revision), detail)
 		}
 		log.Log.V(1).Info("sync failed", "kustomization", s.key.String(), "error", err.Error())
 		return ctrl.Result{RequeueAfter: retry}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/events"
 )
 
 func waveConfigMap(ns, name string, wave int) string {
@@ -307,4 +308,54 @@ func TestHookInANamespaceTheSyncCreates(t *testing.T) {
 	finishJob(t, ctx, ns, "migrate", true)
 	got := waitReady(t, ks, "main@sha1:hn")
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "the Namespace and the ConfigMap")
+}
+
+// TestAHookFailingOnEveryRetryIsTheSameNews: a PreSync hook that never
+// completes times out on every retry, with a different count of failed
+// pods each time. Every retry records SyncFailed again, and the events are
+// equal but for their ids, times and volatile details (the counts), so
+// notification-controller alerts the failure once per
+// --rate-limit-interval (events.Fingerprint) rather than once per retry.
+func TestAHookFailingOnEveryRetryIsTheSameNews(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+		ks.Spec.RetryInterval = &metav1.Duration{Duration: time.Second}
+	})
+	ns := ks.Namespace
+	sub := subscribeEvents(t, ks)
+	render(t, ks, "main@sha1:f2", hookJob(ns, "migrate", "PreSync", "")+"---\n"+configMaps(ns, "app"))
+	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+
+	// The job controller's count of failed pods grows while the sync is
+	// retried.
+	for failed := int32(1); failed <= 3; failed++ {
+		g.Eventually(func() error {
+			job := &batchv1.Job{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "migrate"}, job); err != nil {
+				return err
+			}
+			if job.Status.StartTime == nil {
+				now := metav1.Now()
+				job.Status.StartTime = &now
+			}
+			job.Status.Active, job.Status.Failed = 1, failed
+			return env.Client.Status().Update(ctx, job)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		want := int(failed) + 1
+		g.Eventually(func() int { return len(sub.withReason(kustomizev1.SyncFailedReason)) }, 30*time.Second, 50*time.Millisecond).
+			Should(BeNumerically(">=", want))
+	}
+
+	failures := sub.withReason(kustomizev1.SyncFailedReason)
+	details := map[string]bool{}
+	for _, e := range failures {
+		g.Expect(e.Message).To(Equal("PreSync phase, wave 0: timed out waiting for health: Job/" + ns + "/migrate is Progressing"))
+		g.Expect(events.Fingerprint(e)).To(Equal(events.Fingerprint(failures[0])), "every retry reports the same news")
+		details[e.Metadata[events.VolatilePrefix+"health"]] = true
+	}
+	g.Expect(details).To(HaveKey("timed out waiting for health: Job/"+ns+"/migrate is Progressing: job running: 1 active, 0 succeeded, 3 failed"),
+		"where the job stood is in the volatile details")
+	g.Expect(len(details)).To(BeNumerically(">", 1), "the details differ between retries, the fingerprint does not")
+	g.Expect(waitNotReady(t, ks, kustomizev1.SyncFailedReason)).To(ContainSubstring("failed"), "the condition keeps the whole text")
 }

@@ -102,7 +102,8 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 		}
 		select {
 		case <-ctx.Done():
-			return reports(pending), fmt.Errorf("timed out waiting for health: %s", describe(pending))
+			pend := reports(pending)
+			return pend, &HealthTimeoutError{Pending: pend}
 		case <-changes:
 		case <-time.After(HealthPollFallback):
 		}
@@ -151,6 +152,34 @@ func (e *Engine) evaluate(id ObjectID, obj *unstructured.Unstructured) health.Re
 // read the object.
 func (e *Engine) healthKey(id ObjectID) string { return e.identity + "|" + id.key() }
 
+// HealthTimeoutError is WaitHealthy's error when objects are still not
+// healthy at the deadline. Its text says where each one stood ("2 of 3
+// updated replicas available"), which differs from one attempt to the
+// next while the failure stays the same; Summary names only the objects
+// and their status, for the event that reports it (the figures go into
+// its volatile metadata, pkg/events).
+type HealthTimeoutError struct {
+	Pending []HealthReport
+}
+
+func (e *HealthTimeoutError) Error() string {
+	parts := make([]string, len(e.Pending))
+	for i, r := range e.Pending {
+		parts[i] = fmt.Sprintf("%s is %s", r.ID, r.Result)
+	}
+	return "timed out waiting for health: " + strings.Join(parts, "; ")
+}
+
+// Summary is the error without what the health rules said of each object:
+// "timed out waiting for health: Deployment/apps/web is Progressing".
+func (e *HealthTimeoutError) Summary() string {
+	parts := make([]string, len(e.Pending))
+	for i, r := range e.Pending {
+		parts[i] = fmt.Sprintf("%s is %s", r.ID, r.Result.Status)
+	}
+	return "timed out waiting for health: " + strings.Join(parts, "; ")
+}
+
 func reports(pending map[ObjectID]health.Result) []HealthReport {
 	out := make([]HealthReport, 0, len(pending))
 	for id, r := range pending {
@@ -158,12 +187,4 @@ func reports(pending map[ObjectID]health.Result) []HealthReport {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out
-}
-
-func describe(pending map[ObjectID]health.Result) string {
-	var parts []string
-	for _, r := range reports(pending) {
-		parts = append(parts, fmt.Sprintf("%s is %s", r.ID, r.Result))
-	}
-	return strings.Join(parts, "; ")
 }
