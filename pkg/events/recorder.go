@@ -79,17 +79,11 @@ const VolatilePrefix = "volatile."
 // WithVolatile adds key/value pairs to the metadata under VolatilePrefix:
 // details that change between repeats of the same news (see VolatilePrefix).
 func WithVolatile(kv map[string]string) Option {
-	return func(e *Event) {
-		if len(kv) == 0 {
-			return
-		}
-		if e.Metadata == nil {
-			e.Metadata = make(map[string]string, len(kv))
-		}
-		for k, v := range kv {
-			e.Metadata[VolatilePrefix+k] = v
-		}
+	prefixed := make(map[string]string, len(kv))
+	for k, v := range kv {
+		prefixed[VolatilePrefix+k] = v
 	}
+	return WithMetadata(prefixed)
 }
 
 // IsVolatile reports whether a metadata key names a volatile detail
