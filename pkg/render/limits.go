@@ -1,7 +1,6 @@
 package render
 
 import (
-	"errors"
 	"fmt"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -68,11 +67,4 @@ func limitErr(format string, args ...any) error {
 func remoteErr(file, field, value string) error {
 	return &Error{Reason: kustomizev1.RemoteResourceRefusedReason, Err: fmt.Errorf(
 		"%s: %s %q refused: rendering reads only files inside the source, never URLs or Git repositories", file, field, value)}
-}
-
-// isSandboxErr reports whether err is a refusal of the sandbox (a limit or
-// a remote reference) rather than a mistake in the input.
-func isSandboxErr(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && (e.Reason == kustomizev1.LimitExceededReason || e.Reason == kustomizev1.RemoteResourceRefusedReason)
 }

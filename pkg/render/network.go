@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"time"
 )
 
 // ErrNetworkRefused is what any HTTP request through the process's default
@@ -42,23 +41,13 @@ func LockDownProcess() {
 	_ = os.Setenv("GIT_TERMINAL_PROMPT", "0")
 }
 
+// defaultTransport is Go's default transport, taken before LockDownProcess
+// can replace it.
+var defaultTransport = http.DefaultTransport.(*http.Transport)
+
 // NewTransport returns an HTTP transport of its own (not the default one)
 // with the default transport's settings, for the downloads a rendering
 // process does make.
 func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       defaultIdleConnTimeout,
-		TLSHandshakeTimeout:   defaultTLSHandshakeTimeout,
-		ExpectContinueTimeout: defaultExpectContinueTimeout,
-	}
+	return defaultTransport.Clone()
 }
-
-// The settings of Go's own default transport.
-const (
-	defaultIdleConnTimeout       = 90 * time.Second
-	defaultTLSHandshakeTimeout   = 10 * time.Second
-	defaultExpectContinueTimeout = 1 * time.Second
-)

@@ -262,14 +262,14 @@ func runKustomize(ctx context.Context, fsys *sandboxFS, overlay string) (resmap.
 }
 
 // entryPath cleans spec.path into a slash path relative to the source
-// root ("." for the root).
+// root ("" for the root).
 func entryPath(p string) (string, error) {
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
 			return "", buildErr("path %q must not contain ..", p)
 		}
 	}
-	return strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(p, "./")), "/") + "", nil
+	return strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(p, "./")), "/"), nil
 }
 
 func displayPath(p string) string {
