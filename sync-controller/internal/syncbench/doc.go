@@ -1,5 +1,5 @@
 // Command syncbench measures sync-controller against the real envtest control
-// plane (pkg/testenv) and prints a table with the DESIGN.md speed targets:
+// plane (pkg/testenv) and prints a table with the speed targets of docs/design/sync-engine.md:
 //
 //   - initial sync to Ready of one Kustomization of N generated objects (a
 //     mix of ConfigMaps, headless Services and Deployments, and N ConfigMaps),

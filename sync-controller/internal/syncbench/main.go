@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&c.noopRuns, "noop-runs", 5, "no-op resyncs per workload")
 	flag.IntVar(&c.driftEdits, "drift-edits", 50, "foreign edits for the drift latency")
 	flag.IntVar(&c.memEdits, "memory-drift-edits", 10, "foreign edits per workload while the binary's memory is watched")
-	flag.IntVar(&c.refWorkers, "reference-workers", 4, "workers of a second bare loop, DESIGN.md's reference column; 0 skips it")
+	flag.IntVar(&c.refWorkers, "reference-workers", 4, "workers of a second bare loop, the reference column of docs/design/sync-engine.md; 0 skips it")
 	flag.StringVar(&c.binary, "controller-binary", "", "a built sync-controller for the memory figure; empty builds one, \"none\" skips the figure")
 	flag.StringVar(&c.binaryArgs, "controller-args", "", "extra flags for the sync-controller binary, space-separated (e.g. --log-level=debug)")
 	flag.BoolVar(&c.memoryOnly, "memory-only", false, "run only the binary's phase (memory), not the in-process figures")
@@ -151,7 +151,7 @@ func run(c config) error {
 	}
 
 	if c.binary != "none" {
-		// ConfigMaps first: DESIGN.md's case.
+		// ConfigMaps first: the case of docs/design/sync-engine.md's targets.
 		if err := b.memoryPhase(ctx, []workload{configMaps, mixed}); err != nil {
 			return fmt.Errorf("memory phase: %w", err)
 		}

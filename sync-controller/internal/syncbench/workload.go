@@ -29,7 +29,7 @@ type workload string
 const (
 	// mixed is a third each of ConfigMaps, headless Services and Deployments.
 	mixed workload = "mixed"
-	// configMaps is ConfigMaps only, the DESIGN.md case.
+	// configMaps is ConfigMaps only, the case of docs/design/sync-engine.md's targets.
 	configMaps workload = "configmaps"
 )
 
