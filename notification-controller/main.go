@@ -31,24 +31,30 @@ func main() {
 		mgrOpts   options.Manager
 		natsOpts  options.NATS
 		notifOpts nopts.Notification
+		refOpts   options.Reconcile
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	notifOpts.BindFlags(pflag.CommandLine)
+	refOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, notifOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, notifOpts, refOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notification) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notification, refOpts options.Reconcile) error {
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
+	if err := refOpts.Validate(); err != nil {
+		return err
+	}
 	if err := notifOpts.Validate(); err != nil {
 		return err
 	}
+	notifOpts.NoCrossNamespaceRefs = refOpts.NoCrossNamespaceRefs
 	scheme := app.NewScheme()
 	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
 	if err != nil {
@@ -81,10 +87,13 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notific
 		Policy:                notifier.AddressPolicy{AllowPrivate: notifOpts.AllowPrivateAddresses, AllowLoopback: notifOpts.AllowLoopbackAddresses},
 		MaxTimeout:            notifOpts.MaxProviderTimeout,
 		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
+		RequeueDependency:     refOpts.RequeueDependency,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
-	if err := (&notificationcontroller.AlertReconciler{Client: mgr.GetClient(), NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&notificationcontroller.AlertReconciler{
+		Client: mgr.GetClient(), NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs, RequeueDependency: refOpts.RequeueDependency,
+	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
 	if err := (&notificationcontroller.ReceiverReconciler{
@@ -92,6 +101,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notific
 		Reader:                mgr.GetAPIReader(),
 		NoCrossNamespaceRefs:  notifOpts.NoCrossNamespaceRefs,
 		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
+		RequeueDependency:     refOpts.RequeueDependency,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}

@@ -27,20 +27,16 @@ const controllerName = rendercontroller.ControllerName
 
 // renderOptions are the flags of render-controller alone.
 type renderOptions struct {
-	NoCrossNamespaceRefs bool
-	StrictSubstitution   bool
-	MaxArtifactSize      int64
-	MaxExtractedSize     int64
-	MaxFiles             int
-	DependencyRequeue    time.Duration
-	DownloadAttempts     int
-	RenderTimeout        time.Duration
-	RenderLimits         render.Limits
+	StrictSubstitution bool
+	MaxArtifactSize    int64
+	MaxExtractedSize   int64
+	MaxFiles           int
+	DownloadAttempts   int
+	RenderTimeout      time.Duration
+	RenderLimits       render.Limits
 }
 
 func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
-		"Refuse a Kustomization whose sourceRef names a GitRepository in another namespace.")
 	fs.BoolVar(&o.StrictSubstitution, "strict-substitution", false,
 		"Fail a render when a ${var} has no value and no default, instead of substituting the empty string (Flux's default).")
 	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", artifact.DefaultMaxArchiveBytes,
@@ -49,8 +45,6 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes a source artifact may extract to.")
 	fs.IntVar(&o.MaxFiles, "max-files", artifact.DefaultMaxFiles,
 		"The most entries a source artifact may hold.")
-	fs.DurationVar(&o.DependencyRequeue, "requeue-dependency", 10*time.Second,
-		"How long to wait before checking again on a source that has no artifact yet.")
 	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
 		"How many times a failed download of a source artifact is tried, with exponential backoff.")
 	fs.DurationVar(&o.RenderTimeout, "render-timeout", rendercontroller.DefaultRenderTimeout,
@@ -89,26 +83,31 @@ func main() {
 		natsOpts    options.NATS
 		storageOpts options.Storage
 		renderOpts  renderOptions
+		refOpts     options.Reconcile
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	storageOpts.BindFlags(pflag.CommandLine)
 	renderOpts.BindFlags(pflag.CommandLine)
+	refOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, storageOpts, renderOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, storageOpts, renderOpts, refOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, renderOpts renderOptions) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, renderOpts renderOptions, refOpts options.Reconcile) error {
 	// Rendering reads hostile input: no request may leave this process
 	// through the default transport (see pkg/render's sandbox).
 	render.LockDownProcess()
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
+		return err
+	}
+	if err := refOpts.Validate(); err != nil {
 		return err
 	}
 	if err := renderOpts.Validate(); err != nil {
@@ -166,9 +165,9 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Storage:              storage,
 		Events:               recorder,
 		Metrics:              rendercontroller.NewMetrics(ctrlmetrics.Registry),
-		NoCrossNamespaceRefs: renderOpts.NoCrossNamespaceRefs,
+		NoCrossNamespaceRefs: refOpts.NoCrossNamespaceRefs,
 		StrictSubstitution:   renderOpts.StrictSubstitution,
-		DependencyRequeue:    renderOpts.DependencyRequeue,
+		DependencyRequeue:    refOpts.RequeueDependency,
 		DownloadAttempts:     renderOpts.DownloadAttempts,
 		RenderTimeout:        renderOpts.RenderTimeout,
 		RenderLimits:         renderOpts.RenderLimits,

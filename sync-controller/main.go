@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
@@ -26,10 +27,8 @@ import (
 type syncOptions struct {
 	ApplyConcurrency      int
 	DriftDebounce         time.Duration
-	DependencyRequeue     time.Duration
 	MaxArtifactSize       int64
 	DefaultServiceAccount string
-	NoCrossNamespaceRefs  bool
 	PruneGuard            controller.PruneGuard
 	Fight                 controller.FightOptions
 }
@@ -39,14 +38,10 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"How many objects of one Kustomization are applied or checked at the same time.")
 	fs.DurationVar(&o.DriftDebounce, "drift-debounce", 100*time.Millisecond,
 		"How long a foreign write waits before its drift check, so a burst of writes is checked once.")
-	fs.DurationVar(&o.DependencyRequeue, "dependency-requeue-interval", 10*time.Second,
-		"How often a Kustomization waiting on its dependsOn is checked again.")
 	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", 64<<20,
 		"The largest rendered artifact downloaded, in bytes.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "",
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
-	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
-		"Refuse a Kustomization whose dependsOn or healthChecks name an object in another namespace.")
 	o.PruneGuard.BindFlags(fs)
 	o.Fight.BindFlags(fs)
 }
@@ -56,19 +51,24 @@ func main() {
 		mgrOpts  options.Manager
 		natsOpts options.NATS
 		syncOpts syncOptions
+		refOpts  options.Reconcile
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	syncOpts.bindFlags(pflag.CommandLine)
+	refOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, syncOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, syncOpts, refOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, refOpts options.Reconcile) error {
+	if err := refOpts.Validate(); err != nil {
+		return err
+	}
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controller.ControllerName)
 	ctx := ctrl.SetupSignalHandler()
@@ -108,13 +108,14 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 	r := &controller.KustomizationReconciler{
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
+		Metrics:               controller.NewMetrics(ctrlmetrics.Registry),
 		Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
 		Events:                events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
 		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-		DependencyRequeue:     syncOpts.DependencyRequeue,
+		DependencyRequeue:     refOpts.RequeueDependency,
 		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),
 		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
-		NoCrossNamespaceRefs:  syncOpts.NoCrossNamespaceRefs,
+		NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
 		PruneGuard:            &syncOpts.PruneGuard,
 		Fight:                 syncOpts.Fight,
 	}
@@ -122,7 +123,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 		return err
 	}
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,
-		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", syncOpts.NoCrossNamespaceRefs,
+		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", refOpts.NoCrossNamespaceRefs,
 		"maxPrunePercent", syncOpts.PruneGuard.MaxPercent, "pruneGuardMinObjects", syncOpts.PruneGuard.MinObjects,
 		"driftFightWindow", syncOpts.Fight.Window)
 	return mgr.Start(ctx)

@@ -17,11 +17,14 @@ const (
 
 // Condition reasons shared by all kinds.
 const (
-	SucceededReason          = "Succeeded"
-	FailedReason             = "Failed"
-	ProgressingReason        = "Progressing"
-	SuspendedReason          = "Suspended"
-	DependencyNotReadyReason = "DependencyNotReady"
-	InvalidSpecReason        = "InvalidSpec"
-	ArtifactFailedReason     = "ArtifactFailed"
+	SucceededReason   = "Succeeded"
+	FailedReason      = "Failed"
+	ProgressingReason = "Progressing"
+	// ProgressingWithRetryReason: Reconciling stays True after a failure
+	// that will be retried.
+	ProgressingWithRetryReason = "ProgressingWithRetry"
+	SuspendedReason            = "Suspended"
+	DependencyNotReadyReason   = "DependencyNotReady"
+	InvalidSpecReason          = "InvalidSpec"
+	ArtifactFailedReason       = "ArtifactFailed"
 )

@@ -109,6 +109,7 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              leaderelection.GenerateID(name + ".plumb.dev"),
 		LeaderElectionNamespace:       leNamespace,

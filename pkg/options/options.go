@@ -30,6 +30,9 @@ type Manager struct {
 	// throttle itself (the server does).
 	QPS   float32
 	Burst int
+	// PprofAddr is where controller-runtime serves net/http/pprof; empty
+	// (the default) serves nothing.
+	PprofAddr string
 }
 
 // BindFlags registers the manager flags on fs.
@@ -56,12 +59,44 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 		"The most queries per second sent to the API server when it has no priority-and-fairness flow control.")
 	fs.IntVar(&o.Burst, "kube-api-burst", 300,
 		"The burst of queries sent to the API server when it has no priority-and-fairness flow control.")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", "",
+		"The address net/http/pprof's profiles are served on (/debug/pprof/); empty, the default, serves none. Bind it to 127.0.0.1: profiles are not authenticated.")
 }
 
 // Validate reports option values that cannot work.
 func (o *Manager) Validate() error {
 	if o.Concurrent < 1 {
 		return fmt.Errorf("--concurrent must be at least 1, got %d", o.Concurrent)
+	}
+	return nil
+}
+
+// Reconcile holds the flags of the controllers whose objects refer to other
+// objects (render-, sync- and notification-controller): the same names
+// for the same things in every binary.
+type Reconcile struct {
+	// NoCrossNamespaceRefs refuses every reference into another namespace
+	// than the referring object's.
+	NoCrossNamespaceRefs bool
+	// RequeueDependency is how soon an object waiting on another — a
+	// source without an artifact, a dependsOn not Ready, a Provider or
+	// Secret not there yet — is looked at again when no watch event
+	// brings it back first.
+	RequeueDependency time.Duration
+}
+
+// BindFlags registers the reconcile flags on fs.
+func (o *Reconcile) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
+		"Refuse every reference to an object in another namespace: a Kustomization's sourceRef, dependsOn and healthChecks, a Receiver's resources, an Alert's event sources.")
+	fs.DurationVar(&o.RequeueDependency, "requeue-dependency", 10*time.Second,
+		"How soon an object waiting on another (a source without an artifact, a dependsOn not Ready, a Provider or Secret missing) is checked again.")
+}
+
+// Validate reports option values that cannot work.
+func (o *Reconcile) Validate() error {
+	if o.RequeueDependency <= 0 {
+		return fmt.Errorf("--requeue-dependency must be positive, got %s", o.RequeueDependency)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, field
 	if err := unstructured.SetNestedSlice(u.Object, finalizers, "metadata", "finalizers"); err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager+"-finalizer"), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager+"-finalizer"), client.ForceOwnership); err != nil {
 		return fmt.Errorf("setting the finalizer %s on %s/%s: %w", finalizer, obj.GetNamespace(), obj.GetName(), err)
 	}
 	// The answer is the whole object as stored now; take it, so the caller

@@ -35,7 +35,7 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldM
 	u.SetGroupVersionKind(gvk)
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
-	if err := c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying status of %s %s/%s as %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), fieldManager, err)
 	}
 	return nil

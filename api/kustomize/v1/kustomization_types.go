@@ -573,3 +573,14 @@ func (in *Kustomization) GetDriftPolicy() DriftPolicy {
 	}
 	return in.Spec.DriftPolicy
 }
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *Kustomization) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Kustomization) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *Kustomization) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
+}

@@ -80,3 +80,9 @@ func (in *Alert) GetConditions() []metav1.Condition { return in.Status.Condition
 
 // SetConditions replaces the status conditions.
 func (in *Alert) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *Alert) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Alert) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }

@@ -107,3 +107,9 @@ func (in *Provider) GetTimeout() metav1.Duration {
 	}
 	return *in.Spec.Timeout
 }
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *Provider) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Provider) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }

@@ -89,3 +89,9 @@ func (in *Receiver) GetConditions() []metav1.Condition { return in.Status.Condit
 
 // SetConditions replaces the status conditions.
 func (in *Receiver) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *Receiver) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Receiver) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }

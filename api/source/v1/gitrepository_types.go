@@ -157,3 +157,14 @@ func (in *GitRepository) GetTimeout() metav1.Duration {
 	}
 	return *in.Spec.Timeout
 }
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *GitRepository) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *GitRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *GitRepository) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
+}

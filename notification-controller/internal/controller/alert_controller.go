@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +27,13 @@ type AlertReconciler struct {
 	client.Client
 	// NoCrossNamespaceRefs refuses event sources in another namespace.
 	NoCrossNamespaceRefs bool
+
+	// RequeueDependency is how soon an object waiting for a Secret or
+	// Provider is looked at again (--requeue-dependency); zero is 10s.
+	RequeueDependency time.Duration
+
+	once sync.Once
+	sk   *plumbreconcile.Controller[*notificationv1.Alert]
 }
 
 // SetupWithManager registers the reconciler; a change to a Provider's
@@ -52,18 +61,29 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return run(ctx, r.Client, obj, alertObj{obj}, []step[*notificationv1.Alert]{
-		{"suspend", r.reconcileSuspend},
-		{"sources", r.reconcileSources},
-		{"expressions", r.reconcileExpressions},
-		{"provider", r.reconcileProvider},
-	}, func() string { return fmt.Sprintf("routing events to provider %s", obj.Spec.ProviderRef.Name) })
+	return r.skeleton().Run(ctx, obj, bind(obj,
+		step[*notificationv1.Alert]{"suspend", r.reconcileSuspend},
+		step[*notificationv1.Alert]{"sources", r.reconcileSources},
+		step[*notificationv1.Alert]{"expressions", r.reconcileExpressions},
+		step[*notificationv1.Alert]{"provider", r.reconcileProvider},
+	)...)
+}
+
+func (r *AlertReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Alert] {
+	r.once.Do(func() {
+		r.sk = skeleton(r.Client,
+			func(a *notificationv1.Alert) any { return &a.Status },
+			func(a *notificationv1.Alert) string {
+				return fmt.Sprintf("routing events to provider %s", a.Spec.ProviderRef.Name)
+			})
+	})
+	return r.sk
 }
 
 // reconcileSuspend stops at a suspended Alert: Ready=False (Suspended).
 func (r *AlertReconciler) reconcileSuspend(_ context.Context, obj *notificationv1.Alert) error {
 	if obj.Spec.Suspend {
-		return errSuspended
+		return plumbreconcile.Suspended()
 	}
 	return nil
 }
@@ -102,7 +122,7 @@ func (r *AlertReconciler) reconcileProvider(ctx context.Context, obj *notificati
 	name := obj.Spec.ProviderRef.Name
 	if err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return plumbreconcile.Waiting(ProviderNotReadyReason, retryInterval, fmt.Errorf("provider %s not found", name))
+			return plumbreconcile.Waiting(ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s not found", name))
 		}
 		return err
 	}
@@ -111,7 +131,7 @@ func (r *AlertReconciler) reconcileProvider(ctx context.Context, obj *notificati
 		if msg == "" {
 			msg = "not reconciled yet"
 		}
-		return plumbreconcile.Waiting(ProviderNotReadyReason, retryInterval, fmt.Errorf("provider %s is not ready: %s", name, msg))
+		return plumbreconcile.Waiting(ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s is not ready: %s", name, msg))
 	}
 	return nil
 }

@@ -2,18 +2,16 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"plumb.dev/api/meta"
-	notificationv1 "plumb.dev/api/notification/v1"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
@@ -43,60 +41,58 @@ const (
 	AddressRefusedReason = "AddressRefused"
 )
 
-// retryInterval is how soon an object waiting for a Secret or Provider is
-// looked at again when no watch event comes first.
-const retryInterval = 30 * time.Second
+// defaultRequeueDependency is how soon an object waiting for a Secret or
+// Provider is looked at again when no watch event comes first, unless the
+// reconciler's RequeueDependency (--requeue-dependency) says otherwise.
+const defaultRequeueDependency = 10 * time.Second
 
-// ownedConditions are the conditions the patch helper lets this controller
-// overwrite.
-var ownedConditions = []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}
-
-// object is what the shared status code works on.
-type object interface {
-	conditions.Setter
-	status() *notificationv1.Status
+// requeueDependency is d, or defaultRequeueDependency when d is zero.
+func requeueDependency(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return defaultRequeueDependency
 }
 
-type providerObj struct{ *notificationv1.Provider }
+// skeleton is the reconcile skeleton of one notification kind: Ready
+// speaks for the result, a failure is retried with controller-runtime's
+// backoff (these kinds have no retryInterval), and the status — status(obj)
+// — is applied whole as FieldManager when it changed.
+func skeleton[T plumbreconcile.Object](c client.Client, status func(T) any, ready func(T) string) *plumbreconcile.Controller[T] {
+	return &plumbreconcile.Controller[T]{
+		Condition: meta.ReadyCondition,
+		Succeeded: ready,
+		WriteStatus: func(ctx context.Context, obj, stored T) error {
+			if apiequality.Semantic.DeepEqual(status(obj), status(stored)) {
+				return nil
+			}
+			m, err := plumbreconcile.ToStatusMap(status(obj))
+			if err != nil {
+				return err
+			}
+			// Send the conditions even when there are none, so one that
+			// was dropped is removed rather than left behind.
+			if _, ok := m["conditions"]; !ok {
+				m["conditions"] = []any{}
+			}
+			return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, m))
+		},
+	}
+}
 
-func (o providerObj) status() *notificationv1.Status { return &o.Status }
-
-type alertObj struct{ *notificationv1.Alert }
-
-func (o alertObj) status() *notificationv1.Status { return &o.Status }
-
-type receiverObj struct{ *notificationv1.Receiver }
-
-func (o receiverObj) status() *notificationv1.Status { return &o.Status.Status }
-
-// step is one named stage of a reconcile.
+// step is one of a notification reconciler's step methods, named.
 type step[T any] struct {
 	name string
 	run  func(context.Context, T) error
 }
 
-// run executes the steps in order, stopping at the first error, and
-// patches the status whatever happened, its condition messages bounded by
-// BoundConditions (the patch helper does not go through ApplyStatus).
-func run[T client.Object](ctx context.Context, c client.Client, obj T, wrap object, steps []step[T], ready func() string) (ctrl.Result, error) {
-	patcher := patch.NewSerialPatcher(obj, c)
-	stored := slices.Clone(wrap.GetConditions())
-	var err error
-	for _, s := range steps {
-		if err = s.run(ctx, obj); err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("step failed", "step", s.name, "error", err.Error())
-			break
-		}
+// bind binds the steps to one object, for the skeleton.
+func bind[T any](obj T, steps ...step[T]) []plumbreconcile.Step {
+	out := make([]plumbreconcile.Step, len(steps))
+	for i, s := range steps {
+		out[i] = plumbreconcile.Step{Name: s.name, Run: func(ctx context.Context) error { return s.run(ctx, obj) }}
 	}
-	result, err := summarize(wrap, err, ready)
-	plumbreconcile.BoundConditions(wrap, stored)
-	perr := patcher.Patch(ctx, obj,
-		patch.WithOwnedConditions{Conditions: ownedConditions},
-		patch.WithFieldOwner(FieldManager))
-	if perr != nil {
-		err = errors.Join(err, client.IgnoreNotFound(perr))
-	}
-	return result, err
+	return out
 }
 
 // refreshSecret makes an object with a Secret come back after interval
@@ -113,49 +109,6 @@ func refreshSecret(result ctrl.Result, err error, interval time.Duration) ctrl.R
 	return result
 }
 
-// suspendedError stops the steps of a suspended object.
-var errSuspended = errors.New("suspended")
-
-// summarize sets Ready, Reconciling and Stalled from the steps' outcome and
-// says when to come back: never on success or a stalled spec (a change
-// triggers a reconcile), after retryInterval when waiting for a dependency,
-// with controller-runtime's backoff on other errors.
-func summarize(obj object, err error, ready func() string) (ctrl.Result, error) {
-	st := obj.status()
-	var stalled *plumbreconcile.StalledError
-	switch {
-	case err == nil:
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "%s", ready())
-		st.ObservedGeneration = obj.GetGeneration()
-		return ctrl.Result{}, nil
-	case errors.Is(err, errSuspended):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, meta.SuspendedReason, "suspended")
-		st.ObservedGeneration = obj.GetGeneration()
-		return ctrl.Result{}, nil
-	case errors.As(err, &stalled):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkStalled(obj, stalled.Reason, "%s", err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
-		st.ObservedGeneration = obj.GetGeneration()
-		return ctrl.Result{}, nil
-	}
-	if w, ok := plumbreconcile.AsWaiting(err); ok {
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkReconciling(obj, w.Reason, "%s", err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, w.Reason, "%s", err.Error())
-		st.ObservedGeneration = obj.GetGeneration()
-		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(w.RequeueAfter)}, nil
-	}
-	conditions.Delete(obj, meta.StalledCondition)
-	conditions.MarkReconciling(obj, meta.ProgressingReason, "retrying after: %s", err.Error())
-	conditions.MarkFalse(obj, meta.ReadyCondition, meta.FailedReason, "%s", err.Error())
-	return ctrl.Result{}, err
-}
-
 // requestsFor maps an object to reconcile requests for the objects of list
 // (in its namespace) whose index field holds its name.
 func requestsFor(c client.Client, list client.ObjectList, index string) func(context.Context, client.Object) []reconcile.Request {
@@ -166,29 +119,14 @@ func requestsFor(c client.Client, list client.ObjectList, index string) func(con
 			return nil
 		}
 		var out []reconcile.Request
-		_ = forEach(l, func(o client.Object) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-		})
+		if err := apimeta.EachListItem(l, func(o runtime.Object) error {
+			if co, ok := o.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+			}
+			return nil
+		}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "reading objects that refer to a changed object", "index", index)
+		}
 		return out
 	}
-}
-
-func forEach(list client.ObjectList, fn func(client.Object)) error {
-	switch l := list.(type) {
-	case *notificationv1.ProviderList:
-		for i := range l.Items {
-			fn(&l.Items[i])
-		}
-	case *notificationv1.AlertList:
-		for i := range l.Items {
-			fn(&l.Items[i])
-		}
-	case *notificationv1.ReceiverList:
-		for i := range l.Items {
-			fn(&l.Items[i])
-		}
-	default:
-		return errors.New("unsupported list")
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,13 @@ type ProviderReconciler struct {
 	MaxTimeout time.Duration
 	// SecretRefreshInterval is how often the Secret is read again.
 	SecretRefreshInterval time.Duration
+
+	// RequeueDependency is how soon an object waiting for a Secret or
+	// Provider is looked at again (--requeue-dependency); zero is 10s.
+	RequeueDependency time.Duration
+
+	once sync.Once
+	sk   *plumbreconcile.Controller[*notificationv1.Provider]
 }
 
 // SetupWithManager registers the reconciler. notification-controller may
@@ -55,14 +63,21 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	result, err := run(ctx, r.Client, obj, providerObj{obj}, []step[*notificationv1.Provider]{
-		{"suspend", r.reconcileSuspend},
-		{"config", r.reconcileConfig},
-	}, func() string { return r.readyMessage(obj) })
+	result, err := r.skeleton().Run(ctx, obj, bind(obj,
+		step[*notificationv1.Provider]{"suspend", r.reconcileSuspend},
+		step[*notificationv1.Provider]{"config", r.reconcileConfig},
+	)...)
 	if obj.Spec.SecretRef != nil {
 		result = refreshSecret(result, err, r.SecretRefreshInterval)
 	}
 	return result, err
+}
+
+func (r *ProviderReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
+	r.once.Do(func() {
+		r.sk = skeleton(r.Client, func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage)
+	})
+	return r.sk
 }
 
 func (r *ProviderReconciler) readyMessage(obj *notificationv1.Provider) string {
@@ -76,7 +91,7 @@ func (r *ProviderReconciler) readyMessage(obj *notificationv1.Provider) string {
 // reconcileSuspend stops at a suspended Provider: Ready=False (Suspended).
 func (r *ProviderReconciler) reconcileSuspend(_ context.Context, obj *notificationv1.Provider) error {
 	if obj.Spec.Suspend {
-		return errSuspended
+		return plumbreconcile.Suspended()
 	}
 	return nil
 }
@@ -94,7 +109,7 @@ func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificat
 	case errors.As(err, &insecure):
 		return plumbreconcile.Stalled(InsecureConnectionsDisallowedReason, err)
 	case err != nil && obj.Spec.SecretRef != nil:
-		return plumbreconcile.Waiting(SecretNotReadyReason, min(retryInterval, r.SecretRefreshInterval), err)
+		return plumbreconcile.Waiting(SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	case err != nil:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +29,13 @@ type ReceiverReconciler struct {
 	NoCrossNamespaceRefs bool
 	// SecretRefreshInterval is how often the token is read again.
 	SecretRefreshInterval time.Duration
+
+	// RequeueDependency is how soon an object waiting for a Secret or
+	// Provider is looked at again (--requeue-dependency); zero is 10s.
+	RequeueDependency time.Duration
+
+	once sync.Once
+	sk   *plumbreconcile.Controller[*notificationv1.Receiver]
 }
 
 // SetupWithManager registers the reconciler. notification-controller may
@@ -49,12 +57,21 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	result, err := run(ctx, r.Client, obj, receiverObj{obj}, []step[*notificationv1.Receiver]{
-		{"resources", r.reconcileResources},
-		{"token", r.reconcileToken},
-		{"suspend", r.reconcileSuspend},
-	}, func() string { return "receiving webhooks on " + obj.Status.WebhookPath })
+	result, err := r.skeleton().Run(ctx, obj, bind(obj,
+		step[*notificationv1.Receiver]{"resources", r.reconcileResources},
+		step[*notificationv1.Receiver]{"token", r.reconcileToken},
+		step[*notificationv1.Receiver]{"suspend", r.reconcileSuspend},
+	)...)
 	return refreshSecret(result, err, r.SecretRefreshInterval), err
+}
+
+func (r *ReceiverReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Receiver] {
+	r.once.Do(func() {
+		r.sk = skeleton(r.Client,
+			func(rcv *notificationv1.Receiver) any { return &rcv.Status },
+			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath })
+	})
+	return r.sk
 }
 
 // reconcileResources checks every resource is of a kind a webhook can
@@ -92,7 +109,7 @@ func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificati
 		if errors.As(err, &short) {
 			obj.Status.WebhookPath = ""
 		}
-		return plumbreconcile.Waiting(SecretNotReadyReason, min(retryInterval, r.SecretRefreshInterval), err)
+		return plumbreconcile.Waiting(SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	}
 	obj.Status.WebhookPath = receiver.WebhookPath(token, obj.Name, obj.Namespace)
 	return nil
@@ -102,7 +119,7 @@ func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificati
 // webhook path stays, and calls to it are answered 503.
 func (r *ReceiverReconciler) reconcileSuspend(_ context.Context, obj *notificationv1.Receiver) error {
 	if obj.Spec.Suspend {
-		return errSuspended
+		return plumbreconcile.Suspended()
 	}
 	return nil
 }

@@ -40,7 +40,9 @@ type Notification struct {
 	AllowLoopbackAddresses bool
 
 	// NoCrossNamespaceRefs refuses Receiver resources and Alert event
-	// sources in another namespace than the object's.
+	// sources in another namespace than the object's; main sets it from
+	// pkg/options.Reconcile's --no-cross-namespace-refs, the flag every
+	// controller shares.
 	NoCrossNamespaceRefs bool
 	// SecretRefreshInterval is how often the Secret of a Provider or
 	// Receiver is read again (notification-controller may not watch
@@ -80,8 +82,6 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 		"Let alerts reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), such as in-cluster Services. Link-local and cloud metadata addresses are always refused.")
 	fs.BoolVar(&o.AllowLoopbackAddresses, "allow-loopback-provider-addresses", false,
 		"Let alerts reach loopback addresses (127/8, ::1); for tests and local runs only.")
-	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false,
-		"Refuse Receiver resources and Alert event sources in another namespace than the Receiver's or Alert's.")
 	fs.DurationVar(&o.SecretRefreshInterval, "secret-refresh-interval", time.Minute,
 		"How often the Secret of a Provider or Receiver is read again; a rotated token takes effect within it.")
 	fs.Float64Var(&o.ReceiverRate, "receiver-rate-limit", 1,

@@ -49,6 +49,13 @@
 //     the source revision; keep the newest --artifact-retention-records
 //     files. The same bytes from the same revision keep the artifact as it
 //     was, lastUpdateTime included.
+//  7. announce: Rendered=True with the object count and revision, and a
+//     Rendered event for a new artifact or the same one after a failure.
+//
+// The steps run in pkg/reconcile's skeleton as a partial controller: it
+// summarizes the outcome into Rendered alone (sync-controller owns Ready,
+// Reconciling, Stalled and observedGeneration), logs failures at error
+// level and records their events, and writes status once.
 //
 // After a failure the reconcile comes back after spec.retryInterval (or a
 // new source artifact comes first); after success, after spec.interval with
@@ -82,8 +89,10 @@
 // source revision, and the object count, digest and url in metadata) for
 // each new rendered artifact and on recovery from a failure; BuildFailed,
 // SubstituteFailed, ValidationFailed, RemoteResourceRefused,
-// LimitExceeded, ArtifactFailed and InvalidSpec (error) once per distinct
-// failure. Messages never hold values from Secrets.
+// LimitExceeded, ArtifactFailed and InvalidSpec (error) on every failed
+// attempt, the same news each time for notification-controller to alert
+// once per --rate-limit-interval (pkg/reconcile). Messages never hold
+// values from Secrets.
 //
 // # The process
 //

@@ -2,12 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +30,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
-	"plumb.dev/pkg/message"
+	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 )
@@ -60,7 +58,10 @@ type KustomizationReconciler struct {
 	client.Client
 	Storage *artifact.Storage
 	Events  *events.Recorder
-	Metrics *Metrics
+	Metrics *metrics.Object
+
+	skeletonOnce sync.Once
+	sk           *plumbreconcile.Controller[*kustomizev1.Kustomization]
 
 	// HTTPClient downloads source artifacts; nil is a client with a 5
 	// minute timeout.
@@ -171,34 +172,71 @@ func (artifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // state is what one reconcile's steps hand to each other.
 type state struct {
-	source   *sourcev1.GitRepository
-	vars     render.Variables
-	key      string
-	upToDate bool
-	tmp      string
-	workDir  string
-	result   *render.Result
-	// rendered is the artifact to put in status; the last good one unless
-	// this reconcile stored a new one.
-	rendered  *meta.Artifact
+	source  *sourcev1.GitRepository
+	vars    render.Variables
+	key     string
+	tmp     string
+	workDir string
+	result  *render.Result
+	// newRender: this reconcile stored a new artifact.
 	newRender bool
-}
-
-type step struct {
-	name string
-	run  func(context.Context, *kustomizev1.Kustomization, *state) error
+	// recovered: Rendered was not True when the reconcile began.
+	recovered bool
 }
 
 // Finalizer lets render-controller delete a Kustomization's rendered
 // artifacts when the Kustomization is deleted.
 const Finalizer = "render.plumb.dev/finalizer"
 
-// Reconcile runs the steps source, variables, cache, download, build and
-// store, stopping at the first error or at an up-to-date cache, then applies
-// the Rendered condition and status.renderedArtifact.
+// skeleton is this controller's use of pkg/reconcile. render-controller
+// writes a part of the Kustomization's status (Partial): Rendered speaks
+// for its result, and sync-controller owns Ready, Reconciling, Stalled and
+// observedGeneration. A failure is retried after spec.retryInterval, and
+// every failure message says which render is still served.
+func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomizev1.Kustomization] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &plumbreconcile.Controller[*kustomizev1.Kustomization]{
+			Condition:       kustomizev1.RenderedCondition,
+			Partial:         true,
+			SucceededReason: kustomizev1.RenderSucceededReason,
+			DefaultReason:   meta.ArtifactFailedReason,
+			Events:          r.Events,
+			Metrics:         r.Metrics,
+			WriteStatus:     r.applyStatus,
+			Succeeded: func(obj *kustomizev1.Kustomization) string {
+				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
+			},
+			Interval:      func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration },
+			RetryInterval: func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration },
+			Keeping: func(obj *kustomizev1.Kustomization) string {
+				if a := obj.Status.RenderedArtifact; a != nil {
+					return fmt.Sprintf(" (still serving the render of revision %q)", a.Revision)
+				}
+				return ""
+			},
+			EventOptions: func(obj *kustomizev1.Kustomization) []events.Option {
+				if a := obj.Status.RenderedArtifact; a != nil {
+					return []events.Option{events.WithRevision(a.Revision)}
+				}
+				return nil
+			},
+			Suspended: func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *kustomizev1.Kustomization) *int64 {
+				if obj.Status.RenderedArtifact == nil {
+					return nil
+				}
+				return obj.Status.RenderedArtifact.Size
+			},
+		}
+	})
+	return r.sk
+}
+
+// Reconcile runs the steps source, variables, cache, download, build,
+// store and announce, stopping at the first error or at an up-to-date
+// cache (pkg/reconcile summarizes into the Rendered condition and applies
+// it with status.renderedArtifact).
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := time.Now()
-	log := ctrl.LoggerFrom(ctx)
 	obj := &kustomizev1.Kustomization{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -207,7 +245,6 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
-	defer r.Metrics.observe(obj, start)
 	if !obj.DeletionTimestamp.IsZero() {
 		// The rendered artifacts go with the object, even when it is deleted
 		// while this controller is down: the finalizer waits for us.
@@ -224,46 +261,33 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	if obj.Spec.Suspend {
-		log.V(1).Info("suspended, nothing done")
-		r.Metrics.record(obj)
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
+		r.skeleton().Record(obj)
 		return ctrl.Result{}, nil
 	}
 
-	before := renderedStatus(obj)
-	stored := slices.Clone(obj.Status.Conditions)
-	st := &state{rendered: obj.Status.RenderedArtifact}
+	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
 	defer func() {
 		if st.tmp != "" {
 			_ = os.RemoveAll(st.tmp)
 		}
 	}()
-	var err error
-	for _, s := range []step{
-		{"source", r.reconcileSource},
-		{"variables", r.reconcileVariables},
-		{"cache", r.reconcileCache},
-		{"download", r.reconcileDownload},
-		{"build", r.reconcileBuild},
-		{"store", r.reconcileStore},
-	} {
-		if err = s.run(ctx, obj, st); err != nil {
-			log.V(1).Info("step failed", "step", s.name, "error", err.Error())
-			break
-		}
-		if st.upToDate {
-			break
-		}
+	result, err := r.skeleton().Run(ctx, obj,
+		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
+		plumbreconcile.Bind("variables", r.reconcileVariables, obj, st),
+		plumbreconcile.Bind("cache", r.reconcileCache, obj, st),
+		plumbreconcile.Bind("download", r.reconcileDownload, obj, st),
+		plumbreconcile.Bind("build", r.reconcileBuild, obj, st),
+		plumbreconcile.Bind("store", r.reconcileStore, obj, st),
+		plumbreconcile.Bind("announce", r.reconcileAnnounce, obj, st),
+	)
+	// A failure (not a wait for the source) makes the next good render
+	// news again, even when it is the one announced before it.
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
+		r.announce(obj, "")
 	}
-	result := r.summarize(obj, st, err)
-	plumbreconcile.BoundConditions(obj, stored)
-	if after := renderedStatus(obj); !apiequality.Semantic.DeepEqual(before, after) {
-		if aerr := r.applyStatus(ctx, obj); aerr != nil {
-			r.Metrics.record(obj)
-			return ctrl.Result{}, aerr
-		}
-	}
-	r.Metrics.record(obj)
-	return result, nil
+	return result, err
 }
 
 // reconcileSource reads the GitRepository of spec.sourceRef. Sets
@@ -300,7 +324,7 @@ func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kust
 func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	vars, err := r.variables(ctx, obj)
 	if err != nil {
-		return &reasonError{reason: kustomizev1.SubstituteFailedReason, err: err}
+		return plumbreconcile.Failed(kustomizev1.SubstituteFailedReason, err)
 	}
 	st.vars = vars
 	return nil
@@ -308,8 +332,8 @@ func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *k
 
 // reconcileCache computes the render's cache key (source digest,
 // generation, variables, options) and ends the reconcile when the last
-// successful render had that key and its artifact is intact in storage.
-// Sets no condition (Rendered stays True).
+// successful render had that key and its artifact is intact in storage
+// (plumbreconcile.ErrStop). Sets no condition (Rendered stays True).
 func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	st.key = cacheKey(st.source.Status.Artifact.Digest, obj.Generation, st.vars, r.StrictSubstitution)
 	r.cacheMu.Lock()
@@ -326,8 +350,7 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
 		return nil
 	}
-	st.upToDate = true
-	return nil
+	return plumbreconcile.ErrStop
 }
 
 // reconcileDownload fetches the source artifact with retries and backoff,
@@ -347,7 +370,7 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 		Backoff:  r.DownloadBackoff,
 	})
 	if err != nil {
-		return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("downloading the source artifact of revision %q failed: %w", a.Revision, err)}
+		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("downloading the source artifact of revision %q failed: %w", a.Revision, err))
 	}
 	tmp, err := os.MkdirTemp(r.TmpDir, "kustomization-"+obj.Namespace+"-"+obj.Name+"-")
 	if err != nil {
@@ -362,7 +385,7 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	// (not the archive): kustomize may read anything below it.
 	st.workDir = filepath.Join(tmp, "work")
 	if err := artifact.ExtractFile(archive, a.Digest, render.SourceDir(st.workDir), r.limits()); err != nil {
-		return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err)}
+		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err))
 	}
 	return os.Remove(archive)
 }
@@ -374,7 +397,7 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 // distinct message).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	r.count(client.ObjectKeyFromObject(obj)).builds.Add(1)
-	r.Metrics.built(obj)
+	r.Metrics.Worked(obj.Namespace, obj.Name)
 	ctx, cancel := context.WithTimeout(ctx, r.renderTimeout())
 	defer cancel()
 	res, err := render.Build(ctx, st.workDir, &obj.Spec, render.Options{
@@ -383,7 +406,7 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 		Limits:             r.RenderLimits,
 	})
 	if err != nil {
-		return &reasonError{reason: render.Reason(err), err: err}
+		return plumbreconcile.Failed(render.Reason(err), err)
 	}
 	st.result = res
 	return nil
@@ -401,17 +424,17 @@ func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kusto
 	if prev.HasDigest(st.result.Digest) && prev.HasRevision(revision) && r.Storage.Verify(prev) == nil {
 		// Same bytes from the same revision: keep the artifact and its
 		// lastUpdateTime, so status does not change.
-		st.rendered = prev
+		// (obj.Status.RenderedArtifact stays prev.)
 	} else {
 		a, err := r.Storage.Store(ctx, ref, hexOf(st.result.Digest)+".yaml", bytesReader(st.result.Manifests))
 		if err != nil {
-			return &reasonError{reason: meta.ArtifactFailedReason, err: fmt.Errorf("storing the rendered manifests failed: %w", err)}
+			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
 		}
 		a.Revision = revision
-		st.rendered = a
+		obj.Status.RenderedArtifact = a
 		st.newRender = true
 	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, st.rendered.Path); err != nil {
+	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
 	}
 	r.cacheMu.Lock()
@@ -423,74 +446,24 @@ func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kusto
 	return nil
 }
 
-// summarize sets the Rendered condition (with its observedGeneration) and
-// status.renderedArtifact from the steps' outcome, records events, and says
-// when to come back. The last good renderedArtifact stays through any
-// failure, so sync-controller never sees an empty or partial set.
-func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *state, err error) ctrl.Result {
-	obj.Status.RenderedArtifact = st.rendered
-	keeping := ""
-	if st.rendered != nil {
-		keeping = fmt.Sprintf(" (still serving the render of revision %q)", st.rendered.Revision)
+// reconcileAnnounce sets Rendered=True with what was rendered and records
+// a Rendered event for a new artifact, or for the same one again after a
+// failure (a fixed substituteFrom object): either is news for whoever got
+// the alert. announce keeps a reconcile that runs on a cached copy older
+// than its own status write from announcing one render twice.
+func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kustomizev1.Kustomization, st *state) error {
+	a := obj.Status.RenderedArtifact
+	n := len(st.result.Objects)
+	msg := fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision)
+	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
+	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
+		r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
+			events.WithRevision(a.Revision),
+			events.WithMetadata(map[string]string{
+				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,
+			}))
 	}
-	var (
-		waiting *plumbreconcile.WaitingError
-		stalled *plumbreconcile.StalledError
-		re      *reasonError
-	)
-	switch {
-	case err == nil && st.upToDate:
-		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}
-	case err == nil:
-		n := len(st.result.Objects)
-		msg := fmt.Sprintf("rendered %d objects from revision %q", n, st.rendered.Revision)
-		recovered := !conditions.IsTrue(obj, kustomizev1.RenderedCondition)
-		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-		// A new artifact, or the same one again after a failure (a fixed
-		// substituteFrom object): either is news for whoever got the alert.
-		if (st.newRender || recovered) && r.announce(obj, st.rendered.Digest+"@"+st.rendered.Revision) {
-			r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
-				events.WithRevision(st.rendered.Revision),
-				events.WithMetadata(map[string]string{
-					"objects": fmt.Sprint(n), "digest": st.rendered.Digest, "url": st.rendered.URL,
-				}))
-		}
-		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}
-	case errors.As(err, &waiting):
-		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, waiting.Reason, "%s%s", err.Error(), keeping)
-		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
-	case errors.As(err, &stalled):
-		r.announce(obj, "")
-		r.failed(obj, stalled.Reason, err, keeping)
-		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, stalled.Reason, "%s%s", err.Error(), keeping)
-		return ctrl.Result{}
-	default:
-		reason := meta.ArtifactFailedReason
-		if errors.As(err, &re) {
-			reason = re.reason
-		}
-		r.announce(obj, "")
-		r.failed(obj, reason, err, keeping)
-		conditions.MarkFalse(obj, kustomizev1.RenderedCondition, reason, "%s%s", err.Error(), keeping)
-		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.GetRetryInterval().Duration)}
-	}
-}
-
-// failed records an error event unless the Rendered condition already says
-// the same: a retried failure would otherwise alert again and again. The
-// condition read back holds err and the keeping note as written, cut to
-// message.MaxBytes.
-func (r *KustomizationReconciler) failed(obj *kustomizev1.Kustomization, reason string, err error, keeping string) {
-	if prev := conditions.Get(obj, kustomizev1.RenderedCondition); prev != nil &&
-		prev.Status == metav1.ConditionFalse && prev.Reason == reason && prev.ObservedGeneration == obj.Generation &&
-		message.Same(prev.Message, err.Error()+keeping) {
-		return
-	}
-	var opts []events.Option
-	if obj.Status.RenderedArtifact != nil {
-		opts = append(opts, events.WithRevision(obj.Status.RenderedArtifact.Revision))
-	}
-	r.Events.Record(obj, events.SeverityError, reason, err.Error(), opts...)
+	return nil
 }
 
 // ownedStatus is the part of status this controller owns (exported fields:
@@ -512,7 +485,11 @@ func renderedStatus(obj *kustomizev1.Kustomization) ownedStatus {
 // applyStatus server-side-applies status.renderedArtifact and the Rendered
 // condition as plumb-render, and nothing else: the conditions list merges
 // by type, so sync-controller's conditions and fields stay as they are.
-func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj *kustomizev1.Kustomization) error {
+// Nothing is written when they are as stored.
+func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj, stored *kustomizev1.Kustomization) error {
+	if apiequality.Semantic.DeepEqual(renderedStatus(obj), renderedStatus(stored)) {
+		return nil
+	}
 	owned := kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
@@ -547,7 +524,7 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	delete(r.cache, key)
 	delete(r.announced, key)
 	r.cacheMu.Unlock()
-	r.Metrics.forget(key.Namespace, key.Name)
+	r.Metrics.Forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
 }
 
@@ -614,12 +591,3 @@ func sourceKey(obj *kustomizev1.Kustomization) types.NamespacedName {
 func storageRef(obj *kustomizev1.Kustomization) artifact.Ref {
 	return artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: obj.Namespace, Name: obj.Name}
 }
-
-// reasonError carries the Rendered reason of a failure.
-type reasonError struct {
-	reason string
-	err    error
-}
-
-func (e *reasonError) Error() string { return e.err.Error() }
-func (e *reasonError) Unwrap() error { return e.err }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 )
 
@@ -47,16 +48,23 @@ func TestAHugeRenderErrorIsReportedBounded(t *testing.T) {
 		g.Expect(evs[0].Message).To(MatchRegexp(markerRE))
 	}, timeout, poll).Should(Succeed())
 
-	// Retrying the same failure is no news, though the condition read back
-	// holds the cut message and the error the whole one. The second
-	// requested build starts only once the first retry is over.
+	// Each retry of the same failure records the same news again — one
+	// fingerprint, which notification-controller alerts once per
+	// --rate-limit-interval — though the condition read back holds the cut
+	// message and the error the whole one. The second requested build
+	// starts only once the first retry is over.
 	key := client.ObjectKeyFromObject(ks)
 	builds := reconciler.Builds(key)
 	for i := range int64(2) {
 		requestReconcile(t, ns, "app")
 		g.Eventually(func() int64 { return reconciler.Builds(key) }, timeout, poll).Should(BeNumerically(">", builds+i))
 	}
-	g.Expect(published.of(ns, "app", kustomizev1.BuildFailedReason)).To(HaveLen(1))
+	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.BuildFailedReason)) }, timeout, poll).
+		Should(BeNumerically(">=", 3))
+	failures := published.of(ns, "app", kustomizev1.BuildFailedReason)
+	for i := range failures {
+		g.Expect(events.Fingerprint(&failures[i])).To(Equal(events.Fingerprint(&failures[0])))
+	}
 
 	g.Eventually(func(g Gomega) {
 		var list corev1.EventList

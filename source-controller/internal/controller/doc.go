@@ -35,27 +35,34 @@
 // (user:password@), in conditions, events and logs alike: internal/git's
 // errors pass message.StripUserInfo.
 //
-// and summarise: Ready=True and observedGeneration on success (requeue after
-// spec.interval with jitter); Stalled=True and Ready=False for a spec that
-// cannot work (an invalid semver range), with no retry until the spec
-// changes; Stalled=True and Ready=False (RepositoryTooLarge) for a revision
-// over the size limit, looked at again after spec.interval, as only a new
-// commit (or a higher limit) helps and retrying with backoff would
-// download the same bytes again and again; the same, reason
-// InsecureConnectionsDisallowed, for an https:// remote that redirects to
-// http://; Ready=False, Reconciling=True
-// (ProgressingWithRetry) and a retry with backoff for anything else. The
-// previous artifact stays in status and in storage through failures.
-// Status is server-side-applied with the field manager plumb-source. lastHandledReconcileAt records the value of
-// reconcile.plumb.dev/requestedAt, whose change triggers a reconcile at once.
+// pkg/reconcile's skeleton then summarises: Ready=True and
+// observedGeneration on success (requeue after spec.interval with jitter);
+// Stalled=True and Ready=False for a spec that cannot work (an invalid
+// semver range), handed to controller-runtime as a TerminalError, so no
+// retry until the spec changes; Stalled=True and Ready=False
+// (RepositoryTooLarge) for a revision over the size limit, polled every
+// spec.interval, as only a new commit (or a higher limit) helps and
+// retrying with backoff would download the same bytes again and again;
+// the same, reason InsecureConnectionsDisallowed, for an https:// remote
+// that redirects to http://; Ready=False, Reconciling=True
+// (ProgressingWithRetry) and controller-runtime's backoff for anything
+// else (a GitRepository has no retryInterval). Failures are logged at
+// error level. The previous artifact stays in status and in storage
+// through failures. Status is server-side-applied with the field manager
+// plumb-source, once per reconcile. lastHandledReconcileAt records the
+// value of reconcile.plumb.dev/requestedAt, whose change triggers a
+// reconcile at once.
 // Deleting the object removes its storage folder, then the finalizer.
 //
 // # Events
 //
 // Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
 // (info, with the revision and the digest and url in metadata),
-// ArtifactRebuilt (info), FetchFailed (error, once per distinct message)
-// and StorageOperationFailed (error).
+// ArtifactRebuilt (info), and on every failed attempt an error event with
+// Ready's reason (AuthenticationFailed, ReferenceNotFound, InvalidSpec,
+// RepositoryTooLarge, InsecureConnectionsDisallowed, GitOperationFailed,
+// StorageOperationFailed): a retry is the same news, which
+// notification-controller alerts once per --rate-limit-interval.
 //
 // # Metrics
 //

@@ -2,11 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -26,7 +25,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
-	"plumb.dev/pkg/panics"
+	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
 )
@@ -44,11 +43,6 @@ const (
 const (
 	// NewArtifactReason: an artifact of a new revision was stored.
 	NewArtifactReason = "NewArtifact"
-	// FetchFailedReason: fetching from the remote failed.
-	FetchFailedReason = "FetchFailed"
-	// ProgressingWithRetryReason: Reconciling stays True after a failure
-	// that will be retried.
-	ProgressingWithRetryReason = "ProgressingWithRetry"
 	// ArtifactRebuiltReason: a stored artifact was missing or changed on
 	// disk and was built again.
 	ArtifactRebuiltReason = "ArtifactRebuilt"
@@ -65,13 +59,16 @@ type GitRepositoryReconciler struct {
 	client.Client
 	Storage *artifact.Storage
 	Events  *events.Recorder
-	Metrics *Metrics
+	Metrics *metrics.Object
 	// TmpDir holds checkouts while they are packed; "" is os.TempDir().
 	TmpDir string
 	// MaxRepositorySize bounds the bytes one checkout writes under TmpDir,
 	// Git objects and files (--max-repository-size); 0 is
 	// git.DefaultMaxSize.
 	MaxRepositorySize int64
+
+	skeletonOnce sync.Once
+	sk           *plumbreconcile.Controller[*sourcev1.GitRepository]
 }
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
@@ -99,25 +96,36 @@ type state struct {
 	tmp      string
 }
 
-// step is one named stage of a reconcile.
-type step struct {
-	name string
-	run  func(context.Context, *sourcev1.GitRepository, *state) error
+// skeleton is this controller's use of pkg/reconcile: Ready speaks for
+// the result; a failure is retried with controller-runtime's backoff
+// (GitRepository has no retryInterval).
+func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.GitRepository] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &plumbreconcile.Controller[*sourcev1.GitRepository]{
+			Condition:     meta.ReadyCondition,
+			DefaultReason: sourcev1.GitOperationFailedReason,
+			Events:        r.Events,
+			Metrics:       r.Metrics,
+			WriteStatus:   r.applyStatus,
+			Succeeded: func(obj *sourcev1.GitRepository) string {
+				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
+			},
+			Interval:  func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
+			Suspended: func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *sourcev1.GitRepository) *int64 {
+				if obj.Status.Artifact == nil {
+					return nil
+				}
+				return obj.Status.Artifact.Size
+			},
+		}
+	})
+	return r.sk
 }
 
-// runRecovered runs the step; a panic (the steps read a remote repository,
-// untrusted input) fails it with a *panics.Error, which the summary reports
-// as Ready=False like any other failure, and is logged with its stack.
-func (s step) runRecovered(ctx context.Context, obj *sourcev1.GitRepository, st *state) (err error) {
-	defer panics.Recover(&err, s.name+" step")
-	return s.run(ctx, obj, st)
-}
-
-// Reconcile runs, for a live object: storage check, fetch, artifact; then
-// it summarises the conditions and server-side-applies the status.
+// Reconcile runs, for a live object, the steps storage, source and
+// artifact (pkg/reconcile summarizes, writes status and requeues).
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := time.Now()
-	log := ctrl.LoggerFrom(ctx)
 	obj := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -126,55 +134,26 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, r.finalize(ctx, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(obj, Finalizer)
-		if err := r.Patch(ctx, obj, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
-	}
-	defer r.Metrics.observe(obj, start)
-	if obj.Spec.Suspend {
-		log.V(1).Info("suspended, nothing done")
-		r.Metrics.record(obj)
-		return ctrl.Result{}, nil
-	}
-
-	// A new generation is reported as in progress before the slow part, so
-	// kstatus readers never take the old Ready for the new spec's. Retries
-	// of the same generation keep the condition the last attempt left.
-	if rc := conditions.Get(obj, meta.ReconcilingCondition); obj.Status.ObservedGeneration != obj.Generation &&
-		(rc == nil || rc.ObservedGeneration != obj.Generation) {
-		conditions.MarkReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.Generation)
-		if err := r.applyStatus(ctx, obj); err != nil {
+		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-
-	stored := slices.Clone(obj.Status.Conditions)
+	if obj.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
+		r.skeleton().Record(obj)
+		return ctrl.Result{}, nil
+	}
 	st := &state{}
 	defer func() {
 		if st.tmp != "" {
 			_ = os.RemoveAll(st.tmp)
 		}
 	}()
-	var err error
-	for _, s := range []step{
-		{"storage", r.reconcileStorage},
-		{"source", r.reconcileSource},
-		{"artifact", r.reconcileArtifact},
-	} {
-		if err = s.runRecovered(ctx, obj, st); err != nil {
-			log.V(1).Info("step failed", "step", s.name, "error", err.Error())
-			break
-		}
-	}
-	result, err := r.summarize(obj, err)
-	plumbreconcile.BoundConditions(obj, stored)
-	if perr := r.applyStatus(ctx, obj); perr != nil {
-		err = errors.Join(err, perr)
-	}
-	r.Metrics.record(obj)
-	return result, err
+	return r.skeleton().Run(ctx, obj,
+		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
+		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
+		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
+	)
 }
 
 // reconcileStorage re-verifies the current artifact against its digest.
@@ -226,17 +205,16 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	case git.Insecure:
 		reason = InsecureConnectionsDisallowedReason
 	}
-	// One event per distinct failure: a fetch retried with backoff would
-	// otherwise repeat the same alert many times. The condition read back
-	// holds the message cut to message.MaxBytes.
-	if prev := conditions.Get(obj, sourcev1.FetchFailedCondition); prev == nil || !message.Same(prev.Message, err.Error()) {
-		r.Events.Record(obj, events.SeverityError, FetchFailedReason, err.Error())
-	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
-	if kind := git.KindOf(err); kind == git.InvalidSpec || kind == git.TooLarge || kind == git.Insecure {
+	switch git.KindOf(err) {
+	case git.InvalidSpec:
 		return plumbreconcile.Stalled(reason, err)
+	case git.TooLarge, git.Insecure:
+		// A new commit may be small enough, the server may stop
+		// redirecting to plain HTTP; only polling sees it.
+		return plumbreconcile.Stalled(reason, err).Polling(obj.Spec.Interval.Duration)
 	}
-	return &reasonError{reason: reason, err: err}
+	return plumbreconcile.Failed(reason, err)
 }
 
 func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
@@ -293,7 +271,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	checkoutCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	st.checkout = filepath.Join(tmp, "checkout")
-	r.Metrics.fetched(obj)
+	r.Metrics.Worked(obj.Namespace, obj.Name)
 	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, r.MaxRepositorySize)
 	return err
 }
@@ -319,8 +297,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		if err != nil {
 			conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 				"storing the artifact failed: %v", err)
-			r.Events.Record(obj, events.SeverityError, sourcev1.StorageOperationFailedReason, err.Error())
-			return &reasonError{reason: sourcev1.StorageOperationFailedReason, err: err}
+			return plumbreconcile.Failed(sourcev1.StorageOperationFailedReason, err)
 		}
 		a.Revision = st.target.Revision()
 		prev := obj.Status.Artifact
@@ -346,48 +323,6 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	return nil
 }
 
-// summarize sets Ready, Reconciling and Stalled from the steps' outcome
-// (kstatus), observedGeneration when the outcome is final for this
-// generation (success or stalled) and lastHandledReconcileAt, and says when
-// to come back.
-func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, err error) (ctrl.Result, error) {
-	if v := plumbreconcile.RequestedAt(obj); v != "" {
-		obj.Status.SetLastHandledReconcileRequest(v)
-	}
-	var stalled *plumbreconcile.StalledError
-	switch {
-	case err == nil:
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason,
-			"stored artifact for revision %q", obj.Status.Artifact.Revision)
-		obj.Status.ObservedGeneration = obj.Generation
-		return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}, nil
-	case errors.As(err, &stalled):
-		conditions.MarkStalled(obj, stalled.Reason, "%s", err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
-		obj.Status.ObservedGeneration = obj.Generation
-		if kind := git.KindOf(err); kind == git.TooLarge || kind == git.Insecure {
-			// A new commit may be small enough, the server may stop
-			// redirecting to plain HTTP; only polling sees it.
-			return ctrl.Result{RequeueAfter: plumbreconcile.Jitter(obj.Spec.Interval.Duration)}, nil
-		}
-		// Only a spec change helps; that change triggers a reconcile.
-		return ctrl.Result{}, nil
-	default:
-		reason := sourcev1.GitOperationFailedReason
-		var re *reasonError
-		if errors.As(err, &re) {
-			reason = re.reason
-		}
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkReconciling(obj, ProgressingWithRetryReason, "retrying after: %s", err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
-		// The error makes controller-runtime retry with backoff.
-		return ctrl.Result{}, err
-	}
-}
-
 // finalize deletes the object's artifact folder and then the finalizer.
 func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) error {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
@@ -396,17 +331,12 @@ func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.Gi
 	if err := r.Storage.Remove(storageRef(obj)); err != nil {
 		return err
 	}
-	r.Metrics.forget(obj.Namespace, obj.Name)
-	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.Patch(ctx, obj, patch); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
+	r.Metrics.Forget(obj.Namespace, obj.Name)
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
 // applyStatus server-side-applies the whole status as FieldManager.
-func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj *sourcev1.GitRepository) error {
+func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {
 	status, err := plumbreconcile.ToStatusMap(&obj.Status)
 	if err != nil {
 		return err
@@ -417,12 +347,3 @@ func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj *sourcev1
 func storageRef(obj *sourcev1.GitRepository) artifact.Ref {
 	return artifact.Ref{Kind: sourcev1.GitRepositoryKind, Namespace: obj.Namespace, Name: obj.Name}
 }
-
-// reasonError carries the Ready reason of a retryable failure.
-type reasonError struct {
-	reason string
-	err    error
-}
-
-func (e *reasonError) Error() string { return e.err.Error() }
-func (e *reasonError) Unwrap() error { return e.err }

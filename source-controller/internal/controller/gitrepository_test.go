@@ -238,7 +238,7 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 				g.Expect(condition(obj, meta.ReconcilingCondition)).To(BeNil())
 				g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
 			} else {
-				g.Expect(condition(obj, meta.ReconcilingCondition).Reason).To(Equal(ProgressingWithRetryReason))
+				g.Expect(condition(obj, meta.ReconcilingCondition).Reason).To(Equal(meta.ProgressingWithRetryReason))
 				g.Expect(condition(obj, meta.StalledCondition)).To(BeNil())
 			}
 
@@ -246,9 +246,9 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 			g.Expect(obj.Status.Artifact).To(Equal(good))
 			g.Expect(files(t, download(t, obj.Status.Artifact))).To(HaveKeyWithValue("cm.yaml", "v: 1"))
 
-			// Failures reach the stream as FetchFailed errors.
+			// Failures reach the stream as errors with Ready's reason.
 			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
-			g.Expect(evs[1].Reason).To(Equal(FetchFailedReason))
+			g.Expect(evs[1].Reason).To(Equal(tt.reason))
 			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
 			g.Expect(evs[1].Message).To(ContainSubstring(tt.message))
 
@@ -314,9 +314,9 @@ func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testin
 			g.Expect(obj.Status.Artifact).To(Equal(good))
 			g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": "v: 1"}))
 
-			// The refusal reaches the stream once, as a FetchFailed error.
+			// The refusal reaches the stream once, as a RepositoryTooLarge error.
 			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
-			g.Expect(evs[1].Reason).To(Equal(FetchFailedReason))
+			g.Expect(evs[1].Reason).To(Equal(RepositoryTooLargeReason))
 			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
 			g.Expect(evs[1].Message).To(Equal(message))
 

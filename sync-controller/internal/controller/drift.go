@@ -67,7 +67,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	if note != "" {
 		message += " (" + note + " not listed)"
 	}
-	driftDetected.WithLabelValues(s.obj.Namespace, s.obj.Name).Inc()
+	s.r.Metrics.driftFound(s.obj)
 	severity := events.SeverityInfo
 	if report {
 		severity = events.SeverityError
@@ -80,15 +80,16 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 		return
 	}
 	conditions.Delete(s.out, kustomizev1.DriftedCondition)
-	driftCorrected.WithLabelValues(s.obj.Namespace, s.obj.Name).Inc()
 	metadata := map[string]string{"objects": fmt.Sprint(len(s.drifted))}
 	latency := ""
+	var seen time.Duration
 	if !s.driftSeen.IsZero() {
 		d := time.Since(s.driftSeen)
-		driftCorrection.Observe(d.Seconds())
+		seen = d
 		metadata["latency"] = d.String()
 		latency = fmt.Sprintf(" %s after the foreign change was seen", d.Round(time.Millisecond))
 	}
+	s.r.Metrics.driftReverted(s.obj, seen)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
 		fmt.Sprintf("reverted %d object(s) to Git%s", len(s.drifted), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))

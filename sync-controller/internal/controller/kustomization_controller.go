@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -74,8 +74,13 @@ type KustomizationReconciler struct {
 	// --prune-guard-min-objects); nil is DefaultPruneGuard.
 	PruneGuard *PruneGuard
 
+	// Metrics records the sync's metrics; nil records none.
+	Metrics *Metrics
+
 	manifests    manifestCache
 	fightTracker fightTracker
+	skeletonOnce sync.Once
+	sk           *reconcile.Controller[*kustomizev1.Kustomization]
 }
 
 // SetupWithManager registers the reconciler: it runs on spec changes, reconcile
@@ -112,8 +117,34 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Complete(r)
 }
 
-// Reconcile runs one sync of a Kustomization and writes sync-controller's
-// part of its status.
+// skeleton is this controller's use of pkg/reconcile, shared by every
+// run: Ready speaks for the result; a failure is retried after
+// spec.retryInterval. Each run copies it and sets its own status writer,
+// which writes only what changed since the run's last write.
+func (r *KustomizationReconciler) skeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &reconcile.Controller[*kustomizev1.Kustomization]{
+			Condition:     meta.ReadyCondition,
+			DefaultReason: kustomizev1.SyncFailedReason,
+			Events:        r.Events,
+			Metrics:       r.Metrics.objectSet(),
+			Succeeded: func(ks *kustomizev1.Kustomization) string {
+				return "Applied revision: " + ks.Status.LastAppliedRevision
+			},
+			Interval:      func(ks *kustomizev1.Kustomization) time.Duration { return ks.Spec.Interval.Duration },
+			RetryInterval: func(ks *kustomizev1.Kustomization) time.Duration { return ks.GetRetryInterval().Duration },
+			EventMessage: func(err error) (string, []events.Option) {
+				msg, detail := eventOf(err)
+				return msg, []events.Option{detail}
+			},
+			Suspended: func(ks *kustomizev1.Kustomization) bool { return ks.Spec.Suspend },
+		}
+	})
+	return r.sk
+}
+
+// Reconcile runs one sync of a Kustomization (syncRun.steps) and writes
+// sync-controller's part of its status.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	obj := &kustomizev1.Kustomization{}
@@ -129,19 +160,19 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	if obj.Spec.Suspend {
-		objectMetrics.Record(obj.Namespace, obj.Name, obj.Status.Conditions, true, nil)
-		log.FromContext(ctx).V(1).Info("suspended, skipping")
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, skipping")
+		r.skeleton().Record(obj)
 		return ctrl.Result{}, nil
 	}
 
 	s := newSyncRun(r, obj, start)
-	err := s.run(ctx)
-	result := s.fightRequeue(s.conclude(err))
-	if werr := s.writeStatus(ctx); werr != nil {
-		return ctrl.Result{}, werr
+	sk := *r.skeleton()
+	sk.WriteStatus = func(ctx context.Context, _, _ *kustomizev1.Kustomization) error { return s.writeStatus(ctx) }
+	sk.EventOptions = func(*kustomizev1.Kustomization) []events.Option {
+		return []events.Option{events.WithRevision(s.revision)}
 	}
-	objectMetrics.Observe(obj.Namespace, obj.Name, start)
-	return result, nil
+	result, err := sk.Run(ctx, s.out, s.steps()...)
+	return s.fightRequeue(result), err
 }
 
 // reader is Reader, or Client when Reader is nil.
@@ -177,7 +208,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	objectMetrics.Forget(obj.Namespace, obj.Name)
+	r.Metrics.forget(obj)
 	return ctrl.Result{}, nil
 }
 

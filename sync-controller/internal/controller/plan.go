@@ -133,13 +133,13 @@ func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev
 			}
 		}
 		if err := s.runWave(ctx, st.wave); err != nil {
-			return failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+			return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
 		}
 		// The next wave starts only when this one is healthy; hooks are
 		// always waited on, since they must complete.
 		if i < len(steps)-1 || len(st.wave.hooks) > 0 {
 			if err := s.waitWave(ctx, st.wave); err != nil {
-				return failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+				return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (s *syncRun) writeProgress(ctx context.Context, phase string, wave int) err
 // recordApply counts what the run did and reports drift.
 func (s *syncRun) recordApply(ctx context.Context) {
 	for action, n := range s.counts {
-		objectsTotal.WithLabelValues(string(action)).Add(float64(n))
+		s.r.Metrics.handled(string(action), n)
 	}
 	if s.written > 0 {
 		s.r.Events.Record(s.obj, events.SeverityInfo, "Applied",

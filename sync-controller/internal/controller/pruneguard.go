@@ -17,6 +17,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -115,7 +116,7 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneGuardedReason, msg, events.WithRevision(s.revision),
 			events.WithMetadata(map[string]string{"prune": fmt.Sprint(len(removed)), "inventory": fmt.Sprint(total)}))
 	}
-	return failed(kustomizev1.PruneGuardedReason, errors.New(msg))
+	return reconcile.Failed(kustomizev1.PruneGuardedReason, errors.New(msg)).WithoutEvent()
 }
 
 // confirmPruneChanged passes updates that change the confirm-prune

@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -71,21 +69,6 @@ type syncRun struct {
 	fightsEnded []fightEnd
 }
 
-// syncError carries the condition reason a failed step reports.
-type syncError struct {
-	reason string
-	err    error
-}
-
-func (e *syncError) Error() string { return e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }
-
-func failed(reason string, err error) error { return &syncError{reason: reason, err: err} }
-
-// errWaitingForRender stops a run without failing it: render-controller has
-// not rendered the current generation yet and will update the status.
-var errWaitingForRender = errors.New("waiting for render-controller")
-
 func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, start time.Time) *syncRun {
 	out := obj.DeepCopy()
 	out.Status.RenderedArtifact = nil
@@ -106,25 +89,20 @@ func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, star
 	}
 }
 
-// run executes the steps in order; the first error ends the run.
-func (s *syncRun) run(ctx context.Context) error {
-	steps := []func(context.Context) error{
-		s.checkReferences,
-		s.impersonate,
-		s.checkDependencies,
-		s.loadManifests,
-		s.prepare,
-		s.guardPrune,
-		s.applyPlan,
-		s.prune,
-		s.checkHealth,
+// steps are the run's steps, in order; the first error ends the run.
+func (s *syncRun) steps() []reconcile.Step {
+	return []reconcile.Step{
+		{Name: "references", Run: s.checkReferences},
+		{Name: "impersonate", Run: s.impersonate},
+		{Name: "dependencies", Run: s.checkDependencies},
+		{Name: "manifests", Run: s.loadManifests},
+		{Name: "prepare", Run: s.prepare},
+		{Name: "prune-guard", Run: s.guardPrune},
+		{Name: "apply", Run: s.applyPlan},
+		{Name: "prune", Run: s.prune},
+		{Name: "health", Run: s.checkHealth},
+		{Name: "report", Run: s.report},
 	}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // checkReferences refuses, while --no-cross-namespace-refs is set, a
@@ -200,12 +178,12 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	}
 	if artifact == nil {
 		if s.renderFailure != nil {
-			return failed(s.renderFailure.Reason, errors.New(s.renderFailure.Message))
+			return reconcile.Failed(s.renderFailure.Reason, errors.New(s.renderFailure.Message))
 		}
-		return errWaitingForRender
+		return s.waitForRender()
 	}
 	if rendered != nil && rendered.ObservedGeneration < s.obj.Generation {
-		return errWaitingForRender
+		return s.waitForRender()
 	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
 	s.out.Status.LastAttemptedRevision = artifact.Revision
@@ -219,15 +197,23 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	}
 	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, s.r.Fetch)
 	if err != nil {
-		return failed(meta.ArtifactFailedReason, err)
+		return reconcile.Failed(meta.ArtifactFailedReason, err)
 	}
 	objs, err := manage.DecodeManifests(data)
 	if err != nil {
-		return failed(meta.ArtifactFailedReason, err)
+		return reconcile.Failed(meta.ArtifactFailedReason, err)
 	}
 	s.r.manifests.putDecoded(s.key, artifact.Digest, objs)
 	s.objs = objs
 	return nil
+}
+
+// waitForRender stops a run without failing it: render-controller has not
+// rendered the current generation yet, and its status update brings the
+// Kustomization back. Ready=Unknown, Reconciling=True (Progressing).
+func (s *syncRun) waitForRender() error {
+	return reconcile.Progressing(meta.ProgressingReason,
+		fmt.Errorf("waiting for render-controller to render generation %d", s.obj.Generation))
 }
 
 // prepare checks the ignore rules, stamps ownership on every object,
@@ -244,11 +230,11 @@ func (s *syncRun) prepare(ctx context.Context) error {
 	}
 	hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
 	if err != nil {
-		return failed(kustomizev1.ApplyFailedReason, err)
+		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
 	p, err := buildPlan(s.objs, s.syncID())
 	if err != nil {
-		return failed(kustomizev1.ApplyFailedReason, err)
+		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
 	s.hashes, s.plan = hashes, p
 	s.r.manifests.putPrepared(s.key, s.digest, s.obj.Generation, s.objs, hashes, p)
@@ -286,7 +272,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 		}
 	}
 	if len(names) > 0 {
-		objectsTotal.WithLabelValues(string(engine.Deleted)).Add(float64(len(names)))
+		s.r.Metrics.handled(string(engine.Deleted), len(names))
 		s.r.Events.Record(s.obj, events.SeverityInfo, "Pruned",
 			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(truncate(names, 10), ", ")),
 			events.WithRevision(s.revision))
@@ -296,7 +282,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 		// tries again (and a deletion of the Kustomization still prunes it).
 		s.out.Status.Inventory = mergeInventories(s.out.Status.Inventory, kept)
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, err.Error(), events.WithRevision(s.revision))
-		return failed(kustomizev1.PruneFailedReason, err)
+		return reconcile.Failed(kustomizev1.PruneFailedReason, err).WithoutEvent()
 	}
 	return nil
 }
@@ -313,7 +299,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	}
 	checks, err := s.healthCheckObjects()
 	if err != nil {
-		return failed(kustomizev1.HealthCheckFailedReason, err)
+		return reconcile.Failed(kustomizev1.HealthCheckFailedReason, err).WithoutEvent()
 	}
 	objs = append(objs, checks...)
 	if len(objs) == 0 {
@@ -329,7 +315,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 			msg, detail := eventOf(err)
 			s.r.Events.Record(s.obj, events.SeverityError, "HealthDegraded", msg, events.WithRevision(s.revision), detail)
 		}
-		return failed(kustomizev1.HealthCheckFailedReason, err)
+		return reconcile.Failed(kustomizev1.HealthCheckFailedReason, err).WithoutEvent()
 	}
 	if conditions.IsFalse(s.out, kustomizev1.HealthyCondition) {
 		s.r.Events.Record(s.obj, events.SeverityInfo, "HealthRecovered", "all objects are healthy", events.WithRevision(s.revision))
@@ -377,70 +363,18 @@ func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// conclude sets Ready, Reconciling and Stalled from the run's outcome and
-// says when to run again.
-func (s *syncRun) conclude(err error) ctrl.Result {
-	gen := s.obj.Generation
-	s.out.Status.LastHandledReconcileAt = reconcile.RequestedAt(s.obj)
-	interval := reconcile.Jitter(s.obj.Spec.Interval.Duration)
-	retry := reconcile.Jitter(s.obj.GetRetryInterval().Duration)
-
-	var (
-		stalled *reconcile.StalledError
-		waiting *reconcile.WaitingError
-		sErr    *syncError
-	)
-	switch {
-	case err == nil && s.renderFailure != nil:
-		s.out.Status.ObservedGeneration = gen
-		conditions.MarkFalse(s.out, meta.ReadyCondition, s.renderFailure.Reason,
-			"%s (still applying the last good revision %s)", s.renderFailure.Message, s.revision)
-		conditions.Delete(s.out, meta.ReconcilingCondition)
-		conditions.Delete(s.out, meta.StalledCondition)
-		s.out.Status.LastAppliedRevision = s.revision
-		return ctrl.Result{RequeueAfter: retry}
-	case err == nil:
-		s.out.Status.ObservedGeneration = gen
-		conditions.MarkTrue(s.out, meta.ReadyCondition, meta.SucceededReason, "Applied revision: %s", s.revision)
-		conditions.Delete(s.out, meta.ReconcilingCondition)
-		conditions.Delete(s.out, meta.StalledCondition)
-		s.out.Status.LastAppliedRevision = s.revision
-		return ctrl.Result{RequeueAfter: interval}
-	case errors.Is(err, errWaitingForRender):
-		conditions.MarkReconciling(s.out, meta.ProgressingReason, "waiting for render-controller to render generation %d", gen)
-		conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "waiting for render-controller to render generation %d", gen)
-		return ctrl.Result{}
-	case errors.As(err, &stalled):
-		s.out.Status.ObservedGeneration = gen
-		conditions.MarkStalled(s.out, stalled.Reason, "%s", err.Error())
-		conditions.MarkFalse(s.out, meta.ReadyCondition, stalled.Reason, "%s", err.Error())
-		conditions.Delete(s.out, meta.ReconcilingCondition)
-		s.r.Events.Record(s.obj, events.SeverityError, stalled.Reason, err.Error())
-		return ctrl.Result{}
-	case errors.As(err, &waiting):
-		s.out.Status.ObservedGeneration = gen
-		conditions.MarkReconciling(s.out, waiting.Reason, "%s", err.Error())
-		conditions.MarkFalse(s.out, meta.ReadyCondition, waiting.Reason, "%s", err.Error())
-		conditions.Delete(s.out, meta.StalledCondition)
-		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}
-	default:
-		reason := kustomizev1.SyncFailedReason
-		if errors.As(err, &sErr) {
-			reason = sErr.reason
-		}
-		s.out.Status.ObservedGeneration = gen
-		conditions.MarkFalse(s.out, meta.ReadyCondition, reason, "%s", err.Error())
-		conditions.Delete(s.out, meta.ReconcilingCondition)
-		conditions.Delete(s.out, meta.StalledCondition)
-		// These steps record their own events, once per failure.
-		if reason != kustomizev1.PruneFailedReason && reason != kustomizev1.HealthCheckFailedReason &&
-			reason != kustomizev1.PruneGuardedReason {
-			msg, detail := eventOf(err)
-			s.r.Events.Record(s.obj, events.SeverityError, reason, msg, events.WithRevision(s.revision), detail)
-		}
-		log.Log.V(1).Info("sync failed", "kustomization", s.key.String(), "error", err.Error())
-		return ctrl.Result{RequeueAfter: retry}
+// report records the revision the run applied. When render-controller
+// failed on the current generation, the last good revision stays applied
+// and Ready reports the failure: Ready=False with render-controller's
+// reason (no event: render-controller recorded its own), retried after
+// spec.retryInterval.
+func (s *syncRun) report(context.Context) error {
+	s.out.Status.LastAppliedRevision = s.revision
+	if f := s.renderFailure; f != nil {
+		return reconcile.Failed(f.Reason,
+			fmt.Errorf("%s (still applying the last good revision %s)", f.Message, s.revision)).WithoutEvent()
 	}
+	return nil
 }
 
 // Field managers of sync-controller's status writes. The inventory has its
@@ -493,11 +427,6 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 		*s.stored = rest
 		s.stored.Inventory = inv
 	}
-	var size *int64
-	if a := s.obj.Status.RenderedArtifact; a != nil {
-		size = a.Size
-	}
-	objectMetrics.Record(s.obj.Namespace, s.obj.Name, s.out.Status.Conditions, false, size)
 	return nil
 }
 

@@ -1,0 +1,329 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/metrics"
+	"plumb.dev/pkg/panics"
+)
+
+// Object is what the skeleton reconciles: a Plumb API object with
+// conditions and status.observedGeneration.
+type Object interface {
+	client.Object
+	conditions.Setter
+	GetObservedGeneration() int64
+	SetObservedGeneration(int64)
+}
+
+// lastHandled is implemented by the kinds whose status records the
+// reconcile.plumb.dev/requestedAt value they handled.
+type lastHandled interface {
+	SetLastHandledReconcileRequest(string)
+}
+
+// Step is one named stage of a reconcile. The step's doc comment names the
+// conditions it sets; the name appears in logs and in the error handed to
+// controller-runtime.
+type Step struct {
+	Name string
+	Run  func(context.Context) error
+}
+
+// Controller is one controller's use of the skeleton: which condition
+// speaks for the result, how status is written, and when to come back.
+// Build it once, with the reconciler; Run is safe for concurrent use.
+type Controller[T Object] struct {
+	// Condition summarizes the outcome: meta.ReadyCondition, or Rendered
+	// for render-controller, which shares the Kustomization's status.
+	Condition string
+	// Partial is set for a controller that writes a part of a status that
+	// another owns: it sets only Condition, and leaves Reconciling,
+	// Stalled, observedGeneration and lastHandledReconcileAt to the owner.
+	Partial bool
+	// SucceededReason is Condition's reason after a success;
+	// meta.SucceededReason when empty.
+	SucceededReason string
+	// DefaultReason is the reason of a failure that names none (a plain
+	// error from a step); meta.FailedReason when empty.
+	DefaultReason string
+	// Events records the failure events; nil records none.
+	Events *events.Recorder
+	// Metrics observes each reconcile's duration and the condition; nil
+	// records none.
+	Metrics *metrics.Object
+
+	// WriteStatus writes the status, once per Run (and once more before
+	// the steps of a new generation, to report it in progress). stored is
+	// obj as it was read, so that a controller can leave an unchanged
+	// status unwritten. Required.
+	WriteStatus func(ctx context.Context, obj, stored T) error
+	// Succeeded returns Condition's message after a success. Required.
+	Succeeded func(T) string
+	// Interval is when to come back after a success; nil or zero: only
+	// when a watch brings the object back.
+	Interval func(T) time.Duration
+	// RetryInterval is when to retry a Retry failure (Flux's
+	// spec.retryInterval); nil or zero: controller-runtime's exponential
+	// backoff, for the kinds that have no such field.
+	RetryInterval func(T) time.Duration
+	// Keeping, when set, is appended to every failure's condition message:
+	// what the object still serves despite the failure.
+	Keeping func(T) string
+	// EventOptions add detail to every failure event (the revision).
+	EventOptions func(T) []events.Option
+	// EventMessage turns a failure into its event message and volatile
+	// details; nil uses the error's text. (A retried health timeout is
+	// the same news on every attempt; only its volatile details differ.)
+	EventMessage func(error) (string, []events.Option)
+	// Suspended and ArtifactSize feed the metrics; nil is false and none.
+	Suspended    func(T) bool
+	ArtifactSize func(T) *int64
+}
+
+// Run runs the steps in order, stopping at the first error (or ErrStop),
+// then — whatever happened, panics in a step included — summarizes the
+// outcome into the conditions, writes the status once, records the
+// metrics and says when to come back:
+//
+//   - success: Condition True, Reconciling and Stalled removed,
+//     observedGeneration set; back after Interval.
+//   - Retry: Condition False with the error's reason, Reconciling True
+//     (ProgressingWithRetry), an error event, an
+//     error log line; back after RetryInterval, or the error is returned
+//     for controller-runtime's backoff (and its error log line).
+//   - Stall: Condition False, Stalled True, an error event; a
+//     reconcile.TerminalError for controller-runtime (never requeued,
+//     logged at error level), or back after the error's poll interval.
+//   - Wait: Condition False, Reconciling True with the error's reason, no
+//     event, an info log line; back after the error's RequeueAfter.
+//   - InProgress: Condition Unknown, Reconciling True, observedGeneration
+//     left alone; back after RequeueAfter or on a watch event.
+//
+// Every failed attempt records its event, a retry of the same failure
+// too: deciding what is a duplicate is the one job of
+// notification-controller's dispatcher, which alerts equal events
+// (events.Fingerprint, volatile details left out) once per
+// --rate-limit-interval, so that a failure that lasts is recalled rather
+// than told once and forgotten. Kubernetes aggregates repeated Events the
+// same way.
+func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Result, error) {
+	start := time.Now()
+	defer func() { c.Metrics.Observe(obj.GetNamespace(), obj.GetName(), start) }()
+	read := obj.DeepCopyObject().(T)
+	if err := c.reportNewGeneration(ctx, obj, read); err != nil {
+		return ctrl.Result{}, err
+	}
+	read = obj.DeepCopyObject().(T)
+	stored := slices.Clone(obj.GetConditions())
+	step, err := runSteps(ctx, steps)
+	result, err := c.summarize(ctx, obj, step, err)
+	BoundConditions(obj, stored)
+	werr := c.WriteStatus(ctx, obj, read)
+	c.Record(obj)
+	if werr != nil {
+		// controller-runtime retries a failed write with backoff; a
+		// TerminalError joined to it would stop that.
+		return ctrl.Result{}, werr
+	}
+	return result, err
+}
+
+// Record sets the condition and suspension gauges from obj, for a
+// reconcile that ends before Run (a suspended object).
+func (c *Controller[T]) Record(obj T) {
+	var size *int64
+	if c.ArtifactSize != nil {
+		size = c.ArtifactSize(obj)
+	}
+	c.Metrics.Record(obj.GetNamespace(), obj.GetName(), obj.GetConditions(), c.Suspended != nil && c.Suspended(obj), size)
+}
+
+// reportNewGeneration marks a generation not seen before Reconciling and
+// writes that before the slow part, so kstatus readers never take the old
+// Ready for the new spec's. Retries of the same generation keep what the
+// last attempt left.
+func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) error {
+	if c.Partial || obj.GetObservedGeneration() == obj.GetGeneration() {
+		return nil
+	}
+	if rc := conditions.Get(obj, meta.ReconcilingCondition); rc != nil && rc.ObservedGeneration == obj.GetGeneration() {
+		return nil
+	}
+	conditions.MarkReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.GetGeneration())
+	return c.WriteStatus(ctx, obj, read)
+}
+
+// runSteps runs steps until one fails, and names it. A panic fails the
+// step (the steps read untrusted input) with a *panics.Error, logged with
+// its stack.
+func runSteps(ctx context.Context, steps []Step) (string, error) {
+	for _, s := range steps {
+		if err := s.run(ctx); err != nil {
+			if errors.Is(err, ErrStop) {
+				return s.Name, nil
+			}
+			return s.Name, err
+		}
+	}
+	return "", nil
+}
+
+func (s Step) run(ctx context.Context) (err error) {
+	defer panics.Recover(&err, s.Name+" step")
+	return s.Run(ctx)
+}
+
+// summarize is the one place that turns the steps' outcome into
+// conditions, an event, a log line and a requeue decision (see Run).
+func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err error) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if v := RequestedAt(obj); v != "" && !c.Partial {
+		if h, ok := any(obj).(lastHandled); ok {
+			h.SetLastHandledReconcileRequest(v)
+		}
+	}
+	if err == nil {
+		conditions.MarkTrue(obj, c.Condition, c.succeededReason(), "%s", c.Succeeded(obj))
+		c.settle(obj)
+		log.V(1).Info("reconciled", "message", conditions.GetMessage(obj, c.Condition))
+		return requeueAfter(c.duration(c.Interval, obj)), nil
+	}
+	if errors.Is(err, errSuspended) {
+		conditions.MarkFalse(obj, c.Condition, meta.SuspendedReason, "suspended")
+		c.settle(obj)
+		return ctrl.Result{}, nil
+	}
+
+	e := classify(err, c.defaultReason())
+	msg := err.Error()
+	if c.Keeping != nil {
+		msg += c.Keeping(obj)
+	}
+	kv := []any{"step", step, "reason", e.Reason}
+	switch e.Policy {
+	case InProgress:
+		conditions.MarkUnknown(obj, c.Condition, e.Reason, "%s", msg)
+		c.mark(obj, meta.ReconcilingCondition, e.Reason, msg)
+		log.V(1).Info("in progress", append(kv, "message", msg)...)
+		return requeueAfter(e.RequeueAfter), nil
+	case Wait:
+		conditions.MarkFalse(obj, c.Condition, e.Reason, "%s", msg)
+		c.mark(obj, meta.ReconcilingCondition, e.Reason, msg)
+		c.observe(obj)
+		log.Info("waiting", append(kv, "message", msg)...)
+		return requeueAfter(Jitter(e.RequeueAfter)), nil
+	case Stall:
+		conditions.MarkFalse(obj, c.Condition, e.Reason, "%s", msg)
+		c.mark(obj, meta.StalledCondition, e.Reason, msg)
+		c.observe(obj)
+		c.event(obj, e)
+		if e.RequeueAfter > 0 {
+			log.Error(err, "reconcile stalled; polling", append(kv, "every", e.RequeueAfter.String())...)
+			return requeueAfter(Jitter(e.RequeueAfter)), nil
+		}
+		return ctrl.Result{}, ctrlreconcile.TerminalError(fmt.Errorf("%s step (%s): %w", step, e.Reason, err))
+	default:
+		conditions.MarkFalse(obj, c.Condition, e.Reason, "%s", msg)
+		c.mark(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after: "+msg)
+		c.observe(obj)
+		c.event(obj, e)
+		if d := c.duration(c.RetryInterval, obj); d > 0 {
+			log.Error(err, "reconcile failed", append(kv, "retryIn", d.String())...)
+			return requeueAfter(Jitter(d)), nil
+		}
+		return ctrl.Result{}, fmt.Errorf("%s step (%s): %w", step, e.Reason, err)
+	}
+}
+
+// settle removes Reconciling and Stalled and records the generation: the
+// outcome is final for it.
+func (c *Controller[T]) settle(obj T) {
+	if c.Partial {
+		return
+	}
+	conditions.Delete(obj, meta.ReconcilingCondition)
+	conditions.Delete(obj, meta.StalledCondition)
+	obj.SetObservedGeneration(obj.GetGeneration())
+}
+
+// mark sets one of Reconciling and Stalled True and removes the other.
+func (c *Controller[T]) mark(obj T, condition, reason, msg string) {
+	if c.Partial {
+		return
+	}
+	other := meta.StalledCondition
+	if condition == meta.StalledCondition {
+		other = meta.ReconcilingCondition
+	}
+	conditions.Delete(obj, other)
+	conditions.MarkTrue(obj, condition, reason, "%s", msg)
+}
+
+// observe records that this generation was judged (a failure included).
+func (c *Controller[T]) observe(obj T) {
+	if !c.Partial {
+		obj.SetObservedGeneration(obj.GetGeneration())
+	}
+}
+
+// event records a failure event unless the step recorded its own.
+func (c *Controller[T]) event(obj T, e *Error) {
+	if e.Quiet || c.Events == nil {
+		return
+	}
+	text, opts := e.Err.Error(), []events.Option(nil)
+	if c.EventMessage != nil {
+		text, opts = c.EventMessage(e.Err)
+	}
+	if c.EventOptions != nil {
+		opts = append(opts, c.EventOptions(obj)...)
+	}
+	c.Events.Record(obj, events.SeverityError, e.Reason, text, opts...)
+}
+
+func (c *Controller[T]) duration(f func(T) time.Duration, obj T) time.Duration {
+	if f == nil {
+		return 0
+	}
+	return f(obj)
+}
+
+func (c *Controller[T]) succeededReason() string {
+	if c.SucceededReason != "" {
+		return c.SucceededReason
+	}
+	return meta.SucceededReason
+}
+
+func (c *Controller[T]) defaultReason() string {
+	if c.DefaultReason != "" {
+		return c.DefaultReason
+	}
+	return meta.FailedReason
+}
+
+func requeueAfter(d time.Duration) ctrl.Result {
+	if d <= 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: d}
+}
+
+// Bind returns the step named name that runs run on one reconcile's object
+// and state: the shape of every controller's step methods,
+// func(ctx, obj, state) error.
+func Bind[T, S any](name string, run func(context.Context, T, S) error, obj T, st S) Step {
+	return Step{Name: name, Run: func(ctx context.Context) error { return run(ctx, obj, st) }}
+}

@@ -1,0 +1,332 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/panics"
+	"plumb.dev/pkg/reconcile"
+)
+
+// captured collects the events a Recorder publishes.
+type captured struct{ events []events.Event }
+
+func (c *captured) Publish(e events.Event) { c.events = append(c.events, e) }
+
+// harness is a skeleton over a GitRepository whose status writes are
+// recorded instead of sent: the skeleton's decisions are what is tested
+// here; ApplyStatus is tested against the API server in status_test.go.
+type harness struct {
+	sk       *reconcile.Controller[*sourcev1.GitRepository]
+	stream   *captured
+	writes   []*sourcev1.GitRepository
+	writeErr error
+}
+
+func newHarness(configure ...func(*reconcile.Controller[*sourcev1.GitRepository])) *harness {
+	h := &harness{stream: &captured{}}
+	h.sk = &reconcile.Controller[*sourcev1.GitRepository]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: "DefaultReason",
+		Events:        events.NewRecorder(nil, h.stream, nil, "test-controller"),
+		WriteStatus: func(_ context.Context, obj, _ *sourcev1.GitRepository) error {
+			h.writes = append(h.writes, obj.DeepCopy())
+			return h.writeErr
+		},
+		Succeeded: func(*sourcev1.GitRepository) string { return "all done" },
+		Interval:  func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
+	}
+	for _, c := range configure {
+		c(h.sk)
+	}
+	return h
+}
+
+// repository is a GitRepository whose generation 3 was last judged.
+func repository() *sourcev1.GitRepository {
+	obj := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "repo", Generation: 3},
+		Spec:       sourcev1.GitRepositorySpec{Interval: metav1.Duration{Duration: time.Minute}},
+	}
+	obj.Status.ObservedGeneration = 3
+	return obj
+}
+
+func step(name string, err error) reconcile.Step {
+	return reconcile.Step{Name: name, Run: func(context.Context) error { return err }}
+}
+
+func within5Percent(d time.Duration) (time.Duration, time.Duration) {
+	return d - d/20, d + d/20
+}
+
+// The skeleton's outcomes, one per policy: what Ready, Reconciling and
+// Stalled say, whether observedGeneration moves, whether an event is
+// recorded, and what controller-runtime is handed.
+func TestRunSummarizesEachOutcome(t *testing.T) {
+	boom := errors.New("remote hung up")
+	tests := []struct {
+		name      string
+		configure func(*reconcile.Controller[*sourcev1.GitRepository])
+		err       error
+		// want
+		ready           metav1.ConditionStatus
+		readyReason     string
+		reconciling     string // reason; "" for absent
+		stalled         string // reason; "" for absent
+		observed        int64
+		event           bool
+		requeue         time.Duration // 0: none
+		returned        bool
+		terminal        bool
+		messageContains string
+	}{
+		{name: "success", err: nil,
+			ready: metav1.ConditionTrue, readyReason: meta.SucceededReason, observed: 4,
+			requeue: time.Minute, messageContains: "all done"},
+		{name: "stop ends the steps with success", err: reconcile.ErrStop,
+			ready: metav1.ConditionTrue, readyReason: meta.SucceededReason, observed: 4, requeue: time.Minute},
+		{name: "retry without a retry interval is controller-runtime's backoff", err: reconcile.Failed("Broken", boom),
+			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, event: true, returned: true, messageContains: "remote hung up"},
+		{name: "retry with a retry interval requeues without an error",
+			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return 30 * time.Second }
+			},
+			err:   reconcile.Failed("Broken", boom),
+			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, event: true, requeue: 30 * time.Second},
+		{name: "a plain error is a retry with the default reason", err: boom,
+			ready: metav1.ConditionFalse, readyReason: "DefaultReason", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, event: true, returned: true},
+		{name: "stall is a terminal error", err: reconcile.Stalled(meta.InvalidSpecReason, boom),
+			ready: metav1.ConditionFalse, readyReason: meta.InvalidSpecReason, stalled: meta.InvalidSpecReason,
+			observed: 4, event: true, returned: true, terminal: true},
+		{name: "a stall that polls requeues", err: reconcile.Stalled("TooLarge", boom).Polling(time.Hour),
+			ready: metav1.ConditionFalse, readyReason: "TooLarge", stalled: "TooLarge",
+			observed: 4, event: true, requeue: time.Hour},
+		{name: "controller-runtime's terminal error is a stall", err: ctrlreconcile.TerminalError(boom),
+			ready: metav1.ConditionFalse, readyReason: "DefaultReason", stalled: "DefaultReason",
+			observed: 4, event: true, returned: true, terminal: true},
+		{name: "wait is no failure", err: reconcile.Waiting(meta.DependencyNotReadyReason, 10*time.Second, boom),
+			ready: metav1.ConditionFalse, readyReason: meta.DependencyNotReadyReason, reconciling: meta.DependencyNotReadyReason,
+			observed: 4, requeue: 10 * time.Second},
+		{name: "in progress leaves the generation unobserved", err: reconcile.Progressing(meta.ProgressingReason, boom),
+			ready: metav1.ConditionUnknown, readyReason: meta.ProgressingReason, reconciling: meta.ProgressingReason,
+			observed: 3},
+		{name: "suspended", err: reconcile.Suspended(),
+			ready: metav1.ConditionFalse, readyReason: meta.SuspendedReason, observed: 4},
+		{name: "a quiet failure records no event", err: reconcile.Failed("Broken", boom).WithoutEvent(),
+			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, returned: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h := newHarness()
+			if tt.configure != nil {
+				tt.configure(h.sk)
+			}
+			obj := repository()
+			obj.Generation = 4
+			// Stalled from an earlier attempt: every outcome but a stall
+			// clears it.
+			conditions.MarkStalled(obj, "Earlier", "earlier")
+			ran := 0
+			count := reconcile.Step{Name: "after", Run: func(context.Context) error { ran++; return nil }}
+
+			result, err := h.sk.Run(context.Background(), obj, step("first", tt.err), count)
+
+			ready := conditions.Get(obj, meta.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(tt.ready))
+			g.Expect(ready.Reason).To(Equal(tt.readyReason))
+			g.Expect(ready.Message).To(ContainSubstring(tt.messageContains))
+			if tt.reconciling == "" {
+				g.Expect(conditions.Get(obj, meta.ReconcilingCondition)).To(BeNil())
+			} else {
+				g.Expect(conditions.Get(obj, meta.ReconcilingCondition).Reason).To(Equal(tt.reconciling))
+			}
+			if tt.stalled == "" && tt.ready != metav1.ConditionUnknown {
+				g.Expect(conditions.Get(obj, meta.StalledCondition)).To(BeNil())
+			} else if tt.stalled != "" {
+				g.Expect(conditions.Get(obj, meta.StalledCondition).Reason).To(Equal(tt.stalled))
+			}
+			g.Expect(obj.Status.ObservedGeneration).To(Equal(tt.observed))
+			if tt.event {
+				g.Expect(h.stream.events).To(HaveLen(1))
+				g.Expect(h.stream.events[0].Severity).To(Equal(events.SeverityError))
+				g.Expect(h.stream.events[0].Reason).To(Equal(tt.readyReason))
+			} else {
+				g.Expect(h.stream.events).To(BeEmpty())
+			}
+			if tt.requeue == 0 {
+				g.Expect(result.RequeueAfter).To(BeZero())
+			} else {
+				lo, hi := within5Percent(tt.requeue)
+				g.Expect(result.RequeueAfter).To(BeNumerically(">=", lo))
+				g.Expect(result.RequeueAfter).To(BeNumerically("<=", hi))
+			}
+			if tt.returned {
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(err.Error()).To(ContainSubstring("first step"))
+				g.Expect(errors.Is(err, ctrlreconcile.TerminalError(nil))).To(Equal(tt.terminal))
+			} else {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			// The steps after a failure (or a stop) do not run.
+			if tt.err == nil {
+				g.Expect(ran).To(Equal(1))
+			} else {
+				g.Expect(ran).To(BeZero())
+			}
+			// A new generation was reported in progress first, then the
+			// outcome was written once.
+			g.Expect(h.writes).To(HaveLen(2))
+			g.Expect(conditions.Get(h.writes[0], meta.ReconcilingCondition).Message).To(Equal("reconciling generation 4"))
+		})
+	}
+}
+
+// Every attempt of a failure records its event: the same failure retried
+// is the same news (one fingerprint, for the dispatcher to alert once per
+// interval), a different message or reason is other news.
+func TestRunRecordsAFailureEventPerAttempt(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness()
+	obj := repository()
+	fail := func(reason, msg string) {
+		_, _ = h.sk.Run(context.Background(), obj, step("fetch", reconcile.Failed(reason, errors.New(msg))))
+	}
+	fail("Broken", "timeout")
+	fail("Broken", "timeout")
+	fail("Broken", "timeout")
+	g.Expect(h.stream.events).To(HaveLen(3))
+	first := events.Fingerprint(&h.stream.events[0])
+	for _, e := range h.stream.events {
+		g.Expect(e.Reason).To(Equal("Broken"))
+		g.Expect(events.Fingerprint(&e)).To(Equal(first))
+	}
+	fail("Broken", "connection refused")
+	fail("Refused", "connection refused")
+	g.Expect(h.stream.events).To(HaveLen(5))
+	g.Expect(events.Fingerprint(&h.stream.events[3])).NotTo(Equal(first))
+	g.Expect(events.Fingerprint(&h.stream.events[4])).NotTo(Equal(events.Fingerprint(&h.stream.events[3])))
+}
+
+// A generation already observed is not reported in progress again: one
+// status write per reconcile.
+func TestRunWritesStatusOncePerReconcile(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness()
+	_, err := h.sk.Run(context.Background(), repository(), step("only", nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h.writes).To(HaveLen(1))
+}
+
+// A status write that fails is returned for controller-runtime's backoff,
+// whatever the steps did.
+func TestRunReturnsAFailedStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness()
+	h.writeErr = errors.New("conflict")
+	result, err := h.sk.Run(context.Background(), repository(), step("only", reconcile.Stalled("Bad", errors.New("bad"))))
+	g.Expect(err).To(MatchError("conflict"))
+	g.Expect(errors.Is(err, ctrlreconcile.TerminalError(nil))).To(BeFalse())
+	g.Expect(result).To(Equal(ctrl.Result{}))
+}
+
+// A panic in a step fails the step like any error, and the reconcile goes
+// on to write status.
+func TestRunTurnsAPanicIntoAFailure(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness()
+	obj := repository()
+	_, err := h.sk.Run(context.Background(), obj, reconcile.Step{Name: "parse", Run: func(context.Context) error {
+		var m map[string]int
+		m["x"] = 1 // nil map write
+		return nil
+	}})
+	var p *panics.Error
+	g.Expect(errors.As(err, &p)).To(BeTrue())
+	g.Expect(conditions.IsFalse(obj, meta.ReadyCondition)).To(BeTrue())
+	g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal("DefaultReason"))
+	g.Expect(h.writes).To(HaveLen(1))
+}
+
+// A partial controller (render-controller on a Kustomization) sets only its
+// own condition: Reconciling, Stalled and observedGeneration belong to the
+// status's owner, and no new generation is reported in progress by it.
+func TestRunOfAPartialControllerSetsOnlyItsCondition(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness(func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+		c.Condition = "Rendered"
+		c.Partial = true
+	})
+	obj := repository()
+	obj.Generation = 4
+	obj.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+	_, err := h.sk.Run(context.Background(), obj, step("build", reconcile.Stalled("BuildFailed", errors.New("bad"))))
+	g.Expect(errors.Is(err, ctrlreconcile.TerminalError(nil))).To(BeTrue())
+	g.Expect(conditions.GetReason(obj, "Rendered")).To(Equal("BuildFailed"))
+	g.Expect(conditions.Get(obj, meta.StalledCondition)).To(BeNil())
+	g.Expect(conditions.Get(obj, meta.ReconcilingCondition)).To(BeNil())
+	g.Expect(conditions.Get(obj, meta.ReadyCondition)).To(BeNil())
+	g.Expect(obj.Status.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(obj.Status.LastHandledReconcileAt).To(BeEmpty())
+	g.Expect(h.writes).To(HaveLen(1))
+}
+
+// Keeping is appended to every failure message, the event's detail comes
+// from EventMessage and EventOptions, and the requestedAt annotation is
+// recorded as handled.
+func TestRunDescribesFailures(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness(func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+		c.Keeping = func(*sourcev1.GitRepository) string { return " (still serving v1)" }
+		c.EventMessage = func(err error) (string, []events.Option) {
+			return "summary of " + err.Error(), []events.Option{events.WithVolatile(map[string]string{"attempt": "7"})}
+		}
+		c.EventOptions = func(*sourcev1.GitRepository) []events.Option {
+			return []events.Option{events.WithRevision("main@sha1:abc")}
+		}
+	})
+	obj := repository()
+	obj.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "2026-12-01T10:00:00Z"}
+	_, _ = h.sk.Run(context.Background(), obj, step("fetch", reconcile.Failed("Broken", errors.New("timeout"))))
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(Equal("timeout (still serving v1)"))
+	g.Expect(conditions.GetMessage(obj, meta.ReconcilingCondition)).To(Equal("retrying after: timeout (still serving v1)"))
+	g.Expect(h.stream.events).To(HaveLen(1))
+	e := h.stream.events[0]
+	g.Expect(e.Message).To(Equal("summary of timeout"))
+	g.Expect(e.Revision).To(Equal("main@sha1:abc"))
+	g.Expect(e.Metadata).To(HaveKeyWithValue(events.VolatilePrefix+"attempt", "7"))
+	g.Expect(obj.Status.LastHandledReconcileAt).To(Equal("2026-12-01T10:00:00Z"))
+}
+
+// Bind hands a step method the reconcile's object and state.
+func TestBindPassesObjectAndState(t *testing.T) {
+	g := NewWithT(t)
+	type state struct{ seen string }
+	st := &state{}
+	obj := repository()
+	s := reconcile.Bind("look", func(_ context.Context, o *sourcev1.GitRepository, st *state) error {
+		st.seen = o.Name
+		return fmt.Errorf("saw %s", o.Name)
+	}, obj, st)
+	g.Expect(s.Name).To(Equal("look"))
+	g.Expect(s.Run(context.Background())).To(MatchError("saw repo"))
+	g.Expect(st.seen).To(Equal("repo"))
+}
