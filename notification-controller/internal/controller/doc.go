@@ -3,10 +3,13 @@
 // in bounds, its expressions compile and its Provider is ready) and
 // Receiver (its resources stay in bounds, its token resolves and is long
 // enough; it writes status.webhookPath). Each is a short ordered list of
-// steps; each step's doc comment names the conditions it sets. Status is
-// patched with fluxcd/pkg/runtime's patch helper under the field manager
-// "plumb-notification"; conditions follow kstatus (Ready, Reconciling,
-// Stalled).
+// steps run by pkg/reconcile's skeleton; each step's doc comment names the
+// conditions it sets. Status is server-side-applied whole under the field
+// manager "plumb-notification" when it changed; conditions follow kstatus
+// (Ready, Reconciling, Stalled). A stalled object is handed to
+// controller-runtime as a TerminalError; a failure retries with backoff;
+// an object waiting for its Secret or Provider is looked at again after
+// --requeue-dependency (at most --secret-refresh-interval).
 //
 // Secrets are read by name only: notification-controller may get a Secret
 // but neither list nor watch them, so the one internet-facing component

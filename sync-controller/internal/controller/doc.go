@@ -10,9 +10,16 @@
 //
 // # The steps of a sync
 //
-// checkReferences, impersonate, checkDependencies, loadManifests, prepare,
-// guardPrune (pruneguard.go), applyPlan, prune, checkHealth (sync.go);
-// conclude turns the outcome into Ready, Reconciling and Stalled.
+// syncRun.steps: checkReferences, impersonate, checkDependencies,
+// loadManifests, prepare, guardPrune (pruneguard.go), applyPlan, prune,
+// checkHealth and report (sync.go), run by pkg/reconcile's skeleton, which
+// turns the outcome into Ready, Reconciling and Stalled, logs a failure at
+// error level, records its event (except where the step recorded a richer
+// one: PruneFailed, PruneGuarded, HealthDegraded) and retries after
+// spec.retryInterval. Until render-controller has rendered the current
+// generation the run is in progress (Ready=Unknown, Reconciling=True), not
+// failed; when it failed on it, the last good revision is still applied
+// and report makes Ready=False with render-controller's reason.
 //
 // # The prune guard
 //
