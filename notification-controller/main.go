@@ -14,10 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"plumb.dev/notification-controller/internal/config"
 	notificationcontroller "plumb.dev/notification-controller/internal/controller"
 	"plumb.dev/notification-controller/internal/dispatch"
 	"plumb.dev/notification-controller/internal/notifier"
-	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/notification-controller/internal/receiver"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
@@ -30,7 +30,7 @@ func main() {
 	var (
 		mgrOpts   options.Manager
 		natsOpts  options.NATS
-		notifOpts nopts.Notification
+		notifOpts config.Notification
 		refOpts   options.Reconcile
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
@@ -45,7 +45,7 @@ func main() {
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts nopts.Notification, refOpts options.Reconcile) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notification, refOpts options.Reconcile) error {
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := refOpts.Validate(); err != nil {

@@ -19,9 +19,9 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/notification-controller/internal/dispatch"
 	"plumb.dev/notification-controller/internal/notifier"
-	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/pkg/events"
 )
 
@@ -349,7 +349,7 @@ func firstFailsSecondArrives(t *testing.T, ns, consumer string, hook *endpoint) 
 
 // deliverOnce runs a dispatcher for ns without retries, publishes one
 // error event about a GitRepository and waits until it is consumed.
-func deliverOnce(t *testing.T, ns string, opts nopts.Notification) {
+func deliverOnce(t *testing.T, ns string, opts config.Notification) {
 	t.Helper()
 	opts.Retries = 0
 	startDispatcher(t, ns, opts)

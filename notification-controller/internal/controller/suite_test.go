@@ -27,9 +27,9 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/notification-controller/internal/dispatch"
 	"plumb.dev/notification-controller/internal/notifier"
-	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/notification-controller/internal/receiver"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
@@ -58,7 +58,7 @@ var (
 // with: cross-namespace references refused, as deploy/ sets it, Secrets
 // read again every two seconds, and a rate limit no test reaches by
 // accident.
-var suiteOptions = nopts.Notification{
+var suiteOptions = config.Notification{
 	NoCrossNamespaceRefs:   true,
 	SecretRefreshInterval:  2 * time.Second,
 	MaxProviderTimeout:     time.Minute,
@@ -185,7 +185,7 @@ func newNamespace(t testing.TB) string {
 // testOptions are delivery options with short retries. Loopback
 // addresses are allowed, explicitly: the stand-ins for Slack and webhooks
 // listen on 127.0.0.1, which the default policy refuses.
-func testOptions(ns string) nopts.Notification {
+func testOptions(ns string) config.Notification {
 	o := suiteOptions
 	o.ConsumerName = "test-" + ns
 	o.AckWait = 30 * time.Second
@@ -200,13 +200,13 @@ func testOptions(ns string) nopts.Notification {
 // startDispatcher runs a Dispatcher reading the events of namespace ns and
 // waits until its consumer exists (it starts with new events). The returned
 // stop function ends it and waits for it; it also runs at cleanup.
-func startDispatcher(t testing.TB, ns string, opts nopts.Notification) (stop func()) {
+func startDispatcher(t testing.TB, ns string, opts config.Notification) (stop func()) {
 	t.Helper()
 	return runDispatcher(t, newDispatcher(opts, ns))
 }
 
 // newDispatcher returns a Dispatcher reading the events of the namespaces.
-func newDispatcher(opts nopts.Notification, namespaces ...string) *dispatch.Dispatcher {
+func newDispatcher(opts config.Notification, namespaces ...string) *dispatch.Dispatcher {
 	d := &dispatch.Dispatcher{
 		NATS:    natsOpt,
 		Options: opts,

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	nopts "plumb.dev/notification-controller/internal/options"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // the given NATS authentication until the test ends.
 func startDispatcher(t *testing.T, auth options.NATSAuth) *Dispatcher {
 	t.Helper()
-	var o nopts.Notification
+	var o config.Notification
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.BindFlags(fs)
 	if err := fs.Parse(nil); err != nil {

@@ -24,7 +24,7 @@ import (
 
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
-	nopts "plumb.dev/notification-controller/internal/options"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
 )
@@ -138,7 +138,7 @@ func (c *testClock) set(d time.Duration) {
 // given type at address and one Alert on Kustomization apps/app.
 func newTestDispatcher(t *testing.T, typ, address string) (*testDispatcher, *testClock) {
 	t.Helper()
-	var o nopts.Notification
+	var o config.Notification
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{"--allow-loopback-provider-addresses", "--rate-limit-interval=5m", "--delivery-retries=0"}); err != nil {

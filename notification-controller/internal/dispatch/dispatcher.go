@@ -24,8 +24,8 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/notification-controller/internal/notifier"
-	nopts "plumb.dev/notification-controller/internal/options"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/panics"
@@ -53,7 +53,7 @@ const fetchWait = 3 * time.Second
 // delivers and events about one object stay in order.
 type Dispatcher struct {
 	NATS    options.NATS
-	Options nopts.Notification
+	Options config.Notification
 	// FilterSubjects narrows the consumer; all events when empty.
 	FilterSubjects []string
 	// Client reads Alerts and Providers (from the manager's cache).

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	notificationv1 "plumb.dev/api/notification/v1"
-	"plumb.dev/notification-controller/internal/glob"
 	"plumb.dev/pkg/events"
 )
 
@@ -91,7 +90,7 @@ func matchSource(alertNamespace string, src notificationv1.CrossNamespaceObjectR
 	if ns != "*" && ns != obj.Namespace {
 		return false, nil
 	}
-	if !glob.Match(src.Name, obj.Name) {
+	if !src.MatchesName(obj.Name) {
 		return false, nil
 	}
 	if len(src.MatchLabels) > 0 {

@@ -28,7 +28,6 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
-	"plumb.dev/notification-controller/internal/glob"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/panics"
 )
@@ -332,7 +331,7 @@ func (s *Server) resolve(ctx context.Context, gvk schema.GroupVersionKind, ns st
 	}
 	var names []string
 	for _, item := range list.Items {
-		if glob.Match(ref.Name, item.Name) {
+		if ref.MatchesName(item.Name) {
 			names = append(names, item.Name)
 		}
 	}

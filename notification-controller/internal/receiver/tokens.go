@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	notificationv1 "plumb.dev/api/notification/v1"
-	"plumb.dev/notification-controller/internal/secret"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
@@ -29,7 +28,7 @@ const MinTokenBytes = 32
 // ReadToken reads the token of a Receiver's Secret (one GET) and checks its
 // length. The error names the Secret and key, never the value.
 func ReadToken(ctx context.Context, r client.Reader, rcv *notificationv1.Receiver) (string, error) {
-	token, err := secret.Token(ctx, r, rcv.Namespace, rcv.Spec.SecretRef.Name)
+	token, err := secretToken(ctx, r, rcv.Namespace, rcv.Spec.SecretRef.Name)
 	if err != nil {
 		return "", err
 	}
@@ -47,7 +46,7 @@ type ShortTokenError struct {
 
 func (e *ShortTokenError) Error() string {
 	return fmt.Sprintf("secret %s key %q holds %d bytes; a webhook token must be at least %d bytes (e.g. `openssl rand -hex 32`)",
-		e.Secret, secret.TokenKey, e.Len, MinTokenBytes)
+		e.Secret, TokenKey, e.Len, MinTokenBytes)
 }
 
 // Tokens holds, in memory, the token of every Receiver whose Secret could
@@ -160,7 +159,7 @@ func (l *TokenLoader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	switch {
 	case err == nil:
 		l.Tokens.set(req.NamespacedName, token)
-	case errors.As(err, &short) || errors.Is(err, secret.ErrNotFound):
+	case errors.As(err, &short) || errors.Is(err, ErrSecretNotFound):
 		l.Tokens.forget(req.NamespacedName)
 	default:
 		return ctrl.Result{}, err

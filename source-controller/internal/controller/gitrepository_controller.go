@@ -192,29 +192,30 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return nil
 	}
-	reason := sourcev1.GitOperationFailedReason
+	failure := fetchFailure(err, obj.Spec.Interval.Duration)
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, failure.Reason, "%s", err.Error())
+	return failure
+}
+
+// fetchFailure is what a failed fetch means: its reason, and whether
+// retrying can help. An invalid spec stalls; a repository over the size
+// limit or an https:// remote redirecting to http:// stalls too, polled
+// every interval — a new commit may be small enough, the server may stop
+// redirecting, and only polling sees it; anything else is retried.
+func fetchFailure(err error, interval time.Duration) *plumbreconcile.Error {
 	switch git.KindOf(err) {
 	case git.AuthFailed:
-		reason = sourcev1.AuthenticationFailedReason
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, err)
 	case git.NotFound:
-		reason = sourcev1.ReferenceNotFoundReason
+		return plumbreconcile.Failed(sourcev1.ReferenceNotFoundReason, err)
 	case git.InvalidSpec:
-		reason = meta.InvalidSpecReason
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	case git.TooLarge:
-		reason = RepositoryTooLargeReason
+		return plumbreconcile.Stalled(RepositoryTooLargeReason, err).Polling(interval)
 	case git.Insecure:
-		reason = InsecureConnectionsDisallowedReason
+		return plumbreconcile.Stalled(InsecureConnectionsDisallowedReason, err).Polling(interval)
 	}
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
-	switch git.KindOf(err) {
-	case git.InvalidSpec:
-		return plumbreconcile.Stalled(reason, err)
-	case git.TooLarge, git.Insecure:
-		// A new commit may be small enough, the server may stop
-		// redirecting to plain HTTP; only polling sees it.
-		return plumbreconcile.Stalled(reason, err).Polling(obj.Spec.Interval.Duration)
-	}
-	return plumbreconcile.Failed(reason, err)
+	return plumbreconcile.Failed(sourcev1.GitOperationFailedReason, err)
 }
 
 func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {

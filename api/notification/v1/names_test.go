@@ -1,4 +1,4 @@
-package glob
+package v1
 
 import (
 	"path"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestMatch(t *testing.T) {
+func TestMatchesName(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, s string
 		want       bool
@@ -26,15 +26,15 @@ func TestMatch(t *testing.T) {
 		{"a*a", "aa", true},
 		{"**", "x", true},
 	} {
-		if got := Match(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		if got := (CrossNamespaceObjectReference{Name: tc.pattern}).MatchesName(tc.s); got != tc.want {
+			t.Errorf("MatchesName(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
 	}
 }
 
-// FuzzMatch compares with path.Match on inputs without its other
+// FuzzMatchesName compares with path.Match on inputs without its other
 // metacharacters.
-func FuzzMatch(f *testing.F) {
+func FuzzMatchesName(f *testing.F) {
 	f.Add("a*b", "axxb")
 	f.Add("*x*", "yxy")
 	f.Fuzz(func(t *testing.T, pattern, s string) {
@@ -45,8 +45,8 @@ func FuzzMatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := Match(pattern, s); got != want {
-			t.Fatalf("Match(%q, %q) = %v, path.Match says %v", pattern, s, got, want)
+		if got := (CrossNamespaceObjectReference{Name: pattern}).MatchesName(s); got != want {
+			t.Fatalf("MatchesName(%q, %q) = %v, path.Match says %v", pattern, s, got, want)
 		}
 	})
 }

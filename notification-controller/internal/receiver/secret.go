@@ -1,4 +1,4 @@
-package secret
+package receiver
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 // TokenKey is the key of the token in a Receiver's Secret.
 const TokenKey = "token"
 
-// ErrNotFound is a Secret or key that does not exist; other errors (the API
+// ErrSecretNotFound is a Secret or key that does not exist; other errors (the API
 // server failing) may pass.
-var ErrNotFound = errors.New("not found")
+var ErrSecretNotFound = errors.New("not found")
 
-// Token returns the non-empty "token" key of the Secret namespace/name,
+// secretToken returns the non-empty "token" key of the Secret namespace/name,
 // read with one GET by name.
-func Token(ctx context.Context, r client.Reader, namespace, name string) (string, error) {
+func secretToken(ctx context.Context, r client.Reader, namespace, name string) (string, error) {
 	var s corev1.Secret
 	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("secret %s/%s %w", namespace, name, ErrNotFound)
+			return "", fmt.Errorf("secret %s/%s %w", namespace, name, ErrSecretNotFound)
 		}
 		return "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
@@ -37,4 +37,4 @@ func Token(ctx context.Context, r client.Reader, namespace, name string) (string
 type missingKeyError struct{ msg string }
 
 func (e *missingKeyError) Error() string        { return e.msg }
-func (e *missingKeyError) Is(target error) bool { return target == ErrNotFound }
+func (e *missingKeyError) Is(target error) bool { return target == ErrSecretNotFound }
