@@ -45,12 +45,6 @@ const (
 	FieldManager = "plumb-render"
 )
 
-// Event reasons of this controller besides the Rendered condition's.
-const (
-	// RenderedReason: a new rendered artifact was stored.
-	RenderedReason = "Rendered"
-)
-
 // sourceIndexKey indexes Kustomizations by "<namespace>/<name>" of the
 // GitRepository they reference.
 const sourceIndexKey = ".spec.sourceRef.gitRepository"
@@ -449,7 +443,7 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, st *
 		// A new artifact, or the same one again after a failure (a fixed
 		// substituteFrom object): either is news for whoever got the alert.
 		if (st.newRender || recovered) && r.announce(obj, st.rendered.Digest+"@"+st.rendered.Revision) {
-			r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
+			r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
 				events.WithRevision(st.rendered.Revision),
 				events.WithMetadata(map[string]string{
 					"objects": fmt.Sprint(n), "digest": st.rendered.Digest, "url": st.rendered.URL,

@@ -40,26 +40,6 @@ const (
 	Finalizer = "source.plumb.dev/finalizer"
 )
 
-// Event and condition reasons of this controller, besides api/source/v1's.
-const (
-	// NewArtifactReason: an artifact of a new revision was stored.
-	NewArtifactReason = "NewArtifact"
-	// FetchFailedReason: fetching from the remote failed.
-	FetchFailedReason = "FetchFailed"
-	// ProgressingWithRetryReason: Reconciling stays True after a failure
-	// that will be retried.
-	ProgressingWithRetryReason = "ProgressingWithRetry"
-	// ArtifactRebuiltReason: a stored artifact was missing or changed on
-	// disk and was built again.
-	ArtifactRebuiltReason = "ArtifactRebuilt"
-	// RepositoryTooLargeReason: fetching and checking out the revision
-	// needs more disk than --max-repository-size.
-	RepositoryTooLargeReason = "RepositoryTooLarge"
-	// InsecureConnectionsDisallowedReason (Flux's reason): the server
-	// redirected an https:// spec.url to plain http://.
-	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
-)
-
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
 type GitRepositoryReconciler struct {
 	client.Client
@@ -222,15 +202,15 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	case git.InvalidSpec:
 		reason = meta.InvalidSpecReason
 	case git.TooLarge:
-		reason = RepositoryTooLargeReason
+		reason = sourcev1.RepositoryTooLargeReason
 	case git.Insecure:
-		reason = InsecureConnectionsDisallowedReason
+		reason = meta.InsecureConnectionsDisallowedReason
 	}
 	// One event per distinct failure: a fetch retried with backoff would
 	// otherwise repeat the same alert many times. The condition read back
 	// holds the message cut to message.MaxBytes.
 	if prev := conditions.Get(obj, sourcev1.FetchFailedCondition); prev == nil || !message.Same(prev.Message, err.Error()) {
-		r.Events.Record(obj, events.SeverityError, FetchFailedReason, err.Error())
+		r.Events.Record(obj, events.SeverityError, sourcev1.FetchFailedReason, err.Error())
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
 	if kind := git.KindOf(err); kind == git.InvalidSpec || kind == git.TooLarge || kind == git.Insecure {
@@ -287,7 +267,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	}
 	// A revision refused as too large under this limit is not fetched
 	// again: it would bring the same bytes to the same refusal.
-	if refused := git.TooLargeError(target, r.MaxRepositorySize); failedWith(obj, RepositoryTooLargeReason, refused) {
+	if refused := git.TooLargeError(target, r.MaxRepositorySize); failedWith(obj, sourcev1.RepositoryTooLargeReason, refused) {
 		return refused
 	}
 	checkoutCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -330,11 +310,11 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		md := map[string]string{"digest": a.Digest, "url": a.URL}
 		switch {
 		case !prev.HasRevision(a.Revision):
-			r.Events.Record(obj, events.SeverityInfo, NewArtifactReason,
+			r.Events.Record(obj, events.SeverityInfo, sourcev1.NewArtifactReason,
 				fmt.Sprintf("stored artifact for revision %q", a.Revision),
 				events.WithRevision(a.Revision), events.WithMetadata(md))
 		case !st.artifactOK:
-			r.Events.Record(obj, events.SeverityInfo, ArtifactRebuiltReason,
+			r.Events.Record(obj, events.SeverityInfo, sourcev1.ArtifactRebuiltReason,
 				fmt.Sprintf("rebuilt the artifact of revision %q, which was missing or changed in storage", a.Revision),
 				events.WithRevision(a.Revision), events.WithMetadata(md))
 		}
@@ -381,7 +361,7 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, err err
 			reason = re.reason
 		}
 		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkReconciling(obj, ProgressingWithRetryReason, "retrying after: %s", err.Error())
+		conditions.MarkReconciling(obj, meta.ProgressingWithRetryReason, "retrying after: %s", err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
 		// The error makes controller-runtime retry with backoff.
 		return ctrl.Result{}, err

@@ -119,9 +119,9 @@ func TestNewCommitNewArtifactUnchangedRemoteNoRepack(t *testing.T) {
 
 	// The stream carries a NewArtifact event per revision.
 	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 2)
-	g.Expect(evs[0].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[0].Revision).To(Equal("main@sha1:" + c1))
-	g.Expect(evs[1].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[1].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[1].Revision).To(Equal("main@sha1:" + c2))
 	g.Expect(evs[1].Severity).To(Equal(events.SeverityInfo))
 	g.Expect(evs[1].InvolvedObject).To(Equal(events.ObjectReference{
@@ -138,7 +138,7 @@ func TestNewCommitNewArtifactUnchangedRemoteNoRepack(t *testing.T) {
 		for _, e := range list.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(NewArtifactReason))
+		g.Expect(reasons).To(ContainElement(sourcev1.NewArtifactReason))
 	}, timeout, poll).Should(Succeed())
 
 	// Retention keeps the newest two artifacts.
@@ -238,7 +238,7 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 				g.Expect(condition(obj, meta.ReconcilingCondition)).To(BeNil())
 				g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
 			} else {
-				g.Expect(condition(obj, meta.ReconcilingCondition).Reason).To(Equal(ProgressingWithRetryReason))
+				g.Expect(condition(obj, meta.ReconcilingCondition).Reason).To(Equal(meta.ProgressingWithRetryReason))
 				g.Expect(condition(obj, meta.StalledCondition)).To(BeNil())
 			}
 
@@ -248,7 +248,7 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 
 			// Failures reach the stream as FetchFailed errors.
 			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
-			g.Expect(evs[1].Reason).To(Equal(FetchFailedReason))
+			g.Expect(evs[1].Reason).To(Equal(sourcev1.FetchFailedReason))
 			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
 			g.Expect(evs[1].Message).To(ContainSubstring(tt.message))
 
@@ -297,17 +297,17 @@ func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testin
 			c2, err := repo.Commit("main", "large", testgit.Files{"big.bin": tt.content})
 			g.Expect(err).NotTo(HaveOccurred())
 			requestReconcile(t, key, "large")
-			obj = waitFailed(t, key, RepositoryTooLargeReason)
+			obj = waitFailed(t, key, sourcev1.RepositoryTooLargeReason)
 
 			message := fmt.Sprintf("fetching and checking out main@sha1:%s passes the limit of %d bytes on disk per repository (--max-repository-size)",
 				c2, maxRepositorySize)
 			g.Expect(condition(obj, meta.ReadyCondition).Message).To(Equal(message))
 			fetch := condition(obj, sourcev1.FetchFailedCondition)
 			g.Expect(fetch.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(fetch.Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(fetch.Reason).To(Equal(sourcev1.RepositoryTooLargeReason))
 			// Retrying the same commit cannot help: stalled, not retried
 			// with backoff.
-			g.Expect(condition(obj, meta.StalledCondition).Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(condition(obj, meta.StalledCondition).Reason).To(Equal(sourcev1.RepositoryTooLargeReason))
 			g.Expect(condition(obj, meta.ReconcilingCondition)).To(BeNil())
 
 			// The previous artifact is still in status and still served.
@@ -316,7 +316,7 @@ func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testin
 
 			// The refusal reaches the stream once, as a FetchFailed error.
 			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
-			g.Expect(evs[1].Reason).To(Equal(FetchFailedReason))
+			g.Expect(evs[1].Reason).To(Equal(sourcev1.FetchFailedReason))
 			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
 			g.Expect(evs[1].Message).To(Equal(message))
 
@@ -594,6 +594,6 @@ func TestReconcileWhileNATSIsDown(t *testing.T) {
 	g.Expect(env.RestartNATS()).To(Succeed())
 	restarted = true
 	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 1)
-	g.Expect(evs[0].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[0].Revision).To(Equal("main@sha1:" + c1))
 }
