@@ -83,7 +83,9 @@
 // each new rendered artifact and on recovery from a failure; BuildFailed,
 // SubstituteFailed, ValidationFailed, RemoteResourceRefused,
 // LimitExceeded, ArtifactFailed and InvalidSpec (error) once per distinct
-// failure. Messages never hold values from Secrets.
+// failure. Messages never hold values from Secrets. The reasons are
+// constants of api/kustomize/v1 and api/meta, listed in the Reasons table
+// of docs/api/kustomization.md.
 //
 // # The process
 //

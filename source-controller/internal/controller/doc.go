@@ -55,7 +55,9 @@
 // Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
 // (info, with the revision and the digest and url in metadata),
 // ArtifactRebuilt (info), FetchFailed (error, once per distinct message)
-// and StorageOperationFailed (error).
+// and StorageOperationFailed (error). These and the condition reasons are
+// constants of api/source/v1 and api/meta, listed in the Reasons table of
+// docs/api/gitrepository.md.
 //
 // # Metrics
 //
