@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -627,7 +628,10 @@ func TestDeletionRemovesStoredArtifacts(t *testing.T) {
 	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live)).To(Succeed())
 	g.Expect(live.Finalizers).To(ContainElement(Finalizer))
 	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	g.Eventually(func() bool { return storage.Exists(a) }, timeout, poll).Should(BeFalse())
+	g.Eventually(func() error {
+		_, err := os.Stat(storage.LocalPath(a.Path))
+		return err
+	}, timeout, poll).Should(MatchError(os.ErrNotExist), "the rendered artifact is removed")
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live))
 	}, timeout, poll).Should(BeTrue(), "the finalizer is released")

@@ -453,7 +453,8 @@ func TestDeletionRemovesTheArtifacts(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), key, &sourcev1.GitRepository{}))
 	}, timeout, poll).Should(BeTrue())
-	g.Expect(folder).NotTo(BeADirectory())
+	_, err = os.Stat(folder)
+	g.Expect(err).To(MatchError(os.ErrNotExist), "the artifact folder is removed")
 	resp, err := httpGet(obj.Status.Artifact.URL)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp).To(Equal(404))
