@@ -118,8 +118,10 @@ func TestReasonValuesAreUnique(t *testing.T) {
 func TestControllersNameReasonsByConstant(t *testing.T) {
 	for _, dir := range codeDirs {
 		eachGoFile(t, dir, func(fset *token.FileSet, f *ast.File) {
+			// Flux's conditions helpers, or any package named conditions
+			// that takes their place.
 			reconcilePkg := importName(f, "plumb.dev/pkg/reconcile")
-			conditionsPkg := importName(f, "github.com/fluxcd/pkg/runtime/conditions")
+			conditionsPkg := importNameBySuffix(f, "/conditions")
 			ast.Inspect(f, func(n ast.Node) bool {
 				var reason ast.Expr
 				switch n := n.(type) {
@@ -334,6 +336,17 @@ func importName(f *ast.File, importPath string) string {
 				return imp.Name.Name
 			}
 			return path.Base(p)
+		}
+	}
+	return ""
+}
+
+// importNameBySuffix returns the name under which f imports a package whose
+// path ends in suffix, or "".
+func importNameBySuffix(f *ast.File, suffix string) string {
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(p, suffix) {
+			return importName(f, p)
 		}
 	}
 	return ""
