@@ -116,7 +116,7 @@ func TestTenantsStayInsideTheirNamespaces(t *testing.T) {
 	b.edit("configmap.yaml", "greeting: Hello from Plumb", "greeting: Hello from tenant B")
 	sha := b.push("Change tenant B's greeting")
 	b.waitApplied(sha)
-	b.waitSlack("Applied", sha)
+	b.waitSlack(kustomizev1.AppliedReason, sha)
 	// ... and never A's webhook, through either of A's Alerts.
 	g.Consistently(func() []events.Event {
 		return hook.NotAbout(tenantA)
@@ -336,7 +336,7 @@ func waitRefused(ctx context.Context, g *WithT, obj conditionsObject, key types.
 		ready := conditions.Get(obj, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil(), "no Ready condition")
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "Ready: %s %s", ready.Reason, ready.Message)
-		g.Expect(ready.Reason).To(Equal("CrossNamespaceRef"), "Ready: %s", ready.Message)
+		g.Expect(ready.Reason).To(Equal(notificationv1.CrossNamespaceRefReason), "Ready: %s", ready.Message)
 		g.Expect(ready.Message).To(Equal(message))
 		g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(BeTrue(), "not Stalled")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "%T %s", obj, key)

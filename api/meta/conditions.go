@@ -15,16 +15,34 @@ const (
 	StalledCondition     = "Stalled"
 )
 
-// Condition reasons shared by all kinds.
+// Condition reasons shared by several kinds. Every reason a Plumb
+// controller sets or records is a constant here or in its API group's
+// package, and is listed in the Reasons table of its kind's page in
+// docs/api (api/reasons_test.go checks both ways).
 const (
-	SucceededReason   = "Succeeded"
-	FailedReason      = "Failed"
+	// SucceededReason: Ready (or another positive condition) is True.
+	SucceededReason = "Succeeded"
+	// FailedReason: an unexpected error, retried with backoff.
+	FailedReason = "Failed"
+	// ProgressingReason: Reconciling is True while a new generation is
+	// worked on; Ready is Unknown meanwhile.
 	ProgressingReason = "Progressing"
 	// ProgressingWithRetryReason: Reconciling stays True after a failure
-	// that will be retried.
+	// that will be retried (Flux's reason).
 	ProgressingWithRetryReason = "ProgressingWithRetry"
-	SuspendedReason            = "Suspended"
-	DependencyNotReadyReason   = "DependencyNotReady"
-	InvalidSpecReason          = "InvalidSpec"
-	ArtifactFailedReason       = "ArtifactFailed"
+	// SuspendedReason: spec.suspend is true.
+	SuspendedReason = "Suspended"
+	// DependencyNotReadyReason: something the object needs first (a
+	// source's artifact, a dependsOn Kustomization) is not ready yet.
+	DependencyNotReadyReason = "DependencyNotReady"
+	// InvalidSpecReason: the spec cannot work; Stalled until it changes.
+	InvalidSpecReason = "InvalidSpec"
+	// ArtifactFailedReason: an artifact could not be downloaded, verified
+	// or stored.
+	ArtifactFailedReason = "ArtifactFailed"
+	// InsecureConnectionsDisallowedReason (Flux's reason): credentials
+	// would travel over plain http:// (a GitRepository's https:// URL
+	// redirected to http://, a Provider with credentials and an http://
+	// address without spec.insecure).
+	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
 )

@@ -143,7 +143,8 @@ func TestRemoveDeletesTheObjectFolder(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(s.Remove(testRef)).To(Succeed())
-	g.Expect(s.LocalPath(testRef.Dir())).NotTo(BeADirectory())
+	_, err := os.Stat(s.LocalPath(testRef.Dir()))
+	g.Expect(err).To(MatchError(os.ErrNotExist), "the folder of the removed object is gone")
 	g.Expect(s.LocalPath(other.Dir())).To(BeADirectory())
 	g.Expect(s.Remove(testRef)).To(Succeed(), "removing twice is fine")
 }

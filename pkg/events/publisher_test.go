@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/testenv"
 )
@@ -81,7 +82,7 @@ func testEvent(name string, i int) Event {
 		ID:                  NewID(),
 		InvolvedObject:      ObjectReference{APIVersion: "source.plumb.dev/v1", Kind: "GitRepository", Namespace: "default", Name: name},
 		Severity:            SeverityInfo,
-		Reason:              "NewArtifact",
+		Reason:              sourcev1.NewArtifactReason,
 		Message:             fmt.Sprintf("event %d", i),
 		Timestamp:           time.Now().UTC(),
 		ReportingController: "test",

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/message"
 )
 
@@ -28,8 +29,10 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 		want   func(g Gomega, msg string)
 	}{
 		{
-			name:   "Record",
-			record: func(r *Recorder) { r.Record(obj, SeverityError, "BuildFailed", long, WithRevision("main@sha1:abc")) },
+			name: "Record",
+			record: func(r *Recorder) {
+				r.Record(obj, SeverityError, kustomizev1.BuildFailedReason, long, WithRevision("main@sha1:abc"))
+			},
 			want: func(g Gomega, msg string) {
 				g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes))
 				g.Expect(msg).To(HavePrefix("kustomize build failed: ppp"))
@@ -38,7 +41,7 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 		},
 		{
 			name:   "Eventf",
-			record: func(r *Recorder) { r.Eventf(obj, SeverityError, "BuildFailed", "render: %s", long) },
+			record: func(r *Recorder) { r.Eventf(obj, SeverityError, kustomizev1.BuildFailedReason, "render: %s", long) },
 			want: func(g Gomega, msg string) {
 				g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes))
 				g.Expect(msg).To(HavePrefix("render: kustomize build failed: ppp"))
@@ -47,7 +50,7 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 		},
 		{
 			name:   "a message that fits",
-			record: func(r *Recorder) { r.Record(obj, SeverityInfo, "Rendered", "rendered 3 objects") },
+			record: func(r *Recorder) { r.Record(obj, SeverityInfo, kustomizev1.RenderedReason, "rendered 3 objects") },
 			want:   func(g Gomega, msg string) { g.Expect(msg).To(Equal("rendered 3 objects")) },
 		},
 	} {

@@ -54,6 +54,23 @@ const (
 	SyncFailedReason        = "SyncFailed"
 )
 
+// Event reasons specific to Kustomization (docs/api/kustomization.md lists
+// them with the condition reasons).
+const (
+	// RenderedReason: render-controller stored a new rendered artifact.
+	RenderedReason = "Rendered"
+	// AppliedReason: sync-controller created or changed objects in a wave.
+	AppliedReason = "Applied"
+	// PrunedReason: sync-controller deleted objects that left the render.
+	PrunedReason = "Pruned"
+	// HookStartedReason: sync-controller created a hook of a phase.
+	HookStartedReason = "HookStarted"
+	// HealthDegradedReason: a checked object became unhealthy.
+	HealthDegradedReason = "HealthDegraded"
+	// HealthRecoveredReason: every checked object is healthy again.
+	HealthRecoveredReason = "HealthRecovered"
+)
+
 // The prune guard (docs/design/prune-guard.md): a sync that would prune all
 // of the inventory, or more of it than maxPrunePercent allows, is held.
 const (

@@ -19,13 +19,21 @@ const (
 	ArtifactInStorageCondition = "ArtifactInStorage"
 )
 
-// Condition reasons specific to GitRepository.
+// Condition and event reasons specific to GitRepository (the shared ones
+// are in api/meta; docs/api/gitrepository.md lists them all).
 const (
 	GitOperationFailedReason     = "GitOperationFailed"
 	AuthenticationFailedReason   = "AuthenticationFailed"
 	ReferenceNotFoundReason      = "ReferenceNotFound"
 	StorageOperationFailedReason = "StorageOperationFailed"
-	NewRevisionReason            = "NewRevision"
+	// RepositoryTooLargeReason: fetching and checking out the revision
+	// needs more disk than source-controller's --max-repository-size.
+	RepositoryTooLargeReason = "RepositoryTooLarge"
+	// NewArtifactReason (event): an artifact of a new revision was stored.
+	NewArtifactReason = "NewArtifact"
+	// ArtifactRebuiltReason (event): a stored artifact was missing or
+	// changed on disk and was built again.
+	ArtifactRebuiltReason = "ArtifactRebuilt"
 )
 
 // GitRepositorySpec says which repository and reference to fetch and how often.

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/testenv"
@@ -62,24 +64,24 @@ func event(kind, ns, name string, sev events.Severity, reason, msg string, at ti
 func TestEvents(t *testing.T) {
 	_, ns := newNamespace(t)
 	_, other := newNamespace(t)
-	applied := event("Kustomization", ns, "app", events.SeverityInfo, "ReconciliationSucceeded", "applied 3 objects", 0)
+	applied := event("Kustomization", ns, "app", events.SeverityInfo, kustomizev1.AppliedReason, "applied 3 objects", 0)
 	applied.Revision = "main@sha1:7777777"
-	failed := event("GitRepository", ns, "repo", events.SeverityError, "FetchFailed", "authentication required", time.Second)
-	drift := event("Kustomization", ns, "app", events.SeverityInfo, "DriftCorrected", "reverted a foreign change", 2*time.Second)
+	failed := event("GitRepository", ns, "repo", events.SeverityError, sourcev1.GitOperationFailedReason, "authentication required", time.Second)
+	drift := event("Kustomization", ns, "app", events.SeverityInfo, kustomizev1.DriftCorrectedReason, "reverted a foreign change", 2*time.Second)
 	drift.Changes = []events.Change{{Object: "ConfigMap/" + ns + "/settings", Path: "data.mode", Before: `"slow"`, After: `"fast"`}}
-	elsewhere := event("Kustomization", other, "app", events.SeverityInfo, "ReconciliationSucceeded", "applied elsewhere", 3*time.Second)
+	elsewhere := event("Kustomization", other, "app", events.SeverityInfo, kustomizev1.AppliedReason, "applied elsewhere", 3*time.Second)
 	publish(t, applied, failed, drift, elsewhere)
 
 	line := func(ts, sev, obj, reason, msg string) string {
 		return ts + "  " + sev + "  " + obj + "  " + reason + "  " + msg
 	}
-	appliedLine := line("2026-11-25T10:00:00Z", "info ", "Kustomization/"+ns+"/app", "ReconciliationSucceeded", "applied 3 objects") + "  (main@sha1:7777777)"
-	failedLine := line("2026-11-25T10:00:01Z", "error", "GitRepository/"+ns+"/repo", "FetchFailed", "authentication required")
+	appliedLine := line("2026-11-25T10:00:00Z", "info ", "Kustomization/"+ns+"/app", kustomizev1.AppliedReason, "applied 3 objects") + "  (main@sha1:7777777)"
+	failedLine := line("2026-11-25T10:00:01Z", "error", "GitRepository/"+ns+"/repo", sourcev1.GitOperationFailedReason, "authentication required")
 	driftLines := []string{
-		line("2026-11-25T10:00:02Z", "info ", "Kustomization/"+ns+"/app", "DriftCorrected", "reverted a foreign change"),
+		line("2026-11-25T10:00:02Z", "info ", "Kustomization/"+ns+"/app", kustomizev1.DriftCorrectedReason, "reverted a foreign change"),
 		`    ConfigMap/` + ns + `/settings data.mode: "slow" → "fast"`,
 	}
-	elsewhereLine := line("2026-11-25T10:00:03Z", "info ", "Kustomization/"+other+"/app", "ReconciliationSucceeded", "applied elsewhere")
+	elsewhereLine := line("2026-11-25T10:00:03Z", "info ", "Kustomization/"+other+"/app", kustomizev1.AppliedReason, "applied elsewhere")
 
 	for _, tc := range []struct {
 		name string
@@ -119,7 +121,7 @@ func TestEvents(t *testing.T) {
 			code <- Run(ctx, append([]string{"--kubeconfig", kubeconfig, "events"}, natsFlags("-f", "--for", "GitRepository/repo", "-n", ns)...), out, errOut)
 		}()
 		g.Eventually(out.String, 20*time.Second, 50*time.Millisecond).Should(ContainSubstring(failedLine))
-		later := event("GitRepository", ns, "repo", events.SeverityInfo, "NewArtifact", "stored artifact for main@sha1:8888888", time.Minute)
+		later := event("GitRepository", ns, "repo", events.SeverityInfo, sourcev1.NewArtifactReason, "stored artifact for main@sha1:8888888", time.Minute)
 		publish(t, later)
 		g.Eventually(out.String, 20*time.Second, 50*time.Millisecond).Should(ContainSubstring("NewArtifact  stored artifact for main@sha1:8888888"))
 		cancel()

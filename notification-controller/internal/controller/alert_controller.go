@@ -98,7 +98,7 @@ func (r *AlertReconciler) reconcileSources(_ context.Context, obj *notificationv
 	}
 	for i, src := range obj.Spec.EventSources {
 		if src.Namespace != "" && src.Namespace != obj.Namespace {
-			return plumbreconcile.Stalled(CrossNamespaceRefReason,
+			return plumbreconcile.Stalled(notificationv1.CrossNamespaceRefReason,
 				fmt.Errorf("cross-namespace references are not allowed: spec.eventSources[%d] names namespace %q, outside %s", i, src.Namespace, obj.Namespace))
 		}
 	}
@@ -122,7 +122,7 @@ func (r *AlertReconciler) reconcileProvider(ctx context.Context, obj *notificati
 	name := obj.Spec.ProviderRef.Name
 	if err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return plumbreconcile.Waiting(ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s not found", name))
+			return plumbreconcile.Waiting(notificationv1.ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s not found", name))
 		}
 		return err
 	}
@@ -131,7 +131,7 @@ func (r *AlertReconciler) reconcileProvider(ctx context.Context, obj *notificati
 		if msg == "" {
 			msg = "not reconciled yet"
 		}
-		return plumbreconcile.Waiting(ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s is not ready: %s", name, msg))
+		return plumbreconcile.Waiting(notificationv1.ProviderNotReadyReason, requeueDependency(r.RequeueDependency), fmt.Errorf("provider %s is not ready: %s", name, msg))
 	}
 	return nil
 }

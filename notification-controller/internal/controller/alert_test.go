@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
-	"plumb.dev/notification-controller/internal/dispatch"
 	"plumb.dev/notification-controller/internal/notifier"
 	"plumb.dev/pkg/events"
 )
@@ -39,7 +39,7 @@ func TestSlackAlert(t *testing.T) {
 	startDispatcher(t, ns, testOptions(ns))
 
 	repo := gitRepository(t, ns, "podinfo", nil, false)
-	controllers.Record(repo, events.SeverityError, "DriftDetected", "2 objects drifted from Git",
+	controllers.Record(repo, events.SeverityError, kustomizev1.DriftDetectedReason, "2 objects drifted from Git",
 		events.WithRevision("main@sha1:4f3c2b1a"),
 		events.WithMetadata(map[string]string{"objects": "2"}),
 		events.WithChanges([]events.Change{
@@ -58,7 +58,7 @@ func TestSlackAlert(t *testing.T) {
 	att := got["attachments"].([]any)[0].(map[string]any)
 	g.Expect(att).To(HaveKeyWithValue("color", "danger"))
 	g.Expect(att).To(HaveKeyWithValue("author_name", "gitrepository/"+ns+"/podinfo"))
-	g.Expect(att).To(HaveKeyWithValue("title", "DriftDetected"))
+	g.Expect(att).To(HaveKeyWithValue("title", kustomizev1.DriftDetectedReason))
 	g.Expect(att).To(HaveKeyWithValue("text", "2 objects drifted from Git"))
 	g.Expect(att).To(HaveKeyWithValue("footer", "source-controller"))
 	g.Expect(att["fields"]).To(Equal([]any{
@@ -103,14 +103,14 @@ func TestAlertFilters(t *testing.T) {
 	other := gitRepository(t, ns, "other", nil, true)
 	web := gitRepository(t, ns, "web", map[string]string{"team": "web"}, true)
 
-	controllers.Eventf(app, events.SeverityInfo, "NewArtifact", "fetch ok")               // info: below error
-	controllers.Eventf(app, events.SeverityError, "FetchFailed", "fetch failed: timeout") // excluded
-	controllers.Eventf(app, events.SeverityError, "FetchFailed", "clone refused")         // not included
-	controllers.Eventf(other, events.SeverityError, "FetchFailed", "fetch failed: other") // name does not match, no labels
-	controllers.Eventf(app, events.SeverityError, "FetchFailed", "fetch failed: auth")    // sent
-	controllers.Eventf(app, events.SeverityError, "FetchFailed", "fetch failed: auth")    // identical: rate-limited
-	controllers.Eventf(app, events.SeverityError, "FetchFailed", "keep this")             // sent
-	controllers.Eventf(web, events.SeverityInfo, "NewArtifact", "web stored")             // labels match
+	controllers.Eventf(app, events.SeverityInfo, sourcev1.NewArtifactReason, "fetch ok")                      // info: below error
+	controllers.Eventf(app, events.SeverityError, sourcev1.GitOperationFailedReason, "fetch failed: timeout") // excluded
+	controllers.Eventf(app, events.SeverityError, sourcev1.GitOperationFailedReason, "clone refused")         // not included
+	controllers.Eventf(other, events.SeverityError, sourcev1.GitOperationFailedReason, "fetch failed: other") // name does not match, no labels
+	controllers.Eventf(app, events.SeverityError, sourcev1.GitOperationFailedReason, "fetch failed: auth")    // sent
+	controllers.Eventf(app, events.SeverityError, sourcev1.GitOperationFailedReason, "fetch failed: auth")    // identical: rate-limited
+	controllers.Eventf(app, events.SeverityError, sourcev1.GitOperationFailedReason, "keep this")             // sent
+	controllers.Eventf(web, events.SeverityInfo, sourcev1.NewArtifactReason, "web stored")                    // labels match
 	waitConsumed(t, opts.ConsumerName)
 
 	got := hook.events(t)
@@ -134,7 +134,7 @@ func TestAlertFilters(t *testing.T) {
 	// and this write.
 	g.Expect(k8s.Patch(context.Background(), labelled, patch)).To(Succeed())
 	waitReady(t, labelled, metav1.ConditionFalse)
-	controllers.Eventf(web, events.SeverityInfo, "NewArtifact", "web stored again")
+	controllers.Eventf(web, events.SeverityInfo, sourcev1.NewArtifactReason, "web stored again")
 	waitConsumed(t, opts.ConsumerName)
 	g.Expect(hook.requests()).To(HaveLen(3))
 }
@@ -242,7 +242,7 @@ func TestProviderRetries(t *testing.T) {
 	startDispatcher(t, ns, opts)
 
 	repo := gitRepository(t, ns, "repo", nil, false)
-	controllers.Eventf(repo, events.SeverityError, "FetchFailed", "first")
+	controllers.Eventf(repo, events.SeverityError, sourcev1.GitOperationFailedReason, "first")
 	waitConsumed(t, opts.ConsumerName)
 
 	g.Expect(messagesOf(flaky.events(t))).To(Equal([]string{"first"}))
@@ -259,7 +259,7 @@ func TestProviderRetries(t *testing.T) {
 			}
 		}
 		g.Expect(warnings).To(ConsistOf(And(
-			HavePrefix(dispatch.DeliveryFailedReason+": "),
+			HavePrefix(notificationv1.DeliveryFailedReason+": "),
 			ContainSubstring("after 3 attempts"),
 			ContainSubstring("500 Internal Server Error"),
 			Not(ContainSubstring(down.URL)),
@@ -269,7 +269,7 @@ func TestProviderRetries(t *testing.T) {
 	g.Expect(counter(t, "plumb_notification_events_failed_total", labels)).To(Equal(1.0))
 
 	// The event was acknowledged after giving up; the next one is sent.
-	controllers.Eventf(repo, events.SeverityError, "FetchFailed", "second")
+	controllers.Eventf(repo, events.SeverityError, sourcev1.GitOperationFailedReason, "second")
 	waitConsumed(t, opts.ConsumerName)
 	g.Expect(messagesOf(flaky.events(t))).To(Equal([]string{"first", "second"}))
 
@@ -279,7 +279,7 @@ func TestProviderRetries(t *testing.T) {
 	p := createProvider(t, ns, "bad", notificationv1.GenericProvider, bad.URL, nil)
 	waitReady(t, p, metav1.ConditionTrue)
 	waitReady(t, createAlert(t, ns, "to-bad", "bad", nil), metav1.ConditionTrue)
-	controllers.Eventf(repo, events.SeverityError, "FetchFailed", "third")
+	controllers.Eventf(repo, events.SeverityError, sourcev1.GitOperationFailedReason, "third")
 	waitConsumed(t, opts.ConsumerName)
 	g.Expect(bad.requests()).To(HaveLen(1))
 }
@@ -297,7 +297,7 @@ func TestGenericHMACProvider(t *testing.T) {
 	waitReady(t, createAlert(t, ns, "all", "signed", nil), metav1.ConditionTrue)
 	opts := testOptions(ns)
 	startDispatcher(t, ns, opts)
-	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityInfo, "NewArtifact", "stored")
+	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityInfo, sourcev1.NewArtifactReason, "stored")
 	waitConsumed(t, opts.ConsumerName)
 
 	reqs := hook.requests()
@@ -333,13 +333,13 @@ func TestNATSProvider(t *testing.T) {
 	}), metav1.ConditionTrue)
 	opts := testOptions(ns)
 	startDispatcher(t, ns, opts)
-	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityError, "HealthCheckFailed", "web is not healthy")
+	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityError, kustomizev1.HealthCheckFailedReason, "web is not healthy")
 
 	msg, err := sub.NextMsg(timeout)
 	g.Expect(err).NotTo(HaveOccurred())
 	e, err := events.Decode(msg.Data)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(e.Reason).To(Equal("HealthCheckFailed"))
+	g.Expect(e.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
 	g.Expect(e.Metadata).To(HaveKeyWithValue("env", "test"))
 	g.Expect(e.InvolvedObject.Namespace).To(Equal(ns))
 }
@@ -357,7 +357,7 @@ func TestInvalidEventsAreTerminated(t *testing.T) {
 	defer nc.Close()
 	_, err = nc.Request(events.Subject("GitRepository", ns, "repo"), []byte(`{"not":"an event"}`), 5*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
-	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityInfo, "NewArtifact", "valid")
+	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityInfo, sourcev1.NewArtifactReason, "valid")
 	waitConsumed(t, opts.ConsumerName)
 	g.Expect(messagesOf(hook.events(t))).To(Equal([]string{"valid"}))
 }

@@ -24,23 +24,6 @@ const (
 	ProviderRefIndex = ".spec.providerRef.name"
 )
 
-// Reasons of notification-controller's conditions.
-const (
-	// SecretNotReadyReason: the referenced Secret or one of its keys is missing.
-	SecretNotReadyReason = "SecretNotReady"
-	// ProviderNotReadyReason: an Alert's Provider is missing or not Ready.
-	ProviderNotReadyReason = "ProviderNotReady"
-	// CrossNamespaceRefReason: a reference into another namespace while
-	// --no-cross-namespace-refs is set.
-	CrossNamespaceRefReason = "CrossNamespaceRef"
-	// InsecureConnectionsDisallowedReason: a Provider's credentials would
-	// go over plain http:// and spec.insecure is not set (Flux's reason).
-	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
-	// AddressRefusedReason: a Provider's address is an IP address the
-	// delivery address policy refuses.
-	AddressRefusedReason = "AddressRefused"
-)
-
 // defaultRequeueDependency is how soon an object waiting for a Secret or
 // Provider is looked at again when no watch event comes first, unless the
 // reconciler's RequeueDependency (--requeue-dependency) says otherwise.

@@ -116,7 +116,7 @@ func TestProviderTimeoutIsCapped(t *testing.T) {
 	deliverOnce(t, ns, opts)
 	g.Eventually(func(g Gomega) {
 		g.Expect(warnings(g, ns, "to-hang")).To(ConsistOf(And(
-			HavePrefix(dispatch.DeliveryFailedReason+": "), ContainSubstring("after 1 attempts"))))
+			HavePrefix(notificationv1.DeliveryFailedReason+": "), ContainSubstring("after 1 attempts"))))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(dispatch.Timeout(p, time.Second)).To(Equal(time.Second))
 	g.Expect(dispatch.Timeout(p, time.Hour)).To(Equal(10 * time.Minute))
@@ -146,7 +146,7 @@ func TestDeliveryRefusals(t *testing.T) {
 	}
 	g.Expect(k8s.Create(context.Background(), metadata)).To(Succeed())
 	cond := waitReady(t, metadata, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(AddressRefusedReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.AddressRefusedReason))
 	g.Expect(cond.Message).To(Equal("address 169.254.169.254 refused: link-local (cloud metadata)"))
 
 	opts := testOptions(ns)
@@ -196,7 +196,7 @@ func TestCredentialsNeedTLSOrInsecure(t *testing.T) {
 	}
 	g.Expect(k8s.Create(ctx, p)).To(Succeed())
 	cond := waitReady(t, p, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(InsecureConnectionsDisallowedReason))
+	g.Expect(cond.Reason).To(Equal(meta.InsecureConnectionsDisallowedReason))
 	g.Expect(cond.Message).To(Equal("the generic provider has credentials (spec.secretRef, or user info in the address) and a plain http:// address: use https://, or set spec.insecure: true to send them unencrypted"))
 	g.Expect(cond.Message).NotTo(ContainSubstring(hook.URL))
 
@@ -206,7 +206,7 @@ func TestCredentialsNeedTLSOrInsecure(t *testing.T) {
 		Spec:       notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: strings.Replace(hook.URL, "http://", "http://bot:pw@", 1)},
 	}
 	g.Expect(k8s.Create(ctx, userinfo)).To(Succeed())
-	g.Expect(waitReady(t, userinfo, metav1.ConditionFalse).Reason).To(Equal(InsecureConnectionsDisallowedReason))
+	g.Expect(waitReady(t, userinfo, metav1.ConditionFalse).Reason).To(Equal(meta.InsecureConnectionsDisallowedReason))
 
 	patch := client.MergeFrom(p.DeepCopy())
 	p.Spec.Insecure = true
@@ -249,15 +249,15 @@ func TestAlertNeverSeesOtherNamespaces(t *testing.T) {
 		}
 	})
 	cond := waitReady(t, alert, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(CrossNamespaceRefReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.CrossNamespaceRefReason))
 	g.Expect(cond.Message).To(Equal(`cross-namespace references are not allowed: spec.eventSources[0] names namespace "*", outside ` + a))
 
 	opts := testOptions(a)
 	runDispatcher(t, newDispatcher(opts, a, b))
-	controllers.Eventf(gitRepository(t, b, "theirs", nil, false), events.SeverityError, "FetchFailed", "b's repository")
-	controllers.Eventf(gitRepository(t, a, "mine", nil, false), events.SeverityError, "FetchFailed", "a's repository")
+	controllers.Eventf(gitRepository(t, b, "theirs", nil, false), events.SeverityError, sourcev1.GitOperationFailedReason, "b's repository")
+	controllers.Eventf(gitRepository(t, a, "mine", nil, false), events.SeverityError, sourcev1.GitOperationFailedReason, "a's repository")
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "app"}}
-	controllers.Eventf(ks, events.SeverityError, "HealthCheckFailed", "a's kustomization")
+	controllers.Eventf(ks, events.SeverityError, kustomizev1.HealthCheckFailedReason, "a's kustomization")
 	waitConsumed(t, opts.ConsumerName)
 	g.Expect(messagesOf(hook.events(t))).To(Equal([]string{"a's kustomization"}))
 }
@@ -340,9 +340,9 @@ func hookForEverything(t *testing.T) (string, *endpoint) {
 func firstFailsSecondArrives(t *testing.T, ns, consumer string, hook *endpoint) {
 	t.Helper()
 	repo := gitRepository(t, ns, "repo", nil, false)
-	controllers.Eventf(repo, events.SeverityError, "FetchFailed", "first")
+	controllers.Eventf(repo, events.SeverityError, sourcev1.GitOperationFailedReason, "first")
 	waitConsumed(t, consumer)
-	controllers.Eventf(repo, events.SeverityError, "FetchFailed", "second")
+	controllers.Eventf(repo, events.SeverityError, sourcev1.GitOperationFailedReason, "second")
 	waitConsumed(t, consumer)
 	NewWithT(t).Expect(messagesOf(hook.events(t))).To(Equal([]string{"second"}))
 }
@@ -353,7 +353,7 @@ func deliverOnce(t *testing.T, ns string, opts config.Notification) {
 	t.Helper()
 	opts.Retries = 0
 	startDispatcher(t, ns, opts)
-	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityError, "FetchFailed", "first")
+	controllers.Eventf(gitRepository(t, ns, "repo", nil, false), events.SeverityError, sourcev1.GitOperationFailedReason, "first")
 	waitConsumed(t, opts.ConsumerName)
 }
 

@@ -33,4 +33,7 @@
 // metadata, loopback unless allowed) stalls with AddressRefused; a
 // spec.timeout above --max-provider-timeout is cut, and Ready's message says
 // so. An Alert whose expressions do not compile is Stalled (InvalidSpec).
+//
+// Every reason is a constant of api/notification/v1 or api/meta, listed in
+// the Reasons tables of docs/api/alert.md, provider.md and receiver.md.
 package controller

@@ -107,9 +107,9 @@ func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificat
 	var insecure *notifier.InsecureError
 	switch {
 	case errors.As(err, &insecure):
-		return plumbreconcile.Stalled(InsecureConnectionsDisallowedReason, err)
+		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, err)
 	case err != nil && obj.Spec.SecretRef != nil:
-		return plumbreconcile.Waiting(SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
+		return plumbreconcile.Waiting(notificationv1.SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	case err != nil:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}
@@ -118,7 +118,7 @@ func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificat
 	}
 	if ip, ok := notifier.LiteralAddress(cfg.Address); ok {
 		if err := r.Policy.Check(ip); err != nil {
-			return plumbreconcile.Stalled(AddressRefusedReason, err)
+			return plumbreconcile.Stalled(notificationv1.AddressRefusedReason, err)
 		}
 	}
 	return nil

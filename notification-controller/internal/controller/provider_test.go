@@ -30,7 +30,7 @@ func TestProviderSecret(t *testing.T) {
 	}
 	g.Expect(k8s.Create(ctx, p)).To(Succeed())
 	cond := waitReady(t, p, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(SecretNotReadyReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.SecretNotReadyReason))
 	g.Expect(cond.Message).To(ContainSubstring("secret " + ns + "/slack-url not found"))
 
 	secret := createSecret(t, ns, "slack-url", map[string]string{"token": "xoxb-not-shown"})
@@ -70,7 +70,7 @@ func TestProviderValidation(t *testing.T) {
 			name:    "hmac-without-token",
 			spec:    notificationv1.ProviderSpec{Type: notificationv1.GenericHMACProvider, SecretRef: &meta.LocalObjectReference{Name: "hmac-without-token"}},
 			secret:  map[string]string{"address": "https://example.com/hook"},
-			reason:  SecretNotReadyReason,
+			reason:  notificationv1.SecretNotReadyReason,
 			message: `secret ` + ns + `/hmac-without-token has no key "token"`,
 		},
 		{
@@ -89,7 +89,7 @@ func TestProviderValidation(t *testing.T) {
 			name:    "headers-not-a-map",
 			spec:    notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, SecretRef: &meta.LocalObjectReference{Name: "headers-not-a-map"}},
 			secret:  map[string]string{"address": "https://example.com/hook", "headers": "- a list"},
-			reason:  SecretNotReadyReason,
+			reason:  notificationv1.SecretNotReadyReason,
 			message: `key "headers" is not a YAML map`,
 		},
 		{
@@ -121,7 +121,7 @@ func TestAlertReadiness(t *testing.T) {
 
 	a := createAlert(t, ns, "waits", "later", nil)
 	cond := waitReady(t, a, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(ProviderNotReadyReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.ProviderNotReadyReason))
 	g.Expect(cond.Message).To(Equal("provider later not found"))
 
 	createProvider(t, ns, "later", notificationv1.GenericProvider, "https://example.com/hook", nil)

@@ -86,7 +86,7 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository and Kustomization)", i, ref.Kind))
 		}
 		if r.NoCrossNamespaceRefs && ref.Namespace != "" && ref.Namespace != obj.Namespace {
-			return plumbreconcile.Stalled(CrossNamespaceRefReason,
+			return plumbreconcile.Stalled(notificationv1.CrossNamespaceRefReason,
 				fmt.Errorf("cross-namespace references are not allowed: spec.resources[%d] names namespace %q, outside %s", i, ref.Namespace, obj.Namespace))
 		}
 	}
@@ -109,7 +109,7 @@ func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificati
 		if errors.As(err, &short) {
 			obj.Status.WebhookPath = ""
 		}
-		return plumbreconcile.Waiting(SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
+		return plumbreconcile.Waiting(notificationv1.SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	}
 	obj.Status.WebhookPath = receiver.WebhookPath(token, obj.Name, obj.Namespace)
 	return nil

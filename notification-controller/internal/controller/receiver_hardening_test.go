@@ -257,7 +257,7 @@ func TestShortTokenIsRefused(t *testing.T) {
 	rcv := genericReceiver(ns, "short", "short")
 	g.Expect(k8s.Create(ctx, rcv)).To(Succeed())
 	cond := waitReady(t, rcv, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(SecretNotReadyReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.SecretNotReadyReason))
 	g.Expect(cond.Message).To(Equal(`secret ` + ns + `/short key "token" holds 31 bytes; a webhook token must be at least 32 bytes (e.g. ` + "`openssl rand -hex 32`)"))
 	g.Expect(rcv.Status.WebhookPath).To(BeEmpty())
 	code, _ := post(t, receiver.WebhookPath("0123456789abcdef0123456789abcde", "short", ns), nil, nil)
@@ -314,7 +314,7 @@ func TestCrossNamespaceResourcesAreRefused(t *testing.T) {
 	rcv.Spec.Resources = append(rcv.Spec.Resources, notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "theirs", Namespace: other})
 	g.Expect(k8s.Create(ctx, rcv)).To(Succeed())
 	cond := waitReady(t, rcv, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(CrossNamespaceRefReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.CrossNamespaceRefReason))
 	g.Expect(cond.Message).To(Equal(fmt.Sprintf("cross-namespace references are not allowed: spec.resources[1] names namespace %q, outside %s", other, ns)))
 	g.Expect(rcv.Status.Conditions).To(ContainElement(And(
 		HaveField("Type", meta.StalledCondition), HaveField("Status", metav1.ConditionTrue))))

@@ -304,7 +304,7 @@ func TestReceiverRejections(t *testing.T) {
 	broken := genericReceiver(ns, "broken", "empty")
 	g.Expect(k8s.Create(ctx, broken)).To(Succeed())
 	cond = waitReady(t, broken, metav1.ConditionFalse)
-	g.Expect(cond.Reason).To(Equal(SecretNotReadyReason))
+	g.Expect(cond.Reason).To(Equal(notificationv1.SecretNotReadyReason))
 	g.Expect(cond.Message).To(Equal(`secret ` + ns + `/empty has no key "token"`))
 	g.Expect(broken.Status.WebhookPath).To(BeEmpty())
 

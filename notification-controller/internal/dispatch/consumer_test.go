@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
@@ -104,7 +105,7 @@ func TestAConsumerWithItsCredentialsConsumes(t *testing.T) {
 			ID:                  events.NewID(),
 			InvolvedObject:      events.ObjectReference{APIVersion: "source.plumb.dev/v1", Kind: "GitRepository", Namespace: "default", Name: "app"},
 			Severity:            events.SeverityInfo,
-			Reason:              "NewArtifact",
+			Reason:              sourcev1.NewArtifactReason,
 			Message:             fmt.Sprintf("event %d", i),
 			Timestamp:           time.Now().UTC(),
 			ReportingController: "source-controller",

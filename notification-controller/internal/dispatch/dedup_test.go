@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/config"
@@ -55,13 +56,13 @@ func TestRepeatedNewsIsAlertedOncePerInterval(t *testing.T) {
 			d, now := newTestDispatcher(t, typ, srv.URL)
 
 			degraded := func(rev, backOff string) *events.Event {
-				e := kustomizationEvent(events.SeverityError, "HealthDegraded",
+				e := kustomizationEvent(events.SeverityError, kustomizev1.HealthDegradedReason,
 					"Pod/apps/worker is Degraded: container worker: CrashLoopBackOff", rev)
 				e.Metadata = map[string]string{events.VolatilePrefix + "detail": "back-off " + backOff + " restarting failed container"}
 				return e
 			}
 			recovered := func(rev string) *events.Event {
-				return kustomizationEvent(events.SeverityInfo, "HealthRecovered", "all objects are healthy", rev)
+				return kustomizationEvent(events.SeverityInfo, kustomizev1.HealthRecoveredReason, "all objects are healthy", rev)
 			}
 			const rev1, rev2 = "main@sha1:1111111", "main@sha1:2222222"
 
@@ -235,7 +236,7 @@ func (s *standIn) received() []string {
 	var out []string
 	for _, b := range s.bodies() {
 		name := "?"
-		for _, reason := range []string{"HealthDegraded", "HealthRecovered"} {
+		for _, reason := range []string{kustomizev1.HealthDegradedReason, kustomizev1.HealthRecoveredReason} {
 			for _, rev := range []string{"main@sha1:1111111", "main@sha1:2222222"} {
 				if strings.Contains(b, reason) && strings.Contains(b, rev) {
 					name = reason + " " + rev

@@ -35,12 +35,6 @@ import (
 // publishes.
 const ControllerName = "notification-controller"
 
-// Reasons of the events the dispatcher records on Alerts.
-const (
-	// DeliveryFailedReason: a provider did not take an event after all retries.
-	DeliveryFailedReason = "DeliveryFailed"
-)
-
 // fetchBatch is how many events one pull asks for.
 const fetchBatch = 64
 
@@ -676,7 +670,7 @@ func (c *configCache) forget(p *notificationv1.Provider) {
 func (d *Dispatcher) giveUp(alert *notificationv1.Alert, e *events.Event, err error) {
 	d.Log.Info("giving up delivering an event", "alert", alert.Namespace+"/"+alert.Name, "event", e.ID, "error", err.Error())
 	if d.Events != nil {
-		d.Events.Eventf(alert, events.SeverityError, DeliveryFailedReason,
+		d.Events.Eventf(alert, events.SeverityError, notificationv1.DeliveryFailedReason,
 			"event %s about %s %s/%s not delivered to provider %s: %v",
 			e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, alert.Spec.ProviderRef.Name, err)
 	}

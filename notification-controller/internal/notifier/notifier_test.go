@@ -17,6 +17,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/events"
 )
@@ -27,7 +28,7 @@ func testEvent() events.Event {
 		ID:             "0b7d2a9c",
 		InvolvedObject: events.ObjectReference{APIVersion: "kustomize.plumb.dev/v1", Kind: "Kustomization", Namespace: "apps", Name: "web"},
 		Severity:       events.SeverityError,
-		Reason:         "DriftDetected",
+		Reason:         kustomizev1.DriftDetectedReason,
 		Message:        "1 object drifted from Git",
 		Revision:       "main@sha1:4f3c2b1a",
 		Metadata:       map[string]string{"summary": "prod", "cluster": "eu-1"},

@@ -35,11 +35,6 @@ import (
 // MaxBodySize bounds a webhook body; larger calls get 413.
 const MaxBodySize = 3 << 20
 
-// Reasons of the events recorded on Receivers.
-const (
-	ReconcileRequestedReason = "ReconcileRequested"
-)
-
 var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "plumb_notification_receiver_requests_total",
 	Help: "Webhook calls by HTTP status code of the answer.",
@@ -225,7 +220,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("%s event: %s", verdict.Event, msg)
 	}
 	if s.Events != nil {
-		s.Events.Record(&rcv, events.SeverityInfo, ReconcileRequestedReason, msg,
+		s.Events.Record(&rcv, events.SeverityInfo, notificationv1.ReconcileRequestedReason, msg,
 			events.WithMetadata(map[string]string{"resources": strconv.Itoa(len(requested) + elsewhere)}))
 	}
 	log.V(1).Info("webhook accepted", "event", verdict.Event, "resources", requested, "otherNamespaces", elsewhere)

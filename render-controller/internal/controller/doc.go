@@ -92,7 +92,8 @@
 // LimitExceeded, ArtifactFailed and InvalidSpec (error) on every failed
 // attempt, the same news each time for notification-controller to alert
 // once per --rate-limit-interval (pkg/reconcile). Messages never hold
-// values from Secrets.
+// values from Secrets. The reasons are constants of api/kustomize/v1 and
+// api/meta, listed in the Reasons table of docs/api/kustomization.md.
 //
 // # The process
 //

@@ -43,12 +43,6 @@ const (
 	FieldManager = "plumb-render"
 )
 
-// Event reasons of this controller besides the Rendered condition's.
-const (
-	// RenderedReason: a new rendered artifact was stored.
-	RenderedReason = "Rendered"
-)
-
 // sourceIndexKey indexes Kustomizations by "<namespace>/<name>" of the
 // GitRepository they reference.
 const sourceIndexKey = ".spec.sourceRef.gitRepository"
@@ -457,7 +451,7 @@ func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kust
 	msg := fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision)
 	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
 	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.Events.Record(obj, events.SeverityInfo, RenderedReason, msg,
+		r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
 			events.WithRevision(a.Revision),
 			events.WithMetadata(map[string]string{
 				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,

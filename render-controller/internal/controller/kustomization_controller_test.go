@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -193,8 +194,8 @@ func TestRenderScenarios(t *testing.T) {
 
 			// The Rendered event carries the revision and object count;
 			// no event ever carries a secret value.
-			g.Eventually(func() []events.Event { return published.of(ns, "app", RenderedReason) }, timeout, poll).Should(HaveLen(1))
-			ev := published.of(ns, "app", RenderedReason)[0]
+			g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).Should(HaveLen(1))
+			ev := published.of(ns, "app", kustomizev1.RenderedReason)[0]
 			g.Expect(ev.Severity).To(Equal(events.SeverityInfo))
 			g.Expect(ev.Revision).To(Equal(a.Revision))
 			g.Expect(ev.Metadata).To(HaveKeyWithValue("objects", fmt.Sprint(tt.objects)))
@@ -212,7 +213,7 @@ func TestRenderScenarios(t *testing.T) {
 						reasons = append(reasons, e.Reason)
 					}
 				}
-				g.Expect(reasons).To(ContainElement(RenderedReason))
+				g.Expect(reasons).To(ContainElement(kustomizev1.RenderedReason))
 			}, timeout, poll).Should(Succeed())
 		})
 	}
@@ -437,7 +438,7 @@ func TestSourceRevisionChangeRerenders(t *testing.T) {
 	ks = waitRevision(t, ns, "app", "main@sha1:2222222222222222222222222222222222222222")
 	g.Expect(ks.Status.RenderedArtifact.Digest).NotTo(Equal(first.Digest))
 	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("v: two"))
-	g.Eventually(func() []events.Event { return published.of(ns, "app", RenderedReason) }, timeout, poll).Should(HaveLen(2))
+	g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).Should(HaveLen(2))
 	// Retention keeps both files (--artifact-retention-records 2).
 	g.Expect(storage.Exists(first)).To(BeTrue())
 }
@@ -627,7 +628,10 @@ func TestDeletionRemovesStoredArtifacts(t *testing.T) {
 	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live)).To(Succeed())
 	g.Expect(live.Finalizers).To(ContainElement(Finalizer))
 	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	g.Eventually(func() bool { return storage.Exists(a) }, timeout, poll).Should(BeFalse())
+	g.Eventually(func() error {
+		_, err := os.Stat(storage.LocalPath(a.Path))
+		return err
+	}, timeout, poll).Should(MatchError(os.ErrNotExist), "the rendered artifact is removed")
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live))
 	}, timeout, poll).Should(BeTrue(), "the finalizer is released")
@@ -673,7 +677,7 @@ func TestEventsOnNATS(t *testing.T) {
 		}
 	}
 	e := next()
-	g.Expect(e.Reason).To(Equal(RenderedReason))
+	g.Expect(e.Reason).To(Equal(kustomizev1.RenderedReason))
 	g.Expect(e.Revision).To(Equal("main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
 	g.Expect(e.Metadata).To(HaveKeyWithValue("objects", "2"))
 	g.Expect(e.ReportingController).To(Equal(ControllerName))

@@ -110,9 +110,9 @@ func TestAnHTTPSRemoteRedirectingToHTTPIsRefused(t *testing.T) {
 
 	obj := newGitRepository(ns, "downgraded", redirector.URL+"/app.git", &meta.LocalObjectReference{Name: "https-auth"}, nil)
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
-	obj = waitFailed(t, keyOf(obj), InsecureConnectionsDisallowedReason)
+	obj = waitFailed(t, keyOf(obj), meta.InsecureConnectionsDisallowedReason)
 	g.Expect(condition(obj, meta.ReadyCondition).Message).To(ContainSubstring("redirected https:// to plain http://"))
 	g.Expect(condition(obj, meta.StalledCondition).Status).To(Equal(metav1.ConditionTrue))
-	g.Expect(condition(obj, sourcev1.FetchFailedCondition).Reason).To(Equal(InsecureConnectionsDisallowedReason))
+	g.Expect(condition(obj, sourcev1.FetchFailedCondition).Reason).To(Equal(meta.InsecureConnectionsDisallowedReason))
 	g.Expect(plain.Load()).To(BeZero(), "a request reached the plain-HTTP server")
 }

@@ -63,6 +63,8 @@
 // RepositoryTooLarge, InsecureConnectionsDisallowed, GitOperationFailed,
 // StorageOperationFailed): a retry is the same news, which
 // notification-controller alerts once per --rate-limit-interval.
+// These and the condition reasons are constants of api/source/v1 and
+// api/meta, listed in the Reasons table of docs/api/gitrepository.md.
 //
 // # Metrics
 //

@@ -39,21 +39,6 @@ const (
 	Finalizer = "source.plumb.dev/finalizer"
 )
 
-// Event and condition reasons of this controller, besides api/source/v1's.
-const (
-	// NewArtifactReason: an artifact of a new revision was stored.
-	NewArtifactReason = "NewArtifact"
-	// ArtifactRebuiltReason: a stored artifact was missing or changed on
-	// disk and was built again.
-	ArtifactRebuiltReason = "ArtifactRebuilt"
-	// RepositoryTooLargeReason: fetching and checking out the revision
-	// needs more disk than --max-repository-size.
-	RepositoryTooLargeReason = "RepositoryTooLarge"
-	// InsecureConnectionsDisallowedReason (Flux's reason): the server
-	// redirected an https:// spec.url to plain http://.
-	InsecureConnectionsDisallowedReason = "InsecureConnectionsDisallowed"
-)
-
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
 type GitRepositoryReconciler struct {
 	client.Client
@@ -211,9 +196,9 @@ func fetchFailure(err error, interval time.Duration) *plumbreconcile.Error {
 	case git.InvalidSpec:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	case git.TooLarge:
-		return plumbreconcile.Stalled(RepositoryTooLargeReason, err).Polling(interval)
+		return plumbreconcile.Stalled(sourcev1.RepositoryTooLargeReason, err).Polling(interval)
 	case git.Insecure:
-		return plumbreconcile.Stalled(InsecureConnectionsDisallowedReason, err).Polling(interval)
+		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, err).Polling(interval)
 	}
 	return plumbreconcile.Failed(sourcev1.GitOperationFailedReason, err)
 }
@@ -266,7 +251,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	}
 	// A revision refused as too large under this limit is not fetched
 	// again: it would bring the same bytes to the same refusal.
-	if refused := git.TooLargeError(target, r.MaxRepositorySize); failedWith(obj, RepositoryTooLargeReason, refused) {
+	if refused := git.TooLargeError(target, r.MaxRepositorySize); failedWith(obj, sourcev1.RepositoryTooLargeReason, refused) {
 		return refused
 	}
 	checkoutCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -308,11 +293,11 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		md := map[string]string{"digest": a.Digest, "url": a.URL}
 		switch {
 		case !prev.HasRevision(a.Revision):
-			r.Events.Record(obj, events.SeverityInfo, NewArtifactReason,
+			r.Events.Record(obj, events.SeverityInfo, sourcev1.NewArtifactReason,
 				fmt.Sprintf("stored artifact for revision %q", a.Revision),
 				events.WithRevision(a.Revision), events.WithMetadata(md))
 		case !st.artifactOK:
-			r.Events.Record(obj, events.SeverityInfo, ArtifactRebuiltReason,
+			r.Events.Record(obj, events.SeverityInfo, sourcev1.ArtifactRebuiltReason,
 				fmt.Sprintf("rebuilt the artifact of revision %q, which was missing or changed in storage", a.Revision),
 				events.WithRevision(a.Revision), events.WithMetadata(md))
 		}

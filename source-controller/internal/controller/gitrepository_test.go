@@ -119,9 +119,9 @@ func TestNewCommitNewArtifactUnchangedRemoteNoRepack(t *testing.T) {
 
 	// The stream carries a NewArtifact event per revision.
 	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 2)
-	g.Expect(evs[0].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[0].Revision).To(Equal("main@sha1:" + c1))
-	g.Expect(evs[1].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[1].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[1].Revision).To(Equal("main@sha1:" + c2))
 	g.Expect(evs[1].Severity).To(Equal(events.SeverityInfo))
 	g.Expect(evs[1].InvolvedObject).To(Equal(events.ObjectReference{
@@ -138,7 +138,7 @@ func TestNewCommitNewArtifactUnchangedRemoteNoRepack(t *testing.T) {
 		for _, e := range list.Items {
 			reasons = append(reasons, e.Reason)
 		}
-		g.Expect(reasons).To(ContainElement(NewArtifactReason))
+		g.Expect(reasons).To(ContainElement(sourcev1.NewArtifactReason))
 	}, timeout, poll).Should(Succeed())
 
 	// Retention keeps the newest two artifacts.
@@ -297,17 +297,17 @@ func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testin
 			c2, err := repo.Commit("main", "large", testgit.Files{"big.bin": tt.content})
 			g.Expect(err).NotTo(HaveOccurred())
 			requestReconcile(t, key, "large")
-			obj = waitFailed(t, key, RepositoryTooLargeReason)
+			obj = waitFailed(t, key, sourcev1.RepositoryTooLargeReason)
 
 			message := fmt.Sprintf("fetching and checking out main@sha1:%s passes the limit of %d bytes on disk per repository (--max-repository-size)",
 				c2, maxRepositorySize)
 			g.Expect(condition(obj, meta.ReadyCondition).Message).To(Equal(message))
 			fetch := condition(obj, sourcev1.FetchFailedCondition)
 			g.Expect(fetch.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(fetch.Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(fetch.Reason).To(Equal(sourcev1.RepositoryTooLargeReason))
 			// Retrying the same commit cannot help: stalled, not retried
 			// with backoff.
-			g.Expect(condition(obj, meta.StalledCondition).Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(condition(obj, meta.StalledCondition).Reason).To(Equal(sourcev1.RepositoryTooLargeReason))
 			g.Expect(condition(obj, meta.ReconcilingCondition)).To(BeNil())
 
 			// The previous artifact is still in status and still served.
@@ -316,7 +316,7 @@ func TestRepositoryOverTheSizeLimitIsRefusedAndThePreviousArtifactKept(t *testin
 
 			// The refusal reaches the stream once, as a RepositoryTooLarge error.
 			evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, tt.name), 2)
-			g.Expect(evs[1].Reason).To(Equal(RepositoryTooLargeReason))
+			g.Expect(evs[1].Reason).To(Equal(sourcev1.RepositoryTooLargeReason))
 			g.Expect(evs[1].Severity).To(Equal(events.SeverityError))
 			g.Expect(evs[1].Message).To(Equal(message))
 
@@ -453,7 +453,8 @@ func TestDeletionRemovesTheArtifacts(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(context.Background(), key, &sourcev1.GitRepository{}))
 	}, timeout, poll).Should(BeTrue())
-	g.Expect(folder).NotTo(BeADirectory())
+	_, err = os.Stat(folder)
+	g.Expect(err).To(MatchError(os.ErrNotExist), "the artifact folder is removed")
 	resp, err := httpGet(obj.Status.Artifact.URL)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp).To(Equal(404))
@@ -594,6 +595,6 @@ func TestReconcileWhileNATSIsDown(t *testing.T) {
 	g.Expect(env.RestartNATS()).To(Succeed())
 	restarted = true
 	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 1)
-	g.Expect(evs[0].Reason).To(Equal(NewArtifactReason))
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
 	g.Expect(evs[0].Revision).To(Equal("main@sha1:" + c1))
 }

@@ -28,8 +28,8 @@ func TestFetchFailureSaysWhetherRetryingHelps(t *testing.T) {
 		{git.NotFound, sourcev1.ReferenceNotFoundReason, plumbreconcile.Retry, false},
 		{git.Failed, sourcev1.GitOperationFailedReason, plumbreconcile.Retry, false},
 		{git.InvalidSpec, meta.InvalidSpecReason, plumbreconcile.Stall, false},
-		{git.TooLarge, RepositoryTooLargeReason, plumbreconcile.Stall, true},
-		{git.Insecure, InsecureConnectionsDisallowedReason, plumbreconcile.Stall, true},
+		{git.TooLarge, sourcev1.RepositoryTooLargeReason, plumbreconcile.Stall, true},
+		{git.Insecure, meta.InsecureConnectionsDisallowedReason, plumbreconcile.Stall, true},
 	} {
 		t.Run(tt.reason, func(t *testing.T) {
 			g := NewWithT(t)

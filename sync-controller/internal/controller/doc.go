@@ -81,6 +81,21 @@
 // spec changes. spec.sourceRef is render-controller's to check:
 // sync-controller only reads status.renderedArtifact.
 //
+// # Events
+//
+// Kubernetes Events and stream events (pkg/events, JetStream subject
+// plumb.events.kustomization.<namespace>.<name>): HookStarted (info) per
+// hook created; Applied (info, the created, configured and unchanged counts
+// in metadata) after a sync that wrote objects; Pruned (info) and
+// PruneFailed (error); PruneGuarded (error) once per held render;
+// HealthDegraded (error) and HealthRecovered (info) when the Healthy
+// condition turns; DriftDetected and DriftCorrected with the changed paths;
+// DriftContested and DriftContestEnded (Fights, above); and, once per
+// failure, the reason of a failed sync's Ready condition (ApplyFailed,
+// SyncFailed, ArtifactFailed, InvalidSpec, a render failure). Every reason
+// is a constant of api/kustomize/v1 or api/meta, listed in the Reasons
+// table of docs/api/kustomization.md.
+//
 // # Metrics
 //
 //	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram (pkg/metrics' set)

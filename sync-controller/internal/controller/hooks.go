@@ -43,7 +43,7 @@ func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
 		return fmt.Errorf("hook %s: %w", engine.IDOf(h.obj), err)
 	}
 	s.applied[engine.IDOf(h.obj)] = created
-	s.r.Events.Record(s.obj, events.SeverityInfo, "HookStarted",
+	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HookStartedReason,
 		fmt.Sprintf("%s hook %s started", h.phase, engine.IDOf(h.obj)), events.WithRevision(s.revision))
 	return nil
 }

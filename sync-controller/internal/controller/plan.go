@@ -237,7 +237,7 @@ func (s *syncRun) recordApply(ctx context.Context) {
 		s.r.Metrics.handled(string(action), n)
 	}
 	if s.written > 0 {
-		s.r.Events.Record(s.obj, events.SeverityInfo, "Applied",
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason,
 			fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", s.revision,
 				s.counts[engine.Created], s.counts[engine.Configured], s.counts[engine.Unchanged]),
 			events.WithRevision(s.revision),

@@ -128,7 +128,7 @@ func TestEmptyRenderIsHeldUntilAllowEmpty(t *testing.T) {
 
 	// Events are published in order: once Pruned has arrived, every
 	// PruneGuarded event recorded before it has too.
-	g.Eventually(func() int { return len(events.withReason("Pruned")) }, 30*time.Second, 50*time.Millisecond).Should(Equal(1))
+	g.Eventually(func() int { return len(events.withReason(kustomizev1.PrunedReason)) }, 30*time.Second, 50*time.Millisecond).Should(Equal(1))
 	guarded := events.withReason(kustomizev1.PruneGuardedReason)
 	g.Expect(guarded).To(HaveLen(1))
 	g.Expect(guarded[0].Message).To(Equal(msg))

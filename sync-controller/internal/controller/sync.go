@@ -273,7 +273,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	}
 	if len(names) > 0 {
 		s.r.Metrics.handled(string(engine.Deleted), len(names))
-		s.r.Events.Record(s.obj, events.SeverityInfo, "Pruned",
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.PrunedReason,
 			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(truncate(names, 10), ", ")),
 			events.WithRevision(s.revision))
 	}
@@ -313,12 +313,12 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
 			msg, detail := eventOf(err)
-			s.r.Events.Record(s.obj, events.SeverityError, "HealthDegraded", msg, events.WithRevision(s.revision), detail)
+			s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.HealthDegradedReason, msg, events.WithRevision(s.revision), detail)
 		}
 		return reconcile.Failed(kustomizev1.HealthCheckFailedReason, err).WithoutEvent()
 	}
 	if conditions.IsFalse(s.out, kustomizev1.HealthyCondition) {
-		s.r.Events.Record(s.obj, events.SeverityInfo, "HealthRecovered", "all objects are healthy", events.WithRevision(s.revision))
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HealthRecoveredReason, "all objects are healthy", events.WithRevision(s.revision))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
 	return nil

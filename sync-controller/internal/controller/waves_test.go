@@ -54,8 +54,17 @@ spec:
 `, name, ns, phase, policyLine)
 }
 
-func exists(ctx context.Context, obj client.Object, ns, name string) bool {
-	return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) == nil
+// exists says whether the object is there, and is false only when the API
+// server answers NotFound: any other error fails g, so that an assertion
+// that an object is absent holds only when it is, never because the read
+// failed.
+func exists(ctx context.Context, g Gomega, obj client.Object, ns, name string) bool {
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred(), "reading %T %s/%s", obj, ns, name)
+	return true
 }
 
 // markDeploymentAvailable writes the status kube-controller-manager would
@@ -118,16 +127,16 @@ func TestWaveWaitsForTheHealthOfTheWaveBefore(t *testing.T) {
 	ns := ks.Namespace
 	render(t, ks, "main@sha1:w1", deployment(ns, "db", 1)+"---\n"+waveConfigMap(ns, "after-db", 1)+"---\n"+waveConfigMap(ns, "before-db", -1))
 
-	g.Eventually(func() bool { return exists(ctx, &appsv1.Deployment{}, ns, "db") }, 30*time.Second).Should(BeTrue())
-	g.Expect(exists(ctx, &corev1.ConfigMap{}, ns, "before-db")).To(BeTrue(), "wave -1 ran before wave 0")
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &appsv1.Deployment{}, ns, "db") }, 30*time.Second).Should(BeTrue())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "before-db")).To(BeTrue(), "wave -1 ran before wave 0")
 	g.Eventually(func() *kustomizev1.SyncProgress { return syncProgress(ctx, ks) }, 10*time.Second).Should(And(
 		Not(BeNil()), HaveField("Phase", kustomizev1.PhaseSync), HaveField("Wave", 0)))
-	g.Consistently(func() bool { return exists(ctx, &corev1.ConfigMap{}, ns, "after-db") }, 2*time.Second, 100*time.Millisecond).
+	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "after-db") }, 2*time.Second, 100*time.Millisecond).
 		Should(BeFalse(), "wave 1 must wait until wave 0 is healthy")
 
 	markDeploymentAvailable(t, ctx, ns, "db")
 	got := waitReady(t, ks, "main@sha1:w1")
-	g.Expect(exists(ctx, &corev1.ConfigMap{}, ns, "after-db")).To(BeTrue())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "after-db")).To(BeTrue())
 	g.Expect(got.Status.Sync.Phase).To(Equal(kustomizev1.PhaseSucceeded))
 }
 
@@ -137,15 +146,15 @@ func TestPreSyncHookRunsFirstAndIsDeletedOnSuccess(t *testing.T) {
 	ns := ks.Namespace
 	render(t, ks, "main@sha1:h1", hookJob(ns, "migrate", "PreSync", "HookSucceeded")+"---\n"+configMaps(ns, "app"))
 
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
-	g.Consistently(func() bool { return exists(ctx, &corev1.ConfigMap{}, ns, "app") }, 2*time.Second, 100*time.Millisecond).
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "app") }, 2*time.Second, 100*time.Millisecond).
 		Should(BeFalse(), "the Sync phase waits for the PreSync hook")
 	g.Expect(syncProgress(ctx, ks)).To(HaveField("Phase", kustomizev1.PhasePreSync))
 
 	finishJob(t, ctx, ns, "migrate", true)
 	got := waitReady(t, ks, "main@sha1:h1")
-	g.Expect(exists(ctx, &corev1.ConfigMap{}, ns, "app")).To(BeTrue())
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeFalse(), "HookSucceeded deletes the hook")
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "app")).To(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeFalse(), "HookSucceeded deletes the hook")
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1), "hooks are not in the inventory")
 }
 
@@ -154,7 +163,7 @@ func TestBeforeHookCreationRecreatesTheHookOnTheNextSync(t *testing.T) {
 	ctx, ks := newKustomization(t, nil)
 	ns := ks.Namespace
 	render(t, ks, "main@sha1:b1", hookJob(ns, "migrate", "PreSync", "")+"---\n"+configMaps(ns, "app"))
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
 	finishJob(t, ctx, ns, "migrate", true)
 	waitReady(t, ks, "main@sha1:b1")
 	first := &batchv1.Job{}
@@ -191,15 +200,15 @@ metadata:
 data: {what: "the migration failed"}
 `, ns)
 	render(t, ks, "main@sha1:f1", hookJob(ns, "migrate", "PreSync", "HookFailed")+"---\n"+configMaps(ns, "app")+"---\n"+syncFail)
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
 	finishJob(t, ctx, ns, "migrate", false)
 
 	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
 	g.Expect(msg).To(ContainSubstring("Job/" + ns + "/migrate"))
 	g.Expect(msg).To(ContainSubstring("migration exited 1"))
-	g.Eventually(func() bool { return exists(ctx, &corev1.ConfigMap{}, ns, "rollback-notice") }, 30*time.Second).Should(BeTrue(), "SyncFail hook ran")
-	g.Expect(exists(ctx, &corev1.ConfigMap{}, ns, "app")).To(BeFalse(), "the Sync phase never ran")
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeFalse(), "HookFailed deletes the failed hook")
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "rollback-notice") }, 30*time.Second).Should(BeTrue(), "SyncFail hook ran")
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "app")).To(BeFalse(), "the Sync phase never ran")
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeFalse(), "HookFailed deletes the failed hook")
 	g.Expect(syncProgress(ctx, ks)).To(HaveField("Phase", kustomizev1.PhaseFailed))
 }
 
@@ -224,11 +233,11 @@ func TestReportModeLeavesDriftAndSetsDrifted(t *testing.T) {
 
 	// Once the cluster matches Git again, Drifted goes away.
 	scale(t, ctx, ks.Namespace, "web", 1)
-	g.Eventually(func() bool {
+	g.Eventually(func(g Gomega) bool {
 		got := &kustomizev1.Kustomization{}
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
 		return conditions.Has(got, kustomizev1.DriftedCondition)
-	}, 30*time.Second, 100*time.Millisecond).Should(BeFalse())
+	}, 30*time.Second, 100*time.Millisecond).Should(BeFalse(), "Drifted goes away once the cluster matches Git")
 }
 
 func TestDeletedManagedObjectIsRecreated(t *testing.T) {
@@ -283,7 +292,7 @@ func TestRestartMidPlanConverges(t *testing.T) {
 	render(t, ks, "main@sha1:x1", deployment(ns, "db", 1)+"---\n"+waveConfigMap(ns, "after-db", 1))
 	g.Eventually(func() *kustomizev1.SyncProgress { return syncProgress(ctx, ks) }, 30*time.Second).Should(And(
 		Not(BeNil()), HaveField("Phase", kustomizev1.PhaseSync), HaveField("Wave", 0)))
-	g.Eventually(func() bool { return exists(ctx, &appsv1.Deployment{}, ns, "db") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &appsv1.Deployment{}, ns, "db") }, 30*time.Second).Should(BeTrue())
 
 	// The controller dies while wave 0 is waiting; the rollout finishes
 	// while it is away; a new controller resumes from the cluster's state.
@@ -292,7 +301,7 @@ func TestRestartMidPlanConverges(t *testing.T) {
 	stopController = startController()
 
 	got := waitReady(t, ks, "main@sha1:x1")
-	g.Expect(exists(ctx, &corev1.ConfigMap{}, ns, "after-db")).To(BeTrue())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "after-db")).To(BeTrue())
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2))
 	g.Expect(got.Status.Sync.Phase).To(Equal(kustomizev1.PhaseSucceeded))
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing"}, &corev1.ConfigMap{}))).To(BeTrue())
@@ -304,7 +313,7 @@ func TestHookInANamespaceTheSyncCreates(t *testing.T) {
 	ns := "hooked-" + strings.TrimPrefix(ks.Namespace, "sync-")
 	namespace := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
 	render(t, ks, "main@sha1:hn", namespace+"---\n"+hookJob(ns, "migrate", "PreSync", "HookSucceeded")+"---\n"+configMaps(ns, "app"))
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
 	finishJob(t, ctx, ns, "migrate", true)
 	got := waitReady(t, ks, "main@sha1:hn")
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "the Namespace and the ConfigMap")
@@ -325,7 +334,7 @@ func TestAHookFailingOnEveryRetryIsTheSameNews(t *testing.T) {
 	ns := ks.Namespace
 	sub := subscribeEvents(t, ks)
 	render(t, ks, "main@sha1:f2", hookJob(ns, "migrate", "PreSync", "")+"---\n"+configMaps(ns, "app"))
-	g.Eventually(func() bool { return exists(ctx, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
 
 	// The job controller's count of failed pods grows while the sync is
 	// retried.
