@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"plumb.dev/pkg/object"
 )
 
 // Action is what sync-controller has to do to an object, or, seen the other
@@ -42,19 +44,11 @@ type Change struct {
 
 // Result is the comparison of one object.
 type Result struct {
-	// Object is <kind>/<namespace>/<name>, or <kind>/<name> when cluster-scoped.
+	// Object is the object's id (pkg/object) as text: <kind>/<namespace>/<name>,
+	// or <kind>/<name> when cluster-scoped.
 	Object  string   `json:"object"`
 	Action  Action   `json:"action"`
 	Changes []Change `json:"changes,omitempty"`
-}
-
-// ObjectID returns <kind>/<namespace>/<name>, or <kind>/<name> for an object
-// without a namespace, the object id pkg/events uses.
-func ObjectID(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetKind() + "/" + obj.GetName()
-	}
-	return obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // Diff compares the live object with the desired one (the server-side
@@ -66,9 +60,9 @@ func Diff(live, desired *unstructured.Unstructured, ig *Ignorer) Result {
 	case live == nil && desired == nil:
 		return Result{Action: Unchanged}
 	case live == nil:
-		return Result{Object: ObjectID(desired), Action: Created}
+		return Result{Object: object.IDOf(desired).String(), Action: Created}
 	case desired == nil:
-		return Result{Object: ObjectID(live), Action: Deleted}
+		return Result{Object: object.IDOf(live).String(), Action: Deleted}
 	}
 	l, d := Normalize(live), Normalize(desired)
 	// The rules are chosen on the desired object and removed from both
@@ -80,7 +74,7 @@ func Diff(live, desired *unstructured.Unstructured, ig *Ignorer) Result {
 	}
 	w := walker{secret: isSecret(desired)}
 	w.walk(nil, l.Object, d.Object, true, true)
-	res := Result{Object: ObjectID(desired), Action: Unchanged, Changes: w.changes}
+	res := Result{Object: object.IDOf(desired).String(), Action: Unchanged, Changes: w.changes}
 	if len(w.changes) > 0 {
 		res.Action = Configured
 	}

@@ -33,7 +33,7 @@
 // A changed, added or removed key is reported with the fixed marker Redacted
 // in place of each present value, whatever the value's length or content.
 // Values that variable substitution copied out of Secrets into other fields
-// are hidden by a Redactor built from those values (pkg/manage's
+// are hidden by a Redactor built from those values (pkg/drift's
 // SecretRedactor builds it for a Kustomization).
 //
 // The selector of an ignore rule matches group, version, kind and namespace
@@ -44,8 +44,15 @@
 //
 // Hash returns a stable digest of the normalized desired object;
 // sync-controller keeps it per applied object to skip a dry-run when neither
-// the desired object nor the live resourceVersion changed. ToEvents and
-// Truncate turn changes into bounded pkg/events changes for DriftDetected
-// events. ParsePath reads a Change's path back into its elements, and
-// PointerOf turns it into the JSON pointer an ignore rule takes.
+// the desired object nor the live resourceVersion changed. A Result names
+// its object by pkg/object's ID (Result.Object is its text); Paths lists the
+// changes as status.drift.paths has them, and Truncate bounds a list for a
+// message. The package builds no event: turning changes into pkg/events
+// payloads is the caller's (sync-controller's drift report). ParsePath
+// reads a Change's path back into its elements, and PointerOf turns it
+// into the JSON pointer an ignore rule takes.
+//
+// The comparison with the cluster itself, the server-side dry-run apply as
+// sync-controller makes it, is pkg/drift's Compare, which both
+// sync-controller and `plumb diff` call.
 package diff

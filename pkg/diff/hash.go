@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"plumb.dev/pkg/object"
 )
 
 // Hash returns "sha256:<hex>" over the canonical JSON of the normalized
@@ -20,7 +22,7 @@ func Hash(obj *unstructured.Unstructured) (string, error) {
 	}
 	b, err := json.Marshal(Normalize(obj).Object)
 	if err != nil {
-		return "", fmt.Errorf("hashing %s: %w", ObjectID(obj), err)
+		return "", fmt.Errorf("hashing %s: %w", object.IDOf(obj), err)
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil

@@ -1,5 +1,7 @@
 // Package inventory converts between the objects a Kustomization applies and
 // its status.inventory, and finds the objects that left the set (the ones to
-// prune). Entries are kept sorted so the inventory of the same set is always
+// prune). An entry names an object by pkg/object's ID (IDOf) plus the
+// version it was applied at; the version does not count when comparing
+// sets. Entries are kept sorted so the inventory of the same set is always
 // written the same way.
 package inventory

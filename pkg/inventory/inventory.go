@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
 // EntryOf returns the inventory entry of obj.
@@ -44,13 +45,13 @@ func Removed(old *kustomizev1.Inventory, objs []*unstructured.Unstructured) []*u
 	if old == nil {
 		return nil
 	}
-	kept := make(map[key]bool, len(objs))
+	kept := make(map[object.ID]bool, len(objs))
 	for _, o := range objs {
-		kept[keyOf(EntryOf(o))] = true
+		kept[object.IDOf(o)] = true
 	}
 	var removed []*unstructured.Unstructured
 	for _, e := range old.Entries {
-		if !kept[keyOf(e)] {
+		if !kept[IDOf(e)] {
 			removed = append(removed, Object(e))
 		}
 	}
@@ -69,10 +70,9 @@ func Objects(inv *kustomizev1.Inventory) []*unstructured.Unstructured {
 	return out
 }
 
-type key struct{ group, kind, namespace, name string }
-
-func keyOf(e kustomizev1.InventoryEntry) key {
-	return key{e.Group, e.Kind, e.Namespace, e.Name}
+// IDOf returns the identity of the object an entry names.
+func IDOf(e kustomizev1.InventoryEntry) object.ID {
+	return object.ID{Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 }
 
 func less(a, b kustomizev1.InventoryEntry) bool {

@@ -39,6 +39,8 @@
 // then every other kind (custom resources, and built-in kinds not listed)
 // by kind, group, namespace and name. A listed kind counts only in its own
 // API group (a Knative serving.knative.dev Service is a custom resource).
+// The order is pkg/object's (Less), shared with pkg/render, and so is the
+// identity of a task (Object.ID).
 //
 // # Hoisting
 //
@@ -57,4 +59,13 @@
 // in the reverse order: highest wave first and, within a wave, the reverse
 // kind order, so custom resources go before their CRD and everything in a
 // namespace before the Namespace. sync-controller prunes after the Sync phase.
+//
+// # Walking a plan
+//
+// sync-controller runs Plan.Steps (each wave of each phase, in order), or
+// Plan.WithoutHooks's steps for a resync of a sync that already succeeded.
+// In a wave it applies Wave.Regular split by KindGroups (a group at a time,
+// each concurrently), then starts Wave.Hooks, each task carrying its Phase
+// and delete policies. SyncFail.Waves run only after a failure. IsHook says
+// whether an object is a hook, which the inventory leaves out.
 package plan

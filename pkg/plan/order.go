@@ -6,80 +6,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
-// kindOrder is the apply order of kinds within a wave, keyed by group/kind.
-// A kind counts only in its own API group (and the legacy extensions group
-// where it once lived); any other kind is ordered after these.
-var kindOrder = map[string]int{}
-
-func init() {
-	for i, gks := range [][]string{
-		{"/Namespace"},
-		{"networking.k8s.io/NetworkPolicy", "extensions/NetworkPolicy"},
-		{"/ResourceQuota"},
-		{"/LimitRange"},
-		{"/ServiceAccount"},
-		{"/Secret"},
-		{"/ConfigMap"},
-		{"storage.k8s.io/StorageClass"},
-		{"/PersistentVolume"},
-		{"/PersistentVolumeClaim"},
-		{"apiextensions.k8s.io/CustomResourceDefinition"},
-		{"rbac.authorization.k8s.io/ClusterRole"},
-		{"rbac.authorization.k8s.io/ClusterRoleBinding"},
-		{"rbac.authorization.k8s.io/Role"},
-		{"rbac.authorization.k8s.io/RoleBinding"},
-		{"/Service"},
-		{"apps/DaemonSet", "extensions/DaemonSet"},
-		{"/Pod"},
-		{"apps/ReplicaSet", "extensions/ReplicaSet"},
-		{"apps/Deployment", "extensions/Deployment"},
-		{"autoscaling/HorizontalPodAutoscaler"},
-		{"apps/StatefulSet"},
-		{"batch/Job"},
-		{"batch/CronJob"},
-		{"networking.k8s.io/IngressClass"},
-		{"networking.k8s.io/Ingress", "extensions/Ingress"},
-		{"apiregistration.k8s.io/APIService"},
-	} {
-		for _, gk := range gks {
-			kindOrder[gk] = i
-		}
-	}
-}
-
-// otherKinds ranks every kind not in kindOrder.
-const otherKinds = 1 << 20
-
-func kindRank(o *unstructured.Unstructured) int {
-	gvk := o.GroupVersionKind()
-	if r, ok := kindOrder[gvk.Group+"/"+gvk.Kind]; ok {
-		return r
-	}
-	return otherKinds
-}
-
-// less is the order within a wave: kind rank; for other kinds the kind
-// name, then the group; then namespace and name. Hooks of one generateName
-// differ in name, so the order is total for a valid plan.
+// less is the order within a wave, the kind order of pkg/object. Hooks of
+// one generateName differ in name, so the order is total for a valid plan.
 func less(a, b *unstructured.Unstructured) bool {
-	ra, rb := kindRank(a), kindRank(b)
-	if ra != rb {
-		return ra < rb
-	}
-	ga, gb := a.GroupVersionKind(), b.GroupVersionKind()
-	if ga.Kind != gb.Kind {
-		return ga.Kind < gb.Kind
-	}
-	if ga.Group != gb.Group {
-		return ga.Group < gb.Group
-	}
-	if a.GetNamespace() != b.GetNamespace() {
-		return a.GetNamespace() < b.GetNamespace()
-	}
-	return a.GetName() < b.GetName()
+	return object.Less(object.IDOf(a), object.IDOf(b))
 }
 
 // groupWaves sorts objects into waves: ascending wave numbers and the kind
@@ -147,7 +80,7 @@ func (p position) before(q position) bool {
 func hoist(entries []*entry) {
 	earliest := map[string]position{}
 	for _, e := range entries {
-		rank, ok := phaseRank[e.phase]
+		rank, ok := phaseRank[e.Phase]
 		if !ok {
 			continue
 		}
@@ -166,10 +99,10 @@ func hoist(entries []*entry) {
 		if p == "" {
 			continue
 		}
-		own := position{phaseRank[e.phase], e.Wave}
+		own := position{phaseRank[e.Phase], e.Wave}
 		if to, ok := earliest[p]; ok && to.before(own) {
 			e.Wave = to.wave
-			e.phase = rankPhase(to.phase)
+			e.Phase = rankPhase(to.phase)
 		}
 	}
 }
@@ -196,12 +129,11 @@ func PruneOrder(objs []*unstructured.Unstructured) []Wave {
 		if o == nil || o.Object == nil {
 			continue
 		}
-		ann := o.GetAnnotations()
-		if _, hook := ann[kustomizev1.HookAnnotation]; hook {
+		if IsHook(o) {
 			continue
 		}
-		wave, _ := parseWave(ann)
-		entries = append(entries, &entry{Object: Object{Unstructured: o, Wave: wave, DeclaredWave: wave}, phase: Sync, order: i})
+		wave, _ := parseWave(o.GetAnnotations())
+		entries = append(entries, &entry{Object: Object{Unstructured: o, Phase: Sync, Wave: wave, DeclaredWave: wave}, order: i})
 	}
 	hoist(entries)
 	list := make([]Object, len(entries))
@@ -229,7 +161,7 @@ func (w Wave) String() string {
 		if i > 0 {
 			s += ","
 		}
-		s += " " + o.ID()
+		s += " " + o.ID().String()
 	}
 	return s
 }

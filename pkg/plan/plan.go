@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
 // PhaseName names a sync phase.
@@ -70,10 +71,13 @@ func (h *Hook) HasPolicy(p DeletePolicy) bool {
 	return false
 }
 
-// Object is one task of the plan: the object to apply, with the wave it runs
-// in (after hoisting) and, for a hook, the hook's settings.
+// Object is one task of the plan: the object to apply, with the phase and
+// wave it runs in (after hoisting) and, for a hook, the hook's settings.
 type Object struct {
 	*unstructured.Unstructured
+	// Phase is the phase the task runs in: a hook runs once in each of its
+	// phases, a hoisted Namespace or CRD may move to an earlier one.
+	Phase PhaseName
 	// Wave is the wave the object runs in; DeclaredWave the one annotated.
 	// They differ for a hoisted Namespace or CRD.
 	Wave, DeclaredWave int
@@ -81,8 +85,8 @@ type Object struct {
 	Hook *Hook
 }
 
-// ID returns <kind>/<namespace>/<name> or <kind>/<name>.
-func (o Object) ID() string { return id(o.Unstructured) }
+// ID returns the object's identity.
+func (o Object) ID() object.ID { return object.IDOf(o.Unstructured) }
 
 // Wave is the objects of one wave, in apply order.
 type Wave struct {
@@ -128,7 +132,6 @@ func (p *Plan) Hooks() []Object {
 // entry is an object placed in a phase during Build.
 type entry struct {
 	Object
-	phase PhaseName
 	order int // input position, for errors and ties
 }
 
@@ -157,7 +160,7 @@ func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
 	for _, name := range []PhaseName{PreSync, Sync, PostSync, SyncFail} {
 		var in []Object
 		for _, e := range entries {
-			if e.phase == name {
+			if e.Phase == name {
 				in = append(in, e.Object)
 			}
 		}
@@ -205,7 +208,7 @@ func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error)
 			}
 			return nil, fmt.Errorf("%s: has no metadata.name", nameForError(i, src))
 		}
-		return []*entry{{Object: Object{Unstructured: src.DeepCopy(), Wave: wave, DeclaredWave: wave}, phase: Sync, order: i}}, nil
+		return []*entry{{Object: Object{Unstructured: src.DeepCopy(), Phase: Sync, Wave: wave, DeclaredWave: wave}, order: i}}, nil
 	}
 	if src.GetName() == "" && src.GetGenerateName() == "" {
 		return nil, fmt.Errorf("%s: a hook needs metadata.name or metadata.generateName", nameForError(i, src))
@@ -222,7 +225,7 @@ func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error)
 			obj.SetName(hookName(opts.SyncID, ph, obj, i))
 			obj.SetGenerateName("")
 		}
-		out = append(out, &entry{Object: Object{Unstructured: obj, Wave: wave, DeclaredWave: wave, Hook: &h}, phase: ph, order: i})
+		out = append(out, &entry{Object: Object{Unstructured: obj, Phase: ph, Wave: wave, DeclaredWave: wave, Hook: &h}, order: i})
 	}
 	return out, nil
 }
@@ -239,14 +242,7 @@ func nameForError(i int, o *unstructured.Unstructured) string {
 	if o.GetName() == "" {
 		return fmt.Sprintf("%s #%d", o.GetKind(), i+1)
 	}
-	return id(o)
-}
-
-func id(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetKind() + "/" + o.GetName()
-	}
-	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+	return object.IDOf(o).String()
 }
 
 // parseWave reads plumb.dev/sync-wave: an integer, 0 when absent.
@@ -345,13 +341,10 @@ func hookName(syncID string, phase PhaseName, o *unstructured.Unstructured, orde
 // would delete the object).
 func duplicates(entries []*entry) []error {
 	type key struct {
-		phase                 PhaseName
-		group, kind, ns, name string
+		phase PhaseName
+		id    object.ID
 	}
-	keyOf := func(e *entry, phase PhaseName) key {
-		gvk := e.GroupVersionKind()
-		return key{phase, gvk.Group, gvk.Kind, e.GetNamespace(), e.GetName()}
-	}
+	keyOf := func(e *entry, phase PhaseName) key { return key{phase, e.ID()} }
 	regular, hooks := map[key]*entry{}, map[key]*entry{}
 	var errs []error
 	for _, e := range entries {
@@ -372,13 +365,13 @@ func duplicates(entries []*entry) []error {
 			errs = append(errs, fmt.Errorf("%s: hook (object #%d) has the identity of a regular object (object #%d)", e.ID(), e.order+1, obj.order+1))
 			continue
 		}
-		if first, ok := hooks[keyOf(e, e.phase)]; ok {
+		if first, ok := hooks[keyOf(e, e.Phase)]; ok {
 			if first.order != e.order {
-				errs = append(errs, fmt.Errorf("%s: two %s hooks with this name (objects #%d and #%d)", e.ID(), e.phase, first.order+1, e.order+1))
+				errs = append(errs, fmt.Errorf("%s: two %s hooks with this name (objects #%d and #%d)", e.ID(), e.Phase, first.order+1, e.order+1))
 			}
 			continue
 		}
-		hooks[keyOf(e, e.phase)] = e
+		hooks[keyOf(e, e.Phase)] = e
 	}
 	return errs
 }

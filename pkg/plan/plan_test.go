@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"plumb.dev/pkg/object"
 )
 
 // objs decodes YAML documents separated by "---" lines.
@@ -131,7 +133,7 @@ func TestKindOrder(t *testing.T) {
 	g.Expect(p.Phases[0].Name).To(Equal(Sync))
 	var ids []string
 	for _, o := range Flatten(p.Phases[0].Waves) {
-		ids = append(ids, id(o))
+		ids = append(ids, object.IDOf(o).String())
 	}
 	g.Expect(ids).To(Equal([]string{
 		"Namespace/a", "Namespace/b",
@@ -266,7 +268,7 @@ func TestHoistedKeepsDeclaredWave(t *testing.T) {
 {apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: shop, annotations: {plumb.dev/sync-wave: "1"}}}
 `, Options{})
 	ns := p.Phases[0].Waves[0].Objects[0]
-	g.Expect(ns.ID()).To(Equal("Namespace/shop"))
+	g.Expect(ns.ID().String()).To(Equal("Namespace/shop"))
 	g.Expect(ns.Wave).To(Equal(1))
 	g.Expect(ns.DeclaredWave).To(Equal(5))
 }
@@ -400,15 +402,15 @@ SyncFail wave 0: Job/shop/page, Job/shop/smoke
 `)))
 	var inv []string
 	for _, o := range p.Inventory {
-		inv = append(inv, id(o))
+		inv = append(inv, object.IDOf(o).String())
 	}
 	g.Expect(inv).To(Equal([]string{"Namespace/shop", "ConfigMap/shop/cfg", "Deployment/shop/web"}))
 
 	policies := map[string][]DeletePolicy{}
 	phases := map[string][]PhaseName{}
 	for _, h := range p.Hooks() {
-		policies[h.ID()] = h.Hook.DeletePolicies
-		phases[h.ID()] = h.Hook.Phases
+		policies[h.ID().String()] = h.Hook.DeletePolicies
+		phases[h.ID().String()] = h.Hook.Phases
 		g.Expect(h.Hook.GenerateName).To(BeEmpty())
 	}
 	g.Expect(policies).To(Equal(map[string][]DeletePolicy{

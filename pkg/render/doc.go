@@ -29,9 +29,10 @@
 //  6. Each object must have apiVersion, kind and metadata.name; two objects
 //     with the same group, kind, namespace and name (an empty namespace
 //     counting as "default", the version not counting) are refused naming
-//     both. Objects are sorted into a canonical order: a fixed kind order
-//     (Namespace and CRDs first, webhooks last, unknown kinds between),
-//     then kind, group, namespace, name, version. Each document is
+//     both. Objects are sorted into a canonical order: the kind order in
+//     which a sync wave applies them (pkg/object: Namespace first, CRDs
+//     after ConfigMaps and storage, unlisted kinds last), then kind,
+//     group, namespace, name, version. Each document is
 //     kustomize's YAML form (sorted keys), so the same input gives the same
 //     bytes and the same sha256 digest. The output is capped.
 //

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
 // kustomizationFile returns the path of the kustomization file in dir, or ""
@@ -51,7 +52,7 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 func generateKustomization(fsys filesys.FileSystem, dir string) (string, error) {
 	var (
 		resources []string
-		seen      = map[objectKey]string{}
+		seen      = map[object.ID]string{}
 		walked    = map[string]string{}
 	)
 	var walk func(d string) error
@@ -134,7 +135,7 @@ func readDirSorted(fsys filesys.FileSystem, d string) ([]string, error) {
 
 // checkManifestFile parses one candidate file and says whether it holds
 // objects to include.
-func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[objectKey]string) (bool, error) {
+func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.ID]string) (bool, error) {
 	data, err := fsys.ReadFile(p)
 	if err != nil {
 		return false, err
@@ -155,9 +156,9 @@ func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[objectKe
 			return false, validationErr("%s: %v", where, err)
 		}
 		group, _ := resid.ParseGroupVersion(meta.APIVersion)
-		key := keyOf(group, meta.Kind, meta.Namespace, meta.Name)
+		key := clusterKey(object.ID{Group: group, Kind: meta.Kind, Namespace: meta.Namespace, Name: meta.Name})
 		if first, dup := seen[key]; dup {
-			return false, validationErr("duplicate object %s: defined in %s and in %s", key, first, where)
+			return false, validationErr("duplicate object %s: defined in %s and in %s", keyText(key), first, where)
 		}
 		seen[key] = where
 	}

@@ -20,6 +20,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
 // SubstituteAnnotation, set to "disabled" as an annotation or label on an
@@ -41,28 +42,12 @@ type Options struct {
 	Limits Limits
 }
 
-// ObjectID identifies one rendered object.
-type ObjectID struct {
-	Group, Version, Kind, Namespace, Name string
-}
-
-func (o ObjectID) String() string {
-	gv := o.Version
-	if o.Group != "" {
-		gv = o.Group + "/" + o.Version
-	}
-	if o.Namespace == "" {
-		return fmt.Sprintf("%s %s %s", gv, o.Kind, o.Name)
-	}
-	return fmt.Sprintf("%s %s %s/%s", gv, o.Kind, o.Namespace, o.Name)
-}
-
 // Result is a successful build.
 type Result struct {
 	// Manifests is one multi-document YAML stream in canonical order.
 	Manifests []byte
 	// Objects lists the rendered objects in the order of Manifests.
-	Objects []ObjectID
+	Objects []object.ID
 	// Digest is "sha256:<hex>" of Manifests.
 	Digest string
 }
@@ -216,7 +201,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		}
 		vars = &opts.Vars
 	}
-	objs := make([]object, 0, resMap.Size())
+	objs := make([]rendered, 0, resMap.Size())
 	for _, res := range resMap.Resources() {
 		if ctx.Err() != nil {
 			return nil, deadlineErr(ctx)
@@ -309,56 +294,74 @@ func displayName(root, p string) string {
 	return rel
 }
 
-// object is one rendered object ready for output.
-type object struct {
-	id   ObjectID
-	yaml string
+// rendered is one rendered object ready for output.
+type rendered struct {
+	id object.ID
+	// version is the id's API version, the last tie-break of the
+	// canonical order and part of the object's name in messages.
+	version string
+	yaml    string
+}
+
+// String names the object with its API version, "autoscaling/v2
+// HorizontalPodAutoscaler apps/web", so that two versions of one object
+// tell apart.
+func (o rendered) String() string {
+	gv := o.version
+	if o.id.Group != "" {
+		gv = o.id.Group + "/" + o.version
+	}
+	if o.id.Namespace == "" {
+		return fmt.Sprintf("%s %s %s", gv, o.id.Kind, o.id.Name)
+	}
+	return fmt.Sprintf("%s %s %s/%s", gv, o.id.Kind, o.id.Namespace, o.id.Name)
 }
 
 // finish applies commonMetadata and substitution to one object and checks
 // its identity. The text is kustomize's own YAML form of the object (keys
 // sorted, as `kustomize build` prints them), so it is deterministic.
-func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits) (object, error) {
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits) (rendered, error) {
 	node := &res.RNode
 	if cm != nil {
 		if err := setMetadata(node, cm); err != nil {
-			return object{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
+			return rendered{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
 		}
 	}
 	raw, err := res.AsYAML()
 	if err != nil {
-		return object{}, buildErr("%s: %v", describe(node), err)
+		return rendered{}, buildErr("%s: %v", describe(node), err)
 	}
 	text := string(raw)
 	if vars != nil && !substitutionDisabled(node) && strings.Contains(text, "${") {
 		out, err := Substitute(text, vars.lookup, strict)
 		if err != nil {
-			return object{}, substituteErr("%s: %v", describe(node), err)
+			return rendered{}, substituteErr("%s: %v", describe(node), err)
 		}
 		if out.Text != text {
 			parsed, perr := kyaml.Parse(out.Text)
 			if perr != nil {
-				return object{}, substituteErr("%s: not valid YAML after substitution: %s", describe(node), vars.redact(perr.Error(), out.Used))
+				return rendered{}, substituteErr("%s: not valid YAML after substitution: %s", describe(node), vars.redact(perr.Error(), out.Used))
 			}
 			// A value may bring aliases of its own; bound them before the
 			// conversion below expands them.
 			if _, err := expandedSize(parsed.YNode(), limits.MaxNodes); err != nil {
-				return object{}, limitErr("%s after substitution: %v", describe(node), err)
+				return rendered{}, limitErr("%s after substitution: %v", describe(node), err)
 			}
 			if text, err = canonicalYAML(parsed); err != nil {
-				return object{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
+				return rendered{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
 			}
 			node = parsed
 		}
 	}
 	apiVersion, kind, name := node.GetApiVersion(), node.GetKind(), node.GetName()
 	if err := checkMeta(apiVersion, kind, name); err != nil {
-		return object{}, validationErr("%v", err)
+		return rendered{}, validationErr("%v", err)
 	}
 	group, version := resid.ParseGroupVersion(apiVersion)
-	return object{
-		id:   ObjectID{Group: group, Version: version, Kind: kind, Namespace: node.GetNamespace(), Name: name},
-		yaml: text,
+	return rendered{
+		id:      object.ID{Group: group, Kind: kind, Namespace: node.GetNamespace(), Name: name},
+		version: version,
+		yaml:    text,
 	}, nil
 }
 
@@ -430,22 +433,22 @@ func (v *Variables) redact(msg string, used []string) string {
 
 // assemble checks for duplicates, sorts into canonical order and joins the
 // documents.
-func assemble(objs []object, limits Limits) (*Result, error) {
-	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i].id, objs[j].id) })
-	seen := make(map[objectKey]ObjectID, len(objs))
+func assemble(objs []rendered, limits Limits) (*Result, error) {
+	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i], objs[j]) })
+	seen := make(map[object.ID]rendered, len(objs))
 	for _, o := range objs {
-		key := keyOf(o.id.Group, o.id.Kind, o.id.Namespace, o.id.Name)
+		key := clusterKey(o.id)
 		if first, dup := seen[key]; dup {
-			return nil, validationErr("duplicate object %s: rendered as %s and as %s", key, first, o.id)
+			return nil, validationErr("duplicate object %s: rendered as %s and as %s", keyText(key), first, o)
 		}
-		seen[key] = o.id
+		seen[key] = o
 	}
 	var b strings.Builder
-	ids := make([]ObjectID, 0, len(objs))
+	ids := make([]object.ID, 0, len(objs))
 	for i, o := range objs {
 		if int64(b.Len()+len(o.yaml)) > limits.MaxOutputBytes {
 			return nil, limitErr("the rendered manifests pass the limit of %d bytes (--max-rendered-size) at %s, object %d of %d",
-				limits.MaxOutputBytes, o.id, i+1, len(objs))
+				limits.MaxOutputBytes, o, i+1, len(objs))
 		}
 		if i > 0 {
 			b.WriteString("---\n")
@@ -460,66 +463,30 @@ func assemble(objs []object, limits Limits) (*Result, error) {
 	return &Result{Manifests: out, Objects: ids, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(out))}, nil
 }
 
-// objectKey is what makes an object unique in a cluster: the version does
-// not, and an empty namespace means the default one (as for kustomize).
-type objectKey struct{ group, kind, namespace, name string }
-
-func keyOf(group, kind, namespace, name string) objectKey {
-	if namespace == "" {
-		namespace = "default"
+// clusterKey is what makes an object unique in a cluster: its id, with an
+// empty namespace meaning the default one (as for kustomize).
+func clusterKey(id object.ID) object.ID {
+	if id.Namespace == "" {
+		id.Namespace = "default"
 	}
-	return objectKey{group, kind, namespace, name}
+	return id
 }
 
-func (k objectKey) String() string {
-	gk := k.kind
-	if k.group != "" {
-		gk = k.kind + "." + k.group
+// keyText names a clusterKey in a duplicate error: "ConfigMap apps/settings",
+// "HorizontalPodAutoscaler.autoscaling apps/web".
+func keyText(k object.ID) string {
+	gk := k.Kind
+	if k.Group != "" {
+		gk = k.Kind + "." + k.Group
 	}
-	return fmt.Sprintf("%s %s/%s", gk, k.namespace, k.name)
+	return fmt.Sprintf("%s %s/%s", gk, k.Namespace, k.Name)
 }
 
-// kindOrder puts the kinds others depend on first (namespaces and CRDs,
-// then policy, identity, config, storage, RBAC, services, workloads), like
-// the install order of Helm and kustomize's legacy order; other kinds follow.
-var kindOrder = func() map[string]int {
-	kinds := []string{
-		"Namespace", "CustomResourceDefinition", "ResourceQuota", "LimitRange",
-		"PriorityClass", "PodDisruptionBudget", "ServiceAccount", "Secret",
-		"ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
-		"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
-		"DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
-		"HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
-		"IngressClass", "Ingress", "APIService",
+// less is the canonical order: the kind order of a sync wave (pkg/object),
+// then the version.
+func less(a, b rendered) bool {
+	if a.id != b.id {
+		return object.Less(a.id, b.id)
 	}
-	m := make(map[string]int, len(kinds))
-	for i, k := range kinds {
-		m[k] = i
-	}
-	return m
-}()
-
-// webhooks go last so that they never block the objects they would check.
-var lastKinds = map[string]bool{"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
-
-func rank(kind string) int {
-	if r, ok := kindOrder[kind]; ok {
-		return r
-	}
-	if lastKinds[kind] {
-		return len(kindOrder) + 1
-	}
-	return len(kindOrder)
-}
-
-func less(a, b ObjectID) bool {
-	if ra, rb := rank(a.Kind), rank(b.Kind); ra != rb {
-		return ra < rb
-	}
-	for _, p := range [][2]string{{a.Kind, b.Kind}, {a.Group, b.Group}, {a.Namespace, b.Namespace}, {a.Name, b.Name}, {a.Version, b.Version}} {
-		if p[0] != p[1] {
-			return p[0] < p[1]
-		}
-	}
-	return false
+	return a.version < b.version
 }

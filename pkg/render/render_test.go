@@ -5,12 +5,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -23,25 +25,25 @@ func TestBuild(t *testing.T) {
 		dir  string
 		spec kustomizev1.KustomizationSpec
 		opts Options
-		// objects the output must hold, as ObjectID.String()
+		// objects the output must hold, as object.ID.String()
 		objects []string
 	}{
 		{
 			name: "plain-dir",
 			dir:  "plain",
 			objects: []string{
-				"v1 Namespace shop",
-				"v1 ConfigMap shop/db",
-				"v1 ConfigMap shop/generated",
-				"v1 Service shop/web",
-				"apps/v1 Deployment shop/web",
+				"Namespace/shop",
+				"ConfigMap/shop/db",
+				"ConfigMap/shop/generated",
+				"Service/shop/web",
+				"Deployment/shop/web",
 			},
 		},
 		{
 			name:    "plain-subpath",
 			dir:     "plain",
 			spec:    kustomizev1.KustomizationSpec{Path: "./apps/web"},
-			objects: []string{"v1 Service shop/web", "apps/v1 Deployment shop/web"},
+			objects: []string{"Service/shop/web", "Deployment/shop/web"},
 		},
 		{
 			name: "overlay-patches-images",
@@ -67,19 +69,19 @@ func TestBuild(t *testing.T) {
 					Annotations: map[string]string{"owner": "alice"},
 				},
 			},
-			objects: []string{"v1 Service prod/shop-api-v2", "apps/v1 Deployment prod/shop-api-v2"},
+			objects: []string{"Service/prod/shop-api-v2", "Deployment/prod/shop-api-v2"},
 		},
 		{
 			name:    "target-namespace",
 			dir:     "overlay",
 			spec:    kustomizev1.KustomizationSpec{Path: "overlays/prod", TargetNamespace: "staging"},
-			objects: []string{"v1 Service staging/api", "apps/v1 Deployment staging/api"},
+			objects: []string{"Service/staging/api", "Deployment/staging/api"},
 		},
 		{
 			name:    "components",
 			dir:     "components",
 			spec:    kustomizev1.KustomizationSpec{Path: "app", Components: []string{"../components/monitoring", "../components/ha"}},
-			objects: []string{"apps/v1 Deployment api", "monitoring.coreos.com/v1 ServiceMonitor api"},
+			objects: []string{"Deployment/api", "ServiceMonitor/api"},
 		},
 		{
 			name: "substitution",
@@ -91,20 +93,20 @@ func TestBuild(t *testing.T) {
 				"db_password": {Value: "s3cr3t-value", Secret: true},
 				"tier":        {Value: ""},
 			}},
-			objects: []string{"v1 ConfigMap apps/app-prod", "v1 ConfigMap apps/script"},
+			objects: []string{"ConfigMap/apps/app-prod", "ConfigMap/apps/script"},
 		},
 		{
 			name:    "substitution-undefined-is-empty",
 			dir:     "substitution",
 			spec:    kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
 			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
-			objects: []string{"v1 ConfigMap apps/app-dev", "v1 ConfigMap apps/script"},
+			objects: []string{"ConfigMap/apps/app-dev", "ConfigMap/apps/script"},
 		},
 		{
 			name:    "no-postbuild-no-substitution",
 			dir:     "substitution",
 			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
-			objects: []string{"v1 ConfigMap ${namespace:=apps}/app-${cluster_env}", "v1 ConfigMap apps/script"},
+			objects: []string{"ConfigMap/${namespace:=apps}/app-${cluster_env}", "ConfigMap/apps/script"},
 		},
 	}
 	for _, tt := range tests {
@@ -335,30 +337,39 @@ helmCharts:
 	g.Expect(err.Error()).To(ContainSubstring("must specify --enable-helm"))
 }
 
-// A CRD sorts right after namespaces, webhooks last, unknown kinds between.
+// The canonical order is the kind order of a sync wave (pkg/object): a CRD
+// after ConfigMaps (pkg/plan hoists it ahead of its custom resources),
+// unlisted kinds, webhooks among them, after every listed kind; two
+// versions of one object by version.
 func TestCanonicalOrder(t *testing.T) {
 	g := NewWithT(t)
-	ids := []ObjectID{
-		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Name: "w"},
-		{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "a", Name: "x"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "a", Name: "b"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "a", Name: "a"},
-		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
-		{Version: "v1", Kind: "Namespace", Name: "a"},
-		{Version: "v1", Kind: "ConfigMap", Namespace: "a", Name: "c"},
+	objs := []rendered{
+		{id: object.ID{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration", Name: "w"}, version: "v1"},
+		{id: object.ID{Group: "example.com", Kind: "Widget", Namespace: "a", Name: "x"}, version: "v1"},
+		{id: object.ID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "b"}, version: "v1"},
+		{id: object.ID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "a"}, version: "v1"},
+		{id: object.ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, version: "v1"},
+		{id: object.ID{Kind: "Namespace", Name: "a"}, version: "v1"},
+		{id: object.ID{Kind: "ConfigMap", Namespace: "a", Name: "c"}, version: "v1"},
+		{id: object.ID{Group: "example.com", Kind: "Widget", Namespace: "b", Name: "y"}, version: "v2"},
+		{id: object.ID{Group: "example.com", Kind: "Widget", Namespace: "b", Name: "y"}, version: "v1"},
 	}
-	objs := make([]object, len(ids))
-	for i, id := range ids {
-		objs[i] = object{id: id, yaml: "x: " + id.Name + "\n"}
+	for i := range objs {
+		objs[i].yaml = "x: " + objs[i].id.Name + "\n"
 	}
-	res, err := assemble(objs, Limits{}.withDefaults())
-	g.Expect(err).NotTo(HaveOccurred())
-	var kinds []string
-	for _, o := range res.Objects {
-		kinds = append(kinds, o.Kind+"/"+o.Name)
+	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i], objs[j]) })
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.String())
 	}
-	g.Expect(kinds).To(Equal([]string{
-		"Namespace/a", "CustomResourceDefinition/widgets.example.com", "ConfigMap/c",
-		"Deployment/a", "Deployment/b", "Widget/x", "ValidatingWebhookConfiguration/w",
+	g.Expect(got).To(Equal([]string{
+		"v1 Namespace a", "v1 ConfigMap a/c", "apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com",
+		"apps/v1 Deployment a/a", "apps/v1 Deployment a/b",
+		"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration w",
+		"example.com/v1 Widget a/x", "example.com/v1 Widget b/y", "example.com/v2 Widget b/y",
 	}))
+	res, err := assemble(objs[:7], Limits{}.withDefaults())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Objects).To(HaveLen(7))
+	g.Expect(res.Objects[2]).To(Equal(object.ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}))
 }

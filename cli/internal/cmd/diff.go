@@ -21,19 +21,15 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 )
 
-const (
-	// syncFieldManager is sync-controller's field manager: the dry-run
-	// applies as it, so the result is what sync-controller's next apply
-	// would store (fields it owns and no longer sets are dropped).
-	syncFieldManager = manage.FieldManager
-	// maxArtifactSize matches sync-controller's --max-artifact-size default.
-	maxArtifactSize = 64 << 20
-)
+// maxArtifactSize matches sync-controller's --max-artifact-size default.
+const maxArtifactSize = 64 << 20
 
 func newDiffCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
@@ -58,7 +54,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 // objectDiff is the outcome for one object; an empty action with a note is
 // an object a sync leaves alone although Git no longer has it.
 type objectDiff struct {
-	id      string
+	id      object.ID
 	action  diff.Action
 	changes []diff.Change
 	note    string
@@ -82,7 +78,7 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	if err != nil {
 		return fmt.Errorf("downloading the rendered artifact: %w", err)
 	}
-	objs, err := manage.DecodeManifests(data)
+	objs, err := object.DecodeManifests(data)
 	if err != nil {
 		return err
 	}
@@ -98,7 +94,7 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 			continue
 		}
 		if obj.GetName() == "" {
-			results = append(results, objectDiff{id: diff.ObjectID(obj), err: errors.New("metadata.name is required (generateName is for hooks only)")})
+			results = append(results, objectDiff{id: object.IDOf(obj), err: errors.New("metadata.name is required (generateName is for hooks only)")})
 			continue
 		}
 		if err := g.stamp(obj, ks); err != nil {
@@ -109,10 +105,10 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 					obj.SetNamespace(ks.Namespace)
 				}
 				desired = append(desired, obj)
-				results = append(results, objectDiff{id: diff.ObjectID(obj), action: diff.Created, note: "its CRD is not installed yet; a sync creates both"})
+				results = append(results, objectDiff{id: object.IDOf(obj), action: diff.Created, note: "its CRD is not installed yet; a sync creates both"})
 				continue
 			}
-			results = append(results, objectDiff{id: diff.ObjectID(obj), err: err})
+			results = append(results, objectDiff{id: object.IDOf(obj), err: err})
 			continue
 		}
 		desired = append(desired, obj)
@@ -139,7 +135,7 @@ func contestedText(c kustomizev1.ContestedDrift) string {
 }
 
 // redact hides, as sync-controller's drift reports do, the values that
-// postBuild.substituteFrom took from Secrets (manage.SecretRedactor). A
+// postBuild.substituteFrom took from Secrets (drift.SecretRedactor). A
 // Secret this user cannot read hides every value, with a warning.
 func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, results []objectDiff) {
 	changed := false
@@ -149,7 +145,7 @@ func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, res
 	if !changed {
 		return
 	}
-	redactor, err := manage.SecretRedactor(ctx, g.client, ks)
+	redactor, err := drift.SecretRedactor(ctx, g.client, ks)
 	if err != nil {
 		fmt.Fprintf(g.errOut, "warning: %v; every changed value is shown as %s\n", err, diff.Redacted)
 	}
@@ -168,29 +164,22 @@ func (g *globals) stamp(obj *unstructured.Unstructured, ks *kustomizev1.Kustomiz
 	return err
 }
 
-// compare diffs one desired object with the cluster through a dry-run apply.
+// compare diffs one desired object with the cluster through a dry-run
+// apply, the one sync-controller makes (drift.Compare): as its field
+// manager, so the result is what its next apply would store, with ignored
+// fields kept at their live values.
 func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructured, ig *diff.Ignorer) objectDiff {
-	id := diff.ObjectID(desired)
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(desired.GroupVersionKind())
-	if err := g.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
-		}
+	id := object.IDOf(desired)
+	cmp, err := drift.Compare(ctx, g.client, desired, ig)
+	switch {
+	case err != nil && cmp.Live == nil:
 		return objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)}
-	}
-	// Ignored fields keep their live values, as sync-controller applies them.
-	dry := desired.DeepCopy()
-	ig.KeepLive(dry, live)
-	dry.SetManagedFields(nil)
-	dry.SetResourceVersion("")
-	err := g.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
-		client.FieldOwner(syncFieldManager), client.ForceOwnership, client.DryRunAll)
-	if err != nil {
+	case err != nil:
 		return objectDiff{id: id, err: fmt.Errorf("server-side dry-run apply: %w", err)}
+	case cmp.Live == nil:
+		return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
 	}
-	d := diff.Diff(live, dry, ig)
-	return objectDiff{id: id, action: d.Action, changes: d.Changes}
+	return objectDiff{id: id, action: cmp.Result.Action, changes: cmp.Result.Changes}
 }
 
 // pruneCandidates lists the inventory's objects that the rendered set no
@@ -198,7 +187,7 @@ func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructure
 func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomization, desired []*unstructured.Unstructured) []objectDiff {
 	var out []objectDiff
 	for _, gone := range inventory.Removed(ks.Status.Inventory, desired) {
-		id := diff.ObjectID(gone)
+		id := object.IDOf(gone)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gone.GroupVersionKind())
 		err := g.client.Get(ctx, client.ObjectKeyFromObject(gone), live)

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"plumb.dev/pkg/manage"
-
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,8 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 )
 
 // artifactServer stands in for render-controller's artifact server.
@@ -106,7 +106,7 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 		t.Fatal(err)
 	}
 	gl := &globals{client: c}
-	objs, err := manage.DecodeManifests(data)
+	objs, err := object.DecodeManifests(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 		if err := gl.stamp(o, ks); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(syncFieldManager), client.ForceOwnership); err != nil {
+		if err := manage.Apply(ctx, c, o); err != nil {
 			t.Fatalf("applying %s: %v", o.GetName(), err)
 		}
 		applied = append(applied, o)

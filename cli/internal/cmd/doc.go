@@ -29,9 +29,10 @@
 // rendered artifact (verifying its digest with pkg/fetch; an in-cluster
 // artifact URL is reached through the API server's service proxy), stamps
 // each object as sync-controller does (ownership labels, applied-hash
-// annotation, default namespace), asks the API server for a dry-run
-// server-side apply as field manager plumb-sync, and compares the result
-// with the live object through pkg/diff and the Kustomization's
+// annotation, default namespace; pkg/manage), and compares each with the
+// cluster through pkg/drift's Compare, the function sync-controller's
+// engine calls: a dry-run server-side apply as field manager plumb-sync,
+// diffed with the live object through pkg/diff and the Kustomization's
 // spec.ignore. Objects that do not exist are reported as to be created,
 // and inventory entries no longer rendered as to be pruned.
 package cmd

@@ -13,12 +13,30 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/message"
 )
 
 // maxDriftPaths bounds status.drift.paths.
 const maxDriftPaths = 20
+
+// maxEventValueLen bounds Before and After of an event change, in bytes,
+// marker included (message.TruncateTo): a drifted field can hold a whole
+// ConfigMap file, and an event stays small.
+const maxEventValueLen = 1024
+
+// eventChanges converts the changes of one object (its object.ID text) to
+// the changes of a DriftDetected or DriftCorrected event, shortening values
+// longer than maxEventValueLen.
+func eventChanges(object string, changes []diff.Change) []events.Change {
+	out := make([]events.Change, len(changes))
+	for i, c := range changes {
+		out[i] = events.Change{Object: object, Path: c.Path,
+			Before: message.TruncateTo(c.Before, maxEventValueLen), After: message.TruncateTo(c.After, maxEventValueLen)}
+	}
+	return out
+}
 
 // reportDrift records what differed from Git in status, events and metrics.
 // Under driftPolicy Correct the difference is already reverted; under Report
@@ -41,7 +59,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	for _, res := range s.drifted {
 		id := res.ID.String()
 		redacted := redactor.Changes(res.Changes)
-		changes = append(changes, diff.ToEvents(id, redacted)...)
+		changes = append(changes, eventChanges(id, redacted)...)
 		for _, c := range redacted {
 			paths = append(paths, id+":"+c.Path)
 		}
@@ -96,11 +114,11 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 }
 
 // secretRedactor returns what hides the values substituted from Secrets
-// (manage.SecretRedactor), reading them with the controller's identity,
+// (drift.SecretRedactor), reading them with the controller's identity,
 // uncached, and only when there is drift to report. A Secret that cannot be
 // read hides every value, and says so in the log.
 func (s *syncRun) secretRedactor(ctx context.Context) *diff.Redactor {
-	redactor, err := manage.SecretRedactor(ctx, s.r.reader(), s.obj)
+	redactor, err := drift.SecretRedactor(ctx, s.r.reader(), s.obj)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "every drifted value is redacted")
 	}

@@ -21,6 +21,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/object"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -46,7 +47,7 @@ func (o *FightOptions) BindFlags(fs *pflag.FlagSet) {
 
 // fightKey is one object and one foreign field manager.
 type fightKey struct {
-	id      engine.ObjectID
+	id      object.ID
 	manager string
 }
 
@@ -115,7 +116,7 @@ type fightGuard struct {
 // Wait holds back the check of an object whose contested correction is not
 // due yet, as long as neither Git (the hash) nor the Kustomization (its
 // generation: an ignore rule) changed.
-func (g fightGuard) Wait(id engine.ObjectID, hash string) bool {
+func (g fightGuard) Wait(id object.ID, hash string) bool {
 	g.t.mu.Lock()
 	defer g.t.mu.Unlock()
 	now := g.now()

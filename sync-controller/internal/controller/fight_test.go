@@ -20,6 +20,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/object"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -249,8 +250,8 @@ func TestFightGuardBacksOffPerObjectAndManager(t *testing.T) {
 	guard := fightGuard{t: tracker, opts: FightOptions{Window: 30 * time.Second, FirstBackoff: 100 * time.Millisecond},
 		ks: types.NamespacedName{Namespace: "ns", Name: "app"}, generation: 1, maxBackoff: 20 * time.Second,
 		now: func() time.Time { return now }}
-	web := engine.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}
-	drift := engine.Result{ID: web, Action: engine.Configured, Drift: true, Managers: []string{"hpa"},
+	web := object.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}
+	drift := engine.Result{ID: web, Action: diff.Configured, Drift: true, Managers: []string{"hpa"},
 		Changes: []diff.Change{{Path: "spec.replicas", Before: "3", After: "1"}}}
 	reverted := drift
 	reverted.Written = true
@@ -289,7 +290,7 @@ func TestFightGuardBacksOffPerObjectAndManager(t *testing.T) {
 	g.Expect(started).To(BeEmpty(), "a fight is announced once")
 
 	// Quiet within the window: still on. Quiet past it: over.
-	unchanged := engine.Result{ID: web, Action: engine.Unchanged}
+	unchanged := engine.Result{ID: web, Action: diff.Unchanged}
 	now = now.Add(10 * time.Second)
 	contested, ended := guard.record(unchanged, "h1")
 	g.Expect(contested).To(BeTrue())

@@ -8,6 +8,8 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/plan"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -15,21 +17,21 @@ import (
 // left by an earlier sync is deleted first (the BeforeHookCreation policy,
 // and the only way to run a Job again); one already created by this sync —
 // the controller restarted while it ran — is kept and waited on.
-func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
-	live, err := s.engine.Get(ctx, h.obj)
+func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
+	live, err := s.engine.Get(ctx, h.Unstructured)
 	if err != nil {
 		return err
 	}
 	if live != nil {
 		if live.GetLabels()[engine.HookSyncLabel] == s.syncID() {
-			s.applied[engine.IDOf(h.obj)] = live
+			s.applied[object.IDOf(h.Unstructured)] = live
 			return nil
 		}
 		if err := s.engine.Delete(ctx, live, true); err != nil {
 			return err
 		}
 	}
-	obj := h.obj.DeepCopy()
+	obj := h.Unstructured.DeepCopy()
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -40,20 +42,20 @@ func (s *syncRun) startHook(ctx context.Context, h hookTask) error {
 	obj.SetLabels(labels)
 	created, err := s.engine.CreateHook(ctx, obj)
 	if err != nil {
-		return fmt.Errorf("hook %s: %w", engine.IDOf(h.obj), err)
+		return fmt.Errorf("hook %s: %w", object.IDOf(h.Unstructured), err)
 	}
-	s.applied[engine.IDOf(h.obj)] = created
+	s.applied[object.IDOf(h.Unstructured)] = created
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HookStartedReason,
-		fmt.Sprintf("%s hook %s started", h.phase, engine.IDOf(h.obj)), events.WithRevision(s.revision))
+		fmt.Sprintf("%s hook %s started", h.Phase, object.IDOf(h.Unstructured)), events.WithRevision(s.revision))
 	return nil
 }
 
 // finishHooks deletes the hooks whose delete policy asks for it after the
 // given outcome.
-func (s *syncRun) finishHooks(ctx context.Context, hooks []hookTask, succeeded bool) error {
+func (s *syncRun) finishHooks(ctx context.Context, hooks []plan.Object, succeeded bool) error {
 	for _, h := range hooks {
-		if (succeeded && h.deleteOnSuccess) || (!succeeded && h.deleteOnFailure) {
-			if err := s.engine.Delete(ctx, h.obj, false); err != nil {
+		if (succeeded && h.Hook.HasPolicy(plan.HookSucceeded)) || (!succeeded && h.Hook.HasPolicy(plan.HookFailed)) {
+			if err := s.engine.Delete(ctx, h.Unstructured, false); err != nil {
 				return err
 			}
 		}
@@ -64,10 +66,10 @@ func (s *syncRun) finishHooks(ctx context.Context, hooks []hookTask, succeeded b
 // runSyncFail runs the SyncFail hooks after a failed sync and waits for
 // them, bounded by the Kustomization's timeout. Their own failure is
 // reported but changes nothing: the sync has failed already.
-func (s *syncRun) runSyncFail(ctx context.Context, p *syncPlan) {
+func (s *syncRun) runSyncFail(ctx context.Context, p *plan.Plan) {
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
 	defer cancel()
-	for _, w := range p.syncFail {
+	for _, w := range p.SyncFail.Waves {
 		if err := s.runWave(ctx, w); err != nil {
 			s.hookFailed(ctx, w, err)
 			return
@@ -79,10 +81,10 @@ func (s *syncRun) runSyncFail(ctx context.Context, p *syncPlan) {
 	}
 }
 
-func (s *syncRun) hookFailed(ctx context.Context, w planWave, err error) {
+func (s *syncRun) hookFailed(ctx context.Context, w plan.Wave, err error) {
 	log.FromContext(ctx).Info("SyncFail hook failed", "error", err.Error())
 	msg, detail := eventOf(err)
 	s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.SyncFailedReason,
 		"SyncFail hook failed: "+msg, events.WithRevision(s.revision), detail)
-	_ = s.finishHooks(ctx, w.hooks, false)
+	_ = s.finishHooks(ctx, w.Hooks(), false)
 }

@@ -24,6 +24,8 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -228,9 +230,9 @@ func (r *KustomizationReconciler) pruneOnDeletion(ctx context.Context, obj *kust
 	if err != nil {
 		return err
 	}
-	owner := engine.Owner{Namespace: obj.Namespace, Name: obj.Name}
+	owner := manage.Owner{Namespace: obj.Namespace, Name: obj.Name}
 	var failed []error
-	for _, res := range eng.Prune(ctx, pruneOrder(inventory.Objects(obj.Status.Inventory)), owner) {
+	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(obj.Status.Inventory))), owner) {
 		if res.Err != nil {
 			failed = append(failed, res.Err)
 		}

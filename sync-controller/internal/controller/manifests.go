@@ -6,7 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/plan"
 )
 
 // manifestCache keeps, per Kustomization, the objects of the artifact it
@@ -26,8 +27,8 @@ type cachedManifests struct {
 	// prepared, hashes and plan are for generation.
 	generation int64
 	prepared   []*unstructured.Unstructured
-	hashes     map[engine.ObjectID]string
-	plan       *syncPlan
+	hashes     map[object.ID]string
+	plan       *plan.Plan
 }
 
 // decoded returns copies of the decoded objects of the digest, to prepare.
@@ -64,7 +65,7 @@ func (c *manifestCache) putDecoded(key types.NamespacedName, digest string, objs
 }
 
 // putPrepared keeps the prepared objects and plan of the digest.
-func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, generation int64, objs []*unstructured.Unstructured, hashes map[engine.ObjectID]string, p *syncPlan) {
+func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, generation int64, objs []*unstructured.Unstructured, hashes map[object.ID]string, p *plan.Plan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cached, ok := c.m[key]

@@ -14,8 +14,11 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -53,7 +56,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync {
-		p = p.withoutHooks()
+		p = p.WithoutHooks()
 	}
 	resume := s.resumePoint(newSync)
 	if newSync {
@@ -115,31 +118,32 @@ func (s *syncRun) resumePoint(newSync bool) *kustomizev1.SyncProgress {
 	return nil
 }
 
-func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev1.SyncProgress, newSync bool) error {
+func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomizev1.SyncProgress, newSync bool) error {
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
 	defer cancel()
 	started := resume == nil
-	steps := p.steps()
+	steps := p.Steps()
 	for i, st := range steps {
+		phase := string(st.Phase)
 		if !started {
-			if st.phase != resume.Phase || st.wave.number < resume.Wave {
+			if phase != resume.Phase || st.Wave.Number < resume.Wave {
 				continue
 			}
 			started = true
 		}
 		if newSync {
-			if err := s.writeProgress(ctx, st.phase, st.wave.number); err != nil {
+			if err := s.writeProgress(ctx, phase, st.Wave.Number); err != nil {
 				return err
 			}
 		}
-		if err := s.runWave(ctx, st.wave); err != nil {
-			return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+		if err := s.runWave(ctx, st.Wave); err != nil {
+			return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", phase, st.Wave.Number, err))
 		}
 		// The next wave starts only when this one is healthy; hooks are
 		// always waited on, since they must complete.
-		if i < len(steps)-1 || len(st.wave.hooks) > 0 {
-			if err := s.waitWave(ctx, st.wave); err != nil {
-				return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", st.phase, st.wave.number, err))
+		if i < len(steps)-1 || len(st.Wave.Hooks()) > 0 {
+			if err := s.waitWave(ctx, st.Wave); err != nil {
+				return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", phase, st.Wave.Number, err))
 			}
 		}
 	}
@@ -150,8 +154,8 @@ func (s *syncRun) runPhases(ctx context.Context, p *syncPlan, resume *kustomizev
 // Namespaces and CRDs exist before what needs them, then starts the wave's
 // hooks, which may live in a namespace the wave creates (pkg/plan hoists a
 // Namespace into the wave of the first hook that needs it).
-func (s *syncRun) runWave(ctx context.Context, w planWave) error {
-	for _, group := range kindGroups(w.objects) {
+func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
+	for _, group := range plan.KindGroups(w.Regular()) {
 		results, err := s.engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
@@ -181,7 +185,7 @@ func (s *syncRun) runWave(ctx context.Context, w planWave) error {
 			return err
 		}
 	}
-	for _, h := range w.hooks {
+	for _, h := range w.Hooks() {
 		if err := s.startHook(ctx, h); err != nil {
 			return err
 		}
@@ -190,21 +194,21 @@ func (s *syncRun) runWave(ctx context.Context, w planWave) error {
 }
 
 // waitWave waits until the wave's objects and hooks are healthy.
-func (s *syncRun) waitWave(ctx context.Context, w planWave) error {
-	objs := append([]*unstructured.Unstructured{}, w.objects...)
-	for _, h := range w.hooks {
-		objs = append(objs, h.obj)
+func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
+	objs, hooks := w.Regular(), w.Hooks()
+	for _, h := range hooks {
+		objs = append(objs, h.Unstructured)
 	}
 	if len(objs) == 0 {
 		return nil
 	}
 	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied); err != nil {
-		if herr := s.finishHooks(ctx, w.hooks, false); herr != nil {
+		if herr := s.finishHooks(ctx, hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
 		return err
 	}
-	return s.finishHooks(ctx, w.hooks, true)
+	return s.finishHooks(ctx, hooks, true)
 }
 
 // waitEstablished waits for the CRDs of a group to be served before the
@@ -239,12 +243,12 @@ func (s *syncRun) recordApply(ctx context.Context) {
 	if s.written > 0 {
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason,
 			fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", s.revision,
-				s.counts[engine.Created], s.counts[engine.Configured], s.counts[engine.Unchanged]),
+				s.counts[diff.Created], s.counts[diff.Configured], s.counts[diff.Unchanged]),
 			events.WithRevision(s.revision),
 			events.WithMetadata(map[string]string{
-				"created":    fmt.Sprint(s.counts[engine.Created]),
-				"configured": fmt.Sprint(s.counts[engine.Configured]),
-				"unchanged":  fmt.Sprint(s.counts[engine.Unchanged]),
+				"created":    fmt.Sprint(s.counts[diff.Created]),
+				"configured": fmt.Sprint(s.counts[diff.Configured]),
+				"unchanged":  fmt.Sprint(s.counts[diff.Unchanged]),
 			}))
 	}
 	s.reportDrift(ctx)
@@ -256,7 +260,7 @@ func (s *syncRun) recordApply(ctx context.Context) {
 func (s *syncRun) appliedObjects() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range s.inventoryObjects() {
-		if _, ok := s.applied[engine.IDOf(o)]; ok {
+		if _, ok := s.applied[object.IDOf(o)]; ok {
 			out = append(out, o)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
-	"plumb.dev/sync-controller/internal/engine"
 )
 
 // PruneGuard holds sync-controller's defaults for the prune guard
@@ -105,7 +105,7 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	}
 	names := make([]string, 0, len(removed))
 	for _, o := range removed {
-		names = append(names, engine.IDOf(o).String())
+		names = append(names, object.IDOf(o).String())
 	}
 	msg := fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
 		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune kustomization %s)",

@@ -21,6 +21,8 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -33,7 +35,7 @@ type syncRun struct {
 	engine *engine.Engine
 	obj    *kustomizev1.Kustomization
 	key    types.NamespacedName
-	owner  engine.Owner
+	owner  manage.Owner
 	start  time.Time
 
 	// out holds sync-controller's status fields as they will be written;
@@ -43,11 +45,11 @@ type syncRun struct {
 	revision string
 	digest   string
 	objs     []*unstructured.Unstructured
-	hashes   map[engine.ObjectID]string
-	plan     *syncPlan
+	hashes   map[object.ID]string
+	plan     *plan.Plan
 	ignorer  *diff.Ignorer
-	applied  map[engine.ObjectID]*unstructured.Unstructured
-	counts   map[engine.Action]int
+	applied  map[object.ID]*unstructured.Unstructured
+	counts   map[diff.Action]int
 	written  int
 	drifted  []engine.Result
 	pruned   int
@@ -81,11 +83,11 @@ func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, star
 		driftSeen: driftSeen,
 		obj:       obj,
 		key:       key,
-		owner:     engine.Owner{Namespace: obj.Namespace, Name: obj.Name},
+		owner:     manage.Owner{Namespace: obj.Namespace, Name: obj.Name},
 		start:     start,
 		out:       out,
-		applied:   map[engine.ObjectID]*unstructured.Unstructured{},
-		counts:    map[engine.Action]int{},
+		applied:   map[object.ID]*unstructured.Unstructured{},
+		counts:    map[diff.Action]int{},
 	}
 }
 
@@ -199,7 +201,7 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if err != nil {
 		return reconcile.Failed(meta.ArtifactFailedReason, err)
 	}
-	objs, err := manage.DecodeManifests(data)
+	objs, err := object.DecodeManifests(data)
 	if err != nil {
 		return reconcile.Failed(meta.ArtifactFailedReason, err)
 	}
@@ -232,7 +234,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
-	p, err := buildPlan(s.objs, s.syncID())
+	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID()})
 	if err != nil {
 		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
@@ -254,14 +256,14 @@ func (s *syncRun) prune(ctx context.Context) error {
 	if len(removed) == 0 {
 		return nil
 	}
-	stubs := make(map[engine.ObjectID]*unstructured.Unstructured, len(removed))
+	stubs := make(map[object.ID]*unstructured.Unstructured, len(removed))
 	for _, o := range removed {
-		stubs[engine.IDOf(o)] = o
+		stubs[object.IDOf(o)] = o
 	}
 	var errs []error
 	var names []string
 	var kept []*unstructured.Unstructured
-	for _, res := range s.engine.Prune(ctx, pruneOrder(removed), s.owner) {
+	for _, res := range s.engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner) {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, res.Err)
@@ -272,7 +274,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 		}
 	}
 	if len(names) > 0 {
-		s.r.Metrics.handled(string(engine.Deleted), len(names))
+		s.r.Metrics.handled(string(diff.Deleted), len(names))
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.PrunedReason,
 			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(truncate(names, 10), ", ")),
 			events.WithRevision(s.revision))
@@ -450,7 +452,7 @@ func ownStatus(st kustomizev1.KustomizationStatus, inv *kustomizev1.Inventory) *
 func (s *syncRun) inventoryObjects() []*unstructured.Unstructured {
 	out := make([]*unstructured.Unstructured, 0, len(s.objs))
 	for _, o := range s.objs {
-		if !isHook(o) {
+		if !plan.IsHook(o) {
 			out = append(out, o)
 		}
 	}

@@ -26,8 +26,9 @@
 //     (or, after a restart, the applied-hash annotation matches and
 //     plumb-sync's write is the newest): unchanged, no request at all.
 //   - Otherwise: GET the live object, server-side dry-run apply the desired
-//     one, and compare the two with pkg/diff. Only a real difference is
-//     applied; the diff is what drift reports show.
+//     one, and compare the two with pkg/diff (pkg/drift's Compare, which
+//     `plumb diff` calls too). Only a real difference is applied; the diff
+//     is what drift reports show.
 //
 // A drift found by the dry-run names its makers (Result.Managers: the
 // foreign managedFields entries that own a drifted field). With
@@ -37,4 +38,8 @@
 //
 // Applies of one kind group run concurrently (bounded); groups run in kind
 // order so Namespaces and CRDs exist before the objects that need them.
+//
+// Objects are named by pkg/object's ID everywhere (results, errors, the
+// engine's memory); actions are pkg/diff's, ownership and the field manager
+// pkg/manage's. The engine re-exports none of them.
 package engine

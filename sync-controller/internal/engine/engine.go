@@ -17,19 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/panics"
-)
-
-// Action is what a sync did, or would do, to one object.
-type Action = diff.Action
-
-// The actions, as pkg/diff names them.
-const (
-	Created    = diff.Created
-	Configured = diff.Configured
-	Unchanged  = diff.Unchanged
-	Deleted    = diff.Deleted
 )
 
 // Engine applies sets of objects; one Engine serves every Kustomization.
@@ -78,7 +69,7 @@ func (e *Engine) Watcher() *Watcher { return e.watcher }
 // Options shape one ApplySet call.
 type Options struct {
 	// Owner is stamped on every object as labels.
-	Owner Owner
+	Owner manage.Owner
 	// DefaultNamespace is given to namespaced objects without one.
 	DefaultNamespace string
 	// Ignore removes fields from comparison and keeps their live values.
@@ -101,7 +92,7 @@ type DriftGuard interface {
 	// cached metadata shows a change since it was last applied or checked;
 	// true skips the object in this run (its correction is held back for
 	// the desired state hash).
-	Wait(id ObjectID, hash string) bool
+	Wait(id object.ID, hash string) bool
 	// Revert is asked about an object a dry-run found drifted, with the
 	// drift's changes and foreign managers in res; false leaves the object
 	// as it is for now.
@@ -110,8 +101,8 @@ type DriftGuard interface {
 
 // Result is the outcome for one object.
 type Result struct {
-	ID     ObjectID
-	Action Action
+	ID     object.ID
+	Action diff.Action
 	// Changes are the field differences found by a dry-run (Configured only).
 	Changes []diff.Change
 	// Object is the object as the API server returned it after the write or
@@ -133,8 +124,8 @@ type Result struct {
 // Prepare fills in defaults (namespace) and the ownership stamp of each
 // object, in place, and checks that the kinds exist. It returns the objects'
 // hashes by id.
-func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[ObjectID]string, error) {
-	hashes := make(map[ObjectID]string, len(objs))
+func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[object.ID]string, error) {
+	hashes := make(map[object.ID]string, len(objs))
 	defined := definedKinds(objs)
 	for _, obj := range objs {
 		if err := e.Resolve(obj, opts.DefaultNamespace); err != nil {
@@ -154,7 +145,7 @@ func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[O
 		if err != nil {
 			return nil, err
 		}
-		hashes[IDOf(obj)] = hash
+		hashes[object.IDOf(obj)] = hash
 	}
 	return hashes, nil
 }
@@ -169,7 +160,7 @@ func (e *Engine) Resolve(obj *unstructured.Unstructured, defaultNamespace string
 // up to the engine's bound, and returns a result per object in input order.
 // Objects must have been through Prepare. The error joins the per-object
 // errors.
-func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured, hashes map[ObjectID]string, opts Options) ([]Result, error) {
+func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured, hashes map[object.ID]string, opts Options) ([]Result, error) {
 	for _, gvk := range distinctKinds(objs) {
 		if err := e.watcher.Watch(ctx, gvk); err != nil {
 			return nil, err
@@ -186,7 +177,7 @@ func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured
 			defer func() { <-sem }()
 			// The objects come from Git: a panic on one fails that object,
 			// not the process.
-			results[i].ID = IDOf(obj)
+			results[i].ID = object.IDOf(obj)
 			defer panics.Recover(&results[i].Err, "apply")
 			results[i] = e.applyOne(ctx, obj, hashes[results[i].ID], opts)
 		}()
@@ -203,19 +194,18 @@ func (e *Engine) ApplySet(ctx context.Context, objs []*unstructured.Unstructured
 
 // applyOne is the per-object decision described in the package doc.
 func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructured, hash string, opts Options) Result {
-	id := IDOf(desired)
-	res := Result{ID: id, Action: Unchanged}
+	id := object.IDOf(desired)
+	res := Result{ID: id, Action: diff.Unchanged}
 	live, err := e.watcher.Lookup(ctx, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
 	if err != nil {
 		res.Err = fmt.Errorf("%s: reading the watch cache: %w", id, err)
 		return res
 	}
-	key := id.key()
-	if live != nil && e.unchanged(key, hash, live) {
+	if live != nil && e.unchanged(id, hash, live) {
 		return res
 	}
 	if live == nil {
-		res.Action = Created
+		res.Action = diff.Created
 		return e.write(ctx, desired, hash, opts, res)
 	}
 	if opts.Guard != nil && opts.Guard.Wait(id, hash) {
@@ -225,43 +215,36 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 
 	// The object exists and something may differ: compare what the server
 	// would store (a dry-run apply) with what it stores now.
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(desired.GroupVersionKind())
-	if err := e.client.Get(ctx, client.ObjectKeyFromObject(desired), current); err != nil {
-		if apierrors.IsNotFound(err) {
-			res.Action = Created
-			return e.write(ctx, desired, hash, opts, res)
-		}
+	cmp, err := drift.Compare(ctx, e.client, desired, opts.Ignore)
+	switch {
+	case err != nil && cmp.Live == nil:
 		res.Err = fmt.Errorf("reading the live object: %w", e.explain(id, err))
 		return res
-	}
-	if opts.Ignore != nil {
-		// Ignored fields keep their live values: not reverted, and still
-		// owned by us so that no other field of ours is dropped.
-		desired = desired.DeepCopy()
-		opts.Ignore.KeepLive(desired, current)
-	}
-	dryRun := desired.DeepCopy()
-	if err := e.apply(ctx, dryRun, client.DryRunAll); err != nil {
+	case cmp.Live == nil:
+		res.Action = diff.Created
+		return e.write(ctx, desired, hash, opts, res)
+	case err != nil:
 		if isImmutable(err) && !opts.ReportOnly {
 			// A change the server refuses in place: write decides whether
 			// force allows a recreate.
-			res.Action, res.Drift = Configured, live.Annotations[AppliedHashAnnotation] == hash
-			return e.write(ctx, desired, hash, opts, res)
+			res.Action, res.Drift = diff.Configured, live.Annotations[manage.AppliedHashAnnotation] == hash
+			return e.write(ctx, cmp.Desired, hash, opts, res)
 		}
 		res.Err = e.explain(id, err)
 		return res
 	}
-	d := diff.Diff(current, dryRun, opts.Ignore)
+	// Ignored fields keep their live values (cmp.Desired), and so does the
+	// write below.
+	current, desired, d := cmp.Live, cmp.Desired, cmp.Result
 	if d.Action == diff.Unchanged {
-		e.records.put(key, recordOf(hash, current))
+		e.records.put(id, recordOf(hash, current))
 		res.Object = current
 		return res
 	}
 	// It is drift when the desired state is the one we applied last: the
 	// difference came from the cluster, not from Git.
-	res.Action, res.Changes = Configured, d.Changes
-	res.Drift = current.GetAnnotations()[AppliedHashAnnotation] == hash
+	res.Action, res.Changes = diff.Configured, d.Changes
+	res.Drift = current.GetAnnotations()[manage.AppliedHashAnnotation] == hash
 	if res.Drift {
 		res.Managers = foreignOwners(current.GetManagedFields(), d.Changes)
 	}
@@ -278,13 +261,13 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 
 // unchanged reports whether the cached metadata proves that the object is as
 // we left it for the same desired state.
-func (e *Engine) unchanged(key, hash string, live *metav1.PartialObjectMetadata) bool {
-	if rec, ok := e.records.get(key); ok {
+func (e *Engine) unchanged(id object.ID, hash string, live *metav1.PartialObjectMetadata) bool {
+	if rec, ok := e.records.get(id); ok {
 		return rec == recordOf(hash, live)
 	}
 	// After a restart: the annotation says what we applied last, and the
 	// managed fields say nobody wrote after us.
-	return live.Annotations[AppliedHashAnnotation] == hash && ourWriteIsNewest(live.ManagedFields)
+	return live.Annotations[manage.AppliedHashAnnotation] == hash && ourWriteIsNewest(live.ManagedFields)
 }
 
 // write applies desired for real, recreating it when an immutable field
@@ -303,21 +286,17 @@ func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, 
 		res.Err = e.explain(res.ID, err)
 		return res
 	}
-	if res.Action == Created && !createdByUs(obj) {
-		res.Action = Configured
+	if res.Action == diff.Created && !createdByUs(obj) {
+		res.Action = diff.Configured
 	}
-	e.records.put(res.ID.key(), recordOf(hash, obj))
+	e.records.put(res.ID, recordOf(hash, obj))
 	res.Object, res.Written = obj, true
 	return res
 }
 
-// apply server-side-applies obj in place with our field manager, taking
-// over fields that another manager set.
-func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) error {
-	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
-	obj.SetManagedFields(nil)
-	obj.SetResourceVersion("")
-	return e.client.Patch(ctx, obj, client.Apply, opts...)
+// apply server-side-applies obj in place as plumb-sync (manage.Apply).
+func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured) error {
+	return manage.Apply(ctx, e.client, obj)
 }
 
 // recreate deletes the object, waits until it is gone, and applies it anew.
@@ -334,15 +313,15 @@ func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructure
 }
 
 // Forget drops what the engine remembers of the objects, e.g. after pruning.
-func (e *Engine) Forget(ids ...ObjectID) {
+func (e *Engine) Forget(ids ...object.ID) {
 	for _, id := range ids {
-		e.records.forget(id.key())
+		e.records.forget(id)
 	}
 }
 
 // explain turns an API error into a message that names the object, and a
 // refusal into who may not do what (see Forbidden).
-func (e *Engine) explain(id ObjectID, err error) error {
+func (e *Engine) explain(id object.ID, err error) error {
 	if apierrors.IsNotFound(err) && id.Namespace != "" {
 		return fmt.Errorf("%s: %w (does the namespace %s exist?)", id, err, id.Namespace)
 	}
@@ -381,7 +360,7 @@ func immutableMessage(err error) string {
 // our apply created it.
 func createdByUs(obj *unstructured.Unstructured) bool {
 	for _, m := range obj.GetManagedFields() {
-		if m.Subresource == "" && m.Manager != FieldManager {
+		if m.Subresource == "" && m.Manager != manage.FieldManager {
 			return false
 		}
 	}

@@ -7,13 +7,15 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"plumb.dev/pkg/object"
 )
 
 // ForbiddenError is a request the API server refused for lack of rights:
 // who asked, for which verb, on which resource, where.
 type ForbiddenError struct {
 	// ID is the object the request was about.
-	ID ObjectID
+	ID object.ID
 	// User is who the API server saw: "ServiceAccount <ns>/<name>" for a
 	// ServiceAccount, otherwise the user name.
 	User string
@@ -66,7 +68,7 @@ var forbiddenMessage = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource 
 // ForbiddenError, whose message names the object, the identity and the
 // refused verb; it returns nil for any other error. A refusal the message
 // of which cannot be parsed keeps the API server's own words.
-func Forbidden(id ObjectID, err error) error {
+func Forbidden(id object.ID, err error) error {
 	if !apierrors.IsForbidden(err) {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plumb.dev/pkg/object"
 )
 
 // refused builds the error the API server returns, with its own wording
@@ -17,11 +19,11 @@ func refused(resource schema.GroupResource, name, reason string) error {
 }
 
 func TestForbiddenNamesTheObjectTheIdentityAndTheVerb(t *testing.T) {
-	cm := ObjectID{Kind: "ConfigMap", Namespace: "team-b", Name: "x"}
-	role := ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin-ish"}
+	cm := object.ID{Kind: "ConfigMap", Namespace: "team-b", Name: "x"}
+	role := object.ID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin-ish"}
 	for _, tc := range []struct {
 		name string
-		id   ObjectID
+		id   object.ID
 		err  error
 		want string
 	}{
@@ -78,7 +80,7 @@ func TestForbiddenNamesTheObjectTheIdentityAndTheVerb(t *testing.T) {
 
 func TestForbiddenIgnoresOtherErrors(t *testing.T) {
 	g := NewWithT(t)
-	id := ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "x"}
+	id := object.ID{Kind: "ConfigMap", Namespace: "a", Name: "x"}
 	g.Expect(Forbidden(id, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x"))).To(BeNil())
 	g.Expect(Forbidden(id, errors.New("connection refused"))).To(BeNil())
 	g.Expect(Forbidden(id, nil)).To(BeNil())

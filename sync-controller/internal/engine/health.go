@@ -13,11 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/object"
 )
 
 // HealthReport is the health of one object.
 type HealthReport struct {
-	ID ObjectID
+	ID object.ID
 	health.Result
 }
 
@@ -25,7 +26,7 @@ type HealthReport struct {
 // resync of unchanged objects needs no GET to know they are still healthy.
 type healthCache struct {
 	mu sync.Mutex
-	m  map[string]healthEntry
+	m  map[healthKey]healthEntry
 }
 
 type healthEntry struct {
@@ -33,7 +34,7 @@ type healthEntry struct {
 	result          health.Result
 }
 
-func (c *healthCache) get(key, rv string) (health.Result, bool) {
+func (c *healthCache) get(key healthKey, rv string) (health.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
@@ -43,11 +44,11 @@ func (c *healthCache) get(key, rv string) (health.Result, bool) {
 	return e.result, true
 }
 
-func (c *healthCache) put(key, rv string, r health.Result) {
+func (c *healthCache) put(key healthKey, rv string, r health.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]healthEntry{}
+		c.m = map[healthKey]healthEntry{}
 	}
 	c.m[key] = healthEntry{resourceVersion: rv, result: r}
 }
@@ -61,11 +62,11 @@ var HealthPollFallback = 2 * time.Second
 // when ctx ends first the error names every object still unhealthy and why.
 // known holds objects as the API server returned them (apply results), used
 // before anything is read again. Waits wake on watch events, not on a timer.
-func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructured, known map[ObjectID]*unstructured.Unstructured) ([]HealthReport, error) {
-	pending := map[ObjectID]health.Result{}
-	kinds := map[ObjectID]*unstructured.Unstructured{}
+func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructured, known map[object.ID]*unstructured.Unstructured) ([]HealthReport, error) {
+	pending := map[object.ID]health.Result{}
+	kinds := map[object.ID]*unstructured.Unstructured{}
 	for _, obj := range objs {
-		id := IDOf(obj)
+		id := object.IDOf(obj)
 		pending[id] = health.Result{Status: health.Unknown}
 		kinds[id] = obj
 	}
@@ -117,7 +118,7 @@ func (e *Engine) cachedHealth(ctx context.Context, obj *unstructured.Unstructure
 	if !first {
 		return health.Result{}, false
 	}
-	id := IDOf(obj)
+	id := object.IDOf(obj)
 	live, err := e.watcher.Lookup(ctx, obj.GroupVersionKind(), id.Namespace, id.Name)
 	if err != nil || live == nil {
 		return health.Result{}, false
@@ -125,7 +126,7 @@ func (e *Engine) cachedHealth(ctx context.Context, obj *unstructured.Unstructure
 	return e.health.get(e.healthKey(id), live.ResourceVersion)
 }
 
-func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured.Unstructured) (health.Result, error) {
+func (e *Engine) readHealth(ctx context.Context, id object.ID, like *unstructured.Unstructured) (health.Result, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(like.GroupVersionKind())
 	err := e.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, obj)
@@ -141,7 +142,7 @@ func (e *Engine) readHealth(ctx context.Context, id ObjectID, like *unstructured
 	return e.evaluate(id, obj), nil
 }
 
-func (e *Engine) evaluate(id ObjectID, obj *unstructured.Unstructured) health.Result {
+func (e *Engine) evaluate(id object.ID, obj *unstructured.Unstructured) health.Result {
 	r := health.Evaluate(obj)
 	e.health.put(e.healthKey(id), obj.GetResourceVersion(), r)
 	return r
@@ -150,7 +151,12 @@ func (e *Engine) evaluate(id ObjectID, obj *unstructured.Unstructured) health.Re
 // healthKey keys the health cache by identity and object: a result read by
 // one identity is not served to another, which might not be allowed to
 // read the object.
-func (e *Engine) healthKey(id ObjectID) string { return e.identity + "|" + id.key() }
+func (e *Engine) healthKey(id object.ID) healthKey { return healthKey{e.identity, id} }
+
+type healthKey struct {
+	identity string
+	id       object.ID
+}
 
 // HealthTimeoutError is WaitHealthy's error when objects are still not
 // healthy at the deadline. Its text says where each one stood ("2 of 3
@@ -180,7 +186,7 @@ func (e *HealthTimeoutError) Summary() string {
 	return "timed out waiting for health: " + strings.Join(parts, "; ")
 }
 
-func reports(pending map[ObjectID]health.Result) []HealthReport {
+func reports(pending map[object.ID]health.Result) []HealthReport {
 	out := make([]HealthReport, 0, len(pending))
 	for id, r := range pending {
 		out = append(out, HealthReport{ID: id, Result: r})

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"plumb.dev/pkg/object"
 )
 
 // HookSyncLabel names the sync operation a hook object was created for.
@@ -22,7 +24,7 @@ func (e *Engine) Get(ctx context.Context, like *unstructured.Unstructured) (*uns
 		return nil, nil
 	}
 	if err != nil {
-		return nil, e.explain(IDOf(like), err)
+		return nil, e.explain(object.IDOf(like), err)
 	}
 	return obj, nil
 }
@@ -36,7 +38,7 @@ func (e *Engine) CreateHook(ctx context.Context, hook *unstructured.Unstructured
 	}
 	obj := hook.DeepCopy()
 	if err := e.apply(ctx, obj); err != nil {
-		return nil, e.explain(IDOf(hook), err)
+		return nil, e.explain(object.IDOf(hook), err)
 	}
 	return obj, nil
 }
@@ -49,7 +51,7 @@ func (e *Engine) Delete(ctx context.Context, obj *unstructured.Unstructured, wai
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("deleting: %w", e.explain(IDOf(obj), err))
+		return fmt.Errorf("deleting: %w", e.explain(object.IDOf(obj), err))
 	}
 	if wait {
 		return e.waitGone(ctx, obj)

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/manage"
 )
 
 // foreignOwners returns, sorted, the field managers other than plumb-sync
@@ -18,7 +19,7 @@ import (
 func foreignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) []string {
 	var out []string
 	for _, e := range entries {
-		if e.Manager == FieldManager || e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
+		if e.Manager == manage.FieldManager || e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
 			continue
 		}
 		set := &fieldpath.Set{}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/manage"
 )
 
 func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
@@ -15,7 +16,7 @@ func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
 
 func TestForeignOwnersNamesWhoOwnsTheDriftedFields(t *testing.T) {
 	entries := []metav1.ManagedFieldsEntry{
-		entry(FieldManager, "", `{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}}}`),
+		entry(manage.FieldManager, "", `{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}}}`),
 		entry("kube-controller-manager", "scale", `{"f:spec":{"f:replicas":{}}}`),
 		entry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`),
 		entry("kubectl-edit", "", `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/name":{}}},"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}}}}}}}`),

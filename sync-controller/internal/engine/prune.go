@@ -12,11 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 )
 
 // PruneResult is the outcome of pruning one object.
 type PruneResult struct {
-	ID ObjectID
+	ID object.ID
 	// Deleted is true when the object was deleted; false when it was kept
 	// (gone already, not ours, or prune disabled) — Reason says which.
 	Deleted bool
@@ -28,10 +30,10 @@ type PruneResult struct {
 // owner's labels and do not opt out with plumb.dev/prune: disabled. An
 // object without our labels is never deleted: it was not ours, or someone
 // took it over.
-func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner Owner) []PruneResult {
+func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner) []PruneResult {
 	results := make([]PruneResult, 0, len(objs))
 	for _, obj := range objs {
-		id := IDOf(obj)
+		id := object.IDOf(obj)
 		res := PruneResult{ID: id}
 		// Read through the label-filtered watch cache: an object without our
 		// labels is not in it, and is never ours to delete. (A cached read
@@ -77,8 +79,8 @@ func (e *Engine) lookupWatched(ctx context.Context, obj *unstructured.Unstructur
 	return e.watcher.Lookup(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 }
 
-func ownedBy(labels map[string]string, owner Owner) bool {
-	got, ok := OwnerOf(labels)
+func ownedBy(labels map[string]string, owner manage.Owner) bool {
+	got, ok := manage.OwnerOf(labels)
 	return ok && got == owner
 }
 
@@ -100,7 +102,7 @@ func (e *Engine) waitGone(ctx context.Context, obj *unstructured.Unstructured) e
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for deletion before recreate: %w", IDOf(obj), ctx.Err())
+			return fmt.Errorf("%s: waiting for deletion before recreate: %w", object.IDOf(obj), ctx.Err())
 		case <-ticker.C:
 		}
 	}

@@ -11,15 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 )
-
-// FieldManager is the field manager of every write sync-controller makes to
-// managed objects.
-const FieldManager = manage.FieldManager
-
-// AppliedHashAnnotation holds the hash of the desired object last applied,
-// so a restarted controller knows what it applied without a dry-run.
-const AppliedHashAnnotation = manage.AppliedHashAnnotation
 
 // record is what the engine remembers of one object it applied or checked.
 type record struct {
@@ -48,25 +41,25 @@ func recordOf(hash string, obj metav1.Object) record {
 // records is the engine's memory, safe for concurrent use.
 type records struct {
 	mu sync.RWMutex
-	m  map[string]record
+	m  map[object.ID]record
 }
 
-func newRecords() *records { return &records{m: map[string]record{}} }
+func newRecords() *records { return &records{m: map[object.ID]record{}} }
 
-func (r *records) get(id string) (record, bool) {
+func (r *records) get(id object.ID) (record, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	rec, ok := r.m[id]
 	return rec, ok
 }
 
-func (r *records) put(id string, rec record) {
+func (r *records) put(id object.ID, rec record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.m[id] = rec
 }
 
-func (r *records) forget(id string) {
+func (r *records) forget(id object.ID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, id)
@@ -106,7 +99,7 @@ func fingerprint(entries []metav1.ManagedFieldsEntry) string {
 func foreignFingerprint(entries []metav1.ManagedFieldsEntry) string {
 	foreign := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	for _, e := range entries {
-		if e.Manager != FieldManager {
+		if e.Manager != manage.FieldManager {
 			foreign = append(foreign, e)
 		}
 	}
@@ -120,7 +113,7 @@ func ourWriteIsNewest(entries []metav1.ManagedFieldsEntry) bool {
 	var ours *metav1.Time
 	for i := range entries {
 		e := entries[i]
-		if e.Subresource == "" && e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+		if e.Subresource == "" && e.Manager == manage.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
 			ours = e.Time
 		}
 	}
@@ -128,7 +121,7 @@ func ourWriteIsNewest(entries []metav1.ManagedFieldsEntry) bool {
 		return false
 	}
 	for _, e := range entries {
-		if e.Subresource != "" || e.Manager == FieldManager {
+		if e.Subresource != "" || e.Manager == manage.FieldManager {
 			continue
 		}
 		if e.Time == nil || !e.Time.Before(ours) {

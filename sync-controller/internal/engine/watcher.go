@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/panics"
 )
 
@@ -181,7 +182,7 @@ func foreignWrite(old, new *metav1.PartialObjectMetadata) bool {
 // touching its time.
 func ourEntry(entries []metav1.ManagedFieldsEntry) string {
 	for _, e := range entries {
-		if e.Manager == FieldManager && e.Subresource == "" && e.Time != nil {
+		if e.Manager == manage.FieldManager && e.Subresource == "" && e.Time != nil {
 			return e.Time.UTC().Format(time.RFC3339)
 		}
 	}
@@ -218,7 +219,7 @@ func (w *Watcher) takeExpected(uid types.UID) bool {
 }
 
 func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.PartialObjectMetadata) {
-	owner, ok := OwnerOf(objLabels)
+	owner, ok := manage.OwnerOf(objLabels)
 	if !ok || objLabels[HookSyncLabel] != "" {
 		return // hooks come and go by design; they are not drift
 	}

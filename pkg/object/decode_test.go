@@ -1,4 +1,4 @@
-package manage
+package object
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func TestDecodeManifests(t *testing.T) {
 
 // FuzzDecodeManifests: the rendered artifact comes over the network; its
 // decoder must return objects or an error, never panic, and every object it
-// returns has the identity fields the rest of diff relies on.
+// returns has the identity fields the rest of sync relies on.
 func FuzzDecodeManifests(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: b\n"))
 	f.Add([]byte("---\n---\n"))

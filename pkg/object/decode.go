@@ -1,4 +1,4 @@
-package manage
+package object
 
 import (
 	"bytes"

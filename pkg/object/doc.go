@@ -1,0 +1,59 @@
+// Package object is Plumb's object model on the sync side: how an object in
+// a rendered set is named, where its kind falls in the apply order, and how
+// the rendered multi-document stream is read back into objects.
+//
+// # Identity
+//
+// ID is an object's identity in a cluster: group, kind, namespace and name,
+// the version left out (an object moved to another version of its kind is
+// the same object), like gitops-engine's ResourceKey. It is comparable, so
+// it keys maps directly. ID.String is the short form messages, events and
+// status use: <kind>/<namespace>/<name>, or <kind>/<name> for a
+// cluster-scoped object.
+//
+// Every package that names objects uses it: pkg/render (duplicates and the
+// canonical order of a build), pkg/plan (the order and duplicates of a
+// sync), pkg/inventory (what left the set), pkg/diff (the object of a
+// Result), sync-controller's engine (its memory, results and errors) and
+// the plumb CLI.
+//
+// # Why a package of its own
+//
+// The identity is needed by render-controller's build, which never talks
+// to a cluster, as much as by the code that writes to one (pkg/manage,
+// the engine). This package depends on k8s.io/apimachinery alone, so that
+// naming an object pulls in no client, no API types and no events.
+//
+// # The kind order
+//
+// Within a sync wave objects are applied in one fixed kind order (Rank,
+// Less), the order Argo CD and Helm use:
+//
+//	Namespace, NetworkPolicy, ResourceQuota, LimitRange, ServiceAccount,
+//	Secret, ConfigMap, StorageClass, PersistentVolume, PersistentVolumeClaim,
+//	CustomResourceDefinition, ClusterRole, ClusterRoleBinding, Role,
+//	RoleBinding, Service, DaemonSet, Pod, ReplicaSet, Deployment,
+//	HorizontalPodAutoscaler, StatefulSet, Job, CronJob, IngressClass,
+//	Ingress, APIService
+//
+// then every other kind (custom resources, and built-in kinds not listed)
+// by kind, group, namespace and name. A listed kind counts only in its own
+// API group (and the legacy extensions group where it once lived): a
+// Knative serving.knative.dev Service is a custom resource. pkg/plan orders
+// a sync by it and pkg/render the rendered manifests, so the artifact lists
+// objects in the order a wave applies them.
+//
+// The two packages used to keep a table each. pkg/plan's, above, is what
+// sync applied and what its tests check, and it won. pkg/render's differed:
+// it put CustomResourceDefinition second (pkg/plan hoists a CRD ahead of
+// its custom resources anyway), ranked PriorityClass, PodDisruptionBudget
+// and ReplicationController, put Mutating- and
+// ValidatingWebhookConfiguration after every other kind, and matched kinds
+// by name in any group. Rendered manifests holding those kinds now come out
+// in the order above, which changes their digest once.
+//
+// # Decoding
+//
+// DecodeManifests reads a rendered artifact back into objects, checking
+// that each has the identity fields the rest relies on.
+package object
