@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
+)
+
+// checkReferences refuses, under --no-cross-namespace-refs, a dependsOn or
+// healthChecks entry in another namespace — a stall, since only a spec
+// change fixes it — and lets everything through without the flag.
+func TestCheckReferencesStallsOnAnotherNamespace(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refuse  bool
+		spec    kustomizev1.KustomizationSpec
+		stalled string // substring of the message; "" for no error
+	}{
+		{name: "same namespace", refuse: true, spec: kustomizev1.KustomizationSpec{
+			DependsOn:    []meta.NamespacedObjectReference{{Name: "db"}, {Name: "cache", Namespace: "team"}},
+			HealthChecks: []kustomizev1.NamespacedObjectKindReference{{Kind: "Deployment", Name: "web", Namespace: "team"}},
+		}},
+		{name: "dependsOn elsewhere", refuse: true, spec: kustomizev1.KustomizationSpec{
+			DependsOn: []meta.NamespacedObjectReference{{Name: "db", Namespace: "other"}},
+		}, stalled: "dependsOn other/db is outside namespace team"},
+		{name: "healthChecks elsewhere", refuse: true, spec: kustomizev1.KustomizationSpec{
+			HealthChecks: []kustomizev1.NamespacedObjectKindReference{{Kind: "Deployment", Name: "web", Namespace: "other"}},
+		}, stalled: "healthChecks Deployment other/web is outside namespace team"},
+		{name: "elsewhere without the flag", refuse: false, spec: kustomizev1.KustomizationSpec{
+			DependsOn: []meta.NamespacedObjectReference{{Name: "db", Namespace: "other"}},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app"}, Spec: tt.spec}
+			s := &syncRun{r: &KustomizationReconciler{NoCrossNamespaceRefs: tt.refuse}, obj: ks, out: ks.DeepCopy()}
+			err := s.checkReferences(context.Background())
+			if tt.stalled == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			var e *reconcile.Error
+			g.Expect(err).To(BeAssignableToTypeOf(e))
+			e = err.(*reconcile.Error)
+			g.Expect(e.Policy).To(Equal(reconcile.Stall))
+			g.Expect(e.Reason).To(Equal(meta.InvalidSpecReason))
+			g.Expect(e.Error()).To(ContainSubstring(tt.stalled))
+		})
+	}
+}
+
+// report records the revision applied; while render-controller fails on
+// the current generation it turns the applied sync into a retried failure
+// with render-controller's reason and no event of its own.
+func TestReportKeepsTheLastGoodRevisionThroughARenderFailure(t *testing.T) {
+	g := NewWithT(t)
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 2}}
+	s := &syncRun{obj: ks, out: ks.DeepCopy(), revision: "main@sha1:good"}
+	g.Expect(s.report(context.Background())).To(Succeed())
+	g.Expect(s.out.Status.LastAppliedRevision).To(Equal("main@sha1:good"))
+
+	s = &syncRun{obj: ks, out: ks.DeepCopy(), revision: "main@sha1:good", renderFailure: &metav1.Condition{
+		Type: kustomizev1.RenderedCondition, Status: metav1.ConditionFalse,
+		Reason: kustomizev1.BuildFailedReason, Message: "kustomization.yaml: bad patch", ObservedGeneration: 2,
+	}}
+	err := s.report(context.Background())
+	var e *reconcile.Error
+	g.Expect(err).To(BeAssignableToTypeOf(e))
+	e = err.(*reconcile.Error)
+	g.Expect(e.Policy).To(Equal(reconcile.Retry))
+	g.Expect(e.Reason).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(e.Quiet).To(BeTrue(), "render-controller recorded the failure's event")
+	g.Expect(e.Error()).To(Equal("kustomization.yaml: bad patch (still applying the last good revision main@sha1:good)"))
+	g.Expect(s.out.Status.LastAppliedRevision).To(Equal("main@sha1:good"))
+}
