@@ -109,7 +109,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions) e
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
 		Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
-		Events:                events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+		Events:                events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName),
 		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
 		DependencyRequeue:     syncOpts.DependencyRequeue,
 		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),
