@@ -185,7 +185,7 @@ func untar(r io.Reader, dir string, limits Limits) error {
 			if err := mkdirReal(target); err != nil {
 				return fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the legacy TypeRegA as TypeReg
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
 				return fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
 			}

@@ -313,11 +313,11 @@ func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, 
 
 // apply server-side-applies obj in place with our field manager, taking
 // over fields that another manager set.
-func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) error {
+func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
 	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
 	obj.SetManagedFields(nil)
 	obj.SetResourceVersion("")
-	return e.client.Patch(ctx, obj, client.Apply, opts...)
+	return e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...)
 }
 
 // recreate deletes the object, waits until it is gone, and applies it anew.
