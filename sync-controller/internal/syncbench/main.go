@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -330,7 +331,7 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 		}
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(b.env.Config, kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(*b.env.Kubeconfig(), kubeconfig); err != nil {
 		return err
 	}
 	for _, w := range workloads {
