@@ -45,6 +45,11 @@ $(CONTROLLER_GEN): $(GEN_TOOLS)/go.mod
 	@echo ">> building controller-gen"
 	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+STATICCHECK := $(BIN)/staticcheck
+$(STATICCHECK): $(GEN_TOOLS)/go.mod
+	@echo ">> building staticcheck"
+	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
+
 KUSTOMIZE := $(BIN)/kustomize
 $(KUSTOMIZE): $(GEN_TOOLS)/go.mod
 	@echo ">> building kustomize"
@@ -74,8 +79,12 @@ vet: ## go vet every module.
 tidy: ## go mod tidy every module (and the tools modules).
 	@for m in $(MODULES) hack/tools/gen hack/tools/controlplane; do (cd $$m && GOWORK=off go mod tidy) || exit 1; done
 
+.PHONY: lint
+lint: $(STATICCHECK) ## staticcheck every module; fails on any finding.
+	@$(STATICCHECK) $(PKGS)
+
 .PHONY: verify
-verify: generate manifests fmt tidy vet ## Regenerate, format and tidy, then fail if the tree changed.
+verify: generate manifests fmt tidy vet lint ## Regenerate, format, tidy and lint, then fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: the tree is not clean after regenerating; commit these changes:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; fi

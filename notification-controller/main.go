@@ -78,7 +78,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
 		return err
 	}
-	recorder := events.NewRecorder(mgr.GetEventRecorderFor(controllerName), publisher, scheme, controllerName) //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+	recorder := events.NewRecorder(mgr.GetEventRecorder(controllerName), publisher, scheme, controllerName)
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
 	if err := (&notificationcontroller.ProviderReconciler{

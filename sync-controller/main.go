@@ -110,7 +110,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		Reader:                mgr.GetAPIReader(),
 		Metrics:               controller.NewMetrics(ctrlmetrics.Registry),
 		Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
-		Events:                events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // pkg/events takes the record.EventRecorder API
+		Events:                events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName),
 		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
 		DependencyRequeue:     refOpts.RequeueDependency,
 		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),

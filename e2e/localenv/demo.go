@@ -174,7 +174,7 @@ func (e *Env) ApplyYAML(ctx context.Context, data []byte) ([]*unstructured.Unstr
 		return nil, err
 	}
 	for _, obj := range objs {
-		if err := e.Client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured server-side apply
+		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}

@@ -3,9 +3,7 @@ package artifact
 import (
 	"archive/tar"
 	"compress/gzip"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	godigest "github.com/opencontainers/go-digest"
 )
 
 // Errors an extraction can fail with. Each refusal wraps one of them, so a
@@ -64,18 +64,14 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// ParseDigest splits "sha256:<64 hex digits>" into the raw sum. Other
-// algorithms are refused: the pipeline only produces sha256.
-func ParseDigest(digest string) ([]byte, error) {
-	algo, hexSum, ok := strings.Cut(digest, ":")
-	if !ok || algo != "sha256" {
-		return nil, fmt.Errorf("digest %q is not of the form sha256:<hex>", digest)
+// ParseDigest parses "sha256:<64 lower-case hex digits>". Other algorithms
+// are refused: the pipeline only produces sha256.
+func ParseDigest(digest string) (godigest.Digest, error) {
+	d, err := godigest.Parse(digest)
+	if err != nil || d.Algorithm() != godigest.SHA256 {
+		return "", fmt.Errorf("digest %q is not of the form sha256:<64 lower-case hex digits>", digest)
 	}
-	sum, err := hex.DecodeString(hexSum)
-	if err != nil || len(sum) != sha256.Size || strings.ToLower(hexSum) != hexSum {
-		return nil, fmt.Errorf("digest %q is not of the form sha256:<64 lower-case hex digits>", digest)
-	}
-	return sum, nil
+	return d, nil
 }
 
 // VerifyFile checks that the file at name is at most limits.MaxArchiveBytes
@@ -91,18 +87,17 @@ func VerifyFile(name, digest string, limits Limits) error {
 		return err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := godigest.SHA256.Digester()
 	// Read one byte past the limit to tell "exactly at" from "over".
-	n, err := io.Copy(h, io.LimitReader(f, limits.MaxArchiveBytes+1))
+	n, err := io.Copy(h.Hash(), io.LimitReader(f, limits.MaxArchiveBytes+1))
 	if err != nil {
 		return fmt.Errorf("reading the archive: %w", err)
 	}
 	if n > limits.MaxArchiveBytes {
 		return fmt.Errorf("%w: the archive is larger than the limit of %d bytes", ErrTooLarge, limits.MaxArchiveBytes)
 	}
-	got := h.Sum(nil)
-	if subtle.ConstantTimeCompare(got, want) != 1 {
-		return fmt.Errorf("%w: the archive has sha256:%x, expected %s", ErrDigestMismatch, got, digest)
+	if got := h.Digest(); subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return fmt.Errorf("%w: the archive has %s, expected %s", ErrDigestMismatch, got, digest)
 	}
 	return nil
 }
@@ -185,7 +180,7 @@ func untar(r io.Reader, dir string, limits Limits) error {
 			if err := mkdirReal(target); err != nil {
 				return fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the legacy TypeRegA as TypeReg
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
 				return fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
 			}

@@ -21,7 +21,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -61,16 +60,10 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // API server's impersonation headers, so the RBAC of deploy/ decides.
 func impersonatingKubeconfig(t *testing.T, sa string) string {
 	t.Helper()
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
-		Impersonate:       "system:serviceaccount:" + namespace + ":" + sa,
-		ImpersonateGroups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-	}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: sa}
-	kc.CurrentContext = "envtest"
+	kc := env.Kubeconfig()
+	user := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
+	user.Impersonate = "system:serviceaccount:" + namespace + ":" + sa
+	user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)

@@ -78,9 +78,7 @@ func everyController() []call {
 		{group: coordination, resource: "leases", verb: "get", namespace: namespace, why: "leader election (pkg/app: ctrl.Options.LeaderElection)"},
 		{group: coordination, resource: "leases", verb: "create", namespace: namespace, why: "leader election"},
 		{group: coordination, resource: "leases", verb: "update", namespace: namespace, why: "leader election renewal"},
-		{resource: "events", verb: "create", namespace: tenant, why: "pkg/events Recorder over mgr.GetEventRecorderFor (core/v1)"},
-		{resource: "events", verb: "patch", namespace: tenant, why: "the event correlator patches repeated events"},
-		{group: eventsGroup, resource: "events", verb: "create", namespace: tenant, why: "controller-runtime's events.k8s.io recorder"},
+		{group: eventsGroup, resource: "events", verb: "create", namespace: tenant, why: "pkg/events Recorder over mgr.GetEventRecorder (events.k8s.io)"},
 		{group: eventsGroup, resource: "events", verb: "patch", namespace: tenant, why: "events.k8s.io series updates"},
 		{resource: "events", verb: "create", namespace: namespace, why: "leader election events on the Lease"},
 	}

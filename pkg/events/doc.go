@@ -46,14 +46,17 @@
 // New optional fields may be added within v1; removing or changing the meaning
 // of one needs v2.
 //
-// A Recorder writes each event twice: as a Kubernetes Event on the object,
-// and to a Publisher. Publishing never blocks or fails a reconcile.
+// A Recorder writes each event twice: as a Kubernetes Event on the object
+// (events.k8s.io/v1, through controller-runtime's mgr.GetEventRecorder,
+// with the action KubeAction), and to a Publisher. Publishing never blocks
+// or fails a reconcile.
 //
 // The Recorder is where every event message of every controller passes, so
 // it is where messages are bounded: one longer than message.MaxBytes (a
 // kustomize error quoting a 40 KB patch) is cut there with
-// message.Truncate, which ends it with "… (12,345 more bytes)", and the
-// Kubernetes Event and the stream event carry the same cut text.
+// message.Truncate, which ends it with "… (12,345 more bytes)". The
+// Kubernetes Event carries the same text cut shorter, to KubeNoteMaxBytes,
+// the most the API server accepts in an Event's note.
 //
 // # Publishing (JetStreamPublisher)
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/panics"
@@ -241,7 +243,8 @@ func (p *JetStreamPublisher) remove(seq uint64) {
 // run is the background sender.
 func (p *JetStreamPublisher) run() {
 	defer close(p.done)
-	backoff := time.Duration(0)
+	initial := wait.Backoff{Duration: minBackoff, Factor: 2, Cap: maxBackoff, Steps: math.MaxInt32}
+	backoff := initial
 	failing := false
 	var lastLog time.Time
 	for {
@@ -273,9 +276,8 @@ func (p *JetStreamPublisher) run() {
 				p.log.Info("cannot publish events, retrying", "error", err.Error(), "queued", p.Len())
 				failing, lastLog = true, time.Now()
 			}
-			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 			select {
-			case <-time.After(backoff):
+			case <-time.After(backoff.Step()):
 			case <-p.ctx.Done():
 				return
 			}
@@ -286,7 +288,7 @@ func (p *JetStreamPublisher) run() {
 			p.log.Info("publishing events again", "queued", p.Len())
 			failing = false
 		}
-		backoff = 0
+		backoff = initial
 		p.remove(q.seq)
 		eventsPublished.WithLabelValues(p.controller).Inc()
 	}

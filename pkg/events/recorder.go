@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/record"
+	kevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -28,18 +28,28 @@ type NopPublisher struct{}
 // Publish drops the event.
 func (NopPublisher) Publish(Event) {}
 
+// KubeNoteMaxBytes bounds the message of a Kubernetes Event: the API server
+// refuses an events.k8s.io/v1 Event whose note is longer.
+const KubeNoteMaxBytes = 1024
+
+// KubeAction is the action of every Kubernetes Event a Recorder writes
+// (events.k8s.io/v1 requires one): what the controller was doing to the
+// object, which for Plumb's controllers is always reconciling it.
+const KubeAction = "Reconcile"
+
 // Recorder records an event as a Kubernetes Event and publishes it.
 type Recorder struct {
-	kube       record.EventRecorder
+	kube       kevents.AnnotatedEventRecorder
 	publisher  Publisher
 	scheme     *runtime.Scheme
 	controller string
 	instance   string
 }
 
-// NewRecorder returns a recorder writing Kubernetes Events through kube and
+// NewRecorder returns a recorder writing Kubernetes Events (events.k8s.io/v1)
+// through kube, as controller-runtime's mgr.GetEventRecorder returns, and
 // stream events through publisher, both signed with the controller's name.
-func NewRecorder(kube record.EventRecorder, publisher Publisher, scheme *runtime.Scheme, controller string) *Recorder {
+func NewRecorder(kube kevents.AnnotatedEventRecorder, publisher Publisher, scheme *runtime.Scheme, controller string) *Recorder {
 	if publisher == nil {
 		publisher = NopPublisher{}
 	}
@@ -99,8 +109,8 @@ func (r *Recorder) Eventf(obj client.Object, severity Severity, reason, messageF
 }
 
 // Record records an event about obj with the given options. A message
-// longer than message.MaxBytes is cut to it, with a marker, in both the
-// Kubernetes Event and the stream event.
+// longer than message.MaxBytes is cut to it, with a marker, in the stream
+// event; the Kubernetes Event's is cut the same way to KubeNoteMaxBytes.
 func (r *Recorder) Record(obj client.Object, severity Severity, reason, msg string, opts ...Option) {
 	e := r.build(obj, severity, reason, msg, opts...)
 	if r.kube != nil {
@@ -112,7 +122,7 @@ func (r *Recorder) Record(obj client.Object, severity Severity, reason, msg stri
 		if e.Revision != "" {
 			annotations["plumb.dev/revision"] = e.Revision
 		}
-		r.kube.AnnotatedEventf(obj, annotations, eventType, reason, "%s", e.Message)
+		r.kube.AnnotatedEventf(obj, nil, annotations, eventType, reason, KubeAction, "%s", message.TruncateTo(msg, KubeNoteMaxBytes))
 	}
 	r.publisher.Publish(e)
 }

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	kevents "k8s.io/client-go/tools/events"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/message"
@@ -17,9 +17,9 @@ type published []Event
 
 func (p *published) Publish(e Event) { *p = append(*p, e) }
 
-// Every event message is cut to message.MaxBytes, with the marker, in the
-// Kubernetes Event and in the stream event alike, whichever method records
-// it; a message that fits passes as it is.
+// Every event message is cut, with the marker, to message.MaxBytes in the
+// stream event and to KubeNoteMaxBytes in the Kubernetes Event, whichever
+// method records it; a message that fits passes as it is.
 func TestRecorderBoundsEveryMessage(t *testing.T) {
 	long := "kustomize build failed: " + strings.Repeat("p", 80_000)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}}
@@ -27,6 +27,7 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 		name   string
 		record func(r *Recorder)
 		want   func(g Gomega, msg string)
+		full   string // the message before any cut
 	}{
 		{
 			name: "Record",
@@ -38,6 +39,7 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 				g.Expect(msg).To(HavePrefix("kustomize build failed: ppp"))
 				g.Expect(msg).To(MatchRegexp(`p… \(75,\d{3} more bytes\)$`))
 			},
+			full: long,
 		},
 		{
 			name:   "Eventf",
@@ -47,16 +49,18 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 				g.Expect(msg).To(HavePrefix("render: kustomize build failed: ppp"))
 				g.Expect(msg).To(MatchRegexp(`p… \(75,\d{3} more bytes\)$`))
 			},
+			full: "render: " + long,
 		},
 		{
 			name:   "a message that fits",
 			record: func(r *Recorder) { r.Record(obj, SeverityInfo, kustomizev1.RenderedReason, "rendered 3 objects") },
 			want:   func(g Gomega, msg string) { g.Expect(msg).To(Equal("rendered 3 objects")) },
+			full:   "rendered 3 objects",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			kube := record.NewFakeRecorder(1)
+			kube := kevents.NewFakeRecorder(1)
 			var stream published
 			tt.record(NewRecorder(kube, &stream, nil, "test"))
 
@@ -65,8 +69,8 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 			var kubeEvent string
 			g.Expect(kube.Events).To(Receive(&kubeEvent))
 			_, kubeMsg, _ := strings.Cut(kubeEvent, stream[0].Reason+" ")
-			kubeMsg, _, _ = strings.Cut(kubeMsg, " map[") // the annotations FakeRecorder appends
-			g.Expect(kubeMsg).To(Equal(stream[0].Message), "the Kubernetes Event says the same")
+			g.Expect(len(kubeMsg)).To(BeNumerically("<=", KubeNoteMaxBytes))
+			g.Expect(kubeMsg).To(Equal(message.TruncateTo(tt.full, KubeNoteMaxBytes)), "the Kubernetes Event says the same, cut shorter")
 		})
 	}
 }

@@ -3,14 +3,14 @@ package fetch
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
+	_ "crypto/sha256" // the hash go-digest uses for sha256
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
+
+	godigest "github.com/opencontainers/go-digest"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Options bound a download.
@@ -44,29 +44,37 @@ func Bytes(ctx context.Context, url, digest string, opts Options) ([]byte, error
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	backoff := opts.Backoff
-	var lastErr error
-	for attempt := 1; attempt <= opts.Attempts; attempt++ {
-		body, retry, err := get(ctx, opts, url)
-		if err == nil {
-			sum := sha256.Sum256(body)
-			if got := hex.EncodeToString(sum[:]); got != want {
-				return nil, &DigestMismatchError{URL: url, Want: digest, Got: "sha256:" + got}
+	var body []byte
+	var lastErr, final error
+	err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: opts.Backoff, Factor: 2, Steps: opts.Attempts},
+		func(ctx context.Context) (bool, error) {
+			b, retry, err := get(ctx, opts, url)
+			switch {
+			case err == nil:
+				body = b
+				return true, nil
+			case !retry:
+				final = err
+				return false, err
 			}
-			return body, nil
-		}
-		lastErr = err
-		if !retry || attempt == opts.Attempts {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("downloading %s: %w (last error: %v)", url, ctx.Err(), lastErr)
-		case <-time.After(backoff):
-		}
-		backoff *= 2
+			lastErr = err
+			return false, nil
+		})
+	switch {
+	case err == nil:
+	case final != nil:
+		return nil, final
+	case ctx.Err() != nil && lastErr != nil:
+		return nil, fmt.Errorf("downloading %s: %w (last error: %v)", url, ctx.Err(), lastErr)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("downloading %s: %w", url, ctx.Err())
+	default: // every attempt failed
+		return nil, lastErr
 	}
-	return nil, lastErr
+	if got := godigest.FromBytes(body); got != want {
+		return nil, &DigestMismatchError{URL: url, Want: digest, Got: got.String()}
+	}
+	return body, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -114,13 +122,10 @@ func get(ctx context.Context, opts Options, url string) (body []byte, retry bool
 	return buf.Bytes(), false, nil
 }
 
-func parseDigest(digest string) (string, error) {
-	hexSum, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || len(hexSum) != sha256.Size*2 {
-		return "", fmt.Errorf("digest %q is not sha256:<64 hex digits>", digest)
+func parseDigest(digest string) (godigest.Digest, error) {
+	d, err := godigest.Parse(digest)
+	if err != nil || d.Algorithm() != godigest.SHA256 {
+		return "", fmt.Errorf("digest %q is not sha256:<64 lower-case hex digits>", digest)
 	}
-	if _, err := hex.DecodeString(hexSum); err != nil {
-		return "", errors.New("digest " + digest + " is not hexadecimal")
-	}
-	return hexSum, nil
+	return d, nil
 }

@@ -24,7 +24,10 @@
 // rule of their own are read by the kstatus conventions: Stalled=True is
 // Degraded, Reconciling=True or Ready other than True is Progressing,
 // Ready=True is Healthy, and an object without conditions is Healthy by
-// existence (a ConfigMap, a Secret, a Role).
+// existence (a ConfigMap, a Secret, a Role). Plumb keeps its own rules
+// rather than calling kstatus (sigs.k8s.io/cli-utils) because kstatus has
+// no Suspended status and gives no per-kind message a person reads, and
+// sync waves, `wait: true` and `plumb tree` report both.
 //
 // envtest runs no kube-controller-manager, so nothing fills in status there;
 // a Deployment created in a test stays Progressing until the test writes its

@@ -12,9 +12,9 @@ import (
 // set. obj's managedFields and resourceVersion are cleared first; after
 // the call obj holds what the API server answered. opts add to these, e.g.
 // client.DryRunAll.
-func Apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.PatchOption) error {
+func Apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
 	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
 	obj.SetManagedFields(nil)
 	obj.SetResourceVersion("")
-	return c.Patch(ctx, obj, client.Apply, opts...)
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...)
 }

@@ -65,7 +65,7 @@ func TestApplyStatusBoundsEveryMessage(t *testing.T) {
 	u.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind))
 	u.SetNamespace(ns)
 	u.SetName("app")
-	err = c.Status().Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership)
+	err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the API server accepted an 80 KB condition message: %v", err)
 
 	g.Expect(reconcile.ApplyStatus(ctx, c, ks, "test", status())).To(Succeed())

@@ -14,7 +14,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/testenv"
@@ -76,14 +75,8 @@ func fuzzing() bool {
 // writeKubeconfig saves env's admin credentials as a kubeconfig file whose
 // current context's namespace is "default".
 func writeKubeconfig(path string) error {
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
-	}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: "default"}
-	kc.CurrentContext = "envtest"
+	kc := env.Kubeconfig()
+	kc.Contexts[kc.CurrentContext].Namespace = "default"
 	return clientcmd.WriteToFile(*kc, path)
 }
 

@@ -104,7 +104,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	recorder = events.NewRecorder(mgr.GetEventRecorderFor(dispatch.ControllerName), own, env.Scheme, dispatch.ControllerName) //nolint:staticcheck
+	recorder = events.NewRecorder(mgr.GetEventRecorder(dispatch.ControllerName), own, env.Scheme, dispatch.ControllerName)
 
 	copts := controller.Options{MaxConcurrentReconciles: 4}
 	o := suiteOptions

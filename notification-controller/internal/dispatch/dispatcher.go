@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -189,13 +191,14 @@ func (d *Dispatcher) handBackAll() {
 // consume pulls events and hands each to its worker until ctx ends,
 // recreating the consumer after errors (NATS down, stream deleted).
 func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, workers []chan jetstream.Msg, log logr.Logger) {
-	backoff := time.Duration(0)
-	wait := func() bool {
-		backoff = min(max(2*backoff, 200*time.Millisecond), 5*time.Second)
+	// 200ms, doubling up to 5s while the failures last.
+	initial := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
+	backoff := initial
+	pause := func() bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(backoff):
+		case <-time.After(backoff.Step()):
 			return true
 		}
 	}
@@ -210,7 +213,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 					failing = true
 				}
 				cons = nil
-				if !wait() {
+				if !pause() {
 					return
 				}
 				continue
@@ -229,7 +232,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 				failing = true
 			}
 			cons = nil
-			if !wait() {
+			if !pause() {
 				return
 			}
 			continue
@@ -250,7 +253,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 				failing = true
 			}
 			cons = nil
-			if !wait() {
+			if !pause() {
 				return
 			}
 			continue
@@ -259,7 +262,7 @@ func (d *Dispatcher) consume(ctx context.Context, js jetstream.JetStream, worker
 			log.Info("consuming events again")
 			failing = false
 		}
-		backoff = 0
+		backoff = initial
 	}
 }
 
@@ -367,21 +370,20 @@ func (d *Dispatcher) settle(msg jetstream.Msg, o outcome) {
 		_ = msg.Nak()
 		return
 	}
-	deadline := time.Now().Add(d.Options.AckWait)
-	backoff := 100 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := msg.DoubleAck(ctx)
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.Log.Info("could not acknowledge an event; JetStream will deliver it again", "subject", msg.Subject(), "error", err.Error())
-			return
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 2*time.Second)
+	// Retry for as long as JetStream waits for the ack: 100ms, doubling up
+	// to 2s.
+	ctx, cancel := context.WithTimeout(context.Background(), d.Options.AckWait)
+	defer cancel()
+	var err error
+	retry := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: math.MaxInt32}
+	_ = retry.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
+		actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = msg.DoubleAck(actx)
+		return err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd), nil
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		d.Log.Info("could not acknowledge an event; JetStream will deliver it again", "subject", msg.Subject(), "error", err.Error())
 	}
 }
 
@@ -537,27 +539,26 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 		return true
 	}
 
-	backoff := d.Options.RetryBackoff
-	for attempt := 0; ; attempt++ {
+	// --delivery-retry-backoff, doubling up to --delivery-max-retry-backoff;
+	// Until returns an error only when ctx ends while it waits.
+	retry := wait.Backoff{Duration: d.Options.RetryBackoff, Factor: 2, Cap: d.Options.MaxRetryBackoff, Steps: math.MaxInt32}
+	attempt := 0
+	return retry.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
+		attempt++
 		err := d.attempt(ctx, &provider, payload)
 		if err == nil {
 			eventsDispatched.WithLabelValues(labels...).Inc()
 			d.limiter.Mark(key)
-			return true
+			return true, nil
 		}
-		if notifier.IsPermanent(err) || attempt >= d.Options.Retries {
+		if notifier.IsPermanent(err) || attempt > d.Options.Retries {
 			eventsFailed.WithLabelValues(labels...).Inc()
-			d.giveUp(alert, e, fmt.Errorf("after %d attempts: %w", attempt+1, err))
-			return true
+			d.giveUp(alert, e, fmt.Errorf("after %d attempts: %w", attempt, err))
+			return true, nil
 		}
-		log.V(1).Info("delivery failed, retrying", "attempt", attempt+1, "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, d.Options.MaxRetryBackoff)
-	}
+		log.V(1).Info("delivery failed, retrying", "attempt", attempt, "error", err.Error())
+		return false, nil
+	}) == nil
 }
 
 // Timeout is how long one delivery attempt through p may take: its

@@ -476,7 +476,7 @@ func TestUnchangedSourceDoesNotRebuild(t *testing.T) {
 	patch := client.MergeFrom(ks.DeepCopy())
 	ks.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}}}
 	g.Expect(k8s.Patch(context.Background(), ks, patch)).To(Succeed())
-	ks = waitRendered(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	waitRendered(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
 	g.Expect(reconciler.Builds(key)).To(Equal(builds + 2))
 	reconciles = reconciler.Reconciles(key)
 	var vars corev1.ConfigMap
@@ -511,7 +511,7 @@ func TestSyncControllerStatusSurvives(t *testing.T) {
 			}},
 		},
 	}}
-	g.Expect(k8s.Status().Patch(context.Background(), syncStatus, client.Apply, client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
+	g.Expect(k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(syncStatus), client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
 
 	// A new revision makes render-controller write its status again.
 	publishTree(t, ns, "repo", "6666666666666666666666666666666666666666", map[string]string{"cm.yaml": cm("settings", "a: c")})
@@ -537,7 +537,7 @@ func TestSyncControllerStatusSurvives(t *testing.T) {
 		found = true
 		g.Expect(mf.Subresource).To(Equal("status"))
 		var fields map[string]map[string]any
-		g.Expect(json.Unmarshal(mf.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		g.Expect(fields).To(HaveLen(1))
 		var owned []string
 		for k := range fields["f:status"] {

@@ -149,7 +149,7 @@ func run(m *testing.M) int {
 	reconciler = &KustomizationReconciler{
 		Client:               mgr.GetClient(),
 		Storage:              storage,
-		Events:               events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), tee{published, js}, env.Scheme, ControllerName), //nolint:staticcheck
+		Events:               events.NewRecorder(mgr.GetEventRecorder(ControllerName), tee{published, js}, env.Scheme, ControllerName),
 		Metrics:              NewMetrics(metrics.Registry),
 		Limits:               testLimits,
 		RenderLimits:         testRenderLimits,

@@ -212,7 +212,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		var secret corev1.Secret
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, &secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return &git.Error{Kind: git.AuthFailed, Err: fmt.Errorf("Secret %s (spec.secretRef) not found", secretName)}
+				return &git.Error{Kind: git.AuthFailed, Err: fmt.Errorf("spec.secretRef: Secret %s not found", secretName)}
 			}
 			return fmt.Errorf("reading Secret %s: %w", secretName, err)
 		}

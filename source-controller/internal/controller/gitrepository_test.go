@@ -188,7 +188,7 @@ func TestFailuresKeepThePreviousArtifact(t *testing.T) {
 			name:    "missing-secret",
 			break_:  func(o *sourcev1.GitRepository) { o.Spec.SecretRef = &meta.LocalObjectReference{Name: "absent"} },
 			reason:  sourcev1.AuthenticationFailedReason,
-			message: "Secret " + ns + "/absent (spec.secretRef) not found",
+			message: "spec.secretRef: Secret " + ns + "/absent not found",
 		},
 		{
 			name:    "missing-branch",

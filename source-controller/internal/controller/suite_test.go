@@ -113,7 +113,7 @@ func run(m *testing.M) int {
 	r := &GitRepositoryReconciler{
 		Client:  mgr.GetClient(),
 		Storage: storage,
-		Events:  events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), publisher, env.Scheme, ControllerName), //nolint:staticcheck
+		Events:  events.NewRecorder(mgr.GetEventRecorder(ControllerName), publisher, env.Scheme, ControllerName),
 		Metrics: NewMetrics(ctrlmetrics.Registry),
 
 		MaxRepositorySize: maxRepositorySize,

@@ -56,10 +56,10 @@ func AuthFromSecret(rawURL string, data map[string][]byte, secretName, tmpDir st
 		}
 		identity, known := data[IdentityKey], data[KnownHostsKey]
 		if len(identity) == 0 {
-			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("Secret %s has no %q key (the SSH private key)", secretName, IdentityKey)}
+			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("no %q key (the SSH private key) in Secret %s", IdentityKey, secretName)}
 		}
 		if len(known) == 0 {
-			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("Secret %s has no %q key: the SSH host key must be known, an unknown host is refused", secretName, KnownHostsKey)}
+			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("no %q key in Secret %s: the SSH host key must be known, an unknown host is refused", KnownHostsKey, secretName)}
 		}
 		user := "git"
 		if u.User != nil && u.User.Username() != "" {
@@ -67,7 +67,7 @@ func AuthFromSecret(rawURL string, data map[string][]byte, secretName, tmpDir st
 		}
 		pk, err := gitssh.NewPublicKeys(user, identity, string(data[PasswordKey]))
 		if err != nil {
-			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("Secret %s: cannot read the %s private key: %w", secretName, IdentityKey, err)}
+			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("cannot read the %s private key of Secret %s: %w", IdentityKey, secretName, err)}
 		}
 		khFile := filepath.Join(tmpDir, "known_hosts")
 		if err := os.WriteFile(khFile, known, 0o600); err != nil {
@@ -75,7 +75,7 @@ func AuthFromSecret(rawURL string, data map[string][]byte, secretName, tmpDir st
 		}
 		db, err := knownhosts.NewDB(khFile)
 		if err != nil {
-			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("Secret %s: cannot parse %s: %w", secretName, KnownHostsKey, err)}
+			return nil, &Error{Kind: AuthFailed, Err: fmt.Errorf("cannot parse %s of Secret %s: %w", KnownHostsKey, secretName, err)}
 		}
 		host := u.Host
 		if u.Port() == "" {

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
+	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,7 +103,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
-		Events:            events.NewRecorder(record.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
+		Events:            events.NewRecorder(kevents.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
 		Impersonator:      NewImpersonator(cfg, env.Scheme, mgr.GetRESTMapper()),

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,7 @@ func foreignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) [
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			continue
 		}
 		for _, c := range changes {

@@ -11,7 +11,7 @@ import (
 
 func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Subresource: subresource, Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 func TestForeignOwnersNamesWhoOwnsTheDriftedFields(t *testing.T) {

@@ -74,10 +74,7 @@ func fingerprint(entries []metav1.ManagedFieldsEntry) string {
 		if e.Subresource != "" {
 			continue
 		}
-		var fields []byte
-		if e.FieldsV1 != nil {
-			fields = e.FieldsV1.Raw
-		}
+		fields := e.FieldsV1.GetRawBytes() // nil-safe
 		t := ""
 		if e.Time != nil {
 			t = e.Time.UTC().Format(time.RFC3339)

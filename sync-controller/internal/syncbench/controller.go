@@ -82,7 +82,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, o.applyConcurrency),
-		Events:            events.NewRecorder(mgr.GetEventRecorderFor(controller.ControllerName), publisher, scheme, controller.ControllerName), //nolint:staticcheck // as main.go
+		Events:            events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName),
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
 		DependencyRequeue: 10 * time.Second,
 		Fight:             controller.FightOptions{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -330,7 +331,7 @@ func (b *bench) memoryPhase(ctx context.Context, workloads []workload) error {
 		}
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(b.env.Config, kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(*b.env.Kubeconfig(), kubeconfig); err != nil {
 		return err
 	}
 	for _, w := range workloads {
@@ -476,7 +477,7 @@ func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool)
 		if got.Status.Inventory != nil {
 			n = len(got.Status.Inventory.Entries)
 		}
-		return nil, sample{}, fmt.Errorf("Ready, but the inventory holds %d entries, not %d", n, b.c.objects)
+		return nil, sample{}, fmt.Errorf("the Kustomization is Ready, but its inventory holds %d entries, not %d", n, b.c.objects)
 	}
 	tl := b.counter.timeline(start, at)
 	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), round(elapsed), total, tl)
@@ -518,7 +519,7 @@ func (b *bench) applyAll(ctx context.Context, objs []*unstructured.Unstructured,
 			defer wg.Done()
 			defer func() { <-sem }()
 			obj := o.DeepCopy()
-			err := b.bare.Patch(ctx, obj, client.Apply, client.FieldOwner("bench-bare"), client.ForceOwnership) //nolint:staticcheck // the same call the engine makes
+			err := b.bare.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("bench-bare"), client.ForceOwnership) // the same call the engine makes
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
@@ -683,7 +684,7 @@ func (b *bench) waitGone(ctx context.Context, ks *kustomizev1.Kustomization, tim
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("Kustomization %s/%s not deleted within %s", ks.Namespace, ks.Name, timeout)
+			return fmt.Errorf("after %s, Kustomization %s/%s is still not deleted", timeout, ks.Namespace, ks.Name)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

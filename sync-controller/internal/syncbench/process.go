@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,8 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // buildController builds the sync-controller binary into dir.
@@ -28,38 +24,6 @@ func buildController(root, dir string) (string, error) {
 		return "", fmt.Errorf("building sync-controller: %w", err)
 	}
 	return out, nil
-}
-
-// writeKubeconfig writes a kubeconfig that reaches the API server as cfg
-// does (envtest's administrator: client certificate, or a token).
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	b64 := base64.StdEncoding.EncodeToString
-	var user strings.Builder
-	if len(cfg.CertData) > 0 {
-		fmt.Fprintf(&user, "    client-certificate-data: %s\n    client-key-data: %s\n", b64(cfg.CertData), b64(cfg.KeyData))
-	}
-	if cfg.BearerToken != "" {
-		fmt.Fprintf(&user, "    token: %s\n", cfg.BearerToken)
-	}
-	if user.Len() == 0 {
-		return errors.New("the test environment's config has neither a client certificate nor a token")
-	}
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: envtest
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: admin
-  user:
-%scontexts:
-- name: envtest
-  context: {cluster: envtest, user: admin}
-current-context: envtest
-`, cfg.Host, b64(cfg.CAData), user.String())
-	return os.WriteFile(path, []byte(kubeconfig), 0o600)
 }
 
 // process is the sync-controller binary running on its own, with its
