@@ -75,16 +75,16 @@ func newEventsCmd(g *globals) *cobra.Command {
 // eventSubject returns the subject filter for --for and -n.
 func (g *globals) eventSubject(forRef string) (string, error) {
 	if forRef == "" {
-		if g.namespace == "" {
+		if g.namespaceFlag() == "" {
 			return events.SubjectPrefix + ".>", nil
 		}
-		return strings.Join([]string{events.SubjectPrefix, "*", g.namespace, "*"}, "."), nil
+		return strings.Join([]string{events.SubjectPrefix, "*", g.namespaceFlag(), "*"}, "."), nil
 	}
 	kind, name, ok := strings.Cut(forRef, "/")
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
 		return "", fmt.Errorf("--for %q: want Kind/name, e.g. Kustomization/app", forRef)
 	}
-	ns := g.namespace
+	ns := g.namespaceFlag()
 	if ns == "" {
 		// The kubeconfig's namespace, as kubectl would take it; events
 		// need no cluster, so a missing kubeconfig means "default".

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -67,10 +68,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // globals are the flags every command shares and what they lead to.
 type globals struct {
-	kubeconfig string
-	context    string
-	namespace  string
-	timeout    time.Duration
+	// kubectl's own connection flags (cli-runtime): --kubeconfig,
+	// --context, -n/--namespace, --as, --as-group, --request-timeout and
+	// the rest, spelled and read exactly as kubectl does.
+	flags   *genericclioptions.ConfigFlags
+	timeout time.Duration
 
 	out, errOut io.Writer
 
@@ -81,7 +83,7 @@ type globals struct {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{out: stdout, errOut: stderr}
+	g := &globals{out: stdout, errOut: stderr, flags: newConfigFlags()}
 	root := &cobra.Command{
 		Use:   "plumb",
 		Short: "Plumb keeps Kubernetes clusters plumb with Git",
@@ -94,9 +96,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file; defaults to $KUBECONFIG, then ~/.kube/config.")
-	pf.StringVar(&g.context, "context", "", "The kubeconfig context to use; defaults to the current context.")
-	pf.StringVarP(&g.namespace, "namespace", "n", "", "The namespace; defaults to the context's namespace, then \"default\".")
+	g.flags.AddFlags(pf)
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "How long a command waits (for a reconcile, a download, the API server).")
 
 	root.AddCommand(
@@ -122,15 +122,29 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
+// newConfigFlags returns kubectl's connection flags. plumb keeps no
+// discovery cache (it talks to a handful of known kinds), so --cache-dir
+// is left out; and it never prompts for a password.
+func newConfigFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(true)
+	f.CacheDir = nil
+	f.Username, f.Password = nil, nil
+	return f
+}
+
 // clientConfig loads the kubeconfig like kubectl: --kubeconfig, else
-// $KUBECONFIG (a list of files), else ~/.kube/config, with --context and
-// --namespace as overrides.
+// $KUBECONFIG (a list of files), else ~/.kube/config, with --context,
+// --namespace, --as and the other connection flags as overrides.
 func (g *globals) clientConfig() clientcmd.ClientConfig {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = g.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: g.context}
-	overrides.Context.Namespace = g.namespace
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	return g.flags.ToRawKubeConfigLoader()
+}
+
+// namespaceFlag is -n/--namespace as given, "" when it was not.
+func (g *globals) namespaceFlag() string {
+	if g.flags == nil || g.flags.Namespace == nil {
+		return ""
+	}
+	return *g.flags.Namespace
 }
 
 // kube connects to the cluster once per command.
