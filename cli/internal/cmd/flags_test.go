@@ -20,7 +20,7 @@ func TestKubectlFlagsImpersonateAndScope(t *testing.T) {
 	create(ctx, t,
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-sources"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list"}}},
 		},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-sources"},
