@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/notification-controller/internal/config"
 	notificationcontroller "plumb.dev/notification-controller/internal/controller"
@@ -81,6 +82,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controllerName), publisher, scheme, controllerName)
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
+	objectMetrics := notificationcontroller.NewMetrics(ctrlmetrics.Registry)
 	if err := (&notificationcontroller.ProviderReconciler{
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
@@ -88,11 +90,13 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		MaxTimeout:            notifOpts.MaxProviderTimeout,
 		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
 		RequeueDependency:     refOpts.RequeueDependency,
+		Metrics:               objectMetrics,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
 	if err := (&notificationcontroller.AlertReconciler{
 		Client: mgr.GetClient(), NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs, RequeueDependency: refOpts.RequeueDependency,
+		Metrics: objectMetrics,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -102,6 +106,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		NoCrossNamespaceRefs:  notifOpts.NoCrossNamespaceRefs,
 		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
 		RequeueDependency:     refOpts.RequeueDependency,
+		Metrics:               objectMetrics,
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
@@ -131,6 +136,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		log.Info("no NATS URL given: alerts are not delivered")
 	} else {
 		dispatcher := &dispatch.Dispatcher{
+			Metrics: dispatch.NewMetrics(ctrlmetrics.Registry),
 			NATS:    natsOpts,
 			Options: notifOpts,
 			Client:  mgr.GetClient(),

@@ -32,6 +32,9 @@ type AlertReconciler struct {
 	// Provider is looked at again (--requeue-dependency); zero is 10s.
 	RequeueDependency time.Duration
 
+	// Metrics records the per-object metrics; nil records none.
+	Metrics *Metrics
+
 	once sync.Once
 	sk   *plumbreconcile.Controller[*notificationv1.Alert]
 }
@@ -71,11 +74,12 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 func (r *AlertReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Alert] {
 	r.once.Do(func() {
-		r.sk = skeleton(r.Client,
+		r.sk = skeleton(r.Client, r.Metrics.alerts(),
 			func(a *notificationv1.Alert) any { return &a.Status },
 			func(a *notificationv1.Alert) string {
 				return fmt.Sprintf("routing events to provider %s", a.Spec.ProviderRef.Name)
-			})
+			},
+			func(a *notificationv1.Alert) bool { return a.Spec.Suspend })
 	})
 	return r.sk
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,6 +366,20 @@ func TestInvalidEventsAreTerminated(t *testing.T) {
 // counter reads a counter of controller-runtime's registry.
 func counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
+	return metricValue(t, name, labels, 0, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+// gauge is the value of the gauge name with labels in controller-runtime's
+// registry; -2 when there is none, so that an absent series never reads
+// as a value.
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	return metricValue(t, name, labels, -2, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+}
+
+// metricValue is value of the series name with labels, or missing.
+func metricValue(t *testing.T, name string, labels map[string]string, missing float64, value func(*dto.Metric) float64) float64 {
+	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -384,8 +399,8 @@ func counter(t *testing.T, name string, labels map[string]string) float64 {
 					continue next
 				}
 			}
-			return m.GetCounter().GetValue()
+			return value(m)
 		}
 	}
-	return 0
+	return missing
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
@@ -41,10 +42,12 @@ func requeueDependency(d time.Duration) time.Duration {
 // speaks for the result, a failure is retried with controller-runtime's
 // backoff (these kinds have no retryInterval), and the status — status(obj)
 // — is applied whole as FieldManager when it changed.
-func skeleton[T plumbreconcile.Object](c client.Client, status func(T) any, ready func(T) string) *plumbreconcile.Controller[T] {
+func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string, suspended func(T) bool) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
 		Condition: meta.ReadyCondition,
+		Metrics:   m,
 		Succeeded: ready,
+		Suspended: suspended,
 		WriteStatus: func(ctx context.Context, obj, stored T) error {
 			if apiequality.Semantic.DeepEqual(status(obj), status(stored)) {
 				return nil

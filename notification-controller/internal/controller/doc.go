@@ -36,4 +36,13 @@
 //
 // Every reason is a constant of api/notification/v1 or api/meta, listed in
 // the Reasons tables of docs/api/alert.md, provider.md and receiver.md.
+//
+// # Metrics
+//
+// pkg/metrics' set per kind, labels namespace and name, recorded by the
+// skeleton (the alert delivery metrics are internal/dispatch's):
+//
+//	plumb_notification_{provider,alert,receiver}_reconcile_duration_seconds  histogram
+//	plumb_notification_{provider,alert,receiver}_ready                       Ready: 1 True, 0 False, -1 Unknown
+//	plumb_notification_{provider,alert,receiver}_suspended                   1 while spec.suspend is true
 package controller

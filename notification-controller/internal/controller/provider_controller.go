@@ -40,6 +40,9 @@ type ProviderReconciler struct {
 	// Provider is looked at again (--requeue-dependency); zero is 10s.
 	RequeueDependency time.Duration
 
+	// Metrics records the per-object metrics; nil records none.
+	Metrics *Metrics
+
 	once sync.Once
 	sk   *plumbreconcile.Controller[*notificationv1.Provider]
 }
@@ -75,7 +78,9 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 func (r *ProviderReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
 	r.once.Do(func() {
-		r.sk = skeleton(r.Client, func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage)
+		r.sk = skeleton(r.Client, r.Metrics.providers(),
+			func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage,
+			func(p *notificationv1.Provider) bool { return p.Spec.Suspend })
 	})
 	return r.sk
 }

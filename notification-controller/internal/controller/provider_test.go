@@ -32,6 +32,9 @@ func TestProviderSecret(t *testing.T) {
 	cond := waitReady(t, p, metav1.ConditionFalse)
 	g.Expect(cond.Reason).To(Equal(notificationv1.SecretNotReadyReason))
 	g.Expect(cond.Message).To(ContainSubstring("secret " + ns + "/slack-url not found"))
+	// The per-object metrics every controller keeps: Ready as a gauge.
+	labels := map[string]string{"namespace": ns, "name": "slack"}
+	g.Eventually(func() float64 { return gauge(t, "plumb_notification_provider_ready", labels) }, timeout, poll).Should(Equal(0.0))
 
 	secret := createSecret(t, ns, "slack-url", map[string]string{"token": "xoxb-not-shown"})
 	g.Eventually(func(g Gomega) {
@@ -44,6 +47,7 @@ func TestProviderSecret(t *testing.T) {
 	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
 	cond = waitReady(t, p, metav1.ConditionTrue)
 	g.Expect(cond.Message).To(Equal("slack provider is ready"))
+	g.Eventually(func() float64 { return gauge(t, "plumb_notification_provider_ready", labels) }, timeout, poll).Should(Equal(1.0))
 	g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
 
 	// The status is written by notification-controller's field manager.

@@ -34,6 +34,9 @@ type ReceiverReconciler struct {
 	// Provider is looked at again (--requeue-dependency); zero is 10s.
 	RequeueDependency time.Duration
 
+	// Metrics records the per-object metrics; nil records none.
+	Metrics *Metrics
+
 	once sync.Once
 	sk   *plumbreconcile.Controller[*notificationv1.Receiver]
 }
@@ -67,9 +70,10 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 func (r *ReceiverReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Receiver] {
 	r.once.Do(func() {
-		r.sk = skeleton(r.Client,
+		r.sk = skeleton(r.Client, r.Metrics.receivers(),
 			func(rcv *notificationv1.Receiver) any { return &rcv.Status },
-			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath })
+			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath },
+			func(rcv *notificationv1.Receiver) bool { return rcv.Spec.Suspend })
 	})
 	return r.sk
 }

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -52,6 +53,11 @@ var (
 	recorder    *events.Recorder // notification-controller's own
 	receiverURL string
 	tokens      *receiver.Tokens // the suite's receiver server's
+	// deliveryMetrics is the one set every test's Dispatcher records
+	// into, in controller-runtime's registry as in the binary.
+	deliveryMetrics = dispatch.NewMetrics(ctrlmetrics.Registry)
+	// objectMetrics are the reconcilers' per-object metrics.
+	objectMetrics = NewMetrics(ctrlmetrics.Registry)
 )
 
 // suiteOptions are the options the suite's manager and receiver server run
@@ -115,15 +121,17 @@ func runSuite(m *testing.M) int {
 				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
 				Policy:     notifier.AddressPolicy{AllowPrivate: o.AllowPrivateAddresses, AllowLoopback: o.AllowLoopbackAddresses},
 				MaxTimeout: o.MaxProviderTimeout, SecretRefreshInterval: o.SecretRefreshInterval,
+				Metrics: objectMetrics,
 			}).SetupWithManager(mgr, copts)
 		},
 		func() error {
-			return (&AlertReconciler{Client: mgr.GetClient(), NoCrossNamespaceRefs: o.NoCrossNamespaceRefs}).SetupWithManager(mgr, copts)
+			return (&AlertReconciler{Client: mgr.GetClient(), NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, Metrics: objectMetrics}).SetupWithManager(mgr, copts)
 		},
 		func() error {
 			return (&ReceiverReconciler{
 				Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
 				NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, SecretRefreshInterval: o.SecretRefreshInterval,
+				Metrics: objectMetrics,
 			}).SetupWithManager(mgr, copts)
 		},
 		func() error {
@@ -208,6 +216,7 @@ func startDispatcher(t testing.TB, ns string, opts config.Notification) (stop fu
 // newDispatcher returns a Dispatcher reading the events of the namespaces.
 func newDispatcher(opts config.Notification, namespaces ...string) *dispatch.Dispatcher {
 	d := &dispatch.Dispatcher{
+		Metrics: deliveryMetrics,
 		NATS:    natsOpt,
 		Options: opts,
 		Client:  mgr.GetClient(),

@@ -50,6 +50,8 @@ const fetchWait = 3 * time.Second
 type Dispatcher struct {
 	NATS    options.NATS
 	Options config.Notification
+	// Metrics records delivery metrics (NewMetrics); nil records none.
+	Metrics *Metrics
 	// FilterSubjects narrows the consumer; all events when empty.
 	FilterSubjects []string
 	// Client reads Alerts and Providers (from the manager's cache).
@@ -417,12 +419,12 @@ func (d *Dispatcher) match(ctx context.Context, msg jetstream.Msg) (e *events.Ev
 	defer panics.Recover(&panicked, "event match")
 	e, err := events.Decode(msg.Data())
 	if err != nil {
-		eventsReceived.WithLabelValues("invalid").Inc()
+		d.Metrics.received(false)
 		d.Log.Info("dropping an invalid event", "subject", msg.Subject(), "error", err.Error())
 		// Terminate rather than ack: the server records it was not processed.
 		return nil, nil, outcome{term: true}
 	}
-	eventsReceived.WithLabelValues("valid").Inc()
+	d.Metrics.received(true)
 	if e.ReportingController == ControllerName && (e.InvolvedObject.Kind == notificationv1.AlertKind || e.InvolvedObject.Kind == notificationv1.ProviderKind) {
 		return e, nil, outcome{ack: true}
 	}
@@ -535,7 +537,7 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 	key := string(provider.UID) + "/" + events.Fingerprint(&payload)
 	labels := []string{provider.Namespace, provider.Name, provider.Spec.Type}
 	if d.limiter.Seen(key) {
-		eventsRateLimited.WithLabelValues(labels...).Inc()
+		d.Metrics.delivered("rateLimited", labels...)
 		return true
 	}
 
@@ -547,12 +549,12 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 		attempt++
 		err := d.attempt(ctx, &provider, payload)
 		if err == nil {
-			eventsDispatched.WithLabelValues(labels...).Inc()
+			d.Metrics.delivered("dispatched", labels...)
 			d.limiter.Mark(key)
 			return true, nil
 		}
 		if notifier.IsPermanent(err) || attempt > d.Options.Retries {
-			eventsFailed.WithLabelValues(labels...).Inc()
+			d.Metrics.delivered("failed", labels...)
 			d.giveUp(alert, e, fmt.Errorf("after %d attempts: %w", attempt, err))
 			return true, nil
 		}
@@ -583,7 +585,7 @@ func (d *Dispatcher) attempt(ctx context.Context, provider *notificationv1.Provi
 	}
 	start := time.Now()
 	err = n.Post(actx, payload)
-	dispatchDuration.WithLabelValues(provider.Spec.Type).Observe(time.Since(start).Seconds())
+	d.Metrics.attempt(provider.Spec.Type, start)
 	if err != nil {
 		// The Secret may have changed (a new address or token): read it
 		// again for the retry.

@@ -83,7 +83,7 @@ func (qs *providerQueues) push(ctx context.Context, d *Dispatcher, dl delivery) 
 		go qs.serve(ctx, d, key, q)
 	}
 	q.items = append(q.items, dl)
-	queueLength.WithLabelValues(dl.alert.Namespace, dl.alert.Spec.ProviderRef.Name).Set(float64(len(q.items)))
+	d.Metrics.queued(dl.alert.Namespace, dl.alert.Spec.ProviderRef.Name, len(q.items))
 	qs.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -117,7 +117,7 @@ func (qs *providerQueues) serve(ctx context.Context, d *Dispatcher, key string, 
 		dl := q.items[0]
 		q.items[0] = delivery{}
 		q.items = q.items[1:]
-		queueLength.WithLabelValues(dl.alert.Namespace, dl.alert.Spec.ProviderRef.Name).Set(float64(len(q.items)))
+		d.Metrics.queued(dl.alert.Namespace, dl.alert.Spec.ProviderRef.Name, len(q.items))
 		qs.mu.Unlock()
 		idle = false
 		if ctx.Err() != nil {

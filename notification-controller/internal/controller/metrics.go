@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/pkg/metrics"
+)
+
+// Metrics are the per-object metrics of notification-controller's three
+// kinds: pkg/metrics' set, the same names every controller has, one set
+// per kind (plumb_notification_provider_…, _alert_…, _receiver_…). A nil
+// *Metrics records nothing.
+type Metrics struct {
+	Providers, Alerts, Receivers *metrics.Object
+}
+
+// NewMetrics creates the metrics and registers them with reg
+// (controller-runtime's metrics.Registry in the binary, so /metrics serves
+// them).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	set := func(subsystem, kind string) *metrics.Object {
+		return metrics.NewObject(reg, metrics.Spec{Subsystem: subsystem, Kind: kind, Condition: meta.ReadyCondition})
+	}
+	return &Metrics{
+		Providers: set("notification_provider", notificationv1.ProviderKind),
+		Alerts:    set("notification_alert", notificationv1.AlertKind),
+		Receivers: set("notification_receiver", notificationv1.ReceiverKind),
+	}
+}
+
+func (m *Metrics) providers() *metrics.Object {
+	if m == nil {
+		return nil
+	}
+	return m.Providers
+}
+
+func (m *Metrics) alerts() *metrics.Object {
+	if m == nil {
+		return nil
+	}
+	return m.Alerts
+}
+
+func (m *Metrics) receivers() *metrics.Object {
+	if m == nil {
+		return nil
+	}
+	return m.Receivers
+}
