@@ -301,6 +301,9 @@ type rendered struct {
 	// canonical order and part of the object's name in messages.
 	version string
 	yaml    string
+	// generated: the object has a generateName and no name; id.Name is
+	// the generateName, and two such objects are never duplicates.
+	generated bool
 }
 
 // String names the object with its API version, "autoscaling/v2
@@ -353,15 +356,28 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 			node = parsed
 		}
 	}
+	generateName, generated, err := restoreGenerateName(node)
+	if err != nil {
+		return rendered{}, buildErr("%s: %v", describe(node), err)
+	}
 	apiVersion, kind, name := node.GetApiVersion(), node.GetKind(), node.GetName()
+	if generated {
+		// Printed again without the stand-in name; the id names the
+		// object by its generateName, and only the sync gives it a name.
+		if text, err = canonicalYAML(node); err != nil {
+			return rendered{}, buildErr("%s: %v", describe(node), err)
+		}
+		name = generateName
+	}
 	if err := checkMeta(apiVersion, kind, name); err != nil {
 		return rendered{}, validationErr("%v", err)
 	}
 	group, version := resid.ParseGroupVersion(apiVersion)
 	return rendered{
-		id:      object.ID{Group: group, Kind: kind, Namespace: node.GetNamespace(), Name: name},
-		version: version,
-		yaml:    text,
+		id:        object.ID{Group: group, Kind: kind, Namespace: node.GetNamespace(), Name: name},
+		version:   version,
+		yaml:      text,
+		generated: generated,
 	}, nil
 }
 
@@ -437,6 +453,9 @@ func assemble(objs []rendered, limits Limits) (*Result, error) {
 	sort.SliceStable(objs, func(i, j int) bool { return less(objs[i], objs[j]) })
 	seen := make(map[object.ID]rendered, len(objs))
 	for _, o := range objs {
+		if o.generated {
+			continue
+		}
 		key := clusterKey(o.id)
 		if first, dup := seen[key]; dup {
 			return nil, validationErr("duplicate object %s: rendered as %s and as %s", keyText(key), first, o)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	fluxfs "github.com/fluxcd/pkg/kustomize/filesys"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -50,6 +51,9 @@ type sandboxFS struct {
 	// YAML: a file read again (first while generating a kustomization,
 	// then by kustomize) costs its bytes again but not its nodes.
 	inspected map[string]bool
+	// generated numbers the stand-in names of objects with only a
+	// generateName (generatename.go).
+	generated atomic.Int64
 	// refused is the first refusal, reported instead of the error kustomize
 	// wraps around it.
 	refused error
@@ -184,7 +188,7 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 			return nil, s.refuse(err)
 		}
 	}
-	return data, nil
+	return nameGenerated(data, &s.generated), nil
 }
 
 // firstRead reports whether the file at real is read for the first time.
