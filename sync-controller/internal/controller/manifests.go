@@ -24,10 +24,12 @@ type cachedManifests struct {
 	digest string
 	// decoded are the objects as the artifact holds them.
 	decoded []*unstructured.Unstructured
-	// prepared, hashes and plan are for generation.
+	// prepared and hashes are for generation; plan for the sync
+	// operation syncID (its hooks' names are the operation's).
 	generation int64
 	prepared   []*unstructured.Unstructured
 	hashes     map[object.ID]string
+	syncID     string
 	plan       *plan.Plan
 }
 
@@ -42,8 +44,9 @@ func (c *manifestCache) decoded(key types.NamespacedName, digest string) ([]*uns
 	return deepCopyAll(cached.decoded), true
 }
 
-// prepared returns the prepared objects, hashes and plan of the digest at
-// the generation, if they were kept.
+// prepared returns the prepared objects and hashes of the digest at the
+// generation, with the plan of the sync operation that prepared them, if
+// they were kept.
 func (c *manifestCache) prepared(key types.NamespacedName, digest string, generation int64) (*cachedManifests, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -64,15 +67,16 @@ func (c *manifestCache) putDecoded(key types.NamespacedName, digest string, objs
 	c.m[key] = &cachedManifests{digest: digest, decoded: deepCopyAll(objs)}
 }
 
-// putPrepared keeps the prepared objects and plan of the digest.
-func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, generation int64, objs []*unstructured.Unstructured, hashes map[object.ID]string, p *plan.Plan) {
+// putPrepared keeps the prepared objects of the digest and the plan of
+// one sync operation.
+func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, generation int64, syncID string, objs []*unstructured.Unstructured, hashes map[object.ID]string, p *plan.Plan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cached, ok := c.m[key]
 	if !ok || cached.digest != digest {
 		return
 	}
-	cached.generation, cached.prepared, cached.hashes, cached.plan = generation, objs, hashes, p
+	cached.generation, cached.prepared, cached.hashes, cached.syncID, cached.plan = generation, objs, hashes, syncID, p
 }
 
 func (c *manifestCache) forget(key types.NamespacedName) {

@@ -24,11 +24,33 @@ import (
 )
 
 // syncID names one sync operation: the rendered artifact and generation it
-// applies. Hooks carry it, so a restarted controller recognizes the hooks it
-// already started for this sync.
+// applies, and when it started. Hooks carry it, so a restarted controller
+// recognizes the hooks it already started for this sync; a retry of a
+// failed sync is an operation of its own, which runs its hooks afresh (a
+// named hook left by the failed one is deleted first, one with only a
+// generateName gets a new name), as Argo CD does.
 func (s *syncRun) syncID() string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", s.digest, s.obj.Generation)))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", s.digest, s.obj.Generation, s.operationStart().Unix())))
 	return hex.EncodeToString(sum[:])[:10]
+}
+
+// operationStart is when the sync operation this run belongs to started:
+// the one status records, when this run resumes it after a restart,
+// re-checks it (it succeeded) or waits to retry it; now, to the second
+// (status keeps seconds), when this run starts a new one.
+func (s *syncRun) operationStart() metav1.Time {
+	if s.started != nil {
+		return *s.started
+	}
+	start := metav1.NewTime(time.Now().Truncate(time.Second))
+	if prev := s.obj.Status.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.Generation {
+		wait, _ := s.retryPending()
+		if !s.isNewSync() || s.resumePoint(true) != nil || wait > 0 {
+			start = *prev.StartedAt
+		}
+	}
+	s.started = &start
+	return start
 }
 
 // isNewSync reports whether this run starts, retries or resumes a sync
@@ -60,11 +82,8 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 	resume := s.resumePoint(newSync)
 	if newSync {
-		now := metav1.Now()
-		s.out.Status.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.Generation, StartedAt: &now}
-		if prev := s.obj.Status.Sync; resume != nil && prev != nil && prev.StartedAt != nil {
-			s.out.Status.Sync.StartedAt = prev.StartedAt
-		}
+		start := s.operationStart()
+		s.out.Status.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.Generation, StartedAt: &start}
 	}
 
 	err := s.runPhases(ctx, p, resume, newSync)

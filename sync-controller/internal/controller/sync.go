@@ -65,6 +65,8 @@ type syncRun struct {
 	// driftSeen is when the watcher first saw a foreign write to one of the
 	// objects since the last run; zero when this run was not started by one.
 	driftSeen time.Time
+	// started is when this run's sync operation started (operationStart).
+	started *metav1.Time
 	// guard holds back corrections of contested fields (fight.go); nil
 	// when fight detection is off. fightsEnded are the fights this run saw end.
 	guard       *fightGuard
@@ -190,7 +192,10 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	s.revision, s.digest = artifact.Revision, artifact.Digest
 	s.out.Status.LastAttemptedRevision = artifact.Revision
 	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.Generation); ok {
-		s.objs, s.hashes, s.plan = cached.prepared, cached.hashes, cached.plan
+		s.objs, s.hashes = cached.prepared, cached.hashes
+		if cached.syncID == s.syncID() {
+			s.plan = cached.plan
+		}
 		return nil
 	}
 	if objs, ok := s.r.manifests.decoded(s.key, artifact.Digest); ok {
@@ -228,18 +233,24 @@ func (s *syncRun) prepare(ctx context.Context) error {
 	}
 	s.ignorer = ig
 	if s.plan != nil {
-		return nil // prepared and planned by an earlier run of this digest and generation
+		return nil // prepared and planned by an earlier run of this sync operation
 	}
-	hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
-	if err != nil {
-		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
+	if s.hashes == nil {
+		// Not prepared yet for this digest and generation; a new sync
+		// operation of the same ones (a retry) only plans again, since its
+		// hooks have names of their own.
+		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
+		if err != nil {
+			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
+		}
+		s.hashes = hashes
 	}
 	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID()})
 	if err != nil {
 		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
-	s.hashes, s.plan = hashes, p
-	s.r.manifests.putPrepared(s.key, s.digest, s.obj.Generation, s.objs, hashes, p)
+	s.plan = p
+	s.r.manifests.putPrepared(s.key, s.digest, s.obj.Generation, s.syncID(), s.objs, s.hashes, p)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -320,8 +321,8 @@ func TestHookInANamespaceTheSyncCreates(t *testing.T) {
 }
 
 // TestAHookFailingOnEveryRetryIsTheSameNews: a PreSync hook that never
-// completes times out on every retry, with a different count of failed
-// pods each time. Every retry records SyncFailed again, and the events are
+// completes times out on every retry (each retry creates it afresh), with
+// a different count of failed pods each time. Every retry records SyncFailed again, and the events are
 // equal but for their ids, times and volatile details (the counts), so
 // notification-controller alerts the failure once per
 // --rate-limit-interval (events.Fingerprint) rather than once per retry.
@@ -337,23 +338,29 @@ func TestAHookFailingOnEveryRetryIsTheSameNews(t *testing.T) {
 	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "migrate") }, 30*time.Second).Should(BeTrue())
 
 	// The job controller's count of failed pods grows while the sync is
-	// retried.
+	// retried. Every retry is a sync operation of its own, which deletes
+	// the hook and creates it afresh (the job controller would start
+	// counting again): the count is set on whichever Job is there until a
+	// retry has reported it.
 	for failed := int32(1); failed <= 3; failed++ {
-		g.Eventually(func() error {
+		detail := fmt.Sprintf("job running: 1 active, 0 succeeded, %d failed", failed)
+		g.Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "migrate"}, job); err != nil {
-				return err
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "migrate"}, job)).To(Succeed())
+			if job.Status.Failed != failed {
+				if job.Status.StartTime == nil {
+					now := metav1.Now()
+					job.Status.StartTime = &now
+				}
+				job.Status.Active, job.Status.Failed = 1, failed
+				g.Expect(env.Client.Status().Update(ctx, job)).To(Succeed())
 			}
-			if job.Status.StartTime == nil {
-				now := metav1.Now()
-				job.Status.StartTime = &now
+			reported := false
+			for _, e := range sub.withReason(kustomizev1.SyncFailedReason) {
+				reported = reported || strings.HasSuffix(e.Metadata[events.VolatilePrefix+"health"], detail)
 			}
-			job.Status.Active, job.Status.Failed = 1, failed
-			return env.Client.Status().Update(ctx, job)
-		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-		want := int(failed) + 1
-		g.Eventually(func() int { return len(sub.withReason(kustomizev1.SyncFailedReason)) }, 30*time.Second, 50*time.Millisecond).
-			Should(BeNumerically(">=", want))
+			g.Expect(reported).To(BeTrue(), "a retry reported %q", detail)
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 	}
 
 	failures := sub.withReason(kustomizev1.SyncFailedReason)
@@ -367,4 +374,96 @@ func TestAHookFailingOnEveryRetryIsTheSameNews(t *testing.T) {
 		"where the job stood is in the volatile details")
 	g.Expect(len(details)).To(BeNumerically(">", 1), "the details differ between retries, the fingerprint does not")
 	g.Expect(waitNotReady(t, ks, kustomizev1.SyncFailedReason)).To(ContainSubstring("failed"), "the condition keeps the whole text")
+}
+
+// generateNameHook is a PreSync Job with only metadata.generateName, as
+// Argo CD's examples write their hooks.
+func generateNameHook(ns, generateName, policy string) string {
+	policyLine := ""
+	if policy != "" {
+		policyLine = ", plumb.dev/hook-delete-policy: " + policy
+	}
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: %s
+  namespace: %s
+  annotations: {plumb.dev/hook: PreSync%s}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: registry.example/migrate:1.0
+`, generateName, ns, policyLine)
+}
+
+// hookJobs lists the Jobs of ns whose names start with prefix.
+func hookJobs(ctx context.Context, g Gomega, ns, prefix string) []string {
+	var list batchv1.JobList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var names []string
+	for _, j := range list.Items {
+		if strings.HasPrefix(j.Name, prefix) && j.DeletionTimestamp.IsZero() {
+			names = append(names, j.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// A hook with only generateName is created fresh on each sync, as Argo
+// CD's are: a new revision, and a retry of a failed sync, each create one
+// of a new name, which stays when no delete policy says otherwise; with
+// HookSucceeded it is deleted once it succeeded.
+func TestGenerateNameHooksAreCreatedFreshOnEachSync(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.RetryInterval = &metav1.Duration{Duration: time.Second}
+	})
+	ns := ks.Namespace
+	only := func(prefix string, n int) []string {
+		var names []string
+		g.Eventually(func(g Gomega) {
+			names = hookJobs(ctx, g, ns, prefix)
+			g.Expect(names).To(HaveLen(n))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		return names
+	}
+
+	render(t, ks, "main@sha1:g1", generateNameHook(ns, "migrate-", "")+"---\n"+configMaps(ns, "app"))
+	first := only("migrate-", 1)
+	g.Expect(first[0]).To(MatchRegexp(`^migrate-[0-9a-f]{8}$`))
+	finishJob(t, ctx, ns, first[0], true)
+	waitReady(t, ks, "main@sha1:g1")
+
+	// A new revision: a second Job beside the first.
+	render(t, ks, "main@sha1:g2", generateNameHook(ns, "migrate-", "")+"---\n"+configMaps(ns, "app", "more"))
+	both := only("migrate-", 2)
+	g.Expect(both).To(ContainElement(first[0]))
+	second := both[0]
+	if second == first[0] {
+		second = both[1]
+	}
+	// It fails; the retry a second later creates a third, fresh one.
+	finishJob(t, ctx, ns, second, false)
+	waitNotReady(t, ks, kustomizev1.SyncFailedReason)
+	three := only("migrate-", 3)
+	g.Expect(three).To(ContainElements(first[0], second))
+	third := ""
+	for _, n := range three {
+		if n != first[0] && n != second {
+			third = n
+		}
+	}
+	finishJob(t, ctx, ns, third, true)
+	waitReady(t, ks, "main@sha1:g2")
+
+	// HookSucceeded: the hook goes once it succeeded.
+	render(t, ks, "main@sha1:g3", generateNameHook(ns, "seed-", "HookSucceeded")+"---\n"+configMaps(ns, "app", "more"))
+	seed := only("seed-", 1)
+	finishJob(t, ctx, ns, seed[0], true)
+	waitReady(t, ks, "main@sha1:g3")
+	only("seed-", 0)
 }
