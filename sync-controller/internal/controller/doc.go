@@ -21,6 +21,13 @@
 // failed; when it failed on it, the last good revision is still applied
 // and report makes Ready=False with render-controller's reason.
 //
+// While a sync runs (progress.go), Ready (Unknown) and Reconciling say what
+// it does now — phase and wave, objects applied, and during a health wait
+// the objects not healthy yet and why — rewritten at each wave and, during
+// a wait, when it changes (at most once a second); status.inventory lists
+// what the sync applied so far (with the inventory before it: a superset,
+// so a sync stopped half-way prunes nothing it should keep).
+//
 // # The prune guard
 //
 // With spec.prune, a render that would prune all of the inventory (unless

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/api/meta"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
@@ -151,7 +149,7 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 			started = true
 		}
 		if newSync {
-			if err := s.writeProgress(ctx, phase, st.Wave.Number); err != nil {
+			if err := s.writeProgress(ctx, phase, st.Wave.Number, i+1, len(steps)); err != nil {
 				return err
 			}
 		}
@@ -221,7 +219,7 @@ func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
 		if herr := s.finishHooks(ctx, hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
@@ -236,22 +234,12 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	if _, err := s.engine.WaitHealthy(ctx, group, s.applied); err != nil {
+	if _, err := s.engine.WaitHealthy(ctx, group, s.applied, nil); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
 	// Established is the API server's word; the client's discovery learns
 	// of the new kinds a moment later.
 	return s.engine.WaitServed(ctx, group)
-}
-
-// writeProgress records the phase and wave in progress in the status, so
-// that `kubectl get` shows it and a restarted controller resumes from it.
-func (s *syncRun) writeProgress(ctx context.Context, phase string, wave int) error {
-	s.out.Status.Sync.Phase = phase
-	s.out.Status.Sync.Wave = wave
-	conditions.MarkReconciling(s.out, meta.ProgressingReason, "running %s phase, wave %d of revision %s", phase, wave, s.revision)
-	s.progressWritten = true
-	return s.writeStatus(ctx)
 }
 
 // recordApply counts what the run did and reports drift.

@@ -57,8 +57,8 @@ type syncRun struct {
 	// generation: the sync goes on with the last good artifact, but Ready
 	// reports the failure.
 	renderFailure *metav1.Condition
-	// progressWritten is set once a sync-progress status was written.
-	progressWritten bool
+	// prog is what the running sync shows of itself (progress.go).
+	prog progress
 	// stored is sync-controller's part of the status as the API server has
 	// it, so that writeStatus sends only what changed.
 	stored *kustomizev1.KustomizationStatus
@@ -321,7 +321,8 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
 	defer cancel()
-	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied); err != nil {
+	s.prog.phase, s.prog.waiting = "", nil
+	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {

@@ -62,7 +62,11 @@ var HealthPollFallback = 2 * time.Second
 // when ctx ends first the error names every object still unhealthy and why.
 // known holds objects as the API server returned them (apply results), used
 // before anything is read again. Waits wake on watch events, not on a timer.
-func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructured, known map[object.ID]*unstructured.Unstructured) ([]HealthReport, error) {
+//
+// progress, when not nil, hears which objects are still pending and why
+// after each round (on a watch event, or HealthPollFallback later): what a
+// long wait is waiting for, shown while it lasts.
+func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructured, known map[object.ID]*unstructured.Unstructured, progress func([]HealthReport)) ([]HealthReport, error) {
 	pending := map[object.ID]health.Result{}
 	kinds := map[object.ID]*unstructured.Unstructured{}
 	for _, obj := range objs {
@@ -100,6 +104,9 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 		first = false
 		if len(pending) == 0 {
 			return nil, nil
+		}
+		if progress != nil {
+			progress(reports(pending))
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/inventory"
+)
+
+// While a sync waits for a wave to be healthy, Ready and Reconciling say
+// so — the phase and wave, how many objects are applied, and which object
+// is not healthy yet and why — and status.inventory already holds what was
+// applied, so `plumb tree` and `kubectl` show it; nothing of the wait for
+// render-controller before it lingers. Once the wave is healthy the sync
+// goes on and ends Ready.
+func TestASyncShowsWhatItWaitsFor(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:p1", deployment(ns, "web", 1)+"---\n"+waveConfigMap(ns, "after", 1))
+
+	var got kustomizev1.Kustomization
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), &got)).To(Succeed())
+		ready := conditions.Get(&got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(ready.Message).To(ContainSubstring("waiting for 1 object to be healthy: Deployment/" + ns + "/web is Progressing"))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	ready := conditions.Get(&got, meta.ReadyCondition)
+	g.Expect(ready.Reason).To(Equal(meta.ProgressingReason))
+	g.Expect(ready.Message).To(HavePrefix("running Sync phase, wave 0 (1 of 2) of revision main@sha1:p1: 1 of 2 objects applied; "))
+	g.Expect(ready.Message).NotTo(ContainSubstring("render-controller"))
+	g.Expect(conditions.GetMessage(&got, meta.ReconcilingCondition)).To(Equal(ready.Message))
+	g.Expect(got.Status.Sync.Phase).To(Equal(string(kustomizev1.PhaseSync)))
+	g.Expect(got.Status.Sync.Wave).To(Equal(0))
+	ids := []string{}
+	for _, e := range got.Status.Inventory.Entries {
+		ids = append(ids, inventory.IDOf(e).String())
+	}
+	g.Expect(ids).To(Equal([]string{"Deployment/" + ns + "/web"}), "what is applied so far")
+
+	markDeploymentAvailable(t, ctx, ns, "web")
+	done := waitReady(t, ks, "main@sha1:p1")
+	g.Expect(done.Status.Inventory.Entries).To(HaveLen(2))
+	g.Expect(conditions.GetMessage(done, meta.ReadyCondition)).To(Equal("Applied revision: main@sha1:p1"))
+	g.Expect(conditions.Get(done, meta.ReconcilingCondition)).To(BeNil())
+}
