@@ -122,10 +122,11 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 	start := time.Now()
 	defer func() { c.Metrics.Observe(obj.GetNamespace(), obj.GetName(), start) }()
 	read := obj.DeepCopyObject().(T)
-	if err := c.reportNewGeneration(ctx, obj, read); err != nil {
+	if wrote, err := c.reportNewGeneration(ctx, obj, read); err != nil {
 		return ctrl.Result{}, err
+	} else if wrote {
+		read = obj.DeepCopyObject().(T)
 	}
-	read = obj.DeepCopyObject().(T)
 	stored := slices.Clone(obj.GetConditions())
 	step, err := runSteps(ctx, steps)
 	result, err := c.summarize(ctx, obj, step, err)
@@ -154,15 +155,15 @@ func (c *Controller[T]) Record(obj T) {
 // writes that before the slow part, so kstatus readers never take the old
 // Ready for the new spec's. Retries of the same generation keep what the
 // last attempt left.
-func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) error {
+func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) (bool, error) {
 	if c.Partial || obj.GetObservedGeneration() == obj.GetGeneration() {
-		return nil
+		return false, nil
 	}
 	if rc := conditions.Get(obj, meta.ReconcilingCondition); rc != nil && rc.ObservedGeneration == obj.GetGeneration() {
-		return nil
+		return false, nil
 	}
 	conditions.MarkReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.GetGeneration())
-	return c.WriteStatus(ctx, obj, read)
+	return true, c.WriteStatus(ctx, obj, read)
 }
 
 // runSteps runs steps until one fails, and names it. A panic fails the
