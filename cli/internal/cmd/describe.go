@@ -87,12 +87,6 @@ func syncStatus(ks *kustomizev1.Kustomization) string {
 func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kustomization, now time.Time) error {
 	w := tabwriter.NewWriter(g.out, 0, 8, 2, ' ', 0)
 	field := func(name, value string) { fmt.Fprintf(w, "%s:\t%s\n", name, value) }
-	orDash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
 
 	field("Name", ks.Name)
 	field("Namespace", ks.Namespace)
@@ -117,8 +111,8 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 	}
 	field("Path", path)
 	field("Suspended", fmt.Sprint(ks.Spec.Suspend))
-	field("Applied revision", orDash(ks.Status.LastAppliedRevision))
-	field("Attempted revision", orDash(ks.Status.LastAttemptedRevision))
+	field("Applied revision", dash(ks.Status.LastAppliedRevision))
+	field("Attempted revision", dash(ks.Status.LastAttemptedRevision))
 	if a := ks.Status.RenderedArtifact; a != nil {
 		field("Rendered revision", a.Revision+" ("+a.Digest+")")
 	} else {
@@ -143,7 +137,7 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 	}
 	field("Last sync result", last)
 	if sp := ks.Status.Sync; sp != nil {
-		op := fmt.Sprintf("%s, wave %d", orDash(sp.Phase), sp.Wave)
+		op := fmt.Sprintf("%s, wave %d", dash(sp.Phase), sp.Wave)
 		if sp.Revision != "" {
 			op += ", revision " + sp.Revision
 		}
@@ -184,7 +178,7 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 	w = tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(w, "KIND\tNAMESPACE\tNAME\tHEALTH\tDRIFT")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.entry.Kind, orDash(r.entry.Namespace), r.entry.Name, oneLine(r.health), r.drift)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.entry.Kind, dash(r.entry.Namespace), r.entry.Name, oneLine(r.health), r.drift)
 	}
 	_ = w.Flush()
 	return nil
