@@ -19,6 +19,7 @@ require (
 	plumb.dev/api v0.0.0-00010101000000-000000000000
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -109,5 +110,4 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.21.2 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -1,12 +1,18 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb get sources|kustomizations|receivers|alerts|providers [-A]
-//	plumb reconcile source|kustomization NAME [--with-source]
+//	plumb get all|sources [git|all]|kustomizations|receivers|alerts|alert-providers [NAME] [-A]
+//	plumb reconcile source [git]|kustomization NAME [--with-source]
 //	plumb confirm-prune kustomization NAME
-//	plumb suspend|resume source|kustomization NAME
+//	plumb suspend|resume source [git]|kustomization|receiver|alert|alert-provider NAME
 //	plumb diff kustomization NAME
 //	plumb tree kustomization NAME
 //	plumb events [--follow] [--for Kind/name] [--nats-url URL]
+//	plumb trace KIND NAME
+//	plumb stats [-A]
+//	plumb export KIND NAME|--all [-A]
+//
+// Kinds are spelled as Flux spells them ("source git", "alert-provider") or
+// by the names of the kind table (kinds.go); args.go reads them.
 //
 // The Kubernetes connection comes from the kubeconfig as kubectl finds it
 // (--kubeconfig, then $KUBECONFIG, then ~/.kube/config), with --context and

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,63 +9,157 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
 func newGetCmd(g *globals) *cobra.Command {
 	var all bool
 	c := &cobra.Command{
-		Use:   "get sources|kustomizations|receivers|alerts|providers",
-		Short: "List Plumb objects with their readiness and revision",
+		Use:   "get all|sources [git|all]|kustomizations|receivers|alerts|alert-providers [NAME]",
+		Short: "List Plumb objects with their readiness and revision, or show one Kustomization in detail",
 		Long: "get lists the objects of one Plumb kind in the namespace (or, with -A, in all\n" +
 			"namespaces) as a table: NAME, READY, REVISION, AGE and the Ready condition's\n" +
-			"MESSAGE. A suspended object's message starts with (suspended).",
-		Example: "  plumb get kustomizations -A\n  plumb get sources -n team-a",
-		Args:    cobra.ExactArgs(1),
+			"MESSAGE. A suspended object's message starts with (suspended).\n\n" +
+			"Kinds are spelled as Flux spells them (sources git, sources all, kustomizations,\n" +
+			"receivers, alerts, alert-providers) or by plumb's names (gitrepositories, ks,\n" +
+			"providers). `get all` lists every Plumb kind, one table per kind.\n\n" +
+			"With a NAME, a Kustomization is shown in detail, like `argocd app get`: source\n" +
+			"and revisions, sync status, health, the last sync, the conditions and every\n" +
+			"object it manages with its health and drift. Another kind's NAME shows its row.",
+		Example: "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get all\n  plumb get kustomization podinfo -n team-a",
+		Args:    cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := kindNamed(args[0], kinds...)
+			if strings.EqualFold(args[0], "all") {
+				if len(args) > 1 {
+					return fmt.Errorf("get all takes no NAME")
+				}
+				return g.run(cmd, func(ctx context.Context) error { return g.getAll(ctx, all) })
+			}
+			ks, rest, err := kindArgs(args, false, kinds...)
 			if err != nil {
 				return err
 			}
-			if err := g.kube(); err != nil {
-				return err
+			if len(rest) > 1 {
+				return fmt.Errorf("want at most one NAME after the kind, got %d arguments", len(rest))
 			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			list := k.newList()
-			var opts []client.ListOption
-			if !all {
-				opts = append(opts, client.InNamespace(g.ns))
-			}
-			if err := g.client.List(ctx, list, opts...); err != nil {
-				return fmt.Errorf("listing %s: %w", k.plural, err)
-			}
-			items := k.items(list)
-			if len(items) == 0 {
+			if len(rest) == 1 {
+				if len(ks) != 1 {
+					return fmt.Errorf("a NAME needs one kind, not all")
+				}
 				if all {
-					fmt.Fprintf(g.errOut, "No %s found.\n", k.plural)
-				} else {
-					fmt.Fprintf(g.errOut, "No %s found in namespace %s.\n", k.plural, g.ns)
+					return fmt.Errorf("a NAME is read in one namespace: use -n, not -A")
+				}
+				return g.run(cmd, func(ctx context.Context) error { return g.getOne(ctx, ks[0], rest[0]) })
+			}
+			return g.run(cmd, func(ctx context.Context) error {
+				for i, k := range ks {
+					if i > 0 {
+						fmt.Fprintln(g.out)
+					}
+					items, err := g.list(ctx, k, all)
+					if err != nil {
+						return err
+					}
+					if len(items) == 0 {
+						g.noneFound(k.plural, all)
+						continue
+					}
+					printTable(g, k, items, all, "", time.Now())
 				}
 				return nil
-			}
-			sort.Slice(items, func(i, j int) bool {
-				if items[i].GetNamespace() != items[j].GetNamespace() {
-					return items[i].GetNamespace() < items[j].GetNamespace()
-				}
-				return items[i].GetName() < items[j].GetName()
 			})
-			printTable(g, k, items, all, time.Now())
-			return nil
 		},
 	}
 	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the objects of every namespace.")
 	return c
 }
 
-// printTable writes the get table the way kubectl aligns its columns.
-func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, now time.Time) {
+// run connects and runs f within --timeout.
+func (g *globals) run(cmd *cobra.Command, f func(ctx context.Context) error) error {
+	if err := g.kube(); err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(cmd, g)
+	defer cancel()
+	return f(ctx)
+}
+
+// list returns the objects of one kind in the namespace, or in every
+// namespace, sorted by namespace and name.
+func (g *globals) list(ctx context.Context, k *kind, allNamespaces bool) ([]client.Object, error) {
+	list := k.newList()
+	var opts []client.ListOption
+	if !allNamespaces {
+		opts = append(opts, client.InNamespace(g.ns))
+	}
+	if err := g.client.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", k.plural, err)
+	}
+	items := k.items(list)
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].GetNamespace() != items[j].GetNamespace() {
+			return items[i].GetNamespace() < items[j].GetNamespace()
+		}
+		return items[i].GetName() < items[j].GetName()
+	})
+	return items, nil
+}
+
+// noneFound tells stderr that a list came back empty.
+func (g *globals) noneFound(what string, allNamespaces bool) {
+	if allNamespaces {
+		fmt.Fprintf(g.errOut, "No %s found.\n", what)
+	} else {
+		fmt.Fprintf(g.errOut, "No %s found in namespace %s.\n", what, g.ns)
+	}
+}
+
+// getAll prints one table per Plumb kind that has objects, each NAME
+// prefixed with its kind as Flux's `get all` does (gitrepository/app).
+func (g *globals) getAll(ctx context.Context, allNamespaces bool) error {
+	printed := 0
+	for _, k := range kinds {
+		items, err := g.list(ctx, k, allNamespaces)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			continue
+		}
+		if printed > 0 {
+			fmt.Fprintln(g.out)
+		}
+		printTable(g, k, items, allNamespaces, strings.ToLower(k.Kind)+"/", time.Now())
+		printed++
+	}
+	if printed == 0 {
+		g.noneFound("Plumb objects", allNamespaces)
+	}
+	return nil
+}
+
+// getOne shows one object: a Kustomization in detail, another kind as its
+// table row.
+func (g *globals) getOne(ctx context.Context, k *kind, name string) error {
+	key := types.NamespacedName{Namespace: g.ns, Name: name}
+	obj := k.newObj()
+	if err := g.client.Get(ctx, key, obj); err != nil {
+		return notFound(err, k, key)
+	}
+	if ks, ok := obj.(*kustomizev1.Kustomization); ok {
+		return g.describeKustomization(ctx, ks, time.Now())
+	}
+	printTable(g, k, []client.Object{obj}, false, "", time.Now())
+	return nil
+}
+
+// printTable writes the get table the way kubectl aligns its columns,
+// each NAME after prefix.
+func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, prefix string, now time.Time) {
 	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
 	header := []string{"NAME", "READY", "REVISION", "AGE", "MESSAGE"}
 	if withNamespace {
@@ -81,7 +176,7 @@ func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, 
 		if rev == "" {
 			rev = "-"
 		}
-		row := []string{o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
+		row := []string{prefix + o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
 		if withNamespace {
 			row = append([]string{o.GetNamespace()}, row...)
 		}

@@ -124,7 +124,7 @@ var (
 	}
 	providerKind = &kind{
 		Kind: notificationv1.ProviderKind, plural: "Providers",
-		names:   []string{"provider", "providers"},
+		names:   []string{"provider", "providers", "alert-provider", "alert-providers"},
 		newObj:  func() client.Object { return &notificationv1.Provider{} },
 		newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
 		items: func(l client.ObjectList) []client.Object {

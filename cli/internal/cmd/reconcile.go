@@ -37,17 +37,17 @@ const (
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
 	c := &cobra.Command{
-		Use:   "reconcile source|kustomization NAME",
+		Use:   "reconcile source [git]|kustomization NAME",
 		Short: "Ask for an immediate reconcile and wait for its result",
 		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
 			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
 			"Ready condition has settled, printing progress on the way, then prints the\n" +
 			"revision. With --with-source, a Kustomization's GitRepository is reconciled\n" +
 			"first. Exit code 1 when the reconcile ends with Ready=False.",
-		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source podinfo -n team-a",
-		Args:    cobra.ExactArgs(2),
+		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a",
+		Args:    cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := kindNamed(args[0], gitRepositoryKind, kustomizationKind)
+			k, name, err := kindAndName(args, gitRepositoryKind, kustomizationKind)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(cmd, g)
 			defer cancel()
-			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			key := types.NamespacedName{Namespace: g.ns, Name: name}
 			if withSource {
 				if k != kustomizationKind {
 					return errors.New("--with-source applies to a Kustomization")
@@ -342,11 +342,12 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 	}
 	var wait bool
 	c := &cobra.Command{
-		Use:   verb + " source|kustomization NAME",
-		Short: short,
-		Args:  cobra.ExactArgs(2),
+		Use:     verb + " source [git]|kustomization|receiver|alert|alert-provider NAME",
+		Short:   short,
+		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " alert-provider slack",
+		Args:    cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := kindNamed(args[0], gitRepositoryKind, kustomizationKind)
+			k, name, err := kindAndName(args, kinds...)
 			if err != nil {
 				return err
 			}
@@ -355,7 +356,7 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(cmd, g)
 			defer cancel()
-			key := types.NamespacedName{Namespace: g.ns, Name: args[1]}
+			key := types.NamespacedName{Namespace: g.ns, Name: name}
 			obj := k.newObj()
 			if err := g.client.Get(ctx, key, obj); err != nil {
 				return notFound(err, k, key)
@@ -369,10 +370,15 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 				return nil
 			}
 			// Resuming also requests a reconcile, so the object catches up
-			// now rather than at its next interval.
+			// now rather than at its next interval. The notification kinds
+			// keep no lastHandledReconcileAt: their wait is for the
+			// controller to observe the generation the resume made.
 			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false}, nil)
 			if err != nil {
 				return err
+			}
+			if !k.reconcilable {
+				token = ""
 			}
 			fmt.Fprintf(g.out, "► %s resumed\n", ref(k, obj))
 			if !wait {

@@ -239,7 +239,8 @@ func TestReconcileRefusals(t *testing.T) {
 		{"with-source on a source", []string{"reconcile", "source", "idle", "--with-source"}, "--with-source applies to a Kustomization"},
 		// No controller answers: the wait is bounded by --timeout.
 		{"no controller", []string{"reconcile", "source", "idle", "--timeout", "2s"}, "timed out waiting for GitRepository/" + ns + "/idle"},
-		{"missing name", []string{"reconcile", "source"}, "accepts 2 arg(s)"},
+		{"missing name", []string{"reconcile", "source"}, "want one NAME after the kind, got 0 argument(s)"},
+		{"too many", []string{"reconcile", "source", "git", "a", "b"}, "want one NAME after the kind, got 2 argument(s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -108,6 +108,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDiffCmd(g),
 		newTreeCmd(g),
 		newEventsCmd(g),
+		newTraceCmd(g),
+		newStatsCmd(g),
+		newExportCmd(g),
 	)
 	return root
 }

@@ -40,27 +40,21 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomize
 		fmt.Fprintf(w, "%s└── (no objects applied yet)\n", prefix)
 		return nil
 	}
-	contested := map[string]kustomizev1.ContestedDrift{}
-	if ks.Status.Drift != nil {
-		for _, c := range ks.Status.Drift.Contested {
-			contested[c.Object] = c
-		}
-	}
+	drifts := driftByObject(ks)
 	entries := ks.Status.Inventory.Entries
 	for i, e := range entries {
 		branch, next := "├── ", "│   "
 		if i == len(entries)-1 {
 			branch, next = "└── ", "    "
 		}
-		obj, err := g.liveObject(ctx, e)
+		obj, h, err := g.entryHealth(ctx, e)
 		if err != nil {
 			fmt.Fprintf(w, "%s%s%s  error: %v\n", prefix, branch, entryID(e), err)
 			continue
 		}
-		h := health.Evaluate(obj)
 		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(h.String()))
-		if c, ok := contested[entryID(e)]; ok {
-			line += "  ⚔ " + contestedText(c)
+		if d := drifts[entryID(e)]; d != nil && d.contested != nil {
+			line += "  ⚔ " + contestedText(*d.contested)
 		}
 		fmt.Fprintln(w, line)
 		if obj != nil && e.Group == kustomizev1.GroupVersion.Group && e.Kind == kustomizev1.KustomizationKind {
@@ -79,6 +73,16 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomize
 		}
 	}
 	return nil
+}
+
+// entryHealth reads an inventory entry's live object (nil when it is
+// gone) and its health as pkg/health computes it.
+func (g *globals) entryHealth(ctx context.Context, e kustomizev1.InventoryEntry) (*unstructured.Unstructured, health.Result, error) {
+	obj, err := g.liveObject(ctx, e)
+	if err != nil {
+		return nil, health.Result{}, err
+	}
+	return obj, health.Evaluate(obj), nil
 }
 
 // liveObject reads an inventory entry's object; nil when it is gone.
