@@ -106,6 +106,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newSuspendCmd(g, true),
 		newSuspendCmd(g, false),
 		newDiffCmd(g),
+		newBuildCmd(g),
 		newTreeCmd(g),
 		newEventsCmd(g),
 	)
