@@ -107,6 +107,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newSuspendCmd(g, false),
 		newDiffCmd(g),
 		newBuildCmd(g),
+		newCheckCmd(g),
 		newTreeCmd(g),
 		newEventsCmd(g),
 	)
