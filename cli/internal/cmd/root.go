@@ -108,6 +108,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDiffCmd(g),
 		newBuildCmd(g),
 		newCheckCmd(g),
+		newLogsCmd(g),
 		newTreeCmd(g),
 		newEventsCmd(g),
 	)
