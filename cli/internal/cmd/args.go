@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -32,7 +33,7 @@ func kindArgs(args []string, withName bool, allowed ...*kind) ([]*kind, []string
 		if sub == "all" {
 			var out []*kind
 			for _, k := range sourceKinds {
-				if contains(allowed, k) {
+				if slices.Contains(allowed, k) {
 					out = append(out, k)
 				}
 			}
@@ -45,7 +46,7 @@ func kindArgs(args []string, withName bool, allowed ...*kind) ([]*kind, []string
 		if !ok {
 			return nil, nil, fmt.Errorf("unknown source type %q: use git (or all)", rest[0])
 		}
-		if !contains(allowed, k) {
+		if !slices.Contains(allowed, k) {
 			return nil, nil, fmt.Errorf("%s %s: not a kind this command handles", word, sub)
 		}
 		return []*kind{k}, rest[1:], nil
@@ -71,13 +72,4 @@ func kindAndName(args []string, allowed ...*kind) (*kind, string, error) {
 		return nil, "", fmt.Errorf("want one NAME after the kind, got %d argument(s)", len(rest))
 	}
 	return ks[0], rest[0], nil
-}
-
-func contains(list []*kind, k *kind) bool {
-	for _, l := range list {
-		if l == k {
-			return true
-		}
-	}
-	return false
 }

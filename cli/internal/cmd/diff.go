@@ -32,23 +32,36 @@ import (
 const maxArtifactSize = 64 << 20
 
 func newDiffCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "diff kustomization NAME",
-		Short: "Show, field by field, where the cluster differs from the rendered manifests",
+	var local localRender
+	c := &cobra.Command{
+		Use:   "diff kustomization NAME [--path DIR]",
+		Short: "Show, field by field, where the cluster differs from the rendered manifests, or from a local checkout",
 		Long: "diff downloads the Kustomization's rendered artifact (status.renderedArtifact),\n" +
 			"verifies its digest, asks the API server for a server-side dry-run apply of every\n" +
 			"object as sync-controller would make it (field manager plumb-sync), and compares\n" +
 			"the result with the live object, leaving out the fields spec.ignore names.\n" +
 			"Values are shown as live → Git; Secret values are redacted, and so is every\n" +
 			"field that holds a value substituted from a postBuild.substituteFrom Secret.\n\n" +
+			"With --path it compares a local checkout instead: rendered as `plumb build`\n" +
+			"renders it (render-controller's renderer, sandbox and limits, the spec and the\n" +
+			"postBuild variables from the cluster), it shows what a sync of that checkout\n" +
+			"would change: the changed fields, the objects it would create, and those of the\n" +
+			"inventory it would prune. This is the check to run on a pull request.\n\n" +
 			"An artifact URL with an in-cluster host name (<service>.<namespace>.svc…) is\n" +
 			"downloaded through the API server's service proxy.\n\n" +
-			"Exit code: 0 no drift, 1 drift, 2 error.",
-		Args: cobra.ExactArgs(2),
+			"Exit code: 0 no drift (no change), 1 drift (changes), 2 error (a checkout that\n" +
+			"does not render included).",
+		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .",
+		Args:    cobra.ExactArgs(2),
 		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
+			if local.path != "" {
+				return g.diffLocal(ctx, ks, local)
+			}
 			return g.diff(ctx, ks)
 		}),
 	}
+	local.bindFlags(c.Flags())
+	return c
 }
 
 // objectDiff is the outcome for one object; an empty action with a note is
@@ -83,7 +96,69 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 		return err
 	}
 	fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(kustomizationKind, ks), a.Revision)
+	var contested []kustomizev1.ContestedDrift
+	if ks.Status.Drift != nil {
+		contested = ks.Status.Drift.Contested
+	}
+	results, hooks := g.compareAll(ctx, ks, objs, ig)
+	g.redact(ctx, ks, results)
+	return report(g.out, results, hooks, contested)
+}
 
+// diffLocal compares the render of a local checkout with the cluster: what
+// a sync of it would change. The values substituted from Secrets are
+// known, so exactly those are redacted.
+func (g *globals) diffLocal(ctx context.Context, ks *kustomizev1.Kustomization, o localRender) error {
+	ig, err := diff.NewIgnorer(ks.Spec.Ignore)
+	if err != nil {
+		return fmt.Errorf("spec.ignore: %w", err)
+	}
+	res, vars, err := g.renderLocal(ctx, ks, o)
+	if err != nil {
+		return err
+	}
+	objs, err := object.DecodeManifests(res.Manifests)
+	if err != nil {
+		return err
+	}
+	var secrets []string
+	for _, v := range vars {
+		if v.Secret {
+			secrets = append(secrets, v.Value)
+		}
+	}
+	fmt.Fprintf(g.out, "Comparing %s with the checkout %s (live → checkout)\n", ref(kustomizationKind, ks), o.path)
+	results, hooks := g.compareAll(ctx, ks, objs, ig)
+	redactor := diff.NewRedactor(secrets)
+	for i, r := range results {
+		results[i].changes = redactor.Changes(withoutAppliedHash(r.changes))
+		if r.action == diff.Configured && len(results[i].changes) == 0 {
+			results[i].action = diff.Unchanged
+		}
+	}
+	// Fights (status.drift.contested) are about the cluster, not the
+	// checkout: `plumb diff` without --path reports them.
+	return report(g.out, results, hooks, nil)
+}
+
+// appliedHashPath is the field of manage.AppliedHashAnnotation in a change.
+var appliedHashPath = `metadata.annotations["` + manage.AppliedHashAnnotation + `"]`
+
+// withoutAppliedHash drops the change of the applied-hash annotation, which
+// changes with any other field of a new render: bookkeeping, not content.
+func withoutAppliedHash(changes []diff.Change) []diff.Change {
+	out := changes[:0:0]
+	for _, c := range changes {
+		if c.Path != appliedHashPath {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// compareAll compares the rendered objects with the cluster (nothing is
+// redacted yet) and counts the hooks it skipped.
+func (g *globals) compareAll(ctx context.Context, ks *kustomizev1.Kustomization, objs []*unstructured.Unstructured, ig *diff.Ignorer) ([]objectDiff, int) {
 	var results []objectDiff
 	desired := make([]*unstructured.Unstructured, 0, len(objs))
 	hooks := 0
@@ -115,12 +190,7 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 		results = append(results, g.compare(ctx, obj, ig))
 	}
 	results = append(results, g.pruneCandidates(ctx, ks, desired)...)
-	g.redact(ctx, ks, results)
-	var contested []kustomizev1.ContestedDrift
-	if ks.Status.Drift != nil {
-		contested = ks.Status.Drift.Contested
-	}
-	return report(g.out, results, hooks, contested)
+	return results, hooks
 }
 
 // contestedText describes a fight sync-controller reports in

@@ -28,11 +28,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 		auth    options.NATSAuth
 		stream  string
 		since   time.Duration
+		ctrlNS  string
 	)
-	defaultURL := os.Getenv(natsURLEnv)
-	if defaultURL == "" {
-		defaultURL = "nats://127.0.0.1:4222"
-	}
 	c := &cobra.Command{
 		Use:   "events [--follow] [--for Kind/name]",
 		Short: "Print the events Plumb's controllers publish on NATS JetStream",
@@ -41,7 +38,12 @@ func newEventsCmd(g *globals) *cobra.Command {
 			"It prints the stored events and exits, or with --follow keeps printing new ones\n" +
 			"until interrupted. --for Kind/name narrows to one object in the namespace\n" +
 			"(-n, else the kubeconfig's); -n alone narrows to a namespace; by default every\n" +
-			"event is shown. Drift events list their field changes (live → Git).",
+			"event is shown. Drift events list their field changes (live → Git).\n\n" +
+			"The NATS server is --nats-url, else $" + natsURLEnv + ", else the one the controllers\n" +
+			"use: the --nats-url of the sync-controller (or notification-controller)\n" +
+			"Deployment in --controller-namespace, $(VAR)s expanded from its environment.\n" +
+			"When that in-cluster address cannot be reached from here, plumb says so with the\n" +
+			"kubectl port-forward command to run. Without any, nats://127.0.0.1:4222.",
 		Example: "  plumb events --follow\n  plumb events --for Kustomization/app -n team-a --since 1h",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,18 +60,54 @@ func newEventsCmd(g *globals) *cobra.Command {
 			if err := auth.Validate(); err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("nats-url") {
+				if natsURL, err = g.natsURL(cmd.Context(), ctrlNS); err != nil {
+					return err
+				}
+			}
 			return tailEvents(ctx, g.out, natsURL, auth, stream, subject, since, follow)
 		},
 	}
 	f := c.Flags()
 	f.BoolVarP(&follow, "follow", "f", false, "Keep printing new events until interrupted.")
 	f.StringVar(&forRef, "for", "", "Only the events of one object, as Kind/name (e.g. Kustomization/app).")
-	f.StringVar(&natsURL, "nats-url", defaultURL, "The NATS server; defaults to $"+natsURLEnv+", then nats://127.0.0.1:4222.")
+	f.StringVar(&natsURL, "nats-url", "", "The NATS server; defaults to $"+natsURLEnv+", then the controllers' own (their Deployments' --nats-url), then nats://127.0.0.1:4222.")
+	f.StringVar(&ctrlNS, "controller-namespace", controllerNamespace, "Where the controllers' Deployments are, to find their --nats-url.")
 	f.StringVar(&stream, "stream", "PLUMB_EVENTS", "The JetStream stream that holds the events.")
 	f.DurationVar(&since, "since", 0, "Only events newer than this (e.g. 30m); 0 shows every stored event.")
 	// The controllers' own flags, so a user spells them the same way.
 	auth.BindFlags(f)
 	return c
+}
+
+// defaultNATSURL is the last resort of natsURL.
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
+// natsURL is the NATS server when --nats-url is not given: $PLUMB_NATS_URL,
+// else the controllers' own when this machine reaches it, else the default
+// (with a note saying why).
+func (g *globals) natsURL(ctx context.Context, ctrlNS string) (string, error) {
+	if u := os.Getenv(natsURLEnv); u != "" {
+		return u, nil
+	}
+	if err := g.kube(); err != nil {
+		fmt.Fprintf(g.errOut, "note: no cluster to read the controllers' NATS address from (%v); trying %s\n", err, defaultNATSURL)
+		return defaultNATSURL, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	src, err := g.discoverNATS(ctx, ctrlNS)
+	if errors.Is(err, errNoNATSURL) {
+		fmt.Fprintf(g.errOut, "note: %v; trying %s\n", err, defaultNATSURL)
+		return defaultNATSURL, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := src.reachable(ctx); err != nil {
+		return "", err
+	}
+	return src.url, nil
 }
 
 // eventSubject returns the subject filter for --for and -n.
