@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/render"
 )
 
 // lockDowns counts the calls of lockDownProcess: the test process serves
@@ -172,6 +176,52 @@ func TestBuildPacksLikeSourceController(t *testing.T) {
 	g.Expect(r.errOut).To(ContainSubstring("warning: GitRepository " + ns + "/repo (spec.sourceRef): not found; packing with the default ignore rules"))
 	g.Expect(r.out).To(ContainSubstring("name: draft"))
 	g.Expect(r.out).NotTo(ContainSubstring("name: more"), ".sourceignore is still read")
+}
+
+// childKubeconfigEnv runs the test binary as a child of a test, on the
+// control plane whose kubeconfig it names.
+const childKubeconfigEnv = "PLUMB_CLI_TEST_CHILD_KUBECONFIG"
+
+// TestBuildLocksTheProcessDown runs plumb build with the real
+// render.LockDownProcess, in a process of its own: the build reads the
+// cluster and renders, and afterwards HTTP through the default transport
+// is refused without a connection.
+func TestBuildLocksTheProcessDown(t *testing.T) {
+	if os.Getenv(childKubeconfigEnv) != "" {
+		t.Skip("in the child")
+	}
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	create(ctx, t, gitRepo(ns, "repo"))
+	ks := kustomization(ns, "web", "repo")
+	ks.Spec.Path = "apps/prod"
+	create(ctx, t, ks)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBuildLockedDownChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childKubeconfigEnv+"="+kubeconfig,
+		"CHILD_NAMESPACE="+ns, "CHILD_CHECKOUT="+checkout(t), "CHILD_URL="+srv.URL)
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(ContainSubstring("PASS"))
+	g.Expect(string(out)).NotTo(ContainSubstring("no tests to run"))
+	g.Expect(hits.Load()).To(BeZero(), "nothing reached the server")
+}
+
+func TestBuildLockedDownChild(t *testing.T) {
+	if os.Getenv(childKubeconfigEnv) == "" {
+		t.Skip("run by TestBuildLocksTheProcessDown")
+	}
+	g := NewWithT(t)
+	lockDownProcess = render.LockDownProcess
+	r := plumb("build", "ks", "web", "-n", os.Getenv("CHILD_NAMESPACE"), "--path", os.Getenv("CHILD_CHECKOUT"))
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(r.out).To(ContainSubstring("kind: Deployment"))
+	_, err := http.Get(os.Getenv("CHILD_URL"))
+	g.Expect(err).To(MatchError(render.ErrNetworkRefused))
+	g.Expect(os.Getenv("GIT_ALLOW_PROTOCOL")).To(Equal("plumb-rendering-allows-none"))
 }
 
 func TestBuildFailuresAreRenderControllers(t *testing.T) {

@@ -36,6 +36,12 @@ func runMain(m *testing.M) int {
 		// would only slow them down.
 		return m.Run()
 	}
+	if kc := os.Getenv(childKubeconfigEnv); kc != "" {
+		// A child process of a test (build_test.go), on its parent's
+		// control plane.
+		kubeconfig = kc
+		return m.Run()
+	}
 	var err error
 	// NATS as deploy/ runs it: TLS, client certificates and a user per role.
 	if env, err = testenv.Start(testenv.WithSecureNATS()); err != nil {
