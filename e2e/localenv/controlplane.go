@@ -27,7 +27,7 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 		CRDDirectoryPaths:        []string{filepath.Join(e.Root, "deploy", "crds")},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   e.Scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStartTimeout: e.opts.StartTimeout,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	// A known certificate folder, so kube-controller-manager can sign
@@ -95,10 +95,10 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 }
 
 // waitKCM waits until kube-controller-manager's serviceaccount controller
-// has created the default ServiceAccount, the first sign it runs.
+// has created the default ServiceAccount, the first sign it runs, for as
+// long as ctx allows.
 func (e *Env) waitKCM(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	began, said := time.Now(), time.Now()
 	for {
 		sa := &corev1.ServiceAccount{}
 		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, sa); err == nil {
@@ -107,9 +107,13 @@ func (e *Env) waitKCM(ctx context.Context) error {
 		if done, exitErr := e.KCM.Exited(); isClosed(done) {
 			return fmt.Errorf("kube-controller-manager exited (%v); the end of its log:\n%s", exitErr(), Tail(e.KCM.LogPath, 15))
 		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			e.progress("still waiting for kube-controller-manager to create the default ServiceAccount (%s)", time.Since(began).Round(time.Second))
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-controller-manager did not start its controllers; see %s: %w", e.KCM.LogPath, ctx.Err())
+			return fmt.Errorf("kube-controller-manager did not start its controllers in %s; the end of its log %s:\n%s", time.Since(began).Round(time.Second), e.KCM.LogPath, Tail(e.KCM.LogPath, 15))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
