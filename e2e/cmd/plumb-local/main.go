@@ -71,7 +71,7 @@ func run(opts localenv.Options, exitWhenReady bool, scr *screen) error {
 	scr.Printf(">> deploying the sample from %s\n", localenv.DemoAppDir)
 	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{})
 	if err != nil {
-		return fmt.Errorf("the suite did not come up: %w", err)
+		return fmt.Errorf("the suite did not come up: %w%s", err, processReport(env))
 	}
 	scr.Printf(">> waiting for the sample's GitRepository, Kustomization, Receiver, Provider and Alert to be Ready\n")
 	if err := env.WaitDemoReady(startCtx, demo); err != nil {
