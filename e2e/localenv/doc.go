@@ -38,7 +38,9 @@
 // The stand-ins in this process hold their own sockets: the Git server and
 // the Slack stand-in serve the listener they bound on port 0, and NATS binds
 // port 0 itself and reports its URL. etcd and kube-apiserver take the ports
-// envtest suggests, and kube-controller-manager serves none.
+// envtest suggests (bound and closed, so another process may take one
+// first): a control plane that does not start is started again on new
+// ports, up to three times. kube-controller-manager serves no port.
 //
 // Each controller is supervised (Process.Supervised): when it exits without
 // Stop it is started again after 1s, 2s, 4s … up to 30s, as a Deployment's
