@@ -41,6 +41,10 @@ controlplane-assets: ## Also build kube-controller-manager (for `make run` and e
 run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it.
 	@hack/run.sh $(RUN_ARGS)
 
+.PHONY: starts
+starts: ## Start the suite STARTS times in a row (default 50), each bounded, and report how many came up whole.
+	@hack/starts.sh $(or $(STARTS),50)
+
 $(CONTROLLER_GEN): $(GEN_TOOLS)/go.mod
 	@echo ">> building controller-gen"
 	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen

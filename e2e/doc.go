@@ -3,10 +3,10 @@
 // kube-controller-manager, NATS and a Git server) and check the story from a
 // pushed commit to a synced cluster.
 //
-// TestMain builds the four controllers from the checkout into a temporary
-// folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones instead) and
-// starts one environment with plumb.dev/e2e/localenv, the same one `make run`
-// starts, except that render-, sync- and notification-controller run with
+// TestMain builds the four controllers and plumb from the checkout into a
+// temporary folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones
+// instead) and starts one environment with plumb.dev/e2e/localenv, the same
+// one `make run` starts, except that render-, sync- and notification-controller run with
 // --no-cross-namespace-refs, as deploy/ runs them. Each test deploys its own
 // copy of the sample in deploy/examples (its own repository and namespaces)
 // and pushes commits with the git binary:
@@ -17,6 +17,8 @@
 //	TestBrokenCommitKeepsPreviousRevision  a commit that does not build: Ready=False, nothing deleted
 //	TestEmptyCommitIsHeldUntilConfirmed  `resources: []`: PruneGuarded, nothing deleted, one alert; confirmed, it prunes
 //	TestSyncControllerKilledMidSync      SIGKILL during the PreSync hook, restart, convergence
+//	TestAKilledControllerIsRestartedOnItsPorts  the launcher restarts a dead controller with backoff, same ports
+//	TestTheTryCommandsWork               every command of the launcher's "Try:" list succeeds as printed
 //	TestAutoscalerFightEndsInDriftContested  a HorizontalPodAutoscaler against Git's replicas: DriftContested, one alert
 //	TestTenantsStayInsideTheirNamespaces  two tenants: a ServiceAccount's Kustomization refused in the other's
 //	                                     namespace and at cluster scope, nothing created; cross-namespace sourceRef,

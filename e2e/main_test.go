@@ -17,6 +17,9 @@ import (
 // parallel: one of them kills and restarts sync-controller.
 var env *localenv.Env
 
+// plumbCLI is the plumb binary the tests run, built with the controllers.
+var plumbCLI string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -27,8 +30,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Build the controllers from the tree under test, not whatever bin/
-	// holds; PLUMB_E2E_BIN_DIR names a folder of prebuilt ones instead.
+	// Build the controllers and plumb from the tree under test, not
+	// whatever bin/ holds; PLUMB_E2E_BIN_DIR names a folder of prebuilt
+	// ones instead.
 	binDir := os.Getenv("PLUMB_E2E_BIN_DIR")
 	if binDir == "" {
 		if binDir, err = buildControllers(root); err != nil {
@@ -38,8 +42,11 @@ func run(m *testing.M) int {
 		defer os.RemoveAll(binDir)
 	}
 
+	plumbCLI = filepath.Join(binDir, "plumb")
+
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Start waits for slow steps (saying what for on stderr) up to this.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env, err = localenv.Start(ctx, localenv.Options{
 		Root:     root,
@@ -87,6 +94,13 @@ func buildControllers(root string) (string, error) {
 		args = append(args, "./"+name)
 	}
 	build := exec.Command("go", args...)
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(binDir)
+		return "", err
+	}
+	// The plumb command line, for the launcher's "Try" commands.
+	build = exec.Command("go", "build", "-o", filepath.Join(binDir, "plumb"), "./cli")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		os.RemoveAll(binDir)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -22,21 +23,37 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
-	e.control = &envtest.Environment{
-		BinaryAssetsDirectory:    e.opts.AssetsDir,
-		CRDDirectoryPaths:        []string{filepath.Join(e.Root, "deploy", "crds")},
-		ErrorIfCRDPathMissing:    true,
-		Scheme:                   e.Scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	// A known certificate folder, so kube-controller-manager can sign
-	// service-account tokens with the key the API server verifies them by.
-	e.control.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
-	e.progress("starting etcd and kube-apiserver")
-	cfg, err := e.control.Start()
-	if err != nil {
-		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", e.opts.AssetsDir, err)
+	// envtest picks etcd's and kube-apiserver's ports by binding port 0
+	// and closing it (coordinated with other envtest users through lock
+	// files, not with every process on the machine), and the processes
+	// bind them again: another process may take one in between. Such a
+	// start fails; it is tried again on new ports.
+	var (
+		cfg *rest.Config
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		e.control = &envtest.Environment{
+			BinaryAssetsDirectory:    e.opts.AssetsDir,
+			CRDDirectoryPaths:        []string{filepath.Join(e.Root, "deploy", "crds")},
+			ErrorIfCRDPathMissing:    true,
+			Scheme:                   e.Scheme,
+			ControlPlaneStartTimeout: e.opts.StartTimeout,
+			ControlPlaneStopTimeout:  time.Minute,
+		}
+		// A known certificate folder, so kube-controller-manager can sign
+		// service-account tokens with the key the API server verifies them by.
+		e.control.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+		e.progress("starting etcd and kube-apiserver")
+		if cfg, err = e.control.Start(); err == nil {
+			break
+		}
+		_ = e.control.Stop()
+		e.control = nil
+		if attempt == 3 || ctx.Err() != nil {
+			return fmt.Errorf("starting etcd and kube-apiserver from %s (%d attempts): %w", e.opts.AssetsDir, attempt, err)
+		}
+		e.progress("etcd and kube-apiserver did not start (%v); trying again on new ports", err)
 	}
 	e.Config = cfg
 	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
@@ -95,10 +112,10 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 }
 
 // waitKCM waits until kube-controller-manager's serviceaccount controller
-// has created the default ServiceAccount, the first sign it runs.
+// has created the default ServiceAccount, the first sign it runs, for as
+// long as ctx allows.
 func (e *Env) waitKCM(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	began, said := time.Now(), time.Now()
 	for {
 		sa := &corev1.ServiceAccount{}
 		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, sa); err == nil {
@@ -107,9 +124,13 @@ func (e *Env) waitKCM(ctx context.Context) error {
 		if done, exitErr := e.KCM.Exited(); isClosed(done) {
 			return fmt.Errorf("kube-controller-manager exited (%v); the end of its log:\n%s", exitErr(), Tail(e.KCM.LogPath, 15))
 		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			e.progress("still waiting for kube-controller-manager to create the default ServiceAccount (%s)", time.Since(began).Round(time.Second))
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-controller-manager did not start its controllers; see %s: %w", e.KCM.LogPath, ctx.Err())
+			return fmt.Errorf("kube-controller-manager did not start its controllers in %s; the end of its log %s:\n%s", time.Since(began).Round(time.Second), e.KCM.LogPath, Tail(e.KCM.LogPath, 15))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -147,15 +147,18 @@ func (e *Env) DemoAppFiles(appNamespace string) (map[string]string, error) {
 }
 
 // waitWebhookPath waits for notification-controller to set the Receiver's
-// status.webhookPath.
+// status.webhookPath, for as long as ctx allows.
 func (e *Env) waitWebhookPath(ctx context.Context, namespace, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
+	began, said := time.Now(), time.Now()
 	for {
 		rcv := &notificationv1.Receiver{}
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, rcv)
 		if err == nil && rcv.Status.WebhookPath != "" {
 			return rcv.Status.WebhookPath, nil
+		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			e.progress("still waiting for notification-controller to give the Receiver %s/%s its webhook path (%s)", namespace, name, time.Since(began).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():

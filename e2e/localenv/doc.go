@@ -26,6 +26,34 @@
 //	local.plumb.dev/run-seconds    how long a Job's Pod runs (default 1)
 //	local.plumb.dev/exit-code      a Job's Pod exit code (default 0; non-zero fails it)
 //
+// # Ports, restarts and waits
+//
+// No port is chosen by listening, closing and hoping it is still free when
+// a child binds it. The launcher binds each controller's metrics, health,
+// artifact and receiver ports on 127.0.0.1:0 itself, keeps the sockets, and
+// hands them to the controller as inherited file descriptors
+// (exec.Cmd.ExtraFiles; the controller's flag says --health-addr=fd:4, see
+// plumb.dev/pkg/listen). A restarted controller gets the same sockets, so
+// the printed addresses, the webhook URL and the artifact URLs stay true.
+// The stand-ins in this process hold their own sockets: the Git server and
+// the Slack stand-in serve the listener they bound on port 0, and NATS binds
+// port 0 itself and reports its URL. etcd and kube-apiserver take the ports
+// envtest suggests (bound and closed, so another process may take one
+// first): a control plane that does not start is started again on new
+// ports, up to three times. kube-controller-manager serves no port.
+//
+// Each controller is supervised (Process.Supervised): when it exits without
+// Stop it is started again after 1s, 2s, 4s … up to 30s, as a Deployment's
+// Pod would be, and Process.Status gives its restarts and last exit, which
+// plumb-local shows in its status lines. While Start waits for a controller
+// to be ready it says every 15 seconds what /readyz still reports; it gives
+// up when the controller exited StartAttempts times, or when
+// Options.StartTimeout (default 10 minutes) or the caller's context ends,
+// with the end of the controller's log. No step of Start fails after a
+// short fixed time: the controllers run with --cache-sync-timeout=10m, and
+// the waits for kube-controller-manager, the pod simulator and the
+// Receiver's webhook path last as long as the start may.
+//
 // # Layout of the state folder
 //
 //	kubeconfig                 admin kubeconfig (system:masters) for kubectl and the controllers

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/listen"
 )
 
 // The four controllers, in the order they start.
@@ -53,27 +55,99 @@ type Options struct {
 	ControllerArgs map[string][]string
 	// LogLevel is the controllers' --log-level; default info.
 	LogLevel string
+	// StartTimeout bounds Start (and a caller's ctx may end it sooner);
+	// default 10 minutes. Start waits for slow steps, saying what it
+	// waits for, rather than fail after a short fixed time.
+	StartTimeout time.Duration
 }
 
-// Controller is one of the four controllers, running as a process.
+// Controller is one of the four controllers, running as a supervised
+// process: started again with backoff when it exits. Its ports are bound
+// by the launcher and handed to it as inherited sockets, so they are the
+// same across restarts.
 type Controller struct {
 	*Process
 	MetricsAddr  string
 	HealthAddr   string
 	StorageAddr  string // source- and render-controller
 	ReceiverAddr string // notification-controller
+
+	progress func(format string, args ...any)
 }
 
-// WaitReady waits until the controller's /readyz answers.
+// StartAttempts is how many times a controller is started (the first start
+// and its restarts) while the launcher waits for it to be ready, before the
+// launcher gives up on it.
+const StartAttempts = 4
+
+// progressEvery is how often a wait says what it still waits for.
+const progressEvery = 15 * time.Second
+
+// WaitReady waits until the controller's /readyz answers 200, for as long
+// as ctx allows, saying every 15 seconds what /readyz still reports. It
+// fails early when the controller exited StartAttempts times meanwhile,
+// with the end of its log.
 func (c *Controller) WaitReady(ctx context.Context) error {
-	return waitHTTP(ctx, "http://"+c.HealthAddr+"/readyz", c.Process)
+	url := "http://" + c.HealthAddr + "/readyz?verbose"
+	client := &http.Client{Timeout: 2 * time.Second}
+	_, first, _ := c.Status()
+	began, said := time.Now(), time.Now()
+	last := "no answer yet"
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = notReady(string(body))
+		} else {
+			last = err.Error()
+		}
+		running, restarts, lastExit := c.Status()
+		if !running && (restarts-first >= StartAttempts-1 || !c.Supervised) {
+			return fmt.Errorf("%s exited %d times while starting (last: %s); the end of its log %s:\n%s",
+				c.Name, restarts-first+1, lastExit, c.LogPath, Tail(c.LogPath, 20))
+		}
+		if time.Since(said) >= progressEvery && c.progress != nil {
+			said = time.Now()
+			state := "running"
+			if !running {
+				state = "exited (" + lastExit + "), restarting"
+			}
+			c.progress("still waiting for %s to be ready (%s; %s): %s", c.Name, time.Since(began).Round(time.Second), state, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready in %s (/readyz: %s); the end of its log %s:\n%s",
+				c.Name, time.Since(began).Round(time.Second), last, c.LogPath, Tail(c.LogPath, 20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
-// Restart starts a stopped or killed controller again on the same ports
-// and waits until it is ready.
+// notReady picks the failing checks out of a verbose /readyz answer.
+func notReady(body string) string {
+	var failed []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "[-]") {
+			failed = append(failed, strings.TrimPrefix(l, "[-]"))
+		}
+	}
+	if len(failed) == 0 {
+		return strings.TrimSpace(body)
+	}
+	return strings.Join(failed, "; ")
+}
+
+// Restart starts a stopped or killed controller again at once, on the same
+// ports, and waits until it is ready.
 func (c *Controller) Restart(ctx context.Context) error {
-	if err := c.Start(); err != nil {
-		return err
+	if !c.Running() {
+		if err := c.Start(); err != nil && !strings.Contains(err.Error(), "running already") {
+			return err
+		}
 	}
 	return c.WaitReady(ctx)
 }
@@ -102,8 +176,11 @@ type Env struct {
 	reaper    *Process
 	simCancel context.CancelFunc
 	simDone   chan struct{}
-	stopOnce  sync.Once
-	stopErr   error
+	// sockets are the controllers' listening sockets, held from before
+	// each controller starts until Stop.
+	sockets  []*os.File
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start starts everything and returns when each controller answers its
@@ -112,6 +189,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
 	e := &Env{Root: opts.Root, StateDir: opts.StateDir, Scheme: app.NewScheme(), opts: opts, Controllers: map[string]*Controller{}}
 	defer func() {
 		if err != nil {
@@ -168,6 +247,9 @@ func (o *Options) defaults() error {
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 10 * time.Minute
 	}
 	var missing []string
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
@@ -240,9 +322,7 @@ func (e *Env) startSimulator(ctx context.Context) error {
 	case <-sim.started:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Minute):
-		return errors.New("the pod simulator's informer did not sync in a minute")
+		return fmt.Errorf("waiting for the pod simulator's informer to sync: %w", ctx.Err())
 	}
 }
 
@@ -260,10 +340,9 @@ func (e *Env) startControllers(ctx context.Context) error {
 			return err
 		}
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	for _, name := range ControllerNames {
-		if err := e.Controllers[name].WaitReady(waitCtx); err != nil {
+		e.progress("waiting for %s to be ready", name)
+		if err := e.Controllers[name].WaitReady(ctx); err != nil {
 			return err
 		}
 	}
@@ -271,22 +350,38 @@ func (e *Env) startControllers(ctx context.Context) error {
 }
 
 func (e *Env) newController(name string) (*Controller, error) {
-	c := &Controller{Process: &Process{
-		Name:    name,
-		Path:    filepath.Join(e.opts.BinDir, name),
-		LogPath: filepath.Join(e.StateDir, "logs", name+".log"),
-		Env:     []string{"KUBECONFIG=" + e.Kubeconfig},
-	}}
+	c := &Controller{
+		Process: &Process{
+			Name:       name,
+			Path:       filepath.Join(e.opts.BinDir, name),
+			LogPath:    filepath.Join(e.StateDir, "logs", name+".log"),
+			Env:        []string{"KUBECONFIG=" + e.Kubeconfig},
+			Supervised: true,
+		},
+		progress: e.progress,
+	}
+	// socket binds a port for the controller and returns the flag value
+	// naming it in the child: file descriptor 3 + its index in ExtraFiles.
+	socket := func() (addr, flag string, err error) {
+		addr, f, err := reserve()
+		if err != nil {
+			return "", "", err
+		}
+		e.sockets = append(e.sockets, f)
+		c.ExtraFiles = append(c.ExtraFiles, f)
+		return addr, listen.FD(2 + len(c.ExtraFiles)), nil
+	}
+	metrics, health := "", ""
 	var err error
-	if c.MetricsAddr, err = freeAddr(); err != nil {
+	if c.MetricsAddr, metrics, err = socket(); err != nil {
 		return nil, err
 	}
-	if c.HealthAddr, err = freeAddr(); err != nil {
+	if c.HealthAddr, health, err = socket(); err != nil {
 		return nil, err
 	}
 	c.Args = []string{
-		"--metrics-addr=" + c.MetricsAddr,
-		"--health-addr=" + c.HealthAddr,
+		"--metrics-addr=" + metrics,
+		"--health-addr=" + health,
 		"--nats-url=" + e.NATSURL,
 		"--log-encoding=console",
 		"--log-level=" + e.opts.LogLevel,
@@ -295,24 +390,29 @@ func (e *Env) newController(name string) (*Controller, error) {
 		// the e2e test that restarts sync-controller mid-sync does) would
 		// hold its Lease until it expired, and its restart would wait.
 		"--enable-leader-election=false",
+		// A loaded machine may answer the first lists slowly: wait
+		// (WaitReady says what for) rather than exit after two minutes.
+		"--cache-sync-timeout=10m",
 	}
 	switch name {
 	case SourceController, RenderController:
-		if c.StorageAddr, err = freeAddr(); err != nil {
+		storage := ""
+		if c.StorageAddr, storage, err = socket(); err != nil {
 			return nil, err
 		}
 		data := filepath.Join(e.StateDir, name, "data")
 		if err := os.MkdirAll(data, 0o755); err != nil {
 			return nil, err
 		}
-		c.Args = append(c.Args, "--storage-path="+data, "--storage-addr="+c.StorageAddr, "--storage-adv-addr="+c.StorageAddr)
+		c.Args = append(c.Args, "--storage-path="+data, "--storage-addr="+storage, "--storage-adv-addr="+c.StorageAddr)
 	case NotificationController:
-		if c.ReceiverAddr, err = freeAddr(); err != nil {
+		receiver := ""
+		if c.ReceiverAddr, receiver, err = socket(); err != nil {
 			return nil, err
 		}
 		// The Slack stand-in listens on 127.0.0.1, a loopback address
 		// that alert delivery refuses unless told otherwise.
-		c.Args = append(c.Args, "--receiver-addr="+c.ReceiverAddr, "--allow-loopback-provider-addresses")
+		c.Args = append(c.Args, "--receiver-addr="+receiver, "--allow-loopback-provider-addresses")
 	}
 	c.Args = append(c.Args, e.opts.ControllerArgs[name]...)
 	return c, nil
@@ -345,6 +445,9 @@ func (e *Env) Stop() error {
 			}()
 		}
 		wg.Wait()
+		for _, f := range e.sockets {
+			_ = f.Close()
+		}
 		if e.simCancel != nil {
 			e.simCancel()
 			<-e.simDone

@@ -2,11 +2,9 @@ package localenv
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,28 +23,74 @@ type Process struct {
 	Args    []string
 	Env     []string
 	LogPath string
+	// ExtraFiles are handed to the process as file descriptors 3, 4, …
+	// (the listening sockets of plumb.dev/pkg/listen's fd:N addresses);
+	// the caller keeps them open across restarts and closes them.
+	ExtraFiles []*os.File
 	// Detached processes outlive the launcher (no parent-death signal).
 	Detached bool
+	// Supervised processes are started again when they exit without
+	// Stop, after a backoff of 1s, 2s, 4s … up to MaxBackoff, as a
+	// Deployment's Pod would be; the backoff starts over after a run
+	// longer than a minute.
+	Supervised bool
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+	started time.Time
+	// stopped is set by Stop: the supervisor does not start it again.
+	stopped     bool
+	supervising bool
+	// kick, while the supervisor waits out a backoff, starts it at once.
+	kick     chan struct{}
+	restarts int
+	lastExit string
 }
 
-// Start starts the process. It runs in its own process group, so a Ctrl-C
-// at the terminal reaches only the launcher, which stops the children in
-// order; and it is killed if the launcher dies.
+// MaxBackoff caps the wait before a supervised process is started again.
+const MaxBackoff = 30 * time.Second
+
+// Start starts the process (and, when Supervised, its supervisor). It runs
+// in its own process group, so a Ctrl-C at the terminal reaches only the
+// launcher, which stops the children in order; and it is killed if the
+// launcher dies.
 func (p *Process) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd != nil {
-		select {
-		case <-p.done:
-		default:
-			return fmt.Errorf("%s is running already", p.Name)
-		}
+	if p.runningLocked() {
+		return fmt.Errorf("%s is running already", p.Name)
 	}
+	if p.kick != nil {
+		// The supervisor is waiting out a backoff: start now instead.
+		close(p.kick)
+		p.kick = nil
+	}
+	p.stopped = false
+	if err := p.startLocked(); err != nil {
+		return err
+	}
+	if p.Supervised && !p.supervising {
+		p.supervising = true
+		go p.supervise()
+	}
+	return nil
+}
+
+func (p *Process) runningLocked() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *Process) startLocked() error {
 	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -54,6 +98,7 @@ func (p *Process) Start() error {
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = p.ExtraFiles
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if p.Detached {
 		cmd.SysProcAttr.Pdeathsig = 0
@@ -64,9 +109,10 @@ func (p *Process) Start() error {
 		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	done := make(chan struct{})
-	p.cmd, p.done, p.err = cmd, done, nil
+	p.cmd, p.done, p.err, p.started = cmd, done, nil, time.Now()
 	go func() {
 		err := cmd.Wait()
+		fmt.Fprintf(logFile, "==== %s %s exited: %v\n", time.Now().Format(time.RFC3339), p.Name, exitText(err))
 		logFile.Close()
 		p.mu.Lock()
 		p.err = err
@@ -76,19 +122,81 @@ func (p *Process) Start() error {
 	return nil
 }
 
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// supervise starts the process again each time it exits without Stop.
+func (p *Process) supervise() {
+	backoff := time.Second
+	for {
+		p.mu.Lock()
+		done := p.done
+		p.mu.Unlock()
+		<-done
+		p.mu.Lock()
+		if p.done != done { // started again meanwhile (Start)
+			p.mu.Unlock()
+			continue
+		}
+		if p.stopped {
+			p.supervising = false
+			p.mu.Unlock()
+			return
+		}
+		if time.Since(p.started) > time.Minute {
+			backoff = time.Second
+		}
+		wait := backoff
+		backoff = min(2*backoff, MaxBackoff)
+		p.lastExit = fmt.Sprintf("%s at %s", exitText(p.err), time.Now().Format("15:04:05"))
+		kick := make(chan struct{})
+		p.kick = kick
+		p.mu.Unlock()
+
+		select {
+		case <-time.After(wait):
+		case <-kick:
+		}
+		p.mu.Lock()
+		if p.kick == kick {
+			p.kick = nil
+		}
+		if p.stopped {
+			p.supervising = false
+			p.mu.Unlock()
+			return
+		}
+		if !p.runningLocked() {
+			p.restarts++
+			if err := p.startLocked(); err != nil {
+				// Counted as one more exit; try again after the backoff.
+				p.err = err
+				closed := make(chan struct{})
+				close(closed)
+				p.done = closed
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// Status says whether the process runs, how often the supervisor started
+// it again after an exit and how it last exited ("" before any exit).
+func (p *Process) Status() (running bool, restarts int, lastExit string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runningLocked(), p.restarts, p.lastExit
+}
+
 // Running reports whether the process was started and has not exited.
 func (p *Process) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return p.runningLocked()
 }
 
 // Exited returns a channel closed when the running process exits, and the
@@ -116,14 +224,22 @@ func (p *Process) Pid() int {
 }
 
 // Kill sends SIGKILL, as a crash or an OOM kill would, and waits for the
-// process to be gone.
+// process to be gone. A supervised process is started again after its
+// backoff, as a crashed Pod would be (Start starts it at once).
 func (p *Process) Kill() error {
 	return p.signal(syscall.SIGKILL, 0)
 }
 
 // Stop asks the process to end with SIGTERM and kills it when it has not
-// ended within grace.
+// ended within grace; it is not started again.
 func (p *Process) Stop(grace time.Duration) error {
+	p.mu.Lock()
+	p.stopped = true
+	if p.kick != nil {
+		close(p.kick)
+		p.kick = nil
+	}
+	p.mu.Unlock()
 	return p.signal(syscall.SIGTERM, grace)
 }
 
@@ -158,39 +274,20 @@ func (p *Process) signal(sig syscall.Signal, grace time.Duration) error {
 	}
 }
 
-// freeAddr returns 127.0.0.1:<port> with a port that was free a moment ago.
-func freeAddr() (string, error) {
+// reserve binds a port on 127.0.0.1 and returns its address and the
+// listening socket as a file to hand to a child process: the port is held
+// from now until the file is closed, whichever process serves it.
+func reserve() (string, *os.File, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// waitHTTP polls url until it answers 200, the process exits or ctx ends.
-func waitHTTP(ctx context.Context, url string, p *Process) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if resp, err := client.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if p != nil {
-			if done, exitErr := p.Exited(); isClosed(done) {
-				return fmt.Errorf("%s exited (%v); the end of its log:\n%s", p.Name, exitErr(), Tail(p.LogPath, 15))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", url, ctx.Err())
-		case <-tick.C:
-		}
+	f, err := l.(*net.TCPListener).File()
+	if err != nil {
+		return "", nil, err
 	}
+	return l.Addr().String(), f, nil
 }
 
 func isClosed(c <-chan struct{}) bool {

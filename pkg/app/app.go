@@ -89,7 +89,9 @@ const RuntimeNamespaceEnv = "RUNTIME_NAMESPACE"
 // NewManager returns a manager named after the controller with metrics,
 // health probes and leader election set from the options. The probes answer
 // as soon as the manager runs; controllers add their own readiness checks
-// (AddArtifactServer adds the artifact server's).
+// (AddArtifactServer adds the artifact server's). An address of fd:N
+// serves on the listening socket inherited as file descriptor N
+// (plumb.dev/pkg/listen), as the local launcher hands them over.
 //
 // Every controller of the manager recovers a panic of its reconciler: the
 // reconcile fails with "panic: … [recovered]", is logged at error level
@@ -105,10 +107,19 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 	}
 	leNamespace := os.Getenv(RuntimeNamespaceEnv)
 	recoverPanic := true
+	// An inherited socket (fd:N) is served by Plumb's own servers below;
+	// controller-runtime's bind an address.
+	metricsAddr, healthAddr := opts.MetricsAddr, opts.HealthAddr
+	if inherited(metricsAddr) {
+		metricsAddr = "0"
+	}
+	if inherited(healthAddr) {
+		healthAddr = "0"
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:        opts.HealthAddr,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        healthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              leaderelection.GenerateID(name + ".plumb.dev"),
@@ -117,9 +128,14 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
 		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,
 		RetryPeriod:                   &opts.LeaderElection.RetryPeriod,
-		// controller-runtime's default too, stated so that no controller
-		// can lose it: reconcilers read untrusted input.
-		Controller: config.Controller{RecoverPanic: &recoverPanic},
+		Controller: config.Controller{
+			// controller-runtime's default too, stated so that no
+			// controller can lose it: reconcilers read untrusted input.
+			RecoverPanic: &recoverPanic,
+			// How long a controller waits for its first lists before the
+			// process gives up (--cache-sync-timeout).
+			CacheSyncTimeout: opts.CacheSyncTimeout,
+		},
 		Client: ctrlclient.Options{
 			Cache: &ctrlclient.CacheOptions{
 				// Secrets and ConfigMaps are read rarely and only by name;
@@ -134,6 +150,16 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 				name, err, RuntimeNamespaceEnv, options.LeaderElectionFlag)
 		}
 		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
+	}
+	if inherited(opts.MetricsAddr) {
+		if err := addMetricsServer(mgr, opts.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
+	if inherited(opts.HealthAddr) {
+		if mgr, err = withInheritedProbes(mgr, opts.HealthAddr); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

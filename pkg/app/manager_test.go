@@ -3,11 +3,13 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/listen"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/testenv"
 )
@@ -224,4 +227,65 @@ func panicCount(t *testing.T, controller string) float64 {
 		}
 	}
 	return 0
+}
+
+// inheritedSocket binds 127.0.0.1:0 and returns its address and fd:N for a
+// duplicate descriptor of it, as a process that inherited it would see.
+func inheritedSocket(t *testing.T) (addr, flag string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// listen.Listen owns and closes the descriptor it is given.
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln.Addr().String(), listen.FD(fd)
+}
+
+// Given fd:N, the manager serves /metrics, /healthz and /readyz (with the
+// checks the controller added) on the inherited sockets.
+func TestProbesAndMetricsServeOnInheritedSockets(t *testing.T) {
+	g := NewWithT(t)
+	metricsAddr, metricsFD := inheritedSocket(t)
+	healthAddr, healthFD := inheritedSocket(t)
+	mgr, err := app.NewManager("inherited-test", env.Config, env.Scheme, options.Manager{
+		MetricsAddr: metricsFD, HealthAddr: healthFD, Concurrent: 1,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	var ready atomic.Bool
+	g.Expect(mgr.AddReadyzCheck("flag", func(*http.Request) error {
+		if !ready.Load() {
+			return errors.New("not yet")
+		}
+		return nil
+	})).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); g.Expect(<-done).To(Succeed()) }()
+
+	status := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	g.Eventually(func() int { return status("http://" + healthAddr + "/healthz") }).WithTimeout(30 * time.Second).Should(Equal(http.StatusOK))
+	g.Expect(status("http://" + healthAddr + "/readyz")).To(Equal(http.StatusInternalServerError))
+	g.Expect(status("http://" + healthAddr + "/readyz/ping")).To(Equal(http.StatusOK))
+	ready.Store(true)
+	g.Expect(status("http://" + healthAddr + "/readyz")).To(Equal(http.StatusOK))
+	g.Expect(status("http://" + metricsAddr + "/metrics")).To(Equal(http.StatusOK))
+	g.Expect(mgr.AddReadyzCheck("late", func(*http.Request) error { return nil })).NotTo(Succeed())
 }

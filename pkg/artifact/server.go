@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+
+	"plumb.dev/pkg/listen"
 )
 
 // Handler returns the read-only HTTP handler of the storage: GET and HEAD of
@@ -157,7 +159,9 @@ type Server struct {
 	serving bool
 }
 
-// NewServer returns a server of st on addr (host:port; ":0" picks a port),
+// NewServer returns a server of st on addr (host:port, ":0" picks a port;
+// or fd:N, a listening socket inherited as file descriptor N, see
+// plumb.dev/pkg/listen),
 // with the default bounds changed by opts.
 func NewServer(addr string, st *Storage, opts ...ServerOption) *Server {
 	o := serverOptions{
@@ -181,7 +185,7 @@ func (s *Server) Listen() (net.Addr, error) {
 	if s.ln != nil {
 		return s.ln.Addr(), nil
 	}
-	ln, err := net.Listen("tcp", s.addr)
+	ln, err := listen.Listen(s.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for artifact requests on %s: %w", s.addr, err)
 	}

@@ -30,6 +30,9 @@ type Manager struct {
 	// throttle itself (the server does).
 	QPS   float32
 	Burst int
+	// CacheSyncTimeout is how long a controller waits for its caches'
+	// first lists before the process exits with an error.
+	CacheSyncTimeout time.Duration
 	// PprofAddr is where controller-runtime serves net/http/pprof; empty
 	// (the default) serves nothing.
 	PprofAddr string
@@ -38,11 +41,14 @@ type Manager struct {
 // BindFlags registers the manager flags on fs.
 func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080",
-		"The address the Prometheus /metrics endpoint binds to; 0 disables it.")
+		"The address the Prometheus /metrics endpoint binds to; 0 disables it; fd:N serves on the listening socket inherited as file descriptor N.")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9440",
-		"The address the /healthz and /readyz probes bind to.")
+		"The address the /healthz and /readyz probes bind to; fd:N serves on the listening socket inherited as file descriptor N.")
 	fs.IntVar(&o.Concurrent, "concurrent", 4,
 		"The number of objects reconciled at the same time.")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", 2*time.Minute,
+		"How long a controller waits for the first list of each kind it watches before the process exits with an error (and, in a cluster, is restarted); "+
+			"raise it where the API server is slow to answer at start.")
 	o.LeaderElection.BindFlags(fs)
 	// Flux's flags, with one default changed: leader election is on, so
 	// that two replicas never reconcile, write artifacts or serve them at
@@ -67,6 +73,9 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 func (o *Manager) Validate() error {
 	if o.Concurrent < 1 {
 		return fmt.Errorf("--concurrent must be at least 1, got %d", o.Concurrent)
+	}
+	if o.CacheSyncTimeout < 0 {
+		return fmt.Errorf("--cache-sync-timeout must not be negative, got %s", o.CacheSyncTimeout)
 	}
 	return nil
 }
@@ -166,7 +175,7 @@ func (o *Storage) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Path, "storage-path", "/data",
 		"The folder artifacts are stored in.")
 	fs.StringVar(&o.Addr, "storage-addr", ":9090",
-		"The address the artifact HTTP server binds to.")
+		"The address the artifact HTTP server binds to; fd:N serves on the listening socket inherited as file descriptor N.")
 	fs.StringVar(&o.AdvertiseAddr, "storage-adv-addr", "",
 		"The host[:port] put in artifact URLs, e.g. the Service name; defaults to --storage-addr.")
 	fs.IntVar(&o.RetentionRecords, "artifact-retention-records", 2,

@@ -33,24 +33,30 @@ func main() {
 		logLevel = flag.String("log-level", "info", "the controllers' --log-level")
 		stateDir = flag.String("state-dir", "", "where to keep state and logs (default: a new temporary folder, removed on exit)")
 		binDir   = flag.String("bin-dir", "", "where the controllers' binaries are (default: bin/ in the checkout)")
+		timeout  = flag.Duration("start-timeout", 10*time.Minute, "how long the suite may take to come up whole (every controller ready, the sample Ready) before plumb-local gives up, stops everything and exits 1")
+		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 	)
 	flag.Parse()
 	scr := newScreen(os.Stdout)
-	if err := run(localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel}, scr); err != nil {
+	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout}
+	if err := run(opts, *check, scr); err != nil {
 		scr.Printf("plumb-local: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts localenv.Options, scr *screen) error {
+func run(opts localenv.Options, exitWhenReady bool, scr *screen) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	started := time.Now()
+	// The whole start (processes, the sample and its Ready) has one bound.
+	startCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
 	opts.Progress, opts.SlackOutput = scr, scr
-	env, err := localenv.Start(ctx, opts)
+	env, err := localenv.Start(startCtx, opts)
 	if err != nil {
-		return err
+		return fmt.Errorf("the suite did not come up: %w", err)
 	}
 	defer func() {
 		scr.SetBlock(nil)
@@ -63,11 +69,18 @@ func run(opts localenv.Options, scr *screen) error {
 	}()
 
 	scr.Printf(">> deploying the sample from %s\n", localenv.DemoAppDir)
-	demo, err := env.DeployDemo(ctx, localenv.DemoOptions{})
+	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{})
 	if err != nil {
-		return err
+		return fmt.Errorf("the suite did not come up: %w%s", err, processReport(env))
+	}
+	scr.Printf(">> waiting for the sample's GitRepository, Kustomization, Receiver, Provider and Alert to be Ready\n")
+	if err := env.WaitDemoReady(startCtx, demo); err != nil {
+		return fmt.Errorf("the suite did not come up whole: %w%s", err, processReport(env))
 	}
 	printWhere(scr, env, demo, time.Since(started))
+	if exitWhenReady {
+		return nil
+	}
 	return watch(ctx, scr, env, demo)
 }
 
@@ -87,12 +100,8 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, took time.Dura
 	}
 	row("other logs", env.StateDir+"/logs/ (kube-controller-manager, pod simulator, Git server)")
 	fmt.Fprintf(&b, "\nTry:\n")
-	fmt.Fprintf(&b, "  git clone %s /tmp/demo && cd /tmp/demo\n", d.RepoURL)
-	fmt.Fprintf(&b, "  sed -i 's/Hello from Plumb/Hello again/' configmap.yaml && git commit -qam greet && git push\n")
-	fmt.Fprintf(&b, "  kubectl --kubeconfig %s -n %s edit configmap hello-config   # a foreign edit: reverted within a second\n", env.Kubeconfig, d.AppNamespace)
-	if cli := filepath.Join(env.Root, "bin", "plumb"); fileExists(cli) {
-		fmt.Fprintf(&b, "  KUBECONFIG=%s %s get kustomizations -A\n", env.Kubeconfig, cli)
-		fmt.Fprintf(&b, "  KUBECONFIG=%s %s tree kustomization demo -n %s\n", env.Kubeconfig, cli, d.Namespace)
+	for _, c := range env.TryCommands(d, plumbCLI(env), filepath.Join(env.StateDir, "demo")) {
+		fmt.Fprintf(&b, "  %s\n", c)
 	}
 	fmt.Fprintf(&b, "\n")
 	scr.Printf("%s", b.String())
@@ -117,11 +126,7 @@ func watch(ctx context.Context, scr *screen, env *localenv.Env, d *localenv.Demo
 		for _, l := range lines {
 			out = append(out, l.String())
 		}
-		for _, name := range localenv.ControllerNames {
-			if !env.Controllers[name].Running() {
-				out = append(out, fmt.Sprintf("%-14s %-34s %-12s see %s", "Process", name, "Exited", env.Controllers[name].LogPath))
-			}
-		}
+		out = append(out, processLines(env)...)
 		scr.SetBlock(out)
 		select {
 		case <-ctx.Done():
@@ -143,6 +148,52 @@ func artifactURLs(ctx context.Context, env *localenv.Env, d *localenv.Demo) []st
 	}
 	sort.Strings(urls)
 	return urls
+}
+
+// processLines are a status line per controller: running or exited, how
+// often it was restarted and how it last exited.
+func processLines(env *localenv.Env) []string {
+	var out []string
+	for _, name := range localenv.ControllerNames {
+		c := env.Controllers[name]
+		running, restarts, lastExit := c.Status()
+		state, detail := "Running", fmt.Sprintf("restarts %d", restarts)
+		if !running {
+			state = "Exited"
+			detail += ", restarting with backoff"
+		}
+		if lastExit != "" {
+			detail += ", last exit " + lastExit + ", log " + c.LogPath
+		}
+		out = append(out, localenv.StatusLine{Kind: "Process", Name: name, Status: state, Detail: detail}.String())
+	}
+	return out
+}
+
+// processReport is the state of the controllers, with the end of the log
+// of each one that was restarted, for the error of a start that failed.
+func processReport(env *localenv.Env) string {
+	var b strings.Builder
+	for _, l := range processLines(env) {
+		fmt.Fprintf(&b, "\n  %s", l)
+	}
+	for _, name := range localenv.ControllerNames {
+		c := env.Controllers[name]
+		if _, restarts, _ := c.Status(); restarts > 0 {
+			fmt.Fprintf(&b, "\nthe end of %s:\n%s", c.LogPath, localenv.Tail(c.LogPath, 20))
+		}
+	}
+	return b.String()
+}
+
+// plumbCLI is the plumb command line next to the controllers, "" when it
+// was not built.
+func plumbCLI(env *localenv.Env) string {
+	cli, err := filepath.Abs(filepath.Join(env.Root, "bin", "plumb"))
+	if err != nil || !fileExists(cli) {
+		return ""
+	}
+	return cli
 }
 
 var _ io.Writer = (*screen)(nil)

@@ -61,7 +61,7 @@ type Notification struct {
 // BindFlags registers the flags on fs.
 func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", ":9292",
-		"The address the webhook receiver (POST /hook/<id>) binds to.")
+		"The address the webhook receiver (POST /hook/<id>) binds to; fd:N serves on the listening socket inherited as file descriptor N.")
 	fs.DurationVar(&o.RateLimitInterval, "rate-limit-interval", 5*time.Minute,
 		"Identical events within this interval are sent to a provider once.")
 	fs.StringVar(&o.ConsumerName, "nats-consumer", "notification-controller",

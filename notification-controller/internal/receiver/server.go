@@ -29,6 +29,7 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/listen"
 	"plumb.dev/pkg/panics"
 )
 
@@ -75,7 +76,7 @@ func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start serves until ctx ends, then shuts down gracefully.
 func (s *Server) Start(ctx context.Context) error {
-	l, err := net.Listen("tcp", s.Addr)
+	l, err := listen.Listen(s.Addr)
 	if err != nil {
 		return fmt.Errorf("receiver: %w", err)
 	}
