@@ -379,24 +379,7 @@ func TestAHookFailingOnEveryRetryIsTheSameNews(t *testing.T) {
 // generateNameHook is a PreSync Job with only metadata.generateName, as
 // Argo CD's examples write their hooks.
 func generateNameHook(ns, generateName, policy string) string {
-	policyLine := ""
-	if policy != "" {
-		policyLine = ", plumb.dev/hook-delete-policy: " + policy
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata:
-  generateName: %s
-  namespace: %s
-  annotations: {plumb.dev/hook: PreSync%s}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: registry.example/migrate:1.0
-`, generateName, ns, policyLine)
+	return strings.Replace(hookJob(ns, generateName, "PreSync", policy), "  name: "+generateName, "  generateName: "+generateName, 1)
 }
 
 // hookJobs lists the Jobs of ns whose names start with prefix.
