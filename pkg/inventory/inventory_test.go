@@ -7,24 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
-
-func obj(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{}
-	o.SetAPIVersion(apiVersion)
-	o.SetKind(kind)
-	o.SetNamespace(namespace)
-	o.SetName(name)
-	return o
-}
 
 func TestNewSortsEntries(t *testing.T) {
 	g := NewWithT(t)
 	inv := New([]*unstructured.Unstructured{
-		obj("v1", "Service", "b", "web"),
-		obj("apps/v1", "Deployment", "a", "web"),
-		obj("v1", "ConfigMap", "a", "web"),
-		obj("v1", "Namespace", "", "a"),
+		object.Stub("v1", "Service", "b", "web"),
+		object.Stub("apps/v1", "Deployment", "a", "web"),
+		object.Stub("v1", "ConfigMap", "a", "web"),
+		object.Stub("v1", "Namespace", "", "a"),
 	})
 	g.Expect(inv.Entries).To(Equal([]kustomizev1.InventoryEntry{
 		{Version: "v1", Kind: "ConfigMap", Namespace: "a", Name: "web"},
@@ -37,13 +29,13 @@ func TestNewSortsEntries(t *testing.T) {
 func TestRemoved(t *testing.T) {
 	g := NewWithT(t)
 	old := New([]*unstructured.Unstructured{
-		obj("v1", "ConfigMap", "a", "kept"),
-		obj("v1", "ConfigMap", "a", "gone"),
-		obj("autoscaling/v1", "HorizontalPodAutoscaler", "a", "moved"),
+		object.Stub("v1", "ConfigMap", "a", "kept"),
+		object.Stub("v1", "ConfigMap", "a", "gone"),
+		object.Stub("autoscaling/v1", "HorizontalPodAutoscaler", "a", "moved"),
 	})
 	removed := Removed(old, []*unstructured.Unstructured{
-		obj("v1", "ConfigMap", "a", "kept"),
-		obj("autoscaling/v2", "HorizontalPodAutoscaler", "a", "moved"),
+		object.Stub("v1", "ConfigMap", "a", "kept"),
+		object.Stub("autoscaling/v2", "HorizontalPodAutoscaler", "a", "moved"),
 	})
 	g.Expect(removed).To(HaveLen(1))
 	g.Expect(removed[0].GetName()).To(Equal("gone"))
@@ -53,7 +45,7 @@ func TestRemoved(t *testing.T) {
 
 func TestObjectRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	o := obj("apps/v1", "Deployment", "a", "web")
+	o := object.Stub("apps/v1", "Deployment", "a", "web")
 	g.Expect(EntryOf(Object(EntryOf(o)))).To(Equal(EntryOf(o)))
 	g.Expect(Objects(New([]*unstructured.Unstructured{o}))).To(HaveLen(1))
 }

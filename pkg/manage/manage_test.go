@@ -5,25 +5,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
 )
-
-func object(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{}
-	o.SetAPIVersion(apiVersion)
-	o.SetKind(kind)
-	o.SetNamespace(namespace)
-	o.SetName(name)
-	return o
-}
 
 func TestStamp(t *testing.T) {
 	g := NewWithT(t)
 	owner := Owner{Namespace: "apps", Name: "web"}
-	a := object("v1", "ConfigMap", "apps", "settings")
+	a := object.Stub("v1", "ConfigMap", "apps", "settings")
 	hash, err := Stamp(a, owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(a.GetLabels()).To(Equal(map[string]string{kustomizev1.NameLabel: "web", kustomizev1.NamespaceLabel: "apps"}))
@@ -36,7 +27,7 @@ func TestStamp(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(hash), "stamping is idempotent")
 
-	b := object("v1", "ConfigMap", "apps", "settings")
+	b := object.Stub("v1", "ConfigMap", "apps", "settings")
 	b.Object["data"] = map[string]any{"k": "v"}
 	other, err := Stamp(b, owner)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -52,15 +43,15 @@ func TestResolve(t *testing.T) {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, apimeta.RESTScopeRoot)
 
-	cm := object("v1", "ConfigMap", "", "settings")
+	cm := object.Stub("v1", "ConfigMap", "", "settings")
 	g.Expect(Resolve(mapper, cm, "apps")).To(Succeed())
 	g.Expect(cm.GetNamespace()).To(Equal("apps"))
 
-	ns := object("v1", "Namespace", "wrong", "apps")
+	ns := object.Stub("v1", "Namespace", "wrong", "apps")
 	g.Expect(Resolve(mapper, ns, "apps")).To(Succeed())
 	g.Expect(ns.GetNamespace()).To(BeEmpty())
 
-	err := Resolve(mapper, object("example.com/v1", "Widget", "", "w"), "apps")
+	err := Resolve(mapper, object.Stub("example.com/v1", "Widget", "", "w"), "apps")
 	g.Expect(err).To(MatchError(ContainSubstring("is its CRD installed?")))
 	g.Expect(apimeta.IsNoMatchError(err)).To(BeTrue(), "it wraps the mapper's NoKindMatch error")
 }

@@ -32,3 +32,14 @@ func (id ID) String() string {
 func (id ID) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: id.Group, Kind: id.Kind}
 }
+
+// Stub returns an object that holds only its identity and version: what a
+// read, a health check or a delete of the object needs to name it.
+func Stub(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion(apiVersion)
+	o.SetKind(kind)
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}

@@ -5,28 +5,18 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func obj(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{}
-	o.SetAPIVersion(apiVersion)
-	o.SetKind(kind)
-	o.SetNamespace(namespace)
-	o.SetName(name)
-	return o
-}
-
 func TestIDLeavesTheVersionOut(t *testing.T) {
 	g := NewWithT(t)
-	v1 := IDOf(obj("autoscaling/v1", "HorizontalPodAutoscaler", "shop", "web"))
-	v2 := IDOf(obj("autoscaling/v2", "HorizontalPodAutoscaler", "shop", "web"))
+	v1 := IDOf(Stub("autoscaling/v1", "HorizontalPodAutoscaler", "shop", "web"))
+	v2 := IDOf(Stub("autoscaling/v2", "HorizontalPodAutoscaler", "shop", "web"))
 	g.Expect(v1).To(Equal(v2))
 	g.Expect(v1).To(Equal(ID{Group: "autoscaling", Kind: "HorizontalPodAutoscaler", Namespace: "shop", Name: "web"}))
 	g.Expect(v1.String()).To(Equal("HorizontalPodAutoscaler/shop/web"))
 	g.Expect(v1.GroupKind()).To(Equal(schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}))
-	g.Expect(IDOf(obj("v1", "Namespace", "", "shop")).String()).To(Equal("Namespace/shop"))
+	g.Expect(IDOf(Stub("v1", "Namespace", "", "shop")).String()).To(Equal("Namespace/shop"))
 }
 
 func TestAListedKindCountsOnlyInItsGroup(t *testing.T) {

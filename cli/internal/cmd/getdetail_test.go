@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -108,17 +107,7 @@ func TestGetSpelledAsFluxSpellsIt(t *testing.T) {
 func TestGetKustomizationInDetail(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
-	labels := map[string]string{"app": "web"}
-	web := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
+	web := webDeployment(ns)
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
 	repo := gitRepo(ns, "repo")
 	ks := kustomization(ns, "app", "repo")

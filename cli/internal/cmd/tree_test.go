@@ -16,17 +16,7 @@ import (
 func TestTree(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
-	labels := map[string]string{"app": "web"}
-	web := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
+	web := webDeployment(ns)
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
 	childCfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child-cfg"}}
 	parent := kustomization(ns, "parent", "repo")
@@ -88,4 +78,20 @@ func TestTree(t *testing.T) {
 		g.Expect(r.code).To(Equal(ExitError))
 		g.Expect(r.errOut).To(ContainSubstring("Kustomization nothere not found"))
 	})
+}
+
+// webDeployment is a Deployment "web" of one nginx container, as a
+// Kustomization of the tests applies it.
+func webDeployment(ns string) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+			},
+		},
+	}
 }

@@ -364,11 +364,7 @@ func eventOf(err error) (string, events.Option) {
 func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(s.obj.Spec.HealthChecks))
 	for _, ref := range s.obj.Spec.HealthChecks {
-		obj := &unstructured.Unstructured{}
-		obj.SetAPIVersion(ref.APIVersion)
-		obj.SetKind(ref.Kind)
-		obj.SetName(ref.Name)
-		obj.SetNamespace(ref.Namespace)
+		obj := object.Stub(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
 		if err := s.engine.Resolve(obj, s.obj.Namespace); err != nil {
 			return nil, fmt.Errorf("spec.healthChecks: %w", err)
 		}
