@@ -56,6 +56,11 @@ type Artifact struct {
 	// LastUpdateTime is when the artifact last changed.
 	// +required
 	LastUpdateTime metav1.Time `json:"lastUpdateTime"`
+
+	// Metadata describes what the artifact holds, e.g. the chart name and
+	// version and the digest of the values a HelmRelease was rendered with.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // HasRevision reports whether the artifact was made from the given revision.

@@ -17,7 +17,9 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &GitRepository{}, &GitRepositoryList{})
+	scheme.AddKnownTypes(GroupVersion, &GitRepository{}, &GitRepositoryList{},
+		&HelmRepository{}, &HelmRepositoryList{},
+		&HelmChart{}, &HelmChartList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

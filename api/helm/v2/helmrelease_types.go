@@ -1,0 +1,569 @@
+package v2
+
+import (
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+// HelmReleaseKind is the kind name of HelmRelease.
+const HelmReleaseKind = "HelmRelease"
+
+// Condition types specific to HelmRelease. Rendered, Healthy, Drifted and
+// DriftContested are shared with Kustomization (api/kustomize/v1) and mean
+// the same.
+const (
+	// ReleasedCondition (owned by sync-controller) says whether the newest
+	// render was installed or upgraded: every object applied and every hook
+	// succeeded.
+	ReleasedCondition = "Released"
+)
+
+// Labels sync-controller sets on the objects of a HelmRelease, the
+// counterparts of kustomize.plumb.dev/name and /namespace.
+const (
+	NameLabel      = "helm.plumb.dev/name"
+	NamespaceLabel = "helm.plumb.dev/namespace"
+)
+
+// Keys of the rendered artifact's metadata (status.renderedArtifact.metadata),
+// written by render-controller and read by sync-controller for the history.
+const (
+	ArtifactChartNameKey    = "chart-name"
+	ArtifactChartVersionKey = "chart-version"
+	ArtifactConfigDigestKey = "config-digest"
+)
+
+// CRD policies of install.crds and upgrade.crds.
+const (
+	// CRDsSkip leaves the chart's crds/ folder out of the render.
+	CRDsSkip = "Skip"
+	// CRDsCreate creates the CRDs of crds/ that do not exist and never
+	// changes one that does.
+	CRDsCreate = "Create"
+	// CRDsCreateReplace creates the CRDs of crds/ and updates them to the
+	// chart's version.
+	CRDsCreateReplace = "CreateReplace"
+)
+
+// Drift detection modes of driftDetection.mode.
+const (
+	// DriftDetectionEnabled corrects a foreign change as soon as it is seen
+	// (Plumb's drift policy Correct).
+	DriftDetectionEnabled = "enabled"
+	// DriftDetectionWarn only reports it (Plumb's drift policy Report).
+	DriftDetectionWarn = "warn"
+	// DriftDetectionDisabled neither corrects nor reports it: objects are
+	// applied only when the render changes.
+	DriftDetectionDisabled = "disabled"
+)
+
+// Release statuses of a history entry.
+const (
+	ReleaseStatusDeployed   = "deployed"
+	ReleaseStatusSuperseded = "superseded"
+	ReleaseStatusFailed     = "failed"
+)
+
+// MaxHistory is how many releases status.history keeps, newest first.
+const MaxHistory = 5
+
+// HelmReleaseSpec says which chart to render with which values, and how to
+// apply it.
+// +kubebuilder:validation:XValidation:rule="has(self.chart) != has(self.chartRef)",message="exactly one of spec.chart and spec.chartRef must be set"
+type HelmReleaseSpec struct {
+	// Chart is the template of the HelmChart render-controller creates and
+	// owns for this release. Mutually exclusive with chartRef.
+	// +optional
+	Chart *HelmChartTemplate `json:"chart,omitempty"`
+
+	// ChartRef names an existing HelmChart to render. Mutually exclusive
+	// with chart.
+	// +optional
+	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
+
+	// Interval between two reconciles.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval metav1.Duration `json:"interval"`
+
+	// Timeout bounds the hooks and the wait for health of one sync;
+	// defaults to 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops all reconciliation of this object while true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ReleaseName is .Release.Name in the templates; defaults to
+	// [<targetNamespace>-]<name>.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=53
+	ReleaseName string `json:"releaseName,omitempty"`
+
+	// TargetNamespace is .Release.Namespace and the namespace of the
+	// chart's namespaced objects; defaults to the HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// DependsOn lists HelmReleases that must be Ready before this one is
+	// applied.
+	// +optional
+	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount, in this namespace, that
+	// sync-controller acts as when applying and pruning.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Install holds the settings of the first sync.
+	// +optional
+	Install *Install `json:"install,omitempty"`
+
+	// Upgrade holds the settings of every later sync.
+	// +optional
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
+
+	// Values are merged last, over the chart's values, its valuesFiles and
+	// valuesFrom.
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom are ConfigMaps and Secrets whose values are merged in
+	// order, over the chart's values and under spec.values.
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// PostRenderers change the rendered manifests, in order, before they
+	// are applied.
+	// +optional
+	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
+
+	// DriftDetection says what sync-controller does when the cluster drifts
+	// from the render; enabled (correct) when unset.
+	// +optional
+	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+}
+
+// HelmChartTemplate is the template of the HelmChart of a release.
+type HelmChartTemplate struct {
+	// ObjectMeta holds labels and annotations for the HelmChart.
+	// +optional
+	ObjectMeta *HelmChartTemplateObjectMeta `json:"metadata,omitempty"`
+
+	// Spec of the HelmChart.
+	// +required
+	Spec HelmChartTemplateSpec `json:"spec"`
+}
+
+// HelmChartTemplateObjectMeta holds the labels and annotations of a HelmChart.
+type HelmChartTemplateObjectMeta struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// HelmChartTemplateSpec is the spec of the HelmChart of a release.
+type HelmChartTemplateSpec struct {
+	// Chart is the chart's name in a HelmRepository, or its path in a
+	// GitRepository's artifact.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Chart string `json:"chart"`
+
+	// Version is a semver range (a HelmRepository source only); defaults to
+	// "*".
+	// +optional
+	// +kubebuilder:default:="*"
+	Version string `json:"version,omitempty"`
+
+	// SourceRef is the HelmRepository or GitRepository of the chart.
+	// +required
+	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
+
+	// Interval between two checks of the source; defaults to the
+	// HelmRelease's interval.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// ReconcileStrategy: ChartVersion or Revision (see HelmChart).
+	// +optional
+	// +kubebuilder:default:=ChartVersion
+	// +kubebuilder:validation:Enum=ChartVersion;Revision
+	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
+
+	// ValuesFiles are values files inside the chart, merged in order over
+	// its values.yaml.
+	// +optional
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+}
+
+// CrossNamespaceObjectReference names the source of a release's chart.
+type CrossNamespaceObjectReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the referent.
+	// +required
+	// +kubebuilder:validation:Enum=HelmRepository;GitRepository
+	Kind string `json:"kind"`
+
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the HelmRelease's namespace.
+	// The HelmChart is created there.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// CrossNamespaceSourceReference names an existing HelmChart.
+type CrossNamespaceSourceReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the referent.
+	// +required
+	// +kubebuilder:validation:Enum=HelmChart
+	Kind string `json:"kind"`
+
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Install holds the settings of a release's first sync.
+type Install struct {
+	// CRDs is what to do with the chart's crds/ folder: Skip, Create
+	// (create missing CRDs, never change existing ones) or CreateReplace.
+	// Defaults to Create, as in Helm.
+	// +optional
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+	CRDs string `json:"crds,omitempty"`
+}
+
+// Upgrade holds the settings of a release's later syncs.
+type Upgrade struct {
+	// CRDs is what to do with the chart's crds/ folder: Skip, Create or
+	// CreateReplace. Defaults to Skip, as in Helm.
+	// +optional
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+	CRDs string `json:"crds,omitempty"`
+}
+
+// ValuesReference names a ConfigMap or Secret that holds values.
+type ValuesReference struct {
+	// Kind of the values referent.
+	// +required
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+
+	// Name of the ConfigMap or Secret, in the HelmRelease's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// ValuesKey is the data key holding the values; defaults to
+	// values.yaml.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[\-._a-zA-Z0-9]+$`
+	ValuesKey string `json:"valuesKey,omitempty"`
+
+	// TargetPath is a dotted path (Helm's --set syntax) the key's value is
+	// set at, as a single value instead of a YAML document of values.
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9_\-.\\\/]|\[[0-9]{1,5}\])+$`
+	TargetPath string `json:"targetPath,omitempty"`
+
+	// Optional makes a missing ConfigMap, Secret or key no error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// GetValuesKey returns valuesKey, values.yaml when unset.
+func (in ValuesReference) GetValuesKey() string {
+	if in.ValuesKey == "" {
+		return "values.yaml"
+	}
+	return in.ValuesKey
+}
+
+// PostRenderer changes the rendered manifests.
+type PostRenderer struct {
+	// Kustomize applies patches and image overrides.
+	// +optional
+	Kustomize *Kustomize `json:"kustomize,omitempty"`
+}
+
+// Kustomize is a kustomize post-renderer.
+type Kustomize struct {
+	// Patches are strategic-merge or JSON 6902 patches, with targets.
+	// +optional
+	Patches []kustomizev1.Patch `json:"patches,omitempty"`
+
+	// Images override container image names, tags and digests.
+	// +optional
+	Images []kustomizev1.Image `json:"images,omitempty"`
+}
+
+// DriftDetection says what to do when the cluster drifts from the render.
+type DriftDetection struct {
+	// Mode: enabled corrects a foreign change as soon as it is seen, warn
+	// only reports it (Drifted condition, DriftDetected event), disabled
+	// does neither.
+	// +optional
+	// +kubebuilder:validation:Enum=enabled;warn;disabled
+	Mode string `json:"mode,omitempty"`
+
+	// Ignore rules remove fields from drift detection and correction.
+	// +optional
+	Ignore []kustomizev1.IgnoreRule `json:"ignore,omitempty"`
+}
+
+// Snapshot is one release of a HelmRelease: a render that sync-controller
+// applied (or failed to).
+type Snapshot struct {
+	// Version is the release number: 1 for the install, one more for each
+	// upgrade.
+	// +required
+	Version int `json:"version"`
+
+	// Name is the release name.
+	// +required
+	Name string `json:"name"`
+
+	// Namespace is the release namespace.
+	// +required
+	Namespace string `json:"namespace"`
+
+	// ChartName is the name of the chart released.
+	// +required
+	ChartName string `json:"chartName"`
+
+	// ChartVersion is the version of the chart released.
+	// +required
+	ChartVersion string `json:"chartVersion"`
+
+	// ConfigDigest is the digest of the merged values.
+	// +required
+	ConfigDigest string `json:"configDigest"`
+
+	// Digest is the digest of the rendered artifact applied.
+	// +required
+	Digest string `json:"digest"`
+
+	// FirstDeployed is when the release started.
+	// +required
+	FirstDeployed metav1.Time `json:"firstDeployed"`
+
+	// LastDeployed is when the release last finished, or failed.
+	// +required
+	LastDeployed metav1.Time `json:"lastDeployed"`
+
+	// Status is deployed, superseded or failed.
+	// +required
+	// +kubebuilder:validation:Enum=deployed;superseded;failed
+	Status string `json:"status"`
+}
+
+// HelmReleaseStatus is what render-controller and sync-controller observed
+// and produced. They share it as they share a Kustomization's:
+// render-controller owns renderedArtifact, helmChart and Rendered;
+// sync-controller owns the rest.
+type HelmReleaseStatus struct {
+	// ObservedGeneration is the generation of the spec last synced.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, Released, Healthy, Drifted,
+	// DriftContested (sync-controller); Rendered (render-controller).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// HelmChart is the namespace/name of the HelmChart rendered.
+	// +optional
+	HelmChart string `json:"helmChart,omitempty"`
+
+	// RenderedArtifact is the newest render, served by render-controller;
+	// its revision is the chart version, its metadata the chart name and
+	// the digest of the merged values.
+	// +optional
+	RenderedArtifact *meta.Artifact `json:"renderedArtifact,omitempty"`
+
+	// LastAttemptedRevision is the chart version of the newest sync.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastAttemptedConfigDigest is the values digest of the newest sync.
+	// +optional
+	LastAttemptedConfigDigest string `json:"lastAttemptedConfigDigest,omitempty"`
+
+	// LastAppliedRevision is the chart version last applied successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// History holds the last releases, newest first.
+	// +optional
+	History []Snapshot `json:"history,omitempty"`
+
+	// Inventory lists the objects the release applied.
+	// +optional
+	Inventory *kustomizev1.Inventory `json:"inventory,omitempty"`
+
+	// Drift is the newest drift seen.
+	// +optional
+	Drift *kustomizev1.DriftStatus `json:"drift,omitempty"`
+
+	// Sync is the newest sync operation and how far it got.
+	// +optional
+	Sync *kustomizev1.SyncProgress `json:"sync,omitempty"`
+
+	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// HelmRelease renders a Helm chart with values and keeps the cluster equal
+// to the result.
+// +genclient
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hr
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+type HelmRelease struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   HelmReleaseSpec   `json:"spec,omitempty"`
+	Status HelmReleaseStatus `json:"status,omitempty"`
+}
+
+// HelmReleaseList is a list of HelmRelease.
+// +kubebuilder:object:root=true
+type HelmReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HelmRelease `json:"items"`
+}
+
+// GetConditions returns the status conditions.
+func (in *HelmRelease) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *HelmRelease) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetReleaseName returns spec.releaseName, or [<targetNamespace>-]<name>
+// as Flux defaults it.
+func (in *HelmRelease) GetReleaseName() string {
+	if in.Spec.ReleaseName != "" {
+		return in.Spec.ReleaseName
+	}
+	if in.Spec.TargetNamespace != "" {
+		return in.Spec.TargetNamespace + "-" + in.Name
+	}
+	return in.Name
+}
+
+// GetReleaseNamespace returns spec.targetNamespace, or the HelmRelease's
+// namespace.
+func (in *HelmRelease) GetReleaseNamespace() string {
+	if in.Spec.TargetNamespace != "" {
+		return in.Spec.TargetNamespace
+	}
+	return in.Namespace
+}
+
+// GetTimeout returns spec.timeout, 5m when unset.
+func (in *HelmRelease) GetTimeout() metav1.Duration {
+	if in.Spec.Timeout != nil {
+		return *in.Spec.Timeout
+	}
+	return metav1.Duration{Duration: 5 * time.Minute}
+}
+
+// GetInstallCRDs returns install.crds, Create when unset.
+func (in *HelmRelease) GetInstallCRDs() string {
+	if in.Spec.Install != nil && in.Spec.Install.CRDs != "" {
+		return in.Spec.Install.CRDs
+	}
+	return CRDsCreate
+}
+
+// GetUpgradeCRDs returns upgrade.crds, Skip when unset.
+func (in *HelmRelease) GetUpgradeCRDs() string {
+	if in.Spec.Upgrade != nil && in.Spec.Upgrade.CRDs != "" {
+		return in.Spec.Upgrade.CRDs
+	}
+	return CRDsSkip
+}
+
+// GetDriftDetectionMode returns driftDetection.mode, enabled when unset.
+func (in *HelmRelease) GetDriftDetectionMode() string {
+	if in.Spec.DriftDetection != nil && in.Spec.DriftDetection.Mode != "" {
+		return in.Spec.DriftDetection.Mode
+	}
+	return DriftDetectionEnabled
+}
+
+// GetHelmChartName returns the name of the HelmChart render-controller
+// creates for spec.chart: <namespace>-<name>, as Flux names it.
+func (in *HelmRelease) GetHelmChartName() string { return in.Namespace + "-" + in.Name }
+
+// GetHelmChartNamespace returns the namespace of the HelmChart rendered:
+// that of spec.chart.spec.sourceRef or spec.chartRef, defaulting to the
+// HelmRelease's.
+func (in *HelmRelease) GetHelmChartNamespace() string {
+	switch {
+	case in.Spec.ChartRef != nil && in.Spec.ChartRef.Namespace != "":
+		return in.Spec.ChartRef.Namespace
+	case in.Spec.Chart != nil && in.Spec.Chart.Spec.SourceRef.Namespace != "":
+		return in.Spec.Chart.Spec.SourceRef.Namespace
+	}
+	return in.Namespace
+}
+
+// GetObservedGeneration returns status.observedGeneration.
+func (in *HelmRelease) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *HelmRelease) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *HelmRelease) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
+}
