@@ -16,6 +16,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
@@ -291,4 +292,34 @@ func (a *applied) ignoreField() string {
 		return "spec.driftDetection.ignore"
 	}
 	return "spec.ignore"
+}
+
+// helmChartKey is the HelmChart a HelmRelease renders: spec.chartRef, or
+// the one render-controller creates for spec.chart.
+func helmChartKey(hr *helmv2.HelmRelease) types.NamespacedName {
+	if hr.Spec.ChartRef != nil {
+		return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.Spec.ChartRef.Name}
+	}
+	return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.GetHelmChartName()}
+}
+
+// chartSourceKey is the kind and key of a HelmChart's source, in its
+// namespace.
+func chartSourceKey(chart *sourcev1.HelmChart) (*kind, types.NamespacedName) {
+	k := helmRepositoryKind
+	if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
+		k = gitRepositoryKind
+	}
+	return k, types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
+}
+
+// sourceURL is a source's spec.url.
+func sourceURL(src client.Object) string {
+	switch s := src.(type) {
+	case *sourcev1.GitRepository:
+		return s.Spec.URL
+	case *sourcev1.HelmRepository:
+		return s.Spec.URL
+	}
+	return "-"
 }
