@@ -89,8 +89,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "plumb",
 		Short: "Plumb keeps Kubernetes clusters plumb with Git",
 		Long: "plumb lists Plumb's objects, asks for reconciles and waits for them, shows drift\n" +
-			"between Git and the cluster, a Kustomization's objects with their health, and\n" +
-			"the event stream. It reads the kubeconfig the way kubectl does.",
+			"between Git (or a rendered Helm chart) and the cluster, a Kustomization's or\n" +
+			"HelmRelease's objects with their health, and the event stream. It reads the\n" +
+			"kubeconfig the way kubectl does.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -29,12 +29,14 @@ import (
 func newTraceCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "trace KIND NAME",
-		Short: "Show which Kustomization and GitRepository manage an object, and how it stands against them",
+		Short: "Show which Kustomization (or HelmRelease) and source manage an object, and how it stands against them",
 		Long: "trace reads an object's ownership labels (kustomize.plumb.dev/name and\n" +
 			"kustomize.plumb.dev/namespace, which sync-controller stamps on everything it\n" +
 			"applies) and prints the Kustomization that manages it with its revision, the\n" +
 			"GitRepository it comes from with its URL and revision, and the object's standing:\n" +
-			"its health, whether the Kustomization's inventory lists it, and its drift.\n\n" +
+			"its health, whether the Kustomization's inventory lists it, and its drift. An\n" +
+			"object labelled helm.plumb.dev/name and helm.plumb.dev/namespace is traced to its\n" +
+			"HelmRelease, its HelmChart and the chart's source instead.\n\n" +
 			"KIND is spelled as kubectl spells it: a kind, a resource or a short name,\n" +
 			"optionally with its group (deployment, deploy, deployments.apps, ConfigMap).\n\n" +
 			"Exit code 1 when the object is not managed by Plumb.",
