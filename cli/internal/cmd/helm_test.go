@@ -720,28 +720,3 @@ func TestTraceHelmReleaseObject(t *testing.T) {
 	g.Expect(fieldOf(r.out, "HelmRepository")).To(Equal(ns + "/podinfo"))
 	g.Expect(fieldOf(r.out, "URL")).To(Equal("https://charts.example.com/podinfo"))
 }
-
-func TestConfirmPruneHelmRelease(t *testing.T) {
-	ctx, ns := newNamespace(t)
-	g := NewWithT(t)
-	hr := helmRelease(ns, "web", "podinfo", "podinfo")
-	create(ctx, t, hr)
-	setStatus(ctx, t, hr, func(o *helmv2.HelmRelease) {
-		o.Status.ObservedGeneration = o.Generation
-		a := artifact("1.2.3")
-		a.Digest = heldDigestValue
-		o.Status.RenderedArtifact = a
-		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "False", kustomizev1.PruneGuardedReason,
-			"prune guard: chart version 1.2.3 would prune 3 of 4 objects; confirm this render with the annotation "+
-				kustomizev1.ConfirmPruneAnnotation+"="+heldDigestValue, o.Generation)}
-	})
-	standIn(t, hr, outcome{ready: true, message: "released", revision: "1.2.3"}, writeHelmRelease)
-
-	r := plumb("confirm-prune", "helmrelease", "web", "-n", ns)
-	g.Expect(r.code).To(Equal(ExitOK), r.String())
-	g.Expect(lines(r.out)).To(ContainElement("► prune of render " + heldDigestValue + " confirmed for HelmRelease/" + ns + "/web"))
-	g.Expect(r.out).To(HaveSuffix("✔ HelmRelease/" + ns + "/web reconciled, revision 1.2.3\n"))
-	got := &helmv2.HelmRelease{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), got)).To(Succeed())
-	g.Expect(got.Annotations).To(HaveKeyWithValue(kustomizev1.ConfirmPruneAnnotation, heldDigestValue))
-}
