@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,15 +153,14 @@ func (a *applied) policyText() string {
 }
 
 // isHook says whether sync-controller runs obj as a hook (or never applies
-// it) rather than keeping it in step: plumb.dev/hook, and for a
-// HelmRelease helm.sh/hook too.
+// it) rather than keeping it in step: plumb.dev/hook or helm.sh/hook, which
+// pkg/plan maps onto Plumb's phases whoever renders it (a Kustomization
+// may hold `helm template` output too).
 func (a *applied) isHook(obj *unstructured.Unstructured) bool {
 	ann := obj.GetAnnotations()
-	if _, ok := ann[kustomizev1.HookAnnotation]; ok {
-		return true
-	}
-	_, ok := ann[helmHookAnnotation]
-	return ok && a.kind == helmReleaseKind
+	_, plumbHook := ann[kustomizev1.HookAnnotation]
+	_, helmHook := ann[helmHookAnnotation]
+	return plumbHook || helmHook
 }
 
 // keptFromPrune says why an object the render no longer has stays, "" when
@@ -244,7 +244,9 @@ func valuesSecretRedactor(ctx context.Context, c client.Reader, hr *helmv2.HelmR
 			continue
 		}
 		if ref.TargetPath != "" {
-			values = append(values, string(data))
+			// One value, as --set reads it: quotes are not part of it.
+			v := strings.TrimSpace(string(data))
+			values = append(values, v, strings.Trim(v, `"'`))
 			continue
 		}
 		var doc any

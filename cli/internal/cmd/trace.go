@@ -95,7 +95,7 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 		return fmt.Errorf("reading %s %s: %w", gvk.Kind, name, err)
 	}
 	id := object.IDOf(obj)
-	owner, ok := manage.OwnerOf(obj.GetLabels())
+	owner, ok := kustomizationOwner(obj.GetLabels())
 	hrName, isHelm := obj.GetLabels()[helmv2.NameLabel]
 	if !ok && !isHelm {
 		return negative(fmt.Errorf("%s is not managed by Plumb: it has no %s or %s label", id, kustomizev1.NameLabel, helmv2.NameLabel))
@@ -139,7 +139,7 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 	field("Attempted revision", dash(ks.Status.LastAttemptedRevision))
 	field("Sync status", syncStatus(appliedKustomization(ks)))
 	field("Ready", readyLine(ks.Status.Conditions, ks.Spec.Suspend))
-	if parent, ok := manage.OwnerOf(ks.GetLabels()); ok {
+	if parent, ok := kustomizationOwner(ks.GetLabels()); ok {
 		field("Managed by", kustomizev1.KustomizationKind+"/"+parent.Namespace+"/"+parent.Name)
 	}
 	fmt.Fprintln(w)
@@ -194,7 +194,7 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	field("Attempted revision", dash(hr.Status.LastAttemptedRevision))
 	field("Sync status", syncStatus(t))
 	field("Ready", readyLine(hr.Status.Conditions, hr.Spec.Suspend))
-	if parent, ok := manage.OwnerOf(hr.GetLabels()); ok {
+	if parent, ok := kustomizationOwner(hr.GetLabels()); ok {
 		field("Managed by", kustomizev1.KustomizationKind+"/"+parent.Namespace+"/"+parent.Name)
 	}
 	fmt.Fprintln(w)
@@ -227,6 +227,17 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	field("Revision", dash(s.revision))
 	field("Ready", readyLine(s.conditions, s.suspended))
 	return nil
+}
+
+// kustomizationOwner reads the Kustomization an object's
+// kustomize.plumb.dev labels name. It reads those labels only: a
+// HelmRelease's objects carry helm.plumb.dev labels, traced apart.
+func kustomizationOwner(labels map[string]string) (manage.Owner, bool) {
+	name, ok := labels[kustomizev1.NameLabel]
+	if !ok {
+		return manage.Owner{}, false
+	}
+	return manage.Owner{Namespace: labels[kustomizev1.NamespaceLabel], Name: name}, true
 }
 
 // inInventory says whether an inventory lists id.
