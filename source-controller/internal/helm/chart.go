@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -125,3 +126,14 @@ func canonical(ch *chart.Chart) {
 	ch.SetDependencies(deps...)
 	ch.StampModTimes(epoch)
 }
+
+// DefaultMaxExtractedSize is the SDK loader's default budget for the
+// decompressed files of one chart, the default of
+// --helm-chart-max-extracted-size.
+const DefaultMaxExtractedSize int64 = 100 << 20
+
+// SetMaxExtractedSize sets the SDK loader's budget for the decompressed
+// files of one chart (archive.MaxDecompressedChartSize, a process-wide
+// setting): a chart, archive or folder, larger than it is refused while
+// it loads.
+func SetMaxExtractedSize(n int64) { archive.MaxDecompressedChartSize = n }
