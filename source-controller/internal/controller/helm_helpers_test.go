@@ -160,4 +160,6 @@ func configMapChart(name, version string) testhelm.Chart {
 	}}
 }
 
-func keyString(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyString(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
