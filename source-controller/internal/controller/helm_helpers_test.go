@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -158,8 +157,4 @@ func configMapChart(name, version string) testhelm.Chart {
 		"values.yaml":       "message: hello\n",
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  message: {{ .Values.message }}\n",
 	}}
-}
-
-func keyString(ns, name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: ns, Name: name}
 }

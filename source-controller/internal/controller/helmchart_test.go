@@ -271,3 +271,44 @@ func TestHelmChartBounds(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), later)).To(Succeed())
 	waitHelmReady(t, waiting, "1.0.0")
 }
+
+// A suspended HelmChart is left alone until resumed.
+func TestHelmChartSuspend(t *testing.T) {
+	g := NewWithT(t)
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer repo.Close()
+	g.Expect(repo.Add(configMapChart("podinfo", "1.0.0"))).To(Succeed())
+	ns := namespace(t)
+	hr := newHelmRepository(ns, "podinfo", repo.URL(), nil)
+	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
+	waitHelmReady(t, hr, "")
+	hc := newHelmChart(ns, "podinfo", "podinfo", "", sourcev1.HelmRepositoryKind, "podinfo")
+	hc.Spec.Suspend = true
+	g.Expect(k8s.Create(context.Background(), hc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), keyOf(hc), hc)).To(Succeed())
+		g.Expect(hc.Finalizers).To(ContainElement(Finalizer))
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), keyOf(hc), hc)).To(Succeed())
+		g.Expect(hc.Status.Artifact).To(BeNil())
+	}, "1s", poll).Should(Succeed())
+	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(BeZero())
+
+	patch := client.MergeFrom(hc.DeepCopy())
+	hc.Spec.Suspend = false
+	g.Expect(k8s.Patch(context.Background(), hc, patch)).To(Succeed())
+	waitHelmReady(t, hc, "1.0.0")
+	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(Equal(1))
+
+	// Deleting it removes its artifacts.
+	a := hc.Status.Artifact.DeepCopy()
+	g.Expect(k8s.Delete(context.Background(), hc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8s.Get(context.Background(), keyOf(hc), &sourcev1.HelmChart{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred())
+	}, timeout, poll).Should(Succeed())
+	g.Expect(storage.Exists(a)).To(BeFalse())
+}

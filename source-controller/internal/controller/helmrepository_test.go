@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -241,4 +244,24 @@ func TestHelmRepositorySuspend(t *testing.T) {
 	index, err := repo.Index()
 	g.Expect(err).NotTo(HaveOccurred())
 	waitHelmReady(t, hr, helm.Digest(index))
+}
+
+// spec.timeout bounds the request for the index.
+func TestHelmRepositoryTimeout(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	ns := namespace(t)
+	hr := newHelmRepository(ns, "slow", slow.URL, nil)
+	hr.Spec.Timeout = &metav1.Duration{Duration: 500 * time.Millisecond}
+	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
+	waitHelmFailed(t, hr, sourcev1.IndexationFailedReason)
+	g.Expect(conditionOf(hr, meta.ReadyCondition).Message).To(ContainSubstring("Timeout"))
 }
