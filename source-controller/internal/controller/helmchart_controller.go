@@ -325,20 +325,26 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 // HelmRepository in the namespace serving the URL, with its credentials),
 // spec.valuesFiles merged over values.yaml, and the chart packaged
 // deterministically. Sets FetchFailed (ChartPullFailed,
-// AuthenticationFailed) and BuildFailed (ChartPackageFailed), each deleted
-// on success.
+// AuthenticationFailed, InsecureConnectionsDisallowed for a plain http://
+// request on behalf of an https:// repository) and BuildFailed
+// (ChartPackageFailed), each deleted on success.
 func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	if err := r.pull(ctx, obj, st); err != nil {
 		reason := sourcev1.ChartPullFailedReason
 		var re *plumbreconcile.Error
-		if errors.As(err, &re) {
+		switch {
+		case errors.As(err, &re):
 			reason = re.Reason
-		} else if errors.Is(err, errCredentials) || helm.IsUnauthorized(err) {
+		case errors.Is(err, helm.ErrInsecure):
+			reason = meta.InsecureConnectionsDisallowedReason
+			re = plumbreconcile.Stalled(reason, err).Polling(obj.Spec.Interval.Duration)
+		case errors.Is(err, errCredentials) || helm.IsUnauthorized(err):
 			reason = sourcev1.AuthenticationFailedReason
 		}
 		msg := message.StripUserInfo(err.Error())
 		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", msg)
 		if re != nil {
+			re.Err = errors.New(msg)
 			return re
 		}
 		return plumbreconcile.Failed(reason, errors.New(msg))

@@ -142,21 +142,29 @@ func (r *HelmRepositoryReconciler) reconcileStorage(_ context.Context, obj *sour
 // reconcileIndex fetches index.yaml with the Helm SDK's getter (the
 // Secrets' basic auth and TLS, spec.timeout, at most --helm-index-max-size
 // bytes) and parses and verifies it with the SDK's index loader. Sets
-// FetchFailed: True (AuthenticationFailed or IndexationFailed) on failure,
-// deleted on success; the stored artifact stays as it was.
+// FetchFailed: True (AuthenticationFailed, IndexationFailed, or
+// InsecureConnectionsDisallowed for an https:// repository redirecting to
+// plain http://, stalled and polled) on failure, deleted on success; the
+// stored artifact stays as it was.
 func (r *HelmRepositoryReconciler) reconcileIndex(ctx context.Context, obj *sourcev1.HelmRepository, st *repoState) error {
 	err := r.fetchIndex(ctx, obj, st)
 	if err == nil {
 		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return nil
 	}
-	reason := sourcev1.IndexationFailedReason
-	if errors.Is(err, errCredentials) || helm.IsUnauthorized(err) {
-		reason = sourcev1.AuthenticationFailedReason
-	}
 	msg := message.StripUserInfo(err.Error())
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", msg)
-	return plumbreconcile.Failed(reason, errors.New(msg))
+	switch {
+	case errors.Is(err, helm.ErrInsecure):
+		// Only the server (or the spec) changing helps; polled like a
+		// GitRepository's redirect to http://.
+		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InsecureConnectionsDisallowedReason, "%s", msg)
+		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, errors.New(msg)).Polling(obj.GetRequeueAfter().Duration)
+	case errors.Is(err, errCredentials) || helm.IsUnauthorized(err):
+		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "%s", msg)
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, errors.New(msg))
+	}
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.IndexationFailedReason, "%s", msg)
+	return plumbreconcile.Failed(sourcev1.IndexationFailedReason, errors.New(msg))
 }
 
 func (r *HelmRepositoryReconciler) fetchIndex(ctx context.Context, obj *sourcev1.HelmRepository, st *repoState) error {

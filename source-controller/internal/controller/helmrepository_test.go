@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -264,4 +265,25 @@ func TestHelmRepositoryTimeout(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
 	waitHelmFailed(t, hr, sourcev1.IndexationFailedReason)
 	g.Expect(conditionOf(hr, meta.ReadyCondition).Message).To(ContainSubstring("Timeout"))
+}
+
+// An https:// repository redirecting to plain http:// is refused before
+// anything, credentials included, goes there.
+func TestHelmRepositoryRedirectToHTTPIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a request reached the plain HTTP server: %s", r.URL)
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer secure.Close()
+	ns := namespace(t)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw})
+	credentials(t, ns, "auth", map[string]string{"username": "u", "password": "p", "ca.crt": string(caPEM)})
+	hr := newHelmRepository(ns, "redirect", secure.URL, &meta.LocalObjectReference{Name: "auth"})
+	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
+	waitHelmFailed(t, hr, meta.InsecureConnectionsDisallowedReason)
+	g.Expect(conditionOf(hr, meta.StalledCondition).Status).To(Equal(metav1.ConditionTrue))
 }

@@ -25,7 +25,7 @@ func (f Fetcher) Get(url string, maxBytes int64) ([]byte, error) {
 	opts := []getter.Option{
 		getter.WithURL(f.RepoURL),
 		getter.WithTimeout(f.Timeout),
-		getter.WithTransport(transport(f.Credentials.TLS, maxBytes)),
+		getter.WithTransport(transport(f.Credentials.TLS, maxBytes, strings.HasPrefix(f.RepoURL, "https://"))),
 		getter.WithPassCredentialsAll(f.Credentials.PassCredentials),
 		getter.WithUserAgent("plumb-source-controller"),
 	}
@@ -38,6 +38,9 @@ func (f Fetcher) Get(url string, maxBytes int64) ([]byte, error) {
 	}
 	buf, err := g.Get(url)
 	if err != nil {
+		if errors.Is(err, ErrInsecure) || strings.Contains(err.Error(), ErrInsecure.Error()) {
+			return nil, fmt.Errorf("%s: %w", url, ErrInsecure)
+		}
 		if errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), ErrTooLarge.Error()) {
 			return nil, fmt.Errorf("%s is larger than the limit of %d bytes: %w", url, maxBytes, ErrTooLarge)
 		}

@@ -247,3 +247,21 @@ func TestOCIRef(t *testing.T) {
 		}
 	}
 }
+
+// An https:// repository whose server redirects to plain http:// is
+// refused before anything is sent there.
+func TestFetcherRefusesPlainHTTPForAnHTTPSRepository(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a request reached the plain HTTP server: %s (auth %q)", r.URL, r.Header.Get("Authorization"))
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer secure.Close()
+	f := helm.Fetcher{RepoURL: secure.URL, Timeout: 10 * time.Second,
+		Credentials: helm.Credentials{Username: "u", Password: "p", PassCredentials: true, TLS: secure.Client().Transport.(*http.Transport).TLSClientConfig}}
+	if _, err := f.Get(secure.URL+"/index.yaml", 1<<20); !errors.Is(err, helm.ErrInsecure) {
+		t.Fatalf("a redirect to http://: %v", err)
+	}
+}

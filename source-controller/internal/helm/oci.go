@@ -55,7 +55,7 @@ func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Dur
 	if (creds.Username == "") != (creds.Password == "") {
 		return nil, errors.New("username and password must be given together")
 	}
-	hc := &http.Client{Transport: transport(creds.TLS, maxBytes), Timeout: timeout}
+	hc := &http.Client{Transport: transport(creds.TLS, maxBytes, !insecure), Timeout: timeout}
 	authorizer := auth.Client{Client: hc, Header: http.Header{"User-Agent": {"plumb-source-controller"}}}
 	if creds.Username != "" {
 		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: creds.Username, Password: creds.Password})

@@ -8,12 +8,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
 
 // ErrTooLarge is returned when a response is longer than the limit.
 var ErrTooLarge = errors.New("response exceeds the size limit")
+
+// ErrInsecure is returned for a plain http:// request (a redirect, a chart
+// URL in the index) made on behalf of an https:// repository: it would
+// carry the credentials, or bring unauthenticated bytes, in clear.
+var ErrInsecure = errors.New("plain HTTP refused for an https:// repository")
 
 // headerSlack is read beyond the body limit for status lines, headers and
 // TLS framing.
@@ -65,13 +71,22 @@ func TLSConfig(data map[string][]byte) (*tls.Config, error) {
 
 // transport returns an HTTP transport whose every connection reads at most
 // maxBytes+headerSlack bytes, with tlsConf for https. Keep-alives are off
-// so that the bound is per request.
-func transport(tlsConf *tls.Config, maxBytes int64) *http.Transport {
+// so that the bound is per request. With httpsOnly every plain http://
+// request fails with ErrInsecure (the Proxy hook sees each request,
+// redirects included, before it is sent); otherwise the environment's
+// proxy settings apply, as in the SDK's own getter.
+func transport(tlsConf *tls.Config, maxBytes int64, httpsOnly bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second}
 	if tlsConf != nil {
 		tlsConf = tlsConf.Clone()
 	}
 	return &http.Transport{
+		Proxy: func(req *http.Request) (*url.URL, error) {
+			if httpsOnly && req.URL.Scheme != "https" {
+				return nil, fmt.Errorf("%w: %s", ErrInsecure, req.URL.Redacted())
+			}
+			return http.ProxyFromEnvironment(req)
+		},
 		TLSClientConfig:       tlsConf,
 		DisableCompression:    true,
 		DisableKeepAlives:     true,
