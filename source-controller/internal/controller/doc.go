@@ -66,7 +66,10 @@
 // tls.key and ca.crt, every request bounded by spec.timeout and at most
 // --helm-index-max-size bytes, default 50 MiB, counted on the connection
 // as it is read; then parsed and verified by the SDK's index loader —
-// FetchFailed with AuthenticationFailed or IndexationFailed) and artifact
+// FetchFailed with AuthenticationFailed or IndexationFailed; a plain
+// http:// request on behalf of an https:// repository, a redirect or a
+// chart URL, is refused before it is sent, InsecureConnectionsDisallowed,
+// stalled and polled every spec.interval) and artifact
 // (store the fetched bytes as helmrepository/<ns>/<name>/index-<sha256>.yaml,
 // revision the index's sha256: digest, status.url its address, NewArtifact
 // when the digest changes). A broken index, a refused request or an
