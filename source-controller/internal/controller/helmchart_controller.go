@@ -243,7 +243,8 @@ func (r *HelmChartReconciler) reconcileStorage(_ context.Context, obj *sourcev1.
 // verified and extracted from source-controller's own storage with
 // pkg/artifact's bounded extraction. A source that is missing or not ready
 // yet is a wait (Ready=False, DependencyNotReady, no event): its watch
-// brings the HelmChart back. An invalid spec.version stalls.
+// brings the HelmChart back. An invalid spec.version, or a
+// spec.sourceRef.apiVersion other than source.plumb.dev/v1, stalls.
 func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	if v := obj.Spec.Version; v != "" && v != "*" {
 		if _, err := semver.NewConstraint(v); err != nil {
@@ -253,6 +254,11 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 		}
 	}
 	ref := obj.Spec.SourceRef
+	if ref.APIVersion != "" && ref.APIVersion != sourcev1.GroupVersion.String() {
+		err := fmt.Errorf("spec.sourceRef.apiVersion %q is not %s", ref.APIVersion, sourcev1.GroupVersion.String())
+		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InvalidSpecReason, "%s", err.Error())
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
 	wait := func(format string, a ...any) error {
 		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, obj.Spec.Interval.Duration, fmt.Errorf(format, a...))

@@ -261,6 +261,12 @@ func TestHelmChartBounds(t *testing.T) {
 	waitHelmFailed(t, invalid, meta.InvalidSpecReason)
 	g.Expect(conditionOf(invalid, meta.StalledCondition).Status).To(Equal(metav1.ConditionTrue))
 
+	// A source of another API group stalls.
+	foreign := newHelmChart(ns, "foreign", "big", "", sourcev1.HelmRepositoryKind, "big")
+	foreign.Spec.SourceRef.APIVersion = "source.toolkit.fluxcd.io/v1"
+	g.Expect(k8s.Create(context.Background(), foreign)).To(Succeed())
+	waitHelmFailed(t, foreign, meta.InvalidSpecReason)
+
 	// A missing source: a wait, until it appears.
 	g.Expect(repo.Add(configMapChart("small", "1.0.0"))).To(Succeed())
 	waiting := newHelmChart(ns, "waiting", "small", "", sourcev1.HelmRepositoryKind, "later")
