@@ -60,7 +60,7 @@ func TestHelmChartFromOCIRegistry(t *testing.T) {
 	waitHelmReady(t, anon, "")
 	refused := newHelmChart(ns, "refused", "podinfo", "^1", sourcev1.HelmRepositoryKind, "anonymous")
 	g.Expect(k8s.Create(context.Background(), refused)).To(Succeed())
-	waitHelmFailed(t, refused, sourcev1.ChartPullFailedReason)
+	waitHelmFailed(t, refused, sourcev1.AuthenticationFailedReason)
 	g.Expect(refused.Status.Artifact).To(BeNil())
 	g.Expect(conditionOf(refused, sourcev1.FetchFailedCondition).Status).To(Equal(metav1.ConditionTrue))
 }

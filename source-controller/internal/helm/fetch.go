@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"oras.land/oras-go/v2/registry/remote/auth"
+
 	"helm.sh/helm/v4/pkg/getter"
 )
 
@@ -52,12 +54,22 @@ func (f Fetcher) Get(url string, maxBytes int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// IsUnauthorized reports whether err is the getter's refusal of the
-// credentials (HTTP 401 or 403).
+// IsUnauthorized reports whether err is a refusal of the credentials
+// (HTTP 401 or 403), as the getter ("...: 401 Unauthorized") or the
+// registry client ("response status code 401: ...") words it, or the
+// registry asking for credentials the HelmRepository does not give.
 func IsUnauthorized(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return true
+	}
 	s := err.Error()
-	return strings.Contains(s, ": 401 ") || strings.Contains(s, ": 403 ")
+	for _, code := range []string{"401", "403"} {
+		if strings.Contains(s, ": "+code+" ") || strings.Contains(s, "status code "+code) {
+			return true
+		}
+	}
+	return false
 }
