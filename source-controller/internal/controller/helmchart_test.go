@@ -15,6 +15,7 @@ import (
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/testgit"
 	"plumb.dev/pkg/testhelm"
 )
@@ -51,6 +52,12 @@ func TestHelmChartFromOCIRegistry(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	requestHelmReconcile(t, hc, "new-tag")
 	waitHelmReady(t, hc, "1.3.0")
+	evs := streamEvents(t, events.Subject(sourcev1.HelmChartKind, ns, "podinfo"), 2)
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
+	g.Expect(evs[0].Revision).To(Equal("1.2.0"))
+	g.Expect(evs[1].Reason).To(Equal(sourcev1.NewArtifactReason))
+	g.Expect(evs[1].Revision).To(Equal("1.3.0"))
+	g.Expect(evs[1].Metadata).To(HaveKeyWithValue("digest", hc.Status.Artifact.Digest))
 
 	// Without credentials the registry refuses.
 	anon := newHelmRepository(ns, "anonymous", reg.URL(), nil)
