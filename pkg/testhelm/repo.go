@@ -3,6 +3,8 @@ package testhelm
 import (
 	"crypto/subtle"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,6 +53,9 @@ type Repo struct {
 func NewRepo(opts RepoOptions) (*Repo, error) {
 	r := &Repo{opts: opts, charts: map[string][]byte{}, index: repo.NewIndexFile(), requests: map[string]int{}}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	// Refused handshakes are what TLS tests are about, not noise for
+	// stderr.
+	r.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if opts.TLS {
 		ca, err := newAuthority()
 		if err != nil {
