@@ -243,7 +243,9 @@ func (r *HelmChartReconciler) reconcileStorage(_ context.Context, obj *sourcev1.
 // verified and extracted from source-controller's own storage with
 // pkg/artifact's bounded extraction. A source that is missing or not ready
 // yet is a wait (Ready=False, DependencyNotReady, no event): its watch
-// brings the HelmChart back. An invalid spec.version, or a
+// brings the HelmChart back. When the stored chart was built for this
+// generation from the same index or commit, nothing more is read (the
+// same input resolves to the same chart). An invalid spec.version, or a
 // spec.sourceRef.apiVersion other than source.plumb.dev/v1, stalls.
 func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	if v := obj.Spec.Version; v != "" && v != "*" {
@@ -286,6 +288,7 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 			return wait("the index of HelmRepository %s is not in storage: %v", key, err)
 		}
 		st.sourceRevision = repo.Status.Artifact.Revision
+		st.upToDate = sameSource(obj, st)
 	case sourcev1.GitRepositoryKind:
 		git := &sourcev1.GitRepository{}
 		if err := r.Get(ctx, key, git); err != nil {
@@ -300,6 +303,9 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 			return wait("GitRepository %s has no artifact yet", key)
 		}
 		st.sourceRevision = a.Revision
+		if st.upToDate = sameSource(obj, st); st.upToDate {
+			return nil
+		}
 		tmp, err := os.MkdirTemp(r.TmpDir, "helmchart-"+obj.Namespace+"-"+obj.Name+"-")
 		if err != nil {
 			return err
@@ -335,6 +341,9 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 // request on behalf of an https:// repository) and BuildFailed
 // (ChartPackageFailed), each deleted on success.
 func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	if st.upToDate {
+		return nil
+	}
 	if err := r.pull(ctx, obj, st); err != nil {
 		reason := sourcev1.ChartPullFailedReason
 		var re *plumbreconcile.Error
@@ -366,6 +375,15 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 	}
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
 	return nil
+}
+
+// sameSource reports whether the stored artifact was built, for this
+// generation, from the source artifact at hand (an index or a commit: the
+// same input resolves to the same chart), so that nothing is read again.
+// An OCI repository has no such revision: its tags are listed every time.
+func sameSource(obj *sourcev1.HelmChart, st *chartState) bool {
+	return st.artifactOK && st.sourceRevision != "" && obj.Status.ObservedSourceArtifactRevision == st.sourceRevision &&
+		current(obj, st, obj.Status.Artifact.Revision)
 }
 
 // current reports whether the stored artifact is the chart version for
