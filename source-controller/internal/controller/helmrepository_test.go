@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,34 @@ func TestHelmRepositoryRedirectToHTTPIsRefused(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
 	waitHelmFailed(t, hr, meta.InsecureConnectionsDisallowedReason)
 	g.Expect(conditionOf(hr, meta.StalledCondition).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// A stored index changed on disk is stored again (ArtifactRebuilt); so is
+// a HelmChart's chart.
+func TestHelmArtifactsAreRebuiltWhenAltered(t *testing.T) {
+	g := NewWithT(t)
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer repo.Close()
+	g.Expect(repo.Add(configMapChart("podinfo", "1.0.0"))).To(Succeed())
+	ns := namespace(t)
+	hr := newHelmRepository(ns, "podinfo", repo.URL(), nil)
+	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
+	waitHelmReady(t, hr, "")
+	hc := newHelmChart(ns, "podinfo", "podinfo", "", sourcev1.HelmRepositoryKind, "podinfo")
+	g.Expect(k8s.Create(context.Background(), hc)).To(Succeed())
+	waitHelmReady(t, hc, "1.0.0")
+
+	for _, obj := range []helmObject{hr, hc} {
+		a := artifactOf(obj).DeepCopy()
+		g.Expect(os.WriteFile(storage.LocalPath(a.Path), []byte("tampered"), 0o644)).To(Succeed())
+		requestHelmReconcile(t, obj, "tampered")
+		waitHelmReady(t, obj, a.Revision)
+		g.Expect(artifactOf(obj).Digest).To(Equal(a.Digest))
+		g.Expect(storage.Verify(artifactOf(obj))).To(Succeed())
+	}
+	for _, kind := range []string{sourcev1.HelmRepositoryKind, sourcev1.HelmChartKind} {
+		evs := streamEvents(t, events.Subject(kind, ns, "podinfo"), 2)
+		g.Expect(evs[1].Reason).To(Equal(sourcev1.ArtifactRebuiltReason), kind)
+	}
 }
