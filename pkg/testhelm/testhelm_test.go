@@ -175,3 +175,32 @@ func TestRegistryPushAndPull(t *testing.T) {
 		t.Fatal("tags were listed without credentials")
 	}
 }
+
+func TestRepoRemoveAndMetadata(t *testing.T) {
+	r, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		c := podinfo
+		c.Version = v
+		if err := r.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if md := r.Metadata("podinfo", "2.0.0"); md == nil || md.Version != "2.0.0" {
+		t.Fatalf("metadata of 2.0.0: %v", md)
+	}
+	r.Remove("podinfo", "2.0.0")
+	if md := r.Metadata("podinfo", "2.0.0"); md != nil && md.Version == "2.0.0" {
+		t.Fatal("2.0.0 is still in the index")
+	}
+	b, err := r.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("podinfo-1.0.0.tgz")) || bytes.Contains(b, []byte("podinfo-2.0.0.tgz")) {
+		t.Fatalf("index after Remove:\n%s", b)
+	}
+}
