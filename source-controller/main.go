@@ -1,5 +1,7 @@
-// Command source-controller reconciles GitRepository objects into tar.gz
-// artifacts and serves them over HTTP to the other Plumb controllers.
+// Command source-controller reconciles GitRepository, HelmRepository and
+// HelmChart objects into artifacts (a tar.gz of a commit, a verified
+// index.yaml, a packaged chart) and serves them over HTTP to the other
+// Plumb controllers.
 package main
 
 import (
@@ -19,23 +21,42 @@ import (
 	"plumb.dev/pkg/options"
 	sourcecontroller "plumb.dev/source-controller/internal/controller"
 	"plumb.dev/source-controller/internal/git"
+	"plumb.dev/source-controller/internal/helm"
 )
 
 const controllerName = sourcecontroller.ControllerName
 
 // sourceOptions are the flags of source-controller alone.
 type sourceOptions struct {
-	MaxRepositorySize int64
+	MaxRepositorySize    int64
+	MaxHelmIndexSize     int64
+	MaxHelmChartSize     int64
+	MaxHelmExtractedSize int64
 }
 
 func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxRepositorySize, "max-repository-size", git.DefaultMaxSize,
 		"The most bytes one fetch may write to disk, Git objects and checked-out files together; a larger repository is refused (Ready=False, RepositoryTooLarge).")
+	fs.Int64Var(&o.MaxHelmIndexSize, "helm-index-max-size", sourcecontroller.DefaultMaxIndexSize,
+		"The most bytes of a Helm repository's index.yaml; a larger one is refused (Ready=False, IndexationFailed).")
+	fs.Int64Var(&o.MaxHelmChartSize, "helm-chart-max-size", sourcecontroller.DefaultMaxChartSize,
+		"The most bytes of one downloaded Helm chart archive (a HelmChart's or one of its dependencies); a larger one is refused (Ready=False, ChartPullFailed).")
+	fs.Int64Var(&o.MaxHelmExtractedSize, "helm-chart-max-extracted-size", helm.DefaultMaxExtractedSize,
+		"The most bytes of the decompressed files of one Helm chart, as the Helm SDK's loader counts them; a larger chart is refused.")
 }
 
 func (o *sourceOptions) Validate() error {
 	if o.MaxRepositorySize < 1 {
 		return fmt.Errorf("--max-repository-size must be positive, got %d", o.MaxRepositorySize)
+	}
+	for name, v := range map[string]int64{
+		"--helm-index-max-size":           o.MaxHelmIndexSize,
+		"--helm-chart-max-size":           o.MaxHelmChartSize,
+		"--helm-chart-max-extracted-size": o.MaxHelmExtractedSize,
+	} {
+		if v < 1 {
+			return fmt.Errorf("%s must be positive, got %d", name, v)
+		}
 	}
 	return nil
 }
@@ -117,6 +138,28 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
+	helm.SetMaxExtractedSize(sourceOpts.MaxHelmExtractedSize)
+	repos := &sourcecontroller.HelmRepositoryReconciler{
+		Client:       mgr.GetClient(),
+		Storage:      storage,
+		Events:       recorder,
+		Metrics:      sourcecontroller.NewHelmRepositoryMetrics(ctrlmetrics.Registry),
+		MaxIndexSize: sourceOpts.MaxHelmIndexSize,
+	}
+	if err := repos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	charts := &sourcecontroller.HelmChartReconciler{
+		Client:       mgr.GetClient(),
+		Storage:      storage,
+		Events:       recorder,
+		Metrics:      sourcecontroller.NewHelmChartMetrics(ctrlmetrics.Registry),
+		MaxChartSize: sourceOpts.MaxHelmChartSize,
+	}
+	if err := charts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
 	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

@@ -28,6 +28,7 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/testgit"
+	"plumb.dev/pkg/testhelm"
 )
 
 // controllerRun is one controller process started for a test.
@@ -149,6 +150,13 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
+	charts, err := testhelm.NewRepo(testhelm.RepoOptions{Username: "plumb", Password: "s3cret"})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer charts.Close()
+	g.Expect(charts.Add(testhelm.Chart{Name: "hello", Version: "1.0.0", Files: testhelm.Files{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\n",
+	}})).To(Succeed())
+
 	sourceAddr, renderAddr, receiverAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	runs := []controllerRun{
 		startController(t, "source-controller", "--storage-path="+t.TempDir(), "--storage-addr="+sourceAddr),
@@ -171,6 +179,20 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 				URL: repo.URL(), Interval: metav1.Duration{Duration: time.Hour},
 				Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
 				SecretRef: &meta.LocalObjectReference{Name: "git-auth"},
+			},
+		},
+		&sourcev1.HelmRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"},
+			Spec: sourcev1.HelmRepositorySpec{
+				URL: charts.URL(), Interval: metav1.Duration{Duration: time.Hour},
+				SecretRef: &meta.LocalObjectReference{Name: "git-auth"},
+			},
+		},
+		&sourcev1.HelmChart{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
+			Spec: sourcev1.HelmChartSpec{
+				Chart: "hello", Version: "*", Interval: metav1.Duration{Duration: time.Hour},
+				SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
 			},
 		},
 		&kustomizev1.Kustomization{
@@ -227,6 +249,8 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		gitRepo, ks, rcv,
 		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"}},
 		&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"}},
+		&sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}},
+		&sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
 	} {
 		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}

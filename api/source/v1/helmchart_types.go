@@ -9,6 +9,25 @@ import (
 // HelmChartKind is the kind name of HelmChart.
 const HelmChartKind = "HelmChart"
 
+// Condition types specific to HelmChart (FetchFailed and
+// ArtifactInStorage are GitRepository's).
+const (
+	// BuildFailedCondition is True while the last build of the chart
+	// (loading, dependencies, values files, packaging) failed.
+	BuildFailedCondition = "BuildFailed"
+)
+
+// Condition and event reasons specific to HelmChart (docs/api/helmchart.md
+// lists them all).
+const (
+	// ChartPullFailedReason: the chart could not be resolved or downloaded
+	// from its source.
+	ChartPullFailedReason = "ChartPullFailed"
+	// ChartPackageFailedReason: the chart could not be loaded, completed
+	// with its dependencies and values files, or packaged.
+	ChartPackageFailedReason = "ChartPackageFailed"
+)
+
 // Reconcile strategies of a HelmChart.
 const (
 	// ReconcileStrategyChartVersion builds a new artifact when the chart's

@@ -11,6 +11,15 @@ import (
 // HelmRepositoryKind is the kind name of HelmRepository.
 const HelmRepositoryKind = "HelmRepository"
 
+// Condition and event reasons specific to HelmRepository (the shared ones
+// are in api/meta and gitrepository_types.go; docs/api/helmrepository.md
+// lists them all).
+const (
+	// IndexationFailedReason: the index could not be fetched (network,
+	// HTTP status, over --helm-index-max-size) or is not a valid index.
+	IndexationFailedReason = "IndexationFailed"
+)
+
 // HelmRepository types.
 const (
 	// HelmRepositoryTypeDefault is an HTTP(S) chart repository with an

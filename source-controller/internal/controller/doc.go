@@ -1,7 +1,9 @@
-// Package controller holds the reconciler of source-controller: it turns a
-// GitRepository into a verified tar.gz artifact served over HTTP.
+// Package controller holds the reconcilers of source-controller: a
+// GitRepository becomes a verified tar.gz artifact, an HTTP HelmRepository
+// a verified index.yaml, a HelmChart a packaged .tgz, all served over HTTP
+// from the same storage.
 //
-// # Reconcile
+// # Reconcile (GitRepository)
 //
 // A reconcile of a live, unsuspended object adds the finalizer
 // source.plumb.dev/finalizer, reports Reconciling=True first when the
@@ -54,6 +56,84 @@
 // reconcile at once.
 // Deleting the object removes its storage folder, then the finalizer.
 //
+// # HelmRepository
+//
+// The same skeleton, finalizer, field manager and requestedAt handling. A
+// repository of type default runs the steps storage (re-verify the stored
+// index, ArtifactInStorage), index (fetch <url>/index.yaml with the Helm
+// SDK's HTTP getter: basic auth from spec.secretRef's username and
+// password, TLS from spec.certSecretRef or else spec.secretRef's tls.crt,
+// tls.key and ca.crt, every request bounded by spec.timeout and at most
+// --helm-index-max-size bytes, default 50 MiB, counted on the connection
+// as it is read; then parsed and verified by the SDK's index loader —
+// FetchFailed with AuthenticationFailed or IndexationFailed; a plain
+// http:// request on behalf of an https:// repository, a redirect or a
+// chart URL, is refused before it is sent, InsecureConnectionsDisallowed,
+// stalled and polled every spec.interval) and artifact
+// (store the fetched bytes as helmrepository/<ns>/<name>/index-<sha256>.yaml,
+// revision the index's sha256: digest, status.url its address, NewArtifact
+// when the digest changes). A broken index, a refused request or an
+// oversized one is Ready=False with an error event; the last good index
+// stays in status and storage, so the HelmCharts built from it keep
+// working. A repository of type oci has no artifact (one left from an
+// earlier type is removed): its URL must name a registry and repository
+// without tag or digest (InvalidSpec, stalled) and its Secrets must be
+// usable (AuthenticationFailed); it is then Ready, as Flux's v1 OCI
+// HelmRepository is. spec.insecure lets HelmCharts reach the registry
+// over plain HTTP. It requeues after spec.interval.
+//
+// # HelmChart
+//
+// Steps storage (re-verify the stored chart), source, chart and artifact.
+// source reads spec.sourceRef: an HTTP HelmRepository needs a stored index
+// (the last good one serves while a newer index is broken), an OCI one
+// Ready=True on its generation, a GitRepository an artifact, which is
+// verified and extracted from this controller's own storage with
+// pkg/artifact's bounded extraction; a missing or unready source is a
+// wait (DependencyNotReady, no event), and HelmCharts are indexed by
+// source so that a source's new artifact (or an OCI repository's change of
+// Ready) brings them back at once. An invalid spec.version stalls.
+//
+// chart resolves and builds. From an HTTP repository, spec.version (a
+// semver range, "*" the newest stable version) is resolved against the
+// stored index with the SDK's index types, and the archive fetched from
+// the entry's URL resolved against the repository's, with the getter —
+// basic auth goes only to the repository's scheme and host unless
+// spec.passCredentials — and checked against the entry's digest. From an
+// OCI repository the SDK's registry client lists the tags, resolves the
+// range and pulls, given only the Secret's credentials (never a
+// credentials file of the controller). From a GitRepository the chart is
+// loaded from spec.chart, a path that must stay inside the artifact;
+// spec.version, when a range, must match its version. Downloads are at
+// most --helm-chart-max-size bytes (default 10 MiB) within the
+// repository's spec.timeout; the SDK loader refuses a chart whose files
+// decompress beyond --helm-chart-max-extracted-size (default 100 MiB).
+// When the stored artifact already is the resolved version for this
+// generation nothing is downloaded or built: under reconcileStrategy
+// ChartVersion a new artifact comes with a new chart version (a Git
+// commit that changes a template but not the version only moves
+// observedSourceArtifactRevision, as in Flux); under Revision (a
+// GitRepository source; a HelmRepository's chart version is its revision)
+// the version becomes <version>+<12 characters of the commit>, a new
+// artifact per source revision. Dependencies that Chart.lock (or
+// Chart.yaml) lists and charts/ lacks are added: file:// paths loaded from
+// the same source (and completed the same way, never outside it), and
+// repository URLs pulled from the HelmRepository of the namespace whose
+// URL is theirs, with its credentials, at the locked version or the newest
+// matching the range — nothing else is contacted. spec.valuesFiles are
+// merged in order over values.yaml (maps key by key, as helm -f) into the
+// packaged values.yaml. The chart is packaged with the SDK's
+// chartutil.Save after sorting its files and dependencies and fixing every
+// time, so the same chart always has the same bytes and digest. Failures
+// set FetchFailed (ChartPullFailed, AuthenticationFailed, InvalidSpec) or
+// BuildFailed (ChartPackageFailed), keep the last artifact, and are
+// retried with backoff.
+//
+// artifact stores helmchart/<ns>/<name>/<chart>-<version>-<sha256>.tgz
+// (revision the chart version) when the digest or version changed, with
+// NewArtifact, and records observedChartName,
+// observedSourceArtifactRevision and observedValuesFiles.
+//
 // # Events
 //
 // Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
@@ -64,7 +144,9 @@
 // StorageOperationFailed): a retry is the same news, which
 // notification-controller alerts once per --rate-limit-interval.
 // These and the condition reasons are constants of api/source/v1 and
-// api/meta, listed in the Reasons table of docs/api/gitrepository.md.
+// api/meta, listed in the Reasons table of docs/api/gitrepository.md. The
+// Helm kinds record the same NewArtifact and ArtifactRebuilt events and
+// their failures' reasons (docs/api/helmrepository.md and helmchart.md).
 //
 // # Metrics
 //
@@ -76,4 +158,7 @@
 //	plumb_source_suspended                   1 while spec.suspend is true
 //	plumb_source_artifact_size_bytes         size of the current artifact
 //	plumb_source_fetches_total               fetches (clones) done
+//
+// and the same set, without the counter, as plumb_source_helmrepository_*
+// and plumb_source_helmchart_* for the Helm kinds.
 package controller

@@ -18,3 +18,19 @@ func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 		WorkHelp: "Fetches (clones) from the remote; a reconcile whose remote head is unchanged fetches nothing.",
 	})
 }
+
+// NewHelmRepositoryMetrics creates the HelmRepository metrics,
+// plumb_source_helmrepository_*, and registers them with reg.
+func NewHelmRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_helmrepository", Kind: sourcev1.HelmRepositoryKind, Condition: meta.ReadyCondition,
+	})
+}
+
+// NewHelmChartMetrics creates the HelmChart metrics, plumb_source_helmchart_*,
+// and registers them with reg.
+func NewHelmChartMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_helmchart", Kind: sourcev1.HelmChartKind, Condition: meta.ReadyCondition,
+	})
+}

@@ -54,6 +54,10 @@ const (
 	// above the few kilobytes of every test's repository but the one
 	// that tests the limit.
 	maxRepositorySize = 1 << 20
+	// maxIndexSize and maxChartSize are the Helm reconcilers' limits: far
+	// above the tests' indexes and charts but those that test them.
+	maxIndexSize = 256 << 10
+	maxChartSize = 256 << 10
 )
 
 func TestMain(m *testing.M) {
@@ -122,7 +126,31 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	recorder := events.NewRecorder(mgr.GetEventRecorder(ControllerName), publisher, env.Scheme, ControllerName)
+	helmRepos := &HelmRepositoryReconciler{
+		Client:       mgr.GetClient(),
+		Storage:      storage,
+		Events:       recorder,
+		Metrics:      NewHelmRepositoryMetrics(ctrlmetrics.Registry),
+		MaxIndexSize: maxIndexSize,
+	}
+	if err := helmRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	helmCharts := &HelmChartReconciler{
+		Client:       mgr.GetClient(),
+		Storage:      storage,
+		Events:       recorder,
+		Metrics:      NewHelmChartMetrics(ctrlmetrics.Registry),
+		MaxChartSize: maxChartSize,
+	}
+	if err := helmCharts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {

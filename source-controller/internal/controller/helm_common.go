@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/metrics"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+)
+
+// The helpers the Helm kinds share with each other (GitRepository has its
+// own, older copies of some).
+
+// verifyArtifact re-hashes the stored artifact a of obj and sets
+// ArtifactInStorage: True when it matches, False (StorageOperationFailed)
+// when missing or changed; removed when there is no artifact.
+func verifyArtifact(s *artifact.Storage, obj conditions.Setter, a *meta.Artifact) bool {
+	if a == nil {
+		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
+		return false
+	}
+	if err := s.Verify(a); err != nil {
+		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
+			"the stored artifact failed verification and is rebuilt: %v", err)
+		return false
+	}
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
+		"stored artifact for revision %q", a.Revision)
+	return true
+}
+
+// recordNewArtifact emits NewArtifact for a new revision or digest, and
+// ArtifactRebuilt for the same one stored again after it went missing.
+func recordNewArtifact(rec *events.Recorder, obj client.Object, prev, a *meta.Artifact, prevOK bool) {
+	md := map[string]string{"digest": a.Digest, "url": a.URL}
+	switch {
+	case prev == nil || prev.Revision != a.Revision || prev.Digest != a.Digest:
+		rec.Record(obj, events.SeverityInfo, sourcev1.NewArtifactReason,
+			fmt.Sprintf("stored artifact for revision %q", a.Revision),
+			events.WithRevision(a.Revision), events.WithMetadata(md))
+	case !prevOK:
+		rec.Record(obj, events.SeverityInfo, sourcev1.ArtifactRebuiltReason,
+			fmt.Sprintf("rebuilt the artifact of revision %q, which was missing or changed in storage", a.Revision),
+			events.WithRevision(a.Revision), events.WithMetadata(md))
+	}
+}
+
+// garbageCollect keeps the newest files of the object and the current one.
+func garbageCollect(ctx context.Context, s *artifact.Storage, ref artifact.Ref, current *meta.Artifact) {
+	if current == nil {
+		return
+	}
+	if _, err := s.GarbageCollect(ctx, ref, current.Path); err != nil {
+		// Old files staying around is no reason to fail the reconcile.
+		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old artifacts")
+	}
+}
+
+// finalizeStorage deletes the object's artifact folder and then the
+// finalizer.
+func finalizeStorage(ctx context.Context, c client.Client, s *artifact.Storage, m *metrics.Object, obj client.Object, ref artifact.Ref) error {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if err := s.Remove(ref); err != nil {
+		return err
+	}
+	m.Forget(obj.GetNamespace(), obj.GetName())
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, c, obj, FieldManager, Finalizer, false))
+}
+
+// applyStatus server-side-applies the whole status as FieldManager.
+func applyStatus(ctx context.Context, c client.Client, obj client.Object, status any) error {
+	m, err := plumbreconcile.ToStatusMap(status)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, m))
+}

@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/testhelm"
+)
+
+// helmObject is a HelmRepository or a HelmChart.
+type helmObject interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+func newHelmRepository(ns, name, url string, secret *meta.LocalObjectReference) *sourcev1.HelmRepository {
+	return &sourcev1.HelmRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sourcev1.HelmRepositorySpec{
+			URL:       url,
+			SecretRef: secret,
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Timeout:   &metav1.Duration{Duration: 20 * time.Second},
+		},
+	}
+}
+
+func newHelmChart(ns, name, chartName, version, kind, source string) *sourcev1.HelmChart {
+	return &sourcev1.HelmChart{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sourcev1.HelmChartSpec{
+			Chart:     chartName,
+			Version:   version,
+			SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: kind, Name: source},
+			Interval:  metav1.Duration{Duration: time.Hour},
+		},
+	}
+}
+
+func conditionOf(obj helmObject, t string) *metav1.Condition {
+	for _, c := range obj.GetConditions() {
+		if c.Type == t {
+			return &c
+		}
+	}
+	return nil
+}
+
+func generationObserved(obj client.Object) int64 {
+	switch o := obj.(type) {
+	case *sourcev1.HelmRepository:
+		return o.Status.ObservedGeneration
+	case *sourcev1.HelmChart:
+		return o.Status.ObservedGeneration
+	}
+	return -1
+}
+
+func artifactOf(obj client.Object) *meta.Artifact {
+	switch o := obj.(type) {
+	case *sourcev1.HelmRepository:
+		return o.Status.Artifact
+	case *sourcev1.HelmChart:
+		return o.Status.Artifact
+	}
+	return nil
+}
+
+// waitHelmReady waits for Ready=True on the current generation, with an
+// artifact of revision unless revision is "" (an OCI HelmRepository has
+// none), and fills obj.
+func waitHelmReady(t *testing.T, obj helmObject, revision string) {
+	t.Helper()
+	key := keyOf(obj)
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
+		ready := conditionOf(obj, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		g.Expect(generationObserved(obj)).To(Equal(obj.GetGeneration()))
+		if revision != "" {
+			g.Expect(artifactOf(obj)).NotTo(BeNil())
+			g.Expect(artifactOf(obj).Revision).To(Equal(revision))
+		}
+	}, timeout, poll).Should(Succeed())
+}
+
+// waitHelmFailed waits for Ready=False with reason on the current
+// generation and fills obj.
+func waitHelmFailed(t *testing.T, obj helmObject, reason string) {
+	t.Helper()
+	key := keyOf(obj)
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
+		ready := conditionOf(obj, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(reason), ready.Message)
+		g.Expect(ready.ObservedGeneration).To(Equal(obj.GetGeneration()))
+	}, timeout, poll).Should(Succeed())
+}
+
+// requestHelmReconcile sets the requestedAt annotation and waits until
+// the controller handled it.
+func requestHelmReconcile(t *testing.T, obj helmObject, token string) {
+	t.Helper()
+	g := NewWithT(t)
+	key := keyOf(obj)
+	g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[meta.ReconcileRequestAnnotation] = token
+	obj.SetAnnotations(ann)
+	g.Expect(k8s.Patch(context.Background(), obj, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
+		var handled string
+		switch o := obj.(type) {
+		case *sourcev1.HelmRepository:
+			handled = o.Status.LastHandledReconcileAt
+		case *sourcev1.HelmChart:
+			handled = o.Status.LastHandledReconcileAt
+		}
+		g.Expect(handled).To(Equal(token))
+	}, timeout, poll).Should(Succeed())
+}
+
+// loadChart downloads a chart artifact, checks its digest and loads it
+// with the SDK.
+func loadChart(t *testing.T, a *meta.Artifact) (*chart.Chart, []byte) {
+	t.Helper()
+	tgz := download(t, a)
+	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, tgz
+}
+
+// configMapChart is a chart of one ConfigMap template at a version.
+func configMapChart(name, version string) testhelm.Chart {
+	return testhelm.Chart{Name: name, Version: version, Files: testhelm.Files{
+		"values.yaml":       "message: hello\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  message: {{ .Values.message }}\n",
+	}}
+}

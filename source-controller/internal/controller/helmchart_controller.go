@@ -1,0 +1,629 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
+	"plumb.dev/pkg/metrics"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/source-controller/internal/helm"
+)
+
+// DefaultMaxChartSize is the default of --helm-chart-max-size, Flux's.
+const DefaultMaxChartSize int64 = 10 << 20
+
+// chartSourceIndexKey indexes HelmCharts by "<Kind>/<name>" of their source
+// (in their own namespace).
+const chartSourceIndexKey = ".spec.sourceRef"
+
+// HelmChartReconciler builds a HelmChart into a packaged, digest-addressed
+// .tgz artifact.
+type HelmChartReconciler struct {
+	client.Client
+	Storage *artifact.Storage
+	Events  *events.Recorder
+	Metrics *metrics.Object
+	// MaxChartSize bounds every chart download (--helm-chart-max-size);
+	// 0 is DefaultMaxChartSize.
+	MaxChartSize int64
+	// TmpDir holds extracted GitRepository artifacts; "" is os.TempDir().
+	TmpDir string
+
+	skeletonOnce sync.Once
+	sk           *plumbreconcile.Controller[*sourcev1.HelmChart]
+}
+
+// SetupWithManager registers the reconciler: HelmCharts on creation, spec
+// change and requestedAt, every spec.interval, and every HelmChart whose
+// HelmRepository or GitRepository got a new artifact (or, for an OCI
+// repository, changed readiness).
+func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.HelmChart{}, chartSourceIndexKey, func(o client.Object) []string {
+		hc := o.(*sourcev1.HelmChart)
+		return []string{hc.Spec.SourceRef.Kind + "/" + hc.Spec.SourceRef.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing HelmCharts by source: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("helmchart").
+		For(&sourcev1.HelmChart{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			plumbreconcile.RequestedPredicate{},
+		))).
+		Watches(&sourcev1.HelmRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.HelmRepositoryKind)),
+			builder.WithPredicates(sourceChanged{})).
+		Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.GitRepositoryKind)),
+			builder.WithPredicates(sourceChanged{})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// chartsOf maps a source to the HelmCharts of its namespace using it.
+func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list sourcev1.HelmChartList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+			client.MatchingFields{chartSourceIndexKey: kind + "/" + o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmCharts of a source")
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// sourceChanged passes source events that may change a chart: a new
+// artifact (digest or revision), or a change of Ready (an OCI
+// HelmRepository has no artifact).
+type sourceChanged struct{ predicate.Funcs }
+
+func (sourceChanged) Create(event.CreateEvent) bool { return true }
+
+func (sourceChanged) Update(e event.UpdateEvent) bool {
+	oldA, oldReady := sourceView(e.ObjectOld)
+	newA, newReady := sourceView(e.ObjectNew)
+	if oldReady != newReady {
+		return true
+	}
+	if newA == nil {
+		return false
+	}
+	return oldA == nil || oldA.Digest != newA.Digest || oldA.Revision != newA.Revision || oldA.URL != newA.URL
+}
+
+func (sourceChanged) Delete(event.DeleteEvent) bool   { return false }
+func (sourceChanged) Generic(event.GenericEvent) bool { return false }
+
+func sourceView(o client.Object) (*meta.Artifact, string) {
+	switch s := o.(type) {
+	case *sourcev1.HelmRepository:
+		return s.Status.Artifact, readyStatus(s)
+	case *sourcev1.GitRepository:
+		return s.Status.Artifact, readyStatus(s)
+	}
+	return nil, ""
+}
+
+func readyStatus(obj conditions.Getter) string {
+	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}
+
+// chartState is what one reconcile's steps hand to each other.
+type chartState struct {
+	artifactOK bool
+	// upToDate: the stored artifact is the chart this reconcile resolved.
+	upToDate bool
+
+	repo *sourcev1.HelmRepository
+	git  *sourcev1.GitRepository
+	// sourceRevision is the source artifact's revision ("" for OCI).
+	sourceRevision string
+	// root is the extracted GitRepository artifact.
+	root string
+	tmp  string
+
+	chart   *chart.Chart
+	dir     string // the chart's folder under root, for a Git source
+	version string // the artifact's revision
+	tgz     []byte
+}
+
+func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.HelmChart] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &plumbreconcile.Controller[*sourcev1.HelmChart]{
+			Condition:     meta.ReadyCondition,
+			DefaultReason: sourcev1.ChartPullFailedReason,
+			Events:        r.Events,
+			Metrics:       r.Metrics,
+			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.HelmChart) error {
+				return applyStatus(ctx, r.Client, obj, &obj.Status)
+			},
+			Succeeded: func(obj *sourcev1.HelmChart) string {
+				return fmt.Sprintf("packaged chart %s version %s", obj.Status.ObservedChartName, obj.Status.Artifact.Revision)
+			},
+			Keeping: func(obj *sourcev1.HelmChart) string {
+				if obj.Status.Artifact == nil {
+					return ""
+				}
+				return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
+			},
+			Interval:  func(obj *sourcev1.HelmChart) time.Duration { return obj.Spec.Interval.Duration },
+			Suspended: func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *sourcev1.HelmChart) *int64 {
+				if obj.Status.Artifact == nil {
+					return nil
+				}
+				return obj.Status.Artifact.Size
+			},
+		}
+	})
+	return r.sk
+}
+
+// Reconcile runs, for a live object, the steps storage, source, chart and
+// artifact.
+func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &sourcev1.HelmChart{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, finalizeStorage(ctx, r.Client, r.Storage, r.Metrics, obj, helmChartRef(obj))
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if obj.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
+		r.skeleton().Record(obj)
+		return ctrl.Result{}, nil
+	}
+	st := &chartState{}
+	defer func() {
+		if st.tmp != "" {
+			_ = os.RemoveAll(st.tmp)
+		}
+	}()
+	return r.skeleton().Run(ctx, obj,
+		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
+		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
+		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
+		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
+	)
+}
+
+// reconcileStorage re-verifies the stored chart (ArtifactInStorage); a
+// missing or changed one is built again.
+func (r *HelmChartReconciler) reconcileStorage(_ context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	st.artifactOK = verifyArtifact(r.Storage, obj, obj.Status.Artifact)
+	return nil
+}
+
+// reconcileSource reads the source: a HelmRepository (an HTTP one needs a
+// stored index, the last good one serves while a newer index is broken;
+// an OCI one needs Ready=True) or a GitRepository, whose artifact is
+// verified and extracted from source-controller's own storage with
+// pkg/artifact's bounded extraction. A source that is missing or not ready
+// yet is a wait (Ready=False, DependencyNotReady, no event): its watch
+// brings the HelmChart back. When the stored chart was built for this
+// generation from the same index or commit, nothing more is read (the
+// same input resolves to the same chart). An invalid spec.version, or a
+// spec.sourceRef.apiVersion other than source.plumb.dev/v1, stalls.
+func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	if v := obj.Spec.Version; v != "" && v != "*" {
+		if _, err := semver.NewConstraint(v); err != nil {
+			err = fmt.Errorf("spec.version %q is not a semver range: %w", v, err)
+			conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InvalidSpecReason, "%s", err.Error())
+			return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+		}
+	}
+	ref := obj.Spec.SourceRef
+	if ref.APIVersion != "" && ref.APIVersion != sourcev1.GroupVersion.String() {
+		err := fmt.Errorf("spec.sourceRef.apiVersion %q is not %s", ref.APIVersion, sourcev1.GroupVersion.String())
+		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InvalidSpecReason, "%s", err.Error())
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
+	wait := func(format string, a ...any) error {
+		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, obj.Spec.Interval.Duration, fmt.Errorf(format, a...))
+	}
+	switch ref.Kind {
+	case sourcev1.HelmRepositoryKind:
+		repo := &sourcev1.HelmRepository{}
+		if err := r.Get(ctx, key, repo); err != nil {
+			if apierrors.IsNotFound(err) {
+				return wait("HelmRepository %s not found", key)
+			}
+			return err
+		}
+		st.repo = repo
+		if repo.IsOCI() {
+			if c := conditions.Get(repo, meta.ReadyCondition); c == nil || c.Status != "True" || c.ObservedGeneration != repo.Generation {
+				return wait("HelmRepository %s is not ready", key)
+			}
+			return nil
+		}
+		if repo.Status.Artifact == nil {
+			return wait("HelmRepository %s has no index yet", key)
+		}
+		if err := r.Storage.Verify(repo.Status.Artifact); err != nil {
+			return wait("the index of HelmRepository %s is not in storage: %v", key, err)
+		}
+		st.sourceRevision = repo.Status.Artifact.Revision
+		st.upToDate = sameSource(obj, st)
+	case sourcev1.GitRepositoryKind:
+		git := &sourcev1.GitRepository{}
+		if err := r.Get(ctx, key, git); err != nil {
+			if apierrors.IsNotFound(err) {
+				return wait("GitRepository %s not found", key)
+			}
+			return err
+		}
+		st.git = git
+		a := git.Status.Artifact
+		if a == nil {
+			return wait("GitRepository %s has no artifact yet", key)
+		}
+		st.sourceRevision = a.Revision
+		if st.upToDate = sameSource(obj, st); st.upToDate {
+			return nil
+		}
+		tmp, err := os.MkdirTemp(r.TmpDir, "helmchart-"+obj.Namespace+"-"+obj.Name+"-")
+		if err != nil {
+			return err
+		}
+		st.tmp = tmp
+		st.root = filepath.Join(tmp, "source")
+		if err := artifact.ExtractFile(r.Storage.LocalPath(a.Path), a.Digest, st.root, artifact.Limits{}); err != nil {
+			return wait("the artifact of GitRepository %s is not usable: %v", key, err)
+		}
+	default:
+		err := fmt.Errorf("spec.sourceRef.kind %q is not HelmRepository or GitRepository", ref.Kind)
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
+	return nil
+}
+
+// reconcileChart resolves and builds the chart. From an HTTP
+// HelmRepository: spec.version resolved against the stored index, the
+// archive downloaded from the entry's URL (relative to the repository's)
+// with the getter, credentials only to the repository's host unless
+// passCredentials, checked against the index digest. From an OCI one:
+// the tags listed and the range resolved by the SDK's registry client,
+// the chart pulled. From a GitRepository: the chart loaded from spec.chart
+// in the artifact (a ChartVersion chart whose version is unchanged is not
+// built again). Every download is at most --helm-chart-max-size bytes,
+// every request bounded by the HelmRepository's spec.timeout; loading keeps
+// to the SDK loader's decompressed-size budget. Then the missing
+// dependencies are resolved (file:// inside the same source, or the
+// HelmRepository in the namespace serving the URL, with its credentials),
+// spec.valuesFiles merged over values.yaml, and the chart packaged
+// deterministically. Sets FetchFailed (ChartPullFailed,
+// AuthenticationFailed, InsecureConnectionsDisallowed for a plain http://
+// request on behalf of an https:// repository) and BuildFailed
+// (ChartPackageFailed), each deleted on success.
+func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	if st.upToDate {
+		return nil
+	}
+	if err := r.pull(ctx, obj, st); err != nil {
+		reason := sourcev1.ChartPullFailedReason
+		var re *plumbreconcile.Error
+		switch {
+		case errors.As(err, &re):
+			reason = re.Reason
+		case errors.Is(err, helm.ErrInsecure):
+			reason = meta.InsecureConnectionsDisallowedReason
+			re = plumbreconcile.Stalled(reason, err).Polling(obj.Spec.Interval.Duration)
+		case errors.Is(err, errCredentials) || helm.IsUnauthorized(err):
+			reason = sourcev1.AuthenticationFailedReason
+		}
+		msg := message.StripUserInfo(err.Error())
+		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", msg)
+		if re != nil {
+			re.Err = errors.New(msg)
+			return re
+		}
+		return plumbreconcile.Failed(reason, errors.New(msg))
+	}
+	conditions.Delete(obj, sourcev1.FetchFailedCondition)
+	if st.upToDate {
+		return nil
+	}
+	if err := r.build(ctx, obj, st); err != nil {
+		msg := message.StripUserInfo(err.Error())
+		conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, sourcev1.ChartPackageFailedReason, "%s", msg)
+		return plumbreconcile.Failed(sourcev1.ChartPackageFailedReason, errors.New(msg))
+	}
+	conditions.Delete(obj, sourcev1.BuildFailedCondition)
+	return nil
+}
+
+// sameSource reports whether the stored artifact was built, for this
+// generation, from the source artifact at hand (an index or a commit: the
+// same input resolves to the same chart), so that nothing is read again.
+// An OCI repository has no such revision: its tags are listed every time.
+func sameSource(obj *sourcev1.HelmChart, st *chartState) bool {
+	return st.artifactOK && st.sourceRevision != "" && obj.Status.ObservedSourceArtifactRevision == st.sourceRevision &&
+		current(obj, st, obj.Status.Artifact.Revision)
+}
+
+// current reports whether the stored artifact is the chart version for
+// this generation, so nothing needs pulling or building.
+func current(obj *sourcev1.HelmChart, st *chartState, version string) bool {
+	return st.artifactOK && obj.Status.ObservedGeneration == obj.Generation &&
+		obj.Status.Artifact.Revision == version && obj.Status.ObservedChartName != "" &&
+		conditions.IsTrue(obj, meta.ReadyCondition)
+}
+
+func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	maxChart := maxOr(r.MaxChartSize, DefaultMaxChartSize)
+	switch {
+	case st.git != nil:
+		return r.loadFromGit(obj, st)
+	case st.repo.IsOCI():
+		reg, ref, err := r.registry(ctx, st.repo)
+		if err != nil {
+			return err
+		}
+		ref += "/" + obj.Spec.Chart
+		version, err := reg.Resolve(ref, obj.Spec.Version)
+		if err != nil {
+			return err
+		}
+		st.version = version
+		if st.upToDate = current(obj, st, version); st.upToDate {
+			return nil
+		}
+		tgz, err := reg.Pull(ref, version)
+		if err != nil {
+			return err
+		}
+		return r.loadArchive(obj, st, tgz)
+	default:
+		index, err := helm.LoadIndex(r.Storage.LocalPath(st.repo.Status.Artifact.Path))
+		if err != nil {
+			return err
+		}
+		cv, u, err := helm.ResolveChart(index, st.repo.Spec.URL, obj.Spec.Chart, obj.Spec.Version)
+		if err != nil {
+			return err
+		}
+		st.version = cv.Version
+		if st.upToDate = current(obj, st, cv.Version); st.upToDate {
+			return nil
+		}
+		creds, err := helmCredentials(ctx, r.Client, st.repo)
+		if err != nil {
+			return err
+		}
+		f := helm.Fetcher{RepoURL: st.repo.Spec.URL, Credentials: creds, Timeout: st.repo.GetTimeout().Duration}
+		tgz, err := f.Get(u, maxChart)
+		if err != nil {
+			return fmt.Errorf("downloading chart %s version %s: %w", obj.Spec.Chart, cv.Version, err)
+		}
+		if err := helm.VerifyChartDigest(cv, tgz); err != nil {
+			return err
+		}
+		return r.loadArchive(obj, st, tgz)
+	}
+}
+
+func (r *HelmChartReconciler) loadArchive(obj *sourcev1.HelmChart, st *chartState, tgz []byte) error {
+	ch, err := helm.LoadArchive(tgz)
+	if err != nil {
+		return err
+	}
+	if ch.Name() != obj.Spec.Chart {
+		return fmt.Errorf("the repository served chart %q for %q", ch.Name(), obj.Spec.Chart)
+	}
+	st.chart = ch
+	return nil
+}
+
+// loadFromGit loads the chart at spec.chart in the extracted artifact and
+// settles its version: spec.version, when a range, must match it; the
+// Revision strategy appends the source revision (<version>+<short>).
+func (r *HelmChartReconciler) loadFromGit(obj *sourcev1.HelmChart, st *chartState) error {
+	dir := filepath.Join(st.root, filepath.FromSlash(strings.TrimPrefix(obj.Spec.Chart, "/")))
+	if err := helm.Inside(st.root, dir); err != nil {
+		err = fmt.Errorf("spec.chart %q: %w", obj.Spec.Chart, err)
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err).Polling(obj.Spec.Interval.Duration)
+	}
+	ch, err := helm.LoadDir(dir)
+	if err != nil {
+		return fmt.Errorf("spec.chart %q: %w", obj.Spec.Chart, err)
+	}
+	version := ch.Metadata.Version
+	if v := obj.Spec.Version; v != "" && v != "*" {
+		c, _ := semver.NewConstraint(v)
+		sv, err := semver.NewVersion(version)
+		if err != nil || !c.Check(sv) {
+			return fmt.Errorf("chart %s version %s does not match spec.version %q", ch.Name(), version, v)
+		}
+	}
+	if obj.GetReconcileStrategy() == sourcev1.ReconcileStrategyRevision {
+		version = withRevision(version, st.sourceRevision)
+	}
+	st.version, st.chart, st.dir = version, ch, dir
+	st.upToDate = current(obj, st, version)
+	return nil
+}
+
+// withRevision appends the short source revision as semver build
+// metadata: 1.2.3+0123456789ab, or 1.2.3+build.0123456789ab.
+func withRevision(version, revision string) string {
+	short := revision[strings.LastIndex(revision, ":")+1:]
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	short = strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' {
+			return r
+		}
+		return '-'
+	}, short)
+	if strings.Contains(version, "+") {
+		return version + "." + short
+	}
+	return version + "+" + short
+}
+
+func (r *HelmChartReconciler) build(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	ch := st.chart
+	deps := helm.Dependencies{
+		Root:          st.root,
+		MaxChartBytes: maxOr(r.MaxChartSize, DefaultMaxChartSize),
+		Repository:    func(url string) (*helm.Repository, error) { return r.dependencyRepository(ctx, obj.Namespace, url) },
+	}
+	if err := deps.Build(ch, st.dir); err != nil {
+		return err
+	}
+	if err := helm.MergeValuesFiles(ch, obj.Spec.ValuesFiles); err != nil {
+		return err
+	}
+	ch.Metadata.Version = st.version
+	tgz, err := helm.Package(ch)
+	if err != nil {
+		return err
+	}
+	st.tgz = tgz
+	return nil
+}
+
+// dependencyRepository finds the HelmRepository of the namespace whose
+// URL is url (trailing slashes aside) and returns it as a dependency
+// source with its credentials.
+func (r *HelmChartReconciler) dependencyRepository(ctx context.Context, namespace, url string) (*helm.Repository, error) {
+	var list sourcev1.HelmRepositoryList
+	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	want := strings.TrimRight(url, "/")
+	for i := range list.Items {
+		repo := &list.Items[i]
+		if strings.TrimRight(repo.Spec.URL, "/") != want {
+			continue
+		}
+		if repo.IsOCI() {
+			reg, ref, err := r.registry(ctx, repo)
+			if err != nil {
+				return nil, err
+			}
+			return &helm.Repository{URL: repo.Spec.URL, Registry: reg, Ref: ref}, nil
+		}
+		a := repo.Status.Artifact
+		if a == nil {
+			return nil, fmt.Errorf("HelmRepository %s/%s serving %s has no index yet", namespace, repo.Name, url)
+		}
+		if err := r.Storage.Verify(a); err != nil {
+			return nil, fmt.Errorf("the index of HelmRepository %s/%s is not in storage: %w", namespace, repo.Name, err)
+		}
+		index, err := helm.LoadIndex(r.Storage.LocalPath(a.Path))
+		if err != nil {
+			return nil, err
+		}
+		creds, err := helmCredentials(ctx, r.Client, repo)
+		if err != nil {
+			return nil, err
+		}
+		f := &helm.Fetcher{RepoURL: repo.Spec.URL, Credentials: creds, Timeout: repo.GetTimeout().Duration}
+		return &helm.Repository{URL: repo.Spec.URL, Index: index, Fetcher: f}, nil
+	}
+	return nil, fmt.Errorf("no HelmRepository in namespace %s serves %s", namespace, url)
+}
+
+// registry returns the SDK registry client for an OCI HelmRepository and
+// its host/path.
+func (r *HelmChartReconciler) registry(ctx context.Context, repo *sourcev1.HelmRepository) (*helm.Registry, string, error) {
+	ref, err := helm.OCIRef(repo.Spec.URL)
+	if err != nil {
+		return nil, "", err
+	}
+	creds, err := helmCredentials(ctx, r.Client, repo)
+	if err != nil {
+		return nil, "", err
+	}
+	host, _, _ := strings.Cut(ref, "/")
+	reg, err := helm.NewRegistry(host, creds, repo.Spec.Insecure, repo.GetTimeout().Duration, maxOr(r.MaxChartSize, DefaultMaxChartSize))
+	if err != nil {
+		return nil, "", credentialsError{err}
+	}
+	return reg, ref, nil
+}
+
+// reconcileArtifact stores the packaged chart as
+// helmchart/<ns>/<name>/<chart>-<version>-<sha256>.tgz (revision: the
+// chart version), records the observed chart name, source revision and
+// values files, emits NewArtifact when the digest changed, and keeps the
+// newest --artifact-retention-records files. The same chart packages to
+// the same bytes, so an unchanged chart changes nothing. Sets
+// ArtifactInStorage.
+func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+	ref := helmChartRef(obj)
+	prev := obj.Status.Artifact
+	if !st.upToDate {
+		digest := helm.Digest(st.tgz)
+		if !st.artifactOK || prev.Digest != digest || prev.Revision != st.version {
+			name := fmt.Sprintf("%s-%s-%s.tgz", st.chart.Name(), st.version, strings.TrimPrefix(digest, "sha256:"))
+			a, err := r.Storage.Store(ctx, ref, name, strings.NewReader(string(st.tgz)))
+			if err != nil {
+				conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
+					"storing the artifact failed: %v", err)
+				return plumbreconcile.Failed(sourcev1.StorageOperationFailedReason, err)
+			}
+			a.Revision = st.version
+			obj.Status.Artifact = a
+			recordNewArtifact(r.Events, obj, prev, a, st.artifactOK)
+		}
+		obj.Status.ObservedChartName = st.chart.Name()
+	}
+	obj.Status.ObservedSourceArtifactRevision = st.sourceRevision
+	obj.Status.ObservedValuesFiles = slices.Clone(obj.Spec.ValuesFiles)
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
+		"stored artifact for revision %q", obj.Status.Artifact.Revision)
+	garbageCollect(ctx, r.Storage, ref, obj.Status.Artifact)
+	return nil
+}
+
+func helmChartRef(obj *sourcev1.HelmChart) artifact.Ref {
+	return artifact.Ref{Kind: sourcev1.HelmChartKind, Namespace: obj.Namespace, Name: obj.Name}
+}

@@ -1,0 +1,113 @@
+package helm
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"helm.sh/helm/v4/pkg/registry"
+)
+
+// OCIRef parses an oci:// HelmRepository URL into host/path, checking it
+// names a registry host and no tag or digest.
+func OCIRef(raw string) (string, error) {
+	if !registry.IsOCI(raw) {
+		return "", fmt.Errorf("%q is not an oci:// URL", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("invalid URL %q: %w", raw, err)
+	}
+	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("invalid OCI repository URL %q: want oci://<host>[/<path>]", raw)
+	}
+	p := strings.Trim(u.Path, "/")
+	if strings.ContainsAny(p, ":@") {
+		return "", fmt.Errorf("invalid OCI repository URL %q: it must not hold a tag or digest", raw)
+	}
+	if p == "" {
+		return u.Host, nil
+	}
+	return u.Host + "/" + p, nil
+}
+
+// Registry lists and pulls charts of one OCI registry with the SDK's
+// registry client.
+type Registry struct {
+	client *registry.Client
+}
+
+// noCredentialsFile is handed to the registry client, which otherwise
+// reads Helm's credentials file of the controller's user: this client is
+// given the HelmRepository's credentials or none, nothing ambient.
+var noCredentialsFile = filepath.Join(os.TempDir(), "plumb-helm-registry-no-credentials", "config.json")
+
+// NewRegistry returns a client for the registry at host: plain HTTP when
+// insecure, every request bounded by timeout, every response by maxBytes.
+func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Duration, maxBytes int64) (*Registry, error) {
+	if (creds.Username == "") != (creds.Password == "") {
+		return nil, errors.New("username and password must be given together")
+	}
+	hc := &http.Client{Transport: transport(creds.TLS, maxBytes, !insecure), Timeout: timeout}
+	authorizer := auth.Client{Client: hc, Header: http.Header{"User-Agent": {"plumb-source-controller"}}}
+	if creds.Username != "" {
+		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: creds.Username, Password: creds.Password})
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(hc),
+		registry.ClientOptAuthorizer(authorizer),
+		registry.ClientOptCredentialsFile(noCredentialsFile),
+	}
+	if insecure {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	c, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{client: c}, nil
+}
+
+// Resolve lists the tags of ref (host/path/chart) and returns the newest
+// version matching the semver range version ("" or "*": the newest stable).
+func (r *Registry) Resolve(ref, version string) (string, error) {
+	if version == "*" {
+		version = ""
+	}
+	tags, err := r.client.Tags(ref)
+	if err != nil {
+		return "", fmt.Errorf("listing the tags of %s: %w", ref, err)
+	}
+	if len(tags) == 0 {
+		return "", fmt.Errorf("%s has no semver tag", ref)
+	}
+	tag, err := registry.GetTagMatchingVersionOrConstraint(tags, version)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", ref, err)
+	}
+	return tag, nil
+}
+
+// Pull downloads the chart archive of ref at version.
+func (r *Registry) Pull(ref, version string) ([]byte, error) {
+	// OCI tags cannot hold "+": Helm writes it as "_".
+	full := ref + ":" + strings.ReplaceAll(version, "+", "_")
+	res, err := r.client.Pull(full)
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), ErrTooLarge.Error()) {
+			return nil, fmt.Errorf("pulling %s: %w", full, ErrTooLarge)
+		}
+		return nil, fmt.Errorf("pulling %s: %w", full, err)
+	}
+	if res.Chart == nil || len(res.Chart.Data) == 0 {
+		return nil, fmt.Errorf("%s holds no chart layer", full)
+	}
+	return res.Chart.Data, nil
+}
