@@ -22,7 +22,8 @@ const DefaultCapabilitiesTTL = 5 * time.Minute
 // Capabilities are the cluster's capabilities as Helm templates see them
 // (.Capabilities.KubeVersion, .Capabilities.APIVersions), from the API
 // server's discovery. They are kept for TTL and dropped at once when a
-// CustomResourceDefinition changes (Invalidate), so that a chart's
+// CustomResourceDefinition changes (Invalidate; for a few seconds after, a
+// render asks discovery again each time), so that a chart's
 // `.Capabilities.APIVersions.Has "<group>/<version>/<Kind>"` sees a CRD
 // soon after it is installed, without asking discovery for every render.
 type Capabilities struct {
@@ -36,7 +37,15 @@ type Capabilities struct {
 	caps    *helmrender.Capabilities
 	digest  string
 	fetched time.Time
+	// invalidated is when a CRD last changed.
+	invalidated time.Time
 }
+
+// capabilitiesSettle is how long after a CRD change discovery is not
+// trusted to show it yet: the API server serves a new CRD's version a
+// moment after it reports it Established, so what is fetched in that
+// moment is used once and not kept.
+const capabilitiesSettle = 10 * time.Second
 
 // Get returns the capabilities and their digest (which a render's cache key
 // includes: a new API version may change what a chart renders).
@@ -47,7 +56,7 @@ func (c *Capabilities) Get(ctx context.Context) (helmrender.Capabilities, string
 	if ttl <= 0 {
 		ttl = DefaultCapabilitiesTTL
 	}
-	if c.caps != nil && time.Since(c.fetched) < ttl {
+	if c.caps != nil && time.Since(c.fetched) < ttl && c.fetched.Sub(c.invalidated) > capabilitiesSettle {
 		return *c.caps, c.digest, nil
 	}
 	caps, err := discover(c.Discovery)
@@ -67,6 +76,7 @@ func (c *Capabilities) Get(ctx context.Context) (helmrender.Capabilities, string
 func (c *Capabilities) Invalidate() {
 	c.mu.Lock()
 	c.caps = nil
+	c.invalidated = time.Now()
 	c.mu.Unlock()
 }
 
