@@ -40,9 +40,9 @@ type Options struct {
 }
 
 type Result struct {
-	Manifests                               []byte
+	Manifests                             []byte
 	ChartName, ChartVersion, ConfigDigest string
-	Objects                                 int
+	Objects                               int
 }
 
 func Render(ctx context.Context, chartArchive []byte, opts Options) (*Result, error) {
