@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 

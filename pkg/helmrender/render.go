@@ -448,4 +448,3 @@ func annotateCRD(n *kyaml.RNode, policy string) error {
 	}
 	return nil
 }
-
