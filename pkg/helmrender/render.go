@@ -81,15 +81,6 @@ type Result struct {
 	IDs     []object.ID
 }
 
-// Annotations Render sets on the CRDs of a chart's crds/ folders.
-const (
-	// SSAAnnotation with IfNotPresentValue (policy Create) tells
-	// sync-controller to create the object when it is missing and never to
-	// change one that exists.
-	SSAAnnotation     = "plumb.dev/ssa"
-	IfNotPresentValue = "IfNotPresent"
-)
-
 // notesFileSuffix ends the names of NOTES.txt templates, which are text
 // for a terminal, not objects (the SDK's action.notesFileSuffix).
 const notesFileSuffix = "NOTES.txt"
@@ -444,7 +435,7 @@ func annotateCRD(n *kyaml.RNode, policy string) error {
 		return err
 	}
 	if policy == helmv2.CRDsCreate {
-		return n.PipeE(kyaml.SetAnnotation(SSAAnnotation, IfNotPresentValue))
+		return n.PipeE(kyaml.SetAnnotation(kustomizev1.SSAAnnotation, kustomizev1.IfNotPresentValue))
 	}
 	return nil
 }
