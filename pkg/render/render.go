@@ -466,7 +466,14 @@ func assemble(objs []rendered, limits Limits) (*Result, error) {
 	var b strings.Builder
 	ids := make([]object.ID, 0, len(objs))
 	for i, o := range objs {
-		if int64(b.Len()+len(o.yaml)) > limits.MaxOutputBytes {
+		size := len(o.yaml)
+		if i > 0 {
+			size += len("---\n")
+		}
+		if !strings.HasSuffix(o.yaml, "\n") {
+			size++
+		}
+		if int64(b.Len()+size) > limits.MaxOutputBytes {
 			return nil, limitErr("the rendered manifests pass the limit of %d bytes (--max-rendered-size) at %s, object %d of %d",
 				limits.MaxOutputBytes, o, i+1, len(objs))
 		}
