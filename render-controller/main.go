@@ -20,7 +20,7 @@ import (
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/helmvalues"
+	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
@@ -35,6 +35,8 @@ type renderOptions struct {
 	MaxExtractedSize   int64
 	MaxFiles           int
 	MaxValuesSize      int64
+	MaxChartSize       int64
+	MaxChartExtracted  int64
 	CapabilitiesTTL    time.Duration
 	DownloadAttempts   int
 	RenderTimeout      time.Duration
@@ -50,8 +52,12 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes a source artifact may extract to.")
 	fs.IntVar(&o.MaxFiles, "max-files", artifact.DefaultMaxFiles,
 		"The most entries a source artifact may hold.")
-	fs.Int64Var(&o.MaxValuesSize, "max-values-size", helmvalues.DefaultMaxBytes,
-		"The most bytes of values one HelmRelease may read: its valuesFrom keys and spec.values together.")
+	fs.Int64Var(&o.MaxValuesSize, "max-values-size", helmrender.DefaultMaxValuesBytes,
+		"The most bytes of values one HelmRelease may read (its valuesFrom keys and spec.values together) and render (the merged values as JSON).")
+	fs.Int64Var(&o.MaxChartSize, "max-chart-size", helmrender.DefaultMaxArchiveBytes,
+		"The largest chart artifact (.tgz) a HelmRelease downloads and renders, in bytes.")
+	fs.Int64Var(&o.MaxChartExtracted, "max-chart-extracted-size", helmrender.DefaultMaxDecompressedBytes,
+		"The most bytes a chart artifact's files may decompress to.")
 	fs.DurationVar(&o.CapabilitiesTTL, "capabilities-ttl", rendercontroller.DefaultCapabilitiesTTL,
 		"How long the cluster's capabilities (Kubernetes version, served API versions) are used for Helm renders before discovery is asked again; a CustomResourceDefinition change drops them at once.")
 	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
@@ -78,6 +84,10 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
 	case o.MaxValuesSize < 1:
 		return fmt.Errorf("--max-values-size must be positive, got %d", o.MaxValuesSize)
+	case o.MaxChartSize < 1, o.MaxChartExtracted < 1:
+		return fmt.Errorf("--max-chart-size and --max-chart-extracted-size must be positive")
+	case o.MaxChartExtracted > helmrender.DefaultMaxDecompressedBytes:
+		return fmt.Errorf("--max-chart-extracted-size cannot pass the Helm SDK loader's own limit of %d bytes", helmrender.DefaultMaxDecompressedBytes)
 	case o.CapabilitiesTTL <= 0:
 		return fmt.Errorf("--capabilities-ttl must be positive, got %s", o.CapabilitiesTTL)
 	case o.DownloadAttempts < 1:
@@ -205,8 +215,11 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		DownloadAttempts:     renderOpts.DownloadAttempts,
 		RenderTimeout:        renderOpts.RenderTimeout,
 		RenderLimits:         renderOpts.RenderLimits,
-		ValuesLimits:         helmvalues.Limits{MaxBytes: renderOpts.MaxValuesSize, MaxNodes: renderOpts.RenderLimits.MaxNodes},
-		Limits:               artifact.Limits{MaxArchiveBytes: renderOpts.MaxArtifactSize},
+		HelmLimits: helmrender.Limits{
+			MaxArchiveBytes:      renderOpts.MaxChartSize,
+			MaxDecompressedBytes: renderOpts.MaxChartExtracted,
+			MaxValuesBytes:       renderOpts.MaxValuesSize,
+		},
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {

@@ -33,7 +33,7 @@ type Limits struct {
 // Defaults: far above real values (a large chart's values.yaml is some
 // 100 KiB), far below what would strain the controller's memory.
 const (
-	DefaultMaxBytes int64 = 8 << 20
+	DefaultMaxBytes int64 = 16 << 20
 	DefaultMaxNodes int64 = 200_000
 )
 

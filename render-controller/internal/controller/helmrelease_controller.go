@@ -74,17 +74,19 @@ type HelmReleaseReconciler struct {
 	// (pkg/fetch defaults when zero).
 	DownloadAttempts int
 	DownloadBackoff  time.Duration
-	// Limits bound the chart archive (--max-artifact-size; the extraction
-	// limits are pkg/helmrender's).
-	Limits artifact.Limits
+	// HelmLimits bound the chart archive (the download too:
+	// --max-chart-size), its decompressed files
+	// (--max-chart-extracted-size) and the values (--max-values-size: the
+	// bytes read from valuesFrom and spec.values, and the merged values as
+	// JSON). Its output, node and document limits, when zero, are
+	// RenderLimits'.
+	HelmLimits helmrender.Limits
 	// RenderLimits and RenderTimeout bound each render, as a
-	// Kustomization's (--max-render-input, --max-yaml-nodes,
-	// --max-yaml-documents, --max-rendered-size, --render-timeout).
+	// Kustomization's (--max-yaml-nodes, --max-yaml-documents,
+	// --max-rendered-size, --render-timeout; --max-yaml-nodes bounds each
+	// values document too).
 	RenderLimits  render.Limits
 	RenderTimeout time.Duration
-	// ValuesLimits bound the values read (--max-values-size; the node
-	// budget is --max-yaml-nodes).
-	ValuesLimits helmvalues.Limits
 	// NoCrossNamespaceRefs refuses a HelmChart or chart source in another
 	// namespace.
 	NoCrossNamespaceRefs bool
@@ -583,11 +585,8 @@ func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
 // with reason ValuesFailed (a missing object or key, bad YAML, a bad
 // targetPath) or LimitExceeded (--max-values-size, --max-yaml-nodes).
 func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	limits := r.ValuesLimits
-	if limits.MaxNodes <= 0 {
-		limits.MaxNodes = r.RenderLimits.MaxNodes
-	}
-	values, err := helmvalues.Merge(ctx, r.Client, obj, limits)
+	limits := r.helmLimits()
+	values, err := helmvalues.Merge(ctx, r.Client, obj, helmvalues.Limits{MaxBytes: limits.MaxValuesBytes, MaxNodes: limits.MaxNodes})
 	if err != nil {
 		var le *helmvalues.LimitError
 		if errors.As(err, &le) {
@@ -625,7 +624,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	h := sha256.New()
 	fmt.Fprintf(h, "chart=%s\ngeneration=%d\nvalues=%s\ninstall=%t\ncrds=%s\ncapabilities=%s\nlimits=%+v\n",
 		st.chart.Status.Artifact.Digest, obj.Generation, helmrender.ConfigDigest(st.values),
-		st.installing, st.crds, st.capsDigest, r.RenderLimits)
+		st.installing, st.crds, st.capsDigest, r.helmLimits())
 	st.key = hex.EncodeToString(h.Sum(nil))
 	r.mu.Lock()
 	cached := r.cache[client.ObjectKeyFromObject(obj)]
@@ -654,7 +653,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
 		Client:   r.httpClient(),
-		MaxSize:  defaultedLimits(r.Limits).MaxArchiveBytes,
+		MaxSize:  r.helmLimits().MaxArchiveBytes,
 		Attempts: r.DownloadAttempts,
 		Backoff:  r.DownloadBackoff,
 	})
@@ -684,7 +683,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 		IsInstall:     st.installing,
 		CRDs:          st.crds,
 		PostRenderers: obj.Spec.PostRenderers,
-		Limits:        r.RenderLimits,
+		Limits:        r.helmLimits(),
 	})
 	st.archive = nil
 	if err != nil {
@@ -704,7 +703,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	ref := helmStorageRef(client.ObjectKeyFromObject(obj))
 	res := st.result
-	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(res.Manifests))
+	digest := res.Digest
 	md := map[string]string{
 		helmv2.ArtifactChartNameKey:    res.ChartName,
 		helmv2.ArtifactChartVersionKey: res.ChartVersion,
@@ -874,9 +873,23 @@ func defaulted(d, def time.Duration) time.Duration {
 	return def
 }
 
-func defaultedLimits(l artifact.Limits) artifact.Limits {
-	if l.MaxArchiveBytes <= 0 {
-		l.MaxArchiveBytes = artifact.DefaultMaxArchiveBytes
+// helmLimits are HelmLimits with the render limits and the defaults in
+// its zero fields.
+func (r *HelmReleaseReconciler) helmLimits() helmrender.Limits {
+	l := r.HelmLimits
+	set := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
+	set(&l.MaxOutputBytes, r.RenderLimits.MaxOutputBytes)
+	set(&l.MaxNodes, r.RenderLimits.MaxNodes)
+	set(&l.MaxDocuments, r.RenderLimits.MaxDocuments)
+	set(&l.MaxArchiveBytes, helmrender.DefaultMaxArchiveBytes)
+	set(&l.MaxDecompressedBytes, helmrender.DefaultMaxDecompressedBytes)
+	set(&l.MaxValuesBytes, helmrender.DefaultMaxValuesBytes)
+	set(&l.MaxOutputBytes, helmrender.DefaultMaxOutputBytes)
+	set(&l.MaxNodes, helmrender.DefaultMaxNodes)
+	set(&l.MaxDocuments, helmrender.DefaultMaxDocuments)
 	return l
 }

@@ -27,11 +27,11 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/helmrender"
-	"plumb.dev/pkg/helmvalues"
 )
 
-// testValuesLimits are the values limits of the reconciler under test.
-var testValuesLimits = helmvalues.Limits{MaxBytes: 64 << 10}
+// testHelmLimits are the chart and values limits of the reconciler under
+// test.
+var testHelmLimits = helmrender.Limits{MaxArchiveBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxValuesBytes: 64 << 10}
 
 // --- charts ---
 
@@ -449,7 +449,7 @@ func TestHelmReleaseValuesMergeOrder(t *testing.T) {
 	g.Expect(hrRendered(getHR(g, ns, "app")).Message).NotTo(ContainSubstring("hunter2"))
 
 	// Values over --max-values-size are refused.
-	big := strings.Repeat("x", int(testValuesLimits.MaxBytes))
+	big := strings.Repeat("x", int(testHelmLimits.MaxValuesBytes))
 	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big"},
 		Data:       map[string]string{"values.yaml": "big: " + big},
@@ -531,7 +531,7 @@ data:
 	hr := waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
 	body := download(t, hr.Status.RenderedArtifact)
 	g.Expect(body).To(ContainSubstring(`widgets: "false"`))
-	g.Expect(body).To(ContainSubstring(fmt.Sprintf("kube: %q", version.GitVersion)))
+	g.Expect(body).To(ContainSubstring("kube: "+version.GitVersion+"\n"))
 
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
