@@ -64,7 +64,7 @@ type HelmReleaseReconciler struct {
 	Storage *artifact.Storage
 	Events  *events.Recorder
 	Metrics *metrics.Object
-	// Capabilities are what templates see of the cluster. Required.
+	// Capabilities are what templates see of the cluster (--capabilities-ttl). Required.
 	Capabilities *Capabilities
 
 	// HTTPClient downloads chart artifacts; nil is a client with a 5

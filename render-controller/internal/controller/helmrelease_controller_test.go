@@ -531,7 +531,7 @@ data:
 	hr := waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
 	body := download(t, hr.Status.RenderedArtifact)
 	g.Expect(body).To(ContainSubstring(`widgets: "false"`))
-	g.Expect(body).To(ContainSubstring("kube: "+version.GitVersion+"\n"))
+	g.Expect(body).To(ContainSubstring("kube: " + version.GitVersion + "\n"))
 
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
@@ -715,4 +715,89 @@ func TestHelmReleaseSuspended(t *testing.T) {
 
 	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Suspend = false })
 	g.Eventually(func(g Gomega) { getChart(g, ns, ns+"-app") }, timeout, poll).Should(Succeed())
+}
+
+// The install render takes install.crds (Create by default: the CRDs of
+// crds/ rendered to be created only when missing); once a release is
+// deployed, renders take upgrade.crds (Skip by default). releaseName and
+// postRenderers reach the render.
+func TestHelmReleaseCRDPolicyAndPostRenderers(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	group := strings.ReplaceAll(ns, "-", "") + ".crds.plumb.dev"
+	helmChartObject(t, ns, "chart")
+	setChartArtifact(t, ns, "chart", "1.0.0", testChart(t, "withcrds", "1.0.0", map[string]string{
+		"crds/gadget.yaml": fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, group),
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.0
+`,
+	}))
+	helmRelease(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.Chart = nil
+		s.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "chart"}
+		s.ReleaseName = "custom-name"
+		s.PostRenderers = []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{
+			Images: []kustomizev1.Image{{Name: "nginx", NewTag: "2.0"}},
+		}}}
+	})
+	hr := waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	body := download(t, hr.Status.RenderedArtifact)
+	g.Expect(body).To(ContainSubstring("name: gadgets." + group))
+	g.Expect(body).To(ContainSubstring(kustomizev1.SSAAnnotation + ": " + kustomizev1.IfNotPresentValue))
+	g.Expect(body).To(ContainSubstring("name: custom-name"))
+	g.Expect(body).To(ContainSubstring("image: nginx:2.0"), "the post-renderer's image")
+
+	// Deployed: the upgrade's default policy skips crds/.
+	live := getHR(g, ns, "app")
+	patch := client.MergeFrom(live.DeepCopy())
+	now := metav1.Now()
+	a := live.Status.RenderedArtifact
+	live.Status.History = []helmv2.Snapshot{{
+		Version: 1, Name: "custom-name", Namespace: ns, ChartName: "withcrds", ChartVersion: "1.0.0",
+		ConfigDigest: a.Metadata[helmv2.ArtifactConfigDigestKey], Digest: a.Digest,
+		FirstDeployed: now, LastDeployed: now, Status: helmv2.ReleaseStatusDeployed,
+	}}
+	g.Expect(k8s.Status().Patch(context.Background(), live, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		hr := getHR(g, ns, "app")
+		g.Expect(hrRendered(hr).Status).To(Equal(metav1.ConditionTrue))
+		body := download(t, hr.Status.RenderedArtifact)
+		g.Expect(body).NotTo(ContainSubstring("gadgets." + group))
+		g.Expect(body).To(ContainSubstring("image: nginx:2.0"))
+	}, timeout, poll).Should(Succeed())
+
+	// upgrade.crds CreateReplace renders them plainly.
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Upgrade = &helmv2.Upgrade{CRDs: helmv2.CRDsCreateReplace} })
+	g.Eventually(func(g Gomega) {
+		hr := getHR(g, ns, "app")
+		c := hrRendered(hr)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.ObservedGeneration).To(Equal(hr.Generation))
+		body := download(t, hr.Status.RenderedArtifact)
+		g.Expect(body).To(ContainSubstring("name: gadgets." + group))
+		g.Expect(body).NotTo(ContainSubstring(kustomizev1.SSAAnnotation))
+	}, timeout, poll).Should(Succeed())
 }
