@@ -43,6 +43,16 @@ type renderOptions struct {
 	RenderLimits       render.Limits
 }
 
+// Chart limits: a large real chart (kube-prometheus-stack, dependencies
+// and dashboards included) is under 1 MiB packaged and about 10 MiB of
+// files. These defaults keep a HelmRelease render within the memory one
+// Kustomization render may take (deploy/README.md, "Sizing"), below
+// pkg/helmrender's own defaults, which are the SDK's ceilings.
+const (
+	defaultMaxChartSize      int64 = 16 << 20
+	defaultMaxChartExtracted int64 = 64 << 20
+)
+
 func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.StrictSubstitution, "strict-substitution", false,
 		"Fail a render when a ${var} has no value and no default, instead of substituting the empty string (Flux's default).")
@@ -54,9 +64,9 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most entries a source artifact may hold.")
 	fs.Int64Var(&o.MaxValuesSize, "max-values-size", helmrender.DefaultMaxValuesBytes,
 		"The most bytes of values one HelmRelease may read (its valuesFrom keys and spec.values together) and render (the merged values as JSON).")
-	fs.Int64Var(&o.MaxChartSize, "max-chart-size", helmrender.DefaultMaxArchiveBytes,
+	fs.Int64Var(&o.MaxChartSize, "max-chart-size", defaultMaxChartSize,
 		"The largest chart artifact (.tgz) a HelmRelease downloads and renders, in bytes.")
-	fs.Int64Var(&o.MaxChartExtracted, "max-chart-extracted-size", helmrender.DefaultMaxDecompressedBytes,
+	fs.Int64Var(&o.MaxChartExtracted, "max-chart-extracted-size", defaultMaxChartExtracted,
 		"The most bytes a chart artifact's files may decompress to.")
 	fs.DurationVar(&o.CapabilitiesTTL, "capabilities-ttl", rendercontroller.DefaultCapabilitiesTTL,
 		"How long the cluster's capabilities (Kubernetes version, served API versions) are used for Helm renders before discovery is asked again; a CustomResourceDefinition change drops them at once.")

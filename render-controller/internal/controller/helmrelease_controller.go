@@ -393,11 +393,13 @@ func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, obj *helmv2.
 		}
 	}
 	st.chartKey = key
-	obj.Status.HelmChart = key.String()
-	if obj.Spec.Chart == nil {
-		return nil
+	if obj.Spec.Chart != nil {
+		if err := r.applyChart(ctx, obj, st); err != nil {
+			return err
+		}
 	}
-	return r.applyChart(ctx, obj, st)
+	obj.Status.HelmChart = key.String()
+	return nil
 }
 
 // applyChart server-side-applies the HelmChart of spec.chart, unless the

@@ -667,6 +667,7 @@ func TestHelmReleaseForeignHelmChartRefused(t *testing.T) {
 	hr := helmRelease(t, ns, "app", nil)
 	failed := waitHR(t, ns, "app", metav1.ConditionFalse, helmv2.HelmChartFailedReason)
 	g.Expect(hrRendered(failed).Message).To(ContainSubstring(fmt.Sprintf("HelmChart %s/%s-app exists and does not belong to this HelmRelease", ns, ns)))
+	g.Expect(failed.Status.HelmChart).To(BeEmpty(), "not the HelmChart rendered")
 	hc := getChart(g, ns, ns+"-app")
 	g.Expect(hc.Labels).NotTo(HaveKey(helmv2.NameLabel))
 	g.Expect(hc.Spec.Version).To(Equal("*"), "the spec is left as it was")
