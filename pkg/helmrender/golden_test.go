@@ -110,7 +110,7 @@ func TestGoldenHelmTemplate(t *testing.T) {
 		"upgrade with values": {app, Options{ReleaseName: "shop", Namespace: "prod", Values: map[string]any{
 			"replicas": 4, "config": map[string]any{"color": "red"}, "lib": map[string]any{"greeting": "hey"},
 		}}},
-		"kube version": {app, Options{ReleaseName: "web", Namespace: "apps", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
+		"kube version":    {app, Options{ReleaseName: "web", Namespace: "apps", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
 		"benchmark chart": {platform, Options{ReleaseName: "shop", Namespace: "prod", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
 		"benchmark chart, upgrade with values": {platform, Options{ReleaseName: "shop", Namespace: "prod", Capabilities: Capabilities{KubeVersion: "v1.37.2"}, Values: map[string]any{
 			"global":     map[string]any{"logLevel": "debug"},

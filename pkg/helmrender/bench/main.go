@@ -310,4 +310,3 @@ func ratio(a, b int64) string { return fmt.Sprintf("%.2f", float64(a)/float64(b)
 func ms(ns int64) string { return fmt.Sprintf("%.1f ms", float64(ns)/1e6) }
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-
