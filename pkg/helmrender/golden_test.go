@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -100,6 +101,7 @@ func canonicalSet(t *testing.T, data []byte) []string {
 func TestGoldenHelmTemplate(t *testing.T) {
 	extra := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
 	app := packageChart(t, "app", nil)
+	platform := saveChart(t, filepath.Join("bench", "testdata", "platform"))
 	for name, tc := range map[string]struct {
 		archive []byte
 		opts    Options
@@ -108,7 +110,13 @@ func TestGoldenHelmTemplate(t *testing.T) {
 		"upgrade with values": {app, Options{ReleaseName: "shop", Namespace: "prod", Values: map[string]any{
 			"replicas": 4, "config": map[string]any{"color": "red"}, "lib": map[string]any{"greeting": "hey"},
 		}}},
-		"kube version": {app, Options{ReleaseName: "web", Namespace: "apps", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
+		"kube version":    {app, Options{ReleaseName: "web", Namespace: "apps", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
+		"benchmark chart": {platform, Options{ReleaseName: "shop", Namespace: "prod", IsInstall: true, Capabilities: Capabilities{KubeVersion: "v1.37.2"}}},
+		"benchmark chart, upgrade with values": {platform, Options{ReleaseName: "shop", Namespace: "prod", Capabilities: Capabilities{KubeVersion: "v1.37.2"}, Values: map[string]any{
+			"global":     map[string]any{"logLevel": "debug"},
+			"cache":      map[string]any{"enabled": false},
+			"components": map[string]any{"auth": map[string]any{"replicas": 9, "ingress": map[string]any{"enabled": true}}},
+		}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			want := canonicalSet(t, helmTemplate(t, tc.archive, tc.opts, extra))

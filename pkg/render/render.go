@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -386,7 +387,13 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 // JSON, so keys come sorted), keeping substituted objects in the same form as
 // the others.
 func canonicalYAML(n *kyaml.RNode) (string, error) {
-	j, err := n.MarshalJSON()
+	// What RNode.MarshalJSON does, without printing the node and parsing
+	// it again first: decode the node itself.
+	var m map[string]any
+	if err := n.YNode().Decode(&m); err != nil {
+		return "", err
+	}
+	j, err := json.Marshal(m)
 	if err != nil {
 		return "", err
 	}
