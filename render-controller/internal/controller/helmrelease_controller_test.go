@@ -271,6 +271,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 			Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "from the template"},
 		}
 		s.Chart.Spec.ValuesFiles = []string{"values-prod.yaml"}
+		s.Chart.Spec.ReconcileStrategy = sourcev1.ReconcileStrategyRevision
 		s.TargetNamespace = "apps"
 		s.Values = jsonValues(t, map[string]any{"greeting": "hello"})
 	})
@@ -286,6 +287,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	g.Expect(hc.Spec.SourceRef).To(Equal(sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "repo"}))
 	g.Expect(hc.Spec.Interval.Duration).To(Equal(time.Hour), "the HelmRelease's interval")
 	g.Expect(hc.Spec.ValuesFiles).To(Equal([]string{"values-prod.yaml"}))
+	g.Expect(hc.Spec.ReconcileStrategy).To(Equal(sourcev1.ReconcileStrategyRevision))
 	g.Expect(hc.Labels).To(HaveKeyWithValue("team", "a"))
 	g.Expect(hc.Labels).To(HaveKeyWithValue(helmv2.NameLabel, "app"))
 	g.Expect(hc.Labels).To(HaveKeyWithValue(helmv2.NamespaceLabel, ns))
@@ -500,6 +502,38 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 	g.Expect(second.Status.RenderedArtifact.Metadata[helmv2.ArtifactConfigDigestKey]).
 		NotTo(Equal(first.Status.RenderedArtifact.Metadata[helmv2.ArtifactConfigDigestKey]))
 	g.Expect(helmRec.Renders(key)).To(Equal(renders + 1))
+
+	// A Secret of valuesFrom created later, then changed: each re-renders.
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.ValuesFrom = append(s.ValuesFrom, helmv2.ValuesReference{Kind: "Secret", Name: "late", ValuesKey: "v", TargetPath: "token"})
+	})
+	waitHR(t, ns, "app", metav1.ConditionFalse, helmv2.ValuesFailedReason)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}, StringData: map[string]string{"v": "one"}}
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
+		g.Expect(v).To(HaveKeyWithValue("token", "one"))
+	})
+	secret.StringData = map[string]string{"v": "two"}
+	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
+		g.Expect(v).To(HaveKeyWithValue("token", "two"))
+	})
+}
+
+// A chart artifact whose bytes are not the announced digest is refused.
+func TestHelmReleaseTamperedChartRefused(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	helmChartObject(t, ns, "chart")
+	a := setChartArtifact(t, ns, "chart", "1.0.0", valuesChart(t, "1.0.0", "a: b\n"))
+	sources.serve("/"+a.Path, a.Revision, valuesChart(t, "1.0.0", "a: tampered\n"), a.Digest)
+	helmRelease(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.Chart = nil
+		s.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "chart"}
+	})
+	hr := waitHR(t, ns, "app", metav1.ConditionFalse, meta.ArtifactFailedReason)
+	g.Expect(hrRendered(hr).Message).To(ContainSubstring("refusing a tampered or partial artifact"))
+	g.Expect(hr.Status.RenderedArtifact).To(BeNil())
 }
 
 // .Capabilities.APIVersions.Has sees a CRD installed in the cluster.
