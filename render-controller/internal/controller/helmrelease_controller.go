@@ -646,7 +646,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 }
 
 // reconcileChartDownload fetches the chart's .tgz with retries, within
-// spec.timeout and --max-artifact-size, and checks its sha256 digest; the
+// spec.timeout and --max-chart-size, and checks its sha256 digest; the
 // archive stays in memory (pkg/helmrender reads it from there, within its
 // own limits). Sets Rendered=False (ArtifactFailed) on any failure.
 func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
