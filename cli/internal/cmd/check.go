@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -32,7 +33,10 @@ var controllers = []string{"source-controller", "render-controller", "sync-contr
 // plumb speaks.
 var plumbCRDs = []struct{ name, version string }{
 	{"gitrepositories." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
+	{"helmrepositories." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
+	{"helmcharts." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
 	{"kustomizations." + kustomizev1.GroupVersion.Group, kustomizev1.GroupVersion.Version},
+	{"helmreleases." + helmv2.GroupVersion.Group, helmv2.GroupVersion.Version},
 	{"alerts." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},
 	{"providers." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},
 	{"receivers." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},

@@ -30,7 +30,10 @@ func TestCheck(t *testing.T) {
 	crdLines := []string{
 		"► checking the CRDs",
 		"✔ gitrepositories.source.plumb.dev: v1 (stored as v1)",
+		"✔ helmrepositories.source.plumb.dev: v1 (stored as v1)",
+		"✔ helmcharts.source.plumb.dev: v1 (stored as v1)",
 		"✔ kustomizations.kustomize.plumb.dev: v1 (stored as v1)",
+		"✔ helmreleases.helm.plumb.dev: v2 (stored as v2)",
 		"✔ alerts.notification.plumb.dev: v1 (stored as v1)",
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",

@@ -27,9 +27,8 @@ type objectDrift struct {
 // driftByObject indexes status.drift by object (Kind/namespace/name, as
 // entryID writes it): the drifted paths (status.drift.paths holds
 // <object>:<path>) and the fight, if any.
-func driftByObject(ks *kustomizev1.Kustomization) map[string]*objectDrift {
+func driftByObject(d *kustomizev1.DriftStatus) map[string]*objectDrift {
 	out := map[string]*objectDrift{}
-	d := ks.Status.Drift
 	if d == nil {
 		return out
 	}
@@ -52,24 +51,24 @@ func driftByObject(ks *kustomizev1.Kustomization) map[string]*objectDrift {
 	return out
 }
 
-// syncStatus says whether the cluster matches Git, as Argo CD's sync
-// status does, from status.drift, the Drifted condition and whether the
-// rendered revision has been applied.
-func syncStatus(ks *kustomizev1.Kustomization) string {
-	d := ks.Status.Drift
+// syncStatus says whether the cluster matches Git (or the chart), as Argo
+// CD's sync status does, from status.drift, the Drifted condition and
+// whether the newest render has been applied.
+func syncStatus(t *applied) string {
+	d := t.drift
 	if d != nil && len(d.Contested) > 0 {
 		return fmt.Sprintf("OutOfSync (%d object(s) contested by another field manager)", len(d.Contested))
 	}
-	if c := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.DriftedCondition); c != nil && c.Status == "True" {
+	if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.DriftedCondition); c != nil && c.Status == "True" {
 		return "OutOfSync (" + oneLine(c.Message) + ")"
 	}
-	if d != nil && d.Count > 0 && ks.GetDriftPolicy() == kustomizev1.DriftPolicyReport {
-		return fmt.Sprintf("OutOfSync (%d object(s) differ from Git)", d.Count)
+	if d != nil && d.Count > 0 && t.policy == kustomizev1.DriftPolicyReport {
+		return fmt.Sprintf("OutOfSync (%d object(s) differ from %s)", d.Count, t.origin)
 	}
-	if a := ks.Status.RenderedArtifact; a != nil && a.Revision != ks.Status.LastAppliedRevision {
+	if a := t.rendered; a != nil && !t.renderApplied {
 		return "OutOfSync (revision " + a.Revision + " rendered, not applied yet)"
 	}
-	if ks.Status.LastAppliedRevision == "" {
+	if t.lastApplied == "" {
 		return "Unknown (nothing applied yet)"
 	}
 	if d != nil && d.Count > 0 {
@@ -118,25 +117,32 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 	} else {
 		field("Rendered revision", "-")
 	}
-	field("Sync status", syncStatus(ks)+", driftPolicy "+string(ks.GetDriftPolicy()))
+	return g.describeApplied(ctx, appliedKustomization(ks), w, field, nil, now)
+}
+
+// describeApplied prints what a Kustomization and a HelmRelease share
+// after their own fields: sync status, health, the last sync, the
+// history (when history is not nil), the conditions and the objects.
+func (g *globals) describeApplied(ctx context.Context, t *applied, w *tabwriter.Writer, field func(name, value string), history func(), now time.Time) error {
+	field("Sync status", syncStatus(t)+", "+t.policyText())
 
 	// Health: the worst object's, with the Healthy condition's verdict.
-	rows, worst := g.objectRows(ctx, ks)
+	rows, worst := g.objectRows(ctx, t)
 	h := string(worst)
-	if c := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.HealthyCondition); c != nil {
+	if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.HealthyCondition); c != nil {
 		h += fmt.Sprintf(" (Healthy=%s %s: %s)", c.Status, c.Reason, oneLine(c.Message))
 	} else if len(rows) == 0 {
 		h = "Unknown (no Healthy condition and no objects yet)"
 	}
 	field("Health", h)
 
-	ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(t.conditions, meta.ReadyCondition)
 	last := "-"
 	if ready != nil {
 		last = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, oneLine(ready.Message))
 	}
 	field("Last sync result", last)
-	if sp := ks.Status.Sync; sp != nil {
+	if sp := t.sync; sp != nil {
 		op := fmt.Sprintf("%s, wave %d", dash(sp.Phase), sp.Wave)
 		if sp.Revision != "" {
 			op += ", revision " + sp.Revision
@@ -156,11 +162,15 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 	}
 	_ = w.Flush()
 
+	if history != nil {
+		history()
+	}
+
 	fmt.Fprintln(g.out)
 	fmt.Fprintln(g.out, "CONDITIONS:")
 	w = tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(w, "TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
-	conds := append([]metav1.Condition(nil), ks.Status.Conditions...)
+	conds := append([]metav1.Condition(nil), t.conditions...)
 	sort.SliceStable(conds, func(i, j int) bool {
 		return conds[i].Type == meta.ReadyCondition && conds[j].Type != meta.ReadyCondition
 	})
@@ -194,14 +204,14 @@ type objectRow struct {
 // objectRows reads every inventory entry's live object and health (as
 // tree does) and what status.drift says about it; worst is the worst
 // health among them, Healthy for none.
-func (g *globals) objectRows(ctx context.Context, ks *kustomizev1.Kustomization) ([]objectRow, health.Status) {
+func (g *globals) objectRows(ctx context.Context, t *applied) ([]objectRow, health.Status) {
 	worst := health.Healthy
-	if ks.Status.Inventory == nil {
+	if t.inventory == nil {
 		return nil, worst
 	}
-	drifts := driftByObject(ks)
+	drifts := driftByObject(t.drift)
 	var rows []objectRow
-	for _, e := range ks.Status.Inventory.Entries {
+	for _, e := range t.inventory.Entries {
 		r := objectRow{entry: e, drift: "-"}
 		if _, h, err := g.entryHealth(ctx, e); err != nil {
 			r.health = "Unknown: " + err.Error()
@@ -213,7 +223,7 @@ func (g *globals) objectRows(ctx context.Context, ks *kustomizev1.Kustomization)
 			}
 		}
 		if d := drifts[entryID(e)]; d != nil {
-			r.drift = driftText(d, ks.GetDriftPolicy())
+			r.drift = driftText(d, t.policy)
 		}
 		rows = append(rows, r)
 	}

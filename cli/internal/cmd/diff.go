@@ -34,15 +34,17 @@ const maxArtifactSize = 64 << 20
 func newDiffCmd(g *globals) *cobra.Command {
 	var local localRender
 	c := &cobra.Command{
-		Use:   "diff kustomization NAME [--path DIR]",
+		Use:   "diff kustomization|helmrelease NAME [--path DIR]",
 		Short: "Show, field by field, where the cluster differs from the rendered manifests, or from a local checkout",
-		Long: "diff downloads the Kustomization's rendered artifact (status.renderedArtifact),\n" +
-			"verifies its digest, asks the API server for a server-side dry-run apply of every\n" +
-			"object as sync-controller would make it (field manager plumb-sync), and compares\n" +
-			"the result with the live object, leaving out the fields spec.ignore names.\n" +
-			"Values are shown as live → Git; Secret values are redacted, and so is every\n" +
-			"field that holds a value substituted from a postBuild.substituteFrom Secret.\n\n" +
-			"With --path it compares a local checkout instead: rendered as `plumb build`\n" +
+		Long: "diff downloads the Kustomization's or HelmRelease's rendered artifact\n" +
+			"(status.renderedArtifact), verifies its digest, asks the API server for a\n" +
+			"server-side dry-run apply of every object as sync-controller would make it (field\n" +
+			"manager plumb-sync), and compares the result with the live object, leaving out\n" +
+			"the fields spec.ignore (a HelmRelease's driftDetection.ignore) names. Values are\n" +
+			"shown as live → Git (→ the chart); Secret values are redacted, and so is every\n" +
+			"field that holds a value from a postBuild.substituteFrom Secret or, for a\n" +
+			"HelmRelease, a valuesFrom Secret. Helm hooks are not compared.\n\n" +
+			"With --path (a Kustomization only) it compares a local checkout instead: rendered as `plumb build`\n" +
 			"renders it (render-controller's renderer, sandbox and limits, the spec and the\n" +
 			"postBuild variables from the cluster), it shows what a sync of that checkout\n" +
 			"would change: the changed fields, the objects it would create, and those of the\n" +
@@ -51,13 +53,17 @@ func newDiffCmd(g *globals) *cobra.Command {
 			"downloaded through the API server's service proxy.\n\n" +
 			"Exit code: 0 no drift (no change), 1 drift (changes), 2 error (a checkout that\n" +
 			"does not render included).",
-		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .",
+		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .\n  plumb diff helmrelease podinfo -n team-a",
 		Args:    cobra.ExactArgs(2),
-		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
-			if local.path != "" {
+		RunE: g.onApplied(func(ctx context.Context, a *applied) error {
+			ks, isKs := a.obj.(*kustomizev1.Kustomization)
+			switch {
+			case local.path != "" && !isKs:
+				return fmt.Errorf("--path compares a checkout with a Kustomization; a %s renders a chart", a.kind.Kind)
+			case local.path != "":
 				return g.diffLocal(ctx, ks, local)
 			}
-			return g.diff(ctx, ks)
+			return g.diff(ctx, a)
 		}),
 	}
 	local.bindFlags(c.Flags())
@@ -74,14 +80,17 @@ type objectDiff struct {
 	err     error
 }
 
-func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error {
-	a := ks.Status.RenderedArtifact
+// diff compares a Kustomization's or HelmRelease's rendered artifact with
+// the cluster: the same path for both kinds, which differ only in what
+// applied says of them (labels, hooks, ignore rules, prune).
+func (g *globals) diff(ctx context.Context, t *applied) error {
+	a := t.rendered
 	if a == nil {
-		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(kustomizationKind, ks))
+		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(t.kind, t.obj))
 	}
-	ig, err := diff.NewIgnorer(ks.Spec.Ignore)
+	ig, err := diff.NewIgnorer(t.ignore)
 	if err != nil {
-		return fmt.Errorf("spec.ignore: %w", err)
+		return fmt.Errorf("%s: %w", t.ignoreField(), err)
 	}
 	httpClient, err := artifactClient(g.cfg)
 	if err != nil {
@@ -95,14 +104,20 @@ func (g *globals) diff(ctx context.Context, ks *kustomizev1.Kustomization) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(kustomizationKind, ks), a.Revision)
-	var contested []kustomizev1.ContestedDrift
-	if ks.Status.Drift != nil {
-		contested = ks.Status.Drift.Contested
+	to := "Git"
+	if t.kind == helmReleaseKind {
+		to = "the chart"
+		fmt.Fprintf(g.out, "Comparing %s with chart version %s (%s) (live → chart)\n", ref(t.kind, t.obj), a.Revision, a.Digest)
+	} else {
+		fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(t.kind, t.obj), a.Revision)
 	}
-	results, hooks := g.compareAll(ctx, ks, objs, ig)
-	g.redact(ctx, ks, results)
-	return report(g.out, results, hooks, contested)
+	var contested []kustomizev1.ContestedDrift
+	if t.drift != nil {
+		contested = t.drift.Contested
+	}
+	results, hooks := g.compareAll(ctx, t, objs, ig)
+	g.redact(ctx, t, results)
+	return report(g.out, results, hooks, contested, to)
 }
 
 // diffLocal compares the render of a local checkout with the cluster: what
@@ -128,7 +143,7 @@ func (g *globals) diffLocal(ctx context.Context, ks *kustomizev1.Kustomization, 
 		}
 	}
 	fmt.Fprintf(g.out, "Comparing %s with the checkout %s (live → checkout)\n", ref(kustomizationKind, ks), o.path)
-	results, hooks := g.compareAll(ctx, ks, objs, ig)
+	results, hooks := g.compareAll(ctx, appliedKustomization(ks), objs, ig)
 	redactor := diff.NewRedactor(secrets)
 	for i, r := range results {
 		results[i].changes = redactor.Changes(withoutAppliedHash(r.changes))
@@ -138,7 +153,7 @@ func (g *globals) diffLocal(ctx context.Context, ks *kustomizev1.Kustomization, 
 	}
 	// Fights (status.drift.contested) are about the cluster, not the
 	// checkout: `plumb diff` without --path reports them.
-	return report(g.out, results, hooks, nil)
+	return report(g.out, results, hooks, nil, "Git")
 }
 
 // appliedHashPath is the field of manage.AppliedHashAnnotation in a change.
@@ -158,26 +173,26 @@ func withoutAppliedHash(changes []diff.Change) []diff.Change {
 
 // compareAll compares the rendered objects with the cluster (nothing is
 // redacted yet) and counts the hooks it skipped.
-func (g *globals) compareAll(ctx context.Context, ks *kustomizev1.Kustomization, objs []*unstructured.Unstructured, ig *diff.Ignorer) ([]objectDiff, int) {
+func (g *globals) compareAll(ctx context.Context, t *applied, objs []*unstructured.Unstructured, ig *diff.Ignorer) ([]objectDiff, int) {
 	var results []objectDiff
 	desired := make([]*unstructured.Unstructured, 0, len(objs))
 	hooks := 0
 	newKinds := crdKinds(objs)
 	for _, obj := range objs {
-		if _, ok := obj.GetAnnotations()[kustomizev1.HookAnnotation]; ok {
-			hooks++ // hooks run during a sync; they are not kept in step
+		if t.isHook(obj) {
+			hooks++ // hooks run during a sync (or never); they are not kept in step
 			continue
 		}
 		if obj.GetName() == "" {
 			results = append(results, objectDiff{id: object.IDOf(obj), err: errors.New("metadata.name is required (generateName is for hooks only)")})
 			continue
 		}
-		if err := g.stamp(obj, ks); err != nil {
+		if err := g.stamp(obj, t); err != nil {
 			// A custom resource whose CRD is in the same set: a sync
 			// creates the CRD first, then it.
 			if scope, ok := newKinds[obj.GroupVersionKind().GroupKind()]; ok && apimeta.IsNoMatchError(err) {
 				if scope == "Namespaced" && obj.GetNamespace() == "" {
-					obj.SetNamespace(ks.Namespace)
+					obj.SetNamespace(t.namespace)
 				}
 				desired = append(desired, obj)
 				results = append(results, objectDiff{id: object.IDOf(obj), action: diff.Created, note: "its CRD is not installed yet; a sync creates both"})
@@ -187,9 +202,13 @@ func (g *globals) compareAll(ctx context.Context, ks *kustomizev1.Kustomization,
 			continue
 		}
 		desired = append(desired, obj)
+		if obj.GetAnnotations()[ssaAnnotation] == ssaIfNotPresent {
+			results = append(results, g.compareIfNotPresent(ctx, obj))
+			continue
+		}
 		results = append(results, g.compare(ctx, obj, ig))
 	}
-	results = append(results, g.pruneCandidates(ctx, ks, desired)...)
+	results = append(results, g.pruneCandidates(ctx, t, desired)...)
 	return results, hooks
 }
 
@@ -207,7 +226,7 @@ func contestedText(c kustomizev1.ContestedDrift) string {
 // redact hides, as sync-controller's drift reports do, the values that
 // postBuild.substituteFrom took from Secrets (drift.SecretRedactor). A
 // Secret this user cannot read hides every value, with a warning.
-func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, results []objectDiff) {
+func (g *globals) redact(ctx context.Context, t *applied, results []objectDiff) {
 	changed := false
 	for _, r := range results {
 		changed = changed || len(r.changes) > 0
@@ -215,7 +234,7 @@ func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, res
 	if !changed {
 		return
 	}
-	redactor, err := drift.SecretRedactor(ctx, g.client, ks)
+	redactor, err := t.secretRedactor(ctx, g.client)
 	if err != nil {
 		fmt.Fprintf(g.errOut, "warning: %v; every changed value is shown as %s\n", err, diff.Redacted)
 	}
@@ -226,12 +245,29 @@ func (g *globals) redact(ctx context.Context, ks *kustomizev1.Kustomization, res
 
 // stamp prepares obj as sync-controller does before applying it (see
 // pkg/manage): namespace, ownership labels and the applied-hash annotation.
-func (g *globals) stamp(obj *unstructured.Unstructured, ks *kustomizev1.Kustomization) error {
-	if err := manage.Resolve(g.client.RESTMapper(), obj, ks.Namespace); err != nil {
+func (g *globals) stamp(obj *unstructured.Unstructured, t *applied) error {
+	if err := manage.Resolve(g.client.RESTMapper(), obj, t.namespace); err != nil {
 		return err
 	}
-	_, err := manage.Stamp(obj, manage.Owner{Namespace: ks.Namespace, Name: ks.Name})
-	return err
+	return t.stamp(obj)
+}
+
+// compareIfNotPresent is the comparison for an object annotated
+// plumb.dev/ssa: IfNotPresent (a chart's crds/ CRD under the Create
+// policy): a sync creates it when it is missing and never changes it, so
+// an existing one matches whatever it holds.
+func (g *globals) compareIfNotPresent(ctx context.Context, desired *unstructured.Unstructured) objectDiff {
+	id := object.IDOf(desired)
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	err := g.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
+	case err != nil:
+		return objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)}
+	}
+	return objectDiff{id: id, action: diff.Unchanged}
 }
 
 // compare diffs one desired object with the cluster through a dry-run
@@ -254,9 +290,9 @@ func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructure
 
 // pruneCandidates lists the inventory's objects that the rendered set no
 // longer holds: a sync with spec.prune deletes them.
-func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomization, desired []*unstructured.Unstructured) []objectDiff {
+func (g *globals) pruneCandidates(ctx context.Context, t *applied, desired []*unstructured.Unstructured) []objectDiff {
 	var out []objectDiff
-	for _, gone := range inventory.Removed(ks.Status.Inventory, desired) {
+	for _, gone := range inventory.Removed(t.inventory, desired) {
 		id := object.IDOf(gone)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gone.GroupVersionKind())
@@ -266,12 +302,12 @@ func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomiza
 			continue
 		case err != nil:
 			out = append(out, objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)})
-		case !ks.Spec.Prune:
-			out = append(out, objectDiff{id: id, note: "no longer in Git; spec.prune is off, so it stays"})
-		case live.GetAnnotations()[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-			out = append(out, objectDiff{id: id, note: "no longer in Git; annotated plumb.dev/prune: disabled, so it stays"})
 		default:
-			out = append(out, objectDiff{id: id, action: diff.Deleted, note: "no longer in Git; a sync prunes it"})
+			if why := t.keptFromPrune(live); why != "" {
+				out = append(out, objectDiff{id: id, note: "no longer in " + t.origin + "; " + why})
+			} else {
+				out = append(out, objectDiff{id: id, action: diff.Deleted, note: "no longer in " + t.origin + "; a sync prunes it"})
+			}
 		}
 	}
 	return out
@@ -279,7 +315,9 @@ func (g *globals) pruneCandidates(ctx context.Context, ks *kustomizev1.Kustomiza
 
 // report prints the results and the fights sync-controller reports, and
 // returns the command's outcome: a fight counts as drift.
-func report(w io.Writer, results []objectDiff, hooks int, contested []kustomizev1.ContestedDrift) error {
+// to names the desired side in the summary: Git, the chart or the
+// checkout.
+func report(w io.Writer, results []objectDiff, hooks int, contested []kustomizev1.ContestedDrift, to string) error {
 	counts := map[diff.Action]int{}
 	var errs []error
 	for _, r := range results {
@@ -314,7 +352,7 @@ func report(w io.Writer, results []objectDiff, hooks int, contested []kustomizev
 		return fmt.Errorf("%d objects could not be compared: %w", len(errs), errors.Join(errs...))
 	}
 	if drifted == 0 {
-		fmt.Fprintf(w, "✔ no drift: %d objects match Git\n", counts[diff.Unchanged])
+		fmt.Fprintf(w, "✔ no drift: %d objects match %s\n", counts[diff.Unchanged], to)
 		return nil
 	}
 	fmt.Fprintf(w, "%d changed, %d to create, %d to prune, %d unchanged",

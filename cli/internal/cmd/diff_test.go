@@ -115,7 +115,7 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 		if _, hook := o.GetAnnotations()[kustomizev1.HookAnnotation]; hook {
 			continue
 		}
-		if err := gl.stamp(o, ks); err != nil {
+		if err := gl.stamp(o, appliedKustomization(ks)); err != nil {
 			t.Fatal(err)
 		}
 		if err := manage.Apply(ctx, c, o); err != nil {

@@ -1,11 +1,11 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb get all|sources [git|all]|kustomizations|receivers|alerts|alert-providers [NAME] [-A]
-//	plumb reconcile source [git]|kustomization NAME [--with-source]
+//	plumb get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
+//	plumb reconcile source [git|helm|chart]|kustomization|helmrelease NAME [--with-source]
 //	plumb confirm-prune kustomization NAME
-//	plumb suspend|resume source [git]|kustomization|receiver|alert|alert-provider NAME
-//	plumb diff kustomization NAME
-//	plumb tree kustomization NAME
+//	plumb suspend|resume source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME
+//	plumb diff kustomization|helmrelease NAME
+//	plumb tree kustomization|helmrelease NAME
 //	plumb events [--follow] [--for Kind/name] [--nats-url URL]
 //	plumb trace KIND NAME
 //	plumb stats [-A]
@@ -40,5 +40,7 @@
 // engine calls: a dry-run server-side apply as field manager plumb-sync,
 // diffed with the live object through pkg/diff and the Kustomization's
 // spec.ignore. Objects that do not exist are reported as to be created,
-// and inventory entries no longer rendered as to be pruned.
+// and inventory entries no longer rendered as to be pruned. A HelmRelease
+// goes the same way (applied.go says how the two kinds differ: ownership
+// labels, Helm hooks, driftDetection.ignore, pruning always on).
 package cmd

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/manage"
@@ -21,16 +22,18 @@ import (
 func newExportCmd(g *globals) *cobra.Command {
 	var exportAll, allNamespaces bool
 	c := &cobra.Command{
-		Use:   "export source [git|all]|kustomization|receiver|alert|alert-provider NAME|--all",
+		Use:   "export source [git|helm|chart|all]|kustomization|helmrelease|receiver|alert|alert-provider NAME|--all",
 		Short: "Print Plumb objects as clean YAML to commit to Git",
 		Long: "export prints objects the way they belong in Git: apiVersion, kind, metadata\n" +
 			"(name, namespace, labels, annotations) and spec, without status, the fields the\n" +
 			"API server keeps (uid, resourceVersion, generation, creationTimestamp,\n" +
 			"managedFields), finalizers, the reconcile request annotations and the labels\n" +
-			"and annotation sync-controller stamps on objects it manages. Several objects\n" +
+			"and annotation sync-controller stamps on objects it manages (kustomize.plumb.dev/*,\n" +
+			"helm.plumb.dev/*, plumb.dev/applied-hash). Several objects\n" +
 			"are separated by ---.",
-		Example: "  plumb export source git podinfo > podinfo-source.yaml\n  plumb export kustomization --all -n team-a\n  plumb export alert-provider slack",
-		Args:    cobra.ArbitraryArgs, // kindArgs checks them
+		Example: "  plumb export source git podinfo > podinfo-source.yaml\n  plumb export kustomization --all -n team-a\n" +
+			"  plumb export source helm podinfo\n  plumb export helmrelease --all -A\n  plumb export alert-provider slack",
+		Args: cobra.ArbitraryArgs, // kindArgs checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ks, rest, err := kindArgs(args, !exportAll, kinds...)
 			if err != nil {
@@ -127,6 +130,8 @@ func exported(obj client.Object) (*unstructured.Unstructured, error) {
 	labels := obj.GetLabels()
 	delete(labels, kustomizev1.NameLabel)
 	delete(labels, kustomizev1.NamespaceLabel)
+	delete(labels, helmv2.NameLabel)
+	delete(labels, helmv2.NamespaceLabel)
 	if len(labels) > 0 {
 		u.SetLabels(labels)
 	}

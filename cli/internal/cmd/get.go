@@ -13,24 +13,27 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
 func newGetCmd(g *globals) *cobra.Command {
 	var all bool
 	c := &cobra.Command{
-		Use:   "get all|sources [git|all]|kustomizations|receivers|alerts|alert-providers [NAME]",
-		Short: "List Plumb objects with their readiness and revision, or show one Kustomization in detail",
+		Use:   "get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME]",
+		Short: "List Plumb objects with their readiness and revision, or show one Kustomization or HelmRelease in detail",
 		Long: "get lists the objects of one Plumb kind in the namespace (or, with -A, in all\n" +
 			"namespaces) as a table: NAME, READY, REVISION, AGE and the Ready condition's\n" +
 			"MESSAGE. A suspended object's message starts with (suspended).\n\n" +
-			"Kinds are spelled as Flux spells them (sources git, sources all, kustomizations,\n" +
-			"receivers, alerts, alert-providers) or by plumb's names (gitrepositories, ks,\n" +
+			"Kinds are spelled as Flux spells them (sources git, sources helm, sources chart,\n" +
+			"sources all, kustomizations, helmreleases, receivers, alerts, alert-providers) or\n" +
+			"by plumb's names (gitrepositories, helmrepositories, helmcharts, ks, hr,\n" +
 			"providers). `get all` lists every Plumb kind, one table per kind.\n\n" +
-			"With a NAME, a Kustomization is shown in detail, like `argocd app get`: source\n" +
-			"and revisions, sync status, health, the last sync, the conditions and every\n" +
-			"object it manages with its health and drift. Another kind's NAME shows its row.",
-		Example: "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get all\n  plumb get kustomization podinfo -n team-a",
+			"With a NAME, a Kustomization or a HelmRelease is shown in detail, like `argocd\n" +
+			"app get`: source (chart) and revisions, sync status, health, the last sync, a\n" +
+			"HelmRelease's release history, the conditions and every object it manages with\n" +
+			"its health and drift. Another kind's NAME shows its row.",
+		Example: "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get sources helm\n  plumb get helmreleases -A\n  plumb get all\n  plumb get kustomization podinfo -n team-a\n  plumb get hr podinfo -n team-a",
 		Args:    cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.EqualFold(args[0], "all") {
@@ -56,10 +59,8 @@ func newGetCmd(g *globals) *cobra.Command {
 				return g.run(cmd, func(ctx context.Context) error { return g.getOne(ctx, ks[0], rest[0]) })
 			}
 			return g.run(cmd, func(ctx context.Context) error {
-				for i, k := range ks {
-					if i > 0 {
-						fmt.Fprintln(g.out)
-					}
+				printed := 0
+				for _, k := range ks {
 					items, err := g.list(ctx, k, all)
 					if err != nil {
 						return err
@@ -68,7 +69,17 @@ func newGetCmd(g *globals) *cobra.Command {
 						g.noneFound(k.plural, all)
 						continue
 					}
-					printTable(g, k, items, all, "", time.Now())
+					if printed > 0 {
+						fmt.Fprintln(g.out)
+					}
+					prefix := ""
+					if len(ks) > 1 {
+						// sources all: one table per source kind, each
+						// NAME prefixed with its kind as in get all.
+						prefix = strings.ToLower(k.Kind) + "/"
+					}
+					printTable(g, k, items, all, prefix, time.Now())
+					printed++
 				}
 				return nil
 			})
@@ -150,8 +161,11 @@ func (g *globals) getOne(ctx context.Context, k *kind, name string) error {
 	if err := g.client.Get(ctx, key, obj); err != nil {
 		return notFound(err, k, key)
 	}
-	if ks, ok := obj.(*kustomizev1.Kustomization); ok {
-		return g.describeKustomization(ctx, ks, time.Now())
+	switch o := obj.(type) {
+	case *kustomizev1.Kustomization:
+		return g.describeKustomization(ctx, o, time.Now())
+	case *helmv2.HelmRelease:
+		return g.describeHelmRelease(ctx, o, time.Now())
 	}
 	printTable(g, k, []client.Object{obj}, false, "", time.Now())
 	return nil

@@ -37,7 +37,7 @@ func TestGetSpelledAsFluxSpellsIt(t *testing.T) {
 		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "stored", o.Generation)}
 	})
 
-	for _, args := range [][]string{{"get", "sources", "git"}, {"get", "source", "git"}, {"get", "sources", "all"}, {"get", "sources"}} {
+	for _, args := range [][]string{{"get", "sources", "git"}, {"get", "source", "git"}, {"get", "sources"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			g := NewWithT(t)
 			r := plumb(append(args, "-n", ns)...)
@@ -68,9 +68,9 @@ func TestGetSpelledAsFluxSpellsIt(t *testing.T) {
 
 	t.Run("unknown source type", func(t *testing.T) {
 		g := NewWithT(t)
-		r := plumb("get", "sources", "helm", "-n", ns)
+		r := plumb("get", "sources", "bucket", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitError), r.String())
-		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "helm": use git`))
+		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket": use git, helm, chart`))
 	})
 
 	t.Run("get all groups every kind", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -66,6 +67,71 @@ var (
 				s.revision = g.Status.Artifact.Revision
 			}
 			return s
+		},
+		reconcilable: true,
+	}
+	helmRepositoryKind = &kind{
+		Kind: sourcev1.HelmRepositoryKind, plural: "HelmRepositories",
+		names:   []string{"helmrepository", "helmrepositories", "helmrepo", "helmrepos"},
+		newObj:  func() client.Object { return &sourcev1.HelmRepository{} },
+		newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*sourcev1.HelmRepositoryList).Items {
+				out = append(out, &l.(*sourcev1.HelmRepositoryList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			r := o.(*sourcev1.HelmRepository)
+			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
+				lastHandled: r.Status.LastHandledReconcileAt, suspended: r.Spec.Suspend}
+			if r.Status.Artifact != nil {
+				s.revision = r.Status.Artifact.Revision
+			}
+			return s
+		},
+		reconcilable: true,
+	}
+	helmChartKind = &kind{
+		Kind: sourcev1.HelmChartKind, plural: "HelmCharts",
+		names:   []string{"helmchart", "helmcharts", "hc"},
+		newObj:  func() client.Object { return &sourcev1.HelmChart{} },
+		newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*sourcev1.HelmChartList).Items {
+				out = append(out, &l.(*sourcev1.HelmChartList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			c := o.(*sourcev1.HelmChart)
+			s := status{conditions: c.Status.Conditions, observedGeneration: c.Status.ObservedGeneration,
+				lastHandled: c.Status.LastHandledReconcileAt, suspended: c.Spec.Suspend}
+			if c.Status.Artifact != nil {
+				s.revision = c.Status.Artifact.Revision
+			}
+			return s
+		},
+		reconcilable: true,
+	}
+	helmReleaseKind = &kind{
+		Kind: helmv2.HelmReleaseKind, plural: "HelmReleases",
+		names:   []string{"helmrelease", "helmreleases", "hr"},
+		newObj:  func() client.Object { return &helmv2.HelmRelease{} },
+		newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*helmv2.HelmReleaseList).Items {
+				out = append(out, &l.(*helmv2.HelmReleaseList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			h := o.(*helmv2.HelmRelease)
+			return status{conditions: h.Status.Conditions, observedGeneration: h.Status.ObservedGeneration,
+				revision: h.Status.LastAppliedRevision, lastHandled: h.Status.LastHandledReconcileAt, suspended: h.Spec.Suspend}
 		},
 		reconcilable: true,
 	}
@@ -139,7 +205,9 @@ var (
 			return status{conditions: p.Status.Conditions, observedGeneration: p.Status.ObservedGeneration, suspended: p.Spec.Suspend}
 		},
 	}
-	kinds = []*kind{gitRepositoryKind, kustomizationKind, receiverKind, alertKind, providerKind}
+	// kinds in the order `get all` prints them: sources, then what
+	// applies them, then the notification kinds.
+	kinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindNamed finds the kind a user typed, among allowed.

@@ -66,7 +66,7 @@ func newLogsCmd(g *globals) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&o.kind, "kind", "", "Only lines about objects of this kind (GitRepository, Kustomization, Alert, Provider, Receiver; any case).")
+	fl.StringVar(&o.kind, "kind", "", "Only lines about objects of this kind (GitRepository, HelmRepository, HelmChart, Kustomization, HelmRelease, Alert, Provider, Receiver; any case).")
 	fl.StringVar(&o.name, "name", "", "Only lines about objects of this name.")
 	fl.BoolVarP(&o.allNS, "all-namespaces", "A", false, "Lines about objects in every namespace (the default unless -n is given).")
 	fl.StringVar(&o.level, "level", "", "Only lines at this level or above: debug, info or error (trace shows everything).")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -45,6 +46,12 @@ func runMain(m *testing.M) int {
 	var err error
 	// NATS as deploy/ runs it: TLS, client certificates and a user per role.
 	if env, err = testenv.Start(testenv.WithSecureNATS()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The CLI's scheme knows the HelmRelease kind; let the tests' client
+	// write it too.
+	if err := helmv2.AddToScheme(env.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

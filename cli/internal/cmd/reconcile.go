@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -37,17 +38,19 @@ const (
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
 	c := &cobra.Command{
-		Use:   "reconcile source [git]|kustomization NAME",
+		Use:   "reconcile source [git|helm|chart]|kustomization|helmrelease NAME",
 		Short: "Ask for an immediate reconcile and wait for its result",
 		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
 			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
 			"Ready condition has settled, printing progress on the way, then prints the\n" +
 			"revision. With --with-source, a Kustomization's GitRepository is reconciled\n" +
-			"first. Exit code 1 when the reconcile ends with Ready=False.",
-		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a",
-		Args:    cobra.ArbitraryArgs, // kindAndName checks them
+			"first; a HelmRelease's HelmChart source (HelmRepository or GitRepository), then\n" +
+			"the HelmChart. Exit code 1 when the reconcile ends with Ready=False.",
+		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a\n" +
+			"  plumb reconcile helmrelease podinfo --with-source\n  plumb reconcile source helm podinfo\n  plumb reconcile source chart team-a-podinfo",
+		Args: cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, gitRepositoryKind, kustomizationKind)
+			k, name, err := kindAndName(args, gitRepositoryKind, helmRepositoryKind, helmChartKind, kustomizationKind, helmReleaseKind)
 			if err != nil {
 				return err
 			}
@@ -57,9 +60,13 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			ctx, cancel := withTimeout(cmd, g)
 			defer cancel()
 			key := types.NamespacedName{Namespace: g.ns, Name: name}
-			if withSource {
+			if withSource && k == helmReleaseKind {
+				if err := g.reconcileChart(ctx, key); err != nil {
+					return err
+				}
+			} else if withSource {
 				if k != kustomizationKind {
-					return errors.New("--with-source applies to a Kustomization")
+					return errors.New("--with-source applies to a Kustomization or a HelmRelease")
 				}
 				ks := &kustomizev1.Kustomization{}
 				if err := g.client.Get(ctx, key, ks); err != nil {
@@ -78,7 +85,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				}
 				if src.Status.Artifact != nil {
 					before := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition)
-					if err := g.waitRendered(ctx, key, src.Status.Artifact.Revision, before); err != nil {
+					if err := g.waitRendered(ctx, kustomizationKind, key, src.Status.Artifact.Revision, before); err != nil {
 						return err
 					}
 				}
@@ -86,8 +93,42 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			return g.reconcile(ctx, k, key)
 		},
 	}
-	c.Flags().BoolVar(&withSource, "with-source", false, "Reconcile the Kustomization's source first.")
+	c.Flags().BoolVar(&withSource, "with-source", false, "Reconcile the Kustomization's source (the HelmRelease's chart and its source) first.")
 	return c
+}
+
+// reconcileChart reconciles a HelmRelease's chart as Flux's
+// `reconcile hr --with-source` does: the HelmChart's source, then the
+// HelmChart, then waits for render-controller to render the chart version
+// fetched, so the sync requested next releases it.
+func (g *globals) reconcileChart(ctx context.Context, key types.NamespacedName) error {
+	hr := &helmv2.HelmRelease{}
+	if err := g.client.Get(ctx, key, hr); err != nil {
+		return notFound(err, helmReleaseKind, key)
+	}
+	chartKey := helmChartKey(hr)
+	chart := &sourcev1.HelmChart{}
+	if err := g.client.Get(ctx, chartKey, chart); err != nil {
+		if apierrors.IsNotFound(err) && hr.Spec.Chart != nil {
+			return fmt.Errorf("HelmChart %s not found in namespace %s: render-controller creates it for spec.chart; is it running?", chartKey.Name, chartKey.Namespace)
+		}
+		return notFound(err, helmChartKind, chartKey)
+	}
+	srcKind, srcKey := chartSourceKey(chart)
+	if err := g.reconcile(ctx, srcKind, srcKey); err != nil {
+		return err
+	}
+	if err := g.reconcile(ctx, helmChartKind, chartKey); err != nil {
+		return err
+	}
+	if err := g.client.Get(ctx, chartKey, chart); err != nil {
+		return notFound(err, helmChartKind, chartKey)
+	}
+	if chart.Status.Artifact == nil {
+		return nil
+	}
+	before := apimeta.FindStatusCondition(hr.Status.Conditions, kustomizev1.RenderedCondition)
+	return g.waitRendered(ctx, helmReleaseKind, key, chart.Status.Artifact.Revision, before)
 }
 
 // reconcile requests a reconcile of one object and waits for it.
@@ -259,11 +300,11 @@ func settled(obj client.Object, s status, token string) (done, ready bool) {
 }
 
 // progress is the line that describes where a reconcile is: the sync
-// phase and wave of a Kustomization, else the Ready message; empty before
+// phase and wave of a Kustomization or HelmRelease, else the Ready message; empty before
 // the controller picked the request up.
 func progress(obj client.Object, s status, token string) string {
-	if ks, ok := obj.(*kustomizev1.Kustomization); ok && ks.Status.Sync != nil {
-		sp := ks.Status.Sync
+	if t, ok := appliedOf(obj); ok && t.sync != nil {
+		sp := t.sync
 		switch sp.Phase {
 		case kustomizev1.PhaseSucceeded, kustomizev1.PhaseFailed, "":
 		default:
@@ -287,28 +328,30 @@ func progress(obj client.Object, s status, token string) string {
 }
 
 // waitRendered waits until render-controller has rendered revision for the
-// Kustomization (status.renderedArtifact), so that the sync asked for next
+// Kustomization or HelmRelease (status.renderedArtifact), so that the sync
+// asked for next
 // applies the source just fetched rather than the previous render. A
 // Rendered=False for the current generation that differs from before (the
 // condition as it was before the source reconcile) or names the revision
 // is the render's failure and ends the wait; the same failure as before
 // may be stale, so it is shown and the wait goes on.
-func (g *globals) waitRendered(ctx context.Context, key types.NamespacedName, revision string, before *metav1.Condition) error {
+func (g *globals) waitRendered(ctx context.Context, k *kind, key types.NamespacedName, revision string, before *metav1.Condition) error {
 	announced := ""
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
 	for {
-		ks := &kustomizev1.Kustomization{}
-		if err := g.client.Get(ctx, key, ks); err != nil {
-			return notFound(err, kustomizationKind, key)
+		obj := k.newObj()
+		if err := g.client.Get(ctx, key, obj); err != nil {
+			return notFound(err, k, key)
 		}
-		if a := ks.Status.RenderedArtifact; a != nil && a.Revision == revision {
+		t, _ := appliedOf(obj)
+		if a := t.rendered; a != nil && a.Revision == revision {
 			return nil
 		}
-		if c := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition); c != nil &&
-			c.Status == metav1.ConditionFalse && c.ObservedGeneration == ks.Generation {
+		if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.RenderedCondition); c != nil &&
+			c.Status == metav1.ConditionFalse && c.ObservedGeneration == obj.GetGeneration() {
 			if strings.Contains(c.Message, revision) || before == nil || before.Status != c.Status || before.Message != c.Message {
-				return negative(fmt.Errorf("%s: rendering %s failed: %s", ref(kustomizationKind, ks), revision, c.Message))
+				return negative(fmt.Errorf("%s: rendering %s failed: %s", ref(k, obj), revision, c.Message))
 			}
 			if announced != c.Message {
 				fmt.Fprintf(g.out, "◎ render-controller reports: %s\n", oneLine(c.Message))
@@ -321,7 +364,7 @@ func (g *globals) waitRendered(ctx context.Context, key types.NamespacedName, re
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for render-controller to render %s for %s; is it running?", revision, ref(kustomizationKind, ks))
+			return fmt.Errorf("timed out waiting for render-controller to render %s for %s; is it running?", revision, ref(k, obj))
 		case <-ticker.C:
 		}
 	}
@@ -342,9 +385,9 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 	}
 	var wait bool
 	c := &cobra.Command{
-		Use:     verb + " source [git]|kustomization|receiver|alert|alert-provider NAME",
+		Use:     verb + " source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
 		Short:   short,
-		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " alert-provider slack",
+		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
 		Args:    cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, name, err := kindAndName(args, kinds...)

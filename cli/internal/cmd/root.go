@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -88,8 +89,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "plumb",
 		Short: "Plumb keeps Kubernetes clusters plumb with Git",
 		Long: "plumb lists Plumb's objects, asks for reconciles and waits for them, shows drift\n" +
-			"between Git and the cluster, a Kustomization's objects with their health, and\n" +
-			"the event stream. It reads the kubeconfig the way kubectl does.",
+			"between Git (or a rendered Helm chart) and the cluster, a Kustomization's or\n" +
+			"HelmRelease's objects with their health, and the event stream. It reads the\n" +
+			"kubeconfig the way kubectl does.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -124,6 +126,7 @@ var scheme = func() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(helmv2.AddToScheme(s))
 	utilruntime.Must(notificationv1.AddToScheme(s))
 	return s
 }()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -22,8 +23,9 @@ func newStatsCmd(g *globals) *cobra.Command {
 		Short: "Count the objects of each Plumb kind that are Ready, Failed or Suspended, and their artifacts' size",
 		Long: "stats prints, for every Plumb kind, how many objects are Ready (Ready=True),\n" +
 			"Failed (Ready=False), Suspended (spec.suspend, whatever their Ready) and in all,\n" +
-			"and the total size of the artifacts they keep in storage: a GitRepository's\n" +
-			"status.artifact, a Kustomization's status.renderedArtifact. An object that is\n" +
+			"and the total size of the artifacts they keep in storage: a GitRepository's,\n" +
+			"HelmRepository's or HelmChart's status.artifact, a Kustomization's or\n" +
+			"HelmRelease's status.renderedArtifact. An object that is\n" +
 			"neither suspended nor Ready=True/False (not reconciled yet) counts in TOTAL only.",
 		Example: "  plumb stats -A\n  plumb stats -n team-a",
 		Args:    cobra.NoArgs,
@@ -77,7 +79,13 @@ func countKind(k *kind, items []client.Object) kindStats {
 		switch o := o.(type) {
 		case *sourcev1.GitRepository:
 			st.hasStorage, a = true, o.Status.Artifact
+		case *sourcev1.HelmRepository:
+			st.hasStorage, a = true, o.Status.Artifact
+		case *sourcev1.HelmChart:
+			st.hasStorage, a = true, o.Status.Artifact
 		case *kustomizev1.Kustomization:
+			st.hasStorage, a = true, o.Status.RenderedArtifact
+		case *helmv2.HelmRelease:
 			st.hasStorage, a = true, o.Status.RenderedArtifact
 		}
 		if a != nil && a.Size != nil {

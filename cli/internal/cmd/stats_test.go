@@ -43,7 +43,10 @@ func TestStats(t *testing.T) {
 	g.Expect(fields(lines(r.out))).To(Equal([][]string{
 		{"RECONCILERS", "READY", "FAILED", "SUSPENDED", "TOTAL", "STORAGE"},
 		{"GitRepository", "1", "1", "1", "4", "3.5", "KiB"},
+		{"HelmRepository", "0", "0", "0", "0", "-"},
+		{"HelmChart", "0", "0", "0", "0", "-"},
 		{"Kustomization", "0", "1", "0", "1", "100", "B"},
+		{"HelmRelease", "0", "0", "0", "0", "-"},
 		{"Receiver", "0", "0", "0", "0", "-"},
 		{"Alert", "0", "0", "0", "0", "-"},
 		{"Provider", "0", "0", "0", "0", "-"},
@@ -51,6 +54,6 @@ func TestStats(t *testing.T) {
 
 	r = plumb("stats", "-A")
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
-	g.Expect(lines(r.out)).To(HaveLen(6))
+	g.Expect(lines(r.out)).To(HaveLen(1 + len(kinds)))
 	g.Expect(plumb("stats", "extra").code).To(Equal(ExitError))
 }

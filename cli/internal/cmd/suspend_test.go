@@ -34,9 +34,9 @@ func TestReconcileSourceGitSpelledAsFlux(t *testing.T) {
 	g.Expect(r.code).To(Equal(ExitError), r.String())
 	g.Expect(r.errOut).To(ContainSubstring("GitRepository git not found in namespace " + ns))
 
-	r = plumb("reconcile", "source", "helm", "app", "-n", ns)
+	r = plumb("reconcile", "source", "bucket", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())
-	g.Expect(r.errOut).To(ContainSubstring(`unknown source type "helm"`))
+	g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket"`))
 
 	r = plumb("reconcile", "alert", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())

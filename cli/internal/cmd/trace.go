@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -28,12 +29,14 @@ import (
 func newTraceCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "trace KIND NAME",
-		Short: "Show which Kustomization and GitRepository manage an object, and how it stands against them",
+		Short: "Show which Kustomization (or HelmRelease) and source manage an object, and how it stands against them",
 		Long: "trace reads an object's ownership labels (kustomize.plumb.dev/name and\n" +
 			"kustomize.plumb.dev/namespace, which sync-controller stamps on everything it\n" +
 			"applies) and prints the Kustomization that manages it with its revision, the\n" +
 			"GitRepository it comes from with its URL and revision, and the object's standing:\n" +
-			"its health, whether the Kustomization's inventory lists it, and its drift.\n\n" +
+			"its health, whether the Kustomization's inventory lists it, and its drift. An\n" +
+			"object labelled helm.plumb.dev/name and helm.plumb.dev/namespace is traced to its\n" +
+			"HelmRelease, its HelmChart and the chart's source instead.\n\n" +
 			"KIND is spelled as kubectl spells it: a kind, a resource or a short name,\n" +
 			"optionally with its group (deployment, deploy, deployments.apps, ConfigMap).\n\n" +
 			"Exit code 1 when the object is not managed by Plumb.",
@@ -92,9 +95,10 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 		return fmt.Errorf("reading %s %s: %w", gvk.Kind, name, err)
 	}
 	id := object.IDOf(obj)
-	owner, ok := manage.OwnerOf(obj.GetLabels())
-	if !ok {
-		return negative(fmt.Errorf("%s is not managed by Plumb: it has no %s label", id, kustomizev1.NameLabel))
+	owner, ok := kustomizationOwner(obj.GetLabels())
+	hrName, isHelm := obj.GetLabels()[helmv2.NameLabel]
+	if !ok && !isHelm {
+		return negative(fmt.Errorf("%s is not managed by Plumb: it has no %s or %s label", id, kustomizev1.NameLabel, helmv2.NameLabel))
 	}
 
 	w := tabwriter.NewWriter(g.out, 0, 8, 2, ' ', 0)
@@ -103,6 +107,10 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 
 	field("Object", id.String())
 	field("Health", oneLine(health.Evaluate(obj).String()))
+	if !ok {
+		hrKey := types.NamespacedName{Namespace: obj.GetLabels()[helmv2.NamespaceLabel], Name: hrName}
+		return g.traceHelmRelease(ctx, w, field, id, hrKey)
+	}
 	ksKey := types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}
 	field("Managed by", kustomizev1.KustomizationKind+"/"+ksKey.Namespace+"/"+ksKey.Name)
 	ks := &kustomizev1.Kustomization{}
@@ -113,9 +121,9 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 		}
 		return notFound(err, kustomizationKind, ksKey)
 	}
-	field("In inventory", inInventory(ks, id))
+	field("In inventory", inInventory(ks.Status.Inventory, id))
 	driftText := "none"
-	if d := driftByObject(ks)[id.String()]; d != nil {
+	if d := driftByObject(ks.Status.Drift)[id.String()]; d != nil {
 		driftText = driftTextOf(d, ks.GetDriftPolicy())
 	}
 	field("Drift", driftText)
@@ -129,9 +137,9 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 	field("Path", path)
 	field("Applied revision", dash(ks.Status.LastAppliedRevision))
 	field("Attempted revision", dash(ks.Status.LastAttemptedRevision))
-	field("Sync status", syncStatus(ks))
+	field("Sync status", syncStatus(appliedKustomization(ks)))
 	field("Ready", readyLine(ks.Status.Conditions, ks.Spec.Suspend))
-	if parent, ok := manage.OwnerOf(ks.GetLabels()); ok {
+	if parent, ok := kustomizationOwner(ks.GetLabels()); ok {
 		field("Managed by", kustomizev1.KustomizationKind+"/"+parent.Namespace+"/"+parent.Name)
 	}
 	fmt.Fprintln(w)
@@ -159,10 +167,83 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 	return nil
 }
 
-// inInventory says whether the Kustomization's inventory lists id.
-func inInventory(ks *kustomizev1.Kustomization, id object.ID) string {
-	if ks.Status.Inventory != nil {
-		for _, e := range ks.Status.Inventory.Entries {
+// traceHelmRelease prints the HelmRelease that manages an object, its
+// HelmChart and the chart's source.
+func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, field func(name, value string), id object.ID, key types.NamespacedName) error {
+	field("Managed by", helmv2.HelmReleaseKind+"/"+key.Namespace+"/"+key.Name)
+	hr := &helmv2.HelmRelease{}
+	if err := g.client.Get(ctx, key, hr); err != nil {
+		_ = w.Flush()
+		if apierrors.IsNotFound(err) {
+			return negative(fmt.Errorf("%s is labelled as managed by HelmRelease %s/%s, which does not exist (an orphan)", id, key.Namespace, key.Name))
+		}
+		return notFound(err, helmReleaseKind, key)
+	}
+	t := appliedHelmRelease(hr)
+	field("In inventory", inInventory(hr.Status.Inventory, id))
+	driftText := "none"
+	if d := driftByObject(hr.Status.Drift)[id.String()]; d != nil {
+		driftText = driftTextOf(d, t.policy)
+	}
+	field("Drift", driftText)
+	fmt.Fprintln(w)
+
+	field("HelmRelease", hr.Namespace+"/"+hr.Name)
+	field("Release", hr.GetReleaseNamespace()+"/"+hr.GetReleaseName())
+	field("Applied revision", dash(hr.Status.LastAppliedRevision))
+	field("Attempted revision", dash(hr.Status.LastAttemptedRevision))
+	field("Sync status", syncStatus(t))
+	field("Ready", readyLine(hr.Status.Conditions, hr.Spec.Suspend))
+	if parent, ok := kustomizationOwner(hr.GetLabels()); ok {
+		field("Managed by", kustomizev1.KustomizationKind+"/"+parent.Namespace+"/"+parent.Name)
+	}
+	fmt.Fprintln(w)
+
+	chartKey := helmChartKey(hr)
+	field(sourcev1.HelmChartKind, chartKey.Namespace+"/"+chartKey.Name)
+	chart := &sourcev1.HelmChart{}
+	if err := g.client.Get(ctx, chartKey, chart); err != nil {
+		field("Error", notFound(err, helmChartKind, chartKey).Error())
+		return nil
+	}
+	field("Chart", chart.Spec.Chart+" "+dash(chart.Spec.Version))
+	rev := "-"
+	if chart.Status.Artifact != nil {
+		rev = chart.Status.Artifact.Revision
+	}
+	field("Revision", rev)
+	field("Ready", readyLine(chart.Status.Conditions, chart.Spec.Suspend))
+	fmt.Fprintln(w)
+
+	srcKind, srcKey := chartSourceKey(chart)
+	field(chart.Spec.SourceRef.Kind, srcKey.Namespace+"/"+srcKey.Name)
+	src := srcKind.newObj()
+	if err := g.client.Get(ctx, srcKey, src); err != nil {
+		field("Error", notFound(err, srcKind, srcKey).Error())
+		return nil
+	}
+	field("URL", sourceURL(src))
+	s := srcKind.status(src)
+	field("Revision", dash(s.revision))
+	field("Ready", readyLine(s.conditions, s.suspended))
+	return nil
+}
+
+// kustomizationOwner reads the Kustomization an object's
+// kustomize.plumb.dev labels name. It reads those labels only: a
+// HelmRelease's objects carry helm.plumb.dev labels, traced apart.
+func kustomizationOwner(labels map[string]string) (manage.Owner, bool) {
+	name, ok := labels[kustomizev1.NameLabel]
+	if !ok {
+		return manage.Owner{}, false
+	}
+	return manage.Owner{Namespace: labels[kustomizev1.NamespaceLabel], Name: name}, true
+}
+
+// inInventory says whether an inventory lists id.
+func inInventory(inv *kustomizev1.Inventory, id object.ID) string {
+	if inv != nil {
+		for _, e := range inv.Entries {
 			if e.Group == id.Group && e.Kind == id.Kind && e.Namespace == id.Namespace && e.Name == id.Name {
 				return "yes"
 			}

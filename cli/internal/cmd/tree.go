@@ -13,35 +13,38 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/health"
 )
 
 func newTreeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tree kustomization NAME",
-		Short: "Show the objects a Kustomization manages, with the health of each",
+		Use:   "tree kustomization|helmrelease NAME",
+		Short: "Show the objects a Kustomization or HelmRelease manages, with the health of each",
 		Long: "tree prints status.inventory as a tree with the health of every object as\n" +
 			"pkg/health computes it (Healthy, Progressing, Degraded, Missing, …).\n" +
-			"Kustomizations in the inventory are expanded in turn.",
-		Args: cobra.ExactArgs(2),
-		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
-			ready, msg := readyOf(kustomizationKind.status(ks))
-			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(kustomizationKind, ks), ready, oneLine(msg))
-			return g.printInventory(ctx, g.out, ks, "", map[types.NamespacedName]bool{client.ObjectKeyFromObject(ks): true})
+			"Kustomizations and HelmReleases in the inventory are expanded in turn.",
+		Example: "  plumb tree kustomization apps -n team-a\n  plumb tree helmrelease podinfo -n team-a",
+		Args:    cobra.ExactArgs(2),
+		RunE: g.onApplied(func(ctx context.Context, t *applied) error {
+			ready, msg := readyOf(t.kind.status(t.obj))
+			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(t.kind, t.obj), ready, oneLine(msg))
+			return g.printInventory(ctx, g.out, t, "", map[string]bool{ref(t.kind, t.obj): true})
 		}),
 	}
 }
 
-// printInventory prints one Kustomization's inventory under prefix,
-// descending into the Kustomizations it manages (seen stops a cycle).
-func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomizev1.Kustomization, prefix string, seen map[types.NamespacedName]bool) error {
-	if ks.Status.Inventory == nil || len(ks.Status.Inventory.Entries) == 0 {
+// printInventory prints one Kustomization's or HelmRelease's inventory
+// under prefix, descending into the Kustomizations and HelmReleases it
+// manages (seen stops a cycle).
+func (g *globals) printInventory(ctx context.Context, w io.Writer, t *applied, prefix string, seen map[string]bool) error {
+	if t.inventory == nil || len(t.inventory.Entries) == 0 {
 		fmt.Fprintf(w, "%s└── (no objects applied yet)\n", prefix)
 		return nil
 	}
-	drifts := driftByObject(ks)
-	entries := ks.Status.Inventory.Entries
+	drifts := driftByObject(t.drift)
+	entries := t.inventory.Entries
 	for i, e := range entries {
 		branch, next := "├── ", "│   "
 		if i == len(entries)-1 {
@@ -57,20 +60,35 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, ks *kustomize
 			line += "  ⚔ " + contestedText(*d.contested)
 		}
 		fmt.Fprintln(w, line)
-		if obj != nil && e.Group == kustomizev1.GroupVersion.Group && e.Kind == kustomizev1.KustomizationKind {
-			key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			child := &kustomizev1.Kustomization{}
-			if err := g.client.Get(ctx, key, child); err != nil {
-				continue
-			}
-			if err := g.printInventory(ctx, w, child, prefix+next, seen); err != nil {
-				return err
-			}
+		k := appliedKindOf(e)
+		if obj == nil || k == nil {
+			continue
 		}
+		key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
+		child := k.newObj()
+		if err := g.client.Get(ctx, key, child); err != nil {
+			continue
+		}
+		if seen[ref(k, child)] {
+			continue
+		}
+		seen[ref(k, child)] = true
+		ct, _ := appliedOf(child)
+		if err := g.printInventory(ctx, w, ct, prefix+next, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appliedKindOf is the kind of an inventory entry that is itself a
+// Kustomization or a HelmRelease, nil for any other object.
+func appliedKindOf(e kustomizev1.InventoryEntry) *kind {
+	switch {
+	case e.Group == kustomizev1.GroupVersion.Group && e.Kind == kustomizev1.KustomizationKind:
+		return kustomizationKind
+	case e.Group == helmv2.GroupVersion.Group && e.Kind == helmv2.HelmReleaseKind:
+		return helmReleaseKind
 	}
 	return nil
 }
