@@ -177,14 +177,19 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 	}
 
 	budget := render.NewBudget(limits.renderLimits())
+	sources := make([]string, len(t.manifests))
+	data := make([][]byte, len(t.manifests))
+	for i, m := range t.manifests {
+		sources[i], data[i] = m.source, []byte(m.content)
+	}
+	parsed, err := budget.ParseAll(sources, data)
+	if err != nil {
+		return nil, err
+	}
 	var objs []*kyaml.RNode
-	for _, m := range t.manifests {
-		nodes, err := budget.Parse(m.source, []byte(m.content))
-		if err != nil {
-			return nil, err
-		}
+	for i, nodes := range parsed {
 		for _, n := range nodes {
-			if err := checkMeta(m.source, n); err != nil {
+			if err := checkMeta(sources[i], n); err != nil {
 				return nil, err
 			}
 		}

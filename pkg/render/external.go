@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -41,28 +43,55 @@ func NewBudget(limits Limits) *Budget { return &Budget{limits: limits.withDefaul
 // documents of only comments are dropped; a document that is not a mapping
 // is refused. source names the stream in messages.
 func (b *Budget) Parse(source string, data []byte) ([]*kyaml.RNode, error) {
+	p := parseStream(source, data, b.limits.MaxNodes)
+	if err := b.charge(source, p); err != nil {
+		return nil, err
+	}
+	return p.objs, nil
+}
+
+// ParseAll is Parse over many streams, parsed concurrently on every CPU;
+// the budgets are charged in the order of the streams, so the error, if
+// any, is the one a sequential Parse of each stream would return first.
+// out[i] holds the objects of data[i].
+func (b *Budget) ParseAll(sources []string, data [][]byte) ([][]*kyaml.RNode, error) {
+	parsed := make([]parsedStream, len(data))
+	parallel(len(data), func(i int) { parsed[i] = parseStream(sources[i], data[i], b.limits.MaxNodes) })
+	out := make([][]*kyaml.RNode, len(data))
+	for i := range parsed {
+		if err := b.charge(sources[i], parsed[i]); err != nil {
+			return nil, err
+		}
+		out[i] = parsed[i].objs
+	}
+	return out, nil
+}
+
+// parsedStream is one stream parsed, not yet charged: its objects, the
+// nodes and documents of what was read before an error, and the error.
+type parsedStream struct {
+	objs             []*kyaml.RNode
+	nodes, documents []int64 // per document read
+	err              error
+}
+
+func parseStream(source string, data []byte, maxNodes int64) parsedStream {
+	var p parsedStream
 	dec := kyaml.NewDecoder(bytes.NewReader(data))
-	var out []*kyaml.RNode
-	for i := 1; ; i++ {
+	for {
 		var doc kyaml.Node
 		if err := dec.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
+			if !errors.Is(err, io.EOF) {
+				p.err = buildErr("%s: invalid YAML: %v", source, err)
 			}
-			return nil, buildErr("%s: invalid YAML: %v", source, err)
+			return p
 		}
-		n, err := expandedSize(&doc, b.limits.MaxNodes)
+		n, err := expandedSize(&doc, maxNodes)
 		if err != nil {
-			return nil, limitErr("%s: %v", source, err)
+			p.err = limitErr("%s: %v", source, err)
+			return p
 		}
-		b.nodes += n
-		b.documents++
-		if b.nodes > b.limits.MaxNodes {
-			return nil, limitErr("%s: passes the limit of %d YAML nodes per render, aliases expanded (--max-yaml-nodes)", source, b.limits.MaxNodes)
-		}
-		if b.documents > b.limits.MaxDocuments {
-			return nil, limitErr("%s: passes the limit of %d YAML documents per render (--max-yaml-documents)", source, b.limits.MaxDocuments)
-		}
+		p.nodes = append(p.nodes, n)
 		root := &doc
 		if root.Kind == kyaml.DocumentNode {
 			if len(root.Content) == 0 {
@@ -74,10 +103,53 @@ func (b *Budget) Parse(source string, data []byte) ([]*kyaml.RNode, error) {
 			continue
 		}
 		if root.Kind != kyaml.MappingNode {
-			return nil, validationErr("%s: a document is not an object", source)
+			p.err = validationErr("%s: a document is not an object", source)
+			return p
 		}
-		out = append(out, kyaml.NewRNode(root))
+		p.objs = append(p.objs, kyaml.NewRNode(root))
 	}
+}
+
+// charge adds a parsed stream's documents to the budgets in order and
+// returns the first refusal, or the stream's own error.
+func (b *Budget) charge(source string, p parsedStream) error {
+	for _, n := range p.nodes {
+		b.nodes += n
+		b.documents++
+		if b.nodes > b.limits.MaxNodes {
+			return limitErr("%s: passes the limit of %d YAML nodes per render, aliases expanded (--max-yaml-nodes)", source, b.limits.MaxNodes)
+		}
+		if b.documents > b.limits.MaxDocuments {
+			return limitErr("%s: passes the limit of %d YAML documents per render (--max-yaml-documents)", source, b.limits.MaxDocuments)
+		}
+	}
+	return p.err
+}
+
+// parallel runs f(0) … f(n-1) on up to GOMAXPROCS goroutines and returns
+// when all are done.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // PostRender applies kustomize patches (strategic merge or JSON 6902, with
@@ -146,16 +218,21 @@ func resMapNodes(m resmap.ResMap) []*kyaml.RNode {
 // between objects.
 func Assemble(ctx context.Context, objs []*kyaml.RNode, limits Limits) (*Result, error) {
 	limits = limits.withDefaults()
-	out := make([]rendered, 0, len(objs))
-	for _, n := range objs {
+	out := make([]rendered, len(objs))
+	errs := make([]error, len(objs))
+	// Each object is printed on its own, so on every CPU; the first error
+	// in input order is reported, as a sequential loop would.
+	parallel(len(objs), func(i int) {
 		if ctx.Err() != nil {
-			return nil, deadlineErr(ctx)
+			errs[i] = deadlineErr(ctx)
+			return
 		}
-		o, err := finishNode(n)
+		out[i], errs[i] = finishNode(objs[i])
+	})
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, o)
 	}
 	return assemble(out, limits)
 }

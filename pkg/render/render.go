@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
@@ -397,7 +396,7 @@ func canonicalYAML(n *kyaml.RNode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	y, err := sigsyaml.JSONToYAML(j)
+	y, err := jsonToYAML(j)
 	if err != nil {
 		return "", err
 	}
