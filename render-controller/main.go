@@ -1,6 +1,7 @@
-// Command render-controller renders Kustomization objects into manifests
-// artifacts: it downloads and verifies the source artifact, runs kustomize and
-// variable substitution, and serves the result over HTTP.
+// Command render-controller renders Kustomization and HelmRelease objects
+// into manifests artifacts: it downloads and verifies the source or chart
+// artifact, runs kustomize and variable substitution or Helm's template
+// engine, and serves the result over HTTP.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -18,6 +20,7 @@ import (
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
@@ -31,10 +34,24 @@ type renderOptions struct {
 	MaxArtifactSize    int64
 	MaxExtractedSize   int64
 	MaxFiles           int
+	MaxValuesSize      int64
+	MaxChartSize       int64
+	MaxChartExtracted  int64
+	CapabilitiesTTL    time.Duration
 	DownloadAttempts   int
 	RenderTimeout      time.Duration
 	RenderLimits       render.Limits
 }
+
+// Chart limits: a large real chart (kube-prometheus-stack, dependencies
+// and dashboards included) is under 1 MiB packaged and about 10 MiB of
+// files. These defaults keep a HelmRelease render within the memory one
+// Kustomization render may take (deploy/README.md, "Sizing"), below
+// pkg/helmrender's own defaults, which are the SDK's ceilings.
+const (
+	defaultMaxChartSize      int64 = 16 << 20
+	defaultMaxChartExtracted int64 = 64 << 20
+)
 
 func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.StrictSubstitution, "strict-substitution", false,
@@ -45,6 +62,14 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes a source artifact may extract to.")
 	fs.IntVar(&o.MaxFiles, "max-files", artifact.DefaultMaxFiles,
 		"The most entries a source artifact may hold.")
+	fs.Int64Var(&o.MaxValuesSize, "max-values-size", helmrender.DefaultMaxValuesBytes,
+		"The most bytes of values one HelmRelease may read (its valuesFrom keys and spec.values together) and render (the merged values as JSON).")
+	fs.Int64Var(&o.MaxChartSize, "max-chart-size", defaultMaxChartSize,
+		"The largest chart artifact (.tgz) a HelmRelease downloads and renders, in bytes.")
+	fs.Int64Var(&o.MaxChartExtracted, "max-chart-extracted-size", defaultMaxChartExtracted,
+		"The most bytes a chart artifact's files may decompress to.")
+	fs.DurationVar(&o.CapabilitiesTTL, "capabilities-ttl", rendercontroller.DefaultCapabilitiesTTL,
+		"How long the cluster's capabilities (Kubernetes version, served API versions) are used for Helm renders before discovery is asked again; a CustomResourceDefinition change drops them at once.")
 	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
 		"How many times a failed download of a source artifact is tried, with exponential backoff.")
 	fs.DurationVar(&o.RenderTimeout, "render-timeout", rendercontroller.DefaultRenderTimeout,
@@ -67,6 +92,14 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--max-extracted-size must be positive, got %d", o.MaxExtractedSize)
 	case o.MaxFiles < 1:
 		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
+	case o.MaxValuesSize < 1:
+		return fmt.Errorf("--max-values-size must be positive, got %d", o.MaxValuesSize)
+	case o.MaxChartSize < 1, o.MaxChartExtracted < 1:
+		return fmt.Errorf("--max-chart-size and --max-chart-extracted-size must be positive")
+	case o.MaxChartExtracted > helmrender.DefaultMaxDecompressedBytes:
+		return fmt.Errorf("--max-chart-extracted-size cannot pass the Helm SDK loader's own limit of %d bytes", helmrender.DefaultMaxDecompressedBytes)
+	case o.CapabilitiesTTL <= 0:
+		return fmt.Errorf("--capabilities-ttl must be positive, got %s", o.CapabilitiesTTL)
 	case o.DownloadAttempts < 1:
 		return fmt.Errorf("--download-attempts must be at least 1, got %d", o.DownloadAttempts)
 	case o.RenderTimeout <= 0:
@@ -177,8 +210,32 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 			MaxFiles:          renderOpts.MaxFiles,
 		},
 	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
+	hr := &rendercontroller.HelmReleaseReconciler{
+		Client:               mgr.GetClient(),
+		Storage:              storage,
+		Events:               recorder,
+		Metrics:              rendercontroller.NewHelmReleaseMetrics(ctrlmetrics.Registry),
+		Capabilities:         &rendercontroller.Capabilities{Discovery: disc, TTL: renderOpts.CapabilitiesTTL},
+		NoCrossNamespaceRefs: refOpts.NoCrossNamespaceRefs,
+		DependencyRequeue:    refOpts.RequeueDependency,
+		DownloadAttempts:     renderOpts.DownloadAttempts,
+		RenderTimeout:        renderOpts.RenderTimeout,
+		RenderLimits:         renderOpts.RenderLimits,
+		HelmLimits: helmrender.Limits{
+			MaxArchiveBytes:      renderOpts.MaxChartSize,
+			MaxDecompressedBytes: renderOpts.MaxChartExtracted,
+			MaxValuesBytes:       renderOpts.MaxValuesSize,
+		},
+	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	if err := hr.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
 	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)

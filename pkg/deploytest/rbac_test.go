@@ -51,6 +51,7 @@ func (c call) String() string {
 const (
 	source       = "source.plumb.dev"
 	kustomize    = "kustomize.plumb.dev"
+	helm         = "helm.plumb.dev"
 	notification = "notification.plumb.dev"
 	coordination = "coordination.k8s.io"
 	eventsGroup  = "events.k8s.io"
@@ -116,6 +117,22 @@ var needed = map[string][]call{
 			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact"},
 			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap (uncached)"},
 			{resource: "secrets", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom Secret (uncached)"},
+		},
+		watchOf(helm, "helmreleases", "HelmReleaseReconciler: For(&HelmRelease{}), List by HelmChart and valuesFrom indexes"),
+		watchOf(source, "helmcharts", "Watches(&HelmChart{}), r.Get of the HelmChart rendered"),
+		[]call{
+			{group: helm, resource: "helmreleases", verb: "patch", namespace: tenant, why: "render.plumb.dev/finalizer add/remove (reconcile.SetFinalizer)"},
+			{group: helm, resource: "helmreleases", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
+			{group: helm, resource: "helmreleases", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact + helmChart"},
+			{group: source, resource: "helmcharts", verb: "create", namespace: tenant, why: "applyChart: server-side apply that creates the HelmChart of spec.chart"},
+			{group: source, resource: "helmcharts", verb: "patch", namespace: tenant, why: "applyChart: server-side apply"},
+			{group: source, resource: "helmcharts", verb: "delete", namespace: tenant, why: "deleteOwnedChart: on deletion, or when spec.chart goes"},
+			{resource: "configmaps", verb: "list", why: "Watches(&ConfigMap{}, OnlyMetadata): valuesFrom changes re-render"},
+			{resource: "configmaps", verb: "watch", why: "Watches(&ConfigMap{}, OnlyMetadata)"},
+			{resource: "secrets", verb: "list", why: "Watches(&Secret{}, OnlyMetadata): valuesFrom changes re-render"},
+			{resource: "secrets", verb: "watch", why: "Watches(&Secret{}, OnlyMetadata)"},
+			{group: apiext, resource: "customresourcedefinitions", verb: "list", why: "Watches(CRD metadata): invalidates Capabilities"},
+			{group: apiext, resource: "customresourcedefinitions", verb: "watch", why: "Watches(CRD metadata)"},
 		},
 		everyController(),
 	),
@@ -192,8 +209,12 @@ var denied = map[string][]call{
 		{group: kustomize, resource: "kustomizations", verb: "create", namespace: tenant},
 		{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant},
 		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
-		{resource: "secrets", verb: "list"},
-		{resource: "configmaps", verb: "list"},
+		{group: source, resource: "helmcharts", subresource: "status", verb: "patch", namespace: tenant},
+		{group: helm, resource: "helmreleases", verb: "delete", namespace: tenant},
+		{group: helm, resource: "helmreleases", verb: "update", namespace: tenant},
+		{resource: "secrets", verb: "create", namespace: tenant},
+		{resource: "configmaps", verb: "patch", namespace: tenant},
+		{group: apiext, resource: "customresourcedefinitions", verb: "get"},
 		{group: apps, resource: "deployments", verb: "create", namespace: tenant},
 		{resource: "serviceaccounts", verb: "impersonate", namespace: tenant},
 	},

@@ -194,13 +194,7 @@ func orUnknown(kind string) string {
 // kustomize's commonAnnotations also writes pod templates, and Flux's
 // commonMetadata touches metadata only, so Build sets it itself.
 func writeOverlay(overlayDir, userRel string, spec *kustomizev1.KustomizationSpec) error {
-	k := kustypes.Kustomization{
-		TypeMeta:   kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources:  []string{"../" + userRel},
-		Namespace:  spec.TargetNamespace,
-		NamePrefix: spec.NamePrefix,
-		NameSuffix: spec.NameSuffix,
-	}
+	var components []string
 	for _, c := range spec.Components {
 		// "../../components/x", as in Flux's docs, is fine; leaving the
 		// source is not.
@@ -208,7 +202,30 @@ func writeOverlay(overlayDir, userRel string, spec *kustomizev1.KustomizationSpe
 		if path.IsAbs(c) || (joined != sourceFolder && !strings.HasPrefix(joined, sourceFolder+"/")) {
 			return buildErr("component %q leaves the source", c)
 		}
-		k.Components = append(k.Components, "../"+joined)
+		components = append(components, "../"+joined)
+	}
+	k := overlayKustomization([]string{"../" + userRel}, spec)
+	k.Components = components
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(overlayDir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(overlayDir, konfig.DefaultKustomizationFileName()), data, 0o600)
+}
+
+// overlayKustomization is the kustomization of resources with the spec's
+// targetNamespace, namePrefix, nameSuffix, patches and images (components
+// are the caller's).
+func overlayKustomization(resources []string, spec *kustomizev1.KustomizationSpec) kustypes.Kustomization {
+	k := kustypes.Kustomization{
+		TypeMeta:   kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources:  resources,
+		Namespace:  spec.TargetNamespace,
+		NamePrefix: spec.NamePrefix,
+		NameSuffix: spec.NameSuffix,
 	}
 	for _, p := range spec.Patches {
 		kp := kustypes.Patch{Patch: p.Patch}
@@ -228,12 +245,5 @@ func writeOverlay(overlayDir, userRel string, spec *kustomizev1.KustomizationSpe
 	for _, img := range spec.Images {
 		k.Images = append(k.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
 	}
-	data, err := yaml.Marshal(k)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(overlayDir, 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(overlayDir, konfig.DefaultKustomizationFileName()), data, 0o600)
+	return k
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,9 +16,9 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
@@ -184,7 +185,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if err := writeOverlay(overlay, path.Join(sourceFolder, rel), spec); err != nil {
 		return nil, buildErr("the spec's patches, images or components do not make a kustomization: %v", err)
 	}
-	resMap, err := runKustomize(ctx, fsys, overlay)
+	resMap, err := runKustomize(ctx, fsys, overlay, fsys.refuse)
 	if refused := fsys.refusal(); refused != nil {
 		return nil, refused
 	}
@@ -219,7 +220,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 // plugins off (no exec, container or Helm), loads restricted to each
 // kustomization's root. A kustomize panic on hostile input is an error, and
 // the build returns when ctx ends even while kustomize still runs.
-func runKustomize(ctx context.Context, fsys *sandboxFS, overlay string) (resmap.ResMap, error) {
+func runKustomize(ctx context.Context, fsys filesys.FileSystem, overlay string, refuse func(error) error) (resmap.ResMap, error) {
 	kopts := krusty.MakeDefaultOptions()
 	kopts.LoadRestrictions = kustypes.LoadRestrictionsRootOnly
 	kopts.PluginConfig = kustypes.DisabledPluginConfig()
@@ -242,7 +243,7 @@ func runKustomize(ctx context.Context, fsys *sandboxFS, overlay string) (resmap.
 	case o := <-done:
 		return o.resMap, o.err
 	case <-ctx.Done():
-		return nil, fsys.refuse(deadlineErr(ctx))
+		return nil, refuse(deadlineErr(ctx))
 	}
 }
 
@@ -385,11 +386,17 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 // JSON, so keys come sorted), keeping substituted objects in the same form as
 // the others.
 func canonicalYAML(n *kyaml.RNode) (string, error) {
-	j, err := n.MarshalJSON()
+	// What RNode.MarshalJSON does, without printing the node and parsing
+	// it again first: decode the node itself.
+	var m map[string]any
+	if err := n.YNode().Decode(&m); err != nil {
+		return "", err
+	}
+	j, err := json.Marshal(m)
 	if err != nil {
 		return "", err
 	}
-	y, err := sigsyaml.JSONToYAML(j)
+	y, err := jsonToYAML(j)
 	if err != nil {
 		return "", err
 	}
@@ -465,7 +472,14 @@ func assemble(objs []rendered, limits Limits) (*Result, error) {
 	var b strings.Builder
 	ids := make([]object.ID, 0, len(objs))
 	for i, o := range objs {
-		if int64(b.Len()+len(o.yaml)) > limits.MaxOutputBytes {
+		size := len(o.yaml)
+		if i > 0 {
+			size += len("---\n")
+		}
+		if !strings.HasSuffix(o.yaml, "\n") {
+			size++
+		}
+		if int64(b.Len()+size) > limits.MaxOutputBytes {
 			return nil, limitErr("the rendered manifests pass the limit of %d bytes (--max-rendered-size) at %s, object %d of %d",
 				limits.MaxOutputBytes, o, i+1, len(objs))
 		}

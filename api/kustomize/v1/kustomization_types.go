@@ -95,6 +95,12 @@ const (
 	HookDeletePolicyAnnotation = "plumb.dev/hook-delete-policy"
 	DisabledValue              = "disabled"
 	EnabledValue               = "enabled"
+	// SSAAnnotation set to IfNotPresentValue makes sync-controller create
+	// the object when it is missing and never change one that exists
+	// (pkg/helmrender sets it on the CRDs of a chart's crds/ under a
+	// HelmRelease's CRD policy Create, which is how Helm treats them).
+	SSAAnnotation     = "plumb.dev/ssa"
+	IfNotPresentValue = "IfNotPresent"
 )
 
 // DriftPolicy says what sync-controller does when the cluster drifts from Git.

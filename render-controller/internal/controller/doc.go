@@ -1,7 +1,10 @@
-// Package controller holds the reconciler of render-controller: it turns a
-// Kustomization and its source artifact into a rendered manifests artifact
-// (one multi-document YAML, sha256-addressed) that sync-controller applies.
-// It never touches the workloads in the cluster.
+// Package controller holds the reconcilers of render-controller: they turn
+// a Kustomization and its source artifact, or a HelmRelease and its chart,
+// into a rendered manifests artifact (one multi-document YAML,
+// sha256-addressed) that sync-controller applies. They never touch the
+// workloads in the cluster. The HelmRelease reconciler is described in its
+// own section below; what is said of Kustomizations otherwise holds for
+// both.
 //
 // # Reconcile
 //
@@ -95,6 +98,55 @@
 // values from Secrets. The reasons are constants of api/kustomize/v1 and
 // api/meta, listed in the Reasons table of docs/api/kustomization.md.
 //
+// # HelmRelease
+//
+// A reconcile of a live, unsuspended HelmRelease runs these steps in order
+// (helmrelease_controller.go), in the same partial skeleton, owning
+// status.renderedArtifact, status.helmChart and Rendered:
+//
+//  1. chart: with spec.chart, server-side apply (field manager
+//     plumb-render) the HelmChart <namespace>-<name> in the sourceRef's
+//     namespace: the template's spec, its interval or else the
+//     HelmRelease's, chart.metadata's labels and annotations, and the
+//     labels helm.plumb.dev/name and helm.plumb.dev/namespace, which mark
+//     it as this HelmRelease's (an owner reference cannot cross
+//     namespaces). A HelmChart of that name without them is someone else's:
+//     Rendered=False, HelmChartFailed, nothing changed. With spec.chartRef,
+//     the HelmChart named. status.helmChart records "<ns>/<name>"; a
+//     HelmChart this HelmRelease created and no longer renders (chart
+//     replaced by chartRef, or moved) is deleted. Another namespace is
+//     refused under --no-cross-namespace-refs (InvalidSpec, stalled).
+//  2. source: wait (DependencyNotReady, "waiting for HelmChart ns/name:
+//     …") until the HelmChart's observedGeneration is its generation, it is
+//     Ready and has an artifact. HelmCharts are watched.
+//  3. values: pkg/helmvalues merges valuesFrom in order, then spec.values,
+//     within --max-values-size and --max-yaml-nodes (ValuesFailed or
+//     LimitExceeded, never quoting a Secret). The ConfigMaps and Secrets
+//     of valuesFrom are watched, their metadata only (an index maps them to
+//     the HelmReleases), so a change re-renders. The release is installing
+//     while status.history has no deployed entry: .Release.IsInstall and
+//     install.crds, else upgrade.crds; the move to deployed re-renders.
+//  4. capabilities: the server version and every served group version and
+//     kind from discovery (Capabilities), kept for --capabilities-ttl and
+//     dropped when a CustomResourceDefinition changes (a metadata watch),
+//     so .Capabilities.APIVersions.Has sees CRDs installed in the cluster.
+//  5. cache: the key hashes the chart artifact's digest, the generation,
+//     the values, install state, CRD policy, capabilities and limits; an
+//     unchanged key with an intact artifact ends the reconcile.
+//  6. download: pkg/fetch, digest-checked, within --max-chart-size.
+//  7. render: pkg/helmrender within --render-timeout and the render,
+//     chart and values limits; a failure is Rendered=False with its reason
+//     (BuildFailed naming the template, ValidationFailed, LimitExceeded).
+//  8. store: helmrelease/<ns>/<name>/<sha256 hex>.yaml, revision the chart
+//     version, metadata chart-name, chart-version and config-digest.
+//  9. announce: Rendered=True and a Rendered event, as for Kustomizations.
+//
+// A failure is retried after spec.interval (HelmRelease has no
+// retryInterval) and keeps the last good render. A finalizer
+// (render.plumb.dev/finalizer) deletes the HelmChart this HelmRelease owns
+// and its rendered artifacts when it is deleted; a chartRef's HelmChart is
+// left alone. dependsOn is sync-controller's.
+//
 // # The process
 //
 // main calls render.LockDownProcess before anything else: the default HTTP
@@ -112,4 +164,8 @@
 //	plumb_render_suspended                   1 while spec.suspend is true
 //	plumb_render_artifact_size_bytes         size of the current rendered artifact
 //	plumb_render_builds_total                kustomize builds run
+//
+// and the same set for HelmReleases under plumb_render_helmrelease_
+// (reconcile_duration_seconds, rendered, suspended, artifact_size_bytes,
+// renders_total).
 package controller

@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/metrics"
 )
@@ -14,5 +15,15 @@ func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 		Subsystem: "render", Kind: kustomizev1.KustomizationKind, Condition: kustomizev1.RenderedCondition,
 		Work:     "builds_total",
 		WorkHelp: "kustomize builds run; a reconcile whose inputs are unchanged builds nothing.",
+	})
+}
+
+// NewHelmReleaseMetrics creates the HelmRelease metrics (pkg/metrics' set
+// under plumb_render_helmrelease_…) and registers them with reg.
+func NewHelmReleaseMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "render_helmrelease", Kind: helmv2.HelmReleaseKind, Condition: kustomizev1.RenderedCondition,
+		Work:     "renders_total",
+		WorkHelp: "Helm chart renders run; a reconcile whose inputs are unchanged renders nothing.",
 	})
 }

@@ -22,6 +22,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -47,6 +48,7 @@ var (
 	k8s        client.Client
 	storage    *artifact.Storage
 	reconciler *KustomizationReconciler
+	helmRec    *HelmReleaseReconciler
 	published  = &capture{}
 	sources    = &sourceServer{files: map[string][]byte{}}
 	sourceURL  string
@@ -161,6 +163,31 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := reconciler.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	helmRec = &HelmReleaseReconciler{
+		Client:               mgr.GetClient(),
+		Storage:              storage,
+		Events:               reconciler.Events,
+		Metrics:              NewHelmReleaseMetrics(metrics.Registry),
+		Capabilities:         &Capabilities{Discovery: disc, TTL: time.Hour},
+		HelmLimits:           testHelmLimits,
+		RenderLimits:         testRenderLimits,
+		RenderTimeout:        testRenderTimeout,
+		NoCrossNamespaceRefs: true,
+		DependencyRequeue:    time.Second,
+		DownloadAttempts:     2,
+		DownloadBackoff:      10 * time.Millisecond,
+	}
+	if err := helmRec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		cancel()
 		fmt.Fprintln(os.Stderr, err)
 		return 1

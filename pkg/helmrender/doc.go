@@ -1,0 +1,79 @@
+// Package helmrender renders a packaged Helm chart into the same artifact
+// as a Kustomization's render: the render step of render-controller for a
+// HelmRelease, with no API server, no network, and bounded size and time.
+//
+// # Steps of Render
+//
+//  1. Limits first, on what was given: the values (as canonical JSON), the
+//     archive, and its decompressed size, read from the tar headers before
+//     the SDK's loader holds any file (the loader's own limit,
+//     archive.MaxDecompressedChartSize, is a process-wide variable Plumb
+//     leaves at Helm's 100 MiB, so a per-render limit is checked here).
+//  2. What `helm template` does, step by step with the SDK's own functions
+//     and in its order (action.Install.RunWithContext in client-only
+//     dry-run mode and action.Configuration.renderResources):
+//     loader.LoadArchive; chartutil.ProcessDependencies (conditions, tags,
+//     import-values); ToRenderValues (the user values coalesced over the
+//     chart's values, .Release with IsInstall or IsUpgrade and revision 1,
+//     .Capabilities from Options); the values.schema.json check; the
+//     chart's kubeVersion against the Kubernetes version; engine.Engine
+//     with DNS off and no client (so lookup finds nothing); NOTES.txt
+//     dropped; releaseutil.SortManifests, which splits hooks from
+//     manifests and refuses a template whose output is not YAML, naming
+//     it. Hooks stay in the output as `helm template` prints them, with
+//     every helm.sh/hook* annotation; sync-controller maps them onto its
+//     phases.
+//  3. Each document is parsed within pkg/render's node and document
+//     budgets (aliases counted expanded, before anything expands them) and
+//     checked for apiVersion, kind and a name or generateName, naming the
+//     template.
+//  4. Post-renderers, in order: kustomize patches (strategic merge and JSON
+//     6902, with targets) and images, by render.PostRender (krusty on an
+//     in-memory filesystem holding only the objects, plugins off). They
+//     change the templates' objects, hooks included, and not the CRDs of
+//     crds/, as in Helm.
+//  5. The CRDs of crds/ (the chart's and its subcharts') per the CRD
+//     policy: Skip leaves them out; Create and CreateReplace render them,
+//     every one annotated plumb.dev/prune: disabled (Helm never deletes
+//     them), and with Create also plumb.dev/ssa: IfNotPresent
+//     (sync-controller creates a missing one and never changes an existing
+//     one).
+//  6. render.Assemble, Build's own last step: duplicates refused, pkg/render's
+//     canonical order and YAML form, the output cap.
+//
+// # Why the SDK's pieces rather than action.Install
+//
+// `helm template` is action.Install with DryRunStrategy client. Render
+// calls the functions that Install calls instead of Install itself,
+// because Install in client-only mode cannot be told the cluster's
+// capabilities: it always starts from the SDK's built-in API versions and
+// adds the given ones, so a chart would see APIs the cluster does not
+// serve. Install also validates values against values.schema.json with a
+// loader that reads host files and fetches URLs with an HTTP client of its
+// own (schema.go has the sandboxed copy), builds a release record and an
+// in-memory release store, and takes a context only for lookup. What
+// Install adds on top of these functions for `helm template` — printing
+// the CRDs of crds/ when asked, manifests, then hooks — Render does itself.
+// TestGoldenHelmTemplate compares the two object for object.
+//
+// # The sandbox
+//
+// A chart is hostile input (docs/design/render-sandbox.md, section
+// "Helm charts"). The engine reaches no network (no client for lookup, DNS
+// off, sprig's env and expandenv removed by the SDK), and no file but the
+// chart's own (.Files reads the loaded archive). Schemas load nothing
+// (schema.go). Sizes are bounded before and after the engine runs; time by
+// ctx.
+//
+// The residual risk is the engine itself: text/template takes no context
+// and the SDK has no budget, so a template that loops (a range over
+// `until 100000000`, nested ranges over values, a `tpl` or `include` that
+// multiplies a string) runs as long and allocates as much as it likes
+// between the limits Render checks before and after it. Render runs the
+// SDK in a goroutine and returns LimitExceeded as soon as ctx ends, so the
+// reconcile ends and the worker is free; the abandoned goroutine runs on
+// until the template finishes, holding its memory, and a retry of the same
+// chart starts another. The deadline bounds what a reconcile waits for,
+// not what such a template costs; the container's memory limit is the
+// bound there, and an out-of-memory restart keeps the last good render.
+package helmrender

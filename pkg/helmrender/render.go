@@ -1,0 +1,446 @@
+package helmrender
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutilcommon "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/render"
+)
+
+// Capabilities are the cluster's, as the templates see them in
+// .Capabilities.
+type Capabilities struct {
+	// KubeVersion is the server's version, "v1.37.2"; empty takes Helm's
+	// default (what `helm template` uses without --kube-version).
+	KubeVersion string
+	// APIVersions are the served API versions, in both of Helm's forms:
+	// "apps/v1" and "apps/v1/Deployment". Empty takes Helm's default set
+	// (the built-in API versions of the SDK's client-go), as `helm
+	// template` does; otherwise it is the whole set, with nothing added.
+	APIVersions []string
+}
+
+// Options say how to render one chart.
+type Options struct {
+	// ReleaseName and Namespace are .Release.Name and .Release.Namespace.
+	ReleaseName, Namespace string
+	// Values are the merged user values (valuesFrom in order, then
+	// spec.values); the chart's own values are the base they are
+	// coalesced over, as Helm does. Render does not change the map.
+	Values map[string]any
+	// Capabilities are .Capabilities.
+	Capabilities Capabilities
+	// IsInstall sets .Release.IsInstall (true) or .Release.IsUpgrade
+	// (false).
+	IsInstall bool
+	// CRDs is the policy for the chart's crds/ folders (its subcharts'
+	// included): helmv2.CRDsSkip, CRDsCreate or CRDsCreateReplace. Empty
+	// is Helm's default: Create on an install, Skip on an upgrade.
+	CRDs string
+	// PostRenderers change the templates' objects (hooks included, the
+	// CRDs of crds/ not, as in Helm), in order.
+	PostRenderers []helmv2.PostRenderer
+	// Limits bound the render; zero fields take the defaults.
+	Limits Limits
+}
+
+// Result is a successful render.
+type Result struct {
+	// Manifests is one multi-document YAML stream in pkg/render's canonical
+	// order and form, as a Kustomization's rendered artifact.
+	Manifests []byte
+	// Digest is "sha256:<hex>" of Manifests.
+	Digest string
+	// ChartName and ChartVersion are the chart's, from Chart.yaml.
+	ChartName, ChartVersion string
+	// ConfigDigest is ConfigDigest(opts.Values).
+	ConfigDigest string
+	// Objects is how many objects Manifests holds; IDs names them in
+	// order.
+	Objects int
+	IDs     []object.ID
+}
+
+// notesFileSuffix ends the names of NOTES.txt templates, which are text
+// for a terminal, not objects (the SDK's action.notesFileSuffix).
+const notesFileSuffix = "NOTES.txt"
+
+// ConfigDigest is "sha256:<hex>" of the canonical JSON of values (keys
+// sorted, as encoding/json writes maps); nil and empty values have the
+// digest of {}.
+func ConfigDigest(values map[string]any) string {
+	j, err := canonicalJSON(values)
+	if err != nil {
+		// Values that do not encode as JSON cannot come from the API;
+		// their digest is that of the error, so it is stable.
+		j = []byte(err.Error())
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(j))
+}
+
+func canonicalJSON(values map[string]any) ([]byte, error) {
+	if values == nil {
+		values = map[string]any{}
+	}
+	return json.Marshal(values)
+}
+
+// Render renders a packaged chart as `helm template` does, then applies the
+// post-renderers and prints the objects as pkg/render prints a
+// Kustomization's; see the package documentation for the steps and the
+// sandbox. ctx bounds its time: when it ends, Render returns at once with
+// a LimitExceeded error. Every error is a *render.Error.
+func Render(ctx context.Context, chartArchive []byte, opts Options) (*Result, error) {
+	res, err := renderChart(ctx, chartArchive, opts)
+	if err != nil {
+		var e *render.Error
+		if !errors.As(err, &e) {
+			err = render.BuildError("%v", err)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, error) {
+	limits := opts.Limits.withDefaults()
+	crdPolicy, err := crdPolicy(opts)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := capabilities(opts.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	valuesJSON, err := canonicalJSON(opts.Values)
+	if err != nil {
+		return nil, render.BuildError("the values do not encode as JSON: %v", err)
+	}
+	if int64(len(valuesJSON)) > limits.MaxValuesBytes {
+		return nil, render.LimitError("the values are %d bytes as JSON, more than the limit of %d (--max-values-size)",
+			len(valuesJSON), limits.MaxValuesBytes)
+	}
+	if int64(len(archive)) > limits.MaxArchiveBytes {
+		return nil, render.LimitError("the chart archive is %d bytes, more than the limit of %d (--max-chart-size)",
+			len(archive), limits.MaxArchiveBytes)
+	}
+	if err := checkDecompressedSize(archive, limits.MaxDecompressedBytes); err != nil {
+		return nil, err
+	}
+
+	// The SDK's loader and engine take no context and cannot be stopped:
+	// they run in a goroutine that Render abandons at the deadline (see the
+	// package documentation for what that leaves).
+	type outcome struct {
+		out *templated
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: render.BuildError("the chart broke the Helm SDK: %v", p)}
+			}
+		}()
+		out, err := template(ctx, archive, opts, caps, limits)
+		done <- outcome{out, err}
+	}()
+	var t *templated
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, o.err
+		}
+		t = o.out
+	case <-ctx.Done():
+		return nil, render.DeadlineError(ctx)
+	}
+
+	budget := render.NewBudget(limits.renderLimits())
+	sources := make([]string, len(t.manifests))
+	data := make([][]byte, len(t.manifests))
+	for i, m := range t.manifests {
+		sources[i], data[i] = m.source, []byte(m.content)
+	}
+	parsed, err := budget.ParseAll(sources, data)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*kyaml.RNode
+	for i, nodes := range parsed {
+		for _, n := range nodes {
+			if err := checkMeta(sources[i], n); err != nil {
+				return nil, err
+			}
+		}
+		objs = append(objs, nodes...)
+	}
+	for i, pr := range opts.PostRenderers {
+		if pr.Kustomize == nil {
+			continue
+		}
+		if objs, err = render.PostRender(ctx, objs, pr.Kustomize.Patches, pr.Kustomize.Images); err != nil {
+			return nil, wrapReason(err, "post-renderer %d: ", i+1)
+		}
+	}
+	if crdPolicy != helmv2.CRDsSkip {
+		for _, crd := range t.crds {
+			nodes, err := budget.Parse(crd.source, []byte(crd.content))
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range nodes {
+				if err := checkMeta(crd.source, n); err != nil {
+					return nil, err
+				}
+				if err := annotateCRD(n, crdPolicy); err != nil {
+					return nil, render.BuildError("%s: %v", crd.source, err)
+				}
+			}
+			objs = append(objs, nodes...)
+		}
+	}
+	res, err := render.Assemble(ctx, objs, limits.renderLimits())
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Manifests:    res.Manifests,
+		Digest:       res.Digest,
+		ChartName:    t.chartName,
+		ChartVersion: t.chartVersion,
+		ConfigDigest: fmt.Sprintf("sha256:%x", sha256.Sum256(valuesJSON)),
+		Objects:      len(res.Objects),
+		IDs:          res.Objects,
+	}, nil
+}
+
+// wrapReason prefixes err's message and keeps its reason.
+func wrapReason(err error, format string, args ...any) error {
+	return &render.Error{Reason: render.Reason(err), Err: fmt.Errorf(format+"%w", append(args, err)...)}
+}
+
+func crdPolicy(opts Options) (string, error) {
+	switch opts.CRDs {
+	case helmv2.CRDsSkip, helmv2.CRDsCreate, helmv2.CRDsCreateReplace:
+		return opts.CRDs, nil
+	case "":
+		if opts.IsInstall {
+			return helmv2.CRDsCreate, nil
+		}
+		return helmv2.CRDsSkip, nil
+	}
+	return "", render.BuildError("unknown CRD policy %q: want %s, %s or %s", opts.CRDs, helmv2.CRDsSkip, helmv2.CRDsCreate, helmv2.CRDsCreateReplace)
+}
+
+// capabilities are Helm's .Capabilities from the options: Helm's defaults
+// where they are empty, as `helm template` without --kube-version and
+// --api-versions.
+func capabilities(c Capabilities) (*common.Capabilities, error) {
+	caps := common.DefaultCapabilities.Copy()
+	if c.KubeVersion != "" {
+		kv, err := common.ParseKubeVersion(c.KubeVersion)
+		if err != nil {
+			return nil, render.BuildError("invalid Kubernetes version %q: %v", c.KubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	if len(c.APIVersions) > 0 {
+		caps.APIVersions = append(common.VersionSet(nil), c.APIVersions...)
+	}
+	return caps, nil
+}
+
+// checkDecompressedSize reads the archive's tar headers (its gzip stream
+// decompressed, file contents skipped) and refuses it when its files add up
+// to more than max, or when it is no gzipped tar at all. The SDK's loader
+// has a limit of its own, but a global one.
+func checkDecompressedSize(archive []byte, max int64) error {
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		return render.BuildError("the chart is not a gzipped tar archive: %v", err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	var total int64
+	for {
+		hd, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return render.BuildError("reading the chart archive: %v", err)
+		}
+		total += hd.Size
+		if total > max {
+			return render.LimitError("the chart's files pass the limit of %d bytes decompressed at %s (--max-chart-extracted-size)", max, hd.Name)
+		}
+	}
+}
+
+// templated is what the SDK rendered: the manifests and hooks (each with
+// the template it came from) and the CRDs of crds/.
+type templated struct {
+	chartName, chartVersion string
+	manifests               []document
+	crds                    []document
+}
+
+type document struct {
+	source, content string
+}
+
+// template loads the chart and runs the SDK's steps of `helm template`
+// (action.Install in client-only dry-run mode, action.renderResources),
+// in the same order, with the SDK's own functions. See doc.go for why
+// they are called one by one.
+func template(ctx context.Context, archive []byte, opts Options, caps *common.Capabilities, limits Limits) (*templated, error) {
+	charter, err := loader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		return nil, render.BuildError("loading the chart: %v", err)
+	}
+	chrt, ok := charter.(*chart.Chart)
+	if !ok {
+		return nil, render.BuildError("loading the chart: only charts of apiVersion v1 and v2 can be rendered")
+	}
+	out := &templated{chartName: chrt.Name(), chartVersion: chrt.Metadata.Version}
+
+	// The user's map is not the SDK's to change.
+	vals, err := copyValues(opts.Values)
+	if err != nil {
+		return nil, err
+	}
+	if err := chartutil.ProcessDependencies(chrt, vals); err != nil {
+		return nil, render.BuildError("chart dependencies processing failed: %v", err)
+	}
+	release := common.ReleaseOptions{
+		Name:      opts.ReleaseName,
+		Namespace: opts.Namespace,
+		Revision:  1,
+		IsInstall: opts.IsInstall,
+		IsUpgrade: !opts.IsInstall,
+	}
+	// The SDK's schema validation loads $refs from files and URLs; it is
+	// done by validateSchemas instead, which loads nothing.
+	top, err := chartutilcommon.ToRenderValuesWithSchemaValidation(chrt, vals, release, caps, true)
+	if err != nil {
+		return nil, render.BuildError("coalescing the values: %v", err)
+	}
+	if err := validateSchemas(chrt, top["Values"].(common.Values)); err != nil {
+		return nil, render.BuildError("values don't meet the specifications of the schema(s) in the following chart(s):\n%v", err)
+	}
+	if chrt.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(chrt.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, render.BuildError("chart requires kubeVersion: %s which is incompatible with Kubernetes %s",
+			chrt.Metadata.KubeVersion, caps.KubeVersion.Version)
+	}
+
+	// No lookup (no client), no DNS: the engine reaches nothing.
+	var e engine.Engine
+	e.EnableDNS = false
+	files, err := e.RenderWithContext(ctx, chrt, top)
+	if err != nil {
+		return nil, render.BuildError("%v", err)
+	}
+	var size int64
+	for name, content := range files {
+		if strings.HasSuffix(name, notesFileSuffix) {
+			delete(files, name)
+			continue
+		}
+		size += int64(len(content))
+	}
+	if size > limits.MaxOutputBytes {
+		return nil, render.LimitError("the chart's templates rendered %d bytes, more than the limit of %d (--max-rendered-size)", size, limits.MaxOutputBytes)
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, render.BuildError("%v", err)
+	}
+	for _, m := range manifests {
+		out.manifests = append(out.manifests, document{source: m.Name, content: m.Content})
+	}
+	for _, h := range hooks {
+		out.manifests = append(out.manifests, document{source: h.Path, content: h.Manifest})
+	}
+	for _, crd := range chrt.CRDObjects() {
+		out.crds = append(out.crds, document{source: crd.Filename, content: string(crd.File.Data)})
+	}
+	return out, nil
+}
+
+// copyValues deep-copies values through JSON, so ProcessDependencies
+// cannot change the caller's map. Numbers become float64, which is what
+// they are in values Helm reads from YAML (values files, valuesFrom).
+func copyValues(values map[string]any) (common.Values, error) {
+	if values == nil {
+		return common.Values{}, nil
+	}
+	var v common.Values
+	j, err := json.Marshal(values)
+	if err != nil {
+		return nil, render.BuildError("the values do not encode as JSON: %v", err)
+	}
+	if err := json.Unmarshal(j, &v); err != nil {
+		return nil, render.BuildError("the values do not decode: %v", err)
+	}
+	return v, nil
+}
+
+// checkMeta refuses an object without apiVersion, kind or a name (or a
+// generateName), naming the template it came from.
+func checkMeta(source string, n *kyaml.RNode) error {
+	apiVersion, kind, name := n.GetApiVersion(), n.GetKind(), n.GetName()
+	if name == "" {
+		if gen, _ := n.Pipe(kyaml.Lookup("metadata", "generateName")); gen != nil {
+			name = kyaml.GetValue(gen)
+		}
+	}
+	switch {
+	case apiVersion == "":
+		return render.ValidationError("%s: %s %q has no apiVersion", source, orObject(kind), name)
+	case kind == "":
+		return render.ValidationError("%s: object %q (%s) has no kind", source, name, apiVersion)
+	case name == "":
+		return render.ValidationError("%s: %s %s has no metadata.name", source, apiVersion, kind)
+	}
+	return nil
+}
+
+func orObject(kind string) string {
+	if kind == "" {
+		return "object"
+	}
+	return kind
+}
+
+// annotateCRD marks a CRD of crds/: never pruned (Helm never deletes
+// them), and with policy Create, created when missing and never changed.
+func annotateCRD(n *kyaml.RNode, policy string) error {
+	if err := n.PipeE(kyaml.SetAnnotation(kustomizev1.PruneAnnotation, kustomizev1.DisabledValue)); err != nil {
+		return err
+	}
+	if policy == helmv2.CRDsCreate {
+		return n.PipeE(kyaml.SetAnnotation(kustomizev1.SSAAnnotation, kustomizev1.IfNotPresentValue))
+	}
+	return nil
+}

@@ -1,0 +1,897 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/helmrender"
+	"plumb.dev/pkg/helmvalues"
+	"plumb.dev/pkg/metrics"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
+)
+
+// Indexes of HelmReleases: by "<namespace>/<name>" of the HelmChart they
+// render, and by helmvalues.Source of each valuesFrom object.
+const (
+	helmChartIndexKey  = ".helmChart"
+	valuesFromIndexKey = ".spec.valuesFrom"
+)
+
+// HelmReleaseReconciler renders HelmReleases into manifests artifacts: it
+// keeps the HelmChart of spec.chart, waits for its artifact, merges the
+// values and renders the chart with pkg/helmrender against the cluster's
+// capabilities.
+type HelmReleaseReconciler struct {
+	client.Client
+	Storage *artifact.Storage
+	Events  *events.Recorder
+	Metrics *metrics.Object
+	// Capabilities are what templates see of the cluster (--capabilities-ttl). Required.
+	Capabilities *Capabilities
+
+	// HTTPClient downloads chart artifacts; nil is a client with a 5
+	// minute timeout on a transport of its own.
+	HTTPClient *http.Client
+	// DownloadAttempts and DownloadBackoff tune the retries of a download
+	// (pkg/fetch defaults when zero).
+	DownloadAttempts int
+	DownloadBackoff  time.Duration
+	// HelmLimits bound the chart archive (the download too:
+	// --max-chart-size), its decompressed files
+	// (--max-chart-extracted-size) and the values (--max-values-size: the
+	// bytes read from valuesFrom and spec.values, and the merged values as
+	// JSON). Its output, node and document limits, when zero, are
+	// RenderLimits'.
+	HelmLimits helmrender.Limits
+	// RenderLimits and RenderTimeout bound each render, as a
+	// Kustomization's (--max-yaml-nodes, --max-yaml-documents,
+	// --max-rendered-size, --render-timeout; --max-yaml-nodes bounds each
+	// values document too).
+	RenderLimits  render.Limits
+	RenderTimeout time.Duration
+	// NoCrossNamespaceRefs refuses a HelmChart or chart source in another
+	// namespace.
+	NoCrossNamespaceRefs bool
+	// DependencyRequeue is the wait while the HelmChart is not ready; the
+	// HelmChart watch usually comes first. Zero means 10s.
+	DependencyRequeue time.Duration
+
+	skeletonOnce sync.Once
+	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
+
+	mu sync.Mutex
+	// cache maps a HelmRelease to the key of its last successful render.
+	cache map[types.NamespacedName]string
+	// announced maps it to the render whose Rendered event was sent last.
+	announced map[types.NamespacedName]string
+	// charts maps it to the digest of the HelmChart it last applied.
+	charts map[types.NamespacedName]string
+
+	defaultClientOnce sync.Once
+	defaultClient     *http.Client
+
+	counters sync.Map // types.NamespacedName -> *helmCounters
+}
+
+type helmCounters struct{ reconciles, renders atomic.Int64 }
+
+// SetupWithManager registers the reconciler: HelmReleases on creation, spec
+// change, requestedAt annotation and the move from install to upgrade;
+// HelmCharts whose artifact or readiness changed; the ConfigMaps and
+// Secrets of valuesFrom (their metadata only: a change of their data
+// changes their resourceVersion); and CustomResourceDefinitions, whose
+// changes invalidate the capabilities.
+func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, helmChartIndexKey, func(o client.Object) []string {
+		return []string{helmChartKey(o.(*helmv2.HelmRelease)).String()}
+	}); err != nil {
+		return fmt.Errorf("indexing HelmReleases by HelmChart: %w", err)
+	}
+	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, valuesFromIndexKey, func(o client.Object) []string {
+		var keys []string
+		for _, s := range helmvalues.Sources(o.(*helmv2.HelmRelease)) {
+			keys = append(keys, s.String())
+		}
+		return keys
+	}); err != nil {
+		return fmt.Errorf("indexing HelmReleases by valuesFrom: %w", err)
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(crdGVK)
+	invalidate := func() { r.Capabilities.Invalidate() }
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("helmrelease-render").
+		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			plumbreconcile.RequestedPredicate{},
+			installStateChanged{},
+		))).
+		Watches(&sourcev1.HelmChart{},
+			handler.EnqueueRequestsFromMapFunc(r.releasesOf(helmChartIndexKey, func(o client.Object) string {
+				return client.ObjectKeyFromObject(o).String()
+			})),
+			builder.WithPredicates(chartChanged{})).
+		Watches(&corev1.ConfigMap{},
+			handler.EnqueueRequestsFromMapFunc(r.releasesOf(valuesFromIndexKey, valuesSourceKey("ConfigMap"))),
+			builder.OnlyMetadata).
+		Watches(&corev1.Secret{},
+			handler.EnqueueRequestsFromMapFunc(r.releasesOf(valuesFromIndexKey, valuesSourceKey("Secret"))),
+			builder.OnlyMetadata).
+		Watches(crd, handler.Funcs{
+			CreateFunc: func(context.Context, event.CreateEvent, handlerQueue) { invalidate() },
+			UpdateFunc: func(context.Context, event.UpdateEvent, handlerQueue) { invalidate() },
+			DeleteFunc: func(context.Context, event.DeleteEvent, handlerQueue) { invalidate() },
+		}).
+		WithOptions(opts).
+		Complete(r)
+}
+
+type handlerQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+func valuesSourceKey(kind string) func(client.Object) string {
+	return func(o client.Object) string {
+		return helmvalues.Source{Kind: kind, NamespacedName: client.ObjectKeyFromObject(o)}.String()
+	}
+}
+
+// releasesOf maps an object to the HelmReleases whose index holds its key.
+func (r *HelmReleaseReconciler) releasesOf(index string, key func(client.Object) string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list helmv2.HelmReleaseList
+		if err := r.List(ctx, &list, client.MatchingFields{index: key(o)}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmReleases of an object", "index", index)
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// installStateChanged passes the update that moves a HelmRelease from
+// install to upgrade (its first deployed release) or back: the CRD policy
+// and .Release.IsInstall change with it.
+type installStateChanged struct{ predicate.Funcs }
+
+func (installStateChanged) Update(e event.UpdateEvent) bool {
+	a, ok1 := e.ObjectOld.(*helmv2.HelmRelease)
+	b, ok2 := e.ObjectNew.(*helmv2.HelmRelease)
+	return ok1 && ok2 && installing(a) != installing(b)
+}
+
+// chartChanged passes HelmChart events that may let a HelmRelease render
+// or change what it renders: a new artifact, readiness, a new generation
+// observed.
+type chartChanged struct{ predicate.Funcs }
+
+func (chartChanged) Create(e event.CreateEvent) bool { return true }
+
+func (chartChanged) Update(e event.UpdateEvent) bool {
+	a, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
+	b, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return !apiequality.Semantic.DeepEqual(a.Status.Artifact, b.Status.Artifact) ||
+		a.Status.ObservedGeneration != b.Status.ObservedGeneration ||
+		conditions.IsReady(a) != conditions.IsReady(b)
+}
+
+func (chartChanged) Delete(event.DeleteEvent) bool   { return true }
+func (chartChanged) Generic(event.GenericEvent) bool { return false }
+
+// installing reports whether the next sync of hr installs: no release of
+// its history is deployed.
+func installing(hr *helmv2.HelmRelease) bool {
+	for _, s := range hr.Status.History {
+		if s.Status == helmv2.ReleaseStatusDeployed {
+			return false
+		}
+	}
+	return true
+}
+
+// helmState is what one reconcile's steps hand to each other.
+type helmState struct {
+	chartKey   types.NamespacedName
+	chart      *sourcev1.HelmChart
+	values     map[string]any
+	caps       helmrender.Capabilities
+	capsDigest string
+	installing bool
+	crds       string
+	key        string
+	archive    []byte
+	result     *helmrender.Result
+	// newRender: this reconcile stored a new artifact.
+	newRender bool
+	// recovered: Rendered was not True when the reconcile began.
+	recovered bool
+}
+
+// skeleton is this controller's use of pkg/reconcile, a partial controller
+// as for Kustomizations: Rendered speaks for the result; sync-controller
+// owns Ready, Reconciling, Stalled and observedGeneration. HelmRelease has
+// no retryInterval: a failure is retried after spec.interval (a watched
+// HelmChart, ConfigMap or Secret that changes comes sooner).
+func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &plumbreconcile.Controller[*helmv2.HelmRelease]{
+			Condition:       kustomizev1.RenderedCondition,
+			Partial:         true,
+			SucceededReason: kustomizev1.RenderSucceededReason,
+			DefaultReason:   meta.FailedReason,
+			Events:          r.Events,
+			Metrics:         r.Metrics,
+			WriteStatus:     r.applyStatus,
+			Succeeded: func(obj *helmv2.HelmRelease) string {
+				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
+			},
+			Interval:      func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
+			RetryInterval: func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
+			Keeping: func(obj *helmv2.HelmRelease) string {
+				if a := obj.Status.RenderedArtifact; a != nil {
+					return fmt.Sprintf(" (still serving the render of chart version %q)", a.Revision)
+				}
+				return ""
+			},
+			EventOptions: func(obj *helmv2.HelmRelease) []events.Option {
+				if a := obj.Status.RenderedArtifact; a != nil {
+					return []events.Option{events.WithRevision(a.Revision)}
+				}
+				return nil
+			},
+			Suspended: func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *helmv2.HelmRelease) *int64 {
+				if obj.Status.RenderedArtifact == nil {
+					return nil
+				}
+				return obj.Status.RenderedArtifact.Size
+			},
+		}
+	})
+	return r.sk
+}
+
+// Reconcile runs the steps chart, source, values, capabilities, cache,
+// download, render, store and announce, stopping at the first error or at
+// an up-to-date cache.
+func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &helmv2.HelmRelease{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.count(req.NamespacedName).reconciles.Add(1)
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if obj.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
+		r.skeleton().Record(obj)
+		return ctrl.Result{}, nil
+	}
+
+	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+	result, err := r.skeleton().Run(ctx, obj,
+		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
+		plumbreconcile.Bind("source", r.reconcileChartSource, obj, st),
+		plumbreconcile.Bind("values", r.reconcileValues, obj, st),
+		plumbreconcile.Bind("capabilities", r.reconcileCapabilities, obj, st),
+		plumbreconcile.Bind("cache", r.reconcileHelmCache, obj, st),
+		plumbreconcile.Bind("download", r.reconcileChartDownload, obj, st),
+		plumbreconcile.Bind("render", r.reconcileRender, obj, st),
+		plumbreconcile.Bind("store", r.reconcileHelmStore, obj, st),
+		plumbreconcile.Bind("announce", r.reconcileHelmAnnounce, obj, st),
+	)
+	// A failure (not a wait for the chart) makes the next good render news
+	// again, even when it is the one announced before it.
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
+		r.announce(obj, "")
+	}
+	return result, err
+}
+
+// finalize deletes the HelmChart this HelmRelease owns and its rendered
+// artifacts, then lets the object go. A HelmChart it does not own (a
+// chartRef) is left alone.
+func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) (ctrl.Result, error) {
+	r.forget(client.ObjectKeyFromObject(obj))
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	keys := []types.NamespacedName{}
+	if obj.Spec.Chart != nil {
+		keys = append(keys, helmChartKey(obj))
+	}
+	if k, ok := parseKey(obj.Status.HelmChart); ok {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if err := r.deleteOwnedChart(ctx, obj, k); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// reconcileChart settles which HelmChart is rendered and records it in
+// status.helmChart. For spec.chart it creates or updates, by server-side
+// apply, the HelmChart <namespace>-<name> in the sourceRef's namespace,
+// labelled with this HelmRelease as its owner; for spec.chartRef it takes
+// the one named. A HelmChart this HelmRelease created earlier and no longer
+// renders (spec.chart replaced by chartRef, or moved) is deleted. Sets
+// Rendered=False with reason InvalidSpec (stalled) for a reference into
+// another namespace while --no-cross-namespace-refs is set, and
+// HelmChartFailed when the HelmChart cannot be applied or deleted, or is
+// someone else's.
+func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	key := helmChartKey(obj)
+	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
+		field := "spec.chartRef"
+		if obj.Spec.Chart != nil {
+			field = "spec.chart.spec.sourceRef"
+		}
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
+			"cross-namespace references are not allowed: %s names namespace %s, outside namespace %s", field, key.Namespace, obj.Namespace))
+	}
+	if prev, ok := parseKey(obj.Status.HelmChart); ok && prev != key {
+		if err := r.deleteOwnedChart(ctx, obj, prev); err != nil {
+			return err
+		}
+	}
+	st.chartKey = key
+	if obj.Spec.Chart != nil {
+		if err := r.applyChart(ctx, obj, st); err != nil {
+			return err
+		}
+	}
+	obj.Status.HelmChart = key.String()
+	return nil
+}
+
+// applyChart server-side-applies the HelmChart of spec.chart, unless the
+// one in the cache is what this controller applied last and its spec is
+// as wanted.
+func (r *HelmReleaseReconciler) applyChart(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	want := desiredChart(obj)
+	digest := chartDigest(want)
+	var existing sourcev1.HelmChart
+	err := r.Get(ctx, st.chartKey, &existing)
+	switch {
+	case err == nil:
+		if !ownedBy(&existing, obj) {
+			return plumbreconcile.Failed(helmv2.HelmChartFailedReason, fmt.Errorf(
+				"HelmChart %s exists and does not belong to this HelmRelease (its labels %s and %s do not name it); rename or delete it",
+				st.chartKey, helmv2.NamespaceLabel, helmv2.NameLabel))
+		}
+		r.mu.Lock()
+		applied := r.charts[client.ObjectKeyFromObject(obj)]
+		r.mu.Unlock()
+		if applied == digest && apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) {
+			st.chart = &existing
+			return nil
+		}
+	case !apierrors.IsNotFound(err):
+		return plumbreconcile.Failed(helmv2.HelmChartFailedReason, fmt.Errorf("reading HelmChart %s: %w", st.chartKey, err))
+	}
+	u, err := chartApplyObject(want)
+	if err != nil {
+		return err
+	}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return plumbreconcile.Failed(helmv2.HelmChartFailedReason, fmt.Errorf("applying HelmChart %s: %w", st.chartKey, err))
+	}
+	// The answer is the HelmChart as stored now: its generation says
+	// whether source-controller has seen this spec yet.
+	var applied sourcev1.HelmChart
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &applied); err != nil {
+		return fmt.Errorf("reading back HelmChart %s: %w", st.chartKey, err)
+	}
+	st.chart = &applied
+	r.mu.Lock()
+	if r.charts == nil {
+		r.charts = map[types.NamespacedName]string{}
+	}
+	r.charts[client.ObjectKeyFromObject(obj)] = digest
+	r.mu.Unlock()
+	return nil
+}
+
+// desiredChart is the HelmChart of spec.chart: labels and annotations of
+// chart.metadata plus the owner labels, the template's spec, and the
+// HelmRelease's interval when the template has none.
+func desiredChart(obj *helmv2.HelmRelease) *sourcev1.HelmChart {
+	t := obj.Spec.Chart
+	labels := map[string]string{}
+	var annotations map[string]string
+	if t.ObjectMeta != nil {
+		maps.Copy(labels, t.ObjectMeta.Labels)
+		annotations = maps.Clone(t.ObjectMeta.Annotations)
+	}
+	labels[helmv2.NameLabel] = obj.Name
+	labels[helmv2.NamespaceLabel] = obj.Namespace
+	interval := obj.Spec.Interval
+	if t.Spec.Interval != nil {
+		interval = *t.Spec.Interval
+	}
+	key := helmChartKey(obj)
+	return &sourcev1.HelmChart{
+		TypeMeta: metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmChartKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name, Labels: labels, Annotations: annotations,
+		},
+		Spec: sourcev1.HelmChartSpec{
+			Chart:   t.Spec.Chart,
+			Version: t.Spec.Version,
+			SourceRef: sourcev1.LocalHelmChartSourceReference{
+				APIVersion: t.Spec.SourceRef.APIVersion, Kind: t.Spec.SourceRef.Kind, Name: t.Spec.SourceRef.Name,
+			},
+			Interval:          interval,
+			ReconcileStrategy: t.Spec.ReconcileStrategy,
+			ValuesFiles:       t.Spec.ValuesFiles,
+		},
+	}
+}
+
+// chartApplyObject is hc as an apply configuration: metadata's name,
+// namespace, labels and annotations and the spec, nothing else (no status,
+// no creationTimestamp to own).
+func chartApplyObject(hc *sourcev1.HelmChart) (*unstructured.Unstructured, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&hc.Spec)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetAPIVersion(hc.APIVersion)
+	u.SetKind(hc.Kind)
+	u.SetNamespace(hc.Namespace)
+	u.SetName(hc.Name)
+	u.SetLabels(hc.Labels)
+	if len(hc.Annotations) > 0 {
+		u.SetAnnotations(hc.Annotations)
+	}
+	return u, nil
+}
+
+func chartDigest(hc *sourcev1.HelmChart) string {
+	b, _ := json.Marshal(struct {
+		L, A map[string]string
+		S    sourcev1.HelmChartSpec
+	}{hc.Labels, hc.Annotations, hc.Spec})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ownedBy reports whether hc carries the owner labels of obj. They stand
+// in for an owner reference, which cannot cross namespaces.
+func ownedBy(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) bool {
+	return hc.Labels[helmv2.NameLabel] == obj.Name && hc.Labels[helmv2.NamespaceLabel] == obj.Namespace
+}
+
+// deleteOwnedChart deletes the HelmChart at key when obj owns it.
+func (r *HelmReleaseReconciler) deleteOwnedChart(ctx context.Context, obj *helmv2.HelmRelease, key types.NamespacedName) error {
+	var hc sourcev1.HelmChart
+	if err := r.Get(ctx, key, &hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return plumbreconcile.Failed(helmv2.HelmChartFailedReason, fmt.Errorf("reading HelmChart %s: %w", key, err))
+	}
+	if !ownedBy(&hc, obj) {
+		return nil
+	}
+	err := r.Delete(ctx, &hc, client.Preconditions{UID: &hc.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return plumbreconcile.Failed(helmv2.HelmChartFailedReason, fmt.Errorf("deleting HelmChart %s: %w", key, err))
+	}
+	r.mu.Lock()
+	delete(r.charts, client.ObjectKeyFromObject(obj))
+	r.mu.Unlock()
+	return nil
+}
+
+// reconcileChartSource waits for the HelmChart: Rendered=False with reason
+// DependencyNotReady ("waiting for HelmChart <ns>/<name>: …") while it is
+// missing, has a generation source-controller has not reconciled yet, is
+// not Ready or has no artifact.
+func (r *HelmReleaseReconciler) reconcileChartSource(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	hc := st.chart
+	if hc == nil {
+		hc = &sourcev1.HelmChart{}
+		if err := r.Get(ctx, st.chartKey, hc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return r.waitChart(st, "it does not exist")
+			}
+			return err
+		}
+		st.chart = hc
+	}
+	ready := conditions.Get(hc, meta.ReadyCondition)
+	a := hc.Status.Artifact
+	switch {
+	case hc.Status.ObservedGeneration != hc.Generation:
+		return r.waitChart(st, fmt.Sprintf("source-controller has not reconciled generation %d yet", hc.Generation))
+	case ready == nil || ready.Status != metav1.ConditionTrue:
+		why := "it is not Ready"
+		if ready != nil && ready.Message != "" {
+			why += ": " + ready.Message
+		}
+		return r.waitChart(st, why)
+	case a == nil || a.URL == "" || a.Digest == "":
+		return r.waitChart(st, "it has no artifact yet")
+	}
+	return nil
+}
+
+func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
+	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, 10*time.Second),
+		fmt.Errorf("waiting for HelmChart %s: %s", st.chartKey, why))
+}
+
+// reconcileValues merges valuesFrom and values (pkg/helmvalues) and decides
+// install or upgrade: .Release.IsInstall and the CRD policy (install.crds
+// while no release is deployed, upgrade.crds after). Sets Rendered=False
+// with reason ValuesFailed (a missing object or key, bad YAML, a bad
+// targetPath) or LimitExceeded (--max-values-size, --max-yaml-nodes).
+func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	limits := r.helmLimits()
+	values, err := helmvalues.Merge(ctx, r.Client, obj, helmvalues.Limits{MaxBytes: limits.MaxValuesBytes, MaxNodes: limits.MaxNodes})
+	if err != nil {
+		var le *helmvalues.LimitError
+		if errors.As(err, &le) {
+			return plumbreconcile.Failed(kustomizev1.LimitExceededReason, err)
+		}
+		return plumbreconcile.Failed(helmv2.ValuesFailedReason, err)
+	}
+	st.values = values
+	st.installing = installing(obj)
+	st.crds = obj.GetUpgradeCRDs()
+	if st.installing {
+		st.crds = obj.GetInstallCRDs()
+	}
+	return nil
+}
+
+// reconcileCapabilities reads the cluster's capabilities (cached; see
+// Capabilities). A failed discovery is Rendered=False, Failed: rendering
+// with made-up capabilities could render objects for APIs the cluster does
+// not serve, or leave out the ones it does.
+func (r *HelmReleaseReconciler) reconcileCapabilities(ctx context.Context, _ *helmv2.HelmRelease, st *helmState) error {
+	caps, digest, err := r.Capabilities.Get(ctx)
+	if err != nil {
+		return plumbreconcile.Failed(meta.FailedReason, err)
+	}
+	st.caps, st.capsDigest = caps, digest
+	return nil
+}
+
+// reconcileHelmCache computes the render's key (chart digest, generation,
+// values, install state, CRD policy, capabilities, limits) and ends the
+// reconcile when the last successful render had it and its artifact still
+// verifies (plumbreconcile.ErrStop).
+func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	h := sha256.New()
+	fmt.Fprintf(h, "chart=%s\ngeneration=%d\nvalues=%s\ninstall=%t\ncrds=%s\ncapabilities=%s\nlimits=%+v\n",
+		st.chart.Status.Artifact.Digest, obj.Generation, helmrender.ConfigDigest(st.values),
+		st.installing, st.crds, st.capsDigest, r.helmLimits())
+	st.key = hex.EncodeToString(h.Sum(nil))
+	r.mu.Lock()
+	cached := r.cache[client.ObjectKeyFromObject(obj)]
+	r.mu.Unlock()
+	if cached != st.key || obj.Status.RenderedArtifact == nil {
+		return nil
+	}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c == nil ||
+		c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
+		return nil
+	}
+	if err := r.Storage.Verify(obj.Status.RenderedArtifact); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+		return nil
+	}
+	return plumbreconcile.ErrStop
+}
+
+// reconcileChartDownload fetches the chart's .tgz with retries, within
+// spec.timeout and --max-chart-size, and checks its sha256 digest; the
+// archive stays in memory (pkg/helmrender reads it from there, within its
+// own limits). Sets Rendered=False (ArtifactFailed) on any failure.
+func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	a := st.chart.Status.Artifact
+	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
+	defer cancel()
+	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
+		Client:   r.httpClient(),
+		MaxSize:  r.helmLimits().MaxArchiveBytes,
+		Attempts: r.DownloadAttempts,
+		Backoff:  r.DownloadBackoff,
+	})
+	if err != nil {
+		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf(
+			"downloading the chart artifact of HelmChart %s (revision %q) failed: %w", st.chartKey, a.Revision, err))
+	}
+	st.archive = data
+	return nil
+}
+
+// reconcileRender renders the chart with pkg/helmrender: release name and
+// namespace, the merged values, the capabilities, install or upgrade, the
+// CRD policy and the post-renderers, within --render-timeout and the render
+// limits. Sets Rendered=False with the render error's reason (the message
+// names the template file for a template error).
+func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	r.count(client.ObjectKeyFromObject(obj)).renders.Add(1)
+	r.Metrics.Worked(obj.Namespace, obj.Name)
+	ctx, cancel := context.WithTimeout(ctx, defaulted(r.RenderTimeout, DefaultRenderTimeout))
+	defer cancel()
+	res, err := helmrender.Render(ctx, st.archive, helmrender.Options{
+		ReleaseName:   obj.GetReleaseName(),
+		Namespace:     obj.GetReleaseNamespace(),
+		Values:        st.values,
+		Capabilities:  st.caps,
+		IsInstall:     st.installing,
+		CRDs:          st.crds,
+		PostRenderers: obj.Spec.PostRenderers,
+		Limits:        r.helmLimits(),
+	})
+	st.archive = nil
+	if err != nil {
+		return plumbreconcile.Failed(render.Reason(err), fmt.Errorf("rendering chart %s of HelmChart %s: %w",
+			st.chart.Status.Artifact.Revision, st.chartKey, err))
+	}
+	st.result = res
+	return nil
+}
+
+// reconcileHelmStore writes the manifests to
+// helmrelease/<ns>/<name>/<digest>.yaml, sets status.renderedArtifact
+// (revision: the chart version; metadata: chart name, chart version and
+// config digest), keeps the newest --artifact-retention-records files and
+// remembers the cache key. Sets Rendered=False (ArtifactFailed) when
+// storing fails.
+func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	ref := helmStorageRef(client.ObjectKeyFromObject(obj))
+	res := st.result
+	digest := res.Digest
+	md := map[string]string{
+		helmv2.ArtifactChartNameKey:    res.ChartName,
+		helmv2.ArtifactChartVersionKey: res.ChartVersion,
+		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+	}
+	prev := obj.Status.RenderedArtifact
+	if prev.HasDigest(digest) && prev.HasRevision(res.ChartVersion) && r.Storage.Verify(prev) == nil {
+		// Same bytes of the same chart version: keep the artifact and its
+		// lastUpdateTime; only values that render the same changed, if
+		// anything, and the config digest says so.
+		if !maps.Equal(prev.Metadata, md) {
+			a := prev.DeepCopy()
+			a.Metadata = md
+			obj.Status.RenderedArtifact = a
+		}
+	} else {
+		a, err := r.Storage.Store(ctx, ref, hexOf(digest)+".yaml", bytesReader(res.Manifests))
+		if err != nil {
+			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
+		}
+		a.Revision = res.ChartVersion
+		a.Metadata = md
+		obj.Status.RenderedArtifact = a
+		st.newRender = true
+	}
+	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
+	}
+	r.mu.Lock()
+	if r.cache == nil {
+		r.cache = map[types.NamespacedName]string{}
+	}
+	r.cache[client.ObjectKeyFromObject(obj)] = st.key
+	r.mu.Unlock()
+	return nil
+}
+
+// reconcileHelmAnnounce sets Rendered=True with what was rendered and
+// records a Rendered event for a new artifact, or for the same one again
+// after a failure.
+func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	a := obj.Status.RenderedArtifact
+	n := st.result.Objects
+	msg := fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision)
+	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
+	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
+		r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
+			events.WithRevision(a.Revision),
+			events.WithMetadata(map[string]string{
+				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,
+				helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey],
+			}))
+	}
+	return nil
+}
+
+// helmOwnedStatus is the part of a HelmRelease's status this controller
+// owns.
+type helmOwnedStatus struct {
+	Artifact  *meta.Artifact
+	HelmChart string
+	Rendered  *metav1.Condition
+}
+
+func helmRenderedStatus(obj *helmv2.HelmRelease) helmOwnedStatus {
+	s := helmOwnedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy(), HelmChart: obj.Status.HelmChart}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		s.Rendered = c.DeepCopy()
+	}
+	return s
+}
+
+// applyStatus server-side-applies status.renderedArtifact,
+// status.helmChart and the Rendered condition as plumb-render, and nothing
+// else, when they changed.
+func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *helmv2.HelmRelease) error {
+	if apiequality.Semantic.DeepEqual(helmRenderedStatus(obj), helmRenderedStatus(stored)) {
+		return nil
+	}
+	owned := helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		owned.Conditions = []metav1.Condition{*c}
+	}
+	status, err := plumbreconcile.ToStatusMap(&owned)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+}
+
+// announce records that the render is the one announced for obj and
+// reports whether it was not already.
+func (r *HelmReleaseReconciler) announce(obj *helmv2.HelmRelease, render string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
+	if r.announced == nil {
+		r.announced = map[types.NamespacedName]string{}
+	}
+	if r.announced[key] == render {
+		return false
+	}
+	r.announced[key] = render
+	return true
+}
+
+// forget drops what is kept for a deleted object: its cache entries,
+// metric series and artifact folder.
+func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.cache, key)
+	delete(r.announced, key)
+	delete(r.charts, key)
+	r.mu.Unlock()
+	r.Metrics.Forget(key.Namespace, key.Name)
+	_ = r.Storage.Remove(helmStorageRef(key))
+}
+
+func (r *HelmReleaseReconciler) count(key types.NamespacedName) *helmCounters {
+	c, _ := r.counters.LoadOrStore(key, &helmCounters{})
+	return c.(*helmCounters)
+}
+
+// Renders returns how many renders ran for the object (for tests).
+func (r *HelmReleaseReconciler) Renders(key types.NamespacedName) int64 {
+	return r.count(key).renders.Load()
+}
+
+// httpClient has a transport of its own: the process's default transport
+// refuses everything (render.LockDownProcess).
+func (r *HelmReleaseReconciler) httpClient() *http.Client {
+	if r.HTTPClient != nil {
+		return r.HTTPClient
+	}
+	r.defaultClientOnce.Do(func() {
+		r.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
+	})
+	return r.defaultClient
+}
+
+// helmChartKey names the HelmChart a HelmRelease renders.
+func helmChartKey(obj *helmv2.HelmRelease) types.NamespacedName {
+	name := obj.GetHelmChartName()
+	if obj.Spec.ChartRef != nil {
+		name = obj.Spec.ChartRef.Name
+	}
+	return types.NamespacedName{Namespace: obj.GetHelmChartNamespace(), Name: name}
+}
+
+// parseKey reads "<namespace>/<name>".
+func parseKey(s string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+func helmStorageRef(key types.NamespacedName) artifact.Ref {
+	return artifact.Ref{Kind: helmv2.HelmReleaseKind, Namespace: key.Namespace, Name: key.Name}
+}
+
+func defaulted(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// helmLimits are HelmLimits with the render limits and the defaults in
+// its zero fields.
+func (r *HelmReleaseReconciler) helmLimits() helmrender.Limits {
+	l := r.HelmLimits
+	set := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	set(&l.MaxOutputBytes, r.RenderLimits.MaxOutputBytes)
+	set(&l.MaxNodes, r.RenderLimits.MaxNodes)
+	set(&l.MaxDocuments, r.RenderLimits.MaxDocuments)
+	set(&l.MaxArchiveBytes, helmrender.DefaultMaxArchiveBytes)
+	set(&l.MaxDecompressedBytes, helmrender.DefaultMaxDecompressedBytes)
+	set(&l.MaxValuesBytes, helmrender.DefaultMaxValuesBytes)
+	set(&l.MaxOutputBytes, helmrender.DefaultMaxOutputBytes)
+	set(&l.MaxNodes, helmrender.DefaultMaxNodes)
+	set(&l.MaxDocuments, helmrender.DefaultMaxDocuments)
+	return l
+}
