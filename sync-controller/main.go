@@ -105,7 +105,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 
-	r := &controller.KustomizationReconciler{
+	r := &controller.KustomizationReconciler{Syncer: controller.Syncer{
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
 		Metrics:               controller.NewMetrics(ctrlmetrics.Registry),
@@ -118,6 +118,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
 		PruneGuard:            &syncOpts.PruneGuard,
 		Fight:                 syncOpts.Fight,
+	},
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err

@@ -327,7 +327,7 @@ func union(a, b []string) []string {
 // fights returns the run's fight guard, nil when fight detection is off or
 // drift is only reported.
 func (s *syncRun) fights() *fightGuard {
-	if s.r.Fight.Window <= 0 || s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport {
+	if s.r.Fight.Window <= 0 || s.spec.DriftPolicy == kustomizev1.DriftPolicyReport {
 		return nil
 	}
 	first := s.r.Fight.FirstBackoff
@@ -335,7 +335,7 @@ func (s *syncRun) fights() *fightGuard {
 		first = 100 * time.Millisecond
 	}
 	return &fightGuard{t: &s.r.fightTracker, opts: FightOptions{Window: s.r.Fight.Window, FirstBackoff: first},
-		ks: s.key, generation: s.obj.Generation, maxBackoff: max(s.obj.Spec.Interval.Duration, first), now: time.Now}
+		ks: s.key, generation: s.obj.GetGeneration(), maxBackoff: max(s.spec.Interval, first), now: time.Now}
 }
 
 // recordFight updates the fights after the engine acted on an object and
@@ -355,8 +355,8 @@ func (s *syncRun) recordFight(res engine.Result) bool {
 func (s *syncRun) reportFights(ctx context.Context) {
 	if s.guard == nil {
 		conditions.Delete(s.out, kustomizev1.DriftContestedCondition)
-		if s.out.Status.Drift != nil {
-			s.out.Status.Drift.Contested = nil
+		if s.st.Drift != nil {
+			s.st.Drift.Contested = nil
 		}
 		return
 	}
@@ -391,15 +391,15 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	}
 	if len(all) == 0 {
 		conditions.Delete(s.out, kustomizev1.DriftContestedCondition)
-		if s.out.Status.Drift != nil {
-			s.out.Status.Drift.Contested = nil
+		if s.st.Drift != nil {
+			s.st.Drift.Contested = nil
 		}
 		return
 	}
-	if s.out.Status.Drift == nil {
-		s.out.Status.Drift = &kustomizev1.DriftStatus{}
+	if s.st.Drift == nil {
+		s.st.Drift = &kustomizev1.DriftStatus{}
 	}
-	s.out.Status.Drift.Contested = all
+	s.st.Drift.Contested = all
 	messages := make([]string, 0, len(all))
 	for _, c := range all {
 		messages = append(messages, contestMessage(c))

@@ -99,7 +99,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	}, ControllerName, logr.Discard())
 	must(err)
 	engine.HealthPollFallback = 500 * time.Millisecond
-	r := &KustomizationReconciler{
+	r := &KustomizationReconciler{Syncer: Syncer{
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
@@ -111,6 +111,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		// still far longer than any test's gap between a foreign write and
 		// its repeat.
 		Fight: FightOptions{Window: 3 * time.Second},
+	},
 	}
 	for _, c := range configure {
 		c(r)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
@@ -27,7 +29,8 @@ type PruneResult struct {
 }
 
 // Prune deletes the objects, in the given order, that still carry the
-// owner's labels and do not opt out with plumb.dev/prune: disabled. An
+// owner's labels and do not opt out with plumb.dev/prune: disabled or
+// helm.sh/resource-policy: keep. An
 // object without our labels is never deleted: it was not ours, or someone
 // took it over.
 func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner) []PruneResult {
@@ -43,11 +46,13 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 		case err != nil:
 			res.Err = fmt.Errorf("%s: reading before prune: %w", id, err)
 		case live == nil:
-			res.Reason = "already gone, or not managed by this Kustomization"
-		case !ownedBy(live.Labels, owner):
-			res.Reason = "not managed by this Kustomization"
+			res.Reason = "already gone, or not managed by this " + ownerKind(owner)
+		case !owner.Owns(live.Labels):
+			res.Reason = "not managed by this " + ownerKind(owner)
 		case live.Annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
 			res.Reason = "pruning disabled by annotation"
+		case Kept(live.Annotations):
+			res.Reason = "kept by annotation " + helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:
@@ -79,9 +84,18 @@ func (e *Engine) lookupWatched(ctx context.Context, obj *unstructured.Unstructur
 	return e.watcher.Lookup(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 }
 
-func ownedBy(labels map[string]string, owner manage.Owner) bool {
-	got, ok := manage.OwnerOf(labels)
-	return ok && got == owner
+// Kept reports whether annotations keep an object from every prune, the
+// uninstall of a HelmRelease included, as Helm keeps it:
+// helm.sh/resource-policy: keep (trimmed, any case).
+func Kept(annotations map[string]string) bool {
+	return strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy)
+}
+
+func ownerKind(o manage.Owner) string {
+	if o.Kind == "" {
+		return kustomizev1.KustomizationKind
+	}
+	return o.Kind
 }
 
 // waitGone polls until the object no longer exists: an object being
