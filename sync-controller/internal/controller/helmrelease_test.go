@@ -482,3 +482,88 @@ func subscribeKind(t *testing.T, kind, ns, name string) *eventSubscription {
 	t.Cleanup(nc.Close)
 	return s
 }
+
+// A Kustomization whose Git holds `helm template` output syncs it as Argo
+// CD does: Helm's install hooks on the first sync, its upgrade hooks on
+// later ones, resource-policy keep and IfNotPresent honoured.
+func TestKustomizationSyncsHelmTemplateOutput(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := ks.Namespace
+	set := func(cms ...string) string {
+		return strings.Join([]string{
+			helmHook(ns, "install-only", "pre-install", "0", "hook-succeeded"),
+			helmHook(ns, "upgrade-only", "pre-upgrade", "0", "hook-succeeded"),
+			helmTestPod(ns),
+			keptConfigMap(ns, "kept"),
+			configMaps(ns, cms...),
+		}, "---\n")
+	}
+	render(t, ks, "main@sha1:t1", set("app"))
+	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "install-only") }, 30*time.Second).Should(BeTrue())
+	finishJob(t, ctx, ns, "install-only", true)
+	got := waitReady(t, ks, "main@sha1:t1")
+	g.Expect(jobExists(ctx, g, ns, "upgrade-only")).To(BeFalse())
+	g.Expect(exists(ctx, g, &corev1.Pod{}, ns, "test-connection")).To(BeFalse())
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "kept and app; no hook")
+
+	render(t, ks, "main@sha1:t2", strings.Join([]string{
+		helmHook(ns, "install-only", "pre-install", "0", "hook-succeeded"),
+		helmHook(ns, "upgrade-only", "pre-upgrade", "0", "hook-succeeded"),
+		configMaps(ns, "app"),
+	}, "---\n"))
+	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "upgrade-only") }, 30*time.Second).Should(BeTrue())
+	finishJob(t, ctx, ns, "upgrade-only", true)
+	waitReady(t, ks, "main@sha1:t2")
+	g.Expect(jobExists(ctx, g, ns, "install-only")).To(BeFalse(), "the install hook ran once")
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "kept")).To(BeTrue(), "helm.sh/resource-policy: keep is never pruned")
+}
+
+func TestHelmReleaseDependsOnImpersonatesAndSuspends(t *testing.T) {
+	g := NewWithT(t)
+	ctx, db := newHelmRelease(t, func(hr *helmv2.HelmRelease) { hr.Name = "db" })
+	ns := db.Namespace
+	tenantServiceAccount(t, ctx, ns, "deployer")
+	web := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "web"},
+			Interval:           metav1.Duration{Duration: time.Hour},
+			DependsOn:          []meta.NamespacedObjectReference{{Name: "db"}},
+			ServiceAccountName: "deployer",
+		},
+	}
+	g.Expect(env.Client.Create(ctx, web)).To(Succeed())
+
+	// dependsOn: web waits for the HelmRelease db.
+	renderRelease(t, web, "1.0.0", "", configMaps(ns, "web"))
+	g.Eventually(func(g Gomega) {
+		ready := conditions.Get(getRelease(g, web), meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(meta.DependencyNotReadyReason))
+		g.Expect(ready.Message).To(ContainSubstring("dependency " + ns + "/db"))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "web")).To(BeFalse())
+	renderRelease(t, db, "2.0.0", "", configMaps(ns, "db"))
+	waitReleaseReady(t, db, "2.0.0")
+	waitReleaseReady(t, web, "1.0.0")
+
+	// serviceAccountName: what the ServiceAccount may not write is refused.
+	renderRelease(t, web, "1.1.0", "", configMaps(ns, "web")+"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: "+ns+"\n")
+	g.Eventually(func(g Gomega) {
+		got := getRelease(g, web)
+		g.Expect(conditions.GetMessage(got, meta.ReadyCondition)).To(ContainSubstring(
+			fmt.Sprintf("Secret/%s/token: forbidden: ServiceAccount %s/deployer may not patch secrets", ns, ns)))
+		g.Expect(conditions.Get(got, helmv2.ReleasedCondition)).To(HaveField("Reason", helmv2.UpgradeFailedReason))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(exists(ctx, g, &corev1.Secret{}, ns, "token")).To(BeFalse())
+
+	// suspend: a new render is not applied.
+	current := getRelease(g, db)
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.Suspend = true
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	renderRelease(t, db, "2.1.0", "", configMaps(ns, "db", "db-more"))
+	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "db-more") }, 2*time.Second, 100*time.Millisecond).Should(BeFalse())
+	g.Expect(getRelease(g, db).Status.LastAppliedRevision).To(Equal("2.0.0"))
+}
