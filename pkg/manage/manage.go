@@ -2,6 +2,7 @@ package manage
 
 import (
 	"fmt"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,6 +74,20 @@ func OwnerOfKind(kind string, labels map[string]string) (Owner, bool) {
 		return Owner{}, false
 	}
 	return Owner{Kind: kind, Namespace: labels[nsKey], Name: name}, true
+}
+
+// NeverPruned says why an object's annotations keep it from every prune
+// (the deletion of its owner included): "plumb.dev/prune: disabled", or
+// "helm.sh/resource-policy: keep" (read as Helm reads it: trimmed, any
+// case); empty when it may be pruned.
+func NeverPruned(annotations map[string]string) string {
+	switch {
+	case annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
+		return kustomizev1.PruneAnnotation + ": " + kustomizev1.DisabledValue
+	case strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy):
+		return helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
+	}
+	return ""
 }
 
 // Stamp adds the owner's labels to obj and returns the hash of the result,

@@ -74,3 +74,12 @@ func TestResolve(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("is its CRD installed?")))
 	g.Expect(apimeta.IsNoMatchError(err)).To(BeTrue(), "it wraps the mapper's NoKindMatch error")
 }
+
+func TestNeverPruned(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(NeverPruned(nil)).To(BeEmpty())
+	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue})).To(BeEmpty())
+	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue})).To(Equal("plumb.dev/prune: disabled"))
+	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "})).To(Equal("helm.sh/resource-policy: keep"))
+	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"})).To(BeEmpty())
+}

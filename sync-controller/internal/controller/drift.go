@@ -79,7 +79,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 
 	shown, note := diff.Truncate(changes, s.r.MaxDriftChanges)
-	message := fmt.Sprintf("%d object(s) differ from Git: %s", len(s.drifted), strings.Join(shownPaths, ", "))
+	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.drifted), s.desiredState(), strings.Join(shownPaths, ", "))
 	if more != "" {
 		message += " " + more
 	}
@@ -110,8 +110,16 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 	s.r.Metrics.driftReverted(s.owner, seen)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
-		fmt.Sprintf("reverted %d object(s) to Git%s", len(s.drifted), latency),
+		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.drifted), s.desiredState(), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))
+}
+
+// desiredState names where the desired state comes from, in messages.
+func (s *syncRun) desiredState() string {
+	if s.owner.Kind == helmv2.HelmReleaseKind {
+		return "the chart"
+	}
+	return "Git"
 }
 
 // secretRedactor returns what hides the values taken from Secrets: for a

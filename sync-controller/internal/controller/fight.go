@@ -372,7 +372,7 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	for _, k := range started {
 		for _, c := range all {
 			if c.Object == k.id.String() && c.Manager == k.manager {
-				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c),
+				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c, s.ignoreField()),
 					events.WithRevision(s.revision), events.WithMetadata(map[string]string{
 						"object": c.Object, "fields": strings.Join(c.Fields, ","), "manager": c.Manager, "controller": c.Controller}))
 			}
@@ -402,7 +402,7 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	s.st.Drift.Contested = all
 	messages := make([]string, 0, len(all))
 	for _, c := range all {
-		messages = append(messages, contestMessage(c))
+		messages = append(messages, contestMessage(c, s.ignoreField()))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.DriftContestedCondition, kustomizev1.DriftContestedReason, "%s", strings.Join(messages, "; "))
 }
@@ -414,8 +414,9 @@ func managerName(m string) string {
 	return m
 }
 
-// contestMessage says who fights over what and how to end it.
-func contestMessage(c kustomizev1.ContestedDrift) string {
+// contestMessage says who fights over what and how to end it; ignoreField
+// names the ignore rules of the owner's kind (syncRun.ignoreField).
+func contestMessage(c kustomizev1.ContestedDrift, ignoreField string) string {
 	var b strings.Builder
 	fields := strings.Join(c.Fields, ", ")
 	fmt.Fprintf(&b, "%s: %s rewritten by field manager %s after each correction", c.Object, fields, managerName(c.Manager))
@@ -432,7 +433,7 @@ func contestMessage(c kustomizev1.ContestedDrift) string {
 	} else {
 		b.WriteString("stop the other writer, leave the fields out of Git, or ")
 	}
-	fmt.Fprintf(&b, "add spec.ignore {paths: [%s], target: {kind: %s, name: %s}}", strings.Join(pointers(c.Fields), ", "), kindOf(c.Object), nameOf(c.Object))
+	fmt.Fprintf(&b, "add %s {paths: [%s], target: {kind: %s, name: %s}}", ignoreField, strings.Join(pointers(c.Fields), ", "), kindOf(c.Object), nameOf(c.Object))
 	return b.String()
 }
 

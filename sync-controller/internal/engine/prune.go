@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
@@ -49,10 +47,8 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 			res.Reason = "already gone, or not managed by this " + ownerKind(owner)
 		case !owner.Owns(live.Labels):
 			res.Reason = "not managed by this " + ownerKind(owner)
-		case live.Annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-			res.Reason = "pruning disabled by annotation"
-		case Kept(live.Annotations):
-			res.Reason = "kept by annotation " + helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
+		case manage.NeverPruned(live.Annotations) != "":
+			res.Reason = "kept by annotation " + manage.NeverPruned(live.Annotations)
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:
@@ -82,13 +78,6 @@ func (e *Engine) lookupWatched(ctx context.Context, obj *unstructured.Unstructur
 		return nil, err
 	}
 	return e.watcher.Lookup(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
-}
-
-// Kept reports whether annotations keep an object from every prune, the
-// uninstall of a HelmRelease included, as Helm keeps it:
-// helm.sh/resource-policy: keep (trimmed, any case).
-func Kept(annotations map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy)
 }
 
 func ownerKind(o manage.Owner) string {
