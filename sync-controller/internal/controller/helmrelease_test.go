@@ -567,3 +567,20 @@ func TestHelmReleaseDependsOnImpersonatesAndSuspends(t *testing.T) {
 	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "db-more") }, 2*time.Second, 100*time.Millisecond).Should(BeFalse())
 	g.Expect(getRelease(g, db).Status.LastAppliedRevision).To(Equal("2.0.0"))
 }
+
+func TestHelmReleaseTimeoutBoundsHooksAndFailsTheInstall(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) { hr.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second} })
+	renderRelease(t, hr, "1.0.0", "", helmHook(hr.Namespace, "never-done", "pre-install", "0", "")+"---\n"+configMaps(hr.Namespace, "app"))
+	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, hr.Namespace, "never-done") }, 30*time.Second).Should(BeTrue())
+	g.Eventually(func(g Gomega) {
+		got := getRelease(g, hr)
+		released := conditions.Get(got, helmv2.ReleasedCondition)
+		g.Expect(released).NotTo(BeNil())
+		g.Expect(released.Reason).To(Equal(helmv2.InstallFailedReason))
+		g.Expect(released.Message).To(ContainSubstring("timed out waiting for health: Job/" + hr.Namespace + "/never-done"))
+		g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:failed"}))
+		g.Expect(conditions.Get(got, meta.ReadyCondition)).To(HaveField("Reason", kustomizev1.SyncFailedReason))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, hr.Namespace, "app")).To(BeFalse(), "the Sync phase never ran")
+}

@@ -82,6 +82,9 @@ type syncRun struct {
 	operation bool
 	syncErr   error
 	synced    bool
+	// finish records the end of the sync operation, once (reconcileObject).
+	finish   func(*syncRun)
+	finished bool
 	// driftSeen is when the watcher first saw a foreign write to one of the
 	// objects since the last run; zero when this run was not started by one.
 	driftSeen time.Time
@@ -122,7 +125,7 @@ func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
 
 // steps are the run's steps, in order; the first error ends the run.
 func (s *syncRun) steps() []reconcile.Step {
-	return []reconcile.Step{
+	steps := []reconcile.Step{
 		{Name: "references", Run: s.checkReferences},
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "dependencies", Run: s.checkDependencies},
@@ -134,15 +137,33 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "health", Run: s.ofOperation(s.checkHealth)},
 		{Name: "report", Run: s.report},
 	}
+	for i := range steps {
+		run := steps[i].Run
+		steps[i].Run = func(ctx context.Context) error {
+			// The skeleton sums the run up from out: it must hold what
+			// the step did to the sync status.
+			defer func() { s.outApp.setSyncStatus(s.st) }()
+			return run(ctx)
+		}
+	}
+	return steps
 }
 
-// ofOperation keeps the error of a step of the sync operation, and notes
-// that the operation got through its last step, the health check.
+// ofOperation keeps the error of a step of the sync operation and, once
+// the operation failed or got through its last step (the health check,
+// which sets synced), runs finish.
 func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := step(ctx)
-		if err != nil && s.operation && s.syncErr == nil {
+		if !s.operation || s.finished {
+			return err
+		}
+		if err != nil {
 			s.syncErr = err
+		}
+		if (err != nil || s.synced) && s.finish != nil {
+			s.finished = true
+			s.finish(s)
 		}
 		return err
 	}

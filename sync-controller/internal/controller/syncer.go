@@ -96,9 +96,9 @@ func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 
 // reconcileObject is one reconcile of a Kustomization or a HelmRelease:
 // the deletion (finalize), the finalizer, the suspension, then the sync's
-// steps on the skeleton. finish, when set, runs just before the last
-// status write of the run, with the run's outcome known (a HelmRelease's
-// history).
+// steps on the skeleton. finish, when set, runs once the run's sync
+// operation is over, failed or through its health check (a HelmRelease's
+// history), before the skeleton sums the run up.
 func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(*syncRun)) (ctrl.Result, error) {
 	start := time.Now()
 	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
@@ -119,27 +119,13 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 
 	s := newSyncRun(r, obj, start)
+	s.finish = finish
 	sk := *skel
-	// The skeleton writes the status once before the steps of a new
-	// generation, and once after the steps: the write after the first step
-	// started is the last.
-	started := false
-	sk.WriteStatus = func(ctx context.Context, _, _ T) error {
-		if started && finish != nil {
-			finish(s)
-		}
-		return s.writeStatus(ctx)
-	}
+	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.writeStatus(ctx) }
 	sk.EventOptions = func(T) []events.Option {
 		return []events.Option{events.WithRevision(s.revision)}
 	}
-	steps := s.steps()
-	first := steps[0].Run
-	steps[0].Run = func(ctx context.Context) error {
-		started = true
-		return first(ctx)
-	}
-	result, err := sk.Run(ctx, s.out.(T), steps...)
+	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
 	return s.fightRequeue(result), err
 }
 
