@@ -9,7 +9,8 @@
 // one `make run` starts, except that render-, sync- and notification-controller run with
 // --no-cross-namespace-refs, as deploy/ runs them. Each test deploys its own
 // copy of the sample in deploy/examples (its own repository and namespaces)
-// and pushes commits with the git binary:
+// and pushes commits with the git binary; the Helm story serves its chart
+// from a chart repository of its own on 127.0.0.1:
 //
 //	TestPushWebhookToReady               push → signed webhook → Receiver → artifact → render → apply → Ready
 //	TestForeignEditRevertedAndAlerted    a foreign edit is reverted; the Slack stand-in gets the drifted path
@@ -20,6 +21,10 @@
 //	TestAKilledControllerIsRestartedOnItsPorts  the launcher restarts a dead controller with backoff, same ports
 //	TestTheTryCommandsWork               every command of the launcher's "Try:" list succeeds as printed
 //	TestAutoscalerFightEndsInDriftContested  a HorizontalPodAutoscaler against Git's replicas: DriftContested, one alert
+//	TestHelmReleaseFromAChartRepository  a chart from an HTTP chart repository (pkg/testhelm), values from a
+//	                                     Secret: install (pre-install hook), version bump (pre- and
+//	                                     post-upgrade hooks, an object pruned), new values, a foreign edit
+//	                                     reverted, uninstall (the objects and the HelmChart gone)
 //	TestTenantsStayInsideTheirNamespaces  two tenants: a ServiceAccount's Kustomization refused in the other's
 //	                                     namespace and at cluster scope, nothing created; cross-namespace sourceRef,
 //	                                     Receiver resource and Alert source refused; A's Alert never gets B's events

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -126,8 +127,9 @@ var forbidden = regexp.MustCompile(`(?i)forbidden|is not allowed to|cannot (get|
 // ServiceAccount under the RBAC of deploy/, through the whole flow: a
 // GitRepository with credentials from a Secret fetched from a Git server,
 // a Kustomization rendered with variables from a ConfigMap and a Secret and
-// applied, a Receiver whose webhook annotates the GitRepository, a Provider
-// and an Alert. Everything must become Ready, and no controller may log a
+// applied, a HelmRelease whose HelmChart render-controller creates and
+// whose values come from a Secret, rendered and applied, a Receiver whose
+// webhook annotates the GitRepository, a Provider and an Alert. Everything must become Ready, and no controller may log a
 // refused call: the table in rbac_test.go is only as good as this check.
 func TestControllersRunWithTheirRBAC(t *testing.T) {
 	if testing.Short() {
@@ -154,7 +156,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer charts.Close()
 	g.Expect(charts.Add(testhelm.Chart{Name: "hello", Version: "1.0.0", Files: testhelm.Files{
-		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  token: {{ .Values.token | default \"none\" | quote }}\n",
 	}})).To(Succeed())
 
 	sourceAddr, renderAddr, receiverAddr := freeAddr(t), freeAddr(t), freeAddr(t)
@@ -193,6 +195,19 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 			Spec: sourcev1.HelmChartSpec{
 				Chart: "hello", Version: "*", Interval: metav1.Duration{Duration: time.Hour},
 				SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
+			},
+		},
+		// render-controller creates its HelmChart and reads its values;
+		// sync-controller applies the render.
+		&helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
+			Spec: helmv2.HelmReleaseSpec{
+				Interval: metav1.Duration{Duration: time.Hour},
+				Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+					Chart: "hello", Version: "*",
+					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
+				}},
+				ValuesFrom: []helmv2.ValuesReference{{Kind: "Secret", Name: "secret-vars", ValuesKey: "token", TargetPath: "token"}},
 			},
 		},
 		&kustomizev1.Kustomization{
@@ -251,6 +266,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"}},
 		&sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}},
 		&sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
+		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
 	} {
 		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}
@@ -259,6 +275,10 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	var settings corev1.ConfigMap
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &settings)).To(Succeed())
 	g.Expect(settings.Data).To(Equal(map[string]string{"greeting": "hello", "token": "t0ken"}))
+	// The HelmRelease's ConfigMap, with its value from the Secret.
+	var hello corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &hello)).To(Succeed())
+	g.Expect(hello.Data).To(Equal(map[string]string{"token": "t0ken"}))
 
 	// A webhook call: notification-controller lists the GitRepositories and
 	// annotates them, then source-controller handles the request.
