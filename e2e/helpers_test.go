@@ -45,10 +45,18 @@ type story struct {
 // first revision is applied and Ready.
 func deploy(t *testing.T, name string) *story {
 	t.Helper()
+	return deployDemo(t, localenv.DemoOptions{Namespace: name, AppNamespace: name + "-app", Repo: name})
+}
+
+// deployDemo deploys a copy of the sample as opts say and waits until the
+// first revision is applied and Ready.
+func deployDemo(t *testing.T, opts localenv.DemoOptions) *story {
+	t.Helper()
+	name := opts.Namespace
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	demo, err := env.DeployDemo(ctx, localenv.DemoOptions{Namespace: name, AppNamespace: name + "-app", Repo: name})
+	demo, err := env.DeployDemo(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), name))
 	g.Expect(err).NotTo(HaveOccurred())

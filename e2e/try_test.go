@@ -12,14 +12,18 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plumb.dev/e2e/localenv"
 )
 
 // Every command of the launcher's "Try:" list, taken from the function
 // that prints it, succeeds as printed: plumb get, tree, diff and events
-// (with the local NATS URL), a clone, a push that is applied, and a foreign
-// edit that is reverted.
+// (with the local NATS URL), those of the Helm sample, a clone, a push that
+// is applied, and a foreign edit that is reverted.
 func TestTheTryCommandsWork(t *testing.T) {
-	s := deploy(t, "e2e-try")
+	s := deployDemo(t, localenv.DemoOptions{Namespace: "e2e-try", AppNamespace: "e2e-try-app", Repo: "e2e-try", Helm: true})
+	// The Helm sample too, as `make run` waits for it.
+	s.g.Expect(env.WaitDemoReady(s.ctx, s.demo)).To(Succeed())
 	cmds := env.TryCommands(s.demo, plumbCLI, filepath.Join(t.TempDir(), "demo"))
 	s.g.Expect(cmds).NotTo(BeEmpty())
 	var names []string
@@ -47,6 +51,9 @@ func TestTheTryCommandsWork(t *testing.T) {
 		s.g.Expect(err).NotTo(HaveOccurred(), "%s:\n%s", c, out)
 		if strings.Contains(c.Command, " events ") {
 			s.g.Expect(string(out)).To(ContainSubstring("demo"), "plumb events printed the sample's events")
+		}
+		if strings.Contains(c.Command, " get helmreleases ") {
+			s.g.Expect(string(out)).To(MatchRegexp(`(?m)^e2e-try\s+hello\s+True\s+1\.0\.0`), "plumb get helmreleases shows the Helm sample released")
 		}
 	}
 	// The push is applied, and the foreign edit reverted to it.

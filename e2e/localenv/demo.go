@@ -19,14 +19,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/pkg/testhelm"
 )
 
 // The sample application's files and Plumb objects, under the checkout.
 const (
-	DemoAppDir       = "deploy/examples/app"
-	DemoObjectsFile  = "deploy/examples/plumb/demo.yaml"
-	demoAppNamespace = "plumb-demo"
-	fieldManager     = "plumb-local"
+	DemoAppDir      = "deploy/examples/app"
+	DemoObjectsFile = "deploy/examples/plumb/demo.yaml"
+	// The Helm part of the sample (DemoOptions.Helm): a chart folder the
+	// launcher serves from a chart repository of its own, and the
+	// HelmRepository and HelmRelease that install it.
+	DemoChartDir        = "deploy/examples/helm/hello"
+	DemoHelmObjectsFile = "deploy/examples/plumb/helm-demo.yaml"
+	demoAppNamespace    = "plumb-demo"
+	fieldManager        = "plumb-local"
 )
 
 // DemoOptions name one copy of the sample: its Git repository, the
@@ -39,6 +45,10 @@ type DemoOptions struct {
 	AppNamespace string
 	// Repo is the Git repository's name; default demo.
 	Repo string
+	// Helm adds the Helm part of the sample: the chart of DemoChartDir on
+	// a local chart repository, installed into AppNamespace + "-helm" by
+	// the HelmRelease "hello" of DemoHelmObjectsFile.
+	Helm bool
 }
 
 // Demo is a deployed copy of the sample.
@@ -48,6 +58,10 @@ type Demo struct {
 	WebhookToken string
 	// WebhookURL is the Receiver's full URL (receiver address + webhook path).
 	WebhookURL string
+	// ChartRepoURL is the local chart repository's URL and HelmNamespace
+	// the release's namespace, with DemoOptions.Helm; else "".
+	ChartRepoURL  string
+	HelmNamespace string
 	// Objects are the Plumb objects applied.
 	Objects []*unstructured.Unstructured
 }
@@ -95,24 +109,37 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		return nil, err
 	}
 
-	tmpl, err := os.ReadFile(filepath.Join(e.Root, DemoObjectsFile))
-	if err != nil {
-		return nil, err
-	}
 	vars := map[string]string{
 		"NAMESPACE":     opts.Namespace,
 		"GIT_URL":       d.RepoURL,
 		"WEBHOOK_TOKEN": d.WebhookToken,
 		"SLACK_URL":     e.Slack.URL(),
 	}
-	manifest := os.Expand(string(tmpl), func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
+	manifests := []string{DemoObjectsFile}
+	if opts.Helm {
+		if d.ChartRepoURL, err = e.serveDemoChart(); err != nil {
+			return nil, err
 		}
-		return "${" + k + "}"
-	})
-	if d.Objects, err = e.ApplyYAML(ctx, []byte(manifest)); err != nil {
-		return nil, err
+		d.HelmNamespace = opts.AppNamespace + "-helm"
+		vars["HELM_REPO_URL"], vars["HELM_NAMESPACE"] = d.ChartRepoURL, d.HelmNamespace
+		manifests = append(manifests, DemoHelmObjectsFile)
+	}
+	for _, f := range manifests {
+		tmpl, err := os.ReadFile(filepath.Join(e.Root, f))
+		if err != nil {
+			return nil, err
+		}
+		manifest := os.Expand(string(tmpl), func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return "${" + k + "}"
+		})
+		objs, err := e.ApplyYAML(ctx, []byte(manifest))
+		if err != nil {
+			return nil, err
+		}
+		d.Objects = append(d.Objects, objs...)
 	}
 
 	path, err := e.waitWebhookPath(ctx, opts.Namespace, "github")
@@ -122,6 +149,27 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	d.WebhookURL = e.ReceiverURL(path)
 	e.Git.AddWebhook(opts.Repo, Webhook{URL: d.WebhookURL, Secret: d.WebhookToken})
 	return d, nil
+}
+
+// serveDemoChart starts a chart repository on 127.0.0.1 (its index built
+// by the Helm SDK) serving the chart of DemoChartDir, stopped by Stop, and
+// returns its URL.
+func (e *Env) serveDemoChart() (string, error) {
+	tgz, err := testhelm.PackageDir(filepath.Join(e.Root, DemoChartDir))
+	if err != nil {
+		return "", fmt.Errorf("packaging %s: %w", DemoChartDir, err)
+	}
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	e.chartRepos = append(e.chartRepos, repo)
+	e.mu.Unlock()
+	if err := repo.AddArchive(tgz); err != nil {
+		return "", err
+	}
+	return repo.URL(), nil
 }
 
 // DemoAppFiles returns the sample app's files with its namespace replaced

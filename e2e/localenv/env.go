@@ -20,6 +20,7 @@ import (
 
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/listen"
+	"plumb.dev/pkg/testhelm"
 )
 
 // The four controllers, in the order they start.
@@ -178,9 +179,13 @@ type Env struct {
 	simDone   chan struct{}
 	// sockets are the controllers' listening sockets, held from before
 	// each controller starts until Stop.
-	sockets  []*os.File
-	stopOnce sync.Once
-	stopErr  error
+	sockets []*os.File
+	// chartRepos are the Helm sample's chart repositories (DeployDemo),
+	// closed by Stop.
+	mu         sync.Mutex
+	chartRepos []*testhelm.Repo
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // Start starts everything and returns when each controller answers its
@@ -457,6 +462,11 @@ func (e *Env) Stop() error {
 				errs = append(errs, err)
 			}
 		}
+		e.mu.Lock()
+		for _, r := range e.chartRepos {
+			r.Close()
+		}
+		e.mu.Unlock()
 		if e.Git != nil {
 			errs = append(errs, e.Git.Close())
 		}

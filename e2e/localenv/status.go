@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/health"
 )
@@ -29,10 +30,10 @@ func (l StatusLine) String() string {
 }
 
 // DemoStatus returns a line per Plumb object of the demo and per object in
-// its Kustomization's inventory.
+// the inventory of its Kustomization (and HelmRelease).
 func (e *Env) DemoStatus(ctx context.Context, d *Demo) []StatusLine {
 	var lines []StatusLine
-	var inv *kustomizev1.Inventory
+	var inv []*kustomizev1.Inventory
 	for _, obj := range d.Objects {
 		gvk := obj.GroupVersionKind()
 		if !strings.HasSuffix(gvk.Group, "plumb.dev") {
@@ -49,18 +50,29 @@ func (e *Env) DemoStatus(ctx context.Context, d *Demo) []StatusLine {
 		}
 		line.Status, line.Detail = readyOf(live)
 		switch gvk.Kind {
-		case "GitRepository":
+		case "GitRepository", "HelmRepository":
 			if rev, _, _ := unstructured.NestedString(live.Object, "status", "artifact", "revision"); rev != "" {
 				line.Detail = rev + "  " + line.Detail
 			}
 		case "Kustomization":
 			k := &kustomizev1.Kustomization{}
 			if err := e.Client.Get(ctx, key, k); err == nil {
-				inv = k.Status.Inventory
+				inv = append(inv, k.Status.Inventory)
 				if rev := k.Status.LastAppliedRevision; rev != "" {
 					line.Detail = rev + "  " + line.Detail
 				}
 				if s := k.Status.Sync; s != nil && s.Phase != "" && s.Phase != kustomizev1.PhaseSucceeded {
+					line.Detail = fmt.Sprintf("[%s wave %d] %s", s.Phase, s.Wave, line.Detail)
+				}
+			}
+		case "HelmRelease":
+			hr := &helmv2.HelmRelease{}
+			if err := e.Client.Get(ctx, key, hr); err == nil {
+				inv = append(inv, hr.Status.Inventory)
+				if rev := hr.Status.LastAppliedRevision; rev != "" {
+					line.Detail = "chart " + rev + "  " + line.Detail
+				}
+				if s := hr.Status.Sync; s != nil && s.Phase != "" && s.Phase != kustomizev1.PhaseSucceeded {
 					line.Detail = fmt.Sprintf("[%s wave %d] %s", s.Phase, s.Wave, line.Detail)
 				}
 			}
@@ -71,8 +83,11 @@ func (e *Env) DemoStatus(ctx context.Context, d *Demo) []StatusLine {
 		}
 		lines = append(lines, line)
 	}
-	if inv != nil {
-		for _, ent := range inv.Entries {
+	for _, i := range inv {
+		if i == nil {
+			continue
+		}
+		for _, ent := range i.Entries {
 			lines = append(lines, e.healthLine(ctx, ent))
 		}
 	}

@@ -35,6 +35,15 @@ func (e *Env) TryCommands(d *Demo, cli, workDir string) []TryCommand {
 			TryCommand{kc + " get kustomizations -A", "every Kustomization, Ready or why not"},
 			TryCommand{fmt.Sprintf("%s tree kustomization demo -n %s", kc, d.Namespace), "what it applied, with health"},
 			TryCommand{fmt.Sprintf("%s diff kustomization demo -n %s", kc, d.Namespace), "where the cluster differs from Git (exit 0: nowhere)"},
+		)
+		if d.ChartRepoURL != "" {
+			out = append(out,
+				TryCommand{kc + " get helmreleases -A", "the Helm sample: chart version, Ready or why not"},
+				TryCommand{fmt.Sprintf("%s tree helmrelease hello -n %s", kc, d.Namespace), "what the release applied, with health"},
+				TryCommand{fmt.Sprintf("%s get sources chart -n %s", kc, d.Namespace), "the HelmChart render-controller made for it"},
+			)
+		}
+		out = append(out,
 			TryCommand{fmt.Sprintf("%s events --nats-url %s -n %s", cli, e.NATSURL, d.Namespace), "the events the controllers published on NATS (--follow keeps going)"},
 		)
 	}
@@ -76,7 +85,7 @@ func (e *Env) WaitDemoReady(ctx context.Context, d *Demo) error {
 
 func isPlumbKind(kind string) bool {
 	switch kind {
-	case "GitRepository", "Kustomization", "Receiver", "Provider", "Alert":
+	case "GitRepository", "Kustomization", "Receiver", "Provider", "Alert", "HelmRepository", "HelmRelease":
 		return true
 	}
 	return false

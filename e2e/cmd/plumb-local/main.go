@@ -2,7 +2,8 @@
 // `make run` starts once the binaries are built. It starts the environment
 // of plumb.dev/e2e/localenv (control plane, pod simulator, NATS, Git server,
 // Slack stand-in, the four controllers), deploys the sample from
-// deploy/examples, prints where everything is and keeps a status line per
+// deploy/examples (with its Helm part: a chart repository of its own, a
+// HelmRepository and a HelmRelease), prints where everything is and keeps a status line per
 // object up to date until Ctrl-C, which stops every process and removes the
 // temporary state.
 package main
@@ -22,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
@@ -69,11 +71,11 @@ func run(opts localenv.Options, exitWhenReady bool, scr *screen) error {
 	}()
 
 	scr.Printf(">> deploying the sample from %s\n", localenv.DemoAppDir)
-	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{})
+	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{Helm: true})
 	if err != nil {
 		return fmt.Errorf("the suite did not come up: %w%s", err, processReport(env))
 	}
-	scr.Printf(">> waiting for the sample's GitRepository, Kustomization, Receiver, Provider and Alert to be Ready\n")
+	scr.Printf(">> waiting for the sample's GitRepository, Kustomization, Receiver, Provider, Alert, HelmRepository and HelmRelease to be Ready\n")
 	if err := env.WaitDemoReady(startCtx, demo); err != nil {
 		return fmt.Errorf("the suite did not come up whole: %w%s", err, processReport(env))
 	}
@@ -92,6 +94,7 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, took time.Dura
 	row("kubeconfig", "export KUBECONFIG="+env.Kubeconfig+"   (kube-apiserver "+env.APIServerURL+")")
 	row("Git repository", d.RepoURL+"   (push to it: the Git server sends a signed GitHub push webhook)")
 	row("receiver", d.WebhookURL+"   (Receiver "+d.Namespace+"/github, token in Secret "+d.Namespace+"/webhook-token)")
+	row("chart repository", d.ChartRepoURL+"   (serves "+localenv.DemoChartDir+"; HelmRelease "+d.Namespace+"/hello installs it into "+d.HelmNamespace+")")
 	row("Slack stand-in", env.Slack.URL()+"   (what Slack would receive is printed below)")
 	row("NATS JetStream", env.NATSURL+"   (stream PLUMB_EVENTS, subjects plumb.events.>)")
 	row("artifact servers", "source-controller http://"+c[localenv.SourceController].StorageAddr+"   render-controller http://"+c[localenv.RenderController].StorageAddr)
@@ -145,6 +148,10 @@ func artifactURLs(ctx context.Context, env *localenv.Env, d *localenv.Demo) []st
 	k := &kustomizev1.Kustomization{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: "demo"}, k); err == nil && k.Status.RenderedArtifact != nil {
 		urls = append(urls, "render-controller "+k.Status.RenderedArtifact.URL)
+	}
+	hr := &helmv2.HelmRelease{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: "hello"}, hr); err == nil && hr.Status.RenderedArtifact != nil {
+		urls = append(urls, "render-controller "+hr.Status.RenderedArtifact.URL)
 	}
 	sort.Strings(urls)
 	return urls
