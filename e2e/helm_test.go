@@ -119,8 +119,9 @@ type helmStory struct {
 // 127.0.0.1), installed by a HelmRelease with values from a Secret,
 // upgraded by a version bump in the repository (a value changed, an
 // object removed), with its pre-install/pre-upgrade and post-upgrade hooks
-// run, a foreign edit reverted, and an uninstall that leaves nothing of
-// the release.
+// run, new values from the Secret released, a foreign edit reverted, a
+// broken version refused with nothing deleted, and an uninstall that
+// leaves nothing of the release.
 func TestHelmReleaseFromAChartRepository(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -246,8 +247,37 @@ func TestHelmReleaseFromAChartRepository(t *testing.T) {
 		ContainSubstring("ConfigMap/"+s.appNS+"/hello-config"), ContainSubstring("Deployment/"+s.appNS+"/hello")))
 	g.Expect(s.plumb("get", "sources", "chart", "-n", s.ns)).To(MatchRegexp(`(?m)^` + chartKey.Name + `\s.*True.*1\.1\.0`))
 
-	// The uninstall: every object of the release goes, and so does the
-	// HelmChart render-controller created for it.
+	// A broken version in the repository: the HelmChart packages it, the
+	// render fails with the template named, and the release keeps running
+	// what it had (nothing deleted, v3 still deployed).
+	broken := helmChart("1.2.0", "green", false)
+	broken.Files["templates/configmap.yaml"] = "{{ .Values.greeting | nosuchfunction }}\n"
+	g.Expect(repo.Add(broken)).To(Succeed())
+	s.plumb("reconcile", "source", "helm", "charts", "-n", s.ns)
+	g.Eventually(func(g Gomega) {
+		got := &helmv2.HelmRelease{}
+		g.Expect(env.Client.Get(ctx, s.key, got)).To(Succeed())
+		rendered := conditions.Get(got, kustomizev1.RenderedCondition)
+		g.Expect(rendered).NotTo(BeNil())
+		g.Expect(rendered.Status).To(Equal(metav1.ConditionFalse), "%s", helmConditions(got))
+		g.Expect(rendered.Reason).To(Equal(kustomizev1.BuildFailedReason))
+		g.Expect(rendered.Message).To(And(ContainSubstring("1.2.0"), ContainSubstring("configmap.yaml")))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the broken chart version was not refused")
+	hr = &helmv2.HelmRelease{}
+	g.Expect(env.Client.Get(ctx, s.key, hr)).To(Succeed())
+	t.Logf("%s: %s", s.key, helmConditions(hr))
+	g.Expect(hr.Status.LastAppliedRevision).To(Equal("1.1.0"))
+	g.Expect(hr.Status.History[0].Version).To(Equal(3))
+	g.Expect(hr.Status.History[0].Status).To(Equal(helmv2.ReleaseStatusDeployed))
+	for _, e := range hr.Status.Inventory.Entries {
+		obj := inventoryObject(e)
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "%s/%s/%s was deleted", e.Kind, e.Namespace, e.Name)
+	}
+	s.expectConfigMap("Hello from a changed Secret", "green")
+
+	// The uninstall, while the latest version does not render: every
+	// object of the release goes, and so does the HelmChart
+	// render-controller created for it.
 	inventory := hr.Status.Inventory.DeepCopy()
 	g.Expect(env.Client.Delete(ctx, hr)).To(Succeed())
 	g.Eventually(func() bool {

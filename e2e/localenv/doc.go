@@ -3,8 +3,8 @@
 // kube-controller-manager, all built from Go modules into bin/k8s), a pod
 // simulator standing in for the kubelet, an embedded NATS JetStream server,
 // a Git smart-HTTP server that accepts pushes and sends GitHub-style
-// webhooks, a Slack stand-in that records what Slack would receive (and,
-// for the sample's Helm part, an HTTP chart repository of pkg/testhelm), and the
+// webhooks, a Slack stand-in that records what Slack would receive, an
+// HTTP chart repository (pkg/testhelm) for the sample's Helm part, and the
 // four controllers as separate processes (bin/*-controller) with their own
 // ports. `make run` (cmd/plumb-local) and the e2e tests start the same
 // environment through Start.
