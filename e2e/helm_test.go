@@ -183,11 +183,12 @@ func TestHelmReleaseFromAChartRepository(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`(?m)^hello\s.*True.*1\.0\.0`), "plumb get helmreleases")
 
 	// A new version in the repository, a value changed and the Service
-	// gone. `plumb reconcile source helm` fetches the index now; the
-	// HelmChart picks the new version in its range, and the upgrade runs
-	// the pre-upgrade and post-upgrade hooks and prunes the Service.
+	// gone. `plumb reconcile helmrelease --with-source` has the index
+	// fetched now; the HelmChart picks the new version in its range, and
+	// the upgrade runs the pre-upgrade and post-upgrade hooks and prunes
+	// the Service.
 	g.Expect(repo.Add(helmChart("1.1.0", "green", false))).To(Succeed())
-	s.plumb("reconcile", "source", "helm", "charts", "-n", s.ns)
+	s.plumb("reconcile", "helmrelease", "hello", "--with-source", "-n", s.ns)
 	g.Eventually(func(g Gomega) {
 		c := &sourcev1.HelmChart{}
 		g.Expect(env.Client.Get(ctx, chartKey, c)).To(Succeed())
