@@ -172,7 +172,14 @@ func (s *story) waitDeploymentAvailable() {
 // with the given reason whose text or fields contain every one of want.
 func (s *story) waitSlack(reason string, want ...string) localenv.SlackMessage {
 	s.t.Helper()
-	author := "kustomization/" + s.key.Namespace + "/" + s.key.Name
+	return s.waitSlackFrom("kustomization/"+s.key.Namespace+"/"+s.key.Name, reason, want...)
+}
+
+// waitSlackFrom waits for a Slack message from author (kind/namespace/name,
+// the kind in lower case) with the given reason whose text or fields
+// contain every one of want.
+func (s *story) waitSlackFrom(author, reason string, want ...string) localenv.SlackMessage {
+	s.t.Helper()
 	var found localenv.SlackMessage
 	s.g.Eventually(func() bool {
 		msgs, _ := env.Slack.Messages()

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/e2e/localenv"
 )
 
@@ -56,6 +57,9 @@ func TestTheTryCommandsWork(t *testing.T) {
 			s.g.Expect(string(out)).To(MatchRegexp(`(?m)^e2e-try\s+hello\s+True\s+1\.0\.0`), "plumb get helmreleases shows the Helm sample released")
 		}
 	}
+	// The Alert of the sample hears the HelmRelease too.
+	msg := s.waitSlackFrom("helmrelease/"+s.demo.Namespace+"/hello", helmv2.InstallSucceededReason, "hello@1.0.0")
+	t.Logf("alert: %s", msg)
 	// The push is applied, and the foreign edit reverted to it.
 	s.g.Eventually(func(g Gomega) {
 		cm := &corev1.ConfigMap{}

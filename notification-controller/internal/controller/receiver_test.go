@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -260,6 +261,41 @@ func TestReceiverTypes(t *testing.T) {
 		g.Expect(msg).To(ContainSubstring("Kustomization/web"))
 		g.Expect(requestedAt(t, web)).NotTo(BeEmpty())
 		g.Expect(requestedAt(t, api)).To(BeEmpty())
+	})
+
+	// A webhook may request a reconcile of the Helm kinds too: a chart
+	// repository that published a version, as Flux's Receiver does.
+	t.Run("helm kinds", func(t *testing.T) {
+		g := NewWithT(t)
+		repo := &sourcev1.HelmRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"},
+			Spec:       sourcev1.HelmRepositorySpec{URL: "https://charts.example", Interval: metav1.Duration{Duration: time.Hour}},
+		}
+		chart := &sourcev1.HelmChart{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo"},
+			Spec: sourcev1.HelmChartSpec{Chart: "podinfo", Interval: metav1.Duration{Duration: time.Hour},
+				SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}},
+		}
+		release := &helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo"},
+			Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
+				ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "podinfo"}},
+		}
+		for _, o := range []client.Object{repo, chart, release} {
+			g.Expect(k8s.Create(context.Background(), o)).To(Succeed())
+		}
+		rcv := createReceiver(t, ns, "helm", notificationv1.GenericReceiver, func(s *notificationv1.ReceiverSpec) {
+			s.Resources = []notificationv1.CrossNamespaceObjectReference{
+				{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
+				{Kind: sourcev1.HelmChartKind, Name: "*"},
+				{Kind: helmv2.HelmReleaseKind, Name: "podinfo"},
+			}
+		})
+		code, msg := post(t, rcv.Status.WebhookPath, nil, body)
+		g.Expect(code).To(Equal(http.StatusOK), msg)
+		for _, o := range []client.Object{repo, chart, release} {
+			g.Expect(requestedAt(t, o)).NotTo(BeEmpty(), "%T %s", o, o.GetName())
+		}
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -486,7 +487,10 @@ func (d *Dispatcher) matching(ctx context.Context, e *events.Event) ([]notificat
 // carry no apiVersion.
 var knownKinds = map[string]schema.GroupVersion{
 	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion,
+	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion,
+	sourcev1.HelmChartKind:        sourcev1.GroupVersion,
 	kustomizev1.KustomizationKind: kustomizev1.GroupVersion,
+	helmv2.HelmReleaseKind:        helmv2.GroupVersion,
 	notificationv1.ReceiverKind:   notificationv1.GroupVersion,
 	notificationv1.AlertKind:      notificationv1.GroupVersion,
 	notificationv1.ProviderKind:   notificationv1.GroupVersion,

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -254,6 +255,9 @@ func requestedMessage(requested []string, elsewhere int) string {
 var kinds = map[string]schema.GroupVersionKind{
 	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind),
 	kustomizev1.KustomizationKind: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
+	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind),
+	sourcev1.HelmChartKind:        sourcev1.GroupVersion.WithKind(sourcev1.HelmChartKind),
+	helmv2.HelmReleaseKind:        helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
 }
 
 // SupportedKind reports whether a webhook can request a reconcile of kind.
