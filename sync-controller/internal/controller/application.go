@@ -1,14 +1,18 @@
 package controller
 
 import (
+	"context"
 	"sort"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/reconcile"
 )
@@ -43,6 +47,18 @@ type application interface {
 	// newEmpty returns an empty object of the same kind, to read a
 	// dependency into.
 	newEmpty() application
+	// attempted records, beside lastAttemptedRevision, what the kind keeps
+	// of the artifact a sync attempts.
+	attempted(*meta.Artifact)
+	// defaultNamespace is given to the namespaced objects that name none.
+	defaultNamespace() string
+	// ignoreField and desiredState name the ignore rules and the desired
+	// state in messages.
+	ignoreField() string
+	desiredState() string
+	// redactor hides, in drift reports, the values that came from Secrets;
+	// nil when none did.
+	redactor(context.Context, client.Reader) (*diff.Redactor, error)
 }
 
 // syncSpec is what a sync reads of a spec. Each kind fills in what it
@@ -147,6 +163,20 @@ func (k kustomization) newEmpty() application {
 	return kustomization{&kustomizev1.Kustomization{}}
 }
 
+func (k kustomization) attempted(*meta.Artifact) {}
+
+func (k kustomization) defaultNamespace() string { return k.Namespace }
+
+func (k kustomization) ignoreField() string { return "spec.ignore" }
+
+func (k kustomization) desiredState() string { return "Git" }
+
+// redactor: the values postBuild.substituteFrom took from Secrets
+// (drift.SecretRedactor).
+func (k kustomization) redactor(ctx context.Context, r client.Reader) (*diff.Redactor, error) {
+	return drift.SecretRedactor(ctx, r, k.Kustomization)
+}
+
 // helmRelease adapts a HelmRelease. Its sync spec is Helm's: prune always
 // (Helm deletes what left the chart), no prune guard (Helm has none, and
 // the kind no allowEmpty to lift it), wait always for every applied object,
@@ -219,6 +249,31 @@ func (h helmRelease) install() bool {
 }
 
 func (h helmRelease) newEmpty() application { return helmRelease{&helmv2.HelmRelease{}} }
+
+// attempted: lastAttemptedConfigDigest, from the artifact's metadata.
+func (h helmRelease) attempted(a *meta.Artifact) {
+	h.Status.LastAttemptedConfigDigest = a.Metadata[helmv2.ArtifactConfigDigestKey]
+}
+
+// defaultNamespace: the release namespace (targetNamespace, else the
+// HelmRelease's), as Helm installs into it.
+func (h helmRelease) defaultNamespace() string { return h.GetReleaseNamespace() }
+
+func (h helmRelease) ignoreField() string { return "spec.driftDetection.ignore" }
+
+func (h helmRelease) desiredState() string { return "the chart" }
+
+// redactor: values from Secrets (valuesFrom) go through the chart's
+// templates, which may encode, quote or split them, so every drifted value
+// is hidden when the release takes any.
+func (h helmRelease) redactor(context.Context, client.Reader) (*diff.Redactor, error) {
+	for _, ref := range h.Spec.ValuesFrom {
+		if ref.Kind == "Secret" {
+			return diff.RedactAll(), nil
+		}
+	}
+	return nil, nil
+}
 
 // appOf adapts a Kustomization or a HelmRelease.
 func appOf(obj reconcile.Object) application {

@@ -11,10 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
-	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 )
@@ -79,7 +77,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 
 	shown, note := diff.Truncate(changes, s.r.MaxDriftChanges)
-	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.drifted), s.desiredState(), strings.Join(shownPaths, ", "))
+	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.drifted), s.app.desiredState(), strings.Join(shownPaths, ", "))
 	if more != "" {
 		message += " " + more
 	}
@@ -110,40 +108,18 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 	s.r.Metrics.driftReverted(s.owner, seen)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
-		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.drifted), s.desiredState(), latency),
+		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.drifted), s.app.desiredState(), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))
 }
 
-// desiredState names where the desired state comes from, in messages.
-func (s *syncRun) desiredState() string {
-	if s.owner.Kind == helmv2.HelmReleaseKind {
-		return "the chart"
-	}
-	return "Git"
-}
-
-// secretRedactor returns what hides the values taken from Secrets: for a
-// Kustomization those substituted by postBuild.substituteFrom
-// (drift.SecretRedactor), read with the controller's identity, uncached,
-// and only when there is drift to report; a Secret that cannot be read
-// hides every value, and says so in the log. A HelmRelease's values from
-// Secrets (valuesFrom) go through the chart's templates, which may
-// encode, quote or split them: every drifted value is hidden when it has
-// any.
+// secretRedactor returns what hides the values taken from Secrets
+// (application.redactor), read with the controller's identity, uncached,
+// and only when there is drift to report. A Secret that cannot be read
+// hides every value, and says so in the log.
 func (s *syncRun) secretRedactor(ctx context.Context) *diff.Redactor {
-	switch obj := s.obj.(type) {
-	case *kustomizev1.Kustomization:
-		redactor, err := drift.SecretRedactor(ctx, s.r.reader(), obj)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "every drifted value is redacted")
-		}
-		return redactor
-	case *helmv2.HelmRelease:
-		for _, ref := range obj.Spec.ValuesFrom {
-			if ref.Kind == "Secret" {
-				return diff.RedactAll()
-			}
-		}
+	redactor, err := s.app.redactor(ctx, s.r.reader())
+	if err != nil {
+		log.FromContext(ctx).Error(err, "every drifted value is redacted")
 	}
-	return nil
+	return redactor
 }

@@ -372,7 +372,7 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	for _, k := range started {
 		for _, c := range all {
 			if c.Object == k.id.String() && c.Manager == k.manager {
-				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c, s.ignoreField()),
+				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c, s.app.ignoreField()),
 					events.WithRevision(s.revision), events.WithMetadata(map[string]string{
 						"object": c.Object, "fields": strings.Join(c.Fields, ","), "manager": c.Manager, "controller": c.Controller}))
 			}
@@ -402,7 +402,7 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	s.st.Drift.Contested = all
 	messages := make([]string, 0, len(all))
 	for _, c := range all {
-		messages = append(messages, contestMessage(c, s.ignoreField()))
+		messages = append(messages, contestMessage(c, s.app.ignoreField()))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.DriftContestedCondition, kustomizev1.DriftContestedReason, "%s", strings.Join(messages, "; "))
 }
@@ -415,7 +415,7 @@ func managerName(m string) string {
 }
 
 // contestMessage says who fights over what and how to end it; ignoreField
-// names the ignore rules of the owner's kind (syncRun.ignoreField).
+// names the ignore rules of the owner's kind (application.ignoreField).
 func contestMessage(c kustomizev1.ContestedDrift, ignoreField string) string {
 	var b strings.Builder
 	fields := strings.Join(c.Fields, ", ")

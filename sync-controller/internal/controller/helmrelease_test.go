@@ -483,42 +483,6 @@ func subscribeKind(t *testing.T, kind, ns, name string) *eventSubscription {
 	return s
 }
 
-// A Kustomization whose Git holds `helm template` output syncs it as Argo
-// CD does: Helm's install hooks on the first sync, its upgrade hooks on
-// later ones, resource-policy keep and IfNotPresent honoured.
-func TestKustomizationSyncsHelmTemplateOutput(t *testing.T) {
-	g := NewWithT(t)
-	ctx, ks := newKustomization(t, nil)
-	ns := ks.Namespace
-	set := func(cms ...string) string {
-		return strings.Join([]string{
-			helmHook(ns, "install-only", "pre-install", "0", "hook-succeeded"),
-			helmHook(ns, "upgrade-only", "pre-upgrade", "0", "hook-succeeded"),
-			helmTestPod(ns),
-			keptConfigMap(ns, "kept"),
-			configMaps(ns, cms...),
-		}, "---\n")
-	}
-	render(t, ks, "main@sha1:t1", set("app"))
-	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "install-only") }, 30*time.Second).Should(BeTrue())
-	finishJob(t, ctx, ns, "install-only", true)
-	got := waitReady(t, ks, "main@sha1:t1")
-	g.Expect(jobExists(ctx, g, ns, "upgrade-only")).To(BeFalse())
-	g.Expect(exists(ctx, g, &corev1.Pod{}, ns, "test-connection")).To(BeFalse())
-	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "kept and app; no hook")
-
-	render(t, ks, "main@sha1:t2", strings.Join([]string{
-		helmHook(ns, "install-only", "pre-install", "0", "hook-succeeded"),
-		helmHook(ns, "upgrade-only", "pre-upgrade", "0", "hook-succeeded"),
-		configMaps(ns, "app"),
-	}, "---\n"))
-	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "upgrade-only") }, 30*time.Second).Should(BeTrue())
-	finishJob(t, ctx, ns, "upgrade-only", true)
-	waitReady(t, ks, "main@sha1:t2")
-	g.Expect(jobExists(ctx, g, ns, "install-only")).To(BeFalse(), "the install hook ran once")
-	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "kept")).To(BeTrue(), "helm.sh/resource-policy: keep is never pruned")
-}
-
 func TestHelmReleaseDependsOnImpersonatesAndSuspends(t *testing.T) {
 	g := NewWithT(t)
 	ctx, db := newHelmRelease(t, func(hr *helmv2.HelmRelease) { hr.Name = "db" })

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/diff"
@@ -252,9 +251,7 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
 	s.st.LastAttemptedRevision = artifact.Revision
-	if hr, ok := s.out.(*helmv2.HelmRelease); ok {
-		hr.Status.LastAttemptedConfigDigest = artifact.Metadata[helmv2.ArtifactConfigDigestKey]
-	}
+	s.outApp.attempted(artifact)
 	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.GetGeneration()); ok {
 		s.objs, s.hashes = cached.prepared, cached.hashes
 		if cached.syncID == s.syncID() {
@@ -293,7 +290,7 @@ func (s *syncRun) waitForRender() error {
 func (s *syncRun) prepare(ctx context.Context) error {
 	ig, err := diff.NewIgnorer(s.spec.Ignore)
 	if err != nil {
-		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("%s: %w", s.ignoreField(), err))
+		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("%s: %w", s.app.ignoreField(), err))
 	}
 	s.ignorer = ig
 	if s.plan != nil {
@@ -303,7 +300,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		// Not prepared yet for this digest and generation; a new sync
 		// operation of the same ones (a retry) only plans again, since its
 		// hooks have names of their own.
-		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.defaultNamespace()})
+		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
 		if err != nil {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 		}
@@ -316,24 +313,6 @@ func (s *syncRun) prepare(ctx context.Context) error {
 	s.plan = p
 	s.r.manifests.putPrepared(s.key, s.digest, s.obj.GetGeneration(), s.syncID(), s.objs, s.hashes, p)
 	return nil
-}
-
-// ignoreField names the ignore rules in messages.
-func (s *syncRun) ignoreField() string {
-	if s.owner.Kind == helmv2.HelmReleaseKind {
-		return "spec.driftDetection.ignore"
-	}
-	return "spec.ignore"
-}
-
-// defaultNamespace is the namespace of the namespaced objects that name
-// none: the object's own (render-controller already gave a HelmRelease's
-// objects its target namespace).
-func (s *syncRun) defaultNamespace() string {
-	if hr, ok := s.obj.(*helmv2.HelmRelease); ok {
-		return hr.GetReleaseNamespace()
-	}
-	return s.obj.GetNamespace()
 }
 
 // prune deletes objects that left the set, in reverse plan order, when
