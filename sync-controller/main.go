@@ -1,5 +1,5 @@
 // Command sync-controller makes the cluster equal to each Kustomization's
-// rendered manifests: it diffs with server-side dry-run, applies what changed
+// and HelmRelease's rendered manifests: it diffs with server-side dry-run, applies what changed
 // with server-side apply in waves and hooks, prunes, waits for health, and
 // corrects drift as soon as a foreign change lands.
 package main
@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
@@ -79,11 +80,20 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	if err != nil {
 		return err
 	}
+	// A watcher, and an engine, per kind: each sees only the objects with
+	// its kind's ownership labels and wakes only its kind's controller.
 	watcher, err := engine.NewWatcher(cfg, scheme, mgr.GetRESTMapper(), syncOpts.DriftDebounce, log.WithName("watcher"))
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(watcher); err != nil {
+		return err
+	}
+	helmWatcher, err := engine.NewWatcherFor(helmv2.HelmReleaseKind, cfg, scheme, mgr.GetRESTMapper(), syncOpts.DriftDebounce, log.WithName("helm-watcher"))
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(helmWatcher); err != nil {
 		return err
 	}
 
@@ -105,21 +115,31 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 
-	r := &controller.KustomizationReconciler{
-		Client:                mgr.GetClient(),
-		Reader:                mgr.GetAPIReader(),
-		Metrics:               controller.NewMetrics(ctrlmetrics.Registry),
-		Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, syncOpts.ApplyConcurrency),
-		Events:                events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName),
-		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-		DependencyRequeue:     refOpts.RequeueDependency,
-		Impersonator:          controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper()),
-		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
-		NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
-		PruneGuard:            &syncOpts.PruneGuard,
-		Fight:                 syncOpts.Fight,
+	metrics := controller.NewMetrics(ctrlmetrics.Registry)
+	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
+	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
+	syncer := func(w *engine.Watcher) controller.Syncer {
+		return controller.Syncer{
+			Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
+			Client:                mgr.GetClient(),
+			Reader:                mgr.GetAPIReader(),
+			Metrics:               metrics,
+			Events:                recorder,
+			Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+			DependencyRequeue:     refOpts.RequeueDependency,
+			Impersonator:          impersonator,
+			DefaultServiceAccount: syncOpts.DefaultServiceAccount,
+			NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
+			PruneGuard:            &syncOpts.PruneGuard,
+			Fight:                 syncOpts.Fight,
+		}
 	}
-	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
+	ks := &controller.KustomizationReconciler{Syncer: syncer(watcher)}
+	if err := ks.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
+		return err
+	}
+	hr := &controller.HelmReleaseReconciler{Syncer: syncer(helmWatcher)}
+	if err := hr.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err
 	}
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,

@@ -2,10 +2,12 @@ package manage
 
 import (
 	"fmt"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 )
@@ -17,19 +19,75 @@ const FieldManager = "plumb-sync"
 // AppliedHashAnnotation holds the hash of the desired object last applied.
 const AppliedHashAnnotation = "plumb.dev/applied-hash"
 
-// Owner names the Kustomization that manages an object.
+// Owner names the Kustomization or HelmRelease that manages an object.
 type Owner struct {
+	// Kind is kustomizev1.KustomizationKind or helmv2.HelmReleaseKind;
+	// empty is a Kustomization.
+	Kind      string
 	Namespace string
 	Name      string
 }
 
-// OwnerOf returns the owner recorded in an object's labels, if any.
+// ownerKinds are the kinds that manage objects, in the order OwnerOf
+// tries their labels.
+var ownerKinds = []string{kustomizev1.KustomizationKind, helmv2.HelmReleaseKind}
+
+// LabelKeys returns the keys of the owner's name and namespace labels:
+// kustomize.plumb.dev/name|namespace for a Kustomization,
+// helm.plumb.dev/name|namespace for a HelmRelease. The keys differ so that
+// a Kustomization and a HelmRelease of the same name in one namespace
+// never take each other's objects for their own.
+func (o Owner) LabelKeys() (name, namespace string) { return LabelKeys(o.Kind) }
+
+// LabelKeys returns the ownership label keys of a kind (see Owner.LabelKeys).
+func LabelKeys(kind string) (name, namespace string) {
+	if kind == helmv2.HelmReleaseKind {
+		return helmv2.NameLabel, helmv2.NamespaceLabel
+	}
+	return kustomizev1.NameLabel, kustomizev1.NamespaceLabel
+}
+
+// Owns reports whether an object's labels name this owner.
+func (o Owner) Owns(labels map[string]string) bool {
+	nameKey, nsKey := o.LabelKeys()
+	name, ok := labels[nameKey]
+	return ok && name == o.Name && labels[nsKey] == o.Namespace
+}
+
+// OwnerOf returns the owner recorded in an object's labels, if any: its
+// Kustomization, else its HelmRelease.
 func OwnerOf(labels map[string]string) (Owner, bool) {
-	name, ok := labels[kustomizev1.NameLabel]
+	for _, kind := range ownerKinds {
+		if o, ok := OwnerOfKind(kind, labels); ok {
+			return o, true
+		}
+	}
+	return Owner{}, false
+}
+
+// OwnerOfKind returns the owner of the kind recorded in an object's
+// labels, if any.
+func OwnerOfKind(kind string, labels map[string]string) (Owner, bool) {
+	nameKey, nsKey := LabelKeys(kind)
+	name, ok := labels[nameKey]
 	if !ok {
 		return Owner{}, false
 	}
-	return Owner{Namespace: labels[kustomizev1.NamespaceLabel], Name: name}, true
+	return Owner{Kind: kind, Namespace: labels[nsKey], Name: name}, true
+}
+
+// NeverPruned says why an object's annotations keep it from every prune
+// (the deletion of its owner included): "plumb.dev/prune: disabled", or
+// "helm.sh/resource-policy: keep" (read as Helm reads it: trimmed, any
+// case); empty when it may be pruned.
+func NeverPruned(annotations map[string]string) string {
+	switch {
+	case annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
+		return kustomizev1.PruneAnnotation + ": " + kustomizev1.DisabledValue
+	case strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy):
+		return helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
+	}
+	return ""
 }
 
 // Stamp adds the owner's labels to obj and returns the hash of the result,
@@ -40,8 +98,9 @@ func Stamp(obj *unstructured.Unstructured, owner Owner) (string, error) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[kustomizev1.NameLabel] = owner.Name
-	labels[kustomizev1.NamespaceLabel] = owner.Namespace
+	nameKey, nsKey := owner.LabelKeys()
+	labels[nameKey] = owner.Name
+	labels[nsKey] = owner.Namespace
 	obj.SetLabels(labels)
 
 	annotations := obj.GetAnnotations()

@@ -7,6 +7,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
 )
@@ -21,7 +22,8 @@ func TestStamp(t *testing.T) {
 	g.Expect(a.GetAnnotations()).To(HaveKeyWithValue(AppliedHashAnnotation, hash))
 	got, ok := OwnerOf(a.GetLabels())
 	g.Expect(ok).To(BeTrue())
-	g.Expect(got).To(Equal(owner))
+	g.Expect(got).To(Equal(Owner{Kind: kustomizev1.KustomizationKind, Namespace: "apps", Name: "web"}))
+	g.Expect(owner.Owns(a.GetLabels())).To(BeTrue())
 
 	again, err := Stamp(a, owner)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -34,6 +36,23 @@ func TestStamp(t *testing.T) {
 	g.Expect(other).NotTo(Equal(hash), "content changes the hash")
 
 	_, ok = OwnerOf(map[string]string{"app": "x"})
+	g.Expect(ok).To(BeFalse())
+}
+
+func TestHelmReleaseOwner(t *testing.T) {
+	g := NewWithT(t)
+	ks := Owner{Namespace: "apps", Name: "web"}
+	hr := Owner{Kind: helmv2.HelmReleaseKind, Namespace: "apps", Name: "web"}
+	a := object.Stub("v1", "ConfigMap", "apps", "settings")
+	_, err := Stamp(a, hr)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.GetLabels()).To(Equal(map[string]string{helmv2.NameLabel: "web", helmv2.NamespaceLabel: "apps"}))
+	g.Expect(hr.Owns(a.GetLabels())).To(BeTrue())
+	g.Expect(ks.Owns(a.GetLabels())).To(BeFalse(), "a Kustomization of the same name does not own it")
+	got, ok := OwnerOf(a.GetLabels())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal(hr))
+	_, ok = OwnerOfKind(kustomizev1.KustomizationKind, a.GetLabels())
 	g.Expect(ok).To(BeFalse())
 }
 
@@ -54,4 +73,13 @@ func TestResolve(t *testing.T) {
 	err := Resolve(mapper, object.Stub("example.com/v1", "Widget", "", "w"), "apps")
 	g.Expect(err).To(MatchError(ContainSubstring("is its CRD installed?")))
 	g.Expect(apimeta.IsNoMatchError(err)).To(BeTrue(), "it wraps the mapper's NoKindMatch error")
+}
+
+func TestNeverPruned(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(NeverPruned(nil)).To(BeEmpty())
+	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue})).To(BeEmpty())
+	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue})).To(Equal("plumb.dev/prune: disabled"))
+	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "})).To(Equal("helm.sh/resource-policy: keep"))
+	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"})).To(BeEmpty())
 }

@@ -22,6 +22,25 @@
 // deterministic, so a controller restarted in the middle of a sync computes
 // the same names and finds the hooks it already created.
 //
+// # Helm hooks
+//
+// Rendered Helm charts keep their hooks as `helm template` prints them, and
+// Build maps them the way Argo CD does. An object annotated helm.sh/hook
+// (and not plumb.dev/hook, which wins when both are set) is a hook: on the
+// install (Options.Install: nothing applied successfully yet)
+// pre-install runs in PreSync and post-install in PostSync; on every later
+// sync pre-upgrade runs in PreSync and post-upgrade in PostSync. A hook
+// listing both kinds runs on both. test, pre/post-delete and
+// pre/post-rollback hooks, and install-only hooks on an upgrade (or
+// upgrade-only ones on the install), have no phase in the sync: they are
+// left out of the plan, never applied, and (IsHook) never in the inventory
+// nor pruned. helm.sh/hook-weight is the hook's wave unless
+// plumb.dev/sync-wave is set; helm.sh/hook-delete-policy values
+// before-hook-creation, hook-succeeded and hook-failed are
+// BeforeHookCreation, HookSucceeded and HookFailed (before-hook-creation
+// when none). Helm's own leniency is kept: unknown hook types and
+// policies are ignored, and a weight that is not an integer is 0.
+//
 // # Waves and kinds
 //
 // Within a phase, objects run in waves, from the annotation plumb.dev/sync-wave
@@ -67,5 +86,6 @@
 // In a wave it applies Wave.Regular split by KindGroups (a group at a time,
 // each concurrently), then starts Wave.Hooks, each task carrying its Phase
 // and delete policies. SyncFail.Waves run only after a failure. IsHook says
-// whether an object is a hook, which the inventory leaves out.
+// whether an object is a hook (Plumb's or Helm's), which the inventory
+// leaves out.
 package plan

@@ -53,7 +53,7 @@ func FuzzAnnotations(f *testing.F) {
 			}
 			return
 		}
-		h, _ := parseHook(map[string]string{kustomizev1.HookAnnotation: hook, kustomizev1.HookDeletePolicyAnnotation: policy})
+		h, _ := parseHook(map[string]string{kustomizev1.HookAnnotation: hook, kustomizev1.HookDeletePolicyAnnotation: policy}, false)
 		if got := len(p.Hooks()); got != len(h.Phases) || len(p.Inventory) != 0 {
 			t.Fatalf("hook %q: %d tasks for phases %v, inventory %d", hook, got, h.Phases, len(p.Inventory))
 		}

@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
 )
@@ -48,6 +50,10 @@ type Options struct {
 	// seeds the names of generateName hooks; Build refuses such a hook when
 	// SyncID is empty.
 	SyncID string
+	// Install says that nothing was applied successfully yet: a Helm hook
+	// runs on its *-install phases then, and on its *-upgrade phases on
+	// every later sync (see the package doc, "Helm hooks").
+	Install bool
 }
 
 // Hook describes an object that is a hook.
@@ -197,9 +203,15 @@ func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
 	}
-	hook, err := parseHook(ann)
+	hook, err := parseHook(ann, opts.Install)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
+	}
+	if hook != nil && len(hook.Phases) == 0 {
+		// A Helm hook of no phase of this sync: a test, delete or
+		// rollback hook, or an install hook on an upgrade (or the other
+		// way round). It is neither applied nor in the inventory.
+		return nil, nil
 	}
 	if hook == nil {
 		if src.GetName() == "" {
@@ -245,10 +257,18 @@ func nameForError(i int, o *unstructured.Unstructured) string {
 	return object.IDOf(o).String()
 }
 
-// parseWave reads plumb.dev/sync-wave: an integer, 0 when absent.
+// parseWave reads plumb.dev/sync-wave: an integer, 0 when absent. A Helm
+// hook (helm.sh/hook, no plumb.dev/hook) without it takes its
+// helm.sh/hook-weight, read as Helm reads it: anything but an integer is 0.
 func parseWave(ann map[string]string) (int, error) {
 	v, ok := ann[kustomizev1.SyncWaveAnnotation]
 	if !ok {
+		_, plumbHook := ann[kustomizev1.HookAnnotation]
+		_, helmHook := ann[helmv2.HookAnnotation]
+		if helmHook && !plumbHook {
+			n, _ := strconv.ParseInt(strings.TrimSpace(ann[helmv2.HookWeightAnnotation]), 10, 32)
+			return int(n), nil
+		}
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
@@ -258,11 +278,15 @@ func parseWave(ann map[string]string) (int, error) {
 	return int(n), nil
 }
 
-// parseHook reads plumb.dev/hook and plumb.dev/hook-delete-policy; nil
-// when the object is not a hook.
-func parseHook(ann map[string]string) (*Hook, error) {
+// parseHook reads plumb.dev/hook and plumb.dev/hook-delete-policy, or
+// else Helm's hook annotations (parseHelmHook); nil when the object is not
+// a hook. A Helm hook with no phase in this sync has empty Phases.
+func parseHook(ann map[string]string, install bool) (*Hook, error) {
 	v, ok := ann[kustomizev1.HookAnnotation]
 	if !ok {
+		if _, helm := ann[helmv2.HookAnnotation]; helm {
+			return parseHelmHook(ann, install), nil
+		}
 		return nil, nil
 	}
 	h := &Hook{}
@@ -293,6 +317,45 @@ func parseHook(ann map[string]string) (*Hook, error) {
 		h.DeletePolicies = []DeletePolicy{BeforeHookCreation}
 	}
 	return h, nil
+}
+
+// helmPhases maps Helm's hook types onto Plumb's phases, for the install
+// and for an upgrade. The types missing (test, pre/post-delete,
+// pre/post-rollback) are never run by a sync.
+var helmPhases = map[bool]map[string]PhaseName{
+	true:  {"pre-install": PreSync, "post-install": PostSync},
+	false: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+}
+
+// helmDeletePolicies maps helm.sh/hook-delete-policy values onto Plumb's.
+var helmDeletePolicies = map[string]DeletePolicy{
+	"before-hook-creation": BeforeHookCreation,
+	"hook-succeeded":       HookSucceeded,
+	"hook-failed":          HookFailed,
+}
+
+// parseHelmHook reads helm.sh/hook and helm.sh/hook-delete-policy as Helm
+// does: values are trimmed and lower-cased, unknown ones are ignored (a
+// hook type Helm does not know never runs; a policy it does not know
+// never applies), and no policy is before-hook-creation. Phases holds the
+// phases of this sync only, in phase order.
+func parseHelmHook(ann map[string]string, install bool) *Hook {
+	h := &Hook{}
+	for _, f := range splitList(ann[helmv2.HookAnnotation]) {
+		if p, ok := helmPhases[install][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
+			h.Phases = append(h.Phases, p)
+		}
+	}
+	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return phaseRank[a] - phaseRank[b] })
+	for _, f := range splitList(ann[helmv2.HookDeletePolicyAnnotation]) {
+		if p, ok := helmDeletePolicies[strings.ToLower(f)]; ok && !contains(h.DeletePolicies, p) {
+			h.DeletePolicies = append(h.DeletePolicies, p)
+		}
+	}
+	if len(h.DeletePolicies) == 0 {
+		h.DeletePolicies = []DeletePolicy{BeforeHookCreation}
+	}
+	return h
 }
 
 func splitList(s string) []string {

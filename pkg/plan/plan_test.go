@@ -578,3 +578,108 @@ func TestPruneOrder(t *testing.T) {
 	// PruneOrder works on the objects given, not on copies.
 	g.Expect(Flatten(waves)[0]).To(BeIdenticalTo(in[3]))
 }
+
+// helmHookSet is `helm template` output with hooks of every kind.
+const helmHookSet = `
+{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: shop}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: install-db, namespace: shop, annotations: {helm.sh/hook: pre-install, helm.sh/hook-weight: "-5", helm.sh/hook-delete-policy: "hook-succeeded,before-hook-creation"}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: migrate, namespace: shop, annotations: {helm.sh/hook: " pre-upgrade ", helm.sh/hook-weight: "2"}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: both, namespace: shop, annotations: {helm.sh/hook: "post-upgrade,post-install,pre-install", helm.sh/hook-delete-policy: hook-failed}}}
+---
+{apiVersion: v1, kind: Pod, metadata: {name: test-conn, namespace: shop, annotations: {helm.sh/hook: test, helm.sh/hook-delete-policy: before-hook-creation}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: cleanup, namespace: shop, annotations: {helm.sh/hook: "pre-delete,post-rollback"}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: odd-weight, namespace: shop, annotations: {helm.sh/hook: post-install, helm.sh/hook-weight: "soon", helm.sh/hook-delete-policy: "Hook-Succeeded,never"}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: plumb-wins, namespace: shop, annotations: {plumb.dev/hook: SyncFail, plumb.dev/sync-wave: "7", helm.sh/hook: pre-install, helm.sh/hook-weight: "-9", helm.sh/hook-delete-policy: hook-succeeded}}}
+---
+{apiVersion: batch/v1, kind: Job, metadata: {name: wave-wins, namespace: shop, annotations: {plumb.dev/sync-wave: "3", helm.sh/hook: "pre-install,pre-upgrade", helm.sh/hook-weight: "-9"}}}
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: weight-only, namespace: shop, annotations: {helm.sh/hook-weight: "4"}}}
+`
+
+func TestHelmHooks(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		install  bool
+		plan     string
+		policies map[string][]DeletePolicy
+	}{{
+		name:    "install",
+		install: true,
+		plan: `
+PreSync wave -5: Job/shop/install-db
+PreSync wave 0: Job/shop/both
+PreSync wave 3: Job/shop/wave-wins
+Sync wave 0: ConfigMap/shop/cfg, ConfigMap/shop/weight-only
+PostSync wave 0: Job/shop/both, Job/shop/odd-weight
+SyncFail wave 7: Job/shop/plumb-wins
+`,
+		policies: map[string][]DeletePolicy{
+			"Job/shop/install-db": {HookSucceeded, BeforeHookCreation},
+			"Job/shop/both":       {HookFailed},
+			"Job/shop/odd-weight": {HookSucceeded},
+			"Job/shop/wave-wins":  {BeforeHookCreation},
+			"Job/shop/plumb-wins": {BeforeHookCreation},
+		},
+	}, {
+		name:    "upgrade",
+		install: false,
+		plan: `
+PreSync wave 2: Job/shop/migrate
+PreSync wave 3: Job/shop/wave-wins
+Sync wave 0: ConfigMap/shop/cfg, ConfigMap/shop/weight-only
+PostSync wave 0: Job/shop/both
+SyncFail wave 7: Job/shop/plumb-wins
+`,
+		policies: map[string][]DeletePolicy{
+			"Job/shop/migrate":    {BeforeHookCreation},
+			"Job/shop/both":       {HookFailed},
+			"Job/shop/wave-wins":  {BeforeHookCreation},
+			"Job/shop/plumb-wins": {BeforeHookCreation},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := mustBuild(t, helmHookSet, Options{SyncID: "1.0.0/1", Install: tc.install})
+			g.Expect(p.String()).To(Equal(lines(tc.plan)))
+			var inv []string
+			for _, o := range p.Inventory {
+				inv = append(inv, object.IDOf(o).String())
+			}
+			// Test, delete and rollback hooks are never in the inventory,
+			// nor hooks of the other kind of sync.
+			g.Expect(inv).To(Equal([]string{"ConfigMap/shop/cfg", "ConfigMap/shop/weight-only"}))
+			policies := map[string][]DeletePolicy{}
+			for _, h := range p.Hooks() {
+				policies[h.ID().String()] = h.Hook.DeletePolicies
+			}
+			g.Expect(policies).To(Equal(tc.policies))
+			for _, o := range objs(t, helmHookSet) {
+				isInventory := o.GetName() == "cfg" || o.GetName() == "weight-only"
+				g.Expect(IsHook(o)).To(Equal(!isInventory), o.GetName())
+			}
+		})
+	}
+}
+
+func TestHelmHookPhasesInPhaseOrder(t *testing.T) {
+	g := NewWithT(t)
+	p := mustBuild(t, `{apiVersion: batch/v1, kind: Job, metadata: {name: j, namespace: a, annotations: {helm.sh/hook: "post-install,pre-install"}}}`, Options{Install: true})
+	g.Expect(p.Hooks()).To(HaveLen(2))
+	g.Expect(p.Hooks()[0].Hook.Phases).To(Equal([]PhaseName{PreSync, PostSync}))
+}
+
+func TestHelmHooksNotPruned(t *testing.T) {
+	g := NewWithT(t)
+	waves := PruneOrder(objs(t, helmHookSet))
+	var names []string
+	for _, o := range Flatten(waves) {
+		names = append(names, o.GetName())
+	}
+	g.Expect(names).To(ConsistOf("cfg", "weight-only"))
+}

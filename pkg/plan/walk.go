@@ -3,6 +3,7 @@ package plan
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
@@ -88,9 +89,12 @@ func KindGroups(objs []*unstructured.Unstructured) [][]*unstructured.Unstructure
 	return groups
 }
 
-// IsHook reports whether obj is a hook (annotated plumb.dev/hook): never
-// in the inventory, never pruned.
+// IsHook reports whether obj is a hook (annotated plumb.dev/hook or
+// helm.sh/hook, whether or not it runs in the sync at hand): never in the
+// inventory, never pruned.
 func IsHook(obj *unstructured.Unstructured) bool {
-	_, ok := obj.GetAnnotations()[kustomizev1.HookAnnotation]
-	return ok
+	ann := obj.GetAnnotations()
+	_, plumbHook := ann[kustomizev1.HookAnnotation]
+	_, helmHook := ann[helmv2.HookAnnotation]
+	return plumbHook || helmHook
 }

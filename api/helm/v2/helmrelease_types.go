@@ -23,11 +23,43 @@ const (
 	ReleasedCondition = "Released"
 )
 
+// Reasons of the Released condition (sync-controller).
+const (
+	// InstallSucceededReason: the first sync applied every object and every
+	// hook succeeded.
+	InstallSucceededReason = "InstallSucceeded"
+	// InstallFailedReason: the first sync failed.
+	InstallFailedReason = "InstallFailed"
+	// UpgradeSucceededReason: a later sync of a new render succeeded.
+	UpgradeSucceededReason = "UpgradeSucceeded"
+	// UpgradeFailedReason: a later sync of a new render failed.
+	UpgradeFailedReason = "UpgradeFailed"
+)
+
 // Labels sync-controller sets on the objects of a HelmRelease, the
 // counterparts of kustomize.plumb.dev/name and /namespace.
 const (
 	NameLabel      = "helm.plumb.dev/name"
 	NamespaceLabel = "helm.plumb.dev/namespace"
+)
+
+// Helm's annotations on rendered objects, which sync-controller reads
+// (pkg/plan maps the hook annotations onto Plumb's phases, waves and
+// delete policies; an explicit plumb.dev/hook wins).
+const (
+	// HookAnnotation lists the Helm hooks an object is: pre-install,
+	// post-install, pre-upgrade, post-upgrade, pre-delete, post-delete,
+	// pre-rollback, post-rollback, test.
+	HookAnnotation = "helm.sh/hook"
+	// HookWeightAnnotation orders hooks of one phase: Plumb's wave.
+	HookWeightAnnotation = "helm.sh/hook-weight"
+	// HookDeletePolicyAnnotation lists before-hook-creation, hook-succeeded
+	// and hook-failed.
+	HookDeletePolicyAnnotation = "helm.sh/hook-delete-policy"
+	// ResourcePolicyAnnotation set to KeepPolicy keeps an object when it
+	// leaves the chart or the release is uninstalled: it is never pruned.
+	ResourcePolicyAnnotation = "helm.sh/resource-policy"
+	KeepPolicy               = "keep"
 )
 
 // Keys of the rendered artifact's metadata (status.renderedArtifact.metadata),

@@ -95,10 +95,13 @@ const (
 	HookDeletePolicyAnnotation = "plumb.dev/hook-delete-policy"
 	DisabledValue              = "disabled"
 	EnabledValue               = "enabled"
+
 	// SSAAnnotation set to IfNotPresentValue makes sync-controller create
-	// the object when it is missing and never change one that exists
-	// (pkg/helmrender sets it on the CRDs of a chart's crds/ under a
-	// HelmRelease's CRD policy Create, which is how Helm treats them).
+	// the object when it does not exist and never change an existing one:
+	// no update, no drift correction or report (Flux's
+	// kustomize.toolkit.fluxcd.io/ssa: IfNotPresent). render-controller
+	// sets it on the CRDs of a chart's crds/ folder under the CRD policy
+	// Create.
 	SSAAnnotation     = "plumb.dev/ssa"
 	IfNotPresentValue = "IfNotPresent"
 )

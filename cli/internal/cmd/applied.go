@@ -70,9 +70,6 @@ type applied struct {
 	prune bool
 	// namespace is given to rendered namespaced objects that name none.
 	namespace string
-	// nameLabel and namespaceLabel are the ownership labels stamped on
-	// every object applied.
-	nameLabel, namespaceLabel string
 	// origin words where the desired state comes from, in messages:
 	// "Git" or "the chart".
 	origin string
@@ -86,7 +83,7 @@ func appliedKustomization(ks *kustomizev1.Kustomization) *applied {
 		sync: ks.Status.Sync, conditions: ks.Status.Conditions,
 		lastApplied: ks.Status.LastAppliedRevision, lastAttempted: ks.Status.LastAttemptedRevision,
 		ignore: ks.Spec.Ignore, policy: ks.GetDriftPolicy(), prune: ks.Spec.Prune, namespace: ks.Namespace,
-		nameLabel: kustomizev1.NameLabel, namespaceLabel: kustomizev1.NamespaceLabel, origin: "Git",
+		origin: "Git",
 	}
 	a.renderApplied = a.rendered == nil || a.rendered.Revision == a.lastApplied
 	return a
@@ -101,7 +98,7 @@ func appliedHelmRelease(hr *helmv2.HelmRelease) *applied {
 		sync: hr.Status.Sync, conditions: hr.Status.Conditions,
 		lastApplied: hr.Status.LastAppliedRevision, lastAttempted: hr.Status.LastAttemptedRevision,
 		prune: true, namespace: hr.GetReleaseNamespace(),
-		nameLabel: helmv2.NameLabel, namespaceLabel: helmv2.NamespaceLabel, origin: "the chart",
+		origin: "the chart",
 	}
 	if dd := hr.Spec.DriftDetection; dd != nil {
 		a.ignore = dd.Ignore
@@ -166,14 +163,12 @@ func (a *applied) isHook(obj *unstructured.Unstructured) bool {
 // keptFromPrune says why an object the render no longer has stays, "" when
 // a sync prunes it.
 func (a *applied) keptFromPrune(live *unstructured.Unstructured) string {
-	ann := live.GetAnnotations()
 	switch {
 	case !a.prune:
 		return "spec.prune is off, so it stays"
-	case ann[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-		return "annotated plumb.dev/prune: disabled, so it stays"
-	case a.kind == helmReleaseKind && ann[helmResourcePolicyAnnotation] == helmKeepValue:
-		return "annotated helm.sh/resource-policy: keep, so it stays"
+	case manage.NeverPruned(live.GetAnnotations()) != "":
+		// sync-controller's rule, for both kinds.
+		return "annotated " + manage.NeverPruned(live.GetAnnotations()) + ", so it stays"
 	}
 	return ""
 }
@@ -181,31 +176,8 @@ func (a *applied) keptFromPrune(live *unstructured.Unstructured) string {
 // stamp adds the ownership labels and the applied-hash annotation as
 // sync-controller does (pkg/manage), with the kind's labels.
 func (a *applied) stamp(obj *unstructured.Unstructured) error {
-	owner := manage.Owner{Namespace: a.obj.GetNamespace(), Name: a.obj.GetName()}
-	if a.kind == kustomizationKind {
-		_, err := manage.Stamp(obj, owner)
-		return err
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[a.nameLabel] = owner.Name
-	labels[a.namespaceLabel] = owner.Namespace
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	delete(annotations, manage.AppliedHashAnnotation)
-	obj.SetAnnotations(annotations)
-	hash, err := diff.Hash(obj)
-	if err != nil {
-		return err
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[manage.AppliedHashAnnotation] = hash
-	obj.SetAnnotations(annotations)
-	return nil
+	_, err := manage.Stamp(obj, manage.Owner{Kind: a.kind.Kind, Namespace: a.obj.GetNamespace(), Name: a.obj.GetName()})
+	return err
 }
 
 // secretRedactor hides the values that came from Secrets: a Kustomization's

@@ -1,12 +1,42 @@
-// Package controller holds sync-controller's Kustomization reconciler.
+// Package controller holds sync-controller's reconcilers: Kustomization and
+// HelmRelease, one sync for both.
+//
+// # Two kinds, one sync
+//
+// KustomizationReconciler and HelmReleaseReconciler each embed a Syncer
+// (syncer.go: clients, engine, events, settings, what a sync keeps in
+// memory) and run the same reconcile (reconcileObject: deletion and
+// finalizer, suspension, then syncRun's steps on pkg/reconcile's skeleton).
+// The steps never see the kind: they read the object through application
+// (application.go), whose adapters give the sync spec (prune, wait, force,
+// timeout, intervals, serviceAccountName, dependsOn, healthChecks, drift
+// policy and ignore rules, the prune guard's fields), the status fields
+// both kinds share, the owner (manage.Owner, whose kind picks the
+// ownership labels) and whether the object installs (nothing applied
+// successfully yet: pkg/plan runs Helm's install hooks then). A
+// HelmRelease's sync spec is Helm's: prune and wait always, no prune
+// guard, no healthChecks, no force, retries after spec.interval, drift
+// from driftDetection (enabled: Correct, warn: Report, disabled: a sync
+// that succeeded is not re-applied until the render or spec changes).
+// On top, recordRelease writes its history and Released condition from
+// the outcome of the run's sync operation (helmrelease_controller.go).
+//
+// Each reconciler has its own engine and watcher (engine.NewWatcherFor):
+// the watcher sees only objects with its kind's name label
+// (kustomize.plumb.dev/name, helm.plumb.dev/name) and wakes only its own
+// controller, so a Kustomization and a HelmRelease of one name in one
+// namespace never prune, correct or wake on each other's objects. The
+// Impersonator is shared, keyed by owner (kind included).
 //
 // sync-controller owns these status fields of a Kustomization and writes
 // them by server-side apply under the field manager plumb-sync (the
 // inventory under plumb-sync-inventory), and only when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, inventory, drift,
-// sync and lastHandledReconcileAt. render-controller owns renderedArtifact
-// and the Rendered condition; Ready summarizes both.
+// sync and lastHandledReconcileAt; of a HelmRelease the same, plus
+// Released, history and lastAttemptedConfigDigest. render-controller owns
+// renderedArtifact (and a HelmRelease's helmChart) and the Rendered
+// condition; Ready summarizes both.
 //
 // # The steps of a sync
 //
@@ -63,7 +93,7 @@
 //
 // # Whose rights a sync uses
 //
-// A Kustomization acts as its ServiceAccount: spec.serviceAccountName, or
+// A Kustomization (or HelmRelease) acts as its ServiceAccount: spec.serviceAccountName, or
 // --default-service-account when it names none, in the Kustomization's own
 // namespace. Every request the engine makes for it — reads of live objects,
 // dry-runs, applies, prunes (the finalizer's prune on deletion too), health
@@ -101,16 +131,23 @@
 // failure, the reason of a failed sync's Ready condition (ApplyFailed,
 // SyncFailed, ArtifactFailed, InvalidSpec, a render failure). Every reason
 // is a constant of api/kustomize/v1 or api/meta, listed in the Reasons
-// table of docs/api/kustomization.md.
+// table of docs/api/kustomization.md. A HelmRelease has the same events on
+// plumb.events.helmrelease.<namespace>.<name>, and InstallSucceeded or
+// UpgradeSucceeded (info) after a release succeeded (api/helm/v2,
+// docs/api/helmrelease.md).
 //
 // # Metrics
 //
 //	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram (pkg/metrics' set)
 //	plumb_sync_objects_total{action}                        counter: Created, Configured, Unchanged, Deleted
-//	plumb_sync_drift_detected_total{namespace,name}         counter
-//	plumb_sync_drift_corrected_total{namespace,name}        counter
+//	plumb_sync_drift_detected_total{kind,namespace,name}    counter
+//	plumb_sync_drift_corrected_total{kind,namespace,name}   counter
 //	plumb_sync_drift_correction_seconds                     histogram: foreign write seen → reverted
 //	plumb_sync_ready{namespace,name}                        gauge: 1 True, 0 False, -1 Unknown
 //	plumb_sync_suspended{namespace,name}                    gauge: 1 suspended
 //	plumb_sync_artifact_size_bytes{namespace,name}          gauge: the rendered artifact synced
+//
+// The per-object set is Kustomizations'; HelmReleases have their own,
+// plumb_sync_helmrelease_reconcile_duration_seconds, _ready, _suspended
+// and _artifact_size_bytes.
 package controller

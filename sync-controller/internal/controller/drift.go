@@ -13,7 +13,6 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
-	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 )
@@ -43,12 +42,12 @@ func eventChanges(object string, changes []diff.Change) []events.Change {
 // it stays, with Drifted=True, and is announced once until it changes.
 // Values substituted from Secrets are redacted first (secretRedactor).
 func (s *syncRun) reportDrift(ctx context.Context) {
-	report := s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport
+	report := s.spec.DriftPolicy == kustomizev1.DriftPolicyReport
 	if len(s.drifted) == 0 {
 		conditions.Delete(s.out, kustomizev1.DriftedCondition)
-		if s.out.Status.Drift != nil {
-			s.out.Status.Drift.Count = 0
-			s.out.Status.Drift.Paths = nil
+		if s.st.Drift != nil {
+			s.st.Drift.Count = 0
+			s.st.Drift.Paths = nil
 		}
 		return
 	}
@@ -66,26 +65,26 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 	slices.Sort(paths)
 	shownPaths, more := diff.Truncate(paths, maxDriftPaths)
-	previous := s.obj.Status.Drift
+	previous := s.prev.Drift
 	unchangedReport := report && previous != nil && slices.Equal(previous.Paths, shownPaths) &&
 		conditions.IsTrue(s.obj, kustomizev1.DriftedCondition)
 
 	now := metav1.Now()
-	s.out.Status.Drift = &kustomizev1.DriftStatus{Count: len(s.drifted), LastDetected: &now, Paths: shownPaths}
+	s.st.Drift = &kustomizev1.DriftStatus{Count: len(s.drifted), LastDetected: &now, Paths: shownPaths}
 	if unchangedReport {
-		s.out.Status.Drift.LastDetected = previous.LastDetected
+		s.st.Drift.LastDetected = previous.LastDetected
 		return
 	}
 
 	shown, note := diff.Truncate(changes, s.r.MaxDriftChanges)
-	message := fmt.Sprintf("%d object(s) differ from Git: %s", len(s.drifted), strings.Join(shownPaths, ", "))
+	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.drifted), s.app.desiredState(), strings.Join(shownPaths, ", "))
 	if more != "" {
 		message += " " + more
 	}
 	if note != "" {
 		message += " (" + note + " not listed)"
 	}
-	s.r.Metrics.driftFound(s.obj)
+	s.r.Metrics.driftFound(s.owner)
 	severity := events.SeverityInfo
 	if report {
 		severity = events.SeverityError
@@ -107,18 +106,18 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 		metadata["latency"] = d.String()
 		latency = fmt.Sprintf(" %s after the foreign change was seen", d.Round(time.Millisecond))
 	}
-	s.r.Metrics.driftReverted(s.obj, seen)
+	s.r.Metrics.driftReverted(s.owner, seen)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
-		fmt.Sprintf("reverted %d object(s) to Git%s", len(s.drifted), latency),
+		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.drifted), s.app.desiredState(), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))
 }
 
-// secretRedactor returns what hides the values substituted from Secrets
-// (drift.SecretRedactor), reading them with the controller's identity,
-// uncached, and only when there is drift to report. A Secret that cannot be
-// read hides every value, and says so in the log.
+// secretRedactor returns what hides the values taken from Secrets
+// (application.redactor), read with the controller's identity, uncached,
+// and only when there is drift to report. A Secret that cannot be read
+// hides every value, and says so in the log.
 func (s *syncRun) secretRedactor(ctx context.Context) *diff.Redactor {
-	redactor, err := drift.SecretRedactor(ctx, s.r.reader(), s.obj)
+	redactor, err := s.app.redactor(ctx, s.r.reader())
 	if err != nil {
 		log.FromContext(ctx).Error(err, "every drifted value is redacted")
 	}

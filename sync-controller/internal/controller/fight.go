@@ -327,7 +327,7 @@ func union(a, b []string) []string {
 // fights returns the run's fight guard, nil when fight detection is off or
 // drift is only reported.
 func (s *syncRun) fights() *fightGuard {
-	if s.r.Fight.Window <= 0 || s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport {
+	if s.r.Fight.Window <= 0 || s.spec.DriftPolicy == kustomizev1.DriftPolicyReport {
 		return nil
 	}
 	first := s.r.Fight.FirstBackoff
@@ -335,7 +335,7 @@ func (s *syncRun) fights() *fightGuard {
 		first = 100 * time.Millisecond
 	}
 	return &fightGuard{t: &s.r.fightTracker, opts: FightOptions{Window: s.r.Fight.Window, FirstBackoff: first},
-		ks: s.key, generation: s.obj.Generation, maxBackoff: max(s.obj.Spec.Interval.Duration, first), now: time.Now}
+		ks: s.key, generation: s.obj.GetGeneration(), maxBackoff: max(s.spec.Interval, first), now: time.Now}
 }
 
 // recordFight updates the fights after the engine acted on an object and
@@ -355,8 +355,8 @@ func (s *syncRun) recordFight(res engine.Result) bool {
 func (s *syncRun) reportFights(ctx context.Context) {
 	if s.guard == nil {
 		conditions.Delete(s.out, kustomizev1.DriftContestedCondition)
-		if s.out.Status.Drift != nil {
-			s.out.Status.Drift.Contested = nil
+		if s.st.Drift != nil {
+			s.st.Drift.Contested = nil
 		}
 		return
 	}
@@ -372,7 +372,7 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	for _, k := range started {
 		for _, c := range all {
 			if c.Object == k.id.String() && c.Manager == k.manager {
-				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c),
+				s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DriftContestedReason, contestMessage(c, s.app.ignoreField()),
 					events.WithRevision(s.revision), events.WithMetadata(map[string]string{
 						"object": c.Object, "fields": strings.Join(c.Fields, ","), "manager": c.Manager, "controller": c.Controller}))
 			}
@@ -391,18 +391,18 @@ func (s *syncRun) reportFights(ctx context.Context) {
 	}
 	if len(all) == 0 {
 		conditions.Delete(s.out, kustomizev1.DriftContestedCondition)
-		if s.out.Status.Drift != nil {
-			s.out.Status.Drift.Contested = nil
+		if s.st.Drift != nil {
+			s.st.Drift.Contested = nil
 		}
 		return
 	}
-	if s.out.Status.Drift == nil {
-		s.out.Status.Drift = &kustomizev1.DriftStatus{}
+	if s.st.Drift == nil {
+		s.st.Drift = &kustomizev1.DriftStatus{}
 	}
-	s.out.Status.Drift.Contested = all
+	s.st.Drift.Contested = all
 	messages := make([]string, 0, len(all))
 	for _, c := range all {
-		messages = append(messages, contestMessage(c))
+		messages = append(messages, contestMessage(c, s.app.ignoreField()))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.DriftContestedCondition, kustomizev1.DriftContestedReason, "%s", strings.Join(messages, "; "))
 }
@@ -414,8 +414,9 @@ func managerName(m string) string {
 	return m
 }
 
-// contestMessage says who fights over what and how to end it.
-func contestMessage(c kustomizev1.ContestedDrift) string {
+// contestMessage says who fights over what and how to end it; ignoreField
+// names the ignore rules of the owner's kind (application.ignoreField).
+func contestMessage(c kustomizev1.ContestedDrift, ignoreField string) string {
 	var b strings.Builder
 	fields := strings.Join(c.Fields, ", ")
 	fmt.Fprintf(&b, "%s: %s rewritten by field manager %s after each correction", c.Object, fields, managerName(c.Manager))
@@ -432,7 +433,7 @@ func contestMessage(c kustomizev1.ContestedDrift) string {
 	} else {
 		b.WriteString("stop the other writer, leave the fields out of Git, or ")
 	}
-	fmt.Fprintf(&b, "add spec.ignore {paths: [%s], target: {kind: %s, name: %s}}", strings.Join(pointers(c.Fields), ", "), kindOf(c.Object), nameOf(c.Object))
+	fmt.Fprintf(&b, "add %s {paths: [%s], target: {kind: %s, name: %s}}", ignoreField, strings.Join(pointers(c.Fields), ", "), kindOf(c.Object), nameOf(c.Object))
 	return b.String()
 }
 

@@ -36,8 +36,9 @@ func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[kustomizev1.NameLabel] = s.owner.Name
-	labels[kustomizev1.NamespaceLabel] = s.owner.Namespace
+	nameKey, nsKey := s.owner.LabelKeys()
+	labels[nameKey] = s.owner.Name
+	labels[nsKey] = s.owner.Namespace
 	labels[engine.HookSyncLabel] = s.syncID()
 	obj.SetLabels(labels)
 	created, err := s.engine.CreateHook(ctx, obj)
@@ -67,7 +68,7 @@ func (s *syncRun) finishHooks(ctx context.Context, hooks []plan.Object, succeede
 // them, bounded by the Kustomization's timeout. Their own failure is
 // reported but changes nothing: the sync has failed already.
 func (s *syncRun) runSyncFail(ctx context.Context, p *plan.Plan) {
-	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	for _, w := range p.SyncFail.Waves {
 		if err := s.runWave(ctx, w); err != nil {

@@ -14,17 +14,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
-// Impersonator builds the clients that act as Kustomizations'
-// ServiceAccounts (rest.Config.Impersonate), one per ServiceAccount, and
-// keeps each while some Kustomization uses it.
+// Impersonator builds the clients that act as the ServiceAccounts of
+// Kustomizations and HelmReleases (rest.Config.Impersonate), one per
+// ServiceAccount, and keeps each while some Kustomization or HelmRelease
+// uses it.
 //
 // A client holds no credentials of the ServiceAccount — the API server
 // decides on every request what the impersonated user may do — so a cached
-// client never goes stale; it is dropped when the last Kustomization using
+// client never goes stale; it is dropped when the last object using
 // it is deleted or names another ServiceAccount. The clients share the
 // controller's REST mapper, and client-go shares the connections of
 // transports with the same TLS settings.
@@ -35,9 +36,10 @@ type Impersonator struct {
 
 	mu sync.Mutex
 	// clients by ServiceAccount, and which ServiceAccount each
-	// Kustomization uses.
+	// Kustomization or HelmRelease uses (keyed by kind too: one of each
+	// may share a name).
 	clients map[types.NamespacedName]client.Client
-	users   map[types.NamespacedName]types.NamespacedName
+	users   map[manage.Owner]types.NamespacedName
 }
 
 // NewImpersonator returns an Impersonator whose clients start from cfg, the
@@ -48,7 +50,7 @@ func NewImpersonator(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RE
 		scheme:  scheme,
 		mapper:  mapper,
 		clients: map[types.NamespacedName]client.Client{},
-		users:   map[types.NamespacedName]types.NamespacedName{},
+		users:   map[manage.Owner]types.NamespacedName{},
 	}
 }
 
@@ -57,9 +59,9 @@ func UserName(sa types.NamespacedName) string {
 	return "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
 }
 
-// ClientFor returns the client that acts as sa for the Kustomization ks,
+// ClientFor returns the client that acts as sa for ks, a Kustomization or HelmRelease,
 // and remembers that ks uses it.
-func (i *Impersonator) ClientFor(ks, sa types.NamespacedName) (client.Client, error) {
+func (i *Impersonator) ClientFor(ks manage.Owner, sa types.NamespacedName) (client.Client, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if prev, ok := i.users[ks]; ok && prev != sa {
@@ -83,14 +85,14 @@ func (i *Impersonator) ClientFor(ks, sa types.NamespacedName) (client.Client, er
 }
 
 // Release forgets that ks uses a ServiceAccount, dropping the client no
-// Kustomization uses any more.
-func (i *Impersonator) Release(ks types.NamespacedName) {
+// object uses any more.
+func (i *Impersonator) Release(ks manage.Owner) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.releaseLocked(ks)
 }
 
-func (i *Impersonator) releaseLocked(ks types.NamespacedName) {
+func (i *Impersonator) releaseLocked(ks manage.Owner) {
 	sa, ok := i.users[ks]
 	if !ok {
 		return
@@ -111,25 +113,25 @@ func (i *Impersonator) Cached() int {
 	return len(i.clients)
 }
 
-// serviceAccountOf returns the ServiceAccount a Kustomization acts as:
-// spec.serviceAccountName, else the default name, in the Kustomization's
-// namespace; ok is false when neither is set (the controller's own
+// serviceAccountOf returns the ServiceAccount a Kustomization or
+// HelmRelease acts as: spec.serviceAccountName, else the default name, in
+// the object's namespace; ok is false when neither is set (the controller's own
 // identity).
-func serviceAccountOf(obj *kustomizev1.Kustomization, defaultName string) (sa types.NamespacedName, ok bool) {
-	name := obj.Spec.ServiceAccountName
+func serviceAccountOf(obj application, defaultName string) (sa types.NamespacedName, ok bool) {
+	name := obj.spec().ServiceAccountName
 	if name == "" {
 		name = defaultName
 	}
 	if name == "" {
 		return types.NamespacedName{}, false
 	}
-	return types.NamespacedName{Namespace: obj.Namespace, Name: name}, true
+	return types.NamespacedName{Namespace: obj.object().GetNamespace(), Name: name}, true
 }
 
 // engineFor returns the engine that acts for obj: as its ServiceAccount
 // when it has one, otherwise as the controller.
-func (r *KustomizationReconciler) engineFor(obj *kustomizev1.Kustomization) (*engine.Engine, error) {
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+func (r *Syncer) engineFor(obj application) (*engine.Engine, error) {
+	key := obj.owner()
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
 	if !ok || r.Impersonator == nil {
 		if r.Impersonator != nil {
@@ -149,7 +151,7 @@ func (r *KustomizationReconciler) engineFor(obj *kustomizev1.Kustomization) (*en
 
 // serviceAccountGone reports whether obj acts as a ServiceAccount that no
 // longer exists (read with the controller's identity, uncached).
-func (r *KustomizationReconciler) serviceAccountGone(ctx context.Context, obj *kustomizev1.Kustomization) (types.NamespacedName, bool, error) {
+func (r *Syncer) serviceAccountGone(ctx context.Context, obj application) (types.NamespacedName, bool, error) {
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
 	if !ok {
 		return sa, false, nil

@@ -2,32 +2,19 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
-	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
-	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/fetch"
-	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/manage"
-	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
-	"plumb.dev/sync-controller/internal/engine"
 )
 
 // ControllerName names sync-controller in events and as its status field manager.
@@ -42,45 +29,8 @@ const dependsOnIndex = ".spec.dependsOn"
 // KustomizationReconciler makes the cluster equal to a Kustomization's
 // rendered manifests.
 type KustomizationReconciler struct {
-	Client client.Client
-	// Reader reads the Kustomization at the start of a reconcile straight
-	// from the API server: the watch cache can lag behind the status this
-	// controller wrote a moment before, and a sync must start from the
-	// status as stored (it resumes and retries from it). One GET per
-	// reconcile; nil falls back to Client.
-	Reader client.Reader
-	Engine *engine.Engine
-	Events *events.Recorder
-	// Fetch bounds artifact downloads.
-	Fetch fetch.Options
-	// DependencyRequeue is how often a Kustomization waiting on another is
-	// checked again.
-	DependencyRequeue time.Duration
-	// MaxDriftChanges bounds the changes carried by one DriftDetected event.
-	MaxDriftChanges int
-	// Impersonator gives the clients that act as Kustomizations'
-	// ServiceAccounts; nil allows only the controller's own identity.
-	Impersonator *Impersonator
-	// DefaultServiceAccount is the ServiceAccount, in its own namespace, that
-	// a Kustomization without spec.serviceAccountName acts as
-	// (--default-service-account); empty is the controller's own identity.
-	DefaultServiceAccount string
-	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
-	// another namespace (--no-cross-namespace-refs).
-	NoCrossNamespaceRefs bool
-	// Fight sets fight detection: a field another manager keeps rewriting
-	// is corrected with a backoff (--drift-fight-window); the zero value
-	// turns it off.
-	Fight FightOptions
-	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
-	// --prune-guard-min-objects); nil is DefaultPruneGuard.
-	PruneGuard *PruneGuard
+	Syncer
 
-	// Metrics records the sync's metrics; nil records none.
-	Metrics *Metrics
-
-	manifests    manifestCache
-	fightTracker fightTracker
 	skeletonOnce sync.Once
 	sk           *reconcile.Controller[*kustomizev1.Kustomization]
 }
@@ -89,12 +39,7 @@ type KustomizationReconciler struct {
 // requests, a new rendered artifact, a dependency becoming Ready, and foreign
 // writes to managed objects (through the engine's watcher).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if r.DependencyRequeue == 0 {
-		r.DependencyRequeue = 10 * time.Second
-	}
-	if r.MaxDriftChanges == 0 {
-		r.MaxDriftChanges = 50
-	}
+	r.defaults()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, dependsOnIndex, func(o client.Object) []string {
 		ks := o.(*kustomizev1.Kustomization)
 		keys := make([]string, 0, len(ks.Spec.DependsOn))
@@ -128,19 +73,12 @@ func (r *KustomizationReconciler) skeleton() *reconcile.Controller[*kustomizev1.
 		r.sk = &reconcile.Controller[*kustomizev1.Kustomization]{
 			Condition:     meta.ReadyCondition,
 			DefaultReason: kustomizev1.SyncFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics.objectSet(),
+			Metrics:       r.Metrics.objectSet(kustomizev1.KustomizationKind),
 			Succeeded: func(ks *kustomizev1.Kustomization) string {
 				return "Applied revision: " + ks.Status.LastAppliedRevision
 			},
-			Interval:      func(ks *kustomizev1.Kustomization) time.Duration { return ks.Spec.Interval.Duration },
-			RetryInterval: func(ks *kustomizev1.Kustomization) time.Duration { return ks.GetRetryInterval().Duration },
-			EventMessage: func(err error) (string, []events.Option) {
-				msg, detail := eventOf(err)
-				return msg, []events.Option{detail}
-			},
-			Suspended: func(ks *kustomizev1.Kustomization) bool { return ks.Spec.Suspend },
 		}
+		skeletonOf(&r.Syncer, r.sk)
 	})
 	return r.sk
 }
@@ -148,96 +86,7 @@ func (r *KustomizationReconciler) skeleton() *reconcile.Controller[*kustomizev1.
 // Reconcile runs one sync of a Kustomization (syncRun.steps) and writes
 // sync-controller's part of its status.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := time.Now()
-	obj := &kustomizev1.Kustomization{}
-	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, obj)
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, skipping")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
-	}
-
-	s := newSyncRun(r, obj, start)
-	sk := *r.skeleton()
-	sk.WriteStatus = func(ctx context.Context, _, _ *kustomizev1.Kustomization) error { return s.writeStatus(ctx) }
-	sk.EventOptions = func(*kustomizev1.Kustomization) []events.Option {
-		return []events.Option{events.WithRevision(s.revision)}
-	}
-	result, err := sk.Run(ctx, s.out, s.steps()...)
-	return s.fightRequeue(result), err
-}
-
-// reader is Reader, or Client when Reader is nil.
-func (r *KustomizationReconciler) reader() client.Reader {
-	if r.Reader == nil {
-		return r.Client
-	}
-	return r.Reader
-}
-
-// finalize prunes the inventory when spec.prune is set (orphans it
-// otherwise) and releases the finalizer. The prune acts as the
-// Kustomization's ServiceAccount, like every sync; when that ServiceAccount
-// no longer exists (its namespace is being deleted, typically) nothing can
-// be pruned in its name, and the objects are left, with a warning event,
-// as Flux does.
-func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	if obj.Spec.Prune && !obj.Spec.Suspend && obj.Status.Inventory != nil {
-		if err := r.pruneOnDeletion(ctx, obj); err != nil {
-			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
-			return ctrl.Result{}, err
-		}
-	}
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	r.manifests.forget(key)
-	r.fightTracker.forget(key)
-	if r.Impersonator != nil {
-		r.Impersonator.Release(key)
-	}
-	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
-	r.Metrics.forget(obj)
-	return ctrl.Result{}, nil
-}
-
-// pruneOnDeletion deletes the inventory of a deleted Kustomization, acting
-// as its ServiceAccount.
-func (r *KustomizationReconciler) pruneOnDeletion(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	sa, gone, err := r.serviceAccountGone(ctx, obj)
-	if err != nil {
-		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
-	}
-	if gone {
-		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
-			"ServiceAccount %s no longer exists: the %d object(s) of the inventory are left in place", sa, len(obj.Status.Inventory.Entries)))
-		return nil
-	}
-	eng, err := r.engineFor(obj)
-	if err != nil {
-		return err
-	}
-	owner := manage.Owner{Namespace: obj.Namespace, Name: obj.Name}
-	var failed []error
-	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(obj.Status.Inventory))), owner) {
-		if res.Err != nil {
-			failed = append(failed, res.Err)
-		}
-	}
-	return errors.Join(failed...)
+	return reconcileObject(ctx, &r.Syncer, req, &kustomizev1.Kustomization{}, r.skeleton(), nil)
 }
 
 // dependents maps a Kustomization to the ones that depend on it.
@@ -253,41 +102,9 @@ func (r *KustomizationReconciler) dependents(ctx context.Context, o client.Objec
 	return reqs
 }
 
-// renderedChanged passes updates that change what render-controller produced.
-type renderedChanged struct{ predicate.Funcs }
-
-func (renderedChanged) Update(e event.UpdateEvent) bool {
-	oldKs, ok1 := e.ObjectOld.(*kustomizev1.Kustomization)
-	newKs, ok2 := e.ObjectNew.(*kustomizev1.Kustomization)
-	if !ok1 || !ok2 {
-		return false
-	}
-	if digestOf(oldKs.Status.RenderedArtifact) != digestOf(newKs.Status.RenderedArtifact) {
-		return true
-	}
-	o, n := conditions.Get(oldKs, kustomizev1.RenderedCondition), conditions.Get(newKs, kustomizev1.RenderedCondition)
-	if (o == nil) != (n == nil) {
-		return true
-	}
-	return o != nil && (o.Status != n.Status || o.Reason != n.Reason || o.ObservedGeneration != n.ObservedGeneration || o.Message != n.Message)
-}
-
-// becameReady passes updates where a Kustomization turned Ready.
-type becameReady struct{ predicate.Funcs }
-
-func (becameReady) Update(e event.UpdateEvent) bool {
-	oldKs, ok1 := e.ObjectOld.(*kustomizev1.Kustomization)
-	newKs, ok2 := e.ObjectNew.(*kustomizev1.Kustomization)
-	return ok1 && ok2 && !conditions.IsReady(oldKs) && conditions.IsReady(newKs)
-}
-
 func digestOf(a *meta.Artifact) string {
 	if a == nil {
 		return ""
 	}
 	return a.Digest
 }
-
-// Create, Delete and Generic events of the dependency watch are not needed:
-// a dependency that appears is not Ready yet.
-func (becameReady) Create(event.CreateEvent) bool { return false }

@@ -5,17 +5,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/manage"
 	plumbmetrics "plumb.dev/pkg/metrics"
 )
 
-// Metrics are sync-controller's Prometheus metrics: the per-Kustomization
-// set every controller keeps (pkg/metrics: reconcile duration, Ready,
-// suspended, rendered artifact size) and the sync's own counters. A nil
-// *Metrics records nothing.
+// Metrics are sync-controller's Prometheus metrics: the per-object set
+// every controller keeps (pkg/metrics: reconcile duration, Ready,
+// suspended, rendered artifact size), one per kind (plumb_sync_… for
+// Kustomizations, plumb_sync_helmrelease_… for HelmReleases), and the
+// sync's own counters, labelled with the kind. A nil *Metrics records
+// nothing.
 type Metrics struct {
 	objects         *plumbmetrics.Object
+	helmReleases    *plumbmetrics.Object
 	objectsTotal    *prometheus.CounterVec
 	driftDetected   *prometheus.CounterVec
 	driftCorrected  *prometheus.CounterVec
@@ -30,18 +35,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		objects: plumbmetrics.NewObject(reg, plumbmetrics.Spec{
 			Subsystem: "sync", Kind: kustomizev1.KustomizationKind, Condition: meta.ReadyCondition,
 		}),
+		helmReleases: plumbmetrics.NewObject(reg, plumbmetrics.Spec{
+			Subsystem: "sync_helmrelease", Kind: helmv2.HelmReleaseKind, Condition: meta.ReadyCondition,
+		}),
 		objectsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plumb_sync_objects_total",
 			Help: "Objects handled by syncs, by action (Created, Configured, Unchanged, Deleted).",
 		}, []string{"action"}),
 		driftDetected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plumb_sync_drift_detected_total",
-			Help: "Syncs that found at least one object differing from Git.",
-		}, []string{"namespace", "name"}),
+			Help: "Syncs that found at least one object differing from Git (or the chart).",
+		}, []string{"kind", "namespace", "name"}),
 		driftCorrected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plumb_sync_drift_corrected_total",
 			Help: "Syncs that reverted drift.",
-		}, []string{"namespace", "name"}),
+		}, []string{"kind", "namespace", "name"}),
 		driftCorrection: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "plumb_sync_drift_correction_seconds",
 			Help:    "Time from seeing a foreign write to a managed object to having reverted it.",
@@ -52,10 +60,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// objectSet is the per-Kustomization set, for the reconcile skeleton.
-func (m *Metrics) objectSet() *plumbmetrics.Object {
+// objectSet is the per-object set of a kind, for the reconcile skeleton.
+func (m *Metrics) objectSet(kind string) *plumbmetrics.Object {
 	if m == nil {
 		return nil
+	}
+	if kind == helmv2.HelmReleaseKind {
+		return m.helmReleases
 	}
 	return m.objects
 }
@@ -68,30 +79,31 @@ func (m *Metrics) handled(action string, n int) {
 }
 
 // driftFound counts a sync that found drift.
-func (m *Metrics) driftFound(ks *kustomizev1.Kustomization) {
+func (m *Metrics) driftFound(o manage.Owner) {
 	if m != nil {
-		m.driftDetected.WithLabelValues(ks.Namespace, ks.Name).Inc()
+		m.driftDetected.WithLabelValues(o.Kind, o.Namespace, o.Name).Inc()
 	}
 }
 
 // driftReverted counts a sync that reverted drift, seen after the watcher
 // saw the foreign write (zero: not seen by the watcher first).
-func (m *Metrics) driftReverted(ks *kustomizev1.Kustomization, seen time.Duration) {
+func (m *Metrics) driftReverted(o manage.Owner, seen time.Duration) {
 	if m == nil {
 		return
 	}
-	m.driftCorrected.WithLabelValues(ks.Namespace, ks.Name).Inc()
+	m.driftCorrected.WithLabelValues(o.Kind, o.Namespace, o.Name).Inc()
 	if seen > 0 {
 		m.driftCorrection.Observe(seen.Seconds())
 	}
 }
 
-// forget drops the series of a deleted Kustomization.
-func (m *Metrics) forget(ks *kustomizev1.Kustomization) {
+// forget drops the series of a deleted object.
+func (m *Metrics) forget(app application) {
 	if m == nil {
 		return
 	}
-	m.objects.Forget(ks.Namespace, ks.Name)
-	m.driftDetected.DeleteLabelValues(ks.Namespace, ks.Name)
-	m.driftCorrected.DeleteLabelValues(ks.Namespace, ks.Name)
+	o := app.owner()
+	m.objectSet(o.Kind).Forget(o.Namespace, o.Name)
+	m.driftDetected.DeleteLabelValues(o.Kind, o.Namespace, o.Name)
+	m.driftCorrected.DeleteLabelValues(o.Kind, o.Namespace, o.Name)
 }

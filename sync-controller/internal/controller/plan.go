@@ -28,7 +28,7 @@ import (
 // named hook left by the failed one is deleted first, one with only a
 // generateName gets a new name), as Argo CD does.
 func (s *syncRun) syncID() string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", s.digest, s.obj.Generation, s.operationStart().Unix())))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", s.digest, s.obj.GetGeneration(), s.operationStart().Unix())))
 	return hex.EncodeToString(sum[:])[:10]
 }
 
@@ -41,7 +41,7 @@ func (s *syncRun) operationStart() metav1.Time {
 		return *s.started
 	}
 	start := metav1.NewTime(time.Now().Truncate(time.Second))
-	if prev := s.obj.Status.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.Generation {
+	if prev := s.prev.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.GetGeneration() {
 		wait, _ := s.retryPending()
 		if !s.isNewSync() || s.resumePoint(true) != nil || wait > 0 {
 			start = *prev.StartedAt
@@ -55,8 +55,8 @@ func (s *syncRun) operationStart() metav1.Time {
 // operation with hooks, rather than re-checking a sync that already
 // succeeded.
 func (s *syncRun) isNewSync() bool {
-	prev := s.obj.Status.Sync
-	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation || prev.Phase != kustomizev1.PhaseSucceeded
+	prev := s.prev.Sync
+	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() || prev.Phase != kustomizev1.PhaseSucceeded
 }
 
 // applyPlan runs the sync plan: PreSync, Sync and PostSync phases, each wave
@@ -75,13 +75,20 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	s.guard = s.fights()
 	p := s.plan
 	newSync := s.isNewSync()
+	if !newSync && s.spec.DriftDisabled {
+		// Drift is neither corrected nor reported: what succeeded is
+		// applied again only when the render or the spec changes.
+		s.st.Inventory = inventory.New(s.inventoryObjects())
+		return nil
+	}
 	if !newSync {
 		p = p.WithoutHooks()
 	}
+	s.operation = newSync
 	resume := s.resumePoint(newSync)
 	if newSync {
 		start := s.operationStart()
-		s.out.Status.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.Generation, StartedAt: &start}
+		s.st.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.GetGeneration(), StartedAt: &start}
 	}
 
 	err := s.runPhases(ctx, p, resume, newSync)
@@ -90,42 +97,42 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		if newSync {
 			s.runSyncFail(ctx, p)
 			now := metav1.Now()
-			s.out.Status.Sync.Phase = kustomizev1.PhaseFailed
-			s.out.Status.Sync.Message = err.Error()
-			s.out.Status.Sync.FinishedAt = &now
+			s.st.Sync.Phase = kustomizev1.PhaseFailed
+			s.st.Sync.Message = err.Error()
+			s.st.Sync.FinishedAt = &now
 		}
 		// Keep every object we know of in the inventory, old and new, so
 		// that a later successful sync can prune what it must.
-		s.out.Status.Inventory = mergeInventories(s.obj.Status.Inventory, s.appliedObjects())
+		s.st.Inventory = mergeInventories(s.prev.Inventory, s.appliedObjects())
 		return err
 	}
 	if newSync {
 		now := metav1.Now()
-		s.out.Status.Sync.Phase = kustomizev1.PhaseSucceeded
-		s.out.Status.Sync.Message = ""
-		s.out.Status.Sync.FinishedAt = &now
+		s.st.Sync.Phase = kustomizev1.PhaseSucceeded
+		s.st.Sync.Message = ""
+		s.st.Sync.FinishedAt = &now
 	}
-	s.out.Status.Inventory = inventory.New(s.inventoryObjects())
+	s.st.Inventory = inventory.New(s.inventoryObjects())
 	return nil
 }
 
 // retryPending returns how long until a failed sync of the same artifact and
 // generation is due to be tried again, when no reconcile was requested since.
 func (s *syncRun) retryPending() (time.Duration, *kustomizev1.SyncProgress) {
-	prev := s.obj.Status.Sync
+	prev := s.prev.Sync
 	if prev == nil || prev.Phase != kustomizev1.PhaseFailed || prev.FinishedAt == nil ||
-		prev.Digest != s.digest || prev.Generation != s.obj.Generation ||
-		reconcile.RequestedAt(s.obj) != s.obj.Status.LastHandledReconcileAt {
+		prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() ||
+		reconcile.RequestedAt(s.obj) != s.app.lastHandledReconcileAt() {
 		return 0, nil
 	}
-	return s.obj.GetRetryInterval().Duration - time.Since(prev.FinishedAt.Time), prev
+	return s.spec.RetryInterval - time.Since(prev.FinishedAt.Time), prev
 }
 
 // resumePoint returns where an interrupted sync of the same artifact and
 // generation stopped, as the status in the cluster records it.
 func (s *syncRun) resumePoint(newSync bool) *kustomizev1.SyncProgress {
-	prev := s.obj.Status.Sync
-	if !newSync || prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.Generation {
+	prev := s.prev.Sync
+	if !newSync || prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() {
 		return nil
 	}
 	switch prev.Phase {
@@ -136,7 +143,7 @@ func (s *syncRun) resumePoint(newSync bool) *kustomizev1.SyncProgress {
 }
 
 func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomizev1.SyncProgress, newSync bool) error {
-	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	started := resume == nil
 	steps := p.Steps()
@@ -176,8 +183,8 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 		results, err := s.engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
-			ReportOnly: s.obj.GetDriftPolicy() == kustomizev1.DriftPolicyReport,
-			Force:      s.obj.Spec.Force,
+			ReportOnly: s.spec.DriftPolicy == kustomizev1.DriftPolicyReport,
+			Force:      s.spec.Force,
 			Guard:      s.driftGuard(),
 		})
 		for _, res := range results {

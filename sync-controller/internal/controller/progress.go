@@ -75,8 +75,8 @@ func (s *syncRun) progressMessage() string {
 // restarted controller resumes from it, and in Ready and Reconciling, so
 // that `kubectl get` shows it — and writes the status.
 func (s *syncRun) writeProgress(ctx context.Context, phase string, wave, step, steps int) error {
-	s.out.Status.Sync.Phase = phase
-	s.out.Status.Sync.Wave = wave
+	s.st.Sync.Phase = phase
+	s.st.Sync.Wave = wave
 	s.prog.phase, s.prog.wave, s.prog.step, s.prog.steps, s.prog.waiting = phase, wave, step, steps, nil
 	return s.publishProgress(ctx)
 }
@@ -91,7 +91,7 @@ func (s *syncRun) publishProgress(ctx context.Context) error {
 	conditions.MarkReconciling(s.out, meta.ProgressingReason, "%s", msg)
 	conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "%s", msg)
 	if applied := s.appliedObjects(); len(applied) > 0 {
-		s.out.Status.Inventory = mergeInventories(s.obj.Status.Inventory, applied)
+		s.st.Inventory = mergeInventories(s.prev.Inventory, applied)
 	}
 	s.prog.written, s.prog.shown = time.Now(), msg
 	return s.writeStatus(ctx)

@@ -51,9 +51,9 @@ func (o *PruneGuard) BindFlags(fs *pflag.FlagSet) {
 // spec.allowEmpty's to allow; pruning part of an inventory of at least
 // MinObjects objects is held above maxPrunePercent (the spec's, else
 // MaxPercent).
-func (o PruneGuard) holds(spec kustomizev1.KustomizationSpec, removed, total int) string {
+func (o PruneGuard) holds(spec syncSpec, removed, total int) string {
 	switch {
-	case removed == 0 || !spec.Prune:
+	case removed == 0 || !spec.Prune || !spec.Guarded:
 		return ""
 	case removed >= total:
 		if spec.AllowEmpty {
@@ -74,7 +74,7 @@ func (o PruneGuard) holds(spec kustomizev1.KustomizationSpec, removed, total int
 }
 
 // pruneGuard is the reconciler's guard, DefaultPruneGuard when unset.
-func (r *KustomizationReconciler) pruneGuard() PruneGuard {
+func (r *Syncer) pruneGuard() PruneGuard {
 	if r.PruneGuard == nil {
 		return DefaultPruneGuard
 	}
@@ -91,15 +91,15 @@ func (r *KustomizationReconciler) pruneGuard() PruneGuard {
 // one PruneGuarded event per held render, not one per retry.
 func (s *syncRun) guardPrune(ctx context.Context) error {
 	var total int
-	if s.obj.Status.Inventory != nil {
-		total = len(s.obj.Status.Inventory.Entries)
+	if s.prev.Inventory != nil {
+		total = len(s.prev.Inventory.Entries)
 	}
-	removed := inventory.Removed(s.obj.Status.Inventory, s.inventoryObjects())
-	why := s.r.pruneGuard().holds(s.obj.Spec, len(removed), total)
+	removed := inventory.Removed(s.prev.Inventory, s.inventoryObjects())
+	why := s.r.pruneGuard().holds(s.spec, len(removed), total)
 	if why == "" {
 		return nil
 	}
-	if s.obj.Annotations[kustomizev1.ConfirmPruneAnnotation] == s.digest {
+	if s.obj.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation] == s.digest {
 		log.FromContext(ctx).Info("prune confirmed by annotation", "digest", s.digest, "prune", len(removed), "of", total)
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	msg := fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
 		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune kustomization %s)",
 		s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "),
-		kustomizev1.ConfirmPruneAnnotation, s.digest, s.obj.Name)
+		kustomizev1.ConfirmPruneAnnotation, s.digest, s.obj.GetName())
 	if prev := conditions.Get(s.obj, meta.ReadyCondition); prev == nil || prev.Status != metav1.ConditionFalse ||
 		prev.Reason != kustomizev1.PruneGuardedReason || prev.Message != msg {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneGuardedReason, msg, events.WithRevision(s.revision),

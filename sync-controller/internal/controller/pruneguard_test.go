@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
@@ -50,9 +51,12 @@ func TestPruneGuardRules(t *testing.T) {
 		{"0 holds every prune of a large inventory", spec(percent(0)), 1, 10, "10%"},
 		{"no guard without prune", spec(noPrune), 10, 10, ""},
 	}
+	t.Run("a HelmRelease has no prune guard", func(t *testing.T) {
+		NewWithT(t).Expect(DefaultPruneGuard.holds(helmRelease{&helmv2.HelmRelease{}}.spec(), 10, 10)).To(BeEmpty())
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := DefaultPruneGuard.holds(c.spec, c.removed, c.total)
+			got := DefaultPruneGuard.holds(kustomization{&kustomizev1.Kustomization{Spec: c.spec}}.spec(), c.removed, c.total)
 			if c.held == "" {
 				NewWithT(t).Expect(got).To(BeEmpty())
 			} else {

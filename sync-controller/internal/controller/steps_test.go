@@ -39,7 +39,7 @@ func TestCheckReferencesStallsOnAnotherNamespace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app"}, Spec: tt.spec}
-			s := &syncRun{r: &KustomizationReconciler{NoCrossNamespaceRefs: tt.refuse}, obj: ks, out: ks.DeepCopy()}
+			s := &syncRun{r: &Syncer{NoCrossNamespaceRefs: tt.refuse}, obj: ks, app: kustomization{ks}, spec: kustomization{ks}.spec(), out: ks.DeepCopy()}
 			err := s.checkReferences(context.Background())
 			if tt.stalled == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -63,7 +63,7 @@ func TestReportKeepsTheLastGoodRevisionThroughARenderFailure(t *testing.T) {
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 2}}
 	s := &syncRun{obj: ks, out: ks.DeepCopy(), revision: "main@sha1:good"}
 	g.Expect(s.report(context.Background())).To(Succeed())
-	g.Expect(s.out.Status.LastAppliedRevision).To(Equal("main@sha1:good"))
+	g.Expect(s.st.LastAppliedRevision).To(Equal("main@sha1:good"))
 
 	s = &syncRun{obj: ks, out: ks.DeepCopy(), revision: "main@sha1:good", renderFailure: &metav1.Condition{
 		Type: kustomizev1.RenderedCondition, Status: metav1.ConditionFalse,
@@ -77,5 +77,5 @@ func TestReportKeepsTheLastGoodRevisionThroughARenderFailure(t *testing.T) {
 	g.Expect(e.Reason).To(Equal(kustomizev1.BuildFailedReason))
 	g.Expect(e.Quiet).To(BeTrue(), "render-controller recorded the failure's event")
 	g.Expect(e.Error()).To(Equal("kustomization.yaml: bad patch (still applying the last good revision main@sha1:good)"))
-	g.Expect(s.out.Status.LastAppliedRevision).To(Equal("main@sha1:good"))
+	g.Expect(s.st.LastAppliedRevision).To(Equal("main@sha1:good"))
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
@@ -94,12 +95,15 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	watcher, err := engine.NewWatcher(cfg, env.Scheme, mgr.GetRESTMapper(), 50*time.Millisecond, logr.Discard())
 	must(err)
 	must(mgr.Add(watcher))
+	helmWatcher, err := engine.NewWatcherFor(helmv2.HelmReleaseKind, cfg, env.Scheme, mgr.GetRESTMapper(), 50*time.Millisecond, logr.Discard())
+	must(err)
+	must(mgr.Add(helmWatcher))
 	publisher, err := events.NewJetStreamPublisher(options.NATS{
 		URL: env.NATSURL, Stream: "PLUMB_EVENTS", StreamMaxAge: time.Hour, StreamMaxBytes: 64 << 20, QueueSize: 1000,
 	}, ControllerName, logr.Discard())
 	must(err)
 	engine.HealthPollFallback = 500 * time.Millisecond
-	r := &KustomizationReconciler{
+	r := &KustomizationReconciler{Syncer: Syncer{
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
@@ -111,12 +115,22 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		// still far longer than any test's gap between a foreign write and
 		// its repeat.
 		Fight: FightOptions{Window: 3 * time.Second},
+	},
 	}
 	for _, c := range configure {
 		c(r)
 	}
+	// The HelmRelease reconciler shares the settings, with an engine of
+	// its own over its own watcher, as in main.go.
+	hr := &HelmReleaseReconciler{Syncer: Syncer{
+		Client: r.Client, Reader: r.Reader, Events: r.Events, Fetch: r.Fetch,
+		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
+		DependencyRequeue: r.DependencyRequeue, Impersonator: r.Impersonator, Fight: r.Fight,
+		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(r.SetupWithManager(ctx, mgr, 4))
+	must(hr.SetupWithManager(ctx, mgr, 4))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

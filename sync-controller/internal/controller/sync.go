@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -27,20 +26,28 @@ import (
 	"plumb.dev/sync-controller/internal/engine"
 )
 
-// syncRun is one reconcile of one Kustomization: the steps in run, and the
-// status they build.
+// syncRun is one reconcile of one Kustomization or HelmRelease: the steps
+// in run, and the status they build.
 type syncRun struct {
-	r *KustomizationReconciler
-	// engine acts as the Kustomization's ServiceAccount (see impersonate).
+	r *Syncer
+	// engine acts as the object's ServiceAccount (see impersonate).
 	engine *engine.Engine
-	obj    *kustomizev1.Kustomization
-	key    types.NamespacedName
-	owner  manage.Owner
-	start  time.Time
+	// obj is the object as read, app its adapter, spec what the sync
+	// reads of its spec and prev its sync status as stored.
+	obj   reconcile.Object
+	app   application
+	spec  syncSpec
+	prev  syncStatus
+	key   types.NamespacedName
+	owner manage.Owner
+	start time.Time
 
 	// out holds sync-controller's status fields as they will be written;
-	// its Status.Conditions hold only sync-controller's condition types.
-	out *kustomizev1.Kustomization
+	// its conditions hold only sync-controller's condition types. st is
+	// its sync status, written into it (outApp) before each status write.
+	out    reconcile.Object
+	outApp application
+	st     syncStatus
 
 	revision string
 	digest   string
@@ -60,8 +67,23 @@ type syncRun struct {
 	// prog is what the running sync shows of itself (progress.go).
 	prog progress
 	// stored is sync-controller's part of the status as the API server has
-	// it, so that writeStatus sends only what changed.
-	stored *kustomizev1.KustomizationStatus
+	// it (ownStatus, and the inventory), so that writeStatus sends only
+	// what changed.
+	stored      any
+	storedInv   *kustomizev1.Inventory
+	storedConds []metav1.Condition
+	// install: nothing was applied successfully yet (application.install).
+	install bool
+	// operation is set once applyPlan starts a sync operation (not a
+	// resync of one that succeeded); syncErr is the error that ended it,
+	// synced says it got through the health check. A HelmRelease's
+	// history records the operation (helmrelease_controller.go).
+	operation bool
+	syncErr   error
+	synced    bool
+	// finish records the end of the sync operation, once (reconcileObject).
+	finish   func(*syncRun)
+	finished bool
 	// driftSeen is when the watcher first saw a foreign write to one of the
 	// objects since the last run; zero when this run was not started by one.
 	driftSeen time.Time
@@ -73,21 +95,28 @@ type syncRun struct {
 	fightsEnded []fightEnd
 }
 
-func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, start time.Time) *syncRun {
-	out := obj.DeepCopy()
-	out.Status.RenderedArtifact = nil
+func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
+	app := appOf(obj)
+	out := obj.DeepCopyObject().(reconcile.Object)
 	conditions.Delete(out, kustomizev1.RenderedCondition)
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	outApp := appOf(out)
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	driftSeen, _ := r.Engine.Watcher().TakeDriftStart(key)
 	return &syncRun{
 		r:         r,
 		engine:    r.Engine,
 		driftSeen: driftSeen,
 		obj:       obj,
+		app:       app,
+		spec:      app.spec(),
+		prev:      app.syncStatus(),
 		key:       key,
-		owner:     manage.Owner{Namespace: obj.Namespace, Name: obj.Name},
+		owner:     app.owner(),
 		start:     start,
 		out:       out,
+		outApp:    outApp,
+		st:        outApp.syncStatus(),
+		install:   app.install(),
 		applied:   map[object.ID]*unstructured.Unstructured{},
 		counts:    map[diff.Action]int{},
 	}
@@ -95,17 +124,47 @@ func newSyncRun(r *KustomizationReconciler, obj *kustomizev1.Kustomization, star
 
 // steps are the run's steps, in order; the first error ends the run.
 func (s *syncRun) steps() []reconcile.Step {
-	return []reconcile.Step{
+	steps := []reconcile.Step{
 		{Name: "references", Run: s.checkReferences},
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "dependencies", Run: s.checkDependencies},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
 		{Name: "prune-guard", Run: s.guardPrune},
-		{Name: "apply", Run: s.applyPlan},
-		{Name: "prune", Run: s.prune},
-		{Name: "health", Run: s.checkHealth},
+		{Name: "apply", Run: s.ofOperation(s.applyPlan)},
+		{Name: "prune", Run: s.ofOperation(s.prune)},
+		{Name: "health", Run: s.ofOperation(s.checkHealth)},
 		{Name: "report", Run: s.report},
+	}
+	for i := range steps {
+		run := steps[i].Run
+		steps[i].Run = func(ctx context.Context) error {
+			// The skeleton sums the run up from out: it must hold what
+			// the step did to the sync status.
+			defer func() { s.outApp.setSyncStatus(s.st) }()
+			return run(ctx)
+		}
+	}
+	return steps
+}
+
+// ofOperation keeps the error of a step of the sync operation and, once
+// the operation failed or got through its last step (the health check,
+// which sets synced), runs finish.
+func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := step(ctx)
+		if !s.operation || s.finished {
+			return err
+		}
+		if err != nil {
+			s.syncErr = err
+		}
+		if (err != nil || s.synced) && s.finish != nil {
+			s.finished = true
+			s.finish(s)
+		}
+		return err
 	}
 }
 
@@ -120,15 +179,15 @@ func (s *syncRun) checkReferences(context.Context) error {
 	}
 	refuse := func(field, ns, name string) error {
 		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
-			"cross-namespace references are not allowed: %s %s/%s is outside namespace %s", field, ns, name, s.obj.Namespace))
+			"cross-namespace references are not allowed: %s %s/%s is outside namespace %s", field, ns, name, s.obj.GetNamespace()))
 	}
-	for _, dep := range s.obj.Spec.DependsOn {
-		if dep.Namespace != "" && dep.Namespace != s.obj.Namespace {
+	for _, dep := range s.spec.DependsOn {
+		if dep.Namespace != "" && dep.Namespace != s.obj.GetNamespace() {
 			return refuse("dependsOn", dep.Namespace, dep.Name)
 		}
 	}
-	for _, hc := range s.obj.Spec.HealthChecks {
-		if hc.Namespace != "" && hc.Namespace != s.obj.Namespace {
+	for _, hc := range s.spec.HealthChecks {
+		if hc.Namespace != "" && hc.Namespace != s.obj.GetNamespace() {
 			return refuse("healthChecks "+hc.Kind, hc.Namespace, hc.Name)
 		}
 	}
@@ -141,7 +200,7 @@ func (s *syncRun) checkReferences(context.Context) error {
 // ServiceAccount may. Reads of Kustomizations (dependsOn) and the status
 // writes stay the controller's own.
 func (s *syncRun) impersonate(context.Context) error {
-	eng, err := s.r.engineFor(s.obj)
+	eng, err := s.r.engineFor(s.app)
 	if err != nil {
 		return err
 	}
@@ -149,20 +208,21 @@ func (s *syncRun) impersonate(context.Context) error {
 	return nil
 }
 
-// checkDependencies waits until every Kustomization in dependsOn is Ready at
-// its latest generation. Sets Ready=False reason DependencyNotReady.
+// checkDependencies waits until every object in dependsOn (Kustomizations
+// for a Kustomization, HelmReleases for a HelmRelease) is Ready at its
+// latest generation. Sets Ready=False reason DependencyNotReady.
 func (s *syncRun) checkDependencies(ctx context.Context) error {
-	for _, dep := range s.obj.Spec.DependsOn {
+	for _, dep := range s.spec.DependsOn {
 		ns := dep.Namespace
 		if ns == "" {
-			ns = s.obj.Namespace
+			ns = s.obj.GetNamespace()
 		}
-		other := &kustomizev1.Kustomization{}
+		other := s.app.newEmpty().object()
 		if err := s.r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: dep.Name}, other); err != nil {
 			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
 				fmt.Errorf("dependency %s/%s: %w", ns, dep.Name, err))
 		}
-		if !conditions.IsReady(other) || other.Status.ObservedGeneration != other.Generation {
+		if !conditions.IsReady(other) || other.GetObservedGeneration() != other.GetGeneration() {
 			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
 				fmt.Errorf("dependency %s/%s is not ready", ns, dep.Name))
 		}
@@ -176,8 +236,8 @@ func (s *syncRun) checkDependencies(ctx context.Context) error {
 // render-controller has produced nothing for this Kustomization.
 func (s *syncRun) loadManifests(ctx context.Context) error {
 	rendered := conditions.Get(s.obj, kustomizev1.RenderedCondition)
-	artifact := s.obj.Status.RenderedArtifact
-	if rendered != nil && rendered.Status == metav1.ConditionFalse && rendered.ObservedGeneration == s.obj.Generation {
+	artifact := s.app.rendered()
+	if rendered != nil && rendered.Status == metav1.ConditionFalse && rendered.ObservedGeneration == s.obj.GetGeneration() {
 		s.renderFailure = rendered
 	}
 	if artifact == nil {
@@ -186,12 +246,13 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 		}
 		return s.waitForRender()
 	}
-	if rendered != nil && rendered.ObservedGeneration < s.obj.Generation {
+	if rendered != nil && rendered.ObservedGeneration < s.obj.GetGeneration() {
 		return s.waitForRender()
 	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
-	s.out.Status.LastAttemptedRevision = artifact.Revision
-	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.Generation); ok {
+	s.st.LastAttemptedRevision = artifact.Revision
+	s.outApp.attempted(artifact)
+	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.GetGeneration()); ok {
 		s.objs, s.hashes = cached.prepared, cached.hashes
 		if cached.syncID == s.syncID() {
 			s.plan = cached.plan
@@ -220,16 +281,16 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 // Kustomization back. Ready=Unknown, Reconciling=True (Progressing).
 func (s *syncRun) waitForRender() error {
 	return reconcile.Progressing(meta.ProgressingReason,
-		fmt.Errorf("waiting for render-controller to render generation %d", s.obj.Generation))
+		fmt.Errorf("waiting for render-controller to render generation %d", s.obj.GetGeneration()))
 }
 
 // prepare checks the ignore rules, stamps ownership on every object,
 // defaults namespaces and plans the sync (phases, waves, kind order). Sets Stalled=True reason InvalidSpec for a bad ignore
 // rule (only a spec change can fix it).
 func (s *syncRun) prepare(ctx context.Context) error {
-	ig, err := diff.NewIgnorer(s.obj.Spec.Ignore)
+	ig, err := diff.NewIgnorer(s.spec.Ignore)
 	if err != nil {
-		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("spec.ignore: %w", err))
+		return reconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("%s: %w", s.app.ignoreField(), err))
 	}
 	s.ignorer = ig
 	if s.plan != nil {
@@ -239,18 +300,18 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		// Not prepared yet for this digest and generation; a new sync
 		// operation of the same ones (a retry) only plans again, since its
 		// hooks have names of their own.
-		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.obj.Namespace})
+		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
 		if err != nil {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 		}
 		s.hashes = hashes
 	}
-	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID()})
+	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID(), Install: s.install})
 	if err != nil {
 		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 	}
 	s.plan = p
-	s.r.manifests.putPrepared(s.key, s.digest, s.obj.Generation, s.syncID(), s.objs, s.hashes, p)
+	s.r.manifests.putPrepared(s.key, s.digest, s.obj.GetGeneration(), s.syncID(), s.objs, s.hashes, p)
 	return nil
 }
 
@@ -260,10 +321,10 @@ func (s *syncRun) prepare(ctx context.Context) error {
 // the sync through. Sets Ready=False reason
 // PruneFailed, keeping what it could not delete in the inventory.
 func (s *syncRun) prune(ctx context.Context) error {
-	if !s.obj.Spec.Prune {
+	if !s.spec.Prune {
 		return nil
 	}
-	removed := inventory.Removed(s.obj.Status.Inventory, s.inventoryObjects())
+	removed := inventory.Removed(s.prev.Inventory, s.inventoryObjects())
 	if len(removed) == 0 {
 		return nil
 	}
@@ -293,7 +354,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		// What could not be pruned stays in the inventory, so the next run
 		// tries again (and a deletion of the Kustomization still prunes it).
-		s.out.Status.Inventory = mergeInventories(s.out.Status.Inventory, kept)
+		s.st.Inventory = mergeInventories(s.st.Inventory, kept)
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, err.Error(), events.WithRevision(s.revision))
 		return reconcile.Failed(kustomizev1.PruneFailedReason, err).WithoutEvent()
 	}
@@ -307,7 +368,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 // Healthy and, on failure, Ready=False reason HealthCheckFailed.
 func (s *syncRun) checkHealth(ctx context.Context) error {
 	var objs []*unstructured.Unstructured
-	if s.obj.Spec.Wait {
+	if s.spec.Wait {
 		objs = s.inventoryObjects()
 	}
 	checks, err := s.healthCheckObjects()
@@ -317,9 +378,10 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	objs = append(objs, checks...)
 	if len(objs) == 0 {
 		conditions.Delete(s.out, kustomizev1.HealthyCondition)
+		s.synced = s.operation
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout().Duration)
+	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	s.prog.phase, s.prog.waiting = "", nil
 	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
@@ -335,6 +397,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HealthRecoveredReason, "all objects are healthy", events.WithRevision(s.revision))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
+	s.synced = s.operation
 	return nil
 }
 
@@ -362,10 +425,10 @@ func eventOf(err error) (string, events.Option) {
 
 // healthCheckObjects returns stubs of the objects named in spec.healthChecks.
 func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(s.obj.Spec.HealthChecks))
-	for _, ref := range s.obj.Spec.HealthChecks {
+	out := make([]*unstructured.Unstructured, 0, len(s.spec.HealthChecks))
+	for _, ref := range s.spec.HealthChecks {
 		obj := object.Stub(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
-		if err := s.engine.Resolve(obj, s.obj.Namespace); err != nil {
+		if err := s.engine.Resolve(obj, s.obj.GetNamespace()); err != nil {
 			return nil, fmt.Errorf("spec.healthChecks: %w", err)
 		}
 		out = append(out, obj)
@@ -379,7 +442,7 @@ func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
 // reason (no event: render-controller recorded its own), retried after
 // spec.retryInterval.
 func (s *syncRun) report(context.Context) error {
-	s.out.Status.LastAppliedRevision = s.revision
+	s.st.LastAppliedRevision = s.revision
 	if f := s.renderFailure; f != nil {
 		return reconcile.Failed(f.Reason,
 			fmt.Errorf("%s (still applying the last good revision %s)", f.Message, s.revision)).WithoutEvent()
@@ -404,24 +467,24 @@ const (
 // did not change is no change.
 func (s *syncRun) writeStatus(ctx context.Context) error {
 	if s.stored == nil {
-		s.stored = ownStatus(s.obj.Status, s.obj.Status.Inventory)
+		s.stored, s.storedInv = s.app.ownStatus(), s.prev.Inventory
+		s.storedConds = sortedOwnConditions(s.obj.GetConditions())
 	}
-	reconcile.BoundConditions(s.out, s.stored.Conditions)
-	want := ownStatus(s.out.Status, s.out.Status.Inventory)
-	if !apiequality.Semantic.DeepEqual(want.Inventory, s.stored.Inventory) {
-		inv, err := reconcile.ToStatusMap(&kustomizev1.KustomizationStatus{Inventory: want.Inventory})
+	s.outApp.setSyncStatus(s.st)
+	reconcile.BoundConditions(s.out, s.storedConds)
+	if !apiequality.Semantic.DeepEqual(s.st.Inventory, s.storedInv) {
+		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: s.st.Inventory})
 		if err != nil {
 			return err
 		}
 		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, inventoryManager, inv); err != nil {
 			return err
 		}
-		s.stored.Inventory = want.Inventory
+		s.storedInv = s.st.Inventory
 	}
-	rest, stored := *want, *s.stored
-	rest.Inventory, stored.Inventory = nil, nil
-	if !apiequality.Semantic.DeepEqual(rest, stored) {
-		statusMap, err := reconcile.ToStatusMap(&rest)
+	want := s.outApp.ownStatus()
+	if !apiequality.Semantic.DeepEqual(want, s.stored) {
+		statusMap, err := reconcile.ToStatusMap(want)
 		if err != nil {
 			return err
 		}
@@ -433,27 +496,14 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, statusManager, statusMap); err != nil {
 			return err
 		}
-		inv := s.stored.Inventory
-		*s.stored = rest
-		s.stored.Inventory = inv
+		s.stored, s.storedConds = want, sortedOwnConditions(s.out.GetConditions())
 	}
 	return nil
 }
 
-// ownStatus returns the part of a status that sync-controller owns, with
-// conditions in type order so that order alone is no change.
-func ownStatus(st kustomizev1.KustomizationStatus, inv *kustomizev1.Inventory) *kustomizev1.KustomizationStatus {
-	own := st.DeepCopy()
-	own.RenderedArtifact = nil
-	own.Inventory = inv
-	own.Conditions = nil
-	for _, c := range st.Conditions {
-		if c.Type != kustomizev1.RenderedCondition {
-			own.Conditions = append(own.Conditions, c)
-		}
-	}
-	sort.Slice(own.Conditions, func(i, j int) bool { return own.Conditions[i].Type < own.Conditions[j].Type })
-	return own
+// inventoryStatus is the status the inventory's field manager writes.
+type inventoryStatus struct {
+	Inventory *kustomizev1.Inventory `json:"inventory,omitempty"`
 }
 
 // inventoryObjects are the desired objects that are not hooks.

@@ -306,8 +306,8 @@ data:
 func TestImpersonatorKeepsAClientPerServiceAccountWhileUsed(t *testing.T) {
 	g := NewWithT(t)
 	i := NewImpersonator(env.Config, env.Scheme, nil)
-	ks1 := types.NamespacedName{Namespace: "team-a", Name: "one"}
-	ks2 := types.NamespacedName{Namespace: "team-a", Name: "two"}
+	ks1 := manage.Owner{Kind: kustomizev1.KustomizationKind, Namespace: "team-a", Name: "one"}
+	ks2 := manage.Owner{Kind: kustomizev1.KustomizationKind, Namespace: "team-a", Name: "two"}
 	deployer := types.NamespacedName{Namespace: "team-a", Name: "deployer"}
 	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
 
@@ -334,7 +334,7 @@ func TestImpersonatedClientActsAsTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ks := newKustomization(t, nil)
 	tenantServiceAccount(t, ctx, ks.Namespace, "deployer")
-	c, err := NewImpersonator(env.Config, env.Scheme, nil).ClientFor(client.ObjectKeyFromObject(ks),
+	c, err := NewImpersonator(env.Config, env.Scheme, nil).ClientFor(kustomization{ks}.owner(),
 		types.NamespacedName{Namespace: ks.Namespace, Name: "deployer"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ks.Namespace}})).To(Succeed())

@@ -11,14 +11,20 @@
 //
 // # What it watches
 //
-// Managed objects carry the label kustomize.plumb.dev/name; the engine runs a
-// metadata-only informer per kind that appears in a set, filtered on that
-// label. The informers answer "does this object exist and who wrote it last"
-// without a request, and their events are the drift trigger: a write by any
-// manager other than plumb-sync (status writes aside), or a deletion, enqueues
-// the owning Kustomization at once.
+// Managed objects carry the label kustomize.plumb.dev/name (a HelmRelease's,
+// helm.plumb.dev/name); the engine runs a metadata-only informer per kind
+// that appears in a set, filtered on its owner kind's label (a Watcher
+// serves one owner kind: NewWatcherFor; sync-controller runs an engine and
+// a watcher per kind). The informers answer "does this object exist and who
+// wrote it last" without a request, and their events are the drift trigger:
+// a write by any manager other than plumb-sync (status writes aside), or a
+// deletion, enqueues the owning Kustomization or HelmRelease at once.
 //
 // # How an object is checked
+//
+// An object annotated plumb.dev/ssa: IfNotPresent is only created, with a
+// create (the cache may not see one that exists without our labels), and
+// never changed once it exists. For the others:
 //
 //   - Not in the informer cache: it does not exist (or is not ours yet); it
 //     is applied straight away, no dry-run.
@@ -38,6 +44,9 @@
 //
 // Applies of one kind group run concurrently (bounded); groups run in kind
 // order so Namespaces and CRDs exist before the objects that need them.
+//
+// Prune deletes only objects with the owner's labels, and never one
+// annotated plumb.dev/prune: disabled or helm.sh/resource-policy: keep.
 //
 // Objects are named by pkg/object's ID everywhere (results, errors, the
 // engine's memory); actions are pkg/diff's, ownership and the field manager

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
@@ -201,6 +202,9 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		res.Err = fmt.Errorf("%s: reading the watch cache: %w", id, err)
 		return res
 	}
+	if IfNotPresent(desired) {
+		return e.createIfNotPresent(ctx, desired, hash, live, res)
+	}
 	if live != nil && e.unchanged(id, hash, live) {
 		return res
 	}
@@ -257,6 +261,37 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		return res
 	}
 	return e.write(ctx, desired, hash, opts, res)
+}
+
+// IfNotPresent reports whether obj is annotated plumb.dev/ssa: IfNotPresent:
+// created when missing, never changed once it exists.
+func IfNotPresent(obj *unstructured.Unstructured) bool {
+	return obj.GetAnnotations()[kustomizev1.SSAAnnotation] == kustomizev1.IfNotPresentValue
+}
+
+// createIfNotPresent creates an IfNotPresent object that does not exist
+// and leaves one that does as it is: no update, no dry-run, no drift. The
+// watch cache sees only objects with our labels, so an object missing
+// there may still exist (created by someone else, Helm's CRDs typically):
+// a create, not an apply, finds out atomically, and its AlreadyExists is
+// no error.
+func (e *Engine) createIfNotPresent(ctx context.Context, desired *unstructured.Unstructured, hash string, live *metav1.PartialObjectMetadata, res Result) Result {
+	if live != nil {
+		return res
+	}
+	obj := desired.DeepCopy()
+	obj.SetResourceVersion("")
+	err := e.client.Create(ctx, obj, client.FieldOwner(manage.FieldManager))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return res
+	case err != nil:
+		res.Err = e.explain(res.ID, err)
+		return res
+	}
+	e.records.put(res.ID, recordOf(hash, obj))
+	res.Action, res.Object, res.Written = diff.Created, obj, true
+	return res
 }
 
 // unchanged reports whether the cached metadata proves that the object is as

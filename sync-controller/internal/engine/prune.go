@@ -27,7 +27,8 @@ type PruneResult struct {
 }
 
 // Prune deletes the objects, in the given order, that still carry the
-// owner's labels and do not opt out with plumb.dev/prune: disabled. An
+// owner's labels and do not opt out with plumb.dev/prune: disabled or
+// helm.sh/resource-policy: keep. An
 // object without our labels is never deleted: it was not ours, or someone
 // took it over.
 func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner) []PruneResult {
@@ -43,11 +44,11 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 		case err != nil:
 			res.Err = fmt.Errorf("%s: reading before prune: %w", id, err)
 		case live == nil:
-			res.Reason = "already gone, or not managed by this Kustomization"
-		case !ownedBy(live.Labels, owner):
-			res.Reason = "not managed by this Kustomization"
-		case live.Annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-			res.Reason = "pruning disabled by annotation"
+			res.Reason = "already gone, or not managed by this " + ownerKind(owner)
+		case !owner.Owns(live.Labels):
+			res.Reason = "not managed by this " + ownerKind(owner)
+		case manage.NeverPruned(live.Annotations) != "":
+			res.Reason = "kept by annotation " + manage.NeverPruned(live.Annotations)
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:
@@ -79,9 +80,11 @@ func (e *Engine) lookupWatched(ctx context.Context, obj *unstructured.Unstructur
 	return e.watcher.Lookup(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 }
 
-func ownedBy(labels map[string]string, owner manage.Owner) bool {
-	got, ok := manage.OwnerOf(labels)
-	return ok && got == owner
+func ownerKind(o manage.Owner) string {
+	if o.Kind == "" {
+		return kustomizev1.KustomizationKind
+	}
+	return o.Kind
 }
 
 // waitGone polls until the object no longer exists: an object being

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,9 +31,12 @@ import (
 
 // Watcher keeps metadata-only informers on every kind of managed object and
 // turns foreign writes and deletions into reconcile requests for the owning
-// Kustomization. It is a manager Runnable (it runs the informer cache) and
-// gives the controller a Source.
+// Kustomization (or HelmRelease). It is a manager Runnable (it runs the
+// informer cache) and gives the controller a Source. A watcher serves one
+// owner kind: its informers see only objects with that kind's name label,
+// and it enqueues only owners of that kind, into that kind's controller.
 type Watcher struct {
+	kind     string
 	cache    cache.Cache
 	debounce time.Duration
 	log      logr.Logger
@@ -49,10 +53,18 @@ type Watcher struct {
 	expected map[types.UID]bool
 }
 
-// NewWatcher returns a watcher whose informers see only objects labelled
-// with kustomize.plumb.dev/name.
+// NewWatcher returns a watcher for Kustomizations: its informers see only
+// objects labelled with kustomize.plumb.dev/name.
 func NewWatcher(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper, debounce time.Duration, log logr.Logger) (*Watcher, error) {
-	managed, err := labels.NewRequirement(kustomizev1.NameLabel, selection.Exists, nil)
+	return NewWatcherFor(kustomizev1.KustomizationKind, cfg, scheme, mapper, debounce, log)
+}
+
+// NewWatcherFor returns a watcher for the owner kind (a Kustomization or a
+// HelmRelease): its informers see only objects labelled with the kind's
+// name label (manage.LabelKeys).
+func NewWatcherFor(kind string, cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper, debounce time.Duration, log logr.Logger) (*Watcher, error) {
+	nameKey, _ := manage.LabelKeys(kind)
+	managed, err := labels.NewRequirement(nameKey, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +77,7 @@ func NewWatcher(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMap
 		return nil, fmt.Errorf("creating the managed-object cache: %w", err)
 	}
 	return &Watcher{
+		kind:     kind,
 		cache:    c,
 		debounce: debounce,
 		log:      log,
@@ -219,7 +232,7 @@ func (w *Watcher) takeExpected(uid types.UID) bool {
 }
 
 func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.PartialObjectMetadata) {
-	owner, ok := manage.OwnerOf(objLabels)
+	owner, ok := manage.OwnerOfKind(w.kind, objLabels)
 	if !ok || objLabels[HookSyncLabel] != "" {
 		return // hooks come and go by design; they are not drift
 	}
@@ -232,7 +245,7 @@ func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.
 	if w.queue == nil {
 		return
 	}
-	w.log.V(1).Info("managed object "+what+" by another writer", "object", obj.GetNamespace()+"/"+obj.GetName(), "kustomization", key.String())
+	w.log.V(1).Info("managed object "+what+" by another writer", "object", obj.GetNamespace()+"/"+obj.GetName(), strings.ToLower(w.kind), key.String())
 	// AddAfter coalesces a burst of writes into one reconcile.
 	w.queue.AddAfter(ctrlreconcile.Request{NamespacedName: key}, w.debounce)
 }

@@ -78,7 +78,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 	if err != nil {
 		return nil, err
 	}
-	r := &controller.KustomizationReconciler{
+	r := &controller.KustomizationReconciler{Syncer: controller.Syncer{
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, o.applyConcurrency),
@@ -86,6 +86,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
 		DependencyRequeue: 10 * time.Second,
 		Fight:             controller.FightOptions{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},
+	},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {

@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/reconcile"
+)
+
+// HelmReleaseReconciler makes the cluster equal to a HelmRelease's
+// rendered chart, with the same steps as a Kustomization's sync (syncRun),
+// Helm's sync spec (the helmRelease adapter) and, on top, the release
+// history and the Released condition (recordRelease).
+type HelmReleaseReconciler struct {
+	Syncer
+
+	skeletonOnce sync.Once
+	sk           *reconcile.Controller[*helmv2.HelmRelease]
+}
+
+// SetupWithManager registers the reconciler: it runs on spec changes,
+// reconcile requests, a new rendered artifact, a dependency becoming Ready,
+// and foreign writes to managed objects (through the engine's watcher,
+// which must be the HelmRelease one: engine.NewWatcherFor).
+func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	r.defaults()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &helmv2.HelmRelease{}, dependsOnIndex, func(o client.Object) []string {
+		hr := o.(*helmv2.HelmRelease)
+		keys := make([]string, 0, len(hr.Spec.DependsOn))
+		for _, d := range hr.Spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = hr.Namespace
+			}
+			keys = append(keys, ns+"/"+d.Name)
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}))).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
+			builder.WithPredicates(becameReady{})).
+		WatchesRawSource(r.Engine.Watcher().Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// skeleton is this controller's use of pkg/reconcile: Ready speaks for the
+// result; a failure is retried after spec.interval (a HelmRelease has no
+// retryInterval).
+func (r *HelmReleaseReconciler) skeleton() *reconcile.Controller[*helmv2.HelmRelease] {
+	r.skeletonOnce.Do(func() {
+		r.sk = &reconcile.Controller[*helmv2.HelmRelease]{
+			Condition:     meta.ReadyCondition,
+			DefaultReason: kustomizev1.SyncFailedReason,
+			Metrics:       r.Metrics.objectSet(helmv2.HelmReleaseKind),
+			Succeeded: func(hr *helmv2.HelmRelease) string {
+				if len(hr.Status.History) == 0 {
+					return "Applied revision: " + hr.Status.LastAppliedRevision
+				}
+				h := hr.Status.History[0]
+				return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
+			},
+		}
+		skeletonOf(&r.Syncer, r.sk)
+	})
+	return r.sk
+}
+
+// Reconcile runs one sync of a HelmRelease (syncRun.steps), records the
+// release it made (recordRelease) and writes sync-controller's part of its
+// status.
+func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileObject(ctx, &r.Syncer, req, &helmv2.HelmRelease{}, r.skeleton(), recordRelease)
+}
+
+// dependents maps a HelmRelease to the ones that depend on it.
+func (r *HelmReleaseReconciler) dependents(ctx context.Context, o client.Object) []ctrl.Request {
+	var list helmv2.HelmReleaseList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{dependsOnIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for _, hr := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: hr.Namespace, Name: hr.Name}})
+	}
+	return reqs
+}
+
+// recordRelease records the sync operation a run made, if it made one (a
+// resync of a release that succeeded is none), as a release: in
+// status.history and the Released condition, and with an event when it
+// succeeded (its failure has the run's own). A sync of a new render is a
+// new release — version one more than the newest — the retry of a failed
+// one updates it. A release that succeeded is deployed and every older
+// deployed one superseded; one that failed is failed, and the deployed one
+// before it stays deployed (what runs is still mostly its objects).
+func recordRelease(s *syncRun) {
+	hr, ok := s.out.(*helmv2.HelmRelease)
+	if !ok || !s.operation {
+		return
+	}
+	now := metav1.Now()
+	md := map[string]string{}
+	if a := s.app.rendered(); a != nil && a.Metadata != nil {
+		md = a.Metadata
+	}
+	history := hr.Status.History
+	if len(history) == 0 || history[0].Digest != s.digest {
+		version := 1
+		if len(history) > 0 {
+			version = history[0].Version + 1
+		}
+		started := s.operationStart()
+		history = append([]helmv2.Snapshot{{
+			Version: version, Name: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(),
+			ChartName: md[helmv2.ArtifactChartNameKey], ChartVersion: s.revision,
+			ConfigDigest: md[helmv2.ArtifactConfigDigestKey], Digest: s.digest,
+			FirstDeployed: started,
+		}}, history...)
+	} else {
+		history = append([]helmv2.Snapshot(nil), history...)
+	}
+	if v := md[helmv2.ArtifactChartVersionKey]; v != "" {
+		history[0].ChartVersion = v
+	}
+	history[0].LastDeployed = now
+	action := "upgrade"
+	succeeded, failed := helmv2.UpgradeSucceededReason, helmv2.UpgradeFailedReason
+	if s.install {
+		action = "install"
+		succeeded, failed = helmv2.InstallSucceededReason, helmv2.InstallFailedReason
+	}
+	h := &history[0]
+	release := fmt.Sprintf("%s of %s@%s (release %s/%s v%d)", action, h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
+	if s.synced {
+		h.Status = helmv2.ReleaseStatusDeployed
+		for i := 1; i < len(history); i++ {
+			if history[i].Status == helmv2.ReleaseStatusDeployed {
+				history[i].Status = helmv2.ReleaseStatusSuperseded
+			}
+		}
+		conditions.MarkTrue(s.out, helmv2.ReleasedCondition, succeeded, "%s succeeded", release)
+		s.r.Events.Record(s.obj, events.SeverityInfo, succeeded, release+" succeeded", events.WithRevision(s.revision))
+	} else {
+		h.Status = helmv2.ReleaseStatusFailed
+		msg := "the sync did not complete"
+		if s.syncErr != nil {
+			msg = s.syncErr.Error()
+		}
+		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
+	}
+	hr.Status.History = trimHistory(history)
+}
+
+// trimHistory keeps helmv2.MaxHistory releases, newest first, dropping the
+// oldest ones — but never the newest deployed release, which says that
+// the HelmRelease is installed (application.install) however many failed
+// upgrades followed it.
+func trimHistory(history []helmv2.Snapshot) []helmv2.Snapshot {
+	for len(history) > helmv2.MaxHistory {
+		drop := len(history) - 1
+		if history[drop].Status == helmv2.ReleaseStatusDeployed {
+			drop--
+		}
+		history = append(history[:drop:drop], history[drop+1:]...)
+	}
+	return history
+}

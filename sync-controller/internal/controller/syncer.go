@@ -1,0 +1,229 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/plan"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// Syncer is what the reconcilers of both kinds share: the clients, the
+// engine, the events and the settings of a sync, and what a sync keeps in
+// memory between runs. Each reconciler has its own (its own engine and
+// watcher, for its kind's ownership labels).
+type Syncer struct {
+	Client client.Client
+	// Reader reads the object at the start of a reconcile straight from
+	// the API server: the watch cache can lag behind the status this
+	// controller wrote a moment before, and a sync must start from the
+	// status as stored (it resumes and retries from it). One GET per
+	// reconcile; nil falls back to Client.
+	Reader client.Reader
+	// Engine applies the objects; its watcher must be the one of the
+	// reconciler's kind (engine.NewWatcherFor).
+	Engine *engine.Engine
+	Events *events.Recorder
+	// Fetch bounds artifact downloads.
+	Fetch fetch.Options
+	// DependencyRequeue is how often an object waiting on another is
+	// checked again.
+	DependencyRequeue time.Duration
+	// MaxDriftChanges bounds the changes carried by one DriftDetected event.
+	MaxDriftChanges int
+	// Impersonator gives the clients that act as ServiceAccounts; nil
+	// allows only the controller's own identity.
+	Impersonator *Impersonator
+	// DefaultServiceAccount is the ServiceAccount, in its own namespace, that
+	// an object without spec.serviceAccountName acts as
+	// (--default-service-account); empty is the controller's own identity.
+	DefaultServiceAccount string
+	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
+	// another namespace (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
+	// Fight sets fight detection: a field another manager keeps rewriting
+	// is corrected with a backoff (--drift-fight-window); the zero value
+	// turns it off.
+	Fight FightOptions
+	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
+	// --prune-guard-min-objects); nil is DefaultPruneGuard.
+	PruneGuard *PruneGuard
+
+	// Metrics records the sync's metrics; nil records none.
+	Metrics *Metrics
+
+	manifests    manifestCache
+	fightTracker fightTracker
+}
+
+// defaults fills in the settings left unset.
+func (r *Syncer) defaults() {
+	if r.DependencyRequeue == 0 {
+		r.DependencyRequeue = 10 * time.Second
+	}
+	if r.MaxDriftChanges == 0 {
+		r.MaxDriftChanges = 50
+	}
+}
+
+// skeletonOf fills in what both kinds' skeletons share: events, the
+// intervals and the suspension, from the sync spec.
+func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
+	sk.Events = r.Events
+	sk.Interval = func(obj T) time.Duration { return appOf(obj).spec().Interval }
+	sk.RetryInterval = func(obj T) time.Duration { return appOf(obj).spec().RetryInterval }
+	sk.EventMessage = func(err error) (string, []events.Option) {
+		msg, detail := eventOf(err)
+		return msg, []events.Option{detail}
+	}
+	sk.Suspended = func(obj T) bool { return appOf(obj).spec().Suspend }
+}
+
+// reconcileObject is one reconcile of a Kustomization or a HelmRelease:
+// the deletion (finalize), the finalizer, the suspension, then the sync's
+// steps on the skeleton. finish, when set, runs once the run's sync
+// operation is over, failed or through its health check (a HelmRelease's
+// history), before the skeleton sums the run up.
+func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(*syncRun)) (ctrl.Result, error) {
+	start := time.Now()
+	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, appOf(obj))
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if appOf(obj).spec().Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("suspended, skipping")
+		skel.Record(obj)
+		return ctrl.Result{}, nil
+	}
+
+	s := newSyncRun(r, obj, start)
+	s.finish = finish
+	sk := *skel
+	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.writeStatus(ctx) }
+	sk.EventOptions = func(T) []events.Option {
+		return []events.Option{events.WithRevision(s.revision)}
+	}
+	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
+	return s.fightRequeue(result), err
+}
+
+// reader is Reader, or Client when Reader is nil.
+func (r *Syncer) reader() client.Reader {
+	if r.Reader == nil {
+		return r.Client
+	}
+	return r.Reader
+}
+
+// finalize prunes the inventory when the object prunes (spec.prune of a
+// Kustomization; a HelmRelease always does: its uninstall), orphans it
+// otherwise, and releases the finalizer. The prune acts as the object's
+// ServiceAccount, like every sync; when that ServiceAccount no longer
+// exists (its namespace is being deleted, typically) nothing can be pruned
+// in its name, and the objects are left, with a warning event, as Flux
+// does. Objects annotated plumb.dev/prune: disabled or
+// helm.sh/resource-policy: keep are left too.
+func (r *Syncer) finalize(ctx context.Context, app application) (ctrl.Result, error) {
+	obj := app.object()
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	spec, st := app.spec(), app.syncStatus()
+	if spec.Prune && !spec.Suspend && st.Inventory != nil {
+		if err := r.pruneOnDeletion(ctx, app, st.Inventory); err != nil {
+			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
+			return ctrl.Result{}, err
+		}
+	}
+	key := client.ObjectKeyFromObject(obj)
+	r.manifests.forget(key)
+	r.fightTracker.forget(key)
+	if r.Impersonator != nil {
+		r.Impersonator.Release(app.owner())
+	}
+	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	r.Metrics.forget(app)
+	return ctrl.Result{}, nil
+}
+
+// pruneOnDeletion deletes the inventory of a deleted object, acting as its
+// ServiceAccount.
+func (r *Syncer) pruneOnDeletion(ctx context.Context, app application, inv *kustomizev1.Inventory) error {
+	obj := app.object()
+	sa, gone, err := r.serviceAccountGone(ctx, app)
+	if err != nil {
+		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
+	}
+	if gone {
+		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
+			"ServiceAccount %s no longer exists: the %d object(s) of the inventory are left in place", sa, len(inv.Entries)))
+		return nil
+	}
+	eng, err := r.engineFor(app)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner()) {
+		if res.Err != nil {
+			failed = append(failed, res.Err)
+		}
+	}
+	return errors.Join(failed...)
+}
+
+// renderedChanged passes updates that change what render-controller produced.
+type renderedChanged struct{ predicate.Funcs }
+
+func (renderedChanged) Update(e event.UpdateEvent) bool {
+	oldObj, ok1 := e.ObjectOld.(reconcile.Object)
+	newObj, ok2 := e.ObjectNew.(reconcile.Object)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if digestOf(appOf(oldObj).rendered()) != digestOf(appOf(newObj).rendered()) {
+		return true
+	}
+	o, n := conditions.Get(oldObj, kustomizev1.RenderedCondition), conditions.Get(newObj, kustomizev1.RenderedCondition)
+	if (o == nil) != (n == nil) {
+		return true
+	}
+	return o != nil && (o.Status != n.Status || o.Reason != n.Reason || o.ObservedGeneration != n.ObservedGeneration || o.Message != n.Message)
+}
+
+// becameReady passes updates where an object turned Ready.
+type becameReady struct{ predicate.Funcs }
+
+func (becameReady) Update(e event.UpdateEvent) bool {
+	oldObj, ok1 := e.ObjectOld.(reconcile.Object)
+	newObj, ok2 := e.ObjectNew.(reconcile.Object)
+	return ok1 && ok2 && !conditions.IsReady(oldObj) && conditions.IsReady(newObj)
+}
+
+// Create, Delete and Generic events of the dependency watch are not needed:
+// a dependency that appears is not Ready yet.
+func (becameReady) Create(event.CreateEvent) bool { return false }
