@@ -679,9 +679,18 @@ metadata:
 		return reasons
 	}, timeout, poll).Should(ContainElement(c.Reason), "an error event with the render's reason")
 
-	// Fixed: a good render again, announced.
+	// Fixed: back to the inputs of the good render, which is served again
+	// without rendering, and announced again.
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	renders := helmRec.Renders(key)
+	announced := len(published.of(ns, "app", kustomizev1.RenderedReason))
 	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = nil })
-	waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	fixed := waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	g.Expect(fixed.Status.RenderedArtifact).To(Equal(good.Status.RenderedArtifact))
+	g.Expect(hrRendered(fixed).Message).To(Equal(`serving the render of chart fragile version "1.0.0": its chart, values, spec and capabilities are unchanged`))
+	g.Expect(helmRec.Renders(key)).To(Equal(renders))
+	g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).
+		Should(HaveLen(announced + 1))
 }
 
 // Deleting the HelmRelease deletes its HelmChart and rendered artifacts;
