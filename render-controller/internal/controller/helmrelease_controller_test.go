@@ -616,7 +616,16 @@ data:
 	crdClient, err := client.New(env.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(crdClient.Create(ctx, crd)).To(Succeed())
-	t.Cleanup(func() { _ = crdClient.Delete(context.Background(), crd) })
+	// The CRD goes with the test, and the tests after it start once
+	// discovery no longer serves it: a change of the capabilities is a
+	// change of every HelmRelease's inputs.
+	t.Cleanup(func() {
+		_ = crdClient.Delete(context.Background(), crd)
+		NewWithT(t).Eventually(func() bool {
+			_, err := disc.ServerResourcesForGroupVersion(group + "/v1")
+			return apierrors.IsNotFound(err)
+		}, timeout, poll).Should(BeTrue(), "discovery still serves %s/v1", group)
+	})
 	g.Eventually(func() error {
 		_, err := disc.ServerResourcesForGroupVersion(group + "/v1")
 		return err
