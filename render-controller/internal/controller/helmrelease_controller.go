@@ -230,7 +230,6 @@ type helmState struct {
 	chart      *sourcev1.HelmChart
 	values     map[string]any
 	caps       helmrender.Capabilities
-	capsDigest string
 	installing bool
 	crds       string
 	// inputs is the digest of what the render is made from
@@ -603,11 +602,11 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2
 // with made-up capabilities could render objects for APIs the cluster does
 // not serve, or leave out the ones it does.
 func (r *HelmReleaseReconciler) reconcileCapabilities(ctx context.Context, _ *helmv2.HelmRelease, st *helmState) error {
-	caps, digest, err := r.Capabilities.Get(ctx)
+	caps, _, err := r.Capabilities.Get(ctx)
 	if err != nil {
 		return plumbreconcile.Failed(meta.FailedReason, err)
 	}
-	st.caps, st.capsDigest = caps, digest
+	st.caps = caps
 	return nil
 }
 
@@ -633,7 +632,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
-		msg := fmt.Sprintf("serving the render of chart %s version %q: its chart, values, spec and capabilities are unchanged",
+		msg := fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
 			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision)
 		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
 		if st.recovered && r.announce(obj, a.Digest+"@"+a.Revision) {
@@ -645,9 +644,13 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 
 // renderInputs is "sha256:<hex>" of everything a render depends on but the
 // install state: the chart artifact, the merged values (config digest),
-// the release name and namespace, both CRD policies, the post-renderers
-// and the capabilities. The controller's limits are left out: they decide
-// whether a render is refused, not what it is. format names this list;
+// the release name and namespace, both CRD policies and the
+// post-renderers. The capabilities are left out, as the install state is:
+// Helm and Flux evaluate them when a release is made for another reason,
+// and a CRD added anywhere in the cluster (often by the chart's own crds/)
+// must not make every HelmRelease a new release. The controller's limits
+// are left out too: they decide whether a render is refused, not what it
+// is. format names this list;
 // changing the list changes it, which renders everything once again.
 func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 	b, _ := json.Marshal(struct {
@@ -669,7 +672,6 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		InstallCRDs:   obj.GetInstallCRDs(),
 		UpgradeCRDs:   obj.GetUpgradeCRDs(),
 		PostRenderers: obj.Spec.PostRenderers,
-		Capabilities:  st.capsDigest,
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
