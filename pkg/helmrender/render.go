@@ -18,7 +18,6 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	helmv2 "plumb.dev/api/helm/v2"
@@ -189,11 +188,14 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 	var objs []*kyaml.RNode
 	for i, nodes := range parsed {
 		for _, n := range nodes {
+			if !keptHook(n) {
+				continue
+			}
 			if err := checkMeta(sources[i], n); err != nil {
 				return nil, err
 			}
+			objs = append(objs, n)
 		}
-		objs = append(objs, nodes...)
 	}
 	for i, pr := range opts.PostRenderers {
 		if pr.Kustomize == nil {
@@ -298,8 +300,9 @@ func checkDecompressedSize(archive []byte, max int64) error {
 	}
 }
 
-// templated is what the SDK rendered: the manifests and hooks (each with
-// the template it came from) and the CRDs of crds/.
+// templated is what the SDK rendered: the documents of the templates,
+// manifests and hooks, each with the template it came from
+// (splitTemplates), and the CRDs of crds/.
 type templated struct {
 	chartName, chartVersion string
 	manifests               []document
@@ -372,16 +375,7 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	if size > limits.MaxOutputBytes {
 		return nil, render.LimitError("the chart's templates rendered %d bytes, more than the limit of %d (--max-rendered-size)", size, limits.MaxOutputBytes)
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, render.BuildError("%v", err)
-	}
-	for _, m := range manifests {
-		out.manifests = append(out.manifests, document{source: m.Name, content: m.Content})
-	}
-	for _, h := range hooks {
-		out.manifests = append(out.manifests, document{source: h.Path, content: h.Manifest})
-	}
+	out.manifests = splitTemplates(files)
 	for _, crd := range chrt.CRDObjects() {
 		out.crds = append(out.crds, document{source: crd.Filename, content: string(crd.File.Data)})
 	}

@@ -189,6 +189,9 @@ func TestHooksKeptWithAnnotations(t *testing.T) {
 	if pod.GetName() != "" || pod.GetAnnotations()["helm.sh/hook"] != "test" {
 		t.Errorf("test hook: name %q, annotations %v", pod.GetName(), pod.GetAnnotations())
 	}
+	if objs["ConfigMap/web-app-legacy-hook"] != nil {
+		t.Error("a hook of an unknown event (crd-install) was rendered; Helm leaves it out")
+	}
 }
 
 func TestCRDPolicies(t *testing.T) {

@@ -139,7 +139,24 @@ func run(helm, chartDir string, runs int) error {
 		return err
 	}
 
-	// Outputs first: both must render the same objects.
+	// Fresh processes first, while this process is small: a child's peak
+	// RSS (getrusage) starts at its parent's size, as the child begins as
+	// a copy of it.
+	var cold, cli []sample
+	for i := 0; i < runs; i++ {
+		s, err := timeProcess(self, "-child", archivePath)
+		if err != nil {
+			return fmt.Errorf("pkg/helmrender child: %w", err)
+		}
+		cold = append(cold, s)
+		s, err = timeProcess(helm, helmArgs(archivePath)...)
+		if err != nil {
+			return fmt.Errorf("helm template: %w", err)
+		}
+		cli = append(cli, s)
+	}
+
+	// Then the outputs: both must render the same objects.
 	res, err := renderPlumb(archive)
 	if err != nil {
 		return err
@@ -157,20 +174,6 @@ func run(helm, chartDir string, runs int) error {
 		return fmt.Errorf("parsing helm template's output: %w", err)
 	}
 	diff := compare(plumbSet, cliSet)
-
-	var cold, cli []sample
-	for i := 0; i < runs; i++ {
-		s, err := timeProcess(self, "-child", archivePath)
-		if err != nil {
-			return fmt.Errorf("pkg/helmrender child: %w", err)
-		}
-		cold = append(cold, s)
-		s, err = timeProcess(helm, helmArgs(archivePath)...)
-		if err != nil {
-			return fmt.Errorf("helm template: %w", err)
-		}
-		cli = append(cli, s)
-	}
 
 	// Warm, in process: what render-controller pays per render.
 	var warm []time.Duration
