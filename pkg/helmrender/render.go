@@ -123,6 +123,10 @@ func Render(ctx context.Context, chartArchive []byte, opts Options) (*Result, er
 
 func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, error) {
 	limits := opts.Limits.withDefaults()
+	// As Install does first (availableName).
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, render.BuildError("release name %q: %v", opts.ReleaseName, err)
+	}
 	crdPolicy, err := crdPolicy(opts)
 	if err != nil {
 		return nil, err
