@@ -186,7 +186,7 @@ func jsonRoundTrip(v any) (any, error) {
 // printsDifferently reports whether n holds what RNode.MarshalJSON, which
 // prints the node and parses the text again, reads as something other than
 // the node itself: yaml.v3 prints an empty null inside a flow collection
-// ({a: }) as ”, an empty string. canonicalYAML takes MarshalJSON's way
+// ({a: }) as a quoted empty string, which reads back as "". canonicalYAML takes MarshalJSON's way
 // for such an object, so its output stays that of kustomize.
 func printsDifferently(n *yaml.Node, inFlow bool) bool {
 	if n == nil {
