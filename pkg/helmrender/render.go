@@ -179,26 +179,39 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		return nil, render.DeadlineError(ctx)
 	}
 
-	budget := render.NewBudget(limits.renderLimits())
-	sources := make([]string, len(t.manifests))
-	data := make([][]byte, len(t.manifests))
-	for i, m := range t.manifests {
-		sources[i], data[i] = m.source, []byte(m.content)
+	// The templates' documents and, unless skipped, the crds/ files, in
+	// one concurrent parse within one budget.
+	docs := t.manifests
+	if crdPolicy != helmv2.CRDsSkip {
+		docs = append(docs[:len(docs):len(docs)], t.crds...)
 	}
-	parsed, err := budget.ParseAll(sources, data)
+	sources := make([]string, len(docs))
+	data := make([][]byte, len(docs))
+	for i, d := range docs {
+		sources[i], data[i] = d.source, []byte(d.content)
+	}
+	parsed, err := render.NewBudget(limits.renderLimits()).ParseAll(sources, data)
 	if err != nil {
 		return nil, err
 	}
-	var objs []*kyaml.RNode
+	var objs, crds []*kyaml.RNode
 	for i, nodes := range parsed {
+		crd := i >= len(t.manifests)
 		for _, n := range nodes {
-			if !keptHook(n) {
+			if !crd && !keptHook(n) {
 				continue
 			}
 			if err := checkMeta(sources[i], n); err != nil {
 				return nil, err
 			}
-			objs = append(objs, n)
+			if !crd {
+				objs = append(objs, n)
+				continue
+			}
+			if err := annotateCRD(n, crdPolicy); err != nil {
+				return nil, render.BuildError("%s: %v", sources[i], err)
+			}
+			crds = append(crds, n)
 		}
 	}
 	for i, pr := range opts.PostRenderers {
@@ -209,23 +222,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			return nil, wrapReason(err, "post-renderer %d: ", i+1)
 		}
 	}
-	if crdPolicy != helmv2.CRDsSkip {
-		for _, crd := range t.crds {
-			nodes, err := budget.Parse(crd.source, []byte(crd.content))
-			if err != nil {
-				return nil, err
-			}
-			for _, n := range nodes {
-				if err := checkMeta(crd.source, n); err != nil {
-					return nil, err
-				}
-				if err := annotateCRD(n, crdPolicy); err != nil {
-					return nil, render.BuildError("%s: %v", crd.source, err)
-				}
-			}
-			objs = append(objs, nodes...)
-		}
-	}
+	objs = append(objs, crds...)
 	res, err := render.Assemble(ctx, objs, limits.renderLimits())
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func mergeMaps(a, b map[string]any) map[string]any {
 
 // SetValue sets value, as a string, at targetPath in values: a
 // valuesFrom's targetPath, in Helm's --set path syntax ("a.b[0].c", a
-// backslash escaping a dot), as Flux's helm-controller sets it. The value
+// backslash escaping a dot), as a single string value as in Flux. The value
 // is taken whole: commas and backslashes in it are not --set syntax.
 func SetValue(values map[string]any, targetPath, value string) error {
 	if targetPath == "" {
