@@ -43,6 +43,15 @@
 //  6. render.Assemble, Build's own last step: duplicates refused, pkg/render's
 //     canonical order and YAML form, the output cap.
 //
+// # Values
+//
+// Options.Values are the user's values, already merged: MergeValues merges
+// a HelmRelease's valuesFrom in order and then spec.values as the helm CLI
+// merges -f files (maps key by key, anything else replaces), and SetValue
+// sets a valuesFrom targetPath in --set syntax. Render coalesces them over
+// the chart's own values as Helm does (a null removes a default), and
+// ConfigDigest is the digest of their canonical JSON.
+//
 // # Why the SDK's pieces rather than action.Install
 //
 // `helm template` is action.Install with DryRunStrategy client. Render
