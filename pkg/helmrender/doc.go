@@ -45,10 +45,10 @@
 //
 // # Values
 //
-// Options.Values are the user's values, already merged: MergeValues merges
-// a HelmRelease's valuesFrom in order and then spec.values as the helm CLI
-// merges -f files (maps key by key, anything else replaces), and SetValue
-// sets a valuesFrom targetPath in --set syntax. Render coalesces them over
+// Options.Values are the user's values, already merged (pkg/helmvalues
+// merges a HelmRelease's valuesFrom in order and then spec.values, as the
+// helm CLI merges -f files, and sets a targetPath in --set syntax).
+// Render coalesces them over
 // the chart's own values as Helm does (a null removes a default), and
 // ConfigDigest is the digest of their canonical JSON.
 //
