@@ -17,7 +17,7 @@ import (
 // YAML would read as something else, escapes, nesting, empties.
 func TestJSONToYAMLMatchesSigsYAML(t *testing.T) {
 	values := []any{
-		0, -0.0, 1, -1, 1.0, 1.5, -2.25, 1e3, 1e20, 1e21, 1e-7, 123456789.125, math.MaxInt64, math.MinInt64,
+		0, math.Copysign(0, -1), 1, -1, 1.0, 1.5, -2.25, 1e3, 1e20, 1e21, 1e-7, 123456789.125, math.MaxInt64, math.MinInt64,
 		uint64(math.MaxUint64), math.MaxFloat64, math.SmallestNonzeroFloat64, 0.1, 100000000000000000000.0,
 		"", " ", "yes", "no", "on", "off", "true", "null", "~", "1", "0x1F", "1e3", "0o17", "0b101", "1_000",
 		"2001-12-14", "2001-12-14T21:59:43.10-05:00", "12:30", ".5", "-.inf", ".nan", "a: b", "- x", "#c", "&a", "*a",
