@@ -59,6 +59,10 @@ $(KUSTOMIZE): $(GEN_TOOLS)/go.mod
 	@echo ">> building kustomize"
 	@cd $(GEN_TOOLS) && GOWORK=off go build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
 
+.PHONY: helm-cli
+helm-cli: ## Build the helm CLI from Go modules (hack/tools/helm) and link it into bin/ (cached outside the clone).
+	@hack/helm.sh $(BIN)
+
 ##@ Generate
 
 .PHONY: generate
@@ -81,7 +85,7 @@ vet: ## go vet every module.
 
 .PHONY: tidy
 tidy: ## go mod tidy every module (and the tools modules).
-	@for m in $(MODULES) hack/tools/gen hack/tools/controlplane; do (cd $$m && GOWORK=off go mod tidy) || exit 1; done
+	@for m in $(MODULES) hack/tools/gen hack/tools/controlplane hack/tools/helm; do (cd $$m && GOWORK=off go mod tidy) || exit 1; done
 
 .PHONY: lint
 lint: $(STATICCHECK) ## staticcheck every module; fails on any finding.
@@ -112,6 +116,12 @@ bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with gi
 .PHONY: bench-sync
 bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, no-op resync, drift, memory); print a table.
 	go run ./sync-controller/internal/syncbench -objects 1000 -runs 5
+
+.PHONY: bench-helm
+bench: bench-helm
+bench-helm: helm-cli ## pkg/helmrender vs helm template on a real-world-sized chart (time, CPU, memory, identical objects); print a table.
+	@go build -o $(BIN)/bench-helm ./pkg/helmrender/bench
+	$(BIN)/bench-helm -helm $(BIN)/helm -runs 5
 
 .PHONY: bench-render
 bench: bench-render

@@ -220,6 +220,19 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 				}},
 			},
 		},
+		// Rendered with a value from a Secret, which render-controller reads
+		// by name: its RBAC forbids listing and watching Secrets.
+		&helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
+			Spec: helmv2.HelmReleaseSpec{
+				ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "hello"},
+				Interval: metav1.Duration{Duration: time.Hour},
+				ValuesFrom: []helmv2.ValuesReference{
+					{Kind: "Secret", Name: "secret-vars", ValuesKey: "token", TargetPath: "token"},
+					{Kind: "ConfigMap", Name: "vars", ValuesKey: "greeting", TargetPath: "greeting"},
+				},
+			},
+		},
 		&notificationv1.Receiver{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push"},
 			Spec: notificationv1.ReceiverSpec{
@@ -270,6 +283,15 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	} {
 		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}
+
+	// The HelmRelease renders, its values read from a Secret and a
+	// ConfigMap (sync-controller's Ready is not asked for here).
+	g.Eventually(func(g Gomega) {
+		var hr helmv2.HelmRelease
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &hr)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(hr.Status.Conditions, kustomizev1.RenderedCondition)).To(BeTrue(), "%v", hr.Status.Conditions)
+		g.Expect(hr.Status.RenderedArtifact).NotTo(BeNil())
+	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 
 	// The rendered ConfigMap, with variables from the ConfigMap and Secret.
 	var settings corev1.ConfigMap

@@ -115,8 +115,8 @@ var needed = map[string][]call{
 			{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant, why: "render.plumb.dev/finalizer add/remove (reconcile.SetFinalizer)"},
 			{group: kustomize, resource: "kustomizations", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
 			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact"},
-			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap (uncached)"},
-			{resource: "secrets", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom Secret (uncached)"},
+			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap, helmvalues.Merge: valuesFrom ConfigMap (uncached)"},
+			{resource: "secrets", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom Secret, helmvalues.Merge: valuesFrom Secret (uncached, by name)"},
 		},
 		watchOf(helm, "helmreleases", "HelmReleaseReconciler: For(&HelmRelease{}), List by HelmChart and valuesFrom indexes"),
 		watchOf(source, "helmcharts", "Watches(&HelmChart{}), r.Get of the HelmChart rendered"),
@@ -129,8 +129,6 @@ var needed = map[string][]call{
 			{group: source, resource: "helmcharts", verb: "delete", namespace: tenant, why: "deleteOwnedChart: on deletion, or when spec.chart goes"},
 			{resource: "configmaps", verb: "list", why: "Watches(&ConfigMap{}, OnlyMetadata): valuesFrom changes re-render"},
 			{resource: "configmaps", verb: "watch", why: "Watches(&ConfigMap{}, OnlyMetadata)"},
-			{resource: "secrets", verb: "list", why: "Watches(&Secret{}, OnlyMetadata): valuesFrom changes re-render"},
-			{resource: "secrets", verb: "watch", why: "Watches(&Secret{}, OnlyMetadata)"},
 			{group: apiext, resource: "customresourcedefinitions", verb: "list", why: "Watches(CRD metadata): invalidates Capabilities"},
 			{group: apiext, resource: "customresourcedefinitions", verb: "watch", why: "Watches(CRD metadata)"},
 		},
@@ -221,6 +219,13 @@ var denied = map[string][]call{
 		{group: source, resource: "helmcharts", subresource: "status", verb: "patch", namespace: tenant},
 		{group: helm, resource: "helmreleases", verb: "delete", namespace: tenant},
 		{group: helm, resource: "helmreleases", verb: "update", namespace: tenant},
+		// Secrets by name only (substituteFrom, valuesFrom): render-controller
+		// cannot enumerate or stream them, nor read a Secret it is not
+		// pointed at without knowing its name.
+		{resource: "secrets", verb: "list"},
+		{resource: "secrets", verb: "list", namespace: tenant},
+		{resource: "secrets", verb: "watch"},
+		{resource: "secrets", verb: "watch", namespace: tenant},
 		{resource: "secrets", verb: "create", namespace: tenant},
 		{resource: "configmaps", verb: "patch", namespace: tenant},
 		{group: apiext, resource: "customresourcedefinitions", verb: "get"},

@@ -18,7 +18,6 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	helmv2 "plumb.dev/api/helm/v2"
@@ -124,6 +123,10 @@ func Render(ctx context.Context, chartArchive []byte, opts Options) (*Result, er
 
 func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, error) {
 	limits := opts.Limits.withDefaults()
+	// As Install does first (availableName).
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, render.BuildError("release name %q: %v", opts.ReleaseName, err)
+	}
 	crdPolicy, err := crdPolicy(opts)
 	if err != nil {
 		return nil, err
@@ -176,24 +179,40 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		return nil, render.DeadlineError(ctx)
 	}
 
-	budget := render.NewBudget(limits.renderLimits())
-	sources := make([]string, len(t.manifests))
-	data := make([][]byte, len(t.manifests))
-	for i, m := range t.manifests {
-		sources[i], data[i] = m.source, []byte(m.content)
+	// The templates' documents and, unless skipped, the crds/ files, in
+	// one concurrent parse within one budget.
+	docs := t.manifests
+	if crdPolicy != helmv2.CRDsSkip {
+		docs = append(docs[:len(docs):len(docs)], t.crds...)
 	}
-	parsed, err := budget.ParseAll(sources, data)
+	sources := make([]string, len(docs))
+	data := make([][]byte, len(docs))
+	for i, d := range docs {
+		sources[i], data[i] = d.source, []byte(d.content)
+	}
+	parsed, err := render.NewBudget(limits.renderLimits()).ParseAll(sources, data)
 	if err != nil {
 		return nil, err
 	}
-	var objs []*kyaml.RNode
+	var objs, crds []*kyaml.RNode
 	for i, nodes := range parsed {
+		crd := i >= len(t.manifests)
 		for _, n := range nodes {
+			if !crd && !keptHook(n) {
+				continue
+			}
 			if err := checkMeta(sources[i], n); err != nil {
 				return nil, err
 			}
+			if !crd {
+				objs = append(objs, n)
+				continue
+			}
+			if err := annotateCRD(n, crdPolicy); err != nil {
+				return nil, render.BuildError("%s: %v", sources[i], err)
+			}
+			crds = append(crds, n)
 		}
-		objs = append(objs, nodes...)
 	}
 	for i, pr := range opts.PostRenderers {
 		if pr.Kustomize == nil {
@@ -203,23 +222,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			return nil, wrapReason(err, "post-renderer %d: ", i+1)
 		}
 	}
-	if crdPolicy != helmv2.CRDsSkip {
-		for _, crd := range t.crds {
-			nodes, err := budget.Parse(crd.source, []byte(crd.content))
-			if err != nil {
-				return nil, err
-			}
-			for _, n := range nodes {
-				if err := checkMeta(crd.source, n); err != nil {
-					return nil, err
-				}
-				if err := annotateCRD(n, crdPolicy); err != nil {
-					return nil, render.BuildError("%s: %v", crd.source, err)
-				}
-			}
-			objs = append(objs, nodes...)
-		}
-	}
+	objs = append(objs, crds...)
 	res, err := render.Assemble(ctx, objs, limits.renderLimits())
 	if err != nil {
 		return nil, err
@@ -298,8 +301,9 @@ func checkDecompressedSize(archive []byte, max int64) error {
 	}
 }
 
-// templated is what the SDK rendered: the manifests and hooks (each with
-// the template it came from) and the CRDs of crds/.
+// templated is what the SDK rendered: the documents of the templates,
+// manifests and hooks, each with the template it came from
+// (splitTemplates), and the CRDs of crds/.
 type templated struct {
 	chartName, chartVersion string
 	manifests               []document
@@ -372,16 +376,7 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	if size > limits.MaxOutputBytes {
 		return nil, render.LimitError("the chart's templates rendered %d bytes, more than the limit of %d (--max-rendered-size)", size, limits.MaxOutputBytes)
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, render.BuildError("%v", err)
-	}
-	for _, m := range manifests {
-		out.manifests = append(out.manifests, document{source: m.Name, content: m.Content})
-	}
-	for _, h := range hooks {
-		out.manifests = append(out.manifests, document{source: h.Path, content: h.Manifest})
-	}
+	out.manifests = splitTemplates(files)
 	for _, crd := range chrt.CRDObjects() {
 		out.crds = append(out.crds, document{source: crd.Filename, content: string(crd.File.Data)})
 	}

@@ -189,6 +189,9 @@ func TestHooksKeptWithAnnotations(t *testing.T) {
 	if pod.GetName() != "" || pod.GetAnnotations()["helm.sh/hook"] != "test" {
 		t.Errorf("test hook: name %q, annotations %v", pod.GetName(), pod.GetAnnotations())
 	}
+	if objs["ConfigMap/web-app-legacy-hook"] != nil {
+		t.Error("a hook of an unknown event (crd-install) was rendered; Helm leaves it out")
+	}
 }
 
 func TestCRDPolicies(t *testing.T) {
@@ -428,8 +431,19 @@ func TestSchema(t *testing.T) {
 	}
 }
 
+func TestReleaseName(t *testing.T) {
+	archive := packageChart(t, "app", nil)
+	for _, name := range []string{"", "Web", strings.Repeat("a", 54), "web_1"} {
+		opts := baseOptions()
+		opts.ReleaseName = name
+		if _, err := Render(context.Background(), archive, opts); render.Reason(err) != kustomizev1.BuildFailedReason || !strings.Contains(err.Error(), "release name") {
+			t.Errorf("release name %q: %v", name, err)
+		}
+	}
+}
+
 func TestErrorsAreRenderErrors(t *testing.T) {
-	_, err := Render(context.Background(), []byte("x"), Options{})
+	_, err := Render(context.Background(), []byte("x"), baseOptions())
 	var e *render.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("%T is not a *render.Error", err)

@@ -3,19 +3,36 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
+	yaml "go.yaml.in/yaml/v3"
 )
 
-// jsonToYAML is sigs.k8s.io/yaml.JSONToYAML, byte for byte, for the JSON
-// that encoding/json writes, at a fraction of its cost. JSONToYAML parses
-// the JSON with the YAML parser only to type its numbers as go-yaml types
-// plain scalars; here encoding/json parses it (numbers kept as their text)
-// and each number is typed by go-yaml's own rule (resolve in
-// go.yaml.in/yaml/v2: an int if it parses as one, else a uint64, else a
-// float64), so go-yaml's encoder gets the very tree JSONToYAML gives it.
-// TestJSONToYAMLMatchesSigsYAML holds the two together.
+// The canonical YAML form of an object is what `kustomize build` prints:
+// sigs.k8s.io/yaml.JSONToYAML of the object's JSON. JSONToYAML parses the
+// JSON with go-yaml's YAML parser, only so that go-yaml types its numbers
+// as it types plain scalars, and prints the tree with go-yaml's encoder;
+// that parse is most of a render's own cost. The two functions below give
+// go-yaml's encoder the very tree JSONToYAML gives it, cheaper:
+//
+//   - jsonToYAML from JSON text: encoding/json parses it, numbers kept as
+//     their text, and each number is typed by go-yaml's rule;
+//   - yamlOfJSONValue from the value encoding/json would have printed (what
+//     yaml.v3 decodes an object into), without printing it: each value is
+//     what its JSON text would parse back to.
+//
+// go-yaml's rule for a plain scalar (resolve in go.yaml.in/yaml/v2), for
+// the text of a JSON number — never a timestamp, never with underscores or
+// 0b/0o/0x prefixes, always matching go-yaml's float syntax — is: an int if
+// it parses as one, else a uint64, else a float64, else (out of range) the
+// string. TestJSONToYAMLMatchesSigsYAML and
+// TestCanonicalYAMLMatchesMarshalJSON hold all of this to JSONToYAML.
+
+// jsonToYAML is sigs.k8s.io/yaml.JSONToYAML for JSON that encoding/json
+// wrote.
 func jsonToYAML(j []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
@@ -58,9 +75,7 @@ func yamlTyped(v any) (any, error) {
 	return v, nil
 }
 
-// yamlNumber types a JSON number's text as go-yaml's resolve does for a
-// plain scalar: JSON numbers are never timestamps, have no underscores and
-// no 0b, 0o or 0x prefixes, and always match go-yaml's float syntax.
+// yamlNumber types a JSON number's text as go-yaml does.
 func yamlNumber(s string) any {
 	if i, err := strconv.ParseInt(s, 0, 64); err == nil {
 		if i == int64(int(i)) {
@@ -76,4 +91,115 @@ func yamlNumber(s string) any {
 	}
 	// Out of float64's range: go-yaml leaves it a string.
 	return s
+}
+
+// yamlOfJSONValue is jsonToYAML(json.Marshal(m)) for what yaml.v3 decodes
+// an object into.
+func yamlOfJSONValue(m map[string]any) ([]byte, error) {
+	tree, err := jsonTyped(m)
+	if err != nil {
+		return nil, err
+	}
+	return yamlv2.Marshal(tree)
+}
+
+// jsonTyped returns v as encoding/json would print it and go-yaml would
+// read it back: maps and slices copied (empty, never nil, as JSON has no
+// nil collection inside a value), numbers typed as go-yaml types their
+// JSON text, strings with invalid UTF-8 repaired as encoding/json repairs
+// them. A value JSON cannot hold is an error, as it is for json.Marshal.
+func jsonTyped(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, nil
+	case string:
+		if utf8.ValidString(x) {
+			return x, nil
+		}
+		return jsonRoundTrip(x)
+	case map[string]any:
+		if x == nil {
+			return nil, nil
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if !utf8.ValidString(k) {
+				// Rare enough to take the long way for the whole map.
+				return jsonRoundTrip(x)
+			}
+			t, err := jsonTyped(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = t
+		}
+		return out, nil
+	case []any:
+		if x == nil {
+			return nil, nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			t, err := jsonTyped(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = t
+		}
+		return out, nil
+	case int:
+		return x, nil
+	case int64:
+		return yamlNumber(strconv.FormatInt(x, 10)), nil
+	case uint64:
+		return yamlNumber(strconv.FormatUint(x, 10)), nil
+	case float64:
+		// encoding/json's own float format, then go-yaml's typing.
+		j, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		return yamlNumber(string(j)), nil
+	}
+	// Any other type (yaml.v3 decodes a mapping with keys that are not
+	// all strings into map[interface{}]interface{}): what json.Marshal
+	// says of it.
+	return jsonRoundTrip(v)
+}
+
+// jsonRoundTrip prints v with encoding/json and reads it back as
+// jsonToYAML would.
+func jsonRoundTrip(v any) (any, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("reading back %s: %w", j, err)
+	}
+	return yamlTyped(out)
+}
+
+// printsDifferently reports whether n holds what RNode.MarshalJSON, which
+// prints the node and parses the text again, reads as something other than
+// the node itself: yaml.v3 prints an empty null inside a flow collection
+// ({a: }) as a quoted empty string, which reads back as "". canonicalYAML takes MarshalJSON's way
+// for such an object, so its output stays that of kustomize.
+func printsDifferently(n *yaml.Node, inFlow bool) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.ScalarNode {
+		return inFlow && n.Value == "" && n.ShortTag() == "!!null"
+	}
+	flow := inFlow || n.Style&yaml.FlowStyle != 0
+	for _, c := range n.Content {
+		if printsDifferently(c, flow) {
+			return true
+		}
+	}
+	return false
 }

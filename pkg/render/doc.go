@@ -84,6 +84,17 @@
 // variables and objects, never values, and a YAML error after substitution
 // has secret values redacted.
 //
+// # Other renderers
+//
+// pkg/helmrender renders Helm charts into the same artifact with Build's
+// own steps, exported in external.go: Budget (the node and document
+// budgets over every stream a render parses, concurrently with ParseAll),
+// PostRender (the spec's patches and images by krusty on an in-memory
+// filesystem) and Assemble (the checks, canonical order and YAML form and
+// output cap of step 6). The canonical YAML form is JSONToYAML of the
+// object's JSON, computed by canonical.go at a fraction of
+// sigs.k8s.io/yaml's cost with the same bytes.
+//
 // # Errors
 //
 // Every failure is an *Error whose Reason is the Rendered condition reason:

@@ -68,11 +68,12 @@ func (b *Budget) ParseAll(sources []string, data [][]byte) ([][]*kyaml.RNode, er
 }
 
 // parsedStream is one stream parsed, not yet charged: its objects, the
-// nodes and documents of what was read before an error, and the error.
+// nodes of each document read before an error (one entry per document, so
+// its length is the document count), and the error.
 type parsedStream struct {
-	objs             []*kyaml.RNode
-	nodes, documents []int64 // per document read
-	err              error
+	objs  []*kyaml.RNode
+	nodes []int64
+	err   error
 }
 
 func parseStream(source string, data []byte, maxNodes int64) parsedStream {

@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -384,19 +383,22 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 
 // canonicalYAML prints a node the way kustomize prints a resource (through
 // JSON, so keys come sorted), keeping substituted objects in the same form as
-// the others.
+// the others. It is sigs.k8s.io/yaml.JSONToYAML(n.MarshalJSON()), byte for
+// byte, computed without the JSON text (canonical.go).
 func canonicalYAML(n *kyaml.RNode) (string, error) {
-	// What RNode.MarshalJSON does, without printing the node and parsing
-	// it again first: decode the node itself.
+	if printsDifferently(n.YNode(), false) {
+		j, err := n.MarshalJSON()
+		if err != nil {
+			return "", err
+		}
+		y, err := jsonToYAML(j)
+		return string(y), err
+	}
 	var m map[string]any
 	if err := n.YNode().Decode(&m); err != nil {
 		return "", err
 	}
-	j, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	y, err := jsonToYAML(j)
+	y, err := yamlOfJSONValue(m)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,8 @@
 package v2
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -68,6 +70,15 @@ const (
 	ArtifactChartNameKey    = "chart-name"
 	ArtifactChartVersionKey = "chart-version"
 	ArtifactConfigDigestKey = "config-digest"
+	// ArtifactInputsDigestKey holds "sha256:<hex>" of what the render was
+	// made from: the chart artifact's digest, the config digest, the
+	// release name and namespace, install.crds, upgrade.crds, the
+	// post-renderers and the cluster's capabilities — not whether it was
+	// an install or an upgrade. render-controller renders again only when
+	// it changes (or the stored render is gone), so the move from install
+	// to upgrade alone never makes a new render, a controller restart
+	// neither.
+	ArtifactInputsDigestKey = "inputs-digest"
 )
 
 // CRD policies of install.crds and upgrade.crds.
@@ -520,16 +531,26 @@ func (in *HelmRelease) GetConditions() []metav1.Condition { return in.Status.Con
 func (in *HelmRelease) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetReleaseName returns spec.releaseName, or [<targetNamespace>-]<name>
-// as Flux defaults it.
+// as Flux defaults it. A default longer than Helm's 53 characters is
+// shortened as Flux shortens it: its first 40 characters, a dash and 12
+// hex digits of its sha256, so that two long names stay apart.
 func (in *HelmRelease) GetReleaseName() string {
 	if in.Spec.ReleaseName != "" {
 		return in.Spec.ReleaseName
 	}
+	name := in.Name
 	if in.Spec.TargetNamespace != "" {
-		return in.Spec.TargetNamespace + "-" + in.Name
+		name = in.Spec.TargetNamespace + "-" + in.Name
 	}
-	return in.Name
+	if len(name) <= maxReleaseName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
 }
+
+// maxReleaseName is Helm's bound on a release name.
+const maxReleaseName = 53
 
 // GetReleaseNamespace returns spec.targetNamespace, or the HelmRelease's
 // namespace.

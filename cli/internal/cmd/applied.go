@@ -21,25 +21,12 @@ import (
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/plan"
 )
 
-// Annotations of a HelmRelease's render that sync-controller reads.
-const (
-	// helmHookAnnotation marks a Helm hook; sync-controller maps it onto
-	// Plumb's phases (plumb.dev/hook wins over it), so it is not kept in
-	// step like the other objects.
-	helmHookAnnotation = "helm.sh/hook"
-	// helmResourcePolicyAnnotation "keep" keeps an object out of a prune,
-	// as Helm keeps it on an uninstall or upgrade.
-	helmResourcePolicyAnnotation = "helm.sh/resource-policy"
-	helmKeepValue                = "keep"
-	// ssaAnnotation IfNotPresent (a crds/ CRD under the Create policy):
-	// sync-controller creates the object when it is missing and never
-	// changes one that exists.
-	ssaAnnotation    = "plumb.dev/ssa"
-	ssaIfNotPresent  = "IfNotPresent"
-	driftDisabledTxt = "driftDetection disabled"
-)
+// driftDisabledTxt is what diff says of an object whose HelmRelease turned
+// drift detection off.
+const driftDisabledTxt = "driftDetection disabled"
 
 // applied is an object sync-controller keeps in step with a render — a
 // Kustomization or a HelmRelease — as diff, tree and get NAME read it: one
@@ -153,12 +140,7 @@ func (a *applied) policyText() string {
 // it) rather than keeping it in step: plumb.dev/hook or helm.sh/hook, which
 // pkg/plan maps onto Plumb's phases whoever renders it (a Kustomization
 // may hold `helm template` output too).
-func (a *applied) isHook(obj *unstructured.Unstructured) bool {
-	ann := obj.GetAnnotations()
-	_, plumbHook := ann[kustomizev1.HookAnnotation]
-	_, helmHook := ann[helmHookAnnotation]
-	return plumbHook || helmHook
-}
+func (a *applied) isHook(obj *unstructured.Unstructured) bool { return plan.IsHook(obj) }
 
 // keptFromPrune says why an object the render no longer has stays, "" when
 // a sync prunes it.

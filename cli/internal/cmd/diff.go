@@ -202,7 +202,7 @@ func (g *globals) compareAll(ctx context.Context, t *applied, objs []*unstructur
 			continue
 		}
 		desired = append(desired, obj)
-		if obj.GetAnnotations()[ssaAnnotation] == ssaIfNotPresent {
+		if obj.GetAnnotations()[kustomizev1.SSAAnnotation] == kustomizev1.IfNotPresentValue {
 			results = append(results, g.compareIfNotPresent(ctx, obj))
 			continue
 		}

@@ -563,7 +563,7 @@ func TestDiffHelmRelease(t *testing.T) {
 	owned := map[string]string{helmv2.NameLabel: "web", helmv2.NamespaceLabel: ns}
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "old", Labels: owned}}
 	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "kept", Labels: owned,
-		Annotations: map[string]string{helmResourcePolicyAnnotation: helmKeepValue}}}
+		Annotations: map[string]string{helmv2.ResourcePolicyAnnotation: helmv2.KeepPolicy}}}
 	create(ctx, t, old, kept)
 	stub := func(name string) *unstructured.Unstructured {
 		return inventory.Object(kustomizev1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: target, Name: name})

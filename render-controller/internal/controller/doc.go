@@ -121,28 +121,40 @@
 //     Ready and has an artifact. HelmCharts are watched.
 //  3. values: pkg/helmvalues merges valuesFrom in order, then spec.values,
 //     within --max-values-size and --max-yaml-nodes (ValuesFailed or
-//     LimitExceeded, never quoting a Secret). The ConfigMaps and Secrets
-//     of valuesFrom are watched, their metadata only (an index maps them to
-//     the HelmReleases), so a change re-renders. The release is installing
-//     while status.history has no deployed entry: .Release.IsInstall and
-//     install.crds, else upgrade.crds; the move to deployed re-renders.
+//     LimitExceeded, never quoting a Secret). The ConfigMaps of valuesFrom
+//     are watched, their metadata only (an index maps them to the
+//     HelmReleases), so a change re-renders. Secrets are read by name and
+//     never listed or watched (that would need the right to read them
+//     all): a changed Secret is read at the next reconcile (spec.interval,
+//     requestedAt). The release is installing while status.history has no
+//     deployed entry: .Release.IsInstall and install.crds, else
+//     upgrade.crds — for a render that happens; the move to deployed
+//     alone renders nothing (see 5).
 //  4. capabilities: the server version and every served group version and
 //     kind from discovery (Capabilities), kept for --capabilities-ttl and
 //     dropped when a CustomResourceDefinition changes (a metadata watch),
 //     so .Capabilities.APIVersions.Has sees CRDs installed in the cluster.
-//  5. cache: the key hashes the chart artifact's digest, the generation,
-//     the values, install state, CRD policy, capabilities and limits; an
-//     unchanged key with an intact artifact ends the reconcile.
+//  5. cache: the inputs digest hashes the chart artifact's digest, the
+//     config digest, the release name and namespace, both CRD policies,
+//     the post-renderers and the capabilities — not the install state, the
+//     generation or the limits. The stored render's digest is in
+//     status.renderedArtifact.metadata (inputs-digest), so an equal digest
+//     with an intact artifact ends the reconcile, after a restart too: an
+//     install render is not made again as an upgrade render (with
+//     upgrade.crds, .Release.IsUpgrade) just because the install was
+//     deployed, which sync-controller would release again.
 //  6. download: pkg/fetch, digest-checked, within --max-chart-size.
 //  7. render: pkg/helmrender within --render-timeout and the render,
 //     chart and values limits; a failure is Rendered=False with its reason
 //     (BuildFailed naming the template, ValidationFailed, LimitExceeded).
 //  8. store: helmrelease/<ns>/<name>/<sha256 hex>.yaml, revision the chart
-//     version, metadata chart-name, chart-version and config-digest.
+//     version, metadata chart-name, chart-version, config-digest and
+//     inputs-digest.
 //  9. announce: Rendered=True and a Rendered event, as for Kustomizations.
 //
 // A failure is retried after spec.interval (HelmRelease has no
-// retryInterval) and keeps the last good render. A finalizer
+// retryInterval) and keeps the last good render; when the inputs come back
+// to those of the stored render, it is served again without rendering. A finalizer
 // (render.plumb.dev/finalizer) deletes the HelmChart this HelmRelease owns
 // and its rendered artifacts when it is deleted; a chartRef's HelmChart is
 // left alone. dependsOn is sync-controller's.

@@ -98,8 +98,6 @@ type HelmReleaseReconciler struct {
 	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
 
 	mu sync.Mutex
-	// cache maps a HelmRelease to the key of its last successful render.
-	cache map[types.NamespacedName]string
 	// announced maps it to the render whose Rendered event was sent last.
 	announced map[types.NamespacedName]string
 	// charts maps it to the digest of the HelmChart it last applied.
@@ -114,11 +112,18 @@ type HelmReleaseReconciler struct {
 type helmCounters struct{ reconciles, renders atomic.Int64 }
 
 // SetupWithManager registers the reconciler: HelmReleases on creation, spec
-// change, requestedAt annotation and the move from install to upgrade;
-// HelmCharts whose artifact or readiness changed; the ConfigMaps and
-// Secrets of valuesFrom (their metadata only: a change of their data
-// changes their resourceVersion); and CustomResourceDefinitions, whose
-// changes invalidate the capabilities.
+// change and requestedAt annotation (not on the move from install to
+// upgrade, which alone never re-renders: see reconcileHelmCache); HelmCharts
+// whose artifact or readiness changed; the ConfigMaps of valuesFrom (their
+// metadata only: a change of their data changes their resourceVersion);
+// and CustomResourceDefinitions, whose changes invalidate the capabilities.
+//
+// Secrets are not watched: a watch, even of metadata, needs list and watch
+// on every Secret of the cluster, which would let render-controller read
+// them all. It reads the Secrets of valuesFrom by name (the manager's
+// client never caches Secrets), so a changed Secret is picked up at the
+// next reconcile: spec.interval, a requestedAt annotation, or any other
+// event of the HelmRelease.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, helmChartIndexKey, func(o client.Object) []string {
@@ -143,7 +148,6 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
-			installStateChanged{},
 		))).
 		Watches(&sourcev1.HelmChart{},
 			handler.EnqueueRequestsFromMapFunc(r.releasesOf(helmChartIndexKey, func(o client.Object) string {
@@ -152,9 +156,6 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			builder.WithPredicates(chartChanged{})).
 		Watches(&corev1.ConfigMap{},
 			handler.EnqueueRequestsFromMapFunc(r.releasesOf(valuesFromIndexKey, valuesSourceKey("ConfigMap"))),
-			builder.OnlyMetadata).
-		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(r.releasesOf(valuesFromIndexKey, valuesSourceKey("Secret"))),
 			builder.OnlyMetadata).
 		Watches(crd, handler.Funcs{
 			CreateFunc: func(context.Context, event.CreateEvent, handlerQueue) { invalidate() },
@@ -189,17 +190,6 @@ func (r *HelmReleaseReconciler) releasesOf(index string, key func(client.Object)
 		}
 		return reqs
 	}
-}
-
-// installStateChanged passes the update that moves a HelmRelease from
-// install to upgrade (its first deployed release) or back: the CRD policy
-// and .Release.IsInstall change with it.
-type installStateChanged struct{ predicate.Funcs }
-
-func (installStateChanged) Update(e event.UpdateEvent) bool {
-	a, ok1 := e.ObjectOld.(*helmv2.HelmRelease)
-	b, ok2 := e.ObjectNew.(*helmv2.HelmRelease)
-	return ok1 && ok2 && installing(a) != installing(b)
 }
 
 // chartChanged passes HelmChart events that may let a HelmRelease render
@@ -240,12 +230,13 @@ type helmState struct {
 	chart      *sourcev1.HelmChart
 	values     map[string]any
 	caps       helmrender.Capabilities
-	capsDigest string
 	installing bool
 	crds       string
-	key        string
-	archive    []byte
-	result     *helmrender.Result
+	// inputs is the digest of what the render is made from
+	// (renderInputs).
+	inputs  string
+	archive []byte
+	result  *helmrender.Result
 	// newRender: this reconcile stored a new artifact.
 	newRender bool
 	// recovered: Rendered was not True when the reconcile began.
@@ -256,7 +247,8 @@ type helmState struct {
 // as for Kustomizations: Rendered speaks for the result; sync-controller
 // owns Ready, Reconciling, Stalled and observedGeneration. HelmRelease has
 // no retryInterval: a failure is retried after spec.interval (a watched
-// HelmChart, ConfigMap or Secret that changes comes sooner).
+// HelmChart or ConfigMap that changes comes sooner; a Secret is not
+// watched).
 func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
 	r.skeletonOnce.Do(func() {
 		r.sk = &plumbreconcile.Controller[*helmv2.HelmRelease]{
@@ -610,39 +602,79 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2
 // with made-up capabilities could render objects for APIs the cluster does
 // not serve, or leave out the ones it does.
 func (r *HelmReleaseReconciler) reconcileCapabilities(ctx context.Context, _ *helmv2.HelmRelease, st *helmState) error {
-	caps, digest, err := r.Capabilities.Get(ctx)
+	caps, _, err := r.Capabilities.Get(ctx)
 	if err != nil {
 		return plumbreconcile.Failed(meta.FailedReason, err)
 	}
-	st.caps, st.capsDigest = caps, digest
+	st.caps = caps
 	return nil
 }
 
-// reconcileHelmCache computes the render's key (chart digest, generation,
-// values, install state, CRD policy, capabilities, limits) and ends the
-// reconcile when the last successful render had it and its artifact still
-// verifies (plumbreconcile.ErrStop).
+// reconcileHelmCache computes the digest of the render's inputs
+// (renderInputs) and ends the reconcile (plumbreconcile.ErrStop) when the
+// stored render was made from the same inputs — the digest recorded in
+// status.renderedArtifact.metadata, so this holds across restarts — and
+// its artifact still verifies. The install state is no input: the move
+// from install to upgrade alone does not re-render (a chart with crds/ or
+// templates reading .Release.IsInstall would render differently, and
+// sync-controller would make a new release of it, which Helm and Flux do
+// not). It counts only when something else makes a new render.
 func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	h := sha256.New()
-	fmt.Fprintf(h, "chart=%s\ngeneration=%d\nvalues=%s\ninstall=%t\ncrds=%s\ncapabilities=%s\nlimits=%+v\n",
-		st.chart.Status.Artifact.Digest, obj.Generation, helmrender.ConfigDigest(st.values),
-		st.installing, st.crds, st.capsDigest, r.helmLimits())
-	st.key = hex.EncodeToString(h.Sum(nil))
-	r.mu.Lock()
-	cached := r.cache[client.ObjectKeyFromObject(obj)]
-	r.mu.Unlock()
-	if cached != st.key || obj.Status.RenderedArtifact == nil {
+	st.inputs = renderInputs(obj, st)
+	a := obj.Status.RenderedArtifact
+	if a == nil || a.Metadata[helmv2.ArtifactInputsDigestKey] != st.inputs {
 		return nil
 	}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c == nil ||
-		c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
-		return nil
-	}
-	if err := r.Storage.Verify(obj.Status.RenderedArtifact); err != nil {
+	if err := r.Storage.Verify(a); err != nil {
 		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
 		return nil
 	}
+	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
+		// Back from a failure or a wait to the inputs of the stored
+		// render: it is the render again.
+		msg := fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
+			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision)
+		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
+		if st.recovered && r.announce(obj, a.Digest+"@"+a.Revision) {
+			r.recordRendered(obj, msg, "")
+		}
+	}
 	return plumbreconcile.ErrStop
+}
+
+// renderInputs is "sha256:<hex>" of everything a render depends on but the
+// install state: the chart artifact, the merged values (config digest),
+// the release name and namespace, both CRD policies and the
+// post-renderers. The capabilities are left out, as the install state is:
+// Helm and Flux evaluate them when a release is made for another reason,
+// and a CRD added anywhere in the cluster (often by the chart's own crds/)
+// must not make every HelmRelease a new release. The controller's limits
+// are left out too: they decide whether a render is refused, not what it
+// is. format names this list;
+// changing the list changes it, which renders everything once again.
+func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
+	b, _ := json.Marshal(struct {
+		Format        int                   `json:"format"`
+		Chart         string                `json:"chart"`
+		Config        string                `json:"config"`
+		Release       string                `json:"release"`
+		Namespace     string                `json:"namespace"`
+		InstallCRDs   string                `json:"installCRDs"`
+		UpgradeCRDs   string                `json:"upgradeCRDs"`
+		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
+		Capabilities  string                `json:"capabilities"`
+	}{
+		Format:        1,
+		Chart:         st.chart.Status.Artifact.Digest,
+		Config:        helmrender.ConfigDigest(st.values),
+		Release:       obj.GetReleaseName(),
+		Namespace:     obj.GetReleaseNamespace(),
+		InstallCRDs:   obj.GetInstallCRDs(),
+		UpgradeCRDs:   obj.GetUpgradeCRDs(),
+		PostRenderers: obj.Spec.PostRenderers,
+	})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // reconcileChartDownload fetches the chart's .tgz with retries, within
@@ -698,10 +730,10 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 
 // reconcileHelmStore writes the manifests to
 // helmrelease/<ns>/<name>/<digest>.yaml, sets status.renderedArtifact
-// (revision: the chart version; metadata: chart name, chart version and
-// config digest), keeps the newest --artifact-retention-records files and
-// remembers the cache key. Sets Rendered=False (ArtifactFailed) when
-// storing fails.
+// (revision: the chart version; metadata: chart name, chart version,
+// config digest and inputs digest) and keeps the newest
+// --artifact-retention-records files. Sets Rendered=False (ArtifactFailed)
+// when storing fails.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	ref := helmStorageRef(client.ObjectKeyFromObject(obj))
 	res := st.result
@@ -710,12 +742,13 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		helmv2.ArtifactChartNameKey:    res.ChartName,
 		helmv2.ArtifactChartVersionKey: res.ChartVersion,
 		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+		helmv2.ArtifactInputsDigestKey: st.inputs,
 	}
 	prev := obj.Status.RenderedArtifact
 	if prev.HasDigest(digest) && prev.HasRevision(res.ChartVersion) && r.Storage.Verify(prev) == nil {
 		// Same bytes of the same chart version: keep the artifact and its
-		// lastUpdateTime; only values that render the same changed, if
-		// anything, and the config digest says so.
+		// lastUpdateTime; only inputs that render the same changed, if
+		// anything, and the metadata says so.
 		if !maps.Equal(prev.Metadata, md) {
 			a := prev.DeepCopy()
 			a.Metadata = md
@@ -734,12 +767,6 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
 	}
-	r.mu.Lock()
-	if r.cache == nil {
-		r.cache = map[types.NamespacedName]string{}
-	}
-	r.cache[client.ObjectKeyFromObject(obj)] = st.key
-	r.mu.Unlock()
 	return nil
 }
 
@@ -752,14 +779,24 @@ func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *he
 	msg := fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision)
 	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
 	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
-			events.WithRevision(a.Revision),
-			events.WithMetadata(map[string]string{
-				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,
-				helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey],
-			}))
+		r.recordRendered(obj, msg, fmt.Sprint(n))
 	}
 	return nil
+}
+
+// recordRendered records the Rendered event of obj's render; objects is
+// its object count, when known.
+func (r *HelmReleaseReconciler) recordRendered(obj *helmv2.HelmRelease, msg, objects string) {
+	a := obj.Status.RenderedArtifact
+	md := map[string]string{
+		"digest": a.Digest, "url": a.URL,
+		helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey],
+	}
+	if objects != "" {
+		md["objects"] = objects
+	}
+	r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
+		events.WithRevision(a.Revision), events.WithMetadata(md))
 }
 
 // helmOwnedStatus is the part of a HelmRelease's status this controller
@@ -812,11 +849,10 @@ func (r *HelmReleaseReconciler) announce(obj *helmv2.HelmRelease, render string)
 	return true
 }
 
-// forget drops what is kept for a deleted object: its cache entries,
+// forget drops what is kept for a deleted object: its memory entries,
 // metric series and artifact folder.
 func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
-	delete(r.cache, key)
 	delete(r.announced, key)
 	delete(r.charts, key)
 	r.mu.Unlock()

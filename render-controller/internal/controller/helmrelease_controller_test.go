@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +28,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/helmrender"
 )
 
@@ -302,10 +305,12 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	g.Expect(body).To(ContainSubstring("namespace: apps"))
 	a := hr.Status.RenderedArtifact
 	g.Expect(a.Revision).To(Equal("1.2.3"))
+	g.Expect(a.Metadata).To(HaveKeyWithValue(helmv2.ArtifactInputsDigestKey, MatchRegexp(`^sha256:[0-9a-f]{64}$`)))
 	g.Expect(a.Metadata).To(Equal(map[string]string{
 		helmv2.ArtifactChartNameKey:    "values",
 		helmv2.ArtifactChartVersionKey: "1.2.3",
 		helmv2.ArtifactConfigDigestKey: helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
+		helmv2.ArtifactInputsDigestKey: a.Metadata[helmv2.ArtifactInputsDigestKey],
 	}))
 	g.Expect(a.Path).To(Equal(fmt.Sprintf("helmrelease/%s/app/%s.yaml", ns, hexOf(a.Digest))))
 	g.Expect(hrRendered(hr).Message).To(Equal(`rendered 1 objects from chart values version "1.2.3"`))
@@ -321,20 +326,40 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	setChartArtifact(t, ns, chartName, "1.2.3", valuesChart(t, "1.2.3", "greeting: default\nsize: 1\n"))
 	waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
 
-	// sync-controller records a deployed release: the next render is an
-	// upgrade.
-	live := getHR(g, ns, "app")
+	// The same chart artifact after the HelmChart's new generation: the
+	// stored render stays.
+	g.Expect(getHR(g, ns, "app").Status.RenderedArtifact.Digest).To(Equal(a.Digest))
+
+	// sync-controller records a deployed release; the next render (for new
+	// values) is an upgrade.
+	markDeployed(t, ns, "app")
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = jsonValues(t, map[string]any{"greeting": "again"}) })
+	waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, install string) {
+		g.Expect(v).To(HaveKeyWithValue("greeting", "again"))
+		g.Expect(install).To(Equal("false"))
+	})
+}
+
+// markDeployed records the HelmRelease's rendered artifact as its deployed
+// release in status.history, as sync-controller does after the install.
+func markDeployed(t *testing.T, ns, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	live := getHR(g, ns, name)
+	a := live.Status.RenderedArtifact
+	g.Expect(a).NotTo(BeNil())
 	patch := client.MergeFrom(live.DeepCopy())
 	now := metav1.Now()
 	live.Status.History = []helmv2.Snapshot{{
-		Version: 1, Name: "apps-app", Namespace: "apps", ChartName: "values", ChartVersion: "1.2.3",
+		Version: 1, Name: live.GetReleaseName(), Namespace: live.GetReleaseNamespace(),
+		ChartName: a.Metadata[helmv2.ArtifactChartNameKey], ChartVersion: a.Revision,
 		ConfigDigest: a.Metadata[helmv2.ArtifactConfigDigestKey], Digest: a.Digest,
 		FirstDeployed: now, LastDeployed: now, Status: helmv2.ReleaseStatusDeployed,
 	}}
 	g.Expect(k8s.Status().Patch(context.Background(), live, patch)).To(Succeed())
-	waitHRValues(t, ns, "app", func(g Gomega, _ map[string]any, install string) {
-		g.Expect(install).To(Equal("false"))
-	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(installing(getHR(g, ns, name))).To(BeFalse())
+	}, timeout, poll).Should(Succeed())
 }
 
 // spec.chartRef: an existing HelmChart is rendered and never deleted.
@@ -485,7 +510,7 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 		g.Expect(v).To(HaveKeyWithValue("greeting", "first"))
 	})
 	key := types.NamespacedName{Namespace: ns, Name: "app"}
-	renders := helmRec.Renders(key)
+	renders := settledRenders(t, key)
 
 	// Nothing changed: a requested reconcile renders nothing.
 	reconciles := helmRec.count(key).reconciles.Load()
@@ -503,21 +528,29 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 		NotTo(Equal(first.Status.RenderedArtifact.Metadata[helmv2.ArtifactConfigDigestKey]))
 	g.Expect(helmRec.Renders(key)).To(Equal(renders + 1))
 
-	// A Secret of valuesFrom created later, then changed: each re-renders.
+	// A Secret of valuesFrom created later, then changed: Secrets are not
+	// watched (render-controller may not list or watch them), so each is
+	// read at the next reconcile, here requested by the annotation.
 	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
 		s.ValuesFrom = append(s.ValuesFrom, helmv2.ValuesReference{Kind: "Secret", Name: "late", ValuesKey: "v", TargetPath: "token"})
 	})
 	waitHR(t, ns, "app", metav1.ConditionFalse, helmv2.ValuesFailedReason)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}, StringData: map[string]string{"v": "one"}}
 	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	requestHRReconcile(t, ns, "app")
 	waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
 		g.Expect(v).To(HaveKeyWithValue("token", "one"))
 	})
+	renders = helmRec.Renders(key)
 	secret.StringData = map[string]string{"v": "two"}
 	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
-	waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
+	requestHRReconcile(t, ns, "app")
+	third, _ := waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
 		g.Expect(v).To(HaveKeyWithValue("token", "two"))
 	})
+	g.Expect(helmRec.Renders(key)).To(Equal(renders + 1))
+	g.Expect(published.of(ns, "app", kustomizev1.RenderedReason)).To(ContainElement(
+		HaveField("Metadata", HaveKeyWithValue("digest", third.Status.RenderedArtifact.Digest))), "the new render is announced")
 }
 
 // A chart artifact whose bytes are not the announced digest is refused.
@@ -589,8 +622,24 @@ data:
 		return err
 	}, timeout, poll).Should(Succeed(), "the API server serves the CRD")
 
+	// New capabilities alone make no new release, as in Helm and Flux: a
+	// reconcile serves the same render...
+	before := hr.Status.RenderedArtifact.Digest
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	renders := settledRenders(t, key)
+	reconciles := helmRec.count(key).reconciles.Load()
+	requestHRReconcile(t, ns, "app")
+	g.Eventually(func() int64 { return helmRec.count(key).reconciles.Load() }, timeout, poll).Should(BeNumerically(">", reconciles))
+	g.Consistently(func(g Gomega) {
+		hr := getHR(g, ns, "app")
+		g.Expect(hr.Status.RenderedArtifact.Digest).To(Equal(before))
+		g.Expect(hrRendered(hr).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(helmRec.Renders(key)).To(Equal(renders), "new capabilities alone rendered again")
+	}, time.Second, poll).Should(Succeed())
+
+	// ...and the next render made for another reason (new values) sees them.
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = jsonValues(t, map[string]any{"bump": 1}) })
 	g.Eventually(func(g Gomega) {
-		requestHRReconcile(t, ns, "app")
 		hr := getHR(g, ns, "app")
 		g.Expect(download(t, hr.Status.RenderedArtifact)).To(ContainSubstring(`widgets: "true"`))
 	}, timeout, time.Second).Should(Succeed())
@@ -646,9 +695,18 @@ metadata:
 		return reasons
 	}, timeout, poll).Should(ContainElement(c.Reason), "an error event with the render's reason")
 
-	// Fixed: a good render again, announced.
+	// Fixed: back to the inputs of the good render, which is served again
+	// without rendering, and announced again.
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	renders := settledRenders(t, key)
+	announced := len(published.of(ns, "app", kustomizev1.RenderedReason))
 	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = nil })
-	waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	fixed := waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	g.Expect(fixed.Status.RenderedArtifact).To(Equal(good.Status.RenderedArtifact))
+	g.Expect(hrRendered(fixed).Message).To(Equal(`serving the render of chart fragile version "1.0.0": its chart, values and spec are unchanged`))
+	g.Expect(helmRec.Renders(key)).To(Equal(renders))
+	g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).
+		Should(HaveLen(announced + 1))
 }
 
 // Deleting the HelmRelease deletes its HelmChart and rendered artifacts;
@@ -805,17 +863,9 @@ spec:
 	g.Expect(body).To(ContainSubstring("name: custom-name"))
 	g.Expect(body).To(ContainSubstring("image: nginx:2.0"), "the post-renderer's image")
 
-	// Deployed: the upgrade's default policy skips crds/.
-	live := getHR(g, ns, "app")
-	patch := client.MergeFrom(live.DeepCopy())
-	now := metav1.Now()
-	a := live.Status.RenderedArtifact
-	live.Status.History = []helmv2.Snapshot{{
-		Version: 1, Name: "custom-name", Namespace: ns, ChartName: "withcrds", ChartVersion: "1.0.0",
-		ConfigDigest: a.Metadata[helmv2.ArtifactConfigDigestKey], Digest: a.Digest,
-		FirstDeployed: now, LastDeployed: now, Status: helmv2.ReleaseStatusDeployed,
-	}}
-	g.Expect(k8s.Status().Patch(context.Background(), live, patch)).To(Succeed())
+	// Deployed, then new values: the upgrade's default policy skips crds/.
+	markDeployed(t, ns, "app")
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = jsonValues(t, map[string]any{"any": "change"}) })
 	g.Eventually(func(g Gomega) {
 		hr := getHR(g, ns, "app")
 		g.Expect(hrRendered(hr).Status).To(Equal(metav1.ConditionTrue))
@@ -835,4 +885,136 @@ spec:
 		g.Expect(body).To(ContainSubstring("name: gadgets." + group))
 		g.Expect(body).NotTo(ContainSubstring(kustomizev1.SSAAnnotation))
 	}, timeout, poll).Should(Succeed())
+}
+
+// The move from install to upgrade alone renders nothing — not when
+// sync-controller marks the install deployed, not at the next reconcile,
+// not after a restart — since the install render of a chart with crds/ or
+// .Release.IsInstall would differ and be released again as an upgrade.
+// The next render made for another reason (new values) is an upgrade.
+func TestHelmReleaseInstallToUpgradeDoesNotRerender(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	group := strings.ReplaceAll(ns, "-", "") + ".upgrade.plumb.dev"
+	helmChartObject(t, ns, "chart")
+	setChartArtifact(t, ns, "chart", "1.0.0", testChart(t, "values", "1.0.0", map[string]string{
+		"values.yaml": "greeting: chart\n",
+		"crds/thing.yaml": fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: things, singular: thing, kind: Thing, listKind: ThingList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, group),
+		"templates/values.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-values
+data:
+  values: {{ toJson .Values | quote }}
+  install: {{ .Release.IsInstall | quote }}
+  upgrade: {{ .Release.IsUpgrade | quote }}
+`,
+	}))
+	helmRelease(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.Chart = nil
+		s.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "chart"}
+	})
+	installed, body := waitHRValues(t, ns, "app", func(g Gomega, _ map[string]any, install string) {
+		g.Expect(install).To(Equal("true"))
+	})
+	g.Expect(body).To(ContainSubstring("name: things." + group))
+	g.Expect(body).To(ContainSubstring(kustomizev1.SSAAnnotation + ": " + kustomizev1.IfNotPresentValue))
+	a := installed.Status.RenderedArtifact
+	g.Expect(a.Metadata).To(HaveKeyWithValue(helmv2.ArtifactInputsDigestKey, HavePrefix("sha256:")))
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	renders := settledRenders(t, key)
+	g.Expect(published.of(ns, "app", kustomizev1.RenderedReason)).To(HaveLen(1))
+
+	// unchanged asserts that the install's render is still the one served
+	// and announced.
+	unchanged := func(g Gomega) {
+		hr := getHR(g, ns, "app")
+		g.Expect(hr.Status.RenderedArtifact).To(Equal(a))
+		g.Expect(hrRendered(hr).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(published.of(ns, "app", kustomizev1.RenderedReason)).To(HaveLen(1), "no new Rendered event")
+		g.Expect(storage.Verify(a)).To(Succeed())
+	}
+
+	// sync-controller marks the install deployed, then a reconcile is
+	// requested: nothing is rendered.
+	markDeployed(t, ns, "app")
+	reconciles := helmRec.count(key).reconciles.Load()
+	requestHRReconcile(t, ns, "app")
+	g.Eventually(func() int64 { return helmRec.count(key).reconciles.Load() }, timeout, poll).Should(BeNumerically(">", reconciles))
+	g.Consistently(func(g Gomega) {
+		unchanged(g)
+		g.Expect(helmRec.Renders(key)).To(Equal(renders))
+	}, time.Second, poll).Should(Succeed())
+
+	// A spec change that is no input of the render (the interval) renders
+	// nothing either; Rendered speaks for the new generation.
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Interval = metav1.Duration{Duration: 2 * time.Hour} })
+	waitHR(t, ns, "app", metav1.ConditionTrue, kustomizev1.RenderSucceededReason)
+	g.Expect(helmRec.Renders(key)).To(Equal(renders))
+	unchanged(g)
+
+	// A restart: a new reconciler, with nothing in memory, over the same
+	// storage, reconciles the deployed HelmRelease and renders nothing.
+	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	fresh := &HelmReleaseReconciler{
+		Client:       k8s,
+		Storage:      storage,
+		Events:       helmRec.Events,
+		Metrics:      NewHelmReleaseMetrics(prometheus.NewRegistry()),
+		Capabilities: &Capabilities{Discovery: disc, TTL: time.Hour},
+		HelmLimits:   testHelmLimits,
+		RenderLimits: testRenderLimits,
+	}
+	_, err = fresh.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fresh.Renders(key)).To(BeZero(), "the restarted controller renders nothing")
+	g.Expect(fresh.count(key).reconciles.Load()).To(Equal(int64(1)))
+	unchanged(g)
+
+	// New values: a render for another reason, which is an upgrade —
+	// .Release.IsUpgrade, and upgrade.crds (Skip) leaves crds/ out.
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) { s.Values = jsonValues(t, map[string]any{"greeting": "upgraded"}) })
+	upgraded, body := waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, install string) {
+		g.Expect(v).To(HaveKeyWithValue("greeting", "upgraded"))
+		g.Expect(install).To(Equal("false"))
+	})
+	g.Expect(body).To(ContainSubstring(`upgrade: "true"`))
+	g.Expect(body).NotTo(ContainSubstring("things." + group))
+	g.Expect(upgraded.Status.RenderedArtifact.Digest).NotTo(Equal(a.Digest))
+	g.Expect(upgraded.Status.RenderedArtifact.Metadata[helmv2.ArtifactInputsDigestKey]).
+		NotTo(Equal(a.Metadata[helmv2.ArtifactInputsDigestKey]))
+	g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).
+		Should(HaveLen(2), "the upgrade's render is announced once")
+}
+
+// settledRenders returns the count of renders of key once it stops moving:
+// a reconcile queued before the first render's status reached the cache
+// (by the HelmChart or ConfigMap watch) renders the same inputs once more,
+// which is harmless (the same digest) but must not be counted against what
+// a test does next.
+func settledRenders(t *testing.T, key types.NamespacedName) int64 {
+	t.Helper()
+	var n int64
+	NewWithT(t).Eventually(func() bool {
+		before := helmRec.Renders(key)
+		time.Sleep(3 * poll)
+		n = helmRec.Renders(key)
+		return n == before
+	}, timeout, poll).Should(BeTrue(), "renders of %s did not settle", key)
+	return n
 }
