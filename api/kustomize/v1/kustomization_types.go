@@ -95,6 +95,7 @@ const (
 	HookDeletePolicyAnnotation = "plumb.dev/hook-delete-policy"
 	DisabledValue              = "disabled"
 	EnabledValue               = "enabled"
+
 	// SSAAnnotation set to IfNotPresentValue makes sync-controller create
 	// the object when it does not exist and never change an existing one:
 	// no update, no drift correction or report (Flux's
