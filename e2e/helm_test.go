@@ -212,10 +212,14 @@ func TestHelmReleaseFromAChartRepository(t *testing.T) {
 
 	// New values in the Secret: a new release of the same chart version,
 	// with a new values digest and the pre-upgrade hook run again.
+	// render-controller does not watch Secrets (that would need list and
+	// watch on every Secret of the cluster): it reads them at the next
+	// reconcile, which `plumb reconcile` requests now.
 	secret := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: "hello-values"}, secret)).To(Succeed())
 	secret.Data["values.yaml"] = []byte("greeting: Hello from a changed Secret\n")
 	g.Expect(env.Client.Update(ctx, secret)).To(Succeed())
+	s.plumb("reconcile", "helmrelease", "hello", "-n", s.ns)
 	g.Eventually(func(g Gomega) {
 		got := &helmv2.HelmRelease{}
 		g.Expect(env.Client.Get(ctx, s.key, got)).To(Succeed())
