@@ -156,7 +156,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer charts.Close()
 	g.Expect(charts.Add(testhelm.Chart{Name: "hello", Version: "1.0.0", Files: testhelm.Files{
-		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  token: {{ .Values.token | default \"none\" | quote }}\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  token: {{ .Values.token | default \"none\" | quote }}\n",
 	}})).To(Succeed())
 
 	sourceAddr, renderAddr, receiverAddr := freeAddr(t), freeAddr(t), freeAddr(t)
@@ -200,7 +200,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		// render-controller creates its HelmChart and reads its values;
 		// sync-controller applies the render.
 		&helmv2.HelmRelease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-spec"},
 			Spec: helmv2.HelmReleaseSpec{
 				Interval: metav1.Duration{Duration: time.Hour},
 				Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
@@ -280,6 +280,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		&sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}},
 		&sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
 		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
+		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-spec"}},
 	} {
 		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}
@@ -297,10 +298,12 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	var settings corev1.ConfigMap
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &settings)).To(Succeed())
 	g.Expect(settings.Data).To(Equal(map[string]string{"greeting": "hello", "token": "t0ken"}))
-	// The HelmRelease's ConfigMap, with its value from the Secret.
-	var hello corev1.ConfigMap
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, &hello)).To(Succeed())
-	g.Expect(hello.Data).To(Equal(map[string]string{"token": "t0ken"}))
+	// The ConfigMap of the HelmRelease of spec.chart (its HelmChart made
+	// by render-controller), with its value from the Secret, applied by
+	// sync-controller.
+	var fromSpec corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-spec"}, &fromSpec)).To(Succeed())
+	g.Expect(fromSpec.Data).To(Equal(map[string]string{"token": "t0ken"}))
 
 	// A webhook call: notification-controller lists the GitRepositories and
 	// annotates them, then source-controller handles the request.
