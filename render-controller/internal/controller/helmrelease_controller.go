@@ -271,17 +271,14 @@ func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.He
 				return ""
 			},
 			EventOptions: func(obj *helmv2.HelmRelease) []events.Option {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return []events.Option{events.WithRevision(a.Revision)}
-				}
-				return nil
+				return plumbreconcile.ArtifactRevision(obj.Status.RenderedArtifact)
 			},
 			Suspended: func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend },
 			ArtifactSize: func(obj *helmv2.HelmRelease) *int64 {
-				if obj.Status.RenderedArtifact == nil {
-					return nil
-				}
-				return obj.Status.RenderedArtifact.Size
+				return plumbreconcile.ArtifactSize(obj.Status.RenderedArtifact)
+			},
+			Finalizer: plumbreconcile.Finalizer[*helmv2.HelmRelease]{
+				Client: r.Client, FieldManager: FieldManager, Name: Finalizer, Finalize: r.finalize,
 			},
 		}
 	})
@@ -300,18 +297,8 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
-	if !obj.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, obj)
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 
 	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -338,10 +325,10 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // finalize deletes the HelmChart this HelmRelease owns and its rendered
 // artifacts, then lets the object go. A HelmChart it does not own (a
 // chartRef) is left alone.
-func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) (ctrl.Result, error) {
+func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
 	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	keys := []types.NamespacedName{}
 	if obj.Spec.Chart != nil {
@@ -352,11 +339,10 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 	}
 	for _, k := range keys {
 		if err := r.deleteOwnedChart(ctx, obj, k); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
-	err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
-	return ctrl.Result{}, client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
 // reconcileChart settles which HelmChart is rendered and records it in

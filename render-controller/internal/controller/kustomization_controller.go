@@ -209,17 +209,14 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 				return ""
 			},
 			EventOptions: func(obj *kustomizev1.Kustomization) []events.Option {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return []events.Option{events.WithRevision(a.Revision)}
-				}
-				return nil
+				return plumbreconcile.ArtifactRevision(obj.Status.RenderedArtifact)
 			},
 			Suspended: func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend },
 			ArtifactSize: func(obj *kustomizev1.Kustomization) *int64 {
-				if obj.Status.RenderedArtifact == nil {
-					return nil
-				}
-				return obj.Status.RenderedArtifact.Size
+				return plumbreconcile.ArtifactSize(obj.Status.RenderedArtifact)
+			},
+			Finalizer: plumbreconcile.Finalizer[*kustomizev1.Kustomization]{
+				Client: r.Client, FieldManager: FieldManager, Name: Finalizer, Finalize: r.finalize,
 			},
 		}
 	})
@@ -239,25 +236,8 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
-	if !obj.DeletionTimestamp.IsZero() {
-		// The rendered artifacts go with the object, even when it is deleted
-		// while this controller is down: the finalizer waits for us.
-		r.forget(req.NamespacedName)
-		if controllerutil.ContainsFinalizer(obj, Finalizer) {
-			err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		return ctrl.Result{}, nil
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 
 	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -282,6 +262,17 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.announce(obj, "")
 	}
 	return result, err
+}
+
+// finalize deletes the rendered artifacts, which go with the object even
+// when it is deleted while this controller is down (the finalizer waits
+// for us), then lets the object go.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	r.forget(client.ObjectKeyFromObject(obj))
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
 // reconcileSource reads the GitRepository of spec.sourceRef. Sets
