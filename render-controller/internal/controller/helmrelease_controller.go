@@ -251,36 +251,13 @@ type helmState struct {
 // watched).
 func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
 	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*helmv2.HelmRelease]{
-			Condition:       kustomizev1.RenderedCondition,
-			Partial:         true,
-			SucceededReason: kustomizev1.RenderSucceededReason,
-			DefaultReason:   meta.FailedReason,
-			Events:          r.Events,
-			Metrics:         r.Metrics,
-			WriteStatus:     r.applyStatus,
-			Succeeded: func(obj *helmv2.HelmRelease) string {
-				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
-			},
-			Interval:      func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
-			RetryInterval: func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
-			Keeping: func(obj *helmv2.HelmRelease) string {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return fmt.Sprintf(" (still serving the render of chart version %q)", a.Revision)
-				}
-				return ""
-			},
-			EventOptions: func(obj *helmv2.HelmRelease) []events.Option {
-				return plumbreconcile.ArtifactRevision(obj.Status.RenderedArtifact)
-			},
-			Suspended: func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *helmv2.HelmRelease) *int64 {
-				return plumbreconcile.ArtifactSize(obj.Status.RenderedArtifact)
-			},
-			Finalizer: plumbreconcile.Finalizer[*helmv2.HelmRelease]{
-				Client: r.Client, FieldManager: FieldManager, Name: Finalizer, Finalize: r.finalize,
-			},
-		}
+		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "chart version",
+			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk.DefaultReason = meta.FailedReason
+		r.sk.WriteStatus = r.applyStatus
+		r.sk.Interval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.Suspended = func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
 }

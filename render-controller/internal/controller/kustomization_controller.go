@@ -189,36 +189,13 @@ const Finalizer = "render.plumb.dev/finalizer"
 // every failure message says which render is still served.
 func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomizev1.Kustomization] {
 	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*kustomizev1.Kustomization]{
-			Condition:       kustomizev1.RenderedCondition,
-			Partial:         true,
-			SucceededReason: kustomizev1.RenderSucceededReason,
-			DefaultReason:   meta.ArtifactFailedReason,
-			Events:          r.Events,
-			Metrics:         r.Metrics,
-			WriteStatus:     r.applyStatus,
-			Succeeded: func(obj *kustomizev1.Kustomization) string {
-				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
-			},
-			Interval:      func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration },
-			RetryInterval: func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration },
-			Keeping: func(obj *kustomizev1.Kustomization) string {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return fmt.Sprintf(" (still serving the render of revision %q)", a.Revision)
-				}
-				return ""
-			},
-			EventOptions: func(obj *kustomizev1.Kustomization) []events.Option {
-				return plumbreconcile.ArtifactRevision(obj.Status.RenderedArtifact)
-			},
-			Suspended: func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *kustomizev1.Kustomization) *int64 {
-				return plumbreconcile.ArtifactSize(obj.Status.RenderedArtifact)
-			},
-			Finalizer: plumbreconcile.Finalizer[*kustomizev1.Kustomization]{
-				Client: r.Client, FieldManager: FieldManager, Name: Finalizer, Finalize: r.finalize,
-			},
-		}
+		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "revision",
+			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk.DefaultReason = meta.ArtifactFailedReason
+		r.sk.WriteStatus = r.applyStatus
+		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
+		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
 }
