@@ -789,11 +789,7 @@ func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *he
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	status, err := plumbreconcile.ToStatusMap(&owned)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+	return applyOwnedStatus(ctx, r.Client, obj, &owned)
 }
 
 // announce records that the render is the one announced for obj and

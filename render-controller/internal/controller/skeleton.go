@@ -45,3 +45,13 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, ev *events.Recorde
 		},
 	}
 }
+
+// applyOwnedStatus server-side-applies owned, the part of obj's status
+// render-controller owns, as FieldManager.
+func applyOwnedStatus(ctx context.Context, c client.Client, obj client.Object, owned any) error {
+	status, err := plumbreconcile.ToStatusMap(owned)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, status))
+}
