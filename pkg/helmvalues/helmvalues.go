@@ -3,7 +3,6 @@ package helmvalues
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	"plumb.dev/pkg/yamlsize"
 )
 
 // Limits bound what one merge reads. Zero fields take the defaults.
@@ -181,7 +181,7 @@ func (m *merger) parse(where string, data []byte, secret bool) (map[string]any, 
 	if err := yamlv3.Unmarshal(data, &node); err != nil {
 		return nil, yamlErr(where, err, secret)
 	}
-	if _, err := expandedSize(&node, m.limits.MaxNodes); err != nil {
+	if _, err := yamlsize.Expanded(&node, m.limits.MaxNodes); err != nil {
 		return nil, &LimitError{fmt.Sprintf("%s: %v", where, err)}
 	}
 	var doc map[string]any
@@ -221,42 +221,3 @@ func setPath(values map[string]any, path, value string) error {
 var escaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `{`, `\{`)
 
 func escape(v string) string { return escaper.Replace(v) }
-
-// expandedSize counts the nodes of n as they are after alias expansion,
-// without expanding anything: an anchored node's size is computed once and
-// every alias of it costs that size. It stops once the count passes max.
-func expandedSize(n *yamlv3.Node, max int64) (int64, error) {
-	memo := map[*yamlv3.Node]int64{}
-	var size func(n *yamlv3.Node, depth int) (int64, error)
-	size = func(n *yamlv3.Node, depth int) (int64, error) {
-		if depth > maxDepth {
-			return 0, fmt.Errorf("values nested deeper than %d levels", maxDepth)
-		}
-		if n.Kind == yamlv3.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		if v, ok := memo[n]; ok {
-			if v < 0 {
-				return 0, errors.New("a YAML alias refers to a node that contains it")
-			}
-			return v, nil
-		}
-		memo[n] = -1
-		total := int64(1)
-		for _, c := range n.Content {
-			v, err := size(c, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			if total += v; total > max {
-				return 0, fmt.Errorf("more than %d YAML nodes once aliases are expanded (--max-yaml-nodes)", max)
-			}
-		}
-		memo[n] = total
-		return total, nil
-	}
-	return size(n, 0)
-}
-
-// maxDepth bounds nesting; no values file comes near it.
-const maxDepth = 1000

@@ -88,8 +88,11 @@ type Controller[T Object] struct {
 	// the same news on every attempt; only its volatile details differ.)
 	EventMessage func(error) (string, []events.Option)
 	// Suspended and ArtifactSize feed the metrics; nil is false and none.
+	// A suspended object is not reconciled (Start).
 	Suspended    func(T) bool
 	ArtifactSize func(T) *int64
+	// Finalizer is what Start does for the controller's finalizer.
+	Finalizer Finalizer[T]
 }
 
 // Run runs the steps in order, stopping at the first error (or ErrStop),

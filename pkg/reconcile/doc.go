@@ -70,6 +70,9 @@
 //
 // SetFinalizer adds and removes a controller's finalizer by server-side
 // apply, so two controllers finalizing one object never drop each other's.
+// Controller.Start, the beginning of every reconcile once the object is
+// read, uses it: a deleted object is handed to the Finalizer's Finalize, a
+// live one gets the finalizer, a suspended one is only recorded.
 //
 // # What Plumb keeps of its own
 //

@@ -18,6 +18,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/yamlsize"
 )
 
 // The pieces below let another renderer (pkg/helmrender, which renders Helm
@@ -87,7 +88,7 @@ func parseStream(source string, data []byte, maxNodes int64) parsedStream {
 			}
 			return p
 		}
-		n, err := expandedSize(&doc, maxNodes)
+		n, err := yamlsize.Expanded(&doc, maxNodes)
 		if err != nil {
 			p.err = limitErr("%s: %v", source, err)
 			return p

@@ -21,6 +21,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/yamlsize"
 )
 
 // SubstituteAnnotation, set to "disabled" as an annotation or label on an
@@ -347,7 +348,7 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 			}
 			// A value may bring aliases of its own; bound them before the
 			// conversion below expands them.
-			if _, err := expandedSize(parsed.YNode(), limits.MaxNodes); err != nil {
+			if _, err := yamlsize.Expanded(parsed.YNode(), limits.MaxNodes); err != nil {
 				return rendered{}, limitErr("%s after substitution: %v", describe(node), err)
 			}
 			if text, err = canonicalYAML(parsed); err != nil {

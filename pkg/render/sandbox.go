@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"plumb.dev/pkg/yamlsize"
 )
 
 // sandboxFS is the only filesystem kustomize sees during a build. It wraps
@@ -298,7 +300,7 @@ func (s *sandboxFS) parse(rel string, data []byte) ([]*kyaml.Node, error) {
 			}
 			return nil, nil
 		}
-		n, err := expandedSize(&doc, s.limits.MaxNodes)
+		n, err := yamlsize.Expanded(&doc, s.limits.MaxNodes)
 		if err != nil {
 			return nil, limitErr("%s: %v", rel, err)
 		}
@@ -323,50 +325,6 @@ func (s *sandboxFS) chargeYAML(rel string, nodes int64) error {
 	}
 	return nil
 }
-
-// expandedSize counts the nodes of n as they are after alias expansion,
-// without expanding anything: each anchored node's size is computed once
-// and an alias costs that size. It stops early once the count passes max.
-func expandedSize(n *kyaml.Node, max int64) (int64, error) {
-	memo := map[*kyaml.Node]int64{}
-	var size func(n *kyaml.Node, depth int) (int64, error)
-	size = func(n *kyaml.Node, depth int) (int64, error) {
-		if depth > maxYAMLDepth {
-			return 0, fmt.Errorf("YAML nested deeper than %d levels", maxYAMLDepth)
-		}
-		if n.Kind == kyaml.AliasNode {
-			if n.Alias == nil {
-				return 1, nil
-			}
-			n = n.Alias
-		}
-		if v, ok := memo[n]; ok {
-			if v < 0 {
-				return 0, errors.New("a YAML alias refers to a node that contains it")
-			}
-			return v, nil
-		}
-		memo[n] = -1
-		total := int64(1)
-		for _, c := range n.Content {
-			v, err := size(c, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			total += v
-			if total > max {
-				return 0, fmt.Errorf("more than %d YAML nodes once aliases are expanded (--max-yaml-nodes)", max)
-			}
-		}
-		memo[n] = total
-		return total, nil
-	}
-	return size(n, 0)
-}
-
-// maxYAMLDepth bounds nesting (the parser's own limit is higher); no
-// Kubernetes object comes near it.
-const maxYAMLDepth = 1000
 
 // topLevelString returns the string value of key in a document's top-level
 // mapping.

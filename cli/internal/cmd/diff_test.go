@@ -101,6 +101,18 @@ spec:
 // Kustomization's status with the artifact, so the cluster starts in sync.
 func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomization, a *meta.Artifact, data []byte, extra ...*unstructured.Unstructured) {
 	t.Helper()
+	applied := applyAsController(ctx, t, appliedKustomization(ks), data)
+	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
+		o.Status.RenderedArtifact = a
+		o.Status.Inventory = inventory.New(append(applied, extra...))
+	})
+}
+
+// applyAsController applies the objects of data that are no hook the way
+// sync-controller applies them for view's object (stamped, server-side
+// apply as plumb-sync), and returns them.
+func applyAsController(ctx context.Context, t *testing.T, view *applied, data []byte) []*unstructured.Unstructured {
+	t.Helper()
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -110,23 +122,20 @@ func syncAsController(ctx context.Context, t *testing.T, ks *kustomizev1.Kustomi
 	if err != nil {
 		t.Fatal(err)
 	}
-	var applied []*unstructured.Unstructured
+	var done []*unstructured.Unstructured
 	for _, o := range objs {
-		if _, hook := o.GetAnnotations()[kustomizev1.HookAnnotation]; hook {
+		if view.isHook(o) {
 			continue
 		}
-		if err := gl.stamp(o, appliedKustomization(ks)); err != nil {
+		if err := gl.stamp(o, view); err != nil {
 			t.Fatal(err)
 		}
 		if err := manage.Apply(ctx, c, o); err != nil {
 			t.Fatalf("applying %s: %v", o.GetName(), err)
 		}
-		applied = append(applied, o)
+		done = append(done, o)
 	}
-	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
-		o.Status.RenderedArtifact = a
-		o.Status.Inventory = inventory.New(append(applied, extra...))
-	})
+	return done
 }
 
 // foreignPatch merge-patches obj as another field manager would (kubectl

@@ -141,15 +141,7 @@ func TestGetKustomizationInDetail(t *testing.T) {
 	r := plumb("get", "kustomization", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
 	got := lines(r.out)
-	field := func(name string) string {
-		for _, l := range got {
-			if v, ok := strings.CutPrefix(l, name+":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-		t.Fatalf("no field %s in\n%s", name, r.out)
-		return ""
-	}
+	field := func(name string) string { return detailField(t, got, name) }
 	g.Expect(field("Name")).To(Equal("app"))
 	g.Expect(field("Source")).To(Equal("GitRepository/" + ns + "/repo https://git.example.com/org/repo.git at " + attempted))
 	g.Expect(field("Path")).To(Equal("./deploy"))
@@ -160,21 +152,7 @@ func TestGetKustomizationInDetail(t *testing.T) {
 	g.Expect(field("Last sync result")).To(Equal("Ready=False HealthCheckFailed: health check failed after 5m"))
 	g.Expect(field("Sync operation")).To(MatchRegexp(`^Failed, wave 2, revision ` + attempted + `, started \d+s ago, finished \d+s ago: Deployment/web did not become healthy$`))
 
-	section := func(title string) [][]string {
-		var out [][]string
-		in := false
-		for _, l := range got {
-			switch {
-			case l == title:
-				in = true
-			case strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
-				in = false
-			case in:
-				out = append(out, strings.Fields(l))
-			}
-		}
-		return out
-	}
+	section := func(title string) [][]string { return detailSection(got, title) }
 	conds := section("CONDITIONS:")
 	g.Expect(conds).To(HaveLen(4), r.String())
 	g.Expect(conds[0]).To(Equal([]string{"TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}))
@@ -224,4 +202,35 @@ func TestGetKustomizationInDetail(t *testing.T) {
 		g.Expect(r.code).To(Equal(ExitError), r.String())
 		g.Expect(r.errOut).To(ContainSubstring("Kustomization nothere not found"))
 	})
+}
+
+// detailField is the value of the field "name:" in the lines of a
+// describe output; the test fails when there is none.
+func detailField(t *testing.T, got []string, name string) string {
+	t.Helper()
+	for _, l := range got {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no field %s in\n%s", name, strings.Join(got, "\n"))
+	return ""
+}
+
+// detailSection is the rows, split into fields, of the section title
+// ("HISTORY:") of a describe output, up to the next section.
+func detailSection(got []string, title string) [][]string {
+	var out [][]string
+	in := false
+	for _, l := range got {
+		switch {
+		case l == title:
+			in = true
+		case strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
+			in = false
+		case in:
+			out = append(out, strings.Fields(l))
+		}
+	}
+	return out
 }

@@ -22,8 +22,6 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/manage"
-	"plumb.dev/pkg/object"
 )
 
 func helmRepo(ns, name string) *sourcev1.HelmRepository {
@@ -185,15 +183,7 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 	r := plumb("get", "helmrelease", "web", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
 	got := lines(r.out)
-	field := func(name string) string {
-		for _, l := range got {
-			if v, ok := strings.CutPrefix(l, name+":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-		t.Fatalf("no field %s in\n%s", name, r.out)
-		return ""
-	}
+	field := func(name string) string { return detailField(t, got, name) }
 	g.Expect(field("Name")).To(Equal("web"))
 	g.Expect(field("Chart")).To(Equal("podinfo 1.x from HelmRepository/podinfo, HelmChart/" + ns + "/" + ns + "-web at 1.3.0, https://charts.example.com/podinfo"))
 	g.Expect(field("Release")).To(Equal(ns + "/web, installed"))
@@ -204,21 +194,7 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 	g.Expect(field("Sync status")).To(Equal("OutOfSync (1 object(s) differ from the chart), driftDetection warn"))
 	g.Expect(field("Last sync result")).To(Equal("Ready=False HealthCheckFailed: health check failed after 5m"))
 
-	section := func(title string) [][]string {
-		var out [][]string
-		in := false
-		for _, l := range got {
-			switch {
-			case l == title:
-				in = true
-			case strings.HasSuffix(l, ":") && !strings.Contains(l, " "):
-				in = false
-			case in:
-				out = append(out, strings.Fields(l))
-			}
-		}
-		return out
-	}
+	section := func(title string) [][]string { return detailSection(got, title) }
 	history := section("HISTORY:")
 	g.Expect(history).To(HaveLen(3), r.String())
 	g.Expect(history[0]).To(Equal([]string{"REVISION", "STATUS", "CHART", "VALUES", "DIGEST", "DEPLOYED"}))
@@ -514,29 +490,7 @@ spec:
 // apply as plumb-sync, hooks left to the sync) and records the inventory.
 func syncHelmAsController(ctx context.Context, t *testing.T, hr *helmv2.HelmRelease, a *meta.Artifact, data []byte, extra ...*unstructured.Unstructured) {
 	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gl := &globals{client: c}
-	objs, err := object.DecodeManifests(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := appliedHelmRelease(hr)
-	var done []*unstructured.Unstructured
-	for _, o := range objs {
-		if view.isHook(o) {
-			continue
-		}
-		if err := gl.stamp(o, view); err != nil {
-			t.Fatal(err)
-		}
-		if err := manage.Apply(ctx, c, o); err != nil {
-			t.Fatalf("applying %s: %v", o.GetName(), err)
-		}
-		done = append(done, o)
-	}
+	done := applyAsController(ctx, t, appliedHelmRelease(hr), data)
 	setStatus(ctx, t, hr, func(o *helmv2.HelmRelease) {
 		o.Status.RenderedArtifact = a
 		o.Status.Inventory = inventory.New(append(done, extra...))

@@ -251,39 +251,13 @@ type helmState struct {
 // watched).
 func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
 	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*helmv2.HelmRelease]{
-			Condition:       kustomizev1.RenderedCondition,
-			Partial:         true,
-			SucceededReason: kustomizev1.RenderSucceededReason,
-			DefaultReason:   meta.FailedReason,
-			Events:          r.Events,
-			Metrics:         r.Metrics,
-			WriteStatus:     r.applyStatus,
-			Succeeded: func(obj *helmv2.HelmRelease) string {
-				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
-			},
-			Interval:      func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
-			RetryInterval: func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration },
-			Keeping: func(obj *helmv2.HelmRelease) string {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return fmt.Sprintf(" (still serving the render of chart version %q)", a.Revision)
-				}
-				return ""
-			},
-			EventOptions: func(obj *helmv2.HelmRelease) []events.Option {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return []events.Option{events.WithRevision(a.Revision)}
-				}
-				return nil
-			},
-			Suspended: func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *helmv2.HelmRelease) *int64 {
-				if obj.Status.RenderedArtifact == nil {
-					return nil
-				}
-				return obj.Status.RenderedArtifact.Size
-			},
-		}
+		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "chart version",
+			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk.DefaultReason = meta.FailedReason
+		r.sk.WriteStatus = r.applyStatus
+		r.sk.Interval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.Suspended = func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
 }
@@ -300,18 +274,8 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
-	if !obj.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, obj)
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 
 	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -338,10 +302,10 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // finalize deletes the HelmChart this HelmRelease owns and its rendered
 // artifacts, then lets the object go. A HelmChart it does not own (a
 // chartRef) is left alone.
-func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) (ctrl.Result, error) {
+func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
 	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	keys := []types.NamespacedName{}
 	if obj.Spec.Chart != nil {
@@ -352,11 +316,10 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 	}
 	for _, k := range keys {
 		if err := r.deleteOwnedChart(ctx, obj, k); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
-	err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
-	return ctrl.Result{}, client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
 // reconcileChart settles which HelmChart is rendered and records it in
@@ -826,11 +789,7 @@ func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *he
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	status, err := plumbreconcile.ToStatusMap(&owned)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+	return applyOwnedStatus(ctx, r.Client, obj, &owned)
 }
 
 // announce records that the render is the one announced for obj and

@@ -810,6 +810,26 @@ func TestHelmReleaseSuspended(t *testing.T) {
 	g.Eventually(func(g Gomega) { getChart(g, ns, ns+"-app") }, timeout, poll).Should(Succeed())
 }
 
+// chartCRD is a file of a chart's crds/ folder: the namespaced
+// CustomResourceDefinition of kind (singular its lower-case name) in group,
+// v1, any content accepted.
+func chartCRD(group, singular, kind string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[2]ss.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: %[2]ss, singular: %[2]s, kind: %[3]s, listKind: %[3]sList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, group, singular, kind)
+}
+
 // The install render takes install.crds (Create by default: the CRDs of
 // crds/ rendered to be created only when missing); once a release is
 // deployed, renders take upgrade.crds (Skip by default). releaseName and
@@ -820,20 +840,7 @@ func TestHelmReleaseCRDPolicyAndPostRenderers(t *testing.T) {
 	group := strings.ReplaceAll(ns, "-", "") + ".crds.plumb.dev"
 	helmChartObject(t, ns, "chart")
 	setChartArtifact(t, ns, "chart", "1.0.0", testChart(t, "withcrds", "1.0.0", map[string]string{
-		"crds/gadget.yaml": fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`, group),
+		"crds/gadget.yaml": chartCRD(group, "gadget", "Gadget"),
 		"templates/deploy.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -899,21 +906,8 @@ func TestHelmReleaseInstallToUpgradeDoesNotRerender(t *testing.T) {
 	group := strings.ReplaceAll(ns, "-", "") + ".upgrade.plumb.dev"
 	helmChartObject(t, ns, "chart")
 	setChartArtifact(t, ns, "chart", "1.0.0", testChart(t, "values", "1.0.0", map[string]string{
-		"values.yaml": "greeting: chart\n",
-		"crds/thing.yaml": fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: things.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: things, singular: thing, kind: Thing, listKind: ThingList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`, group),
+		"values.yaml":     "greeting: chart\n",
+		"crds/thing.yaml": chartCRD(group, "thing", "Thing"),
 		"templates/values.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -189,39 +189,13 @@ const Finalizer = "render.plumb.dev/finalizer"
 // every failure message says which render is still served.
 func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomizev1.Kustomization] {
 	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*kustomizev1.Kustomization]{
-			Condition:       kustomizev1.RenderedCondition,
-			Partial:         true,
-			SucceededReason: kustomizev1.RenderSucceededReason,
-			DefaultReason:   meta.ArtifactFailedReason,
-			Events:          r.Events,
-			Metrics:         r.Metrics,
-			WriteStatus:     r.applyStatus,
-			Succeeded: func(obj *kustomizev1.Kustomization) string {
-				return conditions.GetMessage(obj, kustomizev1.RenderedCondition)
-			},
-			Interval:      func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration },
-			RetryInterval: func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration },
-			Keeping: func(obj *kustomizev1.Kustomization) string {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return fmt.Sprintf(" (still serving the render of revision %q)", a.Revision)
-				}
-				return ""
-			},
-			EventOptions: func(obj *kustomizev1.Kustomization) []events.Option {
-				if a := obj.Status.RenderedArtifact; a != nil {
-					return []events.Option{events.WithRevision(a.Revision)}
-				}
-				return nil
-			},
-			Suspended: func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *kustomizev1.Kustomization) *int64 {
-				if obj.Status.RenderedArtifact == nil {
-					return nil
-				}
-				return obj.Status.RenderedArtifact.Size
-			},
-		}
+		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "revision",
+			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk.DefaultReason = meta.ArtifactFailedReason
+		r.sk.WriteStatus = r.applyStatus
+		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
+		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
+		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
 }
@@ -239,25 +213,8 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
-	if !obj.DeletionTimestamp.IsZero() {
-		// The rendered artifacts go with the object, even when it is deleted
-		// while this controller is down: the finalizer waits for us.
-		r.forget(req.NamespacedName)
-		if controllerutil.ContainsFinalizer(obj, Finalizer) {
-			err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false)
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		return ctrl.Result{}, nil
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 
 	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -282,6 +239,17 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.announce(obj, "")
 	}
 	return result, err
+}
+
+// finalize deletes the rendered artifacts, which go with the object even
+// when it is deleted while this controller is down (the finalizer waits
+// for us), then lets the object go.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	r.forget(client.ObjectKeyFromObject(obj))
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
 // reconcileSource reads the GitRepository of spec.sourceRef. Sets
@@ -488,11 +456,7 @@ func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj, stored *
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	status, err := plumbreconcile.ToStatusMap(&owned)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+	return applyOwnedStatus(ctx, r.Client, obj, &owned)
 }
 
 // announce records that the render is the one announced for obj and

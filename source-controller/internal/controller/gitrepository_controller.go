@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
@@ -95,14 +94,10 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 			Succeeded: func(obj *sourcev1.GitRepository) string {
 				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 			},
-			Interval:  func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended: func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.GitRepository) *int64 {
-				if obj.Status.Artifact == nil {
-					return nil
-				}
-				return obj.Status.Artifact.Size
-			},
+			Interval:     func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
+			Suspended:    func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *sourcev1.GitRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
+			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, storageRef),
 		}
 	})
 	return r.sk
@@ -115,18 +110,8 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, obj)
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 	st := &state{}
 	defer func() {
@@ -309,25 +294,9 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	return nil
 }
 
-// finalize deletes the object's artifact folder and then the finalizer.
-func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) error {
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return nil
-	}
-	if err := r.Storage.Remove(storageRef(obj)); err != nil {
-		return err
-	}
-	r.Metrics.Forget(obj.Namespace, obj.Name)
-	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
-}
-
 // applyStatus server-side-applies the whole status as FieldManager.
 func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {
-	status, err := plumbreconcile.ToStatusMap(&obj.Status)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, status))
+	return applyStatus(ctx, r.Client, obj, &obj.Status)
 }
 
 func storageRef(obj *sourcev1.GitRepository) artifact.Ref {

@@ -17,8 +17,8 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
-// The helpers the Helm kinds share with each other (GitRepository has its
-// own, older copies of some).
+// The helpers the source kinds share with each other (GitRepository has
+// its own, older copies of some).
 
 // verifyArtifact re-hashes the stored artifact a of obj and sets
 // ArtifactInStorage: True when it matches, False (StorageOperationFailed)
@@ -65,17 +65,22 @@ func garbageCollect(ctx context.Context, s *artifact.Storage, ref artifact.Ref, 
 	}
 }
 
-// finalizeStorage deletes the object's artifact folder and then the
-// finalizer.
-func finalizeStorage(ctx context.Context, c client.Client, s *artifact.Storage, m *metrics.Object, obj client.Object, ref artifact.Ref) error {
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return nil
+// finalizer is every source kind's finalizer: a deleted object's artifact
+// folder (ref) goes, then its gauges and the finalizer.
+func finalizer[T plumbreconcile.Object](c client.Client, s *artifact.Storage, m *metrics.Object, ref func(T) artifact.Ref) plumbreconcile.Finalizer[T] {
+	return plumbreconcile.Finalizer[T]{
+		Client: c, FieldManager: FieldManager, Name: Finalizer,
+		Finalize: func(ctx context.Context, obj T) error {
+			if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+				return nil
+			}
+			if err := s.Remove(ref(obj)); err != nil {
+				return err
+			}
+			m.Forget(obj.GetNamespace(), obj.GetName())
+			return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, c, obj, FieldManager, Finalizer, false))
+		},
 	}
-	if err := s.Remove(ref); err != nil {
-		return err
-	}
-	m.Forget(obj.GetNamespace(), obj.GetName())
-	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, c, obj, FieldManager, Finalizer, false))
 }
 
 // applyStatus server-side-applies the whole status as FieldManager.

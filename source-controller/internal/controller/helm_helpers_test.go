@@ -82,33 +82,67 @@ func artifactOf(obj client.Object) *meta.Artifact {
 // none), and fills obj.
 func waitHelmReady(t *testing.T, obj helmObject, revision string) {
 	t.Helper()
-	key := keyOf(obj)
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
-		ready := conditionOf(obj, meta.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
+	waitHelmCondition(t, obj, func(g Gomega, ready *metav1.Condition) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 		g.Expect(generationObserved(obj)).To(Equal(obj.GetGeneration()))
 		if revision != "" {
 			g.Expect(artifactOf(obj)).NotTo(BeNil())
 			g.Expect(artifactOf(obj).Revision).To(Equal(revision))
 		}
-	}, timeout, poll).Should(Succeed())
+	})
 }
 
 // waitHelmFailed waits for Ready=False with reason on the current
 // generation and fills obj.
 func waitHelmFailed(t *testing.T, obj helmObject, reason string) {
 	t.Helper()
+	waitHelmCondition(t, obj, func(g Gomega, ready *metav1.Condition) {
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(reason), ready.Message)
+		g.Expect(ready.ObservedGeneration).To(Equal(obj.GetGeneration()))
+	})
+}
+
+// waitHelmCondition waits until check passes on the Ready condition of
+// obj as stored, and fills obj.
+func waitHelmCondition(t *testing.T, obj helmObject, check func(g Gomega, ready *metav1.Condition)) {
+	t.Helper()
 	key := keyOf(obj)
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
 		ready := conditionOf(obj, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(reason), ready.Message)
-		g.Expect(ready.ObservedGeneration).To(Equal(obj.GetGeneration()))
+		check(g, ready)
 	}, timeout, poll).Should(Succeed())
+}
+
+// expectLeftAlone waits until the reconciler saw the suspended obj (it
+// has the finalizer), then checks that no artifact appears for a second.
+func expectLeftAlone(t *testing.T, obj helmObject) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), keyOf(obj), obj)).To(Succeed())
+		g.Expect(obj.GetFinalizers()).To(ContainElement(Finalizer))
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), keyOf(obj), obj)).To(Succeed())
+		g.Expect(artifactOf(obj)).To(BeNil())
+	}, "1s", poll).Should(Succeed())
+}
+
+// newTestRepo serves charts from a new chart repository, closed when the
+// test ends.
+func newTestRepo(t *testing.T, charts ...testhelm.Chart) *testhelm.Repo {
+	t.Helper()
+	g := NewWithT(t)
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(repo.Close)
+	for _, c := range charts {
+		g.Expect(repo.Add(c)).To(Succeed())
+	}
+	return repo
 }
 
 // requestHelmReconcile sets the requestedAt annotation and waits until

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -183,14 +182,10 @@ func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.He
 				}
 				return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
 			},
-			Interval:  func(obj *sourcev1.HelmChart) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended: func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmChart) *int64 {
-				if obj.Status.Artifact == nil {
-					return nil
-				}
-				return obj.Status.Artifact.Size
-			},
+			Interval:     func(obj *sourcev1.HelmChart) time.Duration { return obj.Spec.Interval.Duration },
+			Suspended:    func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *sourcev1.HelmChart) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
+			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
 		}
 	})
 	return r.sk
@@ -203,18 +198,8 @@ func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, finalizeStorage(ctx, r.Client, r.Storage, r.Metrics, obj, helmChartRef(obj))
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 	st := &chartState{}
 	defer func() {

@@ -236,11 +236,9 @@ func TestHelmChartPassCredentials(t *testing.T) {
 // source does not exist waits for it.
 func TestHelmChartBounds(t *testing.T) {
 	g := NewWithT(t)
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer repo.Close()
+	repo := newTestRepo(t)
 	noise := make([]byte, maxChartSize)
-	_, err = rand.Read(noise)
+	_, err := rand.Read(noise)
 	g.Expect(err).NotTo(HaveOccurred())
 	big := configMapChart("big", "1.0.0")
 	big.Files["files/noise.txt"] = hex.EncodeToString(noise)
@@ -288,10 +286,7 @@ func TestHelmChartBounds(t *testing.T) {
 // A suspended HelmChart is left alone until resumed.
 func TestHelmChartSuspend(t *testing.T) {
 	g := NewWithT(t)
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer repo.Close()
-	g.Expect(repo.Add(configMapChart("podinfo", "1.0.0"))).To(Succeed())
+	repo := newTestRepo(t, configMapChart("podinfo", "1.0.0"))
 	ns := namespace(t)
 	hr := newHelmRepository(ns, "podinfo", repo.URL(), nil)
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
@@ -299,14 +294,7 @@ func TestHelmChartSuspend(t *testing.T) {
 	hc := newHelmChart(ns, "podinfo", "podinfo", "", sourcev1.HelmRepositoryKind, "podinfo")
 	hc.Spec.Suspend = true
 	g.Expect(k8s.Create(context.Background(), hc)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), keyOf(hc), hc)).To(Succeed())
-		g.Expect(hc.Finalizers).To(ContainElement(Finalizer))
-	}, timeout, poll).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), keyOf(hc), hc)).To(Succeed())
-		g.Expect(hc.Status.Artifact).To(BeNil())
-	}, "1s", poll).Should(Succeed())
+	expectLeftAlone(t, hc)
 	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(BeZero())
 
 	patch := client.MergeFrom(hc.DeepCopy())

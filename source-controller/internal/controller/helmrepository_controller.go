@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
@@ -86,14 +85,10 @@ func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*source
 				}
 				return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
 			},
-			Interval:  func(obj *sourcev1.HelmRepository) time.Duration { return obj.GetRequeueAfter().Duration },
-			Suspended: func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmRepository) *int64 {
-				if obj.Status.Artifact == nil {
-					return nil
-				}
-				return obj.Status.Artifact.Size
-			},
+			Interval:     func(obj *sourcev1.HelmRepository) time.Duration { return obj.GetRequeueAfter().Duration },
+			Suspended:    func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
+			ArtifactSize: func(obj *sourcev1.HelmRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
+			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
 		}
 	})
 	return r.sk
@@ -106,18 +101,8 @@ func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, finalizeStorage(ctx, r.Client, r.Storage, r.Metrics, obj, helmRepositoryRef(obj))
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
-		r.skeleton().Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 	if obj.IsOCI() {
 		return r.skeleton().Run(ctx, obj, plumbreconcile.Bind("oci", r.reconcileOCI, obj, &repoState{}))

@@ -180,9 +180,7 @@ func TestHelmRepositoryTLS(t *testing.T) {
 // parsed.
 func TestHelmRepositoryIndexSizeIsBounded(t *testing.T) {
 	g := NewWithT(t)
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer repo.Close()
+	repo := newTestRepo(t)
 	repo.SetIndex([]byte("apiVersion: v1\nentries: {}\n# " + strings.Repeat("x", maxIndexSize+1) + "\n"))
 	ns := namespace(t)
 	hr := newHelmRepository(ns, "huge", repo.URL(), nil)
@@ -222,22 +220,12 @@ func TestHelmRepositoryOCI(t *testing.T) {
 // Suspended: nothing is fetched.
 func TestHelmRepositorySuspend(t *testing.T) {
 	g := NewWithT(t)
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer repo.Close()
+	repo := newTestRepo(t)
 	ns := namespace(t)
 	hr := newHelmRepository(ns, "suspended", repo.URL(), nil)
 	hr.Spec.Suspend = true
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
-	// The finalizer shows the reconciler saw it.
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), keyOf(hr), hr)).To(Succeed())
-		g.Expect(hr.Finalizers).To(ContainElement(Finalizer))
-	}, timeout, poll).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), keyOf(hr), hr)).To(Succeed())
-		g.Expect(hr.Status.Artifact).To(BeNil())
-	}, "1s", poll).Should(Succeed())
+	expectLeftAlone(t, hr)
 	g.Expect(repo.Requests("/index.yaml")).To(BeZero())
 
 	patch := client.MergeFrom(hr.DeepCopy())
@@ -293,10 +281,7 @@ func TestHelmRepositoryRedirectToHTTPIsRefused(t *testing.T) {
 // a HelmChart's chart.
 func TestHelmArtifactsAreRebuiltWhenAltered(t *testing.T) {
 	g := NewWithT(t)
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer repo.Close()
-	g.Expect(repo.Add(configMapChart("podinfo", "1.0.0"))).To(Succeed())
+	repo := newTestRepo(t, configMapChart("podinfo", "1.0.0"))
 	ns := namespace(t)
 	hr := newHelmRepository(ns, "podinfo", repo.URL(), nil)
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,16 +39,7 @@ type HelmReleaseReconciler struct {
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.defaults()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &helmv2.HelmRelease{}, dependsOnIndex, func(o client.Object) []string {
-		hr := o.(*helmv2.HelmRelease)
-		keys := make([]string, 0, len(hr.Spec.DependsOn))
-		for _, d := range hr.Spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = hr.Namespace
-			}
-			keys = append(keys, ns+"/"+d.Name)
-		}
-		return keys
+		return dependsOnKeys(o, o.(*helmv2.HelmRelease).Spec.DependsOn)
 	}); err != nil {
 		return err
 	}
@@ -94,15 +84,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // dependents maps a HelmRelease to the ones that depend on it.
 func (r *HelmReleaseReconciler) dependents(ctx context.Context, o client.Object) []ctrl.Request {
-	var list helmv2.HelmReleaseList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{dependsOnIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for _, hr := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: hr.Namespace, Name: hr.Name}})
-	}
-	return reqs
+	return r.dependentsOf(ctx, o, &helmv2.HelmReleaseList{})
 }
 
 // recordRelease records the sync operation a run made, if it made one (a

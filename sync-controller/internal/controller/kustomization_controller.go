@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,16 +40,7 @@ type KustomizationReconciler struct {
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.defaults()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, dependsOnIndex, func(o client.Object) []string {
-		ks := o.(*kustomizev1.Kustomization)
-		keys := make([]string, 0, len(ks.Spec.DependsOn))
-		for _, d := range ks.Spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = ks.Namespace
-			}
-			keys = append(keys, ns+"/"+d.Name)
-		}
-		return keys
+		return dependsOnKeys(o, o.(*kustomizev1.Kustomization).Spec.DependsOn)
 	}); err != nil {
 		return err
 	}
@@ -91,15 +81,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 // dependents maps a Kustomization to the ones that depend on it.
 func (r *KustomizationReconciler) dependents(ctx context.Context, o client.Object) []ctrl.Request {
-	var list kustomizev1.KustomizationList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{dependsOnIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for _, ks := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ks.Namespace, Name: ks.Name}})
-	}
-	return reqs
+	return r.dependentsOf(ctx, o, &kustomizev1.KustomizationList{})
 }
 
 func digestOf(a *meta.Artifact) string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
@@ -92,6 +95,10 @@ func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 		return msg, []events.Option{detail}
 	}
 	sk.Suspended = func(obj T) bool { return appOf(obj).spec().Suspend }
+	sk.Finalizer = reconcile.Finalizer[T]{
+		Client: r.Client, FieldManager: ControllerName, Name: Finalizer,
+		Finalize: func(ctx context.Context, obj T) error { return r.finalize(ctx, appOf(obj)) },
+	}
 }
 
 // reconcileObject is one reconcile of a Kustomization or a HelmRelease:
@@ -104,18 +111,8 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return r.finalize(ctx, appOf(obj))
-	}
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, true); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if appOf(obj).spec().Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("suspended, skipping")
-		skel.Record(obj)
-		return ctrl.Result{}, nil
+	if ok, err := skel.Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
 	}
 
 	s := newSyncRun(r, obj, start)
@@ -127,6 +124,33 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
 	return s.fightRequeue(result), err
+}
+
+// dependsOnKeys are obj's keys in the dependsOn index: "<namespace>/<name>"
+// of each of deps, a reference's namespace defaulting to obj's.
+func dependsOnKeys(obj client.Object, deps []meta.NamespacedObjectReference) []string {
+	keys := make([]string, 0, len(deps))
+	for _, d := range deps {
+		ns := d.Namespace
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		keys = append(keys, ns+"/"+d.Name)
+	}
+	return keys
+}
+
+// dependentsOf maps o to the objects of list's kind that depend on it.
+func (r *Syncer) dependentsOf(ctx context.Context, o client.Object, list client.ObjectList) []ctrl.Request {
+	if err := r.Client.List(ctx, list, client.MatchingFields{dependsOnIndex: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+		return nil
+	}
+	var reqs []ctrl.Request
+	_ = apimeta.EachListItem(list, func(item runtime.Object) error {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(item.(client.Object))})
+		return nil
+	})
+	return reqs
 }
 
 // reader is Reader, or Client when Reader is nil.
@@ -145,16 +169,16 @@ func (r *Syncer) reader() client.Reader {
 // in its name, and the objects are left, with a warning event, as Flux
 // does. Objects annotated plumb.dev/prune: disabled or
 // helm.sh/resource-policy: keep are left too.
-func (r *Syncer) finalize(ctx context.Context, app application) (ctrl.Result, error) {
+func (r *Syncer) finalize(ctx context.Context, app application) error {
 	obj := app.object()
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	spec, st := app.spec(), app.syncStatus()
 	if spec.Prune && !spec.Suspend && st.Inventory != nil {
 		if err := r.pruneOnDeletion(ctx, app, st.Inventory); err != nil {
 			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	key := client.ObjectKeyFromObject(obj)
@@ -164,10 +188,10 @@ func (r *Syncer) finalize(ctx context.Context, app application) (ctrl.Result, er
 		r.Impersonator.Release(app.owner())
 	}
 	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	r.Metrics.forget(app)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // pruneOnDeletion deletes the inventory of a deleted object, acting as its

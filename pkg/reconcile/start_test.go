@@ -1,0 +1,94 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/reconcile"
+)
+
+const testFinalizer = "test.plumb.dev/finalizer"
+
+// Start, on a live object, adds the finalizer (as stored: read back from
+// the API server) and lets the steps run; on a suspended one it adds the
+// finalizer too and ends the reconcile; on a deleted one it only
+// finalizes.
+func TestStartFinalizerSuspensionAndDeletion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	ns, err := env.Namespace(ctx, "start")
+	g.Expect(err).NotTo(HaveOccurred())
+	var finalized []string
+	sk := &reconcile.Controller[*sourcev1.GitRepository]{
+		Suspended: func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
+		Finalizer: reconcile.Finalizer[*sourcev1.GitRepository]{
+			Client: c, FieldManager: "test", Name: testFinalizer,
+			Finalize: func(ctx context.Context, obj *sourcev1.GitRepository) error {
+				finalized = append(finalized, obj.Name)
+				return reconcile.SetFinalizer(ctx, c, obj, "test", testFinalizer, false)
+			},
+		},
+	}
+	create := func(name string, suspend bool) *sourcev1.GitRepository {
+		obj := &sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: sourcev1.GitRepositorySpec{
+				URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}, Suspend: suspend,
+			},
+		}
+		g.Expect(c.Create(ctx, obj)).To(Succeed())
+		return obj
+	}
+	stored := func(obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+		var got sourcev1.GitRepository
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), &got)).To(Succeed())
+		return &got
+	}
+
+	live := create("live", false)
+	ok, err := sk.Start(ctx, live)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue(), "a live object's steps run")
+	g.Expect(controllerutil.ContainsFinalizer(stored(live), testFinalizer)).To(BeTrue())
+
+	suspended := create("suspended", true)
+	ok, err = sk.Start(ctx, suspended)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeFalse(), "a suspended object's steps do not run")
+	g.Expect(controllerutil.ContainsFinalizer(stored(suspended), testFinalizer)).To(BeTrue())
+	g.Expect(finalized).To(BeEmpty())
+
+	g.Expect(c.Delete(ctx, live)).To(Succeed())
+	deleting := stored(live)
+	g.Expect(deleting.DeletionTimestamp.IsZero()).To(BeFalse(), "the finalizer holds the object")
+	ok, err = sk.Start(ctx, deleting)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeFalse(), "a deleted object's steps do not run")
+	g.Expect(finalized).To(Equal([]string{"live"}))
+	g.Eventually(func() bool {
+		var got sourcev1.GitRepository
+		err := c.Get(ctx, client.ObjectKeyFromObject(live), &got)
+		g.Expect(client.IgnoreNotFound(err)).NotTo(HaveOccurred())
+		return err != nil
+	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "the finalized object is gone")
+}
+
+// ArtifactSize and ArtifactRevision read an artifact that may be missing.
+func TestArtifactSizeAndRevision(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(reconcile.ArtifactSize(nil)).To(BeNil())
+	g.Expect(reconcile.ArtifactRevision(nil)).To(BeEmpty())
+	size := int64(42)
+	a := &meta.Artifact{Revision: "v1", Size: &size}
+	g.Expect(reconcile.ArtifactSize(a)).To(Equal(&size))
+	g.Expect(reconcile.ArtifactRevision(a)).To(HaveLen(1))
+}
