@@ -16,7 +16,6 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
 )
@@ -94,7 +93,7 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	if s.prev.Inventory != nil {
 		total = len(s.prev.Inventory.Entries)
 	}
-	removed := inventory.Removed(s.prev.Inventory, s.inventoryObjects())
+	removed := s.removedObjects()
 	why := s.r.pruneGuard().holds(s.spec, len(removed), total)
 	if why == "" {
 		return nil
