@@ -92,13 +92,23 @@ func NeverPruned(annotations map[string]string) string {
 
 // Stamp adds the owner's labels to obj and returns the hash of the result,
 // which it also records in the applied-hash annotation. The hash leaves the
-// annotation itself out, so stamping twice gives the same hash.
+// annotation itself out, so stamping twice gives the same hash. The owner
+// labels of the other kinds are removed: an object has one owner, and a
+// chart (or a Kustomization's Git) that renders another kind's labels
+// would otherwise hand the object to that owner's watch, prune and drift
+// correction, or wake it.
 func Stamp(obj *unstructured.Unstructured, owner Owner) (string, error) {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	nameKey, nsKey := owner.LabelKeys()
+	for _, kind := range ownerKinds {
+		if otherName, otherNamespace := LabelKeys(kind); otherName != nameKey {
+			delete(labels, otherName)
+			delete(labels, otherNamespace)
+		}
+	}
 	labels[nameKey] = owner.Name
 	labels[nsKey] = owner.Namespace
 	obj.SetLabels(labels)

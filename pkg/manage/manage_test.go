@@ -56,6 +56,36 @@ func TestHelmReleaseOwner(t *testing.T) {
 	g.Expect(ok).To(BeFalse())
 }
 
+// A chart that renders a Kustomization's owner labels (or Git that holds a
+// HelmRelease's) does not give the object a second owner: Stamp keeps only
+// the owner's, and every other label.
+func TestStampStripsTheOtherKindsOwnerLabels(t *testing.T) {
+	g := NewWithT(t)
+	foreign := map[string]string{
+		kustomizev1.NameLabel: "other", kustomizev1.NamespaceLabel: "elsewhere",
+		helmv2.NameLabel: "other", helmv2.NamespaceLabel: "elsewhere",
+		"app": "web",
+	}
+	for _, owner := range []Owner{
+		{Kind: helmv2.HelmReleaseKind, Namespace: "apps", Name: "web"},
+		{Kind: kustomizev1.KustomizationKind, Namespace: "apps", Name: "web"},
+	} {
+		a := object.Stub("v1", "ConfigMap", "apps", "settings")
+		labels := map[string]string{}
+		for k, v := range foreign {
+			labels[k] = v
+		}
+		a.SetLabels(labels)
+		_, err := Stamp(a, owner)
+		g.Expect(err).NotTo(HaveOccurred())
+		nameKey, nsKey := owner.LabelKeys()
+		g.Expect(a.GetLabels()).To(Equal(map[string]string{nameKey: "web", nsKey: "apps", "app": "web"}), owner.Kind)
+		got, ok := OwnerOf(a.GetLabels())
+		g.Expect(ok).To(BeTrue())
+		g.Expect(got).To(Equal(owner))
+	}
+}
+
 func TestResolve(t *testing.T) {
 	g := NewWithT(t)
 	mapper := apimeta.NewDefaultRESTMapper(nil)

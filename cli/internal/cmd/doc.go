@@ -2,7 +2,7 @@
 //
 //	plumb get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
 //	plumb reconcile source [git|helm|chart]|kustomization|helmrelease NAME [--with-source]
-//	plumb confirm-prune kustomization NAME
+//	plumb confirm-prune kustomization|helmrelease NAME
 //	plumb suspend|resume source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME
 //	plumb diff kustomization|helmrelease NAME
 //	plumb tree kustomization|helmrelease NAME

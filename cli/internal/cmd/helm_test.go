@@ -674,3 +674,30 @@ func TestTraceHelmReleaseObject(t *testing.T) {
 	g.Expect(fieldOf(r.out, "HelmRepository")).To(Equal(ns + "/podinfo"))
 	g.Expect(fieldOf(r.out, "URL")).To(Equal("https://charts.example.com/podinfo"))
 }
+
+func TestConfirmPruneHelmRelease(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	hr := helmRelease(ns, "web", "podinfo", "podinfo")
+	create(ctx, t, hr)
+	setStatus(ctx, t, hr, func(o *helmv2.HelmRelease) {
+		o.Status.ObservedGeneration = o.Generation
+		a := artifact("1.2.3")
+		a.Digest = heldDigestValue
+		o.Status.RenderedArtifact = a
+		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "False", kustomizev1.PruneGuardedReason,
+			"prune guard: revision 1.2.3 would prune 4 of 4 objects (all of the inventory): ConfigMap/x/a. Nothing was applied or deleted; "+
+				"to go ahead, confirm this render with the annotation "+kustomizev1.ConfirmPruneAnnotation+"="+heldDigestValue+
+				" (plumb confirm-prune helmrelease web)", o.Generation)}
+	})
+	standIn(t, hr, outcome{ready: true, message: "released", revision: "1.2.3"}, writeHelmRelease)
+
+	r := plumb("confirm-prune", "helmrelease", "web", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(lines(r.out)[0]).To(HavePrefix("◎ prune guard: revision 1.2.3 would prune 4 of 4 objects"))
+	g.Expect(lines(r.out)).To(ContainElement("► prune of render " + heldDigestValue + " confirmed for HelmRelease/" + ns + "/web"))
+	g.Expect(r.out).To(HaveSuffix("✔ HelmRelease/" + ns + "/web reconciled, revision 1.2.3\n"))
+	got := &helmv2.HelmRelease{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), got)).To(Succeed())
+	g.Expect(got.Annotations).To(HaveKeyWithValue(kustomizev1.ConfirmPruneAnnotation, heldDigestValue))
+}

@@ -66,11 +66,14 @@ type application interface {
 type syncSpec struct {
 	Interval, RetryInterval, Timeout time.Duration
 	Suspend                          bool
-	// Prune deletes what left the render; AllowEmpty and MaxPrunePercent
-	// set the prune guard, which only a kind with those fields has
-	// (Guarded).
-	Prune, Guarded, AllowEmpty bool
-	MaxPrunePercent            *int32
+	// Prune deletes what left the render; Guarded holds a render that
+	// would prune too much of the inventory until it is confirmed
+	// (pruneguard.go). GuardFields says that the kind has the fields
+	// AllowEmpty and MaxPrunePercent come from (a Kustomization); a
+	// HelmRelease has neither, so only the confirmation and
+	// sync-controller's flags apply to it.
+	Prune, Guarded, GuardFields, AllowEmpty bool
+	MaxPrunePercent                         *int32
 	// Wait waits for every applied object to be healthy.
 	Wait  bool
 	Force bool
@@ -124,7 +127,7 @@ func (k kustomization) spec() syncSpec {
 	return syncSpec{
 		Interval: s.Interval.Duration, RetryInterval: k.GetRetryInterval().Duration, Timeout: k.GetTimeout().Duration,
 		Suspend: s.Suspend,
-		Prune:   s.Prune, Guarded: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
+		Prune:   s.Prune, Guarded: true, GuardFields: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
 		Wait: s.Wait, Force: s.Force,
 		ServiceAccountName: s.ServiceAccountName,
 		DependsOn:          s.DependsOn, HealthChecks: s.HealthChecks,
@@ -178,10 +181,13 @@ func (k kustomization) redactor(ctx context.Context, r client.Reader) (*diff.Red
 }
 
 // helmRelease adapts a HelmRelease. Its sync spec is Helm's: prune always
-// (Helm deletes what left the chart), no prune guard (Helm has none, and
-// the kind no allowEmpty to lift it), wait always for every applied object,
+// (Helm deletes what left the chart), wait always for every applied object,
 // bounded by spec.timeout, no healthChecks, no force, drift from
-// driftDetection.
+// driftDetection. Helm has no prune guard, but Plumb guards a release as a
+// Kustomization, with sync-controller's thresholds (the kind has no
+// allowEmpty or maxPrunePercent): a broken chart version that renders
+// nothing, or a release name changed by mistake, would otherwise delete
+// the whole release at once.
 type helmRelease struct{ *helmv2.HelmRelease }
 
 func (h helmRelease) object() reconcile.Object { return h.HelmRelease }
@@ -197,7 +203,7 @@ func (h helmRelease) spec() syncSpec {
 		// the interval, as Flux's helm-controller does.
 		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration, Timeout: h.GetTimeout().Duration,
 		Suspend: s.Suspend,
-		Prune:   true, Wait: true,
+		Prune:   true, Guarded: true, Wait: true,
 		ServiceAccountName: s.ServiceAccountName,
 		DependsOn:          s.DependsOn,
 		DriftPolicy:        kustomizev1.DriftPolicyCorrect,

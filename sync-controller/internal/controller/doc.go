@@ -14,8 +14,8 @@
 // both kinds share, the owner (manage.Owner, whose kind picks the
 // ownership labels) and whether the object installs (nothing applied
 // successfully yet: pkg/plan runs Helm's install hooks then). A
-// HelmRelease's sync spec is Helm's: prune and wait always, no prune
-// guard, no healthChecks, no force, retries after spec.interval, drift
+// HelmRelease's sync spec is Helm's: prune and wait always (with the
+// prune guard at sync-controller's thresholds), no healthChecks, no force, retries after spec.interval, drift
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
 // that succeeded is not re-applied until the render or spec changes).
 // On top, recordRelease writes its history and Released condition from
@@ -67,8 +67,11 @@
 // no hook, no deletion; Ready=False reason PruneGuarded names how many
 // objects would go, out of how many, and the rule; one PruneGuarded event
 // per held render. The annotation plumb.dev/confirm-prune set to the
-// render's digest lets that render through. The prune on deletion of the
-// Kustomization is not guarded. docs/design/prune-guard.md has the reasons.
+// render's digest lets that render through. A HelmRelease is guarded the
+// same way, with the flags' thresholds (it has no allowEmpty or
+// maxPrunePercent). The prune on deletion is not guarded. An object the
+// render still has, a hook included, is never pruned (removedObjects).
+// docs/design/prune-guard.md has the reasons.
 //
 // # Fights (fight.go)
 //

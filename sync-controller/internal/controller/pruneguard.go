@@ -16,7 +16,6 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
 )
@@ -26,7 +25,7 @@ import (
 type PruneGuard struct {
 	// MaxPercent is the share of the inventory, in percent, one sync may
 	// prune without confirmation when a Kustomization sets no
-	// spec.maxPrunePercent (--max-prune-percent).
+	// spec.maxPrunePercent, and for every HelmRelease (--max-prune-percent).
 	MaxPercent int
 	// MinObjects is the smallest inventory the share guard applies to
 	// (--prune-guard-min-objects); pruning all of an inventory of any size
@@ -41,16 +40,16 @@ var DefaultPruneGuard = PruneGuard{MaxPercent: 50, MinObjects: 4}
 // BindFlags registers the guard's flags, defaulting to DefaultPruneGuard.
 func (o *PruneGuard) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxPercent, "max-prune-percent", DefaultPruneGuard.MaxPercent,
-		"The largest share of a Kustomization's inventory, in percent, one sync may prune without confirmation, unless its spec.maxPrunePercent says otherwise; 100 turns the share guard off.")
+		"The largest share of a Kustomization's or HelmRelease's inventory, in percent, one sync may prune without confirmation, unless a Kustomization's spec.maxPrunePercent says otherwise; 100 turns the share guard off.")
 	fs.IntVar(&o.MinObjects, "prune-guard-min-objects", DefaultPruneGuard.MinObjects,
 		"The smallest inventory the --max-prune-percent share guard applies to; a sync that would prune all of an inventory is guarded whatever its size.")
 }
 
 // holds says why a sync that would prune removed of the total objects of
 // the inventory is held, or "" when it may proceed. Pruning everything is
-// spec.allowEmpty's to allow; pruning part of an inventory of at least
-// MinObjects objects is held above maxPrunePercent (the spec's, else
-// MaxPercent).
+// spec.allowEmpty's to allow (a HelmRelease has none: only a confirmation
+// lets it through); pruning part of an inventory of at least MinObjects
+// objects is held above maxPrunePercent (the spec's, else MaxPercent).
 func (o PruneGuard) holds(spec syncSpec, removed, total int) string {
 	switch {
 	case removed == 0 || !spec.Prune || !spec.Guarded:
@@ -58,6 +57,9 @@ func (o PruneGuard) holds(spec syncSpec, removed, total int) string {
 	case removed >= total:
 		if spec.AllowEmpty {
 			return ""
+		}
+		if !spec.GuardFields {
+			return "all of the inventory"
 		}
 		return "all of the inventory, and spec.allowEmpty is not set"
 	case total < o.MinObjects:
@@ -85,8 +87,8 @@ func (r *Syncer) pruneGuard() PruneGuard {
 // prune all of the inventory (unless spec.allowEmpty) or more of it than
 // maxPrunePercent allows: nothing is applied, no hook runs and nothing is
 // deleted, so the cluster stays at the last applied revision. The
-// Kustomization annotated plumb.dev/confirm-prune with the digest of this
-// render lets it through. Sets Ready=False reason PruneGuarded, naming how
+// Kustomization or HelmRelease annotated plumb.dev/confirm-prune with the
+// digest of this render lets it through. Sets Ready=False reason PruneGuarded, naming how
 // many objects would go, out of how many, and which rule holds them; records
 // one PruneGuarded event per held render, not one per retry.
 func (s *syncRun) guardPrune(ctx context.Context) error {
@@ -94,7 +96,7 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	if s.prev.Inventory != nil {
 		total = len(s.prev.Inventory.Entries)
 	}
-	removed := inventory.Removed(s.prev.Inventory, s.inventoryObjects())
+	removed := s.removedObjects()
 	why := s.r.pruneGuard().holds(s.spec, len(removed), total)
 	if why == "" {
 		return nil
@@ -108,9 +110,9 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 		names = append(names, object.IDOf(o).String())
 	}
 	msg := fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
-		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune kustomization %s)",
+		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune %s %s)",
 		s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "),
-		kustomizev1.ConfirmPruneAnnotation, s.digest, s.obj.GetName())
+		kustomizev1.ConfirmPruneAnnotation, s.digest, strings.ToLower(s.owner.Kind), s.obj.GetName())
 	if prev := conditions.Get(s.obj, meta.ReadyCondition); prev == nil || prev.Status != metav1.ConditionFalse ||
 		prev.Reason != kustomizev1.PruneGuardedReason || prev.Message != msg {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneGuardedReason, msg, events.WithRevision(s.revision),

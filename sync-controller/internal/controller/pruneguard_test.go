@@ -51,9 +51,27 @@ func TestPruneGuardRules(t *testing.T) {
 		{"0 holds every prune of a large inventory", spec(percent(0)), 1, 10, "10%"},
 		{"no guard without prune", spec(noPrune), 10, 10, ""},
 	}
-	t.Run("a HelmRelease has no prune guard", func(t *testing.T) {
-		NewWithT(t).Expect(DefaultPruneGuard.holds(helmRelease{&helmv2.HelmRelease{}}.spec(), 10, 10)).To(BeEmpty())
-	})
+	// A HelmRelease always prunes and has neither allowEmpty nor
+	// maxPrunePercent: sync-controller's thresholds alone.
+	for _, c := range []struct {
+		name           string
+		removed, total int
+		held           string
+	}{
+		{"a HelmRelease: everything of one object", 1, 1, "all of the inventory"},
+		{"a HelmRelease: more than the flag's share", 3, 4, "75% of the inventory, more than the 50% that sync-controller's --max-prune-percent allows"},
+		{"a HelmRelease: half", 2, 4, ""},
+		{"a HelmRelease: a small release has no share guard", 2, 3, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := DefaultPruneGuard.holds(helmRelease{&helmv2.HelmRelease{}}.spec(), c.removed, c.total)
+			if c.held == "" {
+				NewWithT(t).Expect(got).To(BeEmpty())
+			} else {
+				NewWithT(t).Expect(got).To(Equal(c.held))
+			}
+		})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := DefaultPruneGuard.holds(kustomization{&kustomizev1.Kustomization{Spec: c.spec}}.spec(), c.removed, c.total)

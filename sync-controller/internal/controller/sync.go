@@ -324,7 +324,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	if !s.spec.Prune {
 		return nil
 	}
-	removed := inventory.Removed(s.prev.Inventory, s.inventoryObjects())
+	removed := s.removedObjects()
 	if len(removed) == 0 {
 		return nil
 	}
@@ -504,6 +504,19 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 // inventoryStatus is the status the inventory's field manager writes.
 type inventoryStatus struct {
 	Inventory *kustomizev1.Inventory `json:"inventory,omitempty"`
+}
+
+// removedObjects are stubs of the inventory's entries that the render no
+// longer has: what prune deletes and the prune guard counts. An object the
+// render still has is never among them, whatever its annotations: a hook
+// (which is not in the new inventory) included. An object can turn into a
+// hook without anyone meaning to delete it — `helm template` output in Git
+// that Plumb once applied as ordinary objects and now reads as Helm hooks,
+// a CRD annotated helm.sh/hook: crd-install above all, whose deletion
+// would take every custom resource of its kind with it — so only leaving
+// the render deletes.
+func (s *syncRun) removedObjects() []*unstructured.Unstructured {
+	return inventory.Removed(s.prev.Inventory, s.objs)
 }
 
 // inventoryObjects are the desired objects that are not hooks.
