@@ -2,6 +2,7 @@ package helm_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -129,7 +130,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err != nil {
+	if err := deps.Build(context.Background(), ch, ""); err != nil {
 		t.Fatal(err)
 	}
 	if len(ch.Dependencies()) != 1 || ch.Dependencies()[0].Metadata.Version != "1.0.0" {
@@ -142,7 +143,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err != nil {
+	if err := deps.Build(context.Background(), ch, ""); err != nil {
 		t.Fatal(err)
 	}
 	if ch.Dependencies()[0].Metadata.Version != "1.1.0" {
@@ -155,7 +156,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err == nil || !strings.Contains(err.Error(), "no repository serves") {
+	if err := deps.Build(context.Background(), ch, ""); err == nil || !strings.Contains(err.Error(), "no repository serves") {
 		t.Fatalf("an unserved repository: %v", err)
 	}
 
@@ -187,7 +188,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	inSource := helm.Dependencies{Root: root}
-	if err := inSource.Build(ch, filepath.Join(root, "app")); err == nil || !strings.Contains(err.Error(), "leaves the source") {
+	if err := inSource.Build(context.Background(), ch, filepath.Join(root, "app")); err == nil || !strings.Contains(err.Error(), "leaves the source") {
 		t.Fatalf("a file:// dependency outside the source: %v", err)
 	}
 }
