@@ -75,7 +75,9 @@ func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Dur
 	if (creds.Username == "") != (creds.Password == "") {
 		return nil, errors.New("username and password must be given together")
 	}
-	hc := &http.Client{Transport: transport(creds.TLS, maxBytes, !insecure), Timeout: timeout}
+	// Blobs may be redirected to another host (a CDN), but never from
+	// https to http; the client certificate goes to the registry only.
+	hc := &http.Client{Transport: byHost(host, creds.TLS, false, maxBytes, !insecure), Timeout: timeout, CheckRedirect: noDowngrade}
 	authorizer := auth.Client{Client: hc, Header: http.Header{"User-Agent": {"plumb-source-controller"}}}
 	if creds.Username != "" {
 		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: creds.Username, Password: creds.Password})
