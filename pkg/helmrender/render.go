@@ -187,7 +187,8 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 	for i, d := range docs {
 		sources[i], data[i] = d.source, []byte(d.content)
 	}
-	parsed, err := render.NewBudget(limits.renderLimits()).ParseAll(sources, data)
+	budget := render.NewBudget(limits.renderLimits())
+	parsed, err := budget.ParseAll(sources, data)
 	if err != nil {
 		return nil, err
 	}
@@ -211,12 +212,28 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			crds = append(crds, n)
 		}
 	}
+	// Kustomize expands a patch's aliases and copies it into every
+	// object it targets: each patch is charged to the render's budget
+	// before it runs, as often as it may apply, and each post-renderer's
+	// output to a budget of its own (it replaces its input).
 	for i, pr := range opts.PostRenderers {
 		if pr.Kustomize == nil {
 			continue
 		}
+		for j, p := range pr.Kustomize.Patches {
+			copies := int64(1)
+			if p.Target != nil {
+				copies = int64(len(objs))
+			}
+			if err := budget.Charge(fmt.Sprintf("post-renderer %d: patch %d", i+1, j+1), []byte(p.Patch), copies); err != nil {
+				return nil, err
+			}
+		}
 		if objs, err = render.PostRender(ctx, objs, pr.Kustomize.Patches, pr.Kustomize.Images); err != nil {
 			return nil, wrapReason(err, "post-renderer %d: ", i+1)
+		}
+		if err := render.NewBudget(limits.renderLimits()).ChargeObjects(fmt.Sprintf("post-renderer %d output", i+1), objs); err != nil {
+			return nil, err
 		}
 	}
 	objs = append(objs, crds...)
