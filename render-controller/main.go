@@ -37,6 +37,7 @@ type renderOptions struct {
 	MaxValuesSize      int64
 	MaxChartSize       int64
 	MaxChartExtracted  int64
+	MaxChartFiles      int64
 	CapabilitiesTTL    time.Duration
 	DownloadAttempts   int
 	RenderTimeout      time.Duration
@@ -67,7 +68,9 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxChartSize, "max-chart-size", defaultMaxChartSize,
 		"The largest chart artifact (.tgz) a HelmRelease downloads and renders, in bytes.")
 	fs.Int64Var(&o.MaxChartExtracted, "max-chart-extracted-size", defaultMaxChartExtracted,
-		"The most bytes a chart artifact's files may decompress to.")
+		"The most bytes a chart artifact's files may decompress to (their names and tar headers counted).")
+	fs.Int64Var(&o.MaxChartFiles, "max-chart-files", helmrender.DefaultMaxFiles,
+		"The most entries (files and folders) a chart artifact may hold.")
 	fs.DurationVar(&o.CapabilitiesTTL, "capabilities-ttl", rendercontroller.DefaultCapabilitiesTTL,
 		"How long the cluster's capabilities (Kubernetes version, served API versions) are used for Helm renders before discovery is asked again; a CustomResourceDefinition change drops them at once.")
 	fs.IntVar(&o.DownloadAttempts, "download-attempts", 4,
@@ -94,8 +97,8 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
 	case o.MaxValuesSize < 1:
 		return fmt.Errorf("--max-values-size must be positive, got %d", o.MaxValuesSize)
-	case o.MaxChartSize < 1, o.MaxChartExtracted < 1:
-		return fmt.Errorf("--max-chart-size and --max-chart-extracted-size must be positive")
+	case o.MaxChartSize < 1, o.MaxChartExtracted < 1, o.MaxChartFiles < 1:
+		return fmt.Errorf("--max-chart-size, --max-chart-extracted-size and --max-chart-files must be positive")
 	case o.MaxChartExtracted > helmrender.DefaultMaxDecompressedBytes:
 		return fmt.Errorf("--max-chart-extracted-size cannot pass the Helm SDK loader's own limit of %d bytes", helmrender.DefaultMaxDecompressedBytes)
 	case o.CapabilitiesTTL <= 0:
@@ -228,6 +231,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		HelmLimits: helmrender.Limits{
 			MaxArchiveBytes:      renderOpts.MaxChartSize,
 			MaxDecompressedBytes: renderOpts.MaxChartExtracted,
+			MaxFiles:             renderOpts.MaxChartFiles,
 			MaxValuesBytes:       renderOpts.MaxValuesSize,
 		},
 	}

@@ -18,6 +18,9 @@ type Limits struct {
 	// 100 MiB), which Plumb leaves at Helm's default.
 	// --max-chart-extracted-size.
 	MaxDecompressedBytes int64
+	// MaxFiles bounds the archive's entries (files and folders).
+	// --max-chart-files.
+	MaxFiles int64
 	// MaxValuesBytes bounds the user values, measured as their canonical
 	// JSON. --max-values-size.
 	MaxValuesBytes int64
@@ -34,12 +37,14 @@ type Limits struct {
 
 // Defaults. The archive default is Plumb's artifact download limit
 // (--max-artifact-size); the decompressed default is the SDK loader's own
-// limit; values get 16 MiB (a ConfigMap or Secret holds at most 1 MiB, so
-// that is many of them); output, nodes and documents are pkg/render's
+// limit; 10,000 entries are ten times a large chart's files; values get
+// 16 MiB (a ConfigMap or Secret holds at most 1 MiB, so that is many of
+// them); output, nodes and documents are pkg/render's
 // defaults, so a chart and a kustomization have the same ceiling.
 const (
 	DefaultMaxArchiveBytes      int64 = 100 << 20
 	DefaultMaxDecompressedBytes int64 = 100 << 20
+	DefaultMaxFiles             int64 = 10_000
 	DefaultMaxValuesBytes       int64 = 16 << 20
 	DefaultMaxOutputBytes             = render.DefaultMaxOutputBytes
 	DefaultMaxNodes                   = render.DefaultMaxNodes
@@ -55,6 +60,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	set(&l.MaxArchiveBytes, DefaultMaxArchiveBytes)
 	set(&l.MaxDecompressedBytes, DefaultMaxDecompressedBytes)
+	set(&l.MaxFiles, DefaultMaxFiles)
 	set(&l.MaxValuesBytes, DefaultMaxValuesBytes)
 	set(&l.MaxOutputBytes, DefaultMaxOutputBytes)
 	set(&l.MaxNodes, DefaultMaxNodes)

@@ -1,15 +1,12 @@
 package helmrender
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -143,11 +140,11 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		return nil, render.LimitError("the values are %d bytes as JSON, more than the limit of %d (--max-values-size)",
 			len(valuesJSON), limits.MaxValuesBytes)
 	}
-	if int64(len(archive)) > limits.MaxArchiveBytes {
-		return nil, render.LimitError("the chart archive is %d bytes, more than the limit of %d (--max-chart-size)",
-			len(archive), limits.MaxArchiveBytes)
-	}
-	if err := checkDecompressedSize(archive, limits.MaxDecompressedBytes); err != nil {
+	if err := CheckArchive(archive, limits); err != nil {
+		var l *archiveLimitError
+		if errors.As(err, &l) && l.flag != "" {
+			return nil, render.LimitError("%w (%s)", err, l.flag)
+		}
 		return nil, err
 	}
 
@@ -190,7 +187,8 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 	for i, d := range docs {
 		sources[i], data[i] = d.source, []byte(d.content)
 	}
-	parsed, err := render.NewBudget(limits.renderLimits()).ParseAll(sources, data)
+	budget := render.NewBudget(limits.renderLimits())
+	parsed, err := budget.ParseAll(sources, data)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +212,28 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			crds = append(crds, n)
 		}
 	}
+	// Kustomize expands a patch's aliases and copies it into every
+	// object it targets: each patch is charged to the render's budget
+	// before it runs, as often as it may apply, and each post-renderer's
+	// output to a budget of its own (it replaces its input).
 	for i, pr := range opts.PostRenderers {
 		if pr.Kustomize == nil {
 			continue
 		}
+		for j, p := range pr.Kustomize.Patches {
+			copies := int64(1)
+			if p.Target != nil {
+				copies = int64(len(objs))
+			}
+			if err := budget.Charge(fmt.Sprintf("post-renderer %d: patch %d", i+1, j+1), []byte(p.Patch), copies); err != nil {
+				return nil, err
+			}
+		}
 		if objs, err = render.PostRender(ctx, objs, pr.Kustomize.Patches, pr.Kustomize.Images); err != nil {
 			return nil, wrapReason(err, "post-renderer %d: ", i+1)
+		}
+		if err := render.NewBudget(limits.renderLimits()).ChargeObjects(fmt.Sprintf("post-renderer %d output", i+1), objs); err != nil {
+			return nil, err
 		}
 	}
 	objs = append(objs, crds...)
@@ -272,33 +286,6 @@ func capabilities(c Capabilities) (*common.Capabilities, error) {
 		caps.APIVersions = append(common.VersionSet(nil), c.APIVersions...)
 	}
 	return caps, nil
-}
-
-// checkDecompressedSize reads the archive's tar headers (its gzip stream
-// decompressed, file contents skipped) and refuses it when its files add up
-// to more than max, or when it is no gzipped tar at all. The SDK's loader
-// has a limit of its own, but a global one.
-func checkDecompressedSize(archive []byte, max int64) error {
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
-	if err != nil {
-		return render.BuildError("the chart is not a gzipped tar archive: %v", err)
-	}
-	defer zr.Close()
-	tr := tar.NewReader(zr)
-	var total int64
-	for {
-		hd, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return render.BuildError("reading the chart archive: %v", err)
-		}
-		total += hd.Size
-		if total > max {
-			return render.LimitError("the chart's files pass the limit of %d bytes decompressed at %s (--max-chart-extracted-size)", max, hd.Name)
-		}
-	}
 }
 
 // templated is what the SDK rendered: the documents of the templates,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/render"
 )
@@ -229,5 +230,33 @@ data:
 	})
 	if n := requests.Load(); n != 0 {
 		t.Errorf("the test server got %d requests", n)
+	}
+}
+
+// A post-renderer's patch is charged to the node budget before kustomize
+// expands it: the review's 363-byte patch of five levels of nine aliases
+// (1.18 GiB once krusty expands it), and a small patch targeting many
+// objects, are refused with little allocated.
+func TestPostRendererBombs(t *testing.T) {
+	many := "{{- range $i := until 300 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{{ $i }}\n{{- end }}\n"
+	archive := packageChart(t, "app", map[string]string{"templates/many.yaml": many})
+	var big strings.Builder
+	big.WriteString("- op: add\n  path: /data\n  value:\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&big, "    k%d: v\n", i)
+	}
+	for name, tc := range map[string]kustomizev1.Patch{
+		"aliases": {Patch: strings.Replace(aliasBomb(5), "name: bomb", "name: app", 1)},
+		"targets": {Patch: big.String(), Target: &kustomizev1.Selector{Kind: "ConfigMap"}},
+	} {
+		opts := baseOptions()
+		opts.PostRenderers = []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: []kustomizev1.Patch{tc}}}}
+		allocated := allocatedBy(func() {
+			_, err := Render(context.Background(), archive, opts)
+			wantLimit(t, err, "post-renderer 1: patch 1", "--max-yaml-nodes")
+		})
+		if allocated > 64<<20 {
+			t.Errorf("%s: refusing the patch allocated %d MiB", name, allocated>>20)
+		}
 	}
 }

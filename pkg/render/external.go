@@ -68,6 +68,46 @@ func (b *Budget) ParseAll(sources []string, data [][]byte) ([][]*kyaml.RNode, er
 	return out, nil
 }
 
+// Charge counts a YAML stream that is input, not objects (a post-render
+// patch: a strategic-merge object or a JSON 6902 list), against the
+// budgets copies times (the most objects it may be applied to), before
+// anything that expands its aliases reads it. Nothing is kept.
+func (b *Budget) Charge(source string, data []byte, copies int64) error {
+	copies = max(copies, 1)
+	dec := kyaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc kyaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return buildErr("%s: invalid YAML: %v", source, err)
+		}
+		n, err := expandedSize(&doc, b.limits.MaxNodes)
+		if err != nil {
+			return limitErr("%s: %v", source, err)
+		}
+		if err := b.charge(source, parsedStream{nodes: []int64{min(n*copies, b.limits.MaxNodes+1)}}); err != nil {
+			return err
+		}
+	}
+}
+
+// ChargeObjects counts objects already in memory (a post-renderer's
+// output) against the budgets, aliases counted expanded.
+func (b *Budget) ChargeObjects(source string, objs []*kyaml.RNode) error {
+	for _, o := range objs {
+		n, err := expandedSize(o.YNode(), b.limits.MaxNodes)
+		if err != nil {
+			return limitErr("%s: %s: %v", source, describe(o), err)
+		}
+		if err := b.charge(source, parsedStream{nodes: []int64{n}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parsedStream is one stream parsed, not yet charged: its objects, the
 // nodes of each document read before an error (one entry per document, so
 // its length is the document count), and the error.

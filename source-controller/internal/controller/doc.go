@@ -64,7 +64,7 @@
 // SDK's HTTP getter: basic auth from spec.secretRef's username and
 // password, TLS from spec.certSecretRef or else spec.secretRef's tls.crt,
 // tls.key and ca.crt, every request bounded by spec.timeout and at most
-// --helm-index-max-size bytes, default 50 MiB, counted on the connection
+// --helm-index-max-size bytes, default 10 MiB, counted on the connection
 // as it is read; then parsed and verified by the SDK's index loader —
 // FetchFailed with AuthenticationFailed or IndexationFailed; a plain
 // http:// request on behalf of an https:// repository, a redirect or a

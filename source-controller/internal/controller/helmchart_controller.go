@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -38,6 +39,11 @@ import (
 
 // DefaultMaxChartSize is the default of --helm-chart-max-size, Flux's.
 const DefaultMaxChartSize int64 = 10 << 20
+
+// DefaultChartBuildTimeout bounds the chart step of one HelmChart
+// reconcile: every request has its own timeout, but a chart with many
+// dependencies makes many requests.
+const DefaultChartBuildTimeout = 10 * time.Minute
 
 // chartSourceIndexKey indexes HelmCharts by "<Kind>/<name>" of their source
 // (in their own namespace).
@@ -55,6 +61,9 @@ type HelmChartReconciler struct {
 	MaxChartSize int64
 	// TmpDir holds extracted GitRepository artifacts; "" is os.TempDir().
 	TmpDir string
+	// BuildTimeout bounds resolving, pulling and building one chart with
+	// its dependencies; 0 is DefaultChartBuildTimeout.
+	BuildTimeout time.Duration
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*sourcev1.HelmChart]
@@ -161,6 +170,28 @@ type chartState struct {
 	dir     string // the chart's folder under root, for a Git source
 	version string // the artifact's revision
 	tgz     []byte
+
+	// indexes are the repository indexes parsed in this reconcile, by
+	// artifact digest: each is parsed once however many dependencies it
+	// serves (a parse costs tens of times the index's size).
+	indexes map[string]*repo.IndexFile
+}
+
+// index returns the parsed index of the stored artifact a, parsing it the
+// first time this reconcile asks.
+func (st *chartState) index(s *artifact.Storage, a *meta.Artifact) (*repo.IndexFile, error) {
+	if idx, ok := st.indexes[a.Digest]; ok {
+		return idx, nil
+	}
+	idx, err := helm.LoadIndex(s.LocalPath(a.Path))
+	if err != nil {
+		return nil, err
+	}
+	if st.indexes == nil {
+		st.indexes = map[string]*repo.IndexFile{}
+	}
+	st.indexes[a.Digest] = idx
+	return idx, nil
 }
 
 func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.HelmChart] {
@@ -329,6 +360,13 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 	if st.upToDate {
 		return nil
 	}
+	timeout := r.BuildTimeout
+	if timeout <= 0 {
+		timeout = DefaultChartBuildTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("the chart was not pulled and built within %s", timeout))
+	defer cancel()
 	if err := r.pull(ctx, obj, st); err != nil {
 		reason := sourcev1.ChartPullFailedReason
 		var re *plumbreconcile.Error
@@ -390,7 +428,7 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 			return err
 		}
 		ref += "/" + obj.Spec.Chart
-		version, err := reg.Resolve(ref, obj.Spec.Version)
+		version, err := reg.Resolve(ctx, ref, obj.Spec.Version)
 		if err != nil {
 			return err
 		}
@@ -404,7 +442,7 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		}
 		return r.loadArchive(obj, st, tgz)
 	default:
-		index, err := helm.LoadIndex(r.Storage.LocalPath(st.repo.Status.Artifact.Path))
+		index, err := st.index(r.Storage, st.repo.Status.Artifact)
 		if err != nil {
 			return err
 		}
@@ -497,9 +535,11 @@ func (r *HelmChartReconciler) build(ctx context.Context, obj *sourcev1.HelmChart
 	deps := helm.Dependencies{
 		Root:          st.root,
 		MaxChartBytes: maxOr(r.MaxChartSize, DefaultMaxChartSize),
-		Repository:    func(url string) (*helm.Repository, error) { return r.dependencyRepository(ctx, obj.Namespace, url) },
+		Repository: func(url string) (*helm.Repository, error) {
+			return r.dependencyRepository(ctx, obj.Namespace, url, st)
+		},
 	}
-	if err := deps.Build(ch, st.dir); err != nil {
+	if err := deps.Build(ctx, ch, st.dir); err != nil {
 		return err
 	}
 	if err := helm.MergeValuesFiles(ch, obj.Spec.ValuesFiles); err != nil {
@@ -517,7 +557,7 @@ func (r *HelmChartReconciler) build(ctx context.Context, obj *sourcev1.HelmChart
 // dependencyRepository finds the HelmRepository of the namespace whose
 // URL is url (trailing slashes aside) and returns it as a dependency
 // source with its credentials.
-func (r *HelmChartReconciler) dependencyRepository(ctx context.Context, namespace, url string) (*helm.Repository, error) {
+func (r *HelmChartReconciler) dependencyRepository(ctx context.Context, namespace, url string, st *chartState) (*helm.Repository, error) {
 	var list sourcev1.HelmRepositoryList
 	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, err
@@ -542,7 +582,7 @@ func (r *HelmChartReconciler) dependencyRepository(ctx context.Context, namespac
 		if err := r.Storage.Verify(a); err != nil {
 			return nil, fmt.Errorf("the index of HelmRepository %s/%s is not in storage: %w", namespace, repo.Name, err)
 		}
-		index, err := helm.LoadIndex(r.Storage.LocalPath(a.Path))
+		index, err := st.index(r.Storage, a)
 		if err != nil {
 			return nil, err
 		}

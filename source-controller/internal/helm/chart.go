@@ -23,8 +23,11 @@ import (
 var epoch = time.Unix(0, 0).UTC()
 
 // LoadArchive loads a chart archive with the SDK loader, within its
-// decompressed-size budget.
+// decompressed-size budget, once CheckArchive has passed its headers.
 func LoadArchive(tgz []byte) (*chart.Chart, error) {
+	if err := CheckArchive(tgz); err != nil {
+		return nil, err
+	}
 	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart archive: %w", err)

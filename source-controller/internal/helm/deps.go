@@ -1,11 +1,13 @@
 package helm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 )
@@ -25,12 +27,12 @@ type Repository struct {
 
 // Pull resolves the semver range version of chart name and downloads it,
 // at most maxBytes.
-func (r *Repository) Pull(name, version string, maxBytes int64) (*chart.Chart, error) {
+func (r *Repository) Pull(ctx context.Context, name, version string, maxBytes int64) (*chart.Chart, error) {
 	var tgz []byte
 	switch {
 	case r.Registry != nil:
 		ref := r.Ref + "/" + name
-		tag, err := r.Registry.Resolve(ref, version)
+		tag, err := r.Registry.Resolve(ctx, ref, version)
 		if err != nil {
 			return nil, err
 		}
@@ -77,15 +79,35 @@ type Dependencies struct {
 // maxDepth bounds file:// dependencies of dependencies.
 const maxDepth = 10
 
+// MaxDependencies bounds the dependencies one chart build adds, file://
+// ones and theirs included: each is a download and a load.
+const MaxDependencies = 100
+
+// ErrDependencyLimit is returned past MaxDependencies, or when the added
+// dependencies together decompress to more than the loader's budget for
+// one chart (archive.MaxDecompressedChartSize), which otherwise each of
+// them could fill.
+var ErrDependencyLimit = errors.New("chart dependencies exceed a limit")
+
+// buildBudget is what one Build may still add.
+type buildBudget struct {
+	count int
+	bytes int64
+}
+
 // Build adds the missing dependencies of ch, whose folder is dir ("" for
 // an archive). A file:// dependency is loaded from its folder and completed
 // the same way; a remote one is pulled from its repository at the locked
-// version, or the newest matching the range.
-func (d Dependencies) Build(ch *chart.Chart, dir string) error {
-	return d.build(ch, dir, 0)
+// version, or the newest matching the range. At most MaxDependencies are
+// added, decompressing to at most the loader's budget for one chart
+// together; ctx ends the build between dependencies (and bounds OCI tag
+// listings).
+func (d Dependencies) Build(ctx context.Context, ch *chart.Chart, dir string) error {
+	b := &buildBudget{count: MaxDependencies, bytes: archive.MaxDecompressedChartSize}
+	return d.build(ctx, ch, dir, 0, b)
 }
 
-func (d Dependencies) build(ch *chart.Chart, dir string, depth int) error {
+func (d Dependencies) build(ctx context.Context, ch *chart.Chart, dir string, depth int, b *buildBudget) error {
 	if depth > maxDepth {
 		return fmt.Errorf("chart %s: file:// dependencies nest deeper than %d", ch.Name(), maxDepth)
 	}
@@ -97,13 +119,35 @@ func (d Dependencies) build(ch *chart.Chart, dir string, depth int) error {
 		if dep == nil || present(ch, dep.Name) {
 			continue
 		}
-		sub, err := d.fetch(dep, dir, depth)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("chart %s: resolving dependencies: %w", ch.Name(), context.Cause(ctx))
+		}
+		if b.count--; b.count < 0 {
+			return fmt.Errorf("chart %s: %w: more than %d dependencies", ch.Name(), ErrDependencyLimit, MaxDependencies)
+		}
+		sub, err := d.fetch(ctx, dep, dir, depth, b)
 		if err != nil {
 			return fmt.Errorf("dependency %q of chart %s: %w", dep.Name, ch.Name(), err)
+		}
+		// A file:// dependency's own dependencies are charged in fetch.
+		if b.bytes -= ownSize(sub); b.bytes < 0 {
+			return fmt.Errorf("chart %s: %w: its dependencies decompress to more than %d bytes together",
+				ch.Name(), ErrDependencyLimit, archive.MaxDecompressedChartSize)
 		}
 		ch.AddDependency(sub)
 	}
 	return nil
+}
+
+// ownSize is what a loaded chart holds, its charts/ dependencies
+// included but not those Build added to it: names and contents of its
+// files.
+func ownSize(ch *chart.Chart) int64 {
+	var n int64
+	for _, f := range ch.Raw {
+		n += int64(len(f.Name) + len(f.Data))
+	}
+	return n
 }
 
 func present(ch *chart.Chart, name string) bool {
@@ -115,7 +159,7 @@ func present(ch *chart.Chart, name string) bool {
 	return false
 }
 
-func (d Dependencies) fetch(dep *chart.Dependency, dir string, depth int) (*chart.Chart, error) {
+func (d Dependencies) fetch(ctx context.Context, dep *chart.Dependency, dir string, depth int, b *buildBudget) (*chart.Chart, error) {
 	r := dep.Repository
 	switch {
 	case strings.HasPrefix(r, "file://"):
@@ -133,7 +177,7 @@ func (d Dependencies) fetch(dep *chart.Dependency, dir string, depth int) (*char
 		if sub.Name() != dep.Name {
 			return nil, fmt.Errorf("%s holds chart %q", r, sub.Name())
 		}
-		if err := d.build(sub, p, depth+1); err != nil {
+		if err := d.build(ctx, sub, p, depth+1, b); err != nil {
 			return nil, err
 		}
 		return sub, nil
@@ -149,7 +193,7 @@ func (d Dependencies) fetch(dep *chart.Dependency, dir string, depth int) (*char
 	if err != nil {
 		return nil, err
 	}
-	return repository.Pull(dep.Name, dep.Version, d.MaxChartBytes)
+	return repository.Pull(ctx, dep.Name, dep.Version, d.MaxChartBytes)
 }
 
 // inside checks that p, symbolic links resolved, is root or under it.

@@ -2,7 +2,9 @@ package helm_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -129,7 +131,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err != nil {
+	if err := deps.Build(context.Background(), ch, ""); err != nil {
 		t.Fatal(err)
 	}
 	if len(ch.Dependencies()) != 1 || ch.Dependencies()[0].Metadata.Version != "1.0.0" {
@@ -142,7 +144,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err != nil {
+	if err := deps.Build(context.Background(), ch, ""); err != nil {
 		t.Fatal(err)
 	}
 	if ch.Dependencies()[0].Metadata.Version != "1.1.0" {
@@ -155,7 +157,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deps.Build(ch, ""); err == nil || !strings.Contains(err.Error(), "no repository serves") {
+	if err := deps.Build(context.Background(), ch, ""); err == nil || !strings.Contains(err.Error(), "no repository serves") {
 		t.Fatalf("an unserved repository: %v", err)
 	}
 
@@ -187,7 +189,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	inSource := helm.Dependencies{Root: root}
-	if err := inSource.Build(ch, filepath.Join(root, "app")); err == nil || !strings.Contains(err.Error(), "leaves the source") {
+	if err := inSource.Build(context.Background(), ch, filepath.Join(root, "app")); err == nil || !strings.Contains(err.Error(), "leaves the source") {
 		t.Fatalf("a file:// dependency outside the source: %v", err)
 	}
 }
@@ -263,5 +265,79 @@ func TestFetcherRefusesPlainHTTPForAnHTTPSRepository(t *testing.T) {
 		Credentials: helm.Credentials{Username: "u", Password: "p", PassCredentials: true, TLS: secure.Client().Transport.(*http.Transport).TLSClientConfig}}
 	if _, err := f.Get(secure.URL+"/index.yaml", 1<<20); !errors.Is(err, helm.ErrInsecure) {
 		t.Fatalf("a redirect to http://: %v", err)
+	}
+}
+
+// depsRepo serves charts dep0..dep<n-1> and returns an app chart depending
+// on all of them and the Dependencies resolving them.
+func depsRepo(t *testing.T, n int, pad int) (*chart.Chart, helm.Dependencies) {
+	t.Helper()
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(repo.Close)
+	app := chartOf("app", "1.0.0")
+	for i := range n {
+		c := chartOf(fmt.Sprintf("dep%d", i), "1.0.0")
+		c.Files["files/pad.txt"] = strings.Repeat("p", pad)
+		if err := repo.Add(c); err != nil {
+			t.Fatal(err)
+		}
+		app.Dependencies = append(app.Dependencies, &chart.Dependency{Name: c.Name, Version: "1.0.0", Repository: repo.URL()})
+	}
+	raw, err := repo.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := helm.ParseIndex(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second}
+	ch, err := testhelm.Load(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, helm.Dependencies{
+		MaxChartBytes: 1 << 20,
+		Repository: func(string) (*helm.Repository, error) {
+			return &helm.Repository{URL: repo.URL(), Index: index, Fetcher: f}, nil
+		},
+	}
+}
+
+func TestDependenciesAreCounted(t *testing.T) {
+	ch, deps := depsRepo(t, helm.MaxDependencies+1, 0)
+	err := deps.Build(context.Background(), ch, "")
+	if !errors.Is(err, helm.ErrDependencyLimit) || !strings.Contains(err.Error(), "more than 100 dependencies") {
+		t.Fatalf("err = %v, want the dependency count limit", err)
+	}
+}
+
+// Each dependency within the loader's budget, all of them together past
+// it: refused.
+func TestDependenciesShareOneDecompressedBudget(t *testing.T) {
+	helm.SetMaxExtractedSize(64 << 10)
+	defer helm.SetMaxExtractedSize(helm.DefaultMaxExtractedSize)
+	ch, deps := depsRepo(t, 3, 25<<10)
+	err := deps.Build(context.Background(), ch, "")
+	if !errors.Is(err, helm.ErrDependencyLimit) || !strings.Contains(err.Error(), "decompress to more than") {
+		t.Fatalf("err = %v, want the dependencies' size limit", err)
+	}
+	ch, deps = depsRepo(t, 2, 25<<10)
+	if err := deps.Build(context.Background(), ch, ""); err != nil {
+		t.Fatalf("two dependencies within the budget: %v", err)
+	}
+}
+
+// The build ends, between dependencies, with its context, and says why.
+func TestDependenciesEndWithTheContext(t *testing.T) {
+	ch, deps := depsRepo(t, 2, 0)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the chart was not built in time"))
+	err := deps.Build(ctx, ch, "")
+	if err == nil || !strings.Contains(err.Error(), "the chart was not built in time") {
+		t.Fatalf("err = %v, want the context's cause", err)
 	}
 }

@@ -1,15 +1,19 @@
 package helm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"helm.sh/helm/v4/pkg/registry"
@@ -42,7 +46,23 @@ func OCIRef(raw string) (string, error) {
 // registry client.
 type Registry struct {
 	client *registry.Client
+	// authorizer and plainHTTP list tags with oras directly (see Resolve).
+	authorizer *auth.Client
+	plainHTTP  bool
+	timeout    time.Duration
 }
+
+// Bounds of a tag listing: the SDK's Client.Tags follows every Link a
+// registry answers with, forever and without a context.
+const (
+	// MaxTagPages bounds the pages of one tag listing.
+	MaxTagPages = 100
+	// MaxTags bounds the tags of one listing.
+	MaxTags = 10000
+	// tagListTimeoutPages: a whole listing may take this many request
+	// timeouts.
+	tagListTimeoutPages = 5
+)
 
 // noCredentialsFile is handed to the registry client, which otherwise
 // reads Helm's credentials file of the controller's user: this client is
@@ -55,7 +75,9 @@ func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Dur
 	if (creds.Username == "") != (creds.Password == "") {
 		return nil, errors.New("username and password must be given together")
 	}
-	hc := &http.Client{Transport: transport(creds.TLS, maxBytes, !insecure), Timeout: timeout}
+	// Blobs may be redirected to another host (a CDN), but never from
+	// https to http; the client certificate goes to the registry only.
+	hc := &http.Client{Transport: byHost(host, creds.TLS, false, maxBytes, !insecure), Timeout: timeout, CheckRedirect: noDowngrade}
 	authorizer := auth.Client{Client: hc, Header: http.Header{"User-Agent": {"plumb-source-controller"}}}
 	if creds.Username != "" {
 		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: creds.Username, Password: creds.Password})
@@ -72,16 +94,18 @@ func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Dur
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{client: c}, nil
+	return &Registry{client: c, authorizer: &authorizer, plainHTTP: insecure, timeout: timeout}, nil
 }
 
 // Resolve lists the tags of ref (host/path/chart) and returns the newest
 // version matching the semver range version ("" or "*": the newest stable).
-func (r *Registry) Resolve(ref, version string) (string, error) {
+// The listing runs under ctx and at most a few request timeouts, follows
+// at most MaxTagPages pages and keeps at most MaxTags tags.
+func (r *Registry) Resolve(ctx context.Context, ref, version string) (string, error) {
 	if version == "*" {
 		version = ""
 	}
-	tags, err := r.client.Tags(ref)
+	tags, err := r.tags(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("listing the tags of %s: %w", ref, err)
 	}
@@ -93,6 +117,51 @@ func (r *Registry) Resolve(ref, version string) (string, error) {
 		return "", fmt.Errorf("%s: %w", ref, err)
 	}
 	return tag, nil
+}
+
+// errTooManyTags stops a listing past MaxTags.
+var errTooManyTags = fmt.Errorf("more than %d tags", MaxTags)
+
+// tags lists the semver tags of ref, newest first, as the SDK's
+// Client.Tags does ("_" read as "+"), within the listing's bounds.
+func (r *Registry) tags(ctx context.Context, ref string) ([]string, error) {
+	repo, err := remote.NewRepository(ref)
+	if err != nil {
+		return nil, err
+	}
+	repo.PlainHTTP = r.plainHTTP
+	repo.Client = r.authorizer
+	repo.TagListMaxPages = MaxTagPages
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tagListTimeoutPages*r.timeout)
+		defer cancel()
+	}
+	var versions []*semver.Version
+	seen := 0
+	err = repo.Tags(ctx, "", func(tags []string) error {
+		if seen += len(tags); seen > MaxTags {
+			return errTooManyTags
+		}
+		for _, tag := range tags {
+			if v, err := semver.StrictNewVersion(strings.ReplaceAll(tag, "_", "+")); err == nil {
+				versions = append(versions, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("not done within %s: %w", tagListTimeoutPages*r.timeout, err)
+		}
+		return nil, err
+	}
+	sort.Sort(sort.Reverse(semver.Collection(versions)))
+	out := make([]string, len(versions))
+	for i, v := range versions {
+		out[i] = v.String()
+	}
+	return out, nil
 }
 
 // Pull downloads the chart archive of ref at version.
