@@ -449,3 +449,28 @@ func TestErrorsAreRenderErrors(t *testing.T) {
 		t.Fatalf("%T is not a *render.Error", err)
 	}
 }
+
+// A schema failure says where and which keyword, never the value: the
+// validator's own message quotes it for pattern and format, and values
+// may come from a Secret.
+func TestSchemaErrorsQuoteNoValue(t *testing.T) {
+	schema := `{"type": "object", "required": ["host"], "properties": {
+	  "password": {"type": "string", "pattern": "^[a-z]+$"},
+	  "user": {"type": "string", "enum": ["admin"]}}}`
+	archive := packageChart(t, "app", map[string]string{"values.schema.json": schema})
+	opts := baseOptions()
+	opts.Values = map[string]any{"password": "Hunter2-S3cret!", "user": "Hunter3"}
+	_, err := Render(context.Background(), archive, opts)
+	if err == nil {
+		t.Fatal("rendered")
+	}
+	msg := err.Error()
+	for _, want := range []string{"at '/password': pattern", "at '/user': enum", "at '/': required (missing host)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "Hunter") {
+		t.Errorf("the error quotes a value: %q", msg)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
@@ -69,9 +70,38 @@ func validateSchema(values common.Values, schemaJSON []byte) (err error) {
 		return err
 	}
 	if err := v.Validate(values.AsMap()); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "jsonschema validation failed with '"+schemaURL+"#'\n") + "\n")
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		var sb strings.Builder
+		schemaFailures(&sb, ve)
+		return errors.New(sb.String())
 	}
 	return nil
+}
+
+// schemaFailures writes one line per failed keyword of ve's tree: where in
+// the values and which keyword, never the validator's message, which
+// quotes the value (a pattern or format failure prints it whole), and the
+// values may come from a Secret. A required failure also names the
+// missing properties, which come from the schema.
+func schemaFailures(sb *strings.Builder, ve *jsonschema.ValidationError) {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			schemaFailures(sb, c)
+		}
+		return
+	}
+	keyword := strings.Join(ve.ErrorKind.KeywordPath(), "/")
+	if keyword == "" {
+		keyword = "schema"
+	}
+	fmt.Fprintf(sb, "- at '/%s': %s", strings.Join(ve.InstanceLocation, "/"), keyword)
+	if r, ok := ve.ErrorKind.(*kind.Required); ok {
+		fmt.Fprintf(sb, " (missing %s)", strings.Join(r.Missing, ", "))
+	}
+	sb.WriteString("\n")
 }
 
 // noLoader loads nothing: a reference out of the schema document is an
