@@ -83,7 +83,7 @@ func (b *Budget) Charge(source string, data []byte, copies int64) error {
 			}
 			return buildErr("%s: invalid YAML: %v", source, err)
 		}
-		n, err := expandedSize(&doc, b.limits.MaxNodes)
+		n, err := yamlsize.Expanded(&doc, b.limits.MaxNodes)
 		if err != nil {
 			return limitErr("%s: %v", source, err)
 		}
@@ -97,7 +97,7 @@ func (b *Budget) Charge(source string, data []byte, copies int64) error {
 // output) against the budgets, aliases counted expanded.
 func (b *Budget) ChargeObjects(source string, objs []*kyaml.RNode) error {
 	for _, o := range objs {
-		n, err := expandedSize(o.YNode(), b.limits.MaxNodes)
+		n, err := yamlsize.Expanded(o.YNode(), b.limits.MaxNodes)
 		if err != nil {
 			return limitErr("%s: %s: %v", source, describe(o), err)
 		}
