@@ -24,7 +24,8 @@
 //
 // An object annotated plumb.dev/ssa: IfNotPresent is only created, with a
 // create (the cache may not see one that exists without our labels), and
-// never changed once it exists. For the others:
+// never changed once it exists; an engine acting as a ServiceAccount reads
+// it as the ServiceAccount first instead of trusting the controller's cache. For the others:
 //
 //   - Not in the informer cache: it does not exist (or is not ours yet); it
 //     is applied straight away, no dry-run.

@@ -275,9 +275,28 @@ func IfNotPresent(obj *unstructured.Unstructured) bool {
 // there may still exist (created by someone else, Helm's CRDs typically):
 // a create, not an apply, finds out atomically, and its AlreadyExists is
 // no error.
+//
+// The watch cache reads with the controller's identity. An engine acting as
+// a ServiceAccount (As) does not take it as proof that the object exists:
+// that would let a sync report as applied an object its ServiceAccount may
+// not even read (a tenant's chart naming a cluster's CRD). It reads the
+// object as the ServiceAccount first, one metadata GET, so a ServiceAccount
+// that may read but not create an existing object is not refused, and one
+// that may not read it is.
 func (e *Engine) createIfNotPresent(ctx context.Context, desired *unstructured.Unstructured, hash string, live *metav1.PartialObjectMetadata, res Result) Result {
-	if live != nil {
+	if e.identity == "" && live != nil {
 		return res
+	}
+	if e.identity != "" {
+		existing := metadataObject(desired.GroupVersionKind())
+		err := e.client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		switch {
+		case err == nil:
+			return res
+		case !apierrors.IsNotFound(err):
+			res.Err = e.explain(res.ID, err)
+			return res
+		}
 	}
 	obj := desired.DeepCopy()
 	obj.SetResourceVersion("")
