@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -69,6 +71,22 @@ func (s Source) String() string { return s.Kind + "/" + s.Namespace + "/" + s.Na
 // Merge returns hr's user values: valuesFrom in order, read through r, then
 // spec.values. The result is never nil.
 func Merge(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits Limits) (map[string]any, error) {
+	values, _, err := MergeSecrets(ctx, r, hr, limits)
+	return values, err
+}
+
+// MergeSecrets is Merge that also returns a Redactor of every scalar value
+// read from a Secret (the whole key for a targetPath), for the values read
+// before an error too: a render error (a schema check, a template's fail
+// or tpl) may quote a value, and no Secret value may reach a status, an
+// event or a log.
+func MergeSecrets(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits Limits) (map[string]any, *Redactor, error) {
+	red := &Redactor{}
+	values, err := merge(ctx, r, hr, limits, red)
+	return values, red, err
+}
+
+func merge(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits Limits, red *Redactor) (map[string]any, error) {
 	m := &merger{limits: limits.withDefaults()}
 	values := map[string]any{}
 	for i, ref := range hr.Spec.ValuesFrom {
@@ -83,6 +101,9 @@ func Merge(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits 
 		if err := m.charge(where, len(data)); err != nil {
 			return nil, err
 		}
+		if secret {
+			red.add(string(data))
+		}
 		if ref.TargetPath != "" {
 			if err := setPath(values, ref.TargetPath, string(data)); err != nil {
 				return nil, fmt.Errorf("%s: setting targetPath %q: %w", where, ref.TargetPath, err)
@@ -92,6 +113,9 @@ func Merge(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits 
 		doc, err := m.parse(where, data, secret)
 		if err != nil {
 			return nil, err
+		}
+		if secret {
+			red.addScalars(doc)
 		}
 		values = loader.MergeMaps(values, doc)
 	}
@@ -221,3 +245,56 @@ func setPath(values map[string]any, path, value string) error {
 var escaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `{`, `\{`)
 
 func escape(v string) string { return escaper.Replace(v) }
+
+// Redactor hides Secret values in messages.
+type Redactor struct{ values []string }
+
+// minRedactLen keeps very short values (a "1", a "true") from blotting
+// out unrelated words, as pkg/render's substitution redaction does.
+const minRedactLen = 4
+
+func (r *Redactor) add(v string) {
+	if len(v) < minRedactLen {
+		return
+	}
+	r.values = append(r.values, v)
+	// As quoted by %q or JSON, escapes and all.
+	if q := strconv.Quote(v); q[1:len(q)-1] != v {
+		r.values = append(r.values, q[1:len(q)-1])
+	}
+	if j, err := json.Marshal(v); err == nil && string(j[1:len(j)-1]) != v {
+		r.values = append(r.values, string(j[1:len(j)-1]))
+	}
+}
+
+func (r *Redactor) addScalars(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, c := range v {
+			r.addScalars(c)
+		}
+	case []any:
+		for _, c := range v {
+			r.addScalars(c)
+		}
+	case string:
+		r.add(v)
+	case nil:
+	default:
+		r.add(fmt.Sprint(v))
+	}
+}
+
+// Redact replaces every Secret value in msg with "<redacted>", longest
+// first, so a value inside another is not half shown.
+func (r *Redactor) Redact(msg string) string {
+	if r == nil || len(r.values) == 0 {
+		return msg
+	}
+	vs := append([]string(nil), r.values...)
+	sort.Slice(vs, func(i, j int) bool { return len(vs[i]) > len(vs[j]) })
+	for _, v := range vs {
+		msg = strings.ReplaceAll(msg, v, "<redacted>")
+	}
+	return msg
+}

@@ -226,9 +226,11 @@ func installing(hr *helmv2.HelmRelease) bool {
 
 // helmState is what one reconcile's steps hand to each other.
 type helmState struct {
-	chartKey   types.NamespacedName
-	chart      *sourcev1.HelmChart
-	values     map[string]any
+	chartKey types.NamespacedName
+	chart    *sourcev1.HelmChart
+	values   map[string]any
+	// secrets hides the values read from Secrets in render errors.
+	secrets    *helmvalues.Redactor
 	caps       helmrender.Capabilities
 	installing bool
 	crds       string
@@ -543,13 +545,16 @@ func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
 // targetPath) or LimitExceeded (--max-values-size, --max-yaml-nodes).
 func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	limits := r.helmLimits()
-	values, err := helmvalues.Merge(ctx, r.Client, obj, helmvalues.Limits{MaxBytes: limits.MaxValuesBytes, MaxNodes: limits.MaxNodes})
+	values, secrets, err := helmvalues.MergeSecrets(ctx, r.Client, obj, helmvalues.Limits{MaxBytes: limits.MaxValuesBytes, MaxNodes: limits.MaxNodes})
+	st.secrets = secrets
 	if err != nil {
+		reason := helmv2.ValuesFailedReason
 		var le *helmvalues.LimitError
 		if errors.As(err, &le) {
-			return plumbreconcile.Failed(kustomizev1.LimitExceededReason, err)
+			reason = kustomizev1.LimitExceededReason
 		}
-		return plumbreconcile.Failed(helmv2.ValuesFailedReason, err)
+		// A targetPath's parse error may quote the Secret's value.
+		return plumbreconcile.Failed(reason, errors.New(secrets.Redact(err.Error())))
 	}
 	st.values = values
 	st.installing = installing(obj)
@@ -684,8 +689,10 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	})
 	st.archive = nil
 	if err != nil {
-		return plumbreconcile.Failed(render.Reason(err), fmt.Errorf("rendering chart %s of HelmChart %s: %w",
-			st.chart.Status.Artifact.Revision, st.chartKey, err))
+		// A template's fail, tpl or include, or a schema, may quote a
+		// value: Secret values never reach the status, events or logs.
+		return plumbreconcile.Failed(render.Reason(err), fmt.Errorf("rendering chart %s of HelmChart %s: %s",
+			st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error())))
 	}
 	st.result = res
 	return nil

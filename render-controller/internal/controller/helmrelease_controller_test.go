@@ -1012,3 +1012,49 @@ func settledRenders(t *testing.T, key types.NamespacedName) int64 {
 	}, timeout, poll).Should(BeTrue(), "renders of %s did not settle", key)
 	return n
 }
+
+// Values from a Secret never reach the status, events or logs through a
+// render error: a schema failure says where and which keyword, and a
+// template's fail quoting a value is redacted.
+func TestHelmReleaseRenderErrorsRedactSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	const password = "Hunter2-S3cret!"
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		StringData: map[string]string{"values.yaml": "password: " + password + "\n", "token": "tok-" + password},
+	})).To(Succeed())
+	helmChartObject(t, ns, "chart")
+	setChartArtifact(t, ns, "chart", "1.0.0", testChart(t, "leaky", "1.0.0", map[string]string{
+		"values.schema.json": `{"type": "object", "properties": {"password": {"type": "string", "pattern": "^[a-z]+$"}}}`,
+		"templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+	}))
+	helmRelease(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.Chart = nil
+		s.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "chart"}
+		s.ValuesFrom = []helmv2.ValuesReference{{Kind: "Secret", Name: "creds"}}
+	})
+	failed := waitHR(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+	g.Expect(hrRendered(failed).Message).To(ContainSubstring("at '/password': pattern"))
+	g.Expect(hrRendered(failed).Message).NotTo(ContainSubstring(password))
+
+	// A template's fail quoting the values, a targetPath's value among them.
+	setChartArtifact(t, ns, "chart", "1.0.1", testChart(t, "leaky", "1.0.1", map[string]string{
+		"templates/cm.yaml": "{{ fail (printf \"bad values %v %q\" .Values.password .Values.token) }}\n",
+	}))
+	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
+		s.ValuesFrom = append(s.ValuesFrom, helmv2.ValuesReference{Kind: "Secret", Name: "creds", ValuesKey: "token", TargetPath: "token"})
+	})
+	g.Eventually(func(g Gomega) {
+		c := hrRendered(getHR(g, ns, "app"))
+		g.Expect(c.Reason).To(Equal(kustomizev1.BuildFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("bad values <redacted>"))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(hrRendered(getHR(g, ns, "app")).Message).NotTo(ContainSubstring("S3cret"))
+	evs := published.all(ns, "app")
+	g.Expect(evs).NotTo(BeEmpty())
+	for _, e := range evs {
+		g.Expect(e.Message).NotTo(ContainSubstring("S3cret"))
+	}
+}
