@@ -427,7 +427,8 @@ type Snapshot struct {
 	// +required
 	Digest string `json:"digest"`
 
-	// FirstDeployed is when the release started.
+	// FirstDeployed is when the first release (the install) started; every
+	// later release carries it, as in Helm.
 	// +required
 	FirstDeployed metav1.Time `json:"firstDeployed"`
 

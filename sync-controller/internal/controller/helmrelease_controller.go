@@ -107,11 +107,12 @@ func recordRelease(s *syncRun) {
 	}
 	history := hr.Status.History
 	if len(history) == 0 || history[0].Digest != s.digest {
-		version := 1
+		// firstDeployed is the install's time on every release, as Helm
+		// carries it from release to release.
+		version, started := 1, s.operationStart()
 		if len(history) > 0 {
-			version = history[0].Version + 1
+			version, started = history[0].Version+1, history[0].FirstDeployed
 		}
-		started := s.operationStart()
 		history = append([]helmv2.Snapshot{{
 			Version: version, Name: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(),
 			ChartName: md[helmv2.ArtifactChartNameKey], ChartVersion: s.revision,

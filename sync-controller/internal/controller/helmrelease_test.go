@@ -209,6 +209,8 @@ func TestHelmReleaseInstallUpgradeAndFailedUpgrade(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed"}, again)).To(Succeed())
 	g.Expect(again.UID).To(Equal(seed.UID), "the install's hook is not run again")
 	g.Expect(releases(got)).To(Equal([]string{"2:1.1.0:deployed", "1:1.0.0:superseded"}))
+	g.Expect(got.Status.History[0].FirstDeployed).To(Equal(got.Status.History[1].FirstDeployed), "an upgrade carries the install's firstDeployed")
+	g.Expect(got.Status.History[0].LastDeployed.Before(&got.Status.History[1].LastDeployed)).To(BeFalse())
 	g.Expect(conditions.Get(got, helmv2.ReleasedCondition)).To(HaveField("Reason", helmv2.UpgradeSucceededReason))
 	migrate := &batchv1.Job{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "migrate"}, migrate)).To(Succeed())
