@@ -97,9 +97,10 @@ type HelmReleaseReconciler struct {
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
 
+	// announced is the render last announced per object.
+	announced announcements
+
 	mu sync.Mutex
-	// announced maps it to the render whose Rendered event was sent last.
-	announced map[types.NamespacedName]string
 	// charts maps it to the digest of the HelmChart it last applied.
 	charts map[types.NamespacedName]string
 
@@ -802,26 +803,16 @@ func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *he
 // announce records that the render is the one announced for obj and
 // reports whether it was not already.
 func (r *HelmReleaseReconciler) announce(obj *helmv2.HelmRelease, render string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := client.ObjectKeyFromObject(obj)
-	if r.announced == nil {
-		r.announced = map[types.NamespacedName]string{}
-	}
-	if r.announced[key] == render {
-		return false
-	}
-	r.announced[key] = render
-	return true
+	return r.announced.first(client.ObjectKeyFromObject(obj), render)
 }
 
 // forget drops what is kept for a deleted object: its memory entries,
 // metric series and artifact folder.
 func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
-	delete(r.announced, key)
 	delete(r.charts, key)
 	r.mu.Unlock()
+	r.announced.forget(key)
 	r.Metrics.Forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(helmStorageRef(key))
 }

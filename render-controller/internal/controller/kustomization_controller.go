@@ -87,10 +87,8 @@ type KustomizationReconciler struct {
 	// cache maps an object to the key of its last successful render.
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
-	// announced maps an object to the render (digest and revision) whose
-	// Rendered event was sent last, so a reconcile that runs on a cached
-	// copy older than its own status write does not announce it twice.
-	announced map[types.NamespacedName]string
+	// announced is the render last announced per object.
+	announced announcements
 
 	// defaultClient downloads when HTTPClient is nil.
 	defaultClientOnce sync.Once
@@ -462,17 +460,7 @@ func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj, stored *
 // announce records that the render is the one announced for obj and
 // reports whether it was not already.
 func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, render string) bool {
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
-	key := client.ObjectKeyFromObject(obj)
-	if r.announced == nil {
-		r.announced = map[types.NamespacedName]string{}
-	}
-	if r.announced[key] == render {
-		return false
-	}
-	r.announced[key] = render
-	return true
+	return r.announced.first(client.ObjectKeyFromObject(obj), render)
 }
 
 // forget drops what is kept for a deleted object: its cache entry, metric
@@ -480,8 +468,8 @@ func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, rende
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
-	delete(r.announced, key)
 	r.cacheMu.Unlock()
+	r.announced.forget(key)
 	r.Metrics.Forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
 }
