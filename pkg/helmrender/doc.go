@@ -75,6 +75,19 @@
 // template` path object for object, on the test chart and on the
 // benchmark's chart.
 //
+// # Six template functions of Plumb's own
+//
+// The engine runs with six functions replaced through its
+// CustomTemplateFuncs: toYaml, mustToYaml, fromYaml and fromYamlArray,
+// which in the SDK convert through JSON and back (sigs.k8s.io/yaml), and
+// sprig's deepCopy and mustDeepCopy (copystructure's reflective walk).
+// Charts call them for every component, and they were half of a large
+// chart's render (docs/bench/helm.md). Plumb's versions give the same
+// results for the plain values they take and hand everything else to the
+// SDK's own function (funcs.go says exactly what they take and why the
+// SDK's libraries alone cannot do it faster: the round trip is their
+// contract); funcs_test.go holds them to the SDK's.
+//
 // # The sandbox
 //
 // A chart is hostile input (docs/design/render-sandbox.md, section

@@ -345,9 +345,9 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 			chrt.Metadata.KubeVersion, caps.KubeVersion.Version)
 	}
 
-	// No lookup (no client), no DNS: the engine reaches nothing.
-	var e engine.Engine
-	e.EnableDNS = false
+	// No lookup (no client), no DNS: the engine reaches nothing. The YAML
+	// functions are the SDK's without their JSON round trip (funcs.go).
+	e := engine.Engine{EnableDNS: false, CustomTemplateFuncs: templateFuncs()}
 	files, err := e.RenderWithContext(ctx, chrt, top)
 	if err != nil {
 		return nil, render.BuildError("%v", err)
