@@ -1,0 +1,134 @@
+// One applied object of a Kustomization or HelmRelease (GET /api/objects/
+// {kind}/{ns}/{name}/live?id=): the field-level diff of live against Git
+// with the field manager that wrote each drifted field, its health, and its
+// Kubernetes Events. A diff line becomes an ignore rule with one action.
+
+import * as api from '../api.js';
+import { h, fill, ago, badge, objectHref, pageHeader, errorBox, debounce, announce } from '../dom.js';
+
+export function mount(main, { kind, namespace, name, id }) {
+  const health = h('span', { class: 'head-status' });
+  const problem = h('div', { class: 'problem' });
+  const diff = h('div', { class: 'section-body' }, h('p', { class: 'muted' }, 'Loading…'));
+  const ignore = h('div', { class: 'ignore-panel', 'aria-live': 'polite' });
+  const events = h('div', { class: 'section-body' });
+  const live = h('pre', { class: 'yaml' });
+  let alive = true;
+
+  fill(main,
+    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ',
+      h('a', { href: objectHref(kind, namespace, name) }, `${kind} ${namespace}/${name}`), ' / ', id),
+    pageHeader(id, health),
+    problem,
+    h('section', { 'aria-labelledby': 's-diff' }, h('h2', { id: 's-diff' }, 'Live vs Git'), diff, ignore),
+    h('section', { 'aria-labelledby': 's-events' }, h('h2', { id: 's-events' }, 'Events'), events),
+    h('section', { 'aria-labelledby': 's-live' }, h('details', {}, h('summary', { id: 's-live' }, 'The live object'), live)));
+
+  async function load() {
+    try {
+      const r = await api.get(api.objectPath(kind, namespace, name, '/live'), { id });
+      if (!alive) return;
+      fill(problem);
+      const hl = typeof r.health === 'string' ? { status: r.health } : (r.health || {});
+      fill(health, badge(hl.status || 'Unknown'), hl.reason || hl.message ? h('span', { class: 'muted' }, ' ' + (hl.reason || hl.message)) : null);
+      const changes = r.diff || [];
+      fill(diff, changes.length ? changesTable(changes, { onIgnore: ignoreField })
+        : h('p', { class: 'in-sync' }, badge('In sync', 'Healthy'), ' The live object matches Git.'));
+      const evs = r.events || [];
+      fill(events, evs.length ? h('table', { class: 'table' },
+        h('thead', {}, h('tr', {}, ['Type', 'Reason', 'Message', 'Count', 'Last seen'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, evs.map((e) => h('tr', {},
+          h('td', {}, badge(e.type || 'Normal', e.type === 'Warning' ? 'Degraded' : 'Healthy')), h('td', {}, e.reason || ''),
+          h('td', { class: 'msg' }, e.message || ''), h('td', {}, String(e.count || 1)),
+          h('td', {}, ago(e.lastTimestamp || e.eventTime || e.time))))))
+        : h('p', { class: 'muted' }, 'No events.'));
+      live.textContent = r.object ? JSON.stringify(r.object, null, 2) : '';
+    } catch (err) {
+      if (alive) fill(problem, errorBox(err));
+    }
+  }
+  const refetch = debounce(load, 200);
+
+  async function ignoreField(path, button) {
+    button.disabled = true;
+    fill(ignore, h('p', { class: 'muted' }, `Making an ignore rule for ${path}…`));
+    try {
+      const r = await api.post(api.objectPath(kind, namespace, name, '/ignore'), { id, path, apply: false });
+      const pre = h('pre', { class: 'yaml', id: 'ignore-yaml' }, r.yaml || '');
+      const copy = h('button', { type: 'button', id: 'copy-yaml' }, 'Copy');
+      const result = h('span', { class: 'action-result' });
+      copy.addEventListener('click', async () => {
+        try { await navigator.clipboard.writeText(r.yaml || ''); result.textContent = 'Copied'; } catch { selectText(pre); result.textContent = 'Selected: press Ctrl+C'; }
+        announce(result.textContent);
+      });
+      let apply = null;
+      if (r.mayApply !== false) {
+        apply = h('button', { type: 'button', id: 'apply-ignore' }, 'Apply');
+        apply.addEventListener('click', async () => {
+          apply.disabled = true;
+          result.className = 'action-result busy';
+          result.textContent = 'Applying…';
+          try {
+            await api.post(api.objectPath(kind, namespace, name, '/ignore'), { id, path, apply: true });
+            result.className = 'action-result ok';
+            result.textContent = `Applied: ${path} is ignored`;
+            refetch();
+          } catch (err) {
+            result.className = 'action-result failed';
+            result.textContent = err.status === 403 ? 'Apply: not allowed' : 'Apply failed: ' + err.message;
+            apply.disabled = false;
+          }
+          announce(result.textContent);
+        });
+      }
+      fill(ignore, h('h3', {}, `Ignore rule for ${path}`),
+        h('p', {}, 'Commit this to the object in Git' + (apply ? ', or apply it now.' : '.')), pre, h('div', { class: 'actions' }, copy, apply, result));
+    } catch (err) {
+      fill(ignore, errorBox(err));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  load();
+  return {
+    onChange(ev) { if (api.sameObject(ev, kind, namespace, name)) refetch(); },
+    destroy() { alive = false; },
+  };
+}
+
+// changesTable renders field changes {object?, path, before, after, manager}
+// as rows "path: before → after, changed by manager"; opts.object adds the
+// object column, opts.onIgnore(path, button) an "Ignore this field" button.
+export function changesTable(changes, opts = {}) {
+  return h('table', { class: 'table diff' },
+    h('thead', {}, h('tr', {},
+      opts.object ? h('th', { scope: 'col' }, 'Object') : null,
+      ['Field', 'Live (before)', '', 'Git (after)', 'Changed by'].map((t) => h('th', { scope: 'col' }, t)),
+      opts.onIgnore ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
+    h('tbody', {}, changes.map((c) => {
+      const btn = opts.onIgnore ? h('button', { type: 'button', class: 'ignore', 'data-path': c.path }, 'Ignore this field') : null;
+      if (btn) btn.addEventListener('click', () => opts.onIgnore(c.path, btn));
+      return h('tr', { class: 'diff-line' },
+        opts.object ? h('td', {}, c.object || '') : null,
+        h('td', {}, h('code', { class: 'path' }, c.path)),
+        h('td', {}, value(c.before, 'before')),
+        h('td', { 'aria-hidden': 'true' }, '→'),
+        h('td', {}, value(c.after, 'after')),
+        h('td', { class: 'manager' }, c.manager ? `changed by ${c.manager}` : ''),
+        btn ? h('td', {}, btn) : null);
+    })));
+}
+
+function value(v, side) {
+  if (v === undefined || v === null || v === '') return h('span', { class: `val ${side} absent` }, '(absent)');
+  return h('code', { class: `val ${side}` }, String(v));
+}
+
+function selectText(el) {
+  const r = document.createRange();
+  r.selectNodeContents(el);
+  const s = getSelection();
+  s.removeAllRanges();
+  s.addRange(r);
+}

@@ -1,0 +1,157 @@
+// One GitRepository, Kustomization or HelmRelease (GET /api/objects/{kind}/
+// {ns}/{name}): its source and revision, conditions, sync phase and wave,
+// the tree of its objects, the last sync's hooks, its actions and its
+// applied revisions with the diff between any two.
+
+import * as api from '../api.js';
+import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, pageHeader, errorBox, debounce } from '../dom.js';
+import { actionBar } from './actions.js';
+import { objectTree } from './tree.js';
+import { changesTable } from './applied.js';
+
+export function mount(main, { kind, namespace, name }) {
+  const applies = ['kustomization', 'helmrelease'].includes(kind.toLowerCase());
+  const status = h('span', { class: 'head-status' });
+  const problem = h('div', { class: 'problem' });
+  const facts = h('dl', { class: 'facts' }, h('dt', {}, 'Loading…'));
+  const conditions = h('div', { class: 'section-body' });
+  const hooks = h('div', { class: 'section-body' });
+  const revisions = h('div', { class: 'section-body' });
+  const treeCount = h('span', { class: 'muted' });
+  let source = null;
+  let alive = true;
+
+  const actions = actionBar(kind, namespace, name, () => refetch());
+  const tree = applies ? objectTree((node) => { location.hash = appliedHref(kind, namespace, name, node.id); }) : null;
+  const q = api.query({ kind: kind.toLowerCase(), namespace, name });
+
+  fill(main,
+    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kind} ${namespace}/${name}`),
+    pageHeader(name, status),
+    actions.el,
+    problem,
+    h('section', { 'aria-labelledby': 's-facts' }, h('h2', { id: 's-facts' }, 'Source and sync'), facts,
+      h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
+    h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions),
+    tree && h('section', { 'aria-labelledby': 's-tree' }, h('h2', { id: 's-tree' }, 'Objects ', treeCount), tree.el),
+    applies && h('section', { 'aria-labelledby': 's-hooks' }, h('h2', { id: 's-hooks' }, 'Hooks of the last sync'), hooks),
+    applies && h('section', { 'aria-labelledby': 's-revisions' }, h('h2', { id: 's-revisions' }, 'Applied revisions'), revisions));
+
+  async function load() {
+    try {
+      const r = await api.get(api.objectPath(kind, namespace, name));
+      if (!alive) return;
+      fill(problem);
+      show(r);
+    } catch (err) {
+      if (alive) fill(problem, errorBox(err));
+    }
+  }
+  const refetch = debounce(load, 200);
+
+  function show(r) {
+    const o = r.object || {};
+    const st = o.status || {};
+    const suspended = r.suspended ?? (o.spec && o.spec.suspend) ?? false;
+    const ready = r.ready ?? readyOf(r.conditions || st.conditions);
+    fill(status, badge(readyWord({ ready, suspended })), r.reason ? h('span', { class: 'muted' }, ' ' + r.reason) : null);
+    actions.update(suspended);
+    source = r.source || null;
+    const sync = r.sync || {};
+    const rev = r.revision || st.lastAppliedRevision || (st.artifact && st.artifact.revision) || '';
+    fill(facts,
+      fact('Kind', r.kind || kind),
+      source && fact('Source', h('a', { href: objectHref(source.kind, source.namespace, source.name) }, `${source.kind} ${source.namespace}/${source.name}`),
+        source.revision ? h('span', { class: 'muted' }, ' at ' + shortRev(source.revision)) : null),
+      fact('Revision', h('span', { title: rev }, shortRev(rev) || '—')),
+      applies && fact('Sync phase', sync.phase || '—'),
+      applies && fact('Wave', sync.wave === undefined || sync.wave === null ? '—' : String(sync.wave)),
+      fact('Last sync', ago(r.lastSync || sync.finishedAt)),
+      r.message && fact('Message', r.message));
+    const conds = r.conditions || st.conditions || [];
+    fill(conditions, conds.length ? h('table', { class: 'table' },
+      h('thead', {}, h('tr', {}, ['Type', 'Status', 'Reason', 'Message', 'Since'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, conds.map((c) => h('tr', {},
+        h('td', {}, c.type), h('td', {}, badge(c.status, c.status === 'True' ? 'Ready' : c.status === 'False' ? 'NotReady' : 'Unknown')),
+        h('td', {}, c.reason || ''), h('td', { class: 'msg' }, c.message || ''), h('td', {}, ago(c.lastTransitionTime))))))
+      : h('p', { class: 'muted' }, 'No conditions yet.'));
+    if (tree) {
+      tree.setNodes(r.tree || []);
+      treeCount.textContent = `(${countNodes(r.tree || [])})`;
+    }
+    if (applies) {
+      const hk = r.hooks || [];
+      fill(hooks, hk.length ? h('table', { class: 'table' },
+        h('thead', {}, h('tr', {}, ['Hook', 'Object', 'Phase', 'Outcome', 'Message'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, hk.map((x) => h('tr', {},
+          h('td', {}, x.hook || ''), h('td', {}, `${x.kind} ${x.namespace ? x.namespace + '/' : ''}${x.name}`),
+          h('td', {}, x.phase || ''), h('td', {}, badge(x.outcome || x.health || 'Unknown')), h('td', { class: 'msg' }, x.reason || x.message || '')))))
+        : h('p', { class: 'muted' }, 'The last sync ran no hooks.'));
+    }
+  }
+
+  // Revisions: pick two, see the diff between them.
+  async function loadRevisions() {
+    try {
+      const r = await api.get(api.objectPath(kind, namespace, name, '/revisions'));
+      if (!alive) return;
+      const revs = (r && (r.revisions || r.items)) || [];
+      if (!revs.length) { fill(revisions, h('p', { class: 'muted' }, 'No applied revisions recorded.')); return; }
+      const picked = [];
+      const compare = h('button', { type: 'button', id: 'compare', disabled: true }, 'Compare the two picked');
+      const out = h('div', { class: 'rev-diff', 'aria-live': 'polite' });
+      const boxes = revs.map((v, i) => {
+        const id = 'rev-' + i;
+        const box = h('input', { type: 'checkbox', id, value: v.revision });
+        box.addEventListener('change', () => {
+          if (box.checked) picked.push(box); else picked.splice(picked.indexOf(box), 1);
+          while (picked.length > 2) { const old = picked.shift(); old.checked = false; }
+          compare.disabled = picked.length !== 2;
+        });
+        return h('li', {}, box, ' ', h('label', { for: id }, h('code', {}, shortRev(v.revision) || v.revision),
+          v.version ? ` v${v.version}` : '', ' ', v.status ? badge(v.status) : null, ' ', clock(v.time || v.appliedAt)));
+      });
+      compare.addEventListener('click', async () => {
+        // Older first: the list is newest first, so the later-listed pick is "from".
+        const [a, b] = picked.map((p) => p.value);
+        const ia = revs.findIndex((v) => v.revision === a), ib = revs.findIndex((v) => v.revision === b);
+        const [from, to] = ia > ib ? [a, b] : [b, a];
+        fill(out, h('p', { class: 'muted' }, 'Comparing…'));
+        try {
+          const d = await api.get(api.objectPath(kind, namespace, name, '/revisions'), { from, to });
+          const diff = d && d.diff;
+          fill(out, h('h3', {}, `${shortRev(from)} → ${shortRev(to)}`),
+            typeof diff === 'string' ? h('pre', { class: 'yaml' }, diff)
+              : diff && diff.length ? changesTable(diff, { object: true }) : h('p', {}, 'No differences.'));
+        } catch (err) { fill(out, errorBox(err)); }
+      });
+      fill(revisions, h('ul', { class: 'revisions' }, boxes), compare, out);
+    } catch (err) {
+      if (alive) fill(revisions, errorBox(err));
+    }
+  }
+
+  load();
+  if (applies) loadRevisions();
+  return {
+    onChange(ev) {
+      if (api.sameObject(ev, kind, namespace, name) || (source && api.sameObject(ev, source.kind, source.namespace, source.name))) refetch();
+    },
+    destroy() { alive = false; if (tree) tree.destroy(); },
+  };
+}
+
+function fact(term, ...value) {
+  return [h('dt', {}, term), h('dd', {}, ...value)];
+}
+
+function readyOf(conds) {
+  const c = (conds || []).find((x) => x.type === 'Ready');
+  return c ? c.status : 'Unknown';
+}
+
+function countNodes(nodes) {
+  let n = 0;
+  for (const x of nodes) n += 1 + countNodes(x.children || []);
+  return n;
+}
