@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui
 CONTROLLERS := source-controller render-controller sync-controller notification-controller
 ROOT        := $(CURDIR)
 BIN         := $(ROOT)/bin
@@ -34,6 +34,17 @@ envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (c
 .PHONY: controlplane-assets
 controlplane-assets: ## Also build kube-controller-manager (for `make run` and e2e).
 	@hack/controlplane.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager
+
+# The UI's browser tests drive Debian's chromium (ui/browsertest).
+CHROMIUM    := /usr/bin/chromium
+
+.PHONY: chromium
+chromium: $(CHROMIUM) ## Install Debian's chromium for the UI's browser tests, when it is missing.
+
+$(CHROMIUM):
+	@echo ">> installing Debian's chromium (apt-get)"
+	@if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium
 
 ##@ Run
 
@@ -100,11 +111,11 @@ verify: generate manifests fmt tidy vet lint ## Regenerate, format, tidy and lin
 ##@ Test
 
 .PHONY: test
-test: controlplane-assets ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager).
+test: controlplane-assets $(CHROMIUM) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the UI's in chromium.
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
 
 .PHONY: e2e
-e2e: controlplane-assets ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
+e2e: controlplane-assets $(CHROMIUM) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
 	go test -count=1 -timeout=20m -v ./e2e/...
 
 .PHONY: bench bench-source

@@ -353,7 +353,7 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 		items = append(items, map[string]any{
 			"seq": seq, "schemaVersion": "plumb.dev/event/v1", "id": fmt.Sprintf("ev-%d", seq),
 			"involvedObject": map[string]any{"kind": "Kustomization", "namespace": ns, "name": name},
-			"severity": sev, "reason": reason, "message": "Applied revision main@sha1:0123456", "revision": "main@sha1:0123456",
+			"severity":       sev, "reason": reason, "message": "Applied revision main@sha1:0123456", "revision": "main@sha1:0123456",
 			"timestamp": base.Add(time.Duration(seq) * time.Second).Format(time.RFC3339), "reportingController": "sync-controller",
 		})
 	}

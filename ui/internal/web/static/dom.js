@@ -90,6 +90,13 @@ export function shortRev(rev) {
   return (m[1] ? m[1] + '@' : '') + m[3].slice(0, 7);
 }
 
+const kindNames = { gitrepository: 'GitRepository', kustomization: 'Kustomization', helmrelease: 'HelmRelease', helmrepository: 'HelmRepository', helmchart: 'HelmChart' };
+
+// kindName turns a route's lower-case kind back into the Kind.
+export function kindName(kind) {
+  return kindNames[String(kind).toLowerCase()] || kind;
+}
+
 // objectHref is the route of one GitRepository, Kustomization or HelmRelease.
 export function objectHref(kind, ns, name) {
   return '#/k/' + [kind.toLowerCase(), ns || '_', name].map(encodeURIComponent).join('/');

@@ -4,7 +4,7 @@
 // Kubernetes Events. A diff line becomes an ignore rule with one action.
 
 import * as api from '../api.js';
-import { h, fill, ago, badge, objectHref, pageHeader, errorBox, debounce, announce } from '../dom.js';
+import { h, fill, ago, badge, objectHref, kindName, pageHeader, errorBox, debounce, announce } from '../dom.js';
 
 export function mount(main, { kind, namespace, name, id }) {
   const health = h('span', { class: 'head-status' });
@@ -17,7 +17,7 @@ export function mount(main, { kind, namespace, name, id }) {
 
   fill(main,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ',
-      h('a', { href: objectHref(kind, namespace, name) }, `${kind} ${namespace}/${name}`), ' / ', id),
+      h('a', { href: objectHref(kind, namespace, name) }, `${kindName(kind)} ${namespace}/${name}`), ' / ', id),
     pageHeader(id, health),
     problem,
     h('section', { 'aria-labelledby': 's-diff' }, h('h2', { id: 's-diff' }, 'Live vs Git'), diff, ignore),
@@ -104,7 +104,7 @@ export function changesTable(changes, opts = {}) {
   return h('table', { class: 'table diff' },
     h('thead', {}, h('tr', {},
       opts.object ? h('th', { scope: 'col' }, 'Object') : null,
-      ['Field', 'Live (before)', '', 'Git (after)', 'Changed by'].map((t) => h('th', { scope: 'col' }, t)),
+      ['Field', 'Live (before)', '', 'Git (after)', 'Changed by'].map((t) => h('th', { scope: 'col', class: t ? null : 'arrow' }, t)),
       opts.onIgnore ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
     h('tbody', {}, changes.map((c) => {
       const btn = opts.onIgnore ? h('button', { type: 'button', class: 'ignore', 'data-path': c.path }, 'Ignore this field') : null;
@@ -113,7 +113,7 @@ export function changesTable(changes, opts = {}) {
         opts.object ? h('td', {}, c.object || '') : null,
         h('td', {}, h('code', { class: 'path' }, c.path)),
         h('td', {}, value(c.before, 'before')),
-        h('td', { 'aria-hidden': 'true' }, '→'),
+        h('td', { class: 'arrow', 'aria-hidden': 'true' }, '→'),
         h('td', {}, value(c.after, 'after')),
         h('td', { class: 'manager' }, c.manager ? `changed by ${c.manager}` : ''),
         btn ? h('td', {}, btn) : null);

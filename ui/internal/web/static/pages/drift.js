@@ -26,7 +26,7 @@ function entry(e) {
   return h('li', { class: `entry ${corrected ? 'corrected' : 'detected'}`, 'data-seq': e.seq },
     h('div', { class: 'entry-head' },
       h('span', { class: `badge ${corrected ? 'd-corrected' : 'd-drifted'}` }, corrected ? 'Corrected' : 'Drift detected'),
-      ' ', clock(e.time), ' ', h('span', { class: 'muted' }, '('), ago(e.time), h('span', { class: 'muted' }, ')'), ' ',
+      ' ', clock(e.time), ' ', h('span', { class: 'muted' }, '(', ago(e.time), ')'), ' ',
       h('a', { href: objectHref(e.kind, e.namespace, e.name) }, `${e.kind} ${e.namespace}/${e.name}`),
       e.revision ? h('span', { class: 'muted' }, ' at ' + shortRev(e.revision)) : null,
       corrected && e.latency ? h('span', { class: 'latency' }, `reverted in ${e.latency}`) : null),

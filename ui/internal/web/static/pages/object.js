@@ -4,7 +4,7 @@
 // applied revisions with the diff between any two.
 
 import * as api from '../api.js';
-import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, pageHeader, errorBox, debounce } from '../dom.js';
+import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
 import { actionBar } from './actions.js';
 import { objectTree } from './tree.js';
 import { changesTable } from './applied.js';
@@ -26,13 +26,14 @@ export function mount(main, { kind, namespace, name }) {
   const q = api.query({ kind: kind.toLowerCase(), namespace, name });
 
   fill(main,
-    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kind} ${namespace}/${name}`),
+    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kindName(kind)} ${namespace}/${name}`),
     pageHeader(name, status),
     actions.el,
     problem,
-    h('section', { 'aria-labelledby': 's-facts' }, h('h2', { id: 's-facts' }, 'Source and sync'), facts,
-      h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
-    h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions),
+    h('div', { class: 'cols' },
+      h('section', { 'aria-labelledby': 's-facts' }, h('h2', { id: 's-facts' }, 'Source and sync'), facts,
+        h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
+      h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions)),
     tree && h('section', { 'aria-labelledby': 's-tree' }, h('h2', { id: 's-tree' }, 'Objects ', treeCount), tree.el),
     applies && h('section', { 'aria-labelledby': 's-hooks' }, h('h2', { id: 's-hooks' }, 'Hooks of the last sync'), hooks),
     applies && h('section', { 'aria-labelledby': 's-revisions' }, h('h2', { id: 's-revisions' }, 'Applied revisions'), revisions));
@@ -60,7 +61,7 @@ export function mount(main, { kind, namespace, name }) {
     const sync = r.sync || {};
     const rev = r.revision || st.lastAppliedRevision || (st.artifact && st.artifact.revision) || '';
     fill(facts,
-      fact('Kind', r.kind || kind),
+      fact('Kind', r.kind || kindName(kind)),
       source && fact('Source', h('a', { href: objectHref(source.kind, source.namespace, source.name) }, `${source.kind} ${source.namespace}/${source.name}`),
         source.revision ? h('span', { class: 'muted' }, ' at ' + shortRev(source.revision)) : null),
       fact('Revision', h('span', { title: rev }, shortRev(rev) || '—')),
