@@ -325,6 +325,40 @@ func TestALiveChangeUpdatesTheRowInPlace(t *testing.T) {
 	}
 }
 
+func TestALiveChangeRefetchesTheObjectPageInPlace(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/k/kustomization/team-0/app-0000", ".tree .vrow")
+	browsertest.Eval[bool](b, `(() => { const l = document.querySelector('.tree'); l.scrollTop = 3000; return true; })()`)
+	b.Eventually("the tree scrolled", `document.querySelector('.tree').scrollTop === 3000`)
+	before := len(api.queriesOf("/api/objects/kustomization/team-0/app-0000"))
+	api.set("Kustomization", "team-0", "app-0000", "reason", "HealthCheckFailed")
+	api.set("Kustomization", "team-0", "app-0000", "ready", "False")
+	api.push("Kustomization", "team-0", "app-0000", "HealthCheckFailed")
+	api.push("Kustomization", "team-0", "app-0000", "HealthCheckFailed") // debounced into one refetch
+	b.Eventually("the header shows the new state", `document.querySelector('.head-status').textContent.includes('NotReady HealthCheckFailed')`)
+	if got := len(api.queriesOf("/api/objects/kustomization/team-0/app-0000")) - before; got != 1 {
+		t.Errorf("two changes made %d refetches, want 1", got)
+	}
+	if top := browsertest.Eval[int](b, `document.querySelector('.tree').scrollTop`); top != 3000 {
+		t.Errorf("the tree scrolled to %d on a live update; it must stay where the user was (3000)", top)
+	}
+}
+
+func TestNewDriftArrivesLiveAtTheTop(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/drift", ".stream .entry")
+	api.mu.Lock()
+	api.newDrift = append(api.newDrift, map[string]any{"seq": 99, "time": time.Now().UTC().Format(time.RFC3339),
+		"kind": "Kustomization", "namespace": "team-5", "name": "app-0005", "reason": "DriftDetected",
+		"changes": []map[string]any{{"object": "/ConfigMap/team-5/settings", "path": "data.mode", "before": `"debug"`, "after": `"prod"`, "manager": "kubectl-edit"}}})
+	api.mu.Unlock()
+	api.push("Kustomization", "team-5", "app-0005", "DriftDetected")
+	b.Eventually("the new entry is first", `document.querySelector('.stream .entry').dataset.seq === '99'`)
+	if n := b.Count(".stream .entry"); n != 4 {
+		t.Errorf("%d entries after one new one, want 4 (no duplicates)", n)
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

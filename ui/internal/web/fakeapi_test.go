@@ -24,6 +24,7 @@ type fakeAPI struct {
 	rows      []map[string]any // the overview's rows, sorted by kind, namespace, name
 	posts     []fakePost
 	queries   map[string][]url.Values // path → queries seen, in order
+	newDrift  []map[string]any        // drift entries added by the test, newest first
 	listeners []chan string
 }
 
@@ -373,6 +374,9 @@ func (f *fakeAPI) drift(w http.ResponseWriter, r *http.Request) {
 		{"seq": 17, "time": base.Add(-time.Hour).Format(time.RFC3339), "kind": "Kustomization", "namespace": "team-3", "name": "app-0003",
 			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected", "changes": change("helm")},
 	}
+	f.mu.Lock()
+	items = append(slices.Clone(f.newDrift), items...)
+	f.mu.Unlock()
 	if n := r.URL.Query().Get("name"); n != "" {
 		items = slices.DeleteFunc(items, func(e map[string]any) bool { return e["name"] != n })
 	}
