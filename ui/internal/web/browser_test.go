@@ -59,6 +59,8 @@ func TestTheLoginLinkSignsInAndLeavesNoSecretInTheAddress(t *testing.T) {
 func TestTheOverviewKeepsTheDOMSmallWith1000Rows(t *testing.T) {
 	b, api, _ := signedIn(t)
 	b.Eventually("the summary counts every object", `document.querySelector('.summary').textContent.startsWith('1006 objects')`)
+	// Measured, not asserted: the issue's "first screen in under 1 second".
+	t.Logf("first screen of 1,006 rows %.0f ms after navigation started", browsertest.Eval[float64](b, `performance.now()`))
 	b.Screenshot("overview")
 	if n := b.Count(".overview-list .vrow"); n > 80 {
 		t.Errorf("%d rows in the DOM for 1,006 objects; the list must draw only the rows in view", n)
@@ -163,8 +165,10 @@ func TestTheOverviewIsKeyboardNavigable(t *testing.T) {
 
 func TestTheObjectPageShowsATreeOf2000ObjectsAndItsActions(t *testing.T) {
 	b, api, base := signedIn(t)
+	start := time.Now()
 	b.Go(base+"/#/k/kustomization/team-0/app-0000", ".tree .vrow")
 	b.Eventually("the tree counts 2,000 objects", `document.querySelector('#s-tree').textContent.includes('(2000)')`)
+	t.Logf("tree of 2,000 objects drawn %s after the page was opened", time.Since(start).Round(time.Millisecond))
 	if n := b.Count(".tree .vrow"); n > 80 {
 		t.Errorf("%d tree rows in the DOM for 2,000 objects", n)
 	}
