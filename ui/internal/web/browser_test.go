@@ -307,13 +307,7 @@ func TestTheEventHistoryPagesBackwardsAndFilters(t *testing.T) {
 
 func TestALiveChangeUpdatesTheRowInPlace(t *testing.T) {
 	b, api, _ := signedIn(t)
-	deadline := time.Now().Add(browsertest.StepTimeout)
-	for !api.listening() {
-		if time.Now().After(deadline) {
-			t.Fatal("the page did not open /api/live")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitListening(t, api)
 	target := browsertest.Eval[string](b, `(() => { const r = document.querySelector('.overview-list .vrow[data-index="5"]'); r.__before = true; return r.querySelector('.name').textContent; })()`)
 	ns, name, _ := strings.Cut(target, "/")
 	before := len(api.queriesOf("/api/overview"))
@@ -345,6 +339,30 @@ func TestALiveChangeRefetchesTheObjectPageInPlace(t *testing.T) {
 	}
 	if top := browsertest.Eval[int](b, `document.querySelector('.tree').scrollTop`); top != 3000 {
 		t.Errorf("the tree scrolled to %d on a live update; it must stay where the user was (3000)", top)
+	}
+}
+
+func TestAfterTheLiveStreamDropsThePageCatchesUp(t *testing.T) {
+	b, api, _ := signedIn(t)
+	waitListening(t, api)
+	target := b.Text(`.overview-list .vrow[data-index="6"] .name`)
+	ns, name, _ := strings.Cut(target, "/")
+	api.dropStreams()
+	// Changed while no stream is open: no change message will say so.
+	api.set("Kustomization", ns, name, "suspended", true)
+	waitListening(t, api)
+	b.Eventually("the reconnected page refetches and shows the row Suspended",
+		`document.querySelector('.overview-list .vrow[data-index="6"] .badge').textContent === 'Suspended'`)
+}
+
+func waitListening(t *testing.T, api *fakeAPI) {
+	t.Helper()
+	deadline := time.Now().Add(browsertest.StepTimeout)
+	for !api.listening() {
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not open /api/live")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

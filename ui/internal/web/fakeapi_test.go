@@ -26,6 +26,7 @@ type fakeAPI struct {
 	queries   map[string][]url.Values // path → queries seen, in order
 	newDrift  []map[string]any        // drift entries added by the test, newest first
 	listeners []chan string
+	drop      chan struct{} // closed by dropStreams: every open /api/live ends
 }
 
 type fakePost struct {
@@ -46,7 +47,7 @@ const (
 )
 
 func newFakeAPI() *fakeAPI {
-	f := &fakeAPI{queries: map[string][]url.Values{}}
+	f := &fakeAPI{queries: map[string][]url.Values{}, drop: make(chan struct{})}
 	now := time.Now().UTC()
 	for i := range 5 {
 		f.rows = append(f.rows, row("GitRepository", fmt.Sprintf("team-%d", i), "apps", "True", false, now))
@@ -388,16 +389,20 @@ func (f *fakeAPI) stream(w http.ResponseWriter, r *http.Request) {
 	ch := make(chan string, 16)
 	f.mu.Lock()
 	f.listeners = append(f.listeners, ch)
+	drop := f.drop
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(200)
 	fl := w.(http.Flusher)
-	_, _ = io.WriteString(w, ": connected\n\n")
+	// A short reconnection delay, so a dropped stream is back soon in tests.
+	_, _ = io.WriteString(w, "retry: 100\n: connected\n\n")
 	fl.Flush()
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-drop:
 			return
 		case msg := <-ch:
 			_, _ = fmt.Fprintf(w, "event: change\ndata: %s\n\n", msg)
@@ -417,6 +422,15 @@ func (f *fakeAPI) push(kind, ns, name, reason string) {
 		default: // a closed page's stream: nobody reads it
 		}
 	}
+}
+
+// dropStreams ends every open /api/live, as a restarted server would.
+func (f *fakeAPI) dropStreams() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.drop)
+	f.drop = make(chan struct{})
+	f.listeners = nil
 }
 
 func (f *fakeAPI) listening() bool {

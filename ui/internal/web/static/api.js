@@ -77,9 +77,20 @@ export function objectPath(kind, ns, name, suffix) {
 }
 
 // The live stream: one EventSource for the whole app; pages subscribe and
-// unsubscribe as they come and go. EventSource reconnects by itself.
+// unsubscribe as they come and go. EventSource reconnects by itself after a
+// network error, but gives up on an HTTP error (a restarted server, an
+// ended session); then a new one is made after a growing pause. Changes
+// missed while the stream was down are unknown, so after a reconnect the
+// listeners get {resync: true} and refetch what they show.
 const listeners = new Set();
 let source = null;
+let retry = 0;
+let retryTimer = 0;
+let dropped = false;
+
+function emit(ev) {
+  for (const fn of listeners) fn(ev);
+}
 
 export function startLive() {
   if (source) return;
@@ -87,18 +98,33 @@ export function startLive() {
   source.addEventListener('change', (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch { return; }
-    for (const fn of listeners) fn(ev);
+    if (ev && typeof ev === 'object') emit(ev);
   });
-  source.addEventListener('open', () => document.body.classList.remove('offline'));
-  source.addEventListener('error', () => document.body.classList.add('offline'));
+  source.addEventListener('open', () => {
+    document.body.classList.remove('offline');
+    retry = 0;
+    if (dropped) { dropped = false; emit({ resync: true }); }
+  });
+  source.addEventListener('error', () => {
+    document.body.classList.add('offline');
+    dropped = true;
+    if (source && source.readyState === EventSource.CLOSED) {
+      source = null;
+      retry = Math.min(retry ? retry * 2 : 1000, 30000);
+      retryTimer = setTimeout(startLive, retry);
+    }
+  });
 }
 
 export function stopLive() {
+  clearTimeout(retryTimer);
   if (source) source.close();
   source = null;
+  dropped = false;
 }
 
-// subscribe calls fn with each change {kind, namespace, name, reason}; it returns the unsubscribe.
+// subscribe calls fn with each change {kind, namespace, name, reason} (or
+// {resync: true} after the stream was down); it returns the unsubscribe.
 export function subscribe(fn) {
   listeners.add(fn);
   return () => listeners.delete(fn);

@@ -25,7 +25,7 @@ export class VirtualList {
     this.getItem = () => undefined;
     this.active = 0;
     this.rows = new Map();
-    this.spacer = h('div', { class: 'vlist-spacer' });
+    this.spacer = h('div', { class: 'vlist-spacer', role: 'none' });
     this.el = h('div', { class: 'vlist', role: opts.role || 'list', 'aria-label': opts.label || '' }, this.spacer);
     this.el.style.setProperty('--row-h', this.rowHeight + 'px');
     this.el.addEventListener('scroll', () => this.schedule(), { passive: true });

@@ -92,7 +92,7 @@ export function mount(main, { kind, namespace, name, id }) {
 
   load();
   return {
-    onChange(ev) { if (api.sameObject(ev, kind, namespace, name)) refetch(); },
+    onChange(ev) { if (ev.resync || api.sameObject(ev, kind, namespace, name)) refetch(); },
     destroy() { alive = false; },
   };
 }

@@ -136,7 +136,7 @@ export function mount(main, { kind, namespace, name }) {
   if (applies) loadRevisions();
   return {
     onChange(ev) {
-      if (api.sameObject(ev, kind, namespace, name) || (source && api.sameObject(ev, source.kind, source.namespace, source.name))) refetch();
+      if (ev.resync || api.sameObject(ev, kind, namespace, name) || (source && api.sameObject(ev, source.kind, source.namespace, source.name))) refetch();
     },
     destroy() { alive = false; if (tree) tree.destroy(); },
   };

@@ -22,12 +22,14 @@ export function mount(main, { params }) {
   const dirty = new Set();
 
   const kindSel = select('f-kind', 'Kind', [['', 'All kinds'], ...kinds.map((k) => [k, k])], filter.kind);
-  const nsSel = select('f-namespace', 'Namespace', [['', 'All namespaces']], filter.namespace);
+  // The namespace in the address is an option before the list of namespaces arrives.
+  const nsSel = select('f-namespace', 'Namespace', [['', 'All namespaces'], ...(filter.namespace ? [[filter.namespace, filter.namespace]] : [])], filter.namespace);
   const statusSel = select('f-status', 'Status', [['', 'Any status'], ...statuses.map((s) => [s, s])], filter.status);
   const text = h('input', { id: 'f-q', type: 'search', value: filter.q, placeholder: 'name, namespace, revision…', autocomplete: 'off' });
   const counts = h('div', { class: 'counts', role: 'group', 'aria-label': 'Counts by status' });
   const summary = h('p', { class: 'summary', 'aria-live': 'polite' }, '');
   const problem = h('div', { class: 'problem' });
+  const empty = h('p', { class: 'empty muted', hidden: true }, 'Nothing matches the filters.');
 
   const list = new VirtualList({
     rowHeight: 36,
@@ -45,7 +47,7 @@ export function mount(main, { params }) {
     h('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() },
       field('f-kind', 'Kind', kindSel), field('f-namespace', 'Namespace', nsSel),
       field('f-status', 'Status', statusSel), field('f-q', 'Search', text)),
-    counts, problem,
+    counts, problem, empty,
     h('div', { class: 'row-head overview-cols', 'aria-hidden': 'true' },
       h('span', {}, 'Ready'), h('span', {}, 'Kind'), h('span', {}, 'Namespace / name'), h('span', {}, 'Revision'),
       h('span', {}, 'Health'), h('span', {}, 'Drift'), h('span', {}, 'Last sync')),
@@ -66,6 +68,7 @@ export function mount(main, { params }) {
     const names = Array.isArray(r) ? r : (r && (r.namespaces || r.items)) || [];
     for (const n of names) {
       const name = typeof n === 'string' ? n : n.name;
+      if (name === filter.namespace) continue;
       nsSel.appendChild(h('option', { value: name, selected: name === filter.namespace }, name));
     }
   }).catch(() => { /* the filter still takes a namespace from the address */ });
@@ -103,6 +106,8 @@ export function mount(main, { params }) {
       return p ? p[i % pageSize] : undefined;
     });
     if (first) list.active = 0;
+    empty.hidden = total !== 0;
+    list.el.hidden = total === 0;
     summary.textContent = `${total} ${total === 1 ? 'object' : 'objects'}` + (filter.status || filter.kind || filter.namespace || filter.q ? ' match the filters' : '');
     renderCounts(r.counts || {});
   }
@@ -145,6 +150,11 @@ export function mount(main, { params }) {
   reload();
   return {
     onChange(ev) {
+      if (ev.resync) {
+        for (const o of pages.keys()) dirty.add(o);
+        refetch();
+        return;
+      }
       if (!kinds.some((k) => k.toLowerCase() === String(ev.kind).toLowerCase())) return;
       let found = false;
       for (const [o, items] of pages) {

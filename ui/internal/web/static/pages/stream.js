@@ -80,6 +80,7 @@ export function streamPage(main, { title, intro, path, filters, render, params }
   fetch(0);
   return {
     onChange(ev) {
+      if (ev.resync) { refresh(); return; }
       if (values.kind && String(ev.kind).toLowerCase() !== values.kind.toLowerCase()) return;
       if (values.namespace && ev.namespace !== values.namespace) return;
       if (values.name && ev.name !== values.name) return;
