@@ -47,6 +47,16 @@ func TestSignInWithATokenShowsTheOverview(t *testing.T) {
 	if n := b.Count("#token"); n != 0 {
 		t.Errorf("the token field is still in the page after signing in")
 	}
+	// Sign out is a POST with the CSRF header (fakeAPI refuses it without),
+	// and the page is the sign-in page again.
+	b.Click("#signout")
+	b.WaitVisible("#token")
+	if q := api.queriesOf("/api/logout"); len(q) != 1 {
+		t.Errorf("%d accepted sign-out requests, want 1", len(q))
+	}
+	if browsertest.Eval[bool](b, `document.querySelectorAll('.overview-list').length > 0`) {
+		t.Errorf("the overview is still in the page after signing out")
+	}
 }
 
 func TestTheLoginLinkSignsInAndLeavesNoSecretInTheAddress(t *testing.T) {
