@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -94,34 +95,39 @@ func (x *Index) lastSeq() uint64 {
 
 // add stores the event read at seq, unless it was seen already, is too
 // large or does not decode, and tells the readers of Changes once the
-// history is read: replaying the history is no news.
+// history is read: replaying the history is no news. Only the reader
+// calls it, so the check of last and the store need not be one critical
+// section, and the event is decoded without holding the lock.
 func (x *Index) add(seq uint64, data []byte) {
+	if seq <= x.lastSeq() {
+		return
+	}
+	ev, err := decode(data)
 	x.mu.Lock()
-	if seq <= x.last {
-		x.mu.Unlock()
-		return
-	}
 	x.last = seq
-	if len(data) > MaxEventBytes {
-		x.mu.Unlock()
-		x.log.Info("skipping an event larger than the UI indexes", "seq", seq, "bytes", len(data), "max", MaxEventBytes)
-		return
+	if err == nil {
+		x.entries = append(x.entries, entry{seq: seq, size: int64(len(data)), ev: ev})
+		x.bytes += int64(len(data))
+		x.evict()
 	}
-	ev, err := events.Decode(data)
-	if err != nil {
-		x.mu.Unlock()
-		x.log.Info("skipping an undecodable event", "seq", seq, "error", err.Error())
-		return
-	}
-	x.entries = append(x.entries, entry{seq: seq, size: int64(len(data)), ev: ev})
-	x.bytes += int64(len(data))
-	x.evict()
 	x.mu.Unlock()
-
+	if err != nil {
+		// At debug level: whoever may publish could otherwise fill the log.
+		x.log.V(1).Info("skipping an event", "seq", seq, "error", err.Error())
+		return
+	}
 	if x.isSynced() {
 		x.notify(Change{Kind: ev.InvolvedObject.Kind, Namespace: ev.InvolvedObject.Namespace,
 			Name: ev.InvolvedObject.Name, Reason: ev.Reason})
 	}
+}
+
+// decode checks one event as read from the stream.
+func decode(data []byte) (*events.Event, error) {
+	if len(data) > MaxEventBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d the UI indexes", len(data), MaxEventBytes)
+	}
+	return events.Decode(data)
 }
 
 // evict drops the oldest events beyond the bounds; x.mu is held.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"plumb.dev/pkg/events"
@@ -41,7 +42,7 @@ func Start(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	go func() {
 		defer conn.Close()
-		r := reader{x: x, js: js, conn: conn, stream: cfg.NATS.Stream}
+		r := reader{x: x, js: js, conn: conn, stream: cfg.NATS.Stream, log: cfg.Log}
 		r.run(ctx)
 	}()
 	return x, nil
@@ -53,17 +54,27 @@ type reader struct {
 	js     jetstream.JetStream
 	conn   *events.Conn
 	stream string
+	log    logr.Logger
 }
 
 // run reads until ctx ends, starting a new ordered consumer after the last
 // sequence stored whenever one fails.
 func (r reader) run(ctx context.Context) {
+	waiting := false // for the stream to be created, said once
 	for ctx.Err() == nil {
 		err := r.read(ctx)
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if !waiting {
+				r.log.Info("no event stream yet: no controller has published; waiting for it", "stream", r.stream)
+			}
+			waiting = true
+		default:
+			waiting = false
+			r.conn.Failed(err)
 		}
-		r.conn.Failed(err)
 		select {
 		case <-ctx.Done():
 			return

@@ -35,18 +35,32 @@ type natsServer struct {
 	stamp time.Time
 }
 
+// startNATS starts a server with the events stream.
 func startNATS(t *testing.T) *natsServer {
+	t.Helper()
+	s := startEmptyNATS(t)
+	s.createStream()
+	return s
+}
+
+// startEmptyNATS starts a server without the stream, as before any
+// controller published.
+func startEmptyNATS(t *testing.T) *natsServer {
 	t.Helper()
 	s := &natsServer{t: t, dir: t.TempDir(), port: natsserver.RANDOM_PORT, stamp: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 	s.start()
 	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *natsServer) createStream() {
+	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := s.js.CreateStream(ctx, jetstream.StreamConfig{Name: streamName, Subjects: []string{events.SubjectPrefix + ".>"},
 		Storage: jetstream.FileStorage}); err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	return s
 }
 
 func (s *natsServer) start() {
@@ -494,6 +508,21 @@ func TestTheIndexFollowsTheStreamAcrossANATSOutage(t *testing.T) {
 	g.Eventually(changes, 30*time.Second).Should(Receive(HaveField("Name", "after")))
 	_, page = get[eventPage](t, web, "/api/events")
 	g.Expect(names(page)).To(Equal([]string{"after", "before"}), "nothing read twice")
+}
+
+func TestTheIndexWaitsForAStreamNoControllerCreatedYet(t *testing.T) {
+	g := NewWithT(t)
+	s := startEmptyNATS(t)
+	x, web := start(t, t.Context(), s, Config{}, everyone{})
+	changes, done := x.Changes()
+	defer done()
+	_, page := get[eventPage](t, web, "/api/events")
+	g.Expect(page.Items).To(BeEmpty())
+	g.Expect(page.Loading).To(BeFalse(), "there is no history to read")
+
+	s.createStream()
+	s.publish(event("Kustomization", "apps", "first", "ReconciliationSucceeded"))
+	g.Eventually(changes, 30*time.Second).Should(Receive(HaveField("Name", "first")))
 }
 
 func TestStartRefusesBoundsThatCannotWork(t *testing.T) {
