@@ -100,19 +100,7 @@ func (s *natsServer) publish(evs ...events.Event) []uint64 {
 	var seqs []uint64
 	for _, e := range evs {
 		s.stamp = s.stamp.Add(time.Second)
-		if e.SchemaVersion == "" {
-			e.SchemaVersion = events.SchemaVersion
-		}
-		if e.ID == "" {
-			e.ID = events.NewID()
-		}
-		if e.Severity == "" {
-			e.Severity = events.SeverityInfo
-		}
-		if e.Timestamp.IsZero() {
-			e.Timestamp = s.stamp
-		}
-		e.ReportingController = "sync-controller"
+		e = complete(e, s.stamp)
 		data, err := json.Marshal(e)
 		if err != nil {
 			s.t.Fatal(err)
@@ -120,6 +108,24 @@ func (s *natsServer) publish(evs ...events.Event) []uint64 {
 		seqs = append(seqs, s.publishRaw(e.Subject(), data))
 	}
 	return seqs
+}
+
+// complete fills in what a controller's Recorder puts on every event.
+func complete(e events.Event, at time.Time) events.Event {
+	if e.SchemaVersion == "" {
+		e.SchemaVersion = events.SchemaVersion
+	}
+	if e.ID == "" {
+		e.ID = events.NewID()
+	}
+	if e.Severity == "" {
+		e.Severity = events.SeverityInfo
+	}
+	if e.Timestamp.IsZero() {
+		e.Timestamp = at
+	}
+	e.ReportingController = "sync-controller"
+	return e
 }
 
 func (s *natsServer) publishRaw(subject string, data []byte) uint64 {
