@@ -185,13 +185,14 @@ type filter struct {
 }
 
 func (f filter) matches(e *events.Event) bool {
-	o := e.InvolvedObject
+	o := &e.InvolvedObject
+	// The most selective tests first: a query scans the whole index.
 	switch {
-	case f.kind != "" && !strings.EqualFold(f.kind, o.Kind),
+	case f.name != "" && f.name != o.Name,
 		f.namespace != "" && f.namespace != o.Namespace,
-		f.name != "" && f.name != o.Name,
+		len(f.reasons) > 0 && !contains(f.reasons, e.Reason),
 		f.severity != "" && f.severity != string(e.Severity),
-		len(f.reasons) > 0 && !contains(f.reasons, e.Reason):
+		f.kind != "" && !strings.EqualFold(f.kind, o.Kind):
 		return false
 	}
 	if f.object == "" {
