@@ -24,6 +24,9 @@
 // When NATS goes away the connection (pkg/events.Connect) retries forever,
 // and the reader starts a new ordered consumer after the last sequence it
 // stored, so no event is indexed twice or missed while the stream keeps
-// it. Until the stored history has been read once (Synced), answers say
-// "loading": true.
+// it. A stream that was deleted and created again (its creation time
+// changed; its sequences start over) is read again from its start, the
+// Index emptied first. Until the stored history has been read once
+// (Synced), answers say "loading": true. Check is the UI's readiness
+// check for NATS: it fails only while the server refuses the UI.
 package stream

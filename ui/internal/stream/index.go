@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type Index struct {
 	synced     chan struct{}
 	syncedOnce sync.Once
 
+	// conn is the NATS connection, nil without a NATS URL.
+	conn *events.Conn
+
 	subsMu sync.Mutex
 	subs   map[chan Change]struct{}
 }
@@ -77,6 +81,23 @@ func (x *Index) isSynced() bool {
 	default:
 		return false
 	}
+}
+
+// Check is a readiness check: it fails while the NATS server refuses the
+// UI's credentials, permissions or TLS (pkg/events.Conn.Check), and passes
+// while NATS is merely unreachable: the UI still serves what it holds.
+func (x *Index) Check(r *http.Request) error {
+	if x.conn == nil {
+		return nil
+	}
+	return x.conn.Check(r)
+}
+
+// reset forgets every event, for a stream whose sequences started over.
+func (x *Index) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.entries, x.head, x.bytes, x.last = nil, 0, 0, 0
 }
 
 // Len returns how many events and bytes the Index holds.

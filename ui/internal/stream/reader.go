@@ -40,9 +40,10 @@ func Start(ctx context.Context, cfg Config) (*Index, error) {
 		conn.Close()
 		return nil, fmt.Errorf("using JetStream: %w", err)
 	}
+	x.conn = conn
 	go func() {
 		defer conn.Close()
-		r := reader{x: x, js: js, conn: conn, stream: cfg.NATS.Stream, log: cfg.Log}
+		r := &reader{x: x, js: js, conn: conn, stream: cfg.NATS.Stream, log: cfg.Log}
 		r.run(ctx)
 	}()
 	return x, nil
@@ -55,17 +56,32 @@ type reader struct {
 	conn   *events.Conn
 	stream string
 	log    logr.Logger
+	// created is when the stream the Index holds was created: another
+	// time means it was deleted and created again, and its sequences
+	// started over.
+	created time.Time
 }
+
+// checkEvery is how often the reader asks whether the stream it follows
+// is still the one it started on: an ordered consumer on a stream that was
+// deleted and created again waits, without an error, for a sequence the
+// new stream reaches late or never.
+const checkEvery = 5 * time.Second
+
+// errRecreated ends a read of a stream that was created again.
+var errRecreated = errors.New("the stream was created again")
 
 // run reads until ctx ends, starting a new ordered consumer after the last
 // sequence stored whenever one fails.
-func (r reader) run(ctx context.Context) {
+func (r *reader) run(ctx context.Context) {
 	waiting := false // for the stream to be created, said once
 	for ctx.Err() == nil {
 		err := r.read(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, errRecreated):
+			continue // at once: read the new stream from its start
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			if !waiting {
 				r.log.Info("no event stream yet: no controller has published; waiting for it", "stream", r.stream)
@@ -84,8 +100,9 @@ func (r reader) run(ctx context.Context) {
 }
 
 // read follows the stream from after the last stored sequence with one
-// ordered consumer, until it fails or ctx ends.
-func (r reader) read(ctx context.Context) error {
+// ordered consumer, until it fails, the stream is created again or ctx
+// ends.
+func (r *reader) read(ctx context.Context) error {
 	st, err := r.js.Stream(ctx, r.stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// No controller has published yet: there is no history to wait for.
@@ -95,6 +112,12 @@ func (r reader) read(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading stream %s: %w", r.stream, err)
 	}
+	created := st.CachedInfo().Created
+	if !r.created.IsZero() && !created.Equal(r.created) {
+		r.log.Info("the event stream was created again; reading it from its start", "stream", r.stream)
+		r.x.reset()
+	}
+	r.created = created
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{events.SubjectPrefix + ".>"},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -121,9 +144,18 @@ func (r reader) read(ctx context.Context) error {
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	watch, endWatch := context.WithCancel(ctx)
+	defer endWatch()
+	recreated := make(chan struct{})
+	go r.watch(watch, created, func() { close(recreated); it.Stop() })
 	for {
 		msg, err := it.Next()
 		if err != nil {
+			select {
+			case <-recreated:
+				return errRecreated
+			default:
+			}
 			return fmt.Errorf("reading %s: %w", r.stream, err)
 		}
 		md, err := msg.Metadata()
@@ -133,6 +165,26 @@ func (r reader) read(ctx context.Context) error {
 		r.x.add(md.Sequence.Stream, msg.Data())
 		if md.NumPending == 0 {
 			r.x.markSynced()
+		}
+	}
+}
+
+// watch calls recreated once the stream is gone or was created at another
+// time than created, until ctx ends. A failed look (NATS away) is no
+// answer: the consumer's own errors tell of that.
+func (r *reader) watch(ctx context.Context, created time.Time, recreated func()) {
+	tick := time.NewTicker(checkEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st, err := r.js.Stream(ctx, r.stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) || (err == nil && !st.CachedInfo().Created.Equal(created)) {
+			recreated()
+			return
 		}
 	}
 }

@@ -516,6 +516,23 @@ func TestTheIndexFollowsTheStreamAcrossANATSOutage(t *testing.T) {
 	g.Expect(names(page)).To(Equal([]string{"after", "before"}), "nothing read twice")
 }
 
+func TestAStreamCreatedAgainIsReadFromItsStart(t *testing.T) {
+	g := NewWithT(t)
+	s := startNATS(t)
+	s.publish(event("Kustomization", "apps", "old1", "Progressing"), event("Kustomization", "apps", "old2", "Progressing"),
+		event("Kustomization", "apps", "old3", "Progressing"))
+	x, web := start(t, t.Context(), s, Config{}, everyone{})
+
+	g.Expect(s.js.DeleteStream(t.Context(), streamName)).To(Succeed())
+	s.createStream()
+	s.publish(event("Kustomization", "apps", "new", "Progressing"))
+	g.Eventually(func() []string {
+		_, page := get[eventPage](t, web, "/api/events")
+		return names(page)
+	}, 30*time.Second, 50*time.Millisecond).Should(Equal([]string{"new"}))
+	g.Expect(x.Check(nil)).To(Succeed())
+}
+
 func TestTheIndexWaitsForAStreamNoControllerCreatedYet(t *testing.T) {
 	g := NewWithT(t)
 	s := startEmptyNATS(t)
