@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -58,6 +59,10 @@ type Index struct {
 
 	// conn is the NATS connection, nil without a NATS URL.
 	conn *events.Conn
+
+	// skips counts the events skipped since skipLogged (skipped).
+	skips      int
+	skipLogged time.Time
 
 	subsMu sync.Mutex
 	subs   map[chan Change]struct{}
@@ -133,14 +138,29 @@ func (x *Index) add(seq uint64, data []byte) {
 	}
 	x.mu.Unlock()
 	if err != nil {
-		// At debug level: whoever may publish could otherwise fill the log.
-		x.log.V(1).Info("skipping an event", "seq", seq, "error", err.Error())
+		x.skipped(seq, err)
 		return
 	}
 	if x.isSynced() {
 		x.notify(Change{Kind: ev.InvolvedObject.Kind, Namespace: ev.InvolvedObject.Namespace,
 			Name: ev.InvolvedObject.Name, Reason: ev.Reason})
 	}
+}
+
+// skipLogEvery bounds how often skipped events are logged: whoever may
+// publish on the stream must not be able to fill the UI's log.
+const skipLogEvery = time.Minute
+
+// skipped logs an event left out of the Index: the first one, and then at
+// most once a minute with how many there were since. Only the reader
+// calls it.
+func (x *Index) skipped(seq uint64, err error) {
+	x.skips++
+	if !x.skipLogged.IsZero() && time.Since(x.skipLogged) < skipLogEvery {
+		return
+	}
+	x.log.Info("skipping events the UI cannot show", "seq", seq, "error", err.Error(), "skipped", x.skips)
+	x.skipLogged, x.skips = time.Now(), 0
 }
 
 // decode checks one event as read from the stream.
