@@ -38,14 +38,11 @@ type Config struct {
 	Log logr.Logger
 }
 
-// BindFlags registers the flags of the stream's connection and the Index's
-// bounds; the NATS flags are spelled as the controllers' (--nats-url,
-// --nats-stream, the --nats-* authentication and TLS flags).
+// BindFlags registers the Index's bounds. The NATS flags are the server's
+// options.NATS (options.NATS.BindFlags: --nats-url, --nats-stream and the
+// --nats-* authentication and TLS flags, spelled as the controllers'),
+// given in Config.NATS.
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.NATS.URL, "nats-url", "nats://127.0.0.1:4222",
-		"The NATS server whose JetStream stream holds Plumb's events; empty shows no event history.")
-	fs.StringVar(&c.NATS.Stream, "nats-stream", "PLUMB_EVENTS", "The JetStream stream that holds the events.")
-	c.NATS.Auth.BindFlags(fs)
 	fs.IntVar(&c.MaxEvents, "events-max", DefaultMaxEvents,
 		"The most events kept in memory for the event history and the drift timeline; the oldest go first.")
 	fs.Int64Var(&c.MaxBytes, "events-max-bytes", DefaultMaxBytes,

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -57,8 +58,11 @@ type Index struct {
 	synced     chan struct{}
 	syncedOnce sync.Once
 
-	// conn is the NATS connection, nil without a NATS URL.
-	conn *events.Conn
+	// conn is the NATS connection, nil without a NATS URL; stop ends the
+	// reader, which closes stopped when it is done (Close).
+	conn    *events.Conn
+	stop    context.CancelFunc
+	stopped chan struct{}
 
 	// skips counts the events skipped since skipLogged (skipped).
 	skips      int

@@ -41,12 +41,26 @@ func Start(ctx context.Context, cfg Config) (*Index, error) {
 		return nil, fmt.Errorf("using JetStream: %w", err)
 	}
 	x.conn = conn
+	ctx, x.stop = context.WithCancel(ctx)
+	x.stopped = make(chan struct{})
 	go func() {
+		defer close(x.stopped)
 		defer conn.Close()
 		r := &reader{x: x, js: js, conn: conn, stream: cfg.NATS.Stream, log: cfg.Log}
 		r.run(ctx)
 	}()
 	return x, nil
+}
+
+// Close stops reading the stream and closes the NATS connection, as the
+// end of Start's context does, and waits until both are done. The Index
+// still answers with what it holds.
+func (x *Index) Close() {
+	if x.stop == nil {
+		return
+	}
+	x.stop()
+	<-x.stopped
 }
 
 // reader fills an Index from the stream.
