@@ -144,6 +144,15 @@ func event(kind, ns, name, reason string) events.Event {
 		Reason: reason, Message: reason + " of " + name}
 }
 
+// progressing returns n events about n Kustomizations k0, k1, ….
+func progressing(n int) []events.Event {
+	out := make([]events.Event, n)
+	for i := range out {
+		out[i] = event("Kustomization", "apps", fmt.Sprint("k", i), "Progressing")
+	}
+	return out
+}
+
 // start starts an Index on s, waits until it has read the history and
 // serves its routes with auth.
 func start(t *testing.T, ctx context.Context, s *natsServer, cfg Config, auth Authorizer) (*Index, *httptest.Server) {
@@ -245,9 +254,7 @@ func TestHistoryIsReadOnStartAndNewEventsFollow(t *testing.T) {
 	// A reader that stops reading never holds the index up.
 	_, stuck := x.Changes()
 	defer stuck()
-	for i := range changesBuffer + 10 {
-		s.publish(event("Kustomization", "apps", fmt.Sprint("n", i), "Progressing"))
-	}
+	s.publish(progressing(changesBuffer + 10)...)
 	g.Eventually(func() int { n, _ := x.Len(); return n }, 10*time.Second).Should(Equal(4 + changesBuffer + 10))
 }
 
@@ -304,11 +311,7 @@ func TestLimitIsCapped(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	s := startNATS(t)
-	many := make([]events.Event, MaxLimit+20)
-	for i := range many {
-		many[i] = event("Kustomization", "apps", fmt.Sprint("k", i), "Progressing")
-	}
-	s.publish(many...)
+	s.publish(progressing(MaxLimit + 20)...)
 	_, web := start(t, ctx, s, Config{}, everyone{})
 
 	_, page := get[eventPage](t, web, "/api/events?limit=100000")
@@ -435,10 +438,7 @@ func TestTheIndexStaysWithinItsBounds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	s := startNATS(t)
-	var evs []events.Event
-	for i := range 250 {
-		evs = append(evs, event("Kustomization", "apps", fmt.Sprint("k", i), "Progressing"))
-	}
+	evs := progressing(250)
 	s.publish(evs...)
 	x, web := start(t, ctx, s, Config{MaxEvents: 100}, everyone{})
 	n, _ := x.Len()
