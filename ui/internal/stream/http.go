@@ -53,8 +53,9 @@ type DriftEntry struct {
 // Page is the answer of both routes: items newest first; before, when set,
 // is the value of before= that gives the next (older) page; loading is
 // true while the stored history is still being read.
-type Page[T any] struct {
-	Items   []T    `json:"items"`
+type Page struct {
+	// Items are Events (/api/events) or DriftEntries (/api/drift).
+	Items   []any  `json:"items"`
 	Before  uint64 `json:"before,omitempty"`
 	Loading bool   `json:"loading,omitempty"`
 }
@@ -109,7 +110,7 @@ func (x *Index) serve(w http.ResponseWriter, r *http.Request, auth Authorizer, f
 		return ok
 	}
 	found, next := x.query(f, before, limit, allowed)
-	page := Page[any]{Items: make([]any, 0, len(found)), Before: next, Loading: !x.isSynced()}
+	page := Page{Items: make([]any, 0, len(found)), Before: next, Loading: !x.isSynced()}
 	for _, e := range found {
 		page.Items = append(page.Items, item(e))
 	}
