@@ -9,6 +9,11 @@
 //     for every object.
 //   - SecretRedactor builds what hides, in a drift report, the values that
 //     postBuild.substituteFrom copied out of Secrets into the manifests.
+//   - ForeignManagers (and ManagerOf, for one field) read a live object's
+//     managedFields to say who made a drift: the field managers other
+//     than plumb-sync that own the drifted fields. sync-controller names
+//     them on its drift events and in a fight (engine.Result.Managers);
+//     the UI shows them beside a diff ("who changed it").
 //
 // pkg/diff stays pure (no API calls, no events); the requests are here, and
 // building event payloads from a report is the caller's.

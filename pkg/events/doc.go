@@ -26,7 +26,10 @@
 //	                     back-off durations, attempt numbers) that differ
 //	                     between repeats of the same news
 //	changes              field-level differences, for drift events: object,
-//	                     path, before, after (Secret values redacted)
+//	                     path, before, after (Secret values redacted), and
+//	                     manager, the field manager of the foreign write
+//	                     that owns the live value (optional, omitted when
+//	                     nobody owns it, e.g. a removed field)
 //	timestamp            when the controller emitted it (RFC 3339, UTC)
 //	reportingController  e.g. source-controller
 //	reportingInstance    the pod or host name of that controller

@@ -44,6 +44,10 @@ type Change struct {
 	// empty when the field is absent on that side.
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
+	// Manager is the field manager (metadata.managedFields) of the foreign
+	// write that made the live value, when one owns the field: who changed
+	// it. Empty when nobody does (a field that was removed) or unknown.
+	Manager string `json:"manager,omitempty"`
 }
 
 // Event is one event of the stream; see the package doc for the schema.

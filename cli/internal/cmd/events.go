@@ -38,7 +38,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 			"It prints the stored events and exits, or with --follow keeps printing new ones\n" +
 			"until interrupted. --for Kind/name narrows to one object in the namespace\n" +
 			"(-n, else the kubeconfig's); -n alone narrows to a namespace; by default every\n" +
-			"event is shown. Drift events list their field changes (live → Git).\n\n" +
+			"event is shown. Drift events list their field changes (live → Git) and the field\n" +
+			"manager that made each live value.\n\n" +
 			"The NATS server is --nats-url, else $" + natsURLEnv + ", else the one the controllers\n" +
 			"use: the --nats-url of the sync-controller (or notification-controller)\n" +
 			"Deployment in --controller-namespace, $(VAR)s expanded from its environment.\n" +
@@ -251,6 +252,10 @@ func printEvent(w io.Writer, e *events.Event) {
 	}
 	fmt.Fprintln(w, line)
 	for _, c := range e.Changes {
-		fmt.Fprintf(w, "    %s %s: %s → %s\n", c.Object, c.Path, value(c.Before), value(c.After))
+		line := fmt.Sprintf("    %s %s: %s → %s", c.Object, c.Path, value(c.Before), value(c.After))
+		if c.Manager != "" {
+			line += "  (by " + c.Manager + ")" // who made the live value
+		}
+		fmt.Fprintln(w, line)
 	}
 }

@@ -68,7 +68,7 @@ func TestEvents(t *testing.T) {
 	applied.Revision = "main@sha1:7777777"
 	failed := event("GitRepository", ns, "repo", events.SeverityError, sourcev1.GitOperationFailedReason, "authentication required", time.Second)
 	drift := event("Kustomization", ns, "app", events.SeverityInfo, kustomizev1.DriftCorrectedReason, "reverted a foreign change", 2*time.Second)
-	drift.Changes = []events.Change{{Object: "ConfigMap/" + ns + "/settings", Path: "data.mode", Before: `"slow"`, After: `"fast"`}}
+	drift.Changes = []events.Change{{Object: "ConfigMap/" + ns + "/settings", Path: "data.mode", Before: `"slow"`, After: `"fast"`, Manager: "kubectl-edit"}}
 	elsewhere := event("Kustomization", other, "app", events.SeverityInfo, kustomizev1.AppliedReason, "applied elsewhere", 3*time.Second)
 	publish(t, applied, failed, drift, elsewhere)
 
@@ -79,7 +79,7 @@ func TestEvents(t *testing.T) {
 	failedLine := line("2026-11-25T10:00:01Z", "error", "GitRepository/"+ns+"/repo", sourcev1.GitOperationFailedReason, "authentication required")
 	driftLines := []string{
 		line("2026-11-25T10:00:02Z", "info ", "Kustomization/"+ns+"/app", kustomizev1.DriftCorrectedReason, "reverted a foreign change"),
-		`    ConfigMap/` + ns + `/settings data.mode: "slow" → "fast"`,
+		`    ConfigMap/` + ns + `/settings data.mode: "slow" → "fast"  (by kubectl-edit)`,
 	}
 	elsewhereLine := line("2026-11-25T10:00:03Z", "info ", "Kustomization/"+other+"/app", kustomizev1.AppliedReason, "applied elsewhere")
 

@@ -291,7 +291,11 @@ func driftText(changes []events.Change) string {
 			fmt.Fprintf(&b, "… and %d more", len(changes)-maxDriftLines)
 			break
 		}
-		fmt.Fprintf(&b, "%s %s\n", c.Object, c.Path)
+		fmt.Fprintf(&b, "%s %s", c.Object, c.Path)
+		if c.Manager != "" {
+			fmt.Fprintf(&b, " (by %s)", c.Manager) // who made the live value
+		}
+		b.WriteByte('\n')
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -33,7 +33,7 @@ func testEvent() events.Event {
 		Revision:       "main@sha1:4f3c2b1a",
 		Metadata:       map[string]string{"summary": "prod", "cluster": "eu-1"},
 		Changes: []events.Change{
-			{Object: "Deployment/apps/web", Path: "spec.replicas", Before: "3", After: "2"},
+			{Object: "Deployment/apps/web", Path: "spec.replicas", Before: "3", After: "2", Manager: "kubectl-edit"},
 		},
 		Timestamp:           time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC),
 		ReportingController: "sync-controller",

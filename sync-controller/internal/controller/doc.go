@@ -129,8 +129,11 @@
 // in metadata) after a sync that wrote objects; Pruned (info) and
 // PruneFailed (error); PruneGuarded (error) once per held render;
 // HealthDegraded (error) and HealthRecovered (info) when the Healthy
-// condition turns; DriftDetected and DriftCorrected with the changed paths;
-// DriftContested and DriftContestEnded (Fights, above); and, once per
+// condition turns; DriftDetected and DriftCorrected with the changed paths,
+// each naming the field manager that owns its live value (who changed it,
+// read from the live object's managedFields before the revert:
+// engine.Result.FieldManagers), and for DriftCorrected the latency from
+// seeing the change to reverting it; DriftContested and DriftContestEnded (Fights, above); and, once per
 // failure, the reason of a failed sync's Ready condition (ApplyFailed,
 // SyncFailed, ArtifactFailed, InvalidSpec, a render failure). Every reason
 // is a constant of api/kustomize/v1 or api/meta, listed in the Reasons

@@ -27,12 +27,14 @@ const maxEventValueLen = 1024
 
 // eventChanges converts the changes of one object (its object.ID text) to
 // the changes of a DriftDetected or DriftCorrected event, shortening values
-// longer than maxEventValueLen.
-func eventChanges(object string, changes []diff.Change) []events.Change {
+// longer than maxEventValueLen. managers names who made each changed field
+// by its path (engine.Result.FieldManagers): who changed it.
+func eventChanges(object string, changes []diff.Change, managers map[string]string) []events.Change {
 	out := make([]events.Change, len(changes))
 	for i, c := range changes {
 		out[i] = events.Change{Object: object, Path: c.Path,
-			Before: message.TruncateTo(c.Before, maxEventValueLen), After: message.TruncateTo(c.After, maxEventValueLen)}
+			Before: message.TruncateTo(c.Before, maxEventValueLen), After: message.TruncateTo(c.After, maxEventValueLen),
+			Manager: managers[c.Path]}
 	}
 	return out
 }
@@ -58,7 +60,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	for _, res := range s.drifted {
 		id := res.ID.String()
 		redacted := redactor.Changes(res.Changes)
-		changes = append(changes, eventChanges(id, redacted)...)
+		changes = append(changes, eventChanges(id, redacted, res.FieldManagers)...)
 		for _, c := range redacted {
 			paths = append(paths, id+":"+c.Path)
 		}

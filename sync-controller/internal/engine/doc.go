@@ -38,7 +38,8 @@
 //     is what drift reports show.
 //
 // A drift found by the dry-run names its makers (Result.Managers: the
-// foreign managedFields entries that own a drifted field). With
+// foreign managedFields entries that own a drifted field; and per field,
+// Result.FieldManagers; both pkg/drift's ForeignManagers). With
 // Options.Guard set, the caller may hold a correction back: Wait skips an
 // object before any request, Revert leaves a drift found in place
 // (Result.Held); sync-controller uses it to back off from a fight.

@@ -114,6 +114,11 @@ type Result struct {
 	// Managers are the field managers other than plumb-sync that own a
 	// drifted field (Drift only): who made the drift.
 	Managers []string
+	// FieldManagers names, by the path of each drifted field (Changes),
+	// the foreign manager that owns its live value (Drift only; a field
+	// nobody owns, one that was removed, is absent). It is read before the
+	// revert, which gives the fields back to plumb-sync.
+	FieldManagers map[string]string
 	// Held is true when the Guard held the object's correction back: the
 	// object was skipped (Wait) or its drift left in place (Revert).
 	Held bool
@@ -250,7 +255,14 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 	res.Action, res.Changes = diff.Configured, d.Changes
 	res.Drift = current.GetAnnotations()[manage.AppliedHashAnnotation] == hash
 	if res.Drift {
-		res.Managers = foreignOwners(current.GetManagedFields(), d.Changes)
+		owners := drift.ForeignManagersOf(current.GetManagedFields())
+		res.Managers = owners.Owning(d.Changes)
+		res.FieldManagers = make(map[string]string, len(d.Changes))
+		for _, c := range d.Changes {
+			if m := owners.Of(c.Path); m != "" {
+				res.FieldManagers[c.Path] = m
+			}
+		}
 	}
 	if opts.ReportOnly {
 		res.Object = current
