@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -117,17 +116,16 @@ func applyAsController(ctx context.Context, t *testing.T, view *applied, data []
 	if err != nil {
 		t.Fatal(err)
 	}
-	gl := &globals{client: c}
 	objs, err := object.DecodeManifests(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var done []*unstructured.Unstructured
 	for _, o := range objs {
-		if view.isHook(o) {
+		if view.IsHook(o) {
 			continue
 		}
-		if err := gl.stamp(o, view); err != nil {
+		if err := view.Prepare(c, o); err != nil {
 			t.Fatal(err)
 		}
 		if err := manage.Apply(ctx, c, o); err != nil {
@@ -297,42 +295,6 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 		"1 changed, 0 to create, 0 to prune, 0 unchanged",
 	}))
 	g.Expect(r.out + r.errOut).NotTo(ContainSubstring(token))
-}
-
-// TestArtifactThroughServiceProxy: an artifact URL naming an in-cluster
-// Service is fetched through the API server's service proxy path, with the
-// API server's credentials; other URLs go direct. The httptest server
-// stands in for the API server's proxy endpoint (envtest has no Pods to
-// proxy to).
-func TestArtifactThroughServiceProxy(t *testing.T) {
-	g := NewWithT(t)
-	var gotPath, gotAuth string
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
-		_, _ = w.Write([]byte("manifests"))
-	}))
-	defer api.Close()
-	hc, err := artifactClient(&rest.Config{Host: api.URL, BearerToken: "secret-token"})
-	g.Expect(err).NotTo(HaveOccurred())
-	resp, err := hc.Get("http://render-controller.plumb-system.svc.cluster.local./kustomization/team-a/app/abc.yaml")
-	g.Expect(err).NotTo(HaveOccurred())
-	_ = resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	g.Expect(gotPath).To(Equal("/api/v1/namespaces/plumb-system/services/http:render-controller:80/proxy/kustomization/team-a/app/abc.yaml"))
-	g.Expect(gotAuth).To(Equal("Bearer secret-token"))
-
-	for host, want := range map[string][2]string{
-		"render-controller.plumb-system.svc":                {"render-controller", "plumb-system"},
-		"render-controller.plumb-system.svc.cluster.local":  {"render-controller", "plumb-system"},
-		"render-controller.plumb-system.svc.cluster.local.": {"render-controller", "plumb-system"},
-		"127.0.0.1":             {},
-		"artifacts.example.com": {},
-		"a.b.svc.example.com":   {},
-	} {
-		svc, ns, ok := inClusterService(host)
-		g.Expect(ok).To(Equal(want[0] != ""), host)
-		g.Expect([2]string{svc, ns}).To(Equal(want), host)
-	}
 }
 
 // TestDiffNewCRD: a custom resource whose CRD comes in the same set is

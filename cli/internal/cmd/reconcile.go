@@ -303,8 +303,8 @@ func settled(obj client.Object, s status, token string) (done, ready bool) {
 // phase and wave of a Kustomization or HelmRelease, else the Ready message; empty before
 // the controller picked the request up.
 func progress(obj client.Object, s status, token string) string {
-	if t, ok := appliedOf(obj); ok && t.sync != nil {
-		sp := t.sync
+	if t, ok := appliedOf(obj); ok && t.Sync != nil {
+		sp := t.Sync
 		switch sp.Phase {
 		case kustomizev1.PhaseSucceeded, kustomizev1.PhaseFailed, "":
 		default:
@@ -345,10 +345,10 @@ func (g *globals) waitRendered(ctx context.Context, k *kind, key types.Namespace
 			return notFound(err, k, key)
 		}
 		t, _ := appliedOf(obj)
-		if a := t.rendered; a != nil && a.Revision == revision {
+		if a := t.Rendered; a != nil && a.Revision == revision {
 			return nil
 		}
-		if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.RenderedCondition); c != nil &&
+		if c := apimeta.FindStatusCondition(t.Conditions, kustomizev1.RenderedCondition); c != nil &&
 			c.Status == metav1.ConditionFalse && c.ObservedGeneration == obj.GetGeneration() {
 			if strings.Contains(c.Message, revision) || before == nil || before.Status != c.Status || before.Message != c.Message {
 				return negative(fmt.Errorf("%s: rendering %s failed: %s", ref(k, obj), revision, c.Message))
