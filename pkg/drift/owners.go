@@ -1,4 +1,4 @@
-package engine
+package drift
 
 import (
 	"slices"
@@ -10,26 +10,39 @@ import (
 	"plumb.dev/pkg/manage"
 )
 
-// foreignOwners returns, sorted, the field managers other than plumb-sync
+// ForeignOwners returns, sorted, the field managers other than plumb-sync
 // whose managedFields entries own at least one of the changed fields: who
 // made the drift. Status writes are left out (they change nothing Git
 // declares); a scale subresource write (an autoscaler's) counts. A change
 // that removed a field leaves no owner behind and names nobody.
-func foreignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) []string {
+func ForeignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) []string {
+	var out []string
+	for _, c := range changes {
+		for _, m := range FieldOwners(entries, c.Path) {
+			if m != manage.FieldManager && !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FieldOwners returns, sorted, the field managers whose managedFields
+// entries own the field at path (a Change's Path) or anything under it,
+// plumb-sync included: who wrote it last. Status writes are left out.
+func FieldOwners(entries []metav1.ManagedFieldsEntry, path string) []string {
 	var out []string
 	for _, e := range entries {
-		if e.Manager == manage.FieldManager || e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
+		if e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
 			continue
 		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			continue
 		}
-		for _, c := range changes {
-			if owns(set, c.Path) {
-				out = append(out, e.Manager)
-				break
-			}
+		if owns(set, path) {
+			out = append(out, e.Manager)
 		}
 	}
 	slices.Sort(out)
