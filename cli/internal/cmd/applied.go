@@ -54,15 +54,6 @@ func (a *applied) policyText() string {
 	return "driftPolicy " + string(a.Policy)
 }
 
-// helmChartKey is the HelmChart a HelmRelease renders: spec.chartRef, or
-// the one render-controller creates for spec.chart.
-func helmChartKey(hr *helmv2.HelmRelease) types.NamespacedName {
-	if hr.Spec.ChartRef != nil {
-		return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.Spec.ChartRef.Name}
-	}
-	return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.GetHelmChartName()}
-}
-
 // chartSourceKey is the kind and key of a HelmChart's source, in its
 // namespace.
 func chartSourceKey(chart *sourcev1.HelmChart) (*kind, types.NamespacedName) {

@@ -60,7 +60,7 @@ func (g *globals) describeHelmRelease(ctx context.Context, hr *helmv2.HelmReleas
 // chartText words where a release's chart comes from: the HelmChart, its
 // chart, version and artifact, and its source.
 func (g *globals) chartText(ctx context.Context, hr *helmv2.HelmRelease) string {
-	key := helmChartKey(hr)
+	key := inspect.HelmChartKey(hr)
 	if hr.Status.HelmChart != "" {
 		if ns, name, ok := strings.Cut(hr.Status.HelmChart, "/"); ok {
 			key = types.NamespacedName{Namespace: ns, Name: name}

@@ -20,6 +20,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/inspect"
 )
 
 // pollInterval is the pause before a wait watches again after its watch
@@ -106,7 +107,7 @@ func (g *globals) reconcileChart(ctx context.Context, key types.NamespacedName) 
 	if err := g.client.Get(ctx, key, hr); err != nil {
 		return notFound(err, helmReleaseKind, key)
 	}
-	chartKey := helmChartKey(hr)
+	chartKey := inspect.HelmChartKey(hr)
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {
 		if apierrors.IsNotFound(err) && hr.Spec.Chart != nil {

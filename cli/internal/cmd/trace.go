@@ -200,7 +200,7 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	}
 	fmt.Fprintln(w)
 
-	chartKey := helmChartKey(hr)
+	chartKey := inspect.HelmChartKey(hr)
 	field(sourcev1.HelmChartKind, chartKey.Namespace+"/"+chartKey.Name)
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {
