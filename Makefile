@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui
 CONTROLLERS := source-controller render-controller sync-controller notification-controller
 ROOT        := $(CURDIR)
 BIN         := $(ROOT)/bin
