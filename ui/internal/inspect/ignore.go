@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 	"reflect"
 	"regexp"
 	"strings"
@@ -54,6 +56,10 @@ func (h *handlers) ignore(r *request) (any, error) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, err
+		}
 		return nil, badRequest("the body must be {\"id\", \"path\", \"apply\"}: %v", err)
 	}
 	id, err := object.ParseText(body.ID)
