@@ -189,4 +189,3 @@ func BenchmarkObjectPageWith2000Objects(b *testing.B) {
 	}
 	b.ReportMetric(float64(requests.Load())/float64(b.N), "apirequests/op")
 }
-

@@ -365,4 +365,3 @@ func TestRevisionsSayWhichRenderIsGone(t *testing.T) {
 	r = do(t, srv, http.MethodGet, base()+"/revisions?from=nope&to="+current, "", "")
 	g.Expect(r.status).To(Equal(http.StatusNotFound), r.String())
 }
-

@@ -214,4 +214,3 @@ func readyOf(conds []metav1.Condition) conditionSummary {
 	}
 	return conditionSummary{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 }
-
