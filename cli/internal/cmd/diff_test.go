@@ -2,12 +2,7 @@ package cmd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -22,41 +17,8 @@ import (
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/testenv"
 )
-
-// artifactServer stands in for render-controller's artifact server.
-type artifactServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newArtifactServer(t *testing.T) *artifactServer {
-	s := &artifactServer{files: map[string][]byte{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		data, ok := s.files[r.URL.Path]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// serve publishes data at path and returns the artifact describing it.
-func (s *artifactServer) serve(path, revision string, data []byte) *meta.Artifact {
-	s.mu.Lock()
-	s.files[path] = data
-	s.mu.Unlock()
-	sum := sha256.Sum256(data)
-	size := int64(len(data))
-	return &meta.Artifact{Path: strings.TrimPrefix(path, "/"), URL: s.URL + path, Revision: revision,
-		Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: &size, LastUpdateTime: metav1.Now()}
-}
 
 const manifests = `apiVersion: v1
 kind: ConfigMap
@@ -147,12 +109,12 @@ func foreignPatch(ctx context.Context, t *testing.T, obj client.Object, patch st
 
 func TestDiff(t *testing.T) {
 	ctx, ns := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	ks := kustomization(ns, "app", "repo")
 	ks.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data/tuned"}}}
 	create(ctx, t, ks)
 	data := []byte(manifests)
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
 
 	// An object a previous revision applied and this one dropped.
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old",
@@ -272,7 +234,7 @@ func TestDiff(t *testing.T) {
 func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	const token = "tok-8c1f6a2b9d"
 	create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, StringData: map[string]string{"api_token": token}})
 	ks := kustomization(ns, "app", "repo")
@@ -280,7 +242,7 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	create(ctx, t, ks)
 	// What render-controller made of ${api_token}.
 	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: client\ndata:\n  url: https://api.example/?token=" + token + "\n  mode: fast\n")
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
 	syncAsController(ctx, t, ks, a, data)
 	foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
 		`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)
@@ -303,7 +265,7 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 func TestDiffNewCRD(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	data := []byte(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -340,7 +302,7 @@ spec:
 `)
 	ks := kustomization(ns, "crd", "repo")
 	create(ctx, t, ks)
-	a := srv.serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
+	a := srv.Serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
 	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) { o.Status.RenderedArtifact = a })
 
 	r := plumb("diff", "ks", "crd", "-n", ns)

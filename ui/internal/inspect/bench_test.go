@@ -20,6 +20,7 @@ import (
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/testenv"
 )
 
 // bigTree is a Kustomization of 2,000 objects (100 Deployments, 1,900
@@ -77,12 +78,12 @@ spec:
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  n: %q\n---\n", i, fmt.Sprint(i))
 	}
 	data := []byte(b.String())
-	arts := newArtifactServer(t)
+	arts := testenv.NewArtifactServer(t)
 	ks := kustomization(ns, "big")
 	if err := env.Client.Create(ctx, ks); err != nil {
 		return "", err
 	}
-	a := arts.serve("/kustomization/"+ns+"/big", "main@sha1:7777777777777777777777777777777777777777", data)
+	a := serveRender(arts, "/kustomization/"+ns+"/big", "main@sha1:7777777777777777777777777777777777777777", data)
 	objs, err := object.DecodeManifests(data)
 	if err != nil {
 		return "", err

@@ -17,6 +17,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/testenv"
 )
 
 func helmRelease(ns, name string) *helmv2.HelmRelease {
@@ -39,12 +40,12 @@ func TestHelmReleaseRevisionsDiffTwoReleasesAndNameTheOneGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns := newNamespace(t)
 	srv := newServer(t)
-	arts := newArtifactServer(t)
+	arts := testenv.NewArtifactServer(t)
 	hr := helmRelease(ns, "web")
 	create(ctx, t, hr)
 	dir := "/helmrelease/" + ns + "/web"
-	v1 := arts.serve(dir, "1.0.0", []byte(chartV1))
-	v2 := arts.serve(dir, "2.0.0", []byte(chartV2))
+	v1 := serveRender(arts, dir, "1.0.0", []byte(chartV1))
+	v2 := serveRender(arts, dir, "2.0.0", []byte(chartV2))
 	gone := "sha256:" + strings.Repeat("cd", 32)
 	now := metav1.Now()
 	setStatus(ctx, t, hr, func(o *helmv2.HelmRelease) {

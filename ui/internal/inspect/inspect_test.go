@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/plan"
+	"plumb.dev/pkg/testenv"
 )
 
 const secretFromGit = "s3cr3t-from-git"
@@ -83,11 +84,11 @@ type fixture struct {
 
 func newFixture(t *testing.T) (*fixture, func() string) {
 	ctx, ns := newNamespace(t)
-	arts := newArtifactServer(t)
+	arts := testenv.NewArtifactServer(t)
 	ks := kustomization(ns, "app")
 	create(ctx, t, ks)
 	data := []byte(manifests)
-	a := arts.serve("/kustomization/"+ns+"/app", "main@sha1:6666666666666666666666666666666666666666", data)
+	a := serveRender(arts, "/kustomization/"+ns+"/app", "main@sha1:6666666666666666666666666666666666666666", data)
 	started := time.Now().Add(-time.Minute)
 	syncAsController(ctx, t, ks, a, data, started)
 	f := &fixture{ns: ns, ks: ks, started: started.Truncate(time.Second)}

@@ -2,8 +2,6 @@ package inspect
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,11 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -118,51 +114,13 @@ func create(ctx context.Context, t testing.TB, objs ...client.Object) {
 // setStatus writes obj's status as a controller would.
 func setStatus[T client.Object](ctx context.Context, t testing.TB, obj T, mutate func(T)) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Client.Status().Update(ctx, obj)
-	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	testenv.SetStatus(ctx, t, env.Client, obj, mutate)
 }
 
-// artifactServer stands in for render-controller's artifact server.
-type artifactServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newArtifactServer(t testing.TB) *artifactServer {
-	s := &artifactServer{files: map[string][]byte{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		data, ok := s.files[r.URL.Path]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// serve publishes data as render-controller names a render (<hex
+// serveRender publishes data as render-controller names a render (<hex
 // digest>.yaml in the object's folder) and returns its artifact.
-func (s *artifactServer) serve(dir, revision string, data []byte) *meta.Artifact {
-	sum := sha256.Sum256(data)
-	hexSum := hex.EncodeToString(sum[:])
-	path := dir + "/" + hexSum + ".yaml"
-	s.mu.Lock()
-	s.files[path] = data
-	s.mu.Unlock()
-	size := int64(len(data))
-	return &meta.Artifact{Path: strings.TrimPrefix(path, "/"), URL: s.URL + path, Revision: revision,
-		Digest: "sha256:" + hexSum, Size: &size, LastUpdateTime: metav1.Now()}
+func serveRender(s *testenv.ArtifactServer, dir, revision string, data []byte) *meta.Artifact {
+	return s.Serve(dir+"/"+strings.TrimPrefix(testenv.Digest(data), "sha256:")+".yaml", revision, data)
 }
 
 func kustomization(ns, name string) *kustomizev1.Kustomization {
