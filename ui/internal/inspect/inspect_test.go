@@ -366,3 +366,38 @@ func TestRevisionsSayWhichRenderIsGone(t *testing.T) {
 	r = do(t, srv, http.MethodGet, base()+"/revisions?from=nope&to="+current, "", "")
 	g.Expect(r.status).To(Equal(http.StatusNotFound), r.String())
 }
+
+func TestATreeForAUserWhoMayGetButNotListReadsObjectByObject(t *testing.T) {
+	g := NewWithT(t)
+	f, base := newFixture(t)
+	ctx := t.Context()
+	srv := newServer(t)
+	create(ctx, t,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "getter"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"", "apps", "batch", kustomizev1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "getter"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "getter"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "getter"}}},
+	)
+	// More ConfigMaps than a single read is used for, so they are listed
+	// first, refused, and read one by one.
+	for i := range 3 {
+		create(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "extra-" + string(rune('a'+i))}})
+	}
+	setStatus(ctx, t, f.ks, func(o *kustomizev1.Kustomization) {
+		for i := range 3 {
+			o.Status.Inventory.Entries = append(o.Status.Inventory.Entries, kustomizev1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "extra-" + string(rune('a'+i))})
+		}
+	})
+	var r response
+	g.Eventually(func() int { r = do(t, srv, http.MethodGet, base(), "getter", ""); return r.status }, 10*time.Second, 100*time.Millisecond).Should(Equal(http.StatusOK))
+	var page objectPage
+	r.decode(t, &page)
+	g.Expect(page.Tree).To(HaveLen(6), r.body)
+	for _, n := range page.Tree {
+		g.Expect(n.Health).NotTo(Equal(health.Unknown), r.body)
+	}
+	// The ReplicaSets and Pods it may not list are said to be missing.
+	g.Expect(strings.Join(page.TreeNotes, "\n")).To(ContainSubstring("ReplicaSets in namespace " + f.ns + " not listed (forbidden)"))
+}
