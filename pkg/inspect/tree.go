@@ -42,6 +42,9 @@ type Node struct {
 	Reason string `json:"reason"`
 	// Hook is the phase a hook ran in; empty for a regular object.
 	Hook string `json:"hook"`
+	// Outcome is a hook's, from its health: Succeeded, Failed, Running, or
+	// Unknown (not in the cluster, or not readable).
+	Outcome string `json:"outcome,omitempty"`
 	// Wave is the sync wave the object is applied in (0 when the rendered
 	// artifact is not at hand).
 	Wave int `json:"wave"`
@@ -116,9 +119,23 @@ func BuildTree(ctx context.Context, c client.Client, a *Applied, rendered []*uns
 		case obj != nil && obj.GetLabels()[HookSyncLabel] != syncID:
 			n.Reason = "from an earlier sync; " + n.Reason
 		}
+		n.Outcome = outcomeOf(n.Health)
 		t.Hooks = append(t.Hooks, n)
 	}
 	return t
+}
+
+// outcomeOf words a hook's health as the outcome of running it.
+func outcomeOf(h health.Status) string {
+	switch h {
+	case health.Healthy:
+		return "Succeeded"
+	case health.Degraded:
+		return "Failed"
+	case health.Progressing, health.Suspended:
+		return "Running"
+	}
+	return "Unknown"
 }
 
 // syncID is the id of the newest sync, "" when status records none.

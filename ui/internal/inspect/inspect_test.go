@@ -146,6 +146,8 @@ func TestTreeShowsEachObjectsHealthAndWhatItOwns(t *testing.T) {
 	g.Expect(page.Hooks).To(HaveLen(1), r.body)
 	g.Expect(page.Hooks[0].ID).To(Equal("batch/Job/" + f.ns + "/migrate"))
 	g.Expect(page.Hooks[0].Hook).To(Equal("PreSync"))
+	// No kube-controller-manager runs the Job: it stays running.
+	g.Expect(page.Hooks[0].Outcome).To(Equal("Running"), r.body)
 	g.Expect(page.Hooks[0].Health).NotTo(Equal(health.Missing), r.body)
 	g.Expect(page.Hooks[0].Reason).NotTo(ContainSubstring("earlier sync"))
 
