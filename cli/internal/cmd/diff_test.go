@@ -15,8 +15,6 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/manage"
-	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -78,24 +76,7 @@ func applyAsController(ctx context.Context, t *testing.T, view *applied, data []
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := object.DecodeManifests(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var done []*unstructured.Unstructured
-	for _, o := range objs {
-		if view.IsHook(o) {
-			continue
-		}
-		if err := view.Prepare(c, o); err != nil {
-			t.Fatal(err)
-		}
-		if err := manage.Apply(ctx, c, o); err != nil {
-			t.Fatalf("applying %s: %v", o.GetName(), err)
-		}
-		done = append(done, o)
-	}
-	return done
+	return testenv.ApplyAsSyncController(ctx, t, c, view.Applied, data)
 }
 
 // foreignPatch merge-patches obj as another field manager would (kubectl

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,8 +21,6 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/manage"
-	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -140,28 +137,7 @@ func kustomization(ns, name string) *kustomizev1.Kustomization {
 // finished sync of that render started at started.
 func syncAsController(ctx context.Context, t testing.TB, ks *kustomizev1.Kustomization, a *meta.Artifact, data []byte, started time.Time) {
 	t.Helper()
-	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := inspect.AppliedKustomization(ks)
-	objs, err := object.DecodeManifests(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var applied []*unstructured.Unstructured
-	for _, o := range objs {
-		if view.IsHook(o) {
-			continue
-		}
-		if err := view.Prepare(c, o); err != nil {
-			t.Fatal(err)
-		}
-		if err := manage.Apply(ctx, c, o); err != nil {
-			t.Fatalf("applying %s: %v", o.GetName(), err)
-		}
-		applied = append(applied, o)
-	}
+	applied := testenv.ApplyAsSyncController(ctx, t, env.Client, inspect.AppliedKustomization(ks), data)
 	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
 		o.Status.RenderedArtifact = a
 		o.Status.Inventory = inventory.New(applied)
