@@ -1,10 +1,12 @@
 package inspect
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,6 +25,9 @@ type ClientFunc func(r *http.Request) (client.Client, *rest.Config, error)
 
 // maxBody bounds a request body.
 const maxBody = 1 << 20
+
+// requestTimeout bounds the API requests and downloads one page makes.
+const requestTimeout = 30 * time.Second
 
 // Routes registers the object pages on mux (Go 1.22 patterns):
 //
@@ -78,7 +83,9 @@ func notFound(format string, args ...any) error {
 func (h *handlers) serve(page func(*request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		out, err := h.run(r, page)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		out, err := h.run(r.WithContext(ctx), page)
 		if err != nil {
 			writeError(w, err)
 			return
