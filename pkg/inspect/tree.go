@@ -77,17 +77,36 @@ var owned = map[schema.GroupKind][]schema.GroupVersionKind{
 	{Group: "batch", Kind: "CronJob"}:    {{Group: "batch", Version: "v1", Kind: "Job"}},
 }
 
+// Render returns the newest render's objects, or nil and why they are not
+// at hand.
+type Render func(ctx context.Context) ([]*unstructured.Unstructured, string)
+
 // BuildTree reads the live state of a's inventory with c (ReadLive: a list
 // per kind and namespace) and returns it as a tree: each object's health,
 // the ReplicaSets and Pods its workloads own nested by ownerReferences,
-// the wave of each object and the hooks of the newest sync. rendered is
-// the newest render's objects, nil when not at hand (then waves are 0 and
-// hooks are not known).
-func BuildTree(ctx context.Context, c client.Client, a *Applied, rendered []*unstructured.Unstructured) Tree {
+// the wave of each object and the hooks of the newest sync. render, called
+// while the inventory is read, gives the newest render's objects; without
+// them (render nil, or no render at hand) waves are 0 and hooks are not
+// known.
+func BuildTree(ctx context.Context, c client.Client, a *Applied, render Render) Tree {
 	t := Tree{Nodes: []Node{}, Hooks: []Node{}}
 	var entries []kustomizev1.InventoryEntry
 	if a.Inventory != nil {
 		entries = a.Inventory.Entries
+	}
+	var rendered []*unstructured.Unstructured
+	var renderNote string
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		if render != nil {
+			rendered, renderNote = render(ctx)
+		}
+	}()
+	live := ReadLive(ctx, c, entries)
+	<-fetched
+	if renderNote != "" {
+		t.Notes = append(t.Notes, renderNote)
 	}
 	waves, hooks, note := a.planOf(c.RESTMapper(), rendered)
 	if note != "" {
@@ -97,7 +116,15 @@ func BuildTree(ctx context.Context, c client.Client, a *Applied, rendered []*uns
 	for _, h := range hooks {
 		hookEntries = append(hookEntries, inventory.EntryOf(h.Unstructured))
 	}
-	live := ReadLive(ctx, c, append(append([]kustomizev1.InventoryEntry{}, entries...), hookEntries...))
+	if len(hookEntries) > 0 {
+		hookLive := ReadLive(ctx, c, hookEntries)
+		for id, o := range hookLive.Objects {
+			live.Objects[id] = o
+		}
+		for id, err := range hookLive.Errors {
+			live.Errors[id] = err
+		}
+	}
 	children, notes := readOwned(ctx, c, live)
 	t.Notes = append(t.Notes, notes...)
 	drifts := DriftByObject(a.Drift)

@@ -27,6 +27,14 @@ type ArtifactServer struct {
 // NewArtifactServer starts an ArtifactServer on 127.0.0.1, closed when the
 // test ends.
 func NewArtifactServer(t testing.TB) *ArtifactServer {
+	s := StartArtifactServer()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartArtifactServer starts an ArtifactServer on 127.0.0.1 that the
+// caller closes: for a fixture that outlives one test.
+func StartArtifactServer() *ArtifactServer {
 	s := &ArtifactServer{files: map[string][]byte{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -38,7 +46,6 @@ func NewArtifactServer(t testing.TB) *ArtifactServer {
 		}
 		_, _ = w.Write(data)
 	}))
-	t.Cleanup(s.Close)
 	return s
 }
 

@@ -39,14 +39,14 @@ const (
 
 func bigTreePath(t testing.TB) string {
 	t.Helper()
-	bigTree.once.Do(func() { bigTree.path, bigTree.err = makeBigTree(t) })
+	bigTree.once.Do(func() { bigTree.path, bigTree.err = makeBigTree() })
 	if bigTree.err != nil {
 		t.Fatal(bigTree.err)
 	}
 	return bigTree.path
 }
 
-func makeBigTree(t testing.TB) (string, error) {
+func makeBigTree() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns, err := env.Namespace(ctx, "ui-big")
@@ -78,7 +78,9 @@ spec:
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  n: %q\n---\n", i, fmt.Sprint(i))
 	}
 	data := []byte(b.String())
-	arts := testenv.NewArtifactServer(t)
+	// The render outlives the test that makes it: the benchmark reads it
+	// too. The process's end closes the server.
+	arts := testenv.StartArtifactServer()
 	ks := kustomization(ns, "big")
 	if err := env.Client.Create(ctx, ks); err != nil {
 		return "", err

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -27,6 +29,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(testenv.Run(m, &env, testenv.WithoutNATS()))
 }
 

@@ -143,12 +143,10 @@ func (h *handlers) object(r *request) (any, error) {
 		page.Artifact = a.Rendered
 		page.Sync, page.Drift = a.Sync, a.Drift
 		page.LastAppliedRevision, page.LastAttemptedRevision = a.LastApplied, a.LastAttempted
-		rendered, note := h.rendered(ctx, r, a)
-		tree := inspect.BuildTree(ctx, r.client, a, rendered)
+		tree := inspect.BuildTree(ctx, r.client, a, func(ctx context.Context) ([]*unstructured.Unstructured, string) {
+			return h.rendered(ctx, r, a)
+		})
 		page.Tree, page.Hooks, page.TreeNotes = tree.Nodes, tree.Hooks, tree.Notes
-		if note != "" {
-			page.TreeNotes = append([]string{note}, page.TreeNotes...)
-		}
 	}
 	return page, nil
 }
