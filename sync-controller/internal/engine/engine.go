@@ -250,7 +250,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 	res.Action, res.Changes = diff.Configured, d.Changes
 	res.Drift = current.GetAnnotations()[manage.AppliedHashAnnotation] == hash
 	if res.Drift {
-		res.Managers = drift.ForeignOwners(current.GetManagedFields(), d.Changes)
+		res.Managers = foreignOwners(current.GetManagedFields(), d.Changes)
 	}
 	if opts.ReportOnly {
 		res.Object = current

@@ -1,4 +1,4 @@
-package drift
+package engine
 
 import (
 	"slices"
@@ -10,39 +10,26 @@ import (
 	"plumb.dev/pkg/manage"
 )
 
-// ForeignOwners returns, sorted, the field managers other than plumb-sync
+// foreignOwners returns, sorted, the field managers other than plumb-sync
 // whose managedFields entries own at least one of the changed fields: who
 // made the drift. Status writes are left out (they change nothing Git
 // declares); a scale subresource write (an autoscaler's) counts. A change
 // that removed a field leaves no owner behind and names nobody.
-func ForeignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) []string {
-	var out []string
-	for _, c := range changes {
-		for _, m := range FieldOwners(entries, c.Path) {
-			if m != manage.FieldManager && !slices.Contains(out, m) {
-				out = append(out, m)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// FieldOwners returns, sorted, the field managers whose managedFields
-// entries own the field at path (a Change's Path) or anything under it,
-// plumb-sync included: who wrote it last. Status writes are left out.
-func FieldOwners(entries []metav1.ManagedFieldsEntry, path string) []string {
+func foreignOwners(entries []metav1.ManagedFieldsEntry, changes []diff.Change) []string {
 	var out []string
 	for _, e := range entries {
-		if e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
+		if e.Manager == manage.FieldManager || e.Subresource == "status" || e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
 			continue
 		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			continue
 		}
-		if owns(set, path) {
-			out = append(out, e.Manager)
+		for _, c := range changes {
+			if owns(set, c.Path) {
+				out = append(out, e.Manager)
+				break
+			}
 		}
 	}
 	slices.Sort(out)

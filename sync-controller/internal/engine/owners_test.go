@@ -1,4 +1,4 @@
-package drift
+package engine
 
 import (
 	"testing"
@@ -32,22 +32,9 @@ func TestForeignOwnersNamesWhoOwnsTheDriftedFields(t *testing.T) {
 		{"status.replicas", nil},
 	}
 	for _, c := range cases {
-		got := ForeignOwners(entries, []diff.Change{{Path: c.path}})
+		got := foreignOwners(entries, []diff.Change{{Path: c.path}})
 		if len(got) != len(c.want) || (len(got) > 0 && got[0] != c.want[0]) {
 			t.Errorf("%s: owners %v, want %v", c.path, got, c.want)
 		}
-	}
-}
-
-func TestFieldOwnersNamesPlumbSyncToo(t *testing.T) {
-	entries := []metav1.ManagedFieldsEntry{
-		entry(manage.FieldManager, "", `{"f:spec":{"f:replicas":{},"f:paused":{}}}`),
-		entry("kubectl-edit", "", `{"f:spec":{"f:replicas":{}}}`),
-	}
-	if got := FieldOwners(entries, "spec.replicas"); len(got) != 2 || got[0] != "kubectl-edit" || got[1] != manage.FieldManager {
-		t.Errorf("spec.replicas: owners %v, want [kubectl-edit %s]", got, manage.FieldManager)
-	}
-	if got := FieldOwners(entries, "spec.paused"); len(got) != 1 || got[0] != manage.FieldManager {
-		t.Errorf("spec.paused: owners %v, want [%s]", got, manage.FieldManager)
 	}
 }
