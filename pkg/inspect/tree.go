@@ -42,9 +42,9 @@ type Node struct {
 	Reason string `json:"reason"`
 	// Hook is the phase a hook ran in; empty for a regular object.
 	Hook string `json:"hook"`
-	// Outcome is a hook's, from its health: Succeeded, Failed, Running, or
-	// Unknown (not in the cluster, or not readable).
-	Outcome string `json:"outcome,omitempty"`
+	// Phase is how far a hook's run got, from its health: Running,
+	// Succeeded, Failed, or Unknown (not in the cluster, or not readable).
+	Phase string `json:"phase,omitempty"`
 	// Wave is the sync wave the object is applied in (0 when the rendered
 	// artifact is not at hand).
 	Wave int `json:"wave"`
@@ -146,14 +146,14 @@ func BuildTree(ctx context.Context, c client.Client, a *Applied, render Render) 
 		case obj != nil && obj.GetLabels()[HookSyncLabel] != syncID:
 			n.Reason = "from an earlier sync; " + n.Reason
 		}
-		n.Outcome = outcomeOf(n.Health)
+		n.Phase = runPhaseOf(n.Health)
 		t.Hooks = append(t.Hooks, n)
 	}
 	return t
 }
 
-// outcomeOf words a hook's health as the outcome of running it.
-func outcomeOf(h health.Status) string {
+// runPhaseOf words a hook's health as how far its run got.
+func runPhaseOf(h health.Status) string {
 	switch h {
 	case health.Healthy:
 		return "Succeeded"

@@ -77,20 +77,29 @@ func TestHelmReleaseRevisionsDiffTwoReleasesAndNameTheOneGone(t *testing.T) {
 	r.decode(t, &revs)
 	g.Expect(revs.Revisions).To(HaveLen(3))
 	g.Expect(revs.Revisions[0].ID).To(Equal("3"))
-	g.Expect(revs.Diff.Available).To(BeTrue(), r.body)
-	g.Expect(revs.Diff.Objects).To(ConsistOf(
-		diff.Result{Object: "/ConfigMap//web", Action: diff.Configured, Changes: []diff.Change{{Path: "data.image", Before: `"web:1.0"`, After: `"web:2.0"`}}},
-		diff.Result{Object: "/Secret//web", Action: diff.Configured, Changes: []diff.Change{{Path: "stringData.token", Before: diff.Redacted, After: diff.Redacted}}},
-		diff.Result{Object: "/Service//web", Action: diff.Created},
-	))
+	g.Expect(revs.DiffUnavailable).To(BeNil(), r.body)
+	g.Expect(revs.Diff).To(ConsistOf(
+		revisionChange{Object: "/ConfigMap//web", Action: diff.Configured, Path: "data.image", Before: `"web:1.0"`, After: `"web:2.0"`},
+		revisionChange{Object: "/Secret//web", Action: diff.Configured, Path: "stringData.token", Before: diff.Redacted, After: diff.Redacted},
+		revisionChange{Object: "/Service//web", Action: diff.Created},
+	), r.body)
 	g.Expect(r.body).NotTo(ContainSubstring(secretFromGit))
 
 	r = do(t, srv, http.MethodGet, base+"/revisions?from=1&to=3", "", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
-	r.decode(t, &revs)
-	g.Expect(revs.Diff.Available).To(BeFalse())
-	g.Expect(revs.Diff.Gone).To(Equal([]string{"1"}))
-	g.Expect(revs.Retained).To(ContainSubstring("garbage-collects"))
+	var gone1 revisionsPage
+	r.decode(t, &gone1)
+	g.Expect(gone1.Diff).To(BeEmpty())
+	g.Expect(gone1.DiffUnavailable.Gone).To(Equal([]string{"1"}))
+
+	// The front end names revisions by their revision: the newest release
+	// of a chart version.
+	r = do(t, srv, http.MethodGet, base+"/revisions?from=web@1.0.0&to=web@2.0.0", "", "")
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	var byRevision revisionsPage
+	r.decode(t, &byRevision)
+	g.Expect(byRevision.Diff).To(HaveLen(3), r.body)
+	g.Expect(gone1.Retained).To(ContainSubstring("garbage-collects"))
 }
 
 func TestHelmReleaseIgnoreRuleIsWhatTheAPIAccepts(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -42,6 +44,9 @@ type ignoreAnswer struct {
 	YAML string `json:"yaml"`
 	// Rule is the new rule alone.
 	Rule kustomizev1.IgnoreRule `json:"rule"`
+	// MayApply says whether the user may patch the object (a
+	// SelfSubjectAccessReview): the page offers to apply the rule then.
+	MayApply bool `json:"mayApply"`
 	// Applied says the rule was patched into the object.
 	Applied bool `json:"applied"`
 	// Note says what to know about applying it.
@@ -110,6 +115,7 @@ func (h *handlers) ignore(r *request) (any, error) {
 	}
 	out := ignoreAnswer{YAML: string(text), Rule: rule}
 	if !body.Apply {
+		out.MayApply = mayPatch(r)
 		return out, nil
 	}
 	// A merge patch replaces the list whole; the resourceVersion makes it
@@ -123,8 +129,23 @@ func (h *handlers) ignore(r *request) (any, error) {
 	if err := r.client.Patch(r.Context(), r.obj, client.RawPatch(types.MergePatchType, data), client.FieldOwner(uiFieldManager)); err != nil {
 		return nil, err
 	}
-	out.Applied, out.Note = true, appliedNote
+	out.MayApply, out.Applied, out.Note = true, true, appliedNote
 	return out, nil
+}
+
+// mayPatch asks the API server whether the user may patch the object. A
+// review that fails answers yes: the patch itself is then the API
+// server's to refuse, and its 403 passes through.
+func mayPatch(r *request) bool {
+	gv, _ := schema.ParseGroupVersion(r.kind.APIVersion)
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: r.obj.GetNamespace(), Verb: "patch",
+			Group: gv.Group, Resource: r.kind.Resource, Name: r.obj.GetName()},
+	}}
+	if err := r.client.Create(r.Context(), review); err != nil {
+		return true
+	}
+	return review.Status.Allowed
 }
 
 // pointerOf validates a path from the request and returns its JSON pointer.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/plan"
@@ -126,8 +127,12 @@ func TestTreeShowsEachObjectsHealthAndWhatItOwns(t *testing.T) {
 	r.decode(t, &page)
 	g.Expect(page.Kind).To(Equal("Kustomization"))
 	g.Expect(page.Sync.Phase).To(Equal(kustomizev1.PhaseSucceeded))
-	g.Expect(page.Sources).To(HaveLen(1))
-	g.Expect(page.Sources[0].Error).To(ContainSubstring("not found"))
+	g.Expect(page.Ready).To(Equal("Unknown"))
+	g.Expect(page.Revision).To(Equal(f.ks.Status.LastAppliedRevision))
+	g.Expect(page.Object["status"]).To(HaveKey("inventory"))
+	g.Expect(page.Object["metadata"]).NotTo(HaveKey("managedFields"))
+	g.Expect(page.Source.Kind).To(Equal(sourcev1.GitRepositoryKind))
+	g.Expect(page.Source.Error).To(ContainSubstring("not found"))
 	g.Expect(page.History.Note).NotTo(BeEmpty())
 
 	byID := map[string]inspect.Node{}
@@ -147,7 +152,7 @@ func TestTreeShowsEachObjectsHealthAndWhatItOwns(t *testing.T) {
 	g.Expect(page.Hooks[0].ID).To(Equal("batch/Job/" + f.ns + "/migrate"))
 	g.Expect(page.Hooks[0].Hook).To(Equal("PreSync"))
 	// No kube-controller-manager runs the Job: it stays running.
-	g.Expect(page.Hooks[0].Outcome).To(Equal("Running"), r.body)
+	g.Expect(page.Hooks[0].Phase).To(Equal("Running"), r.body)
 	g.Expect(page.Hooks[0].Health).NotTo(Equal(health.Missing), r.body)
 	g.Expect(page.Hooks[0].Reason).NotTo(ContainSubstring("earlier sync"))
 
@@ -184,14 +189,15 @@ func TestLiveDiffShowsTheFieldAndWhoChangedIt(t *testing.T) {
 	r := do(t, srv, http.MethodGet, base()+"/live?id="+url.QueryEscape("apps/Deployment/"+f.ns+"/web"), "", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
 	r.decode(t, &page)
-	g.Expect(page.Diff.Available).To(BeTrue(), r.body)
-	g.Expect(page.Diff.Changes).To(ContainElement(change{Path: "spec.replicas", Before: "5", After: "2", Manager: "kubectl-edit", Managers: []string{"kubectl-edit"}}), r.body)
-	g.Expect(page.Live["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(5))
-	g.Expect(page.Live["metadata"]).NotTo(HaveKey("managedFields"))
+	g.Expect(page.DiffUnavailable).To(BeNil(), r.body)
+	g.Expect(page.Compared.Revision).To(Equal(f.ks.Status.RenderedArtifact.Revision))
+	g.Expect(page.Diff).To(ContainElement(change{Path: "spec.replicas", Before: "5", After: "2", Manager: "kubectl-edit"}), r.body)
+	g.Expect(page.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(5))
+	g.Expect(page.Object["metadata"]).NotTo(HaveKey("managedFields"))
 	g.Expect(page.Health.Status).To(Equal(health.Progressing))
-	g.Expect(page.Events.Available).To(BeTrue(), r.body)
-	g.Expect(page.Events.Items).To(HaveLen(1))
-	g.Expect(page.Events.Items[0].Reason).To(Equal("ScalingReplicaSet"))
+	g.Expect(page.EventsUnavailable).To(BeNil(), r.body)
+	g.Expect(page.Events).To(HaveLen(1))
+	g.Expect(page.Events[0].Reason).To(Equal("ScalingReplicaSet"))
 
 	t.Run("an id that is no object of the Kustomization", func(t *testing.T) {
 		g := NewWithT(t)
@@ -229,9 +235,9 @@ func TestSecretValuesAreInNoResponse(t *testing.T) {
 	}
 	var page livePage
 	bodies[1].decode(t, &page)
-	g.Expect(page.Live["data"]).To(Equal(map[string]any{"password": redactedValue}))
-	g.Expect(page.Diff.Available).To(BeTrue(), bodies[1].body)
-	g.Expect(page.Diff.Changes).To(ContainElement(change{Path: "data.password", Before: `"<redacted>"`, After: `"<redacted>"`, Manager: "kubectl-edit", Managers: []string{"kubectl-edit"}}))
+	g.Expect(page.Object["data"]).To(Equal(map[string]any{"password": redactedValue}))
+	g.Expect(page.DiffUnavailable).To(BeNil(), bodies[1].body)
+	g.Expect(page.Diff).To(ContainElement(change{Path: "data.password", Before: `"<redacted>"`, After: `"<redacted>"`, Manager: "kubectl-edit"}))
 }
 
 func TestAUserWithoutRightsGets403(t *testing.T) {
@@ -265,11 +271,17 @@ func TestAUserWithoutRightsGets403(t *testing.T) {
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
 	var page livePage
 	r.decode(t, &page)
-	g.Expect(page.Live).NotTo(BeNil())
-	g.Expect(page.Diff.Available).To(BeFalse())
-	g.Expect(page.Diff.Status).To(Equal(http.StatusForbidden), r.body)
-	g.Expect(page.Diff.Reason).To(ContainSubstring("dry-run apply"))
+	g.Expect(page.Object).NotTo(BeNil())
+	g.Expect(page.Diff).To(BeEmpty())
+	g.Expect(page.DiffUnavailable).NotTo(BeNil(), r.body)
+	g.Expect(page.DiffUnavailable.Status).To(Equal(http.StatusForbidden), r.body)
+	g.Expect(page.DiffUnavailable.Reason).To(ContainSubstring("dry-run apply"))
 
+	r = do(t, srv, http.MethodPost, base()+"/ignore", "reader", `{"id":"apps/Deployment/`+f.ns+`/web","path":"spec.replicas"}`)
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	var answer ignoreAnswer
+	r.decode(t, &answer)
+	g.Expect(answer.MayApply).To(BeFalse())
 	r = do(t, srv, http.MethodPost, base()+"/ignore", "reader", `{"id":"apps/Deployment/`+f.ns+`/web","path":"spec.replicas","apply":true}`)
 	g.Expect(r.status).To(Equal(http.StatusForbidden), r.String())
 	ks := &kustomizev1.Kustomization{}
@@ -288,6 +300,7 @@ func TestTheIgnoreRuleIsWhatTheAPIAccepts(t *testing.T) {
 	var answer ignoreAnswer
 	r.decode(t, &answer)
 	g.Expect(answer.Applied).To(BeFalse())
+	g.Expect(answer.MayApply).To(BeTrue())
 
 	// The YAML, given the rest of a Kustomization, is created as it is
 	// under strict field validation: no field the API does not know.
@@ -318,8 +331,8 @@ func TestTheIgnoreRuleIsWhatTheAPIAccepts(t *testing.T) {
 	var page livePage
 	r = do(t, srv, http.MethodGet, base()+"/live?id="+url.QueryEscape("apps/Deployment/"+f.ns+"/web"), "", "")
 	r.decode(t, &page)
-	g.Expect(page.Diff.Available).To(BeTrue(), r.body)
-	g.Expect(page.Diff.Changes).To(BeEmpty(), r.body)
+	g.Expect(page.DiffUnavailable).To(BeNil(), r.body)
+	g.Expect(page.Diff).To(BeEmpty(), r.body)
 
 	t.Run("bad requests", func(t *testing.T) {
 		g := NewWithT(t)
@@ -362,8 +375,8 @@ func TestRevisionsSayWhichRenderIsGone(t *testing.T) {
 	r = do(t, srv, http.MethodGet, base()+"/revisions?from="+gone+"&to="+current, "", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
 	r.decode(t, &page)
-	g.Expect(page.Diff.Available).To(BeFalse())
-	g.Expect(page.Diff.Gone).To(Equal([]string{gone}))
+	g.Expect(page.Diff).To(BeEmpty())
+	g.Expect(page.DiffUnavailable.Gone).To(Equal([]string{gone}))
 
 	r = do(t, srv, http.MethodGet, base()+"/revisions?from=nope&to="+current, "", "")
 	g.Expect(r.status).To(Equal(http.StatusNotFound), r.String())

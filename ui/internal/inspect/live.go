@@ -25,63 +25,63 @@ import (
 // maxEvents bounds the Events listed for one object.
 const maxEvents = 100
 
-// livePage is the answer of GET .../live?id=: one applied object.
+// livePage is the answer of GET .../live?id=: one applied object (the
+// fields docs/design/ui.md says the front end reads, and what says why a
+// part is missing).
 type livePage struct {
 	ID string `json:"id"`
-	// Live is the object as the cluster holds it, without managedFields,
-	// Secrets' values redacted; null when it does not exist.
-	Live   map[string]any `json:"live"`
+	// Object is the live object as the cluster holds it, without
+	// managedFields, Secrets' values redacted; null when it does not exist.
+	Object map[string]any `json:"object"`
 	Health health.Result  `json:"health"`
 	// Hook says the object is a hook of the render: it runs during a
 	// sync and is not compared.
-	Hook   bool          `json:"hook"`
-	Diff   diffSection   `json:"diff"`
-	Events eventsSection `json:"events"`
+	Hook bool `json:"hook"`
+	// Diff is live vs Git, the changed fields; empty when they match, or
+	// when DiffUnavailable says why there is no comparison.
+	Diff []change `json:"diff"`
+	// Compared says what the live object was compared with.
+	Compared        *compared    `json:"compared,omitempty"`
+	DiffUnavailable *unavailable `json:"diffUnavailable,omitempty"`
+	// Events are the object's Kubernetes Events, newest first.
+	Events            []event      `json:"events"`
+	EventsUnavailable *unavailable `json:"eventsUnavailable,omitempty"`
 }
 
-// diffSection is live vs Git, or why it is not available.
-type diffSection struct {
-	Available bool `json:"available"`
-	// Status is the API server's status when it refused the comparison
-	// (403 without the right to dry-run apply).
+// compared is the side of Git a diff was made against.
+type compared struct {
+	// Revision is the render's revision.
+	Revision string `json:"revision"`
+	// Action is what a sync would do to the object (pkg/diff).
+	Action diff.Action `json:"action,omitempty"`
+	Note   string      `json:"note,omitempty"`
+}
+
+// unavailable says why a part of a page is missing: with the API server's
+// status when it refused (403 without the right to dry-run apply).
+type unavailable struct {
 	Status int    `json:"status,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Revision is the revision compared with.
-	Revision string      `json:"revision,omitempty"`
-	Action   diff.Action `json:"action,omitempty"`
-	Note     string      `json:"note,omitempty"`
-	Changes  []change    `json:"changes"`
+	Reason string `json:"reason"`
 }
 
-// change is one changed field: live (before) → Git (after), and who owns
-// the field in the live object.
+// change is one changed field: live (before) → Git (after), JSON text as
+// in pkg/diff, and the field manager other than sync-controller's that
+// owns the field in the live object: who changed it.
 type change struct {
-	Path   string `json:"path"`
-	Before string `json:"before,omitempty"`
-	After  string `json:"after,omitempty"`
-	// Manager is the field manager that made the live value: the one
-	// other than sync-controller's when there is one.
+	Path    string `json:"path"`
+	Before  string `json:"before,omitempty"`
+	After   string `json:"after,omitempty"`
 	Manager string `json:"manager,omitempty"`
-	// Managers are all that own the field or something under it.
-	Managers []string `json:"managers,omitempty"`
-}
-
-// eventsSection is the object's Kubernetes Events, newest first.
-type eventsSection struct {
-	Available bool    `json:"available"`
-	Status    int     `json:"status,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-	Items     []event `json:"items"`
 }
 
 type event struct {
-	Type     string      `json:"type"`
-	Reason   string      `json:"reason"`
-	Message  string      `json:"message"`
-	Count    int32       `json:"count"`
-	First    metav1.Time `json:"firstTime"`
-	Last     metav1.Time `json:"lastTime"`
-	Reporter string      `json:"reporter,omitempty"`
+	Type           string      `json:"type"`
+	Reason         string      `json:"reason"`
+	Message        string      `json:"message"`
+	Count          int32       `json:"count"`
+	FirstTimestamp metav1.Time `json:"firstTimestamp"`
+	LastTimestamp  metav1.Time `json:"lastTimestamp"`
+	Reporter       string      `json:"reporter,omitempty"`
 }
 
 func (h *handlers) live(r *request) (any, error) {
@@ -94,7 +94,7 @@ func (h *handlers) live(r *request) (any, error) {
 	if err != nil {
 		return nil, badRequest("id: %v", err)
 	}
-	page := &livePage{ID: id.Text(), Diff: diffSection{Changes: []change{}}, Events: eventsSection{Items: []event{}}}
+	page := &livePage{ID: id.Text(), Diff: []change{}, Events: []event{}}
 
 	rendered, renderNote := h.rendered(ctx, r, a)
 	desired, err := findRendered(r.client, a, rendered, id)
@@ -115,12 +115,12 @@ func (h *handlers) live(r *request) (any, error) {
 	}
 	page.Health = health.Evaluate(live)
 	if live != nil {
-		page.Live = redactedLive(live)
+		page.Object = redactedLive(live)
 	}
 	page.Hook = desired != nil && a.IsHook(desired)
-	page.Diff = h.compare(ctx, r, a, desired, live, renderNote)
+	page.Diff, page.Compared, page.DiffUnavailable = h.compare(ctx, r, a, desired, live, renderNote)
 	if live != nil {
-		page.Events = listEvents(ctx, r.client, live)
+		page.Events, page.EventsUnavailable = listEvents(ctx, r.client, live)
 	}
 	return page, nil
 }
@@ -166,72 +166,51 @@ func versionOf(a *inspect.Applied, desired *unstructured.Unstructured, id object
 	return schema.GroupVersionKind{}, false
 }
 
-// compare is the diff section: the dry-run apply sync-controller would make
-// (pkg/inspect.Compare), with the user's identity.
-func (h *handlers) compare(ctx context.Context, r *request, a *inspect.Applied, desired, live *unstructured.Unstructured, renderNote string) diffSection {
-	d := diffSection{Changes: []change{}}
+// compare is live vs Git: the dry-run apply sync-controller would make
+// (pkg/inspect.Compare), with the user's identity; or why there is none.
+func (h *handlers) compare(ctx context.Context, r *request, a *inspect.Applied, desired, live *unstructured.Unstructured, renderNote string) ([]change, *compared, *unavailable) {
+	changes := []change{}
 	switch {
 	case a.Rendered == nil || renderNote != "":
-		d.Reason = renderNote
-		return d
+		return changes, nil, &unavailable{Reason: renderNote}
 	case desired == nil:
-		d.Available, d.Revision = true, a.Rendered.Revision
+		c := &compared{Revision: a.Rendered.Revision, Note: "no longer in " + a.Origin + " and not in the cluster"}
 		if live != nil {
-			d.Action, d.Note = diff.Deleted, "no longer in "+a.Origin+"; a sync prunes it"
+			c.Action, c.Note = diff.Deleted, "no longer in "+a.Origin+"; a sync prunes it"
 			if why := a.KeptFromPrune(live); why != "" {
-				d.Action, d.Note = "", "no longer in "+a.Origin+"; "+why
+				c.Action, c.Note = "", "no longer in "+a.Origin+"; "+why
 			}
-		} else {
-			d.Note = "no longer in " + a.Origin + " and not in the cluster"
 		}
-		return d
+		return changes, c, nil
 	case a.IsHook(desired):
-		d.Reason = "a hook: it runs during a sync and is not kept in step, so it is not compared"
-		return d
+		return changes, nil, &unavailable{Reason: "a hook: it runs during a sync and is not kept in step, so it is not compared"}
 	}
 	ig, err := diff.NewIgnorer(a.Ignore)
 	if err != nil {
-		d.Reason = a.IgnoreField() + ": " + err.Error()
-		return d
+		return changes, nil, &unavailable{Reason: a.IgnoreField() + ": " + err.Error()}
 	}
 	res := inspect.Compare(ctx, r.client, desired, ig)
 	if res.Err != nil {
-		d.Status, d.Reason = statusOf(res.Err), res.Err.Error()
+		u := &unavailable{Status: statusOf(res.Err), Reason: res.Err.Error()}
 		if apierrors.IsForbidden(res.Err) {
-			d.Reason = "you may not dry-run apply this object (the comparison is a server-side dry-run apply, which needs the patch right): " + res.Err.Error()
+			u.Reason = "you may not dry-run apply this object (the comparison is a server-side dry-run apply, which needs the patch right): " + res.Err.Error()
 		}
-		return d
+		return changes, nil, u
 	}
-	d.Available, d.Revision, d.Action, d.Note = true, a.Rendered.Revision, res.Action, res.Note
-	changes := res.Changes
-	if len(changes) > 0 {
+	found := res.Changes
+	if len(found) > 0 {
 		// A Secret this user cannot read hides every value (RedactAll).
 		redactor, _ := a.SecretRedactor(ctx, r.client)
-		changes = redactor.Changes(changes)
+		found = redactor.Changes(found)
 	}
-	var managed []metav1.ManagedFieldsEntry
+	managers := drift.ForeignManagersOf(nil)
 	if live != nil {
-		managed = live.GetManagedFields()
+		managers = drift.ForeignManagersOf(live.GetManagedFields())
 	}
-	for _, c := range changes {
-		owners := drift.FieldOwners(managed, c.Path)
-		d.Changes = append(d.Changes, change{Path: c.Path, Before: c.Before, After: c.After, Manager: madeBy(owners), Managers: owners})
+	for _, c := range found {
+		changes = append(changes, change{Path: c.Path, Before: c.Before, After: c.After, Manager: managers.Of(c.Path)})
 	}
-	return d
-}
-
-// madeBy is the manager that made a drifted value: one other than
-// sync-controller's when there is one.
-func madeBy(owners []string) string {
-	for _, o := range owners {
-		if o != manage.FieldManager {
-			return o
-		}
-	}
-	if len(owners) > 0 {
-		return owners[0]
-	}
-	return ""
+	return changes, &compared{Revision: a.Rendered.Revision, Action: res.Action, Note: res.Note}, nil
 }
 
 // statusOf is the API server's status of err, 500 for any other error.
@@ -276,9 +255,9 @@ func redactedLive(live *unstructured.Unstructured) map[string]any {
 const redactedValue = "<redacted>"
 
 // listEvents lists the object's Kubernetes Events (core/v1, matched by
-// involvedObject.uid), newest first.
-func listEvents(ctx context.Context, c client.Client, live *unstructured.Unstructured) eventsSection {
-	s := eventsSection{Items: []event{}}
+// involvedObject.uid), newest first; or why it could not.
+func listEvents(ctx context.Context, c client.Client, live *unstructured.Unstructured) ([]event, *unavailable) {
+	out := []event{}
 	ns := live.GetNamespace()
 	if ns == "" {
 		// Events about cluster-scoped objects are recorded in default.
@@ -287,27 +266,25 @@ func listEvents(ctx context.Context, c client.Client, live *unstructured.Unstruc
 	list := &corev1.EventList{}
 	err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{"involvedObject.uid": string(live.GetUID())}, client.Limit(maxEvents))
 	if err != nil {
-		s.Status, s.Reason = statusOf(err), err.Error()
-		return s
+		return out, &unavailable{Status: statusOf(err), Reason: err.Error()}
 	}
-	s.Available = true
 	for _, e := range list.Items {
-		ev := event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, First: e.FirstTimestamp, Last: e.LastTimestamp,
-			Reporter: e.ReportingController}
+		ev := event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, FirstTimestamp: e.FirstTimestamp,
+			LastTimestamp: e.LastTimestamp, Reporter: e.ReportingController}
 		if ev.Reporter == "" {
 			ev.Reporter = e.Source.Component
 		}
-		if ev.Last.IsZero() {
-			ev.Last = metav1.NewTime(e.EventTime.Time)
+		if ev.LastTimestamp.IsZero() {
+			ev.LastTimestamp = metav1.NewTime(e.EventTime.Time)
 		}
-		if ev.First.IsZero() {
-			ev.First = ev.Last
+		if ev.FirstTimestamp.IsZero() {
+			ev.FirstTimestamp = ev.LastTimestamp
 		}
 		if ev.Count == 0 {
 			ev.Count = 1
 		}
-		s.Items = append(s.Items, ev)
+		out = append(out, ev)
 	}
-	sort.SliceStable(s.Items, func(i, j int) bool { return s.Items[i].Last.After(s.Items[j].Last.Time) })
-	return s
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastTimestamp.After(out[j].LastTimestamp.Time) })
+	return out, nil
 }

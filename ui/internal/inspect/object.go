@@ -17,59 +17,59 @@ import (
 	"plumb.dev/pkg/inspect"
 )
 
-// objectPage is the answer of GET /api/objects/{kind}/{namespace}/{name}.
+// objectPage is the answer of GET /api/objects/{kind}/{namespace}/{name}:
+// the overview row's fields, then the object and what it is made of (the
+// fields docs/design/ui.md says the front end reads).
 type objectPage struct {
-	Kind      string          `json:"kind"`
-	Namespace string          `json:"namespace"`
-	Name      string          `json:"name"`
-	Metadata  metadataSummary `json:"metadata"`
-	// Spec is the object's spec as the API server holds it.
-	Spec       any                `json:"spec"`
-	Ready      conditionSummary   `json:"ready"`
-	Suspended  bool               `json:"suspended"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the Ready condition's status (True, False, Unknown), with
+	// its reason and message.
+	Ready     string `json:"ready"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Suspended bool   `json:"suspended"`
+	// Revision is an applied kind's last applied revision, a source's
+	// artifact revision.
+	Revision string `json:"revision,omitempty"`
+	// LastSync is when the newest sync finished.
+	LastSync *metav1.Time `json:"lastSync,omitempty"`
+	// Object is the object as the API server returned it, without
+	// managedFields.
+	Object     map[string]any     `json:"object"`
 	Conditions []metav1.Condition `json:"conditions"`
 	// Artifact is a source's artifact, or an applied kind's newest render.
 	Artifact *meta.Artifact `json:"artifact,omitempty"`
+	// Source is the nearest of Sources.
+	Source *sourceSummary `json:"source,omitempty"`
 	// Sources are what the object is built from, nearest first: a
 	// Kustomization's GitRepository; a HelmRelease's HelmChart and the
 	// chart's repository; a HelmChart's repository.
 	Sources []sourceSummary `json:"sources"`
 
 	// The rest is for the applied kinds only.
-	Sync                  *kustomizev1.SyncProgress `json:"sync,omitempty"`
-	LastAppliedRevision   string                    `json:"lastAppliedRevision,omitempty"`
-	LastAttemptedRevision string                    `json:"lastAttemptedRevision,omitempty"`
-	Drift                 *kustomizev1.DriftStatus  `json:"drift,omitempty"`
-	History               *history                  `json:"history,omitempty"`
-	Tree                  []inspect.Node            `json:"tree,omitempty"`
-	Hooks                 []inspect.Node            `json:"hooks,omitempty"`
+	Sync    *kustomizev1.SyncProgress `json:"sync,omitempty"`
+	Drift   *kustomizev1.DriftStatus  `json:"drift,omitempty"`
+	History *history                  `json:"history,omitempty"`
+	Tree    []inspect.Node            `json:"tree,omitempty"`
+	Hooks   []inspect.Node            `json:"hooks,omitempty"`
 	// TreeNotes say what the tree lacks and why.
 	TreeNotes []string `json:"treeNotes,omitempty"`
 }
 
-type metadataSummary struct {
-	UID               types.UID         `json:"uid"`
-	Generation        int64             `json:"generation"`
-	ResourceVersion   string            `json:"resourceVersion"`
-	CreationTimestamp metav1.Time       `json:"creationTimestamp"`
-	Labels            map[string]string `json:"labels,omitempty"`
-	Annotations       map[string]string `json:"annotations,omitempty"`
-}
-
-type conditionSummary struct {
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
 // sourceSummary is one source of an object, as the user may read it.
 type sourceSummary struct {
-	Kind      string           `json:"kind"`
-	Namespace string           `json:"namespace"`
-	Name      string           `json:"name"`
-	Ready     conditionSummary `json:"ready"`
-	Revision  string           `json:"revision,omitempty"`
-	URL       string           `json:"url,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the source's Ready condition's status, with its reason
+	// and message.
+	Ready    string `json:"ready,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	URL      string `json:"url,omitempty"`
 	// Error is why the source could not be read (it does not exist, the
 	// user may not get it).
 	Error string `json:"error,omitempty"`
@@ -94,22 +94,19 @@ type conditioned interface {
 func (h *handlers) object(r *request) (any, error) {
 	ctx := r.Context()
 	page := &objectPage{Kind: r.kind.Kind, Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), Sources: []sourceSummary{}}
-	page.Metadata = metadataSummary{
-		UID: r.obj.GetUID(), Generation: r.obj.GetGeneration(), ResourceVersion: r.obj.GetResourceVersion(),
-		CreationTimestamp: r.obj.GetCreationTimestamp(), Labels: r.obj.GetLabels(), Annotations: r.obj.GetAnnotations(),
-	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r.obj)
 	if err != nil {
 		return nil, err
 	}
-	page.Spec = u["spec"]
-	if c, ok := r.obj.(conditioned); ok {
+	// A typed object read from the API server carries no type metadata.
+	u["apiVersion"], u["kind"] = r.kind.APIVersion, r.kind.Kind
+	unstructured.RemoveNestedField(u, "metadata", "managedFields")
+	page.Object = u
+	page.Conditions = []metav1.Condition{}
+	if c, ok := r.obj.(conditioned); ok && c.GetConditions() != nil {
 		page.Conditions = c.GetConditions()
-		page.Ready = readyOf(page.Conditions)
 	}
-	if page.Conditions == nil {
-		page.Conditions = []metav1.Condition{}
-	}
+	page.Ready, page.Reason, page.Message = readyOf(page.Conditions)
 	page.Suspended, _, _ = unstructured.NestedBool(u, "spec", "suspend")
 
 	switch o := r.obj.(type) {
@@ -139,10 +136,18 @@ func (h *handlers) object(r *request) (any, error) {
 			page.History.Note = "no release yet"
 		}
 	}
+	if page.Artifact != nil {
+		page.Revision = page.Artifact.Revision
+	}
+	if len(page.Sources) > 0 {
+		page.Source = &page.Sources[0]
+	}
 	if a, ok := inspect.AppliedOf(r.obj); ok {
 		page.Artifact = a.Rendered
-		page.Sync, page.Drift = a.Sync, a.Drift
-		page.LastAppliedRevision, page.LastAttemptedRevision = a.LastApplied, a.LastAttempted
+		page.Sync, page.Drift, page.Revision = a.Sync, a.Drift, a.LastApplied
+		if a.Sync != nil {
+			page.LastSync = a.Sync.FinishedAt
+		}
 		tree := inspect.BuildTree(ctx, r.client, a, func(ctx context.Context) ([]*unstructured.Unstructured, string) {
 			return h.rendered(ctx, r, a)
 		})
@@ -178,7 +183,7 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 		return s
 	}
 	if c, ok := obj.(conditioned); ok {
-		s.Ready = readyOf(c.GetConditions())
+		s.Ready, s.Reason, s.Message = readyOf(c.GetConditions())
 	}
 	var a *meta.Artifact
 	switch o := obj.(type) {
@@ -204,11 +209,12 @@ func chartSource(ctx context.Context, c client.Client, chart *sourcev1.HelmChart
 	return readSource(ctx, c, &sourcev1.HelmRepository{}, sourcev1.HelmRepositoryKind, key)
 }
 
-// readyOf sums up the Ready condition; Unknown when there is none.
-func readyOf(conds []metav1.Condition) conditionSummary {
+// readyOf is the Ready condition's status, reason and message; Unknown
+// when there is none.
+func readyOf(conds []metav1.Condition) (status, reason, message string) {
 	c := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
 	if c == nil {
-		return conditionSummary{Status: string(metav1.ConditionUnknown)}
+		return string(metav1.ConditionUnknown), "", ""
 	}
-	return conditionSummary{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+	return string(c.Status), c.Reason, c.Message
 }

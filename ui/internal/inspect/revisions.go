@@ -29,17 +29,24 @@ type revisionsPage struct {
 	Revisions []revision `json:"revisions"`
 	// Retained says what is kept and what is not, in words.
 	Retained string `json:"retained"`
-	// Diff is the object-level diff from the render of From to that of To,
-	// when both were given.
-	Diff *revisionDiff `json:"diff,omitempty"`
+	// Diff is, given from and to, the object-level diff from the render
+	// of from to that of to: a row per changed field, and one per object
+	// created or deleted (with Action and no Path).
+	Diff []revisionChange `json:"diff,omitempty"`
+	// DiffUnavailable says why there is no diff: a render no longer
+	// served (Gone names it).
+	DiffUnavailable *rendersGone `json:"diffUnavailable,omitempty"`
 }
 
 // revision is one applied (or newest) revision.
 type revision struct {
-	// ID names the revision in from= and to=: a HelmRelease's release
+	// ID names the revision in from= and to= (its Revision does too, for
+	// the newest entry with that revision): a HelmRelease's release
 	// version, a Kustomization render's digest.
 	ID       string `json:"id"`
 	Revision string `json:"revision"`
+	// Version is a HelmRelease's release number.
+	Version int `json:"version,omitempty"`
 	// Digest is the digest of the rendered artifact.
 	Digest string `json:"digest,omitempty"`
 	// Status: a release's deployed, superseded or failed; for a
@@ -48,15 +55,22 @@ type revision struct {
 	Time   string `json:"time,omitempty"`
 }
 
-// revisionDiff is the diff between two renders.
-type revisionDiff struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-	// Available is false when a render is no longer served; Gone names it.
-	Available bool          `json:"available"`
-	Gone      []string      `json:"gone,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	Objects   []diff.Result `json:"objects"`
+// revisionChange is one row of the diff between two renders.
+type revisionChange struct {
+	// Object is pkg/object's ID text.
+	Object string `json:"object"`
+	// Action is Created or Deleted for a whole object, Configured for a
+	// changed field.
+	Action diff.Action `json:"action"`
+	Path   string      `json:"path,omitempty"`
+	Before string      `json:"before,omitempty"`
+	After  string      `json:"after,omitempty"`
+}
+
+// rendersGone says which renders are not at hand.
+type rendersGone struct {
+	Reason string   `json:"reason"`
+	Gone   []string `json:"gone,omitempty"`
 }
 
 const (
@@ -83,7 +97,7 @@ func (h *handlers) revisions(r *request) (any, error) {
 		page.Retained = helmRetained
 		for _, s := range o.Status.History {
 			id := strconv.Itoa(s.Version)
-			page.Revisions = append(page.Revisions, revision{ID: id, Revision: s.ChartName + "@" + s.ChartVersion, Digest: s.Digest,
+			page.Revisions = append(page.Revisions, revision{ID: id, Revision: s.ChartName + "@" + s.ChartVersion, Version: s.Version, Digest: s.Digest,
 				Status: string(s.Status), Time: s.LastDeployed.UTC().Format("2006-01-02T15:04:05Z")})
 			if sibling := siblingArtifact(a.Rendered, s.Digest); sibling != nil {
 				sibling.Revision = s.ChartVersion
@@ -104,19 +118,22 @@ func (h *handlers) revisions(r *request) (any, error) {
 	if from == "" || to == "" {
 		return nil, badRequest("give both from and to")
 	}
-	for _, id := range []string{from, to} {
-		if len(id) > 80 {
-			return nil, badRequest("revision id %q is too long", id[:80])
+	ids := [2]string{}
+	for i, given := range []string{from, to} {
+		if len(given) > 300 {
+			return nil, badRequest("revision %q… is too long", given[:80])
 		}
-		if !known(page.Revisions, id) {
-			return nil, notFound("revision %q is not one of %s's (see revisions[].id)", id, r.obj.GetName())
+		id, ok := lookupRevision(page.Revisions, given)
+		if !ok {
+			return nil, notFound("revision %q is not one of %s's (see revisions[].id)", given, r.obj.GetName())
 		}
+		ids[i] = id
 	}
-	d, err := h.diffRenders(r.Context(), r, a, from, to, artifacts)
+	changes, gone, err := h.diffRenders(r.Context(), r, a, ids[0], ids[1], artifacts)
 	if err != nil {
 		return nil, err
 	}
-	page.Diff = d
+	page.Diff, page.DiffUnavailable = changes, gone
 	return page, nil
 }
 
@@ -192,52 +209,63 @@ func siblingArtifact(newest *meta.Artifact, digest string) *meta.Artifact {
 	return &meta.Artifact{Path: path.Join(path.Dir(newest.Path), name), URL: u.String(), Digest: digest}
 }
 
-func known(revs []revision, id string) bool {
+// lookupRevision finds a revision by its id, else by its revision (the
+// newest entry with it).
+func lookupRevision(revs []revision, given string) (string, bool) {
 	for _, r := range revs {
-		if r.ID == id {
-			return true
+		if r.ID == given {
+			return r.ID, true
 		}
 	}
-	return false
+	for _, r := range revs {
+		if r.Revision == given {
+			return r.ID, true
+		}
+	}
+	return "", false
 }
 
-// diffRenders downloads both renders and diffs them object by object.
-func (h *handlers) diffRenders(ctx context.Context, r *request, a *inspect.Applied, from, to string, artifacts map[string]*meta.Artifact) (*revisionDiff, error) {
-	d := &revisionDiff{From: from, To: to, Objects: []diff.Result{}}
+// diffRenders downloads both renders and diffs them object by object; or
+// says which render is gone.
+func (h *handlers) diffRenders(ctx context.Context, r *request, a *inspect.Applied, from, to string, artifacts map[string]*meta.Artifact) ([]revisionChange, *rendersGone, error) {
 	hc, err := inspect.ArtifactClient(r.config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var sets [2][]*unstructured.Unstructured
+	var gone []string
 	for i, id := range []string{from, to} {
 		art := artifacts[id]
 		if art == nil {
-			d.Gone = append(d.Gone, id)
+			gone = append(gone, id)
 			continue
 		}
 		objs, err := inspect.FetchRendered(ctx, hc, art)
 		var status *fetch.StatusError
 		switch {
 		case errors.As(err, &status) && status.Code == http.StatusNotFound:
-			d.Gone = append(d.Gone, id)
+			gone = append(gone, id)
 		case err != nil:
-			d.Reason = fmt.Sprintf("render %s: %v", id, err)
-			return d, nil
+			return []revisionChange{}, &rendersGone{Reason: fmt.Sprintf("render %s: %v", id, err)}, nil
 		default:
 			sets[i] = objs
 		}
 	}
-	if len(d.Gone) > 0 {
-		d.Reason = "no longer served by render-controller (or never recorded): " + strings.Join(d.Gone, ", ")
-		return d, nil
+	if len(gone) > 0 {
+		return []revisionChange{}, &rendersGone{Reason: "no longer served by render-controller (or never recorded): " + strings.Join(gone, ", "), Gone: gone}, nil
 	}
-	d.Available = true
-	d.Objects = diffSets(sets[0], sets[1])
 	redactor, _ := a.SecretRedactor(ctx, r.client)
-	for i := range d.Objects {
-		d.Objects[i].Changes = redactor.Changes(d.Objects[i].Changes)
+	out := []revisionChange{}
+	for _, res := range diffSets(sets[0], sets[1]) {
+		if res.Action != diff.Configured {
+			out = append(out, revisionChange{Object: res.Object, Action: res.Action})
+			continue
+		}
+		for _, c := range redactor.Changes(res.Changes) {
+			out = append(out, revisionChange{Object: res.Object, Action: res.Action, Path: c.Path, Before: c.Before, After: c.After})
+		}
 	}
-	return d, nil
+	return out, nil, nil
 }
 
 // diffSets compares two renders object by object (pure: pkg/diff, Secrets'

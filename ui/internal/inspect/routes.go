@@ -145,15 +145,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // kind is one kind a route names.
 type kind struct {
-	Kind   string
-	newObj func() client.Object
+	Kind, APIVersion string
+	// Resource is the plural resource name access reviews take.
+	Resource string
+	newObj   func() client.Object
 }
 
 // kinds are the kinds of the routes, by their lower-case singular name.
 var kinds = map[string]*kind{
-	"gitrepository":  {Kind: sourcev1.GitRepositoryKind, newObj: func() client.Object { return &sourcev1.GitRepository{} }},
-	"helmrepository": {Kind: sourcev1.HelmRepositoryKind, newObj: func() client.Object { return &sourcev1.HelmRepository{} }},
-	"helmchart":      {Kind: sourcev1.HelmChartKind, newObj: func() client.Object { return &sourcev1.HelmChart{} }},
-	"kustomization":  {Kind: kustomizev1.KustomizationKind, newObj: func() client.Object { return &kustomizev1.Kustomization{} }},
-	"helmrelease":    {Kind: helmv2.HelmReleaseKind, newObj: func() client.Object { return &helmv2.HelmRelease{} }},
+	"gitrepository": {Kind: sourcev1.GitRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "gitrepositories",
+		newObj: func() client.Object { return &sourcev1.GitRepository{} }},
+	"helmrepository": {Kind: sourcev1.HelmRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmrepositories",
+		newObj: func() client.Object { return &sourcev1.HelmRepository{} }},
+	"helmchart": {Kind: sourcev1.HelmChartKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmcharts",
+		newObj: func() client.Object { return &sourcev1.HelmChart{} }},
+	"kustomization": {Kind: kustomizev1.KustomizationKind, APIVersion: kustomizev1.GroupVersion.String(), Resource: "kustomizations",
+		newObj: func() client.Object { return &kustomizev1.Kustomization{} }},
+	"helmrelease": {Kind: helmv2.HelmReleaseKind, APIVersion: helmv2.GroupVersion.String(), Resource: "helmreleases",
+		newObj: func() client.Object { return &helmv2.HelmRelease{} }},
 }
