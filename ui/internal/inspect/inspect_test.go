@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"net/url"
@@ -258,14 +259,7 @@ func TestAUserWithoutRightsGets403(t *testing.T) {
 
 	// A reader may see the page and the live object, not the dry-run
 	// apply the diff is made of, nor patch an ignore rule in.
-	create(ctx, t,
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "reader"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"", "apps", "batch", kustomizev1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-		}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "reader"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "reader"}}},
-	)
+	grant(ctx, t, f.ns, "reader", "get", "list", "watch")
 	g.Eventually(func() int { return do(t, srv, http.MethodGet, base(), "reader", "").status }, 10*time.Second, 100*time.Millisecond).Should(Equal(http.StatusOK))
 	r := do(t, srv, http.MethodGet, base()+"/live?id="+id, "reader", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
@@ -387,14 +381,7 @@ func TestATreeForAUserWhoMayGetButNotListReadsObjectByObject(t *testing.T) {
 	f, base := newFixture(t)
 	ctx := t.Context()
 	srv := newServer(t)
-	create(ctx, t,
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "getter"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"", "apps", "batch", kustomizev1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get"}},
-		}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "getter"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "getter"},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "getter"}}},
-	)
+	grant(ctx, t, f.ns, "getter", "get")
 	// More ConfigMaps than a single read is used for, so they are listed
 	// first, refused, and read one by one.
 	for i := range 3 {
@@ -415,4 +402,18 @@ func TestATreeForAUserWhoMayGetButNotListReadsObjectByObject(t *testing.T) {
 	}
 	// The ReplicaSets and Pods it may not list are said to be missing.
 	g.Expect(strings.Join(page.TreeNotes, "\n")).To(ContainSubstring("ReplicaSets in namespace " + f.ns + " not listed (forbidden)"))
+}
+
+// grant lets user do verbs on every object of the core, apps, batch and
+// kustomize groups in ns, as a Role bound to the user.
+func grant(ctx context.Context, t *testing.T, ns, user string, verbs ...string) {
+	t.Helper()
+	create(ctx, t,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"", "apps", "batch", kustomizev1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: verbs},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}},
+	)
 }
