@@ -22,10 +22,6 @@ import (
 	"plumb.dev/pkg/plan"
 )
 
-// HookSyncLabel is the label sync-controller puts on every hook it creates,
-// with the id of the sync (plan.SyncID) as its value.
-const HookSyncLabel = "plumb.dev/hook-sync"
-
 // Node is one object of a tree: an inventory entry, a hook, or an object
 // one of them owns.
 type Node struct {
@@ -143,7 +139,7 @@ func BuildTree(ctx context.Context, c client.Client, a *Applied, render Render) 
 		switch {
 		case obj == nil && n.Health == health.Missing:
 			n.Reason = "not in the cluster: deleted by its delete policy, or not run yet"
-		case obj != nil && obj.GetLabels()[HookSyncLabel] != syncID:
+		case obj != nil && obj.GetLabels()[plan.HookSyncLabel] != syncID:
 			n.Reason = "from an earlier sync; " + n.Reason
 		}
 		n.Phase = runPhaseOf(n.Health)

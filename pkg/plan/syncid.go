@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// HookSyncLabel is the label sync-controller puts on every hook object it
+// creates, with the SyncID of the sync it was created for as its value.
+const HookSyncLabel = "plumb.dev/hook-sync"
+
 // SyncID names one sync operation: the digest of the rendered artifact and
 // the generation it applies, and when it started (status.sync's digest,
 // generation and startedAt). sync-controller seeds Build with it and labels

@@ -116,7 +116,7 @@ func TestTreeShowsEachObjectsHealthAndWhatItOwns(t *testing.T) {
 	// The hook of the last sync, as sync-controller created it.
 	syncID := plan.SyncID(f.ks.Status.Sync.Digest, f.ks.Status.Sync.Generation, f.started)
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "migrate", Labels: map[string]string{inspect.HookSyncLabel: syncID}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "migrate", Labels: map[string]string{plan.HookSyncLabel: syncID}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "migrate", Image: "busybox"}}}}},
 	}
