@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -98,7 +99,7 @@ func (h *handlers) revisions(r *request) (any, error) {
 		for _, s := range o.Status.History {
 			id := strconv.Itoa(s.Version)
 			page.Revisions = append(page.Revisions, revision{ID: id, Revision: s.ChartName + "@" + s.ChartVersion, Version: s.Version, Digest: s.Digest,
-				Status: string(s.Status), Time: s.LastDeployed.UTC().Format("2006-01-02T15:04:05Z")})
+				Status: s.Status, Time: s.LastDeployed.UTC().Format(time.RFC3339)})
 			if sibling := siblingArtifact(a.Rendered, s.Digest); sibling != nil {
 				sibling.Revision = s.ChartVersion
 				artifacts[id] = sibling
@@ -155,7 +156,7 @@ func kustomizationRevisions(a *inspect.Applied, artifacts map[string]*meta.Artif
 		}
 	}
 	if r := a.Rendered; r != nil {
-		add(revision{ID: r.Digest, Revision: r.Revision, Digest: r.Digest, Status: "rendered", Time: r.LastUpdateTime.UTC().Format("2006-01-02T15:04:05Z")}, r)
+		add(revision{ID: r.Digest, Revision: r.Revision, Digest: r.Digest, Status: "rendered", Time: r.LastUpdateTime.UTC().Format(time.RFC3339)}, r)
 	}
 	if s := a.Sync; s != nil && s.Digest != "" {
 		status := "syncing (" + s.Phase + ")"
