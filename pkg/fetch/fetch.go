@@ -35,6 +35,16 @@ func (e *DigestMismatchError) Error() string {
 	return fmt.Sprintf("artifact %s has digest %s, want %s: refusing a tampered or partial artifact", e.URL, e.Got, e.Want)
 }
 
+// StatusError is an answer other than 200 OK: a 404 says the artifact is
+// no longer served.
+type StatusError struct {
+	URL    string
+	Code   int
+	Status string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("downloading %s: HTTP %s", e.URL, e.Status) }
+
 // Bytes downloads url and returns its body when its sha256 equals digest
 // ("sha256:<hex>"). Server errors and network errors are retried; a digest
 // mismatch, a 404 or an oversized body are not, since retrying cannot help.
@@ -106,7 +116,7 @@ func get(ctx context.Context, opts Options, url string) (body []byte, retry bool
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		return nil, retry, fmt.Errorf("downloading %s: HTTP %s", url, resp.Status)
+		return nil, retry, &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
 	}
 	if resp.ContentLength > opts.MaxSize {
 		return nil, false, fmt.Errorf("downloading %s: %d bytes is over the limit of %d", url, resp.ContentLength, opts.MaxSize)

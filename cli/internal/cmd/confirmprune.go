@@ -31,14 +31,14 @@ func newConfirmPruneCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ready := apimeta.FindStatusCondition(app.conditions, meta.ReadyCondition)
+			ready := apimeta.FindStatusCondition(app.Conditions, meta.ReadyCondition)
 			fmt.Fprintf(g.out, "◎ %s\n", oneLine(ready.Message))
-			token, err := g.requestReconcile(ctx, app.obj, nil, map[string]string{kustomizev1.ConfirmPruneAnnotation: digest})
+			token, err := g.requestReconcile(ctx, app.Object, nil, map[string]string{kustomizev1.ConfirmPruneAnnotation: digest})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "► prune of render %s confirmed for %s\n", digest, ref(app.kind, app.obj))
-			return g.waitHandled(ctx, app.kind, client.ObjectKeyFromObject(app.obj), token)
+			fmt.Fprintf(g.out, "► prune of render %s confirmed for %s\n", digest, ref(app.kind, app.Object))
+			return g.waitHandled(ctx, app.kind, client.ObjectKeyFromObject(app.Object), token)
 		}),
 	}
 }
@@ -48,15 +48,15 @@ func newConfirmPruneCmd(g *globals) *cobra.Command {
 // Ready=False PruneGuarded at the current generation names it (the guard's
 // message carries the digest to confirm).
 func heldDigest(app *applied) (string, error) {
-	ready := apimeta.FindStatusCondition(app.conditions, meta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(app.Conditions, meta.ReadyCondition)
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != kustomizev1.PruneGuardedReason {
-		return "", fmt.Errorf("%s is not held by the prune guard (Ready=%s): nothing to confirm", ref(app.kind, app.obj), readyReason(ready))
+		return "", fmt.Errorf("%s is not held by the prune guard (Ready=%s): nothing to confirm", ref(app.kind, app.Object), readyReason(ready))
 	}
-	a := app.rendered
-	if a == nil || a.Digest == "" || app.kind.status(app.obj).observedGeneration != app.obj.GetGeneration() ||
+	a := app.Rendered
+	if a == nil || a.Digest == "" || app.kind.status(app.Object).observedGeneration != app.Object.GetGeneration() ||
 		!strings.Contains(ready.Message, kustomizev1.ConfirmPruneAnnotation+"="+a.Digest) {
 		return "", fmt.Errorf("%s: the render changed since the prune guard held it; look at it again (plumb reconcile %s %s) before confirming",
-			ref(app.kind, app.obj), app.kind.names[0], app.obj.GetName())
+			ref(app.kind, app.Object), app.kind.names[0], app.Object.GetName())
 	}
 	return a.Digest, nil
 }

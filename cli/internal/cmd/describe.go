@@ -16,59 +16,27 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/inspect"
 )
-
-// objectDrift is what status.drift says about one managed object.
-type objectDrift struct {
-	paths     []string
-	contested *kustomizev1.ContestedDrift
-}
-
-// driftByObject indexes status.drift by object (Kind/namespace/name, as
-// entryID writes it): the drifted paths (status.drift.paths holds
-// <object>:<path>) and the fight, if any.
-func driftByObject(d *kustomizev1.DriftStatus) map[string]*objectDrift {
-	out := map[string]*objectDrift{}
-	if d == nil {
-		return out
-	}
-	at := func(id string) *objectDrift {
-		if out[id] == nil {
-			out[id] = &objectDrift{}
-		}
-		return out[id]
-	}
-	for _, p := range d.Paths {
-		id, path, ok := strings.Cut(p, ":")
-		if !ok {
-			continue
-		}
-		at(id).paths = append(at(id).paths, path)
-	}
-	for i := range d.Contested {
-		at(d.Contested[i].Object).contested = &d.Contested[i]
-	}
-	return out
-}
 
 // syncStatus says whether the cluster matches Git (or the chart), as Argo
 // CD's sync status does, from status.drift, the Drifted condition and
 // whether the newest render has been applied.
 func syncStatus(t *applied) string {
-	d := t.drift
+	d := t.Drift
 	if d != nil && len(d.Contested) > 0 {
 		return fmt.Sprintf("OutOfSync (%d object(s) contested by another field manager)", len(d.Contested))
 	}
-	if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.DriftedCondition); c != nil && c.Status == "True" {
+	if c := apimeta.FindStatusCondition(t.Conditions, kustomizev1.DriftedCondition); c != nil && c.Status == "True" {
 		return "OutOfSync (" + oneLine(c.Message) + ")"
 	}
-	if d != nil && d.Count > 0 && t.policy == kustomizev1.DriftPolicyReport {
-		return fmt.Sprintf("OutOfSync (%d object(s) differ from %s)", d.Count, t.origin)
+	if d != nil && d.Count > 0 && t.Policy == kustomizev1.DriftPolicyReport {
+		return fmt.Sprintf("OutOfSync (%d object(s) differ from %s)", d.Count, t.Origin)
 	}
-	if a := t.rendered; a != nil && !t.renderApplied {
+	if a := t.Rendered; a != nil && !t.RenderApplied {
 		return "OutOfSync (revision " + a.Revision + " rendered, not applied yet)"
 	}
-	if t.lastApplied == "" {
+	if t.LastApplied == "" {
 		return "Unknown (nothing applied yet)"
 	}
 	if d != nil && d.Count > 0 {
@@ -129,20 +97,20 @@ func (g *globals) describeApplied(ctx context.Context, t *applied, w *tabwriter.
 	// Health: the worst object's, with the Healthy condition's verdict.
 	rows, worst := g.objectRows(ctx, t)
 	h := string(worst)
-	if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.HealthyCondition); c != nil {
+	if c := apimeta.FindStatusCondition(t.Conditions, kustomizev1.HealthyCondition); c != nil {
 		h += fmt.Sprintf(" (Healthy=%s %s: %s)", c.Status, c.Reason, oneLine(c.Message))
 	} else if len(rows) == 0 {
 		h = "Unknown (no Healthy condition and no objects yet)"
 	}
 	field("Health", h)
 
-	ready := apimeta.FindStatusCondition(t.conditions, meta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(t.Conditions, meta.ReadyCondition)
 	last := "-"
 	if ready != nil {
 		last = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, oneLine(ready.Message))
 	}
 	field("Last sync result", last)
-	if sp := t.sync; sp != nil {
+	if sp := t.Sync; sp != nil {
 		op := fmt.Sprintf("%s, wave %d", dash(sp.Phase), sp.Wave)
 		if sp.Revision != "" {
 			op += ", revision " + sp.Revision
@@ -170,7 +138,7 @@ func (g *globals) describeApplied(ctx context.Context, t *applied, w *tabwriter.
 	fmt.Fprintln(g.out, "CONDITIONS:")
 	w = tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(w, "TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
-	conds := append([]metav1.Condition(nil), t.conditions...)
+	conds := append([]metav1.Condition(nil), t.Conditions...)
 	sort.SliceStable(conds, func(i, j int) bool {
 		return conds[i].Type == meta.ReadyCondition && conds[j].Type != meta.ReadyCondition
 	})
@@ -206,24 +174,26 @@ type objectRow struct {
 // health among them, Healthy for none.
 func (g *globals) objectRows(ctx context.Context, t *applied) ([]objectRow, health.Status) {
 	worst := health.Healthy
-	if t.inventory == nil {
+	if t.Inventory == nil {
 		return nil, worst
 	}
-	drifts := driftByObject(t.drift)
+	drifts := inspect.DriftByObject(t.Drift)
+	live := inspect.ReadLive(ctx, g.client, t.Inventory.Entries)
 	var rows []objectRow
-	for _, e := range t.inventory.Entries {
+	for _, e := range t.Inventory.Entries {
 		r := objectRow{entry: e, drift: "-"}
-		if _, h, err := g.entryHealth(ctx, e); err != nil {
+		if obj, err := live.Get(e); err != nil {
 			r.health = "Unknown: " + err.Error()
 			worst = health.Unknown
 		} else {
+			h := health.Evaluate(obj)
 			r.health = h.String()
 			if health.Worse(h.Status, worst) {
 				worst = h.Status
 			}
 		}
 		if d := drifts[entryID(e)]; d != nil {
-			r.drift = driftText(d, t.policy)
+			r.drift = driftText(d, t.Policy)
 		}
 		rows = append(rows, r)
 	}
@@ -231,17 +201,17 @@ func (g *globals) objectRows(ctx context.Context, t *applied) ([]objectRow, heal
 }
 
 // driftText words one object's drift for a table cell.
-func driftText(d *objectDrift, policy kustomizev1.DriftPolicy) string {
+func driftText(d *inspect.ObjectDrift, policy kustomizev1.DriftPolicy) string {
 	var parts []string
-	if len(d.paths) > 0 {
+	if len(d.Paths) > 0 {
 		verb := "drifted"
 		if policy == kustomizev1.DriftPolicyCorrect {
 			verb = "corrected"
 		}
-		parts = append(parts, verb+" "+strings.Join(d.paths, ", "))
+		parts = append(parts, verb+" "+strings.Join(d.Paths, ", "))
 	}
-	if d.contested != nil {
-		parts = append(parts, "⚔ "+contestedText(*d.contested))
+	if d.Contested != nil {
+		parts = append(parts, "⚔ "+contestedText(*d.Contested))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,21 +12,15 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
-	"plumb.dev/pkg/drift"
-	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 )
-
-// maxArtifactSize matches sync-controller's --max-artifact-size default.
-const maxArtifactSize = 64 << 20
 
 func newDiffCmd(g *globals) *cobra.Command {
 	var local localRender
@@ -56,7 +47,7 @@ func newDiffCmd(g *globals) *cobra.Command {
 		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .\n  plumb diff helmrelease podinfo -n team-a",
 		Args:    cobra.ExactArgs(2),
 		RunE: g.onApplied(func(ctx context.Context, a *applied) error {
-			ks, isKs := a.obj.(*kustomizev1.Kustomization)
+			ks, isKs := a.Object.(*kustomizev1.Kustomization)
 			switch {
 			case local.path != "" && !isKs:
 				return fmt.Errorf("--path compares a checkout with a Kustomization; a %s renders a chart", a.kind.Kind)
@@ -70,50 +61,36 @@ func newDiffCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// objectDiff is the outcome for one object; an empty action with a note is
-// an object a sync leaves alone although Git no longer has it.
-type objectDiff struct {
-	id      object.ID
-	action  diff.Action
-	changes []diff.Change
-	note    string
-	err     error
-}
-
 // diff compares a Kustomization's or HelmRelease's rendered artifact with
 // the cluster: the same path for both kinds, which differ only in what
 // applied says of them (labels, hooks, ignore rules, prune).
 func (g *globals) diff(ctx context.Context, t *applied) error {
-	a := t.rendered
+	a := t.Rendered
 	if a == nil {
-		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(t.kind, t.obj))
+		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(t.kind, t.Object))
 	}
-	ig, err := diff.NewIgnorer(t.ignore)
+	ig, err := diff.NewIgnorer(t.Ignore)
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.ignoreField(), err)
+		return fmt.Errorf("%s: %w", t.IgnoreField(), err)
 	}
-	httpClient, err := artifactClient(g.cfg)
+	httpClient, err := inspect.ArtifactClient(g.cfg)
 	if err != nil {
 		return err
 	}
-	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{Client: httpClient, MaxSize: maxArtifactSize})
-	if err != nil {
-		return fmt.Errorf("downloading the rendered artifact: %w", err)
-	}
-	objs, err := object.DecodeManifests(data)
+	objs, err := inspect.FetchRendered(ctx, httpClient, a)
 	if err != nil {
 		return err
 	}
 	to := "Git"
 	if t.kind == helmReleaseKind {
 		to = "the chart"
-		fmt.Fprintf(g.out, "Comparing %s with chart version %s (%s) (live → chart)\n", ref(t.kind, t.obj), a.Revision, a.Digest)
+		fmt.Fprintf(g.out, "Comparing %s with chart version %s (%s) (live → chart)\n", ref(t.kind, t.Object), a.Revision, a.Digest)
 	} else {
-		fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(t.kind, t.obj), a.Revision)
+		fmt.Fprintf(g.out, "Comparing %s with revision %s (live → Git)\n", ref(t.kind, t.Object), a.Revision)
 	}
 	var contested []kustomizev1.ContestedDrift
-	if t.drift != nil {
-		contested = t.drift.Contested
+	if t.Drift != nil {
+		contested = t.Drift.Contested
 	}
 	results, hooks := g.compareAll(ctx, t, objs, ig)
 	g.redact(ctx, t, results)
@@ -146,9 +123,9 @@ func (g *globals) diffLocal(ctx context.Context, ks *kustomizev1.Kustomization, 
 	results, hooks := g.compareAll(ctx, appliedKustomization(ks), objs, ig)
 	redactor := diff.NewRedactor(secrets)
 	for i, r := range results {
-		results[i].changes = redactor.Changes(withoutAppliedHash(r.changes))
-		if r.action == diff.Configured && len(results[i].changes) == 0 {
-			results[i].action = diff.Unchanged
+		results[i].Changes = redactor.Changes(withoutAppliedHash(r.Changes))
+		if r.Action == diff.Configured && len(results[i].Changes) == 0 {
+			results[i].Action = diff.Unchanged
 		}
 	}
 	// Fights (status.drift.contested) are about the cluster, not the
@@ -173,40 +150,36 @@ func withoutAppliedHash(changes []diff.Change) []diff.Change {
 
 // compareAll compares the rendered objects with the cluster (nothing is
 // redacted yet) and counts the hooks it skipped.
-func (g *globals) compareAll(ctx context.Context, t *applied, objs []*unstructured.Unstructured, ig *diff.Ignorer) ([]objectDiff, int) {
-	var results []objectDiff
+func (g *globals) compareAll(ctx context.Context, t *applied, objs []*unstructured.Unstructured, ig *diff.Ignorer) ([]inspect.ObjectDiff, int) {
+	var results []inspect.ObjectDiff
 	desired := make([]*unstructured.Unstructured, 0, len(objs))
 	hooks := 0
 	newKinds := crdKinds(objs)
 	for _, obj := range objs {
-		if t.isHook(obj) {
+		if t.IsHook(obj) {
 			hooks++ // hooks run during a sync (or never); they are not kept in step
 			continue
 		}
 		if obj.GetName() == "" {
-			results = append(results, objectDiff{id: object.IDOf(obj), err: errors.New("metadata.name is required (generateName is for hooks only)")})
+			results = append(results, inspect.ObjectDiff{ID: object.IDOf(obj), Err: errors.New("metadata.name is required (generateName is for hooks only)")})
 			continue
 		}
-		if err := g.stamp(obj, t); err != nil {
+		if err := t.Prepare(g.client, obj); err != nil {
 			// A custom resource whose CRD is in the same set: a sync
 			// creates the CRD first, then it.
 			if scope, ok := newKinds[obj.GroupVersionKind().GroupKind()]; ok && apimeta.IsNoMatchError(err) {
 				if scope == "Namespaced" && obj.GetNamespace() == "" {
-					obj.SetNamespace(t.namespace)
+					obj.SetNamespace(t.Namespace)
 				}
 				desired = append(desired, obj)
-				results = append(results, objectDiff{id: object.IDOf(obj), action: diff.Created, note: "its CRD is not installed yet; a sync creates both"})
+				results = append(results, inspect.ObjectDiff{ID: object.IDOf(obj), Action: diff.Created, Note: "its CRD is not installed yet; a sync creates both"})
 				continue
 			}
-			results = append(results, objectDiff{id: object.IDOf(obj), err: err})
+			results = append(results, inspect.ObjectDiff{ID: object.IDOf(obj), Err: err})
 			continue
 		}
 		desired = append(desired, obj)
-		if obj.GetAnnotations()[kustomizev1.SSAAnnotation] == kustomizev1.IfNotPresentValue {
-			results = append(results, g.compareIfNotPresent(ctx, obj))
-			continue
-		}
-		results = append(results, g.compare(ctx, obj, ig))
+		results = append(results, inspect.Compare(ctx, g.client, obj, ig))
 	}
 	results = append(results, g.pruneCandidates(ctx, t, desired)...)
 	return results, hooks
@@ -226,73 +199,28 @@ func contestedText(c kustomizev1.ContestedDrift) string {
 // redact hides, as sync-controller's drift reports do, the values that
 // postBuild.substituteFrom took from Secrets (drift.SecretRedactor). A
 // Secret this user cannot read hides every value, with a warning.
-func (g *globals) redact(ctx context.Context, t *applied, results []objectDiff) {
+func (g *globals) redact(ctx context.Context, t *applied, results []inspect.ObjectDiff) {
 	changed := false
 	for _, r := range results {
-		changed = changed || len(r.changes) > 0
+		changed = changed || len(r.Changes) > 0
 	}
 	if !changed {
 		return
 	}
-	redactor, err := t.secretRedactor(ctx, g.client)
+	redactor, err := t.SecretRedactor(ctx, g.client)
 	if err != nil {
 		fmt.Fprintf(g.errOut, "warning: %v; every changed value is shown as %s\n", err, diff.Redacted)
 	}
 	for i := range results {
-		results[i].changes = redactor.Changes(results[i].changes)
+		results[i].Changes = redactor.Changes(results[i].Changes)
 	}
-}
-
-// stamp prepares obj as sync-controller does before applying it (see
-// pkg/manage): namespace, ownership labels and the applied-hash annotation.
-func (g *globals) stamp(obj *unstructured.Unstructured, t *applied) error {
-	if err := manage.Resolve(g.client.RESTMapper(), obj, t.namespace); err != nil {
-		return err
-	}
-	return t.stamp(obj)
-}
-
-// compareIfNotPresent is the comparison for an object annotated
-// plumb.dev/ssa: IfNotPresent (a chart's crds/ CRD under the Create
-// policy): a sync creates it when it is missing and never changes it, so
-// an existing one matches whatever it holds.
-func (g *globals) compareIfNotPresent(ctx context.Context, desired *unstructured.Unstructured) objectDiff {
-	id := object.IDOf(desired)
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(desired.GroupVersionKind())
-	err := g.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
-	case err != nil:
-		return objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)}
-	}
-	return objectDiff{id: id, action: diff.Unchanged}
-}
-
-// compare diffs one desired object with the cluster through a dry-run
-// apply, the one sync-controller makes (drift.Compare): as its field
-// manager, so the result is what its next apply would store, with ignored
-// fields kept at their live values.
-func (g *globals) compare(ctx context.Context, desired *unstructured.Unstructured, ig *diff.Ignorer) objectDiff {
-	id := object.IDOf(desired)
-	cmp, err := drift.Compare(ctx, g.client, desired, ig)
-	switch {
-	case err != nil && cmp.Live == nil:
-		return objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)}
-	case err != nil:
-		return objectDiff{id: id, err: fmt.Errorf("server-side dry-run apply: %w", err)}
-	case cmp.Live == nil:
-		return objectDiff{id: id, action: diff.Created, note: "not in the cluster; a sync creates it"}
-	}
-	return objectDiff{id: id, action: cmp.Result.Action, changes: cmp.Result.Changes}
 }
 
 // pruneCandidates lists the inventory's objects that the rendered set no
 // longer holds: a sync with spec.prune deletes them.
-func (g *globals) pruneCandidates(ctx context.Context, t *applied, desired []*unstructured.Unstructured) []objectDiff {
-	var out []objectDiff
-	for _, gone := range inventory.Removed(t.inventory, desired) {
+func (g *globals) pruneCandidates(ctx context.Context, t *applied, desired []*unstructured.Unstructured) []inspect.ObjectDiff {
+	var out []inspect.ObjectDiff
+	for _, gone := range inventory.Removed(t.Inventory, desired) {
 		id := object.IDOf(gone)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gone.GroupVersionKind())
@@ -301,12 +229,12 @@ func (g *globals) pruneCandidates(ctx context.Context, t *applied, desired []*un
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			out = append(out, objectDiff{id: id, err: fmt.Errorf("reading the live object: %w", err)})
+			out = append(out, inspect.ObjectDiff{ID: id, Err: fmt.Errorf("reading the live object: %w", err)})
 		default:
-			if why := t.keptFromPrune(live); why != "" {
-				out = append(out, objectDiff{id: id, note: "no longer in " + t.origin + "; " + why})
+			if why := t.KeptFromPrune(live); why != "" {
+				out = append(out, inspect.ObjectDiff{ID: id, Note: "no longer in " + t.Origin + "; " + why})
 			} else {
-				out = append(out, objectDiff{id: id, action: diff.Deleted, note: "no longer in " + t.origin + "; a sync prunes it"})
+				out = append(out, inspect.ObjectDiff{ID: id, Action: diff.Deleted, Note: "no longer in " + t.Origin + "; a sync prunes it"})
 			}
 		}
 	}
@@ -317,28 +245,28 @@ func (g *globals) pruneCandidates(ctx context.Context, t *applied, desired []*un
 // returns the command's outcome: a fight counts as drift.
 // to names the desired side in the summary: Git, the chart or the
 // checkout.
-func report(w io.Writer, results []objectDiff, hooks int, contested []kustomizev1.ContestedDrift, to string) error {
+func report(w io.Writer, results []inspect.ObjectDiff, hooks int, contested []kustomizev1.ContestedDrift, to string) error {
 	counts := map[diff.Action]int{}
 	var errs []error
 	for _, r := range results {
 		switch {
-		case r.err != nil:
-			fmt.Fprintf(w, "! %s: %v\n", r.id, r.err)
-			errs = append(errs, fmt.Errorf("%s: %w", r.id, r.err))
-		case r.action == diff.Created:
-			fmt.Fprintf(w, "+ %s (%s)\n", r.id, r.note)
-		case r.action == diff.Deleted:
-			fmt.Fprintf(w, "- %s (%s)\n", r.id, r.note)
-		case r.action == diff.Configured:
-			fmt.Fprintf(w, "~ %s\n", r.id)
-			for _, c := range r.changes {
+		case r.Err != nil:
+			fmt.Fprintf(w, "! %s: %v\n", r.ID, r.Err)
+			errs = append(errs, fmt.Errorf("%s: %w", r.ID, r.Err))
+		case r.Action == diff.Created:
+			fmt.Fprintf(w, "+ %s (%s)\n", r.ID, r.Note)
+		case r.Action == diff.Deleted:
+			fmt.Fprintf(w, "- %s (%s)\n", r.ID, r.Note)
+		case r.Action == diff.Configured:
+			fmt.Fprintf(w, "~ %s\n", r.ID)
+			for _, c := range r.Changes {
 				fmt.Fprintf(w, "    %s: %s → %s\n", c.Path, value(c.Before), value(c.After))
 			}
-		case r.note != "":
-			fmt.Fprintf(w, "  %s (%s)\n", r.id, r.note)
+		case r.Note != "":
+			fmt.Fprintf(w, "  %s (%s)\n", r.ID, r.Note)
 		}
-		if r.err == nil {
-			counts[r.action]++
+		if r.Err == nil {
+			counts[r.Action]++
 		}
 	}
 	if hooks > 0 {
@@ -370,68 +298,6 @@ func value(v string) string {
 		return "(absent)"
 	}
 	return v
-}
-
-// artifactClient returns the HTTP client for artifact downloads: direct for
-// URLs a laptop can reach, through the API server's service proxy for an
-// in-cluster Service host name, which only the cluster's DNS resolves.
-func artifactClient(cfg *rest.Config) (*http.Client, error) {
-	api, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	host, err := url.Parse(cfg.Host)
-	if err != nil {
-		return nil, fmt.Errorf("the API server URL %q: %w", cfg.Host, err)
-	}
-	if host.Scheme == "" {
-		host, _ = url.Parse("https://" + cfg.Host)
-	}
-	return &http.Client{Transport: &serviceProxy{api: api.Transport, apiURL: host, direct: http.DefaultTransport}}, nil
-}
-
-// serviceProxy rewrites requests for http://<svc>.<ns>.svc[.cluster.local]
-// to the API server's /api/v1/namespaces/<ns>/services/http:<svc>:<port>/proxy.
-type serviceProxy struct {
-	api    http.RoundTripper
-	apiURL *url.URL
-	direct http.RoundTripper
-}
-
-func (p *serviceProxy) RoundTrip(req *http.Request) (*http.Response, error) {
-	svc, ns, ok := inClusterService(req.URL.Hostname())
-	if !ok {
-		return p.direct.RoundTrip(req)
-	}
-	port := req.URL.Port()
-	if port == "" {
-		port = "80"
-	}
-	u := *p.apiURL
-	u.Path = path.Join(p.apiURL.Path, "/api/v1/namespaces", ns, "services", "http:"+svc+":"+port, "proxy", req.URL.Path)
-	u.RawQuery = req.URL.RawQuery
-	out := req.Clone(req.Context())
-	out.URL = &u
-	out.Host = u.Host
-	return p.api.RoundTrip(out)
-}
-
-// inClusterService splits <svc>.<ns>.svc or <svc>.<ns>.svc.cluster.local.
-func inClusterService(host string) (svc, ns string, ok bool) {
-	host = strings.TrimSuffix(host, ".")
-	parts := strings.Split(host, ".")
-	if len(parts) < 3 || parts[2] != "svc" {
-		return "", "", false
-	}
-	if rest := strings.Join(parts[3:], "."); rest != "" && rest != "cluster.local" {
-		return "", "", false
-	}
-	// Service and namespace names are DNS labels; anything else is not a
-	// Service name and must not be spliced into the proxy path.
-	if len(validation.IsDNS1123Label(parts[0])) > 0 || len(validation.IsDNS1123Label(parts[1])) > 0 {
-		return "", "", false
-	}
-	return parts[0], parts[1], true
 }
 
 // crdKinds returns the group and kind each CustomResourceDefinition of objs

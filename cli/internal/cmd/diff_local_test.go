@@ -9,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/testenv"
 )
 
 func TestDiffOfALocalCheckout(t *testing.T) {
 	ctx, ns := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	const token = "tok-5e0c2a77f1"
 	create(ctx, t, gitRepo(ns, "repo"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, StringData: map[string]string{"api_token": token}})
@@ -29,7 +30,7 @@ func TestDiffOfALocalCheckout(t *testing.T) {
 	live := cm("settings", "  mode: fast\n") + "---\n" +
 		cm("client", "  url: https://api.example/?token="+token+"\n") + "---\n" +
 		cm("old", "  a: b\n")
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:8888888888888888888888888888888888888888", []byte(live))
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:8888888888888888888888888888888888888888", []byte(live))
 	syncAsController(ctx, t, ks, a, []byte(live))
 
 	dir := t.TempDir()

@@ -2,12 +2,7 @@ package cmd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -15,49 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/manage"
-	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/testenv"
 )
-
-// artifactServer stands in for render-controller's artifact server.
-type artifactServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newArtifactServer(t *testing.T) *artifactServer {
-	s := &artifactServer{files: map[string][]byte{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		data, ok := s.files[r.URL.Path]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// serve publishes data at path and returns the artifact describing it.
-func (s *artifactServer) serve(path, revision string, data []byte) *meta.Artifact {
-	s.mu.Lock()
-	s.files[path] = data
-	s.mu.Unlock()
-	sum := sha256.Sum256(data)
-	size := int64(len(data))
-	return &meta.Artifact{Path: strings.TrimPrefix(path, "/"), URL: s.URL + path, Revision: revision,
-		Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: &size, LastUpdateTime: metav1.Now()}
-}
 
 const manifests = `apiVersion: v1
 kind: ConfigMap
@@ -117,25 +76,7 @@ func applyAsController(ctx context.Context, t *testing.T, view *applied, data []
 	if err != nil {
 		t.Fatal(err)
 	}
-	gl := &globals{client: c}
-	objs, err := object.DecodeManifests(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var done []*unstructured.Unstructured
-	for _, o := range objs {
-		if view.isHook(o) {
-			continue
-		}
-		if err := gl.stamp(o, view); err != nil {
-			t.Fatal(err)
-		}
-		if err := manage.Apply(ctx, c, o); err != nil {
-			t.Fatalf("applying %s: %v", o.GetName(), err)
-		}
-		done = append(done, o)
-	}
-	return done
+	return testenv.ApplyAsSyncController(ctx, t, c, view.Applied, data)
 }
 
 // foreignPatch merge-patches obj as another field manager would (kubectl
@@ -149,12 +90,12 @@ func foreignPatch(ctx context.Context, t *testing.T, obj client.Object, patch st
 
 func TestDiff(t *testing.T) {
 	ctx, ns := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	ks := kustomization(ns, "app", "repo")
 	ks.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data/tuned"}}}
 	create(ctx, t, ks)
 	data := []byte(manifests)
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
 
 	// An object a previous revision applied and this one dropped.
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old",
@@ -274,7 +215,7 @@ func TestDiff(t *testing.T) {
 func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	const token = "tok-8c1f6a2b9d"
 	create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, StringData: map[string]string{"api_token": token}})
 	ks := kustomization(ns, "app", "repo")
@@ -282,7 +223,7 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	create(ctx, t, ks)
 	// What render-controller made of ${api_token}.
 	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: client\ndata:\n  url: https://api.example/?token=" + token + "\n  mode: fast\n")
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
 	syncAsController(ctx, t, ks, a, data)
 	foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
 		`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)
@@ -299,49 +240,13 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	g.Expect(r.out + r.errOut).NotTo(ContainSubstring(token))
 }
 
-// TestArtifactThroughServiceProxy: an artifact URL naming an in-cluster
-// Service is fetched through the API server's service proxy path, with the
-// API server's credentials; other URLs go direct. The httptest server
-// stands in for the API server's proxy endpoint (envtest has no Pods to
-// proxy to).
-func TestArtifactThroughServiceProxy(t *testing.T) {
-	g := NewWithT(t)
-	var gotPath, gotAuth string
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
-		_, _ = w.Write([]byte("manifests"))
-	}))
-	defer api.Close()
-	hc, err := artifactClient(&rest.Config{Host: api.URL, BearerToken: "secret-token"})
-	g.Expect(err).NotTo(HaveOccurred())
-	resp, err := hc.Get("http://render-controller.plumb-system.svc.cluster.local./kustomization/team-a/app/abc.yaml")
-	g.Expect(err).NotTo(HaveOccurred())
-	_ = resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	g.Expect(gotPath).To(Equal("/api/v1/namespaces/plumb-system/services/http:render-controller:80/proxy/kustomization/team-a/app/abc.yaml"))
-	g.Expect(gotAuth).To(Equal("Bearer secret-token"))
-
-	for host, want := range map[string][2]string{
-		"render-controller.plumb-system.svc":                {"render-controller", "plumb-system"},
-		"render-controller.plumb-system.svc.cluster.local":  {"render-controller", "plumb-system"},
-		"render-controller.plumb-system.svc.cluster.local.": {"render-controller", "plumb-system"},
-		"127.0.0.1":             {},
-		"artifacts.example.com": {},
-		"a.b.svc.example.com":   {},
-	} {
-		svc, ns, ok := inClusterService(host)
-		g.Expect(ok).To(Equal(want[0] != ""), host)
-		g.Expect([2]string{svc, ns}).To(Equal(want), host)
-	}
-}
-
 // TestDiffNewCRD: a custom resource whose CRD comes in the same set is
 // reported as to be created (a sync creates the CRD first), and a hook with
 // only a generateName is skipped like any hook.
 func TestDiffNewCRD(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	data := []byte(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -378,7 +283,7 @@ spec:
 `)
 	ks := kustomization(ns, "crd", "repo")
 	create(ctx, t, ks)
-	a := srv.serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
+	a := srv.Serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
 	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) { o.Status.RenderedArtifact = a })
 
 	r := plumb("diff", "ks", "crd", "-n", ns)

@@ -31,6 +31,11 @@
 // set, in the same patch, to the digest of the render the prune guard holds
 // (Ready=False PruneGuarded naming that digest); it refuses anything else.
 //
+// diff, tree and get NAME read through pkg/inspect, which the UI shares:
+// the view of a Kustomization or HelmRelease (inspect.Applied), the
+// download of its render, the live objects of its inventory (a list per
+// kind and namespace) and the comparison of one object.
+//
 // diff repeats sync-controller's comparison from outside: it downloads the
 // rendered artifact (verifying its digest with pkg/fetch; an in-cluster
 // artifact URL is reached through the API server's service proxy), stamps
@@ -41,6 +46,6 @@
 // diffed with the live object through pkg/diff and the Kustomization's
 // spec.ignore. Objects that do not exist are reported as to be created,
 // and inventory entries no longer rendered as to be pruned. A HelmRelease
-// goes the same way (applied.go says how the two kinds differ: ownership
-// labels, Helm hooks, driftDetection.ignore, pruning always on).
+// goes the same way (pkg/inspect's Applied says how the two kinds differ:
+// ownership labels, Helm hooks, driftDetection.ignore, pruning always on).
 package cmd

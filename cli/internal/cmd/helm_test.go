@@ -22,6 +22,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/testenv"
 )
 
 func helmRepo(ns, name string) *sourcev1.HelmRepository {
@@ -502,7 +503,7 @@ func syncHelmAsController(ctx context.Context, t *testing.T, hr *helmv2.HelmRele
 func TestDiffHelmRelease(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	_, target := newNamespace(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	hr := helmRelease(ns, "web", "web", "charts")
 	hr.Spec.TargetNamespace = target
 	hr.Spec.ValuesFrom = []helmv2.ValuesReference{{Kind: "Secret", Name: "web-values"}}
@@ -511,7 +512,7 @@ func TestDiffHelmRelease(t *testing.T) {
 		StringData: map[string]string{"values.yaml": "settings:\n  password: from-a-values-secret\n"}}
 	create(ctx, t, hr, values)
 	data := []byte(helmManifests)
-	a := srv.serve("/helmrelease/"+ns+"/web/1.yaml", "1.0.0", data)
+	a := srv.Serve("/helmrelease/"+ns+"/web/1.yaml", "1.0.0", data)
 
 	// An object the previous release applied, and one the chart kept.
 	owned := map[string]string{helmv2.NameLabel: "web", helmv2.NamespaceLabel: ns}

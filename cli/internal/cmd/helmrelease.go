@@ -11,6 +11,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/inspect"
 )
 
 // describeHelmRelease prints one HelmRelease the way describeKustomization
@@ -25,7 +26,7 @@ func (g *globals) describeHelmRelease(ctx context.Context, hr *helmv2.HelmReleas
 	field("Namespace", hr.Namespace)
 	field("Chart", g.chartText(ctx, hr))
 	phase := "installed"
-	if deployedRelease(hr) == nil {
+	if inspect.DeployedRelease(hr) == nil {
 		phase = "installing (no release deployed yet)"
 	}
 	field("Release", hr.GetReleaseNamespace()+"/"+hr.GetReleaseName()+", "+phase)
@@ -59,7 +60,7 @@ func (g *globals) describeHelmRelease(ctx context.Context, hr *helmv2.HelmReleas
 // chartText words where a release's chart comes from: the HelmChart, its
 // chart, version and artifact, and its source.
 func (g *globals) chartText(ctx context.Context, hr *helmv2.HelmRelease) string {
-	key := helmChartKey(hr)
+	key := inspect.HelmChartKey(hr)
 	if hr.Status.HelmChart != "" {
 		if ns, name, ok := strings.Cut(hr.Status.HelmChart, "/"); ok {
 			key = types.NamespacedName{Namespace: ns, Name: name}

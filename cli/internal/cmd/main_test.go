@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,16 +137,9 @@ func create(ctx context.Context, t *testing.T, objs ...client.Object) {
 
 // setStatus writes obj's status through the status subresource, as a
 // controller would, after mutate changed the freshly read object.
-func setStatus[T client.Object](ctx context.Context, t *testing.T, obj T, mutate func(T)) {
+func setStatus[T client.Object](ctx context.Context, t testing.TB, obj T, mutate func(T)) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Client.Status().Update(ctx, obj)
-	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	testenv.SetStatus(ctx, t, env.Client, obj, mutate)
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes to it.

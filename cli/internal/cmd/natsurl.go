@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plumb.dev/pkg/inspect"
 )
 
 // controllerNamespace is where deploy/ installs the controllers.
@@ -200,5 +202,5 @@ func serviceOf(host string) (svc, ns string, ok bool) {
 	if len(parts) == 2 && net.ParseIP(host) == nil {
 		return parts[0], parts[1], true
 	}
-	return inClusterService(host)
+	return inspect.InClusterService(host)
 }

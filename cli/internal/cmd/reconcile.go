@@ -20,6 +20,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/inspect"
 )
 
 // pollInterval is the pause before a wait watches again after its watch
@@ -106,7 +107,7 @@ func (g *globals) reconcileChart(ctx context.Context, key types.NamespacedName) 
 	if err := g.client.Get(ctx, key, hr); err != nil {
 		return notFound(err, helmReleaseKind, key)
 	}
-	chartKey := helmChartKey(hr)
+	chartKey := inspect.HelmChartKey(hr)
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {
 		if apierrors.IsNotFound(err) && hr.Spec.Chart != nil {
@@ -303,8 +304,8 @@ func settled(obj client.Object, s status, token string) (done, ready bool) {
 // phase and wave of a Kustomization or HelmRelease, else the Ready message; empty before
 // the controller picked the request up.
 func progress(obj client.Object, s status, token string) string {
-	if t, ok := appliedOf(obj); ok && t.sync != nil {
-		sp := t.sync
+	if t, ok := appliedOf(obj); ok && t.Sync != nil {
+		sp := t.Sync
 		switch sp.Phase {
 		case kustomizev1.PhaseSucceeded, kustomizev1.PhaseFailed, "":
 		default:
@@ -345,10 +346,10 @@ func (g *globals) waitRendered(ctx context.Context, k *kind, key types.Namespace
 			return notFound(err, k, key)
 		}
 		t, _ := appliedOf(obj)
-		if a := t.rendered; a != nil && a.Revision == revision {
+		if a := t.Rendered; a != nil && a.Revision == revision {
 			return nil
 		}
-		if c := apimeta.FindStatusCondition(t.conditions, kustomizev1.RenderedCondition); c != nil &&
+		if c := apimeta.FindStatusCondition(t.Conditions, kustomizev1.RenderedCondition); c != nil &&
 			c.Status == metav1.ConditionFalse && c.ObservedGeneration == obj.GetGeneration() {
 			if strings.Contains(c.Message, revision) || before == nil || before.Status != c.Status || before.Message != c.Message {
 				return negative(fmt.Errorf("%s: rendering %s failed: %s", ref(k, obj), revision, c.Message))

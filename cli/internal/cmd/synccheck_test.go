@@ -76,7 +76,7 @@ func TestDiffAgreesWithSyncController(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)
 	startSyncController(t)
-	srv := newArtifactServer(t)
+	srv := testenv.NewArtifactServer(t)
 	data := []byte(`apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -98,7 +98,7 @@ spec:
     app: web
 `)
 	const rev = "main@sha1:abababababababababababababababababababab"
-	a := srv.serve("/kustomization/"+ns+"/app/1.yaml", rev, data)
+	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", rev, data)
 	ks := kustomization(ns, "app", "repo")
 	ks.Spec.DriftPolicy = kustomizev1.DriftPolicyReport
 	create(ctx, t, ks)

@@ -22,6 +22,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 )
@@ -123,7 +124,7 @@ func (g *globals) trace(ctx context.Context, kindArg, name string) error {
 	}
 	field("In inventory", inInventory(ks.Status.Inventory, id))
 	driftText := "none"
-	if d := driftByObject(ks.Status.Drift)[id.String()]; d != nil {
+	if d := inspect.DriftByObject(ks.Status.Drift)[id.String()]; d != nil {
 		driftText = driftTextOf(d, ks.GetDriftPolicy())
 	}
 	field("Drift", driftText)
@@ -182,8 +183,8 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	t := appliedHelmRelease(hr)
 	field("In inventory", inInventory(hr.Status.Inventory, id))
 	driftText := "none"
-	if d := driftByObject(hr.Status.Drift)[id.String()]; d != nil {
-		driftText = driftTextOf(d, t.policy)
+	if d := inspect.DriftByObject(hr.Status.Drift)[id.String()]; d != nil {
+		driftText = driftTextOf(d, t.Policy)
 	}
 	field("Drift", driftText)
 	fmt.Fprintln(w)
@@ -199,7 +200,7 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	}
 	fmt.Fprintln(w)
 
-	chartKey := helmChartKey(hr)
+	chartKey := inspect.HelmChartKey(hr)
 	field(sourcev1.HelmChartKind, chartKey.Namespace+"/"+chartKey.Name)
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {
@@ -253,7 +254,7 @@ func inInventory(inv *kustomizev1.Inventory, id object.ID) string {
 }
 
 // driftTextOf is driftText without the table's "-" for nothing.
-func driftTextOf(d *objectDrift, policy kustomizev1.DriftPolicy) string {
+func driftTextOf(d *inspect.ObjectDrift, policy kustomizev1.DriftPolicy) string {
 	if t := driftText(d, policy); t != "" {
 		return t
 	}

@@ -7,15 +7,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/inspect"
 )
 
 func newTreeCmd(g *globals) *cobra.Command {
@@ -28,9 +25,9 @@ func newTreeCmd(g *globals) *cobra.Command {
 		Example: "  plumb tree kustomization apps -n team-a\n  plumb tree helmrelease podinfo -n team-a",
 		Args:    cobra.ExactArgs(2),
 		RunE: g.onApplied(func(ctx context.Context, t *applied) error {
-			ready, msg := readyOf(t.kind.status(t.obj))
-			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(t.kind, t.obj), ready, oneLine(msg))
-			return g.printInventory(ctx, g.out, t, "", map[string]bool{ref(t.kind, t.obj): true})
+			ready, msg := readyOf(t.kind.status(t.Object))
+			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(t.kind, t.Object), ready, oneLine(msg))
+			return g.printInventory(ctx, g.out, t, "", map[string]bool{ref(t.kind, t.Object): true})
 		}),
 	}
 }
@@ -39,25 +36,26 @@ func newTreeCmd(g *globals) *cobra.Command {
 // under prefix, descending into the Kustomizations and HelmReleases it
 // manages (seen stops a cycle).
 func (g *globals) printInventory(ctx context.Context, w io.Writer, t *applied, prefix string, seen map[string]bool) error {
-	if t.inventory == nil || len(t.inventory.Entries) == 0 {
+	if t.Inventory == nil || len(t.Inventory.Entries) == 0 {
 		fmt.Fprintf(w, "%s└── (no objects applied yet)\n", prefix)
 		return nil
 	}
-	drifts := driftByObject(t.drift)
-	entries := t.inventory.Entries
+	drifts := inspect.DriftByObject(t.Drift)
+	entries := t.Inventory.Entries
+	live := inspect.ReadLive(ctx, g.client, entries)
 	for i, e := range entries {
 		branch, next := "├── ", "│   "
 		if i == len(entries)-1 {
 			branch, next = "└── ", "    "
 		}
-		obj, h, err := g.entryHealth(ctx, e)
+		obj, err := live.Get(e)
 		if err != nil {
 			fmt.Fprintf(w, "%s%s%s  error: %v\n", prefix, branch, entryID(e), err)
 			continue
 		}
-		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(h.String()))
-		if d := drifts[entryID(e)]; d != nil && d.contested != nil {
-			line += "  ⚔ " + contestedText(*d.contested)
+		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(health.Evaluate(obj).String()))
+		if d := drifts[entryID(e)]; d != nil && d.Contested != nil {
+			line += "  ⚔ " + contestedText(*d.Contested)
 		}
 		fmt.Fprintln(w, line)
 		k := appliedKindOf(e)
@@ -91,30 +89,6 @@ func appliedKindOf(e kustomizev1.InventoryEntry) *kind {
 		return helmReleaseKind
 	}
 	return nil
-}
-
-// entryHealth reads an inventory entry's live object (nil when it is
-// gone) and its health as pkg/health computes it.
-func (g *globals) entryHealth(ctx context.Context, e kustomizev1.InventoryEntry) (*unstructured.Unstructured, health.Result, error) {
-	obj, err := g.liveObject(ctx, e)
-	if err != nil {
-		return nil, health.Result{}, err
-	}
-	return obj, health.Evaluate(obj), nil
-}
-
-// liveObject reads an inventory entry's object; nil when it is gone.
-func (g *globals) liveObject(ctx context.Context, e kustomizev1.InventoryEntry) (*unstructured.Unstructured, error) {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: e.Group, Version: e.Version, Kind: e.Kind})
-	err := g.client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
 }
 
 // entryID renders Kind/namespace/name, or Kind/name when cluster-scoped.

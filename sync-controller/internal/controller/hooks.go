@@ -10,7 +10,6 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
-	"plumb.dev/sync-controller/internal/engine"
 )
 
 // startHook creates a hook for this sync. A hook object of the same name
@@ -23,7 +22,7 @@ func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
 		return err
 	}
 	if live != nil {
-		if live.GetLabels()[engine.HookSyncLabel] == s.syncID() {
+		if live.GetLabels()[plan.HookSyncLabel] == s.syncID() {
 			s.applied[object.IDOf(h.Unstructured)] = live
 			return nil
 		}
@@ -39,7 +38,7 @@ func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
 	nameKey, nsKey := s.owner.LabelKeys()
 	labels[nameKey] = s.owner.Name
 	labels[nsKey] = s.owner.Namespace
-	labels[engine.HookSyncLabel] = s.syncID()
+	labels[plan.HookSyncLabel] = s.syncID()
 	obj.SetLabels(labels)
 	created, err := s.engine.CreateHook(ctx, obj)
 	if err != nil {

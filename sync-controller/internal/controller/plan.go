@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -28,8 +26,7 @@ import (
 // named hook left by the failed one is deleted first, one with only a
 // generateName gets a new name), as Argo CD does.
 func (s *syncRun) syncID() string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", s.digest, s.obj.GetGeneration(), s.operationStart().Unix())))
-	return hex.EncodeToString(sum[:])[:10]
+	return plan.SyncID(s.digest, s.obj.GetGeneration(), s.operationStart().Time)
 }
 
 // operationStart is when the sync operation this run belongs to started:

@@ -12,9 +12,6 @@ import (
 	"plumb.dev/pkg/object"
 )
 
-// HookSyncLabel names the sync operation a hook object was created for.
-const HookSyncLabel = "plumb.dev/hook-sync"
-
 // Get returns the live object like names, or nil when it does not exist.
 func (e *Engine) Get(ctx context.Context, like *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{}

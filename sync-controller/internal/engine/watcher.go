@@ -27,6 +27,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/panics"
+	"plumb.dev/pkg/plan"
 )
 
 // Watcher keeps metadata-only informers on every kind of managed object and
@@ -233,7 +234,7 @@ func (w *Watcher) takeExpected(uid types.UID) bool {
 
 func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.PartialObjectMetadata) {
 	owner, ok := manage.OwnerOfKind(w.kind, objLabels)
-	if !ok || objLabels[HookSyncLabel] != "" {
+	if !ok || objLabels[plan.HookSyncLabel] != "" {
 		return // hooks come and go by design; they are not drift
 	}
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}

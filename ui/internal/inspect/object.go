@@ -1,0 +1,220 @@
+package inspect
+
+import (
+	"context"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/inspect"
+)
+
+// objectPage is the answer of GET /api/objects/{kind}/{namespace}/{name}:
+// the overview row's fields, then the object and what it is made of (the
+// fields docs/design/ui.md says the front end reads).
+type objectPage struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the Ready condition's status (True, False, Unknown), with
+	// its reason and message.
+	Ready     string `json:"ready"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Suspended bool   `json:"suspended"`
+	// Revision is an applied kind's last applied revision, a source's
+	// artifact revision.
+	Revision string `json:"revision,omitempty"`
+	// LastSync is when the newest sync finished.
+	LastSync *metav1.Time `json:"lastSync,omitempty"`
+	// Object is the object as the API server returned it, without
+	// managedFields.
+	Object     map[string]any     `json:"object"`
+	Conditions []metav1.Condition `json:"conditions"`
+	// Artifact is a source's artifact, or an applied kind's newest render.
+	Artifact *meta.Artifact `json:"artifact,omitempty"`
+	// Source is the nearest of Sources.
+	Source *sourceSummary `json:"source,omitempty"`
+	// Sources are what the object is built from, nearest first: a
+	// Kustomization's GitRepository; a HelmRelease's HelmChart and the
+	// chart's repository; a HelmChart's repository.
+	Sources []sourceSummary `json:"sources"`
+
+	// The rest is for the applied kinds only.
+	Sync    *kustomizev1.SyncProgress `json:"sync,omitempty"`
+	Drift   *kustomizev1.DriftStatus  `json:"drift,omitempty"`
+	History *history                  `json:"history,omitempty"`
+	Tree    []inspect.Node            `json:"tree,omitempty"`
+	Hooks   []inspect.Node            `json:"hooks,omitempty"`
+	// TreeNotes say what the tree lacks and why.
+	TreeNotes []string `json:"treeNotes,omitempty"`
+}
+
+// sourceSummary is one source of an object, as the user may read it.
+type sourceSummary struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the source's Ready condition's status, with its reason
+	// and message.
+	Ready    string `json:"ready,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	URL      string `json:"url,omitempty"`
+	// Error is why the source could not be read (it does not exist, the
+	// user may not get it).
+	Error string `json:"error,omitempty"`
+}
+
+// history is what status keeps of the releases or revisions applied.
+type history struct {
+	// Releases is a HelmRelease's status.history, newest first.
+	Releases []helmv2.Snapshot `json:"releases,omitempty"`
+	// Note says what is not kept.
+	Note string `json:"note,omitempty"`
+}
+
+// kustomizationHistoryNote is the truth about a Kustomization's history.
+const kustomizationHistoryNote = "a Kustomization's status keeps no history: only the last applied and last attempted " +
+	"revisions, the newest render and the newest sync (see /revisions)"
+
+type conditioned interface {
+	GetConditions() []metav1.Condition
+}
+
+func (h *handlers) object(r *request) (any, error) {
+	ctx := r.Context()
+	page := &objectPage{Kind: r.kind.Kind, Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), Sources: []sourceSummary{}}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r.obj)
+	if err != nil {
+		return nil, err
+	}
+	// A typed object read from the API server carries no type metadata.
+	u["apiVersion"], u["kind"] = r.kind.APIVersion, r.kind.Kind
+	unstructured.RemoveNestedField(u, "metadata", "managedFields")
+	page.Object = u
+	page.Conditions = []metav1.Condition{}
+	if c, ok := r.obj.(conditioned); ok && c.GetConditions() != nil {
+		page.Conditions = c.GetConditions()
+	}
+	page.Ready, page.Reason, page.Message = readyOf(page.Conditions)
+	page.Suspended, _, _ = unstructured.NestedBool(u, "spec", "suspend")
+
+	switch o := r.obj.(type) {
+	case *sourcev1.GitRepository:
+		page.Artifact = o.Status.Artifact
+	case *sourcev1.HelmRepository:
+		page.Artifact = o.Status.Artifact
+	case *sourcev1.HelmChart:
+		page.Artifact = o.Status.Artifact
+		page.Sources = append(page.Sources, chartSource(ctx, r.client, o))
+	case *kustomizev1.Kustomization:
+		ns := o.Spec.SourceRef.Namespace
+		if ns == "" {
+			ns = o.Namespace
+		}
+		page.Sources = append(page.Sources, readSource(ctx, r.client, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
+		page.History = &history{Note: kustomizationHistoryNote}
+	case *helmv2.HelmRelease:
+		key := inspect.HelmChartKey(o)
+		chart := &sourcev1.HelmChart{}
+		page.Sources = append(page.Sources, readSource(ctx, r.client, chart, sourcev1.HelmChartKind, key))
+		if chart.Name != "" {
+			page.Sources = append(page.Sources, chartSource(ctx, r.client, chart))
+		}
+		page.History = &history{Releases: o.Status.History}
+		if len(o.Status.History) == 0 {
+			page.History.Note = "no release yet"
+		}
+	}
+	if page.Artifact != nil {
+		page.Revision = page.Artifact.Revision
+	}
+	if len(page.Sources) > 0 {
+		page.Source = &page.Sources[0]
+	}
+	if a, ok := inspect.AppliedOf(r.obj); ok {
+		page.Artifact = a.Rendered
+		page.Sync, page.Drift, page.Revision = a.Sync, a.Drift, a.LastApplied
+		if a.Sync != nil {
+			page.LastSync = a.Sync.FinishedAt
+		}
+		tree := inspect.BuildTree(ctx, r.client, a, func(ctx context.Context) ([]*unstructured.Unstructured, string) {
+			return h.rendered(ctx, r, a)
+		})
+		page.Tree, page.Hooks, page.TreeNotes = tree.Nodes, tree.Hooks, tree.Notes
+	}
+	return page, nil
+}
+
+// rendered downloads the newest render of a (with the user's identity when
+// it goes through the API server's service proxy); nil and why when it is
+// not at hand.
+func (h *handlers) rendered(ctx context.Context, r *request, a *inspect.Applied) ([]*unstructured.Unstructured, string) {
+	if a.Rendered == nil {
+		return nil, "nothing rendered yet: waves and hooks are not known"
+	}
+	hc, err := inspect.ArtifactClient(r.config)
+	if err != nil {
+		return nil, "the rendered artifact is not at hand: " + err.Error()
+	}
+	objs, err := inspect.FetchRendered(ctx, hc, a.Rendered)
+	if err != nil {
+		return nil, "the rendered artifact is not at hand, so waves and hooks are not known: " + err.Error()
+	}
+	return objs, ""
+}
+
+// readSource reads one source into obj and sums it up; an error reading
+// it is part of the summary, not of the page.
+func readSource(ctx context.Context, c client.Client, obj client.Object, kind string, key types.NamespacedName) sourceSummary {
+	s := sourceSummary{Kind: kind, Namespace: key.Namespace, Name: key.Name}
+	if err := c.Get(ctx, key, obj); err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	if c, ok := obj.(conditioned); ok {
+		s.Ready, s.Reason, s.Message = readyOf(c.GetConditions())
+	}
+	var a *meta.Artifact
+	switch o := obj.(type) {
+	case *sourcev1.GitRepository:
+		a, s.URL = o.Status.Artifact, o.Spec.URL
+	case *sourcev1.HelmRepository:
+		a, s.URL = o.Status.Artifact, o.Spec.URL
+	case *sourcev1.HelmChart:
+		a = o.Status.Artifact
+	}
+	if a != nil {
+		s.Revision = a.Revision
+	}
+	return s
+}
+
+// chartSource reads a HelmChart's GitRepository or HelmRepository.
+func chartSource(ctx context.Context, c client.Client, chart *sourcev1.HelmChart) sourceSummary {
+	key := types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
+	if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
+		return readSource(ctx, c, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, key)
+	}
+	return readSource(ctx, c, &sourcev1.HelmRepository{}, sourcev1.HelmRepositoryKind, key)
+}
+
+// readyOf is the Ready condition's status, reason and message; Unknown
+// when there is none.
+func readyOf(conds []metav1.Condition) (status, reason, message string) {
+	c := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
+	if c == nil {
+		return string(metav1.ConditionUnknown), "", ""
+	}
+	return string(c.Status), c.Reason, c.Message
+}

@@ -1,0 +1,166 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// ClientFunc returns the client and REST config of the user behind r: the
+// identity every request of a page is made with. The server adapts its
+// session to it; an error ends the request with 401.
+type ClientFunc func(r *http.Request) (client.Client, *rest.Config, error)
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// requestTimeout bounds the API requests and downloads one page makes.
+const requestTimeout = 30 * time.Second
+
+// Routes registers the object pages on mux (Go 1.22 patterns):
+//
+//	GET  /api/objects/{kind}/{namespace}/{name}
+//	GET  /api/objects/{kind}/{namespace}/{name}/live?id=
+//	GET  /api/objects/{kind}/{namespace}/{name}/revisions?from=&to=
+//	POST /api/objects/{kind}/{namespace}/{name}/ignore
+//
+// Writes are expected behind the server's CSRF check.
+func Routes(mux *http.ServeMux, clients ClientFunc) {
+	h := &handlers{clients: clients}
+	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}", h.serve(h.object))
+	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}/live", h.serve(h.live))
+	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}/revisions", h.serve(h.revisions))
+	mux.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/ignore", h.serve(h.ignore))
+}
+
+type handlers struct {
+	clients ClientFunc
+}
+
+// request is one page request: the object it names, read with the
+// user's identity.
+type request struct {
+	*http.Request
+	kind   *kind
+	obj    client.Object
+	client client.Client
+	config *rest.Config
+}
+
+// httpError is an error with the status it is answered with.
+type httpError struct {
+	status int
+	err    error
+}
+
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
+// badRequest is a 400 error.
+func badRequest(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, err: fmt.Errorf(format, args...)}
+}
+
+// notFound is a 404 error.
+func notFound(format string, args ...any) error {
+	return &httpError{status: http.StatusNotFound, err: fmt.Errorf(format, args...)}
+}
+
+// serve reads the object the route names with the user's identity, runs
+// page, and writes its answer or its error as JSON.
+func (h *handlers) serve(page func(*request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		out, err := h.run(r.WithContext(ctx), page)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, error) {
+	k := kinds[r.PathValue("kind")]
+	if k == nil {
+		return nil, notFound("unknown kind %q: one of gitrepository, kustomization, helmrelease, helmrepository, helmchart", r.PathValue("kind"))
+	}
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return nil, badRequest("namespace %q is not a DNS label", ns)
+	}
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, badRequest("name %q is not a DNS subdomain", name)
+	}
+	c, cfg, err := h.clients(r)
+	if err != nil {
+		return nil, &httpError{status: http.StatusUnauthorized, err: err}
+	}
+	obj := k.newObj()
+	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return nil, err
+	}
+	return page(&request{Request: r, kind: k, obj: obj, client: c, config: cfg})
+}
+
+// writeError answers {"error": "..."} with the API server's status for
+// its errors, 400 for a bad request, 500 otherwise.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	var he *httpError
+	var tooBig *http.MaxBytesError
+	var apiStatus apierrors.APIStatus
+	switch {
+	case errors.As(err, &he):
+		status = he.status
+	case errors.As(err, &tooBig):
+		status = http.StatusRequestEntityTooLarge
+	case errors.As(err, &apiStatus) && apiStatus.Status().Code != 0:
+		status = int(apiStatus.Status().Code)
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// kind is one kind a route names.
+type kind struct {
+	Kind, APIVersion string
+	// Resource is the plural resource name access reviews take.
+	Resource string
+	newObj   func() client.Object
+}
+
+// kinds are the kinds of the routes, by their lower-case singular name.
+var kinds = map[string]*kind{
+	"gitrepository": {Kind: sourcev1.GitRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "gitrepositories",
+		newObj: func() client.Object { return &sourcev1.GitRepository{} }},
+	"helmrepository": {Kind: sourcev1.HelmRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmrepositories",
+		newObj: func() client.Object { return &sourcev1.HelmRepository{} }},
+	"helmchart": {Kind: sourcev1.HelmChartKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmcharts",
+		newObj: func() client.Object { return &sourcev1.HelmChart{} }},
+	"kustomization": {Kind: kustomizev1.KustomizationKind, APIVersion: kustomizev1.GroupVersion.String(), Resource: "kustomizations",
+		newObj: func() client.Object { return &kustomizev1.Kustomization{} }},
+	"helmrelease": {Kind: helmv2.HelmReleaseKind, APIVersion: helmv2.GroupVersion.String(), Resource: "helmreleases",
+		newObj: func() client.Object { return &helmv2.HelmRelease{} }},
+}
