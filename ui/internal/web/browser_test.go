@@ -275,6 +275,20 @@ func TestTheAppliedObjectShowsWhoChangedEachFieldAndMakesAnIgnoreRule(t *testing
 	}
 }
 
+// No comparison is not "In sync": a user who may not dry-run an apply is
+// told why there is no diff.
+func TestAnObjectThatCannotBeComparedSaysWhy(t *testing.T) {
+	b, _, base := signedIn(t)
+	b.Go(base+"/#/k/kustomization/team-0/app-0000/o/"+url.PathEscape("apps/Deployment/team-0/locked"), ".diff-unavailable")
+	got := b.Text(".diff-unavailable")
+	if !strings.Contains(got, "Not compared") || !strings.Contains(got, "may not dry-run") || !strings.Contains(got, "cannot patch") {
+		t.Errorf("the diff section reads %q", got)
+	}
+	if n := browsertest.Eval[int](b, `document.querySelectorAll('.in-sync').length`); n != 0 {
+		t.Errorf("the page shows %d In sync notes for an object it could not compare", n)
+	}
+}
+
 func TestTheDriftTimelineMarksDetectedAndCorrected(t *testing.T) {
 	b, api, base := signedIn(t)
 	b.Go(base+"/#/drift", ".stream .entry")

@@ -265,6 +265,12 @@ func node(group, version, kind, ns, name, health, reason string, children []map[
 
 func (f *fakeAPI) live(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
+	if strings.HasSuffix(id, "/locked") {
+		// As the server answers a user who may not dry-run an apply.
+		reply(w, 200, map[string]any{"id": id, "diff": []any{}, "health": map[string]any{"status": "Healthy"},
+			"diffUnavailable": map[string]any{"status": 403, "reason": "deployments.apps \"locked\" is forbidden: User \"jane\" cannot patch"}})
+		return
+	}
 	reply(w, 200, map[string]any{
 		"id":     id,
 		"object": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 5}},

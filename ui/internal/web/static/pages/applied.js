@@ -32,8 +32,14 @@ export function mount(main, { kind, namespace, name, id }) {
       const hl = typeof r.health === 'string' ? { status: r.health } : (r.health || {});
       fill(health, badge(hl.status || 'Unknown'), hl.reason || hl.message ? h('span', { class: 'muted' }, ' ' + (hl.reason || hl.message)) : null);
       const changes = r.diff || [];
+      // No comparison (no right to dry-run, no render at hand, a hook) is
+      // not the same as no difference: say why there is none.
+      const unavailable = r.diffUnavailable;
       fill(diff, changes.length ? changesTable(changes, { onIgnore: ignoreField })
-        : h('p', { class: 'in-sync' }, badge('In sync', 'Healthy'), ' The live object matches Git.'));
+        : unavailable ? h('p', { class: 'diff-unavailable' }, badge('Not compared', 'Unknown'), ' ',
+          unavailable.status === 403 ? 'You may not dry-run an apply of this object, so it cannot be compared with Git: ' : '',
+          unavailable.reason || 'No comparison with Git is available.')
+          : h('p', { class: 'in-sync' }, badge('In sync', 'Healthy'), ' The live object matches Git.'));
       const evs = r.events || [];
       fill(events, evs.length ? h('table', { class: 'table' },
         h('thead', {}, h('tr', {}, ['Type', 'Reason', 'Message', 'Count', 'Last seen'].map((t) => h('th', { scope: 'col' }, t)))),

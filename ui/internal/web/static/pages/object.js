@@ -121,9 +121,13 @@ export function mount(main, { kind, namespace, name }) {
         try {
           const d = await api.get(api.objectPath(kind, namespace, name, '/revisions'), { from, to });
           const diff = d && d.diff;
+          const unavailable = d && d.diffUnavailable;
           fill(out, h('h3', {}, `${shortRev(from)} → ${shortRev(to)}`),
             typeof diff === 'string' ? h('pre', { class: 'yaml' }, diff)
-              : diff && diff.length ? changesTable(diff, { object: true }) : h('p', {}, 'No differences.'));
+              : diff && diff.length ? changesTable(diff, { object: true })
+                : unavailable ? h('p', { class: 'diff-unavailable' }, unavailable.reason || 'These revisions cannot be compared.',
+                  unavailable.gone && unavailable.gone.length ? ` No longer served: ${[].concat(unavailable.gone).join(', ')}.` : '')
+                  : h('p', {}, 'No differences.'));
         } catch (err) { fill(out, errorBox(err)); }
       });
       fill(revisions, h('ul', { class: 'revisions' }, boxes), compare, out);
