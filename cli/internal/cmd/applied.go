@@ -253,10 +253,8 @@ func (a *applied) ignoreField() string {
 // helmChartKey is the HelmChart a HelmRelease renders: spec.chartRef, or
 // the one render-controller creates for spec.chart.
 func helmChartKey(hr *helmv2.HelmRelease) types.NamespacedName {
-	if hr.Spec.ChartRef != nil {
-		return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.Spec.ChartRef.Name}
-	}
-	return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.GetHelmChartName()}
+	ns, name := hr.GetHelmChart()
+	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
 // chartSourceKey is the kind and key of a HelmChart's source, in its
