@@ -23,9 +23,9 @@ type Kind struct {
 	// GVK is the kind's group, version and Kind ("Kustomization").
 	GVK schema.GroupVersionKind
 	// Resource is the plural resource name access reviews take.
-	Resource string
-	newObject   func() client.Object
-	newList     func() client.ObjectList
+	Resource  string
+	newObject func() client.Object
+	newList   func() client.ObjectList
 }
 
 // New returns an empty object of the kind.
