@@ -18,9 +18,8 @@ import (
 // of reviews, not one per row per request.
 const ReviewTTL = time.Minute
 
-// maxReviews bounds the reviews one session keeps; beyond it the oldest
-// half of the answers is forgotten rather than memory growing with every
-// object a user's pages ask about.
+// maxReviews bounds the reviews one session keeps, rather than memory
+// growing with every object a user's pages ask about.
 const maxReviews = 4096
 
 // Session is one signed-in user: who they are, the client that acts as
@@ -110,30 +109,24 @@ func (s *Session) MayDo(ctx context.Context, verb, group, resource, namespace, n
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.reviews) >= maxReviews {
-		s.forgetOldest()
+		s.forget()
 	}
 	s.reviews[key] = verdict{allowed: sar.Status.Allowed, at: now}
 	return sar.Status.Allowed
 }
 
-// forgetOldest drops the older half of the kept reviews (and every expired
-// one). Called with mu held.
-func (s *Session) forgetOldest() {
+// forget makes room: it drops the expired answers, and when that does not
+// free half of the room, all of them (each is asked again at most once).
+// Called with mu held.
+func (s *Session) forget() {
 	now := s.now()
-	var oldest, newest time.Time
-	for _, v := range s.reviews {
-		if oldest.IsZero() || v.at.Before(oldest) {
-			oldest = v.at
-		}
-		if v.at.After(newest) {
-			newest = v.at
-		}
-	}
-	middle := oldest.Add(newest.Sub(oldest) / 2)
 	for k, v := range s.reviews {
-		if now.Sub(v.at) >= ReviewTTL || !v.at.After(middle) {
+		if now.Sub(v.at) >= ReviewTTL {
 			delete(s.reviews, k)
 		}
+	}
+	if len(s.reviews) > maxReviews/2 {
+		clear(s.reviews)
 	}
 }
 

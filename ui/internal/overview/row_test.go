@@ -3,8 +3,8 @@ package overview
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -139,7 +139,7 @@ func TestThePageIsFilteredCountedAndPaged(t *testing.T) {
 	g.Expect(all.Total).To(Equal(1000))
 	g.Expect(all.Counts).To(Equal(map[string]int{StatusReady: 900, StatusNotReady: 80, StatusProgressing: 0, StatusSuspended: 20}))
 	g.Expect(all.Items).To(HaveLen(DefaultLimit))
-	g.Expect(all.Items[0].Namespace + "/" + all.Items[0].Name).To(Equal("team-00/app-0000"), "sorted by kind, namespace, name")
+	g.Expect(all.Items[0].Namespace+"/"+all.Items[0].Name).To(Equal("team-00/app-0000"), "sorted by kind, namespace, name")
 	g.Expect(all.Items[1].Name).To(Equal("app-0020"))
 
 	notReady := h.Page(ctx, allowed{}, Query{Status: StatusNotReady, Offset: 70, Limit: 500})
