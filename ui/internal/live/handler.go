@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -38,8 +39,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	// A stream lasts as long as the page: the server's write timeout,
-	// which bounds every other answer, must not end it.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+	// which bounds every other answer, must not end it; nor its read
+	// timeout, which bounds reading a request, not how long it is served.
+	if err := errors.Join(rc.SetWriteDeadline(time.Time{}), rc.SetReadDeadline(time.Time{})); err != nil {
 		httpapi.Error(w, http.StatusInternalServerError, "this connection cannot stream: %v", err)
 		return
 	}
