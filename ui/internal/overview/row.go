@@ -37,6 +37,9 @@ type Row struct {
 	status string
 }
 
+// ref names the row's object.
+func (r *Row) ref() Ref { return Ref{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name} }
+
 // Health counts the applied objects by health.
 type Health struct {
 	Healthy     int `json:"healthy"`

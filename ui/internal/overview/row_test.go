@@ -9,11 +9,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/ui/internal/live"
 )
 
 func condition(t, status, reason, msg string) metav1.Condition {
@@ -180,4 +182,19 @@ func BenchmarkOverview(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestTheStoreTellsOfEachAddUpdateAndDelete(t *testing.T) {
+	g := NewWithT(t)
+	s := NewStore()
+	var got []string
+	s.OnChange = func(c live.Change) { got = append(got, c.Reason+" "+c.Kind+" "+c.Namespace+"/"+c.Name) }
+	k := kustomization("apps", "web")
+	s.Set(k)
+	s.Set(k)
+	s.Set(&corev1.ConfigMap{}) // not a kind of the overview
+	g.Expect(s.Rows()).To(HaveLen(1))
+	s.Delete(k)
+	g.Expect(s.Rows()).To(BeEmpty())
+	g.Expect(got).To(Equal([]string{"Added Kustomization apps/web", "Updated Kustomization apps/web", "Deleted Kustomization apps/web"}))
 }

@@ -40,31 +40,36 @@ func (s *Store) Set(obj client.Object) {
 	if r == nil {
 		return
 	}
-	key := Ref{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	s.mu.Lock()
-	_, had := s.rows[key]
-	s.rows[key] = r
-	s.sorted = nil
-	s.mu.Unlock()
-	reason := live.Updated
-	if !had {
-		reason = live.Added
-	}
-	s.changed(key, reason)
+	s.update(r.ref(), r)
 }
 
 // Delete forgets obj's row.
 func (s *Store) Delete(obj client.Object) {
-	r := rowOf(obj)
-	if r == nil {
-		return
+	if r := rowOf(obj); r != nil {
+		s.update(r.ref(), nil)
 	}
-	key := Ref{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// update stores or, when r is nil, forgets the row of key, and tells
+// OnChange.
+func (s *Store) update(key Ref, r *Row) {
 	s.mu.Lock()
-	delete(s.rows, key)
+	_, had := s.rows[key]
+	if r != nil {
+		s.rows[key] = r
+	} else {
+		delete(s.rows, key)
+	}
 	s.sorted = nil
 	s.mu.Unlock()
-	s.changed(key, live.Deleted)
+	reason := live.Updated
+	switch {
+	case r == nil:
+		reason = live.Deleted
+	case !had:
+		reason = live.Added
+	}
+	s.changed(key, reason)
 }
 
 func (s *Store) changed(key Ref, reason string) {
