@@ -22,7 +22,8 @@
 //
 // A Session carries the user's client and config and answers "may this
 // user do that?" with a SelfSubjectAccessReview made as the user, cached
-// for a minute (MayDo). Gate.Protect puts the Session in the request's
+// for a minute (MayDo; MayGet asks of the namespace first, then of the
+// object, so a stream of events costs a review per namespace). Gate.Protect puts the Session in the request's
 // context (From), refuses a request without one (401) and a write without
 // the X-Plumb-CSRF header of its session (403): the cookie alone, which a
 // browser sends by itself, is not enough to change anything.

@@ -115,6 +115,15 @@ func (s *Session) MayDo(ctx context.Context, verb, group, resource, namespace, n
 	return sar.Status.Allowed
 }
 
+// MayGet reports whether the user may get the object: asked first of the
+// whole namespace (one cached review serves every object there, as for a
+// user with a namespace's viewer role), then of the object by name (a
+// role that names resourceNames). Event streams ask it of every object
+// they would show, so this keeps them to a review per namespace.
+func (s *Session) MayGet(ctx context.Context, group, resource, namespace, name string) bool {
+	return s.MayDo(ctx, "get", group, resource, namespace, "") || s.MayDo(ctx, "get", group, resource, namespace, name)
+}
+
 // forget makes room: it drops the expired answers, and when that does not
 // free half of the room, all of them (each is asked again at most once).
 // Called with mu held.

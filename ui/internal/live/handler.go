@@ -74,7 +74,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		case c := <-sub.changes:
 			k, ok := kinds.Lookup(c.Kind)
-			if !ok || !s.MayDo(ctx, "get", k.Group(), k.Resource, c.Namespace, c.Name) {
+			if !ok || !s.MayGet(ctx, k.Group(), k.Resource, c.Namespace, c.Name) {
 				continue
 			}
 			c.Kind = k.GVK.Kind
