@@ -13,6 +13,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 )
 
@@ -52,10 +53,34 @@ var All = []Kind{
 		newObject: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
 }
 
-// Lookup finds a kind by its route name or its Kind, in any case
-// ("kustomization", "Kustomization").
+// Notification are notification-controller's kinds: not in the overview,
+// but events on the stream are about them too, and showing one takes the
+// same access review.
+var Notification = []Kind{
+	{Route: "alert", GVK: notificationv1.GroupVersion.WithKind(notificationv1.AlertKind), Resource: "alerts",
+		newObject: func() client.Object { return &notificationv1.Alert{} }, newList: func() client.ObjectList { return &notificationv1.AlertList{} }},
+	{Route: "provider", GVK: notificationv1.GroupVersion.WithKind(notificationv1.ProviderKind), Resource: "providers",
+		newObject: func() client.Object { return &notificationv1.Provider{} }, newList: func() client.ObjectList { return &notificationv1.ProviderList{} }},
+	{Route: "receiver", GVK: notificationv1.GroupVersion.WithKind(notificationv1.ReceiverKind), Resource: "receivers",
+		newObject: func() client.Object { return &notificationv1.Receiver{} }, newList: func() client.ObjectList { return &notificationv1.ReceiverList{} }},
+}
+
+// Lookup finds one of the five kinds by its route name or its Kind, in
+// any case ("kustomization", "Kustomization").
 func Lookup(name string) (Kind, bool) {
-	for _, k := range All {
+	return find(All, name)
+}
+
+// LookupAny finds any Plumb kind, notification-controller's too.
+func LookupAny(name string) (Kind, bool) {
+	if k, ok := find(All, name); ok {
+		return k, true
+	}
+	return find(Notification, name)
+}
+
+func find(list []Kind, name string) (Kind, bool) {
+	for _, k := range list {
 		if strings.EqualFold(name, k.Route) || strings.EqualFold(name, k.GVK.Kind) {
 			return k, true
 		}

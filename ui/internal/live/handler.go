@@ -73,7 +73,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case c := <-sub.changes:
-			k, ok := kinds.Lookup(c.Kind)
+			k, ok := kinds.LookupAny(c.Kind)
 			if !ok || !s.MayGet(ctx, k.Group(), k.Resource, c.Namespace, c.Name) {
 				continue
 			}
