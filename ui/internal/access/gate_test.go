@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 )
 
 // gateWith returns a token-mode gate holding one session that expires at
@@ -82,4 +83,20 @@ func TestMayDoKeepsAnAnswerForAMinute(t *testing.T) {
 	s.reviews[review{"get", "g", "r", "ns", "old"}] = verdict{at: now.Add(-ReviewTTL)}
 	s.forget()
 	g.Expect(s.reviews).To(HaveLen(1), "the expired answer goes")
+}
+
+func TestAUsersConfigCarriesTheirTokenAndNoCredentialOfTheServers(t *testing.T) {
+	g := NewWithT(t)
+	server := &rest.Config{Host: "https://api.example:6443", BearerToken: "ui-sa-token", Username: "u", Password: "p",
+		Impersonate:     rest.ImpersonationConfig{UserName: "admin"},
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("cert"), KeyData: []byte("key")}}
+	gate, err := New(Options{Mode: ModeToken, Config: server, TTL: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg := gate.userConfig("user-token")
+	g.Expect(cfg.Host).To(Equal(server.Host))
+	g.Expect(cfg.CAData).To(Equal([]byte("ca")), "the server's CA: the user talks to the same API server")
+	g.Expect(cfg.BearerToken).To(Equal("user-token"))
+	g.Expect(cfg.CertData).To(BeEmpty())
+	g.Expect(cfg.KeyData).To(BeEmpty())
+	g.Expect(cfg.Username + cfg.Password + cfg.Impersonate.UserName + cfg.BearerTokenFile).To(BeEmpty())
 }
