@@ -141,6 +141,9 @@ func TestKubeconfigModeWantsTheOneTimeSecretAndALoopbackHost(t *testing.T) {
 	g.Expect(status).To(Equal(http.StatusUnauthorized), "the secret was used")
 	g.Expect(srv.LoginSecret()).NotTo(Equal(secret), "a new one replaces it")
 	other.signIn(map[string]string{"secret": srv.LoginSecret()})
+
+	_, err := server.New(context.Background(), server.Options{Listen: "0.0.0.0:0", Auth: server.AuthKubeconfig, Config: env.Config})
+	g.Expect(err).To(MatchError(ContainSubstring("listen on 127.0.0.1")), "the kubeconfig's user is not served to the network")
 }
 
 // overviewPage is GET /api/overview's answer, as much as the tests read.
