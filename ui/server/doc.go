@@ -14,7 +14,8 @@
 //
 // # Routes
 //
-// One place registers them all (routes.go). The sign-in routes (POST
+// One place registers them all (routes.go). GET /healthz answers without
+// a session, for probes. The sign-in routes (POST
 // /api/login, POST /api/logout, GET /api/session) are access.Gate's;
 // every other /api/ route is served only with a session, in the request's
 // context (access.From), and a write only with the session's X-Plumb-CSRF

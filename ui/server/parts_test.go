@@ -53,6 +53,8 @@ func TestAPartsRoutesAreServedWithTheSessionAndItsChangesReachTheLiveStream(t *t
 	status, body, _ := b.do(http.MethodGet, "/", nil)
 	g.Expect(status).To(Equal(http.StatusOK))
 	g.Expect(string(body)).To(Equal("the web app"), "the root needs no session: the sign-in page is part of it")
+	status, _, _ = b.do(http.MethodGet, "/healthz", nil)
+	g.Expect(status).To(Equal(http.StatusOK))
 	status, _, _ = b.do(http.MethodGet, "/api/whoami", nil)
 	g.Expect(status).To(Equal(http.StatusUnauthorized), "a part's routes are behind the session check")
 

@@ -27,6 +27,10 @@ func (s *Server) routes() http.Handler {
 	})
 
 	root := http.NewServeMux()
+	// For the Deployment's probes: answered once New has filled the cache.
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	s.gate.Register(root)
 	root.Handle("/api/", s.gate.Protect(api))
 	var app http.Handler = http.NotFoundHandler()
