@@ -14,9 +14,15 @@ import (
 func (s *Server) routes() http.Handler {
 	// /api/: everything but signing in needs a session.
 	api := http.NewServeMux()
-	(&overview.Handler{Store: s.store}).Register(api)
-	actions.Register(api)
-	(&live.Handler{Hub: s.hub}).Register(api)
+	ov := &overview.Handler{Store: s.store}
+	api.HandleFunc("GET /api/overview", ov.Overview)
+	api.HandleFunc("GET /api/namespaces", ov.Namespaces)
+	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/reconcile", actions.Reconcile)
+	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/suspend", actions.Suspend)
+	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/resume", actions.Resume)
+	api.Handle("GET /api/live", &live.Handler{Hub: s.hub})
+	api.HandleFunc("POST /api/logout", s.gate.Logout)
+	api.HandleFunc("GET /api/session", s.gate.Session)
 	for _, p := range s.parts {
 		if p.Routes != nil {
 			p.Routes(api, s.gate)
@@ -31,7 +37,7 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.gate.Register(root)
+	root.HandleFunc("POST /api/login", s.gate.Login)
 	root.Handle("/api/", s.gate.Protect(api))
 	var app http.Handler = http.NotFoundHandler()
 	for _, p := range s.parts {

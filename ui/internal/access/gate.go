@@ -111,15 +111,6 @@ func (g *Gate) LoginSecret() string {
 	return g.secret
 }
 
-// Register adds the sign-in routes to mux: POST /api/login, POST
-// /api/logout and GET /api/session. They are the only /api/ routes served
-// without a session.
-func (g *Gate) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /api/login", g.login)
-	mux.Handle("POST /api/logout", g.Protect(http.HandlerFunc(g.logout)))
-	mux.Handle("GET /api/session", g.Protect(http.HandlerFunc(g.session)))
-}
-
 // From returns the session Protect put in the request's context.
 func (g *Gate) From(r *http.Request) *Session { return From(r) }
 
@@ -179,7 +170,9 @@ type sessionInfo struct {
 	CSRF   string   `json:"csrf,omitempty"`
 }
 
-func (g *Gate) login(w http.ResponseWriter, r *http.Request) {
+// Login serves POST /api/login, the one /api/ route served without a
+// session: {"token"} or {"secret"} → the session cookie and who signed in.
+func (g *Gate) Login(w http.ResponseWriter, r *http.Request) {
 	// A form another site posts cannot be JSON without a CORS preflight,
 	// which this server never grants.
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -292,7 +285,8 @@ func (g *Gate) keep(s *Session) error {
 	return nil
 }
 
-func (g *Gate) logout(w http.ResponseWriter, r *http.Request) {
+// Logout serves POST /api/logout (behind Protect): it ends the session.
+func (g *Gate) Logout(w http.ResponseWriter, r *http.Request) {
 	s := From(r)
 	g.mu.Lock()
 	delete(g.sessions, s.id)
@@ -302,7 +296,9 @@ func (g *Gate) logout(w http.ResponseWriter, r *http.Request) {
 	httpapi.JSON(w, http.StatusOK, struct{}{})
 }
 
-func (g *Gate) session(w http.ResponseWriter, r *http.Request) {
+// Session serves GET /api/session (behind Protect): who is signed in and
+// the CSRF value writes carry.
+func (g *Gate) Session(w http.ResponseWriter, r *http.Request) {
 	httpapi.JSON(w, http.StatusOK, info(From(r)))
 }
 

@@ -16,14 +16,6 @@ import (
 	"plumb.dev/ui/internal/kinds"
 )
 
-// Register adds the action routes to mux, whose routes the server serves
-// behind access.Gate.Protect (a session and the CSRF header).
-func Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/reconcile", reconcileObject)
-	mux.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/suspend", suspend)
-	mux.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/resume", resume)
-}
-
 // Result is the answer of an action: the reconcile request's token, which
 // the object's status.lastHandledReconcileAt shows once the controller has
 // acted on it (empty for suspend).
@@ -36,7 +28,8 @@ type reconcileRequest struct {
 	WithSource bool `json:"withSource"`
 }
 
-func reconcileObject(w http.ResponseWriter, r *http.Request) {
+// Reconcile serves POST …/{kind}/{namespace}/{name}/reconcile.
+func Reconcile(w http.ResponseWriter, r *http.Request) {
 	var req reconcileRequest
 	if !httpapi.Decode(w, r, &req) {
 		return
@@ -67,7 +60,8 @@ func reconcileObject(w http.ResponseWriter, r *http.Request) {
 	httpapi.JSON(w, http.StatusOK, Result{Requested: token})
 }
 
-func suspend(w http.ResponseWriter, r *http.Request) {
+// Suspend serves POST …/{kind}/{namespace}/{name}/suspend.
+func Suspend(w http.ResponseWriter, r *http.Request) {
 	c, obj, ok := target(w, r)
 	if !ok {
 		return
@@ -80,7 +74,8 @@ func suspend(w http.ResponseWriter, r *http.Request) {
 	httpapi.JSON(w, http.StatusOK, Result{})
 }
 
-func resume(w http.ResponseWriter, r *http.Request) {
+// Resume serves POST …/{kind}/{namespace}/{name}/resume.
+func Resume(w http.ResponseWriter, r *http.Request) {
 	c, obj, ok := target(w, r)
 	if !ok {
 		return
@@ -93,7 +88,7 @@ func resume(w http.ResponseWriter, r *http.Request) {
 	httpapi.JSON(w, http.StatusOK, Result{Requested: token})
 }
 
-// target reads the object the route names with the user's client. On
+// target reads the object the route's {kind}, {namespace} and {name} name with the user's client. On
 // failure it has written the answer: 404 for an unknown kind, the API
 // server's status (403, 404) otherwise.
 func target(w http.ResponseWriter, r *http.Request) (client.Client, client.Object, bool) {

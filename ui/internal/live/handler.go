@@ -25,13 +25,8 @@ type Handler struct {
 	Heartbeat time.Duration
 }
 
-// Register adds GET /api/live to mux, whose routes the server serves
-// behind access.Gate.Protect.
-func (h *Handler) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/live", h.serve)
-}
-
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves GET /api/live.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := access.From(r)
 	if s == nil {
 		httpapi.Error(w, http.StatusUnauthorized, "sign in first")

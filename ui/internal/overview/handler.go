@@ -33,13 +33,6 @@ type Handler struct {
 	Store *Store
 }
 
-// Register adds GET /api/overview and GET /api/namespaces to mux, whose
-// routes the server serves behind access.Gate.Protect.
-func (h *Handler) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/overview", h.overview)
-	mux.HandleFunc("GET /api/namespaces", h.namespaces)
-}
-
 // Page is the answer of GET /api/overview.
 type Page struct {
 	// Total is how many rows match every filter.
@@ -60,7 +53,8 @@ type Query struct {
 	Offset, Limit int
 }
 
-func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+// Overview serves GET /api/overview.
+func (h *Handler) Overview(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r)
 	if err != nil {
 		httpapi.Error(w, http.StatusBadRequest, "%v", err)
@@ -216,16 +210,17 @@ func viewerOf(r *http.Request) Viewer {
 	return nil
 }
 
-// Namespaces is the answer of GET /api/namespaces.
-type Namespaces struct {
+// NamespaceList is the answer of GET /api/namespaces.
+type NamespaceList struct {
 	Items []string `json:"items"`
 }
 
-// namespaces lists the namespaces the user sees rows in, sorted.
-func (h *Handler) namespaces(w http.ResponseWriter, r *http.Request) {
+// Namespaces serves GET /api/namespaces: the namespaces the user sees
+// rows in, sorted.
+func (h *Handler) Namespaces(w http.ResponseWriter, r *http.Request) {
 	rows := h.Store.Rows()
 	visible := visibility(r.Context(), viewerOf(r), rows)
-	out := Namespaces{Items: []string{}}
+	out := NamespaceList{Items: []string{}}
 	seen := map[string]bool{}
 	for sc, ok := range visible {
 		if ok && !seen[sc.namespace] {
