@@ -9,8 +9,9 @@
 // New listens, starts the watch of the five kinds (with Options.Config,
 // the server's identity) and returns once it has listed them; Run serves
 // until its context ends. Handler is the whole HTTP handler, for tests
-// that serve it themselves (httptest.NewServer) — in kubeconfig mode its
-// Host check names the port of Addr.
+// that serve it themselves (httptest.NewServer): give no Listen then, so
+// New opens no socket, and call Close when done. In kubeconfig mode the
+// Host check then accepts 127.0.0.1 and localhost at any port.
 //
 // # Routes
 //

@@ -49,9 +49,11 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Listen is the address to listen on, DefaultListen when empty;
-	// "127.0.0.1:0" picks a free port, "fd:N" takes an inherited socket.
-	// In kubeconfig mode it must be a loopback address.
+	// Listen is the address to listen on: "127.0.0.1:9080"
+	// (DefaultListen), "127.0.0.1:0" for a free port, "fd:N" for an
+	// inherited socket. In kubeconfig mode it must be a loopback address.
+	// Empty, with no Listener, the server opens no socket: the caller
+	// serves Handler itself (httptest.NewServer) and Run fails.
 	Listen string
 	// Listener, when set, is used instead of Listen.
 	Listener net.Listener
@@ -98,9 +100,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Auth == "" {
 		opts.Auth = AuthToken
 	}
-	if opts.Listen == "" {
-		opts.Listen = DefaultListen
-	}
 	if opts.SessionTTL == 0 {
 		opts.SessionTTL = DefaultSessionTTL
 	}
@@ -132,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			s.close()
+			s.Close()
 		}
 	}()
 	env := Env{Context: ctx, Options: opts, Config: opts.Config, Scheme: opts.Scheme, Mapper: mapper, Access: gate, Log: opts.Log}
@@ -156,9 +155,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// listen opens the server's socket; kubeconfig mode only on loopback.
+// listen opens the server's socket, if it has an address; kubeconfig mode
+// only on loopback.
 func (s *Server) listen() (net.Listener, error) {
 	l := s.opts.Listener
+	if l == nil && s.opts.Listen == "" {
+		return nil, nil
+	}
 	if l == nil {
 		var err error
 		if l, err = listen.Listen(s.opts.Listen); err != nil {
@@ -178,18 +181,28 @@ func (s *Server) listen() (net.Listener, error) {
 // Handler is the server's whole HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Addr is the address the server listens on ("127.0.0.1:9080").
-func (s *Server) Addr() string { return s.listener.Addr().String() }
+// Addr is the address the server listens on ("127.0.0.1:9080"), "" when
+// it opened no socket.
+func (s *Server) Addr() string {
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
 
 // URL is the server's address as a URL, with the host name the Host check
-// of kubeconfig mode accepts.
+// of kubeconfig mode accepts; "/" when it opened no socket.
 func (s *Server) URL() string {
+	if s.listener == nil {
+		return "/"
+	}
 	return "http://" + net.JoinHostPort(s.host(), strconv.Itoa(s.port())) + "/"
 }
 
 // LoginURL is, in kubeconfig mode, the address that signs the browser in
 // with the current one-time secret (each use makes a new one, which the
-// next call returns); in token mode, URL.
+// next call returns); in token mode, URL. Without a socket it is relative
+// ("/#/?login=…"): prefix the address the caller serves Handler on.
 func (s *Server) LoginURL() string {
 	if secret := s.gate.LoginSecret(); secret != "" {
 		return s.URL() + "#/?login=" + secret
@@ -200,7 +213,11 @@ func (s *Server) LoginURL() string {
 // LoginSecret is the current one-time login secret of kubeconfig mode.
 func (s *Server) LoginSecret() string { return s.gate.LoginSecret() }
 
+// port is the port listened on, 0 without a TCP socket.
 func (s *Server) port() int {
+	if s.listener == nil {
+		return 0
+	}
 	if tcp, ok := s.listener.Addr().(*net.TCPAddr); ok {
 		return tcp.Port
 	}
@@ -221,7 +238,10 @@ func (s *Server) host() string {
 // flight finish (at most 10 s; open event streams are cut) and closes the
 // parts.
 func (s *Server) Run(ctx context.Context) error {
-	defer s.close()
+	if s.listener == nil {
+		return errors.New("the server has no address to serve on: set Options.Listen")
+	}
+	defer s.Close()
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: ReadHeaderTimeout,
@@ -249,8 +269,9 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// close releases the listener and the parts.
-func (s *Server) close() {
+// Close releases the socket and the parts; Run calls it as it returns. A
+// caller that serves Handler itself calls it when done.
+func (s *Server) Close() {
 	if s.listener != nil {
 		_ = s.listener.Close()
 	}

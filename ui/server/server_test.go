@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -146,6 +147,28 @@ func TestKubeconfigModeWantsTheOneTimeSecretAndALoopbackHost(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("listen on 127.0.0.1")), "the kubeconfig's user is not served to the network")
 }
 
+func TestAServerWithoutASocketIsServedByItsCaller(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := server.New(ctx, server.Options{Auth: server.AuthKubeconfig, Config: env.Config})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer srv.Close()
+	g.Expect(srv.Addr()).To(BeEmpty())
+	g.Expect(srv.LoginURL()).To(Equal("/#/?login=" + srv.LoginSecret()))
+	g.Expect(srv.Run(ctx)).To(MatchError(ContainSubstring("no address")))
+
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	b := &browser{t: t, base: ts.URL, http: ts.Client()}
+	b.host = "rebound.example.com:80"
+	status, _, _ := b.do(http.MethodGet, "/api/session", nil)
+	g.Expect(status).To(Equal(http.StatusMisdirectedRequest), "the name is checked even where the port is not known")
+	b.host = ""
+	status, _, _ = b.do(http.MethodGet, "/api/session", nil)
+	g.Expect(status).To(Equal(http.StatusUnauthorized), "127.0.0.1 at the caller's port passes")
+}
+
 // overviewPage is GET /api/overview's answer, as much as the tests read.
 type overviewPage struct {
 	Total  int            `json:"total"`
@@ -188,7 +211,7 @@ func TestAUserSeesAndChangesOnlyTheNamespaceTheirRBACAllows(t *testing.T) {
 	g.Expect(page.Total).To(BeZero(), "asking for the namespace by name shows nothing either")
 	status, data, _ = b.do(http.MethodGet, "/api/namespaces", nil)
 	g.Expect(status).To(Equal(http.StatusOK))
-	g.Expect(string(data)).To(MatchJSON(`{"items": ["` + mine + `"]}`))
+	g.Expect(string(data)).To(MatchJSON(`{"namespaces": ["` + mine + `"]}`))
 	status, _, _ = b.do(http.MethodGet, "/api/overview?limit=x", nil)
 	g.Expect(status).To(Equal(http.StatusBadRequest))
 

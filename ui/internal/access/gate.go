@@ -322,12 +322,14 @@ func randomString() string {
 // LocalHostOnly serves h only for requests whose Host header is
 // 127.0.0.1:port or localhost:port: a browser sends the name it resolved,
 // so a page of another site whose name resolves to 127.0.0.1 (DNS
-// rebinding) is refused (421) even though it reaches the socket.
+// rebinding) is refused (421) even though it reaches the socket. Port 0
+// (a handler served by its caller, on a port the server does not know)
+// checks the name only.
 func LocalHostOnly(port int, h http.Handler) http.Handler {
 	p := strconv.Itoa(port)
-	allowed := map[string]bool{net.JoinHostPort("127.0.0.1", p): true, net.JoinHostPort("localhost", p): true}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowed[r.Host] {
+		host, hostPort, err := net.SplitHostPort(r.Host)
+		if err != nil || (host != "127.0.0.1" && host != "localhost") || (port != 0 && hostPort != p) {
 			httpapi.Error(w, http.StatusMisdirectedRequest, "this server answers to 127.0.0.1:%s and localhost:%s only", p, p)
 			return
 		}

@@ -212,7 +212,7 @@ func viewerOf(r *http.Request) Viewer {
 
 // NamespaceList is the answer of GET /api/namespaces.
 type NamespaceList struct {
-	Items []string `json:"items"`
+	Namespaces []string `json:"namespaces"`
 }
 
 // Namespaces serves GET /api/namespaces: the namespaces the user sees
@@ -220,14 +220,14 @@ type NamespaceList struct {
 func (h *Handler) Namespaces(w http.ResponseWriter, r *http.Request) {
 	rows := h.Store.Rows()
 	visible := visibility(r.Context(), viewerOf(r), rows)
-	out := NamespaceList{Items: []string{}}
+	out := NamespaceList{Namespaces: []string{}}
 	seen := map[string]bool{}
 	for sc, ok := range visible {
 		if ok && !seen[sc.namespace] {
 			seen[sc.namespace] = true
-			out.Items = append(out.Items, sc.namespace)
+			out.Namespaces = append(out.Namespaces, sc.namespace)
 		}
 	}
-	slices.Sort(out.Items)
+	slices.Sort(out.Namespaces)
 	httpapi.JSON(w, http.StatusOK, out)
 }
