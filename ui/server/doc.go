@@ -40,14 +40,15 @@
 //     a.From(r) (or access.From(r)) for the user's Session: Client() and
 //     Config() act as the user, MayDo(ctx, verb, group, resource,
 //     namespace, name) is a cached SelfSubjectAccessReview, MayGet(ctx,
-//     group, resource, namespace, name) the check for showing one object
-//     (an event's involved object). Bodies are
+//     group, resource, namespace, name) the check for showing one object,
+//     MayGetObject(ctx, kind, namespace, name) the same by Kind name (an
+//     event's involved object: "Kustomization"). Bodies are
 //     already cut at 1 MiB; answer with package httpapi (JSON, Error,
 //     APIError, which keeps the API server's status).
 //   - Changes live.ChangeSource: further changes for GET /api/live (the
-//     stream's events), filtered per user like the watch's (MayGet on the
-//     object, its Kind looked up in package kinds: a change of another
-//     kind is not sent).
+//     stream's events), filtered per user like the watch's
+//     (MayGetObject: a change of a kind package kinds does not know is not
+//     sent).
 //   - Root http.Handler: everything outside /api/ (the embedded web app).
 //     Without one, "/" answers 404.
 //   - Close func(): called when Run returns.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"plumb.dev/ui/internal/kinds"
 )
 
 // ReviewTTL is how long the answer of an access review is kept: a change
@@ -122,6 +124,15 @@ func (s *Session) MayDo(ctx context.Context, verb, group, resource, namespace, n
 // they would show, so this keeps them to a review per namespace.
 func (s *Session) MayGet(ctx context.Context, group, resource, namespace, name string) bool {
 	return s.MayDo(ctx, "get", group, resource, namespace, "") || s.MayDo(ctx, "get", group, resource, namespace, name)
+}
+
+// MayGetObject is MayGet for a Plumb object named by its Kind, as an
+// event's involved object or a change names it ("Kustomization"). A kind
+// the UI does not know (package kinds) is a "no": nothing is shown of an
+// object whose access cannot be checked.
+func (s *Session) MayGetObject(ctx context.Context, kind, namespace, name string) bool {
+	k, ok := kinds.LookupAny(kind)
+	return ok && s.MayGet(ctx, k.Group(), k.Resource, namespace, name)
 }
 
 // forget makes room: it drops the expired answers, and when that does not

@@ -9,7 +9,6 @@ import (
 
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/httpapi"
-	"plumb.dev/ui/internal/kinds"
 )
 
 // Heartbeat is how often an idle stream gets a comment line.
@@ -68,11 +67,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case c := <-sub.changes:
-			k, ok := kinds.LookupAny(c.Kind)
-			if !ok || !s.MayGet(ctx, k.Group(), k.Resource, c.Namespace, c.Name) {
+			if !s.MayGetObject(ctx, c.Kind, c.Namespace, c.Name) {
 				continue
 			}
-			c.Kind = k.GVK.Kind
 			data, err := json.Marshal(c)
 			if err != nil {
 				continue
