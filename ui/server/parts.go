@@ -43,9 +43,30 @@ type Env struct {
 type PartBuilder func(env Env) (Part, error)
 
 // builtinParts are the parts every server has, in order. At merge, each
-// package adds its line here, for example:
+// package adds its entry here; with the packages' APIs as they stand:
 //
-//	func(env Env) (Part, error) { return Part{Routes: inspect.Routes}, nil },
-//	stream.Part, // func(Env) (Part, error): NATS from env.Options.NATS
-//	func(env Env) (Part, error) { return Part{Root: web.Handler()}, nil },
+//	// ui/internal/inspect: the object pages, with the user's client.
+//	func(Env) (Part, error) {
+//		return Part{Routes: func(mux *http.ServeMux, a access.Access) {
+//			inspect.Routes(mux, func(r *http.Request) (client.Client, *rest.Config, error) {
+//				s := a.From(r)
+//				return s.Client(), s.Config(), nil
+//			})
+//		}}, nil
+//	},
+//	// ui/internal/stream: the event history, the drift timeline and
+//	// their changes (stream.Change = live.Change, or a conversion).
+//	func(env Env) (Part, error) {
+//		x, err := stream.Start(env.Context, stream.Config{NATS: env.Options.NATS, Log: env.Log})
+//		if err != nil {
+//			return Part{}, err
+//		}
+//		return Part{Routes: func(mux *http.ServeMux, a access.Access) { x.Routes(mux, byKind{a}) },
+//			Changes: x, Close: x.Close}, nil
+//	},
+//	// ui/internal/web: the single-page app at "/".
+//	func(Env) (Part, error) { return Part{Root: web.Handler()}, nil },
+//
+// where byKind's MayGet(r, kind, namespace, name) is
+// a.From(r).MayGetObject(r.Context(), kind, namespace, name).
 var builtinParts = []PartBuilder{}
