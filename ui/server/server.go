@@ -68,7 +68,8 @@ type Options struct {
 	SessionTTL time.Duration
 	// InsecureCookies leaves Secure off the token-mode session cookie.
 	InsecureCookies bool
-	// NATS is where the event stream is read from (package stream).
+	// NATS is where the event stream is read from (package stream): URL,
+	// Auth and Stream (options.DefaultStream when empty).
 	NATS options.NATS
 	// ControllerNamespace is where Plumb's controllers run, for parts
 	// that show them.
@@ -102,6 +103,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.SessionTTL == 0 {
 		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.NATS.Stream == "" {
+		opts.NATS.Stream = options.DefaultStream
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = app.NewScheme()

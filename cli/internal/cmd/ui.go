@@ -68,7 +68,7 @@ func newUICmd(g *globals) *cobra.Command {
 	f.BoolVar(&noOpen, "no-open", false, "Print the address only; do not open a browser.")
 	f.StringVar(&natsURL, "nats-url", "", "The NATS server of the event stream; defaults to $"+natsURLEnv+", then the controllers' own (their Deployments' --nats-url), then nats://127.0.0.1:4222.")
 	f.StringVar(&ctrlNS, "controller-namespace", controllerNamespace, "Where the controllers' Deployments are, to find their --nats-url.")
-	f.StringVar(&stream, "stream", "PLUMB_EVENTS", "The JetStream stream that holds the events.")
+	f.StringVar(&stream, "stream", options.DefaultStream, "The JetStream stream that holds the events.")
 	auth.BindFlags(f)
 	return c
 }
