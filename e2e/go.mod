@@ -5,6 +5,7 @@ go 1.26.0
 replace (
 	plumb.dev/api => ../api
 	plumb.dev/pkg => ../pkg
+	plumb.dev/ui => ../ui
 )
 
 require (
@@ -19,6 +20,7 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	plumb.dev/api v0.0.0-00010101000000-000000000000
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
+	plumb.dev/ui v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
