@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"runtime"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"plumb.dev/pkg/options"
 	"plumb.dev/ui/server"
@@ -38,6 +40,10 @@ func newUICmd(g *globals) *cobra.Command {
 			if err := g.kube(); err != nil {
 				return err
 			}
+			// The server makes a client per sign-in; controller-runtime
+			// warns on stderr about a logger never set once a process
+			// lives longer than 30 s. plumb prints what matters itself.
+			ctrllog.SetLogger(logr.Discard())
 			ctx := cmd.Context()
 			if !cmd.Flags().Changed("nats-url") {
 				var err error

@@ -21,7 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -87,7 +89,10 @@ func run(opts localenv.Options, exitWhenReady bool, uiListen string, scr *screen
 		return nil
 	}
 	// The web UI, in this process, as `plumb ui` runs it: kubeconfig mode
-	// with the suite's admin identity.
+	// with the suite's admin identity. It makes a client per sign-in, and
+	// controller-runtime warns about a logger never set once a process is
+	// 30 s old: the launcher's screen shows what matters itself.
+	ctrllog.SetLogger(logr.Discard())
 	ui, err := server.New(ctx, server.Options{Listen: uiListen, Auth: server.AuthKubeconfig, Config: env.Config,
 		NATS: options.NATS{URL: env.NATSURL}})
 	if err != nil {
