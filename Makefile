@@ -4,6 +4,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui
 CONTROLLERS := source-controller render-controller sync-controller notification-controller
+# Programs built beside the controllers, the same way (bin/<name> from ./<name>).
+PROGRAMS    := $(CONTROLLERS) ui
 ROOT        := $(CURDIR)
 BIN         := $(ROOT)/bin
 K8S_BIN     := $(BIN)/k8s
@@ -23,8 +25,8 @@ help: ## Show the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build the four controllers and the plumb CLI into bin/.
-	@for c in $(CONTROLLERS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
+build: ## Build the four controllers, the ui server and the plumb CLI into bin/.
+	@for c in $(PROGRAMS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
 	@echo ">> go build plumb"; go build -o $(BIN)/plumb ./cli
 
 .PHONY: envtest-assets

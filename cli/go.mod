@@ -5,6 +5,7 @@ go 1.26.0
 replace (
 	plumb.dev/api => ../api
 	plumb.dev/pkg => ../pkg
+	plumb.dev/ui => ../ui
 )
 
 require (
@@ -23,6 +24,7 @@ require (
 	k8s.io/klog/v2 v2.140.0
 	plumb.dev/api v0.0.0-00010101000000-000000000000
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
+	plumb.dev/ui v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -36,6 +38,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/fluxcd/pkg/apis/meta v1.33.0 // indirect
 	github.com/fluxcd/pkg/kustomize v1.41.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.3 // indirect
@@ -80,6 +83,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect

@@ -5,10 +5,12 @@ go 1.26.0
 replace (
 	plumb.dev/api => ../api
 	plumb.dev/pkg => ../pkg
+	plumb.dev/ui => ../ui
 )
 
 require (
 	github.com/fluxcd/pkg/runtime v0.117.0
+	github.com/go-logr/logr v1.4.4
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/onsi/gomega v1.44.0
 	golang.org/x/term v0.47.0
@@ -19,6 +21,7 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	plumb.dev/api v0.0.0-00010101000000-000000000000
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
+	plumb.dev/ui v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
@@ -44,7 +47,6 @@ require (
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.9.2 // indirect
 	github.com/go-git/go-git/v5 v5.19.3 // indirect
-	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.1 // indirect

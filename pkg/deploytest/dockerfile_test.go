@@ -64,14 +64,14 @@ func parseDockerfile(t *testing.T, path string) dockerfile {
 	return d
 }
 
-// TestDockerfiles reads each controller's Dockerfile (no Docker engine
-// here to build it): multi-stage from golang:1.26 to distroless nonroot,
-// every COPY source exists in the repository, the go.mod of every module
-// go.work names is copied (the workspace build needs them all), and the
-// entrypoint is the controller's binary.
+// TestDockerfiles reads each controller's Dockerfile, and the ui server's
+// (no Docker engine here to build it): multi-stage from golang:1.26 to
+// distroless nonroot, every COPY source exists in the repository, the
+// go.mod of every module go.work names is copied (the workspace build
+// needs them all), and the entrypoint is the program's binary.
 func TestDockerfiles(t *testing.T) {
 	uses := workspaceModules(t)
-	for _, name := range controllers {
+	for _, name := range append(append([]string(nil), controllers...), "ui") {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			d := parseDockerfile(t, filepath.Join(root, name, "Dockerfile"))

@@ -246,8 +246,6 @@ func scalars(v any) []string {
 // HelmChartKey is the HelmChart a HelmRelease renders: spec.chartRef, or
 // the one render-controller creates for spec.chart.
 func HelmChartKey(hr *helmv2.HelmRelease) types.NamespacedName {
-	if hr.Spec.ChartRef != nil {
-		return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.Spec.ChartRef.Name}
-	}
-	return types.NamespacedName{Namespace: hr.GetHelmChartNamespace(), Name: hr.GetHelmChartName()}
+	ns, name := hr.GetHelmChart()
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

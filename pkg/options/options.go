@@ -126,11 +126,15 @@ type NATS struct {
 	QueueSize int
 }
 
+// DefaultStream is the JetStream stream of Plumb's events unless
+// --nats-stream names another.
+const DefaultStream = "PLUMB_EVENTS"
+
 // BindFlags registers the NATS flags on fs.
 func (o *NATS) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "nats-url", "nats://127.0.0.1:4222",
 		"The NATS server that events are published to; empty disables publishing.")
-	fs.StringVar(&o.Stream, "nats-stream", "PLUMB_EVENTS",
+	fs.StringVar(&o.Stream, "nats-stream", DefaultStream,
 		"The JetStream stream that holds the events.")
 	fs.DurationVar(&o.StreamMaxAge, "nats-stream-max-age", 72*time.Hour,
 		"How long the stream keeps an event.")

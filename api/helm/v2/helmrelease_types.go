@@ -611,6 +611,16 @@ func (in *HelmRelease) GetHelmChartNamespace() string {
 	return in.Namespace
 }
 
+// GetHelmChart returns the namespace and name of the HelmChart this
+// release renders: spec.chartRef's, or the one render-controller creates
+// for spec.chart.
+func (in *HelmRelease) GetHelmChart() (namespace, name string) {
+	if in.Spec.ChartRef != nil {
+		return in.GetHelmChartNamespace(), in.Spec.ChartRef.Name
+	}
+	return in.GetHelmChartNamespace(), in.GetHelmChartName()
+}
+
 // GetObservedGeneration returns status.observedGeneration.
 func (in *HelmRelease) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
 

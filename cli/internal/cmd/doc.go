@@ -10,6 +10,7 @@
 //	plumb trace KIND NAME
 //	plumb stats [-A]
 //	plumb export KIND NAME|--all [-A]
+//	plumb ui [--address 127.0.0.1:9080] [--no-open]
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go); args.go reads them.

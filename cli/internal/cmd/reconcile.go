@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inspect"
+	"plumb.dev/pkg/reconcile"
 )
 
 // pollInterval is the pause before a wait watches again after its watch
@@ -149,27 +149,11 @@ func (g *globals) reconcile(ctx context.Context, k *kind, key types.NamespacedNa
 	return g.waitHandled(ctx, k, key, token)
 }
 
-// requestReconcile sets the requestedAt annotation to a fresh token, with
-// further spec fields and annotations in the same merge patch, and returns
-// the token.
+// requestReconcile asks for a reconcile of obj (pkg/reconcile.Request),
+// with further spec fields and annotations in the same patch, and returns
+// the token the controller reports once it has handled it.
 func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec map[string]any, annotations map[string]string) (string, error) {
-	token := time.Now().UTC().Format(time.RFC3339Nano)
-	all := map[string]string{meta.ReconcileRequestAnnotation: token}
-	for k, v := range annotations {
-		all[k] = v
-	}
-	p := map[string]any{"metadata": map[string]any{"annotations": all}}
-	if spec != nil {
-		p["spec"] = spec
-	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return "", err
-	}
-	if err := g.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return "", fmt.Errorf("annotating %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	return token, nil
+	return reconcile.Request(ctx, g.client, obj, spec, annotations)
 }
 
 // waitHandled watches the object until the controller has handled token

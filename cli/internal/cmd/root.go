@@ -116,6 +116,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newTraceCmd(g),
 		newStatsCmd(g),
 		newExportCmd(g),
+		newUICmd(g),
 	)
 	return root
 }

@@ -21,12 +21,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/options"
+	"plumb.dev/ui/server"
 )
 
 func main() {
@@ -37,17 +41,18 @@ func main() {
 		binDir   = flag.String("bin-dir", "", "where the controllers' binaries are (default: bin/ in the checkout)")
 		timeout  = flag.Duration("start-timeout", 10*time.Minute, "how long the suite may take to come up whole (every controller ready, the sample Ready) before plumb-local gives up, stops everything and exits 1")
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
+		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
 	)
 	flag.Parse()
 	scr := newScreen(os.Stdout)
 	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout}
-	if err := run(opts, *check, scr); err != nil {
+	if err := run(opts, *check, *uiListen, scr); err != nil {
 		scr.Printf("plumb-local: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts localenv.Options, exitWhenReady bool, scr *screen) error {
+func run(opts localenv.Options, exitWhenReady bool, uiListen string, scr *screen) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -79,18 +84,37 @@ func run(opts localenv.Options, exitWhenReady bool, scr *screen) error {
 	if err := env.WaitDemoReady(startCtx, demo); err != nil {
 		return fmt.Errorf("the suite did not come up whole: %w%s", err, processReport(env))
 	}
-	printWhere(scr, env, demo, time.Since(started))
 	if exitWhenReady {
+		printWhere(scr, env, demo, "", time.Since(started))
 		return nil
 	}
+	// The web UI, in this process, as `plumb ui` runs it: kubeconfig mode
+	// with the suite's admin identity. It makes a client per sign-in, and
+	// controller-runtime warns about a logger never set once a process is
+	// 30 s old: the launcher's screen shows what matters itself.
+	ctrllog.SetLogger(logr.Discard())
+	ui, err := server.New(ctx, server.Options{Listen: uiListen, Auth: server.AuthKubeconfig, Config: env.Config,
+		NATS: options.NATS{URL: env.NATSURL}})
+	if err != nil {
+		return fmt.Errorf("starting the web UI: %w", err)
+	}
+	go func() {
+		if err := ui.Run(ctx); err != nil {
+			scr.Printf("plumb-local: the web UI stopped: %v\n", err)
+		}
+	}()
+	printWhere(scr, env, demo, ui.LoginURL(), time.Since(started))
 	return watch(ctx, scr, env, demo)
 }
 
-func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, took time.Duration) {
+func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, uiURL string, took time.Duration) {
 	c := env.Controllers
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nPlumb is running (ready in %s). Ctrl-C stops everything and removes %s.\n\n", took.Round(100*time.Millisecond), env.StateDir)
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-20s %s\n", k, v) }
+	if uiURL != "" {
+		row("web UI", uiURL+"   (the admin's identity; the sign-in secret is good once: `plumb ui` for another)")
+	}
 	row("kubeconfig", "export KUBECONFIG="+env.Kubeconfig+"   (kube-apiserver "+env.APIServerURL+")")
 	row("Git repository", d.RepoURL+"   (push to it: the Git server sends a signed GitHub push webhook)")
 	row("receiver", d.WebhookURL+"   (Receiver "+d.Namespace+"/github, token in Secret "+d.Namespace+"/webhook-token)")

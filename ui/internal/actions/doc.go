@@ -1,0 +1,12 @@
+// Package actions serves the UI's writes on Plumb objects: POST
+// /api/objects/{kind}/{namespace}/{name}/reconcile, /suspend and /resume.
+// Each is one merge patch made with the user's own client (access.From),
+// so the API server decides: a user without `patch` on the object gets its
+// 403, passed through. Reconcile sets the same requestedAt annotation as
+// `plumb reconcile` (pkg/reconcile.Request) — with withSource, on the
+// object's source first (a Kustomization's GitRepository; a HelmRelease's
+// HelmChart and the chart's own source); resume clears spec.suspend and
+// requests a reconcile in the same patch, as `plumb resume` does. None of
+// them waits: the page sees the controller's progress through GET
+// /api/live.
+package actions
