@@ -1,12 +1,3 @@
-//go:build uitodo
-
-// This file waits for plumb.dev/ui/server (issue 16's server part): it is
-// written against the API docs/design/ui.md promises and the server
-// helper's expected constructor, server.New(ctx, server.Options{...}) with
-// Handler(). Remove the build tag when the server is merged, check the
-// Options fields marked TODO(merge), and add plumb.dev/ui to e2e/go.mod
-// (require + replace => ../ui).
-
 package e2e
 
 import (
@@ -29,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/options"
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/server"
 )
@@ -61,10 +53,9 @@ func TestTheUIShowsTheSampleAppItsDriftAndItsActions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ui, err := server.New(ctx, server.Options{
-		// TODO(merge): the field names of the merged server.Options.
-		Auth:            "token",
+		Auth:            server.AuthToken,
 		Config:          env.Config, // the UI's own identity: watches and the stream
-		NATSURL:         env.NATSURL,
+		NATS:            options.NATS{URL: env.NATSURL},
 		InsecureCookies: true, // httptest serves plain HTTP
 	})
 	s.g.Expect(err).NotTo(HaveOccurred())

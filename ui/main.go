@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"plumb.dev/pkg/options"
+	"plumb.dev/ui/internal/stream"
 	"plumb.dev/ui/server"
 )
 
@@ -56,12 +57,14 @@ func (f *flags) Validate() error {
 
 func main() {
 	var (
-		uiFlags  flags
-		natsOpts options.NATS
-		logOpts  logger.Options
+		uiFlags    flags
+		natsOpts   options.NATS
+		streamOpts stream.Config
+		logOpts    logger.Options
 	)
 	uiFlags.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
+	streamOpts.BindFlags(pflag.CommandLine)
 	logOpts.BindFlags(pflag.CommandLine)
 	// --kubeconfig, as controller-runtime's config loading reads it.
 	if kc := flag.CommandLine.Lookup("kubeconfig"); kc != nil {
@@ -71,17 +74,18 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, uiFlags, natsOpts, logOpts); err != nil {
+	streamOpts.NATS = natsOpts
+	if err := run(ctx, uiFlags, streamOpts, logOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", programName, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, f flags, natsOpts options.NATS, logOpts logger.Options) error {
+func run(ctx context.Context, f flags, streamOpts stream.Config, logOpts logger.Options) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	if err := natsOpts.Validate(); err != nil {
+	if err := streamOpts.Validate(); err != nil {
 		return err
 	}
 	logger.SetLogger(logger.NewLogger(logOpts))
@@ -92,7 +96,8 @@ func run(ctx context.Context, f flags, natsOpts options.NATS, logOpts logger.Opt
 	}
 	srv, err := server.New(ctx, server.Options{
 		Listen: f.Listen, Auth: f.Auth, Config: cfg, SessionTTL: f.SessionTTL, InsecureCookies: f.InsecureCookies,
-		NATS: natsOpts, ControllerNamespace: f.ControllerNamespace, Log: log,
+		NATS: streamOpts.NATS, MaxEvents: streamOpts.MaxEvents, MaxEventBytes: streamOpts.MaxBytes,
+		ControllerNamespace: f.ControllerNamespace, Log: log,
 	})
 	if err != nil {
 		return err

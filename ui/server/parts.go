@@ -2,15 +2,20 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/ui/internal/access"
+	"plumb.dev/ui/internal/inspect"
 	"plumb.dev/ui/internal/live"
+	"plumb.dev/ui/internal/stream"
+	"plumb.dev/ui/internal/web"
 )
 
 // Part is one package's share of the server (see the package doc).
@@ -42,31 +47,42 @@ type Env struct {
 // PartBuilder builds one part.
 type PartBuilder func(env Env) (Part, error)
 
-// builtinParts are the parts every server has, in order. At merge, each
-// package adds its entry here; with the packages' APIs as they stand:
-//
-//	// ui/internal/inspect: the object pages, with the user's client.
-//	func(Env) (Part, error) {
-//		return Part{Routes: func(mux *http.ServeMux, a access.Access) {
-//			inspect.Routes(mux, func(r *http.Request) (client.Client, *rest.Config, error) {
-//				s := a.From(r)
-//				return s.Client(), s.Config(), nil
-//			})
-//		}}, nil
-//	},
-//	// ui/internal/stream: the event history, the drift timeline and
-//	// their changes (stream.Change = live.Change, or a conversion).
-//	func(env Env) (Part, error) {
-//		x, err := stream.Start(env.Context, stream.Config{NATS: env.Options.NATS, Log: env.Log})
-//		if err != nil {
-//			return Part{}, err
-//		}
-//		return Part{Routes: func(mux *http.ServeMux, a access.Access) { x.Routes(mux, byKind{a}) },
-//			Changes: x, Close: x.Close}, nil
-//	},
-//	// ui/internal/web: the single-page app at "/".
-//	func(Env) (Part, error) { return Part{Root: web.Handler()}, nil },
-//
-// where byKind's MayGet(r, kind, namespace, name) is
-// a.From(r).MayGetObject(r.Context(), kind, namespace, name).
-var builtinParts = []PartBuilder{}
+// builtinParts are the parts every server has, in order: the object
+// pages, the event stream, and the single-page app.
+var builtinParts = []PartBuilder{inspectPart, streamPart, webPart}
+
+// inspectPart serves the object pages with the user's client.
+func inspectPart(Env) (Part, error) {
+	return Part{Routes: func(mux *http.ServeMux, a access.Access) {
+		inspect.Routes(mux, func(r *http.Request) (client.Client, *rest.Config, error) {
+			s := a.From(r)
+			if s == nil {
+				return nil, nil, errors.New("no session")
+			}
+			return s.Client(), s.Config(), nil
+		})
+	}}, nil
+}
+
+// streamPart serves the event history and the drift timeline, and pushes
+// each new event's object to /api/live.
+func streamPart(env Env) (Part, error) {
+	x, err := stream.Start(env.Context, stream.Config{NATS: env.Options.NATS,
+		MaxEvents: env.Options.MaxEvents, MaxBytes: env.Options.MaxEventBytes, Log: env.Log.WithName("stream")})
+	if err != nil {
+		return Part{}, err
+	}
+	return Part{Routes: func(mux *http.ServeMux, a access.Access) { x.Routes(mux, streamAccess{a}) },
+		Changes: x, Close: x.Close}, nil
+}
+
+// streamAccess shows a user the events of the objects that user may get.
+type streamAccess struct{ access access.Access }
+
+func (s streamAccess) MayGet(r *http.Request, kind, namespace, name string) bool {
+	sess := s.access.From(r)
+	return sess != nil && sess.MayGetObject(r.Context(), kind, namespace, name)
+}
+
+// webPart serves the single-page app outside /api/.
+func webPart(Env) (Part, error) { return Part{Root: web.Handler()}, nil }

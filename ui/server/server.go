@@ -71,6 +71,10 @@ type Options struct {
 	// NATS is where the event stream is read from (package stream): URL,
 	// Auth and Stream (options.DefaultStream when empty).
 	NATS options.NATS
+	// MaxEvents and MaxEventBytes bound the event history kept in memory
+	// (--events-max, --events-max-bytes); zero takes stream's defaults.
+	MaxEvents     int
+	MaxEventBytes int64
 	// ControllerNamespace is where Plumb's controllers run, for parts
 	// that show them.
 	ControllerNamespace string

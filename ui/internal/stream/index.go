@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"plumb.dev/ui/internal/live"
 	"sort"
 	"strings"
 	"sync"
@@ -23,13 +24,9 @@ type entry struct {
 }
 
 // Change says that an event about an object was stored: what the live
-// stream (/api/live) pushes so that a page refetches that object.
-type Change struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Reason    string `json:"reason"`
-}
+// stream (/api/live) pushes so that a page refetches that object. It is
+// the live stream's own type, so an Index is a live.ChangeSource.
+type Change = live.Change
 
 // changesBuffer is how many changes wait for one slow reader before newer
 // ones are dropped for it: a reader that falls that far behind refetches
