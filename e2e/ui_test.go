@@ -26,8 +26,9 @@ import (
 )
 
 // uiViewerRBAC lets a ServiceAccount read Plumb's objects and the app's
-// objects in the story's two namespaces, and suspend, resume and reconcile
-// (patch) the Kustomization: what a team member of that app may do.
+// objects in the story's two namespaces, suspend, resume and reconcile
+// (patch) the Kustomization, and patch its Deployment (for the diff's
+// dry-run): what a team member of that app may do.
 const uiViewerRBAC = `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -39,6 +40,11 @@ rules:
   - apiGroups: ["", apps, batch]
     resources: ["*"]
     verbs: [get, list, watch]
+  # The diff is a server-side dry-run apply, which the API server allows
+  # only to those who may patch the object.
+  - apiGroups: [apps]
+    resources: [deployments]
+    verbs: [patch]
 `
 
 // TestTheUIShowsTheSampleAppItsDriftAndItsActions is issue 16's browser
