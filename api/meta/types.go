@@ -91,3 +91,49 @@ func (in ReconcileRequestStatus) GetLastHandledReconcileRequest() string {
 func (in *ReconcileRequestStatus) SetLastHandledReconcileRequest(token string) {
 	in.LastHandledReconcileAt = token
 }
+
+// History is the last sync operations of an object, newest first, one
+// entry per distinct digest (Flux's meta.History, the shape of its
+// Kustomization's status.history).
+type History []Snapshot
+
+// Snapshot is one entry of a History: the rendered artifact a sync applied,
+// and how its syncs went. A sync of the same digest again updates the
+// entry and moves it first.
+type Snapshot struct {
+	// Digest is the digest of the rendered artifact applied,
+	// "sha256:<hex>": the name of its file beside the newest render, as
+	// long as render-controller keeps it.
+	// +required
+	Digest string `json:"digest"`
+
+	// FirstReconciled is when the digest was first synced.
+	// +required
+	FirstReconciled metav1.Time `json:"firstReconciled"`
+
+	// LastReconciled is when a sync of the digest last finished, or failed.
+	// +required
+	LastReconciled metav1.Time `json:"lastReconciled"`
+
+	// LastReconciledDuration is how long that sync took.
+	// +required
+	LastReconciledDuration metav1.Duration `json:"lastReconciledDuration"`
+
+	// LastReconciledStatus is how that sync ended: the Ready reason,
+	// Succeeded or the reason of its failure.
+	// +required
+	LastReconciledStatus string `json:"lastReconciledStatus"`
+
+	// TotalReconciliations counts the syncs of the digest.
+	// +required
+	TotalReconciliations int64 `json:"totalReconciliations"`
+
+	// Metadata describes what was applied; HistoryRevisionKey holds the
+	// source revision.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// HistoryRevisionKey is the key of a Snapshot's metadata that holds the
+// source revision the artifact was rendered from, as in Flux.
+const HistoryRevisionKey = "revision"

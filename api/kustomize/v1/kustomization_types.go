@@ -397,6 +397,10 @@ type IgnoreRule struct {
 	Target *Selector `json:"target,omitempty"`
 }
 
+// MaxHistory is how many entries status.history keeps, newest first, as
+// Flux does.
+const MaxHistory = 5
+
 // KustomizationStatus is what render-controller and sync-controller observed.
 type KustomizationStatus struct {
 	// ObservedGeneration is the generation sync-controller last reconciled.
@@ -421,6 +425,11 @@ type KustomizationStatus struct {
 	// LastAttemptedRevision is the source revision last tried.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// History holds the last sync operations, newest first, one entry
+	// per rendered artifact digest, at most MaxHistory (sync-controller).
+	// +optional
+	History meta.History `json:"history,omitempty"`
 
 	// Inventory lists every object the last sync applied.
 	// +optional

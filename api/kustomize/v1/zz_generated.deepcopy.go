@@ -338,6 +338,13 @@ func (in *KustomizationStatus) DeepCopyInto(out *KustomizationStatus) {
 		*out = new(meta.Artifact)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.History != nil {
+		in, out := &in.History, &out.History
+		*out = make(meta.History, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Inventory != nil {
 		in, out := &in.Inventory, &out.Inventory
 		*out = new(Inventory)

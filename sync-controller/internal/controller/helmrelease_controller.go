@@ -159,12 +159,7 @@ func recordRelease(s *syncRun) {
 // the HelmRelease is installed (application.install) however many failed
 // upgrades followed it.
 func trimHistory(history []helmv2.Snapshot) []helmv2.Snapshot {
-	for len(history) > helmv2.MaxHistory {
-		drop := len(history) - 1
-		if history[drop].Status == helmv2.ReleaseStatusDeployed {
-			drop--
-		}
-		history = append(history[:drop:drop], history[drop+1:]...)
-	}
-	return history
+	return boundHistory(history, helmv2.MaxHistory, func(s helmv2.Snapshot) bool {
+		return s.Status == helmv2.ReleaseStatusDeployed
+	})
 }

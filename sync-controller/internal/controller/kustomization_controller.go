@@ -73,10 +73,11 @@ func (r *KustomizationReconciler) skeleton() *reconcile.Controller[*kustomizev1.
 	return r.sk
 }
 
-// Reconcile runs one sync of a Kustomization (syncRun.steps) and writes
+// Reconcile runs one sync of a Kustomization (syncRun.steps), records the
+// sync operation it made in status.history (recordSync) and writes
 // sync-controller's part of its status.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileObject(ctx, &r.Syncer, req, &kustomizev1.Kustomization{}, r.skeleton(), nil)
+	return reconcileObject(ctx, &r.Syncer, req, &kustomizev1.Kustomization{}, r.skeleton(), recordSync)
 }
 
 // dependents maps a Kustomization to the ones that depend on it.

@@ -76,8 +76,8 @@ type syncRun struct {
 	install bool
 	// operation is set once applyPlan starts a sync operation (not a
 	// resync of one that succeeded); syncErr is the error that ended it,
-	// synced says it got through the health check. A HelmRelease's
-	// history records the operation (helmrelease_controller.go).
+	// synced says it got through the health check. Both kinds'
+	// histories record the operation (history.go).
 	operation bool
 	syncErr   error
 	synced    bool

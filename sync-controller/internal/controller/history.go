@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
+)
+
+// boundHistory keeps max entries of a history, newest first, dropping the
+// oldest ones — but not one that pinned says must stay (a HelmRelease's
+// deployed release); the entry before it goes instead. Both kinds' status
+// histories are bounded with it.
+func boundHistory[T any](history []T, max int, pinned func(T) bool) []T {
+	for len(history) > max {
+		drop := len(history) - 1
+		for drop > 0 && pinned != nil && pinned(history[drop]) {
+			drop--
+		}
+		history = append(history[:drop:drop], history[drop+1:]...)
+	}
+	return history
+}
+
+// recordSync records the sync operation a run of a Kustomization made, if
+// it made one (a resync of a sync that succeeded is none: a steady state
+// writes no status), in status.history, as Flux's kustomize-controller
+// does: one entry per rendered artifact digest, the sync of a digest
+// already there updating its entry (lastReconciled*, one more
+// totalReconciliation) and moving it first, a new digest adding an entry
+// first, at most kustomizev1.MaxHistory.
+func recordSync(s *syncRun) {
+	ks, ok := s.out.(*kustomizev1.Kustomization)
+	if !ok || !s.operation {
+		return
+	}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	started := s.operationStart()
+	entry := meta.Snapshot{Digest: s.digest, FirstReconciled: now}
+	history := make(meta.History, 0, len(ks.Status.History)+1)
+	for _, h := range ks.Status.History {
+		if h.Digest == s.digest {
+			entry = *h.DeepCopy()
+			continue
+		}
+		history = append(history, h)
+	}
+	entry.LastReconciled = now
+	entry.LastReconciledDuration = metav1.Duration{Duration: now.Sub(started.Time)}
+	entry.LastReconciledStatus = syncOutcome(s)
+	entry.TotalReconciliations++
+	entry.Metadata = map[string]string{meta.HistoryRevisionKey: s.revision}
+	ks.Status.History = boundHistory(append(meta.History{entry}, history...), kustomizev1.MaxHistory, nil)
+}
+
+// syncOutcome is the Ready reason the sync operation of s ended with:
+// Succeeded, or the reason of the error that ended it.
+func syncOutcome(s *syncRun) string {
+	if s.synced {
+		return meta.SucceededReason
+	}
+	var e *reconcile.Error
+	if errors.As(s.syncErr, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return kustomizev1.SyncFailedReason
+}
