@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,7 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/plan"
@@ -82,6 +85,10 @@ type fixture struct {
 	ns      string
 	ks      *kustomizev1.Kustomization
 	started time.Time
+	// arts serves the renders, in render-controller's folder of the
+	// Kustomization (dir).
+	arts *testenv.ArtifactServer
+	dir  string
 }
 
 func newFixture(t *testing.T) (*fixture, func() string) {
@@ -90,10 +97,11 @@ func newFixture(t *testing.T) (*fixture, func() string) {
 	ks := kustomization(ns, "app")
 	create(ctx, t, ks)
 	data := []byte(manifests)
-	a := serveRender(arts, "/kustomization/"+ns+"/app", "main@sha1:6666666666666666666666666666666666666666", data)
+	dir := "/kustomization/" + ns + "/app"
+	a := serveRender(arts, dir, "main@sha1:6666666666666666666666666666666666666666", data)
 	started := time.Now().Add(-time.Minute)
 	syncAsController(ctx, t, ks, a, data, started)
-	f := &fixture{ns: ns, ks: ks, started: started.Truncate(time.Second)}
+	f := &fixture{ns: ns, ks: ks, started: started.Truncate(time.Second), arts: arts, dir: dir}
 	return f, func() string { return "/api/objects/kustomization/" + ns + "/app" }
 }
 
@@ -134,7 +142,8 @@ func TestTreeShowsEachObjectsHealthAndWhatItOwns(t *testing.T) {
 	g.Expect(page.Object["metadata"]).NotTo(HaveKey("managedFields"))
 	g.Expect(page.Source.Kind).To(Equal(sourcev1.GitRepositoryKind))
 	g.Expect(page.Source.Error).To(ContainSubstring("not found"))
-	g.Expect(page.History.Note).NotTo(BeEmpty())
+	g.Expect(page.History.Syncs).To(HaveLen(1))
+	g.Expect(page.History.Syncs[0].Digest).To(Equal(f.ks.Status.RenderedArtifact.Digest))
 
 	byID := map[string]inspect.Node{}
 	for _, n := range page.Tree {
@@ -344,35 +353,78 @@ func TestTheIgnoreRuleIsWhatTheAPIAccepts(t *testing.T) {
 	})
 }
 
-func TestRevisionsSayWhichRenderIsGone(t *testing.T) {
+func TestKustomizationRevisionsListTheHistoryAndDiffTwoServedRenders(t *testing.T) {
 	g := NewWithT(t)
 	f, base := newFixture(t)
 	ctx := t.Context()
 	srv := newServer(t)
+	const oldRev, curRev, goneRev, newRev = "main@sha1:5555555555555555555555555555555555555555",
+		"main@sha1:6666666666666666666666666666666666666666", "main@sha1:4444444444444444444444444444444444444444",
+		"main@sha1:7777777777777777777777777777777777777777"
+	// An older render still served, one render-controller garbage-collected,
+	// and a newer one not synced yet.
+	older := serveRender(f.arts, f.dir, oldRev, []byte(strings.Replace(manifests, "mode: fast", "mode: slow", 1)))
+	newer := serveRender(f.arts, f.dir, newRev, []byte(strings.Replace(manifests, "mode: fast", "mode: fastest", 1)))
+	current := f.ks.Status.RenderedArtifact.Digest
 	gone := "sha256:" + strings.Repeat("ab", 32)
 	setStatus(ctx, t, f.ks, func(o *kustomizev1.Kustomization) {
-		o.Status.Sync.Digest = gone
-		o.Status.Sync.Revision = "main@sha1:5555555555555555555555555555555555555555"
+		o.Status.RenderedArtifact = newer
+		cur := o.Status.History[0]
+		cur.TotalReconciliations = 2
+		at := metav1.NewTime(cur.LastReconciled.Add(-time.Hour))
+		o.Status.History = meta.History{cur,
+			{Digest: older.Digest, FirstReconciled: at, LastReconciled: at, LastReconciledStatus: kustomizev1.HealthCheckFailedReason,
+				TotalReconciliations: 1, Metadata: map[string]string{meta.HistoryRevisionKey: oldRev}},
+			{Digest: gone, FirstReconciled: at, LastReconciled: at, LastReconciledStatus: meta.SucceededReason,
+				TotalReconciliations: 1, Metadata: map[string]string{meta.HistoryRevisionKey: goneRev}},
+		}
 	})
+
 	r := do(t, srv, http.MethodGet, base()+"/revisions", "", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
 	var page revisionsPage
 	r.decode(t, &page)
-	g.Expect(page.Retained).To(ContainSubstring("keeps no revision history"))
-	ids := []string{}
+	g.Expect(page.Retained).To(ContainSubstring("status.history"))
+	g.Expect(page.Revisions).To(HaveLen(4), r.body)
+	summary := []string{}
 	for _, rev := range page.Revisions {
-		ids = append(ids, rev.ID)
+		summary = append(summary, fmt.Sprintf("%s %s %s %d", rev.ID, rev.Revision, rev.Status, rev.Syncs))
+		g.Expect(rev.Digest).To(Equal(rev.ID))
+		g.Expect(rev.Time).NotTo(BeEmpty())
 	}
-	current := f.ks.Status.RenderedArtifact.Digest
-	g.Expect(ids).To(ContainElements(current, gone), r.body)
+	g.Expect(summary).To(Equal([]string{
+		newer.Digest + " " + newRev + " rendered 0",
+		current + " " + curRev + " Succeeded 2",
+		older.Digest + " " + oldRev + " HealthCheckFailed 1",
+		gone + " " + goneRev + " Succeeded 1",
+	}), "the render not synced yet, then status.history newest first")
 
-	r = do(t, srv, http.MethodGet, base()+"/revisions?from="+gone+"&to="+current, "", "")
+	// Two served renders of the history: their diff, by id or by revision.
+	for _, q := range []string{"from=" + url.QueryEscape(older.Digest) + "&to=" + url.QueryEscape(current), "from=" + oldRev + "&to=" + curRev} {
+		r = do(t, srv, http.MethodGet, base()+"/revisions?"+q, "", "")
+		g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+		page = revisionsPage{}
+		r.decode(t, &page)
+		g.Expect(page.DiffUnavailable).To(BeNil(), r.body)
+		g.Expect(page.Diff).To(Equal([]revisionChange{{Object: "/ConfigMap//settings", Action: diff.Configured, Path: "data.mode", Before: `"slow"`, After: `"fast"`}}), r.body)
+	}
+	// The newest render against the applied one.
+	r = do(t, srv, http.MethodGet, base()+"/revisions?from="+curRev+"&to="+newRev, "", "")
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	page = revisionsPage{}
+	r.decode(t, &page)
+	g.Expect(page.Diff).To(Equal([]revisionChange{{Object: "/ConfigMap//settings", Action: diff.Configured, Path: "data.mode", Before: `"fast"`, After: `"fastest"`}}), r.body)
+
+	// A render no longer served is named gone.
+	r = do(t, srv, http.MethodGet, base()+"/revisions?from="+url.QueryEscape(gone)+"&to="+url.QueryEscape(current), "", "")
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	page = revisionsPage{}
 	r.decode(t, &page)
 	g.Expect(page.Diff).To(BeEmpty())
+	g.Expect(page.DiffUnavailable).NotTo(BeNil(), r.body)
 	g.Expect(page.DiffUnavailable.Gone).To(Equal([]string{gone}))
 
-	r = do(t, srv, http.MethodGet, base()+"/revisions?from=nope&to="+current, "", "")
+	r = do(t, srv, http.MethodGet, base()+"/revisions?from=nope&to="+url.QueryEscape(current), "", "")
 	g.Expect(r.status).To(Equal(http.StatusNotFound), r.String())
 }
 

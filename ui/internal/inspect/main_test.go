@@ -137,7 +137,7 @@ func kustomization(ns, name string) *kustomizev1.Kustomization {
 // syncAsController applies the render's objects that are no hook as
 // sync-controller does (stamped, server-side apply as plumb-sync) and
 // records them and the artifact in the Kustomization's status, with a
-// finished sync of that render started at started.
+// finished sync of that render started at started, and its history entry.
 func syncAsController(ctx context.Context, t testing.TB, ks *kustomizev1.Kustomization, a *meta.Artifact, data []byte, started time.Time) {
 	t.Helper()
 	applied := testenv.ApplyAsSyncController(ctx, t, env.Client, inspect.AppliedKustomization(ks), data)
@@ -149,5 +149,7 @@ func syncAsController(ctx context.Context, t testing.TB, ks *kustomizev1.Kustomi
 		start := metav1.NewTime(started.Truncate(time.Second))
 		o.Status.Sync = &kustomizev1.SyncProgress{Revision: a.Revision, Digest: a.Digest, Generation: o.Generation,
 			Phase: kustomizev1.PhaseSucceeded, StartedAt: &start, FinishedAt: &start}
+		o.Status.History = meta.History{{Digest: a.Digest, FirstReconciled: start, LastReconciled: start,
+			LastReconciledStatus: meta.SucceededReason, TotalReconciliations: 1, Metadata: map[string]string{meta.HistoryRevisionKey: a.Revision}}}
 	})
 }

@@ -79,13 +79,11 @@ type sourceSummary struct {
 type history struct {
 	// Releases is a HelmRelease's status.history, newest first.
 	Releases []helmv2.Snapshot `json:"releases,omitempty"`
+	// Syncs is a Kustomization's status.history, newest first.
+	Syncs meta.History `json:"syncs,omitempty"`
 	// Note says what is not kept.
 	Note string `json:"note,omitempty"`
 }
-
-// kustomizationHistoryNote is the truth about a Kustomization's history.
-const kustomizationHistoryNote = "a Kustomization's status keeps no history: only the last applied and last attempted " +
-	"revisions, the newest render and the newest sync (see /revisions)"
 
 type conditioned interface {
 	GetConditions() []metav1.Condition
@@ -123,7 +121,10 @@ func (h *handlers) object(r *request) (any, error) {
 			ns = o.Namespace
 		}
 		page.Sources = append(page.Sources, readSource(ctx, r.client, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
-		page.History = &history{Note: kustomizationHistoryNote}
+		page.History = &history{Syncs: o.Status.History}
+		if len(o.Status.History) == 0 {
+			page.History.Note = "no sync yet"
+		}
 	case *helmv2.HelmRelease:
 		key := inspect.HelmChartKey(o)
 		chart := &sourcev1.HelmChart{}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,10 +51,16 @@ type revision struct {
 	Version int `json:"version,omitempty"`
 	// Digest is the digest of the rendered artifact.
 	Digest string `json:"digest,omitempty"`
-	// Status: a release's deployed, superseded or failed; for a
-	// Kustomization rendered (the newest render), applied, attempted.
+	// Status: a release's deployed, superseded or failed; a
+	// Kustomization sync's lastReconciledStatus (Succeeded, or the reason
+	// it failed), or rendered for a newest render not synced yet.
 	Status string `json:"status"`
-	Time   string `json:"time,omitempty"`
+	// Time is when the release or sync last finished (the render's
+	// lastUpdateTime for one not synced yet).
+	Time string `json:"time,omitempty"`
+	// Syncs counts a Kustomization's syncs of the render
+	// (totalReconciliations).
+	Syncs int64 `json:"syncs,omitempty"`
 }
 
 // revisionChange is one row of the diff between two renders.
@@ -77,9 +84,9 @@ type rendersGone struct {
 const (
 	helmRetained = "status.history keeps the newest releases; render-controller serves the newest renders " +
 		"(it garbage-collects older ones), so a diff with an old release may find its render gone"
-	kustomizationRetained = "a Kustomization's status keeps no revision history: only the newest render " +
-		"(status.renderedArtifact), the digest of the newest sync (status.sync) and the last applied and attempted " +
-		"revisions; older renders are not listed anywhere, so no diff reaches further back"
+	kustomizationRetained = "status.history keeps the newest syncs, one per render; render-controller serves the " +
+		"newest renders (--artifact-retention-records, it garbage-collects older ones), so a diff with an old sync " +
+		"may find its render gone"
 )
 
 // digestPattern is the form of a render's digest.
@@ -100,14 +107,11 @@ func (h *handlers) revisions(r *request) (any, error) {
 			id := strconv.Itoa(s.Version)
 			page.Revisions = append(page.Revisions, revision{ID: id, Revision: s.ChartName + "@" + s.ChartVersion, Version: s.Version, Digest: s.Digest,
 				Status: s.Status, Time: s.LastDeployed.UTC().Format(time.RFC3339)})
-			if sibling := siblingArtifact(a.Rendered, s.Digest); sibling != nil {
-				sibling.Revision = s.ChartVersion
-				artifacts[id] = sibling
-			}
+			servedRender(artifacts, a.Rendered, id, s.Digest, s.ChartVersion)
 		}
 	case *kustomizev1.Kustomization:
 		page.Retained = kustomizationRetained
-		page.Revisions = kustomizationRevisions(a, artifacts)
+		page.Revisions = kustomizationRevisions(o, artifacts)
 	}
 	if page.Revisions == nil {
 		page.Revisions = []revision{}
@@ -138,57 +142,35 @@ func (h *handlers) revisions(r *request) (any, error) {
 	return page, nil
 }
 
-// kustomizationRevisions lists what a Kustomization's status says of its
-// revisions: the newest render, the newest sync's, the last applied and
-// attempted ones (merged when they are the same render).
-func kustomizationRevisions(a *inspect.Applied, artifacts map[string]*meta.Artifact) []revision {
+// kustomizationRevisions lists a Kustomization's status.history, newest
+// first, and before it the newest render when no sync of it is recorded
+// yet (it waits, or failed before applying): a revision's id is its
+// render's digest.
+func kustomizationRevisions(ks *kustomizev1.Kustomization, artifacts map[string]*meta.Artifact) []revision {
 	var out []revision
-	add := func(rev revision, art *meta.Artifact) {
-		for i := range out {
-			if out[i].ID == rev.ID {
-				out[i].Status += ", " + rev.Status
-				return
-			}
-		}
-		out = append(out, rev)
-		if art != nil {
-			artifacts[rev.ID] = art
-		}
+	newest := ks.Status.RenderedArtifact
+	if newest != nil && !slices.ContainsFunc(ks.Status.History, func(s meta.Snapshot) bool { return s.Digest == newest.Digest }) {
+		out = append(out, revision{ID: newest.Digest, Revision: newest.Revision, Digest: newest.Digest, Status: "rendered",
+			Time: newest.LastUpdateTime.UTC().Format(time.RFC3339)})
+		servedRender(artifacts, newest, newest.Digest, newest.Digest, newest.Revision)
 	}
-	if r := a.Rendered; r != nil {
-		add(revision{ID: r.Digest, Revision: r.Revision, Digest: r.Digest, Status: "rendered", Time: r.LastUpdateTime.UTC().Format(time.RFC3339)}, r)
-	}
-	if s := a.Sync; s != nil && s.Digest != "" {
-		status := "syncing (" + s.Phase + ")"
-		switch s.Phase {
-		case kustomizev1.PhaseSucceeded:
-			status = "applied"
-		case kustomizev1.PhaseFailed:
-			status = "failed"
-		}
-		art := siblingArtifact(a.Rendered, s.Digest)
-		if art != nil {
-			art.Revision = s.Revision
-		}
-		add(revision{ID: s.Digest, Revision: s.Revision, Digest: s.Digest, Status: status}, art)
-	}
-	for _, known := range []struct{ rev, status string }{{a.LastApplied, "last applied"}, {a.LastAttempted, "last attempted"}} {
-		if known.rev == "" {
-			continue
-		}
-		matched := false
-		for i := range out {
-			if out[i].Revision == known.rev {
-				out[i].Status += ", " + known.status
-				matched = true
-			}
-		}
-		if !matched {
-			// A revision whose render is not named in status.
-			add(revision{ID: "revision:" + known.rev, Revision: known.rev, Status: known.status + " (render not recorded)"}, nil)
-		}
+	for _, s := range ks.Status.History {
+		rev := s.Metadata[meta.HistoryRevisionKey]
+		out = append(out, revision{ID: s.Digest, Revision: rev, Digest: s.Digest, Status: s.LastReconciledStatus,
+			Time: s.LastReconciled.UTC().Format(time.RFC3339), Syncs: s.TotalReconciliations})
+		servedRender(artifacts, newest, s.Digest, s.Digest, rev)
 	}
 	return out
+}
+
+// servedRender names, under id, the render of digest as render-controller
+// serves it beside the newest one (siblingArtifact), with its revision:
+// both kinds' history entries are found so.
+func servedRender(artifacts map[string]*meta.Artifact, newest *meta.Artifact, id, digest, revision string) {
+	if sibling := siblingArtifact(newest, digest); sibling != nil {
+		sibling.Revision = revision
+		artifacts[id] = sibling
+	}
 }
 
 // siblingArtifact is the artifact of another render of the same object:
