@@ -234,6 +234,37 @@ func TestTheObjectPageShowsATreeOf2000ObjectsAndItsActions(t *testing.T) {
 		t.Errorf("the revisions diff is titled %q, want older → newer", got)
 	}
 	b.Screenshot("revisions")
+	diffs := api.queriesOf("/api/objects/kustomization/team-0/app-0000/revisions")
+	if last := diffs[len(diffs)-1]; last.Get("from") != "sha256:"+strings.Repeat("d", 64) || last.Get("to") != "sha256:"+strings.Repeat("c", 64) {
+		t.Errorf("the diff was asked for with %v, want the renders' digests, older first", last)
+	}
+}
+
+func TestTwoRendersOfOneRevisionAreToldApartAndCompared(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/k/kustomization/team-2/"+rerenderedName, "#rev-2")
+	first, second := b.Text(`label[for="rev-1"]`), b.Text(`label[for="rev-0"]`)
+	if !strings.Contains(first, "render 1111111") || !strings.Contains(second, "render 2222222") {
+		t.Errorf("the two renders of main@bbbbbbb read %q and %q, want each named by its render", first, second)
+	}
+	if !strings.Contains(first, "×2") || !strings.Contains(second, "HealthCheckFailed") {
+		t.Errorf("the entries read %q and %q, want the sync count and the outcome", first, second)
+	}
+	if n := b.Count(`label[for="rev-0"] .badge.s-Failed`); n != 1 {
+		t.Errorf("the failed sync's outcome is not shown as a failure")
+	}
+	b.Click("#rev-0")
+	b.Click("#rev-1")
+	b.Click("#compare")
+	b.Eventually("the diff between the two renders is shown", `document.querySelector('.rev-diff').textContent.includes('containers[0].image')`)
+	if got := b.Text(".rev-diff h3"); got != "main@bbbbbbb (render 1111111) → main@bbbbbbb (render 2222222)" {
+		t.Errorf("the diff is titled %q", got)
+	}
+	diffs := api.queriesOf("/api/objects/kustomization/team-2/" + rerenderedName + "/revisions")
+	if last := diffs[len(diffs)-1]; last.Get("from") != firstRenderDigest || last.Get("to") != rerenderedDigest {
+		t.Errorf("the diff was asked for with %v, want from the first render to the second", last)
+	}
+	b.Screenshot("revisions-rerendered")
 }
 
 func TestAnActionTheUserMayNotDoSaysNotAllowed(t *testing.T) {

@@ -44,6 +44,11 @@ const (
 	hostileName = `<img src=x onerror="window.__pwned=1">`
 	// forbiddenName is the Kustomization the user may read but not change.
 	forbiddenName = "app-0001"
+	// rerenderedName is the Kustomization whose history holds two renders
+	// of one revision: firstRenderDigest, then rerenderedDigest.
+	rerenderedName    = "app-0002"
+	firstRenderDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	rerenderedDigest  = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 )
 
 func newFakeAPI() *fakeAPI {
@@ -293,10 +298,25 @@ func (f *fakeAPI) revisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now().UTC()
+	// A Kustomization's status.history as the server lists it: ids are
+	// render digests.
+	entry := func(revision, digest, status string, syncs int, ago time.Duration) map[string]any {
+		return map[string]any{"id": digest, "revision": revision, "digest": digest, "status": status, "syncs": syncs,
+			"time": now.Add(-ago).Format(time.RFC3339)}
+	}
+	if r.PathValue("name") == rerenderedName {
+		// A spec change rendered main@bbbb anew: two renders of one revision.
+		reply(w, 200, map[string]any{"revisions": []map[string]any{
+			entry("main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", rerenderedDigest, "HealthCheckFailed", 1, 0),
+			entry("main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", firstRenderDigest, "Succeeded", 2, time.Hour),
+			entry("main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sha256:"+strings.Repeat("a", 64), "Succeeded", 1, 2*time.Hour),
+		}})
+		return
+	}
 	reply(w, 200, map[string]any{"revisions": []map[string]any{
-		{"revision": "main@sha1:cccccccccccccccccccccccccccccccccccccccc", "time": now.Format(time.RFC3339), "status": "Succeeded"},
-		{"revision": "main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "time": now.Add(-time.Hour).Format(time.RFC3339), "status": "Succeeded"},
-		{"revision": "main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "time": now.Add(-2 * time.Hour).Format(time.RFC3339), "status": "Failed"},
+		entry("main@sha1:cccccccccccccccccccccccccccccccccccccccc", "sha256:"+strings.Repeat("c", 64), "Succeeded", 1, 0),
+		entry("main@sha1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "sha256:"+strings.Repeat("b", 64), "Succeeded", 1, time.Hour),
+		entry("main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sha256:"+strings.Repeat("d", 64), "HealthCheckFailed", 3, 2*time.Hour),
 	}})
 }
 

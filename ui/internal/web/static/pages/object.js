@@ -98,31 +98,42 @@ export function mount(main, { kind, namespace, name }) {
       if (!alive) return;
       const revs = (r && (r.revisions || r.items)) || [];
       if (!revs.length) { fill(revisions, h('p', { class: 'muted' }, 'No applied revisions recorded.')); return; }
+      // An entry is named by its id (a release's version, a Kustomization
+      // render's digest): one source revision can have several renders (a
+      // spec change renders it anew), so its revision alone is ambiguous.
+      // A stand-in without ids is named by its revision.
+      const keyOf = (v) => v.id || v.revision;
+      const shared = (v) => v.revision && revs.filter((x) => x.revision === v.revision).length > 1;
+      const nameOf = (v) => (shortRev(v.revision) || shortRev(v.id)) + (shared(v) && v.digest ? ` (render ${shortRev(v.digest)})` : '');
       const picked = [];
       const compare = h('button', { type: 'button', id: 'compare', disabled: true }, 'Compare the two picked');
       const out = h('div', { class: 'rev-diff', 'aria-live': 'polite' });
       const boxes = revs.map((v, i) => {
         const id = 'rev-' + i;
-        const box = h('input', { type: 'checkbox', id, value: v.revision });
+        const box = h('input', { type: 'checkbox', id, value: keyOf(v) });
         box.addEventListener('change', () => {
           if (box.checked) picked.push(box); else picked.splice(picked.indexOf(box), 1);
           while (picked.length > 2) { const old = picked.shift(); old.checked = false; }
           compare.disabled = picked.length !== 2;
         });
-        return h('li', {}, box, ' ', h('label', { for: id }, h('code', {}, shortRev(v.revision) || v.revision),
-          v.version ? ` v${v.version}` : '', ' ', v.status ? badge(v.status) : null, ' ', clock(v.time || v.appliedAt)));
+        return h('li', {}, box, ' ', h('label', { for: id }, h('code', { title: v.revision || v.id || '' }, nameOf(v)),
+          v.version ? ` v${v.version}` : '', ' ',
+          // A failed release, or the reason a sync failed (HealthCheckFailed…), reads as a failure.
+          v.status ? badge(v.status, /failed$/i.test(v.status) ? 'Failed' : undefined) : null,
+          v.syncs > 1 ? h('span', { class: 'muted', title: `synced ${v.syncs} times` }, ` ×${v.syncs}`) : null,
+          ' ', clock(v.time || v.appliedAt)));
       });
       compare.addEventListener('click', async () => {
         // Older first: the list is newest first, so the later-listed pick is "from".
-        const [a, b] = picked.map((p) => p.value);
-        const ia = revs.findIndex((v) => v.revision === a), ib = revs.findIndex((v) => v.revision === b);
-        const [from, to] = ia > ib ? [a, b] : [b, a];
+        const [a, b] = picked.map((p) => revs.find((v) => keyOf(v) === p.value));
+        const [older, newer] = revs.indexOf(a) > revs.indexOf(b) ? [a, b] : [b, a];
+        const from = keyOf(older), to = keyOf(newer);
         fill(out, h('p', { class: 'muted' }, 'Comparing…'));
         try {
           const d = await api.get(api.objectPath(kind, namespace, name, '/revisions'), { from, to });
           const diff = d && d.diff;
           const unavailable = d && d.diffUnavailable;
-          fill(out, h('h3', {}, `${shortRev(from)} → ${shortRev(to)}`),
+          fill(out, h('h3', {}, `${nameOf(older)} → ${nameOf(newer)}`),
             typeof diff === 'string' ? h('pre', { class: 'yaml' }, diff)
               : diff && diff.length ? changesTable(diff, { object: true })
                 : unavailable ? h('p', { class: 'diff-unavailable' }, unavailable.reason || 'These revisions cannot be compared.',
