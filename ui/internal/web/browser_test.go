@@ -225,18 +225,27 @@ func TestTheObjectPageShowsATreeOf2000ObjectsAndItsActions(t *testing.T) {
 		b.Eventually("the live region announces the result", `document.querySelector('#announce').textContent !== ''`)
 	}
 
-	// Two revisions picked: their diff.
-	b.Click("#rev-0")
-	b.Click("#rev-2")
+	// Two revisions picked: their diff, asked for by the renders' digests.
+	compareRevisions(t, b, api, "team-0/app-0000", 0, 2, "main@aaaaaaa → main@ccccccc",
+		"sha256:"+strings.Repeat("d", 64), "sha256:"+strings.Repeat("c", 64))
+	b.Screenshot("revisions")
+}
+
+// compareRevisions picks the revisions listed at i and j on the page of
+// the Kustomization nsName, compares them, and checks the diff's title and
+// that the diff was asked for from one id to the other.
+func compareRevisions(t *testing.T, b *browsertest.Browser, api *fakeAPI, nsName string, i, j int, title, from, to string) {
+	t.Helper()
+	b.Click(fmt.Sprintf("#rev-%d", i))
+	b.Click(fmt.Sprintf("#rev-%d", j))
 	b.Click("#compare")
 	b.Eventually("the diff between two revisions is shown", `document.querySelector('.rev-diff').textContent.includes('containers[0].image')`)
-	if got := b.Text(".rev-diff h3"); got != "main@aaaaaaa → main@ccccccc" {
-		t.Errorf("the revisions diff is titled %q, want older → newer", got)
+	if got := b.Text(".rev-diff h3"); got != title {
+		t.Errorf("the revisions diff is titled %q, want %q (older → newer)", got, title)
 	}
-	b.Screenshot("revisions")
-	diffs := api.queriesOf("/api/objects/kustomization/team-0/app-0000/revisions")
-	if last := diffs[len(diffs)-1]; last.Get("from") != "sha256:"+strings.Repeat("d", 64) || last.Get("to") != "sha256:"+strings.Repeat("c", 64) {
-		t.Errorf("the diff was asked for with %v, want the renders' digests, older first", last)
+	diffs := api.queriesOf("/api/objects/kustomization/" + nsName + "/revisions")
+	if last := diffs[len(diffs)-1]; last.Get("from") != from || last.Get("to") != to {
+		t.Errorf("the diff was asked for with %v, want from %s to %s", last, from, to)
 	}
 }
 
@@ -253,17 +262,8 @@ func TestTwoRendersOfOneRevisionAreToldApartAndCompared(t *testing.T) {
 	if n := b.Count(`label[for="rev-0"] .badge.s-Failed`); n != 1 {
 		t.Errorf("the failed sync's outcome is not shown as a failure")
 	}
-	b.Click("#rev-0")
-	b.Click("#rev-1")
-	b.Click("#compare")
-	b.Eventually("the diff between the two renders is shown", `document.querySelector('.rev-diff').textContent.includes('containers[0].image')`)
-	if got := b.Text(".rev-diff h3"); got != "main@bbbbbbb (render 1111111) → main@bbbbbbb (render 2222222)" {
-		t.Errorf("the diff is titled %q", got)
-	}
-	diffs := api.queriesOf("/api/objects/kustomization/team-2/" + rerenderedName + "/revisions")
-	if last := diffs[len(diffs)-1]; last.Get("from") != firstRenderDigest || last.Get("to") != rerenderedDigest {
-		t.Errorf("the diff was asked for with %v, want from the first render to the second", last)
-	}
+	compareRevisions(t, b, api, "team-2/"+rerenderedName, 0, 1, "main@bbbbbbb (render 1111111) → main@bbbbbbb (render 2222222)",
+		firstRenderDigest, rerenderedDigest)
 	b.Screenshot("revisions-rerendered")
 }
 
