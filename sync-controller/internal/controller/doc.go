@@ -19,7 +19,9 @@
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
 // that succeeded is not re-applied until the render or spec changes).
 // On top, recordRelease writes its history and Released condition from
-// the outcome of the run's sync operation (helmrelease_controller.go).
+// the outcome of the run's sync operation (helmrelease_controller.go); a
+// Kustomization's recordSync writes its history, Flux's shape, one entry
+// per render digest (history.go). Both bound it with boundHistory.
 //
 // Each reconciler has its own engine and watcher (engine.NewWatcherFor):
 // the watcher sees only objects with its kind's name label
@@ -32,9 +34,9 @@
 // them by server-side apply under the field manager plumb-sync (the
 // inventory under plumb-sync-inventory), and only when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
-// Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, inventory, drift,
-// sync and lastHandledReconcileAt; of a HelmRelease the same, plus
-// Released, history and lastAttemptedConfigDigest. render-controller owns
+// Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
+// drift, sync and lastHandledReconcileAt; of a HelmRelease the same (its
+// history is Helm's releases), plus Released and lastAttemptedConfigDigest. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
 // condition; Ready summarizes both.
 //
