@@ -243,6 +243,9 @@ func compareRevisions(t *testing.T, b *browsertest.Browser, api *fakeAPI, nsName
 	if got := b.Text(".rev-diff h3"); got != title {
 		t.Errorf("the revisions diff is titled %q, want %q (older → newer)", got, title)
 	}
+	if heads := b.Text(".rev-diff thead"); !strings.Contains(heads, "Older render") || strings.Contains(heads, "Live") || strings.Contains(heads, "Changed by") {
+		t.Errorf("the revisions diff's columns read %q: two renders have no live side and no field manager", heads)
+	}
 	diffs := api.queriesOf("/api/objects/kustomization/" + nsName + "/revisions")
 	if last := diffs[len(diffs)-1]; last.Get("from") != from || last.Get("to") != to {
 		t.Errorf("the diff was asked for with %v, want from %s to %s", last, from, to)

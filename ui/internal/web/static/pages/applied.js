@@ -107,10 +107,13 @@ export function mount(main, { kind, namespace, name, id }) {
 // as rows "path: before → after, changed by manager"; opts.object adds the
 // object column, opts.onIgnore(path, button) an "Ignore this field" button.
 export function changesTable(changes, opts = {}) {
+  // Between two revisions there is no live side and no field manager.
+  const heads = opts.revisions ? ['Field', 'Older render', '', 'Newer render']
+    : ['Field', 'Live (before)', '', 'Git (after)', 'Changed by'];
   return h('table', { class: 'table diff' },
     h('thead', {}, h('tr', {},
       opts.object ? h('th', { scope: 'col' }, 'Object') : null,
-      ['Field', 'Live (before)', '', 'Git (after)', 'Changed by'].map((t) => h('th', { scope: 'col', class: t ? null : 'arrow' }, t)),
+      heads.map((t) => h('th', { scope: 'col', class: t ? null : 'arrow' }, t)),
       opts.onIgnore ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
     h('tbody', {}, changes.map((c) => {
       const btn = opts.onIgnore ? h('button', { type: 'button', class: 'ignore', 'data-path': c.path }, 'Ignore this field') : null;
@@ -121,7 +124,7 @@ export function changesTable(changes, opts = {}) {
         h('td', {}, value(c.before, 'before')),
         h('td', { class: 'arrow', 'aria-hidden': 'true' }, '→'),
         h('td', {}, value(c.after, 'after')),
-        h('td', { class: 'manager' }, c.manager ? `changed by ${c.manager}` : ''),
+        opts.revisions ? null : h('td', { class: 'manager' }, c.manager ? `changed by ${c.manager}` : ''),
         btn ? h('td', {}, btn) : null);
     })));
 }

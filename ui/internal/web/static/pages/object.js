@@ -135,7 +135,7 @@ export function mount(main, { kind, namespace, name }) {
           const unavailable = d && d.diffUnavailable;
           fill(out, h('h3', {}, `${nameOf(older)} → ${nameOf(newer)}`),
             typeof diff === 'string' ? h('pre', { class: 'yaml' }, diff)
-              : diff && diff.length ? changesTable(diff, { object: true })
+              : diff && diff.length ? changesTable(diff, { object: true, revisions: true })
                 : unavailable ? h('p', { class: 'diff-unavailable' }, unavailable.reason || 'These revisions cannot be compared.',
                   unavailable.gone && unavailable.gone.length ? ` No longer served: ${[].concat(unavailable.gone).join(', ')}.` : '')
                   : h('p', {}, 'No differences.'));
