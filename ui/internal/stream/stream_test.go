@@ -646,7 +646,7 @@ func (a *refusesAll) check(r *http.Request) bool {
 }
 
 func (a *refusesAll) MayGet(r *http.Request, _, _, _ string) bool        { return a.check(r) }
-func (a *refusesAll) MayGetAll(r *http.Request, _, _ string) bool         { return a.check(r) }
+func (a *refusesAll) MayGetAll(r *http.Request, _, _ string) bool        { return a.check(r) }
 func (a *refusesAll) MayGetApplied(r *http.Request, _, _, _ string) bool { return a.check(r) }
 
 func TestAPageStopsAtItsCheckBudgetAndSaysWhereToGoOn(t *testing.T) {
