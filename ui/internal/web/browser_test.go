@@ -310,6 +310,9 @@ func TestTheDriftTimelineMarksDetectedAndCorrected(t *testing.T) {
 	if q := qs[len(qs)-1]; q.Get("name") != "app-0003" {
 		t.Errorf("the last drift query was %v, want name=app-0003", q)
 	}
+	if c := b.Text(".stream .entry:nth-child(1) .diff-line:nth-child(2)"); !strings.Contains(c, "Secret/kube-system/admin") || !strings.Contains(c, "(hidden)") {
+		t.Errorf("a change of an object the user may not read reads %q, want its values hidden", c)
+	}
 }
 
 func TestTheEventHistoryPagesBackwardsAndFilters(t *testing.T) {

@@ -134,7 +134,13 @@ func (f *fakeAPI) signedIn(next http.HandlerFunc) http.HandlerFunc {
 			reply(w, 401, map[string]string{"error": "not signed in"})
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("X-Plumb-CSRF") != fakeCSRF {
+		// As the server's gate: every request carries the value, a GET
+		// may carry it as ?csrf= (EventSource sets no headers).
+		got := r.Header.Get("X-Plumb-CSRF")
+		if got == "" && r.Method == http.MethodGet {
+			got = r.URL.Query().Get("csrf")
+		}
+		if got != fakeCSRF {
 			reply(w, 403, map[string]string{"error": "missing or wrong X-Plumb-CSRF"})
 			return
 		}
@@ -153,7 +159,7 @@ func (f *fakeAPI) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: "session", Value: "ok", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	reply(w, 200, map[string]any{"user": fakeUser, "groups": []string{"dev"}})
+	reply(w, 200, map[string]any{"user": fakeUser, "groups": []string{"dev"}, "mode": "token", "csrf": fakeCSRF})
 }
 
 func (f *fakeAPI) session(w http.ResponseWriter, r *http.Request) {
@@ -379,7 +385,8 @@ func (f *fakeAPI) drift(w http.ResponseWriter, r *http.Request) {
 		{"seq": 41, "time": base.Format(time.RFC3339), "kind": "Kustomization", "namespace": "team-0", "name": "app-0000",
 			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected", "changes": change("kubectl-edit")},
 		{"seq": 17, "time": base.Add(-time.Hour).Format(time.RFC3339), "kind": "Kustomization", "namespace": "team-3", "name": "app-0003",
-			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected", "changes": change("helm")},
+			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected",
+			"changes": append(change("helm"), map[string]any{"object": "Secret/kube-system/admin", "path": "data.token", "hidden": true})},
 	}
 	f.mu.Lock()
 	items = append(slices.Clone(f.newDrift), items...)
