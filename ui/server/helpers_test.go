@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -207,13 +208,19 @@ type session struct {
 	CSRF   string   `json:"csrf"`
 }
 
-// signIn signs in with body and keeps the session's CSRF value.
+// signIn signs in with body and keeps the session's CSRF value, which the
+// sign-in answers and every further request carries.
 func (b *browser) signIn(body any) session {
 	b.t.Helper()
 	status, data, _ := b.do(http.MethodPost, "/api/login", body)
 	if status != http.StatusOK {
 		b.t.Fatalf("sign-in: %d %s", status, data)
 	}
+	var login session
+	if err := json.Unmarshal(data, &login); err != nil {
+		b.t.Fatal(err)
+	}
+	b.csrf = login.CSRF
 	status, data, _ = b.do(http.MethodGet, "/api/session", nil)
 	if status != http.StatusOK {
 		b.t.Fatalf("session: %d %s", status, data)
@@ -248,7 +255,7 @@ type sse struct {
 func (b *browser) live() *sse {
 	b.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/api/live", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/api/live?csrf="+url.QueryEscape(b.csrf), nil)
 	if err != nil {
 		b.t.Fatal(err)
 	}
