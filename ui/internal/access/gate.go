@@ -70,7 +70,7 @@ const MaxSessionsPerUser = 10
 // many.
 const (
 	loginRate  = rate.Limit(1) // per second
-	loginBurst = 10
+	loginBurst = 20
 	// maxLimiters bounds the addresses remembered; when full, those whose
 	// limiter is back to a full burst (nothing to remember) are dropped,
 	// and if that frees nothing, all.
