@@ -50,7 +50,10 @@ type Session struct {
 
 	mu      sync.Mutex
 	reviews map[review]verdict
-	now     func() time.Time
+	// ended is set when the Gate let go of the session: a request still
+	// in flight keeps no more answers, which nothing would release.
+	ended bool
+	now   func() time.Time
 }
 
 // review is one question asked of the API server.
@@ -120,14 +123,16 @@ func (s *Session) MayDo(ctx context.Context, verb, group, resource, namespace, n
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, replacing := s.reviews[key]
-	if !replacing && (len(s.reviews) >= maxReviews || cachedReviews.Load() >= MaxCachedReviews) {
+	if s.ended {
+		return sar.Status.Allowed // a request still in flight: nothing to keep it for
+	}
+	if _, kept := s.reviews[key]; !kept && (len(s.reviews) >= maxReviews || cachedReviews.Load() >= MaxCachedReviews) {
 		s.forget()
 	}
-	if !replacing && cachedReviews.Load() >= MaxCachedReviews {
-		return sar.Status.Allowed // answered, not kept: the room is others'
-	}
-	if !replacing {
+	if _, kept := s.reviews[key]; !kept {
+		if cachedReviews.Load() >= MaxCachedReviews {
+			return sar.Status.Allowed // answered, not kept: the room is others'
+		}
 		cachedReviews.Add(1)
 	}
 	s.reviews[key] = verdict{allowed: sar.Status.Allowed, at: now}
@@ -140,6 +145,7 @@ func (s *Session) release() {
 	defer s.mu.Unlock()
 	cachedReviews.Add(-int64(len(s.reviews)))
 	clear(s.reviews)
+	s.ended = true
 }
 
 // MayGet reports whether the user may get the object: asked first of the
