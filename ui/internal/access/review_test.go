@@ -49,4 +49,3 @@ func TestPastTheBoundOfAllSessionsAReviewIsAnsweredButNotKept(t *testing.T) {
 	g.Expect(s.reviews).To(BeEmpty(), "an ended session keeps nothing")
 	g.Expect(cachedReviews.Load()).To(BeZero())
 }
-
