@@ -332,6 +332,17 @@ func TestTheEventHistoryPagesBackwardsAndFilters(t *testing.T) {
 	b.Eventually("only errors are listed", `document.querySelectorAll('.stream .entry').length === 25 && document.querySelectorAll('.stream .entry.sev-error').length === 25`)
 }
 
+func TestAnEmptyPageThatEndedEarlyOffersTheOlderOnes(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/events?reason="+slowReason, "#older:not([hidden])")
+	b.Click("#older")
+	b.Eventually("the older page is asked for", `document.querySelector('.stream .empty') !== null`)
+	qs := api.queriesOf("/api/events")
+	if q := qs[len(qs)-1]; q.Get("before") != "120" {
+		t.Errorf("the older page was asked with before=%q, want the server's 120", q.Get("before"))
+	}
+}
+
 func TestALiveChangeUpdatesTheRowInPlace(t *testing.T) {
 	b, api, _ := signedIn(t)
 	waitListening(t, api)

@@ -38,6 +38,9 @@ const (
 	fakeToken  = "good-token"
 	fakeSecret = "s3cret"
 	fakeCSRF   = "csrf-7f3a"
+	// slowReason is a reason filter whose first page the stand-in ends
+	// early, empty, with a before cursor.
+	slowReason = "SlowToCheck"
 	fakeUser   = "jane@example.com"
 	// hostileName is a name an attacker might give an object: if it ever
 	// reached innerHTML it would run.
@@ -343,6 +346,12 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 || limit > 500 {
 		limit = 100
+	}
+	if q.Get("reason") == slowReason && before == 0 {
+		// As the server answers when a page ran out of its time or checks
+		// before it found anything: no items, and where to go on.
+		reply(w, 200, map[string]any{"items": []any{}, "before": 120})
+		return
 	}
 	base := time.Now().UTC().Add(-time.Hour)
 	var items []map[string]any
