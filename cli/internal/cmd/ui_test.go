@@ -13,6 +13,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"plumb.dev/ui/browsertest"
 )
 
 func TestUIServesWithTheKubeconfigsIdentityBehindTheSecretItPrints(t *testing.T) {
@@ -100,4 +102,30 @@ func TestUIOpensTheBrowserOnAPrivatePageNeverWithTheSecretOnACommandLine(t *test
 
 	cancel()
 	g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)))
+}
+
+func TestTheSignInPageSignsARealBrowserInAndLeavesNoSecretInItsAddress(t *testing.T) {
+	g := NewWithT(t)
+	opened := make(chan string, 1)
+	defer func(open func(string) error) { openBrowser = open }(openBrowser)
+	openBrowser = func(target string) error { opened <- target; return nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"--kubeconfig", kubeconfig, "ui", "--address=127.0.0.1:0", "--nats-url="}, &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)))
+	}()
+	var target string
+	g.Eventually(opened, time.Minute).Should(Receive(&target), "stderr: %s", errOut.String())
+
+	b := browsertest.Start(t)
+	b.Go("file://"+target, "#user")
+	b.Eventually("the page signed in as the kubeconfig's user", `document.getElementById('user').textContent !== ''`)
+	b.Eventually("the secret left the address", `location.protocol === 'http:' && !location.href.includes('login=')`)
+	g.Eventually(func() error { _, err := os.Stat(filepath.Dir(target)); return err }, 30*time.Second, 50*time.Millisecond).
+		Should(MatchError(os.ErrNotExist), "the page goes once its secret was used")
 }
