@@ -63,20 +63,32 @@ func TestUIServesWithTheKubeconfigsIdentityBehindTheSecretItPrints(t *testing.T)
 	g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)), "Ctrl-C ends it cleanly")
 }
 
-func TestUIOpensTheBrowserOnAPrivatePageNeverWithTheSecretOnACommandLine(t *testing.T) {
+// openedUI runs `plumb ui` with the browser's opener replaced, until the
+// test ends, and returns what it printed and the target the opener got.
+func openedUI(t *testing.T) (out *syncBuffer, target string) {
 	g := NewWithT(t)
 	opened := make(chan string, 1)
-	defer func(open func(string) error) { openBrowser = open }(openBrowser)
+	open := openBrowser
 	openBrowser = func(target string) error { opened <- target; return nil }
-
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	out = &syncBuffer{}
+	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"--kubeconfig", kubeconfig, "ui", "--address=127.0.0.1:0", "--nats-url="}, &out, &errOut)
+		done <- Run(ctx, []string{"--kubeconfig", kubeconfig, "ui", "--address=127.0.0.1:0", "--nats-url="}, out, &errOut)
 	}()
-	var target string
+	t.Cleanup(func() {
+		cancel()
+		g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)), "Ctrl-C ends it cleanly")
+		openBrowser = open
+	})
 	g.Eventually(opened, time.Minute).Should(Receive(&target), "stderr: %s", errOut.String())
+	return out, target
+}
+
+func TestUIOpensTheBrowserOnAPrivatePageNeverWithTheSecretOnACommandLine(t *testing.T) {
+	g := NewWithT(t)
+	out, target := openedUI(t)
 	m := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/)#/\?login=(\S+)`).FindStringSubmatch(out.String())
 	g.Expect(m).NotTo(BeNil(), "the full address is printed in the terminal")
 	base, secret := m[1], m[2]
@@ -99,29 +111,11 @@ func TestUIOpensTheBrowserOnAPrivatePageNeverWithTheSecretOnACommandLine(t *test
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	g.Eventually(func() error { _, err := os.Stat(filepath.Dir(target)); return err }, 30*time.Second, 50*time.Millisecond).
 		Should(MatchError(os.ErrNotExist), "the page goes once its secret was used")
-
-	cancel()
-	g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)))
 }
 
 func TestTheSignInPageSignsARealBrowserInAndLeavesNoSecretInItsAddress(t *testing.T) {
 	g := NewWithT(t)
-	opened := make(chan string, 1)
-	defer func(open func(string) error) { openBrowser = open }(openBrowser)
-	openBrowser = func(target string) error { opened <- target; return nil }
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, []string{"--kubeconfig", kubeconfig, "ui", "--address=127.0.0.1:0", "--nats-url="}, &out, &errOut)
-	}()
-	defer func() {
-		cancel()
-		g.Eventually(done, 30*time.Second).Should(Receive(Equal(ExitOK)))
-	}()
-	var target string
-	g.Eventually(opened, time.Minute).Should(Receive(&target), "stderr: %s", errOut.String())
-
+	_, target := openedUI(t)
 	b := browsertest.Start(t)
 	b.Go("file://"+target, "#user")
 	b.Eventually("the page signed in as the kubeconfig's user", `document.getElementById('user').textContent !== ''`)
