@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -76,20 +77,25 @@ func serviceAccountToken(t *testing.T, ns, name string) (string, string) {
 // Kustomizations and GitRepositories in namespace where.
 func grant(t *testing.T, where, ns, name string, verbs ...string) {
 	t.Helper()
+	grantRules(t, where, ns, name, "ui-"+name, []rbacv1.PolicyRule{
+		{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: verbs},
+		{APIGroups: []string{sourcev1.GroupVersion.Group}, Resources: []string{"gitrepositories"}, Verbs: verbs},
+	})
+}
+
+// grantRules binds a Role of rules in where to the ServiceAccount
+// ns/name, and waits until the authorizer allows its first rule's first
+// verb on its first resource.
+func grantRules(t *testing.T, where, ns, name, role string, rules []rbacv1.PolicyRule) {
+	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "ui-" + name, Namespace: where},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: verbs},
-			{APIGroups: []string{sourcev1.GroupVersion.Group}, Resources: []string{"gitrepositories"}, Verbs: verbs},
-		},
-	}
+	r := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: where}, Rules: rules}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "ui-" + name, Namespace: where},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: where},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
 	}
-	for _, o := range []client.Object{role, binding} {
+	for _, o := range []client.Object{r, binding} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +104,12 @@ func grant(t *testing.T, where, ns, name string, verbs ...string) {
 	// has, so that no review the UI caches for a minute sees the old
 	// rights.
 	user := "system:serviceaccount:" + ns + ":" + name
+	first := rules[0]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verbs[0], Group: kustomizev1.GroupVersion.Group, Resource: "kustomizations", Namespace: where},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: first.Resources[0], Namespace: where},
 		}}
 		if err := env.Client.Create(ctx, sar); err != nil {
 			t.Fatal(err)
@@ -111,7 +118,7 @@ func grant(t *testing.T, where, ns, name string, verbs ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s may still not %s kustomizations in %s", user, verbs[0], where)
+			t.Fatalf("%s may still not %s %s in %s", user, first.Verbs[0], first.Resources[0], where)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -207,13 +214,19 @@ type session struct {
 	CSRF   string   `json:"csrf"`
 }
 
-// signIn signs in with body and keeps the session's CSRF value.
+// signIn signs in with body and keeps the session's CSRF value, which the
+// sign-in answers and every further request carries.
 func (b *browser) signIn(body any) session {
 	b.t.Helper()
 	status, data, _ := b.do(http.MethodPost, "/api/login", body)
 	if status != http.StatusOK {
 		b.t.Fatalf("sign-in: %d %s", status, data)
 	}
+	var login session
+	if err := json.Unmarshal(data, &login); err != nil {
+		b.t.Fatal(err)
+	}
+	b.csrf = login.CSRF
 	status, data, _ = b.do(http.MethodGet, "/api/session", nil)
 	if status != http.StatusOK {
 		b.t.Fatalf("session: %d %s", status, data)
@@ -248,7 +261,7 @@ type sse struct {
 func (b *browser) live() *sse {
 	b.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/api/live", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/api/live?csrf="+url.QueryEscape(b.csrf), nil)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/inspect"
+	"plumb.dev/ui/internal/kinds"
 	"plumb.dev/ui/internal/live"
 	"plumb.dev/ui/internal/stream"
 	"plumb.dev/ui/internal/web"
@@ -72,16 +73,56 @@ func streamPart(env Env) (Part, error) {
 	if err != nil {
 		return Part{}, err
 	}
-	return Part{Routes: func(mux *http.ServeMux, a access.Access) { x.Routes(mux, streamAccess{a}) },
+	discovered, err := kinds.NewDiscovered(env.Config)
+	if err != nil {
+		x.Close()
+		return Part{}, err
+	}
+	return Part{Routes: func(mux *http.ServeMux, a access.Access) { x.Routes(mux, streamAccess{a, discovered}) },
 		Changes: x, Close: x.Close}, nil
 }
 
-// streamAccess shows a user the events of the objects that user may get.
-type streamAccess struct{ access access.Access }
+// streamAccess shows a user the events of the objects that user may get,
+// and a drift change's values only for an applied object they may get.
+type streamAccess struct {
+	access access.Access
+	kinds  *kinds.Discovered
+}
 
 func (s streamAccess) MayGet(r *http.Request, kind, namespace, name string) bool {
 	sess := s.access.From(r)
 	return sess != nil && sess.MayGetObject(r.Context(), kind, namespace, name)
+}
+
+func (s streamAccess) MayGetAll(r *http.Request, kind, namespace string) bool {
+	sess := s.access.From(r)
+	k, ok := kinds.LookupAny(kind)
+	return sess != nil && ok && sess.MayDo(r.Context(), "get", k.Group(), k.Resource, namespace, "")
+}
+
+// MayGetApplied resolves the Kind through discovery (Plumb's own kinds
+// through package kinds) and asks of every resource that serves it with
+// the object's scope: a Kind two groups serve is shown only when the user
+// may get both, as the change does not say which it is.
+func (s streamAccess) MayGetApplied(r *http.Request, kind, namespace, name string) bool {
+	sess := s.access.From(r)
+	if sess == nil {
+		return false
+	}
+	if k, ok := kinds.LookupAny(kind); ok {
+		return sess.MayGet(r.Context(), k.Group(), k.Resource, namespace, name)
+	}
+	found := false
+	for _, res := range s.kinds.Resources(kind) {
+		if res.Namespaced != (namespace != "") {
+			continue
+		}
+		if !sess.MayGet(r.Context(), res.Group, res.Resource, namespace, name) {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // webPart serves the single-page app outside /api/.

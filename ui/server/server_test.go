@@ -16,6 +16,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/server"
 )
 
@@ -33,6 +34,9 @@ func TestATokenSignsInAsItsServiceAccountUntilSignOut(t *testing.T) {
 	g.Expect(signedIn.User).To(Equal(user), "the user is who the API server says the token is")
 	g.Expect(signedIn.Groups).To(ContainElement("system:serviceaccounts:" + ns))
 	cookie := header.Get("Set-Cookie")
+	g.Expect(cookie).To(HavePrefix("__Host-plumb_session="), "Secure: the prefix keeps sibling hosts and plain HTTP from setting it")
+	g.Expect(cookie).To(ContainSubstring("Path=/"))
+	g.Expect(cookie).NotTo(ContainSubstring("Domain="))
 	g.Expect(cookie).To(ContainSubstring("HttpOnly"))
 	g.Expect(cookie).To(ContainSubstring("SameSite=Strict"))
 	g.Expect(cookie).To(ContainSubstring("Secure"), "without --insecure-cookies")
@@ -46,10 +50,64 @@ func TestATokenSignsInAsItsServiceAccountUntilSignOut(t *testing.T) {
 	g.Expect(s).To(MatchFields(user, "token"))
 	g.Expect(s.CSRF).NotTo(BeEmpty())
 
-	status, data, _ = b.do(http.MethodPost, "/api/logout", nil)
+	status, data, header = b.do(http.MethodPost, "/api/logout", nil)
 	g.Expect(status).To(Equal(http.StatusOK), string(data))
+	g.Expect(header.Get("Set-Cookie")).To(HavePrefix("plumb_session=;"), "--insecure-cookies: no prefix, which a browser refuses without Secure")
 	status, data, _ = b.do(http.MethodGet, "/api/session", nil)
 	g.Expect(status).To(Equal(http.StatusUnauthorized), string(data))
+}
+
+func TestAUsersEleventhSignInEndsTheirOldestSession(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t, "sessions")
+	token, _ := serviceAccountToken(t, ns, "viewer")
+	srv := start(t, server.AuthToken, true)
+	var tabs []*browser
+	for range access.MaxSessionsPerUser + 1 {
+		b := newBrowser(t, srv)
+		b.signIn(map[string]string{"token": token})
+		tabs = append(tabs, b)
+	}
+	status, data, _ := tabs[0].do(http.MethodGet, "/api/session", nil)
+	g.Expect(status).To(Equal(http.StatusUnauthorized), "the oldest session ended: %s", data)
+	for _, b := range tabs[1:] {
+		status, data, _ := b.do(http.MethodGet, "/api/session", nil)
+		g.Expect(status).To(Equal(http.StatusOK), string(data))
+	}
+
+	// Sign-ins from one address are rate-limited: a script trying tokens
+	// meets 429 before long (each try is a review on the API server).
+	b := newBrowser(t, srv)
+	limited := false
+	for range 40 {
+		status, _, header := b.do(http.MethodPost, "/api/login", map[string]string{"token": "not-a-token"})
+		if status == http.StatusTooManyRequests {
+			g.Expect(header.Get("Retry-After")).NotTo(BeEmpty())
+			limited = true
+			break
+		}
+		g.Expect(status).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(limited).To(BeTrue(), "40 sign-ins in a row from one address")
+}
+
+func TestInKubeconfigModeTheCookieAloneReadsNothing(t *testing.T) {
+	g := NewWithT(t)
+	srv := start(t, server.AuthKubeconfig, false)
+	b := newBrowser(t, srv)
+	s := b.signIn(map[string]string{"secret": srv.LoginSecret()})
+	// Another server on 127.0.0.1 the browser visits receives the cookie
+	// (cookies ignore ports) and replays it with the right Host.
+	b.csrf = ""
+	for _, path := range []string{"/api/session", "/api/overview", "/api/namespaces", "/api/live", "/api/events", "/api/drift"} {
+		status, data, _ := b.do(http.MethodGet, path, nil)
+		g.Expect(status).To(Equal(http.StatusForbidden), path)
+		g.Expect(errorOf(t, data)).To(ContainSubstring("X-Plumb-CSRF"), path)
+	}
+	b.csrf = s.CSRF
+	status, data, _ := b.do(http.MethodGet, "/api/overview", nil)
+	g.Expect(status).To(Equal(http.StatusOK), string(data))
+	b.live().close() // EventSource's ?csrf=
 }
 
 // MatchFields matches a session's user and mode.

@@ -103,6 +103,10 @@ func run(opts localenv.Options, exitWhenReady bool, uiListen string, scr *screen
 			scr.Printf("plumb-local: the web UI stopped: %v\n", err)
 		}
 	}()
+	// The sign-in address, with its one-time secret, is printed on this
+	// terminal only: never passed to another process on a command line,
+	// which any local user can read (/proc/*/cmdline). plumb-local opens
+	// no browser; `plumb ui` does, through a private file (docs/cli.md).
 	printWhere(scr, env, demo, ui.LoginURL(), time.Since(started))
 	return watch(ctx, scr, env, demo)
 }

@@ -24,7 +24,15 @@
 // user do that?" with a SelfSubjectAccessReview made as the user, cached
 // for a minute (MayDo; MayGet asks of the namespace first, then of the
 // object, so a stream of events costs a review per namespace). Gate.Protect puts the Session in the request's
-// context (From), refuses a request without one (401) and a write without
-// the X-Plumb-CSRF header of its session (403): the cookie alone, which a
-// browser sends by itself, is not enough to change anything.
+// context (From), refuses a request without one (401) and any request,
+// reads too, without the X-Plumb-CSRF value of its session (403; a GET may
+// carry it as ?csrf=, for EventSource): the cookie alone, which a browser
+// sends by itself to every port of the host, is not enough to read or
+// change anything.
+//
+// Bounds, so that one token cannot exhaust the server: sign-ins are
+// rate-limited per client address; a user has at most MaxSessionsPerUser
+// sessions (a further sign-in ends the oldest), the server maxSessions;
+// the reviews cached by all sessions together are at most
+// MaxCachedReviews. A Secure cookie is named with the __Host- prefix.
 package access

@@ -10,10 +10,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,17 +36,46 @@ const (
 	ModeToken Mode = "token"
 )
 
-// CSRFHeader is the header every write must carry, with the csrf value of
-// GET /api/session.
+// CSRFHeader is the header every /api/ request but POST /api/login must
+// carry, with the csrf value the sign-in answered. A browser sends the
+// cookie by itself, to every port of the host (cookies ignore ports), so
+// another local server the user visits receives plumb_session; it cannot
+// know this value, which only the page's own origin keeps.
 const CSRFHeader = "X-Plumb-CSRF"
 
-// CookieName is the session cookie's name.
-const CookieName = "plumb_session"
+// CSRFParam is the query parameter that carries the CSRF value where a
+// header cannot be set: EventSource (GET /api/live). Taken on GETs only.
+const CSRFParam = "csrf"
+
+// CookieName is the session cookie's name; SecureCookieName its name when
+// the cookie is Secure: the __Host- prefix makes the browser refuse it
+// unless it is Secure, host-only and for path /, so a sibling domain or a
+// plain-HTTP answer cannot plant or overwrite it.
+const (
+	CookieName       = "plumb_session"
+	SecureCookieName = "__Host-plumb_session"
+)
 
 // maxSessions bounds the sessions kept in memory: sign-ins beyond it are
 // refused (503) until some expire, rather than letting anyone holding a
 // valid token fill the server's memory.
 const maxSessions = 10000
+
+// MaxSessionsPerUser bounds one user's sessions: a further sign-in ends
+// that user's oldest, so one token cannot fill the store for everyone.
+const MaxSessionsPerUser = 10
+
+// The sign-in rate of one client address: a person signs in a few times,
+// a script trying tokens (each one a SelfSubjectReview on the API server)
+// many.
+const (
+	loginRate  = rate.Limit(1) // per second
+	loginBurst = 20
+	// maxLimiters bounds the addresses remembered; when full, those whose
+	// limiter is back to a full burst (nothing to remember) are dropped,
+	// and if that frees nothing, all.
+	maxLimiters = 10000
+)
 
 // maxTokenBytes bounds a bearer token (OIDC ID tokens with many groups
 // run to a few KiB).
@@ -81,6 +112,9 @@ type Gate struct {
 	sessions map[string]*Session
 	secret   string // kubeconfig mode: the current one-time login secret
 	now      func() time.Time
+
+	limitersMu sync.Mutex
+	limiters   map[string]*rate.Limiter // POST /api/login's, by client address
 }
 
 // New returns a Gate. In kubeconfig mode it also has a first login secret.
@@ -91,7 +125,7 @@ func New(opts Options) (*Gate, error) {
 	if opts.TTL <= 0 {
 		return nil, fmt.Errorf("the session TTL must be positive, got %s", opts.TTL)
 	}
-	g := &Gate{opts: opts, sessions: map[string]*Session{}, now: time.Now}
+	g := &Gate{opts: opts, sessions: map[string]*Session{}, now: time.Now, limiters: map[string]*rate.Limiter{}}
 	if opts.Mode == ModeKubeconfig {
 		g.secret = randomString()
 	}
@@ -115,9 +149,13 @@ func (g *Gate) LoginSecret() string {
 func (g *Gate) From(r *http.Request) *Session { return From(r) }
 
 // Protect serves h only for a request with a live session, which it puts
-// in the request's context; a write (any method but GET and HEAD) must
-// also carry the session's CSRF header. Bodies are cut at
-// httpapi.MaxBody.
+// in the request's context, and that carries the session's CSRF value:
+// every request, reads too, in both modes. In kubeconfig mode the cookie
+// reaches every server on 127.0.0.1, which could replay it with the right
+// Host; in token mode the same rule costs nothing and keeps a leaked
+// cookie alone from reading anything. A GET may carry the value as the
+// csrf query parameter instead (EventSource sets no headers). Bodies are
+// cut at httpapi.MaxBody.
 func (g *Gate) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.lookup(r)
@@ -125,21 +163,35 @@ func (g *Gate) Protect(h http.Handler) http.Handler {
 			httpapi.Error(w, http.StatusUnauthorized, "sign in first")
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			got := r.Header.Get(CSRFHeader)
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-				httpapi.Error(w, http.StatusForbidden, "the %s header is missing or wrong: reload the page", CSRFHeader)
-				return
-			}
+		got := r.Header.Get(CSRFHeader)
+		if got == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			got = r.URL.Query().Get(CSRFParam)
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+			httpapi.Error(w, http.StatusForbidden, "the %s header is missing or wrong: reload the page", CSRFHeader)
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, httpapi.MaxBody)
 		h.ServeHTTP(w, r.WithContext(WithSession(r.Context(), s)))
 	})
 }
 
+// secure reports whether the session cookie is Secure: token mode
+// without --insecure-cookies (kubeconfig mode is plain HTTP on loopback).
+func (g *Gate) secure() bool { return g.opts.Mode == ModeToken && !g.opts.InsecureCookies }
+
+// cookieName is the session cookie's name: with the __Host- prefix when
+// it is Secure (a browser refuses the prefix on a cookie that is not).
+func (g *Gate) cookieName() string {
+	if g.secure() {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
 // lookup returns the live session the request's cookie names.
 func (g *Gate) lookup(r *http.Request) *Session {
-	c, err := r.Cookie(CookieName)
+	c, err := r.Cookie(g.cookieName())
 	if err != nil || c.Value == "" {
 		return nil
 	}
@@ -150,10 +202,16 @@ func (g *Gate) lookup(r *http.Request) *Session {
 		return nil
 	}
 	if !g.now().Before(s.expires) {
-		delete(g.sessions, c.Value)
+		g.end(s)
 		return nil
 	}
 	return s
+}
+
+// end forgets s and its cached reviews; g.mu is held.
+func (g *Gate) end(s *Session) {
+	delete(g.sessions, s.id)
+	s.release()
 }
 
 // loginRequest is POST /api/login's body.
@@ -173,6 +231,11 @@ type sessionInfo struct {
 // Login serves POST /api/login, the one /api/ route served without a
 // session: {"token"} or {"secret"} → the session cookie and who signed in.
 func (g *Gate) Login(w http.ResponseWriter, r *http.Request) {
+	if !g.allowLogin(r) {
+		w.Header().Set("Retry-After", "1")
+		httpapi.Error(w, http.StatusTooManyRequests, "too many sign-ins from this address: wait a little")
+		return
+	}
 	// A form another site posts cannot be JSON without a CORS preflight,
 	// which this server never grants.
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -214,11 +277,41 @@ func (g *Gate) Login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: s.id, Path: "/", MaxAge: int(g.opts.TTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: g.opts.Mode == ModeToken && !g.opts.InsecureCookies,
+		Name: g.cookieName(), Value: s.id, Path: "/", MaxAge: int(g.opts.TTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.secure(),
 	})
+	// The answer carries the csrf value every further request needs: the
+	// page keeps it in its origin's storage.
 	httpapi.JSON(w, http.StatusOK, info(s))
+}
+
+// allowLogin takes one sign-in from the request's client address out of
+// its limiter. The address is the connection's: behind a proxy all of its
+// clients share one limiter, which still bounds what a script can try.
+func (g *Gate) allowLogin(r *http.Request) bool {
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		addr = r.RemoteAddr
+	}
+	g.limitersMu.Lock()
+	defer g.limitersMu.Unlock()
+	l := g.limiters[addr]
+	if l == nil {
+		if len(g.limiters) >= maxLimiters {
+			now := g.now()
+			for a, old := range g.limiters {
+				if old.TokensAt(now) >= loginBurst {
+					delete(g.limiters, a)
+				}
+			}
+			if len(g.limiters) >= maxLimiters {
+				clear(g.limiters)
+			}
+		}
+		l = rate.NewLimiter(loginRate, loginBurst)
+		g.limiters[addr] = l
+	}
+	return l.AllowN(g.now(), 1)
 }
 
 // takeSecret reports whether secret is the current login secret, and if
@@ -266,20 +359,32 @@ func (g *Gate) newSession(ctx context.Context, cfg *rest.Config) (*Session, erro
 	return s, nil
 }
 
-// keep stores s, first dropping expired sessions when the store is full.
+// keep stores s. It drops expired sessions first, and the user's oldest
+// ones beyond MaxSessionsPerUser-1, so that s is at most the user's
+// MaxSessionsPerUser-th; the store as a whole is refused beyond
+// maxSessions. A sign-in is rate-limited, so the sweep (at most
+// maxSessions sessions) is not done often.
 func (g *Gate) keep(s *Session) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := g.now()
+	var mine []*Session
+	for _, old := range g.sessions {
+		switch {
+		case !now.Before(old.expires):
+			g.end(old)
+		case old.user == s.user:
+			mine = append(mine, old)
+		}
+	}
+	if len(mine) >= MaxSessionsPerUser {
+		sort.Slice(mine, func(i, j int) bool { return mine[i].expires.Before(mine[j].expires) })
+		for _, old := range mine[:len(mine)-MaxSessionsPerUser+1] {
+			g.end(old)
+		}
+	}
 	if len(g.sessions) >= maxSessions {
-		now := g.now()
-		for id, old := range g.sessions {
-			if !now.Before(old.expires) {
-				delete(g.sessions, id)
-			}
-		}
-		if len(g.sessions) >= maxSessions {
-			return fmt.Errorf("%d sessions are open: sign in again later", maxSessions)
-		}
+		return fmt.Errorf("%d sessions are open: sign in again later", maxSessions)
 	}
 	g.sessions[s.id] = s
 	return nil
@@ -289,10 +394,10 @@ func (g *Gate) keep(s *Session) error {
 func (g *Gate) Logout(w http.ResponseWriter, r *http.Request) {
 	s := From(r)
 	g.mu.Lock()
-	delete(g.sessions, s.id)
+	g.end(s)
 	g.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.opts.Mode == ModeToken && !g.opts.InsecureCookies})
+	http.SetCookie(w, &http.Cookie{Name: g.cookieName(), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.secure()})
 	httpapi.JSON(w, http.StatusOK, struct{}{})
 }
 

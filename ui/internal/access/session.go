@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -24,6 +25,15 @@ const ReviewTTL = time.Minute
 // growing with every object a user's pages ask about.
 const maxReviews = 4096
 
+// MaxCachedReviews bounds the reviews kept by all sessions together:
+// sessions times maxReviews would be tens of millions. Past it a session
+// first forgets its own expired answers, and if the room is still taken,
+// asks without keeping the answer.
+const MaxCachedReviews = 100_000
+
+// cachedReviews counts the reviews every session of the process keeps.
+var cachedReviews atomic.Int64
+
 // Session is one signed-in user: who they are, the client that acts as
 // them, and their cached access reviews.
 type Session struct {
@@ -40,7 +50,10 @@ type Session struct {
 
 	mu      sync.Mutex
 	reviews map[review]verdict
-	now     func() time.Time
+	// ended is set when the Gate let go of the session: a request still
+	// in flight keeps no more answers, which nothing would release.
+	ended bool
+	now   func() time.Time
 }
 
 // review is one question asked of the API server.
@@ -110,11 +123,29 @@ func (s *Session) MayDo(ctx context.Context, verb, group, resource, namespace, n
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.reviews) >= maxReviews {
+	if s.ended {
+		return sar.Status.Allowed // a request still in flight: nothing to keep it for
+	}
+	if _, kept := s.reviews[key]; !kept && (len(s.reviews) >= maxReviews || cachedReviews.Load() >= MaxCachedReviews) {
 		s.forget()
+	}
+	if _, kept := s.reviews[key]; !kept {
+		if cachedReviews.Load() >= MaxCachedReviews {
+			return sar.Status.Allowed // answered, not kept: the room is others'
+		}
+		cachedReviews.Add(1)
 	}
 	s.reviews[key] = verdict{allowed: sar.Status.Allowed, at: now}
 	return sar.Status.Allowed
+}
+
+// release forgets every review s keeps, for a session that ended.
+func (s *Session) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cachedReviews.Add(-int64(len(s.reviews)))
+	clear(s.reviews)
+	s.ended = true
 }
 
 // MayGet reports whether the user may get the object: asked first of the
@@ -140,6 +171,7 @@ func (s *Session) MayGetObject(ctx context.Context, kind, namespace, name string
 // Called with mu held.
 func (s *Session) forget() {
 	now := s.now()
+	before := len(s.reviews)
 	for k, v := range s.reviews {
 		if now.Sub(v.at) >= ReviewTTL {
 			delete(s.reviews, k)
@@ -148,6 +180,7 @@ func (s *Session) forget() {
 	if len(s.reviews) > maxReviews/2 {
 		clear(s.reviews)
 	}
+	cachedReviews.Add(-int64(before - len(s.reviews)))
 }
 
 type sessionKey struct{}

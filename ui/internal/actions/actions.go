@@ -16,6 +16,10 @@ import (
 	"plumb.dev/ui/internal/kinds"
 )
 
+// apiTimeout bounds the API calls of one action (httpapi.APITimeout;
+// tests shorten it).
+var apiTimeout = httpapi.APITimeout
+
 // Result is the answer of an action: the reconcile request's token, which
 // the object's status.lastHandledReconcileAt shows once the controller has
 // acted on it (empty for suspend).
@@ -34,11 +38,12 @@ func Reconcile(w http.ResponseWriter, r *http.Request) {
 	if !httpapi.Decode(w, r, &req) {
 		return
 	}
-	c, obj, ok := target(w, r)
+	ctx, cancel := httpapi.WithAPITimeout(r, apiTimeout)
+	defer cancel()
+	c, obj, ok := target(ctx, w, r)
 	if !ok {
 		return
 	}
-	ctx := r.Context()
 	if req.WithSource {
 		srcs, err := sources(ctx, c, obj)
 		if err != nil {
@@ -62,12 +67,14 @@ func Reconcile(w http.ResponseWriter, r *http.Request) {
 
 // Suspend serves POST …/{kind}/{namespace}/{name}/suspend.
 func Suspend(w http.ResponseWriter, r *http.Request) {
-	c, obj, ok := target(w, r)
+	ctx, cancel := httpapi.WithAPITimeout(r, apiTimeout)
+	defer cancel()
+	c, obj, ok := target(ctx, w, r)
 	if !ok {
 		return
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
-	if err := c.Patch(r.Context(), obj, patch); err != nil {
+	if err := c.Patch(ctx, obj, patch); err != nil {
 		httpapi.APIError(w, err)
 		return
 	}
@@ -76,11 +83,13 @@ func Suspend(w http.ResponseWriter, r *http.Request) {
 
 // Resume serves POST …/{kind}/{namespace}/{name}/resume.
 func Resume(w http.ResponseWriter, r *http.Request) {
-	c, obj, ok := target(w, r)
+	ctx, cancel := httpapi.WithAPITimeout(r, apiTimeout)
+	defer cancel()
+	c, obj, ok := target(ctx, w, r)
 	if !ok {
 		return
 	}
-	token, err := reconcile.Request(r.Context(), c, obj, map[string]any{"suspend": false}, nil)
+	token, err := reconcile.Request(ctx, c, obj, map[string]any{"suspend": false}, nil)
 	if err != nil {
 		httpapi.APIError(w, err)
 		return
@@ -91,7 +100,7 @@ func Resume(w http.ResponseWriter, r *http.Request) {
 // target reads the object the route's {kind}, {namespace} and {name} name with the user's client. On
 // failure it has written the answer: 404 for an unknown kind, the API
 // server's status (403, 404) otherwise.
-func target(w http.ResponseWriter, r *http.Request) (client.Client, client.Object, bool) {
+func target(ctx context.Context, w http.ResponseWriter, r *http.Request) (client.Client, client.Object, bool) {
 	s := access.From(r)
 	if s == nil {
 		httpapi.Error(w, http.StatusUnauthorized, "sign in first")
@@ -104,7 +113,7 @@ func target(w http.ResponseWriter, r *http.Request) (client.Client, client.Objec
 	}
 	obj := k.New()
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	if err := s.Client().Get(r.Context(), key, obj); err != nil {
+	if err := s.Client().Get(ctx, key, obj); err != nil {
 		httpapi.APIError(w, err)
 		return nil, nil, false
 	}

@@ -5,14 +5,28 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
+
+// APITimeout bounds the API server calls one request makes for its user:
+// a user's rest.Config has no timeout of its own, and a handler waiting
+// on an API server that does not answer would hold its connection and
+// goroutine until the client gave up. (The object pages use the same.)
+const APITimeout = 30 * time.Second
+
+// WithAPITimeout is r's context bounded by timeout (APITimeout in the
+// server; tests shorten it), for the API calls of one request.
+func WithAPITimeout(r *http.Request, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), timeout)
+}
 
 // MaxBody is the most bytes of a request body any handler reads: every
 // body the UI takes is a small JSON object.
@@ -45,6 +59,10 @@ func APIError(w http.ResponseWriter, err error) {
 			JSON(w, code, ErrorBody{Error: err.Error()})
 			return
 		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		JSON(w, http.StatusGatewayTimeout, ErrorBody{Error: "the API server did not answer in time"})
+		return
 	}
 	JSON(w, http.StatusInternalServerError, ErrorBody{Error: err.Error()})
 }

@@ -2,7 +2,10 @@
 // lower-case singular name routes use (docs/design/ui.md), the Kind, its
 // API group and resource (for access reviews) and how to make an empty
 // object of it. Every other package of the UI looks a kind up here rather
-// than spelling its group or resource again.
+// than spelling its group or resource again. Discovered finds any other
+// kind (a Deployment a Kustomization applied) by its Kind alone, from the
+// API server's discovery, for the names on the event stream that carry no
+// API group.
 package kinds
 
 import (

@@ -13,4 +13,8 @@
 // its EventSource reconnects by itself (after the retry the stream
 // announces), and a page refetches what it shows when its stream (re)opens,
 // so a dropped connection costs one refetch and no change is silently lost.
+//
+// Each open stream holds a goroutine, a buffer and a connection, so a
+// session may have MaxStreamsPerSession open and the server MaxStreams;
+// beyond, 429, and a stream's place is freed when it disconnects.
 package live

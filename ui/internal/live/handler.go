@@ -39,7 +39,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.Error(w, http.StatusInternalServerError, "this connection cannot stream: %v", err)
 		return
 	}
-	sub, done := h.Hub.subscribe()
+	sub, done, err := h.Hub.subscribe(s)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		httpapi.Error(w, http.StatusTooManyRequests, "%v: at most %d a session and %d in all; close other tabs", err, h.Hub.maxPerOwner, h.Hub.max)
+		return
+	}
 	defer done()
 
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -9,14 +10,33 @@ import (
 // disconnected.
 const BufferSize = 256
 
+// The open streams allowed: a page needs one (the app shares it across
+// its views), a few tabs a few; each costs a goroutine, a buffer and a
+// connection, so neither one session nor all of them together may open
+// them without end.
+const (
+	MaxStreamsPerSession = 4
+	MaxStreams           = 1000
+)
+
+// errTooMany is subscribe's refusal beyond the bounds.
+var errTooMany = errors.New("too many live streams open")
+
 // Hub hands every change published to every subscriber.
 type Hub struct {
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
+	// open counts the open streams of each owner (a session).
+	open map[any]int
+	// maxPerOwner and max are the bounds; NewHub sets the defaults.
+	maxPerOwner, max int
 }
 
 // NewHub returns a Hub without subscribers.
-func NewHub() *Hub { return &Hub{subs: map[*subscriber]struct{}{}} }
+func NewHub() *Hub {
+	return &Hub{subs: map[*subscriber]struct{}{}, open: map[any]int{},
+		maxPerOwner: MaxStreamsPerSession, max: MaxStreams}
+}
 
 // subscriber is one open stream.
 type subscriber struct {
@@ -41,17 +61,34 @@ func (h *Hub) Publish(c Change) {
 	}
 }
 
-// subscribe returns a new subscriber and the function that ends it.
-func (h *Hub) subscribe() (*subscriber, func()) {
+// subscribe returns a new subscriber of owner (its session) and the
+// function that ends it, which frees its place; errTooMany when owner has
+// maxPerOwner streams open or the Hub max. A subscriber dropped for
+// falling behind keeps its place until its stream ends.
+func (h *Hub) subscribe(owner any) (*subscriber, func(), error) {
 	s := &subscriber{changes: make(chan Change, BufferSize), overflow: make(chan struct{})}
 	h.mu.Lock()
-	h.subs[s] = struct{}{}
-	h.mu.Unlock()
-	return s, func() {
-		h.mu.Lock()
-		delete(h.subs, s)
-		h.mu.Unlock()
+	defer h.mu.Unlock()
+	total := 0
+	for _, n := range h.open {
+		total += n
 	}
+	if h.open[owner] >= h.maxPerOwner || total >= h.max {
+		return nil, nil, errTooMany
+	}
+	h.open[owner]++
+	h.subs[s] = struct{}{}
+	var once sync.Once
+	return s, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			delete(h.subs, s)
+			if h.open[owner]--; h.open[owner] <= 0 {
+				delete(h.open, owner)
+			}
+		})
+	}, nil
 }
 
 // Forward publishes src's changes until ctx ends or src closes its

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/httpapi"
@@ -31,6 +32,18 @@ type Viewer interface {
 // Handler serves the overview from a Store.
 type Handler struct {
 	Store *Store
+	// APITimeout bounds the access reviews of one request
+	// (httpapi.APITimeout when zero): a review that does not answer in
+	// time is a "no".
+	APITimeout time.Duration
+}
+
+// context is r's context bounded by the handler's API timeout.
+func (h *Handler) context(r *http.Request) (context.Context, context.CancelFunc) {
+	if h.APITimeout > 0 {
+		return httpapi.WithAPITimeout(r, h.APITimeout)
+	}
+	return httpapi.WithAPITimeout(r, httpapi.APITimeout)
 }
 
 // Page is the answer of GET /api/overview.
@@ -60,7 +73,9 @@ func (h *Handler) Overview(w http.ResponseWriter, r *http.Request) {
 		httpapi.Error(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	httpapi.JSON(w, http.StatusOK, h.Page(r.Context(), viewerOf(r), q))
+	ctx, cancel := h.context(r)
+	defer cancel()
+	httpapi.JSON(w, http.StatusOK, h.Page(ctx, viewerOf(r), q))
 }
 
 // parseQuery reads and checks the query string.
@@ -218,8 +233,10 @@ type NamespaceList struct {
 // Namespaces serves GET /api/namespaces: the namespaces the user sees
 // rows in, sorted.
 func (h *Handler) Namespaces(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.context(r)
+	defer cancel()
 	rows := h.Store.Rows()
-	visible := visibility(r.Context(), viewerOf(r), rows)
+	visible := visibility(ctx, viewerOf(r), rows)
 	out := NamespaceList{Namespaces: []string{}}
 	seen := map[string]bool{}
 	for sc, ok := range visible {

@@ -38,7 +38,7 @@ func BenchmarkDriftOfOneObject(b *testing.B) {
 	f := filter{kind: "kustomization", namespace: "ns0", name: "k0", reasons: []string{driftDetected, driftCorrected}}
 	b.ResetTimer()
 	for b.Loop() {
-		found, _ := x.query(f, 0, DefaultLimit, func(*events.Event) bool { return true })
+		found, _ := x.query(f, 0, DefaultLimit, MaxScanned, showAll)
 		if len(found) == 0 {
 			b.Fatal("nothing found")
 		}
@@ -50,7 +50,7 @@ func BenchmarkNewestEvents(b *testing.B) {
 	x := fullIndex(b)
 	b.ResetTimer()
 	for b.Loop() {
-		if found, _ := x.query(filter{}, 0, MaxLimit, func(*events.Event) bool { return true }); len(found) != MaxLimit {
+		if found, _ := x.query(filter{}, 0, MaxLimit, MaxScanned, showAll); len(found) != MaxLimit {
 			b.Fatal("short page")
 		}
 	}

@@ -19,7 +19,13 @@
 // oldest first. Queries are a filter over that memory, newest first, each
 // entry shown only when the Authorizer says the requesting user may get the
 // event's involved object, so the stream never shows more than the API
-// server would.
+// server would: asked first of the kind in the namespace, then of the
+// object. A drift change's values are shown only for an object the user
+// may get (Authorizer.MayGetApplied), else marked hidden. One page is
+// bounded in time (Deadline), checks (MaxChecks) and events looked at
+// (MaxScanned): past a bound it answers what it has, with before set where
+// it stopped, so a user who may see little cannot make the server scan
+// the whole index with a review per object.
 //
 // When NATS goes away the connection (pkg/events.Connect) retries forever,
 // and the reader starts a new ordered consumer after the last sequence it

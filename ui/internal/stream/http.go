@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"plumb.dev/pkg/events"
@@ -12,11 +14,21 @@ import (
 
 // Authorizer says whether the user of a request may get an object, the
 // way the API server would answer them (the server's access package: a
-// SelfSubjectAccessReview with the user's identity, cached). kind is the
-// involved object's kind as on the stream (Kustomization, GitRepository,
-// …), namespace is empty for a cluster-scoped object.
+// SelfSubjectAccessReview with the user's identity, cached). namespace is
+// empty for a cluster-scoped object. Each answer may ask the API server:
+// a request makes at most MaxChecks of them.
 type Authorizer interface {
+	// MayGet is about one object of the involved object's kind as on the
+	// stream (Kustomization, GitRepository, …).
 	MayGet(r *http.Request, kind, namespace, name string) bool
+	// MayGetAll is about every object of that kind in namespace: the
+	// check a request makes first, so that a user with a namespace's
+	// viewer role costs a check per namespace, not per object.
+	MayGetAll(r *http.Request, kind, namespace string) bool
+	// MayGetApplied is about an object a Kustomization or HelmRelease
+	// applied, named by its Kind alone (a drift change's object: the
+	// event has no API group), of any API group.
+	MayGetApplied(r *http.Request, kind, namespace, name string) bool
 }
 
 const (
@@ -24,6 +36,24 @@ const (
 	DefaultLimit = 100
 	// MaxLimit is the most entries one page may have.
 	MaxLimit = 500
+)
+
+// The bounds of one request. A user who may see little of the stream
+// would otherwise have the handler scan the whole index and ask the API
+// server about every object in it; past a bound the page ends early with
+// `before` set where the scan stopped, and the next page goes on from
+// there.
+const (
+	// Deadline bounds the time one page takes.
+	Deadline = 5 * time.Second
+	// MaxChecks bounds the access checks of one page (its involved
+	// objects'; a drift page's change objects have as many again).
+	MaxChecks = 500
+	// MaxScanned bounds the stored events one page looks at: an index of
+	// the default size (DefaultMaxEvents) is scanned whole, which takes a
+	// few milliseconds (BenchmarkDriftOfOneObject); a larger one is paged
+	// through in steps of it.
+	MaxScanned = DefaultMaxEvents
 )
 
 // Event is one event as the stream holds it, with its stream sequence.
@@ -46,8 +76,17 @@ type DriftEntry struct {
 	Reason    string          `json:"reason"`
 	Severity  events.Severity `json:"severity"`
 	Message   string          `json:"message"`
-	Changes   []events.Change `json:"changes"`
+	Changes   []DriftChange   `json:"changes"`
 	Latency   string          `json:"latency,omitempty"`
+}
+
+// DriftChange is one change of a drift entry. Its values are the live
+// object's: when the user may not get that object (or it cannot be told
+// whether they may), before, after and manager are left out and hidden
+// says so; object and path stay, as the involved object's page shows them.
+type DriftChange struct {
+	events.Change
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 // Page is the answer of both routes: items newest first; before, when set,
@@ -79,42 +118,115 @@ func (x *Index) Routes(mux *http.ServeMux, auth Authorizer) {
 		if reason := q.Get("reason"); reason != "" {
 			f.reasons = []string{reason}
 		}
-		x.serve(w, r, auth, f, func(e entry) any { return Event{Seq: e.seq, Event: e.ev} })
+		x.serve(w, r, auth, f, func(_ *request, e entry) any { return Event{Seq: e.seq, Event: e.ev} })
 	})
 	mux.HandleFunc("GET /api/drift", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f := filter{kind: q.Get("kind"), namespace: q.Get("namespace"), name: q.Get("name"),
 			object: q.Get("object"), reasons: []string{driftDetected, driftCorrected}}
-		x.serve(w, r, auth, f, func(e entry) any { return driftEntry(e) })
+		x.serve(w, r, auth, f, func(q *request, e entry) any { return q.driftEntry(e) })
 	})
 }
 
 // serve answers one page of the events matching f, as shown by item.
-func (x *Index) serve(w http.ResponseWriter, r *http.Request, auth Authorizer, f filter, item func(entry) any) {
+func (x *Index) serve(w http.ResponseWriter, r *http.Request, auth Authorizer, f filter, item func(*request, entry) any) {
 	before, limit, err := paging(r)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	// One access check per object a request shows, however many of its
-	// events there are.
-	type key struct{ kind, namespace, name string }
-	decided := map[key]bool{}
-	allowed := func(e *events.Event) bool {
-		k := key{e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name}
-		ok, seen := decided[k]
-		if !seen {
-			ok = auth.MayGet(r, k.kind, k.namespace, k.name)
-			decided[k] = ok
-		}
-		return ok
-	}
-	found, next := x.query(f, before, limit, allowed)
+	ctx, cancel := context.WithTimeout(r.Context(), x.deadline)
+	defer cancel()
+	q := &request{r: r.WithContext(ctx), auth: auth, decided: map[objectKey]bool{}, namespaces: map[objectKey]bool{},
+		applied: map[objectKey]bool{}, checks: MaxChecks, changeChecks: MaxChecks}
+	found, next := x.query(f, before, limit, MaxScanned, q.allowed)
 	page := Page{Items: make([]any, 0, len(found)), Before: next, Loading: !x.isSynced()}
 	for _, e := range found {
-		page.Items = append(page.Items, item(e))
+		page.Items = append(page.Items, item(q, e))
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// request is what one page has decided and may still ask: one access
+// check per kind and namespace, then per object a page shows however many
+// of its events there are, within the page's budget and deadline.
+type request struct {
+	r    *http.Request
+	auth Authorizer
+	// decided holds the objects' answers, namespaces the answers for all
+	// of a kind in a namespace (name ""), applied those of drift changes'
+	// objects.
+	decided, namespaces, applied map[objectKey]bool
+	// checks and changeChecks are the checks left.
+	checks, changeChecks int
+}
+
+type objectKey struct{ kind, namespace, name string }
+
+// allowed says whether the page may show e; stop when the page's budget
+// or deadline ran out before it could tell.
+func (q *request) allowed(e *events.Event) (ok, stop bool) {
+	o := e.InvolvedObject
+	ns := objectKey{kind: o.Kind, namespace: o.Namespace}
+	all, seen := q.namespaces[ns]
+	if !seen {
+		if !q.spend(&q.checks) {
+			return false, true
+		}
+		all = q.auth.MayGetAll(q.r, o.Kind, o.Namespace)
+		q.namespaces[ns] = all
+	}
+	if all {
+		return true, false
+	}
+	k := objectKey{o.Kind, o.Namespace, o.Name}
+	ok, seen = q.decided[k]
+	if !seen {
+		if !q.spend(&q.checks) {
+			return false, true
+		}
+		ok = q.auth.MayGet(q.r, k.kind, k.namespace, k.name)
+		q.decided[k] = ok
+	}
+	return ok, false
+}
+
+// spend takes one check out of budget, unless it or the deadline ran out.
+func (q *request) spend(budget *int) bool {
+	if *budget <= 0 || q.r.Context().Err() != nil {
+		return false
+	}
+	*budget--
+	return true
+}
+
+// mayShowChange says whether the user may get the object a drift change
+// is about: its text is <Kind>/<namespace>/<name>, or <Kind>/<name> for
+// a cluster-scoped object. Text of another shape, a check beyond the
+// budget or deadline, is a no.
+func (q *request) mayShowChange(object string) bool {
+	parts := strings.Split(object, "/")
+	var k objectKey
+	switch len(parts) {
+	case 2:
+		k = objectKey{kind: parts[0], name: parts[1]}
+	case 3:
+		k = objectKey{kind: parts[0], namespace: parts[1], name: parts[2]}
+	default:
+		return false
+	}
+	if k.kind == "" || k.name == "" {
+		return false
+	}
+	ok, seen := q.applied[k]
+	if !seen {
+		if !q.spend(&q.changeChecks) {
+			return false
+		}
+		ok = q.auth.MayGetApplied(q.r, k.kind, k.namespace, k.name)
+		q.applied[k] = ok
+	}
+	return ok
 }
 
 // paging reads before= and limit=, capping limit at MaxLimit.
@@ -144,13 +256,19 @@ func truncate(s string) string {
 	return s
 }
 
-func driftEntry(e entry) DriftEntry {
+// driftEntry shows a drift event, with the values of each change only
+// for an object the user may get.
+func (q *request) driftEntry(e entry) DriftEntry {
 	ev := e.ev
 	d := DriftEntry{Seq: e.seq, Time: ev.Timestamp, Kind: ev.InvolvedObject.Kind, Namespace: ev.InvolvedObject.Namespace,
 		Name: ev.InvolvedObject.Name, Revision: ev.Revision, Reason: ev.Reason, Severity: ev.Severity,
-		Message: ev.Message, Changes: ev.Changes}
-	if d.Changes == nil {
-		d.Changes = []events.Change{}
+		Message: ev.Message, Changes: make([]DriftChange, 0, len(ev.Changes))}
+	for _, c := range ev.Changes {
+		if q.mayShowChange(c.Object) {
+			d.Changes = append(d.Changes, DriftChange{Change: c})
+			continue
+		}
+		d.Changes = append(d.Changes, DriftChange{Change: events.Change{Object: c.Object, Path: c.Path}, Hidden: true})
 	}
 	if ev.Reason == driftCorrected {
 		d.Latency = latency(ev.Metadata["latency"])

@@ -39,6 +39,8 @@ type Index struct {
 	maxEvents int
 	maxBytes  int64
 	log       logr.Logger
+	// deadline bounds one page's time (Deadline; tests shorten it).
+	deadline time.Duration
 
 	mu sync.RWMutex
 	// entries[head:] are the stored events, oldest first; dropping the
@@ -70,7 +72,7 @@ type Index struct {
 }
 
 func newIndex(cfg Config) *Index {
-	return &Index{maxEvents: cfg.MaxEvents, maxBytes: cfg.MaxBytes, log: cfg.Log,
+	return &Index{maxEvents: cfg.MaxEvents, maxBytes: cfg.MaxBytes, log: cfg.Log, deadline: Deadline,
 		synced: make(chan struct{}), subs: map[chan Change]struct{}{}}
 }
 
@@ -265,12 +267,21 @@ const scanBatch = 200
 // query returns up to limit events matching f, newest first, older than
 // the sequence before (0: from the newest), for which allowed is true; and
 // the sequence to pass as before for the next page, 0 when there is none.
-func (x *Index) query(f filter, before uint64, limit int, allowed func(*events.Event) bool) (out []entry, next uint64) {
+// It looks at no more than maxScanned stored events, and stops where
+// allowed says stop (its budget ran out): then next is where it stopped,
+// so that the next page goes on from there, even if this one is short or
+// empty.
+func (x *Index) query(f filter, before uint64, limit, maxScanned int, allowed func(*events.Event) (ok, stop bool)) (out []entry, next uint64) {
 	cursor := before
 	for len(out) < limit {
-		batch, more := x.scan(f, cursor, scanBatch)
+		batch, resume, more, looked := x.scan(f, cursor, scanBatch, maxScanned)
+		maxScanned -= looked
 		for i, e := range batch {
-			if !allowed(e.ev) {
+			ok, stop := allowed(e.ev)
+			if stop {
+				return out, e.seq + 1 // e itself is still to be decided
+			}
+			if !ok {
 				continue
 			}
 			out = append(out, e)
@@ -284,14 +295,22 @@ func (x *Index) query(f filter, before uint64, limit int, allowed func(*events.E
 		if !more {
 			return out, 0
 		}
-		cursor = batch[len(batch)-1].seq
+		if maxScanned <= 0 {
+			return out, resume
+		}
+		cursor = resume
 	}
 	return out, next
 }
 
 // scan takes up to n events matching f older than before (0: the newest
-// on), newest first, and says whether older ones remain to be scanned.
-func (x *Index) scan(f filter, before uint64, n int) (batch []entry, more bool) {
+// on), newest first, looking at no more than maxLook stored events. more
+// says whether older ones remain to be looked at, from resume on (the
+// before of the next scan); looked is how many it looked at.
+func (x *Index) scan(f filter, before uint64, n, maxLook int) (batch []entry, resume uint64, more bool, looked int) {
+	if maxLook <= 0 {
+		return nil, before, true, 0
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	live := x.entries[x.head:]
@@ -300,13 +319,17 @@ func (x *Index) scan(f filter, before uint64, n int) (batch []entry, more bool) 
 		i = sort.Search(len(live), func(j int) bool { return live[j].seq >= before })
 	}
 	for i--; i >= 0; i-- {
+		if looked == maxLook {
+			return batch, live[i+1].seq, true, looked
+		}
+		looked++
 		if !f.matches(live[i].ev) {
 			continue
 		}
 		if len(batch) == n {
-			return batch, true
+			return batch, batch[n-1].seq, true, looked
 		}
 		batch = append(batch, live[i])
 	}
-	return batch, false
+	return batch, 0, false, looked
 }

@@ -45,7 +45,7 @@ func TestTheIndexReadsAsTheReaderUserOfDeploy(t *testing.T) {
 
 	pub.Publish(complete(event("Kustomization", "apps", "web", "ReconciliationSucceeded"), time.Now()))
 	g.Eventually(changes, 30*time.Second).Should(Receive(HaveField("Reason", "ReconciliationSucceeded")))
-	found, _ := x.query(filter{reasons: []string{driftCorrected}}, 0, 10, func(*events.Event) bool { return true })
+	found, _ := x.query(filter{reasons: []string{driftCorrected}}, 0, 10, MaxScanned, showAll)
 	g.Expect(found).To(HaveLen(1))
 	g.Expect(found[0].ev.Changes).To(Equal(drift.Changes))
 }

@@ -177,7 +177,12 @@ func start(t *testing.T, ctx context.Context, s *natsServer, cfg Config, auth Au
 // everyone may get every object.
 type everyone struct{}
 
-func (everyone) MayGet(*http.Request, string, string, string) bool { return true }
+func (everyone) MayGet(*http.Request, string, string, string) bool        { return true }
+func (everyone) MayGetAll(*http.Request, string, string) bool             { return true }
+func (everyone) MayGetApplied(*http.Request, string, string, string) bool { return true }
+
+// showAll is a query's allowed that shows everything.
+func showAll(*events.Event) (ok, stop bool) { return true, false }
 
 // notIn may get every object but those of some namespaces, and counts its
 // checks.
@@ -192,6 +197,14 @@ func (a *notIn) MayGet(_ *http.Request, _, namespace, _ string) bool {
 	defer a.mu.Unlock()
 	a.checks++
 	return !a.denied[namespace]
+}
+
+func (a *notIn) MayGetAll(r *http.Request, kind, namespace string) bool {
+	return a.MayGet(r, kind, namespace, "")
+}
+
+func (a *notIn) MayGetApplied(r *http.Request, kind, namespace, name string) bool {
+	return a.MayGet(r, kind, namespace, name)
 }
 
 type eventPage struct {
@@ -352,8 +365,8 @@ func TestDriftTimeline(t *testing.T) {
 	g.Expect(page.Items[0]).To(And(HaveField("Name", "db"), HaveField("Latency", "")))
 	g.Expect(page.Items[1]).To(Equal(DriftEntry{Seq: 2, Time: page.Items[1].Time, Kind: "Kustomization", Namespace: "apps", Name: "web",
 		Revision: "main@sha1:abc", Reason: driftCorrected, Severity: events.SeverityInfo, Message: "DriftDetected of web",
-		Changes: []events.Change{change}, Latency: "183ms"}))
-	g.Expect(page.Items[2]).To(And(HaveField("Reason", driftDetected), HaveField("Latency", ""), HaveField("Changes", []events.Change{change})))
+		Changes: []DriftChange{{Change: change}}, Latency: "183ms"}))
+	g.Expect(page.Items[2]).To(And(HaveField("Reason", driftDetected), HaveField("Latency", ""), HaveField("Changes", []DriftChange{{Change: change}})))
 
 	// The JSON names of the contract.
 	resp, err := http.Get(web.URL + "/api/drift?namespace=apps&limit=1")
@@ -430,7 +443,7 @@ func TestAuthorizerHidesEventsOfForbiddenObjects(t *testing.T) {
 	_, page := get[eventPage](t, web, "/api/events?namespace=secret")
 	g.Expect(page.Items).To(BeEmpty())
 	auth.mu.Lock()
-	g.Expect(auth.checks-checks).To(Equal(1), "one check per object a request shows, not per event")
+	g.Expect(auth.checks-checks).To(Equal(2), "one check of the namespace, one of the object: not one per event")
 	auth.mu.Unlock()
 }
 
@@ -553,4 +566,157 @@ func TestStartRefusesBoundsThatCannotWork(t *testing.T) {
 	x, err := Start(context.Background(), Config{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(x.Synced()).To(BeClosed(), "without NATS there is no history to wait for")
+}
+
+// hidesApplied may get every Kustomization but none of the objects they
+// applied in the namespaces named, and counts its checks of those.
+type hidesApplied struct {
+	everyone
+	mu      sync.Mutex
+	denied  map[string]bool
+	applied []string
+}
+
+func (a *hidesApplied) MayGetApplied(_ *http.Request, kind, namespace, name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.applied = append(a.applied, kind+"|"+namespace+"|"+name)
+	return !a.denied[namespace]
+}
+
+func TestADriftChangeShowsItsValuesOnlyForAnObjectTheUserMayGet(t *testing.T) {
+	g := NewWithT(t)
+	s := startNATS(t)
+	e := event("Kustomization", "apps", "web", driftDetected)
+	e.Changes = []events.Change{
+		{Object: "Deployment/apps/web", Path: "spec.replicas", Before: "5", After: "2", Manager: "kubectl-edit"},
+		{Object: "Secret/kube-system/admin", Path: "data.token", Before: `"c2VjcmV0"`, After: `"b3RoZXI="`, Manager: "kubectl-edit"},
+		{Object: "ClusterRole/admin", Path: "rules", Before: `[{"verbs":["*"]}]`, After: "[]"},
+		{Object: "Deployment/apps/web/extra", Path: "spec", Before: "1", After: "2"},
+		{Object: "Deployment/apps/web", Path: "spec.paused", Before: "true"},
+	}
+	s.publish(e)
+	auth := &hidesApplied{denied: map[string]bool{"kube-system": true, "": true}}
+	_, web := start(t, t.Context(), s, Config{}, auth)
+
+	status, page := get[driftPage](t, web, "/api/drift")
+	g.Expect(status).To(Equal(http.StatusOK))
+	g.Expect(page.Items).To(HaveLen(1))
+	g.Expect(page.Items[0].Changes).To(Equal([]DriftChange{
+		{Change: e.Changes[0]},
+		{Change: events.Change{Object: "Secret/kube-system/admin", Path: "data.token"}, Hidden: true},
+		{Change: events.Change{Object: "ClusterRole/admin", Path: "rules"}, Hidden: true},
+		{Change: events.Change{Object: "Deployment/apps/web/extra", Path: "spec"}, Hidden: true},
+		{Change: e.Changes[4]},
+	}))
+	auth.mu.Lock()
+	g.Expect(auth.applied).To(ConsistOf("Deployment|apps|web", "Secret|kube-system|admin", "ClusterRole||admin"),
+		"one check per object: none for text that names no object")
+	auth.mu.Unlock()
+
+	resp, err := http.Get(web.URL + "/api/drift")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	var raw struct {
+		Items []struct {
+			Changes []map[string]any `json:"changes"`
+		} `json:"items"`
+	}
+	g.Expect(json.NewDecoder(resp.Body).Decode(&raw)).To(Succeed())
+	g.Expect(raw.Items[0].Changes[1]).To(Equal(map[string]any{"object": "Secret/kube-system/admin", "path": "data.token", "hidden": true}),
+		"no value, no manager of a hidden change")
+}
+
+// refusesAll may get nothing, and counts its checks.
+type refusesAll struct {
+	mu     sync.Mutex
+	checks int
+	// block makes each check wait for the request's end.
+	block bool
+}
+
+func (a *refusesAll) check(r *http.Request) bool {
+	a.mu.Lock()
+	a.checks++
+	a.mu.Unlock()
+	if a.block {
+		<-r.Context().Done()
+	}
+	return false
+}
+
+func (a *refusesAll) MayGet(r *http.Request, _, _, _ string) bool        { return a.check(r) }
+func (a *refusesAll) MayGetAll(r *http.Request, _, _ string) bool        { return a.check(r) }
+func (a *refusesAll) MayGetApplied(r *http.Request, _, _, _ string) bool { return a.check(r) }
+
+func TestAPageStopsAtItsCheckBudgetAndSaysWhereToGoOn(t *testing.T) {
+	g := NewWithT(t)
+	s := startNATS(t)
+	var evs []events.Event
+	for i := range MaxChecks {
+		evs = append(evs, event("Kustomization", fmt.Sprint("ns", i), "k", "Progressing"))
+	}
+	s.publish(evs...)
+	auth := &refusesAll{}
+	_, web := start(t, t.Context(), s, Config{}, auth)
+
+	status, page := get[eventPage](t, web, "/api/events")
+	g.Expect(status).To(Equal(http.StatusOK))
+	g.Expect(page.Items).To(BeEmpty())
+	g.Expect(page.Before).NotTo(BeZero(), "the page stopped early: the next one goes on")
+	auth.mu.Lock()
+	g.Expect(auth.checks).To(Equal(MaxChecks), "a user who sees nothing costs at most MaxChecks reviews a page")
+	auth.mu.Unlock()
+	pages := 1
+	for page.Before != 0 {
+		before := page.Before
+		status, page = get[eventPage](t, web, fmt.Sprintf("/api/events?before=%d", before))
+		g.Expect(status).To(Equal(http.StatusOK))
+		g.Expect(page.Before).To(Or(BeZero(), BeNumerically("<", before)), "each page goes further back")
+		pages++
+	}
+	auth.mu.Lock()
+	g.Expect(auth.checks).To(Equal(2*MaxChecks), "every event was decided once: two checks each (namespace, object)")
+	auth.mu.Unlock()
+	g.Expect(pages).To(Equal(2))
+}
+
+func TestAPageStopsAtItsDeadline(t *testing.T) {
+	g := NewWithT(t)
+	s := startNATS(t)
+	s.publish(event("Kustomization", "apps", "web", "Progressing"))
+	auth := &refusesAll{block: true}
+	x, web := start(t, t.Context(), s, Config{}, auth)
+	x.deadline = 50 * time.Millisecond
+
+	status, page := get[eventPage](t, web, "/api/events")
+	g.Expect(status).To(Equal(http.StatusOK), "the check that waits ends with the page's deadline")
+	g.Expect(page.Items).To(BeEmpty())
+	g.Expect(page.Before).To(Equal(uint64(2)), "the event is still to be decided: the next page starts with it")
+}
+
+func TestAQueryLooksAtABoundedNumberOfEventsAndGoesOnWhereItStopped(t *testing.T) {
+	g := NewWithT(t)
+	x := newIndex((&Config{}).withDefaults())
+	for i := range 1000 {
+		name := "other"
+		if i < 3 {
+			name = "wanted"
+		}
+		data, err := json.Marshal(complete(event("Kustomization", "apps", name, "Progressing"), time.Now()))
+		g.Expect(err).NotTo(HaveOccurred())
+		x.add(uint64(i+1), data)
+	}
+	f := filter{name: "wanted"}
+	found, next := x.query(f, 0, 10, 300, showAll)
+	g.Expect(found).To(BeEmpty())
+	g.Expect(next).To(Equal(uint64(701)), "300 looked at, from 1000 down to 701")
+	var all []uint64
+	for next != 0 {
+		found, next = x.query(f, next, 10, 300, showAll)
+		for _, e := range found {
+			all = append(all, e.seq)
+		}
+	}
+	g.Expect(all).To(Equal([]uint64{3, 2, 1}))
 }

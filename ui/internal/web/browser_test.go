@@ -344,6 +344,9 @@ func TestTheDriftTimelineMarksDetectedAndCorrected(t *testing.T) {
 	if q := qs[len(qs)-1]; q.Get("name") != "app-0003" {
 		t.Errorf("the last drift query was %v, want name=app-0003", q)
 	}
+	if c := b.Text(".stream .entry:nth-child(1) .diff-line:nth-child(2)"); !strings.Contains(c, "Secret/kube-system/admin") || !strings.Contains(c, "(hidden)") {
+		t.Errorf("a change of an object the user may not read reads %q, want its values hidden", c)
+	}
 }
 
 func TestTheEventHistoryPagesBackwardsAndFilters(t *testing.T) {
@@ -361,6 +364,17 @@ func TestTheEventHistoryPagesBackwardsAndFilters(t *testing.T) {
 	}
 	b.SetValue("#f-severity", "error")
 	b.Eventually("only errors are listed", `document.querySelectorAll('.stream .entry').length === 25 && document.querySelectorAll('.stream .entry.sev-error').length === 25`)
+}
+
+func TestAnEmptyPageThatEndedEarlyOffersTheOlderOnes(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/events?reason="+slowReason, "#older:not([hidden])")
+	b.Click("#older")
+	b.Eventually("the older page is asked for", `document.querySelector('.stream .empty') !== null`)
+	qs := api.queriesOf("/api/events")
+	if q := qs[len(qs)-1]; q.Get("before") != "120" {
+		t.Errorf("the older page was asked with before=%q, want the server's 120", q.Get("before"))
+	}
 }
 
 func TestALiveChangeUpdatesTheRowInPlace(t *testing.T) {

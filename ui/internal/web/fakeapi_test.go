@@ -38,6 +38,9 @@ const (
 	fakeToken  = "good-token"
 	fakeSecret = "s3cret"
 	fakeCSRF   = "csrf-7f3a"
+	// slowReason is a reason filter whose first page the stand-in ends
+	// early, empty, with a before cursor.
+	slowReason = "SlowToCheck"
 	fakeUser   = "jane@example.com"
 	// hostileName is a name an attacker might give an object: if it ever
 	// reached innerHTML it would run.
@@ -139,7 +142,13 @@ func (f *fakeAPI) signedIn(next http.HandlerFunc) http.HandlerFunc {
 			reply(w, 401, map[string]string{"error": "not signed in"})
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("X-Plumb-CSRF") != fakeCSRF {
+		// As the server's gate: every request carries the value, a GET
+		// may carry it as ?csrf= (EventSource sets no headers).
+		got := r.Header.Get("X-Plumb-CSRF")
+		if got == "" && r.Method == http.MethodGet {
+			got = r.URL.Query().Get("csrf")
+		}
+		if got != fakeCSRF {
 			reply(w, 403, map[string]string{"error": "missing or wrong X-Plumb-CSRF"})
 			return
 		}
@@ -158,7 +167,7 @@ func (f *fakeAPI) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: "session", Value: "ok", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	reply(w, 200, map[string]any{"user": fakeUser, "groups": []string{"dev"}})
+	reply(w, 200, map[string]any{"user": fakeUser, "groups": []string{"dev"}, "mode": "token", "csrf": fakeCSRF})
 }
 
 func (f *fakeAPI) session(w http.ResponseWriter, r *http.Request) {
@@ -358,6 +367,12 @@ func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
+	if q.Get("reason") == slowReason && before == 0 {
+		// As the server answers when a page ran out of its time or checks
+		// before it found anything: no items, and where to go on.
+		reply(w, 200, map[string]any{"items": []any{}, "before": 120})
+		return
+	}
 	base := time.Now().UTC().Add(-time.Hour)
 	var items []map[string]any
 	for seq := 250; seq >= 1 && len(items) < limit; seq-- {
@@ -399,7 +414,8 @@ func (f *fakeAPI) drift(w http.ResponseWriter, r *http.Request) {
 		{"seq": 41, "time": base.Format(time.RFC3339), "kind": "Kustomization", "namespace": "team-0", "name": "app-0000",
 			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected", "changes": change("kubectl-edit")},
 		{"seq": 17, "time": base.Add(-time.Hour).Format(time.RFC3339), "kind": "Kustomization", "namespace": "team-3", "name": "app-0003",
-			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected", "changes": change("helm")},
+			"revision": "main@sha1:0123456789abcdef", "reason": "DriftDetected",
+			"changes": append(change("helm"), map[string]any{"object": "Secret/kube-system/admin", "path": "data.token", "hidden": true})},
 	}
 	f.mu.Lock()
 	items = append(slices.Clone(f.newDrift), items...)

@@ -1,9 +1,27 @@
 // The only module that talks to the server: JSON over fetch with the session
-// cookie, the X-Plumb-CSRF header on every POST, and one EventSource on
-// /api/live shared by every page (docs/design/ui.md, "HTTP API" and "Live").
+// cookie and the X-Plumb-CSRF header on every request, and one EventSource on
+// /api/live shared by every page, which carries the value as ?csrf= (an
+// EventSource sets no headers) (docs/design/ui.md, "HTTP API" and "Live").
+//
+// The cookie alone reads nothing: the browser sends it to every server on
+// the host, whatever the port. The CSRF value comes with the sign-in's
+// answer and is kept in this origin's localStorage, which no other origin
+// (another port) can read, so a reload or another tab goes on with it.
 
-let csrf = '';
+const csrfKey = 'plumb.csrf';
+let csrf = stored();
 let unauthorized = () => {};
+
+function stored() {
+  try { return localStorage.getItem(csrfKey) || ''; } catch { return ''; }
+}
+
+function keep(value) {
+  csrf = value || '';
+  try {
+    if (csrf) localStorage.setItem(csrfKey, csrf); else localStorage.removeItem(csrfKey);
+  } catch { /* storage refused: this page still has it */ }
+}
 
 // APIError is a failed request: status is the HTTP status (403 stays 403).
 export class APIError extends Error {
@@ -29,9 +47,11 @@ export function query(params) {
 async function call(method, path, body, signal) {
   const headers = { Accept: 'application/json' };
   const init = { method, headers, credentials: 'same-origin', signal };
+  // Another tab may have signed in since: the stored value is the cookie's.
+  const token = stored() || csrf;
+  if (token) headers['X-Plumb-CSRF'] = token;
   if (method !== 'GET') {
     headers['Content-Type'] = 'application/json';
-    headers['X-Plumb-CSRF'] = csrf;
     init.body = JSON.stringify(body || {});
   }
   const res = await fetch(path, init);
@@ -54,21 +74,24 @@ export function get(path, params, signal) { return call('GET', path + query(para
 // post sends body as JSON with the CSRF header.
 export function post(path, body) { return call('POST', path, body); }
 
-// session returns {user, groups, mode, csrf} and remembers the CSRF token, or throws 401.
+// session returns {user, groups, mode, csrf}, or throws (401 without a
+// session, 403 without the CSRF value this origin kept).
 export async function session() {
   const s = await call('GET', '/api/session');
-  csrf = s.csrf || '';
+  if (s && s.csrf) keep(s.csrf);
   return s;
 }
 
-// login trades a token ({token}) or the kubeconfig mode's one-time secret ({secret}) for a session.
+// login trades a token ({token}) or the kubeconfig mode's one-time secret
+// ({secret}) for a session, and keeps the CSRF value its answer carries.
 export async function login(body) {
-  await call('POST', '/api/login', body);
+  const s = await call('POST', '/api/login', body);
+  keep(s && s.csrf);
   return session();
 }
 
 export async function logout() {
-  try { await call('POST', '/api/logout', {}); } finally { csrf = ''; }
+  try { await call('POST', '/api/logout', {}); } finally { keep(''); }
 }
 
 // objectPath is /api/objects/{kind}/{ns}/{name} plus an optional suffix.
@@ -94,7 +117,7 @@ function emit(ev) {
 
 export function startLive() {
   if (source) return;
-  source = new EventSource('/api/live', { withCredentials: true });
+  source = new EventSource('/api/live' + query({ csrf: stored() || csrf }), { withCredentials: true });
   source.addEventListener('change', (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch { return; }

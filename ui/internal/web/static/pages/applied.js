@@ -103,7 +103,7 @@ export function mount(main, { kind, namespace, name, id }) {
   };
 }
 
-// changesTable renders field changes {object?, path, before, after, manager}
+// changesTable renders field changes {object?, path, before, after, manager, hidden?}
 // as rows "path: before → after, changed by manager"; opts.object adds the
 // object column, opts.onIgnore(path, button) an "Ignore this field" button.
 export function changesTable(changes, opts = {}) {
@@ -121,12 +121,18 @@ export function changesTable(changes, opts = {}) {
       return h('tr', { class: 'diff-line' },
         opts.object ? h('td', {}, c.object || '') : null,
         h('td', {}, h('code', { class: 'path' }, c.path)),
-        h('td', {}, value(c.before, 'before')),
+        h('td', {}, c.hidden ? hidden() : value(c.before, 'before')),
         h('td', { class: 'arrow', 'aria-hidden': 'true' }, '→'),
-        h('td', {}, value(c.after, 'after')),
+        h('td', {}, c.hidden ? hidden() : value(c.after, 'after')),
         opts.revisions ? null : h('td', { class: 'manager' }, c.manager ? `changed by ${c.manager}` : ''),
         btn ? h('td', {}, btn) : null);
     })));
+}
+
+// hidden stands for the values of a change whose object the user may not
+// read (the server leaves them out).
+function hidden() {
+  return h('span', { class: 'val hidden', title: 'You may not read this object' }, '(hidden)');
 }
 
 function value(v, side) {

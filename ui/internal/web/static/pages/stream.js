@@ -17,6 +17,10 @@ export function streamPage(main, { title, intro, path, filters, render, params }
   let entries = [];
   let alive = true;
   let oldest = 0;
+  // cursor is the server's before= for the next older page, when it said
+  // (a page it ended early, within its time and checks, may be short or
+  // empty and still have older entries).
+  let cursor = 0;
   let generation = 0;
 
   const inputs = filters.map((f) => {
@@ -31,7 +35,7 @@ export function streamPage(main, { title, intro, path, filters, render, params }
   const problem = h('div', { class: 'problem' });
   const older = h('button', { type: 'button', id: 'older', hidden: true }, 'Older entries');
   const summary = h('p', { class: 'summary' });
-  older.addEventListener('click', () => fetch(oldest));
+  older.addEventListener('click', () => fetch(cursor || oldest));
 
   fill(main, pageHeader(title, summary), intro ? h('p', { class: 'intro' }, intro) : null,
     h('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() }, inputs.map((x) => x[2])),
@@ -43,6 +47,7 @@ export function streamPage(main, { title, intro, path, filters, render, params }
     history.replaceState(null, '', location.pathname + '#' + route + api.query(values));
     entries = [];
     oldest = 0;
+    cursor = 0;
     fill(list);
     fetch(0);
   }
@@ -66,8 +71,12 @@ export function streamPage(main, { title, intro, path, filters, render, params }
         list.prepend(...fresh.map(render));
       }
       if (entries.length) oldest = entries[entries.length - 1].seq;
-      // A short page means the stream has nothing older; a live refresh says nothing about that.
-      if (before || first) older.hidden = items.length < limit;
+      // The server's before says there is more; else a short page means the
+      // stream has nothing older. A live refresh says nothing about that.
+      if (before || first) {
+        cursor = (r && !Array.isArray(r) && r.before) || 0;
+        older.hidden = !cursor && items.length < limit;
+      }
       summary.textContent = entries.length ? `${entries.length} shown, newest first` : '';
       if (!entries.length) fill(list, h('li', { class: 'muted empty' }, 'Nothing here yet.'));
       else list.querySelector('.empty')?.remove();

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"net/http"
+
+	"k8s.io/client-go/rest"
+
+	"plumb.dev/ui/internal/access"
+	"plumb.dev/ui/internal/kinds"
+)
+
+// AppliedChecker is the stream part's check of a drift change's object,
+// for the tests.
+type AppliedChecker interface {
+	MayGetApplied(r *http.Request, kind, namespace, name string) bool
+}
+
+// NewStreamAccess is the stream part's Authorizer over a, discovering
+// kinds with cfg.
+func NewStreamAccess(a access.Access, cfg *rest.Config) (AppliedChecker, error) {
+	d, err := kinds.NewDiscovered(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return streamAccess{access: a, kinds: d}, nil
+}
