@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/options"
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/server"
