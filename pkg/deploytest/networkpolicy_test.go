@@ -311,15 +311,8 @@ func TestRenderControllerReachesOnlyWhatItNeeds(t *testing.T) {
 	pods := workloads(t, objs)
 	policies := policiesOf(t, objs, pods)
 	render := pods["render-controller"]
-	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
-	dns := endpoint{name: "CoreDNS", namespace: "kube-system", nsLabels: kubeSystem, labels: map[string]string{"k8s-app": "kube-dns"}}
-	apiServer := endpoint{name: "the API server", ip: netip.MustParseAddr("10.0.0.1")}
-	for _, tc := range []struct {
-		dst   endpoint
-		port  int32
-		proto corev1.Protocol
-		ok    bool
-	}{
+	dns, apiServer := dnsPod, apiServerAddr
+	checkEgress(t, policies, render, []egressCase{
 		{apiServer, 6443, corev1.ProtocolTCP, true},
 		{apiServer, 443, corev1.ProtocolTCP, true},
 		{pods["source-controller"], 9090, corev1.ProtocolTCP, true},
@@ -332,11 +325,7 @@ func TestRenderControllerReachesOnlyWhatItNeeds(t *testing.T) {
 		{pods["notification-controller"], 9292, corev1.ProtocolTCP, false},
 		{pods["source-controller"], 8080, corev1.ProtocolTCP, false},
 		{endpoint{name: "a DNS pod elsewhere", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"k8s-app": "kube-dns"}}, 53, corev1.ProtocolUDP, false},
-	} {
-		t.Run(fmt.Sprintf("%s:%d/%s", tc.dst.name, tc.port, tc.proto), func(t *testing.T) {
-			NewWithT(t).Expect(reachable(t, policies, render, tc.dst, tc.port, tc.proto)).To(Equal(tc.ok))
-		})
-	}
+	})
 }
 
 // TestUINetworkPoliciesLetItReachOnlyWhatItNeeds: with components/ui, the UI pod's own
@@ -362,15 +351,8 @@ func TestUINetworkPoliciesLetItReachOnlyWhatItNeeds(t *testing.T) {
 	}
 	NewWithT(t).Expect(selecting).To(ConsistOf("default-deny-ingress", "ui", "ui-egress"))
 
-	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
-	dns := endpoint{name: "CoreDNS", namespace: "kube-system", nsLabels: kubeSystem, labels: map[string]string{"k8s-app": "kube-dns"}}
-	apiServer := endpoint{name: "the API server", ip: netip.MustParseAddr("10.0.0.1")}
-	for _, tc := range []struct {
-		dst   endpoint
-		port  int32
-		proto corev1.Protocol
-		ok    bool
-	}{
+	dns, apiServer := dnsPod, apiServerAddr
+	checkEgress(t, policies, ui, []egressCase{
 		{apiServer, 6443, corev1.ProtocolTCP, true},
 		{apiServer, 443, corev1.ProtocolTCP, true},
 		{pods["nats"], 4222, corev1.ProtocolTCP, true},
@@ -386,9 +368,29 @@ func TestUINetworkPoliciesLetItReachOnlyWhatItNeeds(t *testing.T) {
 		{endpoint{name: "an internal web server", ip: netip.MustParseAddr("10.0.0.7")}, 80, corev1.ProtocolTCP, false},
 		{endpoint{name: "a tenant's pod", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"app": "web"}}, 8080, corev1.ProtocolTCP, false},
 		{endpoint{name: "a DNS pod elsewhere", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"k8s-app": "kube-dns"}}, 53, corev1.ProtocolUDP, false},
-	} {
+	})
+}
+
+// The DNS pods and the API server, as an egress policy sees them.
+var (
+	dnsPod = endpoint{name: "CoreDNS", namespace: "kube-system", nsLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"},
+		labels: map[string]string{"k8s-app": "kube-dns"}}
+	apiServerAddr = endpoint{name: "the API server", ip: netip.MustParseAddr("10.0.0.1")}
+)
+
+// egressCase is one connection a pod opens and whether it goes through.
+type egressCase struct {
+	dst   endpoint
+	port  int32
+	proto corev1.Protocol
+	ok    bool
+}
+
+// checkEgress checks each connection of src against policies.
+func checkEgress(t *testing.T, policies []networkingv1.NetworkPolicy, src endpoint, cases []egressCase) {
+	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s:%d/%s", tc.dst.name, tc.port, tc.proto), func(t *testing.T) {
-			NewWithT(t).Expect(reachable(t, policies, ui, tc.dst, tc.port, tc.proto)).To(Equal(tc.ok))
+			NewWithT(t).Expect(reachable(t, policies, src, tc.dst, tc.port, tc.proto)).To(Equal(tc.ok))
 		})
 	}
 }
