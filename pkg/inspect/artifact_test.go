@@ -25,11 +25,15 @@ import (
 	"plumb.dev/pkg/testenv"
 )
 
-var env *testenv.Environment
+// lazyEnv is started by the first test that needs the API server, so the
+// fuzz targets' workers start none.
+var lazyEnv = testenv.Lazy{Options: []testenv.Option{testenv.WithoutNATS()}}
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(testenv.Run(m, &env, testenv.WithoutNATS()))
+	code := m.Run()
+	lazyEnv.Stop()
+	os.Exit(code)
 }
 
 const manifests = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team-a}\ndata: {mode: fast}\n"
@@ -67,8 +71,8 @@ func (r *recorder) got() []string {
 
 // countingConfig is the test environment's admin identity, recording the
 // paths of the requests sent to the (real) API server with it.
-func countingConfig(paths *[]string, mu *sync.Mutex) *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
+func countingConfig(t *testing.T, paths *[]string, mu *sync.Mutex) *rest.Config {
+	cfg := rest.CopyConfig(lazyEnv.Get(t).Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			mu.Lock()
@@ -106,7 +110,7 @@ func TestHostileArtifactURLsAreRefused(t *testing.T) {
 	var apiPaths []string
 	from := inspect.RenderControllerIn("plumb-system")
 	from.LocalAddr = redirectorHost
-	f, err := inspect.NewArtifactFetcher(countingConfig(&apiPaths, &mu), from, inspect.ArtifactFetcherOptions{})
+	f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), from, inspect.ArtifactFetcherOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,7 @@ func TestArtifactThroughTheRealServiceProxy(t *testing.T) {
 	g := NewWithT(t)
 	var mu sync.Mutex
 	var apiPaths []string
-	f, err := inspect.NewArtifactFetcher(countingConfig(&apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
+	f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://render-controller.plumb-system.svc.cluster.local."+renderedPath))
 	var status *fetch.StatusError
@@ -335,8 +339,8 @@ func FuzzArtifactURL(f *testing.F) {
 		}
 		var paths []string
 		var mu sync.Mutex
-		// One attempt is enough to see where it goes.
-		ctx, cancel := context.WithCancel(context.Background())
+		// One attempt is enough to see where it goes; a refusal takes none.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		cfg := &rest.Config{Host: "https://api.example:6443", WrapTransport: func(http.RoundTripper) http.RoundTripper {
 			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {

@@ -25,6 +25,7 @@ import (
 // object is read.
 func TestReadLiveFallsBackToGetsInManyNamespaces(t *testing.T) {
 	g := NewWithT(t)
+	env := lazyEnv.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	user := "get-only"
