@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/options"
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/server"
@@ -63,6 +64,9 @@ func TestTheUIShowsTheSampleAppItsDriftAndItsActions(t *testing.T) {
 		Config:          env.Config, // the UI's own identity: watches and the stream
 		NATS:            options.NATS{URL: env.NATSURL},
 		InsecureCookies: true, // httptest serves plain HTTP
+		// localenv's render-controller is a process on this machine, not
+		// a Service behind the API server's proxy.
+		LocalRenderController: env.Controllers[localenv.RenderController].StorageAddr,
 	})
 	s.g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(ui.Handler())

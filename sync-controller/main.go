@@ -17,6 +17,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/options"
@@ -39,7 +40,7 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"How many objects of one Kustomization are applied or checked at the same time.")
 	fs.DurationVar(&o.DriftDebounce, "drift-debounce", 100*time.Millisecond,
 		"How long a foreign write waits before its drift check, so a burst of writes is checked once.")
-	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", 64<<20,
+	fs.Int64Var(&o.MaxArtifactSize, "max-artifact-size", artifact.DefaultMaxRenderedBytes,
 		"The largest rendered artifact downloaded, in bytes.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "",
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")

@@ -40,7 +40,7 @@ func (f *flags) BindFlags(fs *pflag.FlagSet) {
 		"How long a session lasts after sign-in.")
 	fs.BoolVar(&f.InsecureCookies, "insecure-cookies", false,
 		"Leave the Secure attribute off the session cookie, for a UI reached over plain HTTP (a port-forward); never behind a public address.")
-	fs.StringVar(&f.ControllerNamespace, "controller-namespace", "plumb-system",
+	fs.StringVar(&f.ControllerNamespace, "controller-namespace", server.DefaultControllerNamespace,
 		"The namespace Plumb's controllers run in.")
 }
 

@@ -41,6 +41,13 @@ const (
 	DefaultMaxFiles                = 50_000
 )
 
+// DefaultMaxRenderedBytes is the largest rendered artifact, in one place
+// for its three parties: render-controller writes no more
+// (--max-rendered-size, pkg/render's DefaultMaxOutputBytes), and
+// sync-controller (--max-artifact-size) and pkg/inspect (`plumb diff`, the
+// UI) download no more.
+const DefaultMaxRenderedBytes int64 = 64 << 20
+
 // Limits bound what ExtractFile accepts. A zero field takes its default.
 type Limits struct {
 	// MaxArchiveBytes bounds the compressed archive.

@@ -3,6 +3,7 @@ package deploytest
 import (
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -310,15 +311,8 @@ func TestRenderControllerReachesOnlyWhatItNeeds(t *testing.T) {
 	pods := workloads(t, objs)
 	policies := policiesOf(t, objs, pods)
 	render := pods["render-controller"]
-	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
-	dns := endpoint{name: "CoreDNS", namespace: "kube-system", nsLabels: kubeSystem, labels: map[string]string{"k8s-app": "kube-dns"}}
-	apiServer := endpoint{name: "the API server", ip: netip.MustParseAddr("10.0.0.1")}
-	for _, tc := range []struct {
-		dst   endpoint
-		port  int32
-		proto corev1.Protocol
-		ok    bool
-	}{
+	dns, apiServer := dnsPod, apiServerAddr
+	checkEgress(t, policies, render, []egressCase{
 		{apiServer, 6443, corev1.ProtocolTCP, true},
 		{apiServer, 443, corev1.ProtocolTCP, true},
 		{pods["source-controller"], 9090, corev1.ProtocolTCP, true},
@@ -331,9 +325,72 @@ func TestRenderControllerReachesOnlyWhatItNeeds(t *testing.T) {
 		{pods["notification-controller"], 9292, corev1.ProtocolTCP, false},
 		{pods["source-controller"], 8080, corev1.ProtocolTCP, false},
 		{endpoint{name: "a DNS pod elsewhere", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"k8s-app": "kube-dns"}}, 53, corev1.ProtocolUDP, false},
-	} {
+	})
+}
+
+// TestUINetworkPoliciesLetItReachOnlyWhatItNeeds: with components/ui, the UI pod's own
+// policies are the ones it names, and it may reach the API server (where
+// rendered artifacts come from too, through the service proxy), NATS and
+// DNS, nothing else: a user's page cannot make it a way into the network.
+func TestUINetworkPoliciesLetItReachOnlyWhatItNeeds(t *testing.T) {
+	objs, err := build(filepath.Join("testdata", "ui"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := workloads(t, objs)
+	policies := policiesOf(t, objs, pods)
+	ui, ok := pods["ui"]
+	if !ok {
+		t.Fatal("no ui pod")
+	}
+	var selecting []string
+	for _, p := range policies {
+		if matches(t, &p.Spec.PodSelector, ui.labels) {
+			selecting = append(selecting, p.Name)
+		}
+	}
+	NewWithT(t).Expect(selecting).To(ConsistOf("default-deny-ingress", "ui", "ui-egress"))
+
+	dns, apiServer := dnsPod, apiServerAddr
+	checkEgress(t, policies, ui, []egressCase{
+		{apiServer, 6443, corev1.ProtocolTCP, true},
+		{apiServer, 443, corev1.ProtocolTCP, true},
+		{pods["nats"], 4222, corev1.ProtocolTCP, true},
+		{dns, 53, corev1.ProtocolUDP, true},
+		{dns, 53, corev1.ProtocolTCP, true},
+		{pods["nats"], 8222, corev1.ProtocolTCP, false},
+		{pods["render-controller"], 9090, corev1.ProtocolTCP, false},
+		{pods["source-controller"], 9090, corev1.ProtocolTCP, false},
+		{pods["notification-controller"], 9292, corev1.ProtocolTCP, false},
+		{pods["sync-controller"], 8080, corev1.ProtocolTCP, false},
+		{endpoint{name: "the internet", ip: netip.MustParseAddr("203.0.113.7")}, 443, corev1.ProtocolTCP, false},
+		{endpoint{name: "the cloud metadata address", ip: netip.MustParseAddr("169.254.169.254")}, 80, corev1.ProtocolTCP, false},
+		{endpoint{name: "an internal web server", ip: netip.MustParseAddr("10.0.0.7")}, 80, corev1.ProtocolTCP, false},
+		{endpoint{name: "a tenant's pod", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"app": "web"}}, 8080, corev1.ProtocolTCP, false},
+		{endpoint{name: "a DNS pod elsewhere", namespace: "team-a", nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, labels: map[string]string{"k8s-app": "kube-dns"}}, 53, corev1.ProtocolUDP, false},
+	})
+}
+
+// The DNS pods and the API server, as an egress policy sees them.
+var (
+	dnsPod = endpoint{name: "CoreDNS", namespace: "kube-system", nsLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"},
+		labels: map[string]string{"k8s-app": "kube-dns"}}
+	apiServerAddr = endpoint{name: "the API server", ip: netip.MustParseAddr("10.0.0.1")}
+)
+
+// egressCase is one connection a pod opens and whether it goes through.
+type egressCase struct {
+	dst   endpoint
+	port  int32
+	proto corev1.Protocol
+	ok    bool
+}
+
+// checkEgress checks each connection of src against policies.
+func checkEgress(t *testing.T, policies []networkingv1.NetworkPolicy, src endpoint, cases []egressCase) {
+	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s:%d/%s", tc.dst.name, tc.port, tc.proto), func(t *testing.T) {
-			NewWithT(t).Expect(reachable(t, policies, render, tc.dst, tc.port, tc.proto)).To(Equal(tc.ok))
+			NewWithT(t).Expect(reachable(t, policies, src, tc.dst, tc.port, tc.proto)).To(Equal(tc.ok))
 		})
 	}
 }

@@ -68,6 +68,10 @@ func TestUIComponent(t *testing.T) {
 		g.Expect(o).NotTo(BeNil(), kind)
 		g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, o.DeepCopy(), strict))).To(Succeed(), kind)
 	}
+	// The egress policy is valid as the API server sees it.
+	egress := find(objs, "NetworkPolicy", "ui-egress")
+	g.Expect(egress).NotTo(BeNil())
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, egress.DeepCopy(), strict))).To(Succeed())
 	// The authorizer learns of the binding from a watch.
 	g.Eventually(func() bool { return allowed(ctx, t, "ui", uiNeeds[0]) }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 	for _, c := range uiNeeds {

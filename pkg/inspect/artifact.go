@@ -2,30 +2,99 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
-	"path"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/object"
 )
 
-// MaxArtifactSize matches sync-controller's --max-artifact-size default:
-// a rendered artifact larger than this is refused.
-const MaxArtifactSize = 64 << 20
+// MaxArtifactSize is the largest rendered artifact downloaded: the most
+// render-controller writes (--max-rendered-size's default), so every
+// render it serves can be looked at and nothing larger is buffered.
+const MaxArtifactSize = artifact.DefaultMaxRenderedBytes
 
-// ArtifactClient returns the HTTP client for artifact downloads: direct for
-// URLs a laptop can reach, through the API server's service proxy (with
-// cfg's identity) for an in-cluster Service host name, which only the
-// cluster's DNS resolves.
-func ArtifactClient(cfg *rest.Config) (*http.Client, error) {
+// maxDownloads is how many rendered artifacts the process downloads and
+// decodes at a time: each is up to MaxArtifactSize buffered plus its
+// decoded objects, and a UI pod serving many pages must not hold dozens.
+const maxDownloads = 2
+
+// downloads is the process-wide semaphore of artifact downloads.
+var downloads = make(chan struct{}, maxDownloads)
+
+// ErrArtifactRefused is an artifact URL that does not name a file of the
+// configured render-controller: no request is made for it.
+var ErrArtifactRefused = errors.New("the artifact URL is not one of render-controller's rendered artifacts")
+
+// RenderController is where rendered artifacts may be downloaded from;
+// an artifact URL in a status is hostile (anyone who may write the status
+// sets it), so nothing else is ever asked.
+type RenderController struct {
+	// Namespace, Service and Port name its Service, reached through the
+	// API server's service proxy with the caller's identity (the host
+	// name <Service>.<Namespace>.svc[.cluster.local] that only the
+	// cluster's DNS resolves).
+	Namespace, Service string
+	Port               int
+	// LocalAddr is the host:port of a render-controller running on this
+	// machine (its --storage-adv-addr, as e2e/localenv and `make run`
+	// start it), downloaded from directly without credentials. Empty in a
+	// cluster.
+	LocalAddr string
+	// Loopback allows direct downloads from any loopback address: for
+	// the user's own processes (`plumb diff`, the UI in kubeconfig mode),
+	// which may reach what the user reaches anyway.
+	Loopback bool
+}
+
+// RenderControllerIn is render-controller's Service as deploy/ installs
+// it, in namespace.
+func RenderControllerIn(namespace string) RenderController {
+	return RenderController{Namespace: namespace, Service: "render-controller", Port: 80}
+}
+
+// ArtifactFetcher downloads rendered artifacts from one render-controller
+// (see NewArtifactFetcher).
+type ArtifactFetcher struct {
+	from RenderController
+	hc   *http.Client
+	// generic hides why a download failed behind one message (the detail
+	// goes to log): for answers shown to someone other than the process's
+	// own user.
+	generic bool
+	log     logr.Logger
+}
+
+// ArtifactFetcherOptions are the optional parts of an ArtifactFetcher.
+type ArtifactFetcherOptions struct {
+	// GenericErrors makes FetchRendered's errors say only that the
+	// artifact could not be downloaded; the cause is logged to Log. The
+	// UI sets it: an upstream status, a connection error or a digest of
+	// what answered is a port scanner's output.
+	GenericErrors bool
+	Log           logr.Logger
+}
+
+// NewArtifactFetcher returns a fetcher of from's artifacts: through the
+// API server's service proxy with cfg's identity for from's Service, or
+// directly as from allows for a local one. Redirects are refused.
+func NewArtifactFetcher(cfg *rest.Config, from RenderController, opts ArtifactFetcherOptions) (*ArtifactFetcher, error) {
+	if len(validation.IsDNS1123Label(from.Namespace)) > 0 || len(validation.IsDNS1123Label(from.Service)) > 0 || from.Port < 1 || from.Port > 65535 {
+		return nil, fmt.Errorf("render-controller's Service %s/%s:%d is not a Service name and port", from.Namespace, from.Service, from.Port)
+	}
 	api, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -37,43 +106,185 @@ func ArtifactClient(cfg *rest.Config) (*http.Client, error) {
 	if host.Scheme == "" {
 		host, _ = url.Parse("https://" + cfg.Host)
 	}
-	return &http.Client{Transport: &serviceProxy{api: api.Transport, apiURL: host, direct: http.DefaultTransport}}, nil
+	log := opts.Log
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	t := &artifactTransport{from: from, api: api.Transport, apiURL: host, direct: http.DefaultTransport}
+	return &ArtifactFetcher{from: from, generic: opts.GenericErrors, log: log, hc: &http.Client{
+		Transport: t,
+		// A redirect would be followed with the caller's identity to
+		// wherever render-controller's stand-in points.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return ErrArtifactRefused },
+	}}, nil
 }
 
-// FetchRendered downloads a rendered artifact with hc (see ArtifactClient),
-// verifies its digest, and decodes its objects.
-func FetchRendered(ctx context.Context, hc *http.Client, a *meta.Artifact) ([]*unstructured.Unstructured, error) {
-	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{Client: hc, MaxSize: MaxArtifactSize})
+// ArtifactError is a download that failed. Its message is generic when
+// the fetcher hides causes; Unwrap still gives the cause (a 404 says the
+// render is no longer served).
+type ArtifactError struct {
+	generic bool
+	cause   error
+}
+
+func (e *ArtifactError) Error() string {
+	if e.generic {
+		return "the rendered artifact could not be downloaded from render-controller"
+	}
+	return "downloading the rendered artifact: " + e.cause.Error()
+}
+
+func (e *ArtifactError) Unwrap() error { return e.cause }
+
+// FetchRendered downloads a rendered artifact with f, verifies its
+// digest, and decodes its objects. At most maxDownloads run in the
+// process at a time; the others wait as long as ctx lets them.
+func FetchRendered(ctx context.Context, f *ArtifactFetcher, a *meta.Artifact) ([]*unstructured.Unstructured, error) {
+	objs, err := f.fetch(ctx, a)
 	if err != nil {
-		return nil, fmt.Errorf("downloading the rendered artifact: %w", err)
+		f.log.Info("rendered artifact not downloaded", "url", a.URL, "error", err.Error())
+		return nil, &ArtifactError{generic: f.generic, cause: err}
+	}
+	return objs, nil
+}
+
+func (f *ArtifactFetcher) fetch(ctx context.Context, a *meta.Artifact) ([]*unstructured.Unstructured, error) {
+	// Refused before any wait or retry; the transport checks again.
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, ErrArtifactRefused
+	}
+	if _, _, err := f.from.route(u); err != nil {
+		return nil, err
+	}
+	select {
+	case downloads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-downloads }()
+	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{Client: f.hc, MaxSize: MaxArtifactSize})
+	if err != nil {
+		return nil, err
 	}
 	return object.DecodeManifests(data)
 }
 
-// serviceProxy rewrites requests for http://<svc>.<ns>.svc[.cluster.local]
-// to the API server's /api/v1/namespaces/<ns>/services/http:<svc>:<port>/proxy.
-type serviceProxy struct {
+// renderedFile is the file name render-controller stores a render under:
+// the hex of its digest (render-controller/internal/controller,
+// reconcileStore).
+var renderedFile = regexp.MustCompile(`^[0-9a-f]{64}\.yaml$`)
+
+// renderedKinds are the storage folders of rendered artifacts
+// (artifact.Ref.Dir of a Kustomization or a HelmRelease).
+var renderedKinds = map[string]bool{"kustomization": true, "helmrelease": true}
+
+// artifactPath returns u's path when it is the path of a rendered
+// artifact as render-controller serves it, /<kind>/<namespace>/<name>/<hex>.yaml,
+// and nothing else: no dot segments, no escapes (no name render-controller
+// writes needs one), no query, no user.
+func artifactPath(u *url.URL) (string, bool) {
+	if u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Scheme != "http" {
+		return "", false
+	}
+	p := u.EscapedPath()
+	if p != u.Path || strings.ContainsAny(p, `%\`) {
+		return "", false
+	}
+	parts := strings.Split(p, "/")
+	if len(parts) != 5 || parts[0] != "" {
+		return "", false
+	}
+	for _, s := range parts[1:] {
+		if s == "" || s == "." || s == ".." {
+			return "", false
+		}
+	}
+	if !renderedKinds[parts[1]] || len(validation.IsDNS1123Label(parts[2])) > 0 ||
+		len(validation.IsDNS1123Subdomain(parts[3])) > 0 || !renderedFile.MatchString(parts[4]) {
+		return "", false
+	}
+	return p, true
+}
+
+// route says how u is reached: through the service proxy (proxy true,
+// with the API path below the proxy) or directly; ErrArtifactRefused when
+// u is not one of r's artifacts.
+func (r RenderController) route(u *url.URL) (apiPath string, proxy bool, err error) {
+	p, ok := artifactPath(u)
+	if !ok {
+		return "", false, ErrArtifactRefused
+	}
+	if svc, ns, ok := InClusterService(u.Hostname()); ok {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		if svc != r.Service || ns != r.Namespace || port != strconv.Itoa(r.Port) {
+			return "", false, ErrArtifactRefused
+		}
+		return r.proxyPrefix() + strings.TrimPrefix(p, "/"), true, nil
+	}
+	if r.LocalAddr != "" && u.Host == r.LocalAddr {
+		return "", false, nil
+	}
+	if r.Loopback && isLoopback(u.Hostname()) {
+		return "", false, nil
+	}
+	return "", false, ErrArtifactRefused
+}
+
+// proxyPrefix is the API path of r's Service proxy, ending in "/".
+func (r RenderController) proxyPrefix() string {
+	return "/api/v1/namespaces/" + r.Namespace + "/services/http:" + r.Service + ":" + strconv.Itoa(r.Port) + "/proxy/"
+}
+
+// isLoopback is localhost or a loopback IP address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// artifactTransport sends each request to the API server's service proxy
+// of render-controller's Service, or directly to a local render-controller,
+// after RenderController.route allowed it; anything else is refused
+// without a request.
+type artifactTransport struct {
+	from   RenderController
 	api    http.RoundTripper
 	apiURL *url.URL
 	direct http.RoundTripper
 }
 
-func (p *serviceProxy) RoundTrip(req *http.Request) (*http.Response, error) {
-	svc, ns, ok := InClusterService(req.URL.Hostname())
-	if !ok {
-		return p.direct.RoundTrip(req)
+func (t *artifactTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		return nil, ErrArtifactRefused
 	}
-	port := req.URL.Port()
-	if port == "" {
-		port = "80"
+	apiPath, proxy, err := t.from.route(req.URL)
+	if err != nil {
+		return nil, err
 	}
-	u := *p.apiURL
-	u.Path = path.Join(p.apiURL.Path, "/api/v1/namespaces", ns, "services", "http:"+svc+":"+port, "proxy", req.URL.Path)
-	u.RawQuery = req.URL.RawQuery
+	if !proxy {
+		out := req.Clone(req.Context())
+		out.Header.Del("Authorization")
+		return t.direct.RoundTrip(out)
+	}
+	base := strings.TrimSuffix(t.apiURL.Path, "/")
+	full := base + apiPath
+	// Built from checked parts; checked again, as the one thing that
+	// must hold whatever changes above.
+	if !strings.HasPrefix(full, base+t.from.proxyPrefix()) || strings.Contains(full, "/../") || strings.Contains(full, "/./") {
+		return nil, ErrArtifactRefused
+	}
+	u := *t.apiURL
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = full, "", "", ""
 	out := req.Clone(req.Context())
 	out.URL = &u
 	out.Host = u.Host
-	return p.api.RoundTrip(out)
+	return t.api.RoundTrip(out)
 }
 
 // InClusterService splits <svc>.<ns>.svc or <svc>.<ns>.svc.cluster.local.

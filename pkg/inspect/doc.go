@@ -6,10 +6,14 @@
 //     prune and drift policy, and how sync-controller stamps its objects
 //     (Prepare) and redacts the values that came from Secrets
 //     (SecretRedactor).
-//   - ArtifactClient and FetchRendered download the rendered artifact
-//     render-controller serves, with the caller's identity when the URL is
-//     an in-cluster Service (through the API server's service proxy),
-//     digest-checked and size-bounded (MaxArtifactSize).
+//   - NewArtifactFetcher and FetchRendered download the rendered artifact
+//     render-controller serves, and nothing else: the URL in a status is
+//     anyone's who may write it, so only a render file of the configured
+//     render-controller Service is asked for (through the API server's
+//     service proxy, with the caller's identity), or of a render-controller
+//     on this machine when the caller allows it; no redirect is followed,
+//     and causes can be kept out of the error (the UI). Digest-checked,
+//     size-bounded (MaxArtifactSize) and two at a time in the process.
 //   - ReadLive reads an inventory's live objects with a list per kind and
 //     namespace, a few requests at a time: a tree of thousands of objects
 //     costs tens of requests, and an identity that may get but not list

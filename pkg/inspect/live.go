@@ -68,24 +68,31 @@ func ReadLive(ctx context.Context, c client.Reader, entries []kustomizev1.Invent
 			out.Objects[id] = obj
 		}
 	}
+	// A slot is taken before a goroutine starts, so an inventory of
+	// thousands of entries is never thousands of goroutines waiting.
 	sem := make(chan struct{}, readConcurrency)
 	var wg sync.WaitGroup
-	run := func(f func()) {
+	// run starts f in a goroutine once a slot is free (not at all once
+	// ctx ends); f calls release when done with its slot (at the latest
+	// when it returns).
+	run := func(f func(release func())) {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			f()
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			defer release()
+			f(release)
 		}()
 	}
 	getEach := func(es []kustomizev1.InventoryEntry) {
 		for _, e := range es {
-			run(func() {
+			run(func(func()) {
 				obj, err := getLive(ctx, c, e)
 				found(inventory.IDOf(e), obj, err)
 			})
@@ -96,9 +103,13 @@ func ReadLive(ctx context.Context, c client.Reader, entries []kustomizev1.Invent
 			getEach(es)
 			continue
 		}
-		run(func() {
+		run(func(release func()) {
 			objs, err := listLive(ctx, c, k)
 			if apierrors.IsForbidden(err) {
+				// The single reads wait for slots of their own: this
+				// one's first, or a full set of such lists would wait
+				// on each other for ever.
+				release()
 				getEach(es)
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/artifact"
 )
 
 // Limits bound what one build may read and produce. A build that passes
@@ -36,7 +37,7 @@ const (
 	DefaultMaxInputBytes  int64 = 64 << 20
 	DefaultMaxNodes       int64 = 200_000
 	DefaultMaxDocuments   int64 = 10_000
-	DefaultMaxOutputBytes int64 = 64 << 20
+	DefaultMaxOutputBytes       = artifact.DefaultMaxRenderedBytes
 )
 
 // withDefaults fills the zero fields.

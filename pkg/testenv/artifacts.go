@@ -60,6 +60,13 @@ func (s *ArtifactServer) Serve(path, revision string, data []byte) *meta.Artifac
 		Digest: Digest(data), Size: &size, LastUpdateTime: metav1.Now()}
 }
 
+// ServeRendered publishes data where render-controller serves a render of
+// the object kind namespace/name, /<kind>/<namespace>/<name>/<hex>.yaml
+// (the only shape pkg/inspect downloads), and returns its artifact.
+func (s *ArtifactServer) ServeRendered(kind, namespace, name, revision string, data []byte) *meta.Artifact {
+	return s.Serve("/"+strings.ToLower(kind)+"/"+namespace+"/"+name+"/"+strings.TrimPrefix(Digest(data), "sha256:")+".yaml", revision, data)
+}
+
 // Digest is data's digest as an artifact states it: sha256:<hex>.
 func Digest(data []byte) string {
 	sum := sha256.Sum256(data)

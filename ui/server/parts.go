@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pkginspect "plumb.dev/pkg/inspect"
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/inspect"
 	"plumb.dev/ui/internal/kinds"
@@ -52,8 +53,17 @@ type PartBuilder func(env Env) (Part, error)
 // pages, the event stream, and the single-page app.
 var builtinParts = []PartBuilder{inspectPart, streamPart, webPart}
 
-// inspectPart serves the object pages with the user's client.
-func inspectPart(Env) (Part, error) {
+// inspectPart serves the object pages with the user's client. Rendered
+// artifacts come only from render-controller's Service in
+// --controller-namespace, through the API server's service proxy; or from
+// a render-controller on this machine: the one Options.LocalRenderController
+// names, or, in kubeconfig mode (one user, on loopback, as that user), any
+// loopback address, as `plumb diff` does.
+func inspectPart(env Env) (Part, error) {
+	renders := pkginspect.RenderControllerIn(env.Options.ControllerNamespace)
+	renders.LocalAddr = env.Options.LocalRenderController
+	renders.Loopback = env.Options.Auth == AuthKubeconfig
+	opts := inspect.Options{RenderController: renders, Log: env.Log.WithName("inspect")}
 	return Part{Routes: func(mux *http.ServeMux, a access.Access) {
 		inspect.Routes(mux, func(r *http.Request) (client.Client, *rest.Config, error) {
 			s := a.From(r)
@@ -61,7 +71,7 @@ func inspectPart(Env) (Part, error) {
 				return nil, nil, errors.New("no session")
 			}
 			return s.Client(), s.Config(), nil
-		})
+		}, opts)
 	}}, nil
 }
 

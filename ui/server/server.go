@@ -35,6 +35,9 @@ const (
 const (
 	DefaultListen     = "127.0.0.1:9080"
 	DefaultSessionTTL = 8 * time.Hour
+	// DefaultControllerNamespace is where deploy/ installs the
+	// controllers.
+	DefaultControllerNamespace = "plumb-system"
 )
 
 // The bounds of the server's connections. No legitimate request of the
@@ -78,6 +81,12 @@ type Options struct {
 	// ControllerNamespace is where Plumb's controllers run, for parts
 	// that show them.
 	ControllerNamespace string
+	// LocalRenderController is the host:port of a render-controller on
+	// this machine (its --storage-adv-addr) that rendered artifacts may
+	// be downloaded from directly: e2e/localenv's. Empty in a cluster,
+	// where only render-controller's Service in ControllerNamespace is
+	// asked.
+	LocalRenderController string
 	// Parts are built after the built-in ones (tests, extensions).
 	Parts []PartBuilder
 	// Log defaults to a discarding logger.
@@ -116,6 +125,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
+	}
+	if opts.ControllerNamespace == "" {
+		opts.ControllerNamespace = DefaultControllerNamespace
 	}
 	httpClient, err := rest.HTTPClientFor(opts.Config)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/inspect"
 	"plumb.dev/pkg/inventory"
@@ -24,6 +25,7 @@ import (
 
 func newDiffCmd(g *globals) *cobra.Command {
 	var local localRender
+	ctrlNS := controllerNamespace
 	c := &cobra.Command{
 		Use:   "diff kustomization|helmrelease NAME [--path DIR]",
 		Short: "Show, field by field, where the cluster differs from the rendered manifests, or from a local checkout",
@@ -40,8 +42,10 @@ func newDiffCmd(g *globals) *cobra.Command {
 			"postBuild variables from the cluster), it shows what a sync of that checkout\n" +
 			"would change: the changed fields, the objects it would create, and those of the\n" +
 			"inventory it would prune. This is the check to run on a pull request.\n\n" +
-			"An artifact URL with an in-cluster host name (<service>.<namespace>.svc…) is\n" +
-			"downloaded through the API server's service proxy.\n\n" +
+			"The rendered artifact is downloaded only from render-controller: its Service in\n" +
+			"--controller-namespace through the API server's service proxy (an artifact URL\n" +
+			"render-controller.<namespace>.svc…), or a render-controller on this machine (a\n" +
+			"loopback address). Any other URL in the status is refused.\n\n" +
 			"Exit code: 0 no drift (no change), 1 drift (changes), 2 error (a checkout that\n" +
 			"does not render included).",
 		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .\n  plumb diff helmrelease podinfo -n team-a",
@@ -54,17 +58,18 @@ func newDiffCmd(g *globals) *cobra.Command {
 			case local.path != "":
 				return g.diffLocal(ctx, ks, local)
 			}
-			return g.diff(ctx, a)
+			return g.diff(ctx, a, ctrlNS)
 		}),
 	}
 	local.bindFlags(c.Flags())
+	c.Flags().StringVar(&ctrlNS, "controller-namespace", controllerNamespace, "Where render-controller's Service is, the only server rendered artifacts are downloaded from.")
 	return c
 }
 
 // diff compares a Kustomization's or HelmRelease's rendered artifact with
 // the cluster: the same path for both kinds, which differ only in what
 // applied says of them (labels, hooks, ignore rules, prune).
-func (g *globals) diff(ctx context.Context, t *applied) error {
+func (g *globals) diff(ctx context.Context, t *applied, ctrlNS string) error {
 	a := t.Rendered
 	if a == nil {
 		return fmt.Errorf("%s has no rendered artifact yet (render-controller has not rendered it)", ref(t.kind, t.Object))
@@ -73,11 +78,7 @@ func (g *globals) diff(ctx context.Context, t *applied) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.IgnoreField(), err)
 	}
-	httpClient, err := inspect.ArtifactClient(g.cfg)
-	if err != nil {
-		return err
-	}
-	objs, err := inspect.FetchRendered(ctx, httpClient, a)
+	objs, err := g.fetchRendered(ctx, a, ctrlNS)
 	if err != nil {
 		return err
 	}
@@ -95,6 +96,24 @@ func (g *globals) diff(ctx context.Context, t *applied) error {
 	results, hooks := g.compareAll(ctx, t, objs, ig)
 	g.redact(ctx, t, results)
 	return report(g.out, results, hooks, contested, to)
+}
+
+// fetchRendered downloads a rendered artifact from render-controller's
+// Service in ctrlNS, or from a render-controller on this machine: the
+// user's own process may reach loopback addresses anyway, and the
+// download carries no credentials there.
+func (g *globals) fetchRendered(ctx context.Context, a *meta.Artifact, ctrlNS string) ([]*unstructured.Unstructured, error) {
+	from := inspect.RenderControllerIn(ctrlNS)
+	from.Loopback = true
+	f, err := inspect.NewArtifactFetcher(g.cfg, from, inspect.ArtifactFetcherOptions{})
+	if err != nil {
+		return nil, err
+	}
+	objs, err := inspect.FetchRendered(ctx, f, a)
+	if errors.Is(err, inspect.ErrArtifactRefused) {
+		return nil, fmt.Errorf("%w: %s (render-controller serves http://render-controller.%s.svc.cluster.local./<kind>/<namespace>/<name>/<digest>.yaml; --controller-namespace names its namespace)", err, a.URL, ctrlNS)
+	}
+	return objs, err
 }
 
 // diffLocal compares the render of a local checkout with the cluster: what

@@ -30,7 +30,7 @@ func TestDiffOfALocalCheckout(t *testing.T) {
 	live := cm("settings", "  mode: fast\n") + "---\n" +
 		cm("client", "  url: https://api.example/?token="+token+"\n") + "---\n" +
 		cm("old", "  a: b\n")
-	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:8888888888888888888888888888888888888888", []byte(live))
+	a := srv.ServeRendered("kustomization", ns, "app", "main@sha1:8888888888888888888888888888888888888888", []byte(live))
 	syncAsController(ctx, t, ks, a, []byte(live))
 
 	dir := t.TempDir()

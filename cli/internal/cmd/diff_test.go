@@ -95,7 +95,7 @@ func TestDiff(t *testing.T) {
 	ks.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data/tuned"}}}
 	create(ctx, t, ks)
 	data := []byte(manifests)
-	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:6666666666666666666666666666666666666666", data)
+	a := srv.ServeRendered("kustomization", ns, "app", "main@sha1:6666666666666666666666666666666666666666", data)
 
 	// An object a previous revision applied and this one dropped.
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old",
@@ -186,7 +186,12 @@ func TestDiff(t *testing.T) {
 		tampered := *a
 		tampered.Digest = "sha256:" + strings.Repeat("0", 64)
 		gone := *a
-		gone.URL = srv.URL + "/kustomization/" + ns + "/app/missing.yaml"
+		gone.URL = srv.URL + "/kustomization/" + ns + "/app/" + strings.Repeat("0", 64) + ".yaml"
+		// Steered at another API path through the service proxy.
+		hostile := *a
+		hostile.URL = "http://render-controller.plumb-system.svc/../../../../api/v1/nodes"
+		elsewhere := *a
+		elsewhere.URL = "http://source-controller.plumb-system.svc" + strings.TrimPrefix(a.URL, srv.URL)
 		for _, tc := range []struct {
 			name     string
 			artifact *meta.Artifact
@@ -194,6 +199,8 @@ func TestDiff(t *testing.T) {
 		}{
 			{"tampered artifact", &tampered, "refusing a tampered or partial artifact"},
 			{"artifact gone", &gone, "404"},
+			{"a url that is no render", &hostile, "the artifact URL is not one of render-controller's rendered artifacts: http://render-controller.plumb-system.svc/../../../../api/v1/nodes"},
+			{"a url of another service", &elsewhere, "the artifact URL is not one of render-controller's rendered artifacts"},
 			{"not rendered yet", nil, "has no rendered artifact yet"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +230,7 @@ func TestDiffRedactsValuesSubstitutedFromSecrets(t *testing.T) {
 	create(ctx, t, ks)
 	// What render-controller made of ${api_token}.
 	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: client\ndata:\n  url: https://api.example/?token=" + token + "\n  mode: fast\n")
-	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", "main@sha1:7777777777777777777777777777777777777777", data)
+	a := srv.ServeRendered("kustomization", ns, "app", "main@sha1:7777777777777777777777777777777777777777", data)
 	syncAsController(ctx, t, ks, a, data)
 	foreignPatch(ctx, t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"}},
 		`{"data":{"url":"https://api.example/?token=guess","mode":"slow"}}`)
@@ -283,7 +290,7 @@ spec:
 `)
 	ks := kustomization(ns, "crd", "repo")
 	create(ctx, t, ks)
-	a := srv.Serve("/kustomization/"+ns+"/crd/1.yaml", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
+	a := srv.ServeRendered("kustomization", ns, "crd", "main@sha1:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd", data)
 	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) { o.Status.RenderedArtifact = a })
 
 	r := plumb("diff", "ks", "crd", "-n", ns)

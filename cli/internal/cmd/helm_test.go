@@ -512,7 +512,7 @@ func TestDiffHelmRelease(t *testing.T) {
 		StringData: map[string]string{"values.yaml": "settings:\n  password: from-a-values-secret\n"}}
 	create(ctx, t, hr, values)
 	data := []byte(helmManifests)
-	a := srv.Serve("/helmrelease/"+ns+"/web/1.yaml", "1.0.0", data)
+	a := srv.ServeRendered("helmrelease", ns, "web", "1.0.0", data)
 
 	// An object the previous release applied, and one the chart kept.
 	owned := map[string]string{helmv2.NameLabel: "web", helmv2.NamespaceLabel: ns}

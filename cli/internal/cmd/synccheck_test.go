@@ -98,7 +98,7 @@ spec:
     app: web
 `)
 	const rev = "main@sha1:abababababababababababababababababababab"
-	a := srv.Serve("/kustomization/"+ns+"/app/1.yaml", rev, data)
+	a := srv.ServeRendered("kustomization", ns, "app", rev, data)
 	ks := kustomization(ns, "app", "repo")
 	ks.Spec.DriftPolicy = kustomizev1.DriftPolicyReport
 	create(ctx, t, ks)

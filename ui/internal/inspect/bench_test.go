@@ -143,7 +143,7 @@ func countingServer(t testing.TB) (*httptest.Server, *atomic.Int64) {
 		})
 		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 		return c, cfg, err
-	})
+	}, testOptions)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, &n

@@ -17,4 +17,9 @@
 // namespace, the comparison through sync-controller's dry-run apply
 // (pkg/drift), and the download of the rendered artifact. This package
 // turns it into JSON and keeps Secrets' values out of every response.
+//
+// Rendered artifacts come from Options.RenderController only (an artifact
+// URL in a status is anyone's who may write it), and a failed download is
+// one generic note on the page, its cause in the server's log: what
+// answered a URL, and how, is no business of the browser's.
 package inspect

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -468,4 +470,45 @@ func grant(ctx context.Context, t *testing.T, ns, user string, verbs ...string) 
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}},
 	)
+}
+
+// TestTheTreeSaysNothingOfWhatAnsweredAnArtifactURL: a status's artifact
+// URL is anyone's who may write the status. One steered at another API
+// path is refused; one a server answers with an error is reported as one
+// generic note, without its status, address or body (a port scanner's
+// output otherwise).
+func TestTheTreeSaysNothingOfWhatAnsweredAnArtifactURL(t *testing.T) {
+	g := NewWithT(t)
+	f, base := newFixture(t)
+	ctx := t.Context()
+	srv := newServer(t)
+	var hits atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "internal-banner", http.StatusTeapot)
+	}))
+	t.Cleanup(failing.Close)
+	hex := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		url   string
+		asked bool // the tests' artifact servers are on loopback, allowed here
+	}{
+		{"http://render-controller.plumb-system.svc/../../../../api/v1/nodes/n1/proxy/" + hex + ".yaml", false},
+		{failing.URL + "/kustomization/" + f.ns + "/app/" + hex + ".yaml", true},
+	} {
+		hits.Store(0)
+		setStatus(ctx, t, f.ks, func(k *kustomizev1.Kustomization) {
+			k.Status.RenderedArtifact.URL, k.Status.RenderedArtifact.Digest = tc.url, "sha256:"+hex
+		})
+		var page objectPage
+		r := do(t, srv, http.MethodGet, base(), "", "")
+		g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+		r.decode(t, &page)
+		notes := strings.Join(page.TreeNotes, "\n")
+		g.Expect(notes).To(ContainSubstring("the rendered artifact could not be downloaded from render-controller"), tc.url)
+		for _, leak := range []string{"418", "teapot", "internal-banner", "127.0.0.1", "nodes", "refused", hex} {
+			g.Expect(strings.ToLower(notes)).NotTo(ContainSubstring(leak), tc.url)
+		}
+		g.Expect(hits.Load() > 0).To(Equal(tc.asked), tc.url)
+	}
 }

@@ -33,6 +33,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.WithoutNATS()))
 }
 
+// testOptions download rendered artifacts from the tests' artifact
+// servers, render-controllers on this machine (any loopback address, as
+// in kubeconfig mode).
+var testOptions = Options{RenderController: inspect.RenderController{
+	Namespace: "plumb-system", Service: "render-controller", Port: 80, Loopback: true}}
+
 // userHeader picks the identity of a test request: empty is the
 // administrator, any other value a user impersonated with that name.
 const userHeader = "X-Test-User"
@@ -48,7 +54,7 @@ func newServer(t testing.TB) *httptest.Server {
 		}
 		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 		return c, cfg, err
-	})
+	}, testOptions)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv

@@ -164,9 +164,10 @@ func (h *handlers) rendered(ctx context.Context, r *request, a *inspect.Applied)
 	if a.Rendered == nil {
 		return nil, "nothing rendered yet: waves and hooks are not known"
 	}
-	hc, err := inspect.ArtifactClient(r.config)
+	hc, err := r.artifactClient()
 	if err != nil {
-		return nil, "the rendered artifact is not at hand: " + err.Error()
+		h.opts.Log.Error(err, "no artifact client")
+		return nil, "the rendered artifact is not at hand, so waves and hooks are not known"
 	}
 	objs, err := inspect.FetchRendered(ctx, hc, a.Rendered)
 	if err != nil {

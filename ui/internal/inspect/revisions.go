@@ -211,7 +211,7 @@ func lookupRevision(revs []revision, given string) (string, bool) {
 // diffRenders downloads both renders and diffs them object by object; or
 // says which render is gone.
 func (h *handlers) diffRenders(ctx context.Context, r *request, a *inspect.Applied, from, to string, artifacts map[string]*meta.Artifact) ([]revisionChange, *rendersGone, error) {
-	hc, err := inspect.ArtifactClient(r.config)
+	hc, err := r.artifactClient()
 	if err != nil {
 		return nil, nil, err
 	}

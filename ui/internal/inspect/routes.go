@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/inspect"
 )
 
 // ClientFunc returns the client and REST config of the user behind r: the
@@ -29,6 +31,16 @@ const maxBody = 1 << 20
 // requestTimeout bounds the API requests and downloads one page makes.
 const requestTimeout = 30 * time.Second
 
+// Options configure the object pages.
+type Options struct {
+	// RenderController is the one place rendered artifacts are downloaded
+	// from (the URLs in statuses are anyone's who may write them).
+	RenderController inspect.RenderController
+	// Log receives why an artifact could not be downloaded, which the
+	// pages do not say.
+	Log logr.Logger
+}
+
 // Routes registers the object pages on mux (Go 1.22 patterns):
 //
 //	GET  /api/objects/{kind}/{namespace}/{name}
@@ -37,8 +49,11 @@ const requestTimeout = 30 * time.Second
 //	POST /api/objects/{kind}/{namespace}/{name}/ignore
 //
 // Writes are expected behind the server's CSRF check.
-func Routes(mux *http.ServeMux, clients ClientFunc) {
-	h := &handlers{clients: clients}
+func Routes(mux *http.ServeMux, clients ClientFunc, opts Options) {
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	h := &handlers{clients: clients, opts: opts}
 	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}", h.serve(h.object))
 	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}/live", h.serve(h.live))
 	mux.HandleFunc("GET /api/objects/{kind}/{namespace}/{name}/revisions", h.serve(h.revisions))
@@ -47,6 +62,7 @@ func Routes(mux *http.ServeMux, clients ClientFunc) {
 
 type handlers struct {
 	clients ClientFunc
+	opts    Options
 }
 
 // request is one page request: the object it names, read with the
@@ -57,6 +73,15 @@ type request struct {
 	obj    client.Object
 	client client.Client
 	config *rest.Config
+	opts   Options
+}
+
+// artifactClient downloads rendered artifacts with the user's identity,
+// from the configured render-controller only; its errors say nothing of
+// what answered (the server's log does).
+func (r *request) artifactClient() (*inspect.ArtifactFetcher, error) {
+	return inspect.NewArtifactFetcher(r.config, r.opts.RenderController,
+		inspect.ArtifactFetcherOptions{GenericErrors: true, Log: r.opts.Log})
 }
 
 // httpError is an error with the status it is answered with.
@@ -114,7 +139,7 @@ func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, 
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return nil, err
 	}
-	return page(&request{Request: r, kind: k, obj: obj, client: c, config: cfg})
+	return page(&request{Request: r, kind: k, obj: obj, client: c, config: cfg, opts: h.opts})
 }
 
 // writeError answers {"error": "..."} with the API server's status for
