@@ -142,6 +142,11 @@ bench-render: $(KUSTOMIZE) ## pkg/render vs the kustomize CLI on a generated 1,0
 	@go build -o $(BIN)/bench-render ./pkg/render/bench
 	$(BIN)/bench-render -kustomize $(KUSTOMIZE) -objects 1000 -runs 5
 
+.PHONY: bench-ui
+bench: bench-ui
+bench-ui: envtest-assets $(CHROMIUM) ## The UI's overview with 1,000 Kustomizations in chromium: time to the first screen of rows vs the API's first page; print a table.
+	go run ./ui/internal/uibench -kustomizations 1000 -namespaces 20 -runs 10
+
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).
 	rm -rf $(BIN)

@@ -20,9 +20,24 @@ const Chromium = "/usr/bin/chromium"
 // polls with this deadline, never sleeps.
 var StepTimeout = 20 * time.Second
 
+// TB is what a Browser needs of its caller: a *testing.T or *testing.B,
+// or a benchmark program's stand-in (ui/internal/uibench), which is not a
+// test and so cannot have a testing.TB.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
+var _ TB = testing.TB(nil)
+
 // Browser is one headless chromium with one tab, for one test.
 type Browser struct {
-	t     testing.TB
+	t     TB
 	ctx   context.Context
 	shots string
 
@@ -32,7 +47,7 @@ type Browser struct {
 
 // Start starts chromium for t (it stops at the end of the test) with a
 // laptop-sized window.
-func Start(t testing.TB) *Browser {
+func Start(t TB) *Browser {
 	t.Helper()
 	path := os.Getenv("PLUMB_CHROMIUM")
 	if path == "" {
