@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -100,14 +99,14 @@ func (h *handlers) ignore(r *request) (any, error) {
 			return map[string]any{"spec": map[string]any{"driftDetection": map[string]any{"ignore": rs}}}
 		}
 	default:
-		return nil, notFound("a %s has no drift ignore rules", r.kind.Kind)
+		return nil, notFound("a %s has no drift ignore rules", r.kind.GVK.Kind)
 	}
 	if !containsRule(rules, rule) {
 		rules = append(append([]kustomizev1.IgnoreRule{}, rules...), rule)
 	}
 	manifest := fragment(rules)
-	manifest["apiVersion"] = apiVersionOf(r.kind.Kind)
-	manifest["kind"] = r.kind.Kind
+	manifest["apiVersion"] = apiVersionOf(r.kind.GVK.Kind)
+	manifest["kind"] = r.kind.GVK.Kind
 	manifest["metadata"] = map[string]any{"name": r.obj.GetName(), "namespace": r.obj.GetNamespace()}
 	text, err := yaml.Marshal(manifest)
 	if err != nil {
@@ -137,10 +136,9 @@ func (h *handlers) ignore(r *request) (any, error) {
 // review that fails answers yes: the patch itself is then the API
 // server's to refuse, and its 403 passes through.
 func mayPatch(r *request) bool {
-	gv, _ := schema.ParseGroupVersion(r.kind.APIVersion)
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: r.obj.GetNamespace(), Verb: "patch",
-			Group: gv.Group, Resource: r.kind.Resource, Name: r.obj.GetName()},
+			Group: r.kind.Group(), Resource: r.kind.Resource, Name: r.obj.GetName()},
 	}}
 	if err := r.client.Create(r.Context(), review); err != nil {
 		return true

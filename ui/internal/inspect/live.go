@@ -88,7 +88,7 @@ func (h *handlers) live(r *request) (any, error) {
 	ctx := r.Context()
 	a, ok := inspect.AppliedOf(r.obj)
 	if !ok {
-		return nil, notFound("a %s applies no objects", r.kind.Kind)
+		return nil, notFound("a %s applies no objects", r.kind.GVK.Kind)
 	}
 	id, err := object.ParseText(r.URL.Query().Get("id"))
 	if err != nil {

@@ -91,13 +91,13 @@ type conditioned interface {
 
 func (h *handlers) object(r *request) (any, error) {
 	ctx := r.Context()
-	page := &objectPage{Kind: r.kind.Kind, Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), Sources: []sourceSummary{}}
+	page := &objectPage{Kind: r.kind.GVK.Kind, Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), Sources: []sourceSummary{}}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r.obj)
 	if err != nil {
 		return nil, err
 	}
 	// A typed object read from the API server carries no type metadata.
-	u["apiVersion"], u["kind"] = r.kind.APIVersion, r.kind.Kind
+	u["apiVersion"], u["kind"] = r.kind.GVK.GroupVersion().String(), r.kind.GVK.Kind
 	unstructured.RemoveNestedField(u, "metadata", "managedFields")
 	page.Object = u
 	page.Conditions = []metav1.Condition{}

@@ -95,7 +95,7 @@ var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 func (h *handlers) revisions(r *request) (any, error) {
 	a, ok := inspect.AppliedOf(r.obj)
 	if !ok {
-		return nil, notFound("a %s applies no revisions", r.kind.Kind)
+		return nil, notFound("a %s applies no revisions", r.kind.GVK.Kind)
 	}
 	page := &revisionsPage{}
 	// artifacts maps a revision id to its render, as far as it can be named.

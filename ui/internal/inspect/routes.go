@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,10 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inspect"
+	"plumb.dev/ui/internal/httpapi"
+	"plumb.dev/ui/internal/kinds"
 )
 
 // ClientFunc returns the client and REST config of the user behind r: the
@@ -69,7 +67,7 @@ type handlers struct {
 // user's identity.
 type request struct {
 	*http.Request
-	kind   *kind
+	kind   kinds.Kind
 	obj    client.Object
 	client client.Client
 	config *rest.Config
@@ -115,13 +113,14 @@ func (h *handlers) serve(page func(*request) (any, error)) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		httpapi.JSON(w, http.StatusOK, out)
 	}
 }
 
 func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, error) {
-	k := kinds[r.PathValue("kind")]
-	if k == nil {
+	// Routes name kinds by their lower-case singular name only.
+	k, ok := kinds.Lookup(r.PathValue("kind"))
+	if !ok || k.Route != r.PathValue("kind") {
 		return nil, notFound("unknown kind %q: one of gitrepository, kustomization, helmrelease, helmrepository, helmchart", r.PathValue("kind"))
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
@@ -135,7 +134,7 @@ func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, 
 	if err != nil {
 		return nil, &httpError{status: http.StatusUnauthorized, err: err}
 	}
-	obj := k.newObj()
+	obj := k.New()
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return nil, err
 	}
@@ -157,35 +156,5 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.As(err, &apiStatus) && apiStatus.Status().Code != 0:
 		status = int(apiStatus.Status().Code)
 	}
-	writeJSON(w, status, map[string]string{"error": err.Error()})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// kind is one kind a route names.
-type kind struct {
-	Kind, APIVersion string
-	// Resource is the plural resource name access reviews take.
-	Resource string
-	newObj   func() client.Object
-}
-
-// kinds are the kinds of the routes, by their lower-case singular name.
-var kinds = map[string]*kind{
-	"gitrepository": {Kind: sourcev1.GitRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "gitrepositories",
-		newObj: func() client.Object { return &sourcev1.GitRepository{} }},
-	"helmrepository": {Kind: sourcev1.HelmRepositoryKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmrepositories",
-		newObj: func() client.Object { return &sourcev1.HelmRepository{} }},
-	"helmchart": {Kind: sourcev1.HelmChartKind, APIVersion: sourcev1.GroupVersion.String(), Resource: "helmcharts",
-		newObj: func() client.Object { return &sourcev1.HelmChart{} }},
-	"kustomization": {Kind: kustomizev1.KustomizationKind, APIVersion: kustomizev1.GroupVersion.String(), Resource: "kustomizations",
-		newObj: func() client.Object { return &kustomizev1.Kustomization{} }},
-	"helmrelease": {Kind: helmv2.HelmReleaseKind, APIVersion: helmv2.GroupVersion.String(), Resource: "helmreleases",
-		newObj: func() client.Object { return &helmv2.HelmRelease{} }},
+	httpapi.JSON(w, status, httpapi.ErrorBody{Error: err.Error()})
 }
