@@ -165,14 +165,7 @@ func jsonAsYAML(v any, depth int) (any, bool) {
 		if v == nil {
 			return nil, true
 		}
-		out := make([]any, len(v))
-		for i, e := range v {
-			var ok bool
-			if out[i], ok = jsonAsYAML(e, depth+1); !ok {
-				return nil, false
-			}
-		}
-		return out, true
+		return eachElement(v, depth, jsonAsYAML)
 	case []string:
 		if v == nil {
 			return nil, true
@@ -305,14 +298,7 @@ func yamlAsJSON(v any, depth int) (any, bool) {
 		}
 		return v, true
 	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			var ok bool
-			if out[i], ok = yamlAsJSON(e, depth+1); !ok {
-				return nil, false
-			}
-		}
-		return out, true
+		return eachElement(v, depth, yamlAsJSON)
 	case map[any]any:
 		m, ok := yamlObjectAsJSON(v, depth)
 		return m, ok
@@ -378,14 +364,7 @@ func copyPlain(v any, depth int) (any, bool) {
 		if v == nil {
 			return v, true
 		}
-		out := make([]any, len(v))
-		for i, e := range v {
-			var ok bool
-			if out[i], ok = copyPlain(e, depth+1); !ok {
-				return nil, false
-			}
-		}
-		return out, true
+		return eachElement(v, depth, copyPlain)
 	}
 	return nil, false
 }
@@ -398,6 +377,19 @@ func copyPlainMap(m map[string]any, depth int) (map[string]any, bool) {
 	for k, e := range m {
 		var ok bool
 		if out[k], ok = copyPlain(e, depth+1); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// eachElement converts every element of list one level deeper with
+// convert, into a new slice, and says false as soon as one cannot be.
+func eachElement(list []any, depth int, convert func(any, int) (any, bool)) ([]any, bool) {
+	out := make([]any, len(list))
+	for i, e := range list {
+		var ok bool
+		if out[i], ok = convert(e, depth+1); !ok {
 			return nil, false
 		}
 	}
