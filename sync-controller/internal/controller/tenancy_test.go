@@ -290,9 +290,13 @@ data:
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "app"}, cm)).To(Succeed())
 		return cm.Data["dsn"]
 	}, 30*time.Second, 100*time.Millisecond).Should(ContainSubstring(password), "the drift was not corrected")
+	// The correction is applied before the reconcile writes its status:
+	// wait for the drift record rather than reading it once.
 	got := &kustomizev1.Kustomization{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
-	g.Expect(got.Status.Drift).NotTo(BeNil())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+		g.Expect(got.Status.Drift).NotTo(BeNil())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	status, err := json.Marshal(got.Status)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(status)).NotTo(ContainSubstring(password))
