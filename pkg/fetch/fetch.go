@@ -75,7 +75,7 @@ func Bytes(ctx context.Context, url, digest string, opts Options) ([]byte, error
 	case final != nil:
 		return nil, final
 	case ctx.Err() != nil && lastErr != nil:
-		return nil, fmt.Errorf("downloading %s: %w (last error: %v)", url, ctx.Err(), lastErr)
+		return nil, fmt.Errorf("downloading %s: %w (last error: %w)", url, ctx.Err(), lastErr)
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("downloading %s: %w", url, ctx.Err())
 	default: // every attempt failed

@@ -110,7 +110,13 @@ func NewArtifactFetcher(cfg *rest.Config, from RenderController, opts ArtifactFe
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	t := &artifactTransport{from: from, api: api.Transport, apiURL: host, direct: http.DefaultTransport}
+	apiTransport := api.Transport
+	if apiTransport == nil {
+		// rest.HTTPClientFor gives http.DefaultClient, whose Transport
+		// is nil, for a config with nothing of its own to add.
+		apiTransport = http.DefaultTransport
+	}
+	t := &artifactTransport{from: from, api: apiTransport, apiURL: host, direct: http.DefaultTransport}
 	return &ArtifactFetcher{from: from, generic: opts.GenericErrors, log: log, hc: &http.Client{
 		Transport: t,
 		// A redirect would be followed with the caller's identity to
@@ -128,10 +134,27 @@ type ArtifactError struct {
 }
 
 func (e *ArtifactError) Error() string {
+	msg := "downloading the rendered artifact: " + e.cause.Error()
 	if e.generic {
-		return "the rendered artifact could not be downloaded from render-controller"
+		msg = "the rendered artifact could not be downloaded from render-controller"
 	}
-	return "downloading the rendered artifact: " + e.cause.Error()
+	if e.Unreachable() {
+		msg += "; " + unreachableHint
+	}
+	return msg
+}
+
+// unreachableHint is what a 502 or 503 of the service proxy most often
+// means in a fenced install (deploy/README.md, "Network policies").
+const unreachableHint = "the API server could not reach render-controller's Service: " +
+	"where deploy/network-policies is enforced, render-controller-artifacts must admit the API server's addresses"
+
+// Unreachable reports whether the API server answered that it could not
+// reach render-controller (502 or 503 from its service proxy), rather
+// than render-controller answering.
+func (e *ArtifactError) Unreachable() bool {
+	var status *fetch.StatusError
+	return errors.As(e.cause, &status) && (status.Code == http.StatusBadGateway || status.Code == http.StatusServiceUnavailable)
 }
 
 func (e *ArtifactError) Unwrap() error { return e.cause }

@@ -205,6 +205,48 @@ func TestArtifactThroughServiceProxy(t *testing.T) {
 	}
 }
 
+// TestUnreachableRenderControllerIsNamed: when the API server answers
+// its service proxy cannot reach render-controller (a 503, as a network
+// policy that does not admit the API server makes it answer), the error
+// says so and what to change, generic or not; a 404 is not that.
+func TestUnreachableRenderControllerIsNamed(t *testing.T) {
+	g := NewWithT(t)
+	code := http.StatusServiceUnavailable
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "error trying to reach service: dial tcp 10.96.0.12:9090: i/o timeout", code)
+	}))
+	defer api.Close()
+	a := artifactAt("http://render-controller.plumb-system.svc.cluster.local." + renderedPath)
+	for _, generic := range []bool{false, true} {
+		f, err := inspect.NewArtifactFetcher(&rest.Config{Host: api.URL}, inspect.RenderControllerIn("plumb-system"),
+			inspect.ArtifactFetcherOptions{GenericErrors: generic})
+		g.Expect(err).NotTo(HaveOccurred())
+		code = http.StatusServiceUnavailable
+		_, err = inspect.FetchRendered(context.Background(), f, a)
+		var artifactErr *inspect.ArtifactError
+		g.Expect(errors.As(err, &artifactErr)).To(BeTrue(), "%v", err)
+		g.Expect(artifactErr.Unreachable()).To(BeTrue())
+		g.Expect(err.Error()).To(ContainSubstring("render-controller-artifacts must admit the API server"))
+
+		code = http.StatusNotFound
+		_, err = inspect.FetchRendered(context.Background(), f, a)
+		g.Expect(errors.As(err, &artifactErr)).To(BeTrue(), "%v", err)
+		g.Expect(artifactErr.Unreachable()).To(BeFalse())
+		g.Expect(err.Error()).NotTo(ContainSubstring("must admit"))
+	}
+
+	// Given up on by the caller's deadline while retrying, it is still
+	// named.
+	code = http.StatusServiceUnavailable
+	f, err := inspect.NewArtifactFetcher(&rest.Config{Host: api.URL}, inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = inspect.FetchRendered(ctx, f, a)
+	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("must admit"))
+}
+
 // TestLocalRenderController: a render-controller on this machine is
 // downloaded from directly, without the caller's credentials; a failure
 // is one generic message when asked for, its cause in the log only.
