@@ -13,6 +13,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/argocd"
 	"plumb.dev/pkg/object"
 )
 
@@ -216,7 +217,7 @@ func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error)
 	if hook == nil {
 		if src.GetName() == "" {
 			if src.GetGenerateName() != "" {
-				return nil, fmt.Errorf("%s: metadata.generateName without a name is only allowed on a hook (annotation %s)", nameForError(i, src), kustomizev1.HookAnnotation)
+				return nil, fmt.Errorf("%s: metadata.generateName without a name is only allowed on a hook (annotation %s or %s)", nameForError(i, src), kustomizev1.HookAnnotation, argocd.HookAnnotation)
 			}
 			return nil, fmt.Errorf("%s: has no metadata.name", nameForError(i, src))
 		}
@@ -257,12 +258,17 @@ func nameForError(i int, o *unstructured.Unstructured) string {
 	return object.IDOf(o).String()
 }
 
-// parseWave reads plumb.dev/sync-wave: an integer, 0 when absent. A Helm
-// hook (helm.sh/hook, no plumb.dev/hook) without it takes its
-// helm.sh/hook-weight, read as Helm reads it: anything but an integer is 0.
+// parseWave reads plumb.dev/sync-wave: an integer, 0 when absent. Without
+// it, argocd.argoproj.io/sync-wave when it is an integer (Argo CD's
+// reading: anything else falls through). A Helm hook (helm.sh/hook, no
+// plumb.dev/hook) without either takes its helm.sh/hook-weight, read as
+// Helm reads it: anything but an integer is 0.
 func parseWave(ann map[string]string) (int, error) {
 	v, ok := ann[kustomizev1.SyncWaveAnnotation]
 	if !ok {
+		if n, ok := argocd.Wave(ann); ok {
+			return n, nil
+		}
 		_, plumbHook := ann[kustomizev1.HookAnnotation]
 		_, helmHook := ann[helmv2.HookAnnotation]
 		if helmHook && !plumbHook {
@@ -278,45 +284,112 @@ func parseWave(ann map[string]string) (int, error) {
 	return int(n), nil
 }
 
-// parseHook reads plumb.dev/hook and plumb.dev/hook-delete-policy, or
-// else Helm's hook annotations (parseHelmHook); nil when the object is not
-// a hook. A Helm hook with no phase in this sync has empty Phases.
+// parseHook reads whether the object is a hook and of which phases:
+// plumb.dev/hook, else argocd.argoproj.io/hook (parseArgoHook), else
+// Helm's hook annotations (parseHelmHook); nil when it is none. A hook
+// with no phase in this sync (a Helm test hook, an Argo CD Skip) has
+// empty Phases. Its delete policies come from plumb.dev/hook-delete-policy
+// when set; a hook of plumb.dev/hook reads no other, one of Argo CD's or
+// Helm's reads their policy annotations together, as Argo CD does
+// (deletePolicies).
 func parseHook(ann map[string]string, install bool) (*Hook, error) {
-	v, ok := ann[kustomizev1.HookAnnotation]
-	if !ok {
-		if _, helm := ann[helmv2.HookAnnotation]; helm {
-			return parseHelmHook(ann, install), nil
+	var h *Hook
+	v, plumbHook := ann[kustomizev1.HookAnnotation]
+	if plumbHook {
+		h = &Hook{}
+		for _, f := range splitList(v) {
+			switch p := PhaseName(f); p {
+			case PreSync, Sync, PostSync, SyncFail:
+				if !contains(h.Phases, p) {
+					h.Phases = append(h.Phases, p)
+				}
+			default:
+				return nil, fmt.Errorf("annotation %s: unknown phase %q (want PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation, f)
+			}
 		}
-		return nil, nil
+		if len(h.Phases) == 0 {
+			return nil, fmt.Errorf("annotation %s is empty: name at least one phase (PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation)
+		}
+	} else if h = parseArgoHook(ann); h == nil {
+		if _, helm := ann[helmv2.HookAnnotation]; !helm {
+			return nil, nil
+		}
+		h = parseHelmHook(ann, install)
+	}
+	policies, err := deletePolicies(ann, plumbHook)
+	if err != nil {
+		return nil, err
+	}
+	h.DeletePolicies = policies
+	return h, nil
+}
+
+// argoPhases maps Argo CD's hook types onto the phases of a sync.
+// PreDelete and PostDelete run when the Kustomization is deleted, not in
+// a sync; Skip leaves the object out of the sync altogether.
+var argoPhases = map[string]PhaseName{
+	argocd.PreSync: PreSync, argocd.Sync: Sync, argocd.PostSync: PostSync, argocd.SyncFail: SyncFail,
+}
+
+// parseArgoHook reads argocd.argoproj.io/hook as Argo CD does; nil when
+// the object is not an Argo CD hook. Unknown types are left out; when no
+// type is known, Argo CD reads the Helm hook annotations instead (nil
+// here, and parseHook goes on to them) and otherwise the object is a
+// hook that never runs. Skip among the types wins over the others: the
+// object is neither applied nor pruned while Git has it.
+func parseArgoHook(ann map[string]string) *Hook {
+	types, ok := argocd.Hook(ann)
+	if !ok {
+		return nil
+	}
+	if _, helm := ann[helmv2.HookAnnotation]; len(types) == 0 && helm {
+		return nil
 	}
 	h := &Hook{}
-	for _, f := range splitList(v) {
-		switch p := PhaseName(f); p {
-		case PreSync, Sync, PostSync, SyncFail:
-			if !contains(h.Phases, p) {
-				h.Phases = append(h.Phases, p)
-			}
-		default:
-			return nil, fmt.Errorf("annotation %s: unknown phase %q (want PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation, f)
+	if contains(types, argocd.Skip) {
+		return h
+	}
+	for _, t := range types {
+		if p, ok := argoPhases[t]; ok && !contains(h.Phases, p) {
+			h.Phases = append(h.Phases, p)
 		}
 	}
-	if len(h.Phases) == 0 {
-		return nil, fmt.Errorf("annotation %s is empty: name at least one phase (PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation)
-	}
-	for _, f := range splitList(ann[kustomizev1.HookDeletePolicyAnnotation]) {
-		switch p := DeletePolicy(f); p {
-		case HookSucceeded, HookFailed, BeforeHookCreation:
-			if !contains(h.DeletePolicies, p) {
-				h.DeletePolicies = append(h.DeletePolicies, p)
+	return h
+}
+
+// deletePolicies reads plumb.dev/hook-delete-policy, strictly; without
+// it, for a hook not of plumb.dev/hook, the known values of Argo CD's and
+// Helm's policy annotations, Argo CD's first; BeforeHookCreation when
+// none.
+func deletePolicies(ann map[string]string, plumbHook bool) ([]DeletePolicy, error) {
+	var out []DeletePolicy
+	if v, ok := ann[kustomizev1.HookDeletePolicyAnnotation]; ok {
+		for _, f := range splitList(v) {
+			switch p := DeletePolicy(f); p {
+			case HookSucceeded, HookFailed, BeforeHookCreation:
+				if !contains(out, p) {
+					out = append(out, p)
+				}
+			default:
+				return nil, fmt.Errorf("annotation %s: unknown policy %q (want HookSucceeded, HookFailed or BeforeHookCreation)", kustomizev1.HookDeletePolicyAnnotation, f)
 			}
-		default:
-			return nil, fmt.Errorf("annotation %s: unknown policy %q (want HookSucceeded, HookFailed or BeforeHookCreation)", kustomizev1.HookDeletePolicyAnnotation, f)
+		}
+	} else if !plumbHook {
+		for _, f := range argocd.HookDeletePolicies(ann) {
+			if p := DeletePolicy(f); !contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		for _, f := range splitList(ann[helmv2.HookDeletePolicyAnnotation]) {
+			if p, ok := helmDeletePolicies[strings.ToLower(f)]; ok && !contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
-	if len(h.DeletePolicies) == 0 {
-		h.DeletePolicies = []DeletePolicy{BeforeHookCreation}
+	if len(out) == 0 {
+		out = []DeletePolicy{BeforeHookCreation}
 	}
-	return h, nil
+	return out, nil
 }
 
 // helmPhases maps Helm's hook types onto Plumb's phases, for the install
@@ -334,11 +407,10 @@ var helmDeletePolicies = map[string]DeletePolicy{
 	"hook-failed":          HookFailed,
 }
 
-// parseHelmHook reads helm.sh/hook and helm.sh/hook-delete-policy as Helm
-// does: values are trimmed and lower-cased, unknown ones are ignored (a
-// hook type Helm does not know never runs; a policy it does not know
-// never applies), and no policy is before-hook-creation. Phases holds the
-// phases of this sync only, in phase order.
+// parseHelmHook reads helm.sh/hook as Helm does: values are trimmed and
+// lower-cased, and a hook type Helm does not know is left out (it never
+// runs). Phases holds the phases of this sync only, in phase order.
+// (Helm's delete policies are read with the others: deletePolicies.)
 func parseHelmHook(ann map[string]string, install bool) *Hook {
 	h := &Hook{}
 	for _, f := range splitList(ann[helmv2.HookAnnotation]) {
@@ -347,14 +419,6 @@ func parseHelmHook(ann map[string]string, install bool) *Hook {
 		}
 	}
 	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return phaseRank[a] - phaseRank[b] })
-	for _, f := range splitList(ann[helmv2.HookDeletePolicyAnnotation]) {
-		if p, ok := helmDeletePolicies[strings.ToLower(f)]; ok && !contains(h.DeletePolicies, p) {
-			h.DeletePolicies = append(h.DeletePolicies, p)
-		}
-	}
-	if len(h.DeletePolicies) == 0 {
-		h.DeletePolicies = []DeletePolicy{BeforeHookCreation}
-	}
 	return h
 }
 

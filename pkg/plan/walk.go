@@ -5,6 +5,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/argocd"
 )
 
 // Step is one wave of one phase: the unit a sync runs, records progress
@@ -89,12 +90,13 @@ func KindGroups(objs []*unstructured.Unstructured) [][]*unstructured.Unstructure
 	return groups
 }
 
-// IsHook reports whether obj is a hook (annotated plumb.dev/hook or
-// helm.sh/hook, whether or not it runs in the sync at hand): never in the
+// IsHook reports whether obj is a hook (annotated plumb.dev/hook,
+// argocd.argoproj.io/hook or helm.sh/hook, whether or not it runs in the sync at hand): never in the
 // inventory, never pruned.
 func IsHook(obj *unstructured.Unstructured) bool {
 	ann := obj.GetAnnotations()
 	_, plumbHook := ann[kustomizev1.HookAnnotation]
+	_, argoHook := ann[argocd.HookAnnotation]
 	_, helmHook := ann[helmv2.HookAnnotation]
-	return plumbHook || helmHook
+	return plumbHook || argoHook || helmHook
 }
