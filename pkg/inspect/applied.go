@@ -125,7 +125,8 @@ func AppliedOf(obj client.Object) (*Applied, bool) {
 func (a *Applied) IsHelmRelease() bool { return a.Kind == helmv2.HelmReleaseKind }
 
 // IsHook says whether sync-controller runs obj as a hook (or never applies
-// it) rather than keeping it in step: plumb.dev/hook or helm.sh/hook, which
+// it) rather than keeping it in step: plumb.dev/hook, argocd.argoproj.io/hook
+// or helm.sh/hook, which
 // pkg/plan maps onto Plumb's phases whoever renders it (a Kustomization
 // may hold `helm template` output too).
 func (a *Applied) IsHook(obj *unstructured.Unstructured) bool { return plan.IsHook(obj) }
@@ -136,9 +137,9 @@ func (a *Applied) KeptFromPrune(live *unstructured.Unstructured) string {
 	switch {
 	case !a.Prune:
 		return "spec.prune is off, so it stays"
-	case manage.NeverPruned(live.GetAnnotations()) != "":
+	case manage.KeptBy(live.GetAnnotations(), manage.LeftTheSet) != "":
 		// sync-controller's rule, for both kinds.
-		return "annotated " + manage.NeverPruned(live.GetAnnotations()) + ", so it stays"
+		return "annotated " + manage.KeptBy(live.GetAnnotations(), manage.LeftTheSet) + ", so it stays"
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/argocd"
 	"plumb.dev/pkg/diff"
 )
 
@@ -76,16 +77,34 @@ func OwnerOfKind(kind string, labels map[string]string) (Owner, bool) {
 	return Owner{Kind: kind, Namespace: labels[nsKey], Name: name}, true
 }
 
-// NeverPruned says why an object's annotations keep it from every prune
-// (the deletion of its owner included): "plumb.dev/prune: disabled", or
+// Pruning is why objects are being deleted, which decides what their
+// annotations keep.
+type Pruning int
+
+const (
+	// LeftTheSet is a sync's prune of objects Git no longer has.
+	LeftTheSet Pruning = iota
+	// OwnerDeleted is the prune of everything a deleted Kustomization or
+	// HelmRelease applied.
+	OwnerDeleted
+)
+
+// KeptBy says which annotation of an object keeps it from the prune p,
+// empty when none does. "plumb.dev/prune: disabled" and
 // "helm.sh/resource-policy: keep" (read as Helm reads it: trimmed, any
-// case); empty when it may be pruned.
-func NeverPruned(annotations map[string]string) string {
+// case) keep it from both; Argo CD's sync options keep it from one each,
+// as in Argo CD: Prune=false from a sync's prune, Delete=false from the
+// deletion of its owner.
+func KeptBy(annotations map[string]string, p Pruning) string {
 	switch {
 	case annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
 		return kustomizev1.PruneAnnotation + ": " + kustomizev1.DisabledValue
 	case strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy):
 		return helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
+	case p == LeftTheSet && argocd.HasSyncOption(annotations, argocd.PruneDisabled):
+		return argocd.SyncOptionsAnnotation + ": " + argocd.PruneDisabled
+	case p == OwnerDeleted && argocd.HasSyncOption(annotations, argocd.DeleteDisabled):
+		return argocd.SyncOptionsAnnotation + ": " + argocd.DeleteDisabled
 	}
 	return ""
 }

@@ -105,11 +105,20 @@ func TestResolve(t *testing.T) {
 	g.Expect(apimeta.IsNoMatchError(err)).To(BeTrue(), "it wraps the mapper's NoKindMatch error")
 }
 
-func TestNeverPruned(t *testing.T) {
+func TestKeptBy(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(NeverPruned(nil)).To(BeEmpty())
-	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue})).To(BeEmpty())
-	g.Expect(NeverPruned(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue})).To(Equal("plumb.dev/prune: disabled"))
-	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "})).To(Equal("helm.sh/resource-policy: keep"))
-	g.Expect(NeverPruned(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"})).To(BeEmpty())
+	for _, why := range []Pruning{LeftTheSet, OwnerDeleted} {
+		g.Expect(KeptBy(nil, why)).To(BeEmpty())
+		g.Expect(KeptBy(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue}, why)).To(BeEmpty())
+		g.Expect(KeptBy(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue}, why)).To(Equal("plumb.dev/prune: disabled"))
+		g.Expect(KeptBy(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "}, why)).To(Equal("helm.sh/resource-policy: keep"))
+		g.Expect(KeptBy(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"}, why)).To(BeEmpty())
+	}
+	// Argo CD's options keep an object from one prune each.
+	noPrune := map[string]string{"argocd.argoproj.io/sync-options": "Prune=false"}
+	noDelete := map[string]string{"argocd.argoproj.io/sync-options": "Validate=false, Delete=false"}
+	g.Expect(KeptBy(noPrune, LeftTheSet)).To(Equal("argocd.argoproj.io/sync-options: Prune=false"))
+	g.Expect(KeptBy(noPrune, OwnerDeleted)).To(BeEmpty())
+	g.Expect(KeptBy(noDelete, OwnerDeleted)).To(Equal("argocd.argoproj.io/sync-options: Delete=false"))
+	g.Expect(KeptBy(noDelete, LeftTheSet)).To(BeEmpty())
 }

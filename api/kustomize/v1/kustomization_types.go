@@ -552,6 +552,14 @@ type SyncProgress struct {
 	// Message says what the sync waits for or why it failed.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Warnings name what the sync follows differently from what an
+	// object's annotations ask: a plumb.dev/* annotation and an
+	// argocd.argoproj.io/* one that disagree (Plumb's is followed), an
+	// Argo CD sync option a server-side apply cannot honour.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Kustomization renders manifests from a source and keeps the cluster equal to them.

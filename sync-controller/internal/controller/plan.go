@@ -85,7 +85,8 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	resume := s.resumePoint(newSync)
 	if newSync {
 		start := s.operationStart()
-		s.st.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.GetGeneration(), StartedAt: &start}
+		s.st.Sync = &kustomizev1.SyncProgress{Revision: s.revision, Digest: s.digest, Generation: s.obj.GetGeneration(), StartedAt: &start,
+			Warnings: syncWarnings(s.objs)}
 	}
 
 	err := s.runPhases(ctx, p, resume, newSync)

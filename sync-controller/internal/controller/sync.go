@@ -300,6 +300,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		// Not prepared yet for this digest and generation; a new sync
 		// operation of the same ones (a retry) only plans again, since its
 		// hooks have names of their own.
+		s.objs = withCreatedNamespaces(s.objs, s.app.defaultNamespace())
 		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
 		if err != nil {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
@@ -335,7 +336,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	var errs []error
 	var names []string
 	var kept []*unstructured.Unstructured
-	for _, res := range s.engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner) {
+	for _, res := range s.engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner, manage.LeftTheSet) {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, res.Err)

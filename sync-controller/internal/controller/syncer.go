@@ -21,6 +21,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
@@ -212,7 +213,7 @@ func (r *Syncer) pruneOnDeletion(ctx context.Context, app application, inv *kust
 		return err
 	}
 	var failed []error
-	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner()) {
+	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner(), manage.OwnerDeleted) {
 		if res.Err != nil {
 			failed = append(failed, res.Err)
 		}

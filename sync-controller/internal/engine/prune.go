@@ -27,11 +27,12 @@ type PruneResult struct {
 }
 
 // Prune deletes the objects, in the given order, that still carry the
-// owner's labels and do not opt out with plumb.dev/prune: disabled or
-// helm.sh/resource-policy: keep. An
-// object without our labels is never deleted: it was not ours, or someone
+// owner's labels and whose annotations do not keep them from the prune
+// why (manage.KeptBy: plumb.dev/prune: disabled, helm.sh/resource-policy:
+// keep, Argo CD's Prune=false or Delete=false). An object without our
+// labels is never deleted: it was not ours, or someone
 // took it over.
-func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner) []PruneResult {
+func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner, why manage.Pruning) []PruneResult {
 	results := make([]PruneResult, 0, len(objs))
 	for _, obj := range objs {
 		id := object.IDOf(obj)
@@ -47,8 +48,8 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 			res.Reason = "already gone, or not managed by this " + ownerKind(owner)
 		case !owner.Owns(live.Labels):
 			res.Reason = "not managed by this " + ownerKind(owner)
-		case manage.NeverPruned(live.Annotations) != "":
-			res.Reason = "kept by annotation " + manage.NeverPruned(live.Annotations)
+		case manage.KeptBy(live.Annotations, why) != "":
+			res.Reason = "kept by annotation " + manage.KeptBy(live.Annotations, why)
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:
