@@ -170,6 +170,18 @@ func (a *Applied) syncID() string {
 	return plan.SyncID(s.Digest, s.Generation, s.StartedAt.Time)
 }
 
+// SyncedHooks are the hooks of the newest sync as it created them: a
+// hook with only a generateName carries the name that sync gave it. Nil
+// when rendered is not the render that sync applied.
+func (a *Applied) SyncedHooks(mapper apimeta.RESTMapper, rendered []*unstructured.Unstructured) []*unstructured.Unstructured {
+	_, hooks, _ := a.planOf(mapper, rendered)
+	out := make([]*unstructured.Unstructured, 0, len(hooks))
+	for _, h := range hooks {
+		out = append(out, h.Unstructured)
+	}
+	return out
+}
+
 // planOf plans rendered as the newest sync did: the wave of each regular
 // object, and the hooks with the names that sync gave them. The hooks are
 // known only when rendered is the render that sync applied.

@@ -127,9 +127,14 @@ func (h *handlers) live(r *request) (any, error) {
 
 // findRendered is the object of the newest render with the id, prepared
 // as sync-controller applies it; nil when the render has none (or is not
-// at hand).
+// at hand). A hook with only a generateName is found by the name the
+// newest sync gave it.
 func findRendered(c client.Client, a *inspect.Applied, rendered []*unstructured.Unstructured, id object.ID) (*unstructured.Unstructured, error) {
-	for _, o := range rendered {
+	candidates := rendered
+	if id.Name != "" && !hasName(rendered, id.Name) {
+		candidates = a.SyncedHooks(c.RESTMapper(), rendered)
+	}
+	for _, o := range candidates {
 		gvk := o.GroupVersionKind()
 		if gvk.Group != id.Group || gvk.Kind != id.Kind || o.GetName() != id.Name {
 			continue
@@ -148,6 +153,16 @@ func findRendered(c client.Client, a *inspect.Applied, rendered []*unstructured.
 		}
 	}
 	return nil, nil
+}
+
+// hasName reports whether an object of objs is named name.
+func hasName(objs []*unstructured.Unstructured, name string) bool {
+	for _, o := range objs {
+		if o.GetName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // versionOf is the group, version and kind to read the object with: the
