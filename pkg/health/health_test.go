@@ -16,7 +16,20 @@ import (
 const (
 	expectAnnotation  = "test.plumb.dev/expect"
 	messageAnnotation = "test.plumb.dev/message"
+	// argoCDAnnotation is what Argo CD's built-in check decides for the
+	// case; differsAnnotation says why Plumb decides otherwise (see
+	// docs/design/health.md).
+	argoCDAnnotation  = "test.plumb.dev/argocd"
+	differsAnnotation = "test.plumb.dev/differs"
 )
+
+// argoCDKinds are the kinds Argo CD has a built-in health check for.
+var argoCDKinds = []string{
+	"apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "apps/ReplicaSet", "/Pod", "batch/Job",
+	"/PersistentVolumeClaim", "/Service", "networking.k8s.io/Ingress", "autoscaling/HorizontalPodAutoscaler",
+	"apiregistration.k8s.io/APIService", "apiextensions.k8s.io/CustomResourceDefinition",
+	"argoproj.io/Rollout", "argoproj.io/Workflow",
+}
 
 // readCases decodes every document of every testdata/*.yaml file.
 func readCases(t *testing.T) []*unstructured.Unstructured {
@@ -101,6 +114,36 @@ func TestEveryRuleCovered(t *testing.T) {
 			continue
 		}
 		g.Expect(len(seen[key])).To(BeNumerically(">=", 2), "%s needs cases for more than one status", key)
+	}
+}
+
+// TestArgoCDAgreement: every case that states Argo CD's decision either
+// agrees with it or says why Plumb differs, and every kind Argo CD has a
+// rule for has such cases.
+func TestArgoCDAgreement(t *testing.T) {
+	stated := map[string]int{}
+	for _, obj := range readCases(t) {
+		ann := obj.GetAnnotations()
+		argo, ok := ann[argoCDAnnotation]
+		if !ok {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		stated[gvk.Group+"/"+gvk.Kind]++
+		name := ann["test.plumb.dev/file"] + "/" + obj.GetKind() + "/" + obj.GetName()
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(rank).To(HaveKey(Status(argo)), "%s is not a status", argoCDAnnotation)
+			if argo == ann[expectAnnotation] {
+				g.Expect(ann).NotTo(HaveKey(differsAnnotation), "agrees with Argo CD but says it differs")
+			} else {
+				g.Expect(ann[differsAnnotation]).NotTo(BeEmpty(), "Argo CD decides %s: the case must say why Plumb differs", argo)
+			}
+		})
+	}
+	for _, key := range argoCDKinds {
+		g := NewWithT(t)
+		g.Expect(stated[key]).To(BeNumerically(">=", 2), "%s needs cases stating Argo CD's decision", key)
 	}
 }
 
