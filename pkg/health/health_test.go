@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -144,6 +145,46 @@ func TestArgoCDAgreement(t *testing.T) {
 	for _, key := range argoCDKinds {
 		g := NewWithT(t)
 		g.Expect(stated[key]).To(BeNumerically(">=", 2), "%s needs cases stating Argo CD's decision", key)
+	}
+}
+
+// TestEvaluateOddStatus: branches no controller's ordinary status reaches
+// (a phase a newer API may add, a field a controller left out) still give a
+// status and a message.
+func TestEvaluateOddStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       Result
+	}{
+		{"pod phase not known", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always}, status: {phase: Hibernating}}`,
+			Result{Status: Unknown, Message: `pod phase "Hibernating"`}},
+		{"claim phase not known", `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, status: {phase: Resizing}}`,
+			Result{Status: Unknown, Message: `claim phase "Resizing"`}},
+		{"restarted container without exit code", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always},
+			status: {phase: Running, containerStatuses: [{name: app, lastState: {terminated: {reason: Error}}}]}}`,
+			Result{Status: Degraded, Message: "pod running but not ready, container app restarted"}},
+		{"crash loop without last state", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always},
+			status: {phase: Running, containerStatuses: [{name: app, state: {waiting: {reason: CrashLoopBackOff}}}]}}`,
+			Result{Status: Degraded, Message: "container app: CrashLoopBackOff"}},
+		{"failed pod whose containers never ran", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Never},
+			status: {phase: Failed, reason: UnexpectedAdmissionError, containerStatuses: [{name: app, state: {waiting: {reason: ContainerCreating}}}]}}`,
+			Result{Status: Degraded, Message: "UnexpectedAdmissionError"}},
+		{"stateful set without revisions", `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: s, generation: 1},
+			spec: {replicas: 1}, status: {observedGeneration: 1, readyReplicas: 1, updatedReplicas: 1}}`,
+			Result{Status: Healthy, Message: "1 of 1 pods ready"}},
+		{"rollout status without observedGeneration", `{apiVersion: argoproj.io/v1alpha1, kind: Rollout, metadata: {name: r, generation: 3},
+			status: {phase: Progressing}}`,
+			Result{Status: Progressing, Message: "rollout phase Progressing"}},
+		{"rollout generation as a number", `{apiVersion: argoproj.io/v1alpha1, kind: Rollout, metadata: {name: r, generation: 3},
+			status: {observedGeneration: 2, phase: Healthy}}`,
+			Result{Status: Progressing, Message: "waiting for the Rollout controller to observe generation 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &unstructured.Unstructured{}
+			g.Expect(yaml.Unmarshal([]byte(tc.yaml), &obj.Object)).To(Succeed())
+			g.Expect(Evaluate(obj)).To(Equal(tc.want))
+		})
 	}
 }
 

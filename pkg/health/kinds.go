@@ -81,7 +81,7 @@ func statefulSet(o object) Result {
 		return result(Progressing, "rolling update: %d of %d pods at revision %s", updated, replicas, revision)
 	}
 	if revision == "" {
-		revision = o.str("status", "currentRevision")
+		return result(Healthy, "%d of %d pods ready", ready, replicas)
 	}
 	return result(Healthy, "%d of %d pods ready at revision %s", ready, replicas, revision)
 }
@@ -196,11 +196,11 @@ func pod(o object) Result {
 		for _, item := range o.slice("status", "containerStatuses") {
 			cs := object{asMap(item)}
 			if _, ok := cs.get("lastState", "terminated"); ok {
-				msg := lastExit(cs)
-				if msg == "" {
-					msg = "terminated before"
+				msg := ""
+				if exit := lastExit(cs); exit != "" {
+					msg = ": " + exit
 				}
-				return result(Degraded, "pod running but not ready, container %s restarted: %s", cs.str("name"), msg)
+				return result(Degraded, "pod running but not ready, container %s restarted%s", cs.str("name"), msg)
 			}
 		}
 		if hasReady && ready.Message != "" {
