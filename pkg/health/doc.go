@@ -1,12 +1,14 @@
 // Package health computes the health of a Kubernetes object from its spec and
 // status alone, without API calls, so sync-controller can wait for each sync
-// wave and for `wait: true` on whatever its watch cache holds.
+// wave and for `wait: true` on whatever its watch cache holds, and pkg/inspect
+// can show it in `plumb tree` and the UI.
 //
 // Evaluate returns one of six statuses with a message a person reads:
 //
 //	Healthy      the object does what its spec asks
 //	Suspended    paused or suspended on purpose (Deployment spec.paused,
-//	             Job or CronJob spec.suspend, a custom resource's spec.suspend)
+//	             Job or CronJob spec.suspend, a paused Argo Rollout, a custom
+//	             resource's spec.suspend)
 //	Progressing  not there yet: a rollout, a pending phase, a controller that
 //	             has not observed the newest generation, an object being deleted
 //	Missing      the object does not exist (a nil object)
@@ -17,17 +19,26 @@
 // Worse orders them Healthy < Suspended < Progressing < Missing < Degraded <
 // Unknown, so the health of a set is the worst of its members.
 //
-// The per-kind rules carry over the behaviour of Argo CD's health checks and
-// of kstatus (the conventions Flux reads): a controller's status is trusted
-// only once status.observedGeneration has caught up with metadata.generation,
-// which is what "healthy at its current generation" means. Kinds without a
-// rule of their own are read by the kstatus conventions: Stalled=True is
-// Degraded, Reconciling=True or Ready other than True is Progressing,
-// Ready=True is Healthy, and an object without conditions is Healthy by
-// existence (a ConfigMap, a Secret, a Role). Plumb keeps its own rules
-// rather than calling kstatus (sigs.k8s.io/cli-utils) because kstatus has
-// no Suspended status and gives no per-kind message a person reads, and
-// sync waves, `wait: true` and `plumb tree` report both.
+// For every kind Argo CD has a built-in check for (Deployment, ReplicaSet,
+// StatefulSet, DaemonSet, Pod, Job, PersistentVolumeClaim, Service, Ingress,
+// HorizontalPodAutoscaler, APIService, CustomResourceDefinition, and Argo
+// Rollouts' Rollout and Argo Workflows' Workflow) the rule makes Argo CD's
+// decision, so a repository moved from Argo CD waits on the same things. It
+// departs where Plumb's waits need it: a Degraded fails a wait at once, so a
+// state that clears on its own (an image pull's first failure, a CRD not yet
+// established, an autoscaler without metrics for new pods) is Progressing; a
+// status is trusted only once status.observedGeneration has caught up with
+// metadata.generation; and a state that never heals is Degraded even where
+// Argo CD's list of reasons misses it. docs/design/health.md has the table,
+// kind by kind, and testdata states Argo CD's decision for each case.
+//
+// Kinds without a rule of their own are read by the kstatus conventions (the
+// ones Flux reads): Stalled=True is Degraded, Reconciling=True or Ready other
+// than True is Progressing, Ready=True is Healthy, and an object without
+// conditions is Healthy by existence (a ConfigMap, a Secret, a Role). Plumb
+// keeps its own rules rather than calling kstatus (sigs.k8s.io/cli-utils)
+// because kstatus has no Suspended status and gives no per-kind message a
+// person reads, and sync waves, `wait: true` and `plumb tree` report both.
 //
 // envtest runs no kube-controller-manager, so nothing fills in status there;
 // a Deployment created in a test stays Progressing until the test writes its

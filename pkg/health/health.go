@@ -84,7 +84,9 @@ var checkers = map[string]checker{
 	"autoscaling/HorizontalPodAutoscaler": hpa,
 	"apiregistration.k8s.io/APIService":   apiService,
 	"apiextensions.k8s.io/CustomResourceDefinition": crd,
-	"/Namespace": namespace,
+	"/Namespace":           namespace,
+	"argoproj.io/Rollout":  rollout,
+	"argoproj.io/Workflow": workflow,
 }
 
 // Evaluate returns the health of obj. A nil object is Missing; an object with

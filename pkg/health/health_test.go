@@ -11,12 +11,26 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 const (
 	expectAnnotation  = "test.plumb.dev/expect"
 	messageAnnotation = "test.plumb.dev/message"
+	// argoCDAnnotation is what Argo CD's built-in check decides for the
+	// case; differsAnnotation says why Plumb decides otherwise (see
+	// docs/design/health.md).
+	argoCDAnnotation  = "test.plumb.dev/argocd"
+	differsAnnotation = "test.plumb.dev/differs"
 )
+
+// argoCDKinds are the kinds Argo CD has a built-in health check for.
+var argoCDKinds = []string{
+	"apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "apps/ReplicaSet", "/Pod", "batch/Job",
+	"/PersistentVolumeClaim", "/Service", "networking.k8s.io/Ingress", "autoscaling/HorizontalPodAutoscaler",
+	"apiregistration.k8s.io/APIService", "apiextensions.k8s.io/CustomResourceDefinition",
+	"argoproj.io/Rollout", "argoproj.io/Workflow",
+}
 
 // readCases decodes every document of every testdata/*.yaml file.
 func readCases(t *testing.T) []*unstructured.Unstructured {
@@ -101,6 +115,76 @@ func TestEveryRuleCovered(t *testing.T) {
 			continue
 		}
 		g.Expect(len(seen[key])).To(BeNumerically(">=", 2), "%s needs cases for more than one status", key)
+	}
+}
+
+// TestArgoCDAgreement: every case that states Argo CD's decision either
+// agrees with it or says why Plumb differs, and every kind Argo CD has a
+// rule for has such cases.
+func TestArgoCDAgreement(t *testing.T) {
+	stated := map[string]int{}
+	for _, obj := range readCases(t) {
+		ann := obj.GetAnnotations()
+		argo, ok := ann[argoCDAnnotation]
+		if !ok {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		stated[gvk.Group+"/"+gvk.Kind]++
+		name := ann["test.plumb.dev/file"] + "/" + obj.GetKind() + "/" + obj.GetName()
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(rank).To(HaveKey(Status(argo)), "%s is not a status", argoCDAnnotation)
+			if argo == ann[expectAnnotation] {
+				g.Expect(ann).NotTo(HaveKey(differsAnnotation), "agrees with Argo CD but says it differs")
+			} else {
+				g.Expect(ann[differsAnnotation]).NotTo(BeEmpty(), "Argo CD decides %s: the case must say why Plumb differs", argo)
+			}
+		})
+	}
+	for _, key := range argoCDKinds {
+		g := NewWithT(t)
+		g.Expect(stated[key]).To(BeNumerically(">=", 2), "%s needs cases stating Argo CD's decision", key)
+	}
+}
+
+// TestEvaluateOddStatus: branches no controller's ordinary status reaches
+// (a phase a newer API may add, a field a controller left out) still give a
+// status and a message.
+func TestEvaluateOddStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       Result
+	}{
+		{"pod phase not known", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always}, status: {phase: Hibernating}}`,
+			Result{Status: Unknown, Message: `pod phase "Hibernating"`}},
+		{"claim phase not known", `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, status: {phase: Resizing}}`,
+			Result{Status: Unknown, Message: `claim phase "Resizing"`}},
+		{"restarted container without exit code", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always},
+			status: {phase: Running, containerStatuses: [{name: app, lastState: {terminated: {reason: Error}}}]}}`,
+			Result{Status: Degraded, Message: "pod running but not ready, container app restarted"}},
+		{"crash loop without last state", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Always},
+			status: {phase: Running, containerStatuses: [{name: app, state: {waiting: {reason: CrashLoopBackOff}}}]}}`,
+			Result{Status: Degraded, Message: "container app: CrashLoopBackOff"}},
+		{"failed pod whose containers never ran", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {restartPolicy: Never},
+			status: {phase: Failed, reason: UnexpectedAdmissionError, containerStatuses: [{name: app, state: {waiting: {reason: ContainerCreating}}}]}}`,
+			Result{Status: Degraded, Message: "UnexpectedAdmissionError"}},
+		{"stateful set without revisions", `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: s, generation: 1},
+			spec: {replicas: 1}, status: {observedGeneration: 1, readyReplicas: 1, updatedReplicas: 1}}`,
+			Result{Status: Healthy, Message: "1 of 1 pods ready"}},
+		{"rollout status without observedGeneration", `{apiVersion: argoproj.io/v1alpha1, kind: Rollout, metadata: {name: r, generation: 3},
+			status: {phase: Progressing}}`,
+			Result{Status: Progressing, Message: "rollout phase Progressing"}},
+		{"rollout generation as a number", `{apiVersion: argoproj.io/v1alpha1, kind: Rollout, metadata: {name: r, generation: 3},
+			status: {observedGeneration: 2, phase: Healthy}}`,
+			Result{Status: Progressing, Message: "waiting for the Rollout controller to observe generation 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &unstructured.Unstructured{}
+			g.Expect(yaml.Unmarshal([]byte(tc.yaml), &obj.Object)).To(Succeed())
+			g.Expect(Evaluate(obj)).To(Equal(tc.want))
+		})
 	}
 }
 

@@ -51,9 +51,10 @@ func deployment(o object) Result {
 }
 
 // statefulSet: every replica ready; then OnDelete is done (pods take the new
-// revision only when deleted by someone), a partitioned rollout is done when
-// the pods at or above the partition are updated, and a full rolling update
-// is done when updateRevision has become currentRevision.
+// revision only when someone deletes them), and a rolling update is done
+// when the pods at or above its partition (0 unless set) are updated, which
+// is Argo CD's rule. A partition at or above spec.replicas holds every pod
+// back, so nothing is left to update.
 func statefulSet(o object) Result {
 	if o.observedStale() {
 		return stale(o, "StatefulSet")
@@ -65,23 +66,24 @@ func statefulSet(o object) Result {
 		return result(Progressing, "%d of %d pods ready", ready, replicas)
 	}
 	if o.str("spec", "updateStrategy", "type") == "OnDelete" {
-		return result(Healthy, "%d pods ready; update strategy OnDelete: pods take a new revision only when deleted", ready)
+		return result(Healthy, "%d pods ready (%d updated); update strategy OnDelete: pods take a new revision only when deleted", ready, updated)
 	}
-	if partition, ok := o.int("spec", "updateStrategy", "rollingUpdate", "partition"); ok && partition > 0 {
-		want := replicas - partition
-		if want < 0 {
-			want = 0
-		}
+	partition := o.intOr(0, "spec", "updateStrategy", "rollingUpdate", "partition")
+	want := max(replicas-max(partition, 0), 0)
+	revision := o.str("status", "updateRevision")
+	if partition > 0 {
 		if updated < want {
-			return result(Progressing, "partitioned rollout: %d of %d pods at or above partition %d updated", updated, want, partition)
+			return result(Progressing, "partitioned rollout: %d of %d pods at or above partition %d updated to revision %s", updated, want, partition, revision)
 		}
 		return result(Healthy, "partitioned rollout complete: %d pods updated, %d held back by partition %d", updated, replicas-want, partition)
 	}
-	current, update := o.str("status", "currentRevision"), o.str("status", "updateRevision")
-	if update != "" && current != update {
-		return result(Progressing, "rolling update: %d of %d pods at revision %s", updated, replicas, update)
+	if updated < want {
+		return result(Progressing, "rolling update: %d of %d pods at revision %s", updated, replicas, revision)
 	}
-	return result(Healthy, "%d of %d pods ready at revision %s", ready, replicas, current)
+	if revision == "" {
+		return result(Healthy, "%d of %d pods ready", ready, replicas)
+	}
+	return result(Healthy, "%d of %d pods ready at revision %s", ready, replicas, revision)
 }
 
 // daemonSet: every scheduled pod updated (unless OnDelete) and available.
@@ -122,86 +124,159 @@ func replicaSet(o object) Result {
 	return result(Healthy, "%d of %d replicas available", available, replicas)
 }
 
+// podIgnoreRestartPolicy is Argo CD's annotation that makes a running Pod
+// with restartPolicy OnFailure or Never read like a long-running one
+// (Healthy once Ready) instead of Progressing until it succeeds: for pods an
+// operator runs as servers with a policy other than Always.
+const podIgnoreRestartPolicy = "argocd.argoproj.io/ignore-restart-policy"
+
 // degradedWaiting reports whether a container waiting for this reason will
 // not get out of it by itself: every back-off (CrashLoopBackOff,
-// ImagePullBackOff) and every *Error (CreateContainerConfigError,
-// RunContainerError), plus two permanent image errors. ErrImagePull is left
-// out: it is the first, often transient, failure before ImagePullBackOff.
+// ImagePullBackOff), every *Error (CreateContainerConfigError,
+// RunContainerError), every Err* but ErrImagePull, and InvalidImageName.
+// ErrImagePull is left out: it is the first, often transient, failure before
+// ImagePullBackOff, and a Degraded fails a wait at once.
 func degradedWaiting(reason string) bool {
+	if reason == "ErrImagePull" {
+		return false
+	}
 	return strings.HasSuffix(reason, "BackOff") || strings.HasSuffix(reason, "Error") ||
-		reason == "InvalidImageName" || reason == "ErrImageNeverPull"
+		strings.HasPrefix(reason, "Err") || reason == "InvalidImageName"
 }
 
-// pod: a container stuck waiting → Degraded; Succeeded → Healthy; Failed →
-// Degraded; Running is Healthy when Ready for restartPolicy Always, and
-// Progressing for a run-to-completion pod (OnFailure, Never), which counts
-// only once it has succeeded.
+// containerStatuses lists the init containers' statuses, then the app
+// containers', in the order they run.
+func containerStatuses(o object) []object {
+	var out []object
+	for _, key := range []string{"initContainerStatuses", "containerStatuses"} {
+		for _, item := range o.slice("status", key) {
+			out = append(out, object{asMap(item)})
+		}
+	}
+	return out
+}
+
+// pod follows Argo CD's Pod rule. For restartPolicy Always (the API's
+// default) a container stuck waiting is Degraded; a run-to-completion pod
+// (OnFailure, Never) is not failed for it, because it may be a hook that
+// would fail the sync and then run anyway once the image arrives; it stays
+// Progressing and the wait's timeout names the reason. Then the phase
+// decides: Succeeded → Healthy, Failed → Degraded, Pending → Progressing,
+// Running → Healthy once Ready for Always (Degraded when not Ready after a
+// container already terminated, Progressing before), and Progressing for a
+// run-to-completion pod, which counts only once it has succeeded.
 func pod(o object) Result {
-	phase := o.str("status", "phase")
-	switch phase {
+	policy := o.str("spec", "restartPolicy")
+	if policy == "" {
+		policy = "Always"
+	}
+	if policy == "Always" {
+		if r, ok := podStuckWaiting(o); ok {
+			return r
+		}
+	}
+	switch phase := o.str("status", "phase"); phase {
 	case "Succeeded":
 		return result(Healthy, "pod completed")
 	case "Failed":
-		msg := o.str("status", "message")
-		if msg == "" {
-			msg = o.str("status", "reason")
-		}
-		if msg == "" {
-			msg = terminatedWhy(o)
-		}
-		if msg == "" {
-			msg = "pod failed"
-		}
-		return result(Degraded, "%s", msg)
-	}
-	for _, key := range []string{"initContainerStatuses", "containerStatuses"} {
-		for _, item := range o.slice("status", key) {
-			cs := object{asMap(item)}
-			reason := cs.str("state", "waiting", "reason")
-			if degradedWaiting(reason) {
-				msg := cs.str("state", "waiting", "message")
-				if reason == "CrashLoopBackOff" {
-					// The kubelet's message only restates the back-off,
-					// whose figure grows with every restart, and the pod's
-					// uid; how the container last ended says why, and stays
-					// the same while it keeps failing the same way (so a
-					// repeated alert is recognized as the same news).
-					msg = lastExit(cs)
-				}
-				if msg != "" {
-					msg = ": " + msg
-				}
-				return result(Degraded, "container %s: %s%s", cs.str("name"), reason, msg)
-			}
-		}
-	}
-	switch phase {
+		return result(Degraded, "%s", podFailedWhy(o))
 	case "", "Pending":
-		why := o.str("status", "reason")
-		if c, ok := findCondition(o.conditions(), "PodScheduled"); ok && c.Status == "False" {
-			why = c.why()
-		}
-		if why != "" {
-			return result(Progressing, "pod pending: %s", why)
-		}
-		return result(Progressing, "pod pending")
+		return podPending(o)
 	case "Running":
-		policy := o.str("spec", "restartPolicy")
-		if policy == "" || policy == "Always" {
-			c, ok := findCondition(o.conditions(), "Ready")
-			if ok && c.Status == "True" {
-				return result(Healthy, "pod running and ready")
-			}
-			if ok && c.Message != "" {
-				return result(Progressing, "pod running, not ready: %s", c.why())
-			}
-			return result(Progressing, "pod running, not ready")
+		_, ignorePolicy := o.get("metadata", "annotations", podIgnoreRestartPolicy)
+		if policy != "Always" && !ignorePolicy {
+			return result(Progressing, "pod running (restartPolicy %s: healthy once it succeeds)", policy)
 		}
-		return result(Progressing, "pod running (restartPolicy %s: healthy once it succeeds)", policy)
+		ready, hasReady := findCondition(o.conditions(), "Ready")
+		if hasReady && ready.Status == "True" {
+			return result(Healthy, "pod running and ready")
+		}
+		// Not ready after a container already ended once: Argo CD's rule,
+		// it crashed or was killed and has not come back yet.
+		for _, item := range o.slice("status", "containerStatuses") {
+			cs := object{asMap(item)}
+			if _, ok := cs.get("lastState", "terminated"); ok {
+				msg := ""
+				if exit := lastExit(cs); exit != "" {
+					msg = ": " + exit
+				}
+				return result(Degraded, "pod running but not ready, container %s restarted%s", cs.str("name"), msg)
+			}
+		}
+		if hasReady && ready.Message != "" {
+			return result(Progressing, "pod running, not ready: %s", ready.why())
+		}
+		return result(Progressing, "pod running, not ready")
 	case "Unknown":
 		return result(Unknown, "pod phase Unknown: %s", o.str("status", "message"))
+	default:
+		return result(Unknown, "pod phase %q", phase)
 	}
-	return result(Unknown, "pod phase %q", phase)
+}
+
+// podStuckWaiting finds the first container waiting for a reason it will
+// not get out of by itself.
+func podStuckWaiting(o object) (Result, bool) {
+	for _, cs := range containerStatuses(o) {
+		reason := cs.str("state", "waiting", "reason")
+		if !degradedWaiting(reason) {
+			continue
+		}
+		msg := cs.str("state", "waiting", "message")
+		if reason == "CrashLoopBackOff" {
+			// The kubelet's message only restates the back-off, whose
+			// figure grows with every restart, and the pod's uid; how the
+			// container last ended says why, and stays the same while it
+			// keeps failing the same way (so a repeated alert is
+			// recognized as the same news).
+			msg = lastExit(cs)
+		}
+		if msg != "" {
+			msg = ": " + msg
+		}
+		return result(Degraded, "container %s: %s%s", cs.str("name"), reason, msg), true
+	}
+	return Result{}, false
+}
+
+// podPending says what a pending pod waits for: scheduling, or a container
+// waiting (an image pull, or a reason a run-to-completion pod is not failed
+// for).
+func podPending(o object) Result {
+	why := ""
+	for _, cs := range containerStatuses(o) {
+		if r := cs.str("state", "waiting", "reason"); r != "" && r != "PodInitializing" && r != "ContainerCreating" {
+			why = "container " + cs.str("name") + " waiting: " + r
+			if m := cs.str("state", "waiting", "message"); m != "" {
+				why += ": " + m
+			}
+			break
+		}
+	}
+	if c, ok := findCondition(o.conditions(), "PodScheduled"); ok && c.Status == "False" {
+		why = c.why()
+	}
+	if why != "" {
+		return result(Progressing, "pod pending: %s", why)
+	}
+	return result(Progressing, "pod pending")
+}
+
+// podFailedWhy explains a failed pod: the pod's own message (an eviction),
+// else the first init or app container that failed, else the pod's reason.
+func podFailedWhy(o object) string {
+	if msg := o.str("status", "message"); msg != "" {
+		return msg
+	}
+	for _, cs := range containerStatuses(o) {
+		if why := terminatedWhy(cs); why != "" {
+			return why
+		}
+	}
+	if r := o.str("status", "reason"); r != "" {
+		return r
+	}
+	return "pod failed"
 }
 
 // lastExit describes how a container in a back-off last ended: "last
@@ -218,20 +293,27 @@ func lastExit(cs object) string {
 	return s
 }
 
-// terminatedWhy describes the first container that terminated with a
-// non-zero exit code.
-func terminatedWhy(o object) string {
-	for _, item := range o.slice("status", "containerStatuses") {
-		cs := object{asMap(item)}
-		if code, ok := cs.int("state", "terminated", "exitCode"); ok && code != 0 {
-			s := "container " + cs.str("name") + " exited with code " + itoa(code)
-			if r := cs.str("state", "terminated", "reason"); r != "" {
-				s += " (" + r + ")"
-			}
-			return s
-		}
+// terminatedWhy describes a container that terminated in failure
+// (OOMKilled or a non-zero exit code) by its termination message when it
+// wrote one, else by its exit code; "" for a container that did not fail.
+func terminatedWhy(cs object) string {
+	if _, ok := cs.get("state", "terminated"); !ok {
+		return ""
 	}
-	return ""
+	name := cs.str("name")
+	code, _ := cs.int("state", "terminated", "exitCode")
+	reason := cs.str("state", "terminated", "reason")
+	if reason != "OOMKilled" && code == 0 {
+		return ""
+	}
+	if msg := cs.str("state", "terminated", "message"); msg != "" {
+		return "container " + name + ": " + strings.TrimSpace(msg)
+	}
+	s := "container " + name + " exited with code " + itoa(code)
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	return s
 }
 
 func asMap(v any) map[string]any {
@@ -324,12 +406,17 @@ func ingress(o object) Result {
 // v1 has no status.conditions field.
 const hpaConditionsAnnotation = "autoscaling.alpha.kubernetes.io/conditions"
 
-// hpa reads the v2 status.conditions or the v1 annotation. AbleToScale=False
-// (no scale target, scale update failing) → Degraded. ScalingActive=False is
-// Suspended for ScalingDisabled (target scaled to zero), Degraded for an
-// Invalid* reason (a spec error) and Progressing otherwise: metrics are
-// missing for a minute after the target's pods start, and failing the sync
-// for that would be a false alarm.
+// hpa reads the v2 (and v2beta1, v2beta2) status.conditions or the v1
+// annotation, as Argo CD does. A condition Argo CD counts as failed is
+// Degraded: AbleToScale=False (no scale target, scale update failing) and
+// ScalingActive=False for a spec error (InvalidSelector, and every other
+// Invalid* reason). ScalingActive=False for ScalingDisabled (the target has
+// zero replicas) is Healthy, as in Argo CD: the autoscaler works and waits
+// for the target to be scaled up. ScalingActive=False because metrics are
+// missing is Progressing: the metrics server has none for a minute after
+// the target's pods start, and since a Degraded fails a wait at once that
+// would be a false alarm (Argo CD reports it Degraded). Otherwise Healthy
+// once AbleToScale or ScalingLimited is True, Progressing before.
 func hpa(o object) Result {
 	if _, ok := o.int("status", "observedGeneration"); ok && o.observedStale() {
 		return stale(o, "HorizontalPodAutoscaler")
@@ -351,7 +438,7 @@ func hpa(o object) Result {
 	if c, ok := findCondition(conds, "ScalingActive"); ok && c.Status == "False" {
 		switch {
 		case c.Reason == "ScalingDisabled":
-			return result(Suspended, "scaling disabled: %s", c.why())
+			return result(Healthy, "scaling disabled: %s", c.why())
 		case strings.HasPrefix(c.Reason, "Invalid"):
 			return result(Degraded, "scaling inactive: %s", c.why())
 		default:
@@ -361,7 +448,10 @@ func hpa(o object) Result {
 	if c, ok := findCondition(conds, "ScalingLimited"); ok && c.Status == "True" {
 		return result(Healthy, "scaling limited: %s", c.why())
 	}
-	return result(Healthy, "autoscaler is active")
+	if c, ok := findCondition(conds, "AbleToScale"); ok && c.Status == "True" {
+		return result(Healthy, "autoscaler is active")
+	}
+	return result(Progressing, "waiting for the autoscaler to be able to scale")
 }
 
 // apiService: Available=True → Healthy, otherwise Progressing: the backing
@@ -377,12 +467,17 @@ func apiService(o object) Result {
 	return result(Progressing, "waiting for the aggregator to check the API service")
 }
 
-// crd: NamesAccepted=False (a name conflict) → Degraded; Established=True →
-// Healthy; otherwise Progressing.
+// crd: NamesAccepted=False (a name conflict) or NonStructuralSchema=True (a
+// v1beta1 schema the API server cannot prune by) → Degraded; Established=True
+// → Healthy; otherwise Progressing: the API server establishes a new CRD
+// a moment after accepting its names.
 func crd(o object) Result {
 	conds := o.conditions()
 	if c, ok := findCondition(conds, "NamesAccepted"); ok && c.Status == "False" {
 		return result(Degraded, "names not accepted: %s", c.why())
+	}
+	if c, ok := findCondition(conds, "NonStructuralSchema"); ok && c.Status == "True" {
+		return result(Degraded, "schema is not structural: %s", c.why())
 	}
 	if c, ok := findCondition(conds, "Established"); ok && c.Status == "True" {
 		return result(Healthy, "CRD is established")
