@@ -20,6 +20,12 @@ const (
 	SyncOptionsAnnotation = "argocd.argoproj.io/sync-options"
 	// CompareOptionsAnnotation is a comma list of compare options.
 	CompareOptionsAnnotation = "argocd.argoproj.io/compare-options"
+	// IgnoreRestartPolicyAnnotation, set on a Pod, makes a running Pod
+	// with restartPolicy OnFailure or Never read like a long-running one
+	// (Healthy once Ready) instead of Progressing until it succeeds: for
+	// pods an operator runs as servers with a policy other than Always.
+	// pkg/health reads it.
+	IgnoreRestartPolicyAnnotation = "argocd.argoproj.io/ignore-restart-policy"
 )
 
 // The hook types of HookAnnotation.

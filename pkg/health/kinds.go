@@ -3,6 +3,8 @@ package health
 import (
 	"encoding/json"
 	"strings"
+
+	"plumb.dev/pkg/argocd"
 )
 
 // stale is the Progressing result for an object whose controller has not
@@ -124,12 +126,6 @@ func replicaSet(o object) Result {
 	return result(Healthy, "%d of %d replicas available", available, replicas)
 }
 
-// podIgnoreRestartPolicy is Argo CD's annotation that makes a running Pod
-// with restartPolicy OnFailure or Never read like a long-running one
-// (Healthy once Ready) instead of Progressing until it succeeds: for pods an
-// operator runs as servers with a policy other than Always.
-const podIgnoreRestartPolicy = "argocd.argoproj.io/ignore-restart-policy"
-
 // degradedWaiting reports whether a container waiting for this reason will
 // not get out of it by itself: every back-off (CrashLoopBackOff,
 // ImagePullBackOff), every *Error (CreateContainerConfigError,
@@ -183,7 +179,7 @@ func pod(o object) Result {
 	case "", "Pending":
 		return podPending(o)
 	case "Running":
-		_, ignorePolicy := o.get("metadata", "annotations", podIgnoreRestartPolicy)
+		_, ignorePolicy := o.get("metadata", "annotations", argocd.IgnoreRestartPolicyAnnotation)
 		if policy != "Always" && !ignorePolicy {
 			return result(Progressing, "pod running (restartPolicy %s: healthy once it succeeds)", policy)
 		}
