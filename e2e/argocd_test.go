@@ -85,7 +85,7 @@ func TestAnArgoCDApplicationRunsUnchanged(t *testing.T) {
 		g.Expect(rec.firstWithPrefix(post)).To(BeNumerically(">", at("Service/frontend")), "PostSync after the Sync phase: %v", created)
 		g.Expect(rec.firstWithPrefix(post)).To(BeNumerically(">", rec.firstWithPrefix("Job/maintenance-page-up-")), "PostSync after the Sync hook: %v", created)
 	}
-	g.Expect(rec.firstWithPrefix("Job/cleanup-")).To(Equal(-1), "a PostDelete hook does not run in a sync")
+	g.Expect(rec.firstWithPrefix("Job/cleanup-")).To(BeEquivalentTo(-1), "a PostDelete hook does not run in a sync")
 	g.Eventually(func(g Gomega) bool { return argoExists(ctx, g, "Job", appNS, "before") }).WithTimeout(timeout).WithPolling(poll).
 		Should(BeFalse(), "HookSucceeded deletes the PreSync hook")
 	k := &kustomizev1.Kustomization{}
