@@ -61,16 +61,8 @@ func (s *syncRun) isNewSync() bool {
 // only the Sync phase's objects, without hooks. Sets Ready=False reason
 // ApplyFailed or SyncFailed, and the drift report.
 func (s *syncRun) applyPlan(ctx context.Context) error {
-	if s.spec.Retry != nil {
-		if err := s.backoffGate(); err != nil {
-			return err
-		}
-	} else if wait, prev := s.retryPending(); wait > 0 {
-		// A failed sync of this artifact is tried again after retryInterval,
-		// whatever wakes the controller before that; a new artifact, a spec
-		// change or a reconcile request starts one at once.
-		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
-			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
+	if err := s.retryGate(); err != nil {
+		return err
 	}
 	s.guard = s.fights()
 	p := s.plan
@@ -113,6 +105,24 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		s.st.Sync.FinishedAt = &now
 	}
 	s.st.Inventory = inventory.New(s.inventoryObjects())
+	return nil
+}
+
+// retryGate holds back a failed sync of this artifact and generation
+// until it is due again: by spec.retry's backoff (backoffGate), or without
+// it until retryInterval passed — whatever wakes the controller before
+// that; a new artifact, a spec change or a reconcile request starts a sync
+// at once. Without spec.retry no series is kept: one left from a
+// spec.retry since removed goes.
+func (s *syncRun) retryGate() error {
+	if s.spec.Retry != nil {
+		return s.backoffGate()
+	}
+	s.st.Retry = nil
+	if wait, prev := s.retryPending(); wait > 0 {
+		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
+			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
+	}
 	return nil
 }
 
