@@ -141,5 +141,9 @@ func retryNote(r *kustomizev1.RetryStatus, limit int64) string {
 	case limit == 0:
 		return "not retried: spec.retry.limit is 0; " + restart
 	}
-	return fmt.Sprintf("retried %d times, spec.retry.limit; %s", r.Attempt, restart)
+	times := fmt.Sprintf("%d times", r.Attempt)
+	if r.Attempt == 1 {
+		times = "once"
+	}
+	return fmt.Sprintf("retried %s, spec.retry.limit; %s", times, restart)
 }

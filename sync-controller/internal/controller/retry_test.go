@@ -120,6 +120,49 @@ func TestRetryBacksOffUpToTheLimitThenWaitsForAChange(t *testing.T) {
 	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, other, "b")).To(BeTrue())
 }
 
+// A health check that times out after a successful apply is a failed sync
+// too: retried after the backoff, then stalled at the limit, while the
+// Deployment's rollout that would make it pass is only seen after a
+// reconcile request, whose sync succeeds and ends the series.
+func TestRetryCountsHealthTimeouts(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.Wait = true
+		ks.Spec.Timeout = &metav1.Duration{Duration: time.Second}
+		ks.Spec.Retry = &kustomizev1.RetryStrategy{Limit: 1, Backoff: &kustomizev1.RetryBackoff{
+			Duration: &metav1.Duration{Duration: time.Second}}}
+	})
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:h1", deployment(ns, "web", 1))
+	st := waitRetry(t, ks, "main@sha1:h1", 1, true)
+	g.Expect(st.ready.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
+	g.Expect(st.ready.Message).To(ContainSubstring("Deployment/" + ns + "/web"))
+	g.Expect(st.ready.Message).To(ContainSubstring("(retry 1 of 1 at "))
+
+	st = waitRetry(t, ks, "main@sha1:h1", 1, false)
+	g.Expect(st.ready.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
+	g.Expect(st.ready.Message).To(ContainSubstring("retried once, spec.retry.limit"))
+	g.Expect(st.stalled).NotTo(BeNil())
+	g.Expect(st.stalled.Reason).To(Equal(meta.RetriesExceededReason))
+
+	// The rollout finishes; the watch event it brings is held back by the
+	// limit: Ready stays as it was.
+	markDeploymentAvailable(t, ctx, ns, "web")
+	g.Consistently(func(g Gomega) {
+		now := readRetry(g, ks)
+		g.Expect(now.ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(now.retry).To(Equal(st.retry))
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	requestReconcile(t, ks)
+	waitReady(t, ks, "main@sha1:h1")
+	g.Eventually(func(g Gomega) {
+		now := readRetry(g, ks)
+		g.Expect(now.retry).To(BeNil())
+		g.Expect(now.stalled).To(BeNil())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
 // spec.retry is checked by the API server: the messages name the field.
 func TestRetryIsValidatedAtAdmission(t *testing.T) {
 	duration := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
