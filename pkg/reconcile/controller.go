@@ -82,7 +82,7 @@ type Controller[T Object] struct {
 	// again: the object's own backoff and limit (a Kustomization's
 	// spec.retry). ok false leaves the failure to RetryInterval, as for a
 	// failure the object's rule does not count.
-	RetryDelay func(obj T, failure *Error) (d RetryDecision, ok bool)
+	RetryDelay func(T) (d RetryDecision, ok bool)
 	// Keeping, when set, is appended to every failure's condition message:
 	// what the object still serves despite the failure.
 	Keeping func(T) string
@@ -248,7 +248,7 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		return ctrl.Result{}, ctrlreconcile.TerminalError(fmt.Errorf("%s step (%s): %w", step, e.Reason, err))
 	default:
 		if c.RetryDelay != nil {
-			if d, ok := c.RetryDelay(obj, e); ok {
+			if d, ok := c.RetryDelay(obj); ok {
 				return c.retryOwn(ctx, obj, step, e, msg, d)
 			}
 		}

@@ -112,7 +112,7 @@ func TestRunSummarizesEachOutcome(t *testing.T) {
 		{name: "retry by the object's own rule requeues after its delay, with its note",
 			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
 				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return time.Hour }
-				c.RetryDelay = func(*sourcev1.GitRepository, *reconcile.Error) (reconcile.RetryDecision, bool) {
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
 					return reconcile.RetryDecision{After: 20 * time.Second, Note: "retry 2 of 5"}, true
 				}
 			},
@@ -122,7 +122,7 @@ func TestRunSummarizesEachOutcome(t *testing.T) {
 		{name: "retries used up by the object's own rule stall",
 			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
 				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return time.Hour }
-				c.RetryDelay = func(*sourcev1.GitRepository, *reconcile.Error) (reconcile.RetryDecision, bool) {
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
 					return reconcile.RetryDecision{Exhausted: true, Note: "retried 3 times"}, true
 				}
 			},
@@ -132,7 +132,7 @@ func TestRunSummarizesEachOutcome(t *testing.T) {
 		{name: "a failure the object's own rule does not count keeps the retry interval",
 			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
 				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return 30 * time.Second }
-				c.RetryDelay = func(*sourcev1.GitRepository, *reconcile.Error) (reconcile.RetryDecision, bool) {
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
 					return reconcile.RetryDecision{}, false
 				}
 			},
@@ -141,7 +141,7 @@ func TestRunSummarizesEachOutcome(t *testing.T) {
 			observed: 4, event: true, requeue: 30 * time.Second},
 		{name: "a stall is not the object's retry rule's to decide",
 			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
-				c.RetryDelay = func(*sourcev1.GitRepository, *reconcile.Error) (reconcile.RetryDecision, bool) {
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
 					return reconcile.RetryDecision{After: time.Second}, true
 				}
 			},
