@@ -35,6 +35,10 @@ const (
 	// DependencyNotReadyReason: something the object needs first (a
 	// source's artifact, a dependsOn Kustomization) is not ready yet.
 	DependencyNotReadyReason = "DependencyNotReady"
+	// RetriesExceededReason (Flux's reason): Stalled is True because a
+	// failure was retried as often as the object's retry limit allows; a
+	// change or a reconcile request starts over.
+	RetriesExceededReason = "RetriesExceeded"
 	// InvalidSpecReason: the spec cannot work; Stalled until it changes.
 	InvalidSpecReason = "InvalidSpec"
 	// ArtifactFailedReason: an artifact could not be downloaded, verified

@@ -78,6 +78,11 @@ type Controller[T Object] struct {
 	// spec.retryInterval); nil or zero: controller-runtime's exponential
 	// backoff, for the kinds that have no such field.
 	RetryInterval func(T) time.Duration
+	// RetryDelay, when set, decides first when a Retry failure is tried
+	// again: the object's own backoff and limit (a Kustomization's
+	// spec.retry). ok false leaves the failure to RetryInterval, as for a
+	// failure the object's rule does not count.
+	RetryDelay func(T) (d RetryDecision, ok bool)
 	// Keeping, when set, is appended to every failure's condition message:
 	// what the object still serves despite the failure.
 	Keeping func(T) string
@@ -104,8 +109,11 @@ type Controller[T Object] struct {
 //     observedGeneration set; back after Interval.
 //   - Retry: Condition False with the error's reason, Reconciling True
 //     (ProgressingWithRetry), an error event, an
-//     error log line; back after RetryInterval, or the error is returned
-//     for controller-runtime's backoff (and its error log line).
+//     error log line; back after RetryDelay's delay (no jitter), else
+//     after RetryInterval, or the error is returned for
+//     controller-runtime's backoff (and its error log line). When
+//     RetryDelay says the retries are used up: Stalled True
+//     (RetriesExceeded) instead of Reconciling, and a TerminalError.
 //   - Stall: Condition False, Stalled True, an error event; a
 //     reconcile.TerminalError for controller-runtime (never requeued,
 //     logged at error level), or back after the error's poll interval.
@@ -239,6 +247,11 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		}
 		return ctrl.Result{}, ctrlreconcile.TerminalError(fmt.Errorf("%s step (%s): %w", step, e.Reason, err))
 	default:
+		if c.RetryDelay != nil {
+			if d, ok := c.RetryDelay(obj); ok {
+				return c.retryOwn(ctx, obj, step, e, msg, d)
+			}
+		}
 		conditions.MarkFalse(obj, c.Condition, e.Reason, "%s", msg)
 		c.mark(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after: "+msg)
 		c.observe(obj)
@@ -249,6 +262,28 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		}
 		return ctrl.Result{}, fmt.Errorf("%s step (%s): %w", step, e.Reason, err)
 	}
+}
+
+// retryOwn sums up a Retry failure by the object's own retry rule
+// (RetryDelay): Reconciling=True (ProgressingWithRetry) and back after
+// d.After, or, once the retries are used up, Stalled=True
+// (RetriesExceeded) and a TerminalError, like a stall. The event is
+// recorded either way: it is a failed attempt.
+func (c *Controller[T]) retryOwn(ctx context.Context, obj T, step string, e *Error, msg string, d RetryDecision) (ctrl.Result, error) {
+	if d.Note != "" {
+		msg += " (" + d.Note + ")"
+	}
+	conditions.MarkFalse(obj, c.Condition, e.Reason, "%s", msg)
+	c.observe(obj)
+	c.event(obj, e)
+	kv := []any{"step", step, "reason", e.Reason}
+	if d.Exhausted {
+		c.mark(obj, meta.StalledCondition, meta.RetriesExceededReason, msg)
+		return ctrl.Result{}, ctrlreconcile.TerminalError(fmt.Errorf("%s step (%s), retries exhausted: %w", step, e.Reason, e.Err))
+	}
+	c.mark(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after: "+msg)
+	ctrl.LoggerFrom(ctx).Error(e.Err, "reconcile failed", append(kv, "retryIn", d.After.String())...)
+	return requeueAfter(max(d.After, time.Millisecond)), nil
 }
 
 // settle removes Reconciling and Stalled and records the generation: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -108,6 +109,45 @@ func TestRunSummarizesEachOutcome(t *testing.T) {
 			err:   reconcile.Failed("Broken", boom),
 			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
 			observed: 4, event: true, requeue: 30 * time.Second},
+		{name: "retry by the object's own rule requeues after its delay, with its note",
+			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return time.Hour }
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
+					return reconcile.RetryDecision{After: 20 * time.Second, Note: "retry 2 of 5"}, true
+				}
+			},
+			err:   reconcile.Failed("Broken", boom),
+			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, event: true, requeue: 20 * time.Second, messageContains: "remote hung up (retry 2 of 5)"},
+		{name: "retries used up by the object's own rule stall",
+			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return time.Hour }
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
+					return reconcile.RetryDecision{Exhausted: true, Note: "retried 3 times"}, true
+				}
+			},
+			err:   reconcile.Failed("Broken", boom),
+			ready: metav1.ConditionFalse, readyReason: "Broken", stalled: meta.RetriesExceededReason,
+			observed: 4, event: true, returned: true, terminal: true, messageContains: "remote hung up (retried 3 times)"},
+		{name: "a failure the object's own rule does not count keeps the retry interval",
+			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+				c.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return 30 * time.Second }
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
+					return reconcile.RetryDecision{}, false
+				}
+			},
+			err:   reconcile.Failed("Broken", boom),
+			ready: metav1.ConditionFalse, readyReason: "Broken", reconciling: meta.ProgressingWithRetryReason,
+			observed: 4, event: true, requeue: 30 * time.Second},
+		{name: "a stall is not the object's retry rule's to decide",
+			configure: func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+				c.RetryDelay = func(*sourcev1.GitRepository) (reconcile.RetryDecision, bool) {
+					return reconcile.RetryDecision{After: time.Second}, true
+				}
+			},
+			err:   reconcile.Stalled(meta.InvalidSpecReason, boom),
+			ready: metav1.ConditionFalse, readyReason: meta.InvalidSpecReason, stalled: meta.InvalidSpecReason,
+			observed: 4, event: true, returned: true, terminal: true},
 		{name: "a plain error is a retry with the default reason", err: boom,
 			ready: metav1.ConditionFalse, readyReason: "DefaultReason", reconciling: meta.ProgressingWithRetryReason,
 			observed: 4, event: true, returned: true},
@@ -327,4 +367,34 @@ func TestBindPassesObjectAndState(t *testing.T) {
 	g.Expect(s.Name).To(Equal("look"))
 	g.Expect(s.Run(context.Background())).To(MatchError("saw repo"))
 	g.Expect(st.seen).To(Equal("repo"))
+}
+
+// Backoff.Delay is Argo CD's sync retry rule: duration·factor^(n-1) for
+// retry n, capped at the maximum.
+func TestBackoffDelay(t *testing.T) {
+	argo := reconcile.Backoff{First: 5 * time.Second, Factor: 2, Max: 3 * time.Minute}
+	tests := []struct {
+		name    string
+		backoff reconcile.Backoff
+		retry   int64
+		want    time.Duration
+	}{
+		{"the first retry waits the duration", argo, 1, 5 * time.Second},
+		{"the second waits factor times longer", argo, 2, 10 * time.Second},
+		{"the fifth", argo, 5, 80 * time.Second},
+		{"the sixth", argo, 6, 160 * time.Second},
+		{"the seventh is capped at the maximum", argo, 7, 3 * time.Minute},
+		{"a retry far beyond the cap does not overflow", argo, 10000, 3 * time.Minute},
+		{"factor 1 is a constant delay", reconcile.Backoff{First: time.Second, Factor: 1, Max: time.Minute}, 9, time.Second},
+		{"a maximum equal to the duration is a constant delay", reconcile.Backoff{First: time.Minute, Factor: 3, Max: time.Minute}, 4, time.Minute},
+		{"no maximum grows without cap", reconcile.Backoff{First: time.Second, Factor: 10}, 4, 1000 * time.Second},
+		{"no maximum and a huge exponent saturates", reconcile.Backoff{First: time.Second, Factor: 1000}, 100, time.Duration(math.MaxInt64)},
+		{"retry 0 is taken as the first", argo, 0, 5 * time.Second},
+		{"a factor below 1 is taken as 1", reconcile.Backoff{First: time.Second, Factor: 0, Max: time.Minute}, 3, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(tt.backoff.Delay(tt.retry)).To(Equal(tt.want))
+		})
+	}
 }

@@ -32,10 +32,18 @@
 //
 //	outcome     Ready    Reconciling                 Stalled  observedGeneration  event  back after
 //	success     True     removed                     removed  set                 -      Interval
-//	Retry       False    True, ProgressingWithRetry  removed  set                 error  RetryInterval, else backoff
+//	Retry       False    True, ProgressingWithRetry  removed  set                 error  RetryDelay, RetryInterval, else backoff
+//	used up     False    removed                     True     set                 error  never (TerminalError)
 //	Stall       False    removed                     True     set                 error  never (TerminalError), or its poll
 //	Wait        False    True, its reason            removed  set                 -      its RequeueAfter
 //	InProgress  Unknown  True, its reason            -        unchanged           -      its RequeueAfter, or a watch
+//
+// A Retry is the controller's own retry rule's to time when it has one
+// (RetryDelay: a Kustomization's spec.retry, a backoff with a limit,
+// computed with Backoff); "used up" is a Retry after the last retry that
+// rule allows: Stalled (RetriesExceeded) until a watch event brings the
+// object back. Otherwise the object's RetryInterval, jittered, or
+// controller-runtime's backoff for kinds without one.
 //
 // A generation not seen before is first marked Reconciling and written,
 // so that no reader takes the old Ready for the new spec's. A controller

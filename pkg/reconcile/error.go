@@ -136,3 +136,9 @@ func classify(err error, defaultReason string) *Error {
 	}
 	return Failed(defaultReason, err)
 }
+
+// PolicyOf is the policy the skeleton applies to err: a step's own, Stall
+// for a controller-runtime TerminalError, Retry for anything else.
+func PolicyOf(err error) Policy {
+	return classify(err, "").Policy
+}

@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -142,6 +144,19 @@ type KustomizationSpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
+	// Retry retries a failed sync with an exponential backoff, as Argo CD's
+	// spec.syncPolicy.retry: after a failure of the sync (apply, hooks,
+	// prune, health check), sync-controller tries again after
+	// backoff.duration·backoff.factor^(n-1) for retry n, at most
+	// backoff.maxDuration, up to limit retries; status.retry shows the
+	// attempt and when the next is due. Once the limit is reached no retry
+	// is made until a new revision, a spec change or a reconcile request.
+	// Unset, a failed sync is tried again every retryInterval. Failures
+	// before the sync (downloading the rendered artifact, a dependency not
+	// ready) are not counted: they keep retryInterval either way.
+	// +optional
+	Retry *RetryStrategy `json:"retry,omitempty"`
+
 	// Timeout bounds a build, apply and health wait; defaults to Interval.
 	// +optional
 	// +kubebuilder:validation:Type=string
@@ -254,6 +269,90 @@ type KustomizationSpec struct {
 	// Ignore rules remove fields from drift detection and correction.
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
+}
+
+// Defaults of spec.retry.backoff, Argo CD's.
+const (
+	DefaultRetryDuration    = 5 * time.Second
+	DefaultRetryFactor      = 2
+	DefaultRetryMaxDuration = 3 * time.Minute
+)
+
+// RetryStrategy is spec.retry: how often and how fast a failed sync is
+// retried (Argo CD's RetryStrategy).
+type RetryStrategy struct {
+	// Limit is how many times a failed sync is retried: 0 (the default, as
+	// in Argo CD) never, -1 without end.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= -1 && self <= 10000",message="spec.retry.limit must be -1 (retry without end), 0 (no retry) or a count of at most 10000"
+	Limit int64 `json:"limit,omitempty"`
+
+	// Backoff says how long to wait before each retry.
+	// +optional
+	Backoff *RetryBackoff `json:"backoff,omitempty"`
+}
+
+// RetryBackoff is spec.retry.backoff: the delay before retry n is
+// duration·factor^(n-1), at most maxDuration.
+// +kubebuilder:validation:XValidation:rule="(has(self.maxDuration) ? duration(self.maxDuration) : duration('3m')) >= (has(self.duration) ? duration(self.duration) : duration('5s'))",message="spec.retry.backoff.maxDuration must not be shorter than spec.retry.backoff.duration (defaults 3m and 5s)"
+type RetryBackoff struct {
+	// Duration before the first retry; 5s when unset.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.retry.backoff.duration must be greater than zero"
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// Factor multiplies the delay after each retry; 2 when unset, 1 for a
+	// constant delay. An integer, as in Argo CD.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 1000",message="spec.retry.backoff.factor must be an integer from 1 to 1000"
+	Factor *int64 `json:"factor,omitempty"`
+
+	// MaxDuration caps the delay before a retry; 3m when unset.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.retry.backoff.maxDuration must be greater than zero"
+	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
+}
+
+// GetBackoff returns spec.retry.backoff, defaults filled in.
+func (in *RetryStrategy) GetBackoff() (first time.Duration, factor int64, max time.Duration) {
+	first, factor, max = DefaultRetryDuration, DefaultRetryFactor, DefaultRetryMaxDuration
+	if b := in.Backoff; b != nil {
+		if b.Duration != nil {
+			first = b.Duration.Duration
+		}
+		if b.Factor != nil {
+			factor = *b.Factor
+		}
+		if b.MaxDuration != nil {
+			max = b.MaxDuration.Duration
+		}
+	}
+	return first, factor, max
+}
+
+// Allows reports whether a sync that failed after made retries is retried
+// once more.
+func (in *RetryStrategy) Allows(made int64) bool {
+	return in.Limit < 0 || made < in.Limit
+}
+
+// RetryStatus is status.retry: where a series of retries of a failed sync
+// stands (spec.retry). It is removed when a sync succeeds, and starts over
+// with a new revision, a spec change or a reconcile request.
+type RetryStatus struct {
+	// Attempt is the number of the retry due at nextAttemptAt, 1 for the
+	// first; once the limit is reached, the number of retries made (Argo
+	// CD's operationState.retryCount).
+	Attempt int64 `json:"attempt"`
+
+	// NextAttemptAt is when the next retry is due; unset once the limit is
+	// reached.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
 }
 
 // CrossNamespaceSourceReference names the source of a Kustomization.
@@ -442,6 +541,10 @@ type KustomizationStatus struct {
 	// Sync shows the phase and wave of a sync in progress.
 	// +optional
 	Sync *SyncProgress `json:"sync,omitempty"`
+
+	// Retry is where the retries of a failed sync stand, with spec.retry.
+	// +optional
+	Retry *RetryStatus `json:"retry,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

@@ -89,6 +89,9 @@ type syncSpec struct {
 	DriftPolicy   kustomizev1.DriftPolicy
 	DriftDisabled bool
 	Ignore        []kustomizev1.IgnoreRule
+	// Retry is a Kustomization's spec.retry (retry.go); a HelmRelease has
+	// none.
+	Retry *kustomizev1.RetryStrategy
 }
 
 // syncStatus is sync-controller's part of the status that both kinds
@@ -98,6 +101,8 @@ type syncStatus struct {
 	Inventory                                  *kustomizev1.Inventory
 	Drift                                      *kustomizev1.DriftStatus
 	Sync                                       *kustomizev1.SyncProgress
+	// Retry is a Kustomization's status.retry; a HelmRelease has none.
+	Retry *kustomizev1.RetryStatus
 }
 
 // sortedOwnConditions returns the conditions other than render-controller's
@@ -132,6 +137,7 @@ func (k kustomization) spec() syncSpec {
 		ServiceAccountName: s.ServiceAccountName,
 		DependsOn:          s.DependsOn, HealthChecks: s.HealthChecks,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
+		Retry: s.Retry,
 	}
 }
 
@@ -140,13 +146,13 @@ func (k kustomization) rendered() *meta.Artifact { return k.Status.RenderedArtif
 func (k kustomization) syncStatus() syncStatus {
 	st := &k.Status
 	return syncStatus{LastAppliedRevision: st.LastAppliedRevision, LastAttemptedRevision: st.LastAttemptedRevision,
-		Inventory: st.Inventory, Drift: st.Drift, Sync: st.Sync}
+		Inventory: st.Inventory, Drift: st.Drift, Sync: st.Sync, Retry: st.Retry}
 }
 
 func (k kustomization) setSyncStatus(s syncStatus) {
 	st := &k.Status
 	st.LastAppliedRevision, st.LastAttemptedRevision = s.LastAppliedRevision, s.LastAttemptedRevision
-	st.Inventory, st.Drift, st.Sync = s.Inventory, s.Drift, s.Sync
+	st.Inventory, st.Drift, st.Sync, st.Retry = s.Inventory, s.Drift, s.Sync, s.Retry
 }
 
 func (k kustomization) lastHandledReconcileAt() string { return k.Status.LastHandledReconcileAt }

@@ -35,7 +35,7 @@
 // inventory under plumb-sync-inventory), and only when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
-// drift, sync and lastHandledReconcileAt; of a HelmRelease the same (its
+// drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
 // history is Helm's releases), plus Released and lastAttemptedConfigDigest. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
 // condition; Ready summarizes both.
@@ -48,7 +48,10 @@
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at
 // error level, records its event (except where the step recorded a richer
 // one: PruneFailed, PruneGuarded, HealthDegraded) and retries after
-// spec.retryInterval. Until render-controller has rendered the current
+// spec.retryInterval — or, for a failure of apply, prune or health under a
+// Kustomization's spec.retry, after its backoff up to its limit, with
+// status.retry and Stalled=True (RetriesExceeded) at the limit (retry.go,
+// through the skeleton's RetryDelay). Until render-controller has rendered the current
 // generation the run is in progress (Ready=Unknown, Reconciling=True), not
 // failed; when it failed on it, the last good revision is still applied
 // and report makes Ready=False with render-controller's reason.

@@ -22,6 +22,7 @@ import (
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -162,14 +163,7 @@ func (g fightGuard) Revert(res engine.Result) bool {
 
 // backoff is first·10^step, at most max.
 func backoff(first time.Duration, step int, max time.Duration) time.Duration {
-	d := first
-	for range step {
-		if d >= max {
-			break
-		}
-		d *= 10
-	}
-	return min(d, max)
+	return reconcile.Backoff{First: first, Factor: 10, Max: max}.Delay(int64(step) + 1)
 }
 
 // record updates the fights of res's object after the engine acted on it,

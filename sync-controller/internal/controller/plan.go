@@ -39,8 +39,7 @@ func (s *syncRun) operationStart() metav1.Time {
 	}
 	start := metav1.NewTime(time.Now().Truncate(time.Second))
 	if prev := s.prev.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.GetGeneration() {
-		wait, _ := s.retryPending()
-		if !s.isNewSync() || s.resumePoint(true) != nil || wait > 0 {
+		if !s.isNewSync() || s.resumePoint(true) != nil || s.retryHolds() {
 			start = *prev.StartedAt
 		}
 	}
@@ -62,12 +61,8 @@ func (s *syncRun) isNewSync() bool {
 // only the Sync phase's objects, without hooks. Sets Ready=False reason
 // ApplyFailed or SyncFailed, and the drift report.
 func (s *syncRun) applyPlan(ctx context.Context) error {
-	if wait, prev := s.retryPending(); wait > 0 {
-		// A failed sync of this artifact is tried again after retryInterval,
-		// whatever wakes the controller before that; a new artifact, a spec
-		// change or a reconcile request starts one at once.
-		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
-			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
+	if err := s.retryGate(); err != nil {
+		return err
 	}
 	s.guard = s.fights()
 	p := s.plan
@@ -112,6 +107,35 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 	s.st.Inventory = inventory.New(s.inventoryObjects())
 	return nil
+}
+
+// retryGate holds back a failed sync of this artifact and generation
+// until it is due again: by spec.retry's backoff (backoffGate), or without
+// it until retryInterval passed — whatever wakes the controller before
+// that; a new artifact, a spec change or a reconcile request starts a sync
+// at once. Without spec.retry no series is kept: one left from a
+// spec.retry since removed goes.
+func (s *syncRun) retryGate() error {
+	if s.spec.Retry != nil {
+		return s.backoffGate()
+	}
+	s.st.Retry = nil
+	if wait, prev := s.retryPending(); wait > 0 {
+		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
+			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
+	}
+	return nil
+}
+
+// retryHolds reports whether a failed sync of this artifact and generation
+// waits to be tried again: by spec.retry's backoff (backoffHolds), or
+// without it until retryInterval passed (retryPending).
+func (s *syncRun) retryHolds() bool {
+	if s.spec.Retry != nil {
+		return s.backoffHolds()
+	}
+	wait, _ := s.retryPending()
+	return wait > 0
 }
 
 // retryPending returns how long until a failed sync of the same artifact and

@@ -93,6 +93,10 @@ type syncRun struct {
 	// when fight detection is off. fightsEnded are the fights this run saw end.
 	guard       *fightGuard
 	fightsEnded []fightEnd
+	// retryHeld: spec.retry's series held this run back (backoffGate);
+	// syncFailed: a step of the sync failed in this run, an attempt of
+	// the series (retry.go).
+	retryHeld, syncFailed bool
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -131,9 +135,9 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
 		{Name: "prune-guard", Run: s.guardPrune},
-		{Name: "apply", Run: s.ofOperation(s.applyPlan)},
-		{Name: "prune", Run: s.ofOperation(s.prune)},
-		{Name: "health", Run: s.ofOperation(s.checkHealth)},
+		{Name: "apply", Run: s.retried(s.ofOperation(s.applyPlan), false)},
+		{Name: "prune", Run: s.retried(s.ofOperation(s.prune), false)},
+		{Name: "health", Run: s.retried(s.ofOperation(s.checkHealth), true)},
 		{Name: "report", Run: s.report},
 	}
 	for i := range steps {

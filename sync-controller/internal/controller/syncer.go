@@ -123,6 +123,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	sk.EventOptions = func(T) []events.Option {
 		return []events.Option{events.WithRevision(s.revision)}
 	}
+	sk.RetryDelay = func(T) (reconcile.RetryDecision, bool) { return s.retryDecision() }
 	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
 	return s.fightRequeue(result), err
 }
