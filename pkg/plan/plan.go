@@ -27,8 +27,23 @@ const (
 	SyncFail PhaseName = "SyncFail"
 )
 
+// The phases of a deletion (BuildDelete), in the order they run: PreDelete
+// before anything is pruned, PostDelete once the pruned objects are gone.
+// A sync never plans them.
+const (
+	PreDelete  PhaseName = "PreDelete"
+	PostDelete PhaseName = "PostDelete"
+)
+
 // phaseRank orders the phases for hoisting; SyncFail has none.
 var phaseRank = map[PhaseName]int{PreSync: 0, Sync: 1, PostSync: 2}
+
+// phaseOrder is every phase plumb.dev/hook accepts, in the order they run:
+// the order a hook's phases are kept in when read from Helm's annotation.
+var phaseOrder = []PhaseName{PreSync, Sync, PostSync, SyncFail, PreDelete, PostDelete}
+
+// deleting says whether a phase belongs to a deletion rather than a sync.
+func deleting(p PhaseName) bool { return p == PreDelete || p == PostDelete }
 
 // DeletePolicy says when a hook is deleted.
 type DeletePolicy string
@@ -149,7 +164,7 @@ func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
 	var errs []error
 	var entries []*entry
 	for i, src := range objs {
-		es, err := plan(i, src, opts)
+		es, err := plan(i, src, opts, helmEvent(opts.Install))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -190,8 +205,10 @@ func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
 }
 
 // plan reads one input object's annotations and returns its entries: one
-// for a regular object, one per phase for a hook.
-func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error) {
+// for a regular object, one per phase for a hook. event is what is planned
+// (a sync, install or upgrade, or a deletion): a hook gets entries only for
+// the phases of that event, a regular object only in a sync.
+func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEvent) ([]*entry, error) {
 	if src == nil || src.Object == nil {
 		return nil, fmt.Errorf("object #%d is empty", i+1)
 	}
@@ -203,15 +220,22 @@ func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
 	}
-	hook, err := parseHook(ann, opts.Install)
+	hook, err := parseHook(ann, event)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
 	}
+	if hook != nil {
+		hook.Phases = slices.DeleteFunc(hook.Phases, func(p PhaseName) bool { return deleting(p) != (event == helmDelete) })
+	}
 	if hook != nil && len(hook.Phases) == 0 {
-		// A Helm hook of no phase of this sync: a test, delete or
-		// rollback hook, or an install hook on an upgrade (or the other
-		// way round). It is neither applied nor in the inventory.
+		// A hook of no phase of this event: a delete hook in a sync (or a
+		// sync hook in a deletion), a Helm test or rollback hook, or an
+		// install hook on an upgrade (or the other way round). It is
+		// neither applied nor in the inventory.
 		return nil, nil
+	}
+	if event == helmDelete && hook == nil {
+		return nil, nil // a deletion plans hooks only; regular objects are pruned
 	}
 	if hook == nil {
 		if src.GetName() == "" {
@@ -278,30 +302,33 @@ func parseWave(ann map[string]string) (int, error) {
 	return int(n), nil
 }
 
+// phaseList names the phases plumb.dev/hook accepts, for errors.
+const phaseList = "PreSync, Sync, PostSync, SyncFail, PreDelete or PostDelete"
+
 // parseHook reads plumb.dev/hook and plumb.dev/hook-delete-policy, or
 // else Helm's hook annotations (parseHelmHook); nil when the object is not
-// a hook. A Helm hook with no phase in this sync has empty Phases.
-func parseHook(ann map[string]string, install bool) (*Hook, error) {
+// a hook. Phases are all the hook's phases, for a sync and a deletion
+// alike; a Helm hook's are only those of the event.
+func parseHook(ann map[string]string, event helmHookEvent) (*Hook, error) {
 	v, ok := ann[kustomizev1.HookAnnotation]
 	if !ok {
 		if _, helm := ann[helmv2.HookAnnotation]; helm {
-			return parseHelmHook(ann, install), nil
+			return parseHelmHook(ann, event), nil
 		}
 		return nil, nil
 	}
 	h := &Hook{}
 	for _, f := range splitList(v) {
-		switch p := PhaseName(f); p {
-		case PreSync, Sync, PostSync, SyncFail:
-			if !contains(h.Phases, p) {
-				h.Phases = append(h.Phases, p)
-			}
-		default:
-			return nil, fmt.Errorf("annotation %s: unknown phase %q (want PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation, f)
+		p := PhaseName(f)
+		if !contains(phaseOrder, p) {
+			return nil, fmt.Errorf("annotation %s: unknown phase %q (want %s)", kustomizev1.HookAnnotation, f, phaseList)
+		}
+		if !contains(h.Phases, p) {
+			h.Phases = append(h.Phases, p)
 		}
 	}
 	if len(h.Phases) == 0 {
-		return nil, fmt.Errorf("annotation %s is empty: name at least one phase (PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation)
+		return nil, fmt.Errorf("annotation %s is empty: name at least one phase (%s)", kustomizev1.HookAnnotation, phaseList)
 	}
 	for _, f := range splitList(ann[kustomizev1.HookDeletePolicyAnnotation]) {
 		switch p := DeletePolicy(f); p {
@@ -319,12 +346,30 @@ func parseHook(ann map[string]string, install bool) (*Hook, error) {
 	return h, nil
 }
 
-// helmPhases maps Helm's hook types onto Plumb's phases, for the install
-// and for an upgrade. The types missing (test, pre/post-delete,
-// pre/post-rollback) are never run by a sync.
-var helmPhases = map[bool]map[string]PhaseName{
-	true:  {"pre-install": PreSync, "post-install": PostSync},
-	false: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+// helmHookEvent is what Helm would be doing: installing, upgrading or
+// uninstalling the release. It picks which of Helm's hooks run.
+type helmHookEvent int
+
+const (
+	helmInstall helmHookEvent = iota
+	helmUpgrade
+	helmDelete
+)
+
+// helmEvent is the event of a sync: the install, or an upgrade.
+func helmEvent(install bool) helmHookEvent {
+	if install {
+		return helmInstall
+	}
+	return helmUpgrade
+}
+
+// helmPhases maps Helm's hook types onto Plumb's phases, per event. The
+// types missing (test, pre/post-rollback) are never run.
+var helmPhases = map[helmHookEvent]map[string]PhaseName{
+	helmInstall: {"pre-install": PreSync, "post-install": PostSync},
+	helmUpgrade: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+	helmDelete:  {"pre-delete": PreDelete, "post-delete": PostDelete},
 }
 
 // helmDeletePolicies maps helm.sh/hook-delete-policy values onto Plumb's.
@@ -338,15 +383,15 @@ var helmDeletePolicies = map[string]DeletePolicy{
 // does: values are trimmed and lower-cased, unknown ones are ignored (a
 // hook type Helm does not know never runs; a policy it does not know
 // never applies), and no policy is before-hook-creation. Phases holds the
-// phases of this sync only, in phase order.
-func parseHelmHook(ann map[string]string, install bool) *Hook {
+// phases of this event only, in phase order.
+func parseHelmHook(ann map[string]string, event helmHookEvent) *Hook {
 	h := &Hook{}
 	for _, f := range splitList(ann[helmv2.HookAnnotation]) {
-		if p, ok := helmPhases[install][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
+		if p, ok := helmPhases[event][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
 			h.Phases = append(h.Phases, p)
 		}
 	}
-	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return phaseRank[a] - phaseRank[b] })
+	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return slices.Index(phaseOrder, a) - slices.Index(phaseOrder, b) })
 	for _, f := range splitList(ann[helmv2.HookDeletePolicyAnnotation]) {
 		if p, ok := helmDeletePolicies[strings.ToLower(f)]; ok && !contains(h.DeletePolicies, p) {
 			h.DeletePolicies = append(h.DeletePolicies, p)
