@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+// kept says the ConfigMap is there and not being deleted; any read error
+// but NotFound fails g.
+func kept(ctx context.Context, g Gomega, ns, name string) bool {
+	cm := &corev1.ConfigMap{}
+	return exists(ctx, g, cm, ns, name) && cm.DeletionTimestamp == nil
+}
+
+// storedKustomization reads ks; nil when it is gone (NotFound), any other
+// error fails g.
+func storedKustomization(ctx context.Context, g Gomega, ks *kustomizev1.Kustomization) *kustomizev1.Kustomization {
+	got := &kustomizev1.Kustomization{}
+	if !exists(ctx, g, got, ks.Namespace, ks.Name) {
+		return nil
+	}
+	return got
+}
+
+// Deleting a Kustomization runs its PreDelete hook before anything is
+// pruned, prunes once the hook succeeded (and deletes it: HookSucceeded),
+// runs its PostDelete hook once the pruned objects are gone, and lets the
+// Kustomization go only when that hook succeeded. The sync before never
+// ran either hook.
+func TestDeleteHooksRunAroundThePrune(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:d1", waveConfigMap(ns, "settings", 0)+"---\n"+waveConfigMap(ns, "late", 3)+"---\n"+
+		hookJob(ns, "drain", "PreDelete", "HookSucceeded")+"---\n"+hookJob(ns, "farewell", "PostDelete", ""))
+	got := waitReady(t, ks, "main@sha1:d1")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2), "delete hooks are not in the inventory")
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "drain")).To(BeFalse(), "a sync runs no PreDelete hook")
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeFalse(), "a sync runs no PostDelete hook")
+
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "drain") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	// The hook runs: nothing is pruned, no PostDelete hook, the finalizer holds.
+	g.Consistently(func(g Gomega) {
+		g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "pruned before the PreDelete hook succeeded")
+		g.Expect(kept(ctx, g, ns, "late")).To(BeTrue(), "pruned before the PreDelete hook succeeded")
+		g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeFalse(), "PostDelete hook before the prune")
+	}, time.Second, 100*time.Millisecond).Should(Succeed())
+	held := storedKustomization(ctx, g, ks)
+	g.Expect(held).NotTo(BeNil())
+	g.Expect(controllerutil.ContainsFinalizer(held, kustomizev1.SyncFinalizer)).To(BeTrue())
+	g.Expect(held.Status.Sync).To(And(Not(BeNil()), HaveField("Phase", kustomizev1.PhasePreDelete)))
+	ready := conditions.Get(held, meta.ReadyCondition)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
+	g.Expect(ready.Message).To(ContainSubstring("Job/" + ns + "/drain"))
+
+	finishJob(t, ctx, ns, "drain", true)
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "farewell") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	// The PostDelete hook exists only once the pruned objects are gone.
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "late")).To(BeFalse())
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "drain")).To(BeFalse(), "HookSucceeded deletes the PreDelete hook")
+	g.Consistently(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, time.Second, 100*time.Millisecond).
+		ShouldNot(BeNil(), "released while the PostDelete hook runs")
+	g.Expect(storedKustomization(ctx, g, ks).Status.Sync.Phase).To(Equal(kustomizev1.PhasePostDelete))
+
+	finishJob(t, ctx, ns, "farewell", true)
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+	// BeforeHookCreation, the default: the hook stays, for its logs.
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeTrue())
+}
+
+// A failed PreDelete hook holds the deletion, prunes nothing and says so
+// in Ready and an event; plumb.dev/force-delete: enabled lets it go,
+// pruning as spec.prune says.
+func TestAFailedPreDeleteHookHoldsTheDeletionUntilForced(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := ks.Namespace
+	evs := subscribeEvents(t, ks)
+	render(t, ks, "main@sha1:f1", waveConfigMap(ns, "settings", 0)+"---\n"+
+		hookJob(ns, "drain", "PreDelete", "")+"---\n"+hookJob(ns, "farewell", "PostDelete", ""))
+	waitReady(t, ks, "main@sha1:f1")
+
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "drain") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	finishJob(t, ctx, ns, "drain", false)
+
+	msg := waitNotReady(t, ks, kustomizev1.DeleteHookFailedReason)
+	g.Expect(msg).To(ContainSubstring("PreDelete hook Job/" + ns + "/drain failed: job failed"))
+	g.Expect(msg).To(ContainSubstring(kustomizev1.ForceDeleteAnnotation))
+	g.Eventually(func() int { return len(evs.withReason(kustomizev1.DeleteHookFailedReason)) }, 10*time.Second).Should(Equal(1))
+	g.Consistently(func(g Gomega) {
+		g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "pruned after a failed PreDelete hook")
+		g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeFalse(), "PostDelete hook after a failed PreDelete hook")
+		g.Expect(storedKustomization(ctx, g, ks)).NotTo(BeNil(), "released after a failed PreDelete hook")
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(storedKustomization(ctx, g, ks).Status.Sync.Phase).To(Equal(kustomizev1.PhaseFailed))
+	g.Expect(evs.withReason(kustomizev1.DeleteHookFailedReason)).To(HaveLen(1), "one event for one failure")
+
+	current := storedKustomization(ctx, g, ks)
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Annotations = map[string]string{kustomizev1.ForceDeleteAnnotation: kustomizev1.EnabledValue}
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse(), "the forced deletion prunes")
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeFalse(), "the forced deletion runs no hook")
+	g.Eventually(func() int { return len(evs.withReason(kustomizev1.DeleteHooksSkippedReason)) }, 10*time.Second).Should(Equal(1))
+}
