@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"errors"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -18,22 +16,9 @@ import (
 // hooks of one name in one phase, is an error naming the object; regular
 // objects are not checked (they are not planned).
 func BuildDelete(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
-	var errs []error
-	var entries []*entry
-	for i, src := range objs {
-		if src == nil || src.Object == nil || !IsHook(src) {
-			continue
-		}
-		es, err := plan(i, src, opts, helmDelete)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		entries = append(entries, es...)
-	}
-	errs = append(errs, duplicates(entries)...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	entries, err := planEntries(objs, opts, helmDelete)
+	if err != nil {
+		return nil, err
 	}
 	p := &Plan{SyncFail: Phase{Name: SyncFail}}
 	for _, name := range []PhaseName{PreDelete, PostDelete} {

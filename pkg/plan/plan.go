@@ -161,19 +161,9 @@ type entry struct {
 // (a bad wave or hook annotation, an object without kind or name, a
 // duplicate) are all reported together, each naming its object.
 func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
-	var errs []error
-	var entries []*entry
-	for i, src := range objs {
-		es, err := plan(i, src, opts, helmEvent(opts.Install))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		entries = append(entries, es...)
-	}
-	errs = append(errs, duplicates(entries)...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	entries, err := planEntries(objs, opts, helmEvent(opts.Install))
+	if err != nil {
+		return nil, err
 	}
 	hoist(entries)
 
@@ -204,6 +194,26 @@ func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
 	return p, nil
 }
 
+// planEntries plans every object for the event and checks the entries
+// for duplicates; the errors are all reported together.
+func planEntries(objs []*unstructured.Unstructured, opts Options, event helmHookEvent) ([]*entry, error) {
+	var errs []error
+	var entries []*entry
+	for i, src := range objs {
+		es, err := plan(i, src, opts, event)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		entries = append(entries, es...)
+	}
+	errs = append(errs, duplicates(entries)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return entries, nil
+}
+
 // plan reads one input object's annotations and returns its entries: one
 // for a regular object, one per phase for a hook. event is what is planned
 // (a sync, install or upgrade, or a deletion): a hook gets entries only for
@@ -214,6 +224,9 @@ func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEve
 	}
 	if src.GetKind() == "" {
 		return nil, fmt.Errorf("object #%d (name %q) has no kind", i+1, src.GetName())
+	}
+	if event == helmDelete && !IsHook(src) {
+		return nil, nil // a deletion plans hooks only; regular objects are pruned
 	}
 	ann := src.GetAnnotations()
 	wave, err := parseWave(ann)
@@ -233,9 +246,6 @@ func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEve
 		// install hook on an upgrade (or the other way round). It is
 		// neither applied nor in the inventory.
 		return nil, nil
-	}
-	if event == helmDelete && hook == nil {
-		return nil, nil // a deletion plans hooks only; regular objects are pruned
 	}
 	if hook == nil {
 		if src.GetName() == "" {

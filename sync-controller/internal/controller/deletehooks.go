@@ -136,13 +136,7 @@ func (d *deletion) plan(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the delete hooks from the rendered artifact: %w", err)
 	}
-	var hooks []*unstructured.Unstructured
-	for _, o := range objs {
-		if plan.IsHook(o) {
-			hooks = append(hooks, o)
-		}
-	}
-	p, err := plan.BuildDelete(hooks, plan.Options{SyncID: d.id})
+	p, err := plan.BuildDelete(objs, plan.Options{SyncID: d.id})
 	if err != nil || len(p.Phases) == 0 {
 		return p, err
 	}
