@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
@@ -121,4 +123,46 @@ func TestAFailedPreDeleteHookHoldsTheDeletionUntilForced(t *testing.T) {
 	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse(), "the forced deletion prunes")
 	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "farewell")).To(BeFalse(), "the forced deletion runs no hook")
 	g.Eventually(func() int { return len(evs.withReason(kustomizev1.DeleteHooksSkippedReason)) }, 10*time.Second).Should(Equal(1))
+}
+
+// A HelmRelease's deletion is helm uninstall's: pre-delete hooks, the
+// release's objects deleted, post-delete hooks, the same code as a
+// Kustomization's.
+func TestHelmReleaseDeletionRunsHelmDeleteHooks(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, nil)
+	ns := hr.Namespace
+	renderRelease(t, hr, "1.0.0", "", strings.Join([]string{
+		configMaps(ns, "stays"),
+		helmHook(ns, "before-uninstall", "pre-delete", "0", "hook-succeeded"),
+		helmHook(ns, "after-uninstall", "post-delete", "0", ""),
+	}, "---\n"))
+	got := waitReleaseReady(t, hr, "1.0.0")
+	g.Expect(jobExists(ctx, g, ns, "before-uninstall")).To(BeFalse(), "a sync runs no pre-delete hook")
+
+	g.Expect(env.Client.Delete(ctx, got)).To(Succeed())
+	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "before-uninstall") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Expect(kept(ctx, g, ns, "stays")).To(BeTrue(), "uninstalled before the pre-delete hook ran")
+	finishJob(t, ctx, ns, "before-uninstall", true)
+	g.Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "after-uninstall") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "stays")).To(BeFalse(), "the post-delete hook ran before the uninstall")
+	g.Expect(exists(ctx, g, &helmv2.HelmRelease{}, ns, hr.Name)).To(BeTrue(), "released while the post-delete hook runs")
+	finishJob(t, ctx, ns, "after-uninstall", true)
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &helmv2.HelmRelease{}, ns, hr.Name) }, 30*time.Second, 50*time.Millisecond).Should(BeFalse())
+}
+
+// spec.prune: false orphans the objects, as Flux does, and so runs no
+// delete hook, as Argo CD's non-cascading deletion.
+func TestDeletionWithoutPruneRunsNoDeleteHook(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Spec.Prune = false })
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:o1", waveConfigMap(ns, "settings", 0)+"---\n"+hookJob(ns, "drain", "PreDelete", ""))
+	waitReady(t, ks, "main@sha1:o1")
+
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "drain")).To(BeFalse(), "a PreDelete hook ran without prune")
+	g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "pruned without prune")
 }
