@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -165,4 +166,36 @@ func TestDeletionWithoutPruneRunsNoDeleteHook(t *testing.T) {
 		Should(BeNil())
 	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "drain")).To(BeFalse(), "a PreDelete hook ran without prune")
 	g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "pruned without prune")
+}
+
+// A controller restarted while a PreDelete hook runs resumes the deletion
+// from status.sync: it finds the hook it created (the deletion's label),
+// waits for it instead of running it again, and goes on.
+func TestARestartedControllerResumesTheDeletion(t *testing.T) {
+	controllerMu.Lock()
+	defer controllerMu.Unlock()
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:r1", waveConfigMap(ns, "settings", 0)+"---\n"+hookJob(ns, "drain", "PreDelete", ""))
+	waitReady(t, ks, "main@sha1:r1")
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	first := &batchv1.Job{}
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, first, ns, "drain") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Eventually(func(g Gomega) *kustomizev1.SyncProgress { return storedKustomization(ctx, g, ks).Status.Sync }, 10*time.Second).
+		Should(And(Not(BeNil()), HaveField("Phase", kustomizev1.PhasePreDelete)))
+
+	stopController()
+	stopController = startController()
+	g.Consistently(func(g Gomega) types.UID {
+		job := &batchv1.Job{}
+		g.Expect(exists(ctx, g, job, ns, "drain")).To(BeTrue())
+		return job.UID
+	}, time.Second, 100*time.Millisecond).Should(Equal(first.UID), "the hook ran again after the restart")
+	g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue())
+
+	finishJob(t, ctx, ns, "drain", true)
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse())
 }
