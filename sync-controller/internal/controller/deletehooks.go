@@ -186,9 +186,13 @@ func (d *deletion) run(ctx context.Context, p *plan.Plan) error {
 				return &deletionPending{after: poll, why: msg}
 			}
 		}
-		if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason,
-			fmt.Sprintf("running %s hooks, wave %d", phase, wave)); err != nil {
-			return err
+		if !d.at(phase, wave) {
+			// Recorded before the wave's hooks are created, so that a
+			// restart resumes here and never runs an earlier wave again.
+			if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason,
+				fmt.Sprintf("running %s hooks, wave %d", phase, wave)); err != nil {
+				return err
+			}
 		}
 		hooks := step.Wave.Hooks()
 		for _, h := range hooks {
@@ -219,6 +223,14 @@ func (d *deletion) run(ctx context.Context, p *plan.Plan) error {
 		}
 	}
 	return nil
+}
+
+// at says whether status.sync, as last read or written, records this
+// deletion at the phase and wave.
+func (d *deletion) at(phase string, wave int) bool {
+	cur := d.s.st.Sync
+	return cur != nil && cur.StartedAt != nil && cur.StartedAt.Time.Equal(d.deletedAt().Time) &&
+		cur.Phase == phase && cur.Wave == wave
 }
 
 // waveHealth looks at the wave's hooks as startHookOf just read or created
