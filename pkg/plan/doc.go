@@ -8,7 +8,8 @@
 // SyncFail only when a task of one of them fails. Regular objects belong to
 // Sync. An object with the annotation plumb.dev/hook is a hook instead: the
 // annotation is a comma list of the phases it runs in (PreSync, Sync,
-// PostSync, SyncFail), and the object is planned once per phase. Hooks are
+// PostSync, SyncFail, and the delete phases PreDelete and PostDelete, see
+// Deletion), and the object is planned once per phase of the sync. Hooks are
 // created anew on every sync, are not part of the inventory and are never
 // pruned. plumb.dev/hook-delete-policy (a comma list of HookSucceeded,
 // HookFailed, BeforeHookCreation; BeforeHookCreation when absent) says when
@@ -30,9 +31,10 @@
 // install (Options.Install: nothing applied successfully yet)
 // pre-install runs in PreSync and post-install in PostSync; on every later
 // sync pre-upgrade runs in PreSync and post-upgrade in PostSync. A hook
-// listing both kinds runs on both. test, pre/post-delete and
-// pre/post-rollback hooks, and install-only hooks on an upgrade (or
-// upgrade-only ones on the install), have no phase in the sync: they are
+// listing both kinds runs on both. test and pre/post-rollback hooks,
+// pre/post-delete hooks (BuildDelete's PreDelete and PostDelete), and
+// install-only hooks on an upgrade (or upgrade-only ones on the install),
+// have no phase in the sync: they are
 // left out of the plan, never applied, and (IsHook) never in the inventory
 // nor pruned. helm.sh/hook-weight is the hook's wave unless
 // plumb.dev/sync-wave is set; helm.sh/hook-delete-policy values
@@ -40,6 +42,18 @@
 // BeforeHookCreation, HookSucceeded and HookFailed (before-hook-creation
 // when none). Helm's own leniency is kept: unknown hook types and
 // policies are ignored, and a weight that is not an integer is 0.
+//
+// # Deletion
+//
+// PreDelete and PostDelete hooks run when the object that owns the set is
+// deleted, never in a sync: Build leaves them out of every phase (a hook
+// that also names a sync phase runs in that one), and like every hook they
+// are never in the inventory. BuildDelete plans them instead, from the
+// last rendered set: PreDelete waves run before anything is pruned,
+// PostDelete waves once the pruned objects are gone, waves and the kind
+// order as in a sync, delete policies as for any hook. Helm's pre-delete
+// and post-delete hooks are PreDelete and PostDelete, with their weights
+// as waves; they run on no sync, as under helm uninstall.
 //
 // # Waves and kinds
 //

@@ -28,8 +28,23 @@ const (
 	SyncFail PhaseName = "SyncFail"
 )
 
+// The phases of a deletion (BuildDelete), in the order they run: PreDelete
+// before anything is pruned, PostDelete once the pruned objects are gone.
+// A sync never plans them.
+const (
+	PreDelete  PhaseName = "PreDelete"
+	PostDelete PhaseName = "PostDelete"
+)
+
 // phaseRank orders the phases for hoisting; SyncFail has none.
 var phaseRank = map[PhaseName]int{PreSync: 0, Sync: 1, PostSync: 2}
+
+// phaseOrder is every phase plumb.dev/hook accepts, in the order they run:
+// the order a hook's phases are kept in when read from Helm's annotation.
+var phaseOrder = []PhaseName{PreSync, Sync, PostSync, SyncFail, PreDelete, PostDelete}
+
+// deleting says whether a phase belongs to a deletion rather than a sync.
+func deleting(p PhaseName) bool { return p == PreDelete || p == PostDelete }
 
 // DeletePolicy says when a hook is deleted.
 type DeletePolicy string
@@ -147,19 +162,9 @@ type entry struct {
 // (a bad wave or hook annotation, an object without kind or name, a
 // duplicate) are all reported together, each naming its object.
 func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
-	var errs []error
-	var entries []*entry
-	for i, src := range objs {
-		es, err := plan(i, src, opts)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		entries = append(entries, es...)
-	}
-	errs = append(errs, duplicates(entries)...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	entries, err := planEntries(objs, opts, helmEvent(opts.Install))
+	if err != nil {
+		return nil, err
 	}
 	hoist(entries)
 
@@ -190,28 +195,57 @@ func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
 	return p, nil
 }
 
+// planEntries plans every object for the event and checks the entries
+// for duplicates; the errors are all reported together.
+func planEntries(objs []*unstructured.Unstructured, opts Options, event helmHookEvent) ([]*entry, error) {
+	var errs []error
+	var entries []*entry
+	for i, src := range objs {
+		es, err := plan(i, src, opts, event)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		entries = append(entries, es...)
+	}
+	errs = append(errs, duplicates(entries)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return entries, nil
+}
+
 // plan reads one input object's annotations and returns its entries: one
-// for a regular object, one per phase for a hook.
-func plan(i int, src *unstructured.Unstructured, opts Options) ([]*entry, error) {
+// for a regular object, one per phase for a hook. event is what is planned
+// (a sync, install or upgrade, or a deletion): a hook gets entries only for
+// the phases of that event, a regular object only in a sync.
+func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEvent) ([]*entry, error) {
 	if src == nil || src.Object == nil {
 		return nil, fmt.Errorf("object #%d is empty", i+1)
 	}
 	if src.GetKind() == "" {
 		return nil, fmt.Errorf("object #%d (name %q) has no kind", i+1, src.GetName())
 	}
+	if event == helmDelete && !IsHook(src) {
+		return nil, nil // a deletion plans hooks only; regular objects are pruned
+	}
 	ann := src.GetAnnotations()
 	wave, err := parseWave(ann)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
 	}
-	hook, err := parseHook(ann, opts.Install)
+	hook, err := parseHook(ann, event)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", nameForError(i, src), err)
 	}
+	if hook != nil {
+		hook.Phases = slices.DeleteFunc(hook.Phases, func(p PhaseName) bool { return deleting(p) != (event == helmDelete) })
+	}
 	if hook != nil && len(hook.Phases) == 0 {
-		// A Helm hook of no phase of this sync: a test, delete or
-		// rollback hook, or an install hook on an upgrade (or the other
-		// way round). It is neither applied nor in the inventory.
+		// A hook of no phase of this event: a delete hook in a sync (or a
+		// sync hook in a deletion), a Helm test or rollback hook, or an
+		// install hook on an upgrade (or the other way round). It is
+		// neither applied nor in the inventory.
 		return nil, nil
 	}
 	if hook == nil {
@@ -284,37 +318,40 @@ func parseWave(ann map[string]string) (int, error) {
 	return int(n), nil
 }
 
+// phaseList names the phases plumb.dev/hook accepts, for errors.
+const phaseList = "PreSync, Sync, PostSync, SyncFail, PreDelete or PostDelete"
+
 // parseHook reads whether the object is a hook and of which phases:
 // plumb.dev/hook, else argocd.argoproj.io/hook (parseArgoHook), else
-// Helm's hook annotations (parseHelmHook); nil when it is none. A hook
-// with no phase in this sync (a Helm test hook, an Argo CD Skip) has
-// empty Phases. Its delete policies come from plumb.dev/hook-delete-policy
-// when set; a hook of plumb.dev/hook reads no other, one of Argo CD's or
-// Helm's reads their policy annotations together, as Argo CD does
-// (deletePolicies).
-func parseHook(ann map[string]string, install bool) (*Hook, error) {
+// Helm's hook annotations (parseHelmHook); nil when it is none. Phases
+// are all the hook's phases, for a sync and a deletion alike (plan keeps
+// those of the event); a Helm hook's are only those of the event. A hook
+// with no phase (a Helm test hook, an Argo CD Skip) has empty Phases. Its
+// delete policies come from plumb.dev/hook-delete-policy when set; a hook
+// of plumb.dev/hook reads no other, one of Argo CD's or Helm's reads
+// their policy annotations together, as Argo CD does (deletePolicies).
+func parseHook(ann map[string]string, event helmHookEvent) (*Hook, error) {
 	var h *Hook
 	v, plumbHook := ann[kustomizev1.HookAnnotation]
 	if plumbHook {
 		h = &Hook{}
 		for _, f := range splitList(v) {
-			switch p := PhaseName(f); p {
-			case PreSync, Sync, PostSync, SyncFail:
-				if !contains(h.Phases, p) {
-					h.Phases = append(h.Phases, p)
-				}
-			default:
-				return nil, fmt.Errorf("annotation %s: unknown phase %q (want PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation, f)
+			p := PhaseName(f)
+			if !contains(phaseOrder, p) {
+				return nil, fmt.Errorf("annotation %s: unknown phase %q (want %s)", kustomizev1.HookAnnotation, f, phaseList)
+			}
+			if !contains(h.Phases, p) {
+				h.Phases = append(h.Phases, p)
 			}
 		}
 		if len(h.Phases) == 0 {
-			return nil, fmt.Errorf("annotation %s is empty: name at least one phase (PreSync, Sync, PostSync or SyncFail)", kustomizev1.HookAnnotation)
+			return nil, fmt.Errorf("annotation %s is empty: name at least one phase (%s)", kustomizev1.HookAnnotation, phaseList)
 		}
 	} else if h = parseArgoHook(ann); h == nil {
 		if _, helm := ann[helmv2.HookAnnotation]; !helm {
 			return nil, nil
 		}
-		h = parseHelmHook(ann, install)
+		h = parseHelmHook(ann, event)
 	}
 	policies, err := deletePolicies(ann, plumbHook)
 	if err != nil {
@@ -324,11 +361,12 @@ func parseHook(ann map[string]string, install bool) (*Hook, error) {
 	return h, nil
 }
 
-// argoPhases maps Argo CD's hook types onto the phases of a sync.
-// PreDelete and PostDelete run when the Kustomization is deleted, not in
+// argoPhases maps Argo CD's hook types onto Plumb's phases: PreDelete and
+// PostDelete run when the Kustomization is deleted (BuildDelete), not in
 // a sync; Skip leaves the object out of the sync altogether.
 var argoPhases = map[string]PhaseName{
 	argocd.PreSync: PreSync, argocd.Sync: Sync, argocd.PostSync: PostSync, argocd.SyncFail: SyncFail,
+	argocd.PreDelete: PreDelete, argocd.PostDelete: PostDelete,
 }
 
 // parseArgoHook reads argocd.argoproj.io/hook as Argo CD does; nil when
@@ -392,12 +430,30 @@ func deletePolicies(ann map[string]string, plumbHook bool) ([]DeletePolicy, erro
 	return out, nil
 }
 
-// helmPhases maps Helm's hook types onto Plumb's phases, for the install
-// and for an upgrade. The types missing (test, pre/post-delete,
-// pre/post-rollback) are never run by a sync.
-var helmPhases = map[bool]map[string]PhaseName{
-	true:  {"pre-install": PreSync, "post-install": PostSync},
-	false: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+// helmHookEvent is what Helm would be doing: installing, upgrading or
+// uninstalling the release. It picks which of Helm's hooks run.
+type helmHookEvent int
+
+const (
+	helmInstall helmHookEvent = iota
+	helmUpgrade
+	helmDelete
+)
+
+// helmEvent is the event of a sync: the install, or an upgrade.
+func helmEvent(install bool) helmHookEvent {
+	if install {
+		return helmInstall
+	}
+	return helmUpgrade
+}
+
+// helmPhases maps Helm's hook types onto Plumb's phases, per event. The
+// types missing (test, pre/post-rollback) are never run.
+var helmPhases = map[helmHookEvent]map[string]PhaseName{
+	helmInstall: {"pre-install": PreSync, "post-install": PostSync},
+	helmUpgrade: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+	helmDelete:  {"pre-delete": PreDelete, "post-delete": PostDelete},
 }
 
 // helmDeletePolicies maps helm.sh/hook-delete-policy values onto Plumb's.
@@ -409,16 +465,16 @@ var helmDeletePolicies = map[string]DeletePolicy{
 
 // parseHelmHook reads helm.sh/hook as Helm does: values are trimmed and
 // lower-cased, and a hook type Helm does not know is left out (it never
-// runs). Phases holds the phases of this sync only, in phase order.
+// runs). Phases holds the phases of this event only, in phase order.
 // (Helm's delete policies are read with the others: deletePolicies.)
-func parseHelmHook(ann map[string]string, install bool) *Hook {
+func parseHelmHook(ann map[string]string, event helmHookEvent) *Hook {
 	h := &Hook{}
 	for _, f := range splitList(ann[helmv2.HookAnnotation]) {
-		if p, ok := helmPhases[install][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
+		if p, ok := helmPhases[event][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
 			h.Phases = append(h.Phases, p)
 		}
 	}
-	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return phaseRank[a] - phaseRank[b] })
+	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return slices.Index(phaseOrder, a) - slices.Index(phaseOrder, b) })
 	return h
 }
 

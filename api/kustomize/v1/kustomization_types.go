@@ -85,6 +85,31 @@ const (
 	ConfirmPruneAnnotation = "plumb.dev/confirm-prune"
 )
 
+// Deletion (docs/design/sync-engine.md, "Delete hooks"): sync-controller's
+// finalizer holds a deleted Kustomization (or HelmRelease) while its
+// PreDelete hooks run, its inventory is pruned and its PostDelete hooks run.
+const (
+	// SyncFinalizer is sync-controller's finalizer. render-controller keeps
+	// the rendered artifact while it is present: the delete hooks come
+	// from it.
+	SyncFinalizer = "sync.plumb.dev/finalizer"
+	// DeleteHookFailedReason: Ready=False (and an event) when a PreDelete
+	// or PostDelete hook failed; the deletion waits until it is forced.
+	DeleteHookFailedReason = "DeleteHookFailed"
+	// DeleteHooksSkippedReason: an event when the force annotation ended a
+	// deletion whose delete hooks had started.
+	DeleteHooksSkippedReason = "DeleteHooksSkipped"
+	// ForceDeleteAnnotation set to EnabledValue on an object being deleted
+	// skips its delete hooks, those running and those not yet started: the
+	// inventory is pruned as spec.prune says and the finalizer released.
+	ForceDeleteAnnotation = "plumb.dev/force-delete"
+	// PhasePreDelete and PhasePostDelete are status.sync.phase while a
+	// deletion runs its hooks (PostDelete also while the pruned objects
+	// are still going); a failed one is PhaseFailed.
+	PhasePreDelete  = "PreDelete"
+	PhasePostDelete = "PostDelete"
+)
+
 // Labels and annotations sync-controller reads or writes on managed objects.
 const (
 	NameLabel      = "kustomize.plumb.dev/name"

@@ -80,9 +80,9 @@
 // status.observedGeneration are never touched. Status is written only when
 // the owned part changed.
 //
-// When a Kustomization is deleted, its storage folder is removed once the
-// object is gone (sync-controller's finalizer may hold it for pruning
-// first). Artifacts of objects deleted while the controller was down stay
+// When a Kustomization is deleted, its storage folder is removed once
+// sync-controller's finalizer is gone (it holds the object for the delete
+// hooks, read from the artifact, and the prune). Artifacts of objects deleted while the controller was down stay
 // until the object name is reused or the storage is cleaned.
 //
 // # Events

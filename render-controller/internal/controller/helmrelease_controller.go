@@ -149,6 +149,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
+			syncFinalizerReleased{},
 		))).
 		Watches(&sourcev1.HelmChart{},
 			handler.EnqueueRequestsFromMapFunc(r.releasesOf(helmChartIndexKey, func(o client.Object) string {
@@ -303,9 +304,13 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // finalize deletes the HelmChart this HelmRelease owns and its rendered
-// artifacts, then lets the object go. A HelmChart it does not own (a
+// artifacts, then lets the object go; not before sync-controller's
+// finalizer is gone (its delete hooks come from the artifact). A HelmChart it does not own (a
 // chartRef) is left alone.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
+	if syncFinalizing(obj) {
+		return nil // syncFinalizerReleased brings the object back
+	}
 	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil

@@ -118,6 +118,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
+			syncFinalizerReleased{},
 		))).
 		Watches(&sourcev1.GitRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf),
@@ -241,8 +242,12 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 // finalize deletes the rendered artifacts, which go with the object even
 // when it is deleted while this controller is down (the finalizer waits
-// for us), then lets the object go.
+// for us), then lets the object go. While sync-controller's finalizer is
+// there it does nothing: the delete hooks come from the artifact.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	if syncFinalizing(obj) {
+		return nil // syncFinalizerReleased brings the object back
+	}
 	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil

@@ -6,6 +6,9 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -54,4 +57,21 @@ func applyOwnedStatus(ctx context.Context, c client.Client, obj client.Object, o
 		return err
 	}
 	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, status))
+}
+
+// syncFinalizing says whether sync-controller's finalizer still holds a
+// deleted object: its deletion (the delete hooks, then the prune) reads
+// the last rendered artifact, so the artifact and render-controller's
+// finalizer stay until sync-controller lets go.
+func syncFinalizing(obj client.Object) bool {
+	return controllerutil.ContainsFinalizer(obj, kustomizev1.SyncFinalizer)
+}
+
+// syncFinalizerReleased passes the update in which sync-controller
+// released a deleted object: render-controller's own finalize runs then.
+type syncFinalizerReleased struct{ predicate.Funcs }
+
+func (syncFinalizerReleased) Update(e event.UpdateEvent) bool {
+	return e.ObjectNew != nil && e.ObjectOld != nil && e.ObjectNew.GetDeletionTimestamp() != nil &&
+		syncFinalizing(e.ObjectOld) && !syncFinalizing(e.ObjectNew)
 }

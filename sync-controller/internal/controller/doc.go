@@ -5,8 +5,9 @@
 //
 // KustomizationReconciler and HelmReleaseReconciler each embed a Syncer
 // (syncer.go: clients, engine, events, settings, what a sync keeps in
-// memory) and run the same reconcile (reconcileObject: deletion and
-// finalizer, suspension, then syncRun's steps on pkg/reconcile's skeleton).
+// memory) and run the same reconcile (reconcileObject: deletion — delete
+// hooks, prune — and finalizer, suspension, then syncRun's steps on
+// pkg/reconcile's skeleton).
 // The steps never see the kind: they read the object through application
 // (application.go), whose adapters give the sync spec (prune, wait, force,
 // timeout, intervals, serviceAccountName, dependsOn, healthChecks, drift
@@ -77,6 +78,23 @@
 // maxPrunePercent). The prune on deletion is not guarded. An object the
 // render still has, a hook included, is never pruned (removedObjects).
 // docs/design/prune-guard.md has the reasons.
+//
+// # Deletion (deletehooks.go)
+//
+// A deleted object that prunes (spec.prune, not suspended; a HelmRelease
+// always) is held by the finalizer sync.plumb.dev/finalizer while
+// runDeletion runs the PreDelete hooks of its last rendered artifact
+// (pkg/plan's BuildDelete), prunes the inventory and, once the pruned
+// objects are gone, runs the PostDelete hooks. No reconcile waits for a
+// hook: each looks once and ends with deletionPending, requeued after
+// DeleteHookPoll. Progress is status.sync (phase PreDelete, PostDelete or
+// Failed, startedAt the deletion timestamp), so a restart resumes it.
+// Sets Ready=Unknown reason Progressing while hooks run, Ready=False
+// reason DeleteHookFailed (and one DeleteHookFailed event) when a hook
+// failed, which holds the deletion until the annotation
+// plumb.dev/force-delete: enabled skips the hooks (a DeleteHooksSkipped
+// event) and the prune goes on. docs/design/sync-engine.md, "Delete
+// hooks", has the reasons.
 //
 // # Fights (fight.go)
 //

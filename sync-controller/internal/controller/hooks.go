@@ -12,17 +12,23 @@ import (
 	"plumb.dev/pkg/plan"
 )
 
-// startHook creates a hook for this sync. A hook object of the same name
-// left by an earlier sync is deleted first (the BeforeHookCreation policy,
-// and the only way to run a Job again); one already created by this sync —
-// the controller restarted while it ran — is kept and waited on.
+// startHook creates a hook for this sync (startHookOf).
 func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
+	return s.startHookOf(ctx, h, s.syncID())
+}
+
+// startHookOf creates a hook for the operation id (a sync, or a deletion),
+// labelled with it. A hook object of the same name left by an earlier
+// operation is deleted first (the BeforeHookCreation policy, and the only
+// way to run a Job again); one already created by this operation — the
+// controller restarted while it ran — is kept and waited on.
+func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) error {
 	live, err := s.engine.Get(ctx, h.Unstructured)
 	if err != nil {
 		return err
 	}
 	if live != nil {
-		if live.GetLabels()[plan.HookSyncLabel] == s.syncID() {
+		if live.GetLabels()[plan.HookSyncLabel] == id {
 			s.applied[object.IDOf(h.Unstructured)] = live
 			return nil
 		}
@@ -38,7 +44,7 @@ func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
 	nameKey, nsKey := s.owner.LabelKeys()
 	labels[nameKey] = s.owner.Name
 	labels[nsKey] = s.owner.Namespace
-	labels[plan.HookSyncLabel] = s.syncID()
+	labels[plan.HookSyncLabel] = id
 	obj.SetLabels(labels)
 	created, err := s.engine.CreateHook(ctx, obj)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 const ControllerName = "sync-controller"
 
 // Finalizer lets sync-controller prune a deleted Kustomization's objects.
-const Finalizer = "sync.plumb.dev/finalizer"
+const Finalizer = kustomizev1.SyncFinalizer
 
 // dependsOnIndex indexes Kustomizations by the ones they depend on.
 const dependsOnIndex = ".spec.dependsOn"
@@ -46,7 +46,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).

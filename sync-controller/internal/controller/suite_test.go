@@ -110,6 +110,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Events:            events.NewRecorder(kevents.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
+		DeleteHookPoll:    200 * time.Millisecond,
 		Impersonator:      NewImpersonator(cfg, env.Scheme, mgr.GetRESTMapper()),
 		// Shorter than main.go's 30 s so a fight's end is seen sooner;
 		// still far longer than any test's gap between a foreign write and
@@ -125,7 +126,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	hr := &HelmReleaseReconciler{Syncer: Syncer{
 		Client: r.Client, Reader: r.Reader, Events: r.Events, Fetch: r.Fetch,
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
-		DependencyRequeue: r.DependencyRequeue, Impersonator: r.Impersonator, Fight: r.Fight,
+		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Impersonator: r.Impersonator, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
 	}}
 	ctx, cancel := context.WithCancel(context.Background())

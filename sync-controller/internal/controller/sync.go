@@ -263,21 +263,31 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 		}
 		return nil
 	}
-	if objs, ok := s.r.manifests.decoded(s.key, artifact.Digest); ok {
-		s.objs = objs
-		return nil
-	}
-	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, s.r.Fetch)
+	objs, err := s.r.decodedArtifact(ctx, s.key, artifact)
 	if err != nil {
 		return reconcile.Failed(meta.ArtifactFailedReason, err)
+	}
+	s.objs = objs
+	return nil
+}
+
+// decodedArtifact returns the objects of a rendered artifact: from memory
+// when the object's last download was this digest, else downloaded,
+// verified and decoded (and kept).
+func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, artifact *meta.Artifact) ([]*unstructured.Unstructured, error) {
+	if objs, ok := r.manifests.decoded(key, artifact.Digest); ok {
+		return objs, nil
+	}
+	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, r.Fetch)
+	if err != nil {
+		return nil, err
 	}
 	objs, err := object.DecodeManifests(data)
 	if err != nil {
-		return reconcile.Failed(meta.ArtifactFailedReason, err)
+		return nil, err
 	}
-	s.r.manifests.putDecoded(s.key, artifact.Digest, objs)
-	s.objs = objs
-	return nil
+	r.manifests.putDecoded(key, artifact.Digest, objs)
+	return objs, nil
 }
 
 // waitForRender stops a run without failing it: render-controller has not

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -68,6 +67,10 @@ type Syncer struct {
 	// --prune-guard-min-objects); nil is DefaultPruneGuard.
 	PruneGuard *PruneGuard
 
+	// DeleteHookPoll is how often a deletion looks again at its running
+	// delete hooks, or at pruned objects still going; 2s when zero.
+	DeleteHookPoll time.Duration
+
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
 
@@ -82,6 +85,9 @@ func (r *Syncer) defaults() {
 	}
 	if r.MaxDriftChanges == 0 {
 		r.MaxDriftChanges = 50
+	}
+	if r.DeleteHookPoll == 0 {
+		r.DeleteHookPoll = defaultDeleteHookPoll
 	}
 }
 
@@ -113,6 +119,12 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ok, err := skel.Start(ctx, obj); !ok {
+		var pending *deletionPending
+		if errors.As(err, &pending) {
+			// A deletion waiting on its hooks or its pruned objects: looked
+			// at again later, never waited on in a worker.
+			return ctrl.Result{RequeueAfter: pending.after}, nil
+		}
 		return ctrl.Result{}, err
 	}
 
@@ -163,25 +175,17 @@ func (r *Syncer) reader() client.Reader {
 	return r.Reader
 }
 
-// finalize prunes the inventory when the object prunes (spec.prune of a
-// Kustomization; a HelmRelease always does: its uninstall), orphans it
-// otherwise, and releases the finalizer. The prune acts as the object's
-// ServiceAccount, like every sync; when that ServiceAccount no longer
-// exists (its namespace is being deleted, typically) nothing can be pruned
-// in its name, and the objects are left, with a warning event, as Flux
-// does. Objects annotated plumb.dev/prune: disabled or
-// helm.sh/resource-policy: keep are left too.
+// finalize runs the deletion of an object (deletehooks.go) and then
+// releases the finalizer. A deletion that is not over yet — a delete hook
+// running, pruned objects still going, a failed hook holding it — returns
+// a *deletionPending and keeps the finalizer.
 func (r *Syncer) finalize(ctx context.Context, app application) error {
 	obj := app.object()
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
-	spec, st := app.spec(), app.syncStatus()
-	if spec.Prune && !spec.Suspend && st.Inventory != nil {
-		if err := r.pruneOnDeletion(ctx, app, st.Inventory); err != nil {
-			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
-			return err
-		}
+	if err := r.runDeletion(ctx, app); err != nil {
+		return err
 	}
 	key := client.ObjectKeyFromObject(obj)
 	r.manifests.forget(key)
@@ -197,29 +201,23 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 }
 
 // pruneOnDeletion deletes the inventory of a deleted object, acting as its
-// ServiceAccount.
-func (r *Syncer) pruneOnDeletion(ctx context.Context, app application, inv *kustomizev1.Inventory) error {
-	obj := app.object()
-	sa, gone, err := r.serviceAccountGone(ctx, app)
-	if err != nil {
-		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
-	}
-	if gone {
-		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
-			"ServiceAccount %s no longer exists: the %d object(s) of the inventory are left in place", sa, len(inv.Entries)))
-		return nil
-	}
-	eng, err := r.engineFor(app)
-	if err != nil {
-		return err
-	}
+// ServiceAccount, and returns how many of its objects were still there
+// (deleted now, or already being deleted): 0 once all are gone.
+// Objects annotated plumb.dev/prune: disabled or
+// helm.sh/resource-policy: keep, and objects no longer ours, are left and
+// not counted.
+func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app application, inv *kustomizev1.Inventory) (int, error) {
 	var failed []error
+	remaining := 0
 	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner(), manage.OwnerDeleted) {
 		if res.Err != nil {
 			failed = append(failed, res.Err)
 		}
+		if res.Deleted {
+			remaining++
+		}
 	}
-	return errors.Join(failed...)
+	return remaining, errors.Join(failed...)
 }
 
 // renderedChanged passes updates that change what render-controller produced.

@@ -1,0 +1,327 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/object"
+	"plumb.dev/pkg/plan"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// defaultDeleteHookPoll is how often a running delete hook, or a pruned
+// object still going, is looked at again (Syncer.DeleteHookPoll).
+const defaultDeleteHookPoll = 2 * time.Second
+
+// deletionPending ends a reconcile of a deleted object whose deletion is
+// not over, without an error: it is looked at again after `after`, or,
+// when after is 0 (a failed hook holds it), when the object changes (the
+// force annotation, forceDeleteRequested).
+type deletionPending struct {
+	after time.Duration
+	why   string
+}
+
+func (e *deletionPending) Error() string { return "deletion pending: " + e.why }
+
+// runDeletion is what a deleted object's finalizer waits for
+// (docs/design/sync-engine.md, "Delete hooks"): when it prunes (spec.prune
+// of a Kustomization, not suspended; a HelmRelease always), its PreDelete
+// hooks, the prune of its inventory, then, once the pruned objects are
+// gone, its PostDelete hooks, the hooks taken from the last rendered
+// artifact. nil means the deletion is over and the finalizer may go; a
+// *deletionPending that it is not. An object that does not prune orphans
+// its objects and runs no hook, as a non-cascading deletion in Argo CD.
+// With plumb.dev/force-delete: enabled the hooks are skipped and the
+// inventory pruned. Everything acts as the object's ServiceAccount; when
+// that no longer exists (its namespace is being deleted, typically)
+// nothing can be done in its name, and the objects are left, with a
+// warning event, as Flux does.
+func (r *Syncer) runDeletion(ctx context.Context, app application) error {
+	obj := app.object()
+	spec, st := app.spec(), app.syncStatus()
+	if !spec.Prune || spec.Suspend || st.Inventory == nil {
+		return nil
+	}
+	sa, gone, err := r.serviceAccountGone(ctx, app)
+	if err != nil {
+		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
+	}
+	if gone {
+		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
+			"ServiceAccount %s no longer exists: no delete hook runs, and the %d object(s) of the inventory are left in place", sa, len(st.Inventory.Entries)))
+		return nil
+	}
+	eng, err := r.engineFor(app)
+	if err != nil {
+		return err
+	}
+	d := &deletion{s: newSyncRun(r, obj, time.Now()), inv: st.Inventory}
+	d.s.engine = eng
+	if obj.GetAnnotations()[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue {
+		if d.started() {
+			r.Events.Record(obj, events.SeverityInfo, kustomizev1.DeleteHooksSkippedReason, fmt.Sprintf(
+				"%s: %s: the delete hooks are skipped", kustomizev1.ForceDeleteAnnotation, kustomizev1.EnabledValue))
+		}
+		_, err := d.prune(ctx)
+		return err
+	}
+	p, err := d.plan(ctx)
+	if err != nil {
+		return d.fail(ctx, kustomizev1.PhasePreDelete, 0, err, spec.RetryInterval)
+	}
+	if len(p.Phases) == 0 {
+		_, err := d.prune(ctx)
+		return err
+	}
+	return d.run(ctx, p)
+}
+
+// deletion is one reconcile of a deletion with delete hooks. It borrows a
+// syncRun for what a sync and a deletion share: creating hooks, their
+// delete policies, events and the status write.
+type deletion struct {
+	s   *syncRun
+	inv *kustomizev1.Inventory
+	// id names the deletion: it seeds generateName hooks' names and labels
+	// every hook, so a restarted controller finds the hooks it created.
+	id string
+}
+
+// deletedAt is when the object was marked for deletion: the start of the
+// deletion, as status.sync.startedAt records it.
+func (d *deletion) deletedAt() metav1.Time { return *d.s.obj.GetDeletionTimestamp() }
+
+// progress is status.sync when it records this deletion, else nil.
+func (d *deletion) progress() *kustomizev1.SyncProgress {
+	prev := d.s.prev.Sync
+	if prev == nil || prev.StartedAt == nil || !prev.StartedAt.Time.Equal(d.deletedAt().Time) {
+		return nil
+	}
+	switch prev.Phase {
+	case kustomizev1.PhasePreDelete, kustomizev1.PhasePostDelete, kustomizev1.PhaseFailed:
+		return prev
+	}
+	return nil
+}
+
+// started says whether this deletion got as far as its hooks.
+func (d *deletion) started() bool { return d.progress() != nil }
+
+// plan downloads the last rendered artifact (or takes it from memory),
+// names and places its hooks (the engine's Prepare, for their namespaces)
+// and plans the delete hooks. No artifact (nothing was ever rendered) is
+// no hook.
+func (d *deletion) plan(ctx context.Context) (*plan.Plan, error) {
+	s := d.s
+	artifact := s.app.rendered()
+	if artifact == nil {
+		return &plan.Plan{}, nil
+	}
+	s.revision, s.digest = artifact.Revision, artifact.Digest
+	d.id = plan.SyncID(artifact.Digest, 0, d.deletedAt().Time)
+	objs, err := s.r.decodedArtifact(ctx, s.key, artifact)
+	if err != nil {
+		return nil, fmt.Errorf("reading the delete hooks from the rendered artifact: %w", err)
+	}
+	p, err := plan.BuildDelete(objs, plan.Options{SyncID: d.id})
+	if err != nil || len(p.Phases) == 0 {
+		return p, err
+	}
+	var planned []*unstructured.Unstructured
+	for _, h := range p.Hooks() {
+		planned = append(planned, h.Unstructured)
+	}
+	if _, err := s.engine.Prepare(planned, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// run takes the deletion one step further from where status.sync says it
+// stands: each wave of PreDelete hooks started and waited on, the prune,
+// each wave of PostDelete hooks once the pruned objects are gone. A wave
+// still running, or objects still going, end the reconcile
+// (deletionPending) instead of waiting in a worker.
+func (d *deletion) run(ctx context.Context, p *plan.Plan) error {
+	prev := d.progress()
+	if prev != nil && prev.Phase == kustomizev1.PhaseFailed {
+		return &deletionPending{why: prev.Message}
+	}
+	steps := p.Steps()
+	start := 0
+	if prev != nil {
+		for start < len(steps) && (string(steps[start].Phase) != prev.Phase || steps[start].Wave.Number < prev.Wave) {
+			start++
+		}
+	}
+	poll := d.s.r.DeleteHookPoll
+	for i := start; i < len(steps); i++ {
+		step := steps[i]
+		phase, wave := string(step.Phase), step.Wave.Number
+		if step.Phase == plan.PostDelete {
+			// Pruned again on every look: a no-op for what is gone, and it
+			// counts what is still there.
+			remaining, err := d.prune(ctx)
+			if err != nil {
+				return err
+			}
+			if remaining > 0 {
+				msg := fmt.Sprintf("waiting for %d pruned object(s) to be deleted before the PostDelete hooks", remaining)
+				if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
+					return err
+				}
+				return &deletionPending{after: poll, why: msg}
+			}
+		}
+		if !d.at(phase, wave) {
+			// Recorded before the wave's hooks are created, so that a
+			// restart resumes here and never runs an earlier wave again.
+			if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason,
+				fmt.Sprintf("running %s hooks, wave %d", phase, wave)); err != nil {
+				return err
+			}
+		}
+		hooks := step.Wave.Hooks()
+		for _, h := range hooks {
+			if err := d.s.startHookOf(ctx, h, d.id); err != nil {
+				return d.fail(ctx, phase, wave, err, d.s.spec.RetryInterval)
+			}
+		}
+		pending, failed := d.waveHealth(hooks)
+		if failed != nil {
+			_ = d.s.finishHooks(ctx, hooks, false)
+			return d.fail(ctx, phase, wave, failed, 0)
+		}
+		if len(pending) > 0 {
+			msg := fmt.Sprintf("%s hooks, wave %d: waiting for %s", phase, wave, strings.Join(truncate(pending, 5), ", "))
+			if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
+				return err
+			}
+			return &deletionPending{after: poll, why: msg}
+		}
+		if err := d.s.finishHooks(ctx, hooks, true); err != nil {
+			return err
+		}
+		lastPreDelete := step.Phase == plan.PreDelete && (i+1 == len(steps) || steps[i+1].Phase != plan.PreDelete)
+		if lastPreDelete {
+			if _, err := d.prune(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// at says whether status.sync, as last read or written, records this
+// deletion at the phase and wave.
+func (d *deletion) at(phase string, wave int) bool {
+	cur := d.s.st.Sync
+	return cur != nil && cur.StartedAt != nil && cur.StartedAt.Time.Equal(d.deletedAt().Time) &&
+		cur.Phase == phase && cur.Wave == wave
+}
+
+// waveHealth looks at the wave's hooks as startHookOf just read or created
+// them: which are still running, and the first that failed (Degraded).
+func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
+	var pending []string
+	for _, h := range hooks {
+		id := object.IDOf(h.Unstructured)
+		res := health.Evaluate(d.s.applied[id])
+		switch res.Status {
+		case health.Healthy:
+		case health.Degraded:
+			return nil, fmt.Errorf("%s hook %s failed: %s", h.Phase, id, res.Message)
+		default:
+			pending = append(pending, id.String()+" ("+res.String()+")")
+		}
+	}
+	return pending, nil
+}
+
+// prune deletes the inventory (pruneOnDeletion) and returns how much of it
+// is still there. A failure is recorded as a PruneFailed event and
+// retried with the controller's backoff, as before delete hooks existed.
+func (d *deletion) prune(ctx context.Context) (int, error) {
+	s := d.s
+	remaining, err := s.r.pruneOnDeletion(ctx, s.engine, s.app, d.inv)
+	if err != nil {
+		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
+	}
+	return remaining, err
+}
+
+// fail records a failed deletion step: Ready=False reason
+// DeleteHookFailed, and an event the first time. retry 0 holds the
+// deletion (a hook failed: it waits for the force annotation, as Argo CD
+// waits for the hook to be fixed); otherwise the step is tried again after
+// retry (the artifact could not be read, a hook could not be created).
+func (d *deletion) fail(ctx context.Context, phase string, wave int, err error, retry time.Duration) error {
+	s := d.s
+	msg := fmt.Sprintf("%s; the deletion waits: fix the cause, or set the annotation %s: %s to skip the delete hooks",
+		err.Error(), kustomizev1.ForceDeleteAnnotation, kustomizev1.EnabledValue)
+	if retry == 0 {
+		phase = kustomizev1.PhaseFailed
+	}
+	if c := conditions.Get(s.obj, meta.ReadyCondition); c == nil || c.Reason != kustomizev1.DeleteHookFailedReason || c.Message != msg {
+		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.DeleteHookFailedReason, msg, events.WithRevision(s.revision))
+	}
+	if werr := d.report(ctx, phase, wave, metav1.ConditionFalse, kustomizev1.DeleteHookFailedReason, msg); werr != nil {
+		return werr
+	}
+	return &deletionPending{after: retry, why: msg}
+}
+
+// report writes where the deletion stands to status.sync (phase, wave,
+// startedAt the deletion's start) and Ready.
+func (d *deletion) report(ctx context.Context, phase string, wave int, status metav1.ConditionStatus, reason, msg string) error {
+	s := d.s
+	started := d.deletedAt()
+	sp := &kustomizev1.SyncProgress{
+		Revision: s.revision, Digest: s.digest, Generation: s.obj.GetGeneration(),
+		StartedAt: &started, Phase: phase, Wave: wave, Message: msg,
+	}
+	if prev := d.progress(); prev != nil && prev.Phase == phase && prev.Wave == wave && prev.Message == msg {
+		sp.FinishedAt = prev.FinishedAt
+	} else if phase == kustomizev1.PhaseFailed {
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		sp.FinishedAt = &now
+	}
+	s.st.Sync = sp
+	conditions.Set(s.out, &metav1.Condition{
+		Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.obj.GetGeneration(),
+	})
+	return s.writeStatus(ctx)
+}
+
+// forceDeleteRequested passes updates that set plumb.dev/force-delete:
+// enabled on an object being deleted: a failed delete hook holds the
+// deletion without a requeue, and the annotation changes no generation.
+type forceDeleteRequested struct{ predicate.Funcs }
+
+func (forceDeleteRequested) Update(e event.UpdateEvent) bool {
+	if e.ObjectNew == nil || e.ObjectOld == nil || e.ObjectNew.GetDeletionTimestamp() == nil {
+		return false
+	}
+	forced := func(o map[string]string) bool {
+		return o[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue
+	}
+	return forced(e.ObjectNew.GetAnnotations()) && !forced(e.ObjectOld.GetAnnotations())
+}
+
+// Only updates matter to forceDeleteRequested.
+func (forceDeleteRequested) Create(event.CreateEvent) bool   { return false }
+func (forceDeleteRequested) Delete(event.DeleteEvent) bool   { return false }
+func (forceDeleteRequested) Generic(event.GenericEvent) bool { return false }
