@@ -200,7 +200,7 @@ status:
   conditions:
   - {type: Ready, status: "True", observedGeneration: 2}
 `,
-		want: health.Progressing, message: "being deleted",
+		want: health.Progressing,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := checks.Evaluate(decode(t, tc.object))
