@@ -69,10 +69,11 @@ func setCertificateReady(t *testing.T, ctx context.Context, group, ns, name, sta
 	cert.SetAPIVersion(group + "/v1")
 	cert.SetKind("Certificate")
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert)).To(Succeed())
+	patch := client.MergeFrom(cert.DeepCopy())
 	g.Expect(unstructured.SetNestedSlice(cert.Object, []any{map[string]any{
 		"type": "Ready", "status": status, "reason": reason, "observedGeneration": cert.GetGeneration(),
 	}}, "status", "conditions")).To(Succeed())
-	g.Expect(env.Client.Status().Update(ctx, cert)).To(Succeed())
+	g.Expect(env.Client.Status().Patch(ctx, cert, patch)).To(Succeed())
 }
 
 func TestHealthCheckExprsDecideACustomResourcesHealth(t *testing.T) {
@@ -82,15 +83,18 @@ func TestHealthCheckExprsDecideACustomResourcesHealth(t *testing.T) {
 		ks.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 	})
 	group := installCertificateCRD(t, ctx, ks.Namespace)
+	// The group is the namespace's, known once the Kustomization exists: a
+	// merge patch, which the controller's own writes do not conflict with.
 	current := &kustomizev1.Kustomization{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
 	current.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{
 		APIVersion: group + "/v1",
 		Kind:       "Certificate",
 		Failed:     "status.conditions.exists(e, e.type == 'Ready' && e.observedGeneration == metadata.generation && e.status == 'False')",
 		Current:    "status.conditions.exists(e, e.type == 'Ready' && e.observedGeneration == metadata.generation && e.status == 'True')",
 	}}
-	g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
 	cert := fmt.Sprintf("apiVersion: %s/v1\nkind: Certificate\nmetadata:\n  name: web-tls\n  namespace: %s\nspec:\n  secretName: web-tls\n", group, ks.Namespace)
 	render(t, ks, "main@sha1:cel", cert)
 
