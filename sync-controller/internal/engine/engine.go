@@ -32,15 +32,16 @@ type Engine struct {
 	client client.Client
 	// identity names who client acts as; health results are remembered per
 	// identity, so one identity never learns from another's reads.
-	identity string
-	mapper   apimeta.RESTMapper
-	watcher  *Watcher
-	records  *records
-	health   *healthCache
+	identity    string
+	mapper      apimeta.RESTMapper
+	watcher     *Watcher
+	records     *records
+	health      *healthCache
+	concurrency int
+
 	// checks judge health where a Kustomization's healthCheckExprs has an
 	// entry for the kind; nil is pkg/health alone. WithHealthChecks sets it.
-	checks      *healthexpr.Checks
-	concurrency int
+	checks *healthexpr.Checks
 }
 
 // New returns an engine writing through c (which must not cache
