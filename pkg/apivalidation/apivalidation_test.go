@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,6 +261,55 @@ spec: {interval: 1m, prune: true, maxPrunePercent: 150, sourceRef: {kind: GitRep
 			message: "spec.maxPrunePercent: Invalid value: 150: spec.maxPrunePercent in body should be less than or equal to 100",
 		},
 		{
+			name: "Kustomization with a healthCheckExprs entry without current",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: nocurrent}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [{apiVersion: cert-manager.io/v1, kind: Certificate, failed: "true"}]}`,
+			message: "spec.healthCheckExprs[0].current: Required value",
+		},
+		{
+			name: "Kustomization with a healthCheckExprs entry without kind",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: nokind}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [{apiVersion: cert-manager.io/v1, current: "true"}]}`,
+			message: "spec.healthCheckExprs[0].kind: Required value",
+		},
+		{
+			name: "Kustomization with a healthCheckExprs expression too long",
+			manifest: fmt.Sprintf(`apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: longexpr}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [{apiVersion: cert-manager.io/v1, kind: Certificate, current: "%s"}]}`,
+				strings.Repeat("true && ", 256)+"true"),
+			message: "spec.healthCheckExprs[0].current: Too long: may not be more than 2048 bytes",
+		},
+		{
+			name: "Kustomization with two healthCheckExprs entries for one kind",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: dupexpr}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [{apiVersion: cert-manager.io/v1, kind: Certificate, current: "true"}, {apiVersion: cert-manager.io/v1, kind: Certificate, current: "false"}]}`,
+			message: `spec.healthCheckExprs[1]: Duplicate value: {"apiVersion":"cert-manager.io/v1","kind":"Certificate"}`,
+		},
+		{
+			name: "Kustomization with a malformed healthCheckExprs apiVersion",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: badapiversion}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [{apiVersion: "Cert Manager/v1", kind: Certificate, current: "true"}]}`,
+			message: `spec.healthCheckExprs[0].apiVersion: Invalid value: "Cert Manager/v1": spec.healthCheckExprs[0].apiVersion in body should match`,
+		},
+		{
+			name: "Kustomization with more than 50 healthCheckExprs entries",
+			manifest: fmt.Sprintf(`apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: manyexprs}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, healthCheckExprs: [%s]}`, manyHealthCheckExprs(51)),
+			message: "spec.healthCheckExprs: Too many: 51: must have at most 50 items",
+		},
+		{
 			name: "Provider of an unknown type",
 			manifest: `apiVersion: notification.plumb.dev/v1
 kind: Provider
@@ -309,6 +359,15 @@ spec: {type: gitea, secretRef: {name: token}, resources: [{kind: GitRepository, 
 			g.Expect(err.Error()).To(ContainSubstring(tc.message))
 		})
 	}
+}
+
+// manyHealthCheckExprs is n entries of distinct kinds, as YAML flow items.
+func manyHealthCheckExprs(n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{apiVersion: example.com/v1, kind: Kind%d, current: "true"}`, i)
+	}
+	return strings.Join(items, ", ")
 }
 
 func TestFluxManifestsAreAccepted(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,8 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
+	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/plan"
 )
@@ -56,6 +59,24 @@ type Applied struct {
 	// Origin words where the desired state comes from, in messages:
 	// "Git" or "the chart".
 	Origin string
+
+	// HealthCheckExprs are a Kustomization's spec.healthCheckExprs (a
+	// HelmRelease has none); Health judges by them.
+	HealthCheckExprs []kustomizev1.CustomHealthCheck
+	checksOnce       sync.Once
+	checks           *healthexpr.Checks
+}
+
+// Health returns obj's health as sync-controller's waits judge it: by
+// HealthCheckExprs for the kinds they name, by pkg/health otherwise. An
+// entry that does not compile judges its kind Unknown with the error (the
+// Kustomization is Stalled with it too).
+func (a *Applied) Health(obj *unstructured.Unstructured) health.Result {
+	a.checksOnce.Do(func() {
+		// The error is in the Checks, per kind, and in the object's status.
+		a.checks, _ = healthexpr.Compile(a.HealthCheckExprs)
+	})
+	return a.checks.Evaluate(obj)
 }
 
 // AppliedKustomization views a Kustomization.
@@ -66,7 +87,7 @@ func AppliedKustomization(ks *kustomizev1.Kustomization) *Applied {
 		Sync: ks.Status.Sync, Conditions: ks.Status.Conditions,
 		LastApplied: ks.Status.LastAppliedRevision, LastAttempted: ks.Status.LastAttemptedRevision,
 		Ignore: ks.Spec.Ignore, Policy: ks.GetDriftPolicy(), Prune: ks.Spec.Prune, Namespace: ks.Namespace,
-		Origin: "Git",
+		Origin: "Git", HealthCheckExprs: ks.Spec.HealthCheckExprs,
 	}
 	a.RenderApplied = a.Rendered == nil || a.Rendered.Revision == a.LastApplied
 	return a

@@ -126,14 +126,14 @@ func BuildTree(ctx context.Context, c client.Client, a *Applied, render Render) 
 	drifts := DriftByObject(a.Drift)
 
 	for _, e := range entries {
-		n := nodeOf(e, live, children)
+		n := a.nodeOf(e, live, children)
 		n.Wave = waves[inventory.IDOf(e)]
 		n.Drift = drifts[inventory.IDOf(e).String()]
 		t.Nodes = append(t.Nodes, n)
 	}
 	syncID := a.syncID()
 	for i, h := range hooks {
-		n := nodeOf(hookEntries[i], live, children)
+		n := a.nodeOf(hookEntries[i], live, children)
 		n.Hook, n.Wave = string(h.Phase), h.Wave
 		obj := live.Objects[inventory.IDOf(hookEntries[i])]
 		switch {
@@ -246,7 +246,7 @@ func (a *Applied) installSync() bool {
 }
 
 // nodeOf is an entry's node with its health and the objects it owns.
-func nodeOf(e kustomizev1.InventoryEntry, live LiveObjects, children map[types.UID][]*unstructured.Unstructured) Node {
+func (a *Applied) nodeOf(e kustomizev1.InventoryEntry, live LiveObjects, children map[types.UID][]*unstructured.Unstructured) Node {
 	id := inventory.IDOf(e)
 	n := Node{ID: id.Text(), Group: e.Group, Version: e.Version, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 	obj, err := live.Get(e)
@@ -254,10 +254,10 @@ func nodeOf(e kustomizev1.InventoryEntry, live LiveObjects, children map[types.U
 		n.Health, n.Reason = health.Unknown, oneLine(err.Error())
 		return n
 	}
-	h := health.Evaluate(obj)
+	h := a.Health(obj)
 	n.Health, n.Reason = h.Status, oneLine(h.Message)
 	if obj != nil {
-		n.Children = ownedNodes(obj, children, 0)
+		n.Children = a.ownedNodes(obj, children, 0)
 	}
 	return n
 }
@@ -267,19 +267,19 @@ func nodeOf(e kustomizev1.InventoryEntry, live LiveObjects, children map[types.U
 const maxDepth = 4
 
 // ownedNodes are the nodes of the objects owner owns, by name.
-func ownedNodes(owner *unstructured.Unstructured, children map[types.UID][]*unstructured.Unstructured, depth int) []Node {
+func (a *Applied) ownedNodes(owner *unstructured.Unstructured, children map[types.UID][]*unstructured.Unstructured, depth int) []Node {
 	if depth >= maxDepth {
 		return nil
 	}
 	var out []Node
 	for _, c := range children[owner.GetUID()] {
 		gvk := c.GroupVersionKind()
-		h := health.Evaluate(c)
+		h := a.Health(c)
 		n := Node{
 			ID: object.IDOf(c).Text(), Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
 			Namespace: c.GetNamespace(), Name: c.GetName(), Health: h.Status, Reason: oneLine(h.Message),
 		}
-		n.Children = ownedNodes(c, children, depth+1)
+		n.Children = a.ownedNodes(c, children, depth+1)
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -56,6 +56,14 @@ const (
 	SyncFailedReason        = "SyncFailed"
 )
 
+// Custom health in CEL (spec.healthCheckExprs).
+const (
+	// HealthCheckExprInvalidReason: Ready=False and Stalled while an
+	// expression of spec.healthCheckExprs does not compile; the message
+	// names the entry, the expression and the error.
+	HealthCheckExprInvalidReason = "HealthCheckExprInvalid"
+)
+
 // Event reasons specific to Kustomization (docs/api/kustomization.md lists
 // them with the condition reasons).
 const (
@@ -285,6 +293,18 @@ type KustomizationSpec struct {
 	// +optional
 	HealthChecks []NamespacedObjectKindReference `json:"healthChecks,omitempty"`
 
+	// HealthCheckExprs judge the health of the objects of a kind by CEL
+	// expressions over the object instead of the built-in rules (Flux's
+	// field of the same name and meaning): for waits (wait, healthChecks,
+	// sync waves) and for `plumb tree`. One entry per apiVersion and kind.
+	// See docs/design/health-expressions.md.
+	// +optional
+	// +listType=map
+	// +listMapKey=apiVersion
+	// +listMapKey=kind
+	// +kubebuilder:validation:MaxItems=50
+	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+
 	// DriftPolicy says what to do when the cluster drifts from Git: Correct
 	// reverts the foreign change as soon as it is seen, Report only reports it.
 	// +optional
@@ -294,6 +314,48 @@ type KustomizationSpec struct {
 	// Ignore rules remove fields from drift detection and correction.
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
+}
+
+// CustomHealthCheck is the health of the objects of one kind in CEL: each
+// expression reads the object's top-level fields (apiVersion, kind,
+// metadata, spec, status, …) as variables and must return a bool. They are
+// tried in the order inProgress, failed, current; the first that holds
+// decides (Progressing, Degraded, Healthy), and none holding is
+// Progressing. An object whose status.observedGeneration is not its
+// metadata.generation is Progressing before any expression is tried.
+type CustomHealthCheck struct {
+	// APIVersion of the objects judged, e.g. cert-manager.io/v1. Only its
+	// group is compared: every version of the kind is judged alike.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z0-9]+$`
+	APIVersion string `json:"apiVersion"`
+
+	// Kind of the objects judged, e.g. Certificate.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// Current holds when the object has reached the state its spec asks
+	// for: Healthy.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Current string `json:"current"`
+
+	// InProgress holds while the object is still on its way: Progressing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	InProgress string `json:"inProgress,omitempty"`
+
+	// Failed holds when the object failed to reach its state: Degraded,
+	// which ends a wait at once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Failed string `json:"failed,omitempty"`
 }
 
 // Defaults of spec.retry.backoff, Argo CD's.

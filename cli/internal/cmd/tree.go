@@ -11,7 +11,6 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/inspect"
 )
 
@@ -20,7 +19,8 @@ func newTreeCmd(g *globals) *cobra.Command {
 		Use:   "tree kustomization|helmrelease NAME",
 		Short: "Show the objects a Kustomization or HelmRelease manages, with the health of each",
 		Long: "tree prints status.inventory as a tree with the health of every object as\n" +
-			"pkg/health computes it (Healthy, Progressing, Degraded, Missing, …).\n" +
+			"pkg/health computes it (Healthy, Progressing, Degraded, Missing, …), or\n" +
+			"a Kustomization's spec.healthCheckExprs for the kinds they name.\n" +
 			"Kustomizations and HelmReleases in the inventory are expanded in turn.",
 		Example: "  plumb tree kustomization apps -n team-a\n  plumb tree helmrelease podinfo -n team-a",
 		Args:    cobra.ExactArgs(2),
@@ -53,7 +53,7 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, t *applied, p
 			fmt.Fprintf(w, "%s%s%s  error: %v\n", prefix, branch, entryID(e), err)
 			continue
 		}
-		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(health.Evaluate(obj).String()))
+		line := fmt.Sprintf("%s%s%s  %s", prefix, branch, entryID(e), oneLine(t.Health(obj).String()))
 		if d := drifts[entryID(e)]; d != nil && d.Contested != nil {
 			line += "  ⚔ " + contestedText(*d.Contested)
 		}

@@ -64,6 +64,33 @@ func TestTree(t *testing.T) {
 	}
 	g.Expect(got[4]).To(HaveSuffix("  ⚔ spec.replicas contested by field manager kube-controller-manager (HorizontalPodAutoscaler/" + ns + "/web), 6 revert(s), corrections backing off"))
 
+	t.Run("healthCheckExprs judge the kinds they name", func(t *testing.T) {
+		g := NewWithT(t)
+		custom := kustomization(ns, "custom", "repo")
+		custom.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{
+			APIVersion: "v1", Kind: "ConfigMap",
+			Failed:  "!has(data.mode)",
+			Current: "data.mode == 'on'",
+		}}
+		flags := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flags"}, Data: map[string]string{"mode": "on"}}
+		create(ctx, t, custom, flags)
+		setStatus(ctx, t, custom, func(o *kustomizev1.Kustomization) {
+			o.Status.Inventory = &kustomizev1.Inventory{Entries: []kustomizev1.InventoryEntry{
+				{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "cfg"},
+				{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "flags"},
+				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
+			}}
+		})
+		r := plumb("tree", "ks", "custom", "-n", ns)
+		g.Expect(r.code).To(Equal(ExitOK), r.String())
+		got := lines(r.out)
+		g.Expect(got).To(HaveLen(4), r.String())
+		// cfg has no data at all: the expression cannot read it.
+		g.Expect(got[1]).To(Equal("├── ConfigMap/" + ns + "/cfg  Unknown: healthCheckExprs[0] (v1 ConfigMap): failed: no such attribute(s): data.mode"))
+		g.Expect(got[2]).To(Equal("├── ConfigMap/" + ns + "/flags  Healthy: healthCheckExprs[0] (v1 ConfigMap): current holds"))
+		// A kind without an entry keeps pkg/health's rule.
+		g.Expect(got[3]).To(HavePrefix("└── Deployment/" + ns + "/web  Progressing"))
+	})
 	t.Run("nothing applied yet", func(t *testing.T) {
 		g := NewWithT(t)
 		fresh := kustomization(ns, "fresh", "repo")

@@ -83,6 +83,9 @@ type syncSpec struct {
 	// DependsOn names objects of the same kind that must be Ready first.
 	DependsOn    []meta.NamespacedObjectReference
 	HealthChecks []kustomizev1.NamespacedObjectKindReference
+	// HealthCheckExprs judge the health of the kinds they name (a
+	// Kustomization's; a HelmRelease has none).
+	HealthCheckExprs []kustomizev1.CustomHealthCheck
 	// DriftPolicy corrects or reports drift; with DriftDisabled neither:
 	// a sync that already succeeded applies nothing until the render or
 	// the spec changes.
@@ -135,7 +138,7 @@ func (k kustomization) spec() syncSpec {
 		Prune:   s.Prune, Guarded: true, GuardFields: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
 		Wait: s.Wait, Force: s.Force,
 		ServiceAccountName: s.ServiceAccountName,
-		DependsOn:          s.DependsOn, HealthChecks: s.HealthChecks,
+		DependsOn:          s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
 		Retry: s.Retry,
 	}

@@ -43,9 +43,12 @@
 //
 // # The steps of a sync
 //
-// syncRun.steps: checkReferences, impersonate, checkDependencies,
-// loadManifests, prepare, guardPrune (pruneguard.go), applyPlan, prune,
-// checkHealth and report (sync.go), run by pkg/reconcile's skeleton, which
+// syncRun.steps: checkReferences, impersonate, compileHealthChecks (a
+// Kustomization's spec.healthCheckExprs, pkg/healthexpr: every later health
+// wait judges their kinds by them; one that does not compile stalls the
+// object, reason HealthCheckExprInvalid), checkDependencies, loadManifests,
+// prepare, guardPrune (pruneguard.go), applyPlan, prune, checkHealth and
+// report (sync.go), run by pkg/reconcile's skeleton, which
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at
 // error level, records its event (except where the step recorded a richer
 // one: PruneFailed, PruneGuarded, HealthDegraded) and retries after
@@ -158,8 +161,8 @@
 // engine.Result.FieldManagers), and for DriftCorrected the latency from
 // seeing the change to reverting it; DriftContested and DriftContestEnded (Fights, above); and, once per
 // failure, the reason of a failed sync's Ready condition (ApplyFailed,
-// SyncFailed, ArtifactFailed, InvalidSpec, a render failure). Every reason
-// is a constant of api/kustomize/v1 or api/meta, listed in the Reasons
+// SyncFailed, ArtifactFailed, InvalidSpec, HealthCheckExprInvalid, a render
+// failure). Every reason is a constant of api/kustomize/v1 or api/meta, listed in the Reasons
 // table of docs/api/kustomization.md. A HelmRelease has the same events on
 // plumb.events.helmrelease.<namespace>.<name>, and InstallSucceeded or
 // UpgradeSucceeded (info) after a release succeeded (api/helm/v2,

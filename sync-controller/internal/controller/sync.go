@@ -18,6 +18,7 @@ import (
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
@@ -131,6 +132,7 @@ func (s *syncRun) steps() []reconcile.Step {
 	steps := []reconcile.Step{
 		{Name: "references", Run: s.checkReferences},
 		{Name: "impersonate", Run: s.impersonate},
+		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
@@ -209,6 +211,21 @@ func (s *syncRun) impersonate(context.Context) error {
 		return err
 	}
 	s.engine = eng
+	return nil
+}
+
+// compileHealthChecks makes every later health wait judge the kinds of
+// spec.healthCheckExprs by their expressions (pkg/healthexpr). An
+// expression that does not compile sets Stalled=True and Ready=False
+// reason HealthCheckExprInvalid, with a warning event naming the entry and
+// the parser's message: only a spec change can fix it, so it is not
+// retried, and nothing is applied by a spec that cannot be waited on.
+func (s *syncRun) compileHealthChecks(context.Context) error {
+	checks, err := healthexpr.Compile(s.spec.HealthCheckExprs)
+	if err != nil {
+		return reconcile.Stalled(kustomizev1.HealthCheckExprInvalidReason, err)
+	}
+	s.engine = s.engine.WithHealthChecks(checks)
 	return nil
 }
 

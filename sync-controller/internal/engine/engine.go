@@ -19,6 +19,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
+	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/panics"
@@ -37,6 +38,10 @@ type Engine struct {
 	records     *records
 	health      *healthCache
 	concurrency int
+
+	// checks judge health where a Kustomization's healthCheckExprs has an
+	// entry for the kind; nil is pkg/health alone. WithHealthChecks sets it.
+	checks *healthexpr.Checks
 }
 
 // New returns an engine writing through c (which must not cache
@@ -61,6 +66,18 @@ func (e *Engine) As(identity string, c client.Client) *Engine {
 	}
 	scoped := *e
 	scoped.client, scoped.identity = c, identity
+	return &scoped
+}
+
+// WithHealthChecks returns an engine whose health waits judge objects by
+// checks (a Kustomization's spec.healthCheckExprs) where they have an entry
+// for the kind, and by pkg/health otherwise. Nil checks return e.
+func (e *Engine) WithHealthChecks(checks *healthexpr.Checks) *Engine {
+	if checks == nil {
+		return e
+	}
+	scoped := *e
+	scoped.checks = checks
 	return &scoped
 }
 

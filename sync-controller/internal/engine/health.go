@@ -150,18 +150,21 @@ func (e *Engine) readHealth(ctx context.Context, id object.ID, like *unstructure
 }
 
 func (e *Engine) evaluate(id object.ID, obj *unstructured.Unstructured) health.Result {
-	r := health.Evaluate(obj)
+	r := e.checks.Evaluate(obj)
 	e.health.put(e.healthKey(id), obj.GetResourceVersion(), r)
 	return r
 }
 
-// healthKey keys the health cache by identity and object: a result read by
-// one identity is not served to another, which might not be allowed to
-// read the object.
-func (e *Engine) healthKey(id object.ID) healthKey { return healthKey{e.identity, id} }
+// healthKey keys the health cache by identity, health checks and object:
+// a result read by one identity is not served to another, which might not
+// be allowed to read the object, nor one judged by other expressions.
+func (e *Engine) healthKey(id object.ID) healthKey {
+	return healthKey{e.identity, e.checks.Key(), id}
+}
 
 type healthKey struct {
 	identity string
+	checks   string
 	id       object.ID
 }
 

@@ -113,7 +113,7 @@ func (h *handlers) live(r *request) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	page.Health = health.Evaluate(live)
+	page.Health = a.Health(live)
 	if live != nil {
 		page.Object = redactedLive(live)
 	}
