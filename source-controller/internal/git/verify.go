@@ -53,19 +53,39 @@ func ReadKeyRing(source string, data map[string][]byte) (*KeyRing, error) {
 	sort.Strings(names)
 	k := &KeyRing{source: source}
 	for _, name := range names {
-		list, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(data[name]))
-		if err != nil {
-			return nil, fmt.Errorf("%s: the value of %q is not an armored OpenPGP public key: %v", source, name, err)
-		}
-		k.entities = append(k.entities, list...)
-		if len(k.entities) > MaxKeys {
-			return nil, fmt.Errorf("%s holds more than %d public keys", source, MaxKeys)
+		for _, block := range armoredBlocks(data[name]) {
+			list, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(block))
+			if err != nil {
+				return nil, fmt.Errorf("%s: the value of %q is not an armored OpenPGP public key: %v", source, name, err)
+			}
+			k.entities = append(k.entities, list...)
+			if len(k.entities) > MaxKeys {
+				return nil, fmt.Errorf("%s holds more than %d public keys", source, MaxKeys)
+			}
 		}
 	}
 	if len(k.entities) == 0 {
 		return nil, fmt.Errorf("%s holds no OpenPGP public key", source)
 	}
 	return k, nil
+}
+
+// armoredBlocks splits v at each armor header line, so that a value made
+// by concatenating exported keys yields all of them: the OpenPGP reader
+// stops after the first block. A value with no header is one block, which
+// the reader then refuses.
+func armoredBlocks(v []byte) [][]byte {
+	header := []byte("-----BEGIN ")
+	var blocks [][]byte
+	for {
+		i := bytes.Index(v[min(1, len(v)):], header)
+		if i < 0 {
+			return append(blocks, v)
+		}
+		i++
+		blocks = append(blocks, v[:i])
+		v = v[i:]
+	}
 }
 
 // VerifyCommit checks the signature of commit in the repository checked
