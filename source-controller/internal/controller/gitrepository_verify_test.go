@@ -1,15 +1,11 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,32 +18,13 @@ import (
 	"plumb.dev/pkg/testgit"
 )
 
-// signingKey is an OpenPGP key made for one test, with what a Secret of
-// trusted keys holds of it.
-type signingKey struct {
-	entity      *openpgp.Entity
-	public      string // armored public key
-	fingerprint string
-}
-
-func newSigningKey(t *testing.T, name string) signingKey {
+func newSigningKey(t *testing.T, name string) testgit.SigningKey {
 	t.Helper()
-	e, err := openpgp.NewEntity(name, "", name+"@plumb.dev", &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+	k, err := testgit.NewSigningKey(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return signingKey{entity: e, public: b.String(), fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)}
+	return k
 }
 
 // commitAs commits on branch, signed by key (nil: unsigned).
@@ -81,18 +58,18 @@ func verifying(obj *sourcev1.GitRepository, mode sourcev1.GitVerificationMode, s
 func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 	trusted, stranger := newSigningKey(t, "trusted"), newSigningKey(t, "stranger")
 	repo := repoFor(t)
-	commitAs(t, repo, trusted.entity, "main", "init", testgit.Files{"cm.yaml": "v: 0"})
-	signed := commitAs(t, repo, trusted.entity, "signed", "signed", testgit.Files{"cm.yaml": "v: signed"})
+	commitAs(t, repo, trusted.Entity, "main", "init", testgit.Files{"cm.yaml": "v: 0"})
+	signed := commitAs(t, repo, trusted.Entity, "signed", "signed", testgit.Files{"cm.yaml": "v: signed"})
 	unsigned := commitAs(t, repo, nil, "unsigned", "unsigned", testgit.Files{"cm.yaml": "v: unsigned"})
-	foreign := commitAs(t, repo, stranger.entity, "foreign", "foreign", testgit.Files{"cm.yaml": "v: foreign"})
-	tagAs(t, repo, trusted.entity, "v1.0.0", unsigned, "signed tag, unsigned commit")
-	tagAs(t, repo, trusted.entity, "v2.0.0", signed, "signed tag, signed commit")
+	foreign := commitAs(t, repo, stranger.Entity, "foreign", "foreign", testgit.Files{"cm.yaml": "v: foreign"})
+	tagAs(t, repo, trusted.Entity, "v1.0.0", unsigned, "signed tag, unsigned commit")
+	tagAs(t, repo, trusted.Entity, "v2.0.0", signed, "signed tag, signed commit")
 	tagAs(t, repo, nil, "v3.0.0", signed, "")
 	tagAs(t, repo, nil, "v4.0.0", signed, "unsigned tag")
-	tagAs(t, repo, stranger.entity, "v5.0.0", signed, "tag by a stranger")
+	tagAs(t, repo, stranger.Entity, "v5.0.0", signed, "tag by a stranger")
 	ns := namespace(t)
 	secret := basicAuth(t, ns)
-	credentials(t, ns, "trusted-keys", map[string]string{"trusted.asc": trusted.public})
+	credentials(t, ns, "trusted-keys", map[string]string{"trusted.asc": trusted.Public})
 
 	tests := []struct {
 		name string
@@ -108,13 +85,13 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "head-signed", mode: sourcev1.ModeGitHEAD, ref: sourcev1.GitRepositoryRef{Branch: "signed"},
 			revision: "signed@sha1:" + signed,
-			verified: "verified signature of commit " + signed + " with key " + trusted.fingerprint,
+			verified: "verified signature of commit " + signed + " with key " + trusted.Fingerprint,
 		},
 		{
 			// Flux's older spelling of HEAD.
 			name: "legacy-head-signed", mode: "head", ref: sourcev1.GitRepositoryRef{Branch: "signed"},
 			revision: "signed@sha1:" + signed,
-			verified: "verified signature of commit " + signed + " with key " + trusted.fingerprint,
+			verified: "verified signature of commit " + signed + " with key " + trusted.Fingerprint,
 		},
 		{
 			name: "head-unsigned", mode: sourcev1.ModeGitHEAD, ref: sourcev1.GitRepositoryRef{Branch: "unsigned"},
@@ -124,19 +101,19 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "head-signed-by-a-stranger", mode: sourcev1.ModeGitHEAD, ref: sourcev1.GitRepositoryRef{Branch: "foreign"},
 			reason: sourcev1.InvalidCommitSignatureReason,
-			message: "commit " + foreign + " is signed with key " + stranger.fingerprint +
+			message: "commit " + foreign + " is signed with key " + stranger.Fingerprint +
 				", which is not among the keys of spec.verify.secretRef: Secret " + ns + "/trusted-keys",
 		},
 		{
 			// Tag checks the tag only: its commit is unsigned.
 			name: "tag-signed", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{Tag: "v1.0.0"},
 			revision: "v1.0.0@sha1:" + unsigned,
-			verified: "verified signature of tag v1.0.0 with key " + trusted.fingerprint,
+			verified: "verified signature of tag v1.0.0 with key " + trusted.Fingerprint,
 		},
 		{
 			name: "tag-by-semver", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{SemVer: "~2.0"},
 			revision: "v2.0.0@sha1:" + signed,
-			verified: "verified signature of tag v2.0.0 with key " + trusted.fingerprint,
+			verified: "verified signature of tag v2.0.0 with key " + trusted.Fingerprint,
 		},
 		{
 			name: "tag-lightweight", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{Tag: "v3.0.0"},
@@ -151,7 +128,7 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "tag-signed-by-a-stranger", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{Tag: "v5.0.0"},
 			reason:  sourcev1.InvalidTagSignatureReason,
-			message: "tag v5.0.0 is signed with key " + stranger.fingerprint + ", which is not among the keys",
+			message: "tag v5.0.0 is signed with key " + stranger.Fingerprint + ", which is not among the keys",
 		},
 		{
 			name: "tag-and-head-commit-unsigned", mode: sourcev1.ModeGitTagAndHEAD, ref: sourcev1.GitRepositoryRef{Tag: "v1.0.0"},
@@ -166,8 +143,8 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "tag-and-head-both-signed", mode: sourcev1.ModeGitTagAndHEAD, ref: sourcev1.GitRepositoryRef{Name: "refs/tags/v2.0.0"},
 			revision: "refs/tags/v2.0.0@sha1:" + signed,
-			verified: "verified signature of tag v2.0.0 with key " + trusted.fingerprint +
-				" and of commit " + signed + " with key " + trusted.fingerprint,
+			verified: "verified signature of tag v2.0.0 with key " + trusted.Fingerprint +
+				" and of commit " + signed + " with key " + trusted.Fingerprint,
 		},
 		{
 			name: "tag-mode-on-a-branch", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{Branch: "signed"},
@@ -221,9 +198,9 @@ func TestUnsignedCommitIsRefusedAndTheVerifiedArtifactKept(t *testing.T) {
 	g := NewWithT(t)
 	trusted := newSigningKey(t, "trusted")
 	repo := repoFor(t)
-	c1 := commitAs(t, repo, trusted.entity, "main", "one", testgit.Files{"cm.yaml": "v: 1"})
+	c1 := commitAs(t, repo, trusted.Entity, "main", "one", testgit.Files{"cm.yaml": "v: 1"})
 	ns := namespace(t)
-	credentials(t, ns, "keys", map[string]string{"trusted.asc": trusted.public})
+	credentials(t, ns, "keys", map[string]string{"trusted.asc": trusted.Public})
 	obj := verifying(newGitRepository(ns, "app", repo.URL(), basicAuth(t, ns), &sourcev1.GitRepositoryRef{Branch: "main"}),
 		sourcev1.ModeGitHEAD, "keys")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
@@ -240,11 +217,11 @@ func TestUnsignedCommitIsRefusedAndTheVerifiedArtifactKept(t *testing.T) {
 	g.Expect(files(t, download(t, obj.Status.Artifact))).To(HaveKeyWithValue("cm.yaml", "v: 1"))
 
 	// A signed commit on top is verified and becomes the artifact.
-	c3 := commitAs(t, repo, trusted.entity, "main", "three", testgit.Files{"cm.yaml": "v: 3"})
+	c3 := commitAs(t, repo, trusted.Entity, "main", "three", testgit.Files{"cm.yaml": "v: 3"})
 	requestReconcile(t, key, "signed")
 	obj = waitReady(t, key, "main@sha1:"+c3)
 	g.Expect(condition(obj, sourcev1.SourceVerifiedCondition).Message).To(
-		Equal("verified signature of commit " + c3 + " with key " + trusted.fingerprint))
+		Equal("verified signature of commit " + c3 + " with key " + trusted.Fingerprint))
 	g.Expect(files(t, download(t, obj.Status.Artifact))).To(HaveKeyWithValue("cm.yaml", "v: 3"))
 }
 
@@ -254,7 +231,7 @@ func TestAddingVerifyNeverTakesTheUnverifiedArtifactAsVerified(t *testing.T) {
 	repo := repoFor(t)
 	c1 := commitAs(t, repo, nil, "main", "one", testgit.Files{"cm.yaml": "v: 1"})
 	ns := namespace(t)
-	credentials(t, ns, "keys", map[string]string{"trusted.asc": trusted.public})
+	credentials(t, ns, "keys", map[string]string{"trusted.asc": trusted.Public})
 	obj := newGitRepository(ns, "app", repo.URL(), basicAuth(t, ns), &sourcev1.GitRepositoryRef{Branch: "main"})
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := keyOf(obj)
@@ -287,12 +264,12 @@ func TestAddingVerifyNeverTakesTheUnverifiedArtifactAsVerified(t *testing.T) {
 func TestVerificationSecretProblemsAreClearAndRetried(t *testing.T) {
 	trusted := newSigningKey(t, "trusted")
 	repo := repoFor(t)
-	c1 := commitAs(t, repo, trusted.entity, "main", "one", testgit.Files{"cm.yaml": "v: 1"})
+	c1 := commitAs(t, repo, trusted.Entity, "main", "one", testgit.Files{"cm.yaml": "v: 1"})
 	ns := namespace(t)
 	secret := basicAuth(t, ns)
-	credentials(t, ns, "garbage", map[string]string{"trusted.asc": trusted.public, "team.asc": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nbm90IGEga2V5\n-----END PGP PUBLIC KEY BLOCK-----\n"})
+	credentials(t, ns, "garbage", map[string]string{"trusted.asc": trusted.Public, "team.asc": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nbm90IGEga2V5\n-----END PGP PUBLIC KEY BLOCK-----\n"})
 	credentials(t, ns, "empty", map[string]string{})
-	credentials(t, ns, "too-large", map[string]string{"trusted.asc": trusted.public, "padding": strings.Repeat("x", 300<<10)})
+	credentials(t, ns, "too-large", map[string]string{"trusted.asc": trusted.Public, "padding": strings.Repeat("x", 300<<10)})
 
 	tests := []struct {
 		name, secret, message string
@@ -324,7 +301,7 @@ func TestVerificationSecretProblemsAreClearAndRetried(t *testing.T) {
 	// The missing Secret, once created, is read by a retry: nothing else
 	// touches the object.
 	g := NewWithT(t)
-	credentials(t, ns, "absent", map[string]string{"trusted.asc": trusted.public})
+	credentials(t, ns, "absent", map[string]string{"trusted.asc": trusted.Public})
 	obj := waitReady(t, types.NamespacedName{Namespace: ns, Name: "missing"}, "main@sha1:"+c1)
 	g.Expect(condition(obj, sourcev1.SourceVerifiedCondition).Status).To(Equal(metav1.ConditionTrue))
 }

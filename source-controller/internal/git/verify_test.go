@@ -1,14 +1,11 @@
 package git
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	. "github.com/onsi/gomega"
 
 	sourcev1 "plumb.dev/api/source/v1"
@@ -17,22 +14,11 @@ import (
 
 func newEntity(t *testing.T, name string) (*openpgp.Entity, string) {
 	t.Helper()
-	e, err := openpgp.NewEntity(name, "", name+"@plumb.dev", &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+	k, err := testgit.NewSigningKey(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return e, b.String()
+	return k.Entity, k.Public
 }
 
 func TestReadKeyRingIsBounded(t *testing.T) {
