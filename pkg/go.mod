@@ -5,6 +5,7 @@ go 1.26.0
 replace plumb.dev/api => ../api
 
 require (
+	github.com/ProtonMail/go-crypto v1.4.1
 	github.com/fluxcd/pkg/kustomize v1.41.0
 	github.com/fluxcd/pkg/runtime v0.117.0
 	github.com/go-git/go-billy/v5 v5.9.2
@@ -51,7 +52,6 @@ require (
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/Masterminds/squirrel v1.5.4 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/ProtonMail/go-crypto v1.4.1 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect

@@ -7,6 +7,8 @@
 //	repo, err := srv.CreateRepo("podinfo")          // bare, default branch main
 //	c1, err := repo.Commit("main", "first", testgit.Files{"app/cm.yaml": "..."})
 //	err = repo.Tag("v1.0.0", c1, "release 1.0.0")   // annotated; "" = lightweight
+//	key, err := testgit.NewSigningKey("alice")       // OpenPGP, Ed25519
+//	repo.SignWith(key.Entity)                       // later commits and annotated tags are signed
 //	url := repo.URL()                               // http://127.0.0.1:<port>/podinfo.git
 //	n := srv.Fetches("podinfo")                     // upload-pack requests served
 //

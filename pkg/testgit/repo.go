@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
@@ -34,6 +35,9 @@ type Repo struct {
 	mu    sync.Mutex
 	clock time.Time
 	last  plumbing.Hash
+	// signKey signs the commits and annotated tags made from now on; nil
+	// leaves them unsigned.
+	signKey *openpgp.Entity
 }
 
 // CreateRepo creates an empty bare repository served as <name>.git.
@@ -144,6 +148,7 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 	h, err := wt.Commit(message, &git.CommitOptions{
 		Author:            r.signature(),
 		AllowEmptyCommits: true,
+		SignKey:           r.signKey,
 	})
 	if err != nil {
 		return "", fmt.Errorf("committing to %s: %w", branch, err)
@@ -153,6 +158,16 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 		return "", err
 	}
 	return h.String(), nil
+}
+
+// SignWith makes Commit and Tag sign the commits and annotated tags they
+// make from now on with key (OpenPGP, its private key decrypted); nil
+// stops signing. A signature holds its creation time, so signed commits
+// do not have reproducible hashes.
+func (r *Repo) SignWith(key *openpgp.Entity) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.signKey = key
 }
 
 // Delete, as the content of a path in Files, removes the path.
@@ -207,7 +222,7 @@ func (r *Repo) Tag(name, rev, message string) error {
 	var opts *git.CreateTagOptions
 	if message != "" {
 		r.clock = r.clock.Add(time.Second)
-		opts = &git.CreateTagOptions{Tagger: r.signature(), Message: message}
+		opts = &git.CreateTagOptions{Tagger: r.signature(), Message: message, SignKey: r.signKey}
 	}
 	if _, err := repo.CreateTag(name, plumbing.NewHash(rev), opts); err != nil {
 		return fmt.Errorf("tagging %s as %s: %w", rev, name, err)

@@ -76,6 +76,11 @@ type GitRepositorySpec struct {
 	// Suspend stops all reconciliation of this object while true.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Verification makes source-controller check the OpenPGP signature of
+	// the fetched commit and/or tag before an artifact is made of it.
+	// +optional
+	Verification *GitRepositoryVerification `json:"verify,omitempty"`
 }
 
 // GitRepositoryRef chooses what to check out. The most specific field wins:
@@ -104,13 +109,83 @@ type GitRepositoryRef struct {
 	Commit string `json:"commit,omitempty"`
 }
 
+// Signature verification (spec.verify): which Git objects must carry a
+// valid signature by a trusted key before the revision becomes an
+// artifact. Flux's field, modes and reasons.
+
+// GitVerificationMode names the Git objects whose signatures are checked.
+type GitVerificationMode string
+
+const (
+	// ModeGitHEAD: the commit checked out (the artifact's commit).
+	ModeGitHEAD GitVerificationMode = "HEAD"
+	// ModeGitTag: the annotated tag that spec.ref names.
+	ModeGitTag GitVerificationMode = "Tag"
+	// ModeGitTagAndHEAD: both the tag and the commit it points to.
+	ModeGitTagAndHEAD GitVerificationMode = "TagAndHEAD"
+	// modeGitLegacyHEAD is Flux's older spelling of HEAD, accepted so that
+	// manifests written for it port unchanged.
+	modeGitLegacyHEAD GitVerificationMode = "head"
+)
+
+// GitRepositoryVerification says what to verify and with which keys.
+type GitRepositoryVerification struct {
+	// Mode: HEAD verifies the checked-out commit, Tag the annotated tag
+	// that spec.ref names (a tag, a semver range or a refs/tags/ name),
+	// TagAndHEAD both; "head" is an old spelling of HEAD.
+	// +optional
+	// +kubebuilder:default:=HEAD
+	// +kubebuilder:validation:Enum=head;HEAD;Tag;TagAndHEAD
+	Mode GitVerificationMode `json:"mode,omitempty"`
+
+	// SecretRef names a Secret in the same namespace whose data values are
+	// armored OpenPGP public keys (key rings); a signature by any of them
+	// is trusted.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// VerifyHEAD reports whether the checked-out commit must be signed.
+func (v *GitRepositoryVerification) VerifyHEAD() bool {
+	return v.Mode == "" || v.Mode == ModeGitHEAD || v.Mode == modeGitLegacyHEAD || v.Mode == ModeGitTagAndHEAD
+}
+
+// VerifyTag reports whether the tag spec.ref names must be signed.
+func (v *GitRepositoryVerification) VerifyTag() bool {
+	return v.Mode == ModeGitTag || v.Mode == ModeGitTagAndHEAD
+}
+
+// SourceVerifiedCondition is True when the signatures that spec.verify
+// asks for were checked on the revision of the artifact, False (with a
+// reason below) when the fetched revision was refused.
+const SourceVerifiedCondition = "SourceVerified"
+
+// Reasons of SourceVerified=False, also Ready's and the event's.
+const (
+	// VerificationErrorReason: the Secret of spec.verify is missing,
+	// unreadable, too large, or holds no usable public key.
+	VerificationErrorReason = "VerificationError"
+	// InvalidVerificationModeReason: mode Tag or TagAndHEAD with a
+	// spec.ref that is not a tag (stalled until the spec changes).
+	InvalidVerificationModeReason = "InvalidVerificationMode"
+	// InvalidGitObjectReason: the tag to verify is unsigned or lightweight.
+	InvalidGitObjectReason = "InvalidGitObject"
+	// InvalidTagSignatureReason: the tag's signature is not valid by any
+	// trusted key.
+	InvalidTagSignatureReason = "InvalidTagSignature"
+	// InvalidCommitSignatureReason: the commit is unsigned or its signature
+	// is not valid by any trusted key.
+	InvalidCommitSignatureReason = "InvalidCommitSignature"
+)
+
 // GitRepositoryStatus is what source-controller observed and produced.
 type GitRepositoryStatus struct {
 	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage.
+	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage,
+	// SourceVerified (with spec.verify).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -27,7 +27,18 @@
 //     an http:// spec.url sends the Secret's credentials in clear, as it
 //     asks, exactly as Flux does (docs/design/tenancy.md, "Source
 //     credentials").
-//  3. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
+//  3. verify (only with spec.verify): check the OpenPGP signature of the
+//     commit just checked out (mode HEAD), of the annotated tag spec.ref
+//     names (Tag), or both (TagAndHEAD), with the public keys of
+//     spec.verify.secretRef (internal/git, bounded: 256 KiB, 100 keys).
+//     SourceVerified=True names the keys' fingerprints; a refused revision
+//     is SourceVerified=False and Ready=False (VerificationError,
+//     InvalidGitObject, InvalidTagSignature, InvalidCommitSignature,
+//     retried with backoff; InvalidVerificationMode, a tag mode without a
+//     tag ref, stalled) and is never packed. With spec.verify the source
+//     step's "nothing new" shortcut also needs SourceVerified=True for the
+//     generation (docs/design/source-verification.md).
+//  4. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
 //     (pkg/artifact), set status.artifact, emit NewArtifact for a new
 //     revision, keep the newest --artifact-retention-records files.
 //
@@ -141,7 +152,9 @@
 // ArtifactRebuilt (info), and on every failed attempt an error event with
 // Ready's reason (AuthenticationFailed, ReferenceNotFound, InvalidSpec,
 // RepositoryTooLarge, InsecureConnectionsDisallowed, GitOperationFailed,
-// StorageOperationFailed): a retry is the same news, which
+// StorageOperationFailed, and spec.verify's VerificationError,
+// InvalidVerificationMode, InvalidGitObject, InvalidTagSignature,
+// InvalidCommitSignature): a retry is the same news, which
 // notification-controller alerts once per --rate-limit-interval.
 // These and the condition reasons are constants of api/source/v1 and
 // api/meta, listed in the Reasons table of docs/api/gitrepository.md. The

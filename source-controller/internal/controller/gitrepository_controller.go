@@ -103,8 +103,8 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 	return r.sk
 }
 
-// Reconcile runs, for a live object, the steps storage, source and
-// artifact (pkg/reconcile summarizes, writes status and requeues).
+// Reconcile runs, for a live object, the steps storage, source, verify
+// and artifact (pkg/reconcile summarizes, writes status and requeues).
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -122,6 +122,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
+		plumbreconcile.Bind("verify", r.reconcileVerify, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
 	)
 }
@@ -229,7 +230,8 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	if err != nil {
 		return err
 	}
-	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) {
+	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) &&
+		verifiedForGeneration(obj) {
 		st.upToDate = true
 		st.target = target
 		return nil

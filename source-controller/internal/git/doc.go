@@ -42,6 +42,16 @@
 // into a large tree. It does not bound what go-git keeps in memory (the
 // reference advertisement, progress messages): spec.timeout does.
 //
+// # Signatures
+//
+// ReadKeyRing parses a Secret's values as armored OpenPGP public keys
+// (bounded by MaxKeyRingBytes and MaxKeys, a value that is not a key is an
+// error naming it); VerifyCommit and VerifyTag check, in a checkout made
+// by Checkout, the signature of a commit and of the annotated tag a
+// reference names (which must point to that commit), and return the
+// signer's primary key fingerprint. An unsigned commit or tag, or a
+// lightweight tag, wraps ErrNotSigned. Nothing goes to the network.
+//
 // Errors are classified (Kind) so the reconciler can give a person a clear
 // reason: authentication, reference not found, invalid spec (stalled, no
 // retry helps), a repository over the size limit, an https:// remote
