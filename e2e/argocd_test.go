@@ -113,7 +113,7 @@ func TestAnArgoCDApplicationRunsUnchanged(t *testing.T) {
 		}
 		g.Expect(err).NotTo(HaveOccurred())
 		return true
-	}).WithTimeout(2 * timeout).WithPolling(poll).Should(BeFalse(), "the Kustomization goes once its PostDelete hook finished")
+	}).WithTimeout(2*timeout).WithPolling(poll).Should(BeFalse(), "the Kustomization goes once its PostDelete hook finished")
 	cleanup := rec.firstWithPrefix("Job/cleanup-")
 	g.Expect(cleanup).To(BeNumerically(">=", 0), "the PostDelete hook ran: %v", rec.createdOrder())
 	for _, gone := range []string{"ReplicaSet/backend", "ReplicaSet/frontend", "Service/backend-svc", "Service/frontend", "ConfigMap/no-prune"} {
