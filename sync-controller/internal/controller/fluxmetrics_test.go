@@ -247,6 +247,18 @@ sum(gotk_reconcile_condition{namespace=~"$namespace",type="Ready",status="Delete
 			g.Expect(byLabel(v, "controller")).To(HaveKeyWithValue("kustomization", BeNumerically(">", 0)))
 		},
 	}, {
+		from: "control-plane Helm Releases ops/min",
+		expr: `sum(increase(controller_runtime_reconcile_total{controller="helmrelease",result!="error"}[1m])) by (controller)`,
+		check: func(g Gomega, v promql.Vector) {
+			g.Expect(byLabel(v, "controller")).To(HaveKeyWithValue("helmrelease", BeNumerically(">", 0)))
+		},
+	}, {
+		from: "control-plane variable namespace",
+		expr: `workqueue_work_duration_seconds_count`,
+		check: func(g Gomega, v promql.Vector) {
+			g.Expect(byLabel(v, "namespace")).To(HaveKey(scrapeNamespace), "the dashboard's namespace list offers the controller's")
+		},
+	}, {
 		from:  "control-plane Helm Release Duration",
 		expr:  `histogram_quantile(0.99, sum(rate(controller_runtime_reconcile_time_seconds_bucket{controller="helmrelease"}[5m])) by (le))`,
 		check: positive,
