@@ -298,7 +298,7 @@ func scrape(t *testing.T, url string, at time.Time, db storage.Appendable, ns st
 		for i := 0; i+1 < len(extra); i += 2 {
 			b.Set(extra[i], extra[i+1])
 		}
-		b.Set(labels.MetricName, name)
+		b.Set(model.MetricNameLabel, name)
 		b.Set("namespace", scrapeNamespace)
 		b.Set("pod", scrapePod)
 		b.Set("job", scrapeNamespace+"/sync-controller")
