@@ -114,19 +114,23 @@ func TestFluxDashboardsAndAlertsReadPlumbMetrics(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(suspended), got)).To(Succeed())
 		return got.Finalizers
 	}, time.Minute, 100*time.Millisecond).ShouldNot(BeEmpty(), "sync-controller saw the suspended Kustomization")
+	exposition := func(g Gomega) string {
+		resp, err := http.Get(metricsServer.URL)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		body, err := io.ReadAll(resp.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(body)
+	}
+	deletedSeries := `gotk_reconcile_condition{kind="Kustomization",name="deleted",namespace="` + ns + `"`
+	g.Expect(exposition(g)).To(ContainSubstring(deletedSeries))
 	g.Expect(env.Client.Delete(ctx, deleted)).To(Succeed())
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(deleted), &kustomizev1.Kustomization{})
 	}, time.Minute, 100*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
 	// Its series go with it, as Flux drops a deleted object's.
-	g.Eventually(func(g Gomega) string {
-		resp, err := http.Get(metricsServer.URL)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		g.Expect(err).NotTo(HaveOccurred())
-		return string(body)
-	}, time.Minute, 100*time.Millisecond).ShouldNot(ContainSubstring(`name="deleted"`))
+	g.Eventually(exposition, time.Minute, 100*time.Millisecond).ShouldNot(ContainSubstring(`name="deleted"`))
 
 	// Two scrapes with reconciles between them, so that the rates of the
 	// dashboards have an increase to show.
@@ -137,6 +141,8 @@ func TestFluxDashboardsAndAlertsReadPlumbMetrics(t *testing.T) {
 	renderRelease(t, release, "1.1.0", "replicas: 2", configMapIn(ns, "release"))
 	waitReady(t, ready, "main@sha1:2222")
 	waitReleaseReady(t, release, "1.1.0")
+	// Stored 30 s apart, a usual scrape interval, so that the dashboards'
+	// [1m] windows hold both.
 	at := first.Add(30 * time.Second)
 	scrape(t, metricsServer.URL, at, db, ns)
 
