@@ -10,4 +10,24 @@
 // where <condition> is the lower-cased condition a controller reports on
 // (ready, rendered) and <work> names what a skipped reconcile saves
 // (fetches_total, builds_total). Controllers add their own metrics beside.
+//
+// Beside them, a kind whose Spec sets Toolkit also has Flux's series, so
+// that Flux's Grafana dashboards and alert rules work unchanged
+// (toolkit.go; docs/design/metrics.md says which controller exports which
+// kind):
+//
+//	gotk_reconcile_duration_seconds{kind,name,namespace}          histogram, Flux's buckets
+//	gotk_reconcile_condition{kind,name,namespace,type,status}     gauge: type Ready; 1 for its status, 0 for the others
+//	gotk_suspend_status{kind,name,namespace}                      gauge: 1 while suspended
+//
+// status is True, False, Unknown or Deleted. fluxcd/pkg/runtime/metrics,
+// which Flux's controllers use, is not used here: it has no Deleted
+// series, and the expressions of Flux's ReconciliationFailure alert rule
+// and of its dashboards of that metric add or subtract them, so with it
+// they come out empty — an alert that never fires. Here a live object's
+// Deleted series is 0, and a deleted object's series are removed (Forget),
+// as Flux removes them now rather than keep Deleted=1 forever. And its
+// Recorder's three collectors are created per Recorder, while a Plumb
+// controller creates one Object per kind on one registry: here the second
+// kind reuses the collectors the first registered.
 package metrics

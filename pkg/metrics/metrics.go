@@ -19,6 +19,11 @@ type Spec struct {
 	// Work and WorkHelp name and describe the work counter; no counter when
 	// Work is empty.
 	Work, WorkHelp string
+	// Toolkit also exports Flux's gotk_* series for Kind (toolkit.go). Set
+	// it in the one controller that owns the kind's Ready condition, so
+	// that no kind is exported twice: render-controller, which reports
+	// Rendered on Kustomizations and HelmReleases, leaves it unset.
+	Toolkit bool
 }
 
 // Object is the metric set of one kind of reconciled object.
@@ -29,6 +34,8 @@ type Object struct {
 	suspended *prometheus.GaugeVec
 	size      *prometheus.GaugeVec
 	work      *prometheus.CounterVec
+	// toolkit is the registry's gotk_* set when Spec.Toolkit, else nil.
+	toolkit *toolkit
 }
 
 // NewObject creates the metrics and registers them with reg
@@ -62,13 +69,21 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 		m.work = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp}, labels)
 		reg.MustRegister(m.work)
 	}
+	if s.Toolkit {
+		m.toolkit = toolkitOn(reg)
+	}
 	return m
 }
 
 // Observe records the duration of a reconcile that started at start.
 func (m *Object) Observe(namespace, name string, start time.Time) {
-	if m != nil {
-		m.duration.WithLabelValues(namespace, name).Observe(time.Since(start).Seconds())
+	if m == nil {
+		return
+	}
+	took := time.Since(start).Seconds()
+	m.duration.WithLabelValues(namespace, name).Observe(took)
+	if m.toolkit != nil {
+		m.toolkit.duration.WithLabelValues(m.spec.Kind, name, namespace).Observe(took)
 	}
 }
 
@@ -77,11 +92,10 @@ func (m *Object) Record(namespace, name string, conditions []metav1.Condition, s
 	if m == nil {
 		return
 	}
-	susp := 0.0
-	if suspended {
-		susp = 1
+	m.suspended.WithLabelValues(namespace, name).Set(boolValue(suspended))
+	if m.toolkit != nil {
+		m.toolkit.record(m.spec.Kind, namespace, name, conditions, suspended)
 	}
-	m.suspended.WithLabelValues(namespace, name).Set(susp)
 	value := -1.0
 	for _, c := range conditions {
 		if c.Type != m.spec.Condition {
@@ -117,5 +131,8 @@ func (m *Object) Forget(namespace, name string) {
 	}
 	if m.work != nil {
 		m.work.DeleteLabelValues(namespace, name)
+	}
+	if m.toolkit != nil {
+		m.toolkit.forget(m.spec.Kind, namespace, name)
 	}
 }

@@ -62,7 +62,7 @@ func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &notificationv1.Alert{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, readFailed(r.Metrics.alerts(), req, err)
 	}
 	return r.skeleton().Run(ctx, obj, bind(obj,
 		step[*notificationv1.Alert]{"suspend", r.reconcileSuspend},

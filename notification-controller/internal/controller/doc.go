@@ -45,4 +45,9 @@
 //	plumb_notification_{provider,alert,receiver}_reconcile_duration_seconds  histogram
 //	plumb_notification_{provider,alert,receiver}_ready                       Ready: 1 True, 0 False, -1 Unknown
 //	plumb_notification_{provider,alert,receiver}_suspended                   1 while spec.suspend is true
+//
+// and Flux's gotk_reconcile_duration_seconds, gotk_reconcile_condition and
+// gotk_suspend_status for the three kinds (pkg/metrics). The kinds have
+// no finalizer: a deleted object's series are dropped when its reconcile
+// finds it gone.
 package controller

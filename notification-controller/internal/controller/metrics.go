@@ -2,6 +2,8 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -10,8 +12,8 @@ import (
 
 // Metrics are the per-object metrics of notification-controller's three
 // kinds: pkg/metrics' set, the same names every controller has, one set
-// per kind (plumb_notification_provider_…, _alert_…, _receiver_…). A nil
-// *Metrics records nothing.
+// per kind (plumb_notification_provider_…, _alert_…, _receiver_…), and
+// Flux's gotk_* series of the three kinds. A nil *Metrics records nothing.
 type Metrics struct {
 	Providers, Alerts, Receivers *metrics.Object
 }
@@ -21,7 +23,7 @@ type Metrics struct {
 // them).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	set := func(subsystem, kind string) *metrics.Object {
-		return metrics.NewObject(reg, metrics.Spec{Subsystem: subsystem, Kind: kind, Condition: meta.ReadyCondition})
+		return metrics.NewObject(reg, metrics.Spec{Subsystem: subsystem, Kind: kind, Condition: meta.ReadyCondition, Toolkit: true})
 	}
 	return &Metrics{
 		Providers: set("notification_provider", notificationv1.ProviderKind),
@@ -49,4 +51,16 @@ func (m *Metrics) receivers() *metrics.Object {
 		return nil
 	}
 	return m.Receivers
+}
+
+// readFailed ends a reconcile whose object could not be read. A deleted
+// object (the kinds have no finalizer) has its series dropped, as the
+// other controllers do in their finalizers, so that a dashboard does not
+// keep counting it.
+func readFailed(m *metrics.Object, req ctrl.Request, err error) error {
+	if apierrors.IsNotFound(err) {
+		m.Forget(req.Namespace, req.Name)
+		return nil
+	}
+	return err
 }

@@ -64,7 +64,7 @@ func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &notificationv1.Provider{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, readFailed(r.Metrics.providers(), req, err)
 	}
 	result, err := r.skeleton().Run(ctx, obj, bind(obj,
 		step[*notificationv1.Provider]{"suspend", r.reconcileSuspend},

@@ -58,6 +58,32 @@ func TestProviderSecret(t *testing.T) {
 		}
 	}
 	g.Expect(managers).To(HaveKey(FieldManager))
+
+	// Flux's series beside Plumb's, kind="Provider"; a deleted Provider's
+	// series go (the kind has no finalizer that would drop them).
+	flux := map[string]string{"kind": notificationv1.ProviderKind, "namespace": ns, "name": "slack"}
+	fluxStatus := func(status string) func() float64 {
+		return func() float64 {
+			return gauge(t, "gotk_reconcile_condition", withLabel(withLabel(flux, "type", meta.ReadyCondition), "status", status))
+		}
+	}
+	g.Eventually(fluxStatus("True"), timeout, poll).Should(Equal(1.0))
+	g.Expect(fluxStatus("False")()).To(Equal(0.0))
+	g.Expect(fluxStatus("Deleted")()).To(Equal(0.0))
+	g.Expect(gauge(t, "gotk_suspend_status", flux)).To(Equal(0.0))
+	g.Expect(k8s.Delete(ctx, p)).To(Succeed())
+	g.Eventually(fluxStatus("True"), timeout, poll).Should(Equal(-2.0), "no series once deleted")
+	g.Expect(gauge(t, "gotk_suspend_status", flux)).To(Equal(-2.0))
+	g.Expect(gauge(t, "plumb_notification_provider_ready", labels)).To(Equal(-2.0))
+}
+
+// withLabel is labels and name=value.
+func withLabel(labels map[string]string, name, value string) map[string]string {
+	out := map[string]string{name: value}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }
 
 // TestProviderValidation covers the other ways a Provider is not ready.

@@ -58,7 +58,7 @@ func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &notificationv1.Receiver{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, readFailed(r.Metrics.receivers(), req, err)
 	}
 	result, err := r.skeleton().Run(ctx, obj, bind(obj,
 		step[*notificationv1.Receiver]{"resources", r.reconcileResources},

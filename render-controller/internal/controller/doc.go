@@ -179,5 +179,6 @@
 //
 // and the same set for HelmReleases under plumb_render_helmrelease_
 // (reconcile_duration_seconds, rendered, suspended, artifact_size_bytes,
-// renders_total).
+// renders_total). Flux's gotk_* series of the two kinds are
+// sync-controller's, which owns their Ready (docs/design/metrics.md).
 package controller

@@ -173,5 +173,7 @@
 //	plumb_source_fetches_total               fetches (clones) done
 //
 // and the same set, without the counter, as plumb_source_helmrepository_*
-// and plumb_source_helmchart_* for the Helm kinds.
+// and plumb_source_helmchart_* for the Helm kinds; and Flux's
+// gotk_reconcile_duration_seconds, gotk_reconcile_condition and
+// gotk_suspend_status for the three kinds (pkg/metrics).
 package controller

@@ -160,6 +160,11 @@ func TestNewCommitNewArtifactUnchangedRemoteNoRepack(t *testing.T) {
 	g.Expect(gauge(t, "plumb_source_ready", ns, "app")).To(Equal(1.0))
 	g.Expect(gauge(t, "plumb_source_artifact_size_bytes", ns, "app")).To(Equal(float64(*obj.Status.Artifact.Size)))
 	g.Expect(gauge(t, "plumb_source_suspended", ns, "app")).To(Equal(0.0))
+	// And Flux's, kind="GitRepository".
+	g.Expect(fluxCondition(t, sourcev1.GitRepositoryKind, ns, "app")).To(Equal(map[string]float64{
+		"True": 1, "False": 0, "Unknown": 0, "Deleted": 0,
+	}))
+	g.Expect(gauge(t, "gotk_suspend_status", ns, "app")).To(Equal(0.0))
 }
 
 func TestFailuresKeepThePreviousArtifact(t *testing.T) {

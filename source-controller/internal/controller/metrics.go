@@ -11,9 +11,11 @@ import (
 // NewMetrics creates source-controller's Prometheus metrics (pkg/metrics'
 // set, the package doc lists their names) and registers them with reg
 // (controller-runtime's metrics.Registry in the binary, so /metrics serves them).
+// Each source kind also reports Flux's gotk_* series, kind="GitRepository",
+// "HelmRepository", "HelmChart".
 func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
-		Subsystem: "source", Kind: sourcev1.GitRepositoryKind, Condition: meta.ReadyCondition,
+		Subsystem: "source", Kind: sourcev1.GitRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
 		Work:     "fetches_total",
 		WorkHelp: "Fetches (clones) from the remote; a reconcile whose remote head is unchanged fetches nothing.",
 	})
@@ -23,7 +25,7 @@ func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 // plumb_source_helmrepository_*, and registers them with reg.
 func NewHelmRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
-		Subsystem: "source_helmrepository", Kind: sourcev1.HelmRepositoryKind, Condition: meta.ReadyCondition,
+		Subsystem: "source_helmrepository", Kind: sourcev1.HelmRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
 	})
 }
 
@@ -31,6 +33,6 @@ func NewHelmRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
 // and registers them with reg.
 func NewHelmChartMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
-		Subsystem: "source_helmchart", Kind: sourcev1.HelmChartKind, Condition: meta.ReadyCondition,
+		Subsystem: "source_helmchart", Kind: sourcev1.HelmChartKind, Condition: meta.ReadyCondition, Toolkit: true,
 	})
 }

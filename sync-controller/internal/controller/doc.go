@@ -181,5 +181,8 @@
 //
 // The per-object set is Kustomizations'; HelmReleases have their own,
 // plumb_sync_helmrelease_reconcile_duration_seconds, _ready, _suspended
-// and _artifact_size_bytes.
+// and _artifact_size_bytes. sync-controller owns both kinds' Ready, so it
+// exports Flux's gotk_reconcile_duration_seconds, gotk_reconcile_condition
+// and gotk_suspend_status for them (kind="Kustomization", "HelmRelease";
+// render-controller does not, docs/design/metrics.md).
 package controller

@@ -38,8 +38,8 @@ func recordSync(s *syncRun) {
 	if !ok || !s.operation {
 		return
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	started := s.operationStart()
+	finished := time.Now()
+	now := metav1.NewTime(finished.Truncate(time.Second))
 	entry := meta.Snapshot{Digest: s.digest, FirstReconciled: now}
 	history := make(meta.History, 0, len(ks.Status.History)+1)
 	for _, h := range ks.Status.History {
@@ -50,11 +50,23 @@ func recordSync(s *syncRun) {
 		history = append(history, h)
 	}
 	entry.LastReconciled = now
-	entry.LastReconciledDuration = metav1.Duration{Duration: now.Sub(started.Time)}
+	entry.LastReconciledDuration = metav1.Duration{Duration: operationDuration(s, finished)}
 	entry.LastReconciledStatus = syncOutcome(s)
 	entry.TotalReconciliations++
 	entry.Metadata = map[string]string{meta.HistoryRevisionKey: s.revision}
 	ks.Status.History = boundHistory(append(meta.History{entry}, history...), kustomizev1.MaxHistory, nil)
+}
+
+// operationDuration is how long the sync operation of s took until
+// finished. status keeps its start to the second only; an operation that
+// this run started is timed from the run's start instead, so that a sync
+// shorter than a second does not read 0s (Flux's duration is not rounded).
+func operationDuration(s *syncRun, finished time.Time) time.Duration {
+	started := s.operationStart().Time
+	if !s.start.IsZero() && !started.Before(s.start.Truncate(time.Second)) {
+		return finished.Sub(s.start)
+	}
+	return finished.Sub(started)
 }
 
 // syncOutcome is the Ready reason the sync operation of s ended with:

@@ -16,8 +16,10 @@ import (
 // every controller keeps (pkg/metrics: reconcile duration, Ready,
 // suspended, rendered artifact size), one per kind (plumb_sync_… for
 // Kustomizations, plumb_sync_helmrelease_… for HelmReleases), and the
-// sync's own counters, labelled with the kind. A nil *Metrics records
-// nothing.
+// sync's own counters, labelled with the kind. sync-controller owns the
+// Ready condition of both kinds, so it, not render-controller, reports
+// Flux's gotk_* series for them (kind="Kustomization", "HelmRelease"). A
+// nil *Metrics records nothing.
 type Metrics struct {
 	objects         *plumbmetrics.Object
 	helmReleases    *plumbmetrics.Object
@@ -33,10 +35,10 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		objects: plumbmetrics.NewObject(reg, plumbmetrics.Spec{
-			Subsystem: "sync", Kind: kustomizev1.KustomizationKind, Condition: meta.ReadyCondition,
+			Subsystem: "sync", Kind: kustomizev1.KustomizationKind, Condition: meta.ReadyCondition, Toolkit: true,
 		}),
 		helmReleases: plumbmetrics.NewObject(reg, plumbmetrics.Spec{
-			Subsystem: "sync_helmrelease", Kind: helmv2.HelmReleaseKind, Condition: meta.ReadyCondition,
+			Subsystem: "sync_helmrelease", Kind: helmv2.HelmReleaseKind, Condition: meta.ReadyCondition, Toolkit: true,
 		}),
 		objectsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plumb_sync_objects_total",

@@ -124,7 +124,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	// The HelmRelease reconciler shares the settings, with an engine of
 	// its own over its own watcher, as in main.go.
 	hr := &HelmReleaseReconciler{Syncer: Syncer{
-		Client: r.Client, Reader: r.Reader, Events: r.Events, Fetch: r.Fetch,
+		Client: r.Client, Reader: r.Reader, Events: r.Events, Fetch: r.Fetch, Metrics: r.Metrics,
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
 		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Impersonator: r.Impersonator, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
