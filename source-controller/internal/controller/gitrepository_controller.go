@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -174,6 +178,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 // every interval — a new commit may be small enough, the server may stop
 // redirecting, and only polling sees it; anything else is retried.
 func fetchFailure(err error, interval time.Duration) *plumbreconcile.Error {
+	var proxyErr *proxyError
+	if errors.As(err, &proxyErr) {
+		return plumbreconcile.Failed(sourcev1.ProxyConfigErrorReason, err)
+	}
 	switch git.KindOf(err) {
 	case git.AuthFailed:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, err)
@@ -216,6 +224,9 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	if err != nil {
 		return err
 	}
+	if auth.Proxy, err = r.proxy(ctx, obj); err != nil {
+		return err
+	}
 
 	var refs git.Refs
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
@@ -231,7 +242,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) &&
-		verifiedForGeneration(obj) {
+		verifiedForGeneration(obj) && !contentSpecChanged(obj) {
 		st.upToDate = true
 		st.target = target
 		return nil
@@ -245,7 +256,10 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	defer cancel()
 	st.checkout = filepath.Join(tmp, "checkout")
 	r.Metrics.Worked(obj.Namespace, obj.Name)
-	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, r.MaxRepositorySize)
+	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, git.CheckoutOptions{
+		MaxSize:     r.MaxRepositorySize,
+		Directories: obj.Spec.SparseCheckout,
+	})
 	return err
 }
 
@@ -258,7 +272,8 @@ func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
 
 // reconcileArtifact packs the checkout (minus .git, .sourceignore rules and
 // spec.ignore) into gitrepository/<ns>/<name>/<commit>.tar.gz, records it in
-// status.artifact, emits NewArtifact for a new revision, and keeps the
+// status.artifact with the spec it was made with (status.observedIgnore,
+// observedSparseCheckout, observedInclude), emits NewArtifact for a new revision, and keeps the
 // newest --artifact-retention-records files. Sets ArtifactInStorage: True
 // when stored, False (StorageOperationFailed) when storing failed.
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
@@ -275,6 +290,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		a.Revision = st.target.Revision()
 		prev := obj.Status.Artifact
 		obj.Status.Artifact = a
+		observeContentSpec(obj)
 		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 			"stored artifact for revision %q", a.Revision)
 		md := map[string]string{"digest": a.Digest, "url": a.URL}
@@ -295,6 +311,50 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	}
 	return nil
 }
+
+// observeContentSpec records in status the fields of the spec that shaped
+// the artifact just stored, as Flux does: they tell a reader which spec
+// status.artifact was made with while a newer generation may be refused.
+func observeContentSpec(obj *sourcev1.GitRepository) {
+	obj.Status.ObservedIgnore = obj.Spec.Ignore
+	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+}
+
+// contentSpecChanged reports whether the spec that shapes the artifact's
+// content differs from the one status.artifact was made with, so that an
+// artifact kept through a failed repack is never taken for the new spec's.
+func contentSpecChanged(obj *sourcev1.GitRepository) bool {
+	return !equality.Semantic.DeepEqual(obj.Spec.Ignore, obj.Status.ObservedIgnore) ||
+		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout)
+}
+
+// proxy reads spec.proxySecretRef; zero options without it.
+func (r *GitRepositoryReconciler) proxy(ctx context.Context, obj *sourcev1.GitRepository) (transport.ProxyOptions, error) {
+	ref := obj.Spec.ProxySecretRef
+	if ref == nil {
+		return transport.ProxyOptions{}, nil
+	}
+	name := obj.Namespace + "/" + ref.Name
+	var secret corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return transport.ProxyOptions{}, &proxyError{fmt.Errorf("spec.proxySecretRef: Secret %s not found", name)}
+		}
+		return transport.ProxyOptions{}, fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	p, err := git.ProxyFromSecret(obj.Spec.URL, secret.Data, name)
+	if err != nil {
+		return p, &proxyError{err}
+	}
+	return p, nil
+}
+
+// proxyError is a spec.proxySecretRef that cannot be used
+// (ProxyConfigError, retried: the Secret may be created or fixed).
+type proxyError struct{ err error }
+
+func (e *proxyError) Error() string { return e.err.Error() }
+func (e *proxyError) Unwrap() error { return e.err }
 
 // applyStatus server-side-applies the whole status as FieldManager.
 func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {
