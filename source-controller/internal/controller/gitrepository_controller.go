@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
@@ -61,14 +62,21 @@ type GitRepositoryReconciler struct {
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
 // on a spec change (generation), on a new value of the requestedAt
-// annotation, and every spec.interval (with jitter) after that.
+// annotation, on a new artifact (or the deletion) of a GitRepository that
+// spec.include names, and every spec.interval (with jitter) after that.
 func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sourcev1.GitRepository{}, includeIndexKey, includedNames); err != nil {
+		return fmt.Errorf("indexing GitRepositories by include: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gitrepository").
 		For(&sourcev1.GitRepository{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
 		))).
+		Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.includersOf),
+			builder.WithPredicates(includedArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -82,6 +90,8 @@ type state struct {
 	target   git.Target
 	checkout string
 	tmp      string
+	// includes are the artifacts of spec.include, in its order.
+	includes []*meta.Artifact
 }
 
 // skeleton is this controller's use of pkg/reconcile: Ready speaks for
@@ -125,6 +135,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}()
 	return r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
+		plumbreconcile.Bind("include", r.reconcileIncludes, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("verify", r.reconcileVerify, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
@@ -242,7 +253,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) &&
-		verifiedForGeneration(obj) && !contentSpecChanged(obj) {
+		verifiedForGeneration(obj) && !contentSpecChanged(obj) && !includesChanged(obj, st.includes) {
 		st.upToDate = true
 		st.target = target
 		return nil
@@ -279,6 +290,10 @@ func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
 	ref := storageRef(obj)
 	if !st.upToDate {
+		if err := r.copyIncludes(obj, st); err != nil {
+			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeFailedReason, "%s", err.Error())
+			return err
+		}
 		a, err := r.Storage.Pack(ctx, ref, st.target.Commit+".tar.gz", st.checkout, artifact.PackOptions{
 			Ignore: artifact.NewIgnorer(obj.Spec.Ignore),
 		})
@@ -290,7 +305,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		a.Revision = st.target.Revision()
 		prev := obj.Status.Artifact
 		obj.Status.Artifact = a
-		observeContentSpec(obj)
+		observeContentSpec(obj, st.includes)
 		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 			"stored artifact for revision %q", a.Revision)
 		md := map[string]string{"digest": a.Digest, "url": a.URL}
@@ -315,9 +330,11 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 // observeContentSpec records in status the fields of the spec that shaped
 // the artifact just stored, as Flux does: they tell a reader which spec
 // status.artifact was made with while a newer generation may be refused.
-func observeContentSpec(obj *sourcev1.GitRepository) {
+func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) {
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.ObservedInclude = obj.Spec.Include
+	obj.Status.IncludedArtifacts = includes
 }
 
 // contentSpecChanged reports whether the spec that shapes the artifact's

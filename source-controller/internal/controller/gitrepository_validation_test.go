@@ -28,7 +28,9 @@ func TestGitRepositoryFieldValidation(t *testing.T) {
 		// refused is a part of the API server's message; "" when accepted.
 		refused string
 	}{
-		{name: "ref-name-pull", mutate: func(s *sourcev1.GitRepositorySpec) { s.Reference = &sourcev1.GitRepositoryRef{Name: "refs/pull/420/head"} }},
+		{name: "ref-name-pull", mutate: func(s *sourcev1.GitRepositorySpec) {
+			s.Reference = &sourcev1.GitRepositoryRef{Name: "refs/pull/420/head"}
+		}},
 		{name: "ref-name-short", refused: "spec.ref.name must be a full Git reference name starting with refs/",
 			mutate: func(s *sourcev1.GitRepositorySpec) { s.Reference = &sourcev1.GitRepositoryRef{Name: "main"} }},
 		{name: "ref-name-dotdot", refused: "spec.ref.name must be a full Git reference name",
@@ -41,7 +43,9 @@ func TestGitRepositoryFieldValidation(t *testing.T) {
 		{name: "sparse-empty", refused: "spec.sparseCheckout[0]",
 			mutate: func(s *sourcev1.GitRepositorySpec) { s.SparseCheckout = []string{""} }},
 		{name: "sparse-too-many", refused: "must have at most 64 items",
-			mutate: func(s *sourcev1.GitRepositorySpec) { s.SparseCheckout = strings.Split(strings.Repeat("d,", 65)[:129], ",") }},
+			mutate: func(s *sourcev1.GitRepositorySpec) {
+				s.SparseCheckout = strings.Split(strings.Repeat("d,", 65)[:129], ",")
+			}},
 		{name: "include-ok", mutate: func(s *sourcev1.GitRepositorySpec) { s.Include = include("lib", "deploy", "vendor/lib") }},
 		{name: "include-no-name", refused: "spec.include[0].repository.name",
 			mutate: func(s *sourcev1.GitRepositorySpec) { s.Include = include("", "", "") }},
