@@ -231,13 +231,15 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	st.tmp = tmp
+	proxy, err := r.proxy(ctx, obj)
+	if err != nil {
+		return err
+	}
 	auth, err := git.AuthFromSecret(obj.Spec.URL, data, secretName, tmp)
 	if err != nil {
 		return err
 	}
-	if auth.Proxy, err = r.proxy(ctx, obj); err != nil {
-		return err
-	}
+	auth.Proxy = proxy
 
 	var refs git.Refs
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
