@@ -117,7 +117,7 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 	return r.sk
 }
 
-// Reconcile runs, for a live object, the steps storage, source, verify
+// Reconcile runs, for a live object, the steps storage, include, source, verify
 // and artifact (pkg/reconcile summarizes, writes status and requeues).
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &sourcev1.GitRepository{}

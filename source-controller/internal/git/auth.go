@@ -40,9 +40,9 @@ const (
 
 // ProxyFromSecret reads the proxy of spec.proxySecretRef for rawURL from a
 // Secret's data: address (an http://, https:// or socks5:// URL) and
-// optional username and password. A proxy for an ssh:// URL is refused:
-// go-git's SSH transport only dials through SOCKS, and a proxy setting that
-// silently does nothing would leak the connection around it.
+// optional username and password. A proxy for an ssh:// URL is refused
+// rather than ignored, so that no connection silently goes around it
+// (docs/design/source.md).
 func ProxyFromSecret(rawURL string, data map[string][]byte, secretName string) (transport.ProxyOptions, error) {
 	invalid := func(format string, args ...any) error {
 		return &Error{Kind: InvalidSpec, Err: fmt.Errorf("spec.proxySecretRef: Secret "+secretName+": "+format, args...)}
