@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -52,6 +53,7 @@ func includedNames(o client.Object) []string {
 func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Object) []reconcile.Request {
 	var list sourcev1.GitRepositoryList
 	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{includeIndexKey: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the includers of a GitRepository")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

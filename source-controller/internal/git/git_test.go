@@ -119,6 +119,10 @@ func TestFetchRefs(t *testing.T) {
 		{name: "commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "master", Commit: f.c1}, revision: "master@sha1:" + f.c1, content: "1"},
 		{name: "older commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "side", Commit: f.c2}, revision: "side@sha1:" + f.c2, content: "2"},
 		{name: "commit beats tag", ref: &sourcev1.GitRepositoryRef{Tag: "v2.0.0", Commit: f.c1}, revision: "sha1:" + f.c1, content: "1"},
+		{name: "name beats branch, tag and semver", ref: &sourcev1.GitRepositoryRef{Branch: "master", Tag: "v2.0.0", SemVer: "~1", Name: "refs/pull/7/head"}, revision: "refs/pull/7/head@sha1:" + f.side, content: "2"},
+		{name: "name of an annotated tag", ref: &sourcev1.GitRepositoryRef{Name: "refs/tags/v1.0.0"}, revision: "refs/tags/v1.0.0@sha1:" + f.c1, content: "1"},
+		{name: "name of a branch", ref: &sourcev1.GitRepositoryRef{Name: "refs/heads/side"}, revision: "refs/heads/side@sha1:" + f.side, content: "2"},
+		{name: "commit beats name", ref: &sourcev1.GitRepositoryRef{Name: "refs/pull/7/head", Commit: f.c2}, revision: "sha1:" + f.c2, content: "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
