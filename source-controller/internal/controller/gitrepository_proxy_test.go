@@ -3,10 +3,13 @@ package controller
 import (
 	"context"
 	"encoding/base64"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +110,21 @@ func TestProxySecretRefSendsTheFetchThroughTheProxy(t *testing.T) {
 	path := "/" + repo.Name() + ".git"
 	g.Expect(proxy.forwarded()).To(ContainElements(
 		"GET "+path+"/info/refs", "POST "+path+"/git-upload-pack"))
+
+	// An https:// remote is reached through a CONNECT tunnel: a TLS front
+	// of the same Git server, its certificate trusted through ca.crt.
+	backend, err := url.Parse(gitSrv.HTTPAddress())
+	g.Expect(err).NotTo(HaveOccurred())
+	tlsFront := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
+	t.Cleanup(tlsFront.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsFront.Certificate().Raw})
+	credentials(t, ns, "git-auth-tls", map[string]string{"username": gitUser, "password": gitPassword, "ca.crt": string(caPEM)})
+	tlsObj := newGitRepository(ns, "proxied-tls", tlsFront.URL+path, &meta.LocalObjectReference{Name: "git-auth-tls"}, &sourcev1.GitRepositoryRef{Branch: "main"})
+	tlsObj.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
+	g.Expect(k8s.Create(ctx, tlsObj)).To(Succeed())
+	tlsObj = waitReady(t, keyOf(tlsObj), "main@sha1:"+c1)
+	g.Expect(tlsObj.Status.Artifact.Digest).To(Equal(obj.Status.Artifact.Digest))
+	g.Expect(proxy.forwarded()).To(ContainElement("CONNECT "))
 
 	tests := []struct {
 		name, url, proxySecret, reason, message string
