@@ -192,7 +192,8 @@ func checkIncludePaths(in sourcev1.GitRepositoryInclude) error {
 // The artifacts are read from this controller's own storage, the files the
 // included objects' status points to, each checked against its digest
 // before it is extracted (pkg/artifact). Their content together may take at
-// most --max-repository-size bytes. Errors are IncludeFailed.
+// most --max-repository-size bytes, and each at most pkg/artifact's default
+// number of files. Errors are IncludeFailed.
 func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, st *state) error {
 	limit := r.MaxRepositorySize
 	if limit <= 0 {
@@ -209,7 +210,10 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, st *
 			return fail(fmt.Errorf("the included content passes the limit of %d bytes (--max-repository-size)", limit))
 		}
 		extracted := filepath.Join(st.tmp, fmt.Sprintf("include-%d", i))
-		err := artifact.ExtractFile(r.Storage.LocalPath(a.Path), a.Digest, extracted, artifact.Limits{MaxExtractedBytes: limit - used})
+		// The archive and its content both count against what is left;
+		// the number of files keeps pkg/artifact's default bound.
+		err := artifact.ExtractFile(r.Storage.LocalPath(a.Path), a.Digest, extracted,
+			artifact.Limits{MaxArchiveBytes: limit - used, MaxExtractedBytes: limit - used})
 		if errors.Is(err, artifact.ErrTooLarge) {
 			return fail(fmt.Errorf("the included content passes the limit of %d bytes (--max-repository-size): %w", limit, err))
 		}
