@@ -56,9 +56,17 @@ func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Obje
 		ctrl.LoggerFrom(ctx).Error(err, "listing the includers of a GitRepository")
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	return requestsOf(list.Items)
+}
+
+// requestsOf turns listed objects into reconcile requests.
+func requestsOf[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(PT(&items[i]))})
 	}
 	return reqs
 }
