@@ -81,7 +81,87 @@ type GitRepositorySpec struct {
 	// the fetched commit and/or tag before an artifact is made of it.
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
+
+	// SparseCheckout lists directories of the repository (paths relative
+	// to its root, "./" optional); only these are checked out and packed
+	// into the artifact. Every directory must exist in the commit: a
+	// missing one fails the fetch rather than packing an empty artifact.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(d, !d.startsWith('/') && d != '..' && !d.startsWith('../') && !d.contains('/../') && !d.endsWith('/..'))",message="spec.sparseCheckout holds directories relative to the repository root, without a leading / or .. elements"
+	SparseCheckout []string `json:"sparseCheckout,omitempty"`
+
+	// Include copies the artifact content of other GitRepositories of the
+	// same namespace into this one's artifact.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Include []GitRepositoryInclude `json:"include,omitempty"`
+
+	// ProxySecretRef names a Secret in the same namespace with the HTTP(S)
+	// proxy every fetch of an http:// or https:// URL goes through: key
+	// address (the proxy URL, http://, https:// or socks5://), optional
+	// username and password.
+	// +optional
+	ProxySecretRef *meta.LocalObjectReference `json:"proxySecretRef,omitempty"`
 }
+
+// GitRepositoryInclude copies (a folder of) another GitRepository's
+// artifact into this one's, at ToPath.
+// +kubebuilder:validation:XValidation:rule="!has(self.fromPath) || (!self.fromPath.startsWith('/') && self.fromPath != '..' && !self.fromPath.startsWith('../') && !self.fromPath.contains('/../') && !self.fromPath.endsWith('/..'))",message="include fromPath must be relative to the included artifact's root, without a leading / or .. elements"
+// +kubebuilder:validation:XValidation:rule="!has(self.toPath) || (!self.toPath.startsWith('/') && self.toPath != '..' && !self.toPath.startsWith('../') && !self.toPath.contains('/../') && !self.toPath.endsWith('/..'))",message="include toPath must be relative to the artifact's root, without a leading / or .. elements"
+type GitRepositoryInclude struct {
+	// GitRepositoryRef names the GitRepository to include, in the same
+	// namespace.
+	// +required
+	GitRepositoryRef meta.LocalObjectReference `json:"repository"`
+
+	// FromPath is the folder of the included artifact to copy; its root
+	// when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	FromPath string `json:"fromPath,omitempty"`
+
+	// ToPath is where the copy lands in this artifact, replacing what the
+	// checkout has there; the included repository's name when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	ToPath string `json:"toPath,omitempty"`
+}
+
+// GetFromPath returns the folder of the included artifact to copy ("" is
+// its root).
+func (in *GitRepositoryInclude) GetFromPath() string { return in.FromPath }
+
+// GetToPath returns where the copy lands, defaulting to the included
+// repository's name.
+func (in *GitRepositoryInclude) GetToPath() string {
+	if in.ToPath == "" {
+		return in.GitRepositoryRef.Name
+	}
+	return in.ToPath
+}
+
+// IncludeUnavailableCondition is True while an included GitRepository is
+// missing or has no artifact yet; its reason says which.
+const IncludeUnavailableCondition = "IncludeUnavailable"
+
+// Reasons of spec.include and spec.proxySecretRef.
+const (
+	// IncludeNotFoundReason: an included GitRepository does not exist.
+	IncludeNotFoundReason = "IncludeNotFound"
+	// NoIncludedArtifactReason: an included GitRepository has no artifact
+	// yet.
+	NoIncludedArtifactReason = "NoIncludedArtifact"
+	// IncludeFailedReason: an included artifact could not be copied (its
+	// fromPath is missing, it fails its digest, it passes the size limits,
+	// or the include graph has a cycle).
+	IncludeFailedReason = "IncludeFailed"
+	// ProxyConfigErrorReason: the Secret of spec.proxySecretRef is missing
+	// or has no valid address.
+	ProxyConfigErrorReason = "ProxyConfigError"
+)
 
 // GitRepositoryRef chooses what to check out. The most specific field wins:
 // commit, then name, then semver, then tag, then branch.
@@ -99,8 +179,10 @@ type GitRepositoryRef struct {
 	SemVer string `json:"semver,omitempty"`
 
 	// Name of any reference, e.g. refs/heads/main, refs/tags/v1 or
-	// refs/pull/42/head.
+	// refs/pull/42/head; it must start with refs/.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('refs/') && !self.contains('..') && !self.contains(' ') && !self.endsWith('/') && !self.endsWith('.lock')",message="spec.ref.name must be a full Git reference name starting with refs/ (e.g. refs/heads/main, refs/pull/42/head)"
 	Name string `json:"name,omitempty"`
 
 	// Commit SHA-1 to check out; with Branch, the commit must be on it.
@@ -194,6 +276,27 @@ type GitRepositoryStatus struct {
 	// Artifact is the newest packed revision, served over HTTP.
 	// +optional
 	Artifact *meta.Artifact `json:"artifact,omitempty"`
+
+	// IncludedArtifacts are the artifacts of spec.include copied into
+	// status.artifact, in the order of spec.include.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	IncludedArtifacts []*meta.Artifact `json:"includedArtifacts,omitempty"`
+
+	// ObservedIgnore is spec.ignore as applied to status.artifact.
+	// +optional
+	ObservedIgnore *string `json:"observedIgnore,omitempty"`
+
+	// ObservedInclude is spec.include as applied to status.artifact.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	ObservedInclude []GitRepositoryInclude `json:"observedInclude,omitempty"`
+
+	// ObservedSparseCheckout is spec.sparseCheckout as applied to
+	// status.artifact.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	ObservedSparseCheckout []string `json:"observedSparseCheckout,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

@@ -12,10 +12,19 @@
 //
 //  1. storage: re-verify the current artifact's sha256 (ArtifactInStorage);
 //     a missing or tampered file is rebuilt by the next steps.
-//  2. source: list the remote's references (ls-remote) and resolve
+//  2. include (only with spec.include): read the artifacts of the included
+//     GitRepositories of the namespace (IncludeUnavailable: IncludeNotFound,
+//     NoIncludedArtifact, IncludeFailed for a cycle), so that the next step
+//     knows whether they changed; a new artifact of an included one
+//     reconciles its includers at once (a field index and a watch).
+//  3. source: list the remote's references (ls-remote) and resolve
 //     spec.ref; when the verified artifact of this generation already has
-//     that revision, nothing is fetched; otherwise check the commit out,
-//     shallow where the ref allows (FetchFailed on error). The checkout may
+//     that revision, made with the current spec.ignore, spec.sparseCheckout
+//     and included artifacts (status.observed*, includedArtifacts), nothing
+//     is fetched; otherwise check the commit out, shallow where the ref
+//     allows, only the spec.sparseCheckout folders when set (a missing one
+//     is ReferenceNotFound), through the proxy of spec.proxySecretRef when
+//     set (ProxyConfigError when it cannot be used) (FetchFailed on error). The checkout may
 //     write at most --max-repository-size bytes (default 1 GiB), Git
 //     objects and files together, counted while they are written
 //     (internal/git); past it the fetch or checkout stops with
@@ -27,7 +36,7 @@
 //     an http:// spec.url sends the Secret's credentials in clear, as it
 //     asks, exactly as Flux does (docs/design/tenancy.md, "Source
 //     credentials").
-//  3. verify (only with spec.verify): check the OpenPGP signature of the
+//  4. verify (only with spec.verify): check the OpenPGP signature of the
 //     commit just checked out (mode HEAD), of the annotated tag spec.ref
 //     names (Tag), or both (TagAndHEAD), with the public keys of
 //     spec.verify.secretRef (internal/git, bounded: 256 KiB, 100 keys).
@@ -38,9 +47,13 @@
 //     tag ref, stalled) and is never packed. With spec.verify the source
 //     step's "nothing new" shortcut also needs SourceVerified=True for the
 //     generation (docs/design/source-verification.md).
-//  4. artifact: pack the checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
-//     (pkg/artifact), set status.artifact, emit NewArtifact for a new
-//     revision, keep the newest --artifact-retention-records files.
+//  5. artifact: copy the included artifacts' fromPath folders to their
+//     toPath in the checkout (read from this storage, digest-checked,
+//     bounded by --max-repository-size together; IncludeFailed), pack the
+//     checkout into gitrepository/<ns>/<name>/<commit>.tar.gz
+//     (pkg/artifact), set status.artifact and the observed fields, emit
+//     NewArtifact for a new revision, keep the newest
+//     --artifact-retention-records files (docs/design/source.md).
 //
 // A panic in a step (they read a remote repository, untrusted input) fails
 // that step like an error (pkg/panics), so the summary below reports it.

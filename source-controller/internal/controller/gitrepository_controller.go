@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"plumb.dev/api/meta"
@@ -57,14 +62,21 @@ type GitRepositoryReconciler struct {
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
 // on a spec change (generation), on a new value of the requestedAt
-// annotation, and every spec.interval (with jitter) after that.
+// annotation, on a new artifact (or the deletion) of a GitRepository that
+// spec.include names, and every spec.interval (with jitter) after that.
 func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sourcev1.GitRepository{}, includeIndexKey, includedNames); err != nil {
+		return fmt.Errorf("indexing GitRepositories by include: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gitrepository").
 		For(&sourcev1.GitRepository{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
 		))).
+		Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.includersOf),
+			builder.WithPredicates(includedArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -78,6 +90,8 @@ type state struct {
 	target   git.Target
 	checkout string
 	tmp      string
+	// includes are the artifacts of spec.include, in its order.
+	includes []*meta.Artifact
 }
 
 // skeleton is this controller's use of pkg/reconcile: Ready speaks for
@@ -103,7 +117,7 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 	return r.sk
 }
 
-// Reconcile runs, for a live object, the steps storage, source, verify
+// Reconcile runs, for a live object, the steps storage, include, source, verify
 // and artifact (pkg/reconcile summarizes, writes status and requeues).
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &sourcev1.GitRepository{}
@@ -121,6 +135,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}()
 	return r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
+		plumbreconcile.Bind("include", r.reconcileIncludes, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("verify", r.reconcileVerify, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
@@ -174,6 +189,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 // every interval — a new commit may be small enough, the server may stop
 // redirecting, and only polling sees it; anything else is retried.
 func fetchFailure(err error, interval time.Duration) *plumbreconcile.Error {
+	var proxyErr *proxyError
+	if errors.As(err, &proxyErr) {
+		return plumbreconcile.Failed(sourcev1.ProxyConfigErrorReason, err)
+	}
 	switch git.KindOf(err) {
 	case git.AuthFailed:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, err)
@@ -212,10 +231,15 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	st.tmp = tmp
+	proxy, err := r.proxy(ctx, obj)
+	if err != nil {
+		return err
+	}
 	auth, err := git.AuthFromSecret(obj.Spec.URL, data, secretName, tmp)
 	if err != nil {
 		return err
 	}
+	auth.Proxy = proxy
 
 	var refs git.Refs
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
@@ -231,7 +255,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) &&
-		verifiedForGeneration(obj) {
+		verifiedForGeneration(obj) && !contentSpecChanged(obj) && !includesChanged(obj, st.includes) {
 		st.upToDate = true
 		st.target = target
 		return nil
@@ -245,7 +269,10 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	defer cancel()
 	st.checkout = filepath.Join(tmp, "checkout")
 	r.Metrics.Worked(obj.Namespace, obj.Name)
-	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, r.MaxRepositorySize)
+	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, git.CheckoutOptions{
+		MaxSize:     r.MaxRepositorySize,
+		Directories: obj.Spec.SparseCheckout,
+	})
 	return err
 }
 
@@ -258,12 +285,17 @@ func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
 
 // reconcileArtifact packs the checkout (minus .git, .sourceignore rules and
 // spec.ignore) into gitrepository/<ns>/<name>/<commit>.tar.gz, records it in
-// status.artifact, emits NewArtifact for a new revision, and keeps the
+// status.artifact with the spec it was made with (status.observedIgnore,
+// observedSparseCheckout, observedInclude), emits NewArtifact for a new revision, and keeps the
 // newest --artifact-retention-records files. Sets ArtifactInStorage: True
 // when stored, False (StorageOperationFailed) when storing failed.
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
 	ref := storageRef(obj)
 	if !st.upToDate {
+		if err := r.copyIncludes(obj, st); err != nil {
+			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeFailedReason, "%s", err.Error())
+			return err
+		}
 		a, err := r.Storage.Pack(ctx, ref, st.target.Commit+".tar.gz", st.checkout, artifact.PackOptions{
 			Ignore: artifact.NewIgnorer(obj.Spec.Ignore),
 		})
@@ -275,6 +307,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		a.Revision = st.target.Revision()
 		prev := obj.Status.Artifact
 		obj.Status.Artifact = a
+		observeContentSpec(obj, st.includes)
 		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 			"stored artifact for revision %q", a.Revision)
 		md := map[string]string{"digest": a.Digest, "url": a.URL}
@@ -295,6 +328,52 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	}
 	return nil
 }
+
+// observeContentSpec records in status the fields of the spec that shaped
+// the artifact just stored, as Flux does: they tell a reader which spec
+// status.artifact was made with while a newer generation may be refused.
+func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) {
+	obj.Status.ObservedIgnore = obj.Spec.Ignore
+	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.ObservedInclude = obj.Spec.Include
+	obj.Status.IncludedArtifacts = includes
+}
+
+// contentSpecChanged reports whether the spec that shapes the artifact's
+// content differs from the one status.artifact was made with, so that an
+// artifact kept through a failed repack is never taken for the new spec's.
+func contentSpecChanged(obj *sourcev1.GitRepository) bool {
+	return !equality.Semantic.DeepEqual(obj.Spec.Ignore, obj.Status.ObservedIgnore) ||
+		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout)
+}
+
+// proxy reads spec.proxySecretRef; zero options without it.
+func (r *GitRepositoryReconciler) proxy(ctx context.Context, obj *sourcev1.GitRepository) (transport.ProxyOptions, error) {
+	ref := obj.Spec.ProxySecretRef
+	if ref == nil {
+		return transport.ProxyOptions{}, nil
+	}
+	name := obj.Namespace + "/" + ref.Name
+	var secret corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return transport.ProxyOptions{}, &proxyError{fmt.Errorf("spec.proxySecretRef: Secret %s not found", name)}
+		}
+		return transport.ProxyOptions{}, fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	p, err := git.ProxyFromSecret(obj.Spec.URL, secret.Data, name)
+	if err != nil {
+		return p, &proxyError{err}
+	}
+	return p, nil
+}
+
+// proxyError is a spec.proxySecretRef that cannot be used
+// (ProxyConfigError, retried: the Secret may be created or fixed).
+type proxyError struct{ err error }
+
+func (e *proxyError) Error() string { return e.err.Error() }
+func (e *proxyError) Unwrap() error { return e.err }
 
 // applyStatus server-side-applies the whole status as FieldManager.
 func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {

@@ -105,11 +105,7 @@ func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
 			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmCharts of a source")
 			return nil
 		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
+		return requestsOf(list.Items)
 	}
 }
 

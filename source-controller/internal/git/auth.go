@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -22,10 +23,54 @@ const (
 	KnownHostsKey  = "known_hosts"
 )
 
-// Auth is what a fetch authenticates with.
+// Auth is how a fetch reaches and authenticates to the remote.
 type Auth struct {
 	Method   transport.AuthMethod
 	CABundle []byte
+	// Proxy is the proxy of http:// and https:// fetches (see ProxyFromSecret);
+	// zero: none.
+	Proxy transport.ProxyOptions
+}
+
+// Secret data keys of spec.proxySecretRef.
+const (
+	ProxyAddressKey = "address"
+	// The proxy's credentials use UsernameKey and PasswordKey.
+)
+
+// ProxyFromSecret reads the proxy of spec.proxySecretRef for rawURL from a
+// Secret's data: address (an http://, https:// or socks5:// URL) and
+// optional username and password. A proxy for an ssh:// URL is refused
+// rather than ignored, so that no connection silently goes around it
+// (docs/design/source.md).
+func ProxyFromSecret(rawURL string, data map[string][]byte, secretName string) (transport.ProxyOptions, error) {
+	invalid := func(format string, args ...any) error {
+		return &Error{Kind: InvalidSpec, Err: fmt.Errorf("spec.proxySecretRef: Secret "+secretName+": "+format, args...)}
+	}
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "ssh" {
+		return transport.ProxyOptions{}, invalid("a proxy is only used for http:// and https:// URLs, not for %s", u.Scheme+"://")
+	}
+	addr := strings.TrimSpace(string(data[ProxyAddressKey]))
+	if addr == "" {
+		return transport.ProxyOptions{}, invalid("no %q key (the proxy URL)", ProxyAddressKey)
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" {
+		return transport.ProxyOptions{}, invalid("%q is not a proxy URL (http://host:port, https://host:port or socks5://host:port)", ProxyAddressKey)
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5":
+	default:
+		return transport.ProxyOptions{}, invalid("unsupported proxy scheme %q: use http, https or socks5", u.Scheme)
+	}
+	if u.User != nil {
+		return transport.ProxyOptions{}, invalid("put the proxy credentials in the %q and %q keys, not in the address", UsernameKey, PasswordKey)
+	}
+	return transport.ProxyOptions{
+		URL:      u.String(),
+		Username: string(data[UsernameKey]),
+		Password: string(data[PasswordKey]),
+	}, nil
 }
 
 // AuthFromSecret builds the auth for rawURL from a Secret's data (nil data:

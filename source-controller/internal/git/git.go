@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -87,6 +90,7 @@ func ListRefs(ctx context.Context, url string, auth *Auth) (Refs, error) {
 	list, err := rem.ListContext(ctx, &gogit.ListOptions{
 		Auth:          auth.Method,
 		CABundle:      auth.CABundle,
+		ProxyOptions:  auth.Proxy,
 		PeelingOption: gogit.AppendPeeled,
 	})
 	if err != nil {
@@ -245,21 +249,66 @@ func isHash(s string) bool {
 	return true
 }
 
+// CheckoutOptions tune Checkout.
+type CheckoutOptions struct {
+	// MaxSize bounds the bytes written under the checkout folder, Git
+	// objects and files; DefaultMaxSize when not positive.
+	MaxSize int64
+	// Directories, when set, are the only folders checked out (a sparse
+	// checkout, spec.sparseCheckout): paths relative to the repository
+	// root, "./" optional. Each must be a folder of the commit.
+	Directories []string
+}
+
 // Checkout fetches t from url into a new repository at dir and checks its
 // commit out. It returns the target with Commit set to what was checked out
 // (a branch may have moved since ListRefs).
 //
 // Everything written under dir, the Git objects as they arrive and then the
-// checked-out files, counts against maxSize bytes (DefaultMaxSize when not
-// positive); the first write past it fails the fetch or the checkout with
-// a TooLarge error.
-func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, maxSize int64) (Target, error) {
-	budget := &diskBudget{max: orDefault(maxSize)}
-	t, err := checkout(ctx, url, auth, t, dir, budget)
+// checked-out files, counts against opts.MaxSize bytes; the first write past
+// it fails the fetch or the checkout with a TooLarge error. With
+// opts.Directories only those folders are written; one that the commit does
+// not have fails the checkout with a NotFound error, since an artifact
+// without it would look like a deletion of everything it holds.
+func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, opts CheckoutOptions) (Target, error) {
+	budget := &diskBudget{max: orDefault(opts.MaxSize)}
+	t, err := checkout(ctx, url, auth, t, dir, budget, sparseDirs(opts.Directories))
 	if budget.exceeded() {
-		return t, TooLargeError(t, maxSize)
+		return t, TooLargeError(t, opts.MaxSize)
 	}
 	return t, wrap(err)
+}
+
+// sparseDirs turns spec.sparseCheckout into go-git's patterns. go-git
+// keeps every index entry whose path starts with a pattern, so "app" would
+// also check out "apps/" and "app.yaml": each folder gets a trailing slash.
+func sparseDirs(dirs []string) []string {
+	if len(dirs) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		d = path.Clean(strings.TrimPrefix(d, "./"))
+		if d == "." {
+			// The root is the whole tree: no sparse checkout at all.
+			return nil
+		}
+		out = append(out, d+"/")
+	}
+	return out
+}
+
+// checkSparseDirs fails when a sparse folder is not a folder of the
+// checkout at dir (missing in the commit, or a file or link there).
+func checkSparseDirs(dir, commit string, patterns []string) error {
+	for _, p := range patterns {
+		d := strings.TrimSuffix(p, "/")
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d)))
+		if err != nil || !fi.IsDir() {
+			return notFound("spec.sparseCheckout directory %q in commit %s", d, commit)
+		}
+	}
+	return nil
 }
 
 // TooLargeError is the error of Checkout when t needs more than maxSize
@@ -279,7 +328,7 @@ func orDefault(maxSize int64) int64 {
 	return maxSize
 }
 
-func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, budget *diskBudget) (Target, error) {
+func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, budget *diskBudget, sparse []string) (Target, error) {
 	// gogit.PlainInit's layout, with every write charged to the budget.
 	files := budgetFS{Filesystem: osfs.New(dir), budget: budget}
 	dot, err := files.Chroot(gogit.GitDirName)
@@ -294,10 +343,11 @@ func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 		return t, err
 	}
 	opts := &gogit.FetchOptions{
-		RemoteName: "origin",
-		Auth:       auth.Method,
-		CABundle:   auth.CABundle,
-		Tags:       gogit.NoTags,
+		RemoteName:   "origin",
+		Auth:         auth.Method,
+		CABundle:     auth.CABundle,
+		ProxyOptions: auth.Proxy,
+		Tags:         gogit.NoTags,
 	}
 	if t.RefName != "" {
 		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + t.RefName + ":" + t.RefName)}
@@ -333,10 +383,14 @@ func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 	if err != nil {
 		return t, err
 	}
-	if err := wt.Checkout(&gogit.CheckoutOptions{Hash: plumbing.NewHash(t.Commit), Force: true}); err != nil {
+	if err := wt.Checkout(&gogit.CheckoutOptions{
+		Hash:                      plumbing.NewHash(t.Commit),
+		Force:                     true,
+		SparseCheckoutDirectories: sparse,
+	}); err != nil {
 		return t, fmt.Errorf("checking out %s: %w", t.Commit, err)
 	}
-	return t, nil
+	return t, checkSparseDirs(dir, t.Commit, sparse)
 }
 
 // onBranch checks that commit is reachable from the branch head.

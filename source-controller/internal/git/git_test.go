@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,11 @@ func fetch(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.Git
 
 // fetchLimited is fetch with a disk limit (0: the default).
 func fetchLimited(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.GitRepositoryRef, maxSize int64) (Target, string, error) {
+	return fetchWith(t, url, secret, ref, CheckoutOptions{MaxSize: maxSize})
+}
+
+// fetchWith lists, resolves and checks out ref with opts.
+func fetchWith(t *testing.T, url string, secret map[string][]byte, ref *sourcev1.GitRepositoryRef, opts CheckoutOptions) (Target, string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -90,7 +96,7 @@ func fetchLimited(t *testing.T, url string, secret map[string][]byte, ref *sourc
 		return Target{}, "", err
 	}
 	dir := filepath.Join(tmp, "checkout")
-	target, err = Checkout(ctx, url, auth, target, dir, maxSize)
+	target, err = Checkout(ctx, url, auth, target, dir, opts)
 	return target, dir, err
 }
 
@@ -113,6 +119,10 @@ func TestFetchRefs(t *testing.T) {
 		{name: "commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "master", Commit: f.c1}, revision: "master@sha1:" + f.c1, content: "1"},
 		{name: "older commit on branch", ref: &sourcev1.GitRepositoryRef{Branch: "side", Commit: f.c2}, revision: "side@sha1:" + f.c2, content: "2"},
 		{name: "commit beats tag", ref: &sourcev1.GitRepositoryRef{Tag: "v2.0.0", Commit: f.c1}, revision: "sha1:" + f.c1, content: "1"},
+		{name: "name beats branch, tag and semver", ref: &sourcev1.GitRepositoryRef{Branch: "master", Tag: "v2.0.0", SemVer: "~1", Name: "refs/pull/7/head"}, revision: "refs/pull/7/head@sha1:" + f.side, content: "2"},
+		{name: "name of an annotated tag", ref: &sourcev1.GitRepositoryRef{Name: "refs/tags/v1.0.0"}, revision: "refs/tags/v1.0.0@sha1:" + f.c1, content: "1"},
+		{name: "name of a branch", ref: &sourcev1.GitRepositoryRef{Name: "refs/heads/side"}, revision: "refs/heads/side@sha1:" + f.side, content: "2"},
+		{name: "commit beats name", ref: &sourcev1.GitRepositoryRef{Name: "refs/pull/7/head", Commit: f.c2}, revision: "sha1:" + f.c2, content: "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,4 +297,76 @@ func diskUsage(t *testing.T, dir string) int64 {
 		t.Fatal(err)
 	}
 	return total
+}
+
+func TestSparseCheckoutWritesOnlyTheDirectories(t *testing.T) {
+	g := NewWithT(t)
+	srv, err := testgit.NewServer(testgit.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { srv.Close() })
+	repo, err := srv.CreateRepo("mono")
+	g.Expect(err).NotTo(HaveOccurred())
+	commit, err := repo.Commit("master", "tree", testgit.Files{
+		"README.md":             "root",
+		"app/cm.yaml":           "app",
+		"app/nested/deep.yaml":  "deep",
+		"apps/other.yaml":       "a prefix of app, not app",
+		"app.yaml":              "a file beside app",
+		"infra/prod/cm.yaml":    "prod",
+		"infra/staging/cm.yaml": "staging",
+		"infra/prod.yaml":       "beside prod",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	tests := []struct {
+		name  string
+		dirs  []string
+		files []string
+		err   string
+	}{
+		{name: "none", files: []string{"README.md", "app.yaml", "app/cm.yaml", "app/nested/deep.yaml", "apps/other.yaml", "infra/prod.yaml", "infra/prod/cm.yaml", "infra/staging/cm.yaml"}},
+		{name: "one", dirs: []string{"app"}, files: []string{"app/cm.yaml", "app/nested/deep.yaml"}},
+		{name: "dot-slash-and-nested", dirs: []string{"./app/nested", "infra/prod/"}, files: []string{"app/nested/deep.yaml", "infra/prod/cm.yaml"}},
+		{name: "root", dirs: []string{"./"}, files: []string{"README.md", "app.yaml", "app/cm.yaml", "app/nested/deep.yaml", "apps/other.yaml", "infra/prod.yaml", "infra/prod/cm.yaml", "infra/staging/cm.yaml"}},
+		{name: "missing", dirs: []string{"app", "gone"}, err: `spec.sparseCheckout directory "gone" in commit ` + commit + ` not found`},
+		{name: "a-file", dirs: []string{"app.yaml"}, err: `spec.sparseCheckout directory "app.yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			target, dir, err := fetchWith(t, repo.URL(), nil, nil, CheckoutOptions{Directories: tt.dirs})
+			if tt.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
+				g.Expect(KindOf(err)).To(Equal(NotFound))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(target.Commit).To(Equal(commit))
+			g.Expect(worktreeFiles(t, dir)).To(Equal(tt.files))
+		})
+	}
+}
+
+// worktreeFiles lists the regular files under dir outside .git, sorted.
+func worktreeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
 }
