@@ -20,6 +20,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/yamlsize"
 )
@@ -41,6 +42,11 @@ type Options struct {
 	// Limits bound what the build reads and writes; zero fields take the
 	// defaults. The build's time is bounded by its context.
 	Limits Limits
+	// Decryptor, when set (spec.decryption), decrypts SOPS-encrypted
+	// generator inputs and patches as kustomize reads them, and encrypted
+	// objects after kustomize (decrypt.go). Decrypted values never appear
+	// in a build's errors.
+	Decryptor *decrypt.Decryptor
 }
 
 // Result is a successful build.
@@ -110,7 +116,7 @@ func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		if !errors.As(err, &e) {
 			err = &Error{Reason: kustomizev1.BuildFailedReason, Err: err}
 		}
-		return nil, redactError(err, opts.Vars)
+		return nil, redactError(err, opts.Vars, opts.Decryptor)
 	}
 	return res, nil
 }
@@ -121,8 +127,9 @@ func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 const minRedactLen = 4
 
 // redactError removes every secret value from err's message: a name or a
-// field substituted from a Secret can surface in a validation message.
-func redactError(err error, vars Variables) error {
+// field substituted from a Secret can surface in a validation message, and
+// a decrypted line in kustomize's complaint about an env file.
+func redactError(err error, vars Variables, dec *decrypt.Decryptor) error {
 	msg := err.Error()
 	clean := msg
 	for _, name := range sortedVarNames(vars) {
@@ -130,6 +137,7 @@ func redactError(err error, vars Variables) error {
 			clean = strings.ReplaceAll(clean, v.Value, "<redacted:"+name+">")
 		}
 	}
+	clean = dec.Redact(clean)
 	if clean == msg {
 		return err
 	}
@@ -158,7 +166,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if err != nil {
 		return nil, err
 	}
-	fsys, err := newSandboxFS(ctx, root, limits)
+	fsys, err := newSandboxFS(ctx, root, limits, opts.Decryptor)
 	if err != nil {
 		return nil, buildErr("reading the source: %v", err)
 	}
@@ -207,7 +215,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		if ctx.Err() != nil {
 			return nil, deadlineErr(ctx)
 		}
-		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits)
+		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits, opts.Decryptor)
 		if err != nil {
 			return nil, err
 		}
@@ -324,7 +332,7 @@ func (o rendered) String() string {
 // finish applies commonMetadata and substitution to one object and checks
 // its identity. The text is kustomize's own YAML form of the object (keys
 // sorted, as `kustomize build` prints them), so it is deterministic.
-func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits) (rendered, error) {
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits, dec *decrypt.Decryptor) (rendered, error) {
 	node := &res.RNode
 	if cm != nil {
 		if err := setMetadata(node, cm); err != nil {
@@ -355,6 +363,19 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 				return rendered{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
 			}
 			node = parsed
+		}
+	}
+	if dec != nil {
+		// After substitution, as in Flux: the ciphertext holds no ${…}.
+		plain, decrypted, err := dec.Object(describe(node), node)
+		if err != nil {
+			return rendered{}, decryptErr("decrypting %v", err)
+		}
+		if decrypted {
+			node = plain
+			if text, err = canonicalYAML(node); err != nil {
+				return rendered{}, decryptErr("%s after decryption: %v", describe(node), err)
+			}
 		}
 	}
 	generateName, generated, err := restoreGenerateName(node)
