@@ -54,34 +54,34 @@ func ParseKeys(secret string, data map[string][]byte) (*Keys, error) {
 	}
 	sort.Strings(names)
 	if size > MaxSecretBytes {
-		return nil, fmt.Errorf("Secret %s holds %d bytes of keys, more than the %d a decryption Secret may", secret, size, MaxSecretBytes)
+		return nil, fmt.Errorf("decryption Secret %s holds %d bytes of keys, more than the %d a decryption Secret may", secret, size, MaxSecretBytes)
 	}
 	for _, name := range names {
 		switch filepath.Ext(name) {
 		case AgeKeySuffix:
 			ids, err := age.ParseIdentities(bytes.NewReader(data[name]))
 			if err != nil {
-				return nil, fmt.Errorf("Secret %s key %q: not age identities: %s", secret, name, ageParseError(err))
+				return nil, fmt.Errorf("decryption Secret %s key %q: not age identities: %s", secret, name, ageParseError(err))
 			}
 			keys.age = append(keys.age, ids...)
 		case PGPKeySuffix:
 			ring, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(data[name]))
 			if err != nil {
-				return nil, fmt.Errorf("Secret %s key %q: not an armored OpenPGP key: %v", secret, name, err)
+				return nil, fmt.Errorf("decryption Secret %s key %q: not an armored OpenPGP key: %v", secret, name, err)
 			}
 			for _, e := range ring {
 				if err := usablePrivateKey(e); err != nil {
-					return nil, fmt.Errorf("Secret %s key %q: OpenPGP key %X %v", secret, name, e.PrimaryKey.Fingerprint, err)
+					return nil, fmt.Errorf("decryption Secret %s key %q: OpenPGP key %X %v", secret, name, e.PrimaryKey.Fingerprint, err)
 				}
 			}
 			keys.pgp = append(keys.pgp, ring...)
 		}
 		if keys.Len() > MaxKeys {
-			return nil, fmt.Errorf("Secret %s holds more than %d keys", secret, MaxKeys)
+			return nil, fmt.Errorf("decryption Secret %s holds more than %d keys", secret, MaxKeys)
 		}
 	}
 	if keys.Len() == 0 {
-		return nil, fmt.Errorf("Secret %s has no key ending in %s or %s", secret, AgeKeySuffix, PGPKeySuffix)
+		return nil, fmt.Errorf("decryption Secret %s has no key ending in %s or %s", secret, AgeKeySuffix, PGPKeySuffix)
 	}
 	return keys, nil
 }
