@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -169,7 +171,7 @@ func (d *Decryptor) Object(name string, node *kyaml.RNode) (*kyaml.RNode, bool, 
 	}
 	data := node.GetDataMap()
 	changed := false
-	for _, key := range sortedKeys(data) {
+	for _, key := range slices.Sorted(maps.Keys(data)) {
 		raw, err := base64.StdEncoding.DecodeString(data[key])
 		if err != nil {
 			continue // not base64: the API server says so at apply
@@ -377,13 +379,4 @@ func userError(err error) string {
 		return u.UserError()
 	}
 	return err.Error()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,13 +1,10 @@
 package decrypt_test
 
 import (
-	"bytes"
 	"encoding/base64"
 	"strings"
 	"testing"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"plumb.dev/pkg/decrypt"
@@ -161,7 +158,7 @@ func TestBadDecryptionSecretsAreRefusedWithoutTheirValues(t *testing.T) {
 		{"not an age key", map[string][]byte{"k.agekey": []byte("AGE-SECRET-KEY-1NOTAKEY")}, `key "k.agekey": not age identities`},
 		{"not an OpenPGP key", map[string][]byte{"k.asc": []byte("hello")}, `key "k.asc": not an armored OpenPGP key`},
 		{"a public key only", map[string][]byte{"k.asc": []byte(publicOnly(t))}, "is a public key"},
-		{"a key locked by a passphrase", map[string][]byte{"k.asc": []byte(locked(t))}, "is protected by a passphrase"},
+		{"a key locked by a passphrase", map[string][]byte{"k.asc": []byte(decrypttest.LockedPGPKey(t))}, "is protected by a passphrase"},
 		{"one good, one bad", map[string][]byte{"a.agekey": []byte(good.Identity), "b.agekey": []byte("garbage")}, `key "b.agekey"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,29 +171,6 @@ func TestBadDecryptionSecretsAreRefusedWithoutTheirValues(t *testing.T) {
 			}
 		})
 	}
-}
-
-// locked is an armored OpenPGP private key protected by a passphrase.
-func locked(t *testing.T) string {
-	e, err := openpgp.NewEntity("locked", "", "locked@example.com", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.EncryptPrivateKeys([]byte("passphrase"), nil); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PrivateKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SerializePrivateWithoutSigning(w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
 }
 
 func publicOnly(t *testing.T) string {

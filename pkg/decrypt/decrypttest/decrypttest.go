@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -67,29 +68,14 @@ func NewPGPKey(t testing.TB, name string) PGPKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	w, err := pgparmor.Encode(&b, openpgp.PrivateKeyType, nil)
-	if err != nil {
+	var private, public bytes.Buffer
+	if err := armored(&private, openpgp.PrivateKeyType, func(w io.Writer) error { return e.SerializePrivate(w, nil) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SerializePrivate(w, nil); err != nil {
+	if err := armored(&public, openpgp.PublicKeyType, e.Serialize); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var pub bytes.Buffer
-	pw, err := pgparmor.Encode(&pub, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Serialize(pw); err != nil {
-		t.Fatal(err)
-	}
-	if err := pw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return PGPKey{Private: b.String(), Public: pub.String(), Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint), entity: e}
+	return PGPKey{Private: private.String(), Public: public.String(), Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint), entity: e}
 }
 
 // Recipients are the keys a file is encrypted for.
@@ -176,52 +162,82 @@ type encryptServer struct {
 
 func (s encryptServer) Encrypt(_ context.Context, req *keyservice.EncryptRequest) (*keyservice.EncryptResponse, error) {
 	var b bytes.Buffer
+	var err error
 	switch k := req.GetKey(); {
 	case k.GetAgeKey() != nil:
-		r, err := age.ParseX25519Recipient(k.GetAgeKey().Recipient)
-		if err != nil {
-			return nil, err
-		}
-		aw := armor.NewWriter(&b)
-		w, err := age.Encrypt(aw, r)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(req.Plaintext); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		if err := aw.Close(); err != nil {
-			return nil, err
-		}
+		err = sealAge(&b, k.GetAgeKey().Recipient, req.Plaintext)
 	case k.GetPgpKey() != nil:
 		e := s.entities[strings.ToUpper(k.GetPgpKey().Fingerprint)]
 		if e == nil {
 			return nil, fmt.Errorf("no test key %s", k.GetPgpKey().Fingerprint)
 		}
-		aw, err := pgparmor.Encode(&b, "PGP MESSAGE", nil)
-		if err != nil {
-			return nil, err
-		}
-		w, err := openpgp.Encrypt(aw, []*openpgp.Entity{e}, nil, &openpgp.FileHints{IsBinary: true}, nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := w.Write(req.Plaintext); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		if err := aw.Close(); err != nil {
-			return nil, err
-		}
+		err = armored(&b, "PGP MESSAGE", func(w io.Writer) error {
+			return seal(func() (io.WriteCloser, error) {
+				return openpgp.Encrypt(w, []*openpgp.Entity{e}, nil, &openpgp.FileHints{IsBinary: true}, nil)
+			}, req.Plaintext)
+		})
 	default:
 		return nil, fmt.Errorf("unsupported key")
 	}
+	if err != nil {
+		return nil, err
+	}
 	return &keyservice.EncryptResponse{Ciphertext: b.Bytes()}, nil
+}
+
+// sealAge encrypts data for an age recipient, armored, as SOPS writes it.
+func sealAge(b *bytes.Buffer, recipient string, data []byte) error {
+	r, err := age.ParseX25519Recipient(recipient)
+	if err != nil {
+		return err
+	}
+	aw := armor.NewWriter(b)
+	if err := seal(func() (io.WriteCloser, error) { return age.Encrypt(aw, r) }, data); err != nil {
+		return err
+	}
+	return aw.Close()
+}
+
+// seal writes data through the writer open makes and closes it.
+func seal(open func() (io.WriteCloser, error), data []byte) error {
+	w, err := open()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// armored writes what write writes in an OpenPGP armor block of kind.
+func armored(b *bytes.Buffer, kind string, write func(io.Writer) error) error {
+	w, err := pgparmor.Encode(b, kind, nil)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// LockedPGPKey is an armored OpenPGP private key protected by a
+// passphrase, which a decryption Secret must not hold.
+func LockedPGPKey(t testing.TB) string {
+	t.Helper()
+	e, err := openpgp.NewEntity("locked", "test", "locked@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EncryptPrivateKeys([]byte("passphrase"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := armored(&b, openpgp.PrivateKeyType, func(w io.Writer) error { return e.SerializePrivateWithoutSigning(w, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 func (encryptServer) Decrypt(context.Context, *keyservice.DecryptRequest) (*keyservice.DecryptResponse, error) {

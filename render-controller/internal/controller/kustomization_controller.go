@@ -166,16 +166,16 @@ func (artifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // state is what one reconcile's steps hand to each other.
 type state struct {
-	source  *sourcev1.GitRepository
-	vars    render.Variables
+	source *sourcev1.GitRepository
+	vars   render.Variables
 	// keys are spec.decryption's keys (nil without spec.decryption), and
 	// keysDigest their hash for the cache key.
 	keys       *decrypt.Keys
 	keysDigest string
-	key     string
-	tmp     string
-	workDir string
-	result  *render.Result
+	key        string
+	tmp        string
+	workDir    string
+	result     *render.Result
 	// newRender: this reconcile stored a new artifact.
 	newRender bool
 	// recovered: Rendered was not True when the reconcile began.
