@@ -115,9 +115,8 @@ type Decryptor struct {
 	clients []keyservice.KeyServiceClient
 
 	mu sync.Mutex
-	// values are the plaintexts produced, the longest first once sorted.
+	// values are the decrypted values seen, for Values and Redact.
 	values map[string]bool
-	bytes  int64
 }
 
 // New returns a Decryptor with keys.
@@ -200,13 +199,6 @@ func hasSOPSBlock(node *kyaml.RNode) bool {
 	}
 	mac := s.Value.Field("mac")
 	return !mac.IsNilOrEmpty()
-}
-
-// Bytes is the number of plaintext bytes produced so far.
-func (d *Decryptor) Bytes() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.bytes
 }
 
 // Values returns the decrypted values (each at least diff.MinRedactLen
@@ -298,7 +290,6 @@ func (d *Decryptor) decrypt(data []byte, in, out Format) (plain []byte, err erro
 			}
 		}
 	}
-	d.bytes += int64(len(plain))
 	return plain, nil
 }
 

@@ -35,8 +35,8 @@ type Keys struct {
 	pgp    openpgp.EntityList
 }
 
-// Len is the number of keys.
-func (k *Keys) Len() int { return len(k.age) + len(k.pgp) }
+// count is the number of keys.
+func (k *Keys) count() int { return len(k.age) + len(k.pgp) }
 
 // ParseKeys reads the age identities and OpenPGP private keys from the
 // data of the Secret named secret ("namespace/name"). A key that does not
@@ -76,11 +76,11 @@ func ParseKeys(secret string, data map[string][]byte) (*Keys, error) {
 			}
 			keys.pgp = append(keys.pgp, ring...)
 		}
-		if keys.Len() > MaxKeys {
+		if keys.count() > MaxKeys {
 			return nil, fmt.Errorf("decryption Secret %s holds more than %d keys", secret, MaxKeys)
 		}
 	}
-	if keys.Len() == 0 {
+	if keys.count() == 0 {
 		return nil, fmt.Errorf("decryption Secret %s has no key ending in %s or %s", secret, AgeKeySuffix, PGPKeySuffix)
 	}
 	return keys, nil
