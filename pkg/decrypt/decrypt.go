@@ -128,6 +128,17 @@ func New(keys *Keys) *Decryptor {
 	}
 }
 
+// Source is File for a file kustomize reads as a generator input or patch
+// (render.Decryptor): the format is FormatForPath(formatFrom), or
+// EnvFormat(formatFrom) for an env file.
+func (d *Decryptor) Source(name string, data []byte, formatFrom string, env bool) ([]byte, bool, error) {
+	f := FormatForPath(formatFrom)
+	if env {
+		f = EnvFormat(formatFrom)
+	}
+	return d.File(name, data, f)
+}
+
 // File returns the plaintext of data, the contents of the file name, when
 // it is SOPS-encrypted in format f (FormatForPath, EnvFormat), and whether
 // it was; a file without the format's marker is returned as it is.

@@ -27,5 +27,8 @@
 // which imports the AWS, GCP, Azure, Vault and Huawei KMS clients, and its
 // stores import its config package, which imports S3 and GCS clients for
 // publishing: none of that can be avoided with the library (v3.13.3), so
-// those modules are in the build, but none of their code is reached.
+// those modules are in the build of whatever imports this package, but none
+// of their code is reached. pkg/render therefore takes a render.Decryptor
+// interface, which *Decryptor implements, and only render-controller
+// imports this package.
 package decrypt

@@ -8,8 +8,9 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/decrypt"
 )
 
 // SOPS decryption during a build (Options.Decryptor; pkg/decrypt and
@@ -21,6 +22,32 @@ import (
 // ReadFile returns the plaintext. The file on disk stays encrypted.
 // Objects (a Secret manifest with a sops block, a Secret data value that
 // is a SOPS file) are decrypted after kustomize, in finish.
+
+// Decryptor decrypts SOPS-encrypted inputs for Build; pkg/decrypt's
+// Decryptor is the implementation. An interface, so that the modules that
+// render without decrypting (source-controller checks charts with
+// pkg/helmrender, `plumb build`) do not link the SOPS library and its
+// cloud clients.
+type Decryptor interface {
+	// Source returns the plaintext of a file kustomize reads as a
+	// generator input or patch, when it is SOPS-encrypted, and whether it
+	// was. formatFrom is the name whose extension gives the SOPS format
+	// (a generator file's data key, else the path); env says the file is
+	// a generator's env file.
+	Source(name string, data []byte, formatFrom string, env bool) ([]byte, bool, error)
+	// Object decrypts a rendered object, returning it and whether anything
+	// was decrypted.
+	Object(name string, node *kyaml.RNode) (*kyaml.RNode, bool, error)
+	// Redact removes every decrypted value from msg.
+	Redact(msg string) string
+}
+
+// source is how kustomize reads a noted file: what Decryptor.Source takes
+// besides the file.
+type source struct {
+	formatFrom string
+	env        bool
+}
 
 // decryptErr reports a decryption failure.
 func decryptErr(format string, args ...any) error {
@@ -35,7 +62,7 @@ func (s *sandboxFS) noteSources(path string, data []byte) {
 		return // kustomize reports a malformed kustomization itself
 	}
 	dir := filepath.Dir(path)
-	note := func(p string, f decrypt.Format) {
+	note := func(p string, use source) {
 		if p == "" || strings.Contains(p, "://") {
 			return
 		}
@@ -47,7 +74,7 @@ func (s *sandboxFS) noteSources(path string, data []byte) {
 			return // missing or outside: kustomize's read says so
 		}
 		s.mu.Lock()
-		s.sources[d.Join(name)] = f
+		s.sources[d.Join(name)] = use
 		s.mu.Unlock()
 	}
 	gens := make([]kustypes.GeneratorArgs, 0, len(k.SecretGenerator)+len(k.ConfigMapGenerator))
@@ -65,14 +92,14 @@ func (s *sandboxFS) noteSources(path string, data []byte) {
 			if !found {
 				file = key
 			}
-			note(file, decrypt.FormatForPath(key))
+			note(file, source{formatFrom: key})
 		}
 		for _, env := range append(append([]string{}, g.EnvSources...), g.EnvSource) {
-			note(env, decrypt.EnvFormat(env))
+			note(env, source{formatFrom: env, env: true})
 		}
 	}
 	for _, p := range k.Patches {
-		note(p.Path, decrypt.FormatForPath(p.Path))
+		note(p.Path, source{formatFrom: p.Path})
 	}
 }
 
@@ -81,12 +108,12 @@ func (s *sandboxFS) noteSources(path string, data []byte) {
 // budget; any other file is returned as it is.
 func (s *sandboxFS) decryptSource(real, rel string, data []byte) ([]byte, error) {
 	s.mu.Lock()
-	f, ok := s.sources[real]
+	use, ok := s.sources[real]
 	s.mu.Unlock()
 	if !ok {
 		return data, nil
 	}
-	plain, decrypted, err := s.decryptor.File(rel, data, f)
+	plain, decrypted, err := s.decryptor.Source(rel, data, use.formatFrom, use.env)
 	if err != nil {
 		return nil, s.refuse(decryptErr("decrypting %v", err))
 	}

@@ -104,7 +104,9 @@
 //
 // # Decryption
 //
-// With Options.Decryptor (spec.decryption), sandboxFS notes, in every
+// With Options.Decryptor (spec.decryption; pkg/decrypt implements the
+// interface, which keeps the SOPS library out of this package), sandboxFS
+// notes, in every
 // kustomization it reads, the files of its secretGenerator and
 // configMapGenerator entries and its patches[].path, and hands kustomize
 // their plaintext when they are SOPS-encrypted; objects with a sops block,

@@ -20,7 +20,6 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/yamlsize"
 )
@@ -46,7 +45,7 @@ type Options struct {
 	// generator inputs and patches as kustomize reads them, and encrypted
 	// objects after kustomize (decrypt.go). Decrypted values never appear
 	// in a build's errors.
-	Decryptor *decrypt.Decryptor
+	Decryptor Decryptor
 }
 
 // Result is a successful build.
@@ -129,7 +128,7 @@ const minRedactLen = 4
 // redactError removes every secret value from err's message: a name or a
 // field substituted from a Secret can surface in a validation message, and
 // a decrypted line in kustomize's complaint about an env file.
-func redactError(err error, vars Variables, dec *decrypt.Decryptor) error {
+func redactError(err error, vars Variables, dec Decryptor) error {
 	msg := err.Error()
 	clean := msg
 	for _, name := range sortedVarNames(vars) {
@@ -137,7 +136,9 @@ func redactError(err error, vars Variables, dec *decrypt.Decryptor) error {
 			clean = strings.ReplaceAll(clean, v.Value, "<redacted:"+name+">")
 		}
 	}
-	clean = dec.Redact(clean)
+	if dec != nil {
+		clean = dec.Redact(clean)
+	}
 	if clean == msg {
 		return err
 	}
@@ -332,7 +333,7 @@ func (o rendered) String() string {
 // finish applies commonMetadata and substitution to one object and checks
 // its identity. The text is kustomize's own YAML form of the object (keys
 // sorted, as `kustomize build` prints them), so it is deterministic.
-func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits, dec *decrypt.Decryptor) (rendered, error) {
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits, dec Decryptor) (rendered, error) {
 	node := &res.RNode
 	if cm != nil {
 		if err := setMetadata(node, cm); err != nil {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/yamlsize"
 )
 
@@ -63,17 +62,17 @@ type sandboxFS struct {
 
 	// decryptor, when set, decrypts the SOPS-encrypted generator inputs
 	// and patches noted in sources (decrypt.go), keyed by real path.
-	decryptor *decrypt.Decryptor
-	sources   map[string]decrypt.Format
+	decryptor Decryptor
+	sources   map[string]source
 }
 
-func newSandboxFS(ctx context.Context, root string, limits Limits, decryptor *decrypt.Decryptor) (*sandboxFS, error) {
+func newSandboxFS(ctx context.Context, root string, limits Limits, decryptor Decryptor) (*sandboxFS, error) {
 	disk, err := fluxfs.MakeFsOnDiskSecure(root)
 	if err != nil {
 		return nil, err
 	}
 	return &sandboxFS{disk: disk, ctx: ctx, root: root, limits: limits.withDefaults(), inspected: map[string]bool{},
-		decryptor: decryptor, sources: map[string]decrypt.Format{}}, nil
+		decryptor: decryptor, sources: map[string]source{}}, nil
 }
 
 var errReadOnly = errors.New("the source is read-only during rendering")

@@ -14,7 +14,11 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/decrypt"
 	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
 )
+
+// pkg/decrypt's Decryptor is what pkg/render decrypts with.
+var _ render.Decryptor = (*decrypt.Decryptor)(nil)
 
 // reconcileDecryption reads the keys of spec.decryption.secretRef, a Secret
 // in the Kustomization's namespace, as render-controller itself (uncached,
