@@ -19,6 +19,11 @@ import (
 // from Secrets: every value of those Secrets as r reads them now. It is nil
 // when the Kustomization substitutes from no Secret.
 //
+// A Kustomization with spec.decryption hides every value: SOPS plaintext
+// can land in any field of any object (a ConfigMap generated from an
+// encrypted env file, an encrypted patch of a Deployment), and only
+// render-controller, which holds the keys, knows it (docs/design/sops.md).
+//
 // A Secret that does not exist adds nothing: an optional Secret absent at
 // render time put nothing in. When a Secret cannot be read, the redactor
 // hides every value (diff.RedactAll) and the error says which Secret.
@@ -34,6 +39,9 @@ import (
 // one-second resolution; a Secret changed within the second its artifact
 // was made counts as older.
 func SecretRedactor(ctx context.Context, r client.Reader, ks *kustomizev1.Kustomization) (*diff.Redactor, error) {
+	if ks.Spec.Decryption != nil {
+		return diff.RedactAll(), nil
+	}
 	pb := ks.Spec.PostBuild
 	if pb == nil {
 		return nil, nil

@@ -103,6 +103,19 @@ func TestSecretRedactorIsNilWithoutSecrets(t *testing.T) {
 	g.Expect(r.reads).To(BeEmpty())
 }
 
+func TestSecretRedactorHidesEveryValueOfAKustomizationThatDecrypts(t *testing.T) {
+	g := NewWithT(t)
+	r := &secretReader{}
+	ks := kustomizationWith()
+	ks.Spec.Decryption = &kustomizev1.Decryption{Provider: kustomizev1.DecryptionProviderSOPS, SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
+	// A ConfigMap generated from an encrypted env file drifted.
+	fromEnvFile := []diff.Change{{Path: "data.DB_PASSWORD", Before: `"tampered"`, After: `"correct-horse-battery"`}}
+	red, err := SecretRedactor(context.Background(), r, ks)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(red.Changes(fromEnvFile)).To(Equal([]diff.Change{{Path: "data.DB_PASSWORD", Before: diff.Redacted, After: diff.Redacted}}))
+	g.Expect(r.reads).To(BeEmpty(), "the keys are render-controller's to read")
+}
+
 func TestSecretRedactorHidesEverythingWhenItCannotKnow(t *testing.T) {
 	ks := kustomizationWith(kustomizev1.SubstituteReference{Kind: "Secret", Name: "creds"})
 	everything := []diff.Change{

@@ -99,6 +99,18 @@
 //
 // Every failure is an *Error whose Reason is the Rendered condition reason:
 // BuildFailed (kustomize, invalid YAML, missing path, a link leaving the
-// source), RemoteResourceRefused, LimitExceeded, SubstituteFailed or
-// ValidationFailed.
+// source), RemoteResourceRefused, LimitExceeded, SubstituteFailed,
+// ValidationFailed or DecryptionFailed.
+//
+// # Decryption
+//
+// With Options.Decryptor (spec.decryption; pkg/decrypt implements the
+// interface, which keeps the SOPS library out of this package), sandboxFS
+// notes, in every kustomization it reads, the files of its secretGenerator
+// and configMapGenerator entries and its patches[].path, and hands
+// kustomize their plaintext when they are SOPS-encrypted; objects with a
+// sops block, and Secret data values that are SOPS files, are decrypted
+// after kustomize and substitution, as Flux does (decrypt.go,
+// pkg/decrypt). The plaintext is counted in the byte budget and never
+// written; a build error has every decrypted value redacted.
 package render

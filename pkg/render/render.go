@@ -41,6 +41,11 @@ type Options struct {
 	// Limits bound what the build reads and writes; zero fields take the
 	// defaults. The build's time is bounded by its context.
 	Limits Limits
+	// Decryptor, when set (spec.decryption), decrypts SOPS-encrypted
+	// generator inputs and patches as kustomize reads them, and encrypted
+	// objects after kustomize (decrypt.go). Decrypted values never appear
+	// in a build's errors.
+	Decryptor Decryptor
 }
 
 // Result is a successful build.
@@ -110,7 +115,7 @@ func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		if !errors.As(err, &e) {
 			err = &Error{Reason: kustomizev1.BuildFailedReason, Err: err}
 		}
-		return nil, redactError(err, opts.Vars)
+		return nil, redactError(err, opts.Vars, opts.Decryptor)
 	}
 	return res, nil
 }
@@ -121,14 +126,18 @@ func Build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 const minRedactLen = 4
 
 // redactError removes every secret value from err's message: a name or a
-// field substituted from a Secret can surface in a validation message.
-func redactError(err error, vars Variables) error {
+// field substituted from a Secret can surface in a validation message, and
+// a decrypted line in kustomize's complaint about an env file.
+func redactError(err error, vars Variables, dec Decryptor) error {
 	msg := err.Error()
 	clean := msg
 	for _, name := range sortedVarNames(vars) {
 		if v := vars[name]; v.Secret && len(v.Value) >= minRedactLen {
 			clean = strings.ReplaceAll(clean, v.Value, "<redacted:"+name+">")
 		}
+	}
+	if dec != nil {
+		clean = dec.Redact(clean)
 	}
 	if clean == msg {
 		return err
@@ -158,7 +167,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if err != nil {
 		return nil, err
 	}
-	fsys, err := newSandboxFS(ctx, root, limits)
+	fsys, err := newSandboxFS(ctx, root, limits, opts.Decryptor)
 	if err != nil {
 		return nil, buildErr("reading the source: %v", err)
 	}
@@ -207,7 +216,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		if ctx.Err() != nil {
 			return nil, deadlineErr(ctx)
 		}
-		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits)
+		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits, opts.Decryptor)
 		if err != nil {
 			return nil, err
 		}
@@ -324,7 +333,7 @@ func (o rendered) String() string {
 // finish applies commonMetadata and substitution to one object and checks
 // its identity. The text is kustomize's own YAML form of the object (keys
 // sorted, as `kustomize build` prints them), so it is deterministic.
-func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits) (rendered, error) {
+func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits, dec Decryptor) (rendered, error) {
 	node := &res.RNode
 	if cm != nil {
 		if err := setMetadata(node, cm); err != nil {
@@ -355,6 +364,19 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 				return rendered{}, substituteErr("%s: %s", describe(node), vars.redact(err.Error(), out.Used))
 			}
 			node = parsed
+		}
+	}
+	if dec != nil {
+		// After substitution, as in Flux: the ciphertext holds no ${…}.
+		plain, decrypted, err := dec.Object(describe(node), node)
+		if err != nil {
+			return rendered{}, decryptErr("decrypting %v", err)
+		}
+		if decrypted {
+			node = plain
+			if text, err = canonicalYAML(node); err != nil {
+				return rendered{}, decryptErr("%s after decryption: %v", describe(node), err)
+			}
 		}
 	}
 	generateName, generated, err := restoreGenerateName(node)

@@ -59,14 +59,20 @@ type sandboxFS struct {
 	// refused is the first refusal, reported instead of the error kustomize
 	// wraps around it.
 	refused error
+
+	// decryptor, when set, decrypts the SOPS-encrypted generator inputs
+	// and patches noted in sources (decrypt.go), keyed by real path.
+	decryptor Decryptor
+	sources   map[string]source
 }
 
-func newSandboxFS(ctx context.Context, root string, limits Limits) (*sandboxFS, error) {
+func newSandboxFS(ctx context.Context, root string, limits Limits, decryptor Decryptor) (*sandboxFS, error) {
 	disk, err := fluxfs.MakeFsOnDiskSecure(root)
 	if err != nil {
 		return nil, err
 	}
-	return &sandboxFS{disk: disk, ctx: ctx, root: root, limits: limits.withDefaults(), inspected: map[string]bool{}}, nil
+	return &sandboxFS{disk: disk, ctx: ctx, root: root, limits: limits.withDefaults(), inspected: map[string]bool{},
+		decryptor: decryptor, sources: map[string]source{}}, nil
 }
 
 var errReadOnly = errors.New("the source is read-only during rendering")
@@ -184,6 +190,13 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
 	if err != nil {
 		return nil, err
+	}
+	if s.decryptor != nil {
+		if isKustomizationFile(path) {
+			s.noteSources(path, data)
+		} else if data, err = s.decryptSource(real, rel, data); err != nil {
+			return nil, err
+		}
 	}
 	if s.firstRead(real) {
 		if err := s.inspect(rel, data, isKustomizationFile(path)); err != nil {

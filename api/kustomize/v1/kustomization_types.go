@@ -38,6 +38,10 @@ const (
 	// RemoteResourceRefusedReason: the source names a URL or a Git
 	// repository where rendering allows only files of the source.
 	RemoteResourceRefusedReason = "RemoteResourceRefused"
+	// DecryptionFailedReason: Rendered=False (and an event) when a SOPS
+	// file or object could not be decrypted: the decryption Secret is
+	// missing or holds a bad key, or a file is encrypted for other keys.
+	DecryptionFailedReason = "DecryptionFailed"
 	// LimitExceededReason: a render passed one of render-controller's
 	// limits (input size, YAML nodes or documents, output size, time).
 	LimitExceededReason     = "LimitExceeded"
@@ -287,6 +291,11 @@ type KustomizationSpec struct {
 	// PostBuild substitutes variables in the rendered manifests.
 	// +optional
 	PostBuild *PostBuild `json:"postBuild,omitempty"`
+
+	// Decryption decrypts SOPS-encrypted Secrets and generator files while
+	// rendering (Flux's field). See docs/design/sops.md.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
 
 	// HealthChecks lists further objects that must be healthy before the
 	// Kustomization is Ready, besides the ones it applies.
@@ -552,6 +561,25 @@ type PostBuild struct {
 	// Kustomization's namespace; Substitute wins on a conflict.
 	// +optional
 	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+}
+
+// DecryptionProviderSOPS is the one decryption provider: Mozilla SOPS.
+const DecryptionProviderSOPS = "sops"
+
+// Decryption says how render-controller decrypts the encrypted files of the
+// source (Flux's spec.decryption): the provider, and the Secret with the
+// private keys.
+type Decryption struct {
+	// Provider is the format of the encrypted files; sops is the only one.
+	// +required
+	// +kubebuilder:validation:Enum=sops
+	Provider string `json:"provider"`
+
+	// SecretRef names a Secret in the Kustomization's namespace whose keys
+	// ending in .agekey hold age identities and in .asc armored OpenPGP
+	// private keys. Without it nothing can be decrypted.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // SubstituteReference names a ConfigMap or Secret with variables.

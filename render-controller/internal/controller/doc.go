@@ -22,11 +22,17 @@
 //     the Kustomization's namespace, in order, a later one winning; optional
 //     ones may be missing) and postBuild.substitute (which wins). A missing
 //     object is Rendered=False, SubstituteFailed.
-//  3. cache: the key is sha256 of the source artifact's digest, the
-//     generation, the variables and the options. When the last successful
-//     render had that key and its file still verifies in storage, the
-//     reconcile ends here: no download, no build, no status write.
-//  4. download: fetch status.artifact.url with retries and exponential
+//  3. decryption: with spec.decryption, read the Secret of its secretRef
+//     (the Kustomization's namespace, as this controller, uncached) and
+//     parse its .agekey (age identities) and .asc (armored OpenPGP private
+//     keys) entries. A missing Secret, a key that does not parse or one
+//     locked by a passphrase is Rendered=False, DecryptionFailed.
+//  4. cache: the key is sha256 of the source artifact's digest, the
+//     generation, the variables, the decryption keys and the options. When
+//     the last successful render had that key and its file still verifies
+//     in storage, the reconcile ends here: no download, no build, no status
+//     write.
+//  5. download: fetch status.artifact.url with retries and exponential
 //     backoff (pkg/fetch, --download-attempts, on a transport of its own:
 //     the process's default transport refuses everything), verify its
 //     sha256 digest, then extract it with pkg/artifact into the source
@@ -35,24 +41,29 @@
 //     devices, FIFOs and archives over --max-artifact-size,
 //     --max-extracted-size or --max-files. Any failure is Rendered=False,
 //     ArtifactFailed, with the refusal in the message.
-//  5. build: pkg/render in its sandbox (docs/design/render-sandbox.md):
+//  6. build: pkg/render in its sandbox (docs/design/render-sandbox.md):
 //     kustomize reads only the work folder, never the network, no plugins;
 //     then substitution and validation (an undefined ${var} without default
 //     is "" as in Flux, or an error with --strict-substitution). The build
 //     is bounded by --render-timeout (it returns at the deadline and frees
 //     the worker), --max-render-input, --max-yaml-nodes (aliases counted
 //     expanded), --max-yaml-documents and --max-rendered-size. Failure is
-//     Rendered=False with reason BuildFailed, SubstituteFailed,
-//     ValidationFailed, RemoteResourceRefused (naming the file and field)
-//     or LimitExceeded (naming the limit and its flag), and a warning event
-//     with the message.
-//  6. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
+//     With spec.decryption, SOPS-encrypted Secrets, generator inputs and
+//     patches are decrypted in memory as kustomize reads them
+//     (pkg/decrypt, docs/design/sops.md); nothing decrypted is written to
+//     the work folder. Failure is Rendered=False with reason BuildFailed,
+//     SubstituteFailed, ValidationFailed, RemoteResourceRefused (naming the
+//     file and field), LimitExceeded (naming the limit and its flag) or
+//     DecryptionFailed (naming the file and the keys it is encrypted for),
+//     and a warning event with the message; decrypted values never appear
+//     in it.
+//  7. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
 //     pkg/artifact's Storage (atomic, content-addressed), served by this
 //     controller's own artifact server; set status.renderedArtifact with
 //     the source revision; keep the newest --artifact-retention-records
 //     files. The same bytes from the same revision keep the artifact as it
 //     was, lastUpdateTime included.
-//  7. announce: Rendered=True with the object count and revision, and a
+//  8. announce: Rendered=True with the object count and revision, and a
 //     Rendered event for a new artifact or the same one after a failure.
 //
 // The steps run in pkg/reconcile's skeleton as a partial controller: it

@@ -28,6 +28,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/metrics"
@@ -165,12 +166,16 @@ func (artifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // state is what one reconcile's steps hand to each other.
 type state struct {
-	source  *sourcev1.GitRepository
-	vars    render.Variables
-	key     string
-	tmp     string
-	workDir string
-	result  *render.Result
+	source *sourcev1.GitRepository
+	vars   render.Variables
+	// keys are spec.decryption's keys (nil without spec.decryption), and
+	// keysDigest their hash for the cache key.
+	keys       *decrypt.Keys
+	keysDigest string
+	key        string
+	tmp        string
+	workDir    string
+	result     *render.Result
 	// newRender: this reconcile stored a new artifact.
 	newRender bool
 	// recovered: Rendered was not True when the reconcile began.
@@ -199,7 +204,7 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 	return r.sk
 }
 
-// Reconcile runs the steps source, variables, cache, download, build,
+// Reconcile runs the steps source, variables, decryption, cache, download, build,
 // store and announce, stopping at the first error or at an up-to-date
 // cache (pkg/reconcile summarizes into the Rendered condition and applies
 // it with status.renderedArtifact).
@@ -225,6 +230,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	result, err := r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("variables", r.reconcileVariables, obj, st),
+		plumbreconcile.Bind("decryption", r.reconcileDecryption, obj, st),
 		plumbreconcile.Bind("cache", r.reconcileCache, obj, st),
 		plumbreconcile.Bind("download", r.reconcileDownload, obj, st),
 		plumbreconcile.Bind("build", r.reconcileBuild, obj, st),
@@ -300,7 +306,7 @@ func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *k
 // successful render had that key and its artifact is intact in storage
 // (plumbreconcile.ErrStop). Sets no condition (Rendered stays True).
 func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	st.key = cacheKey(st.source.Status.Artifact.Digest, obj.Generation, st.vars, r.StrictSubstitution)
+	st.key = cacheKey(st.source.Status.Artifact.Digest, obj.Generation, st.vars, r.StrictSubstitution, st.keysDigest)
 	r.cacheMu.Lock()
 	cached := r.cache[client.ObjectKeyFromObject(obj)]
 	r.cacheMu.Unlock()
@@ -356,20 +362,25 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 }
 
 // reconcileBuild runs pkg/render on the extracted tree, in its sandbox and
-// within --render-timeout. Sets Rendered=False with reason BuildFailed,
-// SubstituteFailed, ValidationFailed, RemoteResourceRefused or
-// LimitExceeded and records a warning event with the message (once per
+// within --render-timeout, decrypting with spec.decryption's keys in
+// memory. Sets Rendered=False with reason BuildFailed, SubstituteFailed,
+// ValidationFailed, RemoteResourceRefused, LimitExceeded or
+// DecryptionFailed and records a warning event with the message (once per
 // distinct message).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	r.count(client.ObjectKeyFromObject(obj)).builds.Add(1)
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	ctx, cancel := context.WithTimeout(ctx, r.renderTimeout())
 	defer cancel()
-	res, err := render.Build(ctx, st.workDir, &obj.Spec, render.Options{
+	opts := render.Options{
 		Vars:               st.vars,
 		StrictSubstitution: r.StrictSubstitution,
 		Limits:             r.RenderLimits,
-	})
+	}
+	if st.keys != nil {
+		opts.Decryptor = decrypt.New(st.keys)
+	}
+	res, err := render.Build(ctx, st.workDir, &obj.Spec, opts)
 	if err != nil {
 		return plumbreconcile.Failed(render.Reason(err), err)
 	}

@@ -52,6 +52,8 @@ var (
 	published  = &capture{}
 	sources    = &sourceServer{files: map[string][]byte{}}
 	sourceURL  string
+	// workRoot holds the reconciler's downloads and extracted trees.
+	workRoot string
 )
 
 // Limits of the reconciler under test: small, so the oversize cases stay
@@ -148,7 +150,15 @@ func run(m *testing.M) int {
 		defer cancel()
 		_ = js.Close(closeCtx)
 	}()
+	// Downloads and extracted trees go here, so that tests can look at
+	// what a render leaves on disk.
+	if workRoot, err = os.MkdirTemp("", "plumb-render-work-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workRoot)
 	reconciler = &KustomizationReconciler{
+		TmpDir:               workRoot,
 		Client:               mgr.GetClient(),
 		Storage:              storage,
 		Events:               events.NewRecorder(mgr.GetEventRecorder(ControllerName), tee{published, js}, env.Scheme, ControllerName),

@@ -24,11 +24,12 @@ func (r *KustomizationReconciler) variables(ctx context.Context, obj *kustomizev
 
 // cacheKey hashes everything a render depends on besides the source bytes
 // themselves (named by their digest): the spec's generation, the variables
-// with their values and the controller's options. Values never leave the
-// process: only the hash is kept, in memory.
-func cacheKey(sourceDigest string, generation int64, vars render.Variables, strict bool) string {
+// with their values, the decryption keys' hash and the controller's
+// options. Values never leave the process: only the hash is kept, in
+// memory.
+func cacheKey(sourceDigest string, generation int64, vars render.Variables, strict bool, keysDigest string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "source=%s\ngeneration=%d\nstrict=%t\n", sourceDigest, generation, strict)
+	fmt.Fprintf(h, "source=%s\ngeneration=%d\nstrict=%t\nkeys=%s\n", sourceDigest, generation, strict, keysDigest)
 	names := make([]string, 0, len(vars))
 	for k := range vars {
 		names = append(names, k)
