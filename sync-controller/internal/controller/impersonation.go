@@ -128,10 +128,19 @@ func serviceAccountOf(obj application, defaultName string) (sa types.NamespacedN
 	return types.NamespacedName{Namespace: obj.object().GetNamespace(), Name: name}, true
 }
 
-// engineFor returns the engine that acts for obj: as its ServiceAccount
-// when it has one, otherwise as the controller.
-func (r *Syncer) engineFor(obj application) (*engine.Engine, error) {
+// engineFor returns the engine that acts for obj: in the remote cluster
+// its spec.kubeConfig names (remote.go), else in this one; as its
+// ServiceAccount when it has one, otherwise as the controller (or, remote,
+// the kubeconfig's identity).
+func (r *Syncer) engineFor(ctx context.Context, obj application) (*engine.Engine, error) {
 	key := obj.owner()
+	if obj.spec().KubeConfig != nil {
+		if r.Impersonator != nil {
+			r.Impersonator.Release(key)
+		}
+		return r.remoteEngineFor(ctx, obj)
+	}
+	r.remotes.release(key)
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
 	if !ok || r.Impersonator == nil {
 		if r.Impersonator != nil {
@@ -153,7 +162,9 @@ func (r *Syncer) engineFor(obj application) (*engine.Engine, error) {
 // longer exists (read with the controller's identity, uncached).
 func (r *Syncer) serviceAccountGone(ctx context.Context, obj application) (types.NamespacedName, bool, error) {
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
-	if !ok {
+	if !ok || obj.spec().KubeConfig != nil {
+		// A remote cluster's ServiceAccount is not read: its API server
+		// refuses what the impersonated user may not do.
 		return sa, false, nil
 	}
 	err := r.reader().Get(ctx, sa, &corev1.ServiceAccount{})

@@ -205,8 +205,8 @@ func (s *syncRun) checkReferences(context.Context) error {
 // --default-service-account), so the sync can do no more than the
 // ServiceAccount may. Reads of Kustomizations (dependsOn) and the status
 // writes stay the controller's own.
-func (s *syncRun) impersonate(context.Context) error {
-	eng, err := s.r.engineFor(s.app)
+func (s *syncRun) impersonate(ctx context.Context) error {
+	eng, err := s.r.engineFor(ctx, s.app)
 	if err != nil {
 		return err
 	}
