@@ -115,6 +115,26 @@ func TestKustomizationAppliesIntoTheRemoteClusterOfItsKubeConfig(t *testing.T) {
 	waitReady(t, other, "main@sha1:3")
 	g.Expect(running.RemoteClusters()).To(Equal(1))
 
+	// Rotated credentials replace the connection at the next reconcile:
+	// a token the remote cluster does not know is refused there, though
+	// the connection of the old kubeconfig still works for the other.
+	var secret corev1.Secret
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "remote"}, &secret)).To(Succeed())
+	good := secret.Data["value"]
+	revoked := remote.Kubeconfig()
+	revoked.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "revoked"}
+	secret.Data["value"], err = clientcmd.Write(*revoked)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Update(ctx, &secret)).To(Succeed())
+	requestReconcile(t, ks)
+	g.Expect(waitNotReady(t, ks, kustomizev1.RemoteClusterUnreachableReason)).To(ContainSubstring("the server has asked for the client to provide credentials"))
+	g.Expect(running.RemoteClusters()).To(Equal(1))
+	secret.Data["value"] = good
+	g.Expect(env.Client.Update(ctx, &secret)).To(Succeed())
+	requestReconcile(t, ks)
+	waitReady(t, ks, "main@sha1:2")
+	g.Expect(running.RemoteClusters()).To(Equal(1))
+
 	// Deleting a Kustomization prunes its objects in the remote cluster;
 	// the cluster stays while the other one targets it, and goes with it.
 	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
@@ -133,19 +153,66 @@ func TestKustomizationAppliesIntoTheRemoteClusterOfItsKubeConfig(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 }
 
-// TestKubeConfigWithAnExecPluginIsRefused: a kubeconfig from a Secret that
-// would run a program is refused before any connection, with the reason.
-func TestKubeConfigWithAnExecPluginIsRefused(t *testing.T) {
-	ctx, ks := newKustomization(t, withKubeConfig("remote"))
-	kc := env.Kubeconfig()
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
-		APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "touch /tmp/pwned"},
-		InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
-	}}
-	kubeConfigSecret(t, ctx, ks.Namespace, "remote", "value.yaml", kc)
-	render(t, ks, "main@sha1:1", configMapIn(ks.Namespace, "cm"))
-	msg := waitNotReady(t, ks, kustomizev1.KubeConfigInvalidReason)
-	NewWithT(t).Expect(msg).To(ContainSubstring(`user "admin": an exec plugin is not allowed`))
+// TestBadKubeConfigIsReadyFalseWithItsReason: a kubeconfig that may not be
+// used, or a cluster that cannot be reached, is a reason of its own and
+// applies nothing; the exec plugin is refused before any connection.
+func TestBadKubeConfigIsReadyFalseWithItsReason(t *testing.T) {
+	exec := func(kc *clientcmdapi.Config) {
+		kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "touch /tmp/pwned"},
+			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}}
+	}
+	tests := []struct {
+		name, key string
+		mutate    func(*clientcmdapi.Config)
+		reason    string
+		message   string
+	}{
+		{name: "exec plugin", key: "value.yaml", mutate: exec,
+			reason: kustomizev1.KubeConfigInvalidReason, message: `user "admin": an exec plugin is not allowed`},
+		{name: "no value key", key: "config", mutate: func(*clientcmdapi.Config) {},
+			reason: kustomizev1.KubeConfigInvalidReason, message: `has no key ["value" "value.yaml"]`},
+		{name: "nothing listens", key: "value", mutate: func(kc *clientcmdapi.Config) {
+			kc.Clusters["envtest"].Server = "https://127.0.0.1:1"
+		}, reason: kustomizev1.RemoteClusterUnreachableReason, message: "(https://127.0.0.1:1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, ks := newKustomization(t, withKubeConfig("remote"))
+			kc := env.Kubeconfig()
+			tt.mutate(kc)
+			kubeConfigSecret(t, ctx, ks.Namespace, "remote", tt.key, kc)
+			render(t, ks, "main@sha1:1", configMapIn(ks.Namespace, "cm"))
+			g.Expect(waitNotReady(t, ks, tt.reason)).To(ContainSubstring(tt.message))
+			// The kubeconfig names the suite's own cluster: nothing was
+			// applied to it either.
+			g.Expect(notFoundIn(g, env.Client, client.ObjectKey{Namespace: ks.Namespace, Name: "cm"})).To(BeTrue())
+		})
+	}
+}
+
+// TestRemoteServiceAccountIsImpersonatedInTheRemoteCluster: with
+// serviceAccountName the remote API server decides as that ServiceAccount
+// of the remote cluster, which here may do nothing.
+func TestRemoteServiceAccountIsImpersonatedInTheRemoteCluster(t *testing.T) {
+	g := NewWithT(t)
+	remote, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = remote.Stop() })
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		withKubeConfig("remote")(ks)
+		ks.Spec.ServiceAccountName = "deployer"
+	})
+	ns := ks.Namespace
+	g.Expect(remote.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	kubeConfigSecret(t, ctx, ns, "remote", "value", remote.Kubeconfig())
+	render(t, ks, "main@sha1:1", configMapIn(ns, "cm"))
+	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
+	g.Expect(msg).To(ContainSubstring("forbidden: ServiceAccount " + ns + "/deployer may not patch configmaps"))
+	g.Expect(notFoundIn(g, remote.Client, client.ObjectKey{Namespace: ns, Name: "cm"})).To(BeTrue())
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
 }
 
 // TestRemoteConfigAllowsOnlyInlineCredentials is the rule of remoteConfig
