@@ -39,7 +39,7 @@ type Impersonator struct {
 	// Kustomization or HelmRelease uses (keyed by kind too: one of each
 	// may share a name).
 	clients map[types.NamespacedName]client.Client
-	users   map[manage.Owner]types.NamespacedName
+	users   users[types.NamespacedName]
 }
 
 // NewImpersonator returns an Impersonator whose clients start from cfg, the
@@ -50,7 +50,7 @@ func NewImpersonator(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RE
 		scheme:  scheme,
 		mapper:  mapper,
 		clients: map[types.NamespacedName]client.Client{},
-		users:   map[manage.Owner]types.NamespacedName{},
+		users:   users[types.NamespacedName]{},
 	}
 }
 
@@ -93,17 +93,9 @@ func (i *Impersonator) Release(ks manage.Owner) {
 }
 
 func (i *Impersonator) releaseLocked(ks manage.Owner) {
-	sa, ok := i.users[ks]
-	if !ok {
-		return
+	if sa, last := i.users.drop(ks); last {
+		delete(i.clients, sa)
 	}
-	delete(i.users, ks)
-	for _, other := range i.users {
-		if other == sa {
-			return
-		}
-	}
-	delete(i.clients, sa)
 }
 
 // Cached returns how many clients are kept.

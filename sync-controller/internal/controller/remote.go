@@ -75,7 +75,7 @@ type remoteCluster struct {
 type remoteClusters struct {
 	mu       sync.Mutex
 	clusters map[remoteKey]*remoteCluster
-	users    map[manage.Owner]remoteKey
+	users    users[remoteKey]
 }
 
 // release forgets that owner targets a remote cluster, stopping a cluster
@@ -87,17 +87,8 @@ func (rc *remoteClusters) release(owner manage.Owner) {
 }
 
 func (rc *remoteClusters) releaseLocked(owner manage.Owner) {
-	key, ok := rc.users[owner]
-	if !ok {
-		return
-	}
-	delete(rc.users, owner)
-	for _, other := range rc.users {
-		if other == key {
-			return
-		}
-	}
-	if c := rc.clusters[key]; c != nil {
+	key, last := rc.users.drop(owner)
+	if c := rc.clusters[key]; last && c != nil {
 		c.stop()
 		delete(rc.clusters, key)
 	}
@@ -286,7 +277,7 @@ func (r *Syncer) remoteCluster(ctx context.Context, owner manage.Owner, key remo
 		return nil, err
 	}
 	if rc.clusters == nil {
-		rc.clusters, rc.users = map[remoteKey]*remoteCluster{}, map[manage.Owner]remoteKey{}
+		rc.clusters, rc.users = map[remoteKey]*remoteCluster{}, users[remoteKey]{}
 	}
 	rc.clusters[key] = c
 	rc.users[owner] = key
