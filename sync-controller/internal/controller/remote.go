@@ -19,8 +19,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/manage"
@@ -92,6 +94,27 @@ func (rc *remoteClusters) releaseLocked(owner manage.Owner) {
 		c.stop()
 		delete(rc.clusters, key)
 	}
+}
+
+// stopAll stops every remote cluster's watcher: the manager is stopping.
+func (rc *remoteClusters) stopAll() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for key, c := range rc.clusters {
+		c.stop()
+		delete(rc.clusters, key)
+	}
+	clear(rc.users)
+}
+
+// stopRemotesWith stops every remote cluster's watcher when the manager
+// stops: they run outside of it, each from the reconcile that created it.
+func (r *Syncer) stopRemotesWith(mgr ctrl.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.remotes.stopAll()
+		return nil
+	}))
 }
 
 // RemoteClusters returns how many remote clusters are connected (their
