@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,10 @@ func TestKustomizationAppliesIntoTheRemoteClusterOfItsKubeConfig(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = remote.Stop() })
 
-	ctx, ks := newKustomization(t, withKubeConfig("remote"))
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		withKubeConfig("remote")(ks)
+		ks.Spec.Wait = true // health is read in the remote cluster too
+	})
 	ns := ks.Namespace
 	g.Expect(remote.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	render(t, ks, "main@sha1:1", configMapIn(ns, "kept")+"---\n"+configMapIn(ns, "gone"))
@@ -79,6 +83,10 @@ func TestKustomizationAppliesIntoTheRemoteClusterOfItsKubeConfig(t *testing.T) {
 		g.Expect(cm.Data).To(Equal(map[string]string{"key": name}))
 		g.Expect(notFoundIn(g, env.Client, client.ObjectKey{Namespace: ns, Name: name})).To(BeTrue(), "%s applied locally", name)
 	}
+	healthy := conditions.Get(got, kustomizev1.HealthyCondition)
+	g.Expect(healthy).NotTo(BeNil())
+	g.Expect(healthy.Status).To(Equal(metav1.ConditionTrue), healthy.Message)
+	g.Expect(healthy.Message).To(Equal("all 2 objects are healthy"))
 	g.Expect(got.Status.Inventory).NotTo(BeNil())
 	var names []string
 	for _, e := range got.Status.Inventory.Entries {
