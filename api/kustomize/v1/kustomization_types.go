@@ -30,6 +30,40 @@ const (
 	DriftContestedCondition = "DriftContested"
 )
 
+// KubeConfigReference points at a kubeconfig of a remote cluster.
+type KubeConfigReference struct {
+	// SecretRef names the Secret and the key that hold the kubeconfig.
+	SecretRef KubeConfigSecretRef `json:"secretRef"`
+}
+
+// KubeConfigSecretRef is a key of a Secret in the referring object's
+// namespace.
+type KubeConfigSecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key of the kubeconfig in the Secret's data; unset, "value" and then
+	// "value.yaml" are tried.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// Remote clusters (spec.kubeConfig, docs/design/remote-clusters.md).
+const (
+	// KubeConfigInvalidReason: Ready=False while the kubeconfig Secret of
+	// spec.kubeConfig is missing, too large, not a kubeconfig, or asks for
+	// what a kubeconfig from a Secret may not have (an exec or
+	// auth-provider plugin, a file path); nothing is applied or pruned.
+	KubeConfigInvalidReason = "KubeConfigInvalid"
+	// RemoteClusterUnreachableReason: Ready=False while the cluster that
+	// spec.kubeConfig names cannot be reached or refuses the kubeconfig's
+	// credentials; nothing is applied or pruned, and it is retried.
+	RemoteClusterUnreachableReason = "RemoteClusterUnreachable"
+)
+
 // Condition reasons specific to Kustomization.
 const (
 	BuildFailedReason      = "BuildFailed"
@@ -250,6 +284,18 @@ type KustomizationSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// KubeConfig names a Secret, in the Kustomization's namespace, holding
+	// a kubeconfig of another cluster: sync-controller applies, prunes,
+	// watches for drift and checks health there instead of in its own
+	// cluster (docs/design/remote-clusters.md). The inventory, status and
+	// events stay here. With serviceAccountName (or
+	// --default-service-account) the ServiceAccount of that name, in the
+	// Kustomization's namespace of the remote cluster, is impersonated
+	// there. The kubeconfig may carry only inline credentials: exec and
+	// auth-provider plugins, and any file path, are refused.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
 
 	// DependsOn lists Kustomizations that must be Ready first.
 	// +optional

@@ -80,6 +80,9 @@ type syncSpec struct {
 	// ServiceAccountName is impersonated for every request to managed
 	// objects.
 	ServiceAccountName string
+	// KubeConfig names the remote cluster the sync acts in (remote.go);
+	// nil is sync-controller's own cluster (always, for a HelmRelease).
+	KubeConfig *kustomizev1.KubeConfigReference
 	// DependsOn names objects of the same kind that must be Ready first.
 	DependsOn    []meta.NamespacedObjectReference
 	HealthChecks []kustomizev1.NamespacedObjectKindReference
@@ -137,8 +140,8 @@ func (k kustomization) spec() syncSpec {
 		Suspend: s.Suspend,
 		Prune:   s.Prune, Guarded: true, GuardFields: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
 		Wait: s.Wait, Force: s.Force,
-		ServiceAccountName: s.ServiceAccountName,
-		DependsOn:          s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
+		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
+		DependsOn: s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
 		Retry: s.Retry,
 	}

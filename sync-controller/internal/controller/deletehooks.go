@@ -64,7 +64,7 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 			"ServiceAccount %s no longer exists: no delete hook runs, and the %d object(s) of the inventory are left in place", sa, len(st.Inventory.Entries)))
 		return nil
 	}
-	eng, err := r.engineFor(app)
+	eng, err := r.engineFor(ctx, app)
 	if err != nil {
 		return err
 	}

@@ -141,6 +141,18 @@
 // PruneFailed event). Neither set means sync-controller's own identity
 // throughout. docs/design/tenancy.md has the reasoning.
 //
+// # Remote clusters
+//
+// A Kustomization with spec.kubeConfig syncs into the cluster its Secret's
+// kubeconfig names (remote.go): the impersonate step swaps in the engine of
+// that cluster — a client, REST mapper and watcher over the kubeconfig's
+// identity, kept per (Secret, kubeconfig hash) while a Kustomization uses
+// it, and stopped when none does — and the ServiceAccount, if any, is
+// impersonated there. The Kustomization, its inventory, status and events
+// stay here; the remote watcher's events enqueue it in this controller.
+// The kubeconfig may carry inline credentials only.
+// docs/design/remote-clusters.md has the rules.
+//
 // With --no-cross-namespace-refs, a dependsOn or healthChecks entry in
 // another namespace stalls the Kustomization (Stalled=True, Ready=False,
 // InvalidSpec, "cross-namespace references are not allowed: …") until its

@@ -39,7 +39,7 @@ type Impersonator struct {
 	// Kustomization or HelmRelease uses (keyed by kind too: one of each
 	// may share a name).
 	clients map[types.NamespacedName]client.Client
-	users   map[manage.Owner]types.NamespacedName
+	users   users[types.NamespacedName]
 }
 
 // NewImpersonator returns an Impersonator whose clients start from cfg, the
@@ -50,7 +50,7 @@ func NewImpersonator(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RE
 		scheme:  scheme,
 		mapper:  mapper,
 		clients: map[types.NamespacedName]client.Client{},
-		users:   map[manage.Owner]types.NamespacedName{},
+		users:   users[types.NamespacedName]{},
 	}
 }
 
@@ -93,17 +93,9 @@ func (i *Impersonator) Release(ks manage.Owner) {
 }
 
 func (i *Impersonator) releaseLocked(ks manage.Owner) {
-	sa, ok := i.users[ks]
-	if !ok {
-		return
+	if sa, last := i.users.drop(ks); last {
+		delete(i.clients, sa)
 	}
-	delete(i.users, ks)
-	for _, other := range i.users {
-		if other == sa {
-			return
-		}
-	}
-	delete(i.clients, sa)
 }
 
 // Cached returns how many clients are kept.
@@ -128,10 +120,19 @@ func serviceAccountOf(obj application, defaultName string) (sa types.NamespacedN
 	return types.NamespacedName{Namespace: obj.object().GetNamespace(), Name: name}, true
 }
 
-// engineFor returns the engine that acts for obj: as its ServiceAccount
-// when it has one, otherwise as the controller.
-func (r *Syncer) engineFor(obj application) (*engine.Engine, error) {
+// engineFor returns the engine that acts for obj: in the remote cluster
+// its spec.kubeConfig names (remote.go), else in this one; as its
+// ServiceAccount when it has one, otherwise as the controller (or, remote,
+// the kubeconfig's identity).
+func (r *Syncer) engineFor(ctx context.Context, obj application) (*engine.Engine, error) {
 	key := obj.owner()
+	if obj.spec().KubeConfig != nil {
+		if r.Impersonator != nil {
+			r.Impersonator.Release(key)
+		}
+		return r.remoteEngineFor(ctx, obj)
+	}
+	r.remotes.release(key)
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
 	if !ok || r.Impersonator == nil {
 		if r.Impersonator != nil {
@@ -153,7 +154,9 @@ func (r *Syncer) engineFor(obj application) (*engine.Engine, error) {
 // longer exists (read with the controller's identity, uncached).
 func (r *Syncer) serviceAccountGone(ctx context.Context, obj application) (types.NamespacedName, bool, error) {
 	sa, ok := serviceAccountOf(obj, r.DefaultServiceAccount)
-	if !ok {
+	if !ok || obj.spec().KubeConfig != nil {
+		// A remote cluster's ServiceAccount is not read: its API server
+		// refuses what the impersonated user may not do.
 		return sa, false, nil
 	}
 	err := r.reader().Get(ctx, sa, &corev1.ServiceAccount{})

@@ -44,6 +44,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}); err != nil {
 		return err
 	}
+	if err := r.stopRemotesWith(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).

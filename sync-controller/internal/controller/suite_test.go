@@ -49,6 +49,9 @@ var (
 	stopController func()
 	// controllerMu serializes tests that stop and start the controller.
 	controllerMu sync.Mutex
+	// running is the Kustomization reconciler startController started
+	// last, for tests that look at what it keeps in memory.
+	running *KustomizationReconciler
 )
 
 func TestMain(m *testing.M) {
@@ -121,6 +124,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	for _, c := range configure {
 		c(r)
 	}
+	running = r
 	// The HelmRelease reconciler shares the settings, with an engine of
 	// its own over its own watcher, as in main.go.
 	hr := &HelmReleaseReconciler{Syncer: Syncer{

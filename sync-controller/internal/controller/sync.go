@@ -203,10 +203,12 @@ func (s *syncRun) checkReferences(context.Context) error {
 // impersonate makes every later request to managed objects act as the
 // Kustomization's ServiceAccount (spec.serviceAccountName, or
 // --default-service-account), so the sync can do no more than the
-// ServiceAccount may. Reads of Kustomizations (dependsOn) and the status
-// writes stay the controller's own.
-func (s *syncRun) impersonate(context.Context) error {
-	eng, err := s.r.engineFor(s.app)
+// ServiceAccount may, and go to the remote cluster of spec.kubeConfig when
+// it is set (remote.go: Ready=False KubeConfigInvalid or
+// RemoteClusterUnreachable when it cannot). Reads of Kustomizations
+// (dependsOn) and the status writes stay the controller's own, here.
+func (s *syncRun) impersonate(ctx context.Context) error {
+	eng, err := s.r.engineFor(ctx, s.app)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,8 @@ type Syncer struct {
 
 	manifests    manifestCache
 	fightTracker fightTracker
+	// remotes are the remote clusters Kustomizations target (remote.go).
+	remotes remoteClusters
 }
 
 // defaults fills in the settings left unset.
@@ -193,6 +195,7 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 	if r.Impersonator != nil {
 		r.Impersonator.Release(app.owner())
 	}
+	r.remotes.release(app.owner())
 	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

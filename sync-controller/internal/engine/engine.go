@@ -81,6 +81,14 @@ func (e *Engine) WithHealthChecks(checks *healthexpr.Checks) *Engine {
 	return &scoped
 }
 
+// ForCluster returns an engine for another cluster: c and mapper reach it,
+// w watches it (Watcher.ForCluster). It keeps e's settings and nothing of
+// what e remembers of applied objects or health, which belongs to e's
+// cluster: an object of the same name in two clusters is two objects.
+func (e *Engine) ForCluster(c client.Client, mapper apimeta.RESTMapper, w *Watcher) *Engine {
+	return New(c, mapper, w, e.concurrency)
+}
+
 // Watcher returns the engine's watcher.
 func (e *Engine) Watcher() *Watcher { return e.watcher }
 

@@ -52,6 +52,10 @@ type Watcher struct {
 	changes *broadcaster
 	// expected holds the UIDs of objects the engine itself is deleting.
 	expected map[types.UID]bool
+	// owners is the watcher of the owners' own cluster when this one
+	// watches a remote cluster (ForCluster): the owners' queue and drift
+	// clocks are there. Nil for a watcher of the owners' cluster.
+	owners *Watcher
 }
 
 // NewWatcher returns a watcher for Kustomizations: its informers see only
@@ -91,6 +95,24 @@ func NewWatcherFor(kind string, cfg *rest.Config, scheme *runtime.Scheme, mapper
 
 // Start runs the informers until ctx ends.
 func (w *Watcher) Start(ctx context.Context) error { return w.cache.Start(ctx) }
+
+// ForCluster returns a watcher of w's owner kind whose informers watch
+// another cluster, the one cfg reaches (a Kustomization's spec.kubeConfig),
+// reading with cfg's identity: its events enqueue the owners into w's
+// controller and start their drift clocks in w, since the owners live in
+// w's cluster. It must be started (Start) and is stopped with its context.
+func (w *Watcher) ForCluster(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) (*Watcher, error) {
+	remote, err := NewWatcherFor(w.kind, cfg, scheme, mapper, w.debounce, w.log.WithValues("cluster", cfg.Host))
+	if err != nil {
+		return nil, err
+	}
+	remote.owners = w
+	return remote, nil
+}
+
+// WaitStarted waits until Start has started the informer cache (Watch
+// fails on a cache that is not started), or ctx ends; false when it ended.
+func (w *Watcher) WaitStarted(ctx context.Context) bool { return w.cache.WaitForCacheSync(ctx) }
 
 // Source hands the controller's queue to the watcher, so watch events can
 // enqueue Kustomizations with a debounce delay.
@@ -238,17 +260,21 @@ func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.
 		return // hooks come and go by design; they are not drift
 	}
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, seen := w.drift[key]; !seen {
-		w.drift[key] = time.Now()
+	target := w
+	if w.owners != nil {
+		target = w.owners
 	}
-	if w.queue == nil {
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	if _, seen := target.drift[key]; !seen {
+		target.drift[key] = time.Now()
+	}
+	if target.queue == nil {
 		return
 	}
 	w.log.V(1).Info("managed object "+what+" by another writer", "object", obj.GetNamespace()+"/"+obj.GetName(), strings.ToLower(w.kind), key.String())
 	// AddAfter coalesces a burst of writes into one reconcile.
-	w.queue.AddAfter(ctrlreconcile.Request{NamespacedName: key}, w.debounce)
+	target.queue.AddAfter(ctrlreconcile.Request{NamespacedName: key}, w.debounce)
 }
 
 func metadataObject(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
