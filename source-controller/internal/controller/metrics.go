@@ -34,3 +34,13 @@ func NewHelmChartMetrics(reg prometheus.Registerer) *metrics.Object {
 		Subsystem: "source_helmchart", Kind: sourcev1.HelmChartKind, Condition: meta.ReadyCondition,
 	})
 }
+
+// NewOCIRepositoryMetrics creates the OCIRepository metrics,
+// plumb_source_ocirepository_*, and registers them with reg.
+func NewOCIRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_ocirepository", Kind: sourcev1.OCIRepositoryKind, Condition: meta.ReadyCondition,
+		Work:     "pulls_total",
+		WorkHelp: "Layer pulls from the registry; a reconcile whose reference resolves to the stored revision pulls nothing.",
+	})
+}
