@@ -170,7 +170,7 @@ func ociFailure(err error, interval time.Duration) *plumbreconcile.Error {
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
 	case oci.KindOf(err) == oci.InvalidSpec:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, msg)
-	case oci.KindOf(err) == oci.TooLarge, errors.Is(err, errLayer):
+	case oci.KindOf(err) == oci.TooLarge, oci.KindOf(err) == oci.NoLayer, errors.Is(err, errLayer):
 		return plumbreconcile.Stalled(sourcev1.OCILayerOperationFailedReason, msg).Polling(interval)
 	}
 	return plumbreconcile.Failed(sourcev1.OCIPullFailedReason, msg)

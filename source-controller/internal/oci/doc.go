@@ -23,6 +23,6 @@
 // Plain HTTP is used when insecure is set, and, as go-containerregistry
 // decides for every client, for loopback, RFC 1918 and *.local hosts.
 //
-// Errors carry a Kind (AuthFailed, InvalidSpec, NotFound, TooLarge) so the
+// Errors carry a Kind (AuthFailed, InvalidSpec, NotFound, TooLarge, NoLayer) so the
 // reconciler can map them to a reason and a retry policy.
 package oci

@@ -36,8 +36,11 @@ const (
 	// NotFound: no such tag or digest, no tag in the range, no layer of
 	// the media type.
 	NotFound
-	// TooLarge: the layer is over the size limit.
+	// TooLarge: the layer is over the size limit, or the repository has
+	// too many tags for a semver range.
 	TooLarge
+	// NoLayer: the manifest has no layer (of the selected media type).
+	NoLayer
 )
 
 // Error is a failure of Resolve or Pull with its Kind.
@@ -269,9 +272,9 @@ func (c *Client) Pull(digest v1.Hash, mediaType string, maxSize int64, dest stri
 	}
 	if desc == nil {
 		if mediaType == "" {
-			return nil, errorf(NotFound, "the artifact %s of %s has no layer", digest, c.repo)
+			return nil, errorf(NoLayer, "the artifact %s of %s has no layer", digest, c.repo)
 		}
-		return nil, errorf(NotFound, "the artifact %s of %s has no layer of media type %q", digest, c.repo, mediaType)
+		return nil, errorf(NoLayer, "the artifact %s of %s has no layer of media type %q", digest, c.repo, mediaType)
 	}
 	if desc.Size > maxSize {
 		return nil, errorf(TooLarge, "the layer %s is %d bytes, more than the limit of %d", desc.Digest, desc.Size, maxSize)
