@@ -11,6 +11,7 @@
 //	plumb stats [-A]
 //	plumb export KIND NAME|--all [-A]
 //	plumb ui [--address 127.0.0.1:9080] [--no-open]
+//	plumb push artifact oci://HOST/REPO:TAG --path=DIR [--source=URL] [--revision=REV] [--creds USER:PASS]
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go); args.go reads them.
