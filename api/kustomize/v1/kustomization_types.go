@@ -450,7 +450,7 @@ type CrossNamespaceSourceReference struct {
 
 	// Kind of the referent.
 	// +required
-	// +kubebuilder:validation:Enum=GitRepository;OCIRepository
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;ExternalArtifact
 	Kind string `json:"kind"`
 
 	// Name of the referent.

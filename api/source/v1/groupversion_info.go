@@ -20,7 +20,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &GitRepository{}, &GitRepositoryList{},
 		&HelmRepository{}, &HelmRepositoryList{},
 		&HelmChart{}, &HelmChartList{},
-		&OCIRepository{}, &OCIRepositoryList{})
+		&OCIRepository{}, &OCIRepositoryList{},
+		&ExternalArtifact{}, &ExternalArtifactList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

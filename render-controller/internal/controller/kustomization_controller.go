@@ -250,8 +250,8 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
-// reconcileSource reads the source of spec.sourceRef (a GitRepository or
-// an OCIRepository). Sets Rendered=False with reason InvalidSpec (stalled)
+// reconcileSource reads the source of spec.sourceRef (a GitRepository,
+// an OCIRepository or an ExternalArtifact). Sets Rendered=False with reason InvalidSpec (stalled)
 // for a cross-namespace reference while --no-cross-namespace-refs is set,
 // and DependencyNotReady (waiting) while the source is missing or has no
 // artifact yet.
@@ -278,7 +278,7 @@ func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kust
 	a := sourceArtifact(src)
 	if a == nil || a.URL == "" || a.Digest == "" {
 		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
-			fmt.Errorf("%s %s has no artifact yet", kind, key))
+			fmt.Errorf("%s %s has no artifact yet%s", kind, key, producedFrom(src)))
 	}
 	st.source = a
 	return nil
