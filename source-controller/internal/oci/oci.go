@@ -315,14 +315,32 @@ const (
 // where `flux push artifact` writes source and revision.
 const annotationPrefix = "org.opencontainers.image."
 
+// firstAnnotations are kept before any other: what `flux push artifact`
+// and `plumb push artifact` write.
+var firstAnnotations = []string{"source", "revision", "created", "version"}
+
 func boundedAnnotations(in map[string]string) map[string]string {
-	keys := make([]string, 0, len(in))
-	for k, v := range in {
-		if strings.HasPrefix(k, annotationPrefix) && len(k) <= MaxAnnotationSize && len(v) <= MaxAnnotationSize {
+	usable := func(k string) bool {
+		v, ok := in[k]
+		return ok && strings.HasPrefix(k, annotationPrefix) && len(k) <= MaxAnnotationSize && len(v) <= MaxAnnotationSize
+	}
+	var keys []string
+	first := map[string]bool{}
+	for _, k := range firstAnnotations {
+		k = annotationPrefix + k
+		first[k] = true
+		if usable(k) {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
+	var rest []string
+	for k := range in {
+		if !first[k] && usable(k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	keys = append(keys, rest...)
 	if len(keys) > MaxAnnotations {
 		keys = keys[:MaxAnnotations]
 	}
