@@ -1,9 +1,9 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
-//	plumb reconcile source [git|helm|chart]|kustomization|helmrelease NAME [--with-source]
+//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
+//	plumb reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
-//	plumb suspend|resume source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME
+//	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME
 //	plumb diff kustomization|helmrelease NAME
 //	plumb tree kustomization|helmrelease NAME
 //	plumb events [--follow] [--for Kind/name] [--nats-url URL]
