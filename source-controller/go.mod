@@ -35,7 +35,6 @@ require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.5 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	gotest.tools/v3 v3.5.2 // indirect
 )
 
 require (
