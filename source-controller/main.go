@@ -1,6 +1,7 @@
 // Command source-controller reconciles GitRepository, HelmRepository,
 // HelmChart and OCIRepository objects into artifacts (a tar.gz of a
-// commit, a verified index.yaml, a packaged chart, an OCI artifact's layer) and serves them over HTTP to the other
+// commit, a verified index.yaml, a packaged chart, an OCI artifact's
+// layer) and serves them over HTTP to the other
 // Plumb controllers.
 package main
 
@@ -33,6 +34,7 @@ type sourceOptions struct {
 	MaxHelmChartSize     int64
 	MaxHelmExtractedSize int64
 	MaxOCILayerSize      int64
+	MaxOCIExtractedSize  int64
 }
 
 func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
@@ -46,6 +48,8 @@ func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes of the decompressed files of one Helm chart, as the Helm SDK's loader counts them; a larger chart is refused.")
 	fs.Int64Var(&o.MaxOCILayerSize, "oci-max-layer-size", sourcecontroller.DefaultMaxOCILayerSize,
 		"The most bytes of the compressed layer an OCIRepository pulls; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
+	fs.Int64Var(&o.MaxOCIExtractedSize, "oci-max-extracted-size", sourcecontroller.DefaultMaxOCIExtractedSize,
+		"The most bytes of the files of an OCIRepository's extracted layer; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
 }
 
 func (o *sourceOptions) Validate() error {
@@ -57,6 +61,7 @@ func (o *sourceOptions) Validate() error {
 		"--helm-chart-max-size":           o.MaxHelmChartSize,
 		"--helm-chart-max-extracted-size": o.MaxHelmExtractedSize,
 		"--oci-max-layer-size":            o.MaxOCILayerSize,
+		"--oci-max-extracted-size":        o.MaxOCIExtractedSize,
 	} {
 		if v < 1 {
 			return fmt.Errorf("%s must be positive, got %d", name, v)
@@ -154,11 +159,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return err
 	}
 	ociRepos := &sourcecontroller.OCIRepositoryReconciler{
-		Client:       mgr.GetClient(),
-		Storage:      storage,
-		Events:       recorder,
-		Metrics:      sourcecontroller.NewOCIRepositoryMetrics(ctrlmetrics.Registry),
-		MaxLayerSize: sourceOpts.MaxOCILayerSize,
+		Client:           mgr.GetClient(),
+		Storage:          storage,
+		Events:           recorder,
+		Metrics:          sourcecontroller.NewOCIRepositoryMetrics(ctrlmetrics.Registry),
+		MaxLayerSize:     sourceOpts.MaxOCILayerSize,
+		MaxExtractedSize: sourceOpts.MaxOCIExtractedSize,
 	}
 	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err

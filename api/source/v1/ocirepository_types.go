@@ -21,7 +21,8 @@ const (
 	OCIPullFailedReason = "OCIArtifactPullFailed"
 	// OCILayerOperationFailedReason: the selected layer is missing, larger
 	// than --oci-max-layer-size, not a tar.gz, or holds an entry that
-	// extraction refuses (a path out of the root, a link, too many files).
+	// extraction refuses (a path out of the root, a link, too many files,
+	// more than --oci-max-extracted-size).
 	OCILayerOperationFailedReason = "OCIArtifactLayerOperationFailed"
 )
 

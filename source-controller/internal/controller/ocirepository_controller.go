@@ -32,10 +32,14 @@ import (
 	"plumb.dev/source-controller/internal/oci"
 )
 
-// DefaultMaxOCILayerSize is the default of --oci-max-layer-size: the
-// compressed layer, the same bound as every other archive Plumb extracts
-// (pkg/artifact's DefaultMaxArchiveBytes).
-const DefaultMaxOCILayerSize = artifact.DefaultMaxArchiveBytes
+// Defaults of --oci-max-layer-size (the compressed layer) and
+// --oci-max-extracted-size (its files): together 250 MiB of /tmp per
+// pull, so two pulls at once fit beside two Git fetches at
+// --max-repository-size in source-controller's /tmp (deploy/README.md).
+const (
+	DefaultMaxOCILayerSize     int64 = 50 << 20
+	DefaultMaxOCIExtractedSize int64 = 200 << 20
+)
 
 // OCIRepositoryReconciler turns OCIRepository objects into tar.gz
 // artifacts: one layer of an OCI artifact, extracted and repacked or
@@ -48,9 +52,12 @@ type OCIRepositoryReconciler struct {
 	// TmpDir holds pulled layers while they are checked; "" is os.TempDir().
 	TmpDir string
 	// MaxLayerSize bounds the compressed layer (--oci-max-layer-size); 0
-	// is DefaultMaxOCILayerSize. The extracted tree is bounded by
-	// pkg/artifact's default limits.
+	// is DefaultMaxOCILayerSize.
 	MaxLayerSize int64
+	// MaxExtractedSize bounds the layer's extracted files
+	// (--oci-max-extracted-size); 0 is DefaultMaxOCIExtractedSize. The
+	// number of entries is bounded by pkg/artifact's default.
+	MaxExtractedSize int64
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*sourcev1.OCIRepository]
@@ -217,7 +224,9 @@ func (r *OCIRepositoryReconciler) pull(ctx context.Context, obj *sourcev1.OCIRep
 	// Extracted in both operations: a copied layer must be as safe to
 	// extract for render-controller as a packed one.
 	st.tree = filepath.Join(st.tmp, "tree")
-	if err := artifact.ExtractFile(st.layerFile, st.layer.Digest.String(), st.tree, artifact.Limits{MaxArchiveBytes: maxSize}); err != nil {
+	if err := artifact.ExtractFile(st.layerFile, st.layer.Digest.String(), st.tree, artifact.Limits{
+		MaxArchiveBytes: maxSize, MaxExtractedBytes: maxOr(r.MaxExtractedSize, DefaultMaxOCIExtractedSize),
+	}); err != nil {
 		return fmt.Errorf("%w: layer %s of %s: %v", errLayer, st.layer.Digest, st.revision, err)
 	}
 	return nil

@@ -139,7 +139,8 @@ func TestOCIRepositoryLayerSelectorExtractAndCopy(t *testing.T) {
 }
 
 // Hostile layers are refused with a reason and a message naming the
-// cause, and nothing is stored: a layer over --oci-max-layer-size, a tar
+// cause, and nothing is stored: a layer over --oci-max-layer-size, a
+// small layer whose files are over --oci-max-extracted-size, a tar
 // climbing out with ../, a symlink out of the root, and a layer that is
 // not a tar.gz.
 func TestOCIRepositoryRefusesHostileLayers(t *testing.T) {
@@ -153,6 +154,8 @@ func TestOCIRepositoryRefusesHostileLayers(t *testing.T) {
 		layer         []byte
 	}{
 		{"too-large", fmt.Sprintf("more than the limit of %d", maxOCILayerSize), tarGz(t, []tarEntry{{name: "blob", body: string(big)}})},
+		{"extracts-too-large", fmt.Sprintf("would exceed the limit of %d extracted bytes", maxOCIExtractedSize),
+			tarGz(t, []tarEntry{{name: "zeros", body: string(make([]byte, maxOCIExtractedSize+1))}})},
 		{"traversal", "unsafe path", tarGz(t, []tarEntry{{name: "../../etc/cron.d/evil", body: "* * * * * root true\n"}})},
 		{"symlink", "symlink leaves the root", tarGz(t, []tarEntry{{name: "passwd", link: "../../../etc/passwd"}})},
 		{"not-gzip", "not gzip", []byte("plain text, not an archive\n")},

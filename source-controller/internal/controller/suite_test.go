@@ -60,7 +60,8 @@ const (
 	maxChartSize = 256 << 10
 	// maxOCILayerSize is the OCIRepository reconciler's
 	// --oci-max-layer-size.
-	maxOCILayerSize = 64 << 10
+	maxOCILayerSize     = 64 << 10
+	maxOCIExtractedSize = 256 << 10
 )
 
 func TestMain(m *testing.M) {
@@ -142,11 +143,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ociRepos := &OCIRepositoryReconciler{
-		Client:       mgr.GetClient(),
-		Storage:      storage,
-		Events:       recorder,
-		Metrics:      NewOCIRepositoryMetrics(ctrlmetrics.Registry),
-		MaxLayerSize: maxOCILayerSize,
+		Client:           mgr.GetClient(),
+		Storage:          storage,
+		Events:           recorder,
+		Metrics:          NewOCIRepositoryMetrics(ctrlmetrics.Registry),
+		MaxLayerSize:     maxOCILayerSize,
+		MaxExtractedSize: maxOCIExtractedSize,
 	}
 	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
