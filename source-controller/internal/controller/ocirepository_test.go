@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -91,6 +92,32 @@ func TestOCIRepositoryFollowsATag(t *testing.T) {
 	requestHelmReconcile(t, o, "second")
 	waitHelmReady(t, o, "latest@"+second)
 	g.Expect(files(t, download(t, o.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": configMap("two")}))
+}
+
+// A reconcile whose reference still resolves to the stored revision pulls
+// nothing; a suspended OCIRepository is left alone.
+func TestOCIRepositoryPullsOnlyANewRevisionAndHonoursSuspend(t *testing.T) {
+	g := NewWithT(t)
+	reg := newRegistry(t, testhelm.RegistryOptions{})
+	url := "oci://" + reg.Host() + "/steady"
+	digest := pushDir(t, url+":v1", map[string]string{"cm.yaml": configMap("steady")}, nil)
+	ns := namespace(t)
+	o := newOCIRepository(ns, "steady", url, &sourcev1.OCIRepositoryRef{Tag: "v1"})
+	g.Expect(k8s.Create(context.Background(), o)).To(Succeed())
+	waitHelmReady(t, o, "v1@"+digest)
+	pulls := func() float64 { return counterValue(t, "plumb_source_ocirepository_pulls_total", ns, "steady") }
+	g.Expect(pulls()).To(Equal(1.0))
+	before := o.Status.Artifact.DeepCopy()
+
+	requestHelmReconcile(t, o, "again")
+	waitHelmReady(t, o, "v1@"+digest)
+	g.Expect(pulls()).To(Equal(1.0), "the same revision is not pulled again")
+	g.Expect(o.Status.Artifact).To(Equal(before))
+
+	suspended := newOCIRepository(ns, "suspended", url, &sourcev1.OCIRepositoryRef{Tag: "v1"})
+	suspended.Spec.Suspend = true
+	g.Expect(k8s.Create(context.Background(), suspended)).To(Succeed())
+	expectLeftAlone(t, suspended)
 }
 
 // layerSelector picks the layer by media type; extract repacks it (and
@@ -240,6 +267,31 @@ func TestOCIRepositoryRefusesUnknownFieldsAndATaggedURL(t *testing.T) {
 }
 
 // --- helpers ---
+
+// counterValue reads a counter of the object from the metrics registry
+// the reconcilers register with.
+func counterValue(t *testing.T, metric, namespace, name string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == namespace && labels["name"] == name {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
 
 // createStrict creates u with strict field validation, as kubectl apply
 // --validate=strict does.
