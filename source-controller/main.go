@@ -1,6 +1,7 @@
-// Command source-controller reconciles GitRepository, HelmRepository and
-// HelmChart objects into artifacts (a tar.gz of a commit, a verified
-// index.yaml, a packaged chart) and serves them over HTTP to the other
+// Command source-controller reconciles GitRepository, HelmRepository,
+// HelmChart and OCIRepository objects into artifacts (a tar.gz of a
+// commit, a verified index.yaml, a packaged chart, an OCI artifact's
+// layer) and serves them over HTTP to the other
 // Plumb controllers.
 package main
 
@@ -32,6 +33,8 @@ type sourceOptions struct {
 	MaxHelmIndexSize     int64
 	MaxHelmChartSize     int64
 	MaxHelmExtractedSize int64
+	MaxOCILayerSize      int64
+	MaxOCIExtractedSize  int64
 }
 
 func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
@@ -43,6 +46,10 @@ func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes of one downloaded Helm chart archive (a HelmChart's or one of its dependencies); a larger one is refused (Ready=False, ChartPullFailed).")
 	fs.Int64Var(&o.MaxHelmExtractedSize, "helm-chart-max-extracted-size", helm.DefaultMaxExtractedSize,
 		"The most bytes of the decompressed files of one Helm chart, as the Helm SDK's loader counts them; a larger chart is refused.")
+	fs.Int64Var(&o.MaxOCILayerSize, "oci-max-layer-size", sourcecontroller.DefaultMaxOCILayerSize,
+		"The most bytes of the compressed layer an OCIRepository pulls; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
+	fs.Int64Var(&o.MaxOCIExtractedSize, "oci-max-extracted-size", sourcecontroller.DefaultMaxOCIExtractedSize,
+		"The most bytes of the files of an OCIRepository's extracted layer; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
 }
 
 func (o *sourceOptions) Validate() error {
@@ -53,6 +60,8 @@ func (o *sourceOptions) Validate() error {
 		"--helm-index-max-size":           o.MaxHelmIndexSize,
 		"--helm-chart-max-size":           o.MaxHelmChartSize,
 		"--helm-chart-max-extracted-size": o.MaxHelmExtractedSize,
+		"--oci-max-layer-size":            o.MaxOCILayerSize,
+		"--oci-max-extracted-size":        o.MaxOCIExtractedSize,
 	} {
 		if v < 1 {
 			return fmt.Errorf("%s must be positive, got %d", name, v)
@@ -147,6 +156,17 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		MaxIndexSize: sourceOpts.MaxHelmIndexSize,
 	}
 	if err := repos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	ociRepos := &sourcecontroller.OCIRepositoryReconciler{
+		Client:           mgr.GetClient(),
+		Storage:          storage,
+		Events:           recorder,
+		Metrics:          sourcecontroller.NewOCIRepositoryMetrics(ctrlmetrics.Registry),
+		MaxLayerSize:     sourceOpts.MaxOCILayerSize,
+		MaxExtractedSize: sourceOpts.MaxOCIExtractedSize,
+	}
+	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()

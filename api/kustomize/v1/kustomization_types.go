@@ -505,7 +505,7 @@ type CrossNamespaceSourceReference struct {
 
 	// Kind of the referent.
 	// +required
-	// +kubebuilder:validation:Enum=GitRepository
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;ExternalArtifact
 	Kind string `json:"kind"`
 
 	// Name of the referent.

@@ -19,7 +19,9 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &GitRepository{}, &GitRepositoryList{},
 		&HelmRepository{}, &HelmRepositoryList{},
-		&HelmChart{}, &HelmChartList{})
+		&HelmChart{}, &HelmChartList{},
+		&OCIRepository{}, &OCIRepositoryList{},
+		&ExternalArtifact{}, &ExternalArtifactList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -9,10 +9,10 @@ import (
 
 // sourceTypes are the source kinds by the type word Flux puts after
 // "source": `plumb get sources git`, `plumb reconcile source git NAME`.
-var sourceTypes = map[string]*kind{"git": gitRepositoryKind, "helm": helmRepositoryKind, "chart": helmChartKind}
+var sourceTypes = map[string]*kind{"git": gitRepositoryKind, "helm": helmRepositoryKind, "chart": helmChartKind, "oci": ociRepositoryKind}
 
 // sourceKinds are every source kind, what "sources all" names.
-var sourceKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind}
+var sourceKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind}
 
 // kindArgs reads the kind at the front of args, spelled as Flux spells it
 // ("source git", "sources all", "kustomization", "alert-provider") or by

@@ -1,9 +1,9 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
-//	plumb reconcile source [git|helm|chart]|kustomization|helmrelease NAME [--with-source]
+//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
+//	plumb reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
-//	plumb suspend|resume source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME
+//	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME
 //	plumb diff kustomization|helmrelease NAME
 //	plumb tree kustomization|helmrelease NAME
 //	plumb events [--follow] [--for Kind/name] [--nats-url URL]
@@ -11,6 +11,7 @@
 //	plumb stats [-A]
 //	plumb export KIND NAME|--all [-A]
 //	plumb ui [--address 127.0.0.1:9080] [--no-open]
+//	plumb push artifact oci://HOST/REPO:TAG --path=DIR [--source=URL] [--revision=REV] [--creds USER:PASS]
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go); args.go reads them.

@@ -20,7 +20,7 @@ import (
 func newGetCmd(g *globals) *cobra.Command {
 	var all bool
 	c := &cobra.Command{
-		Use:   "get all|sources [git|helm|chart|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME]",
+		Use:   "get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME]",
 		Short: "List Plumb objects with their readiness and revision, or show one Kustomization or HelmRelease in detail",
 		Long: "get lists the objects of one Plumb kind in the namespace (or, with -A, in all\n" +
 			"namespaces) as a table: NAME, READY, REVISION, AGE and the Ready condition's\n" +

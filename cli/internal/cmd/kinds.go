@@ -116,6 +116,29 @@ var (
 		},
 		reconcilable: true,
 	}
+	ociRepositoryKind = &kind{
+		Kind: sourcev1.OCIRepositoryKind, plural: "OCIRepositories",
+		names:   []string{"ocirepository", "ocirepositories", "ocirepo", "ocirepos"},
+		newObj:  func() client.Object { return &sourcev1.OCIRepository{} },
+		newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
+		items: func(l client.ObjectList) []client.Object {
+			var out []client.Object
+			for i := range l.(*sourcev1.OCIRepositoryList).Items {
+				out = append(out, &l.(*sourcev1.OCIRepositoryList).Items[i])
+			}
+			return out
+		},
+		status: func(o client.Object) status {
+			r := o.(*sourcev1.OCIRepository)
+			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
+				lastHandled: r.Status.LastHandledReconcileAt, suspended: r.Spec.Suspend}
+			if r.Status.Artifact != nil {
+				s.revision = r.Status.Artifact.Revision
+			}
+			return s
+		},
+		reconcilable: true,
+	}
 	helmReleaseKind = &kind{
 		Kind: helmv2.HelmReleaseKind, plural: "HelmReleases",
 		names:   []string{"helmrelease", "helmreleases", "hr"},
@@ -207,7 +230,7 @@ var (
 	}
 	// kinds in the order `get all` prints them: sources, then what
 	// applies them, then the notification kinds.
-	kinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	kinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindNamed finds the kind a user typed, among allowed.

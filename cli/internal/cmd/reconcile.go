@@ -39,12 +39,12 @@ const (
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
 	c := &cobra.Command{
-		Use:   "reconcile source [git|helm|chart]|kustomization|helmrelease NAME",
+		Use:   "reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME",
 		Short: "Ask for an immediate reconcile and wait for its result",
 		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
 			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
 			"Ready condition has settled, printing progress on the way, then prints the\n" +
-			"revision. With --with-source, a Kustomization's GitRepository is reconciled\n" +
+			"revision. With --with-source, a Kustomization's GitRepository or OCIRepository is reconciled\n" +
 			"first; a HelmRelease's HelmChart source (HelmRepository or GitRepository), then\n" +
 			"the HelmChart. Exit code 1 when the reconcile ends with Ready=False.",
 		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a\n" +
@@ -77,17 +77,20 @@ func newReconcileCmd(g *globals) *cobra.Command {
 				if srcKey.Namespace == "" {
 					srcKey.Namespace = ks.Namespace
 				}
-				if err := g.reconcile(ctx, gitRepositoryKind, srcKey); err != nil {
-					return err
-				}
-				src := &sourcev1.GitRepository{}
-				if err := g.client.Get(ctx, srcKey, src); err != nil {
-					return notFound(err, gitRepositoryKind, srcKey)
-				}
-				if src.Status.Artifact != nil {
-					before := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition)
-					if err := g.waitRendered(ctx, kustomizationKind, key, src.Status.Artifact.Revision, before); err != nil {
+				// An ExternalArtifact is its producer's to refresh.
+				if srcKind := kustomizationSourceKind(ks); srcKind != nil {
+					if err := g.reconcile(ctx, srcKind, srcKey); err != nil {
 						return err
+					}
+					src := srcKind.newObj()
+					if err := g.client.Get(ctx, srcKey, src); err != nil {
+						return notFound(err, srcKind, srcKey)
+					}
+					if rev := srcKind.status(src).revision; rev != "" {
+						before := apimeta.FindStatusCondition(ks.Status.Conditions, kustomizev1.RenderedCondition)
+						if err := g.waitRendered(ctx, kustomizationKind, key, rev, before); err != nil {
+							return err
+						}
 					}
 				}
 			}
@@ -99,6 +102,18 @@ func newReconcileCmd(g *globals) *cobra.Command {
 }
 
 // reconcileChart reconciles a HelmRelease's chart as Flux's
+// kustomizationSourceKind is the kind of a Kustomization's source that
+// plumb can reconcile, nil for an ExternalArtifact (or an unknown kind).
+func kustomizationSourceKind(ks *kustomizev1.Kustomization) *kind {
+	switch ks.Spec.SourceRef.Kind {
+	case sourcev1.GitRepositoryKind:
+		return gitRepositoryKind
+	case sourcev1.OCIRepositoryKind:
+		return ociRepositoryKind
+	}
+	return nil
+}
+
 // `reconcile hr --with-source` does: the HelmChart's source, then the
 // HelmChart, then waits for render-controller to render the chart version
 // fetched, so the sync requested next releases it.
@@ -370,7 +385,7 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 	}
 	var wait bool
 	c := &cobra.Command{
-		Use:     verb + " source [git|helm|chart]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
+		Use:     verb + " source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
 		Short:   short,
 		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
 		Args:    cobra.ArbitraryArgs, // kindAndName checks them

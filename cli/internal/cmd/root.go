@@ -117,6 +117,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newStatsCmd(g),
 		newExportCmd(g),
 		newUICmd(g),
+		newPushCmd(g),
 	)
 	return root
 }

@@ -45,6 +45,7 @@ func TestStats(t *testing.T) {
 		{"GitRepository", "1", "1", "1", "4", "3.5", "KiB"},
 		{"HelmRepository", "0", "0", "0", "0", "-"},
 		{"HelmChart", "0", "0", "0", "0", "-"},
+		{"OCIRepository", "0", "0", "0", "0", "-"},
 		{"Kustomization", "0", "1", "0", "1", "100", "B"},
 		{"HelmRelease", "0", "0", "0", "0", "-"},
 		{"Receiver", "0", "0", "0", "0", "-"},

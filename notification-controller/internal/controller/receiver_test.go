@@ -297,6 +297,23 @@ func TestReceiverTypes(t *testing.T) {
 			g.Expect(requestedAt(t, o)).NotTo(BeEmpty(), "%T %s", o, o.GetName())
 		}
 	})
+
+	// And of an OCIRepository: a registry that got a new push.
+	t.Run("oci repository", func(t *testing.T) {
+		g := NewWithT(t)
+		oci := &sourcev1.OCIRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manifests"},
+			Spec:       sourcev1.OCIRepositorySpec{URL: "oci://registry.example/org/manifests", Interval: metav1.Duration{Duration: time.Hour}},
+		}
+		g.Expect(k8s.Create(context.Background(), oci)).To(Succeed())
+		rcv := createReceiver(t, ns, "registry", notificationv1.GenericReceiver, func(s *notificationv1.ReceiverSpec) {
+			s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "manifests"}}
+		})
+		code, msg := post(t, rcv.Status.WebhookPath, nil, body)
+		g.Expect(code).To(Equal(http.StatusOK), msg)
+		g.Expect(msg).To(ContainSubstring("OCIRepository/manifests"))
+		g.Expect(requestedAt(t, oci)).NotTo(BeEmpty())
+	})
 }
 
 // TestReceiverRejections: unknown path 404, oversize body 413, suspended

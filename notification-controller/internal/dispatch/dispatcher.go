@@ -489,6 +489,7 @@ var knownKinds = map[string]schema.GroupVersion{
 	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion,
 	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion,
 	sourcev1.HelmChartKind:        sourcev1.GroupVersion,
+	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion,
 	kustomizev1.KustomizationKind: kustomizev1.GroupVersion,
 	helmv2.HelmReleaseKind:        helmv2.GroupVersion,
 	notificationv1.ReceiverKind:   notificationv1.GroupVersion,

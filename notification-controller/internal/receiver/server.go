@@ -257,6 +257,7 @@ var kinds = map[string]schema.GroupVersionKind{
 	kustomizev1.KustomizationKind: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
 	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind),
 	sourcev1.HelmChartKind:        sourcev1.GroupVersion.WithKind(sourcev1.HelmChartKind),
+	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind),
 	helmv2.HelmReleaseKind:        helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
 }
 

@@ -11,12 +11,14 @@
 // A reconcile of a live, unsuspended Kustomization runs these steps in
 // order, stopping at the first error:
 //
-//  1. source: read the GitRepository of spec.sourceRef (the Kustomization's
-//     namespace by default). A reference into another namespace is refused
-//     while --no-cross-namespace-refs is set (Rendered=False, InvalidSpec,
-//     no retry until the spec changes). While the GitRepository is missing
-//     or has no artifact: Rendered=False, DependencyNotReady, requeue after
-//     --requeue-dependency. GitRepositories are watched, so a new artifact
+//  1. source: read the GitRepository or OCIRepository of spec.sourceRef
+//     (the Kustomization's namespace by default; sources.go lists the
+//     kinds, all of them serve a tar.gz artifact in status.artifact). A
+//     reference into another namespace is refused while
+//     --no-cross-namespace-refs is set (Rendered=False, InvalidSpec, no
+//     retry until the spec changes). While the source is missing or has no
+//     artifact: Rendered=False, DependencyNotReady, requeue after
+//     --requeue-dependency. Every source kind is watched, so a new artifact
 //     digest or revision re-renders every Kustomization using it at once.
 //  2. variables: resolve postBuild.substituteFrom (ConfigMaps and Secrets in
 //     the Kustomization's namespace, in order, a later one winning; optional

@@ -26,7 +26,6 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/events"
@@ -44,9 +43,9 @@ const (
 	FieldManager = "plumb-render"
 )
 
-// sourceIndexKey indexes Kustomizations by "<namespace>/<name>" of the
-// GitRepository they reference.
-const sourceIndexKey = ".spec.sourceRef.gitRepository"
+// sourceIndexKey indexes Kustomizations by "<kind>/<namespace>/<name>" of
+// the source they reference.
+const sourceIndexKey = ".spec.sourceRef"
 
 // KustomizationReconciler renders Kustomizations into manifests artifacts.
 type KustomizationReconciler struct {
@@ -105,59 +104,54 @@ type counters struct{ reconciles, builds atomic.Int64 }
 // spec change and requestedAt annotation, plus every Kustomization that
 // references a GitRepository whose artifact changed.
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
-		k := o.(*kustomizev1.Kustomization)
-		if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
-			return nil
-		}
-		return []string{sourceKey(k).String()}
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, sourceIndexValues); err != nil {
 		return fmt.Errorf("indexing Kustomizations by source: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("kustomization-render").
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
 			syncFinalizerReleased{},
-		))).
-		Watches(&sourcev1.GitRepository{},
-			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf),
-			builder.WithPredicates(artifactChanged{})).
-		WithOptions(opts).
-		Complete(r)
+		)))
+	for _, kind := range sourceKinds {
+		b = b.Watches(newSource(kind),
+			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind)),
+			builder.WithPredicates(artifactChanged{}))
+	}
+	return b.WithOptions(opts).Complete(r)
 }
 
-// kustomizationsOf maps a GitRepository to the Kustomizations using it.
-func (r *KustomizationReconciler) kustomizationsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	var list kustomizev1.KustomizationList
-	if err := r.List(ctx, &list, client.MatchingFields{sourceIndexKey: client.ObjectKeyFromObject(o).String()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the Kustomizations of a GitRepository")
-		return nil
+// kustomizationsOf maps a source object of kind to the Kustomizations
+// using it.
+func (r *KustomizationReconciler) kustomizationsOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list kustomizev1.KustomizationList
+		if err := r.List(ctx, &list, client.MatchingFields{sourceIndexKey: sourceIndexValue(kind, client.ObjectKeyFromObject(o))}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the Kustomizations of a source", "kind", kind)
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
-// artifactChanged passes GitRepository events that may change what a
+// artifactChanged passes source events that may change what a
 // Kustomization renders: a new artifact digest or revision.
 type artifactChanged struct{ predicate.Funcs }
 
 func (artifactChanged) Create(e event.CreateEvent) bool {
-	g, ok := e.Object.(*sourcev1.GitRepository)
-	return ok && g.Status.Artifact != nil
+	return sourceArtifact(e.Object) != nil
 }
 
 func (artifactChanged) Update(e event.UpdateEvent) bool {
-	oldG, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
-	newG, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
-	if !ok1 || !ok2 || newG.Status.Artifact == nil {
+	a, b := sourceArtifact(e.ObjectOld), sourceArtifact(e.ObjectNew)
+	if b == nil {
 		return false
 	}
-	a, b := oldG.Status.Artifact, newG.Status.Artifact
 	return a == nil || a.Digest != b.Digest || a.Revision != b.Revision || a.URL != b.URL
 }
 
@@ -166,7 +160,8 @@ func (artifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // state is what one reconcile's steps hand to each other.
 type state struct {
-	source *sourcev1.GitRepository
+	// source is the artifact of spec.sourceRef's object.
+	source *meta.Artifact
 	vars   render.Variables
 	// keys are spec.decryption's keys (nil without spec.decryption), and
 	// keysDigest their hash for the cache key.
@@ -261,30 +256,37 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
 }
 
-// reconcileSource reads the GitRepository of spec.sourceRef. Sets
-// Rendered=False with reason InvalidSpec (stalled) for a cross-namespace
-// reference while --no-cross-namespace-refs is set, and DependencyNotReady
-// (waiting) while the GitRepository is missing or has no artifact yet.
+// reconcileSource reads the source of spec.sourceRef (a GitRepository,
+// an OCIRepository or an ExternalArtifact). Sets Rendered=False with reason InvalidSpec (stalled)
+// for a cross-namespace reference while --no-cross-namespace-refs is set,
+// and DependencyNotReady (waiting) while the source is missing or has no
+// artifact yet.
 func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	key := sourceKey(obj)
 	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
 			"cross-namespace references are not allowed: sourceRef %s/%s is outside namespace %s", key.Namespace, key.Name, obj.Namespace))
 	}
-	var src sourcev1.GitRepository
-	if err := r.Get(ctx, key, &src); err != nil {
+	kind := obj.Spec.SourceRef.Kind
+	src := newSource(kind)
+	if src == nil {
+		// The CRD's enum refuses other kinds; an object stored before a
+		// downgrade may still hold one.
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf("spec.sourceRef.kind %q is not a source kind", kind))
+	}
+	if err := r.Get(ctx, key, src); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
-				fmt.Errorf("GitRepository %s not found", key))
+				fmt.Errorf("%s %s not found", kind, key))
 		}
 		return err
 	}
-	a := src.Status.Artifact
+	a := sourceArtifact(src)
 	if a == nil || a.URL == "" || a.Digest == "" {
 		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
-			fmt.Errorf("GitRepository %s has no artifact yet", key))
+			fmt.Errorf("%s %s has no artifact yet%s", kind, key, producedFrom(src)))
 	}
-	st.source = &src
+	st.source = a
 	return nil
 }
 
@@ -306,7 +308,7 @@ func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *k
 // successful render had that key and its artifact is intact in storage
 // (plumbreconcile.ErrStop). Sets no condition (Rendered stays True).
 func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	st.key = cacheKey(st.source.Status.Artifact.Digest, obj.Generation, st.vars, r.StrictSubstitution, st.keysDigest)
+	st.key = cacheKey(st.source.Digest, obj.Generation, st.vars, r.StrictSubstitution, st.keysDigest)
 	r.cacheMu.Lock()
 	cached := r.cache[client.ObjectKeyFromObject(obj)]
 	r.cacheMu.Unlock()
@@ -330,7 +332,7 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 // Rendered=False (ArtifactFailed) on any failure; nothing is built from a
 // partial or tampered archive.
 func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	a := st.source.Status.Artifact
+	a := st.source
 	// spec.timeout bounds the download with all its retries.
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
@@ -395,7 +397,7 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 // Rendered=False (ArtifactFailed) when storing fails.
 func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	ref := storageRef(obj)
-	revision := st.source.Status.Artifact.Revision
+	revision := st.source.Revision
 	prev := obj.Status.RenderedArtifact
 	if prev.HasDigest(st.result.Digest) && prev.HasRevision(revision) && r.Storage.Verify(prev) == nil {
 		// Same bytes from the same revision: keep the artifact and its

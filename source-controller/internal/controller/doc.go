@@ -1,7 +1,7 @@
 // Package controller holds the reconcilers of source-controller: a
 // GitRepository becomes a verified tar.gz artifact, an HTTP HelmRepository
-// a verified index.yaml, a HelmChart a packaged .tgz, all served over HTTP
-// from the same storage.
+// a verified index.yaml, a HelmChart a packaged .tgz, an OCIRepository a
+// checked tar.gz of one layer, all served over HTTP from the same storage.
 //
 // # Reconcile (GitRepository)
 //
@@ -158,6 +158,22 @@
 // NewArtifact, and records observedChartName,
 // observedSourceArtifactRevision and observedValuesFiles.
 //
+// # OCIRepository
+//
+// The GitRepository's steps without verify (ocirepository_controller.go,
+// internal/oci, docs/design/oci-artifacts.md): storage re-verifies the
+// artifact; source resolves spec.ref (digest, then semver with
+// semverFilter, then tag, latest by default) to a manifest digest and,
+// unless the verified artifact of this generation has that revision,
+// pulls the layer spec.layerSelector picks, at most --oci-max-layer-size
+// bytes, and extracts it with pkg/artifact's checks (at most
+// --oci-max-extracted-size); artifact stores
+// ocirepository/<ns>/<name>/<manifest hex>.tar.gz, the tree repacked
+// (extract) or the layer as it is (copy), revision <tag>@sha256:<hex> or
+// sha256:<hex>. Failures set FetchFailed with AuthenticationFailed,
+// InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
+// or OCIArtifactPullFailed (retried), and keep the last artifact.
+//
 // # Events
 //
 // Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
@@ -186,7 +202,8 @@
 //	plumb_source_fetches_total               fetches (clones) done
 //
 // and the same set, without the counter, as plumb_source_helmrepository_*
-// and plumb_source_helmchart_* for the Helm kinds; and Flux's
+// and plumb_source_helmchart_* for the Helm kinds, and with a
+// pulls_total counter as plumb_source_ocirepository_*; and Flux's
 // gotk_reconcile_duration_seconds, gotk_reconcile_condition and
-// gotk_suspend_status for the three kinds (pkg/metrics).
+// gotk_suspend_status for the kinds (pkg/metrics).
 package controller

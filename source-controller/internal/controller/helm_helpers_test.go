@@ -18,7 +18,7 @@ import (
 	"plumb.dev/pkg/testhelm"
 )
 
-// helmObject is a HelmRepository or a HelmChart.
+// helmObject is a HelmRepository, a HelmChart or an OCIRepository.
 type helmObject interface {
 	client.Object
 	GetConditions() []metav1.Condition
@@ -63,6 +63,8 @@ func generationObserved(obj client.Object) int64 {
 		return o.Status.ObservedGeneration
 	case *sourcev1.HelmChart:
 		return o.Status.ObservedGeneration
+	case *sourcev1.OCIRepository:
+		return o.Status.ObservedGeneration
 	}
 	return -1
 }
@@ -72,6 +74,8 @@ func artifactOf(obj client.Object) *meta.Artifact {
 	case *sourcev1.HelmRepository:
 		return o.Status.Artifact
 	case *sourcev1.HelmChart:
+		return o.Status.Artifact
+	case *sourcev1.OCIRepository:
 		return o.Status.Artifact
 	}
 	return nil
@@ -167,6 +171,8 @@ func requestHelmReconcile(t *testing.T, obj helmObject, token string) {
 		case *sourcev1.HelmRepository:
 			handled = o.Status.LastHandledReconcileAt
 		case *sourcev1.HelmChart:
+			handled = o.Status.LastHandledReconcileAt
+		case *sourcev1.OCIRepository:
 			handled = o.Status.LastHandledReconcileAt
 		}
 		g.Expect(handled).To(Equal(token))

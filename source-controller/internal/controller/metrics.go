@@ -12,7 +12,7 @@ import (
 // set, the package doc lists their names) and registers them with reg
 // (controller-runtime's metrics.Registry in the binary, so /metrics serves them).
 // Each source kind also reports Flux's gotk_* series, kind="GitRepository",
-// "HelmRepository", "HelmChart".
+// "HelmRepository", "HelmChart", "OCIRepository".
 func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
 		Subsystem: "source", Kind: sourcev1.GitRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
@@ -34,5 +34,15 @@ func NewHelmRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
 func NewHelmChartMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
 		Subsystem: "source_helmchart", Kind: sourcev1.HelmChartKind, Condition: meta.ReadyCondition, Toolkit: true,
+	})
+}
+
+// NewOCIRepositoryMetrics creates the OCIRepository metrics,
+// plumb_source_ocirepository_*, and registers them with reg.
+func NewOCIRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_ocirepository", Kind: sourcev1.OCIRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
+		Work:     "pulls_total",
+		WorkHelp: "Layer pulls from the registry; a reconcile whose reference resolves to the stored revision pulls nothing.",
 	})
 }

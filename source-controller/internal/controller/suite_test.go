@@ -58,6 +58,10 @@ const (
 	// above the tests' indexes and charts but those that test them.
 	maxIndexSize = 256 << 10
 	maxChartSize = 256 << 10
+	// maxOCILayerSize is the OCIRepository reconciler's
+	// --oci-max-layer-size.
+	maxOCILayerSize     = 64 << 10
+	maxOCIExtractedSize = 256 << 10
 )
 
 func TestMain(m *testing.M) {
@@ -135,6 +139,18 @@ func run(m *testing.M) int {
 		MaxIndexSize: maxIndexSize,
 	}
 	if err := helmRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ociRepos := &OCIRepositoryReconciler{
+		Client:           mgr.GetClient(),
+		Storage:          storage,
+		Events:           recorder,
+		Metrics:          NewOCIRepositoryMetrics(ctrlmetrics.Registry),
+		MaxLayerSize:     maxOCILayerSize,
+		MaxExtractedSize: maxOCIExtractedSize,
+	}
+	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -121,7 +121,8 @@ func target(ctx context.Context, w http.ResponseWriter, r *http.Request) (client
 }
 
 // sources are the objects reconciled before obj with withSource, in
-// order: a Kustomization's GitRepository; a HelmRelease's HelmChart's
+// order: a Kustomization's GitRepository or OCIRepository (an
+// ExternalArtifact is its producer's to refresh); a HelmRelease's HelmChart's
 // source, then the HelmChart (as `plumb reconcile --with-source`). A
 // source the user may not read is the answer (403 or 404), not skipped.
 func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.Object, error) {
@@ -131,7 +132,15 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		if ns == "" {
 			ns = o.Namespace
 		}
-		src := &sourcev1.GitRepository{}
+		var src client.Object
+		switch o.Spec.SourceRef.Kind {
+		case sourcev1.OCIRepositoryKind:
+			src = &sourcev1.OCIRepository{}
+		case sourcev1.ExternalArtifactKind:
+			return nil, nil // its producer refreshes it, not Plumb
+		default:
+			src = &sourcev1.GitRepository{}
+		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}, src); err != nil {
 			return nil, err
 		}

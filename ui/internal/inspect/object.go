@@ -120,7 +120,15 @@ func (h *handlers) object(r *request) (any, error) {
 		if ns == "" {
 			ns = o.Namespace
 		}
-		page.Sources = append(page.Sources, readSource(ctx, r.client, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
+		var src client.Object = &sourcev1.GitRepository{}
+		kind := sourcev1.GitRepositoryKind
+		switch o.Spec.SourceRef.Kind {
+		case sourcev1.OCIRepositoryKind:
+			src, kind = &sourcev1.OCIRepository{}, sourcev1.OCIRepositoryKind
+		case sourcev1.ExternalArtifactKind:
+			src, kind = &sourcev1.ExternalArtifact{}, sourcev1.ExternalArtifactKind
+		}
+		page.Sources = append(page.Sources, readSource(ctx, r.client, src, kind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
 		page.History = &history{Syncs: o.Status.History}
 		if len(o.Status.History) == 0 {
 			page.History.Note = "no sync yet"
@@ -194,6 +202,10 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 	case *sourcev1.HelmRepository:
 		a, s.URL = o.Status.Artifact, o.Spec.URL
 	case *sourcev1.HelmChart:
+		a = o.Status.Artifact
+	case *sourcev1.OCIRepository:
+		a, s.URL = o.Status.Artifact, o.Spec.URL
+	case *sourcev1.ExternalArtifact:
 		a = o.Status.Artifact
 	}
 	if a != nil {

@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+)
+
+// The source kinds a Kustomization's spec.sourceRef may name (the CRD's
+// enum): each has a tar.gz artifact in status.artifact that
+// render-controller downloads and builds the same way. GitRepository and
+// OCIRepository are source-controller's; an ExternalArtifact's is written
+// by any producer (Flux's generic kind), and its spec.sourceRef, the
+// producer's object, is named while the artifact is missing.
+
+// sourceKinds are the kinds render-controller reads and watches.
+var sourceKinds = []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.ExternalArtifactKind}
+
+// newSource returns an empty object of a source kind, nil for another kind.
+func newSource(kind string) client.Object {
+	switch kind {
+	case sourcev1.GitRepositoryKind:
+		return &sourcev1.GitRepository{}
+	case sourcev1.OCIRepositoryKind:
+		return &sourcev1.OCIRepository{}
+	case sourcev1.ExternalArtifactKind:
+		return &sourcev1.ExternalArtifact{}
+	}
+	return nil
+}
+
+// sourceArtifact returns the status.artifact of a source object.
+func sourceArtifact(o client.Object) *meta.Artifact {
+	switch s := o.(type) {
+	case *sourcev1.GitRepository:
+		return s.Status.Artifact
+	case *sourcev1.OCIRepository:
+		return s.Status.Artifact
+	case *sourcev1.ExternalArtifact:
+		return s.Status.Artifact
+	}
+	return nil
+}
+
+// producedFrom says, for an ExternalArtifact naming its producer's
+// object, " (produced from <kind> <namespace>/<name>)"; "" otherwise.
+func producedFrom(o client.Object) string {
+	e, ok := o.(*sourcev1.ExternalArtifact)
+	if !ok || e.Spec.SourceRef == nil {
+		return ""
+	}
+	ref := e.Spec.SourceRef
+	ns := ref.Namespace
+	if ns == "" {
+		ns = e.Namespace
+	}
+	return fmt.Sprintf(" (produced from %s %s/%s)", ref.Kind, ns, ref.Name)
+}
+
+// sourceIndexValue is the index value of a source object of kind at key:
+// one index holds every kind, "<kind>/<namespace>/<name>".
+func sourceIndexValue(kind string, key types.NamespacedName) string {
+	return fmt.Sprintf("%s/%s", kind, key)
+}
+
+// sourceIndexValues indexes a Kustomization by the source it names.
+func sourceIndexValues(o client.Object) []string {
+	k := o.(*kustomizev1.Kustomization)
+	if newSource(k.Spec.SourceRef.Kind) == nil {
+		return nil
+	}
+	return []string{sourceIndexValue(k.Spec.SourceRef.Kind, sourceKey(k))}
+}

@@ -1,0 +1,100 @@
+package oci
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+)
+
+// The entry of a .dockerconfigjson for the registry's host is used, in
+// either of docker's spellings; another host's entry is not sent.
+func TestAuthForPicksTheRegistrysEntry(t *testing.T) {
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:s3cret"))
+	cases := []struct {
+		name, config, host string
+		want               authn.AuthConfig
+		anonymous          bool
+		err                string
+	}{
+		{"auth", `{"auths":{"ghcr.io":{"auth":"` + auth + `"}}}`, "ghcr.io", authn.AuthConfig{Username: "robot", Password: "s3cret"}, false, ""},
+		{"username and password", `{"auths":{"ghcr.io":{"username":"u","password":"p"}}}`, "ghcr.io", authn.AuthConfig{Username: "u", Password: "p"}, false, ""},
+		{"URL key", `{"auths":{"https://registry.example:5000/v1/":{"username":"u","password":"p"}}}`, "registry.example:5000", authn.AuthConfig{Username: "u", Password: "p"}, false, ""},
+		{"docker hub", `{"auths":{"https://index.docker.io/v1/":{"username":"u","password":"p"}}}`, "index.docker.io", authn.AuthConfig{Username: "u", Password: "p"}, false, ""},
+		{"another host", `{"auths":{"quay.io":{"username":"u","password":"p"}}}`, "ghcr.io", authn.AuthConfig{}, true, ""},
+		{"not JSON", `{"auths":`, "ghcr.io", authn.AuthConfig{}, false, "not valid JSON"},
+		{"bad auth", `{"auths":{"ghcr.io":{"auth":"%%%"}}}`, "ghcr.io", authn.AuthConfig{}, false, "not base64"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := authFor([]byte(c.config), c.host)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || KindOf(err) != AuthFailed {
+					t.Fatalf("want an AuthFailed error with %q, got %v", c.err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.anonymous {
+				if a != authn.Anonymous {
+					t.Fatalf("want anonymous, got %v", a)
+				}
+				return
+			}
+			got, err := a.Authorization()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Username != c.want.Username || got.Password != c.want.Password {
+				t.Fatalf("got %s:%s, want %s:%s", got.Username, got.Password, c.want.Username, c.want.Password)
+			}
+		})
+	}
+}
+
+// A URL must name a repository without a tag or digest.
+func TestNewClientRefusesURLsThatAreNotARepository(t *testing.T) {
+	for _, url := range []string{
+		"https://ghcr.io/org/app",
+		"oci://ghcr.io/org/app:v1",
+		"oci://ghcr.io/org/app@sha256:" + strings.Repeat("a", 64),
+		"oci://ghcr.io/Org/App",
+	} {
+		_, err := NewClient(context.Background(), url, false, nil)
+		if err == nil || KindOf(err) != InvalidSpec {
+			t.Errorf("%s: want an InvalidSpec error, got %v", url, err)
+		}
+	}
+	if _, err := NewClient(context.Background(), "oci://127.0.0.1:5000/org/app", false, nil); err != nil {
+		t.Errorf("a repository URL: %v", err)
+	}
+}
+
+// Only the OCI annotations go to status, bounded in number and size.
+func TestBoundedAnnotationsKeepsOCIAnnotationsWithinBounds(t *testing.T) {
+	in := map[string]string{
+		"org.opencontainers.image.source":   "https://github.com/example/app",
+		"org.opencontainers.image.revision": "main@sha1:0123",
+		"org.opencontainers.image.huge":     strings.Repeat("x", MaxAnnotationSize+1),
+		"com.example.other":                 "dropped",
+	}
+	for i := 0; i < 2*MaxAnnotations; i++ {
+		in["org.opencontainers.image.extra"+strings.Repeat("z", i)] = "v"
+	}
+	out := boundedAnnotations(in)
+	if len(out) != MaxAnnotations {
+		t.Fatalf("%d annotations kept, want %d", len(out), MaxAnnotations)
+	}
+	for k, v := range out {
+		if !strings.HasPrefix(k, annotationPrefix) || len(v) > MaxAnnotationSize {
+			t.Errorf("kept %s=%q", k, v)
+		}
+	}
+	if out["org.opencontainers.image.source"] != "https://github.com/example/app" || out["org.opencontainers.image.revision"] != "main@sha1:0123" {
+		t.Errorf("source and revision must be kept: %v", out)
+	}
+}
