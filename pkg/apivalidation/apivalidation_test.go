@@ -50,7 +50,7 @@ func TestEveryCRDIsEstablished(t *testing.T) {
 	// the kustomization.yaml that lists them for `kubectl apply -k deploy/`.
 	files, err := filepath.Glob(filepath.Join(root, "deploy", "crds", "*.plumb.dev_*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(HaveLen(8))
+	g.Expect(files).To(HaveLen(10))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		g.Expect(err).NotTo(HaveOccurred())
