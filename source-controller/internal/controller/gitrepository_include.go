@@ -250,6 +250,13 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, st *
 		if err := os.Rename(from, dst); err != nil {
 			return fail(err)
 		}
+		// What fromPath left out goes now, not at the end of the
+		// reconcile: the disk holds the copied content (at most the
+		// limit) and one artifact being unpacked (at most what is left
+		// of it), whatever the number of includes.
+		if err := os.RemoveAll(extracted); err != nil {
+			return fail(err)
+		}
 	}
 	return nil
 }

@@ -303,6 +303,11 @@ func sparseDirs(dirs []string) []string {
 func checkSparseDirs(dir, commit string, patterns []string) error {
 	for _, p := range patterns {
 		d := strings.TrimSuffix(p, "/")
+		// The CRD refuses these; checked again before any look at the
+		// disk, so that no path outside the checkout is ever read.
+		if path.IsAbs(d) || d == ".." || strings.HasPrefix(d, "../") {
+			return fmt.Errorf("spec.sparseCheckout directory %q is not inside the repository", d)
+		}
 		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d)))
 		if err != nil || !fi.IsDir() {
 			return notFound("spec.sparseCheckout directory %q in commit %s", d, commit)

@@ -370,3 +370,19 @@ func worktreeFiles(t *testing.T, dir string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestSparseDirsOutsideTheRepositoryAreRefused: a sparse folder that the
+// CRD would refuse (absolute, or above the root) is refused again before
+// anything on the disk is looked at.
+func TestSparseDirsOutsideTheRepositoryAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"../", "../../etc/", "/etc/"} {
+		err := checkSparseDirs(dir, "abc", []string{d})
+		if err == nil || !strings.Contains(err.Error(), "is not inside the repository") {
+			t.Errorf("%q: got %v, want a refusal", d, err)
+		}
+	}
+	if err := checkSparseDirs(dir, "abc", []string{"missing/"}); err == nil || strings.Contains(err.Error(), "is not inside") {
+		t.Errorf("a folder inside but missing: got %v, want not found", err)
+	}
+}

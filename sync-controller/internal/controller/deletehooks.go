@@ -64,13 +64,23 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 			"ServiceAccount %s no longer exists: no delete hook runs, and the %d object(s) of the inventory are left in place", sa, len(st.Inventory.Entries)))
 		return nil
 	}
+	forced := obj.GetAnnotations()[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue
 	eng, err := r.engineFor(ctx, app)
 	if err != nil {
+		if forced {
+			// A cluster that cannot be reached (a remote kubeconfig gone
+			// with its namespace, typically) must not hold the deletion
+			// for good once someone forces it: its objects are left.
+			r.Events.Record(obj, events.SeverityError, kustomizev1.PruneFailedReason, fmt.Sprintf(
+				"%s: %s: nothing can be pruned (%v); the %d object(s) of the inventory are left in place",
+				kustomizev1.ForceDeleteAnnotation, kustomizev1.EnabledValue, err, len(st.Inventory.Entries)))
+			return nil
+		}
 		return err
 	}
 	d := &deletion{s: newSyncRun(r, obj, time.Now()), inv: st.Inventory}
 	d.s.engine = eng
-	if obj.GetAnnotations()[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue {
+	if forced {
 		if d.started() {
 			r.Events.Record(obj, events.SeverityInfo, kustomizev1.DeleteHooksSkippedReason, fmt.Sprintf(
 				"%s: %s: the delete hooks are skipped", kustomizev1.ForceDeleteAnnotation, kustomizev1.EnabledValue))

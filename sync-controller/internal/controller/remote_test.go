@@ -295,3 +295,42 @@ func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
 	_, err := remoteConfig([]byte(strings.Repeat("{", 10)))
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("not a kubeconfig")))
 }
+
+// TestForceDeleteReleasesAKustomizationWhoseClusterIsGone: a remote
+// Kustomization whose kubeconfig Secret went away cannot prune, and its
+// deletion waits; plumb.dev/force-delete: enabled lets it go, leaving the
+// remote objects, with an event saying so.
+func TestForceDeleteReleasesAKustomizationWhoseClusterIsGone(t *testing.T) {
+	g := NewWithT(t)
+	remote, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = remote.Stop() })
+	ctx, ks := newKustomization(t, withKubeConfig("remote"))
+	ns := ks.Namespace
+	g.Expect(remote.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	kubeConfigSecret(t, ctx, ns, "remote", "value", remote.Kubeconfig())
+	render(t, ks, "main@sha1:1", configMapIn(ns, "left"))
+	waitReady(t, ks, "main@sha1:1")
+	subscription := subscribeEvents(t, ks)
+
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "remote"}})).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &kustomizev1.Kustomization{}, ns, ks.Name) }, 3*time.Second, 200*time.Millisecond).
+		Should(BeTrue(), "the deletion waits while nothing can be pruned")
+
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Annotations = map[string]string{kustomizev1.ForceDeleteAnnotation: kustomizev1.EnabledValue}
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &kustomizev1.Kustomization{}, ns, ks.Name) }, 30*time.Second, 200*time.Millisecond).
+		Should(BeFalse(), "force-delete releases it")
+	g.Expect(notFoundIn(g, remote.Client, client.ObjectKey{Namespace: ns, Name: "left"})).To(BeFalse(), "the remote object is left")
+	g.Eventually(func(g Gomega) {
+		var msgs []string
+		for _, e := range subscription.withReason(kustomizev1.PruneFailedReason) {
+			msgs = append(msgs, e.Message)
+		}
+		g.Expect(msgs).To(ContainElement(ContainSubstring("left in place")))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+}
