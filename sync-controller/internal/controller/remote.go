@@ -75,9 +75,10 @@ type remoteCluster struct {
 // informers with it) when the last object using it is deleted or moves to
 // another cluster or to its own.
 type remoteClusters struct {
-	mu       sync.Mutex
-	clusters map[remoteKey]*remoteCluster
-	users    users[remoteKey]
+	mu         sync.Mutex
+	clusters   map[remoteKey]*remoteCluster
+	connecting map[remoteKey]*pendingConnect
+	users      users[remoteKey]
 }
 
 // release forgets that owner targets a remote cluster, stopping a cluster
@@ -284,32 +285,68 @@ func sortedKeys[V any](m map[string]V) []string {
 // the next reconcile tries again.
 func (r *Syncer) remoteCluster(ctx context.Context, owner manage.Owner, key remoteKey, cfg *rest.Config) (*remoteCluster, error) {
 	rc := &r.remotes
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if prev, ok := rc.users[owner]; ok && prev != key {
-		rc.releaseLocked(owner)
+	for {
+		rc.mu.Lock()
+		if prev, ok := rc.users[owner]; ok && prev != key {
+			rc.releaseLocked(owner)
+		}
+		if c, ok := rc.clusters[key]; ok {
+			rc.users[owner] = key
+			rc.mu.Unlock()
+			return c, nil
+		}
+		if p, ok := rc.connecting[key]; ok {
+			// Someone is connecting to this cluster: wait for that one
+			// attempt rather than making a second.
+			rc.mu.Unlock()
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if p.err != nil {
+				return nil, p.err
+			}
+			continue // now connected: take it as its user
+		}
+		// Connected outside the lock, which every reconcile takes
+		// (release): a tenant's slow server must hold up only the
+		// objects that target it.
+		p := &pendingConnect{done: make(chan struct{})}
+		if rc.connecting == nil {
+			rc.connecting = map[remoteKey]*pendingConnect{}
+		}
+		rc.connecting[key] = p
+		rc.mu.Unlock()
+
+		c, err := r.connect(ctx, cfg, key.secret.Namespace)
+
+		rc.mu.Lock()
+		delete(rc.connecting, key)
+		if err == nil {
+			if rc.clusters == nil {
+				rc.clusters, rc.users = map[remoteKey]*remoteCluster{}, users[remoteKey]{}
+			}
+			rc.clusters[key] = c
+			rc.users[owner] = key
+		}
+		p.err = err
+		close(p.done)
+		rc.mu.Unlock()
+		return c, err
 	}
-	if c, ok := rc.clusters[key]; ok {
-		rc.users[owner] = key
-		return c, nil
-	}
-	// Created under the lock: a few seconds at most (the timeouts), and
-	// two objects targeting a new cluster at once must share one.
-	c, err := r.connect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if rc.clusters == nil {
-		rc.clusters, rc.users = map[remoteKey]*remoteCluster{}, users[remoteKey]{}
-	}
-	rc.clusters[key] = c
-	rc.users[owner] = key
-	return c, nil
+}
+
+// pendingConnect is a connection to a remote cluster being made; done
+// closes when it is made or failed (err).
+type pendingConnect struct {
+	done chan struct{}
+	err  error
 }
 
 // connect builds the client, REST mapper, watcher and engine of a remote
 // cluster and starts the watcher; it runs until the cluster is released.
-func (r *Syncer) connect(ctx context.Context, cfg *rest.Config) (*remoteCluster, error) {
+func (r *Syncer) connect(ctx context.Context, cfg *rest.Config, ownersNamespace string) (*remoteCluster, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -332,7 +369,7 @@ func (r *Syncer) connect(ctx context.Context, cfg *rest.Config) (*remoteCluster,
 	}
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Timeout = 0
-	w, err := r.Engine.Watcher().ForCluster(watchCfg, scheme, mapper)
+	w, err := r.Engine.Watcher().ForCluster(watchCfg, scheme, mapper, ownersNamespace)
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,9 @@ type Watcher struct {
 	// watches a remote cluster (ForCluster): the owners' queue and drift
 	// clocks are there. Nil for a watcher of the owners' cluster.
 	owners *Watcher
+	// ownersNamespace is the one namespace whose owners a remote
+	// cluster's events wake (ForCluster).
+	ownersNamespace string
 }
 
 // NewWatcher returns a watcher for Kustomizations: its informers see only
@@ -101,12 +104,18 @@ func (w *Watcher) Start(ctx context.Context) error { return w.cache.Start(ctx) }
 // reading with cfg's identity: its events enqueue the owners into w's
 // controller and start their drift clocks in w, since the owners live in
 // w's cluster. It must be started (Start) and is stopped with its context.
-func (w *Watcher) ForCluster(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) (*Watcher, error) {
+//
+// ownersNamespace is the only namespace whose owners its events may wake
+// (the namespace of the kubeconfig's Secret: only Kustomizations there
+// can target that cluster); the remote cluster's labels are its own to
+// write, and must not wake, or fill the drift clock with, anyone else.
+func (w *Watcher) ForCluster(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper, ownersNamespace string) (*Watcher, error) {
 	remote, err := NewWatcherFor(w.kind, cfg, scheme, mapper, w.debounce, w.log.WithValues("cluster", cfg.Host))
 	if err != nil {
 		return nil, err
 	}
 	remote.owners = w
+	remote.ownersNamespace = ownersNamespace
 	return remote, nil
 }
 
@@ -258,6 +267,9 @@ func (w *Watcher) enqueue(objLabels map[string]string, what string, obj *metav1.
 	owner, ok := manage.OwnerOfKind(w.kind, objLabels)
 	if !ok || objLabels[plan.HookSyncLabel] != "" {
 		return // hooks come and go by design; they are not drift
+	}
+	if w.owners != nil && owner.Namespace != w.ownersNamespace {
+		return // a remote cluster's label naming an owner that cannot target it
 	}
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}
 	target := w
