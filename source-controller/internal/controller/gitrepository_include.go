@@ -131,6 +131,12 @@ func (r *GitRepositoryReconciler) reconcileIncludes(ctx context.Context, obj *so
 		if dep.Status.Artifact == nil {
 			return unavailable(sourcev1.NoIncludedArtifactReason, fmt.Errorf("spec.include: GitRepository %s/%s has no artifact yet", obj.Namespace, name))
 		}
+		// The path comes from the other object's status, which is not
+		// ours to trust: it must name a file of that object's own folder.
+		dir := storageRef(&dep).Dir() + "/"
+		if p := path.Clean("/" + dep.Status.Artifact.Path)[1:]; !strings.HasPrefix(p, dir) || strings.Contains(p[len(dir):], "/") {
+			return unavailable(sourcev1.NoIncludedArtifactReason, fmt.Errorf("spec.include: GitRepository %s/%s has no artifact of its own (status.artifact.path %q)", obj.Namespace, name, dep.Status.Artifact.Path))
+		}
 		st.includes = append(st.includes, dep.Status.Artifact.DeepCopy())
 	}
 	conditions.Delete(obj, sourcev1.IncludeUnavailableCondition)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,6 +120,16 @@ func TestIncludeFailuresKeepThePreviousArtifact(t *testing.T) {
 	idle := newGitRepository(ns, "idle", libRepo.URL(), secret, nil)
 	idle.Spec.Suspend = true
 	g.Expect(k8s.Create(ctx, idle)).To(Succeed())
+	// forged claims lib's artifact as its own in its status (anyone who
+	// may write a GitRepository's status could).
+	forged := newGitRepository(ns, "forged", libRepo.URL(), secret, nil)
+	forged.Spec.Suspend = true
+	g.Expect(k8s.Create(ctx, forged)).To(Succeed())
+	g.Eventually(func() error {
+		f := get(g, keyOf(forged))
+		f.Status.Artifact = get(g, keyOf(lib)).Status.Artifact.DeepCopy()
+		return k8s.Status().Update(ctx, f)
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	// loop-a includes loop-b, which includes loop-a.
 	loopB := including(newGitRepository(ns, "loop-b", libRepo.URL(), secret, &sourcev1.GitRepositoryRef{Branch: "main"}), include("loop-a", "", ""))
 	g.Expect(k8s.Create(ctx, loopB)).To(Succeed())
@@ -133,6 +144,8 @@ func TestIncludeFailuresKeepThePreviousArtifact(t *testing.T) {
 			reason: sourcev1.IncludeNotFoundReason, message: "spec.include: GitRepository " + ns + "/absent not found"},
 		{name: "no-artifact", includes: []sourcev1.GitRepositoryInclude{include("idle", "", "")},
 			reason: sourcev1.NoIncludedArtifactReason, message: "GitRepository " + ns + "/idle has no artifact yet"},
+		{name: "forged-path", includes: []sourcev1.GitRepositoryInclude{include("forged", "", "")},
+			reason: sourcev1.NoIncludedArtifactReason, message: "GitRepository " + ns + "/forged has no artifact of its own"},
 		{name: "from-path-missing", includes: []sourcev1.GitRepositoryInclude{include("lib", "charts", "")},
 			reason: sourcev1.IncludeFailedReason, message: `fromPath "charts": no such folder in the artifact`},
 		{name: "to-path-git", includes: []sourcev1.GitRepositoryInclude{include("lib", "", ".git/hooks")},
