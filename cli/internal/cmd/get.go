@@ -110,7 +110,7 @@ func (g *globals) list(ctx context.Context, k *kind, allNamespaces bool) ([]clie
 	if err := g.client.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", k.plural, err)
 	}
-	items := k.items(list)
+	items := listItems(list)
 	sort.Slice(items, func(i, j int) bool {
 		if items[i].GetNamespace() != items[j].GetNamespace() {
 			return items[i].GetNamespace() < items[j].GetNamespace()

@@ -7,6 +7,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
@@ -25,7 +26,6 @@ type kind struct {
 	names   []string
 	newObj  func() client.Object
 	newList func() client.ObjectList
-	items   func(client.ObjectList) []client.Object
 	// status reads the fields the commands show; zero values where the
 	// kind has no such field.
 	status func(client.Object) status
@@ -52,13 +52,6 @@ var (
 		names:   []string{"source", "sources", "gitrepository", "gitrepositories", "gitrepo", "gitrepos"},
 		newObj:  func() client.Object { return &sourcev1.GitRepository{} },
 		newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*sourcev1.GitRepositoryList).Items {
-				out = append(out, &l.(*sourcev1.GitRepositoryList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			g := o.(*sourcev1.GitRepository)
 			s := status{conditions: g.Status.Conditions, observedGeneration: g.Status.ObservedGeneration,
@@ -75,13 +68,6 @@ var (
 		names:   []string{"helmrepository", "helmrepositories", "helmrepo", "helmrepos"},
 		newObj:  func() client.Object { return &sourcev1.HelmRepository{} },
 		newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*sourcev1.HelmRepositoryList).Items {
-				out = append(out, &l.(*sourcev1.HelmRepositoryList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			r := o.(*sourcev1.HelmRepository)
 			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
@@ -98,13 +84,6 @@ var (
 		names:   []string{"helmchart", "helmcharts", "hc"},
 		newObj:  func() client.Object { return &sourcev1.HelmChart{} },
 		newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*sourcev1.HelmChartList).Items {
-				out = append(out, &l.(*sourcev1.HelmChartList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			c := o.(*sourcev1.HelmChart)
 			s := status{conditions: c.Status.Conditions, observedGeneration: c.Status.ObservedGeneration,
@@ -121,13 +100,6 @@ var (
 		names:   []string{"ocirepository", "ocirepositories", "ocirepo", "ocirepos"},
 		newObj:  func() client.Object { return &sourcev1.OCIRepository{} },
 		newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*sourcev1.OCIRepositoryList).Items {
-				out = append(out, &l.(*sourcev1.OCIRepositoryList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			r := o.(*sourcev1.OCIRepository)
 			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
@@ -144,13 +116,6 @@ var (
 		names:   []string{"helmrelease", "helmreleases", "hr"},
 		newObj:  func() client.Object { return &helmv2.HelmRelease{} },
 		newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*helmv2.HelmReleaseList).Items {
-				out = append(out, &l.(*helmv2.HelmReleaseList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			h := o.(*helmv2.HelmRelease)
 			return status{conditions: h.Status.Conditions, observedGeneration: h.Status.ObservedGeneration,
@@ -163,13 +128,6 @@ var (
 		names:   []string{"kustomization", "kustomizations", "ks"},
 		newObj:  func() client.Object { return &kustomizev1.Kustomization{} },
 		newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*kustomizev1.KustomizationList).Items {
-				out = append(out, &l.(*kustomizev1.KustomizationList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			k := o.(*kustomizev1.Kustomization)
 			return status{conditions: k.Status.Conditions, observedGeneration: k.Status.ObservedGeneration,
@@ -182,13 +140,6 @@ var (
 		names:   []string{"receiver", "receivers"},
 		newObj:  func() client.Object { return &notificationv1.Receiver{} },
 		newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*notificationv1.ReceiverList).Items {
-				out = append(out, &l.(*notificationv1.ReceiverList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			r := o.(*notificationv1.Receiver)
 			return status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration, suspended: r.Spec.Suspend}
@@ -199,13 +150,6 @@ var (
 		names:   []string{"alert", "alerts"},
 		newObj:  func() client.Object { return &notificationv1.Alert{} },
 		newList: func() client.ObjectList { return &notificationv1.AlertList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*notificationv1.AlertList).Items {
-				out = append(out, &l.(*notificationv1.AlertList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			a := o.(*notificationv1.Alert)
 			return status{conditions: a.Status.Conditions, observedGeneration: a.Status.ObservedGeneration, suspended: a.Spec.Suspend}
@@ -216,13 +160,6 @@ var (
 		names:   []string{"provider", "providers", "alert-provider", "alert-providers"},
 		newObj:  func() client.Object { return &notificationv1.Provider{} },
 		newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
-		items: func(l client.ObjectList) []client.Object {
-			var out []client.Object
-			for i := range l.(*notificationv1.ProviderList).Items {
-				out = append(out, &l.(*notificationv1.ProviderList).Items[i])
-			}
-			return out
-		},
 		status: func(o client.Object) status {
 			p := o.(*notificationv1.Provider)
 			return status{conditions: p.Status.Conditions, observedGeneration: p.Status.ObservedGeneration, suspended: p.Spec.Suspend}
@@ -262,4 +199,14 @@ func readyOf(s status) (string, string) {
 // ref renders Kind/namespace/name.
 func ref(k *kind, o client.Object) string {
 	return k.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// listItems returns the items of a typed list, each a pointer into it.
+func listItems(l client.ObjectList) []client.Object {
+	var out []client.Object
+	_ = apimeta.EachListItem(l, func(o runtime.Object) error {
+		out = append(out, o.(client.Object))
+		return nil
+	})
+	return out
 }
