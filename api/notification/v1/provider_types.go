@@ -17,6 +17,33 @@ const (
 	DiscordProvider     = "discord"
 	MSTeamsProvider     = "msteams"
 	NATSProvider        = "nats"
+
+	// Commit statuses: the outcome posted to the commit of the event's
+	// revision.
+	GitHubProvider          = "github"
+	GitLabProvider          = "gitlab"
+	GiteaProvider           = "gitea"
+	BitbucketProvider       = "bitbucket"
+	BitbucketServerProvider = "bitbucketserver"
+	AzureDevOpsProvider     = "azuredevops"
+	GitHubDispatchProvider  = "githubdispatch"
+
+	// Paging and incident tools.
+	AlertmanagerProvider = "alertmanager"
+	PagerDutyProvider    = "pagerduty"
+	OpsgenieProvider     = "opsgenie"
+	GrafanaProvider      = "grafana"
+	DatadogProvider      = "datadog"
+	SentryProvider       = "sentry"
+
+	// Chat services besides Slack, Discord and Teams.
+	GoogleChatProvider = "googlechat"
+	TelegramProvider   = "telegram"
+	MatrixProvider     = "matrix"
+	RocketProvider     = "rocket"
+	WebexProvider      = "webex"
+	LarkProvider       = "lark"
+	ZulipProvider      = "zulip"
 )
 
 // ProviderSpec says where and how alerts are delivered.
@@ -25,7 +52,7 @@ const (
 type ProviderSpec struct {
 	// Type of the provider.
 	// +required
-	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats
+	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;googlechat;telegram;matrix;rocket;webex;lark;zulip
 	Type string `json:"type"`
 
 	// Channel to post to (Slack channel, NATS subject).

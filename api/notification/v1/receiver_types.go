@@ -16,6 +16,15 @@ const (
 	BitbucketReceiver   = "bitbucket"
 	GenericReceiver     = "generic"
 	GenericHMACReceiver = "generic-hmac"
+
+	// Container registries and CDEvents.
+	HarborReceiver    = "harbor"
+	DockerHubReceiver = "dockerhub"
+	QuayReceiver      = "quay"
+	GCRReceiver       = "gcr"
+	NexusReceiver     = "nexus"
+	ACRReceiver       = "acr"
+	CDEventsReceiver  = "cdevents"
 )
 
 // ReceiverSpec says which webhook calls are accepted and what they trigger.
@@ -23,7 +32,7 @@ const (
 type ReceiverSpec struct {
 	// Type of the sender, which decides how a call is verified.
 	// +required
-	// +kubebuilder:validation:Enum=github;gitlab;bitbucket;generic;generic-hmac
+	// +kubebuilder:validation:Enum=github;gitlab;bitbucket;generic;generic-hmac;harbor;dockerhub;quay;gcr;nexus;acr;cdevents
 	Type string `json:"type"`
 
 	// Events are the sender's event types that trigger (e.g. push, ping);

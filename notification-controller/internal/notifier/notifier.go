@@ -87,21 +87,26 @@ func New(cfg Config) (Notifier, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	switch cfg.Type {
-	case notificationv1.SlackProvider:
-		return &httpNotifier{cfg: cfg, render: slackPayload}, nil
-	case notificationv1.DiscordProvider:
-		return &httpNotifier{cfg: cfg, render: discordPayload}, nil
-	case notificationv1.MSTeamsProvider:
-		return &httpNotifier{cfg: cfg, render: teamsPayload}, nil
-	case notificationv1.GenericProvider:
-		return &httpNotifier{cfg: cfg, render: eventPayload}, nil
-	case notificationv1.GenericHMACProvider:
+	k, ok := kinds[cfg.Type]
+	if !ok {
+		return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
+	}
+	return k.build(cfg)
+}
+
+// coreKinds are the webhook and NATS providers.
+var coreKinds = map[string]kind{
+	notificationv1.SlackProvider:   {build: httpKind(slackPayload)},
+	notificationv1.DiscordProvider: {build: httpKind(discordPayload)},
+	notificationv1.MSTeamsProvider: {build: httpKind(teamsPayload)},
+	notificationv1.GenericProvider: {build: httpKind(eventPayload)},
+	notificationv1.GenericHMACProvider: {build: func(cfg Config) (Notifier, error) {
 		if cfg.Token == "" {
 			return nil, errors.New("generic-hmac needs a token to sign with")
 		}
 		return &httpNotifier{cfg: cfg, render: eventPayload, sign: true}, nil
-	case notificationv1.NATSProvider:
+	}},
+	notificationv1.NATSProvider: {nats: true, build: func(cfg Config) (Notifier, error) {
 		if cfg.Channel == "" {
 			return nil, errors.New("a nats provider needs a channel (the subject)")
 		}
@@ -109,8 +114,12 @@ func New(cfg Config) (Notifier, error) {
 			return nil, err
 		}
 		return &natsNotifier{cfg: cfg}, nil
-	}
-	return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
+	}},
+}
+
+// httpKind builds a webhook notifier that posts render's payload.
+func httpKind(render func(Config, events.Event) any) func(Config) (Notifier, error) {
+	return func(cfg Config) (Notifier, error) { return &httpNotifier{cfg: cfg, render: render}, nil }
 }
 
 // httpNotifier posts a JSON payload to a webhook.

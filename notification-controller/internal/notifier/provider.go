@@ -58,12 +58,15 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		if p.Spec.Type == notificationv1.GenericHMACProvider && cfg.Token == "" {
 			return cfg, fmt.Errorf("secret %s/%s has no key %q (the HMAC signing key)", p.Namespace, ref.Name, TokenKey)
 		}
-		if cfg.Address == "" {
+		if cfg.Address == "" && kinds[p.Spec.Type].defaultAddress == "" {
 			return cfg, fmt.Errorf("secret %s/%s has no key %q and spec.address is empty", p.Namespace, ref.Name, AddressKey)
 		}
 	}
 	if p.Spec.Type == notificationv1.GenericHMACProvider && cfg.Token == "" {
 		return cfg, fmt.Errorf("a generic-hmac provider needs spec.secretRef with the key %q", TokenKey)
+	}
+	if cfg.Address == "" {
+		cfg.Address = kinds[p.Spec.Type].defaultAddress
 	}
 	if cfg.Address == "" {
 		return cfg, fmt.Errorf("no address: set spec.address or the key %q in spec.secretRef", AddressKey)
@@ -95,15 +98,12 @@ func checkAddress(typ, address string) (*url.URL, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("the address is not a valid URL")
 	}
-	switch typ {
-	case notificationv1.NATSProvider:
+	if kinds[typ].nats {
 		if u.Scheme != "nats" && u.Scheme != "tls" {
-			return nil, fmt.Errorf("a nats provider's address must be a nats:// or tls:// URL, not %s://", u.Scheme)
+			return nil, fmt.Errorf("a %s provider's address must be a nats:// or tls:// URL, not %s://", typ, u.Scheme)
 		}
-	default:
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, fmt.Errorf("a %s provider's address must be an http:// or https:// URL, not %s://", typ, u.Scheme)
-		}
+	} else if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("a %s provider's address must be an http:// or https:// URL, not %s://", typ, u.Scheme)
 	}
 	return u, nil
 }

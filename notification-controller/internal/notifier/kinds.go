@@ -1,0 +1,40 @@
+package notifier
+
+import "fmt"
+
+// kind is what this package knows of one provider type.
+type kind struct {
+	// build returns the notifier for a resolved configuration, or says
+	// what the configuration lacks (without quoting a secret).
+	build func(Config) (Notifier, error)
+	// defaultAddress is the service's public API endpoint, used when
+	// neither spec.address nor the Secret gives an address (Telegram,
+	// PagerDuty, ...). Empty means an address is required.
+	defaultAddress string
+	// nats marks an address that is a nats:// or tls:// URL rather than
+	// http:// or https://.
+	nats bool
+}
+
+// kinds holds every provider type, gathered from the tables of the
+// groups: the webhooks and NATS (notifier.go), commit statuses
+// (commitstatus.go), paging and incident tools (paging.go) and chat
+// services (chat.go). A type listed twice is a programming error.
+var kinds = func() map[string]kind {
+	all := map[string]kind{}
+	for _, group := range []map[string]kind{coreKinds, commitStatusKinds, pagingKinds, chatKinds} {
+		for typ, k := range group {
+			if _, dup := all[typ]; dup {
+				panic(fmt.Sprintf("provider type %q is listed twice", typ))
+			}
+			all[typ] = k
+		}
+	}
+	return all
+}()
+
+// Known reports whether typ is a provider type this package delivers to.
+func Known(typ string) bool {
+	_, ok := kinds[typ]
+	return ok
+}
