@@ -10,7 +10,8 @@
 // --no-cross-namespace-refs, as deploy/ runs them. Each test deploys its own
 // copy of the sample in deploy/examples (its own repository and namespaces)
 // and pushes commits with the git binary; the Helm story serves its chart
-// from a chart repository of its own on 127.0.0.1:
+// from a chart repository of its own on 127.0.0.1, the OCI story its
+// artifacts from a registry of its own:
 //
 //	TestPushWebhookToReady               push → signed webhook → Receiver → artifact → render → apply → Ready
 //	TestForeignEditRevertedAndAlerted    a foreign edit is reverted; the Slack stand-in gets the drifted path
@@ -25,6 +26,10 @@
 //	                                     Secret: install (pre-install hook), version bump (pre- and
 //	                                     post-upgrade hooks, an object pruned), new values, a foreign edit
 //	                                     reverted, uninstall (the objects and the HelmChart gone)
+//	TestOCIArtifactPushedAndApplied      `plumb push artifact` into an in-process OCI registry (credentials);
+//	                                     an OCIRepository's semver range, a Kustomization applying it; a newer
+//	                                     tag taken on `plumb reconcile source oci` (a value changed, an object
+//	                                     pruned), a tag outside the range left alone
 //	TestTenantsStayInsideTheirNamespaces  two tenants: a ServiceAccount's Kustomization refused in the other's
 //	                                     namespace and at cluster scope, nothing created; cross-namespace sourceRef,
 //	                                     Receiver resource and Alert source refused; A's Alert never gets B's events

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -383,14 +382,7 @@ func (s *helmStory) waitDeploymentAvailable(replicas int32) {
 // its output.
 func (s *helmStory) plumb(args ...string) string {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, plumbCLI, args...)
-	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+env.Kubeconfig)
-	out, err := cmd.CombinedOutput()
-	s.t.Logf("$ plumb %s\n%s", strings.Join(args, " "), out)
-	s.g.Expect(err).NotTo(HaveOccurred(), "plumb %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
+	return runPlumb(s.ctx, s.t, args...)
 }
 
 func helmConditions(hr *helmv2.HelmRelease) string {

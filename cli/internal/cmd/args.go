@@ -44,7 +44,7 @@ func kindArgs(args []string, withName bool, allowed ...*kind) ([]*kind, []string
 		}
 		k, ok := sourceTypes[sub]
 		if !ok {
-			return nil, nil, fmt.Errorf("unknown source type %q: use git, helm, chart (or all)", rest[0])
+			return nil, nil, fmt.Errorf("unknown source type %q: use git, helm, chart, oci (or all)", rest[0])
 		}
 		if !slices.Contains(allowed, k) {
 			return nil, nil, fmt.Errorf("%s %s: not a kind this command handles", word, sub)

@@ -70,7 +70,7 @@ func TestGetSpelledAsFluxSpellsIt(t *testing.T) {
 		g := NewWithT(t)
 		r := plumb("get", "sources", "bucket", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitError), r.String())
-		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket": use git, helm, chart`))
+		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket": use git, helm, chart, oci`))
 	})
 
 	t.Run("get all groups every kind", func(t *testing.T) {

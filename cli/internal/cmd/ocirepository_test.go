@@ -39,6 +39,11 @@ func TestReconcileWithSourceFollowsTheSourceKind(t *testing.T) {
 	r = plumb("get", "sources", "oci", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
 	g.Expect(r.out).To(ContainSubstring("repo"))
+
+	// Flux's spelling reconciles the OCIRepository itself.
+	r = plumb("reconcile", "source", "oci", "repo", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(r.out).To(ContainSubstring("✔ OCIRepository/" + ns + "/repo reconciled"))
 }
 
 // writeOCIRepository sets an OCIRepository's status as source-controller
