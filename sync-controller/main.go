@@ -31,8 +31,10 @@ type syncOptions struct {
 	DriftDebounce         time.Duration
 	MaxArtifactSize       int64
 	DefaultServiceAccount string
-	PruneGuard            controller.PruneGuard
-	Fight                 controller.FightOptions
+	// AllowLoopbackKubeConfigServers: see controller.Syncer.
+	AllowLoopbackKubeConfigServers bool
+	PruneGuard                     controller.PruneGuard
+	Fight                          controller.FightOptions
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -44,6 +46,8 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"The largest rendered artifact downloaded, in bytes.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "",
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
+	fs.BoolVar(&o.AllowLoopbackKubeConfigServers, "allow-loopback-kubeconfig-servers", false,
+		"Let a Kustomization's spec.kubeConfig name an API server on a loopback address (sync-controller's own pod in a cluster; for tests and single-machine setups).")
 	o.PruneGuard.BindFlags(fs)
 	o.Fight.BindFlags(fs)
 }
@@ -121,18 +125,19 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
-			Engine:                engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
-			Client:                mgr.GetClient(),
-			Reader:                mgr.GetAPIReader(),
-			Metrics:               metrics,
-			Events:                recorder,
-			Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-			DependencyRequeue:     refOpts.RequeueDependency,
-			Impersonator:          impersonator,
-			DefaultServiceAccount: syncOpts.DefaultServiceAccount,
-			NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
-			PruneGuard:            &syncOpts.PruneGuard,
-			Fight:                 syncOpts.Fight,
+			Engine:                         engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
+			Client:                         mgr.GetClient(),
+			Reader:                         mgr.GetAPIReader(),
+			Metrics:                        metrics,
+			Events:                         recorder,
+			Fetch:                          fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+			DependencyRequeue:              refOpts.RequeueDependency,
+			Impersonator:                   impersonator,
+			DefaultServiceAccount:          syncOpts.DefaultServiceAccount,
+			AllowLoopbackKubeConfigServers: syncOpts.AllowLoopbackKubeConfigServers,
+			NoCrossNamespaceRefs:           refOpts.NoCrossNamespaceRefs,
+			PruneGuard:                     &syncOpts.PruneGuard,
+			Fight:                          syncOpts.Fight,
 		}
 	}
 	ks := &controller.KustomizationReconciler{Syncer: syncer(watcher)}

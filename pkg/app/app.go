@@ -53,7 +53,7 @@ func SetupLogger(opts options.Manager) {
 // otherwise the options' QPS and burst apply.
 func RESTConfig(opts options.Manager) *rest.Config {
 	cfg := ctrl.GetConfigOrDie()
-	if flowControlled(cfg) {
+	if FlowControlled(cfg) {
 		cfg.QPS, cfg.Burst = -1, -1
 	} else {
 		cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
@@ -61,10 +61,10 @@ func RESTConfig(opts options.Manager) *rest.Config {
 	return cfg
 }
 
-// flowControlled reports whether the API server answers with the headers
+// FlowControlled reports whether the API server answers with the headers
 // of priority-and-fairness flow control. Any answer carries them, even a 404,
 // so a HEAD of a small endpoint is enough.
-func flowControlled(cfg *rest.Config) bool {
+func FlowControlled(cfg *rest.Config) bool {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return false

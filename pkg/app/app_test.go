@@ -20,7 +20,7 @@ func TestFlowControlled(t *testing.T) {
 	without := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer without.Close()
 
-	g.Expect(flowControlled(&rest.Config{Host: withAPF.URL})).To(BeTrue())
-	g.Expect(flowControlled(&rest.Config{Host: without.URL})).To(BeFalse())
-	g.Expect(flowControlled(&rest.Config{Host: "http://127.0.0.1:1"})).To(BeFalse(), "unreachable counts as not flow-controlled")
+	g.Expect(FlowControlled(&rest.Config{Host: withAPF.URL})).To(BeTrue())
+	g.Expect(FlowControlled(&rest.Config{Host: without.URL})).To(BeFalse())
+	g.Expect(FlowControlled(&rest.Config{Host: "http://127.0.0.1:1"})).To(BeFalse(), "unreachable counts as not flow-controlled")
 }

@@ -2,27 +2,17 @@ package notifier
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"syscall"
 	"time"
+
+	"plumb.dev/pkg/netguard"
 )
 
-// AddressPolicy decides which IP addresses a delivery may connect to. It is
-// checked in the dialer's Control function, on the address the connection
-// is about to use, after name resolution: a name that resolves to a refused
-// address is refused whatever it resolved to before (no DNS rebinding).
-//
-// Always refused: unspecified, "this network" (0.0.0.0/8), link-local
-// (169.254.0.0/16, fe80::/10, where clouds serve instance metadata and
-// credentials), multicast and broadcast, and the metadata and platform
-// addresses outside those ranges (100.100.100.200, fd00:ec2::254,
-// 168.63.129.16). Loopback (127.0.0.0/8, ::1) only with AllowLoopback;
-// private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) only
-// with AllowPrivate. IPv4 addresses written as IPv6 (::ffff:a.b.c.d,
-// 64:ff9b::a.b.c.d) are judged as the IPv4 address they carry.
+// AddressPolicy decides which IP addresses a delivery may connect to: the
+// ranges of netguard.Policy, loopback and private ones by
+// notification-controller's flags.
 type AddressPolicy struct {
 	AllowPrivate  bool
 	AllowLoopback bool
@@ -30,79 +20,20 @@ type AddressPolicy struct {
 
 // RefusedAddressError is a connection the AddressPolicy did not allow.
 // Retrying does not help: IsPermanent reports it.
-type RefusedAddressError struct {
-	Addr netip.Addr
-	// Why names the range, e.g. "link-local (cloud metadata)".
-	Why string
-}
+type RefusedAddressError = netguard.RefusedAddressError
 
-func (e *RefusedAddressError) Error() string {
-	return fmt.Sprintf("address %s refused: %s", e.Addr, e.Why)
-}
-
-var (
-	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-	nat64       = netip.MustParsePrefix("64:ff9b::/96")
-	broadcast   = netip.MustParseAddr("255.255.255.255")
-	// metadata are instance metadata and platform endpoints outside the
-	// link-local ranges: Alibaba Cloud, AWS over IPv6 (inside fc00::/7),
-	// Azure's WireServer.
-	metadata = map[netip.Addr]string{
-		netip.MustParseAddr("100.100.100.200"): "Alibaba Cloud metadata",
-		netip.MustParseAddr("fd00:ec2::254"):   "AWS metadata",
-		netip.MustParseAddr("168.63.129.16"):   "Azure platform endpoint",
+func (p AddressPolicy) guard() netguard.Policy {
+	return netguard.Policy{
+		AllowPrivate: p.AllowPrivate, AllowLoopback: p.AllowLoopback,
+		LoopbackFlag: "--allow-loopback-provider-addresses", PrivateFlag: "--allow-private-provider-addresses",
 	}
-)
+}
 
 // Check returns a *RefusedAddressError when ip may not be reached.
-func (p AddressPolicy) Check(ip netip.Addr) error {
-	ip = ip.Unmap()
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-	}
-	refuse := func(why string) error { return &RefusedAddressError{Addr: ip, Why: why} }
-	if why, ok := metadata[ip]; ok {
-		return refuse(why)
-	}
-	switch {
-	case !ip.IsValid(), ip.IsUnspecified(), thisNetwork.Contains(ip):
-		return refuse("unspecified address")
-	case ip.IsLinkLocalUnicast():
-		return refuse("link-local (cloud metadata)")
-	case ip.IsMulticast(), ip == broadcast:
-		return refuse("multicast or broadcast")
-	case ip.IsLoopback():
-		if !p.AllowLoopback {
-			return refuse("loopback (--allow-loopback-provider-addresses allows it)")
-		}
-	case ip.IsPrivate(), sharedSpace.Contains(ip):
-		if !p.AllowPrivate {
-			return refuse("private (--allow-private-provider-addresses allows it)")
-		}
-	}
-	return nil
-}
-
-// control is a net.Dialer Control function: address is the resolved
-// ip:port about to be connected to.
-func (p AddressPolicy) control(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("dialing %q: not an IP address", host)
-	}
-	return p.Check(ip)
-}
+func (p AddressPolicy) Check(ip netip.Addr) error { return p.guard().Check(ip) }
 
 // Dialer returns a dialer that connects only where the policy allows.
-func (p AddressPolicy) Dialer() *net.Dialer {
-	return &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: p.control}
-}
+func (p AddressPolicy) Dialer() *net.Dialer { return p.guard().Dialer(10 * time.Second) }
 
 // NewHTTPClient returns the client deliveries go through: connections
 // only where the policy allows, redirects never followed (a 3xx answer is

@@ -78,8 +78,12 @@ func errorf(k Kind, format string, args ...any) error {
 // DefaultTag is pulled when the reference names nothing.
 const DefaultTag = "latest"
 
-// MaxTags bounds the tags a semver range is resolved against.
-const MaxTags = 10_000
+// MaxTags bounds the tags a semver range is resolved against, and
+// MaxTagPages the pages of the registry's tag list read to find them.
+const (
+	MaxTags     = 10_000
+	MaxTagPages = 100
+)
 
 // Ref is what to pull, Flux's OCIRepository spec.ref.
 type Ref struct {
@@ -88,6 +92,7 @@ type Ref struct {
 
 // Client reaches one repository.
 type Client struct {
+	ctx  context.Context
 	repo name.Repository
 	opts []remote.Option
 }
@@ -114,7 +119,24 @@ func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []by
 			return nil, err
 		}
 	}
-	return &Client{repo: repo, opts: []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}}, nil
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	if dockerConfig != nil && !insecure {
+		opts = append(opts, remote.WithTransport(httpsOnly{remote.DefaultTransport}))
+	}
+	return &Client{ctx: ctx, repo: repo, opts: opts}, nil
+}
+
+// httpsOnly refuses plain HTTP requests. go-containerregistry falls back
+// to HTTP for loopback, RFC 1918 and *.local registries on its own; with
+// credentials from a Secret that fallback would send them unencrypted, so
+// it takes spec.insecure, the user's say-so, as for any other host.
+type httpsOnly struct{ next http.RoundTripper }
+
+func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" {
+		return nil, errorf(InvalidSpec, "%s answers only over plain HTTP: the Secret's credentials are sent over HTTPS only, unless spec.insecure is true", req.URL.Host)
+	}
+	return t.next.RoundTrip(req)
 }
 
 // dockerConfig is the part of a .dockerconfigjson read here.
@@ -212,12 +234,9 @@ func (c *Client) highest(rng, filter string) (string, error) {
 			return "", errorf(InvalidSpec, "spec.ref.semverFilter %q: %v", filter, err)
 		}
 	}
-	tags, err := remote.List(c.repo, c.opts...)
+	tags, err := c.tags()
 	if err != nil {
-		return "", fmt.Errorf("listing the tags of %s: %w", c.repo, err)
-	}
-	if len(tags) > MaxTags {
-		return "", errorf(TooLarge, "%s has %d tags, more than the %d a semver range is resolved against", c.repo, len(tags), MaxTags)
+		return "", err
 	}
 	type candidate struct {
 		tag string
@@ -239,6 +258,35 @@ func (c *Client) highest(rng, filter string) (string, error) {
 	}
 	sort.SliceStable(in, func(i, j int) bool { return in[i].v.GreaterThan(in[j].v) })
 	return in[0].tag, nil
+}
+
+// tags lists the repository's tags a page at a time and stops as soon as
+// there are more than MaxTags, or more than MaxTagPages pages: a registry
+// that lists tags without end (or one tag per page) is not read to its
+// end before being refused.
+func (c *Client) tags() ([]string, error) {
+	puller, err := remote.NewPuller(c.opts...)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := puller.Lister(c.ctx, c.repo)
+	if err != nil {
+		return nil, fmt.Errorf("listing the tags of %s: %w", c.repo, err)
+	}
+	var tags []string
+	for pages := 0; lister.HasNext(); pages++ {
+		if pages == MaxTagPages {
+			return nil, errorf(TooLarge, "%s lists its tags in more than %d pages, more than a semver range is resolved against", c.repo, MaxTagPages)
+		}
+		page, err := lister.Next(c.ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the tags of %s: %w", c.repo, err)
+		}
+		if tags = append(tags, page.Tags...); len(tags) > MaxTags {
+			return nil, errorf(TooLarge, "%s has more than the %d tags a semver range is resolved against", c.repo, MaxTags)
+		}
+	}
+	return tags, nil
 }
 
 // Layer is the layer Pull selected.

@@ -3,7 +3,12 @@ package oci
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -96,5 +101,96 @@ func TestBoundedAnnotationsKeepsOCIAnnotationsWithinBounds(t *testing.T) {
 	}
 	if out["org.opencontainers.image.source"] != "https://github.com/example/app" || out["org.opencontainers.image.revision"] != "main@sha1:0123" {
 		t.Errorf("source and revision must be kept: %v", out)
+	}
+}
+
+// A registry whose tag list never ends (every page links to another) is
+// refused after MaxTagPages pages, and one that lists more than MaxTags
+// tags as soon as they are read: neither is read to its end.
+func TestTagListsAreReadOnlyUpToTheirBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		perPage   int
+		wantPages int
+		want      string
+	}{
+		{"endless pages", 1, MaxTagPages, fmt.Sprintf("in more than %d pages", MaxTagPages)},
+		{"too many tags", 4000, 3, fmt.Sprintf("more than the %d tags", MaxTags)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pages atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/v2/":
+					w.WriteHeader(http.StatusOK)
+				case r.URL.Path == "/v2/org/app/tags/list":
+					page := pages.Add(1)
+					tags := make([]string, tc.perPage)
+					for i := range tags {
+						tags[i] = fmt.Sprintf("1.%d.%d", page, i)
+					}
+					w.Header().Set("Link", fmt.Sprintf(`</v2/org/app/tags/list?n=%d&last=%s>; rel="next"`, tc.perPage, tags[len(tags)-1]))
+					_ = json.NewEncoder(w).Encode(map[string]any{"name": "org/app", "tags": tags})
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = c.Resolve(Ref{SemVer: ">=1.0.0"})
+			if err == nil || KindOf(err) != TooLarge || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v (kind %v), want a TooLarge error saying %q", err, KindOf(err), tc.want)
+			}
+			if got := pages.Load(); got != int64(tc.wantPages) {
+				t.Errorf("the registry was asked for %d pages, want %d", got, tc.wantPages)
+			}
+		})
+	}
+}
+
+// Credentials from a Secret go over HTTPS only: go-containerregistry's own
+// fallback to HTTP for a loopback or private registry takes spec.insecure
+// when there are credentials; without credentials it stays as it is.
+func TestCredentialsTravelOverPlainHTTPOnlyWhenInsecure(t *testing.T) {
+	var sawAuth atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth.Store(true)
+		}
+		switch r.URL.Path {
+		case "/v2/":
+			w.WriteHeader(http.StatusOK)
+		case "/v2/org/app/tags/list":
+			_ = json.NewEncoder(w).Encode(map[string]any{"name": "org/app", "tags": []string{"1.0.0"}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	creds := []byte(`{"auths":{"` + host + `":{"username":"u","password":"p"}}}`)
+	list := func(insecure bool, dockerConfig []byte) error {
+		c, err := NewClient(context.Background(), "oci://"+host+"/org/app", insecure, dockerConfig)
+		if err != nil {
+			return err
+		}
+		_, err = c.tags()
+		return err
+	}
+	err := list(false, creds)
+	if err == nil || KindOf(err) != InvalidSpec || !strings.Contains(err.Error(), "unless spec.insecure is true") {
+		t.Fatalf("credentials to a plain-HTTP registry without spec.insecure: got %v (kind %v)", err, KindOf(err))
+	}
+	if sawAuth.Load() {
+		t.Fatal("the credentials reached the plain-HTTP registry")
+	}
+	if err := list(true, creds); err != nil {
+		t.Fatalf("with spec.insecure: %v", err)
+	}
+	if err := list(false, nil); err != nil {
+		t.Fatalf("anonymous, without spec.insecure: %v", err)
 	}
 }

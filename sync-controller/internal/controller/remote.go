@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"sort"
 	"sync"
@@ -25,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -40,6 +41,11 @@ const (
 	// long by design; the API server ends it after its timeoutSeconds).
 	remoteDialTimeout    = 10 * time.Second
 	remoteRequestTimeout = 30 * time.Second
+	// remoteQPS and remoteBurst throttle the client of a remote API
+	// server without flow control: the defaults of --kube-api-qps and
+	// --kube-api-burst.
+	remoteQPS   = 50
+	remoteBurst = 300
 )
 
 // The keys a kubeconfig is looked for in, in order, when
@@ -140,7 +146,7 @@ func (r *Syncer) remoteEngineFor(ctx context.Context, app application) (*engine.
 	if err != nil {
 		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, err)
 	}
-	cfg, err := remoteConfig(data)
+	cfg, err := remoteConfig(data, r.remoteServers())
 	if err != nil {
 		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, fmt.Errorf("kubeconfig in Secret %s: %w", secret, err))
 	}
@@ -190,8 +196,10 @@ func (r *Syncer) kubeConfigData(ctx context.Context, name types.NamespacedName, 
 // credentials inline only, so a plugin that runs a program or a reference
 // to a file of sync-controller's filesystem is refused (checkInlineOnly),
 // and only the server, its CA and the credentials are carried over — no
-// proxy, no TLS verification turned off — with sync-controller's timeouts.
-func remoteConfig(data []byte) (*rest.Config, error) {
+// proxy, no TLS verification turned off — with sync-controller's timeouts,
+// its address policy (remoteServers) and a bound on every answer
+// (boundedTransport).
+func remoteConfig(data []byte, servers netguard.Policy) (*rest.Config, error) {
 	kc, err := clientcmd.Load(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a kubeconfig: %w", err)
@@ -207,7 +215,7 @@ func remoteConfig(data []byte) (*rest.Config, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("server %q: only an https:// URL is allowed (credentials travel with every request)", parsed.Host)
 	}
-	dialer := &net.Dialer{Timeout: remoteDialTimeout}
+	dialer := servers.Dialer(remoteDialTimeout)
 	return &rest.Config{
 		Host:    parsed.Host,
 		APIPath: parsed.APIPath,
@@ -217,13 +225,22 @@ func remoteConfig(data []byte) (*rest.Config, error) {
 			CertData:   parsed.CertData,
 			KeyData:    parsed.KeyData,
 		},
-		BearerToken: parsed.BearerToken,
-		Username:    parsed.Username,
-		Password:    parsed.Password,
-		UserAgent:   ControllerName,
-		Timeout:     remoteRequestTimeout,
-		Dial:        dialer.DialContext,
+		BearerToken:   parsed.BearerToken,
+		Username:      parsed.Username,
+		Password:      parsed.Password,
+		UserAgent:     ControllerName,
+		Timeout:       remoteRequestTimeout,
+		Dial:          dialer.DialContext,
+		WrapTransport: boundRemoteResponses(maxRemoteResponseBytes),
 	}, nil
+}
+
+// remoteServers is where a kubeconfig's server may be: anywhere but the
+// node's and the cloud's own services (link-local, instance metadata), and
+// loopback only with --allow-loopback-kubeconfig-servers. Private ranges
+// are allowed: that is where clusters are.
+func (r *Syncer) remoteServers() netguard.Policy {
+	return netguard.Policy{AllowPrivate: true, AllowLoopback: r.AllowLoopbackKubeConfigServers, LoopbackFlag: "--allow-loopback-kubeconfig-servers"}
 }
 
 // checkInlineOnly refuses what a kubeconfig from a Secret may not have:
@@ -353,6 +370,17 @@ func (r *Syncer) connect(ctx context.Context, cfg *rest.Config, ownersNamespace 
 	}
 	if _, err := dc.ServerGroups(); err != nil {
 		return nil, err
+	}
+	// As for the local cluster (app.RESTConfig): no client-side throttle
+	// where the API server has flow control of its own, else the
+	// defaults of --kube-api-qps and --kube-api-burst. client-go's own
+	// default, 5 a second, would make a sync of 1,000 objects take
+	// minutes.
+	cfg = rest.CopyConfig(cfg)
+	if app.FlowControlled(cfg) {
+		cfg.QPS, cfg.Burst = -1, -1
+	} else {
+		cfg.QPS, cfg.Burst = remoteQPS, remoteBurst
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {

@@ -277,7 +277,7 @@ func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
 			tt.mutate(kc)
 			data, err := clientcmd.Write(*kc)
 			g.Expect(err).NotTo(HaveOccurred())
-			cfg, err := remoteConfig(data)
+			cfg, err := remoteConfig(data, (&Syncer{}).remoteServers())
 			switch {
 			case tt.err != "":
 				g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
@@ -292,7 +292,7 @@ func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
 			}
 		})
 	}
-	_, err := remoteConfig([]byte(strings.Repeat("{", 10)))
+	_, err := remoteConfig([]byte(strings.Repeat("{", 10)), (&Syncer{}).remoteServers())
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("not a kubeconfig")))
 }
 

@@ -119,6 +119,9 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		// still far longer than any test's gap between a foreign write and
 		// its repeat.
 		Fight: FightOptions{Window: 3 * time.Second},
+		// The remote clusters of the tests are control planes on
+		// 127.0.0.1.
+		AllowLoopbackKubeConfigServers: true,
 	},
 	}
 	for _, c := range configure {
@@ -132,6 +135,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
 		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Impersonator: r.Impersonator, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
+		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers,
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(r.SetupWithManager(ctx, mgr, 4))

@@ -56,6 +56,11 @@ type Syncer struct {
 	// an object without spec.serviceAccountName acts as
 	// (--default-service-account); empty is the controller's own identity.
 	DefaultServiceAccount string
+	// AllowLoopbackKubeConfigServers lets a spec.kubeConfig name a server
+	// on a loopback address (--allow-loopback-kubeconfig-servers): in a
+	// cluster that is sync-controller's own pod, so only tests and
+	// single-machine setups want it.
+	AllowLoopbackKubeConfigServers bool
 	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
 	// another namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool

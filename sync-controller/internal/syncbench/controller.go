@@ -86,6 +86,8 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
 		DependencyRequeue: 10 * time.Second,
 		Fight:             controller.FightOptions{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},
+		// The remote cluster of the drift figure is on 127.0.0.1.
+		AllowLoopbackKubeConfigServers: true,
 	},
 	}
 	ctx, cancel := context.WithCancel(context.Background())

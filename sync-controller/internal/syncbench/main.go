@@ -43,6 +43,7 @@ type config struct {
 	runs        int
 	noopRuns    int
 	driftEdits  int
+	remoteDrift bool
 	memEdits    int
 	refWorkers  int
 	binary      string
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&c.runs, "runs", 3, "initial syncs per side and workload; the median is reported")
 	flag.IntVar(&c.noopRuns, "noop-runs", 5, "no-op resyncs per workload")
 	flag.IntVar(&c.driftEdits, "drift-edits", 50, "foreign edits for the drift latency")
+	flag.BoolVar(&c.remoteDrift, "remote-drift", true, "also time the drift edits in a second control plane that a Kustomization targets through spec.kubeConfig")
 	flag.IntVar(&c.memEdits, "memory-drift-edits", 10, "foreign edits per workload while the binary's memory is watched")
 	flag.IntVar(&c.refWorkers, "reference-workers", 4, "workers of a second bare loop, the reference column of docs/design/sync-engine.md; 0 skips it")
 	flag.StringVar(&c.binary, "controller-binary", "", "a built sync-controller for the memory figure; empty builds one, \"none\" skips the figure")
@@ -239,6 +241,11 @@ func run(c config) error {
 	}
 	b.res.drift, b.res.driftFailures = lat, failures
 	b.heapProfile("heap-after-drift")
+	if c.remoteDrift {
+		if b.res.remoteDrift, b.res.remoteDriftFailures, err = b.remoteDrift(ctx); err != nil {
+			return fmt.Errorf("drift in a remote cluster: %w", err)
+		}
+	}
 
 	// Deleting the Kustomization prunes its objects through the finalizer.
 	b.counter.reset()
@@ -432,7 +439,13 @@ func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool)
 	if err != nil {
 		return nil, sample{}, err
 	}
-	ks := newKustomization(ns)
+	return b.initialSync(ctx, newKustomization(ns), w, profile)
+}
+
+// initialSync creates ks and times its first sync of the workload, as
+// controllerInitial says.
+func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, w workload, profile bool) (*kustomizev1.Kustomization, sample, error) {
+	ns := ks.Namespace
 	kw, err := watchKustomization(ctx, b.wc, client.ObjectKeyFromObject(ks))
 	if err != nil {
 		return nil, sample{}, err
@@ -609,7 +622,14 @@ func driftTargets(w workload, n, edits int) []driftTarget {
 // drift makes foreign edits one at a time and measures, for each, the time
 // from the patch returning until a watch sees the value back at Git's.
 func (b *bench) drift(ctx context.Context, ks *kustomizev1.Kustomization, w workload, edits int) ([]time.Duration, int, error) {
-	vw, err := watchValues(ctx, b.wc, ks.Namespace)
+	return b.driftIn(ctx, b.wc, ks, w, edits)
+}
+
+// driftIn is drift with the foreign edits made, and the values watched, in
+// the cluster of wc: the Kustomization's own, or the remote cluster its
+// spec.kubeConfig names.
+func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev1.Kustomization, w workload, edits int) ([]time.Duration, int, error) {
+	vw, err := watchValues(ctx, wc, ks.Namespace)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -628,7 +648,7 @@ func (b *bench) drift(ctx context.Context, ks *kustomizev1.Kustomization, w work
 			obj = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: ks.Namespace}}
 			patch = fmt.Sprintf(`{"data":{"key":"foreign-%d"}}`, j)
 		}
-		if err := b.wc.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
+		if err := wc.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
 			vw.unfollow(t.key())
 			return nil, 0, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
 		}

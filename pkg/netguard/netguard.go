@@ -1,0 +1,110 @@
+package netguard
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// Policy decides which IP addresses may be connected to.
+//
+// Always refused: unspecified, "this network" (0.0.0.0/8), link-local
+// (169.254.0.0/16, fe80::/10, where clouds serve instance metadata and
+// credentials), multicast and broadcast, and the metadata and platform
+// addresses outside those ranges (100.100.100.200, fd00:ec2::254,
+// 168.63.129.16). Loopback (127.0.0.0/8, ::1) only with AllowLoopback;
+// private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) only
+// with AllowPrivate. IPv4 addresses written as IPv6 (::ffff:a.b.c.d,
+// 64:ff9b::a.b.c.d) are judged as the IPv4 address they carry.
+type Policy struct {
+	AllowPrivate  bool
+	AllowLoopback bool
+	// LoopbackFlag and PrivateFlag name the controller's flags that allow
+	// those ranges, for the refusal's message.
+	LoopbackFlag, PrivateFlag string
+}
+
+// RefusedAddressError is a connection the Policy did not allow. Retrying
+// does not help.
+type RefusedAddressError struct {
+	Addr netip.Addr
+	// Why names the range, e.g. "link-local (cloud metadata)".
+	Why string
+}
+
+func (e *RefusedAddressError) Error() string {
+	return fmt.Sprintf("address %s refused: %s", e.Addr, e.Why)
+}
+
+var (
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	broadcast   = netip.MustParseAddr("255.255.255.255")
+	// metadata are instance metadata and platform endpoints outside the
+	// link-local ranges: Alibaba Cloud, AWS over IPv6 (inside fc00::/7),
+	// Azure's WireServer.
+	metadata = map[netip.Addr]string{
+		netip.MustParseAddr("100.100.100.200"): "Alibaba Cloud metadata",
+		netip.MustParseAddr("fd00:ec2::254"):   "AWS metadata",
+		netip.MustParseAddr("168.63.129.16"):   "Azure platform endpoint",
+	}
+)
+
+// Check returns a *RefusedAddressError when ip may not be reached.
+func (p Policy) Check(ip netip.Addr) error {
+	ip = ip.Unmap()
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	refuse := func(why string) error { return &RefusedAddressError{Addr: ip, Why: why} }
+	if why, ok := metadata[ip]; ok {
+		return refuse(why)
+	}
+	switch {
+	case !ip.IsValid(), ip.IsUnspecified(), thisNetwork.Contains(ip):
+		return refuse("unspecified address")
+	case ip.IsLinkLocalUnicast():
+		return refuse("link-local (cloud metadata)")
+	case ip.IsMulticast(), ip == broadcast:
+		return refuse("multicast or broadcast")
+	case ip.IsLoopback():
+		if !p.AllowLoopback {
+			return refuse(allowedBy("loopback", p.LoopbackFlag))
+		}
+	case ip.IsPrivate(), sharedSpace.Contains(ip):
+		if !p.AllowPrivate {
+			return refuse(allowedBy("private", p.PrivateFlag))
+		}
+	}
+	return nil
+}
+
+func allowedBy(what, flag string) string {
+	if flag == "" {
+		return what
+	}
+	return what + " (" + flag + " allows it)"
+}
+
+// Control is a net.Dialer Control function: address is the resolved
+// ip:port about to be connected to.
+func (p Policy) Control(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("dialing %q: not an IP address", host)
+	}
+	return p.Check(ip)
+}
+
+// Dialer returns a dialer that connects only where the policy allows.
+func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.Control}
+}
