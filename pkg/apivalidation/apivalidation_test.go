@@ -372,23 +372,27 @@ func manyHealthCheckExprs(n int) string {
 
 func TestFluxManifestsAreAccepted(t *testing.T) {
 	ctx, ns := newNamespace(t)
-	for _, file := range []string{"flux-gitrepository.yaml", "flux-kustomization.yaml"} {
-		t.Run(file, func(t *testing.T) {
-			g := NewWithT(t)
-			data, err := os.ReadFile(filepath.Join("testdata", file))
-			g.Expect(err).NotTo(HaveOccurred())
-			obj := decode(t, string(data), ns)
-			wantSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-			g.Expect(env.Client.Create(ctx, obj, strict)).To(Succeed())
+	for _, file := range []string{"flux-gitrepository.yaml", "flux-kustomization.yaml", "flux-parity.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(data), "\n---\n") {
+			obj := decode(t, doc, ns)
+			t.Run(fmt.Sprintf("%s/%d-%s-%s", file, i, obj.GetKind(), obj.GetName()), func(t *testing.T) {
+				g := NewWithT(t)
+				wantSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+				g.Expect(env.Client.Create(ctx, obj, strict)).To(Succeed())
 
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(obj.GroupVersionKind())
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-			gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
-			// Every field the Flux manifest set is stored as written; the
-			// server may only add defaults.
-			g.Expect(missingFields("spec", wantSpec, gotSpec)).To(BeEmpty())
-		})
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(obj.GroupVersionKind())
+				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+				gotSpec, _, _ := unstructured.NestedMap(got.Object, "spec")
+				// Every field the Flux manifest set is stored as written;
+				// the server may only add defaults.
+				g.Expect(missingFields("spec", wantSpec, gotSpec)).To(BeEmpty())
+			})
+		}
 	}
 }
 
