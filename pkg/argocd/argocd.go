@@ -101,17 +101,18 @@ func Wave(ann map[string]string) (wave int, ok bool) {
 // HasSyncOption reports whether SyncOptionsAnnotation lists option, one
 // of the constants above.
 func HasSyncOption(ann map[string]string, option string) bool {
-	return slices.Contains(items(ann[SyncOptionsAnnotation]), option)
+	return slices.Contains(Items(ann[SyncOptionsAnnotation]), option)
 }
 
 // IgnoresExtraneous reports whether CompareOptionsAnnotation lists
 // IgnoreExtraneous.
 func IgnoresExtraneous(ann map[string]string) bool {
-	return slices.Contains(items(ann[CompareOptionsAnnotation]), IgnoreExtraneous)
+	return slices.Contains(Items(ann[CompareOptionsAnnotation]), IgnoreExtraneous)
 }
 
-// items splits a comma list, trimming each item and dropping empty ones.
-func items(list string) []string {
+// Items splits a comma list, as Argo CD's and Helm's annotations write
+// them, trimming each item and dropping empty ones.
+func Items(list string) []string {
 	var out []string
 	for _, f := range strings.Split(list, ",") {
 		if f = strings.TrimSpace(f); f != "" {
@@ -124,7 +125,7 @@ func items(list string) []string {
 // known returns the items of list that are in allowed, each once.
 func known(list string, allowed []string) []string {
 	var out []string
-	for _, f := range items(list) {
+	for _, f := range Items(list) {
 		if slices.Contains(allowed, f) && !slices.Contains(out, f) {
 			out = append(out, f)
 		}

@@ -34,12 +34,12 @@ func Conflicts(ann map[string]string) []Conflict {
 		})
 	}
 	if v, ok := ann[kustomizev1.HookAnnotation]; ok {
-		if types, argo := Hook(ann); argo && !sameSet(items(v), types) {
+		if types, argo := Hook(ann); argo && !sameSet(Items(v), types) {
 			pair(kustomizev1.HookAnnotation, HookAnnotation)
 		}
 	}
 	if v, ok := ann[kustomizev1.HookDeletePolicyAnnotation]; ok {
-		if _, argo := ann[HookDeletePolicyAnnotation]; argo && !sameSet(items(v), HookDeletePolicies(ann)) {
+		if _, argo := ann[HookDeletePolicyAnnotation]; argo && !sameSet(Items(v), HookDeletePolicies(ann)) {
 			pair(kustomizev1.HookDeletePolicyAnnotation, HookDeletePolicyAnnotation)
 		}
 	}
@@ -60,7 +60,7 @@ func Conflicts(ann map[string]string) []Conflict {
 		if !ok {
 			return
 		}
-		for _, item := range items(ann[SyncOptionsAnnotation]) {
+		for _, item := range Items(ann[SyncOptionsAnnotation]) {
 			k, val, found := strings.Cut(item, "=")
 			if !found || k != name {
 				continue

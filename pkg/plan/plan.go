@@ -335,7 +335,7 @@ func parseHook(ann map[string]string, event helmHookEvent) (*Hook, error) {
 	v, plumbHook := ann[kustomizev1.HookAnnotation]
 	if plumbHook {
 		h = &Hook{}
-		for _, f := range splitList(v) {
+		for _, f := range argocd.Items(v) {
 			p := PhaseName(f)
 			if !contains(phaseOrder, p) {
 				return nil, fmt.Errorf("annotation %s: unknown phase %q (want %s)", kustomizev1.HookAnnotation, f, phaseList)
@@ -402,7 +402,7 @@ func parseArgoHook(ann map[string]string) *Hook {
 func deletePolicies(ann map[string]string, plumbHook bool) ([]DeletePolicy, error) {
 	var out []DeletePolicy
 	if v, ok := ann[kustomizev1.HookDeletePolicyAnnotation]; ok {
-		for _, f := range splitList(v) {
+		for _, f := range argocd.Items(v) {
 			switch p := DeletePolicy(f); p {
 			case HookSucceeded, HookFailed, BeforeHookCreation:
 				if !contains(out, p) {
@@ -418,7 +418,7 @@ func deletePolicies(ann map[string]string, plumbHook bool) ([]DeletePolicy, erro
 				out = append(out, p)
 			}
 		}
-		for _, f := range splitList(ann[helmv2.HookDeletePolicyAnnotation]) {
+		for _, f := range argocd.Items(ann[helmv2.HookDeletePolicyAnnotation]) {
 			if p, ok := helmDeletePolicies[strings.ToLower(f)]; ok && !contains(out, p) {
 				out = append(out, p)
 			}
@@ -469,23 +469,13 @@ var helmDeletePolicies = map[string]DeletePolicy{
 // (Helm's delete policies are read with the others: deletePolicies.)
 func parseHelmHook(ann map[string]string, event helmHookEvent) *Hook {
 	h := &Hook{}
-	for _, f := range splitList(ann[helmv2.HookAnnotation]) {
+	for _, f := range argocd.Items(ann[helmv2.HookAnnotation]) {
 		if p, ok := helmPhases[event][strings.ToLower(f)]; ok && !contains(h.Phases, p) {
 			h.Phases = append(h.Phases, p)
 		}
 	}
 	slices.SortFunc(h.Phases, func(a, b PhaseName) int { return slices.Index(phaseOrder, a) - slices.Index(phaseOrder, b) })
 	return h
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func contains[T comparable](list []T, v T) bool {
