@@ -180,18 +180,7 @@ func valuesSourceKey(kind string) func(client.Object) string {
 
 // releasesOf maps an object to the HelmReleases whose index holds its key.
 func (r *HelmReleaseReconciler) releasesOf(index string, key func(client.Object) string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list helmv2.HelmReleaseList
-		if err := r.List(ctx, &list, client.MatchingFields{index: key(o)}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmReleases of an object", "index", index)
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
+	return plumbreconcile.Referrers(r.Client, func() client.ObjectList { return &helmv2.HelmReleaseList{} }, index, key, false)
 }
 
 // chartChanged passes HelmChart events that may let a HelmRelease render

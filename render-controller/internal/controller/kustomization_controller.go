@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -125,18 +124,8 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 // kustomizationsOf maps a source object of kind to the Kustomizations
 // using it.
 func (r *KustomizationReconciler) kustomizationsOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list kustomizev1.KustomizationList
-		if err := r.List(ctx, &list, client.MatchingFields{sourceIndexKey: sourceIndexValue(kind, client.ObjectKeyFromObject(o))}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the Kustomizations of a source", "kind", kind)
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
+	return plumbreconcile.Referrers(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		sourceIndexKey, func(o client.Object) string { return sourceIndexValue(kind, client.ObjectKeyFromObject(o)) }, false)
 }
 
 // artifactChanged passes source events that may change what a

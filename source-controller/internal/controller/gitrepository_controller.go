@@ -75,7 +75,9 @@ func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 			plumbreconcile.RequestedPredicate{},
 		))).
 		Watches(&sourcev1.GitRepository{},
-			handler.EnqueueRequestsFromMapFunc(r.includersOf),
+			// The GitRepositories of its namespace that include it.
+			handler.EnqueueRequestsFromMapFunc(plumbreconcile.Referrers(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
+				includeIndexKey, client.Object.GetName, true)),
 			builder.WithPredicates(includedArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)

@@ -14,11 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -46,29 +44,6 @@ func includedNames(o client.Object) []string {
 		names = append(names, in.GitRepositoryRef.Name)
 	}
 	return names
-}
-
-// includersOf maps a GitRepository to the GitRepositories of its namespace
-// that include it.
-func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Object) []reconcile.Request {
-	var list sourcev1.GitRepositoryList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{includeIndexKey: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the includers of a GitRepository")
-		return nil
-	}
-	return requestsOf(list.Items)
-}
-
-// requestsOf turns listed objects into reconcile requests.
-func requestsOf[T any, PT interface {
-	*T
-	client.Object
-}](items []T) []reconcile.Request {
-	reqs := make([]reconcile.Request, 0, len(items))
-	for i := range items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(PT(&items[i]))})
-	}
-	return reqs
 }
 
 // includedArtifactChanged passes the events of a GitRepository that change

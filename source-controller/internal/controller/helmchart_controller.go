@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
@@ -96,17 +95,12 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Complete(r)
 }
 
-// chartsOf maps a source to the HelmCharts of its namespace using it.
+
+// chartsOf maps a source of kind to the HelmCharts of its namespace that
+// use it.
 func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list sourcev1.HelmChartList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-			client.MatchingFields{chartSourceIndexKey: kind + "/" + o.GetName()}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmCharts of a source")
-			return nil
-		}
-		return requestsOf(list.Items)
-	}
+	return plumbreconcile.Referrers(r.Client, func() client.ObjectList { return &sourcev1.HelmChartList{} },
+		chartSourceIndexKey, func(o client.Object) string { return kind + "/" + o.GetName() }, true)
 }
 
 // sourceChanged passes source events that may change a chart: a new
