@@ -406,7 +406,9 @@ type ddEvent struct {
 }
 
 func datadogService(r *http.Request, body []byte) (int, any, any) {
-	bad := func(why string) (int, any, any) { return http.StatusBadRequest, map[string]any{"errors": []string{why}}, nil }
+	bad := func(why string) (int, any, any) {
+		return http.StatusBadRequest, map[string]any{"errors": []string{why}}, nil
+	}
 	if err := isPost(r, "/api/v1/events", "application/json"); err != nil {
 		return http.StatusNotFound, map[string]any{"errors": []string{"Not Found"}}, nil
 	}

@@ -389,7 +389,11 @@ func TestPagingLimits(t *testing.T) {
 		e.Metadata[fmt.Sprintf("key%02d", i)] = strings.Repeat("v\n", 300)
 	}
 	for _, c := range pagingCases {
-		for _, ev := range []events.Event{e, func() events.Event { r := e; r.Severity, r.Reason = events.SeverityInfo, meta.SucceededReason; return r }()} {
+		for _, ev := range []events.Event{e, func() events.Event {
+			r := e
+			r.Severity, r.Reason = events.SeverityInfo, meta.SucceededReason
+			return r
+		}()} {
 			t.Run(c.typ+" "+string(ev.Severity), func(t *testing.T) {
 				g := NewWithT(t)
 				s, cfg := c.serve(t)
