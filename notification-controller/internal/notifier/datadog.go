@@ -39,7 +39,7 @@ type datadogNotifier struct{ cfg Config }
 
 func newDatadog(cfg Config) (Notifier, error) {
 	if cfg.Token == "" {
-		return nil, errNoToken(cfg.Type, "a Datadog API key")
+		return nil, errNoToken(cfg.Type, datadogToken)
 	}
 	return &datadogNotifier{cfg: cfg}, nil
 }

@@ -46,7 +46,7 @@ type opsgenieNotifier struct{ cfg Config }
 
 func newOpsgenie(cfg Config) (Notifier, error) {
 	if cfg.Token == "" {
-		return nil, errNoToken(cfg.Type, "an Opsgenie API integration key")
+		return nil, errNoToken(cfg.Type, opsgenieToken)
 	}
 	return &opsgenieNotifier{cfg: cfg}, nil
 }

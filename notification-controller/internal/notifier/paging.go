@@ -26,9 +26,9 @@ import (
 var pagingKinds = map[string]kind{
 	notificationv1.AlertmanagerProvider: {build: newAlertmanager},
 	notificationv1.PagerDutyProvider:    {build: newPagerDuty, defaultAddress: "https://events.pagerduty.com"},
-	notificationv1.OpsgenieProvider:     {build: newOpsgenie, defaultAddress: "https://api.opsgenie.com/v2/alerts"},
+	notificationv1.OpsgenieProvider:     {build: newOpsgenie, defaultAddress: "https://api.opsgenie.com/v2/alerts", token: opsgenieToken},
 	notificationv1.GrafanaProvider:      {build: newGrafana},
-	notificationv1.DatadogProvider:      {build: newDatadog, defaultAddress: "https://api.datadoghq.com"},
+	notificationv1.DatadogProvider:      {build: newDatadog, defaultAddress: "https://api.datadoghq.com", token: datadogToken},
 	notificationv1.SentryProvider:       {build: newSentry},
 }
 
@@ -170,10 +170,11 @@ func bearerOrBasic(cfg Config) pagingHeaders {
 	}
 }
 
-// errNoToken is New's answer for a type that needs an API key.
-func errNoToken(typ, what string) error {
-	return fmt.Errorf("a Provider of type %s needs spec.secretRef with the key %q (%s)", typ, TokenKey, what)
-}
+// What the token of the types that need one is.
+const (
+	opsgenieToken = "an Opsgenie API integration key"
+	datadogToken  = "a Datadog API key"
+)
 
 // joinPath appends a path to an address that names a service's base URL,
 // unless the address names the endpoint already.
