@@ -87,15 +87,17 @@ func TestPagerDutyIncident(t *testing.T) {
 	ns := newNamespace(t)
 	const routingKey = "R0UT1NGkey0123456789abcdefABCDEF"
 
-	// Without a routing key the Provider is not ready, and says why.
+	// A channel that is no routing key (a Slack channel's name, say)
+	// leaves the Provider not ready, saying why. (Without one, the API
+	// server refuses it.)
 	bad := &notificationv1.Provider{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pagerduty-no-key"},
-		Spec:       notificationv1.ProviderSpec{Type: notificationv1.PagerDutyProvider},
+		Spec:       notificationv1.ProviderSpec{Type: notificationv1.PagerDutyProvider, Channel: "#incidents"},
 	}
 	g.Expect(k8s.Create(ctx, bad)).To(Succeed())
 	cond := waitReady(t, bad, metav1.ConditionFalse)
 	g.Expect(cond.Reason).To(Equal(meta.InvalidSpecReason))
-	g.Expect(cond.Message).To(ContainSubstring("needs spec.channel: the routing key"))
+	g.Expect(cond.Message).To(ContainSubstring("spec.channel must be an Events API v2 routing key"))
 
 	pd, got := pagerDutyStandIn(t, routingKey)
 	provider := &notificationv1.Provider{
