@@ -33,28 +33,41 @@ func basic(user, password string) string {
 var pagingCases = []pagingCase{
 	{notificationv1.AlertmanagerProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, alertmanagerService("Bearer "+testToken))
-		return s, Config{Address: s.URL + "/api/v2/alerts", Token: testToken}
+		return s, Config{Type: notificationv1.AlertmanagerProvider, Address: s.URL + "/api/v2/alerts", Token: testToken}
 	}},
 	{notificationv1.PagerDutyProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, (&pagerDutyService{}).serve)
-		return s, Config{Address: s.URL, Channel: testRoutingKey}
+		return s, Config{Type: notificationv1.PagerDutyProvider, Address: s.URL, Channel: testRoutingKey}
 	}},
 	{notificationv1.OpsgenieProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, opsgenieService)
-		return s, Config{Address: s.URL + "/v2/alerts", Token: testToken}
+		return s, Config{Type: notificationv1.OpsgenieProvider, Address: s.URL + "/v2/alerts", Token: testToken}
 	}},
 	{notificationv1.GrafanaProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, grafanaService("Bearer "+testToken))
-		return s, Config{Address: s.URL + "/api/annotations", Token: testToken}
+		return s, Config{Type: notificationv1.GrafanaProvider, Address: s.URL + "/api/annotations", Token: testToken}
 	}},
 	{notificationv1.DatadogProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, datadogService)
-		return s, Config{Address: s.URL, Token: testToken}
+		return s, Config{Type: notificationv1.DatadogProvider, Address: s.URL, Token: testToken}
 	}},
 	{notificationv1.SentryProvider, func(t *testing.T) (*standIn, Config) {
 		s := newStandIn(t, sentryService("42"))
-		return s, Config{Address: "http://" + testSentryKey + "@" + host(s) + "/42", Channel: "production"}
+		return s, Config{Type: notificationv1.SentryProvider, Address: "http://" + testSentryKey + "@" + host(s) + "/42", Channel: "production"}
 	}},
+}
+
+// deliver posts evs through c's notifier to its stand-in, which must
+// accept each, and returns what it accepted.
+func deliver(t *testing.T, c pagingCase, evs ...events.Event) []any {
+	t.Helper()
+	s, cfg := c.serve(t)
+	for _, e := range evs {
+		NewWithT(t).Expect(post(t, cfg, e)).To(Succeed())
+	}
+	got := s.got()
+	NewWithT(t).Expect(got).To(HaveLen(len(evs)))
+	return got
 }
 
 func post(t *testing.T, cfg Config, e events.Event) error {
@@ -81,10 +94,8 @@ func progressEvent() events.Event {
 func TestPagingRequestShapes(t *testing.T) {
 	t.Run("alertmanager", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[0].serve(t)
-		cfg.Type = notificationv1.AlertmanagerProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		alerts := s.got()[0].([]amAlert)
+		got := deliver(t, pagingCases[0], testEvent())
+		alerts := got[0].([]amAlert)
 		g.Expect(alerts).To(HaveLen(1))
 		g.Expect(alerts[0].Labels).To(Equal(map[string]string{
 			"alertname": "PlumbKustomizationDriftDetected", "severity": "error", "reason": "DriftDetected",
@@ -107,12 +118,9 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("alertmanager, metadata keys made label names", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[0].serve(t)
-		cfg.Type = notificationv1.AlertmanagerProvider
 		e := testEvent()
 		e.Metadata = map[string]string{"team.name": "web", "9lives": "x", events.VolatilePrefix + "replicas": "2/3", "severity": "not this"}
-		g.Expect(post(t, cfg, e)).To(Succeed())
-		a := s.got()[0].([]amAlert)[0]
+		a := deliver(t, pagingCases[0], e)[0].([]amAlert)[0]
 		g.Expect(a.Labels).To(HaveKeyWithValue("team_name", "web"))
 		g.Expect(a.Labels).To(HaveKeyWithValue("_lives", "x"))
 		g.Expect(a.Labels).To(HaveKeyWithValue("severity", "error"), "the metadata cannot override the event's labels")
@@ -121,10 +129,8 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("pagerduty", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[1].serve(t)
-		cfg.Type = notificationv1.PagerDutyProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		ev := s.got()[0].(pdEvent)
+		got := deliver(t, pagingCases[1], testEvent())
+		ev := got[0].(pdEvent)
 		g.Expect(ev.EventAction).To(Equal("trigger"))
 		g.Expect(ev.RoutingKey).To(Equal(testRoutingKey))
 		g.Expect(ev.DedupKey).To(Equal("plumb:kustomization:apps:web"))
@@ -145,10 +151,8 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("opsgenie", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[2].serve(t)
-		cfg.Type = notificationv1.OpsgenieProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		a := s.got()[0].(ogAlert)
+		got := deliver(t, pagingCases[2], testEvent())
+		a := got[0].(ogAlert)
 		g.Expect(a.Message).To(Equal("kustomization/apps/web: DriftDetected"))
 		g.Expect(a.Alias).To(Equal("plumb:kustomization:apps:web"))
 		g.Expect(a.Description).To(Equal("1 object drifted from Git"))
@@ -163,10 +167,8 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("grafana", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[3].serve(t)
-		cfg.Type = notificationv1.GrafanaProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		a := s.got()[0].(gfAnnotation)
+		got := deliver(t, pagingCases[3], testEvent())
+		a := got[0].(gfAnnotation)
 		g.Expect(a.Time).To(Equal(testEvent().Timestamp.UnixMilli()))
 		g.Expect(a.Tags).To(Equal([]string{"plumb", "sync-controller", "kind: Kustomization", "name: web", "namespace: apps",
 			"severity: error", "reason: DriftDetected", "cluster: eu-1"}))
@@ -183,10 +185,8 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("datadog", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[4].serve(t)
-		cfg.Type = notificationv1.DatadogProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		ev := s.got()[0].(ddEvent)
+		got := deliver(t, pagingCases[4], testEvent())
+		ev := got[0].(ddEvent)
 		g.Expect(ev.Title).To(Equal("kustomization/apps/web: DriftDetected"))
 		g.Expect(ev.Text).To(HavePrefix("1 object drifted from Git\nRevision: main@sha1:4f3c2b1a\n"))
 		g.Expect(ev.AlertType).To(Equal("error"))
@@ -204,20 +204,15 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("datadog, a success", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[4].serve(t)
-		cfg.Type = notificationv1.DatadogProvider
-		g.Expect(post(t, cfg, recoveredEvent())).To(Succeed())
-		g.Expect(post(t, cfg, progressEvent())).To(Succeed())
-		g.Expect(s.got()[0].(ddEvent).AlertType).To(Equal("success"))
-		g.Expect(s.got()[1].(ddEvent).AlertType).To(Equal("info"))
+		got := deliver(t, pagingCases[4], recoveredEvent(), progressEvent())
+		g.Expect(got[0].(ddEvent).AlertType).To(Equal("success"))
+		g.Expect(got[1].(ddEvent).AlertType).To(Equal("info"))
 	})
 
 	t.Run("sentry error", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[5].serve(t)
-		cfg.Type = notificationv1.SentryProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		item := s.got()[0].(sentryItem)
+		got := deliver(t, pagingCases[5], testEvent())
+		item := got[0].(sentryItem)
 		g.Expect(item.Type).To(Equal("event"))
 		g.Expect(item.Payload).To(HaveKeyWithValue("level", "error"))
 		g.Expect(item.Payload).To(HaveKeyWithValue("environment", "production"))
@@ -233,10 +228,8 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("sentry info is a transaction", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[5].serve(t)
-		cfg.Type = notificationv1.SentryProvider
-		g.Expect(post(t, cfg, recoveredEvent())).To(Succeed())
-		item := s.got()[0].(sentryItem)
+		got := deliver(t, pagingCases[5], recoveredEvent())
+		item := got[0].(sentryItem)
 		g.Expect(item.Type).To(Equal("transaction"))
 		g.Expect(item.Payload).To(HaveKeyWithValue("transaction", "kustomization/apps/web: HealthRecovered"))
 		g.Expect(item.Payload).NotTo(HaveKey("level"))
@@ -244,15 +237,10 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("sentry event ids are the event's, so a retried delivery is one event", func(t *testing.T) {
 		g := NewWithT(t)
-		s, cfg := pagingCases[5].serve(t)
-		cfg.Type = notificationv1.SentryProvider
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
-		g.Expect(post(t, cfg, testEvent())).To(Succeed())
 		other := testEvent()
 		other.ID = "another"
-		g.Expect(post(t, cfg, other)).To(Succeed())
 		ids := []any{}
-		for _, it := range s.got() {
+		for _, it := range deliver(t, pagingCases[5], testEvent(), testEvent(), other) {
 			ids = append(ids, it.(sentryItem).Payload["event_id"])
 		}
 		g.Expect(ids[0]).To(Equal(ids[1]))
@@ -325,7 +313,6 @@ func TestPagingAnswers(t *testing.T) {
 			t.Run(fmt.Sprintf("%s %d", c.typ, tc.code), func(t *testing.T) {
 				g := NewWithT(t)
 				s, cfg := c.serve(t)
-				cfg.Type = c.typ
 				s.answer(tc.code)
 				err := post(t, cfg, testEvent())
 				g.Expect(err).To(MatchError(fmt.Sprintf("the %s endpoint answered %d %s", c.typ, tc.code, http.StatusText(tc.code))))
@@ -337,7 +324,6 @@ func TestPagingAnswers(t *testing.T) {
 		t.Run(c.typ+" refuses wrong credentials", func(t *testing.T) {
 			g := NewWithT(t)
 			s, cfg := c.serve(t)
-			cfg.Type = c.typ
 			switch c.typ {
 			case notificationv1.PagerDutyProvider:
 				cfg.Channel = strings.Repeat("x", 32)
@@ -355,7 +341,6 @@ func TestPagingAnswers(t *testing.T) {
 		t.Run(c.typ+" unreachable", func(t *testing.T) {
 			g := NewWithT(t)
 			s, cfg := c.serve(t)
-			cfg.Type = c.typ
 			s.Close()
 			err := post(t, cfg, testEvent())
 			g.Expect(err).To(HaveOccurred())
@@ -368,7 +353,6 @@ func TestPagingAnswers(t *testing.T) {
 	// The answers above: nothing of the service's text or the address.
 	for _, c := range pagingCases {
 		s, cfg := c.serve(t)
-		cfg.Type = c.typ
 		s.answer(http.StatusBadRequest)
 		err := post(t, cfg, testEvent())
 		for _, secret := range secrets {
@@ -388,19 +372,11 @@ func TestPagingLimits(t *testing.T) {
 	for i := range 40 {
 		e.Metadata[fmt.Sprintf("key%02d", i)] = strings.Repeat("v\n", 300)
 	}
+	succeeded := e
+	succeeded.Severity, succeeded.Reason = events.SeverityInfo, meta.SucceededReason
 	for _, c := range pagingCases {
-		for _, ev := range []events.Event{e, func() events.Event {
-			r := e
-			r.Severity, r.Reason = events.SeverityInfo, meta.SucceededReason
-			return r
-		}()} {
-			t.Run(c.typ+" "+string(ev.Severity), func(t *testing.T) {
-				g := NewWithT(t)
-				s, cfg := c.serve(t)
-				cfg.Type = c.typ
-				g.Expect(post(t, cfg, ev)).To(Succeed())
-				g.Expect(s.got()).To(HaveLen(1))
-			})
+		for _, ev := range []events.Event{e, succeeded} {
+			t.Run(c.typ+" "+string(ev.Severity), func(t *testing.T) { deliver(t, c, ev) })
 		}
 	}
 	key := incidentKey(e, 100)
