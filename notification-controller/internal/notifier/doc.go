@@ -18,8 +18,8 @@
 // exactly once and report the answer's status code. The Sentry SDK sends
 // from a queue of its own and retries or drops by itself without telling
 // the caller what Sentry answered; the Datadog and PagerDuty clients are
-// large for one endpoint, and the Datadog one hides the answer in its
-// own error types.
+// large for one endpoint and put the service's answer into their errors,
+// which this package must not repeat.
 //
 // Provider addresses and tokens are secrets (a Slack webhook URL is its own
 // credential): no error this package returns contains them, so callers may

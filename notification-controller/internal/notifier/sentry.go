@@ -102,11 +102,18 @@ func (n *sentryNotifier) Post(ctx context.Context, e events.Event) error {
 	})
 }
 
-// sentryIDs derives the event's Sentry ids from its id: event_id (32 hex
-// digits), and for a transaction its trace_id (32) and span_id (16).
+// sentryIDs derives the event's Sentry ids from its id (from its content
+// when it has none, so that distinct events never share one): event_id
+// (32 hex digits), and for a transaction its trace_id (32) and span_id
+// (16).
 func sentryIDs(e events.Event) (eventID, traceID, spanID string) {
-	ids := sha256.Sum256([]byte("plumb-sentry:" + e.ID))
-	span := sha256.Sum256([]byte("plumb-sentry-span:" + e.ID))
+	id := e.ID
+	if id == "" {
+		content, _ := json.Marshal(e)
+		id = string(content)
+	}
+	ids := sha256.Sum256([]byte("plumb-sentry:" + id))
+	span := sha256.Sum256([]byte("plumb-sentry-span:" + id))
 	h := hex.EncodeToString(ids[:])
 	return h[:32], h[32:], hex.EncodeToString(span[:8])
 }
