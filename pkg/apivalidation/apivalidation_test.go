@@ -314,8 +314,32 @@ spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, 
 			manifest: `apiVersion: notification.plumb.dev/v1
 kind: Provider
 metadata: {name: pager}
-spec: {type: pagerduty, address: "https://example.com"}`,
-			message: `spec.type: Unsupported value: "pagerduty"`,
+spec: {type: pager, address: "https://example.com"}`,
+			message: `spec.type: Unsupported value: "pager"`,
+		},
+		{
+			name: "pagerduty Provider without a routing key",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: pagerduty}
+spec: {type: pagerduty}`,
+			message: "a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration",
+		},
+		{
+			name: "datadog Provider without a secret",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: datadog}
+spec: {type: datadog}`,
+			message: "opsgenie and datadog providers need spec.secretRef with the API key in its key token",
+		},
+		{
+			name: "sentry Provider with its DSN in spec.address",
+			manifest: `apiVersion: notification.plumb.dev/v1
+kind: Provider
+metadata: {name: sentry}
+spec: {type: sentry, address: "https://key@o1.ingest.sentry.io/42", secretRef: {name: sentry}}`,
+			message: "a sentry provider's address is its DSN, a credential",
 		},
 		{
 			name: "generic-hmac Provider without a secret",

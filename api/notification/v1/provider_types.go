@@ -49,6 +49,9 @@ const (
 // ProviderSpec says where and how alerts are delivered.
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
+// +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['opsgenie', 'datadog']) || has(self.secretRef)",message="opsgenie and datadog providers need spec.secretRef with the API key in its key token"
+// +kubebuilder:validation:XValidation:rule="self.type != 'sentry' || (has(self.secretRef) && (!has(self.address) || size(self.address) == 0))",message="a sentry provider's address is its DSN, a credential: put it in the key address of spec.secretRef, and leave spec.address empty"
 type ProviderSpec struct {
 	// Type of the provider.
 	// +required

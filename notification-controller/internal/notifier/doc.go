@@ -1,9 +1,25 @@
 // Package notifier delivers one event to one provider: it renders the
 // provider's payload (Slack, Discord and Microsoft Teams messages, the event
-// JSON for generic webhooks, optionally HMAC-signed, or a NATS message) and
-// sends it once. Retrying, rate limiting and acknowledging belong to the
+// JSON for generic webhooks, optionally HMAC-signed, a NATS message, or a
+// paging or incident tool's request) and sends it once. Retrying, rate limiting and acknowledging belong to the
 // dispatcher; this package only says whether a failure is worth retrying
 // (IsPermanent).
+//
+// The paging and incident tools (paging.go: alertmanager, pagerduty,
+// opsgenie, grafana, datadog, sentry) speak each service's own API, one
+// file per service. To them an event is a failure (severity error), a
+// success (an info reason that says the object works again:
+// successReasons) or progress; pagerduty and opsgenie keep one incident
+// per object (incidentKey), opened by a failure and closed by the next
+// success, and send nothing for progress. They are plain net/http with
+// small request types of their own rather than the services' SDKs: each
+// is one or two JSON requests, and a delivery must go through the
+// dispatcher's client (its dialer checks the address policy), be sent
+// exactly once and report the answer's status code. The Sentry SDK sends
+// from a queue of its own and retries or drops by itself without telling
+// the caller what Sentry answered; the Datadog and PagerDuty clients are
+// large for one endpoint and put the service's answer into their errors,
+// which this package must not repeat.
 //
 // Provider addresses and tokens are secrets (a Slack webhook URL is its own
 // credential): no error this package returns contains them, so callers may

@@ -11,6 +11,11 @@ type kind struct {
 	// neither spec.address nor the Secret gives an address (Telegram,
 	// PagerDuty, ...). Empty means an address is required.
 	defaultAddress string
+	// token, when set, says what the Secret's token is for a type that
+	// cannot work without one ("the HMAC signing key", "a Datadog API
+	// key"): ConfigFor reports its absence as a Secret not ready, which
+	// is retried, rather than a spec that cannot work.
+	token string
 	// nats marks an address that is a nats:// or tls:// URL rather than
 	// http:// or https://.
 	nats bool

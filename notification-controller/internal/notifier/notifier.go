@@ -100,7 +100,7 @@ var coreKinds = map[string]kind{
 	notificationv1.DiscordProvider: {build: httpKind(discordPayload)},
 	notificationv1.MSTeamsProvider: {build: httpKind(teamsPayload)},
 	notificationv1.GenericProvider: {build: httpKind(eventPayload)},
-	notificationv1.GenericHMACProvider: {build: func(cfg Config) (Notifier, error) {
+	notificationv1.GenericHMACProvider: {token: "the HMAC signing key", build: func(cfg Config) (Notifier, error) {
 		if cfg.Token == "" {
 			return nil, errors.New("generic-hmac needs a token to sign with")
 		}

@@ -1,5 +1,202 @@
 package notifier
 
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/events"
+)
+
 // pagingKinds are the paging and incident tools: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry.
-var pagingKinds = map[string]kind{}
+// opsgenie, grafana, datadog, sentry. Each speaks its service's own API
+// (alertmanager.go, pagerduty.go, ...) through pagingPost.
+var pagingKinds = map[string]kind{
+	notificationv1.AlertmanagerProvider: {build: newAlertmanager},
+	notificationv1.PagerDutyProvider:    {build: newPagerDuty, defaultAddress: "https://events.pagerduty.com"},
+	notificationv1.OpsgenieProvider:     {build: newOpsgenie, defaultAddress: "https://api.opsgenie.com/v2/alerts", token: opsgenieToken},
+	notificationv1.GrafanaProvider:      {build: newGrafana},
+	notificationv1.DatadogProvider:      {build: newDatadog, defaultAddress: "https://api.datadoghq.com", token: datadogToken},
+	notificationv1.SentryProvider:       {build: newSentry},
+}
+
+// successReasons are the info reasons that report an object working again
+// after a failure: a sync that applied or pruned, health recovered, a Helm
+// release that succeeded, a source that produced its artifact, a render
+// stored, drift reverted, a field fight over. The incident tools close
+// the object's open incident on them (pagerduty, opsgenie) or mark the
+// event a success (datadog). Other info events (Progressing, HookStarted,
+// a reconcile request, ...) report progress, not an outcome.
+var successReasons = map[string]bool{
+	meta.SucceededReason:                true,
+	kustomizev1.AppliedReason:           true,
+	kustomizev1.PrunedReason:            true,
+	kustomizev1.HealthRecoveredReason:   true,
+	kustomizev1.RenderedReason:          true,
+	kustomizev1.DriftCorrectedReason:    true,
+	kustomizev1.DriftContestEndedReason: true,
+	helmv2.InstallSucceededReason:       true,
+	helmv2.UpgradeSucceededReason:       true,
+	sourcev1.NewArtifactReason:          true,
+	sourcev1.ArtifactRebuiltReason:      true,
+}
+
+// outcome is what an event means to an incident tool.
+type outcome int
+
+const (
+	// progress is an info event that reports no outcome.
+	progress outcome = iota
+	// failure is an error event: an incident opens, or stays open.
+	failure
+	// recovery is an info event of a success reason: the object's
+	// incident, if any, is over.
+	recovery
+)
+
+func outcomeOf(e events.Event) outcome {
+	switch {
+	case e.Severity == events.SeverityError:
+		return failure
+	case successReasons[e.Reason]:
+		return recovery
+	default:
+		return progress
+	}
+}
+
+// incidentKey names the object an event is about, the same for all its
+// events, so that a recovery closes the incident its failure opened
+// (PagerDuty's dedup_key, Opsgenie's alias, Datadog's aggregation key). A
+// key longer than limit is replaced by a digest of it: still one per
+// object.
+func incidentKey(e events.Event, limit int) string {
+	o := e.InvolvedObject
+	parts := []string{"plumb", strings.ToLower(o.Kind)}
+	if o.Namespace != "" {
+		parts = append(parts, o.Namespace)
+	}
+	key := strings.Join(append(parts, o.Name), ":")
+	if len(key) <= limit {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "plumb:" + hex.EncodeToString(sum[:])[:min(64, limit-len("plumb:"))]
+}
+
+// clipRunes cuts s to at most limit characters, marking the cut with "…":
+// the services count characters, not bytes.
+func clipRunes(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	return string(r[:limit-1]) + "…"
+}
+
+// pagingHeaders sets a request's authentication and other headers.
+type pagingHeaders func(http.Header)
+
+// pagingPost sends body to target once and says what the answer means:
+// nil for 2xx, a plain error for what may succeed later (429, 408, 5xx:
+// the dispatcher retries), a PermanentError for any other answer. Neither
+// target nor the answer is quoted in the error. User info in target is
+// taken out of the URL and sent as basic credentials, unless set already
+// sets an Authorization header (a token wins).
+func pagingPost(ctx context.Context, cfg Config, target, contentType string, body []byte, set pagingHeaders) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", cfg.Type)}
+	}
+	user := u.User
+	u.User = nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", cfg.Type)}
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", "plumb-notification-controller")
+	if set != nil {
+		set(req.Header)
+	}
+	if user != nil && req.Header.Get("Authorization") == "" {
+		password, _ := user.Password()
+		req.SetBasicAuth(user.Username(), password)
+	}
+	resp, err := cfg.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting to the %s endpoint: %w", cfg.Type, redact(err))
+	}
+	defer resp.Body.Close()
+	// What the service answered is its text, not ours to repeat: only
+	// the status code goes into the error.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	err = fmt.Errorf("the %s endpoint answered %d %s", cfg.Type, resp.StatusCode, http.StatusText(resp.StatusCode))
+	if retryable(resp.StatusCode) {
+		return err
+	}
+	return &PermanentError{Err: err}
+}
+
+// bearerOrBasic authenticates with the token as a bearer token, or else
+// with the Secret's username and password (alertmanager, grafana).
+func bearerOrBasic(cfg Config) pagingHeaders {
+	return func(h http.Header) {
+		switch {
+		case cfg.Token != "":
+			h.Set("Authorization", "Bearer "+cfg.Token)
+		case cfg.User != "" || cfg.Password != "":
+			r := http.Request{Header: h}
+			r.SetBasicAuth(cfg.User, cfg.Password)
+		}
+	}
+}
+
+// What the token of the types that need one is.
+const (
+	opsgenieToken = "an Opsgenie API integration key"
+	datadogToken  = "a Datadog API key"
+)
+
+// joinPath appends a path to an address that names a service's base URL,
+// unless the address names the endpoint already.
+func joinPath(address, path string) string {
+	trimmed := strings.TrimSuffix(address, "/")
+	if strings.HasSuffix(trimmed, path) {
+		return trimmed
+	}
+	return trimmed + path
+}
+
+// stableMetadataKeys are the event's metadata keys that identify its news
+// (the Alert's eventMetadata, a controller's counts), sorted: neither the
+// summary, which the services show on its own, nor the volatile keys,
+// which differ between repeats and would split one news into many.
+func stableMetadataKeys(e events.Event) []string {
+	keys := make([]string, 0, len(e.Metadata))
+	for k := range e.Metadata {
+		if k != SummaryKey && !strings.HasPrefix(k, events.VolatilePrefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}

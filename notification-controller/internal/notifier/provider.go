@@ -55,15 +55,15 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 				return cfg, fmt.Errorf("secret %s/%s key %q is not a YAML map of header names to values", p.Namespace, ref.Name, HeadersKey)
 			}
 		}
-		if p.Spec.Type == notificationv1.GenericHMACProvider && cfg.Token == "" {
-			return cfg, fmt.Errorf("secret %s/%s has no key %q (the HMAC signing key)", p.Namespace, ref.Name, TokenKey)
+		if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" {
+			return cfg, fmt.Errorf("secret %s/%s has no key %q (%s)", p.Namespace, ref.Name, TokenKey, need)
 		}
 		if cfg.Address == "" && kinds[p.Spec.Type].defaultAddress == "" {
 			return cfg, fmt.Errorf("secret %s/%s has no key %q and spec.address is empty", p.Namespace, ref.Name, AddressKey)
 		}
 	}
-	if p.Spec.Type == notificationv1.GenericHMACProvider && cfg.Token == "" {
-		return cfg, fmt.Errorf("a generic-hmac provider needs spec.secretRef with the key %q", TokenKey)
+	if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" {
+		return cfg, errNoToken(p.Spec.Type, need)
 	}
 	if cfg.Address == "" {
 		cfg.Address = kinds[p.Spec.Type].defaultAddress
@@ -82,6 +82,13 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		return cfg, &InsecureError{Type: p.Spec.Type}
 	}
 	return cfg, nil
+}
+
+// errNoToken says that a type needs a token, what kind.token describes:
+// ConfigFor's answer for a Provider without a Secret, and New's for a
+// Config without a token.
+func errNoToken(typ, what string) error {
+	return fmt.Errorf("a Provider of type %s needs spec.secretRef with the key %q (%s)", typ, TokenKey, what)
 }
 
 // InsecureError is a Provider whose credentials would travel over plain
