@@ -1,0 +1,84 @@
+package notifier
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// GitLab's commit statuses: POST /api/v4/projects/{id}/statuses/{sha},
+// the project id being its URL-encoded path (group/subgroup/project),
+// authenticated with the PRIVATE-TOKEN header (a personal, group or
+// project access token with the api scope).
+
+const gitlabForm = "https://<host>/<group>[/<subgroup>...]/<project>"
+
+// maxStatusDescription bounds the description on the hosts that document
+// no limit of their own: a status is a line, not a log.
+const maxStatusDescription = 255
+
+func newGitLab(cfg Config) (Notifier, error) {
+	repo, err := parseRepository(cfg, gitlabForm)
+	if err != nil {
+		return nil, err
+	}
+	if len(repo.segments) < 2 {
+		return nil, errWrongForm(cfg.Type, gitlabForm)
+	}
+	if cfg.Token == "" {
+		return nil, needToken(cfg.Type, "a GitLab access token with the api scope")
+	}
+	escaped := make([]string, len(repo.segments))
+	for i, s := range repo.segments {
+		escaped[i] = url.PathEscape(s)
+	}
+	project := repo.api("/api/v4/projects/" + strings.Join(escaped, "%2F"))
+	return &commitStatusNotifier{cfg: cfg, host: &gitlab{cfg: cfg, project: project}}, nil
+}
+
+type gitlab struct {
+	cfg     Config
+	project string
+}
+
+// gitlabStatus is the body of "set the pipeline status of a commit", and
+// what "list the statuses of a commit" answers (of which only these
+// fields are read).
+type gitlabStatus struct {
+	State       string `json:"state,omitempty"`
+	Status      string `json:"status,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+var gitlabStates = map[statusState]string{stateSuccess: "success", stateFailure: "failed", statePending: "running"}
+
+func (g *gitlab) auth(r *http.Request) { r.Header.Set("PRIVATE-TOKEN", g.cfg.Token) }
+
+func (g *gitlab) post(ctx context.Context, st commitStatus) error {
+	want := gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: truncate(st.description, maxStatusDescription)}
+	// GitLab refuses (400) to move a status to the state it is in, so the
+	// commit's current status of this name is read first: if it already
+	// says this, there is nothing to post.
+	var current []gitlabStatus
+	err := call(ctx, g.cfg, hostCall{
+		method: http.MethodGet,
+		url:    g.project + "/repository/commits/" + st.sha + "/statuses?name=" + url.QueryEscape(st.context),
+		auth:   g.auth,
+		into:   &current,
+	})
+	if err != nil {
+		return err
+	}
+	// The list is newest first.
+	for _, s := range current {
+		if s.Name == want.Name {
+			if s.Status == want.State && s.Description == want.Description {
+				return nil
+			}
+			break
+		}
+	}
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth, body: want})
+}
