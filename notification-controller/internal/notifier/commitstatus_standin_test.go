@@ -324,7 +324,7 @@ func (s *hostStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // gitlabList answers GET /projects/:id/repository/commits/:sha/statuses,
-// newest first, filtered by ?name=.
+// oldest first (GitLab's default order), filtered by ?name=.
 func (s *hostStandIn) gitlabList(w http.ResponseWriter, r *http.Request) {
 	m := regexp.MustCompile(`^/api/v4/projects/group%2Fsub%2Fproject/repository/commits/([0-9a-f]{40})/statuses$`).FindStringSubmatch(r.URL.EscapedPath())
 	if m == nil {
@@ -339,8 +339,7 @@ func (s *hostStandIn) gitlabList(w http.ResponseWriter, r *http.Request) {
 		Description string `json:"description"`
 	}
 	out := []status{}
-	for i := len(s.statuses) - 1; i >= 0; i-- {
-		st := s.statuses[i]
+	for i, st := range s.statuses {
 		if st.SHA == m[1] && (r.URL.Query().Get("name") == "" || r.URL.Query().Get("name") == st.Context) {
 			out = append(out, status{ID: i + 1, SHA: st.SHA, Status: st.State, Name: st.Context, Description: st.Description})
 		}

@@ -131,8 +131,13 @@ func TestGitLabIsNotToldWhatItAlreadyShows(t *testing.T) {
 	g.Expect(n.Post(context.Background(), progressing)).To(Succeed())
 	g.Expect(n.Post(context.Background(), progressing)).To(Succeed())
 	g.Expect(host.posts()).To(Equal(1))
-	g.Expect(n.Post(context.Background(), syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", testSHA))).To(Succeed())
-	g.Expect(host.received()).To(HaveExactElements(HaveField("State", "running"), HaveField("State", "success")))
+	applied := syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", testSHA)
+	g.Expect(n.Post(context.Background(), applied)).To(Succeed())
+	g.Expect(n.Post(context.Background(), progressing)).To(Succeed())
+	g.Expect(n.Post(context.Background(), applied)).To(Succeed())
+	g.Expect(n.Post(context.Background(), applied)).To(Succeed())
+	g.Expect(host.received()).To(HaveExactElements(HaveField("State", "running"), HaveField("State", "success"),
+		HaveField("State", "running"), HaveField("State", "success")), "the newest status is the one compared")
 }
 
 // TestEventsWithoutACommitAreSkipped: no revision, an abbreviated SHA, an

@@ -46,6 +46,7 @@ type gitlab struct {
 // what "list the statuses of a commit" answers (of which only these
 // fields are read).
 type gitlabStatus struct {
+	ID          int64  `json:"id,omitempty"`
 	State       string `json:"state,omitempty"`
 	Status      string `json:"status,omitempty"`
 	Name        string `json:"name"`
@@ -71,14 +72,16 @@ func (g *gitlab) post(ctx context.Context, st commitStatus) error {
 	if err != nil {
 		return err
 	}
-	// The list is newest first.
-	for _, s := range current {
-		if s.Name == want.Name {
-			if s.Status == want.State && s.Description == want.Description {
-				return nil
-			}
-			break
+	// The newest status of this name (highest id; the list's order
+	// is a query option) is what the commit shows.
+	var shown *gitlabStatus
+	for i, s := range current {
+		if s.Name == want.Name && (shown == nil || s.ID > shown.ID) {
+			shown = &current[i]
 		}
+	}
+	if shown != nil && shown.Status == want.State && shown.Description == want.Description {
+		return nil
 	}
 	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth, body: want})
 }
