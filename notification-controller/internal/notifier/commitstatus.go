@@ -110,18 +110,19 @@ func commitSHA(revision string) (string, error) {
 	if revision == "" {
 		return "", &Skipped{Why: "the event names no revision"}
 	}
+	quoted := fmt.Sprintf("%q", truncate(revision, 80))
 	rev := strings.ToLower(revision)
-	if loc := digestInRev.FindStringSubmatchIndex(rev); loc != nil {
+	if loc := digestInRev.FindStringIndex(rev); loc != nil {
 		rev = rev[loc[0]+1:]
 	}
 	switch {
 	case strings.HasPrefix(rev, "sha256:"):
-		return "", &Skipped{Why: "the revision is a sha256 digest, not a Git commit"}
+		return "", &Skipped{Why: "the revision " + quoted + " is a sha256 digest, not a Git commit"}
 	case strings.HasPrefix(rev, "sha1:"):
 		rev = strings.TrimPrefix(rev, "sha1:")
 	}
 	if !sha1Hex.MatchString(rev) {
-		return "", &Skipped{Why: "the revision names no full Git commit SHA (40 hex digits)"}
+		return "", &Skipped{Why: "the revision " + quoted + " names no full Git commit SHA (40 hex digits)"}
 	}
 	return rev, nil
 }

@@ -166,6 +166,10 @@ func TestEventsWithoutACommitAreSkipped(t *testing.T) {
 				g.Expect(IsPermanent(err)).To(BeFalse(), name)
 			}
 			g.Expect(host.posts()).To(BeZero())
+			g.Expect(n.Post(context.Background(), syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", "main@sha1:4f3c2b1a"))).To(
+				MatchError(`skipped: the revision "main@sha1:4f3c2b1a" names no full Git commit SHA (40 hex digits)`))
+			g.Expect(n.Post(context.Background(), gitRepo)).To(
+				MatchError("skipped: a GitRepository event is no sync of a commit (commit statuses report Kustomizations and HelmReleases)"))
 
 			for _, rev := range []string{testSHA, "sha1:" + testSHA, "refs/heads/main@sha1:" + strings.ToUpper(testSHA)} {
 				g.Expect(n.Post(context.Background(), syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", rev))).To(Succeed(), rev)
