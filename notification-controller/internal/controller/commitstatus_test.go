@@ -24,7 +24,8 @@ import (
 
 // gitHubStatuses stands in for GitHub Enterprise's "create a commit
 // status" (POST /api/v3/repos/{owner}/{repo}/statuses/{sha}, a bearer
-// token, a strict body) and keeps the statuses it accepted.
+// token, a strict body) and keeps the statuses it accepted; the commit's
+// combined status, read first, is empty.
 type gitHubStatuses struct {
 	token string
 	mu    sync.Mutex
@@ -42,6 +43,11 @@ type gitHubStatus struct {
 func (s *gitHubStatuses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v3/repos/org/app/commits/") && r.Header.Get("Authorization") == "Bearer "+s.token {
+		// The combined status: none yet.
+		_, _ = io.WriteString(w, `{"state":"pending","statuses":[],"total_count":0}`)
+		return
+	}
 	const prefix = "/api/v3/repos/org/app/statuses/"
 	sha, ok := strings.CutPrefix(r.URL.Path, prefix)
 	if r.Method != http.MethodPost || !ok || len(sha) != 40 || r.Header.Get("Authorization") != "Bearer "+s.token {

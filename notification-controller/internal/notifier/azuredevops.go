@@ -65,15 +65,46 @@ type azureDevOpsStatusContext struct {
 // failed.
 var azureDevOpsStates = map[statusState]string{stateSuccess: "succeeded", stateFailure: "error", statePending: "pending"}
 
+func (a *azureDevOps) status(st commitStatus) azureDevOpsStatus {
+	return azureDevOpsStatus{
+		State:       azureDevOpsStates[st.state],
+		Description: truncate(st.description, maxStatusDescription),
+		Context:     azureDevOpsStatusContext{Name: st.context, Genre: azureDevOpsGenre},
+	}
+}
+
+func (a *azureDevOps) auth(r *http.Request) { r.SetBasicAuth("", a.cfg.Token) }
+
 func (a *azureDevOps) post(ctx context.Context, st commitStatus) error {
 	return call(ctx, a.cfg, hostCall{
 		method: http.MethodPost,
 		url:    a.commits + st.sha + "/statuses?api-version=" + azureDevOpsAPIVersion,
-		auth:   basicAuth("", a.cfg.Token),
-		body: azureDevOpsStatus{
-			State:       azureDevOpsStates[st.state],
-			Description: truncate(st.description, maxStatusDescription),
-			Context:     azureDevOpsStatusContext{Name: st.context, Genre: azureDevOpsGenre},
-		},
+		auth:   a.auth,
+		body:   a.status(st),
 	})
+}
+
+// shows reads the latest status of each context (GET
+// .../statuses?latestOnly=true).
+func (a *azureDevOps) shows(ctx context.Context, st commitStatus) bool {
+	var latest struct {
+		Value []azureDevOpsStatus `json:"value"`
+	}
+	err := call(ctx, a.cfg, hostCall{
+		method: http.MethodGet,
+		url:    a.commits + st.sha + "/statuses?latestOnly=true&api-version=" + azureDevOpsAPIVersion,
+		auth:   a.auth,
+		into:   &latest,
+	})
+	if err != nil {
+		return false
+	}
+	var list []shownStatus
+	for _, s := range latest.Value {
+		if s.Context.Genre == azureDevOpsGenre {
+			list = append(list, shownStatus{s.Context.Name, s.State, s.Description})
+		}
+	}
+	want := a.status(st)
+	return latestIs(list, shownStatus{want.Context.Name, want.State, want.Description})
 }

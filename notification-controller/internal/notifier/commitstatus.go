@@ -207,8 +207,20 @@ type statusPoster interface {
 	post(ctx context.Context, st commitStatus) error
 }
 
+// statusReader is a host whose statuses accumulate (each post adds one;
+// GitHub refuses more than 1000 per commit and context) or that refuses a
+// repeat (GitLab): it is asked first whether the commit already shows st.
+// Bitbucket's statuses are keyed and replaced in place: it is not asked.
+type statusReader interface {
+	// shows reports whether the commit's latest status of st's context
+	// has st's state and description. It is a saving, not a check: any
+	// failure to read says false, and the status is posted.
+	shows(ctx context.Context, st commitStatus) bool
+}
+
 // commitStatusNotifier is the Notifier of every commit status host: it
-// decides what to post (or skips), and the host posts it.
+// decides what to post (or skips), and the host posts it unless the
+// commit already shows it.
 type commitStatusNotifier struct {
 	cfg  Config
 	host statusPoster
@@ -219,7 +231,24 @@ func (n *commitStatusNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return err
 	}
+	if r, ok := n.host.(statusReader); ok && r.shows(ctx, st) {
+		return nil
+	}
 	return n.host.post(ctx, st)
+}
+
+// shownStatus is a status as a host lists it.
+type shownStatus struct{ context, state, description string }
+
+// latestIs reports whether the first status of want's context in list,
+// the host's latest of that context, equals want.
+func latestIs(list []shownStatus, want shownStatus) bool {
+	for _, s := range list {
+		if s.context == want.context {
+			return s == want
+		}
+	}
+	return false
 }
 
 // errWrongForm says an address does not have the form its type needs.

@@ -45,6 +45,25 @@ type hostContract struct {
 	decode func(body []byte) (received, int)
 	// created is the host's success code.
 	created int
+	// list matches the path of the host's status list (capturing the
+	// sha), and listed renders the answer from the statuses of that
+	// commit, oldest first.
+	list   *regexp.Regexp
+	listed func(statuses []received) any
+}
+
+// latestPerContext is the statuses' latest of each context, newest first
+// (GitHub's and Gitea's combined status, Azure DevOps' latestOnly).
+func latestPerContext(statuses []received) []received {
+	var out []received
+	seen := map[string]bool{}
+	for i := len(statuses) - 1; i >= 0; i-- {
+		if !seen[statuses[i].Context] {
+			seen[statuses[i].Context] = true
+			out = append(out, statuses[i])
+		}
+	}
+	return out
 }
 
 // received is a status as a stand-in understood it.
@@ -83,6 +102,20 @@ var contracts = []hostContract{
 		authorized:   bearer(testToken),
 		unauthorized: http.StatusUnauthorized,
 		created:      http.StatusCreated,
+		list:         regexp.MustCompile(`^/api/v3/repos/org/repo/commits/([0-9a-f]{40})/status$`),
+		listed: func(statuses []received) any {
+			type status struct {
+				ID          int    `json:"id"`
+				State       string `json:"state"`
+				Description string `json:"description"`
+				Context     string `json:"context"`
+			}
+			out := []status{}
+			for i, st := range latestPerContext(statuses) {
+				out = append(out, status{ID: i + 1, State: st.State, Description: st.Description, Context: st.Context})
+			}
+			return map[string]any{"state": "pending", "sha": testSHA, "total_count": len(out), "statuses": out}
+		},
 		decode: func(b []byte) (received, int) {
 			var s struct {
 				State       string  `json:"state"`
@@ -108,6 +141,21 @@ var contracts = []hostContract{
 		address: func(base string) string { return base + "/group/sub/project.git" },
 		token:   testToken,
 		path:    regexp.MustCompile(`^/api/v4/projects/group%2Fsub%2Fproject/statuses/([0-9a-f]{40})$`),
+		list:    regexp.MustCompile(`^/api/v4/projects/group%2Fsub%2Fproject/repository/commits/([0-9a-f]{40})/statuses$`),
+		listed: func(statuses []received) any {
+			type status struct {
+				ID          int    `json:"id"`
+				SHA         string `json:"sha"`
+				Status      string `json:"status"`
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			}
+			out := []status{}
+			for i, st := range statuses {
+				out = append(out, status{ID: i + 1, SHA: st.SHA, Status: st.State, Name: st.Context, Description: st.Description})
+			}
+			return out
+		},
 		authorized: func(r *http.Request) bool {
 			return r.Header.Get("PRIVATE-TOKEN") == testToken
 		},
@@ -135,6 +183,20 @@ var contracts = []hostContract{
 		address: func(base string) string { return base + "/git/owner/repo" },
 		token:   testToken,
 		path:    regexp.MustCompile(`^/git/api/v1/repos/owner/repo/statuses/([0-9a-f]{40})$`),
+		list:    regexp.MustCompile(`^/git/api/v1/repos/owner/repo/commits/([0-9a-f]{40})/status$`),
+		listed: func(statuses []received) any {
+			type status struct {
+				ID          int    `json:"id"`
+				Status      string `json:"status"`
+				Description string `json:"description"`
+				Context     string `json:"context"`
+			}
+			out := []status{}
+			for i, st := range latestPerContext(statuses) {
+				out = append(out, status{ID: i + 1, Status: st.State, Description: st.Description, Context: st.Context})
+			}
+			return map[string]any{"state": "pending", "sha": testSHA, "total_count": len(out), "statuses": out}
+		},
 		authorized: func(r *http.Request) bool {
 			return r.Header.Get("Authorization") == "token "+testToken
 		},
@@ -210,6 +272,25 @@ var contracts = []hostContract{
 		address:    func(base string) string { return base + "/org/project/_git/repo" },
 		token:      testToken,
 		path:       regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
+		list:       regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
+		listed: func(statuses []received) any {
+			type status struct {
+				ID          int    `json:"id"`
+				State       string `json:"state"`
+				Description string `json:"description"`
+				Context     struct {
+					Name  string `json:"name"`
+					Genre string `json:"genre"`
+				} `json:"context"`
+			}
+			out := []status{}
+			for i, st := range latestPerContext(statuses) {
+				v := status{ID: i + 1, State: st.State, Description: st.Description}
+				v.Context.Name, v.Context.Genre = st.Context, st.Extra["genre"]
+				out = append(out, v)
+			}
+			return map[string]any{"count": len(out), "value": out}
+		},
 		authorized: basic("", testToken),
 		// A bad PAT gets a sign-in page.
 		unauthorized: http.StatusNonAuthoritativeInfo,
@@ -288,17 +369,17 @@ func (s *hostStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Bad credentials"}`, s.contract.unauthorized)
 		return
 	}
-	if s.contract.typ == notificationv1.GitLabProvider && r.Method == http.MethodGet {
-		s.gitlabList(w, r)
+	if s.contract.typ == notificationv1.AzureDevOpsProvider && r.URL.Query().Get("api-version") == "" {
+		http.Error(w, `{"message":"no api-version"}`, http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodGet {
+		s.list(w, r)
 		return
 	}
 	m := s.contract.path.FindStringSubmatch(r.URL.EscapedPath())
 	if r.Method != http.MethodPost || m == nil {
 		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-		return
-	}
-	if s.contract.typ == notificationv1.AzureDevOpsProvider && r.URL.Query().Get("api-version") == "" {
-		http.Error(w, `{"message":"no api-version"}`, http.StatusBadRequest)
 		return
 	}
 	if r.Header.Get("Content-Type") != "application/json" {
@@ -323,28 +404,25 @@ func (s *hostStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gitlabList answers GET /projects/:id/repository/commits/:sha/statuses,
-// oldest first (GitLab's default order), filtered by ?name=.
-func (s *hostStandIn) gitlabList(w http.ResponseWriter, r *http.Request) {
-	m := regexp.MustCompile(`^/api/v4/projects/group%2Fsub%2Fproject/repository/commits/([0-9a-f]{40})/statuses$`).FindStringSubmatch(r.URL.EscapedPath())
+// list answers a GET of the commit's statuses as the host does; GitLab's
+// is filtered by ?name=.
+func (s *hostStandIn) list(w http.ResponseWriter, r *http.Request) {
+	var m []string
+	if s.contract.list != nil {
+		m = s.contract.list.FindStringSubmatch(r.URL.EscapedPath())
+	}
 	if m == nil {
-		http.Error(w, `{"message":"404 Not Found"}`, http.StatusNotFound)
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 		return
 	}
-	type status struct {
-		ID          int    `json:"id"`
-		SHA         string `json:"sha"`
-		Status      string `json:"status"`
-		Name        string `json:"name"`
-		Description string `json:"description"`
-	}
-	out := []status{}
-	for i, st := range s.statuses {
+	var of []received
+	for _, st := range s.statuses {
 		if st.SHA == m[1] && (r.URL.Query().Get("name") == "" || r.URL.Query().Get("name") == st.Context) {
-			out = append(out, status{ID: i + 1, SHA: st.SHA, Status: st.State, Name: st.Context, Description: st.Description})
+			of = append(of, st)
 		}
 	}
-	_ = json.NewEncoder(w).Encode(out)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.contract.listed(of))
 }
 
 func (s *hostStandIn) gitlabSameState(st received) bool {

@@ -13,7 +13,8 @@
 // the Provider's UID prefix), or skips the event; each host's file puts
 // that in its API's words and derives its endpoint from the repository
 // URL in the address, so a wrong address fails New, at the Provider's
-// reconcile. githubdispatch sends any event as a repository_dispatch.
+// reconcile. Hosts that keep every status (or refuse a repeat) are asked
+// first whether the commit already shows it (statusReader). githubdispatch sends any event as a repository_dispatch.
 // They use plain net/http through hostapi.go's call rather than the hosts'
 // SDKs: one or two calls of a few fields each, and an SDK's own transport
 // (oauth2, retries) would bypass the dispatcher's client, its address

@@ -48,11 +48,34 @@ type giteaStatus struct {
 
 var giteaStates = map[statusState]string{stateSuccess: "success", stateFailure: "failure", statePending: "pending"}
 
+func (g *gitea) auth(r *http.Request) { r.Header.Set("Authorization", "token "+g.cfg.Token) }
+
+func (g *gitea) status(st commitStatus) giteaStatus {
+	return giteaStatus{State: giteaStates[st.state], Description: truncate(st.description, maxStatusDescription), Context: st.context}
+}
+
 func (g *gitea) post(ctx context.Context, st commitStatus) error {
-	return call(ctx, g.cfg, hostCall{
-		method: http.MethodPost,
-		url:    g.api + "/statuses/" + st.sha,
-		auth:   authHeader("Authorization", "token "+g.cfg.Token),
-		body:   giteaStatus{State: giteaStates[st.state], Description: truncate(st.description, maxStatusDescription), Context: st.context},
-	})
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
+}
+
+// shows reads the commit's combined status, the latest status of each
+// context (GET /repos/{owner}/{repo}/commits/{sha}/status), in which
+// Gitea names the state "status".
+func (g *gitea) shows(ctx context.Context, st commitStatus) bool {
+	var combined struct {
+		Statuses []struct {
+			Status      string `json:"status"`
+			Description string `json:"description"`
+			Context     string `json:"context"`
+		} `json:"statuses"`
+	}
+	if call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?limit=50", auth: g.auth, into: &combined}) != nil {
+		return false
+	}
+	list := make([]shownStatus, len(combined.Statuses))
+	for i, s := range combined.Statuses {
+		list[i] = shownStatus{s.Context, s.Status, s.Description}
+	}
+	want := g.status(st)
+	return latestIs(list, shownStatus{want.Context, want.State, want.Description})
 }

@@ -57,11 +57,10 @@ var gitlabStates = map[statusState]string{stateSuccess: "success", stateFailure:
 
 func (g *gitlab) auth(r *http.Request) { r.Header.Set("PRIVATE-TOKEN", g.cfg.Token) }
 
-func (g *gitlab) post(ctx context.Context, st commitStatus) error {
-	want := gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: truncate(st.description, maxStatusDescription)}
-	// GitLab refuses (400) to move a status to the state it is in, so the
-	// commit's current status of this name is read first: if it already
-	// says this, there is nothing to post.
+// shows reads the commit's statuses of st's name: GitLab refuses (400)
+// to move a status to the state it is in.
+func (g *gitlab) shows(ctx context.Context, st commitStatus) bool {
+	want := g.status(st)
 	var current []gitlabStatus
 	err := call(ctx, g.cfg, hostCall{
 		method: http.MethodGet,
@@ -70,7 +69,7 @@ func (g *gitlab) post(ctx context.Context, st commitStatus) error {
 		into:   &current,
 	})
 	if err != nil {
-		return err
+		return false
 	}
 	// The newest status of this name (highest id; the list's order
 	// is a query option) is what the commit shows.
@@ -80,8 +79,13 @@ func (g *gitlab) post(ctx context.Context, st commitStatus) error {
 			shown = &current[i]
 		}
 	}
-	if shown != nil && shown.Status == want.State && shown.Description == want.Description {
-		return nil
-	}
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth, body: want})
+	return shown != nil && shown.Status == want.State && shown.Description == want.Description
+}
+
+func (g *gitlab) status(st commitStatus) gitlabStatus {
+	return gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: truncate(st.description, maxStatusDescription)}
+}
+
+func (g *gitlab) post(ctx context.Context, st commitStatus) error {
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
 }
