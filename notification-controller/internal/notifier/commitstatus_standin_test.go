@@ -268,11 +268,11 @@ var contracts = []hostContract{
 		},
 	},
 	{
-		typ:        notificationv1.AzureDevOpsProvider,
-		address:    func(base string) string { return base + "/org/project/_git/repo" },
-		token:      testToken,
-		path:       regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
-		list:       regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
+		typ:     notificationv1.AzureDevOpsProvider,
+		address: func(base string) string { return base + "/org/project/_git/repo" },
+		token:   testToken,
+		path:    regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
+		list:    regexp.MustCompile(`^/org/project/_apis/git/repositories/repo/commits/([0-9a-f]{40})/statuses$`),
 		listed: func(statuses []received) any {
 			type status struct {
 				ID          int    `json:"id"`
