@@ -255,3 +255,27 @@ func latestIs(list []shownStatus, want shownStatus) bool {
 func errWrongForm(typ, form string) error {
 	return fmt.Errorf("a %s provider's address must be the repository's URL, %s", typ, form)
 }
+
+// combinedShows reads a combined status, the latest status of each
+// context as GitHub and Gitea answer it (Gitea names the state "status"),
+// and reports whether it shows want.
+func combinedShows(ctx context.Context, cfg Config, get hostCall, want shownStatus) bool {
+	var combined struct {
+		Statuses []struct {
+			State       string `json:"state"`
+			Status      string `json:"status"`
+			Description string `json:"description"`
+			Context     string `json:"context"`
+		} `json:"statuses"`
+	}
+	get.into = &combined
+	if call(ctx, cfg, get) != nil {
+		return false
+	}
+	list := make([]shownStatus, len(combined.Statuses))
+	for i, s := range combined.Statuses {
+		// One of State and Status is empty: whichever the host names.
+		list[i] = shownStatus{s.Context, s.State + s.Status, s.Description}
+	}
+	return latestIs(list, want)
+}

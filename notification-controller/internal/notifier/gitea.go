@@ -58,24 +58,10 @@ func (g *gitea) post(ctx context.Context, st commitStatus) error {
 	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
 }
 
-// shows reads the commit's combined status, the latest status of each
-// context (GET /repos/{owner}/{repo}/commits/{sha}/status), in which
-// Gitea names the state "status".
+// shows reads the commit's combined status (GET
+// /repos/{owner}/{repo}/commits/{sha}/status).
 func (g *gitea) shows(ctx context.Context, st commitStatus) bool {
-	var combined struct {
-		Statuses []struct {
-			Status      string `json:"status"`
-			Description string `json:"description"`
-			Context     string `json:"context"`
-		} `json:"statuses"`
-	}
-	if call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?limit=50", auth: g.auth, into: &combined}) != nil {
-		return false
-	}
-	list := make([]shownStatus, len(combined.Statuses))
-	for i, s := range combined.Statuses {
-		list[i] = shownStatus{s.Context, s.Status, s.Description}
-	}
 	want := g.status(st)
-	return latestIs(list, shownStatus{want.Context, want.State, want.Description})
+	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?limit=50", auth: g.auth},
+		shownStatus{want.Context, want.State, want.Description})
 }

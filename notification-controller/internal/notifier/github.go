@@ -82,19 +82,10 @@ func (g github) post(ctx context.Context, st commitStatus) error {
 	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
 }
 
-// shows reads the commit's combined status, the latest status of each
-// context (GET /repos/{owner}/{repo}/commits/{sha}/status).
+// shows reads the commit's combined status (GET
+// /repos/{owner}/{repo}/commits/{sha}/status).
 func (g github) shows(ctx context.Context, st commitStatus) bool {
-	var combined struct {
-		Statuses []githubStatus `json:"statuses"`
-	}
-	if call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?per_page=100", auth: g.auth, into: &combined}) != nil {
-		return false
-	}
-	list := make([]shownStatus, len(combined.Statuses))
-	for i, s := range combined.Statuses {
-		list[i] = shownStatus{s.Context, s.State, s.Description}
-	}
 	want := g.status(st)
-	return latestIs(list, shownStatus{want.Context, want.State, want.Description})
+	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?per_page=100", auth: g.auth},
+		shownStatus{want.Context, want.State, want.Description})
 }
