@@ -97,6 +97,23 @@ func TestAHelmReleaseGetsItsOwnContext(t *testing.T) {
 	g.Expect(host.received()).To(ConsistOf(HaveField("Context", "helmrelease/apps/podinfo/0c9e5f1d")))
 }
 
+// TestBitbucketServerTakesAUserAndPassword: without a token, the
+// Secret's username and password authenticate (HTTP Basic).
+func TestBitbucketServerTakesAUserAndPassword(t *testing.T) {
+	g := NewWithT(t)
+	host, srv := newHostStandIn(t, notificationv1.BitbucketServerProvider)
+	cfg := configFor(contractOf(notificationv1.BitbucketServerProvider), srv)
+	cfg.Token, cfg.User, cfg.Password = "", "ci-bot", "pa55word"
+	n, err := New(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Post(context.Background(), syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", testSHA))).To(Succeed())
+	g.Expect(host.received()).To(ConsistOf(HaveField("State", "SUCCESSFUL")))
+
+	cfg.Password = ""
+	_, err = New(cfg)
+	g.Expect(err).To(MatchError(ContainSubstring("or the keys username and password")))
+}
+
 // TestLongMessagesAreCutToWhatTheHostTakes: GitHub refuses a description
 // over 140 characters; the others are kept to 255.
 func TestLongMessagesAreCutToWhatTheHostTakes(t *testing.T) {

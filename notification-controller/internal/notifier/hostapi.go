@@ -21,14 +21,14 @@ type hostCall struct {
 	into any
 }
 
-// AnswerError is a host's non-2xx answer: only its status code is kept,
+// answerError is a host's non-2xx answer: only its status code is kept,
 // never its body or reason phrase, and a hint of the usual cause.
-type AnswerError struct {
+type answerError struct {
 	Type string
 	Code int
 }
 
-func (e *AnswerError) Error() string {
+func (e *answerError) Error() string {
 	msg := fmt.Sprintf("the %s API answered %d %s", e.Type, e.Code, http.StatusText(e.Code))
 	switch e.Code {
 	case http.StatusUnauthorized, http.StatusNonAuthoritativeInfo:
@@ -46,7 +46,7 @@ func (e *AnswerError) Error() string {
 // call sends c once with cfg's client. Rate limits (429, or a 403 that
 // says it is one, as GitHub's does), timeouts and server errors are plain
 // errors, retried by the dispatcher; any other non-2xx answer is a
-// PermanentError wrapping an *AnswerError. Azure DevOps answers a bad
+// PermanentError wrapping an *answerError. Azure DevOps answers a bad
 // token with 203 and a sign-in page: a 203 counts as refused.
 func call(ctx context.Context, cfg Config, c hostCall) error {
 	var body io.Reader
@@ -83,7 +83,7 @@ func call(ctx context.Context, cfg Config, c hostCall) error {
 		}
 		return nil
 	}
-	aerr := &AnswerError{Type: cfg.Type, Code: resp.StatusCode}
+	aerr := &answerError{Type: cfg.Type, Code: resp.StatusCode}
 	if retryable(resp.StatusCode) || rateLimited(resp) {
 		return aerr
 	}
