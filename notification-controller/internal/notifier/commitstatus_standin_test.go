@@ -241,10 +241,10 @@ var contracts = []hostContract{
 		},
 	},
 	{
-		typ:          notificationv1.BitbucketServerProvider,
-		address:      func(base string) string { return base + "/bitbucket/scm/PROJ/repo.git" },
-		token:        testToken,
-		path:         regexp.MustCompile(`^/bitbucket/rest/api/latest/projects/PROJ/repos/repo/commits/([0-9a-f]{40})/builds$`),
+		typ:     notificationv1.BitbucketServerProvider,
+		address: func(base string) string { return base + "/bitbucket/scm/PROJ/repo.git" },
+		token:   testToken,
+		path:    regexp.MustCompile(`^/bitbucket/rest/api/latest/projects/PROJ/repos/repo/commits/([0-9a-f]{40})/builds$`),
 		// An HTTP access token, or a user's name and password.
 		authorized: func(r *http.Request) bool {
 			return bearer(testToken)(r) || basic("ci-bot", "pa55word")(r)
