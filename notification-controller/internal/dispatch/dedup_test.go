@@ -157,7 +157,8 @@ func newTestDispatcher(t *testing.T, typ, address string) (*testDispatcher, *tes
 			EventSources:  []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "app"}},
 		},
 	}}
-	if typ == notificationv1.GenericHMACProvider {
+	if typ == notificationv1.GenericHMACProvider || typ == notificationv1.GitHubProvider {
+		// Types that need a token get a Secret with one.
 		provider.Spec.SecretRef = &meta.LocalObjectReference{Name: "team-hmac"}
 		objs = append(objs, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "team-hmac"},

@@ -558,6 +558,14 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 			d.limiter.Mark(key)
 			return true, nil
 		}
+		var skipped *notifier.Skipped
+		if errors.As(err, &skipped) {
+			// The provider has nothing to do with this event (a commit
+			// status without a commit): handled, not failed.
+			log.Info("event not sent to the provider, which has nothing to do with it", "object",
+				e.InvolvedObject.Kind+"/"+e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name, "why", skipped.Why)
+			return true, nil
+		}
 		if notifier.IsPermanent(err) || attempt > d.Options.Retries {
 			d.Metrics.delivered("failed", labels...)
 			d.giveUp(alert, e, fmt.Errorf("after %d attempts: %w", attempt, err))
@@ -591,7 +599,7 @@ func (d *Dispatcher) attempt(ctx context.Context, provider *notificationv1.Provi
 	start := time.Now()
 	err = n.Post(actx, payload)
 	d.Metrics.attempt(provider.Spec.Type, start)
-	if err != nil {
+	if err != nil && !notifier.IsSkipped(err) {
 		// The Secret may have changed (a new address or token): read it
 		// again for the retry.
 		d.configs.forget(provider)

@@ -46,6 +46,12 @@
 //     are logged and counted by pkg/panics (where="event match", "alert
 //     delivery"), and the consumer goes on.
 //
+// A provider that has nothing to do with an event (a commit status
+// provider given an event without a Git commit: notifier.Skipped) has
+// handled it: the reason is logged at info level, the event is
+// acknowledged for that provider, not retried, not counted as a failure,
+// and no DeliveryFailed event is recorded.
+//
 // Deliveries go through notifier.NewHTTPClient: no redirects, and only to
 // addresses the AddressPolicy (--allow-private-provider-addresses,
 // --allow-loopback-provider-addresses) allows, checked at dial time.

@@ -3,7 +3,22 @@
 // JSON for generic webhooks, optionally HMAC-signed, a NATS message, or a
 // paging or incident tool's request) and sends it once. Retrying, rate limiting and acknowledging belong to the
 // dispatcher; this package only says whether a failure is worth retrying
-// (IsPermanent).
+// (IsPermanent), or that the provider had nothing to do (Skipped).
+//
+// Commit status providers (commitstatus.go: github, gitlab, gitea,
+// bitbucket, bitbucketserver, azuredevops) post a Kustomization's or
+// HelmRelease's sync outcome to the commit of the event's revision:
+// statusOf decides the commit, the state (error: failure; Progressing:
+// pending; other info: success) and the context (kind/namespace/name and
+// the Provider's UID prefix), or skips the event; each host's file puts
+// that in its API's words and derives its endpoint from the repository
+// URL in the address, so a wrong address fails New, at the Provider's
+// reconcile. Hosts that keep every status (or refuse a repeat) are asked
+// first whether the commit already shows it (statusReader). githubdispatch sends any event as a repository_dispatch.
+// They use plain net/http through hostapi.go's call rather than the hosts'
+// SDKs: one or two calls of a few fields each, and an SDK's own transport
+// (oauth2, retries) would bypass the dispatcher's client, its address
+// policy and its single attempt per Post.
 //
 // The paging and incident tools (paging.go: alertmanager, pagerduty,
 // opsgenie, grafana, datadog, sentry) speak each service's own API, one

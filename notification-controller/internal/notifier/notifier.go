@@ -53,6 +53,9 @@ type Config struct {
 	// Insecure is the Provider's spec.insecure: credentials may travel
 	// without TLS.
 	Insecure bool
+	// ProviderUID is the Provider's UID: commit statuses name their
+	// context after it, so each cluster's statuses are its own.
+	ProviderUID string
 	// Client sends HTTP requests; a plain &http.Client{} when nil (tests).
 	// The dispatcher's comes from NewHTTPClient.
 	Client *http.Client

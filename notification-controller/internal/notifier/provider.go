@@ -34,6 +34,7 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		Channel:     p.Spec.Channel,
 		Username:    p.Spec.Username,
 		Insecure:    p.Spec.Insecure,
+		ProviderUID: string(p.UID),
 		Credentials: p.Spec.SecretRef != nil,
 	}
 	if ref := p.Spec.SecretRef; ref != nil {
