@@ -25,7 +25,6 @@ import (
 
 const (
 	testRoutingKey = "R0UT1NGkey0123456789abcdefABCDEF"
-	testToken      = "SECRET-TOKEN"
 	testSentryKey  = "0123456789abcdef0123456789abcdef"
 )
 

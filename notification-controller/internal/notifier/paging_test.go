@@ -26,7 +26,7 @@ type pagingCase struct {
 
 func host(s *standIn) string { return strings.TrimPrefix(s.URL, "http://") }
 
-func basic(user, password string) string {
+func basicHeader(user, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 }
 
@@ -111,7 +111,7 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("alertmanager, basic credentials in the address", func(t *testing.T) {
 		g := NewWithT(t)
-		s := newStandIn(t, alertmanagerService(basic("am", "pa ss")))
+		s := newStandIn(t, alertmanagerService(basicHeader("am", "pa ss")))
 		g.Expect(post(t, Config{Type: notificationv1.AlertmanagerProvider, Address: "http://am:pa%20ss@" + host(s) + "/api/v2/alerts"}, testEvent())).To(Succeed())
 		g.Expect(s.got()).To(HaveLen(1))
 	})
@@ -178,7 +178,7 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("grafana, basic auth from the Secret", func(t *testing.T) {
 		g := NewWithT(t)
-		s := newStandIn(t, grafanaService(basic("admin", "pw")))
+		s := newStandIn(t, grafanaService(basicHeader("admin", "pw")))
 		g.Expect(post(t, Config{Type: notificationv1.GrafanaProvider, Address: s.URL + "/api/annotations", User: "admin", Password: "pw"}, testEvent())).To(Succeed())
 		g.Expect(s.got()).To(HaveLen(1))
 	})
