@@ -12,9 +12,10 @@
 //   - drift-to-correction latency over foreign edits (a Deployment's
 //     spec.replicas or a ConfigMap's data patched by another field manager),
 //     from the patch returning until a watch sees the value reverted;
-//     then the same edits in a second control plane that a Kustomization
-//     targets through spec.kubeConfig (-remote-drift), its median held to
-//     the local one's of the same run;
+//     then edits in a second control plane that a Kustomization targets
+//     through spec.kubeConfig (-remote-drift), alternating five at a time
+//     with edits of the local Kustomization, the remote median held to the
+//     local one's under the same load;
 //   - a fight: another field manager writing a Deployment's spec.replicas
 //     (which Git sets) -fight-rate times a second for -fight-duration, with
 //     one foreign edit of a ConfigMap half-way through, twice — with fight

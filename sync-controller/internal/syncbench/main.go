@@ -242,7 +242,7 @@ func run(c config) error {
 	b.res.drift, b.res.driftFailures = lat, failures
 	b.heapProfile("heap-after-drift")
 	if c.remoteDrift {
-		if b.res.remoteDrift, b.res.remoteDriftFailures, err = b.remoteDrift(ctx); err != nil {
+		if b.res.remoteDrift, b.res.remoteDriftFailures, err = b.remoteDrift(ctx, last[mixed]); err != nil {
 			return fmt.Errorf("drift in a remote cluster: %w", err)
 		}
 	}
