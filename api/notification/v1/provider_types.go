@@ -49,6 +49,7 @@ const (
 // ProviderSpec says where and how alerts are delivered.
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
+// +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
 	// Type of the provider.
 	// +required
@@ -92,6 +93,14 @@ type ProviderSpec struct {
 	// not offer TLS. Without it such a Provider is not Ready.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// ThreadPerObject groups the messages about one object: a Slack thread
+	// (type slack with a bot token: the first message about an object
+	// starts it, later ones reply in it; remembered in memory, so threads
+	// start anew after notification-controller restarts), a Google Chat
+	// thread (googlechat), a Zulip topic named after the object (zulip).
+	// +optional
+	ThreadPerObject bool `json:"threadPerObject,omitempty"`
 
 	// Suspend stops deliveries through this provider while true.
 	// +optional
