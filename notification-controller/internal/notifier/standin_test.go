@@ -1,0 +1,67 @@
+package notifier
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// standIn is an httptest server playing a chat service: handle validates
+// a request as the service does and answers as it would. It records what
+// it accepted.
+type standIn struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []map[string]any
+	seen []*http.Request
+}
+
+func newStandIn(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, body []byte) (accepted any)) *standIn {
+	s := &standIn{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		accepted := handle(w, r, body)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.seen = append(s.seen, r.Clone(r.Context()))
+		if accepted != nil {
+			var m map[string]any
+			b, _ := json.Marshal(accepted)
+			_ = json.Unmarshal(b, &m)
+			s.got = append(s.got, m)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// accepted returns what the stand-in took, as JSON maps.
+func (s *standIn) accepted() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.got...)
+}
+
+// strict decodes a JSON body refusing unknown fields and trailing data.
+func strict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+// reply writes a JSON answer.
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
