@@ -180,7 +180,7 @@ func TestZulipPostsAStreamMessage(t *testing.T) {
 
 	for _, bad := range []Config{
 		{Channel: "deploys", User: "plumb-bot@zulip.example", Password: "SECRETKEY"}, // no topic
-		{Channel: "deploys/alerts", User: "plumb-bot@zulip.example"},                // no key
+		{Channel: "deploys/alerts", User: "plumb-bot@zulip.example"},                 // no key
 	} {
 		bad.Type, bad.Address = notificationv1.ZulipProvider, srv.URL
 		_, err := New(bad)
