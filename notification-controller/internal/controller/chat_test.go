@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -94,4 +95,32 @@ func TestSlackBotTokenThreadsPerObject(t *testing.T) {
 		{Channel: "#deploys", Text: "fetching revision main@sha1:1"},
 		{Channel: "#deploys", ThreadTS: "1712345678.000001", Text: "stored artifact for revision main@sha1:1"},
 	}))
+}
+
+// TestChatProviderReadiness: what a chat Provider lacks is on its Ready
+// condition without the token, and spec.threadPerObject on a type that
+// cannot thread is refused by the API server.
+func TestChatProviderReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createSecret(t, ns, "bot", map[string]string{"token": "xoxb-not-shown"})
+	p := &notificationv1.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-channel"},
+		Spec:       notificationv1.ProviderSpec{Type: notificationv1.SlackProvider, SecretRef: &meta.LocalObjectReference{Name: "bot"}},
+	}
+	g.Expect(k8s.Create(ctx, p)).To(Succeed())
+	cond := waitReady(t, p, metav1.ConditionFalse)
+	g.Expect(cond.Reason).To(Equal(meta.InvalidSpecReason))
+	g.Expect(cond.Message).To(ContainSubstring("a slack provider with a bot token needs spec.channel"))
+	g.Expect(cond.Message).NotTo(ContainSubstring("xoxb"))
+
+	telegram := &notificationv1.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "telegram"},
+		Spec: notificationv1.ProviderSpec{Type: notificationv1.TelegramProvider, Channel: "-100123", ThreadPerObject: true,
+			SecretRef: &meta.LocalObjectReference{Name: "bot"}},
+	}
+	err := k8s.Create(ctx, telegram)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"))
 }
