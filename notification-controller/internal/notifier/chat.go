@@ -3,6 +3,7 @@ package notifier
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,8 @@ var chatKinds = map[string]kind{
 // chatCall is one request to a chat service.
 type chatCall struct {
 	method, url string
+	// payload is sent as JSON; body, when there is none.
+	payload     any
 	body        []byte
 	contentType string
 	// header holds the authentication (and little else).
@@ -54,6 +57,13 @@ func (a answer) ok() bool { return a.code >= 200 && a.code < 300 }
 // do sends c through cfg.Client and reads the bounded answer. The error
 // names neither the URL nor the secret.
 func (cfg Config) do(ctx context.Context, c chatCall) (answer, error) {
+	if c.payload != nil {
+		b, err := json.Marshal(c.payload)
+		if err != nil {
+			return answer{}, &PermanentError{Err: fmt.Errorf("encoding the %s message: %w", cfg.Type, err)}
+		}
+		c.body = b
+	}
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		return answer{}, &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", cfg.Type)}

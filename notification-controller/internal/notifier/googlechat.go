@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -79,10 +78,6 @@ func (n *googleChat) Post(ctx context.Context, e events.Event) error {
 			},
 		}},
 	}
-	body, err := json.Marshal(msg)
-	if err != nil {
-		return &PermanentError{Err: err}
-	}
 	address := n.cfg.Address
 	if n.cfg.ThreadPerObject {
 		u, _ := url.Parse(address)
@@ -93,7 +88,7 @@ func (n *googleChat) Post(ctx context.Context, e events.Event) error {
 		u.RawQuery = q.Encode()
 		address = u.String()
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: address, body: body, contentType: "application/json; charset=UTF-8"})
+	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: address, payload: msg, contentType: "application/json; charset=UTF-8"})
 	if err != nil {
 		return err
 	}

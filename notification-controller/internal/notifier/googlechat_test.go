@@ -131,21 +131,14 @@ func TestGoogleChatPostsACard(t *testing.T) {
 // TestGoogleChatErrors: the key and token of the URL never show; 4xx is
 // permanent, 429 retried.
 func TestGoogleChatErrors(t *testing.T) {
-	g := NewWithT(t)
 	space := newGoogleChatSpace(t)
 	cfg := googleChatConfig(space)
 	cfg.Address = space.URL + "/v1/spaces/AAAA/messages?key=KEY&token=SECRETwrong"
-	n, _ := New(cfg)
-	err := n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the googlechat endpoint answered 401 Unauthorized"))
-	g.Expect(IsPermanent(err)).To(BeTrue())
+	expectPostFails(t, cfg, "the googlechat endpoint answered 401 Unauthorized", true)
 
 	space.status = http.StatusTooManyRequests
-	n, _ = New(googleChatConfig(space))
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the googlechat endpoint answered 429 Too Many Requests"))
-	g.Expect(IsPermanent(err)).To(BeFalse())
+	expectPostFails(t, googleChatConfig(space), "the googlechat endpoint answered 429 Too Many Requests", false)
 
-	_, err = New(Config{Type: notificationv1.GoogleChatProvider, Address: "https://chat.googleapis.com/v1/spaces/AAAA/messages"})
-	g.Expect(err).To(MatchError(ContainSubstring("webhook URL, with its key and token")))
+	_, err := New(Config{Type: notificationv1.GoogleChatProvider, Address: "https://chat.googleapis.com/v1/spaces/AAAA/messages"})
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("webhook URL, with its key and token")))
 }

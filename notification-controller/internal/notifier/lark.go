@@ -63,18 +63,15 @@ func (n *lark) Post(ctx context.Context, e events.Event) error {
 		color = "red"
 	}
 	lines := alertLines(e)
-	body, err := json.Marshal(larkMessage{
+	msg := larkMessage{
 		MsgType: "interactive",
 		Card: larkCard{
 			Config:   larkConfig{WideScreenMode: true},
 			Header:   larkHeader{Title: larkText{Tag: "plain_text", Content: plainText.render(lines[:1], 400)}, Template: color},
 			Elements: []larkElement{{Tag: "div", Text: larkText{Tag: "plain_text", Content: plainText.render(lines[1:], larkLimit)}}},
 		},
-	})
-	if err != nil {
-		return &PermanentError{Err: err}
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, body: body, contentType: "application/json; charset=utf-8"})
+	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json; charset=utf-8"})
 	if err != nil {
 		return err
 	}

@@ -43,18 +43,15 @@ type matrixMessage struct {
 func (n *matrix) Post(ctx context.Context, e events.Event) error {
 	e = withoutUserInfo(e)
 	lines := alertLines(e)
-	body, err := json.Marshal(matrixMessage{
+	msg := matrixMessage{
 		MsgType:       "m.notice", // sent by a bot: clients and bots do not answer notices
 		Body:          plainText.render(lines, matrixLimit),
 		Format:        "org.matrix.custom.html",
 		FormattedBody: htmlText.render(lines, matrixLimit),
-	})
-	if err != nil {
-		return &PermanentError{Err: err}
 	}
 	path := "/_matrix/client/v3/rooms/" + url.PathEscape(n.cfg.Channel) + "/send/m.room.message/" + matrixTxnID(e)
 	a, err := n.cfg.do(ctx, chatCall{
-		method: http.MethodPut, url: strings.TrimSuffix(n.cfg.Address, "/") + path, body: body,
+		method: http.MethodPut, url: strings.TrimSuffix(n.cfg.Address, "/") + path, payload: msg,
 		contentType: "application/json",
 		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
 	})

@@ -123,19 +123,13 @@ func TestMatrixErrors(t *testing.T) {
 		{name: "rate limited", status: http.StatusTooManyRequests, want: `the matrix endpoint answered 429 Too Many Requests, error "M_LIMIT_EXCEEDED"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
 			srv := newMatrixServer(t)
 			srv.status = tc.status
 			cfg := matrixConfig(srv)
 			if tc.mutate != nil {
 				tc.mutate(&cfg)
 			}
-			n, err := New(cfg)
-			g.Expect(err).NotTo(HaveOccurred())
-			err = n.Post(context.Background(), testEvent())
-			g.Expect(err).To(MatchError(tc.want))
-			g.Expect(IsPermanent(err)).To(Equal(tc.permanent))
-			g.Expect(err.Error()).NotTo(ContainSubstring("SECRET"))
+			expectPostFails(t, cfg, tc.want, tc.permanent)
 		})
 	}
 

@@ -55,16 +55,13 @@ func (n *rocket) Post(ctx context.Context, e events.Event) error {
 	for _, f := range facts(e) {
 		att.Fields = append(att.Fields, rocketField{Short: len(f.Value) < 40 && f.Title != "Drift", Title: f.Title, Value: f.Value})
 	}
-	body, err := json.Marshal(rocketMessage{
+	msg := rocketMessage{
 		Text:        heading(e),
 		Username:    n.cfg.Username,
 		Channel:     n.cfg.Channel,
 		Attachments: []rocketAttachment{att},
-	})
-	if err != nil {
-		return &PermanentError{Err: err}
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, body: body, contentType: "application/json"})
+	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json"})
 	if err != nil {
 		return err
 	}

@@ -75,16 +75,11 @@ func TestRocketPostsToTheIntegration(t *testing.T) {
 	g.Expect(att).To(HaveKeyWithValue("text", "1 object drifted from Git"))
 
 	cfg.Address = srv.URL + "/hooks/ID/wrong"
-	n, _ = New(cfg)
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the rocket endpoint answered 404 Not Found"))
-	g.Expect(IsPermanent(err)).To(BeTrue())
+	expectPostFails(t, cfg, "the rocket endpoint answered 404 Not Found", true)
 
 	busy := newRocketServer(t, http.StatusServiceUnavailable)
-	n, _ = New(Config{Type: notificationv1.RocketProvider, Address: busy.URL + "/hooks/ID/SECRETTOKEN"})
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the rocket endpoint answered 503 Service Unavailable"))
-	g.Expect(IsPermanent(err)).To(BeFalse())
+	expectPostFails(t, Config{Type: notificationv1.RocketProvider, Address: busy.URL + "/hooks/ID/SECRETTOKEN"},
+		"the rocket endpoint answered 503 Service Unavailable", false)
 }
 
 // larkArgs is a custom bot's interactive card message.
@@ -142,15 +137,10 @@ func TestLarkAnswersInTheBody(t *testing.T) {
 	g.Expect(card["header"]).To(Equal(map[string]any{"title": map[string]any{"tag": "plain_text", "content": "🚨 kustomization/apps/web: DriftDetected"}, "template": "red"}))
 	g.Expect(card["elements"].([]any)[0].(map[string]any)["text"].(map[string]any)["content"]).To(HavePrefix("**not bold**\nRevision: main@sha1:4f3c2b1a\n"))
 
-	n, _ = New(Config{Type: notificationv1.LarkProvider, Address: bot.URL + "/open-apis/bot/v2/hook/wrong"})
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError(`the lark endpoint answered 200 OK, error "19001"`))
-	g.Expect(IsPermanent(err)).To(BeTrue())
+	expectPostFails(t, Config{Type: notificationv1.LarkProvider, Address: bot.URL + "/open-apis/bot/v2/hook/wrong"},
+		`the lark endpoint answered 200 OK, error "19001"`, true)
 
 	limited := newLarkBot(t, 11232)
-	n, _ = New(Config{Type: notificationv1.LarkProvider, Address: limited.URL + "/open-apis/bot/v2/hook/SECRETHOOK"})
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError(`the lark endpoint answered 200 OK, error "11232"`))
-	g.Expect(IsPermanent(err)).To(BeFalse())
-	g.Expect(err.Error()).NotTo(ContainSubstring("SECRET"))
+	expectPostFails(t, Config{Type: notificationv1.LarkProvider, Address: limited.URL + "/open-apis/bot/v2/hook/SECRETHOOK"},
+		`the lark endpoint answered 200 OK, error "11232"`, false)
 }

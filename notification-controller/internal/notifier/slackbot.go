@@ -78,12 +78,8 @@ func (n *slackBot) Post(ctx context.Context, e events.Event) error {
 			msg.ReplyBroadcast = e.Severity == events.SeverityError
 		}
 	}
-	body, err := json.Marshal(msg)
-	if err != nil {
-		return &PermanentError{Err: err}
-	}
 	a, err := n.cfg.do(ctx, chatCall{
-		method: http.MethodPost, url: n.cfg.Address, body: body,
+		method: http.MethodPost, url: n.cfg.Address, payload: msg,
 		contentType: "application/json; charset=utf-8",
 		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
 	})

@@ -2,12 +2,15 @@ package notifier
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	. "github.com/onsi/gomega"
 )
 
 // standIn is an httptest server playing a chat service: handle validates
@@ -64,4 +67,17 @@ func reply(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// expectPostFails posts the test event through cfg's notifier and checks
+// the error's text and whether the dispatcher would retry it.
+func expectPostFails(t *testing.T, cfg Config, want string, permanent bool) {
+	t.Helper()
+	g := NewWithT(t)
+	n, err := New(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	err = n.Post(context.Background(), testEvent())
+	g.Expect(err).To(MatchError(want))
+	g.Expect(IsPermanent(err)).To(Equal(permanent), "permanent")
+	g.Expect(err.Error()).NotTo(ContainSubstring("SECRET"))
 }

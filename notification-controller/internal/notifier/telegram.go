@@ -62,20 +62,17 @@ type telegramPreview struct {
 }
 
 func (n *telegram) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(telegramMessage{
+	msg := telegramMessage{
 		ChatID:             n.chat,
 		MessageThreadID:    n.thread,
 		Text:               telegramHTML.render(alertLines(withoutUserInfo(e)), telegramLimit),
 		ParseMode:          "HTML",
 		LinkPreviewOptions: telegramPreview{IsDisabled: true},
-	})
-	if err != nil {
-		return &PermanentError{Err: err}
 	}
 	a, err := n.cfg.do(ctx, chatCall{
 		method:      http.MethodPost,
 		url:         strings.TrimSuffix(n.cfg.Address, "/") + "/bot" + n.cfg.Token + "/sendMessage",
-		body:        body,
+		payload:     msg,
 		contentType: "application/json",
 		secret:      n.cfg.Token,
 	})

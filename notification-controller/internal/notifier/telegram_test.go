@@ -204,18 +204,13 @@ func TestTelegramErrors(t *testing.T) {
 		{name: "down", status: http.StatusBadGateway, want: "the telegram endpoint answered 502 Bad Gateway"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
 			api := newTelegramAPI(t)
 			api.status = tc.status
 			cfg := telegramConfig(api)
 			if tc.mutate != nil {
 				tc.mutate(&cfg)
 			}
-			n, err := New(cfg)
-			g.Expect(err).NotTo(HaveOccurred())
-			err = n.Post(context.Background(), testEvent())
-			g.Expect(err).To(MatchError(tc.want))
-			g.Expect(IsPermanent(err)).To(Equal(tc.permanent))
+			expectPostFails(t, cfg, tc.want, tc.permanent)
 		})
 	}
 

@@ -2,7 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -34,15 +33,12 @@ type webexMessage struct {
 }
 
 func (n *webex) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(webexMessage{
+	msg := webexMessage{
 		RoomID:   n.cfg.Channel,
 		Markdown: markdownText.render(alertLines(withoutUserInfo(e)), webexLimit),
-	})
-	if err != nil {
-		return &PermanentError{Err: err}
 	}
 	a, err := n.cfg.do(ctx, chatCall{
-		method: http.MethodPost, url: n.cfg.Address, body: body,
+		method: http.MethodPost, url: n.cfg.Address, payload: msg,
 		contentType: "application/json",
 		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
 	})

@@ -63,18 +63,13 @@ func TestWebexPostsMarkdown(t *testing.T) {
 	g.Expect(md).To(HavePrefix("**🚨 kustomization/apps/web: DriftDetected**\n\\*not\\* \\_emphasis\\_ yyy"))
 	g.Expect(md).To(HaveSuffix(ellipsis))
 
-	cfg.Token = "wrong"
-	n, _ = New(cfg)
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the webex endpoint answered 401 Unauthorized"))
-	g.Expect(IsPermanent(err)).To(BeTrue())
+	wrong := cfg
+	wrong.Token = "wrong"
+	expectPostFails(t, wrong, "the webex endpoint answered 401 Unauthorized", true)
 
 	busy := newWebexAPI(t, http.StatusTooManyRequests)
-	cfg.Address, cfg.Token = busy.URL+"/v1/messages", "SECRETBOT"
-	n, _ = New(cfg)
-	err = n.Post(context.Background(), testEvent())
-	g.Expect(err).To(MatchError("the webex endpoint answered 429 Too Many Requests (retry after 12s)"))
-	g.Expect(IsPermanent(err)).To(BeFalse())
+	cfg.Address = busy.URL + "/v1/messages"
+	expectPostFails(t, cfg, "the webex endpoint answered 429 Too Many Requests (retry after 12s)", false)
 
 	_, err = New(Config{Type: notificationv1.WebexProvider, Address: WebexMessagesURL, Token: "SECRETBOT"})
 	g.Expect(err).To(MatchError(ContainSubstring("needs spec.channel, the roomId")))
@@ -171,11 +166,7 @@ func TestZulipPostsAStreamMessage(t *testing.T) {
 		if tc.mutate != nil {
 			tc.mutate(&c)
 		}
-		n, err := New(c)
-		g.Expect(err).NotTo(HaveOccurred())
-		err = n.Post(context.Background(), testEvent())
-		g.Expect(err).To(MatchError(tc.want))
-		g.Expect(IsPermanent(err)).To(Equal(tc.permanent))
+		expectPostFails(t, c, tc.want, tc.permanent)
 	}
 
 	for _, bad := range []Config{
