@@ -147,12 +147,13 @@ func (r *renderer) write(s string, visible int) bool {
 func (r *renderer) span(text string, bold bool) bool {
 	closing := ""
 	if bold && r.m.bold[0] != "" {
-		// The closing tag is reserved before the text goes in.
-		if !r.write(r.m.bold[0], 0) {
-			return false
-		}
+		// Room for the closing tag is kept from the opening tag on.
 		closing = r.m.bold[1]
 		r.limit -= r.cost(closing, 0)
+		if !r.write(r.m.bold[0], 0) {
+			r.limit += r.cost(closing, 0)
+			return false
+		}
 		defer func() {
 			r.limit += r.cost(closing, 0)
 			r.b.WriteString(closing)
