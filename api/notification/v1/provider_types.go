@@ -56,7 +56,9 @@ type ProviderSpec struct {
 	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;googlechat;telegram;matrix;rocket;webex;lark;zulip
 	Type string `json:"type"`
 
-	// Channel to post to (Slack channel, NATS subject).
+	// Channel to post to: the Slack channel, the NATS subject, or a chat
+	// service's room, chat or stream (its form per type in
+	// docs/api/provider.md).
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Channel string `json:"channel,omitempty"`

@@ -63,12 +63,16 @@ func (n *lark) Post(ctx context.Context, e events.Event) error {
 		color = "red"
 	}
 	lines := alertLines(e)
+	body := lines[1:]
+	if len(body) == 0 {
+		body = lines // a card needs text: the heading, then
+	}
 	msg := larkMessage{
 		MsgType: "interactive",
 		Card: larkCard{
 			Config:   larkConfig{WideScreenMode: true},
 			Header:   larkHeader{Title: larkText{Tag: "plain_text", Content: plainText.render(lines[:1], 400)}, Template: color},
-			Elements: []larkElement{{Tag: "div", Text: larkText{Tag: "plain_text", Content: plainText.render(lines[1:], larkLimit)}}},
+			Elements: []larkElement{{Tag: "div", Text: larkText{Tag: "plain_text", Content: plainText.render(body, larkLimit)}}},
 		},
 	}
 	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json; charset=utf-8"})
