@@ -44,7 +44,7 @@ type googleChatArgs struct {
 // POST /v1/spaces/{space}/messages?key=…&token=… (the credential), errors
 // as {"error": {"code", "message", "status"}}.
 type googleChatSpace struct {
-	*standIn
+	*chatService
 	mu      sync.Mutex
 	status  int
 	threads []string
@@ -52,7 +52,7 @@ type googleChatSpace struct {
 
 func newGoogleChatSpace(t *testing.T) *googleChatSpace {
 	s := &googleChatSpace{}
-	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code int, status string) {
@@ -74,7 +74,7 @@ func newGoogleChatSpace(t *testing.T) *googleChatSpace {
 			return nil
 		}
 		var args googleChatArgs
-		if err := strict(body, &args); err != nil || (args.Text == "" && len(args.CardsV2) == 0) {
+		if err := strictJSON(body, &args); err != nil || (args.Text == "" && len(args.CardsV2) == 0) {
 			fail(http.StatusBadRequest, "INVALID_ARGUMENT")
 			return nil
 		}

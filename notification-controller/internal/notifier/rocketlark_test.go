@@ -37,15 +37,15 @@ type rocketArgs struct {
 
 // newRocketServer stands in for a Rocket.Chat integration:
 // POST /hooks/{id}/{token}, {"success": false, "error"} on failure.
-func newRocketServer(t *testing.T, status int) *standIn {
-	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newRocketServer(t *testing.T, status int) *chatService {
+	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		var args rocketArgs
 		switch {
 		case r.Method != http.MethodPost || r.URL.Path != "/hooks/ID/SECRETTOKEN":
 			reply(w, http.StatusNotFound, map[string]any{"success": false, "error": "Invalid integration id or token provided."})
 		case status != 0:
 			reply(w, status, map[string]any{"success": false, "error": "busy"})
-		case strict(body, &args) != nil || args.Text == "" && len(args.Attachments) == 0:
+		case strictJSON(body, &args) != nil || args.Text == "" && len(args.Attachments) == 0:
 			reply(w, http.StatusBadRequest, map[string]any{"success": false, "error": "invalid payload"})
 		case args.Channel != "" && args.Channel[0] != '#' && args.Channel[0] != '@':
 			reply(w, http.StatusBadRequest, map[string]any{"success": false, "error": "invalid-channel"})
@@ -103,13 +103,13 @@ type larkArgs struct {
 // newLarkBot stands in for a Lark custom bot's webhook: HTTP 200 always,
 // the verdict in {"code", "msg"}; answer is the code it gives a valid
 // message.
-func newLarkBot(t *testing.T, answer int) *standIn {
-	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newLarkBot(t *testing.T, answer int) *chatService {
+	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		var args larkArgs
 		switch {
 		case r.URL.Path != "/open-apis/bot/v2/hook/SECRETHOOK":
 			reply(w, http.StatusOK, map[string]any{"code": 19001, "msg": "param invalid: incoming webhook access token invalid"})
-		case strict(body, &args) != nil || args.MsgType != "interactive" || len(args.Card.Elements) == 0:
+		case strictJSON(body, &args) != nil || args.MsgType != "interactive" || len(args.Card.Elements) == 0:
 			reply(w, http.StatusOK, map[string]any{"code": 9499, "msg": "Bad Request"})
 		case args.Card.Header.Title.Tag != "plain_text" || args.Card.Elements[0].Tag != "div":
 			reply(w, http.StatusOK, map[string]any{"code": 9499, "msg": "Bad Request"})

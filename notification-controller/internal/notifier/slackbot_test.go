@@ -51,7 +51,7 @@ type slackAttachArgs struct {
 // "error": ...} for what Slack refuses, 429 with Retry-After when rate
 // limited, and a ts per message that later replies must name.
 type slackAPI struct {
-	*standIn
+	*chatService
 	mu sync.Mutex
 	// answer, when set, overrides the verdict: an error code, or
 	// "ratelimited" for Slack's 429.
@@ -64,7 +64,7 @@ type slackAPI struct {
 
 func newSlackAPI(t *testing.T) *slackAPI {
 	s := &slackAPI{roots: map[string]bool{}}
-	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code string) { reply(w, http.StatusOK, map[string]any{"ok": false, "error": code}) }
@@ -90,7 +90,7 @@ func newSlackAPI(t *testing.T) *slackAPI {
 			return nil
 		}
 		var args slackMessageArgs
-		if err := strict(body, &args); err != nil {
+		if err := strictJSON(body, &args); err != nil {
 			fail("invalid_arguments")
 			return nil
 		}
@@ -213,7 +213,7 @@ func TestSlackBotErrors(t *testing.T) {
 		// An incoming webhook's "ok" is no chat.postMessage answer: the
 		// token was given with a webhook URL.
 		g := NewWithT(t)
-		hook := newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+		hook := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 			_, _ = w.Write([]byte("ok"))
 			return nil
 		})

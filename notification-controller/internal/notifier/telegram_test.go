@@ -32,7 +32,7 @@ type telegramArgs struct {
 // 429, and HTML parsed as Telegram does (known tags, four entities) with
 // 4096 characters at most after parsing.
 type telegramAPI struct {
-	*standIn
+	*chatService
 	mu      sync.Mutex
 	status  int // forces an error answer
 	visible []string
@@ -40,7 +40,7 @@ type telegramAPI struct {
 
 func newTelegramAPI(t *testing.T) *telegramAPI {
 	s := &telegramAPI{}
-	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code int, desc string) {
@@ -61,7 +61,7 @@ func newTelegramAPI(t *testing.T) *telegramAPI {
 			return nil
 		}
 		var args telegramArgs
-		if err := strict(body, &args); err != nil {
+		if err := strictJSON(body, &args); err != nil {
 			fail(http.StatusBadRequest, "Bad Request: "+err.Error())
 			return nil
 		}

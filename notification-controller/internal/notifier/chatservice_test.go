@@ -13,18 +13,18 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// standIn is an httptest server playing a chat service: handle validates
+// chatService is an httptest server playing a chat service: handle validates
 // a request as the service does and answers as it would. It records what
 // it accepted.
-type standIn struct {
+type chatService struct {
 	*httptest.Server
 	mu   sync.Mutex
 	got  []map[string]any
 	seen []*http.Request
 }
 
-func newStandIn(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, body []byte) (accepted any)) *standIn {
-	s := &standIn{}
+func newChatService(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, body []byte) (accepted any)) *chatService {
+	s := &chatService{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		accepted := handle(w, r, body)
@@ -43,14 +43,14 @@ func newStandIn(t *testing.T, handle func(w http.ResponseWriter, r *http.Request
 }
 
 // accepted returns what the stand-in took, as JSON maps.
-func (s *standIn) accepted() []map[string]any {
+func (s *chatService) accepted() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]map[string]any(nil), s.got...)
 }
 
 // strict decodes a JSON body refusing unknown fields and trailing data.
-func strict(body []byte, v any) error {
+func strictJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
