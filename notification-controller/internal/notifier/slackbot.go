@@ -16,22 +16,32 @@ import (
 // slack Provider with a bot token posts unless its address says otherwise.
 const SlackPostMessageURL = "https://slack.com/api/chat.postMessage"
 
-// slackKind builds the slack notifier: an incoming webhook without a
-// token, chat.postMessage with a bot token (Flux's two forms).
+// slackKind builds the slack notifier: chat.postMessage with a bot token
+// when the address is that method (by default with a token: ConfigFor),
+// else an incoming webhook, with the token, if any, as a bearer token, as
+// before (Flux's two forms).
 func slackKind(cfg Config) (Notifier, error) {
-	if cfg.Token == "" {
+	if !isPostMessage(cfg.Address) {
 		if cfg.ThreadPerObject {
-			return nil, errors.New(`spec.threadPerObject needs a Slack bot token (the Secret's key "token"): an incoming webhook does not say which message it posted`)
-		}
-		if u, err := url.Parse(cfg.Address); err == nil && strings.HasSuffix(u.Path, "/chat.postMessage") {
-			return nil, errors.New(`chat.postMessage needs a bot token: set the key "token" in spec.secretRef`)
+			return nil, errors.New(`spec.threadPerObject needs chat.postMessage with a Slack bot token (the key "token" of spec.secretRef, and no webhook address): an incoming webhook does not say which message it posted`)
 		}
 		return httpKind(slackPayload)(cfg)
+	}
+	if cfg.Token == "" {
+		return nil, errors.New(`chat.postMessage needs a bot token: set the key "token" in spec.secretRef`)
 	}
 	if cfg.Channel == "" {
 		return nil, errors.New("a slack provider with a bot token needs spec.channel, the channel to post in (an ID like C0123456789, or #name)")
 	}
 	return &slackBot{cfg: cfg}, nil
+}
+
+// isPostMessage reports an address that is Slack's chat.postMessage
+// method (on slack.com, another Slack API host, or a proxy keeping the
+// path), not an incoming webhook.
+func isPostMessage(address string) bool {
+	u, err := url.Parse(address)
+	return err == nil && strings.HasSuffix(u.Path, "/chat.postMessage")
 }
 
 // slackBot posts through chat.postMessage with a bot token, optionally
@@ -97,7 +107,7 @@ func (n *slackBot) Post(ctx context.Context, e events.Event) error {
 		TS    string `json:"ts"`
 	}
 	if err := decodeLeading(a.body, &ans.OK, &ans.Error, &ans.TS); err != nil || ans.OK == nil {
-		return &PermanentError{Err: errors.New("the slack endpoint's answer is not a chat.postMessage answer (is the address a webhook URL? a bot token posts to chat.postMessage)")}
+		return &PermanentError{Err: errors.New("the slack endpoint's answer is not a chat.postMessage answer")}
 	}
 	if !*ans.OK {
 		if msg.ThreadTS != "" && slackThreadGone[ans.Error] {

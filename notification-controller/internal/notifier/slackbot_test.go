@@ -209,19 +209,29 @@ func TestSlackBotErrors(t *testing.T) {
 		g.Expect(IsPermanent(err)).To(BeTrue())
 	})
 
-	t.Run("a webhook answers", func(t *testing.T) {
-		// An incoming webhook's "ok" is no chat.postMessage answer: the
-		// token was given with a webhook URL.
-		g := NewWithT(t)
-		hook := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
-			_, _ = w.Write([]byte("ok"))
+	t.Run("not a chat.postMessage answer", func(t *testing.T) {
+		proxy := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+			_, _ = w.Write([]byte("<html>sign in</html>"))
 			return nil
 		})
-		n, _ := New(Config{Type: notificationv1.SlackProvider, Address: hook.URL + "/services/T/B/X", Channel: "#deploys", Token: slackBotToken})
-		err := n.Post(context.Background(), testEvent())
-		g.Expect(err).To(MatchError(ContainSubstring("not a chat.postMessage answer")))
-		g.Expect(IsPermanent(err)).To(BeTrue())
+		expectPostFails(t, Config{Type: notificationv1.SlackProvider, Address: proxy.URL + "/api/chat.postMessage", Channel: "#deploys", Token: slackBotToken},
+			"the slack endpoint's answer is not a chat.postMessage answer", true)
 	})
+}
+
+// TestSlackWebhookKeepsItsToken: a token with an incoming-webhook address
+// is the webhook form still, the token a bearer token, as before bot
+// tokens (and as Flux does).
+func TestSlackWebhookKeepsItsToken(t *testing.T) {
+	g := NewWithT(t)
+	hook := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+		_, _ = w.Write([]byte("ok"))
+		return map[string]string{"authorization": r.Header.Get("Authorization"), "path": r.URL.Path}
+	})
+	n, err := New(Config{Type: notificationv1.SlackProvider, Address: hook.URL + "/services/T/B/X", Channel: "#deploys", Token: slackBotToken})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Post(context.Background(), testEvent())).To(Succeed())
+	g.Expect(hook.accepted()).To(Equal([]map[string]any{{"authorization": "Bearer " + slackBotToken, "path": "/services/T/B/X"}}))
 }
 
 // TestSlackBotConfiguration: what a bot-token Provider lacks is said when
@@ -232,7 +242,7 @@ func TestSlackBotConfiguration(t *testing.T) {
 		want string
 	}{
 		"token without channel": {Config{Address: SlackPostMessageURL, Token: slackBotToken}, "needs spec.channel"},
-		"threads without token": {Config{Address: "https://hooks.slack.com/services/T/B/X", ThreadPerObject: true}, "needs a Slack bot token"},
+		"threads on a webhook":  {Config{Address: "https://hooks.slack.com/services/T/B/X", Token: slackBotToken, ThreadPerObject: true}, "needs chat.postMessage with a Slack bot token"},
 		"postMessage, no token": {Config{Address: SlackPostMessageURL, Channel: "#deploys"}, "chat.postMessage needs a bot token"},
 	} {
 		t.Run(name, func(t *testing.T) {
