@@ -52,13 +52,16 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['opsgenie', 'datadog']) || has(self.secretRef)",message="opsgenie and datadog providers need spec.secretRef with the API key in its key token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'sentry' || (has(self.secretRef) && (!has(self.address) || size(self.address) == 0))",message="a sentry provider's address is its DSN, a credential: put it in the key address of spec.secretRef, and leave spec.address empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
 	// Type of the provider.
 	// +required
 	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;googlechat;telegram;matrix;rocket;webex;lark;zulip
 	Type string `json:"type"`
 
-	// Channel to post to (Slack channel, NATS subject).
+	// Channel to post to: the Slack channel, the NATS subject, or a chat
+	// service's room, chat or stream (its form per type in
+	// docs/api/provider.md).
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Channel string `json:"channel,omitempty"`
@@ -95,6 +98,14 @@ type ProviderSpec struct {
 	// not offer TLS. Without it such a Provider is not Ready.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// ThreadPerObject groups the messages about one object: a Slack thread
+	// (type slack with a bot token: the first message about an object
+	// starts it, later ones reply in it; remembered in memory, so threads
+	// start anew after notification-controller restarts), a Google Chat
+	// thread (googlechat), a Zulip topic named after the object (zulip).
+	// +optional
+	ThreadPerObject bool `json:"threadPerObject,omitempty"`
 
 	// Suspend stops deliveries through this provider while true.
 	// +optional

@@ -36,7 +36,8 @@ func TestProviderSecret(t *testing.T) {
 	labels := map[string]string{"namespace": ns, "name": "slack"}
 	g.Eventually(func() float64 { return gauge(t, "plumb_notification_provider_ready", labels) }, timeout, poll).Should(Equal(0.0))
 
-	secret := createSecret(t, ns, "slack-url", map[string]string{"token": "xoxb-not-shown"})
+	// (A "token" would make it a bot-token Provider, which needs no address.)
+	secret := createSecret(t, ns, "slack-url", map[string]string{"headers": "X-Hook-Token: xoxb-not-shown"})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
 		g.Expect(readyOf(p).Message).To(ContainSubstring(`has no key "address"`))

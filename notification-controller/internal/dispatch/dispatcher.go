@@ -71,6 +71,9 @@ type Dispatcher struct {
 	now     func() time.Time
 	limiter *rateLimiter
 	configs configCache
+	// threads remembers each threading Provider's Slack threads across
+	// the notifiers configs caches and rebuilds.
+	threads *notifier.ThreadStore
 	matcher Matcher
 	policy  notifier.AddressPolicy
 	queues  providerQueues
@@ -159,6 +162,7 @@ func (d *Dispatcher) setup() error {
 		d.FilterSubjects = []string{events.StreamSubjects}
 	}
 	d.limiter = newRateLimiter(d.Options.RateLimitInterval, d.now)
+	d.threads = notifier.NewThreadStore()
 	d.inflight = map[jetstream.Msg]struct{}{}
 	return nil
 }
@@ -623,6 +627,9 @@ func (d *Dispatcher) notifier(ctx context.Context, provider *notificationv1.Prov
 	}
 	cfg.Client = d.HTTPClient
 	cfg.Dialer = d.policy.Dialer()
+	if cfg.ThreadPerObject {
+		cfg.Threads = d.threads.For(string(provider.UID))
+	}
 	n, err := notifier.New(cfg)
 	if err != nil {
 		return nil, &notifier.PermanentError{Err: err}

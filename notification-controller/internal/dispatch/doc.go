@@ -61,6 +61,11 @@
 // bursts of events cost no API request each and a rotated token or address
 // takes effect within seconds.
 //
+// The dispatcher owns the memory of Slack threads (notifier.ThreadStore,
+// one bounded set per Provider UID) and hands each threading Provider's
+// notifier its set, so a rebuilt notifier (a rotated Secret, a new
+// generation) keeps replying in the same threads.
+//
 // A fresh consumer starts with the events published after it was created,
 // so installing notification-controller does not replay the stream's history
 // as alerts.

@@ -62,6 +62,15 @@ type Config struct {
 	// Dialer connects to NATS servers; the default dialer when nil. The
 	// dispatcher's comes from AddressPolicy.Dialer.
 	Dialer *net.Dialer
+
+	// ThreadPerObject is the Provider's spec.threadPerObject: messages
+	// about one object are grouped (a Slack or Google Chat thread, a
+	// Zulip topic).
+	ThreadPerObject bool
+	// Threads remembers the Slack thread of each object; the dispatcher
+	// owns it (ThreadStore.For), so it outlives the notifiers it caches.
+	// Nil posts every message in the channel.
+	Threads *Threads
 }
 
 // PermanentError is a failure that retrying cannot fix, such as a 400 or
@@ -99,7 +108,7 @@ func New(cfg Config) (Notifier, error) {
 
 // coreKinds are the webhook and NATS providers.
 var coreKinds = map[string]kind{
-	notificationv1.SlackProvider:   {build: httpKind(slackPayload)},
+	notificationv1.SlackProvider:   {build: slackKind},
 	notificationv1.DiscordProvider: {build: httpKind(discordPayload)},
 	notificationv1.MSTeamsProvider: {build: httpKind(teamsPayload)},
 	notificationv1.GenericProvider: {build: httpKind(eventPayload)},

@@ -36,6 +36,8 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		Insecure:    p.Spec.Insecure,
 		ProviderUID: string(p.UID),
 		Credentials: p.Spec.SecretRef != nil,
+
+		ThreadPerObject: p.Spec.ThreadPerObject,
 	}
 	if ref := p.Spec.SecretRef; ref != nil {
 		var secret corev1.Secret
@@ -58,6 +60,11 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		}
 		if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" {
 			return cfg, fmt.Errorf("secret %s/%s has no key %q (%s)", p.Namespace, ref.Name, TokenKey, need)
+		}
+		// A Slack bot token means chat.postMessage (Flux's form), on
+		// Slack's own API unless an address says otherwise.
+		if p.Spec.Type == notificationv1.SlackProvider && cfg.Token != "" && cfg.Address == "" {
+			cfg.Address = SlackPostMessageURL
 		}
 		if cfg.Address == "" && kinds[p.Spec.Type].defaultAddress == "" {
 			return cfg, fmt.Errorf("secret %s/%s has no key %q and spec.address is empty", p.Namespace, ref.Name, AddressKey)
