@@ -24,6 +24,16 @@ const (
 	// extraction refuses (a path out of the root, a link, too many files,
 	// more than --oci-max-extracted-size).
 	OCILayerOperationFailedReason = "OCIArtifactLayerOperationFailed"
+	// InvalidArtifactSignatureReason: with spec.verify, the resolved
+	// manifest carries no cosign signature, or none that a key of
+	// spec.verify.secretRef made over its digest (SourceVerified=False).
+	InvalidArtifactSignatureReason = "InvalidArtifactSignature"
+)
+
+// Signature providers of spec.verify.provider.
+const (
+	// OCIVerifyCosign checks cosign signatures made with a key pair.
+	OCIVerifyCosign = "cosign"
 )
 
 // Layer operations of spec.layerSelector.operation.
@@ -66,6 +76,12 @@ type OCIRepositorySpec struct {
 	// Insecure allows plain HTTP to the registry.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// Verify makes a revision an artifact only when its manifest carries a
+	// signature by a trusted key; the last verified artifact is served
+	// meanwhile.
+	// +optional
+	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
 
 	// Interval between two checks of the reference.
 	// +required
@@ -117,6 +133,23 @@ type OCIRepositoryRef struct {
 	Tag string `json:"tag,omitempty"`
 }
 
+// OCIRepositoryVerification says which signatures an artifact needs.
+// Keyless cosign (Flux's matchOIDCIdentity) and notation are not
+// implemented, so they are not in the CRD (docs/api/ocirepository.md).
+type OCIRepositoryVerification struct {
+	// Provider of the signatures: cosign.
+	// +optional
+	// +kubebuilder:default:=cosign
+	// +kubebuilder:validation:Enum=cosign
+	Provider string `json:"provider,omitempty"`
+
+	// SecretRef names a Secret in the same namespace whose data keys
+	// ending in .pub hold cosign public keys (PEM); a signature by any of
+	// them is trusted.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
 // OCILayerSelector picks the layer of the artifact that holds the content.
 type OCILayerSelector struct {
 	// MediaType of the layer; the first layer with it is used. Unset: the
@@ -138,7 +171,8 @@ type OCIRepositoryStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage.
+	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage,
+	// SourceVerified (with spec.verify).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

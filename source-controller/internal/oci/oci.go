@@ -41,6 +41,9 @@ const (
 	TooLarge
 	// NoLayer: the manifest has no layer (of the selected media type).
 	NoLayer
+	// Unverified: with spec.verify, the manifest carries no signature by
+	// a trusted key over its digest.
+	Unverified
 )
 
 // Error is a failure of Resolve or Pull with its Kind.
