@@ -105,14 +105,15 @@ func (r *GitRepositoryReconciler) keyRing(ctx context.Context, namespace, name s
 }
 
 // verifiedForGeneration reports whether an artifact of this generation
-// needs no new verification: spec.verify is unset, or SourceVerified is
-// True for this generation. The source step fetches again otherwise, so
-// that an artifact made before spec.verify, or kept through a refusal, is
-// never taken as verified.
-func verifiedForGeneration(obj *sourcev1.GitRepository) bool {
-	if obj.Spec.Verification == nil {
+// needs no new verification: verify (the object has spec.verify) is
+// false, or SourceVerified is True for this generation. The source step
+// fetches again otherwise, so that an artifact made before spec.verify,
+// or kept through a refusal, is never taken as verified. GitRepository
+// and OCIRepository share it.
+func verifiedForGeneration(obj conditions.Getter, verify bool) bool {
+	if !verify {
 		return true
 	}
 	c := conditions.Get(obj, sourcev1.SourceVerifiedCondition)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
 }
