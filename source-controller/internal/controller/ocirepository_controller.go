@@ -86,10 +86,10 @@ type ociState struct {
 	revision string
 	// client reaches the repository for the steps after source, within
 	// spec.timeout; cancel ends that bound.
-	client   *oci.Client
-	cancel   context.CancelFunc
-	tmp      string
-	layer    *oci.Layer
+	client *oci.Client
+	cancel context.CancelFunc
+	tmp    string
+	layer  *oci.Layer
 	// layerFile is the pulled layer; tree the extracted one.
 	layerFile, tree string
 }
