@@ -25,8 +25,8 @@ const (
 	// more than --oci-max-extracted-size).
 	OCILayerOperationFailedReason = "OCIArtifactLayerOperationFailed"
 	// InvalidArtifactSignatureReason: with spec.verify, the resolved
-	// manifest carries no cosign signature, or none that a key of
-	// spec.verify.secretRef made over its digest (SourceVerified=False).
+	// manifest carries no signature of the provider, or none that
+	// spec.verify.secretRef trusts (SourceVerified=False).
 	InvalidArtifactSignatureReason = "InvalidArtifactSignature"
 )
 
@@ -34,6 +34,9 @@ const (
 const (
 	// OCIVerifyCosign checks cosign signatures made with a key pair.
 	OCIVerifyCosign = "cosign"
+	// OCIVerifyNotation checks notation signatures against a trust policy
+	// and CA certificates.
+	OCIVerifyNotation = "notation"
 )
 
 // Layer operations of spec.layerSelector.operation.
@@ -134,20 +137,30 @@ type OCIRepositoryRef struct {
 }
 
 // OCIRepositoryVerification says which signatures an artifact needs.
-// Keyless cosign (Flux's matchOIDCIdentity) and notation are not
-// implemented, so they are not in the CRD (docs/api/ocirepository.md).
+// Keyless cosign (Flux's matchOIDCIdentity) is not implemented, so it is
+// not in the CRD (docs/api/ocirepository.md).
 type OCIRepositoryVerification struct {
-	// Provider of the signatures: cosign.
+	// Provider of the signatures: cosign or notation.
 	// +optional
 	// +kubebuilder:default:=cosign
-	// +kubebuilder:validation:Enum=cosign
+	// +kubebuilder:validation:Enum=cosign;notation
 	Provider string `json:"provider,omitempty"`
 
-	// SecretRef names a Secret in the same namespace whose data keys
-	// ending in .pub hold cosign public keys (PEM); a signature by any of
-	// them is trusted.
+	// SecretRef names a Secret in the same namespace with what is trusted.
+	// cosign: the data keys ending in .pub hold public keys (PEM), and a
+	// signature by any of them is trusted. notation: trustpolicy.json is
+	// the trust policy, and the values of keys ending in .crt or .pem are
+	// the certificates of its trust stores.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// GetProvider returns spec.verify.provider, cosign when unset.
+func (in *OCIRepositoryVerification) GetProvider() string {
+	if in.Provider == "" {
+		return OCIVerifyCosign
+	}
+	return in.Provider
 }
 
 // OCILayerSelector picks the layer of the artifact that holds the content.

@@ -17,14 +17,17 @@ import (
 	"plumb.dev/source-controller/internal/oci"
 )
 
-// reconcileVerify checks, with spec.verify, the cosign signature of the
-// manifest digest the source step resolved, before the layer step pulls
-// anything of it: the digest must carry a signature by a public key of
-// spec.verify.secretRef over a payload that names it. Sets SourceVerified:
-// True naming the key; False with VerificationError (the Secret is
-// missing, unreadable or holds no usable key, or the registry failed while
-// the signatures were read) or InvalidArtifactSignature (unsigned, or
-// signed by no trusted key), all retried with backoff, as the Secret or
+// reconcileVerify checks, with spec.verify, the signatures of the manifest
+// digest the source step resolved, before the layer step pulls anything
+// of it: for cosign, a signature by a public key of spec.verify.secretRef
+// over a payload that names the digest; for notation, a signature that
+// the Secret's trust policy accepts, by a certificate chaining to one of
+// its certificates. Sets SourceVerified: True naming the key or the
+// certificate; False with VerificationError (the Secret is missing,
+// unreadable or holds nothing usable, its trust policy has no statement
+// for the repository, or the registry failed while the signatures were
+// read) or InvalidArtifactSignature (unsigned, or signed by no one
+// trusted), all retried with backoff, as the Secret or
 // the registry (a signature pushed after the artifact) may change. A
 // refused revision gets no artifact: the previous one stays in status and
 // storage. Without spec.verify the condition is removed; when nothing is
@@ -47,18 +50,35 @@ func (r *OCIRepositoryReconciler) reconcileVerify(ctx context.Context, obj *sour
 		return err
 	}
 	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason,
-		"verified cosign signature of revision %s with key %s of spec.verify.secretRef", st.revision, key)
+		"verified %s signature of revision %s with %s", v.GetProvider(), st.revision, key)
 	return nil
 }
 
-// verify returns the name of the key that signed the resolved digest; its
-// errors are *plumbreconcile.Error.
+// verify returns what signed the resolved digest (a key of the Secret, a
+// certificate); its errors are *plumbreconcile.Error.
 func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIRepository, v *sourcev1.OCIRepositoryVerification, st *ociState) (string, error) {
-	keys, err := r.cosignKeys(ctx, obj.Namespace, v.SecretRef.Name)
+	source := "spec.verify.secretRef: Secret " + obj.Namespace + "/" + v.SecretRef.Name
+	data, err := r.secretData(ctx, obj.Namespace, v.SecretRef.Name, source)
 	if err != nil {
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, err)
 	}
-	key, err := st.client.VerifyCosign(st.digest, keys)
+	var signer string
+	switch v.GetProvider() {
+	case sourcev1.OCIVerifyNotation:
+		trust, rerr := oci.ReadNotationTrust(source, data)
+		if rerr != nil {
+			return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, rerr)
+		}
+		signer, err = st.client.VerifyNotation(st.digest, trust)
+	default:
+		keys, rerr := oci.ReadCosignKeys(source, data)
+		if rerr != nil {
+			return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, rerr)
+		}
+		var key string
+		key, err = st.client.VerifyCosign(st.digest, keys)
+		signer = "key " + key + " of spec.verify.secretRef"
+	}
 	switch {
 	case oci.KindOf(err) == oci.Unverified:
 		return "", plumbreconcile.Failed(sourcev1.InvalidArtifactSignatureReason,
@@ -66,12 +86,12 @@ func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIR
 	case err != nil:
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, errors.New(message.StripUserInfo(err.Error())))
 	}
-	return key, nil
+	return signer, nil
 }
 
-// cosignKeys reads the public keys of the Secret name in namespace.
-func (r *OCIRepositoryReconciler) cosignKeys(ctx context.Context, namespace, name string) (*oci.CosignKeys, error) {
-	source := "spec.verify.secretRef: Secret " + namespace + "/" + name
+// secretData reads the data of the Secret name in namespace; source
+// names it in messages.
+func (r *OCIRepositoryReconciler) secretData(ctx context.Context, namespace, name, source string) (map[string][]byte, error) {
 	var secret corev1.Secret
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -79,5 +99,5 @@ func (r *OCIRepositoryReconciler) cosignKeys(ctx context.Context, namespace, nam
 		}
 		return nil, fmt.Errorf("reading %s: %w", source, err)
 	}
-	return oci.ReadCosignKeys(source, secret.Data)
+	return secret.Data, nil
 }

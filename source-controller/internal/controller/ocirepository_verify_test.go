@@ -15,6 +15,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/testhelm"
 	"plumb.dev/source-controller/internal/oci/cosigntest"
+	"plumb.dev/source-controller/internal/oci/notationtest"
 )
 
 func verifyingOCI(obj *sourcev1.OCIRepository, secret string) *sourcev1.OCIRepository {
@@ -199,7 +200,8 @@ func TestOCIVerificationSecretProblemsAreClearAndRetried(t *testing.T) {
 }
 
 // What is not implemented is refused at admission rather than ignored:
-// notation, keyless cosign (matchOIDCIdentity), and a verify without keys.
+// keyless cosign (matchOIDCIdentity), another provider, and a verify
+// without a Secret.
 func TestOCIVerifyIsCheckedAtAdmission(t *testing.T) {
 	ns := namespace(t)
 	verifyWith := func(name string, verify map[string]any) map[string]any {
@@ -219,8 +221,9 @@ func TestOCIVerifyIsCheckedAtAdmission(t *testing.T) {
 	}{
 		{"defaulted", map[string]any{"secretRef": map[string]any{"name": "keys"}}, ""},
 		{"cosign", map[string]any{"provider": "cosign", "secretRef": map[string]any{"name": "keys"}}, ""},
-		{"notation", map[string]any{"provider": "notation", "secretRef": map[string]any{"name": "keys"}},
-			`spec.verify.provider: Unsupported value: "notation"`},
+		{"notation", map[string]any{"provider": "notation", "secretRef": map[string]any{"name": "keys"}}, ""},
+		{"another-provider", map[string]any{"provider": "gpg", "secretRef": map[string]any{"name": "keys"}},
+			`spec.verify.provider: Unsupported value: "gpg"`},
 		{"keyless", map[string]any{"provider": "cosign", "secretRef": map[string]any{"name": "keys"},
 			"matchOIDCIdentity": []any{map[string]any{"issuer": "^https://token.actions.githubusercontent.com$", "subject": ".*"}}},
 			`unknown field "spec.verify.matchOIDCIdentity"`},
@@ -239,7 +242,75 @@ func TestOCIVerifyIsCheckedAtAdmission(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			obj := &sourcev1.OCIRepository{}
 			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tt.name}, obj)).To(Succeed())
-			g.Expect(obj.Spec.Verify.Provider).To(Equal(sourcev1.OCIVerifyCosign))
+			g.Expect(obj.Spec.Verify.Provider).To(BeElementOf(sourcev1.OCIVerifyCosign, sourcev1.OCIVerifyNotation))
+			if tt.verify["provider"] == nil {
+				g.Expect(obj.Spec.Verify.Provider).To(Equal(sourcev1.OCIVerifyCosign), "the default")
+			}
+		})
+	}
+}
+
+// Notation: a signature by a certificate of the Secret's CA, for an
+// identity its trust policy trusts, makes the artifact; an unsigned
+// artifact, another CA's signature and a Secret without a trust policy
+// are refused, and nothing of them is pulled.
+func TestNotationSignaturesDecideWhetherAnOCIRevisionBecomesAnArtifact(t *testing.T) {
+	ca, otherCA := notationtest.NewCA(t, "release-ca"), notationtest.NewCA(t, "stranger-ca")
+	reg := newRegistry(t, testhelm.RegistryOptions{})
+	url := "oci://" + reg.Host() + "/notation/app"
+	repo := strings.TrimPrefix(url, "oci://")
+	signed := pushDir(t, url+":signed", map[string]string{"cm.yaml": configMap("signed")}, nil)
+	ca.NewSigner(t, "release").Sign(t, url, signed)
+	unsigned := pushDir(t, url+":unsigned", map[string]string{"cm.yaml": configMap("unsigned")}, nil)
+	foreign := pushDir(t, url+":foreign", map[string]string{"cm.yaml": configMap("foreign")}, nil)
+	otherCA.NewSigner(t, "release").Sign(t, url, foreign)
+	ns := namespace(t)
+	credentials(t, ns, "notation", map[string]string{
+		"trustpolicy.json": string(notationtest.TrustPolicy(t, []string{repo}, notationtest.Subject("release"))),
+		"ca.crt":           string(ca.PEM),
+	})
+	credentials(t, ns, "no-policy", map[string]string{"ca.crt": string(ca.PEM)})
+
+	tests := []struct {
+		name, tag, secret string
+		// revision is the artifact's when verified; "" when refused.
+		revision, reason, message string
+	}{
+		{name: "signed", tag: "signed", secret: "notation", revision: "signed@" + signed,
+			message: "verified notation signature of revision signed@" + signed + " with certificate CN=release,O=Plumb,L=Seattle,ST=WA,C=US"},
+		{name: "unsigned", tag: "unsigned", secret: "notation", reason: sourcev1.InvalidArtifactSignatureReason,
+			message: "revision unsigned@" + unsigned + " refused, no artifact made of it: the artifact " + unsigned + " is not signed: " + repo + " has no notation signature of it"},
+		{name: "signed-under-another-ca", tag: "foreign", secret: "notation", reason: sourcev1.InvalidArtifactSignatureReason,
+			message: "revision foreign@" + foreign + " refused, no artifact made of it: the artifact " + foreign +
+				" has no notation signature that trustpolicy.json of spec.verify.secretRef: Secret " + ns + "/notation accepts"},
+		{name: "no-trust-policy", tag: "signed", secret: "no-policy", reason: sourcev1.VerificationErrorReason,
+			message: "spec.verify.secretRef: Secret " + ns + "/no-policy has no trustpolicy.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			obj := newOCIRepository(ns, "notation-"+tt.name, url, &sourcev1.OCIRepositoryRef{Tag: tt.tag})
+			obj.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.OCIVerifyNotation, SecretRef: meta.LocalObjectReference{Name: tt.secret}}
+			g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+
+			if tt.revision != "" {
+				waitHelmReady(t, obj, tt.revision)
+				verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
+				g.Expect(verified).NotTo(BeNil())
+				g.Expect(verified.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(verified.Message).To(Equal(tt.message))
+				g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": configMap("signed")}))
+				return
+			}
+			waitHelmFailed(t, obj, tt.reason)
+			verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
+			g.Expect(verified).NotTo(BeNil())
+			g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(verified.Reason).To(Equal(tt.reason))
+			g.Expect(verified.Message).To(HavePrefix(tt.message))
+			g.Expect(obj.Status.Artifact).To(BeNil())
+			g.Expect(counterValue(t, "plumb_source_ocirepository_pulls_total", ns, obj.Name)).To(BeZero())
 		})
 	}
 }

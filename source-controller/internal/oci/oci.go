@@ -93,6 +93,9 @@ type Ref struct {
 type Client struct {
 	repo name.Repository
 	opts []remote.Option
+	// ctx and auth again, for VerifyNotation's client (oras-go's).
+	ctx  context.Context
+	auth authn.Authenticator
 }
 
 // NewClient parses url (oci://host[:port]/path, no tag or digest) and
@@ -117,7 +120,7 @@ func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []by
 			return nil, err
 		}
 	}
-	return &Client{repo: repo, opts: []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}}, nil
+	return &Client{repo: repo, opts: []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}, ctx: ctx, auth: auth}, nil
 }
 
 // dockerConfig is the part of a .dockerconfigjson read here.
