@@ -171,7 +171,8 @@
 //     (with spec.verify, also SourceVerified=True for this generation).
 //  3. verify (only with spec.verify): the digest must carry a cosign
 //     signature by a public key (.pub) of spec.verify.secretRef over a
-//     payload naming it (internal/oci, bounded). SourceVerified True, or
+//     payload naming it, or a notation signature its trustpolicy.json
+//     accepts, chaining to its certificates (internal/oci, bounded). SourceVerified True, or
 //     False with VerificationError or InvalidArtifactSignature, both
 //     retried with backoff; a refused revision is not even pulled.
 //  4. layer pulls the layer spec.layerSelector picks, at most

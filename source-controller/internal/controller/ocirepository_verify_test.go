@@ -266,7 +266,7 @@ func TestNotationSignaturesDecideWhetherAnOCIRevisionBecomesAnArtifact(t *testin
 	otherCA.NewSigner(t, "release").Sign(t, url, foreign)
 	ns := namespace(t)
 	credentials(t, ns, "notation", map[string]string{
-		"trustpolicy.json": string(notationtest.TrustPolicy(t, []string{repo}, notationtest.Subject("release"))),
+		"trustpolicy.json": string(notationtest.TrustPolicy(t, "strict", []string{repo}, notationtest.Subject("release"))),
 		"ca.crt":           string(ca.PEM),
 	})
 	credentials(t, ns, "no-policy", map[string]string{"ca.crt": string(ca.PEM)})

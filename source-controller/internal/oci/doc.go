@@ -49,6 +49,18 @@
 // cosign's and is written here as constants: three strings are not worth
 // cosign's module graph.
 //
+// VerifyNotation checks notation signatures with notation-go (the
+// library of the notation CLI, so a trust policy behaves as with
+// `notation verify`): ReadNotationTrust reads trustpolicy.json and the
+// .crt/.pem certificates of the Secret, every certificate being in every
+// trust store the policy names; the signatures are OCI referrers read
+// through oras-go with this client's credentials and scheme. notation-go
+// is the heavier dependency (about 50 packages and 100 go.sum lines:
+// notation-core-go, go-cose, tspclient-go, go-ldap for CRL distribution
+// points), taken because notation's envelopes, trust policy and
+// revocation rules are not something to rewrite; it is only ever reached
+// with provider notation.
+//
 // Errors carry a Kind (AuthFailed, InvalidSpec, NotFound, TooLarge,
 // NoLayer, Unverified) so the reconciler can map them to a reason and a
 // retry policy.

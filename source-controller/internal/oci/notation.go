@@ -126,10 +126,11 @@ func (t *NotationTrust) GetCertificates(context.Context, truststore.Type, string
 // Referrers API or its tag fallback) that trust's policy accepts for this
 // repository, and returns what accepted it: the trust policy statement's
 // name and the signing certificate's subject. At most MaxSignatures
-// signatures are tried. Its failures that say the artifact is not signed
-// as required have the Kind Unverified; a registry failure, a policy that
-// covers no statement for this repository, or an inconclusive check do
-// not.
+// signatures are tried. A statement that does not enforce authenticity
+// (audit, skip) is refused: it would pass anyone's signature. Its failures
+// that say the artifact is not signed as required have the Kind
+// Unverified; a registry failure, a policy with no statement for this
+// repository, or an inconclusive check do not.
 func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, error) {
 	target, err := remote.NewRepository(c.repo.Name())
 	if err != nil {
@@ -174,9 +175,11 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 		return "", errorf(Unverified, "the artifact %s: notation returned no verification outcome", digest)
 	}
 	o := outcomes[0]
-	if o.EnvelopeContent == nil {
-		// The policy's level is skip: nothing was verified.
-		return "", errorf(Unverified, "the artifact %s is not verified: the statement of %s for %s has the level %s", digest, TrustPolicyKey, c.repo, o.VerificationLevel.Name)
+	// Levels audit and skip (or an override) let notation succeed on a
+	// signature by anyone, or on none: that is no verification.
+	if o.VerificationLevel.Enforcement[trustpolicy.TypeAuthenticity] != trustpolicy.ActionEnforce || o.EnvelopeContent == nil {
+		return "", errorf(Unverified, "the artifact %s is not verified: the statement of %s for %s does not enforce authenticity (level %s), so any signature would pass",
+			digest, TrustPolicyKey, c.repo, o.VerificationLevel.Name)
 	}
 	subject := "unknown"
 	if chain := o.EnvelopeContent.SignerInfo.CertificateChain; len(chain) > 0 {

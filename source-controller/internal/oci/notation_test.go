@@ -20,18 +20,24 @@ func TestVerifyNotationFollowsTheTrustPolicy(t *testing.T) {
 	cases := []struct {
 		name       string
 		sign       func(t *testing.T, repo, digest string)
+		level      string
 		identities []string
 		want, err  string
 	}{
 		{"signed, any identity", func(t *testing.T, repo, digest string) { release.Sign(t, repo, digest) },
-			[]string{"*"}, "certificate CN=release,O=Plumb,L=Seattle,ST=WA,C=US", ""},
+			"strict", []string{"*"}, "certificate CN=release,O=Plumb,L=Seattle,ST=WA,C=US", ""},
+		{"signed, level permissive", func(t *testing.T, repo, digest string) { release.Sign(t, repo, digest) },
+			"permissive", []string{"*"}, "certificate CN=release", ""},
 		{"signed by the trusted identity", func(t *testing.T, repo, digest string) { release.Sign(t, repo, digest) },
-			[]string{notationtest.Subject("release")}, "certificate CN=release", ""},
+			"strict", []string{notationtest.Subject("release")}, "certificate CN=release", ""},
 		{"signed by an identity the policy does not trust", func(t *testing.T, repo, digest string) { intern.Sign(t, repo, digest) },
-			[]string{notationtest.Subject("release")}, "", "has no notation signature that trustpolicy.json of Secret ns/trust accepts"},
+			"strict", []string{notationtest.Subject("release")}, "", "has no notation signature that trustpolicy.json of Secret ns/trust accepts"},
 		{"signed under another CA", func(t *testing.T, repo, digest string) { stranger.Sign(t, repo, digest) },
-			[]string{"*"}, "", "has no notation signature that trustpolicy.json of Secret ns/trust accepts"},
-		{"unsigned", func(*testing.T, string, string) {}, []string{"*"}, "", "is not signed: "},
+			"strict", []string{"*"}, "", "has no notation signature that trustpolicy.json of Secret ns/trust accepts"},
+		{"signed under another CA, level audit", func(t *testing.T, repo, digest string) { stranger.Sign(t, repo, digest) },
+			"audit", []string{"*"}, "", "does not enforce authenticity (level audit)"},
+		{"unsigned, level skip", func(*testing.T, string, string) {}, "skip", []string{"*"}, "", "does not enforce authenticity (level skip)"},
+		{"unsigned", func(*testing.T, string, string) {}, "strict", []string{"*"}, "", "is not signed: "},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -39,7 +45,7 @@ func TestVerifyNotationFollowsTheTrustPolicy(t *testing.T) {
 			digest := pushArtifact(t, repo, c.name)
 			c.sign(t, repo, digest.String())
 			trust, err := ReadNotationTrust("Secret ns/trust", map[string][]byte{
-				TrustPolicyKey: notationtest.TrustPolicy(t, []string{repo}, c.identities...),
+				TrustPolicyKey: notationtest.TrustPolicy(t, c.level, []string{repo}, c.identities...),
 				"ca.crt":       ca.PEM,
 			})
 			if err != nil {
@@ -72,7 +78,7 @@ func TestVerifyNotationPolicyForAnotherRepositoryIsNotAVerdict(t *testing.T) {
 	digest := pushArtifact(t, repo, "elsewhere")
 	ca.NewSigner(t, "release").Sign(t, repo, digest.String())
 	trust, err := ReadNotationTrust("Secret ns/trust", map[string][]byte{
-		TrustPolicyKey: notationtest.TrustPolicy(t, []string{host + "/other"}, "*"),
+		TrustPolicyKey: notationtest.TrustPolicy(t, "strict", []string{host + "/other"}, "*"),
 		"ca.crt":       ca.PEM,
 	})
 	if err != nil {
@@ -92,7 +98,7 @@ func TestVerifyNotationPolicyForAnotherRepositoryIsNotAVerdict(t *testing.T) {
 // document, the certificates must parse, and both are bounded.
 func TestReadNotationTrustRefusesUnusableSecrets(t *testing.T) {
 	ca := notationtest.NewCA(t, "release-ca")
-	policy := notationtest.TrustPolicy(t, []string{"*"}, "*")
+	policy := notationtest.TrustPolicy(t, "strict", []string{"*"}, "*")
 	cases := []struct {
 		name string
 		data map[string][]byte

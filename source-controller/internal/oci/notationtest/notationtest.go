@@ -117,21 +117,23 @@ func (s *Signer) Sign(t testing.TB, repo, digest string) {
 	}
 }
 
-// TrustPolicy is a trustpolicy.json with one strict statement named
-// "release" for the registry scopes (host/path, or "*"), trusting the
-// store ca:release and the identities ("*" for any).
-func TrustPolicy(t testing.TB, scopes []string, identities ...string) []byte {
+// TrustPolicy is a trustpolicy.json with one statement named "release"
+// of the level (strict, permissive, audit, skip) for the registry scopes
+// (host/path, or "*"), trusting the store ca:release and the identities
+// ("*" for any; none for skip).
+func TrustPolicy(t testing.TB, level string, scopes []string, identities ...string) []byte {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{
-		"version": "1.0",
-		"trustPolicies": []any{map[string]any{
-			"name":                  "release",
-			"registryScopes":        scopes,
-			"signatureVerification": map[string]any{"level": "strict"},
-			"trustStores":           []string{"ca:release"},
-			"trustedIdentities":     identities,
-		}},
-	})
+	statement := map[string]any{
+		"name":                  "release",
+		"registryScopes":        scopes,
+		"signatureVerification": map[string]any{"level": level},
+	}
+	// notation refuses stores and identities in a statement that skips.
+	if level != "skip" {
+		statement["trustStores"] = []string{"ca:release"}
+		statement["trustedIdentities"] = identities
+	}
+	b, err := json.Marshal(map[string]any{"version": "1.0", "trustPolicies": []any{statement}})
 	if err != nil {
 		t.Fatal(err)
 	}
