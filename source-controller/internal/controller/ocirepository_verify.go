@@ -6,11 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 
-	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/message"
 	plumbreconcile "plumb.dev/pkg/reconcile"
@@ -41,24 +37,17 @@ func (r *OCIRepositoryReconciler) reconcileVerify(ctx context.Context, obj *sour
 	if st.upToDate {
 		return nil
 	}
-	key, err := r.verify(ctx, obj, v, st)
+	signer, err := r.verify(ctx, obj, v, st)
 	if err != nil {
-		var e *plumbreconcile.Error
-		if errors.As(err, &e) {
-			conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, e.Reason, "%s", err.Error())
-		}
-		return err
+		return markVerified(obj, "", err)
 	}
-	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason,
-		"verified %s signature of revision %s with %s", v.GetProvider(), st.revision, key)
-	return nil
+	return markVerified(obj, fmt.Sprintf("verified %s signature of revision %s with %s", v.GetProvider(), st.revision, signer), nil)
 }
 
 // verify returns what signed the resolved digest (a key of the Secret, a
 // certificate); its errors are *plumbreconcile.Error.
 func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIRepository, v *sourcev1.OCIRepositoryVerification, st *ociState) (string, error) {
-	source := "spec.verify.secretRef: Secret " + obj.Namespace + "/" + v.SecretRef.Name
-	data, err := r.secretData(ctx, obj.Namespace, v.SecretRef.Name, source)
+	data, source, err := verificationSecret(ctx, r.Client, obj.Namespace, v.SecretRef.Name)
 	if err != nil {
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, err)
 	}
@@ -87,17 +76,4 @@ func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIR
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, errors.New(message.StripUserInfo(err.Error())))
 	}
 	return signer, nil
-}
-
-// secretData reads the data of the Secret name in namespace; source
-// names it in messages.
-func (r *OCIRepositoryReconciler) secretData(ctx context.Context, namespace, name, source string) (map[string][]byte, error) {
-	var secret corev1.Secret
-	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s not found", source)
-		}
-		return nil, fmt.Errorf("reading %s: %w", source, err)
-	}
-	return secret.Data, nil
 }

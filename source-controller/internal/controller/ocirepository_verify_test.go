@@ -35,56 +35,71 @@ func TestCosignSignaturesDecideWhetherAnOCIRevisionBecomesAnArtifact(t *testing.
 	ns := namespace(t)
 	credentials(t, ns, "cosign-keys", map[string]string{"release.pub": string(trusted.PublicPEM)})
 
-	tests := []struct {
-		name, tag string
-		// revision is the artifact's when verified; "" when refused.
-		revision string
-		message  string // SourceVerified's message (a part of it when refused)
-	}{
-		{name: "signed", tag: "signed", revision: "signed@" + signed,
+	tests := []ociVerifyCase{
+		{name: "signed", tag: "signed", secret: "cosign-keys", revision: "signed@" + signed,
 			message: "verified cosign signature of revision signed@" + signed + " with key release.pub of spec.verify.secretRef"},
-		{name: "unsigned", tag: "unsigned",
+		{name: "unsigned", tag: "unsigned", secret: "cosign-keys", reason: sourcev1.InvalidArtifactSignatureReason,
 			message: "revision unsigned@" + unsigned + " refused, no artifact made of it: the artifact " + unsigned +
 				" is not signed: " + strings.TrimPrefix(url, "oci://") + " has no cosign signature tag sha256-" + strings.TrimPrefix(unsigned, "sha256:") + ".sig"},
-		{name: "signed-by-a-stranger", tag: "foreign",
+		{name: "signed-by-a-stranger", tag: "foreign", secret: "cosign-keys", reason: sourcev1.InvalidArtifactSignatureReason,
 			message: "revision foreign@" + foreign + " refused, no artifact made of it: the artifact " + foreign +
 				" has no valid cosign signature by the keys of spec.verify.secretRef: Secret " + ns + "/cosign-keys (signature 1: made by none of the keys)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := NewWithT(t)
-			obj := verifyingOCI(newOCIRepository(ns, tt.name, url, &sourcev1.OCIRepositoryRef{Tag: tt.tag}), "cosign-keys")
-			g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
-
-			if tt.revision != "" {
-				waitHelmReady(t, obj, tt.revision)
-				verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
-				g.Expect(verified).NotTo(BeNil())
-				g.Expect(verified.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(verified.Reason).To(Equal(meta.SucceededReason))
-				g.Expect(verified.Message).To(Equal(tt.message))
-				g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": configMap("signed")}))
-				return
-			}
-
-			waitHelmFailed(t, obj, sourcev1.InvalidArtifactSignatureReason)
-			g.Expect(conditionOf(obj, meta.ReadyCondition).Message).To(ContainSubstring(tt.message))
-			verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
-			g.Expect(verified).NotTo(BeNil())
-			g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(verified.Reason).To(Equal(sourcev1.InvalidArtifactSignatureReason))
-			g.Expect(verified.Message).To(Equal(tt.message))
-			// Nothing was pulled, let alone stored, of the refused revision.
-			g.Expect(obj.Status.Artifact).To(BeNil())
-			g.Expect(counterValue(t, "plumb_source_ocirepository_pulls_total", ns, tt.name)).To(BeZero())
-			g.Expect(conditionOf(obj, meta.ReconcilingCondition).Reason).To(Equal(meta.ProgressingWithRetryReason))
-			evs := streamEvents(t, events.Subject(sourcev1.OCIRepositoryKind, ns, tt.name), 1)
-			g.Expect(evs[0].Reason).To(Equal(sourcev1.InvalidArtifactSignatureReason))
-			g.Expect(evs[0].Severity).To(Equal(events.SeverityError))
-			g.Expect(evs[0].Message).To(ContainSubstring(tt.message))
+			checkOCIVerifyCase(t, ns, url, sourcev1.OCIVerifyCosign, tt)
 		})
 	}
+}
+
+// ociVerifyCase is an OCIRepository with spec.verify and what becomes of
+// it.
+type ociVerifyCase struct {
+	name, tag, secret string
+	// revision is the artifact's when verified; "" when refused with
+	// reason.
+	revision, reason string
+	message          string // SourceVerified's message (its start when refused)
+}
+
+// checkOCIVerifyCase creates the OCIRepository of tt for the tag of url,
+// verified by provider, and checks the outcome: the artifact of the
+// content "signed" with SourceVerified=True, or no artifact, nothing
+// pulled, SourceVerified=False and Ready=False with the reason, a retry
+// and an error event.
+func checkOCIVerifyCase(t *testing.T, ns, url, provider string, tt ociVerifyCase) {
+	g := NewWithT(t)
+	obj := newOCIRepository(ns, provider+"-"+tt.name, url, &sourcev1.OCIRepositoryRef{Tag: tt.tag})
+	obj.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: provider, SecretRef: meta.LocalObjectReference{Name: tt.secret}}
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+
+	if tt.revision != "" {
+		waitHelmReady(t, obj, tt.revision)
+		verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
+		g.Expect(verified).NotTo(BeNil())
+		g.Expect(verified.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(verified.Reason).To(Equal(meta.SucceededReason))
+		g.Expect(verified.Message).To(Equal(tt.message))
+		g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": configMap("signed")}))
+		return
+	}
+
+	waitHelmFailed(t, obj, tt.reason)
+	g.Expect(conditionOf(obj, meta.ReadyCondition).Message).To(ContainSubstring(tt.message))
+	verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
+	g.Expect(verified).NotTo(BeNil())
+	g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(verified.Reason).To(Equal(tt.reason))
+	g.Expect(verified.Message).To(HavePrefix(tt.message))
+	// Nothing was pulled, let alone stored, of the refused revision.
+	g.Expect(obj.Status.Artifact).To(BeNil())
+	g.Expect(counterValue(t, "plumb_source_ocirepository_pulls_total", ns, obj.Name)).To(BeZero())
+	g.Expect(conditionOf(obj, meta.ReconcilingCondition).Reason).To(Equal(meta.ProgressingWithRetryReason))
+	evs := streamEvents(t, events.Subject(sourcev1.OCIRepositoryKind, ns, obj.Name), 1)
+	g.Expect(evs[0].Reason).To(Equal(tt.reason))
+	g.Expect(evs[0].Severity).To(Equal(events.SeverityError))
+	g.Expect(evs[0].Message).To(ContainSubstring(tt.message))
 }
 
 // An unsigned push to the followed tag is refused while the verified
@@ -271,11 +286,7 @@ func TestNotationSignaturesDecideWhetherAnOCIRevisionBecomesAnArtifact(t *testin
 	})
 	credentials(t, ns, "no-policy", map[string]string{"ca.crt": string(ca.PEM)})
 
-	tests := []struct {
-		name, tag, secret string
-		// revision is the artifact's when verified; "" when refused.
-		revision, reason, message string
-	}{
+	tests := []ociVerifyCase{
 		{name: "signed", tag: "signed", secret: "notation", revision: "signed@" + signed,
 			message: "verified notation signature of revision signed@" + signed + " with certificate CN=release,O=Plumb,L=Seattle,ST=WA,C=US"},
 		{name: "unsigned", tag: "unsigned", secret: "notation", reason: sourcev1.InvalidArtifactSignatureReason,
@@ -289,28 +300,7 @@ func TestNotationSignaturesDecideWhetherAnOCIRevisionBecomesAnArtifact(t *testin
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := NewWithT(t)
-			obj := newOCIRepository(ns, "notation-"+tt.name, url, &sourcev1.OCIRepositoryRef{Tag: tt.tag})
-			obj.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.OCIVerifyNotation, SecretRef: meta.LocalObjectReference{Name: tt.secret}}
-			g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
-
-			if tt.revision != "" {
-				waitHelmReady(t, obj, tt.revision)
-				verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
-				g.Expect(verified).NotTo(BeNil())
-				g.Expect(verified.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(verified.Message).To(Equal(tt.message))
-				g.Expect(files(t, download(t, obj.Status.Artifact))).To(Equal(map[string]string{"cm.yaml": configMap("signed")}))
-				return
-			}
-			waitHelmFailed(t, obj, tt.reason)
-			verified := conditionOf(obj, sourcev1.SourceVerifiedCondition)
-			g.Expect(verified).NotTo(BeNil())
-			g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(verified.Reason).To(Equal(tt.reason))
-			g.Expect(verified.Message).To(HavePrefix(tt.message))
-			g.Expect(obj.Status.Artifact).To(BeNil())
-			g.Expect(counterValue(t, "plumb_source_ocirepository_pulls_total", ns, obj.Name)).To(BeZero())
+			checkOCIVerifyCase(t, ns, url, sourcev1.OCIVerifyNotation, tt)
 		})
 	}
 }

@@ -153,10 +153,10 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 	ref := c.repo.Name() + "@" + digest.String()
 	_, outcomes, err := notation.Verify(c.ctx, v, repo, notation.VerifyOptions{ArtifactReference: ref, MaxSignatureAttempts: MaxSignatures})
 	var (
-		retrieval    notation.ErrorSignatureRetrievalFailed
-		failed       notation.ErrorVerificationFailed
-		inconclusive notation.ErrorVerificationInconclusive
-		noPolicy     notation.ErrorNoApplicableTrustPolicy
+		retrieval    notation.SignatureRetrievalFailedError
+		failed       notation.VerificationFailedError
+		inconclusive notation.VerificationInconclusiveError
+		noPolicy     notation.NoApplicableTrustPolicyError
 	)
 	switch {
 	case err == nil:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"plumb.dev/source-controller/internal/oci/notationtest"
 )
 
@@ -44,18 +46,7 @@ func TestVerifyNotationFollowsTheTrustPolicy(t *testing.T) {
 			repo := fmt.Sprintf("%s/notation/case%d", host, i)
 			digest := pushArtifact(t, repo, c.name)
 			c.sign(t, repo, digest.String())
-			trust, err := ReadNotationTrust("Secret ns/trust", map[string][]byte{
-				TrustPolicyKey: notationtest.TrustPolicy(t, c.level, []string{repo}, c.identities...),
-				"ca.crt":       ca.PEM,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			client, err := NewClient(context.Background(), "oci://"+repo, true, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := client.VerifyNotation(digest, trust)
+			got, err := verifyNotation(t, repo, digest, notationtest.TrustPolicy(t, c.level, []string{repo}, c.identities...), ca)
 			if c.err != "" {
 				if err == nil || KindOf(err) != Unverified || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("want an Unverified error with %q, got %v", c.err, err)
@@ -77,18 +68,7 @@ func TestVerifyNotationPolicyForAnotherRepositoryIsNotAVerdict(t *testing.T) {
 	repo := host + "/notation/elsewhere"
 	digest := pushArtifact(t, repo, "elsewhere")
 	ca.NewSigner(t, "release").Sign(t, repo, digest.String())
-	trust, err := ReadNotationTrust("Secret ns/trust", map[string][]byte{
-		TrustPolicyKey: notationtest.TrustPolicy(t, "strict", []string{host + "/other"}, "*"),
-		"ca.crt":       ca.PEM,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := NewClient(context.Background(), "oci://"+repo, true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = client.VerifyNotation(digest, trust)
+	_, err := verifyNotation(t, repo, digest, notationtest.TrustPolicy(t, "strict", []string{host + "/other"}, "*"), ca)
 	if err == nil || KindOf(err) == Unverified || !strings.Contains(err.Error(), "no statement of trustpolicy.json applies") {
 		t.Fatalf("want a policy error that is not Unverified, got %v", err)
 	}
@@ -129,4 +109,19 @@ func TestReadNotationTrustRefusesUnusableSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// verifyNotation verifies digest in repo (host/path) with a Secret of
+// policy and the certificate of ca.
+func verifyNotation(t *testing.T, repo string, digest v1.Hash, policy []byte, ca *notationtest.CA) (string, error) {
+	t.Helper()
+	trust, err := ReadNotationTrust("Secret ns/trust", map[string][]byte{TrustPolicyKey: policy, "ca.crt": ca.PEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewClient(context.Background(), "oci://"+repo, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.VerifyNotation(digest, trust)
 }
