@@ -81,8 +81,8 @@ type OCIRepositorySpec struct {
 	Insecure bool `json:"insecure,omitempty"`
 
 	// Verify makes a revision an artifact only when its manifest carries a
-	// signature by a trusted key; the last verified artifact is served
-	// meanwhile.
+	// signature that spec.verify.secretRef trusts; the last verified
+	// artifact is served meanwhile.
 	// +optional
 	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
 
