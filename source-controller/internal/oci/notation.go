@@ -129,8 +129,9 @@ func (t *NotationTrust) GetCertificates(context.Context, truststore.Type, string
 // signatures are tried. A statement that does not enforce authenticity
 // (audit, skip) is refused: it would pass anyone's signature. Its failures
 // that say the artifact is not signed as required have the Kind
-// Unverified; a registry failure, a policy with no statement for this
-// repository, or an inconclusive check do not.
+// Unverified (a signature that needs a notation plugin among them:
+// plugins are not run); a registry failure or a policy with no statement
+// for this repository do not.
 func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, error) {
 	target, err := remote.NewRepository(c.repo.Name())
 	if err != nil {
@@ -155,7 +156,6 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 	var (
 		retrieval    notation.SignatureRetrievalFailedError
 		failed       notation.VerificationFailedError
-		inconclusive notation.VerificationInconclusiveError
 		noPolicy     notation.NoApplicableTrustPolicyError
 	)
 	switch {
@@ -164,8 +164,6 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 		return "", errorf(Unverified, "the artifact %s is not signed: %s has no notation signature of it", digest, c.repo)
 	case errors.As(err, &noPolicy):
 		return "", fmt.Errorf("%s: no statement of %s applies to %s: %v", trust.source, TrustPolicyKey, c.repo, err)
-	case errors.As(err, &inconclusive):
-		return "", fmt.Errorf("the notation signatures of %s could not be checked: %v", digest, err)
 	case errors.As(err, &failed):
 		return "", errorf(Unverified, "the artifact %s has no notation signature that %s of %s accepts: %v", digest, TrustPolicyKey, trust.source, err)
 	default:
