@@ -154,9 +154,9 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 	ref := c.repo.Name() + "@" + digest.String()
 	_, outcomes, err := notation.Verify(c.ctx, v, repo, notation.VerifyOptions{ArtifactReference: ref, MaxSignatureAttempts: MaxSignatures})
 	var (
-		retrieval    notation.SignatureRetrievalFailedError
-		failed       notation.VerificationFailedError
-		noPolicy     notation.NoApplicableTrustPolicyError
+		retrieval notation.SignatureRetrievalFailedError
+		failed    notation.VerificationFailedError
+		noPolicy  notation.NoApplicableTrustPolicyError
 	)
 	switch {
 	case err == nil:
