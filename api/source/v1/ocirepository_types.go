@@ -24,6 +24,19 @@ const (
 	// extraction refuses (a path out of the root, a link, too many files,
 	// more than --oci-max-extracted-size).
 	OCILayerOperationFailedReason = "OCIArtifactLayerOperationFailed"
+	// InvalidArtifactSignatureReason: with spec.verify, the resolved
+	// manifest carries no signature of the provider, or none that
+	// spec.verify.secretRef trusts (SourceVerified=False).
+	InvalidArtifactSignatureReason = "InvalidArtifactSignature"
+)
+
+// Signature providers of spec.verify.provider.
+const (
+	// OCIVerifyCosign checks cosign signatures made with a key pair.
+	OCIVerifyCosign = "cosign"
+	// OCIVerifyNotation checks notation signatures against a trust policy
+	// and CA certificates.
+	OCIVerifyNotation = "notation"
 )
 
 // Layer operations of spec.layerSelector.operation.
@@ -66,6 +79,12 @@ type OCIRepositorySpec struct {
 	// Insecure allows plain HTTP to the registry.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// Verify makes a revision an artifact only when its manifest carries a
+	// signature that spec.verify.secretRef trusts; the last verified
+	// artifact is served meanwhile.
+	// +optional
+	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
 
 	// Interval between two checks of the reference.
 	// +required
@@ -117,6 +136,33 @@ type OCIRepositoryRef struct {
 	Tag string `json:"tag,omitempty"`
 }
 
+// OCIRepositoryVerification says which signatures an artifact needs.
+// Keyless cosign (Flux's matchOIDCIdentity) is not implemented, so it is
+// not in the CRD (docs/api/ocirepository.md).
+type OCIRepositoryVerification struct {
+	// Provider of the signatures: cosign or notation.
+	// +optional
+	// +kubebuilder:default:=cosign
+	// +kubebuilder:validation:Enum=cosign;notation
+	Provider string `json:"provider,omitempty"`
+
+	// SecretRef names a Secret in the same namespace with what is trusted.
+	// cosign: the data keys ending in .pub hold public keys (PEM), and a
+	// signature by any of them is trusted. notation: trustpolicy.json is
+	// the trust policy, and the values of keys ending in .crt or .pem are
+	// the certificates of its trust stores.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// GetProvider returns spec.verify.provider, cosign when unset.
+func (in *OCIRepositoryVerification) GetProvider() string {
+	if in.Provider == "" {
+		return OCIVerifyCosign
+	}
+	return in.Provider
+}
+
 // OCILayerSelector picks the layer of the artifact that holds the content.
 type OCILayerSelector struct {
 	// MediaType of the layer; the first layer with it is used. Unset: the
@@ -138,7 +184,8 @@ type OCIRepositoryStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage.
+	// Conditions: Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage,
+	// SourceVerified (with spec.verify).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -160,19 +160,32 @@
 //
 // # OCIRepository
 //
-// The GitRepository's steps without verify (ocirepository_controller.go,
-// internal/oci, docs/design/oci-artifacts.md): storage re-verifies the
-// artifact; source resolves spec.ref (digest, then semver with
-// semverFilter, then tag, latest by default) to a manifest digest and,
-// unless the verified artifact of this generation has that revision,
-// pulls the layer spec.layerSelector picks, at most --oci-max-layer-size
-// bytes, and extracts it with pkg/artifact's checks (at most
-// --oci-max-extracted-size); artifact stores
-// ocirepository/<ns>/<name>/<manifest hex>.tar.gz, the tree repacked
-// (extract) or the layer as it is (copy), revision <tag>@sha256:<hex> or
-// sha256:<hex>. Failures set FetchFailed with AuthenticationFailed,
+// The GitRepository's steps, with the pull in a step of its own after
+// verify (ocirepository_controller.go, ocirepository_verify.go,
+// internal/oci, docs/design/oci-artifacts.md):
+//
+//  1. storage re-verifies the artifact.
+//  2. source resolves spec.ref (digest, then semver with semverFilter,
+//     then tag, latest by default) to a manifest digest; nothing is new
+//     when the verified artifact of this generation has that revision
+//     (with spec.verify, also SourceVerified=True for this generation).
+//  3. verify (only with spec.verify): the digest must carry a cosign
+//     signature by a public key (.pub) of spec.verify.secretRef over a
+//     payload naming it, or a notation signature its trustpolicy.json
+//     accepts, chaining to its certificates (internal/oci, bounded). SourceVerified True, or
+//     False with VerificationError or InvalidArtifactSignature, both
+//     retried with backoff; a refused revision is not even pulled.
+//  4. layer pulls the layer spec.layerSelector picks, at most
+//     --oci-max-layer-size bytes, and extracts it with pkg/artifact's
+//     checks (at most --oci-max-extracted-size).
+//  5. artifact stores ocirepository/<ns>/<name>/<manifest hex>.tar.gz,
+//     the tree repacked (extract) or the layer as it is (copy), revision
+//     <tag>@sha256:<hex> or sha256:<hex>.
+//
+// Failures of source and layer set FetchFailed with AuthenticationFailed,
 // InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
-// or OCIArtifactPullFailed (retried), and keep the last artifact.
+// or OCIArtifactPullFailed (retried); every failure keeps the last
+// artifact.
 //
 // # Events
 //

@@ -257,7 +257,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(target.Revision()) &&
-		verifiedForGeneration(obj) && !contentSpecChanged(obj) && !includesChanged(obj, st.includes) {
+		verifiedForGeneration(obj, obj.Spec.Verification != nil) && !contentSpecChanged(obj) && !includesChanged(obj, st.includes) {
 		st.upToDate = true
 		st.target = target
 		return nil

@@ -7,12 +7,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
-	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
@@ -42,15 +37,7 @@ func (r *GitRepositoryReconciler) reconcileVerify(ctx context.Context, obj *sour
 		return nil
 	}
 	msg, err := r.verify(ctx, obj, v, st.target, st.checkout)
-	if err != nil {
-		var e *plumbreconcile.Error
-		if errors.As(err, &e) {
-			conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, e.Reason, "%s", err.Error())
-		}
-		return err
-	}
-	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason, "%s", msg)
-	return nil
+	return markVerified(obj, msg, err)
 }
 
 // verify checks what v asks for on target, checked out at dir, and
@@ -93,26 +80,9 @@ func refused(target git.Target, err error) error {
 
 // keyRing reads the public keys of the Secret name in namespace.
 func (r *GitRepositoryReconciler) keyRing(ctx context.Context, namespace, name string) (*git.KeyRing, error) {
-	source := "spec.verify.secretRef: Secret " + namespace + "/" + name
-	var secret corev1.Secret
-	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s not found", source)
-		}
-		return nil, fmt.Errorf("reading %s: %w", source, err)
+	data, source, err := verificationSecret(ctx, r.Client, namespace, name)
+	if err != nil {
+		return nil, err
 	}
-	return git.ReadKeyRing(source, secret.Data)
-}
-
-// verifiedForGeneration reports whether an artifact of this generation
-// needs no new verification: spec.verify is unset, or SourceVerified is
-// True for this generation. The source step fetches again otherwise, so
-// that an artifact made before spec.verify, or kept through a refusal, is
-// never taken as verified.
-func verifiedForGeneration(obj *sourcev1.GitRepository) bool {
-	if obj.Spec.Verification == nil {
-		return true
-	}
-	c := conditions.Get(obj, sourcev1.SourceVerifiedCondition)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation
+	return git.ReadKeyRing(source, data)
 }

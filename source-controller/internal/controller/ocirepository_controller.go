@@ -84,8 +84,12 @@ type ociState struct {
 	upToDate bool
 	digest   v1.Hash
 	revision string
-	tmp      string
-	layer    *oci.Layer
+	// client reaches the repository for the steps after source, within
+	// spec.timeout; cancel ends that bound.
+	client *oci.Client
+	cancel context.CancelFunc
+	tmp    string
+	layer  *oci.Layer
 	// layerFile is the pulled layer; tree the extracted one.
 	layerFile, tree string
 }
@@ -118,8 +122,9 @@ func (r *OCIRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 	return r.sk
 }
 
-// Reconcile runs, for a live object, the steps storage, source and
-// artifact (pkg/reconcile summarizes, writes status and requeues).
+// Reconcile runs, for a live object, the steps storage, source, verify,
+// layer and artifact (pkg/reconcile summarizes, writes status and
+// requeues).
 func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &sourcev1.OCIRepository{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -130,6 +135,9 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	st := &ociState{}
 	defer func() {
+		if st.cancel != nil {
+			st.cancel()
+		}
 		if st.tmp != "" {
 			_ = os.RemoveAll(st.tmp)
 		}
@@ -137,6 +145,8 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
+		plumbreconcile.Bind("verify", r.reconcileVerify, obj, st),
+		plumbreconcile.Bind("layer", r.reconcileLayer, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
 	)
 }
@@ -148,17 +158,32 @@ func (r *OCIRepositoryReconciler) reconcileStorage(_ context.Context, obj *sourc
 	return nil
 }
 
-// reconcileSource resolves spec.ref to a manifest digest and, unless the
-// verified artifact of this generation has that revision, pulls the
-// selected layer and extracts it with pkg/artifact's checks. Sets
-// FetchFailed: True on failure with reason AuthenticationFailed (Secret
-// missing or unusable, registry refused), InvalidSpec (stalled: URL,
-// semver range or filter unusable), OCIArtifactLayerOperationFailed
-// (stalled, polled every interval: no such layer, over
-// --oci-max-layer-size, not a tar.gz, unsafe entries — a new push may
-// fix it) or OCIArtifactPullFailed (retried); deleted on success.
+// reconcileSource resolves spec.ref to a manifest digest and decides
+// whether there is anything new: nothing is when the verified artifact of
+// this generation has that revision (and, with spec.verify,
+// SourceVerified is True for this generation). Sets FetchFailed: True on
+// failure with reason AuthenticationFailed (Secret missing or unusable,
+// registry refused), InvalidSpec (stalled: URL, semver range or filter
+// unusable) or OCIArtifactPullFailed (retried); deleted on success.
 func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
-	err := r.pull(ctx, obj, st)
+	return fetchStep(obj, r.resolve(ctx, obj, st))
+}
+
+// reconcileLayer pulls the selected layer of a new revision and extracts
+// it with pkg/artifact's checks. Sets FetchFailed: True on failure with
+// reason OCIArtifactLayerOperationFailed (stalled, polled every interval:
+// no such layer, over --oci-max-layer-size, not a tar.gz, unsafe entries —
+// a new push may fix it), AuthenticationFailed or OCIArtifactPullFailed
+// (retried); deleted on success.
+func (r *OCIRepositoryReconciler) reconcileLayer(_ context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
+	if st.upToDate {
+		return nil
+	}
+	return fetchStep(obj, r.pullLayer(obj, st))
+}
+
+// fetchStep records the outcome of a registry fetch in FetchFailed.
+func fetchStep(obj *sourcev1.OCIRepository, err error) error {
 	if err == nil {
 		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return nil
@@ -186,28 +211,29 @@ func ociFailure(err error, interval time.Duration) *plumbreconcile.Error {
 // errLayer marks a layer that was pulled but cannot be used.
 var errLayer = errors.New("the layer cannot be used")
 
-func (r *OCIRepositoryReconciler) pull(ctx context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
+func (r *OCIRepositoryReconciler) resolve(ctx context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
 	dockerConfig, err := r.dockerConfig(ctx, obj)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
-	defer cancel()
-	c, err := oci.NewClient(ctx, obj.Spec.URL, obj.Spec.Insecure, dockerConfig)
-	if err != nil {
+	ctx, st.cancel = context.WithTimeout(ctx, obj.GetTimeout().Duration)
+	if st.client, err = oci.NewClient(ctx, obj.Spec.URL, obj.Spec.Insecure, dockerConfig); err != nil {
 		return err
 	}
 	var ref oci.Ref
 	if s := obj.Spec.Reference; s != nil {
 		ref = oci.Ref{Digest: s.Digest, SemVer: s.SemVer, SemverFilter: s.SemverFilter, Tag: s.Tag}
 	}
-	if st.digest, st.revision, err = c.Resolve(ref); err != nil {
+	if st.digest, st.revision, err = st.client.Resolve(ref); err != nil {
 		return err
 	}
-	if st.artifactOK && obj.Status.ObservedGeneration == obj.Generation && obj.Status.Artifact.HasRevision(st.revision) {
-		st.upToDate = true
-		return nil
-	}
+	st.upToDate = st.artifactOK && obj.Status.ObservedGeneration == obj.Generation &&
+		obj.Status.Artifact.HasRevision(st.revision) && verifiedForGeneration(obj, obj.Spec.Verify != nil)
+	return nil
+}
+
+func (r *OCIRepositoryReconciler) pullLayer(obj *sourcev1.OCIRepository, st *ociState) error {
+	var err error
 	if st.tmp, err = os.MkdirTemp(r.TmpDir, "ocirepository-"+obj.Namespace+"-"+obj.Name+"-"); err != nil {
 		return err
 	}
@@ -218,7 +244,7 @@ func (r *OCIRepositoryReconciler) pull(ctx context.Context, obj *sourcev1.OCIRep
 	}
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	maxSize := maxOr(r.MaxLayerSize, DefaultMaxOCILayerSize)
-	if st.layer, err = c.Pull(st.digest, mediaType, maxSize, st.layerFile); err != nil {
+	if st.layer, err = st.client.Pull(st.digest, mediaType, maxSize, st.layerFile); err != nil {
 		return err
 	}
 	// Extracted in both operations: a copied layer must be as safe to

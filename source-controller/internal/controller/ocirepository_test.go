@@ -255,15 +255,15 @@ func TestOCIRepositoryRefusesUnknownFieldsAndATaggedURL(t *testing.T) {
 
 	u := map[string]any{
 		"apiVersion": sourcev1.GroupVersion.String(), "kind": sourcev1.OCIRepositoryKind,
-		"metadata": map[string]any{"namespace": ns, "name": "verify"},
+		"metadata": map[string]any{"namespace": ns, "name": "provider"},
 		"spec": map[string]any{
 			"url": "oci://ghcr.io/org/repo", "interval": "5m",
-			"verify": map[string]any{"provider": "cosign"},
+			"provider": "aws",
 		},
 	}
 	err = createStrict(u)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.Error()).To(ContainSubstring(`unknown field "spec.verify"`))
+	g.Expect(err.Error()).To(ContainSubstring(`unknown field "spec.provider"`))
 }
 
 // --- helpers ---

@@ -41,6 +41,9 @@ const (
 	TooLarge
 	// NoLayer: the manifest has no layer (of the selected media type).
 	NoLayer
+	// Unverified: with spec.verify, the manifest carries no signature by
+	// a trusted key over its digest.
+	Unverified
 )
 
 // Error is a failure of Resolve or Pull with its Kind.
@@ -95,6 +98,11 @@ type Client struct {
 	ctx  context.Context
 	repo name.Repository
 	opts []remote.Option
+	// auth is for VerifyNotation's client (oras-go's), and plainHTTP
+	// whether it may use plain HTTP: with spec.insecure, or without
+	// credentials where go-containerregistry would (httpsOnly).
+	auth      authn.Authenticator
+	plainHTTP bool
 }
 
 // NewClient parses url (oci://host[:port]/path, no tag or digest) and
@@ -123,7 +131,8 @@ func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []by
 	if dockerConfig != nil && !insecure {
 		opts = append(opts, remote.WithTransport(httpsOnly{remote.DefaultTransport}))
 	}
-	return &Client{ctx: ctx, repo: repo, opts: opts}, nil
+	plainHTTP := insecure || (dockerConfig == nil && repo.Registry.Scheme() == "http")
+	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP}, nil
 }
 
 // httpsOnly refuses plain HTTP requests. go-containerregistry falls back
