@@ -25,11 +25,7 @@ const nexusComponentCreated = `{"timestamp":"2026-12-01T20:00:00.000+0000","node
 func TestNexusReceiverReconcilesTheOCIRepository(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	oci := &sourcev1.OCIRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manifests"},
-		Spec:       sourcev1.OCIRepositorySpec{URL: "oci://nexus.example.com/org/manifests", Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	g.Expect(k8s.Create(context.Background(), oci)).To(Succeed())
+	oci := ociRepository(t, ns, "manifests")
 	rcv := createReceiver(t, ns, "nexus", notificationv1.NexusReceiver, func(s *notificationv1.ReceiverSpec) {
 		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "manifests"}}
 	})
@@ -47,6 +43,17 @@ func TestNexusReceiverReconcilesTheOCIRepository(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 	g.Expect(msg).To(ContainSubstring("CREATED event: requested a reconcile of OCIRepository/manifests"))
 	g.Expect(requestedAt(t, oci)).NotTo(BeEmpty())
+}
+
+// ociRepository creates an OCIRepository for a Receiver to name.
+func ociRepository(t *testing.T, ns, name string) *sourcev1.OCIRepository {
+	t.Helper()
+	oci := &sourcev1.OCIRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       sourcev1.OCIRepositorySpec{URL: "oci://registry.example/org/" + name, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), oci)).To(Succeed())
+	return oci
 }
 
 // TestGCRReceiverNeedsEmailAndAudience: without the keys its ID tokens are

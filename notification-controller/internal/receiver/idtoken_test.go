@@ -206,11 +206,15 @@ func TestIDTokenKeysAreCachedAndRefetchedAtMostOncePerMinute(t *testing.T) {
 func TestIDTokenKeysFromABadJWKSEndpointAreRefused(t *testing.T) {
 	key, _ := testKeys(t)
 	for name, h := range map[string]http.HandlerFunc{
-		"500":       func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
-		"redirect":  func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound) },
-		"too large": func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"keys":[` + strings.Repeat(" ", maxJWKSBytes) + `]}`)) },
-		"no keys":   func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"keys":[]}`)) },
-		"not JSON":  func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`<html>`)) },
+		"500": func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+		"redirect": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound)
+		},
+		"too large": func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte(`{"keys":[` + strings.Repeat(" ", maxJWKSBytes) + `]}`))
+		},
+		"no keys":  func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"keys":[]}`)) },
+		"not JSON": func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`<html>`)) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
