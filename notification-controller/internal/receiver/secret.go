@@ -52,7 +52,11 @@ func readSecret(ctx context.Context, r client.Reader, typ, namespace, name strin
 	}
 	for _, k := range keys {
 		if len(s.Data[k]) == 0 {
-			return Credentials{}, &missingKeyError{fmt.Sprintf("secret %s/%s has no key %q (a %s receiver needs %q)", namespace, name, k, typ, keys)}
+			msg := fmt.Sprintf("secret %s/%s has no key %q", namespace, name, k)
+			if k != TokenKey {
+				msg += " (a gcr receiver checks the ID tokens of its calls against it)"
+			}
+			return Credentials{}, &missingKeyError{msg}
 		}
 	}
 	return Credentials{Token: string(s.Data[TokenKey]), Email: string(s.Data[EmailKey]), Audience: string(s.Data[AudienceKey])}, nil
