@@ -71,3 +71,24 @@ func TestGCRReceiverNeedsEmailAndAudience(t *testing.T) {
 	g.Expect(cond.Message).To(ContainSubstring(`has no key "audience"`))
 	g.Expect(cond.Message).NotTo(ContainSubstring(hookToken))
 }
+
+// TestDockerHubReceiverTakesOnlyAPush: Docker Hub signs nothing, so the
+// body must be its push payload: anything else is 400 and annotates
+// nothing.
+func TestDockerHubReceiverTakesOnlyAPush(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	oci := ociRepository(t, ns, "app")
+	rcv := createReceiver(t, ns, "dockerhub", notificationv1.DockerHubReceiver, func(s *notificationv1.ReceiverSpec) {
+		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "app"}}
+	})
+	code, msg := post(t, rcv.Status.WebhookPath, nil, []byte(`{"ref":"refs/heads/main"}`))
+	g.Expect(code).To(Equal(http.StatusBadRequest), msg)
+	g.Expect(msg).To(ContainSubstring("dockerhub: push_data and repository are required"))
+	g.Expect(requestedAt(t, oci)).To(BeEmpty())
+
+	push := `{"callback_url":"https://registry.hub.docker.com/u/org/app/hook/2141b5bi5i5b02bec211i4eeih0242eg11000a/","push_data":{"pushed_at":1764619200,"pusher":"ci","tag":"v1.4.0"},"repository":{"name":"app","namespace":"org","repo_name":"org/app","repo_url":"https://registry.hub.docker.com/u/org/app/","is_private":true,"status":"Active"}}`
+	code, msg = post(t, rcv.Status.WebhookPath, nil, []byte(push))
+	g.Expect(code).To(Equal(http.StatusOK), msg)
+	g.Expect(requestedAt(t, oci)).NotTo(BeEmpty())
+}

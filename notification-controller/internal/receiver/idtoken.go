@@ -40,7 +40,8 @@ type IDTokens struct {
 	JWKSURL string
 	// Client fetches the keys; it must have a timeout.
 	Client *http.Client
-	// Now is the time tokens are checked at; time.Now when nil.
+	// Now is the time tokens are checked and keys cached at; time.Now
+	// when nil.
 	Now func() time.Time
 
 	mu      sync.Mutex
@@ -89,17 +90,13 @@ func (t *IDTokens) Verify(ctx context.Context, raw, audience, email string) erro
 	if err := tok.Claims(key.Key, &std, &extra); err != nil {
 		return errors.New("the ID token's signature does not verify with the issuer's key")
 	}
-	now := time.Now
-	if t.Now != nil {
-		now = t.Now
-	}
 	if std.Expiry == nil {
 		return errors.New("the ID token has no expiry")
 	}
 	if std.Issuer != t.Issuer && std.Issuer != strings.TrimPrefix(t.Issuer, "https://") {
 		return fmt.Errorf("the ID token's issuer is %q, want %q", truncate(std.Issuer, 128), t.Issuer)
 	}
-	switch err := std.ValidateWithLeeway(jwt.Expected{AnyAudience: jwt.Audience{audience}, Time: now()}, clockLeeway); {
+	switch err := std.ValidateWithLeeway(jwt.Expected{AnyAudience: jwt.Audience{audience}, Time: t.now()}, clockLeeway); {
 	case errors.Is(err, jwt.ErrInvalidAudience):
 		return errors.New("the ID token is for another audience than the Secret's audience")
 	case errors.Is(err, jwt.ErrExpired):
@@ -116,6 +113,13 @@ func (t *IDTokens) Verify(ctx context.Context, raw, audience, email string) erro
 	return nil
 }
 
+func (t *IDTokens) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
 // key returns the issuer's key kid, fetching the key set when it is not
 // cached or the cache is older than keysMaxAge. A fetch that fails keeps
 // the keys cached before.
@@ -123,16 +127,16 @@ func (t *IDTokens) key(ctx context.Context, kid string) (jose.JSONWebKey, error)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k, ok := t.keys[kid]
-	if ok && time.Since(t.fetched) <= keysMaxAge {
+	if ok && t.now().Sub(t.fetched) <= keysMaxAge {
 		return k, nil
 	}
-	if !t.tried.IsZero() && time.Since(t.tried) < keysMinRefresh {
+	if !t.tried.IsZero() && t.now().Sub(t.tried) < keysMinRefresh {
 		if ok {
 			return k, nil // stale, but fetched again only once per keysMinRefresh
 		}
 		return jose.JSONWebKey{}, errors.New("the ID token is signed with a key the issuer does not publish")
 	}
-	t.tried = time.Now()
+	t.tried = t.now()
 	keys, err := t.fetch(ctx)
 	if err != nil {
 		if ok {
@@ -140,7 +144,7 @@ func (t *IDTokens) key(ctx context.Context, kid string) (jose.JSONWebKey, error)
 		}
 		return jose.JSONWebKey{}, fmt.Errorf("fetching the issuer's keys: %w", err)
 	}
-	t.keys, t.fetched = keys, time.Now()
+	t.keys, t.fetched = keys, t.now()
 	if k, ok := keys[kid]; ok {
 		return k, nil
 	}

@@ -225,3 +225,49 @@ func TestIDTokenKeysFromABadJWKSEndpointAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// When Google rotates its keys, a token signed with the new key is taken
+// once the key set may be fetched again (a minute after the last fetch),
+// and the cached keys are fetched again after an hour anyway.
+func TestIDTokenKeysFollowARotation(t *testing.T) {
+	g := NewWithT(t)
+	oldKey, newKey := testKeys(t)
+	publish := func(key *rsa.PrivateKey, kid string) []byte {
+		b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: kid, Algorithm: "RS256", Use: "sig"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var published atomic.Value
+	published.Store(publish(oldKey, "k1"))
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Write(published.Load().([]byte))
+	}))
+	defer srv.Close()
+	clock := time.Now()
+	tokens := NewIDTokens(testIssuer, srv.URL)
+	tokens.Now = func() time.Time { return clock }
+	ctx := context.Background()
+	long := func(c *jwt.Claims, _ map[string]any) { c.Expiry = jwt.NewNumericDate(clock.Add(24 * time.Hour)) }
+
+	g.Expect(tokens.Verify(ctx, idToken(t, oldKey, "k1", long), testAudience, testEmail)).To(Succeed())
+	published.Store(publish(newKey, "k2"))
+	rotated := idToken(t, newKey, "k2", long)
+	g.Expect(tokens.Verify(ctx, rotated, testAudience, testEmail)).To(MatchError(ContainSubstring("does not publish")), "within a minute of the last fetch")
+	g.Expect(calls.Load()).To(BeEquivalentTo(1))
+
+	clock = clock.Add(keysMinRefresh + time.Second)
+	g.Expect(tokens.Verify(ctx, rotated, testAudience, testEmail)).To(Succeed())
+	g.Expect(calls.Load()).To(BeEquivalentTo(2))
+	g.Expect(tokens.Verify(ctx, idToken(t, oldKey, "k1", long), testAudience, testEmail)).To(MatchError(ContainSubstring("does not publish")), "the retired key")
+
+	// A known key is used from the cache for an hour, then fetched again.
+	g.Expect(tokens.Verify(ctx, rotated, testAudience, testEmail)).To(Succeed())
+	g.Expect(calls.Load()).To(BeEquivalentTo(2))
+	clock = clock.Add(keysMaxAge + time.Second)
+	g.Expect(tokens.Verify(ctx, rotated, testAudience, testEmail)).To(Succeed())
+	g.Expect(calls.Load()).To(BeEquivalentTo(3))
+}
