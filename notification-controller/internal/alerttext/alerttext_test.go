@@ -112,3 +112,29 @@ func TestTheSummaryIsBoundedToo(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("more than 1024 bytes")))
 	g.Expect(out.Summary).To(Equal(summary), "spec.summary as written")
 }
+
+// FuzzTemplates: whatever a user writes, Parse refuses it or Render
+// returns within the output bounds, with the untemplated message when it
+// fails.
+func FuzzTemplates(f *testing.F) {
+	for _, seed := range []string{
+		"{{ .Reason }}", "{{ range .Metadata }}{{ . }}{{ end }}", `{{ printf "%256s" .Message }}`,
+		`{{ .Message | replace "a" "bb" | truncate 3 }}`, "{{ range 10 }}x{{ end }}", "{{ slice .Message 3 1 }}",
+		`{{ define "a" }}{{ end }}`, "{{", "}}", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		tmpl, err := Parse(alert("", text))
+		if err != nil {
+			return
+		}
+		out, err := tmpl.Render(degraded(), "")
+		if len(out.Message) > MaxMessageBytes {
+			t.Fatalf("rendered %d bytes", len(out.Message))
+		}
+		if err != nil && out.Message != degraded().Message {
+			t.Fatalf("failed (%v) but did not fall back: %q", err, out.Message)
+		}
+	})
+}
