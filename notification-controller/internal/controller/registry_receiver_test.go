@@ -25,10 +25,7 @@ const nexusComponentCreated = `{"timestamp":"2026-12-01T20:00:00.000+0000","node
 func TestNexusReceiverReconcilesTheOCIRepository(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	oci := ociRepository(t, ns, "manifests")
-	rcv := createReceiver(t, ns, "nexus", notificationv1.NexusReceiver, func(s *notificationv1.ReceiverSpec) {
-		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "manifests"}}
-	})
+	oci, rcv := ociReceiver(t, ns, notificationv1.NexusReceiver)
 	body := []byte(nexusComponentCreated)
 
 	forged := hmac.New(sha1.New, []byte("not the token"))
@@ -56,6 +53,16 @@ func ociRepository(t *testing.T, ns, name string) *sourcev1.OCIRepository {
 	return oci
 }
 
+// ociReceiver creates the OCIRepository "manifests" and a Ready Receiver
+// of type typ (and name typ) that names it.
+func ociReceiver(t *testing.T, ns, typ string) (*sourcev1.OCIRepository, *notificationv1.Receiver) {
+	t.Helper()
+	oci := ociRepository(t, ns, "manifests")
+	return oci, createReceiver(t, ns, typ, typ, func(s *notificationv1.ReceiverSpec) {
+		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: oci.Name}}
+	})
+}
+
 // TestGCRReceiverNeedsEmailAndAudience: without the keys its ID tokens are
 // checked against, a gcr Receiver is not Ready and says which key is
 // missing.
@@ -78,10 +85,7 @@ func TestGCRReceiverNeedsEmailAndAudience(t *testing.T) {
 func TestDockerHubReceiverTakesOnlyAPush(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	oci := ociRepository(t, ns, "app")
-	rcv := createReceiver(t, ns, "dockerhub", notificationv1.DockerHubReceiver, func(s *notificationv1.ReceiverSpec) {
-		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "app"}}
-	})
+	oci, rcv := ociReceiver(t, ns, notificationv1.DockerHubReceiver)
 	code, msg := post(t, rcv.Status.WebhookPath, nil, []byte(`{"ref":"refs/heads/main"}`))
 	g.Expect(code).To(Equal(http.StatusBadRequest), msg)
 	g.Expect(msg).To(ContainSubstring("dockerhub: push_data and repository are required"))
