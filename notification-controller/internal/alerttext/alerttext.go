@@ -54,15 +54,17 @@ func viewOf(e *events.Event) View {
 	}
 }
 
-// Templates are an Alert's parsed templates; a nil field renders nothing.
+// Templates are an Alert's parsed templates; a nil one renders nothing.
 type Templates struct {
 	summary, message *template.Template
+	// summaryText is spec.summary as written: the fallback.
+	summaryText string
 }
 
 // Parse parses the Alert's spec.summary and spec.messageTemplate. The
 // error names the field.
 func Parse(alert *notificationv1.Alert) (*Templates, error) {
-	var t Templates
+	t := Templates{summaryText: alert.Spec.Summary}
 	var err error
 	if t.summary, err = parseCached("summary", alert.Spec.Summary); err != nil {
 		return nil, fmt.Errorf("spec.summary: %w", err)
@@ -83,8 +85,8 @@ type Rendered struct {
 
 // Render renders the templates over e. On an error it still returns the
 // text to send: the untemplated one for whichever template failed.
-func (t *Templates) Render(e *events.Event, summaryText string) (Rendered, error) {
-	out := Rendered{Summary: summaryText, Message: e.Message}
+func (t *Templates) Render(e *events.Event) (Rendered, error) {
+	out := Rendered{Summary: t.summaryText, Message: e.Message}
 	view := viewOf(e)
 	var errs []error
 	if t.summary != nil {

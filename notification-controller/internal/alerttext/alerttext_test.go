@@ -33,7 +33,7 @@ func render(t *testing.T, summary, message string) (Rendered, error) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	return tmpl.Render(degraded(), summary)
+	return tmpl.Render(degraded())
 }
 
 func TestTemplatesSeeTheEvent(t *testing.T) {
@@ -129,7 +129,7 @@ func FuzzTemplates(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, err := tmpl.Render(degraded(), "")
+		out, err := tmpl.Render(degraded())
 		if len(out.Message) > MaxMessageBytes {
 			t.Fatalf("rendered %d bytes", len(out.Message))
 		}

@@ -710,7 +710,7 @@ func withAlert(e *events.Event, alert *notificationv1.Alert) (events.Event, erro
 	tmpl, err := alerttext.Parse(alert)
 	if err == nil {
 		// Templates see the metadata the alert sends, without the summary.
-		text, err = tmpl.Render(&out, alert.Spec.Summary)
+		text, err = tmpl.Render(&out)
 	}
 	out.Message = text.Message
 	if text.Summary != "" {
