@@ -73,7 +73,8 @@ type ReceiverStatus struct {
 	WebhookPath string `json:"webhookPath,omitempty"`
 }
 
-// Receiver accepts webhooks from Git hosts and triggers reconciles.
+// Receiver accepts webhooks from Git hosts, container registries and
+// CDEvents producers, and triggers reconciles.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
