@@ -125,6 +125,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		Client:               mgr.GetClient(),
 		Reader:               mgr.GetAPIReader(),
 		Tokens:               tokens,
+		Verifier:             receiver.Verifier{IDTokens: receiver.NewIDTokens(notifOpts.GCRIssuer, notifOpts.GCRJWKSURL)},
 		MaxConcurrent:        notifOpts.ReceiverMaxConcurrent,
 		NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs,
 		Events:               recorder,

@@ -43,10 +43,19 @@ type AlertSpec struct {
 	// +optional
 	EventMetadata map[string]string `json:"eventMetadata,omitempty"`
 
-	// Summary is a short line added to every alert.
+	// Summary is a short line added to every alert. It is a Go text/template
+	// over the event (see docs/api/alert.md, "Templates"); a summary without
+	// {{ }} actions is sent as written.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	Summary string `json:"summary,omitempty"`
+
+	// MessageTemplate, when set, replaces the event's message in every alert
+	// with its output: a Go text/template over the event, like Summary. An
+	// event it fails on is sent with its own message.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	MessageTemplate string `json:"messageTemplate,omitempty"`
 
 	// Suspend stops sending while true.
 	// +optional

@@ -18,6 +18,9 @@ const (
 	// DeliveryFailedReason (event, on an Alert): a Provider did not take
 	// an event after all retries.
 	DeliveryFailedReason = "DeliveryFailed"
+	// InvalidTemplateReason: an Alert's spec.summary or
+	// spec.messageTemplate is not a template notification-controller runs.
+	InvalidTemplateReason = "InvalidTemplate"
 	// ReconcileRequestedReason (event, on a Receiver): a verified webhook
 	// call annotated the Receiver's resources.
 	ReconcileRequestedReason = "ReconcileRequested"

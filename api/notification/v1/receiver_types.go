@@ -28,17 +28,18 @@ const (
 )
 
 // ReceiverSpec says which webhook calls are accepted and what they trigger.
-// +kubebuilder:validation:XValidation:rule="!(self.type in ['generic', 'generic-hmac']) || !has(self.events) || size(self.events) == 0",message="spec.events filters on the sender's event type, which a generic or generic-hmac receiver cannot tell: remove spec.events, or use type github, gitlab or bitbucket"
+// +kubebuilder:validation:XValidation:rule="self.type in ['github', 'gitlab', 'bitbucket', 'cdevents'] || !has(self.events) || size(self.events) == 0",message="spec.events filters on the sender's event type, which only github, gitlab, bitbucket and cdevents receivers can tell: remove spec.events for this type"
 type ReceiverSpec struct {
 	// Type of the sender, which decides how a call is verified.
 	// +required
 	// +kubebuilder:validation:Enum=github;gitlab;bitbucket;generic;generic-hmac;harbor;dockerhub;quay;gcr;nexus;acr;cdevents
 	Type string `json:"type"`
 
-	// Events are the sender's event types that trigger (e.g. push, ping);
-	// empty accepts all. Only github, gitlab and bitbucket receivers can
-	// filter: the API server refuses spec.events on generic and
-	// generic-hmac.
+	// Events are the sender's event types that trigger (e.g. push, ping,
+	// or a CDEvent type such as dev.cdevents.artifact.published.0.2.0);
+	// empty accepts all. Only github, gitlab, bitbucket and cdevents
+	// receivers can filter: the API server refuses spec.events on the
+	// other types.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=256
@@ -53,6 +54,8 @@ type ReceiverSpec struct {
 
 	// SecretRef names a Secret whose "token" key signs or authenticates calls
 	// and is part of the webhook path. The token must be at least 32 bytes.
+	// A gcr receiver also needs the keys "email" (the push subscription's
+	// service account) and "audience" (its ID tokens' audience).
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 
@@ -70,7 +73,8 @@ type ReceiverStatus struct {
 	WebhookPath string `json:"webhookPath,omitempty"`
 }
 
-// Receiver accepts webhooks from Git hosts and triggers reconciles.
+// Receiver accepts webhooks from Git hosts, container registries and
+// CDEvents producers, and triggers reconciles.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -56,6 +57,12 @@ type Notification struct {
 	// ReceiverMaxConcurrent is how many webhook calls are handled at the
 	// same time, over all Receivers; more are answered 429.
 	ReceiverMaxConcurrent int
+	// GCRIssuer and GCRJWKSURL are the OpenID Connect issuer whose ID
+	// tokens gcr Receivers accept (Pub/Sub push authentication) and where
+	// its signing keys are published: Google's, unless a cluster without
+	// internet access stands in for it.
+	GCRIssuer  string
+	GCRJWKSURL string
 }
 
 // BindFlags registers the flags on fs.
@@ -90,6 +97,10 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 		"Webhook calls one Receiver takes at once before --receiver-rate-limit applies.")
 	fs.IntVar(&o.ReceiverMaxConcurrent, "receiver-max-concurrent", 16,
 		"Webhook calls handled at the same time over all Receivers; more are answered 429.")
+	fs.StringVar(&o.GCRIssuer, "gcr-oidc-issuer", "https://accounts.google.com",
+		"The issuer (iss) of the ID tokens gcr Receivers accept from Pub/Sub push subscriptions.")
+	fs.StringVar(&o.GCRJWKSURL, "gcr-jwks-url", "https://www.googleapis.com/oauth2/v3/certs",
+		"Where the public keys of --gcr-oidc-issuer are fetched (a JSON Web Key Set, cached for an hour).")
 }
 
 // Validate reports option values that cannot work.
@@ -113,6 +124,10 @@ func (o *Notification) Validate() error {
 		return fmt.Errorf("--receiver-rate-limit must be positive and --receiver-burst at least 1, got %g and %d", o.ReceiverRate, o.ReceiverBurst)
 	case o.ReceiverMaxConcurrent < 1:
 		return fmt.Errorf("--receiver-max-concurrent must be at least 1, got %d", o.ReceiverMaxConcurrent)
+	case o.GCRIssuer == "":
+		return fmt.Errorf("--gcr-oidc-issuer must not be empty")
+	case !strings.HasPrefix(o.GCRJWKSURL, "https://") && !strings.HasPrefix(o.GCRJWKSURL, "http://"):
+		return fmt.Errorf("--gcr-jwks-url must be an http(s) URL, got %q", o.GCRJWKSURL)
 	}
 	return nil
 }

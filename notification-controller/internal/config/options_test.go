@@ -29,6 +29,8 @@ func TestDefaultsAreValid(t *testing.T) {
 		"no refresh":     func(o *Notification) { o.SecretRefreshInterval = 0 },
 		"no rate":        func(o *Notification) { o.ReceiverRate = 0 },
 		"no concurrency": func(o *Notification) { o.ReceiverMaxConcurrent = 0 },
+		"no gcr issuer":  func(o *Notification) { o.GCRIssuer = "" },
+		"gcr jwks file":  func(o *Notification) { o.GCRJWKSURL = "file:///etc/keys.json" },
 	} {
 		bad := o
 		mutate(&bad)

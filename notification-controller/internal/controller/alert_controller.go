@@ -17,6 +17,7 @@ import (
 
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/notification-controller/internal/alerttext"
 	"plumb.dev/notification-controller/internal/dispatch"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
@@ -57,7 +58,7 @@ func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		Complete(r)
 }
 
-// Reconcile runs the steps suspend, sources, expressions, provider and
+// Reconcile runs the steps suspend, sources, expressions, templates, provider and
 // patches the status.
 func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &notificationv1.Alert{}
@@ -68,6 +69,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		step[*notificationv1.Alert]{"suspend", r.reconcileSuspend},
 		step[*notificationv1.Alert]{"sources", r.reconcileSources},
 		step[*notificationv1.Alert]{"expressions", r.reconcileExpressions},
+		step[*notificationv1.Alert]{"templates", r.reconcileTemplates},
 		step[*notificationv1.Alert]{"provider", r.reconcileProvider},
 	)...)
 }
@@ -114,6 +116,17 @@ func (r *AlertReconciler) reconcileSources(_ context.Context, obj *notificationv
 func (r *AlertReconciler) reconcileExpressions(_ context.Context, obj *notificationv1.Alert) error {
 	if err := dispatch.ValidateAlert(obj); err != nil {
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+	}
+	return nil
+}
+
+// reconcileTemplates parses spec.summary and spec.messageTemplate. Sets
+// Stalled and Ready=False (InvalidTemplate) naming the field and the
+// error; the dispatcher sends an event whose template fails at execution
+// with the untemplated text.
+func (r *AlertReconciler) reconcileTemplates(_ context.Context, obj *notificationv1.Alert) error {
+	if _, err := alerttext.Parse(obj); err != nil {
+		return plumbreconcile.Stalled(notificationv1.InvalidTemplateReason, err)
 	}
 	return nil
 }

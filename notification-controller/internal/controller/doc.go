@@ -1,8 +1,9 @@
 // Package controller holds the reconcilers of notification-controller:
 // Provider (its Secret and address resolve), Alert (its event sources stay
-// in bounds, its expressions compile and its Provider is ready) and
-// Receiver (its resources stay in bounds, its token resolves and is long
-// enough; it writes status.webhookPath). Each is a short ordered list of
+// in bounds, its expressions and templates compile and its Provider is
+// ready) and Receiver (its resources stay in bounds, its token — and for
+// gcr the email and audience — resolves and is long enough; it writes
+// status.webhookPath). Each is a short ordered list of
 // steps run by pkg/reconcile's skeleton; each step's doc comment names the
 // conditions it sets. Status is server-side-applied whole under the field
 // manager "plumb-notification" when it changed; conditions follow kstatus
@@ -32,7 +33,9 @@
 // is an IP literal the delivery address policy refuses (link-local, cloud
 // metadata, loopback unless allowed) stalls with AddressRefused; a
 // spec.timeout above --max-provider-timeout is cut, and Ready's message says
-// so. An Alert whose expressions do not compile is Stalled (InvalidSpec).
+// so. An Alert whose expressions do not compile is Stalled (InvalidSpec);
+// one whose spec.summary or spec.messageTemplate does not parse, or breaks a
+// bound of package alerttext, is Stalled (InvalidTemplate).
 //
 // Every reason is a constant of api/notification/v1 or api/meta, listed in
 // the Reasons tables of docs/api/alert.md, provider.md and receiver.md.

@@ -87,7 +87,7 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 	for i, ref := range obj.Spec.Resources {
 		if !receiver.SupportedKind(ref.Kind) {
 			return plumbreconcile.Stalled(meta.InvalidSpecReason,
-				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository and Kustomization)", i, ref.Kind))
+				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository, OCIRepository, HelmRepository, HelmChart, Kustomization and HelmRelease)", i, ref.Kind))
 		}
 		if r.NoCrossNamespaceRefs && ref.Namespace != "" && ref.Namespace != obj.Namespace {
 			return plumbreconcile.Stalled(notificationv1.CrossNamespaceRefReason,
@@ -101,13 +101,14 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 	return nil
 }
 
-// reconcileToken reads the token and writes status.webhookPath from it.
+// reconcileToken reads the token (and for gcr the email and audience) and
+// writes status.webhookPath from the token.
 // Sets Ready=False (SecretNotReady) and Reconciling, naming the Secret or
 // key, when it cannot, or when the token is shorter than
 // receiver.MinTokenBytes (the path is then removed); the next refresh
 // reads the Secret again.
 func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificationv1.Receiver) error {
-	token, err := receiver.ReadToken(ctx, r.Reader, obj)
+	cred, err := receiver.ReadCredentials(ctx, r.Reader, obj)
 	if err != nil {
 		var short *receiver.ShortTokenError
 		if errors.As(err, &short) {
@@ -115,7 +116,7 @@ func (r *ReceiverReconciler) reconcileToken(ctx context.Context, obj *notificati
 		}
 		return plumbreconcile.Waiting(notificationv1.SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	}
-	obj.Status.WebhookPath = receiver.WebhookPath(token, obj.Name, obj.Namespace)
+	obj.Status.WebhookPath = receiver.WebhookPath(cred.Token, obj.Name, obj.Namespace)
 	return nil
 }
 

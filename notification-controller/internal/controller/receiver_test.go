@@ -301,11 +301,7 @@ func TestReceiverTypes(t *testing.T) {
 	// And of an OCIRepository: a registry that got a new push.
 	t.Run("oci repository", func(t *testing.T) {
 		g := NewWithT(t)
-		oci := &sourcev1.OCIRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manifests"},
-			Spec:       sourcev1.OCIRepositorySpec{URL: "oci://registry.example/org/manifests", Interval: metav1.Duration{Duration: time.Hour}},
-		}
-		g.Expect(k8s.Create(context.Background(), oci)).To(Succeed())
+		oci := ociRepository(t, ns, "manifests")
 		rcv := createReceiver(t, ns, "registry", notificationv1.GenericReceiver, func(s *notificationv1.ReceiverSpec) {
 			s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.OCIRepositoryKind, Name: "manifests"}}
 		})

@@ -73,6 +73,9 @@ var suiteOptions = config.Notification{
 	ReceiverRate:           1000,
 	ReceiverBurst:          1000,
 	ReceiverMaxConcurrent:  64,
+	// Never fetched: no suite test posts a gcr call with a token.
+	GCRIssuer:  "https://accounts.google.com",
+	GCRJWKSURL: "https://www.googleapis.com/oauth2/v3/certs",
 }
 
 const (
@@ -153,6 +156,7 @@ func runSuite(m *testing.M) int {
 	receiverURL = "http://" + l.Addr().String()
 	srv := &receiver.Server{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: tokens,
+		Verifier:      receiver.Verifier{IDTokens: receiver.NewIDTokens(o.GCRIssuer, o.GCRJWKSURL)},
 		MaxConcurrent: o.ReceiverMaxConcurrent, NoCrossNamespaceRefs: o.NoCrossNamespaceRefs,
 		Events: recorder, Log: logr.Discard(),
 	}

@@ -27,6 +27,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/notification-controller/internal/alerttext"
 	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/notification-controller/internal/notifier"
 	"plumb.dev/pkg/events"
@@ -542,7 +543,10 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 	if provider.Spec.Suspend {
 		return true
 	}
-	payload := withAlert(e, alert)
+	payload, err := withAlert(e, alert)
+	if err != nil {
+		log.Error(err, "an alert template failed on this event; sending the untemplated text")
+	}
 	key := string(provider.UID) + "/" + events.Fingerprint(&payload)
 	labels := []string{provider.Namespace, provider.Name, provider.Spec.Type}
 	if d.limiter.Seen(key) {
@@ -701,17 +705,38 @@ func (d *Dispatcher) giveUp(alert *notificationv1.Alert, e *events.Event, err er
 
 // withAlert returns the event as the alert sends it: with the alert's
 // eventMetadata added (the event's own keys win, so an Alert cannot
-// misreport what a controller said) and its summary.
-func withAlert(e *events.Event, alert *notificationv1.Alert) events.Event {
+// misreport what a controller said), its summary and, with a message
+// template, its message, both rendered over the event (alerttext). When a
+// template fails it returns the error too, and the event with the
+// untemplated text (the event's message, spec.summary as written): an
+// event is never dropped for its Alert's template.
+func withAlert(e *events.Event, alert *notificationv1.Alert) (events.Event, error) {
 	out := *e
-	if len(alert.Spec.EventMetadata) > 0 || alert.Spec.Summary != "" {
+	if len(alert.Spec.EventMetadata) > 0 {
 		meta := make(map[string]string, len(e.Metadata)+len(alert.Spec.EventMetadata)+1)
 		maps.Copy(meta, alert.Spec.EventMetadata)
-		if alert.Spec.Summary != "" {
-			meta[notifier.SummaryKey] = alert.Spec.Summary
-		}
 		maps.Copy(meta, e.Metadata)
 		out.Metadata = meta
 	}
-	return out
+	if alert.Spec.Summary == "" && alert.Spec.MessageTemplate == "" {
+		return out, nil
+	}
+	text := alerttext.Rendered{Summary: alert.Spec.Summary, Message: e.Message}
+	tmpl, err := alerttext.Parse(alert)
+	if err == nil {
+		// Templates see the metadata the alert sends, without the summary.
+		text, err = tmpl.Render(&out)
+	}
+	out.Message = text.Message
+	if text.Summary != "" {
+		if _, own := e.Metadata[notifier.SummaryKey]; !own {
+			meta := maps.Clone(out.Metadata)
+			if meta == nil {
+				meta = map[string]string{}
+			}
+			meta[notifier.SummaryKey] = text.Summary
+			out.Metadata = meta
+		}
+	}
+	return out, err
 }

@@ -52,6 +52,11 @@
 // acknowledged for that provider, not retried, not counted as a failure,
 // and no DeliveryFailed event is recorded.
 //
+// What an Alert sends is the event with its eventMetadata added and its
+// summary and message templates rendered (package alerttext), for every
+// provider type; a template that fails on an event sends it untemplated
+// and logs why: a template never drops an event.
+//
 // Deliveries go through notifier.NewHTTPClient: no redirects, and only to
 // addresses the AddressPolicy (--allow-private-provider-addresses,
 // --allow-loopback-provider-addresses) allows, checked at dial time.

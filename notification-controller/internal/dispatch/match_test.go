@@ -173,7 +173,38 @@ func TestWithAlert(t *testing.T) {
 		EventMetadata: map[string]string{"cluster": "from-alert", "env": "prod"},
 		Summary:       "sum",
 	}}
-	out := withAlert(e, a)
+	out, err := withAlert(e, a)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.Metadata).To(Equal(map[string]string{"cluster": "from-event", "env": "prod", "summary": "sum"}))
 	g.Expect(e.Metadata).To(Equal(map[string]string{"cluster": "from-event"}), "the event itself is unchanged")
+}
+
+func TestWithAlertRendersItsTemplatesOverTheEvent(t *testing.T) {
+	g := NewWithT(t)
+	e := event("Kustomization", "apps", "podinfo", events.SeverityError, "health check failed after 5m")
+	e.Reason, e.Revision = "HealthCheckFailed", "main@sha1:0123456789abcdef0123456789abcdef01234567"
+	a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{
+		EventMetadata:   map[string]string{"cluster": "prod-eu"},
+		Summary:         `{{ .InvolvedObject.Kind }}/{{ .InvolvedObject.Name }} on {{ .Metadata.cluster }}`,
+		MessageTemplate: `{{ .Reason }} at {{ shortRevision .Revision }}: {{ .Message | upper }}`,
+	}}
+	out, err := withAlert(e, a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Metadata).To(HaveKeyWithValue("summary", "Kustomization/podinfo on prod-eu"))
+	g.Expect(out.Message).To(Equal("HealthCheckFailed at main@sha1:0123456: HEALTH CHECK FAILED AFTER 5M"))
+	g.Expect(e.Message).To(Equal("health check failed after 5m"), "the event itself is unchanged")
+}
+
+func TestWithAlertSendsTheUntemplatedTextWhenATemplateFails(t *testing.T) {
+	g := NewWithT(t)
+	e := event("Kustomization", "apps", "podinfo", events.SeverityInfo, "applied")
+	a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{
+		Summary:         `{{ index .Metadata }}{{ printf "%s" (slice .Message 5 1) }}`,
+		MessageTemplate: `{{ range .Metadata }}x{{ end }}{{ slice .Message 0 99 }}`,
+	}}
+	out, err := withAlert(e, a)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.summary"), ContainSubstring("spec.messageTemplate")))
+	g.Expect(out.Message).To(Equal("applied"))
+	g.Expect(out.Metadata).To(HaveKeyWithValue("summary", a.Spec.Summary), "spec.summary as written")
 }

@@ -18,15 +18,31 @@
 // 429; a body over 3 MiB is 413; a bad or missing signature or token is 401
 // (github: X-Hub-Signature-256, falling back to X-Hub-Signature; gitlab:
 // X-Gitlab-Token; bitbucket: X-Hub-Signature; generic-hmac: X-Signature
-// sha1|sha256|sha512=<hex>; generic: no check). Every comparison with the
-// secret is constant-time. A GitHub ping, or an event type the Receiver
-// does not list in spec.events, is answered 200 and triggers nothing, so
-// the Git host does not report the hook as failing. A panic while handling
-// a call is answered 500, logged and counted (pkg/panics, where="webhook").
+// sha1|sha256|sha512=<hex>; harbor: Authorization equals the token; nexus:
+// X-Nexus-Webhook-Signature, the hex HMAC-SHA1 of the body; gcr: a
+// Google-signed ID token, see IDTokens; generic, dockerhub, quay, acr and
+// cdevents: no check, the path is the secret); a body that is not the
+// type's payload is 400 (dockerhub, quay, acr, nexus, gcr, cdevents: one
+// JSON object with the fields the service always sends; cdevents also the
+// CloudEvents binary-mode ce-* headers). Every comparison with the secret
+// is constant-time. A GitHub ping, or an event type the Receiver does not
+// list in spec.events (github, gitlab, bitbucket, and cdevents on
+// ce-type), is answered 200 and triggers nothing, so the sender does not
+// report the hook as failing. A panic while handling a call is answered
+// 500, logged and counted (pkg/panics, where="webhook").
+//
+// gcr calls carry a Pub/Sub push ID token: IDTokens checks its RS256
+// signature with go-jose against the issuer's JWKS (--gcr-jwks-url,
+// Google's by default), and its iss (--gcr-oidc-issuer), aud (the Secret's
+// audience), exp and email (the Secret's email, verified). The keys are
+// cached for an hour with bounds on their number and size, fetched with a
+// client bounded in time that follows no redirect, and fetched again for
+// an unknown key id at most once a minute. go-oidc's remote key set would
+// fetch for every unknown kid, which a forger chooses.
 //
 // A valid call sets reconcile.plumb.dev/requestedAt on every resource the
-// Receiver names (GitRepository or Kustomization, by name, or "*" with
-// matchLabels), which makes its controller reconcile at once, and records
+// Receiver names (GitRepository, OCIRepository, HelmRepository, HelmChart,
+// Kustomization or HelmRelease, by name, or "*" with matchLabels), which makes its controller reconcile at once, and records
 // an event on the Receiver. Under --no-cross-namespace-refs resources in
 // other namespaces are skipped. The answer and the event name the
 // resources of the Receiver's own namespace and only count the others.

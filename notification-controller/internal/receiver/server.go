@@ -57,6 +57,8 @@ type Server struct {
 	Reader client.Reader
 	// Tokens holds the Receivers' tokens and rate limiters.
 	Tokens *Tokens
+	// Verifier checks each call; its IDTokens verifies gcr calls.
+	Verifier Verifier
 	// MaxConcurrent bounds the calls handled at once; more are answered 429.
 	MaxConcurrent int
 	// NoCrossNamespaceRefs skips resources in another namespace than the
@@ -196,7 +198,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	verdict, err := Verify(rcv.Spec.Type, found.token, rcv.Spec.Events, r.Header, body)
+	verdict, err := s.Verifier.Verify(ctx, Call{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Secret: found.cred, Header: r.Header, Body: body})
 	if err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			log.Info("rejected a webhook call", "error", err.Error())

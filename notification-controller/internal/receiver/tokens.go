@@ -25,17 +25,18 @@ import (
 // could be guessed, and with it every signature forged.
 const MinTokenBytes = 32
 
-// ReadToken reads the token of a Receiver's Secret (one GET) and checks its
-// length. The error names the Secret and key, never the value.
-func ReadToken(ctx context.Context, r client.Reader, rcv *notificationv1.Receiver) (string, error) {
-	token, err := secretToken(ctx, r, rcv.Namespace, rcv.Spec.SecretRef.Name)
+// ReadCredentials reads the token of a Receiver's Secret (one GET), and
+// the other keys its type needs, and checks the token's length. The error
+// names the Secret and key, never the value.
+func ReadCredentials(ctx context.Context, r client.Reader, rcv *notificationv1.Receiver) (Credentials, error) {
+	cred, err := readSecret(ctx, r, rcv.Spec.Type, rcv.Namespace, rcv.Spec.SecretRef.Name)
 	if err != nil {
-		return "", err
+		return Credentials{}, err
 	}
-	if len(token) < MinTokenBytes {
-		return "", &ShortTokenError{Secret: rcv.Namespace + "/" + rcv.Spec.SecretRef.Name, Len: len(token)}
+	if len(cred.Token) < MinTokenBytes {
+		return Credentials{}, &ShortTokenError{Secret: rcv.Namespace + "/" + rcv.Spec.SecretRef.Name, Len: len(cred.Token)}
 	}
-	return token, nil
+	return cred, nil
 }
 
 // ShortTokenError is a token under MinTokenBytes.
@@ -65,12 +66,12 @@ type Tokens struct {
 
 type entry struct {
 	receiver types.NamespacedName
-	token    string
+	cred     Credentials
 	limiter  *rate.Limiter
 }
 
-// set records the token of a Receiver, replacing its previous one.
-func (t *Tokens) set(key types.NamespacedName, token string) {
+// set records the credentials of a Receiver, replacing its previous ones.
+func (t *Tokens) set(key types.NamespacedName, cred Credentials) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byPath == nil {
@@ -84,8 +85,8 @@ func (t *Tokens) set(key types.NamespacedName, token string) {
 		lim = rate.NewLimiter(t.Rate, t.Burst)
 		t.limiters[key] = lim
 	}
-	path := WebhookPath(token, key.Name, key.Namespace)
-	t.byPath[path] = &entry{receiver: key, token: token, limiter: lim}
+	path := WebhookPath(cred.Token, key.Name, key.Namespace)
+	t.byPath[path] = &entry{receiver: key, cred: cred, limiter: lim}
 	t.pathOf[key] = path
 }
 
@@ -154,11 +155,11 @@ func (l *TokenLoader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		}
 		return ctrl.Result{}, err
 	}
-	token, err := ReadToken(ctx, l.Reader, &rcv)
+	cred, err := ReadCredentials(ctx, l.Reader, &rcv)
 	var short *ShortTokenError
 	switch {
 	case err == nil:
-		l.Tokens.set(req.NamespacedName, token)
+		l.Tokens.set(req.NamespacedName, cred)
 	case errors.As(err, &short) || errors.Is(err, ErrSecretNotFound):
 		l.Tokens.forget(req.NamespacedName)
 	default:

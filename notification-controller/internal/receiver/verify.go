@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -41,11 +42,31 @@ type Verdict struct {
 	Note string
 }
 
-// Verify checks a call against the Receiver's type and token and applies
+// Call is one webhook call to a Receiver, as Verify sees it.
+type Call struct {
+	// Type is the Receiver's spec.type, Events its spec.events.
+	Type   string
+	Events []string
+	// Secret holds what the Receiver's Secret holds.
+	Secret Credentials
+	Header http.Header
+	// Body is the whole body, at most MaxBodySize bytes.
+	Body []byte
+}
+
+// Verifier checks calls. Its zero value checks every type but gcr.
+type Verifier struct {
+	// IDTokens checks the Google-signed ID tokens of gcr calls; without it
+	// they are refused.
+	IDTokens *IDTokens
+}
+
+// Verify checks a call against the Receiver's type and Secret and applies
 // its event filter. An error wraps ErrUnauthorized when the call is not
-// authentic.
-func Verify(typ, token string, events []string, header http.Header, body []byte) (Verdict, error) {
-	switch typ {
+// authentic; any other error is a body that is not the sender's payload.
+func (v *Verifier) Verify(ctx context.Context, c Call) (Verdict, error) {
+	token, header, body := c.Secret.Token, c.Header, c.Body
+	switch c.Type {
 	case notificationv1.GitHubReceiver:
 		if err := verifyGitHub(token, header, body); err != nil {
 			return Verdict{}, err
@@ -54,12 +75,12 @@ func Verify(typ, token string, events []string, header http.Header, body []byte)
 		if event == "ping" {
 			return Verdict{Event: event, Note: "ping"}, nil
 		}
-		return filter(event, events), nil
+		return filter(event, c.Events), nil
 	case notificationv1.GitLabReceiver:
 		if !equalSecret(header.Get(GitLabTokenHeader), token) {
 			return Verdict{}, fmt.Errorf("%w: %s does not match", ErrUnauthorized, GitLabTokenHeader)
 		}
-		return filter(header.Get(GitLabEventHeader), events), nil
+		return filter(header.Get(GitLabEventHeader), c.Events), nil
 	case notificationv1.BitbucketReceiver:
 		if err := verifyHMACHeader(GitHubSignatureHeader, header.Get(GitHubSignatureHeader), token, body); err != nil {
 			return Verdict{}, err
@@ -68,7 +89,7 @@ func Verify(typ, token string, events []string, header http.Header, body []byte)
 		if event == "diagnostics:ping" {
 			return Verdict{Event: event, Note: "ping"}, nil
 		}
-		return filter(event, events), nil
+		return filter(event, c.Events), nil
 	case notificationv1.GenericHMACReceiver:
 		if err := verifyHMACHeader(GenericSignatureHeader, header.Get(GenericSignatureHeader), token, body); err != nil {
 			return Verdict{}, err
@@ -76,15 +97,39 @@ func Verify(typ, token string, events []string, header http.Header, body []byte)
 		return Verdict{Trigger: true}, nil
 	case notificationv1.GenericReceiver:
 		return Verdict{Trigger: true}, nil
+	case notificationv1.HarborReceiver:
+		return verifyHarbor(token, header)
+	case notificationv1.NexusReceiver:
+		return verifyNexus(token, header, body)
+	case notificationv1.DockerHubReceiver:
+		return decodeDockerHub(body)
+	case notificationv1.QuayReceiver:
+		return decodeQuay(body)
+	case notificationv1.ACRReceiver:
+		return decodeACR(body)
+	case notificationv1.GCRReceiver:
+		if v.IDTokens == nil {
+			return Verdict{}, fmt.Errorf("%w: gcr calls cannot be verified: no ID token verifier is configured", ErrUnauthorized)
+		}
+		return v.verifyGCR(ctx, c.Secret, header, body)
+	case notificationv1.CDEventsReceiver:
+		event, err := decodeCDEvent(header, body)
+		if err != nil {
+			return Verdict{}, err
+		}
+		return filter(event, c.Events), nil
 	}
-	return Verdict{}, fmt.Errorf("unknown receiver type %q", typ)
+	return Verdict{}, fmt.Errorf("unknown receiver type %q", c.Type)
 }
 
 // CanFilter reports whether a receiver type knows the sender's event type,
-// so spec.events means something for it.
+// so spec.events means something for it. The registries' payloads name an
+// action at most, which Flux does not filter on either; a CDEvent's type is
+// its ce-type.
 func CanFilter(typ string) bool {
 	switch typ {
-	case notificationv1.GitHubReceiver, notificationv1.GitLabReceiver, notificationv1.BitbucketReceiver:
+	case notificationv1.GitHubReceiver, notificationv1.GitLabReceiver, notificationv1.BitbucketReceiver,
+		notificationv1.CDEventsReceiver:
 		return true
 	}
 	return false

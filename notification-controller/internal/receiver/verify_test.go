@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -31,6 +32,11 @@ func headers(kv ...string) http.Header {
 		h.Set(kv[i], kv[i+1])
 	}
 	return h
+}
+
+// verify checks a call with the Verifier's zero value (no gcr).
+func verify(typ, token string, events []string, header http.Header, body []byte) (Verdict, error) {
+	return (&Verifier{}).Verify(context.Background(), Call{Type: typ, Events: events, Secret: Credentials{Token: token}, Header: header, Body: body})
 }
 
 func TestVerify(t *testing.T) {
@@ -69,7 +75,7 @@ func TestVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			v, err := Verify(tc.typ, token, tc.events, tc.header, body)
+			v, err := verify(tc.typ, token, tc.events, tc.header, body)
 			if tc.unauth {
 				g.Expect(errors.Is(err, ErrUnauthorized)).To(BeTrue(), "error: %v", err)
 				g.Expect(err.Error()).NotTo(ContainSubstring(token))
@@ -139,15 +145,24 @@ func FuzzParseSignature(f *testing.F) {
 }
 
 // FuzzVerify feeds every receiver type arbitrary headers and bodies: no
-// panic, and nothing but the generic type accepts a call that was not signed
-// with the token.
+// panic; nothing but the types whose URL is their only secret accepts a
+// call that was not signed with (or does not carry) the token, and those
+// accept only a JSON object.
 func FuzzVerify(f *testing.F) {
 	body := []byte(`{"ref":"refs/heads/main"}`)
+	const other = "a different token"
 	f.Add(notificationv1.GitHubReceiver, mac(sha256.New, "sha256", body), "push", body)
 	f.Add(notificationv1.GitHubReceiver, "sha1="+strings.Repeat("0", 40), "ping", body)
 	f.Add(notificationv1.GitLabReceiver, token, "Push Hook", body)
 	f.Add(notificationv1.BitbucketReceiver, mac(sha256.New, "sha256", body), "repo:refs_changed", body)
 	f.Add(notificationv1.GenericHMACReceiver, mac(sha512.New, "sha512", body), "", []byte{})
+	f.Add(notificationv1.HarborReceiver, other, "", []byte(harborPush))
+	f.Add(notificationv1.NexusReceiver, nexusSig(other, nexusComponent), "", []byte(nexusComponent))
+	f.Add(notificationv1.DockerHubReceiver, "", "", []byte(dockerHubPush))
+	f.Add(notificationv1.QuayReceiver, "", "", []byte(quayPush))
+	f.Add(notificationv1.ACRReceiver, "", "", []byte(acrPush))
+	f.Add(notificationv1.GCRReceiver, "Bearer x.y.z", "", []byte(pubsubBody(`{"action":"INSERT","tag":"t"}`)))
+	f.Add(notificationv1.CDEventsReceiver, "", "dev.cdevents.artifact.published.0.2.0", []byte(cdeventBody))
 	f.Add("unknown", "x", "y", []byte("z"))
 	f.Fuzz(func(t *testing.T, typ, signature, event string, body []byte) {
 		h := headers(
@@ -158,13 +173,33 @@ func FuzzVerify(f *testing.F) {
 			GitLabEventHeader, event,
 			BitbucketEventHeader, event,
 			GenericSignatureHeader, signature,
+			HarborAuthHeader, signature,
+			NexusSignatureHeader, signature,
+			CESpecVersionHeader, "1.0",
+			CETypeHeader, event,
+			CEIDHeader, "1",
+			CESourceHeader, "/s",
 		)
-		v, err := Verify(typ, "a different token", nil, h, body)
-		if err != nil || typ == notificationv1.GenericReceiver {
+		v, err := verify(typ, other, nil, h, body)
+		if err != nil {
 			return
 		}
-		if typ == notificationv1.GitLabReceiver && signature == "a different token" {
-			return // the fuzzer guessed the token itself
+		switch typ {
+		case notificationv1.GenericReceiver:
+			return
+		case notificationv1.DockerHubReceiver, notificationv1.QuayReceiver, notificationv1.ACRReceiver, notificationv1.CDEventsReceiver:
+			if trimmed := strings.TrimSpace(string(body)); !strings.HasPrefix(trimmed, "{") || !strings.HasSuffix(trimmed, "}") {
+				t.Fatalf("%s accepted a body that is not a JSON object: %q", typ, body)
+			}
+			return
+		case notificationv1.GitLabReceiver, notificationv1.HarborReceiver:
+			if signature == other {
+				return // the fuzzer guessed the token itself
+			}
+		case notificationv1.NexusReceiver:
+			if strings.EqualFold(strings.TrimSpace(signature), nexusSig(other, string(body))) {
+				return
+			}
 		}
 		// Only a correct signature passes; the fuzzer cannot forge one for
 		// this key, so whatever passed must be signed with it.
@@ -172,7 +207,7 @@ func FuzzVerify(f *testing.F) {
 			name string
 			h    func() hash.Hash
 		}{{"sha1", sha1.New}, {"sha256", sha256.New}, {"sha512", sha512.New}} {
-			m := hmac.New(algo.h, []byte("a different token"))
+			m := hmac.New(algo.h, []byte(other))
 			m.Write(body)
 			if strings.EqualFold(strings.TrimSpace(signature), algo.name+"="+hex.EncodeToString(m.Sum(nil))) {
 				return

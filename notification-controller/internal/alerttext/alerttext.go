@@ -1,0 +1,257 @@
+package alerttext
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"text/template"
+	"text/template/parse"
+	"time"
+
+	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/pkg/events"
+)
+
+// Bounds of a rendered template (see the package doc).
+const (
+	MaxSummaryBytes = 1 << 10
+	MaxMessageBytes = 16 << 10
+	ExecTimeout     = 100 * time.Millisecond
+)
+
+// Object is the involved object as a template sees it.
+type Object struct {
+	APIVersion, Kind, Namespace, Name string
+}
+
+// View is what a template sees of an event: a copy, so a template cannot
+// change what other Alerts send.
+type View struct {
+	InvolvedObject Object
+	// Severity is info or error; Reason says what happened (e.g.
+	// ReconciliationSucceeded); Revision is like main@sha1:<hex>.
+	Severity, Reason, Message, Revision string
+	// Metadata is the event's metadata with the Alert's eventMetadata added.
+	Metadata            map[string]string
+	ReportingController string
+	Timestamp           time.Time
+}
+
+// viewOf copies the event into a View.
+func viewOf(e *events.Event) View {
+	return View{
+		InvolvedObject:      Object{APIVersion: e.InvolvedObject.APIVersion, Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name},
+		Severity:            string(e.Severity),
+		Reason:              e.Reason,
+		Message:             e.Message,
+		Revision:            e.Revision,
+		Metadata:            maps.Clone(e.Metadata),
+		ReportingController: e.ReportingController,
+		Timestamp:           e.Timestamp,
+	}
+}
+
+// Templates are an Alert's parsed templates; a nil one renders nothing.
+type Templates struct {
+	summary, message *template.Template
+	// summaryText is spec.summary as written: the fallback.
+	summaryText string
+}
+
+// Parse parses the Alert's spec.summary and spec.messageTemplate. The
+// error names the field.
+func Parse(alert *notificationv1.Alert) (*Templates, error) {
+	t := Templates{summaryText: alert.Spec.Summary}
+	var err error
+	if t.summary, err = parseCached("summary", alert.Spec.Summary); err != nil {
+		return nil, fmt.Errorf("spec.summary: %w", err)
+	}
+	if t.message, err = parseCached("message", alert.Spec.MessageTemplate); err != nil {
+		return nil, fmt.Errorf("spec.messageTemplate: %w", err)
+	}
+	return &t, nil
+}
+
+// Rendered is the text an Alert sends for one event.
+type Rendered struct {
+	// Summary is "" when the Alert has none.
+	Summary string
+	// Message is the event's message, or the message template's output.
+	Message string
+}
+
+// Render renders the templates over e. On an error it still returns the
+// text to send: the untemplated one for whichever template failed.
+func (t *Templates) Render(e *events.Event) (Rendered, error) {
+	out := Rendered{Summary: t.summaryText, Message: e.Message}
+	view := viewOf(e)
+	var errs []error
+	if t.summary != nil {
+		s, err := execute(t.summary, view, MaxSummaryBytes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.summary: %w", err))
+		} else {
+			out.Summary = s
+		}
+	}
+	if t.message != nil {
+		m, err := execute(t.message, view, MaxMessageBytes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.messageTemplate: %w", err))
+		} else {
+			out.Message = m
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// execute runs tmpl over view, its output cut at limit bytes (an error)
+// and its time at ExecTimeout. A template still running at the timeout is
+// left to finish in its goroutine: its shape (see check) bounds its work.
+func execute(tmpl *template.Template, view View, limit int) (string, error) {
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{err: fmt.Errorf("the template panicked: %v", r)}
+			}
+		}()
+		w := &limitedBuffer{limit: limit}
+		err := tmpl.Execute(w, view)
+		done <- result{w.String(), err}
+	}()
+	timer := time.NewTimer(ExecTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return "", cleanError(r.err)
+		}
+		return r.out, nil
+	case <-timer.C:
+		return "", fmt.Errorf("the template ran longer than %s", ExecTimeout)
+	}
+}
+
+// errTooLong is output over the bound.
+var errTooLong = errors.New("output too long")
+
+// cleanError drops text/template's "template: name:1:2: executing ..."
+// prefix down to what went wrong and where.
+func cleanError(err error) error {
+	if errors.Is(err, errTooLong) {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), "template: ")
+	return errors.New(msg)
+}
+
+// limitedBuffer fails a write past limit bytes.
+type limitedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, fmt.Errorf("%w: more than %d bytes", errTooLong, b.limit)
+	}
+	return b.Buffer.Write(p)
+}
+
+// parsed caches templates by text: every event an Alert sends renders
+// them. It is emptied when it holds maxCached, so edits cannot grow it
+// without bound.
+var (
+	parsedMu sync.Mutex
+	parsed   = map[string]*template.Template{}
+)
+
+const maxCached = 1024
+
+// parseCached parses text as a template named name, or returns nil for "".
+func parseCached(name, text string) (*template.Template, error) {
+	if text == "" {
+		return nil, nil
+	}
+	key := name + "\x00" + text
+	parsedMu.Lock()
+	defer parsedMu.Unlock()
+	if t, ok := parsed[key]; ok {
+		return t, nil
+	}
+	t, err := template.New(name).Option("missingkey=zero").Funcs(Funcs).Parse(text)
+	if err != nil {
+		return nil, cleanError(err)
+	}
+	if err := check(t); err != nil {
+		return nil, err
+	}
+	if len(parsed) >= maxCached {
+		clear(parsed)
+	}
+	parsed[key] = t
+	return t, nil
+}
+
+// check refuses the shapes whose work is not bounded by the template's
+// size times the event's (see the package doc).
+func check(t *template.Template) error {
+	if len(t.Templates()) > 1 {
+		return errors.New("{{define}} and {{block}} are not supported: write one template")
+	}
+	return walk(t.Root, false)
+}
+
+func walk(n parse.Node, inRange bool) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := walk(c, inRange); err != nil {
+				return err
+			}
+		}
+	case *parse.TemplateNode:
+		return errors.New("{{template}} is not supported: write one template")
+	case *parse.IfNode:
+		return walkBranch(&n.BranchNode, inRange)
+	case *parse.WithNode:
+		return walkBranch(&n.BranchNode, inRange)
+	case *parse.RangeNode:
+		if inRange {
+			return errors.New("a {{range}} inside another {{range}} is not supported")
+		}
+		if !overField(n.Pipe) {
+			return errors.New("{{range}} goes over a field of the event only (such as .Metadata), not a number or variable")
+		}
+		return walkBranch(&n.BranchNode, true)
+	}
+	return nil
+}
+
+func walkBranch(b *parse.BranchNode, inRange bool) error {
+	if err := walk(b.List, inRange); err != nil {
+		return err
+	}
+	return walk(b.ElseList, inRange)
+}
+
+// overField reports whether a range pipeline is a single field such as
+// .Metadata (with or without $k, $v :=).
+func overField(p *parse.PipeNode) bool {
+	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return false
+	}
+	_, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
+	return ok
+}

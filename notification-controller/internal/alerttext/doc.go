@@ -1,0 +1,33 @@
+// Package alerttext renders an Alert's summary and message templates
+// (spec.summary, spec.messageTemplate): Go text/template over a read-only
+// view of the event (View), with a small set of text functions (Funcs).
+//
+// The Alert reconciler parses both (Parse) and sets Ready=False
+// (InvalidTemplate) naming the field and the error; the dispatcher renders
+// them for every event the Alert sends (Render) and hands the result to
+// every provider type: the summary travels as the "summary" metadata key,
+// the message replaces the event's message. A summary without template
+// actions renders to itself, so a literal summary means what it always
+// did.
+//
+// Templates are user input run on every event, so they are bounded:
+//   - at admission by the CRD (spec.summary 255 bytes, spec.messageTemplate
+//     4096), and at parse time by shape: no {{define}}, {{template}} or
+//     {{block}} (one template, no recursion), no {{range}} inside another,
+//     and {{range}} only over a field of the event (.Metadata), never over
+//     a number or a variable, so the work is at most the template's size
+//     times the event's;
+//   - printf refuses widths and precisions over 256, so no single action
+//     can allocate much;
+//   - at execution by output (MaxSummaryBytes, MaxMessageBytes) and time
+//     (ExecTimeout).
+//
+// The functions read no environment, file or network: they are pure text
+// helpers written here rather than sprig's map, which also holds env,
+// expandenv, crypto and list builders (until, seq) that defeat the bounds.
+//
+// A template that fails at execution (output or time bound, index out of
+// range, a function's error) is not an undelivered event: Render returns
+// the error and the untemplated text (the event's own message, spec.summary
+// as written), which the dispatcher sends after logging the error.
+package alerttext
