@@ -622,13 +622,13 @@ func driftTargets(w workload, n, edits int) []driftTarget {
 // drift makes foreign edits one at a time and measures, for each, the time
 // from the patch returning until a watch sees the value back at Git's.
 func (b *bench) drift(ctx context.Context, ks *kustomizev1.Kustomization, w workload, edits int) ([]time.Duration, int, error) {
-	return b.driftIn(ctx, b.wc, ks, w, edits)
+	return b.driftIn(ctx, b.wc, ks, driftTargets(w, b.c.objects, edits))
 }
 
 // driftIn is drift with the foreign edits made, and the values watched, in
 // the cluster of wc: the Kustomization's own, or the remote cluster its
 // spec.kubeConfig names.
-func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev1.Kustomization, w workload, edits int) ([]time.Duration, int, error) {
+func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev1.Kustomization, targets []driftTarget) ([]time.Duration, int, error) {
 	vw, err := watchValues(ctx, wc, ks.Namespace)
 	if err != nil {
 		return nil, 0, err
@@ -637,7 +637,7 @@ func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev
 	time.Sleep(settle)
 	var latencies []time.Duration
 	failures := 0
-	for j, t := range driftTargets(w, b.c.objects, edits) {
+	for j, t := range targets {
 		seen := vw.follow(t.key())
 		var obj client.Object
 		var patch string
@@ -666,7 +666,7 @@ func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev
 	if len(latencies) == 0 {
 		return nil, failures, fmt.Errorf("no foreign edit was reverted")
 	}
-	fmt.Fprintf(os.Stderr, "   drift, %d edits of %s: p50 %s, max %s\n", edits, w.describe(b.c.objects),
+	fmt.Fprintf(os.Stderr, "   drift, %d edits of %s/%s: p50 %s, max %s\n", len(targets), ks.Namespace, ks.Name,
 		round(percentile(latencies, 50)), round(percentile(latencies, 100)))
 	return latencies, failures, nil
 }

@@ -73,14 +73,19 @@ func (b *bench) remoteDrift(ctx context.Context, local *kustomizev1.Kustomizatio
 	// server and etcd on the same cores, and whatever else runs.
 	var lat []time.Duration
 	failures := 0
-	for done := 0; done < b.c.driftEdits; done += driftChunk {
-		n := min(driftChunk, b.c.driftEdits-done)
-		l, f, err := b.driftIn(ctx, b.wc, local, mixed, n)
+	// Each chunk edits objects of its own, and none the local drift
+	// figure edited (the second half of a list twice as long): an object
+	// edited again within --drift-fight-window would be a fight, corrected
+	// with a backoff.
+	targets := driftTargets(mixed, b.c.objects, 2*b.c.driftEdits)[b.c.driftEdits:]
+	for done := 0; done < len(targets); done += driftChunk {
+		chunk := targets[done:min(done+driftChunk, len(targets))]
+		l, f, err := b.driftIn(ctx, b.wc, local, chunk)
 		if err != nil {
 			return nil, 0, fmt.Errorf("local edits beside the remote ones: %w", err)
 		}
 		b.res.localBesideRemote, b.res.localBesideRemoteFailures = append(b.res.localBesideRemote, l...), b.res.localBesideRemoteFailures+f
-		r, f, err := b.driftIn(ctx, rc, ks, mixed, n)
+		r, f, err := b.driftIn(ctx, rc, ks, chunk)
 		if err != nil {
 			return nil, 0, err
 		}
