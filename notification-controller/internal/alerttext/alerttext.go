@@ -108,27 +108,47 @@ func (t *Templates) Render(e *events.Event) (Rendered, error) {
 	return out, errors.Join(errs...)
 }
 
-// execute runs tmpl over view, its output cut at limit bytes (an error)
+// maxRunning bounds the executions running at once, those left behind
+// by the timeout among them.
+const maxRunning = 4
+
+var running = make(chan struct{}, maxRunning)
+
+// execute runs tmpl over view, its output cut at limit bytes (an error),
+// the text its functions build at MaxBuiltBytes (a budget of its own),
 // and its time at ExecTimeout. A template still running at the timeout is
-// left to finish in its goroutine: its shape (see check) bounds its work.
+// left to finish in its goroutine, holding one of maxRunning slots: its
+// shape (see check) and its budget bound its work.
 func execute(tmpl *template.Template, view View, limit int) (string, error) {
+	timer := time.NewTimer(ExecTimeout)
+	defer timer.Stop()
+	select {
+	case running <- struct{}{}:
+	case <-timer.C:
+		return "", fmt.Errorf("no template could run within %s (%d still running)", ExecTimeout, maxRunning)
+	}
+	run, err := tmpl.Clone()
+	if err != nil {
+		<-running
+		return "", err
+	}
+	run.Funcs((&budget{left: MaxBuiltBytes}).funcs())
 	type result struct {
 		out string
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
+		defer func() { <-running }()
 		defer func() {
 			if r := recover(); r != nil {
 				done <- result{err: fmt.Errorf("the template panicked: %v", r)}
 			}
 		}()
 		w := &limitedBuffer{limit: limit}
-		err := tmpl.Execute(w, view)
+		err := run.Execute(w, view)
 		done <- result{w.String(), err}
 	}()
-	timer := time.NewTimer(ExecTimeout)
-	defer timer.Stop()
 	select {
 	case r := <-done:
 		if r.err != nil {

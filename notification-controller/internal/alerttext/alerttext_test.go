@@ -90,7 +90,14 @@ func TestExecutionIsBoundedAndFallsBack(t *testing.T) {
 		{"output bound", `{{ range .Metadata }}` + strings.Repeat("{{ printf \"%256s\" . }}", 40) + `{{ end }}`, "more than 16384 bytes"},
 		{"printf width", `{{ printf "%999999999d" 1 }}`, "widths and precisions are at most 256"},
 		{"printf star", `{{ printf "%*d" 999999999 1 }}`, "* widths are not supported"},
-		{"replace growth", `{{ .Message | replace "" "` + strings.Repeat("x", 1000) + `" }}`, "longer than 16384 bytes"},
+		{"replace growth", `{{ .Message | replace "" "` + strings.Repeat("x", 1000) + `" }}`, "more than 16384 bytes"},
+		// Each step doubles what the last built: bounded by the budget of
+		// the whole execution, not only by each result's size.
+		{"doubling a variable", `{{ $x := .Message }}` + strings.Repeat(`{{ $x = print $x $x }}`, 30) + `{{ len $x }}`, "builds more than 262144 bytes"},
+		{"doubling dot", strings.Repeat(`{{ with print . . }}`, 30) + `{{ len . }}` + strings.Repeat(`{{ end }}`, 30), "builds more than 262144 bytes"},
+		{"doubling with printf", `{{ $x := .Message }}` + strings.Repeat(`{{ $x = printf "%s%s" $x $x }}`, 30), "builds more than 262144 bytes"},
+		{"escaping again and again", `{{ $x := print "<&>" .Message }}` + strings.Repeat(`{{ $x = js (html $x) }}`, 20), "builds more than 262144 bytes"},
+		{"quoting again and again", `{{ $x := .Message }}` + strings.Repeat(`{{ $x = quote $x }}`, 40), "builds more than 262144 bytes"},
 		{"index out of range", `{{ slice .Message 0 9999 }}`, "out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

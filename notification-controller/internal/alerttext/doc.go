@@ -15,12 +15,18 @@
 //     4096), and at parse time by shape: no {{define}}, {{template}} or
 //     {{block}} (one template, no recursion), no {{range}} inside another,
 //     and {{range}} only over a field of the event (.Metadata), never over
-//     a number or a variable, so the work is at most the template's size
-//     times the event's;
-//   - printf refuses widths and precisions over 256, so no single action
-//     can allocate much;
+//     a number or a variable;
+//   - printf refuses widths and precisions over 256;
+//   - every function that builds text (print, printf, println, html, js,
+//     urlquery, quote, upper, lower, replace: text/template's builtins
+//     among them are replaced) checks what its result may grow to before
+//     building it, against a budget of MaxBuiltBytes for the whole
+//     execution: a template that feeds results back into functions
+//     ({{$x = print $x $x}}, nested {{with print . .}}) doubles its text at
+//     every step, which a bound on each result alone would let through;
 //   - at execution by output (MaxSummaryBytes, MaxMessageBytes) and time
-//     (ExecTimeout).
+//     (ExecTimeout), with at most four executions running at once, so
+//     those left behind by the timeout cannot pile up.
 //
 // The functions read no environment, file or network: they are pure text
 // helpers written here rather than sprig's map, which also holds env,

@@ -38,6 +38,11 @@ type matrixMessage struct {
 	Body          string `json:"body"`
 	Format        string `json:"format"`
 	FormattedBody string `json:"formatted_body"`
+	// Mentions is empty: the message mentions no one, so "@room" or a
+	// user's name in an event's text (a commit message, an object's
+	// name) does not notify the room or the user (Matrix's intentional
+	// mentions).
+	Mentions struct{} `json:"m.mentions"`
 }
 
 func (n *matrix) Post(ctx context.Context, e events.Event) error {

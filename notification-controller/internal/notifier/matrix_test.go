@@ -19,6 +19,7 @@ type matrixArgs struct {
 	Body          string `json:"body"`
 	Format        string `json:"format"`
 	FormattedBody string `json:"formatted_body"`
+	Mentions map[string]any `json:"m.mentions"`
 }
 
 // matrixServer stands in for a homeserver's client-server API: PUT
@@ -102,6 +103,7 @@ func TestMatrixSendsOneMessagePerEvent(t *testing.T) {
 	g.Expect(srv.messages).To(Equal(2))
 	got := srv.accepted()[0]
 	g.Expect(got).To(HaveKeyWithValue("msgtype", "m.notice"))
+	g.Expect(got).To(HaveKeyWithValue("m.mentions", BeEmpty()), "an empty m.mentions: no one is notified by @room in an event's text")
 	g.Expect(got).To(HaveKeyWithValue("format", "org.matrix.custom.html"))
 	g.Expect(got["body"]).To(HavePrefix("🚨 kustomization/apps/web: DriftDetected\n<b>not bold</b> & co\nRevision: main@sha1:4f3c2b1a"))
 	g.Expect(got["formatted_body"]).To(HavePrefix("<b>🚨 kustomization/apps/web: DriftDetected</b><br>&lt;b&gt;not bold&lt;/b&gt; &amp; co<br><b>Revision: </b>main@sha1:4f3c2b1a"))

@@ -137,7 +137,10 @@ func (t *IDTokens) key(ctx context.Context, kid string) (jose.JSONWebKey, error)
 		return jose.JSONWebKey{}, errors.New("the ID token is signed with a key the issuer does not publish")
 	}
 	t.tried = t.now()
-	keys, err := t.fetch(ctx)
+	// Not the caller's context: a webhook call that hangs up must not
+	// cancel the fetch, or a caller naming an unknown key id and
+	// leaving at once would keep the keys from being refreshed at all.
+	keys, err := t.fetch(context.WithoutCancel(ctx))
 	if err != nil {
 		if ok {
 			return k, nil // a stale key beats none while the issuer is unreachable
