@@ -15,11 +15,11 @@ import (
 const matrixToken = "syt_SECRET_access"
 
 type matrixArgs struct {
-	MsgType       string `json:"msgtype"`
-	Body          string `json:"body"`
-	Format        string `json:"format"`
-	FormattedBody string `json:"formatted_body"`
-	Mentions map[string]any `json:"m.mentions"`
+	MsgType       string         `json:"msgtype"`
+	Body          string         `json:"body"`
+	Format        string         `json:"format"`
+	FormattedBody string         `json:"formatted_body"`
+	Mentions      map[string]any `json:"m.mentions"`
 }
 
 // matrixServer stands in for a homeserver's client-server API: PUT
