@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func (n *alertmanagerNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the alertmanager alert: %w", err)}
 	}
-	return pagingPost(ctx, n.cfg, n.cfg.Address, "application/json", body, bearerOrBasic(n.cfg))
+	return n.cfg.send(ctx, request{method: http.MethodPost, url: n.cfg.Address, body: body, header: bearerOrBasic(n.cfg)})
 }
 
 // alertmanagerAlertOf labels the alert with what identifies the news (the

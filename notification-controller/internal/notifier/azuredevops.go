@@ -73,13 +73,13 @@ func (a *azureDevOps) status(st commitStatus) azureDevOpsStatus {
 	}
 }
 
-func (a *azureDevOps) auth(r *http.Request) { r.SetBasicAuth("", a.cfg.Token) }
+func (a *azureDevOps) auth() http.Header { return basicAuth("", a.cfg.Token) }
 
 func (a *azureDevOps) post(ctx context.Context, st commitStatus) error {
 	return call(ctx, a.cfg, hostCall{
 		method: http.MethodPost,
 		url:    a.commits + st.sha + "/statuses?api-version=" + azureDevOpsAPIVersion,
-		auth:   a.auth,
+		auth:   a.auth(),
 		body:   a.status(st),
 	})
 }
@@ -93,7 +93,7 @@ func (a *azureDevOps) shows(ctx context.Context, st commitStatus) bool {
 	err := call(ctx, a.cfg, hostCall{
 		method: http.MethodGet,
 		url:    a.commits + st.sha + "/statuses?latestOnly=true&api-version=" + azureDevOpsAPIVersion,
-		auth:   a.auth,
+		auth:   a.auth(),
 		into:   &latest,
 	})
 	if err != nil {

@@ -103,7 +103,7 @@ func newBitbucketServer(cfg Config) (Notifier, error) {
 type bitbucket struct {
 	cfg  Config
 	web  string
-	auth func(*http.Request)
+	auth http.Header
 	url  func(sha string) string
 	key  func(context string) string
 }

@@ -49,8 +49,9 @@ func (n *datadogNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the datadog event: %w", err)}
 	}
-	return pagingPost(ctx, n.cfg, joinPath(n.cfg.Address, "/api/v1/events"), "application/json", body, func(h http.Header) {
-		h.Set("DD-API-KEY", n.cfg.Token)
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: joinPath(n.cfg.Address, "/api/v1/events"), body: body,
+		header: http.Header{"DD-API-KEY": {n.cfg.Token}},
 	})
 }
 

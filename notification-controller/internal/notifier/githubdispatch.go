@@ -62,7 +62,7 @@ func (g *githubDispatch) Post(ctx context.Context, e events.Event) error {
 	return call(ctx, g.cfg, hostCall{
 		method: http.MethodPost,
 		url:    g.api + "/dispatches",
-		auth:   g.auth,
+		auth:   g.auth(),
 		body: githubDispatchBody{
 			// Flux's form: <Kind>/<name>.<namespace>.
 			EventType:     truncate(fmt.Sprintf("%s/%s.%s", o.Kind, o.Name, o.Namespace), maxEventType),

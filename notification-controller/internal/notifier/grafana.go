@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"plumb.dev/pkg/events"
@@ -35,7 +36,7 @@ func (n *grafanaNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the grafana annotation: %w", err)}
 	}
-	return pagingPost(ctx, n.cfg, n.cfg.Address, "application/json", body, bearerOrBasic(n.cfg))
+	return n.cfg.send(ctx, request{method: http.MethodPost, url: n.cfg.Address, body: body, header: bearerOrBasic(n.cfg)})
 }
 
 // grafanaAnnotationOf tags the annotation "key: value" (Grafana's tag

@@ -70,8 +70,9 @@ func (n *opsgenieNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the opsgenie alert: %w", err)}
 	}
-	return pagingPost(ctx, n.cfg, target, "application/json", body, func(h http.Header) {
-		h.Set("Authorization", "GenieKey "+n.cfg.Token)
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: target, body: body,
+		header: http.Header{"Authorization": {"GenieKey " + n.cfg.Token}},
 	})
 }
 

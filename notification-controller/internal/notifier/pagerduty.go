@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"plumb.dev/pkg/events"
@@ -72,7 +73,7 @@ func (n *pagerDutyNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the pagerduty event: %w", err)}
 	}
-	return pagingPost(ctx, n.cfg, joinPath(n.cfg.Address, "/v2/enqueue"), "application/json", body, nil)
+	return n.cfg.send(ctx, request{method: http.MethodPost, url: joinPath(n.cfg.Address, "/v2/enqueue"), body: body})
 }
 
 func pagerDutyPayloadOf(e events.Event) *pagerDutyPayload {

@@ -61,7 +61,7 @@ func (n *rocket) Post(ctx context.Context, e events.Event) error {
 		Channel:     n.cfg.Channel,
 		Attachments: []rocketAttachment{att},
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json"})
+	a, err := n.cfg.do(ctx, request{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json"})
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (n *telegram) Post(ctx context.Context, e events.Event) error {
 		ParseMode:          "HTML",
 		LinkPreviewOptions: telegramPreview{IsDisabled: true},
 	}
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method:      http.MethodPost,
 		url:         strings.TrimSuffix(n.cfg.Address, "/") + "/bot" + n.cfg.Token + "/sendMessage",
 		payload:     msg,
