@@ -34,7 +34,7 @@ func newAzureDevOps(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, azureDevOpsForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a personal access token with the Code (status) scope")
+		return nil, needToken(cfg.Type, azureDevOpsToken)
 	}
 	escaped := make([]string, n-2)
 	for i, s := range repo.segments[:n-2] {

@@ -47,7 +47,7 @@ func newBitbucket(cfg Config) (Notifier, error) {
 	}
 	user, password, ok := strings.Cut(cfg.Token, ":")
 	if !ok || user == "" || password == "" {
-		return nil, needToken(cfg.Type, "<username>:<app password>")
+		return nil, needToken(cfg.Type, bitbucketToken)
 	}
 	// bitbucket.org's API is api.bitbucket.org; another host (a proxy, a
 	// stand-in) is taken to serve the API itself.

@@ -9,13 +9,21 @@ import notificationv1 "plumb.dev/api/notification/v1"
 // one message call needs, and none would use the dispatcher's client.
 var chatKinds = map[string]kind{
 	notificationv1.GoogleChatProvider: {build: googleChatKind},
-	notificationv1.TelegramProvider:   {build: telegramKind, defaultAddress: TelegramAPI},
-	notificationv1.MatrixProvider:     {build: matrixKind},
+	notificationv1.TelegramProvider:   {build: telegramKind, defaultAddress: TelegramAPI, token: telegramTokenNeed},
+	notificationv1.MatrixProvider:     {build: matrixKind, token: matrixTokenNeed},
 	notificationv1.RocketProvider:     {build: rocketKind},
-	notificationv1.WebexProvider:      {build: webexKind, defaultAddress: WebexMessagesURL},
+	notificationv1.WebexProvider:      {build: webexKind, defaultAddress: WebexMessagesURL, token: webexTokenNeed},
 	notificationv1.LarkProvider:       {build: larkKind},
 	notificationv1.ZulipProvider:      {build: zulipKind},
 }
+
+// What the token of the chat services that need one is. (A slack Provider
+// needs none: without one it posts to an incoming webhook.)
+const (
+	telegramTokenNeed = "a Telegram bot token"
+	matrixTokenNeed   = "a Matrix access token"
+	webexTokenNeed    = "a Webex bot's access token"
+)
 
 // maxServiceCode bounds an error code quoted from an answer.
 const maxServiceCode = 64

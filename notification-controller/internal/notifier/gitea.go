@@ -24,7 +24,7 @@ func newGitea(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, giteaForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a Gitea access token with write access to the repository")
+		return nil, needToken(cfg.Type, giteaToken)
 	}
 	root := ""
 	if n > 2 {

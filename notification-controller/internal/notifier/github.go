@@ -39,7 +39,7 @@ func newGitHubRepo(cfg Config) (githubRepo, error) {
 		return githubRepo{}, errWrongForm(cfg.Type, githubForm)
 	}
 	if cfg.Token == "" {
-		return githubRepo{}, needToken(cfg.Type, "a GitHub token that may write commit statuses")
+		return githubRepo{}, needToken(cfg.Type, githubToken)
 	}
 	base := repo.api("/api/v3")
 	if h := strings.ToLower(repo.base.Hostname()); h == "github.com" || h == "www.github.com" {

@@ -27,7 +27,7 @@ func newGitLab(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, gitlabForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a GitLab access token with the api scope")
+		return nil, needToken(cfg.Type, gitlabToken)
 	}
 	escaped := make([]string, len(repo.segments))
 	for i, s := range repo.segments {
