@@ -1,6 +1,12 @@
 package notifier
 
-import notificationv1 "plumb.dev/api/notification/v1"
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	notificationv1 "plumb.dev/api/notification/v1"
+)
 
 // chatKinds are the chat services besides the webhooks of notifier.go:
 // googlechat, telegram, matrix, rocket, webex, lark, zulip. Each speaks its
@@ -24,6 +30,25 @@ const (
 	matrixTokenNeed   = "a Matrix access token"
 	webexTokenNeed    = "a Webex bot's access token"
 )
+
+// confirmed is the verdict of a service whose 2xx answer must also say,
+// with a top-level boolean field true, that it took the message
+// (Telegram's "ok", Rocket.Chat's "success").
+func confirmed(typ string, a answer, field string) error {
+	if err := httpError(typ, a); err != nil {
+		return err
+	}
+	// A struct of that one field, so the answer is read as a struct
+	// with a `json:"<field>"` tag is (a name that differs in case only
+	// matches too).
+	ans := reflect.New(reflect.StructOf([]reflect.StructField{
+		{Name: "Flag", Type: reflect.TypeFor[bool](), Tag: reflect.StructTag(`json:"` + field + `"`)},
+	}))
+	if json.Unmarshal(a.body, ans.Interface()) == nil && ans.Elem().Field(0).Bool() {
+		return nil
+	}
+	return &PermanentError{Err: fmt.Errorf("the %s endpoint answered without %q: true", typ, field)}
+}
 
 // maxServiceCode bounds an error code quoted from an answer.
 const maxServiceCode = 64

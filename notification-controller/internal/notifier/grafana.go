@@ -2,8 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -32,11 +30,10 @@ type grafanaNotifier struct{ cfg Config }
 func newGrafana(cfg Config) (Notifier, error) { return &grafanaNotifier{cfg: cfg}, nil }
 
 func (n *grafanaNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(grafanaAnnotationOf(withoutUserInfo(e)))
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the grafana annotation: %w", err)}
-	}
-	return n.cfg.send(ctx, request{method: http.MethodPost, url: n.cfg.Address, body: body, header: bearerOrBasic(n.cfg)})
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: n.cfg.Address, header: bearerOrBasic(n.cfg),
+		payload: grafanaAnnotationOf(withoutUserInfo(e)),
+	})
 }
 
 // grafanaAnnotationOf tags the annotation "key: value" (Grafana's tag
