@@ -68,7 +68,7 @@ var azureDevOpsStates = map[statusState]string{stateSuccess: "succeeded", stateF
 func (a *azureDevOps) status(st commitStatus) azureDevOpsStatus {
 	return azureDevOpsStatus{
 		State:       azureDevOpsStates[st.state],
-		Description: truncate(st.description, maxStatusDescription),
+		Description: clipRunes(st.description, maxStatusDescription),
 		Context:     azureDevOpsStatusContext{Name: st.context, Genre: azureDevOpsGenre},
 	}
 }

@@ -118,7 +118,7 @@ func (b *bitbucket) post(ctx context.Context, st commitStatus) error {
 			State:       bitbucketStates[st.state],
 			URL:         b.web,
 			Name:        st.context,
-			Description: truncate(st.description, maxStatusDescription),
+			Description: clipRunes(st.description, maxStatusDescription),
 		},
 	})
 }

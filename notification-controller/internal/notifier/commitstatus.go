@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -121,7 +120,7 @@ func commitSHA(revision string) (string, error) {
 	if revision == "" {
 		return "", &Skipped{Why: "the event names no revision"}
 	}
-	quoted := fmt.Sprintf("%q", truncate(revision, 80))
+	quoted := fmt.Sprintf("%q", clipRunes(revision, 80))
 	rev := strings.ToLower(revision)
 	if loc := digestInRev.FindStringIndex(rev); loc != nil {
 		rev = rev[loc[0]+1:]
@@ -159,15 +158,6 @@ func statusContext(cfg Config, e events.Event) string {
 	}
 	sum := sha256.Sum256([]byte(ctx))
 	return ctx[:maxContext-9] + "~" + hex.EncodeToString(sum[:4])
-}
-
-// truncate cuts s to at most n characters, ending in "…" when cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // repository is a repository's address, split: the URL without user info

@@ -51,7 +51,7 @@ var giteaStates = map[statusState]string{stateSuccess: "success", stateFailure: 
 func (g *gitea) auth() http.Header { return authHeader("Authorization", "token "+g.cfg.Token) }
 
 func (g *gitea) status(st commitStatus) giteaStatus {
-	return giteaStatus{State: giteaStates[st.state], Description: truncate(st.description, maxStatusDescription), Context: st.context}
+	return giteaStatus{State: giteaStates[st.state], Description: clipRunes(st.description, maxStatusDescription), Context: st.context}
 }
 
 func (g *gitea) post(ctx context.Context, st commitStatus) error {

@@ -77,7 +77,7 @@ type githubStatus struct {
 var githubStates = map[statusState]string{stateSuccess: "success", stateFailure: "failure", statePending: "pending"}
 
 func (g github) status(st commitStatus) githubStatus {
-	return githubStatus{State: githubStates[st.state], Description: truncate(st.description, maxGitHubDescription), Context: st.context}
+	return githubStatus{State: githubStates[st.state], Description: clipRunes(st.description, maxGitHubDescription), Context: st.context}
 }
 
 func (g github) post(ctx context.Context, st commitStatus) error {

@@ -83,7 +83,7 @@ func (g *gitlab) shows(ctx context.Context, st commitStatus) bool {
 }
 
 func (g *gitlab) status(st commitStatus) gitlabStatus {
-	return gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: truncate(st.description, maxStatusDescription)}
+	return gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: clipRunes(st.description, maxStatusDescription)}
 }
 
 func (g *gitlab) post(ctx context.Context, st commitStatus) error {

@@ -292,6 +292,19 @@ func driftText(changes []events.Change) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// clipRunes cuts s to at most limit characters, marking the cut with "…":
+// the services count characters, not bytes.
+func clipRunes(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	return string(r[:limit-1]) + "…"
+}
+
 // objectTitle is kind/namespace/name in lower-case kind, like Flux.
 func objectTitle(e events.Event) string {
 	o := e.InvolvedObject

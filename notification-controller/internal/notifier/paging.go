@@ -91,19 +91,6 @@ func incidentKey(e events.Event, limit int) string {
 	return "plumb:" + hex.EncodeToString(sum[:])[:min(64, limit-len("plumb:"))]
 }
 
-// clipRunes cuts s to at most limit characters, marking the cut with "…":
-// the services count characters, not bytes.
-func clipRunes(s string, limit int) string {
-	if limit <= 0 {
-		return ""
-	}
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
-}
-
 // bearerOrBasic authenticates with the token as a bearer token, or else
 // with the Secret's username and password (alertmanager, grafana).
 func bearerOrBasic(cfg Config) http.Header {
