@@ -2,8 +2,7 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -26,11 +25,10 @@ type alertmanagerNotifier struct{ cfg Config }
 func newAlertmanager(cfg Config) (Notifier, error) { return &alertmanagerNotifier{cfg: cfg}, nil }
 
 func (n *alertmanagerNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal([]alertmanagerAlert{alertmanagerAlertOf(withoutUserInfo(e))})
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the alertmanager alert: %w", err)}
-	}
-	return pagingPost(ctx, n.cfg, n.cfg.Address, "application/json", body, bearerOrBasic(n.cfg))
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: n.cfg.Address, header: bearerOrBasic(n.cfg),
+		payload: []alertmanagerAlert{alertmanagerAlertOf(withoutUserInfo(e))},
+	})
 }
 
 // alertmanagerAlertOf labels the alert with what identifies the news (the

@@ -34,7 +34,7 @@ func newAzureDevOps(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, azureDevOpsForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a personal access token with the Code (status) scope")
+		return nil, needToken(cfg.Type, azureDevOpsToken)
 	}
 	escaped := make([]string, n-2)
 	for i, s := range repo.segments[:n-2] {
@@ -68,18 +68,18 @@ var azureDevOpsStates = map[statusState]string{stateSuccess: "succeeded", stateF
 func (a *azureDevOps) status(st commitStatus) azureDevOpsStatus {
 	return azureDevOpsStatus{
 		State:       azureDevOpsStates[st.state],
-		Description: truncate(st.description, maxStatusDescription),
+		Description: clipRunes(st.description, maxStatusDescription),
 		Context:     azureDevOpsStatusContext{Name: st.context, Genre: azureDevOpsGenre},
 	}
 }
 
-func (a *azureDevOps) auth(r *http.Request) { r.SetBasicAuth("", a.cfg.Token) }
+func (a *azureDevOps) auth() http.Header { return basicAuth("", a.cfg.Token) }
 
 func (a *azureDevOps) post(ctx context.Context, st commitStatus) error {
 	return call(ctx, a.cfg, hostCall{
 		method: http.MethodPost,
 		url:    a.commits + st.sha + "/statuses?api-version=" + azureDevOpsAPIVersion,
-		auth:   a.auth,
+		auth:   a.auth(),
 		body:   a.status(st),
 	})
 }
@@ -93,7 +93,7 @@ func (a *azureDevOps) shows(ctx context.Context, st commitStatus) bool {
 	err := call(ctx, a.cfg, hostCall{
 		method: http.MethodGet,
 		url:    a.commits + st.sha + "/statuses?latestOnly=true&api-version=" + azureDevOpsAPIVersion,
-		auth:   a.auth,
+		auth:   a.auth(),
 		into:   &latest,
 	})
 	if err != nil {

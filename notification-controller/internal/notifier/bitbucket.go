@@ -47,7 +47,7 @@ func newBitbucket(cfg Config) (Notifier, error) {
 	}
 	user, password, ok := strings.Cut(cfg.Token, ":")
 	if !ok || user == "" || password == "" {
-		return nil, needToken(cfg.Type, "<username>:<app password>")
+		return nil, needToken(cfg.Type, bitbucketToken)
 	}
 	// bitbucket.org's API is api.bitbucket.org; another host (a proxy, a
 	// stand-in) is taken to serve the API itself.
@@ -103,7 +103,7 @@ func newBitbucketServer(cfg Config) (Notifier, error) {
 type bitbucket struct {
 	cfg  Config
 	web  string
-	auth func(*http.Request)
+	auth http.Header
 	url  func(sha string) string
 	key  func(context string) string
 }
@@ -118,7 +118,7 @@ func (b *bitbucket) post(ctx context.Context, st commitStatus) error {
 			State:       bitbucketStates[st.state],
 			URL:         b.web,
 			Name:        st.context,
-			Description: truncate(st.description, maxStatusDescription),
+			Description: clipRunes(st.description, maxStatusDescription),
 		},
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -23,14 +22,25 @@ import (
 // repository's URL; the API endpoint is derived from it, and an address
 // that names no repository fails in build, so at the Provider's reconcile.
 var commitStatusKinds = map[string]kind{
-	notificationv1.GitHubProvider:          {build: newGitHub},
-	notificationv1.GitHubDispatchProvider:  {build: newGitHubDispatch},
-	notificationv1.GitLabProvider:          {build: newGitLab},
-	notificationv1.GiteaProvider:           {build: newGitea},
-	notificationv1.BitbucketProvider:       {build: newBitbucket},
+	notificationv1.GitHubProvider:         {build: newGitHub, token: githubToken},
+	notificationv1.GitHubDispatchProvider: {build: newGitHubDispatch, token: githubToken},
+	notificationv1.GitLabProvider:         {build: newGitLab, token: gitlabToken},
+	notificationv1.GiteaProvider:          {build: newGitea, token: giteaToken},
+	notificationv1.BitbucketProvider:      {build: newBitbucket, token: bitbucketToken},
+	// A token, or the Secret's username and password: no one key is
+	// required.
 	notificationv1.BitbucketServerProvider: {build: newBitbucketServer},
-	notificationv1.AzureDevOpsProvider:     {build: newAzureDevOps},
+	notificationv1.AzureDevOpsProvider:     {build: newAzureDevOps, token: azureDevOpsToken},
 }
+
+// What the token of each host is.
+const (
+	githubToken      = "a GitHub token that may write commit statuses"
+	gitlabToken      = "a GitLab access token with the api scope"
+	giteaToken       = "a Gitea access token with write access to the repository"
+	bitbucketToken   = "<username>:<app password>"
+	azureDevOpsToken = "a personal access token with the Code (status) scope"
+)
 
 // commitStatus is what a host is told about one event, before each host
 // puts it in its own words (state names, field names, length limits).
@@ -110,7 +120,7 @@ func commitSHA(revision string) (string, error) {
 	if revision == "" {
 		return "", &Skipped{Why: "the event names no revision"}
 	}
-	quoted := fmt.Sprintf("%q", truncate(revision, 80))
+	quoted := fmt.Sprintf("%q", clipRunes(revision, 80))
 	rev := strings.ToLower(revision)
 	if loc := digestInRev.FindStringIndex(rev); loc != nil {
 		rev = rev[loc[0]+1:]
@@ -148,15 +158,6 @@ func statusContext(cfg Config, e events.Event) string {
 	}
 	sum := sha256.Sum256([]byte(ctx))
 	return ctx[:maxContext-9] + "~" + hex.EncodeToString(sum[:4])
-}
-
-// truncate cuts s to at most n characters, ending in "…" when cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // repository is a repository's address, split: the URL without user info

@@ -1,8 +1,6 @@
 package notifier
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,10 +20,7 @@ import (
 // decoded strictly with the host's field names, required fields, allowed
 // states, length limits) and answers as the host does.
 
-const (
-	testSHA   = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a"
-	testToken = "s3cr3t-t0ken"
-)
+const testSHA = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a"
 
 // hostContract is what one host requires of a status request.
 type hostContract struct {
@@ -72,24 +67,6 @@ type received struct {
 	Extra                            map[string]string
 }
 
-// strict decodes b into v, refusing unknown fields, as the hosts' API
-// validators do.
-func strict(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
-}
-
-func bearer(token string) func(*http.Request) bool {
-	return func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+token }
-}
-
-func basic(user, password string) func(*http.Request) bool {
-	return func(r *http.Request) bool {
-		return r.Header.Get("Authorization") == "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+password))
-	}
-}
-
 // stateIn checks a state against the host's allowed values.
 func stateIn(state string, allowed ...string) bool { return slices.Contains(allowed, state) }
 
@@ -99,7 +76,7 @@ var contracts = []hostContract{
 		address:      func(base string) string { return base + "/org/repo" },
 		token:        testToken,
 		path:         regexp.MustCompile(`^/api/v3/repos/org/repo/statuses/([0-9a-f]{40})$`),
-		authorized:   bearer(testToken),
+		authorized:   hasAuth("Bearer " + testToken),
 		unauthorized: http.StatusUnauthorized,
 		created:      http.StatusCreated,
 		list:         regexp.MustCompile(`^/api/v3/repos/org/repo/commits/([0-9a-f]{40})/status$`),
@@ -123,7 +100,7 @@ var contracts = []hostContract{
 				Description *string `json:"description"`
 				Context     string  `json:"context"`
 			}
-			if strict(b, &s) != nil || !stateIn(s.State, "error", "failure", "pending", "success") {
+			if strictJSON(b, &s) != nil || !stateIn(s.State, "error", "failure", "pending", "success") {
 				return received{}, http.StatusUnprocessableEntity
 			}
 			desc := ""
@@ -172,7 +149,7 @@ var contracts = []hostContract{
 				Coverage    any    `json:"coverage"`
 				PipelineID  int    `json:"pipeline_id"`
 			}
-			if strict(b, &s) != nil || !stateIn(s.State, "pending", "running", "success", "failed", "canceled", "skipped") {
+			if strictJSON(b, &s) != nil || !stateIn(s.State, "pending", "running", "success", "failed", "canceled", "skipped") {
 				return received{}, http.StatusBadRequest
 			}
 			return received{State: s.State, Context: s.Name, Description: s.Description}, 0
@@ -209,7 +186,7 @@ var contracts = []hostContract{
 				Description string `json:"description"`
 				Context     string `json:"context"`
 			}
-			if strict(b, &s) != nil || !stateIn(s.State, "pending", "success", "error", "failure", "warning") {
+			if strictJSON(b, &s) != nil || !stateIn(s.State, "pending", "success", "error", "failure", "warning") {
 				return received{}, http.StatusUnprocessableEntity
 			}
 			return received{State: s.State, Context: s.Context, Description: s.Description}, 0
@@ -220,7 +197,7 @@ var contracts = []hostContract{
 		address:      func(base string) string { return base + "/workspace/repo" },
 		token:        "bot:app-password",
 		path:         regexp.MustCompile(`^/2.0/repositories/workspace/repo/commit/([0-9a-f]{40})/statuses/build$`),
-		authorized:   basic("bot", "app-password"),
+		authorized:   hasAuth(basicHeader("bot", "app-password")),
 		unauthorized: http.StatusUnauthorized,
 		created:      http.StatusCreated,
 		decode: func(b []byte) (received, int) {
@@ -233,7 +210,7 @@ var contracts = []hostContract{
 				Description string `json:"description"`
 				Refname     string `json:"refname"`
 			}
-			if strict(b, &s) != nil || s.Key == "" || len(s.Key) > 40 || s.URL == "" ||
+			if strictJSON(b, &s) != nil || s.Key == "" || len(s.Key) > 40 || s.URL == "" ||
 				!stateIn(s.State, "INPROGRESS", "SUCCESSFUL", "FAILED", "STOPPED") {
 				return received{}, http.StatusBadRequest
 			}
@@ -247,7 +224,7 @@ var contracts = []hostContract{
 		path:    regexp.MustCompile(`^/bitbucket/rest/api/latest/projects/PROJ/repos/repo/commits/([0-9a-f]{40})/builds$`),
 		// An HTTP access token, or a user's name and password.
 		authorized: func(r *http.Request) bool {
-			return bearer(testToken)(r) || basic("ci-bot", "pa55word")(r)
+			return hasAuth("Bearer "+testToken)(r) || hasAuth(basicHeader("ci-bot", "pa55word"))(r)
 		},
 		unauthorized: http.StatusUnauthorized,
 		created:      http.StatusNoContent,
@@ -263,7 +240,7 @@ var contracts = []hostContract{
 				Ref         string `json:"ref"`
 				Duration    int64  `json:"duration"`
 			}
-			if strict(b, &s) != nil || s.Key == "" || len(s.Key) > 255 || len(s.Name) > 255 || s.URL == "" ||
+			if strictJSON(b, &s) != nil || s.Key == "" || len(s.Key) > 255 || len(s.Name) > 255 || s.URL == "" ||
 				!stateIn(s.State, "INPROGRESS", "SUCCESSFUL", "FAILED", "CANCELLED", "UNKNOWN") {
 				return received{}, http.StatusBadRequest
 			}
@@ -294,7 +271,7 @@ var contracts = []hostContract{
 			}
 			return map[string]any{"count": len(out), "value": out}
 		},
-		authorized: basic("", testToken),
+		authorized: hasAuth(basicHeader("", testToken)),
 		// A bad PAT gets a sign-in page.
 		unauthorized: http.StatusNonAuthoritativeInfo,
 		created:      http.StatusCreated,
@@ -308,7 +285,7 @@ var contracts = []hostContract{
 					Genre string `json:"genre"`
 				} `json:"context"`
 			}
-			if strict(b, &s) != nil || s.Context.Name == "" ||
+			if strictJSON(b, &s) != nil || s.Context.Name == "" ||
 				!stateIn(s.State, "notSet", "pending", "succeeded", "failed", "error", "notApplicable") {
 				return received{}, http.StatusBadRequest
 			}
@@ -326,85 +303,69 @@ func contractOf(typ string) hostContract {
 	panic("no contract for " + typ)
 }
 
-// hostStandIn serves one host's status API and keeps the statuses it
-// accepted. answer, when set, is the code it gives every request instead
-// (with Retry-After on 429, as the hosts send).
+// hostStandIn serves one host's status API (a standIn's handler) and
+// keeps the statuses it accepted.
 type hostStandIn struct {
-	t        *testing.T
+	*standIn
 	contract hostContract
 
 	mu       sync.Mutex
 	statuses []received
-	requests []string
-	answer   int
-	header   http.Header
 }
 
 func newHostStandIn(t *testing.T, typ string) (*hostStandIn, *httptest.Server) {
-	s := &hostStandIn{t: t, contract: contractOf(typ)}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return s, srv
+	s := &hostStandIn{contract: contractOf(typ)}
+	s.standIn = newStandIn(t, s.serve)
+	return s, s.Server
 }
 
-func (s *hostStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *hostStandIn) serve(w http.ResponseWriter, r *http.Request, body []byte) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, r.Method+" "+r.URL.EscapedPath())
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if s.answer != 0 {
-		for k, v := range s.header {
-			w.Header()[k] = v
-		}
-		if s.answer == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "30")
-		}
-		http.Error(w, `{"message":"see https://evil.example `+testToken+`"}`, s.answer)
-		return
-	}
 	if !s.contract.authorized(r) {
 		if s.contract.unauthorized == http.StatusNonAuthoritativeInfo {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusNonAuthoritativeInfo)
 			_, _ = io.WriteString(w, "<html>Sign in</html>")
-			return
+			return nil
 		}
 		http.Error(w, `{"message":"Bad credentials"}`, s.contract.unauthorized)
-		return
+		return nil
 	}
 	if s.contract.typ == notificationv1.AzureDevOpsProvider && r.URL.Query().Get("api-version") == "" {
 		http.Error(w, `{"message":"no api-version"}`, http.StatusBadRequest)
-		return
+		return nil
 	}
 	if r.Method == http.MethodGet {
 		s.list(w, r)
-		return
+		return nil
 	}
 	m := s.contract.path.FindStringSubmatch(r.URL.EscapedPath())
 	if r.Method != http.MethodPost || m == nil {
 		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-		return
+		return nil
 	}
 	if r.Header.Get("Content-Type") != "application/json" {
 		http.Error(w, `{"message":"unsupported media type"}`, http.StatusUnsupportedMediaType)
-		return
+		return nil
 	}
 	st, code := s.contract.decode(body)
 	if code != 0 {
 		http.Error(w, `{"message":"Validation Failed"}`, code)
-		return
+		return nil
 	}
 	st.SHA = m[1]
 	if s.contract.typ == notificationv1.GitLabProvider && s.gitlabSameState(st) {
 		// GitLab refuses to move a status to the state it is in.
 		http.Error(w, `{"message":"Cannot transition status via :run from :running"}`, http.StatusBadRequest)
-		return
+		return nil
 	}
 	s.statuses = append(s.statuses, st)
 	w.WriteHeader(s.contract.created)
 	if s.contract.created != http.StatusNoContent {
 		_, _ = io.WriteString(w, `{"id":1}`)
 	}
+	return st
 }
 
 // list answers a GET of the commit's statuses as the host does; GitLab's
@@ -444,21 +405,13 @@ func (s *hostStandIn) received() []received {
 }
 
 func (s *hostStandIn) posts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, r := range s.requests {
-		if r[:4] == "POST" {
+	for _, r := range s.requests() {
+		if r.Method == http.MethodPost {
 			n++
 		}
 	}
 	return n
-}
-
-func (s *hostStandIn) setAnswer(code int, header http.Header) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.answer, s.header = code, header
 }
 
 // configFor is a Provider configuration of the contract's type on srv.

@@ -236,7 +236,7 @@ func TestHostAnswers(t *testing.T) {
 				http.StatusInternalServerError: false,
 				http.StatusBadGateway:          false,
 			} {
-				host.setAnswer(code, nil)
+				host.answer(code, nil)
 				check(configFor(c, srv), permanent, http.StatusText(code))
 			}
 		})
@@ -252,11 +252,11 @@ func TestGitHubRateLimitsAre403sRetried(t *testing.T) {
 	post := func() error {
 		return n.Post(context.Background(), syncEvent(events.SeverityInfo, kustomizev1.AppliedReason, "applied", testSHA))
 	}
-	host.setAnswer(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"0"}})
+	host.answer(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"0"}})
 	g.Expect(IsPermanent(post())).To(BeFalse())
-	host.setAnswer(http.StatusForbidden, http.Header{"Retry-After": {"60"}})
+	host.answer(http.StatusForbidden, http.Header{"Retry-After": {"60"}})
 	g.Expect(IsPermanent(post())).To(BeFalse())
-	host.setAnswer(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"4999"}})
+	host.answer(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"4999"}})
 	g.Expect(IsPermanent(post())).To(BeTrue())
 }
 
@@ -313,7 +313,7 @@ func TestAPIEndpointsComeFromTheAddress(t *testing.T) {
 	g := NewWithT(t)
 	var got []string
 	// Reads of the current statuses find none; posts are taken.
-	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		got = append(got, r.URL.String())
 		code := http.StatusCreated
 		if r.Method == http.MethodGet {
@@ -348,7 +348,3 @@ func TestAPIEndpointsComeFromTheAddress(t *testing.T) {
 		"https://org.visualstudio.com/project/_apis/git/repositories/repo/commits/"+testSHA+"/statuses?api-version=7.1",
 	))
 }
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -2,8 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -45,12 +43,9 @@ func newDatadog(cfg Config) (Notifier, error) {
 }
 
 func (n *datadogNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(datadogEventOf(withoutUserInfo(e), time.Now()))
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the datadog event: %w", err)}
-	}
-	return pagingPost(ctx, n.cfg, joinPath(n.cfg.Address, "/api/v1/events"), "application/json", body, func(h http.Header) {
-		h.Set("DD-API-KEY", n.cfg.Token)
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: joinPath(n.cfg.Address, "/api/v1/events"), payload: datadogEventOf(withoutUserInfo(e), time.Now()),
+		header: http.Header{"DD-API-KEY": {n.cfg.Token}},
 	})
 }
 

@@ -16,8 +16,9 @@
 // URL in the address, so a wrong address fails New, at the Provider's
 // reconcile. Hosts that keep every status (or refuse a repeat) are asked
 // first whether the commit already shows it (statusReader). githubdispatch sends any event as a repository_dispatch.
-// They use plain net/http through hostapi.go's call rather than the hosts'
-// SDKs: one or two calls of a few fields each, and an SDK's own transport
+// They use plain net/http through hostapi.go's call (Config.do, with the
+// hosts' hints for a refused status and GitHub's rate-limit 403) rather
+// than the hosts' SDKs: one or two calls of a few fields each, and an SDK's own transport
 // (oauth2, retries) would bypass the dispatcher's client, its address
 // policy and its single attempt per Post.
 //
@@ -61,9 +62,14 @@
 // http:// address (InsecureError), and the nats notifier requires TLS from
 // the server before it sends a token or password.
 //
-// Chat services (chat.go) share one request path (Config.do: the
-// dispatcher's client, a bounded answer, errors without the URL or a token
-// the URL holds, as Telegram's path does) and one rendering of an alert as
+// Every HTTP request goes one way (request.go's Config.do): the
+// dispatcher's client, user info of the URL sent as basic credentials, a
+// bounded answer, errors without the URL or a token the URL holds (as
+// Telegram's path does). Config.send adds the verdict of the services whose
+// status code says it all (webhooks, paging tools); the chat services and
+// the Git hosts read the answer themselves (statusError, call).
+//
+// Chat services (chat.go) share one rendering of an alert as
 // lines (chattext.go), which each service's markup escapes (HTML for
 // Telegram, Matrix and Google Chat, Markdown for Webex and Zulip) and cuts
 // to its length limit. Services that answer HTTP 200 with a refusal in the

@@ -24,7 +24,7 @@ func newGitea(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, giteaForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a Gitea access token with write access to the repository")
+		return nil, needToken(cfg.Type, giteaToken)
 	}
 	root := ""
 	if n > 2 {
@@ -48,20 +48,20 @@ type giteaStatus struct {
 
 var giteaStates = map[statusState]string{stateSuccess: "success", stateFailure: "failure", statePending: "pending"}
 
-func (g *gitea) auth(r *http.Request) { r.Header.Set("Authorization", "token "+g.cfg.Token) }
+func (g *gitea) auth() http.Header { return authHeader("Authorization", "token "+g.cfg.Token) }
 
 func (g *gitea) status(st commitStatus) giteaStatus {
-	return giteaStatus{State: giteaStates[st.state], Description: truncate(st.description, maxStatusDescription), Context: st.context}
+	return giteaStatus{State: giteaStates[st.state], Description: clipRunes(st.description, maxStatusDescription), Context: st.context}
 }
 
 func (g *gitea) post(ctx context.Context, st commitStatus) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth(), body: g.status(st)})
 }
 
 // shows reads the commit's combined status (GET
 // /repos/{owner}/{repo}/commits/{sha}/status).
 func (g *gitea) shows(ctx context.Context, st commitStatus) bool {
 	want := g.status(st)
-	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?limit=50", auth: g.auth},
+	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?limit=50", auth: g.auth()},
 		shownStatus{want.Context, want.State, want.Description})
 }

@@ -39,7 +39,7 @@ func newGitHubRepo(cfg Config) (githubRepo, error) {
 		return githubRepo{}, errWrongForm(cfg.Type, githubForm)
 	}
 	if cfg.Token == "" {
-		return githubRepo{}, needToken(cfg.Type, "a GitHub token that may write commit statuses")
+		return githubRepo{}, needToken(cfg.Type, githubToken)
 	}
 	base := repo.api("/api/v3")
 	if h := strings.ToLower(repo.base.Hostname()); h == "github.com" || h == "www.github.com" {
@@ -48,10 +48,12 @@ func newGitHubRepo(cfg Config) (githubRepo, error) {
 	return githubRepo{cfg: cfg, api: base + "/repos/" + url.PathEscape(repo.segments[0]) + "/" + url.PathEscape(repo.segments[1])}, nil
 }
 
-func (g githubRepo) auth(r *http.Request) {
-	r.Header.Set("Authorization", "Bearer "+g.cfg.Token)
-	r.Header.Set("Accept", "application/vnd.github+json")
-	r.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+func (g githubRepo) auth() http.Header {
+	return http.Header{
+		"Authorization":        {"Bearer " + g.cfg.Token},
+		"Accept":               {"application/vnd.github+json"},
+		"X-Github-Api-Version": {"2022-11-28"},
+	}
 }
 
 func newGitHub(cfg Config) (Notifier, error) {
@@ -75,17 +77,17 @@ type githubStatus struct {
 var githubStates = map[statusState]string{stateSuccess: "success", stateFailure: "failure", statePending: "pending"}
 
 func (g github) status(st commitStatus) githubStatus {
-	return githubStatus{State: githubStates[st.state], Description: truncate(st.description, maxGitHubDescription), Context: st.context}
+	return githubStatus{State: githubStates[st.state], Description: clipRunes(st.description, maxGitHubDescription), Context: st.context}
 }
 
 func (g github) post(ctx context.Context, st commitStatus) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/statuses/" + st.sha, auth: g.auth(), body: g.status(st)})
 }
 
 // shows reads the commit's combined status (GET
 // /repos/{owner}/{repo}/commits/{sha}/status).
 func (g github) shows(ctx context.Context, st commitStatus) bool {
 	want := g.status(st)
-	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?per_page=100", auth: g.auth},
+	return combinedShows(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/commits/" + st.sha + "/status?per_page=100", auth: g.auth()},
 		shownStatus{want.Context, want.State, want.Description})
 }

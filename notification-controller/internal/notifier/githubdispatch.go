@@ -62,10 +62,10 @@ func (g *githubDispatch) Post(ctx context.Context, e events.Event) error {
 	return call(ctx, g.cfg, hostCall{
 		method: http.MethodPost,
 		url:    g.api + "/dispatches",
-		auth:   g.auth,
+		auth:   g.auth(),
 		body: githubDispatchBody{
 			// Flux's form: <Kind>/<name>.<namespace>.
-			EventType:     truncate(fmt.Sprintf("%s/%s.%s", o.Kind, o.Name, o.Namespace), maxEventType),
+			EventType:     clipRunes(fmt.Sprintf("%s/%s.%s", o.Kind, o.Name, o.Namespace), maxEventType),
 			ClientPayload: boundedPayload(e),
 		},
 	})
@@ -93,14 +93,14 @@ func boundedPayload(e events.Event) dispatchPayload {
 		p.Message += fmt.Sprintf(" (%d drifted fields not listed: the payload would be too large)", n)
 	}
 	if !fits() {
-		p.Message = truncate(p.Message, maxDispatchMessage)
+		p.Message = clipRunes(p.Message, maxDispatchMessage)
 	}
 	if !fits() {
 		p.Metadata = nil
 	}
 	if !fits() {
 		// Only the object's own names are left that can be large.
-		p.Message = truncate(p.Message, 256)
+		p.Message = clipRunes(p.Message, 256)
 	}
 	return p
 }

@@ -3,11 +3,8 @@ package notifier
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -18,40 +15,37 @@ import (
 	"plumb.dev/pkg/events"
 )
 
-// dispatchStandIn is GitHub's "create a repository dispatch event": POST
+// dispatched is a repository dispatch event the stand-in took: its
+// client_payload (with the event_type added) and the request's size.
+type dispatched struct {
+	payload map[string]json.RawMessage
+	size    int
+}
+
+// githubDispatches is GitHub's "create a repository dispatch event": POST
 // /repos/{owner}/{repo}/dispatches with a bearer token, event_type
 // (required, at most 100 characters) and client_payload (an object of at
 // most 10 top-level properties); 204 No Content.
-type dispatchStandIn struct {
-	mu   sync.Mutex
-	got  []map[string]json.RawMessage
-	size []int
-}
-
-func (s *dispatchStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func githubDispatches(w http.ResponseWriter, r *http.Request, b []byte) any {
 	if r.Header.Get("Authorization") != "Bearer "+testToken {
 		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
-		return
+		return nil
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/api/v3/repos/org/repo/dispatches" {
 		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-		return
+		return nil
 	}
-	b, _ := io.ReadAll(r.Body)
 	var body struct {
 		EventType     string                     `json:"event_type"`
 		ClientPayload map[string]json.RawMessage `json:"client_payload"`
 	}
-	if strict(b, &body) != nil || body.EventType == "" || len([]rune(body.EventType)) > 100 || len(body.ClientPayload) > 10 {
+	if strictJSON(b, &body) != nil || body.EventType == "" || len([]rune(body.EventType)) > 100 || len(body.ClientPayload) > 10 {
 		http.Error(w, `{"message":"Validation Failed"}`, http.StatusUnprocessableEntity)
-		return
+		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	body.ClientPayload["event_type"], _ = json.Marshal(body.EventType)
-	s.got = append(s.got, body.ClientPayload)
-	s.size = append(s.size, len(b))
 	w.WriteHeader(http.StatusNoContent)
+	return dispatched{payload: body.ClientPayload, size: len(b)}
 }
 
 // TestGitHubDispatchSendsEveryEventAsARepositoryDispatch: events of any
@@ -60,9 +54,7 @@ func (s *dispatchStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // large event is cut to a bounded payload.
 func TestGitHubDispatchSendsEveryEventAsARepositoryDispatch(t *testing.T) {
 	g := NewWithT(t)
-	standIn := &dispatchStandIn{}
-	srv := httptest.NewServer(standIn)
-	t.Cleanup(srv.Close)
+	srv := newStandIn(t, githubDispatches)
 	n, err := New(Config{Type: notificationv1.GitHubDispatchProvider, Address: srv.URL + "/org/repo", Token: testToken})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -76,18 +68,19 @@ func TestGitHubDispatchSendsEveryEventAsARepositoryDispatch(t *testing.T) {
 	for _, ev := range []events.Event{e, source, huge} {
 		g.Expect(n.Post(context.Background(), ev)).To(Succeed())
 	}
-	g.Expect(standIn.got).To(HaveLen(3))
-	first := standIn.got[0]
+	got := srv.got()
+	g.Expect(got).To(HaveLen(3))
+	first := got[0].(dispatched).payload
 	g.Expect(string(first["event_type"])).To(Equal(`"Kustomization/web.apps"`))
 	g.Expect(string(first["reason"])).To(Equal(`"DriftDetected"`))
 	g.Expect(string(first["revision"])).To(Equal(`"main@sha1:4f3c2b1a"`))
 	g.Expect(first).To(HaveKey("changes"))
-	g.Expect(string(standIn.got[1]["event_type"])).To(Equal(`"GitRepository/app.flux-system"`))
+	g.Expect(string(got[1].(dispatched).payload["event_type"])).To(Equal(`"GitRepository/app.flux-system"`))
 
-	g.Expect(standIn.size[2]).To(BeNumerically("<", maxDispatchPayload+200))
-	g.Expect(standIn.got[2]).NotTo(HaveKey("changes"))
+	g.Expect(got[2].(dispatched).size).To(BeNumerically("<", maxDispatchPayload+200))
+	g.Expect(got[2].(dispatched).payload).NotTo(HaveKey("changes"))
 	var msg string
-	g.Expect(json.Unmarshal(standIn.got[2]["message"], &msg)).To(Succeed())
+	g.Expect(json.Unmarshal(got[2].(dispatched).payload["message"], &msg)).To(Succeed())
 	g.Expect(msg).To(HaveSuffix("…"))
 
 	// Bad credentials are reported once, without the token.

@@ -27,7 +27,7 @@ func newGitLab(cfg Config) (Notifier, error) {
 		return nil, errWrongForm(cfg.Type, gitlabForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, "a GitLab access token with the api scope")
+		return nil, needToken(cfg.Type, gitlabToken)
 	}
 	escaped := make([]string, len(repo.segments))
 	for i, s := range repo.segments {
@@ -55,7 +55,7 @@ type gitlabStatus struct {
 
 var gitlabStates = map[statusState]string{stateSuccess: "success", stateFailure: "failed", statePending: "running"}
 
-func (g *gitlab) auth(r *http.Request) { r.Header.Set("PRIVATE-TOKEN", g.cfg.Token) }
+func (g *gitlab) auth() http.Header { return authHeader("PRIVATE-TOKEN", g.cfg.Token) }
 
 // shows reads the commit's statuses of st's name: GitLab refuses (400)
 // to move a status to the state it is in.
@@ -65,7 +65,7 @@ func (g *gitlab) shows(ctx context.Context, st commitStatus) bool {
 	err := call(ctx, g.cfg, hostCall{
 		method: http.MethodGet,
 		url:    g.project + "/repository/commits/" + st.sha + "/statuses?name=" + url.QueryEscape(st.context),
-		auth:   g.auth,
+		auth:   g.auth(),
 		into:   &current,
 	})
 	if err != nil {
@@ -83,9 +83,9 @@ func (g *gitlab) shows(ctx context.Context, st commitStatus) bool {
 }
 
 func (g *gitlab) status(st commitStatus) gitlabStatus {
-	return gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: truncate(st.description, maxStatusDescription)}
+	return gitlabStatus{State: gitlabStates[st.state], Name: st.context, Description: clipRunes(st.description, maxStatusDescription)}
 }
 
 func (g *gitlab) post(ctx context.Context, st commitStatus) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth, body: g.status(st)})
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.project + "/statuses/" + st.sha, auth: g.auth(), body: g.status(st)})
 }

@@ -88,7 +88,7 @@ func (n *googleChat) Post(ctx context.Context, e events.Event) error {
 		u.RawQuery = q.Encode()
 		address = u.String()
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: address, payload: msg, contentType: "application/json; charset=UTF-8"})
+	a, err := n.cfg.do(ctx, request{method: http.MethodPost, url: address, payload: msg, contentType: "application/json; charset=UTF-8"})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ type googleChatArgs struct {
 // POST /v1/spaces/{space}/messages?key=…&token=… (the credential), errors
 // as {"error": {"code", "message", "status"}}.
 type googleChatSpace struct {
-	*chatService
+	*standIn
 	mu      sync.Mutex
 	status  int
 	threads []string
@@ -52,7 +52,7 @@ type googleChatSpace struct {
 
 func newGoogleChatSpace(t *testing.T) *googleChatSpace {
 	s := &googleChatSpace{}
-	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code int, status string) {

@@ -2,8 +2,7 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"net/http"
 	"strings"
 
 	"plumb.dev/pkg/events"
@@ -31,11 +30,10 @@ type grafanaNotifier struct{ cfg Config }
 func newGrafana(cfg Config) (Notifier, error) { return &grafanaNotifier{cfg: cfg}, nil }
 
 func (n *grafanaNotifier) Post(ctx context.Context, e events.Event) error {
-	body, err := json.Marshal(grafanaAnnotationOf(withoutUserInfo(e)))
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the grafana annotation: %w", err)}
-	}
-	return pagingPost(ctx, n.cfg, n.cfg.Address, "application/json", body, bearerOrBasic(n.cfg))
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: n.cfg.Address, header: bearerOrBasic(n.cfg),
+		payload: grafanaAnnotationOf(withoutUserInfo(e)),
+	})
 }
 
 // grafanaAnnotationOf tags the annotation "key: value" (Grafana's tag

@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 )
 
 // hostCall is one request to a Git host's API.
 type hostCall struct {
 	method, url string
-	// auth sets the request's credentials, in the host's form.
-	auth func(*http.Request)
+	// auth holds the request's credentials, in the host's form (and the
+	// host's own headers).
+	auth http.Header
 	// body, when not nil, is sent as JSON.
 	body any
 	// into, when not nil, receives the JSON of a 2xx answer (at most
@@ -43,68 +43,44 @@ func (e *answerError) Error() string {
 	return msg
 }
 
-// call sends c once with cfg's client. Rate limits (429, or a 403 that
-// says it is one, as GitHub's does), timeouts and server errors are plain
-// errors, retried by the dispatcher; any other non-2xx answer is a
-// PermanentError wrapping an *answerError. Azure DevOps answers a bad
+// call sends c once with cfg's client (Config.do). Rate limits (429, or
+// a 403 that says it is one, as GitHub's does), timeouts and server errors
+// are plain errors, retried by the dispatcher; any other non-2xx answer is
+// a PermanentError wrapping an *answerError. Azure DevOps answers a bad
 // token with 203 and a sign-in page: a 203 counts as refused.
 func call(ctx context.Context, cfg Config, c hostCall) error {
-	var body io.Reader
-	if c.body != nil {
-		b, err := json.Marshal(c.body)
-		if err != nil {
-			return &PermanentError{Err: fmt.Errorf("encoding the %s request: %w", cfg.Type, err)}
-		}
-		body = bytes.NewReader(b)
+	header := http.Header{"Accept": {"application/json"}}
+	for k, v := range c.auth {
+		header[http.CanonicalHeaderKey(k)] = v
 	}
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	a, err := cfg.do(ctx, request{method: c.method, url: c.url, payload: c.body, header: header, api: true})
 	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("the %s address does not make a valid API URL", cfg.Type)}
+		return err
 	}
-	if c.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "plumb-notification-controller")
-	c.auth(req)
-	resp, err := cfg.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("calling the %s API: %w", cfg.Type, redact(err))
-	}
-	defer resp.Body.Close()
-	limited := io.LimitReader(resp.Body, maxResponse)
-	defer func() { _, _ = io.Copy(io.Discard, limited) }()
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.StatusCode != http.StatusNonAuthoritativeInfo {
+	if a.ok() && a.code != http.StatusNonAuthoritativeInfo {
 		if c.into == nil {
 			return nil
 		}
-		if err := json.NewDecoder(limited).Decode(c.into); err != nil {
-			return fmt.Errorf("the %s API answered %d with no JSON this controller reads", cfg.Type, resp.StatusCode)
+		if err := json.NewDecoder(bytes.NewReader(a.body)).Decode(c.into); err != nil {
+			return fmt.Errorf("the %s API answered %d with no JSON this controller reads", cfg.Type, a.code)
 		}
 		return nil
 	}
-	aerr := &answerError{Type: cfg.Type, Code: resp.StatusCode}
-	if retryable(resp.StatusCode) || rateLimited(resp) {
-		return aerr
-	}
-	return &PermanentError{Err: aerr}
+	return verdict(&answerError{Type: cfg.Type, Code: a.code}, retryable(a.code) || a.rateLimited())
 }
 
 // rateLimited recognizes a 403 that is a rate limit: GitHub (and Gitea)
 // answer the primary limit with X-RateLimit-Remaining: 0 and the
 // secondary one with Retry-After.
-func rateLimited(resp *http.Response) bool {
-	return resp.StatusCode == http.StatusForbidden &&
-		(resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("Retry-After") != "")
+func (a answer) rateLimited() bool {
+	return a.code == http.StatusForbidden && (a.header.Get("X-RateLimit-Remaining") == "0" || a.header.Get("Retry-After") != "")
 }
 
-// authHeader returns an auth function that sets one header (a bearer
-// token, GitLab's PRIVATE-TOKEN).
-func authHeader(name, value string) func(*http.Request) {
-	return func(r *http.Request) { r.Header.Set(name, value) }
-}
+// authHeader returns the credentials of one header (a bearer token,
+// GitLab's PRIVATE-TOKEN).
+func authHeader(name, value string) http.Header { return http.Header{name: {value}} }
 
-// basicAuth returns an auth function for HTTP Basic authentication.
-func basicAuth(user, password string) func(*http.Request) {
-	return func(r *http.Request) { r.SetBasicAuth(user, password) }
+// basicAuth returns the credentials of HTTP Basic authentication.
+func basicAuth(user, password string) http.Header {
+	return authHeader("Authorization", basicCredentials(user, password))
 }

@@ -75,7 +75,7 @@ func (n *lark) Post(ctx context.Context, e events.Event) error {
 			Elements: []larkElement{{Tag: "div", Text: larkText{Tag: "plain_text", Content: plainText.render(body, larkLimit)}}},
 		},
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json; charset=utf-8"})
+	a, err := n.cfg.do(ctx, request{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json; charset=utf-8"})
 	if err != nil {
 		return err
 	}

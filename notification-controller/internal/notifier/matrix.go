@@ -55,10 +55,10 @@ func (n *matrix) Post(ctx context.Context, e events.Event) error {
 		FormattedBody: htmlText.render(lines, matrixLimit),
 	}
 	path := "/_matrix/client/v3/rooms/" + url.PathEscape(n.cfg.Channel) + "/send/m.room.message/" + matrixTxnID(e)
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method: http.MethodPut, url: strings.TrimSuffix(n.cfg.Address, "/") + path, payload: msg,
 		contentType: "application/json",
-		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
+		header:      bearerAuth(n.cfg.Token),
 	})
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ type matrixArgs struct {
 // bearer token, a transaction ID seen before answered with the same event
 // and no new message, errors as {"errcode", "error"}.
 type matrixServer struct {
-	*chatService
+	*standIn
 	mu       sync.Mutex
 	status   int
 	messages int
@@ -36,7 +36,7 @@ type matrixServer struct {
 
 func newMatrixServer(t *testing.T) *matrixServer {
 	s := &matrixServer{txns: map[string]string{}}
-	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code int, errcode string) {

@@ -1,7 +1,6 @@
 package notifier
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -10,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -146,44 +144,17 @@ func (n *httpNotifier) Post(ctx context.Context, e events.Event) error {
 	if err != nil {
 		return &PermanentError{Err: fmt.Errorf("encoding the %s payload: %w", n.cfg.Type, err)}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.Address, bytes.NewReader(body))
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", n.cfg.Type)}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "plumb-notification-controller")
+	header := http.Header{}
 	for k, v := range n.cfg.Headers {
-		req.Header.Set(k, v)
+		header.Set(k, v)
 	}
 	switch {
 	case n.sign:
-		req.Header.Set(SignatureHeader, Sign(n.cfg.Token, body))
+		header.Set(SignatureHeader, Sign(n.cfg.Token, body))
 	case n.cfg.Token != "":
-		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
+		header.Set("Authorization", "Bearer "+n.cfg.Token)
 	}
-	resp, err := n.cfg.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("posting to the %s endpoint: %w", n.cfg.Type, redact(err))
-	}
-	defer resp.Body.Close()
-	// The answer's body, and the reason phrase of its status line, are
-	// the endpoint's words: they are never repeated into events, status
-	// or logs, only the status code is.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
-	}
-	err = fmt.Errorf("the %s endpoint answered %d %s", n.cfg.Type, resp.StatusCode, http.StatusText(resp.StatusCode))
-	if retryable(resp.StatusCode) {
-		return err
-	}
-	return &PermanentError{Err: err}
-}
-
-// retryable says which answers may succeed later: rate limits, timeouts and
-// server errors. Other client errors mean the request itself is wrong.
-func retryable(code int) bool {
-	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+	return n.cfg.send(ctx, request{method: http.MethodPost, url: n.cfg.Address, body: body, header: header})
 }
 
 // redact drops the URL from a transport error: webhook URLs hold secrets.
@@ -319,6 +290,19 @@ func driftText(changes []events.Change) string {
 		b.WriteByte('\n')
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// clipRunes cuts s to at most limit characters, marking the cut with "…":
+// the services count characters, not bytes.
+func clipRunes(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	return string(r[:limit-1]) + "…"
 }
 
 // objectTitle is kind/namespace/name in lower-case kind, like Flux.

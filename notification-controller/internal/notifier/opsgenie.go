@@ -2,8 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -66,12 +64,9 @@ func (n *opsgenieNotifier) Post(ctx context.Context, e events.Event) error {
 		target = n.cfg.Address
 		payload = opsgenieAlertOf(e, alias)
 	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the opsgenie alert: %w", err)}
-	}
-	return pagingPost(ctx, n.cfg, target, "application/json", body, func(h http.Header) {
-		h.Set("Authorization", "GenieKey "+n.cfg.Token)
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: target, payload: payload,
+		header: http.Header{"Authorization": {"GenieKey " + n.cfg.Token}},
 	})
 }
 

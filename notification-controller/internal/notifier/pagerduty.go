@@ -2,9 +2,9 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"plumb.dev/pkg/events"
@@ -68,11 +68,7 @@ func (n *pagerDutyNotifier) Post(ctx context.Context, e events.Event) error {
 		ev.Client = "Plumb"
 		ev.Payload = pagerDutyPayloadOf(withoutUserInfo(e))
 	}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("encoding the pagerduty event: %w", err)}
-	}
-	return pagingPost(ctx, n.cfg, joinPath(n.cfg.Address, "/v2/enqueue"), "application/json", body, nil)
+	return n.cfg.send(ctx, request{method: http.MethodPost, url: joinPath(n.cfg.Address, "/v2/enqueue"), payload: ev})
 }
 
 func pagerDutyPayloadOf(e events.Event) *pagerDutyPayload {

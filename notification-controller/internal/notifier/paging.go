@@ -1,14 +1,9 @@
 package notifier
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 
@@ -22,7 +17,7 @@ import (
 
 // pagingKinds are the paging and incident tools: alertmanager, pagerduty,
 // opsgenie, grafana, datadog, sentry. Each speaks its service's own API
-// (alertmanager.go, pagerduty.go, ...) through pagingPost.
+// (alertmanager.go, pagerduty.go, ...) through Config.send.
 var pagingKinds = map[string]kind{
 	notificationv1.AlertmanagerProvider: {build: newAlertmanager},
 	notificationv1.PagerDutyProvider:    {build: newPagerDuty, defaultAddress: "https://events.pagerduty.com"},
@@ -96,78 +91,16 @@ func incidentKey(e events.Event, limit int) string {
 	return "plumb:" + hex.EncodeToString(sum[:])[:min(64, limit-len("plumb:"))]
 }
 
-// clipRunes cuts s to at most limit characters, marking the cut with "…":
-// the services count characters, not bytes.
-func clipRunes(s string, limit int) string {
-	if limit <= 0 {
-		return ""
-	}
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
-}
-
-// pagingHeaders sets a request's authentication and other headers.
-type pagingHeaders func(http.Header)
-
-// pagingPost sends body to target once and says what the answer means:
-// nil for 2xx, a plain error for what may succeed later (429, 408, 5xx:
-// the dispatcher retries), a PermanentError for any other answer. Neither
-// target nor the answer is quoted in the error. User info in target is
-// taken out of the URL and sent as basic credentials, unless set already
-// sets an Authorization header (a token wins).
-func pagingPost(ctx context.Context, cfg Config, target, contentType string, body []byte, set pagingHeaders) error {
-	u, err := url.Parse(target)
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", cfg.Type)}
-	}
-	user := u.User
-	u.User = nil
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return &PermanentError{Err: fmt.Errorf("the %s address is not a valid URL", cfg.Type)}
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", "plumb-notification-controller")
-	if set != nil {
-		set(req.Header)
-	}
-	if user != nil && req.Header.Get("Authorization") == "" {
-		password, _ := user.Password()
-		req.SetBasicAuth(user.Username(), password)
-	}
-	resp, err := cfg.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("posting to the %s endpoint: %w", cfg.Type, redact(err))
-	}
-	defer resp.Body.Close()
-	// What the service answered is its text, not ours to repeat: only
-	// the status code goes into the error.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
-	}
-	err = fmt.Errorf("the %s endpoint answered %d %s", cfg.Type, resp.StatusCode, http.StatusText(resp.StatusCode))
-	if retryable(resp.StatusCode) {
-		return err
-	}
-	return &PermanentError{Err: err}
-}
-
 // bearerOrBasic authenticates with the token as a bearer token, or else
 // with the Secret's username and password (alertmanager, grafana).
-func bearerOrBasic(cfg Config) pagingHeaders {
-	return func(h http.Header) {
-		switch {
-		case cfg.Token != "":
-			h.Set("Authorization", "Bearer "+cfg.Token)
-		case cfg.User != "" || cfg.Password != "":
-			r := http.Request{Header: h}
-			r.SetBasicAuth(cfg.User, cfg.Password)
-		}
+func bearerOrBasic(cfg Config) http.Header {
+	switch {
+	case cfg.Token != "":
+		return bearerAuth(cfg.Token)
+	case cfg.User != "" || cfg.Password != "":
+		return http.Header{"Authorization": {basicCredentials(cfg.User, cfg.Password)}}
 	}
+	return nil
 }
 
 // What the token of the types that need one is.

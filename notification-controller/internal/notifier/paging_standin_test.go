@@ -10,15 +10,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 	"unicode/utf8"
 )
@@ -27,82 +24,6 @@ const (
 	testRoutingKey = "R0UT1NGkey0123456789abcdefABCDEF"
 	testSentryKey  = "0123456789abcdef0123456789abcdef"
 )
-
-// service judges one request: the status to answer, the answer's JSON, and
-// what it accepted (kept for the test's assertions) on a 2xx.
-type service func(r *http.Request, body []byte) (code int, answer any, accepted any)
-
-// standIn serves a service, or answers every request with overrideCode
-// (and a body the notifier must not repeat) when it is set.
-type standIn struct {
-	*httptest.Server
-	mu           sync.Mutex
-	accepted     []any
-	requests     int
-	overrideCode int
-}
-
-func newStandIn(t *testing.T, svc service) *standIn {
-	s := &standIn{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		s.mu.Lock()
-		s.requests++
-		override := s.overrideCode
-		s.mu.Unlock()
-		code, answer, accepted := http.StatusBadRequest, any(map[string]string{"error": "unreadable"}), any(nil)
-		if err == nil {
-			code, answer, accepted = svc(r, body)
-		}
-		if override != 0 {
-			code, answer = override, map[string]string{"message": "call SECRET-BODY support"}
-		}
-		if code == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "30")
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(answer)
-		if code/100 == 2 {
-			s.mu.Lock()
-			s.accepted = append(s.accepted, accepted)
-			s.mu.Unlock()
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *standIn) got() []any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]any(nil), s.accepted...)
-}
-
-func (s *standIn) answer(code int) {
-	s.mu.Lock()
-	s.overrideCode = code
-	s.mu.Unlock()
-}
-
-func (s *standIn) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests
-}
-
-// decodeStrict decodes one JSON value, refusing fields v does not have.
-func decodeStrict(body []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
 
 func chars(s string) int { return utf8.RuneCountInString(s) }
 
@@ -141,7 +62,7 @@ func alertmanagerService(auth string) service {
 			return http.StatusUnauthorized, "unauthorized", nil
 		}
 		var alerts []amAlert
-		if err := decodeStrict(body, &alerts); err != nil {
+		if err := strictJSON(body, &alerts); err != nil {
 			return http.StatusBadRequest, err.Error(), nil
 		}
 		for _, a := range alerts {
@@ -214,7 +135,7 @@ func (p *pagerDutyService) serve(r *http.Request, body []byte) (int, any, any) {
 		return http.StatusNotFound, err.Error(), nil
 	}
 	var ev pdEvent
-	if err := decodeStrict(body, &ev); err != nil {
+	if err := strictJSON(body, &ev); err != nil {
 		return invalid(err.Error())
 	}
 	if ev.RoutingKey != testRoutingKey {
@@ -311,7 +232,7 @@ func opsgenieService(r *http.Request, body []byte) (int, any, any) {
 			return unprocessable("identifierType is invalid")
 		}
 		var c ogClose
-		if err := decodeStrict(body, &c); err != nil {
+		if err := strictJSON(body, &c); err != nil {
 			return unprocessable(err.Error())
 		}
 		if chars(c.Source) > 100 || chars(c.User) > 100 || chars(c.Note) > 25000 {
@@ -323,7 +244,7 @@ func opsgenieService(r *http.Request, body []byte) (int, any, any) {
 		return http.StatusNotFound, "", nil
 	}
 	var a ogAlert
-	if err := decodeStrict(body, &a); err != nil {
+	if err := strictJSON(body, &a); err != nil {
 		return unprocessable(err.Error())
 	}
 	details := 0
@@ -372,7 +293,7 @@ func grafanaService(auth string) service {
 			return http.StatusUnauthorized, map[string]string{"message": "Unauthorized"}, nil
 		}
 		var a gfAnnotation
-		if err := decodeStrict(body, &a); err != nil {
+		if err := strictJSON(body, &a); err != nil {
 			return http.StatusBadRequest, map[string]string{"message": "bad request data"}, nil
 		}
 		if a.Text == "" {
@@ -415,7 +336,7 @@ func datadogService(r *http.Request, body []byte) (int, any, any) {
 		return http.StatusForbidden, map[string]any{"errors": []string{"Forbidden"}}, nil
 	}
 	var ev ddEvent
-	if err := decodeStrict(body, &ev); err != nil {
+	if err := strictJSON(body, &ev); err != nil {
 		return bad(err.Error())
 	}
 	types := map[string]bool{"error": true, "warning": true, "info": true, "success": true, "user_update": true, "recommendation": true, "snapshot": true}

@@ -2,7 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,33 +25,29 @@ type pagingCase struct {
 
 func host(s *standIn) string { return strings.TrimPrefix(s.URL, "http://") }
 
-func basicHeader(user, password string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
-}
-
 var pagingCases = []pagingCase{
 	{notificationv1.AlertmanagerProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, alertmanagerService("Bearer "+testToken))
+		s := newStandIn(t, alertmanagerService("Bearer "+testToken).handle)
 		return s, Config{Type: notificationv1.AlertmanagerProvider, Address: s.URL + "/api/v2/alerts", Token: testToken}
 	}},
 	{notificationv1.PagerDutyProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, (&pagerDutyService{}).serve)
+		s := newStandIn(t, service((&pagerDutyService{}).serve).handle)
 		return s, Config{Type: notificationv1.PagerDutyProvider, Address: s.URL, Channel: testRoutingKey}
 	}},
 	{notificationv1.OpsgenieProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, opsgenieService)
+		s := newStandIn(t, service(opsgenieService).handle)
 		return s, Config{Type: notificationv1.OpsgenieProvider, Address: s.URL + "/v2/alerts", Token: testToken}
 	}},
 	{notificationv1.GrafanaProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, grafanaService("Bearer "+testToken))
+		s := newStandIn(t, grafanaService("Bearer "+testToken).handle)
 		return s, Config{Type: notificationv1.GrafanaProvider, Address: s.URL + "/api/annotations", Token: testToken}
 	}},
 	{notificationv1.DatadogProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, datadogService)
+		s := newStandIn(t, service(datadogService).handle)
 		return s, Config{Type: notificationv1.DatadogProvider, Address: s.URL, Token: testToken}
 	}},
 	{notificationv1.SentryProvider, func(t *testing.T) (*standIn, Config) {
-		s := newStandIn(t, sentryService("42"))
+		s := newStandIn(t, sentryService("42").handle)
 		return s, Config{Type: notificationv1.SentryProvider, Address: "http://" + testSentryKey + "@" + host(s) + "/42", Channel: "production"}
 	}},
 }
@@ -111,7 +106,7 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("alertmanager, basic credentials in the address", func(t *testing.T) {
 		g := NewWithT(t)
-		s := newStandIn(t, alertmanagerService(basicHeader("am", "pa ss")))
+		s := newStandIn(t, alertmanagerService(basicHeader("am", "pa ss")).handle)
 		g.Expect(post(t, Config{Type: notificationv1.AlertmanagerProvider, Address: "http://am:pa%20ss@" + host(s) + "/api/v2/alerts"}, testEvent())).To(Succeed())
 		g.Expect(s.got()).To(HaveLen(1))
 	})
@@ -178,7 +173,7 @@ func TestPagingRequestShapes(t *testing.T) {
 
 	t.Run("grafana, basic auth from the Secret", func(t *testing.T) {
 		g := NewWithT(t)
-		s := newStandIn(t, grafanaService(basicHeader("admin", "pw")))
+		s := newStandIn(t, grafanaService(basicHeader("admin", "pw")).handle)
 		g.Expect(post(t, Config{Type: notificationv1.GrafanaProvider, Address: s.URL + "/api/annotations", User: "admin", Password: "pw"}, testEvent())).To(Succeed())
 		g.Expect(s.got()).To(HaveLen(1))
 	})
@@ -254,7 +249,7 @@ func TestPagingRequestShapes(t *testing.T) {
 func TestPagerDutyOpensAndResolvesOneIncident(t *testing.T) {
 	g := NewWithT(t)
 	pd := &pagerDutyService{}
-	s := newStandIn(t, pd.serve)
+	s := newStandIn(t, service(pd.serve).handle)
 	cfg := Config{Type: notificationv1.PagerDutyProvider, Address: s.URL, Channel: testRoutingKey}
 
 	g.Expect(post(t, cfg, testEvent())).To(Succeed())
@@ -279,7 +274,7 @@ func TestPagerDutyOpensAndResolvesOneIncident(t *testing.T) {
 // closed on its next success.
 func TestOpsgenieClosesTheAlertItOpened(t *testing.T) {
 	g := NewWithT(t)
-	s := newStandIn(t, opsgenieService)
+	s := newStandIn(t, service(opsgenieService).handle)
 	cfg := Config{Type: notificationv1.OpsgenieProvider, Address: s.URL + "/v2/alerts", Token: testToken}
 	g.Expect(post(t, cfg, testEvent())).To(Succeed())
 	g.Expect(post(t, cfg, progressEvent())).To(Succeed())
@@ -313,7 +308,7 @@ func TestPagingAnswers(t *testing.T) {
 			t.Run(fmt.Sprintf("%s %d", c.typ, tc.code), func(t *testing.T) {
 				g := NewWithT(t)
 				s, cfg := c.serve(t)
-				s.answer(tc.code)
+				s.answer(tc.code, nil)
 				err := post(t, cfg, testEvent())
 				g.Expect(err).To(MatchError(fmt.Sprintf("the %s endpoint answered %d %s", c.typ, tc.code, http.StatusText(tc.code))))
 				g.Expect(IsPermanent(err)).To(Equal(tc.permanent))
@@ -353,7 +348,7 @@ func TestPagingAnswers(t *testing.T) {
 	// The answers above: nothing of the service's text or the address.
 	for _, c := range pagingCases {
 		s, cfg := c.serve(t)
-		s.answer(http.StatusBadRequest)
+		s.answer(http.StatusBadRequest, nil)
 		err := post(t, cfg, testEvent())
 		for _, secret := range secrets {
 			NewWithT(t).Expect(err.Error()).NotTo(ContainSubstring(secret), c.typ)

@@ -51,3 +51,47 @@ func TestConfigForChatDefaults(t *testing.T) {
 		g.Expect(cfg.Address).To(Equal(want))
 	}
 }
+
+// TestConfigForNeedsToken: a Provider of a type that cannot work without
+// a token, whose Secret has no token key, is reported by ConfigFor (a
+// Secret not ready, retried) rather than by New; without a Secret at all,
+// ConfigFor says the Provider needs one. The same Secret with the token is
+// taken.
+func TestConfigForNeedsToken(t *testing.T) {
+	r := fake.NewClientBuilder().WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "no-token"}, Data: map[string][]byte{"username": []byte("bot")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "token"}, Data: map[string][]byte{"token": []byte("user:t0ken")}},
+	).Build()
+	for typ, what := range map[string]string{
+		notificationv1.TelegramProvider:       "a Telegram bot token",
+		notificationv1.MatrixProvider:         "a Matrix access token",
+		notificationv1.WebexProvider:          "a Webex bot's access token",
+		notificationv1.GitHubProvider:         "a GitHub token that may write commit statuses",
+		notificationv1.GitHubDispatchProvider: "a GitHub token that may write commit statuses",
+		notificationv1.GitLabProvider:         "a GitLab access token with the api scope",
+		notificationv1.GiteaProvider:          "a Gitea access token with write access to the repository",
+		notificationv1.BitbucketProvider:      "<username>:<app password>",
+		notificationv1.AzureDevOpsProvider:    "a personal access token with the Code (status) scope",
+	} {
+		t.Run(typ, func(t *testing.T) {
+			g := NewWithT(t)
+			provider := func(secret string) *notificationv1.Provider {
+				p := &notificationv1.Provider{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+					Spec:       notificationv1.ProviderSpec{Type: typ, Address: "https://git.example.com/org/repo", Channel: "!room:example.org"},
+				}
+				if secret != "" {
+					p.Spec.SecretRef = &meta.LocalObjectReference{Name: secret}
+				}
+				return p
+			}
+			_, err := ConfigFor(context.Background(), r, provider("no-token"))
+			g.Expect(err).To(MatchError(`secret ns/no-token has no key "token" (` + what + `)`))
+			_, err = ConfigFor(context.Background(), r, provider(""))
+			g.Expect(err).To(MatchError(`a Provider of type ` + typ + ` needs spec.secretRef with the key "token" (` + what + `)`))
+			cfg, err := ConfigFor(context.Background(), r, provider("token"))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cfg.Token).To(Equal("user:t0ken"))
+		})
+	}
+}

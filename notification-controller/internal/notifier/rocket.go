@@ -2,8 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 
 	"plumb.dev/pkg/events"
@@ -61,18 +59,9 @@ func (n *rocket) Post(ctx context.Context, e events.Event) error {
 		Channel:     n.cfg.Channel,
 		Attachments: []rocketAttachment{att},
 	}
-	a, err := n.cfg.do(ctx, chatCall{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json"})
+	a, err := n.cfg.do(ctx, request{method: http.MethodPost, url: n.cfg.Address, payload: msg, contentType: "application/json"})
 	if err != nil {
 		return err
 	}
-	if err := httpError(n.cfg.Type, a); err != nil {
-		return err
-	}
-	var ans struct {
-		Success bool `json:"success"`
-	}
-	if json.Unmarshal(a.body, &ans) != nil || !ans.Success {
-		return &PermanentError{Err: errors.New(`the rocket endpoint answered without "success": true`)}
-	}
-	return nil
+	return confirmed(n.cfg.Type, a, "success")
 }

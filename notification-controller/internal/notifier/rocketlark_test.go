@@ -37,8 +37,8 @@ type rocketArgs struct {
 
 // newRocketServer stands in for a Rocket.Chat integration:
 // POST /hooks/{id}/{token}, {"success": false, "error"} on failure.
-func newRocketServer(t *testing.T, status int) *chatService {
-	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newRocketServer(t *testing.T, status int) *standIn {
+	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		var args rocketArgs
 		switch {
 		case r.Method != http.MethodPost || r.URL.Path != "/hooks/ID/SECRETTOKEN":
@@ -103,8 +103,8 @@ type larkArgs struct {
 // newLarkBot stands in for a Lark custom bot's webhook: HTTP 200 always,
 // the verdict in {"code", "msg"}; answer is the code it gives a valid
 // message.
-func newLarkBot(t *testing.T, answer int) *chatService {
-	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newLarkBot(t *testing.T, answer int) *standIn {
+	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		var args larkArgs
 		switch {
 		case r.URL.Path != "/open-apis/bot/v2/hook/SECRETHOOK":

@@ -93,12 +93,13 @@ func (n *sentryNotifier) Post(ctx context.Context, e events.Event) error {
 	}
 	body.Write(payload)
 	body.WriteByte('\n')
-	return pagingPost(ctx, n.cfg, n.dsn.envelope, "application/x-sentry-envelope", body.Bytes(), func(h http.Header) {
-		auth := "Sentry sentry_version=7, sentry_client=plumb-notification-controller/1.0, sentry_key=" + n.dsn.key
-		if n.dsn.secret != "" {
-			auth += ", sentry_secret=" + n.dsn.secret
-		}
-		h.Set("X-Sentry-Auth", auth)
+	auth := "Sentry sentry_version=7, sentry_client=plumb-notification-controller/1.0, sentry_key=" + n.dsn.key
+	if n.dsn.secret != "" {
+		auth += ", sentry_secret=" + n.dsn.secret
+	}
+	return n.cfg.send(ctx, request{
+		method: http.MethodPost, url: n.dsn.envelope, body: body.Bytes(), contentType: "application/x-sentry-envelope",
+		header: http.Header{"X-Sentry-Auth": {auth}},
 	})
 }
 

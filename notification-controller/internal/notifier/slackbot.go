@@ -88,10 +88,10 @@ func (n *slackBot) Post(ctx context.Context, e events.Event) error {
 			msg.ReplyBroadcast = e.Severity == events.SeverityError
 		}
 	}
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method: http.MethodPost, url: n.cfg.Address, payload: msg,
 		contentType: "application/json; charset=utf-8",
-		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
+		header:      bearerAuth(n.cfg.Token),
 	})
 	if err != nil {
 		return err

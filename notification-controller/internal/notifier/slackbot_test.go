@@ -51,7 +51,7 @@ type slackAttachArgs struct {
 // "error": ...} for what Slack refuses, 429 with Retry-After when rate
 // limited, and a ts per message that later replies must name.
 type slackAPI struct {
-	*chatService
+	*standIn
 	mu sync.Mutex
 	// answer, when set, overrides the verdict: an error code, or
 	// "ratelimited" for Slack's 429.
@@ -64,7 +64,7 @@ type slackAPI struct {
 
 func newSlackAPI(t *testing.T) *slackAPI {
 	s := &slackAPI{roots: map[string]bool{}}
-	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code string) { reply(w, http.StatusOK, map[string]any{"ok": false, "error": code}) }
@@ -210,7 +210,7 @@ func TestSlackBotErrors(t *testing.T) {
 	})
 
 	t.Run("not a chat.postMessage answer", func(t *testing.T) {
-		proxy := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+		proxy := newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 			_, _ = w.Write([]byte("<html>sign in</html>"))
 			return nil
 		})
@@ -224,7 +224,7 @@ func TestSlackBotErrors(t *testing.T) {
 // tokens (and as Flux does).
 func TestSlackWebhookKeepsItsToken(t *testing.T) {
 	g := NewWithT(t)
-	hook := newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	hook := newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		_, _ = w.Write([]byte("ok"))
 		return map[string]string{"authorization": r.Header.Get("Authorization"), "path": r.URL.Path}
 	})

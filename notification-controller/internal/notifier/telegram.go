@@ -2,7 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -69,7 +68,7 @@ func (n *telegram) Post(ctx context.Context, e events.Event) error {
 		ParseMode:          "HTML",
 		LinkPreviewOptions: telegramPreview{IsDisabled: true},
 	}
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method:      http.MethodPost,
 		url:         strings.TrimSuffix(n.cfg.Address, "/") + "/bot" + n.cfg.Token + "/sendMessage",
 		payload:     msg,
@@ -82,14 +81,5 @@ func (n *telegram) Post(ctx context.Context, e events.Event) error {
 	// 400 (chat not found, bad text), 401 (token), 403 (bot removed) are
 	// permanent, 429 (with parameters.retry_after) retried. The
 	// description is free text: not repeated.
-	if err := httpError(n.cfg.Type, a); err != nil {
-		return err
-	}
-	var ans struct {
-		OK bool `json:"ok"`
-	}
-	if json.Unmarshal(a.body, &ans) != nil || !ans.OK {
-		return &PermanentError{Err: errors.New("the telegram endpoint answered without \"ok\": true")}
-	}
-	return nil
+	return confirmed(n.cfg.Type, a, "ok")
 }

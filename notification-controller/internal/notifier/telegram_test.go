@@ -32,7 +32,7 @@ type telegramArgs struct {
 // 429, and HTML parsed as Telegram does (known tags, four entities) with
 // 4096 characters at most after parsing.
 type telegramAPI struct {
-	*chatService
+	*standIn
 	mu      sync.Mutex
 	status  int // forces an error answer
 	visible []string
@@ -40,7 +40,7 @@ type telegramAPI struct {
 
 func newTelegramAPI(t *testing.T) *telegramAPI {
 	s := &telegramAPI{}
-	s.chatService = newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+	s.standIn = newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		fail := func(code int, desc string) {
@@ -244,7 +244,3 @@ func TestTelegramErrors(t *testing.T) {
 		}
 	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -37,10 +37,10 @@ func (n *webex) Post(ctx context.Context, e events.Event) error {
 		RoomID:   n.cfg.Channel,
 		Markdown: markdownText.render(alertLines(withoutUserInfo(e)), webexLimit),
 	}
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method: http.MethodPost, url: n.cfg.Address, payload: msg,
 		contentType: "application/json",
-		header:      http.Header{"Authorization": {"Bearer " + n.cfg.Token}},
+		header:      bearerAuth(n.cfg.Token),
 	})
 	if err != nil {
 		return err

@@ -22,8 +22,8 @@ type webexArgs struct {
 
 // newWebexAPI stands in for POST /v1/messages: a bot token, a roomId the
 // bot is in, at most 7439 bytes of markdown; 429 with Retry-After.
-func newWebexAPI(t *testing.T, status int) *chatService {
-	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newWebexAPI(t *testing.T, status int) *standIn {
+	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		fail := func(code int) {
 			reply(w, code, map[string]any{"message": "failed", "errors": []any{map[string]any{"description": "failed"}}, "trackingId": "ROUTER_1"})
 		}
@@ -78,8 +78,8 @@ func TestWebexPostsMarkdown(t *testing.T) {
 // newZulipServer stands in for POST /api/v1/messages: form-encoded, basic
 // auth with the bot's email and API key, {"result": "error", "msg",
 // "code"} on failure.
-func newZulipServer(t *testing.T, status int) *chatService {
-	return newChatService(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
+func newZulipServer(t *testing.T, status int) *standIn {
+	return newStandIn(t, func(w http.ResponseWriter, r *http.Request, body []byte) any {
 		fail := func(code int, c string) {
 			reply(w, code, map[string]any{"result": "error", "msg": "failed for SECRETKEY", "code": c})
 		}

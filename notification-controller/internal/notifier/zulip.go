@@ -2,7 +2,6 @@ package notifier
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -60,11 +59,10 @@ func (n *zulip) Post(ctx context.Context, e events.Event) error {
 		"topic":   {topic},
 		"content": {markdownText.render(alertLines(e), zulipLimit)},
 	}
-	credentials := base64.StdEncoding.EncodeToString([]byte(n.email + ":" + n.cfg.Password))
-	a, err := n.cfg.do(ctx, chatCall{
+	a, err := n.cfg.do(ctx, request{
 		method: http.MethodPost, url: strings.TrimSuffix(n.cfg.Address, "/") + "/api/v1/messages",
 		body: []byte(form.Encode()), contentType: "application/x-www-form-urlencoded",
-		header: http.Header{"Authorization": {"Basic " + credentials}},
+		header: http.Header{"Authorization": {basicCredentials(n.email, n.cfg.Password)}},
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -45,35 +44,35 @@ type cdevent struct {
 // secret. It returns the event type, which spec.events filters on.
 func decodeCDEvent(header http.Header, body []byte) (string, error) {
 	if v := header.Get(CESpecVersionHeader); v != "1.0" {
-		return "", fmt.Errorf("%w: cdevents: %s must be 1.0 (a CloudEvent in binary mode), got %q", ErrPayload, CESpecVersionHeader, truncate(v, 16))
+		return "", payloadErrorf("cdevents", "%s must be 1.0 (a CloudEvent in binary mode), got %q", CESpecVersionHeader, truncate(v, 16))
 	}
 	typ := header.Get(CETypeHeader)
 	if !cdeventType.MatchString(typ) {
-		return "", fmt.Errorf("%w: cdevents: %s %q is not a dev.cdevents.<subject>.<predicate>.<version> type", ErrPayload, CETypeHeader, truncate(typ, 128))
+		return "", payloadErrorf("cdevents", "%s %q is not a dev.cdevents.<subject>.<predicate>.<version> type", CETypeHeader, truncate(typ, 128))
 	}
 	if err := required(CEIDHeader, header.Get(CEIDHeader), CESourceHeader, header.Get(CESourceHeader)); err != nil {
-		return "", fmt.Errorf("%w: cdevents: %v", ErrPayload, err)
+		return "", payloadErrorf("cdevents", "%v", err)
 	}
 	var e cdevent
 	if err := decodeObject(body, &e); err != nil {
-		return "", fmt.Errorf("%w: cdevents: %v", ErrPayload, err)
+		return "", payloadErrorf("cdevents", "%v", err)
 	}
 	if e.Context == nil || e.Subject == nil {
-		return "", fmt.Errorf("%w: cdevents: context and subject are required", ErrPayload)
+		return "", payloadErrorf("cdevents", "context and subject are required")
 	}
 	c := e.Context
 	if err := required("context.version", c.Version, "context.id", c.ID, "context.source", c.Source,
 		"context.type", c.Type, "subject.id", e.Subject.ID); err != nil {
-		return "", fmt.Errorf("%w: cdevents: %v", ErrPayload, err)
+		return "", payloadErrorf("cdevents", "%v", err)
 	}
 	if e.Subject.Content == nil {
-		return "", fmt.Errorf("%w: cdevents: subject.content is required", ErrPayload)
+		return "", payloadErrorf("cdevents", "subject.content is required")
 	}
 	if !strings.EqualFold(c.Type, typ) {
-		return "", fmt.Errorf("%w: cdevents: context.type %q is not the %s %q", ErrPayload, truncate(c.Type, 128), CETypeHeader, typ)
+		return "", payloadErrorf("cdevents", "context.type %q is not the %s %q", truncate(c.Type, 128), CETypeHeader, typ)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, c.Timestamp); err != nil {
-		return "", fmt.Errorf("%w: cdevents: context.timestamp is not an RFC 3339 time", ErrPayload)
+		return "", payloadErrorf("cdevents", "context.timestamp is not an RFC 3339 time")
 	}
 	return typ, nil
 }

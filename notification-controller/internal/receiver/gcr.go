@@ -39,27 +39,27 @@ func (v *Verifier) verifyGCR(ctx context.Context, cred Credentials, header http.
 	}
 	var p pubsubPush
 	if err := decodeObject(body, &p); err != nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("gcr", "%v", err)
 	}
 	if p.Message == nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: message is required", ErrPayload)
+		return Verdict{}, payloadErrorf("gcr", "message is required")
 	}
 	if err := required("message.data", p.Message.Data, "message.messageId", p.Message.MessageID); err != nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("gcr", "%v", err)
 	}
 	raw, err := base64.StdEncoding.DecodeString(p.Message.Data)
 	if err != nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: message.data is not base64", ErrPayload)
+		return Verdict{}, payloadErrorf("gcr", "message.data is not base64")
 	}
 	var m gcrMessage
 	if err := decodeObject(raw, &m); err != nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: message.data: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("gcr", "message.data: %v", err)
 	}
 	if err := required("message.data action", m.Action); err != nil {
-		return Verdict{}, fmt.Errorf("%w: gcr: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("gcr", "%v", err)
 	}
 	if m.Digest == "" && m.Tag == "" {
-		return Verdict{}, fmt.Errorf("%w: gcr: message.data names neither a digest nor a tag", ErrPayload)
+		return Verdict{}, payloadErrorf("gcr", "message.data names neither a digest nor a tag")
 	}
 	return Verdict{Trigger: true, Event: m.Action}, nil
 }

@@ -26,6 +26,12 @@ const (
 // ErrPayload is a body that is not the sender's webhook payload (400).
 var ErrPayload = errors.New("not a valid payload")
 
+// payloadErrorf is an ErrPayload of a sender's payload (source names the
+// sender: "quay", "cdevents"), saying what is wrong with it.
+func payloadErrorf(source, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrPayload, source, fmt.Sprintf(format, args...))
+}
+
 // verifyHarbor checks the Authorization header equals the token: Harbor
 // sends the policy's auth header as it was typed and signs nothing. The
 // body (whose shape varies by event) is not needed to trigger.
@@ -61,10 +67,10 @@ func verifyNexus(token string, header http.Header, body []byte) (Verdict, error)
 	}
 	var p nexusPayload
 	if err := decodeObject(body, &p); err != nil {
-		return Verdict{}, fmt.Errorf("%w: nexus: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("nexus", "%v", err)
 	}
 	if err := required("action", p.Action); err != nil {
-		return Verdict{}, fmt.Errorf("%w: nexus: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("nexus", "%v", err)
 	}
 	return Verdict{Trigger: true, Event: p.Action}, nil
 }
@@ -86,13 +92,13 @@ type dockerHubPayload struct {
 func decodeDockerHub(body []byte) (Verdict, error) {
 	var p dockerHubPayload
 	if err := decodeObject(body, &p); err != nil {
-		return Verdict{}, fmt.Errorf("%w: dockerhub: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("dockerhub", "%v", err)
 	}
 	if p.PushData == nil || p.Repository == nil {
-		return Verdict{}, fmt.Errorf("%w: dockerhub: push_data and repository are required", ErrPayload)
+		return Verdict{}, payloadErrorf("dockerhub", "push_data and repository are required")
 	}
 	if err := required("push_data.tag", p.PushData.Tag, "repository.repo_name", p.Repository.RepoName); err != nil {
-		return Verdict{}, fmt.Errorf("%w: dockerhub: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("dockerhub", "%v", err)
 	}
 	return Verdict{Trigger: true, Event: "push"}, nil
 }
@@ -108,13 +114,13 @@ type quayPayload struct {
 func decodeQuay(body []byte) (Verdict, error) {
 	var p quayPayload
 	if err := decodeObject(body, &p); err != nil {
-		return Verdict{}, fmt.Errorf("%w: quay: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("quay", "%v", err)
 	}
 	if err := required("docker_url", p.DockerURL); err != nil {
-		return Verdict{}, fmt.Errorf("%w: quay: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("quay", "%v", err)
 	}
 	if p.UpdatedTags == nil {
-		return Verdict{}, fmt.Errorf("%w: quay: updated_tags is required", ErrPayload)
+		return Verdict{}, payloadErrorf("quay", "updated_tags is required")
 	}
 	return Verdict{Trigger: true, Event: "push"}, nil
 }
@@ -133,13 +139,13 @@ type acrPayload struct {
 func decodeACR(body []byte) (Verdict, error) {
 	var p acrPayload
 	if err := decodeObject(body, &p); err != nil {
-		return Verdict{}, fmt.Errorf("%w: acr: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("acr", "%v", err)
 	}
 	if p.Target == nil {
-		return Verdict{}, fmt.Errorf("%w: acr: target is required", ErrPayload)
+		return Verdict{}, payloadErrorf("acr", "target is required")
 	}
 	if err := required("action", p.Action, "target.repository", p.Target.Repository); err != nil {
-		return Verdict{}, fmt.Errorf("%w: acr: %v", ErrPayload, err)
+		return Verdict{}, payloadErrorf("acr", "%v", err)
 	}
 	return Verdict{Trigger: true, Event: p.Action}, nil
 }
