@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/config"
 	notificationcontroller "plumb.dev/notification-controller/internal/controller"
 	"plumb.dev/notification-controller/internal/dispatch"
@@ -57,7 +58,14 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	}
 	notifOpts.NoCrossNamespaceRefs = refOpts.NoCrossNamespaceRefs
 	scheme := app.NewScheme()
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	// --watch-label-selector picks the Alerts, Providers and Receivers of
+	// this shard; every shard reads every event from NATS, through a
+	// durable consumer of its own (docs/design/sharding.md).
+	if !pflag.CommandLine.Changed("nats-consumer") {
+		notifOpts.ConsumerName = mgrOpts.ShardName(notifOpts.ConsumerName)
+	}
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
+		&notificationv1.Alert{}, &notificationv1.Provider{}, &notificationv1.Receiver{})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -81,7 +82,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 
 	scheme := app.NewScheme()
 	cfg := app.RESTConfig(mgrOpts)
-	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
+	// --watch-label-selector picks the Kustomizations and HelmReleases of
+	// this shard; the managed objects' watchers below are not the
+	// manager's cache and see every owner's objects, whose events for
+	// another shard's owner find nothing to reconcile here
+	// (docs/design/sharding.md).
+	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		return err
 	}
