@@ -126,6 +126,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 
+	// The manager's cache holds the shard's Kustomizations only, but the
+	// reconcilers read each from the API server: they check the key too.
+	shard, err := mgrOpts.WatchSelector()
+	if err != nil {
+		return err
+	}
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
 	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
@@ -134,6 +140,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			Engine:                         engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
 			Client:                         mgr.GetClient(),
 			Reader:                         mgr.GetAPIReader(),
+			Shard:                          shard,
 			Metrics:                        metrics,
 			Events:                         recorder,
 			Fetch:                          fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
