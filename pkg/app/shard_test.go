@@ -21,6 +21,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/testenv"
 )
 
 // shardRecorder is a reconciler of GitRepositories, the shard's own kind,
@@ -77,15 +78,7 @@ func startShard(t *testing.T, ns, name, selector string, leader leaderelection.O
 		}))).Complete(r); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shard %s: %v", name, err)
-		}
-	})
+	testenv.StartManager(t, mgr)
 	return &shard{mgr: mgr, recorder: r}
 }
 

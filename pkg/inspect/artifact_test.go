@@ -154,40 +154,27 @@ func TestHostileArtifactURLsAreRefused(t *testing.T) {
 }
 
 // TestArtifactThroughTheRealServiceProxy: a rendered artifact of the
-// configured Service goes to exactly its proxy path on the real API
-// server (which answers 404: envtest has no Service nor Pods to proxy
-// to), with nothing else asked.
+// configured Service, or of a shard's (<Service>-<shard>, as
+// deploy/components/sharding names them), goes to exactly that Service's
+// proxy path on the real API server (which answers 404: envtest has no
+// Service nor Pods to proxy to), with nothing else asked.
 func TestArtifactThroughTheRealServiceProxy(t *testing.T) {
-	g := NewWithT(t)
-	var mu sync.Mutex
-	var apiPaths []string
-	f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://render-controller.plumb-system.svc.cluster.local."+renderedPath))
-	var status *fetch.StatusError
-	g.Expect(errors.As(err, &status)).To(BeTrue(), "%v", err)
-	g.Expect(status.Code).To(Equal(http.StatusNotFound))
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(apiPaths).To(Equal([]string{"/api/v1/namespaces/plumb-system/services/http:render-controller:80/proxy" + renderedPath}))
-}
-
-// A shard's render-controller serves its renders behind its own Service,
-// <Service>-<shard> (deploy/components/sharding): its artifacts go to
-// that Service's proxy path.
-func TestAShardsArtifactThroughItsOwnServiceProxy(t *testing.T) {
-	g := NewWithT(t)
-	var mu sync.Mutex
-	var apiPaths []string
-	f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://render-controller-shard1.plumb-system.svc.cluster.local."+renderedPath))
-	var status *fetch.StatusError
-	g.Expect(errors.As(err, &status)).To(BeTrue(), "%v", err)
-	g.Expect(status.Code).To(Equal(http.StatusNotFound))
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(apiPaths).To(Equal([]string{"/api/v1/namespaces/plumb-system/services/http:render-controller-shard1:80/proxy" + renderedPath}))
+	for _, service := range []string{"render-controller", "render-controller-shard1"} {
+		t.Run(service, func(t *testing.T) {
+			g := NewWithT(t)
+			var mu sync.Mutex
+			var apiPaths []string
+			f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://"+service+".plumb-system.svc.cluster.local."+renderedPath))
+			var status *fetch.StatusError
+			g.Expect(errors.As(err, &status)).To(BeTrue(), "%v", err)
+			g.Expect(status.Code).To(Equal(http.StatusNotFound))
+			mu.Lock()
+			defer mu.Unlock()
+			g.Expect(apiPaths).To(Equal([]string{"/api/v1/namespaces/plumb-system/services/http:" + service + ":80/proxy" + renderedPath}))
+		})
+	}
 }
 
 // TestArtifactThroughServiceProxy: an artifact URL naming the configured

@@ -16,6 +16,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/testenv"
 	"plumb.dev/pkg/testgit"
 )
 
@@ -56,15 +57,7 @@ func startShard(t *testing.T, shard string) string {
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shard %s: %v", shard, err)
-		}
-	})
+	testenv.StartManager(t, mgr)
 	return addr.String()
 }
 
