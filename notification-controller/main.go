@@ -61,9 +61,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	// --watch-label-selector picks the Alerts, Providers and Receivers of
 	// this shard; every shard reads every event from NATS, through a
 	// durable consumer of its own (docs/design/sharding.md).
-	if !pflag.CommandLine.Changed("nats-consumer") {
-		notifOpts.ConsumerName = mgrOpts.ShardName(notifOpts.ConsumerName)
-	}
+	notifOpts.ConsumerName = shardConsumer(mgrOpts, notifOpts.ConsumerName, pflag.CommandLine.Changed("nats-consumer"))
 	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
 		&notificationv1.Alert{}, &notificationv1.Provider{}, &notificationv1.Receiver{})
 	if err != nil {
@@ -162,4 +160,15 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	}
 	log.Info("starting", "receiverAddr", notifOpts.ReceiverAddr, "nats", natsOpts.URL != "")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// shardConsumer is the durable consumer of this instance: the one
+// --nats-consumer names, or, left unset with --watch-label-selector, the
+// shard's own (the default with the selector's hash), so that two shards
+// never share one consumer and split the events between them.
+func shardConsumer(mgrOpts options.Manager, consumer string, explicit bool) string {
+	if explicit {
+		return consumer
+	}
+	return mgrOpts.ShardName(consumer)
 }
