@@ -84,9 +84,8 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	cfg := app.RESTConfig(mgrOpts)
 	// --watch-label-selector picks the Kustomizations and HelmReleases of
 	// this shard; the managed objects' watchers below are not the
-	// manager's cache and see every owner's objects, whose events for
-	// another shard's owner find nothing to reconcile here
-	// (docs/design/sharding.md).
+	// manager's cache and see every owner's objects: a request for another
+	// shard's owner is dropped by Syncer.Shard (docs/design/sharding.md).
 	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		return err
