@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/config"
 	notificationcontroller "plumb.dev/notification-controller/internal/controller"
 	"plumb.dev/notification-controller/internal/dispatch"
@@ -57,7 +58,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	}
 	notifOpts.NoCrossNamespaceRefs = refOpts.NoCrossNamespaceRefs
 	scheme := app.NewScheme()
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	// --watch-label-selector picks the Alerts, Providers and Receivers of
+	// this shard; every shard reads every event from NATS, through a
+	// durable consumer of its own (docs/design/sharding.md).
+	notifOpts.ConsumerName = shardConsumer(mgrOpts, notifOpts.ConsumerName, pflag.CommandLine.Changed("nats-consumer"))
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
+		&notificationv1.Alert{}, &notificationv1.Provider{}, &notificationv1.Receiver{})
 	if err != nil {
 		return err
 	}
@@ -155,4 +161,15 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	}
 	log.Info("starting", "receiverAddr", notifOpts.ReceiverAddr, "nats", natsOpts.URL != "")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// shardConsumer is the durable consumer of this instance: the one
+// --nats-consumer names, or, left unset with --watch-label-selector, the
+// shard's own (the default with the selector's hash), so that two shards
+// never share one consumer and split the events between them.
+func shardConsumer(mgrOpts options.Manager, consumer string, explicit bool) string {
+	if explicit {
+		return consumer
+	}
+	return mgrOpts.ShardName(consumer)
 }

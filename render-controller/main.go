@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -166,7 +168,10 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	if cfg.Proxy == nil {
 		cfg.Proxy = http.ProxyFromEnvironment
 	}
-	mgr, err := app.NewManager(controllerName, cfg, scheme, mgrOpts)
+	// --watch-label-selector picks the Kustomizations and HelmReleases of
+	// this shard; the sources, HelmCharts, ConfigMaps and CRDs they read
+	// stay whole: a source may be in another shard (docs/design/sharding.md).
+	mgr, err := app.NewManager(controllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -108,7 +109,11 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	}
 
 	scheme := app.NewScheme()
-	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts)
+	// --watch-label-selector picks the sources of this shard; a source's
+	// includes and a HelmChart's source are read in the same filtered cache,
+	// so they belong to the same shard (docs/design/sharding.md).
+	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -81,7 +82,11 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 
 	scheme := app.NewScheme()
 	cfg := app.RESTConfig(mgrOpts)
-	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts)
+	// --watch-label-selector picks the Kustomizations and HelmReleases of
+	// this shard; the managed objects' watchers below are not the
+	// manager's cache and see every owner's objects: a request for another
+	// shard's owner is dropped by Syncer.Shard (docs/design/sharding.md).
+	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		return err
 	}
@@ -120,6 +125,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 
+	// The manager's cache holds the shard's Kustomizations only, but the
+	// reconcilers read each from the API server: they check the key too.
+	shard, err := mgrOpts.WatchSelector()
+	if err != nil {
+		return err
+	}
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
 	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
@@ -128,6 +139,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			Engine:                         engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
 			Client:                         mgr.GetClient(),
 			Reader:                         mgr.GetAPIReader(),
+			Shard:                          shard,
 			Metrics:                        metrics,
 			Events:                         recorder,
 			Fetch:                          fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},

@@ -7,6 +7,16 @@ const (
 	ReconcileRequestAnnotation = "reconcile.plumb.dev/requestedAt"
 )
 
+// Labels every Plumb controller honours.
+const (
+	// ShardKeyLabel names the shard an object belongs to: the instances of
+	// a controller started with --watch-label-selector on it (e.g.
+	// "sharding.plumb.dev/key in (shard1)") each reconcile their own
+	// share; the main instance takes "!sharding.plumb.dev/key", the
+	// objects without it. See docs/design/sharding.md.
+	ShardKeyLabel = "sharding.plumb.dev/key"
+)
+
 // Condition types shared by all kinds. Ready, Reconciling and Stalled follow
 // kstatus, so generic tools read Plumb objects the way they read Deployments.
 const (

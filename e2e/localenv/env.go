@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/listen"
 	"plumb.dev/pkg/testhelm"
@@ -56,6 +57,13 @@ type Options struct {
 	ControllerArgs map[string][]string
 	// LogLevel is the controllers' --log-level; default info.
 	LogLevel string
+	// Shards starts, besides the main instance, this many shards of the
+	// four controllers (docs/design/sharding.md): Controllers
+	// "<controller>-shard1" … each with --watch-label-selector on
+	// sharding.plumb.dev/key=shardN, and the main instance with
+	// !sharding.plumb.dev/key. 0, the default, starts no shards and
+	// passes no selector.
+	Shards int
 	// StartTimeout bounds Start (and a caller's ctx may end it sooner);
 	// default 10 minutes. Start waits for slow steps, saying what it
 	// waits for, rather than fail after a short fixed time.
@@ -334,18 +342,26 @@ func (e *Env) startSimulator(ctx context.Context) error {
 // startControllers starts the four controllers, each on its own ports,
 // and waits for each to be ready.
 func (e *Env) startControllers(ctx context.Context) error {
-	for _, name := range ControllerNames {
-		c, err := e.newController(name)
-		if err != nil {
-			return err
-		}
-		e.Controllers[name] = c
-		e.progress("starting %s", name)
-		if err := c.Start(); err != nil {
-			return err
+	shards := []string{""}
+	for i := 1; i <= e.opts.Shards; i++ {
+		shards = append(shards, fmt.Sprintf("shard%d", i))
+	}
+	var started []string
+	for _, shard := range shards {
+		for _, name := range ControllerNames {
+			c, err := e.newController(name, shard)
+			if err != nil {
+				return err
+			}
+			e.Controllers[c.Name] = c
+			started = append(started, c.Name)
+			e.progress("starting %s", c.Name)
+			if err := c.Start(); err != nil {
+				return err
+			}
 		}
 	}
-	for _, name := range ControllerNames {
+	for _, name := range started {
 		e.progress("waiting for %s to be ready", name)
 		if err := e.Controllers[name].WaitReady(ctx); err != nil {
 			return err
@@ -354,11 +370,21 @@ func (e *Env) startControllers(ctx context.Context) error {
 	return nil
 }
 
-func (e *Env) newController(name string) (*Controller, error) {
+// ShardName is the name of controller's instance of shard ("" for the
+// main instance) in Env.Controllers.
+func ShardName(controller, shard string) string {
+	if shard == "" {
+		return controller
+	}
+	return controller + "-" + shard
+}
+
+func (e *Env) newController(controller, shard string) (*Controller, error) {
+	name := ShardName(controller, shard)
 	c := &Controller{
 		Process: &Process{
 			Name:       name,
-			Path:       filepath.Join(e.opts.BinDir, name),
+			Path:       filepath.Join(e.opts.BinDir, controller),
 			LogPath:    filepath.Join(e.StateDir, "logs", name+".log"),
 			Env:        []string{"KUBECONFIG=" + e.Kubeconfig},
 			Supervised: true,
@@ -399,7 +425,13 @@ func (e *Env) newController(name string) (*Controller, error) {
 		// (WaitReady says what for) rather than exit after two minutes.
 		"--cache-sync-timeout=10m",
 	}
-	switch name {
+	switch {
+	case shard != "":
+		c.Args = append(c.Args, "--watch-label-selector="+meta.ShardKeyLabel+" in ("+shard+")")
+	case e.opts.Shards > 0:
+		c.Args = append(c.Args, "--watch-label-selector=!"+meta.ShardKeyLabel)
+	}
+	switch controller {
 	case SourceController, RenderController:
 		storage := ""
 		if c.StorageAddr, storage, err = socket(); err != nil {
@@ -419,7 +451,7 @@ func (e *Env) newController(name string) (*Controller, error) {
 		// that alert delivery refuses unless told otherwise.
 		c.Args = append(c.Args, "--receiver-addr="+receiver, "--allow-loopback-provider-addresses")
 	}
-	c.Args = append(c.Args, e.opts.ControllerArgs[name]...)
+	c.Args = append(c.Args, e.opts.ControllerArgs[controller]...)
 	return c, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -103,11 +103,24 @@ const RuntimeNamespaceEnv = "RUNTIME_NAMESPACE"
 // With leader election on, the Lease is kept in $RUNTIME_NAMESPACE, or in
 // the pod's namespace when that is unset in a cluster; outside a cluster
 // one of the two is needed, or --enable-leader-election=false.
-func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager) (ctrl.Manager, error) {
+//
+// ownKinds are the kinds the controller reconciles (an empty object of
+// each): with --watch-label-selector, the manager's cache holds only those
+// of them whose labels match, so the instance reconciles its shard alone;
+// every other kind it reads or watches stays whole (docs/design/sharding.md).
+// A selector without kinds to apply it to is refused.
+func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager, ownKinds ...ctrlclient.Object) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	byObject, err := shardCache(opts, ownKinds)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
+	}
 	leNamespace := os.Getenv(RuntimeNamespaceEnv)
+	// A shard's own Lease, so that shards do not elect one leader among
+	// them; without a selector, the name it always had.
+	leaseID := opts.ShardName(name + ".plumb.dev")
 	recoverPanic := true
 	// An inherited socket (fd:N) is served by Plumb's own servers below;
 	// controller-runtime's bind an address.
@@ -124,7 +137,7 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 		HealthProbeBindAddress:        healthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
-		LeaderElectionID:              leaderelection.GenerateID(name + ".plumb.dev"),
+		LeaderElectionID:              leaseID,
 		LeaderElectionNamespace:       leNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
@@ -138,6 +151,7 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 			// process gives up (--cache-sync-timeout).
 			CacheSyncTimeout: opts.CacheSyncTimeout,
 		},
+		Cache: cache.Options{ByObject: byObject},
 		Client: ctrlclient.Options{
 			Cache: &ctrlclient.CacheOptions{
 				// Secrets and ConfigMaps are read rarely and only by name;
@@ -181,4 +195,24 @@ func AddArtifactServer(mgr ctrl.Manager, srv *artifact.Server) error {
 		return err
 	}
 	return mgr.AddReadyzCheck("artifact-server", srv.Ready)
+}
+
+// shardCache returns the cache options that keep only the objects of
+// ownKinds matching --watch-label-selector; nil without a selector.
+func shardCache(opts options.Manager, ownKinds []ctrlclient.Object) (map[ctrlclient.Object]cache.ByObject, error) {
+	if opts.WatchLabelSelector == "" {
+		return nil, nil
+	}
+	if len(ownKinds) == 0 {
+		return nil, fmt.Errorf("--%s is given but the controller names no kinds of its own to apply it to", options.WatchLabelSelectorFlag)
+	}
+	sel, err := opts.WatchSelector()
+	if err != nil {
+		return nil, err
+	}
+	byObject := make(map[ctrlclient.Object]cache.ByObject, len(ownKinds))
+	for _, kind := range ownKinds {
+		byObject[kind] = cache.ByObject{Label: sel}
+	}
+	return byObject, nil
 }

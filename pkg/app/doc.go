@@ -12,6 +12,16 @@
 // saying to set it or to pass --enable-leader-election=false (what every
 // local runner does: make run, the e2e tests).
 //
+// # Sharding
+//
+// With --watch-label-selector (pkg/options), NewManager's cache keeps only
+// the objects of the controller's own kinds (the ownKinds it is given)
+// whose labels match, so the instance reconciles its shard alone; every
+// other kind it reads stays whole, as a Kustomization's source or a
+// managed object may belong to another shard. The leader-election Lease is
+// named after the selector (options.Manager.ShardName), so each shard
+// elects its own leader. What is filtered and why: docs/design/sharding.md.
+//
 // # Readiness
 //
 // /readyz answers once the manager runs. AddArtifactServer adds source- and

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestNATSConfigMatchesTheControllers reads the rendered NATS configuration
@@ -23,48 +24,7 @@ import (
 func TestNATSConfigMatchesTheControllers(t *testing.T) {
 	g := NewWithT(t)
 	objs := buildBase(t)
-	sts := typed[appsv1.StatefulSet](t, find(objs, "StatefulSet", "nats"))
-	pod := sts.Spec.Template.Spec
-	g.Expect(pod.Containers).To(HaveLen(1))
-	server := pod.Containers[0]
-
-	// The configuration the pod mounts, written out as the pod sees it.
-	var configMap string
-	for _, v := range pod.Volumes {
-		if v.ConfigMap != nil {
-			configMap = v.ConfigMap.Name
-		}
-	}
-	cm := find(objs, "ConfigMap", configMap)
-	g.Expect(cm).NotTo(BeNil(), "the StatefulSet mounts ConfigMap %q, which the install does not have", configMap)
-	data := typed[corev1.ConfigMap](t, cm).Data
-	dir := t.TempDir()
-	for name, content := range data {
-		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
-	}
-	flag, ok := flagValue(server.Args, "config")
-	g.Expect(ok).To(BeTrue(), "--config")
-	g.Expect(data).To(HaveKey(path.Base(flag)))
-
-	// Each password variable gets the name of its Secret key as value, so
-	// the parsed users say which key holds their password.
-	for _, e := range server.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("nats-credentials"))
-			t.Setenv(e.Name, "key:"+e.ValueFrom.SecretKeyRef.Key)
-		}
-	}
-	opts, err := natsserver.ProcessConfigFile(filepath.Join(dir, path.Base(flag)))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.JetStream).To(BeTrue())
-	g.Expect(opts.StoreDir).To(Equal("/data"))
-	g.Expect(server.VolumeMounts).To(ContainElement(HaveField("MountPath", "/data")))
-	users := map[string]*natsserver.User{}
-	for _, u := range opts.Users {
-		users[u.Username] = u
-		g.Expect(u.Password).To(HavePrefix("key:"), "user %s has a password that is not from nats-credentials", u.Username)
-	}
-	g.Expect(opts.NoAuthUser).To(BeEmpty(), "no anonymous user")
+	users := natsUsers(t, objs)
 
 	for _, name := range controllers {
 		t.Run(name, func(t *testing.T) {
@@ -128,4 +88,55 @@ func natsArgs(t *testing.T, name string) []string {
 	return []string{"--nats-url=" + env.NATSURL, "--nats-user=" + a.User, "--nats-password-file=" + a.PasswordFile,
 		"--nats-ca-file=" + a.CAFile, "--nats-cert-file=" + a.CertFile, "--nats-key-file=" + a.KeyFile,
 		"--nats-inbox-prefix=" + a.InboxPrefix}
+}
+
+// natsUsers returns the users of the NATS configuration that the rendered
+// StatefulSet mounts, read as nats-server reads it, each password being
+// "key:<the nats-credentials key it comes from>".
+func natsUsers(t *testing.T, objs []*unstructured.Unstructured) map[string]*natsserver.User {
+	t.Helper()
+	g := NewWithT(t)
+	sts := typed[appsv1.StatefulSet](t, find(objs, "StatefulSet", "nats"))
+	pod := sts.Spec.Template.Spec
+	g.Expect(pod.Containers).To(HaveLen(1))
+	server := pod.Containers[0]
+
+	// The configuration the pod mounts, written out as the pod sees it.
+	var configMap string
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			configMap = v.ConfigMap.Name
+		}
+	}
+	cm := find(objs, "ConfigMap", configMap)
+	g.Expect(cm).NotTo(BeNil(), "the StatefulSet mounts ConfigMap %q, which the install does not have", configMap)
+	data := typed[corev1.ConfigMap](t, cm).Data
+	dir := t.TempDir()
+	for name, content := range data {
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
+	}
+	flag, ok := flagValue(server.Args, "config")
+	g.Expect(ok).To(BeTrue(), "--config")
+	g.Expect(data).To(HaveKey(path.Base(flag)))
+
+	// Each password variable gets the name of its Secret key as value, so
+	// the parsed users say which key holds their password.
+	for _, e := range server.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("nats-credentials"))
+			t.Setenv(e.Name, "key:"+e.ValueFrom.SecretKeyRef.Key)
+		}
+	}
+	opts, err := natsserver.ProcessConfigFile(filepath.Join(dir, path.Base(flag)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.JetStream).To(BeTrue())
+	g.Expect(opts.StoreDir).To(Equal("/data"))
+	g.Expect(server.VolumeMounts).To(ContainElement(HaveField("MountPath", "/data")))
+	users := map[string]*natsserver.User{}
+	for _, u := range opts.Users {
+		users[u.Username] = u
+		g.Expect(u.Password).To(HavePrefix("key:"), "user %s has a password that is not from nats-credentials", u.Username)
+	}
+	g.Expect(opts.NoAuthUser).To(BeEmpty(), "no anonymous user")
+	return users
 }

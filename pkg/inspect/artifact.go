@@ -243,10 +243,10 @@ func (r RenderController) route(u *url.URL) (apiPath string, proxy bool, err err
 		if port == "" {
 			port = "80"
 		}
-		if svc != r.Service || ns != r.Namespace || port != strconv.Itoa(r.Port) {
+		if !r.serves(svc) || ns != r.Namespace || port != strconv.Itoa(r.Port) {
 			return "", false, ErrArtifactRefused
 		}
-		return r.proxyPrefix() + strings.TrimPrefix(p, "/"), true, nil
+		return r.proxyPrefix(svc) + strings.TrimPrefix(p, "/"), true, nil
 	}
 	if r.LocalAddr != "" && u.Host == r.LocalAddr {
 		return "", false, nil
@@ -257,9 +257,18 @@ func (r RenderController) route(u *url.URL) (apiPath string, proxy bool, err err
 	return "", false, ErrArtifactRefused
 }
 
-// proxyPrefix is the API path of r's Service proxy, ending in "/".
-func (r RenderController) proxyPrefix() string {
-	return "/api/v1/namespaces/" + r.Namespace + "/services/http:" + r.Service + ":" + strconv.Itoa(r.Port) + "/proxy/"
+// serves reports whether svc is r's Service or a shard's of it: a shard's
+// render-controller serves its renders behind <Service>-<shard> in the
+// same namespace (deploy/components/sharding, docs/design/sharding.md).
+func (r RenderController) serves(svc string) bool {
+	shard, ok := strings.CutPrefix(svc, r.Service+"-")
+	return svc == r.Service || ok && shard != ""
+}
+
+// proxyPrefix is the API path of the service proxy of svc (r's Service or
+// a shard's) in r's namespace, ending in "/".
+func (r RenderController) proxyPrefix(svc string) string {
+	return "/api/v1/namespaces/" + r.Namespace + "/services/http:" + svc + ":" + strconv.Itoa(r.Port) + "/proxy/"
 }
 
 // isLoopback is localhost or a loopback IP address.
@@ -299,7 +308,8 @@ func (t *artifactTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	full := base + apiPath
 	// Built from checked parts; checked again, as the one thing that
 	// must hold whatever changes above.
-	if !strings.HasPrefix(full, base+t.from.proxyPrefix()) || strings.Contains(full, "/../") || strings.Contains(full, "/./") {
+	svc, _, _ := InClusterService(req.URL.Hostname())
+	if !t.from.serves(svc) || !strings.HasPrefix(full, base+t.from.proxyPrefix(svc)) || strings.Contains(full, "/../") || strings.Contains(full, "/./") {
 		return nil, ErrArtifactRefused
 	}
 	u := *t.apiURL

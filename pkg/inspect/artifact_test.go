@@ -128,6 +128,8 @@ func TestHostileArtifactURLsAreRefused(t *testing.T) {
 		"another folder than a render's":          svc + "/gitrepository/team-a/app/" + hex + ".yaml",
 		"a query":                                 svc + renderedPath + "?x=1",
 		"another Service":                         "http://sync-controller.plumb-system.svc" + renderedPath,
+		"a Service that only begins like it":      "http://render-controllers.plumb-system.svc" + renderedPath,
+		"a shard's Service in another namespace":  "http://render-controller-shard1.team-a.svc" + renderedPath,
 		"another namespace":                       "http://render-controller.team-a.svc" + renderedPath,
 		"another port":                            "http://render-controller.plumb-system.svc:8080" + renderedPath,
 		"https":                                   "https://render-controller.plumb-system.svc" + renderedPath,
@@ -152,22 +154,27 @@ func TestHostileArtifactURLsAreRefused(t *testing.T) {
 }
 
 // TestArtifactThroughTheRealServiceProxy: a rendered artifact of the
-// configured Service goes to exactly its proxy path on the real API
-// server (which answers 404: envtest has no Service nor Pods to proxy
-// to), with nothing else asked.
+// configured Service, or of a shard's (<Service>-<shard>, as
+// deploy/components/sharding names them), goes to exactly that Service's
+// proxy path on the real API server (which answers 404: envtest has no
+// Service nor Pods to proxy to), with nothing else asked.
 func TestArtifactThroughTheRealServiceProxy(t *testing.T) {
-	g := NewWithT(t)
-	var mu sync.Mutex
-	var apiPaths []string
-	f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://render-controller.plumb-system.svc.cluster.local."+renderedPath))
-	var status *fetch.StatusError
-	g.Expect(errors.As(err, &status)).To(BeTrue(), "%v", err)
-	g.Expect(status.Code).To(Equal(http.StatusNotFound))
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(apiPaths).To(Equal([]string{"/api/v1/namespaces/plumb-system/services/http:render-controller:80/proxy" + renderedPath}))
+	for _, service := range []string{"render-controller", "render-controller-shard1"} {
+		t.Run(service, func(t *testing.T) {
+			g := NewWithT(t)
+			var mu sync.Mutex
+			var apiPaths []string
+			f, err := inspect.NewArtifactFetcher(countingConfig(t, &apiPaths, &mu), inspect.RenderControllerIn("plumb-system"), inspect.ArtifactFetcherOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = inspect.FetchRendered(context.Background(), f, artifactAt("http://"+service+".plumb-system.svc.cluster.local."+renderedPath))
+			var status *fetch.StatusError
+			g.Expect(errors.As(err, &status)).To(BeTrue(), "%v", err)
+			g.Expect(status.Code).To(Equal(http.StatusNotFound))
+			mu.Lock()
+			defer mu.Unlock()
+			g.Expect(apiPaths).To(Equal([]string{"/api/v1/namespaces/plumb-system/services/http:" + service + ":80/proxy" + renderedPath}))
+		})
+	}
 }
 
 // TestArtifactThroughServiceProxy: an artifact URL naming the configured

@@ -6,4 +6,9 @@
 // --enable-leader-election is on, as a replica that is not the leader must
 // neither reconcile nor serve artifacts. A single process outside a cluster
 // (make run, the e2e tests) passes --enable-leader-election=false.
+//
+// Manager also binds Flux's --watch-label-selector: an instance reconciles
+// only the objects of its controller's kinds that match it (a shard; see
+// pkg/app and docs/design/sharding.md), and Manager.ShardName names what
+// each shard must own alone, its Lease and its durable NATS consumer.
 package options

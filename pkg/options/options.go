@@ -9,6 +9,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"plumb.dev/pkg/artifact"
 )
@@ -36,7 +38,15 @@ type Manager struct {
 	// PprofAddr is where controller-runtime serves net/http/pprof; empty
 	// (the default) serves nothing.
 	PprofAddr string
+	// WatchLabelSelector is Flux's --watch-label-selector: the instance
+	// watches and reconciles only the objects of its controller's own
+	// kinds whose labels match it (a shard, docs/design/sharding.md);
+	// empty watches them all.
+	WatchLabelSelector string
 }
+
+// WatchLabelSelectorFlag names the flag of Manager.WatchLabelSelector.
+const WatchLabelSelectorFlag = "watch-label-selector"
 
 // BindFlags registers the manager flags on fs.
 func (o *Manager) BindFlags(fs *pflag.FlagSet) {
@@ -67,6 +77,41 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 		"The burst of queries sent to the API server when it has no priority-and-fairness flow control.")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "",
 		"The address net/http/pprof's profiles are served on (/debug/pprof/); empty, the default, serves none. Bind it to 127.0.0.1: profiles are not authenticated.")
+	fs.StringVar(&o.WatchLabelSelector, WatchLabelSelectorFlag, "",
+		"Reconcile only the objects of this controller's kinds whose labels match this selector, e.g. 'sharding.plumb.dev/key in (shard1)' on a shard "+
+			"and '!sharding.plumb.dev/key' on the main instance; empty reconciles all. The leader-election Lease is then the shard's own.")
+}
+
+// WatchSelector returns the parsed --watch-label-selector, or a selector
+// of everything when it is empty.
+func (o *Manager) WatchSelector() (labels.Selector, error) {
+	if o.WatchLabelSelector == "" {
+		return labels.Everything(), nil
+	}
+	// Parsed the way Flux parses its flag, so that a selector written for
+	// Flux means the same here.
+	ls, err := metav1.ParseToLabelSelector(o.WatchLabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %q: %w", WatchLabelSelectorFlag, o.WatchLabelSelector, err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %q: %w", WatchLabelSelectorFlag, o.WatchLabelSelector, err)
+	}
+	return sel, nil
+}
+
+// ShardName returns base for an instance without a selector and base
+// suffixed with a short hash of the selector for a shard (as Flux names
+// its Leases): the name of what each shard must own alone, its
+// leader-election Lease and notification-controller's durable JetStream
+// consumer. The main instance, started with "!sharding.plumb.dev/key", is
+// a shard of its own here.
+func (o *Manager) ShardName(base string) string {
+	if o.WatchLabelSelector == "" {
+		return base
+	}
+	return leaderelection.GenerateID(base, o.WatchLabelSelector)
 }
 
 // Validate reports option values that cannot work.
@@ -76,6 +121,9 @@ func (o *Manager) Validate() error {
 	}
 	if o.CacheSyncTimeout < 0 {
 		return fmt.Errorf("--cache-sync-timeout must not be negative, got %s", o.CacheSyncTimeout)
+	}
+	if _, err := o.WatchSelector(); err != nil {
+		return err
 	}
 	return nil
 }

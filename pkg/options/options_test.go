@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"plumb.dev/pkg/artifact"
 )
@@ -72,4 +73,48 @@ func TestLeaderElectionIsOnByDefaultAndCanBeTurnedOff(t *testing.T) {
 	g.Expect(o.LeaderElection.LeaseDuration).To(Equal(35 * time.Second))
 	g.Expect(parse("--enable-leader-election=false").LeaderElection.Enable).To(BeFalse())
 	g.Expect(parse("--enable-leader-election").LeaderElection.Enable).To(BeTrue())
+}
+
+func TestAWatchLabelSelectorNamesTheShardsOwnLeaseAndConsumer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		selector string
+		matches  map[string]string
+		refused  map[string]string
+	}{
+		"a shard": {
+			selector: "sharding.plumb.dev/key in (shard1)",
+			matches:  map[string]string{"sharding.plumb.dev/key": "shard1"},
+			refused:  map[string]string{"sharding.plumb.dev/key": "shard2"},
+		},
+		"the main instance": {
+			selector: "!sharding.plumb.dev/key",
+			matches:  map[string]string{"app": "podinfo"},
+			refused:  map[string]string{"sharding.plumb.dev/key": "shard1"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			var o Manager
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.BindFlags(fs)
+			g.Expect(fs.Parse([]string{"--watch-label-selector=" + tc.selector})).To(Succeed())
+			g.Expect(o.Validate()).To(Succeed())
+			sel, err := o.WatchSelector()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sel.Matches(labels.Set(tc.matches))).To(BeTrue())
+			g.Expect(sel.Matches(labels.Set(tc.refused))).To(BeFalse())
+			g.Expect(o.ShardName("sync-controller.plumb.dev")).To(MatchRegexp(`^sync-controller\.plumb\.dev-[0-9a-f]{8}$`))
+		})
+	}
+	g := NewWithT(t)
+	var o Manager
+	sel, err := o.WatchSelector()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel.Empty()).To(BeTrue(), "no selector: every object")
+	g.Expect(o.ShardName("sync-controller.plumb.dev")).To(Equal("sync-controller.plumb.dev"), "an unsharded instance keeps the Lease it always had")
+	a, b := Manager{WatchLabelSelector: "sharding.plumb.dev/key in (shard1)"}, Manager{WatchLabelSelector: "sharding.plumb.dev/key in (shard2)"}
+	g.Expect(a.ShardName("x")).NotTo(Equal(b.ShardName("x")))
+
+	o.Concurrent, o.WatchLabelSelector = 1, "sharding.plumb.dev/key in (shard1"
+	g.Expect(o.Validate()).To(MatchError(ContainSubstring(`--watch-label-selector "sharding.plumb.dev/key in (shard1"`)))
 }

@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -26,7 +28,10 @@ func newStatsCmd(g *globals) *cobra.Command {
 			"and the total size of the artifacts they keep in storage: a GitRepository's,\n" +
 			"HelmRepository's or HelmChart's status.artifact, a Kustomization's or\n" +
 			"HelmRelease's status.renderedArtifact. An object that is\n" +
-			"neither suspended nor Ready=True/False (not reconciled yet) counts in TOTAL only.",
+			"neither suspended nor Ready=True/False (not reconciled yet) counts in TOTAL only.\n\n" +
+			"When any object carries the shard key label sharding.plumb.dev/key, a SHARD\n" +
+			"column splits each kind by its value, (none) for the objects of the main\n" +
+			"instance: the work each shard's controllers do.",
 		Example: "  plumb stats -A\n  plumb stats -n team-a",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,20 +49,58 @@ type kindStats struct {
 	hasStorage                      bool
 }
 
+// noShard is the SHARD of the objects without the shard key: the main
+// instance's.
+const noShard = "(none)"
+
 func (g *globals) stats(ctx context.Context, allNamespaces bool) error {
-	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "RECONCILERS\tREADY\tFAILED\tSUSPENDED\tTOTAL\tSTORAGE")
-	for _, k := range kinds {
+	listed := make([][]client.Object, len(kinds))
+	sharded := false
+	for i, k := range kinds {
 		items, err := g.list(ctx, k, allNamespaces)
 		if err != nil {
 			return err
 		}
-		st := countKind(k, items)
-		storage := "-"
-		if st.hasStorage {
-			storage = humanBytes(st.storage)
+		listed[i] = items
+		for _, o := range items {
+			if _, ok := o.GetLabels()[meta.ShardKeyLabel]; ok {
+				sharded = true
+			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", k.Kind, st.ready, st.failed, st.suspended, st.total, storage)
+	}
+	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
+	header := "RECONCILERS\tREADY\tFAILED\tSUSPENDED\tTOTAL\tSTORAGE"
+	if sharded {
+		header = "RECONCILERS\tSHARD\tREADY\tFAILED\tSUSPENDED\tTOTAL\tSTORAGE"
+	}
+	fmt.Fprintln(w, header)
+	for i, k := range kinds {
+		byShard := map[string][]client.Object{}
+		for _, o := range listed[i] {
+			shard, ok := o.GetLabels()[meta.ShardKeyLabel]
+			if !ok {
+				shard = noShard
+			}
+			byShard[shard] = append(byShard[shard], o)
+		}
+		shards := slices.Sorted(maps.Keys(byShard))
+		if len(shards) == 0 {
+			shards = []string{noShard}
+		}
+		// The main instance's first; "(" sorts before any label value,
+		// which begins with a letter or digit.
+		for _, shard := range shards {
+			st := countKind(k, byShard[shard])
+			storage := "-"
+			if st.hasStorage {
+				storage = humanBytes(st.storage)
+			}
+			name := k.Kind
+			if sharded {
+				name += "\t" + shard
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", name, st.ready, st.failed, st.suspended, st.total, storage)
+		}
 	}
 	return w.Flush()
 }

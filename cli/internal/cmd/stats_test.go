@@ -58,3 +58,41 @@ func TestStats(t *testing.T) {
 	g.Expect(lines(r.out)).To(HaveLen(1 + len(kinds)))
 	g.Expect(plumb("stats", "extra").code).To(Equal(ExitError))
 }
+
+// With sharded objects, each kind is counted per shard: the work of each
+// shard's controllers, (none) for the main instance's.
+func TestStatsPerShard(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	main, sharded := gitRepo(ns, "main"), gitRepo(ns, "sharded")
+	sharded.Labels = map[string]string{meta.ShardKeyLabel: "shard1"}
+	ks1, ks2 := kustomization(ns, "app1", "sharded"), kustomization(ns, "app2", "sharded")
+	ks1.Labels = map[string]string{meta.ShardKeyLabel: "shard1"}
+	ks2.Labels = map[string]string{meta.ShardKeyLabel: "shard2"}
+	create(ctx, t, main, sharded, ks1, ks2)
+	for _, o := range []*sourcev1.GitRepository{main, sharded} {
+		setStatus(ctx, t, o, func(o *sourcev1.GitRepository) {
+			o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "ok", o.Generation)}
+		})
+	}
+	setStatus(ctx, t, ks1, func(o *kustomizev1.Kustomization) {
+		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "False", kustomizev1.HealthCheckFailedReason, "no", o.Generation)}
+	})
+
+	r := plumb("stats", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(fields(lines(r.out))).To(Equal([][]string{
+		{"RECONCILERS", "SHARD", "READY", "FAILED", "SUSPENDED", "TOTAL", "STORAGE"},
+		{"GitRepository", "(none)", "1", "0", "0", "1", "0", "B"},
+		{"GitRepository", "shard1", "1", "0", "0", "1", "0", "B"},
+		{"HelmRepository", "(none)", "0", "0", "0", "0", "-"},
+		{"HelmChart", "(none)", "0", "0", "0", "0", "-"},
+		{"OCIRepository", "(none)", "0", "0", "0", "0", "-"},
+		{"Kustomization", "shard1", "0", "1", "0", "1", "0", "B"},
+		{"Kustomization", "shard2", "0", "0", "0", "1", "0", "B"},
+		{"HelmRelease", "(none)", "0", "0", "0", "0", "-"},
+		{"Receiver", "(none)", "0", "0", "0", "0", "-"},
+		{"Alert", "(none)", "0", "0", "0", "0", "-"},
+		{"Provider", "(none)", "0", "0", "0", "0", "-"},
+	}))
+}

@@ -42,10 +42,11 @@ func main() {
 		timeout  = flag.Duration("start-timeout", 10*time.Minute, "how long the suite may take to come up whole (every controller ready, the sample Ready) before plumb-local gives up, stops everything and exits 1")
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
+		shards   = flag.Int("shards", 0, "also run this many shards of the four controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
 	)
 	flag.Parse()
 	scr := newScreen(os.Stdout)
-	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout}
+	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards}
 	if err := run(opts, *check, *uiListen, scr); err != nil {
 		scr.Printf("plumb-local: %v\n", err)
 		os.Exit(1)

@@ -72,7 +72,7 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RateLimitInterval, "rate-limit-interval", 5*time.Minute,
 		"Identical events within this interval are sent to a provider once.")
 	fs.StringVar(&o.ConsumerName, "nats-consumer", "notification-controller",
-		"The durable JetStream consumer that reads the events stream.")
+		"The durable JetStream consumer that reads the events stream; left unset with --watch-label-selector, the shard's own (the name with a hash of the selector), so every shard reads every event.")
 	fs.DurationVar(&o.AckWait, "nats-ack-wait", time.Minute,
 		"How long JetStream waits for an event's acknowledgement before delivering it again.")
 	fs.IntVar(&o.Retries, "delivery-retries", 4,

@@ -120,7 +120,9 @@
 //  1. chart: with spec.chart, server-side apply (field manager
 //     plumb-render) the HelmChart <namespace>-<name> in the sourceRef's
 //     namespace: the template's spec, its interval or else the
-//     HelmRelease's, chart.metadata's labels and annotations, and the
+//     HelmRelease's, chart.metadata's labels and annotations, the
+//     HelmRelease's shard key sharding.plumb.dev/key unless chart.metadata
+//     names one (so its shard's source-controller builds it), and the
 //     labels helm.plumb.dev/name and helm.plumb.dev/namespace, which mark
 //     it as this HelmRelease's (an owner reference cannot cross
 //     namespaces). A HelmChart of that name without them is someone else's:

@@ -404,10 +404,15 @@ func (r *HelmReleaseReconciler) applyChart(ctx context.Context, obj *helmv2.Helm
 
 // desiredChart is the HelmChart of spec.chart: labels and annotations of
 // chart.metadata plus the owner labels, the template's spec, and the
-// HelmRelease's interval when the template has none.
+// HelmRelease's interval when the template has none. It carries the
+// HelmRelease's shard key unless the template names one, so that the
+// source-controller of the HelmRelease's shard builds it.
 func desiredChart(obj *helmv2.HelmRelease) *sourcev1.HelmChart {
 	t := obj.Spec.Chart
 	labels := map[string]string{}
+	if shard, ok := obj.Labels[meta.ShardKeyLabel]; ok {
+		labels[meta.ShardKeyLabel] = shard
+	}
 	var annotations map[string]string
 	if t.ObjectMeta != nil {
 		maps.Copy(labels, t.ObjectMeta.Labels)

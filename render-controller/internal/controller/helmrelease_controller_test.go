@@ -1058,3 +1058,41 @@ func TestHelmReleaseRenderErrorsRedactSecrets(t *testing.T) {
 		g.Expect(e.Message).NotTo(ContainSubstring("S3cret"))
 	}
 }
+
+// A HelmRelease's HelmChart is in the HelmRelease's shard, so that the
+// same shard's source-controller builds it, unless the chart template
+// names a shard of its own; it follows the HelmRelease to a new shard.
+func TestHelmReleaseChartIsInTheHelmReleasesShard(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	for name, tc := range map[string]struct {
+		template map[string]string
+		want     string
+	}{
+		"inherited":             {want: "shard1"},
+		"named by the template": {template: map[string]string{meta.ShardKeyLabel: "shard3"}, want: "shard3"},
+	} {
+		hr := &helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, " ", "-"), Labels: map[string]string{meta.ShardKeyLabel: "shard1"}},
+			Spec:       helmv2.HelmReleaseSpec{Chart: chartSpec(), Interval: metav1.Duration{Duration: time.Hour}},
+		}
+		if tc.template != nil {
+			hr.Spec.Chart.ObjectMeta = &helmv2.HelmChartTemplateObjectMeta{Labels: tc.template}
+		}
+		g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(getChart(g, ns, ns+"-"+hr.Name).Labels).To(HaveKeyWithValue(meta.ShardKeyLabel, tc.want))
+		}, timeout, poll).Should(Succeed(), name)
+	}
+
+	// Moved to shard2: the shard that takes the HelmRelease relabels its
+	// chart. (This suite's one instance sees the change as a new reconcile
+	// request, as the new shard sees the HelmRelease appear.)
+	hr := getHR(g, ns, "inherited")
+	hr.Labels[meta.ShardKeyLabel] = "shard2"
+	hr.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "moved"}
+	g.Expect(k8s.Update(context.Background(), hr)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getChart(g, ns, ns+"-inherited").Labels).To(HaveKeyWithValue(meta.ShardKeyLabel, "shard2"))
+	}, timeout, poll).Should(Succeed())
+}

@@ -95,7 +95,6 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Complete(r)
 }
 
-
 // chartsOf maps a source of kind to the HelmCharts of its namespace that
 // use it.
 func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {

@@ -102,8 +102,11 @@ func run(m *testing.M) int {
 	}
 	storage.Hostname = addr.String()
 
-	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4}
-	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts)
+	// The main instance of a sharded install: the shards of shard_test.go
+	// take the labelled sources.
+	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + meta.ShardKeyLabel}
+	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts,
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -120,6 +120,15 @@
 // (info) when it ends, and no DriftDetected, DriftCorrected or Applied event
 // for a contested object's reverts. Fights are kept in memory only.
 //
+// # Shards
+//
+// With --watch-label-selector the manager's cache holds the shard's
+// Kustomizations and HelmReleases only, but a reconcile reads its object
+// from the API server, and the drift watchers see every owner's managed
+// objects: a request may name another shard's object. Syncer.Shard holds
+// the selector, and a reconcile of an object that does not match it ends
+// before any step, writing nothing (docs/design/sharding.md).
+//
 // # Whose rights a sync uses
 //
 // A Kustomization (or HelmRelease) acts as its ServiceAccount: spec.serviceAccountName, or

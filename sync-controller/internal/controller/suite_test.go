@@ -135,7 +135,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
 		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Impersonator: r.Impersonator, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
-		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers,
+		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers, Shard: r.Shard,
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(r.SetupWithManager(ctx, mgr, 4))

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,12 @@ type Syncer struct {
 	// status as stored (it resumes and retries from it). One GET per
 	// reconcile; nil falls back to Client.
 	Reader client.Reader
+	// Shard is the instance's --watch-label-selector, nil for all: a
+	// request may name another shard's object (a managed object's watch
+	// event, an object that has just left the shard), and Reader reads
+	// past the shard's cache, so the reconcile checks the shard key
+	// itself (docs/design/sharding.md).
+	Shard labels.Selector
 	// Engine applies the objects; its watcher must be the one of the
 	// reconciler's kind (engine.NewWatcherFor).
 	Engine *engine.Engine
@@ -124,6 +131,10 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	start := time.Now()
 	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Shard != nil && !r.Shard.Matches(labels.Set(obj.GetLabels())) {
+		// Another shard's, whose instance reconciles it.
+		return ctrl.Result{}, nil
 	}
 	if ok, err := skel.Start(ctx, obj); !ok {
 		var pending *deletionPending
