@@ -30,17 +30,21 @@ const fleetNamespace = "fleet"
 
 // fleetFigures are the figures of one N.
 type fleetFigures struct {
-	n          int
-	bare       time.Duration // the bare loop over the same 4·N objects
-	bareReqs   float64       // its requests as the API server counted them
-	allReady   time.Duration
-	median     time.Duration
-	sync       delta // from the first create until all Ready, plus settle
-	rest       delta // at rest afterwards
-	drift      []time.Duration
-	driftEdits int
-	driftMiss  int
-	load       string
+	n         int
+	bare      time.Duration // the bare loop over the same 4·N objects
+	bareReqs  float64       // its requests as the API server counted them
+	bareDelta delta         // the bare loop's snapshots
+	allReady  time.Duration
+	median    time.Duration
+	// allRendered and medianRendered: when render-controller's artifact
+	// was in the status, of the last and the median Kustomization.
+	allRendered, medianRendered time.Duration
+	sync                        delta // from the first create until all Ready, plus settle
+	rest                        delta // at rest afterwards
+	drift                       []time.Duration
+	driftEdits                  int
+	driftMiss                   int
+	load                        string
 }
 
 // ensureNamespaces creates the namespaces and waits until
@@ -150,15 +154,18 @@ func fleetReady(k *kustomizev1.Kustomization) bool {
 type readyWatch struct {
 	mu      sync.Mutex
 	readyAt map[string]time.Time
-	changed chan struct{}
-	err     error
+	// renderedAt is when render-controller's artifact was first seen
+	// in the status: the render half of the way to Ready.
+	renderedAt map[string]time.Time
+	changed    chan struct{}
+	err        error
 	// stop ends the watch.
 	stop context.CancelFunc
 }
 
 func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	rw := &readyWatch{readyAt: map[string]time.Time{}, changed: make(chan struct{}, 1), stop: cancel}
+	rw := &readyWatch{readyAt: map[string]time.Time{}, renderedAt: map[string]time.Time{}, changed: make(chan struct{}, 1), stop: cancel}
 	var list kustomizev1.KustomizationList
 	if err := b.wc.List(ctx, &list, client.InNamespace(fleetNamespace)); err != nil {
 		cancel()
@@ -186,14 +193,22 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 					continue
 				}
 				rv = k.ResourceVersion
-				if ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") || !fleetReady(k) {
+				if ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
 					continue
 				}
 				rw.mu.Lock()
-				if _, seen := rw.readyAt[k.Name]; !seen {
+				if _, seen := rw.renderedAt[k.Name]; !seen && k.Status.RenderedArtifact != nil {
+					rw.renderedAt[k.Name] = at
+				}
+				_, seen := rw.readyAt[k.Name]
+				ready := !seen && fleetReady(k)
+				if ready {
 					rw.readyAt[k.Name] = at
 				}
 				rw.mu.Unlock()
+				if !ready {
+					continue
+				}
 				select {
 				case rw.changed <- struct{}{}:
 				default:
@@ -229,12 +244,7 @@ func (rw *readyWatch) waitAll(ctx context.Context, n int, progress func(int)) ([
 		if have >= n {
 			rw.mu.Lock()
 			defer rw.mu.Unlock()
-			var out []time.Time
-			for _, at := range rw.readyAt {
-				out = append(out, at)
-			}
-			sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
-			return out, nil
+			return sortedTimes(rw.readyAt), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -244,6 +254,15 @@ func (rw *readyWatch) waitAll(ctx context.Context, n int, progress func(int)) ([
 		case <-rw.changed:
 		}
 	}
+}
+
+func sortedTimes(m map[string]time.Time) []time.Time {
+	var out []time.Time
+	for _, at := range m {
+		out = append(out, at)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
 }
 
 // runFleet measures one N in a fresh environment: the bare loop, then the
@@ -292,7 +311,8 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.bareReqs = diff(before, after).resourceRequests()
+	f.bareDelta = diff(before, after)
+	f.bareReqs = f.bareDelta.resourceRequests()
 	say("   bare loop, %d objects, %d workers: %s", len(bare), b.c.workers, round(f.bare))
 
 	// The fleet, created at once.
@@ -323,6 +343,12 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	}
 	f.allReady = readyAt[len(readyAt)-1].Sub(start)
 	f.median = readyAt[(len(readyAt)-1)/2].Sub(start)
+	rw.mu.Lock()
+	if rendered := sortedTimes(rw.renderedAt); len(rendered) > 0 {
+		f.allRendered = rendered[len(rendered)-1].Sub(start)
+		f.medianRendered = rendered[(len(rendered)-1)/2].Sub(start)
+	}
+	rw.mu.Unlock()
 	// Events and the last status writes land just after the last Ready.
 	time.Sleep(settle)
 	if after, err = b.meter.snapshot(ctx); err != nil {

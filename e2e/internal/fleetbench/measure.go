@@ -245,7 +245,13 @@ type meter struct {
 	env       *localenv.Env
 	apiClient *http.Client
 	plain     *http.Client
+	// plane are the control plane's processes by name: where the
+	// controllers' requests cost CPU too.
+	plane map[string]int
 }
+
+// The control plane's processes, as /proc/<pid>/comm names them.
+var planeNames = []string{"kube-apiserver", "etcd"}
 
 func newMeter(env *localenv.Env) (*meter, error) {
 	hc, err := rest.HTTPClientFor(env.Config)
@@ -253,7 +259,35 @@ func newMeter(env *localenv.Env) (*meter, error) {
 		return nil, err
 	}
 	hc.Timeout = 30 * time.Second
-	return &meter{env: env, apiClient: hc, plain: &http.Client{Timeout: 10 * time.Second}}, nil
+	m := &meter{env: env, apiClient: hc, plain: &http.Client{Timeout: 10 * time.Second}, plane: map[string]int{}}
+	// envtest starts etcd and kube-apiserver as children of this process.
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm, fields := string(stat[open+1:end]), strings.Fields(string(stat[end+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			for _, name := range planeNames {
+				if comm == name {
+					m.plane[name] = pid
+				}
+			}
+		}
+	}
+	return m, nil
 }
 
 func (m *meter) snapshot(ctx context.Context) (snapshot, error) {
@@ -270,6 +304,11 @@ func (m *meter) snapshot(ctx context.Context) (snapshot, error) {
 		}
 		s.client[name] = got.total()
 		if s.proc[name], err = readProc(c.Pid()); err != nil {
+			return s, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for name, pid := range m.plane {
+		if s.proc[name], err = readProc(pid); err != nil {
 			return s, fmt.Errorf("%s: %w", name, err)
 		}
 	}

@@ -78,6 +78,8 @@ func (r *results) printFleet(out io.Writer) {
 				return v <= targetAllReady.Seconds(), f.n == targetN
 			}},
 		row{name: "  median Kustomization Ready", values: val(func(f *fleetFigures) float64 { return f.median.Seconds() }), format: secs},
+		row{name: "  all rendered (render-controller's artifact in status)", values: val(func(f *fleetFigures) float64 { return f.allRendered.Seconds() }), format: secs},
+		row{name: "  median Kustomization rendered", values: val(func(f *fleetFigures) float64 { return f.medianRendered.Seconds() }), format: secs},
 		row{name: "bare SSA loop over the same 4·N objects", values: val(func(f *fleetFigures) float64 { return f.bare.Seconds() }), format: secs},
 		row{name: "all Ready / bare loop", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() / f.bare.Seconds() }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }, target: "≤ 3×",
@@ -102,7 +104,14 @@ func (r *results) printFleet(out io.Writer) {
 		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
 	}
+	for _, name := range planeNames {
+		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
+	}
 	rows = append(rows,
+		row{name: "  the same during the bare loop, kube-apiserver + etcd", values: val(func(f *fleetFigures) float64 {
+			return (f.bareDelta.cpu["kube-apiserver"] + f.bareDelta.cpu["etcd"]).Seconds()
+		}), format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }},
 		row{name: "at rest: API requests per minute", values: val(func(f *fleetFigures) float64 { return f.rest.resourceRequests() / f.rest.d.Minutes() }),
 			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, target: targetRestAllowance,
 			ok: func(f *fleetFigures, v float64) (bool, bool) { return v <= r.restAllowance(f), true }},
