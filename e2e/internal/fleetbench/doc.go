@@ -2,8 +2,10 @@
 // Kustomizations, the shape of a fleet, measured against the real control
 // plane with the four controllers running as processes, each N in a fresh
 // environment started by e2e/localenv (as `make run` and the e2e tests
-// start it). It prints a table with issue 20's targets; docs/bench/fleet.md
-// says what each figure means and records runs.
+// start it). It prints a table with the targets of issue 20 (1,000
+// Kustomizations Ready in 25 s and within 3× the bare loop, 150 MiB per
+// controller, requests at rest that do not grow with N, drift p50 0.2 s
+// and p99 0.5 s, the single Kustomization within 1.3× the bare loop).
 //
 // For each N (-n, default 100,500,1000; -with-5000 adds 5,000):
 //

@@ -111,6 +111,9 @@ type bench struct {
 	pprof map[string]string
 	// profileN is the N whose sync is profiled.
 	profileN int
+	// lastSingle is how long the last run of the single Kustomization
+	// took from the push: the length of the next one's profile.
+	lastSingle time.Duration
 }
 
 func run(c config) error {
@@ -220,6 +223,16 @@ func (b *bench) startProfiles(ctx context.Context, n int) func() {
 	if b.pprof == nil || n != b.profileN {
 		return func() {}
 	}
+	return b.profiles(ctx, fmt.Sprintf("n%d", n), b.c.profileSeconds)
+}
+
+// profiles takes CPU profiles of the controllers for seconds, named
+// after what they cover, and heap profiles when the returned function is
+// called after them.
+func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
+	if b.pprof == nil {
+		return func() {}
+	}
 	if err := os.MkdirAll(b.c.profileDir, 0o755); err != nil {
 		say("profile: %v", err)
 		return func() {}
@@ -229,9 +242,9 @@ func (b *bench) startProfiles(ctx context.Context, n int) func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof[name], b.c.profileSeconds)
-			file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-%s-n%d.pprof", name, n))
-			if err := fetchTo(ctx, url, file, time.Duration(b.c.profileSeconds+30)*time.Second); err != nil {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof[name], seconds)
+			file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-%s-%s.pprof", name, what))
+			if err := fetchTo(ctx, url, file, time.Duration(seconds+30)*time.Second); err != nil {
 				say("profile of %s: %v", name, err)
 			}
 		}()
@@ -240,7 +253,7 @@ func (b *bench) startProfiles(ctx context.Context, n int) func() {
 		wg.Wait()
 		for _, name := range profiled {
 			url := fmt.Sprintf("http://%s/debug/pprof/heap", b.pprof[name])
-			file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-n%d.pprof", name, n))
+			file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-%s.pprof", name, what))
 			if err := fetchTo(ctx, url, file, 30*time.Second); err != nil {
 				say("heap profile of %s: %v", name, err)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +30,7 @@ type singleRun struct {
 	objects    int
 	pushed     time.Duration // push → Ready
 	fromSource time.Duration // artifact of the new commit seen → Ready
+	render     time.Duration // artifact seen → rendered artifact in the status
 	bare       time.Duration
 }
 
@@ -97,9 +99,10 @@ func (b *bench) runSingle(ctx context.Context) ([]singleRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("single Kustomization, run %d: %w", r+1, err)
 		}
-		say("   single Kustomization of %d objects, run %d: push → Ready %s, new artifact → Ready %s; bare loop %s",
-			run.objects, r+1, round(run.pushed), round(run.fromSource), round(run.bare))
+		say("   single Kustomization of %d objects, run %d: push → Ready %s, new artifact → Ready %s (rendered after %s); bare loop %s",
+			run.objects, r+1, round(run.pushed), round(run.fromSource), round(run.render), round(run.bare))
 		runs = append(runs, run)
+		b.lastSingle = run.pushed
 	}
 	return runs, nil
 }
@@ -145,6 +148,13 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 	if err := clone.Write(map[string]string{ns + "/objects.yaml": m}); err != nil {
 		return run, err
 	}
+	// The last run is profiled, when asked: from the push for as long
+	// as the run before it took, at least 5 s.
+	stopProfiles := func() {}
+	if r == c.singleRuns-1 {
+		stopProfiles = b.profiles(ctx, "single", max(5, int(math.Ceil(b.lastSingle.Seconds()))))
+	}
+	defer stopProfiles()
 	pushed := time.Now()
 	sha, err := clone.CommitAndPush(ctx, fmt.Sprintf("Add %d objects to %s", c.singleObjects, ns))
 	if err != nil {
@@ -168,7 +178,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	readyAt, err := b.waitKustomization(ctx, key, revision(sha), 5*time.Minute)
+	readyAt, renderedAt, err := b.waitRenderedAndReady(ctx, key, revision(sha), 5*time.Minute)
 	if err != nil {
 		return run, err
 	}
@@ -176,6 +186,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 	select {
 	case at := <-artifactAt:
 		run.fromSource = readyAt.Sub(at)
+		run.render = renderedAt.Sub(at)
 	case <-time.After(10 * time.Second):
 		return run, fmt.Errorf("the GitRepository's artifact for %s was never seen", sha)
 	}
@@ -197,11 +208,19 @@ func revision(sha string) string { return "main@sha1:" + sha }
 // waitKustomization watches one Kustomization until it is Ready with
 // revision applied at its generation and returns when the watch said so.
 func (b *bench) waitKustomization(ctx context.Context, key client.ObjectKey, revision string, timeout time.Duration) (time.Time, error) {
+	ready, _, err := b.waitRenderedAndReady(ctx, key, revision, timeout)
+	return ready, err
+}
+
+// waitRenderedAndReady is waitKustomization that also returns when the
+// watch first saw render-controller's artifact of revision in the status.
+func (b *bench) waitRenderedAndReady(ctx context.Context, key client.ObjectKey, revision string, timeout time.Duration) (ready, rendered time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	fail := func(err error) (time.Time, time.Time, error) { return time.Time{}, time.Time{}, err }
 	w, err := b.wc.Watch(ctx, &kustomizev1.KustomizationList{}, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
 	if err != nil {
-		return time.Time{}, err
+		return fail(err)
 	}
 	defer w.Stop()
 	var last *kustomizev1.Kustomization
@@ -214,18 +233,24 @@ func (b *bench) waitKustomization(ctx context.Context, key client.ObjectKey, rev
 					msg = fmt.Sprintf("Ready=%s %s: %.300s", ready.Status, ready.Reason, ready.Message)
 				}
 			}
-			return time.Time{}, fmt.Errorf("%s not Ready at %s in %s (%s)", key, revision, timeout, msg)
+			return fail(fmt.Errorf("%s not Ready at %s in %s (%s)", key, revision, timeout, msg))
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return time.Time{}, fmt.Errorf("the watch of %s closed", key)
+				return fail(fmt.Errorf("the watch of %s closed", key))
 			}
 			k, isKs := ev.Object.(*kustomizev1.Kustomization)
 			if !isKs {
 				continue
 			}
 			last = k
+			if rendered.IsZero() && k.Status.RenderedArtifact != nil && k.Status.RenderedArtifact.Revision == revision {
+				rendered = time.Now()
+			}
 			if k.Status.ObservedGeneration == k.Generation && conditions.IsReady(k) && k.Status.LastAppliedRevision == revision {
-				return time.Now(), nil
+				if rendered.IsZero() {
+					rendered = time.Now()
+				}
+				return time.Now(), rendered, nil
 			}
 		}
 	}
