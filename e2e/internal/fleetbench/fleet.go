@@ -22,6 +22,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/benchfig"
 )
 
 // fleetNamespace holds the GitRepositories and the Kustomizations; each
@@ -313,7 +314,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	}
 	f.bareDelta = diff(before, after)
 	f.bareReqs = f.bareDelta.resourceRequests()
-	say("   bare loop, %d objects, %d workers: %s", len(bare), b.c.workers, round(f.bare))
+	say("   bare loop, %d objects, %d workers: %s", len(bare), b.c.workers, benchfig.Round(f.bare))
 
 	// The fleet, created at once.
 	time.Sleep(2 * time.Second)
@@ -333,9 +334,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("creating the Kustomizations: %w", err)
 	}
-	say("   created in %s", round(time.Since(start)))
+	say("   created in %s", benchfig.Round(time.Since(start)))
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
-	readyAt, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, round(time.Since(start))) })
+	readyAt, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) })
 	cancel()
 	if err != nil {
 		b.describeNotReady(ctx, rw)
@@ -357,7 +358,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	stopProfiles()
 	f.sync = diff(before, after)
 	say("   all %d Ready after %s (median %s); %.0f API requests (%.1f per Kustomization)",
-		n, round(f.allReady), round(f.median), f.sync.resourceRequests(), f.sync.resourceRequests()/float64(n))
+		n, benchfig.Round(f.allReady), benchfig.Round(f.median), f.sync.resourceRequests(), f.sync.resourceRequests()/float64(n))
 
 	// At rest: nothing changes.
 	say(">> N=%d: at rest for %s", n, b.c.restWindow)
@@ -367,7 +368,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	f.rest = diff(before, after)
-	say("   at rest: %.0f API requests in %s", f.rest.resourceRequests(), round(f.rest.d))
+	say("   at rest: %.0f API requests in %s", f.rest.resourceRequests(), benchfig.Round(f.rest.d))
 
 	if b.c.driftEdits > 0 {
 		edits := min(b.c.driftEdits, n)
@@ -376,9 +377,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 			return nil, fmt.Errorf("drift: %w", err)
 		}
 		f.driftEdits = edits
-		say("   drift: p50 %s, p99 %s, %d missed", round(percentile(f.drift, 50)), round(percentile(f.drift, 99)), f.driftMiss)
+		say("   drift: p50 %s, p99 %s, %d missed", benchfig.Round(benchfig.Percentile(f.drift, 50)), benchfig.Round(benchfig.Percentile(f.drift, 99)), f.driftMiss)
 	}
-	f.load = loadAvg()
+	f.load = benchfig.LoadAvg()
 	return f, nil
 }
 
@@ -432,21 +433,21 @@ func (b *bench) drift(ctx context.Context, n, edits int) ([]time.Duration, int, 
 	next := time.Now()
 	for j := range edits {
 		t := editTarget{ns: appName(j * n / edits), name: "config"}
-		seen := vw.follow(t.key())
+		seen := vw.Follow(t.key())
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.ns}}
 		patch := fmt.Sprintf(`{"data":{%q:"foreign-%d"}}`, driftKey, j)
 		time.Sleep(time.Until(next))
 		next = next.Add(gap)
 		if err := b.fast.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
-			vw.unfollow(t.key())
+			vw.Unfollow(t.key())
 			return nil, 0, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
 		}
 		returned := time.Now()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer vw.unfollow(t.key())
-			d, err := awaitRevert(ctx, seen, cm.ResourceVersion, desiredValue(t.ns), returned, 30*time.Second)
+			defer vw.Unfollow(t.key())
+			d, err := benchfig.AwaitRevert(ctx, seen, cm.ResourceVersion, desiredValue(t.ns), returned, 30*time.Second)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -465,17 +466,10 @@ func (b *bench) drift(ctx context.Context, n, edits int) ([]time.Duration, int, 
 }
 
 // valueWatch follows the fleet's ConfigMaps (those with Plumb's ownership
-// label) and hands each change of data.key to whoever waits on it.
+// label) and hands each change of data.key to whoever follows it.
 type valueWatch struct {
-	w       watch.Interface
-	mu      sync.Mutex
-	waiters map[string]chan observation
-}
-
-type observation struct {
-	resourceVersion string
-	value           string
-	at              time.Time
+	w watch.Interface
+	benchfig.Followers
 }
 
 func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
@@ -483,67 +477,18 @@ func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	vw := &valueWatch{w: w, waiters: map[string]chan observation{}}
+	vw := &valueWatch{w: w}
 	go func() {
 		for ev := range w.ResultChan() {
 			at := time.Now()
-			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok {
-				continue
-			}
-			vw.mu.Lock()
-			ch := vw.waiters[cm.Namespace+"/"+cm.Name]
-			vw.mu.Unlock()
-			if ch != nil {
-				select {
-				case ch <- observation{resourceVersion: cm.ResourceVersion, value: cm.Data[driftKey], at: at}:
-				default:
-				}
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
 			}
 		}
 	}()
 	return vw, nil
 }
 
-func (vw *valueWatch) follow(key string) <-chan observation {
-	ch := make(chan observation, 64)
-	vw.mu.Lock()
-	vw.waiters[key] = ch
-	vw.mu.Unlock()
-	return ch
-}
-
-func (vw *valueWatch) unfollow(key string) {
-	vw.mu.Lock()
-	delete(vw.waiters, key)
-	vw.mu.Unlock()
-}
-
 func (vw *valueWatch) stop() { vw.w.Stop() }
-
-// awaitRevert reads the object's changes until the foreign write (its
-// resourceVersion) has been seen and then a change back to the desired
-// value.
-func awaitRevert(ctx context.Context, seen <-chan observation, foreignRV, desired string, from time.Time, timeout time.Duration) (time.Duration, error) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	foreignSeen := false
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-timer.C:
-			return 0, fmt.Errorf("not reverted within %s (foreign write seen: %t)", timeout, foreignSeen)
-		case o := <-seen:
-			if o.resourceVersion == foreignRV {
-				foreignSeen = true
-				continue
-			}
-			if foreignSeen && o.value == desired {
-				return o.at.Sub(from), nil
-			}
-		}
-	}
-}
 
 func say(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

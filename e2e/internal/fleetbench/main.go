@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
 )
 
 // settle is how long after the last Ready the requests are still counted:
@@ -119,7 +119,7 @@ type bench struct {
 func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res := &results{c: c, load0: loadAvg(), source: sourceState()}
+	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
 	if c.singleObjects > 0 {
 		err := withEnv(ctx, c, 0, func(b *bench) error {
 			say(">> the single Kustomization of %d objects, %d runs", c.singleObjects, c.singleRuns)
@@ -145,12 +145,12 @@ func run(c config) error {
 			return nil
 		})
 		if err != nil {
-			res.load1 = loadAvg()
+			res.load1 = benchfig.LoadAvg()
 			res.print(os.Stdout)
 			return err
 		}
 	}
-	res.load1 = loadAvg()
+	res.load1 = benchfig.LoadAvg()
 	res.print(os.Stdout)
 	return nil
 }
@@ -306,16 +306,4 @@ func sourceState() string {
 		state += " with uncommitted changes under the controllers, pkg or api"
 	}
 	return state
-}
-
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ") + fmt.Sprintf(" on %d CPUs", runtime.NumCPU())
 }

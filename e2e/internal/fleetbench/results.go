@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
 )
 
 // The targets of issue 20 on a 2-core machine.
@@ -121,9 +120,9 @@ func (r *results) printFleet(out io.Writer) {
 	if r.c.driftEdits > 0 {
 		ms := func(v float64) string { return fmt.Sprintf("%.3f s", v) }
 		rows = append(rows,
-			row{name: "drift: edit to revert p50", values: val(func(f *fleetFigures) float64 { return percentile(f.drift, 50).Seconds() }), format: ms,
+			row{name: "drift: edit to revert p50", values: val(func(f *fleetFigures) float64 { return benchfig.Percentile(f.drift, 50).Seconds() }), format: ms,
 				target: "≤ 0.2 s", ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetDriftP50.Seconds(), true }},
-			row{name: "drift: edit to revert p99", values: val(func(f *fleetFigures) float64 { return percentile(f.drift, 99).Seconds() }), format: ms,
+			row{name: "drift: edit to revert p99", values: val(func(f *fleetFigures) float64 { return benchfig.Percentile(f.drift, 99).Seconds() }), format: ms,
 				target: "≤ 0.5 s", ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetDriftP99.Seconds(), true }},
 			row{name: "drift: edits missed", values: val(func(f *fleetFigures) float64 { return float64(f.driftMiss) }),
 				format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, target: "none",
@@ -156,7 +155,7 @@ func (r *results) printFleet(out io.Writer) {
 	for _, f := range fs {
 		fmt.Fprintf(out, "N=%d: requests by kind per Kustomization (API server, the bench's creates included): %s\n", f.n,
 			topKinds(f.sync.apiserver.byKind(), 10, float64(f.n)))
-		fmt.Fprintf(out, "N=%d: at rest, requests by kind in %s: %s; load average after: %s\n", f.n, round(f.rest.d),
+		fmt.Fprintf(out, "N=%d: at rest, requests by kind in %s: %s; load average after: %s\n", f.n, benchfig.Round(f.rest.d),
 			orNone(topKinds(f.rest.apiserver.byKind(), 8, 0)), f.load)
 	}
 	fmt.Fprintln(out)
@@ -226,14 +225,14 @@ func (r *results) printSingle(out io.Writer) {
 		pushed, fromSource, bare = append(pushed, s.pushed), append(fromSource, s.fromSource), append(bare, s.bare)
 		render = append(render, s.render)
 	}
-	p, s, b, rd := percentile(pushed, 50), percentile(fromSource, 50), percentile(bare, 50), percentile(render, 50)
+	p, s, b, rd := benchfig.Percentile(pushed, 50), benchfig.Percentile(fromSource, 50), benchfig.Percentile(bare, 50), benchfig.Percentile(render, 50)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "one Kustomization of %d objects (medians of %d new commits)\tPlumb\tbare SSA loop\tratio\ttarget\tverdict\n", r.c.singleObjects, len(r.single))
 	fmt.Fprintf(tw, "------\t-----\t-------------\t-----\t------\t-------\n")
 	fmt.Fprintf(tw, "new source artifact → Ready (render-controller in the loop)\t%s\t%s (%d workers)\t%.2f×\t≤ 1.3×\t%s\n",
-		seconds(s), seconds(b), r.c.workers, s.Seconds()/b.Seconds(), verdictOf(s.Seconds() <= targetSingleRatio*b.Seconds()))
-	fmt.Fprintf(tw, "  of which: new source artifact → rendered artifact in the status\t%s\t\t\t\t\n", seconds(rd))
-	fmt.Fprintf(tw, "push → Ready (source-controller's fetch too)\t%s\t%s\t%.2f×\t\t\n", seconds(p), seconds(b), p.Seconds()/b.Seconds())
+		benchfig.Seconds(s), benchfig.Seconds(b), r.c.workers, s.Seconds()/b.Seconds(), verdictOf(s.Seconds() <= targetSingleRatio*b.Seconds()))
+	fmt.Fprintf(tw, "  of which: new source artifact → rendered artifact in the status\t%s\t\t\t\t\n", benchfig.Seconds(rd))
+	fmt.Fprintf(tw, "push → Ready (source-controller's fetch too)\t%s\t%s\t%.2f×\t\t\n", benchfig.Seconds(p), benchfig.Seconds(b), p.Seconds()/b.Seconds())
 	tw.Flush()
 	fmt.Fprintln(out)
 }
@@ -250,28 +249,4 @@ func verdictOf(ok bool) string {
 		return "meets"
 	}
 	return "misses"
-}
-
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	sorted := append([]time.Duration(nil), ds...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank-1, 0), len(sorted)-1)]
-}
-
-func round(d time.Duration) time.Duration {
-	if d > time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
-}
-
-func seconds(d time.Duration) string {
-	if d < time.Second {
-		return fmt.Sprintf("%.3f s", d.Seconds())
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
 }

@@ -18,6 +18,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
 )
 
 // singleRepo is the repository of the single large Kustomization.
@@ -100,7 +101,7 @@ func (b *bench) runSingle(ctx context.Context) ([]singleRun, error) {
 			return nil, fmt.Errorf("single Kustomization, run %d: %w", r+1, err)
 		}
 		say("   single Kustomization of %d objects, run %d: push → Ready %s, new artifact → Ready %s (rendered after %s); bare loop %s",
-			run.objects, r+1, round(run.pushed), round(run.fromSource), round(run.render), round(run.bare))
+			run.objects, r+1, benchfig.Round(run.pushed), benchfig.Round(run.fromSource), benchfig.Round(run.render), benchfig.Round(run.bare))
 		runs = append(runs, run)
 		b.lastSingle = run.pushed
 	}
