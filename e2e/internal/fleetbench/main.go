@@ -139,7 +139,7 @@ func run(c config) error {
 		err := withEnv(ctx, c, largest, func(b *bench) error {
 			f, err := b.runFleet(ctx, n)
 			if err != nil {
-				return fmt.Errorf("N=%d: %w", n, err)
+				return fmt.Errorf("fleet of %d: %w", n, err)
 			}
 			res.fleets = append(res.fleets, f)
 			return nil

@@ -344,11 +344,3 @@ func (d delta) resourceRequests() float64 {
 	}
 	return t
 }
-
-func (d delta) controllerRequests() float64 {
-	t := 0.0
-	for _, v := range d.client {
-		t += v
-	}
-	return t
-}

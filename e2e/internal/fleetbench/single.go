@@ -196,7 +196,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 		return run, err
 	}
 	if n := len(got.Status.Inventory.Entries); n != c.singleObjects+1 {
-		return run, fmt.Errorf("Ready with %d objects in the inventory, not %d", n, c.singleObjects+1)
+		return run, fmt.Errorf("the Kustomization is Ready with %d objects in its inventory, not %d", n, c.singleObjects+1)
 	}
 	// Later pushes (the next runs) leave this one alone.
 	suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
