@@ -147,6 +147,13 @@ bench: bench-ui
 bench-ui: envtest-assets $(CHROMIUM) ## The UI's overview with 1,000 Kustomizations in chromium: time to the first screen of rows vs the API's first page; print a table.
 	go run ./ui/internal/uibench -kustomizations 1000 -namespaces 20 -runs 10
 
+.PHONY: bench-fleet
+bench: bench-fleet
+bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500, 1,000) with the four controllers as processes vs a bare server-side-apply loop; one of 1,000 objects; drift at fleet scale; print a table.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/bench-fleet ./e2e/internal/fleetbench
+	$(BIN)/bench-fleet $(FLEET_ARGS)
+
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).
 	rm -rf $(BIN)

@@ -17,6 +17,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	"plumb.dev/pkg/app"
+	"plumb.dev/pkg/benchfig"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/options"
@@ -212,10 +213,10 @@ func (t timeline) String() string {
 	}
 	if t.objects == 0 && t.after == 0 {
 		return fmt.Sprintf("trigger to status written %s (the status write itself %s), then watch delivery %s",
-			round(t.before), round(t.status), round(t.delivery))
+			benchfig.Round(t.before), benchfig.Round(t.status), benchfig.Round(t.delivery))
 	}
 	return fmt.Sprintf("trigger to first object request %s, object requests %s, to status written %s (the status write itself %s), watch delivery %s",
-		round(t.before), round(t.objects), round(t.after), round(t.status), round(t.delivery))
+		benchfig.Round(t.before), benchfig.Round(t.objects), benchfig.Round(t.after), benchfig.Round(t.status), benchfig.Round(t.delivery))
 }
 
 func (c *requestCounter) reset() {

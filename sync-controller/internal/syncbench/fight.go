@@ -22,6 +22,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/benchfig"
 	"plumb.dev/pkg/events"
 	"plumb.dev/sync-controller/internal/controller"
 )
@@ -211,7 +212,7 @@ func (b *bench) fight(ctx context.Context, counter *requestCounter, window time.
 	mu.Lock()
 	defer mu.Unlock()
 	fmt.Fprintf(os.Stderr, "   %d foreign writes, %d reverts, %d dry-runs, events %v; the other object's edit reverted in %s (%v)\n",
-		f.foreign, f.reverts, f.dryRuns, f.events, round(f.otherLatency), f.otherErr)
+		f.foreign, f.reverts, f.dryRuns, f.events, benchfig.Round(f.otherLatency), f.otherErr)
 	f.events = copyCounts(f.events)
 	if err := b.wc.Delete(ctx, ks); err != nil {
 		return f, err
@@ -266,7 +267,7 @@ func (r *results) printFights(out io.Writer) {
 		if f.window > 0 {
 			mode = fmt.Sprintf("on, window %s", f.window)
 		}
-		other := "reverted in " + seconds(f.otherLatency)
+		other := "reverted in " + benchfig.Seconds(f.otherLatency)
 		if f.otherErr != nil {
 			other = f.otherErr.Error()
 		}
@@ -283,7 +284,7 @@ func (r *results) printFights(out io.Writer) {
 		sort.Strings(reasons)
 		fmt.Fprintf(out, "- window %s: %d foreign writes, %d reverts, %d dry-runs; events: %s", f.window, f.foreign, f.reverts, f.dryRuns, strings.Join(reasons, ", "))
 		if f.window > 0 {
-			fmt.Fprintf(out, "; the fight ended %s after the writer stopped (the last held correction, then the window)", seconds(f.settled))
+			fmt.Fprintf(out, "; the fight ended %s after the writer stopped (the last held correction, then the window)", benchfig.Seconds(f.settled))
 		}
 		fmt.Fprintln(out)
 	}

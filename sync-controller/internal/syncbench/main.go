@@ -30,6 +30,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/benchfig"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/sync-controller/internal/controller"
 )
@@ -112,7 +113,7 @@ type bench struct {
 func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.totalBudget)
 	defer cancel()
-	load0 := loadAvg()
+	load0 := benchfig.LoadAvg()
 	source := sourceState()
 	fmt.Fprintf(os.Stderr, ">> starting kube-apiserver, etcd and NATS\n")
 	env, err := testenv.Start()
@@ -148,7 +149,7 @@ func run(c config) error {
 		}
 	}
 	if c.fightOnly {
-		b.res.load = [2]string{load0, loadAvg()}
+		b.res.load = [2]string{load0, benchfig.LoadAvg()}
 		b.res.printFights(os.Stdout)
 		return nil
 	}
@@ -160,7 +161,7 @@ func run(c config) error {
 		}
 	}
 	if c.memoryOnly {
-		b.res.load = [2]string{load0, loadAvg()}
+		b.res.load = [2]string{load0, benchfig.LoadAvg()}
 		b.res.print(os.Stdout)
 		return nil
 	}
@@ -266,7 +267,7 @@ func run(c config) error {
 		b.counter.mu.Unlock()
 	}
 	b.res.prune = sample{d: elapsed, requests: total, counts: counts}
-	fmt.Fprintf(os.Stderr, "   deletion with prune, %s: %s, %d requests\n", mixed.describe(c.objects), round(elapsed), total)
+	fmt.Fprintf(os.Stderr, "   deletion with prune, %s: %s, %d requests\n", mixed.describe(c.objects), benchfig.Round(elapsed), total)
 	// What the controller still does about the Kustomization once it is
 	// gone: requests until a quiet second, at most half a minute.
 	b.counter.reset()
@@ -281,7 +282,7 @@ func run(c config) error {
 	afterTotal, afterCounts := b.counter.snapshot()
 	b.res.afterPrune = sample{d: time.Since(start) - elapsed, requests: afterTotal, counts: afterCounts}
 
-	b.res.load = [2]string{load0, loadAvg()}
+	b.res.load = [2]string{load0, benchfig.LoadAvg()}
 	b.res.print(os.Stdout)
 	b.res.printFights(os.Stdout)
 	return nil
@@ -384,7 +385,7 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 			return fmt.Errorf("%w (%v)", err, p.alive())
 		}
 		m.noop[w] = append(m.noop[w], s.d)
-		fmt.Fprintf(os.Stderr, "   no-op resync, %s: %s\n", w.describe(b.c.objects), round(s.d))
+		fmt.Fprintf(os.Stderr, "   no-op resync, %s: %s\n", w.describe(b.c.objects), benchfig.Round(s.d))
 	}
 	if m.drift[w], _, err = b.drift(ctx, ks, w, b.c.memEdits); err != nil {
 		return fmt.Errorf("%w (%v)", err, p.alive())
@@ -410,7 +411,7 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 	}
 	m.sampledMax[w] = p.sampledMax()
 	fmt.Fprintf(os.Stderr, "   memory, %s: idle %s, VmHWM %s after the syncs, %s after pruning (in %s)\n",
-		w.describe(b.c.objects), mib(m.idle[w]), mib(m.hwm[w]), mib(m.hwmEnd[w]), round(m.prune[w]))
+		w.describe(b.c.objects), mib(m.idle[w]), mib(m.hwm[w]), mib(m.hwmEnd[w]), benchfig.Round(m.prune[w]))
 	return nil
 }
 
@@ -493,7 +494,7 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		return nil, sample{}, fmt.Errorf("the Kustomization is Ready, but its inventory holds %d entries, not %d", n, b.c.objects)
 	}
 	tl := b.counter.timeline(start, at)
-	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), round(elapsed), total, tl)
+	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), benchfig.Round(elapsed), total, tl)
 	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl}, nil
 }
 
@@ -514,7 +515,7 @@ func (b *bench) bareInitial(ctx context.Context, w workload, workers int) ([]*un
 	if err != nil {
 		return nil, sample{}, err
 	}
-	fmt.Fprintf(os.Stderr, "   bare loop (%d workers), %s: %s\n", workers, w.describe(b.c.objects), round(elapsed))
+	fmt.Fprintf(os.Stderr, "   bare loop (%d workers), %s: %s\n", workers, w.describe(b.c.objects), benchfig.Round(elapsed))
 	return objs, sample{d: elapsed, requests: len(objs)}, nil
 }
 
@@ -638,7 +639,7 @@ func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev
 	var latencies []time.Duration
 	failures := 0
 	for j, t := range targets {
-		seen := vw.follow(t.key())
+		seen := vw.Follow(t.key())
 		var obj client.Object
 		var patch string
 		if t.kind == "Deployment" {
@@ -649,12 +650,12 @@ func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev
 			patch = fmt.Sprintf(`{"data":{"key":"foreign-%d"}}`, j)
 		}
 		if err := wc.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
-			vw.unfollow(t.key())
+			vw.Unfollow(t.key())
 			return nil, 0, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
 		}
 		returned := time.Now()
-		d, err := awaitRevert(ctx, seen, obj.GetResourceVersion(), t.desired, returned, 30*time.Second)
-		vw.unfollow(t.key())
+		d, err := benchfig.AwaitRevert(ctx, seen, obj.GetResourceVersion(), t.desired, returned, 30*time.Second)
+		vw.Unfollow(t.key())
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "   %s: %v\n", t.key(), err)
 			failures++
@@ -667,32 +668,8 @@ func (b *bench) driftIn(ctx context.Context, wc client.WithWatch, ks *kustomizev
 		return nil, failures, fmt.Errorf("no foreign edit was reverted")
 	}
 	fmt.Fprintf(os.Stderr, "   drift, %d edits of %s/%s: p50 %s, max %s\n", len(targets), ks.Namespace, ks.Name,
-		round(percentile(latencies, 50)), round(percentile(latencies, 100)))
+		benchfig.Round(benchfig.Percentile(latencies, 50)), benchfig.Round(benchfig.Percentile(latencies, 100)))
 	return latencies, failures, nil
-}
-
-// awaitRevert reads the object's changes until the foreign write (its
-// resourceVersion) has been seen and then a change back to the desired value.
-func awaitRevert(ctx context.Context, seen <-chan observation, foreignRV, desired string, from time.Time, timeout time.Duration) (time.Duration, error) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	foreignSeen := false
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-timer.C:
-			return 0, fmt.Errorf("not reverted within %s (foreign write seen: %t)", timeout, foreignSeen)
-		case o := <-seen:
-			if o.resourceVersion == foreignRV {
-				foreignSeen = true
-				continue
-			}
-			if foreignSeen && o.value == desired {
-				return o.at.Sub(from), nil
-			}
-		}
-	}
 }
 
 // waitGone polls until the Kustomization is deleted (its finalizer done).
@@ -775,16 +752,4 @@ func priorityAndFairness(cfg *rest.Config) (bool, error) {
 	}
 	resp.Body.Close()
 	return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") != "", nil
-}
-
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ") + fmt.Sprintf(" on %d CPUs", runtime.NumCPU())
 }

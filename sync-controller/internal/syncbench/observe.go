@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/benchfig"
 )
 
 // ksWatch follows one Kustomization through a watch and stamps every event
@@ -84,18 +84,11 @@ func describeKs(ks *kustomizev1.Kustomization) string {
 // spec.replicas) to whoever waits on that object.
 type valueWatch struct {
 	watches []watch.Interface
-	mu      sync.Mutex
-	waiters map[string]chan observation
-}
-
-type observation struct {
-	resourceVersion string
-	value           string
-	at              time.Time
+	benchfig.Followers
 }
 
 func watchValues(ctx context.Context, wc client.WithWatch, ns string) (*valueWatch, error) {
-	vw := &valueWatch{waiters: map[string]chan observation{}}
+	vw := &valueWatch{}
 	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}} {
 		w, err := wc.Watch(ctx, list, client.InNamespace(ns), client.HasLabels{kustomizev1.NameLabel})
 		if err != nil {
@@ -119,34 +112,11 @@ func watchValues(ctx context.Context, wc client.WithWatch, ns string) (*valueWat
 				default:
 					continue
 				}
-				vw.mu.Lock()
-				ch := vw.waiters[key]
-				vw.mu.Unlock()
-				if ch != nil {
-					select {
-					case ch <- observation{resourceVersion: rv, value: value, at: at}:
-					default:
-					}
-				}
+				vw.Deliver(key, benchfig.Observation{ResourceVersion: rv, Value: value, At: at})
 			}
 		}()
 	}
 	return vw, nil
-}
-
-// follow starts collecting the changes of one object.
-func (vw *valueWatch) follow(key string) <-chan observation {
-	ch := make(chan observation, 256)
-	vw.mu.Lock()
-	vw.waiters[key] = ch
-	vw.mu.Unlock()
-	return ch
-}
-
-func (vw *valueWatch) unfollow(key string) {
-	vw.mu.Lock()
-	delete(vw.waiters, key)
-	vw.mu.Unlock()
 }
 
 func (vw *valueWatch) stop() {

@@ -8,6 +8,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/benchfig"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/reconcile"
 )
@@ -55,7 +56,7 @@ func (b *bench) statusProbe(ctx context.Context, w workload, runs int) (withInve
 				ds = append(ds, time.Since(start))
 			}
 		}
-		return percentile(ds, 50), nil
+		return benchfig.Percentile(ds, 50), nil
 	}
 	if withInventory, err = timeApplies("bench-status-probe", inv); err != nil {
 		return 0, 0, 0, err

@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"plumb.dev/pkg/benchfig"
 )
 
 // sample is one measurement: a duration and the controller's requests.
@@ -61,7 +62,7 @@ func (s *series) maxRequests() int {
 func (s *series) durations() string {
 	parts := make([]string, len(s.samples))
 	for i, x := range s.samples {
-		parts[i] = round(x.d).String()
+		parts[i] = benchfig.Round(x.d).String()
 	}
 	return strings.Join(parts, " ")
 }
@@ -169,11 +170,11 @@ func (r *results) print(out io.Writer) {
 			continue
 		}
 		fmt.Fprintf(tw, "initial sync to Ready, %s\t%s, %s\t%s (%d workers)\t%s\t≤ 2.4 s\t%s\n",
-			w.describe(c.objects), seconds(s.d), requests(s.requests), seconds(bare.d), c.controller.applyConcurrency,
+			w.describe(c.objects), benchfig.Seconds(s.d), requests(s.requests), benchfig.Seconds(bare.d), c.controller.applyConcurrency,
 			ratio(s.d, bare.d), verdict(s.d <= targetInitial))
 		if ref, ok := r.bareRef[w].median(); ok {
 			fmt.Fprintf(tw, "  same, against the bare loop with %d workers\t%s\t%s (%d workers)\t%s\t\t\n",
-				c.refWorkers, seconds(s.d), seconds(ref.d), c.refWorkers, ratio(s.d, ref.d))
+				c.refWorkers, benchfig.Seconds(s.d), benchfig.Seconds(ref.d), c.refWorkers, ratio(s.d, ref.d))
 		}
 	}
 	for _, w := range []workload{mixed, configMaps} {
@@ -183,18 +184,18 @@ func (r *results) print(out io.Writer) {
 		}
 		bare, _ := r.bareNoop[w].median()
 		fmt.Fprintf(tw, "no-op resync, %s\t%s, %s\t%s (re-apply all)\t%s\t≤ 0.25 s, ≤ %d requests\t%s\n",
-			w.describe(c.objects), seconds(s.d), requests(r.noop[w].medianRequests()), seconds(bare.d), ratio(s.d, bare.d),
+			w.describe(c.objects), benchfig.Seconds(s.d), requests(r.noop[w].medianRequests()), benchfig.Seconds(bare.d), ratio(s.d, bare.d),
 			targetNoopRequests, verdict(s.d <= targetNoop && r.noop[w].maxRequests() <= targetNoopRequests))
 	}
 	if len(r.drift) > 0 {
-		p50, p99 := percentile(r.drift, 50), percentile(r.drift, 99)
+		p50, p99 := benchfig.Percentile(r.drift, 50), benchfig.Percentile(r.drift, 99)
 		fmt.Fprintf(tw, "drift to correction, %d foreign edits (p50 / p99)\t%s / %s\t—\t\tmedian ≤ 1 s\t%s\n",
-			len(r.drift), seconds(p50), seconds(p99), verdict(p50 <= targetDriftMedian && r.driftFailures == 0))
+			len(r.drift), benchfig.Seconds(p50), benchfig.Seconds(p99), verdict(p50 <= targetDriftMedian && r.driftFailures == 0))
 	}
 	if len(r.remoteDrift) > 0 && len(r.localBesideRemote) > 0 {
-		p50, p99, local := percentile(r.remoteDrift, 50), percentile(r.remoteDrift, 99), percentile(r.localBesideRemote, 50)
+		p50, p99, local := benchfig.Percentile(r.remoteDrift, 50), benchfig.Percentile(r.remoteDrift, 99), benchfig.Percentile(r.localBesideRemote, 50)
 		fmt.Fprintf(tw, "  same in a remote cluster (spec.kubeConfig), %d edits\t%s / %s\t%s (local p50, alternating)\t%s\tp50 ≤ %.1f× local\t%s\n",
-			len(r.remoteDrift), seconds(p50), seconds(p99), seconds(local), ratio(p50, local), targetRemoteDriftRatio,
+			len(r.remoteDrift), benchfig.Seconds(p50), benchfig.Seconds(p99), benchfig.Seconds(local), ratio(p50, local), targetRemoteDriftRatio,
 			verdict(float64(p50) <= targetRemoteDriftRatio*float64(local) && r.remoteDriftFailures == 0 && r.localBesideRemoteFailures == 0))
 	}
 	if m := r.mem; m.measured {
@@ -226,68 +227,45 @@ func (r *results) print(out io.Writer) {
 	}
 	if r.statusWrite > 0 {
 		fmt.Fprintf(out, "- a status apply like sync-controller's last request of a run, by the bench alone (no controller running), median of 9: %s with the %d-entry inventory, %s with an empty one, %s not sending the inventory while another field manager keeps it stored\n",
-			seconds(r.statusWrite), c.objects, seconds(r.statusWriteEmpty), seconds(r.statusWriteStored))
+			benchfig.Seconds(r.statusWrite), c.objects, benchfig.Seconds(r.statusWriteEmpty), benchfig.Seconds(r.statusWriteStored))
 	}
 	if r.prune.d > 0 {
 		fmt.Fprintf(out, "- deleting the %s Kustomization (the finalizer prunes every object): %s, %d requests: %s\n",
-			mixed.describe(c.objects), seconds(r.prune.d), r.prune.requests, formatCounts(r.prune.counts))
+			mixed.describe(c.objects), benchfig.Seconds(r.prune.d), r.prune.requests, formatCounts(r.prune.counts))
 		fmt.Fprintf(out, "  requests after the Kustomization was gone (until a quiet second, %s in all): %d: %s\n",
-			seconds(r.afterPrune.d), r.afterPrune.requests, formatCounts(r.afterPrune.counts))
+			benchfig.Seconds(r.afterPrune.d), r.afterPrune.requests, formatCounts(r.afterPrune.counts))
 	}
 	if len(r.drift) > 0 {
 		fmt.Fprintf(out, "- drift to correction over %d edits (%d not reverted within 30 s): min %s, p50 %s, p90 %s, p99 %s, max %s\n",
-			len(r.drift)+r.driftFailures, r.driftFailures, seconds(percentile(r.drift, 0)), seconds(percentile(r.drift, 50)),
-			seconds(percentile(r.drift, 90)), seconds(percentile(r.drift, 99)), seconds(percentile(r.drift, 100)))
+			len(r.drift)+r.driftFailures, r.driftFailures, benchfig.Seconds(benchfig.Percentile(r.drift, 0)), benchfig.Seconds(benchfig.Percentile(r.drift, 50)),
+			benchfig.Seconds(benchfig.Percentile(r.drift, 90)), benchfig.Seconds(benchfig.Percentile(r.drift, 99)), benchfig.Seconds(benchfig.Percentile(r.drift, 100)))
 	}
 	if len(r.remoteDrift) > 0 {
 		fmt.Fprintf(out, "- in a remote cluster (a second kube-apiserver and etcd, reached through spec.kubeConfig): initial sync of %s %s; drift to correction over %d edits (%d not reverted within 30 s): min %s, p50 %s, p90 %s, p99 %s, max %s\n",
-			mixed.describe(c.objects), seconds(r.remoteInitial.d), len(r.remoteDrift)+r.remoteDriftFailures, r.remoteDriftFailures,
-			seconds(percentile(r.remoteDrift, 0)), seconds(percentile(r.remoteDrift, 50)), seconds(percentile(r.remoteDrift, 90)),
-			seconds(percentile(r.remoteDrift, 99)), seconds(percentile(r.remoteDrift, 100)))
+			mixed.describe(c.objects), benchfig.Seconds(r.remoteInitial.d), len(r.remoteDrift)+r.remoteDriftFailures, r.remoteDriftFailures,
+			benchfig.Seconds(benchfig.Percentile(r.remoteDrift, 0)), benchfig.Seconds(benchfig.Percentile(r.remoteDrift, 50)), benchfig.Seconds(benchfig.Percentile(r.remoteDrift, 90)),
+			benchfig.Seconds(benchfig.Percentile(r.remoteDrift, 99)), benchfig.Seconds(benchfig.Percentile(r.remoteDrift, 100)))
 		fmt.Fprintf(out, "  local edits alternating with those, %d (%d not reverted): p50 %s, p90 %s, p99 %s\n",
-			len(r.localBesideRemote)+r.localBesideRemoteFailures, r.localBesideRemoteFailures, seconds(percentile(r.localBesideRemote, 50)),
-			seconds(percentile(r.localBesideRemote, 90)), seconds(percentile(r.localBesideRemote, 99)))
+			len(r.localBesideRemote)+r.localBesideRemoteFailures, r.localBesideRemoteFailures, benchfig.Seconds(benchfig.Percentile(r.localBesideRemote, 50)),
+			benchfig.Seconds(benchfig.Percentile(r.localBesideRemote, 90)), benchfig.Seconds(benchfig.Percentile(r.localBesideRemote, 99)))
 	}
 	if m := r.mem; m.measured {
 		for _, w := range []workload{configMaps, mixed} {
 			fmt.Fprintf(out, "- the binary as its own process, %s: VmRSS %s idle before any sync (anonymous %s, file-backed %s); initial sync %s; no-op resyncs %s; drift p50 %s over %d edits; VmHWM %s after those (RSS then anonymous %s, file-backed %s), %s after deleting the Kustomization (pruning its %d objects took %s); largest VmRSS sampled every 20 ms %s\n",
-				w.describe(c.objects), mib(m.idle[w]), mib(m.idleAnon[w]), mib(m.idleFile[w]), seconds(m.initial[w]), joinDurations(m.noop[w]),
-				seconds(percentile(m.drift[w], 50)), len(m.drift[w]), mib(m.hwm[w]), mib(m.anon[w]), mib(m.file[w]), mib(m.hwmEnd[w]),
-				c.objects, seconds(m.prune[w]), mib(m.sampledMax[w]))
+				w.describe(c.objects), mib(m.idle[w]), mib(m.idleAnon[w]), mib(m.idleFile[w]), benchfig.Seconds(m.initial[w]), joinDurations(m.noop[w]),
+				benchfig.Seconds(benchfig.Percentile(m.drift[w], 50)), len(m.drift[w]), mib(m.hwm[w]), mib(m.anon[w]), mib(m.file[w]), mib(m.hwmEnd[w]),
+				c.objects, benchfig.Seconds(m.prune[w]), mib(m.sampledMax[w]))
 		}
 	}
 	fmt.Fprintf(out, "- the reference figures of docs/design/sync-engine.md for 1,000 ConfigMaps: Flux 9.2 s initial (3,011 requests), 4.6 s no-op (2,009 requests); bare loop with 4 workers 1.9 s initial, %s no-op\n", designBareLoopNoopS)
 }
 
 // percentile returns the p-th percentile by nearest rank (p 0 is the minimum).
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	sorted := append([]time.Duration(nil), ds...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank-1, 0), len(sorted)-1)]
-}
-
-func round(d time.Duration) time.Duration {
-	if d > time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
-}
-
-func seconds(d time.Duration) string {
-	if d < time.Second {
-		return fmt.Sprintf("%.3f s", d.Seconds())
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
-}
 
 func joinDurations(ds []time.Duration) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
-		parts[i] = seconds(d)
+		parts[i] = benchfig.Seconds(d)
 	}
 	return strings.Join(parts, ", ")
 }

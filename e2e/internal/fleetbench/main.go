@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
+)
+
+// settle is how long after the last Ready the requests are still counted:
+// events and the last status writes land just after it.
+const settle = time.Second
+
+type config struct {
+	ns             []int
+	repos          int
+	layout         string
+	workers        int
+	createWorkers  int
+	ksInterval     time.Duration
+	sourceInterval time.Duration
+	readyTimeout   time.Duration
+	restWindow     time.Duration
+	driftEdits     int
+	driftRate      int
+	singleObjects  int
+	singleRuns     int
+	profileDir     string
+	profileSeconds int
+	logLevel       string
+	concurrent     int
+	timeout        time.Duration
+}
+
+func main() {
+	var c config
+	var nList string
+	var with5000 bool
+	flag.StringVar(&nList, "n", "100,500,1000", "the fleet sizes (Kustomizations), comma-separated; each runs in a fresh environment")
+	flag.BoolVar(&with5000, "with-5000", false, "also run N=5000 (about 20,000 objects; minutes on 2 cores)")
+	flag.IntVar(&c.repos, "repos", 5, "GitRepositories the Kustomizations share")
+	flag.StringVar(&c.layout, "layout", layoutPaths, "paths: a folder per Kustomization in the shared repositories; substitute: one shared folder, the namespace by postBuild.substitute")
+	flag.IntVar(&c.workers, "bare-workers", 16, "the bare loop's workers: sync-controller's --apply-concurrency (16), which also bounds its --concurrent 4 × 4 objects")
+	flag.IntVar(&c.createWorkers, "create-workers", 32, "requests in flight while the bench creates the Kustomizations")
+	flag.DurationVar(&c.ksInterval, "interval", 10*time.Minute, "the Kustomizations' spec.interval")
+	flag.DurationVar(&c.sourceInterval, "source-interval", 10*time.Minute, "the GitRepositories' spec.interval")
+	flag.DurationVar(&c.readyTimeout, "ready-timeout", 15*time.Minute, "how long to wait for all Kustomizations of one N to be Ready")
+	flag.DurationVar(&c.restWindow, "rest", time.Minute, "how long the requests at rest are counted after all are Ready")
+	flag.IntVar(&c.driftEdits, "drift-edits", 100, "foreign edits at fleet scale (at most one per Kustomization); 0 skips drift")
+	flag.IntVar(&c.driftRate, "drift-rate", 20, "foreign edits per second")
+	flag.IntVar(&c.singleObjects, "single-objects", 1000, "objects of the single large Kustomization; 0 skips that case")
+	flag.IntVar(&c.singleRuns, "single-runs", 3, "new commits timed for the single Kustomization; the median is reported")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of render-, sync- and source-controller during the largest N's sync, and their heaps after it, here")
+	flag.IntVar(&c.profileSeconds, "profile-seconds", 30, "the length of the CPU profiles (from the first create)")
+	flag.IntVar(&c.concurrent, "concurrent", 0, "the controllers' --concurrent (objects reconciled at the same time); 0 keeps their default (4)")
+	flag.StringVar(&c.logLevel, "log-level", "info", "the controllers' --log-level")
+	flag.DurationVar(&c.timeout, "timeout", 90*time.Minute, "give up after this long")
+	flag.Parse()
+	for _, s := range strings.Split(nList, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "fleetbench: -n: %q is not a positive number\n", s)
+			os.Exit(2)
+		}
+		c.ns = append(c.ns, n)
+	}
+	if with5000 {
+		c.ns = append(c.ns, 5000)
+	}
+	if c.layout != layoutPaths && c.layout != layoutSubstitute {
+		fmt.Fprintf(os.Stderr, "fleetbench: -layout must be %s or %s\n", layoutPaths, layoutSubstitute)
+		os.Exit(2)
+	}
+	// The bench's clients log through controller-runtime: errors only.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one environment's worth of state.
+type bench struct {
+	c     config
+	env   *localenv.Env
+	wc    client.WithWatch // the bench's reads and watches
+	fast  client.Client    // the bench's writes: no client-side rate limit
+	meter *meter
+	// pprof holds each controller's pprof address when profiling.
+	pprof map[string]string
+	// profileN is the N whose sync is profiled.
+	profileN int
+	// lastSingle is how long the last run of the single Kustomization
+	// took from the push: the length of the next one's profile.
+	lastSingle time.Duration
+}
+
+func run(c config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
+	if c.singleObjects > 0 {
+		err := withEnv(ctx, c, 0, func(b *bench) error {
+			say(">> the single Kustomization of %d objects, %d runs", c.singleObjects, c.singleRuns)
+			var err error
+			res.single, err = b.runSingle(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	largest := 0
+	for _, n := range c.ns {
+		largest = max(largest, n)
+	}
+	for _, n := range c.ns {
+		err := withEnv(ctx, c, largest, func(b *bench) error {
+			f, err := b.runFleet(ctx, n)
+			if err != nil {
+				return fmt.Errorf("fleet of %d: %w", n, err)
+			}
+			res.fleets = append(res.fleets, f)
+			return nil
+		})
+		if err != nil {
+			res.load1 = benchfig.LoadAvg()
+			res.print(os.Stdout)
+			return err
+		}
+	}
+	res.load1 = benchfig.LoadAvg()
+	res.print(os.Stdout)
+	return nil
+}
+
+// withEnv starts a fresh environment (control plane, Git server, the four
+// controllers as processes, through e2e/localenv as `make run` does), runs
+// fn and stops it.
+func withEnv(ctx context.Context, c config, profileN int, fn func(*bench) error) error {
+	b := &bench{c: c, profileN: profileN}
+	opts := localenv.Options{LogLevel: c.logLevel, ControllerArgs: map[string][]string{}}
+	if c.concurrent > 0 {
+		for _, name := range localenv.ControllerNames {
+			opts.ControllerArgs[name] = append(opts.ControllerArgs[name], fmt.Sprintf("--concurrent=%d", c.concurrent))
+		}
+	}
+	if c.profileDir != "" {
+		b.pprof = map[string]string{}
+		for _, name := range localenv.ControllerNames {
+			addr, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			b.pprof[name] = addr
+			opts.ControllerArgs[name] = append(opts.ControllerArgs[name], "--pprof-addr="+addr)
+		}
+	}
+	say(">> starting the control plane, the Git server and the four controllers")
+	env, err := localenv.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	b.env = env
+	defer func() {
+		if err := env.Stop(); err != nil {
+			say("stopping the environment: %v", err)
+		}
+	}()
+	if b.wc, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
+		return err
+	}
+	fastCfg := rest.CopyConfig(env.Config)
+	fastCfg.QPS, fastCfg.Burst = -1, -1
+	if b.fast, err = client.New(fastCfg, client.Options{Scheme: env.Scheme}); err != nil {
+		return err
+	}
+	if b.meter, err = newMeter(env); err != nil {
+		return err
+	}
+	return fn(b)
+}
+
+// freeAddr picks a free port on 127.0.0.1 for a pprof server (which binds
+// the address itself, so the port is closed here and bound again there).
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// profiled are the controllers whose CPU is profiled.
+var profiled = []string{localenv.RenderController, localenv.SyncController, localenv.SourceController}
+
+// startProfiles starts CPU profiles of the controllers for
+// -profile-seconds, when profiling and n is the profiled N; the returned
+// function waits for them and writes heap profiles.
+func (b *bench) startProfiles(ctx context.Context, n int) func() {
+	if b.pprof == nil || n != b.profileN {
+		return func() {}
+	}
+	return b.profiles(ctx, fmt.Sprintf("n%d", n), b.c.profileSeconds)
+}
+
+// profiles takes CPU profiles of the controllers for seconds, named
+// after what they cover, and heap profiles when the returned function is
+// called after them.
+func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
+	if b.pprof == nil {
+		return func() {}
+	}
+	if err := os.MkdirAll(b.c.profileDir, 0o755); err != nil {
+		say("profile: %v", err)
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, name := range profiled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof[name], seconds)
+			file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-%s-%s.pprof", name, what))
+			if err := fetchTo(ctx, url, file, time.Duration(seconds+30)*time.Second); err != nil {
+				say("profile of %s: %v", name, err)
+			}
+		}()
+	}
+	return func() {
+		wg.Wait()
+		for _, name := range profiled {
+			url := fmt.Sprintf("http://%s/debug/pprof/heap", b.pprof[name])
+			file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-%s.pprof", name, what))
+			if err := fetchTo(ctx, url, file, 30*time.Second); err != nil {
+				say("heap profile of %s: %v", name, err)
+			}
+		}
+		say("   profiles written to %s", b.c.profileDir)
+	}
+}
+
+func fetchTo(ctx context.Context, url, file string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// sourceState names the commit measured and whether the tree had
+// uncommitted changes to the controllers.
+func sourceState() string {
+	root, err := localenv.RepoRoot()
+	if err != nil {
+		return "?"
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "?"
+	}
+	state := "commit " + strings.TrimSpace(string(head))
+	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--",
+		"source-controller", "render-controller", "sync-controller", "notification-controller", "pkg", "api").Output()
+	if err == nil && len(strings.TrimSpace(string(dirty))) > 0 {
+		state += " with uncommitted changes under the controllers, pkg or api"
+	}
+	return state
+}

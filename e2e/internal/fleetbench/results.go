@@ -1,0 +1,252 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
+)
+
+// The targets of issue 20 on a 2-core machine.
+const (
+	targetN             = 1000
+	targetAllReady      = 25 * time.Second
+	targetBareRatio     = 3.0
+	targetMemoryKiB     = 150 * 1024
+	targetDriftP50      = 200 * time.Millisecond
+	targetDriftP99      = 500 * time.Millisecond
+	targetSingleRatio   = 1.3
+	targetRestAllowance = "≤ the intervals' due reconciles"
+)
+
+type results struct {
+	c            config
+	fleets       []*fleetFigures
+	single       []singleRun
+	load0, load1 string
+	source       string
+}
+
+// row is one line of the table: a value per N, how it grows, the target
+// and whether every N meets it.
+type row struct {
+	name   string
+	values []float64 // per N, in the unit format prints
+	format func(float64) string
+	target string
+	ok     func(f *fleetFigures, v float64) (bool, bool) // (meets, applies)
+}
+
+func (r *results) print(out io.Writer) {
+	c := r.c
+	fmt.Fprintf(out, "\nfleet benchmark: N Kustomizations of 4 objects (ConfigMap, Secret, headless Service, ServiceAccount), each in its own namespace,\n")
+	fmt.Fprintf(out, "from %d GitRepositories on the local Git server (%s layout), created at once; the four controllers as processes (e2e/localenv); %s\n",
+		c.repos, c.layout, r.source)
+	concurrent := "their default --concurrent"
+	if c.concurrent > 0 {
+		concurrent = fmt.Sprintf("--concurrent=%d", c.concurrent)
+	}
+	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s\n\n",
+		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1)
+	if len(r.fleets) > 0 {
+		r.printFleet(out)
+	}
+	if len(r.single) > 0 {
+		r.printSingle(out)
+	}
+}
+
+func (r *results) printFleet(out io.Writer) {
+	fs := r.fleets
+	var rows []row
+	val := func(get func(f *fleetFigures) float64) []float64 {
+		v := make([]float64, len(fs))
+		for i, f := range fs {
+			v[i] = get(f)
+		}
+		return v
+	}
+	secs := func(v float64) string { return fmt.Sprintf("%.2f s", v) }
+	rows = append(rows,
+		row{name: "all Ready (from the first create)", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() }), format: secs,
+			target: "1,000 ≤ 25 s", ok: func(f *fleetFigures, v float64) (bool, bool) {
+				return v <= targetAllReady.Seconds(), f.n == targetN
+			}},
+		row{name: "  median Kustomization Ready", values: val(func(f *fleetFigures) float64 { return f.median.Seconds() }), format: secs},
+		row{name: "  all rendered (render-controller's artifact in status)", values: val(func(f *fleetFigures) float64 { return f.allRendered.Seconds() }), format: secs},
+		row{name: "  median Kustomization rendered", values: val(func(f *fleetFigures) float64 { return f.medianRendered.Seconds() }), format: secs},
+		row{name: "bare SSA loop over the same 4·N objects", values: val(func(f *fleetFigures) float64 { return f.bare.Seconds() }), format: secs},
+		row{name: "all Ready / bare loop", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() / f.bare.Seconds() }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }, target: "≤ 3×",
+			ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetBareRatio, true }},
+		// The bench's own creates of the Kustomizations are taken out.
+		row{name: "API requests per Kustomization (API server)", values: val(func(f *fleetFigures) float64 {
+			return (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
+		}), format: func(v float64) string { return fmt.Sprintf("%.1f", v) }, target: "grows linearly"},
+		row{name: "  bare loop, per Kustomization", values: val(func(f *fleetFigures) float64 { return f.bareReqs / float64(f.n) }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f", v) }},
+	)
+	for _, name := range localenv.ControllerNames {
+		rows = append(rows, row{name: "  sent by " + name, values: val(func(f *fleetFigures) float64 { return f.sync.client[name] / float64(f.n) }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f", v) }})
+	}
+	for _, name := range localenv.ControllerNames {
+		rows = append(rows, row{name: "peak memory (VmHWM), " + name, values: val(func(f *fleetFigures) float64 { return float64(f.sync.hwm[name]) / 1024 }),
+			format: func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }, target: "≤ 150 MiB",
+			ok: func(_ *fleetFigures, v float64) (bool, bool) { return v*1024 <= targetMemoryKiB, true }})
+	}
+	for _, name := range localenv.ControllerNames {
+		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
+	}
+	for _, name := range planeNames {
+		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
+			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
+	}
+	rows = append(rows,
+		row{name: "  the same during the bare loop, kube-apiserver + etcd", values: val(func(f *fleetFigures) float64 {
+			return (f.bareDelta.cpu["kube-apiserver"] + f.bareDelta.cpu["etcd"]).Seconds()
+		}), format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }},
+		row{name: "at rest: API requests per minute", values: val(func(f *fleetFigures) float64 { return f.rest.resourceRequests() / f.rest.d.Minutes() }),
+			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, target: targetRestAllowance,
+			ok: func(f *fleetFigures, v float64) (bool, bool) { return v <= r.restAllowance(f), true }},
+		row{name: "  allowed by the intervals (per minute)", values: val(func(f *fleetFigures) float64 { return r.restAllowance(f) }),
+			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	)
+	if r.c.driftEdits > 0 {
+		ms := func(v float64) string { return fmt.Sprintf("%.3f s", v) }
+		rows = append(rows,
+			row{name: "drift: edit to revert p50", values: val(func(f *fleetFigures) float64 { return benchfig.Percentile(f.drift, 50).Seconds() }), format: ms,
+				target: "≤ 0.2 s", ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetDriftP50.Seconds(), true }},
+			row{name: "drift: edit to revert p99", values: val(func(f *fleetFigures) float64 { return benchfig.Percentile(f.drift, 99).Seconds() }), format: ms,
+				target: "≤ 0.5 s", ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetDriftP99.Seconds(), true }},
+			row{name: "drift: edits missed", values: val(func(f *fleetFigures) float64 { return float64(f.driftMiss) }),
+				format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, target: "none",
+				ok: func(_ *fleetFigures, v float64) (bool, bool) { return v == 0, true }},
+		)
+	}
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	header := []string{"figure"}
+	for _, f := range fs {
+		header = append(header, fmt.Sprintf("N=%d", f.n))
+	}
+	header = append(header, "growth"+r.nGrowth(), "target", "verdict")
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	dashes := make([]string, len(header))
+	for i, h := range header {
+		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
+	}
+	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	for _, rw := range rows {
+		cells := []string{rw.name}
+		for _, v := range rw.values {
+			cells = append(cells, rw.format(v))
+		}
+		cells = append(cells, growth(rw.values), rw.target, r.verdict(rw))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	for _, f := range fs {
+		fmt.Fprintf(out, "N=%d: requests by kind per Kustomization (API server, the bench's creates included): %s\n", f.n,
+			topKinds(f.sync.apiserver.byKind(), 10, float64(f.n)))
+		fmt.Fprintf(out, "N=%d: at rest, requests by kind in %s: %s; load average after: %s\n", f.n, benchfig.Round(f.rest.d),
+			orNone(topKinds(f.rest.apiserver.byKind(), 8, 0)), f.load)
+	}
+	fmt.Fprintln(out)
+}
+
+// restAllowance is what the configured intervals allow at rest per
+// minute: every Kustomization and GitRepository reconciled once per
+// interval, each reconcile costing what a Kustomization cost on its first
+// sync (an upper bound: a no-op reconcile writes less).
+func (r *results) restAllowance(f *fleetFigures) float64 {
+	perKs := (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
+	return (float64(f.n)/r.c.ksInterval.Minutes() + float64(r.c.repos)/r.c.sourceInterval.Minutes()) * perKs
+}
+
+func (r *results) verdict(rw row) string {
+	if rw.ok == nil {
+		return ""
+	}
+	applies, meets := false, true
+	for i, f := range r.fleets {
+		ok, app := rw.ok(f, rw.values[i])
+		if app {
+			applies = true
+			meets = meets && ok
+		}
+	}
+	if !applies {
+		return fmt.Sprintf("(N=%d not run)", targetN)
+	}
+	if meets {
+		return "meets"
+	}
+	return "misses"
+}
+
+// nGrowth says how N grows from column to column.
+func (r *results) nGrowth() string {
+	if len(r.fleets) < 2 {
+		return ""
+	}
+	var parts []string
+	for i := 1; i < len(r.fleets); i++ {
+		parts = append(parts, fmt.Sprintf("×%.3g", float64(r.fleets[i].n)/float64(r.fleets[i-1].n)))
+	}
+	return " (N " + strings.Join(parts, ", ") + ")"
+}
+
+// growth is each value over the one before it.
+func growth(v []float64) string {
+	if len(v) < 2 {
+		return "—"
+	}
+	var parts []string
+	for i := 1; i < len(v); i++ {
+		if v[i-1] == 0 {
+			parts = append(parts, "—")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("×%.2f", v[i]/v[i-1]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *results) printSingle(out io.Writer) {
+	var pushed, fromSource, render, bare []time.Duration
+	for _, s := range r.single {
+		pushed, fromSource, bare = append(pushed, s.pushed), append(fromSource, s.fromSource), append(bare, s.bare)
+		render = append(render, s.render)
+	}
+	p, s, b, rd := benchfig.Percentile(pushed, 50), benchfig.Percentile(fromSource, 50), benchfig.Percentile(bare, 50), benchfig.Percentile(render, 50)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "one Kustomization of %d objects (medians of %d new commits)\tPlumb\tbare SSA loop\tratio\ttarget\tverdict\n", r.c.singleObjects, len(r.single))
+	fmt.Fprintf(tw, "------\t-----\t-------------\t-----\t------\t-------\n")
+	fmt.Fprintf(tw, "new source artifact → Ready (render-controller in the loop)\t%s\t%s (%d workers)\t%.2f×\t≤ 1.3×\t%s\n",
+		benchfig.Seconds(s), benchfig.Seconds(b), r.c.workers, s.Seconds()/b.Seconds(), verdictOf(s.Seconds() <= targetSingleRatio*b.Seconds()))
+	fmt.Fprintf(tw, "  of which: new source artifact → rendered artifact in the status\t%s\t\t\t\t\n", benchfig.Seconds(rd))
+	fmt.Fprintf(tw, "push → Ready (source-controller's fetch too)\t%s\t%s\t%.2f×\t\t\n", benchfig.Seconds(p), benchfig.Seconds(b), p.Seconds()/b.Seconds())
+	tw.Flush()
+	fmt.Fprintln(out)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func verdictOf(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "misses"
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"plumb.dev/e2e/localenv"
+)
+
+// Layouts of the fleet's Git repositories.
+const (
+	// layoutPaths gives each Kustomization a folder of its own in one of
+	// the shared repositories: a monorepo of apps or tenants, the shape of
+	// most fleets, and every render distinct.
+	layoutPaths = "paths"
+	// layoutSubstitute has every Kustomization render one shared folder,
+	// its namespace filled in by postBuild.substitute: the shape of
+	// Flux's benchmark, and the case a shared render would serve.
+	layoutSubstitute = "substitute"
+)
+
+// appName names the i-th Kustomization, its namespace and its folder.
+func appName(i int) string { return fmt.Sprintf("app-%04d", i) }
+
+// The drifted value: data.key of each app's ConfigMap, as Git declares it.
+const driftKey = "key"
+
+func desiredValue(ns string) string { return "value-of-" + ns }
+
+// appObjects are the four objects of one app, in namespace ns (or the
+// ${app} variable in the substituted layout), their names prefixed; the
+// Service is headless because envtest's service CIDR holds only 254
+// addresses and the fleet has thousands of Services.
+func appObjects(ns, prefix string) []*unstructured.Unstructured {
+	obj := func(apiVersion, kind, name string, rest map[string]any) *unstructured.Unstructured {
+		m := map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": prefix + name, "namespace": ns, "labels": map[string]any{"app.kubernetes.io/name": prefix + "web"}}}
+		for k, v := range rest {
+			m[k] = v
+		}
+		return &unstructured.Unstructured{Object: m}
+	}
+	return []*unstructured.Unstructured{
+		obj("v1", "ConfigMap", "config", map[string]any{"data": map[string]any{driftKey: desiredValue(ns), "mode": "production"}}),
+		obj("v1", "Secret", "credentials", map[string]any{"type": "Opaque", "stringData": map[string]any{"token": "not-a-secret-" + ns}}),
+		obj("v1", "Service", "web", map[string]any{"spec": map[string]any{"clusterIP": "None",
+			"ports": []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080)}}}}),
+		obj("v1", "ServiceAccount", "runner", nil),
+	}
+}
+
+// manifests renders objects as one multi-document YAML file.
+func manifests(objs []*unstructured.Unstructured) (string, error) {
+	var b bytes.Buffer
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.String(), nil
+}
+
+const kustomizationYAML = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n"
+
+// repoName is the i-th shared repository.
+func repoName(r int) string { return fmt.Sprintf("fleet-%d", r) }
+
+// pathOf is the folder the i-th Kustomization renders.
+func pathOf(layout string, i int) string {
+	if layout == layoutSubstitute {
+		return "./apps/shared"
+	}
+	return "./apps/" + appName(i)
+}
+
+// seedRepos creates the shared repositories and pushes one commit to each:
+// the folders of the Kustomizations that use it, or the shared folder.
+func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos int) error {
+	work, err := os.MkdirTemp(env.StateDir, "fleet-seed-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for r := range repos {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := seedRepo(ctx, env, work, layout, r, n, repos)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = fmt.Errorf("repository %s: %w", repoName(r), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n, repos int) error {
+	name := repoName(r)
+	if err := env.Git.CreateRepo(ctx, name); err != nil {
+		return err
+	}
+	clone, err := localenv.InitClone(ctx, env.Git.URL(name), filepath.Join(work, name))
+	if err != nil {
+		return err
+	}
+	files := map[string]string{"README.md": "The fleet benchmark's apps (e2e/internal/fleetbench).\n"}
+	if layout == layoutSubstitute {
+		m, err := manifests(appObjects("${app}", ""))
+		if err != nil {
+			return err
+		}
+		files["apps/shared/app.yaml"], files["apps/shared/kustomization.yaml"] = m, kustomizationYAML
+	} else {
+		for i := r; i < n; i += repos {
+			m, err := manifests(appObjects(appName(i), ""))
+			if err != nil {
+				return err
+			}
+			dir := strings.TrimPrefix(pathOf(layout, i), "./")
+			files[dir+"/app.yaml"], files[dir+"/kustomization.yaml"] = m, kustomizationYAML
+		}
+	}
+	if err := clone.Write(files); err != nil {
+		return err
+	}
+	_, err = clone.CommitAndPush(ctx, "Add the apps")
+	return err
+}
+
+// applyAll server-side-applies every object, force, under the field
+// manager bench-bare, with at most workers requests in flight: the bare
+// loop, the same call sync-controller's engine makes.
+func applyAll(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, workers int) error {
+	return forEach(ctx, len(objs), workers, func(i int) error {
+		o := objs[i].DeepCopy()
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("bench-bare"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// forEach runs fn(0) … fn(n-1) with at most workers at a time and returns
+// the first error.
+func forEach(ctx context.Context, n, workers int, fn func(i int) error) error {
+	sem := make(chan struct{}, workers)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}

@@ -1,0 +1,6 @@
+// Package benchfig holds what Plumb's benchmarks (sync-controller's
+// syncbench, e2e's fleetbench) share to state their figures the same way:
+// percentiles and rounding of durations, the machine's load average, and
+// the wait for a foreign edit's revert that the drift figures time. It is
+// for benchmark programs, not for the controllers.
+package benchfig
