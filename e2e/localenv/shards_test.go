@@ -28,7 +28,7 @@ func TestShardedControllersHaveTheirSelectorsPortsAndStorage(t *testing.T) {
 	g.Expect(main.Args).To(ContainElement("--watch-label-selector=!sharding.plumb.dev/key"))
 	g.Expect(shard.Args).To(ContainElement("--watch-label-selector=sharding.plumb.dev/key in (shard2)"))
 	g.Expect(shard.StorageAddr).NotTo(Equal(main.StorageAddr))
-	g.Expect(shard.Args).To(ContainElement("--storage-adv-addr=" + shard.StorageAddr), "its artifact URLs name its own server")
+	g.Expect(shard.Args).To(ContainElement("--storage-adv-addr="+shard.StorageAddr), "its artifact URLs name its own server")
 	g.Expect(shard.Args).To(ContainElement("--storage-path=" + filepath.Join(e.StateDir, "source-controller-shard2", "data")))
 	g.Expect(shard.LogPath).NotTo(Equal(main.LogPath))
 
