@@ -54,12 +54,7 @@ var (
 		newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
 		status: func(o client.Object) status {
 			g := o.(*sourcev1.GitRepository)
-			s := status{conditions: g.Status.Conditions, observedGeneration: g.Status.ObservedGeneration,
-				lastHandled: g.Status.LastHandledReconcileAt, suspended: g.Spec.Suspend}
-			if g.Status.Artifact != nil {
-				s.revision = g.Status.Artifact.Revision
-			}
-			return s
+			return sourceStatus(g.Status.Conditions, g.Status.ObservedGeneration, g.Status.LastHandledReconcileAt, g.Spec.Suspend, g.Status.Artifact)
 		},
 		reconcilable: true,
 	}
@@ -70,12 +65,7 @@ var (
 		newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
 		status: func(o client.Object) status {
 			r := o.(*sourcev1.HelmRepository)
-			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
-				lastHandled: r.Status.LastHandledReconcileAt, suspended: r.Spec.Suspend}
-			if r.Status.Artifact != nil {
-				s.revision = r.Status.Artifact.Revision
-			}
-			return s
+			return sourceStatus(r.Status.Conditions, r.Status.ObservedGeneration, r.Status.LastHandledReconcileAt, r.Spec.Suspend, r.Status.Artifact)
 		},
 		reconcilable: true,
 	}
@@ -86,12 +76,7 @@ var (
 		newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
 		status: func(o client.Object) status {
 			c := o.(*sourcev1.HelmChart)
-			s := status{conditions: c.Status.Conditions, observedGeneration: c.Status.ObservedGeneration,
-				lastHandled: c.Status.LastHandledReconcileAt, suspended: c.Spec.Suspend}
-			if c.Status.Artifact != nil {
-				s.revision = c.Status.Artifact.Revision
-			}
-			return s
+			return sourceStatus(c.Status.Conditions, c.Status.ObservedGeneration, c.Status.LastHandledReconcileAt, c.Spec.Suspend, c.Status.Artifact)
 		},
 		reconcilable: true,
 	}
@@ -102,12 +87,7 @@ var (
 		newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
 		status: func(o client.Object) status {
 			r := o.(*sourcev1.OCIRepository)
-			s := status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration,
-				lastHandled: r.Status.LastHandledReconcileAt, suspended: r.Spec.Suspend}
-			if r.Status.Artifact != nil {
-				s.revision = r.Status.Artifact.Revision
-			}
-			return s
+			return sourceStatus(r.Status.Conditions, r.Status.ObservedGeneration, r.Status.LastHandledReconcileAt, r.Spec.Suspend, r.Status.Artifact)
 		},
 		reconcilable: true,
 	}
@@ -209,4 +189,14 @@ func listItems(l client.ObjectList) []client.Object {
 		return nil
 	})
 	return out
+}
+
+// sourceStatus is the status of a source kind: its conditions, and the
+// revision of its artifact when it has one.
+func sourceStatus(conds []metav1.Condition, observedGeneration int64, lastHandled string, suspended bool, a *meta.Artifact) status {
+	s := status{conditions: conds, observedGeneration: observedGeneration, lastHandled: lastHandled, suspended: suspended}
+	if a != nil {
+		s.revision = a.Revision
+	}
+	return s
 }
