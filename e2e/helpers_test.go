@@ -98,14 +98,21 @@ func (s *story) kustomization() *kustomizev1.Kustomization {
 // applied at its current generation.
 func (s *story) waitApplied(sha string) *kustomizev1.Kustomization {
 	s.t.Helper()
+	return waitApplied(s.ctx, s.t, s.key, revision(sha))
+}
+
+// waitApplied waits until the Kustomization key is Ready with revision
+// applied at its current generation, and returns it.
+func waitApplied(ctx context.Context, t *testing.T, key types.NamespacedName, revision string) *kustomizev1.Kustomization {
+	t.Helper()
 	var k *kustomizev1.Kustomization
-	s.g.Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		k = &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
-		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(sha)), "lastAppliedRevision; Ready: %s", readyMessage(k))
+		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision), "lastAppliedRevision; Ready: %s", readyMessage(k))
 		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", readyMessage(k))
 		g.Expect(k.Status.ObservedGeneration).To(Equal(k.Generation))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "Kustomization %s did not apply %s", key, revision)
 	return k
 }
 

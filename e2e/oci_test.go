@@ -95,7 +95,7 @@ func TestOCIArtifactPushedAndApplied(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: "app"}
 
 	waitOCIRevision(ctx, g, key, "1.0.0@"+first)
-	waitAppliedRevision(ctx, g, key, "1.0.0@"+first)
+	waitApplied(ctx, t, key, "1.0.0@"+first)
 	expectGreeting(ctx, g, appNS, "hello from an OCI artifact")
 	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: appNS, Name: "extra"}, &corev1.ConfigMap{})).To(Succeed())
 
@@ -104,7 +104,7 @@ func TestOCIArtifactPushedAndApplied(t *testing.T) {
 	second := push("1.1.0", "hello from the second push", false)
 	runPlumb(ctx, t, "reconcile", "source", "oci", "app", "-n", ns)
 	waitOCIRevision(ctx, g, key, "1.1.0@"+second)
-	waitAppliedRevision(ctx, g, key, "1.1.0@"+second)
+	waitApplied(ctx, t, key, "1.1.0@"+second)
 	expectGreeting(ctx, g, appNS, "hello from the second push")
 	g.Eventually(func(g Gomega) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: appNS, Name: "extra"}, &corev1.ConfigMap{})
@@ -124,17 +124,6 @@ func waitOCIRevision(ctx context.Context, g *WithT, key types.NamespacedName, re
 		g.Expect(repo.Status.Artifact).NotTo(BeNil(), "no artifact; conditions %v", repo.Status.Conditions)
 		g.Expect(repo.Status.Artifact.Revision).To(Equal(revision))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the OCIRepository did not serve %s", revision)
-}
-
-func waitAppliedRevision(ctx context.Context, g *WithT, key types.NamespacedName, revision string) {
-	g.Eventually(func(g Gomega) {
-		k := &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
-		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision), "Ready: %s", readyMessage(k))
-		ready := readyCondition(k)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Ready: %s", ready.Message)
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the Kustomization did not apply %s", revision)
 }
 
 func expectGreeting(ctx context.Context, g *WithT, namespace, want string) {
