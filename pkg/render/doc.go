@@ -4,9 +4,12 @@
 //
 // # Steps of Build
 //
-//  1. The build works in a folder it owns: the source tree in
-//     SourceDir(workDir), the overlay beside it. kustomize sees the folder
-//     only through sandboxFS (see "The sandbox" below).
+//  1. The build reads the source tree in SourceDir(workDir) and writes
+//     nothing there: the overlay (beside the source folder) and a generated
+//     kustomization exist only in the build's sandboxFS, so one extracted
+//     tree serves every build of its revision at once (render-controller
+//     shares it). kustomize sees the folder only through sandboxFS (see
+//     "The sandbox" below).
 //  2. When spec.path holds no kustomization.yaml, kustomization.yml or
 //     Kustomization, one is generated listing every YAML/JSON file below
 //     the path that holds objects, and every sub-folder that has its own
@@ -20,7 +23,7 @@
 //     to spec.path), as Flux does. krusty builds it with
 //     LoadRestrictionsRootOnly and plugins disabled (no exec, container or
 //     Helm plugins), in a goroutine the build abandons when its context
-//     ends. What Build wrote is removed before it returns.
+//     ends.
 //  4. spec.commonMetadata labels and annotations are set on each object's
 //     metadata only (never selectors or pod templates), like Flux.
 //  5. postBuild substitution, only when spec.postBuild is set (as in Flux),
@@ -44,7 +47,8 @@
 // folder with links resolved; kept rather than written anew because it is
 // the check Flux's own kustomize-controller relies on) and adds:
 //
-//   - no writes and no file handles;
+//   - no writes and no file handles; the files Build adds (the overlay, a
+//     generated kustomization) are in memory, seen at their paths;
 //   - a deadline: every call fails once the build's context is done;
 //   - budgets (Limits): bytes read, and the YAML nodes and documents of
 //     every file read, counted on a parse that keeps aliases as references,

@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -48,8 +47,9 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // reached a second time through links is refused: a link cycle or a fan
 // of links to one folder would otherwise list its files again and again.
 //
-// It returns the path of the file it wrote.
-func generateKustomization(fsys filesys.FileSystem, dir string) (string, error) {
+// It returns the file's content; the caller adds it to the build's
+// filesystem as dir's kustomization.yaml (nothing is written to disk).
+func generateKustomization(fsys filesys.FileSystem, dir string) ([]byte, error) {
 	var (
 		resources []string
 		seen      = map[object.ID]string{}
@@ -100,19 +100,13 @@ func generateKustomization(fsys filesys.FileSystem, dir string) (string, error) 
 		return nil
 	}
 	if err := walk(dir); err != nil {
-		return "", err
+		return nil, err
 	}
 	k := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 		Resources: resources,
 	}
-	data, err := yaml.Marshal(k)
-	if err != nil {
-		return "", err
-	}
-	// Written around the sandbox, which is read-only for kustomize.
-	file := filepath.Join(dir, konfig.DefaultKustomizationFileName())
-	return file, os.WriteFile(file, data, 0o600)
+	return yaml.Marshal(k)
 }
 
 // relSlash names p relative to dir with slashes ("." for dir itself).
@@ -185,35 +179,28 @@ func orUnknown(kind string) string {
 	return kind
 }
 
-// writeOverlay writes the overlay kustomization into overlayDir (beside
-// the source folder): it references userRel, the user's folder relative to
+// overlayFile is the overlay kustomization (Build places it in a folder
+// beside the source folder): it references userRel, the user's folder relative to
 // the work folder (which by now has a kustomization file), and carries the
 // spec's fields, so they apply on top of whatever the user's kustomization
 // does, as Flux does. Components are relative to spec.path and may climb
 // out of it but not out of the source. commonMetadata is not here:
 // kustomize's commonAnnotations also writes pod templates, and Flux's
 // commonMetadata touches metadata only, so Build sets it itself.
-func writeOverlay(overlayDir, userRel string, spec *kustomizev1.KustomizationSpec) error {
+func overlayFile(userRel string, spec *kustomizev1.KustomizationSpec) ([]byte, error) {
 	var components []string
 	for _, c := range spec.Components {
 		// "../../components/x", as in Flux's docs, is fine; leaving the
 		// source is not.
 		joined := path.Join(userRel, c)
 		if path.IsAbs(c) || (joined != sourceFolder && !strings.HasPrefix(joined, sourceFolder+"/")) {
-			return buildErr("component %q leaves the source", c)
+			return nil, buildErr("component %q leaves the source", c)
 		}
 		components = append(components, "../"+joined)
 	}
 	k := overlayKustomization([]string{"../" + userRel}, spec)
 	k.Components = components
-	data, err := yaml.Marshal(k)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(overlayDir, 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(overlayDir, konfig.DefaultKustomizationFileName()), data, 0o600)
+	return yaml.Marshal(k)
 }
 
 // overlayKustomization is the kustomization of resources with the spec's

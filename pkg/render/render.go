@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -102,9 +102,9 @@ const (
 )
 
 // Build renders spec against the source tree in SourceDir(workDir); see
-// the package documentation for the steps and the sandbox. workDir belongs
-// to the build: Build writes the overlay into it and, when spec.path has
-// no kustomization, a generated kustomization.yaml into spec.path. ctx
+// the package documentation for the steps and the sandbox. Build never
+// writes to workDir (the overlay and a generated kustomization.yaml are in
+// memory), so any number of builds may share one tree at once. ctx
 // bounds the build's time: when it ends, Build returns at once with a
 // LimitExceeded error, and the abandoned kustomize run stops at its next
 // file access.
@@ -178,22 +178,25 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		}
 		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
 	}
-	// What Build writes it removes again, so the work folder holds the
-	// source as it was (and a second build sees the same tree).
+	// What Build adds to the tree lives in the sandbox's memory, never on
+	// disk: the tree is shared, read-only, by every build of its revision.
 	if kustomizationFile(fsys, userDir) == "" {
 		generated, err := generateKustomization(fsys, userDir)
-		if generated != "" {
-			defer os.Remove(generated)
-		}
 		if err != nil {
 			return nil, err
 		}
+		realDir, err := filepath.EvalSymlinks(userDir)
+		if err != nil {
+			return nil, buildErr("reading the source: %v", err)
+		}
+		fsys.addVirtual(filepath.Join(realDir, konfig.DefaultKustomizationFileName()), generated)
 	}
 	overlay := filepath.Join(root, overlayFolder)
-	defer os.RemoveAll(overlay)
-	if err := writeOverlay(overlay, path.Join(sourceFolder, rel), spec); err != nil {
+	data, err := overlayFile(path.Join(sourceFolder, rel), spec)
+	if err != nil {
 		return nil, buildErr("the spec's patches, images or components do not make a kustomization: %v", err)
 	}
+	fsys.addVirtual(filepath.Join(overlay, konfig.DefaultKustomizationFileName()), data)
 	resMap, err := runKustomize(ctx, fsys, overlay, fsys.refuse)
 	if refused := fsys.refusal(); refused != nil {
 		return nil, refused

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -372,4 +373,90 @@ func TestCanonicalOrder(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Objects).To(HaveLen(7))
 	g.Expect(res.Objects[2]).To(Equal(object.ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}))
+}
+
+// One extracted source serves every build of its revision at once
+// (render-controller's source cache): Build must leave the tree as it
+// found it, on disk, even while other builds of the same tree run, and
+// each build must give what it gives on a tree of its own.
+func TestBuildsShareOneTreeWithoutWritingIt(t *testing.T) {
+	g := NewWithT(t)
+	shared := t.TempDir()
+	for _, dir := range []string{"plain", "overlay"} {
+		g.Expect(os.CopyFS(filepath.Join(SourceDir(shared), dir), os.DirFS(filepath.Join("testdata", dir)))).To(Succeed())
+	}
+	specs := []kustomizev1.KustomizationSpec{
+		{Path: "plain"},          // a generated kustomization.yaml at spec.path
+		{Path: "plain/apps/web"}, // one below it, generated again
+		{Path: "overlay/overlays/prod", NamePrefix: "a-"},
+		{Path: "overlay/overlays/prod", TargetNamespace: "b"},
+	}
+	want := make([]string, len(specs))
+	for i := range specs {
+		own := t.TempDir()
+		g.Expect(os.CopyFS(SourceDir(own), os.DirFS(SourceDir(shared)))).To(Succeed())
+		res, err := Build(context.Background(), own, &specs[i], Options{})
+		g.Expect(err).NotTo(HaveOccurred())
+		want[i] = res.Digest
+	}
+	before := treeSnapshot(t, shared)
+
+	const rounds = 8
+	errs := make(chan error, rounds*len(specs))
+	got := make([][]string, rounds)
+	var wg sync.WaitGroup
+	for r := range rounds {
+		got[r] = make([]string, len(specs))
+		for i := range specs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := Build(context.Background(), shared, &specs[i], Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[r][i] = res.Digest
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	for r := range rounds {
+		g.Expect(got[r]).To(Equal(want), "round %d", r)
+	}
+	g.Expect(treeSnapshot(t, shared)).To(Equal(before), "no build wrote to the shared tree")
+}
+
+// treeSnapshot maps every path below dir to its content (a folder to "/",
+// a link to "-> target").
+func treeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			snap[rel] = "-> " + target
+			return err
+		case d.IsDir():
+			snap[rel] = "/"
+		default:
+			data, err := os.ReadFile(p)
+			snap[rel] = string(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +66,52 @@ type sandboxFS struct {
 	// and patches noted in sources (decrypt.go), keyed by real path.
 	decryptor Decryptor
 	sources   map[string]source
+
+	// virtual holds the files Build adds to the tree without writing them
+	// (the overlay and a generated kustomization), keyed by real path, and
+	// virtualDirs the folders only they live in. The tree on disk is never
+	// written, so one extracted source serves every build of its revision
+	// at once.
+	virtual     map[string][]byte
+	virtualDirs map[string]bool
+}
+
+// addVirtual adds a file at the real path p (its folder resolved, links
+// included), and its folder when that does not exist on disk. Build calls
+// it before kustomize runs, never during.
+func (s *sandboxFS) addVirtual(p string, data []byte) {
+	if s.virtual == nil {
+		s.virtual, s.virtualDirs = map[string][]byte{}, map[string]bool{}
+	}
+	s.virtual[p] = data
+	if d := filepath.Dir(p); !s.disk.IsDir(d) {
+		s.virtualDirs[d] = true
+	}
+}
+
+// virtualFile returns the virtual file at path, if any. Only kustomization
+// files are ever virtual, so other names cost a map miss and nothing more;
+// a kustomization's path is looked up as given and with its folder's links
+// resolved (kustomize names a folder by its real path, the caller may not).
+func (s *sandboxFS) virtualFile(path string) (string, []byte, bool) {
+	if len(s.virtual) == 0 || !isKustomizationFile(path) {
+		return "", nil, false
+	}
+	p := filepath.Clean(path)
+	if data, ok := s.virtual[p]; ok {
+		return p, data, true
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(dir, filepath.Base(p))
+		if data, ok := s.virtual[p]; ok {
+			return p, data, true
+		}
+	}
+	return "", nil, false
+}
+
+func (s *sandboxFS) isVirtualDir(path string) bool {
+	return len(s.virtualDirs) > 0 && s.virtualDirs[filepath.Clean(path)]
 }
 
 func newSandboxFS(ctx context.Context, root string, limits Limits, decryptor Decryptor) (*sandboxFS, error) {
@@ -115,23 +163,53 @@ func (s *sandboxFS) Open(path string) (filesys.File, error) {
 }
 
 func (s *sandboxFS) IsDir(path string) bool {
-	return s.alive() == nil && s.disk.IsDir(path)
+	return s.alive() == nil && (s.isVirtualDir(path) || s.disk.IsDir(path))
 }
 
 func (s *sandboxFS) Exists(path string) bool {
-	return s.alive() == nil && s.disk.Exists(path)
+	if s.alive() != nil {
+		return false
+	}
+	if _, _, ok := s.virtualFile(path); ok || s.isVirtualDir(path) {
+		return true
+	}
+	return s.disk.Exists(path)
 }
 
+// ReadDir lists a folder with the virtual files in it.
 func (s *sandboxFS) ReadDir(path string) ([]string, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
-	return s.disk.ReadDir(path)
+	var names []string
+	if !s.isVirtualDir(path) {
+		var err error
+		if names, err = s.disk.ReadDir(path); err != nil {
+			return nil, err
+		}
+	}
+	dir := filepath.Clean(path)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for p := range s.virtual {
+		if filepath.Dir(p) == dir && !slices.Contains(names, filepath.Base(p)) {
+			names = append(names, filepath.Base(p))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
 	if err := s.alive(); err != nil {
 		return "", "", err
+	}
+	if p, _, ok := s.virtualFile(path); ok {
+		return filesys.ConfirmedDir(filepath.Dir(p)), filepath.Base(p), nil
+	}
+	if s.isVirtualDir(path) {
+		return filesys.ConfirmedDir(filepath.Clean(path)), "", nil
 	}
 	return s.disk.CleanedAbs(path)
 }
@@ -162,32 +240,7 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	rel := s.rel(path)
-	dir, name, err := s.disk.CleanedAbs(path)
-	if err != nil {
-		var outside *fluxfs.ConstraintError
-		if errors.As(err, &outside) {
-			return nil, buildErr("%s: it or a link on its way leads outside the source", rel)
-		}
-		return nil, err
-	}
-	real := dir.Join(name)
-	f, err := os.Open(real)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	if err := s.chargeBytes(rel, fi.Size()); err != nil {
-		return nil, err
-	}
-	// A file that grew since Stat is read no further than its budget.
-	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
+	real, data, err := s.readBounded(path, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +257,41 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 		}
 	}
 	return nameGenerated(data, &s.generated), nil
+}
+
+// readBounded reads the file at path (a virtual one, or from disk inside
+// the source) within the byte budget and returns its real path.
+func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
+	if real, data, ok := s.virtualFile(path); ok {
+		return real, data, s.chargeBytes(rel, int64(len(data)))
+	}
+	dir, name, err := s.disk.CleanedAbs(path)
+	if err != nil {
+		var outside *fluxfs.ConstraintError
+		if errors.As(err, &outside) {
+			return "", nil, buildErr("%s: it or a link on its way leads outside the source", rel)
+		}
+		return "", nil, err
+	}
+	real := dir.Join(name)
+	f, err := os.Open(real)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	if err := s.chargeBytes(rel, fi.Size()); err != nil {
+		return "", nil, err
+	}
+	// A file that grew since Stat is read no further than its budget.
+	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
+	return real, data, err
 }
 
 // firstRead reports whether the file at real is read for the first time.
