@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
+	"plumb.dev/render-controller/internal/sourcetree"
 )
 
 const controllerName = rendercontroller.ControllerName
@@ -44,6 +45,7 @@ type renderOptions struct {
 	DownloadAttempts   int
 	RenderTimeout      time.Duration
 	RenderLimits       render.Limits
+	SourceCacheSize    int64
 }
 
 // Chart limits: a large real chart (kube-prometheus-stack, dependencies
@@ -87,6 +89,8 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most YAML documents one render may read.")
 	fs.Int64Var(&o.RenderLimits.MaxOutputBytes, "max-rendered-size", render.DefaultMaxOutputBytes,
 		"The largest rendered manifests artifact, in bytes.")
+	fs.Int64Var(&o.SourceCacheSize, "source-cache-size", sourcetree.DefaultMaxBytes,
+		"The extracted bytes of the source trees kept for Kustomizations to share (one per revision); trees in use are kept beyond it.")
 }
 
 func (o *renderOptions) Validate() error {
@@ -97,6 +101,8 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--max-extracted-size must be positive, got %d", o.MaxExtractedSize)
 	case o.MaxFiles < 1:
 		return fmt.Errorf("--max-files must be positive, got %d", o.MaxFiles)
+	case o.SourceCacheSize < 1:
+		return fmt.Errorf("--source-cache-size must be positive, got %d", o.SourceCacheSize)
 	case o.MaxValuesSize < 1:
 		return fmt.Errorf("--max-values-size must be positive, got %d", o.MaxValuesSize)
 	case o.MaxChartSize < 1, o.MaxChartExtracted < 1, o.MaxChartFiles < 1:
@@ -201,8 +207,19 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	}
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controllerName), publisher, scheme, controllerName)
 
+	limits := artifact.Limits{
+		MaxArchiveBytes:   renderOpts.MaxArtifactSize,
+		MaxExtractedBytes: renderOpts.MaxExtractedSize,
+		MaxFiles:          renderOpts.MaxFiles,
+	}
+	sources, err := sourcetree.New(sourcetree.Options{MaxBytes: renderOpts.SourceCacheSize, Limits: limits})
+	if err != nil {
+		return fmt.Errorf("creating the source cache: %w", err)
+	}
+	defer sources.Close()
 	r := &rendercontroller.KustomizationReconciler{
 		Client:               mgr.GetClient(),
+		SourceTrees:          sources,
 		Storage:              storage,
 		Events:               recorder,
 		Metrics:              rendercontroller.NewMetrics(ctrlmetrics.Registry),
@@ -212,11 +229,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		DownloadAttempts:     renderOpts.DownloadAttempts,
 		RenderTimeout:        renderOpts.RenderTimeout,
 		RenderLimits:         renderOpts.RenderLimits,
-		Limits: artifact.Limits{
-			MaxArchiveBytes:   renderOpts.MaxArtifactSize,
-			MaxExtractedBytes: renderOpts.MaxExtractedSize,
-			MaxFiles:          renderOpts.MaxFiles,
-		},
+		Limits:               limits,
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

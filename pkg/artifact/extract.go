@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"crypto/subtle"
 	"errors"
@@ -125,20 +126,41 @@ func ExtractFile(archive, digest, dir string, limits Limits) error {
 		return err
 	}
 	defer f.Close()
-	return untar(f, dir, limits)
+	_, err = untar(f, dir, limits)
+	return err
+}
+
+// ExtractBytes is ExtractFile for an archive already in memory (as
+// pkg/fetch returns it): it checks data's size and digest, extracts it
+// into dir on the same terms, and returns the bytes of the regular files it
+// wrote, which is what the tree costs on disk beyond its entries.
+func ExtractBytes(data []byte, digest, dir string, limits Limits) (int64, error) {
+	limits = limits.withDefaults()
+	want, err := ParseDigest(digest)
+	if err != nil {
+		return 0, err
+	}
+	if int64(len(data)) > limits.MaxArchiveBytes {
+		return 0, fmt.Errorf("%w: the archive is larger than the limit of %d bytes", ErrTooLarge, limits.MaxArchiveBytes)
+	}
+	if got := godigest.SHA256.FromBytes(data); subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return 0, fmt.Errorf("%w: the archive has %s, expected %s", ErrDigestMismatch, got, digest)
+	}
+	return untar(bytes.NewReader(data), dir, limits)
 }
 
 // untar extracts a gzip-compressed tar stream into dir without checking any
-// digest; ExtractFile is the entry point that does.
-func untar(r io.Reader, dir string, limits Limits) error {
+// digest (ExtractFile and ExtractBytes are the entry points that do) and
+// returns the bytes of the regular files written.
+func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 	limits = limits.withDefaults()
 	root, err := freshDir(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return fmt.Errorf("reading the archive: not gzip: %w", err)
+		return 0, fmt.Errorf("reading the archive: not gzip: %w", err)
 	}
 	defer zr.Close()
 	tr := tar.NewReader(zr)
@@ -155,62 +177,62 @@ func untar(r io.Reader, dir string, limits Limits) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading the archive: %w", err)
+			return 0, fmt.Errorf("reading the archive: %w", err)
 		}
 		files++
 		if files > limits.MaxFiles {
-			return fmt.Errorf("%w: the archive holds more than %d entries", ErrTooManyFiles, limits.MaxFiles)
+			return 0, fmt.Errorf("%w: the archive holds more than %d entries", ErrTooManyFiles, limits.MaxFiles)
 		}
 		rel, err := entryPath(hdr.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if rel == "." {
 			if hdr.Typeflag == tar.TypeDir {
 				continue
 			}
-			return fmt.Errorf("%w: entry %q is the root itself", ErrUnsafePath, hdr.Name)
+			return 0, fmt.Errorf("%w: entry %q is the root itself", ErrUnsafePath, hdr.Name)
 		}
 		if hdr.Typeflag != tar.TypeDir {
 			if seen[rel] {
-				return fmt.Errorf("%w: entry %q appears twice", ErrUnsafePath, hdr.Name)
+				return 0, fmt.Errorf("%w: entry %q appears twice", ErrUnsafePath, hdr.Name)
 			}
 			seen[rel] = true
 		}
 		target := filepath.Join(root, filepath.FromSlash(rel))
 		if err := mkdirParents(root, rel); err != nil {
-			return err
+			return 0, err
 		}
 
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			if err := mkdirReal(target); err != nil {
-				return fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
+				return 0, fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
 		case tar.TypeReg: // archive/tar reads the legacy TypeRegA as TypeReg
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
-				return fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
+				return 0, fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
 			}
 			if err := extractRegular(target, tr, hdr); err != nil {
-				return err
+				return 0, err
 			}
 			written += hdr.Size
 		case tar.TypeSymlink:
 			if err := checkLinkTarget(rel, hdr.Linkname); err != nil {
-				return err
+				return 0, err
 			}
 			if err := os.Symlink(hdr.Linkname, target); err != nil {
-				return fmt.Errorf("%w: symlink %q: %v", ErrUnsafePath, hdr.Name, err)
+				return 0, fmt.Errorf("%w: symlink %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
 			symlinks = append(symlinks, rel)
 		case tar.TypeLink:
-			return fmt.Errorf("%w: hard link %q -> %q", ErrUnsupportedEntry, hdr.Name, hdr.Linkname)
+			return 0, fmt.Errorf("%w: hard link %q -> %q", ErrUnsupportedEntry, hdr.Name, hdr.Linkname)
 		case tar.TypeChar, tar.TypeBlock:
-			return fmt.Errorf("%w: device file %q", ErrUnsupportedEntry, hdr.Name)
+			return 0, fmt.Errorf("%w: device file %q", ErrUnsupportedEntry, hdr.Name)
 		case tar.TypeFifo:
-			return fmt.Errorf("%w: FIFO %q", ErrUnsupportedEntry, hdr.Name)
+			return 0, fmt.Errorf("%w: FIFO %q", ErrUnsupportedEntry, hdr.Name)
 		default:
-			return fmt.Errorf("%w: entry %q has type %q", ErrUnsupportedEntry, hdr.Name, string(hdr.Typeflag))
+			return 0, fmt.Errorf("%w: entry %q has type %q", ErrUnsupportedEntry, hdr.Name, string(hdr.Typeflag))
 		}
 	}
 
@@ -219,10 +241,10 @@ func untar(r io.Reader, dir string, limits Limits) error {
 	// the whole tree exists every link is resolved through the real tree.
 	for _, rel := range symlinks {
 		if err := resolveInRoot(root, rel); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // freshDir creates dir (or accepts an empty one) and returns its absolute

@@ -147,16 +147,40 @@ func TestExtractFileRefusals(t *testing.T) {
 			limits: Limits{MaxArchiveBytes: 10}, wantErr: ErrTooLarge, wantMsg: "larger than the limit of 10 bytes"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			data := xTarGz(t, tt.entries...)
-			out := filepath.Join(t.TempDir(), "out")
-			err := ExtractFile(xWriteArchive(t, data), xDigest(data), out, tt.limits)
-			g.Expect(err).To(MatchError(tt.wantErr))
-			g.Expect(err.Error()).To(ContainSubstring(tt.wantMsg))
-			g.Expect(filepath.Join(filepath.Dir(out), "outside")).NotTo(BeAnExistingFile())
-		})
+		for _, extract := range xExtractors {
+			t.Run(extract.name+"/"+tt.name, func(t *testing.T) {
+				g := NewWithT(t)
+				data := xTarGz(t, tt.entries...)
+				out := filepath.Join(t.TempDir(), "out")
+				err := extract.run(t, data, xDigest(data), out, tt.limits)
+				g.Expect(err).To(MatchError(tt.wantErr))
+				g.Expect(err.Error()).To(ContainSubstring(tt.wantMsg))
+				g.Expect(filepath.Join(filepath.Dir(out), "outside")).NotTo(BeAnExistingFile())
+			})
+		}
 	}
+}
+
+// xExtractors are the two entry points, which must refuse the same.
+var xExtractors = []struct {
+	name string
+	run  func(t *testing.T, data []byte, digest, dir string, limits Limits) error
+}{
+	{"file", func(t *testing.T, data []byte, digest, dir string, limits Limits) error {
+		return ExtractFile(xWriteArchive(t, data), digest, dir, limits)
+	}},
+	{"bytes", func(_ *testing.T, data []byte, digest, dir string, limits Limits) error {
+		_, err := ExtractBytes(data, digest, dir, limits)
+		return err
+	}},
+}
+
+func TestExtractBytesCountsTheTree(t *testing.T) {
+	g := NewWithT(t)
+	data := xTarGz(t, xDir("a/"), xFile("a/one.yaml", "12345"), xFile("two.yaml", "123"), xSymlink("b", "a"))
+	n, err := ExtractBytes(data, xDigest(data), filepath.Join(t.TempDir(), "out"), Limits{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(int64(8)), "the regular files' bytes")
 }
 
 func TestExtractFileVerifiesDigestFirst(t *testing.T) {
@@ -165,10 +189,12 @@ func TestExtractFileVerifiesDigestFirst(t *testing.T) {
 	tampered := xTarGz(t, xFile("a.yaml", "y"))
 	out := filepath.Join(t.TempDir(), "out")
 
-	err := ExtractFile(xWriteArchive(t, tampered), xDigest(data), out, Limits{})
-	g.Expect(err).To(MatchError(ErrDigestMismatch))
-	g.Expect(err.Error()).To(ContainSubstring("digest mismatch: the archive has " + xDigest(tampered) + ", expected " + xDigest(data)))
-	g.Expect(out).NotTo(BeADirectory(), "nothing is extracted from an archive that fails verification")
+	for _, extract := range xExtractors {
+		err := extract.run(t, tampered, xDigest(data), out, Limits{})
+		g.Expect(err).To(MatchError(ErrDigestMismatch), extract.name)
+		g.Expect(err.Error()).To(ContainSubstring("digest mismatch: the archive has " + xDigest(tampered) + ", expected " + xDigest(data)))
+		g.Expect(out).NotTo(BeADirectory(), "nothing is extracted from an archive that fails verification")
+	}
 }
 
 func TestParseDigest(t *testing.T) {

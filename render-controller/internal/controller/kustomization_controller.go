@@ -2,10 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
+	"plumb.dev/render-controller/internal/sourcetree"
 )
 
 const (
@@ -80,8 +80,15 @@ type KustomizationReconciler struct {
 	// DependencyRequeue is the wait while the source has no artifact; the
 	// GitRepository watch usually comes first. Zero means 10s.
 	DependencyRequeue time.Duration
-	// TmpDir holds downloads and extracted trees; "" is os.TempDir().
+	// SourceTrees holds the extracted source trees, shared by the
+	// Kustomizations of one revision; nil is a cache with the defaults in
+	// TmpDir.
+	SourceTrees *sourcetree.Cache
+	// TmpDir holds that cache when SourceTrees is nil; "" is os.TempDir().
 	TmpDir string
+
+	sourceTreesOnce sync.Once
+	sourceTreesErr  error
 
 	// cache maps an object to the key of its last successful render.
 	cacheMu sync.Mutex
@@ -157,9 +164,11 @@ type state struct {
 	keys       *decrypt.Keys
 	keysDigest string
 	key        string
-	tmp        string
-	workDir    string
-	result     *render.Result
+	// tree is the shared source tree the build reads (released when the
+	// reconcile ends), and workDir its render work folder.
+	tree    *sourcetree.Tree
+	workDir string
+	result  *render.Result
 	// newRender: this reconcile stored a new artifact.
 	newRender bool
 	// recovered: Rendered was not True when the reconcile began.
@@ -206,11 +215,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
-	defer func() {
-		if st.tmp != "" {
-			_ = os.RemoveAll(st.tmp)
-		}
-	}()
+	defer func() { st.tree.Release() }()
 	result, err := r.skeleton().Run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("variables", r.reconcileVariables, obj, st),
@@ -315,41 +320,51 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 	return plumbreconcile.ErrStop
 }
 
-// reconcileDownload fetches the source artifact with retries and backoff,
-// verifies its sha256 digest and only then extracts it into a fresh
-// temporary folder, refusing unsafe or oversized archives. Sets
-// Rendered=False (ArtifactFailed) on any failure; nothing is built from a
-// partial or tampered archive.
+// reconcileDownload takes the source tree of the artifact's digest from
+// the source cache: extracted once per digest and shared, read-only, by
+// every Kustomization rendering that revision (internal/sourcetree). When
+// no Kustomization holds it yet it is fetched with retries and backoff,
+// its sha256 digest verified, and only then extracted, refusing unsafe or
+// oversized archives. Sets Rendered=False (ArtifactFailed) on any failure;
+// nothing is built from a partial or tampered archive.
 func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := st.source
+	sources, err := r.sourceTrees()
+	if err != nil {
+		return err
+	}
 	// spec.timeout bounds the download with all its retries.
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
-	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-		Client:   r.httpClient(),
-		MaxSize:  r.limits().MaxArchiveBytes,
-		Attempts: r.DownloadAttempts,
-		Backoff:  r.DownloadBackoff,
+	tree, err := sources.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
+		return fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
+			Client:   r.httpClient(),
+			MaxSize:  r.limits().MaxArchiveBytes,
+			Attempts: r.DownloadAttempts,
+			Backoff:  r.DownloadBackoff,
+		})
 	})
-	if err != nil {
+	var refused *sourcetree.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err))
+	case err != nil:
 		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("downloading the source artifact of revision %q failed: %w", a.Revision, err))
 	}
-	tmp, err := os.MkdirTemp(r.TmpDir, "kustomization-"+obj.Namespace+"-"+obj.Name+"-")
-	if err != nil {
-		return err
-	}
-	st.tmp = tmp
-	archive := filepath.Join(tmp, "source.tar.gz")
-	if err := os.WriteFile(archive, data, 0o600); err != nil {
-		return err
-	}
-	// The build's work folder holds the extracted tree and nothing else
-	// (not the archive): kustomize may read anything below it.
-	st.workDir = filepath.Join(tmp, "work")
-	if err := artifact.ExtractFile(archive, a.Digest, render.SourceDir(st.workDir), r.limits()); err != nil {
-		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("the source artifact of revision %q was refused: %w", a.Revision, err))
-	}
-	return os.Remove(archive)
+	st.tree = tree
+	st.workDir = tree.Dir
+	return nil
+}
+
+// sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
+// nil (tests).
+func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
+	r.sourceTreesOnce.Do(func() {
+		if r.SourceTrees == nil {
+			r.SourceTrees, r.sourceTreesErr = sourcetree.New(sourcetree.Options{Dir: r.TmpDir, Limits: r.limits()})
+		}
+	})
+	return r.SourceTrees, r.sourceTreesErr
 }
 
 // reconcileBuild runs pkg/render on the extracted tree, in its sandbox and

@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +27,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
 )
 
 const deployYAML = `apiVersion: apps/v1
@@ -724,4 +728,50 @@ func TestEventsOnNATS(t *testing.T) {
 	g.Expect(e.Reason).To(Equal(kustomizev1.BuildFailedReason))
 	g.Expect(e.Severity).To(Equal(events.SeverityError))
 	g.Expect(e.Message).To(ContainSubstring("gone.yaml"))
+}
+
+// A fleet shares its repositories: every Kustomization of one revision
+// renders from one download and one extracted tree (internal/sourcetree),
+// and no render writes into that tree (each folder here has no
+// kustomization.yaml, so each build generates one, in memory).
+func TestKustomizationsOfOneRevisionShareOneDownload(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	const apps = 6
+	files := map[string]string{}
+	for i := range apps {
+		files[fmt.Sprintf("apps/app-%d/cm.yaml", i)] = cm(fmt.Sprintf("settings-%d", i), fmt.Sprintf("app: %q", fmt.Sprint(i)))
+	}
+	revision := "5555555555555555555555555555555555555555"
+	a := publishTree(t, ns, "repo", revision, files)
+	for i := range apps {
+		kustomization(t, ns, fmt.Sprintf("app-%d", i), "repo", func(s *kustomizev1.KustomizationSpec) {
+			s.Path = fmt.Sprintf("apps/app-%d", i)
+		})
+	}
+	for i := range apps {
+		ks := waitRevision(t, ns, fmt.Sprintf("app-%d", i), "main@sha1:"+revision)
+		out := download(t, ks.Status.RenderedArtifact)
+		g.Expect(out).To(ContainSubstring(fmt.Sprintf("name: settings-%d", i)))
+		g.Expect(strings.Count(out, "kind: ConfigMap")).To(Equal(1), "each renders its own folder only")
+	}
+	g.Expect(sources.downloads(a)).To(Equal(1), "one download for the revision")
+
+	tree, err := reconciler.SourceTrees.Acquire(context.Background(), a.Digest, func(context.Context) ([]byte, error) {
+		return nil, errors.New("the tree must still be kept")
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer tree.Release()
+	var written []string
+	g.Expect(filepath.WalkDir(render.SourceDir(tree.Dir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(render.SourceDir(tree.Dir), p)
+			if _, ok := files[filepath.ToSlash(rel)]; !ok {
+				written = append(written, rel)
+			}
+		}
+		return err
+	})).To(Succeed())
+	g.Expect(written).To(BeEmpty(), "the shared tree holds the artifact's files and nothing else")
 }

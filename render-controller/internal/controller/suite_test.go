@@ -253,17 +253,29 @@ func slowTree() map[string]string {
 type sourceServer struct {
 	mu    sync.Mutex
 	files map[string][]byte
+	gets  map[string]int
 }
 
 func (s *sourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	data, ok := s.files[r.URL.Path]
+	if s.gets == nil {
+		s.gets = map[string]int{}
+	}
+	s.gets[r.URL.Path]++
 	s.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
 	_, _ = w.Write(data)
+}
+
+// downloads is how many times the artifact was requested.
+func (s *sourceServer) downloads(a *meta.Artifact) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gets["/"+a.Path]
 }
 
 // serve publishes data at path and returns the artifact describing it;

@@ -1,0 +1,248 @@
+package sourcetree
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/render"
+)
+
+// archive packs files (name → content) as a source artifact and returns it
+// with its digest.
+func archive(t *testing.T, files map[string]string) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), fmt.Sprintf("sha256:%x", sha256.Sum256(buf.Bytes()))
+}
+
+// counted returns a fetch of data that counts its calls.
+func counted(data []byte, calls *atomic.Int32) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) {
+		calls.Add(1)
+		return data, nil
+	}
+}
+
+func newCache(t *testing.T, opts Options) *Cache {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestOneExtractionServesEveryConcurrentUser(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	data, digest := archive(t, map[string]string{"apps/a/cm.yaml": "kind: ConfigMap\n"})
+	var calls atomic.Int32
+	release := make(chan struct{})
+	slow := func(ctx context.Context) ([]byte, error) {
+		<-release // every user is waiting before the first download ends
+		return counted(data, &calls)(ctx)
+	}
+
+	const users = 16
+	trees := make([]*Tree, users)
+	errs := make([]error, users)
+	var wg sync.WaitGroup
+	for i := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			trees[i], errs[i] = c.Acquire(context.Background(), digest, slow)
+		}()
+	}
+	g.Eventually(func() int { return c.Stats().InUse }).Should(Equal(1))
+	close(release)
+	wg.Wait()
+
+	g.Expect(calls.Load()).To(Equal(int32(1)), "one download for all")
+	for i := range users {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		g.Expect(trees[i].Dir).To(Equal(trees[0].Dir))
+	}
+	b, err := os.ReadFile(filepath.Join(render.SourceDir(trees[0].Dir), "apps", "a", "cm.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(Equal("kind: ConfigMap\n"))
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 1, InUse: 1, Bytes: int64(len("kind: ConfigMap\n"))}))
+
+	for _, tr := range trees {
+		tr.Release()
+	}
+	again, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer again.Release()
+	g.Expect(calls.Load()).To(Equal(int32(1)), "a kept tree is not downloaded again")
+}
+
+func TestARefusedArchiveIsRefusedToAllAndNotRemembered(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	_, digest := archive(t, map[string]string{"a.yaml": "x"})
+	tampered, _ := archive(t, map[string]string{"a.yaml": "y"})
+	var calls atomic.Int32
+
+	_, err := c.Acquire(context.Background(), digest, counted(tampered, &calls))
+	var refused *RefusedError
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "got %v", err)
+	g.Expect(err).To(MatchError(artifact.ErrDigestMismatch))
+	_, err = c.Acquire(context.Background(), digest, counted(tampered, &calls))
+	g.Expect(err).To(MatchError(artifact.ErrDigestMismatch))
+	g.Expect(calls.Load()).To(Equal(int32(2)), "a failure is tried again")
+	g.Expect(c.Stats()).To(Equal(Stats{}))
+	entries, err := os.ReadDir(c.dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(BeEmpty(), "a refused tree leaves nothing on disk")
+
+	_, err = c.Acquire(context.Background(), "md5:abc", counted(tampered, &calls))
+	g.Expect(errors.As(err, &refused)).To(BeTrue())
+	g.Expect(calls.Load()).To(Equal(int32(2)), "a malformed digest is refused before any download")
+
+	boom := errors.New("connection refused")
+	_, err = c.Acquire(context.Background(), digest, func(context.Context) ([]byte, error) { return nil, boom })
+	g.Expect(err).To(MatchError(boom))
+	g.Expect(errors.As(err, &refused)).To(BeFalse(), "a failed download is not a refusal")
+}
+
+func TestIdleTreesGoLeastRecentlyUsedFirstAndTreesInUseStay(t *testing.T) {
+	g := NewWithT(t)
+	// Each tree is 10 bytes: the cache keeps two.
+	c := newCache(t, Options{MaxBytes: 25})
+	var calls atomic.Int32
+	acquire := func(name string) *Tree {
+		data, digest := archive(t, map[string]string{name + ".yaml": "0123456789"})
+		tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+		g.Expect(err).NotTo(HaveOccurred())
+		return tr
+	}
+	a := acquire("a")
+	b := acquire("b")
+	held := acquire("held")
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 30}), "trees in use are kept over the bound")
+
+	a.Release() // a goes first, b after it
+	g.Expect(a.Dir).NotTo(BeADirectory())
+	b.Release()
+	g.Expect(b.Dir).To(BeADirectory())
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 1, Bytes: 20}))
+
+	b2 := acquire("b") // b is used again: not downloaded, no longer idle
+	g.Expect(b2.Dir).To(Equal(b.Dir))
+	g.Expect(calls.Load()).To(Equal(int32(3)))
+	c2 := acquire("c")
+	g.Expect(held.Dir).To(BeADirectory(), "a tree in use is never removed")
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 30}))
+	for _, tr := range []*Tree{b2, c2, held} {
+		tr.Release()
+		tr.Release() // a second release is a no-op
+	}
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 0, Bytes: 20}))
+	g.Expect(b.Dir).NotTo(BeADirectory(), "b was the least recently used")
+
+	one := newCache(t, Options{MaxTrees: 1})
+	data, digest := archive(t, map[string]string{"x": ""})
+	tr, err := one.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	tr.Release()
+	data, digest = archive(t, map[string]string{"y": ""})
+	tr, err = one.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	tr.Release()
+	g.Expect(one.Stats().Trees).To(Equal(1), "empty trees are bounded by count")
+}
+
+func TestAWaiterFetchesItselfWhenTheFetcherGivesUp(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	data, digest := archive(t, map[string]string{"a.yaml": "x"})
+	started := make(chan struct{})
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(firstCtx, digest, func(ctx context.Context) ([]byte, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		firstErr <- err
+	}()
+	<-started
+	var calls atomic.Int32
+	second := make(chan error, 1)
+	go func() {
+		tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+		if err == nil {
+			defer tr.Release()
+			_, err = os.Stat(filepath.Join(render.SourceDir(tr.Dir), "a.yaml"))
+		}
+		second <- err
+	}()
+	users := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t := c.trees[digest]; t != nil {
+			return t.users
+		}
+		return 0
+	}
+	g.Eventually(users).Should(Equal(2), "the second user waits on the first's download")
+	cancelFirst()
+	g.Expect(<-firstErr).To(MatchError(context.Canceled))
+	g.Expect(<-second).To(Succeed())
+	g.Expect(calls.Load()).To(Equal(int32(1)))
+}
+
+func TestNewRemovesTheFoldersOfProcessesThatAreGone(t *testing.T) {
+	g := NewWithT(t)
+	parent := t.TempDir()
+	done := exec.Command("true")
+	g.Expect(done.Run()).To(Succeed())
+	gone := filepath.Join(parent, folderPrefix+strconv.Itoa(done.Process.Pid)+"-123")
+	alive := filepath.Join(parent, folderPrefix+strconv.Itoa(os.Getppid())+"-456")
+	other := filepath.Join(parent, "something-else")
+	for _, d := range []string{gone, alive, other} {
+		g.Expect(os.MkdirAll(filepath.Join(d, "tree"), 0o700)).To(Succeed())
+	}
+	c, err := New(Options{Dir: parent})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gone).NotTo(BeADirectory())
+	g.Expect(alive).To(BeADirectory(), "a running process's trees are its own")
+	g.Expect(other).To(BeADirectory())
+	g.Expect(c.Close()).To(Succeed())
+	g.Expect(c.dir).NotTo(BeADirectory())
+}
