@@ -46,6 +46,10 @@ type Options struct {
 	// objects after kustomize (decrypt.go). Decrypted values never appear
 	// in a build's errors.
 	Decryptor Decryptor
+	// Shared, when set, shares kustomize's output between builds of the
+	// same work folder, path and spec fields (SharedBuilds); the caller
+	// promises the work folder never changes. Not used with a Decryptor.
+	Shared *SharedBuilds
 }
 
 // Result is a successful build.
@@ -178,31 +182,20 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		}
 		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
 	}
-	// What Build adds to the tree lives in the sandbox's memory, never on
-	// disk: the tree is shared, read-only, by every build of its revision.
-	if kustomizationFile(fsys, userDir) == "" {
-		generated, err := generateKustomization(fsys, userDir)
-		if err != nil {
-			return nil, err
-		}
-		realDir, err := filepath.EvalSymlinks(userDir)
-		if err != nil {
-			return nil, buildErr("reading the source: %v", err)
-		}
-		fsys.addVirtual(filepath.Join(realDir, konfig.DefaultKustomizationFileName()), generated)
-	}
 	overlay := filepath.Join(root, overlayFolder)
-	data, err := overlayFile(path.Join(sourceFolder, rel), spec)
+	overlayData, err := overlayFile(path.Join(sourceFolder, rel), spec)
 	if err != nil {
 		return nil, buildErr("the spec's patches, images or components do not make a kustomization: %v", err)
 	}
-	fsys.addVirtual(filepath.Join(overlay, konfig.DefaultKustomizationFileName()), data)
-	resMap, err := runKustomize(ctx, fsys, overlay, fsys.refuse)
-	if refused := fsys.refusal(); refused != nil {
-		return nil, refused
+	var sharedKey string
+	if opts.Shared != nil && opts.Decryptor == nil {
+		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData)
 	}
+	resMap, err := kustomizeOnce(ctx, fsys, opts.Shared, sharedKey, func() (resmap.ResMap, error) {
+		return kustomize(ctx, fsys, root, userDir, overlay, overlayData)
+	})
 	if err != nil {
-		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(root, err))
+		return nil, err
 	}
 
 	var vars *Variables
@@ -226,6 +219,49 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		objs = append(objs, o)
 	}
 	return assemble(objs, limits)
+}
+
+// kustomizeOnce returns the build kept under key in shared, or runs it and
+// keeps it (key "" or shared nil: it just runs).
+func kustomizeOnce(ctx context.Context, fsys *sandboxFS, shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, error) {
+	if shared == nil || key == "" {
+		return run()
+	}
+	if m := shared.get(key); m != nil {
+		return m, nil
+	}
+	m, err := run()
+	if err == nil && ctx.Err() == nil {
+		shared.put(key, m, fsys.bytesRead())
+	}
+	return m, err
+}
+
+// kustomize adds the overlay (and a generated kustomization when spec.path
+// has none) to the sandbox and runs kustomize on it.
+func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte) (resmap.ResMap, error) {
+	// What Build adds to the tree lives in the sandbox's memory, never on
+	// disk: the tree is shared, read-only, by every build of its revision.
+	if kustomizationFile(fsys, userDir) == "" {
+		generated, err := generateKustomization(fsys, userDir)
+		if err != nil {
+			return nil, err
+		}
+		realDir, err := filepath.EvalSymlinks(userDir)
+		if err != nil {
+			return nil, buildErr("reading the source: %v", err)
+		}
+		fsys.addVirtual(filepath.Join(realDir, konfig.DefaultKustomizationFileName()), generated)
+	}
+	fsys.addVirtual(filepath.Join(overlay, konfig.DefaultKustomizationFileName()), overlayData)
+	resMap, err := runKustomize(ctx, fsys, overlay, fsys.refuse)
+	if refused := fsys.refusal(); refused != nil {
+		return nil, refused
+	}
+	if err != nil {
+		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(root, err))
+	}
+	return resMap, nil
 }
 
 // runKustomize runs krusty on the overlay within the sandbox filesystem:

@@ -89,6 +89,8 @@ type KustomizationReconciler struct {
 
 	sourceTreesOnce sync.Once
 	sourceTreesErr  error
+	sharedOnce      sync.Once
+	shared          *render.SharedBuilds
 
 	// cache maps an object to the key of its last successful render.
 	cacheMu sync.Mutex
@@ -356,6 +358,12 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	return nil
 }
 
+// sharedBuilds is the kustomize output kept for the shared trees.
+func (r *KustomizationReconciler) sharedBuilds() *render.SharedBuilds {
+	r.sharedOnce.Do(func() { r.shared = render.NewSharedBuilds(0) })
+	return r.shared
+}
+
 // sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
 // nil (tests).
 func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
@@ -385,6 +393,11 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 	}
 	if st.keys != nil {
 		opts.Decryptor = decrypt.New(st.keys)
+	} else {
+		// The tree is one digest's and never changes (sourcetree), so
+		// Kustomizations rendering the same path of it with the same spec
+		// fields share kustomize's output (never with keys: pkg/render).
+		opts.Shared = r.sharedBuilds()
 	}
 	res, err := render.Build(ctx, st.workDir, &obj.Spec, opts)
 	if err != nil {
