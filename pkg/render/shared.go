@@ -12,6 +12,12 @@ import (
 // times that in memory, so the default keeps a few tens of MiB at most.
 const DefaultSharedInputBytes int64 = 4 << 20
 
+// sharedBuildsMax bounds the builds kept whatever their size: sharing pays
+// for the few paths many Kustomizations render, and a fleet where each
+// renders its own folder would otherwise keep a copy of every render for
+// nothing.
+const sharedBuildsMax = 64
+
 // SharedBuilds keeps kustomize's output for a tree and an overlay, so that
 // Kustomizations rendering one path of one revision with the same spec
 // fields — differing only in their postBuild variables or commonMetadata,
@@ -22,8 +28,9 @@ const DefaultSharedInputBytes int64 = 4 << 20
 // Substitution, commonMetadata and every check after kustomize run for
 // each build, on a copy.
 //
-// Only builds that read at most a sixteenth of the budget are kept, least
-// recently used first out; a failed build is never kept.
+// Only builds that read at most a sixteenth of the budget are kept, at most
+// sharedBuildsMax of them, least recently used first out; a failed build
+// is never kept.
 type SharedBuilds struct {
 	maxInput int64
 
@@ -72,7 +79,7 @@ func (s *SharedBuilds) put(key string, m resmap.ResMap, input int64) {
 	}
 	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resMap: m.DeepCopy(), input: input})
 	s.input += input
-	for s.input > s.maxInput {
+	for s.input > s.maxInput || len(s.entries) > sharedBuildsMax {
 		old := s.order.Remove(s.order.Front()).(*sharedBuild)
 		delete(s.entries, old.key)
 		s.input -= old.input

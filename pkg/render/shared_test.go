@@ -90,4 +90,14 @@ func TestSharedBuildsStayWithinTheirBudget(t *testing.T) {
 	g.Expect(shared.Len()).To(BeNumerically(">", 0))
 	g.Expect(shared.Len()).To(BeNumerically("<", 40))
 	g.Expect(shared.input).To(BeNumerically("<=", shared.maxInput))
+
+	many := NewSharedBuilds(1 << 30)
+	for i := range 40 {
+		rel := filepath.Join("apps", string(rune('a'+i%26))+string(rune('a'+i/26)))
+		for _, prefix := range []string{"x-", "y-"} {
+			_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: rel, NamePrefix: prefix}, Options{Shared: many})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	g.Expect(many.Len()).To(Equal(sharedBuildsMax), "at most sharedBuildsMax builds are kept")
 }
