@@ -2,6 +2,7 @@ package notifier
 
 import (
 	"plumb.dev/pkg/events"
+	"strings"
 )
 
 // SlackPayload is a Slack incoming-webhook message with one colored
@@ -39,20 +40,30 @@ func slackPayload(cfg Config, e events.Event) any {
 	}
 	att := SlackAttachment{
 		Color:      color,
-		AuthorName: objectTitle(e),
-		Title:      e.Reason,
-		Text:       e.Message,
+		AuthorName: slackEscape(objectTitle(e)),
+		Title:      slackEscape(e.Reason),
+		Text:       slackEscape(e.Message),
 		MrkdwnIn:   []string{"text"},
-		Footer:     e.ReportingController,
+		Footer:     slackEscape(e.ReportingController),
 	}
 	if !e.Timestamp.IsZero() {
 		att.Ts = e.Timestamp.Unix()
 	}
 	for _, f := range facts(e) {
-		att.Fields = append(att.Fields, SlackField{Title: f.Title, Value: f.Value, Short: len(f.Value) < 40 && f.Title != "Drift"})
+		att.Fields = append(att.Fields, SlackField{Title: f.Title, Value: slackEscape(f.Value), Short: len(f.Value) < 40 && f.Title != "Drift"})
 	}
 	return SlackPayload{Channel: cfg.Channel, Username: cfg.Username, Attachments: []SlackAttachment{att}}
 }
+
+// slackEscaper escapes what Slack reads as control sequences in message
+// text: "<!channel>", "<!here>", "<@U123>" mentions and "<url|label>"
+// links all start with "<". An event's text comes from Git (a commit
+// message, a manifest's name) and from whoever can edit the objects, so
+// none of it may ping a channel or dress up a link; Slack's documented
+// escaping is these three entities.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 // DiscordPayload is a Discord webhook message with one embed.
 type DiscordPayload struct {

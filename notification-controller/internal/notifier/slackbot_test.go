@@ -339,3 +339,24 @@ func TestThreadStoreIsBounded(t *testing.T) {
 	g.Expect(store.providers.Len()).To(Equal(maxThreadProviders))
 	g.Expect(store.For("p")).NotTo(BeIdenticalTo(th), "the oldest Provider's threads went")
 }
+
+// TestSlackEscapesWhatItDidNotWrite: an event's text comes from Git and
+// from whoever can edit objects; Slack reads "<!channel>", "<@U…>" and
+// "<url|label>" in it as mentions and links unless escaped.
+func TestSlackEscapesWhatItDidNotWrite(t *testing.T) {
+	g := NewWithT(t)
+	api := newSlackAPI(t)
+	n, err := New(slackBotConfig(api))
+	g.Expect(err).NotTo(HaveOccurred())
+	e := testEvent()
+	e.Message = "<!channel> deploy <https://evil.example|your bank> & <@U123>"
+	e.Reason = "<!here>"
+	e.Revision = "main@sha1:<!everyone>"
+	g.Expect(n.Post(context.Background(), e)).To(Succeed())
+
+	att := api.accepted()[0]["attachments"].([]any)[0].(map[string]any)
+	g.Expect(att).To(HaveKeyWithValue("text", "&lt;!channel&gt; deploy &lt;https://evil.example|your bank&gt; &amp; &lt;@U123&gt;"))
+	g.Expect(att).To(HaveKeyWithValue("title", "&lt;!here&gt;"))
+	fields := att["fields"].([]any)
+	g.Expect(fields[0].(map[string]any)).To(HaveKeyWithValue("value", "main@sha1:&lt;!everyone&gt;"))
+}
