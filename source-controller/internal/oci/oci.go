@@ -127,10 +127,11 @@ func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []by
 			return nil, err
 		}
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	transport := remote.DefaultTransport
 	if dockerConfig != nil && !insecure {
-		opts = append(opts, remote.WithTransport(httpsOnly{remote.DefaultTransport}))
+		transport = httpsOnly{transport}
 	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(boundedManifests{transport})}
 	plainHTTP := insecure || (dockerConfig == nil && repo.Registry.Scheme() == "http")
 	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP}, nil
 }
@@ -146,6 +147,55 @@ func (t httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errorf(InvalidSpec, "%s answers only over plain HTTP: the Secret's credentials are sent over HTTPS only, unless spec.insecure is true", req.URL.Host)
 	}
 	return t.next.RoundTrip(req)
+}
+
+// MaxManifestBytes bounds every manifest read from a registry (the
+// artifact's, an index, a signature's): the OCI distribution spec asks
+// registries to accept manifests of at least 4 MiB, and go-containerregistry's
+// own bound is far larger.
+const MaxManifestBytes = 4 << 20
+
+// boundedManifests cuts the answer to a manifest request at
+// MaxManifestBytes, so that a registry whose HEAD announced a small
+// manifest cannot then send a large one: the read fails instead.
+type boundedManifests struct{ next http.RoundTripper }
+
+func (t boundedManifests) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || !strings.Contains(req.URL.Path, "/manifests/") {
+		return resp, err
+	}
+	if resp.ContentLength > MaxManifestBytes {
+		resp.Body.Close()
+		return nil, errorf(TooLarge, "the manifest at %s is %d bytes, more than the limit of %d", req.URL.Path, resp.ContentLength, MaxManifestBytes)
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxManifestBytes, path: req.URL.Path}
+	return resp, nil
+}
+
+// limitedBody fails a read past its bound (an io.LimitReader would end
+// the manifest quietly, as if it were shorter).
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+	path string
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
+			return 0, errorf(TooLarge, "the manifest at %s is more than the limit of %d bytes", b.path, MaxManifestBytes)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // dockerConfig is the part of a .dockerconfigjson read here.

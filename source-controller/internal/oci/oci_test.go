@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // The entry of a .dockerconfigjson for the registry's host is used, in
@@ -192,5 +193,46 @@ func TestCredentialsTravelOverPlainHTTPOnlyWhenInsecure(t *testing.T) {
 	}
 	if err := list(false, nil); err != nil {
 		t.Fatalf("anonymous, without spec.insecure: %v", err)
+	}
+}
+
+// A registry may announce a small manifest and send a large one: every
+// manifest read is cut at MaxManifestBytes, whether the answer says its
+// length or streams it.
+func TestManifestsAreReadOnlyUpToTheirBound(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		contentLength bool
+	}{{"announced", true}, {"streamed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			huge := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","annotations":{"x":"` +
+				strings.Repeat("a", MaxManifestBytes) + `"}}`
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/v2/":
+					w.WriteHeader(http.StatusOK)
+				case strings.HasPrefix(r.URL.Path, "/v2/org/app/manifests/"):
+					w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+					if tc.contentLength {
+						w.Header().Set("Content-Length", fmt.Sprint(len(huge)))
+					} else {
+						w.(http.Flusher).Flush() // chunked: no length
+					}
+					_, _ = w.Write([]byte(huge))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			digest := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+			_, err = c.Pull(digest, "", 1<<20, t.TempDir()+"/layer")
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than the limit of %d", MaxManifestBytes)) {
+				t.Fatalf("got %v, want the manifest refused past %d bytes", err, MaxManifestBytes)
+			}
+		})
 	}
 }
