@@ -7,10 +7,15 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/notaryproject/notation-core-go/revocation"
+	"github.com/notaryproject/notation-core-go/revocation/crl"
+	"github.com/notaryproject/notation-core-go/revocation/purpose"
 	"github.com/notaryproject/notation-go"
 	"github.com/notaryproject/notation-go/registry"
 	"github.com/notaryproject/notation-go/verifier"
@@ -19,6 +24,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"plumb.dev/pkg/netguard"
 )
 
 // Bounds on the Secret of a notation spec.verify, which a tenant writes.
@@ -36,6 +43,46 @@ const (
 
 // certificateSuffixes end the Secret data keys that hold certificates.
 var certificateSuffixes = []string{".crt", ".pem"}
+
+// revocationPolicy is where notation's revocation checks may connect. The
+// OCSP and CRL addresses come from the certificates of the tenant's trust
+// store, so they are the tenant's input: private and loopback servers are
+// allowed (source-controller fetches from private hosts by design), cloud
+// metadata and link-local addresses never.
+var revocationPolicy = netguard.Policy{AllowPrivate: true, AllowLoopback: true}
+
+// revocationClient is the HTTP client of notation's OCSP and CRL fetches:
+// notation's own timeouts, no proxy (the policy judges the address
+// dialed), and revocationPolicy.
+func revocationClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext:         revocationPolicy.Dialer(timeout).DialContext,
+		TLSHandshakeTimeout: timeout,
+	}}
+}
+
+// revocationOptions are notation's code-signing and timestamping
+// revocation validators with revocationClient.
+func revocationOptions() (verifier.VerifierOptions, error) {
+	crlFetcher, err := crl.NewHTTPFetcher(revocationClient(5 * time.Second))
+	if err != nil {
+		return verifier.VerifierOptions{}, err
+	}
+	validator := func(p purpose.Purpose) (revocation.Validator, error) {
+		return revocation.NewWithOptions(revocation.Options{
+			OCSPHTTPClient: revocationClient(2 * time.Second), CRLFetcher: crlFetcher, CertChainPurpose: p,
+		})
+	}
+	signing, err := validator(purpose.CodeSigning)
+	if err != nil {
+		return verifier.VerifierOptions{}, err
+	}
+	timestamping, err := validator(purpose.Timestamping)
+	if err != nil {
+		return verifier.VerifierOptions{}, err
+	}
+	return verifier.VerifierOptions{RevocationCodeSigningValidator: signing, RevocationTimestampingValidator: timestamping}, nil
+}
 
 // NotationTrust is the trust policy and the certificates an OCIRepository
 // verifies notation signatures with.
@@ -147,7 +194,11 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 	target.Client = &auth.Client{Credential: auth.StaticCredential(c.repo.RegistryStr(), auth.Credential{
 		Username: cfg.Username, Password: cfg.Password, RefreshToken: cfg.IdentityToken, AccessToken: cfg.RegistryToken,
 	})}
-	v, err := verifier.NewWithOptions(trust.policy, trust, nil, verifier.VerifierOptions{})
+	vopts, err := revocationOptions()
+	if err != nil {
+		return "", err
+	}
+	v, err := verifier.NewWithOptions(trust.policy, trust, nil, vopts)
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %v", trust.source, TrustPolicyKey, err)
 	}

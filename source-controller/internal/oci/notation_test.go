@@ -2,12 +2,17 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/source-controller/internal/oci/notationtest"
 )
 
@@ -124,4 +129,28 @@ func verifyNotation(t *testing.T, repo string, digest v1.Hash, policy []byte, ca
 		t.Fatal(err)
 	}
 	return client.VerifyNotation(digest, trust)
+}
+
+// notation's OCSP and CRL fetches go to addresses in the tenant's
+// certificates: metadata and link-local addresses are refused before any
+// connection, private and loopback servers are allowed.
+func TestRevocationFetchesKeepOffMetadataAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	c := revocationClient(2 * time.Second)
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("a loopback revocation server is allowed: %v", err)
+	}
+	resp.Body.Close()
+	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/crl", "http://100.100.100.200/"} {
+		_, err := c.Get(target)
+		var refused *netguard.RefusedAddressError
+		if !errors.As(err, &refused) {
+			t.Errorf("GET %s: got %v, want the address refused", target, err)
+		}
+	}
+	if _, err := revocationOptions(); err != nil {
+		t.Fatal(err)
+	}
 }
