@@ -2,6 +2,7 @@ package render
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"sync"
 
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -28,7 +29,9 @@ const sharedBuildsMax = 64
 // Substitution, commonMetadata and every check after kustomize run for
 // each build, on a copy.
 //
-// Only builds that read at most a sixteenth of the budget are kept, at most
+// A build is kept the second time its key is built (the first time it may
+// be the only one). Only builds that read at most a sixteenth of the
+// budget are kept, at most
 // sharedBuildsMax of them, least recently used first out; a failed build
 // is never kept.
 type SharedBuilds struct {
@@ -38,7 +41,14 @@ type SharedBuilds struct {
 	input   int64
 	order   *list.List // of *sharedBuild, least recently used first
 	entries map[string]*list.Element
+	// built holds the keys built once and not kept: a build is kept when
+	// its key comes a second time, so a fleet where every Kustomization
+	// renders its own folder copies nothing.
+	built map[[sha256.Size]byte]struct{}
 }
+
+// sharedBuildsSeen bounds built; when full it starts again.
+const sharedBuildsSeen = 4096
 
 type sharedBuild struct {
 	key    string
@@ -52,7 +62,8 @@ func NewSharedBuilds(maxInputBytes int64) *SharedBuilds {
 	if maxInputBytes <= 0 {
 		maxInputBytes = DefaultSharedInputBytes
 	}
-	return &SharedBuilds{maxInput: maxInputBytes, order: list.New(), entries: map[string]*list.Element{}}
+	return &SharedBuilds{maxInput: maxInputBytes, order: list.New(), entries: map[string]*list.Element{},
+		built: map[[sha256.Size]byte]struct{}{}}
 }
 
 // get returns a copy of the build kept under key, or nil.
@@ -77,6 +88,15 @@ func (s *SharedBuilds) put(key string, m resmap.ResMap, input int64) {
 	if _, ok := s.entries[key]; ok {
 		return // a concurrent build of the same key came first
 	}
+	sum := sha256.Sum256([]byte(key))
+	if _, again := s.built[sum]; !again {
+		if len(s.built) >= sharedBuildsSeen {
+			clear(s.built)
+		}
+		s.built[sum] = struct{}{}
+		return
+	}
+	delete(s.built, sum)
 	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resMap: m.DeepCopy(), input: input})
 	s.input += input
 	for s.input > s.maxInput || len(s.entries) > sharedBuildsMax {

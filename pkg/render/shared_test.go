@@ -40,6 +40,8 @@ func TestSharedBuildsRunKustomizeOncePerTreePathAndSpec(t *testing.T) {
 	first := build(spec("a"), "app-a", Options{Shared: shared})
 	g.Expect(first).To(ContainSubstring("namespace: app-a"))
 	g.Expect(first).To(ContainSubstring("team: a"))
+	g.Expect(shared.Len()).To(Equal(0), "a build is kept only when its key comes again")
+	g.Expect(build(spec("a"), "app-a", Options{Shared: shared})).To(Equal(first))
 	g.Expect(shared.Len()).To(Equal(1))
 
 	// The tree is changed behind the cache's back (render-controller's
@@ -56,7 +58,9 @@ func TestSharedBuildsRunKustomizeOncePerTreePathAndSpec(t *testing.T) {
 	// Other spec fields are another build.
 	prefixed := spec("a")
 	prefixed.NamePrefix = "x-"
-	g.Expect(build(prefixed, "app-a", Options{Shared: shared})).To(ContainSubstring("name: x-settings"))
+	for range 2 {
+		g.Expect(build(prefixed, "app-a", Options{Shared: shared})).To(ContainSubstring("name: x-settings"))
+	}
 	g.Expect(shared.Len()).To(Equal(2))
 
 	// With decryption keys nothing is shared either way.
@@ -84,8 +88,10 @@ func TestSharedBuildsStayWithinTheirBudget(t *testing.T) {
 		g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n"), 0o644)).To(Succeed())
 		rel, _ := filepath.Rel(src, dir)
-		_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: rel}, Options{Shared: shared})
-		g.Expect(err).NotTo(HaveOccurred())
+		for range 2 {
+			_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: rel}, Options{Shared: shared})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
 	}
 	g.Expect(shared.Len()).To(BeNumerically(">", 0))
 	g.Expect(shared.Len()).To(BeNumerically("<", 40))
@@ -94,7 +100,7 @@ func TestSharedBuildsStayWithinTheirBudget(t *testing.T) {
 	many := NewSharedBuilds(1 << 30)
 	for i := range 40 {
 		rel := filepath.Join("apps", string(rune('a'+i%26))+string(rune('a'+i/26)))
-		for _, prefix := range []string{"x-", "y-"} {
+		for _, prefix := range []string{"x-", "y-", "x-", "y-"} {
 			_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: rel, NamePrefix: prefix}, Options{Shared: many})
 			g.Expect(err).NotTo(HaveOccurred())
 		}
