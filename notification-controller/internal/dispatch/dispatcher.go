@@ -75,7 +75,7 @@ type Dispatcher struct {
 	// delivered remembers the events each alert's provider took, by event
 	// id, for deliveredWindow.
 	delivered *recent
-	configs configCache
+	configs   configCache
 	// threads remembers each threading Provider's Slack threads across
 	// the notifiers configs caches and rebuilds.
 	threads *notifier.ThreadStore
