@@ -101,16 +101,10 @@ func TestAClusterThatLosesAServerInABurstDeliversEveryEventOnce(t *testing.T) {
 
 	// The dispatcher created the stream (three copies) and its consumer.
 	g.Eventually(func(g Gomega) {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, opts.Stream)
-		g.Expect(err).NotTo(HaveOccurred())
-		info, err := s.Info(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
+		info, ci := streamState(ctx, g, js)
 		g.Expect(info.Config.Replicas).To(Equal(3))
 		g.Expect(info.Cluster.Replicas).To(HaveLen(2))
-		_, err = s.Consumer(ctx, ControllerName)
-		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ci.Cluster.Replicas).To(HaveLen(2), "the consumer is kept on three servers too")
 		i := cluster.index(info.Cluster.Leader)
 		g.Expect(i).NotTo(Equal(-1))
 		leader.Store(int32(i))
@@ -146,17 +140,8 @@ func TestAClusterThatLosesAServerInABurstDeliversEveryEventOnce(t *testing.T) {
 	// for a redelivery that could still reach the provider.
 	g.Eventually(func(g Gomega) {
 		g.Expect(delivered(t, provider)).To(HaveLen(n))
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, opts.Stream)
-		g.Expect(err).NotTo(HaveOccurred())
-		info, err := s.Info(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
+		info, ci := streamState(ctx, g, js)
 		g.Expect(info.State.Msgs).To(Equal(uint64(n)), "each event stored once, a publish retried across the failover too")
-		c, err := s.Consumer(ctx, ControllerName)
-		g.Expect(err).NotTo(HaveOccurred())
-		ci, err := c.Info(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ci.NumAckPending).To(BeZero())
 		g.Expect(ci.NumPending).To(BeZero())
 		g.Expect(ci.AckFloor.Stream).To(Equal(info.State.LastSeq), "every event acknowledged")
@@ -181,6 +166,22 @@ func TestAClusterThatLosesAServerInABurstDeliversEveryEventOnce(t *testing.T) {
 	g.Eventually(func() int { return cluster.serverOf("sync-controller") }).Should(And(Not(Equal(-1)), Not(Equal(target))))
 	t.Logf("all %d events delivered and acknowledged %s after the loss; %d redeliveries not sent again to the provider",
 		n, recovered.Round(100*time.Millisecond), notSentAgain.Load())
+}
+
+// streamState returns the events stream and notification-controller's
+// consumer as the cluster reports them.
+func streamState(ctx context.Context, g Gomega, js jetstream.JetStream) (*jetstream.StreamInfo, *jetstream.ConsumerInfo) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, options.DefaultStream)
+	g.Expect(err).NotTo(HaveOccurred())
+	info, err := s.Info(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := s.Consumer(ctx, ControllerName)
+	g.Expect(err).NotTo(HaveOccurred())
+	ci, err := c.Info(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	return info, ci
 }
 
 // natsCluster is NATS servers clustered with JetStream on 127.0.0.1, set
