@@ -102,7 +102,7 @@
 // the connection or an operation succeeds. An unreachable server is
 // logged at info level and leaves the controller ready. A server that
 // vanished without closing the connection (its node lost) is given up
-// after three unanswered pings, ten seconds apart.
+// within 30 seconds: two pings ten seconds apart left unanswered.
 //
 // On a NATS cluster (deploy/components/nats-cluster,
 // docs/design/nats-cluster.md) a lost server costs nothing: the clients
