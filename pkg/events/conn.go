@@ -45,13 +45,13 @@ type Conn struct {
 }
 
 // Connect connects to opts.URL (one server, or the servers of a cluster as
-// a comma-separated list, tried in random order), authenticating and checking the server's
-// certificate as opts.Auth says, and keeps trying forever from the first
-// attempt on: a controller starts and reconciles while NATS is down, and a
-// refused connection is tried again each second, so a corrected Secret is
-// picked up without a restart. name is the connection name the server
-// shows; extra options are applied last. It fails only on options that
-// cannot work.
+// a comma-separated list, tried in random order), authenticating and
+// checking the server's certificate as opts.Auth says, and keeps trying
+// forever from the first attempt on: a controller starts and reconciles
+// while NATS is down, and a refused connection is tried again each second,
+// so a corrected Secret is picked up without a restart. name is the
+// connection name the server shows; extra options are applied last. It
+// fails only on options that cannot work.
 func Connect(opts options.NATS, name string, log logr.Logger, extra ...nats.Option) (*Conn, error) {
 	if opts.URL == "" {
 		return nil, errors.New("no NATS URL")
