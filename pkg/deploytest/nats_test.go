@@ -96,6 +96,25 @@ func natsArgs(t *testing.T, name string) []string {
 func natsUsers(t *testing.T, objs []*unstructured.Unstructured) map[string]*natsserver.User {
 	t.Helper()
 	g := NewWithT(t)
+	opts := natsOptions(t, objs, "nats-0")
+	g.Expect(opts.JetStream).To(BeTrue())
+	g.Expect(opts.StoreDir).To(Equal("/data"))
+	users := map[string]*natsserver.User{}
+	for _, u := range opts.Users {
+		users[u.Username] = u
+		g.Expect(u.Password).To(HavePrefix("key:"), "user %s has a password that is not from nats-credentials", u.Username)
+	}
+	g.Expect(opts.NoAuthUser).To(BeEmpty(), "no anonymous user")
+	return users
+}
+
+// natsOptions reads the NATS configuration that the rendered StatefulSet
+// mounts as nats-server reads it in the pod named podName: each password
+// variable holds "key:<the nats-credentials key it comes from>", and a
+// variable from the pod's name holds podName.
+func natsOptions(t *testing.T, objs []*unstructured.Unstructured, podName string) *natsserver.Options {
+	t.Helper()
+	g := NewWithT(t)
 	sts := typed[appsv1.StatefulSet](t, find(objs, "StatefulSet", "nats"))
 	pod := sts.Spec.Template.Spec
 	g.Expect(pod.Containers).To(HaveLen(1))
@@ -122,21 +141,16 @@ func natsUsers(t *testing.T, objs []*unstructured.Unstructured) map[string]*nats
 	// Each password variable gets the name of its Secret key as value, so
 	// the parsed users say which key holds their password.
 	for _, e := range server.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
 			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("nats-credentials"))
 			t.Setenv(e.Name, "key:"+e.ValueFrom.SecretKeyRef.Key)
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			t.Setenv(e.Name, podName)
 		}
 	}
 	opts, err := natsserver.ProcessConfigFile(filepath.Join(dir, path.Base(flag)))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.JetStream).To(BeTrue())
-	g.Expect(opts.StoreDir).To(Equal("/data"))
-	g.Expect(server.VolumeMounts).To(ContainElement(HaveField("MountPath", "/data")))
-	users := map[string]*natsserver.User{}
-	for _, u := range opts.Users {
-		users[u.Username] = u
-		g.Expect(u.Password).To(HavePrefix("key:"), "user %s has a password that is not from nats-credentials", u.Username)
-	}
-	g.Expect(opts.NoAuthUser).To(BeEmpty(), "no anonymous user")
-	return users
+	g.Expect(server.VolumeMounts).To(ContainElement(HaveField("MountPath", opts.StoreDir)), "the store is on the volume")
+	return opts
 }

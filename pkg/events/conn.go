@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 // logEvery bounds how often a failure that goes on (NATS down, or refusing
 // this client) is logged again.
 const logEvery = time.Minute
+
+// How often a client pings its server, and how many unanswered pings make
+// it give the server up and reconnect to another.
+const (
+	pingInterval = 10 * time.Second
+	maxPingsOut  = 2
+)
 
 // Conn is a long-lived connection to NATS that remembers why the server
 // last refused it (credentials, permissions or TLS), so that a controller
@@ -36,13 +44,14 @@ type Conn struct {
 	loggedAt time.Time
 }
 
-// Connect connects to opts.URL, authenticating and checking the server's
-// certificate as opts.Auth says, and keeps trying forever from the first
-// attempt on: a controller starts and reconciles while NATS is down, and a
-// refused connection is tried again each second, so a corrected Secret is
-// picked up without a restart. name is the connection name the server
-// shows; extra options are applied last. It fails only on options that
-// cannot work.
+// Connect connects to opts.URL (one server, or the servers of a cluster as
+// a comma-separated list, tried in random order), authenticating and
+// checking the server's certificate as opts.Auth says, and keeps trying
+// forever from the first attempt on: a controller starts and reconciles
+// while NATS is down, and a refused connection is tried again each second,
+// so a corrected Secret is picked up without a restart. name is the
+// connection name the server shows; extra options are applied last. It
+// fails only on options that cannot work.
 func Connect(opts options.NATS, name string, log logr.Logger, extra ...nats.Option) (*Conn, error) {
 	if opts.URL == "" {
 		return nil, errors.New("no NATS URL")
@@ -60,6 +69,12 @@ func Connect(opts options.NATS, name string, log logr.Logger, extra ...nats.Opti
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
+		// A server whose node vanished sends nothing, not even a reset:
+		// pings find it out within pingInterval × (maxPingsOut + 1), not
+		// nats.go's default of six minutes, and the client moves on to
+		// another server of the cluster.
+		nats.PingInterval(pingInterval),
+		nats.MaxPingsOutstanding(maxPingsOut),
 		// By default nats.go gives up after the same authentication error
 		// twice; a controller must go on trying until its Secret is fixed.
 		nats.IgnoreAuthErrorAbort(),
@@ -190,15 +205,21 @@ func IsRefused(err error) bool {
 	return false
 }
 
-// redactURL returns u without its user info (a user and password, or a
-// token), for logs and readiness.
+// redactURL returns u, one URL or a comma-separated list, without user
+// info (a user and password, or a token), for logs and readiness.
 func redactURL(u string) string {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return "(an unparsable URL)"
+	list := strings.Split(u, ",")
+	for i, one := range list {
+		parsed, err := url.Parse(strings.TrimSpace(one))
+		switch {
+		case err != nil:
+			list[i] = "(an unparsable URL)"
+		case parsed.User != nil:
+			parsed.User = url.User("redacted")
+			list[i] = parsed.String()
+		default:
+			list[i] = parsed.String()
+		}
 	}
-	if parsed.User != nil {
-		parsed.User = url.User("redacted")
-	}
-	return parsed.String()
+	return strings.Join(list, ",")
 }

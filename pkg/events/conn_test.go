@@ -251,3 +251,13 @@ func closeNow(p *JetStreamPublisher) {
 	defer cancel()
 	_ = p.Close(ctx)
 }
+
+// TestRedactURLHidesCredentialsInEveryURLOfACluster: logs and readiness
+// name each server of a --nats-url list, without a password or token.
+func TestRedactURLHidesCredentialsInEveryURLOfACluster(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(redactURL("nats://nats:4222")).To(Equal("nats://nats:4222"))
+	g.Expect(redactURL("nats://u:secret@nats-0:4222, nats://token@nats-1:4222,nats://nats-2:4222")).To(
+		Equal("nats://redacted@nats-0:4222,nats://redacted@nats-1:4222,nats://nats-2:4222"))
+	g.Expect(redactURL("nats://u:secret@nats-0:4222,%zz")).To(Equal("nats://redacted@nats-0:4222,(an unparsable URL)"))
+}

@@ -67,8 +67,9 @@
 // --nats-url is empty) connects to NATS and creates or updates the stream
 // (--nats-stream, subjects plumb.events.>, --nats-stream-max-age,
 // --nats-stream-max-bytes, file storage, oldest discarded first, a
-// two-minute duplicate window) idempotently, so the controllers may start in
-// any order. It neither fails nor waits when NATS is down: the connection
+// two-minute duplicate window, --nats-stream-replicas copies on a NATS
+// cluster, an existing stream scaled to it) idempotently, so the
+// controllers may start in any order. It neither fails nor waits when NATS is down: the connection
 // retries forever.
 //
 // Publish appends to a bounded in-memory queue (--events-queue-size) and
@@ -85,7 +86,9 @@
 // # Connecting (Connect)
 //
 // Connect makes the NATS connection of every publisher and of
-// notification-controller's consumer, with the options of --nats-url and
+// notification-controller's consumer, with the options of --nats-url (one
+// server, or a cluster's servers as a comma-separated list, of which the
+// client picks one at random and moves to another when it is lost) and
 // the authentication and TLS flags of options.NATSAuth (a credentials
 // file, an NKey seed, a user and password file, a token file, a CA bundle,
 // a client certificate, a reply prefix), every secret read from a file on
@@ -97,7 +100,15 @@
 // and once a minute while it lasts, and Conn.Check, the controllers'
 // "nats" readiness check (JetStreamPublisher.Check), fails with it until
 // the connection or an operation succeeds. An unreachable server is
-// logged at info level and leaves the controller ready.
+// logged at info level and leaves the controller ready. A server that
+// vanished without closing the connection (its node lost) is given up
+// within 30 seconds: two pings ten seconds apart left unanswered.
+//
+// On a NATS cluster (deploy/components/nats-cluster,
+// docs/design/nats-cluster.md) a lost server costs nothing: the clients
+// reconnect to another, the sender retries the event it was storing, and
+// the stream, which already has it if only the acknowledgement was lost,
+// stores it once by its Nats-Msg-Id.
 //
 // The users and permissions Plumb's own NATS server gives each role are in
 // deploy/nats/accounts.conf: publishers may publish on plumb.events.> and

@@ -341,6 +341,9 @@ func StreamConfig(opts options.NATS) jetstream.StreamConfig {
 		MaxBytes:    opts.StreamMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Duplicates:  DuplicateWindow,
+		// Copies on as many servers of a cluster; an existing stream is
+		// scaled to it by the update every controller makes at start.
+		Replicas: opts.StreamReplicas,
 	}
 }
 

@@ -87,6 +87,9 @@ func TestNATSAuthRefusesOptionsThatCannotWork(t *testing.T) {
 		"a file that is not a creds file": {[]string{"--nats-creds-file=" + password}, "holds no user NKey seed"},
 		"an inbox prefix with a wildcard": {[]string{"--nats-inbox-prefix=_INBOX.*"}, "must be a subject without wildcards"},
 		"credentials twice":               {[]string{"--nats-url=nats://u:p@nats:4222", "--nats-token-file=" + password}, "--nats-url carries credentials"},
+		"credentials twice in a cluster":  {[]string{"--nats-url=nats://nats-0:4222, nats://u:p@nats-1:4222", "--nats-token-file=" + password}, "--nats-url carries credentials"},
+		"six stream replicas":             {[]string{"--nats-stream-replicas=6"}, "--nats-stream-replicas must be between 1 and 5, got 6"},
+		"negative stream replicas":        {[]string{"--nats-stream-replicas=-1"}, "--nats-stream-replicas must be between 1 and 5, got -1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseNATS(t, tc.args...)
@@ -96,4 +99,16 @@ func TestNATSAuthRefusesOptionsThatCannotWork(t *testing.T) {
 	// Without a URL nothing connects, so nothing is checked.
 	_, err := parseNATS(t, "--nats-url=", "--nats-user=a")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// TestNATSStreamReplicasDefaultToOne: one copy unless a cluster is
+// configured (deploy/components/nats-cluster sets three).
+func TestNATSStreamReplicasDefaultToOne(t *testing.T) {
+	g := NewWithT(t)
+	o, err := parseNATS(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.StreamReplicas).To(Equal(1))
+	o, err = parseNATS(t, "--nats-url=nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222", "--nats-stream-replicas=3")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.StreamReplicas).To(Equal(3))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
@@ -170,6 +171,9 @@ type NATS struct {
 	StreamMaxAge time.Duration
 	// StreamMaxBytes bounds the stream's size.
 	StreamMaxBytes int64
+	// StreamReplicas is how many servers of a NATS cluster keep a copy of
+	// the stream (docs/design/nats-cluster.md).
+	StreamReplicas int
 	// QueueSize bounds the in-memory queue of events waiting for NATS.
 	QueueSize int
 }
@@ -177,6 +181,9 @@ type NATS struct {
 // DefaultStream is the JetStream stream of Plumb's events unless
 // --nats-stream names another.
 const DefaultStream = "PLUMB_EVENTS"
+
+// MaxStreamReplicas is the most copies of a stream JetStream keeps.
+const MaxStreamReplicas = 5
 
 // BindFlags registers the NATS flags on fs.
 func (o *NATS) BindFlags(fs *pflag.FlagSet) {
@@ -188,6 +195,8 @@ func (o *NATS) BindFlags(fs *pflag.FlagSet) {
 		"How long the stream keeps an event.")
 	fs.Int64Var(&o.StreamMaxBytes, "nats-stream-max-bytes", 256<<20,
 		"The most bytes the stream keeps; the oldest events go first.")
+	fs.IntVar(&o.StreamReplicas, "nats-stream-replicas", 1,
+		"How many servers of a NATS cluster keep a copy of the stream (1 to 5; 3 survives the loss of one server).")
 	fs.IntVar(&o.QueueSize, "events-queue-size", 1000,
 		"The most events held in memory while NATS is unreachable; the oldest are dropped beyond it.")
 	o.Auth.BindFlags(fs)
@@ -198,8 +207,16 @@ func (o *NATS) Validate() error {
 	if o.URL == "" {
 		return nil
 	}
-	if u, err := url.Parse(o.URL); err == nil && u.User != nil && o.Auth.Enabled() {
-		return errors.New("--nats-url carries credentials and so do the --nats-* authentication flags: give them once, in the flags")
+	// A cluster is given as a comma-separated list, as nats.go takes it.
+	for _, one := range strings.Split(o.URL, ",") {
+		if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil && o.Auth.Enabled() {
+			return errors.New("--nats-url carries credentials and so do the --nats-* authentication flags: give them once, in the flags")
+		}
+	}
+	// JetStream keeps at most five copies of a stream; zero is the
+	// server's default (one), for callers that fill NATS in code.
+	if o.StreamReplicas < 0 || o.StreamReplicas > MaxStreamReplicas {
+		return fmt.Errorf("--nats-stream-replicas must be between 1 and %d, got %d", MaxStreamReplicas, o.StreamReplicas)
 	}
 	return o.Auth.Validate()
 }

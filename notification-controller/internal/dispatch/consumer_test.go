@@ -59,20 +59,7 @@ func startDispatcher(t *testing.T, auth options.NATSAuth) *Dispatcher {
 		Reader:  c,
 		Log:     testr.New(t),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Error(err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the dispatcher did not stop")
-		}
-	})
+	runDispatcher(t, d)
 	return d
 }
 

@@ -99,6 +99,29 @@ func TestRepeatedNewsIsAlertedOncePerInterval(t *testing.T) {
 	}
 }
 
+// TestAnEventDeliveredAgainIsNotSentTwice: JetStream delivers an event
+// again when its acknowledgement was lost, e.g. with the NATS server that
+// held the consumer. The provider took it the first time, so the
+// dispatcher acknowledges it without sending it again, with rate limiting
+// off too; a new event with the same news is still sent.
+func TestAnEventDeliveredAgainIsNotSentTwice(t *testing.T) {
+	g := NewWithT(t)
+	standIn := &standIn{}
+	srv := httptest.NewServer(standIn)
+	t.Cleanup(srv.Close)
+	d, _ := newTestDispatcher(t, notificationv1.GenericProvider, srv.URL, "--rate-limit-interval=0")
+
+	e := kustomizationEvent(events.SeverityError, kustomizev1.HealthDegradedReason, "Deployment/apps/web is Degraded", "main@sha1:1111111")
+	d.send(t, e)
+	d.send(t, e) // delivered again: the same id
+	g.Expect(standIn.bodies()).To(HaveLen(1), "the provider took it once")
+
+	again := *e
+	again.ID = events.NewID()
+	d.send(t, &again)
+	g.Expect(standIn.bodies()).To(HaveLen(2), "another event with the same news is sent: rate limiting is off")
+}
+
 // testDispatcher runs the dispatcher's routing and delivery (route, the
 // provider queues, deliver, the notifier) without the NATS consumer: each
 // event is handed to route as the consumer would, in a message that
@@ -136,13 +159,14 @@ func (c *testClock) set(d time.Duration) {
 
 // newTestDispatcher returns a dispatcher with the flags' defaults (a 5m
 // rate-limit interval), loopback addresses allowed, one Provider of the
-// given type at address and one Alert on Kustomization apps/app.
-func newTestDispatcher(t *testing.T, typ, address string) (*testDispatcher, *testClock) {
+// given type at address and one Alert on Kustomization apps/app; args are
+// more flags, which win over those.
+func newTestDispatcher(t *testing.T, typ, address string, args ...string) (*testDispatcher, *testClock) {
 	t.Helper()
 	var o config.Notification
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	if err := fs.Parse([]string{"--allow-loopback-provider-addresses", "--rate-limit-interval=5m", "--delivery-retries=0"}); err != nil {
+	if err := fs.Parse(append([]string{"--allow-loopback-provider-addresses", "--rate-limit-interval=5m", "--delivery-retries=0"}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	provider := &notificationv1.Provider{
@@ -213,6 +237,10 @@ func kustomizationEvent(sev events.Severity, reason, message, revision string) *
 
 // standIn is a provider endpoint that keeps what it receives.
 type standIn struct {
+	// took, when set, is called with the number of deliveries received
+	// so far, after each, before the provider answers.
+	took func(n int)
+
 	mu   sync.Mutex
 	body []string
 }
@@ -221,7 +249,11 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.body = append(s.body, string(b))
+	n := len(s.body)
 	s.mu.Unlock()
+	if s.took != nil {
+		s.took(n)
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -68,10 +68,14 @@ type Dispatcher struct {
 	HTTPClient *http.Client
 	Log        logr.Logger
 
-	// now is the rate limiter's clock; time.Now when nil (tests set it).
+	// now is the clock of limiter and delivered; time.Now when nil (tests
+	// set it).
 	now     func() time.Time
-	limiter *rateLimiter
-	configs configCache
+	limiter *recent
+	// delivered remembers the events each alert's provider took, by event
+	// id, for deliveredWindow.
+	delivered *recent
+	configs   configCache
 	// threads remembers each threading Provider's Slack threads across
 	// the notifiers configs caches and rebuilds.
 	threads *notifier.ThreadStore
@@ -162,7 +166,8 @@ func (d *Dispatcher) setup() error {
 	if len(d.FilterSubjects) == 0 {
 		d.FilterSubjects = []string{events.StreamSubjects}
 	}
-	d.limiter = newRateLimiter(d.Options.RateLimitInterval, d.now)
+	d.limiter = newRecent(d.Options.RateLimitInterval, maxRecent, d.now)
+	d.delivered = newRecent(deliveredWindow(d.Options.AckWait), maxRecent, d.now)
 	d.threads = notifier.NewThreadStore()
 	d.inflight = map[jetstream.Msg]struct{}{}
 	return nil
@@ -549,6 +554,15 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 	}
 	key := string(provider.UID) + "/" + events.Fingerprint(&payload)
 	labels := []string{provider.Namespace, provider.Name, provider.Spec.Type}
+	// The same event again, not only the same news: JetStream delivers an
+	// event again when its acknowledgement was lost (a NATS server lost
+	// in between), and the provider took it already. Checked whatever
+	// --rate-limit-interval says, which may be zero.
+	once := alert.Namespace + "/" + alert.Name + "/" + string(provider.UID) + "/" + e.ID
+	if d.delivered.Seen(once) {
+		log.Info("event delivered to this provider already, not sent again: JetStream delivered it again after a lost acknowledgement")
+		return true
+	}
 	if d.limiter.Seen(key) {
 		d.Metrics.delivered("rateLimited", labels...)
 		return true
@@ -564,6 +578,7 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 		if err == nil {
 			d.Metrics.delivered("dispatched", labels...)
 			d.limiter.Mark(key)
+			d.delivered.Mark(once)
 			return true, nil
 		}
 		var skipped *notifier.Skipped
@@ -583,6 +598,13 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 		return false, nil
 	}) == nil
 }
+
+// deliveredWindow is how long the dispatcher remembers that an event was
+// delivered: ten ack waits (ten minutes by default), well past the ack
+// wait after which JetStream delivers again an event whose
+// acknowledgement was lost, even when the acknowledgement was retried for
+// a whole ack wait first (settle).
+func deliveredWindow(ackWait time.Duration) time.Duration { return 10 * ackWait }
 
 // Timeout is how long one delivery attempt through p may take: its
 // spec.timeout, cut to max.

@@ -18,6 +18,16 @@
 //     resumes after the last acknowledged event. (A delivery interrupted by
 //     shutdown while being retried is tried again in full by the next
 //     instance, so a provider that already took it may see it twice.)
+//   - An event delivered again is not sent again: when an acknowledgement
+//     is lost (the NATS server that led the consumer went away before it
+//     had it, or before its cluster peers did), JetStream delivers the
+//     event again. The dispatcher remembers, by Alert, Provider and event
+//     id, what each provider took for ten ack waits (--nats-ack-wait; at
+//     most 100,000 entries, the oldest forgotten first), and acknowledges
+//     such a redelivery without sending it, whatever
+//     --rate-limit-interval says. With JetStream's at-least-once delivery
+//     this makes each event reach a provider once, within that window and
+//     the life of the process (docs/design/nats-cluster.md).
 //   - One Provider cannot delay another: each Provider (namespace/name) has
 //     its own FIFO queue and goroutine, so one that is slow, down or
 //     retrying holds only its own deliveries; routing workers never wait

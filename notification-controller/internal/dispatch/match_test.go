@@ -148,11 +148,10 @@ func TestNoCrossNamespaceSources(t *testing.T) {
 	}
 }
 
-func TestRateLimiter(t *testing.T) {
+func TestRecentRemembersKeysForItsWindowAndAtMostMax(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Unix(1_000_000, 0)
-	r := newRateLimiter(time.Minute, nil)
-	r.now = func() time.Time { return now }
+	r := newRecent(time.Minute, 3, func() time.Time { return now })
 	g.Expect(r.Seen("a")).To(BeFalse())
 	r.Mark("a")
 	g.Expect(r.Seen("a")).To(BeTrue())
@@ -160,7 +159,19 @@ func TestRateLimiter(t *testing.T) {
 	now = now.Add(time.Minute)
 	g.Expect(r.Seen("a")).To(BeFalse(), "the interval has passed")
 
-	off := newRateLimiter(0, nil)
+	for _, k := range []string{"b", "c", "d"} {
+		now = now.Add(time.Second)
+		r.Mark(k)
+	}
+	g.Expect(r.at).NotTo(HaveKey("a"), "forgotten once its window passed")
+	now = now.Add(time.Second)
+	r.Mark("b") // b again: now the newest
+	r.Mark("e")
+	g.Expect(r.Seen("c")).To(BeFalse(), "beyond max, the oldest is forgotten")
+	g.Expect([]bool{r.Seen("b"), r.Seen("d"), r.Seen("e")}).To(Equal([]bool{true, true, true}))
+	g.Expect(len(r.order)).To(BeNumerically("<=", 6))
+
+	off := newRecent(0, 3, nil)
 	off.Mark("a")
 	g.Expect(off.Seen("a")).To(BeFalse(), "interval 0 turns rate limiting off")
 }
