@@ -63,7 +63,7 @@ func main() {
 		logOpts    logger.Options
 	)
 	uiFlags.BindFlags(pflag.CommandLine)
-	natsOpts.BindFlags(pflag.CommandLine)
+	natsOpts.BindReaderFlags(pflag.CommandLine)
 	streamOpts.BindFlags(pflag.CommandLine)
 	logOpts.BindFlags(pflag.CommandLine)
 	// --kubeconfig, as controller-runtime's config loading reads it.

@@ -185,12 +185,31 @@ const DefaultStream = "PLUMB_EVENTS"
 // MaxStreamReplicas is the most copies of a stream JetStream keeps.
 const MaxStreamReplicas = 5
 
-// BindFlags registers the NATS flags on fs.
+// BindFlags registers the NATS flags of a publishing controller on fs.
 func (o *NATS) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "nats-url", "nats://127.0.0.1:4222",
 		"The NATS server that events are published to; empty disables publishing.")
 	fs.StringVar(&o.Stream, "nats-stream", DefaultStream,
 		"The JetStream stream that holds the events.")
+	o.bindStreamFlags(fs)
+	o.Auth.BindFlags(fs)
+}
+
+// BindReaderFlags registers the flags of a program that only reads the
+// stream (the UI): the server, the stream's name and the credentials, not
+// the stream's bounds and replicas or the publish queue, which it does not
+// use.
+func (o *NATS) BindReaderFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.URL, "nats-url", "nats://127.0.0.1:4222",
+		"The NATS server whose event stream is read; empty disables the event feed.")
+	fs.StringVar(&o.Stream, "nats-stream", DefaultStream,
+		"The JetStream stream that holds the events.")
+	o.Auth.BindFlags(fs)
+}
+
+// bindStreamFlags registers the stream's bounds and replicas and the
+// publish queue.
+func (o *NATS) bindStreamFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StreamMaxAge, "nats-stream-max-age", 72*time.Hour,
 		"How long the stream keeps an event.")
 	fs.Int64Var(&o.StreamMaxBytes, "nats-stream-max-bytes", 256<<20,
@@ -199,7 +218,6 @@ func (o *NATS) BindFlags(fs *pflag.FlagSet) {
 		"How many servers of a NATS cluster keep a copy of the stream (1 to 5; 3 survives the loss of one server).")
 	fs.IntVar(&o.QueueSize, "events-queue-size", 1000,
 		"The most events held in memory while NATS is unreachable; the oldest are dropped beyond it.")
-	o.Auth.BindFlags(fs)
 }
 
 // Validate reports option values that cannot work.

@@ -118,3 +118,19 @@ func TestAWatchLabelSelectorNamesTheShardsOwnLeaseAndConsumer(t *testing.T) {
 	o.Concurrent, o.WatchLabelSelector = 1, "sharding.plumb.dev/key in (shard1"
 	g.Expect(o.Validate()).To(MatchError(ContainSubstring(`--watch-label-selector "sharding.plumb.dev/key in (shard1"`)))
 }
+
+// A program that only reads the stream is not offered the flags it would
+// ignore: the stream's bounds and replicas and the publish queue.
+func TestReadersTakeOnlyTheFlagsTheyRead(t *testing.T) {
+	g := NewWithT(t)
+	fs := pflag.NewFlagSet("ui", pflag.ContinueOnError)
+	var o NATS
+	o.BindReaderFlags(fs)
+	g.Expect(fs.Parse([]string{"--nats-url=nats://a:4222", "--nats-stream=EV"})).To(Succeed())
+	g.Expect(o.URL).To(Equal("nats://a:4222"))
+	g.Expect(o.Stream).To(Equal("EV"))
+	for _, f := range []string{"nats-stream-max-age", "nats-stream-max-bytes", "nats-stream-replicas", "events-queue-size"} {
+		g.Expect(fs.Lookup(f)).To(BeNil(), f)
+	}
+	g.Expect(fs.Lookup("nats-creds-file")).NotTo(BeNil())
+}
