@@ -18,9 +18,9 @@ func TestShardedControllersHaveTheirSelectorsPortsAndStorage(t *testing.T) {
 			_ = f.Close()
 		}
 	})
-	main, err := e.newController(SourceController, "")
+	main, err := e.newController(SourceController, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	shard, err := e.newController(SourceController, "shard2")
+	shard, err := e.newController(SourceController, "shard2", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(shard.Name).To(Equal("source-controller-shard2"))
@@ -33,7 +33,7 @@ func TestShardedControllersHaveTheirSelectorsPortsAndStorage(t *testing.T) {
 	g.Expect(shard.LogPath).NotTo(Equal(main.LogPath))
 
 	e.opts.Shards = 0
-	alone, err := e.newController(SourceController, "")
+	alone, err := e.newController(SourceController, "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, a := range alone.Args {
 		g.Expect(a).NotTo(HavePrefix("--watch-label-selector"), "no shards, no selector")
