@@ -105,7 +105,7 @@ func TestAStandbyTakesOverFromAKilledLeader(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())
 		g.Expect(first.Data).To(HaveKeyWithValue("key", "from-git"))
-	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed(), "the foreign edit was not reverted")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(Succeed(), "the foreign edit was not reverted")
 }
 
 // buildControllers builds the four controllers from the tree under test
