@@ -70,8 +70,9 @@ type Options struct {
 	// two processes, "<controller>" and "<controller>-standby" (in each
 	// shard), with leader election on and the short Lease of
 	// LeaderElection, sharing one storage or receiver socket and folder
-	// as a Deployment's replicas share a Service and a volume. Either may
-	// lead; Env.Leader says which does. The other controllers run alone
+	// as a Deployment's replicas share a Service and a volume. The
+	// standby starts once the other leads; after a kill either may lead,
+	// and Env.Leader says which does. The other controllers run alone
 	// with leader election off. Empty, the default: every controller
 	// alone (docs/design/sharding.md, "Taking over").
 	Standbys []string
@@ -410,29 +411,29 @@ func (e *Env) startControllers(ctx context.Context) error {
 	for i := 1; i <= e.opts.Shards; i++ {
 		shards = append(shards, fmt.Sprintf("shard%d", i))
 	}
+	// The standbys start once their leaders lead, so that each name
+	// says what its process is at the start.
 	var started, pairs []string
+	var standbys []*Controller
 	for _, shard := range shards {
 		for _, name := range ControllerNames {
 			c, err := e.newController(name, shard, nil)
 			if err != nil {
 				return err
 			}
-			instances := []*Controller{c}
 			if slices.Contains(e.opts.Standbys, name) {
 				standby, err := e.newController(name, shard, c)
 				if err != nil {
 					return err
 				}
-				instances = append(instances, standby)
+				standbys = append(standbys, standby)
 				pairs = append(pairs, c.Name)
 			}
-			for _, c := range instances {
-				e.Controllers[c.Name] = c
-				started = append(started, c.Name)
-				e.progress("starting %s", c.Name)
-				if err := c.Start(); err != nil {
-					return err
-				}
+			e.Controllers[c.Name] = c
+			started = append(started, c.Name)
+			e.progress("starting %s", c.Name)
+			if err := c.Start(); err != nil {
+				return err
 			}
 		}
 	}
@@ -443,8 +444,21 @@ func (e *Env) startControllers(ctx context.Context) error {
 		}
 	}
 	for _, name := range pairs {
-		e.progress("waiting for %s or its standby to lead", name)
+		e.progress("waiting for %s to lead", name)
 		if _, err := e.WaitLeader(ctx, name); err != nil {
+			return err
+		}
+	}
+	for _, c := range standbys {
+		e.Controllers[c.Name] = c
+		e.progress("starting %s", c.Name)
+		if err := c.Start(); err != nil {
+			return err
+		}
+	}
+	for _, c := range standbys {
+		e.progress("waiting for %s to be ready", c.Name)
+		if err := c.WaitReady(ctx); err != nil {
 			return err
 		}
 	}

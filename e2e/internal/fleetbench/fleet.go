@@ -46,6 +46,28 @@ type fleetFigures struct {
 	driftEdits                  int
 	driftMiss                   int
 	load                        string
+	// shards is how many shards the fleet was labelled over (1: none),
+	// and readyAt when each Kustomization was first Ready, from the
+	// first create: the figures per shard.
+	shards  int
+	readyAt map[string]time.Duration
+}
+
+// shardOf is the shard the i-th Kustomization or GitRepository is
+// labelled with, round-robin over shards ("" when there is one).
+func shardOf(i, shards int) string {
+	if shards <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("shard%d", i%shards+1)
+}
+
+// shardLabels are the labels that put the i-th object in its shard.
+func shardLabels(i, shards int) map[string]string {
+	if shards <= 1 {
+		return nil
+	}
+	return map[string]string{meta.ShardKeyLabel: shardOf(i, shards)}
 }
 
 // ensureNamespaces creates the namespaces and waits until
@@ -91,9 +113,9 @@ func (b *bench) ensureNamespaces(ctx context.Context, names []string) error {
 // createSources creates the shared GitRepositories and waits until each
 // has an artifact: the Kustomizations start from ready-made sources.
 func (b *bench) createSources(ctx context.Context, names []string, interval time.Duration) error {
-	for _, name := range names {
+	for r, name := range names {
 		repo := &sourcev1.GitRepository{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace, Labels: shardLabels(r, b.shards)},
 			Spec: sourcev1.GitRepositorySpec{
 				URL:       b.env.Git.URL(name),
 				Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
@@ -126,7 +148,7 @@ func (b *bench) createSources(ctx context.Context, names []string, interval time
 // newFleetKustomization is the i-th Kustomization of the fleet.
 func (b *bench) newFleetKustomization(i int) *kustomizev1.Kustomization {
 	ks := &kustomizev1.Kustomization{
-		ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: fleetNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: fleetNamespace, Labels: shardLabels(i, b.shards)},
 		Spec: kustomizev1.KustomizationSpec{
 			SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: repoName(i % b.c.repos)},
 			Path:          pathOf(b.c.layout, i),
@@ -270,7 +292,7 @@ func sortedTimes(m map[string]time.Time) []time.Time {
 // fleet created at once until all are Ready, the rest afterwards, and
 // drift.
 func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
-	f := &fleetFigures{n: n}
+	f := &fleetFigures{n: n, shards: b.shards, readyAt: map[string]time.Duration{}}
 	names := []string{fleetNamespace}
 	for i := range n {
 		names = append(names, appName(i))
@@ -280,7 +302,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	say(">> N=%d: seeding %d repositories (%s layout) and waiting for their artifacts", n, b.c.repos, b.c.layout)
-	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos); err != nil {
+	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, 0); err != nil {
 		return nil, err
 	}
 	var repos []string
@@ -345,6 +367,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	f.allReady = readyAt[len(readyAt)-1].Sub(start)
 	f.median = readyAt[(len(readyAt)-1)/2].Sub(start)
 	rw.mu.Lock()
+	for name, at := range rw.readyAt {
+		f.readyAt[name] = at.Sub(start)
+	}
 	if rendered := sortedTimes(rw.renderedAt); len(rendered) > 0 {
 		f.allRendered = rendered[len(rendered)-1].Sub(start)
 		f.medianRendered = rendered[(len(rendered)-1)/2].Sub(start)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/e2e/localenv"
 )
 
@@ -85,9 +86,26 @@ func pathOf(layout string, i int) string {
 	return "./apps/" + appName(i)
 }
 
+// hookName names the PostSync hook of the Kustomizations that have one
+// (-ha): a ConfigMap, healthy once created, so that it runs at once and
+// each creation is one watch event.
+const hookName = "post-sync"
+
+// hasHook says whether the i-th Kustomization has the PostSync hook: one
+// in every hookEvery (0: none).
+func hasHook(i, hookEvery int) bool { return hookEvery > 0 && i%hookEvery == 0 }
+
+// hookObject is the PostSync hook of the app in namespace ns.
+func hookObject(ns string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": hookName, "namespace": ns, "annotations": map[string]any{kustomizev1.HookAnnotation: "PostSync"}},
+		"data":     map[string]any{"ran": "once"}}}
+}
+
 // seedRepos creates the shared repositories and pushes one commit to each:
-// the folders of the Kustomizations that use it, or the shared folder.
-func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos int) error {
+// the folders of the Kustomizations that use it, or the shared folder. In
+// the paths layout, one app in every hookEvery also has a PostSync hook.
+func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos, hookEvery int) error {
 	work, err := os.MkdirTemp(env.StateDir, "fleet-seed-")
 	if err != nil {
 		return err
@@ -102,7 +120,7 @@ func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := seedRepo(ctx, env, work, layout, r, n, repos)
+			err := seedRepo(ctx, env, work, layout, r, n, repos, hookEvery)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -114,7 +132,7 @@ func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos i
 	return first
 }
 
-func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n, repos int) error {
+func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n, repos, hookEvery int) error {
 	name := repoName(r)
 	if err := env.Git.CreateRepo(ctx, name); err != nil {
 		return err
@@ -132,7 +150,11 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 		files["apps/shared/app.yaml"], files["apps/shared/kustomization.yaml"] = m, kustomizationYAML
 	} else {
 		for i := r; i < n; i += repos {
-			m, err := manifests(appObjects(appName(i), ""))
+			objs := appObjects(appName(i), "")
+			if hasHook(i, hookEvery) {
+				objs = append(objs, hookObject(appName(i)))
+			}
+			m, err := manifests(objs)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
+)
+
+// How -ha ends sync-controller's leader.
+const (
+	signalKill = "kill"
+	signalTerm = "term"
+)
+
+// haStandbys are the controllers -ha runs as a leader and a standby.
+var haStandbys = []string{localenv.RenderController, localenv.SyncController}
+
+// leasePoll is how often -ha reads the Lease after the kill: the
+// resolution of the takeover time.
+const leasePoll = 50 * time.Millisecond
+
+// lateWrites is how long after all are Ready the objects are still
+// watched: a second apply lands just after the status that says Ready.
+const lateWrites = 5 * time.Second
+
+// haFigures are the figures of one takeover.
+type haFigures struct {
+	n              int
+	signal         string
+	readyAtKill    int
+	killed, leader string // the killed process; the one that took over
+	transitions    int32  // the Lease's leaseTransitions after the run
+	toLease        time.Duration
+	toResume       time.Duration // until the first Ready after the takeover
+	readyInBetween int           // Ready seen between the kill and the takeover
+	toAll          time.Duration
+	allReady       time.Duration // from the first create
+	kustomizations int           // Ready with the 4 entries in their inventory
+	objects        int           // of the 4·N, present at the end
+	rewritten      []string      // objects written again after their creation
+	rewrittenLate  int           // of which after the kill
+	hooks          int           // hooks expected
+	hooksCreated   int           // creations seen, all hooks together
+	hooksRerun     []string      // hooks created more than once
+	load           string
+}
+
+func runHA(ctx context.Context, c config, res *results) error {
+	for _, n := range c.ns {
+		err := withEnv(ctx, c, envOptions{standbys: haStandbys}, func(b *bench) error {
+			h, err := b.runTakeover(ctx, n)
+			if err != nil {
+				return fmt.Errorf("takeover at N=%d: %w", n, err)
+			}
+			res.ha = append(res.ha, h)
+			return nil
+		})
+		if err != nil {
+			res.load1 = benchfig.LoadAvg()
+			res.print(os.Stdout)
+			return err
+		}
+	}
+	res.load1 = benchfig.LoadAvg()
+	res.print(os.Stdout)
+	return nil
+}
+
+// runTakeover syncs a fleet of n with render- and sync-controller as
+// leader and standby, ends sync-controller's leader once -ha-kill-after
+// of the Kustomizations are Ready, and measures the takeover and what
+// it left: objects written twice, objects or inventory entries lost,
+// hooks run again.
+func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
+	h := &haFigures{n: n, signal: b.c.haSignal}
+	names := []string{fleetNamespace}
+	for i := range n {
+		names = append(names, appName(i))
+	}
+	say(">> N=%d: creating %d namespaces", n, n+1)
+	if err := b.ensureNamespaces(ctx, names); err != nil {
+		return nil, err
+	}
+	hookEvery := b.c.hookEvery
+	if b.c.layout != layoutPaths {
+		hookEvery = 0 // the shared folder would give every app the hook
+	}
+	say(">> N=%d: seeding %d repositories (%s layout, a hook in 1 of %d) and waiting for their artifacts", n, b.c.repos, b.c.layout, hookEvery)
+	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, hookEvery); err != nil {
+		return nil, err
+	}
+	var repos []string
+	for r := range b.c.repos {
+		repos = append(repos, repoName(r))
+	}
+	if err := b.createSources(ctx, repos, b.c.sourceInterval); err != nil {
+		return nil, err
+	}
+	// Watched from before the fleet: every write of the apps' objects.
+	ow, err := b.watchWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ow.stop()
+	rw, err := b.watchReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rw.stop()
+
+	say(">> N=%d: creating %d Kustomizations", n, n)
+	start := time.Now()
+	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
+		return b.fast.Create(ctx, b.newFleetKustomization(i))
+	}); err != nil {
+		return nil, fmt.Errorf("creating the Kustomizations: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
+	defer cancel()
+	at := int(math.Ceil(float64(n) * b.c.haKillAfter))
+	if _, err := rw.waitAll(wctx, at, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) }); err != nil {
+		return nil, err
+	}
+
+	// The leader, by its own word; the Lease names it only by a random id.
+	leader, err := b.env.Leader(ctx, localenv.SyncController)
+	if err != nil || leader == nil {
+		return nil, fmt.Errorf("no leader of sync-controller to kill (%v)", err)
+	}
+	lease, err := b.env.Lease(ctx, localenv.SyncController)
+	if err != nil {
+		return nil, err
+	}
+	holder := ptrValue(lease.Spec.HolderIdentity)
+	rw.mu.Lock()
+	h.readyAtKill = len(rw.readyAt)
+	rw.mu.Unlock()
+	h.killed = leader.Name
+	say(">> N=%d: %d Ready; ending the leader %s (pid %d, %s) with %s", n, h.readyAtKill, leader.Name, leader.Pid(), holder, b.c.haSignal)
+	killed := time.Now()
+	if b.c.haSignal == signalKill {
+		err = leader.Kill()
+	} else {
+		err = leader.Stop(30 * time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	// The takeover: another identity in the Lease.
+	var tookOver time.Time
+	for tookOver.IsZero() {
+		l, err := b.env.Lease(ctx, localenv.SyncController)
+		if err != nil {
+			return nil, err
+		}
+		if id := ptrValue(l.Spec.HolderIdentity); id != "" && id != holder {
+			tookOver = time.Now()
+			h.transitions = ptrValue(l.Spec.LeaseTransitions)
+			break
+		}
+		if time.Since(killed) > 5*time.Minute {
+			return nil, fmt.Errorf("the Lease still names %q 5 minutes after the kill", holder)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(leasePoll):
+		}
+	}
+	h.toLease = tookOver.Sub(killed)
+	if next, err := b.env.WaitLeader(ctx, localenv.SyncController); err == nil {
+		h.leader = next.Name
+	}
+	say("   the Lease changed hands after %s, to %s", benchfig.Round(h.toLease), h.leader)
+
+	readyAt, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) })
+	if err != nil {
+		b.describeNotReady(ctx, rw)
+		return nil, err
+	}
+	h.allReady = readyAt[len(readyAt)-1].Sub(start)
+	h.toAll = readyAt[len(readyAt)-1].Sub(killed)
+	for _, t := range readyAt {
+		switch {
+		case t.After(killed) && t.Before(tookOver):
+			h.readyInBetween++
+		case !t.Before(tookOver) && h.toResume == 0:
+			h.toResume = t.Sub(killed)
+		}
+	}
+	say("   all %d Ready after %s, %s after the kill", n, benchfig.Round(h.allReady), benchfig.Round(h.toAll))
+	time.Sleep(lateWrites)
+	if h.transitions == 0 {
+		if l, err := b.env.Lease(ctx, localenv.SyncController); err == nil {
+			h.transitions = ptrValue(l.Spec.LeaseTransitions)
+		}
+	}
+
+	// Nothing lost: every Kustomization with its four entries, every
+	// object there; nothing done twice: no object written again after its
+	// creation, no hook created twice.
+	var list kustomizev1.KustomizationList
+	if err := b.wc.List(ctx, &list, client.InNamespace(fleetNamespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if fleetReady(&list.Items[i]) {
+			h.kustomizations++
+		}
+	}
+	ow.mu.Lock()
+	defer ow.mu.Unlock()
+	for i := range n {
+		ns := appName(i)
+		for _, o := range appObjects(ns, "") {
+			key := writeKey(o.GetKind(), ns, o.GetName())
+			ws := ow.writes[key]
+			if len(ws) > 0 && ws[len(ws)-1].typ != watch.Deleted {
+				h.objects++
+			}
+			if len(ws) > 1 {
+				again := ws[1:]
+				h.rewritten = append(h.rewritten, fmt.Sprintf("%s: %d more writes, the last by %s", key, len(again), again[len(again)-1].manager))
+				if again[len(again)-1].at.After(killed) {
+					h.rewrittenLate++
+				}
+			}
+		}
+		if hasHook(i, hookEvery) {
+			h.hooks++
+			created := 0
+			for _, w := range ow.writes[writeKey("ConfigMap", ns, hookName)] {
+				if w.typ == watch.Added {
+					created++
+				}
+			}
+			h.hooksCreated += created
+			if created != 1 {
+				h.hooksRerun = append(h.hooksRerun, fmt.Sprintf("ConfigMap/%s/%s created %d times", ns, hookName, created))
+			}
+		}
+	}
+	sort.Strings(h.rewritten)
+	h.load = benchfig.LoadAvg()
+	return h, nil
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// write is one watch event of an app's object.
+type write struct {
+	at      time.Time
+	typ     watch.EventType
+	manager string // the field manager of the newest managedFields entry
+}
+
+func writeKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// writeWatch follows the metadata of the kinds of the apps' objects in
+// every namespace and keeps each write of an app's object: an apply with
+// nothing new is a no-op at the API server and no event, so an object
+// applied once and left alone has one event, its creation.
+type writeWatch struct {
+	mu     sync.Mutex
+	writes map[string][]write
+	stop   context.CancelFunc
+}
+
+// writeKinds are the apps' kinds (appObjects, hookObject).
+var writeKinds = []string{"ConfigMap", "Secret", "Service", "ServiceAccount"}
+
+func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	ww := &writeWatch{writes: map[string][]write{}, stop: cancel}
+	for _, kind := range writeKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind + "List"})
+		if err := b.wc.List(ctx, list, client.Limit(1)); err != nil {
+			cancel()
+			return nil, fmt.Errorf("listing %ss: %w", kind, err)
+		}
+		rv := list.ResourceVersion
+		open := func() (watch.Interface, error) {
+			l := &metav1.PartialObjectMetadataList{}
+			l.SetGroupVersionKind(list.GroupVersionKind())
+			return b.wc.Watch(ctx, l, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		}
+		w, err := open()
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("watching %ss: %w", kind, err)
+		}
+		go func() {
+			for {
+				for ev := range w.ResultChan() {
+					m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+					if !ok {
+						continue
+					}
+					rv = m.ResourceVersion
+					if ev.Type == watch.Bookmark || !strings.HasPrefix(m.Namespace, "app-") {
+						continue
+					}
+					ww.mu.Lock()
+					key := writeKey(kind, m.Namespace, m.Name)
+					ww.writes[key] = append(ww.writes[key], write{at: time.Now(), typ: ev.Type, manager: newestManager(m.ManagedFields)})
+					ww.mu.Unlock()
+				}
+				w.Stop()
+				if ctx.Err() != nil {
+					return
+				}
+				var err error
+				if w, err = open(); err != nil {
+					say("   watching %ss again: %v", kind, err)
+					return
+				}
+			}
+		}()
+	}
+	return ww, nil
+}
+
+// newestManager names the field manager whose managedFields entry is the
+// newest: the writer of the event, give or take a write within the
+// entries' one-second resolution.
+func newestManager(entries []metav1.ManagedFieldsEntry) string {
+	name, newest := "?", time.Time{}
+	for _, e := range entries {
+		if e.Time != nil && !e.Time.Time.Before(newest) {
+			name, newest = e.Manager+" ("+string(e.Operation)+")", e.Time.Time
+		}
+	}
+	return name
+}
+
+// printHA prints the takeover figures, one column per N.
+func (r *results) printHA(out io.Writer) {
+	hs := r.ha
+	fmt.Fprintf(out, "takeover: render- and sync-controller each a leader and a standby (Lease %s, renew %s, retry %s); sync-controller's leader ended with %s once %.0f%% of the Kustomizations were Ready\n",
+		r.c.lease.LeaseDuration, r.c.lease.RenewDeadline, r.c.lease.RetryPeriod, strings.ToUpper("SIG"+r.c.haSignal), 100*r.c.haKillAfter)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	header := []string{"figure"}
+	for _, h := range hs {
+		header = append(header, fmt.Sprintf("N=%d", h.n))
+	}
+	header = append(header, "target")
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	dashes := make([]string, len(header))
+	for i, hd := range header {
+		dashes[i] = strings.Repeat("-", min(len([]rune(hd)), 12))
+	}
+	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	row := func(name, target string, cell func(h *haFigures) string) {
+		cells := []string{name}
+		for _, h := range hs {
+			cells = append(cells, cell(h))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, target), "\t"))
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	row("Ready when the leader was ended", "", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.readyAtKill, h.n) })
+	row("ended / took over", "", func(h *haFigures) string {
+		if h.leader == h.killed {
+			return h.killed + " / the same, restarted"
+		}
+		return h.killed + " / " + h.leader
+	})
+	// A standby tries every RetryPeriod with client-go's jitter (up to
+	// 1.2 × more), and the Lease stays the dead leader's for up to
+	// LeaseDuration after its last renewal.
+	bound := r.c.lease.LeaseDuration + r.c.lease.RetryPeriod*22/10
+	row("kill → another process holds the Lease", fmt.Sprintf("≤ %s (lease + 2.2 × retry)", bound), func(h *haFigures) string { return secs(h.toLease) })
+	row("  Ready seen in between (written before the kill)", "", func(h *haFigures) string { return fmt.Sprint(h.readyInBetween) })
+	row("kill → first Ready after the takeover (resumed)", "", func(h *haFigures) string { return secs(h.toResume) })
+	row("kill → all Ready", "", func(h *haFigures) string { return secs(h.toAll) })
+	row("all Ready (from the first create)", "", func(h *haFigures) string { return secs(h.allReady) })
+	row("Lease transitions", "", func(h *haFigures) string { return fmt.Sprint(h.transitions) })
+	row("Kustomizations Ready with 4 inventory entries", "all", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.kustomizations, h.n) })
+	row("objects present", "all", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.objects, 4*h.n) })
+	row("objects written again after their creation", "none", func(h *haFigures) string {
+		return fmt.Sprintf("%d (%d after the kill)", len(h.rewritten), h.rewrittenLate)
+	})
+	row("hooks created (each must be once)", "one each", func(h *haFigures) string {
+		return fmt.Sprintf("%d for %d hooks, %d more than once", h.hooksCreated, h.hooks, len(h.hooksRerun))
+	})
+	tw.Flush()
+	for _, h := range hs {
+		for i, s := range h.rewritten {
+			if i == 5 {
+				fmt.Fprintf(out, "N=%d: … and %d more written again\n", h.n, len(h.rewritten)-5)
+				break
+			}
+			fmt.Fprintf(out, "N=%d: written again: %s\n", h.n, s)
+		}
+		for _, s := range h.hooksRerun {
+			fmt.Fprintf(out, "N=%d: hook: %s\n", h.n, s)
+		}
+		fmt.Fprintf(out, "N=%d: load average after: %s\n", h.n, h.load)
+	}
+	fmt.Fprintln(out)
+}
