@@ -151,7 +151,7 @@ func (b *bench) newFleetKustomization(i int) *kustomizev1.Kustomization {
 		ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: fleetNamespace, Labels: shardLabels(i, b.shards)},
 		Spec: kustomizev1.KustomizationSpec{
 			SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: repoName(i % b.c.repos)},
-			Path:          pathOf(b.c.layout, i),
+			Path:          pathOf(b.c.layout, i, b.hookEvery),
 			Interval:      metav1.Duration{Duration: b.c.ksInterval},
 			RetryInterval: &metav1.Duration{Duration: time.Minute},
 			Timeout:       &metav1.Duration{Duration: 2 * time.Minute},

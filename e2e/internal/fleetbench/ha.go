@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"sort"
@@ -58,7 +59,11 @@ type haFigures struct {
 	hooks          int           // hooks expected
 	hooksCreated   int           // creations seen, all hooks together
 	hooksRerun     []string      // hooks created more than once
-	load           string
+	// inFlight are the Kustomizations the killed leader had begun (an
+	// object written) and the new one finished (Ready after the kill);
+	// hooksInFlight the hooks among them created before the kill.
+	inFlight, hooksInFlight int
+	load                    string
 }
 
 func runHA(ctx context.Context, c config, res *results) error {
@@ -98,9 +103,7 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 		return nil, err
 	}
 	hookEvery := b.c.hookEvery
-	if b.c.layout != layoutPaths {
-		hookEvery = 0 // the shared folder would give every app the hook
-	}
+	b.hookEvery = hookEvery
 	say(">> N=%d: seeding %d repositories (%s layout, a hook in 1 of %d) and waiting for their artifacts", n, b.c.repos, b.c.layout, hookEvery)
 	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, hookEvery); err != nil {
 		return nil, err
@@ -225,13 +228,21 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 			h.kustomizations++
 		}
 	}
+	rw.mu.Lock()
+	readyOf := maps.Clone(rw.readyAt)
+	rw.mu.Unlock()
 	ow.mu.Lock()
 	defer ow.mu.Unlock()
 	for i := range n {
 		ns := appName(i)
+		finishedByTheNext := readyOf[ns].After(killed)
+		begun := false
 		for _, o := range appObjects(ns, "") {
 			key := writeKey(o.GetKind(), ns, o.GetName())
 			ws := ow.writes[key]
+			if len(ws) > 0 && ws[0].at.Before(killed) {
+				begun = true
+			}
 			if len(ws) > 0 && ws[len(ws)-1].typ != watch.Deleted {
 				h.objects++
 			}
@@ -243,6 +254,9 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 				}
 			}
 		}
+		if begun && finishedByTheNext {
+			h.inFlight++
+		}
 		if hasHook(i, hookEvery) {
 			h.hooks++
 			created := 0
@@ -252,6 +266,9 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 				}
 			}
 			h.hooksCreated += created
+			if hw := ow.writes[writeKey("ConfigMap", ns, hookName)]; finishedByTheNext && len(hw) > 0 && hw[0].at.Before(killed) {
+				h.hooksInFlight++
+			}
 			if created != 1 {
 				h.hooksRerun = append(h.hooksRerun, fmt.Sprintf("ConfigMap/%s/%s created %d times", ns, hookName, created))
 			}
@@ -399,6 +416,9 @@ func (r *results) printHA(out io.Writer) {
 	row("kill → all Ready", "", func(h *haFigures) string { return secs(h.toAll) })
 	row("all Ready (from the first create)", "", func(h *haFigures) string { return secs(h.allReady) })
 	row("Lease transitions", "", func(h *haFigures) string { return fmt.Sprint(h.transitions) })
+	row("Kustomizations begun by the killed leader, finished by the next", "", func(h *haFigures) string {
+		return fmt.Sprintf("%d (%d with a hook created before the kill)", h.inFlight, h.hooksInFlight)
+	})
 	row("Kustomizations Ready with 4 inventory entries", "all", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.kustomizations, h.n) })
 	row("objects present", "all", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.objects, 4*h.n) })
 	row("objects written again after their creation", "none", func(h *haFigures) string {

@@ -88,7 +88,7 @@ func main() {
 	flag.BoolVar(&c.ha, "ha", false, "instead of the fleets: render- and sync-controller as a leader and a standby; sync-controller's leader killed in the middle of the sync")
 	flag.Float64Var(&c.haKillAfter, "ha-kill-after", 1.0/3, "-ha: kill the leader once this fraction of the Kustomizations is Ready (0 < f < 1)")
 	flag.StringVar(&c.haSignal, "ha-signal", "kill", "-ha: how the leader ends: kill (SIGKILL, as a crash; restarted after a second, as a Pod) or term (SIGTERM: it releases the Lease)")
-	flag.IntVar(&c.hookEvery, "ha-hook-every", 10, "-ha: one Kustomization in this many has a PostSync hook (paths layout); 0 gives none")
+	flag.IntVar(&c.hookEvery, "ha-hook-every", 10, "-ha: one Kustomization in this many has a PostSync hook (a ConfigMap); 0 gives none")
 	flag.DurationVar(&c.lease.LeaseDuration, "ha-lease-duration", 4*time.Second, "-ha: --leader-election-lease-duration")
 	flag.DurationVar(&c.lease.RenewDeadline, "ha-renew-deadline", 3*time.Second, "-ha: --leader-election-renew-deadline")
 	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
@@ -145,6 +145,9 @@ type bench struct {
 	lastSingle time.Duration
 	// shards is how many shards the fleet is labelled over (1: none).
 	shards int
+	// hookEvery gives one Kustomization in this many a PostSync hook
+	// (-ha; 0: none).
+	hookEvery int
 }
 
 // positives parses a comma-separated list of numbers from 1 to most.

@@ -78,8 +78,12 @@ const kustomizationYAML = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Ku
 // repoName is the i-th shared repository.
 func repoName(r int) string { return fmt.Sprintf("fleet-%d", r) }
 
-// pathOf is the folder the i-th Kustomization renders.
-func pathOf(layout string, i int) string {
+// pathOf is the folder the i-th Kustomization renders; in the
+// substituted layout, the apps with a hook share a folder of their own.
+func pathOf(layout string, i, hookEvery int) string {
+	if layout == layoutSubstitute && hasHook(i, hookEvery) {
+		return "./apps/shared-hook"
+	}
 	if layout == layoutSubstitute {
 		return "./apps/shared"
 	}
@@ -103,8 +107,8 @@ func hookObject(ns string) *unstructured.Unstructured {
 }
 
 // seedRepos creates the shared repositories and pushes one commit to each:
-// the folders of the Kustomizations that use it, or the shared folder. In
-// the paths layout, one app in every hookEvery also has a PostSync hook.
+// the folders of the Kustomizations that use it, or the shared folder.
+// One app in every hookEvery also has a PostSync hook (0: none).
 func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos, hookEvery int) error {
 	work, err := os.MkdirTemp(env.StateDir, "fleet-seed-")
 	if err != nil {
@@ -148,6 +152,13 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 			return err
 		}
 		files["apps/shared/app.yaml"], files["apps/shared/kustomization.yaml"] = m, kustomizationYAML
+		if hookEvery > 0 {
+			m, err := manifests(append(appObjects("${app}", ""), hookObject("${app}")))
+			if err != nil {
+				return err
+			}
+			files["apps/shared-hook/app.yaml"], files["apps/shared-hook/kustomization.yaml"] = m, kustomizationYAML
+		}
 	} else {
 		for i := r; i < n; i += repos {
 			objs := appObjects(appName(i), "")
@@ -158,7 +169,7 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 			if err != nil {
 				return err
 			}
-			dir := strings.TrimPrefix(pathOf(layout, i), "./")
+			dir := strings.TrimPrefix(pathOf(layout, i, hookEvery), "./")
 			files[dir+"/app.yaml"], files[dir+"/kustomization.yaml"] = m, kustomizationYAML
 		}
 	}
