@@ -42,23 +42,26 @@ const lateWrites = 5 * time.Second
 
 // haFigures are the figures of one takeover.
 type haFigures struct {
-	n              int
-	signal         string
-	readyAtKill    int
-	killed, leader string // the killed process; the one that took over
-	transitions    int32  // the Lease's leaseTransitions after the run
-	toLease        time.Duration
-	toResume       time.Duration // until the first Ready after the takeover
-	readyInBetween int           // Ready seen between the kill and the takeover
-	toAll          time.Duration
-	allReady       time.Duration // from the first create
-	kustomizations int           // Ready with the 4 entries in their inventory
-	objects        int           // of the 4·N, present at the end
-	rewritten      []string      // objects written again after their creation
-	rewrittenLate  int           // of which after the kill
-	hooks          int           // hooks expected
-	hooksCreated   int           // creations seen, all hooks together
-	hooksRerun     []string      // hooks created more than once
+	n            int
+	signal       string
+	readyAtKill  int
+	killedInHook string // the app whose hook had just been created at the kill
+	// hookReadyBeforeKill is when that app was Ready, if before the kill.
+	hookReadyBeforeKill time.Time
+	killed, leader      string // the killed process; the one that took over
+	transitions         int32  // the Lease's leaseTransitions after the run
+	toLease             time.Duration
+	toResume            time.Duration // until the first Ready after the takeover
+	readyInBetween      int           // Ready seen between the kill and the takeover
+	toAll               time.Duration
+	allReady            time.Duration // from the first create
+	kustomizations      int           // Ready with the 4 entries in their inventory
+	objects             int           // of the 4·N, present at the end
+	rewritten           []string      // objects written again after their creation
+	rewrittenLate       int           // of which after the kill
+	hooks               int           // hooks expected
+	hooksCreated        int           // creations seen, all hooks together
+	hooksRerun          []string      // hooks created more than once
 	// inFlight are the Kustomizations the killed leader had begun (an
 	// object written) and the new one finished (Ready after the kill);
 	// hooksInFlight the hooks among them created before the kill.
@@ -141,6 +144,22 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 		return nil, err
 	}
 
+	// The kill comes right after a hook's creation, when there are
+	// hooks: that Kustomization's sync is in its PostSync phase, the
+	// case where a takeover could run a hook twice.
+	if hookEvery > 0 {
+		select {
+		case <-ow.hookCreated: // an old one, perhaps
+		default:
+		}
+		select {
+		case h.killedInHook = <-ow.hookCreated:
+		case <-time.After(30 * time.Second):
+			say("   no hook created in 30s: killing without one")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	// The leader, by its own word; the Lease names it only by a random id.
 	leader, err := b.env.Leader(ctx, localenv.SyncController)
 	if err != nil || leader == nil {
@@ -231,6 +250,9 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 	rw.mu.Lock()
 	readyOf := maps.Clone(rw.readyAt)
 	rw.mu.Unlock()
+	if t := readyOf[h.killedInHook]; h.killedInHook != "" && t.Before(killed) {
+		h.hookReadyBeforeKill = t
+	}
 	ow.mu.Lock()
 	defer ow.mu.Unlock()
 	for i := range n {
@@ -260,17 +282,17 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 		if hasHook(i, hookEvery) {
 			h.hooks++
 			created := 0
-			for _, w := range ow.writes[writeKey("ConfigMap", ns, hookName)] {
+			for _, w := range ow.writes[writeKey(hookKind, ns, hookName)] {
 				if w.typ == watch.Added {
 					created++
 				}
 			}
 			h.hooksCreated += created
-			if hw := ow.writes[writeKey("ConfigMap", ns, hookName)]; finishedByTheNext && len(hw) > 0 && hw[0].at.Before(killed) {
+			if hw := ow.writes[writeKey(hookKind, ns, hookName)]; finishedByTheNext && len(hw) > 0 && hw[0].at.Before(killed) {
 				h.hooksInFlight++
 			}
 			if created != 1 {
-				h.hooksRerun = append(h.hooksRerun, fmt.Sprintf("ConfigMap/%s/%s created %d times", ns, hookName, created))
+				h.hooksRerun = append(h.hooksRerun, fmt.Sprintf("%s/%s/%s created %d times", hookKind, ns, hookName, created))
 			}
 		}
 	}
@@ -303,18 +325,25 @@ func writeKey(kind, ns, name string) string { return kind + "/" + ns + "/" + nam
 type writeWatch struct {
 	mu     sync.Mutex
 	writes map[string][]write
-	stop   context.CancelFunc
+	// hookCreated receives the namespace of each hook created, when
+	// there is room: the moment a sync is in its last phase.
+	hookCreated chan string
+	stop        context.CancelFunc
 }
 
 // writeKinds are the apps' kinds (appObjects, hookObject).
-var writeKinds = []string{"ConfigMap", "Secret", "Service", "ServiceAccount"}
+var writeKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "ServiceAccount"}, {Group: "batch", Version: "v1", Kind: hookKind},
+}
 
 func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	ww := &writeWatch{writes: map[string][]write{}, stop: cancel}
-	for _, kind := range writeKinds {
+	ww := &writeWatch{writes: map[string][]write{}, hookCreated: make(chan string, 1), stop: cancel}
+	for _, gvk := range writeKinds {
+		kind := gvk.Kind
 		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind + "List"})
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(kind + "List"))
 		if err := b.wc.List(ctx, list, client.Limit(1)); err != nil {
 			cancel()
 			return nil, fmt.Errorf("listing %ss: %w", kind, err)
@@ -345,6 +374,12 @@ func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
 					key := writeKey(kind, m.Namespace, m.Name)
 					ww.writes[key] = append(ww.writes[key], write{at: time.Now(), typ: ev.Type, manager: newestManager(m.ManagedFields)})
 					ww.mu.Unlock()
+					if kind == hookKind && m.Name == hookName && ev.Type == watch.Added {
+						select {
+						case ww.hookCreated <- m.Namespace:
+						default:
+						}
+					}
 				}
 				w.Stop()
 				if ctx.Err() != nil {
@@ -400,6 +435,16 @@ func (r *results) printHA(out io.Writer) {
 	}
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	row("Ready when the leader was ended", "", func(h *haFigures) string { return fmt.Sprintf("%d of %d", h.readyAtKill, h.n) })
+	row("killed right after the hook of", "", func(h *haFigures) string {
+		if h.killedInHook == "" {
+			return "—"
+		}
+		ready := "not yet Ready then"
+		if !h.hookReadyBeforeKill.IsZero() {
+			ready = "Ready already"
+		}
+		return h.killedInHook + " (" + ready + ")"
+	})
 	row("ended / took over", "", func(h *haFigures) string {
 		if h.leader == h.killed {
 			return h.killed + " / the same, restarted"

@@ -90,10 +90,15 @@ func pathOf(layout string, i, hookEvery int) string {
 	return "./apps/" + appName(i)
 }
 
-// hookName names the PostSync hook of the Kustomizations that have one
-// (-ha): a ConfigMap, healthy once created, so that it runs at once and
-// each creation is one watch event.
-const hookName = "post-sync"
+// The PostSync hook of the Kustomizations that have one (-ha): a Job
+// whose Pod runs for hookSeconds (localenv's pod simulator stands in for
+// a kubelet), so a sync spends that long in its PostSync phase: long
+// enough to be killed in.
+const (
+	hookName    = "post-sync"
+	hookKind    = "Job"
+	hookSeconds = "2"
+)
 
 // hasHook says whether the i-th Kustomization has the PostSync hook: one
 // in every hookEvery (0: none).
@@ -101,9 +106,12 @@ func hasHook(i, hookEvery int) bool { return hookEvery > 0 && i%hookEvery == 0 }
 
 // hookObject is the PostSync hook of the app in namespace ns.
 func hookObject(ns string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": hookKind,
 		"metadata": map[string]any{"name": hookName, "namespace": ns, "annotations": map[string]any{kustomizev1.HookAnnotation: "PostSync"}},
-		"data":     map[string]any{"ran": "once"}}}
+		"spec": map[string]any{"backoffLimit": int64(0), "template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{localenv.RunSecondsAnnotation: hookSeconds}},
+			"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{
+				"name": "check", "image": "busybox:1.36", "command": []any{"sh", "-c", "sleep " + hookSeconds}}}}}}}}
 }
 
 // seedRepos creates the shared repositories and pushes one commit to each:
