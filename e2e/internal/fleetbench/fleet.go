@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -194,62 +195,73 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		cancel()
 		return nil, err
 	}
-	rv := list.ResourceVersion
-	open := func() (watch.Interface, error) {
+	open := func(rv string) (watch.Interface, error) {
 		return b.wc.Watch(ctx, &kustomizev1.KustomizationList{}, client.InNamespace(fleetNamespace),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open()
+	w, err := open(list.ResourceVersion)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	go func() {
-		for {
-			for ev := range w.ResultChan() {
-				at := time.Now()
-				if ev.Type == watch.Error {
-					continue
-				}
-				k, ok := ev.Object.(*kustomizev1.Kustomization)
-				if !ok {
-					continue
-				}
-				rv = k.ResourceVersion
-				if ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
-					continue
-				}
-				rw.mu.Lock()
-				if _, seen := rw.renderedAt[k.Name]; !seen && k.Status.RenderedArtifact != nil {
-					rw.renderedAt[k.Name] = at
-				}
-				_, seen := rw.readyAt[k.Name]
-				ready := !seen && fleetReady(k)
-				if ready {
-					rw.readyAt[k.Name] = at
-				}
-				rw.mu.Unlock()
-				if !ready {
-					continue
-				}
-				select {
-				case rw.changed <- struct{}{}:
-				default:
-				}
-			}
-			w.Stop()
-			if ctx.Err() != nil {
+		err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+			at := time.Now()
+			k, ok := ev.Object.(*kustomizev1.Kustomization)
+			if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
 				return
 			}
-			if w, err = open(); err != nil {
-				rw.mu.Lock()
-				rw.err = err
-				rw.mu.Unlock()
+			rw.mu.Lock()
+			if _, seen := rw.renderedAt[k.Name]; !seen && k.Status.RenderedArtifact != nil {
+				rw.renderedAt[k.Name] = at
+			}
+			_, seen := rw.readyAt[k.Name]
+			ready := !seen && fleetReady(k)
+			if ready {
+				rw.readyAt[k.Name] = at
+			}
+			rw.mu.Unlock()
+			if !ready {
 				return
 			}
+			select {
+			case rw.changed <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			rw.mu.Lock()
+			rw.err = err
+			rw.mu.Unlock()
 		}
 	}()
 	return rw, nil
+}
+
+// follow hands each event of the watch w, opened at resourceVersion
+// rv, to handle until ctx ends; when the server ends the watch, it opens
+// it again from the last resourceVersion seen (bookmarks included). It
+// returns the error of an open that failed, nil once ctx ended.
+func follow(ctx context.Context, rv string, w watch.Interface, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
+	for {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				continue
+			}
+			if m, err := apimeta.Accessor(ev.Object); err == nil {
+				rv = m.GetResourceVersion()
+			}
+			handle(ev)
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		var err error
+		if w, err = open(rv); err != nil {
+			return err
+		}
+	}
 }
 
 // waitAll waits until n Kustomizations were seen Ready and returns their

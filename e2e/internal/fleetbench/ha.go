@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -80,14 +79,10 @@ func runHA(ctx context.Context, c config, res *results) error {
 			return nil
 		})
 		if err != nil {
-			res.load1 = benchfig.LoadAvg()
-			res.print(os.Stdout)
-			return err
+			return res.finish(err)
 		}
 	}
-	res.load1 = benchfig.LoadAvg()
-	res.print(os.Stdout)
-	return nil
+	return res.finish(nil)
 }
 
 // runTakeover syncs a fleet of n with render- and sync-controller as
@@ -348,48 +343,35 @@ func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
 			cancel()
 			return nil, fmt.Errorf("listing %ss: %w", kind, err)
 		}
-		rv := list.ResourceVersion
-		open := func() (watch.Interface, error) {
+		open := func(rv string) (watch.Interface, error) {
 			l := &metav1.PartialObjectMetadataList{}
 			l.SetGroupVersionKind(list.GroupVersionKind())
 			return b.wc.Watch(ctx, l, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		}
-		w, err := open()
+		w, err := open(list.ResourceVersion)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("watching %ss: %w", kind, err)
 		}
 		go func() {
-			for {
-				for ev := range w.ResultChan() {
-					m, ok := ev.Object.(*metav1.PartialObjectMetadata)
-					if !ok {
-						continue
-					}
-					rv = m.ResourceVersion
-					if ev.Type == watch.Bookmark || !strings.HasPrefix(m.Namespace, "app-") {
-						continue
-					}
-					ww.mu.Lock()
-					key := writeKey(kind, m.Namespace, m.Name)
-					ww.writes[key] = append(ww.writes[key], write{at: time.Now(), typ: ev.Type, manager: newestManager(m.ManagedFields)})
-					ww.mu.Unlock()
-					if kind == hookKind && m.Name == hookName && ev.Type == watch.Added {
-						select {
-						case ww.hookCreated <- m.Namespace:
-						default:
-						}
-					}
-				}
-				w.Stop()
-				if ctx.Err() != nil {
+			err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+				m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+				if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(m.Namespace, "app-") {
 					return
 				}
-				var err error
-				if w, err = open(); err != nil {
-					say("   watching %ss again: %v", kind, err)
-					return
+				ww.mu.Lock()
+				key := writeKey(kind, m.Namespace, m.Name)
+				ww.writes[key] = append(ww.writes[key], write{at: time.Now(), typ: ev.Type, manager: newestManager(m.ManagedFields)})
+				ww.mu.Unlock()
+				if kind == hookKind && m.Name == hookName && ev.Type == watch.Added {
+					select {
+					case ww.hookCreated <- m.Namespace:
+					default:
+					}
 				}
+			})
+			if err != nil {
+				say("   watching %ss again: %v", kind, err)
 			}
 		}()
 	}
@@ -420,12 +402,7 @@ func (r *results) printHA(out io.Writer) {
 		header = append(header, fmt.Sprintf("N=%d", h.n))
 	}
 	header = append(header, "target")
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	dashes := make([]string, len(header))
-	for i, hd := range header {
-		dashes[i] = strings.Repeat("-", min(len([]rune(hd)), 12))
-	}
-	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	writeHeader(tw, header)
 	row := func(name, target string, cell func(h *haFigures) string) {
 		cells := []string{name}
 		for _, h := range hs {

@@ -207,14 +207,10 @@ func run(c config) error {
 			}
 		}
 		if err != nil {
-			res.load1 = benchfig.LoadAvg()
-			res.print(os.Stdout)
-			return err
+			return res.finish(err)
 		}
 	}
-	res.load1 = benchfig.LoadAvg()
-	res.print(os.Stdout)
-	return nil
+	return res.finish(nil)
 }
 
 // envOptions say how one environment differs from the others.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,24 @@ type row struct {
 	format func(float64) string
 	target string
 	ok     func(f *fleetFigures, v float64) (bool, bool) // (meets, applies)
+}
+
+// finish prints what was measured, also when err ended the run early,
+// and returns err.
+func (r *results) finish(err error) error {
+	r.load1 = benchfig.LoadAvg()
+	r.print(os.Stdout)
+	return err
+}
+
+// writeHeader writes a table's header and a line of dashes under it.
+func writeHeader(tw io.Writer, header []string) {
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	dashes := make([]string, len(header))
+	for i, h := range header {
+		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
+	}
+	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
 }
 
 func (r *results) print(out io.Writer) {
@@ -153,12 +172,7 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 		header = append(header, fmt.Sprintf("N=%d", f.n))
 	}
 	header = append(header, "growth"+nGrowth(fs), "target", "verdict")
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	dashes := make([]string, len(header))
-	for i, h := range header {
-		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
-	}
-	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	writeHeader(tw, header)
 	for _, rw := range rows {
 		cells := []string{rw.name}
 		for _, v := range rw.values {

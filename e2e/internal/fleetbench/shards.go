@@ -178,12 +178,7 @@ func (r *results) printShards(out io.Writer) {
 	for _, f := range fs {
 		header = append(header, fmt.Sprintf("N=%d, %d shard%s", f.n, f.shards, plural(f.shards)))
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	dashes := make([]string, len(header))
-	for i, h := range header {
-		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
-	}
-	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	writeHeader(tw, header)
 	for _, l := range lines {
 		cells := []string{l.name}
 		for _, f := range fs {
