@@ -300,28 +300,50 @@ func sortedTimes(m map[string]time.Time) []time.Time {
 	return out
 }
 
-// runFleet measures one N in a fresh environment: the bare loop, then the
-// fleet created at once until all are Ready, the rest afterwards, and
-// drift.
-func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
-	f := &fleetFigures{n: n, shards: b.shards, readyAt: map[string]time.Duration{}}
+// prepare makes what the fleet of n needs before the clock starts: the
+// namespaces, the repositories (with b.hookEvery's hooks) and the
+// GitRepositories, each with its artifact.
+func (b *bench) prepare(ctx context.Context, n int) error {
 	names := []string{fleetNamespace}
 	for i := range n {
 		names = append(names, appName(i))
 	}
 	say(">> N=%d: creating %d namespaces", n, n+1)
 	if err := b.ensureNamespaces(ctx, names); err != nil {
-		return nil, err
+		return err
 	}
-	say(">> N=%d: seeding %d repositories (%s layout) and waiting for their artifacts", n, b.c.repos, b.c.layout)
-	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, 0); err != nil {
-		return nil, err
+	hooks := ""
+	if b.hookEvery > 0 {
+		hooks = fmt.Sprintf(", a hook in 1 of %d Kustomizations", b.hookEvery)
+	}
+	say(">> N=%d: seeding %d repositories (%s layout%s) and waiting for their artifacts", n, b.c.repos, b.c.layout, hooks)
+	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, b.hookEvery); err != nil {
+		return err
 	}
 	var repos []string
 	for r := range b.c.repos {
 		repos = append(repos, repoName(r))
 	}
-	if err := b.createSources(ctx, repos, b.c.sourceInterval); err != nil {
+	return b.createSources(ctx, repos, b.c.sourceInterval)
+}
+
+// createFleet creates the n Kustomizations, -create-workers at a time.
+func (b *bench) createFleet(ctx context.Context, n int) error {
+	say(">> N=%d: creating %d Kustomizations", n, n)
+	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
+		return b.fast.Create(ctx, b.newFleetKustomization(i))
+	}); err != nil {
+		return fmt.Errorf("creating the Kustomizations: %w", err)
+	}
+	return nil
+}
+
+// runFleet measures one N in a fresh environment: the bare loop, then the
+// fleet created at once until all are Ready, the rest afterwards, and
+// drift.
+func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
+	f := &fleetFigures{n: n, shards: b.shards, readyAt: map[string]time.Duration{}}
+	if err := b.prepare(ctx, n); err != nil {
 		return nil, err
 	}
 
@@ -361,12 +383,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	stopProfiles := b.startProfiles(ctx, n)
-	say(">> N=%d: creating %d Kustomizations", n, n)
 	start = time.Now()
-	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
-		return b.fast.Create(ctx, b.newFleetKustomization(i))
-	}); err != nil {
-		return nil, fmt.Errorf("creating the Kustomizations: %w", err)
+	if err := b.createFleet(ctx, n); err != nil {
+		return nil, err
 	}
 	say("   created in %s", benchfig.Round(time.Since(start)))
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)

@@ -92,25 +92,8 @@ func runHA(ctx context.Context, c config, res *results) error {
 // hooks run again.
 func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 	h := &haFigures{n: n, signal: b.c.haSignal}
-	names := []string{fleetNamespace}
-	for i := range n {
-		names = append(names, appName(i))
-	}
-	say(">> N=%d: creating %d namespaces", n, n+1)
-	if err := b.ensureNamespaces(ctx, names); err != nil {
-		return nil, err
-	}
-	hookEvery := b.c.hookEvery
-	b.hookEvery = hookEvery
-	say(">> N=%d: seeding %d repositories (%s layout, a hook in 1 of %d) and waiting for their artifacts", n, b.c.repos, b.c.layout, hookEvery)
-	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, hookEvery); err != nil {
-		return nil, err
-	}
-	var repos []string
-	for r := range b.c.repos {
-		repos = append(repos, repoName(r))
-	}
-	if err := b.createSources(ctx, repos, b.c.sourceInterval); err != nil {
+	b.hookEvery = b.c.hookEvery
+	if err := b.prepare(ctx, n); err != nil {
 		return nil, err
 	}
 	// Watched from before the fleet: every write of the apps' objects.
@@ -125,12 +108,9 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 	}
 	defer rw.stop()
 
-	say(">> N=%d: creating %d Kustomizations", n, n)
 	start := time.Now()
-	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
-		return b.fast.Create(ctx, b.newFleetKustomization(i))
-	}); err != nil {
-		return nil, fmt.Errorf("creating the Kustomizations: %w", err)
+	if err := b.createFleet(ctx, n); err != nil {
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
 	defer cancel()
@@ -142,7 +122,7 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 	// The kill comes right after a hook's creation, when there are
 	// hooks: that Kustomization's sync is in its PostSync phase, the
 	// case where a takeover could run a hook twice.
-	if hookEvery > 0 {
+	if b.hookEvery > 0 {
 		select {
 		case <-ow.hookCreated: // an old one, perhaps
 		default:
@@ -274,7 +254,7 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 		if begun && finishedByTheNext {
 			h.inFlight++
 		}
-		if hasHook(i, hookEvery) {
+		if hasHook(i, b.hookEvery) {
 			h.hooks++
 			created := 0
 			for _, w := range ow.writes[writeKey(hookKind, ns, hookName)] {
