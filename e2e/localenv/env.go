@@ -310,7 +310,7 @@ func (o *Options) defaults() error {
 	}
 	for _, name := range o.Standbys {
 		if !slices.Contains(ControllerNames, name) {
-			return fmt.Errorf("Standbys: %q is not one of %s", name, strings.Join(ControllerNames, ", "))
+			return fmt.Errorf("a standby of %q: not a controller (%s)", name, strings.Join(ControllerNames, ", "))
 		}
 	}
 	le := &o.LeaderElection
@@ -324,7 +324,7 @@ func (o *Options) defaults() error {
 		le.RetryPeriod = time.Second
 	}
 	if le.RetryPeriod >= le.RenewDeadline || le.RenewDeadline >= le.LeaseDuration {
-		return fmt.Errorf("LeaderElection: want RetryPeriod < RenewDeadline < LeaseDuration, got %s, %s, %s", le.RetryPeriod, le.RenewDeadline, le.LeaseDuration)
+		return fmt.Errorf("leader election: want retry period < renew deadline < lease duration, got %s, %s, %s", le.RetryPeriod, le.RenewDeadline, le.LeaseDuration)
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 10 * time.Minute

@@ -81,3 +81,12 @@ func TestAStandbySharesItsLeadersStorageAndElectsOnTheSameLease(t *testing.T) {
 	g.Expect(alone.Elects).To(BeFalse())
 	g.Expect(alone.Args).To(ContainElement("--enable-leader-election=false"))
 }
+
+// Options that cannot work are refused before anything starts.
+func TestStandbyOptionsAreChecked(t *testing.T) {
+	g := NewWithT(t)
+	o := Options{Root: t.TempDir(), Standbys: []string{"kube-controller-manager"}}
+	g.Expect(o.defaults()).To(MatchError(ContainSubstring(`a standby of "kube-controller-manager": not a controller`)))
+	o = Options{Root: t.TempDir(), Standbys: []string{SyncController}, LeaderElection: LeaderElection{LeaseDuration: 2 * time.Second, RenewDeadline: 3 * time.Second}}
+	g.Expect(o.defaults()).To(MatchError(ContainSubstring("want retry period < renew deadline < lease duration, got 1s, 3s, 2s")))
+}
