@@ -55,12 +55,28 @@
 // the waits for kube-controller-manager, the pod simulator and the
 // Receiver's webhook path last as long as the start may.
 //
+// # Shards, leaders and standbys
+//
+// Options.Shards starts shards of the four controllers beside the main
+// instance, each with its --watch-label-selector (docs/design/sharding.md).
+// Every controller runs alone with leader election off, unless
+// Options.Standbys names it: then it runs as two processes,
+// "<controller>" and "<controller>-standby", with leader election on, a
+// short Lease (Options.LeaderElection, default 4s / 3s / 1s) in the
+// namespace LeaseNamespace, and one storage or receiver socket and folder
+// between them, as two replicas of a Deployment share a Service and a
+// volume: only the leader serves it. The standby starts once the first
+// leads. Env.Leader says which process leads, from the process's own
+// leader_election_master_status metric (the Lease's holderIdentity is a
+// host name and a random suffix, which names no process); Env.Lease reads
+// the Lease.
+//
 // # Layout of the state folder
 //
 //	kubeconfig                 admin kubeconfig (system:masters) for kubectl and the controllers
 //	apiserver/                 kube-apiserver certificates and the service-account signing key
 //	logs/<process>.log         each process's output
-//	<controller>/data          source- and render-controller artifact storage
+//	<controller>/data          source- and render-controller artifact storage (a standby shares its leader's)
 //	nats/                      JetStream store
 //	git/                       the Git server's bare repositories
 //

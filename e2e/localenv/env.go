@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/listen"
+	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/testhelm"
 )
 
@@ -64,11 +66,39 @@ type Options struct {
 	// !sharding.plumb.dev/key. 0, the default, starts no shards and
 	// passes no selector.
 	Shards int
+	// Standbys names the controllers that run as a leader and a standby:
+	// two processes, "<controller>" and "<controller>-standby" (in each
+	// shard), with leader election on and the short Lease of
+	// LeaderElection, sharing one storage or receiver socket and folder
+	// as a Deployment's replicas share a Service and a volume. The
+	// standby starts once the other leads; after a kill either may lead,
+	// and Env.Leader says which does. The other controllers run alone
+	// with leader election off. Empty, the default: every controller
+	// alone (docs/design/sharding.md, "Taking over").
+	Standbys []string
+	// LeaderElection are the Lease's timings for the controllers of
+	// Standbys; default 4s, 3s and 1s.
+	LeaderElection LeaderElection
 	// StartTimeout bounds Start (and a caller's ctx may end it sooner);
 	// default 10 minutes. Start waits for slow steps, saying what it
 	// waits for, rather than fail after a short fixed time.
 	StartTimeout time.Duration
 }
+
+// LeaderElection are the timings of a Lease (pkg/options' flags of the
+// same names): a standby takes over at most LeaseDuration after the
+// leader's last renewal, and tries every RetryPeriod; a leader that
+// cannot renew within RenewDeadline gives the Lease up and exits.
+type LeaderElection struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// LeaseNamespace holds the Leases of the controllers of Options.Standbys
+// (their RUNTIME_NAMESPACE).
+const LeaseNamespace = "default"
+
+// StandbySuffix ends the name of a controller's standby process.
+const StandbySuffix = "-standby"
 
 // Controller is one of the four controllers, running as a supervised
 // process: started again with backoff when it exits. Its ports are bound
@@ -80,7 +110,16 @@ type Controller struct {
 	HealthAddr   string
 	StorageAddr  string // source- and render-controller
 	ReceiverAddr string // notification-controller
+	// Elects is set for the processes of Options.Standbys: leader
+	// election on, so the process may be the leader or wait as a standby.
+	Elects bool
+	// Lease names the Lease it elects on (in LeaseNamespace) when it
+	// Elects: the shard's own, as pkg/app names it.
+	Lease string
 
+	// served is the listening socket of the storage or receiver server,
+	// which a standby shares with its leader.
+	served   *os.File
 	progress func(format string, args ...any)
 }
 
@@ -96,8 +135,16 @@ const progressEvery = 15 * time.Second
 // as ctx allows, saying every 15 seconds what /readyz still reports. It
 // fails early when the controller exited StartAttempts times meanwhile,
 // with the end of its log.
+//
+// A controller that Elects is waited for on /healthz instead: a standby
+// of source- or render-controller is not ready (its artifact server runs
+// on the leader only), and WaitLeader says when one of them leads.
 func (c *Controller) WaitReady(ctx context.Context) error {
-	url := "http://" + c.HealthAddr + "/readyz?verbose"
+	probe := "/readyz"
+	if c.Elects {
+		probe = "/healthz"
+	}
+	url := "http://" + c.HealthAddr + probe + "?verbose"
 	client := &http.Client{Timeout: 2 * time.Second}
 	_, first, _ := c.Status()
 	began, said := time.Now(), time.Now()
@@ -261,6 +308,24 @@ func (o *Options) defaults() error {
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
 	}
+	for _, name := range o.Standbys {
+		if !slices.Contains(ControllerNames, name) {
+			return fmt.Errorf("a standby of %q: not a controller (%s)", name, strings.Join(ControllerNames, ", "))
+		}
+	}
+	le := &o.LeaderElection
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = 4 * time.Second
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = 3 * time.Second
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = time.Second
+	}
+	if le.RetryPeriod >= le.RenewDeadline || le.RenewDeadline >= le.LeaseDuration {
+		return fmt.Errorf("leader election: want retry period < renew deadline < lease duration, got %s, %s, %s", le.RetryPeriod, le.RenewDeadline, le.LeaseDuration)
+	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 10 * time.Minute
 	}
@@ -346,12 +411,23 @@ func (e *Env) startControllers(ctx context.Context) error {
 	for i := 1; i <= e.opts.Shards; i++ {
 		shards = append(shards, fmt.Sprintf("shard%d", i))
 	}
-	var started []string
+	// The standbys start once their leaders lead, so that each name
+	// says what its process is at the start.
+	var started, pairs []string
+	var standbys []*Controller
 	for _, shard := range shards {
 		for _, name := range ControllerNames {
-			c, err := e.newController(name, shard)
+			c, err := e.newController(name, shard, nil)
 			if err != nil {
 				return err
+			}
+			if slices.Contains(e.opts.Standbys, name) {
+				standby, err := e.newController(name, shard, c)
+				if err != nil {
+					return err
+				}
+				standbys = append(standbys, standby)
+				pairs = append(pairs, c.Name)
 			}
 			e.Controllers[c.Name] = c
 			started = append(started, c.Name)
@@ -367,6 +443,25 @@ func (e *Env) startControllers(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, name := range pairs {
+		e.progress("waiting for %s to lead", name)
+		if _, err := e.WaitLeader(ctx, name); err != nil {
+			return err
+		}
+	}
+	for _, c := range standbys {
+		e.Controllers[c.Name] = c
+		e.progress("starting %s", c.Name)
+		if err := c.Start(); err != nil {
+			return err
+		}
+	}
+	for _, c := range standbys {
+		e.progress("waiting for %s to be ready", c.Name)
+		if err := c.WaitReady(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -379,8 +474,14 @@ func ShardName(controller, shard string) string {
 	return controller + "-" + shard
 }
 
-func (e *Env) newController(controller, shard string) (*Controller, error) {
+// newController makes controller's instance of shard; with a leader, its
+// standby, which shares the leader's storage or receiver socket and its
+// storage folder.
+func (e *Env) newController(controller, shard string, leader *Controller) (*Controller, error) {
 	name := ShardName(controller, shard)
+	if leader != nil {
+		name += StandbySuffix
+	}
 	c := &Controller{
 		Process: &Process{
 			Name:       name,
@@ -389,6 +490,7 @@ func (e *Env) newController(controller, shard string) (*Controller, error) {
 			Env:        []string{"KUBECONFIG=" + e.Kubeconfig},
 			Supervised: true,
 		},
+		Elects:   slices.Contains(e.opts.Standbys, controller),
 		progress: e.progress,
 	}
 	// socket binds a port for the controller and returns the flag value
@@ -416,35 +518,60 @@ func (e *Env) newController(controller, shard string) (*Controller, error) {
 		"--nats-url=" + e.NATSURL,
 		"--log-encoding=console",
 		"--log-level=" + e.opts.LogLevel,
-		// One process per controller: no replica to elect a leader among.
-		// With leader election on, a controller killed with SIGKILL (as
-		// the e2e test that restarts sync-controller mid-sync does) would
-		// hold its Lease until it expired, and its restart would wait.
-		"--enable-leader-election=false",
 		// A loaded machine may answer the first lists slowly: wait
 		// (WaitReady says what for) rather than exit after two minutes.
 		"--cache-sync-timeout=10m",
 	}
-	switch {
-	case shard != "":
-		c.Args = append(c.Args, "--watch-label-selector="+meta.ShardKeyLabel+" in ("+shard+")")
-	case e.opts.Shards > 0:
-		c.Args = append(c.Args, "--watch-label-selector=!"+meta.ShardKeyLabel)
+	if c.Elects {
+		le := e.opts.LeaderElection
+		c.Env = append(c.Env, "RUNTIME_NAMESPACE="+LeaseNamespace)
+		c.Args = append(c.Args, "--enable-leader-election=true",
+			"--leader-election-lease-duration="+le.LeaseDuration.String(),
+			"--leader-election-renew-deadline="+le.RenewDeadline.String(),
+			"--leader-election-retry-period="+le.RetryPeriod.String())
+	} else {
+		// One process per controller: no replica to elect a leader among.
+		// With leader election on, a controller killed with SIGKILL (as
+		// the e2e test that restarts sync-controller mid-sync does) would
+		// hold its Lease until it expired, and its restart would wait.
+		c.Args = append(c.Args, "--enable-leader-election=false")
+	}
+	selector := e.selector(shard)
+	if selector != "" {
+		c.Args = append(c.Args, "--"+options.WatchLabelSelectorFlag+"="+selector)
+	}
+	if c.Elects {
+		c.Lease = (&options.Manager{WatchLabelSelector: selector}).ShardName(controller + ".plumb.dev")
+	}
+	// served binds the socket of the storage or receiver server; a
+	// standby is handed its leader's: the one address that, like a
+	// Service, reaches whichever of the two serves (only the leader does).
+	served := func(leaderAddr func(*Controller) string) (string, string, error) {
+		if leader == nil {
+			addr, flag, err := socket()
+			if err == nil {
+				c.served = c.ExtraFiles[len(c.ExtraFiles)-1]
+			}
+			return addr, flag, err
+		}
+		c.served = leader.served
+		c.ExtraFiles = append(c.ExtraFiles, c.served)
+		return leaderAddr(leader), listen.FD(2 + len(c.ExtraFiles)), nil
 	}
 	switch controller {
 	case SourceController, RenderController:
 		storage := ""
-		if c.StorageAddr, storage, err = socket(); err != nil {
+		if c.StorageAddr, storage, err = served(func(l *Controller) string { return l.StorageAddr }); err != nil {
 			return nil, err
 		}
-		data := filepath.Join(e.StateDir, name, "data")
+		data := filepath.Join(e.StateDir, ShardName(controller, shard), "data")
 		if err := os.MkdirAll(data, 0o755); err != nil {
 			return nil, err
 		}
 		c.Args = append(c.Args, "--storage-path="+data, "--storage-addr="+storage, "--storage-adv-addr="+c.StorageAddr)
 	case NotificationController:
 		receiver := ""
-		if c.ReceiverAddr, receiver, err = socket(); err != nil {
+		if c.ReceiverAddr, receiver, err = served(func(l *Controller) string { return l.ReceiverAddr }); err != nil {
 			return nil, err
 		}
 		// The Slack stand-in listens on 127.0.0.1, a loopback address
@@ -453,6 +580,18 @@ func (e *Env) newController(controller, shard string) (*Controller, error) {
 	}
 	c.Args = append(c.Args, e.opts.ControllerArgs[controller]...)
 	return c, nil
+}
+
+// selector is the --watch-label-selector of shard's instances ("" for
+// the main instance): none without shards.
+func (e *Env) selector(shard string) string {
+	switch {
+	case shard != "":
+		return meta.ShardKeyLabel + " in (" + shard + ")"
+	case e.opts.Shards > 0:
+		return "!" + meta.ShardKeyLabel
+	}
+	return ""
 }
 
 // ReceiverURL returns the full URL of a Receiver's webhook path.

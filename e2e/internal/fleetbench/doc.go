@@ -40,6 +40,26 @@
 // CPU profiles of render-, sync- and source-controller during the largest
 // N's sync and heap profiles after it.
 //
+// -shards 1,3 runs each N once per shard count, each in a fresh
+// environment: with S > 1, localenv starts S shards of the four
+// controllers beside the main instance, and the Kustomizations and
+// GitRepositories are labelled sharding.plumb.dev/key=shard1 … round-robin.
+// A table puts the runs of one N side by side: time to all Ready and
+// throughput in all and per shard, the requests of each shard's
+// controllers, and memory and CPU per process.
+//
+// -ha runs, instead of the fleets, a takeover (ha.go): render- and
+// sync-controller each a leader and a standby with a short Lease; one
+// Kustomization in -ha-hook-every (10) has a PostSync hook, a Job that
+// runs two seconds; once -ha-kill-after (a third) of the Kustomizations
+// are Ready, sync-controller's leader is ended with SIGKILL (-ha-signal)
+// right after a hook is created. It reports the time from the kill until
+// another process holds the Lease, until the first Ready after that and
+// until all are Ready; and from a watch of the apps' objects started
+// before the fleet, the objects written again after their creation, the
+// objects missing, the Kustomizations without their four inventory entries
+// and the hooks created more than once.
+//
 // It is a benchmark, not a test: nothing here asserts a duration, and it
 // is not part of `make test`.
 package main

@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,28 @@ type fleetFigures struct {
 	driftEdits                  int
 	driftMiss                   int
 	load                        string
+	// shards is how many shards the fleet was labelled over (1: none),
+	// and readyAt when each Kustomization was first Ready, from the
+	// first create: the figures per shard.
+	shards  int
+	readyAt map[string]time.Duration
+}
+
+// shardOf is the shard the i-th Kustomization or GitRepository is
+// labelled with, round-robin over shards ("" when there is one).
+func shardOf(i, shards int) string {
+	if shards <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("shard%d", i%shards+1)
+}
+
+// shardLabels are the labels that put the i-th object in its shard.
+func shardLabels(i, shards int) map[string]string {
+	if shards <= 1 {
+		return nil
+	}
+	return map[string]string{meta.ShardKeyLabel: shardOf(i, shards)}
 }
 
 // ensureNamespaces creates the namespaces and waits until
@@ -91,9 +114,9 @@ func (b *bench) ensureNamespaces(ctx context.Context, names []string) error {
 // createSources creates the shared GitRepositories and waits until each
 // has an artifact: the Kustomizations start from ready-made sources.
 func (b *bench) createSources(ctx context.Context, names []string, interval time.Duration) error {
-	for _, name := range names {
+	for r, name := range names {
 		repo := &sourcev1.GitRepository{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace, Labels: shardLabels(r, b.shards)},
 			Spec: sourcev1.GitRepositorySpec{
 				URL:       b.env.Git.URL(name),
 				Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
@@ -126,10 +149,10 @@ func (b *bench) createSources(ctx context.Context, names []string, interval time
 // newFleetKustomization is the i-th Kustomization of the fleet.
 func (b *bench) newFleetKustomization(i int) *kustomizev1.Kustomization {
 	ks := &kustomizev1.Kustomization{
-		ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: fleetNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: appName(i), Namespace: fleetNamespace, Labels: shardLabels(i, b.shards)},
 		Spec: kustomizev1.KustomizationSpec{
 			SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: repoName(i % b.c.repos)},
-			Path:          pathOf(b.c.layout, i),
+			Path:          pathOf(b.c.layout, i, b.hookEvery),
 			Interval:      metav1.Duration{Duration: b.c.ksInterval},
 			RetryInterval: &metav1.Duration{Duration: time.Minute},
 			Timeout:       &metav1.Duration{Duration: 2 * time.Minute},
@@ -172,62 +195,73 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		cancel()
 		return nil, err
 	}
-	rv := list.ResourceVersion
-	open := func() (watch.Interface, error) {
+	open := func(rv string) (watch.Interface, error) {
 		return b.wc.Watch(ctx, &kustomizev1.KustomizationList{}, client.InNamespace(fleetNamespace),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open()
+	w, err := open(list.ResourceVersion)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	go func() {
-		for {
-			for ev := range w.ResultChan() {
-				at := time.Now()
-				if ev.Type == watch.Error {
-					continue
-				}
-				k, ok := ev.Object.(*kustomizev1.Kustomization)
-				if !ok {
-					continue
-				}
-				rv = k.ResourceVersion
-				if ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
-					continue
-				}
-				rw.mu.Lock()
-				if _, seen := rw.renderedAt[k.Name]; !seen && k.Status.RenderedArtifact != nil {
-					rw.renderedAt[k.Name] = at
-				}
-				_, seen := rw.readyAt[k.Name]
-				ready := !seen && fleetReady(k)
-				if ready {
-					rw.readyAt[k.Name] = at
-				}
-				rw.mu.Unlock()
-				if !ready {
-					continue
-				}
-				select {
-				case rw.changed <- struct{}{}:
-				default:
-				}
-			}
-			w.Stop()
-			if ctx.Err() != nil {
+		err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+			at := time.Now()
+			k, ok := ev.Object.(*kustomizev1.Kustomization)
+			if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
 				return
 			}
-			if w, err = open(); err != nil {
-				rw.mu.Lock()
-				rw.err = err
-				rw.mu.Unlock()
+			rw.mu.Lock()
+			if _, seen := rw.renderedAt[k.Name]; !seen && k.Status.RenderedArtifact != nil {
+				rw.renderedAt[k.Name] = at
+			}
+			_, seen := rw.readyAt[k.Name]
+			ready := !seen && fleetReady(k)
+			if ready {
+				rw.readyAt[k.Name] = at
+			}
+			rw.mu.Unlock()
+			if !ready {
 				return
 			}
+			select {
+			case rw.changed <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			rw.mu.Lock()
+			rw.err = err
+			rw.mu.Unlock()
 		}
 	}()
 	return rw, nil
+}
+
+// follow hands each event of the watch w, opened at resourceVersion
+// rv, to handle until ctx ends; when the server ends the watch, it opens
+// it again from the last resourceVersion seen (bookmarks included). It
+// returns the error of an open that failed, nil once ctx ended.
+func follow(ctx context.Context, rv string, w watch.Interface, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
+	for {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				continue
+			}
+			if m, err := apimeta.Accessor(ev.Object); err == nil {
+				rv = m.GetResourceVersion()
+			}
+			handle(ev)
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		var err error
+		if w, err = open(rv); err != nil {
+			return err
+		}
+	}
 }
 
 // waitAll waits until n Kustomizations were seen Ready and returns their
@@ -266,28 +300,50 @@ func sortedTimes(m map[string]time.Time) []time.Time {
 	return out
 }
 
-// runFleet measures one N in a fresh environment: the bare loop, then the
-// fleet created at once until all are Ready, the rest afterwards, and
-// drift.
-func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
-	f := &fleetFigures{n: n}
+// prepare makes what the fleet of n needs before the clock starts: the
+// namespaces, the repositories (with b.hookEvery's hooks) and the
+// GitRepositories, each with its artifact.
+func (b *bench) prepare(ctx context.Context, n int) error {
 	names := []string{fleetNamespace}
 	for i := range n {
 		names = append(names, appName(i))
 	}
 	say(">> N=%d: creating %d namespaces", n, n+1)
 	if err := b.ensureNamespaces(ctx, names); err != nil {
-		return nil, err
+		return err
 	}
-	say(">> N=%d: seeding %d repositories (%s layout) and waiting for their artifacts", n, b.c.repos, b.c.layout)
-	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos); err != nil {
-		return nil, err
+	hooks := ""
+	if b.hookEvery > 0 {
+		hooks = fmt.Sprintf(", a hook in 1 of %d Kustomizations", b.hookEvery)
+	}
+	say(">> N=%d: seeding %d repositories (%s layout%s) and waiting for their artifacts", n, b.c.repos, b.c.layout, hooks)
+	if err := seedRepos(ctx, b.env, b.c.layout, n, b.c.repos, b.hookEvery); err != nil {
+		return err
 	}
 	var repos []string
 	for r := range b.c.repos {
 		repos = append(repos, repoName(r))
 	}
-	if err := b.createSources(ctx, repos, b.c.sourceInterval); err != nil {
+	return b.createSources(ctx, repos, b.c.sourceInterval)
+}
+
+// createFleet creates the n Kustomizations, -create-workers at a time.
+func (b *bench) createFleet(ctx context.Context, n int) error {
+	say(">> N=%d: creating %d Kustomizations", n, n)
+	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
+		return b.fast.Create(ctx, b.newFleetKustomization(i))
+	}); err != nil {
+		return fmt.Errorf("creating the Kustomizations: %w", err)
+	}
+	return nil
+}
+
+// runFleet measures one N in a fresh environment: the bare loop, then the
+// fleet created at once until all are Ready, the rest afterwards, and
+// drift.
+func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
+	f := &fleetFigures{n: n, shards: b.shards, readyAt: map[string]time.Duration{}}
+	if err := b.prepare(ctx, n); err != nil {
 		return nil, err
 	}
 
@@ -327,12 +383,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	stopProfiles := b.startProfiles(ctx, n)
-	say(">> N=%d: creating %d Kustomizations", n, n)
 	start = time.Now()
-	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
-		return b.fast.Create(ctx, b.newFleetKustomization(i))
-	}); err != nil {
-		return nil, fmt.Errorf("creating the Kustomizations: %w", err)
+	if err := b.createFleet(ctx, n); err != nil {
+		return nil, err
 	}
 	say("   created in %s", benchfig.Round(time.Since(start)))
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
@@ -345,6 +398,9 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	f.allReady = readyAt[len(readyAt)-1].Sub(start)
 	f.median = readyAt[(len(readyAt)-1)/2].Sub(start)
 	rw.mu.Lock()
+	for name, at := range rw.readyAt {
+		f.readyAt[name] = at.Sub(start)
+	}
 	if rendered := sortedTimes(rw.renderedAt); len(rendered) > 0 {
 		f.allRendered = rendered[len(rendered)-1].Sub(start)
 		f.medianRendered = rendered[(len(rendered)-1)/2].Sub(start)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,11 +49,20 @@ type config struct {
 	logLevel       string
 	concurrent     int
 	timeout        time.Duration
+	// shards are the shard counts each N runs with (1: one instance of
+	// each controller, as before).
+	shards []int
+	// ha runs the takeover benchmark instead of the fleets (ha.go).
+	ha          bool
+	haKillAfter float64
+	haSignal    string
+	hookEvery   int
+	lease       localenv.LeaderElection
 }
 
 func main() {
 	var c config
-	var nList string
+	var nList, shardList string
 	var with5000 bool
 	flag.StringVar(&nList, "n", "100,500,1000", "the fleet sizes (Kustomizations), comma-separated; each runs in a fresh environment")
 	flag.BoolVar(&with5000, "with-5000", false, "also run N=5000 (about 20,000 objects; minutes on 2 cores)")
@@ -73,17 +83,36 @@ func main() {
 	flag.IntVar(&c.concurrent, "concurrent", 0, "the controllers' --concurrent (objects reconciled at the same time); 0 keeps their default (4)")
 	flag.StringVar(&c.logLevel, "log-level", "info", "the controllers' --log-level")
 	flag.DurationVar(&c.timeout, "timeout", 90*time.Minute, "give up after this long")
+	flag.StringVar(&shardList, "shards", "1", "the shard counts each N runs with, comma-separated, e.g. 1,3: with S > 1, S shards of the four controllers "+
+		"(e2e/localenv's Shards, beside the main instance) and the Kustomizations and GitRepositories labelled round-robin with sharding.plumb.dev/key")
+	flag.BoolVar(&c.ha, "ha", false, "instead of the fleets: render- and sync-controller as a leader and a standby; sync-controller's leader killed in the middle of the sync")
+	flag.Float64Var(&c.haKillAfter, "ha-kill-after", 1.0/3, "-ha: kill the leader once this fraction of the Kustomizations is Ready (0 < f < 1)")
+	flag.StringVar(&c.haSignal, "ha-signal", "kill", "-ha: how the leader ends: kill (SIGKILL, as a crash; restarted after a second, as a Pod) or term (SIGTERM: it releases the Lease)")
+	flag.IntVar(&c.hookEvery, "ha-hook-every", 10, "-ha: one Kustomization in this many has a PostSync hook (a ConfigMap); 0 gives none")
+	flag.DurationVar(&c.lease.LeaseDuration, "ha-lease-duration", 4*time.Second, "-ha: --leader-election-lease-duration")
+	flag.DurationVar(&c.lease.RenewDeadline, "ha-renew-deadline", 3*time.Second, "-ha: --leader-election-renew-deadline")
+	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
 	flag.Parse()
-	for _, s := range strings.Split(nList, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "fleetbench: -n: %q is not a positive number\n", s)
-			os.Exit(2)
-		}
-		c.ns = append(c.ns, n)
+	var err error
+	if c.ns, err = positives(nList, 1_000_000); err != nil {
+		fmt.Fprintf(os.Stderr, "fleetbench: -n: %v\n", err)
+		os.Exit(2)
+	}
+	if c.shards, err = positives(shardList, 16); err != nil {
+		fmt.Fprintf(os.Stderr, "fleetbench: -shards: %v\n", err)
+		os.Exit(2)
+	}
+	if c.haKillAfter <= 0 || c.haKillAfter >= 1 {
+		fmt.Fprintln(os.Stderr, "fleetbench: -ha-kill-after must be between 0 and 1")
+		os.Exit(2)
+	}
+	if c.haSignal != signalKill && c.haSignal != signalTerm {
+		fmt.Fprintf(os.Stderr, "fleetbench: -ha-signal must be %s or %s\n", signalKill, signalTerm)
+		os.Exit(2)
+	}
+	if c.hookEvery < 0 {
+		fmt.Fprintln(os.Stderr, "fleetbench: -ha-hook-every must not be negative")
+		os.Exit(2)
 	}
 	if with5000 {
 		c.ns = append(c.ns, 5000)
@@ -114,14 +143,41 @@ type bench struct {
 	// lastSingle is how long the last run of the single Kustomization
 	// took from the push: the length of the next one's profile.
 	lastSingle time.Duration
+	// shards is how many shards the fleet is labelled over (1: none).
+	shards int
+	// hookEvery gives one Kustomization in this many a PostSync hook
+	// (-ha; 0: none).
+	hookEvery int
+}
+
+// positives parses a comma-separated list of numbers from 1 to most.
+func positives(list string, most int) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > most {
+			return nil, fmt.Errorf("%q is not a number from 1 to %d", s, most)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty")
+	}
+	return out, nil
 }
 
 func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
+	if c.ha {
+		return runHA(ctx, c, res)
+	}
 	if c.singleObjects > 0 {
-		err := withEnv(ctx, c, 0, func(b *bench) error {
+		err := withEnv(ctx, c, envOptions{}, func(b *bench) error {
 			say(">> the single Kustomization of %d objects, %d runs", c.singleObjects, c.singleRuns)
 			var err error
 			res.single, err = b.runSingle(ctx)
@@ -136,37 +192,57 @@ func run(c config) error {
 		largest = max(largest, n)
 	}
 	for _, n := range c.ns {
-		err := withEnv(ctx, c, largest, func(b *bench) error {
-			f, err := b.runFleet(ctx, n)
+		var err error
+		for _, shards := range c.shards {
+			err = withEnv(ctx, c, envOptions{profileN: largest, shards: shards}, func(b *bench) error {
+				f, err := b.runFleet(ctx, n)
+				if err != nil {
+					return fmt.Errorf("fleet of %d, %d shards: %w", n, shards, err)
+				}
+				res.fleets = append(res.fleets, f)
+				return nil
+			})
 			if err != nil {
-				return fmt.Errorf("fleet of %d: %w", n, err)
+				break
 			}
-			res.fleets = append(res.fleets, f)
-			return nil
-		})
+		}
 		if err != nil {
-			res.load1 = benchfig.LoadAvg()
-			res.print(os.Stdout)
-			return err
+			return res.finish(err)
 		}
 	}
-	res.load1 = benchfig.LoadAvg()
-	res.print(os.Stdout)
-	return nil
+	return res.finish(nil)
+}
+
+// envOptions say how one environment differs from the others.
+type envOptions struct {
+	// profileN is the N whose sync is profiled.
+	profileN int
+	// shards, when more than 1, starts that many shards beside the main
+	// instance, and the fleet is labelled over them.
+	shards int
+	// standbys run as a leader and a standby (localenv.Options.Standbys).
+	standbys []string
 }
 
 // withEnv starts a fresh environment (control plane, Git server, the four
 // controllers as processes, through e2e/localenv as `make run` does), runs
 // fn and stops it.
-func withEnv(ctx context.Context, c config, profileN int, fn func(*bench) error) error {
-	b := &bench{c: c, profileN: profileN}
-	opts := localenv.Options{LogLevel: c.logLevel, ControllerArgs: map[string][]string{}}
+func withEnv(ctx context.Context, c config, eo envOptions, fn func(*bench) error) error {
+	b := &bench{c: c, profileN: eo.profileN, shards: max(eo.shards, 1)}
+	opts := localenv.Options{LogLevel: c.logLevel, ControllerArgs: map[string][]string{}, Standbys: eo.standbys, LeaderElection: c.lease}
+	if b.shards > 1 {
+		opts.Shards = b.shards
+	}
 	if c.concurrent > 0 {
 		for _, name := range localenv.ControllerNames {
 			opts.ControllerArgs[name] = append(opts.ControllerArgs[name], fmt.Sprintf("--concurrent=%d", c.concurrent))
 		}
 	}
-	if c.profileDir != "" {
+	if c.profileDir != "" && (b.shards > 1 || len(eo.standbys) > 0) {
+		// A controller's flags are every instance's: one pprof address
+		// cannot serve several processes.
+		say(">> not profiling: %d shards, standbys %v", b.shards, eo.standbys)
+	} else if c.profileDir != "" {
 		b.pprof = map[string]string{}
 		for _, name := range localenv.ControllerNames {
 			addr, err := freeAddr()
@@ -177,7 +253,7 @@ func withEnv(ctx context.Context, c config, profileN int, fn func(*bench) error)
 			opts.ControllerArgs[name] = append(opts.ControllerArgs[name], "--pprof-addr="+addr)
 		}
 	}
-	say(">> starting the control plane, the Git server and the four controllers")
+	say(">> starting the control plane, the Git server and the four controllers (%d shards, standbys: %v)", b.shards, eo.standbys)
 	env, err := localenv.Start(ctx, opts)
 	if err != nil {
 		return err

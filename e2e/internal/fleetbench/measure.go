@@ -296,16 +296,19 @@ func (m *meter) snapshot(ctx context.Context) (snapshot, error) {
 	if s.apiserver, err = scrapeCounters(ctx, m.apiClient, strings.TrimSuffix(m.env.Config.Host, "/")+"/metrics", "apiserver_request_total"); err != nil {
 		return s, fmt.Errorf("the API server's metrics: %w", err)
 	}
-	for _, name := range localenv.ControllerNames {
-		c := m.env.Controllers[name]
+	for name, c := range m.env.Controllers {
 		got, err := scrapeCounters(ctx, m.plain, "http://"+c.MetricsAddr+"/metrics", "rest_client_requests_total")
-		if err != nil {
-			return s, fmt.Errorf("%s's metrics: %w", name, err)
+		if err == nil {
+			s.proc[name], err = readProc(c.Pid())
 		}
-		s.client[name] = got.total()
-		if s.proc[name], err = readProc(c.Pid()); err != nil {
+		if err != nil {
+			if c.Elects {
+				// A leader killed on purpose (-ha) may be starting again.
+				continue
+			}
 			return s, fmt.Errorf("%s: %w", name, err)
 		}
+		s.client[name] = got.total()
 	}
 	for name, pid := range m.plane {
 		if s.proc[name], err = readProc(pid); err != nil {

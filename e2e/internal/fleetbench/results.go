@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,6 +28,7 @@ type results struct {
 	c            config
 	fleets       []*fleetFigures
 	single       []singleRun
+	ha           []*haFigures
 	load0, load1 string
 	source       string
 }
@@ -41,6 +43,24 @@ type row struct {
 	ok     func(f *fleetFigures, v float64) (bool, bool) // (meets, applies)
 }
 
+// finish prints what was measured, also when err ended the run early,
+// and returns err.
+func (r *results) finish(err error) error {
+	r.load1 = benchfig.LoadAvg()
+	r.print(os.Stdout)
+	return err
+}
+
+// writeHeader writes a table's header and a line of dashes under it.
+func writeHeader(tw io.Writer, header []string) {
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	dashes := make([]string, len(header))
+	for i, h := range header {
+		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
+	}
+	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+}
+
 func (r *results) print(out io.Writer) {
 	c := r.c
 	fmt.Fprintf(out, "\nfleet benchmark: N Kustomizations of 4 objects (ConfigMap, Secret, headless Service, ServiceAccount), each in its own namespace,\n")
@@ -52,16 +72,32 @@ func (r *results) print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s\n\n",
 		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1)
-	if len(r.fleets) > 0 {
-		r.printFleet(out)
+	if single := r.unsharded(); len(single) > 0 {
+		r.printFleet(out, single)
+	}
+	if len(r.c.shards) > 1 || r.c.shards[0] > 1 {
+		r.printShards(out)
+	}
+	if r.ha != nil {
+		r.printHA(out)
 	}
 	if len(r.single) > 0 {
 		r.printSingle(out)
 	}
 }
 
-func (r *results) printFleet(out io.Writer) {
-	fs := r.fleets
+// unsharded are the fleets run with one instance of each controller.
+func (r *results) unsharded() []*fleetFigures {
+	var out []*fleetFigures
+	for _, f := range r.fleets {
+		if f.shards == 1 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 	var rows []row
 	val := func(get func(f *fleetFigures) float64) []float64 {
 		v := make([]float64, len(fs))
@@ -135,19 +171,14 @@ func (r *results) printFleet(out io.Writer) {
 	for _, f := range fs {
 		header = append(header, fmt.Sprintf("N=%d", f.n))
 	}
-	header = append(header, "growth"+r.nGrowth(), "target", "verdict")
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	dashes := make([]string, len(header))
-	for i, h := range header {
-		dashes[i] = strings.Repeat("-", min(len([]rune(h)), 12))
-	}
-	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	header = append(header, "growth"+nGrowth(fs), "target", "verdict")
+	writeHeader(tw, header)
 	for _, rw := range rows {
 		cells := []string{rw.name}
 		for _, v := range rw.values {
 			cells = append(cells, rw.format(v))
 		}
-		cells = append(cells, growth(rw.values), rw.target, r.verdict(rw))
+		cells = append(cells, growth(rw.values), rw.target, verdict(fs, rw))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
@@ -170,12 +201,12 @@ func (r *results) restAllowance(f *fleetFigures) float64 {
 	return (float64(f.n)/r.c.ksInterval.Minutes() + float64(r.c.repos)/r.c.sourceInterval.Minutes()) * perKs
 }
 
-func (r *results) verdict(rw row) string {
+func verdict(fs []*fleetFigures, rw row) string {
 	if rw.ok == nil {
 		return ""
 	}
 	applies, meets := false, true
-	for i, f := range r.fleets {
+	for i, f := range fs {
 		ok, app := rw.ok(f, rw.values[i])
 		if app {
 			applies = true
@@ -192,13 +223,13 @@ func (r *results) verdict(rw row) string {
 }
 
 // nGrowth says how N grows from column to column.
-func (r *results) nGrowth() string {
-	if len(r.fleets) < 2 {
+func nGrowth(fs []*fleetFigures) string {
+	if len(fs) < 2 {
 		return ""
 	}
 	var parts []string
-	for i := 1; i < len(r.fleets); i++ {
-		parts = append(parts, fmt.Sprintf("×%.3g", float64(r.fleets[i].n)/float64(r.fleets[i-1].n)))
+	for i := 1; i < len(fs); i++ {
+		parts = append(parts, fmt.Sprintf("×%.3g", float64(fs[i].n)/float64(fs[i-1].n)))
 	}
 	return " (N " + strings.Join(parts, ", ") + ")"
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/e2e/localenv"
 )
 
@@ -77,17 +78,46 @@ const kustomizationYAML = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Ku
 // repoName is the i-th shared repository.
 func repoName(r int) string { return fmt.Sprintf("fleet-%d", r) }
 
-// pathOf is the folder the i-th Kustomization renders.
-func pathOf(layout string, i int) string {
+// pathOf is the folder the i-th Kustomization renders; in the
+// substituted layout, the apps with a hook share a folder of their own.
+func pathOf(layout string, i, hookEvery int) string {
+	if layout == layoutSubstitute && hasHook(i, hookEvery) {
+		return "./apps/shared-hook"
+	}
 	if layout == layoutSubstitute {
 		return "./apps/shared"
 	}
 	return "./apps/" + appName(i)
 }
 
+// The PostSync hook of the Kustomizations that have one (-ha): a Job
+// whose Pod runs for hookSeconds (localenv's pod simulator stands in for
+// a kubelet), so a sync spends that long in its PostSync phase: long
+// enough to be killed in.
+const (
+	hookName    = "post-sync"
+	hookKind    = "Job"
+	hookSeconds = "2"
+)
+
+// hasHook says whether the i-th Kustomization has the PostSync hook: one
+// in every hookEvery (0: none).
+func hasHook(i, hookEvery int) bool { return hookEvery > 0 && i%hookEvery == 0 }
+
+// hookObject is the PostSync hook of the app in namespace ns.
+func hookObject(ns string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": hookKind,
+		"metadata": map[string]any{"name": hookName, "namespace": ns, "annotations": map[string]any{kustomizev1.HookAnnotation: "PostSync"}},
+		"spec": map[string]any{"backoffLimit": int64(0), "template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{localenv.RunSecondsAnnotation: hookSeconds}},
+			"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{
+				"name": "check", "image": "busybox:1.36", "command": []any{"sh", "-c", "sleep " + hookSeconds}}}}}}}}
+}
+
 // seedRepos creates the shared repositories and pushes one commit to each:
 // the folders of the Kustomizations that use it, or the shared folder.
-func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos int) error {
+// One app in every hookEvery also has a PostSync hook (0: none).
+func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos, hookEvery int) error {
 	work, err := os.MkdirTemp(env.StateDir, "fleet-seed-")
 	if err != nil {
 		return err
@@ -102,7 +132,7 @@ func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := seedRepo(ctx, env, work, layout, r, n, repos)
+			err := seedRepo(ctx, env, work, layout, r, n, repos, hookEvery)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -114,7 +144,7 @@ func seedRepos(ctx context.Context, env *localenv.Env, layout string, n, repos i
 	return first
 }
 
-func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n, repos int) error {
+func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n, repos, hookEvery int) error {
 	name := repoName(r)
 	if err := env.Git.CreateRepo(ctx, name); err != nil {
 		return err
@@ -130,13 +160,24 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 			return err
 		}
 		files["apps/shared/app.yaml"], files["apps/shared/kustomization.yaml"] = m, kustomizationYAML
-	} else {
-		for i := r; i < n; i += repos {
-			m, err := manifests(appObjects(appName(i), ""))
+		if hookEvery > 0 {
+			m, err := manifests(append(appObjects("${app}", ""), hookObject("${app}")))
 			if err != nil {
 				return err
 			}
-			dir := strings.TrimPrefix(pathOf(layout, i), "./")
+			files["apps/shared-hook/app.yaml"], files["apps/shared-hook/kustomization.yaml"] = m, kustomizationYAML
+		}
+	} else {
+		for i := r; i < n; i += repos {
+			objs := appObjects(appName(i), "")
+			if hasHook(i, hookEvery) {
+				objs = append(objs, hookObject(appName(i)))
+			}
+			m, err := manifests(objs)
+			if err != nil {
+				return err
+			}
+			dir := strings.TrimPrefix(pathOf(layout, i, hookEvery), "./")
 			files[dir+"/app.yaml"], files[dir+"/kustomization.yaml"] = m, kustomizationYAML
 		}
 	}
