@@ -484,21 +484,41 @@ func (s *syncRun) report(context.Context) error {
 	return nil
 }
 
-// Field managers of sync-controller's status writes. The inventory has its
-// own: it is the one large field (an entry per object) and rarely changes, and
-// a server-side apply that leaves it out costs the API server far less than
-// one that carries it.
+// Field managers of sync-controller's status writes. A large inventory has
+// its own: it is the one large field (an entry per object) and rarely
+// changes, and a server-side apply that leaves it out costs the API server
+// far less than one that carries it (docs/bench/sync.md). A small one
+// travels with the rest under plumb-sync, so that a sync which changes
+// both (every first sync, every change of the set) is one apply, not two.
 const (
 	statusManager    = manage.FieldManager
 	inventoryManager = manage.FieldManager + "-inventory"
 )
 
+// inventoryAlongMax is the most entries an inventory may have to be
+// written with the rest of the status, in every write of it: at that size
+// (a few KiB) carrying it costs the API server less than a request of its
+// own, which a large inventory needs only when it changes. The rule is a
+// function of the inventory alone, so an inventory changes manager only
+// when it changes: growing past the bound, it is applied first under
+// plumb-sync-inventory (taking it from plumb-sync) and then left out of
+// plumb-sync's writes; shrinking under it, plumb-sync takes it back.
+const inventoryAlongMax = 100
+
+// inventoryAlong reports whether inv is written with the rest of the
+// status, under plumb-sync.
+func inventoryAlong(inv *kustomizev1.Inventory) bool {
+	return inv == nil || len(inv.Entries) <= inventoryAlongMax
+}
+
 // writeStatus server-side-applies sync-controller's status fields that
-// changed since the object was read (or last written by this run): the
-// inventory under its own field manager, the rest under plumb-sync. A run
-// that changed nothing writes nothing. Condition messages are cut to
-// message.MaxBytes first (reconcile.BoundConditions), so a long one that
-// did not change is no change.
+// changed since the object was read (or last written by this run), as one
+// apply under plumb-sync with a small inventory (inventoryAlong), or as
+// two with a large one that changed: the inventory under its own field
+// manager, then the rest. A run that changed nothing writes nothing.
+// Condition messages are cut to message.MaxBytes first
+// (reconcile.BoundConditions), so a long one that did not change is no
+// change.
 func (s *syncRun) writeStatus(ctx context.Context) error {
 	if s.stored == nil {
 		s.stored, s.storedInv = s.app.ownStatus(), s.prev.Inventory
@@ -506,7 +526,9 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 	}
 	s.outApp.setSyncStatus(s.st)
 	reconcile.BoundConditions(s.out, s.storedConds)
-	if !apiequality.Semantic.DeepEqual(s.st.Inventory, s.storedInv) {
+	along := inventoryAlong(s.st.Inventory)
+	invChanged := !apiequality.Semantic.DeepEqual(s.st.Inventory, s.storedInv)
+	if invChanged && !along {
 		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: s.st.Inventory})
 		if err != nil {
 			return err
@@ -514,23 +536,34 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, inventoryManager, inv); err != nil {
 			return err
 		}
-		s.storedInv = s.st.Inventory
+		s.storedInv, invChanged = s.st.Inventory, false
 	}
 	want := s.outApp.ownStatus()
-	if !apiequality.Semantic.DeepEqual(want, s.stored) {
-		statusMap, err := reconcile.ToStatusMap(want)
+	if !invChanged && apiequality.Semantic.DeepEqual(want, s.stored) {
+		return nil
+	}
+	statusMap, err := reconcile.ToStatusMap(want)
+	if err != nil {
+		return err
+	}
+	// Always send the conditions we own, even none, so a condition we
+	// dropped is removed rather than left behind.
+	if _, ok := statusMap["conditions"]; !ok {
+		statusMap["conditions"] = []any{}
+	}
+	if along && s.st.Inventory != nil {
+		inv, err := reconcile.ToStatusMap(s.st.Inventory)
 		if err != nil {
 			return err
 		}
-		// Always send the conditions we own, even none, so a condition we
-		// dropped is removed rather than left behind.
-		if _, ok := statusMap["conditions"]; !ok {
-			statusMap["conditions"] = []any{}
-		}
-		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, statusManager, statusMap); err != nil {
-			return err
-		}
-		s.stored, s.storedConds = want, sortedOwnConditions(s.out.GetConditions())
+		statusMap["inventory"] = inv
+	}
+	if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, statusManager, statusMap); err != nil {
+		return err
+	}
+	s.stored, s.storedConds = want, sortedOwnConditions(s.out.GetConditions())
+	if along {
+		s.storedInv = s.st.Inventory
 	}
 	return nil
 }
