@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -73,6 +74,11 @@ type syncRun struct {
 	stored      any
 	storedInv   *kustomizev1.Inventory
 	storedConds []metav1.Condition
+	// writeMu serializes the run's status writes with the one it holds
+	// back (holdStatus), which a timer may send; held is that write, nil
+	// when none waits.
+	writeMu sync.Mutex
+	held    *heldWrite
 	// install: nothing was applied successfully yet (application.install).
 	install bool
 	// operation is set once applyPlan starts a sync operation (not a
@@ -518,54 +524,109 @@ func inventoryAlong(inv *kustomizev1.Inventory) bool {
 // manager, then the rest. A run that changed nothing writes nothing.
 // Condition messages are cut to message.MaxBytes first
 // (reconcile.BoundConditions), so a long one that did not change is no
-// change.
+// change. A write the run held back (holdStatus) is dropped: this one
+// carries what it had, and more.
 func (s *syncRun) writeStatus(ctx context.Context) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.dropHeld()
+	w, err := s.nextWrite()
+	if err != nil || w == nil {
+		return err
+	}
+	return s.send(ctx, w)
+}
+
+// statusWrite is the requests of one status write, computed from the
+// run's status against what the API server has (nextWrite), and what it
+// has once they are sent.
+type statusWrite struct {
+	// inventory is applied first, as plumb-sync-inventory; status then, as
+	// plumb-sync. nil: not sent.
+	inventory, status map[string]any
+	own               any
+	inv               *kustomizev1.Inventory
+	conds             []metav1.Condition
+}
+
+// nextWrite computes the next status write from s.out and s.st, nil when
+// nothing changed. Called with writeMu held, on the run's goroutine (it
+// writes the sync status into s.out and bounds its conditions).
+func (s *syncRun) nextWrite() (*statusWrite, error) {
 	if s.stored == nil {
 		s.stored, s.storedInv = s.app.ownStatus(), s.prev.Inventory
 		s.storedConds = sortedOwnConditions(s.obj.GetConditions())
 	}
 	s.outApp.setSyncStatus(s.st)
 	reconcile.BoundConditions(s.out, s.storedConds)
-	along := inventoryAlong(s.st.Inventory)
-	invChanged := !apiequality.Semantic.DeepEqual(s.st.Inventory, s.storedInv)
+	w := &statusWrite{own: s.outApp.ownStatus(), inv: s.st.Inventory.DeepCopy(), conds: sortedOwnConditions(s.out.GetConditions())}
+	along := inventoryAlong(w.inv)
+	invChanged := !apiequality.Semantic.DeepEqual(w.inv, s.storedInv)
 	if invChanged && !along {
-		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: s.st.Inventory})
+		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: w.inv})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, inventoryManager, inv); err != nil {
-			return err
+		w.inventory = inv
+	}
+	if (!invChanged || !along) && apiequality.Semantic.DeepEqual(w.own, s.stored) {
+		if w.inventory == nil {
+			return nil, nil
 		}
-		s.storedInv, invChanged = s.st.Inventory, false
+		return w, nil
 	}
-	want := s.outApp.ownStatus()
-	if !invChanged && apiequality.Semantic.DeepEqual(want, s.stored) {
-		return nil
-	}
-	statusMap, err := reconcile.ToStatusMap(want)
+	status, err := reconcile.ToStatusMap(w.own)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Always send the conditions we own, even none, so a condition we
 	// dropped is removed rather than left behind.
-	if _, ok := statusMap["conditions"]; !ok {
-		statusMap["conditions"] = []any{}
+	if _, ok := status["conditions"]; !ok {
+		status["conditions"] = []any{}
 	}
-	if along && s.st.Inventory != nil {
-		inv, err := reconcile.ToStatusMap(s.st.Inventory)
+	if along && w.inv != nil {
+		// plumb-sync owns a small inventory: every one of its writes
+		// carries it, or the API server would drop it.
+		inv, err := reconcile.ToStatusMap(w.inv)
 		if err != nil {
+			return nil, err
+		}
+		status["inventory"] = inv
+	}
+	w.status = status
+	return w, nil
+}
+
+// send applies w and records what the API server has now. Called with
+// writeMu held.
+func (s *syncRun) send(ctx context.Context, w *statusWrite) error {
+	if w.inventory != nil {
+		if err := s.applyStatus(ctx, inventoryManager, w.inventory); err != nil {
 			return err
 		}
-		statusMap["inventory"] = inv
+		s.storedInv = w.inv
 	}
-	if err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, statusManager, statusMap); err != nil {
+	if w.status == nil {
+		return nil
+	}
+	if err := s.applyStatus(ctx, statusManager, w.status); err != nil {
 		return err
 	}
-	s.stored, s.storedConds = want, sortedOwnConditions(s.out.GetConditions())
-	if along {
-		s.storedInv = s.st.Inventory
-	}
+	s.stored, s.storedConds, s.storedInv = w.own, w.conds, w.inv
 	return nil
+}
+
+// applyStatus applies status as fieldManager, telling the Syncer's
+// ownWrites (a write's response carries the version it is stored at).
+func (s *syncRun) applyStatus(ctx context.Context, fieldManager string, status map[string]any) error {
+	s.r.writes.writing(s.key)
+	err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, fieldManager, status)
+	rv := ""
+	if err == nil {
+		rv = s.obj.GetResourceVersion()
+	}
+	s.r.writes.wrote(s.key, rv)
+	return err
 }
 
 // inventoryStatus is the status the inventory's field manager writes.
