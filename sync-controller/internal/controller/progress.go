@@ -133,6 +133,10 @@ func (s *syncRun) holdStatus(ctx context.Context) error {
 	if err != nil || w == nil {
 		return err
 	}
+	// Not ctx's cancellation: the step that holds the write may end (its
+	// context with it) before the run does, and the run drops what it
+	// still holds when it ends (reconcileObject).
+	ctx = context.WithoutCancel(ctx)
 	h := &heldWrite{}
 	h.timer = time.AfterFunc(wait, func() {
 		s.writeMu.Lock()
