@@ -122,17 +122,12 @@ type heldWrite struct{ timer *time.Timer }
 // state the run really was in, and writeMu keeps it from landing after a
 // later write.
 func (s *syncRun) holdStatus(ctx context.Context) error {
-	wait := progressEvery - time.Since(s.start)
-	if wait <= 0 {
-		return s.writeStatus(ctx)
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.dropHeld()
-	w, err := s.nextWrite()
-	if err != nil || w == nil {
-		return err
-	}
+	return s.writeStatusAfter(ctx, progressEvery-time.Since(s.start))
+}
+
+// holdWrite arms the timer that sends w after wait, unless the run has
+// dropped it by then. Called with writeMu held.
+func (s *syncRun) holdWrite(ctx context.Context, w *statusWrite, wait time.Duration) *heldWrite {
 	// Not ctx's cancellation: the step that holds the write may end (its
 	// context with it) before the run does, and the run drops what it
 	// still holds when it ends (reconcileObject).
@@ -151,8 +146,7 @@ func (s *syncRun) holdStatus(ctx context.Context) error {
 			ctrl.LoggerFrom(ctx).Error(err, "writing the sync's progress")
 		}
 	})
-	s.held = h
-	return nil
+	return h
 }
 
 // dropHeld drops the held write, if any. Called with writeMu held.

@@ -527,6 +527,12 @@ func inventoryAlong(inv *kustomizev1.Inventory) bool {
 // change. A write the run held back (holdStatus) is dropped: this one
 // carries what it had, and more.
 func (s *syncRun) writeStatus(ctx context.Context) error {
+	return s.writeStatusAfter(ctx, 0)
+}
+
+// writeStatusAfter is writeStatus, sent after wait (when positive) from a
+// timer unless a later write of the run comes first (holdStatus).
+func (s *syncRun) writeStatusAfter(ctx context.Context, wait time.Duration) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.dropHeld()
@@ -534,7 +540,11 @@ func (s *syncRun) writeStatus(ctx context.Context) error {
 	if err != nil || w == nil {
 		return err
 	}
-	return s.send(ctx, w)
+	if wait <= 0 {
+		return s.send(ctx, w)
+	}
+	s.held = s.holdWrite(ctx, w, wait)
+	return nil
 }
 
 // statusWrite is the requests of one status write, computed from the
