@@ -69,6 +69,14 @@ type Controller[T Object] struct {
 	// obj as it was read, so that a controller can leave an unchanged
 	// status unwritten. Required.
 	WriteStatus func(ctx context.Context, obj, stored T) error
+	// WriteProgress, when set, writes a new generation's Reconciling mark
+	// (set on obj) in place of WriteStatus before the steps; it may hold
+	// the write back, as long as what it holds never lands after a later
+	// WriteStatus (sync-controller writes it only once the reconcile has
+	// lasted a second: docs/design/anatomy-of-a-controller.md). The
+	// final WriteStatus is then handed obj as marked for stored, so such a
+	// controller keeps track of what it wrote itself.
+	WriteProgress func(ctx context.Context, obj, stored T) error
 	// Succeeded returns Condition's message after a success. Required.
 	Succeeded func(T) string
 	// Interval is when to come back after a success; nil or zero: only
@@ -163,9 +171,9 @@ func (c *Controller[T]) Record(obj T) {
 }
 
 // reportNewGeneration marks a generation not seen before Reconciling and
-// writes that before the slow part, so kstatus readers never take the old
-// Ready for the new spec's. Retries of the same generation keep what the
-// last attempt left.
+// writes that (WriteProgress, else WriteStatus) before the slow part, so
+// readers never take the old Ready for the new spec's. Retries of the same
+// generation keep what the last attempt left.
 func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) (bool, error) {
 	if c.Partial || obj.GetObservedGeneration() == obj.GetGeneration() {
 		return false, nil
@@ -174,6 +182,9 @@ func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) (b
 		return false, nil
 	}
 	conditions.MarkReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.GetGeneration())
+	if c.WriteProgress != nil {
+		return true, c.WriteProgress(ctx, obj, read)
+	}
 	return true, c.WriteStatus(ctx, obj, read)
 }
 

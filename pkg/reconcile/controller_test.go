@@ -276,6 +276,32 @@ func TestRunWritesStatusOncePerReconcile(t *testing.T) {
 	g.Expect(h.writes).To(HaveLen(1))
 }
 
+// A controller with WriteProgress is handed a new generation's Reconciling
+// mark through it, before the steps, and WriteStatus writes only the
+// outcome.
+func TestRunHandsANewGenerationsMarkToWriteProgress(t *testing.T) {
+	g := NewWithT(t)
+	var progress []*sourcev1.GitRepository
+	ranAfter := false
+	h := newHarness(func(sk *reconcile.Controller[*sourcev1.GitRepository]) {
+		sk.WriteProgress = func(_ context.Context, obj, _ *sourcev1.GitRepository) error {
+			progress = append(progress, obj.DeepCopy())
+			return nil
+		}
+	})
+	obj := repository()
+	obj.Generation = 4
+	_, err := h.sk.Run(context.Background(), obj, reconcile.Step{Name: "only", Run: func(context.Context) error {
+		ranAfter = len(progress) == 1
+		return nil
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ranAfter).To(BeTrue(), "the mark is handed over before the steps")
+	g.Expect(conditions.Get(progress[0], meta.ReconcilingCondition).Message).To(Equal("reconciling generation 4"))
+	g.Expect(h.writes).To(HaveLen(1))
+	g.Expect(conditions.IsReady(h.writes[0])).To(BeTrue())
+}
+
 // A status write that fails is returned for controller-runtime's backoff,
 // whatever the steps did.
 func TestRunReturnsAFailedStatusWrite(t *testing.T) {

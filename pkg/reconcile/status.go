@@ -25,6 +25,11 @@ import (
 // sync.message), is first cut to message.MaxBytes, in status itself: the
 // API server refuses a condition message over 32,768 characters, and a
 // refused write would leave the previous conditions in place.
+//
+// On success obj's resourceVersion is the one the API server stored the
+// write at (its status is not read back: the caller's copy is its own), so
+// that a controller reading obj from its cache can tell when the cache has
+// its write (sync-controller's Syncer).
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
@@ -38,6 +43,7 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldM
 	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying status of %s %s/%s as %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), fieldManager, err)
 	}
+	obj.SetResourceVersion(u.GetResourceVersion())
 	return nil
 }
 

@@ -68,10 +68,14 @@ func TestApplyStatusBoundsEveryMessage(t *testing.T) {
 	err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the API server accepted an 80 KB condition message: %v", err)
 
+	created := ks.ResourceVersion
 	g.Expect(reconcile.ApplyStatus(ctx, c, ks, "test", status())).To(Succeed())
 
 	var got kustomizev1.Kustomization
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ks), &got)).To(Succeed())
+	// ks carries the version the write is stored at.
+	g.Expect(ks.ResourceVersion).NotTo(Equal(created))
+	g.Expect(ks.ResourceVersion).To(Equal(got.ResourceVersion))
 	rendered := conditions.Get(&got, kustomizev1.RenderedCondition)
 	g.Expect(rendered).NotTo(BeNil())
 	g.Expect(rendered.Reason).To(Equal(kustomizev1.BuildFailedReason))

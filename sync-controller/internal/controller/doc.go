@@ -32,8 +32,9 @@
 // Impersonator is shared, keyed by owner (kind included).
 //
 // sync-controller owns these status fields of a Kustomization and writes
-// them by server-side apply under the field manager plumb-sync (the
-// inventory under plumb-sync-inventory), and only when they changed:
+// them by server-side apply under the field manager plumb-sync (an
+// inventory of more than 100 entries under plumb-sync-inventory), and only
+// when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
 // drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
@@ -65,7 +66,14 @@
 // the objects not healthy yet and why — rewritten at each wave and, during
 // a wait, when it changes (at most once a second); status.inventory lists
 // what the sync applied so far (with the inventory before it: a superset,
-// so a sync stopped half-way prunes nothing it should keep).
+// so a sync stopped half-way prunes nothing it should keep). What a run
+// shows before its first step without hooks, a new generation's
+// Reconciling mark included, is written only once the run has lasted a
+// second (holdStatus): a quick run writes only its outcome.
+//
+// A reconcile reads its object from the manager's cache, and from the API
+// server only while a status or finalizer write of its own may not be in
+// the cache yet (ownwrites.go): a sync starts from its status as stored.
 //
 // # The prune guard
 //
@@ -123,9 +131,9 @@
 // # Shards
 //
 // With --watch-label-selector the manager's cache holds the shard's
-// Kustomizations and HelmReleases only, but a reconcile reads its object
-// from the API server, and the drift watchers see every owner's managed
-// objects: a request may name another shard's object. Syncer.Shard holds
+// Kustomizations and HelmReleases only, but a reconcile may read its
+// object from the API server, and the drift watchers see every owner's
+// managed objects: a request may name another shard's object. Syncer.Shard holds
 // the selector, and a reconcile of an object that does not match it ends
 // before any step, writing nothing (docs/design/sharding.md).
 //

@@ -43,6 +43,9 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	}); err != nil {
 		return err
 	}
+	if err := r.watchOwnWrites(ctx, mgr, &helmv2.HelmRelease{}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).

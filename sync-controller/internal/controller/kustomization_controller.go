@@ -47,6 +47,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err := r.stopRemotesWith(mgr); err != nil {
 		return err
 	}
+	if err := r.watchOwnWrites(ctx, mgr, &kustomizev1.Kustomization{}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).

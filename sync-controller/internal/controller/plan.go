@@ -169,6 +169,7 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 	defer cancel()
 	started := resume == nil
 	steps := p.Steps()
+	first := true
 	for i, st := range steps {
 		phase := string(st.Phase)
 		if !started {
@@ -178,10 +179,12 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 			started = true
 		}
 		if newSync {
-			if err := s.writeProgress(ctx, phase, st.Wave.Number, i+1, len(steps)); err != nil {
+			hold := first && len(st.Wave.Hooks()) == 0
+			if err := s.writeProgress(ctx, phase, st.Wave.Number, i+1, len(steps), hold); err != nil {
 				return err
 			}
 		}
+		first = false
 		if err := s.runWave(ctx, st.Wave); err != nil {
 			return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", phase, st.Wave.Number, err))
 		}

@@ -73,20 +73,26 @@ func (s *syncRun) progressMessage() string {
 
 // writeProgress records the step in progress — in status.sync, so that a
 // restarted controller resumes from it, and in Ready and Reconciling, so
-// that `kubectl get` shows it — and writes the status.
-func (s *syncRun) writeProgress(ctx context.Context, phase string, wave, step, steps int) error {
+// that `kubectl get` shows it — and writes the status. hold: the step is
+// the first this run runs and starts no hook, so a restart would only run
+// it again, and the write may wait for the run to last (holdStatus); a
+// step that starts hooks is recorded first, so that a restart knows them
+// for its sync's (the sync ID, from status.sync.startedAt), and a later
+// step's record holds what is applied so far.
+func (s *syncRun) writeProgress(ctx context.Context, phase string, wave, step, steps int, hold bool) error {
 	s.st.Sync.Phase = phase
 	s.st.Sync.Wave = wave
 	s.prog.phase, s.prog.wave, s.prog.step, s.prog.steps, s.prog.waiting = phase, wave, step, steps, nil
-	return s.publishProgress(ctx)
+	return s.publishProgress(ctx, hold)
 }
 
 // publishProgress writes the progress message into Reconciling and Ready
 // (Unknown: the outcome is not known yet) and what is applied so far into
 // status.inventory — the inventory before the sync and every object this
 // sync applied, a superset of both, so a sync stopped half-way prunes
-// nothing it should not — and writes the status (only what changed).
-func (s *syncRun) publishProgress(ctx context.Context) error {
+// nothing it should not — and writes the status (only what changed), or
+// holds the write (holdStatus).
+func (s *syncRun) publishProgress(ctx context.Context, hold bool) error {
 	msg := s.progressMessage()
 	conditions.MarkReconciling(s.out, meta.ProgressingReason, "%s", msg)
 	conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "%s", msg)
@@ -94,7 +100,61 @@ func (s *syncRun) publishProgress(ctx context.Context) error {
 		s.st.Inventory = mergeInventories(s.prev.Inventory, applied)
 	}
 	s.prog.written, s.prog.shown = time.Now(), msg
+	if hold {
+		return s.holdStatus(ctx)
+	}
 	return s.writeStatus(ctx)
+}
+
+// heldWrite is a status write held back until the run has lasted
+// progressEvery.
+type heldWrite struct{ timer *time.Timer }
+
+// holdStatus writes the run's progress — a new generation's Reconciling
+// mark, the first step of a sync — only once the run has lasted
+// progressEvery: at once when it has, else from a timer, unless a write of
+// the run comes first and carries it. A run shorter than that (a fleet's
+// Kustomization of a few objects) ends with its outcome as its one write:
+// no reader could have told the progress from the outcome, and every
+// reader that matters compares observedGeneration with the generation
+// anyway (docs/design/anatomy-of-a-controller.md). The held write is
+// computed now, from the run's status as it is: what the timer sends is a
+// state the run really was in, and writeMu keeps it from landing after a
+// later write.
+func (s *syncRun) holdStatus(ctx context.Context) error {
+	return s.writeStatusAfter(ctx, progressEvery-time.Since(s.start))
+}
+
+// holdWrite arms the timer that sends w after wait, unless the run has
+// dropped it by then. Called with writeMu held.
+func (s *syncRun) holdWrite(ctx context.Context, w *statusWrite, wait time.Duration) *heldWrite {
+	// Not ctx's cancellation: the step that holds the write may end (its
+	// context with it) before the run does, and the run drops what it
+	// still holds when it ends (reconcileObject).
+	ctx = context.WithoutCancel(ctx)
+	h := &heldWrite{}
+	h.timer = time.AfterFunc(wait, func() {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		if s.held != h {
+			return // a later write carried it
+		}
+		s.held = nil
+		if err := s.send(ctx, w); err != nil {
+			// The run's next write sends it again: what is stored did
+			// not change.
+			ctrl.LoggerFrom(ctx).Error(err, "writing the sync's progress")
+		}
+	})
+	return h
+}
+
+// dropHeld drops the held write, if any. Called with writeMu held.
+func (s *syncRun) dropHeld() {
+	if s.held != nil {
+		s.held.timer.Stop()
+		s.held = nil
+	}
 }
 
 // healthProgress is the WaitHealthy callback of a wave or of the final
@@ -106,7 +166,7 @@ func (s *syncRun) healthProgress(ctx context.Context) func([]engine.HealthReport
 		if time.Since(s.prog.written) < progressEvery || s.progressMessage() == s.prog.shown {
 			return
 		}
-		if err := s.publishProgress(ctx); err != nil {
+		if err := s.publishProgress(ctx, false); err != nil {
 			// The next round writes again; the wait itself goes on.
 			ctrl.LoggerFrom(ctx).Error(err, "writing the sync's progress")
 		}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,4 +53,41 @@ func TestASyncShowsWhatItWaitsFor(t *testing.T) {
 	g.Expect(done.Status.Inventory.Entries).To(HaveLen(2))
 	g.Expect(conditions.GetMessage(done, meta.ReadyCondition)).To(Equal("Applied revision: main@sha1:p1"))
 	g.Expect(conditions.Get(done, meta.ReconcilingCondition)).To(BeNil())
+}
+
+// A run that lasts shows that it is in progress before it ends: a new
+// generation's Reconciling mark, held back so that a quick run writes only
+// its outcome (TestAFreshKustomizationOfFourObjectsCostsFewRequests), is
+// written once the run has lasted a second — here while the rendered
+// artifact's download hangs — and the outcome replaces it.
+func TestALastingRunShowsItIsReconciling(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Spec.Suspend = true })
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Finalizers).To(ContainElement(Finalizer))
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	manifests := configMaps(ks.Namespace, "slow")
+	release := artifacts.hold(t, artifactPath(ks, manifests))
+	// Rendered for the generation that resuming brings.
+	renderAhead(t, ks, "main@sha1:5104", manifests, []byte(manifests), 1)
+	setSuspend(t, ks, false)
+
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		rc := conditions.Get(got, meta.ReconcilingCondition)
+		g.Expect(rc).NotTo(BeNil())
+		g.Expect(rc.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(rc.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(rc.Message).To(Equal(fmt.Sprintf("reconciling generation %d", got.Generation)))
+		g.Expect(conditions.Get(got, meta.ReadyCondition)).To(BeNil(), "nothing is judged yet")
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+
+	release()
+	done := waitReady(t, ks, "main@sha1:5104")
+	g.Expect(conditions.Get(done, meta.ReconcilingCondition)).To(BeNil())
+	g.Expect(done.Status.Inventory.Entries).To(HaveLen(1))
 }

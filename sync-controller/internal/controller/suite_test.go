@@ -224,16 +224,26 @@ type artifactServer struct {
 	*httptest.Server
 	mu    sync.Mutex
 	files map[string][]byte
+	// gates hold the downloads of a path until closed (hold).
+	gates map[string]chan struct{}
 	hits  atomic.Int64
 }
 
 func newArtifactServer() *artifactServer {
-	a := &artifactServer{files: map[string][]byte{}}
+	a := &artifactServer{files: map[string][]byte{}, gates: map[string]chan struct{}{}}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.hits.Add(1)
 		a.mu.Lock()
 		data, ok := a.files[r.URL.Path]
+		gate := a.gates[r.URL.Path]
 		a.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -254,9 +264,17 @@ func render(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests str
 // bytes, which differ when a test forges the artifact.
 func renderServing(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string, served []byte) {
 	t.Helper()
+	renderAhead(t, ks, revision, manifests, served, 0)
+}
+
+// renderAhead is renderServing for the generation ahead of the current
+// one: render-controller has rendered a spec that sync-controller has not
+// seen yet.
+func renderAhead(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string, served []byte, ahead int64) {
+	t.Helper()
 	sum := sha256.Sum256([]byte(manifests))
 	digest := "sha256:" + hex.EncodeToString(sum[:])
-	path := fmt.Sprintf("/kustomization/%s/%s/%s.yaml", ks.Namespace, ks.Name, hex.EncodeToString(sum[:8]))
+	path := artifactPath(ks, manifests)
 	artifacts.mu.Lock()
 	artifacts.files[path] = served
 	artifacts.mu.Unlock()
@@ -271,11 +289,30 @@ func renderServing(t *testing.T, ks *kustomizev1.Kustomization, revision, manife
 		},
 		"conditions": []any{map[string]any{
 			"type": kustomizev1.RenderedCondition, "status": "True", "reason": kustomizev1.RenderSucceededReason,
-			"message": "rendered " + revision, "observedGeneration": current.Generation,
+			"message": "rendered " + revision, "observedGeneration": current.Generation + ahead,
 			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
 		}},
 	}
 	NewWithT(t).Expect(reconcile.ApplyStatus(context.Background(), env.Client, current, "plumb-render", status)).To(Succeed())
+}
+
+// artifactPath is where render serves the manifests of ks.
+func artifactPath(ks *kustomizev1.Kustomization, manifests string) string {
+	sum := sha256.Sum256([]byte(manifests))
+	return fmt.Sprintf("/kustomization/%s/%s/%s.yaml", ks.Namespace, ks.Name, hex.EncodeToString(sum[:8]))
+}
+
+// hold makes the downloads of path wait until the returned function is
+// called (at the latest when the test ends).
+func (a *artifactServer) hold(t *testing.T, path string) (release func()) {
+	gate := make(chan struct{})
+	a.mu.Lock()
+	a.gates[path] = gate
+	a.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return release
 }
 
 // renderFailed reports a failed render of the current generation, keeping

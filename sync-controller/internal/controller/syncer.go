@@ -34,10 +34,10 @@ import (
 type Syncer struct {
 	Client client.Client
 	// Reader reads the object at the start of a reconcile straight from
-	// the API server: the watch cache can lag behind the status this
-	// controller wrote a moment before, and a sync must start from the
-	// status as stored (it resumes and retries from it). One GET per
-	// reconcile; nil falls back to Client.
+	// the API server while a write of this controller to it may not be in
+	// the cache yet: a sync must start from the status as stored (it
+	// resumes and retries from it). Otherwise the reconcile reads the
+	// cache (ownWrites); nil always reads the cache.
 	Reader client.Reader
 	// Shard is the instance's --watch-label-selector, nil for all: a
 	// request may name another shard's object (a managed object's watch
@@ -87,6 +87,7 @@ type Syncer struct {
 	Metrics *Metrics
 
 	manifests    manifestCache
+	writes       ownWrites
 	fightTracker fightTracker
 	// remotes are the remote clusters Kustomizations target (remote.go).
 	remotes remoteClusters
@@ -129,14 +130,22 @@ func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 // history), before the skeleton sums the run up.
 func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(*syncRun)) (ctrl.Result, error) {
 	start := time.Now()
-	if err := r.reader().Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Shard != nil && !r.Shard.Matches(labels.Set(obj.GetLabels())) {
 		// Another shard's, whose instance reconciles it.
 		return ctrl.Result{}, nil
 	}
-	if ok, err := skel.Start(ctx, obj); !ok {
+	read := obj.GetResourceVersion()
+	r.writes.writing(req.NamespacedName)
+	ok, err := skel.Start(ctx, obj)
+	if rv := obj.GetResourceVersion(); rv != read {
+		r.writes.wrote(req.NamespacedName, rv) // the finalizer, set or released
+	} else {
+		r.writes.wrote(req.NamespacedName, "")
+	}
+	if !ok {
 		var pending *deletionPending
 		if errors.As(err, &pending) {
 			// A deletion waiting on its hooks or its pruned objects: looked
@@ -150,11 +159,15 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	s.finish = finish
 	sk := *skel
 	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.writeStatus(ctx) }
+	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.holdStatus(ctx) }
 	sk.EventOptions = func(T) []events.Option {
 		return []events.Option{events.WithRevision(s.revision)}
 	}
 	sk.RetryDelay = func(T) (reconcile.RetryDecision, bool) { return s.retryDecision() }
 	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
+	s.writeMu.Lock()
+	s.dropHeld() // the final write carried it; none is left after an error
+	s.writeMu.Unlock()
 	return s.fightRequeue(result), err
 }
 
