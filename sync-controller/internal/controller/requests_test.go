@@ -140,7 +140,7 @@ func TestTheInventorySurvivesChangingFieldManager(t *testing.T) {
 	owner := func(ks *kustomizev1.Kustomization) []string {
 		var managers []string
 		for _, mf := range ks.ManagedFields {
-			if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:inventory"`) {
+			if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:inventory"`) {
 				managers = append(managers, mf.Manager)
 			}
 		}
