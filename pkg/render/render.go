@@ -191,7 +191,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if opts.Shared != nil && opts.Decryptor == nil {
 		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData)
 	}
-	resMap, err := kustomizeOnce(ctx, fsys, opts.Shared, sharedKey, func() (resmap.ResMap, error) {
+	resMap, keep, err := kustomizeOnce(fsys, opts.Shared, sharedKey, func() (resmap.ResMap, error) {
 		return kustomize(ctx, fsys, root, userDir, overlay, overlayData)
 	})
 	if err != nil {
@@ -218,23 +218,32 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		}
 		objs = append(objs, o)
 	}
-	return assemble(objs, limits)
+	res, err := assemble(objs, limits)
+	if err == nil && ctx.Err() == nil {
+		keep(int64(len(res.Manifests)))
+	}
+	return res, err
 }
 
-// kustomizeOnce returns the build kept under key in shared, or runs it and
-// keeps it (key "" or shared nil: it just runs).
-func kustomizeOnce(ctx context.Context, fsys *sandboxFS, shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, error) {
+// kustomizeOnce returns the build kept under key in shared, or runs it. A
+// build whose key came before is copied before the caller changes it, and
+// keep, called once the whole Build has succeeded with the size of its
+// output, keeps that copy (key "" or shared nil: nothing is kept).
+func kustomizeOnce(fsys *sandboxFS, shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, func(outputBytes int64), error) {
+	noKeep := func(int64) {}
 	if shared == nil || key == "" {
-		return run()
+		m, err := run()
+		return m, noKeep, err
 	}
 	if m := shared.get(key); m != nil {
-		return m, nil
+		return m, noKeep, nil
 	}
 	m, err := run()
-	if err == nil && ctx.Err() == nil {
-		shared.put(key, m, fsys.bytesRead())
+	if err != nil || !shared.builtBefore(key) {
+		return m, noKeep, err
 	}
-	return m, err
+	kept := m.DeepCopy() // finish changes m's resources
+	return m, func(outputBytes int64) { shared.put(key, kept, outputBytes) }, nil
 }
 
 // kustomize adds the overlay (and a generated kustomization when spec.path

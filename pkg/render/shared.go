@@ -8,16 +8,20 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 )
 
-// DefaultSharedInputBytes bounds what SharedBuilds keeps, counted in the
-// bytes the kept builds read from their trees: kustomize holds some ten
-// times that in memory, so the default keeps a few tens of MiB at most.
-const DefaultSharedInputBytes int64 = 4 << 20
+// DefaultSharedOutputBytes bounds what SharedBuilds keeps, counted in the
+// rendered output of the kept builds. kustomize's objects in memory cost
+// some ten to twenty times their YAML, so the default keeps a few tens of
+// MiB at most; it is the output that is counted, never the input, because
+// one patch read once may change every object of a build.
+const DefaultSharedOutputBytes int64 = 2 << 20
 
 // sharedBuildsMax bounds the builds kept whatever their size: sharing pays
-// for the few paths many Kustomizations render, and a fleet where each
-// renders its own folder would otherwise keep a copy of every render for
-// nothing.
+// for the few paths many Kustomizations render.
 const sharedBuildsMax = 64
+
+// sharedBuildsSeen bounds the keys remembered as built once; when full it
+// starts again.
+const sharedBuildsSeen = 4096
 
 // SharedBuilds keeps kustomize's output for a tree and an overlay, so that
 // Kustomizations rendering one path of one revision with the same spec
@@ -29,40 +33,35 @@ const sharedBuildsMax = 64
 // Substitution, commonMetadata and every check after kustomize run for
 // each build, on a copy.
 //
-// A build is kept the second time its key is built (the first time it may
-// be the only one). Only builds that read at most a sixteenth of the
-// budget are kept, at most
-// sharedBuildsMax of them, least recently used first out; a failed build
-// is never kept.
+// A build is kept the second time its key is built (the first may be the
+// only one, and a fleet where every Kustomization renders its own folder
+// then copies nothing), only once the whole Build has succeeded (a failing
+// build is retried, not kept), and only when its output is at most a
+// sixteenth of the budget; at most sharedBuildsMax are kept, least
+// recently used first out.
 type SharedBuilds struct {
-	maxInput int64
+	maxOutput int64
 
 	mu      sync.Mutex
-	input   int64
+	output  int64
 	order   *list.List // of *sharedBuild, least recently used first
 	entries map[string]*list.Element
-	// built holds the keys built once and not kept: a build is kept when
-	// its key comes a second time, so a fleet where every Kustomization
-	// renders its own folder copies nothing.
-	built map[[sha256.Size]byte]struct{}
+	built   map[[sha256.Size]byte]struct{}
 }
-
-// sharedBuildsSeen bounds built; when full it starts again.
-const sharedBuildsSeen = 4096
 
 type sharedBuild struct {
 	key    string
 	resMap resmap.ResMap
-	input  int64
+	output int64
 }
 
-// NewSharedBuilds keeps builds that read at most maxInputBytes in all
-// (DefaultSharedInputBytes when zero or less).
-func NewSharedBuilds(maxInputBytes int64) *SharedBuilds {
-	if maxInputBytes <= 0 {
-		maxInputBytes = DefaultSharedInputBytes
+// NewSharedBuilds keeps builds whose outputs are at most maxOutputBytes in
+// all (DefaultSharedOutputBytes when zero or less).
+func NewSharedBuilds(maxOutputBytes int64) *SharedBuilds {
+	if maxOutputBytes <= 0 {
+		maxOutputBytes = DefaultSharedOutputBytes
 	}
-	return &SharedBuilds{maxInput: maxInputBytes, order: list.New(), entries: map[string]*list.Element{},
+	return &SharedBuilds{maxOutput: maxOutputBytes, order: list.New(), entries: map[string]*list.Element{},
 		built: map[[sha256.Size]byte]struct{}{}}
 }
 
@@ -78,9 +77,28 @@ func (s *SharedBuilds) get(key string) resmap.ResMap {
 	return e.Value.(*sharedBuild).resMap.DeepCopy()
 }
 
-// put keeps a copy of m, which read input bytes, under key.
-func (s *SharedBuilds) put(key string, m resmap.ResMap, input int64) {
-	if input > s.maxInput/16 {
+// builtBefore reports whether key was built before (and remembers it
+// was, when not).
+func (s *SharedBuilds) builtBefore(key string) bool {
+	sum := sha256.Sum256([]byte(key))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, again := s.built[sum]; again {
+		// Forgotten again: a build put refuses as too large is then
+		// copied every other time, not every time.
+		delete(s.built, sum)
+		return true
+	}
+	if len(s.built) >= sharedBuildsSeen {
+		clear(s.built)
+	}
+	s.built[sum] = struct{}{}
+	return false
+}
+
+// put keeps m, a copy no one else holds, whose Build wrote outputBytes.
+func (s *SharedBuilds) put(key string, m resmap.ResMap, outputBytes int64) {
+	if outputBytes > s.maxOutput/16 {
 		return
 	}
 	s.mu.Lock()
@@ -88,21 +106,12 @@ func (s *SharedBuilds) put(key string, m resmap.ResMap, input int64) {
 	if _, ok := s.entries[key]; ok {
 		return // a concurrent build of the same key came first
 	}
-	sum := sha256.Sum256([]byte(key))
-	if _, again := s.built[sum]; !again {
-		if len(s.built) >= sharedBuildsSeen {
-			clear(s.built)
-		}
-		s.built[sum] = struct{}{}
-		return
-	}
-	delete(s.built, sum)
-	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resMap: m.DeepCopy(), input: input})
-	s.input += input
-	for s.input > s.maxInput || len(s.entries) > sharedBuildsMax {
+	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resMap: m, output: outputBytes})
+	s.output += outputBytes
+	for s.output > s.maxOutput || len(s.entries) > sharedBuildsMax {
 		old := s.order.Remove(s.order.Front()).(*sharedBuild)
 		delete(s.entries, old.key)
-		s.input -= old.input
+		s.output -= old.output
 	}
 }
 

@@ -2,8 +2,10 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -68,21 +70,56 @@ func TestSharedBuildsRunKustomizeOncePerTreePathAndSpec(t *testing.T) {
 	g.Expect(build(spec("a"), "app-a", Options{Shared: shared, Decryptor: dec})).To(ContainSubstring("v: two"))
 	g.Expect(shared.Len()).To(Equal(2))
 
-	// A failed build is not kept.
+	// A failed build is not kept: neither kustomize's failure nor one
+	// after it (the output's limit), however often it is retried.
 	bad := spec("a")
 	bad.Path = "missing"
-	_, err := Build(context.Background(), work, bad, Options{Shared: shared})
-	g.Expect(err).To(HaveOccurred())
+	big := spec("a")
+	big.NameSuffix = "-big"
+	for range 3 {
+		_, err := Build(context.Background(), work, bad, Options{Shared: shared})
+		g.Expect(err).To(HaveOccurred())
+		_, err = Build(context.Background(), work, big, Options{Shared: shared, Limits: Limits{MaxOutputBytes: 10}})
+		g.Expect(err).To(MatchError(ContainSubstring("limit")))
+	}
 	g.Expect(shared.Len()).To(Equal(2))
+}
+
+// What a build keeps is counted in its output, not in what it read: one
+// patch read once may change every object.
+func TestSharedBuildsCountTheirOutput(t *testing.T) {
+	g := NewWithT(t)
+	work := t.TempDir()
+	src := mkSource(t, work)
+	var objs strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&objs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n", i)
+	}
+	g.Expect(os.WriteFile(filepath.Join(src, "cms.yaml"), []byte(objs.String()), 0o644)).To(Succeed())
+	var data strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&data, "    key-%d: %s\n", i, strings.Repeat("v", 40))
+	}
+	spec := &kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+		Patch:  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: any\ndata:\n" + data.String(),
+		Target: &kustomizev1.Selector{Kind: "ConfigMap"},
+	}}}
+	shared := NewSharedBuilds(8 << 20) // entries up to 512 KiB of output
+	for range 2 {
+		res, err := Build(context.Background(), work, spec, Options{Shared: shared})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(res.Manifests)).To(BeNumerically(">", 512<<10), "the patch made the output large")
+	}
+	g.Expect(shared.Len()).To(Equal(0), "an output past a sixteenth of the budget is not kept")
 }
 
 func TestSharedBuildsStayWithinTheirBudget(t *testing.T) {
 	g := NewWithT(t)
 	work := t.TempDir()
 	src := mkSource(t, work)
-	// Each build reads its cm.yaml and two generated kustomizations
-	// (about 240 bytes in all); a budget of 16 × 300 keeps only a few.
-	shared := NewSharedBuilds(16 * 300)
+	// Each build writes about 60 bytes; a budget of 16 × 100 keeps a few
+	// and no more.
+	shared := NewSharedBuilds(16 * 100)
 	for i := range 40 {
 		dir := filepath.Join(src, "apps", string(rune('a'+i%26))+string(rune('a'+i/26)))
 		g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
@@ -95,7 +132,7 @@ func TestSharedBuildsStayWithinTheirBudget(t *testing.T) {
 	}
 	g.Expect(shared.Len()).To(BeNumerically(">", 0))
 	g.Expect(shared.Len()).To(BeNumerically("<", 40))
-	g.Expect(shared.input).To(BeNumerically("<=", shared.maxInput))
+	g.Expect(shared.output).To(BeNumerically("<=", shared.maxOutput))
 
 	many := NewSharedBuilds(1 << 30)
 	for i := range 40 {
