@@ -132,8 +132,8 @@ func ExtractFile(archive, digest, dir string, limits Limits) error {
 
 // ExtractBytes is ExtractFile for an archive already in memory (as
 // pkg/fetch returns it): it checks data's size and digest, extracts it
-// into dir on the same terms, and returns the bytes of the regular files it
-// wrote, which is what the tree costs on disk beyond its entries.
+// into dir on the same terms, and returns what the tree costs on disk
+// (DiskBytes).
 func ExtractBytes(data []byte, digest, dir string, limits Limits) (int64, error) {
 	limits = limits.withDefaults()
 	want, err := ParseDigest(digest)
@@ -149,9 +149,16 @@ func ExtractBytes(data []byte, digest, dir string, limits Limits) (int64, error)
 	return untar(bytes.NewReader(data), dir, limits)
 }
 
+// BlockBytes is the file system block a file, a folder or a link takes at
+// least on disk.
+const BlockBytes = 4096
+
 // untar extracts a gzip-compressed tar stream into dir without checking any
 // digest (ExtractFile and ExtractBytes are the entry points that do) and
-// returns the bytes of the regular files written.
+// returns what the tree costs on disk: every regular file rounded up to
+// whole blocks of BlockBytes (an empty one a block too), and a block for
+// every folder (those the archive names and those its paths imply) and
+// link. A tree of many empty folders costs its blocks, not nothing.
 func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 	limits = limits.withDefaults()
 	root, err := freshDir(dir)
@@ -170,6 +177,8 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 		written  int64
 		symlinks []string
 		seen     = map[string]bool{}
+		folders  = map[string]bool{}
+		disk     int64
 	)
 	for {
 		hdr, err := tr.Next()
@@ -199,6 +208,9 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 			}
 			seen[rel] = true
 		}
+		for d := path.Dir(rel); d != "." && !folders[d]; d = path.Dir(d) {
+			folders[d] = true
+		}
 		target := filepath.Join(root, filepath.FromSlash(rel))
 		if err := mkdirParents(root, rel); err != nil {
 			return 0, err
@@ -209,6 +221,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 			if err := mkdirReal(target); err != nil {
 				return 0, fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
+			folders[rel] = true
 		case tar.TypeReg: // archive/tar reads the legacy TypeRegA as TypeReg
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
 				return 0, fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
@@ -217,6 +230,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 				return 0, err
 			}
 			written += hdr.Size
+			disk += max(BlockBytes, (hdr.Size+BlockBytes-1)/BlockBytes*BlockBytes)
 		case tar.TypeSymlink:
 			if err := checkLinkTarget(rel, hdr.Linkname); err != nil {
 				return 0, err
@@ -225,6 +239,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 				return 0, fmt.Errorf("%w: symlink %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
 			symlinks = append(symlinks, rel)
+			disk += BlockBytes
 		case tar.TypeLink:
 			return 0, fmt.Errorf("%w: hard link %q -> %q", ErrUnsupportedEntry, hdr.Name, hdr.Linkname)
 		case tar.TypeChar, tar.TypeBlock:
@@ -244,7 +259,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 			return 0, err
 		}
 	}
-	return written, nil
+	return disk + int64(len(folders))*BlockBytes, nil
 }
 
 // freshDir creates dir (or accepts an empty one) and returns its absolute

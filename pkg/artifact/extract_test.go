@@ -180,7 +180,13 @@ func TestExtractBytesCountsTheTree(t *testing.T) {
 	data := xTarGz(t, xDir("a/"), xFile("a/one.yaml", "12345"), xFile("two.yaml", "123"), xSymlink("b", "a"))
 	n, err := ExtractBytes(data, xDigest(data), filepath.Join(t.TempDir(), "out"), Limits{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(n).To(Equal(int64(8)), "the regular files' bytes")
+	g.Expect(n).To(Equal(int64(4*BlockBytes)), "a block each for a/, its file, two.yaml and the link")
+
+	// Empty folders and files cost their blocks, named or implied.
+	empty := xTarGz(t, xFile("x/y/z/empty.yaml", ""), xFile("big.yaml", strings.Repeat("b", BlockBytes+1)))
+	n, err = ExtractBytes(empty, xDigest(empty), filepath.Join(t.TempDir(), "out"), Limits{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(int64((3+1+2)*BlockBytes)), "x, x/y, x/y/z, the empty file, two blocks of big.yaml")
 }
 
 func TestExtractFileVerifiesDigestFirst(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,11 @@ const (
 
 // folderPrefix names this package's folders under the temporary folder.
 const folderPrefix = "render-sources-"
+
+// madeHere holds the folders this process's caches made: a folder with
+// this process's pid that is not among them is an earlier process's (a
+// restarted container has the same pid).
+var madeHere sync.Map
 
 // Options configure a Cache.
 type Options struct {
@@ -83,6 +89,7 @@ func New(opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	madeHere.Store(dir, true)
 	return &Cache{opts: opts, dir: dir, trees: map[string]*tree{}, idle: list.New()}, nil
 }
 
@@ -97,6 +104,9 @@ func removeAbandoned(parent string) {
 		if !ok || err != nil || pid <= 0 {
 			continue
 		}
+		if _, mine := madeHere.Load(m); mine {
+			continue // another Cache of this process, in use
+		}
 		if pid == os.Getpid() || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			_ = os.RemoveAll(m)
 		}
@@ -104,7 +114,10 @@ func removeAbandoned(parent string) {
 }
 
 // Close removes every tree. Acquire must not be called after it.
-func (c *Cache) Close() error { return os.RemoveAll(c.dir) }
+func (c *Cache) Close() error {
+	madeHere.Delete(c.dir)
+	return os.RemoveAll(c.dir)
+}
 
 // Tree is an acquired source tree: Dir is a render work folder (the tree
 // is in render.SourceDir(Dir)), read-only by contract, valid until
@@ -159,18 +172,34 @@ func (c *Cache) Acquire(ctx context.Context, digest string, fetch func(context.C
 			return c.handle(t), nil
 		}
 		c.release(t)
-		// The fetcher's own deadline or cancellation is not this caller's:
-		// try again, fetching itself if no one else does by then.
-		fetcherGaveUp := errors.Is(t.err, context.Canceled) || errors.Is(t.err, context.DeadlineExceeded)
-		if !fetcherGaveUp || ctx.Err() != nil {
+		// Only what the archive's own bytes caused is every waiter's
+		// answer: the digest matched, so it is the same for all. The
+		// fetcher's download (its URL, its deadline), a digest mismatch
+		// (its bytes) and a disk failure are its own: try again, fetching
+		// with this caller's fetch if no one else does by then.
+		if sharedFailure(t.err) || ctx.Err() != nil {
 			return nil, t.err
 		}
 	}
 }
 
+// sharedFailure reports an extraction refused for the archive's content,
+// after its digest matched.
+func sharedFailure(err error) bool {
+	var refused *RefusedError
+	return errors.As(err, &refused) && !errors.Is(err, artifact.ErrDigestMismatch)
+}
+
 // make downloads and extracts t, which the caller holds one use of.
-func (c *Cache) make(ctx context.Context, t *tree, fetch func(context.Context) ([]byte, error)) (*Tree, error) {
-	err := c.extract(ctx, t, fetch)
+func (c *Cache) make(ctx context.Context, t *tree, fetch func(context.Context) ([]byte, error)) (tr *Tree, err error) {
+	defer func() {
+		// A panic must not leave t's waiters waiting for ever.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("extracting the source artifact failed: %v", p)
+			c.fail(t, err)
+		}
+	}()
+	err = c.extract(ctx, t, fetch)
 	c.mu.Lock()
 	t.err = err
 	if err != nil {
@@ -188,6 +217,26 @@ func (c *Cache) make(ctx context.Context, t *tree, fetch func(context.Context) (
 	return c.handle(t), nil
 }
 
+// fail ends t with err when make did not get to (a panic).
+func (c *Cache) fail(t *tree, err error) {
+	c.mu.Lock()
+	if isClosed(t.ready) {
+		c.mu.Unlock()
+		return
+	}
+	t.err = err
+	if c.trees[t.digest] == t {
+		delete(c.trees, t.digest)
+	}
+	close(t.ready)
+	dir := t.dir
+	c.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	c.release(t)
+}
+
 func (c *Cache) extract(ctx context.Context, t *tree, fetch func(context.Context) ([]byte, error)) error {
 	data, err := fetch(ctx)
 	if err != nil {
@@ -200,6 +249,10 @@ func (c *Cache) extract(ctx context.Context, t *tree, fetch func(context.Context
 	n, err := artifact.ExtractBytes(data, t.digest, render.SourceDir(t.dir), c.opts.Limits)
 	if err != nil {
 		_ = os.RemoveAll(t.dir)
+		var diskErr *fs.PathError
+		if errors.As(err, &diskErr) {
+			return err // the disk's failure, not the archive's
+		}
 		return &RefusedError{err}
 	}
 	t.bytes = n

@@ -99,7 +99,7 @@ func TestOneExtractionServesEveryConcurrentUser(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(render.SourceDir(trees[0].Dir), "apps", "a", "cm.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(b)).To(Equal("kind: ConfigMap\n"))
-	g.Expect(c.Stats()).To(Equal(Stats{Trees: 1, InUse: 1, Bytes: int64(len("kind: ConfigMap\n"))}))
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 1, InUse: 1, Bytes: 3 * artifact.BlockBytes}), "apps/, apps/a/ and the file")
 
 	for _, tr := range trees {
 		tr.Release()
@@ -141,8 +141,8 @@ func TestARefusedArchiveIsRefusedToAllAndNotRemembered(t *testing.T) {
 
 func TestIdleTreesGoLeastRecentlyUsedFirstAndTreesInUseStay(t *testing.T) {
 	g := NewWithT(t)
-	// Each tree is 10 bytes: the cache keeps two.
-	c := newCache(t, Options{MaxBytes: 25})
+	// Each tree is one block: the cache keeps two.
+	c := newCache(t, Options{MaxBytes: 2.5 * artifact.BlockBytes})
 	var calls atomic.Int32
 	acquire := func(name string) *Tree {
 		data, digest := archive(t, map[string]string{name + ".yaml": "0123456789"})
@@ -153,25 +153,25 @@ func TestIdleTreesGoLeastRecentlyUsedFirstAndTreesInUseStay(t *testing.T) {
 	a := acquire("a")
 	b := acquire("b")
 	held := acquire("held")
-	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 30}), "trees in use are kept over the bound")
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 3 * artifact.BlockBytes}), "trees in use are kept over the bound")
 
 	a.Release() // a goes first, b after it
 	g.Expect(a.Dir).NotTo(BeADirectory())
 	b.Release()
 	g.Expect(b.Dir).To(BeADirectory())
-	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 1, Bytes: 20}))
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 1, Bytes: 2 * artifact.BlockBytes}))
 
 	b2 := acquire("b") // b is used again: not downloaded, no longer idle
 	g.Expect(b2.Dir).To(Equal(b.Dir))
 	g.Expect(calls.Load()).To(Equal(int32(3)))
 	c2 := acquire("c")
 	g.Expect(held.Dir).To(BeADirectory(), "a tree in use is never removed")
-	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 30}))
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 3, InUse: 3, Bytes: 3 * artifact.BlockBytes}))
 	for _, tr := range []*Tree{b2, c2, held} {
 		tr.Release()
 		tr.Release() // a second release is a no-op
 	}
-	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 0, Bytes: 20}))
+	g.Expect(c.Stats()).To(Equal(Stats{Trees: 2, InUse: 0, Bytes: 2 * artifact.BlockBytes}))
 	g.Expect(b.Dir).NotTo(BeADirectory(), "b was the least recently used")
 
 	one := newCache(t, Options{MaxTrees: 1})
@@ -242,7 +242,71 @@ func TestNewRemovesTheFoldersOfProcessesThatAreGone(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gone).NotTo(BeADirectory())
 	g.Expect(alive).To(BeADirectory(), "a running process's trees are its own")
+	second, err := New(Options{Dir: parent})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.dir).To(BeADirectory(), "a second cache of this process leaves the first's folder alone")
+	g.Expect(second.Close()).To(Succeed())
 	g.Expect(other).To(BeADirectory())
 	g.Expect(c.Close()).To(Succeed())
 	g.Expect(c.dir).NotTo(BeADirectory())
+}
+
+// Only the archive's own refusal is every waiter's: a digest mismatch (the
+// first caller's download, perhaps from a URL another tenant wrote) sends
+// each waiter to fetch with its own fetch.
+func TestAWaiterFetchesItselfWhenTheFirstDownloadWasWrong(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	data, digest := archive(t, map[string]string{"a.yaml": "x"})
+	wrong, _ := archive(t, map[string]string{"a.yaml": "other"})
+	started, finish := make(chan struct{}), make(chan struct{})
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(context.Background(), digest, func(context.Context) ([]byte, error) {
+			close(started)
+			<-finish
+			return wrong, nil
+		})
+		firstErr <- err
+	}()
+	<-started
+	var calls atomic.Int32
+	second := make(chan error, 1)
+	go func() {
+		tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+		if err == nil {
+			tr.Release()
+		}
+		second <- err
+	}()
+	g.Eventually(func() int { return c.Stats().InUse }).Should(Equal(1))
+	g.Eventually(func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.trees[digest].users
+	}).Should(Equal(2))
+	close(finish)
+	g.Expect(<-firstErr).To(MatchError(artifact.ErrDigestMismatch))
+	g.Expect(<-second).To(Succeed(), "the waiter's own download is right")
+	g.Expect(calls.Load()).To(Equal(int32(1)))
+
+	// A refusal of the content is the same for everyone, and not retried
+	// by the waiters.
+	slip, slipDigest := archive(t, map[string]string{"../escape.yaml": "x"})
+	_, err := c.Acquire(context.Background(), slipDigest, counted(slip, &calls))
+	g.Expect(err).To(MatchError(artifact.ErrUnsafePath))
+	g.Expect(sharedFailure(err)).To(BeTrue())
+}
+
+func TestAPanickingFetchDoesNotWedgeItsDigest(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	data, digest := archive(t, map[string]string{"a.yaml": "x"})
+	_, err := c.Acquire(context.Background(), digest, func(context.Context) ([]byte, error) { panic("boom") })
+	g.Expect(err).To(MatchError(ContainSubstring("boom")))
+	var calls atomic.Int32
+	tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	tr.Release()
+	g.Expect(calls.Load()).To(Equal(int32(1)))
 }

@@ -14,15 +14,20 @@
 //   - A tree is made once: concurrent Acquires of one digest wait for the
 //     first, which downloads (with the caller's fetch, so its timeout and
 //     retries hold) and extracts with pkg/artifact's checks (the digest
-//     first, then every entry). A refused archive is refused for every
-//     waiter (the same digest is the same bytes); a failure the fetcher's
-//     own context caused sends the waiters to fetch themselves. No failure
-//     is remembered: the next Acquire tries again.
+//     first, then every entry). An archive refused for its content, after
+//     its digest matched, is refused for every waiter (the same digest is
+//     the same bytes); any other failure — the first caller's download,
+//     its URL or deadline, a digest mismatch, the disk — is the first
+//     caller's alone, and each waiter then fetches with its own fetch. No
+//     failure is remembered: the next Acquire tries again. A panic ends the
+//     attempt like a failure.
 //   - A tree in use is never removed. Trees nobody uses are kept, least
 //     recently used first out, while the trees in all stay within MaxBytes
-//     of extracted file bytes and MaxTrees trees; so a tree lives as long as
-//     its revision is rendered and the disk holds at most MaxBytes plus what
-//     the renders in flight use (at most --concurrent trees).
+//     and MaxTrees trees, each tree counted at what it takes on disk
+//     (pkg/artifact's ExtractBytes: files in whole blocks, a block per
+//     folder and link, so a tree of empty folders is not free). The disk
+//     holds at most MaxBytes (or the trees in use, at most one per worker,
+//     when they are more) plus the extractions in flight, one per worker.
 //   - Trees live in a folder of this process's own (render-sources-<pid>-*
 //     under the temporary folder), removed on Close; folders left by a
 //     process that is gone (a container restarted with the same emptyDir)
