@@ -50,7 +50,7 @@ func slackPayload(cfg Config, e events.Event) any {
 		att.Ts = e.Timestamp.Unix()
 	}
 	for _, f := range facts(e) {
-		att.Fields = append(att.Fields, SlackField{Title: f.Title, Value: slackEscape(f.Value), Short: len(f.Value) < 40 && f.Title != "Drift"})
+		att.Fields = append(att.Fields, SlackField{Title: slackEscape(f.Title), Value: slackEscape(f.Value), Short: len(f.Value) < 40 && f.Title != "Drift"})
 	}
 	return SlackPayload{Channel: cfg.Channel, Username: cfg.Username, Attachments: []SlackAttachment{att}}
 }

@@ -58,6 +58,9 @@ func revocationClient(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext:         revocationPolicy.Dialer(timeout).DialContext,
 		TLSHandshakeTimeout: timeout,
+		// A client per verification: no connection outlives its fetch, so
+		// a server that never closes holds nothing.
+		DisableKeepAlives: true,
 	}}
 }
 

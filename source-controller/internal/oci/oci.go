@@ -162,7 +162,7 @@ type boundedManifests struct{ next http.RoundTripper }
 
 func (t boundedManifests) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || !strings.Contains(req.URL.Path, "/manifests/") {
+	if err != nil || !asksForManifest(req) {
 		return resp, err
 	}
 	if resp.ContentLength > MaxManifestBytes {
@@ -171,6 +171,21 @@ func (t boundedManifests) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxManifestBytes, path: req.URL.Path}
 	return resp, nil
+}
+
+// asksForManifest reports a manifest request, or a request a registry
+// redirected a manifest request to (its path then names anything).
+func asksForManifest(req *http.Request) bool {
+	for r := req; r != nil; {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			return true
+		}
+		if r.Response == nil {
+			return false
+		}
+		r = r.Response.Request
+	}
+	return false
 }
 
 // limitedBody fails a read past its bound (an io.LimitReader would end

@@ -203,7 +203,8 @@ func TestManifestsAreReadOnlyUpToTheirBound(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		contentLength bool
-	}{{"announced", true}, {"streamed", false}} {
+		redirect      bool
+	}{{"announced", true, false}, {"streamed", false, false}, {"redirected", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			huge := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","annotations":{"x":"` +
 				strings.Repeat("a", MaxManifestBytes) + `"}}`
@@ -211,7 +212,9 @@ func TestManifestsAreReadOnlyUpToTheirBound(t *testing.T) {
 				switch {
 				case r.URL.Path == "/v2/":
 					w.WriteHeader(http.StatusOK)
-				case strings.HasPrefix(r.URL.Path, "/v2/org/app/manifests/"):
+				case tc.redirect && strings.HasPrefix(r.URL.Path, "/v2/org/app/manifests/"):
+					http.Redirect(w, r, "/elsewhere/m", http.StatusTemporaryRedirect)
+				case strings.HasPrefix(r.URL.Path, "/v2/org/app/manifests/") || r.URL.Path == "/elsewhere/m":
 					w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
 					if tc.contentLength {
 						w.Header().Set("Content-Length", fmt.Sprint(len(huge)))
