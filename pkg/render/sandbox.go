@@ -467,10 +467,3 @@ func deadlineErr(ctx context.Context) error {
 	}
 	return limitErr("rendering was cancelled")
 }
-
-// bytesRead is what the build has read so far (Limits.MaxInputBytes).
-func (s *sandboxFS) bytesRead() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readBytes
-}
