@@ -186,31 +186,30 @@ func TestIdleTreesGoLeastRecentlyUsedFirstAndTreesInUseStay(t *testing.T) {
 	g.Expect(one.Stats().Trees).To(Equal(1), "empty trees are bounded by count")
 }
 
-func TestAWaiterFetchesItselfWhenTheFetcherGivesUp(t *testing.T) {
-	g := NewWithT(t)
-	c := newCache(t, Options{})
-	data, digest := archive(t, map[string]string{"a.yaml": "x"})
+// firstAndWaiter starts an Acquire of digest by a first user with first
+// (which blocks until the test lets it go) and, once first runs, one by a
+// second user with second that waits on the first's download. It returns
+// both users' results.
+func firstAndWaiter(t *testing.T, c *Cache, firstCtx context.Context, digest string,
+	first, second func(context.Context) ([]byte, error)) (firstErr, secondErr chan error) {
+	t.Helper()
 	started := make(chan struct{})
-	firstCtx, cancelFirst := context.WithCancel(context.Background())
-	firstErr := make(chan error, 1)
+	firstErr, secondErr = make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := c.Acquire(firstCtx, digest, func(ctx context.Context) ([]byte, error) {
 			close(started)
-			<-ctx.Done()
-			return nil, ctx.Err()
+			return first(ctx)
 		})
 		firstErr <- err
 	}()
 	<-started
-	var calls atomic.Int32
-	second := make(chan error, 1)
 	go func() {
-		tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+		tr, err := c.Acquire(context.Background(), digest, second)
 		if err == nil {
 			defer tr.Release()
-			_, err = os.Stat(filepath.Join(render.SourceDir(tr.Dir), "a.yaml"))
+			_, err = os.Stat(render.SourceDir(tr.Dir))
 		}
-		second <- err
+		secondErr <- err
 	}()
 	users := func() int {
 		c.mu.Lock()
@@ -220,7 +219,20 @@ func TestAWaiterFetchesItselfWhenTheFetcherGivesUp(t *testing.T) {
 		}
 		return 0
 	}
-	g.Eventually(users).Should(Equal(2), "the second user waits on the first's download")
+	NewWithT(t).Eventually(users).Should(Equal(2), "the second user waits on the first's download")
+	return firstErr, secondErr
+}
+
+func TestAWaiterFetchesItselfWhenTheFetcherGivesUp(t *testing.T) {
+	g := NewWithT(t)
+	c := newCache(t, Options{})
+	data, digest := archive(t, map[string]string{"a.yaml": "x"})
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	firstErr, second := firstAndWaiter(t, c, firstCtx, digest, func(ctx context.Context) ([]byte, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, counted(data, &calls))
 	cancelFirst()
 	g.Expect(<-firstErr).To(MatchError(context.Canceled))
 	g.Expect(<-second).To(Succeed())
@@ -259,32 +271,12 @@ func TestAWaiterFetchesItselfWhenTheFirstDownloadWasWrong(t *testing.T) {
 	c := newCache(t, Options{})
 	data, digest := archive(t, map[string]string{"a.yaml": "x"})
 	wrong, _ := archive(t, map[string]string{"a.yaml": "other"})
-	started, finish := make(chan struct{}), make(chan struct{})
-	firstErr := make(chan error, 1)
-	go func() {
-		_, err := c.Acquire(context.Background(), digest, func(context.Context) ([]byte, error) {
-			close(started)
-			<-finish
-			return wrong, nil
-		})
-		firstErr <- err
-	}()
-	<-started
+	finish := make(chan struct{})
 	var calls atomic.Int32
-	second := make(chan error, 1)
-	go func() {
-		tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
-		if err == nil {
-			tr.Release()
-		}
-		second <- err
-	}()
-	g.Eventually(func() int { return c.Stats().InUse }).Should(Equal(1))
-	g.Eventually(func() int {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.trees[digest].users
-	}).Should(Equal(2))
+	firstErr, second := firstAndWaiter(t, c, context.Background(), digest, func(context.Context) ([]byte, error) {
+		<-finish
+		return wrong, nil
+	}, counted(data, &calls))
 	close(finish)
 	g.Expect(<-firstErr).To(MatchError(artifact.ErrDigestMismatch))
 	g.Expect(<-second).To(Succeed(), "the waiter's own download is right")
