@@ -43,10 +43,14 @@ func main() {
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
 		shards   = flag.Int("shards", 0, "also run this many shards of the four controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
+		standbys = flag.String("standbys", "", "comma-separated controllers to run as a leader and a standby with leader election on, e.g. sync-controller,render-controller (docs/design/sharding.md, \"Taking over\")")
 	)
 	flag.Parse()
 	scr := newScreen(os.Stdout)
 	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards}
+	if *standbys != "" {
+		opts.Standbys = strings.Split(*standbys, ",")
+	}
 	if err := run(opts, *check, *uiListen, scr); err != nil {
 		scr.Printf("plumb-local: %v\n", err)
 		os.Exit(1)
