@@ -27,6 +27,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/events"
 )
@@ -105,11 +106,24 @@ func TestTenantsStayInsideTheirNamespaces(t *testing.T) {
 	waitRefused(ctx, g, &notificationv1.Alert{}, types.NamespacedName{Namespace: tenantA, Name: "peek"},
 		fmt.Sprintf("cross-namespace references are not allowed: spec.eventSources[0] names namespace %q, outside %s", tenantB, tenantA))
 
-	// A's own Alert works: A's webhook hears of A's refused sync.
+	// A's own Alert works: once it is Ready, A's webhook hears of A's
+	// refused sync of a new commit. (The first refusals may come before
+	// notification-controller knows the Alert, which hears what happens
+	// from then on.)
+	g.Eventually(func(g Gomega) {
+		alert := &notificationv1.Alert{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: tenantA, Name: "own"}, alert)).To(Succeed())
+		g.Expect(conditions.IsReady(alert)).To(BeTrue(), "Ready: %v", conditions.Get(alert, meta.ReadyCondition))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "tenant A's Alert is not Ready")
+	g.Expect(clone.Write(map[string]string{"reach/own.yaml": strings.Replace(configMap(tenantA, "own"), "from: tenant-a", "from: tenant-a, again", 1)})).To(Succeed())
+	again, err := clone.CommitAndPush(ctx, "Reach out of the tenant again")
+	g.Expect(err).NotTo(HaveOccurred())
+	requestArgoReconcile(ctx, g, &sourcev1.GitRepository{}, types.NamespacedName{Namespace: tenantA, Name: "app"})
 	g.Eventually(func() []events.Event {
 		return hook.About(tenantA)
 	}).WithTimeout(timeout).WithPolling(poll).Should(ContainElement(And(
-		HaveField("InvolvedObject.Name", "reach"), HaveField("Reason", kustomizev1.SyncFailedReason))),
+		HaveField("InvolvedObject.Name", "reach"), HaveField("Reason", kustomizev1.SyncFailedReason),
+		HaveField("Revision", revision(again)))),
 		"tenant A's Alert delivered nothing of A's own")
 
 	// B's events reach B's Alert (the Slack stand-in) ...

@@ -103,6 +103,10 @@ func TestAClusterThatLosesAServerInABurstDeliversEveryEventOnce(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		info, ci := streamState(ctx, g, js)
 		g.Expect(info.Config.Replicas).To(Equal(3))
+		// Until the cluster has placed them, the infos carry no
+		// cluster part.
+		g.Expect(info.Cluster).NotTo(BeNil())
+		g.Expect(ci.Cluster).NotTo(BeNil())
 		g.Expect(info.Cluster.Replicas).To(HaveLen(2))
 		g.Expect(ci.Cluster.Replicas).To(HaveLen(2), "the consumer is kept on three servers too")
 		i := cluster.index(info.Cluster.Leader)
