@@ -115,8 +115,12 @@ func TestTheUIShowsTheSampleAppItsDriftAndItsActions(t *testing.T) {
 	// Resume and reconcile (with source) from the page: Git wins again.
 	before := s.kustomization().Status.LastHandledReconcileAt
 	b.Go(objectPage, "#act-resume")
+	// The page has read the object when it hides Suspend for a suspended
+	// one: only then is the Resume button the one of this page's object.
+	b.Eventually("the page shows the object suspended", `document.querySelector('#act-suspend')?.hidden === true`)
 	b.Click("#act-resume")
-	b.Eventually("the page says resumed", `document.querySelector('#action-result').textContent === 'Resumed'`)
+	b.Eventually("the resume has an answer", `!['', 'Resume…'].includes(document.querySelector('#action-result').textContent)`)
+	s.g.Expect(b.Text("#action-result")).To(Equal("Resumed"))
 	b.Click("#act-reconcile")
 	b.Eventually("the page says reconcile requested", `document.querySelector('#action-result').textContent === 'Reconcile requested'`)
 	s.g.Eventually(func(g Gomega) {
