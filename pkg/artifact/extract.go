@@ -85,19 +85,27 @@ func ParseDigest(digest string) (godigest.Digest, error) {
 // VerifyFile checks that the file at name is at most limits.MaxArchiveBytes
 // long and has the expected "sha256:<hex>" digest.
 func VerifyFile(name, digest string, limits Limits) error {
-	limits = limits.withDefaults()
-	want, err := ParseDigest(digest)
-	if err != nil {
-		return err
+	if _, err := ParseDigest(digest); err != nil {
+		return err // before the file is opened, as always
 	}
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	return verify(f, digest, limits.withDefaults())
+}
+
+// verify checks that r holds at most limits.MaxArchiveBytes and has the
+// expected "sha256:<hex>" digest.
+func verify(r io.Reader, digest string, limits Limits) error {
+	want, err := ParseDigest(digest)
+	if err != nil {
+		return err
+	}
 	h := godigest.SHA256.Digester()
 	// Read one byte past the limit to tell "exactly at" from "over".
-	n, err := io.Copy(h.Hash(), io.LimitReader(f, limits.MaxArchiveBytes+1))
+	n, err := io.Copy(h.Hash(), io.LimitReader(r, limits.MaxArchiveBytes+1))
 	if err != nil {
 		return fmt.Errorf("reading the archive: %w", err)
 	}
@@ -136,15 +144,8 @@ func ExtractFile(archive, digest, dir string, limits Limits) error {
 // (DiskBytes).
 func ExtractBytes(data []byte, digest, dir string, limits Limits) (int64, error) {
 	limits = limits.withDefaults()
-	want, err := ParseDigest(digest)
-	if err != nil {
+	if err := verify(bytes.NewReader(data), digest, limits); err != nil {
 		return 0, err
-	}
-	if int64(len(data)) > limits.MaxArchiveBytes {
-		return 0, fmt.Errorf("%w: the archive is larger than the limit of %d bytes", ErrTooLarge, limits.MaxArchiveBytes)
-	}
-	if got := godigest.SHA256.FromBytes(data); subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-		return 0, fmt.Errorf("%w: the archive has %s, expected %s", ErrDigestMismatch, got, digest)
 	}
 	return untar(bytes.NewReader(data), dir, limits)
 }
