@@ -191,7 +191,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if opts.Shared != nil && opts.Decryptor == nil {
 		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData)
 	}
-	resMap, keep, err := kustomizeOnce(fsys, opts.Shared, sharedKey, func() (resmap.ResMap, error) {
+	resMap, keep, err := kustomizeOnce(opts.Shared, sharedKey, func() (resmap.ResMap, error) {
 		return kustomize(ctx, fsys, root, userDir, overlay, overlayData)
 	})
 	if err != nil {
@@ -229,7 +229,7 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 // build whose key came before is copied before the caller changes it, and
 // keep, called once the whole Build has succeeded with the size of its
 // output, keeps that copy (key "" or shared nil: nothing is kept).
-func kustomizeOnce(fsys *sandboxFS, shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, func(outputBytes int64), error) {
+func kustomizeOnce(shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, func(outputBytes int64), error) {
 	noKeep := func(int64) {}
 	if shared == nil || key == "" {
 		m, err := run()
