@@ -19,12 +19,18 @@ import (
 // LeaderElectionFlag turns leader election on (the default) or off.
 const LeaderElectionFlag = "enable-leader-election"
 
+// DefaultConcurrent is --concurrent of a controller that sets no default
+// of its own (Flux's default).
+const DefaultConcurrent = 4
+
 // Manager holds the options of the controller-runtime manager that every
 // controller runs: probes, metrics, concurrency, leader election, logging
 // and the API client.
 type Manager struct {
-	MetricsAddr    string
-	HealthAddr     string
+	MetricsAddr string
+	HealthAddr  string
+	// Concurrent is --concurrent; a value set before BindFlags is the
+	// flag's default (DefaultConcurrent when unset).
 	Concurrent     int
 	LeaderElection leaderelection.Options
 	Logging        logger.Options
@@ -55,7 +61,11 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 		"The address the Prometheus /metrics endpoint binds to; 0 disables it; fd:N serves on the listening socket inherited as file descriptor N.")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9440",
 		"The address the /healthz and /readyz probes bind to; fd:N serves on the listening socket inherited as file descriptor N.")
-	fs.IntVar(&o.Concurrent, "concurrent", 4,
+	concurrent := o.Concurrent
+	if concurrent < 1 {
+		concurrent = DefaultConcurrent
+	}
+	fs.IntVar(&o.Concurrent, "concurrent", concurrent,
 		"The number of objects reconciled at the same time.")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", 2*time.Minute,
 		"How long a controller waits for the first list of each kind it watches before the process exits with an error (and, in a cluster, is restarted); "+

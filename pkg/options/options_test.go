@@ -134,3 +134,18 @@ func TestReadersTakeOnlyTheFlagsTheyRead(t *testing.T) {
 	}
 	g.Expect(fs.Lookup("nats-creds-file")).NotTo(BeNil())
 }
+
+// A controller presets its own --concurrent default; the flag still wins.
+func TestAPresetConcurrentIsTheFlagsDefault(t *testing.T) {
+	g := NewWithT(t)
+	parse := func(preset int, args ...string) int {
+		o := Manager{Concurrent: preset}
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		g.Expect(fs.Parse(args)).To(Succeed())
+		return o.Concurrent
+	}
+	g.Expect(parse(0)).To(Equal(DefaultConcurrent))
+	g.Expect(parse(16)).To(Equal(16))
+	g.Expect(parse(16, "--concurrent=2")).To(Equal(2))
+}

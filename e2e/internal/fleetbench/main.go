@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,8 @@ type config struct {
 	profileSeconds int
 	logLevel       string
 	concurrent     int
+	// controllerArgs are more flags of single controllers (-controller-arg).
+	controllerArgs map[string][]string
 	timeout        time.Duration
 	// shards are the shard counts each N runs with (1: one instance of
 	// each controller, as before).
@@ -81,6 +84,15 @@ func main() {
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of render-, sync- and source-controller during the largest N's sync, and their heaps after it, here")
 	flag.IntVar(&c.profileSeconds, "profile-seconds", 30, "the length of the CPU profiles (from the first create)")
 	flag.IntVar(&c.concurrent, "concurrent", 0, "the controllers' --concurrent (objects reconciled at the same time); 0 keeps their default (4)")
+	c.controllerArgs = map[string][]string{}
+	flag.Func("controller-arg", "NAME=FLAG: pass FLAG to the controller NAME (e.g. sync-controller=--concurrent=16); repeatable", func(v string) error {
+		name, arg, ok := strings.Cut(v, "=")
+		if !ok || !slices.Contains(localenv.ControllerNames, name) || !strings.HasPrefix(arg, "--") {
+			return fmt.Errorf("want NAME=--flag with NAME one of %s, got %q", strings.Join(localenv.ControllerNames, ", "), v)
+		}
+		c.controllerArgs[name] = append(c.controllerArgs[name], arg)
+		return nil
+	})
 	flag.StringVar(&c.logLevel, "log-level", "info", "the controllers' --log-level")
 	flag.DurationVar(&c.timeout, "timeout", 90*time.Minute, "give up after this long")
 	flag.StringVar(&shardList, "shards", "1", "the shard counts each N runs with, comma-separated, e.g. 1,3: with S > 1, S shards of the four controllers "+
@@ -238,6 +250,9 @@ func withEnv(ctx context.Context, c config, eo envOptions, fn func(*bench) error
 			opts.ControllerArgs[name] = append(opts.ControllerArgs[name], fmt.Sprintf("--concurrent=%d", c.concurrent))
 		}
 	}
+	for name, args := range c.controllerArgs {
+		opts.ControllerArgs[name] = append(opts.ControllerArgs[name], args...)
+	}
 	if c.profileDir != "" && (b.shards > 1 || len(eo.standbys) > 0) {
 		// A controller's flags are every instance's: one pprof address
 		// cannot serve several processes.
@@ -320,17 +335,30 @@ func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
 			defer wg.Done()
 			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof[name], seconds)
 			file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-%s-%s.pprof", name, what))
-			if err := fetchTo(ctx, url, file, time.Duration(seconds+30)*time.Second); err != nil {
+			if err := fetchTo(ctx, http.DefaultClient, url, file, time.Duration(seconds+30)*time.Second); err != nil {
 				say("profile of %s: %v", name, err)
 			}
 		}()
 	}
+	// kube-apiserver's CPU is most of a fleet's cost; it serves pprof
+	// (--profiling, on by default) to the admin credentials.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(b.env.Config.Host, "/"), seconds)
+		file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-kube-apiserver-%s.pprof", what))
+		client := *b.meter.apiClient
+		client.Timeout = 0 // fetchTo's context bounds it
+		if err := fetchTo(ctx, &client, url, file, time.Duration(seconds+30)*time.Second); err != nil {
+			say("profile of kube-apiserver: %v", err)
+		}
+	}()
 	return func() {
 		wg.Wait()
 		for _, name := range profiled {
 			url := fmt.Sprintf("http://%s/debug/pprof/heap", b.pprof[name])
 			file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-%s.pprof", name, what))
-			if err := fetchTo(ctx, url, file, 30*time.Second); err != nil {
+			if err := fetchTo(ctx, http.DefaultClient, url, file, 30*time.Second); err != nil {
 				say("heap profile of %s: %v", name, err)
 			}
 		}
@@ -338,14 +366,14 @@ func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
 	}
 }
 
-func fetchTo(ctx context.Context, url, file string, timeout time.Duration) error {
+func fetchTo(ctx context.Context, client *http.Client, url, file string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,11 @@ func (r *results) print(out io.Writer) {
 	if c.concurrent > 0 {
 		concurrent = fmt.Sprintf("--concurrent=%d", c.concurrent)
 	}
+	for _, name := range localenv.ControllerNames {
+		if args := c.controllerArgs[name]; len(args) > 0 {
+			concurrent += fmt.Sprintf(", %s %s", name, strings.Join(args, " "))
+		}
+	}
 	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s\n\n",
 		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1)
 	if single := r.unsharded(); len(single) > 0 {

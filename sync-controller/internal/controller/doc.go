@@ -57,9 +57,14 @@
 // Kustomization's spec.retry, after its backoff up to its limit, with
 // status.retry and Stalled=True (RetriesExceeded) at the limit (retry.go,
 // through the skeleton's RetryDelay). Until render-controller has rendered the current
-// generation the run is in progress (Ready=Unknown, Reconciling=True), not
-// failed; when it failed on it, the last good revision is still applied
-// and report makes Ready=False with render-controller's reason.
+// generation, a reconcile writes nothing for 30 s (renderwait.go: neither
+// the finalizer nor a status that only says "waiting"; the render's status
+// update brings the object back, usually within a second, and a fleet
+// created at once is spared a custom-resource write per object); past
+// that the run is in progress (Ready=Unknown, Reconciling=True, "waiting
+// for render-controller to render generation N"), not failed. When
+// render-controller failed on it, the last good revision is still applied
+// and report makes Ready=False with render-controller's reason at once.
 //
 // While a sync runs (progress.go), Ready (Unknown) and Reconciling say what
 // it does now — phase and wave, objects applied, and during a health wait

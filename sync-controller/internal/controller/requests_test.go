@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -54,17 +55,11 @@ func TestAFreshKustomizationOfFourObjectsCostsFewRequests(t *testing.T) {
 	requests.reset()
 	_, ks := newKustomization(t, nil)
 	key := client.ObjectKeyFromObject(ks)
-	// sync-controller's first reconcile: waiting for render-controller.
-	g.Eventually(func(g Gomega) {
-		got := &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
-		g.Expect(controllerutil.ContainsFinalizer(got, Finalizer)).To(BeTrue())
-		g.Expect(conditions.IsUnknown(got, meta.ReadyCondition)).To(BeTrue())
-	}, time.Minute, 20*time.Millisecond).Should(Succeed())
-	// ... and its cache has that write: otherwise the next reconcile reads
-	// the Kustomization from the API server (one GET), which is right but
-	// depends on timing.
-	g.Eventually(func() bool { return running.writes.pending(key) }, time.Minute, 10*time.Millisecond).Should(BeFalse())
+	// sync-controller's first reconcile finds nothing rendered and writes
+	// nothing: neither its finalizer nor a "waiting for render-controller"
+	// (renderWaits).
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	g.Expect(requestsByKind(ks.Namespace)).To(BeEmpty())
 	render(t, ks, "main@sha1:f1ee7", fleetApp(ks.Namespace))
 	got := waitReady(t, ks, "main@sha1:f1ee7")
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(4))
@@ -73,12 +68,36 @@ func TestAFreshKustomizationOfFourObjectsCostsFewRequests(t *testing.T) {
 	t.Logf("requests of sync-controller for a fresh Kustomization of 4 objects: %v", byKind)
 	// Before issue 20's diet: 5 status applies (a new generation's
 	// Reconciling mark and the outcome of the first run; the first step's
-	// progress, the inventory and the rest of the second's) and 2 GETs.
+	// progress, the inventory and the rest of the second's) and 2 GETs;
+	// then 2 status applies, until the first run stopped writing.
 	g.Expect(byKind).To(Equal(map[string]int{
-		"apply kustomizations/status": 2, // each run's outcome
+		"apply kustomizations/status": 1, // the sync's outcome
 		"apply kustomizations":        1, // the finalizer
 		"apply objects":               4,
 	}))
+	g.Expect(running.renderWaits.waiting(key)).To(BeFalse(), "a rendered Kustomization's wait is dropped")
+}
+
+// A render that does not come within the grace is waited for out loud:
+// the finalizer, and Ready=Unknown saying what sync-controller waits for.
+func TestARenderLongInComingIsShownInReady(t *testing.T) {
+	g := NewWithT(t)
+	running.renderWaits.setGrace(300 * time.Millisecond)
+	t.Cleanup(func() { running.renderWaits.setGrace(0) })
+	_, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(controllerutil.ContainsFinalizer(got, Finalizer)).To(BeTrue())
+		ready := conditions.Get(got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(ready.Message).To(Equal(fmt.Sprintf("waiting for render-controller to render generation %d", got.Generation)))
+	}, time.Minute, 20*time.Millisecond).Should(Succeed())
+	render(t, ks, "main@sha1:10ad", fleetApp(ks.Namespace))
+	got := waitReady(t, ks, "main@sha1:10ad")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(4))
 }
 
 // requestsByKind sums the requests counted since the last reset that name

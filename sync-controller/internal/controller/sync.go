@@ -303,6 +303,11 @@ func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, 
 	if objs, ok := r.manifests.decoded(key, artifact.Digest); ok {
 		return objs, nil
 	}
+	release, err := r.Downloads.acquire(ctx, artifact.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, r.Fetch)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -83,11 +84,16 @@ type Syncer struct {
 	// delete hooks, or at pruned objects still going; 2s when zero.
 	DeleteHookPoll time.Duration
 
+	// Downloads bounds the bytes of artifacts downloaded at once, shared
+	// by the process's reconcilers; nil bounds nothing.
+	Downloads *Downloads
+
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
 
 	manifests    manifestCache
 	writes       ownWrites
+	renderWaits  renderWaits
 	fightTracker fightTracker
 	// remotes are the remote clusters Kustomizations target (remote.go).
 	remotes remoteClusters
@@ -131,11 +137,19 @@ func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(*syncRun)) (ctrl.Result, error) {
 	start := time.Now()
 	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.renderWaits.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Shard != nil && !r.Shard.Matches(labels.Set(obj.GetLabels())) {
 		// Another shard's, whose instance reconciles it.
+		r.renderWaits.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if wait := holdForRender(r, req.NamespacedName, obj, skel, start); wait > 0 {
+		// render-controller's status update brings it back sooner.
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	read := obj.GetResourceVersion()
 	r.writes.writing(req.NamespacedName)
@@ -169,6 +183,17 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	s.dropHeld() // the final write carried it; none is left after an error
 	s.writeMu.Unlock()
 	return s.fightRequeue(result), err
+}
+
+// holdForRender returns how long a reconcile of a live, unsuspended object
+// whose generation render-controller has not rendered yet ends at once,
+// writing nothing (renderWaits); 0 when it goes on.
+func holdForRender[T reconcile.Object](r *Syncer, key types.NamespacedName, obj T, skel *reconcile.Controller[T], now time.Time) time.Duration {
+	if !obj.GetDeletionTimestamp().IsZero() || (skel.Suspended != nil && skel.Suspended(obj)) || !renderPending(appOf(obj)) {
+		r.renderWaits.forget(key)
+		return 0
+	}
+	return r.renderWaits.hold(key, obj.GetGeneration(), now)
 }
 
 // dependsOnKeys are obj's keys in the dependsOn index: "<namespace>/<name>"
