@@ -36,8 +36,11 @@ type fleetFigures struct {
 	bare      time.Duration // the bare loop over the same 4·N objects
 	bareReqs  float64       // its requests as the API server counted them
 	bareDelta delta         // the bare loop's snapshots
-	allReady  time.Duration
-	median    time.Duration
+	// floor and floorDelta: the floor (floor.go), after the rest.
+	floor      time.Duration
+	floorDelta delta
+	allReady   time.Duration
+	median     time.Duration
 	// allRendered and medianRendered: when render-controller's artifact
 	// was in the status, of the last and the median Kustomization.
 	allRendered, medianRendered time.Duration
@@ -434,6 +437,11 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		}
 		f.driftEdits = edits
 		say("   drift: p50 %s, p99 %s, %d missed", benchfig.Round(benchfig.Percentile(f.drift, 50)), benchfig.Round(benchfig.Percentile(f.drift, 99)), f.driftMiss)
+	}
+	if b.c.floor {
+		if err := b.runFloor(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	f.load = benchfig.LoadAvg()
 	return f, nil

@@ -49,6 +49,7 @@ type config struct {
 	profileSeconds int
 	logLevel       string
 	concurrent     int
+	floor          bool
 	// controllerArgs are more flags of single controllers (-controller-arg).
 	controllerArgs map[string][]string
 	timeout        time.Duration
@@ -83,6 +84,7 @@ func main() {
 	flag.IntVar(&c.singleRuns, "single-runs", 3, "new commits timed for the single Kustomization; the median is reported")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of render-, sync- and source-controller during the largest N's sync, and their heaps after it, here")
 	flag.IntVar(&c.profileSeconds, "profile-seconds", 30, "the length of the CPU profiles (from the first create)")
+	flag.BoolVar(&c.floor, "floor", true, "after each fleet, time the floor: the same creates, one status write each and the objects, with no controller (floor.go)")
 	flag.IntVar(&c.concurrent, "concurrent", 0, "the controllers' --concurrent (objects reconciled at the same time); 0 keeps their default (4)")
 	c.controllerArgs = map[string][]string{}
 	flag.Func("controller-arg", "NAME=FLAG: pass FLAG to the controller NAME (e.g. sync-controller=--concurrent=16); repeatable", func(v string) error {

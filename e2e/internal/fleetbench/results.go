@@ -124,6 +124,20 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 		row{name: "all Ready / bare loop", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() / f.bare.Seconds() }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }, target: "≤ 3×",
 			ok: func(_ *fleetFigures, v float64) (bool, bool) { return v <= targetBareRatio, true }},
+	)
+	if r.c.floor {
+		rows = append(rows,
+			row{name: "floor: creates, 1 status write each, objects; no controller", values: val(func(f *fleetFigures) float64 { return f.floor.Seconds() }), format: secs},
+			row{name: "  floor / bare loop", values: val(func(f *fleetFigures) float64 { return f.floor.Seconds() / f.bare.Seconds() }),
+				format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }},
+			row{name: "  all Ready / floor", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() / f.floor.Seconds() }),
+				format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }},
+			row{name: "  CPU seconds of the floor, kube-apiserver + etcd", values: val(func(f *fleetFigures) float64 {
+				return (f.floorDelta.cpu["kube-apiserver"] + f.floorDelta.cpu["etcd"]).Seconds()
+			}), format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }},
+		)
+	}
+	rows = append(rows,
 		// The bench's own creates of the Kustomizations are taken out.
 		row{name: "API requests per Kustomization (API server)", values: val(func(f *fleetFigures) float64 {
 			return (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
