@@ -108,8 +108,14 @@ func main() {
 	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
 	flag.Parse()
 	var err error
-	if c.ns, err = positives(nList, 1_000_000); err != nil {
-		fmt.Fprintf(os.Stderr, "fleetbench: -n: %v\n", err)
+	// -n "": no fleet, only the single Kustomization of -single-objects.
+	if strings.TrimSpace(nList) != "" {
+		if c.ns, err = positives(nList, 1_000_000); err != nil {
+			fmt.Fprintf(os.Stderr, "fleetbench: -n: %v\n", err)
+			os.Exit(2)
+		}
+	} else if c.singleObjects == 0 || c.ha {
+		fmt.Fprintln(os.Stderr, "fleetbench: -n \"\" leaves nothing to measure with -ha or -single-objects 0")
 		os.Exit(2)
 	}
 	if c.shards, err = positives(shardList, 16); err != nil {
