@@ -54,7 +54,7 @@ func TestAFreshKustomizationCostsOneStatusApplyAndNoFinalizer(t *testing.T) {
 
 	want := map[string]int{
 		"PATCH /apis/kustomize.plumb.dev/v1/namespaces/" + ns + "/kustomizations/app/status": 1,
-		"POST /apis/events.k8s.io/v1/namespaces/" + ns + "/events":                          1,
+		"POST /apis/events.k8s.io/v1/namespaces/" + ns + "/events":                           1,
 	}
 	under := func() map[string]int { return apiRequests.Under("/namespaces/" + ns + "/") }
 	g.Eventually(under, timeout, poll).Should(Equal(want), "the Rendered event is sent")

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"

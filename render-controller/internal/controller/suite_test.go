@@ -54,8 +54,8 @@ var (
 	published  = &capture{}
 	// apiRequests counts the requests of the suite's manager.
 	apiRequests = &testenv.Requests{}
-	sources    = &sourceServer{files: map[string][]byte{}}
-	sourceURL  string
+	sources     = &sourceServer{files: map[string][]byte{}}
+	sourceURL   string
 	// workRoot holds the reconciler's downloads and extracted trees.
 	workRoot string
 )
