@@ -92,3 +92,58 @@ func TestArtifactSizeAndRevision(t *testing.T) {
 	g.Expect(reconcile.ArtifactSize(a)).To(Equal(&size))
 	g.Expect(reconcile.ArtifactRevision(a)).To(HaveLen(1))
 }
+
+// A Retired finalizer is no longer added to a live object; a deleted
+// object that an older version gave it is still finalized, and Release
+// lets it go.
+func TestStartWithARetiredFinalizerAddsNoneAndReleasesOldOnes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	ns, err := env.Namespace(ctx, "retired")
+	g.Expect(err).NotTo(HaveOccurred())
+	var finalized []string
+	f := reconcile.Finalizer[*sourcev1.GitRepository]{Client: c, FieldManager: "test", Name: testFinalizer, Retired: true}
+	f.Finalize = func(ctx context.Context, obj *sourcev1.GitRepository) error {
+		finalized = append(finalized, obj.Name)
+		return f.Release(ctx, obj)
+	}
+	sk := &reconcile.Controller[*sourcev1.GitRepository]{Finalizer: f}
+	create := func(name string) *sourcev1.GitRepository {
+		obj := &sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       sourcev1.GitRepositorySpec{URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}},
+		}
+		g.Expect(c.Create(ctx, obj)).To(Succeed())
+		return obj
+	}
+	stored := func(obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+		var got sourcev1.GitRepository
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), &got)).To(Succeed())
+		return &got
+	}
+
+	fresh := create("fresh")
+	ok, err := sk.Start(ctx, fresh)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(stored(fresh).Finalizers).To(BeEmpty())
+
+	old := create("old")
+	g.Expect(reconcile.SetFinalizer(ctx, c, old, "test", testFinalizer, true)).To(Succeed())
+	ok, err = sk.Start(ctx, old)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(controllerutil.ContainsFinalizer(stored(old), testFinalizer)).To(BeTrue(), "a live object keeps what it has")
+
+	g.Expect(c.Delete(ctx, old)).To(Succeed())
+	ok, err = sk.Start(ctx, stored(old))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeFalse())
+	g.Expect(finalized).To(Equal([]string{"old"}))
+	g.Eventually(func() bool {
+		err := c.Get(ctx, client.ObjectKeyFromObject(old), &sourcev1.GitRepository{})
+		g.Expect(client.IgnoreNotFound(err)).NotTo(HaveOccurred())
+		return err != nil
+	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "the released object is gone")
+}
