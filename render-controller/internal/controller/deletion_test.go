@@ -125,6 +125,23 @@ func TestTheOldFinalizerIsReleasedOnDeletion(t *testing.T) {
 	waitArtifactGone(t, storage, a)
 }
 
+// A Kustomization deleted and created again at once starts afresh, whether
+// or not a reconcile saw it gone in between: the new object's render is
+// announced (a Rendered event) and served.
+func TestARecreatedKustomizationIsRenderedAndAnnouncedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	ks, _ := renderedKustomization(t, ns)
+	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.RenderedReason)) }, timeout, poll).Should(Equal(1))
+	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
+	again := kustomization(t, ns, "app", "repo", nil)
+	g.Expect(again.UID).NotTo(Equal(ks.UID))
+	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.RenderedReason)) }, timeout, poll).Should(Equal(2))
+	got := waitRevision(t, ns, "app", "main@sha1:"+aRevision)
+	g.Expect(got.UID).To(Equal(again.UID))
+	download(t, got.Status.RenderedArtifact)
+}
+
 // A Kustomization deleted while render-controller was down has no
 // finalizer to wait for it: the sweep at the next start removes its
 // artifacts, and keeps those of the Kustomizations that are still there.
