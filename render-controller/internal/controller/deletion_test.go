@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -172,6 +173,12 @@ func TestTheSweepAtStartRemovesTheArtifactsOfKustomizationsDeletedWhileDown(t *t
 	waitArtifactGone(t, st, goneA)
 	g.Expect(st.Verify(liveA)).To(Succeed(), "the live Kustomization's render is kept")
 	g.Expect(getKS(g, ns, live.Name).Status.RenderedArtifact.Path).To(Equal(liveA.Path))
+
+	// Leaving the shard is like a deletion for it: its informer drops the
+	// object, and the artifacts go from its storage.
+	patch := []byte(`{"metadata":{"labels":{"` + shardLabel + `":"elsewhere"}}}`)
+	g.Expect(k8s.Patch(context.Background(), live, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	waitArtifactGone(t, st, liveA)
 }
 
 // renderedKustomization creates a Kustomization "app" of one ConfigMap

@@ -16,9 +16,10 @@ import (
 	"plumb.dev/pkg/artifact"
 )
 
-// maxSweep bounds the storage entries one sweep reads: ten times the
-// 10,000 Kustomizations of docs/design/scale.md's sizing, a few tens of
-// milliseconds of reading. What lies past it waits for the next start.
+// maxSweep bounds the storage entries one sweep reads (namespace and
+// Kustomization folders, and anything else lying there): ten times the
+// 10,000 Kustomizations docs/design/scale.md sizes a cluster for. What
+// lies past it waits for the next start.
 const maxSweep = 100_000
 
 // sweepLogged is how many of the swept Kustomizations the log line names.
