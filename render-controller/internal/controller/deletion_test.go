@@ -81,25 +81,10 @@ func TestDeletionKeepsTheArtifactUntilSyncControllerLetsGo(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	ks, a := renderedKustomization(t, ns)
-	key := client.ObjectKeyFromObject(ks)
 	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, ks, "sync-controller", kustomizev1.SyncFinalizer, true)).To(Succeed())
-	before := reconciler.Reconciles(key)
-	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	// render-controller has seen the deletion ...
-	g.Eventually(func() int64 { return reconciler.Reconciles(key) }, timeout, poll).Should(BeNumerically(">", before))
-	// ... and still serves the render while the object is held.
-	live := &kustomizev1.Kustomization{}
-	g.Consistently(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), key, live)).To(Succeed())
-		g.Expect(live.DeletionTimestamp).NotTo(BeNil())
-		_, err := os.Stat(storage.LocalPath(a.Path))
-		g.Expect(err).NotTo(HaveOccurred(), "the artifact went before sync-controller let go")
-	}, 2*time.Second, poll).Should(Succeed())
-	g.Expect(download(t, a)).To(ContainSubstring("settings"))
-
-	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, live, "sync-controller", kustomizev1.SyncFinalizer, false)).To(Succeed())
-	waitObjectGone(t, ks)
-	waitArtifactGone(t, storage, a)
+	live := deleteHeldBySync(t, ks, a)
+	g.Expect(live.Finalizers).To(Equal([]string{kustomizev1.SyncFinalizer}))
+	letSyncGo(t, live, a)
 }
 
 // A Kustomization that an older render-controller gave its finalizer is
@@ -109,21 +94,12 @@ func TestTheOldFinalizerIsReleasedOnDeletion(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	ks, a := renderedKustomization(t, ns)
-	key := client.ObjectKeyFromObject(ks)
 	// As the older render-controller and sync-controller added them.
 	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, ks, FieldManager, Finalizer, true)).To(Succeed())
 	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, ks, "sync-controller", kustomizev1.SyncFinalizer, true)).To(Succeed())
-	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	live := &kustomizev1.Kustomization{}
-	g.Consistently(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), key, live)).To(Succeed())
-		g.Expect(live.Finalizers).To(ContainElement(Finalizer), "render-controller let go before sync-controller")
-		g.Expect(storage.Exists(a)).To(BeTrue(), "the artifact went before sync-controller let go")
-	}, time.Second, poll).Should(Succeed())
-
-	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, live, "sync-controller", kustomizev1.SyncFinalizer, false)).To(Succeed())
-	waitObjectGone(t, ks)
-	waitArtifactGone(t, storage, a)
+	live := deleteHeldBySync(t, ks, a)
+	g.Expect(live.Finalizers).To(ContainElement(Finalizer), "render-controller let go before sync-controller")
+	letSyncGo(t, live, a)
 }
 
 // A Kustomization deleted and created again at once starts afresh, whether
@@ -189,6 +165,37 @@ func renderedKustomization(t *testing.T, ns string) (*kustomizev1.Kustomization,
 	publishTree(t, ns, "repo", aRevision, map[string]string{"cm.yaml": cm("settings", "a: b")})
 	ks := kustomization(t, ns, "app", "repo", nil)
 	return ks, waitRevision(t, ns, "app", "main@sha1:"+aRevision).Status.RenderedArtifact
+}
+
+// deleteHeldBySync deletes ks, which sync-controller's finalizer holds,
+// waits until render-controller has reconciled the deletion, checks that
+// the object stays and its render is still served, and returns it as
+// stored.
+func deleteHeldBySync(t *testing.T, ks *kustomizev1.Kustomization, a *meta.Artifact) *kustomizev1.Kustomization {
+	t.Helper()
+	g := NewWithT(t)
+	key := client.ObjectKeyFromObject(ks)
+	before := reconciler.Reconciles(key)
+	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
+	g.Eventually(func() int64 { return reconciler.Reconciles(key) }, timeout, poll).Should(BeNumerically(">", before))
+	live := &kustomizev1.Kustomization{}
+	g.Consistently(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), key, live)).To(Succeed())
+		g.Expect(live.DeletionTimestamp).NotTo(BeNil())
+		_, err := os.Stat(storage.LocalPath(a.Path))
+		g.Expect(err).NotTo(HaveOccurred(), "the artifact went before sync-controller let go")
+	}, 2*time.Second, poll).Should(Succeed())
+	g.Expect(download(t, a)).To(ContainSubstring("settings"))
+	return live
+}
+
+// letSyncGo releases sync-controller's finalizer from the deleted live
+// and waits until it is gone and its artifact with it.
+func letSyncGo(t *testing.T, live *kustomizev1.Kustomization, a *meta.Artifact) {
+	t.Helper()
+	NewWithT(t).Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, live, "sync-controller", kustomizev1.SyncFinalizer, false)).To(Succeed())
+	waitObjectGone(t, live)
+	waitArtifactGone(t, storage, a)
 }
 
 // waitObjectGone waits until the object is not found; any other error
