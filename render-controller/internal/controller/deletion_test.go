@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -102,21 +103,42 @@ func TestTheOldFinalizerIsReleasedOnDeletion(t *testing.T) {
 	letSyncGo(t, live, a)
 }
 
-// A Kustomization deleted and created again at once starts afresh, whether
-// or not a reconcile saw it gone in between: the new object's render is
-// announced (a Rendered event) and served.
-func TestARecreatedKustomizationIsRenderedAndAnnouncedAgain(t *testing.T) {
+// A Kustomization deleted and created again before a reconcile saw it gone
+// starts afresh: the first reconcile of the new object (another UID)
+// forgets the old one's, so its render is announced (a Rendered event)
+// even when it is the same render. The reconciler here is called directly,
+// so that no reconcile runs in between.
+func TestARecreatedKustomizationIsAnnouncedAgain(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	ns := namespace(t)
-	ks, _ := renderedKustomization(t, ns)
-	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.RenderedReason)) }, timeout, poll).Should(Equal(1))
-	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	again := kustomization(t, ns, "app", "repo", nil)
-	g.Expect(again.UID).NotTo(Equal(ks.UID))
-	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.RenderedReason)) }, timeout, poll).Should(Equal(2))
-	got := waitRevision(t, ns, "app", "main@sha1:"+aRevision)
+	st, err := artifact.NewStorage(t.TempDir(), "", 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &KustomizationReconciler{
+		TmpDir: t.TempDir(), Client: k8s, Storage: st, Events: reconciler.Events,
+		Metrics: NewMetrics(prometheus.NewRegistry()), Limits: testLimits, RenderLimits: testRenderLimits,
+	}
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", aRevision, map[string]string{"cm.yaml": cm("settings", "a: b")})
+	inShard := func(ks *kustomizev1.Kustomization) { ks.Labels = map[string]string{shardLabel: ns} }
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "app"}}
+	events := func() int { return len(published.of(ns, "app", kustomizev1.RenderedReason)) }
+
+	first := createKustomization(t, ns, "app", "repo", inShard)
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(events()).To(Equal(1))
+
+	g.Expect(k8s.Delete(ctx, first)).To(Succeed())
+	waitObjectGone(t, first)
+	again := createKustomization(t, ns, "app", "repo", inShard)
+	g.Expect(again.UID).NotTo(Equal(first.UID))
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(events()).To(Equal(2), "the new object's render is announced")
+	got := getKS(g, ns, "app")
 	g.Expect(got.UID).To(Equal(again.UID))
-	download(t, got.Status.RenderedArtifact)
+	g.Expect(st.Verify(got.Status.RenderedArtifact)).To(Succeed())
 }
 
 // A Kustomization deleted while render-controller was down has no
