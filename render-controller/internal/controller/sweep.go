@@ -38,7 +38,7 @@ func (r *KustomizationReconciler) sweepSource(c cache.Cache) source.Source {
 		go func() {
 			keys, err := r.sweep(ctx, c)
 			log := ctrl.Log.WithName(ControllerName).WithName("sweep")
-			if err != nil {
+			if err != nil && ctx.Err() == nil { // not a shutdown
 				log.Error(err, "sweeping the storage of deleted Kustomizations", "queued", len(keys))
 			}
 			if len(keys) > 0 {
