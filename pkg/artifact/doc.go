@@ -17,7 +17,10 @@
 //
 // Retention keeps the newest N files of an object's folder (by modification
 // time; the current artifact is always kept) and deletes the others; Remove
-// deletes the whole folder when the object is deleted. Verify re-hashes a
+// deletes the whole folder when the object is deleted. List names the
+// objects of a kind that have a folder, reading a bounded number of
+// entries (render-controller sweeps the folders of Kustomizations deleted
+// while it was down with it). Verify re-hashes a
 // stored file and compares it with the digest in status, so a tampered or
 // truncated artifact is noticed and rebuilt.
 //

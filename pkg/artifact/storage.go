@@ -322,6 +322,76 @@ func (s *Storage) Remove(ref Ref) error {
 	return nil
 }
 
+// ErrListTruncated is wrapped by the error of a List that read its
+// limit of folder entries before the end.
+var ErrListTruncated = errors.New("the storage listing was cut at its limit")
+
+// listBatch is how many folder entries List reads at a time: memory is
+// bounded by the batch and the result, never by a folder's size.
+const listBatch = 256
+
+// List returns the objects of kind that have a folder in storage
+// (<kind>/<namespace>/<name>), in no particular order. It reads at most
+// limit folder entries in all, files and folders of both levels counted
+// (a folder of a million stray files costs the limit, not a million
+// entries in memory); once it has read limit entries it stops and returns
+// what it found with an error wrapping ErrListTruncated. Anything that is not a folder with a valid
+// name (files, symbolic links, ".tmp-" leftovers) is skipped. A kind with
+// no folder lists nothing.
+func (s *Storage) List(ctx context.Context, kind string, limit int) ([]Ref, error) {
+	if kind == "" || kind == "." || kind == ".." || strings.ContainsAny(kind, `/\`) {
+		return nil, fmt.Errorf("invalid storage kind %q", kind)
+	}
+	budget := limit
+	var refs []Ref
+	kindDir := s.LocalPath(strings.ToLower(kind))
+	err := readDirs(ctx, kindDir, &budget, func(ns string) error {
+		return readDirs(ctx, filepath.Join(kindDir, ns), &budget, func(name string) error {
+			refs = append(refs, Ref{Kind: kind, Namespace: ns, Name: name})
+			return nil
+		})
+	})
+	return refs, err
+}
+
+// readDirs calls fn with the name of each valid sub-folder of dir,
+// reading in batches and charging every entry read to budget.
+func readDirs(ctx context.Context, dir string, budget *int, fn func(name string) error) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // removed meanwhile (an object deleted): nothing to list
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if *budget <= 0 {
+			return fmt.Errorf("%w after reading %s", ErrListTruncated, dir)
+		}
+		entries, err := f.ReadDir(min(listBatch, *budget))
+		*budget -= len(entries)
+		for _, e := range entries {
+			name := e.Name()
+			if !e.IsDir() || name == "." || name == ".." || strings.HasPrefix(name, tmpPrefix) {
+				continue
+			}
+			if ferr := fn(name); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // Touch sets the modification time of a stored file to now, so retention
 // counts it as the newest again.
 func (s *Storage) Touch(rel string) error {

@@ -227,3 +227,44 @@ func TestServerStartsAndStops(t *testing.T) {
 	cancel()
 	g.Eventually(done, 15*time.Second).Should(Receive(BeNil()))
 }
+
+// List names the objects of one kind that have a folder, skipping stray
+// files, links and other kinds, and stops at its limit of entries read.
+func TestListNamesTheFoldersOfOneKindWithinItsLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newTestStorage(t, 2)
+	refs := []Ref{
+		{Kind: "Kustomization", Namespace: "apps", Name: "web"},
+		{Kind: "Kustomization", Namespace: "apps", Name: "db"},
+		{Kind: "Kustomization", Namespace: "infra", Name: "dns"},
+	}
+	for _, r := range append(refs, Ref{Kind: "HelmRelease", Namespace: "apps", Name: "web"}) {
+		_, err := s.Store(ctx, r, "a.yaml", strings.NewReader("x"))
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	kdir := s.LocalPath("kustomization")
+	g.Expect(os.WriteFile(filepath.Join(kdir, "stray"), []byte("x"), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(kdir, "apps", "stray"), []byte("x"), 0o644)).To(Succeed())
+	g.Expect(os.Symlink(t.TempDir(), filepath.Join(kdir, "apps", "link"))).To(Succeed())
+	g.Expect(os.Mkdir(filepath.Join(kdir, "apps", tmpPrefix+"x"), 0o755)).To(Succeed())
+
+	got, err := s.List(ctx, "Kustomization", 100)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(ConsistOf(refs))
+
+	// 2 namespaces and a file at the first level, 5 and 1 entries below:
+	// a limit of 4 reads the first level and part of one namespace.
+	got, err = s.List(ctx, "Kustomization", 4)
+	g.Expect(err).To(MatchError(ErrListTruncated))
+	g.Expect(len(got)).To(BeNumerically("<", len(refs)))
+	for _, r := range got {
+		g.Expect(refs).To(ContainElement(r))
+	}
+
+	got, err = s.List(ctx, "OCIRepository", 100)
+	g.Expect(err).NotTo(HaveOccurred(), "a kind without a folder lists nothing")
+	g.Expect(got).To(BeEmpty())
+	_, err = s.List(ctx, "../etc", 100)
+	g.Expect(err).To(HaveOccurred())
+}

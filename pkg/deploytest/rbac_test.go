@@ -112,7 +112,7 @@ var needed = map[string][]call{
 		watchOf(kustomize, "kustomizations", "KustomizationReconciler: For(&Kustomization{}), List by source index"),
 		watchOf(source, "gitrepositories", "Watches(&GitRepository{}), r.Get of spec.sourceRef"),
 		[]call{
-			{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant, why: "render.plumb.dev/finalizer add/remove (reconcile.SetFinalizer)"},
+			{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant, why: "render.plumb.dev/finalizer removal from objects an older version gave it (Finalizer.Release)"},
 			{group: kustomize, resource: "kustomizations", subresource: "finalizers", verb: "update", namespace: tenant, why: "finalizer under OwnerReferencesPermissionEnforcement"},
 			{group: kustomize, resource: "kustomizations", subresource: "status", verb: "patch", namespace: tenant, why: "ApplyStatus of Rendered + renderedArtifact"},
 			{resource: "configmaps", verb: "get", namespace: tenant, why: "variables: postBuild.substituteFrom ConfigMap, helmvalues.Merge: valuesFrom ConfigMap (uncached)"},

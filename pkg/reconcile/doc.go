@@ -80,7 +80,10 @@
 // apply, so two controllers finalizing one object never drop each other's.
 // Controller.Start, the beginning of every reconcile once the object is
 // read, uses it: a deleted object is handed to the Finalizer's Finalize, a
-// live one gets the finalizer, a suspended one is only recorded.
+// live one gets the finalizer, a suspended one is only recorded. A Retired
+// finalizer is no longer added (render-controller's on Kustomizations,
+// whose delete event is enough: docs/design/scale.md); Finalize still runs
+// and Release lets go of it on the objects an older version gave it.
 //
 // # What Plumb keeps of its own
 //

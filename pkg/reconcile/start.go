@@ -13,6 +13,9 @@ import (
 
 // Finalizer is a controller's finalizer on the objects it reconciles:
 // Start adds it to every live object, and hands a deleted one to Finalize.
+// A Retired finalizer is one the controller no longer adds (each add is a
+// write of the object): Start still hands deleted objects to Finalize,
+// which releases it from those an older version gave it.
 type Finalizer[T Object] struct {
 	// Client sets the finalizer, by server-side apply as FieldManager
 	// (SetFinalizer).
@@ -21,13 +24,25 @@ type Finalizer[T Object] struct {
 	// Name is the finalizer, e.g. render.plumb.dev/finalizer.
 	Name string
 	// Finalize cleans up after a deleted object and removes the finalizer
-	// (it is called whether the object still has it or not).
+	// (it is called whether the object still has it or not; Release).
 	Finalize func(context.Context, T) error
+	// Retired: Start no longer adds Name to live objects.
+	Retired bool
+}
+
+// Release removes the finalizer from obj when obj carries it, and does
+// nothing otherwise: the end of every Finalize. An object already gone is
+// not an error.
+func (f Finalizer[T]) Release(ctx context.Context, obj T) error {
+	if !controllerutil.ContainsFinalizer(obj, f.Name) {
+		return nil
+	}
+	return client.IgnoreNotFound(SetFinalizer(ctx, f.Client, obj, f.FieldManager, f.Name, false))
 }
 
 // Start takes an object just read through the beginning every reconcile
 // shares, before its steps: a deleted object is finalized, a live one
-// gets the finalizer when it has none, and a suspended one (Suspended)
+// gets the finalizer when it has none (unless it is Retired), and a suspended one (Suspended)
 // has its gauges recorded and nothing else done. It returns false when
 // the reconcile ends there, with the error to return.
 func (c *Controller[T]) Start(ctx context.Context, obj T) (bool, error) {
@@ -35,7 +50,7 @@ func (c *Controller[T]) Start(ctx context.Context, obj T) (bool, error) {
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return false, f.Finalize(ctx, obj)
 	}
-	if !controllerutil.ContainsFinalizer(obj, f.Name) {
+	if !f.Retired && !controllerutil.ContainsFinalizer(obj, f.Name) {
 		if err := SetFinalizer(ctx, f.Client, obj, f.FieldManager, f.Name, true); err != nil {
 			return false, err
 		}

@@ -38,21 +38,8 @@ func TestStartFinalizerSuspensionAndDeletion(t *testing.T) {
 			},
 		},
 	}
-	create := func(name string, suspend bool) *sourcev1.GitRepository {
-		obj := &sourcev1.GitRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: sourcev1.GitRepositorySpec{
-				URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}, Suspend: suspend,
-			},
-		}
-		g.Expect(c.Create(ctx, obj)).To(Succeed())
-		return obj
-	}
-	stored := func(obj *sourcev1.GitRepository) *sourcev1.GitRepository {
-		var got sourcev1.GitRepository
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), &got)).To(Succeed())
-		return &got
-	}
+	create := func(name string, suspend bool) *sourcev1.GitRepository { return createRepo(g, ns, name, suspend) }
+	stored := func(obj *sourcev1.GitRepository) *sourcev1.GitRepository { return storedRepo(g, obj) }
 
 	live := create("live", false)
 	ok, err := sk.Start(ctx, live)
@@ -74,9 +61,32 @@ func TestStartFinalizerSuspensionAndDeletion(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "a deleted object's steps do not run")
 	g.Expect(finalized).To(Equal([]string{"live"}))
+	waitRepoGone(g, live)
+}
+
+// createRepo creates a GitRepository for Start to take.
+func createRepo(g Gomega, ns, name string, suspend bool) *sourcev1.GitRepository {
+	obj := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sourcev1.GitRepositorySpec{
+			URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}, Suspend: suspend,
+		},
+	}
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	return obj
+}
+
+// storedRepo reads obj back from the API server.
+func storedRepo(g Gomega, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+	var got sourcev1.GitRepository
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got)).To(Succeed())
+	return &got
+}
+
+// waitRepoGone waits until obj is not found; another error fails at once.
+func waitRepoGone(g Gomega, obj *sourcev1.GitRepository) {
 	g.Eventually(func() bool {
-		var got sourcev1.GitRepository
-		err := c.Get(ctx, client.ObjectKeyFromObject(live), &got)
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), &sourcev1.GitRepository{})
 		g.Expect(client.IgnoreNotFound(err)).NotTo(HaveOccurred())
 		return err != nil
 	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "the finalized object is gone")
@@ -91,4 +101,44 @@ func TestArtifactSizeAndRevision(t *testing.T) {
 	a := &meta.Artifact{Revision: "v1", Size: &size}
 	g.Expect(reconcile.ArtifactSize(a)).To(Equal(&size))
 	g.Expect(reconcile.ArtifactRevision(a)).To(HaveLen(1))
+}
+
+// A Retired finalizer is no longer added to a live object; a deleted
+// object that an older version gave it is still finalized, and Release
+// lets it go.
+func TestStartWithARetiredFinalizerAddsNoneAndReleasesOldOnes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	ns, err := env.Namespace(ctx, "retired")
+	g.Expect(err).NotTo(HaveOccurred())
+	var finalized []string
+	f := reconcile.Finalizer[*sourcev1.GitRepository]{Client: c, FieldManager: "test", Name: testFinalizer, Retired: true}
+	f.Finalize = func(ctx context.Context, obj *sourcev1.GitRepository) error {
+		finalized = append(finalized, obj.Name)
+		return f.Release(ctx, obj)
+	}
+	sk := &reconcile.Controller[*sourcev1.GitRepository]{Finalizer: f}
+	create := func(name string) *sourcev1.GitRepository { return createRepo(g, ns, name, false) }
+	stored := func(obj *sourcev1.GitRepository) *sourcev1.GitRepository { return storedRepo(g, obj) }
+
+	fresh := create("fresh")
+	ok, err := sk.Start(ctx, fresh)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(stored(fresh).Finalizers).To(BeEmpty())
+
+	old := create("old")
+	g.Expect(reconcile.SetFinalizer(ctx, c, old, "test", testFinalizer, true)).To(Succeed())
+	ok, err = sk.Start(ctx, old)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(controllerutil.ContainsFinalizer(stored(old), testFinalizer)).To(BeTrue(), "a live object keeps what it has")
+
+	g.Expect(c.Delete(ctx, old)).To(Succeed())
+	ok, err = sk.Start(ctx, stored(old))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeFalse())
+	g.Expect(finalized).To(Equal([]string{"old"}))
+	waitRepoGone(g, old)
 }

@@ -10,6 +10,10 @@
 // namespace (see Namespace): envtest runs no kube-controller-manager, so
 // namespaces are never fully deleted.
 //
+// Requests counts a client's API requests (its rest.Config's
+// WrapTransport), so a test can assert exactly what a controller costs the
+// API server, by method and path.
+//
 // WithSecureNATS starts the NATS server the way deploy/ runs it: with the
 // users and permissions of deploy/nats/accounts.conf (the file itself),
 // over TLS with client certificates from a throw-away CA.

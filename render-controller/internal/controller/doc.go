@@ -93,10 +93,55 @@
 // status.observedGeneration are never touched. Status is written only when
 // the owned part changed.
 //
-// When a Kustomization is deleted, its storage folder is removed once
-// sync-controller's finalizer is gone (it holds the object for the delete
-// hooks, read from the artifact, and the prune). Artifacts of objects deleted while the controller was down stay
-// until the object name is reused or the storage is cleaned.
+// # Deletion
+//
+// render-controller puts no finalizer on a Kustomization: adding one is a
+// write of the Kustomization (a CRD, about twice a ConfigMap apply for the
+// API server) at creation and another at deletion, and what it guarded is
+// done without it. A Kustomization's storage folder
+// (kustomization/<ns>/<name>) is removed (forget, with what is kept in
+// memory for it) when:
+//
+//   - a reconcile finds it gone: the delete event, once nothing holds the
+//     object any more. While sync-controller's finalizer holds a deleted
+//     Kustomization (the delete hooks are read from the artifact, then the
+//     prune), the reconcile does nothing: the artifact stays served until
+//     the object has left the API server. A Kustomization sync-controller
+//     never got to has no finalizer and goes at once, and so does its
+//     folder;
+//   - it is held by another finalizer once sync-controller's is gone
+//     (syncFinalizerReleased brings it back): nothing reads the render
+//     any more;
+//   - it leaves this shard (--watch-label-selector): the informer drops it
+//     as if deleted, the reconcile finds nothing; the new shard renders
+//     into its own storage;
+//   - it is replaced: deleted and created again under the same name before
+//     a reconcile saw it gone. The first reconcile of an object whose UID
+//     is not the one last reconciled under that name forgets the old one's
+//     first, so the new one is rendered and announced afresh;
+//   - it was deleted (or left the shard) while render-controller was not
+//     running: at start, once the Kustomization cache has synced, a sweep
+//     (sweep.go) lists the storage's Kustomization folders
+//     (artifact.Storage.List, at most 100,000 entries read; the rest waits
+//     for the next start, and the log says so) and queues each one whose
+//     Kustomization is not in the cache. Its reconcile finds nothing and
+//     forgets it: going through the work queue, a removal never races the
+//     render of a new object of that name. One info line names the count
+//     and the first 20. The sweep starts with the controller, so on the
+//     leader alone, the one replica that writes the storage (a standby
+//     sharing its folder never removes what the leader just wrote). The
+//     cache holds this shard's Kustomizations only, which is right: the
+//     storage is this shard's.
+//
+// Kustomizations that an older render-controller gave its finalizer
+// (render.plumb.dev/finalizer) keep it while they live and are released
+// when they are deleted, after the clean-up above, as before: the skeleton
+// still hands a deleted object to finalize (Finalizer.Retired), which
+// releases the finalizer (Finalizer.Release, under the field manager that
+// added it). It is not removed from live objects at upgrade: that would be
+// a write of every Kustomization at once, in the storm of the first
+// reconciles after the upgrade, to save one write each at their deletion;
+// and it holds nothing back while render-controller runs.
 //
 // # Events
 //
@@ -169,10 +214,12 @@
 //
 // A failure is retried after spec.interval (HelmRelease has no
 // retryInterval) and keeps the last good render; when the inputs come back
-// to those of the stored render, it is served again without rendering. A finalizer
-// (render.plumb.dev/finalizer) deletes the HelmChart this HelmRelease owns
-// and its rendered artifacts when it is deleted; a chartRef's HelmChart is
-// left alone. dependsOn is sync-controller's.
+// to those of the stored render, it is served again without rendering.
+// HelmReleases keep render-controller's finalizer
+// (render.plumb.dev/finalizer): it deletes the HelmChart this HelmRelease
+// owns, which nothing else would after a deletion while render-controller
+// was down, and its rendered artifacts when it is deleted; a chartRef's
+// HelmChart is left alone. dependsOn is sync-controller's.
 //
 // # The process
 //

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -92,9 +91,11 @@ type KustomizationReconciler struct {
 	sharedOnce      sync.Once
 	shared          *render.SharedBuilds
 
-	// cache maps an object to the key of its last successful render.
+	// cache maps an object to the key of its last successful render, and
+	// uids to the UID of the object last reconciled under that name.
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
+	uids    map[types.NamespacedName]types.UID
 	// announced is the render last announced per object.
 	announced announcements
 
@@ -109,8 +110,9 @@ type KustomizationReconciler struct {
 type counters struct{ reconciles, builds atomic.Int64 }
 
 // SetupWithManager registers the reconciler: Kustomizations on creation,
-// spec change and requestedAt annotation, plus every Kustomization that
-// references a GitRepository whose artifact changed.
+// spec change, requestedAt annotation and deletion, every Kustomization
+// that references a source whose artifact changed, and, once at start, the
+// Kustomizations gone while render-controller was down (sweepSource).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, sourceIndexValues); err != nil {
 		return fmt.Errorf("indexing Kustomizations by source: %w", err)
@@ -127,7 +129,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind)),
 			builder.WithPredicates(artifactChanged{}))
 	}
-	return b.WithOptions(opts).Complete(r)
+	return b.WatchesRawSource(r.sweepSource(mgr.GetCache())).WithOptions(opts).Complete(r)
 }
 
 // kustomizationsOf maps a source object of kind to the Kustomizations
@@ -177,8 +179,10 @@ type state struct {
 	recovered bool
 }
 
-// Finalizer lets render-controller delete a Kustomization's rendered
-// artifacts when the Kustomization is deleted.
+// Finalizer is render-controller's finalizer. HelmReleases get it (their
+// deletion deletes the HelmChart render-controller made); Kustomizations
+// no longer do, and it is released from those an older render-controller
+// gave it when they are deleted (doc.go, "Deletion").
 const Finalizer = "render.plumb.dev/finalizer"
 
 // skeleton is this controller's use of pkg/reconcile. render-controller
@@ -195,6 +199,9 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
 		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
+		// The delete event and the sweep at start remove the artifacts:
+		// the finalizer's apply is a write of the Kustomization saved.
+		r.sk.Finalizer.Retired = true
 	})
 	return r.sk
 }
@@ -212,6 +219,12 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.count(req.NamespacedName).reconciles.Add(1)
+	if r.replaced(obj) {
+		// Deleted and created again before a reconcile saw it gone: what
+		// was kept for the old object goes now.
+		r.forget(req.NamespacedName)
+		r.replaced(obj) // forget dropped the new UID with the rest
+	}
 	if ok, err := r.skeleton().Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
@@ -237,19 +250,18 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return result, err
 }
 
-// finalize deletes the rendered artifacts, which go with the object even
-// when it is deleted while this controller is down (the finalizer waits
-// for us), then lets the object go. While sync-controller's finalizer is
-// there it does nothing: the delete hooks come from the artifact.
+// finalize deletes the rendered artifacts of a deleted Kustomization that
+// something still holds (another finalizer), then releases
+// render-controller's finalizer from an object an older version gave it.
+// While sync-controller's finalizer is there it does nothing: the delete
+// hooks come from the artifact. (A deleted object that nothing holds is
+// gone: Reconcile finds nothing and forgets it.)
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
 	if syncFinalizing(obj) {
 		return nil // syncFinalizerReleased brings the object back
 	}
 	r.forget(client.ObjectKeyFromObject(obj))
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return nil
-	}
-	return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, r.Client, obj, FieldManager, Finalizer, false))
+	return r.skeleton().Finalizer.Release(ctx, obj)
 }
 
 // reconcileSource reads the source of spec.sourceRef (a GitRepository,
@@ -498,11 +510,26 @@ func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, rende
 	return r.announced.first(client.ObjectKeyFromObject(obj), render)
 }
 
+// replaced records obj's UID as the one reconciled under its name and
+// reports whether another object of that name was before it.
+func (r *KustomizationReconciler) replaced(obj *kustomizev1.Kustomization) bool {
+	key := client.ObjectKeyFromObject(obj)
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.uids == nil {
+		r.uids = map[types.NamespacedName]types.UID{}
+	}
+	prev, ok := r.uids[key]
+	r.uids[key] = obj.UID
+	return ok && prev != obj.UID
+}
+
 // forget drops what is kept for a deleted object: its cache entry, metric
 // series and artifact folder.
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
+	delete(r.uids, key)
 	r.cacheMu.Unlock()
 	r.announced.forget(key)
 	r.Metrics.Forget(key.Namespace, key.Name)

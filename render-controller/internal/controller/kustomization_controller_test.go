@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/gomega"
@@ -26,7 +23,6 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
-	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 )
 
@@ -619,65 +615,6 @@ func TestSubstituteFromMissingObject(t *testing.T) {
 	for _, e := range published.all(ns, "app") {
 		g.Expect(e.Message).NotTo(ContainSubstring("topsecret"))
 	}
-}
-
-func TestDeletionRemovesStoredArtifacts(t *testing.T) {
-	g := NewWithT(t)
-	ns := namespace(t)
-	ks, a := renderedKustomization(t, ns)
-	g.Expect(storage.Exists(a)).To(BeTrue())
-	live := &kustomizev1.Kustomization{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live)).To(Succeed())
-	g.Expect(live.Finalizers).To(ContainElement(Finalizer))
-	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-	waitArtifactAndObjectGone(t, ks, a)
-}
-
-// sync-controller's deletion reads the delete hooks from the rendered
-// artifact: while its finalizer holds the Kustomization, the artifact and
-// render-controller's finalizer stay; once it lets go, both go.
-func TestDeletionKeepsTheArtifactUntilSyncControllerLetsGo(t *testing.T) {
-	g := NewWithT(t)
-	ns := namespace(t)
-	ks, a := renderedKustomization(t, ns)
-	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, ks, "sync-controller", kustomizev1.SyncFinalizer, true)).To(Succeed())
-	g.Expect(k8s.Delete(context.Background(), ks)).To(Succeed())
-
-	live := &kustomizev1.Kustomization{}
-	g.Consistently(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), live)).To(Succeed())
-		g.Expect(live.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(live.Finalizers).To(ContainElement(Finalizer), "render-controller let go before sync-controller")
-		_, err := os.Stat(storage.LocalPath(a.Path))
-		g.Expect(err).NotTo(HaveOccurred(), "the artifact went before sync-controller let go")
-	}, 2*time.Second, poll).Should(Succeed())
-
-	g.Expect(plumbreconcile.SetFinalizer(context.Background(), k8s, live, "sync-controller", kustomizev1.SyncFinalizer, false)).To(Succeed())
-	waitArtifactAndObjectGone(t, ks, a)
-}
-
-// renderedKustomization creates a Kustomization of one ConfigMap and
-// waits for its rendered artifact.
-func renderedKustomization(t *testing.T, ns string) (*kustomizev1.Kustomization, *meta.Artifact) {
-	t.Helper()
-	gitRepo(t, ns, "repo", nil)
-	publishTree(t, ns, "repo", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", map[string]string{"cm.yaml": cm("settings", "a: b")})
-	ks := kustomization(t, ns, "app", "repo", nil)
-	return ks, waitRevision(t, ns, "app", "main@sha1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").Status.RenderedArtifact
-}
-
-// waitArtifactAndObjectGone waits until the deleted Kustomization's
-// rendered artifact is removed and the object is gone.
-func waitArtifactAndObjectGone(t *testing.T, ks *kustomizev1.Kustomization, a *meta.Artifact) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func() error {
-		_, err := os.Stat(storage.LocalPath(a.Path))
-		return err
-	}, timeout, poll).Should(MatchError(os.ErrNotExist), "the rendered artifact is removed")
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(ks), &kustomizev1.Kustomization{}))
-	}, timeout, poll).Should(BeTrue(), "the finalizer is released")
 }
 
 // requestReconcile sets the requestedAt annotation to a new value.

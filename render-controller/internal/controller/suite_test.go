@@ -23,12 +23,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -50,8 +52,10 @@ var (
 	reconciler *KustomizationReconciler
 	helmRec    *HelmReleaseReconciler
 	published  = &capture{}
-	sources    = &sourceServer{files: map[string][]byte{}}
-	sourceURL  string
+	// apiRequests counts the requests of the suite's manager.
+	apiRequests = &testenv.Requests{}
+	sources     = &sourceServer{files: map[string][]byte{}}
+	sourceURL   string
 	// workRoot holds the reconciler's downloads and extracted trees.
 	workRoot string
 )
@@ -127,8 +131,12 @@ func run(m *testing.M) int {
 	}
 	storage.Hostname = addr.String()
 
-	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4}
-	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts)
+	// The suite's instance is the main shard: objects labelled with
+	// shardLabel belong to the instances the tests start (startShard).
+	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + shardLabel}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = apiRequests.Wrap
+	mgr, err := app.NewManager(ControllerName, cfg, env.Scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -451,7 +459,20 @@ func publishTree(t *testing.T, ns, repo, revision string, files map[string]strin
 	return a
 }
 
+// kustomization creates a Kustomization of the repo's root, with mutate's
+// changes to its spec (createKustomization: to the whole object).
 func kustomization(t *testing.T, ns, name, repo string, mutate func(*kustomizev1.KustomizationSpec)) *kustomizev1.Kustomization {
+	t.Helper()
+	return createKustomization(t, ns, name, repo, func(ks *kustomizev1.Kustomization) {
+		if mutate != nil {
+			mutate(&ks.Spec)
+		}
+	})
+}
+
+// createKustomization creates a Kustomization of the repo's root, with
+// mutate's changes to the whole object.
+func createKustomization(t *testing.T, ns, name, repo string, mutate func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
 	t.Helper()
 	ks := &kustomizev1.Kustomization{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -462,7 +483,7 @@ func kustomization(t *testing.T, ns, name, repo string, mutate func(*kustomizev1
 		},
 	}
 	if mutate != nil {
-		mutate(&ks.Spec)
+		mutate(ks)
 	}
 	NewWithT(t).Expect(k8s.Create(context.Background(), ks)).To(Succeed())
 	return ks

@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Requests counts the API requests of a client, by method and path, so a
+// test can assert what a controller costs the API server: set its
+// rest.Config's WrapTransport to Wrap. A dry-run request is counted apart
+// (its key ends in " (dry-run)").
+type Requests struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Wrap counts every request sent through rt.
+func (c *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		key := req.Method + " " + req.URL.Path
+		if req.URL.Query().Get("dryRun") != "" {
+			key += " (dry-run)"
+		}
+		c.mu.Lock()
+		if c.counts == nil {
+			c.counts = map[string]int{}
+		}
+		c.counts[key]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// Under returns the counts of the requests whose path contains fragment
+// (e.g. "/namespaces/<ns>/"), keyed "METHOD path".
+func (c *Requests) Under(fragment string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.counts {
+		if _, path, _ := strings.Cut(k, " "); strings.Contains(path, fragment) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
