@@ -46,6 +46,37 @@ func (c *Requests) Under(fragment string) map[string]int {
 	return out
 }
 
+// WritesUnder is Under without the GETs: the writes, and the dry-runs of
+// writes (keyed apart).
+func (c *Requests) WritesUnder(fragment string) map[string]int {
+	out := map[string]int{}
+	for k, n := range c.Under(fragment) {
+		if method, _, _ := strings.Cut(k, " "); method != http.MethodGet {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// Count returns how many requests of the method and path were sent, the
+// dry-runs or the others.
+func (c *Requests) Count(method, path string, dryRun bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := method + " " + path
+	if dryRun {
+		key += " (dry-run)"
+	}
+	return c.counts[key]
+}
+
+// Reset forgets every count.
+func (c *Requests) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = nil
+}
+
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -72,9 +72,9 @@ func TestApplyLabelsInventoryAndNoWritesOnResync(t *testing.T) {
 	g.Expect(conditions.IsTrue(got, kustomizev1.RenderedCondition)).To(BeTrue())
 
 	// A resync with nothing changed writes nothing but the status.
-	requests.reset()
+	requests.Reset()
 	requestReconcile(t, ks)
-	writes := requests.writesUnder("/namespaces/" + ks.Namespace + "/")
+	writes := requests.WritesUnder("/namespaces/" + ks.Namespace + "/")
 	for req := range writes {
 		g.Expect(req).To(ContainSubstring("/kustomizations/app/status"), "unexpected write %s", req)
 	}
@@ -306,12 +306,12 @@ func TestNoFalseDriftFromServerNormalization(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "web"}, d)).To(Succeed())
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Labels["team"] = "payments"
-	requests.reset()
+	requests.Reset()
 	g.Expect(env.Client.Patch(ctx, d, patch, client.FieldOwner("kubectl-label"))).To(Succeed())
-	g.Eventually(func() map[string]int { return requests.writesUnder("/deployments/web") }, 10*time.Second, 50*time.Millisecond).
+	g.Eventually(func() map[string]int { return requests.WritesUnder("/deployments/web") }, 10*time.Second, 50*time.Millisecond).
 		Should(HaveKey(ContainSubstring("PATCH")), "the foreign write triggered a dry-run check")
 	requestReconcile(t, ks)
-	for req, n := range requests.writesUnder("/deployments/web") {
+	for req, n := range requests.WritesUnder("/deployments/web") {
 		g.Expect(n).To(Equal(1), "only the dry-run check of %s, no apply", req)
 	}
 	g.Expect(subscription.withReason(kustomizev1.DriftDetectedReason)).To(BeEmpty())

@@ -67,7 +67,7 @@ func TestAFightBacksOffAndAlertsOnceWhileOtherDriftIsStillReverted(t *testing.T)
 	render(t, ks, "main@sha1:f1", deployment(ks.Namespace, "web", 1)+"---\n"+configMaps(ks.Namespace, "other"))
 	waitReady(t, ks, "main@sha1:f1")
 	applyPath := "/apis/apps/v1/namespaces/" + ks.Namespace + "/deployments/web"
-	requests.reset()
+	requests.Reset()
 
 	// 5 writes per second for 60 seconds.
 	stop := fightWriter(t, ctx, ks.Namespace, "web", 200*time.Millisecond)
@@ -127,8 +127,8 @@ func TestAFightBacksOffAndAlertsOnceWhileOtherDriftIsStillReverted(t *testing.T)
 	}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 	g.Expect(replicas(ctx, ks.Namespace, "web")).To(Equal(int32(1)))
 
-	reverts := requests.count("PATCH", applyPath, false)
-	t.Logf("sync-controller reverted the Deployment %d times against %d foreign writes; %d dry-runs", reverts, writes, requests.count("PATCH", applyPath, true))
+	reverts := requests.Count("PATCH", applyPath, false)
+	t.Logf("sync-controller reverted the Deployment %d times against %d foreign writes; %d dry-runs", reverts, writes, requests.Count("PATCH", applyPath, true))
 	g.Expect(reverts).To(BeNumerically("<=", 36), "a few dozen reverts at most, not one per foreign write")
 	g.Expect(subscription.withReason(kustomizev1.DriftContestedReason)).To(HaveLen(1))
 	g.Expect(subscription.withReason(kustomizev1.DriftContestEndedReason)).To(HaveLen(1))

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ metadata: {name: app, namespace: %[1]s}
 // before render-controller has rendered it, then syncs the render.
 func TestAFreshKustomizationOfFourObjectsCostsFewRequests(t *testing.T) {
 	g := NewWithT(t)
-	requests.reset()
+	requests.Reset()
 	_, ks := newKustomization(t, nil)
 	key := client.ObjectKeyFromObject(ks)
 	// sync-controller's first reconcile finds nothing rendered and writes
@@ -104,16 +103,8 @@ func TestARenderLongInComingIsShownInReady(t *testing.T) {
 // the namespace, by verb and resource: the Kustomization's status, the
 // Kustomization itself, and the managed objects together.
 func requestsByKind(ns string) map[string]int {
-	requests.mu.Lock()
-	defer requests.mu.Unlock()
 	out := map[string]int{}
-	var keys []string
-	for k := range requests.counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		n := requests.counts[k]
+	for k, n := range requests.Under("/namespaces/" + ns + "/") {
 		method, path, _ := strings.Cut(k, " ")
 		_, rest, ok := strings.Cut(path, "/namespaces/"+ns+"/")
 		if !ok {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +42,7 @@ import (
 var (
 	env       *testenv.Environment
 	artifacts *artifactServer
-	requests  = &requestCounter{}
+	requests  = &testenv.Requests{}
 	// stopController stops the running sync-controller; tests that restart
 	// it replace it.
 	stopController func()
@@ -85,7 +84,7 @@ func zapLevel() zapcore.Level {
 // options change the reconciler before it starts, as flags would.
 func startController(configure ...func(*KustomizationReconciler)) func() {
 	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = requests.wrap
+	cfg.WrapTransport = requests.Wrap
 	cfg.QPS, cfg.Burst = -1, -1
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -159,65 +158,6 @@ func must(err error) {
 		panic(err)
 	}
 }
-
-// requestCounter counts the API requests sync-controller makes.
-type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		c.mu.Lock()
-		if c.counts == nil {
-			c.counts = map[string]int{}
-		}
-		key := req.Method + " " + req.URL.Path
-		if req.URL.Query().Get("dryRun") != "" {
-			key += " (dry-run)"
-		}
-		c.counts[key]++
-		c.mu.Unlock()
-		return rt.RoundTrip(req)
-	})
-}
-
-// writesUnder returns the write requests (not GET, not dry-run) whose path
-// contains the fragment since the last reset.
-func (c *requestCounter) writesUnder(fragment string) map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, n := range c.counts {
-		method, path, _ := strings.Cut(k, " ")
-		if method != http.MethodGet && strings.Contains(path, fragment) {
-			out[k] = n
-		}
-	}
-	return out
-}
-
-// count returns how many requests of the method, path and dry-run kind
-// were made since the last reset.
-func (c *requestCounter) count(method, path string, dryRun bool) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := method + " " + path
-	if dryRun {
-		key += " (dry-run)"
-	}
-	return c.counts[key]
-}
-
-func (c *requestCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.counts = map[string]int{}
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // artifactServer stands in for render-controller's artifact server.
 type artifactServer struct {
