@@ -37,13 +37,17 @@ import (
 // ServiceAccount only without imagePullSecrets, its one referring field.
 // TestFastKindsAreNotReferrers checks this against kustomize's own
 // configuration.
-var fastKinds = map[resid.Gvk][]string{
+var fastKinds = map[groupVersionKind][]string{
 	{Version: "v1", Kind: "ConfigMap"}:      nil,
 	{Version: "v1", Kind: "Secret"}:         nil,
 	{Version: "v1", Kind: "Service"}:        nil,
 	{Version: "v1", Kind: "ServiceAccount"}: {"imagePullSecrets"},
 	{Version: "v1", Kind: "Namespace"}:      nil,
 }
+
+// groupVersionKind is a resid.Gvk without the scope resid adds from its
+// schema, so that it can key a map written by hand.
+type groupVersionKind struct{ Group, Version, Kind string }
 
 // fastPathUses counts the builds the fast path produced; tests read it to
 // prove they compared the fast path with kustomize, not kustomize twice.
@@ -162,7 +166,8 @@ var errFastPath = buildErr("the fast path gave up")
 // domains (a build annotation would ask for a name hash, a previous name,
 // a merge) but the local-config one.
 func fastResource(r *resource.Resource) bool {
-	fields, ok := fastKinds[r.GetGvk()]
+	gvk := r.GetGvk()
+	fields, ok := fastKinds[groupVersionKind{gvk.Group, gvk.Version, gvk.Kind}]
 	if !ok {
 		return false
 	}
