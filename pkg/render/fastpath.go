@@ -14,7 +14,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
-// The fast path (docs/design/render.md, "The fast path") builds a folder
+// The fast path (docs/design/render-fast-path.md) builds a folder
 // without a kustomization file, whose generated kustomization lists only
 // files, for a spec with no field kustomize acts on, without krusty:
 // kustomize's duplicate check appends every object to a map that compares
