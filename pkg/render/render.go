@@ -409,11 +409,12 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 			return rendered{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
 		}
 	}
-	raw, err := res.AsYAML()
+	// res.AsYAML's bytes (JSONToYAML of the JSON), computed without the
+	// JSON text (canonical.go).
+	text, err := canonicalYAML(node)
 	if err != nil {
 		return rendered{}, buildErr("%s: %v", describe(node), err)
 	}
-	text := string(raw)
 	if vars != nil && !substitutionDisabled(node) && strings.Contains(text, "${") {
 		out, err := Substitute(text, vars.lookup, strict)
 		if err != nil {
