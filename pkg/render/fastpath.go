@@ -29,20 +29,28 @@ import (
 // kustomize's.
 
 // fastKinds are the kinds the fast path takes, each with the top-level
-// fields whose presence makes it give up. kustomize's name-reference step
-// runs on every build, prefix or not: an object it treats as a referrer
-// (a Pod template naming a ConfigMap, a RoleBinding naming a Role) may be
-// checked against its referrals and refused, so only kinds that are not
-// referrers in kustomize's default configuration are taken, and a
-// ServiceAccount only without imagePullSecrets, its one referring field.
-// TestFastKindsAreNotReferrers checks this against kustomize's own
-// configuration.
-var fastKinds = map[groupVersionKind][]string{
-	{Version: "v1", Kind: "ConfigMap"}:      nil,
-	{Version: "v1", Kind: "Secret"}:         nil,
-	{Version: "v1", Kind: "Service"}:        nil,
-	{Version: "v1", Kind: "ServiceAccount"}: {"imagePullSecrets"},
-	{Version: "v1", Kind: "Namespace"}:      nil,
+// fields whose presence makes it give up, and its scope. kustomize's
+// name-reference step runs on every build, prefix or not: an object it
+// treats as a referrer (a Pod template naming a ConfigMap, a RoleBinding
+// naming a Role) may be checked against its referrals and refused, so
+// only kinds that are not referrers in kustomize's default configuration
+// are taken, and a ServiceAccount only without imagePullSecrets, its one
+// referring field. TestFastKindsAreNotReferrers checks this against
+// kustomize's own configuration. The scope is that of kustomize's default
+// schema, which krusty sets for a build without an openapi field; it is
+// written here so that the duplicate check does not read kustomize's
+// process-wide schema, which another build may have changed.
+var fastKinds = map[groupVersionKind]fastKind{
+	{Version: "v1", Kind: "ConfigMap"}:      {},
+	{Version: "v1", Kind: "Secret"}:         {},
+	{Version: "v1", Kind: "Service"}:        {},
+	{Version: "v1", Kind: "ServiceAccount"}: {referringFields: []string{"imagePullSecrets"}},
+	{Version: "v1", Kind: "Namespace"}:      {clusterScoped: true},
+}
+
+type fastKind struct {
+	referringFields []string
+	clusterScoped   bool
 }
 
 // groupVersionKind is a resid.Gvk without the scope resid adds from its
@@ -91,7 +99,7 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 		return nil, false
 	}
 	type key struct {
-		gvk             resid.Gvk
+		gvk             groupVersionKind
 		name, namespace string
 	}
 	var (
@@ -115,11 +123,20 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 			return nil, false
 		}
 		for _, r := range ress {
-			if !fastResource(r) {
+			kind, ok := fastResource(r)
+			if !ok {
 				return nil, false
 			}
+			// kustomize's ResId.Equals: the effective namespace.
 			id := r.CurId()
-			k := key{id.Gvk, id.Name, id.EffectiveNamespace()}
+			ns := id.Namespace
+			switch {
+			case kind.clusterScoped:
+				ns = resid.TotallyNotANamespace
+			case ns == "":
+				ns = resid.DefaultNamespace
+			}
+			k := key{groupVersionKind{id.Group, id.Version, id.Kind}, id.Name, ns}
 			if seen[k] {
 				return nil, false // kustomize's error, in kustomize's words
 			}
@@ -161,21 +178,27 @@ func sliceFromBytes(data []byte) (ress []*resource.Resource, err error) {
 var errFastPath = buildErr("the fast path gave up")
 
 // fastResource reports whether r is an object kustomize passes through
-// unchanged but for the annotations krusty removes: a kind of fastKinds
+// unchanged but for the annotations krusty removes — a kind of fastKinds
 // without its referring fields, and no annotation in kustomize's own
 // domains (a build annotation would ask for a name hash, a previous name,
-// a merge) but the local-config one.
-func fastResource(r *resource.Resource) bool {
+// a merge) but the local-config one — and returns its kind.
+func fastResource(r *resource.Resource) (fastKind, bool) {
 	gvk := r.GetGvk()
-	fields, ok := fastKinds[groupVersionKind{gvk.Group, gvk.Version, gvk.Kind}]
-	if !ok {
-		return false
+	kind, ok := fastKinds[groupVersionKind{gvk.Group, gvk.Version, gvk.Kind}]
+	if !ok || !fastAnnotations(r) {
+		return kind, false
 	}
-	for _, f := range fields {
+	for _, f := range kind.referringFields {
 		if n, err := r.Pipe(kyaml.Lookup(f)); err != nil || n != nil {
-			return false
+			return kind, false
 		}
 	}
+	return kind, true
+}
+
+// fastAnnotations reports whether r's annotations leave kustomize nothing
+// to do but remove its own.
+func fastAnnotations(r *resource.Resource) bool {
 	meta, err := r.Pipe(kyaml.Lookup(kyaml.MetadataField))
 	if err != nil || meta == nil || meta.YNode().Kind != kyaml.MappingNode {
 		return false

@@ -257,8 +257,12 @@ func TestFastKindsAreNotReferrers(t *testing.T) {
 	if len(refs) < 10 {
 		t.Fatalf("read %d name references, want kustomize's whole list", len(refs))
 	}
-	for k, allowed := range fastKinds {
+	for k, fk := range fastKinds {
 		gvk := resid.NewGvk(k.Group, k.Version, k.Kind)
+		if gvk.IsClusterScoped() != fk.clusterScoped {
+			t.Errorf("%s: cluster-scoped %v in kustomize's schema, %v in fastKinds", gvk, gvk.IsClusterScoped(), fk.clusterScoped)
+		}
+		allowed := fk.referringFields
 		for _, r := range refs {
 			for _, fs := range r.FieldSpecs {
 				if !gvk.IsSelected(&fs.Gvk) {
