@@ -45,3 +45,44 @@ func BenchmarkSubstitute(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuildPlainFolder renders 1,000 ConfigMaps in a folder without a
+// kustomization file, in one file and in 1,000 files of one, through
+// kustomize (the fast path off) and through the fast path, in the same
+// run: `go test ./pkg/render -run XXX -bench PlainFolder`.
+func BenchmarkBuildPlainFolder(b *testing.B) {
+	const objects = 1000
+	for _, layout := range []struct {
+		name    string
+		perFile int
+	}{{"one-file", objects}, {"files-of-one", 1}} {
+		dir := b.TempDir()
+		if err := gentree.WritePlain(SourceDir(dir), objects, layout.perFile, false); err != nil {
+			b.Fatal(err)
+		}
+		spec := &kustomizev1.KustomizationSpec{Path: gentree.PlainPath}
+		for _, path := range []struct {
+			name string
+			off  bool
+		}{{"kustomize", true}, {"fast", false}} {
+			b.Run(layout.name+"/"+path.name, func(b *testing.B) {
+				disableFastPath.Store(path.off)
+				defer disableFastPath.Store(false)
+				before := fastPathUses.Load()
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := Build(context.Background(), dir, spec, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Objects) != objects {
+						b.Fatalf("rendered %d objects, want %d", len(res.Objects), objects)
+					}
+				}
+				if took := fastPathUses.Load() > before; took == path.off {
+					b.Fatalf("fast path taken: %v, want %v", took, !path.off)
+				}
+			})
+		}
+	}
+}

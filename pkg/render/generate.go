@@ -48,13 +48,15 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // of links to one folder would otherwise list its files again and again.
 //
 // It returns the file's content; the caller adds it to the build's
-// filesystem as dir's kustomization.yaml (nothing is written to disk).
-func generateKustomization(fsys filesys.FileSystem, dir string) ([]byte, error) {
+// filesystem as dir's kustomization.yaml (nothing is written to disk). It
+// also says whether every resource listed is a file (no sub-folder with a
+// kustomization of its own): the fast path (fastpath.go) takes only those.
+func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, resources []string, onlyFiles bool, err error) {
 	var (
-		resources []string
-		seen      = map[object.ID]string{}
-		walked    = map[string]string{}
+		seen   = map[object.ID]string{}
+		walked = map[string]string{}
 	)
+	onlyFiles = true
 	var walk func(d string) error
 	walk = func(d string) error {
 		rel := relSlash(dir, d)
@@ -79,6 +81,7 @@ func generateKustomization(fsys filesys.FileSystem, dir string) ([]byte, error) 
 				}
 				if kustomizationFile(fsys, p) != "" {
 					resources = append(resources, rel)
+					onlyFiles = false
 					continue
 				}
 				if err := walk(p); err != nil {
@@ -100,13 +103,14 @@ func generateKustomization(fsys filesys.FileSystem, dir string) ([]byte, error) 
 		return nil
 	}
 	if err := walk(dir); err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	k := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 		Resources: resources,
 	}
-	return yaml.Marshal(k)
+	data, err = yaml.Marshal(k)
+	return data, resources, onlyFiles, err
 }
 
 // relSlash names p relative to dir with slashes ("." for dir itself).

@@ -191,8 +191,9 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if opts.Shared != nil && opts.Decryptor == nil {
 		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData)
 	}
-	resMap, keep, err := kustomizeOnce(opts.Shared, sharedKey, func() (resmap.ResMap, error) {
-		return kustomize(ctx, fsys, root, userDir, overlay, overlayData)
+	fast := opts.Decryptor == nil && fastPathSpec(spec)
+	resources, keep, err := kustomizeOnce(opts.Shared, sharedKey, func() ([]*resource.Resource, error) {
+		return kustomize(ctx, fsys, root, userDir, overlay, overlayData, fast)
 	})
 	if err != nil {
 		return nil, err
@@ -207,8 +208,8 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		}
 		vars = &opts.Vars
 	}
-	objs := make([]rendered, 0, resMap.Size())
-	for _, res := range resMap.Resources() {
+	objs := make([]rendered, 0, len(resources))
+	for _, res := range resources {
 		if ctx.Err() != nil {
 			return nil, deadlineErr(ctx)
 		}
@@ -229,30 +230,36 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 // build whose key came before is copied before the caller changes it, and
 // keep, called once the whole Build has succeeded with the size of its
 // output, keeps that copy (key "" or shared nil: nothing is kept).
-func kustomizeOnce(shared *SharedBuilds, key string, run func() (resmap.ResMap, error)) (resmap.ResMap, func(outputBytes int64), error) {
+func kustomizeOnce(shared *SharedBuilds, key string, run func() ([]*resource.Resource, error)) ([]*resource.Resource, func(outputBytes int64), error) {
 	noKeep := func(int64) {}
 	if shared == nil || key == "" {
-		m, err := run()
-		return m, noKeep, err
+		rs, err := run()
+		return rs, noKeep, err
 	}
-	if m := shared.get(key); m != nil {
-		return m, noKeep, nil
+	if rs := shared.get(key); rs != nil {
+		return rs, noKeep, nil
 	}
-	m, err := run()
+	rs, err := run()
 	if err != nil || !shared.builtBefore(key) {
-		return m, noKeep, err
+		return rs, noKeep, err
 	}
-	kept := m.DeepCopy() // finish changes m's resources
-	return m, func(outputBytes int64) { shared.put(key, kept, outputBytes) }, nil
+	kept := copyResources(rs) // finish changes rs
+	return rs, func(outputBytes int64) { shared.put(key, kept, outputBytes) }, nil
 }
 
 // kustomize adds the overlay (and a generated kustomization when spec.path
-// has none) to the sandbox and runs kustomize on it.
-func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte) (resmap.ResMap, error) {
+// has none) to the sandbox and runs kustomize on it, or, when fast allows
+// and the generated kustomization lists only files, takes the fast path
+// (fastpath.go) to the same resources.
+func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte, fast bool) ([]*resource.Resource, error) {
 	// What Build adds to the tree lives in the sandbox's memory, never on
 	// disk: the tree is shared, read-only, by every build of its revision.
+	var (
+		files         []string
+		generatedFile string
+	)
 	if kustomizationFile(fsys, userDir) == "" {
-		generated, err := generateKustomization(fsys, userDir)
+		generated, resources, onlyFiles, err := generateKustomization(fsys, userDir)
 		if err != nil {
 			return nil, err
 		}
@@ -260,9 +267,23 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		if err != nil {
 			return nil, buildErr("reading the source: %v", err)
 		}
-		fsys.addVirtual(filepath.Join(realDir, konfig.DefaultKustomizationFileName()), generated)
+		generatedFile = filepath.Join(realDir, konfig.DefaultKustomizationFileName())
+		fsys.addVirtual(generatedFile, generated)
+		if onlyFiles {
+			files = resources
+		}
+	} else {
+		fast = false
 	}
-	fsys.addVirtual(filepath.Join(overlay, konfig.DefaultKustomizationFileName()), overlayData)
+	overlayFile := filepath.Join(overlay, konfig.DefaultKustomizationFileName())
+	fsys.addVirtual(overlayFile, overlayData)
+	if fast && files != nil {
+		mark := fsys.mark()
+		if rs, ok := fastPath(fsys, userDir, overlayFile, generatedFile, files); ok {
+			return rs, nil
+		}
+		fsys.rewind(mark)
+	}
 	resMap, err := runKustomize(ctx, fsys, overlay, fsys.refuse)
 	if refused := fsys.refusal(); refused != nil {
 		return nil, refused
@@ -270,7 +291,7 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 	if err != nil {
 		return nil, buildErr("kustomize build failed: %s", cleanKustomizeError(root, err))
 	}
-	return resMap, nil
+	return resMap.Resources(), nil
 }
 
 // runKustomize runs krusty on the overlay within the sandbox filesystem:
@@ -388,11 +409,12 @@ func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variab
 			return rendered{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
 		}
 	}
-	raw, err := res.AsYAML()
+	// res.AsYAML's bytes (JSONToYAML of the JSON), computed without the
+	// JSON text (canonical.go).
+	text, err := canonicalYAML(node)
 	if err != nil {
 		return rendered{}, buildErr("%s: %v", describe(node), err)
 	}
-	text := string(raw)
 	if vars != nil && !substitutionDisabled(node) && strings.Contains(text, "${") {
 		out, err := Substitute(text, vars.lookup, strict)
 		if err != nil {

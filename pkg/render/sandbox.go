@@ -143,6 +143,35 @@ func (s *sandboxFS) refuse(err error) error {
 	return err
 }
 
+// sandboxMark is what a build has used of its sandbox at one moment.
+type sandboxMark struct {
+	readBytes, nodes, documents, generated int64
+	refused                                error
+	inspected                              map[string]bool
+}
+
+// mark records the budgets used so far, for rewind.
+func (s *sandboxFS) mark() sandboxMark {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inspected := make(map[string]bool, len(s.inspected))
+	for k, v := range s.inspected {
+		inspected[k] = v
+	}
+	return sandboxMark{readBytes: s.readBytes, nodes: s.nodes, documents: s.documents,
+		generated: s.generated.Load(), refused: s.refused, inspected: inspected}
+}
+
+// rewind forgets what was read since m: the fast path gives up this way
+// before kustomize runs, so that kustomize meets the budgets, the
+// refusals and the stand-in names as if it had run alone.
+func (s *sandboxFS) rewind(m sandboxMark) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readBytes, s.nodes, s.documents, s.refused, s.inspected = m.readBytes, m.nodes, m.documents, m.refused, m.inspected
+	s.generated.Store(m.generated)
+}
+
 // refusal returns the first refusal, if any.
 func (s *sandboxFS) refusal() error {
 	s.mu.Lock()

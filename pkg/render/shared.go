@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"sync"
 
-	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
 )
 
 // DefaultSharedOutputBytes bounds what SharedBuilds keeps, counted in the
@@ -50,9 +50,9 @@ type SharedBuilds struct {
 }
 
 type sharedBuild struct {
-	key    string
-	resMap resmap.ResMap
-	output int64
+	key       string
+	resources []*resource.Resource
+	output    int64
 }
 
 // NewSharedBuilds keeps builds whose outputs are at most maxOutputBytes in
@@ -66,7 +66,7 @@ func NewSharedBuilds(maxOutputBytes int64) *SharedBuilds {
 }
 
 // get returns a copy of the build kept under key, or nil.
-func (s *SharedBuilds) get(key string) resmap.ResMap {
+func (s *SharedBuilds) get(key string) []*resource.Resource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
@@ -74,7 +74,16 @@ func (s *SharedBuilds) get(key string) resmap.ResMap {
 		return nil
 	}
 	s.order.MoveToBack(e)
-	return e.Value.(*sharedBuild).resMap.DeepCopy()
+	return copyResources(e.Value.(*sharedBuild).resources)
+}
+
+// copyResources deep-copies a build's resources (finish changes them).
+func copyResources(rs []*resource.Resource) []*resource.Resource {
+	out := make([]*resource.Resource, len(rs))
+	for i, r := range rs {
+		out[i] = r.DeepCopy()
+	}
+	return out
 }
 
 // builtBefore reports whether key was built before (and remembers it
@@ -96,8 +105,8 @@ func (s *SharedBuilds) builtBefore(key string) bool {
 	return false
 }
 
-// put keeps m, a copy no one else holds, whose Build wrote outputBytes.
-func (s *SharedBuilds) put(key string, m resmap.ResMap, outputBytes int64) {
+// put keeps rs, a copy no one else holds, whose Build wrote outputBytes.
+func (s *SharedBuilds) put(key string, rs []*resource.Resource, outputBytes int64) {
 	if outputBytes > s.maxOutput/16 {
 		return
 	}
@@ -106,7 +115,7 @@ func (s *SharedBuilds) put(key string, m resmap.ResMap, outputBytes int64) {
 	if _, ok := s.entries[key]; ok {
 		return // a concurrent build of the same key came first
 	}
-	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resMap: m, output: outputBytes})
+	s.entries[key] = s.order.PushBack(&sharedBuild{key: key, resources: rs, output: outputBytes})
 	s.output += outputBytes
 	for s.output > s.maxOutput || len(s.entries) > sharedBuildsMax {
 		old := s.order.Remove(s.order.Front()).(*sharedBuild)

@@ -145,3 +145,38 @@ metadata:
 spec:
   replicas: 3
 `
+
+// PlainPath is the folder WritePlain writes, relative to the tree's root:
+// a folder without a kustomization file, as a Kustomization's spec.path
+// often is.
+const PlainPath = "plain"
+
+// WritePlain writes n ConfigMaps under dir/PlainPath, perFile to a file,
+// without a kustomization file. With kustomization set it also writes one
+// listing the files, which renders the same objects through kustomize.
+func WritePlain(dir string, n, perFile int, kustomization bool) error {
+	plain := filepath.Join(dir, PlainPath)
+	if err := os.MkdirAll(plain, 0o755); err != nil {
+		return err
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if b.Len() > 0 {
+			b.WriteString("---\n")
+		}
+		fmt.Fprintf(&b, configMap, i, i, i)
+		if (i+1)%perFile == 0 || i == n-1 {
+			name := fmt.Sprintf("objects-%04d.yaml", i/perFile)
+			k += "- " + name + "\n"
+			if err := os.WriteFile(filepath.Join(plain, name), []byte(b.String()), 0o644); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if !kustomization {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(plain, "kustomization.yaml"), []byte(k), 0o644)
+}

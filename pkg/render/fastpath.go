@@ -1,0 +1,234 @@
+package render
+
+import (
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// The fast path (docs/design/render-fast-path.md) builds a folder
+// without a kustomization file, whose generated kustomization lists only
+// files, for a spec with no field kustomize acts on, without krusty:
+// kustomize's duplicate check appends every object to a map that compares
+// it with every object before it, which is most of a 1,000-object build.
+// It reads the same files through the same sandbox, parses them with
+// kustomize's own resource factory, checks duplicates with a map keyed as
+// kustomize compares ids, and cleans the objects with kustomize's own
+// methods, so that what build gets is what krusty would have returned.
+// Anything it is not sure of — an error, an object of a kind or with a
+// field or annotation kustomize would act on — makes it give up, and the
+// build runs kustomize as before, so that every refusal and message stays
+// kustomize's.
+
+// fastKinds are the kinds the fast path takes, each with the top-level
+// fields whose presence makes it give up, and its scope. kustomize's
+// name-reference step runs on every build, prefix or not: an object it
+// treats as a referrer (a Pod template naming a ConfigMap, a RoleBinding
+// naming a Role) may be checked against its referrals and refused, so
+// only kinds that are not referrers in kustomize's default configuration
+// are taken, and a ServiceAccount only without imagePullSecrets, its one
+// referring field. TestFastKindsAreNotReferrers checks this against
+// kustomize's own configuration. The scope is that of kustomize's default
+// schema, which krusty sets for a build without an openapi field; it is
+// written here so that the duplicate check does not read kustomize's
+// process-wide schema, which another build may have changed.
+var fastKinds = map[groupVersionKind]fastKind{
+	{Version: "v1", Kind: "ConfigMap"}:      {},
+	{Version: "v1", Kind: "Secret"}:         {},
+	{Version: "v1", Kind: "Service"}:        {},
+	{Version: "v1", Kind: "ServiceAccount"}: {referringFields: []string{"imagePullSecrets"}},
+	{Version: "v1", Kind: "Namespace"}:      {clusterScoped: true},
+}
+
+type fastKind struct {
+	referringFields []string
+	clusterScoped   bool
+}
+
+// groupVersionKind is a resid.Gvk without the scope resid adds from its
+// schema, so that it can key a map written by hand.
+type groupVersionKind struct{ Group, Version, Kind string }
+
+// fastPathUses counts the builds the fast path produced; tests read it to
+// prove they compared the fast path with kustomize, not kustomize twice.
+var fastPathUses atomic.Int64
+
+// disableFastPath, set by tests only, makes every build run kustomize.
+var disableFastPath atomic.Bool
+
+// resourceFactory is kustomize's resource factory, as krusty makes it.
+var resourceFactory = provider.NewDefaultDepProvider().GetResourceFactory()
+
+// fastPathSpec reports whether spec leaves the overlay without anything
+// for kustomize to do.
+func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
+	return spec.TargetNamespace == "" && spec.NamePrefix == "" && spec.NameSuffix == "" &&
+		len(spec.Patches) == 0 && len(spec.Images) == 0 && len(spec.Components) == 0
+}
+
+// fastPath returns what krusty returns for the overlay (path overlayFile)
+// over the generated kustomization (path generatedFile) of userDir that
+// lists files, or ok false when it cannot be sure to. It reads the files
+// as krusty does, through fsys and in the same order (the two
+// kustomizations first), so the budgets, the deadline and the stand-in
+// names of generateName objects come out the same; when it gives up, the
+// caller rewinds fsys before running kustomize.
+func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string) ([]*resource.Resource, bool) {
+	if disableFastPath.Load() || len(files) == 0 {
+		// No files: kustomize refuses the empty kustomization itself.
+		return nil, false
+	}
+	if _, err := fsys.ReadFile(overlayFile); err != nil {
+		return nil, false
+	}
+	if _, err := fsys.ReadFile(generatedFile); err != nil {
+		return nil, false
+	}
+	// kustomize loads each file relative to its kustomization's folder,
+	// links resolved, and refuses one that ends up outside it.
+	root, f, err := fsys.CleanedAbs(userDir)
+	if err != nil || f != "" {
+		return nil, false
+	}
+	type key struct {
+		gvk             groupVersionKind
+		name, namespace string
+	}
+	var (
+		all  []*resource.Resource
+		seen = map[key]bool{}
+	)
+	for _, rel := range files {
+		if strings.HasSuffix(rel, "/") || strings.Contains(rel, "..") {
+			return nil, false
+		}
+		dir, name, err := fsys.CleanedAbs(filepath.Join(userDir, filepath.FromSlash(rel)))
+		if err != nil || name == "" || !dir.HasPrefix(root) {
+			return nil, false
+		}
+		data, err := fsys.ReadFile(dir.Join(name))
+		if err != nil {
+			return nil, false
+		}
+		ress, err := sliceFromBytes(data)
+		if err != nil {
+			return nil, false
+		}
+		for _, r := range ress {
+			kind, ok := fastResource(r)
+			if !ok {
+				return nil, false
+			}
+			// kustomize's ResId.Equals: the effective namespace.
+			id := r.CurId()
+			ns := id.Namespace
+			switch {
+			case kind.clusterScoped:
+				ns = resid.TotallyNotANamespace
+			case ns == "":
+				ns = resid.DefaultNamespace
+			}
+			k := key{groupVersionKind{id.Group, id.Version, id.Kind}, id.Name, ns}
+			if seen[k] {
+				return nil, false // kustomize's error, in kustomize's words
+			}
+			seen[k] = true
+		}
+		all = append(all, ress...)
+	}
+	// As krusty does: local configuration dropped at the end, then the
+	// build, origin and transformer annotations removed.
+	nodes := make([]*kyaml.RNode, len(all))
+	for i, r := range all {
+		nodes[i] = &r.RNode
+	}
+	kept, err := resourceFactory.DropLocalNodes(nodes)
+	if err != nil {
+		return nil, false
+	}
+	for _, r := range kept {
+		r.RemoveBuildAnnotations()
+		if r.SetOrigin(nil) != nil || r.ClearTransformations() != nil {
+			return nil, false
+		}
+	}
+	fastPathUses.Add(1)
+	return kept, true
+}
+
+// sliceFromBytes is kustomize's parse of a resource file; a panic on
+// hostile input is a refusal to take the fast path.
+func sliceFromBytes(data []byte) (ress []*resource.Resource, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ress, err = nil, errFastPath
+		}
+	}()
+	return resourceFactory.SliceFromBytes(data)
+}
+
+var errFastPath = buildErr("the fast path gave up")
+
+// fastResource reports whether r is an object kustomize passes through
+// unchanged but for the annotations krusty removes — a kind of fastKinds
+// without its referring fields, and no annotation in kustomize's own
+// domains (a build annotation would ask for a name hash, a previous name,
+// a merge) but the local-config one — and returns its kind.
+func fastResource(r *resource.Resource) (fastKind, bool) {
+	gvk := r.GetGvk()
+	kind, ok := fastKinds[groupVersionKind{gvk.Group, gvk.Version, gvk.Kind}]
+	if !ok || !fastAnnotations(r) {
+		return kind, false
+	}
+	for _, f := range kind.referringFields {
+		if n, err := r.Pipe(kyaml.Lookup(f)); err != nil || n != nil {
+			return kind, false
+		}
+	}
+	return kind, true
+}
+
+// fastAnnotations reports whether r's annotations leave kustomize nothing
+// to do but remove its own.
+func fastAnnotations(r *resource.Resource) bool {
+	meta, err := r.Pipe(kyaml.Lookup(kyaml.MetadataField))
+	if err != nil || meta == nil || meta.YNode().Kind != kyaml.MappingNode {
+		return false
+	}
+	ann := meta.Field(kyaml.AnnotationsField)
+	if ann == nil {
+		return true
+	}
+	// Annotations krusty rewrites (as strings) when it removes its own:
+	// a mapping of scalars, not empty.
+	if ann.Value.YNode().Kind != kyaml.MappingNode || len(ann.Value.YNode().Content) == 0 {
+		return false
+	}
+	content := ann.Value.YNode().Content
+	for i := 0; i+1 < len(content); i += 2 {
+		k, v := content[i], content[i+1]
+		if k.Kind != kyaml.ScalarNode || v.Kind != kyaml.ScalarNode || k.Tag != kyaml.NodeTagString {
+			return false
+		}
+		if k.Value == konfig.IgnoredByKustomizeAnnotation {
+			continue
+		}
+		for _, domain := range kustomizeDomains {
+			if strings.Contains(k.Value, domain) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// kustomizeDomains are the annotation domains kustomize reads or writes.
+var kustomizeDomains = []string{"config.kubernetes.io/", "kustomize.config.k8s.io/", "kustomize.io/", "config.k8s.io/"}

@@ -1,0 +1,310 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/kustomize/api/testutils/kusttest"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
+
+// fastCase is one input of the differential test: a source tree, a spec,
+// and whether the fast path must take it (-1: either).
+type fastCase struct {
+	name  string
+	dir   string            // a testdata folder, or
+	files map[string]string // a tree written for the case
+	links map[string]string // and its symbolic links, name to target
+	spec  kustomizev1.KustomizationSpec
+	opts  Options
+	fast  int
+}
+
+const (
+	cmA = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\ndata:\n  k: v\n"
+	cmB = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\ndata:\n  k: v\n"
+)
+
+var fastCases = []fastCase{
+	{name: "testdata plain/apps/db (JSON, a values file skipped)", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/db"}, fast: 1},
+	{name: "testdata plain (a sub-folder with a kustomization)", dir: "plain", fast: 0},
+	{name: "testdata plain/apps/web (a Deployment)", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/web"}, fast: 0},
+	{name: "testdata duplicates", dir: "duplicates", fast: 0},
+	{name: "testdata invalid-yaml", dir: "invalid-yaml", fast: 0},
+	{name: "testdata missing-name", dir: "missing-name", fast: 0},
+	{name: "testdata substitution", dir: "substitution", spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+		opts: Options{Vars: Variables{"env": {Value: "prod"}, "region": {Value: "eu"}}}, fast: 1},
+
+	{name: "multi-document", files: map[string]string{"a.yaml": cmA + "---\n" + cmB}, fast: 1},
+	{name: "separator oddities", files: map[string]string{"a.yaml": "---\n---\n# only a comment\n---\n" + cmA + "--- # trailing comment\n\n---\n" + cmB + "---\n"}, fast: 1},
+	{name: "empty documents only beside a file", files: map[string]string{"a.yaml": "---\n---\n", "b.yaml": cmB}, fast: 1},
+	{name: "v1 List", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA) + "- " + listItem(cmB)}, fast: 1},
+	{name: "ConfigMapList without a name", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: ConfigMapList\nitems:\n- " + listItem(cmA) + "- " + listItem(cmB)}, fast: 0},
+	{name: "ConfigMapList", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: ConfigMapList\nmetadata:\n  name: l\nitems:\n- " + listItem(cmA) + "- " + listItem(cmB)}, fast: 1},
+	{name: "List with null items", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems: null\n", "b.yaml": cmB}, fast: 1},
+	{name: "List without items", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nmetadata:\n  name: x\n"}, fast: 0},
+	{name: "duplicate inside a List", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA) + "- " + listItem(cmA)}, fast: 0},
+	{name: "duplicate between a List and a file", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA), "z.yaml": cmA}, fast: 0},
+	{name: "duplicate between a ConfigMapList and a file", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: ConfigMapList\nmetadata:\n  name: l\nitems:\n- " + listItem(cmA), "z.yaml": cmA}, fast: 0},
+	{name: "duplicate cluster-scoped objects in two namespaces", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  namespace: a\n",
+		"b.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  namespace: b\n"}, fast: 0},
+	{name: "duplicate across files", files: map[string]string{"a.yaml": cmA, "b.yaml": cmA}, fast: 0},
+	{name: "default namespace is the empty one", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+		"b.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n    namespace: default\n"}, fast: 0},
+	{name: "JSON", files: map[string]string{"a.json": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"z":"1","a":"2"}},"data":{"n":"1.0","b":"true"}}`}, fast: 1},
+	{name: "comments", files: map[string]string{"a.yaml": "# head\napiVersion: v1 # the version\nkind: ConfigMap\nmetadata:\n  # the name\n  name: a\ndata:\n  k: v # inline\n"}, fast: 1},
+	{name: "anchors and aliases", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &l\n    app: web\n  annotations: *l\ndata:\n  x: &v shared\n  y: *v\n"}, fast: 1},
+	{name: "quoted and multiline strings", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"a\"\ndata:\n  q: 'it''s'\n  d: \"tab\\tnl\\n\\u00e9\"\n  lit: |\n    line 1\n      line 2\n  fold: >-\n    folded\n    text\n  num: \"012\"\n  yes: \"yes\"\n  empty: \"\"\n"}, fast: 1},
+	{name: "key order", files: map[string]string{"a.yaml": "data:\n  z: 1\n  a: 2\nmetadata:\n  namespace: apps\n  name: a\nkind: ConfigMap\napiVersion: v1\n"}, fast: 1},
+	{name: "CRLF", files: map[string]string{"a.yaml": strings.ReplaceAll(cmA+"---\n"+cmB, "\n", "\r\n")}, fast: 1},
+	{name: "local config dropped", files: map[string]string{"a.yaml": cmA + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"}, fast: 1},
+	{name: "local config false kept", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  annotations:\n    config.kubernetes.io/local-config: \"false\"\n    other: x\n"}, fast: 1},
+	{name: "annotation values that are not strings", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    n: 1\n    b: true\n    f: 1.50\n"}, fast: 1},
+	{name: "empty annotations", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: {}\n"}, fast: 0},
+	{name: "a kustomize build annotation", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    internal.config.kubernetes.io/needsHashSuffix: enabled\n"}, fast: 0},
+	{name: "an origin annotation", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/origin: |\n      path: x.yaml\n"}, fast: 0},
+	{name: "skipped files", files: map[string]string{"values.yaml": "replicas: 3\nimage: x\n", "notes.txt": "not yaml: [", "a.yaml": cmA}, fast: 1},
+	{name: "only skipped files", files: map[string]string{"values.yaml": "replicas: 3\n"}, fast: 0},
+	{name: "sub-folders without kustomizations", files: map[string]string{"x/a.yaml": cmA, "x/y/b.yml": cmB, ".hidden/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"}, fast: 1},
+	{name: "the four fleet kinds and a Namespace", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n---\n" + cmA +
+		"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\nstringData:\n  p: q\ntype: Opaque\n" +
+		"---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: apps\nspec:\n  ports:\n  - port: 80\n    targetPort: 8080\n" +
+		"---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n  namespace: apps\nsecrets:\n- name: s\n"}, fast: 1},
+	{name: "a ServiceAccount with imagePullSecrets", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\nimagePullSecrets:\n- name: s\n"}, fast: 0},
+	{name: "a Deployment", files: map[string]string{"a.yaml": cmA + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
+	{name: "generateName", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: job-\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: job-\ndata:\n  k: v\n"}, fast: 1},
+	{name: "postBuild substitution", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env}\n  namespace: ${ns:=apps}\ndata:\n  k: ${secret}\n  n: \"${count}\"\n"},
+		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
+		opts: Options{Vars: Variables{"env": {Value: "prod"}, "secret": {Value: "hunter22", Secret: true}, "count": {Value: "3"}}}, fast: 1},
+	{name: "strict substitution failing", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${missing}\n"},
+		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}, opts: Options{StrictSubstitution: true}, fast: 1},
+	{name: "commonMetadata", files: map[string]string{"a.yaml": cmA + "---\n" + cmB},
+		spec: kustomizev1.KustomizationSpec{CommonMetadata: &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "x"}, Annotations: map[string]string{"owner": "y"}}}, fast: 1},
+	{name: "a spec field for kustomize", files: map[string]string{"a.yaml": cmA}, spec: kustomizev1.KustomizationSpec{NamePrefix: "p-"}, fast: 0},
+	{name: "the output limit", files: map[string]string{"a.yaml": cmA + "---\n" + cmB}, opts: Options{Limits: Limits{MaxOutputBytes: 100}}, fast: 1},
+	{name: "the input limit", files: map[string]string{"a.yaml": cmA + "---\n" + cmB}, opts: Options{Limits: Limits{MaxInputBytes: 300}}, fast: -1},
+	{name: "the input limit at kustomize's own reads", files: map[string]string{"a.yaml": cmA}, opts: Options{Limits: Limits{MaxInputBytes: int64(2*len(cmA) + 150)}}, fast: -1},
+	{name: "a missing name", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n"}, fast: 0},
+	{name: "a null item in a list", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  finalizers:\n  - \n"}, fast: 1},
+	{name: "a null item in a List's items", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA) + "- \n"}, fast: -1},
+	{name: "a link to a folder outside spec.path", files: map[string]string{"app/a.yaml": cmA, "other/b.yaml": cmB},
+		links: map[string]string{"app/linked": "../other"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: 0},
+	{name: "a link to a folder inside spec.path", files: map[string]string{"app/a.yaml": cmA, "app/other/b.yaml": cmB},
+		links: map[string]string{"app/linked": "other", "app/c.yaml": "other/b.yaml"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: -1},
+}
+
+func listItem(doc string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(doc, "\n"), "\n", "\n  ") + "\n"
+}
+
+// outcome is what a build returns, in a form to compare.
+type outcome struct {
+	res    *Result
+	reason string
+	err    string
+}
+
+// buildBothWays builds work with kustomize (the fast path off) and then
+// as Build does, and reports both and whether the second took the fast
+// path. The package's tests run one at a time, so the counter counts this
+// build alone.
+func buildBothWays(t testing.TB, work string, spec *kustomizev1.KustomizationSpec, opts Options) (slow, fast outcome, tookFast bool) {
+	t.Helper()
+	run := func() outcome {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := Build(ctx, work, spec, opts)
+		if err != nil {
+			return outcome{reason: Reason(err), err: err.Error()}
+		}
+		return outcome{res: res}
+	}
+	disableFastPath.Store(true)
+	slow = run()
+	disableFastPath.Store(false)
+	before := fastPathUses.Load()
+	fast = run()
+	return slow, fast, fastPathUses.Load() > before
+}
+
+func compareOutcomes(t testing.TB, slow, fast outcome) {
+	t.Helper()
+	if !reflect.DeepEqual(slow, fast) {
+		t.Fatalf("the fast path differs from kustomize:\nkustomize: %s\nfast path: %s", describeOutcome(slow), describeOutcome(fast))
+	}
+}
+
+func describeOutcome(o outcome) string {
+	if o.res == nil {
+		return fmt.Sprintf("error %s: %s", o.reason, o.err)
+	}
+	return fmt.Sprintf("%s %v\n%s", o.res.Digest, o.res.Objects, o.res.Manifests)
+}
+
+func (c fastCase) work(t testing.TB) string {
+	if c.dir != "" {
+		return workspace(t, c.dir)
+	}
+	work := t.TempDir()
+	writeTree(t, SourceDir(work), c.files)
+	for name, target := range c.links {
+		if err := os.Symlink(target, filepath.Join(SourceDir(work), filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
+}
+
+// TestFastPathEqualsKustomize builds every case with kustomize and with
+// the fast path and requires the same result or the same error, and the
+// fast path taken exactly where the case says.
+func TestFastPathEqualsKustomize(t *testing.T) {
+	for _, c := range fastCases {
+		t.Run(c.name, func(t *testing.T) {
+			work := c.work(t)
+			slow, fast, took := buildBothWays(t, work, &c.spec, c.opts)
+			compareOutcomes(t, slow, fast)
+			if c.fast >= 0 && took != (c.fast == 1) {
+				t.Fatalf("fast path taken: %v, want %v (result: %s)", took, c.fast == 1, describeOutcome(fast))
+			}
+		})
+	}
+}
+
+// TestFastPathShared shares the fast path's resources between builds as
+// kustomize's were: the third build of a key is served from the copy
+// kept by the second, and every one renders the same bytes.
+func TestFastPathShared(t *testing.T) {
+	work := t.TempDir()
+	writeTree(t, SourceDir(work), map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env}\n"})
+	shared := NewSharedBuilds(0)
+	spec := &kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}
+	before := fastPathUses.Load()
+	var outs []string
+	for _, env := range []string{"a", "b", "c", "d"} {
+		res, err := Build(context.Background(), work, spec, Options{Shared: shared, Vars: Variables{"env": {Value: env}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, string(res.Manifests))
+	}
+	if got := fastPathUses.Load() - before; got != 2 {
+		t.Fatalf("the fast path ran %d times, want 2 (the fourth build is shared)", got)
+	}
+	if shared.Len() != 1 {
+		t.Fatalf("%d builds kept, want 1", shared.Len())
+	}
+	for i, env := range []string{"a", "b", "c", "d"} {
+		if want := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-" + env + "\n"; outs[i] != want {
+			t.Fatalf("build %d rendered %q, want %q", i, outs[i], want)
+		}
+	}
+}
+
+// TestFastKindsAreNotReferrers checks fastKinds against kustomize's own
+// name-reference configuration: an object of a fast kind must not be a
+// referrer but through the fields listed, which the fast path refuses.
+func TestFastKindsAreNotReferrers(t *testing.T) {
+	th := kusttest_test.MakeHarness(t)
+	th.WriteLegacyConfigs("/config.yaml")
+	data, err := th.GetFSys().ReadFile("/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legacy configuration is several YAML maps one after the other;
+	// only nameReference matters here.
+	var refs []struct {
+		FieldSpecs []struct {
+			resid.Gvk `json:",inline"`
+			Path      string `json:"path"`
+		} `json:"fieldSpecs"`
+	}
+	start := strings.Index(string(data), "nameReference:")
+	if start < 0 {
+		t.Fatal("no nameReference in kustomize's configuration")
+	}
+	rest := string(data[start:])
+	// The section ends where the next top-level key starts.
+	lines := strings.Split(rest, "\n")
+	end := len(lines)
+	for i, l := range lines[1:] {
+		if l != "" && l[0] != ' ' && l[0] != '-' && l[0] != '#' {
+			end = i + 1
+			break
+		}
+	}
+	var section struct {
+		NameReference any `json:"nameReference"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Join(lines[:end], "\n")), &section); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := yaml.Marshal(section.NameReference)
+	if err := yaml.Unmarshal(raw, &refs); err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) < 10 {
+		t.Fatalf("read %d name references, want kustomize's whole list", len(refs))
+	}
+	for k, fk := range fastKinds {
+		gvk := resid.NewGvk(k.Group, k.Version, k.Kind)
+		if gvk.IsClusterScoped() != fk.clusterScoped {
+			t.Errorf("%s: cluster-scoped %v in kustomize's schema, %v in fastKinds", gvk, gvk.IsClusterScoped(), fk.clusterScoped)
+		}
+		allowed := fk.referringFields
+		for _, r := range refs {
+			for _, fs := range r.FieldSpecs {
+				if !gvk.IsSelected(&fs.Gvk) {
+					continue
+				}
+				top := strings.SplitN(fs.Path, "/", 2)[0]
+				found := false
+				for _, a := range allowed {
+					found = found || a == top
+				}
+				if !found {
+					t.Errorf("%s refers to others through %s, which the fast path does not refuse", gvk, fs.Path)
+				}
+			}
+		}
+	}
+}
+
+// FuzzFastPath compares the fast path with kustomize on two hostile files
+// (one YAML, one JSON or YAML) with and without substitution.
+func FuzzFastPath(f *testing.F) {
+	for _, c := range fastCases {
+		if c.files == nil {
+			continue
+		}
+		var docs []string
+		for _, v := range c.files {
+			docs = append(docs, v)
+		}
+		docs = append(docs, "", "")
+		f.Add(docs[0], docs[1], c.spec.PostBuild != nil)
+	}
+	f.Fuzz(func(t *testing.T, a, b string, substitute bool) {
+		work := t.TempDir()
+		writeTree(t, SourceDir(work), map[string]string{"a.yaml": a, "b.json": b})
+		spec := &kustomizev1.KustomizationSpec{}
+		opts := Options{Limits: fuzzLimits}
+		if substitute {
+			spec.PostBuild = &kustomizev1.PostBuild{}
+			opts.Vars = Variables{"v": {Value: "x: [1]"}}
+		}
+		slow, fast, _ := buildBothWays(t, work, spec, opts)
+		compareOutcomes(t, slow, fast)
+	})
+}
