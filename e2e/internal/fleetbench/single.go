@@ -156,6 +156,10 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 		stopProfiles = b.profiles(ctx, "single", max(5, int(math.Ceil(b.lastSingle.Seconds()))))
 	}
 	defer stopProfiles()
+	before, err := b.meter.snapshot(ctx)
+	if err != nil {
+		return run, err
+	}
 	pushed := time.Now()
 	sha, err := clone.CommitAndPush(ctx, fmt.Sprintf("Add %d objects to %s", c.singleObjects, ns))
 	if err != nil {
@@ -194,6 +198,17 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 	got := &kustomizev1.Kustomization{}
 	if err := b.wc.Get(ctx, key, got); err != nil {
 		return run, err
+	}
+	// What the run cost the API server, and how long sync-controller's
+	// own run took (its history): where the time beyond the bare loop is.
+	time.Sleep(settle)
+	if after, err := b.meter.snapshot(ctx); err == nil {
+		syncTook := "?"
+		if h := got.Status.History; len(h) > 0 {
+			syncTook = benchfig.Round(h[0].LastReconciledDuration.Duration).String()
+		}
+		say("   run %d: %s; sync-controller's run %s; requests: %s", r+1, benchfig.Round(run.fromSource), syncTook,
+			topKinds(diff(before, after).apiserver.byKind(), 8, 0))
 	}
 	if n := len(got.Status.Inventory.Entries); n != c.singleObjects+1 {
 		return run, fmt.Errorf("the Kustomization is Ready with %d objects in its inventory, not %d", n, c.singleObjects+1)
