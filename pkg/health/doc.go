@@ -35,7 +35,11 @@
 // Kinds without a rule of their own are read by the kstatus conventions (the
 // ones Flux reads): Stalled=True is Degraded, Reconciling=True or Ready other
 // than True is Progressing, Ready=True is Healthy, and an object without
-// conditions is Healthy by existence (a ConfigMap, a Secret, a Role). Plumb
+// conditions is Healthy by existence (a ConfigMap, a Secret, a Role) — except
+// Plumb's own Kustomization and HelmRelease, which are Progressing until
+// sync-controller gives them a Ready condition: it writes none while a new
+// one waits for its render, and an application applying another must not
+// take it for healthy before its first sync. Plumb
 // keeps its own rules rather than calling kstatus (sigs.k8s.io/cli-utils)
 // because kstatus has no Suspended status and gives no per-kind message a
 // person reads, and sync waves, `wait: true` and `plumb tree` report both.

@@ -87,6 +87,11 @@ var checkers = map[string]checker{
 	"/Namespace":           namespace,
 	"argoproj.io/Rollout":  rollout,
 	"argoproj.io/Workflow": workflow,
+	// Plumb's own applications: their Ready comes from sync-controller,
+	// which may say nothing for a while about a generation not rendered
+	// yet (it writes no status until the render or 30 s).
+	"kustomize.plumb.dev/Kustomization": plumbApplication,
+	"helm.plumb.dev/HelmRelease":        plumbApplication,
 }
 
 // Evaluate returns the health of obj. A nil object is Missing; an object with

@@ -489,6 +489,19 @@ func namespace(o object) Result {
 	return result(Healthy, "namespace is active")
 }
 
+// plumbApplication is a Plumb Kustomization or HelmRelease: the generic rule,
+// except that one without a Ready condition is Progressing, not Healthy by
+// existence: sync-controller always gives it one, and holds it back while
+// render-controller has not rendered the generation (an application that
+// applies another must not take the new one for healthy before its first
+// sync).
+func plumbApplication(o object) Result {
+	if _, ok := findCondition(o.conditions(), "Ready"); !ok && !o.boolean("spec", "suspend") {
+		return result(Progressing, "waiting for its first sync: no Ready condition yet")
+	}
+	return generic(o)
+}
+
 // generic reads any other kind by kstatus conventions. spec.suspend=true
 // comes first because a suspended object's controller stops updating its
 // status; a status.observedGeneration behind metadata.generation is
