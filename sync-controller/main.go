@@ -135,7 +135,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
 	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
-	downloads := controller.NewDownloads(syncOpts.MaxArtifactSize)
+	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
 			Engine:                         engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
@@ -145,7 +145,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			Metrics:                        metrics,
 			Events:                         recorder,
 			Fetch:                          fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-			Downloads:                      downloads,
+			Artifacts:                      artifacts,
 			DependencyRequeue:              refOpts.RequeueDependency,
 			Impersonator:                   impersonator,
 			DefaultServiceAccount:          syncOpts.DefaultServiceAccount,

@@ -80,8 +80,15 @@ func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
 // as krusty does, through fsys and in the same order (the two
 // kustomizations first), so the budgets, the deadline and the stand-in
 // names of generateName objects come out the same; when it gives up, the
-// caller rewinds fsys before running kustomize.
-func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string) ([]*resource.Resource, bool) {
+// caller rewinds fsys before running kustomize. A panic of kustomize's
+// code on hostile input (its parse, its annotation clean-up) is giving up,
+// as krusty's panics are a refusal (runKustomize).
+func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string) (out []*resource.Resource, ok bool) {
+	defer func() {
+		if recover() != nil {
+			out, ok = nil, false
+		}
+	}()
 	if disableFastPath.Load() || len(files) == 0 {
 		// No files: kustomize refuses the empty kustomization itself.
 		return nil, false
@@ -118,7 +125,7 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 		if err != nil {
 			return nil, false
 		}
-		ress, err := sliceFromBytes(data)
+		ress, err := resourceFactory.SliceFromBytes(data)
 		if err != nil {
 			return nil, false
 		}
@@ -163,19 +170,6 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 	fastPathUses.Add(1)
 	return kept, true
 }
-
-// sliceFromBytes is kustomize's parse of a resource file; a panic on
-// hostile input is a refusal to take the fast path.
-func sliceFromBytes(data []byte) (ress []*resource.Resource, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ress, err = nil, errFastPath
-		}
-	}()
-	return resourceFactory.SliceFromBytes(data)
-}
-
-var errFastPath = buildErr("the fast path gave up")
 
 // fastResource reports whether r is an object kustomize passes through
 // unchanged but for the annotations krusty removes — a kind of fastKinds

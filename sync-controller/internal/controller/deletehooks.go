@@ -142,6 +142,11 @@ func (d *deletion) plan(ctx context.Context) (*plan.Plan, error) {
 	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
 	d.id = plan.SyncID(artifact.Digest, 0, d.deletedAt().Time)
+	release, err := s.r.Artifacts.acquire(ctx, artifact.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer release() // only the hooks are kept
 	objs, err := s.r.decodedArtifact(ctx, s.key, artifact)
 	if err != nil {
 		return nil, fmt.Errorf("reading the delete hooks from the rendered artifact: %w", err)

@@ -35,34 +35,31 @@ const defaultRenderGrace = 30 * time.Second
 type renderWaits struct {
 	mu    sync.Mutex
 	grace time.Duration
-	since map[types.NamespacedName]renderWait
+	// since is when a reconcile first found the object's generation
+	// unrendered. A newer generation keeps it: a spec that keeps changing
+	// while render-controller is down must not keep the object silent.
+	since map[types.NamespacedName]time.Time
 }
 
-// renderWait is when a reconcile first found a generation unrendered.
-type renderWait struct {
-	generation int64
-	since      time.Time
-}
-
-// hold returns how much longer a reconcile of key at generation may stay
-// silent, remembering now as the start of the wait when it is new; 0:
-// the grace is over, the reconcile goes on.
-func (w *renderWaits) hold(key types.NamespacedName, generation int64, now time.Time) time.Duration {
+// hold returns how much longer a reconcile of key may stay silent,
+// remembering now as the start of the wait when it is new; 0: the grace
+// is over, the reconcile goes on.
+func (w *renderWaits) hold(key types.NamespacedName, now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.since == nil {
-		w.since = map[types.NamespacedName]renderWait{}
+		w.since = map[types.NamespacedName]time.Time{}
 	}
 	grace := w.grace
 	if grace == 0 {
 		grace = defaultRenderGrace
 	}
-	wait, ok := w.since[key]
-	if !ok || wait.generation != generation {
-		wait = renderWait{generation: generation, since: now}
-		w.since[key] = wait
+	since, ok := w.since[key]
+	if !ok {
+		since = now
+		w.since[key] = since
 	}
-	return max(0, grace-now.Sub(wait.since))
+	return max(0, grace-now.Sub(since))
 }
 
 // forget drops key's wait: it is rendered, deleted or another shard's.

@@ -32,6 +32,9 @@ import (
 // in run, and the status they build.
 type syncRun struct {
 	r *Syncer
+	// releaseArtifact gives back the run's share of Artifacts (nil: none
+	// taken); reconcileObject calls it when the run ends.
+	releaseArtifact func()
 	// engine acts as the object's ServiceAccount (see impersonate).
 	engine *engine.Engine
 	// obj is the object as read, app its adapter, spec what the sync
@@ -288,6 +291,11 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 		}
 		return nil
 	}
+	release, err := s.r.Artifacts.acquire(ctx, artifact.Size)
+	if err != nil {
+		return reconcile.Failed(meta.ArtifactFailedReason, err)
+	}
+	s.releaseArtifact = release // the run holds the objects until it ends
 	objs, err := s.r.decodedArtifact(ctx, s.key, artifact)
 	if err != nil {
 		return reconcile.Failed(meta.ArtifactFailedReason, err)
@@ -298,17 +306,19 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 
 // decodedArtifact returns the objects of a rendered artifact: from memory
 // when the object's last download was this digest, else downloaded,
-// verified and decoded (and kept).
+// verified and decoded (and kept). The caller holds its share of
+// Artifacts. A download is cut at the announced size: the digest pins the
+// bytes, so more would be refused anyway, and the share taken for the
+// size is then what the download can take.
 func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, artifact *meta.Artifact) ([]*unstructured.Unstructured, error) {
 	if objs, ok := r.manifests.decoded(key, artifact.Digest); ok {
 		return objs, nil
 	}
-	release, err := r.Downloads.acquire(ctx, artifact.Size)
-	if err != nil {
-		return nil, err
+	opts := r.Fetch
+	if artifact.Size != nil && *artifact.Size >= 0 && (opts.MaxSize <= 0 || *artifact.Size < opts.MaxSize) {
+		opts.MaxSize = max(*artifact.Size, 1)
 	}
-	defer release()
-	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, r.Fetch)
+	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, opts)
 	if err != nil {
 		return nil, err
 	}

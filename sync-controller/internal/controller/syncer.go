@@ -84,9 +84,10 @@ type Syncer struct {
 	// delete hooks, or at pruned objects still going; 2s when zero.
 	DeleteHookPoll time.Duration
 
-	// Downloads bounds the bytes of artifacts downloaded at once, shared
-	// by the process's reconcilers; nil bounds nothing.
-	Downloads *Downloads
+	// Artifacts bounds the bytes of the artifacts the running syncs and
+	// deletions hold, shared by the process's reconcilers; nil bounds
+	// nothing.
+	Artifacts *ArtifactBudget
 
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
@@ -179,6 +180,9 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 	sk.RetryDelay = func(T) (reconcile.RetryDecision, bool) { return s.retryDecision() }
 	result, err := sk.Run(ctx, s.out.(T), s.steps()...)
+	if s.releaseArtifact != nil {
+		s.releaseArtifact()
+	}
 	s.writeMu.Lock()
 	s.dropHeld() // the final write carried it; none is left after an error
 	s.writeMu.Unlock()
@@ -193,7 +197,7 @@ func holdForRender[T reconcile.Object](r *Syncer, key types.NamespacedName, obj 
 		r.renderWaits.forget(key)
 		return 0
 	}
-	return r.renderWaits.hold(key, obj.GetGeneration(), now)
+	return r.renderWaits.hold(key, now)
 }
 
 // dependsOnKeys are obj's keys in the dependsOn index: "<namespace>/<name>"

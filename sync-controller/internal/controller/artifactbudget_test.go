@@ -10,12 +10,12 @@ import (
 )
 
 // The bound is on bytes: many small artifacts at once, at most
-// DownloadsAtOnce of the largest, and one that announces no size counts
+// LargestAtOnce of the largest, and one that announces no size counts
 // as the largest.
-func TestDownloadsBoundBytesNotCount(t *testing.T) {
+func TestTheArtifactBudgetBoundsBytesNotRuns(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	d := NewDownloads(1000)
+	d := NewArtifactBudget(1000)
 	var releases []func()
 	for range 100 {
 		release, err := d.acquire(ctx, ptr.To[int64](40)) // 100 × 40 = the budget
@@ -31,7 +31,7 @@ func TestDownloadsBoundBytesNotCount(t *testing.T) {
 	}
 
 	releases = nil
-	for range DownloadsAtOnce {
+	for range LargestAtOnce {
 		release, err := d.acquire(ctx, nil) // no size: the largest
 		g.Expect(err).NotTo(HaveOccurred())
 		releases = append(releases, release)
@@ -45,8 +45,23 @@ func TestDownloadsBoundBytesNotCount(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "a share given back is taken")
 	release()
 
-	var none *Downloads
+	var none *ArtifactBudget
 	release, err = none.acquire(ctx, nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	release()
+
+	// Absurd sizes are clamped, not overflowed into no bound at all.
+	huge := NewArtifactBudget(1 << 62)
+	release, err = huge.acquire(ctx, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	short, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	for range LargestAtOnce - 1 {
+		r, err := huge.acquire(short, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer r()
+	}
+	_, err = huge.acquire(short, nil)
+	g.Expect(err).To(MatchError(context.DeadlineExceeded), "still LargestAtOnce of the largest")
 	release()
 }
