@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "crypto/sha256" // the hash go-digest uses for sha256
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,6 +35,9 @@ type DigestMismatchError struct {
 func (e *DigestMismatchError) Error() string {
 	return fmt.Sprintf("artifact %s has digest %s, want %s: refusing a tampered or partial artifact", e.URL, e.Got, e.Want)
 }
+
+// ErrTooLarge says the body is larger than Options.MaxSize.
+var ErrTooLarge = errors.New("over the size limit")
 
 // StatusError is an answer other than 200 OK: a 404 says the artifact is
 // no longer served.
@@ -119,7 +123,7 @@ func get(ctx context.Context, opts Options, url string) (body []byte, retry bool
 		return nil, retry, &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
 	}
 	if resp.ContentLength > opts.MaxSize {
-		return nil, false, fmt.Errorf("downloading %s: %d bytes is over the limit of %d", url, resp.ContentLength, opts.MaxSize)
+		return nil, false, fmt.Errorf("downloading %s: %d bytes is over the limit of %d: %w", url, resp.ContentLength, opts.MaxSize, ErrTooLarge)
 	}
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(resp.Body, opts.MaxSize+1))
@@ -127,7 +131,7 @@ func get(ctx context.Context, opts Options, url string) (body []byte, retry bool
 		return nil, true, fmt.Errorf("downloading %s: %w", url, err)
 	}
 	if n > opts.MaxSize {
-		return nil, false, fmt.Errorf("downloading %s: the body is over the limit of %d bytes", url, opts.MaxSize)
+		return nil, false, fmt.Errorf("downloading %s: the body is over the limit of %d bytes: %w", url, opts.MaxSize, ErrTooLarge)
 	}
 	return buf.Bytes(), false, nil
 }

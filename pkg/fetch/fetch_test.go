@@ -76,6 +76,7 @@ func TestBytes(t *testing.T) {
 		g := NewWithT(t)
 		_, err := Bytes(context.Background(), srv.URL+"/big", digestOf(body), Options{MaxSize: 1024, Backoff: 1})
 		g.Expect(err).To(MatchError(ContainSubstring("over the limit")))
+		g.Expect(errors.Is(err, ErrTooLarge)).To(BeTrue())
 	})
 	t.Run("malformed digest", func(t *testing.T) {
 		g := NewWithT(t)

@@ -315,10 +315,14 @@ func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, 
 		return objs, nil
 	}
 	opts := r.Fetch
-	if artifact.Size != nil && *artifact.Size >= 0 && (opts.MaxSize <= 0 || *artifact.Size < opts.MaxSize) {
+	announced := artifact.Size != nil && *artifact.Size >= 0 && opts.MaxSize > 0 && *artifact.Size < opts.MaxSize
+	if announced {
 		opts.MaxSize = max(*artifact.Size, 1)
 	}
 	data, err := fetch.Bytes(ctx, artifact.URL, artifact.Digest, opts)
+	if announced && errors.Is(err, fetch.ErrTooLarge) {
+		return nil, fmt.Errorf("refusing a tampered or partial artifact: %s is larger than the %d bytes its status announces", artifact.URL, *artifact.Size)
+	}
 	if err != nil {
 		return nil, err
 	}
