@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -82,8 +83,10 @@ func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
 // names of generateName objects come out the same; when it gives up, the
 // caller rewinds fsys before running kustomize. A panic of kustomize's
 // code on hostile input (its parse, its annotation clean-up) is giving up,
-// as krusty's panics are a refusal (runKustomize).
-func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string) (out []*resource.Resource, ok bool) {
+// as krusty's panics are a refusal (runKustomize). parsed are the files
+// as generateKustomization parsed them: a file read with the same bytes
+// is not parsed again (parsedResources).
+func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string, parsed map[string]parsedFile) (out []*resource.Resource, ok bool) {
 	defer func() {
 		if recover() != nil {
 			out, ok = nil, false
@@ -125,9 +128,11 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 		if err != nil {
 			return nil, false
 		}
-		ress, err := resourceFactory.SliceFromBytes(data)
-		if err != nil {
-			return nil, false
+		ress, reused := parsedResources(parsed[rel], data)
+		if !reused {
+			if ress, err = resourceFactory.SliceFromBytes(data); err != nil {
+				return nil, false
+			}
 		}
 		for _, r := range ress {
 			kind, ok := fastResource(r)
@@ -169,6 +174,47 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 	}
 	fastPathUses.Add(1)
 	return kept, true
+}
+
+// parsedResources returns the resources kustomize's SliceFromBytes makes
+// of data, from the documents generateKustomization parsed of the same
+// bytes (with the same reader, whose last step, resolving anchors, is
+// done here), or false when data is not what was parsed or SliceFromBytes
+// would do more than wrap each document: drop an empty one, refuse one,
+// expand a FooList. A local-config document is left to
+// SliceFromBytes too, since the factory's one exported wrapper of parsed
+// documents drops those, and the fast path must see them in its duplicate
+// check as kustomize does. The documents are used once: the fast path's
+// clean-up changes them.
+func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) {
+	if file.nodes == nil || !bytes.Equal(file.data, data) {
+		return nil, false
+	}
+	for _, n := range file.nodes {
+		if err := n.DeAnchor(); err != nil {
+			return nil, false
+		}
+	}
+	for _, n := range file.nodes {
+		if n.IsNilOrEmpty() || strings.HasSuffix(n.GetKind(), "List") {
+			return nil, false
+		}
+		if nilEntry, _ := n.HasNilEntryInList(); nilEntry {
+			return nil, false
+		}
+		md, err := n.GetValidatedMetadata()
+		if err != nil {
+			return nil, false
+		}
+		if v, local := md.ObjectMeta.Annotations[konfig.IgnoredByKustomizeAnnotation]; local && v != "false" {
+			return nil, false
+		}
+	}
+	ress, err := resourceFactory.ResourcesFromRNodes(file.nodes)
+	if err != nil || len(ress) != len(file.nodes) {
+		return nil, false
+	}
+	return ress, true
 }
 
 // fastResource reports whether r is an object kustomize passes through

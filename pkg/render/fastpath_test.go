@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/api/testutils/kusttest"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
@@ -307,4 +308,76 @@ func FuzzFastPath(f *testing.F) {
 		slow, fast, _ := buildBothWays(t, work, spec, opts)
 		compareOutcomes(t, slow, fast)
 	})
+}
+
+// TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap: the fast path
+// takes generateKustomization's documents only where kustomize's own parse
+// of the same bytes would have wrapped each document and nothing more;
+// everywhere else it parses again, so the differential test's cases are
+// what decide those.
+func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
+	local := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: l\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"
+	// kio's reader unwraps a v1 List itself, in both parses; a FooList
+	// is the factory's to expand.
+	list := "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA)
+	cmList := "apiVersion: v1\nkind: ConfigMapList\nmetadata:\n  name: l\nitems:\n- " + listItem(cmA)
+	anchors := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &l\n    app: x\n  annotations: *l\ndata: &d\n  k: v\n---\n" +
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  labels: &m\n    app: y\nstringData:\n  <<: *m\n  j: w\n"
+	nilEntry := "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - null\n"
+	for _, tc := range []struct {
+		name   string
+		parsed string // what generateKustomization parsed; "" parsed nothing
+		read   string // what the fast path read
+		reused bool
+	}{
+		{name: "the same bytes", parsed: cmA + "---\n" + cmB, read: cmA + "---\n" + cmB, reused: true},
+		{name: "other bytes read", parsed: cmA, read: cmB},
+		{name: "nothing parsed", read: cmA},
+		{name: "an empty document", parsed: cmA + "---\n---\n" + cmB, read: cmA + "---\n---\n" + cmB, reused: true},
+		{name: "a v1 List", parsed: list, read: list, reused: true},
+		{name: "anchors", parsed: anchors, read: anchors, reused: true},
+		{name: "a ConfigMapList", parsed: cmList, read: cmList},
+		{name: "a local-config document", parsed: cmA + "---\n" + local, read: cmA + "---\n" + local},
+		// kustomize's check for a null entry (HasNilEntryInList) passes
+		// this one: it is reused, and compared below.
+		{name: "a null list entry", parsed: nilEntry, read: nilEntry, reused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var file parsedFile
+			if tc.parsed != "" {
+				nodes, err := (&kio.ByteReader{Reader: strings.NewReader(tc.parsed), OmitReaderAnnotations: true}).Read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				file = parsedFile{data: []byte(tc.parsed), nodes: nodes}
+			}
+			got, reused := parsedResources(file, []byte(tc.read))
+			if reused != tc.reused {
+				t.Fatalf("reused = %t, want %t", reused, tc.reused)
+			}
+			if !reused {
+				return
+			}
+			want, err := resourceFactory.SliceFromBytes([]byte(tc.read))
+			if err != nil {
+				t.Fatalf("reused what SliceFromBytes refuses: %v", err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d resources, SliceFromBytes made %d", len(got), len(want))
+			}
+			for i := range got {
+				g, err := got[i].AsYAML()
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := want[i].AsYAML()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(g) != string(w) || got[i].CurId() != want[i].CurId() {
+					t.Errorf("resource %d:\n%s\nSliceFromBytes:\n%s", i, g, w)
+				}
+			}
+		})
+	}
 }

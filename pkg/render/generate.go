@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -50,13 +51,16 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // It returns the file's content; the caller adds it to the build's
 // filesystem as dir's kustomization.yaml (nothing is written to disk). It
 // also says whether every resource listed is a file (no sub-folder with a
-// kustomization of its own): the fast path (fastpath.go) takes only those.
-func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, resources []string, onlyFiles bool, err error) {
+// kustomization of its own): the fast path (fastpath.go) takes only those,
+// and takes each file's documents as parsed here (parsed) rather than
+// parsing them again.
+func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, resources []string, onlyFiles bool, parsed map[string]parsedFile, err error) {
 	var (
 		seen   = map[object.ID]string{}
 		walked = map[string]string{}
 	)
 	onlyFiles = true
+	parsed = map[string]parsedFile{}
 	var walk func(d string) error
 	walk = func(d string) error {
 		rel := relSlash(dir, d)
@@ -92,25 +96,26 @@ func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, re
 			if !manifestExts[strings.ToLower(path.Ext(name))] {
 				continue
 			}
-			include, err := checkManifestFile(fsys, p, rel, seen)
+			file, include, err := checkManifestFile(fsys, p, rel, seen)
 			if err != nil {
 				return err
 			}
 			if include {
 				resources = append(resources, rel)
+				parsed[rel] = file
 			}
 		}
 		return nil
 	}
 	if err := walk(dir); err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, nil, err
 	}
 	k := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 		Resources: resources,
 	}
 	data, err = yaml.Marshal(k)
-	return data, resources, onlyFiles, err
+	return data, resources, onlyFiles, parsed, err
 }
 
 // relSlash names p relative to dir with slashes ("." for dir itself).
@@ -131,16 +136,25 @@ func readDirSorted(fsys filesys.FileSystem, d string) ([]string, error) {
 	return names, nil
 }
 
+// parsedFile is a manifest file's bytes and its documents, parsed as
+// kustomize parses a resource file (kio.FromBytes) but for the anchors,
+// still to resolve: the check here reads each document as it is written,
+// and only the fast path needs them resolved (parsedResources).
+type parsedFile struct {
+	data  []byte
+	nodes []*kyaml.RNode
+}
+
 // checkManifestFile parses one candidate file and says whether it holds
 // objects to include.
-func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.ID]string) (bool, error) {
+func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.ID]string) (parsedFile, bool, error) {
 	data, err := fsys.ReadFile(p)
 	if err != nil {
-		return false, err
+		return parsedFile{}, false, err
 	}
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 	if err != nil {
-		return false, buildErr("invalid YAML in %s: %v", rel, err)
+		return parsedFile{}, false, buildErr("invalid YAML in %s: %v", rel, err)
 	}
 	objects := 0
 	for i, n := range nodes {
@@ -151,16 +165,16 @@ func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.I
 		objects++
 		where := fmt.Sprintf("%s (document %d)", rel, i+1)
 		if err := checkMeta(meta.APIVersion, meta.Kind, meta.Name); err != nil {
-			return false, validationErr("%s: %v", where, err)
+			return parsedFile{}, false, validationErr("%s: %v", where, err)
 		}
 		group, _ := resid.ParseGroupVersion(meta.APIVersion)
 		key := clusterKey(object.ID{Group: group, Kind: meta.Kind, Namespace: meta.Namespace, Name: meta.Name})
 		if first, dup := seen[key]; dup {
-			return false, validationErr("duplicate object %s: defined in %s and in %s", keyText(key), first, where)
+			return parsedFile{}, false, validationErr("duplicate object %s: defined in %s and in %s", keyText(key), first, where)
 		}
 		seen[key] = where
 	}
-	return objects > 0, nil
+	return parsedFile{data: data, nodes: nodes}, objects > 0, nil
 }
 
 // checkMeta reports the first missing identifying field of an object.

@@ -256,10 +256,11 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 	// disk: the tree is shared, read-only, by every build of its revision.
 	var (
 		files         []string
+		parsed        map[string]parsedFile
 		generatedFile string
 	)
 	if kustomizationFile(fsys, userDir) == "" {
-		generated, resources, onlyFiles, err := generateKustomization(fsys, userDir)
+		generated, resources, onlyFiles, parsedFiles, err := generateKustomization(fsys, userDir)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +271,7 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		generatedFile = filepath.Join(realDir, konfig.DefaultKustomizationFileName())
 		fsys.addVirtual(generatedFile, generated)
 		if onlyFiles {
-			files = resources
+			files, parsed = resources, parsedFiles
 		}
 	} else {
 		fast = false
@@ -279,7 +280,7 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 	fsys.addVirtual(overlayFile, overlayData)
 	if fast && files != nil {
 		mark := fsys.mark()
-		if rs, ok := fastPath(fsys, userDir, overlayFile, generatedFile, files); ok {
+		if rs, ok := fastPath(fsys, userDir, overlayFile, generatedFile, files, parsed); ok {
 			return rs, nil
 		}
 		fsys.rewind(mark)
