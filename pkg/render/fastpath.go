@@ -20,8 +20,9 @@ import (
 // files, for a spec with no field kustomize acts on, without krusty:
 // kustomize's duplicate check appends every object to a map that compares
 // it with every object before it, which is most of a 1,000-object build.
-// It reads the same files through the same sandbox, parses them with
-// kustomize's own resource factory, checks duplicates with a map keyed as
+// It reads the same files through the same sandbox, takes each file's
+// documents as generateKustomization parsed them (or parses them with
+// kustomize's own resource factory), checks duplicates with a map keyed as
 // kustomize compares ids, and cleans the objects with kustomize's own
 // methods, so that what build gets is what krusty would have returned.
 // Anything it is not sure of — an error, an object of a kind or with a
@@ -60,7 +61,9 @@ type groupVersionKind struct{ Group, Version, Kind string }
 
 // fastPathUses counts the builds the fast path produced; tests read it to
 // prove they compared the fast path with kustomize, not kustomize twice.
-var fastPathUses atomic.Int64
+// parsedReuses counts the files it took as generateKustomization parsed
+// them (parsedResources), for the same reason.
+var fastPathUses, parsedReuses atomic.Int64
 
 // disableFastPath, set by tests only, makes every build run kustomize.
 var disableFastPath atomic.Bool
@@ -85,7 +88,8 @@ func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
 // code on hostile input (its parse, its annotation clean-up) is giving up,
 // as krusty's panics are a refusal (runKustomize). parsed are the files
 // as generateKustomization parsed them: a file read with the same bytes
-// is not parsed again (parsedResources).
+// is not parsed again (parsedResources); a file read with others (a
+// generateName object's stand-in name differs from read to read) is.
 func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string, parsed map[string]parsedFile) (out []*resource.Resource, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -130,6 +134,8 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 		}
 		ress, reused := parsedResources(parsed[rel], data)
 		if !reused {
+			// Its documents are not kept beside the new parse.
+			delete(parsed, rel)
 			if ress, err = resourceFactory.SliceFromBytes(data); err != nil {
 				return nil, false
 			}
@@ -178,14 +184,15 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files
 
 // parsedResources returns the resources kustomize's SliceFromBytes makes
 // of data, from the documents generateKustomization parsed of the same
-// bytes (with the same reader, whose last step, resolving anchors, is
-// done here), or false when data is not what was parsed or SliceFromBytes
-// would do more than wrap each document: drop an empty one, refuse one,
-// expand a FooList. A local-config document is left to
-// SliceFromBytes too, since the factory's one exported wrapper of parsed
-// documents drops those, and the fast path must see them in its duplicate
-// check as kustomize does. The documents are used once: the fast path's
-// clean-up changes them.
+// bytes with the same reader (readManifestDocuments), whose last step in
+// kio.FromBytes, resolving anchors, is done here; or false when data is not
+// what was parsed, or when SliceFromBytes would do more than wrap each
+// document: expand a FooList, refuse a document (its null-entry check, its
+// metadata check), drop one (an empty or local-config document: the
+// factory's wrappers of parsed documents, ResourcesFromRNodes and
+// DropLocalNodes, drop local-config ones, which the duplicate check must
+// see as kustomize does — the count tells). Resolving the anchors changes
+// file's documents: on false they are not to be used again.
 func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) {
 	if file.nodes == nil || !bytes.Equal(file.data, data) {
 		return nil, false
@@ -194,19 +201,10 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 		if err := n.DeAnchor(); err != nil {
 			return nil, false
 		}
-	}
-	for _, n := range file.nodes {
-		if n.IsNilOrEmpty() || strings.HasSuffix(n.GetKind(), "List") {
+		if strings.HasSuffix(n.GetKind(), "List") {
 			return nil, false
 		}
 		if nilEntry, _ := n.HasNilEntryInList(); nilEntry {
-			return nil, false
-		}
-		md, err := n.GetValidatedMetadata()
-		if err != nil {
-			return nil, false
-		}
-		if v, local := md.ObjectMeta.Annotations[konfig.IgnoredByKustomizeAnnotation]; local && v != "false" {
 			return nil, false
 		}
 	}
@@ -214,6 +212,7 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 	if err != nil || len(ress) != len(file.nodes) {
 		return nil, false
 	}
+	parsedReuses.Add(1)
 	return ress, true
 }
 

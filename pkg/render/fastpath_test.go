@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/api/testutils/kusttest"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
@@ -323,6 +322,7 @@ func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
 	cmList := "apiVersion: v1\nkind: ConfigMapList\nmetadata:\n  name: l\nitems:\n- " + listItem(cmA)
 	anchors := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &l\n    app: x\n  annotations: *l\ndata: &d\n  k: v\n---\n" +
 		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  labels: &m\n    app: y\nstringData:\n  <<: *m\n  j: w\n"
+	badMeta := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x]\n"
 	nilEntry := "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - null\n"
 	for _, tc := range []struct {
 		name   string
@@ -333,19 +333,24 @@ func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
 		{name: "the same bytes", parsed: cmA + "---\n" + cmB, read: cmA + "---\n" + cmB, reused: true},
 		{name: "other bytes read", parsed: cmA, read: cmB},
 		{name: "nothing parsed", read: cmA},
+		// The reader drops an empty document itself, in both parses; an
+		// empty mapping is the factory's to drop.
 		{name: "an empty document", parsed: cmA + "---\n---\n" + cmB, read: cmA + "---\n---\n" + cmB, reused: true},
+		{name: "an empty mapping", parsed: cmA + "---\n{}\n---\n" + cmB, read: cmA + "---\n{}\n---\n" + cmB},
+		{name: "metadata the factory refuses", parsed: cmA + "---\n" + badMeta, read: cmA + "---\n" + badMeta},
 		{name: "a v1 List", parsed: list, read: list, reused: true},
 		{name: "anchors", parsed: anchors, read: anchors, reused: true},
 		{name: "a ConfigMapList", parsed: cmList, read: cmList},
 		{name: "a local-config document", parsed: cmA + "---\n" + local, read: cmA + "---\n" + local},
-		// kustomize's check for a null entry (HasNilEntryInList) passes
-		// this one: it is reused, and compared below.
+		// kustomize's check for a null entry (HasNilEntryInList, which
+		// dropBadNodes calls) finds none in this kyaml: it is reused, and
+		// compared below.
 		{name: "a null list entry", parsed: nilEntry, read: nilEntry, reused: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var file parsedFile
 			if tc.parsed != "" {
-				nodes, err := (&kio.ByteReader{Reader: strings.NewReader(tc.parsed), OmitReaderAnnotations: true}).Read()
+				nodes, err := readManifestDocuments([]byte(tc.parsed))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -379,5 +384,23 @@ func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastPathParsesEachFileOnce: a build on the fast path takes every
+// file's documents from generateKustomization's parse, and renders what
+// kustomize renders.
+func TestFastPathParsesEachFileOnce(t *testing.T) {
+	work := t.TempDir()
+	files := map[string]string{"a.yaml": cmA, "sub/b.yaml": cmB, "c.yaml": strings.ReplaceAll(cmA, "name: a", "name: c")}
+	writeTree(t, SourceDir(work), files)
+	before := parsedReuses.Load()
+	slow, fast, took := buildBothWays(t, work, &kustomizev1.KustomizationSpec{}, Options{})
+	compareOutcomes(t, slow, fast)
+	if !took {
+		t.Fatal("the fast path was not taken")
+	}
+	if got := parsedReuses.Load() - before; got != int64(len(files)) {
+		t.Fatalf("%d files taken as parsed, want %d", got, len(files))
 	}
 }

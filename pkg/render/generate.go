@@ -52,15 +52,17 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // filesystem as dir's kustomization.yaml (nothing is written to disk). It
 // also says whether every resource listed is a file (no sub-folder with a
 // kustomization of its own): the fast path (fastpath.go) takes only those,
-// and takes each file's documents as parsed here (parsed) rather than
-// parsing them again.
-func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, resources []string, onlyFiles bool, parsed map[string]parsedFile, err error) {
+// and, when keepParsed asks for them, each file's documents as parsed here
+// (parsed) rather than parsing them again.
+func generateKustomization(fsys filesys.FileSystem, dir string, keepParsed bool) (data []byte, resources []string, onlyFiles bool, parsed map[string]parsedFile, err error) {
 	var (
 		seen   = map[object.ID]string{}
 		walked = map[string]string{}
 	)
 	onlyFiles = true
-	parsed = map[string]parsedFile{}
+	if keepParsed {
+		parsed = map[string]parsedFile{}
+	}
 	var walk func(d string) error
 	walk = func(d string) error {
 		rel := relSlash(dir, d)
@@ -102,7 +104,9 @@ func generateKustomization(fsys filesys.FileSystem, dir string) (data []byte, re
 			}
 			if include {
 				resources = append(resources, rel)
-				parsed[rel] = file
+				if parsed != nil && onlyFiles {
+					parsed[rel] = file
+				}
 			}
 		}
 		return nil
@@ -145,6 +149,13 @@ type parsedFile struct {
 	nodes []*kyaml.RNode
 }
 
+// readManifestDocuments parses a manifest file's documents as the checks
+// read them, and as kustomize's kio.FromBytes does but for resolving the
+// anchors.
+func readManifestDocuments(data []byte) ([]*kyaml.RNode, error) {
+	return (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
+}
+
 // checkManifestFile parses one candidate file and says whether it holds
 // objects to include.
 func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.ID]string) (parsedFile, bool, error) {
@@ -152,7 +163,7 @@ func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.I
 	if err != nil {
 		return parsedFile{}, false, err
 	}
-	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
+	nodes, err := readManifestDocuments(data)
 	if err != nil {
 		return parsedFile{}, false, buildErr("invalid YAML in %s: %v", rel, err)
 	}

@@ -260,7 +260,7 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		generatedFile string
 	)
 	if kustomizationFile(fsys, userDir) == "" {
-		generated, resources, onlyFiles, parsedFiles, err := generateKustomization(fsys, userDir)
+		generated, resources, onlyFiles, parsedFiles, err := generateKustomization(fsys, userDir, fast)
 		if err != nil {
 			return nil, err
 		}
