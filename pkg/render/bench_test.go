@@ -46,18 +46,20 @@ func BenchmarkSubstitute(b *testing.B) {
 	}
 }
 
-// BenchmarkBuildPlainFolder renders 1,000 ConfigMaps in a folder without a
-// kustomization file, in one file and in 1,000 files of one, through
-// kustomize (the fast path off) and through the fast path, in the same
-// run: `go test ./pkg/render -run XXX -bench PlainFolder`.
+// BenchmarkBuildPlainFolder renders 1,000 ConfigMaps in a folder, in one
+// file and in 1,000 files of one, without a kustomization file and with
+// one that lists the files, through kustomize (the fast path off) and
+// through the fast path, in the same run: `go test ./pkg/render -run XXX
+// -bench PlainFolder`.
 func BenchmarkBuildPlainFolder(b *testing.B) {
 	const objects = 1000
 	for _, layout := range []struct {
-		name    string
-		perFile int
-	}{{"one-file", objects}, {"files-of-one", 1}} {
+		name          string
+		perFile       int
+		kustomization bool
+	}{{"one-file", objects, false}, {"files-of-one", 1, false}, {"one-file-listed", objects, true}, {"files-of-one-listed", 1, true}} {
 		dir := b.TempDir()
-		if err := gentree.WritePlain(SourceDir(dir), objects, layout.perFile, false); err != nil {
+		if err := gentree.WritePlain(SourceDir(dir), objects, layout.perFile, layout.kustomization); err != nil {
 			b.Fatal(err)
 		}
 		spec := &kustomizev1.KustomizationSpec{Path: gentree.PlainPath}

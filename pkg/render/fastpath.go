@@ -2,13 +2,17 @@ package render
 
 import (
 	"bytes"
+	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resource"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -78,38 +82,62 @@ func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
 		len(spec.Patches) == 0 && len(spec.Images) == 0 && len(spec.Components) == 0
 }
 
+// generatedList is what generateKustomization found in a folder without
+// a kustomization file, when it lists only files: those files, and their
+// documents as it parsed them.
+type generatedList struct {
+	files  []string
+	parsed map[string]parsedFile
+}
+
 // fastPath returns what krusty returns for the overlay (path overlayFile)
-// over the generated kustomization (path generatedFile) of userDir that
-// lists files, or ok false when it cannot be sure to. It reads the files
-// as krusty does, through fsys and in the same order (the two
+// over spec.path's kustomization (path kustFile) in userDir, or ok false
+// when it cannot be sure to. That kustomization is the one Build
+// generated, when generated lists its files, or else the user's own,
+// which it takes only when kustomize would read it as it reads a
+// generated one: resources and nothing else (listedFiles). It reads the
+// files as krusty does, through fsys and in the same order (the two
 // kustomizations first), so the budgets, the deadline and the stand-in
 // names of generateName objects come out the same; when it gives up, the
 // caller rewinds fsys before running kustomize. A panic of kustomize's
 // code on hostile input (its parse, its annotation clean-up) is giving up,
-// as krusty's panics are a refusal (runKustomize). parsed are the files
-// as generateKustomization parsed them: a file read with the same bytes
-// is not parsed again (parsedResources); a file read with others (a
-// generateName object's stand-in name differs from read to read) is.
-func fastPath(fsys *sandboxFS, userDir, overlayFile, generatedFile string, files []string, parsed map[string]parsedFile) (out []*resource.Resource, ok bool) {
+// as krusty's panics are a refusal (runKustomize). A file that
+// generateKustomization parsed and that reads with the same bytes is not
+// parsed again (parsedResources); a file read with others (a generateName
+// object's stand-in name differs from read to read) is.
+func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated *generatedList) (out []*resource.Resource, ok bool) {
 	defer func() {
 		if recover() != nil {
 			out, ok = nil, false
 		}
 	}()
-	if disableFastPath.Load() || len(files) == 0 {
-		// No files: kustomize refuses the empty kustomization itself.
+	if disableFastPath.Load() {
 		return nil, false
 	}
 	if _, err := fsys.ReadFile(overlayFile); err != nil {
 		return nil, false
 	}
-	if _, err := fsys.ReadFile(generatedFile); err != nil {
+	kustData, err := fsys.ReadFile(kustFile)
+	if err != nil {
 		return nil, false
 	}
+	var (
+		files  []string
+		parsed map[string]parsedFile
+	)
 	// kustomize loads each file relative to its kustomization's folder,
 	// links resolved, and refuses one that ends up outside it.
 	root, f, err := fsys.CleanedAbs(userDir)
 	if err != nil || f != "" {
+		return nil, false
+	}
+	if generated != nil {
+		files, parsed = generated.files, generated.parsed
+	} else if files, ok = listedFiles(fsys, root, userDir, kustFile, kustData); !ok {
+		return nil, false
+	}
+	if len(files) == 0 {
+		// kustomize refuses the empty kustomization itself.
 		return nil, false
 	}
 	type key struct {
@@ -271,3 +299,45 @@ func fastAnnotations(r *resource.Resource) bool {
 
 // kustomizeDomains are the annotation domains kustomize reads or writes.
 var kustomizeDomains = []string{"config.kubernetes.io/", "kustomize.config.k8s.io/", "kustomize.io/", "config.k8s.io/"}
+
+// listedFiles returns the resources of the user's kustomization file
+// (path kustFile, content data) in userDir (root, links resolved) when kustomize reads it as it
+// reads a generated one: its own Unmarshal and FixKustomization (which
+// moves a deprecated bases list into resources) leave a Kustomization of
+// kustomize's version with resources and no other field, each a relative
+// path and no URL; and no other kustomization file is beside it
+// (kustomize refuses two). Whether each is a file inside the folder is
+// for fastPath to find as it reads them. Anything else is false: the
+// build is kustomize's.
+func listedFiles(fsys *sandboxFS, root filesys.ConfirmedDir, userDir, kustFile string, data []byte) ([]string, bool) {
+	// kustomize reads it as any file of the folder: a link out of it is
+	// refused.
+	if dir, name, err := fsys.CleanedAbs(kustFile); err != nil || name == "" || !dir.HasPrefix(root) {
+		return nil, false
+	}
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		if p := filepath.Join(userDir, name); p != kustFile && fsys.Exists(p) {
+			return nil, false
+		}
+	}
+	var k kustypes.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return nil, false
+	}
+	k.FixKustomization()
+	plain := kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: k.Resources,
+	}
+	if !reflect.DeepEqual(k, plain) {
+		return nil, false
+	}
+	for _, r := range k.Resources {
+		// A URL, a remote base (host:path) or an absolute path is not
+		// a file of the folder; kustomize decides what those are.
+		if r == "" || path.IsAbs(r) || filepath.IsAbs(r) || strings.ContainsAny(r, ":\\") {
+			return nil, false
+		}
+	}
+	return k.Resources, true
+}

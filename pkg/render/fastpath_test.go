@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/testutils/kusttest"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
@@ -104,6 +106,78 @@ var fastCases = []fastCase{
 		links: map[string]string{"app/linked": "other", "app/c.yaml": "other/b.yaml"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: -1},
 }
 
+// userKustomizationCases are fastCases with a kustomization file of the
+// user's own: the fast path takes one that kustomize reads as it reads a
+// generated one, resources that are files and nothing else.
+var userKustomizationCases = []fastCase{
+	{name: "a kustomization listing files", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- sub/b.yaml\n", "a.yaml": cmA, "sub/b.yaml": cmB}, fast: 1},
+	{name: "a kustomization listing files out of lexical order", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- ./z.yaml\n- a.yaml\n", "a.yaml": cmA, "z.yaml": cmB}, fast: 1},
+	{name: "a kustomization without apiVersion and kind", files: map[string]string{
+		"kustomization.yaml": "resources:\n- a.yaml\n", "a.yaml": cmA}, fast: 1},
+	{name: "a kustomization named Kustomization", files: map[string]string{
+		"Kustomization": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA}, fast: 1},
+	{name: "a kustomization.yml", files: map[string]string{
+		"kustomization.yml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA}, fast: 1},
+	{name: "the deprecated bases listing a file", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\nbases:\n- b.yaml\n", "a.yaml": cmA, "b.yaml": cmB}, fast: 1},
+	{name: "a listed file that is neither YAML nor JSON by its name", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.txt\n", "a.txt": cmA}, fast: 1},
+	{name: "a listed file in a sub-folder with a kustomization", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- sub/b.yaml\n", "sub/b.yaml": cmB,
+		"sub/kustomization.yaml": kustomizationHeader + "namePrefix: p-\nresources:\n- b.yaml\n"}, fast: 1},
+	{name: "an empty file listed twice", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- e.yaml\n- a.yaml\n- e.yaml\n", "a.yaml": cmA, "e.yaml": "# nothing\n"}, fast: -1},
+	{name: "a file listed twice", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a kustomization with a namespace", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "namespace: other\nresources:\n- a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a kustomization with an empty field of another kind", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\npatches: []\n", "a.yaml": cmA}, fast: -1},
+	{name: "a kustomization with an unknown field", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\nsurprise: 1\n", "a.yaml": cmA}, fast: 0},
+	{name: "a Component", files: map[string]string{
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n- a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a kustomization of another version", files: map[string]string{
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1\nkind: Kustomization\nresources:\n- a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "an empty resources list", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources: []\n", "a.yaml": cmA}, fast: 0},
+	{name: "a folder listed", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- sub\n", "sub/a.yaml": cmA}, fast: 0},
+	{name: "a missing file listed", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- gone.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a file outside the folder listed", files: map[string]string{
+		"app/kustomization.yaml": kustomizationHeader + "resources:\n- ../b.yaml\n", "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: 0},
+	{name: "an absolute path listed", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- /a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a URL listed", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- https://127.0.0.1:1/a.yaml\n", "a.yaml": cmA}, fast: 0},
+	{name: "a remote base listed", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- git@127.0.0.1:org/repo\n", "a.yaml": cmA}, fast: 0},
+	{name: "two kustomization files", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "kustomization.yml": kustomizationHeader + "resources:\n- b.yaml\n",
+		"a.yaml": cmA, "b.yaml": cmB}, fast: 0},
+	{name: "a kustomization file linked from outside the folder", files: map[string]string{
+		"app/a.yaml": cmA, "other/kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n"},
+		links: map[string]string{"app/kustomization.yaml": "../other/kustomization.yaml"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: 0},
+	{name: "a listed file linked from outside the folder", files: map[string]string{
+		"app/kustomization.yaml": kustomizationHeader + "resources:\n- b.yaml\n", "other/b.yaml": cmB},
+		links: map[string]string{"app/b.yaml": "../other/b.yaml"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: 0},
+	{name: "a listed Deployment", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
+	{name: "a kustomization with a spec field for kustomize", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "a kustomization and postBuild substitution", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env:=x}\n"},
+		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}, fast: 1},
+	{name: "a kustomization and the input limit", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- b.yaml\n", "a.yaml": cmA, "b.yaml": cmB},
+		opts: Options{Limits: Limits{MaxInputBytes: 300}}, fast: -1},
+}
+
 func listItem(doc string) string {
 	return strings.ReplaceAll(strings.TrimSuffix(doc, "\n"), "\n", "\n  ") + "\n"
 }
@@ -170,7 +244,7 @@ func (c fastCase) work(t testing.TB) string {
 // the fast path and requires the same result or the same error, and the
 // fast path taken exactly where the case says.
 func TestFastPathEqualsKustomize(t *testing.T) {
-	for _, c := range fastCases {
+	for _, c := range slices.Concat(fastCases, userKustomizationCases) {
 		t.Run(c.name, func(t *testing.T) {
 			work := c.work(t)
 			slow, fast, took := buildBothWays(t, work, &c.spec, c.opts)
@@ -282,22 +356,29 @@ func TestFastKindsAreNotReferrers(t *testing.T) {
 }
 
 // FuzzFastPath compares the fast path with kustomize on two hostile files
-// (one YAML, one JSON or YAML) with and without substitution.
+// (one YAML, one JSON or YAML) and a hostile kustomization file beside
+// them ("" for none), with and without substitution.
 func FuzzFastPath(f *testing.F) {
-	for _, c := range fastCases {
+	for _, c := range slices.Concat(fastCases, userKustomizationCases) {
 		if c.files == nil {
 			continue
 		}
 		var docs []string
-		for _, v := range c.files {
-			docs = append(docs, v)
+		for name, v := range c.files {
+			if name != konfig.DefaultKustomizationFileName() {
+				docs = append(docs, v)
+			}
 		}
 		docs = append(docs, "", "")
-		f.Add(docs[0], docs[1], c.spec.PostBuild != nil)
+		f.Add(c.files[konfig.DefaultKustomizationFileName()], docs[0], docs[1], c.spec.PostBuild != nil)
 	}
-	f.Fuzz(func(t *testing.T, a, b string, substitute bool) {
+	f.Fuzz(func(t *testing.T, kustomization, a, b string, substitute bool) {
 		work := t.TempDir()
-		writeTree(t, SourceDir(work), map[string]string{"a.yaml": a, "b.json": b})
+		files := map[string]string{"a.yaml": a, "b.json": b}
+		if kustomization != "" {
+			files[konfig.DefaultKustomizationFileName()] = kustomization
+		}
+		writeTree(t, SourceDir(work), files)
 		spec := &kustomizev1.KustomizationSpec{}
 		opts := Options{Limits: fuzzLimits}
 		if substitute {

@@ -249,18 +249,21 @@ func kustomizeOnce(shared *SharedBuilds, key string, run func() ([]*resource.Res
 
 // kustomize adds the overlay (and a generated kustomization when spec.path
 // has none) to the sandbox and runs kustomize on it, or, when fast allows
-// and the generated kustomization lists only files, takes the fast path
-// (fastpath.go) to the same resources.
+// and spec.path's kustomization lists only files — the generated one, or
+// the user's written as it would be — takes the fast path (fastpath.go)
+// to the same resources.
 func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte, fast bool) ([]*resource.Resource, error) {
 	// What Build adds to the tree lives in the sandbox's memory, never on
 	// disk: the tree is shared, read-only, by every build of its revision.
+	// The fast path builds from spec.path's kustomization: the one
+	// generated here when it lists only files, or the user's own, whose
+	// files it reads from it (fastPath).
 	var (
-		files         []string
-		parsed        map[string]parsedFile
-		generatedFile string
+		generated *generatedList
+		kustFile  = kustomizationFile(fsys, userDir)
 	)
-	if kustomizationFile(fsys, userDir) == "" {
-		generated, resources, onlyFiles, parsedFiles, err := generateKustomization(fsys, userDir, fast)
+	if kustFile == "" {
+		data, resources, onlyFiles, parsed, err := generateKustomization(fsys, userDir, fast)
 		if err != nil {
 			return nil, err
 		}
@@ -268,19 +271,19 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		if err != nil {
 			return nil, buildErr("reading the source: %v", err)
 		}
-		generatedFile = filepath.Join(realDir, konfig.DefaultKustomizationFileName())
-		fsys.addVirtual(generatedFile, generated)
+		kustFile = filepath.Join(realDir, konfig.DefaultKustomizationFileName())
+		fsys.addVirtual(kustFile, data)
 		if onlyFiles {
-			files, parsed = resources, parsedFiles
+			generated = &generatedList{files: resources, parsed: parsed}
+		} else {
+			fast = false
 		}
-	} else {
-		fast = false
 	}
 	overlayFile := filepath.Join(overlay, konfig.DefaultKustomizationFileName())
 	fsys.addVirtual(overlayFile, overlayData)
-	if fast && files != nil {
+	if fast {
 		mark := fsys.mark()
-		if rs, ok := fastPath(fsys, userDir, overlayFile, generatedFile, files, parsed); ok {
+		if rs, ok := fastPath(fsys, userDir, overlayFile, kustFile, generated); ok {
 			return rs, nil
 		}
 		fsys.rewind(mark)
