@@ -42,8 +42,10 @@
 // # The fast path
 //
 // Step 3 is skipped for the commonest Kustomization of all: spec.path is a
-// folder without a kustomization file whose generated kustomization lists
-// only files, the spec has none of the fields the overlay carries
+// folder whose kustomization lists only files — the one generated for a
+// folder without a kustomization file, or the user's own when kustomize
+// would read it as it reads a generated one (resources and no other
+// field) — the spec has none of the fields the overlay carries
 // (targetNamespace, namePrefix, nameSuffix, patches, images, components)
 // and no decryption, and every object is of a kind kustomize passes
 // through untouched (ConfigMap, Secret, Service, ServiceAccount without

@@ -19,9 +19,10 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
-// The fast path (docs/design/render-fast-path.md) builds a folder
-// without a kustomization file, whose generated kustomization lists only
-// files, for a spec with no field kustomize acts on, without krusty:
+// The fast path (docs/design/render-fast-path.md) builds a folder whose
+// kustomization lists only files — the one generated for a folder without
+// one, or the user's written so — for a spec with no field kustomize acts
+// on, without krusty:
 // kustomize's duplicate check appends every object to a map that compares
 // it with every object before it, which is most of a 1,000-object build.
 // It reads the same files through the same sandbox, takes each file's

@@ -325,6 +325,10 @@ func TestAliasBombIsRefusedBeforeExpansion(t *testing.T) {
 		{"in a plain folder", "bomb.yaml", ""},
 		{"as a resource", "bomb.yaml", kustomizationHeader + "resources:\n- bomb.yaml\n"},
 		{"as an inline patch", "cm.yaml", kustomizationHeader + "resources:\n- cm.yaml\npatches:\n- patch: |\n" + indent(aliasBomb(8), "    ")},
+		// A kustomization that lists only files is read by the fast path
+		// too (listedFiles): the same count refuses it there.
+		{"in a kustomization that lists files", "cm.yaml", kustomizationHeader + "resources:\n- cm.yaml\ncommonAnnotations:\n" +
+			aliasBomb(8)[strings.Index(aliasBomb(8), "data:\n")+len("data:\n"):]},
 	} {
 		t.Run(where.name, func(t *testing.T) {
 			g := NewWithT(t)
