@@ -326,11 +326,7 @@ func listedFiles(fsys *sandboxFS, root filesys.ConfirmedDir, userDir, kustFile s
 		return nil, false
 	}
 	k.FixKustomization()
-	plain := kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources: k.Resources,
-	}
-	if !reflect.DeepEqual(k, plain) {
+	if !reflect.DeepEqual(k, listingKustomization(k.Resources)) {
 		return nil, false
 	}
 	for _, r := range k.Resources {

@@ -114,11 +114,7 @@ func generateKustomization(fsys filesys.FileSystem, dir string, keepParsed bool)
 	if err := walk(dir); err != nil {
 		return nil, nil, false, nil, err
 	}
-	k := kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources: resources,
-	}
-	data, err = yaml.Marshal(k)
+	data, err = yaml.Marshal(listingKustomization(resources))
 	return data, resources, onlyFiles, parsed, err
 }
 
@@ -262,4 +258,15 @@ func overlayKustomization(resources []string, spec *kustomizev1.KustomizationSpe
 		k.Images = append(k.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
 	}
 	return k
+}
+
+// listingKustomization is the kustomization Build generates for a folder
+// without one: resources and nothing else. The fast path takes a user's
+// kustomization only when kustomize reads it as exactly this
+// (listedFiles).
+func listingKustomization(resources []string) kustypes.Kustomization {
+	return kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: resources,
+	}
 }
