@@ -93,7 +93,10 @@
 //     written inline in it) and every builtin generator or transformer
 //     config is refused when a field kustomize loads from names a URL or a
 //     Git address. kustomize has no switch against fetching, so the check
-//     sits where kustomize reads, and nothing is fetched before it.
+//     sits where kustomize reads, and nothing is fetched before it. It
+//     decodes with kustomize's own types and decoder, since kustomize
+//     matches field names in any case and keeps the last of duplicate
+//     keys: a parser of our own would see a different file.
 //
 // LockDownProcess is the defence in depth for a rendering process: the
 // default HTTP transport and git refuse everything.

@@ -2,7 +2,12 @@ package render
 
 import (
 	"regexp"
+	"slices"
 	"strings"
+
+	"sigs.k8s.io/kustomize/api/builtins" //nolint:staticcheck // the types kustomize decodes builtin configs into; deprecated only for its v1
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
 )
 
 // kustomize fetches a file over HTTP when a path it loads is an http(s) URL
@@ -16,97 +21,221 @@ import (
 // when a field that kustomize loads from holds a remote reference. Nothing
 // is fetched before the refusal, because the refusal is the read.
 
-// kustomizationPathLists are the kustomization fields that list paths or
-// URLs kustomize loads.
-var kustomizationPathLists = []string{
-	"resources", "bases", "components", "crds", "configurations",
-	"generators", "transformers", "validators", "patchesStrategicMerge",
+// The check reads each file as kustomize reads it, never as a looser or
+// stricter parser would: a kustomization through kustomize's own
+// Kustomization.Unmarshal (whose JSON decoding matches field names
+// case-insensitively and keeps the last of duplicate keys), and a builtin
+// config into kustomize's own plugin type with sigs.k8s.io/yaml, as the
+// plugin's Config does. A field spelled RESOURCES, or given twice, is
+// therefore seen exactly where kustomize will load it from.
+
+// checkKustomization refuses a kustomization that names a remote path in
+// any field kustomize loads from, read as written and again after
+// FixKustomization has moved the deprecated fields (bases, the
+// patchesStrategicMerge and patchesJson6902 lists) to where kustomize
+// reads them. (Plugin configs written inline are parsed and checked by
+// sandboxFS.inspectInline.)
+func checkKustomization(file string, k *kustypes.Kustomization) error {
+	if err := checkKustomizationFields(file, k); err != nil {
+		return err
+	}
+	fixed := *k
+	fixed.FixKustomization()
+	return checkKustomizationFields(file, &fixed)
 }
 
-// pluginLists are the kustomization fields whose entries are either paths
-// or generator/transformer configs written inline.
-var pluginLists = []string{"generators", "transformers", "validators"}
-
-// checkKustomization refuses a kustomization (already parsed) that names a
-// remote path in any field kustomize loads from. (Plugin configs written
-// inline are parsed and checked by sandboxFS.inspectInline.)
-func checkKustomization(file string, k map[string]any) error {
-	for _, key := range kustomizationPathLists {
-		for _, s := range stringList(k[key]) {
-			if strings.Contains(s, "\n") {
-				continue // an inline patch or config, checked below
-			}
-			if isRemote(s) {
-				return remoteErr(file, key, s)
-			}
-		}
-	}
-	for _, key := range []string{"patches", "patchesJson6902", "replacements"} {
-		for _, item := range mapList(k[key]) {
-			if err := checkPath(file, key+".path", item["path"]); err != nil {
+func checkKustomizationFields(file string, k *kustypes.Kustomization) error {
+	// Lists of paths only: an entry is a path even when it holds a newline
+	// (isRemote trims it), so none is skipped as inline.
+	for _, l := range []struct {
+		field   string
+		entries []string
+	}{
+		{"resources", k.Resources}, {"bases", k.Bases}, {"components", k.Components},
+		{"crds", k.Crds}, {"configurations", k.Configurations},
+	} {
+		for _, e := range l.entries {
+			if err := checkPath(file, l.field, e); err != nil {
 				return err
 			}
 		}
 	}
-	if o, ok := k["openapi"].(map[string]any); ok {
-		if err := checkPath(file, "openapi.path", o["path"]); err != nil {
+	// Lists whose entries may be YAML written inline: kustomize takes an
+	// entry that parses as objects for inline and any other for a path.
+	// An inline entry is inspected as a file of its own; every entry of
+	// one line is also checked as a path, which errs towards refusing.
+	for _, l := range inlineLists(k) {
+		for _, e := range l.entries {
+			if !strings.Contains(strings.TrimSpace(e), "\n") {
+				if err := checkPath(file, l.field, e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, l := range []struct {
+		field   string
+		patches []kustypes.Patch
+	}{{"patches", k.Patches}, {"patchesJson6902", k.PatchesJson6902}} {
+		for _, p := range l.patches {
+			if err := checkPath(file, l.field+".path", p.Path); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range k.Replacements {
+		if err := checkPath(file, "replacements.path", r.Path); err != nil {
 			return err
 		}
 	}
-	for _, key := range []string{"configMapGenerator", "secretGenerator"} {
-		for _, g := range mapList(k[key]) {
-			if err := checkGeneratorSources(file, key, g); err != nil {
+	if err := checkPath(file, "openapi.path", k.OpenAPI["path"]); err != nil {
+		return err
+	}
+	for _, g := range k.ConfigMapGenerator {
+		if err := checkGeneratorSources(file, "configMapGenerator", g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, g := range k.SecretGenerator {
+		if err := checkGeneratorSources(file, "secretGenerator", g.KvPairSources); err != nil {
+			return err
+		}
+	}
+	for _, h := range k.HelmCharts {
+		if err := checkHelmChart(file, "helmCharts", h); err != nil {
+			return err
+		}
+	}
+	for _, h := range k.HelmChartInflationGenerator {
+		for _, f := range []struct{ name, value string }{
+			{"chartRepoUrl", h.ChartRepoURL}, {"chartHome", h.ChartHome}, {"values", h.Values},
+		} {
+			if err := checkPath(file, "helmChartInflationGenerator."+f.name, f.value); err != nil {
 				return err
 			}
 		}
 	}
-	for _, key := range []string{"helmCharts", "helmChartInflationGenerator"} {
-		for _, h := range mapList(k[key]) {
-			if err := checkHelmChart(file, key, h); err != nil {
-				return err
-			}
-		}
-	}
-	if g, ok := k["helmGlobals"].(map[string]any); ok {
-		if err := checkPath(file, "helmGlobals.chartHome", g["chartHome"]); err != nil {
+	if g := k.HelmGlobals; g != nil {
+		if err := checkPath(file, "helmGlobals.chartHome", g.ChartHome); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkPluginConfig refuses a builtin generator or transformer config that
-// loads from a remote path. Only the builtins load files; with plugins
-// disabled, kustomize refuses any other kind itself.
-func checkPluginConfig(file string, m map[string]any) error {
-	kind, _ := m["kind"].(string)
-	switch kind {
-	case "ConfigMapGenerator", "SecretGenerator":
-		return checkGeneratorSources(file, kind, m)
-	case "PatchTransformer", "PatchJson6902Transformer":
-		return checkPath(file, kind+".path", m["path"])
-	case "PatchStrategicMergeTransformer":
-		for _, p := range stringList(m["paths"]) {
-			if err := checkPath(file, kind+".paths", p); err != nil {
-				return err
+type namedList struct {
+	field   string
+	entries []string
+}
+
+// inlineLists are a kustomization's lists whose entries are either paths
+// or YAML written inline.
+func inlineLists(k *kustypes.Kustomization) []namedList {
+	psm := make([]string, len(k.PatchesStrategicMerge))
+	for i, p := range k.PatchesStrategicMerge {
+		psm[i] = string(p)
+	}
+	return []namedList{
+		{"generators", k.Generators}, {"transformers", k.Transformers},
+		{"validators", k.Validators}, {"patchesStrategicMerge", psm},
+	}
+}
+
+// inlineTexts are the YAML texts written inline in a kustomization that
+// kustomize parses: entries of the inline lists that span lines or open a
+// flow mapping, and inline patches.
+func inlineTexts(k *kustypes.Kustomization) []string {
+	var texts []string
+	for _, l := range inlineLists(k) {
+		for _, e := range l.entries {
+			if t := strings.TrimSpace(e); strings.Contains(t, "\n") || strings.HasPrefix(t, "{") {
+				texts = append(texts, e)
 			}
+		}
+	}
+	for _, p := range slices.Concat(k.Patches, k.PatchesJson6902) {
+		if p.Patch != "" {
+			texts = append(texts, p.Patch)
+		}
+	}
+	return texts
+}
+
+// loadsFiles are the builtin generator and transformer kinds that load
+// from a path (checkPluginConfig).
+var loadsFiles = map[string]bool{
+	"ConfigMapGenerator": true, "SecretGenerator": true, "PatchTransformer": true,
+	"PatchJson6902Transformer": true, "PatchStrategicMergeTransformer": true,
+	"ReplacementTransformer": true, "HelmChartInflationGenerator": true,
+}
+
+// checkPluginConfig refuses a builtin generator or transformer config of
+// kind (one of loadsFiles) that loads from a remote path. Only the
+// builtins load files; with plugins disabled, kustomize refuses any other
+// kind itself. A config that kustomize's type cannot hold is refused too:
+// kustomize would fail on it, and a check that skipped it could be
+// skipping what kustomize reads differently.
+func checkPluginConfig(file, kind string, config []byte) error {
+	var err error
+	switch kind {
+	case "ConfigMapGenerator":
+		var p builtins.ConfigMapGeneratorPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			return checkGeneratorSources(file, kind, p.KvPairSources)
+		}
+	case "SecretGenerator":
+		var p builtins.SecretGeneratorPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			return checkGeneratorSources(file, kind, p.KvPairSources)
+		}
+	case "PatchTransformer":
+		var p builtins.PatchTransformerPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			return checkPath(file, kind+".path", p.Path)
+		}
+	case "PatchJson6902Transformer":
+		var p builtins.PatchJson6902TransformerPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			return checkPath(file, kind+".path", p.Path)
+		}
+	case "PatchStrategicMergeTransformer":
+		var p builtins.PatchStrategicMergeTransformerPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			for _, path := range p.Paths {
+				if err := checkPath(file, kind+".paths", string(path)); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	case "ReplacementTransformer":
-		for _, r := range mapList(m["replacements"]) {
-			if err := checkPath(file, kind+".replacements.path", r["path"]); err != nil {
-				return err
+		var p builtins.ReplacementTransformerPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			for _, r := range p.ReplacementList {
+				if err := checkPath(file, kind+".replacements.path", r.Path); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
 	case "HelmChartInflationGenerator":
-		return checkHelmChart(file, kind, m)
+		var p builtins.HelmChartInflationGeneratorPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			if err := checkPath(file, kind+".chartHome", p.ChartHome); err != nil {
+				return err
+			}
+			return checkHelmChart(file, kind, p.HelmChart)
+		}
+	default:
+		return nil
 	}
-	return nil
+	return buildErr("%s: a %s config kustomize cannot read: %v", file, kind, err)
 }
 
 // checkGeneratorSources checks the files, envs and env of a ConfigMap or
 // Secret generator (files entries are "path" or "key=path").
-func checkGeneratorSources(file, field string, g map[string]any) error {
-	for _, f := range stringList(g["files"]) {
+func checkGeneratorSources(file, field string, g kustypes.KvPairSources) error {
+	for _, f := range g.FileSources {
 		if _, p, ok := strings.Cut(f, "="); ok {
 			f = p
 		}
@@ -114,24 +243,24 @@ func checkGeneratorSources(file, field string, g map[string]any) error {
 			return err
 		}
 	}
-	for _, e := range stringList(g["envs"]) {
+	for _, e := range g.EnvSources {
 		if err := checkPath(file, field+".envs", e); err != nil {
 			return err
 		}
 	}
-	return checkPath(file, field+".env", g["env"])
+	return checkPath(file, field+".env", g.EnvSource)
 }
 
 // checkHelmChart checks the fields of a Helm chart entry that name a place
 // to load from. (Helm is disabled in the build, so kustomize refuses the
 // chart anyway; a repository URL is still named as the reason.)
-func checkHelmChart(file, field string, h map[string]any) error {
-	for _, key := range []string{"repo", "chartRepoUrl", "valuesFile", "values", "chartHome"} {
-		if err := checkPath(file, field+"."+key, h[key]); err != nil {
+func checkHelmChart(file, field string, h kustypes.HelmChart) error {
+	for _, f := range []struct{ name, value string }{{"repo", h.Repo}, {"valuesFile", h.ValuesFile}} {
+		if err := checkPath(file, field+"."+f.name, f.value); err != nil {
 			return err
 		}
 	}
-	for _, p := range stringList(h["additionalValuesFiles"]) {
+	for _, p := range h.AdditionalValuesFiles {
 		if err := checkPath(file, field+".additionalValuesFiles", p); err != nil {
 			return err
 		}
@@ -139,9 +268,9 @@ func checkHelmChart(file, field string, h map[string]any) error {
 	return nil
 }
 
-func checkPath(file, field string, v any) error {
-	if s, ok := v.(string); ok && isRemote(s) {
-		return remoteErr(file, field, s)
+func checkPath(file, field, p string) error {
+	if isRemote(p) {
+		return remoteErr(file, field, p)
 	}
 	return nil
 }
@@ -170,26 +299,4 @@ func isRemote(p string) bool {
 		return true
 	}
 	return false
-}
-
-func stringList(v any) []string {
-	items, _ := v.([]any)
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		if s, ok := it.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func mapList(v any) []map[string]any {
-	items, _ := v.([]any)
-	out := make([]map[string]any, 0, len(items))
-	for _, it := range items {
-		if m, ok := it.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }

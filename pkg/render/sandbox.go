@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	fluxfs "github.com/fluxcd/pkg/kustomize/filesys"
 	"sigs.k8s.io/kustomize/api/konfig"
+	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -347,73 +347,65 @@ func (s *sandboxFS) chargeBytes(rel string, n int64) error {
 }
 
 // inspect charges data's YAML documents and nodes (aliases expanded) to the
-// budgets and runs the remote check: the kustomization check on a
-// kustomization file, the plugin-config check on every other document.
-// Data that is not YAML (a file for a ConfigMap, say) costs only its
-// bytes.
+// budgets and runs the remote check (remote.go): the kustomization check
+// on a kustomization file, the plugin-config check on every document of a
+// builtin kind that loads files. Data that is not YAML (a file for a
+// ConfigMap, say) costs only its bytes; a kustomization file that is not
+// YAML, or that kustomize cannot read, is refused here, before kustomize
+// acts on any of it.
 func (s *sandboxFS) inspect(rel string, data []byte, kustomization bool) error {
 	docs, err := s.parse(rel, data)
-	if err != nil || docs == nil {
+	if err != nil {
 		return err
+	}
+	if kustomization {
+		if docs == nil && len(bytes.TrimSpace(data)) > 0 {
+			return buildErr("%s: not a YAML file", rel)
+		}
+		return s.inspectKustomization(rel, data)
 	}
 	for _, doc := range docs {
 		kind := topLevelString(doc, "kind")
-		if !kustomization && !loadsFiles[kind] {
+		if !loadsFiles[kind] && kind != "Kustomization" && kind != "Component" {
 			continue
 		}
-		var m map[string]any
-		if doc.Decode(&m) != nil {
-			continue // kustomize reports a malformed file with more context
+		text, err := kyaml.Marshal(doc)
+		if err != nil {
+			return buildErr("%s: %v", rel, err)
 		}
-		if kustomization || kind == "Kustomization" || kind == "Component" {
-			if err := checkKustomization(rel, m); err != nil {
-				return err
-			}
-			if err := s.inspectInline(rel, m); err != nil {
+		if kind == "Kustomization" || kind == "Component" {
+			// Only a kustomization file is loaded as one; a document of
+			// this kind elsewhere is checked the same way all the same.
+			if err := s.inspectKustomization(rel, text); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := checkPluginConfig(rel, m); err != nil {
+		if err := checkPluginConfig(rel, kind, text); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// inspectInline inspects the YAML written inline in a kustomization like
-// a file of its own, since kustomize parses it too: plugin configs under
-// generators, transformers and validators, and inline patches.
-func (s *sandboxFS) inspectInline(rel string, k map[string]any) error {
-	var inline []string
-	for _, key := range append([]string{"patchesStrategicMerge"}, pluginLists...) {
-		for _, text := range stringList(k[key]) {
-			if strings.Contains(text, "\n") {
-				inline = append(inline, text)
-			}
-		}
+// inspectKustomization reads data with kustomize's own decoder, checks it
+// and inspects the YAML written inline in it like a file of its own, since
+// kustomize parses that too: plugin configs under generators, transformers
+// and validators, and inline patches.
+func (s *sandboxFS) inspectKustomization(rel string, data []byte) error {
+	var k kustypes.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return buildErr("%s: %v", rel, err)
 	}
-	for _, key := range []string{"patches", "patchesJson6902"} {
-		for _, item := range mapList(k[key]) {
-			if text, ok := item["patch"].(string); ok {
-				inline = append(inline, text)
-			}
-		}
+	if err := checkKustomization(rel, &k); err != nil {
+		return err
 	}
-	for _, text := range inline {
+	for _, text := range inlineTexts(&k) {
 		if err := s.inspect(rel+" (inline)", []byte(text), false); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// loadsFiles are the builtin generator and transformer kinds that load
-// from a path (checkPluginConfig).
-var loadsFiles = map[string]bool{
-	"ConfigMapGenerator": true, "SecretGenerator": true, "PatchTransformer": true,
-	"PatchJson6902Transformer": true, "PatchStrategicMergeTransformer": true,
-	"ReplacementTransformer": true, "HelmChartInflationGenerator": true,
 }
 
 // parse decodes data into its YAML documents, aliases kept as references,

@@ -153,6 +153,78 @@ func TestRenderingNeverReachesTheNetwork(t *testing.T) {
 			wantMsg: `kustomization.yaml: resources "` + url + `" refused`,
 			fetches: true,
 		},
+		// kustomize decodes a kustomization as JSON, so a field name
+		// matches in any case (Unicode folding included: ſ is s) and the
+		// last of duplicate keys wins.
+		{
+			name:    "resources spelled in capitals",
+			files:   map[string]string{"kustomization.yaml": kustomizationHeader + "RESOURCES:\n- " + url + "\n"},
+			wantMsg: `kustomization.yaml: resources "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name:    "resources spelled with a long s",
+			files:   map[string]string{"kustomization.yaml": kustomizationHeader + "reſources:\n- " + url + "\n"},
+			wantMsg: `kustomization.yaml: resources "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name: "resources given twice, the URL last",
+			files: map[string]string{
+				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\nresources:\n- " + url + "\n",
+				"cm.yaml":            cm,
+			},
+			wantMsg: `kustomization.yaml: resources "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name: "patches path spelled in capitals",
+			files: map[string]string{
+				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\nPatches:\n- PATH: " + url + "\n",
+				"cm.yaml":            cm,
+			},
+			wantMsg: `kustomization.yaml: patches.path "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name:    "configMapGenerator files spelled in capitals",
+			files:   map[string]string{"kustomization.yaml": kustomizationHeader + "ConfigMapGenerator:\n- name: g\n  Files:\n  - leaked=" + url + "\n"},
+			wantMsg: `kustomization.yaml: configMapGenerator.files "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name: "builtin generator config whose files are spelled in capitals",
+			files: map[string]string{
+				"kustomization.yaml": kustomizationHeader + "generators:\n- gen.yaml\n",
+				"gen.yaml":           "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: g\nFILES:\n- leaked=" + url + "\n",
+			},
+			wantMsg: `gen.yaml: ConfigMapGenerator.files "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name: "PatchTransformer config whose path is given twice, the URL last",
+			files: map[string]string{
+				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- pt.yaml\n",
+				"cm.yaml":            cm,
+				"pt.yaml":            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npath: patch.yaml\npath: " + url + "\n",
+			},
+			wantMsg: `pt.yaml: PatchTransformer.path "` + url + `" refused`,
+		},
+		{
+			name: "PatchTransformer config whose path is spelled in capitals",
+			files: map[string]string{
+				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- pt.yaml\n",
+				"cm.yaml":            cm,
+				"pt.yaml":            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\nPATH: " + url + "\n",
+			},
+			wantMsg: `pt.yaml: PatchTransformer.path "` + url + `" refused`,
+			fetches: true,
+		},
+		{
+			name:    "resource URL with a trailing newline",
+			files:   map[string]string{"kustomization.yaml": kustomizationHeader + "resources:\n- \"" + url + "\\n\"\n"},
+			wantMsg: `kustomization.yaml: resources "` + url + `\n" refused`,
+		},
 		{
 			name: "patches path",
 			files: map[string]string{
@@ -470,4 +542,29 @@ func TestLinkFanOutIsBounded(t *testing.T) {
 	_, err = Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{Limits: Limits{MaxInputBytes: 10_000}})
 	g.Expect(Reason(err)).To(Equal(kustomizev1.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("--max-render-input"))
+}
+
+// A kustomization that kustomize's own decoder refuses is refused before
+// kustomize runs, with the decoder's reason: the remote check reads only
+// what kustomize would read, so it cannot pass over a file it failed to
+// read.
+func TestUnreadableKustomizationIsRefused(t *testing.T) {
+	for _, tt := range []struct{ name, kustomization, wantMsg string }{
+		{"a field kustomize does not know", kustomizationHeader + "resourcez:\n- cm.yaml\n", `unknown field "resourcez"`},
+		{"a list where a string belongs", kustomizationHeader + "resources: cm.yaml\n", "invalid Kustomization"},
+		{"not YAML", "resources: [cm.yaml\n", "kustomization.yaml: not a YAML file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			work := t.TempDir()
+			writeTree(t, SourceDir(work), map[string]string{
+				"kustomization.yaml": tt.kustomization,
+				"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			})
+			res, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
+			g.Expect(res).To(BeNil())
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMsg)))
+			g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
+		})
+	}
 }
