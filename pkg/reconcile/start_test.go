@@ -142,3 +142,32 @@ func TestStartWithARetiredFinalizerAddsNoneAndReleasesOldOnes(t *testing.T) {
 	g.Expect(finalized).To(Equal([]string{"old"}))
 	waitRepoGone(g, old)
 }
+
+// Removing the finalizer takes it out even when another field manager put
+// it there (the install's admission policy adds it at create, under the
+// creator's manager), and leaves the other finalizers as they are; the
+// object, once deleted, goes.
+func TestSetFinalizerRemovesAnEntryAnotherManagerOwns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Client
+	ns, err := env.Namespace(ctx, "foreign-finalizer")
+	g.Expect(err).NotTo(HaveOccurred())
+	const other = "other.example.com/keep"
+	obj := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo", Finalizers: []string{other, testFinalizer}},
+		Spec:       sourcev1.GitRepositorySpec{URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(c.Create(ctx, obj, client.FieldOwner("creator"))).To(Succeed())
+
+	g.Expect(reconcile.SetFinalizer(ctx, c, obj, "test", testFinalizer, false)).To(Succeed())
+	g.Expect(obj.Finalizers).To(Equal([]string{other}), "the object handed back is as stored")
+	g.Expect(storedRepo(g, obj).Finalizers).To(Equal([]string{other}))
+
+	g.Expect(reconcile.SetFinalizer(ctx, c, obj, "test", testFinalizer, false)).To(Succeed(), "removing what is not there is a no-op")
+
+	g.Expect(c.Delete(ctx, obj)).To(Succeed())
+	deleting := storedRepo(g, obj)
+	g.Expect(reconcile.SetFinalizer(ctx, c, deleting, "test", other, false)).To(Succeed())
+	waitRepoGone(g, obj)
+}
