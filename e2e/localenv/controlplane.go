@@ -16,7 +16,7 @@ import (
 
 // startControlPlane starts etcd and kube-apiserver through envtest (which
 // generates the serving certificates and the service-account signing key),
-// installs Plumb's CRDs, writes an admin kubeconfig, and starts
+// installs Plumb's CRDs and admission policies, writes an admin kubeconfig, and starts
 // kube-controller-manager against it.
 func (e *Env) startControlPlane(ctx context.Context) error {
 	certDir := filepath.Join(e.StateDir, "apiserver")
@@ -84,6 +84,10 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	e.APIServerURL = cfg.Host
+	e.progress("installing the admission policies")
+	if err := e.installAdmissionPolicies(ctx); err != nil {
+		return err
+	}
 
 	e.KCM = &Process{
 		Name:    "kube-controller-manager",
