@@ -142,16 +142,14 @@ func inlineLists(k *kustypes.Kustomization) []namedList {
 }
 
 // inlineTexts are the YAML texts written inline in a kustomization that
-// kustomize parses: entries of the inline lists that span lines or open a
-// flow mapping, and inline patches.
+// kustomize may parse: every entry of the inline lists (kustomize takes
+// one for inline YAML whenever it parses as objects, whatever it looks
+// like: a flow mapping behind an anchor or a tag is one line), and inline
+// patches.
 func inlineTexts(k *kustypes.Kustomization) []string {
 	var texts []string
 	for _, l := range inlineLists(k) {
-		for _, e := range l.entries {
-			if t := strings.TrimSpace(e); strings.Contains(t, "\n") || strings.HasPrefix(t, "{") {
-				texts = append(texts, e)
-			}
-		}
+		texts = append(texts, l.entries...)
 	}
 	for _, p := range slices.Concat(k.Patches, k.PatchesJson6902) {
 		if p.Patch != "" {
@@ -161,20 +159,23 @@ func inlineTexts(k *kustypes.Kustomization) []string {
 	return texts
 }
 
-// loadsFiles are the builtin generator and transformer kinds that load
-// from a path (checkPluginConfig).
-var loadsFiles = map[string]bool{
-	"ConfigMapGenerator": true, "SecretGenerator": true, "PatchTransformer": true,
-	"PatchJson6902Transformer": true, "PatchStrategicMergeTransformer": true,
-	"ReplacementTransformer": true, "HelmChartInflationGenerator": true,
+// loadsNothing are the builtin kinds that load no file: their configs
+// need no check. Every other builtin kind is checked (checkPluginConfig)
+// or, when Plumb does not know it (one a later kustomize adds), refused.
+var loadsNothing = map[string]bool{
+	"AnnotationsTransformer": true, "HashTransformer": true, "IAMPolicyGenerator": true,
+	"ImageTagTransformer": true, "LabelTransformer": true, "NamespaceTransformer": true,
+	"PrefixTransformer": true, "SuffixTransformer": true, "ReplicaCountTransformer": true,
+	"SortOrderTransformer": true,
 }
 
-// checkPluginConfig refuses a builtin generator or transformer config of
-// kind (one of loadsFiles) that loads from a remote path. Only the
-// builtins load files; with plugins disabled, kustomize refuses any other
-// kind itself. A config that kustomize's type cannot hold is refused too:
-// kustomize would fail on it, and a check that skipped it could be
-// skipping what kustomize reads differently.
+// checkPluginConfig refuses a builtin generator or transformer config
+// (apiVersion builtin, the only kind kustomize loads with plugins
+// disabled) of kind that loads from a remote path, read from config (the
+// object's JSON) into kustomize's own plugin type as its Config does. A
+// config that type cannot hold is refused too: kustomize would fail on it,
+// and a check that skipped it could be skipping what kustomize reads
+// differently.
 func checkPluginConfig(file, kind string, config []byte) error {
 	var err error
 	switch kind {
@@ -218,6 +219,11 @@ func checkPluginConfig(file, kind string, config []byte) error {
 			}
 			return nil
 		}
+	case "ValueAddTransformer":
+		var p builtins.ValueAddTransformerPlugin
+		if err = yaml.Unmarshal(config, &p); err == nil {
+			return checkPath(file, kind+".targetFilePath", p.TargetFilePath)
+		}
 	case "HelmChartInflationGenerator":
 		var p builtins.HelmChartInflationGeneratorPlugin
 		if err = yaml.Unmarshal(config, &p); err == nil {
@@ -227,7 +233,10 @@ func checkPluginConfig(file, kind string, config []byte) error {
 			return checkHelmChart(file, kind, p.HelmChart)
 		}
 	default:
-		return nil
+		if loadsNothing[kind] {
+			return nil
+		}
+		return buildErr("%s: builtin %s is not a kustomize builtin Plumb checks for remote paths; it is refused", file, kind)
 	}
 	return buildErr("%s: a %s config kustomize cannot read: %v", file, kind, err)
 }

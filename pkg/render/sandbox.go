@@ -240,7 +240,15 @@ func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error
 	if s.isVirtualDir(path) {
 		return filesys.ConfirmedDir(filepath.Clean(path)), "", nil
 	}
-	return s.disk.CleanedAbs(path)
+	dir, name, err := s.disk.CleanedAbs(path)
+	if err == nil && name != "" && isKustomizationFile(path) && !isKustomizationFile(name) {
+		// kustomize reads a file at the path resolved here, so a
+		// kustomization reached through a link of another name would be
+		// read as a plain file and escape the kustomization check.
+		return "", "", s.refuse(buildErr("%s: a link to %s; a kustomization file must not link to a file of another name",
+			s.rel(path), s.rel(dir.Join(name))))
+	}
+	return dir, name, err
 }
 
 func (s *sandboxFS) Glob(pattern string) ([]string, error) {
@@ -280,10 +288,24 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if s.firstRead(real) {
-		if err := s.inspect(rel, data, isKustomizationFile(path)); err != nil {
+	// A file is inspected once as what it is read as: the same file read
+	// as data and then through a link named kustomization.yaml is checked
+	// as a kustomization the second time.
+	kustomization := isKustomizationFile(path)
+	key := real
+	if kustomization {
+		key += "\x00kustomization"
+	}
+	if s.firstRead(key) {
+		if err := s.inspect(rel, data, kustomization); err != nil {
 			return nil, s.refuse(err)
 		}
+	}
+	if kustomization {
+		// kustomize reads exactly the bytes that were checked: a rewrite
+		// (nameGenerated re-encodes documents) could change what its
+		// decoder sees.
+		return data, nil
 	}
 	return nameGenerated(data, &s.generated), nil
 }
@@ -323,14 +345,15 @@ func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
 	return real, data, err
 }
 
-// firstRead reports whether the file at real is read for the first time.
-func (s *sandboxFS) firstRead(real string) bool {
+// firstRead reports whether the file at key (its real path, marked when it
+// is read as a kustomization) is read for the first time.
+func (s *sandboxFS) firstRead(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inspected[real] {
+	if s.inspected[key] {
 		return false
 	}
-	s.inspected[real] = true
+	s.inspected[key] = true
 	return true
 }
 
@@ -348,44 +371,67 @@ func (s *sandboxFS) chargeBytes(rel string, n int64) error {
 
 // inspect charges data's YAML documents and nodes (aliases expanded) to the
 // budgets and runs the remote check (remote.go): the kustomization check
-// on a kustomization file, the plugin-config check on every document of a
-// builtin kind that loads files. Data that is not YAML (a file for a
-// ConfigMap, say) costs only its bytes; a kustomization file that is not
-// YAML, or that kustomize cannot read, is refused here, before kustomize
-// acts on any of it.
+// on a kustomization file, the plugin-config check on every builtin
+// generator or transformer config among data's objects. Data that is not
+// YAML (a file for a ConfigMap, say) costs only its bytes; a kustomization
+// file that is not YAML, or that kustomize cannot read, is refused here,
+// before kustomize acts on any of it.
 func (s *sandboxFS) inspect(rel string, data []byte, kustomization bool) error {
 	docs, err := s.parse(rel, data)
 	if err != nil {
 		return err
 	}
-	if kustomization {
-		if docs == nil && len(bytes.TrimSpace(data)) > 0 {
+	if docs == nil && len(bytes.TrimSpace(data)) > 0 {
+		if kustomization {
 			return buildErr("%s: not a YAML file", rel)
 		}
+		// Not YAML to a strict parser; if kustomize's reader (which splits
+		// documents its own way) makes objects of it, its documents were
+		// neither counted nor checked: refuse it rather than let it by.
+		if nodes, err := resourceFactory.RNodesFromBytes(data); err == nil && len(nodes) > 0 {
+			return buildErr("%s: YAML that kustomize reads differently from a strict YAML parser", rel)
+		}
+		return nil
+	}
+	if kustomization {
 		return s.inspectKustomization(rel, data)
 	}
-	for _, doc := range docs {
-		kind := topLevelString(doc, "kind")
-		if !loadsFiles[kind] && kind != "Kustomization" && kind != "Component" {
-			continue
+	if !holdsScalar(docs, konfig.BuiltinPluginApiVersion) {
+		return nil // no object can be a builtin config: nothing to decode again
+	}
+	// The objects as kustomize makes them of the file (its documents split
+	// its way, anchors and merge keys resolved, Lists unwrapped): the
+	// kind and apiVersion it decides a plugin by are these.
+	nodes, err := resourceFactory.RNodesFromBytes(data)
+	if err != nil {
+		return nil // kustomize cannot read the file as objects either
+	}
+	for _, n := range nodes {
+		if n.GetApiVersion() != konfig.BuiltinPluginApiVersion {
+			continue // not builtin: with plugins disabled, kustomize refuses it as a plugin
 		}
-		text, err := kyaml.Marshal(doc)
+		text, err := n.MarshalJSON()
 		if err != nil {
 			return buildErr("%s: %v", rel, err)
 		}
-		if kind == "Kustomization" || kind == "Component" {
-			// Only a kustomization file is loaded as one; a document of
-			// this kind elsewhere is checked the same way all the same.
-			if err := s.inspectKustomization(rel, text); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := checkPluginConfig(rel, kind, text); err != nil {
+		if err := checkPluginConfig(rel, n.GetKind(), text); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// holdsScalar reports whether any scalar of docs has the value v (its
+// escapes resolved, as a parser reads it).
+func holdsScalar(docs []*kyaml.Node, v string) bool {
+	var walk func(n *kyaml.Node) bool
+	walk = func(n *kyaml.Node) bool {
+		if n.Kind == kyaml.ScalarNode {
+			return n.Value == v
+		}
+		return slices.ContainsFunc(n.Content, walk)
+	}
+	return slices.ContainsFunc(docs, walk)
 }
 
 // inspectKustomization reads data with kustomize's own decoder, checks it
@@ -446,24 +492,6 @@ func (s *sandboxFS) chargeYAML(rel string, nodes int64) error {
 		return limitErr("%s: reading it passes the limit of %d YAML documents per render (--max-yaml-documents)", rel, s.limits.MaxDocuments)
 	}
 	return nil
-}
-
-// topLevelString returns the string value of key in a document's top-level
-// mapping.
-func topLevelString(doc *kyaml.Node, key string) string {
-	n := doc
-	if n.Kind == kyaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	if n.Kind != kyaml.MappingNode {
-		return ""
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key && n.Content[i+1].Kind == kyaml.ScalarNode {
-			return n.Content[i+1].Value
-		}
-	}
-	return ""
 }
 
 func isKustomizationFile(path string) bool {

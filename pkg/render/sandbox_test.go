@@ -202,15 +202,6 @@ func TestRenderingNeverReachesTheNetwork(t *testing.T) {
 			fetches: true,
 		},
 		{
-			name: "PatchTransformer config whose path is given twice, the URL last",
-			files: map[string]string{
-				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- pt.yaml\n",
-				"cm.yaml":            cm,
-				"pt.yaml":            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npath: patch.yaml\npath: " + url + "\n",
-			},
-			wantMsg: `pt.yaml: PatchTransformer.path "` + url + `" refused`,
-		},
-		{
 			name: "PatchTransformer config whose path is spelled in capitals",
 			files: map[string]string{
 				"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- pt.yaml\n",
@@ -565,6 +556,127 @@ func TestUnreadableKustomizationIsRefused(t *testing.T) {
 			g.Expect(res).To(BeNil())
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMsg)))
 			g.Expect(Reason(err)).To(Equal(kustomizev1.BuildFailedReason))
+		})
+	}
+}
+
+// The sandbox reads a file as kustomize reads it: objects as its reader
+// makes them (documents split its way, anchors and merge keys resolved,
+// Lists unwrapped), builtin configs by apiVersion, every entry of a list
+// that may hold inline YAML, a file read again through a link named
+// kustomization.yaml, and the kustomization's bytes as they are. Each case
+// is a way a hostile tree once made kustomize fetch past the check (the
+// last one only with the sandbox's rewrite of generateName); none reaches
+// the server now, and plain kustomize shows each is a real fetch.
+func TestRenderingNeverReachesTheNetworkReadAsKustomize(t *testing.T) {
+	srv, hits := leakServer(t)
+	url := srv.URL + "/leak.yaml"
+	escaped := strings.Replace(url, "://", `\x3a//`, 1)
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n"
+	gen := "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: g\nfiles:\n- leaked=" + url + "\n"
+	listed := kustomizationHeader + "generators:\n- gen.yaml\n"
+	for _, tt := range []struct {
+		name    string
+		files   map[string]string
+		links   map[string]string // link → target, relative to the link's folder
+		fetches bool
+	}{
+		{name: "kind through an alias", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           "apiVersion: builtin\nmetadata:\n  name: &k ConfigMapGenerator\nkind: *k\nfiles:\n- leaked=" + url + "\n",
+		}, fetches: true},
+		{name: "kind through a merge key", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           "apiVersion: builtin\n<<: {kind: ConfigMapGenerator}\nmetadata:\n  name: g\nfiles:\n- leaked=" + url + "\n",
+		}, fetches: true},
+		{name: "files through a merge key that a v2 decoder lets win", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           gen + "<<: {files: [leaked=cm.yaml]}\n",
+			"cm.yaml":            cm,
+		}, fetches: true},
+		{name: "in a List", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           "apiVersion: v1\nkind: List\nitems:\n- " + indent(gen, "  ")[2:],
+		}, fetches: true},
+		{name: "in a FooList", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           "apiVersion: v1\nkind: FooList\nitems:\n- " + indent(gen, "  ")[2:],
+		}, fetches: true},
+		{name: "after a line kustomize splits documents on", files: map[string]string{
+			"kustomization.yaml": listed,
+			"gen.yaml":           gen + "---#\n",
+		}, fetches: true},
+		{name: "inline, after a line kustomize splits documents on", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "generators:\n- |\n" + indent(gen+"---#\n", "  "),
+		}, fetches: true},
+		{name: "inline on one line, behind an anchor", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "generators:\n- '&a {apiVersion: builtin, kind: ConfigMapGenerator, metadata: {name: g}, files: [\"leaked=" + escaped + "\"]}'\n",
+		}, fetches: true},
+		{name: "inline on one line, behind a tag", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- '!!map {apiVersion: builtin, kind: PatchTransformer, metadata: {name: p}, path: \"" + escaped + "\"}'\n",
+			"cm.yaml":            cm,
+		}, fetches: true},
+		{name: "ValueAddTransformer targetFilePath", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- va.yaml\n",
+			"cm.yaml":            cm,
+			"va.yaml":            "apiVersion: builtin\nkind: ValueAddTransformer\nmetadata:\n  name: v\nvalue: x\ntargetFilePath: " + url + "\n",
+		}, fetches: true},
+		{name: "a kustomization read first as a generator's data, then through a link", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "resources:\n- cm.yaml\nconfigMapGenerator:\n- name: x\n  files:\n  - d/k.yaml\ntransformers:\n- d\n",
+			"cm.yaml":            cm,
+			"d/k.yaml":           "resources:\n- " + url + "\n",
+		}, links: map[string]string{"d/kustomization.yaml": "k.yaml"}, fetches: true},
+		{name: "a kustomization with a generateName object after it", files: map[string]string{
+			"kustomization.yaml": kustomizationHeader + "resources:\n- " + url + "\n<<: {resources: [cm.yaml]}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x\n",
+			"cm.yaml":            cm,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			work := t.TempDir()
+			src := SourceDir(work)
+			writeTree(t, src, tt.files)
+			for link, target := range tt.links {
+				g.Expect(os.Symlink(target, filepath.Join(src, filepath.FromSlash(link)))).To(Succeed())
+			}
+			hits.Store(0)
+			res, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
+			g.Expect(hits.Load()).To(BeZero(), "the server was reached: %v", err)
+			if tt.fetches {
+				g.Expect(err).To(HaveOccurred(), "rendered: %v", res)
+			}
+			if tt.fetches {
+				plainKustomize(src)
+				g.Expect(hits.Load()).To(BeNumerically(">", 0), "plain kustomize does not fetch this case: not a vector")
+			}
+		})
+	}
+}
+
+// Objects of kind Kustomization or Component that are not kustomizations
+// (Plumb's and Flux's Kustomizations in an app-of-apps folder, a Dapr
+// Component), as resources, in a folder without a kustomization and in an
+// inline patch, render as any object does.
+func TestKustomizationObjectsAreResources(t *testing.T) {
+	plumb := "apiVersion: kustomize.plumb.dev/v1\nkind: Kustomization\nmetadata:\n  name: apps\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: apps\n"
+	flux := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  interval: 10m\n  path: ./infra\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	dapr := "apiVersion: dapr.io/v1alpha1\nkind: Component\nmetadata:\n  name: statestore\nspec:\n  type: state.redis\n  version: v1\n"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"listed as resources", map[string]string{"kustomization.yaml": kustomizationHeader + "resources:\n- apps.yaml\n- c.yaml\n", "apps.yaml": plumb + "---\n" + flux, "c.yaml": dapr}, 3},
+		{"in a folder without a kustomization", map[string]string{"apps.yaml": plumb + "---\n" + flux, "c.yaml": dapr}, 3},
+		{"patched inline", map[string]string{"kustomization.yaml": kustomizationHeader + "resources:\n- apps.yaml\npatches:\n- patch: |\n" + indent("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  interval: 5m\n", "    "), "apps.yaml": flux}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			work := t.TempDir()
+			writeTree(t, SourceDir(work), tt.files)
+			res, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Objects).To(HaveLen(tt.want))
 		})
 	}
 }
