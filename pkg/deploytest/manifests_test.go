@@ -52,7 +52,8 @@ func TestEveryObjectIsInPlumbSystem(t *testing.T) {
 	g.Expect(find(objs, "Namespace", namespace)).NotTo(BeNil())
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+			"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 			g.Expect(o.GetNamespace()).To(BeEmpty(), "%s %s", o.GetKind(), o.GetName())
 		default:
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
