@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -297,7 +299,7 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 		key += "\x00kustomization"
 	}
 	if s.firstRead(key) {
-		if err := s.inspect(rel, data, kustomization); err != nil {
+		if err := s.inspect(rel, filepath.Dir(path), data, kustomization); err != nil {
 			return nil, s.refuse(err)
 		}
 	}
@@ -376,7 +378,7 @@ func (s *sandboxFS) chargeBytes(rel string, n int64) error {
 // YAML (a file for a ConfigMap, say) costs only its bytes; a kustomization
 // file that is not YAML, or that kustomize cannot read, is refused here,
 // before kustomize acts on any of it.
-func (s *sandboxFS) inspect(rel string, data []byte, kustomization bool) error {
+func (s *sandboxFS) inspect(rel, dir string, data []byte, kustomization bool) error {
 	docs, err := s.parse(rel, data)
 	if err != nil {
 		return err
@@ -394,7 +396,7 @@ func (s *sandboxFS) inspect(rel string, data []byte, kustomization bool) error {
 		return nil
 	}
 	if kustomization {
-		return s.inspectKustomization(rel, data)
+		return s.inspectKustomization(rel, dir, data)
 	}
 	if !holdsScalar(docs, konfig.BuiltinPluginApiVersion) {
 		return nil // no object can be a builtin config: nothing to decode again
@@ -434,11 +436,12 @@ func holdsScalar(docs []*kyaml.Node, v string) bool {
 	return slices.ContainsFunc(docs, walk)
 }
 
-// inspectKustomization reads data with kustomize's own decoder, checks it
-// and inspects the YAML written inline in it like a file of its own, since
-// kustomize parses that too: plugin configs under generators, transformers
-// and validators, and inline patches.
-func (s *sandboxFS) inspectKustomization(rel string, data []byte) error {
+// inspectKustomization reads data, the kustomization file in dir, with
+// kustomize's own decoder, checks it, inspects the YAML written inline in
+// it like a file of its own, since kustomize parses that too (plugin
+// configs under generators, transformers and validators, and inline
+// patches), and checks the folders listed there (checkPluginFolder).
+func (s *sandboxFS) inspectKustomization(rel, dir string, data []byte) error {
 	var k kustypes.Kustomization
 	if err := k.Unmarshal(data); err != nil {
 		return buildErr("%s: %v", rel, err)
@@ -447,11 +450,64 @@ func (s *sandboxFS) inspectKustomization(rel string, data []byte) error {
 		return err
 	}
 	for _, text := range inlineTexts(&k) {
-		if err := s.inspect(rel+" (inline)", []byte(text), false); err != nil {
+		if err := s.inspect(rel+" (inline)", "", []byte(text), false); err != nil {
 			return err
 		}
 	}
+	for _, l := range []namedList{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for _, e := range l.entries {
+			if err := s.checkPluginFolder(rel, dir, l.field, e); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// checkPluginFolder refuses a folder listed under generators, transformers
+// or validators whose kustomization does more than list files. kustomize
+// takes such a folder's built output for plugin configs, so its patches,
+// replacements or transformers could write a builtin config's path after
+// every file was checked; a folder that only lists files gives kustomize
+// those files' objects as they are, and each was checked as it was read.
+func (s *sandboxFS) checkPluginFolder(rel, dir, field, entry string) error {
+	e := strings.TrimSpace(entry)
+	if dir == "" || e == "" || strings.Contains(e, "\n") || filepath.IsAbs(e) {
+		return nil // inline, or not a folder of the tree: kustomize decides
+	}
+	folder := filepath.Join(dir, e)
+	if !s.disk.IsDir(folder) {
+		return nil
+	}
+	refuse := func(why string) error {
+		return buildErr("%s: %s %q is a folder whose kustomization %s; kustomize would take what it builds for plugin configs, "+
+			"which the remote check cannot read before kustomize acts on them: list the config files instead", rel, field, entry, why)
+	}
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(folder, name)
+		if !s.Exists(p) {
+			continue
+		}
+		data, err := s.ReadFile(p) // checked as a kustomization as it is read
+		if err != nil {
+			return err
+		}
+		var k kustypes.Kustomization
+		if err := k.Unmarshal(data); err != nil {
+			return buildErr("%s: %v", s.rel(p), err)
+		}
+		k.FixKustomization()
+		if !reflect.DeepEqual(k, listingKustomization(k.Resources)) {
+			return refuse("does more than list files")
+		}
+		for _, r := range k.Resources {
+			if s.disk.IsDir(filepath.Join(folder, r)) {
+				return refuse("lists a folder")
+			}
+		}
+		return nil
+	}
+	return nil // kustomize refuses a folder without a kustomization
 }
 
 // parse decodes data into its YAML documents, aliases kept as references,

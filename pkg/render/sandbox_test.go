@@ -626,6 +626,23 @@ func TestRenderingNeverReachesTheNetworkReadAsKustomize(t *testing.T) {
 			"cm.yaml":            cm,
 			"d/k.yaml":           "resources:\n- " + url + "\n",
 		}, links: map[string]string{"d/kustomization.yaml": "k.yaml"}, fetches: true},
+		{name: "a folder under transformers whose patch writes a config's path", files: map[string]string{
+			"kustomization.yaml":    kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- tr\n",
+			"cm.yaml":               cm,
+			"tr/kustomization.yaml": kustomizationHeader + "resources:\n- pt.yaml\npatches:\n- target: {kind: PatchTransformer}\n  patch: |\n    - op: replace\n      path: /path\n      value: " + url + "\n",
+			"tr/pt.yaml":            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npath: patch.yaml\n",
+		}, fetches: true},
+		{name: "a folder under generators whose patch turns an object into a builtin", files: map[string]string{
+			"kustomization.yaml":     kustomizationHeader + "generators:\n- gen\n",
+			"gen/kustomization.yaml": kustomizationHeader + "resources:\n- g.yaml\npatches:\n- target: {kind: Foo}\n  patch: |\n    - op: replace\n      path: /kind\n      value: ConfigMapGenerator\n",
+			"gen/g.yaml":             "apiVersion: builtin\nkind: Foo\nmetadata:\n  name: g\nfiles:\n- leaked=" + url + "\n",
+		}, fetches: true},
+		{name: "a folder under generators whose replacement copies a URL into a config", files: map[string]string{
+			"kustomization.yaml":     kustomizationHeader + "generators:\n- gen\n",
+			"gen/kustomization.yaml": kustomizationHeader + "resources:\n- g.yaml\nreplacements:\n- source: {kind: ConfigMapGenerator, name: g, fieldPath: metadata.annotations.u}\n  targets:\n  - select: {kind: ConfigMapGenerator}\n    fieldPaths: [files.0]\n",
+			"gen/g.yaml":             "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: g\n  annotations:\n    u: leaked=" + url + "\nfiles:\n- leaked=local.txt\n",
+			"gen/local.txt":          "x",
+		}, fetches: true},
 		{name: "a kustomization with a generateName object after it", files: map[string]string{
 			"kustomization.yaml": kustomizationHeader + "resources:\n- " + url + "\n<<: {resources: [cm.yaml]}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x\n",
 			"cm.yaml":            cm,
@@ -679,4 +696,21 @@ func TestKustomizationObjectsAreResources(t *testing.T) {
 			g.Expect(res.Objects).To(HaveLen(tt.want))
 		})
 	}
+}
+
+// A folder under transformers whose kustomization only lists files is
+// used as kustomize uses it: its configs transform the build.
+func TestPluginFolderThatListsFilesRenders(t *testing.T) {
+	g := NewWithT(t)
+	work := t.TempDir()
+	writeTree(t, SourceDir(work), map[string]string{
+		"kustomization.yaml":    kustomizationHeader + "resources:\n- cm.yaml\ntransformers:\n- tr\n",
+		"cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n",
+		"tr/kustomization.yaml": kustomizationHeader + "resources:\n- labels.yaml\n",
+		"tr/labels.yaml":        "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: l\nlabels:\n  team: blue\nfieldSpecs:\n- path: metadata/labels\n  create: true\n",
+	})
+	res, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Objects).To(HaveLen(1))
+	g.Expect(string(res.Manifests)).To(ContainSubstring("team: blue"))
 }

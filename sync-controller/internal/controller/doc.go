@@ -97,8 +97,15 @@
 //
 // # Deletion (deletehooks.go)
 //
+// The finalizer sync.plumb.dev/finalizer is on a new object from its
+// create: the install's MutatingAdmissionPolicy
+// (deploy/sync-controller/finalizer-policy.yaml) adds it, so the first
+// reconcile writes no finalizer; an object without it (the API server has
+// no policy) gets it from the skeleton's Start as before, and the release
+// takes it out whoever added it (reconcile.SetFinalizer).
+//
 // A deleted object that prunes (spec.prune, not suspended; a HelmRelease
-// always) is held by the finalizer sync.plumb.dev/finalizer while
+// always) is held by the finalizer while
 // runDeletion runs the PreDelete hooks of its last rendered artifact
 // (pkg/plan's BuildDelete), prunes the inventory and, once the pruned
 // objects are gone, runs the PostDelete hooks. No reconcile waits for a
