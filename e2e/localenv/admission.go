@@ -45,7 +45,7 @@ func (e *Env) installAdmissionPolicies(ctx context.Context) error {
 		if len(u.Object) == 0 {
 			continue
 		}
-		if err := e.Client.Patch(ctx, u, client.Apply, client.FieldOwner("plumb-install"), client.ForceOwnership); err != nil {
+		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("plumb-install"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: creating %s %s: %w", finalizerPolicy, u.GetKind(), u.GetName(), err)
 		}
 	}

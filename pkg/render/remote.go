@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 kustomize still loads from its deprecated fields (bases, patchesStrategicMerge, patchesJson6902) and decodes builtin configs into the deprecated builtins types, so the check must read them too
+
 package render
 
 import (
@@ -5,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/builtins" //nolint:staticcheck // the types kustomize decodes builtin configs into; deprecated only for its v1
+	"sigs.k8s.io/kustomize/api/builtins"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
