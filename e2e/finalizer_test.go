@@ -19,8 +19,9 @@ import (
 // gives a Kustomization sync-controller's finalizer as it is created, so
 // sync-controller never writes it; applying the Kustomization again
 // without it keeps it; and the deletion still prunes the objects and
-// releases the Kustomization, though the finalizer's entry belongs to the
-// creator's field manager.
+// releases the Kustomization, though no field manager owns the finalizer's
+// entry (the API server records ownership before mutating admission runs,
+// so no apply can take it out).
 func TestFinalizerAddedAtAdmission(t *testing.T) {
 	s := deploy(t, "e2e-finalizer")
 	var err error
@@ -31,7 +32,7 @@ func TestFinalizerAddedAtAdmission(t *testing.T) {
 	}
 
 	// The demo's Kustomization applied again, by the manager that created
-	// it and owns the finalizer's entry, without the finalizer.
+	// it, without the finalizer: a manager's apply leaves the entry alone.
 	var again []byte
 	for _, obj := range s.demo.Objects {
 		if obj.GetKind() != "Kustomization" {

@@ -42,9 +42,10 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, field
 	}
 	if !present {
 		// The apply gave up only this controller's claim. A finalizer put
-		// there by someone else — the install's admission policy adds it
-		// at create, under the creator's field manager — is still in the
-		// list; take it out by position, the test ops making sure the
+		// there otherwise — by another manager, or by the install's
+		// admission policy, whose entry no manager owns (the API server
+		// records ownership before mutating admission runs) — is still in
+		// the list; take it out by position, the test ops making sure the
 		// position still holds it on the same object.
 		if i := slices.Index(u.GetFinalizers(), finalizer); i >= 0 {
 			patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},`+

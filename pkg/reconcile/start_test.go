@@ -144,9 +144,9 @@ func TestStartWithARetiredFinalizerAddsNoneAndReleasesOldOnes(t *testing.T) {
 }
 
 // Removing the finalizer takes it out even when another field manager put
-// it there (the install's admission policy adds it at create, under the
-// creator's manager), and leaves the other finalizers as they are; the
-// object, once deleted, goes.
+// it there (the install's admission policy's entry is owned by no manager
+// at all: the e2e test covers that one), and leaves the other finalizers
+// as they are; the object, once deleted, goes.
 func TestSetFinalizerRemovesAnEntryAnotherManagerOwns(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

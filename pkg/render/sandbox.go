@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -243,12 +242,18 @@ func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error
 		return filesys.ConfirmedDir(filepath.Clean(path)), "", nil
 	}
 	dir, name, err := s.disk.CleanedAbs(path)
-	if err == nil && name != "" && isKustomizationFile(path) && !isKustomizationFile(name) {
+	if err == nil && name != "" && isKustomizationFile(path) {
 		// kustomize reads a file at the path resolved here, so a
 		// kustomization reached through a link of another name would be
-		// read as a plain file and escape the kustomization check.
-		return "", "", s.refuse(buildErr("%s: a link to %s; a kustomization file must not link to a file of another name",
-			s.rel(path), s.rel(dir.Join(name))))
+		// read as a plain file and escape the kustomization check; and it
+		// joins the paths a kustomization lists to the folder it found
+		// the file in, so one linked from another folder would be checked
+		// against the wrong folder's files.
+		folder, _, ferr := s.disk.CleanedAbs(filepath.Dir(path))
+		if !isKustomizationFile(name) || (ferr == nil && folder != dir) {
+			return "", "", s.refuse(buildErr("%s: a link to %s; a kustomization file must not link to a file of another name or folder",
+				s.rel(path), s.rel(dir.Join(name))))
+		}
 	}
 	return dir, name, err
 }
@@ -471,12 +476,13 @@ func (s *sandboxFS) inspectKustomization(rel, dir string, data []byte) error {
 // every file was checked; a folder that only lists files gives kustomize
 // those files' objects as they are, and each was checked as it was read.
 func (s *sandboxFS) checkPluginFolder(rel, dir, field, entry string) error {
-	e := strings.TrimSpace(entry)
-	if dir == "" || e == "" || strings.Contains(e, "\n") || filepath.IsAbs(e) {
-		return nil // inline, or not a folder of the tree: kustomize decides
+	// The entry as kustomize joins it, verbatim (spaces and newlines are
+	// part of a folder's name); inline YAML names no folder.
+	if dir == "" || entry == "" || filepath.IsAbs(entry) {
+		return nil
 	}
-	folder := filepath.Join(dir, e)
-	if !s.disk.IsDir(folder) {
+	folder := filepath.Join(dir, entry)
+	if !s.IsDir(folder) {
 		return nil
 	}
 	refuse := func(why string) error {
