@@ -1,19 +1,14 @@
 package localenv
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -34,17 +29,11 @@ func (e *Env) installAdmissionPolicies(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return fmt.Errorf("%s: %w", finalizerPolicy, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	objs, err := DecodeYAML(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", finalizerPolicy, err)
+	}
+	for _, u := range objs {
 		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("plumb-install"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: creating %s %s: %w", finalizerPolicy, u.GetKind(), u.GetName(), err)
 		}

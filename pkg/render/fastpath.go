@@ -321,20 +321,30 @@ func listedFiles(fsys *sandboxFS, root filesys.ConfirmedDir, userDir, kustFile s
 			return nil, false
 		}
 	}
-	var k kustypes.Kustomization
-	if err := k.Unmarshal(data); err != nil {
+	resources, listing, err := readListing(data)
+	if err != nil || !listing {
 		return nil, false
 	}
-	k.FixKustomization()
-	if !reflect.DeepEqual(k, listingKustomization(k.Resources)) {
-		return nil, false
-	}
-	for _, r := range k.Resources {
+	for _, r := range resources {
 		// A URL, a remote base (host:path) or an absolute path is not
 		// a file of the folder; kustomize decides what those are.
 		if r == "" || path.IsAbs(r) || filepath.IsAbs(r) || strings.ContainsAny(r, ":\\") {
 			return nil, false
 		}
 	}
-	return k.Resources, true
+	return resources, true
+}
+
+// readListing reads a kustomization file as kustomize does (its Unmarshal
+// and FixKustomization) and reports whether it only lists resources,
+// which it returns: kustomize then gives those files' objects as they
+// are. The fast path and the check of plugin folders (checkPluginFolder)
+// ask the same question.
+func readListing(data []byte) (resources []string, listing bool, err error) {
+	var k kustypes.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return nil, false, err
+	}
+	k.FixKustomization()
+	return k.Resources, reflect.DeepEqual(k, listingKustomization(k.Resources)), nil
 }

@@ -36,7 +36,7 @@ import (
 // FixKustomization has moved the deprecated fields (bases, the
 // patchesStrategicMerge and patchesJson6902 lists) to where kustomize
 // reads them. (Plugin configs written inline are parsed and checked by
-// sandboxFS.inspectInline.)
+// sandboxFS.inspectKustomization.)
 func checkKustomization(file string, k *kustypes.Kustomization) error {
 	if err := checkKustomizationFields(file, k); err != nil {
 		return err
@@ -130,17 +130,20 @@ type namedList struct {
 	entries []string
 }
 
+// pluginLists are a kustomization's lists of plugin configs: each entry is
+// a file, a folder (checkPluginFolder) or YAML written inline.
+func pluginLists(k *kustypes.Kustomization) []namedList {
+	return []namedList{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}}
+}
+
 // inlineLists are a kustomization's lists whose entries are either paths
-// or YAML written inline.
+// or YAML written inline: the plugin lists and patchesStrategicMerge.
 func inlineLists(k *kustypes.Kustomization) []namedList {
 	psm := make([]string, len(k.PatchesStrategicMerge))
 	for i, p := range k.PatchesStrategicMerge {
 		psm[i] = string(p)
 	}
-	return []namedList{
-		{"generators", k.Generators}, {"transformers", k.Transformers},
-		{"validators", k.Validators}, {"patchesStrategicMerge", psm},
-	}
+	return append(pluginLists(k), namedList{"patchesStrategicMerge", psm})
 }
 
 // inlineTexts are the YAML texts written inline in a kustomization that

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -459,7 +458,7 @@ func (s *sandboxFS) inspectKustomization(rel, dir string, data []byte) error {
 			return err
 		}
 	}
-	for _, l := range []namedList{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+	for _, l := range pluginLists(&k) {
 		for _, e := range l.entries {
 			if err := s.checkPluginFolder(rel, dir, l.field, e); err != nil {
 				return err
@@ -498,15 +497,14 @@ func (s *sandboxFS) checkPluginFolder(rel, dir, field, entry string) error {
 		if err != nil {
 			return err
 		}
-		var k kustypes.Kustomization
-		if err := k.Unmarshal(data); err != nil {
+		resources, listing, err := readListing(data)
+		if err != nil {
 			return buildErr("%s: %v", s.rel(p), err)
 		}
-		k.FixKustomization()
-		if !reflect.DeepEqual(k, listingKustomization(k.Resources)) {
+		if !listing {
 			return refuse("does more than list files")
 		}
-		for _, r := range k.Resources {
+		for _, r := range resources {
 			if s.disk.IsDir(filepath.Join(folder, r)) {
 				return refuse("lists a folder")
 			}
