@@ -80,6 +80,34 @@ func TestApplyLabelsInventoryAndNoWritesOnResync(t *testing.T) {
 	}
 }
 
+// A new generation rendered to the same artifact is synced from the bytes
+// kept at the first download: decoded again, not downloaded again, and
+// applied whole (an empty decode would prune every object).
+func TestANewGenerationOfTheSameArtifactIsNotDownloadedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	manifests := fleetApp(ks.Namespace)
+	render(t, ks, "main@sha1:2222", manifests)
+	first := waitReady(t, ks, "main@sha1:2222")
+	path := artifactPath(ks, manifests)
+	g.Expect(artifacts.downloads(path)).To(Equal(1))
+
+	patch := client.MergeFrom(first.DeepCopy())
+	first.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
+	g.Expect(env.Client.Patch(ctx, first, patch)).To(Succeed())
+	g.Expect(first.Generation).To(BeNumerically(">", first.Status.ObservedGeneration))
+	render(t, ks, "main@sha1:2222", manifests)
+	second := waitReady(t, ks, "main@sha1:2222")
+
+	g.Expect(second.Status.ObservedGeneration).To(Equal(first.Generation))
+	g.Expect(second.Status.Inventory.Entries).To(HaveLen(4))
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "app"}, obj)).To(Succeed())
+		g.Expect(obj.GetLabels()).To(HaveKeyWithValue(kustomizev1.NameLabel, ks.Name))
+	}
+	g.Expect(artifacts.downloads(path)).To(Equal(1), "the second generation downloaded the artifact again")
+}
+
 func TestForeignChangeIsRevertedAndReported(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ks := newKustomization(t, nil)

@@ -10,11 +10,16 @@ import (
 	"plumb.dev/pkg/plan"
 )
 
-// manifestCache keeps, per Kustomization, the objects of the artifact it
-// last synced — as decoded, and as prepared and planned for one generation —
-// so that a resync of the same digest downloads, decodes, stamps and plans
-// nothing. Prepared objects and plans are shared read-only: the engine and
-// the hooks copy an object before they change it.
+// manifestCache keeps, per Kustomization, the artifact it last synced — its
+// verified bytes, and its objects as prepared and planned for one
+// generation — so that a resync of the same digest downloads, decodes,
+// stamps and plans nothing, and a new generation of the same digest only
+// decodes again. The bytes rather than the decoded objects: decoded, a
+// small object takes several times its YAML in maps, and the prepared
+// objects and the plan already hold two copies of each (docs/bench/fleet.md,
+// run 33: the cache is most of sync-controller's memory per Kustomization).
+// Prepared objects and plans are shared read-only: the engine and the hooks
+// copy an object before they change it.
 type manifestCache struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*cachedManifests
@@ -22,8 +27,8 @@ type manifestCache struct {
 
 type cachedManifests struct {
 	digest string
-	// decoded are the objects as the artifact holds them.
-	decoded []*unstructured.Unstructured
+	// data is the artifact as downloaded, its digest verified.
+	data []byte
 	// prepared and hashes are for generation; plan for the sync
 	// operation syncID (its hooks' names are the operation's).
 	generation int64
@@ -33,15 +38,16 @@ type cachedManifests struct {
 	plan       *plan.Plan
 }
 
-// decoded returns copies of the decoded objects of the digest, to prepare.
-func (c *manifestCache) decoded(key types.NamespacedName, digest string) ([]*unstructured.Unstructured, bool) {
+// artifact returns the kept bytes of the digest, to decode and prepare;
+// they are shared read-only.
+func (c *manifestCache) artifact(key types.NamespacedName, digest string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cached, ok := c.m[key]
 	if !ok || cached.digest != digest {
 		return nil, false
 	}
-	return deepCopyAll(cached.decoded), true
+	return cached.data, true
 }
 
 // prepared returns the prepared objects and hashes of the digest at the
@@ -57,14 +63,15 @@ func (c *manifestCache) prepared(key types.NamespacedName, digest string, genera
 	return cached, true
 }
 
-// putDecoded keeps the decoded objects of a new digest.
-func (c *manifestCache) putDecoded(key types.NamespacedName, digest string, objs []*unstructured.Unstructured) {
+// putArtifact keeps the verified bytes of a new digest, forgetting what
+// was prepared from the one before.
+func (c *manifestCache) putArtifact(key types.NamespacedName, digest string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[types.NamespacedName]*cachedManifests{}
 	}
-	c.m[key] = &cachedManifests{digest: digest, decoded: deepCopyAll(objs)}
+	c.m[key] = &cachedManifests{digest: digest, data: data}
 }
 
 // putPrepared keeps the prepared objects of the digest and the plan of
@@ -83,12 +90,4 @@ func (c *manifestCache) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
-}
-
-func deepCopyAll(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		out[i] = o.DeepCopy()
-	}
-	return out
 }

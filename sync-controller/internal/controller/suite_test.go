@@ -167,15 +167,18 @@ type artifactServer struct {
 	// gates hold the downloads of a path until closed (hold).
 	gates map[string]chan struct{}
 	hits  atomic.Int64
+	// served counts the downloads of each path.
+	served map[string]int
 }
 
 func newArtifactServer() *artifactServer {
-	a := &artifactServer{files: map[string][]byte{}, gates: map[string]chan struct{}{}}
+	a := &artifactServer{files: map[string][]byte{}, gates: map[string]chan struct{}{}, served: map[string]int{}}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.hits.Add(1)
 		a.mu.Lock()
 		data, ok := a.files[r.URL.Path]
 		gate := a.gates[r.URL.Path]
+		a.served[r.URL.Path]++
 		a.mu.Unlock()
 		if gate != nil {
 			select {
@@ -240,6 +243,13 @@ func renderAhead(t *testing.T, ks *kustomizev1.Kustomization, revision, manifest
 func artifactPath(ks *kustomizev1.Kustomization, manifests string) string {
 	sum := sha256.Sum256([]byte(manifests))
 	return fmt.Sprintf("/kustomization/%s/%s/%s.yaml", ks.Namespace, ks.Name, hex.EncodeToString(sum[:8]))
+}
+
+// downloads returns how many times path was requested.
+func (a *artifactServer) downloads(path string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.served[path]
 }
 
 // hold makes the downloads of path wait until the returned function is

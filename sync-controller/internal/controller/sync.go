@@ -304,15 +304,15 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	return nil
 }
 
-// decodedArtifact returns the objects of a rendered artifact: from memory
-// when the object's last download was this digest, else downloaded,
-// verified and decoded (and kept). The caller holds its share of
+// decodedArtifact returns the objects of a rendered artifact, decoded from
+// the bytes kept when the object's last download was this digest, else
+// downloaded and verified (and the bytes kept). The caller holds its share of
 // Artifacts. A download is cut at the announced size: the digest pins the
 // bytes, so more would be refused anyway, and the share taken for the
 // size is then what the download can take.
 func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, artifact *meta.Artifact) ([]*unstructured.Unstructured, error) {
-	if objs, ok := r.manifests.decoded(key, artifact.Digest); ok {
-		return objs, nil
+	if data, ok := r.manifests.artifact(key, artifact.Digest); ok {
+		return object.DecodeManifests(data)
 	}
 	opts := r.Fetch
 	announced := artifact.Size != nil && *artifact.Size >= 0 && opts.MaxSize > 0 && *artifact.Size < opts.MaxSize
@@ -330,7 +330,7 @@ func (r *Syncer) decodedArtifact(ctx context.Context, key types.NamespacedName, 
 	if err != nil {
 		return nil, err
 	}
-	r.manifests.putDecoded(key, artifact.Digest, objs)
+	r.manifests.putArtifact(key, artifact.Digest, data)
 	return objs, nil
 }
 
