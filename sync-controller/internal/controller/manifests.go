@@ -16,8 +16,9 @@ import (
 // stamps and plans nothing, and a new generation of the same digest only
 // decodes again. The bytes rather than the decoded objects: decoded, a
 // small object takes several times its YAML in maps, and the prepared
-// objects and the plan already hold two copies of each (docs/bench/fleet.md,
-// run 33: the cache is most of sync-controller's memory per Kustomization).
+// objects and the plan already hold two copies of each (what the cache
+// holds is about half of sync-controller's live heap after a fleet of
+// 1,000: docs/bench/fleet.md, run 33).
 // Prepared objects and plans are shared read-only: the engine and the hooks
 // copy an object before they change it.
 type manifestCache struct {

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,7 +165,6 @@ type artifactServer struct {
 	files map[string][]byte
 	// gates hold the downloads of a path until closed (hold).
 	gates map[string]chan struct{}
-	hits  atomic.Int64
 	// served counts the downloads of each path.
 	served map[string]int
 }
@@ -174,7 +172,6 @@ type artifactServer struct {
 func newArtifactServer() *artifactServer {
 	a := &artifactServer{files: map[string][]byte{}, gates: map[string]chan struct{}{}, served: map[string]int{}}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.hits.Add(1)
 		a.mu.Lock()
 		data, ok := a.files[r.URL.Path]
 		gate := a.gates[r.URL.Path]
