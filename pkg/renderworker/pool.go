@@ -1,0 +1,376 @@
+package renderworker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/helmrender"
+	"plumb.dev/pkg/render"
+)
+
+// Defaults of Options.
+const (
+	// DefaultWorkers is --render-workers: as many renders at once as
+	// render-controller's default --concurrent in deploy/.
+	DefaultWorkers = 2
+	// DefaultMemory is --render-worker-memory: one render's memory, the
+	// 570 MiB that the render budgets' defaults allow (docs/design/
+	// render-sandbox.md, "Memory") with room for the garbage collector.
+	DefaultMemory int64 = 768 << 20
+	// rendersPerWorker bounds the renders one worker serves before it is
+	// replaced, so that whatever the heap kept (fragmentation, a cache of
+	// a library) cannot grow for ever.
+	rendersPerWorker = 1000
+)
+
+// Options configure a Pool.
+type Options struct {
+	// Workers is how many renders may run at once, each in a worker
+	// process of its own (--render-workers). Zero is DefaultWorkers.
+	Workers int
+	// Memory is each worker's memory limit in bytes
+	// (--render-worker-memory). Zero is DefaultMemory.
+	Memory int64
+	// Command returns the worker's command; nil runs this program again
+	// (os.Executable), which must call ServeIfWorker first thing. Tests
+	// give another program to see how the pool takes a broken worker.
+	Command func() *exec.Cmd
+	// Log receives a line for each worker that ends other than by the
+	// pool's choice.
+	Log logr.Logger
+}
+
+// Pool runs renders in worker processes with hard limits (doc.go).
+// Its methods are safe for concurrent use; at most Workers renders run at
+// once, the others wait for a free worker or for their context.
+type Pool struct {
+	opts  Options
+	slots chan struct{}
+
+	mu     sync.Mutex
+	idle   []*process
+	closed bool
+	// starts counts the processes started (tests, metrics), warming those
+	// being started for the idle list.
+	starts  int64
+	warming int
+}
+
+// NewPool returns a pool and starts its workers in the background, so
+// that the first renders find them ready.
+func NewPool(opts Options) *Pool {
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.Memory <= 0 {
+		opts.Memory = DefaultMemory
+	}
+	p := &Pool{opts: opts, slots: make(chan struct{}, opts.Workers)}
+	for range opts.Workers {
+		p.warmInBackground()
+	}
+	return p
+}
+
+// Workers is how many renders may run at once.
+func (p *Pool) Workers() int { return p.opts.Workers }
+
+// Memory is each worker's memory limit in bytes.
+func (p *Pool) Memory() int64 { return p.opts.Memory }
+
+// Started is how many worker processes the pool has started.
+func (p *Pool) Started() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// Close stops the idle workers; a render in progress ends its worker when
+// it returns. A closed pool renders nothing.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+}
+
+// KustomizeOptions are Kustomize's arguments besides the spec: render.Options
+// as they cross to a worker.
+type KustomizeOptions struct {
+	Vars               render.Variables
+	StrictSubstitution bool
+	Limits             render.Limits
+	// Decryption, when set, are spec.decryption's keys.
+	Decryption *Decryption
+	// Share lets the worker keep kustomize's output for other builds of
+	// the same work folder, path and spec fields (render.SharedBuilds);
+	// the caller promises workDir never changes. Never with Decryption.
+	Share bool
+}
+
+// Kustomize is render.Build in a worker: the same result and errors, and
+// a *render.Error of reason LimitExceeded when the worker passed its
+// time, memory or CPU limit or died.
+func (p *Pool) Kustomize(ctx context.Context, workDir string, spec *kustomizev1.KustomizationSpec, opts KustomizeOptions) (*render.Result, error) {
+	req := &request{Kustomize: &kustomizeRequest{
+		WorkDir:            workDir,
+		Spec:               *spec,
+		Vars:               opts.Vars,
+		StrictSubstitution: opts.StrictSubstitution,
+		Limits:             opts.Limits,
+		Decryption:         opts.Decryption,
+		Share:              opts.Share && opts.Decryption == nil,
+	}}
+	resp, manifests, err := p.do(ctx, req, nil, opts.Limits.MaxOutputBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &render.Result{Manifests: manifests, Objects: resp.IDs, Digest: resp.Digest}, nil
+}
+
+// Helm is helmrender.Render in a worker, with the errors Kustomize has.
+func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options) (*helmrender.Result, error) {
+	values, err := json.Marshal(opts.Values)
+	if err != nil {
+		return nil, render.BuildError("the values do not encode as JSON: %v", err)
+	}
+	req := &request{Helm: &helmRequest{
+		ReleaseName:   opts.ReleaseName,
+		Namespace:     opts.Namespace,
+		Values:        values,
+		Capabilities:  opts.Capabilities,
+		IsInstall:     opts.IsInstall,
+		CRDs:          opts.CRDs,
+		PostRenderers: opts.PostRenderers,
+		Limits:        opts.Limits,
+	}}
+	if int64(len(archive)) > maxRequestBlob {
+		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
+	}
+	resp, manifests, err := p.do(ctx, req, archive, opts.Limits.MaxOutputBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &helmrender.Result{Manifests: manifests, Digest: resp.Digest, ChartName: resp.ChartName,
+		ChartVersion: resp.ChartVersion, ConfigDigest: resp.ConfigDigest, Objects: len(resp.IDs), IDs: resp.IDs}, nil
+}
+
+// do runs req on a worker within ctx: it waits for a slot, takes an idle
+// worker or starts one, and hands the worker back when it answered. A
+// worker that passed a limit, died or answered garbage is killed and
+// replaced in the background; its render fails with LimitExceeded.
+func (p *Pool) do(ctx context.Context, req *request, blob []byte, maxOutput int64) (*response, []byte, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, waitErr(ctx)
+	}
+	defer func() { <-p.slots }()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil, nil, errors.New("a render needs a deadline")
+	}
+	req.Timeout = time.Until(deadline)
+	if req.Timeout <= 0 {
+		return nil, nil, waitErr(ctx)
+	}
+	w, err := p.take(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if maxOutput <= 0 {
+		maxOutput = render.DefaultMaxOutputBytes
+	}
+	resp, manifests, err := w.roundTrip(ctx, req, blob, maxOutput)
+	if err != nil {
+		w.stop()
+		p.warmInBackground()
+		return nil, nil, err
+	}
+	if resp.Exiting {
+		w.stop()
+		p.warmInBackground()
+	} else {
+		p.give(w, false)
+	}
+	if resp.Error != nil {
+		return nil, nil, resp.Error.err()
+	}
+	return resp, manifests, nil
+}
+
+// waitErr is the error of a render whose context ended before a worker
+// took it.
+func waitErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return render.LimitError("rendering did not finish within its time limit (--render-timeout): it waited for a free render worker (--render-workers) until then")
+	}
+	return ctx.Err()
+}
+
+// take returns an idle worker, waits for one being started, or starts
+// one.
+func (p *Pool) take(ctx context.Context) (*process, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errors.New("the render pool is closed")
+		}
+		if n := len(p.idle); n > 0 {
+			w := p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			p.mu.Unlock()
+			return w, nil
+		}
+		warming := p.warming
+		p.mu.Unlock()
+		if warming == 0 {
+			return p.start()
+		}
+		select {
+		case <-time.After(warmPoll):
+		case <-ctx.Done():
+			return nil, waitErr(ctx)
+		}
+	}
+}
+
+// warmPoll is how often a render waiting for a worker being started looks
+// whether it is ready; starting one takes some tens of milliseconds.
+const warmPoll = 5 * time.Millisecond
+
+// give puts w back among the idle workers, or stops it when it has served
+// its renders or the pool is closed or full. warmed says w comes from
+// warm, whose count it leaves under the same lock, so that a render never
+// sees it neither warming nor idle.
+func (p *Pool) give(w *process, warmed bool) {
+	p.mu.Lock()
+	if warmed {
+		p.warming--
+	}
+	if p.closed || w.renders >= rendersPerWorker || len(p.idle) >= p.opts.Workers {
+		p.mu.Unlock()
+		w.stop()
+		if !p.closed && w.renders >= rendersPerWorker {
+			p.warmInBackground()
+		}
+		return
+	}
+	p.idle = append(p.idle, w)
+	p.mu.Unlock()
+}
+
+// warmInBackground starts a worker for the idle list without waiting.
+// The count of workers warming goes up at once, so a render that comes
+// next waits for this one rather than starting one more.
+func (p *Pool) warmInBackground() {
+	p.mu.Lock()
+	p.warming++
+	p.mu.Unlock()
+	go p.warm()
+}
+
+// warm starts a worker for the idle list (warmInBackground counted it).
+func (p *Pool) warm() {
+	w, err := p.start()
+	if err != nil {
+		p.mu.Lock()
+		p.warming--
+		p.mu.Unlock()
+		p.opts.Log.Error(err, "starting a render worker")
+		return
+	}
+	p.give(w, true)
+}
+
+// start starts a worker process.
+func (p *Pool) start() (*process, error) {
+	cmd := p.command()
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	respR, respW, err := os.Pipe()
+	if err != nil {
+		closeAll(reqR, reqW)
+		return nil, err
+	}
+	stderr := newOutput(stderrBytes)
+	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
+	cmd.Stdin = nil
+	cmd.Stdout = stderr // a library's stray print must not break the protocol
+	cmd.Stderr = stderr
+	cmd.Env = append(cmd.Env, envWorker+"="+protocolVersion, envMemory+"="+strconv.FormatInt(p.opts.Memory, 10))
+	setProcessAttributes(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll(reqR, reqW, respR, respW)
+		return nil, fmt.Errorf("starting a render worker: %w", err)
+	}
+	closeAll(reqR, respW) // the worker's ends
+	p.mu.Lock()
+	p.starts++
+	p.mu.Unlock()
+	w := &process{
+		pool:   p,
+		cmd:    cmd,
+		in:     reqW,
+		out:    bufio.NewReaderSize(respR, 1<<16),
+		outF:   respR,
+		stderr: stderr,
+		exited: make(chan struct{}),
+	}
+	go func() {
+		w.waitErr = cmd.Wait()
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// command is the worker's command: Options.Command, or this program with
+// no arguments and an environment of nothing but the worker's settings,
+// in the root folder.
+func (p *Pool) command() *exec.Cmd {
+	if p.opts.Command != nil {
+		return p.opts.Command()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	return cmd
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// setProcessAttributes makes the worker die with its parent (where the
+// system can) and keeps it out of the parent's terminal signals.
+func setProcessAttributes(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setParentDeathSignal(cmd.SysProcAttr)
+	cmd.SysProcAttr.Setpgid = true
+}

@@ -1,0 +1,219 @@
+package renderworker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"plumb.dev/pkg/decrypt"
+	"plumb.dev/pkg/helmrender"
+	"plumb.dev/pkg/render"
+)
+
+// The environment a worker is started with: envWorker marks the process
+// as a worker (its value is the protocol's version, so a parent and a
+// worker of different builds never talk), envMemory is its memory budget
+// in bytes.
+const (
+	envWorker        = "PLUMB_RENDER_WORKER"
+	envMemory        = "PLUMB_RENDER_WORKER_MEMORY"
+	protocolVersion  = "1"
+	requestFD        = 3 // the parent's requests
+	responseFD       = 4 // the worker's answers
+	workerExitCPU    = 3 // the CPU limit was passed
+	workerExitBroken = 4 // a request could not be read, or the setup failed
+)
+
+// The most stack one goroutine of a worker may use. Go's own default is
+// 1 GiB, so a template walking a value that holds itself would first eat
+// the memory budget; a 64 MiB stack is far more than any render needs
+// (YAML deeper than 1,000 levels is refused) and ends such a walk with
+// a clear "stack exceeds" crash.
+const maxStackBytes = 64 << 20
+
+// ServeIfWorker turns the process into a render worker when its parent
+// started it as one, and never returns then; otherwise it returns at once.
+// A program that renders through a Pool (render-controller, the plumb
+// command line, a test binary) calls it first thing in main or TestMain,
+// before it reads flags or starts anything.
+func ServeIfWorker() {
+	if os.Getenv(envWorker) == "" {
+		return
+	}
+	os.Exit(serveWorker())
+}
+
+// serveWorker sets the worker's limits, then answers requests until the
+// parent closes the request pipe. It returns the process's exit code.
+func serveWorker() int {
+	if os.Getenv(envWorker) != protocolVersion {
+		fmt.Fprintf(os.Stderr, "render worker: protocol %q, this build speaks %q\n", os.Getenv(envWorker), protocolVersion)
+		return workerExitBroken
+	}
+	memory, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64)
+	if err != nil || memory <= 0 {
+		fmt.Fprintf(os.Stderr, "render worker: %s=%q is not a positive number of bytes\n", envMemory, os.Getenv(envMemory))
+		return workerExitBroken
+	}
+	// The limits come before the first byte of any request is read.
+	if err := limitProcess(memory); err != nil {
+		fmt.Fprintf(os.Stderr, "render worker: setting its limits: %v\n", err)
+		return workerExitBroken
+	}
+	debug.SetMaxStack(maxStackBytes)
+	// A crash prints its reason, not the stacks: they say nothing the
+	// reason does not, and their arguments are bits of the render's data.
+	debug.SetTraceback("none")
+	// The garbage collector works hard well before the address-space limit,
+	// so a render that fits is not failed by garbage it left behind.
+	debug.SetMemoryLimit(memory / 8 * 7)
+	render.LockDownProcess()
+	go exitOnCPULimit()
+
+	in := os.NewFile(requestFD, "requests")
+	out := os.NewFile(responseFD, "responses")
+	if in == nil || out == nil {
+		fmt.Fprintln(os.Stderr, "render worker: started without its pipes")
+		return workerExitBroken
+	}
+	w := &worker{shared: render.NewSharedBuilds(0)}
+	r := bufio.NewReaderSize(in, 1<<16)
+	for {
+		var req request
+		blob, err := readMessage(r, &req, maxRequestBlob)
+		if errors.Is(err, io.EOF) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "render worker: reading a request: %v\n", err)
+			return workerExitBroken
+		}
+		resp, manifests := w.handle(&req, blob)
+		blob, req = nil, request{}
+		if err := writeMessage(out, resp, manifests); err != nil {
+			fmt.Fprintf(os.Stderr, "render worker: answering: %v\n", err)
+			return workerExitBroken
+		}
+		if resp.Exiting {
+			// The render was abandoned at its deadline and may still run
+			// in a goroutine nothing can stop: only the process's end
+			// stops it.
+			return 0
+		}
+		// Nothing of this render is reachable any more: hand its memory
+		// back, so an idle worker holds only what it started with.
+		resp, manifests = nil, nil
+		debug.FreeOSMemory()
+	}
+}
+
+// exitOnCPULimit ends the worker when it passes the CPU limit of its
+// render (limitCPU): the kernel's SIGXCPU, which Go would otherwise
+// ignore.
+func exitOnCPULimit() {
+	if len(sigCPULimit) == 0 {
+		return // signal.Notify with no signal would take every signal
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigCPULimit...)
+	<-c
+	fmt.Fprintln(os.Stderr, "render worker: CPU time limit exceeded")
+	os.Exit(workerExitCPU)
+}
+
+// worker is the state a worker keeps between renders: only kustomize's
+// output for the trees that never change (render.SharedBuilds, keyed by
+// everything that decides it). Decryption keys, values and results live
+// in one handle call.
+type worker struct {
+	shared *render.SharedBuilds
+}
+
+// handle runs one request and returns the answer and the manifests.
+//
+// The render's own deadline is workerGrace after the parent's, so the
+// parent is the one that stops a render at its deadline (by killing the
+// worker); should the worker's come first all the same, the worker says
+// it is exiting and does, since the abandoned render may run on.
+func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), req.Timeout+workerGrace)
+	defer cancel()
+	defer func() {
+		if ctx.Err() != nil {
+			resp.Exiting = true
+		}
+	}()
+	if err := limitCPU(req.Timeout + workerGrace); err != nil {
+		return &response{Error: &responseError{Reason: reasonLimit, Message: fmt.Sprintf("setting the render's CPU limit: %v", err)}}, nil
+	}
+	switch {
+	case req.Kustomize != nil && req.Helm == nil:
+		return w.kustomize(ctx, req.Kustomize)
+	case req.Helm != nil && req.Kustomize == nil:
+		return helm(ctx, req.Helm, blob)
+	}
+	return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request names neither a kustomization nor a chart"}}, nil
+}
+
+// workerGrace is how much later than the parent a worker gives up on its
+// render.
+const workerGrace = time.Second
+
+func (w *worker) kustomize(ctx context.Context, req *kustomizeRequest) (*response, []byte) {
+	opts := render.Options{
+		Vars:               req.Vars,
+		StrictSubstitution: req.StrictSubstitution,
+		Limits:             req.Limits,
+	}
+	if d := req.Decryption; d != nil {
+		keys := &decrypt.Keys{Secret: d.Secret}
+		if d.Data != nil {
+			var err error
+			if keys, err = decrypt.ParseKeys(d.Secret, d.Data); err != nil {
+				return &response{Error: &responseError{Reason: reasonDecryption, Message: err.Error()}}, nil
+			}
+		}
+		opts.Decryptor = decrypt.New(keys)
+	} else if req.Share {
+		opts.Shared = w.shared
+	}
+	res, err := render.Build(ctx, req.WorkDir, &req.Spec, opts)
+	if err != nil {
+		return &response{Error: errorOf(err)}, nil
+	}
+	return &response{IDs: res.Objects, Digest: res.Digest}, res.Manifests
+}
+
+func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []byte) {
+	var values map[string]any
+	if len(req.Values) > 0 {
+		d := json.NewDecoder(bytes.NewReader(req.Values))
+		if err := d.Decode(&values); err != nil {
+			return &response{Error: &responseError{Reason: reasonBuild, Message: fmt.Sprintf("the values do not decode: %v", err)}}, nil
+		}
+	}
+	res, err := helmrender.Render(ctx, archive, helmrender.Options{
+		ReleaseName:   req.ReleaseName,
+		Namespace:     req.Namespace,
+		Values:        values,
+		Capabilities:  req.Capabilities,
+		IsInstall:     req.IsInstall,
+		CRDs:          req.CRDs,
+		PostRenderers: req.PostRenderers,
+		Limits:        req.Limits,
+	})
+	if err != nil {
+		return &response{Error: errorOf(err)}, nil
+	}
+	return &response{IDs: res.IDs, Digest: res.Digest, ChartName: res.ChartName, ChartVersion: res.ChartVersion,
+		ConfigDigest: res.ConfigDigest}, res.Manifests
+}
