@@ -126,12 +126,12 @@ type request struct {
 // the worker reads (render-controller's shared source trees are on disk),
 // the decryption keys are the Secret's data, parsed by the worker.
 type kustomizeRequest struct {
-	WorkDir            string                         `json:"workDir"`
+	WorkDir            string                        `json:"workDir"`
 	Spec               kustomizev1.KustomizationSpec `json:"spec"`
-	Vars               render.Variables               `json:"vars,omitempty"`
-	StrictSubstitution bool                           `json:"strictSubstitution,omitempty"`
-	Limits             render.Limits                  `json:"limits"`
-	Decryption         *Decryption                    `json:"decryption,omitempty"`
+	Vars               render.Variables              `json:"vars,omitempty"`
+	StrictSubstitution bool                          `json:"strictSubstitution,omitempty"`
+	Limits             render.Limits                 `json:"limits"`
+	Decryption         *Decryption                   `json:"decryption,omitempty"`
 	// Share lets the worker keep kustomize's output for builds of the same
 	// tree, path and spec fields (render.SharedBuilds): the caller
 	// promises WorkDir never changes.
