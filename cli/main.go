@@ -5,6 +5,8 @@
 package main
 
 import (
+	"plumb.dev/pkg/renderworker"
+
 	"context"
 	"os"
 	"os/signal"
@@ -14,6 +16,9 @@ import (
 )
 
 func main() {
+	// `plumb build` and `plumb diff --path` render in a worker: this
+	// program started again (pkg/renderworker).
+	renderworker.ServeIfWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

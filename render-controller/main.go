@@ -25,6 +25,7 @@ import (
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
 	"plumb.dev/render-controller/internal/sourcetree"
 )
@@ -46,6 +47,8 @@ type renderOptions struct {
 	RenderTimeout      time.Duration
 	RenderLimits       render.Limits
 	SourceCacheSize    int64
+	RenderWorkers      int
+	RenderWorkerMemory int64
 }
 
 // Chart limits: a large real chart (kube-prometheus-stack, dependencies
@@ -89,6 +92,10 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most YAML documents one render may read.")
 	fs.Int64Var(&o.RenderLimits.MaxOutputBytes, "max-rendered-size", render.DefaultMaxOutputBytes,
 		"The largest rendered manifests artifact, in bytes.")
+	fs.IntVar(&o.RenderWorkers, "render-workers", renderworker.DefaultWorkers,
+		"How many renders run at once, each in a worker process of its own with hard limits; the others wait for a free worker.")
+	fs.Int64Var(&o.RenderWorkerMemory, "render-worker-memory", renderworker.DefaultMemory,
+		"The memory one render worker may use, in bytes (its address space beyond what it maps once started); a render past it fails with LimitExceeded.")
 	fs.Int64Var(&o.SourceCacheSize, "source-cache-size", sourcetree.DefaultMaxBytes,
 		"The extracted bytes of the source trees kept for Kustomizations to share (one per revision); trees in use are kept beyond it.")
 }
@@ -113,6 +120,10 @@ func (o *renderOptions) Validate() error {
 		return fmt.Errorf("--capabilities-ttl must be positive, got %s", o.CapabilitiesTTL)
 	case o.DownloadAttempts < 1:
 		return fmt.Errorf("--download-attempts must be at least 1, got %d", o.DownloadAttempts)
+	case o.RenderWorkers < 1:
+		return fmt.Errorf("--render-workers must be at least 1, got %d", o.RenderWorkers)
+	case o.RenderWorkerMemory < 64<<20:
+		return fmt.Errorf("--render-worker-memory must be at least 64 MiB, got %d bytes", o.RenderWorkerMemory)
 	case o.RenderTimeout <= 0:
 		return fmt.Errorf("--render-timeout must be positive, got %s", o.RenderTimeout)
 	case o.RenderLimits.MaxInputBytes < 1, o.RenderLimits.MaxNodes < 1, o.RenderLimits.MaxDocuments < 1, o.RenderLimits.MaxOutputBytes < 1:
@@ -122,6 +133,9 @@ func (o *renderOptions) Validate() error {
 }
 
 func main() {
+	// A render worker is this program started again: it serves renders and
+	// never comes back from here (pkg/renderworker).
+	renderworker.ServeIfWorker()
 	var (
 		mgrOpts     options.Manager
 		natsOpts    options.NATS
@@ -217,6 +231,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return fmt.Errorf("creating the source cache: %w", err)
 	}
 	defer sources.Close()
+	renderer := renderworker.NewPool(renderworker.Options{
+		Workers: renderOpts.RenderWorkers,
+		Memory:  renderOpts.RenderWorkerMemory,
+		Log:     log.WithName("render-worker"),
+	})
+	defer renderer.Close()
 	r := &rendercontroller.KustomizationReconciler{
 		Client:               mgr.GetClient(),
 		SourceTrees:          sources,
@@ -230,6 +250,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		RenderTimeout:        renderOpts.RenderTimeout,
 		RenderLimits:         renderOpts.RenderLimits,
 		Limits:               limits,
+		Renderer:             renderer,
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -246,6 +267,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		DownloadAttempts:     renderOpts.DownloadAttempts,
 		RenderTimeout:        renderOpts.RenderTimeout,
 		RenderLimits:         renderOpts.RenderLimits,
+		Renderer:             renderer,
 		HelmLimits: helmrender.Limits{
 			MaxArchiveBytes:      renderOpts.MaxChartSize,
 			MaxDecompressedBytes: renderOpts.MaxChartExtracted,

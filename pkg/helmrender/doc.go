@@ -97,15 +97,13 @@
 // (schema.go). Sizes are bounded before and after the engine runs; time by
 // ctx.
 //
-// The residual risk is the engine itself: text/template takes no context
-// and the SDK has no budget, so a template that loops (a range over
-// `until 100000000`, nested ranges over values, a `tpl` or `include` that
+// The engine itself takes no budget: text/template takes no context and
+// the SDK has no budget, so a template that loops (a range over `until
+// 100000000`, nested ranges over values, a `tpl` or `include` that
 // multiplies a string) runs as long and allocates as much as it likes
 // between the limits Render checks before and after it. Render runs the
-// SDK in a goroutine and returns LimitExceeded as soon as ctx ends, so the
-// reconcile ends and the worker is free; the abandoned goroutine runs on
-// until the template finishes, holding its memory, and a retry of the same
-// chart starts another. The deadline bounds what a reconcile waits for,
-// not what such a template costs; the container's memory limit is the
-// bound there, and an out-of-memory restart keeps the last good render.
+// SDK in a goroutine and returns LimitExceeded as soon as ctx ends, but
+// cannot stop it. That is why render-controller and the plumb command line
+// call Render only in a render worker (pkg/renderworker), a process with a
+// memory and stack limit of its own that is killed at the deadline.
 package helmrender

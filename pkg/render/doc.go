@@ -23,7 +23,8 @@
 //     to spec.path), as Flux does. krusty builds it with
 //     LoadRestrictionsRootOnly and plugins disabled (no exec, container or
 //     Helm plugins), in a goroutine the build abandons when its context
-//     ends.
+//     ends (render-controller builds in a render worker, pkg/renderworker,
+//     which is killed at the deadline, so nothing runs on).
 //  4. spec.commonMetadata labels and annotations are set on each object's
 //     metadata only (never selectors or pod templates), like Flux.
 //  5. postBuild substitution, only when spec.postBuild is set (as in Flux),

@@ -22,6 +22,7 @@ import (
 	srcartifact "plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/postbuild"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 )
 
 // renderTimeout is render-controller's --render-timeout default.
@@ -42,7 +43,8 @@ func newBuildCmd(g *globals) *cobra.Command {
 			"its postBuild variables read from the cluster the way render-controller reads\n" +
 			"them. It packs the tree as source-controller would (the GitRepository's\n" +
 			"spec.ignore and .sourceignore files), extracts it with the same limits and\n" +
-			"builds it with render-controller's package, sandbox and limits, so nothing in\n" +
+			"builds it with render-controller's package, sandbox and limits, in a render\n" +
+			"worker process as render-controller does, so nothing in\n" +
 			"the checkout can reach the network. It prints the rendered manifests.\n\n" +
 			"Exit code: 0 rendered, 1 the checkout does not render (as render-controller\n" +
 			"would report Rendered=False), 2 error.",
@@ -126,7 +128,11 @@ func (g *globals) renderLocal(ctx context.Context, ks *kustomizev1.Kustomization
 	}
 	bctx, cancel := context.WithTimeout(ctx, renderTimeout)
 	defer cancel()
-	res, err := render.Build(bctx, work, &ks.Spec, render.Options{Vars: vars, StrictSubstitution: o.strict})
+	// In a render worker, as render-controller renders: its own process
+	// with a memory limit, killed at the deadline (pkg/renderworker).
+	pool := renderworker.NewPool(renderworker.Options{Workers: 1})
+	defer pool.Close()
+	res, err := pool.Kustomize(bctx, work, &ks.Spec, renderworker.KustomizeOptions{Vars: vars, StrictSubstitution: o.strict})
 	if err != nil {
 		return nil, nil, &renderFailed{err}
 	}

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"plumb.dev/pkg/renderworker"
+
 	"bytes"
 	"context"
 	"flag"
@@ -26,6 +28,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// plumb build renders in a worker: this test binary started again.
+	renderworker.ServeIfWorker()
 	os.Exit(runMain(m))
 }
 

@@ -15,6 +15,7 @@ import (
 	"plumb.dev/pkg/decrypt"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 )
 
 // pkg/decrypt's Decryptor is what pkg/render decrypts with.
@@ -35,7 +36,7 @@ func (r *KustomizationReconciler) reconcileDecryption(ctx context.Context, obj *
 	if dec.SecretRef == nil {
 		// Flux accepts a decryption without keys (its cloud KMS clients
 		// may need none); here every encrypted file then fails, saying so.
-		st.keys = &decrypt.Keys{Secret: "(none: spec.decryption.secretRef is not set)"}
+		st.keys = &renderworker.Decryption{Secret: "(none: spec.decryption.secretRef is not set)"}
 		st.keysDigest = "none"
 		return nil
 	}
@@ -48,11 +49,12 @@ func (r *KustomizationReconciler) reconcileDecryption(ctx context.Context, obj *
 		}
 		return fmt.Errorf("reading the decryption Secret %s: %w", key, err)
 	}
-	keys, err := decrypt.ParseKeys(key.String(), secret.Data)
-	if err != nil {
+	// Parsed here to fail early with the Secret's own error; the render
+	// worker parses them again, so no parsed key crosses to it.
+	if _, err := decrypt.ParseKeys(key.String(), secret.Data); err != nil {
 		return plumbreconcile.Failed(kustomizev1.DecryptionFailedReason, err)
 	}
-	st.keys = keys
+	st.keys = &renderworker.Decryption{Secret: key.String(), Data: secret.Data}
 	st.keysDigest = keysDigest(secret.Data)
 	return nil
 }

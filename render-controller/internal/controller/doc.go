@@ -43,14 +43,16 @@
 //     devices, FIFOs and archives over --max-artifact-size,
 //     --max-extracted-size or --max-files. Any failure is Rendered=False,
 //     ArtifactFailed, with the refusal in the message.
-//  6. build: pkg/render in its sandbox (docs/design/render-sandbox.md):
+//  6. build: pkg/render in its sandbox (docs/design/render-sandbox.md), in
+//     a render worker process (pkg/renderworker: --render-workers at once,
+//     each with --render-worker-memory, killed at --render-timeout):
 //     kustomize reads only the work folder, never the network, no plugins;
 //     then substitution and validation (an undefined ${var} without default
 //     is "" as in Flux, or an error with --strict-substitution). The build
-//     is bounded by --render-timeout (it returns at the deadline and frees
-//     the worker), --max-render-input, --max-yaml-nodes (aliases counted
-//     expanded), --max-yaml-documents and --max-rendered-size. Failure is
-//     With spec.decryption, SOPS-encrypted Secrets, generator inputs and
+//     is bounded by --max-render-input, --max-yaml-nodes (aliases counted
+//     expanded), --max-yaml-documents and --max-rendered-size too. A
+//     LimitExceeded holds the same inputs back for a backoff up to the
+//     interval, with one event (limithold.go). With spec.decryption, SOPS-encrypted Secrets, generator inputs and
 //     patches are decrypted in memory as kustomize reads them
 //     (pkg/decrypt, docs/design/sops.md); nothing decrypted is written to
 //     the work folder. Failure is Rendered=False with reason BuildFailed,
@@ -204,9 +206,11 @@
 //     upgrade.crds, .Release.IsUpgrade) just because the install was
 //     deployed, which sync-controller would release again.
 //  6. download: pkg/fetch, digest-checked, within --max-chart-size.
-//  7. render: pkg/helmrender within --render-timeout and the render,
-//     chart and values limits; a failure is Rendered=False with its reason
-//     (BuildFailed naming the template, ValidationFailed, LimitExceeded).
+//  7. render: pkg/helmrender in a render worker (as build), within
+//     --render-timeout and the render, chart and values limits; a failure
+//     is Rendered=False with its reason (BuildFailed naming the template,
+//     ValidationFailed, LimitExceeded; a LimitExceeded held back as a
+//     Kustomization's).
 //  8. store: helmrelease/<ns>/<name>/<sha256 hex>.yaml, revision the chart
 //     version, metadata chart-name, chart-version, config-digest and
 //     inputs-digest.

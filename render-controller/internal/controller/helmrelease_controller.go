@@ -46,6 +46,7 @@ import (
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 )
 
 // Indexes of HelmReleases: by "<namespace>/<name>" of the HelmChart they
@@ -93,12 +94,20 @@ type HelmReleaseReconciler struct {
 	// DependencyRequeue is the wait while the HelmChart is not ready; the
 	// HelmChart watch usually comes first. Zero means 10s.
 	DependencyRequeue time.Duration
+	// Renderer runs the renders in worker processes (the Kustomizations'
+	// pool); nil is a pool of its own with pkg/renderworker's defaults
+	// (tests).
+	Renderer *renderworker.Pool
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
+	rendererOnce sync.Once
 
 	// announced is the render last announced per object.
 	announced announcements
+	// held are the inputs whose render passed a limit, not tried again
+	// before their backoff.
+	held limitHolds
 
 	mu sync.Mutex
 	// charts maps it to the digest of the HelmChart it last applied.
@@ -667,17 +676,34 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	return nil
 }
 
-// reconcileRender renders the chart with pkg/helmrender: release name and
-// namespace, the merged values, the capabilities, install or upgrade, the
-// CRD policy and the post-renderers, within --render-timeout and the render
-// limits. Sets Rendered=False with the render error's reason (the message
-// names the template file for a template error).
+// renderer is Renderer, or a pool of its own when it is nil (tests).
+func (r *HelmReleaseReconciler) renderer() *renderworker.Pool {
+	r.rendererOnce.Do(func() {
+		if r.Renderer == nil {
+			r.Renderer = renderworker.NewPool(renderworker.Options{})
+		}
+	})
+	return r.Renderer
+}
+
+// reconcileRender renders the chart with pkg/helmrender in a render worker
+// (pkg/renderworker: its own process with hard memory, CPU and file
+// limits, killed at --render-timeout): release name and namespace, the
+// merged values, the capabilities, install or upgrade, the CRD policy and
+// the post-renderers, within the render limits. Sets Rendered=False with
+// the render error's reason (the message names the template file for a
+// template error); a LimitExceeded is not tried again for the same inputs
+// until its backoff has passed (limitHolds).
 func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	r.count(client.ObjectKeyFromObject(obj)).renders.Add(1)
+	key := client.ObjectKeyFromObject(obj)
+	if err := r.held.check(key, st.inputs); err != nil {
+		return err
+	}
+	r.count(key).renders.Add(1)
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	ctx, cancel := context.WithTimeout(ctx, defaulted(r.RenderTimeout, DefaultRenderTimeout))
 	defer cancel()
-	res, err := helmrender.Render(ctx, st.archive, helmrender.Options{
+	res, err := r.renderer().Helm(ctx, st.archive, helmrender.Options{
 		ReleaseName:   obj.GetReleaseName(),
 		Namespace:     obj.GetReleaseNamespace(),
 		Values:        st.values,
@@ -691,9 +717,11 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	if err != nil {
 		// A template's fail, tpl or include, or a schema, may quote a
 		// value: Secret values never reach the status, events or logs.
-		return plumbreconcile.Failed(render.Reason(err), fmt.Errorf("rendering chart %s of HelmChart %s: %s",
-			st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error())))
+		return r.held.failed(key, st.inputs, obj.Spec.Interval.Duration, obj.Spec.Interval.Duration,
+			&render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
+				st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))})
 	}
+	r.held.forget(key)
 	st.result = res
 	return nil
 }
@@ -812,6 +840,7 @@ func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	delete(r.charts, key)
 	r.mu.Unlock()
 	r.announced.forget(key)
+	r.held.forget(key)
 	r.Metrics.Forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(helmStorageRef(key))
 }

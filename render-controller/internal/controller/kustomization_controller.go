@@ -24,12 +24,12 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/artifact"
-	"plumb.dev/pkg/decrypt"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 	"plumb.dev/render-controller/internal/sourcetree"
 )
 
@@ -86,10 +86,13 @@ type KustomizationReconciler struct {
 	// TmpDir holds that cache when SourceTrees is nil; "" is os.TempDir().
 	TmpDir string
 
+	// Renderer runs the builds in worker processes; nil is a pool of its
+	// own with pkg/renderworker's defaults (tests).
+	Renderer *renderworker.Pool
+
 	sourceTreesOnce sync.Once
 	sourceTreesErr  error
-	sharedOnce      sync.Once
-	shared          *render.SharedBuilds
+	rendererOnce    sync.Once
 
 	// cache maps an object to the key of its last successful render, and
 	// uids to the UID of the object last reconciled under that name.
@@ -98,6 +101,9 @@ type KustomizationReconciler struct {
 	uids    map[types.NamespacedName]types.UID
 	// announced is the render last announced per object.
 	announced announcements
+	// held are the inputs whose render passed a limit, not tried again
+	// before their backoff.
+	held limitHolds
 
 	// defaultClient downloads when HTTPClient is nil.
 	defaultClientOnce sync.Once
@@ -163,9 +169,10 @@ type state struct {
 	// source is the artifact of spec.sourceRef's object.
 	source *meta.Artifact
 	vars   render.Variables
-	// keys are spec.decryption's keys (nil without spec.decryption), and
+	// keys are spec.decryption's keys (nil without spec.decryption), as
+	// the Secret holds them (the render worker parses them again), and
 	// keysDigest their hash for the cache key.
-	keys       *decrypt.Keys
+	keys       *renderworker.Decryption
 	keysDigest string
 	key        string
 	// tree is the shared source tree the build reads (released when the
@@ -370,10 +377,14 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	return nil
 }
 
-// sharedBuilds is the kustomize output kept for the shared trees.
-func (r *KustomizationReconciler) sharedBuilds() *render.SharedBuilds {
-	r.sharedOnce.Do(func() { r.shared = render.NewSharedBuilds(0) })
-	return r.shared
+// renderer is Renderer, or a pool of its own when it is nil (tests).
+func (r *KustomizationReconciler) renderer() *renderworker.Pool {
+	r.rendererOnce.Do(func() {
+		if r.Renderer == nil {
+			r.Renderer = renderworker.NewPool(renderworker.Options{})
+		}
+	})
+	return r.Renderer
 }
 
 // sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
@@ -387,34 +398,37 @@ func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
 	return r.SourceTrees, r.sourceTreesErr
 }
 
-// reconcileBuild runs pkg/render on the extracted tree, in its sandbox and
-// within --render-timeout, decrypting with spec.decryption's keys in
-// memory. Sets Rendered=False with reason BuildFailed, SubstituteFailed,
-// ValidationFailed, RemoteResourceRefused, LimitExceeded or
-// DecryptionFailed and records a warning event with the message (once per
-// distinct message).
+// reconcileBuild runs pkg/render on the extracted tree in a render worker
+// (pkg/renderworker: its own process, with hard memory, CPU and file
+// limits, killed at --render-timeout), in the sandbox, decrypting with
+// spec.decryption's keys in the worker's memory. Sets Rendered=False with
+// reason BuildFailed, SubstituteFailed, ValidationFailed,
+// RemoteResourceRefused, LimitExceeded or DecryptionFailed and records a
+// warning event with the message; a LimitExceeded is not tried again for
+// the same inputs until its backoff has passed (limitHold).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	r.count(client.ObjectKeyFromObject(obj)).builds.Add(1)
+	key := client.ObjectKeyFromObject(obj)
+	if err := r.held.check(key, st.key); err != nil {
+		return err
+	}
+	r.count(key).builds.Add(1)
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	ctx, cancel := context.WithTimeout(ctx, r.renderTimeout())
 	defer cancel()
-	opts := render.Options{
+	res, err := r.renderer().Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
 		Vars:               st.vars,
 		StrictSubstitution: r.StrictSubstitution,
 		Limits:             r.RenderLimits,
-	}
-	if st.keys != nil {
-		opts.Decryptor = decrypt.New(st.keys)
-	} else {
+		Decryption:         st.keys,
 		// The tree is one digest's and never changes (sourcetree), so
 		// Kustomizations rendering the same path of it with the same spec
 		// fields share kustomize's output (never with keys: pkg/render).
-		opts.Shared = r.sharedBuilds()
-	}
-	res, err := render.Build(ctx, st.workDir, &obj.Spec, opts)
+		Share: true,
+	})
 	if err != nil {
-		return plumbreconcile.Failed(render.Reason(err), err)
+		return r.held.failed(key, st.key, obj.GetRetryInterval().Duration, obj.Spec.Interval.Duration, err)
 	}
+	r.held.forget(key)
 	st.result = res
 	return nil
 }
@@ -532,6 +546,7 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	delete(r.uids, key)
 	r.cacheMu.Unlock()
 	r.announced.forget(key)
+	r.held.forget(key)
 	r.Metrics.Forget(key.Namespace, key.Name)
 	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
 }

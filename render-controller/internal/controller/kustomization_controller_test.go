@@ -347,7 +347,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 				return sources.serve("/bad/"+ns+"/slow.tar.gz", rev, packTree(t, slowTree()), "")
 			},
 			wantReason: kustomizev1.LimitExceededReason,
-			wantMsg:    []string{"rendering did not finish within its time limit (--render-timeout)"},
+			wantMsg:    []string{"rendering did not finish within its time limit of 3s (--render-timeout); its render worker was stopped"},
 			wantEvent:  true,
 		},
 		{

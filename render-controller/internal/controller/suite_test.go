@@ -39,6 +39,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -84,6 +85,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The reconcilers render in workers: this test binary started again.
+	renderworker.ServeIfWorker()
 	os.Exit(run(m))
 }
 
