@@ -89,14 +89,18 @@ func tree(t *testing.T, files map[string]string) string {
 // chartWith packages a chart whose one template is tmpl.
 func chartWith(t *testing.T, tmpl string) []byte {
 	t.Helper()
-	tgz, err := testhelm.Package(testhelm.Chart{Name: "c", Version: "1.0.0", Files: testhelm.Files{
-		"values.yaml":         "greeting: hello\n",
-		"templates/demo.yaml": tmpl,
-	}})
+	tgz, err := chartArchive(tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tgz
+}
+
+func chartArchive(tmpl string) ([]byte, error) {
+	return testhelm.Package(testhelm.Chart{Name: "c", Version: "1.0.0", Files: testhelm.Files{
+		"values.yaml":         "greeting: hello\n",
+		"templates/demo.yaml": tmpl,
+	}})
 }
 
 const configMapTemplate = `apiVersion: v1

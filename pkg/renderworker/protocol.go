@@ -89,15 +89,21 @@ func readFrame(r io.Reader, max int64) ([]byte, error) {
 	if size > max {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", errFrameTooLarge, size, max)
 	}
-	b := make([]byte, size)
-	if _, err := io.ReadFull(r, b); err != nil {
+	// The buffer grows with what arrives, from at most frameChunk: a
+	// length that promises more than the other side sends costs nothing.
+	var buf bytes.Buffer
+	buf.Grow(int(min(size, frameChunk)))
+	if _, err := io.CopyN(&buf, r, size); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }
+
+// frameChunk is the most a frame's buffer takes before its bytes arrive.
+const frameChunk = 1 << 20
 
 func decodeStrict(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
