@@ -47,6 +47,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 )
 
 // The release both sides render.
@@ -61,6 +62,8 @@ const (
 var extraAPIs = []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
 
 func main() {
+	// The worker row renders through this program started again.
+	renderworker.ServeIfWorker()
 	var (
 		helm  = flag.String("helm", "bin/helm", "The helm CLI to compare with.")
 		chart = flag.String("chart", "pkg/helmrender/bench/testdata/platform", "The chart folder to render.")
@@ -96,6 +99,13 @@ func options() helmrender.Options {
 			APIVersions: append(append([]string(nil), common.DefaultVersionSet...), extraAPIs...),
 		},
 	}
+}
+
+// renderInWorker renders as render-controller does: in a render worker.
+func renderInWorker(pool *renderworker.Pool, archive []byte) (*helmrender.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return pool.Helm(ctx, archive, options())
 }
 
 func renderPlumb(archive []byte) (*helmrender.Result, error) {
@@ -177,25 +187,43 @@ func run(helm, chartDir string, runs int) error {
 	}
 	diff := compare(plumbSet, cliSet)
 
-	// Warm, in process: what render-controller pays per render.
-	var warm []time.Duration
+	// Warm, in process, and in a warm render worker (what render-controller
+	// pays per render), alternately.
+	pool := renderworker.NewPool(renderworker.Options{Workers: 1})
+	defer pool.Close()
+	if _, err := renderInWorker(pool, archive); err != nil { // the worker starts
+		return err
+	}
+	var warm, inWorker []time.Duration
 	var ms0, ms1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
+	var allocated uint64
 	for i := 0; i < runs; i++ {
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
 		start := time.Now()
 		if _, err := renderPlumb(archive); err != nil {
 			return err
 		}
 		warm = append(warm, time.Since(start))
+		runtime.ReadMemStats(&ms1)
+		allocated += ms1.TotalAlloc - ms0.TotalAlloc
+		start = time.Now()
+		wres, err := renderInWorker(pool, archive)
+		if err != nil {
+			return err
+		}
+		inWorker = append(inWorker, time.Since(start))
+		if !bytes.Equal(wres.Manifests, res.Manifests) {
+			return errors.New("the render worker rendered other bytes than the render in process")
+		}
 	}
-	runtime.ReadMemStats(&ms1)
-	allocPerRender := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(runs)
+	allocPerRender := float64(allocated) / float64(runs)
 
 	coldWall, cliWall := median(cold, func(s sample) int64 { return int64(s.wall) }), median(cli, func(s sample) int64 { return int64(s.wall) })
 	coldCPU, cliCPU := median(cold, func(s sample) int64 { return int64(s.cpu) }), median(cli, func(s sample) int64 { return int64(s.cpu) })
 	coldRSS, cliRSS := median(cold, func(s sample) int64 { return s.maxRSS }), median(cli, func(s sample) int64 { return s.maxRSS })
 	warmWall := median(warm, func(d time.Duration) int64 { return int64(d) })
+	workerWall := median(inWorker, func(d time.Duration) int64 { return int64(d) })
 	fmt.Printf("helm benchmark: chart %s %s (%s), %d objects, %d runs each, median, %s/%s, GOMAXPROCS %d\n\n",
 		res.ChartName, res.ChartVersion, chartDir, res.Objects, runs, runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	row := func(figure, a, b, ratio string) { fmt.Printf("| %-38s | %14s | %14s | %6s |\n", figure, a, b, ratio) }
@@ -206,11 +234,13 @@ func run(helm, chartDir string, runs int) error {
 	row("fastest render, fresh process", ms(coldMin), ms(cliMin), ratio(coldMin, cliMin))
 	row("CPU time per render, fresh process", ms(coldCPU), ms(cliCPU), ratio(coldCPU, cliCPU))
 	row("time per render, warm in process", ms(warmWall), "-", "-")
+	row("time per render, in a render worker", ms(workerWall), "-", "-")
+	row("added by the worker", ms(workerWall-warmWall), "-", ratio(workerWall, warmWall))
 	row("peak RSS of the render process", mib(float64(coldRSS)), mib(float64(cliRSS)), ratio(coldRSS, cliRSS))
 	row("allocated per warm render (Go heap)", mib(allocPerRender), "-", "-")
 	row("output bytes", fmt.Sprint(len(res.Manifests)), fmt.Sprint(len(cliOut)), "-")
 	row("objects", fmt.Sprint(len(plumbSet)), fmt.Sprint(len(cliSet)), "-")
-	fmt.Printf("\nratio = pkg/helmrender / helm template (below 1 is better). Identical objects in both outputs: %v\n", diff == "")
+	fmt.Printf("\nratio = pkg/helmrender / helm template (below 1 is better); for the worker's row, in a worker / in process. Identical objects in both outputs: %v\n", diff == "")
 	if diff != "" {
 		return errors.New("pkg/helmrender and helm template rendered different objects:\n" + diff)
 	}

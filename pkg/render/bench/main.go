@@ -8,7 +8,8 @@
 // Time is the median wall time of -runs builds. "Cold" runs each build in
 // a fresh process (this binary re-executed with -child, or the kustomize
 // CLI), which is the fair comparison with a CLI; "warm" repeats builds in
-// one process, as render-controller does. Peak memory is the peak resident
+// one process, as render-controller did before its render workers; a
+// table of its own compares that with a build in a warm render worker. Peak memory is the peak resident
 // set size of the build process (getrusage), and allocated bytes come from
 // the Go runtime for the warm builds. Both outputs are checked to hold the
 // same documents.
@@ -32,9 +33,12 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/render/internal/gentree"
+	"plumb.dev/pkg/renderworker"
 )
 
 func main() {
+	// The render-workers table renders through this program started again.
+	renderworker.ServeIfWorker()
 	var (
 		kustomize = flag.String("kustomize", "bin/kustomize", "The kustomize CLI to compare with.")
 		objects   = flag.Int("objects", 1000, "How many objects the generated base holds.")
@@ -49,7 +53,11 @@ func main() {
 		}
 		return
 	}
-	// The plain-folder table first: it needs no kustomize CLI.
+	// The plain-folder and worker tables first: they need no kustomize CLI.
+	if err := runWorkers(*objects, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-render:", err)
+		os.Exit(1)
+	}
 	if err := runPlain(*objects, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-render:", err)
 		os.Exit(1)
