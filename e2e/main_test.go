@@ -59,7 +59,9 @@ func run(m *testing.M) int {
 			// As deploy/ runs them: no reference leaves its namespace
 			// (TestTenantsStayInsideTheirNamespaces; the other stories
 			// keep every reference in one namespace).
-			localenv.RenderController: {"--no-cross-namespace-refs"},
+			// A render past 30 s is a hostile one here
+			// (TestAHostileChartCostsItsOwnTenantOnly).
+			localenv.RenderController: {"--no-cross-namespace-refs", "--render-timeout=30s"},
 			localenv.SyncController:   {"--no-cross-namespace-refs"},
 		},
 	})

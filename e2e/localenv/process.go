@@ -304,7 +304,7 @@ func isClosed(c <-chan struct{}) bool {
 // removes the state folder. Stop ends the reaper first; it acts only when the
 // launcher died without Stop (a crash, a test binary killed at its timeout).
 func (e *Env) startReaper() error {
-	pids, err := childPids(os.Getpid())
+	pids, err := ChildPids(os.Getpid())
 	if err != nil || len(pids) == 0 {
 		return err
 	}
@@ -318,8 +318,8 @@ func (e *Env) startReaper() error {
 	return e.reaper.Start()
 }
 
-// childPids lists the processes whose parent is ppid, from /proc.
-func childPids(ppid int) ([]int, error) {
+// ChildPids lists the processes whose parent is ppid, from /proc.
+func ChildPids(ppid int) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
