@@ -34,8 +34,10 @@ type syncOptions struct {
 	DefaultServiceAccount string
 	// AllowLoopbackKubeConfigServers: see controller.Syncer.
 	AllowLoopbackKubeConfigServers bool
-	PruneGuard                     controller.PruneGuard
-	Fight                          controller.FightOptions
+	// RemoteClusterProxyFromEnvironment: see controller.Syncer.
+	RemoteClusterProxyFromEnvironment bool
+	PruneGuard                        controller.PruneGuard
+	Fight                             controller.FightOptions
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -49,6 +51,8 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
 	fs.BoolVar(&o.AllowLoopbackKubeConfigServers, "allow-loopback-kubeconfig-servers", false,
 		"Let a Kustomization's spec.kubeConfig name an API server on a loopback address (sync-controller's own pod in a cluster; for tests and single-machine setups).")
+	fs.BoolVar(&o.RemoteClusterProxyFromEnvironment, "remote-cluster-proxy-from-environment", false,
+		"Send the requests to a spec.kubeConfig's API server through the proxy that HTTPS_PROXY and NO_PROXY name; off, they go straight to the server, where the address policy judges them.")
 	o.PruneGuard.BindFlags(fs)
 	o.Fight.BindFlags(fs)
 }
@@ -138,21 +142,22 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
-			Engine:                         engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
-			Client:                         mgr.GetClient(),
-			Reader:                         mgr.GetAPIReader(),
-			Shard:                          shard,
-			Metrics:                        metrics,
-			Events:                         recorder,
-			Fetch:                          fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
-			Artifacts:                      artifacts,
-			DependencyRequeue:              refOpts.RequeueDependency,
-			Impersonator:                   impersonator,
-			DefaultServiceAccount:          syncOpts.DefaultServiceAccount,
-			AllowLoopbackKubeConfigServers: syncOpts.AllowLoopbackKubeConfigServers,
-			NoCrossNamespaceRefs:           refOpts.NoCrossNamespaceRefs,
-			PruneGuard:                     &syncOpts.PruneGuard,
-			Fight:                          syncOpts.Fight,
+			Engine:                            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
+			Client:                            mgr.GetClient(),
+			Reader:                            mgr.GetAPIReader(),
+			Shard:                             shard,
+			Metrics:                           metrics,
+			Events:                            recorder,
+			Fetch:                             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+			Artifacts:                         artifacts,
+			DependencyRequeue:                 refOpts.RequeueDependency,
+			Impersonator:                      impersonator,
+			DefaultServiceAccount:             syncOpts.DefaultServiceAccount,
+			AllowLoopbackKubeConfigServers:    syncOpts.AllowLoopbackKubeConfigServers,
+			RemoteClusterProxyFromEnvironment: syncOpts.RemoteClusterProxyFromEnvironment,
+			NoCrossNamespaceRefs:              refOpts.NoCrossNamespaceRefs,
+			PruneGuard:                        &syncOpts.PruneGuard,
+			Fight:                             syncOpts.Fight,
 		}
 	}
 	ks := &controller.KustomizationReconciler{Syncer: syncer(watcher)}

@@ -16,8 +16,9 @@ import (
 // addresses outside those ranges (100.100.100.200, fd00:ec2::254,
 // 168.63.129.16). Loopback (127.0.0.0/8, ::1) only with AllowLoopback;
 // private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) only
-// with AllowPrivate. IPv4 addresses written as IPv6 (::ffff:a.b.c.d,
-// 64:ff9b::a.b.c.d) are judged as the IPv4 address they carry.
+// with AllowPrivate. An IPv6 address that carries an IPv4 address is
+// judged as that address too (embeddedIPv4: mapped, compatible,
+// translated, NAT64, 6to4 and Teredo forms).
 type Policy struct {
 	AllowPrivate  bool
 	AllowLoopback bool
@@ -30,18 +31,23 @@ type Policy struct {
 // does not help.
 type RefusedAddressError struct {
 	Addr netip.Addr
+	// Via is the IPv6 address that carries Addr, when Addr was found
+	// inside one.
+	Via netip.Addr
 	// Why names the range, e.g. "link-local (cloud metadata)".
 	Why string
 }
 
 func (e *RefusedAddressError) Error() string {
+	if e.Via.IsValid() {
+		return fmt.Sprintf("address %s (carried by IPv6 address %s) refused: %s", e.Addr, e.Via, e.Why)
+	}
 	return fmt.Sprintf("address %s refused: %s", e.Addr, e.Why)
 }
 
 var (
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
-	nat64       = netip.MustParsePrefix("64:ff9b::/96")
 	broadcast   = netip.MustParseAddr("255.255.255.255")
 	// metadata are instance metadata and platform endpoints outside the
 	// link-local ranges: Alibaba Cloud, AWS over IPv6 (inside fc00::/7),
@@ -53,13 +59,20 @@ var (
 	}
 )
 
-// Check returns a *RefusedAddressError when ip may not be reached.
+// Check returns a *RefusedAddressError when ip may not be reached: ip
+// itself, or an IPv4 address it carries.
 func (p Policy) Check(ip netip.Addr) error {
 	ip = ip.Unmap()
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	for _, v4 := range embeddedIPv4(ip) {
+		if err := p.check(v4); err != nil {
+			err.(*RefusedAddressError).Via = ip
+			return err
+		}
 	}
+	return p.check(ip)
+}
+
+func (p Policy) check(ip netip.Addr) error {
 	refuse := func(why string) error { return &RefusedAddressError{Addr: ip, Why: why} }
 	if why, ok := metadata[ip]; ok {
 		return refuse(why)
@@ -75,7 +88,7 @@ func (p Policy) Check(ip netip.Addr) error {
 		if !p.AllowLoopback {
 			return refuse(allowedBy("loopback", p.LoopbackFlag))
 		}
-	case ip.IsPrivate(), sharedSpace.Contains(ip):
+	case ip.IsPrivate(), sharedSpace.Contains(ip), localNAT64.Contains(ip):
 		if !p.AllowPrivate {
 			return refuse(allowedBy("private", p.PrivateFlag))
 		}

@@ -81,3 +81,73 @@ func TestCheck(t *testing.T) {
 		t.Errorf("a private address under a policy without AllowPrivate: got %v", err)
 	}
 }
+
+// Every IPv6 form that carries an IPv4 address is judged as that
+// address: the loopback, metadata and private ones refused, a public one
+// allowed as the public address would be.
+func TestIPv6FormsCarryingIPv4AreJudgedAsIt(t *testing.T) {
+	strict := Policy{}
+	forms := map[string]func(v4 netip.Addr) netip.Addr{
+		"IPv4-compatible ::a.b.c.d": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{12: b[0], 13: b[1], 14: b[2], 15: b[3]})
+		},
+		"IPv4-mapped ::ffff:a.b.c.d": func(v4 netip.Addr) netip.Addr { return netip.AddrFrom16(v4.As16()) },
+		"IPv4-translated ::ffff:0:a.b.c.d": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{8: 0xff, 9: 0xff, 12: b[0], 13: b[1], 14: b[2], 15: b[3]})
+		},
+		"NAT64 64:ff9b::/96": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{0: 0, 1: 0x64, 2: 0xff, 3: 0x9b, 12: b[0], 13: b[1], 14: b[2], 15: b[3]})
+		},
+		"local NAT64 64:ff9b:1::/48 as a /48": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 6: b[0], 7: b[1], 9: b[2], 10: b[3]})
+		},
+		"local NAT64 64:ff9b:1::/48 as a /64": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 9: b[0], 10: b[1], 11: b[2], 12: b[3]})
+		},
+		"local NAT64 64:ff9b:1::/48 as a /96": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{1: 0x64, 2: 0xff, 3: 0x9b, 5: 1, 12: b[0], 13: b[1], 14: b[2], 15: b[3]})
+		},
+		"6to4 2002::/16": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			return netip.AddrFrom16([16]byte{0: 0x20, 1: 0x02, 2: b[0], 3: b[1], 4: b[2], 5: b[3], 15: 1})
+		},
+		"Teredo 2001::/32, the client": func(v4 netip.Addr) netip.Addr {
+			b := v4.As4()
+			// A public server (93.184.215.14), the client inverted.
+			return netip.AddrFrom16([16]byte{0: 0x20, 1: 0x01, 4: 93, 5: 184, 6: 215, 7: 14, 12: ^b[0], 13: ^b[1], 14: ^b[2], 15: ^b[3]})
+		},
+	}
+	for name, form := range forms {
+		for v4, why := range map[string]string{
+			"127.0.0.1":       "loopback",
+			"169.254.169.254": "link-local (cloud metadata)",
+			"10.0.0.1":        "private",
+			"100.100.100.200": "Alibaba Cloud metadata",
+		} {
+			ip := form(netip.MustParseAddr(v4))
+			err := strict.Check(ip)
+			var refused *RefusedAddressError
+			if !errors.As(err, &refused) || refused.Why != why || refused.Addr.String() != v4 {
+				t.Errorf("%s %s (%s): got %v, want %s refused: %s", name, ip, v4, err, v4, why)
+			}
+		}
+		public := form(netip.MustParseAddr("93.184.215.14"))
+		err := strict.Check(public)
+		if strings.HasPrefix(name, "local NAT64") {
+			// The site's own NAT64: private, whatever it carries.
+			if err == nil || !strings.HasSuffix(err.Error(), ": private") {
+				t.Errorf("%s %s: got %v, want refused as private", name, public, err)
+			}
+			err = Policy{AllowPrivate: true}.Check(public)
+		}
+		if err != nil {
+			t.Errorf("%s %s carrying a public address: refused (%v)", name, public, err)
+		}
+	}
+}

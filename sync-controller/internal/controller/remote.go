@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"sync"
@@ -146,7 +147,7 @@ func (r *Syncer) remoteEngineFor(ctx context.Context, app application) (*engine.
 	if err != nil {
 		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, err)
 	}
-	cfg, err := remoteConfig(data, r.remoteServers())
+	cfg, err := remoteConfig(data, r.remoteServers(), r.remoteProxy())
 	if err != nil {
 		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, fmt.Errorf("kubeconfig in Secret %s: %w", secret, err))
 	}
@@ -198,8 +199,9 @@ func (r *Syncer) kubeConfigData(ctx context.Context, name types.NamespacedName, 
 // and only the server, its CA and the credentials are carried over — no
 // proxy, no TLS verification turned off — with sync-controller's timeouts,
 // its address policy (remoteServers) and a bound on every answer
-// (boundedTransport).
-func remoteConfig(data []byte, servers netguard.Policy) (*rest.Config, error) {
+// (boundedTransport). proxy is the proxy of every request: noProxy unless
+// --remote-cluster-proxy-from-environment (Syncer.remoteProxy).
+func remoteConfig(data []byte, servers netguard.Policy, proxy func(*http.Request) (*url.URL, error)) (*rest.Config, error) {
 	kc, err := clientcmd.Load(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a kubeconfig: %w", err)
@@ -225,14 +227,33 @@ func remoteConfig(data []byte, servers netguard.Policy) (*rest.Config, error) {
 			CertData:   parsed.CertData,
 			KeyData:    parsed.KeyData,
 		},
-		BearerToken:   parsed.BearerToken,
-		Username:      parsed.Username,
-		Password:      parsed.Password,
-		UserAgent:     ControllerName,
-		Timeout:       remoteRequestTimeout,
-		Dial:          dialer.DialContext,
+		BearerToken: parsed.BearerToken,
+		Username:    parsed.Username,
+		Password:    parsed.Password,
+		UserAgent:   ControllerName,
+		Timeout:     remoteRequestTimeout,
+		Dial:        dialer.DialContext,
+		// Without a Proxy, client-go would take the proxy environment
+		// variables: a proxy then makes the connection, and the address
+		// policy, checked on what this process dials, would judge the
+		// proxy, not the server.
+		Proxy:         proxy,
 		WrapTransport: boundRemoteResponses(maxRemoteResponseBytes),
 	}, nil
+}
+
+// noProxy sends every request straight to its server.
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
+
+// remoteProxy is the proxy of the remote clusters' requests: none, or the
+// environment's with --remote-cluster-proxy-from-environment (where the
+// remote clusters are reachable only through a proxy; the proxy, not
+// sync-controller, then decides where a kubeconfig's server may be).
+func (r *Syncer) remoteProxy() func(*http.Request) (*url.URL, error) {
+	if r.RemoteClusterProxyFromEnvironment {
+		return http.ProxyFromEnvironment
+	}
+	return noProxy
 }
 
 // remoteServers is where a kubeconfig's server may be: anywhere but the

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -223,17 +225,20 @@ func TestRemoteServiceAccountIsImpersonatedInTheRemoteCluster(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
 }
 
+// inline is a kubeconfig with its credentials inline, of a server on a
+// private address.
+func inline() *clientcmdapi.Config {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://10.0.0.1:6443", CertificateAuthorityData: []byte("ca")}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t0ken"}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	return kc
+}
+
 // TestRemoteConfigAllowsOnlyInlineCredentials is the rule of remoteConfig
 // for each way a kubeconfig can reach outside its own text.
 func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
-	inline := func() *clientcmdapi.Config {
-		kc := clientcmdapi.NewConfig()
-		kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://10.0.0.1:6443", CertificateAuthorityData: []byte("ca")}
-		kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t0ken"}
-		kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-		kc.CurrentContext = "x"
-		return kc
-	}
 	tests := []struct {
 		name   string
 		mutate func(*clientcmdapi.Config)
@@ -277,7 +282,7 @@ func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
 			tt.mutate(kc)
 			data, err := clientcmd.Write(*kc)
 			g.Expect(err).NotTo(HaveOccurred())
-			cfg, err := remoteConfig(data, (&Syncer{}).remoteServers())
+			cfg, err := remoteConfig(data, (&Syncer{}).remoteServers(), noProxy)
 			switch {
 			case tt.err != "":
 				g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
@@ -288,12 +293,36 @@ func TestRemoteConfigAllowsOnlyInlineCredentials(t *testing.T) {
 				g.Expect(cfg.CAData).To(Equal([]byte("ca")))
 				g.Expect(cfg.Timeout).To(Equal(remoteRequestTimeout))
 				g.Expect(cfg.ExecProvider).To(BeNil())
-				g.Expect(cfg.Proxy).To(BeNil())
 			}
 		})
 	}
-	_, err := remoteConfig([]byte(strings.Repeat("{", 10)), (&Syncer{}).remoteServers())
+	_, err := remoteConfig([]byte(strings.Repeat("{", 10)), (&Syncer{}).remoteServers(), noProxy)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("not a kubeconfig")))
+}
+
+// A remote cluster's requests take no proxy from the environment unless
+// --remote-cluster-proxy-from-environment says so: client-go takes the
+// environment's proxy when a config has none, and a proxy would connect
+// where the address policy never looked.
+func TestRemoteClustersIgnoreProxyEnvironmentUnlessTold(t *testing.T) {
+	g := NewWithT(t)
+	data, err := clientcmd.Write(*inline())
+	g.Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequest(http.MethodGet, "https://10.0.0.1:6443/api", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	direct := &Syncer{}
+	cfg, err := remoteConfig(data, direct.remoteServers(), direct.remoteProxy())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Proxy).NotTo(BeNil(), "a nil Proxy is client-go's ProxyFromEnvironment")
+	u, err := cfg.Proxy(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u).To(BeNil())
+
+	viaEnv := &Syncer{RemoteClusterProxyFromEnvironment: true}
+	cfg, err = remoteConfig(data, viaEnv.remoteServers(), viaEnv.remoteProxy())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reflect.ValueOf(cfg.Proxy).Pointer()).To(Equal(reflect.ValueOf(http.ProxyFromEnvironment).Pointer()))
 }
 
 // TestForceDeleteReleasesAKustomizationWhoseClusterIsGone: a remote

@@ -72,7 +72,7 @@ func TestKubeConfigServersOnRefusedAddresses(t *testing.T) {
 		return data
 	}
 	groups := func(r *Syncer, server string) error {
-		cfg, err := remoteConfig(kubeconfig(server), r.remoteServers())
+		cfg, err := remoteConfig(kubeconfig(server), r.remoteServers(), r.remoteProxy())
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,11 @@ type Syncer struct {
 	// cluster that is sync-controller's own pod, so only tests and
 	// single-machine setups want it.
 	AllowLoopbackKubeConfigServers bool
+	// RemoteClusterProxyFromEnvironment sends the remote clusters'
+	// requests through the proxy of the environment variables
+	// (HTTPS_PROXY, NO_PROXY: --remote-cluster-proxy-from-environment);
+	// off, they go straight to the kubeconfig's server.
+	RemoteClusterProxyFromEnvironment bool
 	// NoCrossNamespaceRefs refuses dependsOn and healthChecks that name
 	// another namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
