@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"text/template"
@@ -227,51 +228,86 @@ func check(t *template.Template) error {
 	if len(t.Templates()) > 1 {
 		return errors.New("{{define}} and {{block}} are not supported: write one template")
 	}
-	return walk(t.Root, false)
+	return walk(t.Root, scope{dotIsView: true})
 }
 
-func walk(n parse.Node, inRange bool) error {
+// scope is where a node of the template stands: inside a {{range}}, and
+// whether dot is still the View (a {{with}} or {{range}} rebinds it to a
+// value whose type check cannot follow).
+type scope struct {
+	inRange, dotIsView bool
+}
+
+func walk(n parse.Node, s scope) error {
 	switch n := n.(type) {
 	case *parse.ListNode:
 		if n == nil {
 			return nil
 		}
 		for _, c := range n.Nodes {
-			if err := walk(c, inRange); err != nil {
+			if err := walk(c, s); err != nil {
 				return err
 			}
 		}
 	case *parse.TemplateNode:
 		return errors.New("{{template}} is not supported: write one template")
 	case *parse.IfNode:
-		return walkBranch(&n.BranchNode, inRange)
+		return walkBranch(&n.BranchNode, s, s)
 	case *parse.WithNode:
-		return walkBranch(&n.BranchNode, inRange)
+		return walkBranch(&n.BranchNode, scope{inRange: s.inRange}, s)
 	case *parse.RangeNode:
-		if inRange {
+		if s.inRange {
 			return errors.New("a {{range}} inside another {{range}} is not supported")
 		}
-		if !overField(n.Pipe) {
-			return errors.New("{{range}} goes over a field of the event only (such as .Metadata), not a number or variable")
+		if !s.dotIsView {
+			return errors.New("{{range}} inside {{with}} is not supported: range over a field of the event (such as .Metadata) outside it")
 		}
-		return walkBranch(&n.BranchNode, true)
+		if err := overCollection(n.Pipe); err != nil {
+			return err
+		}
+		return walkBranch(&n.BranchNode, scope{inRange: true}, s)
 	}
 	return nil
 }
 
-func walkBranch(b *parse.BranchNode, inRange bool) error {
-	if err := walk(b.List, inRange); err != nil {
+// walkBranch walks a branch's list in scope list and its else list in
+// scope elseList: an {{else}} of a {{with}} or {{range}} keeps the dot it
+// came with.
+func walkBranch(b *parse.BranchNode, list, elseList scope) error {
+	if err := walk(b.List, list); err != nil {
 		return err
 	}
-	return walk(b.ElseList, inRange)
+	return walk(b.ElseList, elseList)
 }
 
-// overField reports whether a range pipeline is a single field such as
-// .Metadata (with or without $k, $v :=).
-func overField(p *parse.PipeNode) bool {
+// viewType is the type a template's dot has at its top.
+var viewType = reflect.TypeFor[View]()
+
+// overCollection accepts a range pipeline that is one field chain of the
+// event (.Metadata; with or without $k, $v :=) whose every step is a
+// struct field, not a method, and whose value is a map or a slice: Go's
+// templates also range over an integer and over functions, so
+// {{range .Timestamp.UnixNano}} would loop some 10^18 times, and no
+// output or time bound stops a loop that prints nothing.
+func overCollection(p *parse.PipeNode) error {
 	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-		return false
+		return errors.New("{{range}} goes over one field of the event (such as .Metadata), not a pipeline")
 	}
-	_, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
-	return ok
+	f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
+	if !ok {
+		return errors.New("{{range}} goes over a field of the event only (such as .Metadata), not a number, variable or function")
+	}
+	t := viewType
+	for i, name := range f.Ident {
+		field, ok := t.FieldByName(name)
+		if t.Kind() != reflect.Struct || !ok || !field.IsExported() {
+			return fmt.Errorf("{{range %s}}: .%s is not a field of the event, and {{range}} goes over a map or list of the event only (such as .Metadata)",
+				f, strings.Join(f.Ident[:i+1], "."))
+		}
+		t = field.Type
+	}
+	if k := t.Kind(); k != reflect.Map && k != reflect.Slice {
+		return fmt.Errorf("{{range %s}}: a %s, and {{range}} goes over a map or list of the event only (such as .Metadata)", f, t)
+	}
+	return nil
 }

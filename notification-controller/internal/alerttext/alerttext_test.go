@@ -67,6 +67,20 @@ func TestRenderWithoutTemplatesSendsTheEventAsItIs(t *testing.T) {
 	g.Expect(out).To(Equal(Rendered{Message: degraded().Message}))
 }
 
+// A hostile Alert's template is refused when parsed, so it never holds one
+// of the execution slots every Alert shares: the other Alerts' templates
+// keep rendering.
+func TestAHostileRangeLeavesOtherAlertsWorking(t *testing.T) {
+	g := NewWithT(t)
+	for range maxRunning + 1 {
+		_, err := Parse(alert("{{ range .Timestamp.UnixNano }}{{ end }}", ""))
+		g.Expect(err).To(HaveOccurred())
+	}
+	out, err := render(t, "{{ .Reason }} in {{ .Metadata.cluster }}", "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Summary).To(Equal("HealthCheckFailed in prod-eu"))
+}
+
 func TestParseRefusesTemplatesItCannotRunSafely(t *testing.T) {
 	for _, tc := range []struct{ name, summary, message, want string }{
 		{"syntax", "{{ .Reason ", "", "spec.summary: "},
@@ -76,6 +90,13 @@ func TestParseRefusesTemplatesItCannotRunSafely(t *testing.T) {
 		{"nested range", "", `{{ range .Metadata }}{{ range $.Metadata }}x{{ end }}{{ end }}`, "inside another {{range}}"},
 		{"range over a number", "", `{{ range 1000000000 }}x{{ end }}`, "over a field of the event only"},
 		{"range over a variable", "", `{{ $m := .Metadata }}{{ range $m }}x{{ end }}`, "over a field of the event only"},
+		// Fields that lead to a number, a method or a string: Go ranges
+		// over integers, so these would loop for ever printing nothing.
+		{"range over a method's number", "{{ range .Timestamp.UnixNano }}{{ end }}", "", "spec.summary: {{range .Timestamp.UnixNano}}: .Timestamp.UnixNano is not a field of the event"},
+		{"range over a time", "", "{{ range .Timestamp }}{{ end }}", "{{range .Timestamp}}: a time.Time"},
+		{"range over a string", "", "{{ range .Message }}{{ end }}", "{{range .Message}}: a string"},
+		{"range inside with", "", "{{ with .Timestamp }}{{ range .Nanosecond }}{{ end }}{{ end }}", "{{range}} inside {{with}} is not supported"},
+		{"range over a pipeline", "", "{{ range .Metadata | len }}{{ end }}", "not a pipeline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

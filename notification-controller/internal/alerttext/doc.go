@@ -13,9 +13,12 @@
 // Templates are user input run on every event, so they are bounded:
 //   - at admission by the CRD (spec.summary 255 bytes, spec.messageTemplate
 //     4096), and at parse time by shape: no {{define}}, {{template}} or
-//     {{block}} (one template, no recursion), no {{range}} inside another,
-//     and {{range}} only over a field of the event (.Metadata), never over
-//     a number or a variable;
+//     {{block}} (one template, no recursion), no {{range}} inside another
+//     or inside {{with}}, and {{range}} only over a map or list field of
+//     the event (.Metadata), checked against View's type: never over a
+//     number (Go's templates range over integers, and
+//     {{range .Timestamp.UnixNano}} would loop for ever printing nothing,
+//     which no output bound stops), a method, a function or a variable;
 //   - printf refuses widths and precisions over 256;
 //   - every function that builds text (print, printf, println, html, js,
 //     urlquery, quote, upper, lower, replace: text/template's builtins
