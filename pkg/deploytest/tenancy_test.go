@@ -41,3 +41,33 @@ func TestCrossNamespaceRefsComponent(t *testing.T) {
 		g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeFalse(), name)
 	}
 }
+
+// lastFlagValue is the value of --name among args as pflag takes it: the
+// last occurrence wins.
+func lastFlagValue(args []string, name string) (string, bool) {
+	value, found := "", false
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			value, found = v, true
+		}
+	}
+	return value, found
+}
+
+// TestDefaultServiceAccountComponent: the install has a Kustomization or
+// HelmRelease that names no ServiceAccount act as its namespace's
+// "default" one (no rights unless bound), not as sync-controller, and
+// components/single-tenant turns that off.
+func TestDefaultServiceAccountComponent(t *testing.T) {
+	g := NewWithT(t)
+	d := typed[appsv1.Deployment](t, find(buildBase(t), "Deployment", "sync-controller"))
+	sa, ok := lastFlagValue(d.Spec.Template.Spec.Containers[0].Args, "default-service-account")
+	g.Expect(ok).To(BeTrue(), "deploy/ sets --default-service-account on sync-controller")
+	g.Expect(sa).To(Equal("default"))
+
+	overlay, err := build(filepath.Join("testdata", "single-tenant"))
+	g.Expect(err).NotTo(HaveOccurred())
+	d = typed[appsv1.Deployment](t, find(overlay, "Deployment", "sync-controller"))
+	sa, _ = lastFlagValue(d.Spec.Template.Spec.Containers[0].Args, "default-service-account")
+	g.Expect(sa).To(BeEmpty(), "components/single-tenant leaves sync-controller acting as itself")
+}
