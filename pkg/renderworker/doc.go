@@ -96,8 +96,8 @@
 // # What a worker keeps between renders
 //
 // Nothing of one render reaches the next: the decryption keys, values,
-// chart and results live in one request's handling, and the heap is
-// handed back to the system after each answer. The one thing kept is
+// chart and results live in one request's handling, and a worker idle for
+// two seconds hands its heap back to the system. The one thing kept is
 // kustomize's output for trees that never change (render.SharedBuilds,
 // only for requests that allow it and never with decryption keys), keyed
 // by everything that decides that output, so it gives any render exactly

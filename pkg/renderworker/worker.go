@@ -87,9 +87,15 @@ func serveWorker() int {
 	}
 	w := &worker{shared: render.NewSharedBuilds(0)}
 	r := bufio.NewReaderSize(in, 1<<16)
+	// An idle worker hands its heap back to the system, so that what it
+	// holds between renders is what it started with. Not after every
+	// answer: a busy worker would then map and fault its heap in again for
+	// each render (measured: a 591-object chart 15 % slower).
+	idle := time.AfterFunc(time.Hour, debug.FreeOSMemory)
 	for {
 		var req request
 		blob, err := readMessage(r, &req, maxRequestBlob)
+		idle.Stop()
 		if errors.Is(err, io.EOF) {
 			return 0
 		}
@@ -109,10 +115,8 @@ func serveWorker() int {
 			// stops it.
 			return 0
 		}
-		// Nothing of this render is reachable any more: hand its memory
-		// back, so an idle worker holds only what it started with.
 		resp, manifests = nil, nil
-		debug.FreeOSMemory()
+		idle.Reset(idleFree)
 	}
 }
 
@@ -163,6 +167,10 @@ func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []
 	}
 	return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request names neither a kustomization nor a chart"}}, nil
 }
+
+// idleFree is how long a worker waits for the next request before it
+// hands its heap back to the system.
+const idleFree = 2 * time.Second
 
 // workerGrace is how much later than the parent a worker gives up on its
 // render.
