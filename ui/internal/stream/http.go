@@ -118,7 +118,7 @@ func (x *Index) Routes(mux *http.ServeMux, auth Authorizer) {
 		if reason := q.Get("reason"); reason != "" {
 			f.reasons = []string{reason}
 		}
-		x.serve(w, r, auth, f, func(_ *request, e entry) any { return Event{Seq: e.seq, Event: e.ev} })
+		x.serve(w, r, auth, f, func(q *request, e entry) any { return q.event(e) })
 	})
 	mux.HandleFunc("GET /api/drift", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -256,20 +256,43 @@ func truncate(s string) string {
 	return s
 }
 
+// event shows an event of the history, its drift changes as driftEntry
+// shows them: the values and manager of a change only for an object the
+// user may get. (A drift event carries them in both routes.)
+func (q *request) event(e entry) Event {
+	if len(e.ev.Changes) == 0 {
+		return Event{Seq: e.seq, Event: e.ev}
+	}
+	ev := *e.ev // the index's copy is every reader's: never changed
+	ev.Changes = make([]events.Change, 0, len(e.ev.Changes))
+	for _, c := range q.changes(e.ev.Changes) {
+		ev.Changes = append(ev.Changes, c.Change)
+	}
+	return Event{Seq: e.seq, Event: &ev}
+}
+
+// changes is the one rule of what a user sees of drift changes: a change
+// of an object the user may get whole, of any other only its object and
+// path, marked hidden — no value, no field manager.
+func (q *request) changes(cs []events.Change) []DriftChange {
+	out := make([]DriftChange, 0, len(cs))
+	for _, c := range cs {
+		if q.mayShowChange(c.Object) {
+			out = append(out, DriftChange{Change: c})
+			continue
+		}
+		out = append(out, DriftChange{Change: events.Change{Object: c.Object, Path: c.Path}, Hidden: true})
+	}
+	return out
+}
+
 // driftEntry shows a drift event, with the values of each change only
-// for an object the user may get.
+// for an object the user may get (changes).
 func (q *request) driftEntry(e entry) DriftEntry {
 	ev := e.ev
 	d := DriftEntry{Seq: e.seq, Time: ev.Timestamp, Kind: ev.InvolvedObject.Kind, Namespace: ev.InvolvedObject.Namespace,
 		Name: ev.InvolvedObject.Name, Revision: ev.Revision, Reason: ev.Reason, Severity: ev.Severity,
-		Message: ev.Message, Changes: make([]DriftChange, 0, len(ev.Changes))}
-	for _, c := range ev.Changes {
-		if q.mayShowChange(c.Object) {
-			d.Changes = append(d.Changes, DriftChange{Change: c})
-			continue
-		}
-		d.Changes = append(d.Changes, DriftChange{Change: events.Change{Object: c.Object, Path: c.Path}, Hidden: true})
-	}
+		Message: ev.Message, Changes: q.changes(ev.Changes)}
 	if ev.Reason == driftCorrected {
 		d.Latency = latency(ev.Metadata["latency"])
 	}

@@ -625,6 +625,28 @@ func TestADriftChangeShowsItsValuesOnlyForAnObjectTheUserMayGet(t *testing.T) {
 	g.Expect(json.NewDecoder(resp.Body).Decode(&raw)).To(Succeed())
 	g.Expect(raw.Items[0].Changes[1]).To(Equal(map[string]any{"object": "Secret/kube-system/admin", "path": "data.token", "hidden": true}),
 		"no value, no manager of a hidden change")
+
+	// The event history shows the same event's changes by the same rule.
+	resp, err = http.Get(web.URL + "/api/events")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	var history struct {
+		Items []struct {
+			Changes []map[string]any `json:"changes"`
+		} `json:"items"`
+	}
+	g.Expect(json.NewDecoder(resp.Body).Decode(&history)).To(Succeed())
+	g.Expect(history.Items).To(HaveLen(1))
+	g.Expect(history.Items[0].Changes).To(Equal([]map[string]any{
+		{"object": "Deployment/apps/web", "path": "spec.replicas", "before": "5", "after": "2", "manager": "kubectl-edit"},
+		{"object": "Secret/kube-system/admin", "path": "data.token"},
+		{"object": "ClusterRole/admin", "path": "rules"},
+		{"object": "Deployment/apps/web/extra", "path": "spec"},
+		{"object": "Deployment/apps/web", "path": "spec.paused", "before": "true"},
+	}), "/api/events hides what /api/drift hides")
+	status, again := get[driftPage](t, web, "/api/drift")
+	g.Expect(status).To(Equal(http.StatusOK))
+	g.Expect(again.Items[0].Changes[0]).To(Equal(DriftChange{Change: e.Changes[0]}), "the index's copy of the event is unchanged")
 }
 
 // refusesAll may get nothing, and counts its checks.
