@@ -133,6 +133,8 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		Tokens:               tokens,
 		Verifier:             receiver.Verifier{IDTokens: receiver.NewIDTokens(notifOpts.GCRIssuer, notifOpts.GCRJWKSURL)},
 		MaxConcurrent:        notifOpts.ReceiverMaxConcurrent,
+		MaxShare:             notifOpts.ReceiverMaxShare,
+		BodyTimeout:          notifOpts.ReceiverBodyTimeout,
 		NoCrossNamespaceRefs: notifOpts.NoCrossNamespaceRefs,
 		Events:               recorder,
 		Log:                  log.WithName("receiver"),

@@ -57,6 +57,11 @@ type Notification struct {
 	// ReceiverMaxConcurrent is how many webhook calls are handled at the
 	// same time, over all Receivers; more are answered 429.
 	ReceiverMaxConcurrent int
+	// ReceiverMaxShare is the part of ReceiverMaxConcurrent one Receiver,
+	// or one namespace's Receivers, may hold; ReceiverBodyTimeout bounds
+	// the arrival of a call's body.
+	ReceiverMaxShare    float64
+	ReceiverBodyTimeout time.Duration
 	// GCRIssuer and GCRJWKSURL are the OpenID Connect issuer whose ID
 	// tokens gcr Receivers accept (Pub/Sub push authentication) and where
 	// its signing keys are published: Google's, unless a cluster without
@@ -97,6 +102,10 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 		"Webhook calls one Receiver takes at once before --receiver-rate-limit applies.")
 	fs.IntVar(&o.ReceiverMaxConcurrent, "receiver-max-concurrent", 16,
 		"Webhook calls handled at the same time over all Receivers; more are answered 429.")
+	fs.Float64Var(&o.ReceiverMaxShare, "receiver-max-share", 0.25,
+		"The part of --receiver-max-concurrent that one Receiver, or all the Receivers of one namespace, may hold at once (at least one call); more of theirs are answered 429.")
+	fs.DurationVar(&o.ReceiverBodyTimeout, "receiver-body-timeout", 5*time.Second,
+		"How long a webhook call's body may take to arrive once its headers have; a slower one is answered 408 and frees its slot.")
 	fs.StringVar(&o.GCRIssuer, "gcr-oidc-issuer", "https://accounts.google.com",
 		"The issuer (iss) of the ID tokens gcr Receivers accept from Pub/Sub push subscriptions.")
 	fs.StringVar(&o.GCRJWKSURL, "gcr-jwks-url", "https://www.googleapis.com/oauth2/v3/certs",
@@ -124,6 +133,10 @@ func (o *Notification) Validate() error {
 		return fmt.Errorf("--receiver-rate-limit must be positive and --receiver-burst at least 1, got %g and %d", o.ReceiverRate, o.ReceiverBurst)
 	case o.ReceiverMaxConcurrent < 1:
 		return fmt.Errorf("--receiver-max-concurrent must be at least 1, got %d", o.ReceiverMaxConcurrent)
+	case o.ReceiverMaxShare <= 0 || o.ReceiverMaxShare > 1:
+		return fmt.Errorf("--receiver-max-share must be above 0 and at most 1, got %g", o.ReceiverMaxShare)
+	case o.ReceiverBodyTimeout <= 0:
+		return fmt.Errorf("--receiver-body-timeout must be positive, got %s", o.ReceiverBodyTimeout)
 	case o.GCRIssuer == "":
 		return fmt.Errorf("--gcr-oidc-issuer must not be empty")
 	case !strings.HasPrefix(o.GCRJWKSURL, "https://") && !strings.HasPrefix(o.GCRJWKSURL, "http://"):

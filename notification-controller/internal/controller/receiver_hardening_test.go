@@ -354,3 +354,106 @@ func TestWebhookPanicIsRecovered(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 	g.Expect(requestedAt(t, app)).NotTo(BeEmpty())
 }
+
+// holdCall posts to url with a body that does not end until the returned
+// function is called; the call's status code arrives on the channel.
+func holdCall(t *testing.T, url string) (release func(), code <-chan int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "application/json", pr)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	var once sync.Once
+	release = func() { once.Do(func() { _, _ = pw.Write([]byte("{}")); pw.Close() }) }
+	t.Cleanup(release)
+	return release, done
+}
+
+// TestAReceiverHoldsNoMoreThanItsShare: one Receiver, or one namespace's
+// Receivers, holding calls open cannot take the other tenants' slots: its
+// next call is answered 429 while another namespace's Receiver is served,
+// and a body that dribbles is cut at --receiver-body-timeout, freeing its
+// slot.
+func TestAReceiverHoldsNoMoreThanItsShare(t *testing.T) {
+	g := NewWithT(t)
+	nsA, nsB := newNamespace(t), newNamespace(t)
+	busy := createReceiver(t, nsA, "busy", notificationv1.GenericHMACReceiver, nil)
+	neighbour := createReceiver(t, nsA, "neighbour", notificationv1.GenericHMACReceiver, nil)
+	other := createReceiver(t, nsB, "other", notificationv1.GenericHMACReceiver, nil)
+	own := &receiver.Tokens{Rate: 1000, Burst: 1000}
+	loader := &receiver.TokenLoader{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own, RefreshInterval: time.Hour}
+	for _, r := range []*notificationv1.Receiver{busy, neighbour, other} {
+		_, err := loader.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(r)})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	// 8 slots, a quarter each: two calls per Receiver and per namespace.
+	url := serve(t, &receiver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own,
+		MaxConcurrent: 8, MaxShare: 0.25, BodyTimeout: time.Minute, Log: logr.Discard()})
+
+	var releases []func()
+	var codes []<-chan int
+	for range 2 {
+		release, code := holdCall(t, url+busy.Status.WebhookPath)
+		releases, codes = append(releases, release), append(codes, code)
+	}
+	const shareFull = "429 this receiver, or its namespace, holds its share of the concurrent calls\n"
+	g.Eventually(func() string {
+		code, msg := postTo(t, url+busy.Status.WebhookPath, nil, nil)
+		return fmt.Sprint(code, " ", msg)
+	}, timeout, poll).Should(Equal(shareFull), "busy's third call")
+	code, msg := postTo(t, url+neighbour.Status.WebhookPath, nil, nil)
+	g.Expect(fmt.Sprint(code, " ", msg)).To(Equal(shareFull), "the same namespace's other Receiver")
+	code, msg = postTo(t, url+other.Status.WebhookPath, nil, nil)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "another namespace's Receiver is served (and its unsigned call refused): %s", msg)
+
+	// Once busy's calls end, it has its share again.
+	for i, release := range releases {
+		release()
+		g.Eventually(codes[i], timeout).Should(Receive(Equal(http.StatusUnauthorized)))
+	}
+	code, msg = postTo(t, url+busy.Status.WebhookPath, nil, nil)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
+}
+
+func TestASlowBodyIsCutAtTheBodyTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	slow := createReceiver(t, ns, "slow", notificationv1.GenericHMACReceiver, nil)
+	own := &receiver.Tokens{Rate: 1000, Burst: 1000}
+	loader := &receiver.TokenLoader{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own, RefreshInterval: time.Hour}
+	_, err := loader.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(slow)})
+	g.Expect(err).NotTo(HaveOccurred())
+	url := serve(t, &receiver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own,
+		MaxConcurrent: 1, BodyTimeout: time.Second, Log: logr.Discard()})
+
+	// A body of a byte every 200 ms, for ever: answered 408.
+	pr, pw := io.Pipe()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer pw.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				if _, err := pw.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	code, msg := postTo(t, url+slow.Status.WebhookPath, nil, pr)
+	g.Expect(code).To(Equal(http.StatusRequestTimeout), msg)
+	g.Expect(msg).To(Equal("the body did not arrive within 1s\n"))
+	// Its slot, the server's only one, is free again.
+	code, msg = postTo(t, url+slow.Status.WebhookPath, nil, nil)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
+}

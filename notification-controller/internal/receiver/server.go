@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,16 @@ type Server struct {
 	Verifier Verifier
 	// MaxConcurrent bounds the calls handled at once; more are answered 429.
 	MaxConcurrent int
+	// MaxShare is the part of MaxConcurrent one Receiver, and all the
+	// Receivers of one namespace, may hold (--receiver-max-share, at
+	// least one call); more of theirs are answered 429. Zero is
+	// DefaultMaxShare.
+	MaxShare float64
+	// BodyTimeout bounds the time a call's body takes to arrive once its
+	// headers have (--receiver-body-timeout): a client that sends a body a
+	// byte at a time is answered 408 and frees its slot. Zero is
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// NoCrossNamespaceRefs skips resources in another namespace than the
 	// Receiver's (the Receiver reconciler also marks it not Ready).
 	NoCrossNamespaceRefs bool
@@ -70,9 +81,14 @@ type Server struct {
 	// Now returns the requestedAt value; time.Now when nil.
 	Now func() time.Time
 
-	once  sync.Once
-	slots chan struct{}
+	once   sync.Once
+	slots  chan struct{}
+	shares *shares
 }
+
+// DefaultBodyTimeout is --receiver-body-timeout: a webhook's body is at
+// most MaxBodySize, which any sender delivers in well under a second.
+const DefaultBodyTimeout = 5 * time.Second
 
 // NeedLeaderElection lets every replica serve.
 func (s *Server) NeedLeaderElection() bool { return false }
@@ -112,7 +128,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // Handler returns the HTTP handler: POST /hook/<id>, behind the
 // concurrency cap and a panic guard.
 func (s *Server) Handler() http.Handler {
-	s.once.Do(func() { s.slots = make(chan struct{}, max(s.MaxConcurrent, 1)) })
+	s.once.Do(func() {
+		s.slots = make(chan struct{}, max(s.MaxConcurrent, 1))
+		share := s.MaxShare
+		if share <= 0 {
+			share = DefaultMaxShare
+		}
+		s.shares = newShares(max(s.MaxConcurrent, 1), share)
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hook/{id}", s.hook)
 	mux.HandleFunc("/hook/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -162,6 +185,13 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusNotFound, "not found")
 		return
 	}
+	release, ok := s.shares.acquire(found.receiver)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		s.answer(w, http.StatusTooManyRequests, "this receiver, or its namespace, holds its share of the concurrent calls")
+		return
+	}
+	defer release()
 	var rcv notificationv1.Receiver
 	if err := s.Client.Get(ctx, found.receiver, &rcv); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -187,11 +217,21 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	bodyTimeout := s.BodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyTimeout
+	}
+	// A slot is held while the body arrives: it gets BodyTimeout to.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			s.answer(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", MaxBodySize)
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.answer(w, http.StatusRequestTimeout, "the body did not arrive within %s", bodyTimeout)
 			return
 		}
 		s.answer(w, http.StatusBadRequest, "reading the body failed")
