@@ -30,8 +30,16 @@ import (
 // test ends.
 func start(t *testing.T, auth string, insecureCookies bool) *server.Server {
 	t.Helper()
+	return startWith(t, server.Options{Auth: auth, InsecureCookies: insecureCookies})
+}
+
+// startWith runs a server with opts (its address and config set here)
+// until the test ends.
+func startWith(t *testing.T, opts server.Options) *server.Server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{Listen: "127.0.0.1:0", Auth: auth, Config: env.Config, InsecureCookies: insecureCookies})
+	opts.Listen, opts.Config = "127.0.0.1:0", env.Config
+	srv, err := server.New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

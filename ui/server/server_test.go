@@ -57,6 +57,28 @@ func TestATokenSignsInAsItsServiceAccountUntilSignOut(t *testing.T) {
 	g.Expect(status).To(Equal(http.StatusUnauthorized), string(data))
 }
 
+// An open live stream ends with its session: when the user signs out
+// (from another request), and when the session expires while the stream
+// sits idle.
+func TestALiveStreamEndsWithItsSession(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t, "live-end")
+	token, _ := serviceAccountToken(t, ns, "viewer")
+
+	b := newBrowser(t, start(t, server.AuthToken, true))
+	b.signIn(map[string]string{"token": token})
+	stream := b.live()
+	g.Consistently(stream.changes, 300*time.Millisecond).ShouldNot(BeClosed(), "the stream stays open while the session lasts")
+	status, data, _ := b.do(http.MethodPost, "/api/logout", nil)
+	g.Expect(status).To(Equal(http.StatusOK), string(data))
+	g.Eventually(stream.changes, 30*time.Second).Should(BeClosed(), "signing out ends the stream")
+
+	short := newBrowser(t, startWith(t, server.Options{Auth: server.AuthToken, InsecureCookies: true, SessionTTL: 2 * time.Second}))
+	short.signIn(map[string]string{"token": token})
+	stream = short.live()
+	g.Eventually(stream.changes, 30*time.Second).Should(BeClosed(), "an expired session ends the stream")
+}
+
 func TestAUsersEleventhSignInEndsTheirOldestSession(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t, "sessions")

@@ -53,8 +53,29 @@ type Session struct {
 	// ended is set when the Gate let go of the session: a request still
 	// in flight keeps no more answers, which nothing would release.
 	ended bool
-	now   func() time.Time
+	// endedCh is closed then, for the requests that last (Ended).
+	endedCh chan struct{}
+	now     func() time.Time
 }
+
+// Ended is closed once the session ends: signed out, expired and
+// noticed, or ended by a newer sign-in of its user. A request that lasts
+// (the live stream) ends with it.
+func (s *Session) Ended() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endedCh == nil {
+		s.endedCh = make(chan struct{})
+		if s.ended {
+			close(s.endedCh)
+		}
+	}
+	return s.endedCh
+}
+
+// Expires is when the session ends at the latest; zero for a session the
+// Gate did not issue.
+func (s *Session) Expires() time.Time { return s.expires }
 
 // review is one question asked of the API server.
 type review struct {
@@ -145,6 +166,9 @@ func (s *Session) release() {
 	defer s.mu.Unlock()
 	cachedReviews.Add(-int64(len(s.reviews)))
 	clear(s.reviews)
+	if s.endedCh != nil && !s.ended {
+		close(s.endedCh)
+	}
 	s.ended = true
 }
 

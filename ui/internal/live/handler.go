@@ -60,10 +60,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	beat := time.NewTicker(every)
 	defer beat.Stop()
+	// The stream ends with its session: at sign-out, and at its expiry
+	// even while nothing else asks the Gate about it.
+	var expired <-chan time.Time
+	if at := s.Expires(); !at.IsZero() {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		expired = t.C
+	}
 	ctx := r.Context()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.Ended():
+			return
+		case <-expired:
 			return
 		case <-sub.overflow:
 			return // too far behind: the page reconnects and refetches
