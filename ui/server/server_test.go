@@ -79,6 +79,48 @@ func TestALiveStreamEndsWithItsSession(t *testing.T) {
 	g.Eventually(stream.changes, 30*time.Second).Should(BeClosed(), "an expired session ends the stream")
 }
 
+// A script trying tokens behind a shared address spends that address's
+// sign-ins, and the users who come through the same address are not
+// locked out by it: a browser that signed in here before has a device
+// cookie and sign-ins of its own. A stranger without one, or with a cookie
+// the server did not make, still meets the address's limit.
+func TestAScriptOnASharedAddressDoesNotLockOutKnownBrowsers(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t, "lockout")
+	token, _ := serviceAccountToken(t, ns, "viewer")
+	srv := start(t, server.AuthToken, true)
+
+	known := newBrowser(t, srv)
+	known.signIn(map[string]string{"token": token})
+	status, data, _ := known.do(http.MethodPost, "/api/logout", nil)
+	g.Expect(status).To(Equal(http.StatusOK), string(data))
+
+	script := newBrowser(t, srv)
+	limited := false
+	for range 40 {
+		status, _, _ := script.do(http.MethodPost, "/api/login", map[string]string{"token": "not-a-token"})
+		if status == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+		g.Expect(status).To(Equal(http.StatusUnauthorized))
+	}
+	g.Expect(limited).To(BeTrue(), "the script spent the address's sign-ins")
+
+	stranger := newBrowser(t, srv)
+	status, data, _ = stranger.do(http.MethodPost, "/api/login", map[string]string{"token": token})
+	g.Expect(status).To(Equal(http.StatusTooManyRequests), "a browser that never signed in here shares the address's limit: %s", data)
+	forged := newBrowser(t, srv)
+	u, err := url.Parse(forged.base)
+	g.Expect(err).NotTo(HaveOccurred())
+	forged.http.Jar.SetCookies(u, []*http.Cookie{{Name: "plumb_device", Value: "bm90LW91cnM.bm90LWEtbWFj", Path: "/"}})
+	status, data, _ = forged.do(http.MethodPost, "/api/login", map[string]string{"token": token})
+	g.Expect(status).To(Equal(http.StatusTooManyRequests), "a device cookie the server did not make counts for nothing: %s", data)
+
+	s := known.signIn(map[string]string{"token": token})
+	g.Expect(s.CSRF).NotTo(BeEmpty(), "the browser that signed in before is not locked out")
+}
+
 func TestAUsersEleventhSignInEndsTheirOldestSession(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t, "sessions")

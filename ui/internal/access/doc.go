@@ -31,7 +31,9 @@
 // change anything.
 //
 // Bounds, so that one token cannot exhaust the server: sign-ins are
-// rate-limited per client address; a user has at most MaxSessionsPerUser
+// rate-limited per client address, and per browser for one that signed
+// in here before (its device cookie, device.go), so a script behind a
+// shared address cannot lock out the users who come through it; a user has at most MaxSessionsPerUser
 // sessions (a further sign-in ends the oldest), the server maxSessions;
 // the reviews cached by all sessions together are at most
 // MaxCachedReviews. A Secure cookie is named with the __Host- prefix.

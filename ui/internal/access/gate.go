@@ -114,7 +114,9 @@ type Gate struct {
 	now      func() time.Time
 
 	limitersMu sync.Mutex
-	limiters   map[string]*rate.Limiter // POST /api/login's, by client address
+	limiters   map[string]*rate.Limiter // POST /api/login's, by device or client address
+	// deviceKey signs device cookies (device.go); a restart forgets them.
+	deviceKey []byte
 }
 
 // New returns a Gate. In kubeconfig mode it also has a first login secret.
@@ -125,7 +127,8 @@ func New(opts Options) (*Gate, error) {
 	if opts.TTL <= 0 {
 		return nil, fmt.Errorf("the session TTL must be positive, got %s", opts.TTL)
 	}
-	g := &Gate{opts: opts, sessions: map[string]*Session{}, now: time.Now, limiters: map[string]*rate.Limiter{}}
+	g := &Gate{opts: opts, sessions: map[string]*Session{}, now: time.Now, limiters: map[string]*rate.Limiter{},
+		deviceKey: []byte(randomString())}
 	if opts.Mode == ModeKubeconfig {
 		g.secret = randomString()
 	}
@@ -233,7 +236,7 @@ type sessionInfo struct {
 func (g *Gate) Login(w http.ResponseWriter, r *http.Request) {
 	if !g.allowLogin(r) {
 		w.Header().Set("Retry-After", "1")
-		httpapi.Error(w, http.StatusTooManyRequests, "too many sign-ins from this address: wait a little")
+		httpapi.Error(w, http.StatusTooManyRequests, "too many sign-ins from this browser or address: wait a little")
 		return
 	}
 	// A form another site posts cannot be JSON without a CORS preflight,
@@ -280,28 +283,37 @@ func (g *Gate) Login(w http.ResponseWriter, r *http.Request) {
 		Name: g.cookieName(), Value: s.id, Path: "/", MaxAge: int(g.opts.TTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.secure(),
 	})
+	g.rememberDevice(w, r)
 	// The answer carries the csrf value every further request needs: the
 	// page keeps it in its origin's storage.
 	httpapi.JSON(w, http.StatusOK, info(s))
 }
 
-// allowLogin takes one sign-in from the request's client address out of
-// its limiter. The address is the connection's: behind a proxy all of its
-// clients share one limiter, which still bounds what a script can try.
+// allowLogin takes one sign-in out of a limiter: the device's, for a
+// browser with a device cookie of this Gate (device.go: one that signed in
+// here before), else the client address's. The address is the
+// connection's: behind a proxy all of its clients without a device cookie
+// share one limiter, which bounds what a script can try, while those who
+// signed in before keep a limiter of their own that the script cannot
+// spend.
 func (g *Gate) allowLogin(r *http.Request) bool {
-	addr, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		addr = r.RemoteAddr
+	key := "device:" + g.device(r)
+	if key == "device:" {
+		addr, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			addr = r.RemoteAddr
+		}
+		key = "address:" + addr
 	}
 	g.limitersMu.Lock()
 	defer g.limitersMu.Unlock()
-	l := g.limiters[addr]
+	l := g.limiters[key]
 	if l == nil {
 		if len(g.limiters) >= maxLimiters {
 			now := g.now()
-			for a, old := range g.limiters {
+			for k, old := range g.limiters {
 				if old.TokensAt(now) >= loginBurst {
-					delete(g.limiters, a)
+					delete(g.limiters, k)
 				}
 			}
 			if len(g.limiters) >= maxLimiters {
@@ -309,7 +321,7 @@ func (g *Gate) allowLogin(r *http.Request) bool {
 			}
 		}
 		l = rate.NewLimiter(loginRate, loginBurst)
-		g.limiters[addr] = l
+		g.limiters[key] = l
 	}
 	return l.AllowN(g.now(), 1)
 }
