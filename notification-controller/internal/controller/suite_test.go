@@ -73,6 +73,8 @@ var suiteOptions = config.Notification{
 	ReceiverRate:           1000,
 	ReceiverBurst:          1000,
 	ReceiverMaxConcurrent:  64,
+	ReceiverMaxShare:       0.25,
+	ReceiverBodyTimeout:    5 * time.Second,
 	// Never fetched: no suite test posts a gcr call with a token.
 	GCRIssuer:  "https://accounts.google.com",
 	GCRJWKSURL: "https://www.googleapis.com/oauth2/v3/certs",
