@@ -74,8 +74,12 @@ func serveWorker() int {
 	// reason does not, and their arguments are bits of the render's data.
 	debug.SetTraceback("none")
 	// The garbage collector works hard well before the address-space limit,
-	// so a render that fits is not failed by garbage it left behind.
+	// so a render that fits is not failed by garbage it left behind; below
+	// it, a worker has memory to spare and collects half as often as Go's
+	// default (a 591-object chart rendered 1.1–1.2× the time of an
+	// in-process render with the default, 0.9× with this: bench-helm).
 	debug.SetMemoryLimit(memory / 8 * 7)
+	debug.SetGCPercent(200)
 	render.LockDownProcess()
 	go exitOnCPULimit()
 
