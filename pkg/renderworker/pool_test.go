@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 			os.Exit(9)
 		}
 		go exitOnCPULimit()
+		//lint:ignore SA5002 spinning is the point: it passes the CPU limit
 		for {
 		}
 	default:
