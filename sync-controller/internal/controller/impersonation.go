@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -164,4 +165,49 @@ func (r *Syncer) serviceAccountGone(ctx context.Context, obj application) (types
 		return sa, true, nil
 	}
 	return sa, false, err
+}
+
+// missingServiceAccountError is a refusal to a ServiceAccount that does
+// not exist, said as such: the API server authorizes an impersonated
+// ServiceAccount by its name alone, existing or not, so its refusal names
+// only the verb, which sends the reader to look for a missing RoleBinding.
+type missingServiceAccountError struct {
+	sa types.NamespacedName
+	// byDefault: the ServiceAccount is --default-service-account's, the
+	// object naming none itself.
+	byDefault bool
+	err       error
+}
+
+func (e *missingServiceAccountError) Error() string {
+	from := "spec.serviceAccountName"
+	if e.byDefault {
+		from = "sync-controller's --default-service-account, as spec.serviceAccountName is empty"
+	}
+	return fmt.Sprintf("ServiceAccount %s does not exist (%s): create it and bind it the rights to apply these objects; %v",
+		e.sa, from, e.err)
+}
+
+func (e *missingServiceAccountError) Unwrap() error { return e.err }
+
+// explainForbidden returns err, said to be a refusal to a missing
+// ServiceAccount when it is one: when the API server refused a request of
+// the object's ServiceAccount and that ServiceAccount does not exist. It
+// reads the ServiceAccount (uncached) only then, so a sync that is
+// allowed costs no request more. A ServiceAccount that exists, or that
+// cannot be read, leaves err as it is.
+func (s *syncRun) explainForbidden(ctx context.Context, err error) error {
+	var fe *engine.ForbiddenError
+	var already *missingServiceAccountError
+	if err == nil || !errors.As(err, &fe) || errors.As(err, &already) {
+		return err
+	}
+	sa, ok := serviceAccountOf(s.app, s.r.DefaultServiceAccount)
+	if !ok || fe.User != engine.ServiceAccountUser(sa) {
+		return err
+	}
+	if _, gone, getErr := s.r.serviceAccountGone(ctx, s.app); getErr != nil || !gone {
+		return err
+	}
+	return &missingServiceAccountError{sa: sa, byDefault: s.spec.ServiceAccountName == "", err: err}
 }

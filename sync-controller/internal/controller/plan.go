@@ -84,7 +84,9 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 			Warnings: syncWarnings(s.objs)}
 	}
 
-	err := s.runPhases(ctx, p, resume, newSync)
+	// Explained here already, so that status.sync, which a retry shows
+	// until it is due, says it too.
+	err := s.explainForbidden(ctx, s.runPhases(ctx, p, resume, newSync))
 	s.recordApply(ctx)
 	if err != nil {
 		if newSync {

@@ -157,7 +157,7 @@ func (s *syncRun) steps() []reconcile.Step {
 			// The skeleton sums the run up from out: it must hold what
 			// the step did to the sync status.
 			defer func() { s.outApp.setSyncStatus(s.st) }()
-			return run(ctx)
+			return s.explainForbidden(ctx, run(ctx))
 		}
 	}
 	return steps

@@ -193,6 +193,32 @@ func TestDefaultServiceAccountAndCrossNamespaceRefs(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Succeed())
 	})
 
+	t.Run("a default ServiceAccount that does not exist is named as missing, and nothing is applied", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx, ks := newKustomization(t, nil)
+		render(t, ks, "main@sha1:m1", configMapIn(ks.Namespace, "own"))
+		g.Expect(waitNotReady(t, ks, kustomizev1.SyncFailedReason)).To(And(
+			HavePrefix(fmt.Sprintf("ServiceAccount %s/tenant does not exist (sync-controller's --default-service-account, as spec.serviceAccountName is empty): "+
+				"create it and bind it the rights to apply these objects; ", ks.Namespace)),
+			ContainSubstring(fmt.Sprintf("ConfigMap/%s/own: forbidden: ServiceAccount %s/tenant may not patch configmaps", ks.Namespace, ks.Namespace))))
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+
+		// Once the platform creates and binds it, the next try applies.
+		tenantServiceAccount(t, ctx, ks.Namespace, "tenant")
+		requestReconcile(t, ks)
+		waitReady(t, ks, "main@sha1:m1")
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Succeed())
+	})
+
+	t.Run("a named ServiceAccount that does not exist is named as missing", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Spec.ServiceAccountName = "deployer" })
+		render(t, ks, "main@sha1:m2", configMapIn(ks.Namespace, "own"))
+		g.Expect(waitNotReady(t, ks, kustomizev1.SyncFailedReason)).To(HavePrefix(fmt.Sprintf(
+			"ServiceAccount %s/deployer does not exist (spec.serviceAccountName): create it and bind it the rights to apply these objects; ", ks.Namespace)))
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "own"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+	})
+
 	for _, tc := range []struct {
 		name   string
 		mutate func(ks *kustomizev1.Kustomization)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"plumb.dev/pkg/object"
 )
@@ -96,8 +97,13 @@ func Forbidden(id object.ID, err error) error {
 func userName(user string) string {
 	if rest, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
 		if ns, name, ok := strings.Cut(rest, ":"); ok {
-			return "ServiceAccount " + ns + "/" + name
+			return ServiceAccountUser(types.NamespacedName{Namespace: ns, Name: name})
 		}
 	}
 	return "user " + user
+}
+
+// ServiceAccountUser is ForbiddenError.User for a ServiceAccount.
+func ServiceAccountUser(sa types.NamespacedName) string {
+	return "ServiceAccount " + sa.Namespace + "/" + sa.Name
 }
