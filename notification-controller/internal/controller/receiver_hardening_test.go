@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -355,25 +356,59 @@ func TestWebhookPanicIsRecovered(t *testing.T) {
 	g.Expect(requestedAt(t, app)).NotTo(BeEmpty())
 }
 
-// holdCall posts to url with a body that does not end until the returned
-// function is called; the call's status code arrives on the channel.
-func holdCall(t *testing.T, url string) (release func(), code <-chan int) {
+// heldCall is a webhook call on a connection of its own whose headers
+// ask for "100 Continue": net/http sends that when the handler starts
+// reading the body, so a call that has received it holds its slot and
+// its share until its body arrives, and a test need not guess when.
+type heldCall struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// holdCall sends the headers of a call to path on url, announcing a body
+// of length bytes, and waits until the handler reads the body.
+func holdCall(t *testing.T, url, path string, length int) *heldCall {
 	t.Helper()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		resp, err := http.Post(url, "application/json", pr)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
-	var once sync.Once
-	release = func() { once.Do(func() { _, _ = pw.Write([]byte("{}")); pw.Close() }) }
-	t.Cleanup(release)
-	return release, done
+	host := strings.TrimPrefix(url, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// Only keeps a broken server from hanging the test.
+	if err := conn.SetReadDeadline(time.Now().Add(2 * timeout)); err != nil {
+		t.Fatal(err)
+	}
+	c := &heldCall{t: t, conn: conn, r: bufio.NewReader(conn)}
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", path, host, length); err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := c.answer(); code != http.StatusContinue {
+		t.Fatalf("call to %s: %d %s, not 100 Continue", path, code, msg)
+	}
+	return c
+}
+
+// answer reads the next answer on the call's connection.
+func (c *heldCall) answer() (int, string) {
+	c.t.Helper()
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(msg)
+}
+
+// finish sends the body and returns the answer.
+func (c *heldCall) finish(body string) (int, string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.conn, body); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.answer()
 }
 
 // TestAReceiverHoldsNoMoreThanItsShare: one Receiver, or one namespace's
@@ -397,26 +432,22 @@ func TestAReceiverHoldsNoMoreThanItsShare(t *testing.T) {
 	url := serve(t, &receiver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own,
 		MaxConcurrent: 8, MaxShare: 0.25, BodyTimeout: time.Minute, Log: logr.Discard()})
 
-	var releases []func()
-	var codes []<-chan int
+	var held []*heldCall
 	for range 2 {
-		release, code := holdCall(t, url+busy.Status.WebhookPath)
-		releases, codes = append(releases, release), append(codes, code)
+		held = append(held, holdCall(t, url, busy.Status.WebhookPath, 2))
 	}
 	const shareFull = "429 this receiver, or its namespace, holds its share of the concurrent calls\n"
-	g.Eventually(func() string {
-		code, msg := postTo(t, url+busy.Status.WebhookPath, nil, nil)
-		return fmt.Sprint(code, " ", msg)
-	}, timeout, poll).Should(Equal(shareFull), "busy's third call")
-	code, msg := postTo(t, url+neighbour.Status.WebhookPath, nil, nil)
+	code, msg := postTo(t, url+busy.Status.WebhookPath, nil, nil)
+	g.Expect(fmt.Sprint(code, " ", msg)).To(Equal(shareFull), "busy's third call")
+	code, msg = postTo(t, url+neighbour.Status.WebhookPath, nil, nil)
 	g.Expect(fmt.Sprint(code, " ", msg)).To(Equal(shareFull), "the same namespace's other Receiver")
 	code, msg = postTo(t, url+other.Status.WebhookPath, nil, nil)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "another namespace's Receiver is served (and its unsigned call refused): %s", msg)
 
 	// Once busy's calls end, it has its share again.
-	for i, release := range releases {
-		release()
-		g.Eventually(codes[i], timeout).Should(Receive(Equal(http.StatusUnauthorized)))
+	for _, c := range held {
+		code, msg := c.finish("{}")
+		g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
 	}
 	code, msg = postTo(t, url+busy.Status.WebhookPath, nil, nil)
 	g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
