@@ -84,12 +84,6 @@ func NewPool(opts Options) *Pool {
 	return p
 }
 
-// Workers is how many renders may run at once.
-func (p *Pool) Workers() int { return p.opts.Workers }
-
-// Memory is each worker's memory limit in bytes.
-func (p *Pool) Memory() int64 { return p.opts.Memory }
-
 // Started is how many worker processes the pool has started.
 func (p *Pool) Started() int64 {
 	p.mu.Lock()
