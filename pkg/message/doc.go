@@ -41,6 +41,15 @@
 // TruncateTo takes another bound, for a smaller field of the same kind: the
 // before and after values of a drift event's changes (pkg/diff).
 //
+// # A remote's words
+//
+// Excerpt is what a message may quote of a remote's answer, such as the
+// body of an error: 256 bytes of printable text on one line, without the
+// control characters and escape sequences a hostile server would send to
+// the terminals and chat clients that show it. source-controller puts every
+// error answer of a Git host, chart repository or registry through it
+// before any client reads it (source-controller/internal/egress).
+//
 // # Credentials in URLs
 //
 // StripUserInfo removes "user:password@" from every URL in a text, for

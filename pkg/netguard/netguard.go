@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -14,14 +15,20 @@ import (
 // (169.254.0.0/16, fe80::/10, where clouds serve instance metadata and
 // credentials), multicast and broadcast, and the metadata and platform
 // addresses outside those ranges (100.100.100.200, fd00:ec2::254,
-// 168.63.129.16). Loopback (127.0.0.0/8, ::1) only with AllowLoopback;
+// 168.63.129.16). Loopback (127.0.0.0/8, ::1) only with AllowLoopback,
 // private ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) only
-// with AllowPrivate. An IPv6 address that carries an IPv4 address is
-// judged as that address too (embeddedIPv4: mapped, compatible,
-// translated, NAT64, 6to4 and Teredo forms).
+// with AllowPrivate, either also in a network of Allowed. An IPv6 address
+// that carries an IPv4 address is judged as that address too
+// (embeddedIPv4: mapped, compatible, translated, NAT64, 6to4 and Teredo
+// forms).
 type Policy struct {
 	AllowPrivate  bool
 	AllowLoopback bool
+	// Allowed are networks where loopback and private addresses are
+	// allowed without AllowLoopback or AllowPrivate: an operator's
+	// private registry or Git server. They lift only those two refusals:
+	// the addresses always refused stay refused whatever is listed.
+	Allowed []netip.Prefix
 	// LoopbackFlag and PrivateFlag name the controller's flags that allow
 	// those ranges, for the refusal's message.
 	LoopbackFlag, PrivateFlag string
@@ -85,15 +92,55 @@ func (p Policy) check(ip netip.Addr) error {
 	case ip.IsMulticast(), ip == broadcast:
 		return refuse("multicast or broadcast")
 	case ip.IsLoopback():
-		if !p.AllowLoopback {
+		if !p.AllowLoopback && !p.listed(ip) {
 			return refuse(allowedBy("loopback", p.LoopbackFlag))
 		}
 	case ip.IsPrivate(), sharedSpace.Contains(ip), localNAT64.Contains(ip):
-		if !p.AllowPrivate {
+		if !p.AllowPrivate && !p.listed(ip) {
 			return refuse(allowedBy("private", p.PrivateFlag))
 		}
 	}
 	return nil
+}
+
+func (p Policy) listed(ip netip.Addr) bool {
+	for _, n := range p.Allowed {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseNetworks reads a list of networks for Policy.Allowed: CIDRs
+// (10.1.0.0/16, fd00:1::/64) or single addresses (10.1.2.3). A CIDR with
+// host bits set (10.1.2.3/16) is refused: it is more likely a typo than
+// the network it would mean.
+func ParseNetworks(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			ip, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("%q is neither a CIDR nor an IP address", s)
+			}
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+			continue
+		}
+		n, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR: %w", s, err)
+		}
+		if n != n.Masked() {
+			return nil, fmt.Errorf("%q has host bits set: write %s", s, n.Masked())
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func allowedBy(what, flag string) string {

@@ -151,3 +151,37 @@ func TestIPv6FormsCarryingIPv4AreJudgedAsIt(t *testing.T) {
 		}
 	}
 }
+
+// Allowed lifts the loopback and private refusals for its networks only,
+// for an IPv6 address carrying one of their addresses too, and never the
+// refusals that always hold.
+func TestAllowedNetworks(t *testing.T) {
+	allowed, err := ParseNetworks([]string{"10.1.0.0/16", "127.0.0.1", " fd00:1::/64 ", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Allowed: allowed, PrivateFlag: "--allowed-private-networks", LoopbackFlag: "--allowed-private-networks"}
+	for ip, ok := range map[string]bool{
+		"10.1.2.3": true, "64:ff9b::10.1.2.3": true, "fd00:1::5": true, "127.0.0.1": true,
+		"10.2.0.1": false, "127.0.0.2": false, "fd00:2::5": false, "::1": false,
+	} {
+		err := p.Check(netip.MustParseAddr(ip))
+		if ok && err != nil {
+			t.Errorf("%s: refused (%v), want allowed by the list", ip, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "(--allowed-private-networks allows it)")) {
+			t.Errorf("%s: got %v, want refused, naming the flag", ip, err)
+		}
+	}
+	everything := Policy{Allowed: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}
+	for _, ip := range []string{"169.254.169.254", "fe80::1", "100.100.100.200", "fd00:ec2::254", "0.0.0.0", "224.0.0.1"} {
+		if everything.Check(netip.MustParseAddr(ip)) == nil {
+			t.Errorf("%s: allowed by a list of everything", ip)
+		}
+	}
+	for _, bad := range []string{"10.1.2.3/16", "example.com", "10.0.0.0/33"} {
+		if _, err := ParseNetworks([]string{bad}); err == nil {
+			t.Errorf("ParseNetworks(%q): no error", bad)
+		}
+	}
+}
