@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
 	sourcecontroller "plumb.dev/source-controller/internal/controller"
+	"plumb.dev/source-controller/internal/egress"
 	"plumb.dev/source-controller/internal/git"
 	"plumb.dev/source-controller/internal/helm"
 )
@@ -36,6 +39,10 @@ type sourceOptions struct {
 	MaxHelmExtractedSize int64
 	MaxOCILayerSize      int64
 	MaxOCIExtractedSize  int64
+	// AllowedNetworks are the networks of --allowed-private-networks;
+	// allowed is their parse (Validate).
+	AllowedNetworks []string
+	allowed         []netip.Prefix
 }
 
 func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
@@ -51,6 +58,8 @@ func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes of the compressed layer an OCIRepository pulls; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
 	fs.Int64Var(&o.MaxOCIExtractedSize, "oci-max-extracted-size", sourcecontroller.DefaultMaxOCIExtractedSize,
 		"The most bytes of the files of an OCIRepository's extracted layer; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
+	fs.StringSliceVar(&o.AllowedNetworks, egress.AllowedNetworksFlag, nil,
+		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that Git servers, chart repositories and registries may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
 }
 
 func (o *sourceOptions) Validate() error {
@@ -68,6 +77,11 @@ func (o *sourceOptions) Validate() error {
 			return fmt.Errorf("%s must be positive, got %d", name, v)
 		}
 	}
+	allowed, err := netguard.ParseNetworks(o.AllowedNetworks)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", egress.AllowedNetworksFlag, err)
+	}
+	o.allowed = allowed
 	return nil
 }
 
@@ -84,13 +98,13 @@ func main() {
 	sourceOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, storageOpts, sourceOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, storageOpts, &sourceOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, sourceOpts sourceOptions) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, sourceOpts *sourceOptions) error {
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
@@ -141,6 +155,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return err
 	}
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controllerName), publisher, scheme, controllerName)
+	addresses := egress.Policy(sourceOpts.allowed)
 
 	r := &sourcecontroller.GitRepositoryReconciler{
 		Client:            mgr.GetClient(),
@@ -148,6 +163,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Events:            recorder,
 		Metrics:           sourcecontroller.NewMetrics(ctrlmetrics.Registry),
 		MaxRepositorySize: sourceOpts.MaxRepositorySize,
+		Addresses:         addresses,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
@@ -159,6 +175,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Events:       recorder,
 		Metrics:      sourcecontroller.NewHelmRepositoryMetrics(ctrlmetrics.Registry),
 		MaxIndexSize: sourceOpts.MaxHelmIndexSize,
+		Addresses:    addresses,
 	}
 	if err := repos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
@@ -170,6 +187,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Metrics:          sourcecontroller.NewOCIRepositoryMetrics(ctrlmetrics.Registry),
 		MaxLayerSize:     sourceOpts.MaxOCILayerSize,
 		MaxExtractedSize: sourceOpts.MaxOCIExtractedSize,
+		Addresses:        addresses,
 	}
 	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
@@ -181,10 +199,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Events:       recorder,
 		Metrics:      sourcecontroller.NewHelmChartMetrics(ctrlmetrics.Registry),
 		MaxChartSize: sourceOpts.MaxHelmChartSize,
+		Addresses:    addresses,
 	}
 	if err := charts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
-	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname)
+	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname,
+		"allowedPrivateNetworks", sourceOpts.AllowedNetworks)
 	return mgr.Start(ctx)
 }

@@ -30,6 +30,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
+	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
 )
@@ -55,6 +56,10 @@ type GitRepositoryReconciler struct {
 	// Git objects and files (--max-repository-size); 0 is
 	// git.DefaultMaxSize.
 	MaxRepositorySize int64
+	// Addresses is where it may connect (--allowed-private-networks;
+	// source-controller/internal/egress); the zero policy refuses every
+	// loopback and private address.
+	Addresses netguard.Policy
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*sourcev1.GitRepository]
@@ -242,6 +247,7 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 		return err
 	}
 	auth.Proxy = proxy
+	auth.Addresses = r.Addresses
 
 	var refs git.Refs
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {

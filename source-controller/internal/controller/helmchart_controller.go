@@ -32,6 +32,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
+	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/helm"
 )
@@ -58,6 +59,10 @@ type HelmChartReconciler struct {
 	// MaxChartSize bounds every chart download (--helm-chart-max-size);
 	// 0 is DefaultMaxChartSize.
 	MaxChartSize int64
+	// Addresses is where it may connect (--allowed-private-networks;
+	// source-controller/internal/egress); the zero policy refuses every
+	// loopback and private address.
+	Addresses netguard.Policy
 	// TmpDir holds extracted GitRepository artifacts; "" is os.TempDir().
 	TmpDir string
 	// BuildTimeout bounds resolving, pulling and building one chart with
@@ -447,7 +452,7 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		if err != nil {
 			return err
 		}
-		f := helm.Fetcher{RepoURL: st.repo.Spec.URL, Credentials: creds, Timeout: st.repo.GetTimeout().Duration}
+		f := helm.Fetcher{RepoURL: st.repo.Spec.URL, Credentials: creds, Timeout: st.repo.GetTimeout().Duration, Addresses: r.Addresses}
 		tgz, err := f.Get(u, maxChart)
 		if err != nil {
 			return fmt.Errorf("downloading chart %s version %s: %w", obj.Spec.Chart, cv.Version, err)
@@ -579,7 +584,7 @@ func (r *HelmChartReconciler) dependencyRepository(ctx context.Context, namespac
 		if err != nil {
 			return nil, err
 		}
-		f := &helm.Fetcher{RepoURL: repo.Spec.URL, Credentials: creds, Timeout: repo.GetTimeout().Duration}
+		f := &helm.Fetcher{RepoURL: repo.Spec.URL, Credentials: creds, Timeout: repo.GetTimeout().Duration, Addresses: r.Addresses}
 		return &helm.Repository{URL: repo.Spec.URL, Index: index, Fetcher: f}, nil
 	}
 	return nil, fmt.Errorf("no HelmRepository in namespace %s serves %s", namespace, url)
@@ -597,7 +602,7 @@ func (r *HelmChartReconciler) registry(ctx context.Context, repo *sourcev1.HelmR
 		return nil, "", err
 	}
 	host, _, _ := strings.Cut(ref, "/")
-	reg, err := helm.NewRegistry(host, creds, repo.Spec.Insecure, repo.GetTimeout().Duration, maxOr(r.MaxChartSize, DefaultMaxChartSize))
+	reg, err := helm.NewRegistry(host, creds, repo.Spec.Insecure, repo.GetTimeout().Duration, maxOr(r.MaxChartSize, DefaultMaxChartSize), r.Addresses)
 	if err != nil {
 		return nil, "", credentialsError{err}
 	}

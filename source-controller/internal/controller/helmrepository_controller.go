@@ -21,6 +21,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
+	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/helm"
 )
@@ -41,6 +42,10 @@ type HelmRepositoryReconciler struct {
 	// MaxIndexSize bounds a downloaded index.yaml (--helm-index-max-size);
 	// 0 is DefaultMaxIndexSize.
 	MaxIndexSize int64
+	// Addresses is where it may connect (--allowed-private-networks;
+	// source-controller/internal/egress); the zero policy refuses every
+	// loopback and private address.
+	Addresses netguard.Policy
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*sourcev1.HelmRepository]
@@ -164,7 +169,7 @@ func (r *HelmRepositoryReconciler) fetchIndex(ctx context.Context, obj *sourcev1
 	if err != nil {
 		return err
 	}
-	f := helm.Fetcher{RepoURL: obj.Spec.URL, Credentials: creds, Timeout: obj.GetTimeout().Duration}
+	f := helm.Fetcher{RepoURL: obj.Spec.URL, Credentials: creds, Timeout: obj.GetTimeout().Duration, Addresses: r.Addresses}
 	b, err := f.Get(u, maxOr(r.MaxIndexSize, DefaultMaxIndexSize))
 	if err != nil {
 		return fmt.Errorf("fetching the index: %w", err)

@@ -28,6 +28,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
+	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/oci"
 )
@@ -54,6 +55,10 @@ type OCIRepositoryReconciler struct {
 	// MaxLayerSize bounds the compressed layer (--oci-max-layer-size); 0
 	// is DefaultMaxOCILayerSize.
 	MaxLayerSize int64
+	// Addresses is where it may connect (--allowed-private-networks;
+	// source-controller/internal/egress); the zero policy refuses every
+	// loopback and private address.
+	Addresses netguard.Policy
 	// MaxExtractedSize bounds the layer's extracted files
 	// (--oci-max-extracted-size); 0 is DefaultMaxOCIExtractedSize. The
 	// number of entries is bounded by pkg/artifact's default.
@@ -217,7 +222,7 @@ func (r *OCIRepositoryReconciler) resolve(ctx context.Context, obj *sourcev1.OCI
 		return err
 	}
 	ctx, st.cancel = context.WithTimeout(ctx, obj.GetTimeout().Duration)
-	if st.client, err = oci.NewClient(ctx, obj.Spec.URL, obj.Spec.Insecure, dockerConfig); err != nil {
+	if st.client, err = oci.NewClient(ctx, obj.Spec.URL, obj.Spec.Insecure, dockerConfig, r.Addresses); err != nil {
 		return err
 	}
 	var ref oci.Ref

@@ -50,6 +50,7 @@ func startShard(t *testing.T, shard string) string {
 		Events:            events.NewRecorder(mgr.GetEventRecorder(ControllerName), nil, env.Scheme, ControllerName),
 		Metrics:           NewMetrics(prometheus.NewRegistry()),
 		MaxRepositorySize: maxRepositorySize,
+		Addresses:         testAddresses,
 	}
 	// The suite's main instance runs a controller of the same name in this
 	// process; in a cluster each shard is a process of its own.

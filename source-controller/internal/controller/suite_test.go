@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"regexp"
 	"strings"
@@ -33,7 +34,13 @@ import (
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/pkg/testgit"
+	"plumb.dev/source-controller/internal/egress"
 )
+
+// testAddresses is the reconcilers' address policy: the test servers
+// listen on 127.0.0.1, so loopback is allowed as make run and the e2e
+// tests allow it (--allowed-private-networks=127.0.0.0/8).
+var testAddresses = egress.Policy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 
 // Shared by every test of the package: one control plane, one NATS, one
 // manager running the reconciler, one Git server.
@@ -128,6 +135,7 @@ func run(m *testing.M) int {
 		Metrics: NewMetrics(ctrlmetrics.Registry),
 
 		MaxRepositorySize: maxRepositorySize,
+		Addresses:         testAddresses,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -140,6 +148,7 @@ func run(m *testing.M) int {
 		Events:       recorder,
 		Metrics:      NewHelmRepositoryMetrics(ctrlmetrics.Registry),
 		MaxIndexSize: maxIndexSize,
+		Addresses:    testAddresses,
 	}
 	if err := helmRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -152,6 +161,7 @@ func run(m *testing.M) int {
 		Metrics:          NewOCIRepositoryMetrics(ctrlmetrics.Registry),
 		MaxLayerSize:     maxOCILayerSize,
 		MaxExtractedSize: maxOCIExtractedSize,
+		Addresses:        testAddresses,
 	}
 	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -164,6 +174,7 @@ func run(m *testing.M) int {
 		Events:       recorder,
 		Metrics:      NewHelmChartMetrics(ctrlmetrics.Registry),
 		MaxChartSize: maxChartSize,
+		Addresses:    testAddresses,
 	}
 	if err := helmCharts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		cancel()

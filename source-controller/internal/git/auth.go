@@ -11,6 +11,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/skeema/knownhosts"
+
+	"plumb.dev/pkg/netguard"
 )
 
 // Secret data keys read for authentication.
@@ -30,6 +32,10 @@ type Auth struct {
 	// Proxy is the proxy of http:// and https:// fetches (see ProxyFromSecret);
 	// zero: none.
 	Proxy transport.ProxyOptions
+	// Addresses is where a fetch may connect
+	// (source-controller/internal/egress); the zero policy refuses
+	// loopback and private addresses.
+	Addresses netguard.Policy
 }
 
 // Secret data keys of spec.proxySecretRef.

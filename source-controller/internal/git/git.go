@@ -25,6 +25,7 @@ import (
 
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/message"
+	"plumb.dev/pkg/netguard"
 )
 
 // Kind classifies a fetch error.
@@ -86,11 +87,14 @@ type Refs map[string]string
 
 // ListRefs asks the remote for its references (git ls-remote).
 func ListRefs(ctx context.Context, url string, auth *Auth) (Refs, error) {
-	rem := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	list, err := rem.ListContext(ctx, &gogit.ListOptions{
-		Auth:          auth.Method,
-		CABundle:      auth.CABundle,
-		ProxyOptions:  auth.Proxy,
+	c, err := reach(ctx, url, auth)
+	if err != nil {
+		return nil, classify(url, "listing references of", err)
+	}
+	defer c.done()
+	rem := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{c.url}})
+	list, err := rem.ListContext(c.ctx, &gogit.ListOptions{
+		Auth:          c.auth,
 		PeelingOption: gogit.AppendPeeled,
 	})
 	if err != nil {
@@ -344,15 +348,18 @@ func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 	if err != nil {
 		return t, err
 	}
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+	c, err := reach(ctx, url, auth)
+	if err != nil {
+		return t, classify(url, "fetching from", err)
+	}
+	defer c.done()
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{c.url}}); err != nil {
 		return t, err
 	}
 	opts := &gogit.FetchOptions{
-		RemoteName:   "origin",
-		Auth:         auth.Method,
-		CABundle:     auth.CABundle,
-		ProxyOptions: auth.Proxy,
-		Tags:         gogit.NoTags,
+		RemoteName: "origin",
+		Auth:       c.auth,
+		Tags:       gogit.NoTags,
 	}
 	if t.RefName != "" {
 		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + t.RefName + ":" + t.RefName)}
@@ -362,7 +369,7 @@ func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 	if t.Shallow {
 		opts.Depth = 1
 	}
-	if err := repo.FetchContext(ctx, opts); err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+	if err := repo.FetchContext(c.ctx, opts); err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return t, classify(url, "fetching from", err)
 	}
 
@@ -423,11 +430,20 @@ func onBranch(repo *gogit.Repository, refName string, commit *object.Commit) err
 
 // classify wraps a go-git error with the URL and a kind.
 func classify(url, what string, err error) error {
+	var classified *Error
+	if errors.As(err, &classified) {
+		return &Error{Kind: classified.Kind, Err: fmt.Errorf("%s %s: %w", what, url, classified.Err)}
+	}
 	kind := Failed
 	msg := err.Error()
 	var keyErr *knownhosts.KeyError
 	var netErr net.Error
+	var refused *netguard.RefusedAddressError
 	switch {
+	case errors.As(err, &refused):
+		// Before the network errors that wrap it: the message then
+		// names the rule and the flag, without net/http's wrapping.
+		msg = "cannot connect: " + refused.Error()
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		kind = AuthFailed
 		msg = "the credentials were refused (" + err.Error() + ")"

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/testgit"
 )
 
@@ -85,6 +86,8 @@ func fetchWith(t *testing.T, url string, secret map[string][]byte, ref *sourcev1
 	if err != nil {
 		return Target{}, "", err
 	}
+	// The test servers listen on 127.0.0.1.
+	auth.Addresses = netguard.Policy{AllowLoopback: true}
 	var refs Refs
 	if ref == nil || ref.Commit == "" || ref.Branch != "" {
 		if refs, err = ListRefs(ctx, url, auth); err != nil {

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"plumb.dev/pkg/netguard"
+	"plumb.dev/source-controller/internal/egress"
 )
 
 // Fetcher downloads files of one HTTP chart repository.
@@ -23,6 +26,8 @@ type Fetcher struct {
 	Credentials Credentials
 	// Timeout bounds each request.
 	Timeout time.Duration
+	// Addresses is where it may connect (source-controller/internal/egress).
+	Addresses netguard.Policy
 }
 
 // ErrRedirect is returned for a redirect a repository may not make: to
@@ -75,7 +80,8 @@ func (f Fetcher) Get(rawURL string, maxBytes int64) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("failed to fetch %s : %s", rawURL, resp.Status)
+		// The code, not the reason phrase the server wrote after it.
+		return nil, fmt.Errorf("failed to fetch %s : %d %s", rawURL, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, maxBytes+1)); err != nil {
@@ -94,20 +100,21 @@ func (f Fetcher) Get(rawURL string, maxBytes int64) ([]byte, error) {
 // (any host with passCredentials).
 func (f Fetcher) transport(repoURL *url.URL, maxBytes int64) http.RoundTripper {
 	httpsOnly := repoURL.Scheme == "https"
-	return byHost(repoURL.Host, f.Credentials.TLS, f.Credentials.PassCredentials, maxBytes, httpsOnly)
+	return byHost(repoURL.Host, f.Credentials.TLS, f.Credentials.PassCredentials, maxBytes, httpsOnly, f.Addresses)
 }
 
 // byHost returns a transport that offers tlsConf's client certificates to
 // host only, unless all; other hosts get tlsConf without them (its CAs
-// kept).
-func byHost(host string, tlsConf *tls.Config, all bool, maxBytes int64, httpsOnly bool) http.RoundTripper {
-	own := transport(tlsConf, maxBytes, httpsOnly)
+// kept). Error answers reach the caller as their excerpt
+// (egress.Excerpts).
+func byHost(host string, tlsConf *tls.Config, all bool, maxBytes int64, httpsOnly bool, addresses netguard.Policy) http.RoundTripper {
+	own := transport(tlsConf, maxBytes, httpsOnly, addresses)
 	if tlsConf == nil || len(tlsConf.Certificates) == 0 || all {
-		return own
+		return egress.Excerpts(own)
 	}
 	anon := tlsConf.Clone()
 	anon.Certificates = nil
-	return hostRouter{host: host, own: own, other: transport(anon, maxBytes, httpsOnly)}
+	return egress.Excerpts(hostRouter{host: host, own: own, other: transport(anon, maxBytes, httpsOnly, addresses)})
 }
 
 type hostRouter struct {

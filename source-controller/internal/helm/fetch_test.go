@@ -35,7 +35,7 @@ func TestFetcherFollowsRedirectsOnTheSameHostOnly(t *testing.T) {
 		}
 	}))
 	defer repo.Close()
-	f := helm.Fetcher{RepoURL: repo.URL, Timeout: 10 * time.Second,
+	f := helm.Fetcher{RepoURL: repo.URL, Timeout: 10 * time.Second, Addresses: loopback,
 		Credentials: helm.Credentials{Username: "u", Password: "p", PassCredentials: true}}
 	if _, err := f.Get(repo.URL+"/away.yaml", 1<<20); !errors.Is(err, helm.ErrRedirect) || !strings.Contains(err.Error(), "another host") {
 		t.Fatalf("a redirect to another host: %v", err)
@@ -76,7 +76,7 @@ func TestFetcherGivesCredentialsToTheRepositoryHostOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second,
+	f := helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second, Addresses: loopback,
 		Credentials: helm.Credentials{Username: "u", Password: "p", TLS: tlsConf}}
 	if _, err := f.Get(repo.URL()+"/index.yaml", 1<<20); err != nil {
 		t.Fatalf("the repository's host, which requires the client certificate: %v", err)

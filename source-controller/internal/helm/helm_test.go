@@ -15,9 +15,14 @@ import (
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/testhelm"
 	"plumb.dev/source-controller/internal/helm"
 )
+
+// loopback is the address policy of the tests, whose servers listen on
+// 127.0.0.1.
+var loopback = netguard.Policy{AllowLoopback: true}
 
 func chartOf(name, version string) testhelm.Chart {
 	return testhelm.Chart{Name: name, Version: version, Files: testhelm.Files{
@@ -114,7 +119,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second}
+	f := &helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second, Addresses: loopback}
 	deps := helm.Dependencies{
 		MaxChartBytes: 1 << 20,
 		Repository: func(url string) (*helm.Repository, error) {
@@ -205,7 +210,7 @@ func TestFetcherBounds(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	f := helm.Fetcher{RepoURL: slow.URL, Timeout: 200 * time.Millisecond}
+	f := helm.Fetcher{RepoURL: slow.URL, Timeout: 200 * time.Millisecond, Addresses: loopback}
 	if _, err := f.Get(slow.URL+"/index.yaml", 1<<20); err == nil {
 		t.Fatal("a request outlived its timeout")
 	}
@@ -219,7 +224,7 @@ func TestFetcherBounds(t *testing.T) {
 		}
 	}))
 	defer big.Close()
-	f = helm.Fetcher{RepoURL: big.URL, Timeout: 10 * time.Second}
+	f = helm.Fetcher{RepoURL: big.URL, Timeout: 10 * time.Second, Addresses: loopback}
 	if _, err := f.Get(big.URL+"/index.yaml", 1<<20); !errors.Is(err, helm.ErrTooLarge) {
 		t.Fatalf("a response over the limit: %v", err)
 	}
@@ -261,7 +266,7 @@ func TestFetcherRefusesPlainHTTPForAnHTTPSRepository(t *testing.T) {
 		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
 	}))
 	defer secure.Close()
-	f := helm.Fetcher{RepoURL: secure.URL, Timeout: 10 * time.Second,
+	f := helm.Fetcher{RepoURL: secure.URL, Timeout: 10 * time.Second, Addresses: loopback,
 		Credentials: helm.Credentials{Username: "u", Password: "p", PassCredentials: true, TLS: secure.Client().Transport.(*http.Transport).TLSClientConfig}}
 	if _, err := f.Get(secure.URL+"/index.yaml", 1<<20); !errors.Is(err, helm.ErrInsecure) {
 		t.Fatalf("a redirect to http://: %v", err)
@@ -294,7 +299,7 @@ func depsRepo(t *testing.T, n int, pad int) (*chart.Chart, helm.Dependencies) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second}
+	f := &helm.Fetcher{RepoURL: repo.URL(), Timeout: 10 * time.Second, Addresses: loopback}
 	ch, err := testhelm.Load(app)
 	if err != nil {
 		t.Fatal(err)

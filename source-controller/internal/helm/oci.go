@@ -17,6 +17,8 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"helm.sh/helm/v4/pkg/registry"
+
+	"plumb.dev/pkg/netguard"
 )
 
 // OCIRef parses an oci:// HelmRepository URL into host/path, checking it
@@ -70,14 +72,15 @@ const (
 var noCredentialsFile = filepath.Join(os.TempDir(), "plumb-helm-registry-no-credentials", "config.json")
 
 // NewRegistry returns a client for the registry at host: plain HTTP when
-// insecure, every request bounded by timeout, every response by maxBytes.
-func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Duration, maxBytes int64) (*Registry, error) {
+// insecure, every request bounded by timeout, every response by maxBytes,
+// connections (the token realm's among them) only where addresses allows.
+func NewRegistry(host string, creds Credentials, insecure bool, timeout time.Duration, maxBytes int64, addresses netguard.Policy) (*Registry, error) {
 	if (creds.Username == "") != (creds.Password == "") {
 		return nil, errors.New("username and password must be given together")
 	}
 	// Blobs may be redirected to another host (a CDN), but never from
 	// https to http; the client certificate goes to the registry only.
-	hc := &http.Client{Transport: byHost(host, creds.TLS, false, maxBytes, !insecure), Timeout: timeout, CheckRedirect: noDowngrade}
+	hc := &http.Client{Transport: byHost(host, creds.TLS, false, maxBytes, !insecure, addresses), Timeout: timeout, CheckRedirect: noDowngrade}
 	authorizer := auth.Client{Client: hc, Header: http.Header{"User-Agent": {"plumb-source-controller"}}}
 	if creds.Username != "" {
 		authorizer.Credential = auth.StaticCredential(host, auth.Credential{Username: creds.Username, Password: creds.Password})

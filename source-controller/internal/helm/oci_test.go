@@ -29,7 +29,7 @@ func tagRegistry(t *testing.T, page func(w http.ResponseWriter, r *http.Request)
 	}))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	reg, err := helm.NewRegistry(host, helm.Credentials{}, true, 5*time.Second, 1<<20)
+	reg, err := helm.NewRegistry(host, helm.Credentials{}, true, 5*time.Second, 1<<20, loopback)
 	if err != nil {
 		t.Fatal(err)
 	}

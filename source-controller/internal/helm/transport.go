@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"plumb.dev/pkg/netguard"
+	"plumb.dev/source-controller/internal/egress"
 )
 
 // ErrTooLarge is returned when a response is longer than the limit.
@@ -70,13 +73,14 @@ func TLSConfig(data map[string][]byte) (*tls.Config, error) {
 }
 
 // transport returns an HTTP transport whose every connection reads at most
-// maxBytes+headerSlack bytes, with tlsConf for https. Keep-alives are off
+// maxBytes+headerSlack bytes, with tlsConf for https, connecting only where
+// addresses allows (source-controller/internal/egress). Keep-alives are off
 // so that the bound is per request. With httpsOnly every plain http://
 // request fails with ErrInsecure (the Proxy hook sees each request,
 // redirects included, before it is sent); otherwise the environment's
 // proxy settings apply, as in the SDK's own getter.
-func transport(tlsConf *tls.Config, maxBytes int64, httpsOnly bool) *http.Transport {
-	d := &net.Dialer{Timeout: 30 * time.Second}
+func transport(tlsConf *tls.Config, maxBytes int64, httpsOnly bool, addresses netguard.Policy) *http.Transport {
+	d := addresses.Dialer(egress.DialTimeout)
 	if tlsConf != nil {
 		tlsConf = tlsConf.Clone()
 	}

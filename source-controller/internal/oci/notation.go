@@ -44,19 +44,14 @@ const (
 // certificateSuffixes end the Secret data keys that hold certificates.
 var certificateSuffixes = []string{".crt", ".pem"}
 
-// revocationPolicy is where notation's revocation checks may connect. The
-// OCSP and CRL addresses come from the certificates of the tenant's trust
-// store, so they are the tenant's input: private and loopback servers are
-// allowed (source-controller fetches from private hosts by design), cloud
-// metadata and link-local addresses never.
-var revocationPolicy = netguard.Policy{AllowPrivate: true, AllowLoopback: true}
-
 // revocationClient is the HTTP client of notation's OCSP and CRL fetches:
 // notation's own timeouts, no proxy (the policy judges the address
-// dialed), and revocationPolicy.
-func revocationClient(timeout time.Duration) *http.Client {
+// dialed), and the registry's address policy. The OCSP and CRL addresses
+// come from the certificates of the tenant's trust store, so they are the
+// tenant's input as much as the registry's address is.
+func revocationClient(timeout time.Duration, addresses netguard.Policy) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext:         revocationPolicy.Dialer(timeout).DialContext,
+		DialContext:         addresses.Dialer(timeout).DialContext,
 		TLSHandshakeTimeout: timeout,
 		// A client per verification: no connection outlives its fetch, so
 		// a server that never closes holds nothing.
@@ -66,14 +61,14 @@ func revocationClient(timeout time.Duration) *http.Client {
 
 // revocationOptions are notation's code-signing and timestamping
 // revocation validators with revocationClient.
-func revocationOptions() (verifier.VerifierOptions, error) {
-	crlFetcher, err := crl.NewHTTPFetcher(revocationClient(5 * time.Second))
+func revocationOptions(addresses netguard.Policy) (verifier.VerifierOptions, error) {
+	crlFetcher, err := crl.NewHTTPFetcher(revocationClient(5*time.Second, addresses))
 	if err != nil {
 		return verifier.VerifierOptions{}, err
 	}
 	validator := func(p purpose.Purpose) (revocation.Validator, error) {
 		return revocation.NewWithOptions(revocation.Options{
-			OCSPHTTPClient: revocationClient(2 * time.Second), CRLFetcher: crlFetcher, CertChainPurpose: p,
+			OCSPHTTPClient: revocationClient(2*time.Second, addresses), CRLFetcher: crlFetcher, CertChainPurpose: p,
 		})
 	}
 	signing, err := validator(purpose.CodeSigning)
@@ -194,10 +189,10 @@ func (c *Client) VerifyNotation(digest v1.Hash, trust *NotationTrust) (string, e
 	if err != nil {
 		return "", err
 	}
-	target.Client = &auth.Client{Credential: auth.StaticCredential(c.repo.RegistryStr(), auth.Credential{
+	target.Client = &auth.Client{Client: &http.Client{Transport: c.transport}, Credential: auth.StaticCredential(c.repo.RegistryStr(), auth.Credential{
 		Username: cfg.Username, Password: cfg.Password, RefreshToken: cfg.IdentityToken, AccessToken: cfg.RegistryToken,
 	})}
-	vopts, err := revocationOptions()
+	vopts, err := revocationOptions(c.addresses)
 	if err != nil {
 		return "", err
 	}

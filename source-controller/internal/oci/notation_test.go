@@ -124,7 +124,7 @@ func verifyNotation(t *testing.T, repo string, digest v1.Hash, policy []byte, ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(context.Background(), "oci://"+repo, true, nil)
+	client, err := NewClient(context.Background(), "oci://"+repo, true, nil, loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,17 @@ func verifyNotation(t *testing.T, repo string, digest v1.Hash, policy []byte, ca
 }
 
 // notation's OCSP and CRL fetches go to addresses in the tenant's
-// certificates: metadata and link-local addresses are refused before any
-// connection, private and loopback servers are allowed.
+// certificates: they get the registry's address policy, under which
+// metadata and link-local addresses are refused before any connection,
+// and loopback servers only when allowed.
 func TestRevocationFetchesKeepOffMetadataAddresses(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	defer srv.Close()
-	c := revocationClient(2 * time.Second)
+	var refused *netguard.RefusedAddressError
+	if _, err := revocationClient(2*time.Second, netguard.Policy{}).Get(srv.URL); !errors.As(err, &refused) {
+		t.Errorf("a loopback revocation server under a policy that refuses loopback: got %v", err)
+	}
+	c := revocationClient(2*time.Second, loopback)
 	resp, err := c.Get(srv.URL)
 	if err != nil {
 		t.Fatalf("a loopback revocation server is allowed: %v", err)
@@ -145,12 +150,11 @@ func TestRevocationFetchesKeepOffMetadataAddresses(t *testing.T) {
 	resp.Body.Close()
 	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/crl", "http://100.100.100.200/"} {
 		_, err := c.Get(target)
-		var refused *netguard.RefusedAddressError
 		if !errors.As(err, &refused) {
 			t.Errorf("GET %s: got %v, want the address refused", target, err)
 		}
 	}
-	if _, err := revocationOptions(); err != nil {
+	if _, err := revocationOptions(loopback); err != nil {
 		t.Fatal(err)
 	}
 }

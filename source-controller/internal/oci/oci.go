@@ -19,6 +19,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"plumb.dev/pkg/netguard"
+	"plumb.dev/source-controller/internal/egress"
 )
 
 // Kind says what went wrong, for the reason and the retry policy.
@@ -103,12 +106,19 @@ type Client struct {
 	// credentials where go-containerregistry would (httpsOnly).
 	auth      authn.Authenticator
 	plainHTTP bool
+	// transport is every request's, VerifyNotation's too: connections
+	// only where the address policy allows, error answers as excerpts
+	// (source-controller/internal/egress).
+	transport http.RoundTripper
+	addresses netguard.Policy
 }
 
 // NewClient parses url (oci://host[:port]/path, no tag or digest) and
 // returns a client with the credentials of dockerConfig (the Secret's
-// .dockerconfigjson, nil for anonymous) for the repository's host.
-func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []byte) (*Client, error) {
+// .dockerconfigjson, nil for anonymous) for the repository's host, that
+// connects only where addresses allows: the registry, where it redirects
+// blobs to, and the token realm of its authentication challenge.
+func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []byte, addresses netguard.Policy) (*Client, error) {
 	s, ok := strings.CutPrefix(url, "oci://")
 	if !ok {
 		return nil, errorf(InvalidSpec, "url %q does not start with oci://", url)
@@ -127,13 +137,13 @@ func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []by
 			return nil, err
 		}
 	}
-	transport := remote.DefaultTransport
+	transport := egress.Excerpts(egress.Transport(addresses))
 	if dockerConfig != nil && !insecure {
 		transport = httpsOnly{transport}
 	}
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(boundedManifests{transport})}
 	plainHTTP := insecure || (dockerConfig == nil && repo.Registry.Scheme() == "http")
-	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP}, nil
+	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP, transport: transport, addresses: addresses}, nil
 }
 
 // httpsOnly refuses plain HTTP requests. go-containerregistry falls back

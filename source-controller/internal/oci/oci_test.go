@@ -13,7 +13,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"plumb.dev/pkg/netguard"
 )
+
+// loopback is the address policy of the tests, whose registries listen
+// on 127.0.0.1.
+var loopback = netguard.Policy{AllowLoopback: true}
 
 // The entry of a .dockerconfigjson for the registry's host is used, in
 // either of docker's spellings; another host's entry is not sent.
@@ -70,12 +76,12 @@ func TestNewClientRefusesURLsThatAreNotARepository(t *testing.T) {
 		"oci://ghcr.io/org/app@sha256:" + strings.Repeat("a", 64),
 		"oci://ghcr.io/Org/App",
 	} {
-		_, err := NewClient(context.Background(), url, false, nil)
+		_, err := NewClient(context.Background(), url, false, nil, loopback)
 		if err == nil || KindOf(err) != InvalidSpec {
 			t.Errorf("%s: want an InvalidSpec error, got %v", url, err)
 		}
 	}
-	if _, err := NewClient(context.Background(), "oci://127.0.0.1:5000/org/app", false, nil); err != nil {
+	if _, err := NewClient(context.Background(), "oci://127.0.0.1:5000/org/app", false, nil, loopback); err != nil {
 		t.Errorf("a repository URL: %v", err)
 	}
 }
@@ -137,7 +143,7 @@ func TestTagListsAreReadOnlyUpToTheirBounds(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil)
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil, loopback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +180,7 @@ func TestCredentialsTravelOverPlainHTTPOnlyWhenInsecure(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	creds := []byte(`{"auths":{"` + host + `":{"username":"u","password":"p"}}}`)
 	list := func(insecure bool, dockerConfig []byte) error {
-		c, err := NewClient(context.Background(), "oci://"+host+"/org/app", insecure, dockerConfig)
+		c, err := NewClient(context.Background(), "oci://"+host+"/org/app", insecure, dockerConfig, loopback)
 		if err != nil {
 			return err
 		}
@@ -227,7 +233,7 @@ func TestManifestsAreReadOnlyUpToTheirBound(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil)
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil, loopback)
 			if err != nil {
 				t.Fatal(err)
 			}
