@@ -569,6 +569,12 @@ func (e *Env) newController(controller, shard string, leader *Controller) (*Cont
 			return nil, err
 		}
 		c.Args = append(c.Args, "--storage-path="+data, "--storage-addr="+storage, "--storage-adv-addr="+c.StorageAddr)
+		if controller == SourceController {
+			// The Git servers, chart repositories and registries of
+			// the tests and make run listen on 127.0.0.1, a loopback
+			// address source-controller refuses unless told otherwise.
+			c.Args = append(c.Args, "--allowed-private-networks=127.0.0.0/8,::1")
+		}
 	case NotificationController:
 		receiver := ""
 		if c.ReceiverAddr, receiver, err = served(func(l *Controller) string { return l.ReceiverAddr }); err != nil {

@@ -253,7 +253,7 @@ func TestHelmRepositoryTimeout(t *testing.T) {
 	hr.Spec.Timeout = &metav1.Duration{Duration: 500 * time.Millisecond}
 	g.Expect(k8s.Create(context.Background(), hr)).To(Succeed())
 	waitHelmFailed(t, hr, sourcev1.IndexationFailedReason)
-	g.Expect(conditionOf(hr, meta.ReadyCondition).Message).To(ContainSubstring("Timeout"))
+	g.Expect(conditionOf(hr, meta.ReadyCondition).Message).To(ContainSubstring("timed out (spec.timeout 500ms)"))
 }
 
 // An https:// repository redirecting to plain http:// is refused before

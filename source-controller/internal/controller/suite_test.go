@@ -39,8 +39,8 @@ import (
 
 // testAddresses is the reconcilers' address policy: the test servers
 // listen on 127.0.0.1, so loopback is allowed as make run and the e2e
-// tests allow it (--allowed-private-networks=127.0.0.0/8).
-var testAddresses = egress.Policy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+// tests allow it (--allowed-private-networks=127.0.0.0/8,::1).
+var testAddresses = egress.Policy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")})
 
 // Shared by every test of the package: one control plane, one NATS, one
 // manager running the reconciler, one Git server.

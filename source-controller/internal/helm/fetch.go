@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -75,6 +76,10 @@ func (f Fetcher) Get(rawURL string, maxBytes int64) ([]byte, error) {
 			return nil, fmt.Errorf("%s: %w", rawURL, unwrapURL(err))
 		case errors.Is(err, ErrTooLarge):
 			return nil, fmt.Errorf("%s is larger than the limit of %d bytes: %w", rawURL, maxBytes, ErrTooLarge)
+		case isTimeout(err):
+			// Said in words of its own: net/http names Client.Timeout only
+			// when its timer wins the race with the request's deadline.
+			return nil, fmt.Errorf("%s timed out (spec.timeout %s): %w", rawURL, f.Timeout, unwrapURL(err))
 		}
 		return nil, err
 	}
@@ -151,6 +156,12 @@ func noDowngrade(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: a redirect from https to %s", ErrInsecure, req.URL.Redacted())
 	}
 	return nil
+}
+
+// isTimeout reports a request that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // unwrapURL drops net/http's "Get <url>: " wrapping.
