@@ -28,6 +28,17 @@
 // the user part (often a token) in full, so Error passes
 // message.StripUserInfo.
 //
+// # Addresses
+//
+// Auth.Addresses decides where a fetch may connect
+// (source-controller/internal/egress). go-git's HTTP transport is
+// installed once for the process (reach.go) and sends each request through
+// the transport its fetch put in the context: the policy's dialer, the CA
+// bundle, the proxy, and error answers cut to an excerpt. For SSH, which
+// go-git dials itself, reach resolves the host, keeps the first address
+// the policy allows and has go-git connect to it, the host key still
+// checked under the host's name.
+//
 // # Size limit
 //
 // A remote repository is untrusted input, so Checkout bounds the disk it

@@ -20,5 +20,9 @@
 // host, and the TLS client certificate only to its host, unless
 // passCredentials is set,
 // and the registry client never reads a credentials file or Docker's
-// configuration: it is given the Secret's credentials, or none.
+// configuration: it is given the Secret's credentials, or none. Every
+// connection, the token realm's of a registry included, goes where the
+// caller's address policy allows (Fetcher.Addresses, NewRegistry), and an
+// error answer's body reaches the SDK and oras as its excerpt
+// (source-controller/internal/egress).
 package helm

@@ -23,6 +23,10 @@
 // entry for the registry's host is used, anonymous access otherwise.
 // Plain HTTP is used when insecure is set, and, as go-containerregistry
 // decides for every client, for loopback, RFC 1918 and *.local hosts.
+// Every request (notation's and its OCSP and CRL fetches too) connects only
+// where NewClient's address policy allows, blob redirects and the token
+// realm included, and an error answer's body is its excerpt
+// (source-controller/internal/egress).
 //
 // VerifyCosign checks spec.verify's cosign signatures, key-based: the
 // manifest digest must carry, in the layout `cosign sign --key` writes
