@@ -209,7 +209,7 @@ func TestSourcesOnRefusedAddressesAreNotFetched(t *testing.T) {
 		// here the NAT64 address of 127.0.0.2.
 		_, port, _ := net.SplitHostPort(target)
 		host := challenging("http://[64:ff9b::7f00:2]:" + port + "/token")
-		const nat64 = "address 64:ff9b::7f00:2 refused: NAT64 address carrying 127.0.0.2: loopback (--allowed-private-networks allows it)"
+		const nat64 = "address 127.0.0.2 (carried by IPv6 address 64:ff9b::7f00:2) refused: loopback (--allowed-private-networks allows it)"
 		oci := strict(newOCIRepository(ns, "realm-elsewhere", "oci://"+host+"/app", nil))
 		g.Expect(k8s.Create(ctx, oci)).To(Succeed())
 		waitRefused(t, oci, nat64)
