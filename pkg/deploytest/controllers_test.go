@@ -161,7 +161,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 
 	sourceAddr, renderAddr, receiverAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	runs := []controllerRun{
-		startController(t, "source-controller", "--storage-path="+t.TempDir(), "--storage-addr="+sourceAddr),
+		startController(t, "source-controller", "--storage-path="+t.TempDir(), "--storage-addr="+sourceAddr, "--allowed-private-networks=127.0.0.0/8,::1"),
 		startController(t, "render-controller", "--storage-path="+t.TempDir(), "--storage-addr="+renderAddr),
 		startController(t, "sync-controller"),
 		startController(t, "notification-controller", "--receiver-addr="+receiverAddr, "--allow-loopback-provider-addresses"),
