@@ -63,6 +63,10 @@ func TestAnArgoCDApplicationRunsUnchanged(t *testing.T) {
 	first, err := clone.CommitAndPush(ctx, "Argo CD's sync-waves example and friends")
 	g.Expect(err).NotTo(HaveOccurred())
 
+	// The app creates its own namespace (CreateNamespace=true), which no
+	// right inside one namespace allows: its ServiceAccount is the
+	// platform's, bound to cluster-admin.
+	deployer(ctx, g, ns, "deployer", "cluster-admin")
 	rec := recordChanges(ctx, t, appNS)
 	key := types.NamespacedName{Namespace: ns, Name: "argocd-app"}
 	_, err = env.ApplyYAML(ctx, []byte(os.Expand(argoPlumbObjects, func(k string) string {
@@ -308,6 +312,7 @@ metadata:
   name: argocd-app
   namespace: ${NS}
 spec:
+  serviceAccountName: deployer
   sourceRef:
     kind: GitRepository
     name: argocd-app

@@ -6,8 +6,11 @@
 // TestMain builds the four controllers and plumb from the checkout into a
 // temporary folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones
 // instead) and starts one environment with plumb.dev/e2e/localenv, the same
-// one `make run` starts, except that render-, sync- and notification-controller run with
-// --no-cross-namespace-refs, as deploy/ runs them. Each test deploys its own
+// one `make run` starts, with the tenancy flags deploy/ sets
+// (localenv.TenancyArgs: --no-cross-namespace-refs, and sync-controller's
+// --default-service-account=default, so every Kustomization acts as a
+// ServiceAccount: the sample's names one with the rights it needs, and so
+// do the stories' own). Each test deploys its own
 // copy of the sample in deploy/examples (its own repository and namespaces)
 // and pushes commits with the git binary; the Helm story serves its chart
 // from a chart repository of its own on 127.0.0.1, the OCI story its
@@ -33,6 +36,9 @@
 //	TestTenantsStayInsideTheirNamespaces  two tenants: a ServiceAccount's Kustomization refused in the other's
 //	                                     namespace and at cluster scope, nothing created; cross-namespace sourceRef,
 //	                                     Receiver resource and Alert source refused; A's Alert never gets B's events
+//	TestATenantsDefaultServiceAccountBoundsItsKustomization  Kustomizations without serviceAccountName act as
+//	                                     the namespace's default ServiceAccount: a ClusterRole refused and not
+//	                                     created, a ConfigMap it was granted applied
 //
 // The tests run one after another (one kills sync-controller) and every wait
 // is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`

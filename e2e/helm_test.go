@@ -146,12 +146,14 @@ func TestHelmReleaseFromAChartRepository(t *testing.T) {
 		// (plumb reconcile), not by waiting.
 		Spec: sourcev1.HelmRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: 10 * time.Minute}},
 	})).To(Succeed())
+	deployer(ctx, g, s.ns, "deployer", "admin", s.appNS)
 	g.Expect(env.Client.Create(ctx, &helmv2.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "hello"},
 		Spec: helmv2.HelmReleaseSpec{
-			Interval:        metav1.Duration{Duration: 10 * time.Minute},
-			ReleaseName:     "hello",
-			TargetNamespace: s.appNS,
+			Interval:           metav1.Duration{Duration: 10 * time.Minute},
+			ReleaseName:        "hello",
+			TargetNamespace:    s.appNS,
+			ServiceAccountName: "deployer",
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 				Chart:     "hello",
 				Version:   ">=1.0.0 <2.0.0",

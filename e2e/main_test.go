@@ -48,22 +48,24 @@ func run(m *testing.M) int {
 	// Start waits for slow steps (saying what for on stderr) up to this.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// As deploy/ runs them: no reference leaves its namespace, and a
+	// Kustomization without spec.serviceAccountName acts as its
+	// namespace's ServiceAccount default (TestTenantsStayInsideTheirNamespaces,
+	// TestATenantsDefaultServiceAccountBoundsItsKustomization; the other
+	// stories keep every reference in one namespace and name a
+	// ServiceAccount with the rights they need).
+	args := localenv.TenancyArgs()
+	// Every alert reaches the Slack stand-in, and a failed delivery is
+	// retried soon.
+	args[localenv.NotificationController] = append(args[localenv.NotificationController], "--rate-limit-interval=0s", "--delivery-retry-backoff=200ms")
+	// A render past 30 s is a hostile one here
+	// (TestAHostileChartCostsItsOwnTenantOnly).
+	args[localenv.RenderController] = append(args[localenv.RenderController], "--render-timeout=30s")
 	env, err = localenv.Start(ctx, localenv.Options{
-		Root:     root,
-		BinDir:   binDir,
-		Progress: os.Stderr,
-		ControllerArgs: map[string][]string{
-			// Every alert reaches the Slack stand-in, and a failed
-			// delivery is retried soon.
-			localenv.NotificationController: {"--rate-limit-interval=0s", "--delivery-retry-backoff=200ms", "--no-cross-namespace-refs"},
-			// As deploy/ runs them: no reference leaves its namespace
-			// (TestTenantsStayInsideTheirNamespaces; the other stories
-			// keep every reference in one namespace).
-			// A render past 30 s is a hostile one here
-			// (TestAHostileChartCostsItsOwnTenantOnly).
-			localenv.RenderController: {"--no-cross-namespace-refs", "--render-timeout=30s"},
-			localenv.SyncController:   {"--no-cross-namespace-refs"},
-		},
+		Root:           root,
+		BinDir:         binDir,
+		Progress:       os.Stderr,
+		ControllerArgs: args,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting the environment: %v\n", err)

@@ -83,13 +83,15 @@ func TestOCIArtifactPushedAndApplied(t *testing.T) {
 			Interval: metav1.Duration{Duration: 10 * time.Minute},
 		},
 	})).To(Succeed())
+	deployer(ctx, g, ns, "deployer", "edit", appNS)
 	g.Expect(env.Client.Create(ctx, &kustomizev1.Kustomization{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
 		Spec: kustomizev1.KustomizationSpec{
-			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: "app"},
-			Path:      "./",
-			Prune:     true,
-			Interval:  metav1.Duration{Duration: 10 * time.Minute},
+			SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: "app"},
+			ServiceAccountName: "deployer",
+			Path:               "./",
+			Prune:              true,
+			Interval:           metav1.Duration{Duration: 10 * time.Minute},
 		},
 	})).To(Succeed())
 	key := types.NamespacedName{Namespace: ns, Name: "app"}

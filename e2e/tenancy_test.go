@@ -316,15 +316,51 @@ func configMap(namespace, name string) string {
 // ServiceAccount do verb on resource in its namespace: a new RoleBinding
 // takes a moment to count.
 func waitAllowed(ctx context.Context, g *WithT, namespace, sa, verb, resource string) {
+	waitAllowedIn(ctx, g, types.NamespacedName{Namespace: namespace, Name: sa}, verb, resource, namespace)
+}
+
+// waitAllowedIn waits until the API server's authorizer lets the
+// ServiceAccount sa do verb on resource in namespace ("" at cluster
+// scope).
+func waitAllowedIn(ctx context.Context, g *WithT, sa types.NamespacedName, verb, resource, namespace string) {
 	g.Eventually(func(g Gomega) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               "system:serviceaccount:" + namespace + ":" + sa,
-			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			User:               "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource},
 		}}
 		g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
 		g.Expect(sar.Status.Allowed).To(BeTrue())
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the RoleBinding of %s/%s never took effect", namespace, sa)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the binding of %s never let it %s %s in %q", sa, verb, resource, namespace)
+}
+
+// deployer creates the ServiceAccount name in namespace ns, for a
+// Kustomization of the test to name in spec.serviceAccountName, bound to
+// the ClusterRole role in each of namespaces, or cluster-wide when there
+// are none, and waits until the authorizer counts the bindings. The suite
+// runs sync-controller with --default-service-account, as deploy/ does:
+// a Kustomization acts as a ServiceAccount, never as sync-controller, so
+// a story that is not about tenancy gives its Kustomization the rights it
+// needs, as a platform team would.
+func deployer(ctx context.Context, g *WithT, ns, name, role string, namespaces ...string) {
+	subject := fmt.Sprintf("subjects:\n  - kind: ServiceAccount\n    name: %s\n    namespace: %s\n", name, ns)
+	roleRef := fmt.Sprintf("roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: %s\n", role)
+	docs := []string{fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)}
+	for _, in := range namespaces {
+		docs = append(docs, fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: %s-%s\n  namespace: %s\n", ns, name, in)+roleRef+subject)
+	}
+	if len(namespaces) == 0 {
+		docs = append(docs, fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: %s-%s\n", ns, name)+roleRef+subject)
+	}
+	_, err := env.ApplyYAML(ctx, []byte(strings.Join(docs, "---\n")))
+	g.Expect(err).NotTo(HaveOccurred())
+	sa := types.NamespacedName{Namespace: ns, Name: name}
+	for _, in := range namespaces {
+		waitAllowedIn(ctx, g, sa, "patch", "configmaps", in)
+	}
+	if len(namespaces) == 0 {
+		waitAllowedIn(ctx, g, sa, "create", "namespaces", "")
+	}
 }
 
 // readyFalse checks a Kustomization's Ready=False has the reason and a
@@ -425,3 +461,130 @@ func (s *eventSink) filter(keep func(events.Event) bool) []events.Event {
 	}
 	return out
 }
+
+// A tenant whose Kustomizations name no ServiceAccount, on a Plumb run as
+// deploy/ runs it (--default-service-account=default, TestMain): they act
+// as the namespace's ServiceAccount default, which Kubernetes creates
+// with no rights, and which the platform team has bound to ConfigMaps in
+// the namespace only.
+//
+//   - one writes a ClusterRole: refused, Ready=False naming the
+//     ServiceAccount default and the verb, and the ClusterRole is never
+//     created — not cluster-admin, as sync-controller would be;
+//   - one writes a ConfigMap in the tenant's namespace: applied, Ready.
+func TestATenantsDefaultServiceAccountBoundsItsKustomization(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	tenant := "e2e-tenant-default"
+	clusterRole := tenant + "-escalate"
+
+	// The namespace, and its default ServiceAccount, which
+	// kube-controller-manager creates, bound to ConfigMaps there.
+	_, err := env.ApplyYAML(ctx, []byte(fmt.Sprintf(defaultServiceAccountRBAC, tenant)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, types.NamespacedName{Namespace: tenant, Name: "default"}, &corev1.ServiceAccount{})
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "kube-controller-manager created no default ServiceAccount")
+	waitAllowed(ctx, g, tenant, "default", "patch", "configmaps")
+
+	repo := tenant
+	g.Expect(env.Git.CreateRepo(ctx, repo)).To(Succeed())
+	clone, err := localenv.InitClone(ctx, env.Git.URL(repo), filepath.Join(t.TempDir(), repo))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(clone.Write(map[string]string{
+		"own/kustomization.yaml":      "resources:\n  - own.yaml\n",
+		"own/own.yaml":                configMap(tenant, "own"),
+		"escalate/kustomization.yaml": "resources:\n  - clusterrole.yaml\n",
+		"escalate/clusterrole.yaml":   fmt.Sprintf(clusterRoleYAML, clusterRole),
+	})).To(Succeed())
+	sha, err := clone.CommitAndPush(ctx, "A ConfigMap, and a ClusterRole")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = env.ApplyYAML(ctx, []byte(os.Expand(defaultServiceAccountObjects, func(k string) string {
+		return map[string]string{"NS": tenant, "GIT_URL": env.Git.URL(repo)}[k]
+	})))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	waitNotReady(ctx, t, types.NamespacedName{Namespace: tenant, Name: "escalate"}, readyFalse(kustomizev1.SyncFailedReason, fmt.Sprintf(
+		"ClusterRole/%s: forbidden: ServiceAccount %s/default may not patch clusterroles.rbac.authorization.k8s.io at cluster scope (server-side apply)", clusterRole, tenant)))
+	expectNotFound(ctx, g, types.NamespacedName{Name: clusterRole}, &rbacv1.ClusterRole{})
+
+	waitApplied(ctx, t, types.NamespacedName{Namespace: tenant, Name: "own"}, revision(sha))
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: tenant, Name: "own"}, &corev1.ConfigMap{})).To(Succeed(),
+		"the ConfigMap the default ServiceAccount may write was not created")
+}
+
+// defaultServiceAccountRBAC is a tenant's namespace (%[1]s) and a Role on
+// ConfigMaps there, bound to its ServiceAccount default.
+const defaultServiceAccountRBAC = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: configmaps
+  namespace: %[1]s
+rules:
+  - apiGroups: [""]
+    resources: ["configmaps"]
+    verbs: ["get", "list", "watch", "create", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: default-configmaps
+  namespace: %[1]s
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: configmaps
+subjects:
+  - kind: ServiceAccount
+    name: default
+    namespace: %[1]s
+`
+
+// defaultServiceAccountObjects are the tenant's Plumb objects (${NS}):
+// Kustomizations that name no ServiceAccount.
+const defaultServiceAccountObjects = `apiVersion: source.plumb.dev/v1
+kind: GitRepository
+metadata:
+  name: app
+  namespace: ${NS}
+spec:
+  url: ${GIT_URL}
+  ref:
+    branch: main
+  interval: 10m
+---
+apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: own
+  namespace: ${NS}
+spec:
+  sourceRef:
+    kind: GitRepository
+    name: app
+  path: ./own
+  interval: 10m
+  prune: true
+  timeout: 1m
+---
+apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: escalate
+  namespace: ${NS}
+spec:
+  sourceRef:
+    kind: GitRepository
+    name: app
+  path: ./escalate
+  interval: 10m
+  prune: true
+  timeout: 1m
+`

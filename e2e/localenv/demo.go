@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -33,6 +34,9 @@ const (
 	DemoHelmObjectsFile = "deploy/examples/plumb/helm-demo.yaml"
 	demoAppNamespace    = "plumb-demo"
 	fieldManager        = "plumb-local"
+	// DemoServiceAccount is the ServiceAccount of DemoObjectsFile that the
+	// sample's Kustomization and HelmRelease act as.
+	DemoServiceAccount = "demo-deployer"
 )
 
 // DemoOptions name one copy of the sample: its Git repository, the
@@ -68,7 +72,9 @@ type Demo struct {
 
 // DeployDemo makes a copy of the sample: it creates the Git repository and
 // pushes deploy/examples/app to it with the git binary (the app namespace
-// replaced), applies deploy/examples/plumb/demo.yaml, waits for the Receiver
+// replaced), applies deploy/examples/plumb/demo.yaml (its Plumb objects
+// once the ServiceAccount they act as, DemoServiceAccount, is allowed in
+// the app's namespaces), waits for the Receiver
 // to publish its webhook path and registers that URL as the repository's
 // push webhook.
 func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
@@ -111,6 +117,7 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 
 	vars := map[string]string{
 		"NAMESPACE":     opts.Namespace,
+		"APP_NAMESPACE": opts.AppNamespace,
 		"GIT_URL":       d.RepoURL,
 		"WEBHOOK_TOKEN": d.WebhookToken,
 		"SLACK_URL":     e.Slack.URL(),
@@ -135,11 +142,39 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 			}
 			return "${" + k + "}"
 		})
-		objs, err := e.ApplyYAML(ctx, []byte(manifest))
+		objs, err := DecodeYAML([]byte(manifest))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		d.Objects = append(d.Objects, objs...)
+	}
+	// What the platform team gives the app (namespaces, the
+	// ServiceAccount, its bindings, the Secrets) first, and the Plumb
+	// objects once the API server's authorizer counts the bindings: a
+	// sync refused before that would wait for its retry interval.
+	var plumbObjs []*unstructured.Unstructured
+	for _, obj := range d.Objects {
+		if strings.HasSuffix(obj.GroupVersionKind().Group, "plumb.dev") {
+			plumbObjs = append(plumbObjs, obj)
+			continue
+		}
+		if err := e.apply(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	appNamespaces := []string{opts.AppNamespace}
+	if opts.Helm {
+		appNamespaces = append(appNamespaces, d.HelmNamespace)
+	}
+	for _, ns := range appNamespaces {
+		if err := e.waitAllowed(ctx, types.NamespacedName{Namespace: opts.Namespace, Name: DemoServiceAccount}, "patch", "configmaps", ns); err != nil {
+			return nil, err
+		}
+	}
+	for _, obj := range plumbObjs {
+		if err := e.apply(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
 
 	path, err := e.waitWebhookPath(ctx, opts.Namespace, "github")
@@ -225,11 +260,47 @@ func (e *Env) ApplyYAML(ctx context.Context, data []byte) ([]*unstructured.Unstr
 		return nil, err
 	}
 	for _, obj := range objs {
-		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		if err := e.apply(ctx, obj); err != nil {
+			return nil, err
 		}
 	}
 	return objs, nil
+}
+
+// apply server-side-applies obj as the launcher.
+func (e *Env) apply(ctx context.Context, obj *unstructured.Unstructured) error {
+	if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// waitAllowed waits until the API server's authorizer lets the
+// ServiceAccount sa do verb on resource in namespace, for as long as ctx
+// allows: a new RoleBinding takes a moment to count.
+func (e *Env) waitAllowed(ctx context.Context, sa types.NamespacedName, verb, resource, namespace string) error {
+	began, said := time.Now(), time.Now()
+	for {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource},
+		}}
+		err := e.Client.Create(ctx, sar)
+		if err == nil && sar.Status.Allowed {
+			return nil
+		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			e.progress("still waiting for ServiceAccount %s to be allowed to %s %s in namespace %s (%s)", sa, verb, resource, namespace, time.Since(began).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ServiceAccount %s was never allowed to %s %s in namespace %s (last answer: %v, %q): %w",
+				sa, verb, resource, namespace, err, sar.Status.Reason, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // DecodeYAML splits a multi-document YAML stream into objects, skipping

@@ -47,7 +47,11 @@ func main() {
 	)
 	flag.Parse()
 	scr := newScreen(os.Stdout)
-	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards}
+	// The controllers bound tenants as deploy/ does: the sample's
+	// Kustomization and HelmRelease name a ServiceAccount with the rights
+	// they need (deploy/examples/plumb).
+	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards,
+		ControllerArgs: localenv.TenancyArgs()}
 	if *standbys != "" {
 		opts.Standbys = strings.Split(*standbys, ",")
 	}
