@@ -160,7 +160,11 @@
 // ServiceAccount, kept while a Kustomization uses it). The API server decides
 // what that user may do; a refusal becomes a message naming the object, the
 // ServiceAccount and the verb (engine.ForbiddenError) in Ready=False, and a
-// prune that is refused keeps the object in the inventory. What stays
+// prune that is refused keeps the object in the inventory. The API server
+// authorizes a ServiceAccount that does not exist like any other (by its
+// name and groups), so after a refusal the ServiceAccount is read, and a
+// missing one is named as such at the start of the message
+// (missingServiceAccountError, explainForbidden). What stays
 // sync-controller's own identity: reading Kustomizations (the request, and
 // dependsOn), writing their status and finalizers, the watch cache behind
 // drift detection (metadata-only, label-filtered, reads only), reading the
