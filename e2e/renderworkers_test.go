@@ -65,8 +65,9 @@ data:
 		g.Expect(env.Client.Create(ctx, &helmv2.HelmRelease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: helmv2.HelmReleaseSpec{
-				Interval:        metav1.Duration{Duration: 10 * time.Minute},
-				TargetNamespace: target,
+				Interval:           metav1.Duration{Duration: 10 * time.Minute},
+				TargetNamespace:    target,
+				ServiceAccountName: "deployer",
 				Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 					Chart: chart, Version: "1.0.0",
 					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
@@ -78,6 +79,8 @@ data:
 	for _, ns := range []string{tenantA, tenantB, tenantB + "-release"} {
 		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
+	deployer(ctx, g, tenantA, "deployer", "admin", tenantA)
+	deployer(ctx, g, tenantB, "deployer", "admin", tenantB+"-release")
 	for _, ns := range []string{tenantA, tenantB} {
 		g.Expect(env.Client.Create(ctx, &sourcev1.HelmRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"},
