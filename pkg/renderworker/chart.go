@@ -64,13 +64,15 @@ func (p *Pool) ChartPackage(ctx context.Context, src helmpackage.Source, build h
 	keys := slices.SortedFunc(maps.Keys(build.Remote), func(a, b helmpackage.Dependency) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Repository, b.Repository), cmp.Compare(a.Version, b.Version))
 	})
+	size := int64(len(src.Archive))
 	for _, k := range keys {
 		tgz := build.Remote[k]
 		req.Remote = append(req.Remote, remoteArchive{Dependency: k.Key(), Bytes: int64(len(tgz))})
-		blob = append(blob, tgz...)
+		blob = append(blob, tgz)
+		size += int64(len(tgz))
 	}
-	if int64(len(blob)) > maxRequestBlob {
-		return nil, render.LimitError("the chart and its dependencies' archives are %d bytes, more than a %s takes (%d)", len(blob), p.opts.Names.Worker, maxRequestBlob)
+	if size > maxRequestBlob {
+		return nil, render.LimitError("the chart and its dependencies' archives are %d bytes, more than a %s takes (%d)", size, p.opts.Names.Worker, maxRequestBlob)
 	}
 	resp, tgz, err := p.do(ctx, &request{ChartPackage: req, timeoutName: opts.TimeoutName}, blob, p.opts.MaxFileBytes)
 	if err != nil {
@@ -79,9 +81,10 @@ func (p *Pool) ChartPackage(ctx context.Context, src helmpackage.Source, build h
 	return &helmpackage.Result{Name: resp.ChartName, Version: resp.ChartVersion, Archive: tgz}, nil
 }
 
-// chartSourceOf returns src as it crosses to a worker, and the blob that
-// begins with its archive. Folders must be absolute: a worker runs in /.
-func chartSourceOf(src helmpackage.Source) (chartSource, []byte, error) {
+// chartSourceOf returns src as it crosses to a worker, and the blob's
+// parts that begin with its archive. Folders must be absolute: a worker
+// runs in /.
+func chartSourceOf(src helmpackage.Source) (chartSource, [][]byte, error) {
 	cs := chartSource{Root: src.Root, Dir: src.Dir, Name: src.Name}
 	if src.Archive != nil {
 		if len(src.Archive) == 0 || src.Root != "" || src.Dir != "" {
@@ -91,7 +94,7 @@ func chartSourceOf(src helmpackage.Source) (chartSource, []byte, error) {
 			return cs, nil, render.LimitError("the chart archive is %d bytes, more than a worker takes (%d)", len(src.Archive), maxRequestBlob)
 		}
 		cs.ArchiveBytes = int64(len(src.Archive))
-		return cs, slices.Clone(src.Archive), nil
+		return cs, [][]byte{src.Archive}, nil
 	}
 	if !filepath.IsAbs(src.Root) || !filepath.IsAbs(src.Dir) {
 		return cs, nil, fmt.Errorf("a chart folder must be given by absolute paths, not %q in %q", src.Dir, src.Root)

@@ -220,7 +220,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
 	}
-	resp, manifests, err := p.do(ctx, req, archive, opts.Limits.MaxOutputBytes)
+	resp, manifests, err := p.do(ctx, req, [][]byte{archive}, opts.Limits.MaxOutputBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 // worker or starts one, and hands the worker back when it answered. A
 // worker that passed a limit, died or answered garbage is killed and
 // replaced in the background; its render fails with LimitExceeded.
-func (p *Pool) do(ctx context.Context, req *request, blob []byte, maxOutput int64) (*response, []byte, error) {
+func (p *Pool) do(ctx context.Context, req *request, blob [][]byte, maxOutput int64) (*response, []byte, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():

@@ -46,7 +46,7 @@ type process struct {
 // roundTrip sends req and reads the answer, killing the worker when ctx
 // ends first. Any error but the render's own (response.Error) is the
 // worker's failure, for which the worker is killed: the caller stops it.
-func (w *process) roundTrip(ctx context.Context, req *request, blob []byte, maxOutput int64) (*response, []byte, error) {
+func (w *process) roundTrip(ctx context.Context, req *request, blob [][]byte, maxOutput int64) (*response, []byte, error) {
 	type answer struct {
 		resp      *response
 		manifests []byte
@@ -54,7 +54,7 @@ func (w *process) roundTrip(ctx context.Context, req *request, blob []byte, maxO
 	}
 	done := make(chan answer, 1)
 	go func() {
-		if err := writeMessage(w.in, req, blob); err != nil {
+		if err := writeMessage(w.in, req, blob...); err != nil {
 			done <- answer{err: fmt.Errorf("sending the request: %w", err)}
 			return
 		}

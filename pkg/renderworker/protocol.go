@@ -38,8 +38,10 @@ const (
 // errFrameTooLarge is a frame longer than its reader's bound.
 var errFrameTooLarge = errors.New("frame longer than its bound")
 
-// writeMessage writes header as JSON and blob after it.
-func writeMessage(w io.Writer, header any, blob []byte) error {
+// writeMessage writes header as JSON and the blob after it, given as
+// the parts it is made of (a chart and its dependencies' archives), so
+// that no side copies them into one slice first.
+func writeMessage(w io.Writer, header any, blob ...[]byte) error {
 	h, err := json.Marshal(header)
 	if err != nil {
 		return err
@@ -47,20 +49,29 @@ func writeMessage(w io.Writer, header any, blob []byte) error {
 	if err := writeFrame(w, h); err != nil {
 		return err
 	}
-	return writeFrame(w, blob)
+	return writeFrame(w, blob...)
 }
 
-func writeFrame(w io.Writer, b []byte) error {
-	if uint64(len(b)) > uint64(^uint32(0)) {
+// writeFrame writes one frame of the parts, one after the other.
+func writeFrame(w io.Writer, parts ...[]byte) error {
+	var size uint64
+	for _, p := range parts {
+		size += uint64(len(p))
+	}
+	if size > uint64(^uint32(0)) {
 		return errFrameTooLarge
 	}
 	var n [frameHeaderBytes]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	binary.BigEndian.PutUint32(n[:], uint32(size))
 	if _, err := w.Write(n[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(b)
-	return err
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readMessage reads a header into header (unknown fields refused) and

@@ -15,16 +15,18 @@ const (
 	// the workers' memory stays a fraction of the container's. Packaging
 	// takes milliseconds for an ordinary chart; more workers buy little.
 	DefaultChartWorkers = 2
-	// DefaultChartWorkerMemory is --chart-worker-memory: a build at its
-	// budgets holds the chart's files and its dependencies' (100 MiB each
-	// at --helm-chart-max-extracted-size), the dependencies' archives as
-	// they arrive (at most 100 MiB), the package and its copy on the way
-	// back, and the values as Helm parses them; measured, a chart whose
-	// files fill the 100 MiB budget with a template packages in 330 MiB
-	// of address space. 512 MiB is that with room for the garbage
-	// collector; a values file crafted to cost more (parsing YAML takes
-	// about 130 times a file's size at worst) fails at it.
-	DefaultChartWorkerMemory int64 = 512 << 20
+	// DefaultChartWorkerMemory is --chart-worker-memory: what a build at
+	// the default budgets takes, measured. A chart whose files fill the
+	// 100 MiB of --helm-chart-max-extracted-size packages within 320 MiB
+	// (not 256); with dependencies whose files fill the same budget again
+	// (five archives of 10 MiB, a package of 100 MB) within 768 MiB (not
+	// 640): the files held twice over while the SDK reads them, the
+	// archives, the package and its copy on the way back. An ordinary
+	// chart of some hundred KiB takes a few MiB. Parsing values is the
+	// rest: YAML can cost some 130 times its size (testhelm.HostileValues),
+	// so a crafted values file fails at this limit rather than taking
+	// source-controller down.
+	DefaultChartWorkerMemory int64 = 768 << 20
 )
 
 // chartWorkerNames are the words of a chart worker's failures: the

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -734,7 +735,7 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 		digest := helm.Digest(st.tgz)
 		if !st.artifactOK || prev.Digest != digest || prev.Revision != st.version {
 			name := fmt.Sprintf("%s-%s-%s.tgz", st.name, st.version, strings.TrimPrefix(digest, "sha256:"))
-			a, err := r.Storage.Store(ctx, ref, name, strings.NewReader(string(st.tgz)))
+			a, err := r.Storage.Store(ctx, ref, name, bytes.NewReader(st.tgz))
 			if err != nil {
 				conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 					"storing the artifact failed: %v", err)
