@@ -121,7 +121,7 @@
 // chart resolves and builds, with the network and the Kubernetes client
 // here and everything that parses the chart's content in a chart worker
 // (pkg/renderworker, pkg/helmpackage): a process of this program with a
-// hard memory limit (--chart-worker-memory, 512 MiB), no network, at most
+// hard memory limit (--chart-worker-memory, 768 MiB), no network, at most
 // --chart-workers (2) at once, each request bounded by the source's
 // spec.timeout. A chart's YAML can be crafted to cost gigabytes once
 // parsed (docs/design/render-sandbox.md); in a worker it costs that
