@@ -21,12 +21,13 @@ import (
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/renderworker"
 	sourcecontroller "plumb.dev/source-controller/internal/controller"
 	"plumb.dev/source-controller/internal/egress"
 	"plumb.dev/source-controller/internal/git"
-	"plumb.dev/source-controller/internal/helm"
 )
 
 const controllerName = sourcecontroller.ControllerName
@@ -39,6 +40,8 @@ type sourceOptions struct {
 	MaxHelmExtractedSize int64
 	MaxOCILayerSize      int64
 	MaxOCIExtractedSize  int64
+	ChartWorkers         int
+	ChartWorkerMemory    int64
 	// AllowedNetworks are the networks of --allowed-private-networks;
 	// allowed is their parse (Validate).
 	AllowedNetworks []string
@@ -52,8 +55,12 @@ func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes of a Helm repository's index.yaml; a larger one is refused (Ready=False, IndexationFailed).")
 	fs.Int64Var(&o.MaxHelmChartSize, "helm-chart-max-size", sourcecontroller.DefaultMaxChartSize,
 		"The most bytes of one downloaded Helm chart archive (a HelmChart's or one of its dependencies); a larger one is refused (Ready=False, ChartPullFailed).")
-	fs.Int64Var(&o.MaxHelmExtractedSize, "helm-chart-max-extracted-size", helm.DefaultMaxExtractedSize,
-		"The most bytes of the decompressed files of one Helm chart, as the Helm SDK's loader counts them; a larger chart is refused.")
+	fs.Int64Var(&o.MaxHelmExtractedSize, "helm-chart-max-extracted-size", helmpackage.DefaultMaxExtractedSize,
+		"The most bytes of the decompressed files of one Helm chart, as the Helm SDK's loader counts them (and of the dependencies a HelmChart adds, together); a larger chart is refused.")
+	fs.IntVar(&o.ChartWorkers, "chart-workers", sourcecontroller.DefaultChartWorkers,
+		"How many HelmCharts are loaded and packaged at once, each in a chart worker process of its own with hard limits; the others wait for a free worker.")
+	fs.Int64Var(&o.ChartWorkerMemory, "chart-worker-memory", sourcecontroller.DefaultChartWorkerMemory,
+		"The memory one chart worker may use, in bytes (its address space beyond what it maps once started); a chart past it fails with LimitExceeded.")
 	fs.Int64Var(&o.MaxOCILayerSize, "oci-max-layer-size", sourcecontroller.DefaultMaxOCILayerSize,
 		"The most bytes of the compressed layer an OCIRepository pulls; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
 	fs.Int64Var(&o.MaxOCIExtractedSize, "oci-max-extracted-size", sourcecontroller.DefaultMaxOCIExtractedSize,
@@ -77,6 +84,12 @@ func (o *sourceOptions) Validate() error {
 			return fmt.Errorf("%s must be positive, got %d", name, v)
 		}
 	}
+	if o.ChartWorkers < 1 {
+		return fmt.Errorf("--chart-workers must be at least 1, got %d", o.ChartWorkers)
+	}
+	if o.ChartWorkerMemory < 64<<20 {
+		return fmt.Errorf("--chart-worker-memory must be at least 64 MiB, got %d bytes", o.ChartWorkerMemory)
+	}
 	allowed, err := netguard.ParseNetworks(o.AllowedNetworks)
 	if err != nil {
 		return fmt.Errorf("--%s: %w", egress.AllowedNetworksFlag, err)
@@ -86,6 +99,9 @@ func (o *sourceOptions) Validate() error {
 }
 
 func main() {
+	// A chart worker is this program started again: it loads and packages
+	// charts and never comes back from here (pkg/renderworker).
+	renderworker.ServeIfWorker()
 	var (
 		mgrOpts     options.Manager
 		natsOpts    options.NATS
@@ -168,7 +184,6 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
-	helm.SetMaxExtractedSize(sourceOpts.MaxHelmExtractedSize)
 	repos := &sourcecontroller.HelmRepositoryReconciler{
 		Client:       mgr.GetClient(),
 		Storage:      storage,
@@ -193,13 +208,18 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
+	packager := sourcecontroller.NewChartWorkers(sourceOpts.ChartWorkers, sourceOpts.ChartWorkerMemory,
+		sourceOpts.MaxHelmExtractedSize, log.WithName("chart-worker"))
+	defer packager.Close()
 	charts := &sourcecontroller.HelmChartReconciler{
-		Client:       mgr.GetClient(),
-		Storage:      storage,
-		Events:       recorder,
-		Metrics:      sourcecontroller.NewHelmChartMetrics(ctrlmetrics.Registry),
-		MaxChartSize: sourceOpts.MaxHelmChartSize,
-		Addresses:    addresses,
+		Client:           mgr.GetClient(),
+		Storage:          storage,
+		Events:           recorder,
+		Metrics:          sourcecontroller.NewHelmChartMetrics(ctrlmetrics.Registry),
+		MaxChartSize:     sourceOpts.MaxHelmChartSize,
+		MaxExtractedSize: sourceOpts.MaxHelmExtractedSize,
+		Addresses:        addresses,
+		Packager:         packager,
 	}
 	if err := charts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err

@@ -1,5 +1,6 @@
-// Package renderworker runs renders — kustomize builds (render.Build) and
-// Helm chart renders (helmrender.Render) — in worker processes with hard
+// Package renderworker runs renders — kustomize builds (render.Build),
+// Helm chart renders (helmrender.Render) and source-controller's HelmChart
+// plans and packages (pkg/helmpackage) — in worker processes with hard
 // limits, so that a hostile input costs its own render and nothing else.
 //
 // A render is the one place where a tenant's input runs as code: Go's
@@ -30,7 +31,7 @@
 //	CPU time         soft RLIMIT_CPU per render: what the        the render's time limit
 //	                 worker used so far plus the render's time   (--render-timeout)
 //	open files       RLIMIT_NOFILE                               64
-//	files written    RLIMIT_FSIZE 0: a worker writes no file     0
+//	files written    RLIMIT_FSIZE: Options.MaxFileBytes          0 (chart workers: the package)
 //	core dumps       RLIMIT_CORE 0                               0
 //	privileges       PR_SET_NO_NEW_PRIVS                         on
 //	stack            debug.SetMaxStack                           64 MiB
@@ -53,6 +54,26 @@
 // exits. The CPU limit backs the deadline for a render that burns more
 // than one core.
 //
+// # Chart workers
+//
+// source-controller runs a pool of its own (--chart-workers,
+// --chart-worker-memory) for HelmCharts: ChartPlan loads a chart (a folder
+// of a source tree the worker reads from disk, or an archive) and lists
+// the remote dependencies it still needs; the parent downloads their
+// archives, as bytes it never loads; ChartPackage loads everything again,
+// adds the archives, merges the values files and packages. Nothing of a
+// chart's content is parsed in the parent, where YAML crafted to cost
+// some 130 times its size would take the controller down for every
+// tenant. chartutil.Save writes the package to a file, so such a pool's
+// workers may write one file of at most Options.MaxFileBytes
+// (RLIMIT_FSIZE, set at start like every limit; past it the kernel
+// refuses the write and the request fails with LimitExceeded): the pool
+// makes a folder for each package request and removes it after the
+// answer, which carries the package's bytes. A render pool keeps
+// MaxFileBytes at 0. Options.Names put a pool's failures in its
+// program's words: "packaging the chart passed its memory limit of
+// 768 MiB (--chart-worker-memory); its chart worker was stopped".
+//
 // # Other systems
 //
 // Outside Linux (the plumb command line on a Mac) a worker sets no rlimit:
@@ -73,7 +94,10 @@
 // JSON, with the chart archive as the blob), an answer the object ids, the
 // digest and the render's error, with the manifests as the blob. Each side
 // bounds what it reads (an answer by the render's output limit), and
-// unknown header fields are refused.
+// unknown header fields are refused. A chart request's blob is the chart
+// archive (none for a folder) then each pulled dependency's, their
+// lengths in the header; the worker refuses lengths that do not add up
+// to the blob, and a plan's answer carries no blob.
 //
 // # What a failure looks like
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 )
@@ -54,6 +55,71 @@ func FuzzWorkerProtocol(f *testing.F) {
 			e := resp.Error.err()
 			if !knownReason(render.Reason(e)) {
 				t.Fatalf("an answer's error crossed with reason %q", render.Reason(e))
+			}
+		}
+	})
+}
+
+// FuzzChartRequests reads arbitrary bytes as a worker reads chart plan
+// and package requests: no panic, and a request is taken only when the
+// lengths its header gives cut its blob into the chart's archive and the
+// dependencies' exactly, each part within the blob.
+func FuzzChartRequests(f *testing.F) {
+	dep := helmpackage.Dependency{Name: "common", Repository: "https://charts.example/stable", Version: "^3"}
+	var seed bytes.Buffer
+	for _, req := range []struct {
+		r    *request
+		blob []byte
+	}{
+		{&request{ChartPlan: &chartPlanRequest{Source: chartSource{Root: "/src", Dir: "/src/charts/app"}}, Timeout: time.Second}, nil},
+		{&request{ChartPlan: &chartPlanRequest{Source: chartSource{ArchiveBytes: 3, Name: "app"}}, Timeout: time.Second}, []byte("tgz")},
+		{&request{ChartPackage: &chartPackageRequest{Source: chartSource{ArchiveBytes: 3}, OutDir: "/tmp/x", Version: "1.0.0",
+			ValuesFiles: []string{"values.yaml"}, Remote: []remoteArchive{{Dependency: dep, Bytes: 2}}}, Timeout: time.Second}, []byte("tgzab")},
+		{&request{ChartPackage: &chartPackageRequest{Source: chartSource{ArchiveBytes: -1}, Remote: []remoteArchive{{Dependency: dep, Bytes: 9}}}}, []byte("x")},
+		{&request{ChartPlan: &chartPlanRequest{}, ChartPackage: &chartPackageRequest{}}, nil},
+	} {
+		seed.Reset()
+		_ = writeMessage(&seed, req.r, req.blob)
+		f.Add(seed.Bytes())
+	}
+	seed.Reset()
+	_ = writeMessage(&seed, &response{ChartName: "app", ChartVersion: "1.0.0", Remote: []helmpackage.Dependency{dep},
+		Digest: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, nil)
+	f.Add(seed.Bytes())
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req request
+		blob, err := readMessage(bufio.NewReader(bytes.NewReader(data)), &req, 1<<20)
+		if err != nil {
+			return
+		}
+		_ = kinds(&req)
+		if req.ChartPlan != nil {
+			src, err := req.ChartPlan.inputs(blob)
+			if err == nil && int64(len(src.Archive)) != req.ChartPlan.Source.ArchiveBytes && src.Archive != nil {
+				t.Fatalf("an archive of %d bytes from a header of %d", len(src.Archive), req.ChartPlan.Source.ArchiveBytes)
+			}
+			if err == nil && req.ChartPlan.Source.ArchiveBytes != int64(len(blob)) {
+				t.Fatalf("a plan took a blob of %d bytes for an archive of %d", len(blob), req.ChartPlan.Source.ArchiveBytes)
+			}
+		}
+		if r := req.ChartPackage; r != nil {
+			src, remote, err := r.inputs(blob)
+			if err != nil {
+				return
+			}
+			total := int64(len(src.Archive))
+			for _, a := range remote {
+				total += int64(len(a))
+			}
+			// Two entries of the same dependency keep the last; every
+			// length was within the blob and they added up to it.
+			sum := r.Source.ArchiveBytes
+			for _, a := range r.Remote {
+				sum += a.Bytes
+			}
+			if sum != int64(len(blob)) || total > sum {
+				t.Fatalf("lengths adding up to %d took a blob of %d (%d kept)", sum, len(blob), total)
 			}
 		}
 	})

@@ -28,13 +28,14 @@ const maxOpenFiles = 64
 //     start that it never touches, so a limit of memory alone would stop
 //     it at once; every byte the render's heap grows maps as much, so the
 //     limit bounds the render's memory to within a few MiB;
-//   - open files (RLIMIT_NOFILE), file writes (RLIMIT_FSIZE 0: a worker
-//     writes no file, so any write to one fails) and core dumps
-//     (RLIMIT_CORE 0: a crash of a render writes none of its input to
-//     disk).
+//   - open files (RLIMIT_NOFILE), file writes (RLIMIT_FSIZE: fileSize, 0
+//     for a render worker, which writes no file, so any write to one
+//     fails; a chart worker's chartutil.Save writes the package, at most
+//     this large) and core dumps (RLIMIT_CORE 0: a crash of a render
+//     writes none of its input to disk).
 //
 // The CPU limit is set per render (limitCPU).
-func limitProcess(memory int64) error {
+func limitProcess(memory, fileSize int64) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no new privileges: %w", err)
 	}
@@ -49,7 +50,7 @@ func limitProcess(memory int64) error {
 	}{
 		{"address space", unix.RLIMIT_AS, uint64(mapped) + uint64(memory)},
 		{"open files", unix.RLIMIT_NOFILE, maxOpenFiles},
-		{"file size", unix.RLIMIT_FSIZE, 0},
+		{"file size", unix.RLIMIT_FSIZE, uint64(fileSize)},
 		{"core size", unix.RLIMIT_CORE, 0},
 	}
 	for _, l := range limits {

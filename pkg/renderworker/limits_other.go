@@ -13,6 +13,6 @@ var sigCPULimit []os.Signal
 // limitProcess sets nothing outside Linux: a worker there is bounded by
 // the parent's deadline, which kills it, and by the render's own budgets
 // (doc.go, "Other systems").
-func limitProcess(int64) error { return nil }
+func limitProcess(int64, int64) error { return nil }
 
 func limitCPU(time.Duration) error { return nil }

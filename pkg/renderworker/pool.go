@@ -50,6 +50,66 @@ type Options struct {
 	// Log receives a line for each worker that ends other than by the
 	// pool's choice.
 	Log logr.Logger
+	// MaxFileBytes is the largest file a worker may write (RLIMIT_FSIZE).
+	// Zero, render-controller's: a render writes no file, and any write
+	// fails. A chart worker writes the package (chartutil.Save), into a
+	// folder the pool makes for each ChartPackage and removes after.
+	MaxFileBytes int64
+	// Names are the words of the pool's messages; zero fields are
+	// render-controller's.
+	Names Names
+}
+
+// Names are the words a pool's failures are told in: what its work is,
+// its workers, the flags that set their limits and the program, so that
+// a message names the flag to change.
+type Names struct {
+	// Work is what a request does: "rendering".
+	Work string
+	// Worker is a worker: "render worker".
+	Worker string
+	// Timeout names the time limit: "--render-timeout".
+	Timeout string
+	// Workers and Memory name Options.Workers and Options.Memory:
+	// "--render-workers", "--render-worker-memory".
+	Workers string
+	Memory  string
+	// Program is the parent: "render-controller".
+	Program string
+}
+
+// renderNames are render-controller's Names.
+var renderNames = Names{
+	Work:    "rendering",
+	Worker:  "render worker",
+	Timeout: "--render-timeout",
+	Workers: "--render-workers",
+	Memory:  "--render-worker-memory",
+	Program: "render-controller",
+}
+
+// withDefaults fills the zero fields of n with render-controller's.
+func (n Names) withDefaults() Names {
+	for _, f := range []struct {
+		field *string
+		def   string
+	}{
+		{&n.Work, renderNames.Work}, {&n.Worker, renderNames.Worker}, {&n.Timeout, renderNames.Timeout},
+		{&n.Workers, renderNames.Workers}, {&n.Memory, renderNames.Memory}, {&n.Program, renderNames.Program},
+	} {
+		if *f.field == "" {
+			*f.field = f.def
+		}
+	}
+	return n
+}
+
+// timeout names req's time limit.
+func (n Names) timeout(req *request) string {
+	if req.timeoutName != "" {
+		return req.timeoutName
+	}
+	return n.Timeout
 }
 
 // Pool runs renders in worker processes with hard limits (doc.go).
@@ -77,6 +137,10 @@ func NewPool(opts Options) *Pool {
 	if opts.Memory <= 0 {
 		opts.Memory = DefaultMemory
 	}
+	if opts.MaxFileBytes < 0 {
+		opts.MaxFileBytes = 0
+	}
+	opts.Names = opts.Names.withDefaults()
 	p := &Pool{opts: opts, slots: make(chan struct{}, opts.Workers)}
 	for range opts.Workers {
 		p.warmInBackground()
@@ -156,7 +220,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
 	}
-	resp, manifests, err := p.do(ctx, req, archive, opts.Limits.MaxOutputBytes)
+	resp, manifests, err := p.do(ctx, req, [][]byte{archive}, opts.Limits.MaxOutputBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +232,11 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 // worker or starts one, and hands the worker back when it answered. A
 // worker that passed a limit, died or answered garbage is killed and
 // replaced in the background; its render fails with LimitExceeded.
-func (p *Pool) do(ctx context.Context, req *request, blob []byte, maxOutput int64) (*response, []byte, error) {
+func (p *Pool) do(ctx context.Context, req *request, blob [][]byte, maxOutput int64) (*response, []byte, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, waitErr(ctx)
+		return nil, nil, p.waitErr(ctx, req)
 	}
 	defer func() { <-p.slots }()
 	deadline, ok := ctx.Deadline()
@@ -181,9 +245,9 @@ func (p *Pool) do(ctx context.Context, req *request, blob []byte, maxOutput int6
 	}
 	req.Timeout = time.Until(deadline)
 	if req.Timeout <= 0 {
-		return nil, nil, waitErr(ctx)
+		return nil, nil, p.waitErr(ctx, req)
 	}
-	w, err := p.take(ctx)
+	w, err := p.take(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,16 +274,18 @@ func (p *Pool) do(ctx context.Context, req *request, blob []byte, maxOutput int6
 
 // waitErr is the error of a render whose context ended before a worker
 // took it.
-func waitErr(ctx context.Context) error {
+func (p *Pool) waitErr(ctx context.Context, req *request) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return render.LimitError("rendering did not finish within its time limit (--render-timeout): it waited for a free render worker (--render-workers) until then")
+		n := p.opts.Names
+		return render.LimitError("%s did not finish within its time limit (%s): it waited for a free %s (%s) until then",
+			n.Work, n.timeout(req), n.Worker, n.Workers)
 	}
 	return ctx.Err()
 }
 
 // take returns an idle worker, waits for one being started, or starts
 // one.
-func (p *Pool) take(ctx context.Context) (*process, error) {
+func (p *Pool) take(ctx context.Context, req *request) (*process, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -240,7 +306,7 @@ func (p *Pool) take(ctx context.Context) (*process, error) {
 		select {
 		case <-time.After(warmPoll):
 		case <-ctx.Done():
-			return nil, waitErr(ctx)
+			return nil, p.waitErr(ctx, req)
 		}
 	}
 }
@@ -287,7 +353,7 @@ func (p *Pool) warm() {
 		p.mu.Lock()
 		p.warming--
 		p.mu.Unlock()
-		p.opts.Log.Error(err, "starting a render worker")
+		p.opts.Log.Error(err, "starting a "+p.opts.Names.Worker)
 		return
 	}
 	p.give(w, true)
@@ -310,7 +376,8 @@ func (p *Pool) start() (*process, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = stderr // a library's stray print must not break the protocol
 	cmd.Stderr = stderr
-	cmd.Env = append(cmd.Env, envWorker+"="+protocolVersion, envMemory+"="+strconv.FormatInt(p.opts.Memory, 10))
+	cmd.Env = append(cmd.Env, envWorker+"="+protocolVersion, envMemory+"="+strconv.FormatInt(p.opts.Memory, 10),
+		envFileSize+"="+strconv.FormatInt(p.opts.MaxFileBytes, 10))
 	setProcessAttributes(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll(reqR, reqW, respR, respW)

@@ -214,7 +214,7 @@ func TestALoopingTemplateIsKilledAtItsDeadline(t *testing.T) {
 			g := NewWithT(t)
 			p := newPool(t, Options{Workers: 1})
 			// The worker must be running before the deadline starts.
-			w, err := p.take(context.Background())
+			w, err := p.take(context.Background(), &request{})
 			g.Expect(err).NotTo(HaveOccurred())
 			p.give(w, false)
 			pid := w.cmd.Process.Pid
@@ -263,7 +263,7 @@ func TestAWorkerPastItsCPULimitExitsAndIsNamed(t *testing.T) {
 	g.Expect(cmd.ProcessState).NotTo(BeNil(), "%v", err)
 	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(workerExitCPU), out.String())
 
-	w := &process{pool: &Pool{}, cmd: cmd, stderr: newOutput(10), exited: make(chan struct{})}
+	w := &process{pool: &Pool{opts: Options{Names: renderNames}}, cmd: cmd, stderr: newOutput(10), exited: make(chan struct{})}
 	close(w.exited)
 	msg := w.why(context.Background(), &request{Timeout: 3 * time.Second}, nil, 1)
 	g.Expect(msg).To(HavePrefix("rendering used more CPU time than its limit of 3s (--render-timeout)"))
@@ -307,7 +307,7 @@ func TestAWorkerHasItsLimits(t *testing.T) {
 	// A worker that has answered has set its limits.
 	_, err := p.Helm(withTimeout(t, time.Minute), chartWith(t, configMapTemplate), helmrender.Options{ReleaseName: "x", Namespace: "a"})
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := p.take(context.Background())
+	w, err := p.take(context.Background(), &request{})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer p.give(w, false)
 	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", w.cmd.Process.Pid))
@@ -332,5 +332,5 @@ func TestAWorkerHasItsLimits(t *testing.T) {
 	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.cmd.Process.Pid))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00")).To(ConsistOf(
-		envWorker+"="+protocolVersion, envMemory+"=314572800"))
+		envWorker+"="+protocolVersion, envMemory+"=314572800", envFileSize+"=0"))
 }

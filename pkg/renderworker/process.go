@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,7 +46,7 @@ type process struct {
 // roundTrip sends req and reads the answer, killing the worker when ctx
 // ends first. Any error but the render's own (response.Error) is the
 // worker's failure, for which the worker is killed: the caller stops it.
-func (w *process) roundTrip(ctx context.Context, req *request, blob []byte, maxOutput int64) (*response, []byte, error) {
+func (w *process) roundTrip(ctx context.Context, req *request, blob [][]byte, maxOutput int64) (*response, []byte, error) {
 	type answer struct {
 		resp      *response
 		manifests []byte
@@ -56,7 +54,7 @@ func (w *process) roundTrip(ctx context.Context, req *request, blob []byte, maxO
 	}
 	done := make(chan answer, 1)
 	go func() {
-		if err := writeMessage(w.in, req, blob); err != nil {
+		if err := writeMessage(w.in, req, blob...); err != nil {
 			done <- answer{err: fmt.Errorf("sending the request: %w", err)}
 			return
 		}
@@ -107,8 +105,7 @@ func checkAnswer(resp *response, manifests []byte) error {
 		}
 		return nil
 	}
-	sum := sha256.Sum256(manifests)
-	if resp.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+	if resp.Digest != digestOf(manifests) {
 		return errors.New("manifests that do not match their digest")
 	}
 	return nil
@@ -156,33 +153,38 @@ func (w *process) failure(ctx context.Context, req *request, cause error, maxOut
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ctx.Err() // the caller gave up (a shutdown): not the render's fault
 	}
-	w.pool.opts.Log.Info("render worker stopped", "reason", why, "exit", exitDescription(w.cmd.ProcessState))
+	w.pool.opts.Log.Info(w.pool.opts.Names.Worker+" stopped", "reason", why, "exit", exitDescription(w.cmd.ProcessState))
 	return render.LimitError("%s", why)
 }
 
-// why says why the worker stopped, as the condition message says it.
+// why says why the worker stopped, as the condition message says it, in
+// the words of the pool's Names.
 func (w *process) why(ctx context.Context, req *request, cause error, maxOutput int64) string {
+	n := w.pool.opts.Names
 	state := w.cmd.ProcessState
 	out := w.stderr.String()
-	stoppedBy := "; its render worker was stopped"
+	stoppedBy := "; its " + n.Worker + " was stopped"
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && w.killed.Load() && cause == nil:
-		return fmt.Sprintf("rendering did not finish within its time limit of %s (--render-timeout)%s", roundDuration(req.Timeout), stoppedBy)
+		return fmt.Sprintf("%s did not finish within its time limit of %s (%s)%s", n.Work, roundDuration(req.Timeout), n.timeout(req), stoppedBy)
 	case exitCode(state) == workerExitCPU || signalOf(state) == syscall.SIGXCPU:
-		return fmt.Sprintf("rendering used more CPU time than its limit of %s (--render-timeout)%s", roundDuration(req.Timeout), stoppedBy)
+		return fmt.Sprintf("%s used more CPU time than its limit of %s (%s)%s", n.Work, roundDuration(req.Timeout), n.timeout(req), stoppedBy)
 	case strings.Contains(out, "out of memory") || strings.Contains(out, "cannot allocate memory"):
-		return fmt.Sprintf("rendering passed its memory limit of %d MiB (--render-worker-memory)%s", w.pool.opts.Memory>>20, stoppedBy)
+		return fmt.Sprintf("%s passed its memory limit of %d MiB (%s)%s", n.Work, w.pool.opts.Memory>>20, n.Memory, stoppedBy)
 	case strings.Contains(out, "stack exceeds") || strings.Contains(out, "stack overflow"):
-		return fmt.Sprintf("rendering passed its stack limit of %d MiB: a template or value that recurses without end (a value holding itself)%s", maxStackBytes>>20, stoppedBy)
+		return fmt.Sprintf("%s passed its stack limit of %d MiB: a template or value that recurses without end (a value holding itself)%s", n.Work, maxStackBytes>>20, stoppedBy)
 	case errors.Is(cause, errFrameTooLarge):
+		if req.ChartPlan != nil || req.ChartPackage != nil {
+			return fmt.Sprintf("the packaged chart passes the limit of %d bytes%s", maxOutput, stoppedBy)
+		}
 		return fmt.Sprintf("the rendered manifests pass the limit of %d bytes (--max-rendered-size)%s", maxOutput, stoppedBy)
 	case signalOf(state) == syscall.SIGKILL && !w.killed.Load():
-		return "the render worker was killed by the system (SIGKILL: most likely the memory limit of render-controller's container)"
+		return fmt.Sprintf("the %s was killed by the system (SIGKILL: most likely the memory limit of %s's container)", n.Worker, n.Program)
 	case cause != nil && w.killed.Load():
 		// It was alive when its answer broke: the answer itself was bad.
-		return fmt.Sprintf("the render worker answered with a broken message (%v)%s", cause, stoppedBy)
+		return fmt.Sprintf("the %s answered with a broken message (%v)%s", n.Worker, cause, stoppedBy)
 	}
-	return fmt.Sprintf("the render worker exited (%s) before it answered", exitDescription(state))
+	return fmt.Sprintf("the %s exited (%s) before it answered", n.Worker, exitDescription(state))
 }
 
 func exitCode(state *os.ProcessState) int {

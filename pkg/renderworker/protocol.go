@@ -11,6 +11,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/render"
@@ -37,8 +38,10 @@ const (
 // errFrameTooLarge is a frame longer than its reader's bound.
 var errFrameTooLarge = errors.New("frame longer than its bound")
 
-// writeMessage writes header as JSON and blob after it.
-func writeMessage(w io.Writer, header any, blob []byte) error {
+// writeMessage writes header as JSON and the blob after it, given as
+// the parts it is made of (a chart and its dependencies' archives), so
+// that no side copies them into one slice first.
+func writeMessage(w io.Writer, header any, blob ...[]byte) error {
 	h, err := json.Marshal(header)
 	if err != nil {
 		return err
@@ -46,20 +49,29 @@ func writeMessage(w io.Writer, header any, blob []byte) error {
 	if err := writeFrame(w, h); err != nil {
 		return err
 	}
-	return writeFrame(w, blob)
+	return writeFrame(w, blob...)
 }
 
-func writeFrame(w io.Writer, b []byte) error {
-	if uint64(len(b)) > uint64(^uint32(0)) {
+// writeFrame writes one frame of the parts, one after the other.
+func writeFrame(w io.Writer, parts ...[]byte) error {
+	var size uint64
+	for _, p := range parts {
+		size += uint64(len(p))
+	}
+	if size > uint64(^uint32(0)) {
 		return errFrameTooLarge
 	}
 	var n [frameHeaderBytes]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	binary.BigEndian.PutUint32(n[:], uint32(size))
 	if _, err := w.Write(n[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(b)
-	return err
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readMessage reads a header into header (unknown fields refused) and
@@ -117,15 +129,22 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-// request is one render. Exactly one of Kustomize and Helm is set; a Helm
-// request's blob is the chart archive.
+// request is one render. Exactly one of Kustomize, Helm, ChartPlan and
+// ChartPackage is set; a Helm request's blob is the chart archive, a
+// chart request's the archives its header lists, one after the other.
 type request struct {
-	Kustomize *kustomizeRequest `json:"kustomize,omitempty"`
-	Helm      *helmRequest      `json:"helm,omitempty"`
+	Kustomize    *kustomizeRequest    `json:"kustomize,omitempty"`
+	Helm         *helmRequest         `json:"helm,omitempty"`
+	ChartPlan    *chartPlanRequest    `json:"chartPlan,omitempty"`
+	ChartPackage *chartPackageRequest `json:"chartPackage,omitempty"`
 	// Timeout is what is left of the caller's deadline: the worker's own
 	// render stops there (the parent kills it there too), and its CPU
 	// limit for this render is as many seconds, rounded up.
 	Timeout time.Duration `json:"timeout"`
+
+	// timeoutName names the time limit in the parent's messages, when
+	// not the pool's Names.Timeout (a HelmChart's source's spec.timeout).
+	timeoutName string
 }
 
 // kustomizeRequest is render.Build's arguments: the work folder is a path
@@ -168,17 +187,76 @@ type helmRequest struct {
 	Limits        helmrender.Limits       `json:"limits"`
 }
 
-// response is a worker's answer; the blob is the manifests.
+// chartSource is a helmpackage.Source across the process boundary: the
+// source tree's folders, which the worker reads from disk as a kustomize
+// build does, or the archive's length, its bytes first in the blob.
+type chartSource struct {
+	Root string `json:"root,omitempty"`
+	Dir  string `json:"dir,omitempty"`
+	// ArchiveBytes is the chart archive's length: the blob's first bytes.
+	// Zero for a folder.
+	ArchiveBytes int64  `json:"archiveBytes,omitempty"`
+	Name         string `json:"name,omitempty"`
+}
+
+// chartPlanRequest is helmpackage.MakePlan's arguments.
+type chartPlanRequest struct {
+	Source chartSource        `json:"source"`
+	Limits helmpackage.Limits `json:"limits"`
+}
+
+// chartPackageRequest is helmpackage.Build's arguments: the archives of
+// the remote dependencies follow the chart's own in the blob, in Remote's
+// order.
+type chartPackageRequest struct {
+	Source      chartSource        `json:"source"`
+	Limits      helmpackage.Limits `json:"limits"`
+	ValuesFiles []string           `json:"valuesFiles,omitempty"`
+	Version     string             `json:"version,omitempty"`
+	// OutDir is the folder the parent made for this request's package,
+	// which it removes after the answer.
+	OutDir string          `json:"outDir"`
+	Remote []remoteArchive `json:"remote,omitempty"`
+}
+
+// remoteArchive is a pulled dependency and its archive's length in the
+// blob.
+type remoteArchive struct {
+	Dependency helmpackage.Dependency `json:"dependency"`
+	Bytes      int64                  `json:"bytes"`
+}
+
+// splitBlob cuts blob into parts of the lengths given, refusing lengths
+// that do not add up to it.
+func splitBlob(blob []byte, lengths ...int64) ([][]byte, error) {
+	parts := make([][]byte, 0, len(lengths))
+	for _, n := range lengths {
+		if n < 0 || n > int64(len(blob)) {
+			return nil, errors.New("the archives' lengths do not match the request's bytes")
+		}
+		parts = append(parts, blob[:n:n])
+		blob = blob[n:]
+	}
+	if len(blob) != 0 {
+		return nil, errors.New("the archives' lengths do not match the request's bytes")
+	}
+	return parts, nil
+}
+
+// response is a worker's answer; the blob is the manifests (the package,
+// for a chart package request; nothing for a plan).
 type response struct {
 	// Error is the render's failure; nil on success.
 	Error *responseError `json:"error,omitempty"`
 	// IDs name the objects of the manifests in order.
 	IDs    []object.ID `json:"ids,omitempty"`
 	Digest string      `json:"digest,omitempty"`
-	// Helm renders only.
+	// Helm renders and chart requests only.
 	ChartName    string `json:"chartName,omitempty"`
 	ChartVersion string `json:"chartVersion,omitempty"`
 	ConfigDigest string `json:"configDigest,omitempty"`
+	// Remote is a chart plan's dependencies to pull.
+	Remote []helmpackage.Dependency `json:"remote,omitempty"`
 	// Exiting says the worker ends after this answer and takes no other
 	// request.
 	Exiting bool `json:"exiting,omitempty"`

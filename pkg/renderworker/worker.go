@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +14,11 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	"plumb.dev/pkg/decrypt"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 )
@@ -22,11 +26,12 @@ import (
 // The environment a worker is started with: envWorker marks the process
 // as a worker (its value is the protocol's version, so a parent and a
 // worker of different builds never talk), envMemory is its memory budget
-// in bytes.
+// in bytes, envFileSize the largest file it may write (0: none).
 const (
 	envWorker        = "PLUMB_RENDER_WORKER"
 	envMemory        = "PLUMB_RENDER_WORKER_MEMORY"
-	protocolVersion  = "1"
+	envFileSize      = "PLUMB_RENDER_WORKER_FILE_SIZE"
+	protocolVersion  = "2"
 	requestFD        = 3 // the parent's requests
 	responseFD       = 4 // the worker's answers
 	workerExitCPU    = 3 // the CPU limit was passed
@@ -64,8 +69,13 @@ func serveWorker() int {
 		fmt.Fprintf(os.Stderr, "render worker: %s=%q is not a positive number of bytes\n", envMemory, os.Getenv(envMemory))
 		return workerExitBroken
 	}
+	fileSize, err := strconv.ParseInt(os.Getenv(envFileSize), 10, 64)
+	if err != nil || fileSize < 0 {
+		fmt.Fprintf(os.Stderr, "render worker: %s=%q is not a number of bytes\n", envFileSize, os.Getenv(envFileSize))
+		return workerExitBroken
+	}
 	// The limits come before the first byte of any request is read.
-	if err := limitProcess(memory); err != nil {
+	if err := limitProcess(memory, fileSize); err != nil {
 		fmt.Fprintf(os.Stderr, "render worker: setting its limits: %v\n", err)
 		return workerExitBroken
 	}
@@ -89,7 +99,7 @@ func serveWorker() int {
 		fmt.Fprintln(os.Stderr, "render worker: started without its pipes")
 		return workerExitBroken
 	}
-	w := &worker{shared: render.NewSharedBuilds(0)}
+	w := &worker{shared: render.NewSharedBuilds(0), fileSize: fileSize}
 	r := bufio.NewReaderSize(in, 1<<16)
 	// An idle worker hands its heap back to the system, so that what it
 	// holds between renders is what it started with. Not after every
@@ -144,6 +154,9 @@ func exitOnCPULimit() {
 // in one handle call.
 type worker struct {
 	shared *render.SharedBuilds
+	// fileSize is the largest file the worker may write (RLIMIT_FSIZE),
+	// for the messages of a package past it.
+	fileSize int64
 }
 
 // handle runs one request and returns the answer and the manifests.
@@ -163,13 +176,30 @@ func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []
 	if err := limitCPU(req.Timeout + workerGrace); err != nil {
 		return &response{Error: &responseError{Reason: reasonLimit, Message: fmt.Sprintf("setting the render's CPU limit: %v", err)}}, nil
 	}
-	switch {
-	case req.Kustomize != nil && req.Helm == nil:
-		return w.kustomize(ctx, req.Kustomize)
-	case req.Helm != nil && req.Kustomize == nil:
-		return helm(ctx, req.Helm, blob)
+	if kinds(req) != 1 {
+		return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request must name exactly one of a kustomization, a chart to render, to plan or to package"}}, nil
 	}
-	return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request names neither a kustomization nor a chart"}}, nil
+	switch {
+	case req.Kustomize != nil:
+		return w.kustomize(ctx, req.Kustomize)
+	case req.Helm != nil:
+		return helm(ctx, req.Helm, blob)
+	case req.ChartPlan != nil:
+		return chartPlan(ctx, req.ChartPlan, blob)
+	default:
+		return w.chartPackage(ctx, req.ChartPackage, blob)
+	}
+}
+
+// kinds counts the kinds of work a request names.
+func kinds(req *request) int {
+	n := 0
+	for _, set := range []bool{req.Kustomize != nil, req.Helm != nil, req.ChartPlan != nil, req.ChartPackage != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // idleFree is how long a worker waits for the next request before it
@@ -228,4 +258,89 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 	}
 	return &response{IDs: res.IDs, Digest: res.Digest, ChartName: res.ChartName, ChartVersion: res.ChartVersion,
 		ConfigDigest: res.ConfigDigest}, res.Manifests
+}
+
+// source returns the request's helmpackage.Source and the rest of the
+// blob after the chart's archive.
+func (s chartSource) source(blob []byte) (helmpackage.Source, []byte, error) {
+	parts, err := splitBlob(blob, s.ArchiveBytes, int64(len(blob))-s.ArchiveBytes)
+	if err != nil {
+		return helmpackage.Source{}, nil, err
+	}
+	src := helmpackage.Source{Root: s.Root, Dir: s.Dir, Name: s.Name}
+	if s.ArchiveBytes > 0 {
+		src.Archive = parts[0]
+	}
+	return src, parts[1], nil
+}
+
+// inputs returns the request's source and remote archives, cut from blob.
+func (req *chartPackageRequest) inputs(blob []byte) (helmpackage.Source, map[helmpackage.Dependency][]byte, error) {
+	src, rest, err := req.Source.source(blob)
+	if err != nil {
+		return src, nil, err
+	}
+	lengths := make([]int64, len(req.Remote))
+	for i, r := range req.Remote {
+		lengths[i] = r.Bytes
+	}
+	archives, err := splitBlob(rest, lengths...)
+	if err != nil {
+		return src, nil, err
+	}
+	remote := make(map[helmpackage.Dependency][]byte, len(req.Remote))
+	for i, r := range req.Remote {
+		remote[r.Dependency.Key()] = archives[i]
+	}
+	return src, remote, nil
+}
+
+// inputs returns the request's source, cut from blob.
+func (req *chartPlanRequest) inputs(blob []byte) (helmpackage.Source, error) {
+	src, rest, err := req.Source.source(blob)
+	if err == nil && len(rest) > 0 {
+		err = errors.New("a chart plan request carries bytes besides the chart's archive")
+	}
+	return src, err
+}
+
+func chartPlan(ctx context.Context, req *chartPlanRequest, blob []byte) (*response, []byte) {
+	src, err := req.inputs(blob)
+	if err != nil {
+		return &response{Error: &responseError{Reason: reasonBuild, Message: err.Error()}}, nil
+	}
+	plan, err := helmpackage.MakePlan(ctx, src, req.Limits)
+	if err != nil {
+		return &response{Error: errorOf(err)}, nil
+	}
+	return &response{ChartName: plan.Name, ChartVersion: plan.Version, Remote: plan.Remote, Digest: digestOf(nil)}, nil
+}
+
+func (w *worker) chartPackage(ctx context.Context, req *chartPackageRequest, blob []byte) (*response, []byte) {
+	src, remote, err := req.inputs(blob)
+	if err != nil {
+		return &response{Error: &responseError{Reason: reasonBuild, Message: err.Error()}}, nil
+	}
+	res, err := helmpackage.Build(ctx, src, helmpackage.Options{
+		ValuesFiles: req.ValuesFiles,
+		Version:     req.Version,
+		Remote:      remote,
+		OutDir:      req.OutDir,
+	}, req.Limits)
+	if errors.Is(err, syscall.EFBIG) {
+		// RLIMIT_FSIZE: the package passed the largest file the worker
+		// may write.
+		return &response{Error: &responseError{Reason: reasonLimit,
+			Message: fmt.Sprintf("the packaged chart is larger than the limit of %d bytes", w.fileSize)}}, nil
+	}
+	if err != nil {
+		return &response{Error: errorOf(err)}, nil
+	}
+	return &response{ChartName: res.Name, ChartVersion: res.Version, Digest: digestOf(res.Archive)}, res.Archive
+}
+
+// digestOf is the digest an answer's blob is checked against.
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -117,3 +117,32 @@ func digestOf(tgz []byte) (string, error) { return provenance.Digest(bytes.NewRe
 
 // filename is where a chart's archive is served in a repository.
 func filename(name, version string) string { return filepath.Base(name + "-" + version + ".tgz") }
+
+// WriteCharts writes each chart's files (ChartFiles) into root under its
+// folder, a source tree as a Git repository would hold it.
+func WriteCharts(root string, charts map[string]Chart) error {
+	for prefix, c := range charts {
+		files, err := ChartFiles(c, prefix)
+		if err != nil {
+			return err
+		}
+		if err := WriteFiles(root, files); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFiles writes files into root.
+func WriteFiles(root string, files Files) error {
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -118,7 +118,16 @@
 // source so that a source's new artifact (or an OCI repository's change of
 // Ready) brings them back at once. An invalid spec.version stalls.
 //
-// chart resolves and builds. From an HTTP repository, spec.version (a
+// chart resolves and builds, with the network and the Kubernetes client
+// here and everything that parses the chart's content in a chart worker
+// (pkg/renderworker, pkg/helmpackage): a process of this program with a
+// hard memory limit (--chart-worker-memory, 768 MiB), no network, at most
+// --chart-workers (2) at once, each request bounded by the source's
+// spec.timeout. A chart's YAML can be crafted to cost gigabytes once
+// parsed (docs/design/render-sandbox.md); in a worker it costs that
+// worker, which is stopped, and the HelmChart fails with LimitExceeded
+// naming the limit, while every other HelmChart packages on. From an HTTP
+// repository, spec.version (a
 // semver range, "*" the newest stable version) is resolved against the
 // stored index with the SDK's index types, and the archive fetched from
 // the entry's URL resolved against the repository's, with the getter —
@@ -126,10 +135,12 @@
 // spec.passCredentials — and checked against the entry's digest. From an
 // OCI repository the SDK's registry client lists the tags, resolves the
 // range and pulls, given only the Secret's credentials (never a
-// credentials file of the controller). From a GitRepository the chart is
-// loaded from spec.chart, a path that must stay inside the artifact;
-// spec.version, when a range, must match its version. Downloads are at
-// most --helm-chart-max-size bytes (default 10 MiB) within the
+// credentials file of the controller); a chart worker loads the archive
+// and checks it is spec.chart. From a GitRepository a chart worker loads
+// the chart from spec.chart, a path that must stay inside the artifact;
+// spec.version, when a range, must match its version. Either way the
+// worker's plan lists the remote dependencies still needed. Downloads are
+// at most --helm-chart-max-size bytes (default 10 MiB) within the
 // repository's spec.timeout; the SDK loader refuses a chart whose files
 // decompress beyond --helm-chart-max-extracted-size (default 100 MiB).
 // When the stored artifact already is the resolved version for this
@@ -140,18 +151,22 @@
 // GitRepository source; a HelmRepository's chart version is its revision)
 // the version becomes <version>+<12 characters of the commit>, a new
 // artifact per source revision. Dependencies that Chart.lock (or
-// Chart.yaml) lists and charts/ lacks are added: file:// paths loaded from
-// the same source (and completed the same way, never outside it), and
-// repository URLs pulled from the HelmRepository of the namespace whose
-// URL is theirs, with its credentials, at the locked version or the newest
-// matching the range — nothing else is contacted. spec.valuesFiles are
-// merged in order over values.yaml (maps key by key, as helm -f) into the
-// packaged values.yaml. The chart is packaged with the SDK's
+// Chart.yaml) lists and charts/ lacks are added: file:// paths loaded
+// by the worker from the same source (and completed the same way, never
+// outside it), and repository URLs pulled here, as archive bytes that are
+// never loaded here, from the HelmRepository of the namespace whose URL
+// is theirs, with its credentials, at the locked version or the newest
+// matching the range — nothing else is contacted; their archives together
+// are at most --helm-chart-max-extracted-size bytes. Then a second worker
+// request loads everything, adds the pulled dependencies, merges
+// spec.valuesFiles in order over values.yaml (maps key by key, as helm
+// -f) into the packaged values.yaml and packages the chart with the SDK's
 // chartutil.Save after sorting its files and dependencies and fixing every
 // time, so the same chart always has the same bytes and digest. Failures
 // set FetchFailed (ChartPullFailed, AuthenticationFailed, InvalidSpec) or
-// BuildFailed (ChartPackageFailed), keep the last artifact, and are
-// retried with backoff.
+// BuildFailed (ChartPackageFailed; LimitExceeded for a chart worker
+// stopped at its memory, time or file-size limit), keep the last
+// artifact, and are retried with backoff.
 //
 // artifact stores helmchart/<ns>/<name>/<chart>-<version>-<sha256>.tgz
 // (revision the chart version) when the digest or version changed, with

@@ -70,7 +70,7 @@ func startStrictShard(t *testing.T) {
 	must((&HelmRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, Events: recorder, Metrics: NewHelmRepositoryMetrics(prometheus.NewRegistry()),
 		MaxIndexSize: maxIndexSize, Addresses: policy}).SetupWithManager(mgr, opts))
 	must((&HelmChartReconciler{Client: mgr.GetClient(), Storage: storage, Events: recorder, Metrics: NewHelmChartMetrics(prometheus.NewRegistry()),
-		MaxChartSize: maxChartSize, Addresses: policy}).SetupWithManager(context.Background(), mgr, opts))
+		MaxChartSize: maxChartSize, Addresses: policy, Packager: chartWorkers}).SetupWithManager(context.Background(), mgr, opts))
 	must((&OCIRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, Events: recorder, Metrics: NewOCIRepositoryMetrics(prometheus.NewRegistry()),
 		MaxLayerSize: maxOCILayerSize, MaxExtractedSize: maxOCIExtractedSize, Addresses: policy}).SetupWithManager(mgr, opts))
 	testenv.StartManager(t, mgr)

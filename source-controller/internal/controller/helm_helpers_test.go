@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/testhelm"
+	"plumb.dev/source-controller/internal/helm"
 )
 
 // helmObject is a HelmRepository, a HelmChart or an OCIRepository.
@@ -197,4 +200,31 @@ func configMapChart(name, version string) testhelm.Chart {
 		"values.yaml":       "message: hello\n",
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  message: {{ .Values.message }}\n",
 	}}
+}
+
+// chartArchive packages a test chart as a chart repository serves it.
+func chartArchive(t *testing.T, c testhelm.Chart) []byte {
+	t.Helper()
+	tgz, err := testhelm.Package(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgz
+}
+
+// inProcessDigest builds the chart at dir of the source files in this
+// process, as source-controller did before chart workers, and returns
+// the package's digest.
+func inProcessDigest(t *testing.T, files testhelm.Files, dir string, remote map[helmpackage.Dependency][]byte, valuesFiles []string, version string) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := testhelm.WriteFiles(root, files); err != nil {
+		t.Fatal(err)
+	}
+	res, err := helmpackage.Build(context.Background(), helmpackage.Source{Root: root, Dir: filepath.Join(root, filepath.FromSlash(dir))},
+		helmpackage.Options{ValuesFiles: valuesFiles, Version: version, Remote: remote}, helmpackage.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return helm.Digest(res.Archive)
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,17 +24,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	chart "helm.sh/helm/v4/pkg/chart/v2"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
 	"plumb.dev/source-controller/internal/helm"
 )
 
@@ -68,6 +71,16 @@ type HelmChartReconciler struct {
 	// BuildTimeout bounds resolving, pulling and building one chart with
 	// its dependencies; 0 is DefaultChartBuildTimeout.
 	BuildTimeout time.Duration
+	// Packager loads, completes and packages charts in chart workers,
+	// processes with hard limits (--chart-workers, --chart-worker-memory;
+	// pkg/renderworker): nothing of a chart's content is parsed in
+	// source-controller's own process.
+	Packager *renderworker.Pool
+	// MaxExtractedSize is the Helm SDK loader's budget for the
+	// decompressed files of one chart, and of the dependencies a build
+	// adds together (--helm-chart-max-extracted-size); 0 is
+	// helmpackage.DefaultMaxExtractedSize.
+	MaxExtractedSize int64
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*sourcev1.HelmChart]
@@ -160,10 +173,15 @@ type chartState struct {
 	root string
 	tmp  string
 
-	chart   *chart.Chart
+	// plan is the chart worker's plan: the chart's name and version, the
+	// remote dependencies to pull.
+	plan    *helmpackage.Plan
+	archive []byte // the chart archive, for a HelmRepository source
 	dir     string // the chart's folder under root, for a Git source
 	version string // the artifact's revision
-	tgz     []byte
+	// name and tgz are the packaged chart's.
+	name string
+	tgz  []byte
 
 	// indexes are the repository indexes parsed in this reconcile, by
 	// artifact digest: each is parsed once however many dependencies it
@@ -365,6 +383,8 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 		reason := sourcev1.ChartPullFailedReason
 		var re *plumbreconcile.Error
 		switch {
+		case workerLimit(err):
+			return buildFailed(obj, sourcev1.LimitExceededReason, err)
 		case errors.As(err, &re):
 			reason = re.Reason
 		case errors.Is(err, helm.ErrInsecure):
@@ -386,12 +406,31 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 		return nil
 	}
 	if err := r.build(ctx, obj, st); err != nil {
-		msg := message.StripUserInfo(err.Error())
-		conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, sourcev1.ChartPackageFailedReason, "%s", msg)
-		return plumbreconcile.Failed(sourcev1.ChartPackageFailedReason, errors.New(msg))
+		reason := sourcev1.ChartPackageFailedReason
+		if workerLimit(err) {
+			reason = sourcev1.LimitExceededReason
+		}
+		return buildFailed(obj, reason, err)
 	}
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
 	return nil
+}
+
+// buildFailed marks BuildFailed with reason and returns the step's
+// failure: Ready=False, one event, the last artifact kept.
+func buildFailed(obj *sourcev1.HelmChart, reason string, err error) error {
+	msg := message.StripUserInfo(err.Error())
+	conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, reason, "%s", msg)
+	return plumbreconcile.Failed(reason, errors.New(msg))
+}
+
+// workerLimit reports whether err is a chart worker's failure: it passed
+// its memory, time or file-size limit, or died (a *render.Error of reason
+// LimitExceeded, pkg/renderworker). The chart's own errors (a missing
+// values file, a broken Chart.yaml) come back as BuildFailed.
+func workerLimit(err error) bool {
+	var re *render.Error
+	return errors.As(err, &re) && re.Reason == sourcev1.LimitExceededReason
 }
 
 // sameSource reports whether the stored artifact was built, for this
@@ -415,7 +454,7 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 	maxChart := maxOr(r.MaxChartSize, DefaultMaxChartSize)
 	switch {
 	case st.git != nil:
-		return r.loadFromGit(obj, st)
+		return r.loadFromGit(ctx, obj, st)
 	case st.repo.IsOCI():
 		reg, ref, err := r.registry(ctx, st.repo)
 		if err != nil {
@@ -434,7 +473,7 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		if err != nil {
 			return err
 		}
-		return r.loadArchive(obj, st, tgz)
+		return r.loadArchive(ctx, obj, st, tgz)
 	default:
 		index, err := st.index(r.Storage, st.repo.Status.Artifact)
 		if err != nil {
@@ -460,49 +499,81 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		if err := helm.VerifyChartDigest(cv, tgz); err != nil {
 			return err
 		}
-		return r.loadArchive(obj, st, tgz)
+		return r.loadArchive(ctx, obj, st, tgz)
 	}
 }
 
-func (r *HelmChartReconciler) loadArchive(obj *sourcev1.HelmChart, st *chartState, tgz []byte) error {
-	ch, err := helm.LoadArchive(tgz)
+// loadArchive has a chart worker load the archive a repository served
+// and check it is spec.chart, and plan its build.
+func (r *HelmChartReconciler) loadArchive(ctx context.Context, obj *sourcev1.HelmChart, st *chartState, tgz []byte) error {
+	plan, err := r.chartPlan(ctx, st, helmpackage.Source{Archive: tgz, Name: obj.Spec.Chart})
 	if err != nil {
 		return err
 	}
-	if ch.Name() != obj.Spec.Chart {
-		return fmt.Errorf("the repository served chart %q for %q", ch.Name(), obj.Spec.Chart)
-	}
-	st.chart = ch
+	st.plan, st.archive = plan, tgz
 	return nil
 }
 
-// loadFromGit loads the chart at spec.chart in the extracted artifact and
-// settles its version: spec.version, when a range, must match it; the
-// Revision strategy appends the source revision (<version>+<short>).
-func (r *HelmChartReconciler) loadFromGit(obj *sourcev1.HelmChart, st *chartState) error {
+// loadFromGit has a chart worker load the chart at spec.chart in the
+// extracted artifact, and settles its version: spec.version, when a
+// range, must match it; the Revision strategy appends the source
+// revision (<version>+<short>).
+func (r *HelmChartReconciler) loadFromGit(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	dir := filepath.Join(st.root, filepath.FromSlash(strings.TrimPrefix(obj.Spec.Chart, "/")))
-	if err := helm.Inside(st.root, dir); err != nil {
+	if err := helmpackage.Inside(st.root, dir); err != nil {
 		err = fmt.Errorf("spec.chart %q: %w", obj.Spec.Chart, err)
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err).Polling(obj.Spec.Interval.Duration)
 	}
-	ch, err := helm.LoadDir(dir)
+	plan, err := r.chartPlan(ctx, st, helmpackage.Source{Root: st.root, Dir: dir})
 	if err != nil {
+		if workerLimit(err) {
+			return err
+		}
 		return fmt.Errorf("spec.chart %q: %w", obj.Spec.Chart, err)
 	}
-	version := ch.Metadata.Version
+	version := plan.Version
 	if v := obj.Spec.Version; v != "" && v != "*" {
 		c, _ := semver.NewConstraint(v)
 		sv, err := semver.NewVersion(version)
 		if err != nil || !c.Check(sv) {
-			return fmt.Errorf("chart %s version %s does not match spec.version %q", ch.Name(), version, v)
+			return fmt.Errorf("chart %s version %s does not match spec.version %q", plan.Name, version, v)
 		}
 	}
 	if obj.GetReconcileStrategy() == sourcev1.ReconcileStrategyRevision {
 		version = withRevision(version, st.sourceRevision)
 	}
-	st.version, st.chart, st.dir = version, ch, dir
+	st.version, st.plan, st.dir = version, plan, dir
 	st.upToDate = current(obj, st, version)
 	return nil
+}
+
+// chartPlan runs helmpackage.MakePlan in a chart worker.
+func (r *HelmChartReconciler) chartPlan(ctx context.Context, st *chartState, src helmpackage.Source) (*helmpackage.Plan, error) {
+	ctx, cancel, opts := r.workerRequest(ctx, st)
+	defer cancel()
+	return r.Packager.ChartPlan(ctx, src, opts)
+}
+
+// workerRequest bounds a chart worker's request by the source's
+// spec.timeout (HelmRepository or GitRepository, 60s when unset), within
+// the chart step's own deadline, and names it for messages.
+func (r *HelmChartReconciler) workerRequest(ctx context.Context, st *chartState) (context.Context, context.CancelFunc, renderworker.ChartOptions) {
+	opts := renderworker.ChartOptions{Limits: helmpackage.Limits{MaxExtractedBytes: r.MaxExtractedSize}}
+	var timeout time.Duration
+	switch {
+	case st.git != nil:
+		timeout = st.git.GetTimeout().Duration
+		opts.TimeoutName = "spec.timeout of GitRepository " + st.git.Name
+	case st.repo != nil:
+		timeout = st.repo.GetTimeout().Duration
+		opts.TimeoutName = "spec.timeout of HelmRepository " + st.repo.Name
+	}
+	if timeout <= 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, opts
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, cancel, opts
 }
 
 // withRevision appends the short source revision as semver build
@@ -524,28 +595,69 @@ func withRevision(version, revision string) string {
 	return version + "+" + short
 }
 
+// build pulls the plan's remote dependencies (archives only: resolved,
+// downloaded within --helm-chart-max-size each and the extracted-size
+// budget together, checked against the index's digest) and has a chart
+// worker load everything, merge spec.valuesFiles, set the version and
+// package the chart.
 func (r *HelmChartReconciler) build(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
-	ch := st.chart
-	deps := helm.Dependencies{
-		Root:          st.root,
-		MaxChartBytes: maxOr(r.MaxChartSize, DefaultMaxChartSize),
-		Repository: func(url string) (*helm.Repository, error) {
-			return r.dependencyRepository(ctx, obj.Namespace, url, st)
-		},
-	}
-	if err := deps.Build(ctx, ch, st.dir); err != nil {
-		return err
-	}
-	if err := helm.MergeValuesFiles(ch, obj.Spec.ValuesFiles); err != nil {
-		return err
-	}
-	ch.Metadata.Version = st.version
-	tgz, err := helm.Package(ch)
+	remote, err := r.pullDependencies(ctx, obj, st)
 	if err != nil {
 		return err
 	}
-	st.tgz = tgz
+	src := helmpackage.Source{Archive: st.archive, Name: obj.Spec.Chart}
+	if st.archive == nil {
+		src = helmpackage.Source{Root: st.root, Dir: st.dir}
+	}
+	ctx, cancel, opts := r.workerRequest(ctx, st)
+	defer cancel()
+	res, err := r.Packager.ChartPackage(ctx, src, helmpackage.Options{
+		ValuesFiles: obj.Spec.ValuesFiles,
+		Version:     st.version,
+		Remote:      remote,
+		OutDir:      r.TmpDir,
+	}, opts)
+	if err != nil {
+		return err
+	}
+	st.name, st.tgz = res.Name, res.Archive
 	return nil
+}
+
+// pullDependencies downloads the archives of the plan's remote
+// dependencies, each once. Their bytes together are bounded by the
+// extracted-size budget the worker charges their files against (a chart
+// archive is smaller than its files), so that what source-controller
+// holds for one build stays bounded whatever the count.
+func (r *HelmChartReconciler) pullDependencies(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) (map[helmpackage.Dependency][]byte, error) {
+	maxChart := maxOr(r.MaxChartSize, DefaultMaxChartSize)
+	left := maxOr(r.MaxExtractedSize, helmpackage.DefaultMaxExtractedSize)
+	remote := make(map[helmpackage.Dependency][]byte, len(st.plan.Remote))
+	for _, dep := range st.plan.Remote {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("chart %s: resolving dependencies: %w", dep.Chart, context.Cause(ctx))
+		}
+		tgz, err := r.pullDependency(ctx, obj.Namespace, dep, maxChart, st)
+		if err != nil {
+			return nil, fmt.Errorf("dependency %q of chart %s: %w", dep.Name, dep.Chart, err)
+		}
+		if left -= int64(len(tgz)); left < 0 {
+			return nil, fmt.Errorf("chart %s: %w: the archives of its dependencies pass %d bytes together",
+				st.plan.Name, helmpackage.ErrDependencyLimit, maxOr(r.MaxExtractedSize, helmpackage.DefaultMaxExtractedSize))
+		}
+		remote[dep.Key()] = tgz
+	}
+	return remote, nil
+}
+
+// pullDependency downloads the archive of one remote dependency from the
+// HelmRepository of the namespace serving its repository URL.
+func (r *HelmChartReconciler) pullDependency(ctx context.Context, namespace string, dep helmpackage.Dependency, maxBytes int64, st *chartState) ([]byte, error) {
+	repository, err := r.dependencyRepository(ctx, namespace, dep.Repository, st)
+	if err != nil {
+		return nil, err
+	}
+	return repository.Fetch(ctx, dep.Name, dep.Version, maxBytes)
 }
 
 // dependencyRepository finds the HelmRepository of the namespace whose
@@ -622,8 +734,8 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 	if !st.upToDate {
 		digest := helm.Digest(st.tgz)
 		if !st.artifactOK || prev.Digest != digest || prev.Revision != st.version {
-			name := fmt.Sprintf("%s-%s-%s.tgz", st.chart.Name(), st.version, strings.TrimPrefix(digest, "sha256:"))
-			a, err := r.Storage.Store(ctx, ref, name, strings.NewReader(string(st.tgz)))
+			name := fmt.Sprintf("%s-%s-%s.tgz", st.name, st.version, strings.TrimPrefix(digest, "sha256:"))
+			a, err := r.Storage.Store(ctx, ref, name, bytes.NewReader(st.tgz))
 			if err != nil {
 				conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 					"storing the artifact failed: %v", err)
@@ -633,7 +745,7 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 			obj.Status.Artifact = a
 			recordNewArtifact(r.Events, obj, prev, a, st.artifactOK)
 		}
-		obj.Status.ObservedChartName = st.chart.Name()
+		obj.Status.ObservedChartName = st.name
 	}
 	obj.Status.ObservedSourceArtifactRevision = st.sourceRevision
 	obj.Status.ObservedValuesFiles = slices.Clone(obj.Spec.ValuesFiles)

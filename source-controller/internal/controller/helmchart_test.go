@@ -16,6 +16,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/testgit"
 	"plumb.dev/pkg/testhelm"
 )
@@ -144,6 +145,12 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), twin)).To(Succeed())
 	waitHelmReady(t, twin, "0.1.0")
 	g.Expect(twin.Status.Artifact.Digest).To(Equal(hc.Status.Artifact.Digest))
+	// And the bytes source-controller packaged in its own process before
+	// chart workers did: pkg/helmpackage's in-process build of the same
+	// tree and dependency (its golden test pins those bytes).
+	g.Expect(hc.Status.Artifact.Digest).To(Equal(inProcessDigest(t, files, "charts/app",
+		map[helmpackage.Dependency][]byte{{Name: "common", Repository: helmRepo.URL(), Version: "^3"}: chartArchive(t, configMapChart("common", "3.1.0"))},
+		hc.Spec.ValuesFiles, "0.1.0")))
 
 	// Under Revision, the version carries the commit.
 	rev := newHelmChart(ns, "by-revision", "charts/app", "", sourcev1.GitRepositoryKind, "charts")
@@ -312,4 +319,49 @@ func TestHelmChartSuspend(t *testing.T) {
 		g.Expect(err).To(HaveOccurred())
 	}, timeout, poll).Should(Succeed())
 	g.Expect(storage.Exists(a)).To(BeFalse())
+}
+
+// A values file crafted to cost more memory than --chart-worker-memory
+// stops its chart worker: the HelmChart is Ready=False with
+// LimitExceeded naming the flag, one event says so, and the last artifact
+// stays; source-controller goes on packaging other charts.
+func TestHelmChartHostileValuesFileStopsOnlyItsWorker(t *testing.T) {
+	g := NewWithT(t)
+	app := configMapChart("app", "1.0.0")
+	// 700 KiB, within the repository's 1 MiB limit; listed twice, as a
+	// HelmChart may, it is parsed twice while the first parse is kept.
+	app.Files["values-hostile.yaml"] = testhelm.HostileValues(700 << 10)
+	files, err := testhelm.ChartFiles(app, "charts/app")
+	g.Expect(err).NotTo(HaveOccurred())
+	repo := repoFor(t)
+	c1, err := repo.Commit("main", "chart", testgit.Files(files))
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := namespace(t)
+	gr := newGitRepository(ns, "charts", repo.URL(), basicAuth(t, ns), &sourcev1.GitRepositoryRef{Branch: "main"})
+	g.Expect(k8s.Create(context.Background(), gr)).To(Succeed())
+	waitReady(t, keyOf(gr), "main@sha1:"+c1)
+
+	hc := newHelmChart(ns, "app", "charts/app", "", sourcev1.GitRepositoryKind, "charts")
+	g.Expect(k8s.Create(context.Background(), hc)).To(Succeed())
+	waitHelmReady(t, hc, "1.0.0")
+	good := hc.Status.Artifact.DeepCopy()
+
+	patch := client.MergeFrom(hc.DeepCopy())
+	hc.Spec.ValuesFiles = []string{"values-hostile.yaml", "values-hostile.yaml"}
+	g.Expect(k8s.Patch(context.Background(), hc, patch)).To(Succeed())
+	waitHelmFailed(t, hc, sourcev1.LimitExceededReason)
+	ready := conditionOf(hc, meta.ReadyCondition)
+	g.Expect(ready.Message).To(ContainSubstring("packaging the chart passed its memory limit of 96 MiB (--chart-worker-memory); its chart worker was stopped"))
+	g.Expect(conditionOf(hc, sourcev1.BuildFailedCondition).Reason).To(Equal(sourcev1.LimitExceededReason))
+	g.Expect(hc.Status.Artifact).To(Equal(good))
+	evs := streamEvents(t, events.Subject(sourcev1.HelmChartKind, ns, "app"), 2)
+	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
+	g.Expect(evs[1].Reason).To(Equal(sourcev1.LimitExceededReason))
+	g.Expect(evs[1].Message).To(ContainSubstring("(--chart-worker-memory)"))
+
+	// Another HelmChart of the same source packages meanwhile.
+	other := newHelmChart(ns, "other", "charts/app", "", sourcev1.GitRepositoryKind, "charts")
+	g.Expect(k8s.Create(context.Background(), other)).To(Succeed())
+	waitHelmReady(t, other, "1.0.0")
+	g.Expect(other.Status.Artifact.Digest).To(Equal(good.Digest))
 }

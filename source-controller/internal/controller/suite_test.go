@@ -32,6 +32,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/renderworker"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/pkg/testgit"
 	"plumb.dev/source-controller/internal/egress"
@@ -50,6 +51,8 @@ var (
 	storage *artifact.Storage
 	gitSrv  *testgit.Server
 	natsOpt options.NATS
+	// chartWorkers load and package the HelmCharts of every reconciler.
+	chartWorkers *renderworker.Pool
 )
 
 const (
@@ -69,9 +72,16 @@ const (
 	// --oci-max-layer-size.
 	maxOCILayerSize     = 64 << 10
 	maxOCIExtractedSize = 256 << 10
+	// chartWorkerMemory is --chart-worker-memory: ample for the tests'
+	// charts, small enough for a hostile values file of a repository
+	// within maxRepositorySize to pass it.
+	chartWorkerMemory = 96 << 20
 )
 
 func TestMain(m *testing.M) {
+	// The HelmChart reconciler's chart workers are this test binary
+	// started again (pkg/renderworker).
+	renderworker.ServeIfWorker()
 	os.Exit(run(m))
 }
 
@@ -168,6 +178,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	chartWorkers = NewChartWorkers(DefaultChartWorkers, chartWorkerMemory, 0, logr.Discard())
+	defer chartWorkers.Close()
 	helmCharts := &HelmChartReconciler{
 		Client:       mgr.GetClient(),
 		Storage:      storage,
@@ -175,6 +187,7 @@ func run(m *testing.M) int {
 		Metrics:      NewHelmChartMetrics(ctrlmetrics.Registry),
 		MaxChartSize: maxChartSize,
 		Addresses:    testAddresses,
+		Packager:     chartWorkers,
 	}
 	if err := helmCharts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		cancel()

@@ -1,4 +1,4 @@
-package helm_test
+package helmpackage_test
 
 import (
 	"archive/tar"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"plumb.dev/source-controller/internal/helm"
+	"plumb.dev/pkg/helmpackage"
 )
 
 // tarball builds a chart archive of x/Chart.yaml and the extra headers.
@@ -53,8 +53,8 @@ func TestLoadArchiveRefusesLongNamesWithinLittleMemory(t *testing.T) {
 		}
 	})
 	var err error
-	n := allocated(func() { _, err = helm.LoadArchive(tgz) })
-	if !errors.Is(err, helm.ErrArchiveLimit) {
+	n := allocated(func() { _, err = helmpackage.LoadArchive(tgz) })
+	if !errors.Is(err, helmpackage.ErrArchiveLimit) {
 		t.Fatalf("err = %v, want ErrArchiveLimit", err)
 	}
 	if n > 64<<20 {
@@ -64,13 +64,13 @@ func TestLoadArchiveRefusesLongNamesWithinLittleMemory(t *testing.T) {
 
 func TestLoadArchiveRefusesTooManyEntries(t *testing.T) {
 	tgz := tarball(t, func(tw *tar.Writer) {
-		for i := range helm.MaxChartFiles {
+		for i := range helmpackage.MaxChartFiles {
 			_ = tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("x/files/%d", i), Mode: 0o644, Typeflag: tar.TypeReg})
 		}
 	})
 	var err error
-	n := allocated(func() { _, err = helm.LoadArchive(tgz) })
-	if !errors.Is(err, helm.ErrArchiveLimit) {
+	n := allocated(func() { _, err = helmpackage.LoadArchive(tgz) })
+	if !errors.Is(err, helmpackage.ErrArchiveLimit) {
 		t.Fatalf("err = %v, want ErrArchiveLimit", err)
 	}
 	if n > 64<<20 {
@@ -83,7 +83,7 @@ func TestLoadArchiveRefusesLinks(t *testing.T) {
 		tgz := tarball(t, func(tw *tar.Writer) {
 			_ = tw.WriteHeader(&tar.Header{Name: "x/templates/l.yaml", Linkname: "/etc/passwd", Mode: 0o644, Typeflag: typ})
 		})
-		_, err := helm.LoadArchive(tgz)
+		_, err := helmpackage.LoadArchive(tgz)
 		if err == nil || !strings.Contains(err.Error(), "only files and folders") {
 			t.Fatalf("type %q: err = %v, want a refusal", typ, err)
 		}
@@ -96,7 +96,7 @@ func TestLoadArchiveAcceptsFoldersAndFiles(t *testing.T) {
 		_ = tw.WriteHeader(&tar.Header{Name: "x/templates/a.yaml", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
 		_, _ = tw.Write([]byte("a:"))
 	})
-	ch, err := helm.LoadArchive(tgz)
+	ch, err := helmpackage.LoadArchive(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}

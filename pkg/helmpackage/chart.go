@@ -1,4 +1,4 @@
-package helm
+package helmpackage
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/chart/common"
-	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -94,20 +93,26 @@ func rawFile(ch *chart.Chart, name string) *common.File {
 	return nil
 }
 
-// Package saves the chart with the SDK's chartutil.Save after making it
-// canonical: files and dependencies in name order, every time fixed. The
-// same chart gives the same bytes.
-func Package(ch *chart.Chart) ([]byte, error) {
+// Package saves the chart with the SDK's chartutil.Save into outDir ("":
+// a temporary folder of its own) after making it canonical: files and
+// dependencies in name order, every time fixed. The same chart gives the
+// same bytes. chartutil.Save writes a file, so a chart worker packages
+// into a folder its parent made for the request (doc.go).
+func Package(ch *chart.Chart, outDir string) ([]byte, error) {
 	canonical(ch)
-	dir, err := os.MkdirTemp("", "plumb-helm-package-")
-	if err != nil {
-		return nil, err
+	if outDir == "" {
+		dir, err := os.MkdirTemp("", "plumb-helm-package-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		outDir = dir
 	}
-	defer os.RemoveAll(dir)
-	p, err := chartutil.Save(ch, dir)
+	p, err := chartutil.Save(ch, outDir)
 	if err != nil {
 		return nil, fmt.Errorf("packaging the chart: %w", err)
 	}
+	defer os.Remove(p)
 	return os.ReadFile(p)
 }
 
@@ -131,12 +136,6 @@ func canonical(ch *chart.Chart) {
 }
 
 // DefaultMaxExtractedSize is the SDK loader's default budget for the
-// decompressed files of one chart, the default of
+// decompressed files of one chart, the default of source-controller's
 // --helm-chart-max-extracted-size.
 const DefaultMaxExtractedSize int64 = 100 << 20
-
-// SetMaxExtractedSize sets the SDK loader's budget for the decompressed
-// files of one chart (archive.MaxDecompressedChartSize, a process-wide
-// setting): a chart, archive or folder, larger than it is refused while
-// it loads.
-func SetMaxExtractedSize(n int64) { archive.MaxDecompressedChartSize = n }

@@ -1,4 +1,4 @@
-package helm
+package helmpackage
 
 import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
@@ -19,12 +19,12 @@ const MaxChartFiles = helmrender.DefaultMaxFiles
 // check (pkg/helmrender.CheckArchive): at most MaxChartFiles entries,
 // bounded names and headers, only regular files and folders, and every
 // entry's header, name and PAX records charged with its size against the
-// loader's decompressed budget (archive.MaxDecompressedChartSize,
-// --helm-chart-max-extracted-size), which the loader itself charges with
-// sizes only. Why: an archive of a few thousand empty files with long
-// names is a megabyte compressed and a gigabyte once the SDK holds it.
-// The archive's own size is bounded by the download
-// (--helm-chart-max-size).
+// loader's decompressed budget (archive.MaxDecompressedChartSize, set from
+// Limits.MaxExtractedBytes), which the loader itself charges with sizes
+// only. Why: an archive of a few thousand empty files with long names is a
+// megabyte compressed and a gigabyte once the SDK holds it. The archive's
+// own size is bounded by its download (source-controller's
+// --helm-chart-max-size).
 func CheckArchive(tgz []byte) error {
 	return helmrender.CheckArchive(tgz, helmrender.Limits{
 		MaxArchiveBytes:      int64(len(tgz)) + 1,
