@@ -104,8 +104,12 @@ tidy: ## go mod tidy every module (and the tools modules).
 lint: $(STATICCHECK) ## staticcheck every module; fails on any finding.
 	@$(STATICCHECK) $(PKGS)
 
+.PHONY: docs-check
+docs-check: ## Fail when the docs name a flag, kind or reason the code does not have (api/reasons_test.go, cli/internal/docstest).
+	@go test -count=1 ./api ./cli/internal/docstest
+
 .PHONY: verify
-verify: generate manifests fmt tidy vet lint ## Regenerate, format, tidy and lint, then fail if the tree changed.
+verify: generate manifests fmt tidy vet lint docs-check ## Regenerate, format, tidy, lint and check the docs against the code, then fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: the tree is not clean after regenerating; commit these changes:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; fi
