@@ -18,15 +18,10 @@ import (
 
 	"github.com/spf13/pflag"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/cli/internal/cmd"
+	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/options"
 )
 
@@ -442,17 +437,12 @@ func cliFlags(t *testing.T) map[string]bool {
 }
 
 // knownKinds returns Plumb's kinds, each with its group/version, and every
-// kind Plumb's and Kubernetes' API groups (client-go's scheme and the
+// kind Plumb's and Kubernetes' API groups (the controllers' scheme and the
 // CustomResourceDefinition's) have.
 func knownKinds(t *testing.T) (plumb map[string]string, all map[string]bool) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	scheme := app.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	utilruntime.Must(sourcev1.AddToScheme(scheme))
-	utilruntime.Must(kustomizev1.AddToScheme(scheme))
-	utilruntime.Must(helmv2.AddToScheme(scheme))
-	utilruntime.Must(notificationv1.AddToScheme(scheme))
 	plumb, all = map[string]string{}, map[string]bool{}
 	for gvk, typ := range scheme.AllKnownTypes() {
 		all[gvk.Kind] = true
