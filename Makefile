@@ -104,8 +104,12 @@ tidy: ## go mod tidy every module (and the tools modules).
 lint: $(STATICCHECK) ## staticcheck every module; fails on any finding.
 	@$(STATICCHECK) $(PKGS)
 
+.PHONY: docs-check
+docs-check: ## Fail when the docs name a flag, kind or reason the code does not have (api/reasons_test.go, cli/internal/docstest).
+	@go test -count=1 ./api ./cli/internal/docstest
+
 .PHONY: verify
-verify: generate manifests fmt tidy vet lint ## Regenerate, format, tidy and lint, then fail if the tree changed.
+verify: generate manifests fmt tidy vet lint docs-check ## Regenerate, format, tidy, lint and check the docs against the code, then fail if the tree changed.
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: the tree is not clean after regenerating; commit these changes:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; fi
@@ -120,38 +124,41 @@ test: controlplane-assets $(CHROMIUM) ## Run every module's tests against a real
 e2e: controlplane-assets $(CHROMIUM) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
 	go test -count=1 -timeout=20m -v ./e2e/...
 
+# Each bench-<name> target runs the program <module>/bench/<name> of the
+# module it measures (pkg/bench/{pack,helm,render}, sync-controller/bench/sync,
+# ui/bench/ui, e2e/bench/fleet); bench-source runs pkg/bench/pack.
 .PHONY: bench bench-source
 bench: bench-source
 bench: bench-sync
 bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with git archive | gzip -6; print a table.
-	go run ./pkg/artifact/internal/packbench -files 10000 -runs 5
+	go run ./pkg/bench/pack -files 10000 -runs 5
 
 .PHONY: bench-sync
 bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, no-op resync, drift, memory); print a table.
-	go run ./sync-controller/internal/syncbench -objects 1000 -runs 5
+	go run ./sync-controller/bench/sync -objects 1000 -runs 5
 
 .PHONY: bench-helm
 bench: bench-helm
 bench-helm: helm-cli ## pkg/helmrender vs helm template on a real-world-sized chart (time, CPU, memory, identical objects); print a table.
-	@go build -o $(BIN)/bench-helm ./pkg/helmrender/bench
+	@go build -o $(BIN)/bench-helm ./pkg/bench/helm
 	$(BIN)/bench-helm -helm $(BIN)/helm -runs 5
 
 .PHONY: bench-render
 bench: bench-render
 bench-render: $(KUSTOMIZE) ## pkg/render vs the kustomize CLI on a generated 1,000-object kustomization with an overlay (time, memory); print a table.
-	@go build -o $(BIN)/bench-render ./pkg/render/bench
+	@go build -o $(BIN)/bench-render ./pkg/bench/render
 	$(BIN)/bench-render -kustomize $(KUSTOMIZE) -objects 1000 -runs 5
 
 .PHONY: bench-ui
 bench: bench-ui
 bench-ui: envtest-assets $(CHROMIUM) ## The UI's overview with 1,000 Kustomizations in chromium: time to the first screen of rows vs the API's first page; print a table.
-	go run ./ui/internal/uibench -kustomizations 1000 -namespaces 20 -runs 10
+	go run ./ui/bench/ui -kustomizations 1000 -namespaces 20 -runs 10
 
 .PHONY: bench-fleet
 bench: bench-fleet
 bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500, 1,000) with the four controllers as processes vs a bare server-side-apply loop; one of 1,000 objects; drift at fleet scale; print a table.
 	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
-	@go build -o $(BIN)/bench-fleet ./e2e/internal/fleetbench
+	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet $(FLEET_ARGS)
 
 .PHONY: clean

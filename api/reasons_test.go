@@ -2,8 +2,10 @@
 // APIs have one source: the constants in this module. Every constant named
 // ...Reason is listed in the Reasons table of its kind's page in docs/api,
 // every reason listed there is such a constant and is used by a controller,
-// and no controller passes a reason as a string literal. It reads the Go
-// files and the Markdown as text; it needs no cluster.
+// no controller passes a reason as a string literal, and the reasons the
+// other docs name in prose (README.md, deploy/README.md, docs/**/*.md and
+// every doc.go) are such constants too. It reads the Go files and the
+// Markdown as text; it needs no cluster.
 package api_test
 
 import (
@@ -102,6 +104,70 @@ func TestEveryDocumentedReasonIsAConstantInUse(t *testing.T) {
 			t.Errorf("%s (%s) is used by no code outside api/: remove it, or use it", c.qualified(), c.pos)
 		}
 	}
+}
+
+// proseReasonRE finds the reasons that documentation names in prose:
+// "reason `X`", "`X` event", and a condition's status followed by its
+// reason, "Ready=False, `X`" or "Ready=False X".
+var proseReasonRE = regexp.MustCompile("[Rr]easons? `([A-Z][A-Za-z]+)`|`([A-Z][A-Za-z]+)` events?\\b|[A-Z][A-Za-z]+=(?:True|False|Unknown)(?:,? `([A-Z][A-Za-z]+)`| ([A-Z][a-z]+[A-Z][A-Za-z]+))")
+
+// TestDocsNameOnlyReasonsTheAPIHas reads the reasons named in the prose of
+// every doc: each must be the value of a reason constant in api/.
+func TestDocsNameOnlyReasonsTheAPIHas(t *testing.T) {
+	values := map[string]bool{}
+	for _, c := range reasonConstants(t) {
+		values[c.value] = true
+	}
+	found := 0
+	for _, doc := range proseDocs(t) {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(data), "\n") {
+			if strings.HasSuffix(doc, ".go") && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				continue
+			}
+			for _, m := range proseReasonRE.FindAllStringSubmatch(line, -1) {
+				reason := m[1] + m[2] + m[3] + m[4]
+				found++
+				if !values[reason] {
+					t.Errorf("%s:%d: names the reason %s, which no reason constant in api/ has: fix the doc, or the code",
+						strings.TrimPrefix(doc, "../"), n+1, reason)
+				}
+			}
+		}
+	}
+	if found < 20 {
+		t.Fatalf("found only %d reasons named in the docs: is the test reading the right files?", found)
+	}
+}
+
+// proseDocs returns README.md, deploy/README.md, docs/**/*.md and every
+// doc.go of the repository, relative to this module.
+func proseDocs(t *testing.T) []string {
+	t.Helper()
+	docs := []string{"../README.md", "../deploy/README.md"}
+	err := filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "testdata", "node_modules", "vendor":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if (strings.HasPrefix(p, "../docs/") && strings.HasSuffix(p, ".md")) || d.Name() == "doc.go" {
+			docs = append(docs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }
 
 func TestReasonValuesAreUnique(t *testing.T) {

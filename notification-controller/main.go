@@ -4,10 +4,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
@@ -68,24 +66,13 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		return err
 	}
 
-	publisher, err := events.NewPublisher(natsOpts, controllerName, log)
+	// Events go to the API server and, with --nats-url, to the stream;
+	// what is still queued is sent once the manager has stopped.
+	recorder, closeEvents, err := events.NewManagerRecorder(mgr, natsOpts, controllerName, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := publisher.Close(ctx); err != nil {
-			log.Error(err, "closing the event publisher")
-		}
-	}()
-	// Not ready while the NATS server refuses the controller (credentials,
-	// permissions or TLS); a controller that only cannot reach NATS stays
-	// ready and queues its events.
-	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
-		return err
-	}
-	recorder := events.NewRecorder(mgr.GetEventRecorder(controllerName), publisher, scheme, controllerName)
+	defer closeEvents()
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
 	objectMetrics := notificationcontroller.NewMetrics(ctrlmetrics.Registry)

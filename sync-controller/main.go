@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,23 +111,13 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 
-	publisher, err := events.NewPublisher(natsOpts, controller.ControllerName, log)
+	// Events go to the API server and, with --nats-url, to the stream;
+	// what is still queued is sent once the manager has stopped.
+	recorder, closeEvents, err := events.NewManagerRecorder(mgr, natsOpts, controller.ControllerName, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := publisher.Close(ctx); err != nil {
-			log.Error(err, "closing the event publisher")
-		}
-	}()
-	// Not ready while the NATS server refuses the controller (credentials,
-	// permissions or TLS); a controller that only cannot reach NATS stays
-	// ready and queues its events.
-	if err := mgr.AddReadyzCheck("nats", publisher.Check); err != nil {
-		return err
-	}
+	defer closeEvents()
 
 	// The manager's cache holds the shard's Kustomizations only, but the
 	// reconcilers read each from the API server: they check the key too.
@@ -137,7 +126,6 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
-	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
 	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
 	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
 	syncer := func(w *engine.Watcher) controller.Syncer {

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -316,24 +315,6 @@ func (c *Clone) Remove(names ...string) error {
 		}
 	}
 	return nil
-}
-
-// CopyDir copies the files under src into the working copy.
-func (c *Clone) CopyDir(src string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return c.Write(map[string]string{filepath.ToSlash(rel): string(data)})
-	})
 }
 
 // CommitAndPush commits every change in the working copy and pushes the

@@ -104,12 +104,6 @@ func HasSyncOption(ann map[string]string, option string) bool {
 	return slices.Contains(Items(ann[SyncOptionsAnnotation]), option)
 }
 
-// IgnoresExtraneous reports whether CompareOptionsAnnotation lists
-// IgnoreExtraneous.
-func IgnoresExtraneous(ann map[string]string) bool {
-	return slices.Contains(Items(ann[CompareOptionsAnnotation]), IgnoreExtraneous)
-}
-
 // Items splits a comma list, as Argo CD's and Helm's annotations write
 // them, trimming each item and dropping empty ones.
 func Items(list string) []string {

@@ -13,6 +13,7 @@ import (
 // dockerfile is what the test reads of a Dockerfile.
 type dockerfile struct {
 	from       []string
+	args       []string   // names of the ARG instructions
 	copies     [][]string // sources of each COPY without --from
 	entrypoint string
 	user       string
@@ -52,6 +53,9 @@ func parseDockerfile(t *testing.T, path string) dockerfile {
 				continue
 			}
 			d.copies = append(d.copies, args[:len(args)-1])
+		case "ARG":
+			name, _, _ := strings.Cut(fields[1], "=")
+			d.args = append(d.args, name)
 		case "ENTRYPOINT":
 			d.entrypoint = strings.Join(fields[1:], " ")
 		case "USER":
@@ -64,26 +68,29 @@ func parseDockerfile(t *testing.T, path string) dockerfile {
 	return d
 }
 
-// TestDockerfiles reads each controller's Dockerfile, and the ui server's
-// (no Docker engine here to build it): multi-stage from golang:1.26 to
-// distroless nonroot, every COPY source exists in the repository, the
-// go.mod of every module go.work names is copied (the workspace build
-// needs them all), and the entrypoint is the program's binary.
-func TestDockerfiles(t *testing.T) {
+// TestDockerfile reads the one Dockerfile at the root (no Docker engine
+// here to build it) as each program's build would, its build argument
+// PROGRAM set to a controller or the ui server: multi-stage from
+// golang:1.26 to distroless nonroot, every COPY source exists in the
+// repository, the go.mod of every module go.work names is copied (the
+// workspace build needs them all), and so are the program's sources.
+func TestDockerfile(t *testing.T) {
 	uses := workspaceModules(t)
+	d := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
 	for _, name := range append(append([]string(nil), controllers...), "ui") {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := parseDockerfile(t, filepath.Join(root, name, "Dockerfile"))
+			g.Expect(d.args).To(ContainElement("PROGRAM"))
 			g.Expect(d.from).To(HaveLen(2))
 			g.Expect(d.from[0]).To(HavePrefix("golang:1.26"))
 			g.Expect(d.from[1]).To(Equal("gcr.io/distroless/static:nonroot"))
 			g.Expect(d.user).To(Equal("65532:65532"))
-			g.Expect(d.entrypoint).To(Equal(`["/` + name + `"]`))
+			g.Expect(d.entrypoint).To(Equal(`["/program"]`))
 
 			copied := map[string]bool{}
 			for _, srcs := range d.copies {
 				for _, src := range srcs {
+					src = strings.ReplaceAll(src, "${PROGRAM}", name)
 					matches, err := filepath.Glob(filepath.Join(root, src))
 					g.Expect(err).NotTo(HaveOccurred())
 					g.Expect(matches).NotTo(BeEmpty(), "COPY %s: no such path in the repository", src)

@@ -68,15 +68,9 @@ func Sources(hr *helmv2.HelmRelease) []Source {
 // String is "<Kind>/<namespace>/<name>".
 func (s Source) String() string { return s.Kind + "/" + s.Namespace + "/" + s.Name }
 
-// Merge returns hr's user values: valuesFrom in order, read through r, then
-// spec.values. The result is never nil.
-func Merge(ctx context.Context, r client.Reader, hr *helmv2.HelmRelease, limits Limits) (map[string]any, error) {
-	values, _, err := MergeSecrets(ctx, r, hr, limits)
-	return values, err
-}
-
-// MergeSecrets is Merge that also returns a Redactor of every scalar value
-// read from a Secret (the whole key for a targetPath), for the values read
+// MergeSecrets returns hr's user values: valuesFrom in order, read through
+// r, then spec.values; the result is never nil. It also returns a Redactor
+// of every scalar value read from a Secret (the whole key for a targetPath), for the values read
 // before an error too: a render error (a schema check, a template's fail
 // or tpl) may quote a value, and no Secret value may reach a status, an
 // event or a log.

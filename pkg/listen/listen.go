@@ -50,7 +50,3 @@ func Listen(addr string) (net.Listener, error) {
 	}
 	return l, nil
 }
-
-// Disabled reports whether addr turns a server off: empty or "0", as
-// controller-runtime spells it.
-func Disabled(addr string) bool { return addr == "" || addr == "0" }

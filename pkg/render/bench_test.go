@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/render/internal/gentree"
+	"plumb.dev/pkg/internal/gentree"
 )
 
 // BenchmarkBuild renders a generated base of 200 objects through an overlay

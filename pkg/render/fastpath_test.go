@@ -135,7 +135,7 @@ var userKustomizationCases = []fastCase{
 		"kustomization.yaml": kustomizationHeader + "namespace: other\nresources:\n- a.yaml\n", "a.yaml": cmA}, fast: 0},
 	{name: "a kustomization with an empty field of another kind", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\npatches: []\n", "a.yaml": cmA}, fast: -1},
-	// What make bench-render builds through kustomize (pkg/render/bench).
+	// What make bench-render builds through kustomize (pkg/bench/render).
 	{name: "a kustomization with an empty buildMetadata list", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\nbuildMetadata: []\n", "a.yaml": cmA}, fast: 0},
 	{name: "a kustomization with an unknown field", files: map[string]string{

@@ -123,10 +123,3 @@ func (s *SharedBuilds) put(key string, rs []*resource.Resource, outputBytes int6
 		s.output -= old.output
 	}
 }
-
-// Len is the number of builds kept.
-func (s *SharedBuilds) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.entries)
-}

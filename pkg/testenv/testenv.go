@@ -54,7 +54,6 @@ type Option func(*config)
 type config struct {
 	withoutNATS bool
 	secureNATS  bool
-	extraCRDs   []string
 }
 
 // WithoutNATS starts no NATS server.
@@ -65,11 +64,6 @@ func WithoutNATS() Option { return func(c *config) { c.withoutNATS = true } }
 // over TLS with a client certificate. Environment.SecureNATS gives each
 // user's options.
 func WithSecureNATS() Option { return func(c *config) { c.secureNATS = true } }
-
-// WithCRDs installs CRDs from further folders or files besides Plumb's own.
-func WithCRDs(paths ...string) Option {
-	return func(c *config) { c.extraCRDs = append(c.extraCRDs, paths...) }
-}
 
 // Start starts kube-apiserver, etcd and NATS and installs Plumb's CRDs. It
 // fails with a message that says how to build the binaries when they are
@@ -95,7 +89,7 @@ func Start(opts ...Option) (*Environment, error) {
 
 	env.control = &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        append([]string{filepath.Join(root, "deploy", "crds")}, cfg.extraCRDs...),
+		CRDDirectoryPaths:        []string{filepath.Join(root, "deploy", "crds")},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   env.Scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,

@@ -62,9 +62,6 @@ func (s *Server) CreateRepo(name string) (*Repo, error) {
 // Name returns the repository's name.
 func (r *Repo) Name() string { return r.name }
 
-// Dir returns the bare repository's folder.
-func (r *Repo) Dir() string { return r.dir }
-
 // URL returns the repository's HTTP URL.
 func (r *Repo) URL() string { return r.srv.HTTPAddress() + "/" + r.name + ".git" }
 

@@ -67,9 +67,6 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Root returns the folder holding the bare repositories, <name>.git each.
-func (s *Server) Root() string { return s.root }
-
 // HTTPAddress returns http://127.0.0.1:<port>.
 func (s *Server) HTTPAddress() string { return "http://" + s.ln.Addr().String() }
 

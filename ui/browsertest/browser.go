@@ -21,7 +21,7 @@ const Chromium = "/usr/bin/chromium"
 var StepTimeout = 20 * time.Second
 
 // TB is what a Browser needs of its caller: a *testing.T or *testing.B,
-// or a benchmark program's stand-in (ui/internal/uibench), which is not a
+// or a benchmark program's stand-in (ui/bench/ui), which is not a
 // test and so cannot have a testing.TB.
 type TB interface {
 	Helper()

@@ -37,9 +37,3 @@ var kinds = func() map[string]kind {
 	}
 	return all
 }()
-
-// Known reports whether typ is a provider type this package delivers to.
-func Known(typ string) bool {
-	_, ok := kinds[typ]
-	return ok
-}

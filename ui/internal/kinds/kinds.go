@@ -29,14 +29,10 @@ type Kind struct {
 	// Resource is the plural resource name access reviews take.
 	Resource  string
 	newObject func() client.Object
-	newList   func() client.ObjectList
 }
 
 // New returns an empty object of the kind.
 func (k Kind) New() client.Object { return k.newObject() }
-
-// NewList returns an empty list of the kind.
-func (k Kind) NewList() client.ObjectList { return k.newList() }
 
 // Group is the kind's API group.
 func (k Kind) Group() string { return k.GVK.Group }
@@ -45,15 +41,15 @@ func (k Kind) Group() string { return k.GVK.Group }
 // names' order).
 var All = []Kind{
 	{Route: "gitrepository", GVK: sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind), Resource: "gitrepositories",
-		newObject: func() client.Object { return &sourcev1.GitRepository{} }, newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} }},
+		newObject: func() client.Object { return &sourcev1.GitRepository{} }},
 	{Route: "helmchart", GVK: sourcev1.GroupVersion.WithKind(sourcev1.HelmChartKind), Resource: "helmcharts",
-		newObject: func() client.Object { return &sourcev1.HelmChart{} }, newList: func() client.ObjectList { return &sourcev1.HelmChartList{} }},
+		newObject: func() client.Object { return &sourcev1.HelmChart{} }},
 	{Route: "helmrelease", GVK: helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind), Resource: "helmreleases",
-		newObject: func() client.Object { return &helmv2.HelmRelease{} }, newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} }},
+		newObject: func() client.Object { return &helmv2.HelmRelease{} }},
 	{Route: "helmrepository", GVK: sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind), Resource: "helmrepositories",
-		newObject: func() client.Object { return &sourcev1.HelmRepository{} }, newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} }},
+		newObject: func() client.Object { return &sourcev1.HelmRepository{} }},
 	{Route: "kustomization", GVK: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind), Resource: "kustomizations",
-		newObject: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
+		newObject: func() client.Object { return &kustomizev1.Kustomization{} }},
 }
 
 // Notification are notification-controller's kinds: not in the overview,
@@ -61,11 +57,11 @@ var All = []Kind{
 // same access review.
 var Notification = []Kind{
 	{Route: "alert", GVK: notificationv1.GroupVersion.WithKind(notificationv1.AlertKind), Resource: "alerts",
-		newObject: func() client.Object { return &notificationv1.Alert{} }, newList: func() client.ObjectList { return &notificationv1.AlertList{} }},
+		newObject: func() client.Object { return &notificationv1.Alert{} }},
 	{Route: "provider", GVK: notificationv1.GroupVersion.WithKind(notificationv1.ProviderKind), Resource: "providers",
-		newObject: func() client.Object { return &notificationv1.Provider{} }, newList: func() client.ObjectList { return &notificationv1.ProviderList{} }},
+		newObject: func() client.Object { return &notificationv1.Provider{} }},
 	{Route: "receiver", GVK: notificationv1.GroupVersion.WithKind(notificationv1.ReceiverKind), Resource: "receivers",
-		newObject: func() client.Object { return &notificationv1.Receiver{} }, newList: func() client.ObjectList { return &notificationv1.ReceiverList{} }},
+		newObject: func() client.Object { return &notificationv1.Receiver{} }},
 }
 
 // Lookup finds one of the five kinds by its route name or its Kind, in

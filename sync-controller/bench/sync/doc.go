@@ -34,7 +34,7 @@
 // server-side-applies status.renderedArtifact and the Rendered condition
 // under the field manager plumb-render.
 //
-//	go run ./sync-controller/internal/syncbench [-objects 1000] [-runs 5] [-profile-dir DIR]
+//	go run ./sync-controller/bench/sync [-objects 1000] [-runs 5] [-profile-dir DIR]
 //
 // -profile-dir writes CPU profiles of the in-process controller during an
 // initial sync, the no-op resyncs and the drift edits, and a heap profile

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/internal/gentree"
 	"plumb.dev/pkg/render"
-	"plumb.dev/pkg/render/internal/gentree"
 	"plumb.dev/pkg/renderworker"
 )
 

@@ -11,7 +11,7 @@ import (
 // BenchmarkRender is a warm render of the benchmark's chart, for profiling
 // Plumb's side alone:
 //
-//	go test -run XXX -bench Render -cpuprofile cpu.out ./pkg/helmrender/bench
+//	go test -run XXX -bench Render -cpuprofile cpu.out ./pkg/bench/helm
 //
 // The comparison with the helm CLI is the command itself (make bench-helm).
 func BenchmarkRender(b *testing.B) {

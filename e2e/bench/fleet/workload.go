@@ -153,7 +153,7 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 	if err != nil {
 		return err
 	}
-	files := map[string]string{"README.md": "The fleet benchmark's apps (e2e/internal/fleetbench).\n"}
+	files := map[string]string{"README.md": "The fleet benchmark's apps (e2e/bench/fleet).\n"}
 	if layout == layoutSubstitute {
 		m, err := manifests(appObjects("${app}", ""))
 		if err != nil {

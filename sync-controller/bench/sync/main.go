@@ -306,7 +306,7 @@ func sourceState() string {
 	}
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(dirty)), "\n") {
-		if line != "" && !strings.Contains(line, "internal/syncbench") {
+		if line != "" && !strings.Contains(line, "sync-controller/bench/sync/") {
 			n++
 		}
 	}

@@ -8,7 +8,7 @@
 // peaks are added (they run at the same time). Times are wall-clock medians
 // of -runs runs, the sides alternating so background load hits both alike.
 //
-//	go run ./pkg/artifact/internal/packbench [-files 10000] [-runs 5]
+//	go run ./pkg/bench/pack [-files 10000] [-runs 5]
 package main
 
 import (

@@ -66,7 +66,7 @@ func main() {
 	renderworker.ServeIfWorker()
 	var (
 		helm  = flag.String("helm", "bin/helm", "The helm CLI to compare with.")
-		chart = flag.String("chart", "pkg/helmrender/bench/testdata/platform", "The chart folder to render.")
+		chart = flag.String("chart", "pkg/bench/helm/testdata/platform", "The chart folder to render.")
 		runs  = flag.Int("runs", 5, "Renders measured per figure (the median is shown).")
 		child = flag.String("child", "", "Internal: render the chart archive at this path once and exit.")
 	)

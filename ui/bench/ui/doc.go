@@ -26,7 +26,7 @@
 // Time is the median of -runs and the fastest (on shared cores other work
 // only adds time, so the fastest is the figure least disturbed by it).
 //
-//	go run ./ui/internal/uibench [-kustomizations 1000] [-namespaces 20] [-runs 10]
+//	go run ./ui/bench/ui [-kustomizations 1000] [-namespaces 20] [-runs 10]
 //
 // It is a benchmark, not a test: nothing here asserts a duration.
 package main

@@ -1,13 +1,18 @@
-# notification-controller's image. Build from the repository root, where go.work is:
+# The image of one of Plumb's programs: source-controller, render-controller,
+# sync-controller, notification-controller or ui, named by PROGRAM (the
+# folder of its main package, which is also its Go module). Build from the
+# repository root, where go.work is:
 #
-#   docker build -f notification-controller/Dockerfile -t notification-controller .
+#   docker build --build-arg PROGRAM=source-controller -t source-controller .
 #
 # The builder stage compiles with the Go workspace, so the image holds the
 # same module versions that the tests ran with.
 FROM golang:1.26 AS builder
+ARG PROGRAM
 ARG TARGETOS=linux
 ARG TARGETARCH
 WORKDIR /workspace
+RUN test -n "${PROGRAM}" || { echo "set --build-arg PROGRAM=<program>" >&2; exit 1; }
 
 # go.work names every module, so each one's go.mod must be present; copying
 # the go.mod and go.sum files first lets the module download stay cached
@@ -24,14 +29,18 @@ COPY e2e/go.* e2e/
 COPY ui/go.* ui/
 RUN go mod download
 
+# The program's sources and the two modules every program imports. The ui's
+# static files are embedded in its binary (go:embed), so they come with ui/.
 COPY api/ api/
 COPY pkg/ pkg/
-COPY notification-controller/ notification-controller/
+COPY ${PROGRAM}/ ${PROGRAM}/
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/notification-controller ./notification-controller
+    go build -trimpath -ldflags="-s -w" -o /out/program ./${PROGRAM}
 
 # distroless/static: no shell, no package manager, a non-root user (65532).
+# An exec-form ENTRYPOINT cannot expand a build argument, so every image
+# runs its program as /program; the Deployments give only args.
 FROM gcr.io/distroless/static:nonroot
-COPY --from=builder /out/notification-controller /notification-controller
+COPY --from=builder /out/program /program
 USER 65532:65532
-ENTRYPOINT ["/notification-controller"]
+ENTRYPOINT ["/program"]
