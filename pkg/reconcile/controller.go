@@ -79,12 +79,11 @@ type Controller[T Object] struct {
 	WriteProgress func(ctx context.Context, obj, stored T) error
 	// Succeeded returns Condition's message after a success. Required.
 	Succeeded func(T) string
-	// Interval is when to come back after a success; nil or zero: only
-	// when a watch brings the object back.
-	Interval func(T) time.Duration
-	// RetryInterval is when to retry a Retry failure (Flux's
-	// spec.retryInterval); nil or zero: controller-runtime's exponential
-	// backoff, for the kinds that have no such field.
+	// RetryInterval, when set, is when to retry a Retry failure in place
+	// of the object's own (meta.Retried: Flux's spec.retryInterval); with
+	// neither, controller-runtime's exponential backoff. When to come back
+	// after a success is the object's meta.Scheduled, jittered; a kind
+	// that is not scheduled comes back only when a watch brings it.
 	RetryInterval func(T) time.Duration
 	// RetryDelay, when set, decides first when a Retry failure is tried
 	// again: the object's own backoff and limit (a Kustomization's
@@ -100,10 +99,6 @@ type Controller[T Object] struct {
 	// details; nil uses the error's text. (A retried health timeout is
 	// the same news on every attempt; only its volatile details differ.)
 	EventMessage func(error) (string, []events.Option)
-	// Suspended and ArtifactSize feed the metrics; nil is false and none.
-	// A suspended object is not reconciled (Start).
-	Suspended    func(T) bool
-	ArtifactSize func(T) *int64
 	// Finalizer is what Start does for the controller's finalizer.
 	Finalizer Finalizer[T]
 }
@@ -164,10 +159,10 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 // reconcile that ends before Run (a suspended object).
 func (c *Controller[T]) Record(obj T) {
 	var size *int64
-	if c.ArtifactSize != nil {
-		size = c.ArtifactSize(obj)
+	if a, ok := any(obj).(meta.ArtifactHolder); ok {
+		size = ArtifactSize(a.GetArtifact())
 	}
-	c.Metrics.Record(obj.GetNamespace(), obj.GetName(), obj.GetConditions(), c.Suspended != nil && c.Suspended(obj), size)
+	c.Metrics.Record(obj.GetNamespace(), obj.GetName(), obj.GetConditions(), suspended(obj), size)
 }
 
 // reportNewGeneration marks a generation not seen before Reconciling and
@@ -221,7 +216,7 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		conditions.MarkTrue(obj, c.Condition, c.succeededReason(), "%s", c.Succeeded(obj))
 		c.settle(obj)
 		log.V(1).Info("reconciled", "message", conditions.GetMessage(obj, c.Condition))
-		return requeueAfter(c.duration(c.Interval, obj)), nil
+		return requeueAfter(Jitter(interval(obj))), nil
 	}
 	if errors.Is(err, errSuspended) {
 		conditions.MarkFalse(obj, c.Condition, meta.SuspendedReason, "suspended")
@@ -267,7 +262,7 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		c.mark(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after: "+msg)
 		c.observe(obj)
 		c.event(obj, e)
-		if d := c.duration(c.RetryInterval, obj); d > 0 {
+		if d := c.retryInterval(obj); d > 0 {
 			log.Error(err, "reconcile failed", append(kv, "retryIn", d.String())...)
 			return requeueAfter(Jitter(d)), nil
 		}
@@ -343,11 +338,31 @@ func (c *Controller[T]) event(obj T, e *Error) {
 	c.Events.Record(obj, events.SeverityError, e.Reason, text, opts...)
 }
 
-func (c *Controller[T]) duration(f func(T) time.Duration, obj T) time.Duration {
-	if f == nil {
-		return 0
+// interval is when a scheduled kind comes back after a success (its
+// meta.Scheduled), 0 for a kind only watched.
+func interval(obj any) time.Duration {
+	if s, ok := obj.(meta.Scheduled); ok {
+		return s.GetRequeueAfter()
 	}
-	return f(obj)
+	return 0
+}
+
+// retryInterval is when a Retry failure is tried again: RetryInterval,
+// else the object's meta.Retried, else 0 (controller-runtime's backoff).
+func (c *Controller[T]) retryInterval(obj T) time.Duration {
+	if c.RetryInterval != nil {
+		return c.RetryInterval(obj)
+	}
+	if r, ok := any(obj).(meta.Retried); ok {
+		return r.GetRetryInterval()
+	}
+	return 0
+}
+
+// suspended says whether obj is a meta.Suspendable kind, suspended.
+func suspended(obj any) bool {
+	s, ok := obj.(meta.Suspendable)
+	return ok && s.IsSuspended()
 }
 
 func (c *Controller[T]) succeededReason() string {

@@ -858,11 +858,11 @@ func (in *Kustomization) GetConditions() []metav1.Condition { return in.Status.C
 func (in *Kustomization) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRetryInterval returns the delay after a failure.
-func (in *Kustomization) GetRetryInterval() metav1.Duration {
+func (in *Kustomization) GetRetryInterval() time.Duration {
 	if in.Spec.RetryInterval != nil {
-		return *in.Spec.RetryInterval
+		return in.Spec.RetryInterval.Duration
 	}
-	return in.Spec.Interval
+	return in.Spec.Interval.Duration
 }
 
 // GetTimeout returns the bound for one reconcile.

@@ -141,11 +141,11 @@ func (in *HelmRepository) GetConditions() []metav1.Condition { return in.Status.
 func (in *HelmRepository) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRequeueAfter returns the interval between fetches, 10m when unset.
-func (in *HelmRepository) GetRequeueAfter() metav1.Duration {
+func (in *HelmRepository) GetRequeueAfter() time.Duration {
 	if in.Spec.Interval.Duration == 0 {
-		return metav1.Duration{Duration: 10 * time.Minute}
+		return 10 * time.Minute
 	}
-	return in.Spec.Interval
+	return in.Spec.Interval.Duration
 }
 
 // GetTimeout returns the bound for requests to the repository, 60s when unset.

@@ -80,8 +80,7 @@ func (r *AlertReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.
 			func(a *notificationv1.Alert) any { return &a.Status },
 			func(a *notificationv1.Alert) string {
 				return fmt.Sprintf("routing events to provider %s", a.Spec.ProviderRef.Name)
-			},
-			func(a *notificationv1.Alert) bool { return a.Spec.Suspend })
+			})
 	})
 	return r.sk
 }

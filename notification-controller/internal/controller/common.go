@@ -42,12 +42,11 @@ func requeueDependency(d time.Duration) time.Duration {
 // speaks for the result, a failure is retried with controller-runtime's
 // backoff (these kinds have no retryInterval), and the status — status(obj)
 // — is applied whole as FieldManager when it changed.
-func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string, suspended func(T) bool) *plumbreconcile.Controller[T] {
+func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
 		Condition: meta.ReadyCondition,
 		Metrics:   m,
 		Succeeded: ready,
-		Suspended: suspended,
 		WriteStatus: func(ctx context.Context, obj, stored T) error {
 			if apiequality.Semantic.DeepEqual(status(obj), status(stored)) {
 				return nil

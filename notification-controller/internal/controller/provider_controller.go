@@ -79,8 +79,7 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *ProviderReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
 	r.once.Do(func() {
 		r.sk = skeleton(r.Client, r.Metrics.providers(),
-			func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage,
-			func(p *notificationv1.Provider) bool { return p.Spec.Suspend })
+			func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage)
 	})
 	return r.sk
 }

@@ -72,8 +72,7 @@ func (r *ReceiverReconciler) skeleton() *plumbreconcile.Controller[*notification
 	r.once.Do(func() {
 		r.sk = skeleton(r.Client, r.Metrics.receivers(),
 			func(rcv *notificationv1.Receiver) any { return &rcv.Status },
-			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath },
-			func(rcv *notificationv1.Receiver) bool { return rcv.Spec.Suspend })
+			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath })
 	})
 	return r.sk
 }

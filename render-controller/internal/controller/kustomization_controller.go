@@ -203,9 +203,6 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
 		r.sk.DefaultReason = meta.ArtifactFailedReason
 		r.sk.WriteStatus = r.applyStatus
-		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
-		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
-		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
 		// The delete event and the sweep at start remove the artifacts:
 		// the finalizer's apply is a write of the Kustomization saved.
 		r.sk.Finalizer.Retired = true
@@ -426,7 +423,7 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 		Share: true,
 	})
 	if err != nil {
-		return r.held.failed(key, st.key, obj.GetRetryInterval().Duration, obj.Spec.Interval.Duration, err)
+		return r.held.failed(key, st.key, obj.GetRetryInterval(), obj.Spec.Interval.Duration, err)
 	}
 	r.held.forget(key)
 	st.result = res

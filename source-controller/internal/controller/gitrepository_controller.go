@@ -115,9 +115,6 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 			Succeeded: func(obj *sourcev1.GitRepository) string {
 				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 			},
-			Interval:     func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.GitRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
 			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, storageRef),
 		}
 	})

@@ -207,9 +207,6 @@ func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.He
 				}
 				return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
 			},
-			Interval:     func(obj *sourcev1.HelmChart) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmChart) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
 			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
 		}
 	})

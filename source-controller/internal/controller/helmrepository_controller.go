@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,9 +92,6 @@ func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*source
 				}
 				return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
 			},
-			Interval:     func(obj *sourcev1.HelmRepository) time.Duration { return obj.GetRequeueAfter().Duration },
-			Suspended:    func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
 			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
 		}
 	})
@@ -151,7 +147,7 @@ func (r *HelmRepositoryReconciler) reconcileIndex(ctx context.Context, obj *sour
 		// Only the server (or the spec) changing helps; polled like a
 		// GitRepository's redirect to http://.
 		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InsecureConnectionsDisallowedReason, "%s", msg)
-		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, errors.New(msg)).Polling(obj.GetRequeueAfter().Duration)
+		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, errors.New(msg)).Polling(obj.GetRequeueAfter())
 	case errors.Is(err, errCredentials) || helm.IsUnauthorized(err):
 		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "%s", msg)
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, errors.New(msg))

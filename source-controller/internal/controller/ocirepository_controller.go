@@ -118,9 +118,6 @@ func (r *OCIRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 				}
 				return fmt.Sprintf("serving the last good artifact, revision %q", obj.Status.Artifact.Revision)
 			},
-			Interval:     func(obj *sourcev1.OCIRepository) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.OCIRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.OCIRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
 			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
 		}
 	})
