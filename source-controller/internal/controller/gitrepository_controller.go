@@ -115,7 +115,7 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 			Succeeded: func(obj *sourcev1.GitRepository) string {
 				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 			},
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, storageRef),
+			Finalizer: finalizer(r.Client, r.Storage, r.Metrics, storageRef),
 		}
 	})
 	return r.sk

@@ -207,7 +207,7 @@ func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.He
 				}
 				return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
 			},
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
+			Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
 		}
 	})
 	return r.sk

@@ -92,7 +92,7 @@ func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*source
 				}
 				return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
 			},
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
+			Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
 		}
 	})
 	return r.sk

@@ -118,7 +118,7 @@ func (r *OCIRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 				}
 				return fmt.Sprintf("serving the last good artifact, revision %q", obj.Status.Artifact.Revision)
 			},
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
+			Finalizer: finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
 		}
 	})
 	return r.sk
