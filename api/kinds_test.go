@@ -20,7 +20,9 @@ import (
 // with what those fields hold, and no other: a kind with spec.interval is
 // meta.Scheduled, one with spec.suspend meta.Suspendable, one with
 // status.artifact or status.renderedArtifact meta.ArtifactHolder, one with
-// spec.retryInterval meta.Retried. A new kind that forgets one fails here
+// spec.retryInterval meta.Retried, one with status.lastHandledReconcileAt
+// meta.Requestable, one with status.lastAppliedRevision meta.Applier. A
+// new kind that forgets one fails here
 // rather than being reconciled on no schedule.
 func TestEveryKindDescribesItself(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -99,6 +101,34 @@ func TestEveryKindDescribesItself(t *testing.T) {
 				}
 			} else if holder {
 				t.Error("is meta.ArtifactHolder without an artifact in its status")
+			}
+
+			handled := field(status, "LastHandledReconcileAt")
+			_, requestable := iface.(meta.Requestable)
+			if handled.IsValid() {
+				if !requestable {
+					t.Fatal("has status.lastHandledReconcileAt but is not meta.Requestable")
+				}
+				iface.(meta.Requestable).SetLastHandledReconcileRequest("now")
+				if got := iface.(meta.Requestable).GetLastHandledReconcileRequest(); got != "now" || handled.String() != "now" {
+					t.Errorf("GetLastHandledReconcileRequest() = %q, status holds %q, after setting %q", got, handled.String(), "now")
+				}
+			} else if requestable {
+				t.Error("is meta.Requestable without status.lastHandledReconcileAt")
+			}
+
+			applied := field(status, "LastAppliedRevision")
+			_, applier := iface.(meta.Applier)
+			if applied.IsValid() {
+				if !applier {
+					t.Fatal("has status.lastAppliedRevision but is not meta.Applier")
+				}
+				applied.SetString("v1")
+				if got := iface.(meta.Applier).GetLastAppliedRevision(); got != "v1" {
+					t.Errorf("GetLastAppliedRevision() = %q with status.lastAppliedRevision v1", got)
+				}
+			} else if applier {
+				t.Error("is meta.Applier without status.lastAppliedRevision")
 			}
 		})
 	}

@@ -32,3 +32,18 @@ type Suspendable interface {
 type ArtifactHolder interface {
 	GetArtifact() *Artifact
 }
+
+// Requestable is a kind that honours the reconcile.plumb.dev/requestedAt
+// annotation (plumb reconcile, a Receiver's webhook, the UI's sync
+// button): it records the last request it handled in
+// status.lastHandledReconcileAt.
+type Requestable interface {
+	GetLastHandledReconcileRequest() string
+	SetLastHandledReconcileRequest(token string)
+}
+
+// Applier is a kind that applies what it renders to a cluster: the
+// revision it last applied is what it runs (status.lastAppliedRevision).
+type Applier interface {
+	GetLastAppliedRevision() string
+}

@@ -17,3 +17,6 @@ func (in *HelmRelease) IsSuspended() bool { return in.Spec.Suspend }
 // GetArtifact returns the rendered manifests it serves
 // (status.renderedArtifact).
 func (in *HelmRelease) GetArtifact() *meta.Artifact { return in.Status.RenderedArtifact }
+
+// GetLastAppliedRevision returns the revision last applied successfully.
+func (in *HelmRelease) GetLastAppliedRevision() string { return in.Status.LastAppliedRevision }

@@ -18,3 +18,6 @@ func (in *Kustomization) IsSuspended() bool { return in.Spec.Suspend }
 // GetArtifact returns the rendered manifests it serves
 // (status.renderedArtifact).
 func (in *Kustomization) GetArtifact() *meta.Artifact { return in.Status.RenderedArtifact }
+
+// GetLastAppliedRevision returns the revision last applied successfully.
+func (in *Kustomization) GetLastAppliedRevision() string { return in.Status.LastAppliedRevision }

@@ -887,6 +887,11 @@ func (in *Kustomization) GetObservedGeneration() int64 { return in.Status.Observ
 // SetObservedGeneration sets status.observedGeneration.
 func (in *Kustomization) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *Kustomization) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *Kustomization) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)

@@ -352,6 +352,11 @@ func (in *GitRepository) GetObservedGeneration() int64 { return in.Status.Observ
 // SetObservedGeneration sets status.observedGeneration.
 func (in *GitRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *GitRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *GitRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)

@@ -187,6 +187,11 @@ func (in *HelmChart) GetObservedGeneration() int64 { return in.Status.ObservedGe
 // SetObservedGeneration sets status.observedGeneration.
 func (in *HelmChart) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *HelmChart) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmChart) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)

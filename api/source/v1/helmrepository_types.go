@@ -165,6 +165,11 @@ func (in *HelmRepository) GetObservedGeneration() int64 { return in.Status.Obser
 // SetObservedGeneration sets status.observedGeneration.
 func (in *HelmRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *HelmRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
