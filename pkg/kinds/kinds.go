@@ -53,6 +53,9 @@ type Kind struct {
 // command line's first name for it ("kustomization").
 func (k Kind) Route() string { return strings.ToLower(k.GVK.Kind) }
 
+// Group is the kind's API group.
+func (k Kind) Group() string { return k.GVK.Group }
+
 // New returns an empty object of the kind.
 func (k Kind) New() client.Object { return k.newObject() }
 

@@ -131,8 +131,8 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			syncFinalizerReleased{},
 		)))
 	for _, kind := range sourceKinds {
-		b = b.Watches(newSource(kind),
-			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind)),
+		b = b.Watches(kind.New(),
+			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind.GVK.Kind)),
 			builder.WithPredicates(artifactChanged{}))
 	}
 	return b.WatchesRawSource(r.sweepSource(mgr.GetCache())).WithOptions(opts).Complete(r)
