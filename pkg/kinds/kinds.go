@@ -165,3 +165,12 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(AddToScheme(s))
 	return s
 }
+
+// FieldManager is the field manager of a controller's writes, the one rule
+// for all of them: "plumb-" and the controller's name without
+// "-controller" ("plumb-sync"), then, for a write that must own its fields
+// apart from the controller's others, its purpose ("plumb-sync-inventory",
+// "plumb-render-finalizer"). The UI's writes are "plumb-ui".
+func FieldManager(controller string, purpose ...string) string {
+	return strings.Join(append([]string{"plumb", strings.TrimSuffix(controller, "-controller")}, purpose...), "-")
+}

@@ -119,3 +119,21 @@ func TestRequestableKinds(t *testing.T) {
 		t.Errorf("requestable kinds %v, want %v", got, want)
 	}
 }
+
+// Every field manager follows one rule, the names already in clusters
+// among them.
+func TestFieldManagersFollowOneRule(t *testing.T) {
+	for got, want := range map[string]string{
+		kinds.FieldManager(kinds.SourceController):              "plumb-source",
+		kinds.FieldManager(kinds.RenderController):              "plumb-render",
+		kinds.FieldManager(kinds.SyncController):                "plumb-sync",
+		kinds.FieldManager(kinds.NotificationController):        "plumb-notification",
+		kinds.FieldManager(kinds.SyncController, "inventory"):   "plumb-sync-inventory",
+		kinds.FieldManager(kinds.RenderController, "finalizer"): "plumb-render-finalizer",
+		kinds.FieldManager("ui"):                                "plumb-ui",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}

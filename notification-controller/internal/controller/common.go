@@ -12,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
 // FieldManager owns the status fields notification-controller writes.
-const FieldManager = "plumb-notification"
+var FieldManager = kinds.FieldManager(kinds.NotificationController)
 
 // Field indexes the reconcilers and the receiver server look objects up by.
 const (

@@ -35,7 +35,7 @@ import (
 
 // ControllerName is the reportingController of events this controller
 // publishes.
-const ControllerName = "notification-controller"
+const ControllerName = kinds.NotificationController
 
 // fetchBatch is how many events one pull asks for.
 const fetchBatch = 64

@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
@@ -33,13 +34,12 @@ import (
 	"plumb.dev/render-controller/internal/sourcetree"
 )
 
-const (
-	// ControllerName signs events and names the controller.
-	ControllerName = "render-controller"
-	// FieldManager owns status.renderedArtifact and the Rendered condition
-	// (server-side apply on the status subresource).
-	FieldManager = "plumb-render"
-)
+// ControllerName signs events and names the controller.
+const ControllerName = kinds.RenderController
+
+// FieldManager owns status.renderedArtifact and the Rendered condition
+// (server-side apply on the status subresource).
+var FieldManager = kinds.FieldManager(kinds.RenderController)
 
 // sourceIndexKey indexes Kustomizations by "<kind>/<namespace>/<name>" of
 // the source they reference.

@@ -28,6 +28,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/netguard"
@@ -37,12 +38,13 @@ import (
 
 const (
 	// ControllerName signs events and names the controller.
-	ControllerName = "source-controller"
-	// FieldManager owns GitRepository status (server-side apply).
-	FieldManager = "plumb-source"
+	ControllerName = kinds.SourceController
 	// Finalizer removes an object's artifacts before it goes.
 	Finalizer = "source.plumb.dev/finalizer"
 )
+
+// FieldManager owns the source kinds' status (server-side apply).
+var FieldManager = kinds.FieldManager(kinds.SourceController)
 
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
 type GitRepositoryReconciler struct {

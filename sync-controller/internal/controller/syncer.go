@@ -129,7 +129,7 @@ func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 		return msg, []events.Option{detail}
 	}
 	sk.Finalizer = reconcile.Finalizer[T]{
-		Client: r.Client, FieldManager: ControllerName, Name: Finalizer,
+		Client: r.Client, FieldManager: manage.FieldManager, Name: Finalizer,
 		Finalize: func(ctx context.Context, obj T) error { return r.finalize(ctx, appOf(obj)) },
 	}
 }

@@ -123,7 +123,6 @@ func rowOf(obj client.Object) *Row {
 	r := conditionsRow(k.GVK.Kind, obj, c.GetConditions(), s != nil && s.IsSuspended())
 	artifact(r, src.GetArtifact())
 	return r
-	return nil
 }
 
 // conditionsRow fills what every kind has: name, Ready, suspension, and
