@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,10 +65,17 @@ type Controller[T Object] struct {
 	// records none.
 	Metrics *metrics.Object
 
-	// WriteStatus writes the status, once per Run (and once more before
-	// the steps of a new generation, to report it in progress). stored is
-	// obj as it was read, so that a controller can leave an unchanged
-	// status unwritten. Required.
+	// OwnedStatus is the part of obj's status this controller owns: the
+	// whole status, or a partial controller's own fields. Run applies it
+	// with Client as FieldManager (ApplyStatus), once per Run and once
+	// more before the steps of a new generation, and only when it differs
+	// from what was read: an unchanged status is not written.
+	OwnedStatus  func(obj T) any
+	Client       client.Client
+	FieldManager string
+	// WriteStatus, when set, writes the status in place of OwnedStatus:
+	// stored is obj as it was read, so that the controller too can leave
+	// an unchanged status unwritten.
 	WriteStatus func(ctx context.Context, obj, stored T) error
 	// WriteProgress, when set, writes a new generation's Reconciling mark
 	// (set on obj) in place of WriteStatus before the steps; it may hold
@@ -145,7 +153,7 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 	step, err := runSteps(ctx, steps)
 	result, err := c.summarize(ctx, obj, step, err)
 	BoundConditions(obj, stored)
-	werr := c.WriteStatus(ctx, obj, read)
+	werr := c.writeStatus(ctx, obj, read)
 	c.Record(obj)
 	if werr != nil {
 		// controller-runtime retries a failed write with backoff; a
@@ -180,7 +188,29 @@ func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) (b
 	if c.WriteProgress != nil {
 		return true, c.WriteProgress(ctx, obj, read)
 	}
-	return true, c.WriteStatus(ctx, obj, read)
+	return true, c.writeStatus(ctx, obj, read)
+}
+
+// writeStatus writes obj's status: WriteStatus's way when it is set, else
+// the owned part, applied when it changed. A full owner sends its
+// conditions even when there are none, so one that was dropped is removed
+// rather than left behind; a partial one never sends another's.
+func (c *Controller[T]) writeStatus(ctx context.Context, obj, read T) error {
+	if c.WriteStatus != nil {
+		return c.WriteStatus(ctx, obj, read)
+	}
+	owned := c.OwnedStatus(obj)
+	if apiequality.Semantic.DeepEqual(owned, c.OwnedStatus(read)) {
+		return nil
+	}
+	m, err := ToStatusMap(owned)
+	if err != nil {
+		return err
+	}
+	if _, ok := m["conditions"]; !ok && !c.Partial {
+		m["conditions"] = []any{}
+	}
+	return client.IgnoreNotFound(ApplyStatus(ctx, c.Client, obj, c.FieldManager, m))
 }
 
 // runSteps runs steps until one fails, and names it. A panic fails the

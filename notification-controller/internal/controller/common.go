@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,24 +44,12 @@ func requeueDependency(d time.Duration) time.Duration {
 // — is applied whole as FieldManager when it changed.
 func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
-		Condition: meta.ReadyCondition,
-		Metrics:   m,
-		Succeeded: ready,
-		WriteStatus: func(ctx context.Context, obj, stored T) error {
-			if apiequality.Semantic.DeepEqual(status(obj), status(stored)) {
-				return nil
-			}
-			m, err := plumbreconcile.ToStatusMap(status(obj))
-			if err != nil {
-				return err
-			}
-			// Send the conditions even when there are none, so one that
-			// was dropped is removed rather than left behind.
-			if _, ok := m["conditions"]; !ok {
-				m["conditions"] = []any{}
-			}
-			return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, m))
-		},
+		Condition:    meta.ReadyCondition,
+		Metrics:      m,
+		Succeeded:    ready,
+		OwnedStatus:  status,
+		Client:       c,
+		FieldManager: FieldManager,
 	}
 }
 

@@ -113,7 +113,9 @@ func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 			DefaultReason: sourcev1.GitOperationFailedReason,
 			Events:        r.Events,
 			Metrics:       r.Metrics,
-			WriteStatus:   r.applyStatus,
+			OwnedStatus:   func(obj *sourcev1.GitRepository) any { return &obj.Status },
+			Client:        r.Client,
+			FieldManager:  FieldManager,
 			Succeeded: func(obj *sourcev1.GitRepository) string {
 				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 			},
@@ -383,10 +385,6 @@ func (e *proxyError) Error() string { return e.err.Error() }
 func (e *proxyError) Unwrap() error { return e.err }
 
 // applyStatus server-side-applies the whole status as FieldManager.
-func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {
-	return applyStatus(ctx, r.Client, obj, &obj.Status)
-}
-
 func storageRef(obj *sourcev1.GitRepository) artifact.Ref {
 	return artifact.Ref{Kind: sourcev1.GitRepositoryKind, Namespace: obj.Namespace, Name: obj.Name}
 }

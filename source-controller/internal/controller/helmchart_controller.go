@@ -195,9 +195,9 @@ func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.He
 			DefaultReason: sourcev1.ChartPullFailedReason,
 			Events:        r.Events,
 			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.HelmChart) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
+			OwnedStatus:   func(obj *sourcev1.HelmChart) any { return &obj.Status },
+			Client:        r.Client,
+			FieldManager:  FieldManager,
 			Succeeded: func(obj *sourcev1.HelmChart) string {
 				return fmt.Sprintf("packaged chart %s version %s", obj.Status.ObservedChartName, obj.Status.Artifact.Revision)
 			},

@@ -77,9 +77,9 @@ func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*source
 			DefaultReason: sourcev1.IndexationFailedReason,
 			Events:        r.Events,
 			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.HelmRepository) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
+			OwnedStatus:   func(obj *sourcev1.HelmRepository) any { return &obj.Status },
+			Client:        r.Client,
+			FieldManager:  FieldManager,
 			Succeeded: func(obj *sourcev1.HelmRepository) string {
 				if obj.IsOCI() {
 					return "the OCI repository settings are valid"

@@ -106,9 +106,9 @@ func (r *OCIRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev
 			DefaultReason: sourcev1.OCIPullFailedReason,
 			Events:        r.Events,
 			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.OCIRepository) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
+			OwnedStatus:   func(obj *sourcev1.OCIRepository) any { return &obj.Status },
+			Client:        r.Client,
+			FieldManager:  FieldManager,
 			Succeeded: func(obj *sourcev1.OCIRepository) string {
 				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 			},
