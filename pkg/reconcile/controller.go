@@ -114,32 +114,9 @@ type Controller[T Object] struct {
 // Run runs the steps in order, stopping at the first error (or ErrStop),
 // then — whatever happened, panics in a step included — summarizes the
 // outcome into the conditions, writes the status once, records the
-// metrics and says when to come back:
-//
-//   - success: Condition True, Reconciling and Stalled removed,
-//     observedGeneration set; back after Interval.
-//   - Retry: Condition False with the error's reason, Reconciling True
-//     (ProgressingWithRetry), an error event, an
-//     error log line; back after RetryDelay's delay (no jitter), else
-//     after RetryInterval, or the error is returned for
-//     controller-runtime's backoff (and its error log line). When
-//     RetryDelay says the retries are used up: Stalled True
-//     (RetriesExceeded) instead of Reconciling, and a TerminalError.
-//   - Stall: Condition False, Stalled True, an error event; a
-//     reconcile.TerminalError for controller-runtime (never requeued,
-//     logged at error level), or back after the error's poll interval.
-//   - Wait: Condition False, Reconciling True with the error's reason, no
-//     event, an info log line; back after the error's RequeueAfter.
-//   - InProgress: Condition Unknown, Reconciling True, observedGeneration
-//     left alone; back after RequeueAfter or on a watch event.
-//
-// Every failed attempt records its event, a retry of the same failure
-// too: deciding what is a duplicate is the one job of
-// notification-controller's dispatcher, which alerts equal events
-// (events.Fingerprint, volatile details left out) once per
-// --rate-limit-interval, so that a failure that lasts is recalled rather
-// than told once and forgotten. Kubernetes aggregates repeated Events the
-// same way.
+// metrics and says when to come back, as the outcome table of the package
+// documentation says: that table is the one statement of what each
+// outcome does.
 func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Result, error) {
 	start := time.Now()
 	defer func() { c.Metrics.Observe(obj.GetNamespace(), obj.GetName(), start) }()
