@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,13 +45,13 @@ type HelmRepositoryReconciler struct {
 	// loopback and private address.
 	Addresses netguard.Policy
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*sourcev1.HelmRepository]
+	sk *plumbreconcile.Controller[*sourcev1.HelmRepository]
 }
 
 // SetupWithManager registers the reconciler: on creation, spec change,
 // requestedAt, and every spec.interval (with jitter).
 func (r *HelmRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("helmrepository").
 		For(&sourcev1.HelmRepository{}, builder.WithPredicates(predicate.Or(
@@ -70,32 +69,29 @@ type repoState struct {
 	digest     string
 }
 
-func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.HelmRepository] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*sourcev1.HelmRepository]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: sourcev1.IndexationFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics,
-			OwnedStatus:   func(obj *sourcev1.HelmRepository) any { return &obj.Status },
-			Client:        r.Client,
-			FieldManager:  FieldManager,
-			Succeeded: func(obj *sourcev1.HelmRepository) string {
-				if obj.IsOCI() {
-					return "the OCI repository settings are valid"
-				}
-				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-			},
-			Keeping: func(obj *sourcev1.HelmRepository) string {
-				if obj.Status.Artifact == nil || obj.IsOCI() {
-					return ""
-				}
-				return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
-			},
-			Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
-		}
-	})
-	return r.sk
+func (r *HelmRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sourcev1.HelmRepository] {
+	return &plumbreconcile.Controller[*sourcev1.HelmRepository]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: sourcev1.IndexationFailedReason,
+		Events:        r.Events,
+		Metrics:       r.Metrics,
+		OwnedStatus:   func(obj *sourcev1.HelmRepository) any { return &obj.Status },
+		Client:        r.Client,
+		FieldManager:  FieldManager,
+		Succeeded: func(obj *sourcev1.HelmRepository) string {
+			if obj.IsOCI() {
+				return "the OCI repository settings are valid"
+			}
+			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
+		},
+		Keeping: func(obj *sourcev1.HelmRepository) string {
+			if obj.Status.Artifact == nil || obj.IsOCI() {
+				return ""
+			}
+			return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
+		},
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
+	}
 }
 
 // Reconcile runs, for a live object, the steps storage, index and
@@ -105,14 +101,14 @@ func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.sk.Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
 	if obj.IsOCI() {
-		return r.skeleton().Run(ctx, obj, plumbreconcile.Bind("oci", r.reconcileOCI, obj, &repoState{}))
+		return r.sk.Run(ctx, obj, plumbreconcile.Bind("oci", r.reconcileOCI, obj, &repoState{}))
 	}
 	st := &repoState{}
-	return r.skeleton().Run(ctx, obj,
+	return r.sk.Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("index", r.reconcileIndex, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
