@@ -11,8 +11,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/logger"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,25 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/options"
 )
 
 // NewScheme returns a scheme with the Kubernetes built-in kinds and all of
-// Plumb's API groups.
-func NewScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(sourcev1.AddToScheme(scheme))
-	utilruntime.Must(kustomizev1.AddToScheme(scheme))
-	utilruntime.Must(helmv2.AddToScheme(scheme))
-	utilruntime.Must(notificationv1.AddToScheme(scheme))
-	return scheme
-}
+// Plumb's API groups (kinds.NewScheme).
+func NewScheme() *runtime.Scheme { return kinds.NewScheme() }
 
 // SetupLogger installs the logger the options describe as controller-runtime's
 // and klog's logger.

@@ -11,11 +11,12 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/argocd"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/kinds"
 )
 
 // FieldManager is the field manager of every write sync-controller makes to
 // managed objects.
-const FieldManager = "plumb-sync"
+var FieldManager = kinds.FieldManager(kinds.SyncController)
 
 // AppliedHashAnnotation holds the hash of the desired object last applied.
 const AppliedHashAnnotation = "plumb.dev/applied-hash"

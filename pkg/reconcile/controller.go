@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,10 +65,17 @@ type Controller[T Object] struct {
 	// records none.
 	Metrics *metrics.Object
 
-	// WriteStatus writes the status, once per Run (and once more before
-	// the steps of a new generation, to report it in progress). stored is
-	// obj as it was read, so that a controller can leave an unchanged
-	// status unwritten. Required.
+	// OwnedStatus is the part of obj's status this controller owns: the
+	// whole status, or a partial controller's own fields. Run applies it
+	// with Client as FieldManager (ApplyStatus), once per Run and once
+	// more before the steps of a new generation, and only when it differs
+	// from what was read: an unchanged status is not written.
+	OwnedStatus  func(obj T) any
+	Client       client.Client
+	FieldManager string
+	// WriteStatus, when set, writes the status in place of OwnedStatus:
+	// stored is obj as it was read, so that the controller too can leave
+	// an unchanged status unwritten.
 	WriteStatus func(ctx context.Context, obj, stored T) error
 	// WriteProgress, when set, writes a new generation's Reconciling mark
 	// (set on obj) in place of WriteStatus before the steps; it may hold
@@ -79,12 +87,11 @@ type Controller[T Object] struct {
 	WriteProgress func(ctx context.Context, obj, stored T) error
 	// Succeeded returns Condition's message after a success. Required.
 	Succeeded func(T) string
-	// Interval is when to come back after a success; nil or zero: only
-	// when a watch brings the object back.
-	Interval func(T) time.Duration
-	// RetryInterval is when to retry a Retry failure (Flux's
-	// spec.retryInterval); nil or zero: controller-runtime's exponential
-	// backoff, for the kinds that have no such field.
+	// RetryInterval, when set, is when to retry a Retry failure in place
+	// of the object's own (meta.Retried: Flux's spec.retryInterval); with
+	// neither, controller-runtime's exponential backoff. When to come back
+	// after a success is the object's meta.Scheduled, jittered; a kind
+	// that is not scheduled comes back only when a watch brings it.
 	RetryInterval func(T) time.Duration
 	// RetryDelay, when set, decides first when a Retry failure is tried
 	// again: the object's own backoff and limit (a Kustomization's
@@ -100,10 +107,6 @@ type Controller[T Object] struct {
 	// details; nil uses the error's text. (A retried health timeout is
 	// the same news on every attempt; only its volatile details differ.)
 	EventMessage func(error) (string, []events.Option)
-	// Suspended and ArtifactSize feed the metrics; nil is false and none.
-	// A suspended object is not reconciled (Start).
-	Suspended    func(T) bool
-	ArtifactSize func(T) *int64
 	// Finalizer is what Start does for the controller's finalizer.
 	Finalizer Finalizer[T]
 }
@@ -111,32 +114,9 @@ type Controller[T Object] struct {
 // Run runs the steps in order, stopping at the first error (or ErrStop),
 // then — whatever happened, panics in a step included — summarizes the
 // outcome into the conditions, writes the status once, records the
-// metrics and says when to come back:
-//
-//   - success: Condition True, Reconciling and Stalled removed,
-//     observedGeneration set; back after Interval.
-//   - Retry: Condition False with the error's reason, Reconciling True
-//     (ProgressingWithRetry), an error event, an
-//     error log line; back after RetryDelay's delay (no jitter), else
-//     after RetryInterval, or the error is returned for
-//     controller-runtime's backoff (and its error log line). When
-//     RetryDelay says the retries are used up: Stalled True
-//     (RetriesExceeded) instead of Reconciling, and a TerminalError.
-//   - Stall: Condition False, Stalled True, an error event; a
-//     reconcile.TerminalError for controller-runtime (never requeued,
-//     logged at error level), or back after the error's poll interval.
-//   - Wait: Condition False, Reconciling True with the error's reason, no
-//     event, an info log line; back after the error's RequeueAfter.
-//   - InProgress: Condition Unknown, Reconciling True, observedGeneration
-//     left alone; back after RequeueAfter or on a watch event.
-//
-// Every failed attempt records its event, a retry of the same failure
-// too: deciding what is a duplicate is the one job of
-// notification-controller's dispatcher, which alerts equal events
-// (events.Fingerprint, volatile details left out) once per
-// --rate-limit-interval, so that a failure that lasts is recalled rather
-// than told once and forgotten. Kubernetes aggregates repeated Events the
-// same way.
+// metrics and says when to come back, as the outcome table of the package
+// documentation says: that table is the one statement of what each
+// outcome does.
 func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Result, error) {
 	start := time.Now()
 	defer func() { c.Metrics.Observe(obj.GetNamespace(), obj.GetName(), start) }()
@@ -150,7 +130,7 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 	step, err := runSteps(ctx, steps)
 	result, err := c.summarize(ctx, obj, step, err)
 	BoundConditions(obj, stored)
-	werr := c.WriteStatus(ctx, obj, read)
+	werr := c.writeStatus(ctx, obj, read)
 	c.Record(obj)
 	if werr != nil {
 		// controller-runtime retries a failed write with backoff; a
@@ -164,10 +144,10 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 // reconcile that ends before Run (a suspended object).
 func (c *Controller[T]) Record(obj T) {
 	var size *int64
-	if c.ArtifactSize != nil {
-		size = c.ArtifactSize(obj)
+	if a, ok := any(obj).(meta.ArtifactHolder); ok {
+		size = ArtifactSize(a.GetArtifact())
 	}
-	c.Metrics.Record(obj.GetNamespace(), obj.GetName(), obj.GetConditions(), c.Suspended != nil && c.Suspended(obj), size)
+	c.Metrics.Record(obj.GetNamespace(), obj.GetName(), obj.GetConditions(), suspended(obj), size)
 }
 
 // reportNewGeneration marks a generation not seen before Reconciling and
@@ -185,7 +165,29 @@ func (c *Controller[T]) reportNewGeneration(ctx context.Context, obj, read T) (b
 	if c.WriteProgress != nil {
 		return true, c.WriteProgress(ctx, obj, read)
 	}
-	return true, c.WriteStatus(ctx, obj, read)
+	return true, c.writeStatus(ctx, obj, read)
+}
+
+// writeStatus writes obj's status: WriteStatus's way when it is set, else
+// the owned part, applied when it changed. A full owner sends its
+// conditions even when there are none, so one that was dropped is removed
+// rather than left behind; a partial one never sends another's.
+func (c *Controller[T]) writeStatus(ctx context.Context, obj, read T) error {
+	if c.WriteStatus != nil {
+		return c.WriteStatus(ctx, obj, read)
+	}
+	owned := c.OwnedStatus(obj)
+	if apiequality.Semantic.DeepEqual(owned, c.OwnedStatus(read)) {
+		return nil
+	}
+	m, err := ToStatusMap(owned)
+	if err != nil {
+		return err
+	}
+	if _, ok := m["conditions"]; !ok && !c.Partial {
+		m["conditions"] = []any{}
+	}
+	return client.IgnoreNotFound(ApplyStatus(ctx, c.Client, obj, c.FieldManager, m))
 }
 
 // runSteps runs steps until one fails, and names it. A panic fails the
@@ -221,7 +223,7 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		conditions.MarkTrue(obj, c.Condition, c.succeededReason(), "%s", c.Succeeded(obj))
 		c.settle(obj)
 		log.V(1).Info("reconciled", "message", conditions.GetMessage(obj, c.Condition))
-		return requeueAfter(c.duration(c.Interval, obj)), nil
+		return requeueAfter(Jitter(interval(obj))), nil
 	}
 	if errors.Is(err, errSuspended) {
 		conditions.MarkFalse(obj, c.Condition, meta.SuspendedReason, "suspended")
@@ -267,7 +269,7 @@ func (c *Controller[T]) summarize(ctx context.Context, obj T, step string, err e
 		c.mark(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after: "+msg)
 		c.observe(obj)
 		c.event(obj, e)
-		if d := c.duration(c.RetryInterval, obj); d > 0 {
+		if d := c.retryInterval(obj); d > 0 {
 			log.Error(err, "reconcile failed", append(kv, "retryIn", d.String())...)
 			return requeueAfter(Jitter(d)), nil
 		}
@@ -343,11 +345,31 @@ func (c *Controller[T]) event(obj T, e *Error) {
 	c.Events.Record(obj, events.SeverityError, e.Reason, text, opts...)
 }
 
-func (c *Controller[T]) duration(f func(T) time.Duration, obj T) time.Duration {
-	if f == nil {
-		return 0
+// interval is when a scheduled kind comes back after a success (its
+// meta.Scheduled), 0 for a kind only watched.
+func interval(obj any) time.Duration {
+	if s, ok := obj.(meta.Scheduled); ok {
+		return s.GetRequeueAfter()
 	}
-	return f(obj)
+	return 0
+}
+
+// retryInterval is when a Retry failure is tried again: RetryInterval,
+// else the object's meta.Retried, else 0 (controller-runtime's backoff).
+func (c *Controller[T]) retryInterval(obj T) time.Duration {
+	if c.RetryInterval != nil {
+		return c.RetryInterval(obj)
+	}
+	if r, ok := any(obj).(meta.Retried); ok {
+		return r.GetRetryInterval()
+	}
+	return 0
+}
+
+// suspended says whether obj is a meta.Suspendable kind, suspended.
+func suspended(obj any) bool {
+	s, ok := obj.(meta.Suspendable)
+	return ok && s.IsSuspended()
 }
 
 func (c *Controller[T]) succeededReason() string {

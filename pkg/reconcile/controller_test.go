@@ -47,7 +47,6 @@ func newHarness(configure ...func(*reconcile.Controller[*sourcev1.GitRepository]
 			return h.writeErr
 		},
 		Succeeded: func(*sourcev1.GitRepository) string { return "all done" },
-		Interval:  func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
 	}
 	for _, c := range configure {
 		c(h.sk)
@@ -423,4 +422,24 @@ func TestBackoffDelay(t *testing.T) {
 			NewWithT(t).Expect(tt.backoff.Delay(tt.retry)).To(Equal(tt.want))
 		})
 	}
+}
+
+// Objects created together, with one interval, come back at different
+// times after a success, each within 5% of the interval, so they do not
+// reconcile in step for ever (as Flux jitters its success requeue).
+func TestObjectsReconciledTogetherDriftApart(t *testing.T) {
+	g := NewWithT(t)
+	h := newHarness()
+	seen := map[time.Duration]bool{}
+	lo, hi := within5Percent(time.Minute)
+	for range 20 {
+		result, err := h.sk.Run(context.Background(), repository())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(result.RequeueAfter).To(BeNumerically(">=", lo))
+		g.Expect(result.RequeueAfter).To(BeNumerically("<=", hi))
+		seen[result.RequeueAfter] = true
+	}
+	// Twenty draws from three seconds' worth of nanoseconds: the same
+	// value twice is a one-in-ten-million chance, all the same never.
+	g.Expect(len(seen)).To(BeNumerically(">", 1), "every object comes back after the same %v", seen)
 }

@@ -31,8 +31,8 @@
 // and lastHandledReconcileAt, following kstatus:
 //
 //	outcome     Ready    Reconciling                 Stalled  observedGeneration  event  back after
-//	success     True     removed                     removed  set                 -      Interval
-//	Retry       False    True, ProgressingWithRetry  removed  set                 error  RetryDelay, RetryInterval, else backoff
+//	success     True     removed                     removed  set                 -      its interval, jittered
+//	Retry       False    True, ProgressingWithRetry  removed  set                 error  RetryDelay, retry interval, else backoff
 //	used up     False    removed                     True     set                 error  never (TerminalError)
 //	Stall       False    removed                     True     set                 error  never (TerminalError), or its poll
 //	Wait        False    True, its reason            removed  set                 -      its RequeueAfter
@@ -42,8 +42,17 @@
 // (RetryDelay: a Kustomization's spec.retry, a backoff with a limit,
 // computed with Backoff); "used up" is a Retry after the last retry that
 // rule allows: Stalled (RetriesExceeded) until a watch event brings the
-// object back. Otherwise the object's RetryInterval, jittered, or
-// controller-runtime's backoff for kinds without one.
+// object back. Otherwise the retry interval, jittered: Controller's
+// RetryInterval, else the object's own (meta.Retried), else
+// controller-runtime's backoff for kinds without one. After a success a
+// scheduled kind (meta.Scheduled) comes back after its interval plus or
+// minus 5% (Jitter), so objects created together drift apart instead of
+// reconciling in step for ever, as Flux jitters its requeue; a kind only
+// watched comes back when a watch brings it.
+//
+// This table is the one statement of the outcomes: the controllers'
+// documentation and docs/design/anatomy-of-a-controller.md link here.
+// Example shows a controller of two steps going through two of them.
 //
 // A generation not seen before is first marked Reconciling and written,
 // so that no reader takes the old Ready for the new spec's. A controller
@@ -59,6 +68,8 @@
 //
 // # Status writes
 //
+// A controller names the part of the status it owns (OwnedStatus) and
+// the skeleton applies it, only when it differs from what was read.
 // ApplyStatus is the one way render-, source- and sync-controller write
 // status (server-side apply under the controller's field manager: two
 // controllers share one Kustomization's status, each owning its own

@@ -42,8 +42,8 @@ func (f Finalizer[T]) Release(ctx context.Context, obj T) error {
 
 // Start takes an object just read through the beginning every reconcile
 // shares, before its steps: a deleted object is finalized, a live one
-// gets the finalizer when it has none (unless it is Retired), and a suspended one (Suspended)
-// has its gauges recorded and nothing else done. It returns false when
+// gets the finalizer when it has none (unless it is Retired), and a
+// suspended one (meta.Suspendable) has its gauges recorded and nothing else done. It returns false when
 // the reconcile ends there, with the error to return.
 func (c *Controller[T]) Start(ctx context.Context, obj T) (bool, error) {
 	f := c.Finalizer
@@ -55,7 +55,7 @@ func (c *Controller[T]) Start(ctx context.Context, obj T) (bool, error) {
 			return false, err
 		}
 	}
-	if c.Suspended != nil && c.Suspended(obj) {
+	if suspended(obj) {
 		ctrl.LoggerFrom(ctx).V(1).Info("suspended, nothing done")
 		c.Record(obj)
 		return false, nil

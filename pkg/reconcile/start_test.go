@@ -29,7 +29,6 @@ func TestStartFinalizerSuspensionAndDeletion(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var finalized []string
 	sk := &reconcile.Controller[*sourcev1.GitRepository]{
-		Suspended: func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
 		Finalizer: reconcile.Finalizer[*sourcev1.GitRepository]{
 			Client: c, FieldManager: "test", Name: testFinalizer,
 			Finalize: func(ctx context.Context, obj *sourcev1.GitRepository) error {

@@ -627,6 +627,11 @@ func (in *HelmRelease) GetObservedGeneration() int64 { return in.Status.Observed
 // SetObservedGeneration sets status.observedGeneration.
 func (in *HelmRelease) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *HelmRelease) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmRelease) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)

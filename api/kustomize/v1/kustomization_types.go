@@ -858,11 +858,11 @@ func (in *Kustomization) GetConditions() []metav1.Condition { return in.Status.C
 func (in *Kustomization) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRetryInterval returns the delay after a failure.
-func (in *Kustomization) GetRetryInterval() metav1.Duration {
+func (in *Kustomization) GetRetryInterval() time.Duration {
 	if in.Spec.RetryInterval != nil {
-		return *in.Spec.RetryInterval
+		return in.Spec.RetryInterval.Duration
 	}
-	return in.Spec.Interval
+	return in.Spec.Interval.Duration
 }
 
 // GetTimeout returns the bound for one reconcile.
@@ -886,6 +886,11 @@ func (in *Kustomization) GetObservedGeneration() int64 { return in.Status.Observ
 
 // SetObservedGeneration sets status.observedGeneration.
 func (in *Kustomization) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *Kustomization) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
 
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *Kustomization) SetLastHandledReconcileRequest(token string) {

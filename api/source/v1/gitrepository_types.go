@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -334,7 +336,7 @@ func (in *GitRepository) GetConditions() []metav1.Condition { return in.Status.C
 func (in *GitRepository) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRequeueAfter returns the interval between fetches.
-func (in *GitRepository) GetRequeueAfter() metav1.Duration { return in.Spec.Interval }
+func (in *GitRepository) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
 
 // GetTimeout returns the bound for Git operations, 60s when unset.
 func (in *GitRepository) GetTimeout() metav1.Duration {
@@ -349,6 +351,11 @@ func (in *GitRepository) GetObservedGeneration() int64 { return in.Status.Observ
 
 // SetObservedGeneration sets status.observedGeneration.
 func (in *GitRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *GitRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
 
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *GitRepository) SetLastHandledReconcileRequest(token string) {

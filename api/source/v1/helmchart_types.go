@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -174,7 +176,7 @@ func (in *HelmChart) GetConditions() []metav1.Condition { return in.Status.Condi
 func (in *HelmChart) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRequeueAfter returns the interval between checks of the source.
-func (in *HelmChart) GetRequeueAfter() metav1.Duration { return in.Spec.Interval }
+func (in *HelmChart) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
 
 // GetReconcileStrategy returns the reconcile strategy, ChartVersion when unset.
 func (in *HelmChart) GetReconcileStrategy() string {
@@ -189,6 +191,11 @@ func (in *HelmChart) GetObservedGeneration() int64 { return in.Status.ObservedGe
 
 // SetObservedGeneration sets status.observedGeneration.
 func (in *HelmChart) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *HelmChart) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
 
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmChart) SetLastHandledReconcileRequest(token string) {

@@ -141,11 +141,11 @@ func (in *HelmRepository) GetConditions() []metav1.Condition { return in.Status.
 func (in *HelmRepository) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
 // GetRequeueAfter returns the interval between fetches, 10m when unset.
-func (in *HelmRepository) GetRequeueAfter() metav1.Duration {
+func (in *HelmRepository) GetRequeueAfter() time.Duration {
 	if in.Spec.Interval.Duration == 0 {
-		return metav1.Duration{Duration: 10 * time.Minute}
+		return 10 * time.Minute
 	}
-	return in.Spec.Interval
+	return in.Spec.Interval.Duration
 }
 
 // GetTimeout returns the bound for requests to the repository, 60s when unset.
@@ -164,6 +164,11 @@ func (in *HelmRepository) GetObservedGeneration() int64 { return in.Status.Obser
 
 // SetObservedGeneration sets status.observedGeneration.
 func (in *HelmRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
+
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *HelmRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
 
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmRepository) SetLastHandledReconcileRequest(token string) {

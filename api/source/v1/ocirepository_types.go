@@ -264,6 +264,11 @@ func (in *OCIRepository) GetObservedGeneration() int64 { return in.Status.Observ
 // SetObservedGeneration sets status.observedGeneration.
 func (in *OCIRepository) SetObservedGeneration(g int64) { in.Status.ObservedGeneration = g }
 
+// GetLastHandledReconcileRequest returns the requestedAt value last acted on.
+func (in *OCIRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *OCIRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)

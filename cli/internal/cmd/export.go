@@ -35,7 +35,7 @@ func newExportCmd(g *globals) *cobra.Command {
 			"  plumb export source helm podinfo\n  plumb export helmrelease --all -A\n  plumb export alert-provider slack",
 		Args: cobra.ArbitraryArgs, // kindArgs checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ks, rest, err := kindArgs(args, !exportAll, kinds...)
+			ks, rest, err := kindArgs(args, !exportAll, allKinds...)
 			if err != nil {
 				return err
 			}

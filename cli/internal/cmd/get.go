@@ -42,7 +42,7 @@ func newGetCmd(g *globals) *cobra.Command {
 				}
 				return g.run(cmd, func(ctx context.Context) error { return g.getAll(ctx, all) })
 			}
-			ks, rest, err := kindArgs(args, false, kinds...)
+			ks, rest, err := kindArgs(args, false, allKinds...)
 			if err != nil {
 				return err
 			}
@@ -133,7 +133,7 @@ func (g *globals) noneFound(what string, allNamespaces bool) {
 // prefixed with its kind as Flux's `get all` does (gitrepository/app).
 func (g *globals) getAll(ctx context.Context, allNamespaces bool) error {
 	printed := 0
-	for _, k := range kinds {
+	for _, k := range allKinds {
 		items, err := g.list(ctx, k, allNamespaces)
 		if err != nil {
 			return err

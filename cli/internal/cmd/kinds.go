@@ -15,22 +15,65 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/kinds"
 )
 
-// kind describes one Plumb kind to the commands: how to read the fields
-// they show, whatever the Go type.
+// kind is one of Plumb's kinds (pkg/kinds) as the commands know it: the
+// names a user may type for it, and the fields they show, read through
+// the interfaces of api/meta whatever the Go type.
 type kind struct {
 	Kind   string
 	plural string
 	// names are what a user may type for it, singular and plural.
-	names   []string
-	newObj  func() client.Object
-	newList func() client.ObjectList
-	// status reads the fields the commands show; zero values where the
-	// kind has no such field.
-	status func(client.Object) status
+	names []string
+	def   kinds.Kind
 	// reconcilable kinds have spec.suspend and honour requestedAt.
 	reconcilable bool
+}
+
+// commandKind is the registry's kind named kind, with the names the
+// commands accept for it: its route, resource and short names, then
+// aliases (Flux's words among them).
+func commandKind(name string, aliases ...string) *kind {
+	def, ok := kinds.Lookup(name)
+	if !ok {
+		panic("no kind " + name + " in pkg/kinds")
+	}
+	names := append([]string{def.Route(), def.Resource}, def.ShortNames...)
+	return &kind{
+		Kind: def.GVK.Kind, plural: def.Plural, def: def,
+		names:        append(names, aliases...),
+		reconcilable: def.Requestable(),
+	}
+}
+
+func (k *kind) newObj() client.Object      { return k.def.New() }
+func (k *kind) newList() client.ObjectList { return k.def.NewList() }
+
+// status reads the fields the commands show; zero values where the kind
+// has no such field.
+func (k *kind) status(o client.Object) status {
+	var s status
+	if c, ok := o.(interface{ GetConditions() []metav1.Condition }); ok {
+		s.conditions = c.GetConditions()
+	}
+	if g, ok := o.(interface{ GetObservedGeneration() int64 }); ok {
+		s.observedGeneration = g.GetObservedGeneration()
+	}
+	if r, ok := o.(meta.Requestable); ok {
+		s.lastHandled = r.GetLastHandledReconcileRequest()
+	}
+	if r, ok := o.(meta.Suspendable); ok {
+		s.suspended = r.IsSuspended()
+	}
+	// What an applier runs is what it last applied; a source's, its
+	// artifact.
+	if a, ok := o.(meta.Applier); ok {
+		s.revision = a.GetLastAppliedRevision()
+	} else if a, ok := o.(meta.ArtifactHolder); ok && a.GetArtifact() != nil {
+		s.revision = a.GetArtifact().Revision
+	}
+	return s
 }
 
 // status is the part of an object's status the commands use.
@@ -47,107 +90,18 @@ func (s status) condition(t string) *metav1.Condition {
 }
 
 var (
-	gitRepositoryKind = &kind{
-		Kind: sourcev1.GitRepositoryKind, plural: "GitRepositories",
-		names:   []string{"source", "sources", "gitrepository", "gitrepositories", "gitrepo", "gitrepos"},
-		newObj:  func() client.Object { return &sourcev1.GitRepository{} },
-		newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
-		status: func(o client.Object) status {
-			g := o.(*sourcev1.GitRepository)
-			return sourceStatus(g.Status.Conditions, g.Status.ObservedGeneration, g.Status.LastHandledReconcileAt, g.Spec.Suspend, g.Status.Artifact)
-		},
-		reconcilable: true,
-	}
-	helmRepositoryKind = &kind{
-		Kind: sourcev1.HelmRepositoryKind, plural: "HelmRepositories",
-		names:   []string{"helmrepository", "helmrepositories", "helmrepo", "helmrepos"},
-		newObj:  func() client.Object { return &sourcev1.HelmRepository{} },
-		newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
-		status: func(o client.Object) status {
-			r := o.(*sourcev1.HelmRepository)
-			return sourceStatus(r.Status.Conditions, r.Status.ObservedGeneration, r.Status.LastHandledReconcileAt, r.Spec.Suspend, r.Status.Artifact)
-		},
-		reconcilable: true,
-	}
-	helmChartKind = &kind{
-		Kind: sourcev1.HelmChartKind, plural: "HelmCharts",
-		names:   []string{"helmchart", "helmcharts", "hc"},
-		newObj:  func() client.Object { return &sourcev1.HelmChart{} },
-		newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
-		status: func(o client.Object) status {
-			c := o.(*sourcev1.HelmChart)
-			return sourceStatus(c.Status.Conditions, c.Status.ObservedGeneration, c.Status.LastHandledReconcileAt, c.Spec.Suspend, c.Status.Artifact)
-		},
-		reconcilable: true,
-	}
-	ociRepositoryKind = &kind{
-		Kind: sourcev1.OCIRepositoryKind, plural: "OCIRepositories",
-		names:   []string{"ocirepository", "ocirepositories", "ocirepo", "ocirepos"},
-		newObj:  func() client.Object { return &sourcev1.OCIRepository{} },
-		newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
-		status: func(o client.Object) status {
-			r := o.(*sourcev1.OCIRepository)
-			return sourceStatus(r.Status.Conditions, r.Status.ObservedGeneration, r.Status.LastHandledReconcileAt, r.Spec.Suspend, r.Status.Artifact)
-		},
-		reconcilable: true,
-	}
-	helmReleaseKind = &kind{
-		Kind: helmv2.HelmReleaseKind, plural: "HelmReleases",
-		names:   []string{"helmrelease", "helmreleases", "hr"},
-		newObj:  func() client.Object { return &helmv2.HelmRelease{} },
-		newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} },
-		status: func(o client.Object) status {
-			h := o.(*helmv2.HelmRelease)
-			return status{conditions: h.Status.Conditions, observedGeneration: h.Status.ObservedGeneration,
-				revision: h.Status.LastAppliedRevision, lastHandled: h.Status.LastHandledReconcileAt, suspended: h.Spec.Suspend}
-		},
-		reconcilable: true,
-	}
-	kustomizationKind = &kind{
-		Kind: kustomizev1.KustomizationKind, plural: "Kustomizations",
-		names:   []string{"kustomization", "kustomizations", "ks"},
-		newObj:  func() client.Object { return &kustomizev1.Kustomization{} },
-		newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
-		status: func(o client.Object) status {
-			k := o.(*kustomizev1.Kustomization)
-			return status{conditions: k.Status.Conditions, observedGeneration: k.Status.ObservedGeneration,
-				revision: k.Status.LastAppliedRevision, lastHandled: k.Status.LastHandledReconcileAt, suspended: k.Spec.Suspend}
-		},
-		reconcilable: true,
-	}
-	receiverKind = &kind{
-		Kind: notificationv1.ReceiverKind, plural: "Receivers",
-		names:   []string{"receiver", "receivers"},
-		newObj:  func() client.Object { return &notificationv1.Receiver{} },
-		newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
-		status: func(o client.Object) status {
-			r := o.(*notificationv1.Receiver)
-			return status{conditions: r.Status.Conditions, observedGeneration: r.Status.ObservedGeneration, suspended: r.Spec.Suspend}
-		},
-	}
-	alertKind = &kind{
-		Kind: notificationv1.AlertKind, plural: "Alerts",
-		names:   []string{"alert", "alerts"},
-		newObj:  func() client.Object { return &notificationv1.Alert{} },
-		newList: func() client.ObjectList { return &notificationv1.AlertList{} },
-		status: func(o client.Object) status {
-			a := o.(*notificationv1.Alert)
-			return status{conditions: a.Status.Conditions, observedGeneration: a.Status.ObservedGeneration, suspended: a.Spec.Suspend}
-		},
-	}
-	providerKind = &kind{
-		Kind: notificationv1.ProviderKind, plural: "Providers",
-		names:   []string{"provider", "providers", "alert-provider", "alert-providers"},
-		newObj:  func() client.Object { return &notificationv1.Provider{} },
-		newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
-		status: func(o client.Object) status {
-			p := o.(*notificationv1.Provider)
-			return status{conditions: p.Status.Conditions, observedGeneration: p.Status.ObservedGeneration, suspended: p.Spec.Suspend}
-		},
-	}
-	// kinds in the order `get all` prints them: sources, then what
+	gitRepositoryKind  = commandKind(sourcev1.GitRepositoryKind, "gitrepos", "source", "sources")
+	helmRepositoryKind = commandKind(sourcev1.HelmRepositoryKind, "helmrepos")
+	helmChartKind      = commandKind(sourcev1.HelmChartKind)
+	ociRepositoryKind  = commandKind(sourcev1.OCIRepositoryKind, "ocirepos")
+	helmReleaseKind    = commandKind(helmv2.HelmReleaseKind)
+	kustomizationKind  = commandKind(kustomizev1.KustomizationKind)
+	receiverKind       = commandKind(notificationv1.ReceiverKind)
+	alertKind          = commandKind(notificationv1.AlertKind)
+	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
+	// allKinds in the order `get all` prints them: sources, then what
 	// applies them, then the notification kinds.
-	kinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindNamed finds the kind a user typed, among allowed.
@@ -189,14 +143,4 @@ func listItems(l client.ObjectList) []client.Object {
 		return nil
 	})
 	return out
-}
-
-// sourceStatus is the status of a source kind: its conditions, and the
-// revision of its artifact when it has one.
-func sourceStatus(conds []metav1.Condition, observedGeneration int64, lastHandled string, suspended bool, a *meta.Artifact) status {
-	s := status{conditions: conds, observedGeneration: observedGeneration, lastHandled: lastHandled, suspended: suspended}
-	if a != nil {
-		s.revision = a.Revision
-	}
-	return s
 }

@@ -20,7 +20,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inspect"
-	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/request"
 )
 
 // pollInterval is the pause before a wait watches again after its watch
@@ -168,7 +168,7 @@ func (g *globals) reconcile(ctx context.Context, k *kind, key types.NamespacedNa
 // with further spec fields and annotations in the same patch, and returns
 // the token the controller reports once it has handled it.
 func (g *globals) requestReconcile(ctx context.Context, obj client.Object, spec map[string]any, annotations map[string]string) (string, error) {
-	return reconcile.Request(ctx, g.client, obj, spec, annotations)
+	return request.Reconcile(ctx, g.client, obj, spec, annotations)
 }
 
 // waitHandled watches the object until the controller has handled token
@@ -390,7 +390,7 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
 		Args:    cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, kinds...)
+			k, name, err := kindAndName(args, allKinds...)
 			if err != nil {
 				return err
 			}

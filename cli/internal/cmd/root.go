@@ -8,18 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/kinds"
 )
 
 // Exit codes.
@@ -123,15 +117,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // scheme knows the built-in kinds and Plumb's.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	utilruntime.Must(helmv2.AddToScheme(s))
-	utilruntime.Must(notificationv1.AddToScheme(s))
-	return s
-}()
+var scheme = kinds.NewScheme()
 
 // newConfigFlags returns kubectl's connection flags. plumb keeps no
 // discovery cache (it talks to a handful of known kinds), so --cache-dir

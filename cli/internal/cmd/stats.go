@@ -54,9 +54,9 @@ type kindStats struct {
 const noShard = "(none)"
 
 func (g *globals) stats(ctx context.Context, allNamespaces bool) error {
-	listed := make([][]client.Object, len(kinds))
+	listed := make([][]client.Object, len(allKinds))
 	sharded := false
-	for i, k := range kinds {
+	for i, k := range allKinds {
 		items, err := g.list(ctx, k, allNamespaces)
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func (g *globals) stats(ctx context.Context, allNamespaces bool) error {
 		header = "RECONCILERS\tSHARD\tREADY\tFAILED\tSUSPENDED\tTOTAL\tSTORAGE"
 	}
 	fmt.Fprintln(w, header)
-	for i, k := range kinds {
+	for i, k := range allKinds {
 		byShard := map[string][]client.Object{}
 		for _, o := range listed[i] {
 			shard, ok := o.GetLabels()[meta.ShardKeyLabel]

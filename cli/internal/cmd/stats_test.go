@@ -55,7 +55,7 @@ func TestStats(t *testing.T) {
 
 	r = plumb("stats", "-A")
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
-	g.Expect(lines(r.out)).To(HaveLen(1 + len(kinds)))
+	g.Expect(lines(r.out)).To(HaveLen(1 + len(allKinds)))
 	g.Expect(plumb("stats", "extra").code).To(Equal(ExitError))
 }
 

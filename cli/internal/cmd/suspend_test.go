@@ -137,7 +137,7 @@ func TestSuspendResumeEveryKind(t *testing.T) {
 // kindOf finds the kind table's entry for a typed object.
 func kindOf(o client.Object) *kind {
 	name := fmt.Sprintf("%T", o) // *v1.GitRepository
-	for _, k := range kinds {
+	for _, k := range allKinds {
 		if strings.HasSuffix(name, "."+k.Kind) {
 			return k
 		}

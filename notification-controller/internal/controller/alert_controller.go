@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -36,13 +35,13 @@ type AlertReconciler struct {
 	// Metrics records the per-object metrics; nil records none.
 	Metrics *Metrics
 
-	once sync.Once
-	sk   *plumbreconcile.Controller[*notificationv1.Alert]
+	sk *plumbreconcile.Controller[*notificationv1.Alert]
 }
 
 // SetupWithManager registers the reconciler; a change to a Provider's
 // status reconciles the Alerts that use it.
 func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Alert{}, ProviderRefIndex,
 		func(o client.Object) []string {
 			return []string{o.(*notificationv1.Alert).Spec.ProviderRef.Name}
@@ -65,7 +64,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, readFailed(r.Metrics.alerts(), req, err)
 	}
-	return r.skeleton().Run(ctx, obj, bind(obj,
+	return r.sk.Run(ctx, obj, bind(obj,
 		step[*notificationv1.Alert]{"suspend", r.reconcileSuspend},
 		step[*notificationv1.Alert]{"sources", r.reconcileSources},
 		step[*notificationv1.Alert]{"expressions", r.reconcileExpressions},
@@ -74,16 +73,12 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	)...)
 }
 
-func (r *AlertReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Alert] {
-	r.once.Do(func() {
-		r.sk = skeleton(r.Client, r.Metrics.alerts(),
-			func(a *notificationv1.Alert) any { return &a.Status },
-			func(a *notificationv1.Alert) string {
-				return fmt.Sprintf("routing events to provider %s", a.Spec.ProviderRef.Name)
-			},
-			func(a *notificationv1.Alert) bool { return a.Spec.Suspend })
-	})
-	return r.sk
+func (r *AlertReconciler) newSkeleton() *plumbreconcile.Controller[*notificationv1.Alert] {
+	return skeleton(r.Client, r.Metrics.alerts(),
+		func(a *notificationv1.Alert) any { return &a.Status },
+		func(a *notificationv1.Alert) string {
+			return fmt.Sprintf("routing events to provider %s", a.Spec.ProviderRef.Name)
+		})
 }
 
 // reconcileSuspend stops at a suspended Alert: Ready=False (Suspended).

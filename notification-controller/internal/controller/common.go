@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
 // FieldManager owns the status fields notification-controller writes.
-const FieldManager = "plumb-notification"
+var FieldManager = kinds.FieldManager(kinds.NotificationController)
 
 // Field indexes the reconcilers and the receiver server look objects up by.
 const (
@@ -42,27 +42,14 @@ func requeueDependency(d time.Duration) time.Duration {
 // speaks for the result, a failure is retried with controller-runtime's
 // backoff (these kinds have no retryInterval), and the status — status(obj)
 // — is applied whole as FieldManager when it changed.
-func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string, suspended func(T) bool) *plumbreconcile.Controller[T] {
+func skeleton[T plumbreconcile.Object](c client.Client, m *metrics.Object, status func(T) any, ready func(T) string) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
-		Condition: meta.ReadyCondition,
-		Metrics:   m,
-		Succeeded: ready,
-		Suspended: suspended,
-		WriteStatus: func(ctx context.Context, obj, stored T) error {
-			if apiequality.Semantic.DeepEqual(status(obj), status(stored)) {
-				return nil
-			}
-			m, err := plumbreconcile.ToStatusMap(status(obj))
-			if err != nil {
-				return err
-			}
-			// Send the conditions even when there are none, so one that
-			// was dropped is removed rather than left behind.
-			if _, ok := m["conditions"]; !ok {
-				m["conditions"] = []any{}
-			}
-			return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, m))
-		},
+		Condition:    meta.ReadyCondition,
+		Metrics:      m,
+		Succeeded:    ready,
+		OwnedStatus:  status,
+		Client:       c,
+		FieldManager: FieldManager,
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,8 +42,7 @@ type ProviderReconciler struct {
 	// Metrics records the per-object metrics; nil records none.
 	Metrics *Metrics
 
-	once sync.Once
-	sk   *plumbreconcile.Controller[*notificationv1.Provider]
+	sk *plumbreconcile.Controller[*notificationv1.Provider]
 }
 
 // SetupWithManager registers the reconciler. notification-controller may
@@ -52,6 +50,7 @@ type ProviderReconciler struct {
 // again every SecretRefreshInterval, and at once when it changes or is
 // annotated with reconcile.plumb.dev/requestedAt.
 func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("provider").
 		For(&notificationv1.Provider{}, builder.WithPredicates(predicate.Or(
@@ -66,7 +65,7 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, readFailed(r.Metrics.providers(), req, err)
 	}
-	result, err := r.skeleton().Run(ctx, obj, bind(obj,
+	result, err := r.sk.Run(ctx, obj, bind(obj,
 		step[*notificationv1.Provider]{"suspend", r.reconcileSuspend},
 		step[*notificationv1.Provider]{"config", r.reconcileConfig},
 	)...)
@@ -76,13 +75,9 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return result, err
 }
 
-func (r *ProviderReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
-	r.once.Do(func() {
-		r.sk = skeleton(r.Client, r.Metrics.providers(),
-			func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage,
-			func(p *notificationv1.Provider) bool { return p.Spec.Suspend })
-	})
-	return r.sk
+func (r *ProviderReconciler) newSkeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
+	return skeleton(r.Client, r.Metrics.providers(),
+		func(p *notificationv1.Provider) any { return &p.Status }, r.readyMessage)
 }
 
 func (r *ProviderReconciler) readyMessage(obj *notificationv1.Provider) string {

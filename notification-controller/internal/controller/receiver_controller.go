@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,8 +36,7 @@ type ReceiverReconciler struct {
 	// Metrics records the per-object metrics; nil records none.
 	Metrics *Metrics
 
-	once sync.Once
-	sk   *plumbreconcile.Controller[*notificationv1.Receiver]
+	sk *plumbreconcile.Controller[*notificationv1.Receiver]
 }
 
 // SetupWithManager registers the reconciler. notification-controller may
@@ -46,6 +44,7 @@ type ReceiverReconciler struct {
 // SecretRefreshInterval, and at once when it changes or is annotated with
 // reconcile.plumb.dev/requestedAt.
 func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("receiver").
 		For(&notificationv1.Receiver{}, builder.WithPredicates(predicate.Or(
@@ -60,7 +59,7 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, readFailed(r.Metrics.receivers(), req, err)
 	}
-	result, err := r.skeleton().Run(ctx, obj, bind(obj,
+	result, err := r.sk.Run(ctx, obj, bind(obj,
 		step[*notificationv1.Receiver]{"resources", r.reconcileResources},
 		step[*notificationv1.Receiver]{"token", r.reconcileToken},
 		step[*notificationv1.Receiver]{"suspend", r.reconcileSuspend},
@@ -68,14 +67,10 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return refreshSecret(result, err, r.SecretRefreshInterval), err
 }
 
-func (r *ReceiverReconciler) skeleton() *plumbreconcile.Controller[*notificationv1.Receiver] {
-	r.once.Do(func() {
-		r.sk = skeleton(r.Client, r.Metrics.receivers(),
-			func(rcv *notificationv1.Receiver) any { return &rcv.Status },
-			func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath },
-			func(rcv *notificationv1.Receiver) bool { return rcv.Spec.Suspend })
-	})
-	return r.sk
+func (r *ReceiverReconciler) newSkeleton() *plumbreconcile.Controller[*notificationv1.Receiver] {
+	return skeleton(r.Client, r.Metrics.receivers(),
+		func(rcv *notificationv1.Receiver) any { return &rcv.Status },
+		func(rcv *notificationv1.Receiver) string { return "receiving webhooks on " + rcv.Status.WebhookPath })
 }
 
 // reconcileResources checks every resource is of a kind a webhook can

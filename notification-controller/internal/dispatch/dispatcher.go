@@ -23,21 +23,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/notification-controller/internal/alerttext"
 	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/notification-controller/internal/notifier"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/panics"
 )
 
 // ControllerName is the reportingController of events this controller
 // publishes.
-const ControllerName = "notification-controller"
+const ControllerName = kinds.NotificationController
 
 // fetchBatch is how many events one pull asks for.
 const fetchBatch = 64
@@ -493,29 +491,16 @@ func (d *Dispatcher) matching(ctx context.Context, e *events.Event) ([]notificat
 	return out, nil
 }
 
-// knownKinds maps Plumb's kinds to their group and version, for events that
-// carry no apiVersion.
-var knownKinds = map[string]schema.GroupVersion{
-	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion,
-	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion,
-	sourcev1.HelmChartKind:        sourcev1.GroupVersion,
-	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion,
-	kustomizev1.KustomizationKind: kustomizev1.GroupVersion,
-	helmv2.HelmReleaseKind:        helmv2.GroupVersion,
-	notificationv1.ReceiverKind:   notificationv1.GroupVersion,
-	notificationv1.AlertKind:      notificationv1.GroupVersion,
-	notificationv1.ProviderKind:   notificationv1.GroupVersion,
-}
-
 // labels reads the involved object's labels (metadata only).
 func (d *Dispatcher) labels(ctx context.Context, ref events.ObjectReference) (map[string]string, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || ref.APIVersion == "" {
-		known, ok := knownKinds[ref.Kind]
-		if !ok {
+		// Plumb's own kinds are known without one.
+		known, ok := kinds.Lookup(ref.Kind)
+		if !ok || known.GVK.Kind != ref.Kind {
 			return nil, fmt.Errorf("the event names no apiVersion for kind %s", ref.Kind)
 		}
-		gv = known
+		gv = known.GVK.GroupVersion()
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))

@@ -25,12 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/listen"
 	"plumb.dev/pkg/panics"
 )
@@ -293,20 +291,11 @@ func requestedMessage(requested []string, elsewhere int) string {
 	return "requested a reconcile of " + strings.Join(parts, " and ")
 }
 
-// kinds are the resources a webhook may request a reconcile of.
-var kinds = map[string]schema.GroupVersionKind{
-	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind),
-	kustomizev1.KustomizationKind: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
-	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind),
-	sourcev1.HelmChartKind:        sourcev1.GroupVersion.WithKind(sourcev1.HelmChartKind),
-	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind),
-	helmv2.HelmReleaseKind:        helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
-}
-
 // SupportedKind reports whether a webhook can request a reconcile of kind.
+// Those are the kinds that record a handled request (meta.Requestable).
 func SupportedKind(kind string) bool {
-	_, ok := kinds[kind]
-	return ok
+	k, ok := kinds.Lookup(kind)
+	return ok && k.GVK.Kind == kind && k.Requestable()
 }
 
 // requestReconcile sets the requestedAt annotation on every resource the
@@ -324,10 +313,11 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		return nil, 0, err
 	}
 	for _, ref := range rcv.Spec.Resources {
-		gvk, ok := kinds[ref.Kind]
-		if !ok {
+		if !SupportedKind(ref.Kind) {
 			continue // the reconciler reports it as an invalid spec
 		}
+		k, _ := kinds.Lookup(ref.Kind)
+		gvk := k.GVK
 		ns := ref.Namespace
 		if ns == "" {
 			ns = rcv.Namespace

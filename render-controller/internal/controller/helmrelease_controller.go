@@ -257,9 +257,7 @@ func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.He
 			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
 		r.sk.DefaultReason = meta.FailedReason
 		r.sk.WriteStatus = r.applyStatus
-		r.sk.Interval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
-		r.sk.Suspended = func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
 }

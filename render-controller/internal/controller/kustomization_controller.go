@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
@@ -33,13 +34,12 @@ import (
 	"plumb.dev/render-controller/internal/sourcetree"
 )
 
-const (
-	// ControllerName signs events and names the controller.
-	ControllerName = "render-controller"
-	// FieldManager owns status.renderedArtifact and the Rendered condition
-	// (server-side apply on the status subresource).
-	FieldManager = "plumb-render"
-)
+// ControllerName signs events and names the controller.
+const ControllerName = kinds.RenderController
+
+// FieldManager owns status.renderedArtifact and the Rendered condition
+// (server-side apply on the status subresource).
+var FieldManager = kinds.FieldManager(kinds.RenderController)
 
 // sourceIndexKey indexes Kustomizations by "<kind>/<namespace>/<name>" of
 // the source they reference.
@@ -131,8 +131,8 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			syncFinalizerReleased{},
 		)))
 	for _, kind := range sourceKinds {
-		b = b.Watches(newSource(kind),
-			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind)),
+		b = b.Watches(kind.New(),
+			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind.GVK.Kind)),
 			builder.WithPredicates(artifactChanged{}))
 	}
 	return b.WatchesRawSource(r.sweepSource(mgr.GetCache())).WithOptions(opts).Complete(r)
@@ -203,9 +203,6 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
 		r.sk.DefaultReason = meta.ArtifactFailedReason
 		r.sk.WriteStatus = r.applyStatus
-		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
-		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
-		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
 		// The delete event and the sweep at start remove the artifacts:
 		// the finalizer's apply is a write of the Kustomization saved.
 		r.sk.Finalizer.Retired = true
@@ -426,7 +423,7 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 		Share: true,
 	})
 	if err != nil {
-		return r.held.failed(key, st.key, obj.GetRetryInterval().Duration, obj.Spec.Interval.Duration, err)
+		return r.held.failed(key, st.key, obj.GetRetryInterval(), obj.Spec.Interval.Duration, err)
 	}
 	r.held.forget(key)
 	st.result = res

@@ -42,7 +42,6 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, ev *events.Recorde
 			return ""
 		},
 		EventOptions: func(obj T) []events.Option { return plumbreconcile.ArtifactRevision(rendered(obj)) },
-		ArtifactSize: func(obj T) *int64 { return plumbreconcile.ArtifactSize(rendered(obj)) },
 		Finalizer: plumbreconcile.Finalizer[T]{
 			Client: c, FieldManager: FieldManager, Name: Finalizer, Finalize: finalize,
 		},

@@ -9,6 +9,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/kinds"
 )
 
 // The source kinds a Kustomization's spec.sourceRef may name (the CRD's
@@ -18,31 +19,23 @@ import (
 // by any producer (Flux's generic kind), and its spec.sourceRef, the
 // producer's object, is named while the artifact is missing.
 
-// sourceKinds are the kinds render-controller reads and watches.
-var sourceKinds = []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.ExternalArtifactKind}
+// sourceKinds are the kinds render-controller reads and watches: those a
+// Kustomization may name (pkg/kinds' Source).
+var sourceKinds = kinds.Where(func(k kinds.Kind) bool { return k.Source })
 
 // newSource returns an empty object of a source kind, nil for another kind.
 func newSource(kind string) client.Object {
-	switch kind {
-	case sourcev1.GitRepositoryKind:
-		return &sourcev1.GitRepository{}
-	case sourcev1.OCIRepositoryKind:
-		return &sourcev1.OCIRepository{}
-	case sourcev1.ExternalArtifactKind:
-		return &sourcev1.ExternalArtifact{}
+	k, ok := kinds.Lookup(kind)
+	if !ok || !k.Source || k.GVK.Kind != kind {
+		return nil
 	}
-	return nil
+	return k.New()
 }
 
-// sourceArtifact returns the status.artifact of a source object.
+// sourceArtifact returns the artifact a source object serves.
 func sourceArtifact(o client.Object) *meta.Artifact {
-	switch s := o.(type) {
-	case *sourcev1.GitRepository:
-		return s.Status.Artifact
-	case *sourcev1.OCIRepository:
-		return s.Status.Artifact
-	case *sourcev1.ExternalArtifact:
-		return s.Status.Artifact
+	if h, ok := o.(meta.ArtifactHolder); ok {
+		return h.GetArtifact()
 	}
 	return nil
 }

@@ -61,23 +61,20 @@
 // (user:password@), in conditions, events and logs alike: internal/git's
 // errors pass message.StripUserInfo.
 //
-// pkg/reconcile's skeleton then summarises: Ready=True and
-// observedGeneration on success (requeue after spec.interval with jitter);
-// Stalled=True and Ready=False for a spec that cannot work (an invalid
-// semver range), handed to controller-runtime as a TerminalError, so no
-// retry until the spec changes; Stalled=True and Ready=False
-// (RepositoryTooLarge) for a revision over the size limit, polled every
-// spec.interval, as only a new commit (or a higher limit) helps and
+// pkg/reconcile's skeleton then summarises, as its outcome table says
+// (pkg/reconcile's documentation). What is this controller's to choose:
+// a spec that cannot work (an invalid semver range) is a Stall; a
+// revision over the size limit is a Stall (RepositoryTooLarge) polled
+// every spec.interval, as only a new commit (or a higher limit) helps and
 // retrying with backoff would download the same bytes again and again;
 // the same, reason InsecureConnectionsDisallowed, for an https:// remote
-// that redirects to http://; Ready=False, Reconciling=True
-// (ProgressingWithRetry) and controller-runtime's backoff for anything
-// else (a GitRepository has no retryInterval). Failures are logged at
-// error level. The previous artifact stays in status and in storage
-// through failures. Status is server-side-applied with the field manager
-// plumb-source, once per reconcile. lastHandledReconcileAt records the
-// value of reconcile.plumb.dev/requestedAt, whose change triggers a
-// reconcile at once.
+// that redirects to http://; anything else is a Retry with
+// controller-runtime's backoff (a GitRepository has no retryInterval).
+// The previous artifact stays in status and in storage through failures.
+// The status is server-side-applied with the field manager plumb-source
+// when it changed. lastHandledReconcileAt records the value of
+// reconcile.plumb.dev/requestedAt, whose change triggers a reconcile at
+// once.
 // Deleting the object removes its storage folder, then the finalizer.
 //
 // # HelmRepository

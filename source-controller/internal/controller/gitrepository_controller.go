@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -28,6 +27,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/netguard"
@@ -37,12 +37,13 @@ import (
 
 const (
 	// ControllerName signs events and names the controller.
-	ControllerName = "source-controller"
-	// FieldManager owns GitRepository status (server-side apply).
-	FieldManager = "plumb-source"
+	ControllerName = kinds.SourceController
 	// Finalizer removes an object's artifacts before it goes.
 	Finalizer = "source.plumb.dev/finalizer"
 )
+
+// FieldManager owns the source kinds' status (server-side apply).
+var FieldManager = kinds.FieldManager(kinds.SourceController)
 
 // GitRepositoryReconciler turns GitRepository objects into tar.gz artifacts.
 type GitRepositoryReconciler struct {
@@ -61,8 +62,7 @@ type GitRepositoryReconciler struct {
 	// loopback and private address.
 	Addresses netguard.Policy
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*sourcev1.GitRepository]
+	sk *plumbreconcile.Controller[*sourcev1.GitRepository]
 }
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
@@ -70,6 +70,7 @@ type GitRepositoryReconciler struct {
 // annotation, on a new artifact (or the deletion) of a GitRepository that
 // spec.include names, and every spec.interval (with jitter) after that.
 func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sourcev1.GitRepository{}, includeIndexKey, includedNames); err != nil {
 		return fmt.Errorf("indexing GitRepositories by include: %w", err)
 	}
@@ -104,24 +105,20 @@ type state struct {
 // skeleton is this controller's use of pkg/reconcile: Ready speaks for
 // the result; a failure is retried with controller-runtime's backoff
 // (GitRepository has no retryInterval).
-func (r *GitRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.GitRepository] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*sourcev1.GitRepository]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: sourcev1.GitOperationFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics,
-			WriteStatus:   r.applyStatus,
-			Succeeded: func(obj *sourcev1.GitRepository) string {
-				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-			},
-			Interval:     func(obj *sourcev1.GitRepository) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.GitRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, storageRef),
-		}
-	})
-	return r.sk
+func (r *GitRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sourcev1.GitRepository] {
+	return &plumbreconcile.Controller[*sourcev1.GitRepository]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: sourcev1.GitOperationFailedReason,
+		Events:        r.Events,
+		Metrics:       r.Metrics,
+		OwnedStatus:   func(obj *sourcev1.GitRepository) any { return &obj.Status },
+		Client:        r.Client,
+		FieldManager:  FieldManager,
+		Succeeded: func(obj *sourcev1.GitRepository) string {
+			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
+		},
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, storageRef),
+	}
 }
 
 // Reconcile runs, for a live object, the steps storage, include, source, verify
@@ -131,7 +128,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.sk.Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
 	st := &state{}
@@ -140,7 +137,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			_ = os.RemoveAll(st.tmp)
 		}
 	}()
-	return r.skeleton().Run(ctx, obj,
+	return r.sk.Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("include", r.reconcileIncludes, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
@@ -384,10 +381,6 @@ func (e *proxyError) Error() string { return e.err.Error() }
 func (e *proxyError) Unwrap() error { return e.err }
 
 // applyStatus server-side-applies the whole status as FieldManager.
-func (r *GitRepositoryReconciler) applyStatus(ctx context.Context, obj, _ *sourcev1.GitRepository) error {
-	return applyStatus(ctx, r.Client, obj, &obj.Status)
-}
-
 func storageRef(obj *sourcev1.GitRepository) artifact.Ref {
 	return artifact.Ref{Kind: sourcev1.GitRepositoryKind, Namespace: obj.Namespace, Name: obj.Name}
 }

@@ -82,12 +82,3 @@ func finalizer[T plumbreconcile.Object](c client.Client, s *artifact.Storage, m 
 		},
 	}
 }
-
-// applyStatus server-side-applies the whole status as FieldManager.
-func applyStatus(ctx context.Context, c client.Client, obj client.Object, status any) error {
-	m, err := plumbreconcile.ToStatusMap(status)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, m))
-}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -82,8 +81,7 @@ type HelmChartReconciler struct {
 	// helmpackage.DefaultMaxExtractedSize.
 	MaxExtractedSize int64
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*sourcev1.HelmChart]
+	sk *plumbreconcile.Controller[*sourcev1.HelmChart]
 }
 
 // SetupWithManager registers the reconciler: HelmCharts on creation, spec
@@ -91,6 +89,7 @@ type HelmChartReconciler struct {
 // HelmRepository or GitRepository got a new artifact (or, for an OCI
 // repository, changed readiness).
 func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.HelmChart{}, chartSourceIndexKey, func(o client.Object) []string {
 		hc := o.(*sourcev1.HelmChart)
 		return []string{hc.Spec.SourceRef.Kind + "/" + hc.Spec.SourceRef.Name}
@@ -206,32 +205,26 @@ func (st *chartState) index(s *artifact.Storage, a *meta.Artifact) (*repo.IndexF
 	return idx, nil
 }
 
-func (r *HelmChartReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.HelmChart] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*sourcev1.HelmChart]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: sourcev1.ChartPullFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.HelmChart) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
-			Succeeded: func(obj *sourcev1.HelmChart) string {
-				return fmt.Sprintf("packaged chart %s version %s", obj.Status.ObservedChartName, obj.Status.Artifact.Revision)
-			},
-			Keeping: func(obj *sourcev1.HelmChart) string {
-				if obj.Status.Artifact == nil {
-					return ""
-				}
-				return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
-			},
-			Interval:     func(obj *sourcev1.HelmChart) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmChart) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
-		}
-	})
-	return r.sk
+func (r *HelmChartReconciler) newSkeleton() *plumbreconcile.Controller[*sourcev1.HelmChart] {
+	return &plumbreconcile.Controller[*sourcev1.HelmChart]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: sourcev1.ChartPullFailedReason,
+		Events:        r.Events,
+		Metrics:       r.Metrics,
+		OwnedStatus:   func(obj *sourcev1.HelmChart) any { return &obj.Status },
+		Client:        r.Client,
+		FieldManager:  FieldManager,
+		Succeeded: func(obj *sourcev1.HelmChart) string {
+			return fmt.Sprintf("packaged chart %s version %s", obj.Status.ObservedChartName, obj.Status.Artifact.Revision)
+		},
+		Keeping: func(obj *sourcev1.HelmChart) string {
+			if obj.Status.Artifact == nil {
+				return ""
+			}
+			return fmt.Sprintf("serving the last good chart, version %s", obj.Status.Artifact.Revision)
+		},
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmChartRef),
+	}
 }
 
 // Reconcile runs, for a live object, the steps storage, source, chart and
@@ -241,7 +234,7 @@ func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.sk.Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
 	st := &chartState{}
@@ -250,7 +243,7 @@ func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			_ = os.RemoveAll(st.tmp)
 		}
 	}()
-	return r.skeleton().Run(ctx, obj,
+	return r.sk.Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),

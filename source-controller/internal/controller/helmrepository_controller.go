@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,13 +45,13 @@ type HelmRepositoryReconciler struct {
 	// loopback and private address.
 	Addresses netguard.Policy
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*sourcev1.HelmRepository]
+	sk *plumbreconcile.Controller[*sourcev1.HelmRepository]
 }
 
 // SetupWithManager registers the reconciler: on creation, spec change,
 // requestedAt, and every spec.interval (with jitter).
 func (r *HelmRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("helmrepository").
 		For(&sourcev1.HelmRepository{}, builder.WithPredicates(predicate.Or(
@@ -71,35 +69,29 @@ type repoState struct {
 	digest     string
 }
 
-func (r *HelmRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.HelmRepository] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*sourcev1.HelmRepository]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: sourcev1.IndexationFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.HelmRepository) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
-			Succeeded: func(obj *sourcev1.HelmRepository) string {
-				if obj.IsOCI() {
-					return "the OCI repository settings are valid"
-				}
-				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-			},
-			Keeping: func(obj *sourcev1.HelmRepository) string {
-				if obj.Status.Artifact == nil || obj.IsOCI() {
-					return ""
-				}
-				return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
-			},
-			Interval:     func(obj *sourcev1.HelmRepository) time.Duration { return obj.GetRequeueAfter().Duration },
-			Suspended:    func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.HelmRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
-		}
-	})
-	return r.sk
+func (r *HelmRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sourcev1.HelmRepository] {
+	return &plumbreconcile.Controller[*sourcev1.HelmRepository]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: sourcev1.IndexationFailedReason,
+		Events:        r.Events,
+		Metrics:       r.Metrics,
+		OwnedStatus:   func(obj *sourcev1.HelmRepository) any { return &obj.Status },
+		Client:        r.Client,
+		FieldManager:  FieldManager,
+		Succeeded: func(obj *sourcev1.HelmRepository) string {
+			if obj.IsOCI() {
+				return "the OCI repository settings are valid"
+			}
+			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
+		},
+		Keeping: func(obj *sourcev1.HelmRepository) string {
+			if obj.Status.Artifact == nil || obj.IsOCI() {
+				return ""
+			}
+			return fmt.Sprintf("serving the last good index, revision %q", obj.Status.Artifact.Revision)
+		},
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, helmRepositoryRef),
+	}
 }
 
 // Reconcile runs, for a live object, the steps storage, index and
@@ -109,14 +101,14 @@ func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.sk.Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
 	if obj.IsOCI() {
-		return r.skeleton().Run(ctx, obj, plumbreconcile.Bind("oci", r.reconcileOCI, obj, &repoState{}))
+		return r.sk.Run(ctx, obj, plumbreconcile.Bind("oci", r.reconcileOCI, obj, &repoState{}))
 	}
 	st := &repoState{}
-	return r.skeleton().Run(ctx, obj,
+	return r.sk.Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("index", r.reconcileIndex, obj, st),
 		plumbreconcile.Bind("artifact", r.reconcileArtifact, obj, st),
@@ -151,7 +143,7 @@ func (r *HelmRepositoryReconciler) reconcileIndex(ctx context.Context, obj *sour
 		// Only the server (or the spec) changing helps; polled like a
 		// GitRepository's redirect to http://.
 		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, meta.InsecureConnectionsDisallowedReason, "%s", msg)
-		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, errors.New(msg)).Polling(obj.GetRequeueAfter().Duration)
+		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, errors.New(msg)).Polling(obj.GetRequeueAfter())
 	case errors.Is(err, errCredentials) || helm.IsUnauthorized(err):
 		conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "%s", msg)
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, errors.New(msg))

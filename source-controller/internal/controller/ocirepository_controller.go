@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -64,13 +63,13 @@ type OCIRepositoryReconciler struct {
 	// number of entries is bounded by pkg/artifact's default.
 	MaxExtractedSize int64
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*sourcev1.OCIRepository]
+	sk *plumbreconcile.Controller[*sourcev1.OCIRepository]
 }
 
 // SetupWithManager registers the reconciler: on creation, spec change,
 // requestedAt, and every spec.interval (with jitter).
 func (r *OCIRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.sk = r.newSkeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ocirepository").
 		For(&sourcev1.OCIRepository{}, builder.WithPredicates(predicate.Or(
@@ -99,32 +98,26 @@ type ociState struct {
 	layerFile, tree string
 }
 
-func (r *OCIRepositoryReconciler) skeleton() *plumbreconcile.Controller[*sourcev1.OCIRepository] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &plumbreconcile.Controller[*sourcev1.OCIRepository]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: sourcev1.OCIPullFailedReason,
-			Events:        r.Events,
-			Metrics:       r.Metrics,
-			WriteStatus: func(ctx context.Context, obj, _ *sourcev1.OCIRepository) error {
-				return applyStatus(ctx, r.Client, obj, &obj.Status)
-			},
-			Succeeded: func(obj *sourcev1.OCIRepository) string {
-				return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-			},
-			Keeping: func(obj *sourcev1.OCIRepository) string {
-				if obj.Status.Artifact == nil {
-					return ""
-				}
-				return fmt.Sprintf("serving the last good artifact, revision %q", obj.Status.Artifact.Revision)
-			},
-			Interval:     func(obj *sourcev1.OCIRepository) time.Duration { return obj.Spec.Interval.Duration },
-			Suspended:    func(obj *sourcev1.OCIRepository) bool { return obj.Spec.Suspend },
-			ArtifactSize: func(obj *sourcev1.OCIRepository) *int64 { return plumbreconcile.ArtifactSize(obj.Status.Artifact) },
-			Finalizer:    finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
-		}
-	})
-	return r.sk
+func (r *OCIRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sourcev1.OCIRepository] {
+	return &plumbreconcile.Controller[*sourcev1.OCIRepository]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: sourcev1.OCIPullFailedReason,
+		Events:        r.Events,
+		Metrics:       r.Metrics,
+		OwnedStatus:   func(obj *sourcev1.OCIRepository) any { return &obj.Status },
+		Client:        r.Client,
+		FieldManager:  FieldManager,
+		Succeeded: func(obj *sourcev1.OCIRepository) string {
+			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
+		},
+		Keeping: func(obj *sourcev1.OCIRepository) string {
+			if obj.Status.Artifact == nil {
+				return ""
+			}
+			return fmt.Sprintf("serving the last good artifact, revision %q", obj.Status.Artifact.Revision)
+		},
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
+	}
 }
 
 // Reconcile runs, for a live object, the steps storage, source, verify,
@@ -135,7 +128,7 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.sk.Start(ctx, obj); !ok {
 		return ctrl.Result{}, err
 	}
 	st := &ociState{}
@@ -147,7 +140,7 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			_ = os.RemoveAll(st.tmp)
 		}
 	}()
-	return r.skeleton().Run(ctx, obj,
+	return r.sk.Run(ctx, obj,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("verify", r.reconcileVerify, obj, st),

@@ -136,7 +136,7 @@ func (k kustomization) owner() manage.Owner {
 func (k kustomization) spec() syncSpec {
 	s := &k.Spec
 	return syncSpec{
-		Interval: s.Interval.Duration, RetryInterval: k.GetRetryInterval().Duration, Timeout: k.GetTimeout().Duration,
+		Interval: s.Interval.Duration, RetryInterval: k.GetRetryInterval(), Timeout: k.GetTimeout().Duration,
 		Suspend: s.Suspend,
 		Prune:   s.Prune, Guarded: true, GuardFields: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
 		Wait: s.Wait, Force: s.Force,

@@ -13,11 +13,12 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/reconcile"
 )
 
 // ControllerName names sync-controller in events and as its status field manager.
-const ControllerName = "sync-controller"
+const ControllerName = kinds.SyncController
 
 // Finalizer lets sync-controller prune a deleted Kustomization's objects.
 const Finalizer = kustomizev1.SyncFinalizer

@@ -21,6 +21,7 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
@@ -515,9 +516,9 @@ func (s *syncRun) report(context.Context) error {
 // far less than one that carries it (docs/bench/sync.md). A small one
 // travels with the rest under plumb-sync, so that a sync which changes
 // both (every first sync, every change of the set) is one apply, not two.
-const (
+var (
 	statusManager    = manage.FieldManager
-	inventoryManager = manage.FieldManager + "-inventory"
+	inventoryManager = kinds.FieldManager(kinds.SyncController, "inventory")
 )
 
 // inventoryAlongMax is the most entries an inventory may have to be

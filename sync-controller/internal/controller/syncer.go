@@ -118,19 +118,18 @@ func (r *Syncer) defaults() {
 	}
 }
 
-// skeletonOf fills in what both kinds' skeletons share: events, the
-// intervals and the suspension, from the sync spec.
+// skeletonOf fills in what both kinds' skeletons share: events and the
+// retry interval, from the sync spec (the interval and the suspension the
+// objects answer themselves: meta.Scheduled, meta.Suspendable).
 func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
 	sk.Events = r.Events
-	sk.Interval = func(obj T) time.Duration { return appOf(obj).spec().Interval }
 	sk.RetryInterval = func(obj T) time.Duration { return appOf(obj).spec().RetryInterval }
 	sk.EventMessage = func(err error) (string, []events.Option) {
 		msg, detail := eventOf(err)
 		return msg, []events.Option{detail}
 	}
-	sk.Suspended = func(obj T) bool { return appOf(obj).spec().Suspend }
 	sk.Finalizer = reconcile.Finalizer[T]{
-		Client: r.Client, FieldManager: ControllerName, Name: Finalizer,
+		Client: r.Client, FieldManager: manage.FieldManager, Name: Finalizer,
 		Finalize: func(ctx context.Context, obj T) error { return r.finalize(ctx, appOf(obj)) },
 	}
 }
@@ -198,7 +197,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 // whose generation render-controller has not rendered yet ends at once,
 // writing nothing (renderWaits); 0 when it goes on.
 func holdForRender[T reconcile.Object](r *Syncer, key types.NamespacedName, obj T, skel *reconcile.Controller[T], now time.Time) time.Duration {
-	if !obj.GetDeletionTimestamp().IsZero() || (skel.Suspended != nil && skel.Suspended(obj)) || !renderPending(appOf(obj)) {
+	if !obj.GetDeletionTimestamp().IsZero() || appOf(obj).spec().Suspend || !renderPending(appOf(obj)) {
 		r.renderWaits.forget(key)
 		return 0
 	}

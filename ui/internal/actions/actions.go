@@ -10,7 +10,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
-	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/request"
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/httpapi"
 	"plumb.dev/ui/internal/kinds"
@@ -51,13 +51,13 @@ func Reconcile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, src := range srcs {
-			if _, err := reconcile.Request(ctx, c, src, nil, nil); err != nil {
+			if _, err := request.Reconcile(ctx, c, src, nil, nil); err != nil {
 				httpapi.APIError(w, err)
 				return
 			}
 		}
 	}
-	token, err := reconcile.Request(ctx, c, obj, nil, nil)
+	token, err := request.Reconcile(ctx, c, obj, nil, nil)
 	if err != nil {
 		httpapi.APIError(w, err)
 		return
@@ -89,7 +89,7 @@ func Resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	token, err := reconcile.Request(ctx, c, obj, map[string]any{"suspend": false}, nil)
+	token, err := request.Reconcile(ctx, c, obj, map[string]any{"suspend": false}, nil)
 	if err != nil {
 		httpapi.APIError(w, err)
 		return

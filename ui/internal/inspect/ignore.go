@@ -16,6 +16,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/object"
 )
 
@@ -23,7 +24,7 @@ import (
 const maxPath = 1024
 
 // uiFieldManager is the field manager of the UI's writes.
-const uiFieldManager = "plumb-ui"
+var uiFieldManager = kinds.FieldManager("ui")
 
 // ignoreRequest is the body of POST .../ignore.
 type ignoreRequest struct {

@@ -15,6 +15,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/inspect"
+	"plumb.dev/pkg/kinds"
 )
 
 // objectPage is the answer of GET /api/objects/{kind}/{namespace}/{name}:
@@ -107,28 +108,26 @@ func (h *handlers) object(r *request) (any, error) {
 	page.Ready, page.Reason, page.Message = readyOf(page.Conditions)
 	page.Suspended, _, _ = unstructured.NestedBool(u, "spec", "suspend")
 
+	// A source shows the artifact it serves; an applier shows what it
+	// applied, its sources and its history instead.
+	if a, ok := r.obj.(meta.ArtifactHolder); ok {
+		if _, applier := r.obj.(meta.Applier); !applier {
+			page.Artifact = a.GetArtifact()
+		}
+	}
 	switch o := r.obj.(type) {
-	case *sourcev1.GitRepository:
-		page.Artifact = o.Status.Artifact
-	case *sourcev1.HelmRepository:
-		page.Artifact = o.Status.Artifact
 	case *sourcev1.HelmChart:
-		page.Artifact = o.Status.Artifact
 		page.Sources = append(page.Sources, chartSource(ctx, r.client, o))
 	case *kustomizev1.Kustomization:
 		ns := o.Spec.SourceRef.Namespace
 		if ns == "" {
 			ns = o.Namespace
 		}
-		var src client.Object = &sourcev1.GitRepository{}
-		kind := sourcev1.GitRepositoryKind
-		switch o.Spec.SourceRef.Kind {
-		case sourcev1.OCIRepositoryKind:
-			src, kind = &sourcev1.OCIRepository{}, sourcev1.OCIRepositoryKind
-		case sourcev1.ExternalArtifactKind:
-			src, kind = &sourcev1.ExternalArtifact{}, sourcev1.ExternalArtifactKind
+		srcKind, ok := kinds.Lookup(o.Spec.SourceRef.Kind)
+		if !ok || !srcKind.Source {
+			srcKind, _ = kinds.Lookup(sourcev1.GitRepositoryKind)
 		}
-		page.Sources = append(page.Sources, readSource(ctx, r.client, src, kind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
+		page.Sources = append(page.Sources, readSource(ctx, r.client, srcKind.New(), srcKind.GVK.Kind, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}))
 		page.History = &history{Syncs: o.Status.History}
 		if len(o.Status.History) == 0 {
 			page.History.Note = "no sync yet"
@@ -195,21 +194,16 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 	if c, ok := obj.(conditioned); ok {
 		s.Ready, s.Reason, s.Message = readyOf(c.GetConditions())
 	}
-	var a *meta.Artifact
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
-		a, s.URL = o.Status.Artifact, o.Spec.URL
+		s.URL = o.Spec.URL
 	case *sourcev1.HelmRepository:
-		a, s.URL = o.Status.Artifact, o.Spec.URL
-	case *sourcev1.HelmChart:
-		a = o.Status.Artifact
+		s.URL = o.Spec.URL
 	case *sourcev1.OCIRepository:
-		a, s.URL = o.Status.Artifact, o.Spec.URL
-	case *sourcev1.ExternalArtifact:
-		a = o.Status.Artifact
+		s.URL = o.Spec.URL
 	}
-	if a != nil {
-		s.Revision = a.Revision
+	if h, ok := obj.(meta.ArtifactHolder); ok && h.GetArtifact() != nil {
+		s.Revision = h.GetArtifact().Revision
 	}
 	return s
 }

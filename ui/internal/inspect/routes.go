@@ -120,7 +120,7 @@ func (h *handlers) serve(page func(*request) (any, error)) http.HandlerFunc {
 func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, error) {
 	// Routes name kinds by their lower-case singular name only.
 	k, ok := kinds.Lookup(r.PathValue("kind"))
-	if !ok || k.Route != r.PathValue("kind") {
+	if !ok || k.Route() != r.PathValue("kind") {
 		return nil, notFound("unknown kind %q: one of gitrepository, kustomization, helmrelease, helmrepository, helmchart", r.PathValue("kind"))
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("name")

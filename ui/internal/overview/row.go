@@ -13,6 +13,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/kinds"
 )
 
 // Row is one object of the overview (docs/design/ui.md, "Overview row").
@@ -105,21 +106,23 @@ func rowOf(obj client.Object) *Row {
 		r.Source = &Ref{Kind: sourcev1.HelmChartKind, Namespace: ns, Name: name}
 		applied(r, o.Status.Conditions, o.Status.Inventory, o.Status.Drift, o.Status.Sync)
 		return r
-	case *sourcev1.GitRepository:
-		r := conditionsRow(sourcev1.GitRepositoryKind, o, o.Status.Conditions, o.Spec.Suspend)
-		artifact(r, o.Status.Artifact)
-		return r
-	case *sourcev1.HelmRepository:
-		r := conditionsRow(sourcev1.HelmRepositoryKind, o, o.Status.Conditions, o.Spec.Suspend)
-		artifact(r, o.Status.Artifact)
-		return r
 	case *sourcev1.HelmChart:
 		r := conditionsRow(sourcev1.HelmChartKind, o, o.Status.Conditions, o.Spec.Suspend)
 		artifact(r, o.Status.Artifact)
 		r.Source = &Ref{Kind: o.Spec.SourceRef.Kind, Namespace: o.Namespace, Name: o.Spec.SourceRef.Name}
 		return r
 	}
-	return nil
+	// Any other source: its conditions and the artifact it serves.
+	k, ok := kinds.Of(obj)
+	src, holds := obj.(meta.ArtifactHolder)
+	c, conditioned := obj.(interface{ GetConditions() []metav1.Condition })
+	if !ok || !holds || !conditioned {
+		return nil
+	}
+	s, _ := obj.(meta.Suspendable)
+	r := conditionsRow(k.GVK.Kind, obj, c.GetConditions(), s != nil && s.IsSuspended())
+	artifact(r, src.GetArtifact())
+	return r
 }
 
 // conditionsRow fills what every kind has: name, Ready, suspension, and

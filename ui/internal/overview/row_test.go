@@ -104,6 +104,25 @@ func TestAGitRepositoryRowHasItsArtifactsRevisionAndNoHealth(t *testing.T) {
 	g.Expect(r.Drift).To(BeNil())
 }
 
+// Every source kind of the overview gets its row the same way, an
+// OCIRepository's too: Ready, suspension and the artifact's revision.
+func TestAnOCIRepositoryRowIsASourceRow(t *testing.T) {
+	g := NewWithT(t)
+	updated := metav1.NewTime(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	repo := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "manifests"}}
+	repo.Spec.Suspend = true
+	repo.Status.Artifact = &meta.Artifact{Revision: "1.2.0@sha256:abc", LastUpdateTime: updated}
+	repo.Status.Conditions = []metav1.Condition{condition(meta.ReadyCondition, "True", meta.SucceededReason, "stored artifact")}
+	r := rowOf(repo)
+	g.Expect(r).NotTo(BeNil())
+	g.Expect(r.Kind).To(Equal("OCIRepository"))
+	g.Expect(r.Ready).To(Equal("True"))
+	g.Expect(r.Suspended).To(BeTrue())
+	g.Expect(r.status).To(Equal(StatusSuspended))
+	g.Expect(r.Revision).To(Equal("1.2.0@sha256:abc"))
+	g.Expect(*r.LastSync).To(Equal(updated.UTC()))
+}
+
 // allowed is a viewer that may do anything, or list only in namespaces.
 type allowed struct{ namespaces map[string]bool }
 

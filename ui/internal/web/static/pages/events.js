@@ -4,7 +4,7 @@
 import { h, clock, badge, objectHref } from '../dom.js';
 import { streamPage } from './stream.js';
 
-const linked = ['gitrepository', 'kustomization', 'helmrelease', 'helmrepository', 'helmchart'];
+const linked = ['gitrepository', 'kustomization', 'helmrelease', 'helmrepository', 'helmchart', 'ocirepository'];
 
 export function mount(main, { params }) {
   return streamPage(main, {
