@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/options"
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
 )
 
 // syncOptions are the flags of sync-controller alone.
@@ -37,7 +38,7 @@ type syncOptions struct {
 	// RemoteClusterProxyFromEnvironment: see controller.Syncer.
 	RemoteClusterProxyFromEnvironment bool
 	PruneGuard                        controller.PruneGuard
-	Fight                             controller.FightOptions
+	Fight                             fight.Options
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {

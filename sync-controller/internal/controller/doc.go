@@ -119,7 +119,7 @@
 // event) and the prune goes on. docs/design/sync-engine.md, "Delete
 // hooks", has the reasons.
 //
-// # Fights (fight.go)
+// # Fights (internal/fight)
 //
 // A foreign field manager that rewrites the fields sync-controller reverted,
 // within --drift-fight-window (30 s; 0 turns this off) of the revert, is
@@ -129,7 +129,9 @@
 // (--drift-fight-backoff), then ten times longer after each repeat, up to
 // the Kustomization's interval — through engine.DriftGuard: a held object is
 // skipped without a request, and the reconcile is requeued for when the
-// correction is due. Ordinary drift is still reverted at once, on every
+// correction is due. The Syncer keeps the fight.Tracker; a run starts a
+// fight.Run in applyPlan (none when drift is only reported), and
+// reportFights (fight.go) writes what it reports into the status. Ordinary drift is still reverted at once, on every
 // other object too. The fight ends when the manager does not write the
 // fields again within the window of a correction, or when a held object no
 // longer differs (an ignore rule, a Git change). Sets DriftContested=True

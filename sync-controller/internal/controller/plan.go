@@ -64,7 +64,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if err := s.retryGate(); err != nil {
 		return err
 	}
-	s.guard = s.fights()
+	s.startFights()
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync && s.spec.DriftDisabled {
@@ -212,7 +212,7 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 			Ignore:     s.ignorer,
 			ReportOnly: s.spec.DriftPolicy == kustomizev1.DriftPolicyReport,
 			Force:      s.spec.Force,
-			Guard:      s.driftGuard(),
+			Guard:      s.fights.Guard(),
 		})
 		for _, res := range results {
 			s.counts[res.Action]++
@@ -221,7 +221,7 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 			}
 			// A contested object's corrections are reported once per
 			// fight (reportFights), not as ordinary drift.
-			contested := s.recordFight(res)
+			contested := s.fights.Record(res, s.hashes[res.ID])
 			if res.Written && !contested {
 				s.written++
 			}

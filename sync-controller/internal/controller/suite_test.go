@@ -36,6 +36,7 @@ import (
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
 )
 
 var (
@@ -116,7 +117,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		// Shorter than main.go's 30 s so a fight's end is seen sooner;
 		// still far longer than any test's gap between a foreign write and
 		// its repeat.
-		Fight: FightOptions{Window: 3 * time.Second},
+		Fight: fight.Options{Window: 3 * time.Second},
 		// The remote clusters of the tests are control planes on
 		// 127.0.0.1.
 		AllowLoopbackKubeConfigServers: true,

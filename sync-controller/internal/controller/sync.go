@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
 )
 
 // syncRun is one reconcile of one Kustomization or HelmRelease: the steps
@@ -99,10 +100,9 @@ type syncRun struct {
 	driftSeen time.Time
 	// started is when this run's sync operation started (operationStart).
 	started *metav1.Time
-	// guard holds back corrections of contested fields (fight.go); nil
-	// when fight detection is off. fightsEnded are the fights this run saw end.
-	guard       *fightGuard
-	fightsEnded []fightEnd
+	// fights holds back corrections of contested fields (internal/fight);
+	// nil when fight detection is off.
+	fights *fight.Run
 	// retryHeld: spec.retry's series held this run back (backoffGate);
 	// syncFailed: a step of the sync failed in this run, an attempt of
 	// the series (retry.go).

@@ -26,6 +26,7 @@ import (
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
 )
 
 // Syncer is what the reconcilers of both kinds share: the clients, the
@@ -80,7 +81,7 @@ type Syncer struct {
 	// Fight sets fight detection: a field another manager keeps rewriting
 	// is corrected with a backoff (--drift-fight-window); the zero value
 	// turns it off.
-	Fight FightOptions
+	Fight fight.Options
 	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
 	// --prune-guard-min-objects); nil is DefaultPruneGuard.
 	PruneGuard *PruneGuard
@@ -97,10 +98,10 @@ type Syncer struct {
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
 
-	manifests    manifestCache
-	writes       ownWrites
-	renderWaits  renderWaits
-	fightTracker fightTracker
+	manifests   manifestCache
+	writes      ownWrites
+	renderWaits renderWaits
+	fights      fight.Tracker
 	// remotes are the remote clusters Kustomizations target (remote.go).
 	remotes remoteClusters
 }
@@ -191,7 +192,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	s.writeMu.Lock()
 	s.dropHeld() // the final write carried it; none is left after an error
 	s.writeMu.Unlock()
-	return s.fightRequeue(result), err
+	return s.fights.Requeue(result), err
 }
 
 // holdForRender returns how long a reconcile of a live, unsuspended object
@@ -254,7 +255,7 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 	}
 	key := client.ObjectKeyFromObject(obj)
 	r.manifests.forget(key)
-	r.fightTracker.forget(key)
+	r.fights.Forget(key)
 	if r.Impersonator != nil {
 		r.Impersonator.Release(app.owner())
 	}
