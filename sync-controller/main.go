@@ -25,6 +25,7 @@ import (
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
 	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // syncOptions are the flags of sync-controller alone.
@@ -139,7 +140,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	}
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
 	recorder := events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName)
-	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
+	clients := target.NewClients(cfg, scheme, mgr.GetRESTMapper())
 	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
@@ -152,7 +153,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			Fetch:                             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
 			Artifacts:                         artifacts,
 			DependencyRequeue:                 refOpts.RequeueDependency,
-			Impersonator:                      impersonator,
+			Clients:                           clients,
 			DefaultServiceAccount:             syncOpts.DefaultServiceAccount,
 			AllowLoopbackKubeConfigServers:    syncOpts.AllowLoopbackKubeConfigServers,
 			RemoteClusterProxyFromEnvironment: syncOpts.RemoteClusterProxyFromEnvironment,
