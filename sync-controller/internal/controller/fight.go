@@ -10,17 +10,6 @@ import (
 	"plumb.dev/sync-controller/internal/fight"
 )
 
-// startFights starts the run's fight detection (internal/fight): none when
-// it is off or drift is only reported, since then nothing is corrected and
-// so nothing is fought.
-func (s *syncRun) startFights() {
-	if s.spec.DriftPolicy == kustomizev1.DriftPolicyReport {
-		s.fights = nil
-		return
-	}
-	s.fights = s.r.fights.Start(s.r.Fight, s.key, s.obj.GetGeneration(), s.spec.Interval)
-}
-
 // reportFights sets status.drift.contested and the DriftContested
 // condition from the run's fights; internal/fight records their events.
 func (s *syncRun) reportFights(ctx context.Context) {

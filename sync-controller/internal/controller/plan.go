@@ -64,7 +64,10 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if err := s.retryGate(); err != nil {
 		return err
 	}
-	s.startFights()
+	if s.spec.DriftPolicy != kustomizev1.DriftPolicyReport {
+		// Drift only reported is never corrected, so never fought.
+		s.fights = s.r.fights.Start(s.r.Fight, s.key, s.obj.GetGeneration(), s.spec.Interval)
+	}
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync && s.spec.DriftDisabled {

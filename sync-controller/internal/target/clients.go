@@ -253,13 +253,6 @@ func (c *Clients) RemoteClusters() int {
 	return len(c.remotes)
 }
 
-// Cached returns how many clients impersonating a ServiceAccount are kept.
-func (c *Clients) Cached() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.clients)
-}
-
 // remote is what is kept of one remote cluster: its configuration and
 // REST mapper (the impersonating clients start from them), an engine over
 // the kubeconfig's identity, and its watcher (informers on the remote

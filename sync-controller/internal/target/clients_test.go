@@ -35,17 +35,17 @@ func TestClientsKeepAClientPerServiceAccountWhileUsed(t *testing.T) {
 	c2, err := c.local(ks2, deployer)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c2).To(BeIdenticalTo(c1), "one client per ServiceAccount")
-	g.Expect(c.Cached()).To(Equal(1))
+	g.Expect(c.cached()).To(Equal(1))
 
 	// ks1 moves to another ServiceAccount: deployer is still used by ks2.
 	_, err = c.local(ks1, other)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Cached()).To(Equal(2))
+	g.Expect(c.cached()).To(Equal(2))
 	// The last user of deployer goes: its client goes too.
 	c.Release(ks2)
-	g.Expect(c.Cached()).To(Equal(1))
+	g.Expect(c.cached()).To(Equal(1))
 	c.Release(ks1)
-	g.Expect(c.Cached()).To(Equal(0))
+	g.Expect(c.cached()).To(Equal(0))
 	c.Release(ks1) // releasing twice is harmless
 }
 
