@@ -23,6 +23,8 @@ import (
 	"plumb.dev/pkg/options"
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // syncOptions are the flags of sync-controller alone.
@@ -36,7 +38,7 @@ type syncOptions struct {
 	// RemoteClusterProxyFromEnvironment: see controller.Syncer.
 	RemoteClusterProxyFromEnvironment bool
 	PruneGuard                        controller.PruneGuard
-	Fight                             controller.FightOptions
+	Fight                             fight.Options
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -126,7 +128,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		return err
 	}
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
-	impersonator := controller.NewImpersonator(cfg, scheme, mgr.GetRESTMapper())
+	clients := target.NewClients(cfg, scheme, mgr.GetRESTMapper())
 	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
@@ -139,7 +141,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			Fetch:                             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
 			Artifacts:                         artifacts,
 			DependencyRequeue:                 refOpts.RequeueDependency,
-			Impersonator:                      impersonator,
+			Clients:                           clients,
 			DefaultServiceAccount:             syncOpts.DefaultServiceAccount,
 			AllowLoopbackKubeConfigServers:    syncOpts.AllowLoopbackKubeConfigServers,
 			RemoteClusterProxyFromEnvironment: syncOpts.RemoteClusterProxyFromEnvironment,

@@ -23,6 +23,7 @@ import (
 	"plumb.dev/pkg/options"
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
 )
 
 // controllerOptions are the settings main.go takes from flags; the bench
@@ -86,7 +87,7 @@ func startController(cfg *rest.Config, natsURL string, counter *requestCounter, 
 		Events:            events.NewRecorder(mgr.GetEventRecorder(controller.ControllerName), publisher, scheme, controller.ControllerName),
 		Fetch:             fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: 64 << 20},
 		DependencyRequeue: 10 * time.Second,
-		Fight:             controller.FightOptions{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},
+		Fight:             fight.Options{Window: o.fightWindow, FirstBackoff: 100 * time.Millisecond},
 		// The remote cluster of the drift figure is on 127.0.0.1.
 		AllowLoopbackKubeConfigServers: true,
 	},

@@ -80,7 +80,7 @@ type syncSpec struct {
 	// ServiceAccountName is impersonated for every request to managed
 	// objects.
 	ServiceAccountName string
-	// KubeConfig names the remote cluster the sync acts in (remote.go);
+	// KubeConfig names the remote cluster the sync acts in (internal/target);
 	// nil is sync-controller's own cluster (always, for a HelmRelease).
 	KubeConfig *kustomizev1.KubeConfigReference
 	// DependsOn names objects of the same kind that must be Ready first.

@@ -55,7 +55,7 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 	if !spec.Prune || spec.Suspend || st.Inventory == nil {
 		return nil
 	}
-	sa, gone, err := r.serviceAccountGone(ctx, app)
+	sa, gone, err := r.targets.ServiceAccountGone(ctx, targetOf(app))
 	if err != nil {
 		return fmt.Errorf("reading ServiceAccount %s: %w", sa, err)
 	}
@@ -65,7 +65,7 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 		return nil
 	}
 	forced := obj.GetAnnotations()[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue
-	eng, err := r.engineFor(ctx, app)
+	t, err := r.targets.Resolve(ctx, targetOf(app))
 	if err != nil {
 		if forced {
 			// A cluster that cannot be reached (a remote kubeconfig gone
@@ -79,7 +79,7 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 		return err
 	}
 	d := &deletion{s: newSyncRun(r, obj, time.Now()), inv: st.Inventory}
-	d.s.engine = eng
+	d.s.target = t
 	if forced {
 		if d.started() {
 			r.Events.Record(obj, events.SeverityInfo, kustomizev1.DeleteHooksSkippedReason, fmt.Sprintf(
@@ -159,7 +159,7 @@ func (d *deletion) plan(ctx context.Context) (*plan.Plan, error) {
 	for _, h := range p.Hooks() {
 		planned = append(planned, h.Unstructured)
 	}
-	if _, err := s.engine.Prepare(planned, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()}); err != nil {
+	if _, err := s.target.Engine.Prepare(planned, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()}); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -271,7 +271,7 @@ func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
 // retried with the controller's backoff, as before delete hooks existed.
 func (d *deletion) prune(ctx context.Context) (int, error) {
 	s := d.s
-	remaining, err := s.r.pruneOnDeletion(ctx, s.engine, s.app, d.inv)
+	remaining, err := s.r.pruneOnDeletion(ctx, s.target.Engine, s.app, d.inv)
 	if err != nil {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
 	}

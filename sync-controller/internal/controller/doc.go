@@ -29,7 +29,9 @@
 // (kustomize.plumb.dev/name, helm.plumb.dev/name) and wakes only its own
 // controller, so a Kustomization and a HelmRelease of one name in one
 // namespace never prune, correct or wake on each other's objects. The
-// Impersonator is shared, keyed by owner (kind included).
+// cache of clients (target.Clients) is shared, keyed by owner (kind
+// included); each reconciler resolves its objects' targets with a
+// target.Resolver of its own, over its own engine.
 //
 // sync-controller owns these status fields of a Kustomization and writes
 // them by server-side apply under the field manager plumb-sync (an
@@ -119,7 +121,7 @@
 // event) and the prune goes on. docs/design/sync-engine.md, "Delete
 // hooks", has the reasons.
 //
-// # Fights (fight.go)
+// # Fights (internal/fight)
 //
 // A foreign field manager that rewrites the fields sync-controller reverted,
 // within --drift-fight-window (30 s; 0 turns this off) of the revert, is
@@ -129,7 +131,9 @@
 // (--drift-fight-backoff), then ten times longer after each repeat, up to
 // the Kustomization's interval — through engine.DriftGuard: a held object is
 // skipped without a request, and the reconcile is requeued for when the
-// correction is due. Ordinary drift is still reverted at once, on every
+// correction is due. The Syncer keeps the fight.Tracker; a run starts a
+// fight.Run in applyPlan (none when drift is only reported), and
+// reportFights (fight.go) writes what it reports into the status. Ordinary drift is still reverted at once, on every
 // other object too. The fight ends when the manager does not write the
 // fields again within the window of a correction, or when a held object no
 // longer differs (an ignore rule, a Git change). Sets DriftContested=True
@@ -156,15 +160,18 @@
 // namespace. Every request the engine makes for it — reads of live objects,
 // dry-runs, applies, prunes (the finalizer's prune on deletion too), health
 // reads, hooks — goes through a client that impersonates
-// system:serviceaccount:<namespace>:<name> (Impersonator: one client per
-// ServiceAccount, kept while a Kustomization uses it). The API server decides
+// system:serviceaccount:<namespace>:<name> (internal/target: the impersonate
+// step and the deletion resolve the object's target.Target, which decides
+// the ServiceAccount in one place; one client per ServiceAccount and
+// cluster, kept while a Kustomization uses it). The API server decides
 // what that user may do; a refusal becomes a message naming the object, the
 // ServiceAccount and the verb (engine.ForbiddenError) in Ready=False, and a
 // prune that is refused keeps the object in the inventory. The API server
 // authorizes a ServiceAccount that does not exist like any other (by its
 // name and groups), so after a refusal the ServiceAccount is read, and a
 // missing one is named as such at the start of the message
-// (missingServiceAccountError, explainForbidden). What stays
+// (target.Resolver.ExplainForbidden, which every step's error goes
+// through). What stays
 // sync-controller's own identity: reading Kustomizations (the request, and
 // dependsOn), writing their status and finalizers, the watch cache behind
 // drift detection (metadata-only, label-filtered, reads only), reading the
@@ -177,11 +184,11 @@
 // # Remote clusters
 //
 // A Kustomization with spec.kubeConfig syncs into the cluster its Secret's
-// kubeconfig names (remote.go): the impersonate step swaps in the engine of
-// that cluster — a client, REST mapper and watcher over the kubeconfig's
-// identity, kept per (Secret, kubeconfig hash) while a Kustomization uses
-// it, and stopped when none does — and the ServiceAccount, if any, is
-// impersonated there. The Kustomization, its inventory, status and events
+// kubeconfig names (internal/target): the impersonate step's Target is then
+// the engine of that cluster — a client, REST mapper and watcher over the
+// kubeconfig's identity, kept per (Secret, kubeconfig hash) in the same
+// cache while a Kustomization uses it, and stopped when none does — and
+// the ServiceAccount, if any, is impersonated there. The Kustomization, its inventory, status and events
 // stay here; the remote watcher's events enqueue it in this controller.
 // The kubeconfig may carry inline credentials only.
 // docs/design/remote-clusters.md has the rules.

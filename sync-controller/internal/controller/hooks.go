@@ -23,7 +23,7 @@ func (s *syncRun) startHook(ctx context.Context, h plan.Object) error {
 // way to run a Job again); one already created by this operation — the
 // controller restarted while it ran — is kept and waited on.
 func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) error {
-	live, err := s.engine.Get(ctx, h.Unstructured)
+	live, err := s.target.Engine.Get(ctx, h.Unstructured)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) err
 			s.applied[object.IDOf(h.Unstructured)] = live
 			return nil
 		}
-		if err := s.engine.Delete(ctx, live, true); err != nil {
+		if err := s.target.Engine.Delete(ctx, live, true); err != nil {
 			return err
 		}
 	}
@@ -46,7 +46,7 @@ func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) err
 	labels[nsKey] = s.owner.Namespace
 	labels[plan.HookSyncLabel] = id
 	obj.SetLabels(labels)
-	created, err := s.engine.CreateHook(ctx, obj)
+	created, err := s.target.Engine.CreateHook(ctx, obj)
 	if err != nil {
 		return fmt.Errorf("hook %s: %w", object.IDOf(h.Unstructured), err)
 	}
@@ -61,7 +61,7 @@ func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) err
 func (s *syncRun) finishHooks(ctx context.Context, hooks []plan.Object, succeeded bool) error {
 	for _, h := range hooks {
 		if (succeeded && h.Hook.HasPolicy(plan.HookSucceeded)) || (!succeeded && h.Hook.HasPolicy(plan.HookFailed)) {
-			if err := s.engine.Delete(ctx, h.Unstructured, false); err != nil {
+			if err := s.target.Engine.Delete(ctx, h.Unstructured, false); err != nil {
 				return err
 			}
 		}

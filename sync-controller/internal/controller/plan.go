@@ -64,7 +64,10 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if err := s.retryGate(); err != nil {
 		return err
 	}
-	s.guard = s.fights()
+	if s.spec.DriftPolicy != kustomizev1.DriftPolicyReport {
+		// Drift only reported is never corrected, so never fought.
+		s.fights = s.r.fights.Start(s.r.Fight, s.key, s.obj.GetGeneration(), s.spec.Interval)
+	}
 	p := s.plan
 	newSync := s.isNewSync()
 	if !newSync && s.spec.DriftDisabled {
@@ -86,7 +89,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 
 	// Explained here already, so that status.sync, which a retry shows
 	// until it is due, says it too.
-	err := s.explainForbidden(ctx, s.runPhases(ctx, p, resume, newSync))
+	err := s.r.targets.ExplainForbidden(ctx, s.target, s.runPhases(ctx, p, resume, newSync))
 	s.recordApply(ctx)
 	if err != nil {
 		if newSync {
@@ -207,12 +210,12 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 // Namespace into the wave of the first hook that needs it).
 func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 	for _, group := range plan.KindGroups(w.Regular()) {
-		results, err := s.engine.ApplySet(ctx, group, s.hashes, engine.Options{
+		results, err := s.target.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
 			ReportOnly: s.spec.DriftPolicy == kustomizev1.DriftPolicyReport,
 			Force:      s.spec.Force,
-			Guard:      s.driftGuard(),
+			Guard:      s.fights.Guard(),
 		})
 		for _, res := range results {
 			s.counts[res.Action]++
@@ -221,7 +224,7 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 			}
 			// A contested object's corrections are reported once per
 			// fight (reportFights), not as ordinary drift.
-			contested := s.recordFight(res)
+			contested := s.fights.Record(res, s.hashes[res.ID])
 			if res.Written && !contested {
 				s.written++
 			}
@@ -253,7 +256,7 @@ func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
 		if herr := s.finishHooks(ctx, hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
@@ -268,12 +271,12 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	if _, err := s.engine.WaitHealthy(ctx, group, s.applied, nil); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.applied, nil); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
 	// Established is the API server's word; the client's discovery learns
 	// of the new kinds a moment later.
-	return s.engine.WaitServed(ctx, group)
+	return s.target.Engine.WaitServed(ctx, group)
 }
 
 // recordApply counts what the run did and reports drift.

@@ -69,21 +69,6 @@ func (w *renderWaits) forget(key types.NamespacedName) {
 	delete(w.since, key)
 }
 
-// waiting says whether key's wait is held (tests).
-func (w *renderWaits) waiting(key types.NamespacedName) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.since[key]
-	return ok
-}
-
-// setGrace changes the grace (tests); 0 is defaultRenderGrace.
-func (w *renderWaits) setGrace(d time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.grace = d
-}
-
 // renderPending says that render-controller has neither rendered nor
 // failed to render app's current generation: the cases in which
 // loadManifests waits for it (waitForRender).

@@ -36,6 +36,8 @@ import (
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 var (
@@ -112,11 +114,11 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
 		DeleteHookPoll:    200 * time.Millisecond,
-		Impersonator:      NewImpersonator(cfg, env.Scheme, mgr.GetRESTMapper()),
+		Clients:           target.NewClients(cfg, env.Scheme, mgr.GetRESTMapper()),
 		// Shorter than main.go's 30 s so a fight's end is seen sooner;
 		// still far longer than any test's gap between a foreign write and
 		// its repeat.
-		Fight: FightOptions{Window: 3 * time.Second},
+		Fight: fight.Options{Window: 3 * time.Second},
 		// The remote clusters of the tests are control planes on
 		// 127.0.0.1.
 		AllowLoopbackKubeConfigServers: true,
@@ -131,7 +133,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	hr := &HelmReleaseReconciler{Syncer: Syncer{
 		Client: r.Client, Reader: r.Reader, Events: r.Events, Fetch: r.Fetch, Metrics: r.Metrics,
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
-		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Impersonator: r.Impersonator, Fight: r.Fight,
+		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Clients: r.Clients, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
 		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers, Shard: r.Shard,
 	}}

@@ -27,6 +27,8 @@ import (
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // syncRun is one reconcile of one Kustomization or HelmRelease: the steps
@@ -36,8 +38,9 @@ type syncRun struct {
 	// releaseArtifact gives back the run's share of Artifacts (nil: none
 	// taken); reconcileObject calls it when the run ends.
 	releaseArtifact func()
-	// engine acts as the object's ServiceAccount (see impersonate).
-	engine *engine.Engine
+	// target is where and as whom the sync writes (see impersonate); its
+	// engine acts there.
+	target target.Target
 	// obj is the object as read, app its adapter, spec what the sync
 	// reads of its spec and prev its sync status as stored.
 	obj   reconcile.Object
@@ -100,10 +103,9 @@ type syncRun struct {
 	driftSeen time.Time
 	// started is when this run's sync operation started (operationStart).
 	started *metav1.Time
-	// guard holds back corrections of contested fields (fight.go); nil
-	// when fight detection is off. fightsEnded are the fights this run saw end.
-	guard       *fightGuard
-	fightsEnded []fightEnd
+	// fights holds back corrections of contested fields (internal/fight);
+	// nil when fight detection is off.
+	fights *fight.Run
 	// retryHeld: spec.retry's series held this run back (backoffGate);
 	// syncFailed: a step of the sync failed in this run, an attempt of
 	// the series (retry.go).
@@ -119,7 +121,7 @@ func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
 	driftSeen, _ := r.Engine.Watcher().TakeDriftStart(key)
 	return &syncRun{
 		r:         r,
-		engine:    r.Engine,
+		target:    target.Target{Engine: r.Engine},
 		driftSeen: driftSeen,
 		obj:       obj,
 		app:       app,
@@ -158,7 +160,7 @@ func (s *syncRun) steps() []reconcile.Step {
 			// The skeleton sums the run up from out: it must hold what
 			// the step did to the sync status.
 			defer func() { s.outApp.setSyncStatus(s.st) }()
-			return s.explainForbidden(ctx, run(ctx))
+			return s.r.targets.ExplainForbidden(ctx, s.target, run(ctx))
 		}
 	}
 	return steps
@@ -214,15 +216,15 @@ func (s *syncRun) checkReferences(context.Context) error {
 // Kustomization's ServiceAccount (spec.serviceAccountName, or
 // --default-service-account), so the sync can do no more than the
 // ServiceAccount may, and go to the remote cluster of spec.kubeConfig when
-// it is set (remote.go: Ready=False KubeConfigInvalid or
+// it is set (internal/target: Ready=False KubeConfigInvalid or
 // RemoteClusterUnreachable when it cannot). Reads of Kustomizations
 // (dependsOn) and the status writes stay the controller's own, here.
 func (s *syncRun) impersonate(ctx context.Context) error {
-	eng, err := s.r.engineFor(ctx, s.app)
+	t, err := s.r.targets.Resolve(ctx, targetOf(s.app))
 	if err != nil {
 		return err
 	}
-	s.engine = eng
+	s.target = t
 	return nil
 }
 
@@ -237,7 +239,7 @@ func (s *syncRun) compileHealthChecks(context.Context) error {
 	if err != nil {
 		return reconcile.Stalled(kustomizev1.HealthCheckExprInvalidReason, err)
 	}
-	s.engine = s.engine.WithHealthChecks(checks)
+	s.target.Engine = s.target.Engine.WithHealthChecks(checks)
 	return nil
 }
 
@@ -360,7 +362,7 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		// operation of the same ones (a retry) only plans again, since its
 		// hooks have names of their own.
 		s.objs = withCreatedNamespaces(s.objs, s.app.defaultNamespace())
-		hashes, err := s.engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
+		hashes, err := s.target.Engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
 		if err != nil {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
 		}
@@ -395,7 +397,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	var errs []error
 	var names []string
 	var kept []*unstructured.Unstructured
-	for _, res := range s.engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner, manage.LeftTheSet) {
+	for _, res := range s.target.Engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner, manage.LeftTheSet) {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, res.Err)
@@ -444,7 +446,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	s.prog.phase, s.prog.waiting = "", nil
-	if _, err := s.engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
@@ -488,7 +490,7 @@ func (s *syncRun) healthCheckObjects() ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(s.spec.HealthChecks))
 	for _, ref := range s.spec.HealthChecks {
 		obj := object.Stub(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
-		if err := s.engine.Resolve(obj, s.obj.GetNamespace()); err != nil {
+		if err := s.target.Engine.Resolve(obj, s.obj.GetNamespace()); err != nil {
 			return nil, fmt.Errorf("spec.healthChecks: %w", err)
 		}
 		out = append(out, obj)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -26,6 +27,8 @@ import (
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
+	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // Syncer is what the reconcilers of both kinds share: the clients, the
@@ -57,12 +60,16 @@ type Syncer struct {
 	DependencyRequeue time.Duration
 	// MaxDriftChanges bounds the changes carried by one DriftDetected event.
 	MaxDriftChanges int
-	// Impersonator gives the clients that act as ServiceAccounts; nil
-	// allows only the controller's own identity.
-	Impersonator *Impersonator
+	// Clients keeps the clients that act for Kustomizations and
+	// HelmReleases, in this cluster and in remote ones, shared by the
+	// reconcilers (internal/target); nil is a cache of the reconciler's
+	// own that allows, in this cluster, only the controller's identity.
+	Clients *target.Clients
 	// DefaultServiceAccount is the ServiceAccount, in its own namespace, that
 	// an object without spec.serviceAccountName acts as
 	// (--default-service-account); empty is the controller's own identity.
+	// This and the next two are the settings of the reconciler's
+	// target.Resolver.
 	DefaultServiceAccount string
 	// AllowLoopbackKubeConfigServers lets a spec.kubeConfig name a server
 	// on a loopback address (--allow-loopback-kubeconfig-servers): in a
@@ -80,7 +87,7 @@ type Syncer struct {
 	// Fight sets fight detection: a field another manager keeps rewriting
 	// is corrected with a backoff (--drift-fight-window); the zero value
 	// turns it off.
-	Fight FightOptions
+	Fight fight.Options
 	// PruneGuard holds the defaults of the prune guard (--max-prune-percent,
 	// --prune-guard-min-objects); nil is DefaultPruneGuard.
 	PruneGuard *PruneGuard
@@ -97,12 +104,12 @@ type Syncer struct {
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
 
-	manifests    manifestCache
-	writes       ownWrites
-	renderWaits  renderWaits
-	fightTracker fightTracker
-	// remotes are the remote clusters Kustomizations target (remote.go).
-	remotes remoteClusters
+	manifests   manifestCache
+	writes      ownWrites
+	renderWaits renderWaits
+	fights      fight.Tracker
+	// targets decides where and as whom each object's sync writes.
+	targets *target.Resolver
 }
 
 // defaults fills in the settings left unset.
@@ -116,6 +123,31 @@ func (r *Syncer) defaults() {
 	if r.DeleteHookPoll == 0 {
 		r.DeleteHookPoll = defaultDeleteHookPoll
 	}
+	if r.Clients == nil {
+		r.Clients = target.NewClients(nil, r.Client.Scheme(), nil)
+	}
+	r.targets = &target.Resolver{
+		Clients: r.Clients, Local: r.Engine, Reader: r.reader(),
+		DefaultServiceAccount:             r.DefaultServiceAccount,
+		AllowLoopbackKubeConfigServers:    r.AllowLoopbackKubeConfigServers,
+		RemoteClusterProxyFromEnvironment: r.RemoteClusterProxyFromEnvironment,
+	}
+}
+
+// targetOf is what app says of where its sync writes.
+func targetOf(app application) target.Request {
+	spec := app.spec()
+	return target.Request{Owner: app.owner(), ServiceAccountName: spec.ServiceAccountName, KubeConfig: spec.KubeConfig}
+}
+
+// stopRemotesWith stops every remote cluster's watcher when the manager
+// stops: they run outside of it, each from the reconcile that created it.
+func (r *Syncer) stopRemotesWith(mgr ctrl.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.Clients.StopAll()
+		return nil
+	}))
 }
 
 // skeletonOf fills in what both kinds' skeletons share: events and the
@@ -190,7 +222,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	s.writeMu.Lock()
 	s.dropHeld() // the final write carried it; none is left after an error
 	s.writeMu.Unlock()
-	return s.fightRequeue(result), err
+	return s.fights.Requeue(result), err
 }
 
 // holdForRender returns how long a reconcile of a live, unsuspended object
@@ -253,11 +285,8 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 	}
 	key := client.ObjectKeyFromObject(obj)
 	r.manifests.forget(key)
-	r.fightTracker.forget(key)
-	if r.Impersonator != nil {
-		r.Impersonator.Release(app.owner())
-	}
-	r.remotes.release(app.owner())
+	r.fights.Forget(key)
+	r.targets.Release(app.owner())
 	if err := reconcile.SetFinalizer(ctx, r.Client, obj, ControllerName, Finalizer, false); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

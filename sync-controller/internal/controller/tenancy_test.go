@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -331,44 +330,4 @@ data:
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(string(data)).NotTo(ContainSubstring(password), e.Reason)
 	}
-}
-
-func TestImpersonatorKeepsAClientPerServiceAccountWhileUsed(t *testing.T) {
-	g := NewWithT(t)
-	i := NewImpersonator(env.Config, env.Scheme, nil)
-	ks1 := manage.Owner{Kind: kustomizev1.KustomizationKind, Namespace: "team-a", Name: "one"}
-	ks2 := manage.Owner{Kind: kustomizev1.KustomizationKind, Namespace: "team-a", Name: "two"}
-	deployer := types.NamespacedName{Namespace: "team-a", Name: "deployer"}
-	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
-
-	c1, err := i.ClientFor(ks1, deployer)
-	g.Expect(err).NotTo(HaveOccurred())
-	c2, err := i.ClientFor(ks2, deployer)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c2).To(BeIdenticalTo(c1), "one client per ServiceAccount")
-	g.Expect(i.Cached()).To(Equal(1))
-
-	// ks1 moves to another ServiceAccount: deployer is still used by ks2.
-	_, err = i.ClientFor(ks1, other)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(i.Cached()).To(Equal(2))
-	// The last user of deployer goes: its client goes too.
-	i.Release(ks2)
-	g.Expect(i.Cached()).To(Equal(1))
-	i.Release(ks1)
-	g.Expect(i.Cached()).To(Equal(0))
-	i.Release(ks1) // releasing twice is harmless
-}
-
-func TestImpersonatedClientActsAsTheServiceAccount(t *testing.T) {
-	g := NewWithT(t)
-	ctx, ks := newKustomization(t, nil)
-	tenantServiceAccount(t, ctx, ks.Namespace, "deployer")
-	c, err := NewImpersonator(env.Config, env.Scheme, nil).ClientFor(kustomization{ks}.owner(),
-		types.NamespacedName{Namespace: ks.Namespace, Name: "deployer"})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ks.Namespace}})).To(Succeed())
-	err = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-mine", Namespace: ks.Namespace}})
-	g.Expect(err).To(Satisfy(apierrors.IsForbidden))
-	g.Expect(err.Error()).To(ContainSubstring(`User "system:serviceaccount:` + ks.Namespace + `:deployer" cannot create resource "secrets"`))
 }

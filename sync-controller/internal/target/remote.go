@@ -1,34 +1,26 @@
-package controller
+package target
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/app"
-	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/netguard"
-	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -49,130 +41,19 @@ const (
 	remoteBurst = 300
 )
 
+// userAgent is the user agent of a remote cluster's requests:
+// sync-controller's name (controller.ControllerName).
+const userAgent = "sync-controller"
+
 // The keys a kubeconfig is looked for in, in order, when
 // spec.kubeConfig.secretRef.key is unset (Flux's defaults).
 var defaultKubeConfigKeys = []string{"value", "value.yaml"}
 
-// remoteKey names one remote cluster connection: the Secret it came from
-// and the hash of the kubeconfig's bytes, so rotated credentials are a new
-// connection and the old one goes when no object uses it any more.
-type remoteKey struct {
-	secret types.NamespacedName
-	hash   string
-}
-
-// remoteCluster is what sync-controller keeps for one remote cluster: an
-// engine over the kubeconfig's identity, its watcher (informers on the
-// remote cluster, events into the local controller's queue), and the
-// clients impersonating ServiceAccounts there.
-type remoteCluster struct {
-	config *rest.Config
-	mapper apimeta.RESTMapper
-	engine *engine.Engine
-	stop   context.CancelFunc
-	// impersonating holds one client per ServiceAccount user name; they
-	// share the cluster's mapper. Kept until the cluster goes: the number
-	// of ServiceAccounts of the objects that target it bounds them.
-	impersonating map[string]client.Client
-}
-
-// remoteClusters keeps one remoteCluster per remoteKey while some
-// Kustomization targets it, as the Impersonator keeps a client per
-// ServiceAccount: created on first use, shared, and stopped (its
-// informers with it) when the last object using it is deleted or moves to
-// another cluster or to its own.
-type remoteClusters struct {
-	mu         sync.Mutex
-	clusters   map[remoteKey]*remoteCluster
-	connecting map[remoteKey]*pendingConnect
-	users      users[remoteKey]
-}
-
-// release forgets that owner targets a remote cluster, stopping a cluster
-// that no object uses any more.
-func (rc *remoteClusters) release(owner manage.Owner) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.releaseLocked(owner)
-}
-
-func (rc *remoteClusters) releaseLocked(owner manage.Owner) {
-	key, last := rc.users.drop(owner)
-	if c := rc.clusters[key]; last && c != nil {
-		c.stop()
-		delete(rc.clusters, key)
-	}
-}
-
-// stopAll stops every remote cluster's watcher: the manager is stopping.
-func (rc *remoteClusters) stopAll() {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for key, c := range rc.clusters {
-		c.stop()
-		delete(rc.clusters, key)
-	}
-	clear(rc.users)
-}
-
-// stopRemotesWith stops every remote cluster's watcher when the manager
-// stops: they run outside of it, each from the reconcile that created it.
-func (r *Syncer) stopRemotesWith(mgr ctrl.Manager) error {
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		r.remotes.stopAll()
-		return nil
-	}))
-}
-
-// RemoteClusters returns how many remote clusters are connected (their
-// watchers running).
-func (r *Syncer) RemoteClusters() int {
-	r.remotes.mu.Lock()
-	defer r.remotes.mu.Unlock()
-	return len(r.remotes.clusters)
-}
-
-// remoteEngineFor returns the engine that acts for app in the cluster its
-// spec.kubeConfig names, as its ServiceAccount there when it has one
-// (spec.serviceAccountName or --default-service-account, in app's
-// namespace of the remote cluster, as Flux does). The Secret is read on
-// every reconcile (uncached, with the controller's identity), so a rotated
-// kubeconfig takes effect at the next one. Errors are reconcile failures
-// with reason KubeConfigInvalid or RemoteClusterUnreachable.
-func (r *Syncer) remoteEngineFor(ctx context.Context, app application) (*engine.Engine, error) {
-	ref := app.spec().KubeConfig
-	secret := types.NamespacedName{Namespace: app.object().GetNamespace(), Name: ref.SecretRef.Name}
-	data, err := r.kubeConfigData(ctx, secret, ref.SecretRef.Key)
-	if err != nil {
-		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, err)
-	}
-	cfg, err := remoteConfig(data, r.remoteServers(), r.remoteProxy())
-	if err != nil {
-		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, fmt.Errorf("kubeconfig in Secret %s: %w", secret, err))
-	}
-	sum := sha256.Sum256(data)
-	key := remoteKey{secret: secret, hash: hex.EncodeToString(sum[:])}
-	cluster, err := r.remoteCluster(ctx, app.owner(), key, cfg)
-	if err != nil {
-		return nil, reconcile.Failed(kustomizev1.RemoteClusterUnreachableReason, fmt.Errorf("cluster of the kubeconfig in Secret %s (%s): %w", secret, cfg.Host, err))
-	}
-	sa, ok := serviceAccountOf(app, r.DefaultServiceAccount)
-	if !ok {
-		return cluster.engine, nil
-	}
-	c, err := r.remotes.impersonatingClient(cluster, UserName(sa), r.Client)
-	if err != nil {
-		return nil, reconcile.Failed(kustomizev1.KubeConfigInvalidReason, err)
-	}
-	return cluster.engine.As(UserName(sa), c), nil
-}
-
 // kubeConfigData reads the kubeconfig from the Secret: the key when named,
 // else the first of defaultKubeConfigKeys present.
-func (r *Syncer) kubeConfigData(ctx context.Context, name types.NamespacedName, key string) ([]byte, error) {
+func kubeConfigData(ctx context.Context, reader client.Reader, name types.NamespacedName, key string) ([]byte, error) {
 	var secret corev1.Secret
-	if err := r.reader().Get(ctx, name, &secret); err != nil {
+	if err := reader.Get(ctx, name, &secret); err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig Secret %s: %w", name, err)
 	}
 	keys := defaultKubeConfigKeys
@@ -200,7 +81,7 @@ func (r *Syncer) kubeConfigData(ctx context.Context, name types.NamespacedName, 
 // proxy, no TLS verification turned off — with sync-controller's timeouts,
 // its address policy (remoteServers) and a bound on every answer
 // (boundedTransport). proxy is the proxy of every request: noProxy unless
-// --remote-cluster-proxy-from-environment (Syncer.remoteProxy).
+// --remote-cluster-proxy-from-environment (Resolver.remoteProxy).
 func remoteConfig(data []byte, servers netguard.Policy, proxy func(*http.Request) (*url.URL, error)) (*rest.Config, error) {
 	kc, err := clientcmd.Load(data)
 	if err != nil {
@@ -230,7 +111,7 @@ func remoteConfig(data []byte, servers netguard.Policy, proxy func(*http.Request
 		BearerToken: parsed.BearerToken,
 		Username:    parsed.Username,
 		Password:    parsed.Password,
-		UserAgent:   ControllerName,
+		UserAgent:   userAgent,
 		Timeout:     remoteRequestTimeout,
 		Dial:        dialer.DialContext,
 		// Without a Proxy, client-go would take the proxy environment
@@ -249,7 +130,7 @@ func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 // environment's with --remote-cluster-proxy-from-environment (where the
 // remote clusters are reachable only through a proxy; the proxy, not
 // sync-controller, then decides where a kubeconfig's server may be).
-func (r *Syncer) remoteProxy() func(*http.Request) (*url.URL, error) {
+func (r *Resolver) remoteProxy() func(*http.Request) (*url.URL, error) {
 	if r.RemoteClusterProxyFromEnvironment {
 		return http.ProxyFromEnvironment
 	}
@@ -260,7 +141,7 @@ func (r *Syncer) remoteProxy() func(*http.Request) (*url.URL, error) {
 // node's and the cloud's own services (link-local, instance metadata), and
 // loopback only with --allow-loopback-kubeconfig-servers. Private ranges
 // are allowed: that is where clusters are.
-func (r *Syncer) remoteServers() netguard.Policy {
+func (r *Resolver) remoteServers() netguard.Policy {
 	return netguard.Policy{AllowPrivate: true, AllowLoopback: r.AllowLoopbackKubeConfigServers, LoopbackFlag: "--allow-loopback-kubeconfig-servers"}
 }
 
@@ -316,75 +197,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// remoteCluster returns the connection of key, creating it on first use,
-// and records that owner uses it (releasing the one it used before).
-// Creating one checks that the cluster answers an authenticated request
-// (its API groups), then starts its watcher; a failure keeps nothing, so
-// the next reconcile tries again.
-func (r *Syncer) remoteCluster(ctx context.Context, owner manage.Owner, key remoteKey, cfg *rest.Config) (*remoteCluster, error) {
-	rc := &r.remotes
-	for {
-		rc.mu.Lock()
-		if prev, ok := rc.users[owner]; ok && prev != key {
-			rc.releaseLocked(owner)
-		}
-		if c, ok := rc.clusters[key]; ok {
-			rc.users[owner] = key
-			rc.mu.Unlock()
-			return c, nil
-		}
-		if p, ok := rc.connecting[key]; ok {
-			// Someone is connecting to this cluster: wait for that one
-			// attempt rather than making a second.
-			rc.mu.Unlock()
-			select {
-			case <-p.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if p.err != nil {
-				return nil, p.err
-			}
-			continue // now connected: take it as its user
-		}
-		// Connected outside the lock, which every reconcile takes
-		// (release): a tenant's slow server must hold up only the
-		// objects that target it.
-		p := &pendingConnect{done: make(chan struct{})}
-		if rc.connecting == nil {
-			rc.connecting = map[remoteKey]*pendingConnect{}
-		}
-		rc.connecting[key] = p
-		rc.mu.Unlock()
-
-		c, err := r.connect(ctx, cfg, key.secret.Namespace)
-
-		rc.mu.Lock()
-		delete(rc.connecting, key)
-		if err == nil {
-			if rc.clusters == nil {
-				rc.clusters, rc.users = map[remoteKey]*remoteCluster{}, users[remoteKey]{}
-			}
-			rc.clusters[key] = c
-			rc.users[owner] = key
-		}
-		p.err = err
-		close(p.done)
-		rc.mu.Unlock()
-		return c, err
-	}
-}
-
-// pendingConnect is a connection to a remote cluster being made; done
-// closes when it is made or failed (err).
-type pendingConnect struct {
-	done chan struct{}
-	err  error
-}
-
 // connect builds the client, REST mapper, watcher and engine of a remote
-// cluster and starts the watcher; it runs until the cluster is released.
-func (r *Syncer) connect(ctx context.Context, cfg *rest.Config, ownersNamespace string) (*remoteCluster, error) {
+// cluster from local's, and starts the watcher; it runs until the
+// connection is dropped (Clients).
+func connect(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, local *engine.Engine, ownersNamespace string) (*remote, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -411,19 +227,18 @@ func (r *Syncer) connect(ctx context.Context, cfg *rest.Config, ownersNamespace 
 	if err != nil {
 		return nil, err
 	}
-	scheme := r.Client.Scheme()
 	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
 	if err != nil {
 		return nil, err
 	}
 	watchCfg := rest.CopyConfig(cfg)
 	watchCfg.Timeout = 0
-	w, err := r.Engine.Watcher().ForCluster(watchCfg, scheme, mapper, ownersNamespace)
+	w, err := local.Watcher().ForCluster(watchCfg, scheme, mapper, ownersNamespace)
 	if err != nil {
 		return nil, err
 	}
 	// The watcher outlives the reconcile that created it: it is stopped
-	// by release, not by the reconcile's context.
+	// by Clients when no object uses it, not by the reconcile's context.
 	runCtx, stop := context.WithCancel(context.Background())
 	go func() { _ = w.Start(runCtx) }()
 	waitCtx, cancel := context.WithTimeout(ctx, remoteRequestTimeout)
@@ -432,26 +247,5 @@ func (r *Syncer) connect(ctx context.Context, cfg *rest.Config, ownersNamespace 
 		stop()
 		return nil, errors.New("the watch of the remote cluster did not start")
 	}
-	return &remoteCluster{
-		config: cfg, mapper: mapper, engine: r.Engine.ForCluster(c, mapper, w), stop: stop,
-		impersonating: map[string]client.Client{},
-	}, nil
-}
-
-// impersonatingClient returns cluster's client acting as user, creating it
-// on first use.
-func (rc *remoteClusters) impersonatingClient(cluster *remoteCluster, user string, local client.Client) (client.Client, error) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if c, ok := cluster.impersonating[user]; ok {
-		return c, nil
-	}
-	cfg := rest.CopyConfig(cluster.config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: local.Scheme(), Mapper: cluster.mapper})
-	if err != nil {
-		return nil, fmt.Errorf("building a client for %s in the remote cluster: %w", user, err)
-	}
-	cluster.impersonating[user] = c
-	return c, nil
+	return &remote{config: cfg, mapper: mapper, engine: local.ForCluster(c, mapper, w), stop: stop}, nil
 }

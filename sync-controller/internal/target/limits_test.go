@@ -1,4 +1,4 @@
-package controller
+package target
 
 import (
 	"encoding/pem"
@@ -71,7 +71,7 @@ func TestKubeConfigServersOnRefusedAddresses(t *testing.T) {
 		}
 		return data
 	}
-	groups := func(r *Syncer, server string) error {
+	groups := func(r *Resolver, server string) error {
 		cfg, err := remoteConfig(kubeconfig(server), r.remoteServers(), r.remoteProxy())
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func TestKubeConfigServersOnRefusedAddresses(t *testing.T) {
 		return err
 	}
 	g := NewWithT(t)
-	strict, loopback := &Syncer{}, &Syncer{AllowLoopbackKubeConfigServers: true}
+	strict, loopback := &Resolver{}, &Resolver{AllowLoopbackKubeConfigServers: true}
 	g.Expect(groups(strict, srv.URL)).To(MatchError(ContainSubstring("refused: loopback (--allow-loopback-kubeconfig-servers allows it)")))
 	g.Expect(groups(loopback, srv.URL)).To(Succeed())
 	for _, server := range []string{"https://169.254.169.254", "https://[fd00:ec2::254]", "https://100.100.100.200:443"} {
