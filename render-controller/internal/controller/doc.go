@@ -70,6 +70,11 @@
 //  8. announce: Rendered=True with the object count and revision, and a
 //     Rendered event for a new artifact or the same one after a failure.
 //
+// Store and announce, the status write and the clean-up of a deleted
+// object's render are the same for both kinds and live in
+// internal/rendered; each reconciler passes in what is its own (the
+// revision, the metadata, the message, the part of status it owns).
+//
 // The steps run in pkg/reconcile's skeleton as a partial controller: it
 // summarizes the outcome into Rendered alone (sync-controller owns Ready,
 // Reconciling, Stalled and observedGeneration), logs failures at error

@@ -47,6 +47,7 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
+	"plumb.dev/render-controller/internal/rendered"
 )
 
 // Indexes of HelmReleases: by "<namespace>/<name>" of the HelmChart they
@@ -102,9 +103,10 @@ type HelmReleaseReconciler struct {
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
 	rendererOnce sync.Once
+	// store stores, announces and forgets the renders (internal/rendered).
+	storeOnce sync.Once
+	store     *rendered.Store
 
-	// announced is the render last announced per object.
-	announced announcements
 	// held are the inputs whose render passed a limit, not tried again
 	// before their backoff.
 	held limitHolds
@@ -253,15 +255,23 @@ type helmState struct {
 // watched).
 func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
 	r.skeletonOnce.Do(func() {
-		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "chart version",
-			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk = renderSkeleton(r.Client, r.renders(), "chart version",
+			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
 		r.sk.DefaultReason = meta.FailedReason
-		r.sk.WriteStatus = r.applyStatus
 		r.sk.Interval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.Suspended = func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend }
 	})
 	return r.sk
+}
+
+// renders is the store of HelmRelease renders, made on first use from
+// Storage, Events and Metrics.
+func (r *HelmReleaseReconciler) renders() *rendered.Store {
+	r.storeOnce.Do(func() {
+		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
+	})
+	return r.store
 }
 
 // Reconcile runs the steps chart, source, values, capabilities, cache,
@@ -292,12 +302,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		plumbreconcile.Bind("store", r.reconcileHelmStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileHelmAnnounce, obj, st),
 	)
-	// A failure (not a wait for the chart) makes the next good render news
-	// again, even when it is the one announced before it.
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
-		r.announce(obj, "")
-	}
+	r.renders().Reconciled(obj)
 	return result, err
 }
 
@@ -609,12 +614,8 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
-		msg := fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
-			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision)
-		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-		if st.recovered && r.announce(obj, a.Digest+"@"+a.Revision) {
-			r.recordRendered(obj, msg, "")
-		}
+		r.renders().Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
+			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.recovered, renderedEvent(a, ""))
 	}
 	return plumbreconcile.ErrStop
 }
@@ -726,123 +727,72 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	return nil
 }
 
-// reconcileHelmStore writes the manifests to
-// helmrelease/<ns>/<name>/<digest>.yaml, sets status.renderedArtifact
-// (revision: the chart version; metadata: chart name, chart version,
-// config digest and inputs digest) and keeps the newest
-// --artifact-retention-records files. Sets Rendered=False (ArtifactFailed)
-// when storing fails.
+// reconcileHelmStore stores the manifests as obj's rendered artifact
+// (rendered.Store: helmrelease/<ns>/<name>/<digest>.yaml, revision the
+// chart version, metadata chart name, chart version, config digest and
+// inputs digest, the newest --artifact-retention-records files kept). Sets
+// Rendered=False (ArtifactFailed) when storing fails.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	ref := helmStorageRef(client.ObjectKeyFromObject(obj))
 	res := st.result
-	digest := res.Digest
-	md := map[string]string{
-		helmv2.ArtifactChartNameKey:    res.ChartName,
-		helmv2.ArtifactChartVersionKey: res.ChartVersion,
-		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
-		helmv2.ArtifactInputsDigestKey: st.inputs,
+	a, isNew, err := r.renders().Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
+		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion,
+		Metadata: map[string]string{
+			helmv2.ArtifactChartNameKey:    res.ChartName,
+			helmv2.ArtifactChartVersionKey: res.ChartVersion,
+			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+			helmv2.ArtifactInputsDigestKey: st.inputs,
+		},
+	})
+	if err != nil {
+		return err
 	}
-	prev := obj.Status.RenderedArtifact
-	if prev.HasDigest(digest) && prev.HasRevision(res.ChartVersion) && r.Storage.Verify(prev) == nil {
-		// Same bytes of the same chart version: keep the artifact and its
-		// lastUpdateTime; only inputs that render the same changed, if
-		// anything, and the metadata says so.
-		if !maps.Equal(prev.Metadata, md) {
-			a := prev.DeepCopy()
-			a.Metadata = md
-			obj.Status.RenderedArtifact = a
-		}
-	} else {
-		a, err := r.Storage.Store(ctx, ref, hexOf(digest)+".yaml", bytesReader(res.Manifests))
-		if err != nil {
-			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
-		}
-		a.Revision = res.ChartVersion
-		a.Metadata = md
-		obj.Status.RenderedArtifact = a
-		st.newRender = true
-	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
-	}
+	obj.Status.RenderedArtifact = a
+	st.newRender = isNew
 	return nil
 }
 
-// reconcileHelmAnnounce sets Rendered=True with what was rendered and
-// records a Rendered event for a new artifact, or for the same one again
-// after a failure.
+// reconcileHelmAnnounce sets Rendered=True with the object count, chart
+// and version, and records a Rendered event for a new artifact, or for the
+// same one again after a failure (rendered.Announce).
 func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	a := obj.Status.RenderedArtifact
 	n := st.result.Objects
-	msg := fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision)
-	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.recordRendered(obj, msg, fmt.Sprint(n))
-	}
+	r.renders().Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
+		st.newRender || st.recovered, renderedEvent(a, fmt.Sprint(n)))
 	return nil
 }
 
-// recordRendered records the Rendered event of obj's render; objects is
-// its object count, when known.
-func (r *HelmReleaseReconciler) recordRendered(obj *helmv2.HelmRelease, msg, objects string) {
-	a := obj.Status.RenderedArtifact
-	md := map[string]string{
-		"digest": a.Digest, "url": a.URL,
-		helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey],
-	}
+// renderedEvent is the metadata a HelmRelease's Rendered event adds to
+// the artifact's digest and url: its config digest, and its object count
+// when known.
+func renderedEvent(a *meta.Artifact, objects string) map[string]string {
+	md := map[string]string{helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey]}
 	if objects != "" {
 		md["objects"] = objects
 	}
-	r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
-		events.WithRevision(a.Revision), events.WithMetadata(md))
+	return md
 }
 
 // helmOwnedStatus is the part of a HelmRelease's status this controller
-// owns.
-type helmOwnedStatus struct {
-	Artifact  *meta.Artifact
-	HelmChart string
-	Rendered  *metav1.Condition
-}
-
-func helmRenderedStatus(obj *helmv2.HelmRelease) helmOwnedStatus {
-	s := helmOwnedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy(), HelmChart: obj.Status.HelmChart}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		s.Rendered = c.DeepCopy()
-	}
-	return s
-}
-
-// applyStatus server-side-applies status.renderedArtifact,
-// status.helmChart and the Rendered condition as plumb-render, and nothing
-// else, when they changed.
-func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *helmv2.HelmRelease) error {
-	if apiequality.Semantic.DeepEqual(helmRenderedStatus(obj), helmRenderedStatus(stored)) {
-		return nil
-	}
-	owned := helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
+// owns: status.renderedArtifact, status.helmChart and the Rendered
+// condition.
+func helmOwnedStatus(obj *helmv2.HelmRelease) any {
+	owned := &helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	return applyOwnedStatus(ctx, r.Client, obj, &owned)
+	return owned
 }
 
-// announce records that the render is the one announced for obj and
-// reports whether it was not already.
-func (r *HelmReleaseReconciler) announce(obj *helmv2.HelmRelease, render string) bool {
-	return r.announced.first(client.ObjectKeyFromObject(obj), render)
-}
-
-// forget drops what is kept for a deleted object: its memory entries,
-// metric series and artifact folder.
+// forget drops what is kept for a deleted object: the digest of its
+// HelmChart, its limit hold, announcement, metric series and artifact
+// folder.
 func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.charts, key)
 	r.mu.Unlock()
-	r.announced.forget(key)
 	r.held.forget(key)
-	r.Metrics.Forget(key.Namespace, key.Name)
-	_ = r.Storage.Remove(helmStorageRef(key))
+	r.renders().Forget(key)
 }
 
 func (r *HelmReleaseReconciler) count(key types.NamespacedName) *helmCounters {
@@ -883,10 +833,6 @@ func parseKey(s string) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-func helmStorageRef(key types.NamespacedName) artifact.Ref {
-	return artifact.Ref{Kind: helmv2.HelmReleaseKind, Namespace: key.Namespace, Name: key.Name}
 }
 
 func defaulted(d, def time.Duration) time.Duration {

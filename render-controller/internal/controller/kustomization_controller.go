@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +29,7 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
+	"plumb.dev/render-controller/internal/rendered"
 	"plumb.dev/render-controller/internal/sourcetree"
 )
 
@@ -54,6 +54,9 @@ type KustomizationReconciler struct {
 
 	skeletonOnce sync.Once
 	sk           *plumbreconcile.Controller[*kustomizev1.Kustomization]
+	// store stores, announces and forgets the renders (internal/rendered).
+	storeOnce sync.Once
+	store     *rendered.Store
 
 	// HTTPClient downloads source artifacts; nil is a client with a 5
 	// minute timeout.
@@ -99,8 +102,6 @@ type KustomizationReconciler struct {
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
 	uids    map[types.NamespacedName]types.UID
-	// announced is the render last announced per object.
-	announced announcements
 	// held are the inputs whose render passed a limit, not tried again
 	// before their backoff.
 	held limitHolds
@@ -199,10 +200,9 @@ const Finalizer = "render.plumb.dev/finalizer"
 // every failure message says which render is still served.
 func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomizev1.Kustomization] {
 	r.skeletonOnce.Do(func() {
-		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "revision",
-			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+		r.sk = renderSkeleton(r.Client, r.renders(), "revision",
+			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
 		r.sk.DefaultReason = meta.ArtifactFailedReason
-		r.sk.WriteStatus = r.applyStatus
 		r.sk.Interval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.RetryInterval = func(obj *kustomizev1.Kustomization) time.Duration { return obj.GetRetryInterval().Duration }
 		r.sk.Suspended = func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend }
@@ -211,6 +211,15 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 		r.sk.Finalizer.Retired = true
 	})
 	return r.sk
+}
+
+// renders is the store of Kustomization renders, made on first use from
+// Storage, Events and Metrics.
+func (r *KustomizationReconciler) renders() *rendered.Store {
+	r.storeOnce.Do(func() {
+		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
+	})
+	return r.store
 }
 
 // Reconcile runs the steps source, variables, decryption, cache, download, build,
@@ -248,12 +257,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		plumbreconcile.Bind("store", r.reconcileStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileAnnounce, obj, st),
 	)
-	// A failure (not a wait for the source) makes the next good render
-	// news again, even when it is the one announced before it.
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
-		r.announce(obj, "")
-	}
+	r.renders().Reconciled(obj)
 	return result, err
 }
 
@@ -433,95 +437,49 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 	return nil
 }
 
-// reconcileStore writes the manifests to kustomization/<ns>/<name>/<digest>.yaml,
-// sets status.renderedArtifact (revision: the source revision), records a
-// Rendered event for a new digest or revision, keeps the newest
-// --artifact-retention-records files and remembers the cache key. Sets
-// Rendered=False (ArtifactFailed) when storing fails.
+// reconcileStore stores the manifests as obj's rendered artifact
+// (rendered.Store: kustomization/<ns>/<name>/<digest>.yaml, revision the
+// source revision, the newest --artifact-retention-records files kept)
+// and remembers the cache key. Sets Rendered=False (ArtifactFailed) when
+// storing fails.
 func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	ref := storageRef(obj)
-	revision := st.source.Revision
-	prev := obj.Status.RenderedArtifact
-	if prev.HasDigest(st.result.Digest) && prev.HasRevision(revision) && r.Storage.Verify(prev) == nil {
-		// Same bytes from the same revision: keep the artifact and its
-		// lastUpdateTime, so status does not change.
-		// (obj.Status.RenderedArtifact stays prev.)
-	} else {
-		a, err := r.Storage.Store(ctx, ref, hexOf(st.result.Digest)+".yaml", bytesReader(st.result.Manifests))
-		if err != nil {
-			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
-		}
-		a.Revision = revision
-		obj.Status.RenderedArtifact = a
-		st.newRender = true
+	key := client.ObjectKeyFromObject(obj)
+	a, isNew, err := r.renders().Store(ctx, key, obj.Status.RenderedArtifact, rendered.Render{
+		Manifests: st.result.Manifests, Digest: st.result.Digest, Revision: st.source.Revision,
+	})
+	if err != nil {
+		return err
 	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
-	}
+	obj.Status.RenderedArtifact = a
+	st.newRender = isNew
 	r.cacheMu.Lock()
 	if r.cache == nil {
 		r.cache = map[types.NamespacedName]string{}
 	}
-	r.cache[client.ObjectKeyFromObject(obj)] = st.key
+	r.cache[key] = st.key
 	r.cacheMu.Unlock()
 	return nil
 }
 
-// reconcileAnnounce sets Rendered=True with what was rendered and records
-// a Rendered event for a new artifact, or for the same one again after a
-// failure (a fixed substituteFrom object): either is news for whoever got
-// the alert. announce keeps a reconcile that runs on a cached copy older
-// than its own status write from announcing one render twice.
+// reconcileAnnounce sets Rendered=True with the object count and revision,
+// and records a Rendered event (with the count in metadata) for a new
+// artifact, or for the same one again after a failure (rendered.Announce).
 func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := obj.Status.RenderedArtifact
 	n := len(st.result.Objects)
-	msg := fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision)
-	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
-			events.WithRevision(a.Revision),
-			events.WithMetadata(map[string]string{
-				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,
-			}))
-	}
+	r.renders().Announce(obj, a, fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision),
+		st.newRender || st.recovered, map[string]string{"objects": fmt.Sprint(n)})
 	return nil
 }
 
-// ownedStatus is the part of status this controller owns (exported fields:
-// the semantic comparison walks them by reflection).
-type ownedStatus struct {
-	Artifact *meta.Artifact
-	Rendered *metav1.Condition
-}
-
-// renderedStatus copies the owned part of obj's status.
-func renderedStatus(obj *kustomizev1.Kustomization) ownedStatus {
-	s := ownedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy()}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		s.Rendered = c.DeepCopy()
-	}
-	return s
-}
-
-// applyStatus server-side-applies status.renderedArtifact and the Rendered
-// condition as plumb-render, and nothing else: the conditions list merges
-// by type, so sync-controller's conditions and fields stay as they are.
-// Nothing is written when they are as stored.
-func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj, stored *kustomizev1.Kustomization) error {
-	if apiequality.Semantic.DeepEqual(renderedStatus(obj), renderedStatus(stored)) {
-		return nil
-	}
-	owned := kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
+// ownedStatus is the part of a Kustomization's status this controller
+// owns: status.renderedArtifact and the Rendered condition.
+func ownedStatus(obj *kustomizev1.Kustomization) any {
+	owned := &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	return applyOwnedStatus(ctx, r.Client, obj, &owned)
-}
-
-// announce records that the render is the one announced for obj and
-// reports whether it was not already.
-func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, render string) bool {
-	return r.announced.first(client.ObjectKeyFromObject(obj), render)
+	return owned
 }
 
 // replaced records obj's UID as the one reconciled under its name and
@@ -538,17 +496,15 @@ func (r *KustomizationReconciler) replaced(obj *kustomizev1.Kustomization) bool 
 	return ok && prev != obj.UID
 }
 
-// forget drops what is kept for a deleted object: its cache entry, metric
-// series and artifact folder.
+// forget drops what is kept for a deleted object: its cache entry, limit
+// hold, announcement, metric series and artifact folder.
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
 	delete(r.uids, key)
 	r.cacheMu.Unlock()
-	r.announced.forget(key)
 	r.held.forget(key)
-	r.Metrics.Forget(key.Namespace, key.Name)
-	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
+	r.renders().Forget(key)
 }
 
 func (r *KustomizationReconciler) count(key types.NamespacedName) *counters {
@@ -609,8 +565,4 @@ func sourceKey(obj *kustomizev1.Kustomization) types.NamespacedName {
 		ns = obj.Namespace
 	}
 	return types.NamespacedName{Namespace: ns, Name: obj.Spec.SourceRef.Name}
-}
-
-func storageRef(obj *kustomizev1.Kustomization) artifact.Ref {
-	return artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: obj.Namespace, Name: obj.Name}
 }
