@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -100,28 +99,12 @@ type HelmReleaseReconciler struct {
 	// (tests).
 	Renderer *renderworker.Pool
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
-	rendererOnce sync.Once
-	// store stores, announces and forgets the renders (internal/rendered).
-	storeOnce sync.Once
-	store     *rendered.Store
-
-	// held are the inputs whose render passed a limit, not tried again
-	// before their backoff.
-	held limitHolds
+	renderKind[*helmv2.HelmRelease]
 
 	mu sync.Mutex
 	// charts maps it to the digest of the HelmChart it last applied.
 	charts map[types.NamespacedName]string
-
-	defaultClientOnce sync.Once
-	defaultClient     *http.Client
-
-	counters sync.Map // types.NamespacedName -> *helmCounters
 }
-
-type helmCounters struct{ reconciles, renders atomic.Int64 }
 
 // SetupWithManager registers the reconciler: HelmReleases on creation, spec
 // change and requestedAt annotation (not on the move from install to
@@ -247,31 +230,23 @@ type helmState struct {
 	recovered bool
 }
 
-// skeleton is this controller's use of pkg/reconcile, a partial controller
-// as for Kustomizations: Rendered speaks for the result; sync-controller
-// owns Ready, Reconciling, Stalled and observedGeneration. HelmRelease has
-// no retryInterval: a failure is retried after spec.interval (a watched
+// kind sets up, on first use, what this reconciler shares with the
+// Kustomization one (renderKind): the store of HelmRelease renders and the
+// skeleton, a partial controller as for Kustomizations. HelmRelease has no
+// retryInterval: a failure is retried after spec.interval (a watched
 // HelmChart or ConfigMap that changes comes sooner; a Secret is not
 // watched).
-func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
-	r.skeletonOnce.Do(func() {
-		r.sk = renderSkeleton(r.Client, r.renders(), "chart version",
+func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
+	r.once.Do(func() {
+		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
+		r.sk = renderSkeleton(r.Client, r.store, "chart version",
 			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
 		r.sk.DefaultReason = meta.FailedReason
 		r.sk.Interval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 		r.sk.Suspended = func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend }
 	})
-	return r.sk
-}
-
-// renders is the store of HelmRelease renders, made on first use from
-// Storage, Events and Metrics.
-func (r *HelmReleaseReconciler) renders() *rendered.Store {
-	r.storeOnce.Do(func() {
-		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
-	})
-	return r.store
+	return &r.renderKind
 }
 
 // Reconcile runs the steps chart, source, values, capabilities, cache,
@@ -279,19 +254,11 @@ func (r *HelmReleaseReconciler) renders() *rendered.Store {
 // an up-to-date cache.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &helmv2.HelmRelease{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	r.count(req.NamespacedName).reconciles.Add(1)
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, nil); !ok {
 		return ctrl.Result{}, err
 	}
-
 	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
-	result, err := r.skeleton().Run(ctx, obj,
+	return r.run(ctx, obj,
 		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
 		plumbreconcile.Bind("source", r.reconcileChartSource, obj, st),
 		plumbreconcile.Bind("values", r.reconcileValues, obj, st),
@@ -302,8 +269,6 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		plumbreconcile.Bind("store", r.reconcileHelmStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileHelmAnnounce, obj, st),
 	)
-	r.renders().Reconciled(obj)
-	return result, err
 }
 
 // finalize deletes the HelmChart this HelmRelease owns and its rendered
@@ -548,7 +513,7 @@ func (r *HelmReleaseReconciler) reconcileChartSource(ctx context.Context, obj *h
 }
 
 func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
-	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, 10*time.Second),
+	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, defaultDependencyRequeue),
 		fmt.Errorf("waiting for HelmChart %s: %s", st.chartKey, why))
 }
 
@@ -614,7 +579,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
-		r.renders().Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
+		r.store.Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
 			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.recovered, renderedEvent(a, ""))
 	}
 	return plumbreconcile.ErrStop
@@ -664,7 +629,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-		Client:   r.httpClient(),
+		Client:   r.httpClient(r.HTTPClient),
 		MaxSize:  r.helmLimits().MaxArchiveBytes,
 		Attempts: r.DownloadAttempts,
 		Backoff:  r.DownloadBackoff,
@@ -677,16 +642,6 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	return nil
 }
 
-// renderer is Renderer, or a pool of its own when it is nil (tests).
-func (r *HelmReleaseReconciler) renderer() *renderworker.Pool {
-	r.rendererOnce.Do(func() {
-		if r.Renderer == nil {
-			r.Renderer = renderworker.NewPool(renderworker.Options{})
-		}
-	})
-	return r.Renderer
-}
-
 // reconcileRender renders the chart with pkg/helmrender in a render worker
 // (pkg/renderworker: its own process with hard memory, CPU and file
 // limits, killed at --render-timeout): release name and namespace, the
@@ -696,35 +651,30 @@ func (r *HelmReleaseReconciler) renderer() *renderworker.Pool {
 // template error); a LimitExceeded is not tried again for the same inputs
 // until its backoff has passed (limitHolds).
 func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	key := client.ObjectKeyFromObject(obj)
-	if err := r.held.check(key, st.inputs); err != nil {
-		return err
-	}
-	r.count(key).renders.Add(1)
-	r.Metrics.Worked(obj.Namespace, obj.Name)
-	ctx, cancel := context.WithTimeout(ctx, defaulted(r.RenderTimeout, DefaultRenderTimeout))
-	defer cancel()
-	res, err := r.renderer().Helm(ctx, st.archive, helmrender.Options{
-		ReleaseName:   obj.GetReleaseName(),
-		Namespace:     obj.GetReleaseNamespace(),
-		Values:        st.values,
-		Capabilities:  st.caps,
-		IsInstall:     st.installing,
-		CRDs:          st.crds,
-		PostRenderers: obj.Spec.PostRenderers,
-		Limits:        r.helmLimits(),
-	})
+	res, err := runRender(ctx, r.kind(), obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
+			res, err := r.renderer(r.Renderer).Helm(ctx, st.archive, helmrender.Options{
+				ReleaseName:   obj.GetReleaseName(),
+				Namespace:     obj.GetReleaseNamespace(),
+				Values:        st.values,
+				Capabilities:  st.caps,
+				IsInstall:     st.installing,
+				CRDs:          st.crds,
+				PostRenderers: obj.Spec.PostRenderers,
+				Limits:        r.helmLimits(),
+			})
+			if err != nil {
+				// A template's fail, tpl or include, or a schema, may quote
+				// a value: Secret values never reach the status, events or
+				// logs.
+				err = &render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
+					st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))}
+			}
+			return res, err
+		})
 	st.archive = nil
-	if err != nil {
-		// A template's fail, tpl or include, or a schema, may quote a
-		// value: Secret values never reach the status, events or logs.
-		return r.held.failed(key, st.inputs, obj.Spec.Interval.Duration, obj.Spec.Interval.Duration,
-			&render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
-				st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))})
-	}
-	r.held.forget(key)
 	st.result = res
-	return nil
+	return err
 }
 
 // reconcileHelmStore stores the manifests as obj's rendered artifact
@@ -734,7 +684,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 // Rendered=False (ArtifactFailed) when storing fails.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	res := st.result
-	a, isNew, err := r.renders().Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
+	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
 		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion,
 		Metadata: map[string]string{
 			helmv2.ArtifactChartNameKey:    res.ChartName,
@@ -757,7 +707,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	a := obj.Status.RenderedArtifact
 	n := st.result.Objects
-	r.renders().Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
+	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
 		st.newRender || st.recovered, renderedEvent(a, fmt.Sprint(n)))
 	return nil
 }
@@ -785,36 +735,12 @@ func helmOwnedStatus(obj *helmv2.HelmRelease) any {
 }
 
 // forget drops what is kept for a deleted object: the digest of its
-// HelmChart, its limit hold, announcement, metric series and artifact
-// folder.
+// HelmChart, and what renderKind.forget drops.
 func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.charts, key)
 	r.mu.Unlock()
-	r.held.forget(key)
-	r.renders().Forget(key)
-}
-
-func (r *HelmReleaseReconciler) count(key types.NamespacedName) *helmCounters {
-	c, _ := r.counters.LoadOrStore(key, &helmCounters{})
-	return c.(*helmCounters)
-}
-
-// Renders returns how many renders ran for the object (for tests).
-func (r *HelmReleaseReconciler) Renders(key types.NamespacedName) int64 {
-	return r.count(key).renders.Load()
-}
-
-// httpClient has a transport of its own: the process's default transport
-// refuses everything (render.LockDownProcess).
-func (r *HelmReleaseReconciler) httpClient() *http.Client {
-	if r.HTTPClient != nil {
-		return r.HTTPClient
-	}
-	r.defaultClientOnce.Do(func() {
-		r.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
-	})
-	return r.defaultClient
+	r.kind().forget(key)
 }
 
 // helmChartKey names the HelmChart a HelmRelease renders.
@@ -833,13 +759,6 @@ func parseKey(s string) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-func defaulted(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // helmLimits are HelmLimits with the render limits and the defaults in
