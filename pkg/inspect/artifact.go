@@ -194,8 +194,7 @@ func (f *ArtifactFetcher) fetch(ctx context.Context, a *meta.Artifact) ([]*unstr
 }
 
 // renderedFile is the file name render-controller stores a render under:
-// the hex of its digest (render-controller/internal/controller,
-// reconcileStore).
+// the hex of its digest (render-controller/internal/rendered, Store).
 var renderedFile = regexp.MustCompile(`^[0-9a-f]{64}\.yaml$`)
 
 // renderedKinds are the storage folders of rendered artifacts

@@ -164,7 +164,7 @@ func TestAClusterThatLosesAServerInABurstDeliversEveryEventOnce(t *testing.T) {
 	g.Expect(p.Len()).To(BeZero())
 
 	// Reconnected by themselves, to a server that is still there.
-	c := d.conn.Load()
+	c := d.stream.conn.Load()
 	g.Expect(c.IsConnected()).To(BeTrue())
 	g.Expect(c.ConnectedServerName()).NotTo(Equal(lost.Name()))
 	g.Eventually(func() int { return cluster.serverOf("sync-controller") }).Should(And(Not(Equal(-1)), Not(Equal(target))))

@@ -4,6 +4,22 @@
 // one delivery per matching Alert on its Provider's queue; package notifier
 // sends it.
 //
+// The package is split by what it does, each part a type or set of files
+// that knows nothing of the others, joined by the Dispatcher's routing
+// (dispatcher.go):
+//
+//   - consuming (consume.go, stream): the durable pull consumer, the
+//     events in flight and kept alive, and their end — acknowledged with
+//     the server's confirmation, terminated, handed back, or set aside at
+//     shutdown and handed back in stream order;
+//   - configuration (configs.go, configs; match.go, Matcher): the Alerts
+//     an event matches, read from the manager's cache with the involved
+//     object's labels, and each Provider's notifier, its Secret read at
+//     most once per ten seconds;
+//   - delivering (deliver.go, queue.go, ratelimit.go): one FIFO queue per
+//     Provider, the retries with backoff within the Provider's timeout, the
+//     rate limit and the memory of what each provider took.
+//
 // Guarantees, and how they are kept:
 //
 //   - Nothing is lost: an event is acknowledged only after every matching

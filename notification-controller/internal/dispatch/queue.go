@@ -46,9 +46,9 @@ func (d *Dispatcher) done(p *pending, delivered bool) {
 	switch {
 	case !last:
 	case interrupted:
-		d.setAside(p.msg)
+		d.stream.setAside(p.msg)
 	default:
-		d.settle(p.msg, outcome{ack: true})
+		d.stream.settle(p.msg, outcome{ack: true})
 	}
 }
 

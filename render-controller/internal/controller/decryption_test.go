@@ -73,7 +73,7 @@ func TestSOPSSecretsRenderDecryptedAndBadKeysKeepTheLastRender(t *testing.T) {
 	g.Expect(k8s.Update(ctx, &secret)).To(Succeed())
 	requestReconcile(t, ns, "app")
 	ks = waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.DecryptionFailedReason)
-	msg := rendered(ks).Message
+	msg := renderedCondition(ks).Message
 	g.Expect(msg).To(ContainSubstring("no key of Secret " + ns + "/sops-keys decrypts it"))
 	g.Expect(msg).To(ContainSubstring("db.env"))
 	g.Expect(msg).To(ContainSubstring(pgpKey.Fingerprint))
@@ -113,8 +113,8 @@ func TestDecryptionSecretsThatCannotBeUsedFailTheRender(t *testing.T) {
 				s.Decryption = &kustomizev1.Decryption{Provider: kustomizev1.DecryptionProviderSOPS, SecretRef: &meta.LocalObjectReference{Name: "keys"}}
 			})
 			ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.DecryptionFailedReason)
-			g.Expect(rendered(ks).Message).To(ContainSubstring(strings.ReplaceAll(tc.want, "%s", ns)))
-			g.Expect(rendered(ks).Message).NotTo(ContainSubstring("XYZ"))
+			g.Expect(renderedCondition(ks).Message).To(ContainSubstring(strings.ReplaceAll(tc.want, "%s", ns)))
+			g.Expect(renderedCondition(ks).Message).NotTo(ContainSubstring("XYZ"))
 		})
 	}
 }

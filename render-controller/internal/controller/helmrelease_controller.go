@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -47,6 +46,7 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
+	"plumb.dev/render-controller/internal/rendered"
 )
 
 // Indexes of HelmReleases: by "<namespace>/<name>" of the HelmChart they
@@ -99,27 +99,12 @@ type HelmReleaseReconciler struct {
 	// (tests).
 	Renderer *renderworker.Pool
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*helmv2.HelmRelease]
-	rendererOnce sync.Once
-
-	// announced is the render last announced per object.
-	announced announcements
-	// held are the inputs whose render passed a limit, not tried again
-	// before their backoff.
-	held limitHolds
+	renderKind[*helmv2.HelmRelease]
 
 	mu sync.Mutex
 	// charts maps it to the digest of the HelmChart it last applied.
 	charts map[types.NamespacedName]string
-
-	defaultClientOnce sync.Once
-	defaultClient     *http.Client
-
-	counters sync.Map // types.NamespacedName -> *helmCounters
 }
-
-type helmCounters struct{ reconciles, renders atomic.Int64 }
 
 // SetupWithManager registers the reconciler: HelmReleases on creation, spec
 // change and requestedAt annotation (not on the move from install to
@@ -245,21 +230,21 @@ type helmState struct {
 	recovered bool
 }
 
-// skeleton is this controller's use of pkg/reconcile, a partial controller
-// as for Kustomizations: Rendered speaks for the result; sync-controller
-// owns Ready, Reconciling, Stalled and observedGeneration. HelmRelease has
-// no retryInterval: a failure is retried after spec.interval (a watched
+// kind sets up, on first use, what this reconciler shares with the
+// Kustomization one (renderKind): the store of HelmRelease renders and the
+// skeleton, a partial controller as for Kustomizations. HelmRelease has no
+// retryInterval: a failure is retried after spec.interval (a watched
 // HelmChart or ConfigMap that changes comes sooner; a Secret is not
 // watched).
-func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.HelmRelease] {
-	r.skeletonOnce.Do(func() {
-		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "chart version",
-			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
+	r.once.Do(func() {
+		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
+		r.sk = renderSkeleton(r.Client, r.store, "chart version",
+			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
 		r.sk.DefaultReason = meta.FailedReason
-		r.sk.WriteStatus = r.applyStatus
 		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 	})
-	return r.sk
+	return &r.renderKind
 }
 
 // Reconcile runs the steps chart, source, values, capabilities, cache,
@@ -267,19 +252,11 @@ func (r *HelmReleaseReconciler) skeleton() *plumbreconcile.Controller[*helmv2.He
 // an up-to-date cache.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &helmv2.HelmRelease{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	r.count(req.NamespacedName).reconciles.Add(1)
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, nil); !ok {
 		return ctrl.Result{}, err
 	}
-
 	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
-	result, err := r.skeleton().Run(ctx, obj,
+	return r.run(ctx, obj,
 		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
 		plumbreconcile.Bind("source", r.reconcileChartSource, obj, st),
 		plumbreconcile.Bind("values", r.reconcileValues, obj, st),
@@ -290,13 +267,6 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		plumbreconcile.Bind("store", r.reconcileHelmStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileHelmAnnounce, obj, st),
 	)
-	// A failure (not a wait for the chart) makes the next good render news
-	// again, even when it is the one announced before it.
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
-		r.announce(obj, "")
-	}
-	return result, err
 }
 
 // finalize deletes the HelmChart this HelmRelease owns and its rendered
@@ -541,7 +511,7 @@ func (r *HelmReleaseReconciler) reconcileChartSource(ctx context.Context, obj *h
 }
 
 func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
-	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, 10*time.Second),
+	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, defaultDependencyRequeue),
 		fmt.Errorf("waiting for HelmChart %s: %s", st.chartKey, why))
 }
 
@@ -607,12 +577,8 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
-		msg := fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
-			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision)
-		conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-		if st.recovered && r.announce(obj, a.Digest+"@"+a.Revision) {
-			r.recordRendered(obj, msg, "")
-		}
+		r.store.Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
+			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.recovered, renderedEvent(a, ""))
 	}
 	return plumbreconcile.ErrStop
 }
@@ -661,7 +627,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-		Client:   r.httpClient(),
+		Client:   r.httpClient(r.HTTPClient),
 		MaxSize:  r.helmLimits().MaxArchiveBytes,
 		Attempts: r.DownloadAttempts,
 		Backoff:  r.DownloadBackoff,
@@ -674,16 +640,6 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	return nil
 }
 
-// renderer is Renderer, or a pool of its own when it is nil (tests).
-func (r *HelmReleaseReconciler) renderer() *renderworker.Pool {
-	r.rendererOnce.Do(func() {
-		if r.Renderer == nil {
-			r.Renderer = renderworker.NewPool(renderworker.Options{})
-		}
-	})
-	return r.Renderer
-}
-
 // reconcileRender renders the chart with pkg/helmrender in a render worker
 // (pkg/renderworker: its own process with hard memory, CPU and file
 // limits, killed at --render-timeout): release name and namespace, the
@@ -693,176 +649,96 @@ func (r *HelmReleaseReconciler) renderer() *renderworker.Pool {
 // template error); a LimitExceeded is not tried again for the same inputs
 // until its backoff has passed (limitHolds).
 func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	key := client.ObjectKeyFromObject(obj)
-	if err := r.held.check(key, st.inputs); err != nil {
+	res, err := runRender(ctx, r.kind(), obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
+			res, err := r.renderer(r.Renderer).Helm(ctx, st.archive, helmrender.Options{
+				ReleaseName:   obj.GetReleaseName(),
+				Namespace:     obj.GetReleaseNamespace(),
+				Values:        st.values,
+				Capabilities:  st.caps,
+				IsInstall:     st.installing,
+				CRDs:          st.crds,
+				PostRenderers: obj.Spec.PostRenderers,
+				Limits:        r.helmLimits(),
+			})
+			if err != nil {
+				// A template's fail, tpl or include, or a schema, may quote
+				// a value: Secret values never reach the status, events or
+				// logs.
+				err = &render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
+					st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))}
+			}
+			return res, err
+		})
+	st.archive = nil
+	st.result = res
+	return err
+}
+
+// reconcileHelmStore stores the manifests as obj's rendered artifact
+// (rendered.Store: helmrelease/<ns>/<name>/<digest>.yaml, revision the
+// chart version, metadata chart name, chart version, config digest and
+// inputs digest, the newest --artifact-retention-records files kept). Sets
+// Rendered=False (ArtifactFailed) when storing fails.
+func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	res := st.result
+	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
+		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion,
+		Metadata: map[string]string{
+			helmv2.ArtifactChartNameKey:    res.ChartName,
+			helmv2.ArtifactChartVersionKey: res.ChartVersion,
+			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+			helmv2.ArtifactInputsDigestKey: st.inputs,
+		},
+	})
+	if err != nil {
 		return err
 	}
-	r.count(key).renders.Add(1)
-	r.Metrics.Worked(obj.Namespace, obj.Name)
-	ctx, cancel := context.WithTimeout(ctx, defaulted(r.RenderTimeout, DefaultRenderTimeout))
-	defer cancel()
-	res, err := r.renderer().Helm(ctx, st.archive, helmrender.Options{
-		ReleaseName:   obj.GetReleaseName(),
-		Namespace:     obj.GetReleaseNamespace(),
-		Values:        st.values,
-		Capabilities:  st.caps,
-		IsInstall:     st.installing,
-		CRDs:          st.crds,
-		PostRenderers: obj.Spec.PostRenderers,
-		Limits:        r.helmLimits(),
-	})
-	st.archive = nil
-	if err != nil {
-		// A template's fail, tpl or include, or a schema, may quote a
-		// value: Secret values never reach the status, events or logs.
-		return r.held.failed(key, st.inputs, obj.Spec.Interval.Duration, obj.Spec.Interval.Duration,
-			&render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
-				st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))})
-	}
-	r.held.forget(key)
-	st.result = res
+	obj.Status.RenderedArtifact = a
+	st.newRender = isNew
 	return nil
 }
 
-// reconcileHelmStore writes the manifests to
-// helmrelease/<ns>/<name>/<digest>.yaml, sets status.renderedArtifact
-// (revision: the chart version; metadata: chart name, chart version,
-// config digest and inputs digest) and keeps the newest
-// --artifact-retention-records files. Sets Rendered=False (ArtifactFailed)
-// when storing fails.
-func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	ref := helmStorageRef(client.ObjectKeyFromObject(obj))
-	res := st.result
-	digest := res.Digest
-	md := map[string]string{
-		helmv2.ArtifactChartNameKey:    res.ChartName,
-		helmv2.ArtifactChartVersionKey: res.ChartVersion,
-		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
-		helmv2.ArtifactInputsDigestKey: st.inputs,
-	}
-	prev := obj.Status.RenderedArtifact
-	if prev.HasDigest(digest) && prev.HasRevision(res.ChartVersion) && r.Storage.Verify(prev) == nil {
-		// Same bytes of the same chart version: keep the artifact and its
-		// lastUpdateTime; only inputs that render the same changed, if
-		// anything, and the metadata says so.
-		if !maps.Equal(prev.Metadata, md) {
-			a := prev.DeepCopy()
-			a.Metadata = md
-			obj.Status.RenderedArtifact = a
-		}
-	} else {
-		a, err := r.Storage.Store(ctx, ref, hexOf(digest)+".yaml", bytesReader(res.Manifests))
-		if err != nil {
-			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
-		}
-		a.Revision = res.ChartVersion
-		a.Metadata = md
-		obj.Status.RenderedArtifact = a
-		st.newRender = true
-	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
-	}
-	return nil
-}
-
-// reconcileHelmAnnounce sets Rendered=True with what was rendered and
-// records a Rendered event for a new artifact, or for the same one again
-// after a failure.
+// reconcileHelmAnnounce sets Rendered=True with the object count, chart
+// and version, and records a Rendered event for a new artifact, or for the
+// same one again after a failure (rendered.Announce).
 func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	a := obj.Status.RenderedArtifact
 	n := st.result.Objects
-	msg := fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision)
-	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.recordRendered(obj, msg, fmt.Sprint(n))
-	}
+	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
+		st.newRender || st.recovered, renderedEvent(a, fmt.Sprint(n)))
 	return nil
 }
 
-// recordRendered records the Rendered event of obj's render; objects is
-// its object count, when known.
-func (r *HelmReleaseReconciler) recordRendered(obj *helmv2.HelmRelease, msg, objects string) {
-	a := obj.Status.RenderedArtifact
-	md := map[string]string{
-		"digest": a.Digest, "url": a.URL,
-		helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey],
-	}
+// renderedEvent is the metadata a HelmRelease's Rendered event adds to
+// the artifact's digest and url: its config digest, and its object count
+// when known.
+func renderedEvent(a *meta.Artifact, objects string) map[string]string {
+	md := map[string]string{helmv2.ArtifactConfigDigestKey: a.Metadata[helmv2.ArtifactConfigDigestKey]}
 	if objects != "" {
 		md["objects"] = objects
 	}
-	r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
-		events.WithRevision(a.Revision), events.WithMetadata(md))
+	return md
 }
 
 // helmOwnedStatus is the part of a HelmRelease's status this controller
-// owns.
-type helmOwnedStatus struct {
-	Artifact  *meta.Artifact
-	HelmChart string
-	Rendered  *metav1.Condition
-}
-
-func helmRenderedStatus(obj *helmv2.HelmRelease) helmOwnedStatus {
-	s := helmOwnedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy(), HelmChart: obj.Status.HelmChart}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		s.Rendered = c.DeepCopy()
-	}
-	return s
-}
-
-// applyStatus server-side-applies status.renderedArtifact,
-// status.helmChart and the Rendered condition as plumb-render, and nothing
-// else, when they changed.
-func (r *HelmReleaseReconciler) applyStatus(ctx context.Context, obj, stored *helmv2.HelmRelease) error {
-	if apiequality.Semantic.DeepEqual(helmRenderedStatus(obj), helmRenderedStatus(stored)) {
-		return nil
-	}
-	owned := helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
+// owns: status.renderedArtifact, status.helmChart and the Rendered
+// condition.
+func helmOwnedStatus(obj *helmv2.HelmRelease) any {
+	owned := &helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	return applyOwnedStatus(ctx, r.Client, obj, &owned)
+	return owned
 }
 
-// announce records that the render is the one announced for obj and
-// reports whether it was not already.
-func (r *HelmReleaseReconciler) announce(obj *helmv2.HelmRelease, render string) bool {
-	return r.announced.first(client.ObjectKeyFromObject(obj), render)
-}
-
-// forget drops what is kept for a deleted object: its memory entries,
-// metric series and artifact folder.
+// forget drops what is kept for a deleted object: the digest of its
+// HelmChart, and what renderKind.forget drops.
 func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.charts, key)
 	r.mu.Unlock()
-	r.announced.forget(key)
-	r.held.forget(key)
-	r.Metrics.Forget(key.Namespace, key.Name)
-	_ = r.Storage.Remove(helmStorageRef(key))
-}
-
-func (r *HelmReleaseReconciler) count(key types.NamespacedName) *helmCounters {
-	c, _ := r.counters.LoadOrStore(key, &helmCounters{})
-	return c.(*helmCounters)
-}
-
-// Renders returns how many renders ran for the object (for tests).
-func (r *HelmReleaseReconciler) Renders(key types.NamespacedName) int64 {
-	return r.count(key).renders.Load()
-}
-
-// httpClient has a transport of its own: the process's default transport
-// refuses everything (render.LockDownProcess).
-func (r *HelmReleaseReconciler) httpClient() *http.Client {
-	if r.HTTPClient != nil {
-		return r.HTTPClient
-	}
-	r.defaultClientOnce.Do(func() {
-		r.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
-	})
-	return r.defaultClient
+	r.kind().forget(key)
 }
 
 // helmChartKey names the HelmChart a HelmRelease renders.
@@ -881,17 +757,6 @@ func parseKey(s string) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
-func helmStorageRef(key types.NamespacedName) artifact.Ref {
-	return artifact.Ref{Kind: helmv2.HelmReleaseKind, Namespace: key.Namespace, Name: key.Name}
-}
-
-func defaulted(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // helmLimits are HelmLimits with the render limits and the defaults in

@@ -312,7 +312,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 		helmv2.ArtifactConfigDigestKey: helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
 		helmv2.ArtifactInputsDigestKey: a.Metadata[helmv2.ArtifactInputsDigestKey],
 	}))
-	g.Expect(a.Path).To(Equal(fmt.Sprintf("helmrelease/%s/app/%s.yaml", ns, hexOf(a.Digest))))
+	g.Expect(a.Path).To(Equal(fmt.Sprintf("helmrelease/%s/app/%s.yaml", ns, strings.TrimPrefix(a.Digest, "sha256:"))))
 	g.Expect(hrRendered(hr).Message).To(Equal(`rendered 1 objects from chart values version "1.2.3"`))
 	g.Expect(published.of(ns, "app", kustomizev1.RenderedReason)).To(HaveLen(1))
 

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +29,7 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
+	"plumb.dev/render-controller/internal/rendered"
 	"plumb.dev/render-controller/internal/sourcetree"
 )
 
@@ -52,8 +51,7 @@ type KustomizationReconciler struct {
 	Events  *events.Recorder
 	Metrics *metrics.Object
 
-	skeletonOnce sync.Once
-	sk           *plumbreconcile.Controller[*kustomizev1.Kustomization]
+	renderKind[*kustomizev1.Kustomization]
 
 	// HTTPClient downloads source artifacts; nil is a client with a 5
 	// minute timeout.
@@ -92,28 +90,13 @@ type KustomizationReconciler struct {
 
 	sourceTreesOnce sync.Once
 	sourceTreesErr  error
-	rendererOnce    sync.Once
 
 	// cache maps an object to the key of its last successful render, and
 	// uids to the UID of the object last reconciled under that name.
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
 	uids    map[types.NamespacedName]types.UID
-	// announced is the render last announced per object.
-	announced announcements
-	// held are the inputs whose render passed a limit, not tried again
-	// before their backoff.
-	held limitHolds
-
-	// defaultClient downloads when HTTPClient is nil.
-	defaultClientOnce sync.Once
-	defaultClient     *http.Client
-
-	// builds and reconciles count work per object (tests and metrics).
-	counters sync.Map // types.NamespacedName -> *counters
 }
-
-type counters struct{ reconciles, builds atomic.Int64 }
 
 // SetupWithManager registers the reconciler: Kustomizations on creation,
 // spec change, requestedAt annotation and deletion, every Kustomization
@@ -192,22 +175,24 @@ type state struct {
 // gave it when they are deleted (doc.go, "Deletion").
 const Finalizer = "render.plumb.dev/finalizer"
 
-// skeleton is this controller's use of pkg/reconcile. render-controller
-// writes a part of the Kustomization's status (Partial): Rendered speaks
-// for its result, and sync-controller owns Ready, Reconciling, Stalled and
-// observedGeneration. A failure is retried after spec.retryInterval, and
-// every failure message says which render is still served.
-func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomizev1.Kustomization] {
-	r.skeletonOnce.Do(func() {
-		r.sk = renderSkeleton(r.Client, r.Events, r.Metrics, "revision",
-			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, r.finalize)
+// kind sets up, on first use, what this reconciler shares with the
+// HelmRelease one (renderKind): the store of Kustomization renders and the
+// skeleton. render-controller writes a part of the Kustomization's status
+// (Partial): Rendered speaks for its result, and sync-controller owns
+// Ready, Reconciling, Stalled and observedGeneration. A failure is retried
+// after spec.retryInterval, and every failure message says which render is
+// still served.
+func (r *KustomizationReconciler) kind() *renderKind[*kustomizev1.Kustomization] {
+	r.once.Do(func() {
+		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
+		r.sk = renderSkeleton(r.Client, r.store, "revision",
+			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
 		r.sk.DefaultReason = meta.ArtifactFailedReason
-		r.sk.WriteStatus = r.applyStatus
 		// The delete event and the sweep at start remove the artifacts:
 		// the finalizer's apply is a write of the Kustomization saved.
 		r.sk.Finalizer.Retired = true
 	})
-	return r.sk
+	return &r.renderKind
 }
 
 // Reconcile runs the steps source, variables, decryption, cache, download, build,
@@ -216,26 +201,12 @@ func (r *KustomizationReconciler) skeleton() *plumbreconcile.Controller[*kustomi
 // it with status.renderedArtifact).
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &kustomizev1.Kustomization{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	r.count(req.NamespacedName).reconciles.Add(1)
-	if r.replaced(obj) {
-		// Deleted and created again before a reconcile saw it gone: what
-		// was kept for the old object goes now.
-		r.forget(req.NamespacedName)
-		r.replaced(obj) // forget dropped the new UID with the rest
-	}
-	if ok, err := r.skeleton().Start(ctx, obj); !ok {
+	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
 		return ctrl.Result{}, err
 	}
-
 	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
 	defer func() { st.tree.Release() }()
-	result, err := r.skeleton().Run(ctx, obj,
+	return r.run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("variables", r.reconcileVariables, obj, st),
 		plumbreconcile.Bind("decryption", r.reconcileDecryption, obj, st),
@@ -245,13 +216,16 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		plumbreconcile.Bind("store", r.reconcileStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileAnnounce, obj, st),
 	)
-	// A failure (not a wait for the source) makes the next good render
-	// news again, even when it is the one announced before it.
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason != meta.DependencyNotReadyReason {
-		r.announce(obj, "")
+}
+
+// forgetReplaced forgets what was kept for an object deleted and created
+// again under obj's name before a reconcile saw it gone, so the new one is
+// rendered and announced afresh.
+func (r *KustomizationReconciler) forgetReplaced(obj *kustomizev1.Kustomization) {
+	if r.replaced(obj) {
+		r.forget(client.ObjectKeyFromObject(obj))
+		r.replaced(obj) // forget dropped the new UID with the rest
 	}
-	return result, err
 }
 
 // finalize deletes the rendered artifacts of a deleted Kustomization that
@@ -265,7 +239,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		return nil // syncFinalizerReleased brings the object back
 	}
 	r.forget(client.ObjectKeyFromObject(obj))
-	return r.skeleton().Finalizer.Release(ctx, obj)
+	return r.kind().sk.Finalizer.Release(ctx, obj)
 }
 
 // reconcileSource reads the source of spec.sourceRef (a GitRepository,
@@ -288,14 +262,14 @@ func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kust
 	}
 	if err := r.Get(ctx, key, src); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
+			return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, defaultDependencyRequeue),
 				fmt.Errorf("%s %s not found", kind, key))
 		}
 		return err
 	}
 	a := sourceArtifact(src)
 	if a == nil || a.URL == "" || a.Digest == "" {
-		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, r.dependencyRequeue(),
+		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, defaultDependencyRequeue),
 			fmt.Errorf("%s %s has no artifact yet%s", kind, key, producedFrom(src)))
 	}
 	st.source = a
@@ -356,7 +330,7 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	defer cancel()
 	tree, err := sources.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
 		return fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-			Client:   r.httpClient(),
+			Client:   r.httpClient(r.HTTPClient),
 			MaxSize:  r.limits().MaxArchiveBytes,
 			Attempts: r.DownloadAttempts,
 			Backoff:  r.DownloadBackoff,
@@ -372,16 +346,6 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	st.tree = tree
 	st.workDir = tree.Dir
 	return nil
-}
-
-// renderer is Renderer, or a pool of its own when it is nil (tests).
-func (r *KustomizationReconciler) renderer() *renderworker.Pool {
-	r.rendererOnce.Do(func() {
-		if r.Renderer == nil {
-			r.Renderer = renderworker.NewPool(renderworker.Options{})
-		}
-	})
-	return r.Renderer
 }
 
 // sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
@@ -404,121 +368,67 @@ func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
 // warning event with the message; a LimitExceeded is not tried again for
 // the same inputs until its backoff has passed (limitHold).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	key := client.ObjectKeyFromObject(obj)
-	if err := r.held.check(key, st.key); err != nil {
-		return err
-	}
-	r.count(key).builds.Add(1)
-	r.Metrics.Worked(obj.Namespace, obj.Name)
-	ctx, cancel := context.WithTimeout(ctx, r.renderTimeout())
-	defer cancel()
-	res, err := r.renderer().Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
-		Vars:               st.vars,
-		StrictSubstitution: r.StrictSubstitution,
-		Limits:             r.RenderLimits,
-		Decryption:         st.keys,
-		// The tree is one digest's and never changes (sourcetree), so
-		// Kustomizations rendering the same path of it with the same spec
-		// fields share kustomize's output (never with keys: pkg/render).
-		Share: true,
-	})
-	if err != nil {
-		return r.held.failed(key, st.key, obj.GetRetryInterval(), obj.Spec.Interval.Duration, err)
-	}
-	r.held.forget(key)
+	res, err := runRender(ctx, r.kind(), obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+		obj.GetRetryInterval(), obj.Spec.Interval.Duration, func(ctx context.Context) (*render.Result, error) {
+			return r.renderer(r.Renderer).Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
+				Vars:               st.vars,
+				StrictSubstitution: r.StrictSubstitution,
+				Limits:             r.RenderLimits,
+				Decryption:         st.keys,
+				// The tree is one digest's and never changes (sourcetree), so
+				// Kustomizations rendering the same path of it with the same
+				// spec fields share kustomize's output (never with keys:
+				// pkg/render).
+				Share: true,
+			})
+		})
 	st.result = res
-	return nil
+	return err
 }
 
-// reconcileStore writes the manifests to kustomization/<ns>/<name>/<digest>.yaml,
-// sets status.renderedArtifact (revision: the source revision), records a
-// Rendered event for a new digest or revision, keeps the newest
-// --artifact-retention-records files and remembers the cache key. Sets
-// Rendered=False (ArtifactFailed) when storing fails.
+// reconcileStore stores the manifests as obj's rendered artifact
+// (rendered.Store: kustomization/<ns>/<name>/<digest>.yaml, revision the
+// source revision, the newest --artifact-retention-records files kept)
+// and remembers the cache key. Sets Rendered=False (ArtifactFailed) when
+// storing fails.
 func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	ref := storageRef(obj)
-	revision := st.source.Revision
-	prev := obj.Status.RenderedArtifact
-	if prev.HasDigest(st.result.Digest) && prev.HasRevision(revision) && r.Storage.Verify(prev) == nil {
-		// Same bytes from the same revision: keep the artifact and its
-		// lastUpdateTime, so status does not change.
-		// (obj.Status.RenderedArtifact stays prev.)
-	} else {
-		a, err := r.Storage.Store(ctx, ref, hexOf(st.result.Digest)+".yaml", bytesReader(st.result.Manifests))
-		if err != nil {
-			return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("storing the rendered manifests failed: %w", err))
-		}
-		a.Revision = revision
-		obj.Status.RenderedArtifact = a
-		st.newRender = true
+	key := client.ObjectKeyFromObject(obj)
+	a, isNew, err := r.store.Store(ctx, key, obj.Status.RenderedArtifact, rendered.Render{
+		Manifests: st.result.Manifests, Digest: st.result.Digest, Revision: st.source.Revision,
+	})
+	if err != nil {
+		return err
 	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.RenderedArtifact.Path); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
-	}
+	obj.Status.RenderedArtifact = a
+	st.newRender = isNew
 	r.cacheMu.Lock()
 	if r.cache == nil {
 		r.cache = map[types.NamespacedName]string{}
 	}
-	r.cache[client.ObjectKeyFromObject(obj)] = st.key
+	r.cache[key] = st.key
 	r.cacheMu.Unlock()
 	return nil
 }
 
-// reconcileAnnounce sets Rendered=True with what was rendered and records
-// a Rendered event for a new artifact, or for the same one again after a
-// failure (a fixed substituteFrom object): either is news for whoever got
-// the alert. announce keeps a reconcile that runs on a cached copy older
-// than its own status write from announcing one render twice.
+// reconcileAnnounce sets Rendered=True with the object count and revision,
+// and records a Rendered event (with the count in metadata) for a new
+// artifact, or for the same one again after a failure (rendered.Announce).
 func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := obj.Status.RenderedArtifact
 	n := len(st.result.Objects)
-	msg := fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision)
-	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
-	if (st.newRender || st.recovered) && r.announce(obj, a.Digest+"@"+a.Revision) {
-		r.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
-			events.WithRevision(a.Revision),
-			events.WithMetadata(map[string]string{
-				"objects": fmt.Sprint(n), "digest": a.Digest, "url": a.URL,
-			}))
-	}
+	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision),
+		st.newRender || st.recovered, map[string]string{"objects": fmt.Sprint(n)})
 	return nil
 }
 
-// ownedStatus is the part of status this controller owns (exported fields:
-// the semantic comparison walks them by reflection).
-type ownedStatus struct {
-	Artifact *meta.Artifact
-	Rendered *metav1.Condition
-}
-
-// renderedStatus copies the owned part of obj's status.
-func renderedStatus(obj *kustomizev1.Kustomization) ownedStatus {
-	s := ownedStatus{Artifact: obj.Status.RenderedArtifact.DeepCopy()}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		s.Rendered = c.DeepCopy()
-	}
-	return s
-}
-
-// applyStatus server-side-applies status.renderedArtifact and the Rendered
-// condition as plumb-render, and nothing else: the conditions list merges
-// by type, so sync-controller's conditions and fields stay as they are.
-// Nothing is written when they are as stored.
-func (r *KustomizationReconciler) applyStatus(ctx context.Context, obj, stored *kustomizev1.Kustomization) error {
-	if apiequality.Semantic.DeepEqual(renderedStatus(obj), renderedStatus(stored)) {
-		return nil
-	}
-	owned := kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
+// ownedStatus is the part of a Kustomization's status this controller
+// owns: status.renderedArtifact and the Rendered condition.
+func ownedStatus(obj *kustomizev1.Kustomization) any {
+	owned := &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
 	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
 		owned.Conditions = []metav1.Condition{*c}
 	}
-	return applyOwnedStatus(ctx, r.Client, obj, &owned)
-}
-
-// announce records that the render is the one announced for obj and
-// reports whether it was not already.
-func (r *KustomizationReconciler) announce(obj *kustomizev1.Kustomization, render string) bool {
-	return r.announced.first(client.ObjectKeyFromObject(obj), render)
+	return owned
 }
 
 // replaced records obj's UID as the one reconciled under its name and
@@ -535,54 +445,14 @@ func (r *KustomizationReconciler) replaced(obj *kustomizev1.Kustomization) bool 
 	return ok && prev != obj.UID
 }
 
-// forget drops what is kept for a deleted object: its cache entry, metric
-// series and artifact folder.
+// forget drops what is kept for a deleted object: its cache entry and UID,
+// and what renderKind.forget drops.
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
 	delete(r.uids, key)
 	r.cacheMu.Unlock()
-	r.announced.forget(key)
-	r.held.forget(key)
-	r.Metrics.Forget(key.Namespace, key.Name)
-	_ = r.Storage.Remove(artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name})
-}
-
-func (r *KustomizationReconciler) count(key types.NamespacedName) *counters {
-	c, _ := r.counters.LoadOrStore(key, &counters{})
-	return c.(*counters)
-}
-
-// Builds returns how many builds ran for the object (for tests).
-func (r *KustomizationReconciler) Builds(key types.NamespacedName) int64 {
-	return r.count(key).builds.Load()
-}
-
-// Reconciles returns how many reconciles ran for the object (for tests).
-func (r *KustomizationReconciler) Reconciles(key types.NamespacedName) int64 {
-	return r.count(key).reconciles.Load()
-}
-
-// httpClient has a transport of its own: the process's default transport
-// refuses everything (render.LockDownProcess).
-func (r *KustomizationReconciler) httpClient() *http.Client {
-	if r.HTTPClient != nil {
-		return r.HTTPClient
-	}
-	r.defaultClientOnce.Do(func() {
-		r.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
-	})
-	return r.defaultClient
-}
-
-// DefaultRenderTimeout bounds a build when RenderTimeout is zero.
-const DefaultRenderTimeout = 2 * time.Minute
-
-func (r *KustomizationReconciler) renderTimeout() time.Duration {
-	if r.RenderTimeout > 0 {
-		return r.RenderTimeout
-	}
-	return DefaultRenderTimeout
+	r.kind().forget(key)
 }
 
 func (r *KustomizationReconciler) limits() artifact.Limits {
@@ -593,21 +463,10 @@ func (r *KustomizationReconciler) limits() artifact.Limits {
 	return l
 }
 
-func (r *KustomizationReconciler) dependencyRequeue() time.Duration {
-	if r.DependencyRequeue > 0 {
-		return r.DependencyRequeue
-	}
-	return 10 * time.Second
-}
-
 func sourceKey(obj *kustomizev1.Kustomization) types.NamespacedName {
 	ns := obj.Spec.SourceRef.Namespace
 	if ns == "" {
 		ns = obj.Namespace
 	}
 	return types.NamespacedName{Namespace: ns, Name: obj.Spec.SourceRef.Name}
-}
-
-func storageRef(obj *kustomizev1.Kustomization) artifact.Ref {
-	return artifact.Ref{Kind: kustomizev1.KustomizationKind, Namespace: obj.Namespace, Name: obj.Name}
 }

@@ -183,7 +183,7 @@ func TestRenderScenarios(t *testing.T) {
 			g.Expect(a).NotTo(BeNil())
 			g.Expect(a.Revision).To(Equal("main@sha1:" + rev))
 			g.Expect(a.Path).To(Equal(fmt.Sprintf("kustomization/%s/app/%s.yaml", ns, strings.TrimPrefix(a.Digest, "sha256:"))))
-			g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("rendered %d objects from revision %q", tt.objects, a.Revision)))
+			g.Expect(renderedCondition(ks).Message).To(Equal(fmt.Sprintf("rendered %d objects from revision %q", tt.objects, a.Revision)))
 			body := download(t, a)
 			g.Expect(strings.Count(body, "\n---\n") + 1).To(Equal(tt.objects))
 			for _, w := range tt.want {
@@ -397,7 +397,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 			setArtifact(t, ns, "repo", bad)
 
 			ks = waitRendered(t, ns, "app", metav1.ConditionFalse, tt.wantReason)
-			msg := rendered(ks).Message
+			msg := renderedCondition(ks).Message
 			for _, m := range tt.wantMsg {
 				g.Expect(msg).To(ContainSubstring(m))
 			}
@@ -566,12 +566,12 @@ func TestWaitsForSourceArtifact(t *testing.T) {
 	ns := namespace(t)
 	kustomization(t, ns, "app", "repo", nil)
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
-	g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo not found", ns)))
+	g.Expect(renderedCondition(ks).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo not found", ns)))
 	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
 
 	gitRepo(t, ns, "repo", nil)
 	g.Eventually(func(g Gomega) {
-		g.Expect(rendered(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo has no artifact yet", ns)))
+		g.Expect(renderedCondition(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("GitRepository %s/repo has no artifact yet", ns)))
 	}, timeout, poll).Should(Succeed())
 
 	publishTree(t, ns, "repo", "7777777777777777777777777777777777777777", map[string]string{"cm.yaml": cm("settings", "a: b")})
@@ -585,7 +585,7 @@ func TestCrossNamespaceSourceRefused(t *testing.T) {
 	publishTree(t, other, "repo", "8888888888888888888888888888888888888888", map[string]string{"cm.yaml": cm("settings", "a: b")})
 	kustomization(t, ns, "app", "repo", func(s *kustomizev1.KustomizationSpec) { s.SourceRef.Namespace = other })
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.InvalidSpecReason)
-	g.Expect(rendered(ks).Message).To(ContainSubstring("cross-namespace references are not allowed"))
+	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("cross-namespace references are not allowed"))
 	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
 }
 
@@ -598,7 +598,7 @@ func TestSubstituteFromMissingObject(t *testing.T) {
 		s.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "Secret", Name: "missing"}}}
 	})
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.SubstituteFailedReason)
-	g.Expect(rendered(ks).Message).To(ContainSubstring(fmt.Sprintf("Secret %s/missing (postBuild.substituteFrom) not found", ns)))
+	g.Expect(renderedCondition(ks).Message).To(ContainSubstring(fmt.Sprintf("Secret %s/missing (postBuild.substituteFrom) not found", ns)))
 
 	// A secret value that breaks a build never shows in status or events.
 	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
@@ -608,7 +608,7 @@ func TestSubstituteFromMissingObject(t *testing.T) {
 	requestReconcile(t, ns, "app")
 	g.Eventually(func(g Gomega) {
 		ks := getKS(g, ns, "app")
-		c := rendered(ks)
+		c := renderedCondition(ks)
 		g.Expect(c.Message).To(ContainSubstring("not valid YAML after substitution"))
 		g.Expect(c.Message).NotTo(ContainSubstring("topsecret"))
 	}, timeout, poll).Should(Succeed())

@@ -111,10 +111,3 @@ func (h *limitHolds) forget(key types.NamespacedName) {
 	defer h.mu.Unlock()
 	delete(h.holds, key)
 }
-
-// setClock replaces time.Now (tests).
-func (h *limitHolds) setClock(now func() time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.now = now
-}

@@ -37,7 +37,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 		s.RetryInterval = &metav1.Duration{Duration: time.Second}
 	})
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.LimitExceededReason)
-	g.Expect(rendered(ks).Message).To(ContainSubstring("the same source, spec and values are rendered again in 1s"))
+	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("the same source, spec and values are rendered again in 1s"))
 	g.Expect(reconciler.Builds(key)).To(Equal(int64(1)))
 
 	// Several retry intervals of reconciles, and no second build.
@@ -51,7 +51,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 	now.Add(int64(2 * time.Second))
 	g.Eventually(func() int64 { return reconciler.Builds(key) }, timeout, poll).Should(Equal(int64(2)))
 	g.Eventually(func(g Gomega) {
-		g.Expect(rendered(getKS(g, ns, "app")).Message).To(ContainSubstring("rendered again in 2s (attempt 3"))
+		g.Expect(renderedCondition(getKS(g, ns, "app")).Message).To(ContainSubstring("rendered again in 2s (attempt 3"))
 	}, timeout, poll).Should(Succeed())
 	g.Consistently(func() []any { return asAny(published.of(ns, "app", kustomizev1.LimitExceededReason)) }, 2*time.Second, poll).Should(HaveLen(1))
 

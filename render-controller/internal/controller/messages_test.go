@@ -36,7 +36,7 @@ func TestAHugeRenderErrorIsReportedBounded(t *testing.T) {
 	})
 
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
-	msg := rendered(ks).Message
+	msg := renderedCondition(ks).Message
 	g.Expect(len(msg)).To(BeNumerically("<=", message.MaxBytes))
 	g.Expect(msg).To(ContainSubstring("xxxx"), "the message quotes the patch")
 	g.Expect(msg).To(MatchRegexp(markerRE))

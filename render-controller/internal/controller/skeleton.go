@@ -13,49 +13,41 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
-	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/render-controller/internal/rendered"
 )
 
 // renderSkeleton is the use of pkg/reconcile both render reconcilers
 // share, a partial controller: Rendered speaks for the render's result
 // (after a success, with the message the steps set), and sync-controller
-// owns Ready, Reconciling, Stalled and observedGeneration. rendered reads
+// owns Ready, Reconciling, Stalled and observedGeneration. served reads
 // the render the object serves: every failure's message says it is still
 // served (as the render of what and its revision), every failure event
-// names its revision, and the metrics record its size. The caller sets the
-// rest: the default reason, the status writer, the intervals and the
-// suspension.
-func renderSkeleton[T plumbreconcile.Object](c client.Client, ev *events.Recorder, m *metrics.Object, what string,
-	rendered func(T) *meta.Artifact, finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
+// names its revision, and the metrics record its size. owned is the part
+// of the kind's status render-controller owns, which rendered.WriteStatus
+// applies. The caller sets the rest: the default reason, the intervals and
+// the suspension.
+func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.Store, what string,
+	served func(T) *meta.Artifact, owned func(T) any, finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
 		Condition:       kustomizev1.RenderedCondition,
 		Partial:         true,
 		SucceededReason: kustomizev1.RenderSucceededReason,
-		Events:          ev,
-		Metrics:         m,
+		Events:          store.Events,
+		Metrics:         store.Metrics,
+		WriteStatus:     rendered.WriteStatus(c, FieldManager, owned),
 		Succeeded:       func(obj T) string { return conditions.GetMessage(obj, kustomizev1.RenderedCondition) },
 		Keeping: func(obj T) string {
-			if a := rendered(obj); a != nil {
+			if a := served(obj); a != nil {
 				return fmt.Sprintf(" (still serving the render of %s %q)", what, a.Revision)
 			}
 			return ""
 		},
-		EventOptions: func(obj T) []events.Option { return plumbreconcile.ArtifactRevision(rendered(obj)) },
+		EventOptions: func(obj T) []events.Option { return plumbreconcile.ArtifactRevision(served(obj)) },
 		Finalizer: plumbreconcile.Finalizer[T]{
 			Client: c, FieldManager: FieldManager, Name: Finalizer, Finalize: finalize,
 		},
 	}
-}
-
-// applyOwnedStatus server-side-applies owned, the part of obj's status
-// render-controller owns, as FieldManager.
-func applyOwnedStatus(ctx context.Context, c client.Client, obj client.Object, owned any) error {
-	status, err := plumbreconcile.ToStatusMap(owned)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, c, obj, FieldManager, status))
 }
 
 // syncFinalizing says whether sync-controller's finalizer still holds a

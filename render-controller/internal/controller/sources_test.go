@@ -47,10 +47,10 @@ func TestKustomizationWaitsForItsOCIRepository(t *testing.T) {
 		s.SourceRef.Kind = sourcev1.OCIRepositoryKind
 	})
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
-	g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("OCIRepository %s/absent not found", ns)))
+	g.Expect(renderedCondition(ks).Message).To(Equal(fmt.Sprintf("OCIRepository %s/absent not found", ns)))
 	ociRepo(t, ns, "absent")
 	g.Eventually(func(g Gomega) {
-		g.Expect(rendered(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("OCIRepository %s/absent has no artifact yet", ns)))
+		g.Expect(renderedCondition(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("OCIRepository %s/absent has no artifact yet", ns)))
 	}, timeout, poll).Should(Succeed())
 }
 
@@ -71,7 +71,7 @@ func TestKustomizationFromAnExternalArtifactRenders(t *testing.T) {
 		s.SourceRef.Kind = sourcev1.ExternalArtifactKind
 	})
 	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
-	g.Expect(rendered(ks).Message).To(Equal(fmt.Sprintf("ExternalArtifact %s/bundle has no artifact yet (produced from Bundle %s/app-bundle)", ns, ns)))
+	g.Expect(renderedCondition(ks).Message).To(Equal(fmt.Sprintf("ExternalArtifact %s/bundle has no artifact yet (produced from Bundle %s/app-bundle)", ns, ns)))
 
 	first := publishExternal(t, ns, "bundle", "v1.0.0@sha256:"+hex64('3'), map[string]string{"cm.yaml": cm("settings", "from: producer-one")})
 	ks = waitRevision(t, ns, "app", first.Revision)

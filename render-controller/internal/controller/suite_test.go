@@ -500,7 +500,7 @@ func getKS(g Gomega, ns, name string) *kustomizev1.Kustomization {
 	return &ks
 }
 
-func rendered(ks *kustomizev1.Kustomization) *metav1.Condition {
+func renderedCondition(ks *kustomizev1.Kustomization) *metav1.Condition {
 	for i := range ks.Status.Conditions {
 		if ks.Status.Conditions[i].Type == kustomizev1.RenderedCondition {
 			return &ks.Status.Conditions[i]
@@ -517,7 +517,7 @@ func waitRendered(t *testing.T, ns, name string, status metav1.ConditionStatus, 
 	var ks *kustomizev1.Kustomization
 	g.Eventually(func(g Gomega) {
 		ks = getKS(g, ns, name)
-		c := rendered(ks)
+		c := renderedCondition(ks)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(status), c.Message)
 		g.Expect(c.Reason).To(Equal(reason), c.Message)
@@ -535,7 +535,7 @@ func waitRevision(t *testing.T, ns, name, revision string) *kustomizev1.Kustomiz
 		ks = getKS(g, ns, name)
 		g.Expect(ks.Status.RenderedArtifact).NotTo(BeNil())
 		g.Expect(ks.Status.RenderedArtifact.Revision).To(Equal(revision))
-		c := rendered(ks)
+		c := renderedCondition(ks)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}, timeout, poll).Should(Succeed())

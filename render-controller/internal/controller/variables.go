@@ -1,14 +1,11 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/postbuild"
@@ -41,11 +38,3 @@ func cacheKey(sourceDigest string, generation int64, vars render.Variables, stri
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// hexOf returns the hex part of "sha256:<hex>".
-func hexOf(digest string) string {
-	_, h, _ := strings.Cut(digest, ":")
-	return h
-}
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderworker"
+	"plumb.dev/render-controller/internal/rendered"
+)
+
+// renderKind is what both render reconcilers hold and do the same way,
+// T being their kind: the skeleton (renderSkeleton), the store of renders
+// (internal/rendered), the limit holds, the render worker pool, the HTTP
+// client of downloads and the per-object counters. Each reconciler embeds
+// one, sets it up on first use from its exported fields (which main sets
+// in a composite literal, so they cannot live here), and keeps what
+// differs: what it renders from.
+type renderKind[T plumbreconcile.Object] struct {
+	once  sync.Once
+	sk    *plumbreconcile.Controller[T]
+	store *rendered.Store
+	// held are the inputs whose render passed a limit, not tried again
+	// before their backoff.
+	held limitHolds
+
+	poolOnce sync.Once
+	pool     *renderworker.Pool
+
+	clientOnce    sync.Once
+	defaultClient *http.Client
+
+	counters sync.Map // types.NamespacedName -> *counters
+}
+
+// counters count the work done for one object (tests).
+type counters struct{ reconciles, renders atomic.Int64 }
+
+// start reads req's object into obj and begins its reconcile: an object
+// gone is forgotten (forget, the reconciler's, which calls
+// renderKind.forget), the reconcile is counted, prepare runs (nil:
+// nothing), then the skeleton's Start (finalizer, suspension). ok says
+// whether the steps run; err is the reconcile's error when they do not.
+func (k *renderKind[T]) start(ctx context.Context, c client.Reader, req ctrl.Request, obj T,
+	forget func(types.NamespacedName), prepare func(T)) (ok bool, err error) {
+	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			forget(req.NamespacedName)
+		}
+		return false, client.IgnoreNotFound(err)
+	}
+	k.count(req.NamespacedName).reconciles.Add(1)
+	if prepare != nil {
+		prepare(obj)
+	}
+	return k.sk.Start(ctx, obj)
+}
+
+// run runs the steps in the skeleton, then tells the store the outcome
+// (a failure makes the next good render news again).
+func (k *renderKind[T]) run(ctx context.Context, obj T, steps ...plumbreconcile.Step) (ctrl.Result, error) {
+	result, err := k.sk.Run(ctx, obj, steps...)
+	k.store.Reconciled(obj)
+	return result, err
+}
+
+// forget drops what is kept here for a deleted object: its limit hold,
+// announcement, metric series and artifact folder.
+func (k *renderKind[T]) forget(key types.NamespacedName) {
+	k.held.forget(key)
+	k.store.Forget(key)
+}
+
+// renderer is p, the reconciler's Renderer, or a pool of its own when it
+// is nil (tests).
+func (k *renderKind[T]) renderer(p *renderworker.Pool) *renderworker.Pool {
+	k.poolOnce.Do(func() {
+		k.pool = p
+		if k.pool == nil {
+			k.pool = renderworker.NewPool(renderworker.Options{})
+		}
+	})
+	return k.pool
+}
+
+// httpClient is c, the reconciler's HTTPClient, or else a client with a
+// transport of its own: the process's default transport refuses everything
+// (render.LockDownProcess).
+func (k *renderKind[T]) httpClient(c *http.Client) *http.Client {
+	if c != nil {
+		return c
+	}
+	k.clientOnce.Do(func() {
+		k.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
+	})
+	return k.defaultClient
+}
+
+func (k *renderKind[T]) count(key types.NamespacedName) *counters {
+	c, _ := k.counters.LoadOrStore(key, &counters{})
+	return c.(*counters)
+}
+
+// runRender runs one render of obj's inputs (its cache key or inputs
+// digest) within timeout, do being the kind's render: not while those
+// inputs are held back after passing a limit (limitHolds), counted
+// (counters and the metric of work done); a failure goes through the
+// limit holds (a LimitExceeded holds the inputs back, with retryInterval
+// and interval bounding the backoff), a success lifts the hold.
+func runRender[T plumbreconcile.Object, R any](ctx context.Context, k *renderKind[T], obj T, inputs string,
+	timeout, retryInterval, interval time.Duration, do func(context.Context) (R, error)) (R, error) {
+	var none R
+	key := client.ObjectKeyFromObject(obj)
+	if err := k.held.check(key, inputs); err != nil {
+		return none, err
+	}
+	k.count(key).renders.Add(1)
+	k.store.Metrics.Worked(obj.GetNamespace(), obj.GetName())
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := do(ctx)
+	if err != nil {
+		return none, k.held.failed(key, inputs, retryInterval, interval, err)
+	}
+	k.held.forget(key)
+	return res, nil
+}
+
+const (
+	// DefaultRenderTimeout bounds a render when RenderTimeout is zero.
+	DefaultRenderTimeout = 2 * time.Minute
+	// defaultDependencyRequeue is the wait for a source or HelmChart when
+	// DependencyRequeue is zero; its watch usually comes first.
+	defaultDependencyRequeue = 10 * time.Second
+)
+
+// defaulted is d, or def when d is not positive (an unset option).
+func defaulted(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
