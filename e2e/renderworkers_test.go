@@ -21,6 +21,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/testhelm"
@@ -118,7 +119,7 @@ data:
 			c := conditions.Get(hr, kustomizev1.RenderedCondition)
 			g.Expect(c).NotTo(BeNil(), "%s", helmConditions(hr))
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(kustomizev1.LimitExceededReason))
+			g.Expect(c.Reason).To(Equal(meta.LimitExceededReason))
 			g.Expect(c.Message).To(MatchRegexp(want.String()))
 		}).WithTimeout(2*timeout).WithPolling(poll).Should(Succeed(), "tenant A's HelmRelease %s", name)
 	}

@@ -42,6 +42,11 @@ const (
 	ProgressingWithRetryReason = "ProgressingWithRetry"
 	// SuspendedReason: spec.suspend is true.
 	SuspendedReason = "Suspended"
+	// LimitExceededReason: a render or a chart's packaging passed a limit
+	// of the worker it ran in or of the input (size, YAML nodes or
+	// documents, output size, time, the worker's memory), which stopped
+	// it; what was served before stays.
+	LimitExceededReason = "LimitExceeded"
 	// DependencyNotReadyReason: something the object needs first (a
 	// source's artifact, a dependsOn Kustomization) is not ready yet.
 	DependencyNotReadyReason = "DependencyNotReady"

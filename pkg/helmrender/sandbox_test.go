@@ -13,6 +13,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/render"
 )
 
@@ -20,7 +21,7 @@ import (
 // want.
 func wantLimit(t *testing.T, err error, want ...string) {
 	t.Helper()
-	if render.Reason(err) != kustomizev1.LimitExceededReason {
+	if render.Reason(err) != meta.LimitExceededReason {
 		t.Fatalf("reason %s, want LimitExceeded: %v", render.Reason(err), err)
 	}
 	for _, w := range want {
@@ -106,8 +107,8 @@ func TestYAMLBombs(t *testing.T) {
 		reason   string
 		want     string
 	}{
-		"aliases":    {aliasBomb(9), 0, kustomizev1.LimitExceededReason, "--max-yaml-nodes"},
-		"many nodes": {many, 2_000, kustomizev1.LimitExceededReason, "--max-yaml-nodes"},
+		"aliases":    {aliasBomb(9), 0, meta.LimitExceededReason, "--max-yaml-nodes"},
+		"many nodes": {many, 2_000, meta.LimitExceededReason, "--max-yaml-nodes"},
 	} {
 		archive := packageChart(t, "app", map[string]string{"templates/bomb.yaml": tc.template})
 		opts := baseOptions()

@@ -9,6 +9,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 )
 
 func configMaps(n int, prefix string) string {
@@ -32,7 +33,7 @@ func TestParseAllChargesInOrder(t *testing.T) {
 	// 5 documents a stream: the 51st document is in stream 10.
 	for run := 0; run < 20; run++ {
 		_, err := NewBudget(Limits{MaxDocuments: 50}).ParseAll(sources, data)
-		if Reason(err) != kustomizev1.LimitExceededReason || !strings.Contains(err.Error(), "file-10.yaml") {
+		if Reason(err) != meta.LimitExceededReason || !strings.Contains(err.Error(), "file-10.yaml") {
 			t.Fatalf("run %d: %v", run, err)
 		}
 	}
@@ -110,7 +111,7 @@ spec:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Assemble(ctx, objs, Limits{}); Reason(err) != kustomizev1.LimitExceededReason {
+	if _, err := Assemble(ctx, objs, Limits{}); Reason(err) != meta.LimitExceededReason {
 		t.Errorf("cancelled: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/artifact"
 )
 
@@ -60,7 +61,7 @@ func (l Limits) withDefaults() Limits {
 // limitErr reports a passed limit: what was being done, the limit and the
 // flag that raises it.
 func limitErr(format string, args ...any) error {
-	return &Error{Reason: kustomizev1.LimitExceededReason, Err: fmt.Errorf(format, args...)}
+	return &Error{Reason: meta.LimitExceededReason, Err: fmt.Errorf(format, args...)}
 }
 
 // remoteErr reports a reference that would make kustomize reach the

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 )
 
 // leakServer counts the requests it gets and answers each with a
@@ -409,7 +410,7 @@ func TestAliasBombIsRefusedBeforeExpansion(t *testing.T) {
 			before := allocated()
 			_, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{})
 			g.Expect(err).To(HaveOccurred())
-			g.Expect(Reason(err)).To(Equal(kustomizev1.LimitExceededReason), err.Error())
+			g.Expect(Reason(err)).To(Equal(meta.LimitExceededReason), err.Error())
 			g.Expect(err.Error()).To(ContainSubstring("YAML nodes"))
 			g.Expect(err.Error()).To(ContainSubstring("--max-yaml-nodes"))
 			// 8 levels expand to 43 million scalars: gigabytes in kustomize.
@@ -429,7 +430,7 @@ func TestAliasesWithinTheLimitRender(t *testing.T) {
 	g.Expect(strings.Count(string(res.Manifests), "- x")).To(Equal(9 + 9*9 + 9*9*9)) // l0, l1, l2 expanded
 
 	_, err = Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{Limits: Limits{MaxNodes: 100}})
-	g.Expect(Reason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(Reason(err)).To(Equal(meta.LimitExceededReason))
 }
 
 // allocated returns the bytes the process allocated so far.
@@ -485,7 +486,7 @@ func TestLimitsStopTheBuild(t *testing.T) {
 			}
 			res, err := Build(ctx, work, &kustomizev1.KustomizationSpec{}, Options{Limits: tt.limits})
 			g.Expect(res).To(BeNil())
-			g.Expect(Reason(err)).To(Equal(kustomizev1.LimitExceededReason), "%v", err)
+			g.Expect(Reason(err)).To(Equal(meta.LimitExceededReason), "%v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantMsg))
 
 			// The defaults render the same tree.
@@ -531,7 +532,7 @@ func TestLinkFanOutIsBounded(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Objects).To(HaveLen(3))
 	_, err = Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{Limits: Limits{MaxInputBytes: 10_000}})
-	g.Expect(Reason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(Reason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("--max-render-input"))
 }
 

@@ -15,6 +15,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/testhelm"
 )
@@ -120,7 +121,7 @@ func TestAHostileValuesFileIsStoppedAtTheMemoryLimit(t *testing.T) {
 	remote := map[helmpackage.Dependency][]byte{{Name: "common", Repository: chartRepository, Version: "^3"}: commonArchive(t, "common")}
 
 	_, err := p.ChartPackage(withTimeout(t, time.Minute), src, helmpackage.Options{ValuesFiles: []string{"values-hostile.yaml"}, Remote: remote}, ChartOptions{})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(HavePrefix("packaging the chart passed its memory limit of 96 MiB (--chart-worker-memory); its chart worker was stopped"))
 
 	_, err = p.ChartPackage(withTimeout(t, time.Minute), src, helmpackage.Options{ValuesFiles: []string{"values-prod.yaml"}, Remote: remote}, ChartOptions{})
@@ -139,7 +140,7 @@ func TestAPackageIsBoundedByTheFileSizeLimit(t *testing.T) {
 	big, err := testhelm.Package(testhelm.Chart{Name: "big", Version: "1.0.0", Files: testhelm.Files{"files/noise.txt": hex.EncodeToString(noise)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = p.ChartPackage(withTimeout(t, time.Minute), helmpackage.Source{Archive: big}, helmpackage.Options{}, ChartOptions{})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(Equal("the packaged chart is larger than the limit of 8192 bytes"))
 
 	renders := newPool(t, Options{Workers: 1})
@@ -155,6 +156,6 @@ func TestAChartRequestNamesItsTimeLimit(t *testing.T) {
 	defer cancel()
 	<-ctx.Done()
 	_, err := p.ChartPlan(ctx, helmpackage.Source{Archive: commonArchive(t, "common")}, ChartOptions{TimeoutName: "spec.timeout of GitRepository charts"})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(Equal("packaging the chart did not finish within its time limit (spec.timeout of GitRepository charts): it waited for a free chart worker (--chart-workers) until then"))
 }

@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/testhelm"
@@ -196,7 +197,7 @@ func TestATemplateThatDoublesAStringPassesTheMemoryLimit(t *testing.T) {
 	g := NewWithT(t)
 	p := newPool(t, Options{Workers: 1, Memory: 256 << 20})
 	_, err := p.Helm(withTimeout(t, 2*time.Minute), chartWith(t, doublingTemplate), helmrender.Options{ReleaseName: "x", Namespace: "a"})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("memory limit of 256 MiB (--render-worker-memory)"))
 
 	// The next render gets a new worker and succeeds.
@@ -220,7 +221,7 @@ func TestALoopingTemplateIsKilledAtItsDeadline(t *testing.T) {
 			pid := w.cmd.Process.Pid
 
 			_, err = p.Helm(withTimeout(t, 2*time.Second), chartWith(t, tmpl), helmrender.Options{ReleaseName: "x", Namespace: "a"})
-			g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+			g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 			g.Expect(err.Error()).To(ContainSubstring("did not finish within its time limit"))
 			g.Expect(err.Error()).To(ContainSubstring("its render worker was stopped"))
 			// Nothing runs on: the process is gone when Helm returns.
@@ -234,7 +235,7 @@ func TestAValueThatHoldsItselfPassesTheStackLimit(t *testing.T) {
 	p := newPool(t, Options{Workers: 1})
 	tmpl := `{{ $m := dict }}{{ $_ := set $m "self" $m }}{{ printf "%v" $m }}`
 	_, err := p.Helm(withTimeout(t, time.Minute), chartWith(t, tmpl), helmrender.Options{ReleaseName: "x", Namespace: "a"})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("stack limit of 64 MiB"))
 }
 
@@ -242,7 +243,7 @@ func TestAWorkerThatAnswersGarbageFailsTheRender(t *testing.T) {
 	g := NewWithT(t)
 	p := newPool(t, Options{Workers: 1, Command: helperCommand("garbage")})
 	_, err := p.Helm(withTimeout(t, time.Minute), chartWith(t, configMapTemplate), helmrender.Options{ReleaseName: "x", Namespace: "a"})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("answered with a broken message"))
 }
 
@@ -250,7 +251,7 @@ func TestAWorkerThatDiesFailsTheRender(t *testing.T) {
 	g := NewWithT(t)
 	p := newPool(t, Options{Workers: 1, Command: helperCommand("die")})
 	_, err := p.Helm(withTimeout(t, time.Minute), chartWith(t, configMapTemplate), helmrender.Options{ReleaseName: "x", Namespace: "a"})
-	g.Expect(limitReason(err)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
 	g.Expect(err.Error()).To(ContainSubstring("the render worker exited (exit status 7) before it answered"))
 }
 
@@ -298,7 +299,7 @@ func TestAHostileRenderDoesNotHoldUpAnother(t *testing.T) {
 	g.Expect(res.Objects).To(Equal(1))
 	// The fine render finished while the hostile one still ran.
 	g.Expect(hostile).NotTo(Receive())
-	g.Expect(limitReason(<-hostile)).To(Equal(kustomizev1.LimitExceededReason))
+	g.Expect(limitReason(<-hostile)).To(Equal(meta.LimitExceededReason))
 }
 
 func TestAWorkerHasItsLimits(t *testing.T) {

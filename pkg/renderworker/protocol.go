@@ -11,6 +11,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/helmpackage"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/object"
@@ -289,7 +290,7 @@ func (e *responseError) err() error {
 func knownReason(reason string) bool {
 	switch reason {
 	case kustomizev1.BuildFailedReason, kustomizev1.SubstituteFailedReason, kustomizev1.ValidationFailedReason,
-		kustomizev1.LimitExceededReason, kustomizev1.RemoteResourceRefusedReason, kustomizev1.DecryptionFailedReason:
+		meta.LimitExceededReason, kustomizev1.RemoteResourceRefusedReason, kustomizev1.DecryptionFailedReason:
 		return true
 	}
 	return false
@@ -297,7 +298,7 @@ func knownReason(reason string) bool {
 
 // The reasons a worker and the pool fail a render with.
 const (
-	reasonLimit      = kustomizev1.LimitExceededReason
+	reasonLimit      = meta.LimitExceededReason
 	reasonBuild      = kustomizev1.BuildFailedReason
 	reasonDecryption = kustomizev1.DecryptionFailedReason
 )

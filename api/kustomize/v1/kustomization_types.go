@@ -75,10 +75,7 @@ const (
 	// DecryptionFailedReason: Rendered=False (and an event) when a SOPS
 	// file or object could not be decrypted: the decryption Secret is
 	// missing or holds a bad key, or a file is encrypted for other keys.
-	DecryptionFailedReason = "DecryptionFailed"
-	// LimitExceededReason: a render passed one of render-controller's
-	// limits (input size, YAML nodes or documents, output size, time).
-	LimitExceededReason     = "LimitExceeded"
+	DecryptionFailedReason  = "DecryptionFailed"
 	RenderSucceededReason   = "RenderSucceeded"
 	ApplyFailedReason       = "ApplyFailed"
 	PruneFailedReason       = "PruneFailed"

@@ -28,11 +28,6 @@ const (
 	// ChartPackageFailedReason: the chart could not be loaded, completed
 	// with its dependencies and values files, or packaged.
 	ChartPackageFailedReason = "ChartPackageFailed"
-	// LimitExceededReason: loading or packaging the chart passed a limit
-	// of the chart worker it ran in (source-controller's
-	// --chart-worker-memory, the source's spec.timeout, the package's
-	// size), which stopped it; the last artifact stays.
-	LimitExceededReason = "LimitExceeded"
 )
 
 // Reconcile strategies of a HelmChart.

@@ -528,7 +528,7 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2
 		reason := helmv2.ValuesFailedReason
 		var le *helmvalues.LimitError
 		if errors.As(err, &le) {
-			reason = kustomizev1.LimitExceededReason
+			reason = meta.LimitExceededReason
 		}
 		// A targetPath's parse error may quote the Secret's value.
 		return plumbreconcile.Failed(reason, errors.New(secrets.Redact(err.Error())))

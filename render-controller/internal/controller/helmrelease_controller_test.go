@@ -484,7 +484,7 @@ func TestHelmReleaseValuesMergeOrder(t *testing.T) {
 	updateHR(t, ns, "app", func(s *helmv2.HelmReleaseSpec) {
 		s.ValuesFrom = []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "big"}}
 	})
-	failed = waitHR(t, ns, "app", metav1.ConditionFalse, kustomizev1.LimitExceededReason)
+	failed = waitHR(t, ns, "app", metav1.ConditionFalse, meta.LimitExceededReason)
 	g.Expect(hrRendered(failed).Message).To(ContainSubstring("--max-values-size"))
 }
 

@@ -324,7 +324,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
 				return sources.serve("/bad/"+ns+"/bomb.tar.gz", rev, packTree(t, map[string]string{"bomb.yaml": aliasBomb(8)}), "")
 			},
-			wantReason: kustomizev1.LimitExceededReason,
+			wantReason: meta.LimitExceededReason,
 			wantMsg:    []string{"bomb.yaml", "YAML nodes", "--max-yaml-nodes"},
 			wantEvent:  true,
 		},
@@ -337,7 +337,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 				})
 				return sources.serve("/bad/"+ns+"/output.tar.gz", rev, data, "")
 			},
-			wantReason: kustomizev1.LimitExceededReason,
+			wantReason: meta.LimitExceededReason,
 			wantMsg:    []string{fmt.Sprintf("the rendered manifests pass the limit of %d bytes (--max-rendered-size)", testRenderLimits.MaxOutputBytes)},
 			wantEvent:  true,
 		},
@@ -346,7 +346,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
 				return sources.serve("/bad/"+ns+"/slow.tar.gz", rev, packTree(t, slowTree()), "")
 			},
-			wantReason: kustomizev1.LimitExceededReason,
+			wantReason: meta.LimitExceededReason,
 			wantMsg:    []string{"rendering did not finish within its time limit of 3s (--render-timeout); its render worker was stopped"},
 			wantEvent:  true,
 		},

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 )
@@ -67,7 +67,7 @@ func (h *limitHolds) check(key types.NamespacedName, inputs string) error {
 	if wait <= 0 {
 		return nil
 	}
-	return plumbreconcile.Stalled(kustomizev1.LimitExceededReason, fmt.Errorf("%s", hold.message)).
+	return plumbreconcile.Stalled(meta.LimitExceededReason, fmt.Errorf("%s", hold.message)).
 		Polling(wait).WithoutEvent()
 }
 
@@ -76,7 +76,7 @@ func (h *limitHolds) check(key types.NamespacedName, inputs string) error {
 // any other failure is a plain Retry.
 func (h *limitHolds) failed(key types.NamespacedName, inputs string, retryInterval, interval time.Duration, err error) error {
 	reason := render.Reason(err)
-	if reason != kustomizev1.LimitExceededReason {
+	if reason != meta.LimitExceededReason {
 		h.forget(key)
 		return plumbreconcile.Failed(reason, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 )
 
 // A render that passed a limit is not tried again in a loop: the same
@@ -36,7 +37,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 	kustomization(t, ns, "app", "repo", func(s *kustomizev1.KustomizationSpec) {
 		s.RetryInterval = &metav1.Duration{Duration: time.Second}
 	})
-	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.LimitExceededReason)
+	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.LimitExceededReason)
 	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("the same source, spec and values are rendered again in 1s"))
 	g.Expect(reconciler.Builds(key)).To(Equal(int64(1)))
 
@@ -44,7 +45,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 	reconciles := reconciler.Reconciles(key)
 	g.Eventually(func() int64 { return reconciler.Reconciles(key) }, timeout, poll).Should(BeNumerically(">=", reconciles+3))
 	g.Expect(reconciler.Builds(key)).To(Equal(int64(1)), "the same inputs are held back")
-	g.Expect(published.of(ns, "app", kustomizev1.LimitExceededReason)).To(HaveLen(1), "one event says so")
+	g.Expect(published.of(ns, "app", meta.LimitExceededReason)).To(HaveLen(1), "one event says so")
 
 	// Past the backoff, the same inputs are tried again, without a second
 	// event, and the next wait is twice as long.
@@ -53,7 +54,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(renderedCondition(getKS(g, ns, "app")).Message).To(ContainSubstring("rendered again in 2s (attempt 3"))
 	}, timeout, poll).Should(Succeed())
-	g.Consistently(func() []any { return asAny(published.of(ns, "app", kustomizev1.LimitExceededReason)) }, 2*time.Second, poll).Should(HaveLen(1))
+	g.Consistently(func() []any { return asAny(published.of(ns, "app", meta.LimitExceededReason)) }, 2*time.Second, poll).Should(HaveLen(1))
 
 	// A changed spec renders at once, clock or no clock.
 	ks = getKS(g, ns, "app")
@@ -61,7 +62,7 @@ func TestARenderPastALimitIsHeldBackUntilItsInputsChange(t *testing.T) {
 	ks.Spec.CommonMetadata = &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "a"}}
 	g.Expect(k8s.Patch(context.Background(), ks, patch)).To(Succeed())
 	g.Eventually(func() int64 { return reconciler.Builds(key) }, timeout, poll).Should(Equal(int64(3)))
-	g.Eventually(func() int { return len(published.of(ns, "app", kustomizev1.LimitExceededReason)) }, timeout, poll).Should(Equal(2))
+	g.Eventually(func() int { return len(published.of(ns, "app", meta.LimitExceededReason)) }, timeout, poll).Should(Equal(2))
 }
 
 func asAny[T any](s []T) []any {

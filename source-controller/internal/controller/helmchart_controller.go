@@ -377,7 +377,7 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 		var re *plumbreconcile.Error
 		switch {
 		case workerLimit(err):
-			return buildFailed(obj, sourcev1.LimitExceededReason, err)
+			return buildFailed(obj, meta.LimitExceededReason, err)
 		case errors.As(err, &re):
 			reason = re.Reason
 		case errors.Is(err, helm.ErrInsecure):
@@ -401,7 +401,7 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 	if err := r.build(ctx, obj, st); err != nil {
 		reason := sourcev1.ChartPackageFailedReason
 		if workerLimit(err) {
-			reason = sourcev1.LimitExceededReason
+			reason = meta.LimitExceededReason
 		}
 		return buildFailed(obj, reason, err)
 	}
@@ -423,7 +423,7 @@ func buildFailed(obj *sourcev1.HelmChart, reason string, err error) error {
 // values file, a broken Chart.yaml) come back as BuildFailed.
 func workerLimit(err error) bool {
 	var re *render.Error
-	return errors.As(err, &re) && re.Reason == sourcev1.LimitExceededReason
+	return errors.As(err, &re) && re.Reason == meta.LimitExceededReason
 }
 
 // sameSource reports whether the stored artifact was built, for this

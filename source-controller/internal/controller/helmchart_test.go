@@ -349,14 +349,14 @@ func TestHelmChartHostileValuesFileStopsOnlyItsWorker(t *testing.T) {
 	patch := client.MergeFrom(hc.DeepCopy())
 	hc.Spec.ValuesFiles = []string{"values-hostile.yaml", "values-hostile.yaml"}
 	g.Expect(k8s.Patch(context.Background(), hc, patch)).To(Succeed())
-	waitHelmFailed(t, hc, sourcev1.LimitExceededReason)
+	waitHelmFailed(t, hc, meta.LimitExceededReason)
 	ready := conditionOf(hc, meta.ReadyCondition)
 	g.Expect(ready.Message).To(ContainSubstring("packaging the chart passed its memory limit of 96 MiB (--chart-worker-memory); its chart worker was stopped"))
-	g.Expect(conditionOf(hc, sourcev1.BuildFailedCondition).Reason).To(Equal(sourcev1.LimitExceededReason))
+	g.Expect(conditionOf(hc, sourcev1.BuildFailedCondition).Reason).To(Equal(meta.LimitExceededReason))
 	g.Expect(hc.Status.Artifact).To(Equal(good))
 	evs := streamEvents(t, events.Subject(sourcev1.HelmChartKind, ns, "app"), 2)
 	g.Expect(evs[0].Reason).To(Equal(sourcev1.NewArtifactReason))
-	g.Expect(evs[1].Reason).To(Equal(sourcev1.LimitExceededReason))
+	g.Expect(evs[1].Reason).To(Equal(meta.LimitExceededReason))
 	g.Expect(evs[1].Message).To(ContainSubstring("(--chart-worker-memory)"))
 
 	// Another HelmChart of the same source packages meanwhile.
