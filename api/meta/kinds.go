@@ -10,6 +10,7 @@ import "time"
 
 // Scheduled is a kind reconciled again every interval after a success
 // (spec.interval).
+// +kubebuilder:object:generate=false
 type Scheduled interface {
 	GetRequeueAfter() time.Duration
 }
@@ -17,11 +18,13 @@ type Scheduled interface {
 // Retried is a kind with its own wait between attempts after a failure
 // (Flux's spec.retryInterval). A kind without it is retried with
 // controller-runtime's backoff.
+// +kubebuilder:object:generate=false
 type Retried interface {
 	GetRetryInterval() time.Duration
 }
 
 // Suspendable is a kind whose reconciles can be stopped (spec.suspend).
+// +kubebuilder:object:generate=false
 type Suspendable interface {
 	IsSuspended() bool
 }
@@ -29,6 +32,7 @@ type Suspendable interface {
 // ArtifactHolder is a kind that serves an artifact: a source's
 // status.artifact, or a Kustomization's and HelmRelease's rendered
 // manifests (status.renderedArtifact). nil while there is none.
+// +kubebuilder:object:generate=false
 type ArtifactHolder interface {
 	GetArtifact() *Artifact
 }
@@ -37,6 +41,7 @@ type ArtifactHolder interface {
 // annotation (plumb reconcile, a Receiver's webhook, the UI's sync
 // button): it records the last request it handled in
 // status.lastHandledReconcileAt.
+// +kubebuilder:object:generate=false
 type Requestable interface {
 	GetLastHandledReconcileRequest() string
 	SetLastHandledReconcileRequest(token string)
@@ -44,6 +49,7 @@ type Requestable interface {
 
 // Applier is a kind that applies what it renders to a cluster: the
 // revision it last applied is what it runs (status.lastAppliedRevision).
+// +kubebuilder:object:generate=false
 type Applier interface {
 	GetLastAppliedRevision() string
 }

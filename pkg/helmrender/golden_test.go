@@ -101,7 +101,7 @@ func canonicalSet(t *testing.T, data []byte) []string {
 func TestGoldenHelmTemplate(t *testing.T) {
 	extra := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
 	app := packageChart(t, "app", nil)
-	platform := saveChart(t, filepath.Join("bench", "testdata", "platform"))
+	platform := saveChart(t, filepath.Join("..", "bench", "helm", "testdata", "platform"))
 	for name, tc := range map[string]struct {
 		archive []byte
 		opts    Options

@@ -52,7 +52,7 @@ func TestJSONToYAMLMatchesSigsYAML(t *testing.T) {
 // RNode.MarshalJSON did before it.
 func TestCanonicalYAMLMatchesMarshalJSON(t *testing.T) {
 	var files []string
-	for _, root := range []string{"testdata", filepath.Join("..", "helmrender", "bench", "testdata")} {
+	for _, root := range []string{"testdata", filepath.Join("..", "bench", "helm", "testdata")} {
 		_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
 				files = append(files, p)
