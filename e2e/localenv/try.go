@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"plumb.dev/pkg/kinds"
 )
 
 // TryCommand is one line of the launcher's "Try:" list: a shell command and
@@ -83,10 +85,8 @@ func (e *Env) WaitDemoReady(ctx context.Context, d *Demo) error {
 	}
 }
 
+// isPlumbKind says whether kind is one of Plumb's (pkg/kinds).
 func isPlumbKind(kind string) bool {
-	switch kind {
-	case "GitRepository", "Kustomization", "Receiver", "Provider", "Alert", "HelmRepository", "HelmRelease":
-		return true
-	}
-	return false
+	k, ok := kinds.Lookup(kind)
+	return ok && k.GVK.Kind == kind
 }

@@ -101,19 +101,19 @@ func newReconcileCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// reconcileChart reconciles a HelmRelease's chart as Flux's
 // kustomizationSourceKind is the kind of a Kustomization's source that
-// plumb can reconcile, nil for an ExternalArtifact (or an unknown kind).
+// plumb can reconcile (one that honours requestedAt), nil for an
+// ExternalArtifact, which another program writes, or an unknown kind.
 func kustomizationSourceKind(ks *kustomizev1.Kustomization) *kind {
-	switch ks.Spec.SourceRef.Kind {
-	case sourcev1.GitRepositoryKind:
-		return gitRepositoryKind
-	case sourcev1.OCIRepositoryKind:
-		return ociRepositoryKind
+	for _, k := range allKinds {
+		if k.Kind == ks.Spec.SourceRef.Kind && k.def.Source && k.reconcilable {
+			return k
+		}
 	}
 	return nil
 }
 
+// reconcileChart reconciles a HelmRelease's chart as Flux's
 // `reconcile hr --with-source` does: the HelmChart's source, then the
 // HelmChart, then waits for render-controller to render the chart version
 // fetched, so the sync requested next releases it.
