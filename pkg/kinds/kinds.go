@@ -47,6 +47,11 @@ type Kind struct {
 
 	newObject func() client.Object
 	newList   func() client.ObjectList
+	// typ and requestable are read once from an object of the kind (init),
+	// so Of and Requestable make none on the paths that call them per
+	// object or per webhook call.
+	typ         reflect.Type
+	requestable bool
 }
 
 // Route is the kind's lower-case singular name, the UI's routes' and the
@@ -65,10 +70,7 @@ func (k Kind) NewList() client.ObjectList { return k.newList() }
 // Requestable says whether the kind honours the requestedAt annotation
 // (meta.Requestable): a webhook, plumb reconcile and the UI may ask for
 // its reconcile.
-func (k Kind) Requestable() bool {
-	_, ok := k.New().(meta.Requestable)
-	return ok
-}
+func (k Kind) Requestable() bool { return k.requestable }
 
 // all is every kind, in the order of their Kind names.
 var all = []Kind{
@@ -106,6 +108,11 @@ var all = []Kind{
 
 func init() {
 	slices.SortFunc(all, func(a, b Kind) int { return strings.Compare(a.GVK.Kind, b.GVK.Kind) })
+	for i := range all {
+		obj := all[i].New()
+		all[i].typ = reflect.TypeOf(obj)
+		_, all[i].requestable = obj.(meta.Requestable)
+	}
 }
 
 // All returns every kind in the order of their Kind names.
@@ -137,7 +144,7 @@ func Lookup(name string) (Kind, bool) {
 // Of returns the kind of obj, by its Go type.
 func Of(obj client.Object) (Kind, bool) {
 	for _, k := range all {
-		if reflect.TypeOf(k.New()) == reflect.TypeOf(obj) {
+		if k.typ == reflect.TypeOf(obj) {
 			return k, true
 		}
 	}

@@ -294,8 +294,15 @@ func requestedMessage(requested []string, elsewhere int) string {
 // SupportedKind reports whether a webhook can request a reconcile of kind.
 // Those are the kinds that record a handled request (meta.Requestable).
 func SupportedKind(kind string) bool {
+	_, ok := requestable(kind)
+	return ok
+}
+
+// requestable is the kind named exactly kind, when a webhook may request
+// its reconcile.
+func requestable(kind string) (kinds.Kind, bool) {
 	k, ok := kinds.Lookup(kind)
-	return ok && k.GVK.Kind == kind && k.Requestable()
+	return k, ok && k.GVK.Kind == kind && k.Requestable()
 }
 
 // requestReconcile sets the requestedAt annotation on every resource the
@@ -313,10 +320,10 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		return nil, 0, err
 	}
 	for _, ref := range rcv.Spec.Resources {
-		if !SupportedKind(ref.Kind) {
+		k, ok := requestable(ref.Kind)
+		if !ok {
 			continue // the reconciler reports it as an invalid spec
 		}
-		k, _ := kinds.Lookup(ref.Kind)
 		gvk := k.GVK
 		ns := ref.Namespace
 		if ns == "" {
