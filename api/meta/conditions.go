@@ -5,6 +5,10 @@ const (
 	// ReconcileRequestAnnotation asks for an immediate reconcile whenever its
 	// value changes; receivers and the plumb CLI set it to a timestamp.
 	ReconcileRequestAnnotation = "reconcile.plumb.dev/requestedAt"
+	// FluxReconcileRequestAnnotation is Flux's: accepted beside Plumb's,
+	// so that Flux's command line and receivers in a mixed cluster
+	// trigger Plumb's kinds too (pkg/request).
+	FluxReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
 )
 
 // Labels every Plumb controller honours.

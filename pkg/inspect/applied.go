@@ -158,9 +158,9 @@ func (a *Applied) KeptFromPrune(live *unstructured.Unstructured) string {
 	switch {
 	case !a.Prune:
 		return "spec.prune is off, so it stays"
-	case manage.KeptBy(live.GetAnnotations(), manage.LeftTheSet) != "":
+	case manage.KeptBy(live, manage.LeftTheSet) != "":
 		// sync-controller's rule, for both kinds.
-		return "annotated " + manage.KeptBy(live.GetAnnotations(), manage.LeftTheSet) + ", so it stays"
+		return "kept by " + manage.KeptBy(live, manage.LeftTheSet)
 	}
 	return ""
 }

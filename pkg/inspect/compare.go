@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/manage"
@@ -42,12 +41,15 @@ func (a *Applied) Prepare(c client.Client, obj *unstructured.Unstructured) error
 // dry-run apply sync-controller makes (drift.Compare): as its field
 // manager, so the result is what its next apply would store, with ignored
 // fields kept at their live values. An object annotated plumb.dev/ssa:
-// IfNotPresent (a chart's crds/ CRD under the Create policy) is created
-// when missing and never changed, so an existing one matches whatever it
-// holds. Nothing is redacted yet but Secrets' data (pkg/diff).
+// IfNotPresent (a chart's crds/ CRD under the Create policy; Flux's ssa
+// key alike, manage.CreateOnly) is created when missing and never
+// changed, so an existing one matches whatever it holds. Nothing is redacted yet but Secrets' data (pkg/diff).
 func Compare(ctx context.Context, c client.Client, desired *unstructured.Unstructured, ig *diff.Ignorer) ObjectDiff {
 	id := object.IDOf(desired)
-	if desired.GetAnnotations()[kustomizev1.SSAAnnotation] == kustomizev1.IfNotPresentValue {
+	if why := manage.Excluded(desired); why != "" {
+		return ObjectDiff{ID: id, Action: diff.Unchanged, Note: why + ": never written by a sync"}
+	}
+	if manage.CreateOnly(desired) != "" {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(desired.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKeyFromObject(desired), live)

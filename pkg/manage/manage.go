@@ -11,6 +11,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/argocd"
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/flux"
 	"plumb.dev/pkg/kinds"
 )
 
@@ -90,24 +91,68 @@ const (
 	OwnerDeleted
 )
 
-// KeptBy says which annotation of an object keeps it from the prune p,
-// empty when none does. "plumb.dev/prune: disabled" and
-// "helm.sh/resource-policy: keep" (read as Helm reads it: trimmed, any
-// case) keep it from both; Argo CD's sync options keep it from one each,
-// as in Argo CD: Prune=false from a sync's prune, Delete=false from the
-// deletion of its owner.
-func KeptBy(annotations map[string]string, p Pruning) string {
+// KeptBy says which label or annotation of an object in the cluster
+// keeps it from the prune p, written as a message quotes it ("annotation
+// plumb.dev/prune: disabled"), empty when none does.
+//
+//   - plumb.dev/prune: disabled and helm.sh/resource-policy: keep (read as
+//     Helm reads it: trimmed, any case) keep it from both prunes;
+//   - Flux's prune: disabled, reconcile: disabled and ssa: Ignore keep it
+//     from both, as in Flux (pkg/flux), unless plumb.dev/prune is set,
+//     which then decides;
+//   - Argo CD's sync options keep it from one each, as in Argo CD:
+//     Prune=false from a sync's prune, Delete=false from the deletion of
+//     its owner.
+func KeptBy(m flux.Metadata, p Pruning) string {
+	annotations := m.GetAnnotations()
+	plumbPrune, plumbSet := annotations[kustomizev1.PruneAnnotation]
 	switch {
-	case annotations[kustomizev1.PruneAnnotation] == kustomizev1.DisabledValue:
-		return kustomizev1.PruneAnnotation + ": " + kustomizev1.DisabledValue
+	case plumbPrune == kustomizev1.DisabledValue:
+		return "annotation " + kustomizev1.PruneAnnotation + ": " + kustomizev1.DisabledValue
 	case strings.EqualFold(strings.TrimSpace(annotations[helmv2.ResourcePolicyAnnotation]), helmv2.KeepPolicy):
-		return helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
+		return "annotation " + helmv2.ResourcePolicyAnnotation + ": " + helmv2.KeepPolicy
 	case p == LeftTheSet && argocd.HasSyncOption(annotations, argocd.PruneDisabled):
-		return argocd.SyncOptionsAnnotation + ": " + argocd.PruneDisabled
+		return "annotation " + argocd.SyncOptionsAnnotation + ": " + argocd.PruneDisabled
 	case p == OwnerDeleted && argocd.HasSyncOption(annotations, argocd.DeleteDisabled):
-		return argocd.SyncOptionsAnnotation + ": " + argocd.DeleteDisabled
+		return "annotation " + argocd.SyncOptionsAnnotation + ": " + argocd.DeleteDisabled
+	}
+	if f, ok := flux.KeptFromPrune(m); ok && !(plumbSet && f.Key == flux.PruneKey) {
+		return f.String()
 	}
 	return ""
+}
+
+// CreateOnly says which annotation of the object in Git, desired, asks
+// that it be created when missing and never written once it exists:
+// plumb.dev/ssa: IfNotPresent, or without plumb.dev/ssa, Flux's ssa:
+// IfNotPresent. Empty when none does.
+func CreateOnly(desired flux.Metadata) string {
+	if v, ok := desired.GetAnnotations()[kustomizev1.SSAAnnotation]; ok {
+		if v == kustomizev1.IfNotPresentValue {
+			return "annotation " + kustomizev1.SSAAnnotation + ": " + v
+		}
+		return ""
+	}
+	if f, ok := flux.CreateOnly(desired); ok {
+		return f.String()
+	}
+	return ""
+}
+
+// Excluded says which label or annotation of an object keeps it from
+// every write: Flux's reconcile: disabled or ssa: Ignore, which Flux reads
+// on the object in Git and on the one in the cluster alike (call it for
+// both); Flux's ssa is not read where plumb.dev/ssa is set. Empty when
+// none does.
+func Excluded(m flux.Metadata) string {
+	f, ok := flux.Excluded(m)
+	if !ok {
+		return ""
+	}
+	if _, plumbSSA := m.GetAnnotations()[kustomizev1.SSAAnnotation]; plumbSSA && f.Key == flux.SSAKey {
+		return ""
+	}
+	return f.String()
 }
 
 // Stamp adds the owner's labels to obj and returns the hash of the result,

@@ -9,6 +9,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/flux"
 	"plumb.dev/pkg/object"
 )
 
@@ -107,18 +108,48 @@ func TestResolve(t *testing.T) {
 
 func TestKeptBy(t *testing.T) {
 	g := NewWithT(t)
+	ann := func(a map[string]string) flux.Maps { return flux.Maps{Annotations: a} }
 	for _, why := range []Pruning{LeftTheSet, OwnerDeleted} {
-		g.Expect(KeptBy(nil, why)).To(BeEmpty())
-		g.Expect(KeptBy(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue}, why)).To(BeEmpty())
-		g.Expect(KeptBy(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue}, why)).To(Equal("plumb.dev/prune: disabled"))
-		g.Expect(KeptBy(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "}, why)).To(Equal("helm.sh/resource-policy: keep"))
-		g.Expect(KeptBy(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"}, why)).To(BeEmpty())
+		g.Expect(KeptBy(flux.Maps{}, why)).To(BeEmpty())
+		g.Expect(KeptBy(ann(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue}), why)).To(BeEmpty())
+		g.Expect(KeptBy(ann(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.DisabledValue}), why)).To(Equal("annotation plumb.dev/prune: disabled"))
+		g.Expect(KeptBy(ann(map[string]string{helmv2.ResourcePolicyAnnotation: " Keep "}), why)).To(Equal("annotation helm.sh/resource-policy: keep"))
+		g.Expect(KeptBy(ann(map[string]string{helmv2.ResourcePolicyAnnotation: "delete"}), why)).To(BeEmpty())
+
+		// Flux's keys keep an object from both prunes, as a label or an
+		// annotation, in any case.
+		g.Expect(KeptBy(ann(map[string]string{flux.PruneKey: "disabled"}), why)).To(Equal("annotation kustomize.toolkit.fluxcd.io/prune: disabled"))
+		g.Expect(KeptBy(flux.Maps{Labels: map[string]string{flux.PruneKey: "Disabled"}}, why)).To(Equal("label kustomize.toolkit.fluxcd.io/prune: Disabled"))
+		g.Expect(KeptBy(ann(map[string]string{flux.ReconcileKey: "disabled"}), why)).To(Equal("annotation kustomize.toolkit.fluxcd.io/reconcile: disabled"))
+		g.Expect(KeptBy(ann(map[string]string{flux.SSAKey: "Ignore"}), why)).To(Equal("annotation kustomize.toolkit.fluxcd.io/ssa: Ignore"))
+		g.Expect(KeptBy(ann(map[string]string{flux.SSAKey: "Merge", flux.PruneKey: "enabled"}), why)).To(BeEmpty())
+		// Plumb's own annotation decides over Flux's prune key.
+		g.Expect(KeptBy(ann(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue, flux.PruneKey: "disabled"}), why)).To(BeEmpty())
+		g.Expect(KeptBy(ann(map[string]string{kustomizev1.PruneAnnotation: kustomizev1.EnabledValue, flux.ReconcileKey: "disabled"}), why)).
+			To(Equal("annotation kustomize.toolkit.fluxcd.io/reconcile: disabled"), "reconcile: disabled has no Plumb counterpart")
 	}
 	// Argo CD's options keep an object from one prune each.
-	noPrune := map[string]string{"argocd.argoproj.io/sync-options": "Prune=false"}
-	noDelete := map[string]string{"argocd.argoproj.io/sync-options": "Validate=false, Delete=false"}
-	g.Expect(KeptBy(noPrune, LeftTheSet)).To(Equal("argocd.argoproj.io/sync-options: Prune=false"))
+	noPrune := ann(map[string]string{"argocd.argoproj.io/sync-options": "Prune=false"})
+	noDelete := ann(map[string]string{"argocd.argoproj.io/sync-options": "Validate=false, Delete=false"})
+	g.Expect(KeptBy(noPrune, LeftTheSet)).To(Equal("annotation argocd.argoproj.io/sync-options: Prune=false"))
 	g.Expect(KeptBy(noPrune, OwnerDeleted)).To(BeEmpty())
-	g.Expect(KeptBy(noDelete, OwnerDeleted)).To(Equal("argocd.argoproj.io/sync-options: Delete=false"))
+	g.Expect(KeptBy(noDelete, OwnerDeleted)).To(Equal("annotation argocd.argoproj.io/sync-options: Delete=false"))
 	g.Expect(KeptBy(noDelete, LeftTheSet)).To(BeEmpty())
+}
+
+func TestCreateOnlyAndExcluded(t *testing.T) {
+	g := NewWithT(t)
+	ann := func(a map[string]string) flux.Maps { return flux.Maps{Annotations: a} }
+	g.Expect(CreateOnly(ann(map[string]string{kustomizev1.SSAAnnotation: kustomizev1.IfNotPresentValue}))).To(Equal("annotation plumb.dev/ssa: IfNotPresent"))
+	g.Expect(CreateOnly(ann(map[string]string{flux.SSAKey: "ifnotpresent"}))).To(Equal("annotation kustomize.toolkit.fluxcd.io/ssa: ifnotpresent"))
+	g.Expect(CreateOnly(flux.Maps{Labels: map[string]string{flux.SSAKey: "IfNotPresent"}})).To(Equal("label kustomize.toolkit.fluxcd.io/ssa: IfNotPresent"))
+	g.Expect(CreateOnly(ann(map[string]string{flux.SSAKey: "Merge"}))).To(BeEmpty())
+	// plumb.dev/ssa set to anything else decides over Flux's.
+	g.Expect(CreateOnly(ann(map[string]string{kustomizev1.SSAAnnotation: "Other", flux.SSAKey: "IfNotPresent"}))).To(BeEmpty())
+
+	g.Expect(Excluded(ann(map[string]string{flux.ReconcileKey: "Disabled"}))).To(Equal("annotation kustomize.toolkit.fluxcd.io/reconcile: Disabled"))
+	g.Expect(Excluded(flux.Maps{Labels: map[string]string{flux.SSAKey: "ignore"}})).To(Equal("label kustomize.toolkit.fluxcd.io/ssa: ignore"))
+	g.Expect(Excluded(ann(map[string]string{flux.ReconcileKey: "enabled", flux.SSAKey: "Override"}))).To(BeEmpty())
+	g.Expect(Excluded(ann(map[string]string{flux.ReconcileKey: ""}))).To(BeEmpty(), "an empty value is no value")
+	g.Expect(Excluded(ann(map[string]string{kustomizev1.SSAAnnotation: kustomizev1.IfNotPresentValue, flux.SSAKey: "Ignore"}))).To(BeEmpty())
 }

@@ -8,9 +8,10 @@ import (
 	"plumb.dev/pkg/request"
 )
 
-// RequestedAt returns the value of the reconcile.plumb.dev/requestedAt
-// annotation, or "" when there is none (request.Annotation; clients ask
-// with request.Reconcile).
+// RequestedAt returns the newest reconcile request of obj, Plumb's
+// reconcile.plumb.dev/requestedAt or Flux's reconcile.fluxcd.io/requestedAt,
+// "" when there is none (request.Annotation; clients ask with
+// request.Reconcile).
 func RequestedAt(obj client.Object) string { return request.Annotation(obj) }
 
 // RequestedPredicate passes updates that change the requestedAt annotation,

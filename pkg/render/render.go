@@ -20,14 +20,15 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/flux"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/yamlsize"
 )
 
 // SubstituteAnnotation, set to "disabled" as an annotation or label on an
-// object, leaves that object out of postBuild substitution (Flux's
-// kustomize.toolkit.fluxcd.io/substitute: disabled).
-const SubstituteAnnotation = "kustomize.plumb.dev/substitute"
+// object, leaves that object out of postBuild substitution; without it,
+// Flux's kustomize.toolkit.fluxcd.io/substitute: disabled does (pkg/flux).
+const SubstituteAnnotation = flux.PlumbSubstituteKey
 
 // Options tune a build beyond what the Kustomization spec says.
 type Options struct {
@@ -510,9 +511,18 @@ func describe(n *kyaml.RNode) string {
 	return id
 }
 
+// substitutionDisabled reads SubstituteAnnotation, a label or an
+// annotation; without it, Flux's substitute key, as Flux reads it.
 func substitutionDisabled(n *kyaml.RNode) bool {
-	return n.GetAnnotations()[SubstituteAnnotation] == kustomizev1.DisabledValue ||
-		n.GetLabels()[SubstituteAnnotation] == kustomizev1.DisabledValue
+	m := flux.Maps{Labels: n.GetLabels(), Annotations: n.GetAnnotations()}
+	v, set := m.Annotations[SubstituteAnnotation]
+	if !set {
+		v, set = m.Labels[SubstituteAnnotation]
+	}
+	if set {
+		return v == kustomizev1.DisabledValue
+	}
+	return flux.SubstituteDisabled(m)
 }
 
 func setMetadata(n *kyaml.RNode, cm *kustomizev1.CommonMetadata) error {

@@ -94,20 +94,20 @@ func TestBuild(t *testing.T) {
 				"db_password": {Value: "s3cr3t-value", Secret: true},
 				"tier":        {Value: ""},
 			}},
-			objects: []string{"ConfigMap/apps/app-prod", "ConfigMap/apps/script"},
+			objects: []string{"ConfigMap/apps/app-prod", "ConfigMap/apps/flux-script", "ConfigMap/apps/plumb-decides", "ConfigMap/apps/script"},
 		},
 		{
 			name:    "substitution-undefined-is-empty",
 			dir:     "substitution",
 			spec:    kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
 			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
-			objects: []string{"ConfigMap/apps/app-dev", "ConfigMap/apps/script"},
+			objects: []string{"ConfigMap/apps/app-dev", "ConfigMap/apps/flux-script", "ConfigMap/apps/plumb-decides", "ConfigMap/apps/script"},
 		},
 		{
 			name:    "no-postbuild-no-substitution",
 			dir:     "substitution",
 			opts:    Options{Vars: Variables{"cluster_env": {Value: "dev"}}},
-			objects: []string{"ConfigMap/${namespace:=apps}/app-${cluster_env}", "ConfigMap/apps/script"},
+			objects: []string{"ConfigMap/${namespace:=apps}/app-${cluster_env}", "ConfigMap/apps/flux-script", "ConfigMap/apps/plumb-decides", "ConfigMap/apps/script"},
 		},
 	}
 	for _, tt := range tests {

@@ -13,10 +13,28 @@ import (
 	"plumb.dev/api/meta"
 )
 
-// Annotation returns the value of obj's reconcile.plumb.dev/requestedAt
-// annotation, or "" when there is none.
+// Annotation returns obj's newest reconcile request: the value of its
+// reconcile.plumb.dev/requestedAt annotation or of Flux's
+// reconcile.fluxcd.io/requestedAt, "" when there is neither. With both,
+// it is the later time (both tools write RFC 3339 times), Plumb's when
+// either is not a time. A tool waits for its own token in
+// status.lastHandledReconcileAt, so the newest request is the one to
+// answer: an older one was answered before, or is covered by it.
 func Annotation(obj client.Object) string {
-	return obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	ann := obj.GetAnnotations()
+	own, flux := ann[meta.ReconcileRequestAnnotation], ann[meta.FluxReconcileRequestAnnotation]
+	switch {
+	case flux == "" || flux == own:
+		return own
+	case own == "":
+		return flux
+	}
+	ownAt, errOwn := time.Parse(time.RFC3339Nano, own)
+	fluxAt, errFlux := time.Parse(time.RFC3339Nano, flux)
+	if errOwn == nil && errFlux == nil && fluxAt.After(ownAt) {
+		return flux
+	}
+	return own
 }
 
 // Reconcile asks for an immediate reconcile of obj: it sets the

@@ -50,3 +50,21 @@ func TestARequestForAMissingObjectFails(t *testing.T) {
 	_, err := request.Reconcile(context.Background(), c, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gone"}}, nil, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("annotating apps/gone")))
 }
+
+// Flux's requestedAt is a request too, so `flux reconcile` and Flux's
+// receivers trigger Plumb's kinds; with both, the later time is the
+// request to answer.
+func TestFluxsRequestedAtIsARequest(t *testing.T) {
+	g := NewWithT(t)
+	obj := func(ann map[string]string) client.Object {
+		return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Annotations: ann}}
+	}
+	const early, late = "2026-12-05T10:00:00Z", "2026-12-05T10:00:01.5Z"
+	g.Expect(request.Annotation(obj(nil))).To(BeEmpty())
+	g.Expect(request.Annotation(obj(map[string]string{meta.FluxReconcileRequestAnnotation: early}))).To(Equal(early))
+	g.Expect(request.Annotation(obj(map[string]string{meta.ReconcileRequestAnnotation: early}))).To(Equal(early))
+	g.Expect(request.Annotation(obj(map[string]string{meta.ReconcileRequestAnnotation: early, meta.FluxReconcileRequestAnnotation: late}))).To(Equal(late))
+	g.Expect(request.Annotation(obj(map[string]string{meta.ReconcileRequestAnnotation: late, meta.FluxReconcileRequestAnnotation: early}))).To(Equal(late))
+	g.Expect(request.Annotation(obj(map[string]string{meta.ReconcileRequestAnnotation: "token", meta.FluxReconcileRequestAnnotation: late}))).
+		To(Equal("token"), "Plumb's when either is not a time")
+}

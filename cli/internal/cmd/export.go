@@ -107,6 +107,7 @@ func writeExport(w io.Writer, objs []client.Object) error {
 // Git.
 var exportedAnnotations = []string{
 	meta.ReconcileRequestAnnotation,
+	meta.FluxReconcileRequestAnnotation,
 	kustomizev1.ConfirmPruneAnnotation,
 	manage.AppliedHashAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",

@@ -563,7 +563,7 @@ func TestDiffHelmRelease(t *testing.T) {
 			`    data.mode: "slow" → "fast"`,
 			`    data.password: "<redacted>" → "<redacted>"`,
 			"- ConfigMap/"+target+"/old (no longer in the chart; a sync prunes it)",
-			"  ConfigMap/"+target+"/kept (no longer in the chart; annotated helm.sh/resource-policy: keep, so it stays)",
+			"  ConfigMap/"+target+"/kept (no longer in the chart; kept by annotation helm.sh/resource-policy: keep)",
 			"(1 hook objects not compared: they run during a sync)",
 			"1 changed, 0 to create, 1 to prune, 1 unchanged",
 		))

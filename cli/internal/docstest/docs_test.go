@@ -30,6 +30,7 @@ import (
 var otherToolsFlags = map[string]string{
 	"from-literal":        "kubectl create secret --from-literal",
 	"overwrite":           "kubectl annotate --overwrite",
+	"server-side":         "kubectl apply --server-side",
 	"include-crds":        "helm template --include-crds",
 	"set":                 "helm template --set",
 	"install":             "helm upgrade --install",

@@ -8,6 +8,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/argocd"
+	"plumb.dev/pkg/flux"
 	"plumb.dev/pkg/object"
 )
 
@@ -16,19 +17,19 @@ import (
 const maxSyncWarnings = 20
 
 // syncWarnings are what a sync of objs follows differently from what
-// some annotation asks: a Plumb annotation and an Argo CD one that
-// disagree (Plumb's is followed), and Argo CD sync options that a
+// some annotation asks: a Plumb annotation and an Argo CD or Flux one
+// that disagree (Plumb's is followed), and Argo CD sync options that a
 // server-side apply cannot honour. Sorted, at most maxSyncWarnings, the
 // last one counting the rest.
 func syncWarnings(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
 		ann := o.GetAnnotations()
-		if len(ann) == 0 {
+		if len(ann) == 0 && len(o.GetLabels()) == 0 {
 			continue
 		}
 		id := object.IDOf(o).String()
-		for _, c := range argocd.Conflicts(ann) {
+		for _, c := range append(argocd.Conflicts(ann), flux.Conflicts(o)...) {
 			out = append(out, id+": "+c.String())
 		}
 		if argocd.HasSyncOption(ann, argocd.ValidateDisabled) {

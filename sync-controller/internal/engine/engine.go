@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/healthexpr"
@@ -149,7 +148,11 @@ type Result struct {
 	Held bool
 	// Written is true when the object was written.
 	Written bool
-	Err     error
+	// Excluded names the label or annotation that kept the object from
+	// any write (manage.Excluded: Flux's reconcile: disabled or ssa:
+	// Ignore, on the object in Git or in the cluster); empty otherwise.
+	Excluded string
+	Err      error
 }
 
 // Prepare fills in defaults (namespace) and the ownership stamp of each
@@ -237,15 +240,27 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		res.Err = fmt.Errorf("%s: reading the watch cache: %w", id, err)
 		return res
 	}
+	if why := excluded(desired, live); why != "" {
+		res.Excluded = why
+		return res
+	}
 	if IfNotPresent(desired) {
 		return e.createIfNotPresent(ctx, desired, hash, live, res)
 	}
-	if live != nil && e.unchanged(id, hash, live) {
+	tookBack, err := e.takeBackIfAsked(ctx, desired, live)
+	if err != nil {
+		res.Err = e.explain(id, err)
+		return res
+	}
+	if live != nil && !tookBack && e.unchanged(id, hash, live) {
+		return res
+	}
+	if live != nil && driftDetectionOff(opts, desired, live, hash) {
 		return res
 	}
 	if live == nil {
 		res.Action = diff.Created
-		return e.write(ctx, desired, hash, opts, res)
+		return e.write(ctx, desired, live, hash, opts, res)
 	}
 	if opts.Guard != nil && opts.Guard.Wait(id, hash) {
 		res.Held = true
@@ -261,13 +276,13 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		return res
 	case cmp.Live == nil:
 		res.Action = diff.Created
-		return e.write(ctx, desired, hash, opts, res)
+		return e.write(ctx, desired, live, hash, opts, res)
 	case err != nil:
 		if isImmutable(err) && !opts.ReportOnly {
 			// A change the server refuses in place: write decides whether
 			// force allows a recreate.
 			res.Action, res.Drift = diff.Configured, live.Annotations[manage.AppliedHashAnnotation] == hash
-			return e.write(ctx, cmp.Desired, hash, opts, res)
+			return e.write(ctx, cmp.Desired, live, hash, opts, res)
 		}
 		res.Err = e.explain(id, err)
 		return res
@@ -302,13 +317,14 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		res.Object, res.Held = current, true
 		return res
 	}
-	return e.write(ctx, desired, hash, opts, res)
+	return e.write(ctx, desired, live, hash, opts, res)
 }
 
-// IfNotPresent reports whether obj is annotated plumb.dev/ssa: IfNotPresent:
-// created when missing, never changed once it exists.
+// IfNotPresent reports whether obj asks to be created when missing and
+// never changed once it exists (manage.CreateOnly: plumb.dev/ssa or
+// Flux's ssa: IfNotPresent).
 func IfNotPresent(obj *unstructured.Unstructured) bool {
-	return obj.GetAnnotations()[kustomizev1.SSAAnnotation] == kustomizev1.IfNotPresentValue
+	return manage.CreateOnly(obj) != ""
 }
 
 // createIfNotPresent creates an IfNotPresent object that does not exist
@@ -367,12 +383,13 @@ func (e *Engine) unchanged(id object.ID, hash string, live *metav1.PartialObject
 }
 
 // write applies desired for real, recreating it when an immutable field
-// changed and force is allowed.
-func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, hash string, opts Options, res Result) Result {
+// changed and force is allowed (mayRecreate, which reads live, the watch
+// cache's metadata, nil when the object is not there).
+func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata, hash string, opts Options, res Result) Result {
 	obj := desired.DeepCopy()
 	err := e.apply(ctx, obj)
 	if err != nil && isImmutable(err) {
-		if !mayRecreate(opts, desired) {
+		if !mayRecreate(opts, desired, live) {
 			res.Err = fmt.Errorf("%s: %s; set spec.force or the annotation plumb.dev/force: enabled to recreate it", res.ID, immutableMessage(err))
 			return res
 		}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 )
 
@@ -70,6 +71,11 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 	pending := map[object.ID]health.Result{}
 	kinds := map[object.ID]*unstructured.Unstructured{}
 	for _, obj := range objs {
+		if manage.Excluded(obj) != "" {
+			// Never written (Flux's reconcile: disabled or ssa: Ignore in
+			// Git), so maybe never there: nothing to wait for, as in Flux.
+			continue
+		}
 		id := object.IDOf(obj)
 		pending[id] = health.Result{Status: health.Unknown}
 		kinds[id] = obj

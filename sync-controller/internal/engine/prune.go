@@ -27,9 +27,10 @@ type PruneResult struct {
 }
 
 // Prune deletes the objects, in the given order, that still carry the
-// owner's labels and whose annotations do not keep them from the prune
-// why (manage.KeptBy: plumb.dev/prune: disabled, helm.sh/resource-policy:
-// keep, Argo CD's Prune=false or Delete=false). An object without our
+// owner's labels and whose labels and annotations do not keep them from
+// the prune why (manage.KeptBy: plumb.dev/prune: disabled,
+// helm.sh/resource-policy: keep, Flux's prune: disabled, reconcile:
+// disabled or ssa: Ignore, Argo CD's Prune=false or Delete=false). An object without our
 // labels is never deleted: it was not ours, or someone
 // took it over.
 func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner, why manage.Pruning) []PruneResult {
@@ -48,8 +49,8 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 			res.Reason = "already gone, or not managed by this " + ownerKind(owner)
 		case !owner.Owns(live.Labels):
 			res.Reason = "not managed by this " + ownerKind(owner)
-		case manage.KeptBy(live.Annotations, why) != "":
-			res.Reason = "kept by annotation " + manage.KeptBy(live.Annotations, why)
+		case manage.KeptBy(live, why) != "":
+			res.Reason = "kept by " + manage.KeptBy(live, why)
 		case live.DeletionTimestamp != nil:
 			res.Deleted, res.Reason = true, "already being deleted"
 		default:

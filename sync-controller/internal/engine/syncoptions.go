@@ -4,11 +4,14 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/argocd"
+	"plumb.dev/pkg/flux"
 	"plumb.dev/pkg/manage"
 )
 
@@ -19,8 +22,9 @@ import (
 // mayRecreate reports whether desired may be deleted and created again
 // when the API server refuses a change in place (an immutable field):
 // spec.force, plumb.dev/force: enabled, or, without plumb.dev/force,
-// Argo CD's Force=true.
-func mayRecreate(opts Options, desired *unstructured.Unstructured) bool {
+// Flux's force: enabled (on the object in Git or, as Flux reads it, in
+// the cluster: live, nil when unknown) or Argo CD's Force=true.
+func mayRecreate(opts Options, desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata) bool {
 	if opts.Force {
 		return true
 	}
@@ -28,7 +32,33 @@ func mayRecreate(opts Options, desired *unstructured.Unstructured) bool {
 	if v, ok := ann[kustomizev1.ForceAnnotation]; ok {
 		return v == kustomizev1.EnabledValue
 	}
-	return argocd.HasSyncOption(ann, argocd.Force)
+	return flux.MayRecreate(desired) || (live != nil && flux.MayRecreate(live)) ||
+		argocd.HasSyncOption(ann, argocd.Force)
+}
+
+// excluded names the label or annotation that keeps desired from any
+// write (manage.Excluded), read on the object in Git and on the one in
+// the cluster (live, nil when there is none) as Flux reads it.
+func excluded(desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata) string {
+	if why := manage.Excluded(desired); why != "" {
+		return why
+	}
+	if live != nil {
+		return manage.Excluded(live)
+	}
+	return ""
+}
+
+// driftDetectionOff reports whether an existing object of a HelmRelease
+// is left as it is although it may differ: Flux's helm-controller
+// annotation driftDetection: disabled, on the object in Git or in the
+// cluster, keeps it out of drift correction, while a new render (another
+// hash than the one applied last) is still applied, as an upgrade is.
+func driftDetectionOff(opts Options, desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata, hash string) bool {
+	if opts.Owner.Kind != helmv2.HelmReleaseKind || live.Annotations[manage.AppliedHashAnnotation] != hash {
+		return false
+	}
+	return flux.DriftDetectionDisabled(desired) || flux.DriftDetectionDisabled(live)
 }
 
 // replaces reports whether desired is written whole (Argo CD's
