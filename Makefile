@@ -79,8 +79,9 @@ helm-cli: ## Build the helm CLI from Go modules (hack/tools/helm) and link it in
 ##@ Generate
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the APIs.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the kinds' field methods (api/internal/kindgen) for the APIs.
 	@cd api && $(CONTROLLER_GEN) object paths=./...
+	@cd api && go run ./internal/kindgen ./*/v*/
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs into deploy/crds.

@@ -63,6 +63,12 @@ func TestEveryKindDescribesItself(t *testing.T) {
 				if !retried {
 					t.Fatal("has spec.retryInterval but is not meta.Retried")
 				}
+				// Unset, it falls back to spec.interval, as Flux's does.
+				if interval.IsValid() && interval.Type() == reflect.TypeOf(metav1.Duration{}) {
+					if got, want := iface.(meta.Retried).GetRetryInterval(), interval.Interface().(metav1.Duration).Duration; got != want {
+						t.Errorf("GetRetryInterval() = %s without spec.retryInterval, spec.interval %s", got, want)
+					}
+				}
 				retry.Set(reflect.ValueOf(&metav1.Duration{Duration: 3 * time.Second}))
 				if got := iface.(meta.Retried).GetRetryInterval(); got != 3*time.Second {
 					t.Errorf("GetRetryInterval() = %s with spec.retryInterval 3s", got)

@@ -6,7 +6,8 @@ import "time"
 // the UI need, asked of the object itself rather than written out again
 // by each of them. Every Plumb kind implements those of its fields (a
 // test in this module checks each kind against its spec and status), so
-// a new kind is described once, on its type.
+// a new kind is described once, on its type. The methods that return a
+// plain field are generated (api/internal/kindgen, `make generate`).
 
 // Scheduled is a kind reconciled again every interval after a success
 // (spec.interval).

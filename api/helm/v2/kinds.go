@@ -1,18 +1,9 @@
 package v2
 
-import (
-	"time"
+import "plumb.dev/api/meta"
 
-	"plumb.dev/api/meta"
-)
-
-// The kind facts of api/meta for HelmRelease.
-
-// GetRequeueAfter returns the interval between two reconciles.
-func (in *HelmRelease) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
-
-// IsSuspended says whether spec.suspend stops the reconciles.
-func (in *HelmRelease) IsSuspended() bool { return in.Spec.Suspend }
+// The kind facts of api/meta for HelmRelease that are not a plain field of
+// their own name; kindgen writes the others (zz_generated.kinds.go).
 
 // GetArtifact returns the rendered manifests it serves
 // (status.renderedArtifact).

@@ -1,19 +1,9 @@
 package v1
 
-import (
-	"time"
+import "plumb.dev/api/meta"
 
-	"plumb.dev/api/meta"
-)
-
-// The kind facts of api/meta for Kustomization; GetRetryInterval sits
-// with the type.
-
-// GetRequeueAfter returns the interval between two reconciles.
-func (in *Kustomization) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
-
-// IsSuspended says whether spec.suspend stops the reconciles.
-func (in *Kustomization) IsSuspended() bool { return in.Spec.Suspend }
+// The kind facts of api/meta for Kustomization that are not a plain field
+// of their own name; kindgen writes the others (zz_generated.kinds.go).
 
 // GetArtifact returns the rendered manifests it serves
 // (status.renderedArtifact).

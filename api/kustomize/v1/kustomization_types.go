@@ -854,14 +854,6 @@ func (in *Kustomization) GetConditions() []metav1.Condition { return in.Status.C
 // SetConditions replaces the status conditions.
 func (in *Kustomization) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
-// GetRetryInterval returns the delay after a failure.
-func (in *Kustomization) GetRetryInterval() time.Duration {
-	if in.Spec.RetryInterval != nil {
-		return in.Spec.RetryInterval.Duration
-	}
-	return in.Spec.Interval.Duration
-}
-
 // GetTimeout returns the bound for one reconcile.
 func (in *Kustomization) GetTimeout() metav1.Duration {
 	if in.Spec.Timeout != nil {

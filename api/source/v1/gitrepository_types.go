@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -334,9 +332,6 @@ func (in *GitRepository) GetConditions() []metav1.Condition { return in.Status.C
 
 // SetConditions replaces the status conditions.
 func (in *GitRepository) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
-
-// GetRequeueAfter returns the interval between fetches.
-func (in *GitRepository) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
 
 // GetTimeout returns the bound for Git operations, 60s when unset.
 func (in *GitRepository) GetTimeout() metav1.Duration {

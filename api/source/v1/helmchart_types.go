@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plumb.dev/api/meta"
@@ -169,9 +167,6 @@ func (in *HelmChart) GetConditions() []metav1.Condition { return in.Status.Condi
 
 // SetConditions replaces the status conditions.
 func (in *HelmChart) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
-
-// GetRequeueAfter returns the interval between checks of the source.
-func (in *HelmChart) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
 
 // GetReconcileStrategy returns the reconcile strategy, ChartVersion when unset.
 func (in *HelmChart) GetReconcileStrategy() string {
