@@ -70,10 +70,10 @@
 //  8. announce: Rendered=True with the object count and revision, and a
 //     Rendered event for a new artifact or the same one after a failure.
 //
-// Store and announce, the status write and the clean-up of a deleted
-// object's render are the same for both kinds and live in
-// internal/rendered; each reconciler passes in what is its own (the
-// revision, the metadata, the message, the part of status it owns). The
+// Store and announce and the clean-up of a deleted object's render are the
+// same for both kinds and live in internal/rendered; each reconciler
+// passes in what is its own (the revision, the metadata, the message). The
+// status write is the skeleton's, of the part of status each kind owns. The
 // rest both reconcilers hold and do alike — the skeleton, the limit holds
 // around a render, the worker pool, the download client, the counters —
 // is renderKind (renderkind.go), which each embeds; what stays in

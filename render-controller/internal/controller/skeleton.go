@@ -24,9 +24,12 @@ import (
 // the render the object serves: every failure's message says it is still
 // served (as the render of what and its revision), every failure event
 // names its revision, and the metrics record its size. owned is the part
-// of the kind's status render-controller owns, which rendered.WriteStatus
-// applies. The caller sets the rest: the default reason, the intervals and
-// the suspension.
+// of the kind's status render-controller owns (status.renderedArtifact,
+// the Rendered condition, and what else the kind records), which the
+// skeleton applies as FieldManager when it changed, and nothing else: the
+// conditions list merges by type, so sync-controller's conditions and
+// fields stay as they are. The caller sets the rest: the default reason,
+// the intervals and the suspension.
 func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.Store, what string,
 	served func(T) *meta.Artifact, owned func(T) any, finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
@@ -35,7 +38,9 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.St
 		SucceededReason: kustomizev1.RenderSucceededReason,
 		Events:          store.Events,
 		Metrics:         store.Metrics,
-		WriteStatus:     rendered.WriteStatus(c, FieldManager, owned),
+		OwnedStatus:     owned,
+		Client:          c,
+		FieldManager:    FieldManager,
 		Succeeded:       func(obj T) string { return conditions.GetMessage(obj, kustomizev1.RenderedCondition) },
 		Keeping: func(obj T) string {
 			if a := served(obj); a != nil {
