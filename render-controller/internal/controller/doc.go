@@ -80,6 +80,17 @@
 // kustomization_controller.go and helmrelease_controller.go is what they
 // render from.
 //
+// Each reconciler builds its renderKind once, in SetupWithManager, before
+// the manager can call Reconcile: the store, the skeleton, the worker pool
+// (Renderer, or a pool of its own when nil) and the download client
+// (HTTPClient, or one on a transport of its own when nil); the
+// Kustomization reconciler its source cache too (SourceTrees, or a cache
+// in TmpDir when nil). main sets the exported fields in a composite
+// literal, so nothing is built in it, and nothing is built later: no
+// reconcile sets anything up. A test that calls Reconcile without a
+// manager builds the reconciler through setUpWithoutManager
+// (export_test.go), which does what SetupWithManager does.
+//
 // The steps run in pkg/reconcile's skeleton as a partial controller: it
 // summarizes the outcome into Rendered alone (sync-controller owns Ready,
 // Reconciling, Stalled and observedGeneration), logs failures at error

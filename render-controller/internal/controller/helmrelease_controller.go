@@ -99,7 +99,7 @@ type HelmReleaseReconciler struct {
 	// (tests).
 	Renderer *renderworker.Pool
 
-	renderKind[*helmv2.HelmRelease]
+	*renderKind[*helmv2.HelmRelease]
 
 	mu sync.Mutex
 	// charts maps it to the digest of the HelmChart it last applied.
@@ -120,6 +120,7 @@ type HelmReleaseReconciler struct {
 // next reconcile: spec.interval, a requestedAt annotation, or any other
 // event of the HelmRelease.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.setUp()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, helmChartIndexKey, func(o client.Object) []string {
 		return []string{helmChartKey(o.(*helmv2.HelmRelease)).String()}
@@ -230,21 +231,19 @@ type helmState struct {
 	recovered bool
 }
 
-// kind sets up, on first use, what this reconciler shares with the
-// Kustomization one (renderKind): the store of HelmRelease renders and the
-// skeleton, a partial controller as for Kustomizations. HelmRelease has no
+// setUp builds what this reconciler shares with the Kustomization one
+// (renderKind): the store of HelmRelease renders and the skeleton, a
+// partial controller as for Kustomizations. HelmRelease has no
 // retryInterval: a failure is retried after spec.interval (a watched
 // HelmChart or ConfigMap that changes comes sooner; a Secret is not
 // watched).
-func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
-	r.once.Do(func() {
-		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
-		r.sk = renderSkeleton(r.Client, r.store, "chart version",
-			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
-		r.sk.DefaultReason = meta.FailedReason
-		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
-	})
-	return &r.renderKind
+func (r *HelmReleaseReconciler) setUp() {
+	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
+	sk := renderSkeleton(r.Client, store, "chart version",
+		func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
+	sk.DefaultReason = meta.FailedReason
+	sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+	r.renderKind = newRenderKind(store, sk, r.Renderer, r.HTTPClient)
 }
 
 // Reconcile runs the steps chart, source, values, capabilities, cache,
@@ -252,7 +251,7 @@ func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
 // an up-to-date cache.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &helmv2.HelmRelease{}
-	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, nil); !ok {
+	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, nil); !ok {
 		return ctrl.Result{}, err
 	}
 	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -627,7 +626,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-		Client:   r.httpClient(r.HTTPClient),
+		Client:   r.downloads,
 		MaxSize:  r.helmLimits().MaxArchiveBytes,
 		Attempts: r.DownloadAttempts,
 		Backoff:  r.DownloadBackoff,
@@ -649,9 +648,9 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 // template error); a LimitExceeded is not tried again for the same inputs
 // until its backoff has passed (limitHolds).
 func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	res, err := runRender(ctx, r.kind(), obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+	res, err := runRender(ctx, r.renderKind, obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
-			res, err := r.renderer(r.Renderer).Helm(ctx, st.archive, helmrender.Options{
+			res, err := r.pool.Helm(ctx, st.archive, helmrender.Options{
 				ReleaseName:   obj.GetReleaseName(),
 				Namespace:     obj.GetReleaseNamespace(),
 				Values:        st.values,
@@ -738,7 +737,7 @@ func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.charts, key)
 	r.mu.Unlock()
-	r.kind().forget(key)
+	r.renderKind.forget(key)
 }
 
 // helmChartKey names the HelmChart a HelmRelease renders.

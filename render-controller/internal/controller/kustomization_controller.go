@@ -51,10 +51,10 @@ type KustomizationReconciler struct {
 	Events  *events.Recorder
 	Metrics *metrics.Object
 
-	renderKind[*kustomizev1.Kustomization]
+	*renderKind[*kustomizev1.Kustomization]
 
 	// HTTPClient downloads source artifacts; nil is a client with a 5
-	// minute timeout.
+	// minute timeout on a transport of its own.
 	HTTPClient *http.Client
 	// DownloadAttempts and DownloadBackoff tune the retries of a download
 	// (pkg/fetch defaults when zero).
@@ -88,8 +88,8 @@ type KustomizationReconciler struct {
 	// own with pkg/renderworker's defaults (tests).
 	Renderer *renderworker.Pool
 
-	sourceTreesOnce sync.Once
-	sourceTreesErr  error
+	// trees is SourceTrees, or the cache SetupWithManager made in TmpDir.
+	trees *sourcetree.Cache
 
 	// cache maps an object to the key of its last successful render, and
 	// uids to the UID of the object last reconciled under that name.
@@ -103,6 +103,9 @@ type KustomizationReconciler struct {
 // that references a source whose artifact changed, and, once at start, the
 // Kustomizations gone while render-controller was down (sweepSource).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := r.setUp(); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, sourceIndexValues); err != nil {
 		return fmt.Errorf("indexing Kustomizations by source: %w", err)
 	}
@@ -175,24 +178,31 @@ type state struct {
 // gave it when they are deleted (doc.go, "Deletion").
 const Finalizer = "render.plumb.dev/finalizer"
 
-// kind sets up, on first use, what this reconciler shares with the
-// HelmRelease one (renderKind): the store of Kustomization renders and the
-// skeleton. render-controller writes a part of the Kustomization's status
-// (Partial): Rendered speaks for its result, and sync-controller owns
-// Ready, Reconciling, Stalled and observedGeneration. A failure is retried
-// after spec.retryInterval, and every failure message says which render is
-// still served.
-func (r *KustomizationReconciler) kind() *renderKind[*kustomizev1.Kustomization] {
-	r.once.Do(func() {
-		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
-		r.sk = renderSkeleton(r.Client, r.store, "revision",
-			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
-		r.sk.DefaultReason = meta.ArtifactFailedReason
-		// The delete event and the sweep at start remove the artifacts:
-		// the finalizer's apply is a write of the Kustomization saved.
-		r.sk.Finalizer.Retired = true
-	})
-	return &r.renderKind
+// setUp builds what this reconciler shares with the HelmRelease one
+// (renderKind): the store of Kustomization renders and the skeleton, and
+// the source cache when SourceTrees is nil. render-controller writes a
+// part of the Kustomization's status (Partial): Rendered speaks for its
+// result, and sync-controller owns Ready, Reconciling, Stalled and
+// observedGeneration. A failure is retried after spec.retryInterval, and
+// every failure message says which render is still served.
+func (r *KustomizationReconciler) setUp() error {
+	r.trees = r.SourceTrees
+	if r.trees == nil {
+		trees, err := sourcetree.New(sourcetree.Options{Dir: r.TmpDir, Limits: r.limits()})
+		if err != nil {
+			return fmt.Errorf("creating the source cache: %w", err)
+		}
+		r.trees = trees
+	}
+	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
+	sk := renderSkeleton(r.Client, store, "revision",
+		func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
+	sk.DefaultReason = meta.ArtifactFailedReason
+	// The delete event and the sweep at start remove the artifacts: the
+	// finalizer's apply is a write of the Kustomization saved.
+	sk.Finalizer.Retired = true
+	r.renderKind = newRenderKind(store, sk, r.Renderer, r.HTTPClient)
+	return nil
 }
 
 // Reconcile runs the steps source, variables, decryption, cache, download, build,
@@ -201,7 +211,7 @@ func (r *KustomizationReconciler) kind() *renderKind[*kustomizev1.Kustomization]
 // it with status.renderedArtifact).
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &kustomizev1.Kustomization{}
-	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
+	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
 		return ctrl.Result{}, err
 	}
 	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
@@ -239,7 +249,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		return nil // syncFinalizerReleased brings the object back
 	}
 	r.forget(client.ObjectKeyFromObject(obj))
-	return r.kind().sk.Finalizer.Release(ctx, obj)
+	return r.sk.Finalizer.Release(ctx, obj)
 }
 
 // reconcileSource reads the source of spec.sourceRef (a GitRepository,
@@ -321,16 +331,12 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 // nothing is built from a partial or tampered archive.
 func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := st.source
-	sources, err := r.sourceTrees()
-	if err != nil {
-		return err
-	}
 	// spec.timeout bounds the download with all its retries.
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
-	tree, err := sources.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
+	tree, err := r.trees.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
 		return fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-			Client:   r.httpClient(r.HTTPClient),
+			Client:   r.downloads,
 			MaxSize:  r.limits().MaxArchiveBytes,
 			Attempts: r.DownloadAttempts,
 			Backoff:  r.DownloadBackoff,
@@ -348,17 +354,6 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	return nil
 }
 
-// sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
-// nil (tests).
-func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
-	r.sourceTreesOnce.Do(func() {
-		if r.SourceTrees == nil {
-			r.SourceTrees, r.sourceTreesErr = sourcetree.New(sourcetree.Options{Dir: r.TmpDir, Limits: r.limits()})
-		}
-	})
-	return r.SourceTrees, r.sourceTreesErr
-}
-
 // reconcileBuild runs pkg/render on the extracted tree in a render worker
 // (pkg/renderworker: its own process, with hard memory, CPU and file
 // limits, killed at --render-timeout), in the sandbox, decrypting with
@@ -368,9 +363,9 @@ func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
 // warning event with the message; a LimitExceeded is not tried again for
 // the same inputs until its backoff has passed (limitHold).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	res, err := runRender(ctx, r.kind(), obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+	res, err := runRender(ctx, r.renderKind, obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.GetRetryInterval(), obj.Spec.Interval.Duration, func(ctx context.Context) (*render.Result, error) {
-			return r.renderer(r.Renderer).Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
+			return r.pool.Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
 				Vars:               st.vars,
 				StrictSubstitution: r.StrictSubstitution,
 				Limits:             r.RenderLimits,
@@ -452,7 +447,7 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	delete(r.cache, key)
 	delete(r.uids, key)
 	r.cacheMu.Unlock()
-	r.kind().forget(key)
+	r.renderKind.forget(key)
 }
 
 func (r *KustomizationReconciler) limits() artifact.Limits {
