@@ -569,8 +569,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if a == nil || a.Metadata[helmv2.ArtifactInputsDigestKey] != st.inputs {
 		return nil
 	}
-	if err := r.Storage.Verify(a); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+	if !r.store.Intact(ctx, a) {
 		return nil
 	}
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
@@ -724,11 +723,9 @@ func renderedEvent(a *meta.Artifact, objects string) map[string]string {
 // owns: status.renderedArtifact, status.helmChart and the Rendered
 // condition.
 func helmOwnedStatus(obj *helmv2.HelmRelease) any {
-	owned := &helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		owned.Conditions = []metav1.Condition{*c}
+	return &helmv2.HelmReleaseStatus{
+		RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart, Conditions: ownedConditions(obj),
 	}
-	return owned
 }
 
 // forget drops what is kept for a deleted object: the digest of its

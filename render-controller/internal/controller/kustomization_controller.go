@@ -315,8 +315,7 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 		c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
 		return nil
 	}
-	if err := r.Storage.Verify(obj.Status.RenderedArtifact); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+	if !r.store.Intact(ctx, obj.Status.RenderedArtifact) {
 		return nil
 	}
 	return plumbreconcile.ErrStop
@@ -419,11 +418,7 @@ func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kust
 // ownedStatus is the part of a Kustomization's status this controller
 // owns: status.renderedArtifact and the Rendered condition.
 func ownedStatus(obj *kustomizev1.Kustomization) any {
-	owned := &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		owned.Conditions = []metav1.Condition{*c}
-	}
-	return owned
+	return &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact, Conditions: ownedConditions(obj)}
 }
 
 // replaced records obj's UID as the one reconciled under its name and

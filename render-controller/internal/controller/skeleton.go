@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -53,6 +54,15 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.St
 			Client: c, FieldManager: FieldManager, Name: Finalizer, Finalize: finalize,
 		},
 	}
+}
+
+// ownedConditions are the conditions of obj render-controller owns:
+// Rendered alone, or none before it is set.
+func ownedConditions(obj conditions.Getter) []metav1.Condition {
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		return []metav1.Condition{*c}
+	}
+	return nil
 }
 
 // syncFinalizing says whether sync-controller's finalizer still holds a

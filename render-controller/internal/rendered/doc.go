@@ -6,7 +6,8 @@
 //     the object already serves the same bytes from the same revision, in
 //     which case its artifact and lastUpdateTime are kept so its status
 //     does not change; then keep the newest --artifact-retention-records
-//     files (Store.Store).
+//     files (Store.Store). A render that no longer verifies in storage is
+//     made again (Store.Intact).
 //   - announce: set Rendered=True and record a Rendered event (Kubernetes
 //     and the JetStream stream, pkg/events) for a new artifact, or for the
 //     same one again after a failure, never twice for one render
