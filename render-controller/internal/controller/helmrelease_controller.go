@@ -225,10 +225,9 @@ type helmState struct {
 	inputs  string
 	archive []byte
 	result  *helmrender.Result
-	// newRender: this reconcile stored a new artifact.
-	newRender bool
-	// recovered: Rendered was not True when the reconcile began.
-	recovered bool
+	// news: whether a good render is announced.
+	// news: whether a good render is announced.
+	news news
 }
 
 // setUp builds what this reconciler shares with the Kustomization one
@@ -254,7 +253,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, nil); !ok {
 		return ctrl.Result{}, err
 	}
-	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+	st := &helmState{news: newsAtStart(obj)}
 	return r.run(ctx, obj,
 		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
 		plumbreconcile.Bind("source", r.reconcileChartSource, obj, st),
@@ -576,7 +575,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
 		r.store.Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
-			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.recovered, renderedEvent(a, ""))
+			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.news.any(), renderedEvent(a, ""))
 	}
 	return plumbreconcile.ErrStop
 }
@@ -693,7 +692,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		return err
 	}
 	obj.Status.RenderedArtifact = a
-	st.newRender = isNew
+	st.news.stored = isNew
 	return nil
 }
 
@@ -704,7 +703,7 @@ func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *he
 	a := obj.Status.RenderedArtifact
 	n := st.result.Objects
 	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
-		st.newRender || st.recovered, renderedEvent(a, fmt.Sprint(n)))
+		st.news.any(), renderedEvent(a, fmt.Sprint(n)))
 	return nil
 }
 

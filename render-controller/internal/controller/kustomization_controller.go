@@ -166,10 +166,8 @@ type state struct {
 	tree    *sourcetree.Tree
 	workDir string
 	result  *render.Result
-	// newRender: this reconcile stored a new artifact.
-	newRender bool
-	// recovered: Rendered was not True when the reconcile began.
-	recovered bool
+	// news: whether a good render is announced.
+	news news
 }
 
 // Finalizer is render-controller's finalizer. HelmReleases get it (their
@@ -214,7 +212,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
 		return ctrl.Result{}, err
 	}
-	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+	st := &state{news: newsAtStart(obj)}
 	defer func() { st.tree.Release() }()
 	return r.run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
@@ -394,7 +392,7 @@ func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kusto
 		return err
 	}
 	obj.Status.RenderedArtifact = a
-	st.newRender = isNew
+	st.news.stored = isNew
 	r.cacheMu.Lock()
 	if r.cache == nil {
 		r.cache = map[types.NamespacedName]string{}
@@ -411,7 +409,7 @@ func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kust
 	a := obj.Status.RenderedArtifact
 	n := len(st.result.Objects)
 	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision),
-		st.newRender || st.recovered, map[string]string{"objects": fmt.Sprint(n)})
+		st.news.any(), map[string]string{"objects": fmt.Sprint(n)})
 	return nil
 }
 

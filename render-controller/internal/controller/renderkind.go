@@ -7,10 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
@@ -55,6 +57,22 @@ func newRenderKind[T plumbreconcile.Object](store *rendered.Store, sk *plumbreco
 	}
 	return &renderKind[T]{sk: sk, store: store, pool: pool, downloads: downloads}
 }
+
+// news says whether a good render is news in one reconcile, worth a
+// Rendered event (rendered.Store.Announce, which still sends one render's
+// once): it is when the reconcile stored a new artifact, or when Rendered
+// was not True as it began (the first good render after a failure or a
+// wait).
+type news struct {
+	stored, recovered bool
+}
+
+// newsAtStart is the news of a reconcile of obj as its steps begin.
+func newsAtStart(obj conditions.Getter) news {
+	return news{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+}
+
+func (n news) any() bool { return n.stored || n.recovered }
 
 // counters count the work done for one object (tests).
 type counters struct{ reconciles, renders atomic.Int64 }
