@@ -239,7 +239,7 @@ type helmState struct {
 func (r *HelmReleaseReconciler) setUp() {
 	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
 	sk := renderSkeleton(r.Client, store, "chart version",
-		func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
+		func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.forget, r.finalize)
 	sk.DefaultReason = meta.FailedReason
 	sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
 	r.renderKind = newRenderKind(store, sk, r.Renderer, r.HTTPClient)
@@ -267,15 +267,11 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	)
 }
 
-// finalize deletes the HelmChart this HelmRelease owns and its rendered
-// artifacts, then lets the object go; not before sync-controller's
-// finalizer is gone (its delete hooks come from the artifact). A HelmChart it does not own (a
-// chartRef) is left alone.
+// finalize deletes the HelmChart this HelmRelease owns, then lets the
+// object go; its rendered artifacts are gone already (renderSkeleton:
+// after sync-controller's finalizer, and forget). A HelmChart it does not
+// own (a chartRef) is left alone.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
-	if syncFinalizing(obj) {
-		return nil // syncFinalizerReleased brings the object back
-	}
-	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}

@@ -194,7 +194,7 @@ func (r *KustomizationReconciler) setUp() error {
 	}
 	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
 	sk := renderSkeleton(r.Client, store, "revision",
-		func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
+		func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.forget, r.finalize)
 	sk.DefaultReason = meta.ArtifactFailedReason
 	// The delete event and the sweep at start remove the artifacts: the
 	// finalizer's apply is a write of the Kustomization saved.
@@ -236,17 +236,12 @@ func (r *KustomizationReconciler) forgetReplaced(obj *kustomizev1.Kustomization)
 	}
 }
 
-// finalize deletes the rendered artifacts of a deleted Kustomization that
-// something still holds (another finalizer), then releases
-// render-controller's finalizer from an object an older version gave it.
-// While sync-controller's finalizer is there it does nothing: the delete
-// hooks come from the artifact. (A deleted object that nothing holds is
-// gone: Reconcile finds nothing and forgets it.)
+// finalize releases render-controller's finalizer from a deleted
+// Kustomization an older version gave it, once its rendered artifacts are
+// gone (renderSkeleton: after sync-controller's finalizer, and forget) and
+// something still holds it (another finalizer). (A deleted object that
+// nothing holds is gone: Reconcile finds nothing and forgets it.)
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	if syncFinalizing(obj) {
-		return nil // syncFinalizerReleased brings the object back
-	}
-	r.forget(client.ObjectKeyFromObject(obj))
 	return r.sk.Finalizer.Release(ctx, obj)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -29,10 +30,15 @@ import (
 // the Rendered condition, and what else the kind records), which the
 // skeleton applies as FieldManager when it changed, and nothing else: the
 // conditions list merges by type, so sync-controller's conditions and
-// fields stay as they are. The caller sets the rest: the default reason,
-// the intervals and the suspension.
+// fields stay as they are. A deleted object is left alone while
+// sync-controller's finalizer holds it (its delete hooks and prune read
+// the render; syncFinalizerReleased brings it back), then forget drops
+// what is kept for it, and finalize does the kind's own clean-up. The
+// caller sets the rest: the default reason, the intervals and the
+// suspension.
 func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.Store, what string,
-	served func(T) *meta.Artifact, owned func(T) any, finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
+	served func(T) *meta.Artifact, owned func(T) any,
+	forget func(types.NamespacedName), finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
 		Condition:       kustomizev1.RenderedCondition,
 		Partial:         true,
@@ -51,7 +57,14 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.St
 		},
 		EventOptions: func(obj T) []events.Option { return plumbreconcile.ArtifactRevision(served(obj)) },
 		Finalizer: plumbreconcile.Finalizer[T]{
-			Client: c, FieldManager: FieldManager, Name: Finalizer, Finalize: finalize,
+			Client: c, FieldManager: FieldManager, Name: Finalizer,
+			Finalize: func(ctx context.Context, obj T) error {
+				if syncFinalizing(obj) {
+					return nil
+				}
+				forget(client.ObjectKeyFromObject(obj))
+				return finalize(ctx, obj)
+			},
 		},
 	}
 }
