@@ -118,6 +118,7 @@ func TestARecreatedKustomizationIsAnnouncedAgain(t *testing.T) {
 		TmpDir: t.TempDir(), Client: k8s, Storage: st, Events: reconciler.Events,
 		Metrics: NewMetrics(prometheus.NewRegistry()), Limits: testLimits, RenderLimits: testRenderLimits,
 	}
+	setUpWithoutManager(t, r)
 	gitRepo(t, ns, "repo", nil)
 	publishTree(t, ns, "repo", aRevision, map[string]string{"cm.yaml": cm("settings", "a: b")})
 	inShard := func(ks *kustomizev1.Kustomization) { ks.Labels = map[string]string{shardLabel: ns} }
@@ -282,5 +283,7 @@ func startShard(t *testing.T, shard string, st *artifact.Storage) func() {
 	return func() {
 		cancel()
 		g.Expect(<-done).To(Succeed())
+		r.pool.Close()
+		g.Expect(r.trees.Close()).To(Succeed())
 	}
 }

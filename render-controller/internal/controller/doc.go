@@ -70,15 +70,26 @@
 //  8. announce: Rendered=True with the object count and revision, and a
 //     Rendered event for a new artifact or the same one after a failure.
 //
-// Store and announce, the status write and the clean-up of a deleted
-// object's render are the same for both kinds and live in
-// internal/rendered; each reconciler passes in what is its own (the
-// revision, the metadata, the message, the part of status it owns). The
+// Store and announce and the clean-up of a deleted object's render are the
+// same for both kinds and live in internal/rendered; each reconciler
+// passes in what is its own (the revision, the metadata, the message). The
+// status write is the skeleton's, of the part of status each kind owns. The
 // rest both reconcilers hold and do alike — the skeleton, the limit holds
 // around a render, the worker pool, the download client, the counters —
 // is renderKind (renderkind.go), which each embeds; what stays in
 // kustomization_controller.go and helmrelease_controller.go is what they
 // render from.
+//
+// Each reconciler builds its renderKind once, in SetupWithManager, before
+// the manager can call Reconcile: the store, the skeleton, the worker pool
+// (Renderer, or a pool of its own when nil) and the download client
+// (HTTPClient, or one on a transport of its own when nil); the
+// Kustomization reconciler its source cache too (SourceTrees, or a cache
+// in TmpDir when nil). main sets the exported fields in a composite
+// literal, so nothing is built in it, and nothing is built later: no
+// reconcile sets anything up. A test that calls Reconcile without a
+// manager builds the reconciler through setUpWithoutManager
+// (export_test.go), which does what SetupWithManager does.
 //
 // The steps run in pkg/reconcile's skeleton as a partial controller: it
 // summarizes the outcome into Rendered alone (sync-controller owns Ready,

@@ -99,7 +99,7 @@ type HelmReleaseReconciler struct {
 	// (tests).
 	Renderer *renderworker.Pool
 
-	renderKind[*helmv2.HelmRelease]
+	*renderKind[*helmv2.HelmRelease]
 
 	mu sync.Mutex
 	// charts maps it to the digest of the HelmChart it last applied.
@@ -120,6 +120,7 @@ type HelmReleaseReconciler struct {
 // next reconcile: spec.interval, a requestedAt annotation, or any other
 // event of the HelmRelease.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.setUp()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, helmChartIndexKey, func(o client.Object) []string {
 		return []string{helmChartKey(o.(*helmv2.HelmRelease)).String()}
@@ -224,27 +225,24 @@ type helmState struct {
 	inputs  string
 	archive []byte
 	result  *helmrender.Result
-	// newRender: this reconcile stored a new artifact.
-	newRender bool
-	// recovered: Rendered was not True when the reconcile began.
-	recovered bool
+	// news: whether a good render is announced.
+	// news: whether a good render is announced.
+	news news
 }
 
-// kind sets up, on first use, what this reconciler shares with the
-// Kustomization one (renderKind): the store of HelmRelease renders and the
-// skeleton, a partial controller as for Kustomizations. HelmRelease has no
+// setUp builds what this reconciler shares with the Kustomization one
+// (renderKind): the store of HelmRelease renders and the skeleton, a
+// partial controller as for Kustomizations. HelmRelease has no
 // retryInterval: a failure is retried after spec.interval (a watched
 // HelmChart or ConfigMap that changes comes sooner; a Secret is not
 // watched).
-func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
-	r.once.Do(func() {
-		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
-		r.sk = renderSkeleton(r.Client, r.store, "chart version",
-			func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.finalize)
-		r.sk.DefaultReason = meta.FailedReason
-		r.sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
-	})
-	return &r.renderKind
+func (r *HelmReleaseReconciler) setUp() {
+	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: helmv2.HelmReleaseKind}
+	sk := renderSkeleton(r.Client, store, "chart version",
+		func(obj *helmv2.HelmRelease) *meta.Artifact { return obj.Status.RenderedArtifact }, helmOwnedStatus, r.forget, r.finalize)
+	sk.DefaultReason = meta.FailedReason
+	sk.RetryInterval = func(obj *helmv2.HelmRelease) time.Duration { return obj.Spec.Interval.Duration }
+	r.renderKind = newRenderKind(store, sk, r.Renderer, r.HTTPClient)
 }
 
 // Reconcile runs the steps chart, source, values, capabilities, cache,
@@ -252,10 +250,10 @@ func (r *HelmReleaseReconciler) kind() *renderKind[*helmv2.HelmRelease] {
 // an up-to-date cache.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &helmv2.HelmRelease{}
-	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, nil); !ok {
+	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, nil); !ok {
 		return ctrl.Result{}, err
 	}
-	st := &helmState{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+	st := &helmState{news: newsAtStart(obj)}
 	return r.run(ctx, obj,
 		plumbreconcile.Bind("chart", r.reconcileChart, obj, st),
 		plumbreconcile.Bind("source", r.reconcileChartSource, obj, st),
@@ -269,15 +267,11 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	)
 }
 
-// finalize deletes the HelmChart this HelmRelease owns and its rendered
-// artifacts, then lets the object go; not before sync-controller's
-// finalizer is gone (its delete hooks come from the artifact). A HelmChart it does not own (a
-// chartRef) is left alone.
+// finalize deletes the HelmChart this HelmRelease owns, then lets the
+// object go; its rendered artifacts are gone already (renderSkeleton:
+// after sync-controller's finalizer, and forget). A HelmChart it does not
+// own (a chartRef) is left alone.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
-	if syncFinalizing(obj) {
-		return nil // syncFinalizerReleased brings the object back
-	}
-	r.forget(client.ObjectKeyFromObject(obj))
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
@@ -570,15 +564,14 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 	if a == nil || a.Metadata[helmv2.ArtifactInputsDigestKey] != st.inputs {
 		return nil
 	}
-	if err := r.Storage.Verify(a); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+	if !r.store.Intact(ctx, a) {
 		return nil
 	}
 	if !conditions.IsTrue(obj, kustomizev1.RenderedCondition) {
 		// Back from a failure or a wait to the inputs of the stored
 		// render: it is the render again.
 		r.store.Announce(obj, a, fmt.Sprintf("serving the render of chart %s version %q: its chart, values and spec are unchanged",
-			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.recovered, renderedEvent(a, ""))
+			a.Metadata[helmv2.ArtifactChartNameKey], a.Revision), st.news.any(), renderedEvent(a, ""))
 	}
 	return plumbreconcile.ErrStop
 }
@@ -627,7 +620,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-		Client:   r.httpClient(r.HTTPClient),
+		Client:   r.downloads,
 		MaxSize:  r.helmLimits().MaxArchiveBytes,
 		Attempts: r.DownloadAttempts,
 		Backoff:  r.DownloadBackoff,
@@ -649,9 +642,9 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 // template error); a LimitExceeded is not tried again for the same inputs
 // until its backoff has passed (limitHolds).
 func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	res, err := runRender(ctx, r.kind(), obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+	res, err := runRender(ctx, r.renderKind, obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
-			res, err := r.renderer(r.Renderer).Helm(ctx, st.archive, helmrender.Options{
+			res, err := r.pool.Helm(ctx, st.archive, helmrender.Options{
 				ReleaseName:   obj.GetReleaseName(),
 				Namespace:     obj.GetReleaseNamespace(),
 				Values:        st.values,
@@ -695,7 +688,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		return err
 	}
 	obj.Status.RenderedArtifact = a
-	st.newRender = isNew
+	st.news.stored = isNew
 	return nil
 }
 
@@ -706,7 +699,7 @@ func (r *HelmReleaseReconciler) reconcileHelmAnnounce(_ context.Context, obj *he
 	a := obj.Status.RenderedArtifact
 	n := st.result.Objects
 	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from chart %s version %q", n, st.result.ChartName, a.Revision),
-		st.newRender || st.recovered, renderedEvent(a, fmt.Sprint(n)))
+		st.news.any(), renderedEvent(a, fmt.Sprint(n)))
 	return nil
 }
 
@@ -725,11 +718,9 @@ func renderedEvent(a *meta.Artifact, objects string) map[string]string {
 // owns: status.renderedArtifact, status.helmChart and the Rendered
 // condition.
 func helmOwnedStatus(obj *helmv2.HelmRelease) any {
-	owned := &helmv2.HelmReleaseStatus{RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		owned.Conditions = []metav1.Condition{*c}
+	return &helmv2.HelmReleaseStatus{
+		RenderedArtifact: obj.Status.RenderedArtifact, HelmChart: obj.Status.HelmChart, Conditions: ownedConditions(obj),
 	}
-	return owned
 }
 
 // forget drops what is kept for a deleted object: the digest of its
@@ -738,7 +729,7 @@ func (r *HelmReleaseReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.charts, key)
 	r.mu.Unlock()
-	r.kind().forget(key)
+	r.renderKind.forget(key)
 }
 
 // helmChartKey names the HelmChart a HelmRelease renders.

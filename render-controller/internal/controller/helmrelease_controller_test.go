@@ -974,6 +974,7 @@ data:
 		HelmLimits:   testHelmLimits,
 		RenderLimits: testRenderLimits,
 	}
+	setUpWithoutManager(t, fresh)
 	_, err = fresh.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fresh.Renders(key)).To(BeZero(), "the restarted controller renders nothing")

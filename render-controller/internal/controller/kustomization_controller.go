@@ -51,10 +51,10 @@ type KustomizationReconciler struct {
 	Events  *events.Recorder
 	Metrics *metrics.Object
 
-	renderKind[*kustomizev1.Kustomization]
+	*renderKind[*kustomizev1.Kustomization]
 
 	// HTTPClient downloads source artifacts; nil is a client with a 5
-	// minute timeout.
+	// minute timeout on a transport of its own.
 	HTTPClient *http.Client
 	// DownloadAttempts and DownloadBackoff tune the retries of a download
 	// (pkg/fetch defaults when zero).
@@ -88,8 +88,8 @@ type KustomizationReconciler struct {
 	// own with pkg/renderworker's defaults (tests).
 	Renderer *renderworker.Pool
 
-	sourceTreesOnce sync.Once
-	sourceTreesErr  error
+	// trees is SourceTrees, or the cache SetupWithManager made in TmpDir.
+	trees *sourcetree.Cache
 
 	// cache maps an object to the key of its last successful render, and
 	// uids to the UID of the object last reconciled under that name.
@@ -103,6 +103,9 @@ type KustomizationReconciler struct {
 // that references a source whose artifact changed, and, once at start, the
 // Kustomizations gone while render-controller was down (sweepSource).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := r.setUp(); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, sourceIndexValues); err != nil {
 		return fmt.Errorf("indexing Kustomizations by source: %w", err)
 	}
@@ -163,10 +166,8 @@ type state struct {
 	tree    *sourcetree.Tree
 	workDir string
 	result  *render.Result
-	// newRender: this reconcile stored a new artifact.
-	newRender bool
-	// recovered: Rendered was not True when the reconcile began.
-	recovered bool
+	// news: whether a good render is announced.
+	news news
 }
 
 // Finalizer is render-controller's finalizer. HelmReleases get it (their
@@ -175,24 +176,31 @@ type state struct {
 // gave it when they are deleted (doc.go, "Deletion").
 const Finalizer = "render.plumb.dev/finalizer"
 
-// kind sets up, on first use, what this reconciler shares with the
-// HelmRelease one (renderKind): the store of Kustomization renders and the
-// skeleton. render-controller writes a part of the Kustomization's status
-// (Partial): Rendered speaks for its result, and sync-controller owns
-// Ready, Reconciling, Stalled and observedGeneration. A failure is retried
-// after spec.retryInterval, and every failure message says which render is
-// still served.
-func (r *KustomizationReconciler) kind() *renderKind[*kustomizev1.Kustomization] {
-	r.once.Do(func() {
-		r.store = &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
-		r.sk = renderSkeleton(r.Client, r.store, "revision",
-			func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.finalize)
-		r.sk.DefaultReason = meta.ArtifactFailedReason
-		// The delete event and the sweep at start remove the artifacts:
-		// the finalizer's apply is a write of the Kustomization saved.
-		r.sk.Finalizer.Retired = true
-	})
-	return &r.renderKind
+// setUp builds what this reconciler shares with the HelmRelease one
+// (renderKind): the store of Kustomization renders and the skeleton, and
+// the source cache when SourceTrees is nil. render-controller writes a
+// part of the Kustomization's status (Partial): Rendered speaks for its
+// result, and sync-controller owns Ready, Reconciling, Stalled and
+// observedGeneration. A failure is retried after spec.retryInterval, and
+// every failure message says which render is still served.
+func (r *KustomizationReconciler) setUp() error {
+	r.trees = r.SourceTrees
+	if r.trees == nil {
+		trees, err := sourcetree.New(sourcetree.Options{Dir: r.TmpDir, Limits: r.limits()})
+		if err != nil {
+			return fmt.Errorf("creating the source cache: %w", err)
+		}
+		r.trees = trees
+	}
+	store := &rendered.Store{Storage: r.Storage, Events: r.Events, Metrics: r.Metrics, Kind: kustomizev1.KustomizationKind}
+	sk := renderSkeleton(r.Client, store, "revision",
+		func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.forget, r.finalize)
+	sk.DefaultReason = meta.ArtifactFailedReason
+	// The delete event and the sweep at start remove the artifacts: the
+	// finalizer's apply is a write of the Kustomization saved.
+	sk.Finalizer.Retired = true
+	r.renderKind = newRenderKind(store, sk, r.Renderer, r.HTTPClient)
+	return nil
 }
 
 // Reconcile runs the steps source, variables, decryption, cache, download, build,
@@ -201,10 +209,10 @@ func (r *KustomizationReconciler) kind() *renderKind[*kustomizev1.Kustomization]
 // it with status.renderedArtifact).
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &kustomizev1.Kustomization{}
-	if ok, err := r.kind().start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
+	if ok, err := r.start(ctx, r.Client, req, obj, r.forget, r.forgetReplaced); !ok {
 		return ctrl.Result{}, err
 	}
-	st := &state{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+	st := &state{news: newsAtStart(obj)}
 	defer func() { st.tree.Release() }()
 	return r.run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
@@ -228,18 +236,13 @@ func (r *KustomizationReconciler) forgetReplaced(obj *kustomizev1.Kustomization)
 	}
 }
 
-// finalize deletes the rendered artifacts of a deleted Kustomization that
-// something still holds (another finalizer), then releases
-// render-controller's finalizer from an object an older version gave it.
-// While sync-controller's finalizer is there it does nothing: the delete
-// hooks come from the artifact. (A deleted object that nothing holds is
-// gone: Reconcile finds nothing and forgets it.)
+// finalize releases render-controller's finalizer from a deleted
+// Kustomization an older version gave it, once its rendered artifacts are
+// gone (renderSkeleton: after sync-controller's finalizer, and forget) and
+// something still holds it (another finalizer). (A deleted object that
+// nothing holds is gone: Reconcile finds nothing and forgets it.)
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	if syncFinalizing(obj) {
-		return nil // syncFinalizerReleased brings the object back
-	}
-	r.forget(client.ObjectKeyFromObject(obj))
-	return r.kind().sk.Finalizer.Release(ctx, obj)
+	return r.sk.Finalizer.Release(ctx, obj)
 }
 
 // reconcileSource reads the source of spec.sourceRef (a GitRepository,
@@ -305,8 +308,7 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 		c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
 		return nil
 	}
-	if err := r.Storage.Verify(obj.Status.RenderedArtifact); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+	if !r.store.Intact(ctx, obj.Status.RenderedArtifact) {
 		return nil
 	}
 	return plumbreconcile.ErrStop
@@ -321,16 +323,12 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 // nothing is built from a partial or tampered archive.
 func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	a := st.source
-	sources, err := r.sourceTrees()
-	if err != nil {
-		return err
-	}
 	// spec.timeout bounds the download with all its retries.
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
-	tree, err := sources.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
+	tree, err := r.trees.Acquire(ctx, a.Digest, func(ctx context.Context) ([]byte, error) {
 		return fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
-			Client:   r.httpClient(r.HTTPClient),
+			Client:   r.downloads,
 			MaxSize:  r.limits().MaxArchiveBytes,
 			Attempts: r.DownloadAttempts,
 			Backoff:  r.DownloadBackoff,
@@ -348,17 +346,6 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 	return nil
 }
 
-// sourceTrees is SourceTrees, or a cache of its own in TmpDir when it is
-// nil (tests).
-func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
-	r.sourceTreesOnce.Do(func() {
-		if r.SourceTrees == nil {
-			r.SourceTrees, r.sourceTreesErr = sourcetree.New(sourcetree.Options{Dir: r.TmpDir, Limits: r.limits()})
-		}
-	})
-	return r.SourceTrees, r.sourceTreesErr
-}
-
 // reconcileBuild runs pkg/render on the extracted tree in a render worker
 // (pkg/renderworker: its own process, with hard memory, CPU and file
 // limits, killed at --render-timeout), in the sandbox, decrypting with
@@ -368,9 +355,9 @@ func (r *KustomizationReconciler) sourceTrees() (*sourcetree.Cache, error) {
 // warning event with the message; a LimitExceeded is not tried again for
 // the same inputs until its backoff has passed (limitHold).
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
-	res, err := runRender(ctx, r.kind(), obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
+	res, err := runRender(ctx, r.renderKind, obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.GetRetryInterval(), obj.Spec.Interval.Duration, func(ctx context.Context) (*render.Result, error) {
-			return r.renderer(r.Renderer).Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
+			return r.pool.Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
 				Vars:               st.vars,
 				StrictSubstitution: r.StrictSubstitution,
 				Limits:             r.RenderLimits,
@@ -400,7 +387,7 @@ func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kusto
 		return err
 	}
 	obj.Status.RenderedArtifact = a
-	st.newRender = isNew
+	st.news.stored = isNew
 	r.cacheMu.Lock()
 	if r.cache == nil {
 		r.cache = map[types.NamespacedName]string{}
@@ -417,18 +404,14 @@ func (r *KustomizationReconciler) reconcileAnnounce(_ context.Context, obj *kust
 	a := obj.Status.RenderedArtifact
 	n := len(st.result.Objects)
 	r.store.Announce(obj, a, fmt.Sprintf("rendered %d objects from revision %q", n, a.Revision),
-		st.newRender || st.recovered, map[string]string{"objects": fmt.Sprint(n)})
+		st.news.any(), map[string]string{"objects": fmt.Sprint(n)})
 	return nil
 }
 
 // ownedStatus is the part of a Kustomization's status this controller
 // owns: status.renderedArtifact and the Rendered condition.
 func ownedStatus(obj *kustomizev1.Kustomization) any {
-	owned := &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact}
-	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
-		owned.Conditions = []metav1.Condition{*c}
-	}
-	return owned
+	return &kustomizev1.KustomizationStatus{RenderedArtifact: obj.Status.RenderedArtifact, Conditions: ownedConditions(obj)}
 }
 
 // replaced records obj's UID as the one reconciled under its name and
@@ -452,7 +435,7 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	delete(r.cache, key)
 	delete(r.uids, key)
 	r.cacheMu.Unlock()
-	r.kind().forget(key)
+	r.renderKind.forget(key)
 }
 
 func (r *KustomizationReconciler) limits() artifact.Limits {

@@ -695,7 +695,7 @@ func TestKustomizationsOfOneRevisionShareOneDownload(t *testing.T) {
 	}
 	g.Expect(sources.downloads(a)).To(Equal(1), "one download for the revision")
 
-	tree, err := reconciler.SourceTrees.Acquire(context.Background(), a.Digest, func(context.Context) ([]byte, error) {
+	tree, err := reconciler.trees.Acquire(context.Background(), a.Digest, func(context.Context) ([]byte, error) {
 		return nil, errors.New("the tree must still be kept")
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -7,10 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/renderworker"
@@ -20,26 +22,57 @@ import (
 // renderKind is what both render reconcilers hold and do the same way,
 // T being their kind: the skeleton (renderSkeleton), the store of renders
 // (internal/rendered), the limit holds, the render worker pool, the HTTP
-// client of downloads and the per-object counters. Each reconciler embeds
-// one, sets it up on first use from its exported fields (which main sets
-// in a composite literal, so they cannot live here), and keeps what
-// differs: what it renders from.
+// client of downloads and the per-object counters. Each reconciler builds
+// its own in SetupWithManager (newRenderKind) from its exported fields,
+// which main sets in a composite literal, and keeps what differs: what it
+// renders from. A reconciler that was not set up has none, and its
+// Reconcile fails loudly rather than set itself up half-way.
 type renderKind[T plumbreconcile.Object] struct {
-	once  sync.Once
 	sk    *plumbreconcile.Controller[T]
 	store *rendered.Store
 	// held are the inputs whose render passed a limit, not tried again
 	// before their backoff.
 	held limitHolds
-
-	poolOnce sync.Once
-	pool     *renderworker.Pool
-
-	clientOnce    sync.Once
-	defaultClient *http.Client
+	// pool runs the renders, and downloads fetches the artifacts they are
+	// made from.
+	pool      *renderworker.Pool
+	downloads *http.Client
 
 	counters sync.Map // types.NamespacedName -> *counters
 }
+
+// newRenderKind builds a kind's renderKind around its store and skeleton.
+// pool is the reconciler's Renderer, or a pool of its own with
+// pkg/renderworker's defaults when nil (tests); downloads is its
+// HTTPClient, or a client with a 5 minute timeout on a transport of its
+// own when nil: the process's default transport refuses everything
+// (render.LockDownProcess).
+func newRenderKind[T plumbreconcile.Object](store *rendered.Store, sk *plumbreconcile.Controller[T],
+	pool *renderworker.Pool, downloads *http.Client) *renderKind[T] {
+	if pool == nil {
+		pool = renderworker.NewPool(renderworker.Options{})
+	}
+	if downloads == nil {
+		downloads = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
+	}
+	return &renderKind[T]{sk: sk, store: store, pool: pool, downloads: downloads}
+}
+
+// news says whether a good render is news in one reconcile, worth a
+// Rendered event (rendered.Store.Announce, which still sends one render's
+// once): it is when the reconcile stored a new artifact, or when Rendered
+// was not True as it began (the first good render after a failure or a
+// wait).
+type news struct {
+	stored, recovered bool
+}
+
+// newsAtStart is the news of a reconcile of obj as its steps begin.
+func newsAtStart(obj conditions.Getter) news {
+	return news{recovered: !conditions.IsTrue(obj, kustomizev1.RenderedCondition)}
+}
+
+func (n news) any() bool { return n.stored || n.recovered }
 
 // counters count the work done for one object (tests).
 type counters struct{ reconciles, renders atomic.Int64 }
@@ -77,31 +110,6 @@ func (k *renderKind[T]) run(ctx context.Context, obj T, steps ...plumbreconcile.
 func (k *renderKind[T]) forget(key types.NamespacedName) {
 	k.held.forget(key)
 	k.store.Forget(key)
-}
-
-// renderer is p, the reconciler's Renderer, or a pool of its own when it
-// is nil (tests).
-func (k *renderKind[T]) renderer(p *renderworker.Pool) *renderworker.Pool {
-	k.poolOnce.Do(func() {
-		k.pool = p
-		if k.pool == nil {
-			k.pool = renderworker.NewPool(renderworker.Options{})
-		}
-	})
-	return k.pool
-}
-
-// httpClient is c, the reconciler's HTTPClient, or else a client with a
-// transport of its own: the process's default transport refuses everything
-// (render.LockDownProcess).
-func (k *renderKind[T]) httpClient(c *http.Client) *http.Client {
-	if c != nil {
-		return c
-	}
-	k.clientOnce.Do(func() {
-		k.defaultClient = &http.Client{Transport: render.NewTransport(), Timeout: 5 * time.Minute}
-	})
-	return k.defaultClient
 }
 
 func (k *renderKind[T]) count(key types.NamespacedName) *counters {

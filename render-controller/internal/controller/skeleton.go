@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -24,18 +26,28 @@ import (
 // the render the object serves: every failure's message says it is still
 // served (as the render of what and its revision), every failure event
 // names its revision, and the metrics record its size. owned is the part
-// of the kind's status render-controller owns, which rendered.WriteStatus
-// applies. The caller sets the rest: the default reason, the intervals and
-// the suspension.
+// of the kind's status render-controller owns (status.renderedArtifact,
+// the Rendered condition, and what else the kind records), which the
+// skeleton applies as FieldManager when it changed, and nothing else: the
+// conditions list merges by type, so sync-controller's conditions and
+// fields stay as they are. A deleted object is left alone while
+// sync-controller's finalizer holds it (its delete hooks and prune read
+// the render; syncFinalizerReleased brings it back), then forget drops
+// what is kept for it, and finalize does the kind's own clean-up. The
+// caller sets the rest: the default reason, the intervals and the
+// suspension.
 func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.Store, what string,
-	served func(T) *meta.Artifact, owned func(T) any, finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
+	served func(T) *meta.Artifact, owned func(T) any,
+	forget func(types.NamespacedName), finalize func(context.Context, T) error) *plumbreconcile.Controller[T] {
 	return &plumbreconcile.Controller[T]{
 		Condition:       kustomizev1.RenderedCondition,
 		Partial:         true,
 		SucceededReason: kustomizev1.RenderSucceededReason,
 		Events:          store.Events,
 		Metrics:         store.Metrics,
-		WriteStatus:     rendered.WriteStatus(c, FieldManager, owned),
+		OwnedStatus:     owned,
+		Client:          c,
+		FieldManager:    FieldManager,
 		Succeeded:       func(obj T) string { return conditions.GetMessage(obj, kustomizev1.RenderedCondition) },
 		Keeping: func(obj T) string {
 			if a := served(obj); a != nil {
@@ -45,9 +57,25 @@ func renderSkeleton[T plumbreconcile.Object](c client.Client, store *rendered.St
 		},
 		EventOptions: func(obj T) []events.Option { return plumbreconcile.ArtifactRevision(served(obj)) },
 		Finalizer: plumbreconcile.Finalizer[T]{
-			Client: c, FieldManager: FieldManager, Name: Finalizer, Finalize: finalize,
+			Client: c, FieldManager: FieldManager, Name: Finalizer,
+			Finalize: func(ctx context.Context, obj T) error {
+				if syncFinalizing(obj) {
+					return nil
+				}
+				forget(client.ObjectKeyFromObject(obj))
+				return finalize(ctx, obj)
+			},
 		},
 	}
+}
+
+// ownedConditions are the conditions of obj render-controller owns:
+// Rendered alone, or none before it is set.
+func ownedConditions(obj conditions.Getter) []metav1.Condition {
+	if c := conditions.Get(obj, kustomizev1.RenderedCondition); c != nil {
+		return []metav1.Condition{*c}
+	}
+	return nil
 }
 
 // syncFinalizing says whether sync-controller's finalizer still holds a

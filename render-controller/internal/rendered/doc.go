@@ -6,13 +6,12 @@
 //     the object already serves the same bytes from the same revision, in
 //     which case its artifact and lastUpdateTime are kept so its status
 //     does not change; then keep the newest --artifact-retention-records
-//     files (Store.Store).
+//     files (Store.Store). A render that no longer verifies in storage is
+//     made again (Store.Intact).
 //   - announce: set Rendered=True and record a Rendered event (Kubernetes
 //     and the JetStream stream, pkg/events) for a new artifact, or for the
 //     same one again after a failure, never twice for one render
 //     (Store.Announce, Store.Reconciled).
-//   - status: server-side apply the part of status render-controller owns,
-//     and only when it changed (WriteStatus).
 //   - forget: when the object is gone, drop all of it: what was announced,
 //     its metric series and its storage folder (Store.Forget).
 //
@@ -20,5 +19,7 @@
 // these in their own copy, which drifted apart in small ways. What differs
 // between the kinds is what they render from (a source tree and kustomize,
 // or a chart and values) and what they record of it (the revision, the
-// metadata, the message); that is passed in, the rest is here.
+// metadata, the message); that is passed in, the rest is here. The status
+// write is pkg/reconcile's: each kind names the part of its status it owns
+// (its OwnedStatus) and the skeleton applies it.
 package rendered

@@ -72,6 +72,17 @@ func (s *Store) Store(ctx context.Context, key types.NamespacedName, prev *meta.
 	return a, isNew, nil
 }
 
+// Intact says whether a, the render an object serves, is in storage with
+// its digest; a render that is not (a file lost or changed on disk) is
+// logged, to be made again.
+func (s *Store) Intact(ctx context.Context, a *meta.Artifact) bool {
+	if err := s.Storage.Verify(a); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stored render failed verification, rendering again", "error", err.Error())
+		return false
+	}
+	return true
+}
+
 // Forget drops what is kept for a deleted object: what was announced, its
 // metric series and its storage folder.
 func (s *Store) Forget(key types.NamespacedName) {
