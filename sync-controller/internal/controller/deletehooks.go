@@ -318,7 +318,7 @@ func (d *deletion) report(ctx context.Context, phase string, wave int, status me
 	conditions.Set(s.out, &metav1.Condition{
 		Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.obj.GetGeneration(),
 	})
-	return s.writeStatus(ctx)
+	return s.status.write(ctx, s.st)
 }
 
 // forceDeleteRequested passes updates that set plumb.dev/force-delete:

@@ -76,7 +76,7 @@
 // so a sync stopped half-way prunes nothing it should keep). What a run
 // shows before its first step without hooks, a new generation's
 // Reconciling mark included, is written only once the run has lasted a
-// second (holdStatus): a quick run writes only its outcome.
+// second (statusWriter.hold): a quick run writes only its outcome.
 //
 // A reconcile reads its object from the manager's cache, and from the API
 // server only while a status or finalizer write of its own may not be in

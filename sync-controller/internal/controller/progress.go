@@ -75,7 +75,7 @@ func (s *syncRun) progressMessage() string {
 // restarted controller resumes from it, and in Ready and Reconciling, so
 // that `kubectl get` shows it — and writes the status. hold: the step is
 // the first this run runs and starts no hook, so a restart would only run
-// it again, and the write may wait for the run to last (holdStatus); a
+// it again, and the write may wait for the run to last (statusWriter.hold); a
 // step that starts hooks is recorded first, so that a restart knows them
 // for its sync's (the sync ID, from status.sync.startedAt), and a later
 // step's record holds what is applied so far.
@@ -91,7 +91,7 @@ func (s *syncRun) writeProgress(ctx context.Context, phase string, wave, step, s
 // status.inventory — the inventory before the sync and every object this
 // sync applied, a superset of both, so a sync stopped half-way prunes
 // nothing it should not — and writes the status (only what changed), or
-// holds the write (holdStatus).
+// holds the write (statusWriter.hold).
 func (s *syncRun) publishProgress(ctx context.Context, hold bool) error {
 	msg := s.progressMessage()
 	conditions.MarkReconciling(s.out, meta.ProgressingReason, "%s", msg)
@@ -101,60 +101,9 @@ func (s *syncRun) publishProgress(ctx context.Context, hold bool) error {
 	}
 	s.prog.written, s.prog.shown = time.Now(), msg
 	if hold {
-		return s.holdStatus(ctx)
+		return s.status.hold(ctx, s.st)
 	}
-	return s.writeStatus(ctx)
-}
-
-// heldWrite is a status write held back until the run has lasted
-// progressEvery.
-type heldWrite struct{ timer *time.Timer }
-
-// holdStatus writes the run's progress — a new generation's Reconciling
-// mark, the first step of a sync — only once the run has lasted
-// progressEvery: at once when it has, else from a timer, unless a write of
-// the run comes first and carries it. A run shorter than that (a fleet's
-// Kustomization of a few objects) ends with its outcome as its one write:
-// no reader could have told the progress from the outcome, and every
-// reader that matters compares observedGeneration with the generation
-// anyway (docs/design/anatomy-of-a-controller.md). The held write is
-// computed now, from the run's status as it is: what the timer sends is a
-// state the run really was in, and writeMu keeps it from landing after a
-// later write.
-func (s *syncRun) holdStatus(ctx context.Context) error {
-	return s.writeStatusAfter(ctx, progressEvery-time.Since(s.start))
-}
-
-// holdWrite arms the timer that sends w after wait, unless the run has
-// dropped it by then. Called with writeMu held.
-func (s *syncRun) holdWrite(ctx context.Context, w *statusWrite, wait time.Duration) *heldWrite {
-	// Not ctx's cancellation: the step that holds the write may end (its
-	// context with it) before the run does, and the run drops what it
-	// still holds when it ends (reconcileObject).
-	ctx = context.WithoutCancel(ctx)
-	h := &heldWrite{}
-	h.timer = time.AfterFunc(wait, func() {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		if s.held != h {
-			return // a later write carried it
-		}
-		s.held = nil
-		if err := s.send(ctx, w); err != nil {
-			// The run's next write sends it again: what is stored did
-			// not change.
-			ctrl.LoggerFrom(ctx).Error(err, "writing the sync's progress")
-		}
-	})
-	return h
-}
-
-// dropHeld drops the held write, if any. Called with writeMu held.
-func (s *syncRun) dropHeld() {
-	if s.held != nil {
-		s.held.timer.Stop()
-		s.held = nil
-	}
+	return s.status.write(ctx, s.st)
 }
 
 // healthProgress is the WaitHealthy callback of a wave or of the final

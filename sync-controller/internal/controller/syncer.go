@@ -217,8 +217,8 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	s := newSyncRun(r, obj, start)
 	s.finish = finish
 	sk := *skel
-	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.writeStatus(ctx) }
-	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.holdStatus(ctx) }
+	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.status.write(ctx, s.st) }
+	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.status.hold(ctx, s.st) }
 	sk.EventOptions = func(T) []events.Option {
 		return []events.Option{events.WithRevision(s.revision)}
 	}
@@ -227,9 +227,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	if s.releaseArtifact != nil {
 		s.releaseArtifact()
 	}
-	s.writeMu.Lock()
-	s.dropHeld() // the final write carried it; none is left after an error
-	s.writeMu.Unlock()
+	s.status.end()
 	return s.fights.Requeue(result), err
 }
 
