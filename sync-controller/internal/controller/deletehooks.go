@@ -254,7 +254,7 @@ func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
 	var pending []string
 	for _, h := range hooks {
 		id := object.IDOf(h.Unstructured)
-		res := health.Evaluate(d.s.applied[id])
+		res := health.Evaluate(d.s.tally.applied[id])
 		switch res.Status {
 		case health.Healthy:
 		case health.Degraded:

@@ -10,10 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
@@ -101,7 +99,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		}
 		// Keep every object we know of in the inventory, old and new, so
 		// that a later successful sync can prune what it must.
-		s.st.Inventory = mergeInventories(s.prev.Inventory, s.appliedObjects())
+		s.st.Inventory = mergeInventories(s.prev.Inventory, s.tally.appliedOf(s.inventoryObjects()))
 		return err
 	}
 	if newSync {
@@ -218,19 +216,9 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 			Guard:      s.fights.Guard(),
 		})
 		for _, res := range results {
-			s.counts[res.Action]++
-			if res.Object != nil {
-				s.applied[res.ID] = res.Object
-			}
 			// A contested object's corrections are reported once per
 			// fight (reportFights), not as ordinary drift.
-			contested := s.fights.Record(res, s.hashes[res.ID])
-			if res.Written && !contested {
-				s.written++
-			}
-			if res.Drift && !contested && !res.Held {
-				s.drifted = append(s.drifted, res)
-			}
+			s.tally.add(res, s.fights.Record(res, s.hashes[res.ID]))
 		}
 		if err != nil {
 			return err
@@ -256,7 +244,7 @@ func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.tally.applied, s.healthProgress(ctx)); err != nil {
 		if herr := s.finishHooks(ctx, hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
@@ -271,7 +259,7 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.applied, nil); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.tally.applied, nil); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
 	// Established is the API server's word; the client's discovery learns
@@ -281,34 +269,16 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 
 // recordApply counts what the run did and reports drift.
 func (s *syncRun) recordApply(ctx context.Context) {
-	for action, n := range s.counts {
+	for action, n := range s.tally.counts {
 		s.r.Metrics.handled(string(action), n)
 	}
-	if s.written > 0 {
-		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason,
-			fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", s.revision,
-				s.counts[diff.Created], s.counts[diff.Configured], s.counts[diff.Unchanged]),
-			events.WithRevision(s.revision),
-			events.WithMetadata(map[string]string{
-				"created":    fmt.Sprint(s.counts[diff.Created]),
-				"configured": fmt.Sprint(s.counts[diff.Configured]),
-				"unchanged":  fmt.Sprint(s.counts[diff.Unchanged]),
-			}))
+	if s.tally.written > 0 {
+		msg, metadata := s.tally.appliedEvent(s.revision)
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason, msg,
+			events.WithRevision(s.revision), events.WithMetadata(metadata))
 	}
 	s.reportDrift(ctx)
 	s.reportFights(ctx)
-}
-
-// appliedObjects are the inventory objects that exist now: applied or
-// checked by this run.
-func (s *syncRun) appliedObjects() []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range s.inventoryObjects() {
-		if _, ok := s.applied[object.IDOf(o)]; ok {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // mergeInventories returns the union of an inventory and a set of objects.

@@ -43,7 +43,7 @@ type progress struct {
 // revision main@sha1:…: 28 of 29 objects applied; waiting for 1 object to
 // be healthy: Ingress/web/web is Progressing: no address yet".
 func (s *syncRun) progressMessage() string {
-	applied, total := len(s.appliedObjects()), len(s.inventoryObjects())
+	applied, total := len(s.tally.appliedOf(s.inventoryObjects())), len(s.inventoryObjects())
 	var b strings.Builder
 	if s.prog.phase == "" {
 		fmt.Fprintf(&b, "applied revision %s: %d of %d objects", s.revision, applied, total)
@@ -96,7 +96,7 @@ func (s *syncRun) publishProgress(ctx context.Context, hold bool) error {
 	msg := s.progressMessage()
 	conditions.MarkReconciling(s.out, meta.ProgressingReason, "%s", msg)
 	conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "%s", msg)
-	if applied := s.appliedObjects(); len(applied) > 0 {
+	if applied := s.tally.appliedOf(s.inventoryObjects()); len(applied) > 0 {
 		s.st.Inventory = mergeInventories(s.prev.Inventory, applied)
 	}
 	s.prog.written, s.prog.shown = time.Now(), msg

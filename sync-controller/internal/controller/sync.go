@@ -61,11 +61,8 @@ type syncRun struct {
 	hashes   map[object.ID]string
 	plan     *plan.Plan
 	ignorer  *diff.Ignorer
-	applied  map[object.ID]*unstructured.Unstructured
-	counts   map[diff.Action]int
-	written  int
-	drifted  []engine.Result
-	pruned   int
+	// tally is what the applies did (tally.go).
+	tally tally
 	// renderFailure is the Rendered=False condition of the current
 	// generation: the sync goes on with the last good artifact, but Ready
 	// reports the failure.
@@ -123,8 +120,7 @@ func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
 		status:    newStatusWriter(r, obj, app, out, start),
 		st:        outApp.syncStatus(),
 		install:   app.install(),
-		applied:   map[object.ID]*unstructured.Unstructured{},
-		counts:    map[diff.Action]int{},
+		tally:     newTally(),
 	}
 }
 
@@ -392,7 +388,6 @@ func (s *syncRun) prune(ctx context.Context) error {
 			errs = append(errs, res.Err)
 			kept = append(kept, stubs[res.ID])
 		case res.Deleted:
-			s.pruned++
 			names = append(names, res.ID.String())
 		}
 	}
@@ -435,7 +430,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	s.prog.phase, s.prog.waiting = "", nil
-	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.tally.applied, s.healthProgress(ctx)); err != nil {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
