@@ -88,7 +88,7 @@ func (r *HelmReleaseReconciler) dependents(ctx context.Context, o client.Object)
 // before it stays deployed (what runs is still mostly its objects).
 func recordRelease(s *syncRun) {
 	hr, ok := s.out.(*helmv2.HelmRelease)
-	if !ok || !s.operation {
+	if !ok || !s.op.made {
 		return
 	}
 	now := metav1.Now()
@@ -125,7 +125,7 @@ func recordRelease(s *syncRun) {
 	}
 	h := &history[0]
 	release := fmt.Sprintf("%s of %s@%s (release %s/%s v%d)", action, h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
-	if s.synced {
+	if s.op.synced {
 		h.Status = helmv2.ReleaseStatusDeployed
 		for i := 1; i < len(history); i++ {
 			if history[i].Status == helmv2.ReleaseStatusDeployed {
@@ -137,8 +137,8 @@ func recordRelease(s *syncRun) {
 	} else {
 		h.Status = helmv2.ReleaseStatusFailed
 		msg := "the sync did not complete"
-		if s.syncErr != nil {
-			msg = s.syncErr.Error()
+		if s.op.err != nil {
+			msg = s.op.err.Error()
 		}
 		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
 	}

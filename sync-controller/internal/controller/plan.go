@@ -32,8 +32,8 @@ func (s *syncRun) syncID() string {
 // re-checks it (it succeeded) or waits to retry it; now, to the second
 // (status keeps seconds), when this run starts a new one.
 func (s *syncRun) operationStart() metav1.Time {
-	if s.started != nil {
-		return *s.started
+	if s.op.started != nil {
+		return *s.op.started
 	}
 	start := metav1.NewTime(time.Now().Truncate(time.Second))
 	if prev := s.prev.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.GetGeneration() {
@@ -41,7 +41,7 @@ func (s *syncRun) operationStart() metav1.Time {
 			start = *prev.StartedAt
 		}
 	}
-	s.started = &start
+	s.op.started = &start
 	return start
 }
 
@@ -77,7 +77,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if !newSync {
 		p = p.WithoutHooks()
 	}
-	s.operation = newSync
+	s.op.made = newSync
 	resume := s.resumePoint(newSync)
 	if newSync {
 		start := s.operationStart()

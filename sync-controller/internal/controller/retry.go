@@ -30,13 +30,13 @@ import (
 func (s *syncRun) retried(step func(context.Context) error, last bool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := step(ctx)
-		if s.spec.Retry == nil || s.retryHeld {
+		if s.spec.Retry == nil || s.op.retryHeld {
 			return err
 		}
 		switch {
 		case err != nil && reconcile.PolicyOf(err) == reconcile.Retry:
 			s.st.Retry = s.nextRetry(time.Now())
-			s.syncFailed = true
+			s.op.attemptFailed = true
 		case err == nil && last:
 			s.st.Retry = nil
 		}
@@ -76,7 +76,7 @@ func (s *syncRun) backoffGate() error {
 		}
 		return nil
 	}
-	s.retryHeld = true
+	s.op.retryHeld = true
 	reason, msg := kustomizev1.SyncFailedReason, "the last sync failed"
 	if c := conditions.Get(s.obj, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
 		reason, msg = c.Reason, c.Message
@@ -113,7 +113,7 @@ func (s *syncRun) nextRetry(now time.Time) *kustomizev1.RetryStatus {
 // report — keeps retryInterval.
 func (s *syncRun) retryDecision() (reconcile.RetryDecision, bool) {
 	r := s.st.Retry
-	if s.spec.Retry == nil || r == nil || !(s.syncFailed || s.retryHeld) {
+	if s.spec.Retry == nil || r == nil || !(s.op.attemptFailed || s.op.retryHeld) {
 		return reconcile.RetryDecision{}, false
 	}
 	var d reconcile.RetryDecision
@@ -122,7 +122,7 @@ func (s *syncRun) retryDecision() (reconcile.RetryDecision, bool) {
 	} else {
 		d.After = time.Until(r.NextAttemptAt.Time)
 	}
-	if s.syncFailed {
+	if s.op.attemptFailed {
 		// A held run repeats the stored message, which has the note.
 		d.Note = retryNote(r, s.spec.Retry.Limit)
 	}

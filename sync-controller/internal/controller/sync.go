@@ -29,24 +29,46 @@ import (
 )
 
 // syncRun is one reconcile of one Kustomization or HelmRelease: the steps
-// in run, and the status they build.
+// in run, and the status they build. It holds the run's inputs, what the
+// steps make of the rendered artifact (the plan), the status, and the
+// parts that keep their own books: what the applies did (tally), the sync
+// operation (op), the status writes (status), the progress shown (prog)
+// and the fights (fights).
 type syncRun struct {
 	r *Syncer
-	// releaseArtifact gives back the run's share of Artifacts (nil: none
-	// taken); reconcileObject calls it when the run ends.
-	releaseArtifact func()
+	// obj is the object as read, app its adapter, spec what the sync
+	// reads of its spec and prev its sync status as stored; install:
+	// nothing was applied successfully yet (application.install).
+	obj     reconcile.Object
+	app     application
+	spec    syncSpec
+	prev    syncStatus
+	key     types.NamespacedName
+	owner   manage.Owner
+	install bool
+	// start is when the run started; driftSeen when the watcher first saw
+	// a foreign write to one of the objects since the last run, zero when
+	// this run was not started by one.
+	start, driftSeen time.Time
 	// target is where and as whom the sync writes (see impersonate); its
 	// engine acts there.
 	target target.Target
-	// obj is the object as read, app its adapter, spec what the sync
-	// reads of its spec and prev its sync status as stored.
-	obj   reconcile.Object
-	app   application
-	spec  syncSpec
-	prev  syncStatus
-	key   types.NamespacedName
-	owner manage.Owner
-	start time.Time
+
+	// The plan: the rendered artifact's revision and digest, its objects
+	// as prepared (hashes: each one's hash as applied) and planned, and
+	// the ignore rules of the applies.
+	revision, digest string
+	objs             []*unstructured.Unstructured
+	hashes           map[object.ID]string
+	plan             *plan.Plan
+	ignorer          *diff.Ignorer
+	// releaseArtifact gives back the run's share of Artifacts (nil: none
+	// taken); reconcileObject calls it when the run ends.
+	releaseArtifact func()
+	// renderFailure is the Rendered=False condition of the current
+	// generation: the sync goes on with the last good artifact, but Ready
+	// reports the failure.
+	renderFailure *metav1.Condition
 
 	// out holds sync-controller's status fields as they will be written;
 	// its conditions hold only sync-controller's condition types. st is
@@ -55,46 +77,13 @@ type syncRun struct {
 	outApp application
 	st     syncStatus
 
-	revision string
-	digest   string
-	objs     []*unstructured.Unstructured
-	hashes   map[object.ID]string
-	plan     *plan.Plan
-	ignorer  *diff.Ignorer
-	// tally is what the applies did (tally.go).
-	tally tally
-	// renderFailure is the Rendered=False condition of the current
-	// generation: the sync goes on with the last good artifact, but Ready
-	// reports the failure.
-	renderFailure *metav1.Condition
-	// prog is what the running sync shows of itself (progress.go).
-	prog progress
-	// status writes out, with st, when it changed (statuswriter.go).
-	status *statusWriter
-	// install: nothing was applied successfully yet (application.install).
-	install bool
-	// operation is set once applyPlan starts a sync operation (not a
-	// resync of one that succeeded); syncErr is the error that ended it,
-	// synced says it got through the health check. Both kinds'
-	// histories record the operation (history.go).
-	operation bool
-	syncErr   error
-	synced    bool
-	// finish records the end of the sync operation, once (reconcileObject).
-	finish   func(*syncRun)
-	finished bool
-	// driftSeen is when the watcher first saw a foreign write to one of the
-	// objects since the last run; zero when this run was not started by one.
-	driftSeen time.Time
-	// started is when this run's sync operation started (operationStart).
-	started *metav1.Time
+	tally  tally         // what the applies did (tally.go)
+	op     operation     // the sync operation (operation.go)
+	status *statusWriter // writes out, with st, when it changed (statuswriter.go)
+	prog   progress      // what the running sync shows of itself (progress.go)
 	// fights holds back corrections of contested fields (internal/fight);
 	// nil when fight detection is off.
 	fights *fight.Run
-	// retryHeld: spec.retry's series held this run back (backoffGate);
-	// syncFailed: a step of the sync failed in this run, an attempt of
-	// the series (retry.go).
-	retryHeld, syncFailed bool
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -157,15 +146,8 @@ func (s *syncRun) steps() []reconcile.Step {
 func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := step(ctx)
-		if !s.operation || s.finished {
-			return err
-		}
-		if err != nil {
-			s.syncErr = err
-		}
-		if (err != nil || s.synced) && s.finish != nil {
-			s.finished = true
-			s.finish(s)
+		if s.op.ends(err) {
+			s.op.finish(s)
 		}
 		return err
 	}
@@ -424,7 +406,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	objs = append(objs, checks...)
 	if len(objs) == 0 {
 		conditions.Delete(s.out, kustomizev1.HealthyCondition)
-		s.synced = s.operation
+		s.op.synced = s.op.made
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
@@ -443,7 +425,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HealthRecoveredReason, "all objects are healthy", events.WithRevision(s.revision))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
-	s.synced = s.operation
+	s.op.synced = s.op.made
 	return nil
 }
 

@@ -215,7 +215,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 
 	s := newSyncRun(r, obj, start)
-	s.finish = finish
+	s.op.finish = finish
 	sk := *skel
 	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.status.write(ctx, s.st) }
 	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.status.hold(ctx, s.st) }
