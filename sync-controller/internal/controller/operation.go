@@ -29,7 +29,7 @@ type operation struct {
 	// finished says it ran.
 	finish   func(*syncRun)
 	finished bool
-	// retryHeld: spec.retry's series held this run back (backoffGate);
+	// retryHeld: spec.retry's series held this run back (retryGate);
 	// attemptFailed: a step of the sync failed in this run, an attempt of
 	// the series (syncRun.retried).
 	retryHeld, attemptFailed bool

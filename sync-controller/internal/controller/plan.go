@@ -37,7 +37,7 @@ func (s *syncRun) operationStart() metav1.Time {
 	}
 	start := metav1.NewTime(time.Now().Truncate(time.Second))
 	if prev := s.prev.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.GetGeneration() {
-		if !s.isNewSync() || s.resumePoint(true) != nil || s.retryHolds() {
+		if !s.isNewSync() || s.resumePoint(true) != nil || s.retries().holds() {
 			start = *prev.StartedAt
 		}
 	}
@@ -110,47 +110,6 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 	s.st.Inventory = inventory.New(s.inventoryObjects())
 	return nil
-}
-
-// retryGate holds back a failed sync of this artifact and generation
-// until it is due again: by spec.retry's backoff (backoffGate), or without
-// it until retryInterval passed — whatever wakes the controller before
-// that; a new artifact, a spec change or a reconcile request starts a sync
-// at once. Without spec.retry no series is kept: one left from a
-// spec.retry since removed goes.
-func (s *syncRun) retryGate() error {
-	if s.spec.Retry != nil {
-		return s.backoffGate()
-	}
-	s.st.Retry = nil
-	if wait, prev := s.retryPending(); wait > 0 {
-		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
-			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
-	}
-	return nil
-}
-
-// retryHolds reports whether a failed sync of this artifact and generation
-// waits to be tried again: by spec.retry's backoff (backoffHolds), or
-// without it until retryInterval passed (retryPending).
-func (s *syncRun) retryHolds() bool {
-	if s.spec.Retry != nil {
-		return s.backoffHolds()
-	}
-	wait, _ := s.retryPending()
-	return wait > 0
-}
-
-// retryPending returns how long until a failed sync of the same artifact and
-// generation is due to be tried again, when no reconcile was requested since.
-func (s *syncRun) retryPending() (time.Duration, *kustomizev1.SyncProgress) {
-	prev := s.prev.Sync
-	if prev == nil || prev.Phase != kustomizev1.PhaseFailed || prev.FinishedAt == nil ||
-		prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() ||
-		reconcile.RequestedAt(s.obj) != s.app.lastHandledReconcileAt() {
-		return 0, nil
-	}
-	return s.spec.RetryInterval - time.Since(prev.FinishedAt.Time), prev
 }
 
 // resumePoint returns where an interrupted sync of the same artifact and
