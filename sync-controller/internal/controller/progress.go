@@ -41,23 +41,24 @@ type progress struct {
 
 // message says where the sync is: "running Sync phase, wave 1 (2 of 3) of
 // revision main@sha1:…: 28 of 29 objects applied; waiting for 1 object to
-// be healthy: Ingress/web/web is Progressing: no address yet".
-func (s *syncRun) progressMessage() string {
-	applied, total := len(s.tally.appliedOf(s.inventoryObjects())), len(s.inventoryObjects())
+// be healthy: Ingress/web/web is Progressing: no address yet". revision
+// is the sync's; applied and total count its objects applied so far and
+// in all.
+func (p *progress) message(revision string, applied, total int) string {
 	var b strings.Builder
-	if s.prog.phase == "" {
-		fmt.Fprintf(&b, "applied revision %s: %d of %d objects", s.revision, applied, total)
+	if p.phase == "" {
+		fmt.Fprintf(&b, "applied revision %s: %d of %d objects", revision, applied, total)
 	} else {
 		fmt.Fprintf(&b, "running %s phase, wave %d (%d of %d) of revision %s: %d of %d objects applied",
-			s.prog.phase, s.prog.wave, s.prog.step, s.prog.steps, s.revision, applied, total)
+			p.phase, p.wave, p.step, p.steps, revision, applied, total)
 	}
-	if n := len(s.prog.waiting); n > 0 {
+	if n := len(p.waiting); n > 0 {
 		noun := "objects"
 		if n == 1 {
 			noun = "object"
 		}
 		fmt.Fprintf(&b, "; waiting for %d %s to be healthy: ", n, noun)
-		for i, r := range s.prog.waiting {
+		for i, r := range p.waiting {
 			if i == progressNamed {
 				fmt.Fprintf(&b, "; and %d more", n-progressNamed)
 				break
@@ -69,6 +70,12 @@ func (s *syncRun) progressMessage() string {
 		}
 	}
 	return b.String()
+}
+
+// progressMessage is the run's progress message (progress.message).
+func (s *syncRun) progressMessage() string {
+	objs := s.inventoryObjects()
+	return s.prog.message(s.revision, len(s.tally.appliedOf(objs)), len(objs))
 }
 
 // writeProgress records the step in progress — in status.sync, so that a
