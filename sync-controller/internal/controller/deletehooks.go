@@ -254,7 +254,7 @@ func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
 	var pending []string
 	for _, h := range hooks {
 		id := object.IDOf(h.Unstructured)
-		res := health.Evaluate(d.s.applied[id])
+		res := health.Evaluate(d.s.tally.applied[id])
 		switch res.Status {
 		case health.Healthy:
 		case health.Degraded:
@@ -318,7 +318,7 @@ func (d *deletion) report(ctx context.Context, phase string, wave int, status me
 	conditions.Set(s.out, &metav1.Condition{
 		Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.obj.GetGeneration(),
 	})
-	return s.writeStatus(ctx)
+	return s.status.write(ctx, s.st)
 }
 
 // forceDeleteRequested passes updates that set plumb.dev/force-delete:

@@ -7,7 +7,7 @@
 // (syncer.go: clients, engine, events, settings, what a sync keeps in
 // memory) and run the same reconcile (reconcileObject: deletion — delete
 // hooks, prune — and finalizer, suspension, then syncRun's steps on
-// pkg/reconcile's skeleton).
+// pkg/reconcile's skeleton, built once by SetupWithManager: newSkeleton).
 // The steps never see the kind: they read the object through application
 // (application.go), whose adapters give the sync spec (prune, wait, force,
 // timeout, intervals, serviceAccountName, dependsOn, healthChecks, drift
@@ -76,11 +76,28 @@
 // so a sync stopped half-way prunes nothing it should keep). What a run
 // shows before its first step without hooks, a new generation's
 // Reconciling mark included, is written only once the run has lasted a
-// second (holdStatus): a quick run writes only its outcome.
+// second (statusWriter.hold): a quick run writes only its outcome.
 //
 // A reconcile reads its object from the manager's cache, and from the API
 // server only while a status or finalizer write of its own may not be in
 // the cache yet (ownwrites.go): a sync starts from its status as stored.
+//
+// # A sync run
+//
+// A syncRun (sync.go) holds the run's inputs (the object as read, its
+// sync spec and stored sync status, where and as whom it writes), the
+// plan (the rendered artifact's objects, prepared and planned), the status
+// it builds (out and its sync status st), and the parts that keep their
+// own books, each in a file of its own: tally (tally.go: the objects the
+// applies left in the cluster, their counts, writes and drift), operation
+// (operation.go: the sync operation the run takes part in — made, its
+// start, how it ended and that its history was recorded — and the run's
+// part in spec.retry's series), statusWriter (statuswriter.go: what the
+// API server has of the status, the write held back, and the writes of
+// only what changed), progress (progress.go) and the fights (fight.Run).
+// Where a failed sync's retries stand is worked out from the run when
+// asked (retries, retry.go). syncRun's methods are the steps and what
+// they share (hooks.go, plan.go, drift.go, fight.go, pruneguard.go).
 //
 // # The prune guard
 //

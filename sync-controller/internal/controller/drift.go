@@ -45,7 +45,7 @@ func eventChanges(object string, changes []diff.Change, managers map[string]stri
 // Values substituted from Secrets are redacted first (secretRedactor).
 func (s *syncRun) reportDrift(ctx context.Context) {
 	report := s.spec.DriftPolicy == kustomizev1.DriftPolicyReport
-	if len(s.drifted) == 0 {
+	if len(s.tally.drifted) == 0 {
 		conditions.Delete(s.out, kustomizev1.DriftedCondition)
 		if s.st.Drift != nil {
 			s.st.Drift.Count = 0
@@ -57,7 +57,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	redactor := s.secretRedactor(ctx)
 	var changes []events.Change
 	var paths []string
-	for _, res := range s.drifted {
+	for _, res := range s.tally.drifted {
 		id := res.ID.String()
 		redacted := redactor.Changes(res.Changes)
 		changes = append(changes, eventChanges(id, redacted, res.FieldManagers)...)
@@ -72,14 +72,14 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 		conditions.IsTrue(s.obj, kustomizev1.DriftedCondition)
 
 	now := metav1.Now()
-	s.st.Drift = &kustomizev1.DriftStatus{Count: len(s.drifted), LastDetected: &now, Paths: shownPaths}
+	s.st.Drift = &kustomizev1.DriftStatus{Count: len(s.tally.drifted), LastDetected: &now, Paths: shownPaths}
 	if unchangedReport {
 		s.st.Drift.LastDetected = previous.LastDetected
 		return
 	}
 
 	shown, note := diff.Truncate(changes, s.r.MaxDriftChanges)
-	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.drifted), s.app.desiredState(), strings.Join(shownPaths, ", "))
+	message := fmt.Sprintf("%d object(s) differ from %s: %s", len(s.tally.drifted), s.app.desiredState(), strings.Join(shownPaths, ", "))
 	if more != "" {
 		message += " " + more
 	}
@@ -99,7 +99,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 		return
 	}
 	conditions.Delete(s.out, kustomizev1.DriftedCondition)
-	metadata := map[string]string{"objects": fmt.Sprint(len(s.drifted))}
+	metadata := map[string]string{"objects": fmt.Sprint(len(s.tally.drifted))}
 	latency := ""
 	var seen time.Duration
 	if !s.driftSeen.IsZero() {
@@ -110,7 +110,7 @@ func (s *syncRun) reportDrift(ctx context.Context) {
 	}
 	s.r.Metrics.driftReverted(s.owner, seen)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DriftCorrectedReason,
-		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.drifted), s.app.desiredState(), latency),
+		fmt.Sprintf("reverted %d object(s) to %s%s", len(s.tally.drifted), s.app.desiredState(), latency),
 		events.WithRevision(s.revision), events.WithChanges(shown), events.WithMetadata(metadata))
 }
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/reconcile"
 )
@@ -28,8 +25,8 @@ import (
 type HelmReleaseReconciler struct {
 	Syncer
 
-	skeletonOnce sync.Once
-	sk           *reconcile.Controller[*helmv2.HelmRelease]
+	// sk is built once, by SetupWithManager.
+	sk *reconcile.Controller[*helmv2.HelmRelease]
 }
 
 // SetupWithManager registers the reconciler: it runs on spec changes,
@@ -38,6 +35,7 @@ type HelmReleaseReconciler struct {
 // which must be the HelmRelease one: engine.NewWatcherFor).
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.defaults()
+	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &helmv2.HelmRelease{}, dependsOnIndex, func(o client.Object) []string {
 		return dependsOnKeys(o, o.(*helmv2.HelmRelease).Spec.DependsOn)
 	}); err != nil {
@@ -56,33 +54,23 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		Complete(r)
 }
 
-// skeleton is this controller's use of pkg/reconcile: Ready speaks for the
-// result; a failure is retried after spec.interval (a HelmRelease has no
-// retryInterval).
-func (r *HelmReleaseReconciler) skeleton() *reconcile.Controller[*helmv2.HelmRelease] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &reconcile.Controller[*helmv2.HelmRelease]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: kustomizev1.SyncFailedReason,
-			Metrics:       r.Metrics.objectSet(helmv2.HelmReleaseKind),
-			Succeeded: func(hr *helmv2.HelmRelease) string {
-				if len(hr.Status.History) == 0 {
-					return "Applied revision: " + hr.Status.LastAppliedRevision
-				}
-				h := hr.Status.History[0]
-				return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
-			},
+// newSkeleton is this controller's use of pkg/reconcile: a failure is
+// retried after spec.interval (a HelmRelease has no retryInterval).
+func (r *HelmReleaseReconciler) newSkeleton() *reconcile.Controller[*helmv2.HelmRelease] {
+	return newSkeleton(&r.Syncer, helmv2.HelmReleaseKind, func(hr *helmv2.HelmRelease) string {
+		if len(hr.Status.History) == 0 {
+			return "Applied revision: " + hr.Status.LastAppliedRevision
 		}
-		skeletonOf(&r.Syncer, r.sk)
+		h := hr.Status.History[0]
+		return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
 	})
-	return r.sk
 }
 
 // Reconcile runs one sync of a HelmRelease (syncRun.steps), records the
 // release it made (recordRelease) and writes sync-controller's part of its
 // status.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileObject(ctx, &r.Syncer, req, &helmv2.HelmRelease{}, r.skeleton(), recordRelease)
+	return reconcileObject(ctx, &r.Syncer, req, &helmv2.HelmRelease{}, r.sk, recordRelease)
 }
 
 // dependents maps a HelmRelease to the ones that depend on it.
@@ -100,7 +88,7 @@ func (r *HelmReleaseReconciler) dependents(ctx context.Context, o client.Object)
 // before it stays deployed (what runs is still mostly its objects).
 func recordRelease(s *syncRun) {
 	hr, ok := s.out.(*helmv2.HelmRelease)
-	if !ok || !s.operation {
+	if !ok || !s.op.made {
 		return
 	}
 	now := metav1.Now()
@@ -137,7 +125,7 @@ func recordRelease(s *syncRun) {
 	}
 	h := &history[0]
 	release := fmt.Sprintf("%s of %s@%s (release %s/%s v%d)", action, h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
-	if s.synced {
+	if s.op.synced {
 		h.Status = helmv2.ReleaseStatusDeployed
 		for i := 1; i < len(history); i++ {
 			if history[i].Status == helmv2.ReleaseStatusDeployed {
@@ -149,8 +137,8 @@ func recordRelease(s *syncRun) {
 	} else {
 		h.Status = helmv2.ReleaseStatusFailed
 		msg := "the sync did not complete"
-		if s.syncErr != nil {
-			msg = s.syncErr.Error()
+		if s.op.err != nil {
+			msg = s.op.err.Error()
 		}
 		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
 	}

@@ -1,14 +1,12 @@
 package controller
 
 import (
-	"errors"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
-	"plumb.dev/pkg/reconcile"
 )
 
 // boundHistory keeps max entries of a history, newest first, dropping the
@@ -35,7 +33,7 @@ func boundHistory[T any](history []T, max int, pinned func(T) bool) []T {
 // first, at most kustomizev1.MaxHistory.
 func recordSync(s *syncRun) {
 	ks, ok := s.out.(*kustomizev1.Kustomization)
-	if !ok || !s.operation {
+	if !ok || !s.op.made {
 		return
 	}
 	finished := time.Now()
@@ -51,7 +49,7 @@ func recordSync(s *syncRun) {
 	}
 	entry.LastReconciled = now
 	entry.LastReconciledDuration = metav1.Duration{Duration: operationDuration(s, finished)}
-	entry.LastReconciledStatus = syncOutcome(s)
+	entry.LastReconciledStatus = s.op.outcome()
 	entry.TotalReconciliations++
 	entry.Metadata = map[string]string{meta.HistoryRevisionKey: s.revision}
 	ks.Status.History = boundHistory(append(meta.History{entry}, history...), kustomizev1.MaxHistory, nil)
@@ -67,17 +65,4 @@ func operationDuration(s *syncRun, finished time.Time) time.Duration {
 		return finished.Sub(s.start)
 	}
 	return finished.Sub(started)
-}
-
-// syncOutcome is the Ready reason the sync operation of s ended with:
-// Succeeded, or the reason of the error that ended it.
-func syncOutcome(s *syncRun) string {
-	if s.synced {
-		return meta.SucceededReason
-	}
-	var e *reconcile.Error
-	if errors.As(s.syncErr, &e) && e.Reason != "" {
-		return e.Reason
-	}
-	return kustomizev1.SyncFailedReason
 }

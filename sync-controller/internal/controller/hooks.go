@@ -29,7 +29,7 @@ func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) err
 	}
 	if live != nil {
 		if live.GetLabels()[plan.HookSyncLabel] == id {
-			s.applied[object.IDOf(h.Unstructured)] = live
+			s.tally.applied[object.IDOf(h.Unstructured)] = live
 			return nil
 		}
 		if err := s.target.Engine.Delete(ctx, live, true); err != nil {
@@ -50,7 +50,7 @@ func (s *syncRun) startHookOf(ctx context.Context, h plan.Object, id string) err
 	if err != nil {
 		return fmt.Errorf("hook %s: %w", object.IDOf(h.Unstructured), err)
 	}
-	s.applied[object.IDOf(h.Unstructured)] = created
+	s.tally.applied[object.IDOf(h.Unstructured)] = created
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HookStartedReason,
 		fmt.Sprintf("%s hook %s started", h.Phase, object.IDOf(h.Unstructured)), events.WithRevision(s.revision))
 	return nil

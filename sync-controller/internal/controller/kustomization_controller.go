@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,8 +30,8 @@ const dependsOnIndex = ".spec.dependsOn"
 type KustomizationReconciler struct {
 	Syncer
 
-	skeletonOnce sync.Once
-	sk           *reconcile.Controller[*kustomizev1.Kustomization]
+	// sk is built once, by SetupWithManager.
+	sk *reconcile.Controller[*kustomizev1.Kustomization]
 }
 
 // SetupWithManager registers the reconciler: it runs on spec changes, reconcile
@@ -40,6 +39,7 @@ type KustomizationReconciler struct {
 // writes to managed objects (through the engine's watcher).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	r.defaults()
+	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kustomizev1.Kustomization{}, dependsOnIndex, func(o client.Object) []string {
 		return dependsOnKeys(o, o.(*kustomizev1.Kustomization).Spec.DependsOn)
 	}); err != nil {
@@ -61,30 +61,21 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Complete(r)
 }
 
-// skeleton is this controller's use of pkg/reconcile, shared by every
-// run: Ready speaks for the result; a failure is retried after
-// spec.retryInterval. Each run copies it and sets its own status writer,
-// which writes only what changed since the run's last write.
-func (r *KustomizationReconciler) skeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
-	r.skeletonOnce.Do(func() {
-		r.sk = &reconcile.Controller[*kustomizev1.Kustomization]{
-			Condition:     meta.ReadyCondition,
-			DefaultReason: kustomizev1.SyncFailedReason,
-			Metrics:       r.Metrics.objectSet(kustomizev1.KustomizationKind),
-			Succeeded: func(ks *kustomizev1.Kustomization) string {
-				return "Applied revision: " + ks.Status.LastAppliedRevision
-			},
-		}
-		skeletonOf(&r.Syncer, r.sk)
+// newSkeleton is this controller's use of pkg/reconcile, shared by every
+// run: a failure is retried after spec.retryInterval. Each run copies it
+// and sets its own status writer, which writes only what changed since
+// the run's last write.
+func (r *KustomizationReconciler) newSkeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
+	return newSkeleton(&r.Syncer, kustomizev1.KustomizationKind, func(ks *kustomizev1.Kustomization) string {
+		return "Applied revision: " + ks.Status.LastAppliedRevision
 	})
-	return r.sk
 }
 
 // Reconcile runs one sync of a Kustomization (syncRun.steps), records the
 // sync operation it made in status.history (recordSync) and writes
 // sync-controller's part of its status.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return reconcileObject(ctx, &r.Syncer, req, &kustomizev1.Kustomization{}, r.skeleton(), recordSync)
+	return reconcileObject(ctx, &r.Syncer, req, &kustomizev1.Kustomization{}, r.sk, recordSync)
 }
 
 // dependents maps a Kustomization to the ones that depend on it.

@@ -10,10 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
-	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
@@ -34,16 +32,16 @@ func (s *syncRun) syncID() string {
 // re-checks it (it succeeded) or waits to retry it; now, to the second
 // (status keeps seconds), when this run starts a new one.
 func (s *syncRun) operationStart() metav1.Time {
-	if s.started != nil {
-		return *s.started
+	if s.op.started != nil {
+		return *s.op.started
 	}
 	start := metav1.NewTime(time.Now().Truncate(time.Second))
 	if prev := s.prev.Sync; prev != nil && prev.StartedAt != nil && prev.Digest == s.digest && prev.Generation == s.obj.GetGeneration() {
-		if !s.isNewSync() || s.resumePoint(true) != nil || s.retryHolds() {
+		if !s.isNewSync() || s.resumePoint(true) != nil || s.retries().holds() {
 			start = *prev.StartedAt
 		}
 	}
-	s.started = &start
+	s.op.started = &start
 	return start
 }
 
@@ -79,7 +77,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	if !newSync {
 		p = p.WithoutHooks()
 	}
-	s.operation = newSync
+	s.op.made = newSync
 	resume := s.resumePoint(newSync)
 	if newSync {
 		start := s.operationStart()
@@ -101,7 +99,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		}
 		// Keep every object we know of in the inventory, old and new, so
 		// that a later successful sync can prune what it must.
-		s.st.Inventory = mergeInventories(s.prev.Inventory, s.appliedObjects())
+		s.st.Inventory = mergeInventories(s.prev.Inventory, s.tally.appliedOf(s.inventoryObjects()))
 		return err
 	}
 	if newSync {
@@ -112,47 +110,6 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 	s.st.Inventory = inventory.New(s.inventoryObjects())
 	return nil
-}
-
-// retryGate holds back a failed sync of this artifact and generation
-// until it is due again: by spec.retry's backoff (backoffGate), or without
-// it until retryInterval passed — whatever wakes the controller before
-// that; a new artifact, a spec change or a reconcile request starts a sync
-// at once. Without spec.retry no series is kept: one left from a
-// spec.retry since removed goes.
-func (s *syncRun) retryGate() error {
-	if s.spec.Retry != nil {
-		return s.backoffGate()
-	}
-	s.st.Retry = nil
-	if wait, prev := s.retryPending(); wait > 0 {
-		return reconcile.Waiting(kustomizev1.SyncFailedReason, wait,
-			fmt.Errorf("%s (next try in %s)", prev.Message, wait.Round(time.Second)))
-	}
-	return nil
-}
-
-// retryHolds reports whether a failed sync of this artifact and generation
-// waits to be tried again: by spec.retry's backoff (backoffHolds), or
-// without it until retryInterval passed (retryPending).
-func (s *syncRun) retryHolds() bool {
-	if s.spec.Retry != nil {
-		return s.backoffHolds()
-	}
-	wait, _ := s.retryPending()
-	return wait > 0
-}
-
-// retryPending returns how long until a failed sync of the same artifact and
-// generation is due to be tried again, when no reconcile was requested since.
-func (s *syncRun) retryPending() (time.Duration, *kustomizev1.SyncProgress) {
-	prev := s.prev.Sync
-	if prev == nil || prev.Phase != kustomizev1.PhaseFailed || prev.FinishedAt == nil ||
-		prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() ||
-		reconcile.RequestedAt(s.obj) != s.app.lastHandledReconcileAt() {
-		return 0, nil
-	}
-	return s.spec.RetryInterval - time.Since(prev.FinishedAt.Time), prev
 }
 
 // resumePoint returns where an interrupted sync of the same artifact and
@@ -218,19 +175,9 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 			Guard:      s.fights.Guard(),
 		})
 		for _, res := range results {
-			s.counts[res.Action]++
-			if res.Object != nil {
-				s.applied[res.ID] = res.Object
-			}
 			// A contested object's corrections are reported once per
 			// fight (reportFights), not as ordinary drift.
-			contested := s.fights.Record(res, s.hashes[res.ID])
-			if res.Written && !contested {
-				s.written++
-			}
-			if res.Drift && !contested && !res.Held {
-				s.drifted = append(s.drifted, res)
-			}
+			s.tally.add(res, s.fights.Record(res, s.hashes[res.ID]))
 		}
 		if err != nil {
 			return err
@@ -256,7 +203,7 @@ func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.tally.applied, s.healthProgress(ctx)); err != nil {
 		if herr := s.finishHooks(ctx, hooks, false); herr != nil {
 			return errors.Join(err, herr)
 		}
@@ -271,7 +218,7 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.applied, nil); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.tally.applied, nil); err != nil {
 		return fmt.Errorf("waiting for CRDs to be established: %w", err)
 	}
 	// Established is the API server's word; the client's discovery learns
@@ -281,34 +228,16 @@ func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Uns
 
 // recordApply counts what the run did and reports drift.
 func (s *syncRun) recordApply(ctx context.Context) {
-	for action, n := range s.counts {
+	for action, n := range s.tally.counts {
 		s.r.Metrics.handled(string(action), n)
 	}
-	if s.written > 0 {
-		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason,
-			fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", s.revision,
-				s.counts[diff.Created], s.counts[diff.Configured], s.counts[diff.Unchanged]),
-			events.WithRevision(s.revision),
-			events.WithMetadata(map[string]string{
-				"created":    fmt.Sprint(s.counts[diff.Created]),
-				"configured": fmt.Sprint(s.counts[diff.Configured]),
-				"unchanged":  fmt.Sprint(s.counts[diff.Unchanged]),
-			}))
+	if s.tally.written > 0 {
+		msg, metadata := s.tally.appliedEvent(s.revision)
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.AppliedReason, msg,
+			events.WithRevision(s.revision), events.WithMetadata(metadata))
 	}
 	s.reportDrift(ctx)
 	s.reportFights(ctx)
-}
-
-// appliedObjects are the inventory objects that exist now: applied or
-// checked by this run.
-func (s *syncRun) appliedObjects() []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range s.inventoryObjects() {
-		if _, ok := s.applied[object.IDOf(o)]; ok {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // mergeInventories returns the union of an inventory and a set of objects.

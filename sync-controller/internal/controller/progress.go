@@ -41,23 +41,24 @@ type progress struct {
 
 // message says where the sync is: "running Sync phase, wave 1 (2 of 3) of
 // revision main@sha1:…: 28 of 29 objects applied; waiting for 1 object to
-// be healthy: Ingress/web/web is Progressing: no address yet".
-func (s *syncRun) progressMessage() string {
-	applied, total := len(s.appliedObjects()), len(s.inventoryObjects())
+// be healthy: Ingress/web/web is Progressing: no address yet". revision
+// is the sync's; applied and total count its objects applied so far and
+// in all.
+func (p *progress) message(revision string, applied, total int) string {
 	var b strings.Builder
-	if s.prog.phase == "" {
-		fmt.Fprintf(&b, "applied revision %s: %d of %d objects", s.revision, applied, total)
+	if p.phase == "" {
+		fmt.Fprintf(&b, "applied revision %s: %d of %d objects", revision, applied, total)
 	} else {
 		fmt.Fprintf(&b, "running %s phase, wave %d (%d of %d) of revision %s: %d of %d objects applied",
-			s.prog.phase, s.prog.wave, s.prog.step, s.prog.steps, s.revision, applied, total)
+			p.phase, p.wave, p.step, p.steps, revision, applied, total)
 	}
-	if n := len(s.prog.waiting); n > 0 {
+	if n := len(p.waiting); n > 0 {
 		noun := "objects"
 		if n == 1 {
 			noun = "object"
 		}
 		fmt.Fprintf(&b, "; waiting for %d %s to be healthy: ", n, noun)
-		for i, r := range s.prog.waiting {
+		for i, r := range p.waiting {
 			if i == progressNamed {
 				fmt.Fprintf(&b, "; and %d more", n-progressNamed)
 				break
@@ -71,11 +72,17 @@ func (s *syncRun) progressMessage() string {
 	return b.String()
 }
 
+// progressMessage is the run's progress message (progress.message).
+func (s *syncRun) progressMessage() string {
+	objs := s.inventoryObjects()
+	return s.prog.message(s.revision, len(s.tally.appliedOf(objs)), len(objs))
+}
+
 // writeProgress records the step in progress — in status.sync, so that a
 // restarted controller resumes from it, and in Ready and Reconciling, so
 // that `kubectl get` shows it — and writes the status. hold: the step is
 // the first this run runs and starts no hook, so a restart would only run
-// it again, and the write may wait for the run to last (holdStatus); a
+// it again, and the write may wait for the run to last (statusWriter.hold); a
 // step that starts hooks is recorded first, so that a restart knows them
 // for its sync's (the sync ID, from status.sync.startedAt), and a later
 // step's record holds what is applied so far.
@@ -91,70 +98,19 @@ func (s *syncRun) writeProgress(ctx context.Context, phase string, wave, step, s
 // status.inventory — the inventory before the sync and every object this
 // sync applied, a superset of both, so a sync stopped half-way prunes
 // nothing it should not — and writes the status (only what changed), or
-// holds the write (holdStatus).
+// holds the write (statusWriter.hold).
 func (s *syncRun) publishProgress(ctx context.Context, hold bool) error {
 	msg := s.progressMessage()
 	conditions.MarkReconciling(s.out, meta.ProgressingReason, "%s", msg)
 	conditions.MarkUnknown(s.out, meta.ReadyCondition, meta.ProgressingReason, "%s", msg)
-	if applied := s.appliedObjects(); len(applied) > 0 {
+	if applied := s.tally.appliedOf(s.inventoryObjects()); len(applied) > 0 {
 		s.st.Inventory = mergeInventories(s.prev.Inventory, applied)
 	}
 	s.prog.written, s.prog.shown = time.Now(), msg
 	if hold {
-		return s.holdStatus(ctx)
+		return s.status.hold(ctx, s.st)
 	}
-	return s.writeStatus(ctx)
-}
-
-// heldWrite is a status write held back until the run has lasted
-// progressEvery.
-type heldWrite struct{ timer *time.Timer }
-
-// holdStatus writes the run's progress — a new generation's Reconciling
-// mark, the first step of a sync — only once the run has lasted
-// progressEvery: at once when it has, else from a timer, unless a write of
-// the run comes first and carries it. A run shorter than that (a fleet's
-// Kustomization of a few objects) ends with its outcome as its one write:
-// no reader could have told the progress from the outcome, and every
-// reader that matters compares observedGeneration with the generation
-// anyway (docs/design/anatomy-of-a-controller.md). The held write is
-// computed now, from the run's status as it is: what the timer sends is a
-// state the run really was in, and writeMu keeps it from landing after a
-// later write.
-func (s *syncRun) holdStatus(ctx context.Context) error {
-	return s.writeStatusAfter(ctx, progressEvery-time.Since(s.start))
-}
-
-// holdWrite arms the timer that sends w after wait, unless the run has
-// dropped it by then. Called with writeMu held.
-func (s *syncRun) holdWrite(ctx context.Context, w *statusWrite, wait time.Duration) *heldWrite {
-	// Not ctx's cancellation: the step that holds the write may end (its
-	// context with it) before the run does, and the run drops what it
-	// still holds when it ends (reconcileObject).
-	ctx = context.WithoutCancel(ctx)
-	h := &heldWrite{}
-	h.timer = time.AfterFunc(wait, func() {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		if s.held != h {
-			return // a later write carried it
-		}
-		s.held = nil
-		if err := s.send(ctx, w); err != nil {
-			// The run's next write sends it again: what is stored did
-			// not change.
-			ctrl.LoggerFrom(ctx).Error(err, "writing the sync's progress")
-		}
-	})
-	return h
-}
-
-// dropHeld drops the held write, if any. Called with writeMu held.
-func (s *syncRun) dropHeld() {
-	if s.held != nil {
-		s.held.timer.Stop()
-		s.held = nil
-	}
+	return s.status.write(ctx, s.st)
 }
 
 // healthProgress is the WaitHealthy callback of a wave or of the final

@@ -222,7 +222,7 @@ func TestRetryIsValidatedAtAdmission(t *testing.T) {
 	}
 }
 
-// nextRetry counts a failed attempt as Argo CD does: limit retries after
+// retries.next counts a failed attempt as Argo CD does: limit retries after
 // the first sync (0: none, -1: without end), the delay of retry n being
 // duration·factor^(n-1) at most maxDuration, due on a whole second; a new
 // artifact, generation or reconcile request starts the count over.
@@ -276,7 +276,7 @@ func TestNextRetryCountsAttemptsAsArgoCD(t *testing.T) {
 			}
 			s := &syncRun{obj: ks, app: kustomization{ks}, digest: "sha256:aa", spec: syncSpec{Retry: tt.policy},
 				prev: syncStatus{Retry: tt.prev, Sync: &kustomizev1.SyncProgress{Digest: digest, Generation: 2, Phase: kustomizev1.PhaseFailed}}}
-			got := s.nextRetry(now)
+			got := s.retries().next(now)
 			g.Expect(*got).To(Equal(tt.want))
 			if tt.note != "" {
 				g.Expect(retryNote(got, tt.policy.Limit)).To(Equal(tt.note))

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,7 +19,6 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/inventory"
-	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
@@ -32,24 +29,46 @@ import (
 )
 
 // syncRun is one reconcile of one Kustomization or HelmRelease: the steps
-// in run, and the status they build.
+// in run, and the status they build. It holds the run's inputs, what the
+// steps make of the rendered artifact (the plan), the status, and the
+// parts that keep their own books: what the applies did (tally), the sync
+// operation (op), the status writes (status), the progress shown (prog)
+// and the fights (fights).
 type syncRun struct {
 	r *Syncer
-	// releaseArtifact gives back the run's share of Artifacts (nil: none
-	// taken); reconcileObject calls it when the run ends.
-	releaseArtifact func()
+	// obj is the object as read, app its adapter, spec what the sync
+	// reads of its spec and prev its sync status as stored; install:
+	// nothing was applied successfully yet (application.install).
+	obj     reconcile.Object
+	app     application
+	spec    syncSpec
+	prev    syncStatus
+	key     types.NamespacedName
+	owner   manage.Owner
+	install bool
+	// start is when the run started; driftSeen when the watcher first saw
+	// a foreign write to one of the objects since the last run, zero when
+	// this run was not started by one.
+	start, driftSeen time.Time
 	// target is where and as whom the sync writes (see impersonate); its
 	// engine acts there.
 	target target.Target
-	// obj is the object as read, app its adapter, spec what the sync
-	// reads of its spec and prev its sync status as stored.
-	obj   reconcile.Object
-	app   application
-	spec  syncSpec
-	prev  syncStatus
-	key   types.NamespacedName
-	owner manage.Owner
-	start time.Time
+
+	// The plan: the rendered artifact's revision and digest, its objects
+	// as prepared (hashes: each one's hash as applied) and planned, and
+	// the ignore rules of the applies.
+	revision, digest string
+	objs             []*unstructured.Unstructured
+	hashes           map[object.ID]string
+	plan             *plan.Plan
+	ignorer          *diff.Ignorer
+	// releaseArtifact gives back the run's share of Artifacts (nil: none
+	// taken); reconcileObject calls it when the run ends.
+	releaseArtifact func()
+	// renderFailure is the Rendered=False condition of the current
+	// generation: the sync goes on with the last good artifact, but Ready
+	// reports the failure.
+	renderFailure *metav1.Condition
 
 	// out holds sync-controller's status fields as they will be written;
 	// its conditions hold only sync-controller's condition types. st is
@@ -58,58 +77,13 @@ type syncRun struct {
 	outApp application
 	st     syncStatus
 
-	revision string
-	digest   string
-	objs     []*unstructured.Unstructured
-	hashes   map[object.ID]string
-	plan     *plan.Plan
-	ignorer  *diff.Ignorer
-	applied  map[object.ID]*unstructured.Unstructured
-	counts   map[diff.Action]int
-	written  int
-	drifted  []engine.Result
-	pruned   int
-	// renderFailure is the Rendered=False condition of the current
-	// generation: the sync goes on with the last good artifact, but Ready
-	// reports the failure.
-	renderFailure *metav1.Condition
-	// prog is what the running sync shows of itself (progress.go).
-	prog progress
-	// stored is sync-controller's part of the status as the API server has
-	// it (ownStatus, and the inventory), so that writeStatus sends only
-	// what changed.
-	stored      any
-	storedInv   *kustomizev1.Inventory
-	storedConds []metav1.Condition
-	// writeMu serializes the run's status writes with the one it holds
-	// back (holdStatus), which a timer may send; held is that write, nil
-	// when none waits.
-	writeMu sync.Mutex
-	held    *heldWrite
-	// install: nothing was applied successfully yet (application.install).
-	install bool
-	// operation is set once applyPlan starts a sync operation (not a
-	// resync of one that succeeded); syncErr is the error that ended it,
-	// synced says it got through the health check. Both kinds'
-	// histories record the operation (history.go).
-	operation bool
-	syncErr   error
-	synced    bool
-	// finish records the end of the sync operation, once (reconcileObject).
-	finish   func(*syncRun)
-	finished bool
-	// driftSeen is when the watcher first saw a foreign write to one of the
-	// objects since the last run; zero when this run was not started by one.
-	driftSeen time.Time
-	// started is when this run's sync operation started (operationStart).
-	started *metav1.Time
+	tally  tally         // what the applies did (tally.go)
+	op     operation     // the sync operation (operation.go)
+	status *statusWriter // writes out, with st, when it changed (statuswriter.go)
+	prog   progress      // what the running sync shows of itself (progress.go)
 	// fights holds back corrections of contested fields (internal/fight);
 	// nil when fight detection is off.
 	fights *fight.Run
-	// retryHeld: spec.retry's series held this run back (backoffGate);
-	// syncFailed: a step of the sync failed in this run, an attempt of
-	// the series (retry.go).
-	retryHeld, syncFailed bool
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -132,10 +106,10 @@ func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
 		start:     start,
 		out:       out,
 		outApp:    outApp,
+		status:    newStatusWriter(r, obj, app, out, start),
 		st:        outApp.syncStatus(),
 		install:   app.install(),
-		applied:   map[object.ID]*unstructured.Unstructured{},
-		counts:    map[diff.Action]int{},
+		tally:     newTally(),
 	}
 }
 
@@ -172,15 +146,8 @@ func (s *syncRun) steps() []reconcile.Step {
 func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := step(ctx)
-		if !s.operation || s.finished {
-			return err
-		}
-		if err != nil {
-			s.syncErr = err
-		}
-		if (err != nil || s.synced) && s.finish != nil {
-			s.finished = true
-			s.finish(s)
+		if s.op.ends(err) {
+			s.op.finish(s)
 		}
 		return err
 	}
@@ -403,7 +370,6 @@ func (s *syncRun) prune(ctx context.Context) error {
 			errs = append(errs, res.Err)
 			kept = append(kept, stubs[res.ID])
 		case res.Deleted:
-			s.pruned++
 			names = append(names, res.ID.String())
 		}
 	}
@@ -440,13 +406,13 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 	objs = append(objs, checks...)
 	if len(objs) == 0 {
 		conditions.Delete(s.out, kustomizev1.HealthyCondition)
-		s.synced = s.operation
+		s.op.synced = s.op.made
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	s.prog.phase, s.prog.waiting = "", nil
-	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.applied, s.healthProgress(ctx)); err != nil {
+	if _, err := s.target.Engine.WaitHealthy(ctx, objs, s.tally.applied, s.healthProgress(ctx)); err != nil {
 		wasHealthy := conditions.IsTrue(s.out, kustomizev1.HealthyCondition)
 		conditions.MarkFalse(s.out, kustomizev1.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		if wasHealthy {
@@ -459,7 +425,7 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.HealthRecoveredReason, "all objects are healthy", events.WithRevision(s.revision))
 	}
 	conditions.MarkTrue(s.out, kustomizev1.HealthyCondition, meta.SucceededReason, "all %d objects are healthy", len(objs))
-	s.synced = s.operation
+	s.op.synced = s.op.made
 	return nil
 }
 
@@ -510,160 +476,6 @@ func (s *syncRun) report(context.Context) error {
 			fmt.Errorf("%s (still applying the last good revision %s)", f.Message, s.revision)).WithoutEvent()
 	}
 	return nil
-}
-
-// Field managers of sync-controller's status writes. A large inventory has
-// its own: it is the one large field (an entry per object) and rarely
-// changes, and a server-side apply that leaves it out costs the API server
-// far less than one that carries it (docs/bench/sync.md). A small one
-// travels with the rest under plumb-sync, so that a sync which changes
-// both (every first sync, every change of the set) is one apply, not two.
-var (
-	statusManager    = manage.FieldManager
-	inventoryManager = kinds.FieldManager(kinds.SyncController, "inventory")
-)
-
-// inventoryAlongMax is the most entries an inventory may have to be
-// written with the rest of the status, in every write of it: at that size
-// (a few KiB) carrying it costs the API server less than a request of its
-// own, which a large inventory needs only when it changes. The rule is a
-// function of the inventory alone, so an inventory changes manager only
-// when it changes: growing past the bound, it is applied first under
-// plumb-sync-inventory (taking it from plumb-sync) and then left out of
-// plumb-sync's writes; shrinking under it, plumb-sync takes it back.
-const inventoryAlongMax = 100
-
-// inventoryAlong reports whether inv is written with the rest of the
-// status, under plumb-sync.
-func inventoryAlong(inv *kustomizev1.Inventory) bool {
-	return inv == nil || len(inv.Entries) <= inventoryAlongMax
-}
-
-// writeStatus server-side-applies sync-controller's status fields that
-// changed since the object was read (or last written by this run), as one
-// apply under plumb-sync with a small inventory (inventoryAlong), or as
-// two with a large one that changed: the inventory under its own field
-// manager, then the rest. A run that changed nothing writes nothing.
-// Condition messages are cut to message.MaxBytes first
-// (reconcile.BoundConditions), so a long one that did not change is no
-// change. A write the run held back (holdStatus) is dropped: this one
-// carries what it had, and more.
-func (s *syncRun) writeStatus(ctx context.Context) error {
-	return s.writeStatusAfter(ctx, 0)
-}
-
-// writeStatusAfter is writeStatus, sent after wait (when positive) from a
-// timer unless a later write of the run comes first (holdStatus).
-func (s *syncRun) writeStatusAfter(ctx context.Context, wait time.Duration) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.dropHeld()
-	w, err := s.nextWrite()
-	if err != nil || w == nil {
-		return err
-	}
-	if wait <= 0 {
-		return s.send(ctx, w)
-	}
-	s.held = s.holdWrite(ctx, w, wait)
-	return nil
-}
-
-// statusWrite is the requests of one status write, computed from the
-// run's status against what the API server has (nextWrite), and what it
-// has once they are sent.
-type statusWrite struct {
-	// inventory is applied first, as plumb-sync-inventory; status then, as
-	// plumb-sync. nil: not sent.
-	inventory, status map[string]any
-	own               any
-	inv               *kustomizev1.Inventory
-	conds             []metav1.Condition
-}
-
-// nextWrite computes the next status write from s.out and s.st, nil when
-// nothing changed. Called with writeMu held, on the run's goroutine (it
-// writes the sync status into s.out and bounds its conditions).
-func (s *syncRun) nextWrite() (*statusWrite, error) {
-	if s.stored == nil {
-		s.stored, s.storedInv = s.app.ownStatus(), s.prev.Inventory
-		s.storedConds = sortedOwnConditions(s.obj.GetConditions())
-	}
-	s.outApp.setSyncStatus(s.st)
-	reconcile.BoundConditions(s.out, s.storedConds)
-	w := &statusWrite{own: s.outApp.ownStatus(), inv: s.st.Inventory.DeepCopy(), conds: sortedOwnConditions(s.out.GetConditions())}
-	along := inventoryAlong(w.inv)
-	invChanged := !apiequality.Semantic.DeepEqual(w.inv, s.storedInv)
-	if invChanged && !along {
-		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: w.inv})
-		if err != nil {
-			return nil, err
-		}
-		w.inventory = inv
-	}
-	if (!invChanged || !along) && apiequality.Semantic.DeepEqual(w.own, s.stored) {
-		if w.inventory == nil {
-			return nil, nil
-		}
-		return w, nil
-	}
-	status, err := reconcile.ToStatusMap(w.own)
-	if err != nil {
-		return nil, err
-	}
-	// Always send the conditions we own, even none, so a condition we
-	// dropped is removed rather than left behind.
-	if _, ok := status["conditions"]; !ok {
-		status["conditions"] = []any{}
-	}
-	if along && w.inv != nil {
-		// plumb-sync owns a small inventory: every one of its writes
-		// carries it, or the API server would drop it.
-		inv, err := reconcile.ToStatusMap(w.inv)
-		if err != nil {
-			return nil, err
-		}
-		status["inventory"] = inv
-	}
-	w.status = status
-	return w, nil
-}
-
-// send applies w and records what the API server has now. Called with
-// writeMu held.
-func (s *syncRun) send(ctx context.Context, w *statusWrite) error {
-	if w.inventory != nil {
-		if err := s.applyStatus(ctx, inventoryManager, w.inventory); err != nil {
-			return err
-		}
-		s.storedInv = w.inv
-	}
-	if w.status == nil {
-		return nil
-	}
-	if err := s.applyStatus(ctx, statusManager, w.status); err != nil {
-		return err
-	}
-	s.stored, s.storedConds, s.storedInv = w.own, w.conds, w.inv
-	return nil
-}
-
-// applyStatus applies status as fieldManager, telling the Syncer's
-// ownWrites (a write's response carries the version it is stored at).
-func (s *syncRun) applyStatus(ctx context.Context, fieldManager string, status map[string]any) error {
-	s.r.writes.writing(s.key)
-	err := reconcile.ApplyStatus(ctx, s.r.Client, s.obj, fieldManager, status)
-	rv := ""
-	if err == nil {
-		rv = s.obj.GetResourceVersion()
-	}
-	s.r.writes.wrote(s.key, rv)
-	return err
-}
-
-// inventoryStatus is the status the inventory's field manager writes.
-type inventoryStatus struct {
-	Inventory *kustomizev1.Inventory `json:"inventory,omitempty"`
 }
 
 // removedObjects are stubs of the inventory's entries that the render no

@@ -150,19 +150,27 @@ func (r *Syncer) stopRemotesWith(mgr ctrl.Manager) error {
 	}))
 }
 
-// skeletonOf fills in what both kinds' skeletons share: events and the
-// retry interval, from the sync spec (the interval and the suspension the
-// objects answer themselves: meta.Scheduled, meta.Suspendable).
-func skeletonOf[T reconcile.Object](r *Syncer, sk *reconcile.Controller[T]) {
-	sk.Events = r.Events
-	sk.RetryInterval = func(obj T) time.Duration { return appOf(obj).spec().RetryInterval }
-	sk.EventMessage = func(err error) (string, []events.Option) {
-		msg, detail := eventOf(err)
-		return msg, []events.Option{detail}
-	}
-	sk.Finalizer = reconcile.Finalizer[T]{
-		Client: r.Client, FieldManager: manage.FieldManager, Name: Finalizer,
-		Finalize: func(ctx context.Context, obj T) error { return r.finalize(ctx, appOf(obj)) },
+// newSkeleton is what both kinds' skeletons share: Ready speaks for the
+// result, with succeeded's message; events; the retry interval, from the
+// sync spec (the interval and the suspension the objects answer
+// themselves: meta.Scheduled, meta.Suspendable); the finalizer. kind names
+// the objects in the metrics.
+func newSkeleton[T reconcile.Object](r *Syncer, kind string, succeeded func(T) string) *reconcile.Controller[T] {
+	return &reconcile.Controller[T]{
+		Condition:     meta.ReadyCondition,
+		DefaultReason: kustomizev1.SyncFailedReason,
+		Metrics:       r.Metrics.objectSet(kind),
+		Succeeded:     succeeded,
+		Events:        r.Events,
+		RetryInterval: func(obj T) time.Duration { return appOf(obj).spec().RetryInterval },
+		EventMessage: func(err error) (string, []events.Option) {
+			msg, detail := eventOf(err)
+			return msg, []events.Option{detail}
+		},
+		Finalizer: reconcile.Finalizer[T]{
+			Client: r.Client, FieldManager: manage.FieldManager, Name: Finalizer,
+			Finalize: func(ctx context.Context, obj T) error { return r.finalize(ctx, appOf(obj)) },
+		},
 	}
 }
 
@@ -207,10 +215,10 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 
 	s := newSyncRun(r, obj, start)
-	s.finish = finish
+	s.op.finish = finish
 	sk := *skel
-	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.writeStatus(ctx) }
-	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.holdStatus(ctx) }
+	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.status.write(ctx, s.st) }
+	sk.WriteProgress = func(ctx context.Context, _, _ T) error { return s.status.hold(ctx, s.st) }
 	sk.EventOptions = func(T) []events.Option {
 		return []events.Option{events.WithRevision(s.revision)}
 	}
@@ -219,9 +227,7 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	if s.releaseArtifact != nil {
 		s.releaseArtifact()
 	}
-	s.writeMu.Lock()
-	s.dropHeld() // the final write carried it; none is left after an error
-	s.writeMu.Unlock()
+	s.status.end()
 	return s.fights.Requeue(result), err
 }
 

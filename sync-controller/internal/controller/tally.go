@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/object"
+	"plumb.dev/sync-controller/internal/engine"
+)
+
+// tally is what a run's applies did: the objects they left in the cluster
+// and what they found and changed there, which the health waits, the
+// progress, the inventory, the Applied and drift events and the metrics
+// read. A run's prune reports itself (syncRun.prune).
+type tally struct {
+	// applied are the objects the run applied, checked or created (hooks)
+	// as the API server returned them: the health waits judge them.
+	applied map[object.ID]*unstructured.Unstructured
+	// counts are the applies by what they did to the object.
+	counts map[diff.Action]int
+	// written counts the applies that wrote, drifted the ones that found
+	// the object changed by someone else; neither counts a contested
+	// field's correction, which is reported once per fight (internal/fight).
+	written int
+	drifted []engine.Result
+}
+
+func newTally() tally {
+	return tally{applied: map[object.ID]*unstructured.Unstructured{}, counts: map[diff.Action]int{}}
+}
+
+// add counts the result of one apply; contested says that it was a
+// correction of a contested field (fight.Run.Record).
+func (t *tally) add(res engine.Result, contested bool) {
+	t.counts[res.Action]++
+	if res.Object != nil {
+		t.applied[res.ID] = res.Object
+	}
+	if res.Written && !contested {
+		t.written++
+	}
+	if res.Drift && !contested && !res.Held {
+		t.drifted = append(t.drifted, res)
+	}
+}
+
+// appliedOf are those of objs that exist now: applied or checked by the
+// run.
+func (t *tally) appliedOf(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if _, ok := t.applied[object.IDOf(o)]; ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// appliedEvent is the message and the metadata of the Applied event of a
+// run that applied revision.
+func (t *tally) appliedEvent(revision string) (string, map[string]string) {
+	created, configured, unchanged := t.counts[diff.Created], t.counts[diff.Configured], t.counts[diff.Unchanged]
+	return fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", revision, created, configured, unchanged),
+		map[string]string{
+			"created":    fmt.Sprint(created),
+			"configured": fmt.Sprint(configured),
+			"unchanged":  fmt.Sprint(unchanged),
+		}
+}
