@@ -3,16 +3,19 @@ package localenv
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/inspect"
+	"plumb.dev/pkg/kinds"
 )
 
 // StatusLine is the state of one object in a line: the Ready condition for
@@ -30,58 +33,28 @@ func (l StatusLine) String() string {
 }
 
 // DemoStatus returns a line per Plumb object of the demo and per object in
-// the inventory of its Kustomization (and HelmRelease).
+// the inventory of its Kustomization (and HelmRelease). What a line says of
+// an object comes from what its kind implements (pkg/kinds, api/meta,
+// pkg/inspect), so a new kind needs no edit here.
 func (e *Env) DemoStatus(ctx context.Context, d *Demo) []StatusLine {
 	var lines []StatusLine
 	var inv []*kustomizev1.Inventory
 	for _, obj := range d.Objects {
 		gvk := obj.GroupVersionKind()
-		if !strings.HasSuffix(gvk.Group, "plumb.dev") {
+		k, ok := kinds.Lookup(gvk.Kind)
+		if !ok || k.GVK.GroupKind() != gvk.GroupKind() {
 			continue
 		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gvk)
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		line := StatusLine{Kind: gvk.Kind, Name: key.String()}
 		if err := e.Client.Get(ctx, key, live); err != nil {
-			line.Status, line.Detail = "Missing", err.Error()
-			lines = append(lines, line)
+			lines = append(lines, StatusLine{Kind: gvk.Kind, Name: key.String(), Status: "Missing", Detail: err.Error()})
 			continue
 		}
-		line.Status, line.Detail = readyOf(live)
-		switch gvk.Kind {
-		case "GitRepository", "HelmRepository":
-			if rev, _, _ := unstructured.NestedString(live.Object, "status", "artifact", "revision"); rev != "" {
-				line.Detail = rev + "  " + line.Detail
-			}
-		case "Kustomization":
-			k := &kustomizev1.Kustomization{}
-			if err := e.Client.Get(ctx, key, k); err == nil {
-				inv = append(inv, k.Status.Inventory)
-				if rev := k.Status.LastAppliedRevision; rev != "" {
-					line.Detail = rev + "  " + line.Detail
-				}
-				if s := k.Status.Sync; s != nil && s.Phase != "" && s.Phase != kustomizev1.PhaseSucceeded {
-					line.Detail = fmt.Sprintf("[%s wave %d] %s", s.Phase, s.Wave, line.Detail)
-				}
-			}
-		case "HelmRelease":
-			hr := &helmv2.HelmRelease{}
-			if err := e.Client.Get(ctx, key, hr); err == nil {
-				inv = append(inv, hr.Status.Inventory)
-				if rev := hr.Status.LastAppliedRevision; rev != "" {
-					line.Detail = "chart " + rev + "  " + line.Detail
-				}
-				if s := hr.Status.Sync; s != nil && s.Phase != "" && s.Phase != kustomizev1.PhaseSucceeded {
-					line.Detail = fmt.Sprintf("[%s wave %d] %s", s.Phase, s.Wave, line.Detail)
-				}
-			}
-		case "Receiver":
-			if p, _, _ := unstructured.NestedString(live.Object, "status", "webhookPath"); p != "" {
-				line.Detail = p + "  " + line.Detail
-			}
-		}
+		line, i := objectLine(k, live)
 		lines = append(lines, line)
+		inv = append(inv, i)
 	}
 	for _, i := range inv {
 		if i == nil {
@@ -92,6 +65,48 @@ func (e *Env) DemoStatus(ctx context.Context, d *Demo) []StatusLine {
 		}
 	}
 	return lines
+}
+
+// objectLine is the line of live, an object of kind k, and its inventory
+// when it is an applier (nil otherwise).
+func objectLine(k kinds.Kind, live *unstructured.Unstructured) (StatusLine, *kustomizev1.Inventory) {
+	line := StatusLine{Kind: k.GVK.Kind, Name: client.ObjectKeyFromObject(live).String()}
+	line.Status, line.Detail = readyOf(live)
+	typed := k.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, typed); err != nil {
+		return line, nil
+	}
+	line.Detail = detailOf(typed, live, line.Detail)
+	if a, ok := inspect.AppliedOf(typed); ok {
+		return line, a.Inventory
+	}
+	return line, nil
+}
+
+// detailOf puts before msg (the Ready message) what obj runs or serves: an
+// applier's last applied revision (a HelmRelease's is its chart's) and,
+// while it is under way, its sync's phase and wave; a source's artifact
+// revision; a Receiver's webhook path.
+func detailOf(obj client.Object, live *unstructured.Unstructured, msg string) string {
+	if a, ok := inspect.AppliedOf(obj); ok {
+		if rev := a.LastApplied; rev != "" {
+			if a.IsHelmRelease() {
+				rev = "chart " + rev
+			}
+			msg = rev + "  " + msg
+		}
+		if s := a.Sync; s != nil && s.Phase != "" && s.Phase != kustomizev1.PhaseSucceeded {
+			msg = fmt.Sprintf("[%s wave %d] %s", s.Phase, s.Wave, msg)
+		}
+		return msg
+	}
+	if h, ok := obj.(meta.ArtifactHolder); ok && h.GetArtifact() != nil && h.GetArtifact().Revision != "" {
+		msg = h.GetArtifact().Revision + "  " + msg
+	}
+	if p, _, _ := unstructured.NestedString(live.Object, "status", "webhookPath"); p != "" {
+		msg = p + "  " + msg
+	}
+	return msg
 }
 
 func (e *Env) healthLine(ctx context.Context, ent kustomizev1.InventoryEntry) StatusLine {

@@ -6,19 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"plumb.dev/pkg/testtar"
 )
 
 // FuzzExtract feeds arbitrary bytes to the extractor. Whatever the input,
 // it must not panic, must write nothing beside the extraction root, and on
 // success every link in the tree must resolve inside the root.
 func FuzzExtract(f *testing.F) {
-	f.Add(xTarGz(f, xDir("deploy/"), xFile("deploy/a.yaml", "kind: ConfigMap\n"), xSymlink("b", "deploy/a.yaml")))
-	f.Add(xTarGz(f, xFile("../../evil", "x")))
-	f.Add(xTarGz(f, xFile("/abs", "x")))
-	f.Add(xTarGz(f, xDir("d/"), xSymlink("d/b", ".."), xSymlink("a", "d/b/..")))
-	f.Add(xTarGz(f, xSymlink("l", "sub"), xDir("sub/"), xFile("l/x", "x")))
-	f.Add(xTarGz(f, xFile("a", "1"), xEntry{name: "h", typ: tar.TypeLink, linkname: "a"}))
-	f.Add(xTarGz(f, xEntry{name: "p", typ: tar.TypeFifo}))
+	f.Add(testtar.TarGz(f, testtar.Dir("deploy/"), testtar.File("deploy/a.yaml", "kind: ConfigMap\n"), testtar.Symlink("b", "deploy/a.yaml")))
+	f.Add(testtar.TarGz(f, testtar.File("../../evil", "x")))
+	f.Add(testtar.TarGz(f, testtar.File("/abs", "x")))
+	f.Add(testtar.TarGz(f, testtar.Dir("d/"), testtar.Symlink("d/b", ".."), testtar.Symlink("a", "d/b/..")))
+	f.Add(testtar.TarGz(f, testtar.Symlink("l", "sub"), testtar.Dir("sub/"), testtar.File("l/x", "x")))
+	f.Add(testtar.TarGz(f, testtar.File("a", "1"), testtar.Entry{Header: tar.Header{Name: "h", Typeflag: tar.TypeLink, Linkname: "a"}}))
+	f.Add(testtar.TarGz(f, testtar.Entry{Header: tar.Header{Name: "p", Typeflag: tar.TypeFifo}}))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
 	f.Add([]byte("plain text"))
 

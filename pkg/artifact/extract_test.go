@@ -2,8 +2,6 @@ package artifact
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,55 +11,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"plumb.dev/pkg/testtar"
 )
-
-// xEntry is one tar entry of a test archive.
-type xEntry struct {
-	name     string
-	typ      byte
-	body     string
-	linkname string
-	mode     int64
-}
-
-func xFile(name, body string) xEntry { return xEntry{name: name, typ: tar.TypeReg, body: body} }
-func xDir(name string) xEntry        { return xEntry{name: name, typ: tar.TypeDir} }
-func xSymlink(name, target string) xEntry {
-	return xEntry{name: name, typ: tar.TypeSymlink, linkname: target}
-}
-
-// tarGz packs entries into a gzip-compressed tar in memory.
-func xTarGz(t testing.TB, entries ...xEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		mode := e.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.linkname, Mode: mode}
-		if e.typ == tar.TypeReg {
-			hdr.Size = int64(len(e.body))
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatalf("writing header %q: %v", e.name, err)
-		}
-		if e.body != "" {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func xDigest(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
 
@@ -77,15 +29,15 @@ func xWriteArchive(t *testing.T, data []byte) string {
 
 func TestExtractFileGoodTree(t *testing.T) {
 	g := NewWithT(t)
-	data := xTarGz(t,
-		xDir("./"),
-		xDir("deploy/"),
-		xFile("deploy/kustomization.yaml", "resources: [cm.yaml]\n"),
-		xFile("deploy/cm.yaml", "kind: ConfigMap\n"),
-		xEntry{name: "bin/run.sh", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o4777},
-		xSymlink("latest", "deploy"),
-		xSymlink("deploy/self.yaml", "cm.yaml"),
-		xSymlink("deploy/dangling", "missing/file"),
+	data := testtar.TarGz(t,
+		testtar.Dir("./"),
+		testtar.Dir("deploy/"),
+		testtar.File("deploy/kustomization.yaml", "resources: [cm.yaml]\n"),
+		testtar.File("deploy/cm.yaml", "kind: ConfigMap\n"),
+		testtar.Entry{Header: tar.Header{Name: "bin/run.sh", Typeflag: tar.TypeReg, Mode: 0o4777}, Body: "#!/bin/sh\n"},
+		testtar.Symlink("latest", "deploy"),
+		testtar.Symlink("deploy/self.yaml", "cm.yaml"),
+		testtar.Symlink("deploy/dangling", "missing/file"),
 	)
 	out := filepath.Join(t.TempDir(), "out")
 	g.Expect(ExtractFile(xWriteArchive(t, data), xDigest(data), out, Limits{})).To(Succeed())
@@ -107,50 +59,50 @@ func TestExtractFileRefusals(t *testing.T) {
 	big := strings.Repeat("x", 2048)
 	tests := []struct {
 		name    string
-		entries []xEntry
+		entries []testtar.Entry
 		limits  Limits
 		wantErr error
 		wantMsg string
 	}{
-		{name: "absolute path", entries: []xEntry{xFile("/etc/passwd", "x")},
+		{name: "absolute path", entries: []testtar.Entry{testtar.File("/etc/passwd", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "/etc/passwd" has an absolute path`},
-		{name: "tar slip", entries: []xEntry{xFile("../../evil.yaml", "x")},
+		{name: "tar slip", entries: []testtar.Entry{testtar.File("../../evil.yaml", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "../../evil.yaml" contains ".."`},
-		{name: "dot dot inside", entries: []xEntry{xFile("a/../../b", "x")},
+		{name: "dot dot inside", entries: []testtar.Entry{testtar.File("a/../../b", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `contains ".."`},
-		{name: "symlink to absolute", entries: []xEntry{xSymlink("passwd", "/etc/passwd")},
+		{name: "symlink to absolute", entries: []testtar.Entry{testtar.Symlink("passwd", "/etc/passwd")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "passwd" -> "/etc/passwd" points to an absolute path`},
-		{name: "symlink escaping root", entries: []xEntry{xDir("a/"), xSymlink("a/up", "../../outside")},
+		{name: "symlink escaping root", entries: []testtar.Entry{testtar.Dir("a/"), testtar.Symlink("a/up", "../../outside")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "a/up" -> "../../outside" points outside the root`},
 		{name: "symlink chain escaping root",
-			entries: []xEntry{xDir("d/"), xSymlink("d/b", ".."), xSymlink("a", "d/b/..")},
+			entries: []testtar.Entry{testtar.Dir("d/"), testtar.Symlink("d/b", ".."), testtar.Symlink("a", "d/b/..")},
 			wantErr: ErrUnsafeSymlink, wantMsg: `symlink "a" resolves outside the root`},
 		{name: "write through a symlink",
-			entries: []xEntry{xDir("sub/"), xSymlink("link", "sub"), xFile("link/x.yaml", "x")},
+			entries: []testtar.Entry{testtar.Dir("sub/"), testtar.Symlink("link", "sub"), testtar.File("link/x.yaml", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `link exists and is not a directory`},
 		{name: "duplicate entry replaces a symlink",
-			entries: []xEntry{xSymlink("x", "y"), xFile("x", "data")},
+			entries: []testtar.Entry{testtar.Symlink("x", "y"), testtar.File("x", "data")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "x" appears twice`},
-		{name: "hard link", entries: []xEntry{xFile("a", "x"), {name: "b", typ: tar.TypeLink, linkname: "a"}},
+		{name: "hard link", entries: []testtar.Entry{testtar.File("a", "x"), {Header: tar.Header{Name: "b", Typeflag: tar.TypeLink, Linkname: "a"}}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `hard link "b" -> "a"`},
-		{name: "char device", entries: []xEntry{{name: "null", typ: tar.TypeChar}},
+		{name: "char device", entries: []testtar.Entry{{Header: tar.Header{Name: "null", Typeflag: tar.TypeChar}}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `device file "null"`},
-		{name: "block device", entries: []xEntry{{name: "sda", typ: tar.TypeBlock}},
+		{name: "block device", entries: []testtar.Entry{{Header: tar.Header{Name: "sda", Typeflag: tar.TypeBlock}}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `device file "sda"`},
-		{name: "fifo", entries: []xEntry{{name: "pipe", typ: tar.TypeFifo}},
+		{name: "fifo", entries: []testtar.Entry{{Header: tar.Header{Name: "pipe", Typeflag: tar.TypeFifo}}},
 			wantErr: ErrUnsupportedEntry, wantMsg: `FIFO "pipe"`},
-		{name: "too many files", entries: []xEntry{xFile("a", "1"), xFile("b", "2"), xFile("c", "3")},
+		{name: "too many files", entries: []testtar.Entry{testtar.File("a", "1"), testtar.File("b", "2"), testtar.File("c", "3")},
 			limits: Limits{MaxFiles: 2}, wantErr: ErrTooManyFiles, wantMsg: "more than 2 entries"},
-		{name: "oversize content", entries: []xEntry{xFile("a", big), xFile("b", big)},
+		{name: "oversize content", entries: []testtar.Entry{testtar.File("a", big), testtar.File("b", big)},
 			limits: Limits{MaxExtractedBytes: 3000}, wantErr: ErrTooLarge, wantMsg: `extracting "b" would exceed the limit of 3000 extracted bytes`},
-		{name: "oversize archive", entries: []xEntry{xFile("a", big)},
+		{name: "oversize archive", entries: []testtar.Entry{testtar.File("a", big)},
 			limits: Limits{MaxArchiveBytes: 10}, wantErr: ErrTooLarge, wantMsg: "larger than the limit of 10 bytes"},
 	}
 	for _, tt := range tests {
 		for _, extract := range xExtractors {
 			t.Run(extract.name+"/"+tt.name, func(t *testing.T) {
 				g := NewWithT(t)
-				data := xTarGz(t, tt.entries...)
+				data := testtar.TarGz(t, tt.entries...)
 				out := filepath.Join(t.TempDir(), "out")
 				err := extract.run(t, data, xDigest(data), out, tt.limits)
 				g.Expect(err).To(MatchError(tt.wantErr))
@@ -177,13 +129,13 @@ var xExtractors = []struct {
 
 func TestExtractBytesCountsTheTree(t *testing.T) {
 	g := NewWithT(t)
-	data := xTarGz(t, xDir("a/"), xFile("a/one.yaml", "12345"), xFile("two.yaml", "123"), xSymlink("b", "a"))
+	data := testtar.TarGz(t, testtar.Dir("a/"), testtar.File("a/one.yaml", "12345"), testtar.File("two.yaml", "123"), testtar.Symlink("b", "a"))
 	n, err := ExtractBytes(data, xDigest(data), filepath.Join(t.TempDir(), "out"), Limits{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(int64(4*BlockBytes)), "a block each for a/, its file, two.yaml and the link")
 
 	// Empty folders and files cost their blocks, named or implied.
-	empty := xTarGz(t, xFile("x/y/z/empty.yaml", ""), xFile("big.yaml", strings.Repeat("b", BlockBytes+1)))
+	empty := testtar.TarGz(t, testtar.File("x/y/z/empty.yaml", ""), testtar.File("big.yaml", strings.Repeat("b", BlockBytes+1)))
 	n, err = ExtractBytes(empty, xDigest(empty), filepath.Join(t.TempDir(), "out"), Limits{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(int64((3+1+2)*BlockBytes)), "x, x/y, x/y/z, the empty file, two blocks of big.yaml")
@@ -191,8 +143,8 @@ func TestExtractBytesCountsTheTree(t *testing.T) {
 
 func TestExtractFileVerifiesDigestFirst(t *testing.T) {
 	g := NewWithT(t)
-	data := xTarGz(t, xFile("a.yaml", "x"))
-	tampered := xTarGz(t, xFile("a.yaml", "y"))
+	data := testtar.TarGz(t, testtar.File("a.yaml", "x"))
+	tampered := testtar.TarGz(t, testtar.File("a.yaml", "y"))
 	out := filepath.Join(t.TempDir(), "out")
 
 	for _, extract := range xExtractors {
@@ -227,7 +179,7 @@ func TestParseDigest(t *testing.T) {
 
 func TestExtractFileNeedsAFreshDir(t *testing.T) {
 	g := NewWithT(t)
-	data := xTarGz(t, xFile("a.yaml", "x"))
+	data := testtar.TarGz(t, testtar.File("a.yaml", "x"))
 	out := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(out, "old"), nil, 0o644)).To(Succeed())
 	err := ExtractFile(xWriteArchive(t, data), xDigest(data), out, Limits{})

@@ -2,8 +2,6 @@ package helmpackage_test
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"runtime"
@@ -11,25 +9,12 @@ import (
 	"testing"
 
 	"plumb.dev/pkg/helmpackage"
+	"plumb.dev/pkg/testtar"
 )
 
-// tarball builds a chart archive of x/Chart.yaml and the extra headers.
-func tarball(t *testing.T, extra func(tw *tar.Writer)) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	tw := tar.NewWriter(zw)
-	cy := []byte("apiVersion: v2\nname: x\nversion: 0.1.0\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "x/Chart.yaml", Mode: 0o644, Size: int64(len(cy)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = tw.Write(cy)
-	extra(tw)
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_ = zw.Close()
-	return buf.Bytes()
+// tarball is a chart archive of x/Chart.yaml and the extra entries.
+func tarball(t *testing.T, extra ...testtar.Entry) []byte {
+	return testtar.TarGz(t, append([]testtar.Entry{testtar.File("x/Chart.yaml", "apiVersion: v2\nname: x\nversion: 0.1.0\n")}, extra...)...)
 }
 
 // allocated returns the bytes f allocates.
@@ -47,11 +32,11 @@ func allocated(f func()) uint64 {
 // the SDK loader alone turns into ~1 GiB of heap; 200 are still 100 MiB).
 func TestLoadArchiveRefusesLongNamesWithinLittleMemory(t *testing.T) {
 	long := strings.Repeat("a", 500_000)
-	tgz := tarball(t, func(tw *tar.Writer) {
-		for i := range 200 {
-			_ = tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("x/files/%s%d", long, i), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-		}
-	})
+	var extra []testtar.Entry
+	for i := range 200 {
+		extra = append(extra, testtar.Entry{Header: tar.Header{Name: fmt.Sprintf("x/files/%s%d", long, i), Typeflag: tar.TypeReg, Format: tar.FormatPAX}})
+	}
+	tgz := tarball(t, extra...)
 	var err error
 	n := allocated(func() { _, err = helmpackage.LoadArchive(tgz) })
 	if !errors.Is(err, helmpackage.ErrArchiveLimit) {
@@ -63,11 +48,11 @@ func TestLoadArchiveRefusesLongNamesWithinLittleMemory(t *testing.T) {
 }
 
 func TestLoadArchiveRefusesTooManyEntries(t *testing.T) {
-	tgz := tarball(t, func(tw *tar.Writer) {
-		for i := range helmpackage.MaxChartFiles {
-			_ = tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("x/files/%d", i), Mode: 0o644, Typeflag: tar.TypeReg})
-		}
-	})
+	var extra []testtar.Entry
+	for i := range helmpackage.MaxChartFiles {
+		extra = append(extra, testtar.File(fmt.Sprintf("x/files/%d", i), ""))
+	}
+	tgz := tarball(t, extra...)
 	var err error
 	n := allocated(func() { _, err = helmpackage.LoadArchive(tgz) })
 	if !errors.Is(err, helmpackage.ErrArchiveLimit) {
@@ -80,9 +65,7 @@ func TestLoadArchiveRefusesTooManyEntries(t *testing.T) {
 
 func TestLoadArchiveRefusesLinks(t *testing.T) {
 	for _, typ := range []byte{tar.TypeSymlink, tar.TypeLink, tar.TypeChar, tar.TypeFifo} {
-		tgz := tarball(t, func(tw *tar.Writer) {
-			_ = tw.WriteHeader(&tar.Header{Name: "x/templates/l.yaml", Linkname: "/etc/passwd", Mode: 0o644, Typeflag: typ})
-		})
+		tgz := tarball(t, testtar.Entry{Header: tar.Header{Name: "x/templates/l.yaml", Linkname: "/etc/passwd", Typeflag: typ}})
 		_, err := helmpackage.LoadArchive(tgz)
 		if err == nil || !strings.Contains(err.Error(), "only files and folders") {
 			t.Fatalf("type %q: err = %v, want a refusal", typ, err)
@@ -91,11 +74,7 @@ func TestLoadArchiveRefusesLinks(t *testing.T) {
 }
 
 func TestLoadArchiveAcceptsFoldersAndFiles(t *testing.T) {
-	tgz := tarball(t, func(tw *tar.Writer) {
-		_ = tw.WriteHeader(&tar.Header{Name: "x/templates/", Mode: 0o755, Typeflag: tar.TypeDir})
-		_ = tw.WriteHeader(&tar.Header{Name: "x/templates/a.yaml", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
-		_, _ = tw.Write([]byte("a:"))
-	})
+	tgz := tarball(t, testtar.Dir("x/templates/"), testtar.File("x/templates/a.yaml", "a:"))
 	ch, err := helmpackage.LoadArchive(tgz)
 	if err != nil {
 		t.Fatal(err)

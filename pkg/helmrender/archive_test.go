@@ -7,79 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/testtar"
 )
 
-// tarGz writes files into a gzipped tar, in name order, with no checks:
-// for archives the SDK would refuse to package.
-func tarGz(t testing.TB, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(files[n])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// entry is one tar entry of rawTarGz.
-type entry struct {
-	hd      tar.Header
-	content string
-}
-
-// rawTarGz writes entries as given, in order, in PAX format when asked by
-// their headers.
-func rawTarGz(t testing.TB, entries ...entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hd := e.hd
-		if hd.Mode == 0 && hd.Typeflag != tar.TypeXGlobalHeader {
-			hd.Mode = 0o644
-		}
-		hd.Size = int64(len(e.content))
-		if err := tw.WriteHeader(&hd); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.content)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-var chartYAML = entry{tar.Header{Name: "x/Chart.yaml", Typeflag: tar.TypeReg}, "apiVersion: v2\nname: x\nversion: 0.1.0\n"}
+var chartYAML = testtar.File("x/Chart.yaml", "apiVersion: v2\nname: x\nversion: 0.1.0\n")
 
 // longNames is the review's archive: 2,000 empty files with 500 KB names
 // (PAX), about 1 MiB compressed; the SDK's loader holds every name, close
@@ -101,13 +37,13 @@ func longNames(t testing.TB) []byte {
 		}
 	}
 	var runMember []byte
-	raw := func(e entry, end bool) []byte {
+	raw := func(e testtar.Entry, end bool) []byte {
 		var b bytes.Buffer
 		tw := tar.NewWriter(&b)
-		if err := tw.WriteHeader(&e.hd); err != nil {
+		if err := tw.WriteHeader(&e.Header); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tw.Write([]byte(e.content)); err != nil {
+		if _, err := tw.Write([]byte(e.Body)); err != nil {
 			t.Fatal(err)
 		}
 		if end {
@@ -121,10 +57,10 @@ func longNames(t testing.TB) []byte {
 		return b.Bytes()
 	}
 	chart := chartYAML
-	chart.hd.Mode, chart.hd.Size = 0o644, int64(len(chart.content))
+	chart.Header.Mode, chart.Header.Size = 0o644, int64(len(chart.Body))
 	member(raw(chart, false))
 	for i := 0; i < 2000; i++ {
-		data := raw(entry{hd: tar.Header{Name: fmt.Sprintf("x/files/%s%d", run, i), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}}, false)
+		data := raw(testtar.Entry{Header: tar.Header{Name: fmt.Sprintf("x/files/%s%d", run, i), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}}, false)
 		at := bytes.Index(data, []byte(run))
 		if at < 0 {
 			t.Fatal("no run of names in the PAX header")
@@ -145,11 +81,11 @@ func longNames(t testing.TB) []byte {
 
 // manyFiles is a chart with n more empty files of short names.
 func manyFiles(t testing.TB, n int) []byte {
-	entries := []entry{chartYAML}
+	entries := []testtar.Entry{chartYAML}
 	for i := 0; i < n; i++ {
-		entries = append(entries, entry{hd: tar.Header{Name: fmt.Sprintf("x/files/%d", i), Typeflag: tar.TypeReg}})
+		entries = append(entries, testtar.File(fmt.Sprintf("x/files/%d", i), ""))
 	}
-	return rawTarGz(t, entries...)
+	return testtar.TarGz(t, entries...)
 }
 
 // The review's archive is refused from its first long name, by
@@ -205,9 +141,9 @@ func TestCheckArchive(t *testing.T) {
 		ok(t, packageChart(t, "app", nil), Limits{})
 	})
 	t.Run("folders and a global header pass", func(t *testing.T) {
-		ok(t, rawTarGz(t,
-			entry{hd: tar.Header{Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "0123abcd"}}},
-			entry{hd: tar.Header{Name: "x/", Typeflag: tar.TypeDir, Mode: 0o755}},
+		ok(t, testtar.TarGz(t,
+			testtar.Entry{Header: tar.Header{Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "0123abcd"}}},
+			testtar.Dir("x/"),
 			chartYAML), Limits{})
 	})
 	t.Run("entries", func(t *testing.T) {
@@ -220,16 +156,16 @@ func TestCheckArchive(t *testing.T) {
 	t.Run("names count against the decompressed size", func(t *testing.T) {
 		// 100 empty files with 4 KiB names: nothing to decompress but
 		// their headers.
-		entries := []entry{chartYAML}
+		entries := []testtar.Entry{chartYAML}
 		for i := 0; i < 100; i++ {
-			entries = append(entries, entry{hd: tar.Header{Name: fmt.Sprintf("x/%04d%s", i, strings.Repeat("n", 4000)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}})
+			entries = append(entries, testtar.Entry{Header: tar.Header{Name: fmt.Sprintf("x/%04d%s", i, strings.Repeat("n", 4000)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}})
 		}
-		archive := rawTarGz(t, entries...)
+		archive := testtar.TarGz(t, entries...)
 		ok(t, archive, Limits{MaxDecompressedBytes: 1 << 20})
 		limit(t, archive, Limits{MaxDecompressedBytes: 200 << 10}, "limit of 204800 bytes decompressed")
 	})
 	t.Run("PAX records count", func(t *testing.T) {
-		limit(t, rawTarGz(t, chartYAML, entry{hd: tar.Header{Name: "x/a", Typeflag: tar.TypeReg,
+		limit(t, testtar.TarGz(t, chartYAML, testtar.Entry{Header: tar.Header{Name: "x/a", Typeflag: tar.TypeReg,
 			PAXRecords: map[string]string{"PLUMB.junk": strings.Repeat("j", 20_000)}}}), Limits{}, "x/a has a 20")
 	})
 	t.Run("archive size", func(t *testing.T) {
@@ -237,10 +173,10 @@ func TestCheckArchive(t *testing.T) {
 		limit(t, archive, Limits{MaxArchiveBytes: int64(len(archive)) - 1}, "the chart archive is")
 	})
 	t.Run("links and devices refused", func(t *testing.T) {
-		refused(t, rawTarGz(t, chartYAML, entry{hd: tar.Header{Name: "x/values.yaml", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}}), "x/values.yaml is a symbolic link")
-		refused(t, rawTarGz(t, chartYAML, entry{hd: tar.Header{Name: "x/values.yaml", Linkname: "x/Chart.yaml", Typeflag: tar.TypeLink}}), "is a hard link")
-		refused(t, rawTarGz(t, chartYAML, entry{hd: tar.Header{Name: "x/dev", Typeflag: tar.TypeChar}}), "is a device")
-		refused(t, rawTarGz(t, chartYAML, entry{hd: tar.Header{Name: "x/fifo", Typeflag: tar.TypeFifo}}), "is a FIFO")
+		refused(t, testtar.TarGz(t, chartYAML, testtar.Symlink("x/values.yaml", "/etc/passwd")), "x/values.yaml is a symbolic link")
+		refused(t, testtar.TarGz(t, chartYAML, testtar.Entry{Header: tar.Header{Name: "x/values.yaml", Linkname: "x/Chart.yaml", Typeflag: tar.TypeLink}}), "is a hard link")
+		refused(t, testtar.TarGz(t, chartYAML, testtar.Entry{Header: tar.Header{Name: "x/dev", Typeflag: tar.TypeChar}}), "is a device")
+		refused(t, testtar.TarGz(t, chartYAML, testtar.Entry{Header: tar.Header{Name: "x/fifo", Typeflag: tar.TypeFifo}}), "is a FIFO")
 	})
 	t.Run("not a gzipped tar", func(t *testing.T) {
 		refused(t, []byte("plain text"), "not a gzipped tar")

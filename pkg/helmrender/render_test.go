@@ -12,6 +12,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/testtar"
 )
 
 func TestRenderChart(t *testing.T) {
@@ -385,10 +386,10 @@ func TestErrorsNameTheTemplate(t *testing.T) {
 func TestBrokenArchive(t *testing.T) {
 	for name, archive := range map[string][]byte{
 		"not gzip":          []byte("hello"),
-		"no Chart.yaml":     tarGz(t, map[string]string{"app/values.yaml": "a: 1\n"}),
-		"bad values.yaml":   tarGz(t, map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "app/values.yaml": "a: [1\n"}),
-		"bad Chart.yaml":    tarGz(t, map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: [\n"}),
-		"path out of chart": tarGz(t, map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "app/../../etc/x": "x"}),
+		"no Chart.yaml":     testtar.TarGz(t, testtar.Files(map[string]string{"app/values.yaml": "a: 1\n"})...),
+		"bad values.yaml":   testtar.TarGz(t, testtar.Files(map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "app/values.yaml": "a: [1\n"})...),
+		"bad Chart.yaml":    testtar.TarGz(t, testtar.Files(map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: [\n"})...),
+		"path out of chart": testtar.TarGz(t, testtar.Files(map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n", "app/../../etc/x": "x"})...),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(context.Background(), archive, baseOptions())

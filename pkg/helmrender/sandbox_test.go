@@ -15,6 +15,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/testtar"
 )
 
 // wantLimit fails unless err is a LimitExceeded error saying every one of
@@ -79,10 +80,10 @@ func TestLimits(t *testing.T) {
 // A gzip bomb is refused from its tar headers, before anything holds the
 // decompressed files.
 func TestDecompressionBomb(t *testing.T) {
-	archive := tarGz(t, map[string]string{
+	archive := testtar.TarGz(t, testtar.Files(map[string]string{
 		"app/Chart.yaml":      "apiVersion: v2\nname: app\nversion: 1.0.0\n",
 		"app/templates/x.bin": strings.Repeat("\x00", 64<<20),
-	})
+	})...)
 	if len(archive) > 1<<20 {
 		t.Fatalf("the bomb is %d bytes compressed", len(archive))
 	}

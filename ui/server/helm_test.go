@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/ui/server"
@@ -60,4 +61,31 @@ func TestReconcileWithSourceOfAHelmReleaseRequestsItsChartAndTheChartsSource(t *
 	g.Expect(json.Unmarshal(data, &page)).To(Succeed())
 	g.Expect(page.Total).To(Equal(1))
 	g.Expect(page.Items[0].Kind).To(Equal(helmv2.HelmReleaseKind))
+}
+
+// An ExternalArtifact is refreshed by the program that writes it: the
+// sync button with its source requests the Kustomization only, and leaves
+// the ExternalArtifact as its producer wrote it.
+func TestReconcileWithSourceOfAKustomizationLeavesItsExternalArtifact(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "external")
+	ea := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour},
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: "app"}},
+	}
+	create(t, ea, ks)
+
+	srv := start(t, server.AuthKubeconfig, false)
+	b := newBrowser(t, srv)
+	b.signIn(map[string]string{"secret": srv.LoginSecret()})
+	status, data, _ := b.do(http.MethodPost, "/api/objects/kustomization/"+ns+"/app/reconcile", map[string]any{"withSource": true})
+	g.Expect(status).To(Equal(http.StatusOK), string(data))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	g.Expect(env.Client.Get(ctx, key, ks)).To(Succeed())
+	g.Expect(ks.GetAnnotations()).To(HaveKey(meta.ReconcileRequestAnnotation))
+	g.Expect(env.Client.Get(ctx, key, ea)).To(Succeed())
+	g.Expect(ea.GetAnnotations()).NotTo(HaveKey(meta.ReconcileRequestAnnotation))
 }

@@ -55,11 +55,12 @@ func (a *applied) policyText() string {
 }
 
 // chartSourceKey is the kind and key of a HelmChart's source, in its
-// namespace.
+// namespace; a kind the commands do not know (the CRD allows none) is
+// read as a HelmRepository.
 func chartSourceKey(chart *sourcev1.HelmChart) (*kind, types.NamespacedName) {
-	k := helmRepositoryKind
-	if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
-		k = gitRepositoryKind
+	k := kindOfRef(chart.Spec.SourceRef.Kind)
+	if k == nil {
+		k = helmRepositoryKind
 	}
 	return k, types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
 }

@@ -104,6 +104,17 @@ var (
 	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
+// kindOfRef is the command kind whose Kind is name ("GitRepository"), as an
+// object's reference names it; nil for none.
+func kindOfRef(name string) *kind {
+	for _, k := range allKinds {
+		if k.Kind == name {
+			return k
+		}
+	}
+	return nil
+}
+
 // kindNamed finds the kind a user typed, among allowed.
 func kindNamed(name string, allowed ...*kind) (*kind, error) {
 	name = strings.ToLower(name)

@@ -105,10 +105,8 @@ func newReconcileCmd(g *globals) *cobra.Command {
 // plumb can reconcile (one that honours requestedAt), nil for an
 // ExternalArtifact, which another program writes, or an unknown kind.
 func kustomizationSourceKind(ks *kustomizev1.Kustomization) *kind {
-	for _, k := range allKinds {
-		if k.Kind == ks.Spec.SourceRef.Kind && k.def.Source && k.reconcilable {
-			return k
-		}
+	if k := kindOfRef(ks.Spec.SourceRef.Kind); k != nil && k.def.Source && k.reconcilable {
+		return k
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/inspect"
 )
 
@@ -79,16 +79,18 @@ func (g *globals) printInventory(ctx context.Context, w io.Writer, t *applied, p
 	return nil
 }
 
-// appliedKindOf is the kind of an inventory entry that is itself a
-// Kustomization or a HelmRelease, nil for any other object.
+// appliedKindOf is the kind of an inventory entry that itself applies
+// objects (meta.Applier: a Kustomization, a HelmRelease), nil for any
+// other object.
 func appliedKindOf(e kustomizev1.InventoryEntry) *kind {
-	switch {
-	case e.Group == kustomizev1.GroupVersion.Group && e.Kind == kustomizev1.KustomizationKind:
-		return kustomizationKind
-	case e.Group == helmv2.GroupVersion.Group && e.Kind == helmv2.HelmReleaseKind:
-		return helmReleaseKind
+	k := kindOfRef(e.Kind)
+	if k == nil || k.def.Group() != e.Group {
+		return nil
 	}
-	return nil
+	if _, ok := k.newObj().(meta.Applier); !ok {
+		return nil
+	}
+	return k
 }
 
 // entryID renders Kind/namespace/name, or Kind/name when cluster-scoped.

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/testtar"
 )
 
 const deployYAML = `apiVersion: apps/v1
@@ -236,7 +236,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 		{
 			name: "tar-slip archive",
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
-				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")}, rawEntry{name: "../../../etc/evil.yaml", body: "x"})
+				data := testtar.TarGz(t, testtar.File("cm.yaml", cm("settings", "a: b")), testtar.File("../../../etc/evil.yaml", "x"))
 				return sources.serve("/bad/"+ns+"/slip.tar.gz", rev, data, "")
 			},
 			wantReason: meta.ArtifactFailedReason,
@@ -245,8 +245,8 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 		{
 			name: "symlink escaping the root",
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
-				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")},
-					rawEntry{name: "passwd.yaml", typ: tar.TypeSymlink, link: "../../../../etc/passwd"})
+				data := testtar.TarGz(t, testtar.File("cm.yaml", cm("settings", "a: b")),
+					testtar.Symlink("passwd.yaml", "../../../../etc/passwd"))
 				return sources.serve("/bad/"+ns+"/link.tar.gz", rev, data, "")
 			},
 			wantReason: meta.ArtifactFailedReason,
@@ -255,7 +255,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 		{
 			name: "oversize archive",
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
-				data := rawTarGz(t, rawEntry{name: "cm.yaml", body: cm("settings", "a: b")}, rawEntry{name: "big.yaml", body: big})
+				data := testtar.TarGz(t, testtar.File("cm.yaml", cm("settings", "a: b")), testtar.File("big.yaml", big))
 				return sources.serve("/bad/"+ns+"/big.tar.gz", rev, data, "")
 			},
 			wantReason: meta.ArtifactFailedReason,
@@ -264,11 +264,11 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 		{
 			name: "too many files",
 			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
-				var es []rawEntry
+				var es []testtar.Entry
 				for i := 0; i <= testLimits.MaxFiles; i++ {
-					es = append(es, rawEntry{name: fmt.Sprintf("f%03d.txt", i), body: "x"})
+					es = append(es, testtar.File(fmt.Sprintf("f%03d.txt", i), "x"))
 				}
-				return sources.serve("/bad/"+ns+"/many.tar.gz", rev, rawTarGz(t, es...), "")
+				return sources.serve("/bad/"+ns+"/many.tar.gz", rev, testtar.TarGz(t, es...), "")
 			},
 			wantReason: meta.ArtifactFailedReason,
 			wantMsg:    []string{fmt.Sprintf("too many files: the archive holds more than %d entries", testLimits.MaxFiles)},

@@ -1,9 +1,7 @@
 package controller
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -323,43 +321,6 @@ func packTree(t *testing.T, files map[string]string) []byte {
 	}
 	var buf bytes.Buffer
 	if err := artifact.Pack(context.Background(), &buf, dir, artifact.PackOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// rawEntry is one entry of a hand-made (possibly malicious) archive.
-type rawEntry struct {
-	name, body, link string
-	typ              byte
-}
-
-// rawTarGz writes entries as they are, which Pack never would.
-func rawTarGz(t *testing.T, entries ...rawEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		typ := e.typ
-		if typ == 0 {
-			typ = tar.TypeReg
-		}
-		hdr := &tar.Header{Name: e.name, Typeflag: typ, Linkname: e.link, Mode: 0o644}
-		if typ == tar.TypeReg {
-			hdr.Size = int64(len(e.body))
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -1,9 +1,6 @@
 package sourcetree
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -20,30 +17,15 @@ import (
 
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/testtar"
 )
 
 // archive packs files (name → content) as a source artifact and returns it
 // with its digest.
 func archive(t *testing.T, files map[string]string) ([]byte, string) {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes(), fmt.Sprintf("sha256:%x", sha256.Sum256(buf.Bytes()))
+	data := testtar.TarGz(t, testtar.Files(files)...)
+	return data, fmt.Sprintf("sha256:%x", sha256.Sum256(data))
 }
 
 // counted returns a fetch of data that counts its calls.

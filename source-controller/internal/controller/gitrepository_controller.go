@@ -117,7 +117,7 @@ func (r *GitRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sour
 		Succeeded: func(obj *sourcev1.GitRepository) string {
 			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
 		},
-		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, storageRef),
+		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, gitRepositoryRef),
 	}
 }
 
@@ -151,19 +151,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // False (StorageOperationFailed) when it is missing or was changed, which
 // makes the next steps rebuild it; no condition before a first artifact.
 func (r *GitRepositoryReconciler) reconcileStorage(_ context.Context, obj *sourcev1.GitRepository, st *state) error {
-	a := obj.Status.Artifact
-	if a == nil {
-		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
-		return nil
-	}
-	if err := r.Storage.Verify(a); err != nil {
-		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
-			"the stored artifact failed verification and is rebuilt: %v", err)
-		return nil
-	}
-	st.artifactOK = true
-	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
-		"stored artifact for revision %q", a.Revision)
+	st.artifactOK = verifyArtifact(r.Storage, obj, obj.Status.Artifact)
 	return nil
 }
 
@@ -295,7 +283,7 @@ func failedWith(obj *sourcev1.GitRepository, reason string, err error) bool {
 // newest --artifact-retention-records files. Sets ArtifactInStorage: True
 // when stored, False (StorageOperationFailed) when storing failed.
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, st *state) error {
-	ref := storageRef(obj)
+	ref := gitRepositoryRef(obj)
 	if !st.upToDate {
 		if err := r.copyIncludes(obj, st); err != nil {
 			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeFailedReason, "%s", err.Error())
@@ -315,22 +303,9 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		observeContentSpec(obj, st.includes)
 		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 			"stored artifact for revision %q", a.Revision)
-		md := map[string]string{"digest": a.Digest, "url": a.URL}
-		switch {
-		case !prev.HasRevision(a.Revision):
-			r.Events.Record(obj, events.SeverityInfo, sourcev1.NewArtifactReason,
-				fmt.Sprintf("stored artifact for revision %q", a.Revision),
-				events.WithRevision(a.Revision), events.WithMetadata(md))
-		case !st.artifactOK:
-			r.Events.Record(obj, events.SeverityInfo, sourcev1.ArtifactRebuiltReason,
-				fmt.Sprintf("rebuilt the artifact of revision %q, which was missing or changed in storage", a.Revision),
-				events.WithRevision(a.Revision), events.WithMetadata(md))
-		}
+		recordNewArtifact(r.Events, obj, prev, a, st.artifactOK, sameRevision)
 	}
-	if _, err := r.Storage.GarbageCollect(ctx, ref, obj.Status.Artifact.Path); err != nil {
-		// Old files staying around is no reason to fail the reconcile.
-		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old artifacts")
-	}
+	garbageCollect(ctx, r.Storage, ref, obj.Status.Artifact)
 	return nil
 }
 
@@ -380,7 +355,7 @@ type proxyError struct{ err error }
 func (e *proxyError) Error() string { return e.err.Error() }
 func (e *proxyError) Unwrap() error { return e.err }
 
-// applyStatus server-side-applies the whole status as FieldManager.
-func storageRef(obj *sourcev1.GitRepository) artifact.Ref {
+// gitRepositoryRef is the storage folder of obj's artifacts.
+func gitRepositoryRef(obj *sourcev1.GitRepository) artifact.Ref {
 	return artifact.Ref{Kind: sourcev1.GitRepositoryKind, Namespace: obj.Namespace, Name: obj.Name}
 }

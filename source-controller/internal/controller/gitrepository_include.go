@@ -62,8 +62,7 @@ func (includedArtifactChanged) Update(e event.UpdateEvent) bool {
 	if !okOld || !okNew || n.Status.Artifact == nil {
 		return false
 	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
-		o.Status.Artifact.Digest != n.Status.Artifact.Digest
+	return !sameRevisionAndDigest(o.Status.Artifact, n.Status.Artifact)
 }
 
 func (includedArtifactChanged) Delete(event.DeleteEvent) bool { return true }
@@ -108,7 +107,7 @@ func (r *GitRepositoryReconciler) reconcileIncludes(ctx context.Context, obj *so
 		}
 		// The path comes from the other object's status, which is not
 		// ours to trust: it must name a file of that object's own folder.
-		dir := storageRef(&dep).Dir() + "/"
+		dir := gitRepositoryRef(&dep).Dir() + "/"
 		if p := path.Clean("/" + dep.Status.Artifact.Path)[1:]; !strings.HasPrefix(p, dir) || strings.Contains(p[len(dir):], "/") {
 			return unavailable(sourcev1.NoIncludedArtifactReason, fmt.Errorf("spec.include: GitRepository %s/%s has no artifact of its own (status.artifact.path %q)", obj.Namespace, name, dep.Status.Artifact.Path))
 		}
@@ -300,8 +299,7 @@ func includesChanged(obj *sourcev1.GitRepository, includes []*meta.Artifact) boo
 		return true
 	}
 	for i, a := range includes {
-		had := obj.Status.IncludedArtifacts[i]
-		if had == nil || !had.HasRevision(a.Revision) || had.Digest != a.Digest {
+		if !sameRevisionAndDigest(obj.Status.IncludedArtifacts[i], a) {
 			return true
 		}
 	}

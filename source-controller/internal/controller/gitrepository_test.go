@@ -379,6 +379,20 @@ func TestSameTreeSameDigestAndIgnoreRules(t *testing.T) {
 	g.Expect(k8s.Patch(context.Background(), obj, patch)).To(Succeed())
 	third := waitReady(t, key, "main@sha1:"+c2).Status.Artifact
 	g.Expect(files(t, download(t, third))).To(Equal(map[string]string{".sourceignore": "secrets/\n*.md\n", "logo.png": "png"}))
+	g.Expect(third.Digest).NotTo(Equal(second.Digest))
+
+	// NewArtifact is announced per commit: the repack of c2 for spec.ignore
+	// is not, so the next commit's event follows c2's in the stream (the
+	// recorder publishes in order).
+	c3, err := repo.Commit("main", "three", testgit.Files{"more.yaml": "kind: ConfigMap"})
+	g.Expect(err).NotTo(HaveOccurred())
+	requestReconcile(t, key, "2")
+	waitReady(t, key, "main@sha1:"+c3)
+	evs := streamEvents(t, events.Subject(sourcev1.GitRepositoryKind, ns, "app"), 3)
+	for i, c := range []string{c1, c2, c3} {
+		g.Expect(evs[i].Reason).To(Equal(sourcev1.NewArtifactReason), "event %d", i)
+		g.Expect(evs[i].Revision).To(Equal("main@sha1:"+c), "event %d", i)
+	}
 }
 
 func TestTamperedArtifactIsRebuilt(t *testing.T) {

@@ -736,7 +736,7 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 			}
 			a.Revision = st.version
 			obj.Status.Artifact = a
-			recordNewArtifact(r.Events, obj, prev, a, st.artifactOK)
+			recordNewArtifact(r.Events, obj, prev, a, st.artifactOK, sameRevisionAndDigest)
 		}
 		obj.Status.ObservedChartName = st.name
 	}

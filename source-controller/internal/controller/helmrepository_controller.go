@@ -190,7 +190,7 @@ func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *s
 		}
 		a.Revision = st.digest
 		obj.Status.Artifact = a
-		recordNewArtifact(r.Events, obj, prev, a, st.artifactOK)
+		recordNewArtifact(r.Events, obj, prev, a, st.artifactOK, sameRevisionAndDigest)
 	}
 	obj.Status.URL = obj.Status.Artifact.URL
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,

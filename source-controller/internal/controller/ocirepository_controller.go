@@ -308,7 +308,7 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		obj.Status.Artifact = a
 		obj.Status.ObservedLayerSelector = obj.Spec.LayerSelector.DeepCopy()
 		obj.Status.ObservedIgnore = obj.Spec.Ignore
-		recordNewArtifact(r.Events, obj, prev, a, st.artifactOK)
+		recordNewArtifact(r.Events, obj, prev, a, st.artifactOK, sameRevisionAndDigest)
 	}
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 		"stored artifact for revision %q", obj.Status.Artifact.Revision)

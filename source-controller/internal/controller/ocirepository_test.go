@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -33,6 +30,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/ociartifact"
 	"plumb.dev/pkg/testhelm"
+	"plumb.dev/pkg/testtar"
 )
 
 // A tag, a semver range and a digest pin each resolve to the artifact
@@ -126,11 +124,11 @@ func TestOCIRepositoryLayerSelectorExtractAndCopy(t *testing.T) {
 	g := NewWithT(t)
 	reg := newRegistry(t, testhelm.RegistryOptions{})
 	url := "oci://" + reg.Host() + "/layers"
-	content := tarGz(t, []tarEntry{
-		{name: "deploy/cm.yaml", body: configMap("layers")},
-		{name: "README.md", body: "# notes\n"},
-	})
-	other := tarGz(t, []tarEntry{{name: "other.yaml", body: "not: this\n"}})
+	content := testtar.TarGz(t,
+		testtar.File("deploy/cm.yaml", configMap("layers")),
+		testtar.File("README.md", "# notes\n"),
+	)
+	other := testtar.TarGz(t, testtar.File("other.yaml", "not: this\n"))
 	pushLayers(t, url+":v1", nil,
 		static.NewLayer(other, "application/vnd.example.other.v1.tar+gzip"),
 		static.NewLayer(content, ociartifact.ContentMediaType))
@@ -180,11 +178,11 @@ func TestOCIRepositoryRefusesHostileLayers(t *testing.T) {
 		name, message string
 		layer         []byte
 	}{
-		{"too-large", fmt.Sprintf("more than the limit of %d", maxOCILayerSize), tarGz(t, []tarEntry{{name: "blob", body: string(big)}})},
+		{"too-large", fmt.Sprintf("more than the limit of %d", maxOCILayerSize), testtar.TarGz(t, testtar.File("blob", string(big)))},
 		{"extracts-too-large", fmt.Sprintf("would exceed the limit of %d extracted bytes", maxOCIExtractedSize),
-			tarGz(t, []tarEntry{{name: "zeros", body: string(make([]byte, maxOCIExtractedSize+1))}})},
-		{"traversal", "unsafe path", tarGz(t, []tarEntry{{name: "../../etc/cron.d/evil", body: "* * * * * root true\n"}})},
-		{"symlink", "symlink leaves the root", tarGz(t, []tarEntry{{name: "passwd", link: "../../../etc/passwd"}})},
+			testtar.TarGz(t, testtar.File("zeros", string(make([]byte, maxOCIExtractedSize+1))))},
+		{"traversal", "unsafe path", testtar.TarGz(t, testtar.File("../../etc/cron.d/evil", "* * * * * root true\n"))},
+		{"symlink", "symlink leaves the root", testtar.TarGz(t, testtar.Symlink("passwd", "../../../etc/passwd"))},
 		{"not-gzip", "not gzip", []byte("plain text, not an archive\n")},
 	}
 	ns := namespace(t)
@@ -383,35 +381,4 @@ func pushLayers(t *testing.T, url string, auth authn.Authenticator, layers ...v1
 	if err := remote.Write(ref, img, opts...); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type tarEntry struct{ name, body, link string }
-
-// tarGz writes entries as they are, unsafe names and links included.
-func tarGz(t *testing.T, entries []tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
-		if e.link != "" {
-			h = &tar.Header{Name: e.name, Mode: 0o777, Linkname: e.link, Typeflag: tar.TypeSymlink}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if e.link == "" {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -121,8 +121,8 @@ func target(ctx context.Context, w http.ResponseWriter, r *http.Request) (client
 }
 
 // sources are the objects reconciled before obj with withSource, in
-// order: a Kustomization's GitRepository or OCIRepository (an
-// ExternalArtifact is its producer's to refresh); a HelmRelease's HelmChart's
+// order: a Kustomization's source (requestableSource: not an
+// ExternalArtifact, its producer's to refresh); a HelmRelease's HelmChart's
 // source, then the HelmChart (as `plumb reconcile --with-source`). A
 // source the user may not read is the answer (403 or 404), not skipped.
 func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.Object, error) {
@@ -132,14 +132,9 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		if ns == "" {
 			ns = o.Namespace
 		}
-		var src client.Object
-		switch o.Spec.SourceRef.Kind {
-		case sourcev1.OCIRepositoryKind:
-			src = &sourcev1.OCIRepository{}
-		case sourcev1.ExternalArtifactKind:
-			return nil, nil // its producer refreshes it, not Plumb
-		default:
-			src = &sourcev1.GitRepository{}
+		src := requestableSource(o.Spec.SourceRef.Kind)
+		if src == nil {
+			return nil, nil
 		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}, src); err != nil {
 			return nil, err
@@ -151,9 +146,9 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, chart); err != nil {
 			return nil, err
 		}
-		var src client.Object = &sourcev1.HelmRepository{}
-		if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
-			src = &sourcev1.GitRepository{}
+		src := requestableSource(chart.Spec.SourceRef.Kind)
+		if src == nil {
+			return []client.Object{chart}, nil
 		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}, src); err != nil {
 			return nil, err
@@ -161,4 +156,16 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		return []client.Object{src, chart}, nil
 	}
 	return nil, nil
+}
+
+// requestableSource is an empty object of the source kind named kind
+// (ui/internal/kinds) when it honours reconcile requests, nil otherwise:
+// an ExternalArtifact is refreshed by the program that writes it, not by
+// Plumb.
+func requestableSource(kind string) client.Object {
+	k, ok := kinds.Lookup(kind)
+	if !ok || k.GVK.Kind != kind || !k.Requestable() {
+		return nil
+	}
+	return k.New()
 }

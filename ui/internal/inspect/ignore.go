@@ -106,7 +106,8 @@ func (h *handlers) ignore(r *request) (any, error) {
 		rules = append(append([]kustomizev1.IgnoreRule{}, rules...), rule)
 	}
 	manifest := fragment(rules)
-	manifest["apiVersion"] = apiVersionOf(r.kind.GVK.Kind)
+	// A typed object read from the API server carries no type metadata.
+	manifest["apiVersion"] = r.kind.GVK.GroupVersion().String()
 	manifest["kind"] = r.kind.GVK.Kind
 	manifest["metadata"] = map[string]any{"name": r.obj.GetName(), "namespace": r.obj.GetNamespace()}
 	text, err := yaml.Marshal(manifest)
@@ -175,13 +176,4 @@ func containsRule(rules []kustomizev1.IgnoreRule, rule kustomizev1.IgnoreRule) b
 		}
 	}
 	return false
-}
-
-// apiVersionOf is the API version of an applied kind (a typed object read
-// from the API server carries no type metadata).
-func apiVersionOf(kind string) string {
-	if kind == helmv2.HelmReleaseKind {
-		return helmv2.GroupVersion.String()
-	}
-	return kustomizev1.GroupVersion.String()
 }

@@ -208,13 +208,17 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 	return s
 }
 
-// chartSource reads a HelmChart's GitRepository or HelmRepository.
+// chartSource reads a HelmChart's source (a GitRepository or
+// HelmRepository), of the kind its spec.sourceRef names (pkg/kinds); a
+// kind pkg/kinds does not know (the CRD allows none) is read as a
+// HelmRepository.
 func chartSource(ctx context.Context, c client.Client, chart *sourcev1.HelmChart) sourceSummary {
 	key := types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
-	if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
-		return readSource(ctx, c, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, key)
+	k, ok := kinds.Lookup(chart.Spec.SourceRef.Kind)
+	if !ok || k.GVK.Kind != chart.Spec.SourceRef.Kind {
+		k, _ = kinds.Lookup(sourcev1.HelmRepositoryKind)
 	}
-	return readSource(ctx, c, &sourcev1.HelmRepository{}, sourcev1.HelmRepositoryKind, key)
+	return readSource(ctx, c, k.New(), k.GVK.Kind, key)
 }
 
 // readyOf is the Ready condition's status, reason and message; Unknown

@@ -17,8 +17,10 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
-// The helpers the source kinds share with each other (GitRepository has
-// its own, older copies of some).
+// What every source kind (GitRepository, HelmRepository, HelmChart,
+// OCIRepository) does the same way with its artifact: re-verify it in the
+// storage step, announce a new one, garbage-collect the old ones, and
+// remove them all with the object (its finalizer).
 
 // verifyArtifact re-hashes the stored artifact a of obj and sets
 // ArtifactInStorage: True when it matches, False (StorageOperationFailed)
@@ -38,12 +40,15 @@ func verifyArtifact(s *artifact.Storage, obj conditions.Setter, a *meta.Artifact
 	return true
 }
 
-// recordNewArtifact emits NewArtifact for a new revision or digest, and
-// ArtifactRebuilt for the same one stored again after it went missing.
-func recordNewArtifact(rec *events.Recorder, obj client.Object, prev, a *meta.Artifact, prevOK bool) {
+// recordNewArtifact emits NewArtifact for a new artifact a, and
+// ArtifactRebuilt for the same one stored again after it went missing or
+// was changed in storage (prevOK false). same says whether a is the
+// artifact prev was: sameRevisionAndDigest or sameRevision, the kind's
+// choice.
+func recordNewArtifact(rec *events.Recorder, obj client.Object, prev, a *meta.Artifact, prevOK bool, same func(prev, a *meta.Artifact) bool) {
 	md := map[string]string{"digest": a.Digest, "url": a.URL}
 	switch {
-	case prev == nil || prev.Revision != a.Revision || prev.Digest != a.Digest:
+	case !same(prev, a):
 		rec.Record(obj, events.SeverityInfo, sourcev1.NewArtifactReason,
 			fmt.Sprintf("stored artifact for revision %q", a.Revision),
 			events.WithRevision(a.Revision), events.WithMetadata(md))
@@ -52,6 +57,20 @@ func recordNewArtifact(rec *events.Recorder, obj client.Object, prev, a *meta.Ar
 			fmt.Sprintf("rebuilt the artifact of revision %q, which was missing or changed in storage", a.Revision),
 			events.WithRevision(a.Revision), events.WithMetadata(md))
 	}
+}
+
+// sameRevisionAndDigest is sameness for the Helm kinds and OCIRepository
+// (a new digest of the same revision is news for their consumers), and
+// for what a GitRepository includes (a new digest changes what it copies).
+func sameRevisionAndDigest(prev, a *meta.Artifact) bool {
+	return prev.HasRevision(a.Revision) && prev.HasDigest(a.Digest)
+}
+
+// sameRevision is sameness for GitRepository: its artifact is announced
+// per commit, and the same commit packed again (for a changed spec.ignore,
+// spec.sparseCheckout or included artifact) is not announced as new.
+func sameRevision(prev, a *meta.Artifact) bool {
+	return prev.HasRevision(a.Revision)
 }
 
 // garbageCollect keeps the newest files of the object and the current one.
