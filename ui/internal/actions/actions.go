@@ -121,7 +121,7 @@ func target(ctx context.Context, w http.ResponseWriter, r *http.Request) (client
 }
 
 // sources are the objects reconciled before obj with withSource, in
-// order: a Kustomization's GitRepository or OCIRepository (an
+// order: a Kustomization's GitRepository, OCIRepository or Bucket (an
 // ExternalArtifact is its producer's to refresh); a HelmRelease's HelmChart's
 // source, then the HelmChart (as `plumb reconcile --with-source`). A
 // source the user may not read is the answer (403 or 404), not skipped.
@@ -132,15 +132,14 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		if ns == "" {
 			ns = o.Namespace
 		}
-		var src client.Object
-		switch o.Spec.SourceRef.Kind {
-		case sourcev1.OCIRepositoryKind:
-			src = &sourcev1.OCIRepository{}
-		case sourcev1.ExternalArtifactKind:
+		if o.Spec.SourceRef.Kind == sourcev1.ExternalArtifactKind {
 			return nil, nil // its producer refreshes it, not Plumb
-		default:
-			src = &sourcev1.GitRepository{}
 		}
+		k, ok := kinds.Lookup(o.Spec.SourceRef.Kind)
+		if !ok || !k.Source {
+			k, _ = kinds.Lookup(sourcev1.GitRepositoryKind)
+		}
+		src := k.New()
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Spec.SourceRef.Name}, src); err != nil {
 			return nil, err
 		}
@@ -152,8 +151,8 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 			return nil, err
 		}
 		var src client.Object = &sourcev1.HelmRepository{}
-		if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
-			src = &sourcev1.GitRepository{}
+		if k, ok := kinds.Lookup(chart.Spec.SourceRef.Kind); ok && k.Source {
+			src = k.New() // a GitRepository or a Bucket
 		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}, src); err != nil {
 			return nil, err

@@ -201,6 +201,8 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 		s.URL = o.Spec.URL
 	case *sourcev1.OCIRepository:
 		s.URL = o.Spec.URL
+	case *sourcev1.Bucket:
+		s.URL = o.Spec.Endpoint + "/" + o.Spec.BucketName
 	}
 	if h, ok := obj.(meta.ArtifactHolder); ok && h.GetArtifact() != nil {
 		s.Revision = h.GetArtifact().Revision
@@ -208,11 +210,11 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 	return s
 }
 
-// chartSource reads a HelmChart's GitRepository or HelmRepository.
+// chartSource reads a HelmChart's GitRepository, Bucket or HelmRepository.
 func chartSource(ctx context.Context, c client.Client, chart *sourcev1.HelmChart) sourceSummary {
 	key := types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
-	if chart.Spec.SourceRef.Kind == sourcev1.GitRepositoryKind {
-		return readSource(ctx, c, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, key)
+	if k, ok := kinds.Lookup(chart.Spec.SourceRef.Kind); ok && k.Source {
+		return readSource(ctx, c, k.New(), k.GVK.Kind, key)
 	}
 	return readSource(ctx, c, &sourcev1.HelmRepository{}, sourcev1.HelmRepositoryKind, key)
 }
