@@ -1,7 +1,7 @@
 // Command source-controller reconciles GitRepository, HelmRepository,
-// HelmChart and OCIRepository objects into artifacts (a tar.gz of a
-// commit, a verified index.yaml, a packaged chart, an OCI artifact's
-// layer) and serves them over HTTP to the other
+// HelmChart, OCIRepository and Bucket objects into artifacts (a tar.gz of
+// a commit, a verified index.yaml, a packaged chart, an OCI artifact's
+// layer, a bucket's objects) and serves them over HTTP to the other
 // Plumb controllers.
 package main
 
@@ -23,6 +23,7 @@ import (
 	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/renderworker"
+	"plumb.dev/source-controller/internal/bucket"
 	sourcecontroller "plumb.dev/source-controller/internal/controller"
 	"plumb.dev/source-controller/internal/egress"
 	"plumb.dev/source-controller/internal/git"
@@ -38,6 +39,9 @@ type sourceOptions struct {
 	MaxHelmExtractedSize int64
 	MaxOCILayerSize      int64
 	MaxOCIExtractedSize  int64
+	MaxBucketObjects     int
+	MaxBucketObjectSize  int64
+	MaxBucketSize        int64
 	ChartWorkers         int
 	ChartWorkerMemory    int64
 	// AllowedNetworks are the networks of --allowed-private-networks;
@@ -63,6 +67,12 @@ func (o *sourceOptions) BindFlags(fs *pflag.FlagSet) {
 		"The most bytes of the compressed layer an OCIRepository pulls; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
 	fs.Int64Var(&o.MaxOCIExtractedSize, "oci-max-extracted-size", sourcecontroller.DefaultMaxOCIExtractedSize,
 		"The most bytes of the files of an OCIRepository's extracted layer; a larger one is refused (Ready=False, OCIArtifactLayerOperationFailed).")
+	fs.IntVar(&o.MaxBucketObjects, "bucket-max-objects", sourcecontroller.DefaultMaxBucketObjects,
+		"The most objects a Bucket fetches, after spec.prefix and the ignore rules; a bucket with more is refused (Ready=False, LimitExceeded).")
+	fs.Int64Var(&o.MaxBucketObjectSize, "bucket-max-object-size", sourcecontroller.DefaultMaxBucketObjectSize,
+		"The most bytes of one object a Bucket fetches; a larger one is refused (Ready=False, LimitExceeded).")
+	fs.Int64Var(&o.MaxBucketSize, "bucket-max-size", sourcecontroller.DefaultMaxBucketSize,
+		"The most bytes of the objects a Bucket fetches, together; more are refused (Ready=False, LimitExceeded).")
 	fs.StringSliceVar(&o.AllowedNetworks, egress.AllowedNetworksFlag, nil,
 		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that Git servers, chart repositories and registries may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
 }
@@ -77,6 +87,9 @@ func (o *sourceOptions) Validate() error {
 		"--helm-chart-max-extracted-size": o.MaxHelmExtractedSize,
 		"--oci-max-layer-size":            o.MaxOCILayerSize,
 		"--oci-max-extracted-size":        o.MaxOCIExtractedSize,
+		"--bucket-max-objects":            int64(o.MaxBucketObjects),
+		"--bucket-max-object-size":        o.MaxBucketObjectSize,
+		"--bucket-max-size":               o.MaxBucketSize,
 	} {
 		if v < 1 {
 			return fmt.Errorf("%s must be positive, got %d", name, v)
@@ -141,7 +154,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	// includes and a HelmChart's source are read in the same filtered cache,
 	// so they belong to the same shard (docs/design/sharding.md).
 	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
-		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{})
 	if err != nil {
 		return err
 	}
@@ -192,6 +205,19 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Addresses:        addresses,
 	}
 	if err := ociRepos.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	buckets := &sourcecontroller.BucketReconciler{
+		Client:  mgr.GetClient(),
+		Storage: storage,
+		Events:  recorder,
+		Metrics: sourcecontroller.NewBucketMetrics(ctrlmetrics.Registry),
+		Limits: bucket.Limits{
+			MaxObjects: sourceOpts.MaxBucketObjects, MaxObjectSize: sourceOpts.MaxBucketObjectSize, MaxTotalSize: sourceOpts.MaxBucketSize,
+		},
+		Addresses: addresses,
+	}
+	if err := buckets.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()

@@ -74,6 +74,9 @@ func (k Kind) Requestable() bool { return k.requestable }
 
 // all is every kind, in the order of their Kind names.
 var all = []Kind{
+	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.BucketKind), Resource: "buckets", Plural: "Buckets",
+		Controllers: []string{SourceController}, Source: true,
+		newObject: func() client.Object { return &sourcev1.Bucket{} }, newList: func() client.ObjectList { return &sourcev1.BucketList{} }},
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.ExternalArtifactKind), Resource: "externalartifacts", Plural: "ExternalArtifacts",
 		Source:    true,
 		newObject: func() client.Object { return &sourcev1.ExternalArtifact{} }, newList: func() client.ObjectList { return &sourcev1.ExternalArtifactList{} }},

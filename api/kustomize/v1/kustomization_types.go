@@ -502,7 +502,7 @@ type CrossNamespaceSourceReference struct {
 
 	// Kind of the referent.
 	// +required
-	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;ExternalArtifact
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;ExternalArtifact
 	Kind string `json:"kind"`
 
 	// Name of the referent.

@@ -21,6 +21,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&HelmRepository{}, &HelmRepositoryList{},
 		&HelmChart{}, &HelmChartList{},
 		&OCIRepository{}, &OCIRepositoryList{},
+		&Bucket{}, &BucketList{},
 		&ExternalArtifact{}, &ExternalArtifactList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

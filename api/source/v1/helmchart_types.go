@@ -90,7 +90,7 @@ type LocalHelmChartSourceReference struct {
 
 	// Kind of the referent.
 	// +required
-	// +kubebuilder:validation:Enum=HelmRepository;GitRepository
+	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;Bucket
 	Kind string `json:"kind"`
 
 	// Name of the referent.

@@ -8,6 +8,15 @@ import (
 	"plumb.dev/api/meta"
 )
 
+// GetRequeueAfter returns spec.interval (meta.Scheduled).
+func (in *Bucket) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
+
+// IsSuspended returns spec.suspend (meta.Suspendable).
+func (in *Bucket) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetArtifact returns status.artifact (meta.ArtifactHolder).
+func (in *Bucket) GetArtifact() *meta.Artifact { return in.Status.Artifact }
+
 // GetArtifact returns status.artifact (meta.ArtifactHolder).
 func (in *ExternalArtifact) GetArtifact() *meta.Artifact { return in.Status.Artifact }
 

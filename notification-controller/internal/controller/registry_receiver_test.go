@@ -96,3 +96,22 @@ func TestDockerHubReceiverTakesOnlyAPush(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 	g.Expect(requestedAt(t, oci)).NotTo(BeEmpty())
 }
+
+// TestGenericReceiverReconcilesABucket: a Bucket is a kind a Receiver may
+// name (pkg/kinds: it records reconcile requests); a call annotates it.
+func TestGenericReceiverReconcilesABucket(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	bucket := &sourcev1.Bucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manifests"},
+		Spec:       sourcev1.BucketSpec{BucketName: "manifests", Endpoint: "minio.example.com", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(k8s.Create(context.Background(), bucket)).To(Succeed())
+	rcv := createReceiver(t, ns, "bucket", notificationv1.GenericReceiver, func(s *notificationv1.ReceiverSpec) {
+		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.BucketKind, Name: bucket.Name}}
+	})
+	code, msg := post(t, rcv.Status.WebhookPath, nil, nil)
+	g.Expect(code).To(Equal(http.StatusOK), msg)
+	g.Expect(msg).To(ContainSubstring("Bucket/manifests"))
+	g.Expect(requestedAt(t, bucket)).NotTo(BeEmpty())
+}

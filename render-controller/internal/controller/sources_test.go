@@ -128,3 +128,23 @@ func updateStatus[T client.Object](t *testing.T, key types.NamespacedName, obj T
 		return k8s.Status().Update(context.Background(), obj)
 	}, timeout, poll).Should(Succeed())
 }
+
+// A Kustomization whose sourceRef is a Bucket renders the Bucket's
+// artifact: render-controller reads the source kinds from pkg/kinds.
+func TestKustomizationFromABucketRenders(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	bucket := &sourcev1.Bucket{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manifests"},
+		Spec:       sourcev1.BucketSpec{BucketName: "manifests", Endpoint: "minio.example.com", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(k8s.Create(context.Background(), bucket)).To(Succeed())
+	revision := "sha256:" + hex64('5')
+	a := sources.serve(fmt.Sprintf("/bucket/%s/manifests/%s.tar.gz", ns, hex64('5')), revision, packTree(t, map[string]string{"cm.yaml": cm("settings", "from: bucket")}), "")
+	updateStatus(t, types.NamespacedName{Namespace: ns, Name: "manifests"}, &sourcev1.Bucket{}, func(o *sourcev1.Bucket) { o.Status.Artifact = a })
+	kustomization(t, ns, "app", "manifests", func(s *kustomizev1.KustomizationSpec) {
+		s.SourceRef.Kind = sourcev1.BucketKind
+	})
+	ks := waitRevision(t, ns, "app", revision)
+	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("from: bucket"))
+}

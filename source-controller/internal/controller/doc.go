@@ -1,7 +1,8 @@
 // Package controller holds the reconcilers of source-controller: a
 // GitRepository becomes a verified tar.gz artifact, an HTTP HelmRepository
 // a verified index.yaml, a HelmChart a packaged .tgz, an OCIRepository a
-// checked tar.gz of one layer, all served over HTTP from the same storage.
+// checked tar.gz of one layer, a Bucket a tar.gz of its objects, all served
+// over HTTP from the same storage.
 //
 // # Reconcile (GitRepository)
 //
@@ -199,6 +200,28 @@
 // or OCIArtifactPullFailed (retried); every failure keeps the last
 // artifact.
 //
+// # Bucket
+//
+// The OCIRepository's steps without verify (bucket_controller.go,
+// internal/bucket, docs/api/bucket.md):
+//
+//  1. storage re-verifies the artifact.
+//  2. source reads the Secrets (accesskey and secretkey, certificates,
+//     proxy) and lists the bucket within spec.timeout: spec.prefix, the
+//     ignore rules, --bucket-max-objects, --bucket-max-object-size and
+//     --bucket-max-size on the listed sizes; the revision is Flux's,
+//     sha256 of the key and ETag index. Nothing is new when the verified
+//     artifact of this generation has it.
+//  3. download fetches the objects of a new revision into a scratch
+//     folder, each checked against its ETag (If-Match) and listed size.
+//  4. artifact packs the folder like a Git checkout into
+//     bucket/<ns>/<name>/<revision hex>.tar.gz.
+//
+// Failures of source and download set FetchFailed with
+// AuthenticationFailed, ProxyConfigError, LimitExceeded (stalled, polled),
+// or BucketOperationFailed (retried; stalled and polled for an unsafe
+// key); every failure keeps the last artifact.
+//
 // # Events
 //
 // Kubernetes Events and stream events (pkg/events) with reasons NewArtifact
@@ -228,7 +251,8 @@
 //
 // and the same set, without the counter, as plumb_source_helmrepository_*
 // and plumb_source_helmchart_* for the Helm kinds, and with a
-// pulls_total counter as plumb_source_ocirepository_*; and Flux's
+// pulls_total counter as plumb_source_ocirepository_*, and a
+// fetches_total counter as plumb_source_bucket_*; and Flux's
 // gotk_reconcile_duration_seconds, gotk_reconcile_condition and
 // gotk_suspend_status for the kinds (pkg/metrics).
 package controller

@@ -50,7 +50,7 @@ func startStrictShard(t *testing.T) {
 	}
 	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, options.Manager{
 		MetricsAddr: "0", HealthAddr: "0", Concurrent: 2, WatchLabelSelector: meta.ShardKeyLabel + " in (" + strictShard + ")",
-	}, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
+	}, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,8 @@ func startStrictShard(t *testing.T) {
 		MaxChartSize: maxChartSize, Addresses: policy, Packager: chartWorkers}).SetupWithManager(context.Background(), mgr, opts))
 	must((&OCIRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, Events: recorder, Metrics: NewOCIRepositoryMetrics(prometheus.NewRegistry()),
 		MaxLayerSize: maxOCILayerSize, MaxExtractedSize: maxOCIExtractedSize, Addresses: policy}).SetupWithManager(mgr, opts))
+	must((&BucketReconciler{Client: mgr.GetClient(), Storage: storage, Events: recorder, Metrics: NewBucketMetrics(prometheus.NewRegistry()),
+		Limits: bucketLimits, Addresses: policy}).SetupWithManager(mgr, opts))
 	testenv.StartManager(t, mgr)
 }
 
@@ -147,6 +149,7 @@ func TestSourcesOnRefusedAddressesAreNotFetched(t *testing.T) {
 				refused{strict(newGitRepository(ns, fmt.Sprint("git-", i), "http://"+c.host+"/app.git", nil, &sourcev1.GitRepositoryRef{Branch: "main"})), c.want},
 				refused{strict(newHelmRepository(ns, fmt.Sprint("helm-", i), "http://"+c.host+"/charts", nil)), c.want},
 				refused{strict(newOCIRepository(ns, fmt.Sprint("oci-", i), "oci://"+c.host+"/app", nil)), c.want},
+				refused{strict(newBucket(ns, fmt.Sprint("bucket-", i), c.host, "app", nil)), c.want},
 			)
 		}
 		sources = append(sources, refused{strict(newGitRepository(ns, "ssh", "ssh://git@"+target+"/app.git", &meta.LocalObjectReference{Name: "ssh"}, &sourcev1.GitRepositoryRef{Branch: "main"})), loopback})

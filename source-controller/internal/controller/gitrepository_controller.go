@@ -114,10 +114,8 @@ func (r *GitRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sour
 		OwnedStatus:   func(obj *sourcev1.GitRepository) any { return &obj.Status },
 		Client:        r.Client,
 		FieldManager:  FieldManager,
-		Succeeded: func(obj *sourcev1.GitRepository) string {
-			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-		},
-		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, gitRepositoryRef),
+		Succeeded:     storedRevision[*sourcev1.GitRepository],
+		Finalizer:     finalizer(r.Client, r.Storage, r.Metrics, gitRepositoryRef),
 	}
 }
 

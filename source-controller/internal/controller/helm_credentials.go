@@ -24,20 +24,26 @@ func (e credentialsError) Error() string         { return e.err.Error() }
 func (e credentialsError) Unwrap() []error       { return []error{e.err, errCredentials} }
 func credentialsErrorf(f string, a ...any) error { return credentialsError{fmt.Errorf(f, a...)} }
 
+// secretData reads the data of the Secret ns/name that field names; a
+// missing Secret is a credentials error (AuthenticationFailed).
+func secretData(ctx context.Context, c client.Reader, ns, field, name string) (map[string][]byte, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, credentialsErrorf("%s: Secret %s/%s not found", field, ns, name)
+		}
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
+	}
+	return s.Data, nil
+}
+
 // helmCredentials reads a HelmRepository's secretRef (username and
 // password; tls.crt, tls.key and ca.crt when certSecretRef is not set) and
 // certSecretRef (tls.crt, tls.key, ca.crt).
 func helmCredentials(ctx context.Context, c client.Reader, obj *sourcev1.HelmRepository) (helm.Credentials, error) {
 	creds := helm.Credentials{PassCredentials: obj.Spec.PassCredentials}
 	read := func(field, name string) (map[string][]byte, error) {
-		var s corev1.Secret
-		if err := c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, &s); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, credentialsErrorf("%s: Secret %s/%s not found", field, obj.Namespace, name)
-			}
-			return nil, fmt.Errorf("reading Secret %s/%s: %w", obj.Namespace, name, err)
-		}
-		return s.Data, nil
+		return secretData(ctx, c, obj.Namespace, field, name)
 	}
 	if ref := obj.Spec.SecretRef; ref != nil {
 		data, err := read("spec.secretRef", ref.Name)

@@ -21,7 +21,8 @@ import (
 	"plumb.dev/source-controller/internal/helm"
 )
 
-// helmObject is a HelmRepository, a HelmChart or an OCIRepository.
+// helmObject is a HelmRepository, a HelmChart, an OCIRepository or a
+// Bucket.
 type helmObject interface {
 	client.Object
 	GetConditions() []metav1.Condition
@@ -68,18 +69,15 @@ func generationObserved(obj client.Object) int64 {
 		return o.Status.ObservedGeneration
 	case *sourcev1.OCIRepository:
 		return o.Status.ObservedGeneration
+	case *sourcev1.Bucket:
+		return o.Status.ObservedGeneration
 	}
 	return -1
 }
 
 func artifactOf(obj client.Object) *meta.Artifact {
-	switch o := obj.(type) {
-	case *sourcev1.HelmRepository:
-		return o.Status.Artifact
-	case *sourcev1.HelmChart:
-		return o.Status.Artifact
-	case *sourcev1.OCIRepository:
-		return o.Status.Artifact
+	if h, ok := obj.(meta.ArtifactHolder); ok {
+		return h.GetArtifact()
 	}
 	return nil
 }
@@ -169,16 +167,7 @@ func requestHelmReconcile(t *testing.T, obj helmObject, token string) {
 	g.Expect(k8s.Patch(context.Background(), obj, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
-		var handled string
-		switch o := obj.(type) {
-		case *sourcev1.HelmRepository:
-			handled = o.Status.LastHandledReconcileAt
-		case *sourcev1.HelmChart:
-			handled = o.Status.LastHandledReconcileAt
-		case *sourcev1.OCIRepository:
-			handled = o.Status.LastHandledReconcileAt
-		}
-		g.Expect(handled).To(Equal(token))
+		g.Expect(obj.(meta.Requestable).GetLastHandledReconcileRequest()).To(Equal(token))
 	}, timeout, poll).Should(Succeed())
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,6 +31,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/helmpackage"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/netguard"
@@ -86,7 +88,7 @@ type HelmChartReconciler struct {
 
 // SetupWithManager registers the reconciler: HelmCharts on creation, spec
 // change and requestedAt, every spec.interval, and every HelmChart whose
-// HelmRepository or GitRepository got a new artifact (or, for an OCI
+// HelmRepository, GitRepository or Bucket got a new artifact (or, for an OCI
 // repository, changed readiness).
 func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.sk = r.newSkeleton()
@@ -107,6 +109,9 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 			builder.WithPredicates(sourceChanged{})).
 		Watches(&sourcev1.GitRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.GitRepositoryKind)),
+			builder.WithPredicates(sourceChanged{})).
+		Watches(&sourcev1.Bucket{},
+			handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.BucketKind)),
 			builder.WithPredicates(sourceChanged{})).
 		WithOptions(opts).
 		Complete(r)
@@ -147,6 +152,8 @@ func sourceView(o client.Object) (*meta.Artifact, string) {
 		return s.Status.Artifact, readyStatus(s)
 	case *sourcev1.GitRepository:
 		return s.Status.Artifact, readyStatus(s)
+	case *sourcev1.Bucket:
+		return s.Status.Artifact, readyStatus(s)
 	}
 	return nil, ""
 }
@@ -158,6 +165,14 @@ func readyStatus(obj conditions.Getter) string {
 	return ""
 }
 
+// treeSource is a source whose artifact is a tar.gz of files, one folder
+// of which is the chart: a GitRepository or a Bucket.
+type treeSource interface {
+	client.Object
+	GetArtifact() *meta.Artifact
+	GetTimeout() metav1.Duration
+}
+
 // chartState is what one reconcile's steps hand to each other.
 type chartState struct {
 	artifactOK bool
@@ -165,10 +180,12 @@ type chartState struct {
 	upToDate bool
 
 	repo *sourcev1.HelmRepository
-	git  *sourcev1.GitRepository
+	// tree is a GitRepository or Bucket: a tar.gz artifact holding the
+	// chart's folder.
+	tree treeSource
 	// sourceRevision is the source artifact's revision ("" for OCI).
 	sourceRevision string
-	// root is the extracted GitRepository artifact.
+	// root is the extracted artifact of tree.
 	root string
 	tmp  string
 
@@ -176,7 +193,7 @@ type chartState struct {
 	// remote dependencies to pull.
 	plan    *helmpackage.Plan
 	archive []byte // the chart archive, for a HelmRepository source
-	dir     string // the chart's folder under root, for a Git source
+	dir     string // the chart's folder under root, for a tree source
 	version string // the artifact's revision
 	// name and tgz are the packaged chart's.
 	name string
@@ -310,18 +327,21 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 		}
 		st.sourceRevision = repo.Status.Artifact.Revision
 		st.upToDate = sameSource(obj, st)
-	case sourcev1.GitRepositoryKind:
-		git := &sourcev1.GitRepository{}
-		if err := r.Get(ctx, key, git); err != nil {
+	case sourcev1.GitRepositoryKind, sourcev1.BucketKind:
+		var src treeSource = &sourcev1.GitRepository{}
+		if ref.Kind == sourcev1.BucketKind {
+			src = &sourcev1.Bucket{}
+		}
+		if err := r.Get(ctx, key, src); err != nil {
 			if apierrors.IsNotFound(err) {
-				return wait("GitRepository %s not found", key)
+				return wait("%s %s not found", ref.Kind, key)
 			}
 			return err
 		}
-		st.git = git
-		a := git.Status.Artifact
+		st.tree = src
+		a := src.GetArtifact()
 		if a == nil {
-			return wait("GitRepository %s has no artifact yet", key)
+			return wait("%s %s has no artifact yet", ref.Kind, key)
 		}
 		st.sourceRevision = a.Revision
 		if st.upToDate = sameSource(obj, st); st.upToDate {
@@ -334,10 +354,10 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 		st.tmp = tmp
 		st.root = filepath.Join(tmp, "source")
 		if err := artifact.ExtractFile(r.Storage.LocalPath(a.Path), a.Digest, st.root, artifact.Limits{}); err != nil {
-			return wait("the artifact of GitRepository %s is not usable: %v", key, err)
+			return wait("the artifact of %s %s is not usable: %v", ref.Kind, key, err)
 		}
 	default:
-		err := fmt.Errorf("spec.sourceRef.kind %q is not HelmRepository or GitRepository", ref.Kind)
+		err := fmt.Errorf("spec.sourceRef.kind %q is not HelmRepository, GitRepository or Bucket", ref.Kind)
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}
 	return nil
@@ -446,8 +466,8 @@ func current(obj *sourcev1.HelmChart, st *chartState, version string) bool {
 func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	maxChart := maxOr(r.MaxChartSize, DefaultMaxChartSize)
 	switch {
-	case st.git != nil:
-		return r.loadFromGit(ctx, obj, st)
+	case st.tree != nil:
+		return r.loadFromTree(ctx, obj, st)
 	case st.repo.IsOCI():
 		reg, ref, err := r.registry(ctx, st.repo)
 		if err != nil {
@@ -507,11 +527,11 @@ func (r *HelmChartReconciler) loadArchive(ctx context.Context, obj *sourcev1.Hel
 	return nil
 }
 
-// loadFromGit has a chart worker load the chart at spec.chart in the
+// loadFromTree has a chart worker load the chart at spec.chart in the
 // extracted artifact, and settles its version: spec.version, when a
 // range, must match it; the Revision strategy appends the source
 // revision (<version>+<short>).
-func (r *HelmChartReconciler) loadFromGit(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
+func (r *HelmChartReconciler) loadFromTree(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
 	dir := filepath.Join(st.root, filepath.FromSlash(strings.TrimPrefix(obj.Spec.Chart, "/")))
 	if err := helmpackage.Inside(st.root, dir); err != nil {
 		err = fmt.Errorf("spec.chart %q: %w", obj.Spec.Chart, err)
@@ -548,15 +568,16 @@ func (r *HelmChartReconciler) chartPlan(ctx context.Context, st *chartState, src
 }
 
 // workerRequest bounds a chart worker's request by the source's
-// spec.timeout (HelmRepository or GitRepository, 60s when unset), within
+// spec.timeout (HelmRepository, GitRepository or Bucket, 60s when unset), within
 // the chart step's own deadline, and names it for messages.
 func (r *HelmChartReconciler) workerRequest(ctx context.Context, st *chartState) (context.Context, context.CancelFunc, renderworker.ChartOptions) {
 	opts := renderworker.ChartOptions{Limits: helmpackage.Limits{MaxExtractedBytes: r.MaxExtractedSize}}
 	var timeout time.Duration
 	switch {
-	case st.git != nil:
-		timeout = st.git.GetTimeout().Duration
-		opts.TimeoutName = "spec.timeout of GitRepository " + st.git.Name
+	case st.tree != nil:
+		timeout = st.tree.GetTimeout().Duration
+		k, _ := kinds.Of(st.tree)
+		opts.TimeoutName = "spec.timeout of " + k.GVK.Kind + " " + st.tree.GetName()
 	case st.repo != nil:
 		timeout = st.repo.GetTimeout().Duration
 		opts.TimeoutName = "spec.timeout of HelmRepository " + st.repo.Name

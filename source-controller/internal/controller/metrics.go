@@ -12,7 +12,7 @@ import (
 // set, the package doc lists their names) and registers them with reg
 // (controller-runtime's metrics.Registry in the binary, so /metrics serves them).
 // Each source kind also reports Flux's gotk_* series, kind="GitRepository",
-// "HelmRepository", "HelmChart", "OCIRepository".
+// "HelmRepository", "HelmChart", "OCIRepository", "Bucket".
 func NewMetrics(reg prometheus.Registerer) *metrics.Object {
 	return metrics.NewObject(reg, metrics.Spec{
 		Subsystem: "source", Kind: sourcev1.GitRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
@@ -44,5 +44,15 @@ func NewOCIRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
 		Subsystem: "source_ocirepository", Kind: sourcev1.OCIRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
 		Work:     "pulls_total",
 		WorkHelp: "Layer pulls from the registry; a reconcile whose reference resolves to the stored revision pulls nothing.",
+	})
+}
+
+// NewBucketMetrics creates the Bucket metrics, plumb_source_bucket_*, and
+// registers them with reg.
+func NewBucketMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_bucket", Kind: sourcev1.BucketKind, Condition: meta.ReadyCondition, Toolkit: true,
+		Work:     "fetches_total",
+		WorkHelp: "Downloads of a bucket's objects; a listing whose revision is the stored artifact's downloads nothing.",
 	})
 }

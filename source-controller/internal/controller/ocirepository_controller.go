@@ -107,16 +107,9 @@ func (r *OCIRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sour
 		OwnedStatus:   func(obj *sourcev1.OCIRepository) any { return &obj.Status },
 		Client:        r.Client,
 		FieldManager:  FieldManager,
-		Succeeded: func(obj *sourcev1.OCIRepository) string {
-			return fmt.Sprintf("stored artifact for revision %q", obj.Status.Artifact.Revision)
-		},
-		Keeping: func(obj *sourcev1.OCIRepository) string {
-			if obj.Status.Artifact == nil {
-				return ""
-			}
-			return fmt.Sprintf("serving the last good artifact, revision %q", obj.Status.Artifact.Revision)
-		},
-		Finalizer: finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
+		Succeeded:     storedRevision[*sourcev1.OCIRepository],
+		Keeping:       keptRevision[*sourcev1.OCIRepository],
+		Finalizer:     finalizer(r.Client, r.Storage, r.Metrics, ociRepositoryRef),
 	}
 }
 
@@ -164,7 +157,7 @@ func (r *OCIRepositoryReconciler) reconcileStorage(_ context.Context, obj *sourc
 // registry refused), InvalidSpec (stalled: URL, semver range or filter
 // unusable) or OCIArtifactPullFailed (retried); deleted on success.
 func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
-	return fetchStep(obj, r.resolve(ctx, obj, st))
+	return fetchStep(obj, r.resolve(ctx, obj, st), ociFailureOf(obj))
 }
 
 // reconcileLayer pulls the selected layer of a new revision and extracts
@@ -177,22 +170,27 @@ func (r *OCIRepositoryReconciler) reconcileLayer(_ context.Context, obj *sourcev
 	if st.upToDate {
 		return nil
 	}
-	return fetchStep(obj, r.pullLayer(obj, st))
+	return fetchStep(obj, r.pullLayer(obj, st), ociFailureOf(obj))
 }
 
-// fetchStep records the outcome of a registry fetch in FetchFailed.
-func fetchStep(obj *sourcev1.OCIRepository, err error) error {
+// fetchStep records the outcome of a fetch from a remote in FetchFailed:
+// deleted on success, True with the reason failure gives err otherwise.
+func fetchStep(obj conditions.Setter, err error, failure func(error) *plumbreconcile.Error) error {
 	if err == nil {
 		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return nil
 	}
-	failure := ociFailure(err, obj.Spec.Interval.Duration)
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, failure.Reason, "%s", failure.Err.Error())
-	return failure
+	f := failure(err)
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, f.Reason, "%s", f.Err.Error())
+	return f
 }
 
-// ociFailure is what a failed pull means: its reason, and whether
-// retrying can help.
+// ociFailureOf is what a failed pull of obj means: its reason, and
+// whether retrying can help.
+func ociFailureOf(obj *sourcev1.OCIRepository) func(error) *plumbreconcile.Error {
+	return func(err error) *plumbreconcile.Error { return ociFailure(err, obj.Spec.Interval.Duration) }
+}
+
 func ociFailure(err error, interval time.Duration) *plumbreconcile.Error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
 	switch {

@@ -35,6 +35,7 @@ import (
 	"plumb.dev/pkg/renderworker"
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/pkg/testgit"
+	"plumb.dev/source-controller/internal/bucket"
 	"plumb.dev/source-controller/internal/egress"
 )
 
@@ -72,6 +73,11 @@ const (
 	// --oci-max-layer-size.
 	maxOCILayerSize     = 64 << 10
 	maxOCIExtractedSize = 256 << 10
+	// maxBucketObjects, maxBucketObjectSize and maxBucketSize are the
+	// Bucket reconciler's limits.
+	maxBucketObjects    = 20
+	maxBucketObjectSize = 64 << 10
+	maxBucketSize       = 256 << 10
 	// chartWorkerMemory is --chart-worker-memory: ample for the tests'
 	// charts, small enough for a hostile values file of a repository
 	// within maxRepositorySize to pass it.
@@ -123,7 +129,7 @@ func run(m *testing.M) int {
 	// take the labelled sources.
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + meta.ShardKeyLabel}
 	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts,
-		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -177,6 +183,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	buckets := &BucketReconciler{
+		Client:    mgr.GetClient(),
+		Storage:   storage,
+		Events:    recorder,
+		Metrics:   NewBucketMetrics(ctrlmetrics.Registry),
+		Limits:    bucketLimits,
+		Addresses: testAddresses,
+	}
+	if err := buckets.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	chartWorkers = NewChartWorkers(DefaultChartWorkers, chartWorkerMemory, 0, logr.Discard())
 	defer chartWorkers.Close()
@@ -205,6 +223,9 @@ func run(m *testing.M) int {
 	}()
 	return m.Run()
 }
+
+// bucketLimits are the Bucket reconcilers' limits.
+var bucketLimits = bucket.Limits{MaxObjects: maxBucketObjects, MaxObjectSize: maxBucketObjectSize, MaxTotalSize: maxBucketSize}
 
 // --- helpers ---
 

@@ -1,7 +1,7 @@
 // Package egress is how source-controller connects to the servers its
-// objects name — Git hosts, Helm chart repositories, OCI registries — on
-// behalf of whoever wrote the object. The address and the answers are the
-// remote's choice, so:
+// objects name — Git hosts, Helm chart repositories, OCI registries, S3
+// servers — on behalf of whoever wrote the object. The address and the
+// answers are the remote's choice, so:
 //
 //   - Every connection goes through a dialer that judges the address it is
 //     about to connect to with pkg/netguard (Policy): link-local and cloud
