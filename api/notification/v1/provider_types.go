@@ -52,6 +52,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['opsgenie', 'datadog']) || has(self.secretRef)",message="opsgenie and datadog providers need spec.secretRef with the API key in its key token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'sentry' || (has(self.secretRef) && (!has(self.address) || size(self.address) == 0))",message="a sentry provider's address is its DSN, a credential: put it in the key address of spec.secretRef, and leave spec.address empty"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.proxySecretRef)",message="spec.proxySecretRef is for HTTP providers: a nats provider connects to its server directly"
 // +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
 	// Type of the provider.
@@ -91,6 +92,23 @@ type ProviderSpec struct {
 	// credentials for type nats).
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// CertSecretRef names a Secret with the TLS material for connections to
+	// the provider: "ca.crt", the CA that signed its server certificate
+	// (it replaces the system roots), and "tls.crt" with "tls.key", a
+	// client certificate (mutual TLS). Flux's legacy keys "caFile",
+	// "certFile" and "keyFile" are read when the new ones are absent.
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// ProxySecretRef names a Secret with the HTTP(S) proxy deliveries go
+	// through: "address" (an http:// or https:// URL), and optionally
+	// "username" and "password". It replaces the proxy of
+	// notification-controller's environment (HTTPS_PROXY), and the
+	// address policy then applies to the proxy's address. Not for type
+	// nats.
+	// +optional
+	ProxySecretRef *meta.LocalObjectReference `json:"proxySecretRef,omitempty"`
 
 	// Insecure allows sending credentials over a connection without TLS:
 	// an address with user info or from the Secret, a token, headers or

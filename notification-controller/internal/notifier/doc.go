@@ -57,6 +57,13 @@
 // and private ranges by flag. NewHTTPClient builds the client the
 // dispatcher uses: that dialer, no redirects followed, a timeout.
 //
+// A Provider's certSecretRef (its CA, a client certificate) and
+// proxySecretRef (transport.go) give its notifier a client of its own: a
+// clone of the dispatcher's transport, so the address policy's dialer,
+// the timeout and the refusal of redirects stay, and every HTTP type
+// honours them without knowing. Through a proxy, the policy judges the
+// proxy's address, as with HTTPS_PROXY.
+//
 // A Provider with credentials (a Secret, or user info in its address) sends
 // them over TLS only unless spec.insecure is set: ConfigFor refuses an
 // http:// address (InsecureError), and the nats notifier requires TLS from

@@ -54,6 +54,12 @@ type Config struct {
 	// ProviderUID is the Provider's UID: commit statuses name their
 	// context after it, so each cluster's statuses are its own.
 	ProviderUID string
+	// TLS is the Provider's certSecretRef (its CA, a client certificate);
+	// nil uses the system roots.
+	TLS *tls.Config
+	// Proxy is the Provider's proxySecretRef, with its credentials as
+	// user info; nil uses the Client's (the environment's).
+	Proxy *url.URL
 	// Client sends HTTP requests; a plain &http.Client{} when nil (tests).
 	// The dispatcher's comes from NewHTTPClient.
 	Client *http.Client
@@ -96,6 +102,13 @@ const maxResponse = 64 << 10
 func New(cfg Config) (Notifier, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
+	}
+	if cfg.TLS != nil || cfg.Proxy != nil {
+		c, err := cfg.ownClient()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Client = c
 	}
 	k, ok := kinds[cfg.Type]
 	if !ok {
@@ -214,7 +227,11 @@ func (n *natsNotifier) Post(ctx context.Context, e events.Event) error {
 	if n.cfg.Dialer != nil {
 		opts = append(opts, nats.SetCustomDialer(n.cfg.Dialer))
 	}
-	if n.cfg.Credentials && !n.cfg.Insecure {
+	switch {
+	case n.cfg.TLS != nil:
+		// A certSecretRef's CA or client certificate means TLS.
+		opts = append(opts, nats.Secure(n.cfg.TLS.Clone()))
+	case n.cfg.Credentials && !n.cfg.Insecure:
 		// Credentials go over TLS only: a server that does not offer it
 		// is refused before they are sent.
 		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
