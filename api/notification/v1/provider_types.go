@@ -52,6 +52,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['opsgenie', 'datadog']) || has(self.secretRef)",message="opsgenie and datadog providers need spec.secretRef with the API key in its key token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'sentry' || (has(self.secretRef) && (!has(self.address) || size(self.address) == 0))",message="a sentry provider's address is its DSN, a credential: put it in the key address of spec.secretRef, and leave spec.address empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.commitStatusExpr) || self.type in ['github', 'gitlab', 'gitea', 'bitbucket', 'bitbucketserver', 'azuredevops']",message="spec.commitStatusExpr is only supported for the 'github', 'gitlab', 'gitea', 'bitbucketserver', 'bitbucket', 'azuredevops' provider types"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.proxySecretRef)",message="spec.proxySecretRef is for HTTP providers: a nats provider connects to its server directly"
 // +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
@@ -124,6 +125,17 @@ type ProviderSpec struct {
 	// thread (googlechat), a Zulip topic named after the object (zulip).
 	// +optional
 	ThreadPerObject bool `json:"threadPerObject,omitempty"`
+
+	// CommitStatusExpr is a CEL expression that gives the name of the
+	// commit status (GitHub's and Gitea's context, GitLab's name,
+	// Bitbucket's key, Azure DevOps' genre/name) instead of
+	// kind/namespace/name/<provider UID prefix>, from the variables
+	// event (the event as its JSON reads, the Alert's eventMetadata in
+	// event.metadata), alert and provider (the objects). For types
+	// github, gitlab, gitea, bitbucket, bitbucketserver and azuredevops.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	CommitStatusExpr string `json:"commitStatusExpr,omitempty"`
 
 	// Suspend stops deliveries through this provider while true.
 	// +optional

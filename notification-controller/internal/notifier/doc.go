@@ -14,7 +14,9 @@
 // the Provider's UID prefix), or skips the event; each host's file puts
 // that in its API's words and derives its endpoint from the repository
 // URL in the address, so a wrong address fails New, at the Provider's
-// reconcile. Hosts that keep every status (or refuse a repeat) are asked
+// reconcile. A Provider's spec.commitStatusExpr (statusexpr.go, Flux's
+// CEL over event, alert and provider) names the status instead; the
+// dispatcher passes the Alert in the delivery's context (WithAlert). Hosts that keep every status (or refuse a repeat) are asked
 // first whether the commit already shows it (statusReader). githubdispatch sends any event as a repository_dispatch.
 // They use plain net/http through hostapi.go's call (Config.do, with the
 // hosts' hints for a refused status and GitHub's rate-limit 403) rather

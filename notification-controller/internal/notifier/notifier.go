@@ -54,6 +54,11 @@ type Config struct {
 	// ProviderUID is the Provider's UID: commit statuses name their
 	// context after it, so each cluster's statuses are its own.
 	ProviderUID string
+	// CommitStatusExpr is the Provider's spec.commitStatusExpr, which
+	// names a commit status instead (statusexpr.go); Provider is the
+	// object it reads as provider.
+	CommitStatusExpr string
+	Provider         *notificationv1.Provider
 	// TLS is the Provider's certSecretRef (its CA, a client certificate);
 	// nil uses the system roots.
 	TLS *tls.Config
@@ -114,7 +119,18 @@ func New(cfg Config) (Notifier, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
 	}
-	return k.build(cfg)
+	n, err := k.build(cfg)
+	if err != nil || cfg.CommitStatusExpr == "" {
+		return n, err
+	}
+	cs, ok := n.(*commitStatusNotifier)
+	if !ok {
+		return nil, fmt.Errorf("spec.commitStatusExpr names a commit status, which a %s provider does not post", cfg.Type)
+	}
+	if cs.expr, err = newStatusExpr(cfg); err != nil {
+		return nil, err
+	}
+	return cs, nil
 }
 
 // coreKinds are the webhook and NATS providers.

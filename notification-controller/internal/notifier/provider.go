@@ -35,7 +35,10 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		Username:    p.Spec.Username,
 		Insecure:    p.Spec.Insecure,
 		ProviderUID: string(p.UID),
-		Credentials: p.Spec.SecretRef != nil,
+		Provider:    p,
+
+		CommitStatusExpr: p.Spec.CommitStatusExpr,
+		Credentials:      p.Spec.SecretRef != nil,
 
 		ThreadPerObject: p.Spec.ThreadPerObject,
 	}
