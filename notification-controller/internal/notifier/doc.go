@@ -25,12 +25,13 @@
 // policy and its single attempt per Post.
 //
 // The paging and incident tools (paging.go: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry) speak each service's own API, one
-// file per service. To them an event is a failure (severity error), a
-// success (an info reason that says the object works again:
-// successReasons) or progress; pagerduty and opsgenie keep one incident
-// per object (incidentKey), opened by a failure and closed by the next
-// success, and send nothing for progress. They are plain net/http with
+// opsgenie, grafana, datadog, sentry, incident.io) speak each service's
+// own API, one file per service. To them an event is a failure (severity
+// error), a success (an info reason that says the object works again:
+// successReasons) or progress; pagerduty, opsgenie and incident.io keep
+// one incident per object (incidentKey; incident.io the object's UID, as
+// Flux), opened by a failure and closed by the next success, and send
+// nothing for progress. They are plain net/http with
 // small request types of their own rather than the services' SDKs: each
 // is one or two JSON requests, and a delivery must go through the
 // dispatcher's client (its dialer checks the address policy), be sent
@@ -77,6 +78,9 @@
 // Telegram's path does). Config.send adds the verdict of the services whose
 // status code says it all (webhooks, paging tools); the chat services and
 // the Git hosts read the answer themselves (statusError, call).
+//
+// A zoom Provider (zoom.go) posts Flux's rich message to a Zoom Team Chat
+// Incoming Webhook with its verification token.
 //
 // Chat services (chat.go) share one rendering of an alert as
 // lines (chattext.go), which each service's markup escapes (HTML for

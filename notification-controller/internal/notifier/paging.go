@@ -16,7 +16,7 @@ import (
 )
 
 // pagingKinds are the paging and incident tools: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry. Each speaks its service's own API
+// opsgenie, grafana, datadog, sentry, incident.io. Each speaks its service's own API
 // (alertmanager.go, pagerduty.go, ...) through Config.send.
 var pagingKinds = map[string]kind{
 	notificationv1.AlertmanagerProvider: {build: newAlertmanager},
@@ -25,6 +25,7 @@ var pagingKinds = map[string]kind{
 	notificationv1.GrafanaProvider:      {build: newGrafana},
 	notificationv1.DatadogProvider:      {build: newDatadog, defaultAddress: "https://api.datadoghq.com", token: datadogToken},
 	notificationv1.SentryProvider:       {build: newSentry},
+	notificationv1.IncidentioProvider:   {build: newIncidentio, token: incidentioTokenNeed},
 }
 
 // successReasons are the info reasons that report an object working again
