@@ -182,7 +182,7 @@ func TestAlertReadiness(t *testing.T) {
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})).To(Succeed())
 }
 
-// TestProviderTypesOfFlux: zoom and incident.io Providers are Ready with
+// TestProviderTypesOfFlux: zoom, incident.io and otel Providers are Ready with
 // their Secret's address and token; Flux's types Plumb does not implement
 // are refused by the API server, which names them.
 func TestProviderTypesOfFlux(t *testing.T) {
@@ -192,6 +192,7 @@ func TestProviderTypesOfFlux(t *testing.T) {
 	for typ, address := range map[string]string{
 		notificationv1.ZoomProvider:       "https://integrations.zoom.us/chat/webhooks/incomingwebhook/AbCdEf",
 		notificationv1.IncidentioProvider: "https://api.incident.io/v2/alert_events/http/01HSOURCE",
+		notificationv1.OTELProvider:       "https://otel-collector.example.com:4318/v1/traces",
 	} {
 		name := strings.ReplaceAll(typ, ".", "")
 		createSecret(t, ns, name, map[string]string{"address": address, "token": "t0ken"})
@@ -202,7 +203,7 @@ func TestProviderTypesOfFlux(t *testing.T) {
 		g.Expect(k8s.Create(ctx, p)).To(Succeed())
 		g.Expect(waitReady(t, p, metav1.ConditionTrue).Message).To(Equal(typ + " provider is ready"))
 	}
-	for _, typ := range []string{"githubpullrequestcomment", "gitlabmergerequestcomment", "giteapullrequestcomment", "googlepubsub", "azureeventhub", "otel"} {
+	for _, typ := range []string{"githubpullrequestcomment", "gitlabmergerequestcomment", "giteapullrequestcomment", "googlepubsub", "azureeventhub"} {
 		p := &notificationv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: typ},
 			Spec:       notificationv1.ProviderSpec{Type: typ, Address: "https://example.com/x"},

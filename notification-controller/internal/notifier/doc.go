@@ -25,8 +25,8 @@
 // policy and its single attempt per Post.
 //
 // The paging and incident tools (paging.go: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry, incident.io) speak each service's
-// own API, one file per service. To them an event is a failure (severity
+// opsgenie, grafana, datadog, sentry, incident.io, and otel's OTLP/HTTP
+// spans) speak each service's own API, one file per service. To them an event is a failure (severity
 // error), a success (an info reason that says the object works again:
 // successReasons) or progress; pagerduty, opsgenie and incident.io keep
 // one incident per object (incidentKey; incident.io the object's UID, as
