@@ -350,6 +350,9 @@ func filterFor(rcv *notificationv1.Receiver, header http.Header, body []byte) (k
 	}, nil
 }
 
+// filterTimeout bounds the filtering of one call's resources.
+const filterTimeout = 5 * time.Second
+
 // target is one resource to annotate.
 type target struct {
 	gvk      schema.GroupVersionKind
@@ -374,6 +377,10 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		return nil, 0, err
 	}
 	var targets []target
+	// Filtering a call's resources gets filterTimeout in all: each
+	// evaluation is bounded by its cost, their number by the resources.
+	filterCtx, cancel := context.WithTimeout(ctx, filterTimeout)
+	defer cancel()
 	for _, ref := range rcv.Spec.Resources {
 		k, ok := requestable(ref.Kind)
 		if !ok {
@@ -393,7 +400,7 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		}
 		for i := range objs {
 			if keep != nil {
-				ok, err := keep(ctx, &objs[i])
+				ok, err := keep(filterCtx, &objs[i])
 				if err != nil {
 					return nil, 0, &filterError{err: err}
 				}
