@@ -6,24 +6,21 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 	"k8s.io/utils/lru"
+
+	"plumb.dev/pkg/celenv"
 )
 
 // Bounds on hostile expressions. The CRD refuses an expression longer than
 // 2048 characters; the parser's limits hold for anyone calling Compile.
 const (
-	// CostLimit bounds one evaluation, in cel-go's cost units (about one
-	// per field read, comparison or list element visited): the
-	// per-expression limit Kubernetes puts on CRD validation rules, far
-	// above what a check of a few conditions costs and far below a loop
-	// that would hold a sync-controller worker.
-	CostLimit = 1_000_000
+	// CostLimit bounds one evaluation: celenv's, far above what a check
+	// of a few conditions costs and far below a loop that would hold a
+	// sync-controller worker.
+	CostLimit = celenv.CostLimit
 	// maxExpressionSize is the parser's limit in code points, that of the
 	// CRD's maxLength.
 	maxExpressionSize = 2048
-	// maxRecursion bounds the nesting of an expression.
-	maxRecursion = 64
 	// cacheSize bounds the compiled programs kept: many more expression
 	// texts than a cluster's Kustomizations hold, few enough that a flood
 	// of distinct ones costs little memory.
@@ -38,18 +35,7 @@ type program struct {
 // environment is the CEL environment every expression is compiled in,
 // built once. Its options are Flux's, so expressions carry over.
 var environment = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.HomogeneousAggregateLiterals(),
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(),
-		ext.Strings(),
-		ext.Sets(),
-		ext.Encoders(),
-		cel.ParserExpressionSizeLimit(maxExpressionSize),
-		cel.ParserRecursionLimit(maxRecursion),
-	)
+	return cel.NewEnv(celenv.Options(maxExpressionSize)...)
 })
 
 // compiled caches programs and parse errors by expression text. A parse

@@ -35,6 +35,9 @@ const (
 	GrafanaProvider      = "grafana"
 	DatadogProvider      = "datadog"
 	SentryProvider       = "sentry"
+	IncidentioProvider   = "incident.io"
+	// OTELProvider sends each event as a span of an OpenTelemetry trace.
+	OTELProvider = "otel"
 
 	// Chat services besides Slack, Discord and Teams.
 	GoogleChatProvider = "googlechat"
@@ -44,19 +47,26 @@ const (
 	WebexProvider      = "webex"
 	LarkProvider       = "lark"
 	ZulipProvider      = "zulip"
+	ZoomProvider       = "zoom"
 )
 
 // ProviderSpec says where and how alerts are delivered.
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['githubpullrequestcomment', 'gitlabmergerequestcomment', 'giteapullrequestcomment', 'googlepubsub', 'azureeventhub'])",message="provider types githubpullrequestcomment, gitlabmergerequestcomment, giteapullrequestcomment, googlepubsub and azureeventhub are Flux's but not implemented in Plumb (docs/api/provider.md)"
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['opsgenie', 'datadog']) || has(self.secretRef)",message="opsgenie and datadog providers need spec.secretRef with the API key in its key token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'sentry' || (has(self.secretRef) && (!has(self.address) || size(self.address) == 0))",message="a sentry provider's address is its DSN, a credential: put it in the key address of spec.secretRef, and leave spec.address empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.commitStatusExpr) || self.type in ['github', 'gitlab', 'gitea', 'bitbucket', 'bitbucketserver', 'azuredevops']",message="spec.commitStatusExpr is only supported for the 'github', 'gitlab', 'gitea', 'bitbucketserver', 'bitbucket', 'azuredevops' provider types"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.proxySecretRef)",message="spec.proxySecretRef is for HTTP providers: a nats provider connects to its server directly"
 // +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
-	// Type of the provider.
+	// Type of the provider. Flux's types githubpullrequestcomment,
+	// gitlabmergerequestcomment, giteapullrequestcomment, googlepubsub and
+	// azureeventhub are listed so that the refusal names them: none is
+	// implemented.
 	// +required
-	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;googlechat;telegram;matrix;rocket;webex;lark;zulip
+	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;incident.io;googlechat;telegram;matrix;rocket;webex;lark;zulip;zoom;githubpullrequestcomment;gitlabmergerequestcomment;giteapullrequestcomment;googlepubsub;azureeventhub;otel
 	Type string `json:"type"`
 
 	// Channel to post to: the Slack channel, the NATS subject, or a chat
@@ -92,6 +102,23 @@ type ProviderSpec struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
+	// CertSecretRef names a Secret with the TLS material for connections to
+	// the provider: "ca.crt", the CA that signed its server certificate
+	// (it replaces the system roots), and "tls.crt" with "tls.key", a
+	// client certificate (mutual TLS). Flux's legacy keys "caFile",
+	// "certFile" and "keyFile" are read when the new ones are absent.
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// ProxySecretRef names a Secret with the HTTP(S) proxy deliveries go
+	// through: "address" (an http:// or https:// URL), and optionally
+	// "username" and "password". It replaces the proxy of
+	// notification-controller's environment (HTTPS_PROXY), and the
+	// address policy then applies to the proxy's address. Not for type
+	// nats.
+	// +optional
+	ProxySecretRef *meta.LocalObjectReference `json:"proxySecretRef,omitempty"`
+
 	// Insecure allows sending credentials over a connection without TLS:
 	// an address with user info or from the Secret, a token, headers or
 	// NATS credentials, to an http:// address or a NATS server that does
@@ -106,6 +133,17 @@ type ProviderSpec struct {
 	// thread (googlechat), a Zulip topic named after the object (zulip).
 	// +optional
 	ThreadPerObject bool `json:"threadPerObject,omitempty"`
+
+	// CommitStatusExpr is a CEL expression that gives the name of the
+	// commit status (GitHub's and Gitea's context, GitLab's name,
+	// Bitbucket's key, Azure DevOps' genre/name) instead of
+	// kind/namespace/name/<provider UID prefix>, from the variables
+	// event (the event as its JSON reads, the Alert's eventMetadata in
+	// event.metadata), alert and provider (the objects). For types
+	// github, gitlab, gitea, bitbucket, bitbucketserver and azuredevops.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	CommitStatusExpr string `json:"commitStatusExpr,omitempty"`
 
 	// Suspend stops deliveries through this provider while true.
 	// +optional

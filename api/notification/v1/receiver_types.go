@@ -52,6 +52,18 @@ type ReceiverSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	Resources []CrossNamespaceObjectReference `json:"resources"`
 
+	// ResourceFilter is a CEL expression that must give a bool: a
+	// resource of spec.resources is annotated only when it gives true.
+	// It reads the resource's metadata as res (res.metadata.name,
+	// res.metadata.labels, res.metadata.annotations) and the call's JSON
+	// body as req (an empty map when the call is not application/json).
+	// An expression that does not compile or cannot give a bool makes the
+	// Receiver not Ready (InvalidSpec); one that fails on a call answers
+	// it 400 and annotates nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	ResourceFilter string `json:"resourceFilter,omitempty"`
+
 	// SecretRef names a Secret whose "token" key signs or authenticates calls
 	// and is part of the webhook path. The token must be at least 32 bytes.
 	// A gcr receiver also needs the keys "email" (the push subscription's

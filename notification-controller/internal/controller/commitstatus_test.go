@@ -19,6 +19,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	"plumb.dev/notification-controller/internal/config"
 	"plumb.dev/pkg/events"
 )
 
@@ -74,6 +75,22 @@ func (s *gitHubStatuses) statuses() []gitHubStatus {
 	return append([]gitHubStatus(nil), s.got...)
 }
 
+// deliverStatuses creates the Alert "statuses" of every Kustomization's
+// events, with eventMetadata, through provider, waits for both to be
+// Ready and starts a dispatcher of their namespace.
+func deliverStatuses(t *testing.T, provider *notificationv1.Provider, eventMetadata map[string]string) (opts config.Notification) {
+	t.Helper()
+	alert := createAlert(t, provider.Namespace, "statuses", provider.Name, func(s *notificationv1.AlertSpec) {
+		s.EventSources = []notificationv1.CrossNamespaceObjectReference{{Kind: kustomizev1.KustomizationKind, Name: "*"}}
+		s.EventMetadata = eventMetadata
+	})
+	waitReady(t, provider, metav1.ConditionTrue)
+	waitReady(t, alert, metav1.ConditionTrue)
+	opts = testOptions(provider.Namespace)
+	startDispatcher(t, provider.Namespace, opts)
+	return opts
+}
+
 // TestGitHubCommitStatus: an Alert on Kustomizations with a github
 // Provider (address and token in its Secret) posts a Kustomization's sync
 // outcome to the commit of the event's revision; an event without a
@@ -87,13 +104,7 @@ func TestGitHubCommitStatus(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	provider := createProvider(t, ns, "github", notificationv1.GitHubProvider, srv.URL+"/org/app.git", map[string]string{"token": host.token})
-	alert := createAlert(t, ns, "statuses", "github", func(s *notificationv1.AlertSpec) {
-		s.EventSources = []notificationv1.CrossNamespaceObjectReference{{Kind: kustomizev1.KustomizationKind, Name: "*"}}
-	})
-	waitReady(t, provider, metav1.ConditionTrue)
-	waitReady(t, alert, metav1.ConditionTrue)
-	opts := testOptions(ns)
-	startDispatcher(t, ns, opts)
+	opts := deliverStatuses(t, provider, nil)
 
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	sha := strings.Repeat("5e", 20)
@@ -119,4 +130,51 @@ func TestGitHubCommitStatus(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), bad)).To(Succeed())
 	cond := waitReady(t, bad, metav1.ConditionFalse)
 	g.Expect(cond.Message).To(ContainSubstring("address must be the repository's URL, https://github.com/<owner>/<repo>"))
+}
+
+// TestGitHubCommitStatusExpr: a github Provider's commitStatusExpr names
+// the status from the event (with the Alert's eventMetadata), the Alert
+// and the Provider, as the dispatcher delivers it; one that cannot give a
+// string keeps the Provider from being Ready, and the API server refuses
+// the field on a type that posts no commit status.
+func TestGitHubCommitStatusExpr(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	host := &gitHubStatuses{token: "ghp-test-token"}
+	srv := httptest.NewServer(host)
+	t.Cleanup(srv.Close)
+
+	createSecret(t, ns, "github-token", map[string]string{"token": host.token})
+	provider := &notificationv1.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"},
+		Spec: notificationv1.ProviderSpec{
+			Type: notificationv1.GitHubProvider, Address: srv.URL + "/org/app", Insecure: true,
+			SecretRef:        &meta.LocalObjectReference{Name: "github-token"},
+			CommitStatusExpr: "event.metadata.cluster + '/' + alert.metadata.name + '/' + event.involvedObject.name + '/' + provider.metadata.uid.split('-').first().value()",
+		},
+	}
+	g.Expect(k8s.Create(ctx, provider)).To(Succeed())
+	deliverStatuses(t, provider, map[string]string{"cluster": "prod-eu"})
+
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	sha := strings.Repeat("5e", 20)
+	controllers.Record(ks, events.SeverityInfo, kustomizev1.AppliedReason, "applied", events.WithRevision("main@sha1:"+sha))
+	g.Eventually(host.statuses, timeout, poll).Should(HaveLen(1))
+	g.Expect(host.statuses()[0].Context).To(Equal("prod-eu/statuses/web/" + strings.Split(string(provider.UID), "-")[0]))
+
+	provider.Spec.CommitStatusExpr = "event.involvedObject.name == 'web'"
+	g.Expect(k8s.Update(ctx, provider)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(provider), provider)).To(Succeed())
+		g.Expect(readyOf(provider).Reason).To(Equal(meta.InvalidSpecReason))
+		g.Expect(readyOf(provider).Message).To(ContainSubstring("gives a bool, not a string"))
+	}, timeout, poll).Should(Succeed())
+
+	slack := &notificationv1.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slack"},
+		Spec:       notificationv1.ProviderSpec{Type: notificationv1.SlackProvider, Address: "https://hooks.slack.example/x", CommitStatusExpr: "'x'"},
+	}
+	err := k8s.Create(ctx, slack)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.commitStatusExpr is only supported for the 'github', 'gitlab', 'gitea', 'bitbucketserver', 'bitbucket', 'azuredevops' provider types")))
 }

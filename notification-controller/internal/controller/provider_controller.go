@@ -18,9 +18,10 @@ import (
 	plumbreconcile "plumb.dev/pkg/reconcile"
 )
 
-// ProviderReconciler checks that a Provider can deliver: its Secret and
-// keys exist, its address is a URL of the right scheme that the address
-// policy allows, and its credentials do not travel in clear text unless
+// ProviderReconciler checks that a Provider can deliver: its Secrets and
+// keys exist (its own, its certSecretRef's, its proxySecretRef's), its
+// address is a URL of the right scheme and it and its proxy are allowed
+// by the address policy, and its credentials do not travel in clear text unless
 // spec.insecure says so.
 type ProviderReconciler struct {
 	client.Client
@@ -69,10 +70,16 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		step[*notificationv1.Provider]{"suspend", r.reconcileSuspend},
 		step[*notificationv1.Provider]{"config", r.reconcileConfig},
 	)...)
-	if obj.Spec.SecretRef != nil {
+	if hasSecrets(obj) {
 		result = refreshSecret(result, err, r.SecretRefreshInterval)
 	}
 	return result, err
+}
+
+// hasSecrets reports whether the Provider reads a Secret: its own, its
+// certificates' or its proxy's.
+func hasSecrets(p *notificationv1.Provider) bool {
+	return p.Spec.SecretRef != nil || p.Spec.CertSecretRef != nil || p.Spec.ProxySecretRef != nil
 }
 
 func (r *ProviderReconciler) newSkeleton() *plumbreconcile.Controller[*notificationv1.Provider] {
@@ -108,7 +115,7 @@ func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificat
 	switch {
 	case errors.As(err, &insecure):
 		return plumbreconcile.Stalled(meta.InsecureConnectionsDisallowedReason, err)
-	case err != nil && obj.Spec.SecretRef != nil:
+	case err != nil && hasSecrets(obj):
 		return plumbreconcile.Waiting(notificationv1.SecretNotReadyReason, min(requeueDependency(r.RequeueDependency), r.SecretRefreshInterval), err)
 	case err != nil:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
@@ -116,9 +123,16 @@ func (r *ProviderReconciler) reconcileConfig(ctx context.Context, obj *notificat
 	if _, err := notifier.New(cfg); err != nil {
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}
-	if ip, ok := notifier.LiteralAddress(cfg.Address); ok {
-		if err := r.Policy.Check(ip); err != nil {
-			return plumbreconcile.Stalled(notificationv1.AddressRefusedReason, err)
+	addresses := []string{cfg.Address}
+	if cfg.Proxy != nil {
+		// Deliveries connect to the proxy: the policy judges its address.
+		addresses = append(addresses, cfg.Proxy.String())
+	}
+	for _, address := range addresses {
+		if ip, ok := notifier.LiteralAddress(address); ok {
+			if err := r.Policy.Check(ip); err != nil {
+				return plumbreconcile.Stalled(notificationv1.AddressRefusedReason, err)
+			}
 		}
 	}
 	return nil

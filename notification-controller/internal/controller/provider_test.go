@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -178,4 +180,36 @@ func TestAlertReadiness(t *testing.T) {
 
 	// A Secret unrelated to any Provider changes nothing.
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})).To(Succeed())
+}
+
+// TestProviderTypesOfFlux: zoom, incident.io and otel Providers are Ready with
+// their Secret's address and token; Flux's types Plumb does not implement
+// are refused by the API server, which names them.
+func TestProviderTypesOfFlux(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for typ, address := range map[string]string{
+		notificationv1.ZoomProvider:       "https://integrations.zoom.us/chat/webhooks/incomingwebhook/AbCdEf",
+		notificationv1.IncidentioProvider: "https://api.incident.io/v2/alert_events/http/01HSOURCE",
+		notificationv1.OTELProvider:       "https://otel-collector.example.com:4318/v1/traces",
+	} {
+		name := strings.ReplaceAll(typ, ".", "")
+		createSecret(t, ns, name, map[string]string{"address": address, "token": "t0ken"})
+		p := &notificationv1.Provider{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       notificationv1.ProviderSpec{Type: typ, SecretRef: &meta.LocalObjectReference{Name: name}},
+		}
+		g.Expect(k8s.Create(ctx, p)).To(Succeed())
+		g.Expect(waitReady(t, p, metav1.ConditionTrue).Message).To(Equal(typ + " provider is ready"))
+	}
+	for _, typ := range []string{"githubpullrequestcomment", "gitlabmergerequestcomment", "giteapullrequestcomment", "googlepubsub", "azureeventhub"} {
+		p := &notificationv1.Provider{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: typ},
+			Spec:       notificationv1.ProviderSpec{Type: typ, Address: "https://example.com/x"},
+		}
+		err := k8s.Create(ctx, p)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", typ, err)
+		g.Expect(err.Error()).To(ContainSubstring("are Flux's but not implemented in Plumb"), typ)
+	}
 }

@@ -76,7 +76,8 @@ func (r *ReceiverReconciler) newSkeleton() *plumbreconcile.Controller[*notificat
 // reconcileResources checks every resource is of a kind a webhook can
 // reconcile and, under --no-cross-namespace-refs, in the Receiver's
 // namespace, and that spec.events is set only on a type that can filter
-// (the CRD refuses it too, but not on objects stored before). Sets Stalled
+// (the CRD refuses it too, but not on objects stored before), and that
+// spec.resourceFilter compiles to a bool. Sets Stalled
 // and Ready=False (InvalidSpec, or CrossNamespaceRef) otherwise.
 func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notificationv1.Receiver) error {
 	for i, ref := range obj.Spec.Resources {
@@ -92,6 +93,11 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 	if len(obj.Spec.Events) > 0 && !receiver.CanFilter(obj.Spec.Type) {
 		return plumbreconcile.Stalled(meta.InvalidSpecReason,
 			fmt.Errorf("spec.events: a %s receiver cannot tell event types apart; remove spec.events", obj.Spec.Type))
+	}
+	if f := obj.Spec.ResourceFilter; f != "" {
+		if _, err := receiver.CompileFilter(f); err != nil {
+			return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
+		}
 	}
 	return nil
 }

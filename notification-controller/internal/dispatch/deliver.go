@@ -72,7 +72,7 @@ func (d *Dispatcher) deliver(ctx context.Context, alert *notificationv1.Alert, e
 	attempt := 0
 	return retry.DelayFunc().Until(ctx, true, true, func(context.Context) (bool, error) {
 		attempt++
-		err := d.attempt(ctx, provider, payload)
+		err := d.attempt(notifier.WithAlert(ctx, alert), provider, payload)
 		if err == nil {
 			d.Metrics.delivered("dispatched", labels...)
 			d.limiter.Mark(key)

@@ -9,7 +9,7 @@ import (
 )
 
 // chatKinds are the chat services besides the webhooks of notifier.go:
-// googlechat, telegram, matrix, rocket, webex, lark, zulip. Each speaks its
+// googlechat, telegram, matrix, rocket, webex, lark, zulip, zoom. Each speaks its
 // service's own API with plain net/http and small request types of its
 // own: the official SDKs (where there is one in Go) bring far more than
 // one message call needs, and none would use the dispatcher's client.
@@ -21,6 +21,7 @@ var chatKinds = map[string]kind{
 	notificationv1.WebexProvider:      {build: webexKind, defaultAddress: WebexMessagesURL, token: webexTokenNeed},
 	notificationv1.LarkProvider:       {build: larkKind},
 	notificationv1.ZulipProvider:      {build: zulipKind},
+	notificationv1.ZoomProvider:       {build: zoomKind, token: zoomTokenNeed},
 }
 
 // What the token of the chat services that need one is. (A slack Provider

@@ -152,7 +152,12 @@ func statusContext(cfg Config, e events.Event) string {
 	if uid := cfg.ProviderUID; uid != "" {
 		parts = append(parts, uid[:min(8, len(uid))])
 	}
-	ctx := strings.ToLower(strings.Join(parts, "/"))
+	return boundContext(strings.ToLower(strings.Join(parts, "/")))
+}
+
+// boundContext cuts a context longer than maxContext, keeping its
+// beginning and ending it in a hash of the whole, so it stays unique.
+func boundContext(ctx string) string {
 	if len(ctx) <= maxContext {
 		return ctx
 	}
@@ -225,12 +230,20 @@ type statusReader interface {
 type commitStatusNotifier struct {
 	cfg  Config
 	host statusPoster
+	// expr, when set, names the status instead of statusContext.
+	expr *statusExpr
 }
 
 func (n *commitStatusNotifier) Post(ctx context.Context, e events.Event) error {
-	st, err := statusOf(n.cfg, withoutUserInfo(e))
+	e = withoutUserInfo(e)
+	st, err := statusOf(n.cfg, e)
 	if err != nil {
 		return err
+	}
+	if n.expr != nil {
+		if st.context, err = n.expr.context(ctx, e); err != nil {
+			return err
+		}
 	}
 	if r, ok := n.host.(statusReader); ok && r.shows(ctx, st) {
 		return nil

@@ -14,7 +14,9 @@
 // the Provider's UID prefix), or skips the event; each host's file puts
 // that in its API's words and derives its endpoint from the repository
 // URL in the address, so a wrong address fails New, at the Provider's
-// reconcile. Hosts that keep every status (or refuse a repeat) are asked
+// reconcile. A Provider's spec.commitStatusExpr (statusexpr.go, Flux's
+// CEL over event, alert and provider) names the status instead; the
+// dispatcher passes the Alert in the delivery's context (WithAlert). Hosts that keep every status (or refuse a repeat) are asked
 // first whether the commit already shows it (statusReader). githubdispatch sends any event as a repository_dispatch.
 // They use plain net/http through hostapi.go's call (Config.do, with the
 // hosts' hints for a refused status and GitHub's rate-limit 403) rather
@@ -23,12 +25,13 @@
 // policy and its single attempt per Post.
 //
 // The paging and incident tools (paging.go: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry) speak each service's own API, one
-// file per service. To them an event is a failure (severity error), a
-// success (an info reason that says the object works again:
-// successReasons) or progress; pagerduty and opsgenie keep one incident
-// per object (incidentKey), opened by a failure and closed by the next
-// success, and send nothing for progress. They are plain net/http with
+// opsgenie, grafana, datadog, sentry, incident.io, and otel's OTLP/HTTP
+// spans) speak each service's own API, one file per service. To them an event is a failure (severity
+// error), a success (an info reason that says the object works again:
+// successReasons) or progress; pagerduty, opsgenie and incident.io keep
+// one incident per object (incidentKey; incident.io the object's UID, as
+// Flux), opened by a failure and closed by the next success, and send
+// nothing for progress. They are plain net/http with
 // small request types of their own rather than the services' SDKs: each
 // is one or two JSON requests, and a delivery must go through the
 // dispatcher's client (its dialer checks the address policy), be sent
@@ -57,6 +60,13 @@
 // and private ranges by flag. NewHTTPClient builds the client the
 // dispatcher uses: that dialer, no redirects followed, a timeout.
 //
+// A Provider's certSecretRef (its CA, a client certificate) and
+// proxySecretRef (transport.go) give its notifier a client of its own: a
+// clone of the dispatcher's transport, so the address policy's dialer,
+// the timeout and the refusal of redirects stay, and every HTTP type
+// honours them without knowing. Through a proxy, the policy judges the
+// proxy's address, as with HTTPS_PROXY.
+//
 // A Provider with credentials (a Secret, or user info in its address) sends
 // them over TLS only unless spec.insecure is set: ConfigFor refuses an
 // http:// address (InsecureError), and the nats notifier requires TLS from
@@ -68,6 +78,9 @@
 // Telegram's path does). Config.send adds the verdict of the services whose
 // status code says it all (webhooks, paging tools); the chat services and
 // the Git hosts read the answer themselves (statusError, call).
+//
+// A zoom Provider (zoom.go) posts Flux's rich message to a Zoom Team Chat
+// Incoming Webhook with its verification token.
 //
 // Chat services (chat.go) share one rendering of an alert as
 // lines (chattext.go), which each service's markup escapes (HTML for

@@ -54,6 +54,17 @@ type Config struct {
 	// ProviderUID is the Provider's UID: commit statuses name their
 	// context after it, so each cluster's statuses are its own.
 	ProviderUID string
+	// CommitStatusExpr is the Provider's spec.commitStatusExpr, which
+	// names a commit status instead (statusexpr.go); Provider is the
+	// object it reads as provider.
+	CommitStatusExpr string
+	Provider         *notificationv1.Provider
+	// TLS is the Provider's certSecretRef (its CA, a client certificate);
+	// nil uses the system roots.
+	TLS *tls.Config
+	// Proxy is the Provider's proxySecretRef, with its credentials as
+	// user info; nil uses the Client's (the environment's).
+	Proxy *url.URL
 	// Client sends HTTP requests; a plain &http.Client{} when nil (tests).
 	// The dispatcher's comes from NewHTTPClient.
 	Client *http.Client
@@ -97,11 +108,29 @@ func New(cfg Config) (Notifier, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
+	if cfg.TLS != nil || cfg.Proxy != nil {
+		c, err := cfg.ownClient()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Client = c
+	}
 	k, ok := kinds[cfg.Type]
 	if !ok {
 		return nil, fmt.Errorf("unknown provider type %q", cfg.Type)
 	}
-	return k.build(cfg)
+	n, err := k.build(cfg)
+	if err != nil || cfg.CommitStatusExpr == "" {
+		return n, err
+	}
+	cs, ok := n.(*commitStatusNotifier)
+	if !ok {
+		return nil, fmt.Errorf("spec.commitStatusExpr names a commit status, which a %s provider does not post", cfg.Type)
+	}
+	if cs.expr, err = newStatusExpr(cfg); err != nil {
+		return nil, err
+	}
+	return cs, nil
 }
 
 // coreKinds are the webhook and NATS providers.
@@ -214,7 +243,11 @@ func (n *natsNotifier) Post(ctx context.Context, e events.Event) error {
 	if n.cfg.Dialer != nil {
 		opts = append(opts, nats.SetCustomDialer(n.cfg.Dialer))
 	}
-	if n.cfg.Credentials && !n.cfg.Insecure {
+	switch {
+	case n.cfg.TLS != nil:
+		// A certSecretRef's CA or client certificate means TLS.
+		opts = append(opts, nats.Secure(n.cfg.TLS.Clone()))
+	case n.cfg.Credentials && !n.cfg.Insecure:
 		// Credentials go over TLS only: a server that does not offer it
 		// is refused before they are sent.
 		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))

@@ -16,7 +16,7 @@ import (
 )
 
 // pagingKinds are the paging and incident tools: alertmanager, pagerduty,
-// opsgenie, grafana, datadog, sentry. Each speaks its service's own API
+// opsgenie, grafana, datadog, sentry, incident.io, and otel's traces. Each speaks its service's own API
 // (alertmanager.go, pagerduty.go, ...) through Config.send.
 var pagingKinds = map[string]kind{
 	notificationv1.AlertmanagerProvider: {build: newAlertmanager},
@@ -25,6 +25,8 @@ var pagingKinds = map[string]kind{
 	notificationv1.GrafanaProvider:      {build: newGrafana},
 	notificationv1.DatadogProvider:      {build: newDatadog, defaultAddress: "https://api.datadoghq.com", token: datadogToken},
 	notificationv1.SentryProvider:       {build: newSentry},
+	notificationv1.IncidentioProvider:   {build: newIncidentio, token: incidentioTokenNeed},
+	notificationv1.OTELProvider:         {build: otelKind},
 }
 
 // successReasons are the info reasons that report an object working again

@@ -35,17 +35,38 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 		Username:    p.Spec.Username,
 		Insecure:    p.Spec.Insecure,
 		ProviderUID: string(p.UID),
-		Credentials: p.Spec.SecretRef != nil,
+		Provider:    p,
+
+		CommitStatusExpr: p.Spec.CommitStatusExpr,
+		Credentials:      p.Spec.SecretRef != nil,
 
 		ThreadPerObject: p.Spec.ThreadPerObject,
 	}
+	if ref := p.Spec.CertSecretRef; ref != nil {
+		secret, err := readSecret(ctx, r, p.Namespace, ref.Name)
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.TLS, err = tlsFromSecret(secret); err != nil {
+			return cfg, err
+		}
+	}
+	if ref := p.Spec.ProxySecretRef; ref != nil {
+		secret, err := readSecret(ctx, r, p.Namespace, ref.Name)
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.Proxy, err = proxyFromSecret(secret); err != nil {
+			return cfg, err
+		}
+		if cfg.Proxy.User != nil && cfg.Proxy.Scheme == "http" && !cfg.Insecure {
+			return cfg, &InsecureError{Type: p.Spec.Type, Proxy: true}
+		}
+	}
 	if ref := p.Spec.SecretRef; ref != nil {
-		var secret corev1.Secret
-		if err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, &secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return cfg, fmt.Errorf("secret %s/%s not found", p.Namespace, ref.Name)
-			}
-			return cfg, fmt.Errorf("reading secret %s/%s: %w", p.Namespace, ref.Name, err)
+		secret, err := readSecret(ctx, r, p.Namespace, ref.Name)
+		if err != nil {
+			return cfg, err
 		}
 		if v, ok := secret.Data[AddressKey]; ok {
 			cfg.Address = string(v)
@@ -92,6 +113,18 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 	return cfg, nil
 }
 
+// readSecret reads one of a Provider's Secrets; the error names it.
+func readSecret(ctx context.Context, r client.Reader, namespace, name string) (*corev1.Secret, error) {
+	var secret corev1.Secret
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("secret %s/%s not found", namespace, name)
+		}
+		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+	}
+	return &secret, nil
+}
+
 // errNoToken says that a type needs a token, what kind.token describes:
 // ConfigFor's answer for a Provider without a Secret, and New's for a
 // Config without a token.
@@ -100,10 +133,16 @@ func errNoToken(typ, what string) error {
 }
 
 // InsecureError is a Provider whose credentials would travel over plain
-// http:// without spec.insecure.
-type InsecureError struct{ Type string }
+// http:// without spec.insecure: to its address, or to its proxy (Proxy).
+type InsecureError struct {
+	Type  string
+	Proxy bool
+}
 
 func (e *InsecureError) Error() string {
+	if e.Proxy {
+		return fmt.Sprintf("the %s provider's proxy has credentials (username in spec.proxySecretRef) and a plain http:// address: use an https:// proxy, or set spec.insecure: true to send them unencrypted", e.Type)
+	}
 	return fmt.Sprintf("the %s provider has credentials (spec.secretRef, or user info in the address) and a plain http:// address: use https://, or set spec.insecure: true to send them unencrypted", e.Type)
 }
 

@@ -72,6 +72,8 @@ func TestConfigForNeedsToken(t *testing.T) {
 		notificationv1.GiteaProvider:          "a Gitea access token with write access to the repository",
 		notificationv1.BitbucketProvider:      "<username>:<app password>",
 		notificationv1.AzureDevOpsProvider:    "a personal access token with the Code (status) scope",
+		notificationv1.ZoomProvider:           "the verification token of a Zoom Incoming Webhook connection",
+		notificationv1.IncidentioProvider:     "the API token of an incident.io HTTP alert source",
 	} {
 		t.Run(typ, func(t *testing.T) {
 			g := NewWithT(t)

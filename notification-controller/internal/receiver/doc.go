@@ -46,4 +46,10 @@
 // an event on the Receiver. Under --no-cross-namespace-refs resources in
 // other namespaces are skipped. The answer and the event name the
 // resources of the Receiver's own namespace and only count the others.
+//
+// A Receiver's spec.resourceFilter (filter.go, Flux's field) narrows
+// those resources: a CEL expression over the resource's metadata (res)
+// and the call's JSON body (req), compiled and bounded by celexpr. Every
+// resource is resolved and filtered before the first is annotated, so a
+// filter that fails on a call answers 400 and annotates nothing.
 package receiver

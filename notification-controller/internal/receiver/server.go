@@ -251,7 +251,17 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	requested, elsewhere, err := s.requestReconcile(ctx, &rcv)
+	keep, err := filterFor(&rcv, r.Header, body)
+	if err != nil {
+		s.answer(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	requested, elsewhere, err := s.requestReconcile(ctx, &rcv, keep)
+	var failed *filterError
+	if errors.As(err, &failed) {
+		s.answer(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	if err != nil {
 		log.Error(err, "requesting reconciles")
 		s.answer(w, http.StatusInternalServerError, "requesting reconciles failed")
@@ -305,11 +315,58 @@ func requestable(kind string) (kinds.Kind, bool) {
 	return k, ok && k.GVK.Kind == kind && k.Requestable()
 }
 
+// keepFunc decides whether a resolved resource is annotated; nil annotates
+// every one.
+type keepFunc func(ctx context.Context, obj *metav1.PartialObjectMetadata) (bool, error)
+
+// filterError is a spec.resourceFilter that failed on a call: the call is
+// answered 400 and nothing is annotated.
+type filterError struct{ err error }
+
+func (e *filterError) Error() string { return "spec.resourceFilter: " + e.err.Error() }
+
+// filterFor returns the Receiver's spec.resourceFilter over the call's
+// body, or nil without one. Compiling costs nothing after the first call
+// (celexpr caches programs); the reconciler has refused an expression that
+// does not compile.
+func filterFor(rcv *notificationv1.Receiver, header http.Header, body []byte) (keepFunc, error) {
+	if rcv.Spec.ResourceFilter == "" {
+		return nil, nil
+	}
+	prog, err := CompileFilter(rcv.Spec.ResourceFilter)
+	if err != nil {
+		return nil, err
+	}
+	req, err := filterRequest(header, body)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, obj *metav1.PartialObjectMetadata) (bool, error) {
+		res, err := resourceVar(obj)
+		if err != nil {
+			return false, err
+		}
+		return prog.Bool(ctx, map[string]any{"res": res, "req": req})
+	}, nil
+}
+
+// filterTimeout bounds the filtering of one call's resources.
+const filterTimeout = 5 * time.Second
+
+// target is one resource to annotate.
+type target struct {
+	gvk      schema.GroupVersionKind
+	ns, name string
+}
+
 // requestReconcile sets the requestedAt annotation on every resource the
-// Receiver names. It returns those of the Receiver's namespace as
-// Kind/name, and how many it annotated in other namespaces. With
-// NoCrossNamespaceRefs, references to other namespaces are skipped.
-func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Receiver) (local []string, elsewhere int, err error) {
+// Receiver names that keep passes (all when keep is nil). It returns
+// those of the Receiver's namespace as Kind/name, and how many it
+// annotated in other namespaces. With NoCrossNamespaceRefs, references to
+// other namespaces are skipped. Every resource is resolved and filtered
+// before the first is annotated, so a filter that fails (a *filterError)
+// annotates nothing.
+func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Receiver, keep keepFunc) (local []string, elsewhere int, err error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -319,6 +376,11 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 	if err != nil {
 		return nil, 0, err
 	}
+	var targets []target
+	// Filtering a call's resources gets filterTimeout in all: each
+	// evaluation is bounded by its cost, their number by the resources.
+	filterCtx, cancel := context.WithTimeout(ctx, filterTimeout)
+	defer cancel()
 	for _, ref := range rcv.Spec.Resources {
 		k, ok := requestable(ref.Kind)
 		if !ok {
@@ -332,48 +394,77 @@ func (s *Server) requestReconcile(ctx context.Context, rcv *notificationv1.Recei
 		if ns != rcv.Namespace && s.NoCrossNamespaceRefs {
 			continue // the reconciler reports it
 		}
-		targets, err := s.resolve(ctx, gvk, ns, ref)
+		objs, err := s.resolve(ctx, gvk, ns, ref, keep != nil)
 		if err != nil {
-			return local, elsewhere, err
+			return nil, 0, err
 		}
-		for _, name := range targets {
-			obj := &metav1.PartialObjectMetadata{}
-			obj.SetGroupVersionKind(gvk)
-			obj.SetNamespace(ns)
-			obj.SetName(name)
-			if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				if apierrors.IsNotFound(err) {
+		for i := range objs {
+			if keep != nil {
+				ok, err := keep(filterCtx, &objs[i])
+				if err != nil {
+					return nil, 0, &filterError{err: err}
+				}
+				if !ok {
 					continue
 				}
-				return local, elsewhere, fmt.Errorf("annotating %s %s/%s: %w", gvk.Kind, ns, name, err)
 			}
-			if ns == rcv.Namespace {
-				local = append(local, gvk.Kind+"/"+name)
-			} else {
-				elsewhere++
+			targets = append(targets, target{gvk: gvk, ns: ns, name: objs[i].Name})
+		}
+	}
+	for _, t := range targets {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(t.gvk)
+		obj.SetNamespace(t.ns)
+		obj.SetName(t.name)
+		if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
 			}
+			return local, elsewhere, fmt.Errorf("annotating %s %s/%s: %w", t.gvk.Kind, t.ns, t.name, err)
+		}
+		if t.ns == rcv.Namespace {
+			local = append(local, t.gvk.Kind+"/"+t.name)
+		} else {
+			elsewhere++
 		}
 	}
 	return local, elsewhere, nil
 }
 
-// resolve returns the names a resource reference stands for: the name
-// itself, or for a name with '*' the objects whose names match and that
-// carry matchLabels.
-func (s *Server) resolve(ctx context.Context, gvk schema.GroupVersionKind, ns string, ref notificationv1.CrossNamespaceObjectReference) ([]string, error) {
+// resolve returns the resources a reference stands for: the one it names,
+// or for a name with '*' the objects whose names match and that carry
+// matchLabels. With withMeta, a named resource is read (its metadata, for
+// a filter; one that does not exist is left out); else only its name is
+// set.
+func (s *Server) resolve(ctx context.Context, gvk schema.GroupVersionKind, ns string, ref notificationv1.CrossNamespaceObjectReference, withMeta bool) ([]metav1.PartialObjectMetadata, error) {
 	if !strings.Contains(ref.Name, "*") {
-		return []string{ref.Name}, nil
+		obj := metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		obj.SetNamespace(ns)
+		obj.SetName(ref.Name)
+		if withMeta {
+			if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(&obj), &obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, ref.Name, err)
+			}
+			obj.SetGroupVersionKind(gvk)
+		}
+		return []metav1.PartialObjectMetadata{obj}, nil
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := s.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(ref.MatchLabels)}); err != nil {
 		return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, ns, err)
 	}
-	var names []string
+	var out []metav1.PartialObjectMetadata
 	for _, item := range list.Items {
 		if ref.MatchesName(item.Name) {
-			names = append(names, item.Name)
+			// A list's items say PartialObjectMetadata; res says the kind.
+			item.SetGroupVersionKind(gvk)
+			out = append(out, item)
 		}
 	}
-	return names, nil
+	return out, nil
 }
