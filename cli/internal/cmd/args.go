@@ -9,10 +9,10 @@ import (
 
 // sourceTypes are the source kinds by the type word Flux puts after
 // "source": `plumb get sources git`, `plumb reconcile source git NAME`.
-var sourceTypes = map[string]*kind{"git": gitRepositoryKind, "helm": helmRepositoryKind, "chart": helmChartKind, "oci": ociRepositoryKind}
+var sourceTypes = map[string]*kind{"git": gitRepositoryKind, "helm": helmRepositoryKind, "chart": helmChartKind, "oci": ociRepositoryKind, "bucket": bucketKind}
 
 // sourceKinds are every source kind, what "sources all" names.
-var sourceKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind}
+var sourceKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind}
 
 // kindArgs reads the kind at the front of args, spelled as Flux spells it
 // ("source git", "sources all", "kustomization", "alert-provider") or by
@@ -44,7 +44,7 @@ func kindArgs(args []string, withName bool, allowed ...*kind) ([]*kind, []string
 		}
 		k, ok := sourceTypes[sub]
 		if !ok {
-			return nil, nil, fmt.Errorf("unknown source type %q: use git, helm, chart, oci (or all)", rest[0])
+			return nil, nil, fmt.Errorf("unknown source type %q: use git, helm, chart, oci, bucket (or all)", rest[0])
 		}
 		if !slices.Contains(allowed, k) {
 			return nil, nil, fmt.Errorf("%s %s: not a kind this command handles", word, sub)

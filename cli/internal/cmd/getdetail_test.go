@@ -68,9 +68,9 @@ func TestGetSpelledAsFluxSpellsIt(t *testing.T) {
 
 	t.Run("unknown source type", func(t *testing.T) {
 		g := NewWithT(t)
-		r := plumb("get", "sources", "bucket", "-n", ns)
+		r := plumb("get", "sources", "s3", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitError), r.String())
-		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket": use git, helm, chart, oci`))
+		g.Expect(r.errOut).To(ContainSubstring(`unknown source type "s3": use git, helm, chart, oci, bucket`))
 	})
 
 	t.Run("get all groups every kind", func(t *testing.T) {

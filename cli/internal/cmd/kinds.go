@@ -94,6 +94,7 @@ var (
 	helmRepositoryKind = commandKind(sourcev1.HelmRepositoryKind, "helmrepos")
 	helmChartKind      = commandKind(sourcev1.HelmChartKind)
 	ociRepositoryKind  = commandKind(sourcev1.OCIRepositoryKind, "ocirepos")
+	bucketKind         = commandKind(sourcev1.BucketKind)
 	helmReleaseKind    = commandKind(helmv2.HelmReleaseKind)
 	kustomizationKind  = commandKind(kustomizev1.KustomizationKind)
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
@@ -101,7 +102,7 @@ var (
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
 	// allKinds in the order `get all` prints them: sources, then what
 	// applies them, then the notification kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindOfRef is the command kind whose Kind is name ("GitRepository"), as an

@@ -34,9 +34,9 @@ func TestReconcileSourceGitSpelledAsFlux(t *testing.T) {
 	g.Expect(r.code).To(Equal(ExitError), r.String())
 	g.Expect(r.errOut).To(ContainSubstring("GitRepository git not found in namespace " + ns))
 
-	r = plumb("reconcile", "source", "bucket", "app", "-n", ns)
+	r = plumb("reconcile", "source", "s3", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())
-	g.Expect(r.errOut).To(ContainSubstring(`unknown source type "bucket"`))
+	g.Expect(r.errOut).To(ContainSubstring(`unknown source type "s3"`))
 
 	r = plumb("reconcile", "alert", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())
