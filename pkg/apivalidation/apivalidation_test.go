@@ -20,6 +20,7 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/testenv"
 )
 
@@ -50,7 +51,7 @@ func TestEveryCRDIsEstablished(t *testing.T) {
 	// the kustomization.yaml that lists them for `kubectl apply -k deploy/`.
 	files, err := filepath.Glob(filepath.Join(root, "deploy", "crds", "*.plumb.dev_*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(files).To(HaveLen(10))
+	g.Expect(files).To(HaveLen(len(kinds.All())), "a CRD for each of Plumb's kinds")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -248,9 +249,9 @@ spec: {interval: 1m, prune: true, path: ../other, sourceRef: {kind: GitRepositor
 			name: "Kustomization with an unsupported source kind",
 			manifest: `apiVersion: kustomize.plumb.dev/v1
 kind: Kustomization
-metadata: {name: bucket}
-spec: {interval: 1m, prune: true, sourceRef: {kind: Bucket, name: repo}}`,
-			message: `spec.sourceRef.kind: Unsupported value: "Bucket"`,
+metadata: {name: helmrepo}
+spec: {interval: 1m, prune: true, sourceRef: {kind: HelmRepository, name: repo}}`,
+			message: `spec.sourceRef.kind: Unsupported value: "HelmRepository"`,
 		},
 		{
 			name: "Kustomization with a maxPrunePercent over 100",
