@@ -84,8 +84,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the kinds' field metho
 	@cd api && go run ./internal/kindgen ./*/v*/
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs into deploy/crds.
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs into deploy/crds, and docs/api/porting-from-flux.md from them.
 	@cd api && $(CONTROLLER_GEN) crd:crdVersions=v1 paths=./... output:crd:artifacts:config=$(ROOT)/deploy/crds
+	@cd api && go run ./internal/portingdoc
 
 ##@ Check
 
