@@ -176,6 +176,20 @@ const (
 	IfNotPresentValue = "IfNotPresent"
 )
 
+// BuildMetadataOption is an entry of spec.buildMetadata.
+// +kubebuilder:validation:Enum=originAnnotations;transformerAnnotations
+type BuildMetadataOption string
+
+// The options of kustomize's buildMetadata that spec.buildMetadata takes.
+const (
+	// BuildMetadataOriginAnnotations annotates each object with the file it
+	// was read from (config.kubernetes.io/origin).
+	BuildMetadataOriginAnnotations BuildMetadataOption = "originAnnotations"
+	// BuildMetadataTransformerAnnotations annotates each object with the
+	// transformers that changed it (alpha.config.kubernetes.io/transformations).
+	BuildMetadataTransformerAnnotations BuildMetadataOption = "transformerAnnotations"
+)
+
 // DriftPolicy says what sync-controller does when the cluster drifts from Git.
 // +kubebuilder:validation:Enum=Correct;Report
 type DriftPolicy string
@@ -326,6 +340,24 @@ type KustomizationSpec struct {
 	// Components are paths to kustomize components, relative to Path.
 	// +optional
 	Components []string `json:"components,omitempty"`
+
+	// IgnoreMissingComponents drops the components that are not in the
+	// source before the build instead of failing it (Flux's field): one
+	// set of Kustomizations can then name components that only some
+	// sources or revisions have.
+	// +optional
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+
+	// BuildMetadata asks kustomize to annotate the built objects with
+	// where they come from (Flux's field, kustomize's buildMetadata):
+	// originAnnotations adds config.kubernetes.io/origin (the file each
+	// object was read from), transformerAnnotations
+	// alpha.config.kubernetes.io/transformations (the transformers that
+	// changed it).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	BuildMetadata []BuildMetadataOption `json:"buildMetadata,omitempty"`
 
 	// CommonMetadata adds labels and annotations to every object.
 	// +optional

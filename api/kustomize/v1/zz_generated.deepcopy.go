@@ -365,6 +365,11 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.BuildMetadata != nil {
+		in, out := &in.BuildMetadata, &out.BuildMetadata
+		*out = make([]BuildMetadataOption, len(*in))
+		copy(*out, *in)
+	}
 	if in.CommonMetadata != nil {
 		in, out := &in.CommonMetadata, &out.CommonMetadata
 		*out = new(CommonMetadata)
