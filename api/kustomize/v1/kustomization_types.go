@@ -142,6 +142,10 @@ const (
 	// DeleteHooksSkippedReason: an event when the force annotation ended a
 	// deletion whose delete hooks had started.
 	DeleteHooksSkippedReason = "DeleteHooksSkipped"
+	// TerminationTimeoutReason: an event (error) when deletionPolicy
+	// WaitForTermination stopped waiting, after spec.timeout, for deleted
+	// objects still there; the finalizer is then released, as Flux does.
+	TerminationTimeoutReason = "TerminationTimeout"
 	// ForceDeleteAnnotation set to EnabledValue on an object being deleted
 	// skips its delete hooks, those running and those not yet started: the
 	// inventory is pruned as spec.prune says and the finalizer released.
@@ -175,6 +179,45 @@ const (
 	SSAAnnotation     = "plumb.dev/ssa"
 	IfNotPresentValue = "IfNotPresent"
 )
+
+// DeletionPolicy is spec.deletionPolicy: what the deletion of a
+// Kustomization does to the objects it manages.
+type DeletionPolicy string
+
+// The deletion policies, Flux's.
+const (
+	// DeletionPolicyMirrorPrune deletes when spec.prune is true, orphans
+	// when it is false.
+	DeletionPolicyMirrorPrune DeletionPolicy = "MirrorPrune"
+	// DeletionPolicyDelete deletes, even with spec.prune false.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyWaitForTermination deletes and holds the finalizer
+	// until the deleted objects are gone, at most spec.timeout.
+	DeletionPolicyWaitForTermination DeletionPolicy = "WaitForTermination"
+	// DeletionPolicyOrphan leaves the objects, even with spec.prune true.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// GetDeletionPolicy returns spec.deletionPolicy, MirrorPrune when unset.
+func (in *Kustomization) GetDeletionPolicy() DeletionPolicy {
+	if in.Spec.DeletionPolicy == "" {
+		return DeletionPolicyMirrorPrune
+	}
+	return in.Spec.DeletionPolicy
+}
+
+// DeletesOnDeletion says whether the deletion of the Kustomization
+// deletes the objects it manages (and so runs its delete hooks).
+func (in *Kustomization) DeletesOnDeletion() bool {
+	switch in.GetDeletionPolicy() {
+	case DeletionPolicyDelete, DeletionPolicyWaitForTermination:
+		return true
+	case DeletionPolicyOrphan:
+		return false
+	default:
+		return in.Spec.Prune
+	}
+}
 
 // BuildMetadataOption is an entry of spec.buildMetadata.
 // +kubebuilder:validation:Enum=originAnnotations;transformerAnnotations
@@ -248,6 +291,17 @@ type KustomizationSpec struct {
 	// Prune deletes objects that left the rendered set.
 	// +required
 	Prune bool `json:"prune"`
+
+	// DeletionPolicy says what becomes of the managed objects when the
+	// Kustomization is deleted (Flux's field): MirrorPrune (the default)
+	// deletes them when prune is true and leaves them when it is false;
+	// Delete deletes them whatever prune says; WaitForTermination deletes
+	// them and holds the Kustomization until they are gone, at most
+	// spec.timeout from its deletion; Orphan leaves them whatever prune
+	// says. Delete hooks run only when the objects are deleted.
+	// +optional
+	// +kubebuilder:validation:Enum=MirrorPrune;Delete;WaitForTermination;Orphan
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
 	// AllowEmpty lets a sync prune every object of the inventory: a render
 	// that keeps none of them (an empty commit, a path moved away). Unset, such
