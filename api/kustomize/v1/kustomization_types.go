@@ -362,9 +362,10 @@ type KustomizationSpec struct {
 	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
 
-	// DependsOn lists Kustomizations that must be Ready first.
+	// DependsOn lists Kustomizations that must be ready first: Ready at
+	// their latest generation, or as an entry's readyExpr says.
 	// +optional
-	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`
+	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
 	// TargetNamespace sets or overrides the namespace of every object.
 	// +optional

@@ -345,7 +345,7 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 	}
 	if in.DependsOn != nil {
 		in, out := &in.DependsOn, &out.DependsOn
-		*out = make([]meta.NamespacedObjectReference, len(*in))
+		*out = make([]meta.DependencyReference, len(*in))
 		copy(*out, *in)
 	}
 	if in.Patches != nil {

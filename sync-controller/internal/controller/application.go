@@ -89,8 +89,8 @@ type syncSpec struct {
 	// KubeConfig names the remote cluster the sync acts in (internal/target);
 	// nil is sync-controller's own cluster (always, for a HelmRelease).
 	KubeConfig *kustomizev1.KubeConfigReference
-	// DependsOn names objects of the same kind that must be Ready first.
-	DependsOn    []meta.NamespacedObjectReference
+	// DependsOn names objects of the same kind that must be ready first.
+	DependsOn    []meta.DependencyReference
 	HealthChecks []kustomizev1.NamespacedObjectKindReference
 	// HealthCheckExprs judge the health of the kinds they name (a
 	// Kustomization's; a HelmRelease has none).

@@ -245,7 +245,7 @@ func holdForRender[T reconcile.Object](r *Syncer, key types.NamespacedName, obj 
 
 // dependsOnKeys are obj's keys in the dependsOn index: "<namespace>/<name>"
 // of each of deps, a reference's namespace defaulting to obj's.
-func dependsOnKeys(obj client.Object, deps []meta.NamespacedObjectReference) []string {
+func dependsOnKeys(obj client.Object, deps []meta.DependencyReference) []string {
 	keys := make([]string, 0, len(deps))
 	for _, d := range deps {
 		ns := d.Namespace
