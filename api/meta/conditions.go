@@ -58,6 +58,10 @@ const (
 	// failure was retried as often as the object's retry limit allows; a
 	// change or a reconcile request starts over.
 	RetriesExceededReason = "RetriesExceeded"
+	// InvalidCELExpressionReason (Flux's reason): Ready=False and Stalled
+	// while a CEL expression of the spec (dependsOn[].readyExpr) does not
+	// compile; the message names the entry, the expression and the error.
+	InvalidCELExpressionReason = "InvalidCELExpression"
 	// InvalidSpecReason: the spec cannot work; Stalled until it changes.
 	InvalidSpecReason = "InvalidSpec"
 	// ArtifactFailedReason: an artifact could not be downloaded, verified

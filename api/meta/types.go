@@ -13,6 +13,29 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
+// DependencyReference is an entry of dependsOn (Flux's type): an object
+// of the referrer's kind that must be ready first.
+type DependencyReference struct {
+	// Name of the referent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the namespace of the referrer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// ReadyExpr is a CEL expression that says when the dependency is
+	// ready, instead of the built-in check (Ready=True at its latest
+	// generation): `dep` is the dependency, `self` the referrer, each as
+	// its whole object, and the expression must return a bool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
 // NamespacedObjectReference names an object, optionally in another namespace.
 type NamespacedObjectReference struct {
 	// Name of the referent.

@@ -43,6 +43,15 @@
 // Compiled programs are cached by expression text, bounded, so a resync
 // compiles nothing.
 //
+// CompileReady compiles the other expressions Flux evaluates over objects:
+// a dependsOn entry's readyExpr, which says when a dependency is ready
+// instead of its Ready condition, with the variables self (the dependent)
+// and dep (the dependency). Those two are declared, so the expression is
+// type-checked as Flux checks it: another name, or a result that cannot
+// be a bool, is refused when compiled rather than at every evaluation.
+// The parser's bounds, the cost limit and a cache like the health
+// expressions' apply.
+//
 // The environment is github.com/google/cel-go, the library Kubernetes
 // evaluates CRD validation rules with, at the version k8s.io/apiserver and
 // fluxcd/pkg/runtime pin, with the options and extensions (strings, sets,

@@ -43,35 +43,59 @@ var environment = sync.OnceValues(func() (*cel.Env, error) {
 // again at every retry.
 var compiled = lru.New(cacheSize)
 
-type compileResult struct {
-	prog *program
-	err  error
+// compileResult is a cache entry: what build made of an expression.
+type compileResult[T any] struct {
+	value T
+	err   error
+}
+
+// cachedCompile returns what build makes of expr, from cache when expr
+// was built before. An error is kept too: a bad expression is looked at
+// again at every retry.
+func cachedCompile[T any](cache *lru.Cache, expr string, build func(string) (T, error)) (T, error) {
+	if v, ok := cache.Get(expr); ok {
+		r := v.(compileResult[T])
+		return r.value, r.err
+	}
+	v, err := build(expr)
+	cache.Add(expr, compileResult[T]{v, err})
+	return v, err
 }
 
 // compile returns the program of expr, from the cache when it was
 // compiled before.
 func compile(expr string) (*program, error) {
-	if v, ok := compiled.Get(expr); ok {
-		r := v.(compileResult)
-		return r.prog, r.err
-	}
-	prog, err := build(expr)
-	compiled.Add(expr, compileResult{prog, err})
-	return prog, err
+	return cachedCompile(compiled, expr, build)
 }
 
 func build(expr string) (*program, error) {
-	env, err := environment()
+	// Parsed, not checked: the variables are the object's top-level
+	// fields, which differ from kind to kind.
+	return newProgram(environment, expr, false)
+}
+
+// newProgram makes the program of expr in the environment env returns,
+// under the cost limit: parsed only, or, with check, also type-checked
+// against the environment's declared variables.
+func newProgram(env func() (*cel.Env, error), expr string, check bool) (*program, error) {
+	e, err := env()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	// Parsed, not checked: the variables are the object's top-level
-	// fields, which differ from kind to kind.
-	ast, issues := env.Parse(expr)
-	if issues.Err() != nil {
-		return nil, fmt.Errorf("%q does not parse: %w", expr, issues.Err())
+	ast, issues, failure := (*cel.Ast)(nil), (*cel.Issues)(nil), "does not parse"
+	if check {
+		ast, issues = e.Compile(expr)
+		failure = "does not compile"
+	} else {
+		ast, issues = e.Parse(expr)
 	}
-	prog, err := env.Program(ast,
+	if issues.Err() != nil {
+		return nil, fmt.Errorf("%q %s: %w", expr, failure, issues.Err())
+	}
+	if check && !ast.OutputType().IsAssignableType(cel.BoolType) {
+		return nil, fmt.Errorf("%q returns a %s, not a bool", expr, ast.OutputType())
+	}
+	prog, err := e.Program(ast,
 		cel.EvalOptions(cel.OptOptimize),
 		cel.CostLimit(CostLimit),
 	)

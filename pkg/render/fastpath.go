@@ -77,10 +77,12 @@ var disableFastPath atomic.Bool
 var resourceFactory = provider.NewDefaultDepProvider().GetResourceFactory()
 
 // fastPathSpec reports whether spec leaves the overlay without anything
-// for kustomize to do.
+// for kustomize to do. buildMetadata is kustomize's to write: the fast
+// path does not know where kustomize would say an object came from.
 func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
 	return spec.TargetNamespace == "" && spec.NamePrefix == "" && spec.NameSuffix == "" &&
-		len(spec.Patches) == 0 && len(spec.Images) == 0 && len(spec.Components) == 0
+		len(spec.Patches) == 0 && len(spec.Images) == 0 && len(spec.Components) == 0 &&
+		len(spec.BuildMetadata) == 0
 }
 
 // generatedList is what generateKustomization found in a folder without

@@ -209,22 +209,32 @@ func orUnknown(kind string) string {
 // the work folder (which by now has a kustomization file), and carries the
 // spec's fields, so they apply on top of whatever the user's kustomization
 // does, as Flux does. Components are relative to spec.path and may climb
-// out of it but not out of the source. commonMetadata is not here:
+// out of it but not out of the source; with spec.ignoreMissingComponents
+// those exists (given the path relative to the work folder) denies are
+// left out, as Flux removes them. commonMetadata is not here:
 // kustomize's commonAnnotations also writes pod templates, and Flux's
 // commonMetadata touches metadata only, so Build sets it itself.
-func overlayFile(userRel string, spec *kustomizev1.KustomizationSpec) ([]byte, error) {
+// spec.buildMetadata is kustomize's own: the overlay is the kustomization
+// built, so its buildMetadata covers every object.
+func overlayFile(userRel string, spec *kustomizev1.KustomizationSpec, exists func(workRel string) bool) ([]byte, error) {
 	var components []string
 	for _, c := range spec.Components {
 		// "../../components/x", as in Flux's docs, is fine; leaving the
-		// source is not.
+		// source is not, whether or not it is missing.
 		joined := path.Join(userRel, c)
 		if path.IsAbs(c) || (joined != sourceFolder && !strings.HasPrefix(joined, sourceFolder+"/")) {
 			return nil, buildErr("component %q leaves the source", c)
+		}
+		if spec.IgnoreMissingComponents && !exists(joined) {
+			continue
 		}
 		components = append(components, "../"+joined)
 	}
 	k := overlayKustomization([]string{"../" + userRel}, spec)
 	k.Components = components
+	for _, m := range spec.BuildMetadata {
+		k.BuildMetadata = append(k.BuildMetadata, string(m))
+	}
 	return yaml.Marshal(k)
 }
 

@@ -184,7 +184,9 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 		return nil, buildErr("path %q not found in the source", displayPath(spec.Path))
 	}
 	overlay := filepath.Join(root, overlayFolder)
-	overlayData, err := overlayFile(path.Join(sourceFolder, rel), spec)
+	overlayData, err := overlayFile(path.Join(sourceFolder, rel), spec, func(workRel string) bool {
+		return fsys.Exists(filepath.Join(root, filepath.FromSlash(workRel)))
+	})
 	if err != nil {
 		return nil, buildErr("the spec's patches, images or components do not make a kustomization: %v", err)
 	}
@@ -213,6 +215,11 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	for _, res := range resources {
 		if ctx.Err() != nil {
 			return nil, deadlineErr(ctx)
+		}
+		if len(spec.BuildMetadata) > 0 {
+			if err := relocateBuildMetadata(&res.RNode, path.Join(sourceFolder, rel)); err != nil {
+				return nil, buildErr("%s: reading kustomize's buildMetadata annotations: %v", describe(&res.RNode), err)
+			}
 		}
 		o, err := finish(res, spec.CommonMetadata, vars, opts.StrictSubstitution, limits, opts.Decryptor)
 		if err != nil {

@@ -160,10 +160,11 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
-	// DependsOn lists HelmReleases that must be Ready before this one is
-	// applied.
+	// DependsOn lists HelmReleases that must be ready before this one is
+	// applied: Ready at their latest generation, or as an entry's
+	// readyExpr says.
 	// +optional
-	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`
+	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
 	// ServiceAccountName is the ServiceAccount, in this namespace, that
 	// sync-controller acts as when applying and pruning.

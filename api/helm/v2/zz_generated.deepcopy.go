@@ -220,7 +220,7 @@ func (in *HelmReleaseSpec) DeepCopyInto(out *HelmReleaseSpec) {
 	}
 	if in.DependsOn != nil {
 		in, out := &in.DependsOn, &out.DependsOn
-		*out = make([]meta.NamespacedObjectReference, len(*in))
+		*out = make([]meta.DependencyReference, len(*in))
 		copy(*out, *in)
 	}
 	if in.Install != nil {

@@ -142,6 +142,10 @@ const (
 	// DeleteHooksSkippedReason: an event when the force annotation ended a
 	// deletion whose delete hooks had started.
 	DeleteHooksSkippedReason = "DeleteHooksSkipped"
+	// TerminationTimeoutReason: an event (error) when deletionPolicy
+	// WaitForTermination stopped waiting, after spec.timeout, for deleted
+	// objects still there; the finalizer is then released, as Flux does.
+	TerminationTimeoutReason = "TerminationTimeout"
 	// ForceDeleteAnnotation set to EnabledValue on an object being deleted
 	// skips its delete hooks, those running and those not yet started: the
 	// inventory is pruned as spec.prune says and the finalizer released.
@@ -174,6 +178,59 @@ const (
 	// Create.
 	SSAAnnotation     = "plumb.dev/ssa"
 	IfNotPresentValue = "IfNotPresent"
+)
+
+// DeletionPolicy is spec.deletionPolicy: what the deletion of a
+// Kustomization does to the objects it manages.
+type DeletionPolicy string
+
+// The deletion policies, Flux's.
+const (
+	// DeletionPolicyMirrorPrune deletes when spec.prune is true, orphans
+	// when it is false.
+	DeletionPolicyMirrorPrune DeletionPolicy = "MirrorPrune"
+	// DeletionPolicyDelete deletes, even with spec.prune false.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyWaitForTermination deletes and holds the finalizer
+	// until the deleted objects are gone, at most spec.timeout.
+	DeletionPolicyWaitForTermination DeletionPolicy = "WaitForTermination"
+	// DeletionPolicyOrphan leaves the objects, even with spec.prune true.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// GetDeletionPolicy returns spec.deletionPolicy, MirrorPrune when unset.
+func (in *Kustomization) GetDeletionPolicy() DeletionPolicy {
+	if in.Spec.DeletionPolicy == "" {
+		return DeletionPolicyMirrorPrune
+	}
+	return in.Spec.DeletionPolicy
+}
+
+// DeletesOnDeletion says whether the deletion of the Kustomization
+// deletes the objects it manages (and so runs its delete hooks).
+func (in *Kustomization) DeletesOnDeletion() bool {
+	switch in.GetDeletionPolicy() {
+	case DeletionPolicyDelete, DeletionPolicyWaitForTermination:
+		return true
+	case DeletionPolicyOrphan:
+		return false
+	default:
+		return in.Spec.Prune
+	}
+}
+
+// BuildMetadataOption is an entry of spec.buildMetadata.
+// +kubebuilder:validation:Enum=originAnnotations;transformerAnnotations
+type BuildMetadataOption string
+
+// The options of kustomize's buildMetadata that spec.buildMetadata takes.
+const (
+	// BuildMetadataOriginAnnotations annotates each object with the file it
+	// was read from (config.kubernetes.io/origin).
+	BuildMetadataOriginAnnotations BuildMetadataOption = "originAnnotations"
+	// BuildMetadataTransformerAnnotations annotates each object with the
+	// transformers that changed it (alpha.config.kubernetes.io/transformations).
+	BuildMetadataTransformerAnnotations BuildMetadataOption = "transformerAnnotations"
 )
 
 // DriftPolicy says what sync-controller does when the cluster drifts from Git.
@@ -235,6 +292,17 @@ type KustomizationSpec struct {
 	// +required
 	Prune bool `json:"prune"`
 
+	// DeletionPolicy says what becomes of the managed objects when the
+	// Kustomization is deleted (Flux's field): MirrorPrune (the default)
+	// deletes them when prune is true and leaves them when it is false;
+	// Delete deletes them whatever prune says; WaitForTermination deletes
+	// them and holds the Kustomization until they are gone, at most
+	// spec.timeout from its deletion; Orphan leaves them whatever prune
+	// says. Delete hooks run only when the objects are deleted.
+	// +optional
+	// +kubebuilder:validation:Enum=MirrorPrune;Delete;WaitForTermination;Orphan
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
 	// AllowEmpty lets a sync prune every object of the inventory: a render
 	// that keeps none of them (an empty commit, a path moved away). Unset, such
 	// a sync is held by the prune guard — nothing applied, nothing deleted,
@@ -294,9 +362,10 @@ type KustomizationSpec struct {
 	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
 
-	// DependsOn lists Kustomizations that must be Ready first.
+	// DependsOn lists Kustomizations that must be ready first: Ready at
+	// their latest generation, or as an entry's readyExpr says.
 	// +optional
-	DependsOn []meta.NamespacedObjectReference `json:"dependsOn,omitempty"`
+	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
 	// TargetNamespace sets or overrides the namespace of every object.
 	// +optional
@@ -326,6 +395,24 @@ type KustomizationSpec struct {
 	// Components are paths to kustomize components, relative to Path.
 	// +optional
 	Components []string `json:"components,omitempty"`
+
+	// IgnoreMissingComponents drops the components that are not in the
+	// source before the build instead of failing it (Flux's field): one
+	// set of Kustomizations can then name components that only some
+	// sources or revisions have.
+	// +optional
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+
+	// BuildMetadata asks kustomize to annotate the built objects with
+	// where they come from (Flux's field, kustomize's buildMetadata):
+	// originAnnotations adds config.kubernetes.io/origin (the file each
+	// object was read from), transformerAnnotations
+	// alpha.config.kubernetes.io/transformations (the transformers that
+	// changed it).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	BuildMetadata []BuildMetadataOption `json:"buildMetadata,omitempty"`
 
 	// CommonMetadata adds labels and annotations to every object.
 	// +optional

@@ -345,7 +345,7 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 	}
 	if in.DependsOn != nil {
 		in, out := &in.DependsOn, &out.DependsOn
-		*out = make([]meta.NamespacedObjectReference, len(*in))
+		*out = make([]meta.DependencyReference, len(*in))
 		copy(*out, *in)
 	}
 	if in.Patches != nil {
@@ -363,6 +363,11 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 	if in.Components != nil {
 		in, out := &in.Components, &out.Components
 		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.BuildMetadata != nil {
+		in, out := &in.BuildMetadata, &out.BuildMetadata
+		*out = make([]BuildMetadataOption, len(*in))
 		copy(*out, *in)
 	}
 	if in.CommonMetadata != nil {

@@ -134,6 +134,25 @@ func TestRenderScenarios(t *testing.T) {
 			want:    []string{"replicas: 5", "kind: PodDisruptionBudget"},
 		},
 		{
+			// Flux's ignoreMissingComponents and buildMetadata, read from
+			// the object the API server stored.
+			name: "missing component ignored, origins annotated",
+			files: map[string]string{
+				"app/deploy.yaml": deployYAML,
+				"components/ha/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n" +
+					"patches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: api\n    spec:\n      replicas: 5\n",
+			},
+			spec: func(s *kustomizev1.KustomizationSpec) {
+				s.Path = "app"
+				s.Components = []string{"../components/ha", "../components/only-in-prod"}
+				s.IgnoreMissingComponents = true
+				s.BuildMetadata = []kustomizev1.BuildMetadataOption{kustomizev1.BuildMetadataOriginAnnotations}
+			},
+			objects: 1,
+			want:    []string{"replicas: 5", "config.kubernetes.io/origin: |\n      path: deploy.yaml\n"},
+			notWant: []string{"only-in-prod", "../source"},
+		},
+		{
 			name: "substitution from ConfigMap and Secret with defaults and escapes",
 			files: map[string]string{
 				"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${env}\ndata:\n" +

@@ -74,6 +74,12 @@ type syncSpec struct {
 	// sync-controller's flags apply to it.
 	Prune, Guarded, GuardFields, AllowEmpty bool
 	MaxPrunePercent                         *int32
+	// DeleteOnDeletion deletes the inventory, and runs the delete hooks,
+	// when the object is deleted (a Kustomization's spec.deletionPolicy;
+	// a HelmRelease always, as helm uninstall). WaitForTermination then
+	// holds the finalizer until the deleted objects are gone, at most
+	// Timeout from the deletion.
+	DeleteOnDeletion, WaitForTermination bool
 	// Wait waits for every applied object to be healthy.
 	Wait  bool
 	Force bool
@@ -83,8 +89,8 @@ type syncSpec struct {
 	// KubeConfig names the remote cluster the sync acts in (internal/target);
 	// nil is sync-controller's own cluster (always, for a HelmRelease).
 	KubeConfig *kustomizev1.KubeConfigReference
-	// DependsOn names objects of the same kind that must be Ready first.
-	DependsOn    []meta.NamespacedObjectReference
+	// DependsOn names objects of the same kind that must be ready first.
+	DependsOn    []meta.DependencyReference
 	HealthChecks []kustomizev1.NamespacedObjectKindReference
 	// HealthCheckExprs judge the health of the kinds they name (a
 	// Kustomization's; a HelmRelease has none).
@@ -139,7 +145,9 @@ func (k kustomization) spec() syncSpec {
 		Interval: s.Interval.Duration, RetryInterval: k.GetRetryInterval(), Timeout: k.GetTimeout().Duration,
 		Suspend: s.Suspend,
 		Prune:   s.Prune, Guarded: true, GuardFields: true, AllowEmpty: s.AllowEmpty, MaxPrunePercent: s.MaxPrunePercent,
-		Wait: s.Wait, Force: s.Force,
+		DeleteOnDeletion:   k.DeletesOnDeletion(),
+		WaitForTermination: k.GetDeletionPolicy() == kustomizev1.DeletionPolicyWaitForTermination,
+		Wait:               s.Wait, Force: s.Force,
 		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
 		DependsOn: s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
@@ -215,7 +223,7 @@ func (h helmRelease) spec() syncSpec {
 		// the interval, as Flux's helm-controller does.
 		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration, Timeout: h.GetTimeout().Duration,
 		Suspend: s.Suspend,
-		Prune:   true, Guarded: true, Wait: true,
+		Prune:   true, Guarded: true, Wait: true, DeleteOnDeletion: true,
 		ServiceAccountName: s.ServiceAccountName,
 		DependsOn:          s.DependsOn,
 		DriftPolicy:        kustomizev1.DriftPolicyCorrect,

@@ -252,7 +252,7 @@ func TestDependsOn(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "dependent", Namespace: base.Namespace},
 		Spec: kustomizev1.KustomizationSpec{
 			SourceRef: base.Spec.SourceRef, Interval: base.Spec.Interval, Prune: true,
-			DependsOn: []meta.NamespacedObjectReference{{Name: base.Name}},
+			DependsOn: []meta.DependencyReference{{Name: base.Name}},
 		},
 	}
 	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
@@ -265,6 +265,61 @@ func TestDependsOn(t *testing.T) {
 	waitReady(t, base, "main@sha1:9999")
 	waitReady(t, app, "main@sha1:9999")
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: base.Namespace, Name: "dependent"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+// dependent is a Kustomization named name, labelled app/version: version,
+// that depends on base as deps says, with a render of a ConfigMap of its
+// name.
+func dependent(t *testing.T, ctx context.Context, base *kustomizev1.Kustomization, name, version string, deps ...meta.DependencyReference) *kustomizev1.Kustomization {
+	t.Helper()
+	app := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: base.Namespace, Labels: map[string]string{"app/version": version}},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: base.Spec.SourceRef, Interval: base.Spec.Interval, Prune: true, DependsOn: deps,
+		},
+	}
+	NewWithT(t).Expect(env.Client.Create(ctx, app)).To(Succeed())
+	render(t, app, "main@sha1:e1", configMaps(base.Namespace, name))
+	return app
+}
+
+// dependsOn[].readyExpr replaces the built-in readiness check with Flux's
+// variables: Flux's lockstep example waits for the dependency to carry
+// the dependent's version; an expression that ignores Ready lets a
+// dependency that never became Ready through; one that does not compile
+// stalls the dependent naming it.
+func TestDependsOnReadyExpr(t *testing.T) {
+	g := NewWithT(t)
+	ctx, base := newKustomization(t, func(ks *kustomizev1.Kustomization) { ks.Labels = map[string]string{"app/version": "v1"} })
+	lockstep := dependent(t, ctx, base, "lockstep", "v2", meta.DependencyReference{Name: base.Name,
+		ReadyExpr: "dep.metadata.labels['app/version'] == self.metadata.labels['app/version'] && " +
+			"dep.status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True') && " +
+			"dep.metadata.generation == dep.status.observedGeneration"})
+	byName := dependent(t, ctx, base, "by-name", "v1", meta.DependencyReference{Name: base.Name, ReadyExpr: "dep.metadata.name == '" + base.Name + "'"})
+	broken := dependent(t, ctx, base, "broken", "v1", meta.DependencyReference{Name: base.Name, ReadyExpr: "dep.metadata.name =="})
+
+	// base is not Ready (nothing rendered): the built-in check would hold
+	// by-name, its expression does not.
+	waitReady(t, byName, "main@sha1:e1")
+	g.Expect(conditions.IsReady(storedKustomization(ctx, g, base))).To(BeFalse())
+
+	msg := waitNotReady(t, broken, meta.InvalidCELExpressionReason)
+	g.Expect(msg).To(And(ContainSubstring(`dependsOn[0] (`+base.Name+`): readyExpr "dep.metadata.name =="`), ContainSubstring("does not compile")))
+	g.Expect(conditions.IsTrue(storedKustomization(ctx, g, broken), meta.StalledCondition)).To(BeTrue())
+
+	render(t, base, "main@sha1:e1", configMaps(base.Namespace, "base"))
+	waitReady(t, base, "main@sha1:e1")
+	msg = waitNotReady(t, lockstep, meta.DependencyNotReadyReason)
+	g.Expect(msg).To(ContainSubstring(base.Namespace + "/" + base.Name + " is not ready according to its readyExpr"))
+	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, base.Namespace, "lockstep") }, 2*time.Second, 100*time.Millisecond).
+		Should(BeFalse(), "applied while the dependency has another version")
+
+	current := storedKustomization(ctx, g, base)
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Labels["app/version"] = "v2"
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	waitReady(t, lockstep, "main@sha1:e1")
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, base.Namespace, "lockstep")).To(BeTrue())
 }
 
 func TestBadArtifactIsRefused(t *testing.T) {

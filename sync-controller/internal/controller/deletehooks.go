@@ -37,22 +37,26 @@ type deletionPending struct {
 func (e *deletionPending) Error() string { return "deletion pending: " + e.why }
 
 // runDeletion is what a deleted object's finalizer waits for
-// (docs/design/sync-engine.md, "Delete hooks"): when it prunes (spec.prune
-// of a Kustomization, not suspended; a HelmRelease always), its PreDelete
-// hooks, the prune of its inventory, then, once the pruned objects are
-// gone, its PostDelete hooks, the hooks taken from the last rendered
-// artifact. nil means the deletion is over and the finalizer may go; a
-// *deletionPending that it is not. An object that does not prune orphans
-// its objects and runs no hook, as a non-cascading deletion in Argo CD.
-// With plumb.dev/force-delete: enabled the hooks are skipped and the
-// inventory pruned. Everything acts as the object's ServiceAccount; when
+// (docs/design/sync-engine.md, "Delete hooks"): when it deletes its
+// objects (a Kustomization's spec.deletionPolicy: Delete,
+// WaitForTermination, or MirrorPrune with spec.prune; not suspended; a
+// HelmRelease always), its PreDelete hooks, the prune of its inventory,
+// then, once the pruned objects are gone, its PostDelete hooks, the hooks
+// taken from the last rendered artifact; with WaitForTermination, the
+// pruned objects gone (awaitTermination). nil means the deletion is over
+// and the finalizer may go; a *deletionPending that it is not. An object
+// that orphans its objects (Orphan, or MirrorPrune without prune) runs no
+// hook either, as a non-cascading deletion in Argo CD: a delete hook
+// prepares for or cleans up after objects going away, and they stay.
+// With plumb.dev/force-delete: enabled the hooks, and the wait for
+// termination, are skipped and the inventory pruned. Everything acts as the object's ServiceAccount; when
 // that no longer exists (its namespace is being deleted, typically)
 // nothing can be done in its name, and the objects are left, with a
 // warning event, as Flux does.
 func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 	obj := app.object()
 	spec, st := app.spec(), app.syncStatus()
-	if !spec.Prune || spec.Suspend || st.Inventory == nil {
+	if !spec.DeleteOnDeletion || spec.Suspend || st.Inventory == nil {
 		return nil
 	}
 	sa, gone, err := r.targets.ServiceAccountGone(ctx, targetOf(app))
@@ -92,11 +96,50 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 	if err != nil {
 		return d.fail(ctx, kustomizev1.PhasePreDelete, 0, err, spec.RetryInterval)
 	}
-	if len(p.Phases) == 0 {
-		_, err := d.prune(ctx)
+	if len(p.Phases) > 0 {
+		if err := d.run(ctx, p); err != nil {
+			return err
+		}
+	}
+	// Pruned again after the hooks: a no-op for what is gone, and it
+	// lists what is still there.
+	remaining, err := d.prune(ctx)
+	if err != nil || !spec.WaitForTermination {
 		return err
 	}
-	return d.run(ctx, p)
+	return d.awaitTermination(ctx, remaining)
+}
+
+// awaitTermination holds a WaitForTermination deletion while objects it
+// deleted are still there (a finalizer of theirs, a foreground deletion
+// of their dependents), looking again every DeleteHookPoll, for at most
+// spec.timeout from the deletion, as Flux waits at most spec.timeout.
+// Then, as Flux, it stops waiting: an error event names what is left and
+// the object is let go.
+func (d *deletion) awaitTermination(ctx context.Context, remaining []object.ID) error {
+	if len(remaining) == 0 {
+		return nil
+	}
+	s := d.s
+	names := make([]string, len(remaining))
+	for i, id := range remaining {
+		names[i] = id.String()
+	}
+	listed := strings.Join(truncate(names, 5), ", ")
+	deadline := d.deletedAt().Add(s.spec.Timeout)
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.TerminationTimeoutReason, fmt.Sprintf(
+			"deletionPolicy %s: %d deleted object(s) still there after spec.timeout (%s): %s; no longer waiting for them",
+			kustomizev1.DeletionPolicyWaitForTermination, len(remaining), s.spec.Timeout, listed), events.WithRevision(s.revision))
+		return nil
+	}
+	msg := fmt.Sprintf("deletionPolicy %s: waiting for %d deleted object(s) to be gone: %s (at most until %s, spec.timeout after the deletion)",
+		kustomizev1.DeletionPolicyWaitForTermination, len(remaining), listed, deadline.UTC().Format(time.RFC3339))
+	if err := d.report(ctx, kustomizev1.PhasePostDelete, 0, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
+		return err
+	}
+	return &deletionPending{after: min(s.r.DeleteHookPoll, wait), why: msg}
 }
 
 // deletion is one reconcile of a deletion with delete hooks. It borrows a
@@ -193,8 +236,8 @@ func (d *deletion) run(ctx context.Context, p *plan.Plan) error {
 			if err != nil {
 				return err
 			}
-			if remaining > 0 {
-				msg := fmt.Sprintf("waiting for %d pruned object(s) to be deleted before the PostDelete hooks", remaining)
+			if len(remaining) > 0 {
+				msg := fmt.Sprintf("waiting for %d pruned object(s) to be deleted before the PostDelete hooks", len(remaining))
 				if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
 					return err
 				}
@@ -266,10 +309,10 @@ func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
 	return pending, nil
 }
 
-// prune deletes the inventory (pruneOnDeletion) and returns how much of it
-// is still there. A failure is recorded as a PruneFailed event and
-// retried with the controller's backoff, as before delete hooks existed.
-func (d *deletion) prune(ctx context.Context) (int, error) {
+// prune deletes the inventory (pruneOnDeletion) and returns what of it is
+// still there. A failure is recorded as a PruneFailed event and retried
+// with the controller's backoff, as before delete hooks existed.
+func (d *deletion) prune(ctx context.Context) ([]object.ID, error) {
 	s := d.s
 	remaining, err := s.r.pruneOnDeletion(ctx, s.target.Engine, s.app, d.inv)
 	if err != nil {

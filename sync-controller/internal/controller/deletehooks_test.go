@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +199,168 @@ func TestARestartedControllerResumesTheDeletion(t *testing.T) {
 	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
 		Should(BeNil())
 	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse())
+}
+
+// holdFinalizer keeps a deleted ConfigMap of these tests there until the
+// test removes it: an object that takes its time to terminate.
+const holdFinalizer = "example.com/hold"
+
+// heldConfigMap is a ConfigMap that carries holdFinalizer from Git.
+func heldConfigMap(ns, name string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  finalizers: [%s]\ndata: {a: b}\n", name, ns, holdFinalizer)
+}
+
+// release removes holdFinalizer from the ConfigMap, letting a deleted one go.
+func release(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	cm := &corev1.ConfigMap{}
+	if !exists(ctx, g, cm, ns, name) {
+		return
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Finalizers = nil
+	g.Expect(env.Client.Patch(ctx, cm, patch)).To(Succeed())
+}
+
+// waitingKustomization is a Kustomization with deletionPolicy
+// WaitForTermination and timeout, Ready with a render of the ConfigMap
+// held (heldConfigMap, released at the end of the test) and the plain
+// ConfigMaps others.
+func waitingKustomization(t *testing.T, timeout time.Duration, revision, held string, others ...string) (context.Context, *kustomizev1.Kustomization) {
+	t.Helper()
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.DeletionPolicy = kustomizev1.DeletionPolicyWaitForTermination
+		ks.Spec.Timeout = &metav1.Duration{Duration: timeout}
+	})
+	t.Cleanup(func() { release(t, context.Background(), ks.Namespace, held) })
+	manifests := heldConfigMap(ks.Namespace, held)
+	for _, name := range others {
+		manifests += "---\n" + waveConfigMap(ks.Namespace, name, 0)
+	}
+	render(t, ks, revision, manifests)
+	waitReady(t, ks, revision)
+	return ctx, ks
+}
+
+// deleteAndWaitGone deletes ks and waits until its finalizer let it go.
+func deleteAndWaitGone(t *testing.T, ctx context.Context, ks *kustomizev1.Kustomization) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+}
+
+// deletionPolicy Delete deletes the objects even with prune false, runs
+// the delete hooks around that, and leaves what the keep-annotation
+// protects.
+func TestDeletionPolicyDeleteDeletesWithoutPrune(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.Prune = false
+		ks.Spec.DeletionPolicy = kustomizev1.DeletionPolicyDelete
+	})
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:dp1", waveConfigMap(ns, "settings", 0)+"---\n"+keptConfigMap(ns, "precious")+"---\n"+
+		hookJob(ns, "drain", "PreDelete", "HookSucceeded"))
+	waitReady(t, ks, "main@sha1:dp1")
+
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) bool { return exists(ctx, g, &batchv1.Job{}, ns, "drain") }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "deleted before the PreDelete hook succeeded")
+	finishJob(t, ctx, ns, "drain", true)
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "settings")).To(BeFalse(), "Delete left the object with prune false")
+	g.Expect(kept(ctx, g, ns, "precious")).To(BeTrue(), "Delete deleted an object annotated helm.sh/resource-policy: keep")
+}
+
+// deletionPolicy Orphan leaves the objects even with prune true, and runs
+// no delete hook: there is nothing to prepare for or clean up after.
+func TestDeletionPolicyOrphanLeavesWithPrune(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.DeletionPolicy = kustomizev1.DeletionPolicyOrphan
+	})
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:dp2", waveConfigMap(ns, "settings", 0)+"---\n"+hookJob(ns, "drain", "PreDelete", ""))
+	waitReady(t, ks, "main@sha1:dp2")
+
+	deleteAndWaitGone(t, ctx, ks)
+	g.Expect(kept(ctx, g, ns, "settings")).To(BeTrue(), "Orphan deleted the object")
+	g.Expect(exists(ctx, g, &batchv1.Job{}, ns, "drain")).To(BeFalse(), "Orphan ran a PreDelete hook")
+}
+
+// deletionPolicy WaitForTermination holds the Kustomization, saying so in
+// Ready and status.sync, while a deleted object is still terminating, and
+// lets it go once the object is gone.
+func TestDeletionPolicyWaitForTerminationHoldsUntilGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := waitingKustomization(t, 10*time.Minute, "main@sha1:dp3", "slow", "quick")
+	ns := ks.Namespace
+
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		held := storedKustomization(ctx, g, ks)
+		g.Expect(held).NotTo(BeNil())
+		ready := conditions.Get(held, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(held.Status.Sync).NotTo(BeNil())
+		g.Expect(held.Status.Sync.Phase).To(Equal(kustomizev1.PhasePostDelete))
+		return ready.Message
+	}, 30*time.Second, 50*time.Millisecond).Should(And(
+		ContainSubstring("deletionPolicy WaitForTermination"),
+		ContainSubstring("1 deleted object(s)"),
+		ContainSubstring("ConfigMap/"+ns+"/slow")))
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "quick")).To(BeFalse())
+	g.Consistently(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, time.Second, 100*time.Millisecond).
+		ShouldNot(BeNil(), "released while a deleted object is still there")
+
+	release(t, ctx, ns, "slow")
+	g.Eventually(func(g Gomega) *kustomizev1.Kustomization { return storedKustomization(ctx, g, ks) }, 30*time.Second, 50*time.Millisecond).
+		Should(BeNil())
+}
+
+// Past spec.timeout WaitForTermination stops waiting, as Flux does: the
+// Kustomization goes while the object is still there, and an error event
+// names it. MirrorPrune with prune true, the default, does not wait at all.
+func TestDeletionPolicyWaitForTerminationGivesUpAfterTimeout(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := waitingKustomization(t, 3*time.Second, "main@sha1:dp4", "stuck")
+	ns := ks.Namespace
+	evs := subscribeEvents(t, ks)
+
+	deleteAndWaitGone(t, ctx, ks)
+	cm := &corev1.ConfigMap{}
+	g.Expect(exists(ctx, g, cm, ns, "stuck")).To(BeTrue())
+	g.Expect(cm.DeletionTimestamp).NotTo(BeNil(), "WaitForTermination did not delete")
+	g.Eventually(func() int { return len(evs.withReason(kustomizev1.TerminationTimeoutReason)) }, 10*time.Second).Should(Equal(1))
+	g.Expect(evs.withReason(kustomizev1.TerminationTimeoutReason)[0].Message).To(ContainSubstring("ConfigMap/" + ns + "/stuck"))
+
+	// The default deletes and does not wait.
+	ctx, ks = newKustomization(t, nil)
+	ns = ks.Namespace
+	t.Cleanup(func() { release(t, context.Background(), ns, "stuck") })
+	render(t, ks, "main@sha1:dp5", heldConfigMap(ns, "stuck"))
+	waitReady(t, ks, "main@sha1:dp5")
+	deleteAndWaitGone(t, ctx, ks)
+	g.Expect(exists(ctx, g, cm, ns, "stuck")).To(BeTrue())
+	g.Expect(cm.DeletionTimestamp).NotTo(BeNil(), "MirrorPrune with prune did not delete")
+}
+
+// The API server refuses a deletionPolicy or a buildMetadata option Flux
+// does not have (the CRD's enums).
+func TestDeletionPolicyAndBuildMetadataEnums(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	bad := ks.DeepCopy()
+	bad.Name, bad.ResourceVersion = "bad", ""
+	bad.Spec.DeletionPolicy = "Later"
+	bad.Spec.BuildMetadata = []kustomizev1.BuildMetadataOption{"managedByLabel"}
+	err := env.Client.Create(ctx, bad)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.deletionPolicy"), ContainSubstring(`"Later"`),
+		ContainSubstring("spec.buildMetadata[0]"), ContainSubstring(`"managedByLabel"`)))
 }

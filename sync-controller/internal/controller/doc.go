@@ -49,7 +49,10 @@
 // syncRun.steps: checkReferences, impersonate, compileHealthChecks (a
 // Kustomization's spec.healthCheckExprs, pkg/healthexpr: every later health
 // wait judges their kinds by them; one that does not compile stalls the
-// object, reason HealthCheckExprInvalid), checkDependencies, loadManifests,
+// object, reason HealthCheckExprInvalid), checkDependencies (a
+// dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
+// Ready; one that does not compile stalls the object, reason
+// InvalidCELExpression), loadManifests,
 // prepare, guardPrune (pruneguard.go), applyPlan, prune, checkHealth and
 // report (sync.go), run by pkg/reconcile's skeleton, which
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at

@@ -495,7 +495,7 @@ func TestHelmReleaseDependsOnImpersonatesAndSuspends(t *testing.T) {
 		Spec: helmv2.HelmReleaseSpec{
 			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "web"},
 			Interval:           metav1.Duration{Duration: time.Hour},
-			DependsOn:          []meta.NamespacedObjectReference{{Name: "db"}},
+			DependsOn:          []meta.DependencyReference{{Name: "db"}},
 			ServiceAccountName: "deployer",
 		},
 	}
@@ -532,6 +532,27 @@ func TestHelmReleaseDependsOnImpersonatesAndSuspends(t *testing.T) {
 	renderRelease(t, db, "2.1.0", "", configMaps(ns, "db", "db-more"))
 	g.Consistently(func(g Gomega) bool { return exists(ctx, g, &corev1.ConfigMap{}, ns, "db-more") }, 2*time.Second, 100*time.Millisecond).Should(BeFalse())
 	g.Expect(getRelease(g, db).Status.LastAppliedRevision).To(Equal("2.0.0"))
+}
+
+// A HelmRelease's dependsOn[].readyExpr replaces the built-in check, as
+// helm-controller's does: a dependency that never became Ready is enough
+// for an expression that does not ask for Ready.
+func TestHelmReleaseDependsOnReadyExpr(t *testing.T) {
+	g := NewWithT(t)
+	ctx, db := newHelmRelease(t, func(hr *helmv2.HelmRelease) { hr.Name = "db" })
+	ns := db.Namespace
+	web := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef:  &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "web"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			DependsOn: []meta.DependencyReference{{Name: "db", ReadyExpr: "dep.metadata.name == 'db' && self.metadata.name == 'web'"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, web)).To(Succeed())
+	renderRelease(t, web, "1.0.0", "", configMaps(ns, "web"))
+	waitReleaseReady(t, web, "1.0.0")
+	g.Expect(conditions.IsReady(getRelease(g, db))).To(BeFalse())
 }
 
 func TestHelmReleaseTimeoutBoundsHooksAndFailsTheInstall(t *testing.T) {

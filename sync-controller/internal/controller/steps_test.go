@@ -23,17 +23,17 @@ func TestCheckReferencesStallsOnAnotherNamespace(t *testing.T) {
 		stalled string // substring of the message; "" for no error
 	}{
 		{name: "same namespace", refuse: true, spec: kustomizev1.KustomizationSpec{
-			DependsOn:    []meta.NamespacedObjectReference{{Name: "db"}, {Name: "cache", Namespace: "team"}},
+			DependsOn:    []meta.DependencyReference{{Name: "db"}, {Name: "cache", Namespace: "team"}},
 			HealthChecks: []kustomizev1.NamespacedObjectKindReference{{Kind: "Deployment", Name: "web", Namespace: "team"}},
 		}},
 		{name: "dependsOn elsewhere", refuse: true, spec: kustomizev1.KustomizationSpec{
-			DependsOn: []meta.NamespacedObjectReference{{Name: "db", Namespace: "other"}},
+			DependsOn: []meta.DependencyReference{{Name: "db", Namespace: "other"}},
 		}, stalled: "dependsOn other/db is outside namespace team"},
 		{name: "healthChecks elsewhere", refuse: true, spec: kustomizev1.KustomizationSpec{
 			HealthChecks: []kustomizev1.NamespacedObjectKindReference{{Kind: "Deployment", Name: "web", Namespace: "other"}},
 		}, stalled: "healthChecks Deployment other/web is outside namespace team"},
 		{name: "elsewhere without the flag", refuse: false, spec: kustomizev1.KustomizationSpec{
-			DependsOn: []meta.NamespacedObjectReference{{Name: "db", Namespace: "other"}},
+			DependsOn: []meta.DependencyReference{{Name: "db", Namespace: "other"}},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -211,10 +212,27 @@ func (s *syncRun) compileHealthChecks(context.Context) error {
 }
 
 // checkDependencies waits until every object in dependsOn (Kustomizations
-// for a Kustomization, HelmReleases for a HelmRelease) is Ready at its
-// latest generation. Sets Ready=False reason DependencyNotReady.
+// for a Kustomization, HelmReleases for a HelmRelease) is ready: Ready at
+// its latest generation, or, for an entry with a readyExpr, as the
+// expression says instead, as in Flux. Sets Ready=False reason
+// DependencyNotReady, also when an expression fails on the dependency (a
+// field it does not have yet). A readyExpr that does not compile sets
+// Stalled=True and Ready=False reason InvalidCELExpression (Flux's),
+// before any dependency is read: only a spec change can fix it.
 func (s *syncRun) checkDependencies(ctx context.Context) error {
-	for _, dep := range s.spec.DependsOn {
+	exprs := make([]*healthexpr.ReadyExpr, len(s.spec.DependsOn))
+	for i, dep := range s.spec.DependsOn {
+		if dep.ReadyExpr == "" {
+			continue
+		}
+		e, err := healthexpr.CompileReady(dep.ReadyExpr)
+		if err != nil {
+			return reconcile.Stalled(meta.InvalidCELExpressionReason, fmt.Errorf("dependsOn[%d] (%s): readyExpr %w", i, dep.Name, err))
+		}
+		exprs[i] = e
+	}
+	var self map[string]any
+	for i, dep := range s.spec.DependsOn {
 		ns := dep.Namespace
 		if ns == "" {
 			ns = s.obj.GetNamespace()
@@ -224,9 +242,31 @@ func (s *syncRun) checkDependencies(ctx context.Context) error {
 			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
 				fmt.Errorf("dependency %s/%s: %w", ns, dep.Name, err))
 		}
-		if !conditions.IsReady(other) || other.GetObservedGeneration() != other.GetGeneration() {
+		if exprs[i] == nil {
+			if !conditions.IsReady(other) || other.GetObservedGeneration() != other.GetGeneration() {
+				return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
+					fmt.Errorf("dependency %s/%s is not ready", ns, dep.Name))
+			}
+			continue
+		}
+		if self == nil {
+			var err error
+			if self, err = runtime.DefaultUnstructuredConverter.ToUnstructured(s.obj); err != nil {
+				return err
+			}
+		}
+		depFields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(other)
+		if err != nil {
+			return err
+		}
+		ready, err := exprs[i].Ready(self, depFields)
+		switch {
+		case err != nil:
 			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
-				fmt.Errorf("dependency %s/%s is not ready", ns, dep.Name))
+				fmt.Errorf("dependency %s/%s: readyExpr %q failed: %w", ns, dep.Name, dep.ReadyExpr, err))
+		case !ready:
+			return reconcile.Waiting(meta.DependencyNotReadyReason, s.r.DependencyRequeue,
+				fmt.Errorf("dependency %s/%s is not ready according to its readyExpr", ns, dep.Name))
 		}
 	}
 	return nil

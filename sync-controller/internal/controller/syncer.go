@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
@@ -244,7 +245,7 @@ func holdForRender[T reconcile.Object](r *Syncer, key types.NamespacedName, obj 
 
 // dependsOnKeys are obj's keys in the dependsOn index: "<namespace>/<name>"
 // of each of deps, a reference's namespace defaulting to obj's.
-func dependsOnKeys(obj client.Object, deps []meta.NamespacedObjectReference) []string {
+func dependsOnKeys(obj client.Object, deps []meta.DependencyReference) []string {
 	keys := make([]string, 0, len(deps))
 	for _, d := range deps {
 		ns := d.Namespace
@@ -301,20 +302,20 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 }
 
 // pruneOnDeletion deletes the inventory of a deleted object, acting as its
-// ServiceAccount, and returns how many of its objects were still there
-// (deleted now, or already being deleted): 0 once all are gone.
+// ServiceAccount, and returns those of its objects that were still there
+// (deleted now, or already being deleted): none once all are gone.
 // Objects annotated plumb.dev/prune: disabled or
 // helm.sh/resource-policy: keep, and objects no longer ours, are left and
 // not counted.
-func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app application, inv *kustomizev1.Inventory) (int, error) {
+func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app application, inv *kustomizev1.Inventory) ([]object.ID, error) {
 	var failed []error
-	remaining := 0
+	var remaining []object.ID
 	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner(), manage.OwnerDeleted) {
 		if res.Err != nil {
 			failed = append(failed, res.Err)
 		}
 		if res.Deleted {
-			remaining++
+			remaining = append(remaining, res.ID)
 		}
 	}
 	return remaining, errors.Join(failed...)

@@ -226,7 +226,7 @@ func TestDefaultServiceAccountAndCrossNamespaceRefs(t *testing.T) {
 		{
 			name: "dependsOn",
 			mutate: func(ks *kustomizev1.Kustomization) {
-				ks.Spec.DependsOn = []meta.NamespacedObjectReference{{Name: "infra", Namespace: "elsewhere"}}
+				ks.Spec.DependsOn = []meta.DependencyReference{{Name: "infra", Namespace: "elsewhere"}}
 			},
 			refers: "dependsOn elsewhere/infra",
 		},
