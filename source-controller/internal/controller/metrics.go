@@ -5,6 +5,7 @@ import (
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/metrics"
 )
 
@@ -44,5 +45,13 @@ func NewOCIRepositoryMetrics(reg prometheus.Registerer) *metrics.Object {
 		Subsystem: "source_ocirepository", Kind: sourcev1.OCIRepositoryKind, Condition: meta.ReadyCondition, Toolkit: true,
 		Work:     "pulls_total",
 		WorkHelp: "Layer pulls from the registry; a reconcile whose reference resolves to the stored revision pulls nothing.",
+	})
+}
+
+// NewArtifactGeneratorMetrics creates the ArtifactGenerator metrics,
+// plumb_source_artifactgenerator_*, and registers them with reg.
+func NewArtifactGeneratorMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_artifactgenerator", Kind: sourceextv1beta1.ArtifactGeneratorKind, Condition: meta.ReadyCondition,
 	})
 }
