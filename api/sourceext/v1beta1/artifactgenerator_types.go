@@ -28,23 +28,21 @@ const (
 	MergeStrategy = "Merge"
 )
 
-// Reasons of Ready=False and of the events.
+// Reasons of Ready=False and of the events. A copy operation that cannot
+// be carried out is BuildFailed, and an alias naming no source
+// ValidationFailed, as for Flux; those reasons' constants are the
+// Kustomization's (kustomizev1), one constant per reason.
 const (
 	// SourceFetchFailedReason: a source is missing, has no artifact yet,
 	// or its artifact cannot be read (retried; a source's change brings
 	// the generator back at once).
 	SourceFetchFailedReason = "SourceFetchFailed"
-	// BuildFailedReason: a copy operation cannot be carried out (no file
-	// matches, a path leaves its source, a file is too large, a Merge of
-	// a file that is not a YAML map); stalled until the spec or a source
-	// changes.
-	BuildFailedReason = "BuildFailed"
-	// ValidationFailedReason: the spec names an alias twice, or an
-	// operation names an alias that is not a source.
-	ValidationFailedReason = "ValidationFailed"
 	// ArtifactConflictReason: an ExternalArtifact of a generated name
 	// exists and is not this generator's.
 	ArtifactConflictReason = "ArtifactConflict"
+	// ArtifactDeletedReason: the event of an ExternalArtifact deleted
+	// because the spec no longer lists it.
+	ArtifactDeletedReason = "ArtifactDeleted"
 )
 
 // ArtifactGeneratorSpec says which sources to read and which

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
@@ -127,7 +128,7 @@ func sourceNamespace(ag *sourceextv1beta1.ArtifactGenerator, s sourceextv1beta1.
 func (r *ArtifactGeneratorReconciler) newSkeleton() *plumbreconcile.Controller[*sourceextv1beta1.ArtifactGenerator] {
 	return &plumbreconcile.Controller[*sourceextv1beta1.ArtifactGenerator]{
 		Condition:     meta.ReadyCondition,
-		DefaultReason: sourceextv1beta1.BuildFailedReason,
+		DefaultReason: kustomizev1.BuildFailedReason,
 		Events:        r.Events,
 		Metrics:       r.Metrics,
 		OwnedStatus:   func(obj *sourceextv1beta1.ArtifactGenerator) any { return &obj.Status },
@@ -186,7 +187,7 @@ func (r *ArtifactGeneratorReconciler) Reconcile(ctx context.Context, req ctrl.Re
 // is nothing to build.
 func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, st *generatorState) error {
 	if err := r.validate(obj); err != nil {
-		return plumbreconcile.Stalled(sourceextv1beta1.ValidationFailedReason, err)
+		return plumbreconcile.Stalled(kustomizev1.ValidationFailedReason, err)
 	}
 	st.sources = map[string]*meta.Artifact{}
 	h := sha256.New()
@@ -342,7 +343,7 @@ func (r *ArtifactGeneratorReconciler) reconcileBuild(ctx context.Context, obj *s
 			_, to, _ := splitRef(c.To)
 			op := compose.Copy{From: from, To: to, Exclude: c.Exclude, Merge: c.Strategy == sourceextv1beta1.MergeStrategy}
 			if err := out.Apply(alias, trees[alias], op); err != nil {
-				return plumbreconcile.Stalled(sourceextv1beta1.BuildFailedReason, fmt.Errorf("artifact %q: %w", a.Name, err))
+				return plumbreconcile.Stalled(kustomizev1.BuildFailedReason, fmt.Errorf("artifact %q: %w", a.Name, err))
 			}
 		}
 		built, err := r.store(ctx, obj, a, st, dir)
@@ -536,7 +537,7 @@ func (r *ArtifactGeneratorReconciler) prune(ctx context.Context, obj *sourceextv
 		if err := r.Storage.Remove(artifact.Ref{Kind: sourcev1.ExternalArtifactKind, Namespace: ea.Namespace, Name: ea.Name}); err != nil {
 			errs = append(errs, err)
 		}
-		r.Events.Record(obj, events.SeverityInfo, "ArtifactDeleted", fmt.Sprintf("deleted ExternalArtifact %s, no longer generated", ea.Name))
+		r.Events.Record(obj, events.SeverityInfo, sourceextv1beta1.ArtifactDeletedReason, fmt.Sprintf("deleted ExternalArtifact %s, no longer generated", ea.Name))
 	}
 	return errors.Join(errs...)
 }

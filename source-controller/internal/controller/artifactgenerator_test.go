@@ -204,7 +204,7 @@ func TestArtifactGeneratorComposesSources(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.ObservedGeneration).To(Equal(obj.Generation))
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(sourceextv1beta1.BuildFailedReason))
+		g.Expect(ready.Reason).To(Equal(kustomizev1.BuildFailedReason))
 		g.Expect(ready.Message).To(ContainSubstring(`artifact "manifests": from @app/../../etc: unsafe path: "../../etc" leaves its root`))
 		g.Expect(ready.Message).To(ContainSubstring("keeping the last 1 generated artifact(s)"))
 		g.Expect(obj.Status.Inventory).To(HaveLen(1))
