@@ -190,8 +190,10 @@ func TestArtifactGeneratorComposesSources(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "values"}, &sourcev1.ExternalArtifact{}))
 	}, timeout, poll).Should(BeTrue())
-	_, err = os.Stat(valuesPath)
-	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the removed artifact's file is deleted")
+	g.Eventually(func() bool {
+		_, err := os.Stat(valuesPath)
+		return os.IsNotExist(err)
+	}, timeout, poll).Should(BeTrue(), "the removed artifact's file is deleted")
 
 	// A copy leaving its source is refused, and what was generated stays.
 	gen = getGenerator(g, key)
@@ -219,9 +221,13 @@ func TestArtifactGeneratorComposesSources(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "manifests"}, &sourcev1.ExternalArtifact{}))
 	}, timeout, poll).Should(BeTrue())
-	_, err = os.Stat(storage.LocalPath(manifests.Path))
-	g.Expect(os.IsNotExist(err)).To(BeTrue())
-	g.Expect(k8s.Get(ctx, key, &sourceextv1beta1.ArtifactGenerator{})).To(Satisfy(apierrors.IsNotFound))
+	g.Eventually(func() bool {
+		_, err := os.Stat(storage.LocalPath(manifests.Path))
+		return os.IsNotExist(err)
+	}, timeout, poll).Should(BeTrue(), "the generator's files are deleted")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, key, &sourceextv1beta1.ArtifactGenerator{}))
+	}, timeout, poll).Should(BeTrue(), "the finalizer is released")
 }
 
 // An ExternalArtifact of a generated name that is not the generator's is
