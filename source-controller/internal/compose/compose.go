@@ -25,7 +25,16 @@ type Limits struct {
 	MaxFiles int
 	// MaxBytes bounds the sum of their sizes.
 	MaxBytes int64
+	// MaxMergeBytes bounds each file a Merge reads, which is parsed whole
+	// in memory (both the file merged and the one merged into); 0 is
+	// DefaultMaxMergeBytes.
+	MaxMergeBytes int64
 }
+
+// DefaultMaxMergeBytes is the largest YAML file Merge reads: a values file
+// is kilobytes, and a parsed YAML document takes many times its size in
+// memory, so the bound is far below MaxBytes.
+const DefaultMaxMergeBytes int64 = 4 << 20
 
 // Copy is one copy operation, its paths without the "@alias/" and
 // "@artifact/" prefixes (those are the caller's to resolve).

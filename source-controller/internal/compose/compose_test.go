@@ -182,4 +182,12 @@ func TestLimits(t *testing.T) {
 	if err := NewOutput(t.TempDir(), Limits{MaxFiles: 4, MaxBytes: 100}).Apply("src", root, Copy{From: "deploy/**"}); err != nil {
 		t.Errorf("within the limits: %v", err)
 	}
+	// A Merge parses both files whole: each is bounded on its own.
+	o := NewOutput(t.TempDir(), Limits{MaxMergeBytes: 20})
+	if err := o.Apply("src", root, Copy{From: "values.yaml", To: "values.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Apply("src", root, Copy{From: "prod.yaml", To: "values.yaml", Merge: true}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("merging into a %d-byte file with MaxMergeBytes 20: %v", len(src["values.yaml"]), err)
+	}
 }

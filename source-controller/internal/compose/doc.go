@@ -12,7 +12,8 @@
 //     regular file inside the same source (anything else is refused with
 //     ErrUnsafePath); a link to a folder is not descended;
 //   - the output is bounded by Limits: its number of files and the sum of
-//     their sizes, checked before each file is written.
+//     their sizes, checked before each file is written; each file a Merge
+//     parses is bounded on its own (MaxMergeBytes), far below the rest.
 //
 // The meanings follow Flux's source-watcher, as cp has them: "@src/dir/"
 // copies the folder dir into the destination, "@src/dir/**" its contents,

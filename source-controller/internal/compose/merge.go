@@ -15,19 +15,15 @@ import (
 // what is there. Both must be YAML maps (or empty). YAML 1.2 (yaml/v3), so
 // a key such as "y" or "on" stays a string and is not read as a boolean.
 func (o *Output) merge(src, target, dst string, prevSize int64) error {
-	info, err := os.Stat(src)
-	if err != nil {
-		return err
+	limit := o.limits.MaxMergeBytes
+	if limit <= 0 {
+		limit = DefaultMaxMergeBytes
 	}
-	// Both files are read whole: bound them by what may be written at all.
-	if o.limits.MaxBytes > 0 && info.Size() > o.limits.MaxBytes {
-		return fmt.Errorf("%w: %s is over %d bytes", ErrTooLarge, src, o.limits.MaxBytes)
-	}
-	base, err := readMap(target)
+	base, err := readMap(target, limit)
 	if err != nil {
 		return fmt.Errorf("merging into %s: %w", dst, err)
 	}
-	over, err := readMap(src)
+	over, err := readMap(src, limit)
 	if err != nil {
 		return fmt.Errorf("merging into %s: %w", dst, err)
 	}
@@ -46,7 +42,16 @@ func (o *Output) merge(src, target, dst string, prevSize int64) error {
 	return os.WriteFile(target, out.Bytes(), 0o644)
 }
 
-func readMap(name string) (map[string]any, error) {
+// readMap parses the YAML map in the file name, refusing a file over max
+// bytes before reading it.
+func readMap(name string, max int64) (map[string]any, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > max {
+		return nil, fmt.Errorf("%w: %s is over %d bytes, the most a Merge reads", ErrTooLarge, filepath.Base(name), max)
+	}
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil, err
