@@ -197,7 +197,9 @@ func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj 
 			return plumbreconcile.Waiting(sourceextv1beta1.SourceFetchFailedReason, r.RequeueDependency, err)
 		}
 		st.sources[s.Alias] = a
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\n", s.Alias, s.Kind, sourceNamespace(obj, s), s.Name, a.Digest)
+		// The revision too: spec.artifacts[].revision takes it over, and a
+		// new commit of an unchanged tree keeps the digest.
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", s.Alias, s.Kind, sourceNamespace(obj, s), s.Name, a.Revision, a.Digest)
 	}
 	st.digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	for _, a := range obj.Spec.OutputArtifacts {
