@@ -33,6 +33,7 @@ var groups = []struct {
 }{
 	{"meta", "meta", nil},
 	{"source/v1", "sourcev1", []string{"gitrepository.md", "helmrepository.md", "helmchart.md", "ocirepository.md", "bucket.md"}},
+	{"sourceext/v1beta1", "sourceextv1beta1", []string{"artifactgenerator.md"}},
 	{"kustomize/v1", "kustomizev1", []string{"kustomization.md"}},
 	{"helm/v2", "helmv2", []string{"helmrelease.md"}},
 	{"notification/v1", "notificationv1", []string{"alert.md", "provider.md", "receiver.md"}},

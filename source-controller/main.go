@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -118,23 +119,28 @@ func main() {
 		natsOpts    options.NATS
 		storageOpts options.Storage
 		sourceOpts  sourceOptions
+		refOpts     options.Reconcile
 	)
 	mgrOpts.BindFlags(pflag.CommandLine)
 	natsOpts.BindFlags(pflag.CommandLine)
 	storageOpts.BindFlags(pflag.CommandLine)
 	sourceOpts.BindFlags(pflag.CommandLine)
+	refOpts.BindFlags(pflag.CommandLine)
 	pflag.Parse()
 
-	if err := run(mgrOpts, natsOpts, storageOpts, &sourceOpts); err != nil {
+	if err := run(mgrOpts, natsOpts, storageOpts, &sourceOpts, refOpts); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
 		os.Exit(1)
 	}
 }
 
-func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, sourceOpts *sourceOptions) error {
+func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Storage, sourceOpts *sourceOptions, refOpts options.Reconcile) error {
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controllerName)
 	if err := storageOpts.Validate(); err != nil {
+		return err
+	}
+	if err := refOpts.Validate(); err != nil {
 		return err
 	}
 	if err := sourceOpts.Validate(); err != nil {
@@ -154,7 +160,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	// includes and a HelmChart's source are read in the same filtered cache,
 	// so they belong to the same shard (docs/design/sharding.md).
 	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), scheme, mgrOpts,
-		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{})
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourceextv1beta1.ArtifactGenerator{})
 	if err != nil {
 		return err
 	}
@@ -235,6 +241,19 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Packager:         packager,
 	}
 	if err := charts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		return err
+	}
+	generators := &sourcecontroller.ArtifactGeneratorReconciler{
+		Client:  mgr.GetClient(),
+		Storage: storage,
+		Events:  recorder,
+		Metrics: sourcecontroller.NewArtifactGeneratorMetrics(ctrlmetrics.Registry),
+		// A generated artifact is bounded as render-controller bounds the
+		// artifacts it extracts: pkg/artifact's defaults.
+		NoCrossNamespaceRefs: refOpts.NoCrossNamespaceRefs,
+		RequeueDependency:    refOpts.RequeueDependency,
+	}
+	if err := generators.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
 	log.Info("starting", "storage", storage.BasePath, "storageAddr", storageOpts.Addr, "advertised", storage.Hostname,

@@ -33,10 +33,12 @@ func TestCrossNamespaceRefsComponent(t *testing.T) {
 	base := buildBase(t)
 	d := typed[appsv1.Deployment](t, find(base, "Deployment", "notification-controller"))
 	g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeTrue(), "deploy/ sets --no-cross-namespace-refs on notification-controller")
+	d = typed[appsv1.Deployment](t, find(base, "Deployment", "source-controller"))
+	g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeTrue(), "deploy/ sets --no-cross-namespace-refs on source-controller (ArtifactGenerators)")
 
 	overlay, err := build(filepath.Join("testdata", "cross-namespace-refs"))
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{"notification-controller", "render-controller", "sync-controller"} {
+	for _, name := range []string{"notification-controller", "render-controller", "sync-controller", "source-controller"} {
 		d := typed[appsv1.Deployment](t, find(overlay, "Deployment", name))
 		g.Expect(noCrossNamespaceRefs(d.Spec.Template.Spec.Containers[0].Args)).To(BeFalse(), name)
 	}

@@ -16,6 +16,7 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 )
 
 // The controllers that reconcile Plumb's kinds.
@@ -77,6 +78,9 @@ var all = []Kind{
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.BucketKind), Resource: "buckets", Plural: "Buckets",
 		Controllers: []string{SourceController}, Source: true,
 		newObject: func() client.Object { return &sourcev1.Bucket{} }, newList: func() client.ObjectList { return &sourcev1.BucketList{} }},
+	{GVK: sourceextv1beta1.GroupVersion.WithKind(sourceextv1beta1.ArtifactGeneratorKind), Resource: "artifactgenerators", Plural: "ArtifactGenerators",
+		ShortNames: []string{"ag"}, Controllers: []string{SourceController},
+		newObject: func() client.Object { return &sourceextv1beta1.ArtifactGenerator{} }, newList: func() client.ObjectList { return &sourceextv1beta1.ArtifactGeneratorList{} }},
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.ExternalArtifactKind), Resource: "externalartifacts", Plural: "ExternalArtifacts",
 		Source:    true,
 		newObject: func() client.Object { return &sourcev1.ExternalArtifact{} }, newList: func() client.ObjectList { return &sourcev1.ExternalArtifactList{} }},
@@ -157,7 +161,7 @@ func Of(obj client.Object) (Kind, bool) {
 // AddToScheme registers every API group of Plumb's kinds.
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
-		sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme,
+		sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

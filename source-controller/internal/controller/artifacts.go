@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -100,4 +101,23 @@ func finalizer[T plumbreconcile.Object](c client.Client, s *artifact.Storage, m 
 			return client.IgnoreNotFound(plumbreconcile.SetFinalizer(ctx, c, obj, FieldManager, Finalizer, false))
 		},
 	}
+}
+
+// readAndRun is the Reconcile of a source kind whose steps share a
+// temporary folder: obj is read (a gone object is no error), Start
+// finalizes a deleted one or adds the finalizer, the steps run, and the
+// folder *tmp the steps made, if any, is removed.
+func readAndRun[T plumbreconcile.Object](ctx context.Context, c client.Reader, sk *plumbreconcile.Controller[T], req ctrl.Request, obj T, tmp *string, steps ...plumbreconcile.Step) (ctrl.Result, error) {
+	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ok, err := sk.Start(ctx, obj); !ok {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if *tmp != "" {
+			_ = os.RemoveAll(*tmp)
+		}
+	}()
+	return sk.Run(ctx, obj, steps...)
 }

@@ -1,8 +1,9 @@
 // Package controller holds the reconcilers of source-controller: a
 // GitRepository becomes a verified tar.gz artifact, an HTTP HelmRepository
 // a verified index.yaml, a HelmChart a packaged .tgz, an OCIRepository a
-// checked tar.gz of one layer, a Bucket a tar.gz of its objects, all served
-// over HTTP from the same storage.
+// checked tar.gz of one layer, a Bucket a tar.gz of its objects, an
+// ArtifactGenerator ExternalArtifacts composed from the others' artifacts,
+// all served over HTTP from the same storage.
 //
 // # Reconcile (GitRepository)
 //
@@ -221,6 +222,25 @@
 // AuthenticationFailed, ProxyConfigError, LimitExceeded (stalled, polled),
 // or BucketOperationFailed (retried; stalled and polled for an unsafe
 // key); every failure keeps the last artifact.
+//
+// # ArtifactGenerator
+//
+// Steps sources, build and publish, on the same skeleton, finalizer and
+// field manager. sources reads each source's artifact, which must be in
+// this storage (an ExternalArtifact another program serves is refused:
+// nothing is downloaded), and stops when the sources, the generation and
+// every published ExternalArtifact are as the inventory recorded. build
+// extracts the sources with pkg/artifact's checks and limits, carries out
+// the copy operations (internal/compose: no "..", no absolute paths, no
+// symlink out of a source, bounded files and bytes) into one tree per
+// artifact, and packs each as externalartifact/<ns>/<name>/<content
+// hash>.tar.gz. publish server-side-applies each ExternalArtifact (owned
+// by the generator, labelled with its UID) and its status (artifact,
+// Ready), deletes those dropped from the spec with their files, and
+// records the inventory. Any failure leaves the published ones as they
+// were. A source's new artifact or readiness (a field index and a watch
+// per source kind) and a change to an owned ExternalArtifact reconcile
+// the generator at once; it has no interval.
 //
 // # Events
 //

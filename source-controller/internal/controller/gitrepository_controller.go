@@ -122,20 +122,8 @@ func (r *GitRepositoryReconciler) newSkeleton() *plumbreconcile.Controller[*sour
 // Reconcile runs, for a live object, the steps storage, include, source, verify
 // and artifact (pkg/reconcile summarizes, writes status and requeues).
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &sourcev1.GitRepository{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if ok, err := r.sk.Start(ctx, obj); !ok {
-		return ctrl.Result{}, err
-	}
-	st := &state{}
-	defer func() {
-		if st.tmp != "" {
-			_ = os.RemoveAll(st.tmp)
-		}
-	}()
-	return r.sk.Run(ctx, obj,
+	obj, st := &sourcev1.GitRepository{}, &state{}
+	return readAndRun(ctx, r.Client, r.sk, req, obj, &st.tmp,
 		plumbreconcile.Bind("storage", r.reconcileStorage, obj, st),
 		plumbreconcile.Bind("include", r.reconcileIncludes, obj, st),
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),

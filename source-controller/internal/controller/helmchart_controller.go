@@ -124,9 +124,10 @@ func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
 		chartSourceIndexKey, func(o client.Object) string { return kind + "/" + o.GetName() }, true)
 }
 
-// sourceChanged passes source events that may change a chart: a new
-// artifact (digest or revision), or a change of Ready (an OCI
-// HelmRepository has no artifact).
+// sourceChanged passes source events that may change what is built from
+// the source (a chart, a generator's artifacts): a new artifact (digest,
+// revision or URL), or a change of Ready (an OCI HelmRepository has no
+// artifact).
 type sourceChanged struct{ predicate.Funcs }
 
 func (sourceChanged) Create(event.CreateEvent) bool { return true }
@@ -147,15 +148,14 @@ func (sourceChanged) Delete(event.DeleteEvent) bool   { return false }
 func (sourceChanged) Generic(event.GenericEvent) bool { return false }
 
 func sourceView(o client.Object) (*meta.Artifact, string) {
-	switch s := o.(type) {
-	case *sourcev1.HelmRepository:
-		return s.Status.Artifact, readyStatus(s)
-	case *sourcev1.GitRepository:
-		return s.Status.Artifact, readyStatus(s)
-	case *sourcev1.Bucket:
-		return s.Status.Artifact, readyStatus(s)
+	var a *meta.Artifact
+	if h, ok := o.(meta.ArtifactHolder); ok {
+		a = h.GetArtifact()
 	}
-	return nil, ""
+	if g, ok := o.(conditions.Getter); ok {
+		return a, readyStatus(g)
+	}
+	return a, ""
 }
 
 func readyStatus(obj conditions.Getter) string {

@@ -5,6 +5,7 @@ import (
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/metrics"
 )
 
@@ -54,5 +55,13 @@ func NewBucketMetrics(reg prometheus.Registerer) *metrics.Object {
 		Subsystem: "source_bucket", Kind: sourcev1.BucketKind, Condition: meta.ReadyCondition, Toolkit: true,
 		Work:     "fetches_total",
 		WorkHelp: "Downloads of a bucket's objects; a listing whose revision is the stored artifact's downloads nothing.",
+	})
+}
+
+// NewArtifactGeneratorMetrics creates the ArtifactGenerator metrics,
+// plumb_source_artifactgenerator_*, and registers them with reg.
+func NewArtifactGeneratorMetrics(reg prometheus.Registerer) *metrics.Object {
+	return metrics.NewObject(reg, metrics.Spec{
+		Subsystem: "source_artifactgenerator", Kind: sourceextv1beta1.ArtifactGeneratorKind, Condition: meta.ReadyCondition,
 	})
 }

@@ -28,6 +28,7 @@ import (
 
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -129,7 +130,7 @@ func run(m *testing.M) int {
 	// take the labelled sources.
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + meta.ShardKeyLabel}
 	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts,
-		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{})
+		&sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourceextv1beta1.ArtifactGenerator{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -208,6 +209,18 @@ func run(m *testing.M) int {
 		Packager:     chartWorkers,
 	}
 	if err := helmCharts.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
+		cancel()
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	generators := &ArtifactGeneratorReconciler{
+		Client:            mgr.GetClient(),
+		Storage:           storage,
+		Events:            recorder,
+		Metrics:           NewArtifactGeneratorMetrics(ctrlmetrics.Registry),
+		RequeueDependency: time.Second,
+	}
+	if err := generators.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		cancel()
 		fmt.Fprintln(os.Stderr, err)
 		return 1
