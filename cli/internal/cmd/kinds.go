@@ -15,6 +15,7 @@ import (
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/kinds"
 )
 
@@ -95,6 +96,7 @@ var (
 	helmChartKind      = commandKind(sourcev1.HelmChartKind)
 	ociRepositoryKind  = commandKind(sourcev1.OCIRepositoryKind, "ocirepos")
 	bucketKind         = commandKind(sourcev1.BucketKind)
+	artifactGenKind    = commandKind(sourceextv1beta1.ArtifactGeneratorKind)
 	helmReleaseKind    = commandKind(helmv2.HelmReleaseKind)
 	kustomizationKind  = commandKind(kustomizev1.KustomizationKind)
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
@@ -102,7 +104,7 @@ var (
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
 	// allKinds in the order `get all` prints them: sources, then what
 	// applies them, then the notification kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindOfRef is the command kind whose Kind is name ("GitRepository"), as an

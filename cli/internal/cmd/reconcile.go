@@ -51,7 +51,7 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			"  plumb reconcile helmrelease podinfo --with-source\n  plumb reconcile source helm podinfo\n  plumb reconcile source chart team-a-podinfo",
 		Args: cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, kustomizationKind, helmReleaseKind)
+			k, name, err := kindAndName(args, gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, kustomizationKind, helmReleaseKind)
 			if err != nil {
 				return err
 			}
