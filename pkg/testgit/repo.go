@@ -3,9 +3,11 @@ package testgit
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/crypto/ssh"
+
+	"plumb.dev/pkg/sshsig"
 )
 
 // DefaultBranch is the branch a new repository's HEAD points to.
@@ -38,6 +43,8 @@ type Repo struct {
 	// signKey signs the commits and annotated tags made from now on; nil
 	// leaves them unsigned.
 	signKey *openpgp.Entity
+	// sshKey, when set, signs them instead with an SSH signature.
+	sshKey ssh.Signer
 }
 
 // CreateRepo creates an empty bare repository served as <name>.git.
@@ -146,6 +153,7 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 		Author:            r.signature(),
 		AllowEmptyCommits: true,
 		SignKey:           r.signKey,
+		Signer:            r.sshSigner(),
 	})
 	if err != nil {
 		return "", fmt.Errorf("committing to %s: %w", branch, err)
@@ -165,6 +173,70 @@ func (r *Repo) SignWith(key *openpgp.Entity) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.signKey = key
+	r.sshKey = nil
+}
+
+// SignWithSSH makes Commit and Tag sign the commits and annotated tags
+// they make from now on with an SSH signature by key (as Git does with
+// gpg.format=ssh); nil stops signing.
+func (r *Repo) SignWithSSH(key ssh.Signer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sshKey = key
+	r.signKey = nil
+}
+
+// gitSSHSigner signs Git objects in Git's namespace, for go-git.
+type gitSSHSigner struct{ key ssh.Signer }
+
+func (s gitSSHSigner) Sign(message io.Reader) ([]byte, error) {
+	return sshsig.Sign(s.key, "git", message)
+}
+
+// sshSigner is the go-git Signer of sshKey; nil when it is not set.
+func (r *Repo) sshSigner() git.Signer {
+	if r.sshKey == nil {
+		return nil
+	}
+	return gitSSHSigner{r.sshKey}
+}
+
+// sshSignedTag writes the annotated tag name on rev with an SSH
+// signature, which go-git's CreateTag cannot make (it signs with OpenPGP
+// only).
+func (r *Repo) sshSignedTag(repo *git.Repository, name string, rev plumbing.Hash, message string) error {
+	target, err := repo.CommitObject(rev)
+	if err != nil {
+		return err
+	}
+	// A signature follows the message on a line of its own, as
+	// CreateTagOptions.Validate makes sure for OpenPGP.
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	tag := &object.Tag{Name: name, Tagger: *r.signature(), Message: message, TargetType: plumbing.CommitObject, Target: target.Hash}
+	unsigned := &plumbing.MemoryObject{}
+	if err := tag.EncodeWithoutSignature(unsigned); err != nil {
+		return err
+	}
+	rd, err := unsigned.Reader()
+	if err != nil {
+		return err
+	}
+	sig, err := gitSSHSigner{r.sshKey}.Sign(rd)
+	if err != nil {
+		return err
+	}
+	tag.PGPSignature = string(sig)
+	obj := repo.Storer.NewEncodedObject()
+	if err := tag.Encode(obj); err != nil {
+		return err
+	}
+	h, err := repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return err
+	}
+	return repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(name), h))
 }
 
 // Delete, as the content of a path in Files, removes the path.
@@ -219,6 +291,9 @@ func (r *Repo) Tag(name, rev, message string) error {
 	var opts *git.CreateTagOptions
 	if message != "" {
 		r.clock = r.clock.Add(time.Second)
+		if r.sshKey != nil {
+			return r.sshSignedTag(repo, name, plumbing.NewHash(rev), message)
+		}
 		opts = &git.CreateTagOptions{Tagger: r.signature(), Message: message, SignKey: r.signKey}
 	}
 	if _, err := repo.CreateTag(name, plumbing.NewHash(rev), opts); err != nil {

@@ -77,8 +77,8 @@ type GitRepositorySpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// Verification makes source-controller check the OpenPGP signature of
-	// the fetched commit and/or tag before an artifact is made of it.
+	// Verification makes source-controller check the OpenPGP or SSH
+	// signature of the fetched commit and/or tag before an artifact is made of it.
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
 
@@ -221,8 +221,9 @@ type GitRepositoryVerification struct {
 	Mode GitVerificationMode `json:"mode,omitempty"`
 
 	// SecretRef names a Secret in the same namespace whose data values are
-	// armored OpenPGP public keys (key rings); a signature by any of them
-	// is trusted.
+	// armored OpenPGP public keys (key rings), or, under keys ending in
+	// ".sshpub", SSH public keys in authorized_keys format; a signature by
+	// any of them is trusted.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }

@@ -37,7 +37,7 @@
 //     an http:// spec.url sends the Secret's credentials in clear, as it
 //     asks, exactly as Flux does (docs/design/tenancy.md, "Source
 //     credentials").
-//  4. verify (only with spec.verify): check the OpenPGP signature of the
+//  4. verify (only with spec.verify): check the OpenPGP or SSH signature of the
 //     commit just checked out (mode HEAD), of the annotated tag spec.ref
 //     names (Tag), or both (TagAndHEAD), with the public keys of
 //     spec.verify.secretRef (internal/git, bounded: 256 KiB, 100 keys).
