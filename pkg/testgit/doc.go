@@ -10,6 +10,7 @@
 //	key, err := testgit.NewSigningKey("alice")       // OpenPGP, Ed25519
 //	repo.SignWith(key.Entity)                       // later commits and annotated tags are signed
 //	repo.SignWithSSH(signer)                        // or signed with an SSH key (gpg.format=ssh)
+//	repo.Commit("main", "lib", testgit.Files{".gitmodules": "...", "lib": testgit.Gitlink(c1)}) // a submodule
 //	url := repo.URL()                               // http://127.0.0.1:<port>/podinfo.git
 //	n := srv.Fetches("podinfo")                     // upload-pack requests served
 //

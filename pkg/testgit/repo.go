@@ -17,6 +17,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"golang.org/x/crypto/ssh"
@@ -125,6 +127,12 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 		if content == Delete {
 			if _, err := wt.Remove(name); err != nil {
 				return "", fmt.Errorf("removing %s: %w", name, err)
+			}
+			continue
+		}
+		if commit, ok := strings.CutPrefix(content, gitlinkPrefix); ok {
+			if err := addGitlink(repo, name, plumbing.NewHash(commit)); err != nil {
+				return "", err
 			}
 			continue
 		}
@@ -241,6 +249,28 @@ func (r *Repo) sshSignedTag(repo *git.Repository, name string, rev plumbing.Hash
 
 // Delete, as the content of a path in Files, removes the path.
 const Delete = "\x00delete"
+
+const gitlinkPrefix = "\x00gitlink "
+
+// Gitlink, as the content of a path in Files, makes the path a submodule
+// pinned at commit (a hash), as `git submodule add` does; the URL goes in
+// a .gitmodules of the same Files.
+func Gitlink(commit string) string { return gitlinkPrefix + commit }
+
+// addGitlink puts a submodule entry for name at commit in the index, which
+// the next commit's tree is built from (go-git's Add cannot make one).
+func addGitlink(repo *git.Repository, name string, commit plumbing.Hash) error {
+	idx, err := repo.Storer.Index()
+	if err != nil {
+		return err
+	}
+	if e, err := idx.Entry(name); err == nil {
+		e.Hash, e.Mode = commit, filemode.Submodule
+	} else {
+		idx.Entries = append(idx.Entries, &index.Entry{Name: name, Hash: commit, Mode: filemode.Submodule})
+	}
+	return repo.Storer.SetIndex(idx)
+}
 
 func (r *Repo) signature() *object.Signature {
 	return &object.Signature{Name: "Plumb Test", Email: "test@plumb.dev", When: r.clock}

@@ -82,6 +82,14 @@ type GitRepositorySpec struct {
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
 
+	// RecurseSubmodules also fetches and checks out the submodules of the
+	// commit, recursively, into the artifact, as Flux does. Each goes
+	// through the same address policy, size limit and spec.timeout as the
+	// repository; spec.secretRef's credentials are sent only to
+	// submodules on the same scheme, host and port as spec.url.
+	// +optional
+	RecurseSubmodules bool `json:"recurseSubmodules,omitempty"`
+
 	// SparseCheckout lists directories of the repository (paths relative
 	// to its root, "./" optional); only these are checked out and packed
 	// into the artifact. Every directory must exist in the commit: a
@@ -292,6 +300,11 @@ type GitRepositoryStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	ObservedInclude []GitRepositoryInclude `json:"observedInclude,omitempty"`
+
+	// ObservedRecurseSubmodules is spec.recurseSubmodules as applied to
+	// the artifact.
+	// +optional
+	ObservedRecurseSubmodules bool `json:"observedRecurseSubmodules,omitempty"`
 
 	// ObservedSparseCheckout is spec.sparseCheckout as applied to
 	// status.artifact.

@@ -261,8 +261,9 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	st.checkout = filepath.Join(tmp, "checkout")
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, git.CheckoutOptions{
-		MaxSize:     r.MaxRepositorySize,
-		Directories: obj.Spec.SparseCheckout,
+		MaxSize:           r.MaxRepositorySize,
+		Directories:       obj.Spec.SparseCheckout,
+		RecurseSubmodules: obj.Spec.RecurseSubmodules,
 	})
 	return err
 }
@@ -313,6 +314,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) {
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
 	obj.Status.ObservedInclude = obj.Spec.Include
 	obj.Status.IncludedArtifacts = includes
 }
@@ -322,7 +324,8 @@ func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) 
 // artifact kept through a failed repack is never taken for the new spec's.
 func contentSpecChanged(obj *sourcev1.GitRepository) bool {
 	return !equality.Semantic.DeepEqual(obj.Spec.Ignore, obj.Status.ObservedIgnore) ||
-		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout)
+		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout) ||
+		obj.Spec.RecurseSubmodules != obj.Status.ObservedRecurseSubmodules
 }
 
 // proxy reads spec.proxySecretRef; zero options without it.

@@ -53,6 +53,16 @@
 // into a large tree. It does not bound what go-git keeps in memory (the
 // reference advertisement, progress messages): spec.timeout does.
 //
+// # Submodules
+//
+// With CheckoutOptions.RecurseSubmodules, Checkout also checks out the
+// submodules of the commit, recursively, each as a Checkout of its own
+// (checkoutSubmodules): a .gitmodules URL is hostile, so only http(s) and
+// ssh URLs (or relative ones) are fetched, through reach's address policy,
+// within the same disk budget and context, and with the credentials only
+// on the main repository's scheme, host and port (MaxSubmodules,
+// MaxSubmoduleDepth, MaxGitmodulesBytes bound the rest).
+//
 // # Signatures
 //
 // ReadKeyRing parses a Secret's values as armored OpenPGP public keys, or
