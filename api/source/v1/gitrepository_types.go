@@ -50,6 +50,16 @@ type GitRepositorySpec struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
+	// Provider is how spec.secretRef authenticates, as in Flux: generic
+	// (its username and password, bearerToken or SSH identity) or github
+	// (a GitHub App: githubAppID, githubAppInstallationID,
+	// githubAppPrivateKey and optional githubAppBaseURL, from which an
+	// installation token is minted and used over HTTPS).
+	// +optional
+	// +kubebuilder:default:=generic
+	// +kubebuilder:validation:Enum=generic;github
+	Provider string `json:"provider,omitempty"`
+
 	// Interval between two fetches of the remote.
 	// +required
 	// +kubebuilder:validation:Type=string
@@ -169,6 +179,12 @@ const (
 	// ProxyConfigErrorReason: the Secret of spec.proxySecretRef is missing
 	// or has no valid address.
 	ProxyConfigErrorReason = "ProxyConfigError"
+)
+
+// Values of spec.provider.
+const (
+	GitProviderGeneric = "generic"
+	GitProviderGitHub  = "github"
 )
 
 // GitRepositoryRef chooses what to check out. The most specific field wins:
