@@ -9,6 +9,8 @@
 //	err = repo.Tag("v1.0.0", c1, "release 1.0.0")   // annotated; "" = lightweight
 //	key, err := testgit.NewSigningKey("alice")       // OpenPGP, Ed25519
 //	repo.SignWith(key.Entity)                       // later commits and annotated tags are signed
+//	repo.SignWithSSH(signer)                        // or signed with an SSH key (gpg.format=ssh)
+//	repo.Commit("main", "lib", testgit.Files{".gitmodules": "...", "lib": testgit.Gitlink(c1)}) // a submodule
 //	url := repo.URL()                               // http://127.0.0.1:<port>/podinfo.git
 //	n := srv.Fetches("podinfo")                     // upload-pack requests served
 //

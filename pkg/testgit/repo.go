@@ -3,9 +3,11 @@ package testgit
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +17,13 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/crypto/ssh"
+
+	"plumb.dev/pkg/sshsig"
 )
 
 // DefaultBranch is the branch a new repository's HEAD points to.
@@ -38,6 +45,8 @@ type Repo struct {
 	// signKey signs the commits and annotated tags made from now on; nil
 	// leaves them unsigned.
 	signKey *openpgp.Entity
+	// sshKey, when set, signs them instead with an SSH signature.
+	sshKey ssh.Signer
 }
 
 // CreateRepo creates an empty bare repository served as <name>.git.
@@ -121,6 +130,12 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 			}
 			continue
 		}
+		if commit, ok := strings.CutPrefix(content, gitlinkPrefix); ok {
+			if err := addGitlink(repo, name, plumbing.NewHash(commit)); err != nil {
+				return "", err
+			}
+			continue
+		}
 		if err := fs.MkdirAll(path.Dir(name), 0o755); err != nil {
 			return "", err
 		}
@@ -146,6 +161,7 @@ func (r *Repo) Commit(branch, message string, files Files) (string, error) {
 		Author:            r.signature(),
 		AllowEmptyCommits: true,
 		SignKey:           r.signKey,
+		Signer:            r.sshSigner(),
 	})
 	if err != nil {
 		return "", fmt.Errorf("committing to %s: %w", branch, err)
@@ -165,10 +181,96 @@ func (r *Repo) SignWith(key *openpgp.Entity) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.signKey = key
+	r.sshKey = nil
+}
+
+// SignWithSSH makes Commit and Tag sign the commits and annotated tags
+// they make from now on with an SSH signature by key (as Git does with
+// gpg.format=ssh); nil stops signing.
+func (r *Repo) SignWithSSH(key ssh.Signer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sshKey = key
+	r.signKey = nil
+}
+
+// gitSSHSigner signs Git objects in Git's namespace, for go-git.
+type gitSSHSigner struct{ key ssh.Signer }
+
+func (s gitSSHSigner) Sign(message io.Reader) ([]byte, error) {
+	return sshsig.Sign(s.key, "git", message)
+}
+
+// sshSigner is the go-git Signer of sshKey; nil when it is not set.
+func (r *Repo) sshSigner() git.Signer {
+	if r.sshKey == nil {
+		return nil
+	}
+	return gitSSHSigner{r.sshKey}
+}
+
+// sshSignedTag writes the annotated tag name on rev with an SSH
+// signature, which go-git's CreateTag cannot make (it signs with OpenPGP
+// only).
+func (r *Repo) sshSignedTag(repo *git.Repository, name string, rev plumbing.Hash, message string) error {
+	target, err := repo.CommitObject(rev)
+	if err != nil {
+		return err
+	}
+	// A signature follows the message on a line of its own, as
+	// CreateTagOptions.Validate makes sure for OpenPGP.
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	tag := &object.Tag{Name: name, Tagger: *r.signature(), Message: message, TargetType: plumbing.CommitObject, Target: target.Hash}
+	unsigned := &plumbing.MemoryObject{}
+	if err := tag.EncodeWithoutSignature(unsigned); err != nil {
+		return err
+	}
+	rd, err := unsigned.Reader()
+	if err != nil {
+		return err
+	}
+	sig, err := gitSSHSigner{r.sshKey}.Sign(rd)
+	if err != nil {
+		return err
+	}
+	tag.PGPSignature = string(sig)
+	obj := repo.Storer.NewEncodedObject()
+	if err := tag.Encode(obj); err != nil {
+		return err
+	}
+	h, err := repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return err
+	}
+	return repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(name), h))
 }
 
 // Delete, as the content of a path in Files, removes the path.
 const Delete = "\x00delete"
+
+const gitlinkPrefix = "\x00gitlink "
+
+// Gitlink, as the content of a path in Files, makes the path a submodule
+// pinned at commit (a hash), as `git submodule add` does; the URL goes in
+// a .gitmodules of the same Files.
+func Gitlink(commit string) string { return gitlinkPrefix + commit }
+
+// addGitlink puts a submodule entry for name at commit in the index, which
+// the next commit's tree is built from (go-git's Add cannot make one).
+func addGitlink(repo *git.Repository, name string, commit plumbing.Hash) error {
+	idx, err := repo.Storer.Index()
+	if err != nil {
+		return err
+	}
+	if e, err := idx.Entry(name); err == nil {
+		e.Hash, e.Mode = commit, filemode.Submodule
+	} else {
+		idx.Entries = append(idx.Entries, &index.Entry{Name: name, Hash: commit, Mode: filemode.Submodule})
+	}
+	return repo.Storer.SetIndex(idx)
+}
 
 func (r *Repo) signature() *object.Signature {
 	return &object.Signature{Name: "Plumb Test", Email: "test@plumb.dev", When: r.clock}
@@ -219,6 +321,9 @@ func (r *Repo) Tag(name, rev, message string) error {
 	var opts *git.CreateTagOptions
 	if message != "" {
 		r.clock = r.clock.Add(time.Second)
+		if r.sshKey != nil {
+			return r.sshSignedTag(repo, name, plumbing.NewHash(rev), message)
+		}
 		opts = &git.CreateTagOptions{Tagger: r.signature(), Message: message, SignKey: r.signKey}
 	}
 	if _, err := repo.CreateTag(name, plumbing.NewHash(rev), opts); err != nil {

@@ -50,6 +50,16 @@ type GitRepositorySpec struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
+	// Provider is how spec.secretRef authenticates, as in Flux: generic
+	// (its username and password, bearerToken or SSH identity) or github
+	// (a GitHub App: githubAppID, githubAppInstallationID,
+	// githubAppPrivateKey and optional githubAppBaseURL, from which an
+	// installation token is minted and used over HTTPS).
+	// +optional
+	// +kubebuilder:default:=generic
+	// +kubebuilder:validation:Enum=generic;github
+	Provider string `json:"provider,omitempty"`
+
 	// Interval between two fetches of the remote.
 	// +required
 	// +kubebuilder:validation:Type=string
@@ -77,10 +87,18 @@ type GitRepositorySpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// Verification makes source-controller check the OpenPGP signature of
-	// the fetched commit and/or tag before an artifact is made of it.
+	// Verification makes source-controller check the OpenPGP or SSH
+	// signature of the fetched commit and/or tag before an artifact is made of it.
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
+
+	// RecurseSubmodules also fetches and checks out the submodules of the
+	// commit, recursively, into the artifact, as Flux does. Each goes
+	// through the same address policy, size limit and spec.timeout as the
+	// repository; spec.secretRef's credentials are sent only to
+	// submodules on the same scheme, host and port as spec.url.
+	// +optional
+	RecurseSubmodules bool `json:"recurseSubmodules,omitempty"`
 
 	// SparseCheckout lists directories of the repository (paths relative
 	// to its root, "./" optional); only these are checked out and packed
@@ -163,6 +181,12 @@ const (
 	ProxyConfigErrorReason = "ProxyConfigError"
 )
 
+// Values of spec.provider.
+const (
+	GitProviderGeneric = "generic"
+	GitProviderGitHub  = "github"
+)
+
 // GitRepositoryRef chooses what to check out. The most specific field wins:
 // commit, then name, then semver, then tag, then branch.
 type GitRepositoryRef struct {
@@ -221,8 +245,9 @@ type GitRepositoryVerification struct {
 	Mode GitVerificationMode `json:"mode,omitempty"`
 
 	// SecretRef names a Secret in the same namespace whose data values are
-	// armored OpenPGP public keys (key rings); a signature by any of them
-	// is trusted.
+	// armored OpenPGP public keys (key rings), or, under keys ending in
+	// ".sshpub", SSH public keys in authorized_keys format; a signature by
+	// any of them is trusted.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }
@@ -291,6 +316,11 @@ type GitRepositoryStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	ObservedInclude []GitRepositoryInclude `json:"observedInclude,omitempty"`
+
+	// ObservedRecurseSubmodules is spec.recurseSubmodules as applied to
+	// the artifact.
+	// +optional
+	ObservedRecurseSubmodules bool `json:"observedRecurseSubmodules,omitempty"`
 
 	// ObservedSparseCheckout is spec.sparseCheckout as applied to
 	// status.artifact.

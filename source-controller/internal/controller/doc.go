@@ -21,11 +21,13 @@
 //     reconciles its includers at once (a field index and a watch).
 //  3. source: list the remote's references (ls-remote) and resolve
 //     spec.ref; when the verified artifact of this generation already has
-//     that revision, made with the current spec.ignore, spec.sparseCheckout
-//     and included artifacts (status.observed*, includedArtifacts), nothing
-//     is fetched; otherwise check the commit out, shallow where the ref
-//     allows, only the spec.sparseCheckout folders when set (a missing one
-//     is ReferenceNotFound), through the proxy of spec.proxySecretRef when
+//     that revision, made with the current spec.ignore, spec.sparseCheckout,
+//     spec.recurseSubmodules and included artifacts (status.observed*,
+//     includedArtifacts), nothing is fetched; otherwise check the commit
+//     out, shallow where the ref allows, only the spec.sparseCheckout
+//     folders when set (a missing one is ReferenceNotFound), with its
+//     submodules when spec.recurseSubmodules (same address policy, budget
+//     and timeout; credentials only on spec.url's host), through the proxy of spec.proxySecretRef when
 //     set (ProxyConfigError when it cannot be used) (FetchFailed on error). The checkout may
 //     write at most --max-repository-size bytes (default 1 GiB), Git
 //     objects and files together, counted while they are written
@@ -38,7 +40,7 @@
 //     an http:// spec.url sends the Secret's credentials in clear, as it
 //     asks, exactly as Flux does (docs/design/tenancy.md, "Source
 //     credentials").
-//  4. verify (only with spec.verify): check the OpenPGP signature of the
+//  4. verify (only with spec.verify): check the OpenPGP or SSH signature of the
 //     commit just checked out (mode HEAD), of the annotated tag spec.ref
 //     names (Tag), or both (TagAndHEAD), with the public keys of
 //     spec.verify.secretRef (internal/git, bounded: 256 KiB, 100 keys).

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,7 @@ import (
 	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/git"
+	"plumb.dev/source-controller/internal/githubapp"
 )
 
 const (
@@ -63,6 +66,8 @@ type GitRepositoryReconciler struct {
 	Addresses netguard.Policy
 
 	sk *plumbreconcile.Controller[*sourcev1.GitRepository]
+	// githubTokens caches the installation tokens of spec.provider github.
+	githubTokens githubapp.Tokens
 }
 
 // SetupWithManager registers the reconciler. It reconciles on creation,
@@ -219,6 +224,14 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	}
 	auth.Proxy = proxy
 	auth.Addresses = r.Addresses
+	if obj.Spec.Provider == sourcev1.GitProviderGitHub {
+		tokenCtx, cancel := context.WithTimeout(ctx, timeout)
+		err := r.githubAppAuth(tokenCtx, obj, data, secretName, auth)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 
 	var refs git.Refs
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
@@ -249,10 +262,37 @@ func (r *GitRepositoryReconciler) fetch(ctx context.Context, obj *sourcev1.GitRe
 	st.checkout = filepath.Join(tmp, "checkout")
 	r.Metrics.Worked(obj.Namespace, obj.Name)
 	st.target, err = git.Checkout(checkoutCtx, obj.Spec.URL, auth, target, st.checkout, git.CheckoutOptions{
-		MaxSize:     r.MaxRepositorySize,
-		Directories: obj.Spec.SparseCheckout,
+		MaxSize:           r.MaxRepositorySize,
+		Directories:       obj.Spec.SparseCheckout,
+		RecurseSubmodules: obj.Spec.RecurseSubmodules,
 	})
 	return err
+}
+
+// githubAppAuth makes auth send an installation token of the GitHub App
+// of spec.secretRef (spec.provider github), over HTTPS only, as in Flux.
+func (r *GitRepositoryReconciler) githubAppAuth(ctx context.Context, obj *sourcev1.GitRepository, data map[string][]byte, secretName string, auth *git.Auth) error {
+	if !strings.HasPrefix(obj.Spec.URL, "https://") && !strings.HasPrefix(obj.Spec.URL, "http://") {
+		return &git.Error{Kind: git.InvalidSpec, Err: errors.New("spec.provider github authenticates http:// and https:// URLs only")}
+	}
+	if data == nil {
+		return &git.Error{Kind: git.AuthFailed, Err: fmt.Errorf("spec.provider github needs spec.secretRef with %s, %s and %s",
+			githubapp.AppIDKey, githubapp.InstallationIDKey, githubapp.PrivateKeyKey)}
+	}
+	app, err := githubapp.FromSecret(data)
+	if err != nil {
+		return &git.Error{Kind: git.AuthFailed, Err: fmt.Errorf("spec.secretRef: Secret %s: %w", secretName, err)}
+	}
+	token, err := r.githubTokens.Token(ctx, app, r.Addresses)
+	var refused *githubapp.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return &git.Error{Kind: git.AuthFailed, Err: err}
+	case err != nil:
+		return &git.Error{Kind: git.Failed, Err: err}
+	}
+	auth.Method = &githttp.BasicAuth{Username: githubapp.TokenUsername, Password: token}
+	return nil
 }
 
 // failedWith reports whether the last fetch of obj failed with reason and
@@ -301,6 +341,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) {
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
 	obj.Status.ObservedInclude = obj.Spec.Include
 	obj.Status.IncludedArtifacts = includes
 }
@@ -310,7 +351,8 @@ func observeContentSpec(obj *sourcev1.GitRepository, includes []*meta.Artifact) 
 // artifact kept through a failed repack is never taken for the new spec's.
 func contentSpecChanged(obj *sourcev1.GitRepository) bool {
 	return !equality.Semantic.DeepEqual(obj.Spec.Ignore, obj.Status.ObservedIgnore) ||
-		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout)
+		!slices.Equal(obj.Spec.SparseCheckout, obj.Status.ObservedSparseCheckout) ||
+		obj.Spec.RecurseSubmodules != obj.Status.ObservedRecurseSubmodules
 }
 
 // proxy reads spec.proxySecretRef; zero options without it.

@@ -13,7 +13,7 @@ import (
 	"plumb.dev/source-controller/internal/git"
 )
 
-// reconcileVerify checks, with spec.verify, the OpenPGP signatures of the
+// reconcileVerify checks, with spec.verify, the OpenPGP or SSH signatures of the
 // revision the source step checked out, before the artifact step packs it:
 // the commit (mode HEAD), the annotated tag spec.ref names (Tag), or both
 // (TagAndHEAD), against the public keys of spec.verify.secretRef. Sets

@@ -32,6 +32,11 @@ func commitAs(t *testing.T, repo *testgit.Repo, key *openpgp.Entity, branch, msg
 	t.Helper()
 	repo.SignWith(key)
 	defer repo.SignWith(nil)
+	return mustCommit(t, repo, branch, msg, files)
+}
+
+func mustCommit(t *testing.T, repo *testgit.Repo, branch, msg string, files testgit.Files) string {
+	t.Helper()
 	c, err := repo.Commit(branch, msg, files)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +106,7 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "head-signed-by-a-stranger", mode: sourcev1.ModeGitHEAD, ref: sourcev1.GitRepositoryRef{Branch: "foreign"},
 			reason: sourcev1.InvalidCommitSignatureReason,
-			message: "commit " + foreign + " is signed with key " + stranger.Fingerprint +
+			message: "commit " + foreign + " is signed with OpenPGP key " + stranger.Fingerprint +
 				", which is not among the keys of spec.verify.secretRef: Secret " + ns + "/trusted-keys",
 		},
 		{
@@ -128,7 +133,7 @@ func TestSignaturesDecideWhetherARevisionBecomesAnArtifact(t *testing.T) {
 		{
 			name: "tag-signed-by-a-stranger", mode: sourcev1.ModeGitTag, ref: sourcev1.GitRepositoryRef{Tag: "v5.0.0"},
 			reason:  sourcev1.InvalidTagSignatureReason,
-			message: "tag v5.0.0 is signed with key " + stranger.Fingerprint + ", which is not among the keys",
+			message: "tag v5.0.0 is signed with OpenPGP key " + stranger.Fingerprint + ", which is not among the keys",
 		},
 		{
 			name: "tag-and-head-commit-unsigned", mode: sourcev1.ModeGitTagAndHEAD, ref: sourcev1.GitRepositoryRef{Tag: "v1.0.0"},
@@ -276,7 +281,7 @@ func TestVerificationSecretProblemsAreClearAndRetried(t *testing.T) {
 	}{
 		{"missing", "absent", "spec.verify.secretRef: Secret " + ns + "/absent not found"},
 		{"garbage", "garbage", "spec.verify.secretRef: Secret " + ns + `/garbage: the value of "team.asc" is not an armored OpenPGP public key`},
-		{"empty", "empty", "spec.verify.secretRef: Secret " + ns + "/empty holds no OpenPGP public key"},
+		{"empty", "empty", "spec.verify.secretRef: Secret " + ns + "/empty holds no public key"},
 		{"too-large", "too-large", "more than the limit of 262144"},
 	}
 	// The group returns once its parallel cases have finished.

@@ -53,14 +53,27 @@
 // into a large tree. It does not bound what go-git keeps in memory (the
 // reference advertisement, progress messages): spec.timeout does.
 //
+// # Submodules
+//
+// With CheckoutOptions.RecurseSubmodules, Checkout also checks out the
+// submodules of the commit, recursively, each as a Checkout of its own
+// (checkoutSubmodules): a .gitmodules URL is hostile, so only http(s) and
+// ssh URLs (or relative ones) are fetched, through reach's address policy,
+// within the same disk budget and context, and with the credentials only
+// on the main repository's scheme, host and port (MaxSubmodules,
+// MaxSubmoduleDepth, MaxGitmodulesBytes bound the rest).
+//
 // # Signatures
 //
-// ReadKeyRing parses a Secret's values as armored OpenPGP public keys
-// (bounded by MaxKeyRingBytes and MaxKeys, a value that is not a key is an
-// error naming it); VerifyCommit and VerifyTag check, in a checkout made
-// by Checkout, the signature of a commit and of the annotated tag a
-// reference names (which must point to that commit), and return the
-// signer's primary key fingerprint. An unsigned commit or tag, or a
+// ReadKeyRing parses a Secret's values as armored OpenPGP public keys, or
+// SSH public keys (authorized_keys lines) for values named *.sshpub, as
+// Flux does (bounded by MaxKeyRingBytes and MaxKeys, a value that is not a
+// key is an error naming it); VerifyCommit and VerifyTag check, in a
+// checkout made by Checkout, the signature of a commit and of the
+// annotated tag a reference names (which must point to that commit), each
+// by the kind of its signature (OpenPGP, or SSH through plumb.dev/pkg/sshsig),
+// and return the signer's fingerprint: the OpenPGP primary key's in hex,
+// the SSH key's as SHA256:base64. An unsigned commit or tag, or a
 // lightweight tag, wraps ErrNotSigned. Nothing goes to the network.
 //
 // Errors are classified (Kind) so the reconciler can give a person a clear

@@ -262,6 +262,10 @@ type CheckoutOptions struct {
 	// checkout, spec.sparseCheckout): paths relative to the repository
 	// root, "./" optional. Each must be a folder of the commit.
 	Directories []string
+	// RecurseSubmodules also checks out the submodules of the commit,
+	// recursively (spec.recurseSubmodules), under the same budget, context
+	// and address policy; see checkoutSubmodules.
+	RecurseSubmodules bool
 }
 
 // Checkout fetches t from url into a new repository at dir and checks its
@@ -276,7 +280,12 @@ type CheckoutOptions struct {
 // without it would look like a deletion of everything it holds.
 func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, opts CheckoutOptions) (Target, error) {
 	budget := &diskBudget{max: orDefault(opts.MaxSize)}
-	t, err := checkout(ctx, url, auth, t, dir, budget, sparseDirs(opts.Directories))
+	sparse := sparseDirs(opts.Directories)
+	repo, err := checkoutRepo(ctx, url, auth, &t, dir, budget, sparse)
+	if err == nil && opts.RecurseSubmodules {
+		count := 0
+		err = checkoutSubmodules(ctx, repo, url, url, plumbing.NewHash(t.Commit), dir, auth, budget, sparse, 0, &count)
+	}
 	if budget.exceeded() {
 		return t, TooLargeError(t, opts.MaxSize)
 	}
@@ -337,24 +346,26 @@ func orDefault(maxSize int64) int64 {
 	return maxSize
 }
 
-func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, budget *diskBudget, sparse []string) (Target, error) {
+// checkoutRepo fetches t into a new repository at dir and checks it out,
+// setting t.Commit to what was checked out.
+func checkoutRepo(ctx context.Context, url string, auth *Auth, t *Target, dir string, budget *diskBudget, sparse []string) (*gogit.Repository, error) {
 	// gogit.PlainInit's layout, with every write charged to the budget.
 	files := budgetFS{Filesystem: osfs.New(dir), budget: budget}
 	dot, err := files.Chroot(gogit.GitDirName)
 	if err != nil {
-		return t, err
+		return nil, err
 	}
 	repo, err := gogit.Init(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), files)
 	if err != nil {
-		return t, err
+		return nil, err
 	}
 	c, err := reach(ctx, url, auth)
 	if err != nil {
-		return t, classify(url, "fetching from", err)
+		return nil, classify(url, "fetching from", err)
 	}
 	defer c.done()
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{c.url}}); err != nil {
-		return t, err
+		return nil, err
 	}
 	opts := &gogit.FetchOptions{
 		RemoteName: "origin",
@@ -370,39 +381,39 @@ func checkout(ctx context.Context, url string, auth *Auth, t Target, dir string,
 		opts.Depth = 1
 	}
 	if err := repo.FetchContext(c.ctx, opts); err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
-		return t, classify(url, "fetching from", err)
+		return nil, classify(url, "fetching from", err)
 	}
 
 	if t.Shallow {
 		// Check out what the fetch brought, peeling annotated tags.
 		h, err := repo.ResolveRevision(plumbing.Revision(t.RefName + "^{commit}"))
 		if err != nil {
-			return t, &Error{Kind: NotFound, Err: fmt.Errorf("%s vanished from the remote during the fetch: %w", t.RefName, err)}
+			return nil, &Error{Kind: NotFound, Err: fmt.Errorf("%s vanished from the remote during the fetch: %w", t.RefName, err)}
 		}
 		t.Commit = h.String()
 	} else {
 		commit, err := repo.CommitObject(plumbing.NewHash(t.Commit))
 		if err != nil {
-			return t, notFound("commit %s", t.Commit)
+			return nil, notFound("commit %s", t.Commit)
 		}
 		if t.RefName != "" {
 			if err := onBranch(repo, t.RefName, commit); err != nil {
-				return t, err
+				return nil, err
 			}
 		}
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
-		return t, err
+		return nil, err
 	}
 	if err := wt.Checkout(&gogit.CheckoutOptions{
 		Hash:                      plumbing.NewHash(t.Commit),
 		Force:                     true,
 		SparseCheckoutDirectories: sparse,
 	}); err != nil {
-		return t, fmt.Errorf("checking out %s: %w", t.Commit, err)
+		return nil, fmt.Errorf("checking out %s: %w", t.Commit, err)
 	}
-	return t, checkSparseDirs(dir, t.Commit, sparse)
+	return repo, checkSparseDirs(dir, t.Commit, sparse)
 }
 
 // onBranch checks that commit is reachable from the branch head.

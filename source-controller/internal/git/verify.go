@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +15,9 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/crypto/ssh"
+
+	"plumb.dev/pkg/sshsig"
 )
 
 // Bounds on the Secret of spec.verify, which a tenant writes: the key
@@ -29,17 +34,26 @@ const (
 // signature, or of a lightweight tag, which cannot carry one.
 var ErrNotSigned = errors.New("not signed")
 
-// KeyRing is the set of OpenPGP public keys a GitRepository trusts.
+// KeyRing is the set of public keys a GitRepository trusts: OpenPGP keys
+// and SSH keys, as Flux reads them from one Secret.
 type KeyRing struct {
 	entities openpgp.EntityList
+	ssh      []ssh.PublicKey
 	// source names where the keys come from, for messages.
 	source string
 }
 
-// ReadKeyRing parses the values of data (a Secret's data) as armored
-// OpenPGP public keys or key rings; source names the Secret in messages.
-// It fails on a value that is not such a key, on no key at all, and past
-// MaxKeyRingBytes or MaxKeys.
+// SSHKeySuffix marks the values of a verification Secret that hold SSH
+// public keys (authorized_keys format), as in Flux; every other value
+// holds armored OpenPGP keys (Flux's ".asc", or any name, as before SSH
+// keys were known).
+const SSHKeySuffix = ".sshpub"
+
+// ReadKeyRing parses the values of data (a Secret's data): those named
+// with SSHKeySuffix as SSH public keys, one per line in authorized_keys
+// format, the others as armored OpenPGP public keys or key rings; source
+// names the Secret in messages. It fails on a value or line that is not
+// such a key, on no key at all, and past MaxKeyRingBytes or MaxKeys.
 func ReadKeyRing(source string, data map[string][]byte) (*KeyRing, error) {
 	names := make([]string, 0, len(data))
 	size := 0
@@ -53,21 +67,63 @@ func ReadKeyRing(source string, data map[string][]byte) (*KeyRing, error) {
 	sort.Strings(names)
 	k := &KeyRing{source: source}
 	for _, name := range names {
-		for _, block := range armoredBlocks(data[name]) {
-			list, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(block))
-			if err != nil {
-				return nil, fmt.Errorf("%s: the value of %q is not an armored OpenPGP public key: %v", source, name, err)
-			}
-			k.entities = append(k.entities, list...)
-			if len(k.entities) > MaxKeys {
-				return nil, fmt.Errorf("%s holds more than %d public keys", source, MaxKeys)
-			}
+		var err error
+		if strings.HasSuffix(name, SSHKeySuffix) {
+			err = k.addSSH(name, data[name])
+		} else {
+			err = k.addOpenPGP(name, data[name])
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(k.entities)+len(k.ssh) > MaxKeys {
+			return nil, fmt.Errorf("%s holds more than %d public keys", source, MaxKeys)
 		}
 	}
-	if len(k.entities) == 0 {
-		return nil, fmt.Errorf("%s holds no OpenPGP public key", source)
+	if len(k.entities)+len(k.ssh) == 0 {
+		return nil, fmt.Errorf("%s holds no public key (OpenPGP, or SSH under a name ending in %s)", source, SSHKeySuffix)
 	}
 	return k, nil
+}
+
+// addOpenPGP adds the armored OpenPGP keys of the value name.
+func (k *KeyRing) addOpenPGP(name string, v []byte) error {
+	for _, block := range armoredBlocks(v) {
+		list, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(block))
+		if err != nil {
+			return fmt.Errorf("%s: the value of %q is not an armored OpenPGP public key: %v", k.source, name, err)
+		}
+		k.entities = append(k.entities, list...)
+		if len(k.entities) > MaxKeys {
+			return fmt.Errorf("%s holds more than %d public keys", k.source, MaxKeys)
+		}
+	}
+	return nil
+}
+
+// addSSH adds the SSH public keys of the value name, one per line as in
+// authorized_keys; blank lines and # comments are skipped. A line that is
+// not a key is an error, not skipped: a typo must not quietly drop a key.
+// Certificate authorities are refused, as only plain keys are matched.
+func (k *KeyRing) addSSH(name string, v []byte) error {
+	for i, line := range strings.Split(string(v), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, _, options, _, err := ssh.ParseAuthorizedKey([]byte(line))
+		if err != nil {
+			return fmt.Errorf("%s: line %d of %q is not an SSH public key: %v", k.source, i+1, name, err)
+		}
+		if slices.Contains(options, "cert-authority") {
+			return fmt.Errorf("%s: line %d of %q is a certificate authority, which is not supported; list the signing keys", k.source, i+1, name)
+		}
+		k.ssh = append(k.ssh, key)
+		if len(k.ssh) > MaxKeys {
+			return fmt.Errorf("%s holds more than %d public keys", k.source, MaxKeys)
+		}
+	}
+	return nil
 }
 
 // armoredBlocks splits v at each armor header line, so that a value made
@@ -135,14 +191,13 @@ func VerifyTag(dir, refName, commit string, keys *KeyRing) (string, error) {
 	return keys.check(what, tag.PGPSignature, tag.EncodeWithoutSignature)
 }
 
-// check verifies signature, armored, over the object that encode writes
-// without its signature.
+// check verifies signature, armored OpenPGP or SSH, over the object
+// that encode writes without its signature, and returns the fingerprint
+// of the key that made it: the OpenPGP primary key's in hex, the SSH
+// key's as SHA256:base64.
 func (k *KeyRing) check(what, signature string, encode func(plumbing.EncodedObject) error) (string, error) {
 	if strings.TrimSpace(signature) == "" {
 		return "", fmt.Errorf("%s is %w", what, ErrNotSigned)
-	}
-	if strings.HasPrefix(signature, "-----BEGIN SSH SIGNATURE-----") {
-		return "", fmt.Errorf("%s has an SSH signature; only OpenPGP signatures are verified", what)
 	}
 	signed := &plumbing.MemoryObject{}
 	if err := encode(signed); err != nil {
@@ -152,14 +207,30 @@ func (k *KeyRing) check(what, signature string, encode func(plumbing.EncodedObje
 	if err != nil {
 		return "", err
 	}
+	if strings.HasPrefix(signature, "-----BEGIN SSH SIGNATURE-----") {
+		return k.checkSSH(what, signature, r)
+	}
 	signer, err := openpgp.CheckArmoredDetachedSignature(k.entities, r, strings.NewReader(signature), nil)
 	switch {
 	case errors.Is(err, pgperrors.ErrUnknownIssuer):
-		return "", fmt.Errorf("%s is signed with key %s, which is not among the keys of %s", what, issuer(signature), k.source)
+		return "", fmt.Errorf("%s is signed with OpenPGP key %s, which is not among the keys of %s", what, issuer(signature), k.source)
 	case err != nil:
 		return "", fmt.Errorf("%s has no valid signature by the keys of %s: %v", what, k.source, err)
 	}
 	return fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint), nil
+}
+
+// checkSSH verifies an SSH signature (Git signs in namespace "git").
+func (k *KeyRing) checkSSH(what, signature string, signed io.Reader) (string, error) {
+	key, err := sshsig.Verify([]byte(signature), "git", signed, k.ssh)
+	var unknown *sshsig.UnknownKeyError
+	switch {
+	case errors.As(err, &unknown):
+		return "", fmt.Errorf("%s is signed with SSH key %s, which is not among the keys of %s", what, ssh.FingerprintSHA256(unknown.Key), k.source)
+	case err != nil:
+		return "", fmt.Errorf("%s has no valid signature by the keys of %s: %v", what, k.source, err)
+	}
+	return ssh.FingerprintSHA256(key), nil
 }
 
 // issuer names the key that made an armored signature, as its

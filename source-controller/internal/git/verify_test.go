@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/ProtonMail/go-crypto/openpgp"
 	. "github.com/onsi/gomega"
 
@@ -19,6 +21,16 @@ func newEntity(t *testing.T, name string) (*openpgp.Entity, string) {
 		t.Fatal(err)
 	}
 	return k.Entity, k.Public
+}
+
+// sshKey is a fresh SSH public key in authorized_keys format.
+func sshKey(t *testing.T) string {
+	t.Helper()
+	_, s, err := testgit.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey())))
 }
 
 func TestReadKeyRingIsBounded(t *testing.T) {
@@ -38,7 +50,13 @@ func TestReadKeyRingIsBounded(t *testing.T) {
 		{name: "exports-concatenated-in-one-value", data: map[string][]byte{"team.asc": []byte(one + two)}, keys: 2},
 		{name: "garbage", data: map[string][]byte{"a.asc": []byte(one), "b.asc": []byte("ssh-ed25519 AAAA")},
 			error: `Secret ns/keys: the value of "b.asc" is not an armored OpenPGP public key`},
-		{name: "none", data: map[string][]byte{}, error: "Secret ns/keys holds no OpenPGP public key"},
+		{name: "ssh-keys-one-per-line", keys: 2, data: map[string][]byte{"team.sshpub": []byte("# alice\n" + sshKey(t) + "\n\n" + sshKey(t))}},
+		{name: "openpgp-and-ssh", keys: 2, data: map[string][]byte{"a.asc": []byte(one), "b.sshpub": []byte(sshKey(t))}},
+		{name: "ssh-garbage-line", data: map[string][]byte{"b.sshpub": []byte(sshKey(t) + "\nssh-ed25519 not-base64")},
+			error: `Secret ns/keys: line 2 of "b.sshpub" is not an SSH public key`},
+		{name: "ssh-certificate-authority", data: map[string][]byte{"b.sshpub": []byte("cert-authority " + sshKey(t))},
+			error: `is a certificate authority, which is not supported`},
+		{name: "none", data: map[string][]byte{}, error: "Secret ns/keys holds no public key"},
 		{name: "too-many-keys", data: many, error: fmt.Sprintf("Secret ns/keys holds more than %d public keys", MaxKeys)},
 		{name: "too-many-bytes", data: map[string][]byte{"a.asc": []byte(one + strings.Repeat("\n", MaxKeyRingBytes))},
 			error: fmt.Sprintf("more than the limit of %d", MaxKeyRingBytes)},
@@ -52,7 +70,7 @@ func TestReadKeyRingIsBounded(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(k.entities).To(HaveLen(tt.keys))
+			g.Expect(len(k.entities) + len(k.ssh)).To(Equal(tt.keys))
 		})
 	}
 }
