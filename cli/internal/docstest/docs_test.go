@@ -31,6 +31,8 @@ var otherToolsFlags = map[string]string{
 	"from-literal":        "kubectl create secret --from-literal",
 	"overwrite":           "kubectl annotate --overwrite",
 	"server-side":         "kubectl apply --server-side",
+	"init":                "git submodule update --init",
+	"recursive":           "git submodule update --recursive",
 	"include-crds":        "helm template --include-crds",
 	"set":                 "helm template --set",
 	"install":             "helm upgrade --install",
