@@ -113,16 +113,19 @@ func TestAChartPackagesInAWorkerAsInProcess(t *testing.T) {
 // LimitExceeded naming the flag; the next chart packages.
 func TestAHostileValuesFileIsStoppedAtTheMemoryLimit(t *testing.T) {
 	g := NewWithT(t)
-	p := newChartPool(t, Options{Workers: 1, Memory: 96 << 20})
+	// 256 MiB leaves the next chart room: the limit counts the address
+	// space, which a fresh worker's runtime spends more of on a busy
+	// machine. 3 MiB of values cost about 400 MiB to parse (testhelm).
+	p := newChartPool(t, Options{Workers: 1, Memory: 256 << 20})
 	charts := appAndLib()
-	charts["charts/app"].Files["values-hostile.yaml"] = testhelm.HostileValues(900 << 10)
+	charts["charts/app"].Files["values-hostile.yaml"] = testhelm.HostileValues(3 << 20)
 	root := chartTree(t, charts)
 	src := helmpackage.Source{Root: root, Dir: filepath.Join(root, "charts", "app")}
 	remote := map[helmpackage.Dependency][]byte{{Name: "common", Repository: chartRepository, Version: "^3"}: commonArchive(t, "common")}
 
 	_, err := p.ChartPackage(withTimeout(t, time.Minute), src, helmpackage.Options{ValuesFiles: []string{"values-hostile.yaml"}, Remote: remote}, ChartOptions{})
 	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
-	g.Expect(err.Error()).To(HavePrefix("packaging the chart passed its memory limit of 96 MiB (--chart-worker-memory); its chart worker was stopped"))
+	g.Expect(err.Error()).To(HavePrefix("packaging the chart passed its memory limit of 256 MiB (--chart-worker-memory); its chart worker was stopped"))
 
 	_, err = p.ChartPackage(withTimeout(t, time.Minute), src, helmpackage.Options{ValuesFiles: []string{"values-prod.yaml"}, Remote: remote}, ChartOptions{})
 	g.Expect(err).NotTo(HaveOccurred())

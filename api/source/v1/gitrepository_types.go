@@ -54,9 +54,8 @@ type GitRepositorySpec struct {
 	// (its username and password, bearerToken or SSH identity) or github
 	// (a GitHub App: githubAppID, githubAppInstallationID,
 	// githubAppPrivateKey and optional githubAppBaseURL, from which an
-	// installation token is minted and used over HTTPS).
+	// installation token is minted and used over HTTPS). Unset is generic.
 	// +optional
-	// +kubebuilder:default:=generic
 	// +kubebuilder:validation:Enum=generic;github
 	Provider string `json:"provider,omitempty"`
 
