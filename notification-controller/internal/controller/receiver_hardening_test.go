@@ -210,35 +210,22 @@ func TestReceiverLimits(t *testing.T) {
 	}
 	url := serve(t, &receiver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: own, MaxConcurrent: 1, Log: logr.Discard()})
 
-	// A call whose body does not end holds the one slot...
-	pr, pw := io.Pipe()
-	held := make(chan int, 1)
-	go func() {
-		resp, err := http.Post(url+busy.Status.WebhookPath, "application/json", pr)
-		if err != nil {
-			held <- 0
-			return
-		}
-		resp.Body.Close()
-		held <- resp.StatusCode
-	}()
+	// A call whose body has not arrived holds the one slot (holdCall
+	// returns once its handler asked for the body)...
+	held := holdCall(t, url, busy.Status.WebhookPath, 2)
 	// ...so the next call is refused before anything else is looked at
-	// (tried until the first holds the slot; an unknown path, so that no
-	// Receiver's budget is spent meanwhile).
-	g.Eventually(func() string {
-		code, msg := postTo(t, url+"/hook/unknown", nil, nil)
-		return fmt.Sprint(code, " ", msg)
-	}, timeout, poll).Should(Equal("429 too many concurrent calls\n"))
-	_, _ = pw.Write([]byte("{}"))
-	pw.Close()
-	g.Eventually(held, timeout).Should(Receive(Equal(http.StatusUnauthorized)))
+	// (an unknown path, so that no Receiver's budget is spent).
+	code, msg := postTo(t, url+"/hook/unknown", nil, nil)
+	g.Expect(fmt.Sprint(code, " ", msg)).To(Equal("429 too many concurrent calls\n"))
+	code, msg = held.finish("{}")
+	g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
 
 	// busy used one of its three calls; two more, then 429.
 	for range 2 {
 		code, msg := postTo(t, url+busy.Status.WebhookPath, nil, nil)
 		g.Expect(code).To(Equal(http.StatusUnauthorized), msg)
 	}
-	code, msg := postTo(t, url+busy.Status.WebhookPath, nil, nil)
+	code, msg = postTo(t, url+busy.Status.WebhookPath, nil, nil)
 	g.Expect(code).To(Equal(http.StatusTooManyRequests), msg)
 	g.Expect(msg).To(Equal("rate limit of this receiver exceeded\n"))
 	// quiet has its own budget.
