@@ -11,6 +11,7 @@ package localenv
 // that deploy/ sets the same.
 func TenancyArgs() map[string][]string {
 	return map[string][]string{
+		SourceController:       {"--no-cross-namespace-refs"},
 		RenderController:       {"--no-cross-namespace-refs"},
 		SyncController:         {"--no-cross-namespace-refs", "--default-service-account=default"},
 		NotificationController: {"--no-cross-namespace-refs"},
