@@ -57,14 +57,8 @@ type Metadata interface {
 // annotation, compared as Flux compares them: an empty value is no value,
 // and case does not count.
 func Has(m Metadata, key, value string) bool {
-	if m == nil {
-		return false
-	}
-	if v := m.GetLabels()[key]; v != "" && strings.EqualFold(v, value) {
-		return true
-	}
-	v := m.GetAnnotations()[key]
-	return v != "" && strings.EqualFold(v, value)
+	_, ok := find(m, key, value)
+	return ok
 }
 
 // Found is a key of this package on an object: where it was found and
