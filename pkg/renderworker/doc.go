@@ -35,6 +35,8 @@
 //	core dumps       RLIMIT_CORE 0                               0
 //	privileges       PR_SET_NO_NEW_PRIVS                         on
 //	stack            debug.SetMaxStack                           64 MiB
+//	thread stacks    RLIMIT_STACK, MALLOC_ARENA_MAX=1: a cgo     512 KiB, one arena
+//	                 build's worker starts itself again
 //	network          render.LockDownProcess, as render-controller
 //
 // Why RLIMIT_AS and not a cgroup: a cgroup of its own needs a delegated,

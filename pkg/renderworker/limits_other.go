@@ -15,4 +15,8 @@ var sigCPULimit []os.Signal
 // (doc.go, "Other systems").
 func limitProcess(int64, int64) error { return nil }
 
+// makeThreadsCheap does nothing outside Linux, where no limit counts
+// the threads' address space.
+func makeThreadsCheap() error { return nil }
+
 func limitCPU(time.Duration) error { return nil }

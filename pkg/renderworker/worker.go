@@ -74,6 +74,10 @@ func serveWorker() int {
 		fmt.Fprintf(os.Stderr, "render worker: %s=%q is not a number of bytes\n", envFileSize, os.Getenv(envFileSize))
 		return workerExitBroken
 	}
+	if err := makeThreadsCheap(); err != nil {
+		fmt.Fprintf(os.Stderr, "render worker: %v\n", err)
+		return workerExitBroken
+	}
 	// The limits come before the first byte of any request is read.
 	if err := limitProcess(memory, fileSize); err != nil {
 		fmt.Fprintf(os.Stderr, "render worker: setting its limits: %v\n", err)
