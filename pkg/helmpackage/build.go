@@ -79,6 +79,9 @@ type Options struct {
 	// ValuesFiles are merged, in order, over values.yaml
 	// (MergeValuesFiles).
 	ValuesFiles []string
+	// IgnoreMissingValuesFiles skips a values file the chart does not
+	// have instead of failing the build.
+	IgnoreMissingValuesFiles bool
 	// Version, when set, replaces the chart's version.
 	Version string
 	// Remote are the archives of the plan's Remote dependencies, by
@@ -96,6 +99,9 @@ type Result struct {
 	// Archive is the package's bytes: the same chart and options give the
 	// same bytes.
 	Archive []byte
+	// ValuesFiles are the values files merged: Options.ValuesFiles less
+	// the missing ones skipped.
+	ValuesFiles []string
 }
 
 // maxDepth bounds file:// dependencies of dependencies.
@@ -172,7 +178,8 @@ func Build(ctx context.Context, src Source, opts Options, limits Limits) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	if err := MergeValuesFiles(ch, opts.ValuesFiles); err != nil {
+	used, err := MergeValuesFiles(ch, opts.ValuesFiles, opts.IgnoreMissingValuesFiles)
+	if err != nil {
 		return nil, err
 	}
 	if opts.Version != "" {
@@ -182,7 +189,7 @@ func Build(ctx context.Context, src Source, opts Options, limits Limits) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Name: ch.Name(), Version: ch.Metadata.Version, Archive: tgz}, nil
+	return &Result{Name: ch.Name(), Version: ch.Metadata.Version, Archive: tgz, ValuesFiles: used}, nil
 }
 
 // walker loads a chart and completes it with its dependencies.

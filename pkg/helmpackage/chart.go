@@ -46,33 +46,42 @@ func LoadDir(dir string) (*chart.Chart, error) {
 
 // MergeValuesFiles merges the named files of the chart, in order, over its
 // values.yaml (later files win, maps merged key by key as Helm merges -f
-// files) and makes the result the chart's values.yaml. Nothing changes
-// without files. A file that is missing or not a YAML map is an error.
-func MergeValuesFiles(ch *chart.Chart, files []string) error {
+// files) and makes the result the chart's values.yaml. It returns the
+// files it merged: all of them, or those the chart has when ignoreMissing
+// (Flux's ignoreMissingValuesFiles) is set. Nothing changes without
+// files. A file that is not a YAML map is an error, as is a missing one
+// unless ignoreMissing.
+func MergeValuesFiles(ch *chart.Chart, files []string, ignoreMissing bool) ([]string, error) {
 	if len(files) == 0 {
-		return nil
+		return nil, nil
 	}
+	var used []string
 	merged := map[string]any{}
 	if ch.Values != nil {
 		merged = loader.MergeMaps(merged, ch.Values)
 	}
 	for _, name := range files {
 		if name == chartutil.ValuesfileName {
+			used = append(used, name)
 			continue
 		}
 		f := rawFile(ch, name)
 		if f == nil {
-			return fmt.Errorf("values file %q is not in chart %s", name, ch.Name())
+			if ignoreMissing {
+				continue
+			}
+			return nil, fmt.Errorf("values file %q is not in chart %s", name, ch.Name())
 		}
 		vals, err := common.ReadValues(f.Data)
 		if err != nil {
-			return fmt.Errorf("values file %q: %w", name, err)
+			return nil, fmt.Errorf("values file %q: %w", name, err)
 		}
 		merged = loader.MergeMaps(merged, vals)
+		used = append(used, name)
 	}
 	b, err := yaml.Marshal(merged)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ch.Values = merged
 	if f := rawFile(ch, chartutil.ValuesfileName); f != nil {
@@ -80,7 +89,7 @@ func MergeValuesFiles(ch *chart.Chart, files []string) error {
 	} else {
 		ch.Raw = append(ch.Raw, &common.File{Name: chartutil.ValuesfileName, Data: b})
 	}
-	return nil
+	return used, nil
 }
 
 func rawFile(ch *chart.Chart, name string) *common.File {

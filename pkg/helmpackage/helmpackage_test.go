@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +93,12 @@ func TestMergeValuesFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := helmpackage.MergeValuesFiles(ch, []string{"values.yaml", "one.yaml", "two.yaml"}); err != nil {
+	used, err := helmpackage.MergeValuesFiles(ch, []string{"values.yaml", "one.yaml", "two.yaml"}, false)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(used, []string{"values.yaml", "one.yaml", "two.yaml"}) {
+		t.Fatalf("merged files %v", used)
 	}
 	tgz, err := helmpackage.Package(ch, "")
 	if err != nil {
@@ -107,10 +112,19 @@ func TestMergeValuesFiles(t *testing.T) {
 	if back.Values["a"] != float64(1) || m["x"] != float64(2) || m["w"] != float64(3) || back.Values["b"] != true {
 		t.Fatalf("merged values %v", back.Values)
 	}
-	if err := helmpackage.MergeValuesFiles(ch, []string{"missing.yaml"}); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := helmpackage.MergeValuesFiles(ch, []string{"missing.yaml"}, false); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Fatalf("a missing values file: %v", err)
 	}
-	if err := helmpackage.MergeValuesFiles(ch, []string{"bad.yaml"}); err == nil {
+	// With ignoreMissingValuesFiles a missing file is skipped and not
+	// named among those merged; a broken one still fails.
+	used, err = helmpackage.MergeValuesFiles(ch, []string{"missing.yaml", "one.yaml"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(used, []string{"one.yaml"}) {
+		t.Fatalf("merged files %v, want only one.yaml", used)
+	}
+	if _, err := helmpackage.MergeValuesFiles(ch, []string{"bad.yaml"}, true); err == nil {
 		t.Fatal("a values file that is not a map was merged")
 	}
 }

@@ -59,7 +59,8 @@ func (p *Pool) ChartPackage(ctx context.Context, src helmpackage.Source, build h
 		return nil, err
 	}
 	defer os.RemoveAll(out)
-	req := &chartPackageRequest{Source: cs, Limits: opts.Limits, ValuesFiles: build.ValuesFiles, Version: build.Version, OutDir: out}
+	req := &chartPackageRequest{Source: cs, Limits: opts.Limits, ValuesFiles: build.ValuesFiles,
+		IgnoreMissing: build.IgnoreMissingValuesFiles, Version: build.Version, OutDir: out}
 	// In the key's order, so that the same build is the same request.
 	keys := slices.SortedFunc(maps.Keys(build.Remote), func(a, b helmpackage.Dependency) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Repository, b.Repository), cmp.Compare(a.Version, b.Version))
@@ -78,7 +79,7 @@ func (p *Pool) ChartPackage(ctx context.Context, src helmpackage.Source, build h
 	if err != nil {
 		return nil, err
 	}
-	return &helmpackage.Result{Name: resp.ChartName, Version: resp.ChartVersion, Archive: tgz}, nil
+	return &helmpackage.Result{Name: resp.ChartName, Version: resp.ChartVersion, Archive: tgz, ValuesFiles: resp.ValuesFiles}, nil
 }
 
 // chartSourceOf returns src as it crosses to a worker, and the blob's

@@ -213,7 +213,9 @@ type chartPackageRequest struct {
 	Source      chartSource        `json:"source"`
 	Limits      helmpackage.Limits `json:"limits"`
 	ValuesFiles []string           `json:"valuesFiles,omitempty"`
-	Version     string             `json:"version,omitempty"`
+	// IgnoreMissing is helmpackage.Options.IgnoreMissingValuesFiles.
+	IgnoreMissing bool   `json:"ignoreMissing,omitempty"`
+	Version       string `json:"version,omitempty"`
 	// OutDir is the folder the parent made for this request's package,
 	// which it removes after the answer.
 	OutDir string          `json:"outDir"`
@@ -258,6 +260,8 @@ type response struct {
 	ConfigDigest string `json:"configDigest,omitempty"`
 	// Remote is a chart plan's dependencies to pull.
 	Remote []helmpackage.Dependency `json:"remote,omitempty"`
+	// ValuesFiles are a chart package's merged values files.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
 	// Exiting says the worker ends after this answer and takes no other
 	// request.
 	Exiting bool `json:"exiting,omitempty"`

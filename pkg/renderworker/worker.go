@@ -326,10 +326,11 @@ func (w *worker) chartPackage(ctx context.Context, req *chartPackageRequest, blo
 		return &response{Error: &responseError{Reason: reasonBuild, Message: err.Error()}}, nil
 	}
 	res, err := helmpackage.Build(ctx, src, helmpackage.Options{
-		ValuesFiles: req.ValuesFiles,
-		Version:     req.Version,
-		Remote:      remote,
-		OutDir:      req.OutDir,
+		ValuesFiles:              req.ValuesFiles,
+		IgnoreMissingValuesFiles: req.IgnoreMissing,
+		Version:                  req.Version,
+		Remote:                   remote,
+		OutDir:                   req.OutDir,
 	}, req.Limits)
 	if errors.Is(err, syscall.EFBIG) {
 		// RLIMIT_FSIZE: the package passed the largest file the worker
@@ -340,7 +341,7 @@ func (w *worker) chartPackage(ctx context.Context, req *chartPackageRequest, blo
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil
 	}
-	return &response{ChartName: res.Name, ChartVersion: res.Version, Digest: digestOf(res.Archive)}, res.Archive
+	return &response{ChartName: res.Name, ChartVersion: res.Version, ValuesFiles: res.ValuesFiles, Digest: digestOf(res.Archive)}, res.Archive
 }
 
 // digestOf is the digest an answer's blob is checked against.

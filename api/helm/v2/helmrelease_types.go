@@ -254,6 +254,11 @@ type HelmChartTemplateSpec struct {
 	// its values.yaml.
 	// +optional
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+
+	// IgnoreMissingValuesFiles skips a file of valuesFiles the chart does
+	// not have (see HelmChart).
+	// +optional
+	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
 }
 
 // CrossNamespaceObjectReference names the source of a release's chart.

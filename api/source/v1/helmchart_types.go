@@ -77,6 +77,12 @@ type HelmChartSpec struct {
 	// +optional
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
 
+	// IgnoreMissingValuesFiles skips a file of valuesFiles the chart does
+	// not have instead of failing the build; status.observedValuesFiles
+	// lists the files merged.
+	// +optional
+	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
+
 	// Suspend stops all reconciliation of this object while true.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -115,7 +121,8 @@ type HelmChartStatus struct {
 	// +optional
 	ObservedChartName string `json:"observedChartName,omitempty"`
 
-	// ObservedValuesFiles are the valuesFiles merged into the last build.
+	// ObservedValuesFiles are the valuesFiles merged into the last build
+	// (without the missing ones skipped under ignoreMissingValuesFiles).
 	// +optional
 	ObservedValuesFiles []string `json:"observedValuesFiles,omitempty"`
 

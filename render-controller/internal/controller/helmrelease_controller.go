@@ -407,9 +407,10 @@ func desiredChart(obj *helmv2.HelmRelease) *sourcev1.HelmChart {
 			SourceRef: sourcev1.LocalHelmChartSourceReference{
 				APIVersion: t.Spec.SourceRef.APIVersion, Kind: t.Spec.SourceRef.Kind, Name: t.Spec.SourceRef.Name,
 			},
-			Interval:          interval,
-			ReconcileStrategy: t.Spec.ReconcileStrategy,
-			ValuesFiles:       t.Spec.ValuesFiles,
+			Interval:                 interval,
+			ReconcileStrategy:        t.Spec.ReconcileStrategy,
+			ValuesFiles:              t.Spec.ValuesFiles,
+			IgnoreMissingValuesFiles: t.Spec.IgnoreMissingValuesFiles,
 		},
 	}
 }

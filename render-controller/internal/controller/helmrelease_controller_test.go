@@ -274,6 +274,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 			Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "from the template"},
 		}
 		s.Chart.Spec.ValuesFiles = []string{"values-prod.yaml"}
+		s.Chart.Spec.IgnoreMissingValuesFiles = true
 		s.Chart.Spec.ReconcileStrategy = sourcev1.ReconcileStrategyRevision
 		s.TargetNamespace = "apps"
 		s.Values = jsonValues(t, map[string]any{"greeting": "hello"})
@@ -290,6 +291,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	g.Expect(hc.Spec.SourceRef).To(Equal(sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "repo"}))
 	g.Expect(hc.Spec.Interval.Duration).To(Equal(time.Hour), "the HelmRelease's interval")
 	g.Expect(hc.Spec.ValuesFiles).To(Equal([]string{"values-prod.yaml"}))
+	g.Expect(hc.Spec.IgnoreMissingValuesFiles).To(BeTrue())
 	g.Expect(hc.Spec.ReconcileStrategy).To(Equal(sourcev1.ReconcileStrategyRevision))
 	g.Expect(hc.Labels).To(HaveKeyWithValue("team", "a"))
 	g.Expect(hc.Labels).To(HaveKeyWithValue(helmv2.NameLabel, "app"))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -195,9 +194,11 @@ type chartState struct {
 	archive []byte // the chart archive, for a HelmRepository source
 	dir     string // the chart's folder under root, for a tree source
 	version string // the artifact's revision
-	// name and tgz are the packaged chart's.
-	name string
-	tgz  []byte
+	// name and tgz are the packaged chart's, valuesFiles the values
+	// files merged into it.
+	name        string
+	tgz         []byte
+	valuesFiles []string
 
 	// indexes are the repository indexes parsed in this reconcile, by
 	// artifact digest: each is parsed once however many dependencies it
@@ -626,15 +627,16 @@ func (r *HelmChartReconciler) build(ctx context.Context, obj *sourcev1.HelmChart
 	ctx, cancel, opts := r.workerRequest(ctx, st)
 	defer cancel()
 	res, err := r.Packager.ChartPackage(ctx, src, helmpackage.Options{
-		ValuesFiles: obj.Spec.ValuesFiles,
-		Version:     st.version,
-		Remote:      remote,
-		OutDir:      r.TmpDir,
+		ValuesFiles:              obj.Spec.ValuesFiles,
+		IgnoreMissingValuesFiles: obj.Spec.IgnoreMissingValuesFiles,
+		Version:                  st.version,
+		Remote:                   remote,
+		OutDir:                   r.TmpDir,
 	}, opts)
 	if err != nil {
 		return err
 	}
-	st.name, st.tgz = res.Name, res.Archive
+	st.name, st.tgz, st.valuesFiles = res.Name, res.Archive, res.ValuesFiles
 	return nil
 }
 
@@ -760,9 +762,11 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 			recordNewArtifact(r.Events, obj, prev, a, st.artifactOK, sameRevisionAndDigest)
 		}
 		obj.Status.ObservedChartName = st.name
+		// The files merged: spec.valuesFiles less those skipped under
+		// ignoreMissingValuesFiles, so a missing one shows.
+		obj.Status.ObservedValuesFiles = st.valuesFiles
 	}
 	obj.Status.ObservedSourceArtifactRevision = st.sourceRevision
-	obj.Status.ObservedValuesFiles = slices.Clone(obj.Spec.ValuesFiles)
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 		"stored artifact for revision %q", obj.Status.Artifact.Revision)
 	garbageCollect(ctx, r.Storage, ref, obj.Status.Artifact)

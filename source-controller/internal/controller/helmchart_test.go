@@ -199,6 +199,21 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 	g.Expect(conditionOf(hc, meta.ReadyCondition).Message).To(ContainSubstring("values-missing.yaml"))
 	g.Expect(hc.Status.Artifact).To(Equal(good))
 
+	// Under ignoreMissingValuesFiles the missing file is skipped: the
+	// chart builds with the others, and observedValuesFiles shows which.
+	patch = client.MergeFrom(hc.DeepCopy())
+	hc.Spec.ValuesFiles = []string{"values-missing.yaml", "values-prod.yaml"}
+	hc.Spec.IgnoreMissingValuesFiles = true
+	g.Expect(k8s.Patch(context.Background(), hc, patch)).To(Succeed())
+	waitHelmReady(t, hc, "0.2.0")
+	g.Expect(hc.Status.ObservedValuesFiles).To(Equal([]string{"values-prod.yaml"}))
+	g.Expect(conditionOf(hc, sourcev1.BuildFailedCondition)).To(BeNil())
+	skipped, _ := loadChart(t, hc.Status.Artifact)
+	g.Expect(skipped.Values).To(Equal(map[string]any{
+		"replicas": float64(3),
+		"image":    map[string]any{"tag": "v2", "pullPolicy": "IfNotPresent"},
+	}))
+
 	// A path leaving the source stalls.
 	escape := newHelmChart(ns, "escape", "../../etc", "", sourcev1.GitRepositoryKind, "charts")
 	g.Expect(k8s.Create(context.Background(), escape)).To(Succeed())
