@@ -24,7 +24,10 @@
 //	                     keys starting with "volatile." (VolatilePrefix)
 //	                     hold details of the moment (counts at a timeout,
 //	                     back-off durations, attempt numbers) that differ
-//	                     between repeats of the same news
+//	                     between repeats of the same news; keys starting
+//	                     with "event.toolkit.fluxcd.io/" (AnnotationPrefix)
+//	                     are the object's annotations of that prefix, as
+//	                     Flux carries them
 //	changes              field-level differences, for drift events: object,
 //	                     path, before, after (Secret values redacted), and
 //	                     manager, the field manager of the foreign write

@@ -156,7 +156,38 @@ func (r *Recorder) build(obj client.Object, severity Severity, reason, msg strin
 	for _, o := range opts {
 		o(&e)
 	}
+	withAnnotations(&e, obj.GetAnnotations())
 	return e
+}
+
+// AnnotationPrefix starts the annotations of an object that travel in
+// the metadata of its events under their full key (Flux's
+// event.toolkit.fluxcd.io/, so a Flux object ports as it is): the object's
+// owner adds details to its alerts, such as the pull request of a
+// preview (ChangeRequestKey). notification-controller sends them without
+// the prefix, below the Alert's eventMetadata and the controller's own keys.
+const AnnotationPrefix = "event.toolkit.fluxcd.io/"
+
+// ChangeRequestKey is the metadata key, after AnnotationPrefix, of the
+// pull or merge request number an object's events are about, which the
+// change request comment providers comment on.
+const ChangeRequestKey = "change_request"
+
+// withAnnotations copies the object's AnnotationPrefix annotations into
+// the event's metadata; a key the controller set is kept.
+func withAnnotations(e *Event, annotations map[string]string) {
+	for k, v := range annotations {
+		if !strings.HasPrefix(k, AnnotationPrefix) || len(k) == len(AnnotationPrefix) {
+			continue
+		}
+		if _, set := e.Metadata[k]; set {
+			continue
+		}
+		if e.Metadata == nil {
+			e.Metadata = map[string]string{}
+		}
+		e.Metadata[k] = v
+	}
 }
 
 func apiVersion(gvk schema.GroupVersionKind) string {

@@ -74,3 +74,28 @@ func TestRecorderBoundsEveryMessage(t *testing.T) {
 		})
 	}
 }
+
+// An object's event.toolkit.fluxcd.io/ annotations travel in the metadata
+// of its events under their full key, as Flux's do (the change request a
+// comment provider comments on among them); a key the controller set is
+// kept, and other annotations stay out.
+func TestEventsCarryTheObjectsEventAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "preview", Annotations: map[string]string{
+		AnnotationPrefix + ChangeRequestKey: "42",
+		AnnotationPrefix + "deploymentID":   "e076e315",
+		AnnotationPrefix + "owner":          "from the annotation",
+		AnnotationPrefix:                    "no key",
+		"kustomize.toolkit.fluxcd.io/prune": "disabled",
+	}}}
+	var stream published
+	NewRecorder(nil, &stream, nil, "test").Record(obj, SeverityInfo, "Applied", "applied",
+		WithMetadata(map[string]string{AnnotationPrefix + "owner": "from the controller", "objects": "3"}))
+	g.Expect(stream).To(HaveLen(1))
+	g.Expect(stream[0].Metadata).To(Equal(map[string]string{
+		"event.toolkit.fluxcd.io/change_request": "42",
+		"event.toolkit.fluxcd.io/deploymentID":   "e076e315",
+		"event.toolkit.fluxcd.io/owner":          "from the controller",
+		"objects":                                "3",
+	}))
+}

@@ -28,6 +28,13 @@ const (
 	AzureDevOpsProvider     = "azuredevops"
 	GitHubDispatchProvider  = "githubdispatch"
 
+	// Change request comments: one comment per object on the pull or
+	// merge request its event.toolkit.fluxcd.io/change_request
+	// annotation names, edited on each event.
+	GitHubPullRequestCommentProvider  = "githubpullrequestcomment"
+	GitLabMergeRequestCommentProvider = "gitlabmergerequestcomment"
+	GiteaPullRequestCommentProvider   = "giteapullrequestcomment"
+
 	// Paging and incident tools.
 	AlertmanagerProvider = "alertmanager"
 	PagerDutyProvider    = "pagerduty"
@@ -51,7 +58,7 @@ const (
 )
 
 // ProviderSpec says where and how alerts are delivered.
-// +kubebuilder:validation:XValidation:rule="!(self.type in ['githubpullrequestcomment', 'gitlabmergerequestcomment', 'giteapullrequestcomment', 'googlepubsub', 'azureeventhub'])",message="provider types githubpullrequestcomment, gitlabmergerequestcomment, giteapullrequestcomment, googlepubsub and azureeventhub are Flux's but not implemented in Plumb (docs/api/provider.md)"
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['googlepubsub', 'azureeventhub'])",message="provider types googlepubsub and azureeventhub are Flux's but not implemented in Plumb (docs/api/provider.md)"
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
@@ -61,10 +68,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.proxySecretRef)",message="spec.proxySecretRef is for HTTP providers: a nats provider connects to its server directly"
 // +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
-	// Type of the provider. Flux's types githubpullrequestcomment,
-	// gitlabmergerequestcomment, giteapullrequestcomment, googlepubsub and
-	// azureeventhub are listed so that the refusal names them: none is
-	// implemented.
+	// Type of the provider. Flux's types googlepubsub and azureeventhub
+	// are listed so that the refusal names them: neither is implemented.
 	// +required
 	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;incident.io;googlechat;telegram;matrix;rocket;webex;lark;zulip;zoom;githubpullrequestcomment;gitlabmergerequestcomment;giteapullrequestcomment;googlepubsub;azureeventhub;otel
 	Type string `json:"type"`

@@ -182,9 +182,10 @@ func TestAlertReadiness(t *testing.T) {
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})).To(Succeed())
 }
 
-// TestProviderTypesOfFlux: zoom, incident.io and otel Providers are Ready with
-// their Secret's address and token; Flux's types Plumb does not implement
-// are refused by the API server, which names them.
+// TestProviderTypesOfFlux: zoom, incident.io, otel and the change request
+// comment Providers are Ready with their Secret's address and token;
+// Flux's types Plumb does not implement are refused by the API server,
+// which names them.
 func TestProviderTypesOfFlux(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -193,6 +194,10 @@ func TestProviderTypesOfFlux(t *testing.T) {
 		notificationv1.ZoomProvider:       "https://integrations.zoom.us/chat/webhooks/incomingwebhook/AbCdEf",
 		notificationv1.IncidentioProvider: "https://api.incident.io/v2/alert_events/http/01HSOURCE",
 		notificationv1.OTELProvider:       "https://otel-collector.example.com:4318/v1/traces",
+
+		notificationv1.GitHubPullRequestCommentProvider:  "https://github.com/org/repo",
+		notificationv1.GitLabMergeRequestCommentProvider: "https://gitlab.example.com/group/project",
+		notificationv1.GiteaPullRequestCommentProvider:   "https://gitea.example.com/org/repo",
 	} {
 		name := strings.ReplaceAll(typ, ".", "")
 		createSecret(t, ns, name, map[string]string{"address": address, "token": "t0ken"})
@@ -203,7 +208,7 @@ func TestProviderTypesOfFlux(t *testing.T) {
 		g.Expect(k8s.Create(ctx, p)).To(Succeed())
 		g.Expect(waitReady(t, p, metav1.ConditionTrue).Message).To(Equal(typ + " provider is ready"))
 	}
-	for _, typ := range []string{"githubpullrequestcomment", "gitlabmergerequestcomment", "giteapullrequestcomment", "googlepubsub", "azureeventhub"} {
+	for _, typ := range []string{"googlepubsub", "azureeventhub"} {
 		p := &notificationv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: typ},
 			Spec:       notificationv1.ProviderSpec{Type: typ, Address: "https://example.com/x"},

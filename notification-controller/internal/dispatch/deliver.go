@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -143,21 +144,15 @@ func (d *Dispatcher) giveUp(alert *notificationv1.Alert, e *events.Event, err er
 	}
 }
 
-// withAlert returns the event as the alert sends it: with the alert's
-// eventMetadata added (the event's own keys win, so an Alert cannot
-// misreport what a controller said), its summary and, with a message
-// template, its message, both rendered over the event (alerttext). When a
-// template fails it returns the error too, and the event with the
-// untemplated text (the event's message, spec.summary as written): an
-// event is never dropped for its Alert's template.
+// withAlert returns the event as the alert sends it: with the metadata
+// of sentMetadata, its summary and, with a message template, its message,
+// both rendered over the event (alerttext). When a template fails it
+// returns the error too, and the event with the untemplated text (the
+// event's message, spec.summary as written): an event is never dropped
+// for its Alert's template.
 func withAlert(e *events.Event, alert *notificationv1.Alert) (events.Event, error) {
 	out := *e
-	if len(alert.Spec.EventMetadata) > 0 {
-		meta := make(map[string]string, len(e.Metadata)+len(alert.Spec.EventMetadata)+1)
-		maps.Copy(meta, alert.Spec.EventMetadata)
-		maps.Copy(meta, e.Metadata)
-		out.Metadata = meta
-	}
+	out.Metadata = sentMetadata(e.Metadata, alert.Spec.EventMetadata)
 	if alert.Spec.Summary == "" && alert.Spec.MessageTemplate == "" {
 		return out, nil
 	}
@@ -179,4 +174,32 @@ func withAlert(e *events.Event, alert *notificationv1.Alert) (events.Event, erro
 		}
 	}
 	return out, err
+}
+
+// sentMetadata is the metadata an alert sends, from the lowest precedence
+// to the highest, as Flux orders them: the object's annotations
+// (events.AnnotationPrefix, sent without the prefix), the Alert's
+// eventMetadata, then the controller's own keys, so neither an Alert nor
+// an annotation can misreport what a controller said.
+func sentMetadata(own, alert map[string]string) map[string]string {
+	annotated := false
+	for k := range own {
+		annotated = annotated || strings.HasPrefix(k, events.AnnotationPrefix)
+	}
+	if len(alert) == 0 && !annotated {
+		return own
+	}
+	meta := make(map[string]string, len(own)+len(alert)+1)
+	for k, v := range own {
+		if key, ok := strings.CutPrefix(k, events.AnnotationPrefix); ok {
+			meta[key] = v
+		}
+	}
+	maps.Copy(meta, alert)
+	for k, v := range own {
+		if !strings.HasPrefix(k, events.AnnotationPrefix) {
+			meta[k] = v
+		}
+	}
+	return meta
 }

@@ -78,7 +78,9 @@
 // acknowledged for that provider, not retried, not counted as a failure,
 // and no DeliveryFailed event is recorded.
 //
-// What an Alert sends is the event with its eventMetadata added and its
+// What an Alert sends is the event with its eventMetadata added, the
+// object's event.toolkit.fluxcd.io/ annotations without that prefix
+// (below the eventMetadata, as Flux: sentMetadata), and its
 // summary and message templates rendered (package alerttext), for every
 // provider type; a template that fails on an event sends it untemplated
 // and logs why: a template never drops an event.

@@ -190,6 +190,30 @@ func TestWithAlert(t *testing.T) {
 	g.Expect(e.Metadata).To(Equal(map[string]string{"cluster": "from-event"}), "the event itself is unchanged")
 }
 
+// The object's event.toolkit.fluxcd.io/ annotations are sent without the
+// prefix, below the Alert's eventMetadata and summary, and the
+// controller's own keys, as Flux orders them.
+func TestWithAlertSendsTheObjectsAnnotationsBelowEverythingElse(t *testing.T) {
+	g := NewWithT(t)
+	e := event("Kustomization", "apps", "preview", events.SeverityInfo, "applied")
+	e.Metadata = map[string]string{
+		events.AnnotationPrefix + events.ChangeRequestKey: "42",
+		events.AnnotationPrefix + "env":                   "from-annotation",
+		events.AnnotationPrefix + "objects":               "from-annotation",
+		events.AnnotationPrefix + "summary":               "from-annotation",
+		"objects":                                         "3",
+	}
+	a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{EventMetadata: map[string]string{"env": "prod"}}}
+	out, err := withAlert(e, a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Metadata).To(Equal(map[string]string{"change_request": "42", "env": "prod", "objects": "3", "summary": "from-annotation"}))
+
+	a.Spec.EventMetadata, a.Spec.Summary = nil, "from-alert"
+	out, err = withAlert(e, a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Metadata).To(Equal(map[string]string{"change_request": "42", "env": "from-annotation", "objects": "3", "summary": "from-alert"}))
+}
+
 func TestWithAlertRendersItsTemplatesOverTheEvent(t *testing.T) {
 	g := NewWithT(t)
 	e := event("Kustomization", "apps", "podinfo", events.SeverityError, "health check failed after 5m")

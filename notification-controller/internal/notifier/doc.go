@@ -1,7 +1,7 @@
 // Package notifier delivers one event to one provider: it renders the
 // provider's payload (Slack, Discord and Microsoft Teams messages, the event
 // JSON for generic webhooks, optionally HMAC-signed, a NATS message, a
-// commit status, a paging or incident tool's request, or a chat service's
+// commit status, a pull request comment, a paging or incident tool's request, or a chat service's
 // message: chat.go) and sends it once. Retrying, rate limiting and
 // acknowledging belong to the dispatcher; this package only says whether a failure is worth retrying
 // (IsPermanent), or that the provider had nothing to do (Skipped).
@@ -23,6 +23,18 @@
 // than the hosts' SDKs: one or two calls of a few fields each, and an SDK's own transport
 // (oauth2, retries) would bypass the dispatcher's client, its address
 // policy and its single attempt per Post.
+//
+// Change request comment providers (comment.go, commenthosts.go:
+// githubpullrequestcomment, gitlabmergerequestcomment,
+// giteapullrequestcomment) keep one comment per object and Provider on
+// the pull or merge request of the event's change_request metadata (the
+// object's event.toolkit.fluxcd.io/change_request annotation, which
+// pkg/events carries and the dispatcher sends without its prefix), and
+// skip an event without it. The comment holds a hidden marker naming the
+// Provider's UID and the object; each event lists the request's comments,
+// edits the token's user's comment with the marker, or writes one. They
+// share the commit statuses' address parsing, API bases, credentials and
+// call.
 //
 // The paging and incident tools (paging.go: alertmanager, pagerduty,
 // opsgenie, grafana, datadog, sentry, incident.io, and otel's OTLP/HTTP

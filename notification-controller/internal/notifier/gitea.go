@@ -15,28 +15,41 @@ import (
 const giteaForm = "https://<host>[/<root>]/<owner>/<repo>"
 
 func newGitea(cfg Config) (Notifier, error) {
-	repo, err := parseRepository(cfg, giteaForm)
+	g, err := newGiteaRepo(cfg, giteaToken)
 	if err != nil {
 		return nil, err
 	}
-	n := len(repo.segments)
-	if n < 2 {
-		return nil, errWrongForm(cfg.Type, giteaForm)
-	}
-	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, giteaToken)
-	}
-	root := ""
-	if n > 2 {
-		root = "/" + strings.Join(repo.segments[:n-2], "/")
-	}
-	api := repo.api(root + "/api/v1/repos/" + url.PathEscape(repo.segments[n-2]) + "/" + url.PathEscape(repo.segments[n-1]))
-	return &commitStatusNotifier{cfg: cfg, host: &gitea{cfg: cfg, api: api}}, nil
+	return &commitStatusNotifier{cfg: cfg, host: &g}, nil
 }
 
+// newGiteaRepo checks the address and token of both gitea types; token
+// says what the token must be allowed, for the error when it is missing.
+func newGiteaRepo(cfg Config, token string) (gitea, error) {
+	repo, err := parseRepository(cfg, giteaForm)
+	if err != nil {
+		return gitea{}, err
+	}
+	n := len(repo.segments)
+	if n < 2 {
+		return gitea{}, errWrongForm(cfg.Type, giteaForm)
+	}
+	if cfg.Token == "" {
+		return gitea{}, needToken(cfg.Type, token)
+	}
+	prefix := ""
+	if n > 2 {
+		prefix = "/" + strings.Join(repo.segments[:n-2], "/")
+	}
+	root := repo.api(prefix + "/api/v1")
+	return gitea{cfg: cfg, root: root, api: root + "/repos/" + url.PathEscape(repo.segments[n-2]) + "/" + url.PathEscape(repo.segments[n-1])}, nil
+}
+
+// gitea is a Gitea repository and the API that serves it.
 type gitea struct {
 	cfg Config
-	api string
+	// root is the API's URL (https://<host>[/<root>]/api/v1), api the
+	// repository's, root + /repos/{owner}/{repo}.
+	root, api string
 }
 
 // giteaStatus is the body of "create a commit status".

@@ -23,14 +23,21 @@ const maxGitHubDescription = 140
 // githubRepo is a GitHub repository and the API that serves it.
 type githubRepo struct {
 	cfg Config
-	// api is the repository's API URL, .../repos/{owner}/{repo}.
-	api string
+	// root is the API's URL (https://api.github.com), api the
+	// repository's, root + /repos/{owner}/{repo}.
+	root, api string
 }
 
 // newGitHubRepo checks the address and token of both github types.
 // github.com's API is api.github.com; a GitHub Enterprise Server's is
 // https://<host>/api/v3.
 func newGitHubRepo(cfg Config) (githubRepo, error) {
+	return newGitHubRepoOf(cfg, githubToken)
+}
+
+// newGitHubRepoOf is newGitHubRepo with what the token must be allowed
+// (token), for the error when it is missing.
+func newGitHubRepoOf(cfg Config, token string) (githubRepo, error) {
 	repo, err := parseRepository(cfg, githubForm)
 	if err != nil {
 		return githubRepo{}, err
@@ -39,13 +46,13 @@ func newGitHubRepo(cfg Config) (githubRepo, error) {
 		return githubRepo{}, errWrongForm(cfg.Type, githubForm)
 	}
 	if cfg.Token == "" {
-		return githubRepo{}, needToken(cfg.Type, githubToken)
+		return githubRepo{}, needToken(cfg.Type, token)
 	}
 	base := repo.api("/api/v3")
 	if h := strings.ToLower(repo.base.Hostname()); h == "github.com" || h == "www.github.com" {
 		base = "https://api.github.com"
 	}
-	return githubRepo{cfg: cfg, api: base + "/repos/" + url.PathEscape(repo.segments[0]) + "/" + url.PathEscape(repo.segments[1])}, nil
+	return githubRepo{cfg: cfg, root: base, api: base + "/repos/" + url.PathEscape(repo.segments[0]) + "/" + url.PathEscape(repo.segments[1])}, nil
 }
 
 func (g githubRepo) auth() http.Header {

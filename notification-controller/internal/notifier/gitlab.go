@@ -19,27 +19,38 @@ const gitlabForm = "https://<host>/<group>[/<subgroup>...]/<project>"
 const maxStatusDescription = 255
 
 func newGitLab(cfg Config) (Notifier, error) {
-	repo, err := parseRepository(cfg, gitlabForm)
+	g, err := newGitLabProject(cfg)
 	if err != nil {
 		return nil, err
 	}
+	return &commitStatusNotifier{cfg: cfg, host: &g}, nil
+}
+
+// newGitLabProject checks the address and token of both gitlab types.
+func newGitLabProject(cfg Config) (gitlab, error) {
+	repo, err := parseRepository(cfg, gitlabForm)
+	if err != nil {
+		return gitlab{}, err
+	}
 	if len(repo.segments) < 2 {
-		return nil, errWrongForm(cfg.Type, gitlabForm)
+		return gitlab{}, errWrongForm(cfg.Type, gitlabForm)
 	}
 	if cfg.Token == "" {
-		return nil, needToken(cfg.Type, gitlabToken)
+		return gitlab{}, needToken(cfg.Type, gitlabToken)
 	}
 	escaped := make([]string, len(repo.segments))
 	for i, s := range repo.segments {
 		escaped[i] = url.PathEscape(s)
 	}
-	project := repo.api("/api/v4/projects/" + strings.Join(escaped, "%2F"))
-	return &commitStatusNotifier{cfg: cfg, host: &gitlab{cfg: cfg, project: project}}, nil
+	return gitlab{cfg: cfg, root: repo.api("/api/v4"), project: repo.api("/api/v4/projects/" + strings.Join(escaped, "%2F"))}, nil
 }
 
+// gitlab is a GitLab project and the API that serves it.
 type gitlab struct {
-	cfg     Config
-	project string
+	cfg Config
+	// root is the API's URL (https://<host>/api/v4), project the
+	// project's, root + /projects/{url-encoded path}.
+	root, project string
 }
 
 // gitlabStatus is the body of "set the pipeline status of a commit", and

@@ -17,8 +17,9 @@ type hostCall struct {
 	// body, when not nil, is sent as JSON.
 	body any
 	// into, when not nil, receives the JSON of a 2xx answer (at most
-	// maxResponse of it).
-	into any
+	// limit of it, maxResponse when zero).
+	into  any
+	limit int64
 }
 
 // answerError is a host's non-2xx answer: only its status code is kept,
@@ -30,15 +31,20 @@ type answerError struct {
 
 func (e *answerError) Error() string {
 	msg := fmt.Sprintf("the %s API answered %d %s", e.Type, e.Code, http.StatusText(e.Code))
+	// The hints name what the type writes: commit statuses, or comments.
+	writes, object, refused := "commit statuses", "commit", "the status: is the commit in this repository?"
+	if _, comments := commentKinds[e.Type]; comments {
+		writes, object, refused = "pull or merge request comments", "pull or merge request", "the comment"
+	}
 	switch e.Code {
 	case http.StatusUnauthorized, http.StatusNonAuthoritativeInfo:
 		msg += " (the token is not valid)"
 	case http.StatusForbidden:
-		msg += " (the token may not write commit statuses of this repository)"
+		msg += " (the token may not write " + writes + " of this repository)"
 	case http.StatusNotFound:
-		msg += " (no such repository or commit, or the token cannot see it)"
+		msg += " (no such repository or " + object + ", or the token cannot see it)"
 	case http.StatusUnprocessableEntity:
-		msg += " (the host refused the status: is the commit in this repository?)"
+		msg += " (the host refused " + refused + ")"
 	}
 	return msg
 }
@@ -53,7 +59,7 @@ func call(ctx context.Context, cfg Config, c hostCall) error {
 	for k, v := range c.auth {
 		header[http.CanonicalHeaderKey(k)] = v
 	}
-	a, err := cfg.do(ctx, request{method: c.method, url: c.url, payload: c.body, header: header, api: true})
+	a, err := cfg.do(ctx, request{method: c.method, url: c.url, payload: c.body, header: header, api: true, limit: c.limit})
 	if err != nil {
 		return err
 	}

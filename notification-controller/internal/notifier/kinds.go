@@ -23,11 +23,11 @@ type kind struct {
 
 // kinds holds every provider type, gathered from the tables of the
 // groups: the webhooks and NATS (notifier.go), commit statuses
-// (commitstatus.go), paging and incident tools (paging.go) and chat
-// services (chat.go). A type listed twice is a programming error.
+// (commitstatus.go), change request comments (comment.go), paging and
+// incident tools (paging.go) and chat services (chat.go). A type listed twice is a programming error.
 var kinds = func() map[string]kind {
 	all := map[string]kind{}
-	for _, group := range []map[string]kind{coreKinds, commitStatusKinds, pagingKinds, chatKinds} {
+	for _, group := range []map[string]kind{coreKinds, commitStatusKinds, commentKinds, pagingKinds, chatKinds} {
 		for typ, k := range group {
 			if _, dup := all[typ]; dup {
 				panic(fmt.Sprintf("provider type %q is listed twice", typ))

@@ -74,6 +74,10 @@ func TestConfigForNeedsToken(t *testing.T) {
 		notificationv1.AzureDevOpsProvider:    "a personal access token with the Code (status) scope",
 		notificationv1.ZoomProvider:           "the verification token of a Zoom Incoming Webhook connection",
 		notificationv1.IncidentioProvider:     "the API token of an incident.io HTTP alert source",
+
+		notificationv1.GitHubPullRequestCommentProvider:  "a GitHub token that may write pull request comments",
+		notificationv1.GitLabMergeRequestCommentProvider: "a GitLab access token with the api scope",
+		notificationv1.GiteaPullRequestCommentProvider:   "a Gitea access token with the write:issue and read:user scopes",
 	} {
 		t.Run(typ, func(t *testing.T) {
 			g := NewWithT(t)

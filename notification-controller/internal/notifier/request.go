@@ -33,6 +33,8 @@ type request struct {
 	// api words the errors for a Git host's API ("calling the github
 	// API") rather than an endpoint ("posting to the slack endpoint").
 	api bool
+	// limit bounds the answer's body read, maxResponse when zero.
+	limit int64
 }
 
 // answer is a service's reply: the status code, the header (Retry-After,
@@ -101,9 +103,13 @@ func (cfg Config) do(ctx context.Context, r request) (answer, error) {
 	// the endpoint's words: they are never repeated into events, status
 	// or logs, only the status code is (and a service's error code of a
 	// fixed vocabulary: serviceCode).
-	got, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	limit := r.limit
+	if limit <= 0 {
+		limit = maxResponse
+	}
+	got, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
 	// A longer answer (Slack echoes the message) is read to its end, up
-	// to as much again, so the connection can be reused.
+	// to maxResponse more, so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	return answer{code: resp.StatusCode, header: resp.Header, body: got}, nil
 }
