@@ -55,10 +55,19 @@ const (
 	LarkProvider       = "lark"
 	ZulipProvider      = "zulip"
 	ZoomProvider       = "zoom"
+
+	// Cloud message buses: the event JSON published to a Google Pub/Sub
+	// topic or sent to an Azure Event Hub. Their address is no URL (a
+	// project ID; a connection string or an event hub's name).
+	GooglePubSubProvider  = "googlepubsub"
+	AzureEventHubProvider = "azureeventhub"
 )
 
 // ProviderSpec says where and how alerts are delivered.
-// +kubebuilder:validation:XValidation:rule="!(self.type in ['googlepubsub', 'azureeventhub'])",message="provider types googlepubsub and azureeventhub are Flux's but not implemented in Plumb (docs/api/provider.md)"
+// +kubebuilder:validation:XValidation:rule="!has(self.address) || size(self.address) == 0 || self.type in ['googlepubsub', 'azureeventhub'] || self.address.matches('^(http|https|nats|tls)://.*$')",message="address must be an http(s):// URL, or a nats:// or tls:// URL for type nats",fieldPath=".address"
+// +kubebuilder:validation:XValidation:rule="self.type != 'googlepubsub' || (has(self.channel) && size(self.channel) > 0)",message="a googlepubsub provider needs spec.channel, the Pub/Sub topic ID"
+// +kubebuilder:validation:XValidation:rule="self.type != 'azureeventhub' || !has(self.address) || !self.address.contains('SharedAccessKey')",message="an azureeventhub connection string holds a key: put it in the key address of spec.secretRef, and leave spec.address empty",fieldPath=".address"
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['googlepubsub', 'azureeventhub']) || has(self.secretRef)",message="googlepubsub and azureeventhub providers need spec.secretRef with their credentials (Plumb has no workload identity): a service account's JSON key in token for googlepubsub; an Event Hubs connection string in address, or an access token in token, for azureeventhub"
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-hmac' || has(self.secretRef)",message="a generic-hmac provider needs spec.secretRef with the signing token"
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || (has(self.channel) && size(self.channel) > 0)",message="a nats provider needs spec.channel, the subject to publish on"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pagerduty' || (has(self.channel) && size(self.channel) > 0)",message="a pagerduty provider needs spec.channel, the routing key of an Events API v2 integration"
@@ -68,8 +77,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.proxySecretRef)",message="spec.proxySecretRef is for HTTP providers: a nats provider connects to its server directly"
 // +kubebuilder:validation:XValidation:rule="!has(self.threadPerObject) || !self.threadPerObject || self.type in ['slack', 'googlechat', 'zulip']",message="spec.threadPerObject is for types slack (with a bot token), googlechat and zulip"
 type ProviderSpec struct {
-	// Type of the provider. Flux's types googlepubsub and azureeventhub
-	// are listed so that the refusal names them: neither is implemented.
+	// Type of the provider.
 	// +required
 	// +kubebuilder:validation:Enum=slack;generic;generic-hmac;discord;msteams;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubdispatch;alertmanager;pagerduty;opsgenie;grafana;datadog;sentry;incident.io;googlechat;telegram;matrix;rocket;webex;lark;zulip;zoom;githubpullrequestcomment;gitlabmergerequestcomment;giteapullrequestcomment;googlepubsub;azureeventhub;otel
 	Type string `json:"type"`
@@ -86,11 +94,13 @@ type ProviderSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	Username string `json:"username,omitempty"`
 
-	// Address is the webhook URL, or the NATS server URL for type nats.
-	// The Secret's "address" key overrides it.
+	// Address is the webhook URL, or the NATS server URL for type nats;
+	// for googlepubsub the GCP project ID, for azureeventhub an Event
+	// Hubs connection string or the event hub's name (which is why the
+	// URL rule is the spec's, by type). The Secret's "address" key
+	// overrides it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^(http|https|nats|tls)://.*$')",message="address must be an http(s):// URL, or a nats:// or tls:// URL for type nats"
 	Address string `json:"address,omitempty"`
 
 	// Timeout of one delivery attempt; notification-controller's

@@ -2,6 +2,11 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -183,9 +188,7 @@ func TestAlertReadiness(t *testing.T) {
 }
 
 // TestProviderTypesOfFlux: zoom, incident.io, otel and the change request
-// comment Providers are Ready with their Secret's address and token;
-// Flux's types Plumb does not implement are refused by the API server,
-// which names them.
+// comment Providers are Ready with their Secret's address and token.
 func TestProviderTypesOfFlux(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -208,13 +211,65 @@ func TestProviderTypesOfFlux(t *testing.T) {
 		g.Expect(k8s.Create(ctx, p)).To(Succeed())
 		g.Expect(waitReady(t, p, metav1.ConditionTrue).Message).To(Equal(typ + " provider is ready"))
 	}
-	for _, typ := range []string{"googlepubsub", "azureeventhub"} {
-		p := &notificationv1.Provider{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: typ},
-			Spec:       notificationv1.ProviderSpec{Type: typ, Address: "https://example.com/x"},
-		}
-		err := k8s.Create(ctx, p)
-		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", typ, err)
-		g.Expect(err.Error()).To(ContainSubstring("are Flux's but not implemented in Plumb"), typ)
+}
+
+// TestProviderCloudBuses: a googlepubsub Provider (the project ID as its
+// address, the topic as its channel, a service account's JSON key as its
+// token) and an azureeventhub Provider (a connection string in its
+// Secret) are Ready; the API server refuses one without the Secret their
+// credentials are in, a googlepubsub Provider without a topic, and a
+// connection string in spec.address.
+func TestProviderCloudBuses(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createSecret(t, ns, "gcp-key", map[string]string{"token": serviceAccountKeyJSON(t), "headers": "team: apps\n"})
+	createSecret(t, ns, "event-hub", map[string]string{"address": "Endpoint=sb://plumb.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=a2V5;EntityPath=events"})
+	for _, p := range []*notificationv1.Provider{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pubsub"}, Spec: notificationv1.ProviderSpec{
+			Type: notificationv1.GooglePubSubProvider, Address: "my-project", Channel: "plumb-events",
+			SecretRef: &meta.LocalObjectReference{Name: "gcp-key"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eventhub"}, Spec: notificationv1.ProviderSpec{
+			Type: notificationv1.AzureEventHubProvider, SecretRef: &meta.LocalObjectReference{Name: "event-hub"}}},
+	} {
+		g.Expect(k8s.Create(ctx, p)).To(Succeed())
+		g.Expect(waitReady(t, p, metav1.ConditionTrue).Message).To(Equal(p.Spec.Type + " provider is ready"))
 	}
+
+	for name, tc := range map[string]struct {
+		spec notificationv1.ProviderSpec
+		want string
+	}{
+		"no secret": {notificationv1.ProviderSpec{Type: notificationv1.GooglePubSubProvider, Address: "my-project", Channel: "t1"},
+			"googlepubsub and azureeventhub providers need spec.secretRef"},
+		"no topic": {notificationv1.ProviderSpec{Type: notificationv1.GooglePubSubProvider, Address: "my-project", SecretRef: &meta.LocalObjectReference{Name: "gcp-key"}},
+			"a googlepubsub provider needs spec.channel"},
+		"key in spec": {notificationv1.ProviderSpec{Type: notificationv1.AzureEventHubProvider, Address: "Endpoint=sb://x/;SharedAccessKeyName=a;SharedAccessKey=b", SecretRef: &meta.LocalObjectReference{Name: "event-hub"}},
+			"an azureeventhub connection string holds a key"},
+		"not a URL": {notificationv1.ProviderSpec{Type: notificationv1.GenericProvider, Address: "my-project"},
+			"address must be an http(s):// URL"},
+	} {
+		err := k8s.Create(ctx, &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, " ", "-")}, Spec: tc.spec})
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+		g.Expect(err.Error()).To(ContainSubstring(tc.want), name)
+	}
+}
+
+// serviceAccountKeyJSON is a Google service account's JSON key with a new
+// RSA key.
+func serviceAccountKeyJSON(t *testing.T) string {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "my-project", "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "plumb@my-project.iam.gserviceaccount.com", "token_uri": "https://oauth2.googleapis.com/token",
+	})
+	return string(b)
 }

@@ -1,8 +1,9 @@
 // Package notifier delivers one event to one provider: it renders the
 // provider's payload (Slack, Discord and Microsoft Teams messages, the event
 // JSON for generic webhooks, optionally HMAC-signed, a NATS message, a
-// commit status, a pull request comment, a paging or incident tool's request, or a chat service's
-// message: chat.go) and sends it once. Retrying, rate limiting and
+// commit status, a pull request comment, a paging or incident tool's
+// request, a chat service's message: chat.go, or a cloud message bus's:
+// bus.go) and sends it once. Retrying, rate limiting and
 // acknowledging belong to the dispatcher; this package only says whether a failure is worth retrying
 // (IsPermanent), or that the provider had nothing to do (Skipped).
 //
@@ -90,6 +91,19 @@
 // Telegram's path does). Config.send adds the verdict of the services whose
 // status code says it all (webhooks, paging tools); the chat services and
 // the Git hosts read the answer themselves (statusError, call).
+//
+// The cloud message buses (bus.go) hand the event's JSON to a service for
+// other systems to consume, as nats does: googlepubsub (pubsub.go)
+// publishes it on a Pub/Sub topic with the Secret's headers as
+// attributes, authenticated by an access token of a service account's
+// JSON key (googleauth.go: the JWT bearer grant, the token kept per key
+// across the notifiers the dispatcher rebuilds); azureeventhub
+// (eventhub.go) sends it to an Event Hub with a shared access signature
+// of a connection string's key, or a bearer token. Their address is the
+// service's own form, not a URL (kind.ownAddress). Both are the services'
+// REST APIs through Config.do rather than their SDKs, for the reasons
+// above; the token exchange too, as oauth2's token source would send it
+// on its own and word its errors with the answer.
 //
 // A zoom Provider (zoom.go) posts Flux's rich message to a Zoom Team Chat
 // Incoming Webhook with its verification token.

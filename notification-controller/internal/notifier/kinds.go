@@ -19,15 +19,21 @@ type kind struct {
 	// nats marks an address that is a nats:// or tls:// URL rather than
 	// http:// or https://.
 	nats bool
+	// ownAddress marks an address that is no URL but the service's own
+	// form (a GCP project ID, an Event Hubs connection string): build
+	// checks it, and deliveries go to the service's https:// endpoint,
+	// so ConfigFor neither parses it nor asks for spec.insecure.
+	ownAddress bool
 }
 
 // kinds holds every provider type, gathered from the tables of the
 // groups: the webhooks and NATS (notifier.go), commit statuses
 // (commitstatus.go), change request comments (comment.go), paging and
-// incident tools (paging.go) and chat services (chat.go). A type listed twice is a programming error.
+// incident tools (paging.go), chat services (chat.go) and cloud message
+// buses (bus.go). A type listed twice is a programming error.
 var kinds = func() map[string]kind {
 	all := map[string]kind{}
-	for _, group := range []map[string]kind{coreKinds, commitStatusKinds, commentKinds, pagingKinds, chatKinds} {
+	for _, group := range []map[string]kind{coreKinds, commitStatusKinds, commentKinds, pagingKinds, chatKinds, busKinds} {
 		for typ, k := range group {
 			if _, dup := all[typ]; dup {
 				panic(fmt.Sprintf("provider type %q is listed twice", typ))

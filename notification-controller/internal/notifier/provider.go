@@ -100,6 +100,11 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 	if cfg.Address == "" {
 		return cfg, fmt.Errorf("no address: set spec.address or the key %q in spec.secretRef", AddressKey)
 	}
+	if kinds[p.Spec.Type].ownAddress {
+		// A project ID, a connection string: build checks it, and
+		// the endpoint it makes is https://.
+		return cfg, nil
+	}
 	u, err := checkAddress(p.Spec.Type, cfg.Address)
 	if err != nil {
 		return cfg, err

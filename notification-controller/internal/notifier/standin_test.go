@@ -62,9 +62,16 @@ type standIn struct {
 	header   http.Header
 }
 
-func newStandIn(t *testing.T, handle handler) *standIn {
+func newStandIn(t *testing.T, handle handler) *standIn { return startStandIn(t, handle, false) }
+
+// newTLSStandIn is a standIn over https, for the services whose endpoint
+// a notifier makes https:// itself (googlepubsub, azureeventhub): its
+// certificate is httptest's, which pemOf gives as a CA.
+func newTLSStandIn(t *testing.T, handle handler) *standIn { return startStandIn(t, handle, true) }
+
+func startStandIn(t *testing.T, handle handler, useTLS bool) *standIn {
 	s := &standIn{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		s.mu.Lock()
 		override, header := s.override, s.header
@@ -88,6 +95,11 @@ func newStandIn(t *testing.T, handle handler) *standIn {
 			s.mu.Unlock()
 		}
 	}))
+	if useTLS {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
