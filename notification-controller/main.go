@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
@@ -75,11 +76,15 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 	defer closeEvents()
 
 	copts := controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}
+	// Provider deliveries and generic-oidc issuers' discovery and keys
+	// alike go to addresses an object's author chose: both dial under
+	// one egress policy.
+	egress := notifier.AddressPolicy{AllowPrivate: notifOpts.AllowPrivateAddresses, AllowLoopback: notifOpts.AllowLoopbackAddresses}
 	objectMetrics := notificationcontroller.NewMetrics(ctrlmetrics.Registry)
 	if err := (&notificationcontroller.ProviderReconciler{
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
-		Policy:                notifier.AddressPolicy{AllowPrivate: notifOpts.AllowPrivateAddresses, AllowLoopback: notifOpts.AllowLoopbackAddresses},
+		Policy:                egress,
 		MaxTimeout:            notifOpts.MaxProviderTimeout,
 		SecretRefreshInterval: notifOpts.SecretRefreshInterval,
 		RequeueDependency:     refOpts.RequeueDependency,
@@ -114,11 +119,14 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, notifOpts config.Notifi
 		return err
 	}
 	if err := mgr.Add(&receiver.Server{
-		Addr:                 notifOpts.ReceiverAddr,
-		Client:               mgr.GetClient(),
-		Reader:               mgr.GetAPIReader(),
-		Tokens:               tokens,
-		Verifier:             receiver.Verifier{IDTokens: receiver.NewIDTokens(notifOpts.GCRIssuer, notifOpts.GCRJWKSURL)},
+		Addr:   notifOpts.ReceiverAddr,
+		Client: mgr.GetClient(),
+		Reader: mgr.GetAPIReader(),
+		Tokens: tokens,
+		Verifier: receiver.Verifier{
+			IDTokens: receiver.NewIDTokens(notifOpts.GCRIssuer, notifOpts.GCRJWKSURL),
+			OIDC:     receiver.NewOIDCTokens(notifier.NewHTTPClient(egress, 10*time.Second)),
+		},
 		MaxConcurrent:        notifOpts.ReceiverMaxConcurrent,
 		MaxShare:             notifOpts.ReceiverMaxShare,
 		BodyTimeout:          notifOpts.ReceiverBodyTimeout,

@@ -59,7 +59,7 @@ func TestGet(t *testing.T) {
 		Spec: notificationv1.ReceiverSpec{
 			Type:      notificationv1.GitHubReceiver,
 			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
-			SecretRef: meta.LocalObjectReference{Name: "token"},
+			SecretRef: &meta.LocalObjectReference{Name: "token"},
 		},
 	}
 	alert := &notificationv1.Alert{

@@ -52,7 +52,7 @@ func TestSuspendResumeEveryKind(t *testing.T) {
 		Spec: notificationv1.ReceiverSpec{
 			Type:      notificationv1.GitHubReceiver,
 			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: "GitRepository", Name: "app"}},
-			SecretRef: meta.LocalObjectReference{Name: "token"},
+			SecretRef: &meta.LocalObjectReference{Name: "token"},
 		},
 	}
 	alert := &notificationv1.Alert{

@@ -31,11 +31,16 @@ const (
 	Bool Result = iota
 	// String is a value's result (commitStatusExpr).
 	String
+	// Any is a value of any type (a generic-oidc provider's variables).
+	Any
 )
 
 func (r Result) celType() *cel.Type {
-	if r == String {
+	switch r {
+	case String:
 		return cel.StringType
+	case Any:
+		return cel.DynType
 	}
 	return cel.BoolType
 }
@@ -80,7 +85,7 @@ func compile(expr string, result Result, vars []string) (*Program, error) {
 	if issues.Err() != nil {
 		return nil, fmt.Errorf("%q does not compile: %w", expr, issues.Err())
 	}
-	if out := ast.OutputType(); !out.IsExactType(cel.DynType) && !out.IsExactType(result.celType()) {
+	if out := ast.OutputType(); result != Any && !out.IsExactType(cel.DynType) && !out.IsExactType(result.celType()) {
 		return nil, fmt.Errorf("%q gives a %s, not a %s", expr, out, result.celType())
 	}
 	prog, err := env.Program(ast,
@@ -112,6 +117,12 @@ func (p *Program) String(ctx context.Context, vars map[string]any) (string, erro
 	return string(v.(types.String)), nil
 }
 
+// Value evaluates an Any program. The value is CEL's own, which another
+// program reads unchanged when it is put in one of its variables.
+func (p *Program) Value(ctx context.Context, vars map[string]any) (any, error) {
+	return p.eval(ctx, vars, Any)
+}
+
 func (p *Program) eval(ctx context.Context, vars map[string]any, want Result) (any, error) {
 	if p.result != want {
 		return nil, fmt.Errorf("the expression was compiled for another result")
@@ -119,6 +130,9 @@ func (p *Program) eval(ctx context.Context, vars map[string]any, want Result) (a
 	val, _, err := p.prog.ContextEval(ctx, vars)
 	if err != nil {
 		return nil, err
+	}
+	if want == Any {
+		return val, nil
 	}
 	switch val.(type) {
 	case types.Bool:

@@ -1,7 +1,9 @@
 // Package celexpr compiles and evaluates the CEL expressions of
 // notification-controller's objects: a Receiver's spec.resourceFilter
 // (variables res and req, a bool) and a Provider's spec.commitStatusExpr
-// (variables event, alert and provider, a string). Flux's names and
+// (variables event, alert and provider, a string), and a generic-oidc
+// Receiver's oidcProviders variables (any value) and validations (a bool)
+// over claims and vars; resourceFilter then also reads claims. Flux's names and
 // semantics, so a Flux manifest's expression runs here unchanged: each
 // variable is a map of string to any value, the environment has
 // celenv's options (Flux's: strings, sets, encoders, optional types), and

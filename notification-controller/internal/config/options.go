@@ -91,9 +91,9 @@ func (o *Notification) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxProviderTimeout, "max-provider-timeout", 30*time.Second,
 		"The longest a delivery attempt may take; a Provider's longer spec.timeout is cut to it.")
 	fs.BoolVar(&o.AllowPrivateAddresses, "allow-private-provider-addresses", true,
-		"Let alerts reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), such as in-cluster Services. Link-local and cloud metadata addresses are always refused.")
+		"Let alerts, and generic-oidc Receivers' issuer discovery, reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), such as in-cluster Services. Link-local and cloud metadata addresses are always refused.")
 	fs.BoolVar(&o.AllowLoopbackAddresses, "allow-loopback-provider-addresses", false,
-		"Let alerts reach loopback addresses (127/8, ::1); for tests and local runs only.")
+		"Let alerts, and generic-oidc Receivers' issuer discovery, reach loopback addresses (127/8, ::1); for tests and local runs only.")
 	fs.DurationVar(&o.SecretRefreshInterval, "secret-refresh-interval", time.Minute,
 		"How often the Secret of a Provider or Receiver is read again; a rotated token takes effect within it.")
 	fs.Float64Var(&o.ReceiverRate, "receiver-rate-limit", 1,

@@ -76,8 +76,10 @@ func (r *ReceiverReconciler) newSkeleton() *plumbreconcile.Controller[*notificat
 // reconcileResources checks every resource is of a kind a webhook can
 // reconcile and, under --no-cross-namespace-refs, in the Receiver's
 // namespace, and that spec.events is set only on a type that can filter
-// (the CRD refuses it too, but not on objects stored before), and that
-// spec.resourceFilter compiles to a bool. Sets Stalled
+// (the CRD refuses it too, but not on objects stored before), that
+// spec.resourceFilter compiles to a bool, and that secretRef and
+// oidcProviders fit the type and every oidcProviders expression compiles
+// (receiver.CheckOIDC). Sets Stalled
 // and Ready=False (InvalidSpec, or CrossNamespaceRef) otherwise.
 func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notificationv1.Receiver) error {
 	for i, ref := range obj.Spec.Resources {
@@ -95,15 +97,19 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 			fmt.Errorf("spec.events: a %s receiver cannot tell event types apart; remove spec.events", obj.Spec.Type))
 	}
 	if f := obj.Spec.ResourceFilter; f != "" {
-		if _, err := receiver.CompileFilter(f); err != nil {
+		if _, err := receiver.CompileFilter(f, obj.Spec.Type); err != nil {
 			return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 		}
+	}
+	if err := receiver.CheckOIDC(obj); err != nil {
+		return plumbreconcile.Stalled(meta.InvalidSpecReason, err)
 	}
 	return nil
 }
 
 // reconcileToken reads the token (and for gcr the email and audience) and
-// writes status.webhookPath from the token.
+// writes status.webhookPath from the token (generic-oidc has none: its
+// path hashes its name and namespace only).
 // Sets Ready=False (SecretNotReady) and Reconciling, naming the Secret or
 // key, when it cannot, or when the token is shorter than
 // receiver.MinTokenBytes (the path is then removed); the next refresh

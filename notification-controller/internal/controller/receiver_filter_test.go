@@ -62,7 +62,7 @@ func TestReceiverResourceFilter(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-filter"},
 		Spec: notificationv1.ReceiverSpec{
 			Type:           notificationv1.GenericReceiver,
-			SecretRef:      meta.LocalObjectReference{Name: "gar-token"},
+			SecretRef:      &meta.LocalObjectReference{Name: "gar-token"},
 			Resources:      []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
 			ResourceFilter: `res.metadata.name + '-x'`,
 		},

@@ -42,7 +42,7 @@ func createReceiver(t *testing.T, ns, name, typ string, mutate func(*notificatio
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: notificationv1.ReceiverSpec{
 			Type:      typ,
-			SecretRef: meta.LocalObjectReference{Name: name + "-token"},
+			SecretRef: &meta.LocalObjectReference{Name: name + "-token"},
 			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
 		},
 	}
@@ -82,7 +82,7 @@ func genericReceiver(ns, name, secret string) *notificationv1.Receiver {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: notificationv1.ReceiverSpec{
 			Type:      notificationv1.GenericReceiver,
-			SecretRef: meta.LocalObjectReference{Name: secret},
+			SecretRef: &meta.LocalObjectReference{Name: secret},
 			Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
 		},
 	}

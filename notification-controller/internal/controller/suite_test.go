@@ -158,7 +158,13 @@ func runSuite(m *testing.M) int {
 	receiverURL = "http://" + l.Addr().String()
 	srv := &receiver.Server{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: tokens,
-		Verifier:      receiver.Verifier{IDTokens: receiver.NewIDTokens(o.GCRIssuer, o.GCRJWKSURL)},
+		Verifier: receiver.Verifier{
+			IDTokens: receiver.NewIDTokens(o.GCRIssuer, o.GCRJWKSURL),
+			// The suite's stand-in issuers listen on 127.0.0.1, which
+			// the suite's policy allows, as deploy/ does not.
+			OIDC: receiver.NewOIDCTokens(notifier.NewHTTPClient(
+				notifier.AddressPolicy{AllowPrivate: o.AllowPrivateAddresses, AllowLoopback: o.AllowLoopbackAddresses}, 10*time.Second)),
+		},
 		MaxConcurrent: o.ReceiverMaxConcurrent, NoCrossNamespaceRefs: o.NoCrossNamespaceRefs,
 		Events: recorder, Log: logr.Discard(),
 	}

@@ -3,6 +3,10 @@
 // status.webhookPath by the Receiver reconciler), so the path is unguessable
 // without the token and differs per Receiver.
 //
+// A generic-oidc Receiver has no Secret and no token: its path is the hex
+// SHA-256 of its name and namespace, as in Flux, and not secret; each
+// call authenticates with an ID token instead (below).
+//
 // Tokens are held in memory (Tokens), loaded by a TokenLoader that runs on
 // every replica: it reads a Receiver's Secret by name when the Receiver
 // appears, changes or is annotated with reconcile.plumb.dev/requestedAt,
@@ -20,7 +24,8 @@
 // X-Gitlab-Token; bitbucket: X-Hub-Signature; generic-hmac: X-Signature
 // sha1|sha256|sha512=<hex>; harbor: Authorization equals the token; nexus:
 // X-Nexus-Webhook-Signature, the hex HMAC-SHA1 of the body; gcr: a
-// Google-signed ID token, see IDTokens; generic, dockerhub, quay, acr and
+// Google-signed ID token, see IDTokens; generic-oidc: an ID token of one
+// of spec.oidcProviders, see OIDCTokens; generic, dockerhub, quay, acr and
 // cdevents: no check, the path is the secret); a body that is not the
 // type's payload is 400 (dockerhub, quay, acr, nexus, gcr, cdevents: one
 // JSON object with the fields the service always sends; cdevents also the
@@ -39,6 +44,31 @@
 // client bounded in time that follows no redirect, and fetched again for
 // an unknown key id at most once a minute. go-oidc's remote key set would
 // fetch for every unknown kid, which a forger chooses.
+//
+// generic-oidc calls carry Authorization: Bearer <ID token> (e.g. a GitHub
+// Actions or GitLab CI token). OIDCTokens reads the token's iss unverified
+// only to pick the spec.oidcProviders entry with that issuerURL (an issuer
+// not listed is refused before anything is fetched, so a call cannot make
+// the controller dial anywhere), finds the issuer's keys by OIDC
+// discovery (<issuerURL>/.well-known/openid-configuration, at most 64
+// KiB, whose issuer must be issuerURL, then its jwks_uri) and caches them
+// per issuer exactly as gcr's (keySet: same size, count and refresh
+// bounds; at most 64 issuers). Discovery and keys are fetched through
+// the egress policy of Provider deliveries (notifier.AddressPolicy:
+// --allow-private-provider-addresses, --allow-loopback-provider-addresses;
+// link-local and metadata addresses never), following no redirect, 10 s
+// each: the issuer is the Receiver author's choice, so it is an outbound
+// call like a Provider's. The token must be signed with an asymmetric
+// algorithm (RS, PS, ES, EdDSA; never HS or none) by a published key
+// whose alg, if it names one, is the token's, and carry the provider's
+// audience (notification-controller when unset), an expiry, and be within
+// exp, nbf and iat with a minute of skew. Then the provider's variables
+// (vars.<name>) and validations, CEL over claims, must all give true; the
+// messages of those that do not are the 401's. spec.resourceFilter then
+// reads the claims as claims. Flux verifies with coreos/go-oidc, which
+// the module proxy serves; Plumb keeps go-jose because go-oidc's provider
+// discovery and remote key set read answers of any size and fetch the
+// keys again for every unknown kid, the bounds IDTokens already keeps.
 //
 // A valid call sets reconcile.plumb.dev/requestedAt on every resource the
 // Receiver names (GitRepository, OCIRepository, HelmRepository, HelmChart,

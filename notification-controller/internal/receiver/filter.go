@@ -10,17 +10,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/celexpr"
 )
 
 // filterVars are the variables of spec.resourceFilter, Flux's: the
-// resource's metadata and the call's body.
-var filterVars = []string{"res", "req"}
+// resource's metadata and the call's body, and for generic-oidc the
+// verified token's claims.
+func filterVars(typ string) []string {
+	if typ == notificationv1.GenericOIDCReceiver {
+		return []string{"res", "req", "claims"}
+	}
+	return []string{"res", "req"}
+}
 
-// CompileFilter compiles a Receiver's spec.resourceFilter; the reconciler
-// refuses the Receiver with its error.
-func CompileFilter(expr string) (*celexpr.Program, error) {
-	p, err := celexpr.Compile(expr, celexpr.Bool, filterVars...)
+// CompileFilter compiles the spec.resourceFilter of a Receiver of type
+// typ; the reconciler refuses the Receiver with its error. claims is
+// declared for generic-oidc only, so another type's filter reading it
+// does not compile, as in Flux.
+func CompileFilter(expr, typ string) (*celexpr.Program, error) {
+	p, err := celexpr.Compile(expr, celexpr.Bool, filterVars(typ)...)
 	if err != nil {
 		return nil, fmt.Errorf("spec.resourceFilter: %w", err)
 	}

@@ -2,13 +2,10 @@ package receiver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -44,10 +41,7 @@ type IDTokens struct {
 	// when nil.
 	Now func() time.Time
 
-	mu      sync.Mutex
-	keys    map[string]jose.JSONWebKey
-	fetched time.Time // when keys were last fetched
-	tried   time.Time // when a fetch was last tried
+	keys keySet
 }
 
 // NewIDTokens returns a verifier for the issuer's tokens whose keys are
@@ -81,7 +75,9 @@ func (t *IDTokens) Verify(ctx context.Context, raw, audience, email string) erro
 	if len(tok.Headers) != 1 || tok.Headers[0].KeyID == "" {
 		return errors.New("the ID token names no signing key (kid)")
 	}
-	key, err := t.key(ctx, tok.Headers[0].KeyID)
+	key, err := t.keys.key(ctx, t.now(), tok.Headers[0].KeyID, func(ctx context.Context) (map[string]jose.JSONWebKey, error) {
+		return fetchJWKS(ctx, t.Client, t.JWKSURL)
+	})
 	if err != nil {
 		return err
 	}
@@ -118,83 +114,4 @@ func (t *IDTokens) now() time.Time {
 		return t.Now()
 	}
 	return time.Now()
-}
-
-// key returns the issuer's key kid, fetching the key set when it is not
-// cached or the cache is older than keysMaxAge. A fetch that fails keeps
-// the keys cached before.
-func (t *IDTokens) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k, ok := t.keys[kid]
-	if ok && t.now().Sub(t.fetched) <= keysMaxAge {
-		return k, nil
-	}
-	if !t.tried.IsZero() && t.now().Sub(t.tried) < keysMinRefresh {
-		if ok {
-			return k, nil // stale, but fetched again only once per keysMinRefresh
-		}
-		return jose.JSONWebKey{}, errors.New("the ID token is signed with a key the issuer does not publish")
-	}
-	t.tried = t.now()
-	// Not the caller's context: a webhook call that hangs up must not
-	// cancel the fetch, or a caller naming an unknown key id and
-	// leaving at once would keep the keys from being refreshed at all.
-	keys, err := t.fetch(context.WithoutCancel(ctx))
-	if err != nil {
-		if ok {
-			return k, nil // a stale key beats none while the issuer is unreachable
-		}
-		return jose.JSONWebKey{}, fmt.Errorf("fetching the issuer's keys: %w", err)
-	}
-	t.keys, t.fetched = keys, t.now()
-	if k, ok := keys[kid]; ok {
-		return k, nil
-	}
-	return jose.JSONWebKey{}, errors.New("the ID token is signed with a key the issuer does not publish")
-}
-
-// fetch reads the key set at JWKSURL: at most maxJWKSBytes, at most
-// maxKeys public signing keys with a key id.
-func (t *IDTokens) fetch(ctx context.Context) (map[string]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.JWKSURL, nil)
-	if err != nil {
-		return nil, errors.New("the JWKS URL is not valid")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := t.Client.Do(req)
-	if err != nil {
-		return nil, errors.New("the JWKS endpoint is unreachable")
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the JWKS endpoint answered %d", resp.StatusCode)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	if err != nil {
-		return nil, errors.New("reading the JWKS failed")
-	}
-	if len(b) > maxJWKSBytes {
-		return nil, fmt.Errorf("the JWKS is larger than %d bytes", maxJWKSBytes)
-	}
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(b, &set); err != nil {
-		return nil, errors.New("the JWKS is not a JSON Web Key Set")
-	}
-	keys := map[string]jose.JSONWebKey{}
-	for _, k := range set.Keys {
-		if k.KeyID == "" || !k.IsPublic() || !k.Valid() || (k.Use != "" && k.Use != "sig") {
-			continue
-		}
-		if len(keys) == maxKeys {
-			return nil, fmt.Errorf("the JWKS holds more than %d keys", maxKeys)
-		}
-		keys[k.KeyID] = k
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("the JWKS holds no public signing key")
-	}
-	return keys, nil
 }

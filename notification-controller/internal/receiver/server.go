@@ -236,7 +236,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	verdict, err := s.Verifier.Verify(ctx, Call{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Secret: found.cred, Header: r.Header, Body: body})
+	verdict, err := s.Verifier.Verify(ctx, Call{
+		Type: rcv.Spec.Type, Events: rcv.Spec.Events, Secret: found.cred, OIDCProviders: rcv.Spec.OIDCProviders,
+		Header: r.Header, Body: body,
+	})
 	if err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			log.Info("rejected a webhook call", "error", err.Error())
@@ -251,7 +254,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	keep, err := filterFor(&rcv, r.Header, body)
+	keep, err := filterFor(&rcv, r.Header, body, verdict.Claims)
 	if err != nil {
 		s.answer(w, http.StatusBadRequest, "%v", err)
 		return
@@ -326,14 +329,14 @@ type filterError struct{ err error }
 func (e *filterError) Error() string { return "spec.resourceFilter: " + e.err.Error() }
 
 // filterFor returns the Receiver's spec.resourceFilter over the call's
-// body, or nil without one. Compiling costs nothing after the first call
+// body (and a generic-oidc call's claims), or nil without one. Compiling costs nothing after the first call
 // (celexpr caches programs); the reconciler has refused an expression that
 // does not compile.
-func filterFor(rcv *notificationv1.Receiver, header http.Header, body []byte) (keepFunc, error) {
+func filterFor(rcv *notificationv1.Receiver, header http.Header, body []byte, claims map[string]any) (keepFunc, error) {
 	if rcv.Spec.ResourceFilter == "" {
 		return nil, nil
 	}
-	prog, err := CompileFilter(rcv.Spec.ResourceFilter)
+	prog, err := CompileFilter(rcv.Spec.ResourceFilter, rcv.Spec.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +349,11 @@ func filterFor(rcv *notificationv1.Receiver, header http.Header, body []byte) (k
 		if err != nil {
 			return false, err
 		}
-		return prog.Bool(ctx, map[string]any{"res": res, "req": req})
+		vars := map[string]any{"res": res, "req": req}
+		if rcv.Spec.Type == notificationv1.GenericOIDCReceiver {
+			vars["claims"] = claims
+		}
+		return prog.Bool(ctx, vars)
 	}, nil
 }
 

@@ -27,8 +27,16 @@ const MinTokenBytes = 32
 
 // ReadCredentials reads the token of a Receiver's Secret (one GET), and
 // the other keys its type needs, and checks the token's length. The error
-// names the Secret and key, never the value.
+// names the Secret and key, never the value. A generic-oidc Receiver has
+// no Secret: its credentials are empty (its path is then the hash of its
+// name and namespace, as in Flux).
 func ReadCredentials(ctx context.Context, r client.Reader, rcv *notificationv1.Receiver) (Credentials, error) {
+	if rcv.Spec.Type == notificationv1.GenericOIDCReceiver {
+		return Credentials{}, nil
+	}
+	if rcv.Spec.SecretRef == nil {
+		return Credentials{}, &missingKeyError{"spec.secretRef is required for every type but generic-oidc"}
+	}
 	cred, err := readSecret(ctx, r, rcv.Spec.Type, rcv.Namespace, rcv.Spec.SecretRef.Name)
 	if err != nil {
 		return Credentials{}, err

@@ -40,6 +40,9 @@ type Verdict struct {
 	Event string
 	// Note explains a call that triggers nothing (ping, filtered event).
 	Note string
+	// Claims are a generic-oidc call's verified ID token claims, which
+	// spec.resourceFilter reads as claims.
+	Claims map[string]any
 }
 
 // Call is one webhook call to a Receiver, as Verify sees it.
@@ -49,16 +52,22 @@ type Call struct {
 	Events []string
 	// Secret holds what the Receiver's Secret holds.
 	Secret Credentials
-	Header http.Header
+	// OIDCProviders are a generic-oidc Receiver's spec.oidcProviders.
+	OIDCProviders []notificationv1.OIDCProvider
+	Header        http.Header
 	// Body is the whole body, at most MaxBodySize bytes.
 	Body []byte
 }
 
-// Verifier checks calls. Its zero value checks every type but gcr.
+// Verifier checks calls. Its zero value checks every type but gcr and
+// generic-oidc.
 type Verifier struct {
 	// IDTokens checks the Google-signed ID tokens of gcr calls; without it
 	// they are refused.
 	IDTokens *IDTokens
+	// OIDC checks the ID tokens of generic-oidc calls; without it they
+	// are refused.
+	OIDC *OIDCTokens
 }
 
 // Verify checks a call against the Receiver's type and Secret and applies
@@ -97,6 +106,8 @@ func (v *Verifier) Verify(ctx context.Context, c Call) (Verdict, error) {
 		return Verdict{Trigger: true}, nil
 	case notificationv1.GenericReceiver:
 		return Verdict{Trigger: true}, nil
+	case notificationv1.GenericOIDCReceiver:
+		return v.verifyGenericOIDC(ctx, c)
 	case notificationv1.HarborReceiver:
 		return verifyHarbor(token, header)
 	case notificationv1.NexusReceiver:
