@@ -120,7 +120,7 @@ func TestValidObjectsRoundTrip(t *testing.T) {
 				Type:      "github",
 				Events:    []string{"push"},
 				Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: "GitRepository", Name: "repo"}},
-				SecretRef: meta.LocalObjectReference{Name: "token"},
+				SecretRef: &meta.LocalObjectReference{Name: "token"},
 			},
 		},
 	}

@@ -238,7 +238,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 			Spec: notificationv1.ReceiverSpec{
 				Type:      notificationv1.GenericReceiver,
 				Resources: []notificationv1.CrossNamespaceObjectReference{{Kind: sourcev1.GitRepositoryKind, Name: "*"}},
-				SecretRef: meta.LocalObjectReference{Name: "webhook"},
+				SecretRef: &meta.LocalObjectReference{Name: "webhook"},
 			},
 		},
 		&notificationv1.Provider{
