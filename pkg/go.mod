@@ -7,6 +7,7 @@ replace plumb.dev/api => ../api
 require (
 	filippo.io/age v1.3.2
 	github.com/ProtonMail/go-crypto v1.4.1
+	github.com/fluxcd/cli-utils v1.3.0
 	github.com/fluxcd/pkg/kustomize v1.41.0
 	github.com/fluxcd/pkg/runtime v0.117.0
 	github.com/getsops/sops/v3 v3.13.3
@@ -120,7 +121,6 @@ require (
 	github.com/extism/go-sdk v1.7.1 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
-	github.com/fluxcd/cli-utils v1.3.0 // indirect
 	github.com/fluxcd/pkg/apis/meta v1.33.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.3 // indirect

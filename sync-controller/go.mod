@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/fluxcd/pkg/apis/meta v1.33.0
 	github.com/fluxcd/pkg/runtime v0.117.0
 	github.com/go-logr/logr v1.4.4
 	github.com/nats-io/nats.go v1.55.0
@@ -67,7 +68,6 @@ require (
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
-	github.com/fluxcd/pkg/apis/meta v1.33.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.3 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect

@@ -9,7 +9,8 @@
 // CRDs. A Flux field Plumb's CRD of the kind has is supported, one it
 // lacks is refused at admission (the API server's unknown-field error),
 // and an enum value it lacks is named; notes.go says why where there is
-// more to say. Because the page is made from the CRDs, it cannot drift
+// more to say. tools.go is the one hand-written section: the status
+// fields Flux's tools read, tool by tool, checked in their source. Because the page is made from the CRDs, it cannot drift
 // from them: TestThePageIsCurrent fails when it would change, and `make
 // generate` rewrites it.
 //

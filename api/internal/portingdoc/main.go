@@ -236,7 +236,8 @@ func page(flux, plumb map[string]*kind) []byte {
 			fmt.Fprintf(&body, "| `%s.%s` | %s | %s |\n", f.Part, f.Name, state, note)
 		}
 	}
-	fmt.Fprintf(&b, "Of Flux's %d top-level spec fields, Plumb accepts %d.\n", total, supported)
+	fmt.Fprintf(&b, "Of Flux's %d top-level spec fields, Plumb accepts %d.\n\n", total, supported)
+	b.WriteString(fluxTools)
 	b.Write(body.Bytes())
 	return b.Bytes()
 }

@@ -775,7 +775,8 @@ type KustomizationStatus struct {
 	// +optional
 	History meta.History `json:"history,omitempty"`
 
-	// Inventory lists every object the last sync applied.
+	// Inventory lists every object the last sync applied, in Flux's shape
+	// (see InventoryEntry).
 	// +optional
 	Inventory *Inventory `json:"inventory,omitempty"`
 
@@ -792,26 +793,6 @@ type KustomizationStatus struct {
 	Retry *RetryStatus `json:"retry,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
-}
-
-// Inventory is the set of objects a Kustomization applied.
-type Inventory struct {
-	// +listType=atomic
-	Entries []InventoryEntry `json:"entries"`
-}
-
-// InventoryEntry identifies one applied object.
-type InventoryEntry struct {
-	// +optional
-	Group string `json:"group,omitempty"`
-	// +required
-	Version string `json:"version"`
-	// +required
-	Kind string `json:"kind"`
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
-	// +required
-	Name string `json:"name"`
 }
 
 // DriftStatus summarizes drift between Git and the cluster.
