@@ -28,6 +28,8 @@ import (
 // otherToolsFlags are the flags of other tools that the docs name, each
 // with the tool. Keep it short: a flag of Plumb's belongs in the code.
 var otherToolsFlags = map[string]string{
+	"show-status":         "flux debug kustomization --show-status",
+	"show-history":        "flux debug helmrelease --show-history",
 	"from-literal":        "kubectl create secret --from-literal",
 	"overwrite":           "kubectl annotate --overwrite",
 	"server-side":         "kubectl apply --server-side",
