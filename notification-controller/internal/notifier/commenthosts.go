@@ -31,25 +31,33 @@ func newGitHubComments(cfg Config) (Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &commentNotifier{cfg: cfg, host: githubComments{g}}, nil
+	// (A GitHub App's installation token has no user; Plumb's github
+	// types take a token only.)
+	return &commentNotifier{cfg: cfg, host: issueComments{cfg: cfg, root: g.root, api: g.api, header: g.auth(), pages: "?per_page=100"}}, nil
 }
 
-// githubComments are a pull request's comments, its issue's: GET and POST
-// /repos/{owner}/{repo}/issues/{number}/comments, PATCH
-// /repos/{owner}/{repo}/issues/comments/{id}.
-type githubComments struct{ githubRepo }
+// issueComments are a pull request's comments, its issue's, on GitHub and
+// on Gitea, which shares the API's shape: GET /user's login; GET and POST
+// {api}/issues/{number}/comments; PATCH {api}/issues/comments/{id}.
+type issueComments struct {
+	cfg Config
+	// root is the host's API, api the repository's (githubRepo, gitea).
+	root, api string
+	header    http.Header
+	// pages is the list's query: GitHub pages it, Gitea answers every
+	// comment of the issue (its endpoint has no pages).
+	pages string
+}
 
-// me is GET /user's login. (A GitHub App's installation token has no
-// user; Plumb's github types take a token only.)
-func (g githubComments) me(ctx context.Context) (string, error) {
+func (g issueComments) me(ctx context.Context) (string, error) {
 	var user struct {
 		Login string `json:"login"`
 	}
-	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.root + "/user", auth: g.auth(), into: &user})
+	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.root + "/user", auth: g.header, into: &user})
 	return user.Login, err
 }
 
-func (g githubComments) list(ctx context.Context, number int64) ([]hostComment, error) {
+func (g issueComments) list(ctx context.Context, number int64) ([]hostComment, error) {
 	var page []struct {
 		ID   int64  `json:"id"`
 		Body string `json:"body"`
@@ -57,7 +65,7 @@ func (g githubComments) list(ctx context.Context, number int64) ([]hostComment, 
 			Login string `json:"login"`
 		} `json:"user"`
 	}
-	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/issues/" + num(number) + "/comments?per_page=100", auth: g.auth(), into: &page, limit: maxCommentList})
+	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/issues/" + num(number) + "/comments" + g.pages, auth: g.header, into: &page, limit: maxCommentList})
 	out := make([]hostComment, len(page))
 	for i, c := range page {
 		out[i] = hostComment{id: c.ID, author: c.User.Login, body: c.Body}
@@ -65,12 +73,12 @@ func (g githubComments) list(ctx context.Context, number int64) ([]hostComment, 
 	return out, err
 }
 
-func (g githubComments) create(ctx context.Context, number int64, body string) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/issues/" + num(number) + "/comments", auth: g.auth(), body: commentBodyJSON{body}})
+func (g issueComments) create(ctx context.Context, number int64, body string) error {
+	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/issues/" + num(number) + "/comments", auth: g.header, body: commentBodyJSON{body}})
 }
 
-func (g githubComments) edit(ctx context.Context, _, id int64, body string) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPatch, url: g.api + "/issues/comments/" + num(id), auth: g.auth(), body: commentBodyJSON{body}})
+func (g issueComments) edit(ctx context.Context, _, id int64, body string) error {
+	return call(ctx, g.cfg, hostCall{method: http.MethodPatch, url: g.api + "/issues/comments/" + num(id), auth: g.header, body: commentBodyJSON{body}})
 }
 
 func newGitLabComments(cfg Config) (Notifier, error) {
@@ -128,44 +136,5 @@ func newGiteaComments(cfg Config) (Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &commentNotifier{cfg: cfg, host: giteaComments{g}}, nil
-}
-
-// giteaComments are a pull request's comments, its issue's, as on GitHub:
-// GET and POST /repos/{owner}/{repo}/issues/{index}/comments, PATCH
-// /repos/{owner}/{repo}/issues/comments/{id}.
-type giteaComments struct{ gitea }
-
-// me is GET /user's login.
-func (g giteaComments) me(ctx context.Context) (string, error) {
-	var user struct {
-		Login string `json:"login"`
-	}
-	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.root + "/user", auth: g.auth(), into: &user})
-	return user.Login, err
-}
-
-func (g giteaComments) list(ctx context.Context, number int64) ([]hostComment, error) {
-	var page []struct {
-		ID   int64  `json:"id"`
-		Body string `json:"body"`
-		User struct {
-			Login string `json:"login"`
-		} `json:"user"`
-	}
-	// Gitea answers every comment of the issue: the endpoint has no pages.
-	err := call(ctx, g.cfg, hostCall{method: http.MethodGet, url: g.api + "/issues/" + num(number) + "/comments", auth: g.auth(), into: &page, limit: maxCommentList})
-	out := make([]hostComment, len(page))
-	for i, c := range page {
-		out[i] = hostComment{id: c.ID, author: c.User.Login, body: c.Body}
-	}
-	return out, err
-}
-
-func (g giteaComments) create(ctx context.Context, number int64, body string) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPost, url: g.api + "/issues/" + num(number) + "/comments", auth: g.auth(), body: commentBodyJSON{body}})
-}
-
-func (g giteaComments) edit(ctx context.Context, _, id int64, body string) error {
-	return call(ctx, g.cfg, hostCall{method: http.MethodPatch, url: g.api + "/issues/comments/" + num(id), auth: g.auth(), body: commentBodyJSON{body}})
+	return &commentNotifier{cfg: cfg, host: issueComments{cfg: cfg, root: g.root, api: g.api, header: g.auth()}}, nil
 }
