@@ -15,6 +15,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"plumb.dev/api/fluxport"
 )
 
 func main() {
@@ -217,6 +219,9 @@ func page(flux, plumb map[string]*kind) []byte {
 			switch {
 			case !ok && f.Part == "spec":
 				state = "refused"
+				if note == "" {
+					note = fluxport.Refused(name, f.Part+"."+f.Name)
+				}
 				if note == "" {
 					note = "not implemented: the API server refuses it as an unknown field"
 				}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"plumb.dev/api/fluxport"
 )
 
 // The committed page is what the committed field list and deploy/crds
@@ -76,5 +78,27 @@ func TestTheFieldListReadsBack(t *testing.T) {
 	}
 	if got, want := string(writeFields(out)), string(writeFields(in)); got != want {
 		t.Fatalf("read back:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A field fluxport gives a reason for is one Plumb's CRD lacks: a change
+// that implements it must drop the reason too, or Plumb's sync errors
+// would explain a refusal that no longer happens.
+func TestEveryExplainedFieldIsRefused(t *testing.T) {
+	plumb, err := readCRDs("../../../deploy/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range fluxport.Fields() {
+		kindName, path, _ := strings.Cut(key, ".")
+		part, name, _ := strings.Cut(path, ".")
+		k, ok := plumb[kindName]
+		if !ok {
+			t.Errorf("%s: Plumb has no kind %s", key, kindName)
+			continue
+		}
+		if _, ok := find(k.Fields, part, name); ok {
+			t.Errorf("%s is in Plumb's CRD: drop its reason from api/fluxport", key)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	sourcev1 "plumb.dev/api/source/v1"
 )
 
 // configMapLabelled is a ConfigMap with the labels, a YAML flow map's
@@ -184,4 +185,21 @@ func TestHelmReleaseObjectOutOfDriftDetection(t *testing.T) {
 	renderRelease(t, hr, "1.0.1", "", chart("two"))
 	waitReleaseReady(t, hr, "1.0.1")
 	g.Expect(configMapKey(ctx, ns, "tuned")).To(Equal("two"), "a new render is applied")
+}
+
+// TestAFluxFieldPlumbRefusesIsExplained: a GitRepository ported from Flux
+// with a field Plumb's CRD lacks fails the sync (the API server refuses
+// the field rather than dropping it), and the status says why Plumb has
+// no such field, from api/fluxport, beside the server's own message.
+func TestAFluxFieldPlumbRefusesIsExplained(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	repo := fmt.Sprintf("apiVersion: source.plumb.dev/v1\nkind: GitRepository\nmetadata:\n  name: ported\n  namespace: %s\n"+
+		"spec:\n  interval: 5m\n  url: https://git.example.com/repo\n  serviceAccountName: workload\n", ks.Namespace)
+	render(t, ks, "main@sha1:fa01", repo+"---\n"+configMaps(ks.Namespace, "beside"))
+	msg := waitNotReady(t, ks, kustomizev1.SyncFailedReason)
+	g.Expect(msg).To(ContainSubstring("GitRepository/" + ks.Namespace + "/ported"))
+	g.Expect(msg).To(ContainSubstring("spec.serviceAccountName: field not declared in schema"))
+	g.Expect(msg).To(ContainSubstring("Flux's spec.serviceAccountName: Flux exchanges the ServiceAccount's token"))
+	g.Expect(exists(ctx, g, &sourcev1.GitRepository{}, ks.Namespace, "ported")).To(BeFalse(), "nothing is created without the field")
 }

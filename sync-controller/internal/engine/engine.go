@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"plumb.dev/api/fluxport"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/drift"
 	"plumb.dev/pkg/healthexpr"
@@ -445,7 +446,21 @@ func (e *Engine) explain(id object.ID, err error) error {
 	if ferr := Forbidden(id, err); ferr != nil {
 		return ferr
 	}
+	if why := portingReason(id, err); why != "" {
+		return fmt.Errorf("%s: %w (%s)", id, err, why)
+	}
 	return fmt.Errorf("%s: %w", id, err)
+}
+
+// portingReason says why the API server refused a field of one of Plumb's
+// own kinds when it is a field of Flux's that Plumb lacks (api/fluxport):
+// a repository ported from Flux meets these, and the server's message
+// names the field but not why it is missing.
+func portingReason(id object.ID, err error) string {
+	if id.Group != "plumb.dev" && !strings.HasSuffix(id.Group, ".plumb.dev") {
+		return ""
+	}
+	return fluxport.Explain(id.Kind, err.Error())
 }
 
 func isImmutable(err error) bool {
