@@ -25,17 +25,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"net/http"
+
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/githubapp"
 	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/source-controller/internal/egress"
 	"plumb.dev/source-controller/internal/git"
-	"plumb.dev/source-controller/internal/githubapp"
 )
 
 const (
@@ -283,7 +286,9 @@ func (r *GitRepositoryReconciler) githubAppAuth(ctx context.Context, obj *source
 	if err != nil {
 		return &git.Error{Kind: git.AuthFailed, Err: fmt.Errorf("spec.secretRef: Secret %s: %w", secretName, err)}
 	}
-	token, err := r.githubTokens.Token(ctx, app, r.Addresses)
+	tr := egress.Transport(r.Addresses)
+	defer tr.CloseIdleConnections()
+	token, err := r.githubTokens.Token(ctx, app, &http.Client{Transport: egress.Excerpts(tr)})
 	var refused *githubapp.RefusedError
 	switch {
 	case errors.As(err, &refused):

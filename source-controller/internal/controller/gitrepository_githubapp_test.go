@@ -102,7 +102,7 @@ func TestGitHubAppInstallationTokensAuthenticateClonesAndAreReused(t *testing.T)
 	// A key that is not the App's gets no token: the API's refusal says why.
 	wrong := waitFailed(t, keyOf(github("wrong-key", app("wrong-key", otherPEM, nil))), sourcev1.AuthenticationFailedReason)
 	g.Expect(condition(wrong, meta.ReadyCondition).Message).To(ContainSubstring(
-		"the GitHub API refused to mint an installation token: 401 Unauthorized"))
+		"minting a GitHub App installation token: the GitHub API refused the App: 401 Unauthorized"))
 
 	// Flux's lookup by owner is not supported, and says so.
 	owner := waitFailed(t, keyOf(github("owner", app("owner", appPEM, map[string]string{

@@ -16,8 +16,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"plumb.dev/pkg/netguard"
-	"plumb.dev/source-controller/internal/egress"
 )
 
 // Keys of the Secret, as in Flux.
@@ -92,8 +90,9 @@ type cached struct {
 type Tokens struct {
 	Now func() time.Time
 
-	mu    sync.Mutex
-	cache map[[32]byte]cached
+	mu     sync.Mutex
+	cache  map[[32]byte]cached
+	logins map[[32]byte]string
 }
 
 func (t *Tokens) now() time.Time {
@@ -109,9 +108,9 @@ func (a App) key() [32]byte {
 	return sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%s", a.BaseURL, a.AppID, a.InstallationID, a.PrivateKey)))
 }
 
-// Token returns an installation token of a, cached or minted through a
-// connection under policy.
-func (t *Tokens) Token(ctx context.Context, a App, policy netguard.Policy) (string, error) {
+// Token returns an installation token of a, cached or minted through
+// client (the caller's egress: its address policy, proxy and TLS).
+func (t *Tokens) Token(ctx context.Context, a App, client *http.Client) (string, error) {
 	k := a.key()
 	now := t.now()
 	t.mu.Lock()
@@ -120,7 +119,7 @@ func (t *Tokens) Token(ctx context.Context, a App, policy netguard.Policy) (stri
 	if ok && now.Before(c.expires.Add(-refreshBefore)) {
 		return c.token, nil
 	}
-	token, expires, err := mint(ctx, a, policy, now)
+	token, expires, err := mint(ctx, a, client, now)
 	if err != nil {
 		return "", err
 	}
@@ -139,10 +138,59 @@ func (t *Tokens) Token(ctx context.Context, a App, policy netguard.Policy) (stri
 }
 
 // mint asks the API for a token.
-func mint(ctx context.Context, a App, policy netguard.Policy, now time.Time) (string, time.Time, error) {
+func mint(ctx context.Context, a App, client *http.Client, now time.Time) (string, time.Time, error) {
+	var out struct {
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	endpoint := fmt.Sprintf("%s/app/installations/%d/access_tokens", a.BaseURL, a.InstallationID)
+	if err := a.call(ctx, client, now, http.MethodPost, endpoint, http.StatusCreated, &out); err != nil {
+		return "", time.Time{}, fmt.Errorf("minting a GitHub App installation token: %w", err)
+	}
+	if out.Token == "" {
+		return "", time.Time{}, errors.New("minting a GitHub App installation token: the answer holds no token")
+	}
+	return out.Token, out.ExpiresAt, nil
+}
+
+// Login returns the user name GitHub gives what the App writes (a
+// comment's author): "<the App's slug>[bot]", from GET /app. It does not
+// change while the App exists, so it is asked once per App.
+func (t *Tokens) Login(ctx context.Context, a App, client *http.Client) (string, error) {
+	k := a.key()
+	t.mu.Lock()
+	login, ok := t.logins[k]
+	t.mu.Unlock()
+	if ok {
+		return login, nil
+	}
+	var out struct {
+		Slug string `json:"slug"`
+	}
+	if err := a.call(ctx, client, t.now(), http.MethodGet, a.BaseURL+"/app", http.StatusOK, &out); err != nil {
+		return "", fmt.Errorf("reading the GitHub App's name: %w", err)
+	}
+	if out.Slug == "" {
+		return "", errors.New("reading the GitHub App's name: the answer holds no slug")
+	}
+	login = out.Slug + "[bot]"
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.logins == nil {
+		t.logins = map[[32]byte]string{}
+	}
+	t.logins[k] = login
+	return login, nil
+}
+
+// call makes a request of the App itself (authenticated by a JWT the
+// private key signs: iss the App ID, iat a minute in the past against
+// clock skew, exp nine minutes ahead, under GitHub's ten) and decodes an
+// answer of status want into out, reading at most MaxResponseBytes.
+func (a App) call(ctx context.Context, client *http.Client, now time.Time, method, endpoint string, want int, out any) error {
 	key, err := jwt.ParseRSAPrivateKeyFromPEM(a.PrivateKey)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s is not a PEM RSA private key: %v", PrivateKeyKey, err)
+		return fmt.Errorf("%s is not a PEM RSA private key: %v", PrivateKeyKey, err)
 	}
 	signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
 		Issuer:    strconv.FormatInt(a.AppID, 10),
@@ -150,50 +198,46 @@ func mint(ctx context.Context, a App, policy netguard.Policy, now time.Time) (st
 		ExpiresAt: jwt.NewNumericDate(now.Add(9 * time.Minute)),
 	}).SignedString(key)
 	if err != nil {
-		return "", time.Time{}, err
+		return err
 	}
-	endpoint := fmt.Sprintf("%s/app/installations/%d/access_tokens", a.BaseURL, a.InstallationID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, nil)
 	if err != nil {
-		return "", time.Time{}, err
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+signed)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	tr := egress.Transport(policy)
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: egress.Excerpts(tr)}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("minting a GitHub App installation token: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("minting a GitHub App installation token: %w", err)
+		return err
 	}
-	if resp.StatusCode != http.StatusCreated {
-		return "", time.Time{}, &RefusedError{Status: resp.Status, Body: string(body)}
+	if resp.StatusCode != want {
+		return &RefusedError{Status: resp.Status, Code: resp.StatusCode, Body: string(body)}
 	}
 	if len(body) > MaxResponseBytes {
-		return "", time.Time{}, fmt.Errorf("minting a GitHub App installation token: answer larger than %d bytes", MaxResponseBytes)
+		return fmt.Errorf("answer larger than %d bytes", MaxResponseBytes)
 	}
-	var out struct {
-		Token     string    `json:"token"`
-		ExpiresAt time.Time `json:"expires_at"`
+	if err := json.Unmarshal(body, out); err != nil {
+		return errors.New("the answer is not JSON")
 	}
-	if err := json.Unmarshal(body, &out); err != nil || out.Token == "" {
-		return "", time.Time{}, errors.New("minting a GitHub App installation token: the answer holds no token")
-	}
-	return out.Token, out.ExpiresAt, nil
+	return nil
 }
 
-// RefusedError is the API's refusal to mint a token (a wrong App ID,
-// installation or key); Body is the excerpt of its answer.
+// RefusedError is the API's refusal of the App (a wrong App ID,
+// installation or key); Body is the excerpt of its answer, which a caller
+// that must not repeat a host's words (notification-controller) leaves
+// out: Code says enough.
 type RefusedError struct {
 	Status string
+	Code   int
 	Body   string
 }
 
 func (e *RefusedError) Error() string {
-	return "the GitHub API refused to mint an installation token: " + e.Status + ": " + e.Body
+	return "the GitHub API refused the App: " + e.Status + ": " + e.Body
 }
