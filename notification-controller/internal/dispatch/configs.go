@@ -16,6 +16,7 @@ import (
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/notification-controller/internal/notifier"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/githubapp"
 	"plumb.dev/pkg/kinds"
 )
 
@@ -39,6 +40,9 @@ type configs struct {
 	// notifiers the cache drops and rebuilds.
 	threads   *notifier.ThreadStore
 	notifiers notifierCache
+	// apps mints and caches the installation tokens of GitHub App
+	// Providers: a token lives an hour, the notifiers ten seconds.
+	apps githubapp.Tokens
 }
 
 // readTimeout bounds the API reads of one routing or delivery (labels,
@@ -128,6 +132,9 @@ func (c *configs) notifier(ctx context.Context, provider *notificationv1.Provide
 	cfg.Dialer = c.policy.Dialer()
 	if cfg.ThreadPerObject {
 		cfg.Threads = c.threads.For(string(provider.UID))
+	}
+	if err := notifier.AuthenticateApp(ctx, &cfg, &c.apps); err != nil {
+		return nil, err
 	}
 	n, err := notifier.New(cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -114,6 +115,11 @@ type storedComment struct {
 type commentStandIn struct {
 	*standIn
 	contract commentContract
+	// bot is the login of the credentials' user: botLogin, or a GitHub
+	// App's bot; app, when set, serves the App's own endpoints (/app...),
+	// which authenticate with the App's JWT rather than a token.
+	bot string
+	app http.HandlerFunc
 
 	mu       sync.Mutex
 	comments []storedComment
@@ -121,7 +127,7 @@ type commentStandIn struct {
 }
 
 func newCommentStandIn(t *testing.T, typ string) *commentStandIn {
-	s := &commentStandIn{contract: commentContractOf(typ), nextID: 1000}
+	s := &commentStandIn{contract: commentContractOf(typ), nextID: 1000, bot: botLogin}
 	s.standIn = newStandIn(t, s.serve)
 	return s
 }
@@ -151,13 +157,17 @@ func (s *commentStandIn) serve(w http.ResponseWriter, r *http.Request, body []by
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.contract
+	if s.app != nil && strings.HasPrefix(r.URL.Path, "/api/v3/app") {
+		s.app(w, r)
+		return nil
+	}
 	if !c.authorized(r) {
 		reply(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 		return nil
 	}
 	path := r.URL.EscapedPath()
 	if r.Method == http.MethodGet && path == c.user {
-		reply(w, http.StatusOK, c.userJSON(botLogin))
+		reply(w, http.StatusOK, c.userJSON(s.bot))
 		return nil
 	}
 	if m := c.comments.FindStringSubmatch(path); m != nil {
@@ -170,7 +180,7 @@ func (s *commentStandIn) serve(w http.ResponseWriter, r *http.Request, body []by
 				return nil
 			}
 			s.nextID++
-			stored := storedComment{id: s.nextID, number: m[1], author: botLogin, body: text}
+			stored := storedComment{id: s.nextID, number: m[1], author: s.bot, body: text}
 			s.comments = append(s.comments, stored)
 			reply(w, http.StatusCreated, c.listed(stored))
 			return stored
@@ -182,7 +192,7 @@ func (s *commentStandIn) serve(w http.ResponseWriter, r *http.Request, body []by
 			if s.comments[i].id != id {
 				continue
 			}
-			if s.comments[i].author != botLogin {
+			if s.comments[i].author != s.bot {
 				reply(w, http.StatusForbidden, map[string]string{"message": "Must have admin rights to Repository."})
 				return nil
 			}

@@ -31,8 +31,6 @@ func newGitHubComments(cfg Config) (Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	// (A GitHub App's installation token has no user; Plumb's github
-	// types take a token only.)
 	return &commentNotifier{cfg: cfg, host: issueComments{cfg: cfg, root: g.root, api: g.api, header: g.auth(), pages: "?per_page=100"}}, nil
 }
 
@@ -50,6 +48,11 @@ type issueComments struct {
 }
 
 func (g issueComments) me(ctx context.Context) (string, error) {
+	if g.cfg.AppLogin != "" {
+		// A GitHub App's installation token has no user: its comments'
+		// author is the App's bot (AuthenticateApp).
+		return g.cfg.AppLogin, nil
+	}
 	var user struct {
 		Login string `json:"login"`
 	}

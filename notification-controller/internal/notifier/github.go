@@ -45,7 +45,7 @@ func newGitHubRepoOf(cfg Config, token string) (githubRepo, error) {
 	if len(repo.segments) != 2 {
 		return githubRepo{}, errWrongForm(cfg.Type, githubForm)
 	}
-	if cfg.Token == "" {
+	if cfg.Token == "" && cfg.GitHubApp == nil {
 		return githubRepo{}, needToken(cfg.Type, token)
 	}
 	base := repo.api("/api/v3")

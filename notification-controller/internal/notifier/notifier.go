@@ -20,6 +20,7 @@ import (
 
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/githubapp"
 	"plumb.dev/pkg/message"
 )
 
@@ -41,6 +42,12 @@ type Config struct {
 	// Token is the HMAC key for generic-hmac, a bearer token for the HTTP
 	// types, and the NATS token for nats.
 	Token string
+	// GitHubApp, read from the Secret's githubApp* keys, authenticates the
+	// github types as a GitHub App: AuthenticateApp mints Token with it and
+	// sets AppLogin, the login of what the App writes, for the comment
+	// provider.
+	GitHubApp *githubapp.App
+	AppLogin  string
 	// User and Password authenticate to NATS.
 	User, Password string
 	// Headers are extra HTTP headers (generic, generic-hmac).

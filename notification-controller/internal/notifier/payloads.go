@@ -1,8 +1,9 @@
 package notifier
 
 import (
-	"plumb.dev/pkg/events"
 	"strings"
+
+	"plumb.dev/pkg/events"
 )
 
 // SlackPayload is a Slack incoming-webhook message with one colored

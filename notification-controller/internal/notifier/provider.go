@@ -79,8 +79,11 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 				return cfg, fmt.Errorf("secret %s/%s key %q is not a YAML map of header names to values", p.Namespace, ref.Name, HeadersKey)
 			}
 		}
-		if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" {
-			return cfg, fmt.Errorf("secret %s/%s has no key %q (%s)", p.Namespace, ref.Name, TokenKey, need)
+		if cfg.GitHubApp, err = githubAppOf(p.Spec.Type, secret); err != nil {
+			return cfg, err
+		}
+		if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" && cfg.GitHubApp == nil {
+			return cfg, fmt.Errorf("secret %s/%s has no key %q (%s)%s", p.Namespace, ref.Name, TokenKey, need, orGitHubApp(p.Spec.Type))
 		}
 		// A Slack bot token means chat.postMessage (Flux's form), on
 		// Slack's own API unless an address says otherwise.
@@ -91,7 +94,7 @@ func ConfigFor(ctx context.Context, r client.Reader, p *notificationv1.Provider)
 			return cfg, fmt.Errorf("secret %s/%s has no key %q and spec.address is empty", p.Namespace, ref.Name, AddressKey)
 		}
 	}
-	if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" {
+	if need := kinds[p.Spec.Type].token; need != "" && cfg.Token == "" && cfg.GitHubApp == nil {
 		return cfg, errNoToken(p.Spec.Type, need)
 	}
 	if cfg.Address == "" {

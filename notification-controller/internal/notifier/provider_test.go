@@ -92,7 +92,7 @@ func TestConfigForNeedsToken(t *testing.T) {
 				return p
 			}
 			_, err := ConfigFor(context.Background(), r, provider("no-token"))
-			g.Expect(err).To(MatchError(`secret ns/no-token has no key "token" (` + what + `)`))
+			g.Expect(err).To(MatchError(`secret ns/no-token has no key "token" (` + what + `)` + orGitHubApp(typ)))
 			_, err = ConfigFor(context.Background(), r, provider(""))
 			g.Expect(err).To(MatchError(`a Provider of type ` + typ + ` needs spec.secretRef with the key "token" (` + what + `)`))
 			cfg, err := ConfigFor(context.Background(), r, provider("token"))
