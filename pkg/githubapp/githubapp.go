@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-
 )
 
 // Keys of the Secret, as in Flux.
