@@ -181,7 +181,9 @@
 // internal/oci, docs/design/oci-artifacts.md):
 //
 //  1. storage re-verifies the artifact.
-//  2. source resolves spec.ref (digest, then semver with semverFilter,
+//  2. source reads the Secrets (a .dockerconfigjson, certSecretRef's
+//     certificates, proxySecretRef's proxy: connection.go) and resolves
+//     spec.ref (digest, then semver with semverFilter,
 //     then tag, latest by default) to a manifest digest; nothing is new
 //     when the verified artifact of this generation has that revision
 //     (with spec.verify, also SourceVerified=True for this generation).
@@ -199,7 +201,7 @@
 //     <tag>@sha256:<hex> or sha256:<hex>.
 //
 // Failures of source and layer set FetchFailed with AuthenticationFailed,
-// InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
+// ProxyConfigError, InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
 // or OCIArtifactPullFailed (retried); every failure keeps the last
 // artifact.
 //
