@@ -136,8 +136,13 @@
 // spec.passCredentials — and checked against the entry's digest. From an
 // OCI repository the SDK's registry client lists the tags, resolves the
 // range and pulls, given only the Secret's credentials (never a
-// credentials file of the controller); a chart worker loads the archive
-// and checks it is spec.chart. From a GitRepository a chart worker loads
+// credentials file of the controller); with spec.verify the version's
+// manifest digest is resolved and its signatures checked first as an
+// OCIRepository's are (helmchart_verify.go: SourceVerified, and
+// VerificationError or InvalidArtifactSignature without FetchFailed),
+// and the chart pulled by that digest; spec.verify with any other source
+// stalls (InvalidSpec). A chart worker loads the archive and checks it
+// is spec.chart. From a GitRepository a chart worker loads
 // the chart from spec.chart, a path that must stay inside the artifact;
 // spec.version, when a range, must match its version. Either way the
 // worker's plan lists the remote dependencies still needed. Downloads are
