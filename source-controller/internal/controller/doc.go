@@ -239,12 +239,17 @@
 // this storage (an ExternalArtifact another program serves is refused:
 // nothing is downloaded), and stops when the sources, the generation and
 // every published ExternalArtifact are as the inventory recorded. build
-// extracts the sources with pkg/artifact's checks and limits, carries out
+// extracts the sources with pkg/artifact's checks and limits, with
+// spec.pathPattern expands spec.artifacts once per matching folder of its
+// source (artifactgenerator_pattern.go: captures put into names and copy
+// paths, at most MaxGeneratedArtifacts, ValidationFailed or LimitExceeded
+// stalled), carries out
 // the copy operations (internal/compose: no "..", no absolute paths, no
 // symlink out of a source, bounded files and bytes) into one tree per
 // artifact, and packs each as externalartifact/<ns>/<name>/<content
 // hash>.tar.gz. publish server-side-applies each ExternalArtifact (owned
-// by the generator, labelled with its UID) and its status (artifact,
+// by the generator, labelled with its UID, the pattern's captures and
+// spec.commonMetadata's labels and annotations) and its status (artifact,
 // Ready), deletes those dropped from the spec with their files, and
 // records the inventory. Any failure leaves the published ones as they
 // were. A source's new artifact or readiness (a field index and a watch
