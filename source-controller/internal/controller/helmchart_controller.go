@@ -502,16 +502,15 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		if st.upToDate = current(obj, st, version); st.upToDate {
 			return nil
 		}
-		var tgz []byte
+		pull := func() ([]byte, error) { return reg.Pull(ref, version) }
 		if obj.Spec.Verify != nil {
 			digest, err := r.verifyChart(ctx, obj, st.repo, ref, version)
 			if err != nil {
 				return err
 			}
-			tgz, err = reg.PullDigest(ref, digest)
-		} else {
-			tgz, err = reg.Pull(ref, version)
+			pull = func() ([]byte, error) { return reg.PullDigest(ref, digest) }
 		}
+		tgz, err := pull()
 		if err != nil {
 			return err
 		}
