@@ -83,6 +83,15 @@ type HelmChartSpec struct {
 	// +optional
 	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
 
+	// Verify makes a chart version from an OCI HelmRepository an artifact
+	// only when its manifest carries a signature that
+	// spec.verify.secretRef trusts, as an OCIRepository's (the same
+	// providers and Secret keys); the last verified chart is served
+	// meanwhile. Refused (stalled) for any other source, which has no
+	// OCI signatures: it is never silently skipped.
+	// +optional
+	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
+
 	// Suspend stops all reconciliation of this object while true.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -127,7 +136,7 @@ type HelmChartStatus struct {
 	ObservedValuesFiles []string `json:"observedValuesFiles,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, FetchFailed, BuildFailed,
-	// ArtifactInStorage.
+	// ArtifactInStorage, SourceVerified (with spec.verify).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -76,6 +76,20 @@ type OCIRepositorySpec struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
+	// CertSecretRef names a Secret in the same namespace with a CA
+	// certificate (ca.crt) to trust and/or a client certificate and key
+	// (tls.crt, tls.key) for the registry's HTTPS connections (Flux's keys;
+	// a registry's own certificate is then trusted without spec.insecure).
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// ProxySecretRef names a Secret in the same namespace with the proxy
+	// every registry request goes through: address (http://, https:// or
+	// socks5://), optional username and password. The proxy's address must
+	// pass --allowed-private-networks like any other connection.
+	// +optional
+	ProxySecretRef *meta.LocalObjectReference `json:"proxySecretRef,omitempty"`
+
 	// Insecure allows plain HTTP to the registry.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`

@@ -45,11 +45,38 @@ const (
 	ArtifactDeletedReason = "ArtifactDeleted"
 )
 
+// MaxGeneratedArtifacts bounds the ExternalArtifacts one generator makes:
+// with spec.pathPattern, the matched folders times spec.artifacts. A
+// repository with more folders than that would otherwise have one
+// generator create objects and stored files without end.
+const MaxGeneratedArtifacts = 100
+
 // ArtifactGeneratorSpec says which sources to read and which
 // ExternalArtifacts to compose from them.
 // +kubebuilder:validation:XValidation:rule="self.artifacts.all(a, self.artifacts.exists_one(b, b.name == a.name))",message="artifact names must be unique"
 // +kubebuilder:validation:XValidation:rule="self.sources.all(s, self.sources.exists_one(t, t.alias == s.alias))",message="source aliases must be unique"
+// +kubebuilder:validation:XValidation:rule="has(self.pathPattern) && size(self.pathPattern) > 0 || self.artifacts.all(a, a.name.matches('^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$'))",message="artifact names must be valid object names when pathPattern is not set"
 type ArtifactGeneratorSpec struct {
+	// CommonMetadata are labels and annotations set on every generated
+	// ExternalArtifact, over the ones the generator sets itself except its
+	// own label (source.extensions.plumb.dev/generator), which is
+	// reserved.
+	// +optional
+	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+
+	// PathPattern, "@<alias>/<pattern>", makes spec.artifacts templates:
+	// every folder of the source's artifact whose path matches the pattern
+	// gives one ExternalArtifact per entry of spec.artifacts. A "{name}"
+	// in the pattern matches one path segment and is captured; "{name}"
+	// in an artifact's name (lowercased) and in its copy operations'
+	// from and to (as found) is replaced by the capture, and every
+	// capture is a label of the generated ExternalArtifact. At most
+	// MaxGeneratedArtifacts (100) artifacts are generated.
+	// +optional
+	// +kubebuilder:validation:Pattern="^@([a-z0-9]([a-z0-9_-]*[a-z0-9])?)/(.*)$"
+	// +kubebuilder:validation:MaxLength=1024
+	PathPattern string `json:"pathPattern,omitempty"`
+
 	// Sources are the source objects whose artifacts the copy operations
 	// read, each under an alias.
 	// +required
@@ -92,11 +119,26 @@ type SourceReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// CommonMetadata are labels and annotations for generated objects.
+type CommonMetadata struct {
+	// Labels set on every generated ExternalArtifact.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations set on every generated ExternalArtifact.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
 // OutputArtifact is one ExternalArtifact to generate.
 type OutputArtifact struct {
-	// Name of the ExternalArtifact.
+	// Name of the ExternalArtifact; with spec.pathPattern it may hold
+	// "{capture}" placeholders, and must be an object name once they are
+	// replaced.
 	// +required
-	// +kubebuilder:validation:Pattern="^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$"
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
@@ -129,13 +171,14 @@ type OutputArtifact struct {
 type CopyOperation struct {
 	// From is "@<alias>/<path or glob>"; the path may not leave the
 	// source ("..", absolute paths), and symlinks are not followed out of
-	// it.
+	// it. With spec.pathPattern it may hold "{capture}" placeholders.
 	// +required
 	// +kubebuilder:validation:Pattern="^@([a-z0-9]([a-z0-9_-]*[a-z0-9])?)/(.*)$"
 	// +kubebuilder:validation:MaxLength=1024
 	From string `json:"from"`
 
-	// To is "@artifact/<path>", the destination in the artifact.
+	// To is "@artifact/<path>", the destination in the artifact. With
+	// spec.pathPattern it may hold "{capture}" placeholders.
 	// +required
 	// +kubebuilder:validation:Pattern="^@(artifact)/(.*)$"
 	// +kubebuilder:validation:MaxLength=1024

@@ -22,4 +22,11 @@
 // path below the non-glob prefix of "from", or, without a "/", a file
 // name at any depth. Merge merges a YAML map into the one already at the
 // destination as Helm merges values files.
+//
+// ParsePattern, Match and Expand serve spec.pathPattern: a folder pattern
+// of literal segments and "{name}" captures (each within one segment) is
+// matched against the folders of a source's tree, never deeper than the
+// pattern and never through a symlink, with a bound on the matches; and
+// "{name}" placeholders of names and copy paths are filled in, a name
+// that is not a capture being an error rather than left in place.
 package compose

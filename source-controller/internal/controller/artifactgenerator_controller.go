@@ -156,13 +156,18 @@ type generatorState struct {
 	sources map[string]*meta.Artifact
 	digest  string
 	tmp     string
-	// built are the new artifacts by name, in spec order.
+	// outputs are the artifacts to build: spec.artifacts, or with
+	// spec.pathPattern their expansion per matched folder.
+	outputs []outputArtifact
+	// built are the new artifacts by name, in outputs' order.
 	built []builtArtifact
 }
 
 type builtArtifact struct {
 	name     string
 	artifact *meta.Artifact
+	// labels are the ExternalArtifact's, besides the generator's own.
+	labels map[string]string
 }
 
 // Reconcile runs, for a live generator, the steps sources, build and
@@ -203,20 +208,29 @@ func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj 
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", s.Alias, s.Kind, sourceNamespace(obj, s), s.Name, a.Revision, a.Digest)
 	}
 	st.digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	for _, a := range obj.Spec.OutputArtifacts {
-		if _, err := r.ownArtifact(ctx, obj, a.Name); err != nil {
-			return err
+	// With spec.pathPattern the names are known only once the source is
+	// read (reconcileBuild checks them then); the same generation and
+	// sources expand to the same names, so the inventory's count is not
+	// compared either.
+	templated := obj.Spec.PathPattern != ""
+	if !templated {
+		for _, a := range obj.Spec.OutputArtifacts {
+			if _, err := r.ownArtifact(ctx, obj, a.Name); err != nil {
+				return err
+			}
 		}
 	}
 	if obj.Status.ObservedGeneration == obj.Generation && obj.Status.ObservedSourcesDigest == st.digest &&
-		len(obj.Status.Inventory) == len(obj.Spec.OutputArtifacts) && r.inventoryIntact(ctx, obj) {
+		(templated || len(obj.Status.Inventory) == len(obj.Spec.OutputArtifacts)) && r.inventoryIntact(ctx, obj) {
 		return plumbreconcile.ErrStop
 	}
 	return nil
 }
 
 // validate checks what the CRD's schema cannot: every "@alias" names a
-// source, and sources stay in the namespace when they must.
+// source, sources stay in the namespace when they must,
+// spec.commonMetadata's keys and label values are valid, and
+// spec.pathPattern parses with every placeholder one of its captures.
 func (r *ArtifactGeneratorReconciler) validate(obj *sourceextv1beta1.ArtifactGenerator) error {
 	aliases := map[string]bool{}
 	for _, s := range obj.Spec.Sources {
@@ -226,6 +240,18 @@ func (r *ArtifactGeneratorReconciler) validate(obj *sourceextv1beta1.ArtifactGen
 		aliases[s.Alias] = true
 		if r.NoCrossNamespaceRefs && sourceNamespace(obj, s) != obj.Namespace {
 			return fmt.Errorf("cross-namespace references are not allowed: source %q is %s %s/%s", s.Alias, s.Kind, s.Namespace, s.Name)
+		}
+	}
+	if err := validateGeneratorMetadata(obj); err != nil {
+		return err
+	}
+	if obj.Spec.PathPattern != "" {
+		alias, _, _ := splitRef(obj.Spec.PathPattern)
+		if !aliases[alias] {
+			return fmt.Errorf("spec.pathPattern %q names @%s, which is not a source alias", obj.Spec.PathPattern, alias)
+		}
+		if _, err := pathPattern(obj); err != nil {
+			return err
 		}
 	}
 	for _, a := range obj.Spec.OutputArtifacts {
@@ -299,7 +325,10 @@ func (r *ArtifactGeneratorReconciler) inventoryIntact(ctx context.Context, obj *
 }
 
 // reconcileBuild extracts the sources the copy operations read (with the
-// digest check and Limits of any artifact download), carries out each
+// digest check and Limits of any artifact download), expands
+// spec.pathPattern (expandOutputs: ValidationFailed or LimitExceeded,
+// stalled; an expanded name that is another's is ArtifactConflict),
+// carries out each
 // artifact's operations into a tree of its own, and packs it into
 // storage as externalartifact/<namespace>/<name>/<content hash>.tar.gz.
 // A source artifact that fails its checks is SourceFetchFailed (retried);
@@ -313,19 +342,37 @@ func (r *ArtifactGeneratorReconciler) reconcileBuild(ctx context.Context, obj *s
 		return err
 	}
 	trees := map[string]string{}
-	for _, a := range obj.Spec.OutputArtifacts {
+	extract := func(alias string) error {
+		if _, ok := trees[alias]; ok {
+			return nil
+		}
+		dir := filepath.Join(st.tmp, "sources", alias)
+		src := st.sources[alias]
+		if err := artifact.ExtractFile(r.Storage.LocalPath(src.Path), src.Digest, dir, r.Limits); err != nil {
+			return plumbreconcile.Failed(sourceextv1beta1.SourceFetchFailedReason,
+				fmt.Errorf("source %q: artifact %s: %w", alias, src.Revision, err))
+		}
+		trees[alias] = dir
+		return nil
+	}
+	if obj.Spec.PathPattern != "" {
+		alias, _, _ := splitRef(obj.Spec.PathPattern)
+		if err := extract(alias); err != nil {
+			return err
+		}
+	}
+	if st.outputs, err = expandOutputs(obj, trees); err != nil {
+		return err
+	}
+	for _, a := range st.outputs {
+		if _, err := r.ownArtifact(ctx, obj, a.Name); err != nil {
+			return err
+		}
 		for _, c := range a.Copy {
 			alias, _, _ := splitRef(c.From)
-			if _, ok := trees[alias]; ok {
-				continue
+			if err := extract(alias); err != nil {
+				return err
 			}
-			dir := filepath.Join(st.tmp, "sources", alias)
-			src := st.sources[alias]
-			if err := artifact.ExtractFile(r.Storage.LocalPath(src.Path), src.Digest, dir, r.Limits); err != nil {
-				return plumbreconcile.Failed(sourceextv1beta1.SourceFetchFailedReason,
-					fmt.Errorf("source %q: artifact %s: %w", alias, src.Revision, err))
-			}
-			trees[alias] = dir
 		}
 	}
 	limits := compose.Limits{MaxFiles: r.Limits.MaxFiles, MaxBytes: r.Limits.MaxExtractedBytes}
@@ -335,7 +382,7 @@ func (r *ArtifactGeneratorReconciler) reconcileBuild(ctx context.Context, obj *s
 	if limits.MaxBytes <= 0 {
 		limits.MaxBytes = artifact.DefaultMaxExtractedBytes
 	}
-	for i, a := range obj.Spec.OutputArtifacts {
+	for i, a := range st.outputs {
 		dir := filepath.Join(st.tmp, "artifacts", fmt.Sprint(i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -349,11 +396,11 @@ func (r *ArtifactGeneratorReconciler) reconcileBuild(ctx context.Context, obj *s
 				return plumbreconcile.Stalled(kustomizev1.BuildFailedReason, fmt.Errorf("artifact %q: %w", a.Name, err))
 			}
 		}
-		built, err := r.store(ctx, obj, a, st, dir)
+		built, err := r.store(ctx, obj, a.OutputArtifact, st, dir)
 		if err != nil {
 			return plumbreconcile.Failed(sourcev1.StorageOperationFailedReason, fmt.Errorf("artifact %q: storing: %w", a.Name, err))
 		}
-		st.built = append(st.built, builtArtifact{name: a.Name, artifact: built})
+		st.built = append(st.built, builtArtifact{name: a.Name, artifact: built, labels: a.labels})
 	}
 	return nil
 }
@@ -484,7 +531,11 @@ func (r *ArtifactGeneratorReconciler) publish(ctx context.Context, obj *sourceex
 	u.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.ExternalArtifactKind))
 	u.SetNamespace(obj.Namespace)
 	u.SetName(b.name)
-	u.SetLabels(map[string]string{sourceextv1beta1.GeneratorLabel: string(obj.UID)})
+	labels, annotations := generatedMetadata(obj, b.labels)
+	u.SetLabels(labels)
+	if len(annotations) > 0 {
+		u.SetAnnotations(annotations)
+	}
 	yes := true
 	u.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: sourceextv1beta1.GroupVersion.String(), Kind: sourceextv1beta1.ArtifactGeneratorKind,

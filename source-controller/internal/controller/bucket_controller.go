@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,8 +24,6 @@ import (
 	"plumb.dev/pkg/netguard"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/source-controller/internal/bucket"
-	"plumb.dev/source-controller/internal/git"
-	"plumb.dev/source-controller/internal/helm"
 )
 
 // Defaults of --bucket-max-objects, --bucket-max-object-size and
@@ -220,35 +217,16 @@ func (r *BucketReconciler) options(ctx context.Context, obj *sourcev1.Bucket) (b
 				obj.Namespace, ref.Name, sourcev1.BucketAccessKeyKey, sourcev1.BucketSecretKeyKey, strings.Join(keys, ", "))
 		}
 	}
-	if ref := obj.Spec.CertSecretRef; ref != nil {
-		data, err := secretData(ctx, r.Client, obj.Namespace, "spec.certSecretRef", ref.Name)
-		if err != nil {
-			return o, err
-		}
-		if o.TLS, err = helm.TLSConfig(data); err != nil {
-			return o, credentialsErrorf("spec.certSecretRef: Secret %s/%s: %v", obj.Namespace, ref.Name, err)
-		}
-		if o.TLS == nil {
-			return o, credentialsErrorf("spec.certSecretRef: Secret %s/%s holds none of tls.crt, tls.key, ca.crt", obj.Namespace, ref.Name)
-		}
+	var err error
+	if o.TLS, err = certSecretTLS(ctx, r.Client, obj.Namespace, obj.Spec.CertSecretRef); err != nil {
+		return o, err
 	}
-	if ref := obj.Spec.ProxySecretRef; ref != nil {
-		name := obj.Namespace + "/" + ref.Name
-		data, err := secretData(ctx, r.Client, obj.Namespace, "spec.proxySecretRef", ref.Name)
-		if err != nil {
-			return o, &proxyError{err}
-		}
-		scheme := "https://"
-		if obj.Spec.Insecure {
-			scheme = "http://"
-		}
-		p, err := git.ProxyFromSecret(scheme+obj.Spec.Endpoint, data, name)
-		if err != nil {
-			return o, &proxyError{err}
-		}
-		if o.Proxy, err = p.FullURL(); err != nil {
-			return o, &proxyError{fmt.Errorf("spec.proxySecretRef: Secret %s: %w", name, err)}
-		}
+	scheme := "https://"
+	if obj.Spec.Insecure {
+		scheme = "http://"
+	}
+	if o.Proxy, err = proxySecretURL(ctx, r.Client, obj.Namespace, obj.Spec.ProxySecretRef, scheme+obj.Spec.Endpoint); err != nil {
+		return o, err
 	}
 	return o, nil
 }

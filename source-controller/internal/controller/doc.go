@@ -136,8 +136,13 @@
 // spec.passCredentials — and checked against the entry's digest. From an
 // OCI repository the SDK's registry client lists the tags, resolves the
 // range and pulls, given only the Secret's credentials (never a
-// credentials file of the controller); a chart worker loads the archive
-// and checks it is spec.chart. From a GitRepository a chart worker loads
+// credentials file of the controller); with spec.verify the version's
+// manifest digest is resolved and its signatures checked first as an
+// OCIRepository's are (helmchart_verify.go: SourceVerified, and
+// VerificationError or InvalidArtifactSignature without FetchFailed),
+// and the chart pulled by that digest; spec.verify with any other source
+// stalls (InvalidSpec). A chart worker loads the archive and checks it
+// is spec.chart. From a GitRepository a chart worker loads
 // the chart from spec.chart, a path that must stay inside the artifact;
 // spec.version, when a range, must match its version. Either way the
 // worker's plan lists the remote dependencies still needed. Downloads are
@@ -181,7 +186,9 @@
 // internal/oci, docs/design/oci-artifacts.md):
 //
 //  1. storage re-verifies the artifact.
-//  2. source resolves spec.ref (digest, then semver with semverFilter,
+//  2. source reads the Secrets (a .dockerconfigjson, certSecretRef's
+//     certificates, proxySecretRef's proxy: connection.go) and resolves
+//     spec.ref (digest, then semver with semverFilter,
 //     then tag, latest by default) to a manifest digest; nothing is new
 //     when the verified artifact of this generation has that revision
 //     (with spec.verify, also SourceVerified=True for this generation).
@@ -199,7 +206,7 @@
 //     <tag>@sha256:<hex> or sha256:<hex>.
 //
 // Failures of source and layer set FetchFailed with AuthenticationFailed,
-// InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
+// ProxyConfigError, InvalidSpec (stalled), OCIArtifactLayerOperationFailed (stalled, polled)
 // or OCIArtifactPullFailed (retried); every failure keeps the last
 // artifact.
 //
@@ -232,12 +239,17 @@
 // this storage (an ExternalArtifact another program serves is refused:
 // nothing is downloaded), and stops when the sources, the generation and
 // every published ExternalArtifact are as the inventory recorded. build
-// extracts the sources with pkg/artifact's checks and limits, carries out
+// extracts the sources with pkg/artifact's checks and limits, with
+// spec.pathPattern expands spec.artifacts once per matching folder of its
+// source (artifactgenerator_pattern.go: captures put into names and copy
+// paths, at most MaxGeneratedArtifacts, ValidationFailed or LimitExceeded
+// stalled), carries out
 // the copy operations (internal/compose: no "..", no absolute paths, no
 // symlink out of a source, bounded files and bytes) into one tree per
 // artifact, and packs each as externalartifact/<ns>/<name>/<content
 // hash>.tar.gz. publish server-side-applies each ExternalArtifact (owned
-// by the generator, labelled with its UID) and its status (artifact,
+// by the generator, labelled with its UID, the pattern's captures and
+// spec.commonMetadata's labels and annotations) and its status (artifact,
 // Ready), deletes those dropped from the spec with their files, and
 // records the inventory. Any failure leaves the published ones as they
 // were. A source's new artifact or readiness (a field index and a watch

@@ -304,6 +304,11 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 	wait := func(format string, a ...any) error {
 		return plumbreconcile.Waiting(meta.DependencyNotReadyReason, obj.Spec.Interval.Duration, fmt.Errorf(format, a...))
 	}
+	if ref.Kind != sourcev1.HelmRepositoryKind {
+		if err := verifyUnsupported(obj, "a "+ref.Kind); err != nil {
+			return err
+		}
+	}
 	switch ref.Kind {
 	case sourcev1.HelmRepositoryKind:
 		repo := &sourcev1.HelmRepository{}
@@ -314,6 +319,11 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 			return err
 		}
 		st.repo = repo
+		if !repo.IsOCI() {
+			if err := verifyUnsupported(obj, "an HTTP HelmRepository"); err != nil {
+				return err
+			}
+		}
 		if repo.IsOCI() {
 			if c := conditions.Get(repo, meta.ReadyCondition); c == nil || c.Status != "True" || c.ObservedGeneration != repo.Generation {
 				return wait("HelmRepository %s is not ready", key)
@@ -393,10 +403,16 @@ func (r *HelmChartReconciler) reconcileChart(ctx context.Context, obj *sourcev1.
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
 		fmt.Errorf("the chart was not pulled and built within %s", timeout))
 	defer cancel()
+	if obj.Spec.Verify == nil {
+		conditions.Delete(obj, sourcev1.SourceVerifiedCondition)
+	}
 	if err := r.pull(ctx, obj, st); err != nil {
 		reason := sourcev1.ChartPullFailedReason
 		var re *plumbreconcile.Error
+		var verifyErr *chartVerifyError
 		switch {
+		case errors.As(err, &verifyErr):
+			return verifyErr.err
 		case workerLimit(err):
 			return buildFailed(obj, meta.LimitExceededReason, err)
 		case errors.As(err, &re):
@@ -458,10 +474,13 @@ func sameSource(obj *sourcev1.HelmChart, st *chartState) bool {
 
 // current reports whether the stored artifact is the chart version for
 // this generation, so nothing needs pulling or building.
+// With spec.verify, SourceVerified must also be True for this generation,
+// so that a chart stored before spec.verify, or kept through a refusal,
+// is never taken as verified.
 func current(obj *sourcev1.HelmChart, st *chartState, version string) bool {
 	return st.artifactOK && obj.Status.ObservedGeneration == obj.Generation &&
 		obj.Status.Artifact.Revision == version && obj.Status.ObservedChartName != "" &&
-		conditions.IsTrue(obj, meta.ReadyCondition)
+		conditions.IsTrue(obj, meta.ReadyCondition) && verifiedForGeneration(obj, obj.Spec.Verify != nil)
 }
 
 func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart, st *chartState) error {
@@ -483,7 +502,15 @@ func (r *HelmChartReconciler) pull(ctx context.Context, obj *sourcev1.HelmChart,
 		if st.upToDate = current(obj, st, version); st.upToDate {
 			return nil
 		}
-		tgz, err := reg.Pull(ref, version)
+		pull := func() ([]byte, error) { return reg.Pull(ref, version) }
+		if obj.Spec.Verify != nil {
+			digest, err := r.verifyChart(ctx, obj, st.repo, ref, version)
+			if err != nil {
+				return err
+			}
+			pull = func() ([]byte, error) { return reg.PullDigest(ref, digest) }
+		}
+		tgz, err := pull()
 		if err != nil {
 			return err
 		}

@@ -193,8 +193,11 @@ func ociFailureOf(obj *sourcev1.OCIRepository) func(error) *plumbreconcile.Error
 
 func ociFailure(err error, interval time.Duration) *plumbreconcile.Error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
+	var proxyErr *proxyError
 	switch {
-	case oci.KindOf(err) == oci.AuthFailed:
+	case errors.As(err, &proxyErr):
+		return plumbreconcile.Failed(sourcev1.ProxyConfigErrorReason, msg)
+	case errors.Is(err, errCredentials), oci.KindOf(err) == oci.AuthFailed:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
 	case oci.KindOf(err) == oci.InvalidSpec:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, msg)
@@ -208,12 +211,12 @@ func ociFailure(err error, interval time.Duration) *plumbreconcile.Error {
 var errLayer = errors.New("the layer cannot be used")
 
 func (r *OCIRepositoryReconciler) resolve(ctx context.Context, obj *sourcev1.OCIRepository, st *ociState) error {
-	dockerConfig, err := r.dockerConfig(ctx, obj)
+	o, err := r.clientOptions(ctx, obj)
 	if err != nil {
 		return err
 	}
 	ctx, st.cancel = context.WithTimeout(ctx, obj.GetTimeout().Duration)
-	if st.client, err = oci.NewClient(ctx, obj.Spec.URL, obj.Spec.Insecure, dockerConfig, r.Addresses); err != nil {
+	if st.client, err = oci.NewClient(ctx, obj.Spec.URL, o); err != nil {
 		return err
 	}
 	var ref oci.Ref
@@ -252,6 +255,27 @@ func (r *OCIRepositoryReconciler) pullLayer(obj *sourcev1.OCIRepository, st *oci
 		return fmt.Errorf("%w: layer %s of %s: %v", errLayer, st.layer.Digest, st.revision, err)
 	}
 	return nil
+}
+
+// clientOptions reads how to reach the registry: spec.secretRef's
+// .dockerconfigjson, spec.certSecretRef's ca.crt, tls.crt and tls.key,
+// and spec.proxySecretRef's proxy (Flux's keys for each).
+func (r *OCIRepositoryReconciler) clientOptions(ctx context.Context, obj *sourcev1.OCIRepository) (oci.Options, error) {
+	o := oci.Options{Insecure: obj.Spec.Insecure, Addresses: r.Addresses}
+	var err error
+	if o.DockerConfig, err = r.dockerConfig(ctx, obj); err != nil {
+		return o, err
+	}
+	if o.TLS, err = certSecretTLS(ctx, r.Client, obj.Namespace, obj.Spec.CertSecretRef); err != nil {
+		return o, err
+	}
+	scheme := "https://"
+	if obj.Spec.Insecure {
+		scheme = "http://"
+	}
+	host, _, _ := strings.Cut(strings.TrimPrefix(obj.Spec.URL, "oci://"), "/")
+	o.Proxy, err = proxySecretURL(ctx, r.Client, obj.Namespace, obj.Spec.ProxySecretRef, scheme+host)
+	return o, err
 }
 
 // dockerConfig reads .dockerconfigjson of spec.secretRef; nil without one.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/message"
@@ -47,7 +49,18 @@ func (r *OCIRepositoryReconciler) reconcileVerify(ctx context.Context, obj *sour
 // verify returns what signed the resolved digest (a key of the Secret, a
 // certificate); its errors are *plumbreconcile.Error.
 func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIRepository, v *sourcev1.OCIRepositoryVerification, st *ociState) (string, error) {
-	data, source, err := verificationSecret(ctx, r.Client, obj.Namespace, v.SecretRef.Name)
+	return verifySignature(ctx, r.Client, obj.Namespace, v, st.client, st.digest, "revision "+st.revision)
+}
+
+// verifySignature checks, for spec.verify v of an object in namespace,
+// the signatures of the manifest digest in c's repository, and returns
+// what signed it (a key of the Secret, a certificate). what names the
+// digest in messages ("revision v1@sha256:…"). Its errors are
+// *plumbreconcile.Error: VerificationError when the Secret or the
+// registry failed, InvalidArtifactSignature when no trusted signature was
+// found. OCIRepository and HelmChart share it.
+func verifySignature(ctx context.Context, cl client.Reader, namespace string, v *sourcev1.OCIRepositoryVerification, c *oci.Client, digest v1.Hash, what string) (string, error) {
+	data, source, err := verificationSecret(ctx, cl, namespace, v.SecretRef.Name)
 	if err != nil {
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, err)
 	}
@@ -58,20 +71,20 @@ func (r *OCIRepositoryReconciler) verify(ctx context.Context, obj *sourcev1.OCIR
 		if rerr != nil {
 			return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, rerr)
 		}
-		signer, err = st.client.VerifyNotation(st.digest, trust)
+		signer, err = c.VerifyNotation(digest, trust)
 	default:
 		keys, rerr := oci.ReadCosignKeys(source, data)
 		if rerr != nil {
 			return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, rerr)
 		}
 		var key string
-		key, err = st.client.VerifyCosign(st.digest, keys)
+		key, err = c.VerifyCosign(digest, keys)
 		signer = "key " + key + " of spec.verify.secretRef"
 	}
 	switch {
 	case oci.KindOf(err) == oci.Unverified:
 		return "", plumbreconcile.Failed(sourcev1.InvalidArtifactSignatureReason,
-			fmt.Errorf("revision %s refused, no artifact made of it: %w", st.revision, err))
+			fmt.Errorf("%s refused, no artifact made of it: %w", what, err))
 	case err != nil:
 		return "", plumbreconcile.Failed(sourcev1.VerificationErrorReason, errors.New(message.StripUserInfo(err.Error())))
 	}

@@ -170,7 +170,17 @@ func (r *Registry) tags(ctx context.Context, ref string) ([]string, error) {
 // Pull downloads the chart archive of ref at version.
 func (r *Registry) Pull(ref, version string) ([]byte, error) {
 	// OCI tags cannot hold "+": Helm writes it as "_".
-	full := ref + ":" + strings.ReplaceAll(version, "+", "_")
+	return r.pull(ref + ":" + strings.ReplaceAll(version, "+", "_"))
+}
+
+// PullDigest downloads the chart archive of ref whose manifest is digest
+// (sha256:<hex>): the one a signature was checked for, even if its tag
+// has moved since. The SDK checks what it reads against the digest.
+func (r *Registry) PullDigest(ref, digest string) ([]byte, error) {
+	return r.pull(ref + "@" + digest)
+}
+
+func (r *Registry) pull(full string) ([]byte, error) {
 	res, err := r.client.Pull(full)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) || strings.Contains(err.Error(), ErrTooLarge.Error()) {

@@ -69,7 +69,7 @@ func TestVerifyCosignTrustsOnlyASignatureOfTheDigestByAKeyOfTheSecret(t *testing
 			repo := fmt.Sprintf("%s/verify/case%d", host, i)
 			digest := pushArtifact(t, repo, c.name)
 			c.sign(t, repo, digest.String())
-			client, err := NewClient(context.Background(), "oci://"+repo, true, nil, loopback)
+			client, err := NewClient(context.Background(), "oci://"+repo, Options{Insecure: true, Addresses: loopback})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestVerifyCosignRegistryFailureIsNotAVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(context.Background(), "oci://"+host+"/gone", true, nil, loopback)
+	client, err := NewClient(context.Background(), "oci://"+host+"/gone", Options{Insecure: true, Addresses: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func verifyNotation(t *testing.T, repo string, digest v1.Hash, policy []byte, ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(context.Background(), "oci://"+repo, true, nil, loopback)
+	client, err := NewClient(context.Background(), "oci://"+repo, Options{Insecure: true, Addresses: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}

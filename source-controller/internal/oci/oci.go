@@ -2,12 +2,14 @@ package oci
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -113,37 +115,73 @@ type Client struct {
 	addresses netguard.Policy
 }
 
+// Options say how a Client reaches the registry.
+type Options struct {
+	// Insecure allows plain HTTP (spec.insecure).
+	Insecure bool
+	// DockerConfig is a Secret's .dockerconfigjson, whose entry for the
+	// registry's host gives the credentials; nil for anonymous access.
+	DockerConfig []byte
+	// Auth, when set, are the credentials instead of DockerConfig's (a
+	// HelmRepository's username and password).
+	Auth authn.Authenticator
+	// TLS is the HTTPS client configuration (spec.certSecretRef's CA and
+	// client certificate); nil is Go's.
+	TLS *tls.Config
+	// Proxy is the proxy every request goes through
+	// (spec.proxySecretRef); nil is the environment's.
+	Proxy *url.URL
+	// Addresses is where a connection may go: the registry, where it
+	// redirects blobs to, the token realm, or the proxy.
+	Addresses netguard.Policy
+}
+
 // NewClient parses url (oci://host[:port]/path, no tag or digest) and
-// returns a client with the credentials of dockerConfig (the Secret's
-// .dockerconfigjson, nil for anonymous) for the repository's host, that
-// connects only where addresses allows: the registry, where it redirects
-// blobs to, and the token realm of its authentication challenge.
-func NewClient(ctx context.Context, url string, insecure bool, dockerConfig []byte, addresses netguard.Policy) (*Client, error) {
-	s, ok := strings.CutPrefix(url, "oci://")
+// returns a client with the credentials of o for the repository's host,
+// that connects only where o.Addresses allows: the registry, where it
+// redirects blobs to, and the token realm of its authentication
+// challenge (or, with o.Proxy, the proxy, which connects onwards).
+func NewClient(ctx context.Context, rawURL string, o Options) (*Client, error) {
+	s, ok := strings.CutPrefix(rawURL, "oci://")
 	if !ok {
-		return nil, errorf(InvalidSpec, "url %q does not start with oci://", url)
+		return nil, errorf(InvalidSpec, "url %q does not start with oci://", rawURL)
 	}
 	var nameOpts []name.Option
-	if insecure {
+	if o.Insecure {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
 	repo, err := name.NewRepository(s, append(nameOpts, name.StrictValidation)...)
 	if err != nil {
-		return nil, errorf(InvalidSpec, "url %q is not an OCI repository (a tag or digest belongs in spec.ref): %v", url, err)
+		return nil, errorf(InvalidSpec, "url %q is not an OCI repository (a tag or digest belongs in spec.ref): %v", rawURL, err)
 	}
-	auth := authn.Anonymous
-	if dockerConfig != nil {
-		if auth, err = authFor(dockerConfig, repo.RegistryStr()); err != nil {
+	auth := o.Auth
+	switch {
+	case auth != nil:
+	case o.DockerConfig != nil:
+		if auth, err = authFor(o.DockerConfig, repo.RegistryStr()); err != nil {
 			return nil, err
 		}
+	default:
+		auth = authn.Anonymous
 	}
-	transport := egress.Excerpts(egress.Transport(addresses))
-	if dockerConfig != nil && !insecure {
+	credentials := o.Auth != nil || o.DockerConfig != nil
+	t := egress.Transport(o.Addresses)
+	if o.TLS != nil {
+		t.TLSClientConfig = o.TLS.Clone()
+	}
+	if o.Proxy != nil {
+		t.Proxy = http.ProxyURL(o.Proxy)
+	}
+	var transport http.RoundTripper = egress.Excerpts(t)
+	if credentials && !o.Insecure {
 		transport = httpsOnly{transport}
 	}
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(boundedManifests{transport})}
-	plainHTTP := insecure || (dockerConfig == nil && repo.Registry.Scheme() == "http")
-	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP, transport: transport, addresses: addresses}, nil
+	// oras-go (VerifyNotation) does not probe for HTTPS as
+	// go-containerregistry does: plain HTTP only where nothing asks for
+	// TLS (credentials, a CA or client certificate).
+	plainHTTP := o.Insecure || (!credentials && o.TLS == nil && repo.Registry.Scheme() == "http")
+	return &Client{ctx: ctx, repo: repo, opts: opts, auth: auth, plainHTTP: plainHTTP, transport: transport, addresses: o.Addresses}, nil
 }
 
 // httpsOnly refuses plain HTTP requests. go-containerregistry falls back

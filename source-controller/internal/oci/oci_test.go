@@ -76,12 +76,12 @@ func TestNewClientRefusesURLsThatAreNotARepository(t *testing.T) {
 		"oci://ghcr.io/org/app@sha256:" + strings.Repeat("a", 64),
 		"oci://ghcr.io/Org/App",
 	} {
-		_, err := NewClient(context.Background(), url, false, nil, loopback)
+		_, err := NewClient(context.Background(), url, Options{Insecure: false, Addresses: loopback})
 		if err == nil || KindOf(err) != InvalidSpec {
 			t.Errorf("%s: want an InvalidSpec error, got %v", url, err)
 		}
 	}
-	if _, err := NewClient(context.Background(), "oci://127.0.0.1:5000/org/app", false, nil, loopback); err != nil {
+	if _, err := NewClient(context.Background(), "oci://127.0.0.1:5000/org/app", Options{Insecure: false, Addresses: loopback}); err != nil {
 		t.Errorf("a repository URL: %v", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestTagListsAreReadOnlyUpToTheirBounds(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil, loopback)
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", Options{Insecure: true, Addresses: loopback})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestCredentialsTravelOverPlainHTTPOnlyWhenInsecure(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	creds := []byte(`{"auths":{"` + host + `":{"username":"u","password":"p"}}}`)
 	list := func(insecure bool, dockerConfig []byte) error {
-		c, err := NewClient(context.Background(), "oci://"+host+"/org/app", insecure, dockerConfig, loopback)
+		c, err := NewClient(context.Background(), "oci://"+host+"/org/app", Options{Insecure: insecure, DockerConfig: dockerConfig, Addresses: loopback})
 		if err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func TestManifestsAreReadOnlyUpToTheirBound(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", true, nil, loopback)
+			c, err := NewClient(context.Background(), "oci://"+strings.TrimPrefix(srv.URL, "http://")+"/org/app", Options{Insecure: true, Addresses: loopback})
 			if err != nil {
 				t.Fatal(err)
 			}
