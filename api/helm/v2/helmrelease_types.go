@@ -73,11 +73,11 @@ const (
 	// ArtifactInputsDigestKey holds "sha256:<hex>" of what the render was
 	// made from: the chart artifact's digest, the config digest, the
 	// release name and namespace, install.crds, upgrade.crds, the
-	// post-renderers and the cluster's capabilities — not whether it was
-	// an install or an upgrade. render-controller renders again only when
-	// it changes (or the stored render is gone), so the move from install
-	// to upgrade alone never makes a new render, a controller restart
-	// neither.
+	// post-renderers and commonMetadata — not the cluster's capabilities,
+	// nor whether it was an install or an upgrade. render-controller
+	// renders again only when it changes (or the stored render is gone),
+	// so the move from install to upgrade alone never makes a new render,
+	// a controller restart neither.
 	ArtifactInputsDigestKey = "inputs-digest"
 )
 

@@ -579,8 +579,8 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 
 // renderInputs is "sha256:<hex>" of everything a render depends on but the
 // install state: the chart artifact, the merged values (config digest),
-// the release name and namespace, both CRD policies and the
-// post-renderers. The capabilities are left out, as the install state is:
+// the release name and namespace, both CRD policies, the post-renderers
+// and commonMetadata. The capabilities are left out, as the install state is:
 // Helm and Flux evaluate them when a release is made for another reason,
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
@@ -598,15 +598,19 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		UpgradeCRDs   string                `json:"upgradeCRDs"`
 		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
 		Capabilities  string                `json:"capabilities"`
+		// Omitted when unset, so that the digests of releases without
+		// it stay what they were.
+		CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
 	}{
-		Format:        1,
-		Chart:         st.chart.Status.Artifact.Digest,
-		Config:        helmrender.ConfigDigest(st.values),
-		Release:       obj.GetReleaseName(),
-		Namespace:     obj.GetReleaseNamespace(),
-		InstallCRDs:   obj.GetInstallCRDs(),
-		UpgradeCRDs:   obj.GetUpgradeCRDs(),
-		PostRenderers: obj.Spec.PostRenderers,
+		Format:         1,
+		Chart:          st.chart.Status.Artifact.Digest,
+		Config:         helmrender.ConfigDigest(st.values),
+		Release:        obj.GetReleaseName(),
+		Namespace:      obj.GetReleaseNamespace(),
+		InstallCRDs:    obj.GetInstallCRDs(),
+		UpgradeCRDs:    obj.GetUpgradeCRDs(),
+		PostRenderers:  obj.Spec.PostRenderers,
+		CommonMetadata: obj.Spec.CommonMetadata,
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -646,14 +650,15 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	res, err := runRender(ctx, r.renderKind, obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
 			res, err := r.pool.Helm(ctx, st.archive, helmrender.Options{
-				ReleaseName:   obj.GetReleaseName(),
-				Namespace:     obj.GetReleaseNamespace(),
-				Values:        st.values,
-				Capabilities:  st.caps,
-				IsInstall:     st.installing,
-				CRDs:          st.crds,
-				PostRenderers: obj.Spec.PostRenderers,
-				Limits:        r.helmLimits(),
+				ReleaseName:    obj.GetReleaseName(),
+				Namespace:      obj.GetReleaseNamespace(),
+				Values:         st.values,
+				Capabilities:   st.caps,
+				IsInstall:      st.installing,
+				CRDs:           st.crds,
+				PostRenderers:  obj.Spec.PostRenderers,
+				CommonMetadata: obj.Spec.CommonMetadata,
+				Limits:         r.helmLimits(),
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote
