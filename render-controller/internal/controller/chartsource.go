@@ -94,11 +94,12 @@ func (r *HelmReleaseReconciler) waitArtifactChart(ctx context.Context, st *helmS
 		return err
 	}
 	a := sourceArtifact(src)
+	getter, hasConditions := src.(conditions.Getter)
 	switch g := observedGeneration(src); {
 	case g >= 0 && g != src.GetGeneration():
 		return r.waitChart(st, fmt.Sprintf("source-controller has not reconciled generation %d yet", src.GetGeneration()))
-	case conditions.IsStalled(src.(conditions.Getter)):
-		return r.waitChart(st, "it is stalled: "+conditions.GetMessage(src.(conditions.Getter), meta.StalledCondition))
+	case hasConditions && conditions.IsStalled(getter):
+		return r.waitChart(st, "it is stalled: "+conditions.GetMessage(getter, meta.StalledCondition))
 	case a == nil || a.URL == "" || a.Digest == "":
 		return r.waitChart(st, "it has no artifact yet"+producedFrom(src))
 	}
