@@ -71,7 +71,8 @@ const (
 	ArtifactChartVersionKey = "chart-version"
 	ArtifactConfigDigestKey = "config-digest"
 	// ArtifactInputsDigestKey holds "sha256:<hex>" of what the render was
-	// made from: the chart artifact's digest, the config digest, the
+	// made from: the chart artifact's digest (and its revision, for an
+	// OCIRepository's or ExternalArtifact's), the config digest, the
 	// release name and namespace, install.crds, upgrade.crds, the
 	// post-renderers and commonMetadata — not the cluster's capabilities,
 	// nor whether it was an install or an upgrade. render-controller

@@ -107,6 +107,16 @@ func (r *HelmReleaseReconciler) waitArtifactChart(ctx context.Context, st *helmS
 	return nil
 }
 
+// artifactRevision is the revision of st's artifact when it decides the
+// release's revision (an OCIRepository's or ExternalArtifact's), ""
+// for a HelmChart's, whose revision is the chart version itself.
+func artifactRevision(st *helmState) string {
+	if st.kind == sourcev1.HelmChartKind {
+		return ""
+	}
+	return st.artifact.Revision
+}
+
 // chartRevision is the revision of a render of chart version version
 // from st's source, as Flux reports it: the chart version for a HelmChart;
 // for an OCIRepository, and an ExternalArtifact whose revision holds a

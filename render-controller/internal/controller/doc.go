@@ -224,7 +224,8 @@
 //     kind from discovery (Capabilities), kept for --capabilities-ttl and
 //     dropped when a CustomResourceDefinition changes (a metadata watch),
 //     so .Capabilities.APIVersions.Has sees CRDs installed in the cluster.
-//  5. cache: the inputs digest hashes the chart artifact's digest, the
+//  5. cache: the inputs digest hashes the chart artifact's digest (and
+//     revision, from an OCIRepository or ExternalArtifact), the
 //     config digest, the release name and namespace, both CRD policies,
 //     the post-renderers and commonMetadata — not the capabilities, the
 //     install state, the generation or the limits. The stored render's digest is in

@@ -629,8 +629,12 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
 		Capabilities  string                `json:"capabilities"`
 		// Omitted when unset, so that the digests of releases without
-		// it stay what they were.
+		// them stay what they were. The revision of an OCIRepository's or
+		// ExternalArtifact's artifact makes the release's revision
+		// (chartRevision): the same chart under another tag or manifest
+		// digest is another release, as in Flux.
 		CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
+		Revision       string                      `json:"revision,omitempty"`
 	}{
 		Format:         1,
 		Chart:          st.artifact.Digest,
@@ -641,6 +645,7 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		UpgradeCRDs:    obj.GetUpgradeCRDs(),
 		PostRenderers:  obj.Spec.PostRenderers,
 		CommonMetadata: obj.Spec.CommonMetadata,
+		Revision:       artifactRevision(st),
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
