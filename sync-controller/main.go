@@ -51,7 +51,7 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "",
 		"The ServiceAccount, in the Kustomization's namespace, that a Kustomization without spec.serviceAccountName acts as; empty: sync-controller's own identity.")
 	fs.BoolVar(&o.AllowLoopbackKubeConfigServers, "allow-loopback-kubeconfig-servers", false,
-		"Let a Kustomization's spec.kubeConfig name an API server on a loopback address (sync-controller's own pod in a cluster; for tests and single-machine setups).")
+		"Let the spec.kubeConfig of a Kustomization or HelmRelease name an API server on a loopback address (sync-controller's own pod in a cluster; for tests and single-machine setups).")
 	fs.BoolVar(&o.RemoteClusterProxyFromEnvironment, "remote-cluster-proxy-from-environment", false,
 		"Send the requests to a spec.kubeConfig's API server through the proxy that HTTPS_PROXY and NO_PROXY name; off, they go straight to the server, where the address policy judges them.")
 	o.PruneGuard.BindFlags(fs)

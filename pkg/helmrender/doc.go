@@ -33,7 +33,9 @@
 //     6902, with targets) and images, by render.PostRender (krusty on an
 //     in-memory filesystem holding only the objects, plugins off). They
 //     change the templates' objects, hooks included, and not the CRDs of
-//     crds/, as in Helm.
+//     crds/, as in Helm. Then Options.CommonMetadata's labels and
+//     annotations on the same objects (Flux's commonMetadata, its last
+//     post-renderer).
 //  5. The CRDs of crds/ (the chart's and its subcharts') per the CRD
 //     policy: Skip leaves them out; Create and CreateReplace render them,
 //     every one annotated plumb.dev/prune: disabled (Helm never deletes

@@ -56,6 +56,11 @@ type Options struct {
 	// PostRenderers change the templates' objects (hooks included, the
 	// CRDs of crds/ not, as in Helm), in order.
 	PostRenderers []helmv2.PostRenderer
+	// CommonMetadata's labels and annotations are set on the templates'
+	// objects (hooks included, the CRDs of crds/ not) after the
+	// post-renderers, overriding the same keys: a HelmRelease's
+	// spec.commonMetadata, which Flux applies as a last post-renderer.
+	CommonMetadata *kustomizev1.CommonMetadata
 	// Limits bound the render; zero fields take the defaults.
 	Limits Limits
 }
@@ -234,6 +239,13 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		}
 		if err := render.NewBudget(limits.renderLimits()).ChargeObjects(fmt.Sprintf("post-renderer %d output", i+1), objs); err != nil {
 			return nil, err
+		}
+	}
+	if cm := opts.CommonMetadata; cm != nil {
+		for _, n := range objs {
+			if err := render.SetCommonMetadata(n, cm); err != nil {
+				return nil, render.BuildError("commonMetadata: %s: %v", n.GetName(), err)
+			}
 		}
 	}
 	objs = append(objs, crds...)

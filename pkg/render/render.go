@@ -417,7 +417,7 @@ func (o rendered) String() string {
 func finish(res *resource.Resource, cm *kustomizev1.CommonMetadata, vars *Variables, strict bool, limits Limits, dec Decryptor) (rendered, error) {
 	node := &res.RNode
 	if cm != nil {
-		if err := setMetadata(node, cm); err != nil {
+		if err := SetCommonMetadata(node, cm); err != nil {
 			return rendered{}, buildErr("%s: setting commonMetadata: %v", describe(node), err)
 		}
 	}
@@ -532,7 +532,10 @@ func substitutionDisabled(n *kyaml.RNode) bool {
 	return flux.SubstituteDisabled(m)
 }
 
-func setMetadata(n *kyaml.RNode, cm *kustomizev1.CommonMetadata) error {
+// SetCommonMetadata sets cm's labels and annotations on n, replacing the
+// values of the same keys: a Kustomization's and a HelmRelease's
+// spec.commonMetadata.
+func SetCommonMetadata(n *kyaml.RNode, cm *kustomizev1.CommonMetadata) error {
 	for _, k := range sortedMapKeys(cm.Labels) {
 		if err := n.PipeE(kyaml.SetLabel(k, cm.Labels[k])); err != nil {
 			return err

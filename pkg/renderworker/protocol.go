@@ -185,7 +185,9 @@ type helmRequest struct {
 	IsInstall     bool                    `json:"isInstall,omitempty"`
 	CRDs          string                  `json:"crds,omitempty"`
 	PostRenderers []helmv2.PostRenderer   `json:"postRenderers,omitempty"`
-	Limits        helmrender.Limits       `json:"limits"`
+	// CommonMetadata is a HelmRelease's spec.commonMetadata.
+	CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
+	Limits         helmrender.Limits           `json:"limits"`
 }
 
 // chartSource is a helmpackage.Source across the process boundary: the

@@ -248,14 +248,15 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 		}
 	}
 	res, err := helmrender.Render(ctx, archive, helmrender.Options{
-		ReleaseName:   req.ReleaseName,
-		Namespace:     req.Namespace,
-		Values:        values,
-		Capabilities:  req.Capabilities,
-		IsInstall:     req.IsInstall,
-		CRDs:          req.CRDs,
-		PostRenderers: req.PostRenderers,
-		Limits:        req.Limits,
+		ReleaseName:    req.ReleaseName,
+		Namespace:      req.Namespace,
+		Values:         values,
+		Capabilities:   req.Capabilities,
+		IsInstall:      req.IsInstall,
+		CRDs:           req.CRDs,
+		PostRenderers:  req.PostRenderers,
+		CommonMetadata: req.CommonMetadata,
+		Limits:         req.Limits,
 	})
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil

@@ -71,13 +71,14 @@ const (
 	ArtifactChartVersionKey = "chart-version"
 	ArtifactConfigDigestKey = "config-digest"
 	// ArtifactInputsDigestKey holds "sha256:<hex>" of what the render was
-	// made from: the chart artifact's digest, the config digest, the
+	// made from: the chart artifact's digest (and its revision, for an
+	// OCIRepository's or ExternalArtifact's), the config digest, the
 	// release name and namespace, install.crds, upgrade.crds, the
-	// post-renderers and the cluster's capabilities — not whether it was
-	// an install or an upgrade. render-controller renders again only when
-	// it changes (or the stored render is gone), so the move from install
-	// to upgrade alone never makes a new render, a controller restart
-	// neither.
+	// post-renderers and commonMetadata — not the cluster's capabilities,
+	// nor whether it was an install or an upgrade. render-controller
+	// renders again only when it changes (or the stored render is gone),
+	// so the move from install to upgrade alone never makes a new render,
+	// a controller restart neither.
 	ArtifactInputsDigestKey = "inputs-digest"
 )
 
@@ -124,10 +125,40 @@ type HelmReleaseSpec struct {
 	// +optional
 	Chart *HelmChartTemplate `json:"chart,omitempty"`
 
-	// ChartRef names an existing HelmChart to render. Mutually exclusive
+	// ChartRef names an existing source whose artifact is the chart: a
+	// HelmChart, an OCIRepository pulling a chart (layerSelector
+	// application/vnd.cncf.helm.chart.content.v1.tar+gzip, copy or
+	// extract), or an ExternalArtifact holding one. Mutually exclusive
 	// with chart.
 	// +optional
 	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
+
+	// CommonMetadata adds labels and annotations to every object the
+	// chart's templates render, hooks included, after the post-renderers;
+	// the CRDs of crds/ are left as they are, as Flux leaves them.
+	// +optional
+	CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
+
+	// HealthCheckExprs judge the health of the objects of a kind by CEL
+	// expressions instead of the built-in rules, as a Kustomization's do
+	// (docs/design/health-expressions.md): for the wait after each sync
+	// and for hooks. One entry per apiVersion and kind.
+	// +optional
+	// +listType=map
+	// +listMapKey=apiVersion
+	// +listMapKey=kind
+	// +kubebuilder:validation:MaxItems=50
+	HealthCheckExprs []kustomizev1.CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+
+	// KubeConfig names a Secret, in the HelmRelease's namespace, holding a
+	// kubeconfig of another cluster: sync-controller applies, prunes,
+	// watches for drift and checks health there, as for a
+	// Kustomization's kubeConfig (docs/design/remote-clusters.md). The
+	// status and events stay here. The chart is rendered with the
+	// capabilities of render-controller's own cluster
+	// (docs/design/helm.md).
+	// +optional
+	KubeConfig *kustomizev1.KubeConfigReference `json:"kubeConfig,omitempty"`
 
 	// Interval between two reconciles.
 	// +required
@@ -286,15 +317,15 @@ type CrossNamespaceObjectReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// CrossNamespaceSourceReference names an existing HelmChart.
+// CrossNamespaceSourceReference names an existing source of a chart.
 type CrossNamespaceSourceReference struct {
 	// APIVersion of the referent.
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 
-	// Kind of the referent.
+	// Kind of the referent: HelmChart, OCIRepository or ExternalArtifact.
 	// +required
-	// +kubebuilder:validation:Enum=HelmChart
+	// +kubebuilder:validation:Enum=HelmChart;OCIRepository;ExternalArtifact
 	Kind string `json:"kind"`
 
 	// Name of the referent.
@@ -617,9 +648,18 @@ func (in *HelmRelease) GetHelmChartNamespace() string {
 	return in.Namespace
 }
 
-// GetHelmChart returns the namespace and name of the HelmChart this
-// release renders: spec.chartRef's, or the one render-controller creates
-// for spec.chart.
+// GetChartSourceKind returns the kind of the source whose artifact is the
+// chart: spec.chartRef's kind, or HelmChart for spec.chart.
+func (in *HelmRelease) GetChartSourceKind() string {
+	if in.Spec.ChartRef != nil && in.Spec.ChartRef.Kind != "" {
+		return in.Spec.ChartRef.Kind
+	}
+	return "HelmChart"
+}
+
+// GetHelmChart returns the namespace and name of the source this release
+// renders (GetChartSourceKind says its kind): spec.chartRef's, or the
+// HelmChart render-controller creates for spec.chart.
 func (in *HelmRelease) GetHelmChart() (namespace, name string) {
 	if in.Spec.ChartRef != nil {
 		return in.GetHelmChartNamespace(), in.Spec.ChartRef.Name

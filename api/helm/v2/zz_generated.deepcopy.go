@@ -6,9 +6,9 @@ package v2
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
 
@@ -47,7 +47,7 @@ func (in *DriftDetection) DeepCopyInto(out *DriftDetection) {
 	*out = *in
 	if in.Ignore != nil {
 		in, out := &in.Ignore, &out.Ignore
-		*out = make([]kustomizev1.IgnoreRule, len(*in))
+		*out = make([]v1.IgnoreRule, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -120,7 +120,7 @@ func (in *HelmChartTemplateSpec) DeepCopyInto(out *HelmChartTemplateSpec) {
 	out.SourceRef = in.SourceRef
 	if in.Interval != nil {
 		in, out := &in.Interval, &out.Interval
-		*out = new(v1.Duration)
+		*out = new(metav1.Duration)
 		**out = **in
 	}
 	if in.ValuesFiles != nil {
@@ -212,10 +212,25 @@ func (in *HelmReleaseSpec) DeepCopyInto(out *HelmReleaseSpec) {
 		*out = new(CrossNamespaceSourceReference)
 		**out = **in
 	}
+	if in.CommonMetadata != nil {
+		in, out := &in.CommonMetadata, &out.CommonMetadata
+		*out = new(v1.CommonMetadata)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.HealthCheckExprs != nil {
+		in, out := &in.HealthCheckExprs, &out.HealthCheckExprs
+		*out = make([]v1.CustomHealthCheck, len(*in))
+		copy(*out, *in)
+	}
+	if in.KubeConfig != nil {
+		in, out := &in.KubeConfig, &out.KubeConfig
+		*out = new(v1.KubeConfigReference)
+		**out = **in
+	}
 	out.Interval = in.Interval
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
-		*out = new(v1.Duration)
+		*out = new(metav1.Duration)
 		**out = **in
 	}
 	if in.DependsOn != nil {
@@ -272,7 +287,7 @@ func (in *HelmReleaseStatus) DeepCopyInto(out *HelmReleaseStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]v1.Condition, len(*in))
+		*out = make([]metav1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -291,17 +306,17 @@ func (in *HelmReleaseStatus) DeepCopyInto(out *HelmReleaseStatus) {
 	}
 	if in.Inventory != nil {
 		in, out := &in.Inventory, &out.Inventory
-		*out = new(kustomizev1.Inventory)
+		*out = new(v1.Inventory)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Drift != nil {
 		in, out := &in.Drift, &out.Drift
-		*out = new(kustomizev1.DriftStatus)
+		*out = new(v1.DriftStatus)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Sync != nil {
 		in, out := &in.Sync, &out.Sync
-		*out = new(kustomizev1.SyncProgress)
+		*out = new(v1.SyncProgress)
 		(*in).DeepCopyInto(*out)
 	}
 	out.ReconcileRequestStatus = in.ReconcileRequestStatus
@@ -337,14 +352,14 @@ func (in *Kustomize) DeepCopyInto(out *Kustomize) {
 	*out = *in
 	if in.Patches != nil {
 		in, out := &in.Patches, &out.Patches
-		*out = make([]kustomizev1.Patch, len(*in))
+		*out = make([]v1.Patch, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
 	if in.Images != nil {
 		in, out := &in.Images, &out.Images
-		*out = make([]kustomizev1.Image, len(*in))
+		*out = make([]v1.Image, len(*in))
 		copy(*out, *in)
 	}
 }

@@ -72,6 +72,8 @@ func sourceURL(src client.Object) string {
 		return s.Spec.URL
 	case *sourcev1.HelmRepository:
 		return s.Spec.URL
+	case *sourcev1.OCIRepository:
+		return s.Spec.URL
 	}
 	return "-"
 }

@@ -61,6 +61,22 @@ func (g *globals) describeHelmRelease(ctx context.Context, hr *helmv2.HelmReleas
 // chart, version and artifact, and its source.
 func (g *globals) chartText(ctx context.Context, hr *helmv2.HelmRelease) string {
 	key := inspect.HelmChartKey(hr)
+	if kind := hr.GetChartSourceKind(); kind != sourcev1.HelmChartKind {
+		// A chartRef's OCIRepository or ExternalArtifact: the artifact is
+		// the chart.
+		text := kind + "/" + key.Namespace + "/" + key.Name
+		if k := kindOfRef(kind); k != nil {
+			src := k.newObj()
+			if err := g.client.Get(ctx, key, src); err != nil {
+				return text + " (" + notFound(err, k, key).Error() + ")"
+			}
+			if rev := k.status(src).revision; rev != "" {
+				return text + " at " + rev + ", " + sourceURL(src)
+			}
+			return text + " (no artifact yet), " + sourceURL(src)
+		}
+		return text
+	}
 	if hr.Status.HelmChart != "" {
 		if ns, name, ok := strings.Cut(hr.Status.HelmChart, "/"); ok {
 			key = types.NamespacedName{Namespace: ns, Name: name}

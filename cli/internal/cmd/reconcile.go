@@ -121,6 +121,9 @@ func (g *globals) reconcileChart(ctx context.Context, key types.NamespacedName) 
 		return notFound(err, helmReleaseKind, key)
 	}
 	chartKey := inspect.HelmChartKey(hr)
+	if hr.GetChartSourceKind() != sourcev1.HelmChartKind {
+		return g.reconcileArtifactChart(ctx, hr, chartKey)
+	}
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {
 		if apierrors.IsNotFound(err) && hr.Spec.Chart != nil {
@@ -143,6 +146,20 @@ func (g *globals) reconcileChart(ctx context.Context, key types.NamespacedName) 
 	}
 	before := apimeta.FindStatusCondition(hr.Status.Conditions, kustomizev1.RenderedCondition)
 	return g.waitRendered(ctx, helmReleaseKind, key, chart.Status.Artifact.Revision, before)
+}
+
+// reconcileArtifactChart is reconcileChart for a chartRef to an
+// OCIRepository, whose artifact is the chart: it reconciles the
+// OCIRepository and returns; render-controller renders its new artifact
+// when it sees it (it watches the OCIRepository). The render's revision
+// (the chart version with the artifact's digest) is not known before it
+// is made, so it is not waited for. An ExternalArtifact is its producer's
+// to update: nothing is requested of it.
+func (g *globals) reconcileArtifactChart(ctx context.Context, hr *helmv2.HelmRelease, key types.NamespacedName) error {
+	if hr.GetChartSourceKind() != sourcev1.OCIRepositoryKind {
+		return nil
+	}
+	return g.reconcile(ctx, ociRepositoryKind, key)
 }
 
 // reconcile requests a reconcile of one object and waits for it.

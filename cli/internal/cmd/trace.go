@@ -201,6 +201,25 @@ func (g *globals) traceHelmRelease(ctx context.Context, w *tabwriter.Writer, fie
 	fmt.Fprintln(w)
 
 	chartKey := inspect.HelmChartKey(hr)
+	if kind := hr.GetChartSourceKind(); kind != sourcev1.HelmChartKind {
+		// A chartRef's OCIRepository or ExternalArtifact: the chart's
+		// source itself.
+		field(kind, chartKey.Namespace+"/"+chartKey.Name)
+		srcKind := kindOfRef(kind)
+		if srcKind == nil {
+			return nil
+		}
+		src := srcKind.newObj()
+		if err := g.client.Get(ctx, chartKey, src); err != nil {
+			field("Error", notFound(err, srcKind, chartKey).Error())
+			return nil
+		}
+		field("URL", sourceURL(src))
+		s := srcKind.status(src)
+		field("Revision", dash(s.revision))
+		field("Ready", readyLine(s.conditions, s.suspended))
+		return nil
+	}
 	field(sourcev1.HelmChartKind, chartKey.Namespace+"/"+chartKey.Name)
 	chart := &sourcev1.HelmChart{}
 	if err := g.client.Get(ctx, chartKey, chart); err != nil {

@@ -195,13 +195,20 @@
 //     it as this HelmRelease's (an owner reference cannot cross
 //     namespaces). A HelmChart of that name without them is someone else's:
 //     Rendered=False, HelmChartFailed, nothing changed. With spec.chartRef,
-//     the HelmChart named. status.helmChart records "<ns>/<name>"; a
-//     HelmChart this HelmRelease created and no longer renders (chart
-//     replaced by chartRef, or moved) is deleted. Another namespace is
-//     refused under --no-cross-namespace-refs (InvalidSpec, stalled).
-//  2. source: wait (DependencyNotReady, "waiting for HelmChart ns/name:
-//     …") until the HelmChart's observedGeneration is its generation, it is
-//     Ready and has an artifact. HelmCharts are watched.
+//     the source named: a HelmChart, or an OCIRepository or
+//     ExternalArtifact whose artifact is the chart itself (chartsource.go).
+//     status.helmChart records "<ns>/<name>" of a HelmChart, and is empty
+//     for the other two, as in Flux; a HelmChart this HelmRelease created
+//     and no longer renders (chart replaced by chartRef, or moved) is
+//     deleted. Another namespace is refused under --no-cross-namespace-refs
+//     (InvalidSpec, stalled).
+//  2. source: wait (DependencyNotReady, "waiting for <kind> ns/name: …")
+//     until a HelmChart's observedGeneration is its generation, it is Ready
+//     and has an artifact; an OCIRepository needs its generation observed,
+//     not Stalled, and an artifact (Ready or not: a failed poll keeps the
+//     last chart, as Flux renders it); an ExternalArtifact an artifact.
+//     All three kinds are watched (an index per kind maps them to their
+//     HelmReleases).
 //  3. values: pkg/helmvalues merges valuesFrom in order, then spec.values,
 //     within --max-values-size and --max-yaml-nodes (ValuesFailed or
 //     LimitExceeded, never quoting a Secret). The ConfigMaps of valuesFrom
@@ -217,24 +224,31 @@
 //     kind from discovery (Capabilities), kept for --capabilities-ttl and
 //     dropped when a CustomResourceDefinition changes (a metadata watch),
 //     so .Capabilities.APIVersions.Has sees CRDs installed in the cluster.
-//  5. cache: the inputs digest hashes the chart artifact's digest, the
+//  5. cache: the inputs digest hashes the chart artifact's digest (and
+//     revision, from an OCIRepository or ExternalArtifact), the
 //     config digest, the release name and namespace, both CRD policies,
-//     the post-renderers and the capabilities — not the install state, the
-//     generation or the limits. The stored render's digest is in
+//     the post-renderers and commonMetadata — not the capabilities, the
+//     install state, the generation or the limits. The stored render's digest is in
 //     status.renderedArtifact.metadata (inputs-digest), so an equal digest
 //     with an intact artifact ends the reconcile, after a restart too: an
 //     install render is not made again as an upgrade render (with
 //     upgrade.crds, .Release.IsUpgrade) just because the install was
 //     deployed, which sync-controller would release again.
 //  6. download: pkg/fetch, digest-checked, within --max-chart-size.
-//  7. render: pkg/helmrender in a render worker (as build), within
+//  7. render: pkg/helmrender in a render worker (as build), with
+//     spec.commonMetadata on every templated object, within
 //     --render-timeout and the render, chart and values limits; a failure
 //     is Rendered=False with its reason (BuildFailed naming the template,
 //     ValidationFailed, LimitExceeded; a LimitExceeded held back as a
 //     Kustomization's).
 //  8. store: helmrelease/<ns>/<name>/<sha256 hex>.yaml, revision the chart
 //     version, metadata chart-name, chart-version, config-digest and
-//     inputs-digest.
+//     inputs-digest. From an OCIRepository, or an ExternalArtifact whose
+//     revision holds a digest, the chart version carries 12 hex digits of
+//     the digest as build metadata (6.6.1+0cc9a8446c95), as Flux's
+//     revision does, so content pushed again under one tag is a new
+//     release; an OCI tag that is another semver version than the chart's
+//     is ArtifactFailed.
 //  9. announce: Rendered=True and a Rendered event, as for Kustomizations.
 //
 // A failure is retried after spec.interval (HelmRelease has no

@@ -109,7 +109,9 @@ type HelmReleaseReconciler struct {
 // SetupWithManager registers the reconciler: HelmReleases on creation, spec
 // change and requestedAt annotation (not on the move from install to
 // upgrade, which alone never re-renders: see reconcileHelmCache); HelmCharts
-// whose artifact or readiness changed; the ConfigMaps of valuesFrom (their
+// whose artifact or readiness changed; the OCIRepositories and
+// ExternalArtifacts of chartRefs whose artifact or observed generation
+// changed; the ConfigMaps of valuesFrom (their
 // metadata only: a change of their data changes their resourceVersion);
 // and CustomResourceDefinitions, whose changes invalidate the capabilities.
 //
@@ -123,9 +125,16 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	r.setUp()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, helmChartIndexKey, func(o client.Object) []string {
-		return []string{helmChartKey(o.(*helmv2.HelmRelease)).String()}
+		hr := o.(*helmv2.HelmRelease)
+		if hr.GetChartSourceKind() != sourcev1.HelmChartKind {
+			return nil
+		}
+		return []string{helmChartKey(hr).String()}
 	}); err != nil {
 		return fmt.Errorf("indexing HelmReleases by HelmChart: %w", err)
+	}
+	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, chartSourceIndexKey, chartSourceIndexValues); err != nil {
+		return fmt.Errorf("indexing HelmReleases by chart source: %w", err)
 	}
 	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, valuesFromIndexKey, func(o client.Object) []string {
 		var keys []string
@@ -139,7 +148,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(crdGVK)
 	invalidate := func() { r.Capabilities.Invalidate() }
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("helmrelease-render").
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -158,9 +167,15 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			CreateFunc: func(context.Context, event.CreateEvent, handlerQueue) { invalidate() },
 			UpdateFunc: func(context.Context, event.UpdateEvent, handlerQueue) { invalidate() },
 			DeleteFunc: func(context.Context, event.DeleteEvent, handlerQueue) { invalidate() },
-		}).
-		WithOptions(opts).
-		Complete(r)
+		})
+	for _, kind := range artifactChartKinds {
+		b = b.Watches(newSource(kind),
+			handler.EnqueueRequestsFromMapFunc(r.releasesOf(chartSourceIndexKey, func(o client.Object) string {
+				return sourceIndexValue(kind, client.ObjectKeyFromObject(o))
+			})),
+			builder.WithPredicates(chartArtifactChanged{}))
+	}
+	return b.WithOptions(opts).Complete(r)
 }
 
 type handlerQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -212,8 +227,14 @@ func installing(hr *helmv2.HelmRelease) bool {
 
 // helmState is what one reconcile's steps hand to each other.
 type helmState struct {
+	// kind and chartKey name the chart's source: a HelmChart, an
+	// OCIRepository or an ExternalArtifact (chartsource.go).
+	kind     string
 	chartKey types.NamespacedName
-	chart    *sourcev1.HelmChart
+	// chart is the HelmChart, when the source is one.
+	chart *sourcev1.HelmChart
+	// artifact is the source's: the chart archive.
+	artifact *meta.Artifact
 	values   map[string]any
 	// secrets hides the values read from Secrets in render errors.
 	secrets    *helmvalues.Redactor
@@ -225,7 +246,6 @@ type helmState struct {
 	inputs  string
 	archive []byte
 	result  *helmrender.Result
-	// news: whether a good render is announced.
 	// news: whether a good render is announced.
 	news news
 }
@@ -294,7 +314,8 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 // status.helmChart. For spec.chart it creates or updates, by server-side
 // apply, the HelmChart <namespace>-<name> in the sourceRef's namespace,
 // labelled with this HelmRelease as its owner; for spec.chartRef it takes
-// the one named. A HelmChart this HelmRelease created earlier and no longer
+// the source named (status.helmChart is empty for an OCIRepository or an
+// ExternalArtifact, as in Flux). A HelmChart this HelmRelease created earlier and no longer
 // renders (spec.chart replaced by chartRef, or moved) is deleted. Sets
 // Rendered=False with reason InvalidSpec (stalled) for a reference into
 // another namespace while --no-cross-namespace-refs is set, and
@@ -310,7 +331,8 @@ func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, obj *helmv2.
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, fmt.Errorf(
 			"cross-namespace references are not allowed: %s names namespace %s, outside namespace %s", field, key.Namespace, obj.Namespace))
 	}
-	if prev, ok := parseKey(obj.Status.HelmChart); ok && prev != key {
+	st.kind = obj.GetChartSourceKind()
+	if prev, ok := parseKey(obj.Status.HelmChart); ok && (prev != key || st.kind != sourcev1.HelmChartKind) {
 		if err := r.deleteOwnedChart(ctx, obj, prev); err != nil {
 			return err
 		}
@@ -321,7 +343,10 @@ func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, obj *helmv2.
 			return err
 		}
 	}
-	obj.Status.HelmChart = key.String()
+	obj.Status.HelmChart = ""
+	if st.kind == sourcev1.HelmChartKind {
+		obj.Status.HelmChart = key.String()
+	}
 	return nil
 }
 
@@ -475,8 +500,12 @@ func (r *HelmReleaseReconciler) deleteOwnedChart(ctx context.Context, obj *helmv
 // reconcileChartSource waits for the HelmChart: Rendered=False with reason
 // DependencyNotReady ("waiting for HelmChart <ns>/<name>: …") while it is
 // missing, has a generation source-controller has not reconciled yet, is
-// not Ready or has no artifact.
+// not Ready or has no artifact. An OCIRepository or ExternalArtifact is
+// waited for by waitArtifactChart.
 func (r *HelmReleaseReconciler) reconcileChartSource(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
+	if st.kind != sourcev1.HelmChartKind {
+		return r.waitArtifactChart(ctx, st)
+	}
 	hc := st.chart
 	if hc == nil {
 		hc = &sourcev1.HelmChart{}
@@ -502,12 +531,13 @@ func (r *HelmReleaseReconciler) reconcileChartSource(ctx context.Context, obj *h
 	case a == nil || a.URL == "" || a.Digest == "":
 		return r.waitChart(st, "it has no artifact yet")
 	}
+	st.artifact = a
 	return nil
 }
 
 func (r *HelmReleaseReconciler) waitChart(st *helmState, why string) error {
 	return plumbreconcile.Waiting(meta.DependencyNotReadyReason, defaulted(r.DependencyRequeue, defaultDependencyRequeue),
-		fmt.Errorf("waiting for HelmChart %s: %s", st.chartKey, why))
+		fmt.Errorf("waiting for %s %s: %s", st.kind, st.chartKey, why))
 }
 
 // reconcileValues merges valuesFrom and values (pkg/helmvalues) and decides
@@ -579,8 +609,8 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 
 // renderInputs is "sha256:<hex>" of everything a render depends on but the
 // install state: the chart artifact, the merged values (config digest),
-// the release name and namespace, both CRD policies and the
-// post-renderers. The capabilities are left out, as the install state is:
+// the release name and namespace, both CRD policies, the post-renderers
+// and commonMetadata. The capabilities are left out, as the install state is:
 // Helm and Flux evaluate them when a release is made for another reason,
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
@@ -598,15 +628,24 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		UpgradeCRDs   string                `json:"upgradeCRDs"`
 		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
 		Capabilities  string                `json:"capabilities"`
+		// Omitted when unset, so that the digests of releases without
+		// them stay what they were. The revision of an OCIRepository's or
+		// ExternalArtifact's artifact makes the release's revision
+		// (chartRevision): the same chart under another tag or manifest
+		// digest is another release, as in Flux.
+		CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
+		Revision       string                      `json:"revision,omitempty"`
 	}{
-		Format:        1,
-		Chart:         st.chart.Status.Artifact.Digest,
-		Config:        helmrender.ConfigDigest(st.values),
-		Release:       obj.GetReleaseName(),
-		Namespace:     obj.GetReleaseNamespace(),
-		InstallCRDs:   obj.GetInstallCRDs(),
-		UpgradeCRDs:   obj.GetUpgradeCRDs(),
-		PostRenderers: obj.Spec.PostRenderers,
+		Format:         1,
+		Chart:          st.artifact.Digest,
+		Config:         helmrender.ConfigDigest(st.values),
+		Release:        obj.GetReleaseName(),
+		Namespace:      obj.GetReleaseNamespace(),
+		InstallCRDs:    obj.GetInstallCRDs(),
+		UpgradeCRDs:    obj.GetUpgradeCRDs(),
+		PostRenderers:  obj.Spec.PostRenderers,
+		CommonMetadata: obj.Spec.CommonMetadata,
+		Revision:       artifactRevision(st),
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -617,7 +656,7 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 // archive stays in memory (pkg/helmrender reads it from there, within its
 // own limits). Sets Rendered=False (ArtifactFailed) on any failure.
 func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
-	a := st.chart.Status.Artifact
+	a := st.artifact
 	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout().Duration)
 	defer cancel()
 	data, err := fetch.Bytes(ctx, a.URL, a.Digest, fetch.Options{
@@ -628,7 +667,7 @@ func (r *HelmReleaseReconciler) reconcileChartDownload(ctx context.Context, obj 
 	})
 	if err != nil {
 		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf(
-			"downloading the chart artifact of HelmChart %s (revision %q) failed: %w", st.chartKey, a.Revision, err))
+			"downloading the chart artifact of %s %s (revision %q) failed: %w", st.kind, st.chartKey, a.Revision, err))
 	}
 	st.archive = data
 	return nil
@@ -646,21 +685,22 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	res, err := runRender(ctx, r.renderKind, obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
 			res, err := r.pool.Helm(ctx, st.archive, helmrender.Options{
-				ReleaseName:   obj.GetReleaseName(),
-				Namespace:     obj.GetReleaseNamespace(),
-				Values:        st.values,
-				Capabilities:  st.caps,
-				IsInstall:     st.installing,
-				CRDs:          st.crds,
-				PostRenderers: obj.Spec.PostRenderers,
-				Limits:        r.helmLimits(),
+				ReleaseName:    obj.GetReleaseName(),
+				Namespace:      obj.GetReleaseNamespace(),
+				Values:         st.values,
+				Capabilities:   st.caps,
+				IsInstall:      st.installing,
+				CRDs:           st.crds,
+				PostRenderers:  obj.Spec.PostRenderers,
+				CommonMetadata: obj.Spec.CommonMetadata,
+				Limits:         r.helmLimits(),
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote
 				// a value: Secret values never reach the status, events or
 				// logs.
-				err = &render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of HelmChart %s: %s",
-					st.chart.Status.Artifact.Revision, st.chartKey, st.secrets.Redact(err.Error()))}
+				err = &render.Error{Reason: render.Reason(err), Err: fmt.Errorf("rendering chart %s of %s %s: %s",
+					st.artifact.Revision, st.kind, st.chartKey, st.secrets.Redact(err.Error()))}
 			}
 			return res, err
 		})
@@ -671,16 +711,23 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 
 // reconcileHelmStore stores the manifests as obj's rendered artifact
 // (rendered.Store: helmrelease/<ns>/<name>/<digest>.yaml, revision the
-// chart version, metadata chart name, chart version, config digest and
-// inputs digest, the newest --artifact-retention-records files kept). Sets
-// Rendered=False (ArtifactFailed) when storing fails.
+// chart version — with the OCI digest for an OCIRepository or
+// ExternalArtifact, chartRevision — metadata chart name, that version,
+// config digest and inputs digest, the newest
+// --artifact-retention-records files kept). Sets Rendered=False
+// (ArtifactFailed) when storing fails, or when an OCIRepository's tag
+// names another version than the chart's.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	res := st.result
+	version, _, err := chartRevision(st.kind, st.artifact.Revision, res.ChartVersion)
+	if err != nil {
+		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("chart %s of %s %s: %w", res.ChartName, st.kind, st.chartKey, err))
+	}
 	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
-		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion,
+		Manifests: res.Manifests, Digest: res.Digest, Revision: version,
 		Metadata: map[string]string{
 			helmv2.ArtifactChartNameKey:    res.ChartName,
-			helmv2.ArtifactChartVersionKey: res.ChartVersion,
+			helmv2.ArtifactChartVersionKey: version,
 			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
 			helmv2.ArtifactInputsDigestKey: st.inputs,
 		},

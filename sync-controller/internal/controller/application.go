@@ -87,13 +87,12 @@ type syncSpec struct {
 	// objects.
 	ServiceAccountName string
 	// KubeConfig names the remote cluster the sync acts in (internal/target);
-	// nil is sync-controller's own cluster (always, for a HelmRelease).
+	// nil is sync-controller's own cluster.
 	KubeConfig *kustomizev1.KubeConfigReference
 	// DependsOn names objects of the same kind that must be ready first.
 	DependsOn    []meta.DependencyReference
 	HealthChecks []kustomizev1.NamespacedObjectKindReference
-	// HealthCheckExprs judge the health of the kinds they name (a
-	// Kustomization's; a HelmRelease has none).
+	// HealthCheckExprs judge the health of the kinds they name.
 	HealthCheckExprs []kustomizev1.CustomHealthCheck
 	// DriftPolicy corrects or reports drift; with DriftDisabled neither:
 	// a sync that already succeeded applies nothing until the render or
@@ -202,8 +201,9 @@ func (k kustomization) redactor(ctx context.Context, r client.Reader) (*diff.Red
 
 // helmRelease adapts a HelmRelease. Its sync spec is Helm's: prune always
 // (Helm deletes what left the chart), wait always for every applied object,
-// bounded by spec.timeout, no healthChecks, no force, drift from
-// driftDetection. Helm has no prune guard, but Plumb guards a release as a
+// bounded by spec.timeout and judged by healthCheckExprs where they name
+// the kind, no healthChecks, no force, drift from driftDetection, and the
+// cluster of kubeConfig as a Kustomization's. Helm has no prune guard, but Plumb guards a release as a
 // Kustomization, with sync-controller's thresholds (the kind has no
 // allowEmpty or maxPrunePercent): a broken chart version that renders
 // nothing, or a release name changed by mistake, would otherwise delete
@@ -224,9 +224,10 @@ func (h helmRelease) spec() syncSpec {
 		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration, Timeout: h.GetTimeout().Duration,
 		Suspend: s.Suspend,
 		Prune:   true, Guarded: true, Wait: true, DeleteOnDeletion: true,
-		ServiceAccountName: s.ServiceAccountName,
-		DependsOn:          s.DependsOn,
-		DriftPolicy:        kustomizev1.DriftPolicyCorrect,
+		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
+		DependsOn:        s.DependsOn,
+		HealthCheckExprs: s.HealthCheckExprs,
+		DriftPolicy:      kustomizev1.DriftPolicyCorrect,
 	}
 	switch h.GetDriftDetectionMode() {
 	case helmv2.DriftDetectionWarn:

@@ -16,7 +16,9 @@
 // ownership labels) and whether the object installs (nothing applied
 // successfully yet: pkg/plan runs Helm's install hooks then). A
 // HelmRelease's sync spec is Helm's: prune and wait always (with the
-// prune guard at sync-controller's thresholds), no healthChecks, no force, retries after spec.interval, drift
+// prune guard at sync-controller's thresholds), healthCheckExprs and
+// kubeConfig as a Kustomization's, no healthChecks, no force, retries
+// after spec.interval, drift
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
 // that succeeded is not re-applied until the render or spec changes).
 // On top, recordRelease writes its history and Released condition from
@@ -46,8 +48,8 @@
 //
 // # The steps of a sync
 //
-// syncRun.steps: checkReferences, impersonate, compileHealthChecks (a
-// Kustomization's spec.healthCheckExprs, pkg/healthexpr: every later health
+// syncRun.steps: checkReferences, impersonate, compileHealthChecks (the
+// spec.healthCheckExprs of a Kustomization or HelmRelease, pkg/healthexpr: every later health
 // wait judges their kinds by them; one that does not compile stalls the
 // object, reason HealthCheckExprInvalid), checkDependencies (a
 // dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
@@ -203,8 +205,8 @@
 //
 // # Remote clusters
 //
-// A Kustomization with spec.kubeConfig syncs into the cluster its Secret's
-// kubeconfig names (internal/target): the impersonate step's Target is then
+// A Kustomization or a HelmRelease with spec.kubeConfig syncs into the
+// cluster its Secret's kubeconfig names (internal/target): the impersonate step's Target is then
 // the engine of that cluster — a client, REST mapper and watcher over the
 // kubeconfig's identity, kept per (Secret, kubeconfig hash) in the same
 // cache while a Kustomization uses it, and stopped when none does — and

@@ -142,6 +142,18 @@ func sources(ctx context.Context, c client.Client, obj client.Object) ([]client.
 		return []client.Object{src}, nil
 	case *helmv2.HelmRelease:
 		ns, name := o.GetHelmChart()
+		if kind := o.GetChartSourceKind(); kind != sourcev1.HelmChartKind {
+			// A chartRef's OCIRepository or ExternalArtifact: the chart's
+			// source itself, no HelmChart between.
+			src := requestableSource(kind)
+			if src == nil {
+				return nil, nil
+			}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, src); err != nil {
+				return nil, err
+			}
+			return []client.Object{src}, nil
+		}
 		chart := &sourcev1.HelmChart{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, chart); err != nil {
 			return nil, err

@@ -134,10 +134,16 @@ func (h *handlers) object(r *request) (any, error) {
 		}
 	case *helmv2.HelmRelease:
 		key := inspect.HelmChartKey(o)
-		chart := &sourcev1.HelmChart{}
-		page.Sources = append(page.Sources, readSource(ctx, r.client, chart, sourcev1.HelmChartKind, key))
-		if chart.Name != "" {
-			page.Sources = append(page.Sources, chartSource(ctx, r.client, chart))
+		if k, ok := kinds.Lookup(o.GetChartSourceKind()); ok && k.GVK.Kind != sourcev1.HelmChartKind {
+			// A chartRef's OCIRepository or ExternalArtifact is the
+			// chart's source itself.
+			page.Sources = append(page.Sources, readSource(ctx, r.client, k.New(), k.GVK.Kind, key))
+		} else {
+			chart := &sourcev1.HelmChart{}
+			page.Sources = append(page.Sources, readSource(ctx, r.client, chart, sourcev1.HelmChartKind, key))
+			if chart.Name != "" {
+				page.Sources = append(page.Sources, chartSource(ctx, r.client, chart))
+			}
 		}
 		page.History = &history{Releases: o.Status.History}
 		if len(o.Status.History) == 0 {

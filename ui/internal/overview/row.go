@@ -103,7 +103,7 @@ func rowOf(obj client.Object) *Row {
 		r := conditionsRow(helmv2.HelmReleaseKind, o, o.Status.Conditions, o.Spec.Suspend)
 		r.Revision = o.Status.LastAppliedRevision
 		ns, name := o.GetHelmChart()
-		r.Source = &Ref{Kind: sourcev1.HelmChartKind, Namespace: ns, Name: name}
+		r.Source = &Ref{Kind: o.GetChartSourceKind(), Namespace: ns, Name: name}
 		applied(r, o.Status.Conditions, o.Status.Inventory, o.Status.Drift, o.Status.Sync)
 		return r
 	case *sourcev1.HelmChart:
