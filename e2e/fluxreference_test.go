@@ -148,14 +148,24 @@ func TestFluxReferenceRepositoryReachesReady(t *testing.T) {
 	g.Expect(inventoryIDs(apps.Status.Inventory)).To(ConsistOf(
 		"Namespace//podinfo", "HelmRepository/podinfo/podinfo", "HelmRelease/podinfo/podinfo"))
 
-	// The sources and the releases.
-	for _, key := range []types.NamespacedName{{Namespace: "cert-manager", Name: "cert-manager"}, {Namespace: "envoy-gateway-system", Name: "gateway-helm"}} {
-		waitObjectReady(ctx, t, sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind), key.Namespace, key.Name)
+	// The sources and the releases. A release of an OCIRepository's
+	// chart records, as Flux's, the chart version with the first 12
+	// hex digits of the OCI manifest's digest (the artifact's revision
+	// <tag>@sha256:<digest>) as build metadata.
+	certManager := types.NamespacedName{Namespace: "cert-manager", Name: "cert-manager"}
+	gatewayHelm := types.NamespacedName{Namespace: "envoy-gateway-system", Name: "gateway-helm"}
+	ociCharts := map[types.NamespacedName]string{}
+	for _, key := range []types.NamespacedName{certManager, gatewayHelm} {
+		oci := waitObjectReady(ctx, t, sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind), key.Namespace, key.Name)
+		revision, _, _ := unstructured.NestedString(oci.Object, "status", "artifact", "revision")
+		_, digest, _ := strings.Cut(revision, "@sha256:")
+		g.Expect(digest).To(MatchRegexp(`^[0-9a-f]{64}$`), "OCIRepository %s: revision %q", key, revision)
+		ociCharts[key] = digest[:12]
 	}
 	waitObjectReady(ctx, t, sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind), "podinfo", "podinfo")
 	releases := map[types.NamespacedName]string{
-		{Namespace: "cert-manager", Name: "cert-manager"}:          "1.19.1",
-		{Namespace: "envoy-gateway-system", Name: "envoy-gateway"}: "1.8.0",
+		certManager: "1.19.1+" + ociCharts[certManager],
+		{Namespace: "envoy-gateway-system", Name: "envoy-gateway"}: "1.8.0+" + ociCharts[gatewayHelm],
 		// apps/staging's range, ">=1.0.0-alpha", takes the pre-release.
 		{Namespace: "podinfo", Name: "podinfo"}: "6.10.0-rc.1",
 	}
