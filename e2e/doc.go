@@ -39,6 +39,12 @@
 //	TestATenantsDefaultServiceAccountBoundsItsKustomization  Kustomizations without serviceAccountName act as
 //	                                     the namespace's default ServiceAccount: a ClusterRole refused and not
 //	                                     created, a ConfigMap it was granted applied
+//	TestFluxReferenceRepositoryReachesReady  Flux's flux2-kustomize-helm-example (testdata/flux-reference)
+//	                                     with only its apiVersions changed, bootstrapped with Plumb's
+//	                                     GitRepository and Kustomization: the ArtifactGenerator, the
+//	                                     Kustomizations in dependsOn order and the HelmReleases (a chart
+//	                                     repository's, an OCI registry's) Ready, values and patches applied
+//	                                     (docs/design/flux.md, "Flux's reference repository")
 //
 // The tests run one after another (one kills sync-controller) and every wait
 // is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`

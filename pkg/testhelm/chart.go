@@ -91,6 +91,18 @@ func PackageDir(dir string) ([]byte, error) {
 	return Save(ch)
 }
 
+// PackageDirVersion packages the chart in dir as PackageDir does, at
+// version instead of its Chart.yaml's: one folder serves several
+// versions of a chart.
+func PackageDirVersion(dir, version string) ([]byte, error) {
+	ch, err := loader.LoadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	ch.Metadata.Version = version
+	return Save(ch)
+}
+
 // Save packages a loaded chart with the SDK's chartutil.Save and returns
 // the bytes. Modification times are fixed first, so equal charts give equal
 // bytes.

@@ -15,6 +15,7 @@
 //	defer reg.Close()
 //	ref, err := reg.Push(testhelm.Chart{Name: "podinfo", Version: "1.0.0"})
 //	url := reg.URL()                   // oci://127.0.0.1:<port>/charts
+//	ref, err = reg.PushArchiveTo(tgz, "jetstack/charts") // a real registry's path
 //
 // Charts are built by the SDK's loader and saved by its chartutil.Save with
 // fixed modification times, so the same Chart always packages to the same

@@ -99,6 +99,15 @@ func (r *Registry) Push(c Chart) (string, error) {
 
 // PushArchive pushes a packaged chart like Push.
 func (r *Registry) PushArchive(tgz []byte) (string, error) {
+	return r.PushArchiveTo(tgz, Repository)
+}
+
+// PushArchiveTo pushes a packaged chart to
+// 127.0.0.1:<port>/<repository>/<name>:<version>, which it returns: the
+// path a real registry serves it under (jetstack/charts,
+// envoyproxy), for a test that keeps a repository's chart URLs but for
+// the host.
+func (r *Registry) PushArchiveTo(tgz []byte, repository string) (string, error) {
 	ch, err := loader.LoadArchive(strings.NewReader(string(tgz)))
 	if err != nil {
 		return "", fmt.Errorf("load archive: %w", err)
@@ -117,7 +126,7 @@ func (r *Registry) PushArchive(tgz []byte) (string, error) {
 		return "", err
 	}
 	// OCI tags cannot hold "+": Helm writes it as "_".
-	ref := fmt.Sprintf("%s/%s/%s:%s", r.Host(), Repository, ch.Name(), strings.ReplaceAll(ch.Metadata.Version, "+", "_"))
+	ref := fmt.Sprintf("%s/%s/%s:%s", r.Host(), repository, ch.Name(), strings.ReplaceAll(ch.Metadata.Version, "+", "_"))
 	if _, err := client.Push(tgz, ref, registry.PushOptCreationTime("2020-01-01T00:00:00Z")); err != nil {
 		return "", fmt.Errorf("push %s: %w", ref, err)
 	}

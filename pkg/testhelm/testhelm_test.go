@@ -204,3 +204,39 @@ func TestRepoRemoveAndMetadata(t *testing.T) {
 		t.Fatalf("index after Remove:\n%s", b)
 	}
 }
+
+// A chart folder packaged at another version and pushed under a
+// repository path of the test's choosing is pulled from that path at
+// that version.
+func TestPackageDirVersionPushedToAPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := testhelm.WriteCharts(dir, map[string]testhelm.Chart{"podinfo": podinfo}); err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := testhelm.PackageDirVersion(filepath.Join(dir, "podinfo"), "1.1.0-rc.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := testhelm.NewRegistry(testhelm.RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref, err := reg.PushArchiveTo(tgz, "stefanprodan/charts")
+	if want := reg.Host() + "/stefanprodan/charts/podinfo:1.1.0-rc.1"; err != nil || ref != want {
+		t.Fatalf("pushed to %q, %v; want %q", ref, err, want)
+	}
+	client, err := registry.NewClient(registry.ClientOptPlainHTTP(),
+		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.Pull(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
+	if err != nil || ch.Name() != "podinfo" || ch.Metadata.Version != "1.1.0-rc.1" || len(ch.Templates) != 1 {
+		t.Fatalf("pulled %v, %v", ch, err)
+	}
+}
