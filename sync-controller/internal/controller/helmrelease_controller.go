@@ -91,6 +91,10 @@ func recordRelease(s *syncRun) {
 	if !ok || !s.op.made {
 		return
 	}
+	if s.rel != nil && s.rel.action == rollbackRelease {
+		recordRollback(s, hr)
+		return
+	}
 	now := metav1.Now()
 	md := map[string]string{}
 	if a := s.app.rendered(); a != nil && a.Metadata != nil {
@@ -143,6 +147,7 @@ func recordRelease(s *syncRun) {
 		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
 	}
 	hr.Status.History = trimHistory(history)
+	countAttempt(s, hr, action)
 }
 
 // trimHistory keeps helmv2.MaxHistory releases, newest first, dropping the
