@@ -178,6 +178,7 @@ func countAttempt(s *syncRun, hr *helmv2.HelmRelease, verb string) {
 	if s.op.synced {
 		return
 	}
+	markSyncFailed(s)
 	st.Failures++
 	if verb == helmv2.ReleaseActionInstall {
 		st.InstallFailures++
@@ -186,6 +187,21 @@ func countAttempt(s *syncRun, hr *helmv2.HelmRelease, verb string) {
 	}
 	if s.rel != nil {
 		s.rel.afterFailure(hr, verb)
+	}
+}
+
+// markSyncFailed records a release whose sync failed after its apply (its
+// health check) as a failed sync operation in status.sync, as a failed
+// apply or hook is: the next try is a new sync operation, with its hooks,
+// held by retryGate until the retry interval passed, as Helm's next
+// upgrade would be — not a re-check of a sync that succeeded.
+func markSyncFailed(s *syncRun) {
+	if sp := s.st.Sync; sp != nil && sp.Phase == kustomizev1.PhaseSucceeded {
+		now := metav1.Now()
+		sp.Phase, sp.FinishedAt = kustomizev1.PhaseFailed, &now
+		if s.op.err != nil {
+			sp.Message = s.op.err.Error()
+		}
 	}
 }
 

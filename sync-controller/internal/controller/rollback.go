@@ -117,6 +117,7 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s failed: %s", what, msg)
 		s.r.Events.Record(s.obj, events.SeverityError, helmv2.RollbackFailedReason, what+" failed: "+msg, events.WithRevision(s.revision))
 		hr.Status.Failures++
+		markSyncFailed(s)
 	}
 	hr.Status.History = trimHistory(history)
 }
