@@ -471,6 +471,13 @@ type Snapshot struct {
 	// +required
 	LastDeployed metav1.Time `json:"lastDeployed"`
 
+	// Description says what the release was and how it ended, in Helm's
+	// words: "Install complete", "Upgrade \"app\" failed: <why>",
+	// "Rollback to 3" (at most 1024 characters).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Description string `json:"description,omitempty"`
+
 	// Status is deployed, superseded, failed, or uninstalled (an
 	// uninstall remediation with uninstall.keepHistory).
 	// +required

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -136,6 +137,7 @@ func recordRelease(s *syncRun) {
 				history[i].Status = helmv2.ReleaseStatusSuperseded
 			}
 		}
+		h.Description = describeRelease(action, h.Name, nil)
 		conditions.MarkTrue(s.out, helmv2.ReleasedCondition, succeeded, "%s succeeded", release)
 		s.r.Events.Record(s.obj, events.SeverityInfo, succeeded, release+" succeeded", events.WithRevision(s.revision))
 	} else {
@@ -144,6 +146,7 @@ func recordRelease(s *syncRun) {
 		if s.op.err != nil {
 			msg = s.op.err.Error()
 		}
+		h.Description = describeRelease(action, h.Name, errors.New(msg))
 		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
 	}
 	hr.Status.History = trimHistory(history)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,4 +273,30 @@ func (s *syncRun) remediationOutcome(context.Context) error {
 		msg += "; retrying the upgrade"
 	}
 	return reconcile.Failed(helmv2.RollbackSucceededReason, errors.New(msg)).WithoutEvent()
+}
+
+// describeRelease is a history entry's description, in Helm's words:
+// "Install complete", "Upgrade complete", or `Upgrade "name" failed: why`.
+func describeRelease(action, name string, err error) string {
+	verb := strings.ToUpper(action[:1]) + action[1:]
+	if err == nil {
+		return verb + " complete"
+	}
+	return truncateDescription(fmt.Sprintf("%s %q failed: %s", verb, name, err.Error()))
+}
+
+// maxDescription is the CRD's bound on a history entry's description.
+const maxDescription = 1024
+
+// truncateDescription keeps a description within maxDescription bytes,
+// on a rune boundary.
+func truncateDescription(d string) string {
+	if len(d) <= maxDescription {
+		return d
+	}
+	cut := maxDescription - len("…")
+	for cut > 0 && !utf8.RuneStart(d[cut]) {
+		cut--
+	}
+	return d[:cut] + "…"
 }

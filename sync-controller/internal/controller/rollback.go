@@ -99,6 +99,7 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 	h := &history[0]
 	h.LastDeployed = now
 	what := fmt.Sprintf("rollback to %s@%s (release %s/%s v%d, as v%d)", t.ChartName, t.ChartVersion, t.Namespace, t.Name, t.Version, h.Version)
+	h.Description = fmt.Sprintf("Rollback to %d", t.Version)
 	if s.op.synced {
 		h.Status = helmv2.ReleaseStatusDeployed
 		for i := 1; i < len(history); i++ {
@@ -114,6 +115,7 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 		if s.op.err != nil {
 			msg = s.op.err.Error()
 		}
+		h.Description = truncateDescription(fmt.Sprintf("Rollback to %d failed: %s", t.Version, msg))
 		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s failed: %s", what, msg)
 		s.r.Events.Record(s.obj, events.SeverityError, helmv2.RollbackFailedReason, what+" failed: "+msg, events.WithRevision(s.revision))
 		hr.Status.Failures++

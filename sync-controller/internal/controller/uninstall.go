@@ -108,6 +108,9 @@ func (s *syncRun) uninstalled(keepHistory bool) error {
 		for i := range history {
 			history[i].Status = helmv2.ReleaseStatusUninstalled
 		}
+		if len(history) > 0 {
+			history[0].Description = "Uninstallation complete"
+		}
 		hr.Status.History = history
 	} else {
 		hr.Status.History = nil
