@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -273,4 +274,58 @@ func TestHelmReleaseUninstallOptionsOnDeletion(t *testing.T) {
 		o.SetFinalizers(nil)
 		g.Expect(env.Client.Patch(ctx, o, patch)).To(Succeed())
 	}
+}
+
+// TestRetryIntervalOnlyWithRetryOnFailure: the CRD refuses
+// strategy.retryInterval with RemediateOnFailure, as Flux's does.
+func TestRetryIntervalOnlyWithRetryOnFailure(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.Namespace(ctx, "helm")
+	g.Expect(err).NotTo(HaveOccurred())
+	hr := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "app"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Upgrade: &helmv2.Upgrade{Strategy: &helmv2.Strategy{Name: helmv2.RemediateOnFailure,
+				RetryInterval: &metav1.Duration{Duration: time.Minute}}},
+		},
+	}
+	err = env.Client.Create(ctx, hr)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("retryInterval can only be set with RetryOnFailure"))
+}
+
+// TestIgnoreTestFailuresOfTheAction: a failed chart test counts unless
+// the action's remediation.ignoreTestFailures, else test.ignoreFailures,
+// says to ignore it.
+func TestIgnoreTestFailuresOfTheAction(t *testing.T) {
+	g := NewWithT(t)
+	hr := &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{
+		Install: &helmv2.Install{Remediation: &helmv2.InstallRemediation{IgnoreTestFailures: ptr.To(true)}},
+		Upgrade: &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 1}},
+	}}
+	install := &syncRun{obj: hr, install: true}
+	upgrade := &syncRun{obj: hr}
+	g.Expect(install.ignoreTestFailures(false)).To(BeTrue(), "install.remediation.ignoreTestFailures")
+	g.Expect(upgrade.ignoreTestFailures(false)).To(BeFalse(), "upgrade: the default")
+	g.Expect(upgrade.ignoreTestFailures(true)).To(BeTrue(), "upgrade: test.ignoreFailures")
+}
+
+// TestReleaseFailedEndsTheOperationFailed: the chart tests' seam ends the
+// sync operation as a failed one, once, so that recordRelease records a
+// failed release.
+func TestReleaseFailedEndsTheOperationFailed(t *testing.T) {
+	g := NewWithT(t)
+	var recorded []bool
+	s := &syncRun{}
+	s.op.made, s.op.synced = true, true
+	s.op.finish = func(s *syncRun) { recorded = append(recorded, s.op.synced) }
+	err := s.releaseFailed("TestFailed", errors.New("test hook app-test failed"))
+	g.Expect(err).To(MatchError(ContainSubstring("app-test failed")))
+	g.Expect(recorded).To(Equal([]bool{false}))
+	g.Expect(s.op.outcome()).To(Equal("TestFailed"))
+	_ = s.releaseFailed("TestFailed", errors.New("again"))
+	g.Expect(recorded).To(HaveLen(1), "an operation ends once")
 }
