@@ -85,7 +85,7 @@ func (s *syncRun) decideRelease(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	rel := &releaseRun{hr: hr}
+	rel := &releaseRun{hr: hr, action: attemptRelease}
 	s.rel = rel
 	a, st := hr.Status.RenderedArtifact, &hr.Status
 	rendered := conditions.Get(hr, kustomizev1.RenderedCondition)
