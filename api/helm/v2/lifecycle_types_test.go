@@ -1,10 +1,8 @@
 package v2
 
-import (
-	"testing"
+import "testing"
 
-	"k8s.io/utils/ptr"
-)
+func boolPtr(b bool) *bool { return &b }
 
 // TestRemediationDefaults: Flux's defaults — no retry; an install's last
 // failure not remediated; an upgrade's remediated when retries > 0;
@@ -21,7 +19,7 @@ func TestRemediationDefaults(t *testing.T) {
 	if r := hr.GetUpgradeRemediation(); !r.RemediateLastFailure || r.Exhausted(2) || !r.Exhausted(3) {
 		t.Errorf("upgrade with retries: %+v", r)
 	}
-	hr.Spec.Upgrade.Remediation = &UpgradeRemediation{Retries: -1, RemediateLastFailure: ptr.To(false), Strategy: UninstallRemediation, IgnoreTestFailures: ptr.To(true)}
+	hr.Spec.Upgrade.Remediation = &UpgradeRemediation{Retries: -1, RemediateLastFailure: boolPtr(false), Strategy: UninstallRemediation, IgnoreTestFailures: boolPtr(true)}
 	if r := hr.GetUpgradeRemediation(); r.RemediateLastFailure || r.Exhausted(1000) || r.Strategy != UninstallRemediation || !r.IgnoreTestFailures {
 		t.Errorf("upgrade without end: %+v", r)
 	}

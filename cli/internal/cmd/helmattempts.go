@@ -3,7 +3,7 @@ package cmd
 import (
 	"fmt"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	helmv2 "plumb.dev/api/helm/v2"
 )
@@ -22,7 +22,7 @@ func describeAttempts(hr *helmv2.HelmRelease, field func(name, value string)) {
 		if d := st.LastAttemptedReleaseActionDuration; d != nil {
 			attempt += ", took " + d.Duration.String()
 		}
-		if c := conditions.Get(hr, helmv2.ReleasedCondition); c != nil {
+		if c := apimeta.FindStatusCondition(hr.Status.Conditions, helmv2.ReleasedCondition); c != nil {
 			attempt += ", " + c.Reason
 		}
 	}
@@ -30,7 +30,7 @@ func describeAttempts(hr *helmv2.HelmRelease, field func(name, value string)) {
 	field("Failures", fmt.Sprintf("%d (install %d, upgrade %d)", st.Failures, st.InstallFailures, st.UpgradeFailures))
 	field("On failure", onFailure(hr))
 	remediation := "-"
-	if c := conditions.Get(hr, helmv2.RemediatedCondition); c != nil {
+	if c := apimeta.FindStatusCondition(hr.Status.Conditions, helmv2.RemediatedCondition); c != nil {
 		remediation = c.Reason + ": " + oneLine(c.Message)
 	}
 	field("Remediation", remediation)
