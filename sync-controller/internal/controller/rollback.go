@@ -43,6 +43,10 @@ func (s *syncRun) startRollback() error {
 	}
 	rel.action = rollbackRelease
 	s.install = false
+	// The rollback's own settings, whatever the install's or upgrade's
+	// say: spec.timeout unless rollback.timeout, a wait for health unless
+	// rollback.disableWait.
+	s.spec.Timeout, s.spec.Wait = rel.hr.GetTimeout().Duration, true
 	if rb := rel.hr.Spec.Rollback; rb != nil {
 		if rb.Timeout != nil {
 			s.spec.Timeout = rb.Timeout.Duration
