@@ -31,7 +31,10 @@
 // install (Options.Install: nothing applied successfully yet)
 // pre-install runs in PreSync and post-install in PostSync; on every later
 // sync pre-upgrade runs in PreSync and post-upgrade in PostSync. A hook
-// listing both kinds runs on both. test and pre/post-rollback hooks,
+// listing both kinds runs on both. A rollback (Options.Rollback: a
+// HelmRelease applying its last deployed release again) runs pre-rollback
+// in PreSync and post-rollback in PostSync instead, and neither install
+// nor upgrade hooks. test hooks, rollback hooks outside a rollback,
 // pre/post-delete hooks (BuildDelete's PreDelete and PostDelete), and
 // install-only hooks on an upgrade (or upgrade-only ones on the install),
 // have no phase in the sync: they are

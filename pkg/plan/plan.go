@@ -70,6 +70,11 @@ type Options struct {
 	// runs on its *-install phases then, and on its *-upgrade phases on
 	// every later sync (see the package doc, "Helm hooks").
 	Install bool
+	// Rollback says that the sync applies a release again (a HelmRelease's
+	// rollback remediation): Helm's pre-rollback and post-rollback hooks
+	// run in PreSync and PostSync, and no install or upgrade hook. It wins
+	// over Install.
+	Rollback bool
 }
 
 // Hook describes an object that is a hook.
@@ -162,7 +167,11 @@ type entry struct {
 // (a bad wave or hook annotation, an object without kind or name, a
 // duplicate) are all reported together, each naming its object.
 func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
-	entries, err := planEntries(objs, opts, helmEvent(opts.Install))
+	event := helmEvent(opts.Install)
+	if opts.Rollback {
+		event = helmRollback
+	}
+	entries, err := planEntries(objs, opts, event)
 	if err != nil {
 		return nil, err
 	}
@@ -438,6 +447,7 @@ const (
 	helmInstall helmHookEvent = iota
 	helmUpgrade
 	helmDelete
+	helmRollback
 )
 
 // helmEvent is the event of a sync: the install, or an upgrade.
@@ -449,11 +459,12 @@ func helmEvent(install bool) helmHookEvent {
 }
 
 // helmPhases maps Helm's hook types onto Plumb's phases, per event. The
-// types missing (test, pre/post-rollback) are never run.
+// type missing (test) is never run.
 var helmPhases = map[helmHookEvent]map[string]PhaseName{
-	helmInstall: {"pre-install": PreSync, "post-install": PostSync},
-	helmUpgrade: {"pre-upgrade": PreSync, "post-upgrade": PostSync},
-	helmDelete:  {"pre-delete": PreDelete, "post-delete": PostDelete},
+	helmInstall:  {"pre-install": PreSync, "post-install": PostSync},
+	helmUpgrade:  {"pre-upgrade": PreSync, "post-upgrade": PostSync},
+	helmDelete:   {"pre-delete": PreDelete, "post-delete": PostDelete},
+	helmRollback: {"pre-rollback": PreSync, "post-rollback": PostSync},
 }
 
 // helmDeletePolicies maps helm.sh/hook-delete-policy values onto Plumb's.

@@ -606,6 +606,7 @@ func TestHelmHooks(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		install  bool
+		rollback bool
 		plan     string
 		policies map[string][]DeletePolicy
 	}{{
@@ -642,10 +643,24 @@ SyncFail wave 7: Job/shop/plumb-wins
 			"Job/shop/wave-wins":  {BeforeHookCreation},
 			"Job/shop/plumb-wins": {BeforeHookCreation},
 		},
+	}, {
+		// A rollback runs the rollback hooks only, whatever Install says.
+		name:     "rollback",
+		install:  true,
+		rollback: true,
+		plan: `
+Sync wave 0: ConfigMap/shop/cfg, ConfigMap/shop/weight-only
+PostSync wave 0: Job/shop/cleanup
+SyncFail wave 7: Job/shop/plumb-wins
+`,
+		policies: map[string][]DeletePolicy{
+			"Job/shop/cleanup":    {BeforeHookCreation},
+			"Job/shop/plumb-wins": {BeforeHookCreation},
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := mustBuild(t, helmHookSet, Options{SyncID: "1.0.0/1", Install: tc.install})
+			p := mustBuild(t, helmHookSet, Options{SyncID: "1.0.0/1", Install: tc.install, Rollback: tc.rollback})
 			g.Expect(p.String()).To(Equal(lines(tc.plan)))
 			var inv []string
 			for _, o := range p.Inventory {

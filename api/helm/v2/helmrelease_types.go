@@ -210,6 +210,15 @@ type HelmReleaseSpec struct {
 	// +optional
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
 
+	// Rollback holds the settings of a rollback remediation.
+	// +optional
+	Rollback *Rollback `json:"rollback,omitempty"`
+
+	// Uninstall holds the settings of an uninstall: a remediation, or the
+	// deletion of the HelmRelease.
+	// +optional
+	Uninstall *Uninstall `json:"uninstall,omitempty"`
+
 	// Values are merged last, over the chart's values, its valuesFiles and
 	// valuesFrom.
 	// +optional
@@ -349,6 +358,16 @@ type Install struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+
+	// Strategy is what a failed install leads to: RemediateOnFailure
+	// (remediation, the default) or RetryOnFailure.
+	// +optional
+	Strategy *Strategy `json:"strategy,omitempty"`
+
+	// Remediation says how often a failed install is retried and whether
+	// it is uninstalled (RemediateOnFailure).
+	// +optional
+	Remediation *InstallRemediation `json:"remediation,omitempty"`
 }
 
 // Upgrade holds the settings of a release's later syncs.
@@ -358,6 +377,16 @@ type Upgrade struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+
+	// Strategy is what a failed upgrade leads to: RemediateOnFailure
+	// (remediation, the default) or RetryOnFailure.
+	// +optional
+	Strategy *Strategy `json:"strategy,omitempty"`
+
+	// Remediation says how often a failed upgrade is retried and whether
+	// it is rolled back or uninstalled (RemediateOnFailure).
+	// +optional
+	Remediation *UpgradeRemediation `json:"remediation,omitempty"`
 }
 
 // ValuesReference names a ConfigMap or Secret that holds values.
@@ -473,9 +502,17 @@ type Snapshot struct {
 	// +required
 	LastDeployed metav1.Time `json:"lastDeployed"`
 
-	// Status is deployed, superseded or failed.
+	// Description says what the release was and how it ended, in Helm's
+	// words: "Install complete", "Upgrade \"app\" failed: <why>",
+	// "Rollback to 3" (at most 1024 characters).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Description string `json:"description,omitempty"`
+
+	// Status is deployed, superseded, failed, or uninstalled (an
+	// uninstall remediation with uninstall.keepHistory).
 	// +required
-	// +kubebuilder:validation:Enum=deployed;superseded;failed
+	// +kubebuilder:validation:Enum=deployed;superseded;failed;uninstalled
 	Status string `json:"status"`
 }
 
@@ -488,8 +525,9 @@ type HelmReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, Released, Healthy, Drifted,
-	// DriftContested (sync-controller); Rendered (render-controller).
+	// Conditions: Ready, Reconciling, Stalled, Released, Remediated,
+	// Healthy, Drifted, DriftContested (sync-controller); Rendered
+	// (render-controller).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -512,6 +550,44 @@ type HelmReleaseStatus struct {
 	// LastAttemptedConfigDigest is the values digest of the newest sync.
 	// +optional
 	LastAttemptedConfigDigest string `json:"lastAttemptedConfigDigest,omitempty"`
+
+	// LastAttemptedGeneration is the generation of the newest install or
+	// upgrade attempt; with lastAttemptedDigest it says which attempt the
+	// failure counters count.
+	// +optional
+	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
+
+	// LastAttemptedDigest is the digest of the render the newest install
+	// or upgrade attempted (Plumb's: a rollback applies another render).
+	// +optional
+	LastAttemptedDigest string `json:"lastAttemptedDigest,omitempty"`
+
+	// LastAttemptedReleaseAction is install or upgrade: what the newest
+	// attempt was.
+	// +optional
+	// +kubebuilder:validation:Enum=install;upgrade
+	LastAttemptedReleaseAction string `json:"lastAttemptedReleaseAction,omitempty"`
+
+	// LastAttemptedReleaseActionDuration is how long the newest attempt's
+	// sync took, until it succeeded or failed.
+	// +optional
+	LastAttemptedReleaseActionDuration *metav1.Duration `json:"lastAttemptedReleaseActionDuration,omitempty"`
+
+	// Failures counts the failed syncs of the newest attempt: installs,
+	// upgrades, rollbacks and uninstalls. Reset, as the two below, when a
+	// new attempt starts (a new generation, values or chart).
+	// +optional
+	Failures int64 `json:"failures,omitempty"`
+
+	// InstallFailures counts the failed installs of the newest attempt;
+	// reset when a new one starts.
+	// +optional
+	InstallFailures int64 `json:"installFailures,omitempty"`
+
+	// UpgradeFailures counts the failed upgrades of the newest attempt;
+	// reset when a new one starts.
+	// +optional
+	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
 
 	// LastAppliedRevision is the chart version last applied successfully.
 	// +optional

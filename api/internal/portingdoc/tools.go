@@ -28,6 +28,7 @@ group.
 | ` + "`flux events`" + ` | the object's Kubernetes Events (` + "`involvedObject`" + `), no status | Plumb's controllers record Events |
 
 No tool checked reads a Kustomization's ` + "`lastAppliedOriginRevision`" + ` or a
-HelmRelease's failure counts, ` + "`lastAttemptedValuesChecksum`" + ` or
-` + "`lastAttemptedReleaseAction`" + `, which Plumb does not write.
+HelmRelease's ` + "`lastAttemptedValuesChecksum`" + `, which Plumb does not write,
+nor a HelmRelease's failure counts or ` + "`lastAttemptedReleaseAction`" + `, which
+Plumb writes (` + "`plumb get helmrelease`" + ` shows them).
 `

@@ -152,6 +152,7 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 	chart := helmChart(ns, ns+"-web", "podinfo", "podinfo")
 	hr := helmRelease(ns, "web", "podinfo", "podinfo")
 	hr.Spec.DriftDetection = &helmv2.DriftDetection{Mode: helmv2.DriftDetectionWarn}
+	hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 1}}
 	create(ctx, t, web, cfg, repo, chart, hr)
 	setStatus(ctx, t, chart, func(o *sourcev1.HelmChart) { o.Status.Artifact = artifact("1.3.0") })
 	earlier := metav1.NewTime(time.Now().Add(-time.Hour))
@@ -161,11 +162,15 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 		o.Status.LastAppliedRevision = "1.2.3"
 		o.Status.LastAttemptedRevision = "1.3.0"
 		o.Status.LastAttemptedConfigDigest = valuesA
+		o.Status.LastAttemptedReleaseAction = helmv2.ReleaseActionUpgrade
+		o.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: 5 * time.Minute}
+		o.Status.Failures, o.Status.UpgradeFailures = 2, 2
 		o.Status.RenderedArtifact = &meta.Artifact{Path: "p", URL: "http://example/p", Revision: "1.3.0", Digest: digestB, LastUpdateTime: metav1.Now(),
 			Metadata: map[string]string{helmv2.ArtifactChartNameKey: "podinfo", helmv2.ArtifactChartVersionKey: "1.3.0", helmv2.ArtifactConfigDigestKey: valuesA}}
 		o.Status.History = []helmv2.Snapshot{
 			{Version: 2, Name: "web", Namespace: ns, ChartName: "podinfo", ChartVersion: "1.3.0", ConfigDigest: valuesA, Digest: digestB,
-				FirstDeployed: metav1.Now(), LastDeployed: metav1.Now(), Status: helmv2.ReleaseStatusFailed},
+				FirstDeployed: metav1.Now(), LastDeployed: metav1.Now(), Status: helmv2.ReleaseStatusFailed,
+				Description: "Upgrade \"web\" failed: timed out waiting for health:\nDeployment/web is Progressing"},
 			{Version: 1, Name: "web", Namespace: ns, ChartName: "podinfo", ChartVersion: "1.2.3", ConfigDigest: valuesA, Digest: digestA,
 				FirstDeployed: earlier, LastDeployed: earlier, Status: helmv2.ReleaseStatusDeployed},
 		}
@@ -173,6 +178,7 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 			cond(helmv2.ReleasedCondition, "False", kustomizev1.HealthCheckFailedReason, "upgrade to 1.3.0 failed", o.Generation),
 			cond(kustomizev1.RenderedCondition, "True", kustomizev1.RenderSucceededReason, "rendered podinfo 1.3.0", o.Generation),
 			cond(meta.ReadyCondition, "False", kustomizev1.HealthCheckFailedReason, "health check failed after 5m", o.Generation),
+			cond(helmv2.RemediatedCondition, "False", helmv2.RollbackFailedReason, "rollback to podinfo@1.2.3 failed: apply refused", o.Generation),
 		}
 		o.Status.Inventory = &kustomizev1.Inventory{Entries: []kustomizev1.InventoryEntry{
 			{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "cfg"},
@@ -194,17 +200,22 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 	g.Expect(field("Inventory")).To(Equal("2 object(s)"))
 	g.Expect(field("Sync status")).To(Equal("OutOfSync (1 object(s) differ from the chart), driftDetection warn"))
 	g.Expect(field("Last sync result")).To(Equal("Ready=False HealthCheckFailed: health check failed after 5m"))
+	g.Expect(field("Last attempt")).To(Equal("upgrade of 1.3.0, took 5m0s, HealthCheckFailed"))
+	g.Expect(field("Failures")).To(Equal("2 (install 0, upgrade 2)"))
+	g.Expect(field("On failure")).To(Equal("upgrade: RemediateOnFailure, retries 1, remediation rollback, last failure remediated"))
+	g.Expect(field("Remediation")).To(Equal("RollbackFailed: rollback to podinfo@1.2.3 failed: apply refused"))
 
 	section := func(title string) [][]string { return detailSection(got, title) }
 	history := section("HISTORY:")
 	g.Expect(history).To(HaveLen(3), r.String())
-	g.Expect(history[0]).To(Equal([]string{"REVISION", "STATUS", "CHART", "VALUES", "DIGEST", "DEPLOYED"}))
+	g.Expect(history[0]).To(Equal([]string{"REVISION", "STATUS", "CHART", "VALUES", "DIGEST", "DEPLOYED", "DESCRIPTION"}))
 	g.Expect(history[1][:5]).To(Equal([]string{"2", "failed", "podinfo-1.3.0", "sha256:111111111111", "sha256:bbbbbbbbbbbb"}))
 	g.Expect(history[2][:5]).To(Equal([]string{"1", "deployed", "podinfo-1.2.3", "sha256:111111111111", "sha256:aaaaaaaaaaaa"}))
 	g.Expect(history[2][5]).To(Equal("60m"))
+	g.Expect(strings.Join(history[1][7:], " ")).To(Equal(`Upgrade "web" failed: timed out waiting for health: Deployment/web is Progressing`), "why it failed, on one line")
 
 	conds := section("CONDITIONS:")
-	g.Expect(conds).To(HaveLen(4), r.String())
+	g.Expect(conds).To(HaveLen(5), r.String())
 	g.Expect(conds[1][:3]).To(Equal([]string{"Ready", "False", "HealthCheckFailed"}), "Ready comes first")
 	g.Expect(conds[2][:3]).To(Equal([]string{"Released", "False", "HealthCheckFailed"}))
 
@@ -227,6 +238,8 @@ func TestGetHelmReleaseInDetail(t *testing.T) {
 		g.Expect(r.out).To(MatchRegexp(`(?m)^Release:\s+apps/apps-fresh, installing \(no release deployed yet\)$`))
 		g.Expect(r.out).To(MatchRegexp(`(?m)^Sync status:\s+Unknown \(nothing applied yet\), driftDetection enabled$`))
 		g.Expect(r.out).To(ContainSubstring("HISTORY:\n(no release yet)\n"))
+		g.Expect(r.out).To(MatchRegexp(`(?m)^On failure:\s+install: RemediateOnFailure, retries 0, remediation uninstall, last failure left as it is$`))
+		g.Expect(r.out).To(MatchRegexp(`(?m)^Last attempt:\s+-$`))
 		g.Expect(r.out).To(ContainSubstring("OBJECTS:\n(no objects applied yet)\n"))
 	})
 }

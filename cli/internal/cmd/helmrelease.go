@@ -54,6 +54,7 @@ func (g *globals) describeHelmRelease(ctx context.Context, hr *helmv2.HelmReleas
 		n = len(hr.Status.Inventory.Entries)
 	}
 	field("Inventory", fmt.Sprintf("%d object(s)", n))
+	describeAttempts(hr, field)
 	return g.describeApplied(ctx, appliedHelmRelease(hr), w, field, func() { g.printHistory(hr, now) }, now)
 }
 
@@ -116,10 +117,10 @@ func (g *globals) printHistory(hr *helmv2.HelmRelease, now time.Time) {
 		return
 	}
 	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "REVISION\tSTATUS\tCHART\tVALUES\tDIGEST\tDEPLOYED")
+	fmt.Fprintln(w, "REVISION\tSTATUS\tCHART\tVALUES\tDIGEST\tDEPLOYED\tDESCRIPTION")
 	for _, s := range hr.Status.History {
-		fmt.Fprintf(w, "%d\t%s\t%s-%s\t%s\t%s\t%s ago\n", s.Version, s.Status, s.ChartName, s.ChartVersion,
-			shortDigest(s.ConfigDigest), shortDigest(s.Digest), age(s.LastDeployed.Time, now))
+		fmt.Fprintf(w, "%d\t%s\t%s-%s\t%s\t%s\t%s ago\t%s\n", s.Version, s.Status, s.ChartName, s.ChartVersion,
+			shortDigest(s.ConfigDigest), shortDigest(s.Digest), age(s.LastDeployed.Time, now), dash(oneLine(s.Description)))
 	}
 	_ = w.Flush()
 }

@@ -731,6 +731,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
 			helmv2.ArtifactInputsDigestKey: st.inputs,
 		},
+		Keep: deployedDigests(obj),
 	})
 	if err != nil {
 		return err

@@ -39,6 +39,11 @@ type Render struct {
 	Digest    string
 	Revision  string
 	Metadata  map[string]string
+	// Keep are digests of earlier renders whose files must stay whatever
+	// the retention says: a HelmRelease's deployed release, which a
+	// rollback remediation applies again (sync-controller downloads it
+	// from the same folder, by digest).
+	Keep []string
 }
 
 // Store makes r the artifact of the object at key, prev being the one it
@@ -47,7 +52,7 @@ type Render struct {
 // storage, keep prev (with r's metadata when it differs: only inputs that
 // render the same changed) and its lastUpdateTime, so status does not
 // change. Either way, the files older than the newest
-// --artifact-retention-records go; a failure to remove them is logged, not
+// --artifact-retention-records go, but not those of r.Keep; a failure to remove them is logged, not
 // returned. A failure to store is Rendered=False, ArtifactFailed.
 func (s *Store) Store(ctx context.Context, key types.NamespacedName, prev *meta.Artifact, r Render) (*meta.Artifact, bool, error) {
 	ref := s.ref(key)
@@ -66,7 +71,11 @@ func (s *Store) Store(ctx context.Context, key types.NamespacedName, prev *meta.
 		stored.Metadata = r.Metadata
 		a, isNew = stored, true
 	}
-	if _, err := s.Storage.GarbageCollect(ctx, ref, a.Path); err != nil {
+	keep := []string{a.Path}
+	for _, d := range r.Keep {
+		keep = append(keep, hexOf(d)+".yaml")
+	}
+	if _, err := s.Storage.GarbageCollect(ctx, ref, keep...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "garbage-collecting old rendered artifacts")
 	}
 	return a, isNew, nil

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/artifact"
 )
 
@@ -62,5 +63,38 @@ func TestAnnouncementsOncePerRender(t *testing.T) {
 	a.forget(key)
 	if !a.first(key, "d@1") {
 		t.Fatal("a forgotten object's render is news")
+	}
+}
+
+// TestStoreKeepsTheRendersAsked: a render named in Keep (a HelmRelease's
+// deployed release, which a rollback downloads again) outlives the
+// retention, while the other old renders go.
+func TestStoreKeepsTheRendersAsked(t *testing.T) {
+	storage, err := artifact.NewStorage(t.TempDir(), "localhost:0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Storage: storage, Kind: "HelmRelease"}
+	key := types.NamespacedName{Namespace: "ns", Name: "app"}
+	ctx := context.Background()
+	var prev *meta.Artifact
+	var stored []*meta.Artifact
+	deployed := []byte("kind: ConfigMap\nmetadata: {name: v1}\n")
+	for i, m := range [][]byte{deployed, []byte("kind: ConfigMap\nmetadata: {name: v2}\n"), []byte("kind: ConfigMap\nmetadata: {name: v3}\n")} {
+		a, _, err := s.Store(ctx, key, prev, Render{Manifests: m, Digest: digest(m), Revision: "1.0.0", Keep: []string{digest(deployed)}})
+		if err != nil {
+			t.Fatalf("store %d: %v", i, err)
+		}
+		prev = a
+		stored = append(stored, a)
+	}
+	if err := storage.Verify(stored[0]); err != nil {
+		t.Errorf("the kept render is gone: %v", err)
+	}
+	if err := storage.Verify(stored[1]); err == nil {
+		t.Error("a render neither kept nor within the retention is still there")
+	}
+	if err := storage.Verify(stored[2]); err != nil {
+		t.Errorf("the newest render is gone: %v", err)
 	}
 }

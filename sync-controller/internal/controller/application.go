@@ -80,6 +80,15 @@ type syncSpec struct {
 	// holds the finalizer until the deleted objects are gone, at most
 	// Timeout from the deletion.
 	DeleteOnDeletion, WaitForTermination bool
+	// DeleteHooksDisabled runs no delete hook (a HelmRelease's
+	// uninstall.disableHooks); DeletionPropagation is how the deleted
+	// objects' dependents go (uninstall.deletionPropagation; empty is
+	// background). TerminationRule names, in messages, the setting that
+	// waits for termination and TimeoutField the one that bounds it; empty
+	// are a Kustomization's.
+	DeleteHooksDisabled           bool
+	DeletionPropagation           metav1.DeletionPropagation
+	TerminationRule, TimeoutField string
 	// Wait waits for every applied object to be healthy.
 	Wait  bool
 	Force bool
@@ -114,6 +123,19 @@ type syncStatus struct {
 	Sync                                       *kustomizev1.SyncProgress
 	// Retry is a Kustomization's status.retry; a HelmRelease has none.
 	Retry *kustomizev1.RetryStatus
+}
+
+// terminationWait names the setting that waits for the deleted objects
+// and the one that bounds the wait, for messages.
+func (s syncSpec) terminationWait() (rule, timeout string) {
+	rule, timeout = s.TerminationRule, s.TimeoutField
+	if rule == "" {
+		rule = "deletionPolicy " + string(kustomizev1.DeletionPolicyWaitForTermination)
+	}
+	if timeout == "" {
+		timeout = "spec.timeout"
+	}
+	return rule, timeout
 }
 
 // sortedOwnConditions returns the conditions other than render-controller's
@@ -220,14 +242,30 @@ func (h helmRelease) spec() syncSpec {
 	s := &h.Spec
 	out := syncSpec{
 		// A HelmRelease has no retryInterval: a failure is retried after
-		// the interval, as Flux's helm-controller does.
-		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration, Timeout: h.GetTimeout().Duration,
+		// the interval, as Flux's helm-controller does, or after the
+		// action's strategy.retryInterval under RetryOnFailure.
+		Interval: s.Interval.Duration, RetryInterval: h.retryInterval(), Timeout: h.GetTimeout().Duration,
 		Suspend: s.Suspend,
 		Prune:   true, Guarded: true, Wait: true, DeleteOnDeletion: true,
 		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
 		DependsOn:        s.DependsOn,
 		HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy:      kustomizev1.DriftPolicyCorrect,
+	}
+	if !h.DeletionTimestamp.IsZero() {
+		// The deletion is Helm's uninstall, with spec.uninstall's options
+		// (Flux waits for the deleted objects unless disableWait).
+		u := s.Uninstall
+		if u == nil {
+			u = &helmv2.Uninstall{}
+		}
+		out.WaitForTermination = !u.DisableWait
+		out.DeleteHooksDisabled = u.DisableHooks
+		out.DeletionPropagation = metav1.DeletionPropagation(propagationOf(u.DeletionPropagation))
+		out.TerminationRule, out.TimeoutField = "uninstall", "spec.timeout"
+		if u.Timeout != nil {
+			out.Timeout, out.TimeoutField = u.Timeout.Duration, "uninstall.timeout"
+		}
 	}
 	switch h.GetDriftDetectionMode() {
 	case helmv2.DriftDetectionWarn:
@@ -239,6 +277,33 @@ func (h helmRelease) spec() syncSpec {
 		out.Ignore = s.DriftDetection.Ignore
 	}
 	return out
+}
+
+// retryInterval is when a failed sync is tried again: strategy.retryInterval
+// of the action the next sync makes (install or upgrade) under
+// RetryOnFailure, else spec.interval.
+func (h helmRelease) retryInterval() time.Duration {
+	if h.install() && h.GetInstallStrategy() == helmv2.RetryOnFailure {
+		return h.Spec.Install.Strategy.GetRetryInterval()
+	}
+	if !h.install() && h.GetUpgradeStrategy() == helmv2.RetryOnFailure {
+		return h.Spec.Upgrade.Strategy.GetRetryInterval()
+	}
+	return h.Spec.Interval.Duration
+}
+
+// propagationOf maps uninstall.deletionPropagation (Helm's lower-case
+// names) onto the API's policy; empty stays empty (background).
+func propagationOf(p string) string {
+	switch p {
+	case "foreground":
+		return string(metav1.DeletePropagationForeground)
+	case "orphan":
+		return string(metav1.DeletePropagationOrphan)
+	case "background":
+		return string(metav1.DeletePropagationBackground)
+	}
+	return ""
 }
 
 func (h helmRelease) rendered() *meta.Artifact { return h.Status.RenderedArtifact }

@@ -92,13 +92,15 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 		_, err := d.prune(ctx)
 		return err
 	}
-	p, err := d.plan(ctx)
-	if err != nil {
-		return d.fail(ctx, kustomizev1.PhasePreDelete, 0, err, spec.RetryInterval)
-	}
-	if len(p.Phases) > 0 {
-		if err := d.run(ctx, p); err != nil {
-			return err
+	if !spec.DeleteHooksDisabled {
+		p, err := d.plan(ctx)
+		if err != nil {
+			return d.fail(ctx, kustomizev1.PhasePreDelete, 0, err, spec.RetryInterval)
+		}
+		if len(p.Phases) > 0 {
+			if err := d.run(ctx, p); err != nil {
+				return err
+			}
 		}
 	}
 	// Pruned again after the hooks: a no-op for what is gone, and it
@@ -128,14 +130,15 @@ func (d *deletion) awaitTermination(ctx context.Context, remaining []object.ID) 
 	listed := strings.Join(truncate(names, 5), ", ")
 	deadline := d.deletedAt().Add(s.spec.Timeout)
 	wait := time.Until(deadline)
+	rule, timeout := s.spec.terminationWait()
 	if wait <= 0 {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.TerminationTimeoutReason, fmt.Sprintf(
-			"deletionPolicy %s: %d deleted object(s) still there after spec.timeout (%s): %s; no longer waiting for them",
-			kustomizev1.DeletionPolicyWaitForTermination, len(remaining), s.spec.Timeout, listed), events.WithRevision(s.revision))
+			"%s: %d deleted object(s) still there after %s (%s): %s; no longer waiting for them",
+			rule, len(remaining), timeout, s.spec.Timeout, listed), events.WithRevision(s.revision))
 		return nil
 	}
-	msg := fmt.Sprintf("deletionPolicy %s: waiting for %d deleted object(s) to be gone: %s (at most until %s, spec.timeout after the deletion)",
-		kustomizev1.DeletionPolicyWaitForTermination, len(remaining), listed, deadline.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("%s: waiting for %d deleted object(s) to be gone: %s (at most until %s, %s after the deletion)",
+		rule, len(remaining), listed, deadline.UTC().Format(time.RFC3339), timeout)
 	if err := d.report(ctx, kustomizev1.PhasePostDelete, 0, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
 		return err
 	}
@@ -151,11 +154,20 @@ type deletion struct {
 	// id names the deletion: it seeds generateName hooks' names and labels
 	// every hook, so a restarted controller finds the hooks it created.
 	id string
+	// startedAt is when an uninstall remediation started (uninstall.go),
+	// nil for the deletion of the object.
+	startedAt *metav1.Time
 }
 
-// deletedAt is when the object was marked for deletion: the start of the
-// deletion, as status.sync.startedAt records it.
-func (d *deletion) deletedAt() metav1.Time { return *d.s.obj.GetDeletionTimestamp() }
+// deletedAt is when the object was marked for deletion, or the uninstall
+// remediation started: the start of the deletion, as status.sync.startedAt
+// records it.
+func (d *deletion) deletedAt() metav1.Time {
+	if d.startedAt != nil {
+		return *d.startedAt
+	}
+	return *d.s.obj.GetDeletionTimestamp()
+}
 
 // progress is status.sync when it records this deletion, else nil.
 func (d *deletion) progress() *kustomizev1.SyncProgress {
@@ -314,7 +326,7 @@ func (d *deletion) waveHealth(hooks []plan.Object) ([]string, error) {
 // with the controller's backoff, as before delete hooks existed.
 func (d *deletion) prune(ctx context.Context) ([]object.ID, error) {
 	s := d.s
-	remaining, err := s.r.pruneOnDeletion(ctx, s.target.Engine, s.app, d.inv)
+	remaining, err := s.r.pruneOnDeletion(ctx, s.target.Engine, s.app, d.inv, s.spec.DeletionPropagation)
 	if err != nil {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.PruneFailedReason, "pruning on deletion failed: "+err.Error())
 	}
@@ -330,6 +342,11 @@ func (d *deletion) fail(ctx context.Context, phase string, wave int, err error, 
 	s := d.s
 	msg := fmt.Sprintf("%s; the deletion waits: fix the cause, or set the annotation %s: %s to skip the delete hooks",
 		err.Error(), kustomizev1.ForceDeleteAnnotation, kustomizev1.EnabledValue)
+	if d.startedAt != nil {
+		// An uninstall remediation is tried again, from its first hook,
+		// after the retry interval.
+		msg, retry, phase = err.Error(), s.spec.RetryInterval, kustomizev1.PhaseFailed
+	}
 	if retry == 0 {
 		phase = kustomizev1.PhaseFailed
 	}

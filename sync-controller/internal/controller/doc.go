@@ -18,11 +18,16 @@
 // HelmRelease's sync spec is Helm's: prune and wait always (with the
 // prune guard at sync-controller's thresholds), healthCheckExprs and
 // kubeConfig as a Kustomization's, no healthChecks, no force, retries
-// after spec.interval, drift
+// after spec.interval (strategy.retryInterval under RetryOnFailure), drift
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
 // that succeeded is not re-applied until the render or spec changes).
 // On top, recordRelease writes its history and Released condition from
-// the outcome of the run's sync operation (helmrelease_controller.go); a
+// the outcome of the run's sync operation (helmrelease_controller.go),
+// and its release lifecycle decides, after a failed install or upgrade,
+// to retry it, roll back (the newest deployed release's render synced
+// again with its rollback hooks) or uninstall (the deletion's steps), or
+// to hold: decideRelease, countAttempt and remediationOutcome
+// (remediation.go), rollback.go, uninstall.go; a
 // Kustomization's recordSync writes its history, Flux's shape, one entry
 // per render digest (history.go). Both bound it with boundHistory.
 //
@@ -42,7 +47,9 @@
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
 // drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
-// history is Helm's releases), plus Released and lastAttemptedConfigDigest. render-controller owns
+// history is Helm's releases), plus Released, Remediated,
+// lastAttemptedConfigDigest, lastAttemptedGeneration, lastAttemptedDigest,
+// lastAttemptedReleaseAction(Duration) and the failure counters. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
 // condition; Ready summarizes both.
 //
@@ -54,9 +61,11 @@
 // object, reason HealthCheckExprInvalid), checkDependencies (a
 // dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
 // Ready; one that does not compile stalls the object, reason
-// InvalidCELExpression), loadManifests,
-// prepare, guardPrune (pruneguard.go), applyPlan, prune, checkHealth and
-// report (sync.go), run by pkg/reconcile's skeleton, which
+// InvalidCELExpression), decideRelease (a HelmRelease's: attempt, roll
+// back, uninstall or hold; remediation.go), loadManifests (a rollback's
+// render instead of the newest), prepare, guardPrune (pruneguard.go),
+// applyPlan, prune, checkHealth, report (sync.go) and remediationOutcome
+// (Ready=False RollbackSucceeded after a rollback), run by pkg/reconcile's skeleton, which
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at
 // error level, records its event (except where the step recorded a richer
 // one: PruneFailed, PruneGuarded, HealthDegraded) and retries after
@@ -129,7 +138,8 @@
 // takes it out whoever added it (reconcile.SetFinalizer).
 //
 // A deleted object that prunes (spec.prune, not suspended; a HelmRelease
-// always) is held by the finalizer while
+// always, with spec.uninstall's disableHooks, deletionPropagation,
+// disableWait and timeout) is held by the finalizer while
 // runDeletion runs the PreDelete hooks of its last rendered artifact
 // (pkg/plan's BuildDelete), prunes the inventory and, once the pruned
 // objects are gone, runs the PostDelete hooks. No reconcile waits for a

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -91,6 +92,10 @@ func recordRelease(s *syncRun) {
 	if !ok || !s.op.made {
 		return
 	}
+	if s.rel != nil && s.rel.action == rollbackRelease {
+		recordRollback(s, hr)
+		return
+	}
 	now := metav1.Now()
 	md := map[string]string{}
 	if a := s.app.rendered(); a != nil && a.Metadata != nil {
@@ -132,6 +137,7 @@ func recordRelease(s *syncRun) {
 				history[i].Status = helmv2.ReleaseStatusSuperseded
 			}
 		}
+		h.Description = describeRelease(action, h.Name, nil)
 		conditions.MarkTrue(s.out, helmv2.ReleasedCondition, succeeded, "%s succeeded", release)
 		s.r.Events.Record(s.obj, events.SeverityInfo, succeeded, release+" succeeded", events.WithRevision(s.revision))
 	} else {
@@ -140,9 +146,11 @@ func recordRelease(s *syncRun) {
 		if s.op.err != nil {
 			msg = s.op.err.Error()
 		}
+		h.Description = describeRelease(action, h.Name, errors.New(msg))
 		conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failed, "%s failed: %s", release, msg)
 	}
 	hr.Status.History = trimHistory(history)
+	countAttempt(s, hr, action)
 }
 
 // trimHistory keeps helmv2.MaxHistory releases, newest first, dropping the

@@ -57,7 +57,7 @@ func renderRelease(t *testing.T, hr *helmv2.HelmRelease, version, values, manife
 	t.Helper()
 	sum := sha256.Sum256([]byte(manifests))
 	digest := "sha256:" + hex.EncodeToString(sum[:])
-	path := fmt.Sprintf("/helmrelease/%s/%s/%s.yaml", hr.Namespace, hr.Name, hex.EncodeToString(sum[:8]))
+	path := fmt.Sprintf("/helmrelease/%s/%s/%s.yaml", hr.Namespace, hr.Name, hex.EncodeToString(sum[:]))
 	artifacts.mu.Lock()
 	artifacts.files[path] = []byte(manifests)
 	artifacts.mu.Unlock()

@@ -178,6 +178,9 @@ func (rs retries) next(now time.Time) *kustomizev1.RetryStatus {
 // other failure — the artifact's download, a render failure reported by
 // report — keeps retryInterval.
 func (s *syncRun) retryDecision() (reconcile.RetryDecision, bool) {
+	if d, ok := s.releaseDecision(); ok {
+		return d, true // a HelmRelease's release lifecycle (remediation.go)
+	}
 	r := s.st.Retry
 	if s.spec.Retry == nil || r == nil || !(s.op.attemptFailed || s.op.retryHeld) {
 		return reconcile.RetryDecision{}, false

@@ -85,6 +85,10 @@ type syncRun struct {
 	// fights holds back corrections of contested fields (internal/fight);
 	// nil when fight detection is off.
 	fights *fight.Run
+	// rel is what a HelmRelease's run does with its release: attempt,
+	// roll back, uninstall or hold (remediation.go); nil for a
+	// Kustomization.
+	rel *releaseRun
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -121,6 +125,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
+		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
 		{Name: "prune-guard", Run: s.guardPrune},
@@ -128,6 +133,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "prune", Run: s.retried(s.ofOperation(s.prune), false)},
 		{Name: "health", Run: s.retried(s.ofOperation(s.checkHealth), true)},
 		{Name: "report", Run: s.report},
+		{Name: "remediation", Run: s.remediationOutcome},
 	}
 	for i := range steps {
 		run := steps[i].Run
@@ -291,9 +297,14 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if rendered != nil && rendered.ObservedGeneration < s.obj.GetGeneration() {
 		return s.waitForRender()
 	}
+	if s.rel != nil && s.rel.action == rollbackRelease {
+		// The rollback's render; lastAttempted* keep the failed attempt.
+		artifact = s.rel.rollbackArtifact(artifact)
+	} else {
+		s.st.LastAttemptedRevision = artifact.Revision
+		s.outApp.attempted(artifact)
+	}
 	s.revision, s.digest = artifact.Revision, artifact.Digest
-	s.st.LastAttemptedRevision = artifact.Revision
-	s.outApp.attempted(artifact)
 	if cached, ok := s.r.manifests.prepared(s.key, artifact.Digest, s.obj.GetGeneration()); ok {
 		s.objs, s.hashes = cached.prepared, cached.hashes
 		if cached.syncID == s.syncID() {
@@ -375,9 +386,13 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		}
 		s.hashes = hashes
 	}
-	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID(), Install: s.install})
+	rollback := s.rel != nil && s.rel.action == rollbackRelease
+	p, err := plan.Build(s.objs, plan.Options{SyncID: s.syncID(), Install: s.install, Rollback: rollback})
 	if err != nil {
 		return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
+	}
+	if rollback && !s.rel.rollbackHooks() {
+		p = p.WithoutHooks()
 	}
 	s.plan = p
 	s.r.manifests.putPrepared(s.key, s.digest, s.obj.GetGeneration(), s.syncID(), s.objs, s.hashes, p)

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -302,15 +303,15 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 }
 
 // pruneOnDeletion deletes the inventory of a deleted object, acting as its
-// ServiceAccount, and returns those of its objects that were still there
+// ServiceAccount, with the propagation given (empty: background), and returns those of its objects that were still there
 // (deleted now, or already being deleted): none once all are gone.
 // Objects annotated plumb.dev/prune: disabled or
 // helm.sh/resource-policy: keep, and objects no longer ours, are left and
 // not counted.
-func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app application, inv *kustomizev1.Inventory) ([]object.ID, error) {
+func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app application, inv *kustomizev1.Inventory, propagation metav1.DeletionPropagation) ([]object.ID, error) {
 	var failed []error
 	var remaining []object.ID
-	for _, res := range eng.Prune(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner(), manage.OwnerDeleted) {
+	for _, res := range eng.PruneWith(ctx, plan.Flatten(plan.PruneOrder(inventory.Objects(inv))), app.owner(), manage.OwnerDeleted, propagation) {
 		if res.Err != nil {
 			failed = append(failed, res.Err)
 		}

@@ -34,6 +34,16 @@ type PruneResult struct {
 // labels is never deleted: it was not ours, or someone
 // took it over.
 func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner, why manage.Pruning) []PruneResult {
+	return e.PruneWith(ctx, objs, owner, why, "")
+}
+
+// PruneWith is Prune with the deletion propagation policy of each delete
+// (a HelmRelease's uninstall.deletionPropagation); empty is background,
+// Prune's.
+func (e *Engine) PruneWith(ctx context.Context, objs []*unstructured.Unstructured, owner manage.Owner, why manage.Pruning, propagation metav1.DeletionPropagation) []PruneResult {
+	if propagation == "" {
+		propagation = metav1.DeletePropagationBackground
+	}
 	results := make([]PruneResult, 0, len(objs))
 	for _, obj := range objs {
 		id := object.IDOf(obj)
@@ -57,7 +67,7 @@ func (e *Engine) Prune(ctx context.Context, objs []*unstructured.Unstructured, o
 			// Our own deletion is not drift: the watcher must not answer it
 			// with another sync.
 			e.watcher.expectDeletion(live.UID)
-			err := e.client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			err := e.client.Delete(ctx, live, client.PropagationPolicy(propagation),
 				client.Preconditions{UID: &live.UID})
 			if err != nil && !apierrors.IsNotFound(err) {
 				res.Err = fmt.Errorf("pruning: %w", e.explain(id, err))

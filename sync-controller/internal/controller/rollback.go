@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/reconcile"
+)
+
+// A rollback (remediation.go) is a sync of the newest deployed release's
+// render, with Helm's rollback hooks instead of the upgrade's and the
+// rollback's settings (spec.rollback): it applies what that release
+// applied and prunes what the failed upgrade added, as `helm rollback`
+// does. Plumb keeps that render: render-controller stores each render as
+// <kind>/<namespace>/<name>/<sha256 hex>.yaml and keeps the files of the
+// deployed releases of status.history whatever its retention
+// (render-controller's deployedDigests), so sync-controller downloads it
+// from the folder of the current render, by the digest the history
+// records, and verifies it by that digest.
+
+// startRollback makes the run a rollback to the newest deployed release.
+// With none (the history lost it), the rollback fails.
+func (s *syncRun) startRollback() error {
+	rel := s.rel
+	for i := range rel.hr.Status.History {
+		if h := &rel.hr.Status.History[i]; h.Status == helmv2.ReleaseStatusDeployed {
+			rel.target = h
+			break
+		}
+	}
+	if rel.target == nil || rel.hr.Status.RenderedArtifact == nil {
+		err := errors.New("no deployed release in status.history to roll back to")
+		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s", err.Error())
+		return reconcile.Failed(helmv2.RollbackFailedReason, err)
+	}
+	rel.action = rollbackRelease
+	s.install = false
+	// The rollback's own settings, whatever the install's or upgrade's
+	// say: spec.timeout unless rollback.timeout, a wait for health unless
+	// rollback.disableWait.
+	s.spec.Timeout, s.spec.Wait = rel.hr.GetTimeout().Duration, true
+	if rb := rel.hr.Spec.Rollback; rb != nil {
+		if rb.Timeout != nil {
+			s.spec.Timeout = rb.Timeout.Duration
+		}
+		s.spec.Wait = !rb.DisableWait
+		s.spec.Force = s.spec.Force || rb.Force
+	}
+	return nil
+}
+
+// rollbackArtifact is the artifact of the rollback's target, in the
+// folder of current (the render the HelmRelease serves now).
+func (rel *releaseRun) rollbackArtifact(current *meta.Artifact) *meta.Artifact {
+	t := rel.target
+	_, hex, _ := strings.Cut(t.Digest, ":")
+	name := hex + ".yaml"
+	return &meta.Artifact{
+		URL:      strings.TrimSuffix(current.URL, path.Base(current.URL)) + name,
+		Path:     path.Join(path.Dir(current.Path), name),
+		Revision: t.ChartVersion,
+		Digest:   t.Digest,
+		Metadata: map[string]string{
+			helmv2.ArtifactChartNameKey:    t.ChartName,
+			helmv2.ArtifactChartVersionKey: t.ChartVersion,
+			helmv2.ArtifactConfigDigestKey: t.ConfigDigest,
+		},
+	}
+}
+
+// rollbackHooks says whether the rollback runs Helm's rollback hooks.
+func (rel *releaseRun) rollbackHooks() bool {
+	return rel.hr.Spec.Rollback == nil || !rel.hr.Spec.Rollback.DisableHooks
+}
+
+// recordRollback records a rollback's sync as Helm records `helm
+// rollback`: a new release, one version more, with the target's chart,
+// values and render, deployed (the target and every other deployed
+// release superseded; the failed upgrade stays failed), and
+// Remediated=True RollbackSucceeded. A failed rollback is a failed
+// release (its retry updates it) and Remediated=False RollbackFailed, one
+// more failure; the rollback is tried again after the retry interval.
+func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
+	t := *s.rel.target
+	now := metav1.Now()
+	history := append([]helmv2.Snapshot(nil), hr.Status.History...)
+	if len(history) == 0 || history[0].Digest != t.Digest || history[0].Status != helmv2.ReleaseStatusFailed {
+		entry := t
+		entry.Version = t.Version + 1
+		if len(history) > 0 {
+			entry.Version = history[0].Version + 1
+		}
+		history = append([]helmv2.Snapshot{entry}, history...)
+	}
+	h := &history[0]
+	h.LastDeployed = now
+	what := fmt.Sprintf("rollback to %s@%s (release %s/%s v%d, as v%d)", t.ChartName, t.ChartVersion, t.Namespace, t.Name, t.Version, h.Version)
+	h.Description = fmt.Sprintf("Rollback to %d", t.Version)
+	if s.op.synced {
+		h.Status = helmv2.ReleaseStatusDeployed
+		for i := 1; i < len(history); i++ {
+			if history[i].Status == helmv2.ReleaseStatusDeployed {
+				history[i].Status = helmv2.ReleaseStatusSuperseded
+			}
+		}
+		conditions.MarkTrue(s.out, helmv2.RemediatedCondition, helmv2.RollbackSucceededReason, "%s succeeded", what)
+		s.r.Events.Record(s.obj, events.SeverityInfo, helmv2.RollbackSucceededReason, what+" succeeded", events.WithRevision(s.revision))
+	} else {
+		h.Status = helmv2.ReleaseStatusFailed
+		msg := "the sync did not complete"
+		if s.op.err != nil {
+			msg = s.op.err.Error()
+		}
+		h.Description = truncateDescription(fmt.Sprintf("Rollback to %d failed: %s", t.Version, msg))
+		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s failed: %s", what, msg)
+		s.r.Events.Record(s.obj, events.SeverityError, helmv2.RollbackFailedReason, what+" failed: "+msg, events.WithRevision(s.revision))
+		hr.Status.Failures++
+		markSyncFailed(s)
+	}
+	hr.Status.History = trimHistory(history)
+}
