@@ -216,6 +216,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		CRDs:          opts.CRDs,
 		PostRenderers: opts.PostRenderers,
 		Limits:        opts.Limits,
+		Record:        opts.Record,
 	}}
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
@@ -225,7 +226,8 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		return nil, err
 	}
 	return &helmrender.Result{Manifests: manifests, Digest: resp.Digest, ChartName: resp.ChartName,
-		ChartVersion: resp.ChartVersion, ConfigDigest: resp.ConfigDigest, Objects: len(resp.IDs), IDs: resp.IDs}, nil
+		ChartVersion: resp.ChartVersion, ConfigDigest: resp.ConfigDigest, Objects: len(resp.IDs), IDs: resp.IDs,
+		Record: resp.Record, RecordOmitted: resp.RecordOmitted}, nil
 }
 
 // do runs req on a worker within ctx: it waits for a slot, takes an idle

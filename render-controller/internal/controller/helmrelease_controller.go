@@ -585,8 +585,9 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
 // are left out too: they decide whether a render is refused, not what it
-// is. format names this list;
-// changing the list changes it, which renders everything once again.
+// is. format names this list and what a render holds (2: Helm's
+// ownership metadata and the release record); changing either changes
+// it, which renders everything once again.
 func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 	b, _ := json.Marshal(struct {
 		Format        int                   `json:"format"`
@@ -599,7 +600,7 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
 		Capabilities  string                `json:"capabilities"`
 	}{
-		Format:        1,
+		Format:        2,
 		Chart:         st.chart.Status.Artifact.Digest,
 		Config:        helmrender.ConfigDigest(st.values),
 		Release:       obj.GetReleaseName(),
@@ -654,6 +655,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 				CRDs:          st.crds,
 				PostRenderers: obj.Spec.PostRenderers,
 				Limits:        r.helmLimits(),
+				Record:        true,
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote
@@ -676,16 +678,19 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 // Rendered=False (ArtifactFailed) when storing fails.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	res := st.result
+	md := map[string]string{
+		helmv2.ArtifactChartNameKey:    res.ChartName,
+		helmv2.ArtifactChartVersionKey: res.ChartVersion,
+		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+		helmv2.ArtifactInputsDigestKey: st.inputs,
+	}
 	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
-		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion,
-		Metadata: map[string]string{
-			helmv2.ArtifactChartNameKey:    res.ChartName,
-			helmv2.ArtifactChartVersionKey: res.ChartVersion,
-			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
-			helmv2.ArtifactInputsDigestKey: st.inputs,
-		},
+		Manifests: res.Manifests, Digest: res.Digest, Revision: res.ChartVersion, Metadata: md,
 	})
 	if err != nil {
+		return err
+	}
+	if a, err = r.storeReleaseRecord(ctx, obj, a, res); err != nil {
 		return err
 	}
 	obj.Status.RenderedArtifact = a
