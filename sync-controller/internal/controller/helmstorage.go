@@ -104,8 +104,10 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 // deployed with "Install complete" or "Upgrade complete", or failed with
 // the error.
 func helmStatus(s *syncRun, hr *helmv2.HelmRelease, h helmv2.Snapshot) (common.Status, string) {
+	// An adopted release's first is an upgrade of Helm's.
+	install := s.install && h.Version == 1
 	if h.Status == helmv2.ReleaseStatusDeployed {
-		if s.install {
+		if install {
 			return common.StatusDeployed, "Install complete"
 		}
 		return common.StatusDeployed, "Upgrade complete"
@@ -114,7 +116,7 @@ func helmStatus(s *syncRun, hr *helmv2.HelmRelease, h helmv2.Snapshot) (common.S
 	if s.op.err != nil {
 		msg = s.op.err.Error()
 	}
-	if s.install {
+	if install {
 		return common.StatusFailed, fmt.Sprintf("Release %q failed: %s", hr.GetReleaseName(), msg)
 	}
 	return common.StatusFailed, fmt.Sprintf("Upgrade %q failed: %s", hr.GetReleaseName(), msg)
