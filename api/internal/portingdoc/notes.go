@@ -5,5 +5,5 @@ package main
 var notes = map[string]string{
 	"Kustomization.status.inventory":      "Flux's shape: `entries[]` of `id` (`<namespace>_<name>_<group>_<kind>`) and `v`",
 	"HelmRelease.status.inventory":        "Flux's shape, as a Kustomization's; hooks are not in it, as in Flux",
-	"HelmRelease.status.storageNamespace": "Plumb keeps no Helm storage: `flux tree` finds no objects under a HelmRelease; `status.inventory` lists them",
+	"HelmRelease.status.storageNamespace": "where sync-controller wrote the release records in Helm's format: `flux tree` reads the newest one's manifest, as for Flux's",
 }
