@@ -234,7 +234,11 @@
 //     Kustomization's).
 //  8. store: helmrelease/<ns>/<name>/<sha256 hex>.yaml, revision the chart
 //     version, metadata chart-name, chart-version, config-digest and
-//     inputs-digest.
+//     inputs-digest; and the render's release record (what Helm's storage
+//     holds that only the chart knows, for sync-controller to write into
+//     it) in helmrelease-beside/<ns>/<name>/, its URL and digest in the
+//     metadata too (release-record, release-record-digest), or why there
+//     is none (release-record-omitted) (helmrecord.go).
 //  9. announce: Rendered=True and a Rendered event, as for Kustomizations.
 //
 // A failure is retried after spec.interval (HelmRelease has no

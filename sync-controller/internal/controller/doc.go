@@ -20,7 +20,12 @@
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
 // that succeeded is not re-applied until the render or spec changes).
 // On top, recordRelease writes its history and Released condition from
-// the outcome of the run's sync operation (helmrelease_controller.go); a
+// the outcome of the run's sync operation (helmrelease_controller.go),
+// and the release's record into Helm's storage (helmstorage.go,
+// internal/helmstorage: revision = history version, continuing Helm's
+// numbering on adoption, trimmed to spec.maxHistory, deleted with the
+// HelmRelease; a failure is a StorageFailed warning, not a failed
+// release); a
 // Kustomization's recordSync writes its history, Flux's shape, one entry
 // per render digest (history.go). Both bound it with boundHistory.
 //
