@@ -17,6 +17,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/sync-controller/internal/helmstorage"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // maxRecordDownload bounds the download of a release record: a record
@@ -201,4 +202,14 @@ func (r *Syncer) deleteReleaseRecords(ctx context.Context, app application) {
 	if err := s.releaseStorage(hr, hr.Status.StorageNamespace).DeleteAll(ctx); err != nil {
 		fail(err)
 	}
+}
+
+// readRelease returns the record of one version of hr's release from
+// Helm's storage (status.storageNamespace, else spec's) as t, the sync's
+// target, reads it: the manifest, hooks and values of a past release,
+// for whatever needs them (a rollback). An error wraps the SDK's
+// driver.ErrReleaseNotFound when that version has no record.
+func readRelease(ctx context.Context, t target.Target, hr *helmv2.HelmRelease, version int) (*rspb.Release, error) {
+	s := &syncRun{target: t}
+	return s.releaseStorage(hr, hr.Status.StorageNamespace).Read(ctx, version)
 }

@@ -24,7 +24,9 @@ import (
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/testhelm"
+	"plumb.dev/sync-controller/internal/engine"
 	"plumb.dev/sync-controller/internal/helmstorage"
+	"plumb.dev/sync-controller/internal/target"
 )
 
 // storageChart is a chart with a ConfigMap of the values, a hook and
@@ -138,6 +140,12 @@ func TestReleasesAreRecordedInHelmsStorage(t *testing.T) {
 	g.Expect(rel.Hooks).To(HaveLen(1))
 	g.Expect(rel.Hooks[0].Name).To(Equal("app-hook"))
 	g.Expect(rel.Hooks[0].Path).To(Equal("demo/templates/hook.yaml"))
+
+	// What a rollback would read of it.
+	got = getRelease(g, hr)
+	past, err := readRelease(ctx, target.Target{Engine: engine.New(env.Client, nil, nil, 1)}, got, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(past.Manifest).To(Equal(rel.Manifest))
 
 	// The applied object carries Helm's ownership metadata.
 	cm := &corev1.ConfigMap{}
@@ -264,6 +272,7 @@ func TestAReleaseOfTheHelmCLIIsAdoptedInPlace(t *testing.T) {
 	g.Expect(manifest).To(ContainSubstring("name: app-cm"))
 	g.Expect(manifest).To(ContainSubstring(`greeting: "ho"`))
 	g.Expect(run("get", "notes", "app")).To(ContainSubstring("Say ho to app."))
+	g.Expect(run("get", "hooks", "app")).To(ContainSubstring("name: app-hook"))
 	var status struct {
 		Version int `json:"version"`
 		Info    struct {
