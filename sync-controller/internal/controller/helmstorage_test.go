@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
@@ -171,6 +172,22 @@ func TestReleasesAreRecordedInHelmsStorage(t *testing.T) {
 		g.Expect(records(g, hr.Namespace, "app")).To(Equal([]helmstorage.Entry{
 			{Version: 2, Status: common.StatusSuperseded}, {Version: 3, Status: common.StatusDeployed}}))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+
+	// A failed release is recorded failed, and the deployed one stays
+	// deployed, and kept by the trim.
+	bad := storageChart("4.0.0")
+	bad.Files["templates/bad.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Valid_Name\n"
+	renderChart(t, hr, bad, nil)
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(getRelease(g, hr), helmv2.ReleasedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(helmv2.UpgradeFailedReason))
+		g.Expect(records(g, hr.Namespace, "app")).To(Equal([]helmstorage.Entry{
+			{Version: 3, Status: common.StatusDeployed}, {Version: 4, Status: common.StatusFailed}}))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	rel, err = store.Read(ctx, 4)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Description).To(HavePrefix(`Upgrade "app" failed: `))
 
 	// The HelmRelease's deletion deletes its records.
 	g.Expect(env.Client.Delete(ctx, hr)).To(Succeed())
