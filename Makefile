@@ -119,7 +119,7 @@ verify: generate manifests fmt tidy vet lint docs-check ## Regenerate, format, t
 ##@ Test
 
 .PHONY: test
-test: controlplane-assets $(CHROMIUM) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the UI's in chromium.
+test: controlplane-assets helm-cli $(CHROMIUM) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the helm CLI (sync-controller's adoption test), the UI's in chromium.
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
 
 .PHONY: e2e

@@ -18,7 +18,7 @@
 //     .Capabilities from Options); the values.schema.json check; the
 //     chart's kubeVersion against the Kubernetes version; engine.Engine
 //     with DNS off and no client (so lookup finds nothing); NOTES.txt
-//     dropped; the output split into documents as releaseutil.SortManifests
+//     dropped (the top chart's kept for the record); the output split into documents as releaseutil.SortManifests
 //     splits it (split.go: partials skipped, releaseutil.SplitManifests on
 //     each file). Hooks stay in the output as `helm template` prints them,
 //     with every helm.sh/hook* annotation (test hooks too; sync-controller
@@ -42,7 +42,14 @@
 //     them), and with Create also plumb.dev/ssa: IfNotPresent
 //     (sync-controller creates a missing one and never changes an existing
 //     one).
-//  6. render.Assemble, Build's own last step: duplicates refused, pkg/render's
+//  6. With Options.Record (a HelmRelease's render), the release record —
+//     the chart's metadata and default values, the user's values, the
+//     manifest of the objects that are not hooks (each after "# Source:
+//     <template>"), the hooks, the notes: Helm's release fields a chart
+//     knows, gzipped JSON within MaxRecordBytes (record.go) — and then
+//     Helm's ownership metadata on those objects (stampOwnership), in the
+//     order Helm records and stamps a release.
+//  7. render.Assemble, Build's own last step: duplicates refused, pkg/render's
 //     canonical order and YAML form, the output cap.
 //
 // # Values

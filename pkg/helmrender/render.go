@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -63,6 +64,10 @@ type Options struct {
 	CommonMetadata *kustomizev1.CommonMetadata
 	// Limits bound the render; zero fields take the defaults.
 	Limits Limits
+	// Record makes the render a release's, as Helm applies one: Helm's
+	// ownership metadata on the objects that are not hooks
+	// (stampOwnership), and the release's record in Result.Record.
+	Record bool
 }
 
 // Result is a successful render.
@@ -80,6 +85,12 @@ type Result struct {
 	// order.
 	Objects int
 	IDs     []object.ID
+	// Record is the release's record for Helm's storage, gzipped JSON of
+	// a release/v1.Release holding what a render knows (see record), at
+	// most MaxRecordBytes; nil without Options.Record, or when it would
+	// not fit, RecordOmitted then saying why.
+	Record        []byte
+	RecordOmitted string
 }
 
 // notesFileSuffix ends the names of NOTES.txt templates, which are text
@@ -198,6 +209,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		return nil, err
 	}
 	var objs, crds []*kyaml.RNode
+	templates := map[string]string{}
 	for i, nodes := range parsed {
 		crd := i >= len(t.manifests)
 		for _, n := range nodes {
@@ -209,6 +221,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			}
 			if !crd {
 				objs = append(objs, n)
+				templates[sourceKey(n)] = sources[i]
 				continue
 			}
 			if err := annotateCRD(n, crdPolicy); err != nil {
@@ -248,19 +261,35 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 			}
 		}
 	}
+	var rec []byte
+	var omitted string
+	if opts.Record {
+		rel, err := record(t, opts, objs, templates)
+		if err != nil {
+			return nil, render.BuildError("recording the release: %v", err)
+		}
+		if rec, omitted, err = encodeRecord(rel); err != nil {
+			return nil, render.BuildError("recording the release: %v", err)
+		}
+		if err := stampOwnership(objs, opts.ReleaseName, opts.Namespace); err != nil {
+			return nil, render.BuildError("writing Helm's ownership metadata: %v", err)
+		}
+	}
 	objs = append(objs, crds...)
 	res, err := render.Assemble(ctx, objs, limits.renderLimits())
 	if err != nil {
 		return nil, err
 	}
 	return &Result{
-		Manifests:    res.Manifests,
-		Digest:       res.Digest,
-		ChartName:    t.chartName,
-		ChartVersion: t.chartVersion,
-		ConfigDigest: fmt.Sprintf("sha256:%x", sha256.Sum256(valuesJSON)),
-		Objects:      len(res.Objects),
-		IDs:          res.Objects,
+		Manifests:     res.Manifests,
+		Digest:        res.Digest,
+		ChartName:     t.chartName,
+		ChartVersion:  t.chartVersion,
+		ConfigDigest:  fmt.Sprintf("sha256:%x", sha256.Sum256(valuesJSON)),
+		Objects:       len(res.Objects),
+		IDs:           res.Objects,
+		Record:        rec,
+		RecordOmitted: omitted,
 	}, nil
 }
 
@@ -305,8 +334,13 @@ func capabilities(c Capabilities) (*common.Capabilities, error) {
 // (splitTemplates), and the CRDs of crds/.
 type templated struct {
 	chartName, chartVersion string
-	manifests               []document
-	crds                    []document
+	// metadata, values and notes are the chart's Chart.yaml, its default
+	// values and the top chart's rendered NOTES.txt, for the record.
+	metadata  *chart.Metadata
+	values    map[string]any
+	notes     string
+	manifests []document
+	crds      []document
 }
 
 type document struct {
@@ -326,7 +360,7 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	if !ok {
 		return nil, render.BuildError("loading the chart: only charts of apiVersion v1 and v2 can be rendered")
 	}
-	out := &templated{chartName: chrt.Name(), chartVersion: chrt.Metadata.Version}
+	out := &templated{chartName: chrt.Name(), chartVersion: chrt.Metadata.Version, metadata: chrt.Metadata, values: chrt.Values}
 
 	// The user's map is not the SDK's to change.
 	vals, err := copyValues(opts.Values)
@@ -367,6 +401,10 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	var size int64
 	for name, content := range files {
 		if strings.HasSuffix(name, notesFileSuffix) {
+			// Helm keeps the top chart's only (without --render-subchart-notes).
+			if name == path.Join(chrt.Name(), "templates", notesFileSuffix) {
+				out.notes = content
+			}
 			delete(files, name)
 			continue
 		}

@@ -217,6 +217,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		PostRenderers:  opts.PostRenderers,
 		CommonMetadata: opts.CommonMetadata,
 		Limits:         opts.Limits,
+		Record:         opts.Record,
 	}}
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
@@ -226,7 +227,8 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		return nil, err
 	}
 	return &helmrender.Result{Manifests: manifests, Digest: resp.Digest, ChartName: resp.ChartName,
-		ChartVersion: resp.ChartVersion, ConfigDigest: resp.ConfigDigest, Objects: len(resp.IDs), IDs: resp.IDs}, nil
+		ChartVersion: resp.ChartVersion, ConfigDigest: resp.ConfigDigest, Objects: len(resp.IDs), IDs: resp.IDs,
+		Record: resp.Record, RecordOmitted: resp.RecordOmitted}, nil
 }
 
 // do runs req on a worker within ctx: it waits for a slot, takes an idle

@@ -188,6 +188,7 @@ type helmRequest struct {
 	// CommonMetadata is a HelmRelease's spec.commonMetadata.
 	CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
 	Limits         helmrender.Limits           `json:"limits"`
+	Record         bool                        `json:"record,omitempty"`
 }
 
 // chartSource is a helmpackage.Source across the process boundary: the
@@ -260,6 +261,10 @@ type response struct {
 	ChartName    string `json:"chartName,omitempty"`
 	ChartVersion string `json:"chartVersion,omitempty"`
 	ConfigDigest string `json:"configDigest,omitempty"`
+	// Record and RecordOmitted are helmrender.Result's (a gzipped Helm
+	// release record, at most helmrender.MaxRecordBytes).
+	Record        []byte `json:"record,omitempty"`
+	RecordOmitted string `json:"recordOmitted,omitempty"`
 	// Remote is a chart plan's dependencies to pull.
 	Remote []helmpackage.Dependency `json:"remote,omitempty"`
 	// ValuesFiles are a chart package's merged values files.

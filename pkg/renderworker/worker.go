@@ -257,12 +257,13 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 		PostRenderers:  req.PostRenderers,
 		CommonMetadata: req.CommonMetadata,
 		Limits:         req.Limits,
+		Record:         req.Record,
 	})
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil
 	}
 	return &response{IDs: res.IDs, Digest: res.Digest, ChartName: res.ChartName, ChartVersion: res.ChartVersion,
-		ConfigDigest: res.ConfigDigest}, res.Manifests
+		ConfigDigest: res.ConfigDigest, Record: res.Record, RecordOmitted: res.RecordOmitted}, res.Manifests
 }
 
 // source returns the request's helmpackage.Source and the rest of the

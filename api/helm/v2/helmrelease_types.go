@@ -191,6 +191,22 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
+	// StorageNamespace is the namespace of the release's records in
+	// Helm's storage format (the sh.helm.release.v1.<release>.v<N>
+	// Secrets that helm list, history, get and status read); defaults to
+	// the HelmRelease's namespace, as in Flux.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+
+	// MaxHistory is how many release records Helm's storage keeps, the
+	// newest ones; 0 keeps them all. Defaults to 5. status.history keeps
+	// 5 whatever it is.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxHistory *int `json:"maxHistory,omitempty"`
+
 	// DependsOn lists HelmReleases that must be ready before this one is
 	// applied: Ready at their latest generation, or as an entry's
 	// readyExpr says.
@@ -588,6 +604,12 @@ type HelmReleaseStatus struct {
 	// reset when a new one starts.
 	// +optional
 	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
+
+	// StorageNamespace is the namespace the release records were last
+	// written to; when spec.storageNamespace changes, the records there
+	// are the ones that get trimmed and deleted.
+	// +optional
+	StorageNamespace string `json:"storageNamespace,omitempty"`
 
 	// LastAppliedRevision is the chart version last applied successfully.
 	// +optional

@@ -233,6 +233,11 @@ func (in *HelmReleaseSpec) DeepCopyInto(out *HelmReleaseSpec) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.MaxHistory != nil {
+		in, out := &in.MaxHistory, &out.MaxHistory
+		*out = new(int)
+		**out = **in
+	}
 	if in.DependsOn != nil {
 		in, out := &in.DependsOn, &out.DependsOn
 		*out = make([]meta.DependencyReference, len(*in))

@@ -6,10 +6,10 @@ var notes = map[string]string{
 	"HelmRelease.spec.waitStrategy":              "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",
 	"HelmRelease.spec.persistentClient":          "Plumb keeps no Kubernetes client per release: sync-controller's clients are shared and cached for every object it syncs, so there is nothing to make persistent",
 	"HelmRelease.spec.postRenderStrategy":        "Plumb post-renders as Helm 4's default, `combined`: hooks and templates in one stream, the CRDs of `crds/` not; `nohooks` and `separate` are not implemented",
-	"HelmRelease.status.storageNamespace":        "Plumb keeps no Helm storage: `flux tree` finds no objects under a HelmRelease; `status.inventory` lists them",
 	"Kustomization.status.inventory":             "Flux's shape: `entries[]` of `id` (`<namespace>_<name>_<group>_<kind>`) and `v`",
 	"HelmRelease.status.inventory":               "Flux's shape, as a Kustomization's; hooks are not in it, as in Flux",
 	"HelmRelease.spec.rollback":                  "`timeout`, `disableWait`, `disableHooks` and `force`; not `recreate` (Flux 2.8 deprecated it: it has no effect), `disableWaitForJobs` (Plumb's health wait has no per-kind switch) or `cleanupOnFail` (a failed rollback deletes nothing; the next successful sync prunes)",
 	"HelmRelease.spec.uninstall":                 "every field; `keepHistory` keeps `status.history` (entries marked `uninstalled`) after an uninstall remediation",
 	"HelmRelease.status.lastAttemptedGeneration": "with Plumb's `lastAttemptedDigest` (the render attempted), it says which attempt the failure counters count",
+	"HelmRelease.status.storageNamespace":        "where sync-controller wrote the release records in Helm's format: `flux tree` reads the newest one's manifest, as for Flux's",
 }

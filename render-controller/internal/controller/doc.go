@@ -248,7 +248,12 @@
 //     the digest as build metadata (6.6.1+0cc9a8446c95), as Flux's
 //     revision does, so content pushed again under one tag is a new
 //     release; an OCI tag that is another semver version than the chart's
-//     is ArtifactFailed.
+//     is ArtifactFailed;
+//     and the render's release record (what Helm's storage
+//     holds that only the chart knows, for sync-controller to write into
+//     it) in helmrelease-beside/<ns>/<name>/, its URL and digest in the
+//     metadata too (release-record, release-record-digest), or why there
+//     is none (release-record-omitted) (helmrecord.go).
 //  9. announce: Rendered=True and a Rendered event, as for Kustomizations.
 //
 // A failure is retried after spec.interval (HelmRelease has no

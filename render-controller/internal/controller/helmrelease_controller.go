@@ -615,8 +615,9 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
 // are left out too: they decide whether a render is refused, not what it
-// is. format names this list;
-// changing the list changes it, which renders everything once again.
+// is. format names this list and what a render holds (2: Helm's
+// ownership metadata and the release record); changing either changes
+// it, which renders everything once again.
 func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 	b, _ := json.Marshal(struct {
 		Format        int                   `json:"format"`
@@ -636,7 +637,7 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
 		Revision       string                      `json:"revision,omitempty"`
 	}{
-		Format:         1,
+		Format:         2,
 		Chart:          st.artifact.Digest,
 		Config:         helmrender.ConfigDigest(st.values),
 		Release:        obj.GetReleaseName(),
@@ -694,6 +695,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 				PostRenderers:  obj.Spec.PostRenderers,
 				CommonMetadata: obj.Spec.CommonMetadata,
 				Limits:         r.helmLimits(),
+				Record:         true,
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote
@@ -734,6 +736,9 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		Keep: deployedDigests(obj),
 	})
 	if err != nil {
+		return err
+	}
+	if a, err = r.storeReleaseRecord(ctx, obj, a, res); err != nil {
 		return err
 	}
 	obj.Status.RenderedArtifact = a

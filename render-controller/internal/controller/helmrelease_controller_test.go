@@ -313,7 +313,14 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 		helmv2.ArtifactChartVersionKey: "1.2.3",
 		helmv2.ArtifactConfigDigestKey: helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
 		helmv2.ArtifactInputsDigestKey: a.Metadata[helmv2.ArtifactInputsDigestKey],
+		// The release record beside the manifests, for Helm's storage.
+		helmv2.ArtifactReleaseRecordKey:       a.Metadata[helmv2.ArtifactReleaseRecordKey],
+		helmv2.ArtifactReleaseRecordDigestKey: a.Metadata[helmv2.ArtifactReleaseRecordDigestKey],
 	}))
+	g.Expect(a.Metadata[helmv2.ArtifactReleaseRecordKey]).To(HaveSuffix(".release.json.gz"))
+	rec := download(t, &meta.Artifact{URL: a.Metadata[helmv2.ArtifactReleaseRecordKey], Digest: a.Metadata[helmv2.ArtifactReleaseRecordDigestKey]})
+	g.Expect(rec).NotTo(BeEmpty())
+	g.Expect(body).To(ContainSubstring("meta.helm.sh/release-name: apps-app"), "Helm's ownership metadata")
 	g.Expect(a.Path).To(Equal(fmt.Sprintf("helmrelease/%s/app/%s.yaml", ns, strings.TrimPrefix(a.Digest, "sha256:"))))
 	g.Expect(hrRendered(hr).Message).To(Equal(`rendered 1 objects from chart values version "1.2.3"`))
 	g.Expect(published.of(ns, "app", kustomizev1.RenderedReason)).To(HaveLen(1))

@@ -14,8 +14,11 @@
 //     and the JetStream stream, pkg/events) for a new artifact, or for the
 //     same one again after a failure, never twice for one render
 //     (Store.Announce, Store.Reconciled).
+//   - beside: a file that goes with a render (a HelmRelease's release
+//     record), in a folder of its own so retention counts renders as
+//     before (Store.StoreBeside).
 //   - forget: when the object is gone, drop all of it: what was announced,
-//     its metric series and its storage folder (Store.Forget).
+//     its metric series and its storage folders (Store.Forget).
 //
 // Why a package: the two reconcilers of internal/controller did each of
 // these in their own copy, which drifted apart in small ways. What differs

@@ -93,11 +93,12 @@ func (s *Store) Intact(ctx context.Context, a *meta.Artifact) bool {
 }
 
 // Forget drops what is kept for a deleted object: what was announced, its
-// metric series and its storage folder.
+// metric series and its storage folders (the renders', and StoreBeside's).
 func (s *Store) Forget(key types.NamespacedName) {
 	s.announced.forget(key)
 	s.Metrics.Forget(key.Namespace, key.Name)
 	_ = s.Storage.Remove(s.ref(key))
+	_ = s.Storage.Remove(s.besideRef(key))
 }
 
 func (s *Store) ref(key types.NamespacedName) artifact.Ref {

@@ -27,7 +27,12 @@
 // to retry it, roll back (the newest deployed release's render synced
 // again with its rollback hooks) or uninstall (the deletion's steps), or
 // to hold: decideRelease, countAttempt and remediationOutcome
-// (remediation.go), rollback.go, uninstall.go; a
+// (remediation.go), rollback.go, uninstall.go;
+// and the release's record into Helm's storage (helmstorage.go,
+// internal/helmstorage: revision = history version, continuing Helm's
+// numbering on adoption, trimmed to spec.maxHistory, deleted with the
+// HelmRelease; a failure is a StorageFailed warning, not a failed
+// release); a
 // Kustomization's recordSync writes its history, Flux's shape, one entry
 // per render digest (history.go). Both bound it with boundHistory.
 //

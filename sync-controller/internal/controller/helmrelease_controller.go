@@ -87,7 +87,7 @@ func (r *HelmReleaseReconciler) dependents(ctx context.Context, o client.Object)
 // one updates it. A release that succeeded is deployed and every older
 // deployed one superseded; one that failed is failed, and the deployed one
 // before it stays deployed (what runs is still mostly its objects).
-func recordRelease(s *syncRun) {
+func recordRelease(ctx context.Context, s *syncRun) {
 	hr, ok := s.out.(*helmv2.HelmRelease)
 	if !ok || !s.op.made {
 		return
@@ -109,6 +109,7 @@ func recordRelease(s *syncRun) {
 		if len(history) > 0 {
 			version, started = history[0].Version+1, history[0].FirstDeployed
 		}
+		version = s.continueHelmVersion(ctx, hr, version)
 		history = append([]helmv2.Snapshot{{
 			Version: version, Name: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(),
 			ChartName: md[helmv2.ArtifactChartNameKey], ChartVersion: s.revision,
@@ -151,6 +152,7 @@ func recordRelease(s *syncRun) {
 	}
 	hr.Status.History = trimHistory(history)
 	countAttempt(s, hr, action)
+	s.writeHelmRecord(ctx, hr)
 }
 
 // trimHistory keeps helmv2.MaxHistory releases, newest first, dropping the

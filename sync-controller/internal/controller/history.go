@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ func boundHistory[T any](history []T, max int, pinned func(T) bool) []T {
 // already there updating its entry (lastReconciled*, one more
 // totalReconciliation) and moving it first, a new digest adding an entry
 // first, at most kustomizev1.MaxHistory.
-func recordSync(s *syncRun) {
+func recordSync(_ context.Context, s *syncRun) {
 	ks, ok := s.out.(*kustomizev1.Kustomization)
 	if !ok || !s.op.made {
 		return

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,7 @@ type operation struct {
 	started *metav1.Time
 	// finish records the end of the operation, once (reconcileObject);
 	// finished says it ran.
-	finish   func(*syncRun)
+	finish   func(context.Context, *syncRun)
 	finished bool
 	// retryHeld: spec.retry's series held this run back (retryGate);
 	// attemptFailed: a step of the sync failed in this run, an attempt of

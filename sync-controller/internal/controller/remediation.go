@@ -332,11 +332,11 @@ func (s *syncRun) ignoreTestFailures(def bool) bool {
 // remediated like any failed sync. Call it from a step of the operation
 // (ofOperation) before the health check marks it synced; the error it
 // returns ends the run.
-func (s *syncRun) releaseFailed(reason string, err error) error {
+func (s *syncRun) releaseFailed(ctx context.Context, reason string, err error) error {
 	e := reconcile.Failed(reason, err)
 	s.op.synced = false
 	if s.op.ends(e) {
-		s.op.finish(s)
+		s.op.finish(ctx, s)
 	}
 	return e
 }

@@ -321,11 +321,11 @@ func TestReleaseFailedEndsTheOperationFailed(t *testing.T) {
 	var recorded []bool
 	s := &syncRun{}
 	s.op.made, s.op.synced = true, true
-	s.op.finish = func(s *syncRun) { recorded = append(recorded, s.op.synced) }
-	err := s.releaseFailed("TestFailed", errors.New("test hook app-test failed"))
+	s.op.finish = func(_ context.Context, s *syncRun) { recorded = append(recorded, s.op.synced) }
+	err := s.releaseFailed(context.Background(), "TestFailed", errors.New("test hook app-test failed"))
 	g.Expect(err).To(MatchError(ContainSubstring("app-test failed")))
 	g.Expect(recorded).To(Equal([]bool{false}))
 	g.Expect(s.op.outcome()).To(Equal("TestFailed"))
-	_ = s.releaseFailed("TestFailed", errors.New("again"))
+	_ = s.releaseFailed(context.Background(), "TestFailed", errors.New("again"))
 	g.Expect(recorded).To(HaveLen(1), "an operation ends once")
 }

@@ -154,7 +154,7 @@ func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Con
 	return func(ctx context.Context) error {
 		err := step(ctx)
 		if s.op.ends(err) {
-			s.op.finish(s)
+			s.op.finish(ctx, s)
 		}
 		return err
 	}

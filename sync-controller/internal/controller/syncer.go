@@ -181,7 +181,7 @@ func newSkeleton[T reconcile.Object](r *Syncer, kind string, succeeded func(T) s
 // steps on the skeleton. finish, when set, runs once the run's sync
 // operation is over, failed or through its health check (a HelmRelease's
 // history), before the skeleton sums the run up.
-func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(*syncRun)) (ctrl.Result, error) {
+func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(context.Context, *syncRun)) (ctrl.Result, error) {
 	start := time.Now()
 	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -291,6 +291,7 @@ func (r *Syncer) finalize(ctx context.Context, app application) error {
 	if err := r.runDeletion(ctx, app); err != nil {
 		return err
 	}
+	r.deleteReleaseRecords(ctx, app)
 	key := client.ObjectKeyFromObject(obj)
 	r.manifests.forget(key)
 	r.fights.Forget(key)
