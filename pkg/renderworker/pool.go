@@ -216,6 +216,8 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		CRDs:          opts.CRDs,
 		PostRenderers: opts.PostRenderers,
 		Limits:        opts.Limits,
+
+		SkipSchemaValidation: opts.DisableSchemaValidation,
 	}}
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)

@@ -186,6 +186,8 @@ type helmRequest struct {
 	CRDs          string                  `json:"crds,omitempty"`
 	PostRenderers []helmv2.PostRenderer   `json:"postRenderers,omitempty"`
 	Limits        helmrender.Limits       `json:"limits"`
+	// SkipSchemaValidation is helmrender.Options.DisableSchemaValidation.
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
 }
 
 // chartSource is a helmpackage.Source across the process boundary: the

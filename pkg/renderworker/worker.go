@@ -256,6 +256,8 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 		CRDs:          req.CRDs,
 		PostRenderers: req.PostRenderers,
 		Limits:        req.Limits,
+
+		DisableSchemaValidation: req.SkipSchemaValidation,
 	})
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil

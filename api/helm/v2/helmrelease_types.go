@@ -179,6 +179,11 @@ type HelmReleaseSpec struct {
 	// +optional
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
 
+	// Test runs the chart's tests (its helm.sh/hook: test objects) after
+	// each successful install or upgrade.
+	// +optional
+	Test *Test `json:"test,omitempty"`
+
 	// Values are merged last, over the chart's values, its valuesFiles and
 	// valuesFrom.
 	// +optional
@@ -318,6 +323,15 @@ type Install struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+
+	// Action holds the switches the install shares with the upgrade.
+	ActionSwitches `json:",inline"`
+
+	// CreateNamespace creates the release namespace when it is missing,
+	// as Helm's --create-namespace does. The Namespace is created only
+	// when missing and never pruned: deleting the HelmRelease leaves it.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
 }
 
 // Upgrade holds the settings of a release's later syncs.
@@ -327,6 +341,20 @@ type Upgrade struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+
+	// Action holds the switches the upgrade shares with the install.
+	ActionSwitches `json:",inline"`
+
+	// Force deletes and recreates an object the upgrade cannot change in
+	// place (an immutable field changed), as plumb.dev/force: enabled
+	// does for one object.
+	// +optional
+	Force bool `json:"force,omitempty"`
+
+	// CleanupOnFail deletes the objects a failed upgrade created, as
+	// Helm's --cleanup-on-fail: what existed before the upgrade stays.
+	// +optional
+	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
 }
 
 // ValuesReference names a ConfigMap or Secret that holds values.
@@ -446,6 +474,12 @@ type Snapshot struct {
 	// +required
 	// +kubebuilder:validation:Enum=deployed;superseded;failed
 	Status string `json:"status"`
+
+	// TestHooks are the chart's tests run against this release, by the
+	// test hook's name, as Flux records them: set (possibly empty) once
+	// the tests ran, absent while they did not.
+	// +optional
+	TestHooks *map[string]*TestHookStatus `json:"testHooks,omitempty"`
 }
 
 // HelmReleaseStatus is what render-controller and sync-controller observed
@@ -457,8 +491,9 @@ type HelmReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, Released, Healthy, Drifted,
-	// DriftContested (sync-controller); Rendered (render-controller).
+	// Conditions: Ready, Reconciling, Stalled, Released, TestSuccess,
+	// Healthy, Drifted, DriftContested (sync-controller); Rendered
+	// (render-controller).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

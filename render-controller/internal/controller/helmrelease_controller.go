@@ -579,8 +579,8 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 
 // renderInputs is "sha256:<hex>" of everything a render depends on but the
 // install state: the chart artifact, the merged values (config digest),
-// the release name and namespace, both CRD policies and the
-// post-renderers. The capabilities are left out, as the install state is:
+// the release name and namespace, both CRD policies, the post-renderers
+// and both actions' disableSchemaValidation. The capabilities are left out, as the install state is:
 // Helm and Flux evaluate them when a release is made for another reason,
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
@@ -598,15 +598,23 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		UpgradeCRDs   string                `json:"upgradeCRDs"`
 		PostRenderers []helmv2.PostRenderer `json:"postRenderers"`
 		Capabilities  string                `json:"capabilities"`
+		// Both actions', as for the CRD policies, so that the move from
+		// install to upgrade alone changes nothing; left out when false,
+		// so that a release which sets neither keeps the digest it had
+		// before the switches existed.
+		InstallNoSchema bool `json:"installDisableSchemaValidation,omitempty"`
+		UpgradeNoSchema bool `json:"upgradeDisableSchemaValidation,omitempty"`
 	}{
-		Format:        1,
-		Chart:         st.chart.Status.Artifact.Digest,
-		Config:        helmrender.ConfigDigest(st.values),
-		Release:       obj.GetReleaseName(),
-		Namespace:     obj.GetReleaseNamespace(),
-		InstallCRDs:   obj.GetInstallCRDs(),
-		UpgradeCRDs:   obj.GetUpgradeCRDs(),
-		PostRenderers: obj.Spec.PostRenderers,
+		Format:          1,
+		Chart:           st.chart.Status.Artifact.Digest,
+		Config:          helmrender.ConfigDigest(st.values),
+		Release:         obj.GetReleaseName(),
+		Namespace:       obj.GetReleaseNamespace(),
+		InstallCRDs:     obj.GetInstallCRDs(),
+		UpgradeCRDs:     obj.GetUpgradeCRDs(),
+		PostRenderers:   obj.Spec.PostRenderers,
+		InstallNoSchema: obj.GetActionSwitches(true).DisableSchemaValidation,
+		UpgradeNoSchema: obj.GetActionSwitches(false).DisableSchemaValidation,
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -654,6 +662,8 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 				CRDs:          st.crds,
 				PostRenderers: obj.Spec.PostRenderers,
 				Limits:        r.helmLimits(),
+
+				DisableSchemaValidation: obj.GetActionSwitches(st.installing).DisableSchemaValidation,
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote

@@ -104,6 +104,9 @@ type syncSpec struct {
 	// Retry is a Kustomization's spec.retry (retry.go); a HelmRelease has
 	// none.
 	Retry *kustomizev1.RetryStrategy
+	// The switches of a HelmRelease's install or upgrade (actionswitches.go);
+	// a Kustomization has none.
+	Switches actionSwitches
 }
 
 // syncStatus is sync-controller's part of the status that both kinds
@@ -221,13 +224,14 @@ func (h helmRelease) spec() syncSpec {
 	out := syncSpec{
 		// A HelmRelease has no retryInterval: a failure is retried after
 		// the interval, as Flux's helm-controller does.
-		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration, Timeout: h.GetTimeout().Duration,
+		Interval: s.Interval.Duration, RetryInterval: s.Interval.Duration,
 		Suspend: s.Suspend,
 		Prune:   true, Guarded: true, Wait: true, DeleteOnDeletion: true,
 		ServiceAccountName: s.ServiceAccountName,
 		DependsOn:          s.DependsOn,
 		DriftPolicy:        kustomizev1.DriftPolicyCorrect,
 	}
+	h.applySwitches(&out)
 	switch h.GetDriftDetectionMode() {
 	case helmv2.DriftDetectionWarn:
 		out.DriftPolicy = kustomizev1.DriftPolicyReport

@@ -74,7 +74,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		s.st.Inventory = inventory.New(s.inventoryObjects())
 		return nil
 	}
-	if !newSync {
+	if !newSync || s.spec.Switches.DisableHooks {
 		p = p.WithoutHooks()
 	}
 	s.op.made = newSync
@@ -196,7 +196,7 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 
 // waitWave waits until the wave's objects and hooks are healthy.
 func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
-	objs, hooks := w.Regular(), w.Hooks()
+	objs, hooks := s.waitedOn(w.Regular()), w.Hooks()
 	for _, h := range hooks {
 		objs = append(objs, h.Unstructured)
 	}
