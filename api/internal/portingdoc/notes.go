@@ -5,5 +5,8 @@ package main
 var notes = map[string]string{
 	"Kustomization.status.inventory":      "Flux's shape: `entries[]` of `id` (`<namespace>_<name>_<group>_<kind>`) and `v`",
 	"HelmRelease.status.inventory":        "Flux's shape, as a Kustomization's; hooks are not in it, as in Flux",
+	"HelmRelease.spec.install":            "`timeout`, `crds`, `createNamespace`, `disableHooks`, `disableWait`, `disableWaitForJobs` and `disableSchemaValidation` as in Flux (docs/design/helm.md); refused: `replace` (Plumb keeps no uninstalled release whose name an install could reuse: an install takes over the objects it finds by server-side apply), `disableOpenAPIValidation` (Plumb validates no manifest on the client: the API server's validation of each apply is the only one, and no request skips it), `disableTakeOwnership` (a release takes over existing objects by server-side apply; refusing them is not implemented), `skipCRDs` (use `crds: Skip`)",
+	"HelmRelease.spec.upgrade":            "`timeout`, `crds`, `disableHooks`, `disableWait`, `disableWaitForJobs`, `disableSchemaValidation`, `force` (delete and recreate what cannot change in place) and `cleanupOnFail` as in Flux (docs/design/helm.md); refused: `preserveValues` (the values are Git's alone: Plumb keeps no release's values, only their digest, so none could be reused), `disableOpenAPIValidation` and `disableTakeOwnership` (as under `install`)",
+	"HelmRelease.spec.test":               "`enable`, `ignoreFailures`, `filters` and `timeout` as in Flux; the results in `status.history[].testHooks` and the `TestSuccess` condition",
 	"HelmRelease.status.storageNamespace": "Plumb keeps no Helm storage: `flux tree` finds no objects under a HelmRelease; `status.inventory` lists them",
 }
