@@ -71,10 +71,10 @@ type Filter struct {
 type TestHookStatus struct {
 	// LastStarted is when the hook was created.
 	// +optional
-	LastStarted metav1.Time `json:"lastStarted,omitempty"`
+	LastStarted *metav1.Time `json:"lastStarted,omitempty"`
 	// LastCompleted is when it succeeded or failed.
 	// +optional
-	LastCompleted metav1.Time `json:"lastCompleted,omitempty"`
+	LastCompleted *metav1.Time `json:"lastCompleted,omitempty"`
 	// Phase is Running, Succeeded or Failed; empty for a selected test
 	// that did not run because one before it failed.
 	// +optional

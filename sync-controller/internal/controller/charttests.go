@@ -94,14 +94,16 @@ func (s *syncRun) testRelease(ctx context.Context, hr *helmv2.HelmRelease) error
 	var succeeded []plan.Object
 	for i, h := range hooks {
 		st := results[h.GetName()]
-		st.LastStarted, st.Phase = metav1.Now(), helmv2.TestHookPhaseRunning
+		now := metav1.Now()
+		st.LastStarted, st.Phase = &now, helmv2.TestHookPhaseRunning
 		s.showTest(ctx, h.GetName(), i+1, len(hooks))
 		err := s.runTestHook(ctx, hr.GetTestTimeout(), h.Object)
 		if ctx.Err() != nil {
 			cur.TestHooks = nil // stopped, not failed: run again
 			return ctx.Err()
 		}
-		st.LastCompleted = metav1.Now()
+		done := metav1.Now()
+		st.LastCompleted = &done
 		if err != nil {
 			st.Phase = helmv2.TestHookPhaseFailed
 			s.finishTestHooks(ctx, []plan.Object{h.Object}, false)
