@@ -18,7 +18,11 @@
 // HelmRelease's sync spec is Helm's: prune and wait always (with the
 // prune guard at sync-controller's thresholds), no healthChecks, no force, retries after spec.interval, drift
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
-// that succeeded is not re-applied until the render or spec changes).
+// that succeeded is not re-applied until the render or spec changes),
+// and the switches of the action it makes, install's or upgrade's
+// (actionswitches.go: timeout, disableHooks, disableWait,
+// disableWaitForJobs, createNamespace, upgrade.force and cleanupOnFail,
+// the last in cleanuponfail.go).
 // On top, recordRelease writes its history and Released condition from
 // the outcome of the run's sync operation (helmrelease_controller.go); a
 // Kustomization's recordSync writes its history, Flux's shape, one entry
@@ -40,7 +44,7 @@
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
 // drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
-// history is Helm's releases), plus Released and lastAttemptedConfigDigest. render-controller owns
+// history is Helm's releases, with their chart tests), plus Released, TestSuccess and lastAttemptedConfigDigest. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
 // condition; Ready summarizes both.
 //
@@ -53,8 +57,10 @@
 // dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
 // Ready; one that does not compile stalls the object, reason
 // InvalidCELExpression), loadManifests,
-// prepare, guardPrune (pruneguard.go), applyPlan, prune, checkHealth and
-// report (sync.go), run by pkg/reconcile's skeleton, which
+// prepare, guardPrune (pruneguard.go), applyPlan, prune, checkHealth,
+// runChartTests (a HelmRelease's spec.test, charttests.go: the chart's
+// test hooks after a deployed release, TestSuccess, Ready=False reason
+// TestFailed while a failed test counts) and report (sync.go), run by pkg/reconcile's skeleton, which
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at
 // error level, records its event (except where the step recorded a richer
 // one: PruneFailed, PruneGuarded, HealthDegraded) and retries after
