@@ -16,7 +16,7 @@ import (
 
 // Test is the phase of a Helm chart's tests: never part of a sync plan,
 // run by sync-controller after a release when the HelmRelease asks
-// (TestHooks).
+// (ChartTests).
 const Test PhaseName = "Test"
 
 // helmTestEvents are the helm.sh/hook values Helm runs on `helm test`;
@@ -29,14 +29,14 @@ type TestHook struct {
 	Weight int
 }
 
-// TestHooks returns the chart's test hooks among objs — objects whose
+// ChartTests returns the chart's test hooks among objs — objects whose
 // helm.sh/hook lists test (and which plumb.dev/hook or Argo CD's hook
 // annotation does not move elsewhere) — for which selected returns true
 // (nil selects all), in the order Helm runs them: by helm.sh/hook-weight,
 // then by name. Their delete policies are read as for any Helm hook; a
 // generateName gets a name from syncID as in Build. Errors are all
 // reported together.
-func TestHooks(objs []*unstructured.Unstructured, syncID string, selected func(name string) bool) ([]TestHook, error) {
+func ChartTests(objs []*unstructured.Unstructured, syncID string, selected func(name string) bool) ([]TestHook, error) {
 	var out []TestHook
 	var errs []error
 	for i, src := range objs {

@@ -66,7 +66,7 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 }
 
 // testRelease runs the selected test hooks (test.filters) one at a time in
-// Helm's order (pkg/plan.TestHooks: weight, then name): each is created
+// Helm's order (pkg/plan.ChartTests: weight, then name): each is created
 // (a leftover of an earlier run deleted first), then waited on until it
 // succeeded or failed — a Pod until Succeeded or Failed, a Job until
 // Complete or Failed (pkg/health), any other kind counts once created —
@@ -80,7 +80,7 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 func (s *syncRun) testRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
 	cur := &hr.Status.History[0]
 	filters := hr.GetTestFilters()
-	hooks, err := plan.TestHooks(s.objs, s.testID(), func(name string) bool { return helmv2.TestSelected(name, filters) })
+	hooks, err := plan.ChartTests(s.objs, s.testID(), func(name string) bool { return helmv2.TestSelected(name, filters) })
 	results := map[string]*helmv2.TestHookStatus{}
 	cur.TestHooks = &results
 	release := fmt.Sprintf("%s/%s.v%d with chart %s@%s", cur.Namespace, cur.Name, cur.Version, cur.ChartName, cur.ChartVersion)
