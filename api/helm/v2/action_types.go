@@ -38,6 +38,12 @@ type ActionSwitches struct {
 	// the chart's values.schema.json files.
 	// +optional
 	DisableSchemaValidation bool `json:"disableSchemaValidation,omitempty"`
+
+	// DisableTakeOwnership refuses to take over an object that exists and
+	// is not this release's (Helm without --take-ownership): the sync
+	// fails naming it, and nothing of its wave is applied.
+	// +optional
+	DisableTakeOwnership bool `json:"disableTakeOwnership,omitempty"`
 }
 
 // GetActionSwitches returns the switches of the action a sync makes:

@@ -1,7 +1,14 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/object"
+	"plumb.dev/sync-controller/internal/engine"
 )
 
 // actionSwitches are the switches of a HelmRelease's install or upgrade
@@ -20,8 +27,11 @@ type actionSwitches struct {
 	// CreateNamespace adds the release namespace to the render, created
 	// when missing and never pruned (withNamespace).
 	CreateNamespace bool
-	// CleanupOnFail deletes what a failed upgrade created (cleanupOnFail.go).
+	// CleanupOnFail deletes what a failed upgrade created (cleanuponfail.go).
 	CleanupOnFail bool
+	// DisableTakeOwnership refuses to apply over an existing object that
+	// is not the release's (refuseForeign).
+	DisableTakeOwnership bool
 }
 
 // applySwitches fills in the sync spec from the action a sync of this
@@ -37,6 +47,8 @@ func (h helmRelease) applySwitches(out *syncSpec) {
 		DisableHooks:       sw.DisableHooks,
 		DisableWait:        sw.DisableWait,
 		DisableWaitForJobs: sw.DisableWaitForJobs,
+
+		DisableTakeOwnership: sw.DisableTakeOwnership,
 	}
 	// The namespace stays in the render after the install, so that no
 	// upgrade sees it leave (it is never pruned anyway).
@@ -68,4 +80,34 @@ func (s *syncRun) waitedOn(objs []*unstructured.Unstructured) []*unstructured.Un
 		out = append(out, o)
 	}
 	return out
+}
+
+// refuseForeign, with disableTakeOwnership, fails before a group is
+// applied when one of its objects exists and does not carry this
+// release's ownership labels — another release's, or made by hand or by
+// another tool — as Helm refuses to import an object whose ownership
+// metadata is not the release's. Objects of the inventory are the
+// release's already and are not read again; one applied only when
+// missing (plumb.dev/ssa: IfNotPresent) is never taken over anyway.
+func (s *syncRun) refuseForeign(ctx context.Context, group []*unstructured.Unstructured) error {
+	if !s.spec.Switches.DisableTakeOwnership {
+		return nil
+	}
+	known := map[object.ID]bool{}
+	for _, o := range inventory.Objects(s.prev.Inventory) {
+		known[object.IDOf(o)] = true
+	}
+	for _, o := range group {
+		if known[object.IDOf(o)] || engine.IfNotPresent(o) {
+			continue
+		}
+		live, err := s.target.Engine.Get(ctx, o)
+		if err != nil {
+			return err
+		}
+		if live != nil && !s.owner.Owns(live.GetLabels()) {
+			return fmt.Errorf("%s exists and is not this release's, and disableTakeOwnership is set: not taking it over", object.IDOf(o))
+		}
+	}
+	return nil
 }

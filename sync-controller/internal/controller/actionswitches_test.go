@@ -188,3 +188,36 @@ func TestUpgradeForceRecreatesAndCleanupOnFailDeletesWhatTheUpgradeCreated(t *te
 	g.Expect(names).To(ConsistOf("ConfigMap/frozen"))
 	g.Expect(releases(got)).To(Equal([]string{"3:1.1.0:failed", "2:1.0.1:deployed", "1:1.0.0:superseded"}))
 }
+
+func TestDisableTakeOwnershipRefusesAnObjectThatIsNotTheReleases(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
+		hr.Spec.Install = &helmv2.Install{ActionSwitches: helmv2.ActionSwitches{DisableTakeOwnership: true}}
+	})
+	ns := hr.Namespace
+	byHand := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"key": "by hand"}}
+	g.Expect(env.Client.Create(ctx, byHand)).To(Succeed())
+	renderRelease(t, hr, "1.0.0", "", configMaps(ns, "settings", "more"))
+	got := waitReleaseFailed(t, hr, helmv2.InstallFailedReason)
+	g.Expect(conditions.Get(got, helmv2.ReleasedCondition).Message).To(ContainSubstring(
+		"ConfigMap/" + ns + "/settings exists and is not this release's, and disableTakeOwnership is set"))
+	g.Expect(configMapKey(ctx, ns, "settings")).To(Equal("by hand"), "not taken over")
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "more")).To(BeFalse(), "nothing of the group is applied")
+
+	// Without the switch the release takes it over, as Flux by default.
+	patchRelease(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Install = nil })
+	renderRelease(t, hr, "1.0.0", "", configMaps(ns, "settings", "more"))
+	waitReleaseReady(t, hr, "1.0.0")
+	g.Expect(configMapKey(ctx, ns, "settings")).To(Equal("settings"))
+	owned := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, owned)).To(Succeed())
+	g.Expect(owned.UID).To(Equal(byHand.UID), "taken over, not recreated")
+
+	// Its own objects are the release's: an upgrade with the switch set
+	// applies over them.
+	patchRelease(t, hr, func(hr *helmv2.HelmRelease) {
+		hr.Spec.Upgrade = &helmv2.Upgrade{ActionSwitches: helmv2.ActionSwitches{DisableTakeOwnership: true}}
+	})
+	renderRelease(t, hr, "1.0.1", "", configMaps(ns, "settings", "more", "third"))
+	waitReleaseReady(t, hr, "1.0.1")
+}

@@ -167,6 +167,9 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 // Namespace into the wave of the first hook that needs it).
 func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 	for _, group := range plan.KindGroups(w.Regular()) {
+		if err := s.refuseForeign(ctx, group); err != nil {
+			return err
+		}
 		results, err := s.target.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
