@@ -17,15 +17,16 @@
 // scheduler to bind Pods to its fake Nodes and keeps Node heartbeats; a
 // scheduler is one more large binary to build. The launcher therefore plays
 // the kubelet itself (simulator.go): it watches Pods and, through the status
-// subresource, marks a Job's Pods Succeeded after a short run and every other
-// Pod Running and Ready. Pods are never bound to a Node, which the API server
+// subresource, marks a Pod that runs to completion (a Job's, or any with
+// restartPolicy Never or OnFailure, such as a Helm chart's test Pod)
+// Succeeded after a short run and every other Pod Running and Ready. Pods are never bound to a Node, which the API server
 // accepts for status writes and which keeps the node lifecycle and pod
 // garbage collection controllers from touching them. Annotations on the Pod
 // template shape the simulation:
 //
 //	local.plumb.dev/start-seconds  delay before the Pod runs (default 0)
-//	local.plumb.dev/run-seconds    how long a Job's Pod runs (default 1)
-//	local.plumb.dev/exit-code      a Job's Pod exit code (default 0; non-zero fails it)
+//	local.plumb.dev/run-seconds    how long such a Pod runs (default 1)
+//	local.plumb.dev/exit-code      its exit code (default 0; non-zero fails it)
 //
 // # Ports, restarts and waits
 //

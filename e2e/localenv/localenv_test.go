@@ -153,6 +153,18 @@ func TestSimulatedPodStatus(t *testing.T) {
 	}
 }
 
+func TestPodsThatRunToCompletionAreFinished(t *testing.T) {
+	g := NewWithT(t)
+	pod := func(policy corev1.RestartPolicy, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{RestartPolicy: policy}}
+	}
+	g.Expect(runsToCompletion(pod(corev1.RestartPolicyNever, nil))).To(BeTrue(), "a chart's test Pod")
+	g.Expect(runsToCompletion(pod(corev1.RestartPolicyOnFailure, nil))).To(BeTrue())
+	g.Expect(runsToCompletion(pod(corev1.RestartPolicyAlways, nil))).To(BeFalse())
+	g.Expect(runsToCompletion(pod("", nil))).To(BeFalse(), "Always, the default")
+	g.Expect(runsToCompletion(pod(corev1.RestartPolicyAlways, map[string]string{"batch.kubernetes.io/job-name": "j"}))).To(BeTrue())
+}
+
 func TestAnnotationDuration(t *testing.T) {
 	for _, tc := range []struct {
 		value string

@@ -99,7 +99,7 @@ func (s *podSimulator) sync(ctx context.Context, key string) (time.Duration, err
 		return 0, nil
 	}
 	now := time.Now()
-	job := isJobPod(pod)
+	job := runsToCompletion(pod)
 	switch pod.Status.Phase {
 	case "", corev1.PodPending:
 		startAt := pod.CreationTimestamp.Add(annotationDuration(pod, StartSecondsAnnotation, 0))
@@ -138,7 +138,14 @@ func (s *podSimulator) sync(ctx context.Context, key string) (time.Duration, err
 	return 0, nil
 }
 
-func isJobPod(pod *corev1.Pod) bool {
+// runsToCompletion reports whether the Pod ends by itself: a Job's, or one
+// whose restartPolicy is not Always (a Helm chart's test Pod, a bare hook
+// Pod), which the kubelet would mark Succeeded or Failed when its
+// containers exit.
+func runsToCompletion(pod *corev1.Pod) bool {
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever || pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+		return true
+	}
 	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" {
 		return true
 	}

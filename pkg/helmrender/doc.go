@@ -15,7 +15,8 @@
 //     loader.LoadArchive; chartutil.ProcessDependencies (conditions, tags,
 //     import-values); ToRenderValues (the user values coalesced over the
 //     chart's values, .Release with IsInstall or IsUpgrade and revision 1,
-//     .Capabilities from Options); the values.schema.json check; the
+//     .Capabilities from Options); the values.schema.json check (unless
+//     Options.DisableSchemaValidation); the
 //     chart's kubeVersion against the Kubernetes version; engine.Engine
 //     with DNS off and no client (so lookup finds nothing); NOTES.txt
 //     dropped (the top chart's kept for the record); the output split into documents as releaseutil.SortManifests

@@ -68,6 +68,12 @@ type Options struct {
 	// ownership metadata on the objects that are not hooks
 	// (stampOwnership), and the release's record in Result.Record.
 	Record bool
+
+	// DisableSchemaValidation leaves the values unchecked against the
+	// values.schema.json files (a HelmRelease's
+	// install/upgrade.disableSchemaValidation, Helm's
+	// --skip-schema-validation).
+	DisableSchemaValidation bool
 }
 
 // Result is a successful render.
@@ -383,8 +389,10 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	if err != nil {
 		return nil, render.BuildError("coalescing the values: %v", err)
 	}
-	if err := validateSchemas(chrt, top["Values"].(common.Values)); err != nil {
-		return nil, render.BuildError("values don't meet the specifications of the schema(s) in the following chart(s):\n%v", err)
+	if !opts.DisableSchemaValidation {
+		if err := validateSchemas(chrt, top["Values"].(common.Values)); err != nil {
+			return nil, render.BuildError("values don't meet the specifications of the schema(s) in the following chart(s):\n%v", err)
+		}
 	}
 	if chrt.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(chrt.Metadata.KubeVersion, caps.KubeVersion.String()) {
 		return nil, render.BuildError("chart requires kubeVersion: %s which is incompatible with Kubernetes %s",

@@ -46,6 +46,12 @@
 // when none). Helm's own leniency is kept: unknown hook types and
 // policies are ignored, and a weight that is not an integer is 0.
 //
+// ChartTests lists a chart's tests — helm.sh/hook test (or Helm 2's
+// test-success), unless plumb.dev/hook or Argo CD's hook annotation moves
+// the object elsewhere — in the order `helm test` runs them: by weight,
+// then by name, each with its delete policies, for sync-controller to run
+// after a release (phase Test, never part of a Plan).
+//
 // # Deletion
 //
 // PreDelete and PostDelete hooks run when the object that owns the set is

@@ -208,16 +208,17 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		return nil, render.BuildError("the values do not encode as JSON: %v", err)
 	}
 	req := &request{Helm: &helmRequest{
-		ReleaseName:    opts.ReleaseName,
-		Namespace:      opts.Namespace,
-		Values:         values,
-		Capabilities:   opts.Capabilities,
-		IsInstall:      opts.IsInstall,
-		CRDs:           opts.CRDs,
-		PostRenderers:  opts.PostRenderers,
-		CommonMetadata: opts.CommonMetadata,
-		Limits:         opts.Limits,
-		Record:         opts.Record,
+		ReleaseName:          opts.ReleaseName,
+		Namespace:            opts.Namespace,
+		Values:               values,
+		Capabilities:         opts.Capabilities,
+		IsInstall:            opts.IsInstall,
+		CRDs:                 opts.CRDs,
+		PostRenderers:        opts.PostRenderers,
+		CommonMetadata:       opts.CommonMetadata,
+		Limits:               opts.Limits,
+		Record:               opts.Record,
+		SkipSchemaValidation: opts.DisableSchemaValidation,
 	}}
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)

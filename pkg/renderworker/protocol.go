@@ -189,6 +189,8 @@ type helmRequest struct {
 	CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
 	Limits         helmrender.Limits           `json:"limits"`
 	Record         bool                        `json:"record,omitempty"`
+	// SkipSchemaValidation is helmrender.Options.DisableSchemaValidation.
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
 }
 
 // chartSource is a helmpackage.Source across the process boundary: the

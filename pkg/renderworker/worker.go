@@ -248,16 +248,17 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 		}
 	}
 	res, err := helmrender.Render(ctx, archive, helmrender.Options{
-		ReleaseName:    req.ReleaseName,
-		Namespace:      req.Namespace,
-		Values:         values,
-		Capabilities:   req.Capabilities,
-		IsInstall:      req.IsInstall,
-		CRDs:           req.CRDs,
-		PostRenderers:  req.PostRenderers,
-		CommonMetadata: req.CommonMetadata,
-		Limits:         req.Limits,
-		Record:         req.Record,
+		ReleaseName:             req.ReleaseName,
+		Namespace:               req.Namespace,
+		Values:                  values,
+		Capabilities:            req.Capabilities,
+		IsInstall:               req.IsInstall,
+		CRDs:                    req.CRDs,
+		PostRenderers:           req.PostRenderers,
+		CommonMetadata:          req.CommonMetadata,
+		Limits:                  req.Limits,
+		Record:                  req.Record,
+		DisableSchemaValidation: req.SkipSchemaValidation,
 	})
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil

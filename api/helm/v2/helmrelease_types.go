@@ -235,6 +235,11 @@ type HelmReleaseSpec struct {
 	// +optional
 	Uninstall *Uninstall `json:"uninstall,omitempty"`
 
+	// Test runs the chart's tests (its helm.sh/hook: test objects) after
+	// each successful install or upgrade.
+	// +optional
+	Test *Test `json:"test,omitempty"`
+
 	// Values are merged last, over the chart's values, its valuesFiles and
 	// valuesFrom.
 	// +optional
@@ -384,6 +389,15 @@ type Install struct {
 	// it is uninstalled (RemediateOnFailure).
 	// +optional
 	Remediation *InstallRemediation `json:"remediation,omitempty"`
+
+	// Action holds the switches the install shares with the upgrade.
+	ActionSwitches `json:",inline"`
+
+	// CreateNamespace creates the release namespace when it is missing,
+	// as Helm's --create-namespace does. The Namespace is created only
+	// when missing and never pruned: deleting the HelmRelease leaves it.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
 }
 
 // Upgrade holds the settings of a release's later syncs.
@@ -403,6 +417,20 @@ type Upgrade struct {
 	// it is rolled back or uninstalled (RemediateOnFailure).
 	// +optional
 	Remediation *UpgradeRemediation `json:"remediation,omitempty"`
+
+	// Action holds the switches the upgrade shares with the install.
+	ActionSwitches `json:",inline"`
+
+	// Force deletes and recreates an object the upgrade cannot change in
+	// place (an immutable field changed), as plumb.dev/force: enabled
+	// does for one object.
+	// +optional
+	Force bool `json:"force,omitempty"`
+
+	// CleanupOnFail deletes the objects a failed upgrade created, as
+	// Helm's --cleanup-on-fail: what existed before the upgrade stays.
+	// +optional
+	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
 }
 
 // ValuesReference names a ConfigMap or Secret that holds values.
@@ -530,6 +558,12 @@ type Snapshot struct {
 	// +required
 	// +kubebuilder:validation:Enum=deployed;superseded;failed;uninstalled
 	Status string `json:"status"`
+
+	// TestHooks are the chart's tests run against this release, by the
+	// test hook's name, as Flux records them: set (possibly empty) once
+	// the tests ran, absent while they did not.
+	// +optional
+	TestHooks *map[string]*TestHookStatus `json:"testHooks,omitempty"`
 }
 
 // HelmReleaseStatus is what render-controller and sync-controller observed
@@ -541,7 +575,7 @@ type HelmReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, Released, Remediated,
+	// Conditions: Ready, Reconciling, Stalled, Released, Remediated, TestSuccess,
 	// Healthy, Drifted, DriftContested (sync-controller); Rendered
 	// (render-controller).
 	// +optional

@@ -610,7 +610,7 @@ func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *hel
 // renderInputs is "sha256:<hex>" of everything a render depends on but the
 // install state: the chart artifact, the merged values (config digest),
 // the release name and namespace, both CRD policies, the post-renderers
-// and commonMetadata. The capabilities are left out, as the install state is:
+// and commonMetadata, and both actions' disableSchemaValidation. The capabilities are left out, as the install state is:
 // Helm and Flux evaluate them when a release is made for another reason,
 // and a CRD added anywhere in the cluster (often by the chart's own crds/)
 // must not make every HelmRelease a new release. The controller's limits
@@ -636,17 +636,25 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 		// digest is another release, as in Flux.
 		CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
 		Revision       string                      `json:"revision,omitempty"`
+		// Both actions', as for the CRD policies, so that the move from
+		// install to upgrade alone changes nothing; left out when false,
+		// so that a release which sets neither keeps the digest it had
+		// before the switches existed.
+		InstallNoSchema bool `json:"installDisableSchemaValidation,omitempty"`
+		UpgradeNoSchema bool `json:"upgradeDisableSchemaValidation,omitempty"`
 	}{
-		Format:         2,
-		Chart:          st.artifact.Digest,
-		Config:         helmrender.ConfigDigest(st.values),
-		Release:        obj.GetReleaseName(),
-		Namespace:      obj.GetReleaseNamespace(),
-		InstallCRDs:    obj.GetInstallCRDs(),
-		UpgradeCRDs:    obj.GetUpgradeCRDs(),
-		PostRenderers:  obj.Spec.PostRenderers,
-		CommonMetadata: obj.Spec.CommonMetadata,
-		Revision:       artifactRevision(st),
+		Format:          2,
+		Chart:           st.artifact.Digest,
+		Config:          helmrender.ConfigDigest(st.values),
+		Release:         obj.GetReleaseName(),
+		Namespace:       obj.GetReleaseNamespace(),
+		InstallCRDs:     obj.GetInstallCRDs(),
+		UpgradeCRDs:     obj.GetUpgradeCRDs(),
+		PostRenderers:   obj.Spec.PostRenderers,
+		CommonMetadata:  obj.Spec.CommonMetadata,
+		Revision:        artifactRevision(st),
+		InstallNoSchema: obj.GetActionSwitches(true).DisableSchemaValidation,
+		UpgradeNoSchema: obj.GetActionSwitches(false).DisableSchemaValidation,
 	})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -686,16 +694,17 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 	res, err := runRender(ctx, r.renderKind, obj, st.inputs, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.Spec.Interval.Duration, obj.Spec.Interval.Duration, func(ctx context.Context) (*helmrender.Result, error) {
 			res, err := r.pool.Helm(ctx, st.archive, helmrender.Options{
-				ReleaseName:    obj.GetReleaseName(),
-				Namespace:      obj.GetReleaseNamespace(),
-				Values:         st.values,
-				Capabilities:   st.caps,
-				IsInstall:      st.installing,
-				CRDs:           st.crds,
-				PostRenderers:  obj.Spec.PostRenderers,
-				CommonMetadata: obj.Spec.CommonMetadata,
-				Limits:         r.helmLimits(),
-				Record:         true,
+				ReleaseName:             obj.GetReleaseName(),
+				Namespace:               obj.GetReleaseNamespace(),
+				Values:                  st.values,
+				Capabilities:            st.caps,
+				IsInstall:               st.installing,
+				CRDs:                    st.crds,
+				PostRenderers:           obj.Spec.PostRenderers,
+				CommonMetadata:          obj.Spec.CommonMetadata,
+				Limits:                  r.helmLimits(),
+				Record:                  true,
+				DisableSchemaValidation: obj.GetActionSwitches(st.installing).DisableSchemaValidation,
 			})
 			if err != nil {
 				// A template's fail, tpl or include, or a schema, may quote

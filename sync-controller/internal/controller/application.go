@@ -112,6 +112,9 @@ type syncSpec struct {
 	// Retry is a Kustomization's spec.retry (retry.go); a HelmRelease has
 	// none.
 	Retry *kustomizev1.RetryStrategy
+	// The switches of a HelmRelease's install or upgrade (actionswitches.go);
+	// a Kustomization has none.
+	Switches actionSwitches
 }
 
 // syncStatus is sync-controller's part of the status that both kinds
@@ -267,6 +270,7 @@ func (h helmRelease) spec() syncSpec {
 			out.Timeout, out.TimeoutField = u.Timeout.Duration, "uninstall.timeout"
 		}
 	}
+	h.applySwitches(&out)
 	switch h.GetDriftDetectionMode() {
 	case helmv2.DriftDetectionWarn:
 		out.DriftPolicy = kustomizev1.DriftPolicyReport

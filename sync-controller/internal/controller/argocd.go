@@ -50,15 +50,16 @@ func syncWarnings(objs []*unstructured.Unstructured) []string {
 // that is created when missing and then left alone: never changed,
 // never pruned, kept when the Kustomization is deleted, as Argo CD
 // leaves the namespaces it creates. Plan hoists it ahead of the objects
-// in it.
-func withCreatedNamespaces(objs []*unstructured.Unstructured, defaultNamespace string) []*unstructured.Unstructured {
+// in it. The namespaces of extra are created so too (a HelmRelease's
+// install.createNamespace: its release namespace).
+func withCreatedNamespaces(objs []*unstructured.Unstructured, defaultNamespace string, extra ...string) []*unstructured.Unstructured {
 	have := map[string]bool{}
 	for _, o := range objs {
 		if o.GetAPIVersion() == "v1" && o.GetKind() == "Namespace" {
 			have[o.GetName()] = true
 		}
 	}
-	var add []*unstructured.Unstructured
+	want := append([]string(nil), extra...)
 	for _, o := range objs {
 		if !argocd.HasSyncOption(o.GetAnnotations(), argocd.CreateNamespace) {
 			continue
@@ -67,6 +68,10 @@ func withCreatedNamespaces(objs []*unstructured.Unstructured, defaultNamespace s
 		if ns == "" {
 			ns = defaultNamespace
 		}
+		want = append(want, ns)
+	}
+	var add []*unstructured.Unstructured
+	for _, ns := range want {
 		if ns == "" || have[ns] {
 			continue
 		}

@@ -20,7 +20,11 @@
 // kubeConfig as a Kustomization's, no healthChecks, no force, retries
 // after spec.interval (strategy.retryInterval under RetryOnFailure), drift
 // from driftDetection (enabled: Correct, warn: Report, disabled: a sync
-// that succeeded is not re-applied until the render or spec changes).
+// that succeeded is not re-applied until the render or spec changes),
+// and the switches of the action it makes, install's or upgrade's
+// (actionswitches.go: timeout, disableHooks, disableWait,
+// disableWaitForJobs, createNamespace, upgrade.force and cleanupOnFail,
+// the last in cleanuponfail.go).
 // On top, recordRelease writes its history and Released condition from
 // the outcome of the run's sync operation (helmrelease_controller.go),
 // and its release lifecycle decides, after a failed install or upgrade,
@@ -52,8 +56,9 @@
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
 // drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
-// history is Helm's releases), plus Released, Remediated,
-// lastAttemptedConfigDigest, lastAttemptedGeneration, lastAttemptedDigest,
+// history is Helm's releases, with their chart tests), plus Released,
+// Remediated, TestSuccess, lastAttemptedConfigDigest,
+// lastAttemptedGeneration, lastAttemptedDigest,
 // lastAttemptedReleaseAction(Duration) and the failure counters. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
 // condition; Ready summarizes both.
@@ -69,8 +74,11 @@
 // InvalidCELExpression), decideRelease (a HelmRelease's: attempt, roll
 // back, uninstall or hold; remediation.go), loadManifests (a rollback's
 // render instead of the newest), prepare, guardPrune (pruneguard.go),
-// applyPlan, prune, checkHealth, report (sync.go) and remediationOutcome
-// (Ready=False RollbackSucceeded after a rollback), run by pkg/reconcile's skeleton, which
+// applyPlan, prune, checkHealth, runChartTests (a HelmRelease's
+// spec.test, charttests.go: the chart's test hooks after a deployed
+// release, TestSuccess, Ready=False reason TestFailed while a failed test
+// counts), report (sync.go) and remediationOutcome (Ready=False
+// RollbackSucceeded after a rollback), run by pkg/reconcile's skeleton, which
 // turns the outcome into Ready, Reconciling and Stalled, logs a failure at
 // error level, records its event (except where the step recorded a richer
 // one: PruneFailed, PruneGuarded, HealthDegraded) and retries after

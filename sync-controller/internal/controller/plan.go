@@ -74,7 +74,7 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		s.st.Inventory = inventory.New(s.inventoryObjects())
 		return nil
 	}
-	if !newSync {
+	if !newSync || s.spec.Switches.DisableHooks {
 		p = p.WithoutHooks()
 	}
 	s.op.made = newSync
@@ -167,6 +167,9 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 // Namespace into the wave of the first hook that needs it).
 func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 	for _, group := range plan.KindGroups(w.Regular()) {
+		if err := s.refuseForeign(ctx, group); err != nil {
+			return err
+		}
 		results, err := s.target.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
 			Owner:      s.owner,
 			Ignore:     s.ignorer,
@@ -196,7 +199,7 @@ func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
 
 // waitWave waits until the wave's objects and hooks are healthy.
 func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
-	objs, hooks := w.Regular(), w.Hooks()
+	objs, hooks := s.waitedOn(w.Regular()), w.Hooks()
 	for _, h := range hooks {
 		objs = append(objs, h.Unstructured)
 	}

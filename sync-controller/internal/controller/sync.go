@@ -132,6 +132,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "apply", Run: s.retried(s.ofOperation(s.applyPlan), false)},
 		{Name: "prune", Run: s.retried(s.ofOperation(s.prune), false)},
 		{Name: "health", Run: s.retried(s.ofOperation(s.checkHealth), true)},
+		{Name: "tests", Run: s.runChartTests},
 		{Name: "report", Run: s.report},
 		{Name: "remediation", Run: s.remediationOutcome},
 	}
@@ -149,11 +150,15 @@ func (s *syncRun) steps() []reconcile.Step {
 
 // ofOperation keeps the error of a step of the sync operation and, once
 // the operation failed or got through its last step (the health check,
-// which sets synced), runs finish.
+// which sets synced), runs finish — after cleanupOnFail when a failed
+// upgrade asks for it.
 func (s *syncRun) ofOperation(step func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := step(ctx)
 		if s.op.ends(err) {
+			if err != nil && s.spec.Switches.CleanupOnFail {
+				s.cleanupOnFail(ctx)
+			}
 			s.op.finish(ctx, s)
 		}
 		return err
@@ -379,7 +384,11 @@ func (s *syncRun) prepare(ctx context.Context) error {
 		// Not prepared yet for this digest and generation; a new sync
 		// operation of the same ones (a retry) only plans again, since its
 		// hooks have names of their own.
-		s.objs = withCreatedNamespaces(s.objs, s.app.defaultNamespace())
+		var created []string
+		if s.spec.Switches.CreateNamespace {
+			created = append(created, s.app.defaultNamespace())
+		}
+		s.objs = withCreatedNamespaces(s.objs, s.app.defaultNamespace(), created...)
 		hashes, err := s.target.Engine.Prepare(s.objs, engine.Options{Owner: s.owner, DefaultNamespace: s.app.defaultNamespace()})
 		if err != nil {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, err)
@@ -452,7 +461,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 func (s *syncRun) checkHealth(ctx context.Context) error {
 	var objs []*unstructured.Unstructured
 	if s.spec.Wait {
-		objs = s.inventoryObjects()
+		objs = s.waitedOn(s.inventoryObjects())
 	}
 	checks, err := s.healthCheckObjects()
 	if err != nil {

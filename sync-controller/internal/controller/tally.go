@@ -25,6 +25,9 @@ type tally struct {
 	// field's correction, which is reported once per fight (internal/fight).
 	written int
 	drifted []engine.Result
+	// created are the objects the applies created, as returned
+	// (cleanupOnFail deletes them after a failed upgrade).
+	created []*unstructured.Unstructured
 }
 
 func newTally() tally {
@@ -40,6 +43,9 @@ func (t *tally) add(res engine.Result, contested bool) {
 	}
 	if res.Written && !contested {
 		t.written++
+	}
+	if res.Action == diff.Created && res.Written && res.Object != nil {
+		t.created = append(t.created, res.Object)
 	}
 	if res.Drift && !contested && !res.Held {
 		t.drifted = append(t.drifted, res)
