@@ -26,10 +26,12 @@ import (
 // (Snapshot.HasBeenTested), as `helm test` runs them (testRelease), and
 // records them in status.history[0].testHooks and the TestSuccess
 // condition (TestSucceeded, TestFailed) with an event. While the release's
-// tests have failed and failures are not ignored (HelmRelease.FailedByTests)
-// every run ends with Ready=False reason TestFailed, retried after the
-// interval without running them again: a new release (a new render) is
-// tested anew. Without test.enable the condition is removed. A
+// tests have failed and failures are not ignored (test.ignoreFailures, or
+// the action's remediation.ignoreTestFailures, which wins) every run ends
+// with Ready=False reason TestFailed, without running them again, and the
+// failure is the release's (failReleaseByTests): retried or remediated as
+// a failed sync is, by the action's strategy and remediation (a rollback
+// is a new release, tested anew). Without test.enable the condition is removed. A
 // Kustomization has no tests.
 func (s *syncRun) runChartTests(ctx context.Context) error {
 	hr, ok := s.out.(*helmv2.HelmRelease)
@@ -51,8 +53,11 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 		if err := s.testRelease(ctx, hr); err != nil {
 			return err
 		}
+		if cur.TestsFailed() && !s.ignoreTestFailures(hr.IgnoresTestFailures()) {
+			s.failReleaseByTests(hr)
+		}
 	}
-	if hr.FailedByTests() {
+	if cur.TestsFailed() && !s.ignoreTestFailures(hr.IgnoresTestFailures()) {
 		// The last applied revision is what runs, tests or not.
 		s.st.LastAppliedRevision = s.revision
 		c := conditions.Get(s.out, helmv2.TestSuccessCondition)
@@ -171,4 +176,43 @@ func (s *syncRun) testsFailed(release string, err error) {
 	msg := message.Truncate(fmt.Sprintf("Helm test failed for release %s: %s", release, strings.TrimSpace(err.Error())))
 	conditions.MarkFalse(s.out, helmv2.TestSuccessCondition, helmv2.TestFailedReason, "%s", msg)
 	s.r.Events.Record(s.obj, events.SeverityError, helmv2.TestFailedReason, msg, events.WithRevision(s.revision))
+}
+
+// failReleaseByTests makes the newest release a failed one because its
+// tests failed, as Flux's helm-controller counts a failed test: the
+// release is failed in the history (so that a rollback goes back to the
+// release deployed before it), Released=False with the action's reason,
+// the attempt's failure counters count it, and the action's strategy and
+// remediation decide what follows (decideRelease, at the next run).
+func (s *syncRun) failReleaseByTests(hr *helmv2.HelmRelease) {
+	cur := &hr.Status.History[0]
+	verb := hr.Status.LastAttemptedReleaseAction
+	if verb == "" {
+		verb = helmv2.ReleaseActionUpgrade
+	}
+	why := "the chart's tests failed"
+	if c := conditions.Get(s.out, helmv2.TestSuccessCondition); c != nil {
+		why = c.Message
+	}
+	cur.Status = helmv2.ReleaseStatusFailed
+	cur.Description = describeRelease(verb, cur.Name, errors.New(why))
+	// The release it superseded is the deployed one again, as after a
+	// failed sync: what a rollback goes back to.
+	for i := 1; i < len(hr.Status.History); i++ {
+		if hr.Status.History[i].Status == helmv2.ReleaseStatusSuperseded {
+			hr.Status.History[i].Status = helmv2.ReleaseStatusDeployed
+			break
+		}
+	}
+	conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failedReason(verb), "%s", message.Truncate(why))
+	markSyncFailed(s)
+	hr.Status.Failures++
+	if verb == helmv2.ReleaseActionInstall {
+		hr.Status.InstallFailures++
+	} else {
+		hr.Status.UpgradeFailures++
+	}
+	if s.rel != nil {
+		s.rel.afterFailure(hr, verb)
+	}
 }

@@ -13,11 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"helm.sh/helm/v4/pkg/release/common"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/testhelm"
+	"plumb.dev/sync-controller/internal/helmstorage"
 )
 
 // chartTestPod is a test Pod as `helm template` prints one: run to
@@ -177,22 +182,27 @@ func TestAFailedChartTestFailsTheReleaseAndStopsTheTests(t *testing.T) {
 			g.Expect(conditions.Get(got, helmv2.TestSuccessCondition).Message).To(And(
 				HavePrefix(fmt.Sprintf("Helm test failed for release %s/app.v1 with chart app@1.0.0: test connection: ", ns)),
 				ContainSubstring("Degraded")))
-			g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:deployed"}), "the release stays deployed, as in Helm")
-			g.Expect(conditions.IsTrue(got, helmv2.ReleasedCondition)).To(BeTrue())
 			g.Expect(got.FailedByTests()).To(Equal(!ignore))
 			g.Eventually(func() []*events.Event { return sub.withReason(helmv2.TestFailedReason) }, 30*time.Second).Should(HaveLen(1))
 			g.Expect(sub.withReason(helmv2.TestFailedReason)[0].Severity).To(Equal(events.SeverityError))
 
 			ready := conditions.Get(got, meta.ReadyCondition)
 			if ignore {
+				g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:deployed"}), "an ignored failure leaves the release deployed")
+				g.Expect(conditions.IsTrue(got, helmv2.ReleasedCondition)).To(BeTrue())
 				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "ignoreFailures: Ready: %s", ready.Message)
 				return
 			}
+			// A failed test fails the install, as in Flux: counted, and
+			// (no retry, no remediateLastFailure) held, not tested again.
+			g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:failed"}))
+			g.Expect(got.Status.InstallFailures).To(BeEquivalentTo(1))
+			g.Expect(conditions.Get(got, helmv2.ReleasedCondition)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", helmv2.InstallFailedReason)))
 			g.Expect(ready).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", helmv2.TestFailedReason)))
-			// The next run does not test again and stays failed.
-			requestRelease(t, hr)
-			got = getRelease(g, hr)
-			g.Expect(conditions.Get(got, meta.ReadyCondition)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", helmv2.TestFailedReason)))
+			g.Eventually(func(g Gomega) {
+				got = getRelease(g, hr)
+				g.Expect(conditions.Get(got, meta.StalledCondition)).To(HaveField("Reason", meta.RetriesExceededReason))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 			g.Expect(podExists(ctx, g, ns, "connection")).To(BeFalse(), "not run again")
 			g.Expect(sub.withReason(helmv2.TestFailedReason)).To(HaveLen(1))
 		})
@@ -259,4 +269,56 @@ func patchRelease(t *testing.T, hr *helmv2.HelmRelease, mutate func(*helmv2.Helm
 		mutate(cur)
 		return env.Client.Update(context.Background(), cur)
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// TestAFailedChartTestRollsTheUpgradeBack: an upgrade whose chart test
+// fails is remediated as a failed upgrade (Flux's semantics): with
+// remediateLastFailure it is rolled back to the release before it, whose
+// tests then run again and pass.
+func TestAFailedChartTestRollsTheUpgradeBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
+		hr.Spec.Test = &helmv2.Test{Enable: true}
+		hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{RemediateLastFailure: ptr.To(true)}}
+	})
+	ns := hr.Namespace
+	chart := func(version, v string) testhelm.Chart {
+		return testhelm.Chart{Name: "app", Version: version, Files: testhelm.Files{
+			"templates/objects.yaml": chartTestPod(ns, "check-"+v, "0", "") + "---\n" + configMaps(ns, "shared", v),
+		}}
+	}
+	renderChart(t, hr, chart("1.0.0", "v1"), nil)
+	g.Eventually(func(g Gomega) bool { return podExists(ctx, g, ns, "check-v1") }, 30*time.Second).Should(BeTrue())
+	endPod(t, ctx, ns, "check-v1", true)
+	waitReleaseReady(t, hr, "1.0.0")
+
+	renderChart(t, hr, chart("2.0.0", "v2"), nil)
+	g.Eventually(func(g Gomega) bool { return podExists(ctx, g, ns, "check-v2") }, 30*time.Second).Should(BeTrue())
+	endPod(t, ctx, ns, "check-v2", false)
+	// The rollback is a new release of the first one's render.
+	g.Eventually(func(g Gomega) []string {
+		return releases(getRelease(g, hr))
+	}, 60*time.Second, 200*time.Millisecond).Should(Equal([]string{"3:1.0.0:deployed", "2:2.0.0:failed", "1:1.0.0:superseded"}))
+	got := getRelease(g, hr)
+	g.Expect(got.Status.History[0].Description).To(Equal("Rollback to 1"))
+	g.Expect(got.Status.History[1].Description).To(ContainSubstring("test check-v2"))
+	g.Expect(got.Status.UpgradeFailures).To(BeEquivalentTo(1))
+	g.Expect(conditions.Get(got, helmv2.RemediatedCondition)).To(HaveField("Reason", helmv2.RollbackSucceededReason))
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "v1")).To(BeTrue())
+	g.Expect(exists(ctx, g, &corev1.ConfigMap{}, ns, "v2")).To(BeFalse(), "the rollback pruned what the upgrade added")
+
+	// Helm's storage records the rollback as `helm rollback` does: a new
+	// revision, a copy of revision 1, deployed; revision 2, whose test
+	// failed, superseded (Helm leaves a release whose test failed
+	// deployed until the next one).
+	storage := helmstorage.Storage{Client: env.Client, Namespace: ns, Release: "app"}
+	g.Eventually(func(g Gomega) []helmstorage.Entry { return records(g, ns, "app") }, 10*time.Second).Should(ConsistOf(
+		helmstorage.Entry{Version: 1, Status: common.StatusSuperseded},
+		helmstorage.Entry{Version: 2, Status: common.StatusSuperseded},
+		helmstorage.Entry{Version: 3, Status: common.StatusDeployed}))
+	v3, err := storage.Read(ctx, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v3.Info.Description).To(Equal("Rollback to 1"))
+	g.Expect(v3.Manifest).To(ContainSubstring("name: v1"))
+	g.Expect(v3.Manifest).NotTo(ContainSubstring("name: v2"))
 }

@@ -94,6 +94,7 @@ func recordRelease(ctx context.Context, s *syncRun) {
 	}
 	if s.rel != nil && s.rel.action == rollbackRelease {
 		recordRollback(s, hr)
+		s.writeHelmRecord(ctx, hr)
 		return
 	}
 	now := metav1.Now()

@@ -82,8 +82,17 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 		return nil
 	}
 	h := hr.Status.History[0]
-	rel, err := s.releaseRecord(ctx)
-	if err != nil {
+	var rel *rspb.Release
+	var err error
+	if s.rel != nil && s.rel.action == rollbackRelease {
+		// As `helm rollback`: the new revision is a copy of the target's
+		// record (its chart, values, manifest and hooks). The newest
+		// render's record is the failed release's, not the target's.
+		rel, err = s.releaseStorage(hr, "").Read(ctx, s.rel.target.Version)
+		if err != nil {
+			return fmt.Errorf("reading revision %d to roll back to: %w", s.rel.target.Version, err)
+		}
+	} else if rel, err = s.releaseRecord(ctx); err != nil {
 		return err
 	}
 	rel.Name, rel.Namespace, rel.Version = hr.GetReleaseName(), hr.GetReleaseNamespace(), h.Version
@@ -93,6 +102,11 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 	}
 	rel.Info.FirstDeployed, rel.Info.LastDeployed = h.FirstDeployed.Time, h.LastDeployed.Time
 	rel.Info.Status, rel.Info.Description = helmStatus(s, hr, h)
+	if h.Description != "" {
+		// The history's description is in Helm's words already
+		// ("Rollback to 2").
+		rel.Info.Description = h.Description
+	}
 	st := s.releaseStorage(hr, "")
 	if err := st.Write(ctx, rel); err != nil {
 		return err
