@@ -28,7 +28,27 @@ var refused = map[string]string{
 	"Provider.spec.proxy":              "deprecated in Flux for proxySecretRef, which Plumb reads: put the proxy's address in a Secret",
 	"Provider.spec.interval":           strings.Replace(deprecatedInterval, "%s", "Provider", 1),
 	"Receiver.spec.interval":           strings.Replace(deprecatedInterval, "%s", "Receiver", 1),
+
+	"HelmRelease.spec.waitStrategy": "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), " +
+		"bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",
+	"HelmRelease.spec.persistentClient": "Plumb keeps no Kubernetes client per release: sync-controller's clients are shared and cached " +
+		"for every object it syncs, so there is nothing to make persistent",
+	"HelmRelease.spec.postRenderStrategy": "Plumb post-renders as Helm 4's default, `combined`: hooks and templates in one stream, " +
+		"the CRDs of `crds/` not; `nohooks` and `separate` are not implemented",
+	"HelmRelease.spec.install.replace": "Plumb keeps no uninstalled release whose name an install could reuse: " +
+		"an install takes over the objects it finds by server-side apply",
+	"HelmRelease.spec.install.disableOpenAPIValidation": noClientValidation,
+	"HelmRelease.spec.upgrade.disableOpenAPIValidation": noClientValidation,
+	"HelmRelease.spec.install.skipCRDs":                 "deprecated in Flux for `crds: Skip`, which Plumb reads",
+	"HelmRelease.spec.upgrade.preserveValues": "the values are Git's alone: a release's values come from the HelmRelease and its valuesFrom, " +
+		"never from the release before; Helm's storage holds them as a record only",
+	"HelmRelease.spec.rollback.recreate":           "deprecated in Flux, where it has no effect",
+	"HelmRelease.spec.rollback.disableWaitForJobs": "Plumb's health wait has no per-kind switch for a rollback",
+	"HelmRelease.spec.rollback.cleanupOnFail":      "a failed rollback deletes nothing in Plumb; the next successful sync prunes",
 }
+
+// noClientValidation is why disableOpenAPIValidation is refused.
+const noClientValidation = "Plumb validates no manifest on the client: the API server's validation of each apply is the only one, and no request skips it"
 
 // Refused returns why Plumb's kind lacks Flux's field (a path from the
 // object's top, "spec.serviceAccountName"), or "" when it does not say.

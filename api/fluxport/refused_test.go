@@ -18,6 +18,9 @@ func TestExplainNamesTheReasonOfEachRefusedField(t *testing.T) {
 		{"strict create, two fields", "Provider",
 			`Provider.notification.plumb.dev "slack" is invalid: [unknown field "spec.interval", unknown field "spec.proxy"]`,
 			[]string{"Flux's spec.interval: deprecated in Flux", "a Provider has nothing", "Flux's spec.proxy: deprecated in Flux for proxySecretRef"}},
+		{"a nested field", "HelmRelease",
+			`failed to create typed patch object (apps/podinfo; helm.plumb.dev/v2, Kind=HelmRelease): .spec.upgrade.preserveValues: field not declared in schema`,
+			[]string{"Flux's spec.upgrade.preserveValues: the values are Git's alone"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Explain(tc.kind, tc.message)

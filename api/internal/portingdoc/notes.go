@@ -3,9 +3,6 @@ package main
 // notes say why where the table's yes or refused is not the whole story,
 // by "Kind" (a kind Plumb lacks) or "Kind.part.field".
 var notes = map[string]string{
-	"HelmRelease.spec.waitStrategy":              "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",
-	"HelmRelease.spec.persistentClient":          "Plumb keeps no Kubernetes client per release: sync-controller's clients are shared and cached for every object it syncs, so there is nothing to make persistent",
-	"HelmRelease.spec.postRenderStrategy":        "Plumb post-renders as Helm 4's default, `combined`: hooks and templates in one stream, the CRDs of `crds/` not; `nohooks` and `separate` are not implemented",
 	"Kustomization.status.inventory":             "Flux's shape: `entries[]` of `id` (`<namespace>_<name>_<group>_<kind>`) and `v`",
 	"HelmRelease.status.inventory":               "Flux's shape, as a Kustomization's; hooks are not in it, as in Flux",
 	"HelmRelease.spec.rollback":                  "`timeout`, `disableWait`, `disableHooks` and `force`; not `recreate` (Flux 2.8 deprecated it: it has no effect), `disableWaitForJobs` (Plumb's health wait has no per-kind switch) or `cleanupOnFail` (a failed rollback deletes nothing; the next successful sync prunes)",

@@ -92,6 +92,9 @@ func TestEveryExplainedFieldIsRefused(t *testing.T) {
 	for _, key := range fluxport.Fields() {
 		kindName, path, _ := strings.Cut(key, ".")
 		part, name, _ := strings.Cut(path, ".")
+		if strings.Contains(name, ".") {
+			continue // a nested field: the page lists top-level ones
+		}
 		k, ok := plumb[kindName]
 		if !ok {
 			t.Errorf("%s: Plumb has no kind %s", key, kindName)
