@@ -255,6 +255,7 @@ func (h helmRelease) spec() syncSpec {
 		HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy:      kustomizev1.DriftPolicyCorrect,
 	}
+	h.applySwitches(&out)
 	if !h.DeletionTimestamp.IsZero() {
 		// The deletion is Helm's uninstall, with spec.uninstall's options
 		// (Flux waits for the deleted objects unless disableWait).
@@ -270,7 +271,6 @@ func (h helmRelease) spec() syncSpec {
 			out.Timeout, out.TimeoutField = u.Timeout.Duration, "uninstall.timeout"
 		}
 	}
-	h.applySwitches(&out)
 	switch h.GetDriftDetectionMode() {
 	case helmv2.DriftDetectionWarn:
 		out.DriftPolicy = kustomizev1.DriftPolicyReport

@@ -102,9 +102,8 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 	}
 	rel.Info.FirstDeployed, rel.Info.LastDeployed = h.FirstDeployed.Time, h.LastDeployed.Time
 	rel.Info.Status, rel.Info.Description = helmStatus(s, hr, h)
-	if h.Description != "" {
-		// The history's description is in Helm's words already
-		// ("Rollback to 2").
+	if s.rel != nil && s.rel.action == rollbackRelease {
+		// The history's description is Helm's ("Rollback to 2").
 		rel.Info.Description = h.Description
 	}
 	st := s.releaseStorage(hr, "")

@@ -47,6 +47,9 @@ func (s *syncRun) startRollback() error {
 	// say: spec.timeout unless rollback.timeout, a wait for health unless
 	// rollback.disableWait.
 	s.spec.Timeout, s.spec.Wait = rel.hr.GetTimeout().Duration, true
+	// Not the upgrade's switches either (its hooks, force, cleanupOnFail):
+	// only the namespace the install created stays in the render.
+	s.spec.Switches, s.spec.Force = actionSwitches{CreateNamespace: s.spec.Switches.CreateNamespace}, false
 	if rb := rel.hr.Spec.Rollback; rb != nil {
 		if rb.Timeout != nil {
 			s.spec.Timeout = rb.Timeout.Duration
