@@ -29,6 +29,9 @@ var refused = map[string]string{
 	"Provider.spec.interval":           strings.Replace(deprecatedInterval, "%s", "Provider", 1),
 	"Receiver.spec.interval":           strings.Replace(deprecatedInterval, "%s", "Receiver", 1),
 
+	"OCIRepository.spec.verify.matchOIDCIdentity": keyless,
+	"HelmChart.spec.verify.matchOIDCIdentity":     keyless,
+
 	"HelmRelease.spec.waitStrategy": "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), " +
 		"bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",
 	"HelmRelease.spec.persistentClient": "Plumb keeps no Kubernetes client per release: sync-controller's clients are shared and cached " +
@@ -46,6 +49,10 @@ var refused = map[string]string{
 	"HelmRelease.spec.rollback.disableWaitForJobs": "Plumb's health wait has no per-kind switch for a rollback",
 	"HelmRelease.spec.rollback.cleanupOnFail":      "a failed rollback deletes nothing in Plumb; the next successful sync prunes",
 }
+
+// keyless is why cosign's keyless verification is refused.
+const keyless = "cosign's keyless verification trusts Sigstore's public services (Fulcio's certificates, Rekor's log), " +
+	"which source-controller does not reach: verify with a public key in verify.secretRef"
 
 // noClientValidation is why disableOpenAPIValidation is refused.
 const noClientValidation = "Plumb validates no manifest on the client: the API server's validation of each apply is the only one, and no request skips it"
