@@ -123,7 +123,7 @@ test: controlplane-assets helm-cli $(CHROMIUM) ## Run every module's tests again
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
 
 .PHONY: e2e
-e2e: controlplane-assets $(CHROMIUM) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
+e2e: controlplane-assets helm-cli $(CHROMIUM) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
 	go test -count=1 -timeout=20m -v ./e2e/...
 
 # Each bench-<name> target runs the program <module>/bench/<name> of the
