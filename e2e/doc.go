@@ -29,6 +29,9 @@
 //	                                     Secret: install (pre-install hook), version bump (pre- and
 //	                                     post-upgrade hooks, an object pruned), new values, a foreign edit
 //	                                     reverted, uninstall (the objects and the HelmChart gone)
+//	TestHelmReleaseLifecycleWithHelmsHistory  install, an upgrade that never becomes available rolled
+//	                                     back automatically, a fixed upgrade; `helm history` (the helm
+//	                                     CLI, bin/helm) shows the four revisions from Helm's storage
 //	TestOCIArtifactPushedAndApplied      `plumb push artifact` into an in-process OCI registry (credentials);
 //	                                     an OCIRepository's semver range, a Kustomization applying it; a newer
 //	                                     tag taken on `plumb reconcile source oci` (a value changed, an object
