@@ -122,30 +122,8 @@ type helmStory struct {
 // broken version refused with nothing deleted, and an uninstall that
 // leaves nothing of the release.
 func TestHelmReleaseFromAChartRepository(t *testing.T) {
-	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	s := &helmStory{t: t, g: g, ctx: ctx, ns: "e2e-helm", appNS: "e2e-helm-app"}
-	s.key = types.NamespacedName{Namespace: s.ns, Name: "hello"}
-
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(repo.Close)
-	g.Expect(repo.Add(helmChart("1.0.0", "blue", true))).To(Succeed())
-
-	for _, name := range []string{s.ns, s.appNS} {
-		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	}
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "hello-values"},
-		StringData: map[string]string{"values.yaml": "greeting: Hello from a Secret\n"},
-	})).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &sourcev1.HelmRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "charts"},
-		// A long interval: the new version is fetched on request
-		// (plumb reconcile), not by waiting.
-		Spec: sourcev1.HelmRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: 10 * time.Minute}},
-	})).To(Succeed())
+	s, repo := newHelmStory(t, "e2e-helm", helmChart("1.0.0", "blue", true), "Hello from a Secret")
+	g, ctx := s.g, s.ctx
 	deployer(ctx, g, s.ns, "deployer", "admin", s.appNS)
 	g.Expect(env.Client.Create(ctx, &helmv2.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "hello"},
@@ -307,6 +285,35 @@ func TestHelmReleaseFromAChartRepository(t *testing.T) {
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, chartKey, &sourcev1.HelmChart{})
 	}).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "the HelmChart %s was not deleted", chartKey)
+}
+
+// newHelmStory starts a story of the HelmRelease hello in namespace ns,
+// its release in ns+"-app": a chart repository serving first, the Secret
+// hello-values with the greeting, and the HelmRepository charts with a
+// long interval (a new version is fetched on request, plumb reconcile,
+// not by waiting).
+func newHelmStory(t *testing.T, ns string, first testhelm.Chart, greeting string) (*helmStory, *testhelm.Repo) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	s := &helmStory{t: t, g: g, ctx: ctx, ns: ns, appNS: ns + "-app"}
+	s.key = types.NamespacedName{Namespace: s.ns, Name: "hello"}
+	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(repo.Close)
+	g.Expect(repo.Add(first)).To(Succeed())
+	for _, name := range []string{s.ns, s.appNS} {
+		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	}
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "hello-values"},
+		StringData: map[string]string{"values.yaml": "greeting: " + greeting + "\n"},
+	})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &sourcev1.HelmRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "charts"},
+		Spec:       sourcev1.HelmRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: 10 * time.Minute}},
+	})).To(Succeed())
+	return s, repo
 }
 
 // waitReleased waits until the HelmRelease is Ready and Released with

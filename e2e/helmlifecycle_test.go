@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -11,15 +10,12 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
-	"plumb.dev/pkg/testhelm"
 )
 
 // TestHelmReleaseLifecycleWithHelmsHistory is a release's bad day under
@@ -28,29 +24,10 @@ import (
 // upgrade; and the helm CLI, reading Helm's storage, shows all of it as
 // `helm history` would after the same with Helm.
 func TestHelmReleaseLifecycleWithHelmsHistory(t *testing.T) {
-	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
+	s, repo := newHelmStory(t, "e2e-helm-life", helmChart("1.0.0", "blue", false), "Hello")
+	g, ctx := s.g, s.ctx
 	helm, err := filepath.Abs("../bin/helm")
 	g.Expect(err).NotTo(HaveOccurred())
-	s := &helmStory{t: t, g: g, ctx: ctx, ns: "e2e-helm-life", appNS: "e2e-helm-life-app"}
-	s.key = types.NamespacedName{Namespace: s.ns, Name: "hello"}
-
-	repo, err := testhelm.NewRepo(testhelm.RepoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(repo.Close)
-	g.Expect(repo.Add(helmChart("1.0.0", "blue", false))).To(Succeed())
-	for _, name := range []string{s.ns, s.appNS} {
-		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	}
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "hello-values"},
-		StringData: map[string]string{"values.yaml": "greeting: Hello\n"},
-	})).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &sourcev1.HelmRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "charts"},
-		Spec:       sourcev1.HelmRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: 10 * time.Minute}},
-	})).To(Succeed())
 	// The release's ServiceAccount writes the objects in the app's
 	// namespace and Helm's records (Secrets) in the HelmRelease's.
 	deployer(ctx, g, s.ns, "deployer", "admin", s.appNS, s.ns)
