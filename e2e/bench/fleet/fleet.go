@@ -12,8 +12,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,44 +73,9 @@ func shardLabels(i, shards int) map[string]string {
 	return map[string]string{meta.ShardKeyLabel: shardOf(i, shards)}
 }
 
-// ensureNamespaces creates the namespaces and waits until
-// kube-controller-manager has given each its default ServiceAccount, so
-// that its work on new namespaces is over before anything is counted.
+// ensureNamespaces is benchkit.EnsureNamespaces with the bench's clients.
 func (b *bench) ensureNamespaces(ctx context.Context, names []string) error {
-	err := benchkit.ForEach(ctx, len(names), 32, func(i int) error {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
-		if err := b.fast.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("namespace %s: %w", names[i], err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var sas corev1.ServiceAccountList
-		if err := b.wc.List(ctx, &sas, client.MatchingFields{"metadata.name": "default"}); err != nil {
-			return err
-		}
-		have := 0
-		for _, sa := range sas.Items {
-			if want[sa.Namespace] {
-				have++
-			}
-		}
-		if have == len(names) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after 5m, %d of %d namespaces have their default ServiceAccount", have, len(names))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return benchkit.EnsureNamespaces(ctx, b.fast, b.wc, names)
 }
 
 // createSources creates the shared GitRepositories and waits until each
@@ -209,7 +172,7 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		return nil, err
 	}
 	go func() {
-		err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+		err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
 			at := time.Now()
 			k, ok := ev.Object.(*kustomizev1.Kustomization)
 			if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
@@ -240,32 +203,6 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		}
 	}()
 	return rw, nil
-}
-
-// follow hands each event of the watch w, opened at resourceVersion
-// rv, to handle until ctx ends; when the server ends the watch, it opens
-// it again from the last resourceVersion seen (bookmarks included). It
-// returns the error of an open that failed, nil once ctx ended.
-func follow(ctx context.Context, rv string, w watch.Interface, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
-	for {
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				continue
-			}
-			if m, err := apimeta.Accessor(ev.Object); err == nil {
-				rv = m.GetResourceVersion()
-			}
-			handle(ev)
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return nil
-		}
-		var err error
-		if w, err = open(rv); err != nil {
-			return err
-		}
-	}
 }
 
 // waitAll waits until n Kustomizations were seen Ready and returns their
