@@ -52,8 +52,17 @@ func (r *results) print(out io.Writer) {
 			{"  median release", func(f *sideFigures) (float64, bool) {
 				return ok(p(f), func(p *phase) float64 { return p.median.Seconds() })
 			}, secs},
-			{"  API requests per release (the bench's own left out)", func(f *sideFigures) (float64, bool) {
+			{"  API requests per release (API server; the bench's own left out)", func(f *sideFigures) (float64, bool) {
 				return ok(p(f), func(p *phase) float64 { return p.perRelease(c.n) })
+			}, reqs},
+			{"  sent by the side's controllers (their client-go), per release", func(f *sideFigures) (float64, bool) {
+				return ok(p(f), func(p *phase) float64 {
+					t := 0.0
+					for _, c := range f.side.controllers {
+						t += p.delta.Client[c]
+					}
+					return t / float64(c.n)
+				})
 			}, reqs},
 			{"  CPU seconds, the side's controllers", func(f *sideFigures) (float64, bool) {
 				return ok(p(f), func(p *phase) float64 { return cpuOf(p.delta, f.side.controllers).Seconds() })
