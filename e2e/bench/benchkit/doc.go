@@ -4,8 +4,11 @@
 // from its /metrics before and after (exact, by verb and resource), each
 // measured process's own client-go request counter, its CPU seconds and
 // peak resident memory (VmHWM) from /proc, the same for kube-apiserver and
-// etcd; and the loops that write many objects at once (ForEach, and
+// etcd; the loops that write many objects at once (ForEach, and
 // ApplyAll, the bare server-side-apply loop the controllers are measured
-// against). pkg/benchfig holds what every benchmark states its figures
-// with (percentiles, rounding, the load average).
+// against); EnsureNamespaces, which waits out kube-controller-manager's
+// work on new namespaces before anything is counted; and Follow, a watch
+// opened again from its last resourceVersion when the server ends it.
+// pkg/benchfig holds what every benchmark states its figures with
+// (percentiles, rounding, the load average).
 package benchkit
