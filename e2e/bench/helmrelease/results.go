@@ -32,7 +32,7 @@ func (r *results) print(out io.Writer) {
 	c := r.c
 	fmt.Fprintf(out, "\nHelmRelease benchmark: %d HelmReleases per side of one chart (Deployment, headless Service, ConfigMap), each into its own namespace;\n", c.n)
 	fmt.Fprintf(out, "one control plane (e2e/localenv), one side at a time; interval %s on both sides, drift detection enabled on both; %s\n", c.interval, r.source)
-	fmt.Fprintf(out, "Plumb: source-, render-, sync- and notification-controller, chartRef to one HelmChart; Flux: helm-controller %s, chartRef to one ExternalArtifact\n", fluxVersion())
+	fmt.Fprintf(out, "Plumb: source-, render-, sync- and notification-controller, chartRef to one HelmChart; Flux: %s, chartRef to one ExternalArtifact\n", fluxVersion())
 	fmt.Fprintf(out, "load average at the start %s, at the end %s\n\n", r.load0, r.load1)
 	if len(r.sides) == 0 {
 		return
