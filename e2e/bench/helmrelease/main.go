@@ -130,7 +130,7 @@ func (b *bench) runAll(ctx context.Context, res *results) error {
 				res.sides = append(res.sides, f)
 			}
 			if err != nil {
-				return fmt.Errorf("Plumb: %w", err)
+				return fmt.Errorf("the Plumb side: %w", err)
 			}
 			continue
 		}
@@ -155,7 +155,7 @@ func (b *bench) runAll(ctx context.Context, res *results) error {
 			res.sides = append(res.sides, f)
 		}
 		if err != nil {
-			return fmt.Errorf("Flux: %w", err)
+			return fmt.Errorf("the Flux side: %w", err)
 		}
 	}
 	if b.c.floor {

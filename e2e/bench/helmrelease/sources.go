@@ -124,7 +124,7 @@ func (b *bench) installFluxCRDs() error {
 	dir := filepath.Join(b.env.Root, "bin", "helm-controller-crds")
 	_, err := envtest.InstallCRDs(b.env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
 	if err != nil {
-		return fmt.Errorf("Flux's CRDs from %s (make bench-helmrelease runs hack/helm-controller.sh): %w", dir, err)
+		return fmt.Errorf("installing the CRDs of Flux in %s (make bench-helmrelease runs hack/helm-controller.sh): %w", dir, err)
 	}
 	return nil
 }
