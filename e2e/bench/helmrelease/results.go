@@ -98,6 +98,18 @@ func (r *results) print(out io.Writer) {
 			return float64(kib) / 1024, f.hwm != nil
 		}, func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }},
 	)
+	// Flux's side has no source-controller (the bench serves its chart) and
+	// sends no notifications: what helm-controller does, Plumb's render-
+	// and sync-controller do.
+	rows = append(rows, row{"  the release's work alone (Plumb: render- + sync-controller)", func(f *sideFigures) (float64, bool) {
+		var kib int64
+		for _, p := range f.side.controllers {
+			if p != "source-controller" && p != "notification-controller" {
+				kib += f.hwm[p]
+			}
+		}
+		return float64(kib) / 1024, f.hwm != nil
+	}, func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }})
 	for _, p := range append(append([]string(nil), plumbSide.controllers...), fluxSide.controllers...) {
 		rows = append(rows, row{"  " + p, func(f *sideFigures) (float64, bool) {
 			v, has := f.hwm[p]
