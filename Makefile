@@ -128,7 +128,8 @@ e2e: controlplane-assets helm-cli $(CHROMIUM) ## Run only the end-to-end tests (
 
 # Each bench-<name> target runs the program <module>/bench/<name> of the
 # module it measures (pkg/bench/{pack,helm,render}, sync-controller/bench/sync,
-# ui/bench/ui, e2e/bench/fleet); bench-source runs pkg/bench/pack.
+# ui/bench/ui, e2e/bench/fleet, e2e/bench/helmrelease); bench-source runs
+# pkg/bench/pack.
 .PHONY: bench bench-source
 bench: bench-source
 bench: bench-sync
@@ -162,6 +163,17 @@ bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500,
 	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
 	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet $(FLEET_ARGS)
+
+.PHONY: helm-controller
+helm-controller: ## Build Flux's helm-controller from its Go module (hack/helm-controller.sh) and link it and Flux's CRDs into bin/ (cached outside the clone).
+	@hack/helm-controller.sh $(BIN)
+
+# Not part of `make bench`: it builds Flux's helm-controller, minutes of CPU.
+.PHONY: bench-helmrelease
+bench-helmrelease: controlplane-assets helm-controller ## N HelmReleases of one chart with Plumb's controllers and with Flux's helm-controller on one control plane (install, upgrade, no-op reconcile, drift, memory) and a bare server-side-apply floor; print a table.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/bench-helmrelease ./e2e/bench/helmrelease
+	$(BIN)/bench-helmrelease $(HELMRELEASE_ARGS)
 
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).

@@ -12,8 +12,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +21,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/pkg/benchfig"
 )
 
@@ -33,19 +32,19 @@ const fleetNamespace = "fleet"
 // fleetFigures are the figures of one N.
 type fleetFigures struct {
 	n         int
-	bare      time.Duration // the bare loop over the same 4·N objects
-	bareReqs  float64       // its requests as the API server counted them
-	bareDelta delta         // the bare loop's snapshots
+	bare      time.Duration  // the bare loop over the same 4·N objects
+	bareReqs  float64        // its requests as the API server counted them
+	bareDelta benchkit.Delta // the bare loop's snapshots
 	// floor and floorDelta: the floor (floor.go), after the rest.
 	floor      time.Duration
-	floorDelta delta
+	floorDelta benchkit.Delta
 	allReady   time.Duration
 	median     time.Duration
 	// allRendered and medianRendered: when render-controller's artifact
 	// was in the status, of the last and the median Kustomization.
 	allRendered, medianRendered time.Duration
-	sync                        delta // from the first create until all Ready, plus settle
-	rest                        delta // at rest afterwards
+	sync                        benchkit.Delta // from the first create until all Ready, plus settle
+	rest                        benchkit.Delta // at rest afterwards
 	drift                       []time.Duration
 	driftEdits                  int
 	driftMiss                   int
@@ -74,44 +73,9 @@ func shardLabels(i, shards int) map[string]string {
 	return map[string]string{meta.ShardKeyLabel: shardOf(i, shards)}
 }
 
-// ensureNamespaces creates the namespaces and waits until
-// kube-controller-manager has given each its default ServiceAccount, so
-// that its work on new namespaces is over before anything is counted.
+// ensureNamespaces is benchkit.EnsureNamespaces with the bench's clients.
 func (b *bench) ensureNamespaces(ctx context.Context, names []string) error {
-	err := forEach(ctx, len(names), 32, func(i int) error {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
-		if err := b.fast.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("namespace %s: %w", names[i], err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var sas corev1.ServiceAccountList
-		if err := b.wc.List(ctx, &sas, client.MatchingFields{"metadata.name": "default"}); err != nil {
-			return err
-		}
-		have := 0
-		for _, sa := range sas.Items {
-			if want[sa.Namespace] {
-				have++
-			}
-		}
-		if have == len(names) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after 5m, %d of %d namespaces have their default ServiceAccount", have, len(names))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	return benchkit.EnsureNamespaces(ctx, b.fast, b.wc, names)
 }
 
 // createSources creates the shared GitRepositories and waits until each
@@ -208,7 +172,7 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		return nil, err
 	}
 	go func() {
-		err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+		err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
 			at := time.Now()
 			k, ok := ev.Object.(*kustomizev1.Kustomization)
 			if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
@@ -239,32 +203,6 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		}
 	}()
 	return rw, nil
-}
-
-// follow hands each event of the watch w, opened at resourceVersion
-// rv, to handle until ctx ends; when the server ends the watch, it opens
-// it again from the last resourceVersion seen (bookmarks included). It
-// returns the error of an open that failed, nil once ctx ended.
-func follow(ctx context.Context, rv string, w watch.Interface, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
-	for {
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				continue
-			}
-			if m, err := apimeta.Accessor(ev.Object); err == nil {
-				rv = m.GetResourceVersion()
-			}
-			handle(ev)
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return nil
-		}
-		var err error
-		if w, err = open(rv); err != nil {
-			return err
-		}
-	}
 }
 
 // waitAll waits until n Kustomizations were seen Ready and returns their
@@ -333,7 +271,7 @@ func (b *bench) prepare(ctx context.Context, n int) error {
 // createFleet creates the n Kustomizations, -create-workers at a time.
 func (b *bench) createFleet(ctx context.Context, n int) error {
 	say(">> N=%d: creating %d Kustomizations", n, n)
-	if err := forEach(ctx, n, b.c.createWorkers, func(i int) error {
+	if err := benchkit.ForEach(ctx, n, b.c.createWorkers, func(i int) error {
 		return b.fast.Create(ctx, b.newFleetKustomization(i))
 	}); err != nil {
 		return fmt.Errorf("creating the Kustomizations: %w", err)
@@ -358,21 +296,21 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		bare = append(bare, appObjects(appName(i), "bare-")...)
 	}
 	time.Sleep(2 * time.Second)
-	before, err := b.meter.snapshot(ctx)
+	before, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	if err := applyAll(ctx, b.fast, bare, b.c.workers); err != nil {
+	if err := benchkit.ApplyAll(ctx, b.fast, bare, b.c.workers); err != nil {
 		return nil, fmt.Errorf("bare loop: %w", err)
 	}
 	f.bare = time.Since(start)
-	after, err := b.meter.snapshot(ctx)
+	after, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f.bareDelta = diff(before, after)
-	f.bareReqs = f.bareDelta.resourceRequests()
+	f.bareDelta = benchkit.Diff(before, after)
+	f.bareReqs = f.bareDelta.ResourceRequests()
 	say("   bare loop, %d objects, %d workers: %s", len(bare), b.c.workers, benchfig.Round(f.bare))
 
 	// The fleet, created at once.
@@ -382,7 +320,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	defer rw.stop()
-	if before, err = b.meter.snapshot(ctx); err != nil {
+	if before, err = b.meter.Snapshot(ctx); err != nil {
 		return nil, err
 	}
 	stopProfiles := b.startProfiles(ctx, n)
@@ -411,23 +349,23 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	rw.mu.Unlock()
 	// Events and the last status writes land just after the last Ready.
 	time.Sleep(settle)
-	if after, err = b.meter.snapshot(ctx); err != nil {
+	if after, err = b.meter.Snapshot(ctx); err != nil {
 		return nil, err
 	}
 	stopProfiles()
-	f.sync = diff(before, after)
+	f.sync = benchkit.Diff(before, after)
 	say("   all %d Ready after %s (median %s); %.0f API requests (%.1f per Kustomization)",
-		n, benchfig.Round(f.allReady), benchfig.Round(f.median), f.sync.resourceRequests(), f.sync.resourceRequests()/float64(n))
+		n, benchfig.Round(f.allReady), benchfig.Round(f.median), f.sync.ResourceRequests(), f.sync.ResourceRequests()/float64(n))
 
 	// At rest: nothing changes.
 	say(">> N=%d: at rest for %s", n, b.c.restWindow)
 	before = after
 	time.Sleep(b.c.restWindow)
-	if after, err = b.meter.snapshot(ctx); err != nil {
+	if after, err = b.meter.Snapshot(ctx); err != nil {
 		return nil, err
 	}
-	f.rest = diff(before, after)
-	say("   at rest: %.0f API requests in %s", f.rest.resourceRequests(), benchfig.Round(f.rest.d))
+	f.rest = benchkit.Diff(before, after)
+	say("   at rest: %.0f API requests in %s", f.rest.ResourceRequests(), benchfig.Round(f.rest.D))
 
 	if b.c.driftEdits > 0 {
 		edits := min(b.c.driftEdits, n)

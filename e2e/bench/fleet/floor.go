@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/pkg/benchfig"
 )
 
@@ -90,12 +91,12 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 		specs[i], _, _ = unstructured.NestedMap(ks.Object, "spec")
 	}
 	time.Sleep(2 * time.Second)
-	before, err := b.meter.snapshot(ctx)
+	before, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	err = forEach(ctx, n, b.c.workers, func(i int) error {
+	err = benchkit.ForEach(ctx, n, b.c.workers, func(i int) error {
 		obj := &unstructured.Unstructured{Object: map[string]any{"spec": specs[i]}}
 		obj.SetGroupVersionKind(floorGVK)
 		obj.SetNamespace(floorNamespace)
@@ -121,11 +122,11 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 		return fmt.Errorf("the floor: %w", err)
 	}
 	f.floor = time.Since(start)
-	after, err := b.meter.snapshot(ctx)
+	after, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	f.floorDelta = diff(before, after)
-	say("   the floor: %s, %.0f API requests", benchfig.Round(f.floor), f.floorDelta.resourceRequests())
+	f.floorDelta = benchkit.Diff(before, after)
+	say("   the floor: %s, %.0f API requests", benchfig.Round(f.floor), f.floorDelta.ResourceRequests())
 	return nil
 }

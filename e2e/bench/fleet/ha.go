@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
@@ -334,7 +335,7 @@ func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
 			return nil, fmt.Errorf("watching %ss: %w", kind, err)
 		}
 		go func() {
-			err := follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+			err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
 				m, ok := ev.Object.(*metav1.PartialObjectMetadata)
 				if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(m.Namespace, "app-") {
 					return

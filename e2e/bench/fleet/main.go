@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
@@ -155,7 +156,7 @@ type bench struct {
 	env   *localenv.Env
 	wc    client.WithWatch // the bench's reads and watches
 	fast  client.Client    // the bench's writes: no client-side rate limit
-	meter *meter
+	meter *benchkit.Meter
 	// pprof holds each controller's pprof address when profiling.
 	pprof map[string]string
 	// profileN is the N whose sync is profiled.
@@ -295,7 +296,7 @@ func withEnv(ctx context.Context, c config, eo envOptions, fn func(*bench) error
 	if b.fast, err = client.New(fastCfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return err
 	}
-	if b.meter, err = newMeter(env); err != nil {
+	if b.meter, err = benchkit.NewMeter(env); err != nil {
 		return err
 	}
 	return fn(b)
@@ -355,7 +356,7 @@ func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
 		defer wg.Done()
 		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(b.env.Config.Host, "/"), seconds)
 		file := filepath.Join(b.c.profileDir, fmt.Sprintf("cpu-kube-apiserver-%s.pprof", what))
-		client := *b.meter.apiClient
+		client := *b.meter.APIClient
 		client.Timeout = 0 // fetchTo's context bounds it
 		if err := fetchTo(ctx, &client, url, file, time.Duration(seconds+30)*time.Second); err != nil {
 			say("profile of kube-apiserver: %v", err)

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
@@ -133,40 +134,40 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 			row{name: "  all Ready / floor", values: val(func(f *fleetFigures) float64 { return f.allReady.Seconds() / f.floor.Seconds() }),
 				format: func(v float64) string { return fmt.Sprintf("%.1f×", v) }},
 			row{name: "  CPU seconds of the floor, kube-apiserver + etcd", values: val(func(f *fleetFigures) float64 {
-				return (f.floorDelta.cpu["kube-apiserver"] + f.floorDelta.cpu["etcd"]).Seconds()
+				return (f.floorDelta.CPU["kube-apiserver"] + f.floorDelta.CPU["etcd"]).Seconds()
 			}), format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }},
 		)
 	}
 	rows = append(rows,
 		// The bench's own creates of the Kustomizations are taken out.
 		row{name: "API requests per Kustomization (API server)", values: val(func(f *fleetFigures) float64 {
-			return (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
+			return (f.sync.ResourceRequests() - float64(f.n)) / float64(f.n)
 		}), format: func(v float64) string { return fmt.Sprintf("%.1f", v) }, target: "grows linearly"},
 		row{name: "  bare loop, per Kustomization", values: val(func(f *fleetFigures) float64 { return f.bareReqs / float64(f.n) }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f", v) }},
 	)
 	for _, name := range localenv.ControllerNames {
-		rows = append(rows, row{name: "  sent by " + name, values: val(func(f *fleetFigures) float64 { return f.sync.client[name] / float64(f.n) }),
+		rows = append(rows, row{name: "  sent by " + name, values: val(func(f *fleetFigures) float64 { return f.sync.Client[name] / float64(f.n) }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f", v) }})
 	}
 	for _, name := range localenv.ControllerNames {
-		rows = append(rows, row{name: "peak memory (VmHWM), " + name, values: val(func(f *fleetFigures) float64 { return float64(f.sync.hwm[name]) / 1024 }),
+		rows = append(rows, row{name: "peak memory (VmHWM), " + name, values: val(func(f *fleetFigures) float64 { return float64(f.sync.HWM[name]) / 1024 }),
 			format: func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }, target: "≤ 150 MiB",
 			ok: func(_ *fleetFigures, v float64) (bool, bool) { return v*1024 <= targetMemoryKiB, true }})
 	}
 	for _, name := range localenv.ControllerNames {
-		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
+		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.CPU[name].Seconds() }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
 	}
-	for _, name := range planeNames {
-		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.cpu[name].Seconds() }),
+	for _, name := range benchkit.PlaneNames {
+		rows = append(rows, row{name: "CPU seconds to all Ready, " + name, values: val(func(f *fleetFigures) float64 { return f.sync.CPU[name].Seconds() }),
 			format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
 	}
 	rows = append(rows,
 		row{name: "  the same during the bare loop, kube-apiserver + etcd", values: val(func(f *fleetFigures) float64 {
-			return (f.bareDelta.cpu["kube-apiserver"] + f.bareDelta.cpu["etcd"]).Seconds()
+			return (f.bareDelta.CPU["kube-apiserver"] + f.bareDelta.CPU["etcd"]).Seconds()
 		}), format: func(v float64) string { return fmt.Sprintf("%.1f s", v) }},
-		row{name: "at rest: API requests per minute", values: val(func(f *fleetFigures) float64 { return f.rest.resourceRequests() / f.rest.d.Minutes() }),
+		row{name: "at rest: API requests per minute", values: val(func(f *fleetFigures) float64 { return f.rest.ResourceRequests() / f.rest.D.Minutes() }),
 			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, target: targetRestAllowance,
 			ok: func(f *fleetFigures, v float64) (bool, bool) { return v <= r.restAllowance(f), true }},
 		row{name: "  allowed by the intervals (per minute)", values: val(func(f *fleetFigures) float64 { return r.restAllowance(f) }),
@@ -204,9 +205,9 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 	fmt.Fprintln(out)
 	for _, f := range fs {
 		fmt.Fprintf(out, "N=%d: requests by kind per Kustomization (API server, the bench's creates included): %s\n", f.n,
-			topKinds(f.sync.apiserver.byKind(), 10, float64(f.n)))
-		fmt.Fprintf(out, "N=%d: at rest, requests by kind in %s: %s; load average after: %s\n", f.n, benchfig.Round(f.rest.d),
-			orNone(topKinds(f.rest.apiserver.byKind(), 8, 0)), f.load)
+			benchkit.TopKinds(f.sync.APIServer.ByKind(), 10, float64(f.n)))
+		fmt.Fprintf(out, "N=%d: at rest, requests by kind in %s: %s; load average after: %s\n", f.n, benchfig.Round(f.rest.D),
+			orNone(benchkit.TopKinds(f.rest.APIServer.ByKind(), 8, 0)), f.load)
 	}
 	fmt.Fprintln(out)
 }
@@ -216,7 +217,7 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 // interval, each reconcile costing what a Kustomization cost on its first
 // sync (an upper bound: a no-op reconcile writes less).
 func (r *results) restAllowance(f *fleetFigures) float64 {
-	perKs := (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
+	perKs := (f.sync.ResourceRequests() - float64(f.n)) / float64(f.n)
 	return (float64(f.n)/r.c.ksInterval.Minutes() + float64(r.c.repos)/r.c.sourceInterval.Minutes()) * perKs
 }
 

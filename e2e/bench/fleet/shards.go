@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 )
 
@@ -58,7 +59,7 @@ func (f *fleetFigures) perShard() map[string]*shardFigures {
 		s.kustomizations++
 		s.lastReady = max(s.lastReady, f.readyAt[appName(i)])
 	}
-	for name, v := range f.sync.client {
+	for name, v := range f.sync.Client {
 		_, shard := processShard(name)
 		get(shard).requests += v
 	}
@@ -78,8 +79,8 @@ func (r *results) printShards(out io.Writer) {
 				shardNames = append(shardNames, s)
 			}
 		}
-		for p := range f.sync.hwm {
-			if !slices.Contains(procs, p) && !slices.Contains(planeNames, p) {
+		for p := range f.sync.HWM {
+			if !slices.Contains(procs, p) && !slices.Contains(benchkit.PlaneNames, p) {
 				procs = append(procs, p)
 			}
 		}
@@ -131,7 +132,7 @@ func (r *results) printShards(out io.Writer) {
 		)
 	}
 	lines = append(lines, line{"API requests per Kustomization (API server)", func(f *fleetFigures) float64 {
-		return (f.sync.resourceRequests() - float64(f.n)) / float64(f.n)
+		return (f.sync.ResourceRequests() - float64(f.n)) / float64(f.n)
 	}, "%.1f"})
 	for _, s := range shardNames {
 		lines = append(lines, line{"  requests sent by " + s + "'s controllers", func(f *fleetFigures) float64 {
@@ -143,7 +144,7 @@ func (r *results) printShards(out io.Writer) {
 	}
 	for _, p := range procs {
 		lines = append(lines, line{"peak memory (VmHWM), " + p, func(f *fleetFigures) float64 {
-			if v, ok := f.sync.hwm[p]; ok {
+			if v, ok := f.sync.HWM[p]; ok {
 				return float64(v) / 1024
 			}
 			return nan
@@ -152,13 +153,13 @@ func (r *results) printShards(out io.Writer) {
 	lines = append(lines, line{"peak memory, sum over the controllers", func(f *fleetFigures) float64 {
 		t := 0.0
 		for _, p := range procs {
-			t += float64(f.sync.hwm[p]) / 1024
+			t += float64(f.sync.HWM[p]) / 1024
 		}
 		return t
 	}, "%.0f MiB"})
-	for _, p := range append(slices.Clone(procs), planeNames...) {
+	for _, p := range append(slices.Clone(procs), benchkit.PlaneNames...) {
 		lines = append(lines, line{"CPU seconds to all Ready, " + p, func(f *fleetFigures) float64 {
-			if v, ok := f.sync.cpu[p]; ok {
+			if v, ok := f.sync.CPU[p]; ok {
 				return v.Seconds()
 			}
 			return nan
@@ -167,7 +168,7 @@ func (r *results) printShards(out io.Writer) {
 	lines = append(lines, line{"CPU seconds, sum over the controllers", func(f *fleetFigures) float64 {
 		t := 0.0
 		for _, p := range procs {
-			t += f.sync.cpu[p].Seconds()
+			t += f.sync.CPU[p].Seconds()
 		}
 		return t
 	}, "%.1f s"})

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"plumb.dev/e2e/bench/benchkit"
 )
 
 // A process's shard is read from localenv's name for it, standby or not.
@@ -27,7 +29,7 @@ func TestPerShardSplitsReadyTimesAndRequestsAsLabelled(t *testing.T) {
 	g := NewWithT(t)
 	f := &fleetFigures{n: 4, shards: 2, readyAt: map[string]time.Duration{
 		appName(0): 3 * time.Second, appName(1): 5 * time.Second, appName(2): 4 * time.Second, appName(3): 2 * time.Second,
-	}, sync: delta{client: map[string]float64{"sync-controller": 1, "sync-controller-shard1": 10, "render-controller-shard1": 5, "sync-controller-shard2": 7}}}
+	}, sync: benchkit.Delta{Client: map[string]float64{"sync-controller": 1, "sync-controller-shard1": 10, "render-controller-shard1": 5, "sync-controller-shard2": 7}}}
 	g.Expect(shardOf(0, 2)).To(Equal("shard1"))
 	g.Expect(shardOf(1, 2)).To(Equal("shard2"))
 	g.Expect(shardLabels(0, 1)).To(BeNil(), "one shard: no label")

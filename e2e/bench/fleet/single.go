@@ -17,6 +17,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
@@ -115,7 +116,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 
 	bare := singleObjects(fmt.Sprintf("single-bare-%d", r), "bare-", c.singleObjects)
 	start := time.Now()
-	if err := applyAll(ctx, b.fast, bare, b.c.workers); err != nil {
+	if err := benchkit.ApplyAll(ctx, b.fast, bare, b.c.workers); err != nil {
 		return run, fmt.Errorf("bare loop: %w", err)
 	}
 	run.bare = time.Since(start)
@@ -156,7 +157,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 		stopProfiles = b.profiles(ctx, "single", max(5, int(math.Ceil(b.lastSingle.Seconds()))))
 	}
 	defer stopProfiles()
-	before, err := b.meter.snapshot(ctx)
+	before, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return run, err
 	}
@@ -202,13 +203,13 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 	// What the run cost the API server, and how long sync-controller's
 	// own run took (its history): where the time beyond the bare loop is.
 	time.Sleep(settle)
-	if after, err := b.meter.snapshot(ctx); err == nil {
+	if after, err := b.meter.Snapshot(ctx); err == nil {
 		syncTook := "?"
 		if h := got.Status.History; len(h) > 0 {
 			syncTook = benchfig.Round(h[0].LastReconciledDuration.Duration).String()
 		}
 		say("   run %d: %s; sync-controller's run %s; requests: %s", r+1, benchfig.Round(run.fromSource), syncTook,
-			topKinds(diff(before, after).apiserver.byKind(), 8, 0))
+			benchkit.TopKinds(benchkit.Diff(before, after).APIServer.ByKind(), 8, 0))
 	}
 	if n := len(got.Status.Inventory.Entries); n != c.singleObjects+1 {
 		return run, fmt.Errorf("the Kustomization is Ready with %d objects in its inventory, not %d", n, c.singleObjects+1)

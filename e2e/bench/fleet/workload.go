@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -186,51 +185,4 @@ func seedRepo(ctx context.Context, env *localenv.Env, work, layout string, r, n,
 	}
 	_, err = clone.CommitAndPush(ctx, "Add the apps")
 	return err
-}
-
-// applyAll server-side-applies every object, force, under the field
-// manager bench-bare, with at most workers requests in flight: the bare
-// loop, the same call sync-controller's engine makes.
-func applyAll(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, workers int) error {
-	return forEach(ctx, len(objs), workers, func(i int) error {
-		o := objs[i].DeepCopy()
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("bench-bare"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-		}
-		return nil
-	})
-}
-
-// forEach runs fn(0) … fn(n-1) with at most workers at a time and returns
-// the first error.
-func forEach(ctx context.Context, n, workers int, fn func(i int) error) error {
-	sem := make(chan struct{}, workers)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for i := range n {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
 }

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -21,16 +21,16 @@ import (
 // 100 on every Linux architecture Go runs on.
 const clockTicks = 100
 
-// procStat is what /proc says about one process at one moment.
-type procStat struct {
-	cpu time.Duration // utime + stime
-	hwm int64         // VmHWM, KiB: the peak resident memory so far
-	rss int64         // VmRSS, KiB
+// ProcStat is what /proc says about one process at one moment.
+type ProcStat struct {
+	CPU time.Duration // utime + stime
+	HWM int64         // VmHWM, KiB: the peak resident memory so far
+	RSS int64         // VmRSS, KiB
 }
 
-// readProc reads a process's CPU time and memory from /proc.
-func readProc(pid int) (procStat, error) {
-	var s procStat
+// ReadProc reads a process's CPU time and memory from /proc.
+func ReadProc(pid int) (ProcStat, error) {
+	var s ProcStat
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return s, err
@@ -50,7 +50,7 @@ func readProc(pid int) (procStat, error) {
 	if err1 != nil || err2 != nil {
 		return s, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, fields[11], fields[12])
 	}
-	s.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	s.CPU = time.Duration(utime+stime) * time.Second / clockTicks
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err
@@ -67,21 +67,21 @@ func readProc(pid int) (procStat, error) {
 			return s, fmt.Errorf("/proc/%d/status %s: %w", pid, name, err)
 		}
 		if name == "VmHWM" {
-			s.hwm = kb
+			s.HWM = kb
 		} else {
-			s.rss = kb
+			s.RSS = kb
 		}
 	}
 	return s, sc.Err()
 }
 
-// counters are Prometheus counters by their label set, as read from one
+// Counters are Prometheus Counters by their label set, as read from one
 // /metrics scrape.
-type counters map[string]float64
+type Counters map[string]float64
 
-// scrapeCounters fetches a Prometheus text exposition and keeps the samples
+// ScrapeCounters fetches a Prometheus text exposition and keeps the samples
 // of the metric named; the key is the sample's label set as exposed.
-func scrapeCounters(ctx context.Context, c *http.Client, url, metric string) (counters, error) {
+func ScrapeCounters(ctx context.Context, c *http.Client, url, metric string) (Counters, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -95,13 +95,13 @@ func scrapeCounters(ctx context.Context, c *http.Client, url, metric string) (co
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 	}
-	return parseCounters(resp.Body, metric)
+	return ParseCounters(resp.Body, metric)
 }
 
-// parseCounters reads the samples of one metric from the text format:
+// ParseCounters reads the samples of one metric from the text format:
 // `name{labels} value` or `name value`, comments skipped.
-func parseCounters(r io.Reader, metric string) (counters, error) {
-	out := counters{}
+func ParseCounters(r io.Reader, metric string) (Counters, error) {
+	out := Counters{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -136,8 +136,8 @@ func parseCounters(r io.Reader, metric string) (counters, error) {
 }
 
 // sub returns c − before, per label set.
-func (c counters) sub(before counters) counters {
-	out := counters{}
+func (c Counters) Sub(before Counters) Counters {
+	out := Counters{}
 	for k, v := range c {
 		if d := v - before[k]; d != 0 {
 			out[k] = d
@@ -146,7 +146,7 @@ func (c counters) sub(before counters) counters {
 	return out
 }
 
-func (c counters) total() float64 {
+func (c Counters) Total() float64 {
 	t := 0.0
 	for _, v := range c {
 		t += v
@@ -155,7 +155,7 @@ func (c counters) total() float64 {
 }
 
 // label returns the value of one label of a label set as exposed.
-func label(set, name string) string {
+func Label(set, name string) string {
 	for _, kv := range splitLabels(set) {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
 			return strings.Trim(v, `"`)
@@ -187,25 +187,25 @@ func splitLabels(set string) []string {
 	return out
 }
 
-// byKind sums the API server's request counters by "VERB resource[/sub]",
+// byKind sums the API server's request Counters by "VERB resource[/sub]",
 // resource requests only (the /metrics scrapes themselves are not).
-func (c counters) byKind() map[string]float64 {
+func (c Counters) ByKind() map[string]float64 {
 	out := map[string]float64{}
 	for set, v := range c {
-		res := label(set, "resource")
+		res := Label(set, "resource")
 		if res == "" {
 			continue
 		}
-		if sub := label(set, "subresource"); sub != "" {
+		if sub := Label(set, "subresource"); sub != "" {
 			res += "/" + sub
 		}
-		out[label(set, "verb")+" "+res] += v
+		out[Label(set, "verb")+" "+res] += v
 	}
 	return out
 }
 
-// topKinds formats the largest entries of a by-kind map.
-func topKinds(m map[string]float64, n int, per float64) string {
+// TopKinds formats the largest entries of a by-kind map.
+func TopKinds(m map[string]float64, n int, per float64) string {
 	type kv struct {
 		k string
 		v float64
@@ -229,37 +229,56 @@ func topKinds(m map[string]float64, n int, per float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// snapshot is every counter the bench reads at one moment: the API
-// server's requests, each controller's own requests (client-go's
-// rest_client_requests_total on its metrics port) and each controller
-// process's CPU time and memory.
-type snapshot struct {
-	at        time.Time
-	apiserver counters
-	client    map[string]float64 // controller → requests sent
-	proc      map[string]procStat
+// Snapshot is every counter the bench reads at one moment: the API
+// server's requests, each measured process's own requests (client-go's
+// rest_client_requests_total on its metrics port) and its CPU time and
+// memory.
+type Snapshot struct {
+	At        time.Time
+	APIServer Counters
+	Client    map[string]float64 // process → requests sent
+	Proc      map[string]ProcStat
 }
 
-// meter takes snapshots of one environment.
-type meter struct {
+// Process is a program the Meter measures: a controller, Plumb's or
+// another's.
+type Process struct {
+	// MetricsURL serves its Prometheus metrics, client-go's among them.
+	MetricsURL string
+	// Pid is its current process id (a restarted process has a new one).
+	Pid func() int
+	// MayBeDown is set for a process that may be starting again while a
+	// snapshot is taken (a leader killed on purpose): it is left out of
+	// that snapshot instead of failing it.
+	MayBeDown bool
+}
+
+// Meter takes snapshots of one environment: the API server's counters,
+// the processes it was given and the control plane's processes.
+type Meter struct {
 	env       *localenv.Env
-	apiClient *http.Client
+	APIClient *http.Client
 	plain     *http.Client
+	procs     map[string]Process
 	// plane are the control plane's processes by name: where the
 	// controllers' requests cost CPU too.
 	plane map[string]int
 }
 
 // The control plane's processes, as /proc/<pid>/comm names them.
-var planeNames = []string{"kube-apiserver", "etcd"}
+var PlaneNames = []string{"kube-apiserver", "etcd"}
 
-func newMeter(env *localenv.Env) (*meter, error) {
+// NewMeter measures env's controllers and its control plane.
+func NewMeter(env *localenv.Env) (*Meter, error) {
 	hc, err := rest.HTTPClientFor(env.Config)
 	if err != nil {
 		return nil, err
 	}
 	hc.Timeout = 30 * time.Second
-	m := &meter{env: env, apiClient: hc, plain: &http.Client{Timeout: 10 * time.Second}, plane: map[string]int{}}
+	m := &Meter{env: env, APIClient: hc, plain: &http.Client{Timeout: 10 * time.Second}, procs: map[string]Process{}, plane: map[string]int{}}
+	for name, c := range env.Controllers {
+		m.procs[name] = Process{MetricsURL: "http://" + c.MetricsAddr + "/metrics", Pid: c.Pid, MayBeDown: c.Elects}
+	}
 	// envtest starts etcd and kube-apiserver as children of this process.
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -280,7 +299,7 @@ func newMeter(env *localenv.Env) (*meter, error) {
 		}
 		comm, fields := string(stat[open+1:end]), strings.Fields(string(stat[end+1:]))
 		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-			for _, name := range planeNames {
+			for _, name := range PlaneNames {
 				if comm == name {
 					m.plane[name] = pid
 				}
@@ -290,59 +309,66 @@ func newMeter(env *localenv.Env) (*meter, error) {
 	return m, nil
 }
 
-func (m *meter) snapshot(ctx context.Context) (snapshot, error) {
-	s := snapshot{at: time.Now(), client: map[string]float64{}, proc: map[string]procStat{}}
+// Add measures one more process from the next snapshot on.
+func (m *Meter) Add(name string, p Process) { m.procs[name] = p }
+
+// Forget stops measuring a process (one that was stopped on purpose).
+func (m *Meter) Forget(name string) { delete(m.procs, name) }
+
+// Snapshot reads every counter now.
+func (m *Meter) Snapshot(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{At: time.Now(), Client: map[string]float64{}, Proc: map[string]ProcStat{}}
 	var err error
-	if s.apiserver, err = scrapeCounters(ctx, m.apiClient, strings.TrimSuffix(m.env.Config.Host, "/")+"/metrics", "apiserver_request_total"); err != nil {
+	if s.APIServer, err = ScrapeCounters(ctx, m.APIClient, strings.TrimSuffix(m.env.Config.Host, "/")+"/metrics", "apiserver_request_total"); err != nil {
 		return s, fmt.Errorf("the API server's metrics: %w", err)
 	}
-	for name, c := range m.env.Controllers {
-		got, err := scrapeCounters(ctx, m.plain, "http://"+c.MetricsAddr+"/metrics", "rest_client_requests_total")
+	for name, p := range m.procs {
+		got, err := ScrapeCounters(ctx, m.plain, p.MetricsURL, "rest_client_requests_total")
 		if err == nil {
-			s.proc[name], err = readProc(c.Pid())
+			s.Proc[name], err = ReadProc(p.Pid())
 		}
 		if err != nil {
-			if c.Elects {
-				// A leader killed on purpose (-ha) may be starting again.
+			if p.MayBeDown {
 				continue
 			}
 			return s, fmt.Errorf("%s: %w", name, err)
 		}
-		s.client[name] = got.total()
+		s.Client[name] = got.Total()
 	}
 	for name, pid := range m.plane {
-		if s.proc[name], err = readProc(pid); err != nil {
+		if s.Proc[name], err = ReadProc(pid); err != nil {
 			return s, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return s, nil
 }
 
-// delta is what happened between two snapshots.
-type delta struct {
-	d         time.Duration
-	apiserver counters
-	client    map[string]float64
-	cpu       map[string]time.Duration
-	hwm       map[string]int64 // at the end
+// Delta is what happened between two snapshots.
+type Delta struct {
+	D         time.Duration
+	APIServer Counters
+	Client    map[string]float64
+	CPU       map[string]time.Duration
+	HWM       map[string]int64 // KiB, at the end
 }
 
-func diff(before, after snapshot) delta {
-	d := delta{d: after.at.Sub(before.at), apiserver: after.apiserver.sub(before.apiserver),
-		client: map[string]float64{}, cpu: map[string]time.Duration{}, hwm: map[string]int64{}}
-	for name := range after.proc {
-		d.client[name] = after.client[name] - before.client[name]
-		d.cpu[name] = after.proc[name].cpu - before.proc[name].cpu
-		d.hwm[name] = after.proc[name].hwm
+// Diff is what happened from before to after.
+func Diff(before, after Snapshot) Delta {
+	d := Delta{D: after.At.Sub(before.At), APIServer: after.APIServer.Sub(before.APIServer),
+		Client: map[string]float64{}, CPU: map[string]time.Duration{}, HWM: map[string]int64{}}
+	for name := range after.Proc {
+		d.Client[name] = after.Client[name] - before.Client[name]
+		d.CPU[name] = after.Proc[name].CPU - before.Proc[name].CPU
+		d.HWM[name] = after.Proc[name].HWM
 	}
 	return d
 }
 
-// resourceRequests is the API server's count of resource requests (not
+// ResourceRequests is the API server's count of resource requests (not
 // /metrics, /healthz and the like).
-func (d delta) resourceRequests() float64 {
+func (d Delta) ResourceRequests() float64 {
 	t := 0.0
-	for _, v := range d.apiserver.byKind() {
+	for _, v := range d.APIServer.ByKind() {
 		t += v
 	}
 	return t

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"os"
@@ -21,34 +21,34 @@ apiserver_request_duration_seconds_count{verb="GET"} 1000
 
 func TestParseCountersReadsOneMetricAndSumsByKind(t *testing.T) {
 	g := NewWithT(t)
-	before, err := parseCounters(strings.NewReader(apiserverMetrics), "apiserver_request_total")
+	before, err := ParseCounters(strings.NewReader(apiserverMetrics), "apiserver_request_total")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(before).To(HaveLen(4), "the other metrics that share the name's prefix are not this one")
-	g.Expect(before.total()).To(Equal(627.0))
+	g.Expect(before.Total()).To(Equal(627.0))
 
-	after, err := parseCounters(strings.NewReader(strings.Replace(apiserverMetrics, "} 500", "} 800", 1)), "apiserver_request_total")
+	after, err := ParseCounters(strings.NewReader(strings.Replace(apiserverMetrics, "} 500", "} 800", 1)), "apiserver_request_total")
 	g.Expect(err).NotTo(HaveOccurred())
-	d := after.sub(before)
-	g.Expect(d.total()).To(Equal(300.0))
-	g.Expect(d.byKind()).To(Equal(map[string]float64{"APPLY kustomizations/status": 300}))
-	g.Expect(before.byKind()).To(Equal(map[string]float64{"APPLY kustomizations/status": 500, "APPLY configmaps": 120}),
+	d := after.Sub(before)
+	g.Expect(d.Total()).To(Equal(300.0))
+	g.Expect(d.ByKind()).To(Equal(map[string]float64{"APPLY kustomizations/status": 300}))
+	g.Expect(before.ByKind()).To(Equal(map[string]float64{"APPLY kustomizations/status": 500, "APPLY configmaps": 120}),
 		"response codes are summed, and requests without a resource (/metrics) left out")
 }
 
 func TestLabelReadsQuotedValuesWithCommas(t *testing.T) {
 	g := NewWithT(t)
 	set := `code="200",path="/a,b",verb="GET"`
-	g.Expect(label(set, "path")).To(Equal("/a,b"))
-	g.Expect(label(set, "verb")).To(Equal("GET"))
-	g.Expect(label(set, "missing")).To(BeEmpty())
+	g.Expect(Label(set, "path")).To(Equal("/a,b"))
+	g.Expect(Label(set, "verb")).To(Equal("GET"))
+	g.Expect(Label(set, "missing")).To(BeEmpty())
 }
 
 func TestReadProcReadsThisProcess(t *testing.T) {
 	g := NewWithT(t)
-	s, err := readProc(os.Getpid())
+	s, err := ReadProc(os.Getpid())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.hwm).To(BeNumerically(">=", s.rss), "the peak is at least the current resident size")
-	g.Expect(s.rss).To(BeNumerically(">", 0))
-	_, err = readProc(0)
+	g.Expect(s.HWM).To(BeNumerically(">=", s.RSS), "the peak is at least the current resident size")
+	g.Expect(s.RSS).To(BeNumerically(">", 0))
+	_, err = ReadProc(0)
 	g.Expect(err).To(HaveOccurred())
 }

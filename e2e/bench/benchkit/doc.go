@@ -1,0 +1,14 @@
+// Package benchkit holds what the benchmarks that run against e2e/localenv's
+// control plane (e2e/bench/fleet, e2e/bench/helmrelease) measure with, so
+// that their figures mean the same: the API server's request counter read
+// from its /metrics before and after (exact, by verb and resource), each
+// measured process's own client-go request counter, its CPU seconds and
+// peak resident memory (VmHWM) from /proc, the same for kube-apiserver and
+// etcd; the loops that write many objects at once (ForEach, and
+// ApplyAll, the bare server-side-apply loop the controllers are measured
+// against); EnsureNamespaces, which waits out kube-controller-manager's
+// work on new namespaces before anything is counted; and Follow, a watch
+// opened again from its last resourceVersion when the server ends it.
+// pkg/benchfig holds what every benchmark states its figures with
+// (percentiles, rounding, the load average).
+package benchkit
