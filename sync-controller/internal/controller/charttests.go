@@ -49,25 +49,26 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 	if cur.Status != helmv2.ReleaseStatusDeployed || cur.Digest != s.digest {
 		return nil
 	}
+	tested := false
 	if !cur.HasBeenTested() {
 		if err := s.testRelease(ctx, hr); err != nil {
 			return err
 		}
-		if cur.TestsFailed() && !s.ignoreTestFailures(hr.IgnoresTestFailures()) {
-			s.failReleaseByTests(hr)
-		}
+		tested = true
 	}
-	if cur.TestsFailed() && !s.ignoreTestFailures(hr.IgnoresTestFailures()) {
-		// The last applied revision is what runs, tests or not.
-		s.st.LastAppliedRevision = s.revision
-		c := conditions.Get(s.out, helmv2.TestSuccessCondition)
-		msg := "the chart's tests failed"
-		if c != nil {
-			msg = c.Message
-		}
-		return reconcile.Failed(helmv2.TestFailedReason, errors.New(msg)).WithoutEvent()
+	if !cur.TestsFailed() || s.ignoreTestFailures(hr.IgnoresTestFailures()) {
+		return nil
 	}
-	return nil
+	why := "the chart's tests failed"
+	if c := conditions.Get(s.out, helmv2.TestSuccessCondition); c != nil {
+		why = c.Message
+	}
+	if tested {
+		s.failReleaseByTests(hr, why)
+	}
+	// The last applied revision is what runs, tests or not.
+	s.st.LastAppliedRevision = s.revision
+	return reconcile.Failed(helmv2.TestFailedReason, errors.New(why)).WithoutEvent()
 }
 
 // testRelease runs the selected test hooks (test.filters) one at a time in
@@ -184,15 +185,11 @@ func (s *syncRun) testsFailed(release string, err error) {
 // release deployed before it), Released=False with the action's reason,
 // the attempt's failure counters count it, and the action's strategy and
 // remediation decide what follows (decideRelease, at the next run).
-func (s *syncRun) failReleaseByTests(hr *helmv2.HelmRelease) {
+func (s *syncRun) failReleaseByTests(hr *helmv2.HelmRelease, why string) {
 	cur := &hr.Status.History[0]
 	verb := hr.Status.LastAttemptedReleaseAction
 	if verb == "" {
 		verb = helmv2.ReleaseActionUpgrade
-	}
-	why := "the chart's tests failed"
-	if c := conditions.Get(s.out, helmv2.TestSuccessCondition); c != nil {
-		why = c.Message
 	}
 	cur.Status = helmv2.ReleaseStatusFailed
 	cur.Description = describeRelease(verb, cur.Name, errors.New(why))
@@ -205,14 +202,5 @@ func (s *syncRun) failReleaseByTests(hr *helmv2.HelmRelease) {
 		}
 	}
 	conditions.MarkFalse(s.out, helmv2.ReleasedCondition, failedReason(verb), "%s", message.Truncate(why))
-	markSyncFailed(s)
-	hr.Status.Failures++
-	if verb == helmv2.ReleaseActionInstall {
-		hr.Status.InstallFailures++
-	} else {
-		hr.Status.UpgradeFailures++
-	}
-	if s.rel != nil {
-		s.rel.afterFailure(hr, verb)
-	}
+	countFailure(s, hr, verb)
 }

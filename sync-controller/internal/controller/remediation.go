@@ -180,6 +180,14 @@ func countAttempt(s *syncRun, hr *helmv2.HelmRelease, verb string) {
 	if s.op.synced {
 		return
 	}
+	countFailure(s, hr, verb)
+}
+
+// countFailure counts a failed attempt of verb (a failed sync, or a
+// release whose tests failed): the sync operation marked failed, the
+// counters, and when the controller looks again (afterFailure).
+func countFailure(s *syncRun, hr *helmv2.HelmRelease, verb string) {
+	st := &hr.Status
 	markSyncFailed(s)
 	st.Failures++
 	if verb == helmv2.ReleaseActionInstall {
