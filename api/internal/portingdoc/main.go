@@ -231,6 +231,7 @@ func page(flux, plumb map[string]*kind) []byte {
 				if missing := missingValues(f.Enum, pf.Enum); len(missing) > 0 {
 					state = "yes, but not " + strings.Join(quoted(missing), ", ")
 				}
+				note = withRefusedParts(note, name, f.Part+"."+f.Name)
 			}
 			if f.Part == "spec" {
 				total++
@@ -294,3 +295,25 @@ Flux repository applies keep their Flux annotations and labels
 (docs/design/flux.md).
 
 `
+
+// withRefusedParts adds to an accepted field's note the fields inside it
+// that Plumb refuses, with fluxport's reasons: written once, there, for
+// this page and for sync-controller's errors.
+func withRefusedParts(note, kind, field string) string {
+	prefix := kind + "." + field + "."
+	var parts []string
+	for _, key := range fluxport.Fields() {
+		if sub, ok := strings.CutPrefix(key, prefix); ok {
+			parts = append(parts, fmt.Sprintf("`%s` (%s)", sub, fluxport.Refused(kind, field+"."+sub)))
+		}
+	}
+	if len(parts) == 0 {
+		return note
+	}
+	sort.Strings(parts)
+	refused := "refused: " + strings.Join(parts, ", ")
+	if note == "" {
+		return refused
+	}
+	return note + "; " + refused
+}

@@ -105,3 +105,21 @@ func TestEveryExplainedFieldIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An accepted field's note names the fields inside it that Plumb refuses,
+// with fluxport's reasons, after the note's own words.
+func TestAnAcceptedFieldNamesItsRefusedParts(t *testing.T) {
+	got := withRefusedParts("`force` as in Flux", "HelmRelease", "spec.upgrade")
+	for _, want := range []string{
+		"`force` as in Flux; refused: ",
+		"`preserveValues` (" + fluxport.Refused("HelmRelease", "spec.upgrade.preserveValues") + ")",
+		"`disableOpenAPIValidation` (",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("note %q lacks %q", got, want)
+		}
+	}
+	if got := withRefusedParts("", "HelmRelease", "spec.test"); got != "" {
+		t.Errorf("a field with no refused part got %q", got)
+	}
+}
