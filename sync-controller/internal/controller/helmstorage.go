@@ -34,7 +34,13 @@ func (s *syncRun) releaseStorage(hr *helmv2.HelmRelease, namespace string) helms
 	if namespace == "" {
 		namespace = hr.GetStorageNamespace()
 	}
-	return helmstorage.Storage{Client: s.target.Engine.Client(), Namespace: namespace, Release: hr.GetReleaseName()}
+	st := helmstorage.Storage{Client: s.target.Engine.Client(), Namespace: namespace, Release: hr.GetReleaseName()}
+	if s.r != nil && st.Client == s.r.Client {
+		// The manager's client reads a cache; the controller's own
+		// identity reads the API server through Reader.
+		st.Reader = s.r.Reader
+	}
+	return st
 }
 
 // continueHelmVersion returns the version of a new release: version

@@ -31,12 +31,13 @@ type secrets struct {
 	typedcorev1.SecretInterface
 	ctx       context.Context
 	c         client.Client
+	r         client.Reader
 	namespace string
 }
 
 func (s *secrets) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
-	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, sec); err != nil {
+	if err := s.r.Get(s.ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, sec); err != nil {
 		return nil, err
 	}
 	if err := checkRecord(sec); err != nil {
@@ -51,7 +52,7 @@ func (s *secrets) List(_ context.Context, opts metav1.ListOptions) (*corev1.Secr
 		return nil, err
 	}
 	list := &corev1.SecretList{}
-	if err := s.c.List(s.ctx, list, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := s.r.List(s.ctx, list, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {

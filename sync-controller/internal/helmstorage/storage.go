@@ -26,7 +26,11 @@ func Key(release string, version int) string {
 
 // Storage is the records of one release in one namespace.
 type Storage struct {
-	Client    client.Client
+	Client client.Client
+	// Reader, when set, reads the records instead of Client: the API
+	// server itself where Client reads a cache, which would miss a record
+	// just written (and hold every Secret of the cluster).
+	Reader    client.Reader
 	Namespace string
 	Release   string
 }
@@ -39,7 +43,11 @@ type Entry struct {
 
 // driver is the SDK's Secret driver over s.Client, within ctx.
 func (s Storage) driver(ctx context.Context) *driver.Secrets {
-	return driver.NewSecrets(&secrets{ctx: ctx, c: s.Client, namespace: s.Namespace})
+	r := s.Reader
+	if r == nil {
+		r = s.Client
+	}
+	return driver.NewSecrets(&secrets{ctx: ctx, c: s.Client, r: r, namespace: s.Namespace})
 }
 
 // List returns the release's records as their labels say, oldest first.
