@@ -92,8 +92,12 @@ func finishHookEachTime(t *testing.T, ns, name string) {
 func TestHelmReleaseFailedUpgradeIsRolledBack(t *testing.T) {
 	g := NewWithT(t)
 	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
-		hr.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
-		hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 1}}
+		// Only the upgrade is meant to time out: an install under
+		// spec.timeout that short fails on a loaded machine.
+		hr.Spec.Upgrade = &helmv2.Upgrade{
+			ActionSwitches: helmv2.ActionSwitches{Timeout: &metav1.Duration{Duration: 2 * time.Second}},
+			Remediation:    &helmv2.UpgradeRemediation{Retries: 1},
+		}
 		hr.Spec.Rollback = &helmv2.Rollback{Timeout: &metav1.Duration{Duration: 30 * time.Second}}
 	})
 	ns := hr.Namespace
@@ -156,10 +160,12 @@ func TestHelmReleaseFailedUpgradeIsRolledBack(t *testing.T) {
 func TestHelmReleaseRetryOnFailureRetriesWithoutRollback(t *testing.T) {
 	g := NewWithT(t)
 	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
-		hr.Spec.Timeout = &metav1.Duration{Duration: time.Second}
+		// Only the upgrade is meant to time out: the install under a
+		// one-second spec.timeout failed on a loaded machine (CI).
 		hr.Spec.Upgrade = &helmv2.Upgrade{
-			Strategy:    &helmv2.Strategy{Name: helmv2.RetryOnFailure, RetryInterval: &metav1.Duration{Duration: time.Second}},
-			Remediation: &helmv2.UpgradeRemediation{Retries: 3},
+			ActionSwitches: helmv2.ActionSwitches{Timeout: &metav1.Duration{Duration: time.Second}},
+			Strategy:       &helmv2.Strategy{Name: helmv2.RetryOnFailure, RetryInterval: &metav1.Duration{Duration: time.Second}},
+			Remediation:    &helmv2.UpgradeRemediation{Retries: 3},
 		}
 	})
 	ns := hr.Namespace
@@ -202,8 +208,11 @@ func TestHelmReleaseRetryOnFailureRetriesWithoutRollback(t *testing.T) {
 func TestHelmReleaseFailedInstallIsUninstalled(t *testing.T) {
 	g := NewWithT(t)
 	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
-		hr.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
-		hr.Spec.Install = &helmv2.Install{Remediation: &helmv2.InstallRemediation{Retries: 1, RemediateLastFailure: ptr.To(true)}}
+		// The install is meant to time out, not the uninstall's hooks.
+		hr.Spec.Install = &helmv2.Install{
+			ActionSwitches: helmv2.ActionSwitches{Timeout: &metav1.Duration{Duration: 2 * time.Second}},
+			Remediation:    &helmv2.InstallRemediation{Retries: 1, RemediateLastFailure: ptr.To(true)},
+		}
 		hr.Spec.Uninstall = &helmv2.Uninstall{KeepHistory: true}
 	})
 	ns := hr.Namespace
