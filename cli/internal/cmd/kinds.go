@@ -97,14 +97,16 @@ var (
 	ociRepositoryKind  = commandKind(sourcev1.OCIRepositoryKind, "ocirepos")
 	bucketKind         = commandKind(sourcev1.BucketKind)
 	artifactGenKind    = commandKind(sourceextv1beta1.ArtifactGeneratorKind)
+	externalArtKind    = commandKind(sourcev1.ExternalArtifactKind)
 	helmReleaseKind    = commandKind(helmv2.HelmReleaseKind)
 	kustomizationKind  = commandKind(kustomizev1.KustomizationKind)
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
 	alertKind          = commandKind(notificationv1.AlertKind)
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
-	// allKinds in the order `get all` prints them: sources, then what
+	// allKinds are every kind of pkg/kinds (a test holds them equal), in
+	// the order `get all` and `check` print them: sources, then what
 	// applies them, then the notification kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
 
 // kindOfRef is the command kind whose Kind is name ("GitRepository"), as an
