@@ -28,8 +28,10 @@ type kind struct {
 	// names are what a user may type for it, singular and plural.
 	names []string
 	def   kinds.Kind
-	// reconcilable kinds have spec.suspend and honour requestedAt.
+	// reconcilable kinds honour requestedAt.
 	reconcilable bool
+	// suspendable kinds have spec.suspend (not an ExternalArtifact).
+	suspendable bool
 }
 
 // commandKind is the registry's kind named kind, with the names the
@@ -41,10 +43,12 @@ func commandKind(name string, aliases ...string) *kind {
 		panic("no kind " + name + " in pkg/kinds")
 	}
 	names := append([]string{def.Route(), def.Resource}, def.ShortNames...)
+	_, suspendable := def.New().(meta.Suspendable)
 	return &kind{
 		Kind: def.GVK.Kind, plural: def.Plural, def: def,
 		names:        append(names, aliases...),
 		reconcilable: def.Requestable(),
+		suspendable:  suspendable,
 	}
 }
 
@@ -108,6 +112,17 @@ var (
 	// applies them, then the notification kinds.
 	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
+
+// kindsWhere are the kinds of allKinds for which keep is true.
+func kindsWhere(keep func(*kind) bool) []*kind {
+	var out []*kind
+	for _, k := range allKinds {
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // kindOfRef is the command kind whose Kind is name ("GitRepository"), as an
 // object's reference names it; nil for none.

@@ -405,7 +405,7 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
 		Args:    cobra.ArbitraryArgs, // kindAndName checks them
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, allKinds...)
+			k, name, err := kindAndName(args, kindsWhere(func(k *kind) bool { return k.suspendable })...)
 			if err != nil {
 				return err
 			}
