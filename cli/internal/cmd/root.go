@@ -113,6 +113,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newUICmd(g),
 		newPushCmd(g),
 		newDeleteCmd(g),
+		newVersionCmd(g),
 	)
 	return root
 }
