@@ -107,7 +107,7 @@ func TestGetWatchPrintsARowPerChange(t *testing.T) {
 	// The rows stay under their headers.
 	msgCol := strings.Index(got[0], "MESSAGE")
 	for _, l := range got[1:] {
-		g.Expect(l[msgCol-3 : msgCol]).To(Equal("   "), l)
+		g.Expect(l[msgCol-3:msgCol]).To(Equal("   "), l)
 	}
 
 	r := plumb("get", "all", "--watch")
