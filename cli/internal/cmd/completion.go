@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // completionTimeout bounds the list a completion makes: a shell waits for
@@ -51,6 +52,36 @@ func (g *globals) completeKindAndName(allowed []*kind, extraKinds ...string) cob
 	}
 }
 
+// completeNamespaces completes -n/--namespace with the cluster's
+// namespaces.
+func (g *globals) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if err := g.kube(); err != nil {
+		cobra.CompErrorln(err.Error())
+		return nil, cobra.ShellCompDirectiveError
+	}
+	ctx, cancel := completionContext(cmd, g)
+	defer cancel()
+	var list corev1.NamespaceList
+	if err := g.client.List(ctx, &list); err != nil {
+		cobra.CompErrorln(err.Error())
+		return nil, cobra.ShellCompDirectiveError
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	return prefixed(names, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completionContext bounds a completion's reads.
+func completionContext(cmd *cobra.Command, g *globals) (context.Context, context.CancelFunc) {
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, min(completionTimeout, g.timeout))
+}
+
 // kindWords are the words offered for a kind: each kind's first name,
 // "source" for the source kinds, and the command's own extras ("all").
 func kindWords(allowed []*kind, extra []string) []string {
@@ -71,11 +102,7 @@ func (g *globals) objectNames(cmd *cobra.Command, k *kind) ([]string, error) {
 	if err := g.kube(); err != nil {
 		return nil, err
 	}
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, min(completionTimeout, g.timeout))
+	ctx, cancel := completionContext(cmd, g)
 	defer cancel()
 	items, err := g.list(ctx, k, false)
 	if err != nil {
