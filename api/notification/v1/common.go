@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
 )
 
 // CrossNamespaceObjectReference names an object or, with name "*" and
@@ -35,6 +37,11 @@ type CrossNamespaceObjectReference struct {
 
 // Status is the status shared by Provider, Alert and Receiver.
 type Status struct {
+	// The reconcile.plumb.dev/requestedAt value last handled: `plumb
+	// reconcile receiver|alert|alert-provider` and `plumb resume` wait for
+	// it (requestable.go).
+	meta.ReconcileRequestStatus `json:",inline"`
+
 	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -48,8 +48,9 @@ func newBuildCmd(g *globals) *cobra.Command {
 			"the checkout can reach the network. It prints the rendered manifests.\n\n" +
 			"Exit code: 0 rendered, 1 the checkout does not render (as render-controller\n" +
 			"would report Rendered=False), 2 error.",
-		Example: "  plumb build kustomization apps -n team-a --path .",
-		Args:    cobra.ExactArgs(2),
+		Example:           "  plumb build kustomization apps -n team-a --path .",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: g.completeKindAndName([]*kind{kustomizationKind}),
 		RunE: g.onKustomization(func(ctx context.Context, ks *kustomizev1.Kustomization) error {
 			res, _, err := g.renderLocal(ctx, ks, o)
 			var rf *renderFailed

@@ -19,28 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-
-	helmv2 "plumb.dev/api/helm/v2"
-	kustomizev1 "plumb.dev/api/kustomize/v1"
-	notificationv1 "plumb.dev/api/notification/v1"
-	sourcev1 "plumb.dev/api/source/v1"
 )
 
 // controllers are the Deployments of deploy/.
 var controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller"}
 
-// plumbCRDs are Plumb's CustomResourceDefinitions with the version this
-// plumb speaks.
-var plumbCRDs = []struct{ name, version string }{
-	{"gitrepositories." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
-	{"helmrepositories." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
-	{"helmcharts." + sourcev1.GroupVersion.Group, sourcev1.GroupVersion.Version},
-	{"kustomizations." + kustomizev1.GroupVersion.Group, kustomizev1.GroupVersion.Version},
-	{"helmreleases." + helmv2.GroupVersion.Group, helmv2.GroupVersion.Version},
-	{"alerts." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},
-	{"providers." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},
-	{"receivers." + notificationv1.GroupVersion.Group, notificationv1.GroupVersion.Version},
-}
+// crdName is the name of the CustomResourceDefinition of k
+// ("kustomizations.kustomize.plumb.dev").
+func crdName(k *kind) string { return k.def.Resource + "." + k.def.Group() }
 
 func newCheckCmd(g *globals) *cobra.Command {
 	var (
@@ -127,7 +113,10 @@ func (c *checker) apiServer() error {
 // speaks.
 func (c *checker) crds(ctx context.Context) {
 	c.section("checking the CRDs")
-	for _, want := range plumbCRDs {
+	// Every kind of the table: a kind added to pkg/kinds is checked
+	// without a line here.
+	for _, k := range allKinds {
+		want := struct{ name, version string }{crdName(k), k.def.GVK.Version}
 		crd := &unstructured.Unstructured{}
 		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 		err := c.g.client.Get(ctx, types.NamespacedName{Name: want.name}, crd)

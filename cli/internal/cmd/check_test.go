@@ -32,11 +32,15 @@ func TestCheck(t *testing.T) {
 		"✔ gitrepositories.source.plumb.dev: v1 (stored as v1)",
 		"✔ helmrepositories.source.plumb.dev: v1 (stored as v1)",
 		"✔ helmcharts.source.plumb.dev: v1 (stored as v1)",
+		"✔ ocirepositories.source.plumb.dev: v1 (stored as v1)",
+		"✔ buckets.source.plumb.dev: v1 (stored as v1)",
+		"✔ artifactgenerators.source.extensions.plumb.dev: v1beta1 (stored as v1beta1)",
+		"✔ externalartifacts.source.plumb.dev: v1 (stored as v1)",
 		"✔ kustomizations.kustomize.plumb.dev: v1 (stored as v1)",
 		"✔ helmreleases.helm.plumb.dev: v2 (stored as v2)",
+		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ alerts.notification.plumb.dev: v1 (stored as v1)",
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",
-		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",
 	}
 
 	// Two controllers: one rolled out, one whose new pod is not available.

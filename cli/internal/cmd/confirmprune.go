@@ -24,8 +24,9 @@ func newConfirmPruneCmd(g *globals) *cobra.Command {
 			"same patch, then waits for it like reconcile. Only that render is confirmed: a later\n" +
 			"one is guarded again. It refuses an object the guard does not hold, or whose\n" +
 			"render changed since the guard held it. Exit code 1 when the sync ends with Ready=False.",
-		Example: "  plumb confirm-prune kustomization app -n team-a\n  plumb confirm-prune helmrelease podinfo -n team-a",
-		Args:    cobra.ExactArgs(2),
+		Example:           "  plumb confirm-prune kustomization app -n team-a\n  plumb confirm-prune helmrelease podinfo -n team-a",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: g.completeKindAndName([]*kind{kustomizationKind, helmReleaseKind}),
 		RunE: g.onApplied(func(ctx context.Context, app *applied) error {
 			digest, err := heldDigest(app)
 			if err != nil {

@@ -48,8 +48,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 			"loopback address). Any other URL in the status is refused.\n\n" +
 			"Exit code: 0 no drift (no change), 1 drift (changes), 2 error (a checkout that\n" +
 			"does not render included).",
-		Example: "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .\n  plumb diff helmrelease podinfo -n team-a",
-		Args:    cobra.ExactArgs(2),
+		Example:           "  plumb diff kustomization apps -n team-a\n  plumb diff kustomization apps -n team-a --path .\n  plumb diff helmrelease podinfo -n team-a",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: g.completeKindAndName([]*kind{kustomizationKind, helmReleaseKind}),
 		RunE: g.onApplied(func(ctx context.Context, a *applied) error {
 			ks, isKs := a.Object.(*kustomizev1.Kustomization)
 			switch {

@@ -1,7 +1,7 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
-//	plumb reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME [--with-source]
+//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]
+//	plumb reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
 //	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME
 //	plumb diff kustomization|helmrelease NAME
@@ -12,9 +12,15 @@
 //	plumb export KIND NAME|--all [-A]
 //	plumb ui [--address 127.0.0.1:9080] [--no-open]
 //	plumb push artifact oci://HOST/REPO:TAG --path=DIR [--source=URL] [--revision=REV] [--creds USER:PASS]
+//	plumb delete KIND NAME [--silent] [--wait]
+//	plumb version [--client] [-o yaml|json]
+//	plumb completion bash|zsh|fish|powershell
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
-// by the names of the kind table (kinds.go); args.go reads them.
+// by the names of the kind table (kinds.go: every kind of pkg/kinds, so
+// check, get all, delete and completion cover a new kind without a
+// change); args.go reads them. completion.go completes them, then the
+// names of their objects, for cobra's completion scripts (__complete).
 //
 // The Kubernetes connection comes from the kubeconfig as kubectl finds it
 // (--kubeconfig, then $KUBECONFIG, then ~/.kube/config), with --context and

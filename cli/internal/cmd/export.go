@@ -33,7 +33,8 @@ func newExportCmd(g *globals) *cobra.Command {
 			"are separated by ---.",
 		Example: "  plumb export source git podinfo > podinfo-source.yaml\n  plumb export kustomization --all -n team-a\n" +
 			"  plumb export source helm podinfo\n  plumb export helmrelease --all -A\n  plumb export alert-provider slack",
-		Args: cobra.ArbitraryArgs, // kindArgs checks them
+		Args:              cobra.ArbitraryArgs, // kindArgs checks them
+		ValidArgsFunction: g.completeKindAndName(allKinds),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ks, rest, err := kindArgs(args, !exportAll, allKinds...)
 			if err != nil {

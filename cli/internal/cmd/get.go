@@ -18,7 +18,11 @@ import (
 )
 
 func newGetCmd(g *globals) *cobra.Command {
-	var all bool
+	var (
+		all      bool
+		watch    bool
+		selector string
+	)
 	c := &cobra.Command{
 		Use:   "get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME]",
 		Short: "List Plumb objects with their readiness and revision, or show one Kustomization or HelmRelease in detail",
@@ -33,14 +37,22 @@ func newGetCmd(g *globals) *cobra.Command {
 			"app get`: source (chart) and revisions, sync status, health, the last sync, a\n" +
 			"HelmRelease's release history, the conditions and every object it manages with\n" +
 			"its health and drift. Another kind's NAME shows its row.",
-		Example: "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get sources helm\n  plumb get helmreleases -A\n  plumb get all\n  plumb get kustomization podinfo -n team-a\n  plumb get hr podinfo -n team-a",
-		Args:    cobra.RangeArgs(1, 3),
+		Example:           "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get sources helm\n  plumb get helmreleases -A\n  plumb get all\n  plumb get kustomization podinfo -n team-a\n  plumb get hr podinfo -n team-a",
+		Args:              cobra.RangeArgs(1, 3),
+		ValidArgsFunction: g.completeKindAndName(allKinds, "all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sel, err := parseStatusSelector(selector)
+			if err != nil {
+				return err
+			}
 			if strings.EqualFold(args[0], "all") {
 				if len(args) > 1 {
 					return fmt.Errorf("get all takes no NAME")
 				}
-				return g.run(cmd, func(ctx context.Context) error { return g.getAll(ctx, all) })
+				if watch {
+					return fmt.Errorf("--watch follows one kind, not all")
+				}
+				return g.run(cmd, func(ctx context.Context) error { return g.getAll(ctx, all, sel) })
 			}
 			ks, rest, err := kindArgs(args, false, allKinds...)
 			if err != nil {
@@ -49,12 +61,21 @@ func newGetCmd(g *globals) *cobra.Command {
 			if len(rest) > 1 {
 				return fmt.Errorf("want at most one NAME after the kind, got %d arguments", len(rest))
 			}
+			if watch {
+				if len(ks) != 1 {
+					return fmt.Errorf("--watch follows one kind, not all")
+				}
+				return g.watchTable(cmd, ks[0], rest, all, sel)
+			}
 			if len(rest) == 1 {
 				if len(ks) != 1 {
 					return fmt.Errorf("a NAME needs one kind, not all")
 				}
 				if all {
 					return fmt.Errorf("a NAME is read in one namespace: use -n, not -A")
+				}
+				if sel != nil {
+					return fmt.Errorf("--status-selector filters a list: give no NAME")
 				}
 				return g.run(cmd, func(ctx context.Context) error { return g.getOne(ctx, ks[0], rest[0]) })
 			}
@@ -65,8 +86,9 @@ func newGetCmd(g *globals) *cobra.Command {
 					if err != nil {
 						return err
 					}
+					items = sel.filter(k, items)
 					if len(items) == 0 {
-						g.noneFound(k.plural, all)
+						g.noneFound(k.plural+sel.suffix(), all)
 						continue
 					}
 					if printed > 0 {
@@ -85,7 +107,10 @@ func newGetCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	c.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the objects of every namespace.")
+	f := c.Flags()
+	f.BoolVarP(&all, "all-namespaces", "A", false, "List the objects of every namespace.")
+	f.BoolVarP(&watch, "watch", "w", false, "After the table, print a row for each change, until interrupted (or --timeout, when given).")
+	f.StringVar(&selector, "status-selector", "", "List only the objects whose condition has a status: TYPE=STATUS or TYPE!=STATUS, e.g. ready=false.")
 	return c
 }
 
@@ -131,13 +156,14 @@ func (g *globals) noneFound(what string, allNamespaces bool) {
 
 // getAll prints one table per Plumb kind that has objects, each NAME
 // prefixed with its kind as Flux's `get all` does (gitrepository/app).
-func (g *globals) getAll(ctx context.Context, allNamespaces bool) error {
+func (g *globals) getAll(ctx context.Context, allNamespaces bool, sel *statusSelector) error {
 	printed := 0
 	for _, k := range allKinds {
 		items, err := g.list(ctx, k, allNamespaces)
 		if err != nil {
 			return err
 		}
+		items = sel.filter(k, items)
 		if len(items) == 0 {
 			continue
 		}
@@ -148,7 +174,7 @@ func (g *globals) getAll(ctx context.Context, allNamespaces bool) error {
 		printed++
 	}
 	if printed == 0 {
-		g.noneFound("Plumb objects", allNamespaces)
+		g.noneFound("Plumb objects"+sel.suffix(), allNamespaces)
 	}
 	return nil
 }
@@ -175,28 +201,38 @@ func (g *globals) getOne(ctx context.Context, k *kind, name string) error {
 // each NAME after prefix.
 func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, prefix string, now time.Time) {
 	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(w, strings.Join(tableHeader(withNamespace), "\t"))
+	for _, o := range items {
+		fmt.Fprintln(w, strings.Join(tableRow(k, o, withNamespace, prefix, now), "\t"))
+	}
+	_ = w.Flush()
+}
+
+// tableHeader is the get table's header.
+func tableHeader(withNamespace bool) []string {
 	header := []string{"NAME", "READY", "REVISION", "AGE", "MESSAGE"}
 	if withNamespace {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
-	fmt.Fprintln(w, strings.Join(header, "\t"))
-	for _, o := range items {
-		s := k.status(o)
-		ready, msg := readyOf(s)
-		if s.suspended {
-			msg = "(suspended) " + msg
-		}
-		rev := s.revision
-		if rev == "" {
-			rev = "-"
-		}
-		row := []string{prefix + o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
-		if withNamespace {
-			row = append([]string{o.GetNamespace()}, row...)
-		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+	return header
+}
+
+// tableRow is one object's row of the get table.
+func tableRow(k *kind, o client.Object, withNamespace bool, prefix string, now time.Time) []string {
+	s := k.status(o)
+	ready, msg := readyOf(s)
+	if s.suspended {
+		msg = "(suspended) " + msg
 	}
-	_ = w.Flush()
+	rev := s.revision
+	if rev == "" {
+		rev = "-"
+	}
+	row := []string{prefix + o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
+	if withNamespace {
+		row = append([]string{o.GetNamespace()}, row...)
+	}
+	return row
 }
 
 // age renders how old something is the way kubectl does (5m, 3h2m, 12d).

@@ -28,8 +28,10 @@ type kind struct {
 	// names are what a user may type for it, singular and plural.
 	names []string
 	def   kinds.Kind
-	// reconcilable kinds have spec.suspend and honour requestedAt.
+	// reconcilable kinds honour requestedAt.
 	reconcilable bool
+	// suspendable kinds have spec.suspend (not an ExternalArtifact).
+	suspendable bool
 }
 
 // commandKind is the registry's kind named kind, with the names the
@@ -41,10 +43,12 @@ func commandKind(name string, aliases ...string) *kind {
 		panic("no kind " + name + " in pkg/kinds")
 	}
 	names := append([]string{def.Route(), def.Resource}, def.ShortNames...)
+	_, suspendable := def.New().(meta.Suspendable)
 	return &kind{
 		Kind: def.GVK.Kind, plural: def.Plural, def: def,
 		names:        append(names, aliases...),
 		reconcilable: def.Requestable(),
+		suspendable:  suspendable,
 	}
 }
 
@@ -97,15 +101,28 @@ var (
 	ociRepositoryKind  = commandKind(sourcev1.OCIRepositoryKind, "ocirepos")
 	bucketKind         = commandKind(sourcev1.BucketKind)
 	artifactGenKind    = commandKind(sourceextv1beta1.ArtifactGeneratorKind)
+	externalArtKind    = commandKind(sourcev1.ExternalArtifactKind)
 	helmReleaseKind    = commandKind(helmv2.HelmReleaseKind)
 	kustomizationKind  = commandKind(kustomizev1.KustomizationKind)
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
 	alertKind          = commandKind(notificationv1.AlertKind)
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
-	// allKinds in the order `get all` prints them: sources, then what
+	// allKinds are every kind of pkg/kinds (a test holds them equal), in
+	// the order `get all` and `check` print them: sources, then what
 	// applies them, then the notification kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
 )
+
+// kindsWhere are the kinds of allKinds for which keep is true.
+func kindsWhere(keep func(*kind) bool) []*kind {
+	var out []*kind
+	for _, k := range allKinds {
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // kindOfRef is the command kind whose Kind is name ("GitRepository"), as an
 // object's reference names it; nil for none.

@@ -39,19 +39,23 @@ const (
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
 	c := &cobra.Command{
-		Use:   "reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME",
+		Use:   "reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
 		Short: "Ask for an immediate reconcile and wait for its result",
 		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
 			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
 			"Ready condition has settled, printing progress on the way, then prints the\n" +
 			"revision. With --with-source, a Kustomization's GitRepository or OCIRepository is reconciled\n" +
 			"first; a HelmRelease's HelmChart source (HelmRepository or GitRepository), then\n" +
-			"the HelmChart. Exit code 1 when the reconcile ends with Ready=False.",
+			"the HelmChart. A Receiver, an Alert or a Provider (alert-provider) is checked again by\n" +
+			"notification-controller: its Secret read again, its Provider's readiness looked at.\n" +
+			"Exit code 1 when the reconcile ends with Ready=False.",
 		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a\n" +
-			"  plumb reconcile helmrelease podinfo --with-source\n  plumb reconcile source helm podinfo\n  plumb reconcile source chart team-a-podinfo",
-		Args: cobra.ArbitraryArgs, // kindAndName checks them
+			"  plumb reconcile helmrelease podinfo --with-source\n  plumb reconcile source helm podinfo\n  plumb reconcile source chart team-a-podinfo\n" +
+			"  plumb reconcile receiver github\n  plumb reconcile alert-provider slack",
+		Args:              cobra.ArbitraryArgs, // kindAndName checks them
+		ValidArgsFunction: g.completeKindAndName(reconcilableKinds()),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, kustomizationKind, helmReleaseKind)
+			k, name, err := kindAndName(args, reconcilableKinds()...)
 			if err != nil {
 				return err
 			}
@@ -100,6 +104,13 @@ func newReconcileCmd(g *globals) *cobra.Command {
 	c.Flags().BoolVar(&withSource, "with-source", false, "Reconcile the Kustomization's source (the HelmRelease's chart and its source) first.")
 	return c
 }
+
+// reconcilableKinds are the kinds that honour a reconcile request (all
+// but an ExternalArtifact, which its producer writes).
+func reconcilableKinds() []*kind { return kindsWhere(func(k *kind) bool { return k.reconcilable }) }
+
+// suspendableKinds are the kinds with spec.suspend.
+func suspendableKinds() []*kind { return kindsWhere(func(k *kind) bool { return k.suspendable }) }
 
 // kustomizationSourceKind is the kind of a Kustomization's source that
 // plumb can reconcile (one that honours requestedAt), nil for an
@@ -400,12 +411,13 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 	}
 	var wait bool
 	c := &cobra.Command{
-		Use:     verb + " source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
-		Short:   short,
-		Example: "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
-		Args:    cobra.ArbitraryArgs, // kindAndName checks them
+		Use:               verb + " source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
+		Short:             short,
+		Example:           "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
+		Args:              cobra.ArbitraryArgs, // kindAndName checks them
+		ValidArgsFunction: g.completeKindAndName(suspendableKinds()),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, name, err := kindAndName(args, allKinds...)
+			k, name, err := kindAndName(args, suspendableKinds()...)
 			if err != nil {
 				return err
 			}
@@ -428,14 +440,15 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 				return nil
 			}
 			// Resuming also requests a reconcile, so the object catches up
-			// now rather than at its next interval. The notification kinds
-			// keep no lastHandledReconcileAt: their wait is for the
-			// controller to observe the generation the resume made.
+			// now rather than at its next interval; the wait is for the
+			// controller to handle it.
 			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false}, nil)
 			if err != nil {
 				return err
 			}
 			if !k.reconcilable {
+				// A kind that records no handled request (none today):
+				// the wait is for the generation the resume made.
 				token = ""
 			}
 			fmt.Fprintf(g.out, "► %s resumed\n", ref(k, obj))

@@ -235,7 +235,7 @@ func TestReconcileRefusals(t *testing.T) {
 	}{
 		{"suspended", []string{"reconcile", "source", "suspended"}, "is suspended: resume it first"},
 		{"missing", []string{"reconcile", "source", "nothere"}, "GitRepository nothere not found in namespace " + ns},
-		{"wrong kind", []string{"reconcile", "alert", "x"}, `unknown kind "alert"`},
+		{"wrong kind", []string{"reconcile", "externalartifact", "x"}, `unknown kind "externalartifact"`},
 		{"with-source on a source", []string{"reconcile", "source", "idle", "--with-source"}, "--with-source applies to a Kustomization"},
 		// No controller answers: the wait is bounded by --timeout.
 		{"no controller", []string{"reconcile", "source", "idle", "--timeout", "2s"}, "timed out waiting for GitRepository/" + ns + "/idle"},

@@ -93,6 +93,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	g.flags.AddFlags(pf)
+	_ = root.RegisterFlagCompletionFunc("namespace", g.completeNamespaces)
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "How long a command waits (for a reconcile, a download, the API server).")
 
 	root.AddCommand(
@@ -112,6 +113,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newExportCmd(g),
 		newUICmd(g),
 		newPushCmd(g),
+		newDeleteCmd(g),
+		newVersionCmd(g),
 	)
 	return root
 }

@@ -54,9 +54,11 @@ type kindStats struct {
 const noShard = "(none)"
 
 func (g *globals) stats(ctx context.Context, allNamespaces bool) error {
-	listed := make([][]client.Object, len(allKinds))
+	// Reconcilers only: an ExternalArtifact is written by another program.
+	reconcilers := kindsWhere(func(k *kind) bool { return len(k.def.Controllers) > 0 })
+	listed := make([][]client.Object, len(reconcilers))
 	sharded := false
-	for i, k := range allKinds {
+	for i, k := range reconcilers {
 		items, err := g.list(ctx, k, allNamespaces)
 		if err != nil {
 			return err
@@ -74,7 +76,7 @@ func (g *globals) stats(ctx context.Context, allNamespaces bool) error {
 		header = "RECONCILERS\tSHARD\tREADY\tFAILED\tSUSPENDED\tTOTAL\tSTORAGE"
 	}
 	fmt.Fprintln(w, header)
-	for i, k := range allKinds {
+	for i, k := range reconcilers {
 		byShard := map[string][]client.Object{}
 		for _, o := range listed[i] {
 			shard, ok := o.GetLabels()[meta.ShardKeyLabel]

@@ -38,9 +38,10 @@ func TestReconcileSourceGitSpelledAsFlux(t *testing.T) {
 	g.Expect(r.code).To(Equal(ExitError), r.String())
 	g.Expect(r.errOut).To(ContainSubstring(`unknown source type "s3"`))
 
-	r = plumb("reconcile", "alert", "app", "-n", ns)
+	// An ExternalArtifact is its producer's to refresh.
+	r = plumb("reconcile", "externalartifact", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitError), r.String())
-	g.Expect(r.errOut).To(ContainSubstring(`unknown kind "alert"`))
+	g.Expect(r.errOut).To(ContainSubstring(`unknown kind "externalartifact"`))
 }
 
 func TestSuspendResumeEveryKind(t *testing.T) {
@@ -99,7 +100,7 @@ func TestSuspendResumeEveryKind(t *testing.T) {
 		})
 	}
 
-	t.Run("resume waits for the controller to observe an Alert", func(t *testing.T) {
+	t.Run("resume waits for the controller to handle an Alert's request", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(plumb("suspend", "alert", "slack", "-n", ns).code).To(Equal(ExitOK))
 		// A stand-in notification-controller: it reports Ready for each
@@ -112,10 +113,15 @@ func TestSuspendResumeEveryKind(t *testing.T) {
 			for sctx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
 				a := &notificationv1.Alert{}
-				if env.Client.Get(sctx, client.ObjectKeyFromObject(alert), a) != nil || a.Spec.Suspend || a.Status.ObservedGeneration == a.Generation {
+				if env.Client.Get(sctx, client.ObjectKeyFromObject(alert), a) != nil || a.Spec.Suspend {
+					continue
+				}
+				token := a.Annotations[meta.ReconcileRequestAnnotation]
+				if a.Status.ObservedGeneration == a.Generation && a.Status.LastHandledReconcileAt == token {
 					continue
 				}
 				a.Status.ObservedGeneration = a.Generation
+				a.Status.LastHandledReconcileAt = token
 				a.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "sending to provider slack", a.Generation)}
 				_ = env.Client.Status().Update(sctx, a)
 			}

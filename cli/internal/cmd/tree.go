@@ -22,8 +22,9 @@ func newTreeCmd(g *globals) *cobra.Command {
 			"pkg/health computes it (Healthy, Progressing, Degraded, Missing, …), or\n" +
 			"a Kustomization's spec.healthCheckExprs for the kinds they name.\n" +
 			"Kustomizations and HelmReleases in the inventory are expanded in turn.",
-		Example: "  plumb tree kustomization apps -n team-a\n  plumb tree helmrelease podinfo -n team-a",
-		Args:    cobra.ExactArgs(2),
+		Example:           "  plumb tree kustomization apps -n team-a\n  plumb tree helmrelease podinfo -n team-a",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: g.completeKindAndName([]*kind{kustomizationKind, helmReleaseKind}),
 		RunE: g.onApplied(func(ctx context.Context, t *applied) error {
 			ready, msg := readyOf(t.kind.status(t.Object))
 			fmt.Fprintf(g.out, "%s  Ready=%s %s\n", ref(t.kind, t.Object), ready, oneLine(msg))

@@ -39,7 +39,8 @@ type AlertReconciler struct {
 }
 
 // SetupWithManager registers the reconciler; a change to a Provider's
-// status reconciles the Alerts that use it.
+// status reconciles the Alerts that use it, and a new
+// reconcile.plumb.dev/requestedAt value (plumb reconcile alert) the Alert.
 func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.sk = r.newSkeleton()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Alert{}, ProviderRefIndex,
@@ -50,7 +51,8 @@ func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("alert").
-		For(&notificationv1.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&notificationv1.Alert{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, plumbreconcile.RequestedPredicate{}))).
 		Watches(&notificationv1.Provider{},
 			handler.EnqueueRequestsFromMapFunc(requestsFor(r.Client, &notificationv1.AlertList{}, ProviderRefIndex))).
 		WithOptions(opts).

@@ -12,6 +12,12 @@
 // an object waiting for its Secret or Provider is looked at again after
 // --requeue-dependency (at most --secret-refresh-interval).
 //
+// Each of the three is reconciled at once when its
+// reconcile.plumb.dev/requestedAt annotation changes (plumb reconcile
+// receiver|alert|alert-provider, plumb resume), and records the value it
+// handled in status.lastHandledReconcileAt. A Receiver's webhook requests
+// no reconcile of them, only of the kinds other controllers reconcile.
+//
 // Secrets are read by name only: notification-controller may get a Secret
 // but neither list nor watch them, so the one internet-facing component
 // cannot enumerate every tenant's credentials. A Provider with a Secret,

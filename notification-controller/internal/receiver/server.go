@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,7 +306,10 @@ func requestedMessage(requested []string, elsewhere int) string {
 }
 
 // SupportedKind reports whether a webhook can request a reconcile of kind.
-// Those are the kinds that record a handled request (meta.Requestable).
+// Those are the kinds that record a handled request (meta.Requestable),
+// but notification-controller's own: a Git or registry push changes what
+// the other controllers fetch and apply, never an Alert, Provider or
+// Receiver, which a person reconciles (plumb reconcile).
 func SupportedKind(kind string) bool {
 	_, ok := requestable(kind)
 	return ok
@@ -315,7 +319,7 @@ func SupportedKind(kind string) bool {
 // its reconcile.
 func requestable(kind string) (kinds.Kind, bool) {
 	k, ok := kinds.Lookup(kind)
-	return k, ok && k.GVK.Kind == kind && k.Requestable()
+	return k, ok && k.GVK.Kind == kind && k.Requestable() && !slices.Contains(k.Controllers, kinds.NotificationController)
 }
 
 // keepFunc decides whether a resolved resource is annotated; nil annotates
