@@ -14,7 +14,7 @@ import (
 // kustomize Go plugin (runKustomize disables plugins), and a program that
 // links package plugin keeps every exported method of every type and a
 // dynamic symbol table of the whole program: render- and
-// source-controller were some 40 MB larger and 20-30 MiB more resident
+// source-controller were some 40 MB larger and 8-25 MiB more resident
 // each (docs/bench/helm-release.md, "Memory, session 2026-12-06").
 const noGoPluginsTag = "kustomize_disable_go_plugin_support"
 
