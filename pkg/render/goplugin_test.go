@@ -12,10 +12,11 @@ import (
 // noGoPluginsTag is the build tag that leaves kustomize's Go-plugin loader
 // (and with it package plugin) out of a program. Plumb never loads a
 // kustomize Go plugin (runKustomize disables plugins), and a program that
-// links package plugin keeps every exported method of every type and a
-// dynamic symbol table of the whole program: render- and
-// source-controller were some 40 MB larger and 8-25 MiB more resident
-// each (docs/bench/helm-release.md, "Memory, session 2026-12-06").
+// links package plugin with cgo keeps every exported method of every type
+// and a dynamic symbol table of the whole program: render- and
+// source-controller as make builds them were some 40 MB larger and 8-25
+// MiB more resident each than the images' CGO_ENABLED=0 build
+// (docs/bench/helm-release.md, "Memory, session 2026-12-06").
 const noGoPluginsTag = "kustomize_disable_go_plugin_support"
 
 // TestTheBuildsLeaveOutGoPlugins checks that the tag still keeps package
