@@ -22,8 +22,11 @@
 //     merge or JSON 6902, with targets), images and components (relative
 //     to spec.path), as Flux does. krusty builds it with
 //     LoadRestrictionsRootOnly and plugins disabled (no exec, container or
-//     Helm plugins), in a goroutine the build abandons when its context
-//     ends (render-controller builds in a render worker, pkg/renderworker,
+//     Helm plugins; the Makefile and the Dockerfile build without
+//     kustomize's Go-plugin loader, tag kustomize_disable_go_plugin_support,
+//     which TestTheBuildsLeaveOutGoPlugins keeps sufficient), in a
+//     goroutine the build abandons when its context ends
+//     (render-controller builds in a render worker, pkg/renderworker,
 //     which is killed at the deadline, so nothing runs on).
 //  4. spec.commonMetadata labels and annotations are set on each object's
 //     metadata only (never selectors or pod templates), like Flux.
