@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	plumb.dev/api => ../api
+	plumb.dev/deploy => ../deploy
 	plumb.dev/pkg => ../pkg
 	plumb.dev/ui => ../ui
 )
@@ -24,6 +25,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	plumb.dev/api v0.0.0-00010101000000-000000000000
+	plumb.dev/deploy v0.0.0-00010101000000-000000000000
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
 	plumb.dev/ui v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
