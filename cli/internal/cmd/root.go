@@ -112,6 +112,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newExportCmd(g),
 		newUICmd(g),
 		newPushCmd(g),
+		newInstallCmd(g),
+		newUninstallCmd(g),
 	)
 	return root
 }
