@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/discovery"
 
 	helmv2 "plumb.dev/api/helm/v2"
-	"plumb.dev/cli/internal/install"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/cli/internal/install"
 )
 
 // controllers are the Deployments of deploy/.
