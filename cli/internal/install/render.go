@@ -227,6 +227,9 @@ func overlayFor(o Options) ([]byte, error) {
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"resources":  []string{"../deploy"},
+		// deploy/ labels its own objects; the extras' get the label here,
+		// so that uninstall finds every object the install made.
+		"labels": []map[string]any{{"pairs": map[string]string{PartOfLabel: PartOf}, "includeSelectors": false}},
 	}
 	var components []string
 	for _, c := range o.ComponentsExtra {

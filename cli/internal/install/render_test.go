@@ -121,6 +121,11 @@ func TestOptionsChooseComponentsImagesPoliciesAndTheWatchedNamespace(t *testing.
 	if !strings.HasPrefix(nats, "registry.example:5000/mirror/nats:") {
 		t.Errorf("nats image = %s, want it from the private registry", nats)
 	}
+	for _, o := range objs {
+		if o.GetLabels()[PartOfLabel] != PartOf {
+			t.Errorf("%s %s is not labelled part-of=plumb, which uninstall selects by", o.GetKind(), o.GetName())
+		}
+	}
 	if n := count(objs, "NetworkPolicy"); n != 0 {
 		t.Errorf("%d NetworkPolicies with NetworkPolicy off", n)
 	}

@@ -53,7 +53,7 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, out io.
 		u.suffix = " (dry run)"
 	}
 	fmt.Fprintf(out, "► deleting the controllers in %s\n", Namespace)
-	u.deleteAll(ctx, gvk("apps", "v1", "Deployment"), Namespace)
+	u.deleteControllers(ctx)
 	if !u.waitControllersGone(ctx) {
 		return fmt.Errorf("uninstall stopped with the controllers still running: %w", errors.Join(u.errs...))
 	}
@@ -225,6 +225,26 @@ func (u *uninstaller) waitControllersGone(ctx context.Context) bool {
 			u.fail("the controllers' pods did not stop: %v; nothing else is deleted", ctx.Err())
 			return false
 		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// deleteControllers deletes the Deployments in Namespace labelled part of
+// Plumb or whose pods are a controller's (a shard of components/sharding,
+// the ui of an overlay applied with kubectl, which may lack the label on
+// the Deployment itself): every pod waitControllersGone waits for.
+func (u *uninstaller) deleteControllers(ctx context.Context) {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(gvk("apps", "v1", "DeploymentList"))
+	if err := u.c.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
+		u.fail("listing the Deployments in %s: %v", Namespace, err)
+		return
+	}
+	for i := range list.Items {
+		d := &list.Items[i]
+		pod, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "labels", "app.kubernetes.io/name")
+		if d.GetLabels()[PartOfLabel] == PartOf || slices.Contains(controllerPods, pod) {
+			u.delete(ctx, d)
 		}
 	}
 }
