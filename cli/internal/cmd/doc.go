@@ -1,5 +1,8 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
+//	plumb install [--components …] [--components-extra ui] [--registry R] [--version V] [--network-policy] [--watch-all-namespaces] [--export]
+//	plumb uninstall [--keep-namespace] [--dry-run]
+//	plumb check [--pre]
 //	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A]
 //	plumb reconcile source [git|helm|chart|oci]|kustomization|helmrelease NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
@@ -12,6 +15,10 @@
 //	plumb export KIND NAME|--all [-A]
 //	plumb ui [--address 127.0.0.1:9080] [--no-open]
 //	plumb push artifact oci://HOST/REPO:TAG --path=DIR [--source=URL] [--revision=REV] [--creds USER:PASS]
+//
+// install, uninstall and check --pre are thin commands over
+// cli/internal/install, which renders deploy/ (embedded through the module
+// plumb.dev/deploy), applies it and removes it; bootstrap reuses it.
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go); args.go reads them.

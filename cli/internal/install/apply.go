@@ -94,7 +94,7 @@ func applyAll(ctx context.Context, c client.Client, objs []*unstructured.Unstruc
 			fmt.Fprintf(out, "✚ %s applied\n", name)
 			continue
 		}
-		fmt.Fprintf(out, "✚ %d %ss applied\n", counts[k], k)
+		fmt.Fprintf(out, "✚ %d %s objects applied\n", counts[k], k)
 	}
 	return nil
 }
