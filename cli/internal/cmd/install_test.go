@@ -267,6 +267,7 @@ func TestCheckPreSaysWhatTheInstallNeedsAndWhatIsDenied(t *testing.T) {
 		"✔ create, patch clusterrolebindings.rbac.authorization.k8s.io cluster-wide",
 		"✔ create, patch deployments.apps in plumb-system",
 		"✔ get, create secrets in plumb-system",
+		"✔ grant cluster-admin (plumb-sync-controller-cluster-admin)",
 		"✔ prerequisites checks passed",
 	} {
 		if !strings.Contains(r.out, want) {
@@ -279,7 +280,8 @@ func TestCheckPreSaysWhatTheInstallNeedsAndWhatIsDenied(t *testing.T) {
 		t.Fatalf("want exit %d:\n%s", ExitNegative, r)
 	}
 	if !strings.Contains(r.out, "✗ create, patch customresourcedefinitions.apiextensions.k8s.io cluster-wide: denied") ||
-		!strings.Contains(r.out, "✗ create, patch deployments.apps in plumb-system: denied") {
+		!strings.Contains(r.out, "✗ create, patch deployments.apps in plumb-system: denied") ||
+		!strings.Contains(r.out, "✗ grant cluster-admin (plumb-sync-controller-cluster-admin): denied") {
 		t.Errorf("the denials are not listed:\n%s", r.out)
 	}
 }

@@ -82,7 +82,52 @@ func Precheck(ctx context.Context, c client.Client, dc discovery.DiscoveryInterf
 			fail("%s: denied%s", a, reasonSuffix(reason))
 		}
 	}
+	if binds := clusterAdminBindings(objs); len(binds) > 0 {
+		allowed, err := mayGrantClusterAdmin(ctx, c)
+		if err != nil {
+			return failed, fmt.Errorf("asking the API server (SelfSubjectAccessReview): %w", err)
+		}
+		if allowed {
+			ok("grant cluster-admin (%s)", strings.Join(binds, ", "))
+		} else {
+			fail("grant cluster-admin (%s): denied (RBAC lets only a holder of every right, or of bind on ClusterRole cluster-admin, bind it)", strings.Join(binds, ", "))
+		}
+	}
 	return failed, nil
+}
+
+// clusterAdminBindings names the ClusterRoleBindings of objs to
+// cluster-admin (sync-controller's, unless components/sync-restricted).
+func clusterAdminBindings(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		if u.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		if name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); name == "cluster-admin" {
+			out = append(out, u.GetName())
+		}
+	}
+	return out
+}
+
+// mayGrantClusterAdmin asks whether the caller may create a binding to
+// cluster-admin: RBAC allows it to one who holds every right already, or
+// who may bind that ClusterRole.
+func mayGrantClusterAdmin(ctx context.Context, c client.Client) (bool, error) {
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Verb: "*", Group: "*", Resource: "*"},
+		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "cluster-admin"},
+	} {
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+		if err := c.Create(ctx, r); err != nil {
+			return false, err
+		}
+		if r.Status.Allowed {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func reasonSuffix(r string) string {
