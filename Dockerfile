@@ -27,6 +27,7 @@ COPY notification-controller/go.* notification-controller/
 COPY cli/go.* cli/
 COPY e2e/go.* e2e/
 COPY ui/go.* ui/
+COPY deploy/go.* deploy/
 RUN go mod download
 
 # The program's sources and the two modules every program imports. The ui's

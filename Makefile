@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui deploy
 CONTROLLERS := source-controller render-controller sync-controller notification-controller
 # Programs built beside the controllers, the same way (bin/<name> from ./<name>).
 PROGRAMS    := $(CONTROLLERS) ui

@@ -95,16 +95,18 @@ const RuntimeNamespaceEnv = "RUNTIME_NAMESPACE"
 // each): with --watch-label-selector, the manager's cache holds only those
 // of them whose labels match, so the instance reconciles its shard alone;
 // every other kind it reads or watches stays whole (docs/design/sharding.md).
-// A selector without kinds to apply it to is refused.
+// With --watch-all-namespaces=false, the same cache holds only those in
+// $RUNTIME_NAMESPACE. A selector or namespace without kinds to apply it
+// to is refused.
 func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager, ownKinds ...ctrlclient.Object) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	byObject, err := shardCache(opts, ownKinds)
+	leNamespace := os.Getenv(RuntimeNamespaceEnv)
+	byObject, err := ownKindsCache(opts, ownKinds, leNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
 	}
-	leNamespace := os.Getenv(RuntimeNamespaceEnv)
 	// A shard's own Lease, so that shards do not elect one leader among
 	// them; without a selector, the name it always had.
 	leaseID := opts.ShardName(name + ".plumb.dev")
@@ -184,22 +186,37 @@ func AddArtifactServer(mgr ctrl.Manager, srv *artifact.Server) error {
 	return mgr.AddReadyzCheck("artifact-server", srv.Ready)
 }
 
-// shardCache returns the cache options that keep only the objects of
-// ownKinds matching --watch-label-selector; nil without a selector.
-func shardCache(opts options.Manager, ownKinds []ctrlclient.Object) (map[ctrlclient.Object]cache.ByObject, error) {
-	if opts.WatchLabelSelector == "" {
+// ownKindsCache returns the cache options that keep only the objects of
+// ownKinds matching --watch-label-selector and, with
+// --watch-all-namespaces=false, in runtimeNS; nil with neither.
+func ownKindsCache(opts options.Manager, ownKinds []ctrlclient.Object, runtimeNS string) (map[ctrlclient.Object]cache.ByObject, error) {
+	if opts.WatchLabelSelector == "" && !opts.OnlyRuntimeNamespace {
 		return nil, nil
 	}
 	if len(ownKinds) == 0 {
-		return nil, fmt.Errorf("--%s is given but the controller names no kinds of its own to apply it to", options.WatchLabelSelectorFlag)
+		flag := options.WatchLabelSelectorFlag
+		if opts.WatchLabelSelector == "" {
+			flag = options.WatchAllNamespacesFlag + "=false"
+		}
+		return nil, fmt.Errorf("--%s is given but the controller names no kinds of its own to apply it to", flag)
 	}
-	sel, err := opts.WatchSelector()
-	if err != nil {
-		return nil, err
+	var by cache.ByObject
+	if opts.WatchLabelSelector != "" {
+		sel, err := opts.WatchSelector()
+		if err != nil {
+			return nil, err
+		}
+		by.Label = sel
+	}
+	if opts.OnlyRuntimeNamespace {
+		if runtimeNS == "" {
+			return nil, fmt.Errorf("--%s=false watches $%s, which is not set", options.WatchAllNamespacesFlag, RuntimeNamespaceEnv)
+		}
+		by.Namespaces = map[string]cache.Config{runtimeNS: {}}
 	}
 	byObject := make(map[ctrlclient.Object]cache.ByObject, len(ownKinds))
 	for _, kind := range ownKinds {
-		byObject[kind] = cache.ByObject{Label: sel}
+		byObject[kind] = by
 	}
 	return byObject, nil
 }

@@ -22,6 +22,14 @@
 // named after the selector (options.Manager.ShardName), so each shard
 // elects its own leader. What is filtered and why: docs/design/sharding.md.
 //
+// # One namespace
+//
+// With --watch-all-namespaces=false (pkg/options; Flux's flag), the cache
+// of the controller's own kinds holds only the objects in
+// $RUNTIME_NAMESPACE, so the instance reconciles that namespace alone
+// (`plumb install --watch-all-namespaces=false`). Other kinds stay whole,
+// as with a shard: sources and managed objects may live elsewhere.
+//
 // # Readiness
 //
 // /readyz answers once the manager runs. AddArtifactServer adds source- and

@@ -11,4 +11,7 @@
 // only the objects of its controller's kinds that match it (a shard; see
 // pkg/app and docs/design/sharding.md), and Manager.ShardName names what
 // each shard must own alone, its Lease and its durable NATS consumer.
+// And Flux's --watch-all-namespaces: false keeps an instance to the
+// objects in $RUNTIME_NAMESPACE (Manager.OnlyRuntimeNamespace, inverted so
+// that a zero Manager watches everything, as the flag's default does).
 package options

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +51,16 @@ type Manager struct {
 	// kinds whose labels match it (a shard, docs/design/sharding.md);
 	// empty watches them all.
 	WatchLabelSelector string
+	// OnlyRuntimeNamespace is Flux's --watch-all-namespaces=false: the
+	// instance watches and reconciles only the objects of its own kinds
+	// in $RUNTIME_NAMESPACE. Stored inverted so that the zero value (a
+	// Manager a test builds) watches every namespace, as the flag's
+	// default does.
+	OnlyRuntimeNamespace bool
 }
+
+// WatchAllNamespacesFlag names the flag of Manager.OnlyRuntimeNamespace.
+const WatchAllNamespacesFlag = "watch-all-namespaces"
 
 // WatchLabelSelectorFlag names the flag of Manager.WatchLabelSelector.
 const WatchLabelSelectorFlag = "watch-label-selector"
@@ -91,7 +101,31 @@ func (o *Manager) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchLabelSelector, WatchLabelSelectorFlag, "",
 		"Reconcile only the objects of this controller's kinds whose labels match this selector, e.g. 'sharding.plumb.dev/key in (shard1)' on a shard "+
 			"and '!sharding.plumb.dev/key' on the main instance; empty reconciles all. The leader-election Lease is then the shard's own.")
+	fs.VarPF(invertedBool{&o.OnlyRuntimeNamespace}, WatchAllNamespacesFlag, "",
+		"Reconcile the objects of this controller's kinds in every namespace; false reconciles only those in $RUNTIME_NAMESPACE (the pod's namespace).").
+		NoOptDefVal = "true"
 }
+
+// invertedBool is a boolean flag that stores the opposite of its value.
+type invertedBool struct{ p *bool }
+
+func (b invertedBool) String() string {
+	if b.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.p)
+}
+
+func (b invertedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = !v
+	return nil
+}
+
+func (b invertedBool) Type() string { return "bool" }
 
 // WatchSelector returns the parsed --watch-label-selector, or a selector
 // of everything when it is empty.

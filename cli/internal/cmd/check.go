@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+
+	"plumb.dev/cli/internal/install"
 )
 
 // controllers are the Deployments of deploy/.
@@ -32,6 +34,7 @@ func newCheckCmd(g *globals) *cobra.Command {
 	var (
 		ctrlNS  string
 		natsURL string
+		pre     bool
 	)
 	c := &cobra.Command{
 		Use:   "check",
@@ -43,6 +46,9 @@ func newCheckCmd(g *globals) *cobra.Command {
 			"    and available, at the current generation;\n" +
 			"  - NATS: the server the controllers use (the --nats-url of their Deployments, or\n" +
 			"    --nats-url, or $" + natsURLEnv + ") answers as a NATS server, from this machine.\n\n" +
+			"With --pre it checks instead what `plumb install` needs: Kubernetes " + strings.TrimSuffix(install.MinKubernetes, ".0") + " or later,\n" +
+			"and the rights (SelfSubjectAccessReviews) to create and patch every kind the install\n" +
+			"applies where it applies it.\n\n" +
 			"Exit code: 0 everything is there, 1 something is missing or not ready, 2 the\n" +
 			"API server cannot be reached.",
 		Args: cobra.NoArgs,
@@ -52,6 +58,9 @@ func newCheckCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(cmd, g)
 			defer cancel()
+			if pre {
+				return preCheck(ctx, g)
+			}
 			ck := &checker{g: g}
 			if err := ck.apiServer(); err != nil {
 				return err
@@ -71,8 +80,35 @@ func newCheckCmd(g *globals) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&ctrlNS, "controller-namespace", controllerNamespace, "Where the controllers' Deployments are.")
+	f.BoolVar(&pre, "pre", false, "Check what `plumb install` needs (Kubernetes version, rights) instead of the installed Plumb.")
 	f.StringVar(&natsURL, "nats-url", "", "The NATS server to check; defaults to $"+natsURLEnv+", then the controllers' own (their Deployments' --nats-url).")
 	return c
+}
+
+// preCheck is `check --pre`: what installing deploy/ as `plumb install`
+// renders it by default needs of the cluster and of the caller.
+func preCheck(ctx context.Context, g *globals) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(g.cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		fmt.Fprintf(g.out, "✗ the API server at %s: %v\n", g.cfg.Host, err)
+		return fmt.Errorf("the API server at %s cannot be reached: %w", g.cfg.Host, err)
+	}
+	objs, err := install.Render(install.DefaultOptions(installVersion()))
+	if err != nil {
+		return err
+	}
+	failed, err := install.Precheck(ctx, g.client, dc, objs, g.out)
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return negative(fmt.Errorf("%d check(s) failed", failed))
+	}
+	fmt.Fprintln(g.out, "✔ prerequisites checks passed")
+	return nil
 }
 
 // checker prints the checks and counts the failures.
@@ -192,7 +228,7 @@ func (c *checker) controllers(ctx context.Context, ns string) {
 			c.fail("%s: %v", name, err)
 			continue
 		}
-		ready, why := deploymentReady(dep)
+		ready, why := install.DeploymentReady(dep)
 		images := deploymentImages(dep)
 		if ready {
 			c.ok("%s: %s (%s)", name, why, images)
@@ -200,29 +236,6 @@ func (c *checker) controllers(ctx context.Context, ns string) {
 			c.fail("%s: %s (%s)", name, why, images)
 		}
 	}
-}
-
-// deploymentReady says whether every wanted replica of dep is updated and
-// available, as `kubectl rollout status` decides.
-func deploymentReady(dep *appsv1.Deployment) (bool, string) {
-	want := int32(1)
-	if dep.Spec.Replicas != nil {
-		want = *dep.Spec.Replicas
-	}
-	st := dep.Status
-	switch {
-	case st.ObservedGeneration < dep.Generation:
-		return false, fmt.Sprintf("generation %d not yet observed by the Deployment controller", dep.Generation)
-	case want == 0:
-		return false, "scaled to 0 replicas"
-	case st.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", st.UpdatedReplicas, want)
-	case st.Replicas > st.UpdatedReplicas:
-		return false, fmt.Sprintf("%d old replicas pending termination", st.Replicas-st.UpdatedReplicas)
-	case st.AvailableReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, want)
-	}
-	return true, fmt.Sprintf("%d/%d ready", st.AvailableReplicas, want)
 }
 
 func deploymentImages(dep *appsv1.Deployment) string {

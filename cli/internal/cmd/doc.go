@@ -1,5 +1,8 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
+//	plumb install [--components …] [--components-extra ui] [--registry R] [--version V] [--network-policy] [--watch-all-namespaces] [--export]
+//	plumb uninstall [--keep-namespace] [--dry-run]
+//	plumb check [--pre]
 //	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]
 //	plumb reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
@@ -15,6 +18,10 @@
 //	plumb delete KIND NAME [--silent] [--wait]
 //	plumb version [--client] [-o yaml|json]
 //	plumb completion bash|zsh|fish|powershell
+//
+// install, uninstall and check --pre are thin commands over
+// cli/internal/install, which renders deploy/ (embedded through the module
+// plumb.dev/deploy), applies it and removes it; bootstrap reuses it.
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go: every kind of pkg/kinds, so

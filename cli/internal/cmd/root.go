@@ -115,6 +115,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPushCmd(g),
 		newDeleteCmd(g),
 		newVersionCmd(g),
+		newInstallCmd(g),
+		newUninstallCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,3 @@
+module plumb.dev/deploy
+
+go 1.26.0
