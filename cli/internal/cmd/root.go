@@ -114,6 +114,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPushCmd(g),
 		newInstallCmd(g),
 		newUninstallCmd(g),
+		newBootstrapCmd(g),
 	)
 	return root
 }
