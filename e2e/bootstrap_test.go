@@ -13,8 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -132,9 +133,10 @@ func TestBootstrapManagesPlumbFromGitAndUninstallLeavesTheApps(t *testing.T) {
 	plumb("uninstall", "--timeout", "3m")
 	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "app"}, app)).To(Succeed())
 	g.Expect(app.UID).To(Equal(appUID), "the app was neither deleted nor recreated")
-	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	err = own.Client.Get(ctx, types.NamespacedName{Name: "kustomizations.kustomize.plumb.dev"}, crd)
-	g.Expect(apierrors.IsNotFound(err) || (err == nil && crd.DeletionTimestamp != nil)).To(BeTrue(), "the CRD is gone: %v", err)
+	g.Expect(apierrors.IsNotFound(err) || (err == nil && crd.GetDeletionTimestamp() != nil)).To(BeTrue(), "the CRD is gone: %v", err)
 }
 
 func runGitIn(ctx context.Context, dir string, args ...string) error {
