@@ -20,7 +20,9 @@
 // fetches (it refuses the "shallow" capability), which every real host
 // serves and which the controllers ask for, so the git binary (already a
 // requirement of `git archive` in the benchmarks) does the serving. Pushing
-// is not served: tests change repositories through Repo's methods.
+// over HTTP is served only with Options.Push (a command under test that
+// pushes, as bootstrap does); otherwise tests change repositories through
+// Repo's methods.
 //
 // Fetches counts the pack negotiations (POST .../git-upload-pack over HTTP,
 // every upload-pack session over SSH) so a test can tell a clone from a

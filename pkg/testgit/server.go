@@ -25,6 +25,9 @@ type Options struct {
 	// BearerToken, when set, is accepted as "Authorization: Bearer <token>"
 	// (alone or besides basic auth).
 	BearerToken string
+	// Push serves git-receive-pack over HTTP, so clients can push (a
+	// bootstrap writing its manifests); off, a push is refused with 403.
+	Push bool
 }
 
 // Server serves the repositories under a temporary folder over HTTP and,
@@ -39,6 +42,7 @@ type Server struct {
 	mu      sync.Mutex
 	fetches map[string]int
 	lists   map[string]int
+	pushes  map[string]int
 
 	ssh *sshServer
 }
@@ -61,7 +65,7 @@ func NewServer(opts Options) (*Server, error) {
 		os.RemoveAll(root)
 		return nil, err
 	}
-	s := &Server{opts: opts, root: root, git: git, ln: ln, fetches: map[string]int{}, lists: map[string]int{}}
+	s := &Server{opts: opts, root: root, git: git, ln: ln, fetches: map[string]int{}, lists: map[string]int{}, pushes: map[string]int{}}
 	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go s.http.Serve(ln) //nolint:errcheck // ends with Close
 	return s, nil
@@ -96,6 +100,14 @@ func (s *Server) Lists(name string) int {
 	return s.lists[name]
 }
 
+// Pushes returns how many pushes (POST git-receive-pack) the repository
+// served; always 0 without Options.Push.
+func (s *Server) Pushes(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushes[name]
+}
+
 func (s *Server) count(m map[string]int, name string) {
 	s.mu.Lock()
 	m[name]++
@@ -103,6 +115,18 @@ func (s *Server) count(m map[string]int, name string) {
 }
 
 func (s *Server) handler() http.Handler {
+	env := []string{
+		"GIT_PROJECT_ROOT=" + s.root,
+		"GIT_HTTP_EXPORT_ALL=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"HOME=" + s.root,
+	}
+	if s.opts.Push {
+		// http-backend serves receive-pack only to an authenticated user
+		// unless http.receivepack says so; the handler checks the
+		// credentials itself.
+		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true")
+	}
 	backend := &cgi.Handler{
 		Path: s.git,
 		Args: []string{"http-backend"},
@@ -110,12 +134,7 @@ func (s *Server) handler() http.Handler {
 		// http-backend's complaints (e.g. a missing repository) reach the
 		// client as HTTP statuses already.
 		Stderr: io.Discard,
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + s.root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			"GIT_CONFIG_NOSYSTEM=1",
-			"HOME=" + s.root,
-		},
+		Env:    env,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
@@ -123,13 +142,17 @@ func (s *Server) handler() http.Handler {
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
-		// Pushing is not served; tests write through Repo.
-		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack" {
+		// Pushing is served only with Options.Push; tests otherwise write
+		// through Repo.
+		push := strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
+		if push && !s.opts.Push {
 			http.Error(w, "push is not served", http.StatusForbidden)
 			return
 		}
 		name := strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0], ".git")
 		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
+			s.count(s.pushes, name)
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 			s.count(s.fetches, name)
 		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs"):

@@ -2,8 +2,11 @@ package testgit
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -98,4 +101,72 @@ func TestSSHChecksKeys(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	wrong := knownhosts.Line([]string{knownhosts.Normalize(srv.SSHAddress())}, wrongHost.PublicKey()) + "\n"
 	g.Expect(clone(identity, wrong)).To(MatchError(ContainSubstring("key mismatch")))
+}
+
+func TestPushIsServedOnlyWhenAsked(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		srv, err := NewServer(Options{Username: "git", Password: "pw", Push: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		repo, err := srv.CreateRepo("pushed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := repo.Commit("main", "first", Files{"a.txt": "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		u := strings.Replace(repo.URL(), "http://", "http://git:pw@", 1)
+		run := func(args ...string) (string, error) {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("git %v: %v: %s", args, err, out)
+			}
+			return strings.TrimSpace(string(out)), nil
+		}
+		if _, err := run("clone", "-q", u, "."); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run("add", "b.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run("commit", "-q", "-m", "second"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = run("push", "-q", "origin", "main")
+		if allow != (err == nil) {
+			t.Fatalf("Push: %v: push error %v", allow, err)
+		}
+		wantPushes := 0
+		if allow {
+			wantPushes = 1
+		}
+		if got := srv.Pushes("pushed"); got != wantPushes {
+			t.Fatalf("Push: %v: Pushes() = %d, want %d", allow, got, wantPushes)
+		}
+		local, err := run("rev-parse", "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := repo.Head("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := first
+		if allow {
+			want = local
+		}
+		if head != want {
+			t.Fatalf("Push: %v: the server's main is %s, want %s", allow, head, want)
+		}
+	}
 }

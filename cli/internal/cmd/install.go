@@ -85,12 +85,7 @@ func newInstallCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringSliceVar(&o.Components, "components", o.Components, "The controllers to install: "+strings.Join(install.Controllers, ", ")+".")
-	f.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "Extras to install as well: "+strings.Join(install.Extras, ", ")+".")
-	f.StringVar(&o.Registry, "registry", o.Registry, "The registry and path of Plumb's images (<registry>/<program>:<version>); another than the default serves NATS's image too (<registry>/nats:<tag>), for an air-gapped install.")
-	f.StringVar(&o.Version, "version", o.Version, "The tag of Plumb's images; defaults to this plumb's version (latest for a development build).")
-	f.BoolVar(&o.NetworkPolicy, "network-policy", o.NetworkPolicy, "Install the NetworkPolicies that fence "+install.Namespace+" in (they need a CNI that enforces them).")
-	f.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "Have the controllers reconcile objects in every namespace; false keeps them to "+install.Namespace+".")
+	installFlags(f, &o)
 	f.BoolVar(&export, "export", false, "Print the manifests (multi-document YAML) instead of installing them.")
 	return c
 }

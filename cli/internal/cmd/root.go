@@ -117,6 +117,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(g),
 		newInstallCmd(g),
 		newUninstallCmd(g),
+		newBootstrapCmd(g),
 	)
 	return root
 }
