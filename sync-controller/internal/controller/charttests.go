@@ -27,7 +27,8 @@ import (
 // records them in status.history[0].testHooks and the TestSuccess
 // condition (TestSucceeded, TestFailed) with an event. While the release's
 // tests have failed and failures are not ignored (test.ignoreFailures, or
-// the action's remediation.ignoreTestFailures, which wins) every run ends
+// the action's remediation.ignoreTestFailures, which wins:
+// HelmRelease.IgnoresTestFailures) every run ends
 // with Ready=False reason TestFailed, without running them again, and the
 // failure is the release's (failReleaseByTests): retried or remediated as
 // a failed sync is, by the action's strategy and remediation (a rollback
@@ -56,7 +57,7 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 		}
 		tested = true
 	}
-	if !cur.TestsFailed() || s.ignoreTestFailures(hr.IgnoresTestFailures()) {
+	if !cur.TestsFailed() || hr.IgnoresTestFailures() {
 		return nil
 	}
 	why := "the chart's tests failed"
