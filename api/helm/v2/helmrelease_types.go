@@ -80,6 +80,13 @@ const (
 	// so the move from install to upgrade alone never makes a new render,
 	// a controller restart neither.
 	ArtifactInputsDigestKey = "inputs-digest"
+	// ArtifactOCIDigestKey holds the digest ("sha256:<hex>") of the chart
+	// artifact when it came from an OCIRepository, or an ExternalArtifact
+	// whose revision holds one: the digest whose first 12 hex digits the
+	// revision carries as build metadata. Absent for a HelmChart's chart.
+	// sync-controller copies it into lastAttemptedRevisionDigest and the
+	// release's history entry (ociDigest).
+	ArtifactOCIDigestKey = "oci-digest"
 )
 
 // CRD policies of install.crds and upgrade.crds.
@@ -564,6 +571,13 @@ type Snapshot struct {
 	// the tests ran, absent while they did not.
 	// +optional
 	TestHooks *map[string]*TestHookStatus `json:"testHooks,omitempty"`
+
+	// OCIDigest is the digest of the OCI artifact the chart of this
+	// release came from (an OCIRepository's, or an ExternalArtifact's
+	// whose revision holds a digest), as Flux records it; empty for a
+	// HelmChart's chart. A rollback's entry carries its target's.
+	// +optional
+	OCIDigest string `json:"ociDigest,omitempty"`
 }
 
 // HelmReleaseStatus is what render-controller and sync-controller observed
@@ -596,6 +610,13 @@ type HelmReleaseStatus struct {
 	// LastAttemptedRevision is the chart version of the newest sync.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastAttemptedRevisionDigest is the digest of the OCI artifact of the
+	// newest sync's chart (its chartRef's OCIRepository, or
+	// ExternalArtifact whose revision holds a digest), as in Flux; empty
+	// for a HelmChart's chart.
+	// +optional
+	LastAttemptedRevisionDigest string `json:"lastAttemptedRevisionDigest,omitempty"`
 
 	// LastAttemptedConfigDigest is the values digest of the newest sync.
 	// +optional
