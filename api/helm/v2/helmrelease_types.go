@@ -201,7 +201,8 @@ type HelmReleaseSpec struct {
 	// StorageNamespace is the namespace of the release's records in
 	// Helm's storage format (the sh.helm.release.v1.<release>.v<N>
 	// Secrets that helm list, history, get and status read); defaults to
-	// the HelmRelease's namespace, as in Flux.
+	// the HelmRelease's namespace, as in Flux. When it changes, the
+	// records written so far move there.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -590,8 +591,8 @@ type HelmReleaseStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, Released, Remediated, TestSuccess,
-	// Healthy, Drifted, DriftContested (sync-controller); Rendered
-	// (render-controller).
+	// StorageFailed, Healthy, Drifted, DriftContested (sync-controller);
+	// Rendered (render-controller).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -660,9 +661,9 @@ type HelmReleaseStatus struct {
 	// +optional
 	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
 
-	// StorageNamespace is the namespace the release records were last
-	// written to; when spec.storageNamespace changes, the records there
-	// are the ones that get trimmed and deleted.
+	// StorageNamespace is the namespace the release records are in: where
+	// they were last written or moved to. When spec.storageNamespace
+	// changes, sync-controller moves the records from here to there.
 	// +optional
 	StorageNamespace string `json:"storageNamespace,omitempty"`
 
