@@ -75,8 +75,9 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 // testRelease runs the selected test hooks (test.filters) one at a time in
 // Helm's order (pkg/plan.ChartTests: weight, then name): each is created
 // (a leftover of an earlier run deleted first), then waited on until it
-// succeeded or failed — a Pod until Succeeded or Failed, a Job until
-// Complete or Failed (pkg/health), any other kind counts once created —
+// succeeded or failed — a Pod until its phase is Succeeded or Failed,
+// whatever its restartPolicy (waitTestPodCompleted), a Job until Complete
+// or Failed (pkg/health), any other kind counts once created —
 // within test.timeout (spec.timeout when unset). The first failure ends
 // the run, as in Helm: the tests after it do not run. Then the delete
 // policies: hook-failed deletes the failed hook, hook-succeeded the ones
@@ -147,8 +148,10 @@ func (s *syncRun) runTestHook(ctx context.Context, timeout time.Duration, h plan
 	if err := s.startHookOf(ctx, h, s.testID()); err != nil {
 		return err
 	}
-	_, err := s.target.Engine.WaitHealthy(ctx, []*unstructured.Unstructured{h.Unstructured}, s.tally.applied, nil)
-	return err
+	if _, err := s.target.Engine.WaitHealthy(ctx, []*unstructured.Unstructured{h.Unstructured}, s.tally.applied, nil); err != nil {
+		return err
+	}
+	return s.waitTestPodCompleted(ctx, timeout, h.Unstructured)
 }
 
 // showTest writes which test runs into Reconciling and Ready (Unknown)
