@@ -80,6 +80,13 @@ const (
 	// so the move from install to upgrade alone never makes a new render,
 	// a controller restart neither.
 	ArtifactInputsDigestKey = "inputs-digest"
+	// ArtifactOCIDigestKey holds the digest ("sha256:<hex>") of the chart
+	// artifact when it came from an OCIRepository, or an ExternalArtifact
+	// whose revision holds one: the digest whose first 12 hex digits the
+	// revision carries as build metadata. Absent for a HelmChart's chart.
+	// sync-controller copies it into lastAttemptedRevisionDigest and the
+	// release's history entry (ociDigest).
+	ArtifactOCIDigestKey = "oci-digest"
 )
 
 // CRD policies of install.crds and upgrade.crds.
@@ -194,7 +201,8 @@ type HelmReleaseSpec struct {
 	// StorageNamespace is the namespace of the release's records in
 	// Helm's storage format (the sh.helm.release.v1.<release>.v<N>
 	// Secrets that helm list, history, get and status read); defaults to
-	// the HelmRelease's namespace, as in Flux.
+	// the HelmRelease's namespace, as in Flux. When it changes, the
+	// records written so far move there.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -564,6 +572,13 @@ type Snapshot struct {
 	// the tests ran, absent while they did not.
 	// +optional
 	TestHooks *map[string]*TestHookStatus `json:"testHooks,omitempty"`
+
+	// OCIDigest is the digest of the OCI artifact the chart of this
+	// release came from (an OCIRepository's, or an ExternalArtifact's
+	// whose revision holds a digest), as Flux records it; empty for a
+	// HelmChart's chart. A rollback's entry carries its target's.
+	// +optional
+	OCIDigest string `json:"ociDigest,omitempty"`
 }
 
 // HelmReleaseStatus is what render-controller and sync-controller observed
@@ -576,8 +591,8 @@ type HelmReleaseStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, Released, Remediated, TestSuccess,
-	// Healthy, Drifted, DriftContested (sync-controller); Rendered
-	// (render-controller).
+	// StorageFailed, Healthy, Drifted, DriftContested (sync-controller);
+	// Rendered (render-controller).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -596,6 +611,13 @@ type HelmReleaseStatus struct {
 	// LastAttemptedRevision is the chart version of the newest sync.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastAttemptedRevisionDigest is the digest of the OCI artifact of the
+	// newest sync's chart (its chartRef's OCIRepository, or
+	// ExternalArtifact whose revision holds a digest), as in Flux; empty
+	// for a HelmChart's chart.
+	// +optional
+	LastAttemptedRevisionDigest string `json:"lastAttemptedRevisionDigest,omitempty"`
 
 	// LastAttemptedConfigDigest is the values digest of the newest sync.
 	// +optional
@@ -639,9 +661,9 @@ type HelmReleaseStatus struct {
 	// +optional
 	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
 
-	// StorageNamespace is the namespace the release records were last
-	// written to; when spec.storageNamespace changes, the records there
-	// are the ones that get trimmed and deleted.
+	// StorageNamespace is the namespace the release records are in: where
+	// they were last written or moved to. When spec.storageNamespace
+	// changes, sync-controller moves the records from here to there.
 	// +optional
 	StorageNamespace string `json:"storageNamespace,omitempty"`
 

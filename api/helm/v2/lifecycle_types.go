@@ -210,9 +210,8 @@ type RemediationOf struct {
 	// RemediateLastFailure remediates when no retry is left.
 	RemediateLastFailure bool
 	// Strategy is rollback or uninstall (always uninstall for an install).
+	// (ignoreTestFailures is read by HelmRelease.IgnoresTestFailures.)
 	Strategy string
-	// IgnoreTestFailures: a failed chart test fails nothing.
-	IgnoreTestFailures bool
 }
 
 // Exhausted says whether failures leave no retry.
@@ -230,7 +229,6 @@ func (in *HelmRelease) GetInstallRemediation() RemediationOf {
 	r := in.Spec.Install.Remediation
 	out.Retries = r.Retries
 	out.RemediateLastFailure = r.RemediateLastFailure != nil && *r.RemediateLastFailure
-	out.IgnoreTestFailures = r.IgnoreTestFailures != nil && *r.IgnoreTestFailures
 	return out
 }
 
@@ -250,6 +248,5 @@ func (in *HelmRelease) GetUpgradeRemediation() RemediationOf {
 	if r.Strategy != "" {
 		out.Strategy = r.Strategy
 	}
-	out.IgnoreTestFailures = r.IgnoreTestFailures != nil && *r.IgnoreTestFailures
 	return out
 }

@@ -19,8 +19,8 @@ func TestRemediationDefaults(t *testing.T) {
 	if r := hr.GetUpgradeRemediation(); !r.RemediateLastFailure || r.Exhausted(2) || !r.Exhausted(3) {
 		t.Errorf("upgrade with retries: %+v", r)
 	}
-	hr.Spec.Upgrade.Remediation = &UpgradeRemediation{Retries: -1, RemediateLastFailure: boolPtr(false), Strategy: UninstallRemediation, IgnoreTestFailures: boolPtr(true)}
-	if r := hr.GetUpgradeRemediation(); r.RemediateLastFailure || r.Exhausted(1000) || r.Strategy != UninstallRemediation || !r.IgnoreTestFailures {
+	hr.Spec.Upgrade.Remediation = &UpgradeRemediation{Retries: -1, RemediateLastFailure: boolPtr(false), Strategy: UninstallRemediation}
+	if r := hr.GetUpgradeRemediation(); r.RemediateLastFailure || r.Exhausted(1000) || r.Strategy != UninstallRemediation {
 		t.Errorf("upgrade without end: %+v", r)
 	}
 	if s := hr.GetInstallStrategy(); s != RemediateOnFailure {

@@ -42,12 +42,22 @@ const (
 	ArtifactReleaseRecordOmittedKey = "release-record-omitted"
 )
 
+// StorageFailedCondition (owned by sync-controller) is True, reason
+// StorageFailed, while Helm's storage is behind status.history: the
+// newest release's record could not be written (or the older ones
+// trimmed), or the records could not be moved to a new
+// spec.storageNamespace. sync-controller tries again at every reconcile,
+// without a new release, and removes the condition once it succeeds. It
+// says nothing about the release itself, which the other conditions
+// describe: Ready is not changed by it.
+const StorageFailedCondition = "StorageFailed"
+
 // Reasons of the events about Helm's storage.
 const (
 	// AdoptedReason: the first release of a HelmRelease continued a
 	// release the helm CLI or Flux's helm-controller made.
 	AdoptedReason = "Adopted"
-	// StorageFailedReason: a release record could not be written, trimmed
-	// or deleted; the release itself is what status says.
+	// StorageFailedReason: a release record could not be read, written,
+	// trimmed, moved or deleted; the release itself is what status says.
 	StorageFailedReason = "StorageFailed"
 )

@@ -103,9 +103,26 @@ func (in *HelmRelease) GetTestFilters() []Filter {
 }
 
 // IgnoresTestFailures reports whether a failed test leaves the release
-// counting as successful: test.ignoreFailures. (A remediation's
-// ignoreTestFailures, where there is one, is to take precedence here.)
+// counting as successful. The remediation of the newest attempt's action
+// (status.lastAttemptedReleaseAction: install.remediation or
+// upgrade.remediation) decides with its ignoreTestFailures when it sets
+// one; else test.ignoreFailures does, as in Flux. The one rule that
+// sync-controller's chart tests and FailedByTests read.
 func (in *HelmRelease) IgnoresTestFailures() bool {
+	var set *bool
+	switch in.Status.LastAttemptedReleaseAction {
+	case ReleaseActionInstall:
+		if in.Spec.Install != nil && in.Spec.Install.Remediation != nil {
+			set = in.Spec.Install.Remediation.IgnoreTestFailures
+		}
+	case ReleaseActionUpgrade:
+		if in.Spec.Upgrade != nil && in.Spec.Upgrade.Remediation != nil {
+			set = in.Spec.Upgrade.Remediation.IgnoreTestFailures
+		}
+	}
+	if set != nil {
+		return *set
+	}
 	return in.Spec.Test != nil && in.Spec.Test.IgnoreFailures
 }
 

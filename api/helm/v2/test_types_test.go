@@ -1,6 +1,9 @@
 package v2
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestTestSelectedAsHelmTestFilters(t *testing.T) {
 	for _, tc := range []struct {
@@ -51,4 +54,59 @@ func TestHasBeenTestedAndFailedByTests(t *testing.T) {
 			t.Errorf("%s: FailedByTests = %v, want %v", tc.what, got, tc.failed)
 		}
 	}
+}
+
+// TestTheActionsRemediationDecidesWhetherTestFailuresAreIgnored: every
+// combination of the newest attempt's action, that action's
+// remediation.ignoreTestFailures (unset, false, true), the other action's
+// (which never counts) and test.ignoreFailures, read by the one rule
+// (IgnoresTestFailures) through FailedByTests.
+func TestTheActionsRemediationDecidesWhetherTestFailuresAreIgnored(t *testing.T) {
+	failed := map[string]*TestHookStatus{"t": {Phase: TestHookPhaseFailed}}
+	for _, action := range []string{ReleaseActionInstall, ReleaseActionUpgrade} {
+		for _, own := range []*bool{nil, boolPtr(false), boolPtr(true)} {
+			for _, other := range []*bool{nil, boolPtr(false), boolPtr(true)} {
+				for _, testIgnores := range []bool{false, true} {
+					hr := &HelmRelease{Spec: HelmReleaseSpec{
+						Test:    &Test{Enable: true, IgnoreFailures: testIgnores},
+						Install: &Install{Remediation: &InstallRemediation{}},
+						Upgrade: &Upgrade{Remediation: &UpgradeRemediation{}},
+					}}
+					hr.Status.LastAttemptedReleaseAction = action
+					hr.Status.History = []Snapshot{{TestHooks: &failed}}
+					if action == ReleaseActionInstall {
+						hr.Spec.Install.Remediation.IgnoreTestFailures = own
+						hr.Spec.Upgrade.Remediation.IgnoreTestFailures = other
+					} else {
+						hr.Spec.Upgrade.Remediation.IgnoreTestFailures = own
+						hr.Spec.Install.Remediation.IgnoreTestFailures = other
+					}
+					want := testIgnores
+					if own != nil {
+						want = *own
+					}
+					what := fmt.Sprintf("%s, own %v, other %v, test.ignoreFailures %v", action, str(own), str(other), testIgnores)
+					if got := hr.IgnoresTestFailures(); got != want {
+						t.Errorf("%s: IgnoresTestFailures = %v, want %v", what, got, want)
+					}
+					if got := hr.FailedByTests(); got != !want {
+						t.Errorf("%s: FailedByTests = %v, want %v", what, got, !want)
+					}
+				}
+			}
+		}
+	}
+	// No attempt yet (a release whose status lost it): test.ignoreFailures.
+	hr := &HelmRelease{Spec: HelmReleaseSpec{Test: &Test{IgnoreFailures: true},
+		Install: &Install{Remediation: &InstallRemediation{IgnoreTestFailures: boolPtr(false)}}}}
+	if !hr.IgnoresTestFailures() {
+		t.Error("without an attempted action, test.ignoreFailures decides")
+	}
+}
+
+func str(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*b)
 }

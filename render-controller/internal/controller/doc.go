@@ -247,7 +247,8 @@
 //     revision holds a digest, the chart version carries 12 hex digits of
 //     the digest as build metadata (6.6.1+0cc9a8446c95), as Flux's
 //     revision does, so content pushed again under one tag is a new
-//     release; an OCI tag that is another semver version than the chart's
+//     release, and the whole digest is in the metadata (oci-digest) for
+//     sync-controller's lastAttemptedRevisionDigest and history; an OCI tag that is another semver version than the chart's
 //     is ArtifactFailed;
 //     and the render's release record (what Helm's storage
 //     holds that only the chart knows, for sync-controller to write into

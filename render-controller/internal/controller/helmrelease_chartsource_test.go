@@ -78,6 +78,7 @@ func TestHelmReleaseChartRefOCIRepository(t *testing.T) {
 	})
 	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("1.2.0+aaaaaaaaaaaa"))
 	g.Expect(got.Status.RenderedArtifact.Metadata).To(HaveKeyWithValue(helmv2.ArtifactChartVersionKey, "1.2.0+aaaaaaaaaaaa"))
+	g.Expect(got.Status.RenderedArtifact.Metadata).To(HaveKeyWithValue(helmv2.ArtifactOCIDigestKey, "sha256:"+hex64('a')))
 	g.Expect(renderedConfigMap(g, body, "app-values").Labels).To(HaveKeyWithValue("team", "platform"))
 
 	// The same version pushed again with other content: a new release.
@@ -86,6 +87,7 @@ func TestHelmReleaseChartRefOCIRepository(t *testing.T) {
 		g.Expect(v).To(HaveKeyWithValue("greeting", "repushed"))
 	})
 	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("1.2.0+bbbbbbbbbbbb"))
+	g.Expect(got.Status.RenderedArtifact.Metadata).To(HaveKeyWithValue(helmv2.ArtifactOCIDigestKey, "sha256:"+hex64('b')))
 
 	// A tag that is another version than the chart's: refused, the last
 	// good render kept.

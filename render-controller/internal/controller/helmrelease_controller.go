@@ -724,25 +724,29 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 // (rendered.Store: helmrelease/<ns>/<name>/<digest>.yaml, revision the
 // chart version — with the OCI digest for an OCIRepository or
 // ExternalArtifact, chartRevision — metadata chart name, that version,
-// config digest and inputs digest, the newest
+// config digest, inputs digest and the OCI digest when there is one, the newest
 // --artifact-retention-records files kept). Sets Rendered=False
 // (ArtifactFailed) when storing fails, or when an OCIRepository's tag
 // names another version than the chart's.
 func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	res := st.result
-	version, _, err := chartRevision(st.kind, st.artifact.Revision, res.ChartVersion)
+	version, ociDigest, err := chartRevision(st.kind, st.artifact.Revision, res.ChartVersion)
 	if err != nil {
 		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("chart %s of %s %s: %w", res.ChartName, st.kind, st.chartKey, err))
 	}
+	md := map[string]string{
+		helmv2.ArtifactChartNameKey:    res.ChartName,
+		helmv2.ArtifactChartVersionKey: version,
+		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
+		helmv2.ArtifactInputsDigestKey: st.inputs,
+	}
+	if ociDigest != "" {
+		// sync-controller, which never sees the source, records it.
+		md[helmv2.ArtifactOCIDigestKey] = ociDigest
+	}
 	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
 		Manifests: res.Manifests, Digest: res.Digest, Revision: version,
-		Metadata: map[string]string{
-			helmv2.ArtifactChartNameKey:    res.ChartName,
-			helmv2.ArtifactChartVersionKey: version,
-			helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
-			helmv2.ArtifactInputsDigestKey: st.inputs,
-		},
-		Keep: deployedDigests(obj),
+		Metadata: md, Keep: deployedDigests(obj),
 	})
 	if err != nil {
 		return err

@@ -346,9 +346,12 @@ func (h helmRelease) install() bool {
 
 func (h helmRelease) newEmpty() application { return helmRelease{&helmv2.HelmRelease{}} }
 
-// attempted: lastAttemptedConfigDigest, from the artifact's metadata.
+// attempted: lastAttemptedConfigDigest and lastAttemptedRevisionDigest
+// (the chart's OCI digest, empty for a HelmChart's), from the artifact's
+// metadata.
 func (h helmRelease) attempted(a *meta.Artifact) {
 	h.Status.LastAttemptedConfigDigest = a.Metadata[helmv2.ArtifactConfigDigestKey]
+	h.Status.LastAttemptedRevisionDigest = a.Metadata[helmv2.ArtifactOCIDigestKey]
 }
 
 // defaultNamespace: the release namespace (targetNamespace, else the

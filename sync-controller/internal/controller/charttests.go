@@ -27,7 +27,8 @@ import (
 // records them in status.history[0].testHooks and the TestSuccess
 // condition (TestSucceeded, TestFailed) with an event. While the release's
 // tests have failed and failures are not ignored (test.ignoreFailures, or
-// the action's remediation.ignoreTestFailures, which wins) every run ends
+// the action's remediation.ignoreTestFailures, which wins:
+// HelmRelease.IgnoresTestFailures) every run ends
 // with Ready=False reason TestFailed, without running them again, and the
 // failure is the release's (failReleaseByTests): retried or remediated as
 // a failed sync is, by the action's strategy and remediation (a rollback
@@ -56,7 +57,7 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 		}
 		tested = true
 	}
-	if !cur.TestsFailed() || s.ignoreTestFailures(hr.IgnoresTestFailures()) {
+	if !cur.TestsFailed() || hr.IgnoresTestFailures() {
 		return nil
 	}
 	why := "the chart's tests failed"
@@ -74,8 +75,9 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 // testRelease runs the selected test hooks (test.filters) one at a time in
 // Helm's order (pkg/plan.ChartTests: weight, then name): each is created
 // (a leftover of an earlier run deleted first), then waited on until it
-// succeeded or failed — a Pod until Succeeded or Failed, a Job until
-// Complete or Failed (pkg/health), any other kind counts once created —
+// succeeded or failed — a Pod until its phase is Succeeded or Failed,
+// whatever its restartPolicy (waitTestPodCompleted), a Job until Complete
+// or Failed (pkg/health), any other kind counts once created —
 // within test.timeout (spec.timeout when unset). The first failure ends
 // the run, as in Helm: the tests after it do not run. Then the delete
 // policies: hook-failed deletes the failed hook, hook-succeeded the ones
@@ -146,8 +148,10 @@ func (s *syncRun) runTestHook(ctx context.Context, timeout time.Duration, h plan
 	if err := s.startHookOf(ctx, h, s.testID()); err != nil {
 		return err
 	}
-	_, err := s.target.Engine.WaitHealthy(ctx, []*unstructured.Unstructured{h.Unstructured}, s.tally.applied, nil)
-	return err
+	if _, err := s.target.Engine.WaitHealthy(ctx, []*unstructured.Unstructured{h.Unstructured}, s.tally.applied, nil); err != nil {
+		return err
+	}
+	return s.waitTestPodCompleted(ctx, timeout, h.Unstructured)
 }
 
 // showTest writes which test runs into Reconciling and Ready (Unknown)

@@ -34,9 +34,11 @@
 // (remediation.go), rollback.go, uninstall.go;
 // and the release's record into Helm's storage (helmstorage.go,
 // internal/helmstorage: revision = history version, continuing Helm's
-// numbering on adoption, trimmed to spec.maxHistory, deleted with the
-// HelmRelease; a failure is a StorageFailed warning, not a failed
-// release); a
+// numbering on adoption, trimmed to spec.maxHistory, moved when
+// spec.storageNamespace changes, deleted with the HelmRelease; a failure
+// is a StorageFailed warning and StorageFailed=True, not a failed
+// release, and the step repairHelmStorage writes or moves them again at
+// the next reconcile); a
 // Kustomization's recordSync writes its history, Flux's shape, one entry
 // per render digest (history.go). Both bound it with boundHistory.
 //
@@ -57,7 +59,8 @@
 // Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
 // drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
 // history is Helm's releases, with their chart tests), plus Released,
-// Remediated, TestSuccess, lastAttemptedConfigDigest,
+// Remediated, TestSuccess, StorageFailed, lastAttemptedConfigDigest,
+// lastAttemptedRevisionDigest, storageNamespace,
 // lastAttemptedGeneration, lastAttemptedDigest,
 // lastAttemptedReleaseAction(Duration) and the failure counters. render-controller owns
 // renderedArtifact (and a HelmRelease's helmChart) and the Rendered
@@ -71,7 +74,9 @@
 // object, reason HealthCheckExprInvalid), checkDependencies (a
 // dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
 // Ready; one that does not compile stalls the object, reason
-// InvalidCELExpression), decideRelease (a HelmRelease's: attempt, roll
+// InvalidCELExpression), repairHelmStorage (a HelmRelease's: Helm's
+// storage brought up to date with what an earlier run could not write,
+// helmstorage.go), decideRelease (a HelmRelease's: attempt, roll
 // back, uninstall or hold; remediation.go), loadManifests (a rollback's
 // render instead of the newest), prepare, guardPrune (pruneguard.go),
 // applyPlan, prune, checkHealth, runChartTests (a HelmRelease's

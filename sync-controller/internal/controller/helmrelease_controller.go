@@ -115,7 +115,7 @@ func recordRelease(ctx context.Context, s *syncRun) {
 			Version: version, Name: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(),
 			ChartName: md[helmv2.ArtifactChartNameKey], ChartVersion: s.revision,
 			ConfigDigest: md[helmv2.ArtifactConfigDigestKey], Digest: s.digest,
-			FirstDeployed: started,
+			OCIDigest: md[helmv2.ArtifactOCIDigestKey], FirstDeployed: started,
 		}}, history...)
 	} else {
 		history = append([]helmv2.Snapshot(nil), history...)

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
 
 	"helm.sh/helm/v4/pkg/release/common"
 	rspb "helm.sh/helm/v4/pkg/release/v1"
@@ -16,6 +19,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/message"
 	"plumb.dev/sync-controller/internal/helmstorage"
 	"plumb.dev/sync-controller/internal/target"
 )
@@ -69,36 +73,101 @@ func (s *syncRun) continueHelmVersion(ctx context.Context, hr *helmv2.HelmReleas
 }
 
 // writeHelmRecord writes the release recordRelease recorded,
-// status.history[0], into Helm's storage in spec.storageNamespace (the
-// record render-controller stored beside the render, with the release's
-// name, namespace, version, status, times and description), supersedes
-// the deployed record before it when it is deployed, trims the records
-// to spec.maxHistory and sets status.storageNamespace. A failure is a
-// StorageFailed warning: the record is what the helm CLI reads, never
-// what Plumb applies, so the release itself is what status says.
+// status.history[0], into Helm's storage in spec.storageNamespace
+// (writeHelmRecordErr) and says how that went (storageOutcome).
 func (s *syncRun) writeHelmRecord(ctx context.Context, hr *helmv2.HelmRelease) {
-	if err := s.writeHelmRecordErr(ctx, hr); err != nil {
-		s.r.Events.Record(s.obj, events.SeverityError, helmv2.StorageFailedReason,
-			"the release is not recorded in Helm's storage: "+err.Error())
-	}
+	s.storageOutcome(hr, s.writeHelmRecordErr(ctx, hr))
 }
 
+// storageOutcome records the outcome of bringing Helm's storage up to
+// date: a failure is StorageFailed=True and a StorageFailed warning,
+// and the next reconcile tries again (repairHelmStorage); a success
+// removes the condition. Neither touches the release's own conditions:
+// the record is what the helm CLI reads, never what Plumb applies.
+func (s *syncRun) storageOutcome(hr *helmv2.HelmRelease, err error) {
+	if err == nil {
+		conditions.Delete(s.out, helmv2.StorageFailedCondition)
+		return
+	}
+	msg := "the release is not recorded in Helm's storage: " + err.Error()
+	conditions.MarkTrue(s.out, helmv2.StorageFailedCondition, helmv2.StorageFailedReason, "%s (tried again at the next reconcile)", message.Truncate(msg))
+	s.r.Events.Record(s.obj, events.SeverityError, helmv2.StorageFailedReason, msg)
+}
+
+// repairHelmStorage is a HelmRelease's step "storage", before the
+// release step: it brings Helm's storage up to date with what an earlier
+// run could not write there, without a new release — the records moved
+// to a new spec.storageNamespace (moveHelmRecords), and, while
+// StorageFailed says so, status.history[0]'s record written again
+// (writeHelmRecordErr). It never fails the run (storageOutcome).
+func (s *syncRun) repairHelmStorage(ctx context.Context) error {
+	hr, ok := s.out.(*helmv2.HelmRelease)
+	if !ok {
+		return nil
+	}
+	moving := hr.Status.StorageNamespace != "" && hr.Status.StorageNamespace != hr.GetStorageNamespace()
+	failed := conditions.IsTrue(hr, helmv2.StorageFailedCondition)
+	switch {
+	case failed && len(hr.Status.History) > 0 && recorded(hr.Status.History[0]):
+		s.storageOutcome(hr, s.writeHelmRecordErr(ctx, hr))
+	case failed || moving:
+		s.storageOutcome(hr, s.moveHelmRecords(ctx, hr))
+	}
+	return nil
+}
+
+// recorded says whether a release is one recordRelease or recordRollback
+// writes a record of: deployed or failed (an uninstalled one is not).
+func recorded(h helmv2.Snapshot) bool {
+	return h.Status == helmv2.ReleaseStatusDeployed || h.Status == helmv2.ReleaseStatusFailed
+}
+
+// moveHelmRecords moves the release's records from the namespace they
+// were written to (status.storageNamespace) to spec.storageNamespace
+// when it changed (helmstorage.Storage.MoveTo: copied, then deleted), and
+// sets status.storageNamespace to it. Acts as the sync's target, so the
+// ServiceAccount needs the rights on Secrets in both namespaces.
+func (s *syncRun) moveHelmRecords(ctx context.Context, hr *helmv2.HelmRelease) error {
+	from, to := hr.Status.StorageNamespace, hr.GetStorageNamespace()
+	if from == "" || from == to {
+		return nil
+	}
+	if err := s.releaseStorage(hr, from).MoveTo(ctx, s.releaseStorage(hr, to)); err != nil {
+		return fmt.Errorf("moving the records from namespace %s to %s (spec.storageNamespace): %w", from, to, err)
+	}
+	hr.Status.StorageNamespace = to
+	return nil
+}
+
+// writeHelmRecordErr writes status.history[0] into Helm's storage in
+// spec.storageNamespace, after moving the records there when it changed
+// (a record written there while the older ones stay behind would split
+// the release's history): the record render-controller stored beside
+// the render, or for a rollback a copy of its target's record, with the
+// release's name, namespace, version, status, times and description. It
+// supersedes the deployed record before it when it is deployed, trims
+// the records to spec.maxHistory and sets status.storageNamespace. It
+// reads only status and the render, so a later reconcile writes the same
+// record again.
 func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease) error {
 	if len(hr.Status.History) == 0 {
 		return nil
 	}
+	if err := s.moveHelmRecords(ctx, hr); err != nil {
+		return err
+	}
 	h := hr.Status.History[0]
 	var rel *rspb.Release
 	var err error
-	if s.rel != nil && s.rel.action == rollbackRelease {
+	if target, ok := rollbackTargetOf(h); ok {
 		// As `helm rollback`: the new revision is a copy of the target's
 		// record (its chart, values, manifest and hooks). The newest
 		// render's record is the failed release's, not the target's.
-		rel, err = s.releaseStorage(hr, "").Read(ctx, s.rel.target.Version)
+		rel, err = s.releaseStorage(hr, "").Read(ctx, target)
 		if err != nil {
-			return fmt.Errorf("reading revision %d to roll back to: %w", s.rel.target.Version, err)
+			return fmt.Errorf("reading revision %d to roll back to: %w", target, err)
 		}
-	} else if rel, err = s.releaseRecord(ctx); err != nil {
+	} else if rel, err = s.releaseRecord(ctx, h); err != nil {
 		return err
 	}
 	rel.Name, rel.Namespace, rel.Version = hr.GetReleaseName(), hr.GetReleaseNamespace(), h.Version
@@ -107,11 +176,7 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 		rel.Info = &rspb.Info{}
 	}
 	rel.Info.FirstDeployed, rel.Info.LastDeployed = h.FirstDeployed.Time, h.LastDeployed.Time
-	rel.Info.Status, rel.Info.Description = helmStatus(s, hr, h)
-	if s.rel != nil && s.rel.action == rollbackRelease {
-		// The history's description is Helm's ("Rollback to 2").
-		rel.Info.Description = h.Description
-	}
+	rel.Info.Status, rel.Info.Description = helmStatus(hr, h)
 	st := s.releaseStorage(hr, "")
 	if err := st.Write(ctx, rel); err != nil {
 		return err
@@ -120,36 +185,47 @@ func (s *syncRun) writeHelmRecordErr(ctx context.Context, hr *helmv2.HelmRelease
 	return st.Trim(ctx, hr.GetMaxHistory())
 }
 
-// helmStatus is the status and description Helm would give the release:
-// deployed with "Install complete" or "Upgrade complete", or failed with
-// the error.
-func helmStatus(s *syncRun, hr *helmv2.HelmRelease, h helmv2.Snapshot) (common.Status, string) {
-	// An adopted release's first is an upgrade of Helm's.
-	install := s.install && h.Version == 1
+// helmStatus is the status and description Helm would give the release
+// h: deployed with "Install complete" or "Upgrade complete", failed with
+// Helm's words for the error the history's description holds; a
+// rollback's description is the history's ("Rollback to 2"), Helm's too.
+// Revision 1 is the install: an adopted release's first is an upgrade of
+// Helm's.
+func helmStatus(hr *helmv2.HelmRelease, h helmv2.Snapshot) (common.Status, string) {
+	install := h.Version == 1
+	status := common.StatusFailed
 	if h.Status == helmv2.ReleaseStatusDeployed {
-		if install {
-			return common.StatusDeployed, "Install complete"
-		}
-		return common.StatusDeployed, "Upgrade complete"
+		status = common.StatusDeployed
+	}
+	switch _, rollback := rollbackTargetOf(h); {
+	case rollback:
+		return status, h.Description
+	case status == common.StatusDeployed && install:
+		return status, "Install complete"
+	case status == common.StatusDeployed:
+		return status, "Upgrade complete"
 	}
 	msg := "the sync did not complete"
-	if s.op.err != nil {
-		msg = s.op.err.Error()
+	if _, why, ok := strings.Cut(h.Description, " failed: "); ok {
+		msg = why
 	}
 	if install {
-		return common.StatusFailed, fmt.Sprintf("Release %q failed: %s", hr.GetReleaseName(), msg)
+		return status, fmt.Sprintf("Release %q failed: %s", hr.GetReleaseName(), msg)
 	}
-	return common.StatusFailed, fmt.Sprintf("Upgrade %q failed: %s", hr.GetReleaseName(), msg)
+	return status, fmt.Sprintf("Upgrade %q failed: %s", hr.GetReleaseName(), msg)
 }
 
 // releaseRecord downloads and verifies the release record of the render
-// this run applied (helmv2.ArtifactReleaseRecordKey), within
-// maxRecordDownload, and decodes it within
-// helmstorage.MaxDecodedBytes.
-func (s *syncRun) releaseRecord(ctx context.Context) (*rspb.Release, error) {
+// release h applied (helmv2.ArtifactReleaseRecordKey of the current
+// render, which must be h's), within maxRecordDownload, and decodes it
+// within helmstorage.MaxDecodedBytes.
+func (s *syncRun) releaseRecord(ctx context.Context, h helmv2.Snapshot) (*rspb.Release, error) {
 	a := s.app.rendered()
 	if a == nil {
 		return nil, errors.New("no rendered artifact")
+	}
+	if a.Digest != h.Digest {
+		return nil, fmt.Errorf("the render of release v%d (%s) is no longer the current one, whose record the next release writes", h.Version, h.Digest)
 	}
 	url, digest := a.Metadata[helmv2.ArtifactReleaseRecordKey], a.Metadata[helmv2.ArtifactReleaseRecordDigestKey]
 	if url == "" {

@@ -59,8 +59,10 @@ data: {}
 // renderChart does render-controller's part with the real renderer: it
 // renders the chart as a HelmRelease's release (helmrender, Record), serves
 // the manifests and the release record, and points
-// status.renderedArtifact at them.
-func renderChart(t *testing.T, hr *helmv2.HelmRelease, c testhelm.Chart, values map[string]any) {
+// status.renderedArtifact at them. extra adds to the artifact's metadata
+// what render-controller adds for some sources (an OCIRepository's
+// oci-digest, and its chart-version, which is then the revision too).
+func renderChart(t *testing.T, hr *helmv2.HelmRelease, c testhelm.Chart, values map[string]any, extra ...map[string]string) {
 	t.Helper()
 	g := NewWithT(t)
 	tgz, err := testhelm.Package(c)
@@ -82,16 +84,22 @@ func renderChart(t *testing.T, hr *helmv2.HelmRelease, c testhelm.Chart, values 
 
 	current := &helmv2.HelmRelease{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), current)).To(Succeed())
+	md := map[string]any{
+		helmv2.ArtifactChartNameKey: res.ChartName, helmv2.ArtifactChartVersionKey: res.ChartVersion,
+		helmv2.ArtifactConfigDigestKey:        res.ConfigDigest,
+		helmv2.ArtifactReleaseRecordKey:       artifacts.URL + recPath,
+		helmv2.ArtifactReleaseRecordDigestKey: recordDigest(res.Record),
+	}
+	for _, e := range extra {
+		for k, v := range e {
+			md[k] = v
+		}
+	}
 	status := map[string]any{
 		"renderedArtifact": map[string]any{
-			"path": path, "url": artifacts.URL + path, "revision": res.ChartVersion, "digest": res.Digest,
+			"path": path, "url": artifacts.URL + path, "revision": md[helmv2.ArtifactChartVersionKey], "digest": res.Digest,
 			"size": int64(len(res.Manifests)), "lastUpdateTime": metav1.Now().UTC().Format(time.RFC3339),
-			"metadata": map[string]any{
-				helmv2.ArtifactChartNameKey: res.ChartName, helmv2.ArtifactChartVersionKey: res.ChartVersion,
-				helmv2.ArtifactConfigDigestKey:        res.ConfigDigest,
-				helmv2.ArtifactReleaseRecordKey:       artifacts.URL + recPath,
-				helmv2.ArtifactReleaseRecordDigestKey: recordDigest(res.Record),
-			},
+			"metadata": md,
 		},
 		"conditions": []any{map[string]any{
 			"type": kustomizev1.RenderedCondition, "status": "True", "reason": kustomizev1.RenderSucceededReason,

@@ -309,30 +309,6 @@ func truncateDescription(d string) string {
 	return d[:cut] + "…"
 }
 
-// ignoreTestFailures says whether a failed chart test of this run's
-// action (install or upgrade) leaves the release as it is: the action's
-// remediation.ignoreTestFailures when set, else def (test.ignoreFailures).
-// It is the seam chart tests use before releaseFailed.
-func (s *syncRun) ignoreTestFailures(def bool) bool {
-	hr, ok := s.obj.(*helmv2.HelmRelease)
-	if !ok {
-		return true
-	}
-	r := hr.Spec.Upgrade
-	var set *bool
-	if s.install {
-		if hr.Spec.Install != nil && hr.Spec.Install.Remediation != nil {
-			set = hr.Spec.Install.Remediation.IgnoreTestFailures
-		}
-	} else if r != nil && r.Remediation != nil {
-		set = r.Remediation.IgnoreTestFailures
-	}
-	if set != nil {
-		return *set
-	}
-	return def
-}
-
 // releaseFailed fails the run's install or upgrade for a reason found
 // inside its sync operation but outside the apply (a failed chart test):
 // the operation ends failed, recordRelease records a failed release

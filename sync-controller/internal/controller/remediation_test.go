@@ -306,22 +306,6 @@ func TestRetryIntervalOnlyWithRetryOnFailure(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("retryInterval can only be set with RetryOnFailure"))
 }
 
-// TestIgnoreTestFailuresOfTheAction: a failed chart test counts unless
-// the action's remediation.ignoreTestFailures, else test.ignoreFailures,
-// says to ignore it.
-func TestIgnoreTestFailuresOfTheAction(t *testing.T) {
-	g := NewWithT(t)
-	hr := &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{
-		Install: &helmv2.Install{Remediation: &helmv2.InstallRemediation{IgnoreTestFailures: ptr.To(true)}},
-		Upgrade: &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 1}},
-	}}
-	install := &syncRun{obj: hr, install: true}
-	upgrade := &syncRun{obj: hr}
-	g.Expect(install.ignoreTestFailures(false)).To(BeTrue(), "install.remediation.ignoreTestFailures")
-	g.Expect(upgrade.ignoreTestFailures(false)).To(BeFalse(), "upgrade: the default")
-	g.Expect(upgrade.ignoreTestFailures(true)).To(BeTrue(), "upgrade: test.ignoreFailures")
-}
-
 // TestReleaseFailedEndsTheOperationFailed: the chart tests' seam ends the
 // sync operation as a failed one, once, so that recordRelease records a
 // failed release.

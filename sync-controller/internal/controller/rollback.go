@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -106,7 +107,7 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 	h := &history[0]
 	h.LastDeployed = now
 	what := fmt.Sprintf("rollback to %s@%s (release %s/%s v%d, as v%d)", t.ChartName, t.ChartVersion, t.Namespace, t.Name, t.Version, h.Version)
-	h.Description = fmt.Sprintf("Rollback to %d", t.Version)
+	h.Description = rollbackDescription(t.Version)
 	if s.op.synced {
 		h.Status = helmv2.ReleaseStatusDeployed
 		for i := 1; i < len(history); i++ {
@@ -122,11 +123,29 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 		if s.op.err != nil {
 			msg = s.op.err.Error()
 		}
-		h.Description = truncateDescription(fmt.Sprintf("Rollback to %d failed: %s", t.Version, msg))
+		h.Description = truncateDescription(fmt.Sprintf("%s failed: %s", rollbackDescription(t.Version), msg))
 		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s failed: %s", what, msg)
 		s.r.Events.Record(s.obj, events.SeverityError, helmv2.RollbackFailedReason, what+" failed: "+msg, events.WithRevision(s.revision))
 		hr.Status.Failures++
 		markSyncFailed(s)
 	}
 	hr.Status.History = trimHistory(history)
+}
+
+// rollbackDescription is the description of a rollback's release, as
+// Helm words it; rollbackTargetOf reads it back.
+func rollbackDescription(target int) string { return fmt.Sprintf("Rollback to %d", target) }
+
+// rollbackTargetOf returns the version a release rolled back to, when it
+// is a rollback's (its description is rollbackDescription's, "failed: …"
+// after it when it failed): its record in Helm's storage is a copy of
+// that version's.
+func rollbackTargetOf(h helmv2.Snapshot) (int, bool) {
+	rest, ok := strings.CutPrefix(h.Description, "Rollback to ")
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(rest, " ")
+	v, err := strconv.Atoi(digits)
+	return v, err == nil && v > 0
 }

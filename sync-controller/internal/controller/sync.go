@@ -125,6 +125,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
+		{Name: "storage", Run: s.repairHelmStorage},
 		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},

@@ -14,7 +14,9 @@
 //   - adoption: the first release of a HelmRelease continues a release the
 //     helm CLI or helm-controller made (Latest: its next version is the
 //     newest record's plus one, and the deployed record is superseded);
-//   - Read: one revision, for whoever needs a past release's manifest.
+//   - Read: one revision, for whoever needs a past release's manifest;
+//   - MoveTo: every record copied, as it is, into another namespace
+//     (spec.storageNamespace changed), then deleted here.
 //
 // Storage reaches the API server through a controller-runtime client (the
 // sync's, which acts as the HelmRelease's ServiceAccount): the driver is
@@ -22,6 +24,8 @@
 // record may decompress to (MaxDecodedBytes): a Secret in the storage
 // namespace is input that anyone allowed to write Secrets there controls.
 //
-// Lists read only the labels (version and status); a record is decoded
-// only to change its status or to Read it.
+// Lists read only the labels (version and status), through Reader when
+// it is set (the API server, where Client reads a cache); a record is
+// decoded only to change its status or to Read it, and a move copies it
+// without decoding it.
 package helmstorage

@@ -41,13 +41,17 @@ type Entry struct {
 	Status  common.Status
 }
 
+// reader is what reads the records: Reader, else Client.
+func (s Storage) reader() client.Reader {
+	if s.Reader != nil {
+		return s.Reader
+	}
+	return s.Client
+}
+
 // driver is the SDK's Secret driver over s.Client, within ctx.
 func (s Storage) driver(ctx context.Context) *driver.Secrets {
-	r := s.Reader
-	if r == nil {
-		r = s.Client
-	}
-	return driver.NewSecrets(&secrets{ctx: ctx, c: s.Client, r: r, namespace: s.Namespace})
+	return driver.NewSecrets(&secrets{ctx: ctx, c: s.Client, r: s.reader(), namespace: s.Namespace})
 }
 
 // List returns the release's records as their labels say, oldest first.
@@ -55,7 +59,7 @@ func (s Storage) driver(ctx context.Context) *driver.Secrets {
 // record Helm would read either, and is left out.
 func (s Storage) List(ctx context.Context) ([]Entry, error) {
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, client.InNamespace(s.Namespace),
+	if err := s.reader().List(ctx, &list, client.InNamespace(s.Namespace),
 		client.MatchingLabels{"name": s.Release, "owner": "helm"}); err != nil {
 		return nil, fmt.Errorf("listing the records of release %s/%s: %w", s.Namespace, s.Release, err)
 	}
