@@ -112,6 +112,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newExportCmd(g),
 		newUICmd(g),
 		newPushCmd(g),
+		newCreateCmd(g),
 	)
 	return root
 }
