@@ -12,6 +12,8 @@
 //	plumb export KIND NAME|--all [-A]
 //	plumb ui [--address 127.0.0.1:9080] [--no-open]
 //	plumb push artifact oci://HOST/REPO:TAG --path=DIR [--source=URL] [--revision=REV] [--creds USER:PASS]
+//	plumb create source git|helm|oci|bucket|chart|kustomization|helmrelease|alert|alert-provider|receiver NAME [flags] [--export]
+//	plumb create secret git|helm|oci|tls|receiver NAME [flags] [--export]
 //
 // Kinds are spelled as Flux spells them ("source git", "alert-provider") or
 // by the names of the kind table (kinds.go); args.go reads them.
@@ -28,6 +30,17 @@
 // until status.lastHandledReconcileAt carries it and the Ready condition has
 // settled at the current generation (not Unknown, Reconciling not True),
 // printing each new progress message on the way.
+//
+// create (create*.go) builds one typed object from Flux's flags, checks
+// what the API server cannot check without a cluster (required flags,
+// reference formats, the CRDs' type enums, files bounded to 1 MiB), and
+// either prints it (--export; manifest cuts it to what belongs in Git) or
+// server-side applies it as field manager plumb and waits as reconcile
+// does, with the token already handled, for Ready at the new generation.
+// A flag for a field Plumb's CRD lacks is refused with api/fluxport's
+// reason. Credentials given to a source become a Secret named as the
+// source, applied first; an ssh:// URL needs --known-hosts-file, as plumb
+// scans no host keys.
 //
 // confirm-prune does the same with the annotation plumb.dev/confirm-prune
 // set, in the same patch, to the digest of the render the prune guard holds

@@ -44,7 +44,6 @@ var otherToolsFlags = map[string]string{
 	"filter":                 "helm test --filter",
 	"format":                 "git archive --format",
 	"armor":                  "gpg --armor",
-	"export":                 "gpg --export",
 	"export-secret-keys":     "gpg --export-secret-keys",
 	"fingerprint":            "gpg --fingerprint",
 	"key":                    "cosign sign --key",
