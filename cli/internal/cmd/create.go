@@ -41,6 +41,9 @@ type createOpts struct {
 	export   bool
 	labels   []string
 	interval time.Duration
+	// intervalSet says --interval was given, which a kind without
+	// spec.interval refuses rather than ignores.
+	intervalSet bool
 }
 
 func newCreateCmd(g *globals) *cobra.Command {
@@ -92,6 +95,7 @@ func (o *createOpts) leaf(use, short, example string, build func(t target) (buil
 		Example: example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.intervalSet = cmd.Flags().Changed("interval")
 			t, err := o.target(args[0])
 			if err != nil {
 				return err
@@ -185,6 +189,19 @@ func refusedFlag(flag, kind, field string) error {
 		why = "Plumb's " + kind + " has no " + field
 	}
 	return fmt.Errorf("--%s (%s.%s) is not supported: %s", flag, kind, field, why)
+}
+
+// noInterval refuses --interval for a kind that has no spec.interval:
+// Plumb's notification kinds (api/fluxport says why for those Flux had it
+// on) and Secrets.
+func (o *createOpts) noInterval(kind string) error {
+	if !o.intervalSet {
+		return nil
+	}
+	if kind == "Secret" {
+		return errors.New("--interval: a Secret is not reconciled")
+	}
+	return refusedFlag("interval", kind, "spec.interval")
 }
 
 // writeManifests prints objs as YAML documents separated by ---.

@@ -64,6 +64,9 @@ func newCreateAlertCmd(o *createOpts) *cobra.Command {
 	c := o.leaf("alert", "Create or update an Alert",
 		"  plumb create alert podinfo --provider-ref=slack --event-severity=error --event-source=Kustomization/podinfo,GitRepository/*",
 		func(t target) (built, error) {
+			if err := o.noInterval(notificationv1.AlertKind); err != nil {
+				return built{}, err
+			}
 			if providerRef == "" {
 				return built{}, errRequired("provider-ref")
 			}
@@ -100,6 +103,9 @@ func newCreateAlertProviderCmd(o *createOpts) *cobra.Command {
 		"  plumb create alert-provider slack --type=slack --channel=general --secret-ref=slack-url\n"+
 			"  plumb create alert-provider github --type=github --address=https://github.com/org/repo --secret-ref=github-token",
 		func(t target) (built, error) {
+			if err := o.noInterval(notificationv1.ProviderKind); err != nil {
+				return built{}, err
+			}
 			if typ == "" {
 				return built{}, errRequired("type")
 			}
@@ -129,6 +135,9 @@ func newCreateReceiverCmd(o *createOpts) *cobra.Command {
 	c := o.leaf("receiver", "Create or update a Receiver (a webhook that asks for reconciles)",
 		"  plumb create receiver github --type=github --event=ping,push --secret-ref=github-hook --resource=GitRepository/podinfo",
 		func(t target) (built, error) {
+			if err := o.noInterval(notificationv1.ReceiverKind); err != nil {
+				return built{}, err
+			}
 			if typ == "" {
 				return built{}, errRequired("type")
 			}

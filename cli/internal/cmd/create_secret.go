@@ -48,6 +48,10 @@ func newCreateSecretCmd(o *createOpts) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "secret",
 		Short: "Create or update a Secret with the keys a source or Receiver reads",
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			o.intervalSet = cmd.Flags().Changed("interval")
+			return o.noInterval("Secret")
+		},
 	}
 	c.AddCommand(newCreateSecretGitCmd(o), newCreateSecretHelmCmd(o), newCreateSecretOCICmd(o), newCreateSecretTLSCmd(o), newCreateSecretReceiverCmd(o))
 	return c

@@ -160,6 +160,9 @@ func TestCreateRefusesBadFlagsAndWritesNothing(t *testing.T) {
 		{[]string{"secret", "oci", "app", "--url=ghcr.io", "--username=u"}, "--password is required"},
 		{[]string{"secret", "receiver", "app", "--type=github"}, "--hostname is required"},
 		{[]string{"secret", "receiver", "app", "--type=gcr", "--hostname=h"}, "--email-claim is required"},
+		{[]string{"secret", "tls", "app", "--ca-crt-file=" + known, "--interval=5m"}, "--interval: a Secret is not reconciled"},
+		{[]string{"alert-provider", "app", "--type=slack", "--interval=5m"}, "--interval (Provider.spec.interval) is not supported: deprecated in Flux"},
+		{[]string{"receiver", "app", "--type=github", "--secret-ref=s", "--resource=GitRepository/app", "--interval=5m"}, "--interval (Receiver.spec.interval) is not supported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
