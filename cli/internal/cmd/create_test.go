@@ -23,6 +23,13 @@ import (
 // with no request token). It stops with the test.
 func readyWhenCreated[T client.Object](t *testing.T, obj T, result outcome, write func(o T, token string, reconciling bool, r outcome)) {
 	t.Helper()
+	readyAtGeneration(t, obj, 1, result, write)
+}
+
+// readyAtGeneration is readyWhenCreated for an object that exists: it
+// answers once obj's generation reaches gen.
+func readyAtGeneration[T client.Object](t *testing.T, obj T, gen int64, result outcome, write func(o T, token string, reconciling bool, r outcome)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -32,7 +39,7 @@ func readyWhenCreated[T client.Object](t *testing.T, obj T, result outcome, writ
 			for ctx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
 				o := obj.DeepCopyObject().(T)
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), o); err != nil {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), o); err != nil || o.GetGeneration() < gen {
 					continue
 				}
 				write(o, "", reconciling, result)
@@ -104,6 +111,33 @@ func TestCreateKustomizationWaitsForItsOutcome(t *testing.T) {
 	r = plumb("create", "kustomization", "broken", "--source=app", "--path=./missing", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitNegative), r.String())
 	g.Expect(r.errOut).To(ContainSubstring("Kustomization/" + ns + "/broken is not ready: kustomization path not found"))
+}
+
+// A create of an object that exists updates the fields the flags set and
+// waits for the controller's answer to the new generation, not the Ready
+// it had before.
+func TestCreateAgainWaitsForTheNewGeneration(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	ks := kustomization(ns, "apps", "app")
+	create(ctx, t, ks)
+	setStatus(ctx, t, ks, func(o *kustomizev1.Kustomization) {
+		o.Status.ObservedGeneration = o.Generation
+		o.Status.LastAppliedRevision = "main@sha1:old"
+		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "applied", o.Generation)}
+	})
+	const rev = "main@sha1:6666666666666666666666666666666666666666"
+	readyAtGeneration(t, kustomization(ns, "apps", "app"), 2, outcome{ready: true, message: "applied", revision: rev}, writeKustomization)
+
+	r := plumb("create", "kustomization", "apps", "--source=app", "--path=./new", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(lines(r.out)).To(ContainElement("✔ Kustomization/" + ns + "/apps reconciled, revision " + rev))
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, got)).To(Succeed())
+	g.Expect(got.Generation).To(Equal(int64(2)))
+	g.Expect(got.Spec.Path).To(Equal("./new"))
+	// The flags say the whole spec: no --prune is prune: false.
+	g.Expect(got.Spec.Prune).To(BeFalse())
 }
 
 // With no controller to answer, create gives up at --timeout with an
