@@ -140,6 +140,29 @@ func TestCreateAgainWaitsForTheNewGeneration(t *testing.T) {
 	g.Expect(got.Spec.Prune).To(BeFalse())
 }
 
+// A notification kind keeps no lastHandledReconcileAt: create waits for
+// Ready at its generation all the same.
+func TestCreateAlertProviderWaitsForReady(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	p := &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slack"}}
+	readyWhenCreated(t, p, outcome{ready: true, message: "Initialized"}, func(o *notificationv1.Provider, _ string, reconciling bool, r outcome) {
+		o.Status.ObservedGeneration = o.Generation
+		status := "Unknown"
+		if !reconciling {
+			status = "True"
+		}
+		o.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, status, meta.SucceededReason, r.message, o.Generation)}
+	})
+	r := plumb("create", "alert-provider", "slack", "--type=slack", "--channel=ops", "--secret-ref=slack-url", "-n", ns)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	g.Expect(lines(r.out)).To(ContainElement("✔ Provider/" + ns + "/slack reconciled"))
+	got := &notificationv1.Provider{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+	g.Expect(got.Spec.Type).To(Equal("slack"))
+	g.Expect(got.Spec.Channel).To(Equal("ops"))
+}
+
 // With no controller to answer, create gives up at --timeout with an
 // error that says so; the object it applied stays.
 func TestCreateTimesOutWithoutAController(t *testing.T) {
