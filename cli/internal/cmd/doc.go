@@ -18,6 +18,8 @@
 //	plumb delete KIND NAME [--silent] [--wait]
 //	plumb version [--client] [-o yaml|json]
 //	plumb completion bash|zsh|fish|powershell
+//	plumb create source git|helm|oci|bucket|chart|kustomization|helmrelease|alert|alert-provider|receiver NAME [flags] [--export]
+//	plumb create secret git|helm|oci|tls|receiver NAME [flags] [--export]
 //
 // install, uninstall and check --pre are thin commands over
 // cli/internal/install, which renders deploy/ (embedded through the module
@@ -41,6 +43,17 @@
 // until status.lastHandledReconcileAt carries it and the Ready condition has
 // settled at the current generation (not Unknown, Reconciling not True),
 // printing each new progress message on the way.
+//
+// create (create*.go) builds one typed object from Flux's flags, checks
+// what the API server cannot check without a cluster (required flags,
+// reference formats, the CRDs' type enums, files bounded to 1 MiB), and
+// either prints it (--export; manifest cuts it to what belongs in Git) or
+// server-side applies it as field manager plumb and waits as reconcile
+// does, with the token already handled, for Ready at the new generation.
+// A flag for a field Plumb's CRD lacks is refused with api/fluxport's
+// reason. Credentials given to a source become a Secret named as the
+// source, applied first; an ssh:// URL needs --known-hosts-file, as plumb
+// scans no host keys.
 //
 // confirm-prune does the same with the annotation plumb.dev/confirm-prune
 // set, in the same patch, to the digest of the render the prune guard holds

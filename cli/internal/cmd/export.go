@@ -7,10 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	helmv2 "plumb.dev/api/helm/v2"
@@ -114,38 +112,32 @@ var exportedAnnotations = []string{
 	"kubectl.kubernetes.io/last-applied-configuration",
 }
 
-// exported is obj as it belongs in Git: apiVersion and kind set, metadata
-// cut down to name, namespace, labels and annotations, no status.
+// exported is obj as it belongs in Git: manifest's cut (apiVersion,
+// kind, name, namespace, labels, annotations, spec; no status), without
+// the labels and annotations controllers write.
 func exported(obj client.Object) (*unstructured.Unstructured, error) {
-	gvk, err := apiutil.GVKForObject(obj, scheme)
+	u, err := manifest(obj)
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(gvk)
-	u.SetName(obj.GetName())
-	u.SetNamespace(obj.GetNamespace())
-	labels := obj.GetLabels()
+	labels := u.GetLabels()
 	delete(labels, kustomizev1.NameLabel)
 	delete(labels, kustomizev1.NamespaceLabel)
 	delete(labels, helmv2.NameLabel)
 	delete(labels, helmv2.NamespaceLabel)
 	if len(labels) > 0 {
 		u.SetLabels(labels)
+	} else {
+		unstructured.RemoveNestedField(u.Object, "metadata", "labels")
 	}
-	annotations := obj.GetAnnotations()
+	annotations := u.GetAnnotations()
 	for _, a := range exportedAnnotations {
 		delete(annotations, a)
 	}
 	if len(annotations) > 0 {
 		u.SetAnnotations(annotations)
-	}
-	if spec, ok := m["spec"]; ok {
-		u.Object["spec"] = spec
+	} else {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
 	}
 	return u, nil
 }

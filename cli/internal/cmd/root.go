@@ -118,6 +118,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newInstallCmd(g),
 		newUninstallCmd(g),
 		newBootstrapCmd(g),
+		newCreateCmd(g),
 	)
 	return root
 }
