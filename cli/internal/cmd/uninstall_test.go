@@ -138,7 +138,9 @@ func TestUninstallRemovesPlumbAndLeavesWhatItAppliedRunning(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Kustomization CRD is still there: %v", err)
+			st, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			t.Logf("uninstall said:\n%s", r.out)
+			t.Fatalf("the Kustomization CRD is still there: %v: %v", err, st)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

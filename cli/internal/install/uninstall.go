@@ -293,6 +293,24 @@ func (u *uninstaller) removeFinalizers(ctx context.Context, crd *unstructured.Un
 		if len(obj.GetFinalizers()) == 0 {
 			continue
 		}
+		err := u.clearFinalizers(ctx, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			u.fail("removing the finalizers of %s: %v", Ref(obj), err)
+		default:
+			fmt.Fprintf(u.out, "✔ %s: finalizers removed%s\n", Ref(obj), u.suffix)
+		}
+	}
+}
+
+// clearFinalizers patches obj's finalizers away until they stay away.
+// sync-controller's MutatingAdmissionPolicy, deleted a moment before, puts
+// its finalizer back on an UPDATE until the API server's admission has
+// seen the deletion, which it learns from a watch, not at once: the patch
+// is repeated while the answer still carries a finalizer.
+func (u *uninstaller) clearFinalizers(ctx context.Context, obj *unstructured.Unstructured) error {
+	for {
 		// A merge patch that sets the list empty, guarded by the
 		// resourceVersion read: a conflict is reported, not overwritten.
 		patch := fmt.Appendf(nil, `{"metadata":{"finalizers":null,"resourceVersion":%q}}`, obj.GetResourceVersion())
@@ -300,13 +318,16 @@ func (u *uninstaller) removeFinalizers(ctx context.Context, crd *unstructured.Un
 		if u.dryRun {
 			opts = append(opts, client.DryRunAll)
 		}
-		err := u.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			u.fail("removing the finalizers of %s: %v", Ref(obj), err)
-		default:
-			fmt.Fprintf(u.out, "✔ %s: finalizers removed%s\n", Ref(obj), u.suffix)
+		if err := u.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
+			return err
+		}
+		if u.dryRun || len(obj.GetFinalizers()) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("finalizers %v put back on each removal (an admission policy or webhook?): %w", obj.GetFinalizers(), ctx.Err())
+		case <-time.After(pollInterval / 4):
 		}
 	}
 }
