@@ -21,7 +21,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # controller that the images (CGO_ENABLED=0) never had
 # (docs/bench/helm-release.md, "Memory, session 2026-12-06"). Exported, so
 # the scripts and the tests that build binaries (e2e) inherit it; the
-# Dockerfile passes the same tag.
+# image build (pkg/imagebuild) passes the same tag.
 NO_GO_PLUGINS := kustomize_disable_go_plugin_support
 export GOFLAGS := $(strip $(GOFLAGS) -tags=$(NO_GO_PLUGINS))
 # Module patterns for the go command in workspace mode.
@@ -39,6 +39,22 @@ help: ## Show the targets.
 build: ## Build the four controllers, the ui server and the plumb CLI into bin/.
 	@for c in $(PROGRAMS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
 	@echo ">> go build plumb"; go build -o $(BIN)/plumb ./cli
+
+# `make images`: the five programs' images from Go modules, no Docker
+# (pkg/imagebuild; docs/images.md). The defaults make a rebuild of one
+# commit give the same digests: its describe, hash and time.
+IMAGE_REGISTRY    ?=
+VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT            ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+IMAGE_SOURCE      ?= https://github.com/plumb-dev/plumb
+IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
+
+.PHONY: images
+images: ## Build the five images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
+	go run ./pkg/imagebuild/cmd/images -dir $(ROOT) -out $(BIN)/images -registry '$(IMAGE_REGISTRY)' \
+		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
+		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (cached outside the clone).

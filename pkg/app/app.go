@@ -22,6 +22,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/version"
 )
 
 // NewScheme returns a scheme with the Kubernetes built-in kinds and all of
@@ -29,9 +30,11 @@ import (
 func NewScheme() *runtime.Scheme { return kinds.NewScheme() }
 
 // SetupLogger installs the logger the options describe as controller-runtime's
-// and klog's logger.
+// and klog's logger, and logs the build the program is (pkg/version), so a
+// log says which image it came from.
 func SetupLogger(opts options.Manager) {
 	logger.SetLogger(logger.NewLogger(opts.Logging))
+	ctrl.Log.Info("Plumb build", "version", version.Get().String())
 }
 
 // RESTConfig returns the API client configuration from the usual places

@@ -16,8 +16,8 @@
 //     impersonation of a tenant's ServiceAccount (spec.serviceAccountName)
 //     is checked with a real token of its ServiceAccount, since
 //     impersonation does not chain;
-//   - the one Dockerfile, built for each controller and the ui server,
-//     copies only paths that exist and every module go.work names.
+//   - each Deployment runs the image `make images` builds for its program
+//     (pkg/imagebuild): its repository, its entrypoint, its user.
 //
 // When a controller starts calling something new, add the call to the
 // table in rbac_test.go and the rule to deploy/<controller>/rbac.yaml.

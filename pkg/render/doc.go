@@ -22,7 +22,7 @@
 //     merge or JSON 6902, with targets), images and components (relative
 //     to spec.path), as Flux does. krusty builds it with
 //     LoadRestrictionsRootOnly and plugins disabled (no exec, container or
-//     Helm plugins; the Makefile and the Dockerfile build without
+//     Helm plugins; the Makefile and make images build without
 //     kustomize's Go-plugin loader, tag kustomize_disable_go_plugin_support,
 //     which TestTheBuildsLeaveOutGoPlugins keeps sufficient), in a
 //     goroutine the build abandons when its context ends

@@ -23,7 +23,7 @@ const noGoPluginsTag = "kustomize_disable_go_plugin_support"
 // plugin out of the two programs that run kustomize (a new dependency
 // importing it would bring the cost back whatever the tag), and that the
 // Makefile (whose GOFLAGS the tests and scripts it runs inherit) and the
-// Dockerfile build with it.
+// image build (pkg/imagebuild) build with it.
 func TestTheBuildsLeaveOutGoPlugins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list on two programs")
@@ -52,7 +52,7 @@ func TestTheBuildsLeaveOutGoPlugins(t *testing.T) {
 	}
 	for file, want := range map[string]string{
 		"Makefile":   "NO_GO_PLUGINS := " + noGoPluginsTag,
-		"Dockerfile": "-tags=" + noGoPluginsTag,
+		"pkg/imagebuild/gobuild.go": `buildTags = "` + noGoPluginsTag + `"`,
 	} {
 		b, err := os.ReadFile(filepath.Join(root, file))
 		if err != nil {
