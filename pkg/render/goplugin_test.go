@@ -51,7 +51,7 @@ func TestTheBuildsLeaveOutGoPlugins(t *testing.T) {
 		}
 	}
 	for file, want := range map[string]string{
-		"Makefile":   "NO_GO_PLUGINS := " + noGoPluginsTag,
+		"Makefile":                  "NO_GO_PLUGINS := " + noGoPluginsTag,
 		"pkg/imagebuild/gobuild.go": `buildTags = "` + noGoPluginsTag + `"`,
 	} {
 		b, err := os.ReadFile(filepath.Join(root, file))

@@ -34,11 +34,10 @@ func newBootstrapCmd(g *globals) *cobra.Command {
 // bootstrapGitOptions are the flags of `plumb bootstrap git` that are not
 // bootstrap.Options themselves.
 type bootstrapGitOptions struct {
-	o                 bootstrap.Options
-	password          string
-	withBearerToken   bool
-	caFile            string
-	bootstrapInterval time.Duration
+	o               bootstrap.Options
+	password        string
+	withBearerToken bool
+	caFile          string
 }
 
 func newBootstrapGitCmd(g *globals) *cobra.Command {
@@ -178,7 +177,7 @@ func (g *globals) bootstrapGit(ctx context.Context, o bootstrap.Options) error {
 	sync = append(sync, bootstrap.SyncObjects(o)...)
 	for _, u := range sync {
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		if err := g.client.Patch(ctx, u, client.Apply, client.FieldOwner(install.FieldManager), client.ForceOwnership); err != nil {
+		if err := g.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(install.FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
 		fmt.Fprintf(g.out, "✔ %s/%s/%s applied\n", u.GetKind(), u.GetNamespace(), u.GetName())
