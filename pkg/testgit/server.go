@@ -25,7 +25,7 @@ type Options struct {
 	// BearerToken, when set, is accepted as "Authorization: Bearer <token>"
 	// (alone or besides basic auth).
 	BearerToken string
-	// Push serves git-receive-pack over HTTP, so clients can push (a
+	// Push serves git-receive-pack over HTTP and SSH, so clients can push (a
 	// bootstrap writing its manifests); off, a push is refused with 403.
 	Push bool
 }

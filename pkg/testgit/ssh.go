@@ -51,7 +51,8 @@ type sshServer struct {
 }
 
 // StartSSH starts an SSH server on 127.0.0.1 and a random port that serves
-// git-upload-pack for the repositories. It returns the known_hosts line
+// git-upload-pack for the repositories, and git-receive-pack with
+// Options.Push. It returns the known_hosts line
 // that trusts its host key.
 func (s *Server) StartSSH(opts SSHOptions) (string, error) {
 	if s.ssh != nil {
@@ -153,14 +154,18 @@ func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			_ = req.Reply(false, nil)
 			return
 		}
-		name, ok := parseUploadPack(payload.Command)
-		if !ok || !repoName.MatchString(name) {
+		service, name, ok := parseService(payload.Command)
+		if !ok || !repoName.MatchString(name) || (service == "receive-pack" && !s.opts.Push) {
 			_ = req.Reply(false, nil)
 			return
 		}
 		_ = req.Reply(true, nil)
-		s.count(s.fetches, name)
-		cmd := exec.Command(s.git, "upload-pack", s.repoDir(name))
+		if service == "receive-pack" {
+			s.count(s.pushes, name)
+		} else {
+			s.count(s.fetches, name)
+		}
+		cmd := exec.Command(s.git, service, s.repoDir(name))
 		cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + s.root}
 		cmd.Stdin = ch
 		cmd.Stdout = ch
@@ -183,20 +188,19 @@ func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	}
 }
 
-// parseUploadPack reads "git-upload-pack '/name.git'" (or "git upload-pack
-// name.git") and returns the repository name.
-func parseUploadPack(cmd string) (string, bool) {
-	var rest string
-	switch {
-	case strings.HasPrefix(cmd, "git-upload-pack "):
-		rest = strings.TrimPrefix(cmd, "git-upload-pack ")
-	case strings.HasPrefix(cmd, "git upload-pack "):
-		rest = strings.TrimPrefix(cmd, "git upload-pack ")
-	default:
-		return "", false
+// parseService reads "git-upload-pack '/name.git'" (or "git upload-pack
+// name.git", and the same of receive-pack) and returns the service and
+// the repository name.
+func parseService(cmd string) (service, name string, ok bool) {
+	for _, svc := range []string{"upload-pack", "receive-pack"} {
+		for _, prefix := range []string{"git-" + svc + " ", "git " + svc + " "} {
+			if rest, found := strings.CutPrefix(cmd, prefix); found {
+				rest = strings.Trim(strings.TrimSpace(rest), `'"`)
+				rest = strings.TrimPrefix(rest, "/")
+				rest = strings.TrimSuffix(rest, "/")
+				return svc, strings.TrimSuffix(rest, ".git"), true
+			}
+		}
 	}
-	rest = strings.Trim(strings.TrimSpace(rest), `'"`)
-	rest = strings.TrimPrefix(rest, "/")
-	rest = strings.TrimSuffix(rest, "/")
-	return strings.TrimSuffix(rest, ".git"), true
+	return "", "", false
 }

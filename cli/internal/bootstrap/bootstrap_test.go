@@ -12,6 +12,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 	. "github.com/onsi/gomega"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -204,7 +206,9 @@ func TestOptionsThatCannotBeHonouredAreRefused(t *testing.T) {
 		"plain http":    {func(o *Options) { o.Auth.AllowInsecureHTTP = false }, "plain HTTP"},
 		"no branch":     {func(o *Options) { o.Branch = "" }, "--branch"},
 		"path outside":  {func(o *Options) { o.Path = "../elsewhere" }, "leaves the repository"},
-		"ssh":           {func(o *Options) { o.URL = "ssh://git@example.com/fleet.git" }, "only http(s)"},
+		"ssh, no key":   {func(o *Options) { o.URL = "ssh://git@example.com/fleet.git" }, "needs --private-key-file"},
+		"key for http":  {func(o *Options) { o.Auth.PrivateKey = []byte("k") }, "for ssh:// URLs"},
+		"git://":        {func(o *Options) { o.URL = "git://example.com/fleet.git" }, "takes https://, http:// or ssh://"},
 		"token and pwd": {func(o *Options) { o.Auth.BearerToken = "t" }, "exclusive"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -228,4 +232,48 @@ func TestTheGitSecretHoldsTheKeysSourceControllerReads(t *testing.T) {
 	o.Auth = Auth{}
 	g.Expect(GitSecret(o)).To(BeNil())
 	g.Expect(SyncObjects(o)[0].Object["spec"]).NotTo(HaveKey("secretRef"))
+}
+
+// Over SSH the push authenticates with the private key, and the host key
+// it meets is what the GitRepository's Secret trusts: scanned when none is
+// given, checked when one is pinned.
+func TestPushOverSSHTrustsTheHostKeyItMetOrThePinnedOne(t *testing.T) {
+	g := NewWithT(t)
+	srv := gitServer(t)
+	keyPEM, key, err := testgit.NewKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	known, err := srv.StartSSH(testgit.SSHOptions{AuthorizedKeys: []ssh.PublicKey{key.PublicKey()}})
+	g.Expect(err).NotTo(HaveOccurred())
+	repo, err := srv.CreateRepo("fleet")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	o := options(repo.SSHURL())
+	o.Auth = Auth{PrivateKey: keyPEM}
+	files, err := Files(o)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := Push(context.Background(), o, files, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Changed).To(BeTrue())
+	g.Expect(string(c.KnownHosts)).To(Equal(known), "the scanned line trusts the server's host key")
+	g.Expect(srv.Pushes("fleet")).To(Equal(1))
+	head, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(head).To(Equal(c.Hash))
+
+	o.Auth.KnownHosts = c.KnownHosts
+	secret := GitSecret(o)
+	g.Expect(secret.Data).To(Equal(map[string][]byte{"identity": keyPEM, "known_hosts": []byte(known)}))
+	g.Expect(SyncObjects(o)[0].Object["spec"]).To(HaveKeyWithValue("url", repo.SSHURL()))
+
+	// A pinned key the host does not have: nothing is pushed.
+	_, other, err := testgit.NewKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	host := strings.TrimPrefix(strings.Split(repo.SSHURL(), "/")[2], "git@")
+	o.Auth.KnownHosts = []byte(knownhosts.Line([]string{knownhosts.Normalize(host)}, other.PublicKey()) + "\n")
+	o.Install.Version = "v0.9.1"
+	files, err = Files(o)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = Push(context.Background(), o, files, io.Discard)
+	g.Expect(err).To(MatchError(ContainSubstring("key mismatch")))
+	g.Expect(srv.Pushes("fleet")).To(Equal(1))
 }

@@ -31,6 +31,10 @@ type Commit struct {
 	// Changed is false when the files were already as rendered and
 	// nothing was committed or pushed.
 	Changed bool
+	// KnownHosts is the known_hosts line of the SSH host's key as the
+	// push saw it (checked against Auth.KnownHosts when that was given):
+	// what the GitRepository's Secret must trust. Empty for http(s).
+	KnownHosts []byte
 }
 
 // Revision is the commit as source-controller names it in a
@@ -45,7 +49,10 @@ func Push(ctx context.Context, o Options, files map[string][]byte, progress io.W
 	if err := o.Validate(); err != nil {
 		return Commit{}, err
 	}
-	auth := o.Auth.transport()
+	auth, host, err := o.Auth.transport(o.URL)
+	if err != nil {
+		return Commit{}, err
+	}
 	repo, wt, err := checkout(ctx, o, auth)
 	if err != nil {
 		return Commit{}, err
@@ -67,7 +74,7 @@ func Push(ctx context.Context, o Options, files map[string][]byte, progress io.W
 		if err != nil {
 			return Commit{}, err
 		}
-		return Commit{Hash: head.Hash().String()}, nil
+		return Commit{Hash: head.Hash().String(), KnownHosts: host.known()}, nil
 	}
 	msg := "Add Plumb " + o.Install.Version + " sync manifests"
 	if o.CommitMessageAppendix != "" {
@@ -88,7 +95,7 @@ func Push(ctx context.Context, o Options, files map[string][]byte, progress io.W
 	if err != nil {
 		return Commit{}, fmt.Errorf("pushing to %s %s: %w", o.URL, o.Branch, err)
 	}
-	return Commit{Hash: hash.String(), Changed: true}, nil
+	return Commit{Hash: hash.String(), Changed: true, KnownHosts: host.known()}, nil
 }
 
 // checkout clones o.Branch into memory. An empty repository is
@@ -173,14 +180,18 @@ func writeFile(fs billy.Filesystem, name string, data []byte) error {
 	return f.Close()
 }
 
-func (a Auth) transport() transport.AuthMethod {
+// transport is the push's authentication for url, and for ssh:// the
+// host key it meets.
+func (a Auth) transport(url string) (transport.AuthMethod, *sshHost, error) {
 	switch {
+	case isSSH(url):
+		return a.sshAuth(url)
 	case a.BearerToken != "":
-		return &githttp.TokenAuth{Token: a.BearerToken}
+		return &githttp.TokenAuth{Token: a.BearerToken}, nil, nil
 	case a.Username != "" || a.Password != "":
-		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}
+		return &githttp.BasicAuth{Username: a.Username, Password: a.Password}, nil, nil
 	}
-	return nil
+	return nil, nil, nil
 }
 
 // signature is the commit's author and committer, Plumb's when unset.

@@ -62,11 +62,21 @@ type Auth struct {
 	CA []byte
 	// AllowInsecureHTTP lets URL be http://.
 	AllowInsecureHTTP bool
+	// PrivateKey is the PEM SSH key of an ssh:// URL (Password is then
+	// its passphrase, if any).
+	PrivateKey []byte
+	// KnownHosts pins the SSH host's key (known_hosts lines); empty, the
+	// key the host shows at the push is trusted and written into the
+	// Secret, as `flux bootstrap git` scans it (SSHHostKey says which).
+	KnownHosts []byte
 }
 
 func (a Auth) empty() bool {
-	return a.Username == "" && a.Password == "" && a.BearerToken == "" && len(a.CA) == 0
+	return a.Username == "" && a.Password == "" && a.BearerToken == "" && len(a.CA) == 0 && len(a.PrivateKey) == 0
 }
+
+// isSSH says whether url is an ssh:// repository.
+func isSSH(url string) bool { return strings.HasPrefix(url, "ssh://") }
 
 // Author signs the commit.
 type Author struct {
@@ -90,8 +100,14 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--branch is required")
 	case strings.HasPrefix(o.URL, "http://") && !o.Auth.AllowInsecureHTTP:
 		return fmt.Errorf("%s is plain HTTP: credentials and manifests would cross the network in clear; use https:// or --allow-insecure-http", o.URL)
-	case !strings.HasPrefix(o.URL, "https://") && !strings.HasPrefix(o.URL, "http://"):
-		return fmt.Errorf("%s: only http(s):// repositories are supported by bootstrap git", o.URL)
+	case !strings.HasPrefix(o.URL, "https://") && !strings.HasPrefix(o.URL, "http://") && !isSSH(o.URL):
+		return fmt.Errorf("%s: bootstrap git takes https://, http:// or ssh:// URLs", o.URL)
+	case isSSH(o.URL) && len(o.Auth.PrivateKey) == 0:
+		return fmt.Errorf("%s: an ssh:// URL needs --private-key-file", o.URL)
+	case !isSSH(o.URL) && len(o.Auth.PrivateKey) > 0:
+		return fmt.Errorf("--private-key-file is for ssh:// URLs; %s is not one", o.URL)
+	case isSSH(o.URL) && o.Auth.BearerToken != "":
+		return fmt.Errorf("a bearer token is for http(s):// URLs, not %s", o.URL)
 	case strings.HasPrefix(o.cleanPath(), ".."):
 		return fmt.Errorf("--path %q leaves the repository", o.Path)
 	case o.Auth.BearerToken != "" && (o.Auth.Username != "" || o.Auth.Password != ""):
@@ -181,6 +197,14 @@ func GitSecret(o Options) *corev1.Secret {
 		if len(v) > 0 {
 			s.Data[key] = v
 		}
+	}
+	if isSSH(o.URL) {
+		// source-controller's keys of an ssh:// source: the key, its
+		// passphrase and the host keys it trusts.
+		set("identity", o.Auth.PrivateKey)
+		set("password", []byte(o.Auth.Password))
+		set("known_hosts", o.Auth.KnownHosts)
+		return s
 	}
 	set("username", []byte(o.Auth.Username))
 	set("password", []byte(o.Auth.Password))

@@ -38,6 +38,8 @@ type bootstrapGitOptions struct {
 	password        string
 	withBearerToken bool
 	caFile          string
+	privateKeyFile  string
+	knownHostsFile  string
 }
 
 func newBootstrapGitCmd(g *globals) *cobra.Command {
@@ -77,6 +79,8 @@ func newBootstrapGitCmd(g *globals) *cobra.Command {
 	f.StringVarP(&b.password, "password", "p", "", "The password or token of basic auth; read from $GIT_PASSWORD when empty.")
 	f.BoolVar(&b.withBearerToken, "with-bearer-token", false, "Send --password as a bearer token instead of basic auth (the Secret then holds bearerToken).")
 	f.StringVar(&b.caFile, "ca-file", "", "A PEM file of the certificate authorities the Git host's certificate is checked against.")
+	f.StringVar(&b.privateKeyFile, "private-key-file", "", "The SSH private key of an ssh:// URL, for the push and the GitRepository; --password is its passphrase.")
+	f.StringVar(&b.knownHostsFile, "known-hosts-file", "", "known_hosts lines the SSH host's key must match; without it the key the host shows is trusted and its fingerprint printed.")
 	f.BoolVar(&b.o.Auth.AllowInsecureHTTP, "allow-insecure-http", false, "Allow an http:// URL: the credentials and manifests then cross the network in clear.")
 	f.DurationVar(&b.o.Interval, "interval", bootstrap.DefaultSourceInterval, "How often the GitRepository fetches.")
 	f.StringVar(&b.o.Author.Name, "author-name", "Plumb", "The author of the commit.")
@@ -103,6 +107,27 @@ func (b *bootstrapGitOptions) complete() error {
 			// for nothing.
 			b.o.Auth.Username = ""
 		}
+	}
+	for _, f := range []struct {
+		name string
+		path string
+		into *[]byte
+	}{
+		{"--private-key-file", b.privateKeyFile, &b.o.Auth.PrivateKey},
+		{"--known-hosts-file", b.knownHostsFile, &b.o.Auth.KnownHosts},
+	} {
+		if f.path == "" {
+			continue
+		}
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.into = data
+	}
+	if strings.HasPrefix(b.o.URL, "ssh://") {
+		// The key authenticates; the user is the URL's.
+		b.o.Auth.Username = ""
 	}
 	if b.caFile != "" {
 		ca, err := os.ReadFile(b.caFile)
@@ -146,6 +171,10 @@ func (g *globals) bootstrapGit(ctx context.Context, o bootstrap.Options) error {
 	commit, err := bootstrap.Push(ctx, o, files, nil)
 	if err != nil {
 		return err
+	}
+	if len(commit.KnownHosts) > 0 && len(o.Auth.KnownHosts) == 0 {
+		fmt.Fprintf(g.out, "◎ trusting the SSH host key %s the host showed (pin it with --known-hosts-file)\n", bootstrap.Fingerprint(commit.KnownHosts))
+		o.Auth.KnownHosts = commit.KnownHosts
 	}
 	if commit.Changed {
 		fmt.Fprintf(g.out, "✔ committed and pushed %s\n", commit.Hash)
