@@ -99,7 +99,7 @@ func TestBootstrapManagesPlumbFromGitAndUninstallLeavesTheApps(t *testing.T) {
 	appUID := app.UID
 
 	// An upgrade is a commit: the image tag changed in Git.
-	g.Expect(runGitIn(ctx, clone.Dir, "pull", "--quiet", "origin", "main")).To(Succeed())
+	g.Expect(clone.Pull(ctx)).To(Succeed())
 	components := "clusters/local/plumb-system/plumb-components.yaml"
 	content, err := clone.Read(components)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -137,11 +137,4 @@ func TestBootstrapManagesPlumbFromGitAndUninstallLeavesTheApps(t *testing.T) {
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	err = own.Client.Get(ctx, types.NamespacedName{Name: "kustomizations.kustomize.plumb.dev"}, crd)
 	g.Expect(apierrors.IsNotFound(err) || (err == nil && crd.GetDeletionTimestamp() != nil)).To(BeTrue(), "the CRD is gone: %v", err)
-}
-
-func runGitIn(ctx context.Context, dir string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.com", "GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.com")
-	return cmd.Run()
 }

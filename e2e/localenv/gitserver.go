@@ -332,6 +332,13 @@ func (c *Clone) CommitAndPush(ctx context.Context, message string) (string, erro
 	return c.Head(ctx)
 }
 
+// Pull brings the working copy's main up to the server's (commits pushed
+// by someone else, a bootstrap's).
+func (c *Clone) Pull(ctx context.Context) error {
+	_, err := runGit(ctx, c.Dir, "pull", "--quiet", "origin", "main")
+	return err
+}
+
 // Head returns the commit hash the working copy is at.
 func (c *Clone) Head(ctx context.Context) (string, error) {
 	sha, err := runGit(ctx, c.Dir, "rev-parse", "HEAD")

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func Push(ctx context.Context, o Options, files map[string][]byte, progress io.W
 	if err != nil {
 		return Commit{}, err
 	}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := writeFile(wt.Filesystem, name, files[name]); err != nil {
 			return Commit{}, err
 		}
@@ -201,13 +202,4 @@ func (a Author) signature() *object.Signature {
 		s.Name = "Plumb"
 	}
 	return s
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -181,6 +181,17 @@ func SyncObjects(o Options) []*unstructured.Unstructured {
 	return []*unstructured.Unstructured{toUnstructured(repo), toUnstructured(ks)}
 }
 
+// ClusterObjects are what bootstrap applies besides the install: the
+// Secret the GitRepository reads (GitSecret, when there are credentials)
+// and SyncObjects, in the order they must be applied.
+func ClusterObjects(o Options) []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	if secret := GitSecret(o); secret != nil {
+		objs = append(objs, toUnstructured(secret))
+	}
+	return append(objs, SyncObjects(o)...)
+}
+
 // GitSecret is the Secret the GitRepository reads, or nil when the
 // repository needs no credentials.
 func GitSecret(o Options) *corev1.Secret {

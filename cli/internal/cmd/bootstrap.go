@@ -10,8 +10,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,17 +193,7 @@ func (g *globals) bootstrapGit(ctx context.Context, o bootstrap.Options) error {
 	}
 
 	fmt.Fprintln(g.out, "► configuring the sync from Git")
-	var sync []*unstructured.Unstructured
-	if secret := bootstrap.GitSecret(o); secret != nil {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
-		if err != nil {
-			return err
-		}
-		sync = append(sync, &unstructured.Unstructured{Object: m})
-	}
-	sync = append(sync, bootstrap.SyncObjects(o)...)
-	for _, u := range sync {
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	for _, u := range bootstrap.ClusterObjects(o) {
 		if err := g.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(install.FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
