@@ -14,7 +14,7 @@
 //     dry-run mode and action.Configuration.renderResources):
 //     loader.LoadArchive; chartutil.ProcessDependencies (conditions, tags,
 //     import-values); ToRenderValues (the user values coalesced over the
-//     chart's values, .Release with IsInstall or IsUpgrade and revision 1,
+//     chart's values, .Release with IsInstall or IsUpgrade and Options.Revision,
 //     .Capabilities from Options); the values.schema.json check (unless
 //     Options.DisableSchemaValidation); the
 //     chart's kubeVersion against the Kubernetes version; engine.Engine

@@ -50,6 +50,10 @@ type Options struct {
 	// IsInstall sets .Release.IsInstall (true) or .Release.IsUpgrade
 	// (false).
 	IsInstall bool
+	// Revision is .Release.Revision: the version the release will have,
+	// one more than the newest of its history (an adopted release's
+	// included). 0 is 1, a first install's.
+	Revision int
 	// CRDs is the policy for the chart's crds/ folders (its subcharts'
 	// included): helmv2.CRDsSkip, CRDsCreate or CRDsCreateReplace. Empty
 	// is Helm's default: Create on an install, Skip on an upgrade.
@@ -379,7 +383,7 @@ func template(ctx context.Context, archive []byte, opts Options, caps *common.Ca
 	release := common.ReleaseOptions{
 		Name:      opts.ReleaseName,
 		Namespace: opts.Namespace,
-		Revision:  1,
+		Revision:  max(opts.Revision, 1),
 		IsInstall: opts.IsInstall,
 		IsUpgrade: !opts.IsInstall,
 	}

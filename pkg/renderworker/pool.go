@@ -213,6 +213,7 @@ func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options
 		Values:               values,
 		Capabilities:         opts.Capabilities,
 		IsInstall:            opts.IsInstall,
+		Revision:             opts.Revision,
 		CRDs:                 opts.CRDs,
 		PostRenderers:        opts.PostRenderers,
 		CommonMetadata:       opts.CommonMetadata,

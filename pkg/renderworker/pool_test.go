@@ -156,8 +156,8 @@ func TestAKustomizationRendersInAWorkerAsInProcess(t *testing.T) {
 
 func TestAChartRendersInAWorkerAsInProcess(t *testing.T) {
 	g := NewWithT(t)
-	archive := chartWith(t, configMapTemplate)
-	opts := helmrender.Options{ReleaseName: "demo", Namespace: "team-a", IsInstall: true,
+	archive := chartWith(t, configMapTemplate+"  revision: {{ .Release.Revision | quote }}\n")
+	opts := helmrender.Options{ReleaseName: "demo", Namespace: "team-a", IsInstall: true, Revision: 5,
 		Values: map[string]any{"greeting": "hi", "n": 3.0, "list": []any{"a", 1.5, true, nil}}}
 	want, err := helmrender.Render(withTimeout(t, time.Minute), archive, opts)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -166,6 +166,7 @@ func TestAChartRendersInAWorkerAsInProcess(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*got).To(Equal(*want))
 	g.Expect(string(got.Manifests)).To(ContainSubstring(`greeting: hi`))
+	g.Expect(string(got.Manifests)).To(ContainSubstring(`revision: "5"`))
 }
 
 func TestARenderErrorCrossesAsTheSameReasonAndMessage(t *testing.T) {

@@ -183,6 +183,7 @@ type helmRequest struct {
 	Values        json.RawMessage         `json:"values,omitempty"`
 	Capabilities  helmrender.Capabilities `json:"capabilities"`
 	IsInstall     bool                    `json:"isInstall,omitempty"`
+	Revision      int                     `json:"revision,omitempty"`
 	CRDs          string                  `json:"crds,omitempty"`
 	PostRenderers []helmv2.PostRenderer   `json:"postRenderers,omitempty"`
 	// CommonMetadata is a HelmRelease's spec.commonMetadata.

@@ -253,6 +253,7 @@ func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []b
 		Values:                  values,
 		Capabilities:            req.Capabilities,
 		IsInstall:               req.IsInstall,
+		Revision:                req.Revision,
 		CRDs:                    req.CRDs,
 		PostRenderers:           req.PostRenderers,
 		CommonMetadata:          req.CommonMetadata,

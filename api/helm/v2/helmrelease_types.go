@@ -87,7 +87,16 @@ const (
 	// sync-controller copies it into lastAttemptedRevisionDigest and the
 	// release's history entry (ociDigest).
 	ArtifactOCIDigestKey = "oci-digest"
+	// ArtifactReleaseActionKey holds what the render was made for (the
+	// values of status.lastAttemptedReleaseAction): ReleaseActionInstall (.Release.IsInstall, install.crds) or
+	// ReleaseActionUpgrade. An install's render that meets a release
+	// deployed by another hand — one sync-controller adopted from Helm's
+	// storage into status.history — is rendered again as the upgrade Helm
+	// would make (render-controller), and sync-controller applies only
+	// that one.
+	ArtifactReleaseActionKey = "release-action"
 )
+
 
 // CRD policies of install.crds and upgrade.crds.
 const (

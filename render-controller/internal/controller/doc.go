@@ -219,7 +219,9 @@
 //     requestedAt). The release is installing while status.history has no
 //     deployed entry: .Release.IsInstall and install.crds, else
 //     upgrade.crds — for a render that happens; the move to deployed
-//     alone renders nothing (see 5).
+//     alone renders nothing (see 5). .Release.Revision is the history's
+//     newest version plus one (nextRevision), and the render's metadata
+//     says which action it was made for (release-action).
 //  4. capabilities: the server version and every served group version and
 //     kind from discovery (Capabilities), kept for --capabilities-ttl and
 //     dropped when a CustomResourceDefinition changes (a metadata watch),
@@ -233,7 +235,11 @@
 //     with an intact artifact ends the reconcile, after a restart too: an
 //     install render is not made again as an upgrade render (with
 //     upgrade.crds, .Release.IsUpgrade) just because the install was
-//     deployed, which sync-controller would release again.
+//     deployed, which sync-controller would release again. One
+//     exception: an install's render outgrown by a release adopted from
+//     Helm's storage since (a deployed history entry of no render of
+//     Plumb's) is made again, as the upgrade (helmadopt.go); the update
+//     that adds the entry is watched (installStateChanged).
 //  6. download: pkg/fetch, digest-checked, within --max-chart-size.
 //  7. render: pkg/helmrender in a render worker (as build), with
 //     spec.commonMetadata on every templated object, within

@@ -154,6 +154,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
 			syncFinalizerReleased{},
+			installStateChanged{},
 		))).
 		Watches(&sourcev1.HelmChart{},
 			handler.EnqueueRequestsFromMapFunc(r.releasesOf(helmChartIndexKey, func(o client.Object) string {
@@ -592,7 +593,7 @@ func (r *HelmReleaseReconciler) reconcileCapabilities(ctx context.Context, _ *he
 func (r *HelmReleaseReconciler) reconcileHelmCache(ctx context.Context, obj *helmv2.HelmRelease, st *helmState) error {
 	st.inputs = renderInputs(obj, st)
 	a := obj.Status.RenderedArtifact
-	if a == nil || a.Metadata[helmv2.ArtifactInputsDigestKey] != st.inputs {
+	if a == nil || a.Metadata[helmv2.ArtifactInputsDigestKey] != st.inputs || installRenderOutgrown(obj, a) {
 		return nil
 	}
 	if !r.store.Intact(ctx, a) {
@@ -699,6 +700,7 @@ func (r *HelmReleaseReconciler) reconcileRender(ctx context.Context, obj *helmv2
 				Values:                  st.values,
 				Capabilities:            st.caps,
 				IsInstall:               st.installing,
+				Revision:                nextRevision(obj),
 				CRDs:                    st.crds,
 				PostRenderers:           obj.Spec.PostRenderers,
 				CommonMetadata:          obj.Spec.CommonMetadata,
@@ -739,6 +741,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		helmv2.ArtifactChartVersionKey: version,
 		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
 		helmv2.ArtifactInputsDigestKey: st.inputs,
+		helmv2.ArtifactReleaseActionKey: releaseAction(st.installing),
 	}
 	if ociDigest != "" {
 		// sync-controller, which never sees the source, records it.

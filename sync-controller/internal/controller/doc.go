@@ -34,7 +34,9 @@
 // (remediation.go), rollback.go, uninstall.go;
 // and the release's record into Helm's storage (helmstorage.go,
 // internal/helmstorage: revision = history version, continuing Helm's
-// numbering on adoption, trimmed to spec.maxHistory, moved when
+// numbering on adoption — the step adoptHelmRelease records a release
+// Helm's storage holds as history[0] and waits for render-controller's
+// upgrade render instead of applying an install's (helmadopt.go) —, trimmed to spec.maxHistory, moved when
 // spec.storageNamespace changes, deleted with the HelmRelease; a failure
 // is a StorageFailed warning and StorageFailed=True, not a failed
 // release, and the step repairHelmStorage writes or moves them again at

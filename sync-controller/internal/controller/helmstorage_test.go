@@ -64,14 +64,20 @@ data: {}
 // oci-digest, and its chart-version, which is then the revision too).
 func renderChart(t *testing.T, hr *helmv2.HelmRelease, c testhelm.Chart, values map[string]any, extra ...map[string]string) {
 	t.Helper()
+	renderChartAs(t, hr, c, helmrender.Options{Values: values}, extra...)
+}
+
+// renderChartAs is renderChart with the render's options (install or
+// upgrade, revision; the release name and namespace are hr's).
+func renderChartAs(t *testing.T, hr *helmv2.HelmRelease, c testhelm.Chart, opts helmrender.Options, extra ...map[string]string) {
+	t.Helper()
 	g := NewWithT(t)
 	tgz, err := testhelm.Package(c)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := helmrender.Render(ctx, tgz, helmrender.Options{
-		ReleaseName: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(), Values: values, Record: true,
-	})
+	opts.ReleaseName, opts.Namespace, opts.Record = hr.GetReleaseName(), hr.GetReleaseNamespace(), true
+	res, err := helmrender.Render(ctx, tgz, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Record).NotTo(BeNil())
 	hex := strings.TrimPrefix(res.Digest, "sha256:")

@@ -42,6 +42,13 @@ func (s *syncRun) startRollback() error {
 		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s", err.Error())
 		return reconcile.Failed(helmv2.RollbackFailedReason, err)
 	}
+	if rel.target.Digest == "" {
+		// An adopted release (helmadopt.go): Helm's storage holds its
+		// manifest, but Plumb applies only renders it made and verified.
+		err := fmt.Errorf("release v%d, the one to roll back to, was adopted from Helm's storage: Plumb has no render of it to apply again", rel.target.Version)
+		conditions.MarkFalse(s.out, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "%s", err.Error())
+		return reconcile.Failed(helmv2.RollbackFailedReason, err)
+	}
 	rel.action = rollbackRelease
 	s.install = false
 	// The rollback's own settings, whatever the install's or upgrade's

@@ -126,6 +126,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
 		{Name: "storage", Run: s.repairHelmStorage},
+		{Name: "adopt", Run: s.adoptHelmRelease},
 		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
