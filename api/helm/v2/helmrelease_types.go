@@ -97,7 +97,6 @@ const (
 	ArtifactReleaseActionKey = "release-action"
 )
 
-
 // CRD policies of install.crds and upgrade.crds.
 const (
 	// CRDsSkip leaves the chart's crds/ folder out of the render.

@@ -737,10 +737,10 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 		return plumbreconcile.Failed(meta.ArtifactFailedReason, fmt.Errorf("chart %s of %s %s: %w", res.ChartName, st.kind, st.chartKey, err))
 	}
 	md := map[string]string{
-		helmv2.ArtifactChartNameKey:    res.ChartName,
-		helmv2.ArtifactChartVersionKey: version,
-		helmv2.ArtifactConfigDigestKey: res.ConfigDigest,
-		helmv2.ArtifactInputsDigestKey: st.inputs,
+		helmv2.ArtifactChartNameKey:     res.ChartName,
+		helmv2.ArtifactChartVersionKey:  version,
+		helmv2.ArtifactConfigDigestKey:  res.ConfigDigest,
+		helmv2.ArtifactInputsDigestKey:  st.inputs,
 		helmv2.ArtifactReleaseActionKey: releaseAction(st.installing),
 	}
 	if ociDigest != "" {
