@@ -12,6 +12,7 @@ import (
 	rspb "helm.sh/helm/v4/pkg/release/v1"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/reconcile"
 )
@@ -37,8 +38,7 @@ func (s *syncRun) adoptHelmRelease(ctx context.Context) error {
 	if !ok || len(hr.Status.History) > 0 {
 		return nil
 	}
-	a := hr.Status.RenderedArtifact
-	if a == nil || a.Metadata[helmv2.ArtifactReleaseActionKey] != helmv2.ReleaseActionInstall {
+	if releaseActionOf(hr.Status.RenderedArtifact) != helmv2.ReleaseActionInstall {
 		return nil
 	}
 	rel, found, err := s.deployedHelmRecord(ctx, hr)
@@ -57,6 +57,15 @@ func (s *syncRun) adoptHelmRelease(ctx context.Context) error {
 		hr.GetStorageNamespace(), hr.GetReleaseName(), h.Version, h.ChartName, h.ChartVersion, h.Version+1)
 	s.r.Events.Record(s.obj, events.SeverityInfo, helmv2.AdoptedReason, msg)
 	return reconcile.Progressing(helmv2.AdoptedReason, fmt.Errorf("%s; waiting for render-controller's upgrade render", msg))
+}
+
+// releaseActionOf is what a render was made for: a HelmRelease's
+// helmv2.ArtifactReleaseActionKey, "" for a Kustomization's.
+func releaseActionOf(a *meta.Artifact) string {
+	if a == nil {
+		return ""
+	}
+	return a.Metadata[helmv2.ArtifactReleaseActionKey]
 }
 
 // deployedHelmRecord reads the newest deployed record of hr's release in

@@ -161,3 +161,56 @@ func TestAnAdoptedReleaseIsUpgradedNotInstalledAgain(t *testing.T) {
 	g.Expect(history[1].Status).To(Equal("deployed"))
 	g.Expect(history[1].Description).To(Equal("Upgrade complete"))
 }
+
+// The upgrade render of an adopted release often holds the same manifests
+// as the install render before it (no template reads .Release.IsInstall
+// or .Release.Revision): only its release-action differs, and that alone
+// wakes the waiting sync, which releases it.
+func TestAnAdoptedReleaseWakesOnAnUpgradeRenderOfTheSameDigest(t *testing.T) {
+	g := NewWithT(t)
+	helm := helmCLI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns, err := env.Namespace(ctx, "adopt-same")
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	g.Expect(clientcmd.WriteToFile(*env.Kubeconfig(), kubeconfig)).To(Succeed())
+	tgz, err := testhelm.Package(storageChart("1.0.0"))
+	g.Expect(err).NotTo(HaveOccurred())
+	chartFile := filepath.Join(dir, "demo-1.0.0.tgz")
+	g.Expect(os.WriteFile(chartFile, tgz, 0o600)).To(Succeed())
+	cmd := exec.CommandContext(ctx, helm, "install", "app", chartFile, "--kubeconfig", kubeconfig, "-n", ns)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
+
+	hr := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "app"},
+			Interval: metav1.Duration{Duration: time.Hour},
+			Timeout:  &metav1.Duration{Duration: time.Minute},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, hr)).To(Succeed())
+	values := map[string]any{"greeting": "ho"}
+	renderChartAs(t, hr, storageChart("2.0.0"), helmrender.Options{Values: values, IsInstall: true},
+		map[string]string{helmv2.ArtifactReleaseActionKey: helmv2.ReleaseActionInstall})
+	var adopted *helmv2.HelmRelease
+	g.Eventually(func(g Gomega) {
+		adopted = getRelease(g, hr)
+		g.Expect(adopted.Status.History).To(HaveLen(1))
+		g.Expect(conditions.GetReason(adopted, meta.ReadyCondition)).To(Equal(helmv2.AdoptedReason))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+
+	renderChartAs(t, hr, storageChart("2.0.0"), helmrender.Options{Values: values, Revision: 2},
+		map[string]string{helmv2.ArtifactReleaseActionKey: helmv2.ReleaseActionUpgrade})
+	got := waitReleaseReady(t, hr, "2.0.0")
+	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(adopted.Status.RenderedArtifact.Digest), "the same manifests")
+	g.Expect(got.Status.History).To(HaveLen(2))
+	g.Expect(got.Status.History[0].Version).To(Equal(2))
+	live := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-cm"}, live)).To(Succeed())
+	g.Expect(live.Data).To(HaveKeyWithValue("greeting", "ho"))
+}

@@ -335,6 +335,11 @@ func (renderedChanged) Update(e event.UpdateEvent) bool {
 	if digestOf(appOf(oldObj).rendered()) != digestOf(appOf(newObj).rendered()) {
 		return true
 	}
+	if releaseActionOf(appOf(oldObj).rendered()) != releaseActionOf(appOf(newObj).rendered()) {
+		// The same manifests rendered again for another action: the
+		// upgrade render of an adopted release (helmadopt.go).
+		return true
+	}
 	o, n := conditions.Get(oldObj, kustomizev1.RenderedCondition), conditions.Get(newObj, kustomizev1.RenderedCondition)
 	if (o == nil) != (n == nil) {
 		return true
