@@ -309,10 +309,11 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	g.Expect(a.Revision).To(Equal("1.2.3"))
 	g.Expect(a.Metadata).To(HaveKeyWithValue(helmv2.ArtifactInputsDigestKey, MatchRegexp(`^sha256:[0-9a-f]{64}$`)))
 	g.Expect(a.Metadata).To(Equal(map[string]string{
-		helmv2.ArtifactChartNameKey:    "values",
-		helmv2.ArtifactChartVersionKey: "1.2.3",
-		helmv2.ArtifactConfigDigestKey: helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
-		helmv2.ArtifactInputsDigestKey: a.Metadata[helmv2.ArtifactInputsDigestKey],
+		helmv2.ArtifactChartNameKey:     "values",
+		helmv2.ArtifactChartVersionKey:  "1.2.3",
+		helmv2.ArtifactConfigDigestKey:  helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
+		helmv2.ArtifactInputsDigestKey:  a.Metadata[helmv2.ArtifactInputsDigestKey],
+		helmv2.ArtifactReleaseActionKey: helmv2.ReleaseActionInstall,
 		// The release record beside the manifests, for Helm's storage.
 		helmv2.ArtifactReleaseRecordKey:       a.Metadata[helmv2.ArtifactReleaseRecordKey],
 		helmv2.ArtifactReleaseRecordDigestKey: a.Metadata[helmv2.ArtifactReleaseRecordDigestKey],
