@@ -85,7 +85,7 @@ func locate(content []byte, n *yaml.Node) (int, int, error) {
 
 // closingQuote returns the index of the quote closing s (which opens
 // with q), or -1 when the line ends first. In double quotes a backslash
-// escapes the next byte; in single quotes ” is a quote.
+// escapes the next byte; in single quotes a doubled quote stands for one.
 func closingQuote(s string, q byte, backslash bool) int {
 	for i := 1; i < len(s); i++ {
 		switch {
