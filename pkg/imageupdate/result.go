@@ -53,6 +53,9 @@ type ObjectChanges map[ObjectIdentifier][]Change
 // changes in document order.
 type Result struct {
 	FileChanges map[string]ObjectChanges
+	// paths are the changed files relative to the tree's root, what a
+	// commit adds.
+	paths []string
 }
 
 // add records a change of obj in file.

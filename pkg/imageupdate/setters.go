@@ -94,6 +94,7 @@ func Setters(ctx context.Context, tree billy.Filesystem, updatePath string, refs
 		if err := writeFile(tree, f.path, f.content); err != nil {
 			return Result{}, fmt.Errorf("writing %s: %w", f.path, err)
 		}
+		w.result.paths = append(w.result.paths, f.path)
 	}
 	return w.result, nil
 }
