@@ -42,4 +42,49 @@
 // The Result has Flux's shape for commit message templates: FileChanges
 // (file, relative to update.path → object → changes), and Objects and
 // Changes across files, each Change with OldValue, NewValue and Setter.
+//
+// # Commit message
+//
+// ParseMessageTemplate reads git.commit.messageTemplate, a Go
+// text/template over TemplateData (.AutomationObject, .Changed with
+// FileChanges, Objects and Changes, .Values), so Flux's templates work
+// unchanged as long as they use the functions offered here (Flux offers
+// sprig's; here only pure text helpers, see funcs.go). A template is
+// user input run on the controller, so it is bounded: at parse by size
+// (MaxTemplateBytes) and shape (one template; every {{range}} goes over
+// a map or list of the data, never a number or a function, at most
+// MaxRangeDepth deep, so the work is at most the number of changes
+// squared, and Limits.MaxChanges bounds that), at execution by output
+// (MaxMessageBytes), by the text its functions build, and by time
+// (ExecTimeout).
+//
+// # Commit and push
+//
+// Run clones git.checkout.ref into a folder (a branch or tag shallow, a
+// commit from a full clone), makes the commit on the push branch
+// (git.push.branch, else the checkout's branch), runs Setters there, and
+// when something changed commits it as git.commit.author (author and
+// committer), signed with the OpenPGP key when one is given
+// (ReadSigningKey reads Flux's git.asc and passphrase), and pushes the
+// branch, plus git.push.refspec when set, with git.push.options. Nothing
+// changed: no commit, no push.
+//
+// A push branch other than the checkout's is the review-branch flow:
+// when it exists the commit goes on its head, so commits there are kept;
+// when not it starts at the checkout. Flux force-pushes that branch by
+// default; Plumb never forces a push.
+//
+// When the push is rejected because the branch moved (a person pushed
+// meanwhile), Run fetches the new head, checks it out and runs the
+// setters again on that tree, then commits and pushes again, up to
+// Options.MaxAttempts pushes. It does not rebase its commit: the commit
+// is nothing but the result of the setters on a tree, so running them on
+// the new tree gives the right result by construction, where replaying a
+// textual diff could conflict or apply to a line the person moved; and
+// when the person's commit already made the same change, the second run
+// finds nothing to do and commits nothing. A failure that is not a moved
+// branch (auth, a hook refusing the push) is returned as it is.
+//
+// Errors wrapping ErrInvalid come from the automation's spec (no retry
+// helps); ErrLimit and ErrPath from the repository's content.
 package imageupdate
