@@ -13,7 +13,9 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
 // Remote is the repository and how to reach it: the GitRepository's URL
@@ -214,6 +216,11 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 			return out, fmt.Errorf("committing: %w", err)
 		}
 		out = Outcome{Result: res, Commit: commit.String(), Branch: branch, Message: message, Attempts: attempt}
+		if attempt == 1 && len(o.Push.Options) > 0 {
+			if err := checkPushOptions(ctx, o.Remote); err != nil {
+				return Outcome{Branch: branch}, err
+			}
+		}
 		if o.beforePush != nil {
 			o.beforePush(attempt)
 		}
@@ -305,6 +312,34 @@ func fetchBranch(ctx context.Context, repo *git.Repository, r Remote, b string) 
 func isMissingRef(err error) bool {
 	var noMatch git.NoMatchingRefSpecError
 	return errors.As(err, &noMatch) || strings.Contains(err.Error(), "couldn't find remote ref")
+}
+
+// checkPushOptions refuses push options the server does not accept:
+// go-git drops them silently then, and a person relying on one (a merge
+// request opened by the push) would never learn why nothing happened.
+func checkPushOptions(ctx context.Context, r Remote) error {
+	ep, err := transport.NewEndpoint(r.URL)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	ep.CaBundle, ep.Proxy = r.CABundle, r.Proxy
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	s, err := c.NewReceivePackSession(ep, r.Auth)
+	if err != nil {
+		return fmt.Errorf("asking %s for its push capabilities: %w", r.URL, err)
+	}
+	defer s.Close()
+	ar, err := s.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return fmt.Errorf("asking %s for its push capabilities: %w", r.URL, err)
+	}
+	if !ar.Capabilities.Supports(capability.PushOptions) {
+		return invalid("git.push.options are set but the server does not accept push options")
+	}
+	return nil
 }
 
 // push sends the local branch to the push branch and to the refspec,
