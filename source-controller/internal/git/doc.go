@@ -8,7 +8,8 @@
 // "<tag>@sha1:<hash>" (also for semver), "<ref name>@sha1:<hash>" for a
 // name reference, "sha1:<hash>" for a bare commit.
 //
-// Auth comes from a Secret's data: username and password (HTTP basic),
+// Auth comes from a Secret's data, read by plumb.dev/pkg/gitauth (which
+// image-controller shares): username and password (HTTP basic),
 // bearerToken (HTTP), ca.crt (extra CA bundle for HTTPS), and for SSH
 // identity (a private key, with an optional password) plus known_hosts,
 // which is required: the server's host key must be listed there, an unknown
