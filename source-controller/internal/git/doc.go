@@ -46,7 +46,7 @@
 // uses (--max-repository-size, DefaultMaxSize = 1 GiB): go-git writes the
 // repository and the worktree through a filesystem that charges every byte
 // written, the pack as it streams in and then each checked-out file, to one
-// budget per checkout, and refuses the first write that would pass it. The
+// budget per checkout (plumb.dev/pkg/diskbudget), and refuses the first write that would pass it. The
 // fetch or the checkout then fails with a TooLarge error naming the
 // revision, the limit and the flag; the folder never holds more than the
 // limit. Counting what reaches the disk rather than what a transport reads
