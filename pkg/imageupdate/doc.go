@@ -85,6 +85,13 @@
 // finds nothing to do and commits nothing. A failure that is not a moved
 // branch (auth, a hook refusing the push) is returned as it is.
 //
+// The checkout is bounded on disk like source-controller's
+// (Limits.MaxRepositoryBytes through plumb.dev/pkg/diskbudget), and in
+// time by the caller's context (the GitRepository's spec.timeout).
+// Credentials come from the caller as go-git auth: plumb.dev/pkg/gitauth
+// builds it from the GitRepository's Secret as source-controller does.
+//
 // Errors wrapping ErrInvalid come from the automation's spec (no retry
-// helps); ErrLimit and ErrPath from the repository's content.
+// helps); ErrLimit and ErrPath from the repository's content. No error
+// of Run shows a URL's user info: go-git quotes URLs whole.
 package imageupdate

@@ -9,13 +9,19 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"plumb.dev/pkg/diskbudget"
+	"plumb.dev/pkg/message"
 )
 
 // Remote is the repository and how to reach it: the GitRepository's URL
@@ -149,6 +155,21 @@ func (o *Options) validate() (string, error) {
 // fetches the new head, runs the setters again on it and pushes again,
 // up to MaxAttempts pushes (see the package doc).
 func Run(ctx context.Context, o Options) (Outcome, error) {
+	out, err := run(ctx, o)
+	if err != nil {
+		err = &runError{err}
+	}
+	return out, err
+}
+
+// runError shows no URL's user info (user:token@): go-git quotes URLs
+// in its errors, and these errors reach status, events and logs.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return message.StripUserInfo(e.err.Error()) }
+func (e *runError) Unwrap() error { return e.err }
+
+func run(ctx context.Context, o Options) (Outcome, error) {
 	branch, err := o.validate()
 	if err != nil {
 		return Outcome{}, err
@@ -164,7 +185,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		maxAttempts = DefaultMaxAttempts
 	}
 
-	repo, head, err := clone(ctx, o)
+	budget := diskbudget.New(o.Limits.withDefaults().MaxRepositoryBytes)
+	repo, head, err := clone(ctx, o, budget)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -174,7 +196,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	base := head
 	if branch != o.Checkout.Branch {
 		if h, found, err := fetchBranch(ctx, repo, o.Remote, branch); err != nil {
-			return Outcome{}, err
+			return Outcome{}, overBudget(budget, err)
 		} else if found {
 			base = h
 		}
@@ -194,7 +216,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		}
 		res, err := Setters(ctx, wt.Filesystem, o.UpdatePath, o.Policies, o.Limits)
 		if err != nil {
-			return out, err
+			return out, overBudget(budget, err)
 		}
 		if res.Empty() {
 			// Up to date, perhaps because the commit that beat ours
@@ -231,6 +253,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		// Did the branch move under us? Then build again on its new
 		// head; any other failure is the caller's to report.
 		moved, found, ferr := fetchBranch(ctx, repo, o.Remote, branch)
+		if budget.Exceeded() {
+			return out, overBudget(budget, ferr)
+		}
 		if ferr != nil || !found || moved == base {
 			out.Commit = ""
 			return out, fmt.Errorf("pushing to %s: %w", branch, err)
@@ -245,7 +270,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 
 // clone checks out o.Checkout: a branch or tag shallow, a commit from a
 // full clone of every branch (a server need not serve a commit by hash).
-func clone(ctx context.Context, o Options) (*git.Repository, plumbing.Hash, error) {
+func clone(ctx context.Context, o Options, budget *diskbudget.Budget) (*git.Repository, plumbing.Hash, error) {
 	co := &git.CloneOptions{
 		URL:          o.Remote.URL,
 		Auth:         o.Remote.Auth,
@@ -261,9 +286,15 @@ func clone(ctx context.Context, o Options) (*git.Repository, plumbing.Hash, erro
 	case o.Checkout.Commit != "":
 		co.NoCheckout = true
 	}
-	repo, err := git.PlainCloneContext(ctx, o.Dir, false, co)
+	// PlainClone's layout, every write charged to the budget.
+	files := diskbudget.FS(osfs.New(o.Dir), budget)
+	dot, err := files.Chroot(git.GitDirName)
 	if err != nil {
-		return nil, plumbing.ZeroHash, fmt.Errorf("cloning %s: %w", o.Remote.URL, err)
+		return nil, plumbing.ZeroHash, err
+	}
+	repo, err := git.CloneContext(ctx, filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), files, co)
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("cloning %s: %w", o.Remote.URL, overBudget(budget, err))
 	}
 	if o.Checkout.Commit != "" {
 		h := plumbing.NewHash(o.Checkout.Commit)
@@ -279,6 +310,15 @@ func clone(ctx context.Context, o Options) (*git.Repository, plumbing.Hash, erro
 	// A tag's HEAD is the commit it points to; an annotated tag is
 	// peeled by the clone's checkout.
 	return repo, head.Hash(), nil
+}
+
+// overBudget names the size limit when the budget refused a write,
+// whatever go-git made of the refusal.
+func overBudget(b *diskbudget.Budget, err error) error {
+	if b.Exceeded() {
+		return fmt.Errorf("%w: the checkout needs more than %d bytes of disk (Limits.MaxRepositoryBytes)", ErrLimit, b.Max())
+	}
+	return err
 }
 
 // fetchBranch fetches the remote's branch into refs/remotes/origin/<b>

@@ -150,3 +150,27 @@ func TestATagOrACommitCheckoutPushesToTheBranch(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorsShowNoCredentials(t *testing.T) {
+	_, remote := gitServer(t)
+	o := runOptions(t, remote)
+	o.Remote.Auth = nil
+	o.Remote.URL = strings.Replace(remote.URL, "http://", "http://bot:wrong-s3cret-91c2@", 1)
+	_, err := Run(context.Background(), o)
+	if err == nil {
+		t.Fatal("a clone with wrong credentials succeeded")
+	}
+	if strings.Contains(err.Error(), "wrong-s3cret-91c2") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+func TestACheckoutOverTheSizeLimitFailsWithAClearError(t *testing.T) {
+	_, remote := gitServer(t)
+	o := runOptions(t, remote)
+	o.Limits.MaxRepositoryBytes = 512
+	_, err := Run(context.Background(), o)
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 512 bytes of disk") {
+		t.Fatalf("got %v, want ErrLimit naming the size limit", err)
+	}
+}

@@ -31,6 +31,9 @@ type Limits struct {
 	MaxChanges int
 	// Timeout bounds the walk's time, besides the context's deadline.
 	Timeout time.Duration
+	// MaxRepositoryBytes bounds the disk Run's checkout uses, Git objects
+	// and files (plumb.dev/pkg/diskbudget).
+	MaxRepositoryBytes int64
 }
 
 // DefaultLimits are generous for a repository of manifests and small
@@ -41,6 +44,8 @@ var DefaultLimits = Limits{
 	MaxTotalBytes: 128 << 20,
 	MaxChanges:    1000,
 	Timeout:       30 * time.Second,
+	// As source-controller's --max-repository-size default.
+	MaxRepositoryBytes: 1 << 30,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -59,6 +64,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Timeout > 0 {
 		d.Timeout = l.Timeout
+	}
+	if l.MaxRepositoryBytes > 0 {
+		d.MaxRepositoryBytes = l.MaxRepositoryBytes
 	}
 	return d
 }
