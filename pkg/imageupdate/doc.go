@@ -48,15 +48,16 @@
 // ParseMessageTemplate reads git.commit.messageTemplate, a Go
 // text/template over TemplateData (.AutomationObject, .Changed with
 // FileChanges, Objects and Changes, .Values), so Flux's templates work
-// unchanged as long as they use the functions offered here (Flux offers
-// sprig's; here only pure text helpers, see funcs.go). A template is
+// unchanged as long as they use the functions offered (Flux offers
+// sprig's; here the bounded text helpers of plumb.dev/pkg/textbudget,
+// which Alerts use too: lower, upper, contains, replace, ...). A template is
 // user input run on the controller, so it is bounded: at parse by size
 // (MaxTemplateBytes) and shape (one template; every {{range}} goes over
 // a map or list of the data, never a number or a function, at most
 // MaxRangeDepth deep, so the work is at most the number of changes
 // squared, and Limits.MaxChanges bounds that), at execution by output
 // (MaxMessageBytes), by the text its functions build, and by time
-// (ExecTimeout).
+// (ExecTimeout), through textbudget's Runner.
 //
 // # Commit and push
 //

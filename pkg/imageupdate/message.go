@@ -1,7 +1,6 @@
 package imageupdate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -9,6 +8,8 @@ import (
 	"text/template"
 	"text/template/parse"
 	"time"
+
+	"plumb.dev/pkg/textbudget"
 )
 
 // Bounds of a commit message template (see the package doc).
@@ -77,7 +78,7 @@ func ParseMessageTemplate(text string) (*MessageTemplate, error) {
 	if len(text) > MaxTemplateBytes {
 		return nil, fmt.Errorf("the message template is %d bytes, more than %d", len(text), MaxTemplateBytes)
 	}
-	t, err := template.New("message").Option("missingkey=zero").Funcs(templateFuncs).Parse(text)
+	t, err := template.New("message").Option("missingkey=zero").Funcs(textbudget.Funcs).Parse(text)
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "template: "))
 	}
@@ -93,65 +94,19 @@ func ParseMessageTemplate(text string) (*MessageTemplate, error) {
 	return &MessageTemplate{t: t}, nil
 }
 
-// running bounds the executions at once, those left behind by the
-// timeout among them.
-var running = make(chan struct{}, 2)
+// runner runs the message templates, two at once at most: those left
+// behind by the timeout cannot pile up.
+var runner = textbudget.NewRunner(2, ExecTimeout)
 
 // Execute renders the message, bounded in output (MaxMessageBytes), in
-// the text its functions build (maxBuiltBytes) and in time
-// (ExecTimeout). A template still running at the timeout finishes in its
-// goroutine, holding one of two slots; its shape bounds its work.
+// the text its functions build (textbudget.MaxBuiltBytes) and in time
+// (ExecTimeout).
 func (m *MessageTemplate) Execute(data TemplateData) (string, error) {
-	timer := time.NewTimer(ExecTimeout)
-	defer timer.Stop()
-	select {
-	case running <- struct{}{}:
-	case <-timer.C:
-		return "", fmt.Errorf("no message template could run within %s", ExecTimeout)
-	}
-	run, err := m.t.Clone()
+	out, err := runner.Execute(m.t, data, MaxMessageBytes, textbudget.MaxBuiltBytes)
 	if err != nil {
-		<-running
-		return "", err
+		return "", fmt.Errorf("the message template: %w", err)
 	}
-	run.Funcs((&budget{left: maxBuiltBytes}).funcs())
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() { <-running }()
-		defer func() {
-			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("the message template panicked: %v", r)}
-			}
-		}()
-		w := &limitedBuffer{limit: MaxMessageBytes}
-		err := run.Execute(w, data)
-		done <- result{w.String(), err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return "", fmt.Errorf("the message template: %s", strings.TrimPrefix(r.err.Error(), "template: "))
-		}
-		return r.out, nil
-	case <-timer.C:
-		return "", fmt.Errorf("the message template ran longer than %s", ExecTimeout)
-	}
-}
-
-type limitedBuffer struct {
-	bytes.Buffer
-	limit int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.limit {
-		return 0, fmt.Errorf("the message is longer than %d bytes", b.limit)
-	}
-	return b.Buffer.Write(p)
+	return out, nil
 }
 
 // scope is what the checker knows at a node: the type of dot and of each

@@ -95,7 +95,7 @@ func TestTemplateOutputAndWorkAreBounded(t *testing.T) {
 	data := NewTemplateData(AutomationObject{}, Result{}, map[string]string{"big": strings.Repeat("y", 40<<10)})
 	for text, want := range map[string]string{
 		`{{ printf "%999999d" 1 }}`:          "at most 256",
-		`{{ .Values.big }}{{ .Values.big }}`: "longer than 65536 bytes",
+		`{{ .Values.big }}{{ .Values.big }}`: "output too long: more than 65536 bytes",
 		`{{ $x := .Values.big }}{{ $x = print $x $x }}{{ $x = print $x $x }}{{ $x = print $x $x }}`: "builds more than",
 	} {
 		tmpl, err := ParseMessageTemplate(text)
