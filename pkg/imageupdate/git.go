@@ -33,7 +33,10 @@ type Remote struct {
 	Proxy    transport.ProxyOptions
 }
 
-// Ref is git.checkout.ref: one of Branch, Tag or Commit (a full hash).
+// Ref is git.checkout.ref, or the GitRepository's ref when the
+// automation has none: exactly one of Branch, Tag or Commit (a full
+// hash); the caller resolves a semver range or a ref name to a tag or a
+// commit.
 type Ref struct {
 	Branch, Tag, Commit string
 }
@@ -123,8 +126,10 @@ func (o *Options) validate() (string, error) {
 			n++
 		}
 	}
-	if n > 1 {
-		return "", invalid("git.checkout.ref names more than one of branch, tag and commit")
+	if n != 1 {
+		// The caller passes the GitRepository's ref when the automation
+		// has none, resolved to one of the three.
+		return "", invalid("git.checkout.ref must name one of branch, tag and commit")
 	}
 	if o.Checkout.Commit != "" && !plumbing.IsHash(o.Checkout.Commit) {
 		return "", invalid("git.checkout.ref.commit %q is not a full commit hash", o.Checkout.Commit)

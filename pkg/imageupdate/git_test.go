@@ -298,6 +298,7 @@ func TestInvalidOptionsAreRefusedBeforeAnyFetch(t *testing.T) {
 		"no author email":         func(o *Options) { o.Author.Email = "" },
 		"force refspec":           func(o *Options) { o.Push.Refspec = "+refs/heads/main:refs/heads/x" },
 		"two refs":                func(o *Options) { o.Checkout = Ref{Branch: "main", Tag: "v1"} },
+		"no ref":                  func(o *Options) { o.Checkout = Ref{}; o.Push.Branch = "x" },
 		"short commit":            func(o *Options) { o.Checkout = Ref{Commit: "abc123"}; o.Push.Branch = "x" },
 	} {
 		o := runOptions(t, remote)
