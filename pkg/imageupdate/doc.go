@@ -37,7 +37,9 @@
 // refused (ErrPath); links met while walking are never followed. A
 // repository is untrusted input, so the walk is bounded (Limits: entries
 // walked, bytes per file and in all, fields changed, time) and fails
-// with ErrLimit naming the bound; a failed run writes nothing.
+// with ErrLimit naming the bound; a failed run writes nothing. Files are
+// parsed into kyaml's node tree and never into Go values, and aliases are
+// not followed, so an alias bomb costs its size only.
 //
 // The Result has Flux's shape for commit message templates: FileChanges
 // (file, relative to update.path → object → changes), and Objects and
@@ -91,6 +93,11 @@
 // time by the caller's context (the GitRepository's spec.timeout).
 // Credentials come from the caller as go-git auth: plumb.dev/pkg/gitauth
 // builds it from the GitRepository's Secret as source-controller does.
+// Where Run may connect is the caller's to fence: go-git's transports are
+// process-wide, and source-controller installs ones that route each
+// connection through its address policy (source-controller/internal/git,
+// reach.go); a program calling Run with tenants' URLs installs the same
+// before it does.
 //
 // Errors wrapping ErrInvalid come from the automation's spec (no retry
 // helps); ErrLimit and ErrPath from the repository's content. No error
