@@ -174,3 +174,27 @@ func TestACheckoutOverTheSizeLimitFailsWithAClearError(t *testing.T) {
 		t.Fatalf("got %v, want ErrLimit naming the size limit", err)
 	}
 }
+
+func TestARefusedPushIsNotRetried(t *testing.T) {
+	// This server serves no pushes: the branch did not move, so the
+	// refusal is returned as it is, after one attempt.
+	srv, err := testgit.NewServer(testgit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	repo, err := srv.CreateRepo("fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Commit("main", "first", testgit.Files{"clusters/prod/deploy.yaml": deployYAML}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), runOptions(t, Remote{URL: repo.URL()}))
+	if err == nil || !strings.Contains(err.Error(), "pushing to main") {
+		t.Fatalf("got %v, want the push's refusal", err)
+	}
+	if out.Attempts != 1 || out.Commit != "" {
+		t.Errorf("attempts %d, commit %q: want one attempt and no pushed commit", out.Attempts, out.Commit)
+	}
+}
