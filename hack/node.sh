@@ -62,8 +62,7 @@ build runc github.com/opencontainers/runc@$runc_version 1 \
 build crictl sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version 0 \
   -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version"
 for plugin in bridge host-local loopback portmap; do
-  dir=main
-  [ "$plugin" = host-local ] && dir=ipam
+  case "$plugin" in host-local) dir=ipam ;; portmap) dir=meta ;; *) dir=main ;; esac
   build "$plugin" github.com/containernetworking/plugins/plugins/$dir/$plugin@$cni_version 0 \
     -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version"
 done
