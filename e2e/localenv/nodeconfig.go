@@ -130,6 +130,11 @@ state = %[2]q
 
 [plugins."io.containerd.cri.v1.runtime"]
   netns_mounts_under_state_dir = true
+  # These machines' root lacks CAP_SYS_RESOURCE: runc cannot lower a
+  # process's oom_score_adj (the sandbox's -998 failed with "failed to
+  # update /proc/self/oom_score_adj: Permission denied"). Clamp to
+  # containerd's own score instead, as for rootless containerd.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]

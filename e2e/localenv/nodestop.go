@@ -57,13 +57,20 @@ func (n *Node) Stop() error {
 // removeSandboxes stops and removes every Pod sandbox (and with it its
 // containers) through crictl, as the kubelet would for deleted Pods.
 func (n *Node) removeSandboxes() error {
+	// A configuration of its own, so crictl neither reads /etc/crictl.yaml
+	// nor warns on stderr that it is missing.
+	conf := filepath.Join(n.Dir, "crictl.yaml")
+	text := "runtime-endpoint: unix://" + filepath.Join(n.Dir, "containerd.sock") + "\ntimeout: 30\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return err
+	}
 	crictl := func(args ...string) (string, error) {
-		args = append([]string{"--runtime-endpoint", "unix://" + filepath.Join(n.Dir, "containerd.sock"), "--timeout", "30s"}, args...)
-		cmd := exec.Command(filepath.Join(n.BinDir, "crictl"), args...)
-		cmd.Env = append(os.Environ(), "PATH="+n.BinDir+":"+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
+		cmd := exec.Command(filepath.Join(n.BinDir, "crictl"), append([]string{"--config", conf}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			return "", fmt.Errorf("crictl %s: %v: %s", strings.Join(args[4:], " "), err, strings.TrimSpace(string(out)))
+			return "", fmt.Errorf("crictl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 		}
 		return string(out), nil
 	}
