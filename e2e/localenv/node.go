@@ -106,6 +106,7 @@ func NodeUnavailable(binDir, assetsDir string) error {
 // kube-scheduler, kubelet and kube-proxy, and waits until the Node is
 // Ready and kube-proxy has written its rules.
 func (e *Env) startNode(ctx context.Context) error {
+	began := time.Now()
 	binDir := e.opts.NodeBinDir
 	if err := NodeUnavailable(binDir, e.opts.AssetsDir); err != nil {
 		return err
@@ -162,7 +163,11 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.KubeProxy.Start(); err != nil {
 		return err
 	}
-	return n.waitProxy(ctx)
+	if err := n.waitProxy(ctx); err != nil {
+		return err
+	}
+	e.progress("the node %s is Ready and kube-proxy's rules are in (%s)", NodeName, time.Since(began).Round(100*time.Millisecond))
+	return nil
 }
 
 // takeNodeLock holds the machine's one real node for this environment,
