@@ -122,7 +122,10 @@ func (e *Env) startNode(ctx context.Context) error {
 	}
 	// Leftovers of a node that was not stopped (a killed launcher) would
 	// make the bridge's address or kube-proxy's chains clash.
-	n.cleanNetwork()
+	if err := cleanStale(dir); err != nil {
+		e.progress("removing what a node left before: %v", err)
+	}
+	_ = n.cleanNetwork()
 
 	regLog, err := os.Create(filepath.Join(n.logDir, "registry.log"))
 	if err != nil {

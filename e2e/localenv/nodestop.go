@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,71 @@ func (n *Node) Stop() error {
 		n.lock.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// cleanStale removes what a node whose launcher was killed before Stop
+// left: with the machine's node lock held, every other node folder is
+// stale. Its shims and their containers are killed (the launcher's
+// children die with it, the shims outlive it), its mounts unmounted, the
+// kubelet's cgroups and the folder removed.
+func cleanStale(current string) error {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "plumb-node-*"))
+	if err != nil || len(dirs) == 0 {
+		return err
+	}
+	var errs []error
+	for _, dir := range dirs {
+		if dir == current {
+			continue
+		}
+		killNaming(dir)
+	}
+	// The containers themselves name no folder: they are the processes
+	// of the kubelet's cgroups.
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			for _, pid := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(pid); err == nil {
+					_ = syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+			return nil
+		})
+	}
+	for _, dir := range dirs {
+		if dir == current {
+			continue
+		}
+		errs = append(errs, unmountUnder(dir), os.RemoveAll(dir))
+	}
+	// The killed processes leave their cgroups a moment later.
+	for range 20 {
+		if err := removeKubeCgroups(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.Join(append(errs, removeKubeCgroups())...)
+}
+
+// killNaming kills every process whose command line names dir.
+func killNaming(dir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // removeSandboxes stops and removes every Pod sandbox (and with it its
