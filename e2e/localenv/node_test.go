@@ -39,6 +39,97 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the control plane, the four controllers and a real node")
 	}
+	assets := realNodeAssets(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	env, stopped := startRealNode(ctx, t, assets)
+	deploy, svc, labels := deployEcho(ctx, g, env)
+
+	created := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
+		g.Expect(deploy.Status.AvailableReplicas).To(Equal(int32(1)))
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
+		return podReport(ctx, env) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
+	})
+	t.Logf("the Deployment was Available %s after it was created", time.Since(created).Round(100*time.Millisecond))
+
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	pod := pods.Items[0]
+	g.Expect(pod.Spec.NodeName).To(Equal(NodeName))
+	_, podNet, _ := net.ParseCIDR(PodCIDR)
+	g.Expect(podNet.Contains(net.ParseIP(pod.Status.PodIP))).To(BeTrue(), "Pod IP %s outside %s", pod.Status.PodIP, PodCIDR)
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(svc), svc)).To(Succeed())
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	httpClient := &http.Client{Timeout: 2 * time.Second}
+	// kube-proxy writes the Service's rules once the endpoints are ready,
+	// a moment after the Deployment is Available.
+	g.Eventually(func(g Gomega) {
+		resp, err := httpClient.Get(url)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		g.Expect(string(body)).To(Equal("hello from " + pod.Name + "\n"))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	node := env.Node
+	stopBegan := time.Now()
+	g.Expect(env.Stop()).To(Succeed())
+	*stopped = true
+	t.Logf("the environment stopped in %s", time.Since(stopBegan).Round(100*time.Millisecond))
+	expectNoNodeLeftovers(g, node)
+}
+
+// A node whose processes were killed without Stop (a launcher killed at a
+// test's timeout) leaves its shims, containers, mounts, cgroups, bridge and
+// chains; the next real node removes them before it starts, and its own
+// Stop leaves nothing of either.
+func TestARealNodeRemovesWhatAKilledOneLeft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the control plane, the four controllers and a real node, twice")
+	}
+	assets := realNodeAssets(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	first, _ := startRealNode(ctx, t, assets)
+	deploy, _, _ := deployEcho(ctx, g, first)
+	g.Eventually(func(g Gomega) {
+		g.Expect(first.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
+		g.Expect(deploy.Status.AvailableReplicas).To(Equal(int32(1)))
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	// The node dies as with its launcher: SIGKILL to its processes (their
+	// parent-death signal), nothing cleaned; the rest stops as usual.
+	killed := first.Node
+	for _, p := range []*Process{killed.KubeProxy, killed.Kubelet, killed.Containerd} {
+		g.Expect(p.Kill()).To(Succeed())
+	}
+	g.Expect(killed.Scheduler.Stop(0)).To(Succeed()) // supervised: Kill would restart it
+	killed.lock.Close()
+	first.Node = nil
+	g.Expect(first.Stop()).To(Succeed())
+	_, err := os.Stat(killed.Dir)
+	g.Expect(err).NotTo(HaveOccurred(), "the killed node should have left its folder")
+
+	second, stopped := startRealNode(ctx, t, assets)
+	node := second.Node
+	g.Expect(second.Stop()).To(Succeed())
+	*stopped = true
+	expectNoNodeLeftovers(g, killed)
+	expectNoNodeLeftovers(g, node)
+}
+
+// realNodeAssets returns the folder of kubelet & co., skipping the test
+// when a real node cannot start here.
+func realNodeAssets(t *testing.T) string {
+	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -50,21 +141,31 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 	if err := NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
-	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	return assets
+}
 
+// startRealNode starts an environment with a real node, stopped at the
+// test's end unless the test set *stopped.
+func startRealNode(ctx context.Context, t *testing.T, assets string) (*Env, *bool) {
+	t.Helper()
 	began := time.Now()
 	env, err := Start(ctx, Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}})
-	g.Expect(err).NotTo(HaveOccurred())
-	stopped := false
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := new(bool)
 	t.Cleanup(func() {
-		if !stopped {
+		if !*stopped {
 			_ = env.Stop()
 		}
 	})
 	t.Logf("the environment with a real node started in %s", time.Since(began).Round(100*time.Millisecond))
+	return env, stopped
+}
 
+// deployEcho builds the echo server's image into env's registry and
+// creates its Deployment (one replica, run as Plumb's own are) and Service.
+func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *corev1.Service, map[string]string) {
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/echo", "v1")
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -111,44 +212,7 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 		},
 	}
 	g.Expect(env.Client.Create(ctx, svc)).To(Succeed())
-
-	created := time.Now()
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
-		g.Expect(deploy.Status.AvailableReplicas).To(Equal(int32(1)))
-	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
-		return podReport(ctx, env) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
-	})
-	t.Logf("the Deployment was Available %s after it was created", time.Since(created).Round(100*time.Millisecond))
-
-	pods := &corev1.PodList{}
-	g.Expect(env.Client.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
-	g.Expect(pods.Items).To(HaveLen(1))
-	pod := pods.Items[0]
-	g.Expect(pod.Spec.NodeName).To(Equal(NodeName))
-	_, podNet, _ := net.ParseCIDR(PodCIDR)
-	g.Expect(podNet.Contains(net.ParseIP(pod.Status.PodIP))).To(BeTrue(), "Pod IP %s outside %s", pod.Status.PodIP, PodCIDR)
-
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(svc), svc)).To(Succeed())
-	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
-	httpClient := &http.Client{Timeout: 2 * time.Second}
-	// kube-proxy writes the Service's rules once the endpoints are ready,
-	// a moment after the Deployment is Available.
-	g.Eventually(func(g Gomega) {
-		resp, err := httpClient.Get(url)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-		g.Expect(string(body)).To(Equal("hello from " + pod.Name + "\n"))
-	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-
-	node := env.Node
-	stopBegan := time.Now()
-	g.Expect(env.Stop()).To(Succeed())
-	stopped = true
-	t.Logf("the environment stopped in %s", time.Since(stopBegan).Round(100*time.Millisecond))
-	expectNoNodeLeftovers(g, node)
+	return deploy, svc, labels
 }
 
 // expectNoNodeLeftovers fails when a stopped node left a process, a mount,

@@ -11,7 +11,7 @@ import (
 // configuration under n.Dir and makes the four processes.
 func (n *Node) writeConfigs(registry, kubeconfig string) error {
 	d := func(parts ...string) string { return filepath.Join(append([]string{n.Dir}, parts...)...) }
-	for _, dir := range []string{d("cni", "net.d"), d("certs.d", registry), d("kubelet")} {
+	for _, dir := range []string{d("cni", "net.d"), d("certs.d", registry), d("certs.d", "_default"), d("kubelet")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -163,7 +163,11 @@ state = %[2]q
 }
 
 // registryHosts lets containerd pull from the launcher's registry over
-// plain HTTP; it is on 127.0.0.1, and no other host gets such an entry.
+// plain HTTP; it is on 127.0.0.1. The same file is every other registry's
+// (_default): an image of docker.io or any other host is looked up in the
+// launcher's registry under its path (library/busybox …), so the node
+// never reaches outside, and an image not pushed there fails to pull with
+// "not found" at once.
 func registryHosts(registry string) string {
 	return fmt.Sprintf(`server = "http://%[1]s"
 
