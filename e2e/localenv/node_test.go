@@ -78,6 +78,29 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 		g.Expect(string(body)).To(Equal("hello from " + pod.Name + "\n"))
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 
+	// An image of another registry is looked for in the launcher's
+	// registry only: it fails to pull there, nothing reaches outside.
+	outside := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "outside", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "busybox", Image: "busybox:1.36"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, outside)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(outside), outside)).To(Succeed())
+		g.Expect(outside.Status.ContainerStatuses).To(HaveLen(1))
+		waiting := outside.Status.ContainerStatuses[0].State.Waiting
+		g.Expect(waiting).NotTo(BeNil())
+		g.Expect(waiting.Reason).To(Equal("ErrImagePull"))
+		g.Expect(waiting.Message).To(ContainSubstring("docker.io/library/busybox:1.36: not found"))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	regLog, err := os.ReadFile(filepath.Join(env.StateDir, "logs", "registry.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(regLog)).To(ContainSubstring("/v2/library/busybox/manifests/1.36"), "the launcher's registry was asked for busybox")
+	t.Logf("an image of docker.io: %s", outside.Status.ContainerStatuses[0].State.Waiting.Message)
+
 	node := env.Node
 	stopBegan := time.Now()
 	g.Expect(env.Stop()).To(Succeed())

@@ -19,6 +19,7 @@ func (n *Node) writeConfigs(registry, kubeconfig string) error {
 	files := map[string]string{
 		d("containerd.toml"):                   containerdConfig(n.Dir, n.BinDir, n.PauseImage),
 		d("certs.d", registry, "hosts.toml"):   registryHosts(registry),
+		d("certs.d", "_default", "hosts.toml"): registryHosts(registry),
 		d("cni", "net.d", "10-plumb.conflist"): cniConfig(n.Dir),
 		d("kubelet.yaml"):                      kubeletConfig(n.Dir),
 	}
