@@ -64,6 +64,15 @@ envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (c
 controlplane-assets: ## Also build kube-controller-manager (for `make run` and e2e).
 	@hack/controlplane.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager
 
+.PHONY: node-assets
+node-assets: ## Build a real node (kubelet, kube-proxy, kube-scheduler, containerd, runc, crictl, CNI plugins) from Go modules into bin/k8s and bin/node; Debian's iptables and libseccomp-dev when missing.
+	@if ! command -v iptables >/dev/null || ! command -v conntrack >/dev/null || [ ! -e /usr/include/seccomp.h ]; then \
+		echo ">> installing Debian's iptables, conntrack and libseccomp-dev (apt-get)"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y iptables conntrack libseccomp-dev; fi
+	@hack/controlplane.sh $(K8S_BIN) kubelet kube-proxy kube-scheduler
+	@hack/node.sh $(BIN)/node
+
 # The UI's browser tests drive Debian's chromium (ui/browsertest).
 CHROMIUM    := /usr/bin/chromium
 
@@ -78,8 +87,8 @@ $(CHROMIUM):
 ##@ Run
 
 .PHONY: run
-run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it.
-	@hack/run.sh $(RUN_ARGS)
+run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it. NODE=real runs the Pods on a real kubelet (root; docs/design/node.md).
+	@NODE=$(NODE) hack/run.sh $(RUN_ARGS)
 
 .PHONY: starts
 starts: ## Start the suite STARTS times in a row (default 50), each bounded, and report how many came up whole.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries (etcd, kube-apiserver, kube-controller-manager)
+# Builds the control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
+# and for a real node kube-scheduler, kubelet, kube-proxy)
 # from Go modules and links them into bin/. Built binaries live in a cache folder
 # outside the clone, keyed by version, so a fresh clone on a machine that built
 # them once links them in seconds instead of rebuilding for minutes.
@@ -31,6 +32,11 @@ package_of() {
     etcd) echo go.etcd.io/etcd/server/v3 ;;
     kube-apiserver) echo k8s.io/kubernetes/cmd/kube-apiserver ;;
     kube-controller-manager) echo k8s.io/kubernetes/cmd/kube-controller-manager ;;
+    # The real node (hack/node.sh, e2e/localenv's Node option): localenv runs no
+    # scheduler otherwise, so Pods would never be bound to the kubelet.
+    kube-scheduler) echo k8s.io/kubernetes/cmd/kube-scheduler ;;
+    kubelet) echo k8s.io/kubernetes/cmd/kubelet ;;
+    kube-proxy) echo k8s.io/kubernetes/cmd/kube-proxy ;;
     *) echo "unknown control-plane binary: $1" >&2; exit 2 ;;
   esac
 }

@@ -37,4 +37,11 @@ echo ">> go build the four controllers and plumb-local into bin/"
 heartbeat "go build" go build -o "$root/bin/" ./source-controller ./render-controller ./sync-controller ./notification-controller ./e2e/cmd/plumb-local
 # The plumb CLI is handy next to it, but not needed to run.
 go build -o "$root/bin/plumb" ./cli || echo "   (the plumb CLI did not build; running without it)"
-exec "$root/bin/plumb-local" -root "$root" "$@"
+node_args=()
+if [ "${NODE:-}" = real ]; then
+  # kubelet, kube-proxy, kube-scheduler, containerd, runc and the CNI
+  # plugins, from Go modules (cached like the control plane).
+  heartbeat "a real node (kubelet, containerd, runc, CNI plugins)" make --no-print-directory node-assets
+  node_args=(-node real)
+fi
+exec "$root/bin/plumb-local" -root "$root" "${node_args[@]}" "$@"

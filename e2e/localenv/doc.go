@@ -1,7 +1,8 @@
 // Package localenv starts the whole Plumb suite on this machine, on
 // 127.0.0.1, from Go: a real control plane (etcd, kube-apiserver and
 // kube-controller-manager, all built from Go modules into bin/k8s), a pod
-// simulator standing in for the kubelet, an embedded NATS JetStream server,
+// simulator standing in for the kubelet (or, with Options.Node "real", a
+// real node: see below), an embedded NATS JetStream server,
 // a Git smart-HTTP server that accepts pushes and sends GitHub-style
 // webhooks, a Slack stand-in that records what Slack would receive, an
 // HTTP chart repository (pkg/testhelm) for the sample's Helm part, and the
@@ -27,6 +28,24 @@
 //	local.plumb.dev/start-seconds  delay before the Pod runs (default 0)
 //	local.plumb.dev/run-seconds    how long such a Pod runs (default 1)
 //	local.plumb.dev/exit-code      its exit code (default 0; non-zero fails it)
+//
+// # A real node
+//
+// With Options.Node NodeReal (`make run NODE=real`, plumb-local -node
+// real) the simulator does not start; a real node does, after the control
+// plane (node.go, nodeconfig.go): a registry in this process on 127.0.0.1
+// (registry.go) holding the sandbox image, a static Go program (./pause)
+// built by plumb.dev/pkg/imagebuild; containerd with runc and the CNI
+// bridge, host-local, loopback and portmap plugins (hack/node.sh, bin/node);
+// kube-scheduler, kubelet and kube-proxy in iptables mode (bin/k8s). Every
+// image comes from that registry (Registry.BuildAndPush), nothing from
+// outside. The node's state is in a folder of its own; Pods get addresses
+// of PodCIDR on the bridge plumb0, whose address is the Node's. Stop removes
+// the sandboxes through the CRI, then unmounts, deletes the kubelet's
+// cgroups, the bridge and the KUBE-/CNI- chains (nodestop.go). One real
+// node runs on a machine at a time (a lock in /run). It needs root;
+// NodeUnavailable says what is missing. docs/design/node.md tells what
+// this machine allows and why each setting is what it is.
 //
 // # Ports, restarts and waits
 //

@@ -83,6 +83,17 @@ type Options struct {
 	// default 10 minutes. Start waits for slow steps, saying what it
 	// waits for, rather than fail after a short fixed time.
 	StartTimeout time.Duration
+	// Node is what runs the Pods: NodeSimulated (the default) marks them
+	// Running and Ready without running anything (simulator.go);
+	// NodeReal starts a kubelet with containerd, kube-proxy and
+	// kube-scheduler next to the control plane, and a registry in this
+	// process (node.go, docs/design/node.md). A real node needs root and
+	// `make node-assets`; NodeUnavailable says why it cannot start.
+	Node string
+	// NodeBinDir holds the real node's containerd, runc, crictl and CNI
+	// plugins (hack/node.sh); default Root/bin/node. kubelet, kube-proxy
+	// and kube-scheduler are in AssetsDir.
+	NodeBinDir string
 }
 
 // LeaderElection are the timings of a Lease (pkg/options' flags of the
@@ -226,6 +237,10 @@ type Env struct {
 	Slack       *SlackSink
 	KCM         *Process
 	Controllers map[string]*Controller
+	// Node and Registry are set with Options.Node NodeReal: the node's
+	// processes, and the registry it pulls every image from.
+	Node     *Node
+	Registry *Registry
 
 	opts      Options
 	control   *envtest.Environment
@@ -266,7 +281,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := e.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.startSimulator(ctx); err != nil {
+	if opts.Node == NodeReal {
+		if err := e.startNode(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := e.startSimulator(ctx); err != nil {
 		return nil, err
 	}
 	gitLog, err := os.Create(filepath.Join(e.StateDir, "logs", "git-server.log"))
@@ -325,6 +344,16 @@ func (o *Options) defaults() error {
 	}
 	if le.RetryPeriod >= le.RenewDeadline || le.RenewDeadline >= le.LeaseDuration {
 		return fmt.Errorf("leader election: want retry period < renew deadline < lease duration, got %s, %s, %s", le.RetryPeriod, le.RenewDeadline, le.LeaseDuration)
+	}
+	if o.NodeBinDir == "" {
+		o.NodeBinDir = filepath.Join(o.Root, "bin", "node")
+	}
+	switch o.Node {
+	case "":
+		o.Node = NodeSimulated
+	case NodeSimulated, NodeReal:
+	default:
+		return fmt.Errorf("node %q: want %q or %q", o.Node, NodeSimulated, NodeReal)
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 10 * time.Minute
@@ -633,6 +662,16 @@ func (e *Env) Stop() error {
 		if e.simCancel != nil {
 			e.simCancel()
 			<-e.simDone
+		}
+		// The node before the control plane: the kubelet and kube-proxy
+		// stop while the API server still answers.
+		if e.Node != nil {
+			if err := e.Node.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping the node: %w", err))
+			}
+		}
+		if e.Registry != nil {
+			errs = append(errs, e.Registry.Close())
 		}
 		if e.KCM != nil {
 			if err := e.KCM.Stop(10 * time.Second); err != nil {

@@ -43,6 +43,7 @@ func main() {
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
 		shards   = flag.Int("shards", 0, "also run this many shards of the four controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
+		node     = flag.String("node", localenv.NodeSimulated, "what runs the Pods: \"simulated\" (the pod simulator) or \"real\" (kubelet, containerd, kube-proxy and kube-scheduler; root and `make node-assets`; docs/design/node.md)")
 		standbys = flag.String("standbys", "", "comma-separated controllers to run as a leader and a standby with leader election on, e.g. sync-controller,render-controller (docs/design/sharding.md, \"Taking over\")")
 	)
 	flag.Parse()
@@ -51,7 +52,7 @@ func main() {
 	// Kustomization and HelmRelease name a ServiceAccount with the rights
 	// they need (deploy/examples/plumb).
 	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards,
-		ControllerArgs: localenv.TenancyArgs()}
+		Node: *node, ControllerArgs: localenv.TenancyArgs()}
 	if *standbys != "" {
 		opts.Standbys = strings.Split(*standbys, ",")
 	}

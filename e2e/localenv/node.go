@@ -1,0 +1,314 @@
+package localenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The kinds of node Options.Node names.
+const (
+	// NodeSimulated is the pod simulator (simulator.go): no container runs.
+	NodeSimulated = "simulated"
+	// NodeReal is a kubelet with containerd, runc and a bridge network,
+	// kube-proxy and kube-scheduler (docs/design/node.md).
+	NodeReal = "real"
+)
+
+// The real node's fixed names and ranges. Only one real node runs on a
+// machine at a time (nodeLock): kube-proxy's chains and the bridge are
+// host-wide.
+const (
+	NodeName = "plumb-node"
+	// PodCIDR is the bridge's range, one host-local range for the node;
+	// not in use on these machines (no route to it) and apart from the
+	// API server's Service range (10.0.0.0/24, envtest's).
+	PodCIDR = "10.244.0.0/24"
+	// nodeIP is the bridge's own address: the Pods' gateway, the Node's
+	// InternalIP and where the kubelet serves (kubelet refuses a loopback
+	// node IP).
+	nodeIP     = "10.244.0.1"
+	bridgeName = "plumb0"
+	// pauseTag is the tag of the sandbox image built from ./pause.
+	pauseTag = "v1"
+	nodeLock = "/run/plumb-node.lock"
+)
+
+// Node is a real node's processes: containerd, kubelet, kube-proxy and
+// kube-scheduler (localenv runs no scheduler otherwise), started in that
+// order after the control plane, stopped in the reverse order.
+type Node struct {
+	// Dir holds the node's configuration, sockets and state: containerd's
+	// root and state, kubelet's root, the CNI configuration and IP leases.
+	// A short path of its own, as unix socket paths are bounded.
+	Dir string
+	// BinDir holds containerd, runc, crictl and the CNI plugins
+	// (hack/node.sh); AssetsDir kubelet, kube-proxy and kube-scheduler.
+	BinDir, AssetsDir string
+	// PauseImage is the sandbox image's reference in the Registry.
+	PauseImage string
+	// ProxyHealthAddr is kube-proxy's /healthz, 200 once its rules are in.
+	ProxyHealthAddr string
+	Containerd      *Process
+	Kubelet         *Process
+	KubeProxy       *Process
+	Scheduler       *Process
+
+	lock     *os.File
+	logDir   string
+	restores []func() error
+}
+
+// NodeUnavailable says why a real node cannot start on this machine, or
+// nil when it can: the binaries are built (`make node-assets`), the process
+// runs as root, and the kernel has what the pod network needs.
+func NodeUnavailable(binDir, assetsDir string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("a real node needs root: containerd, runc and the CNI plugins make mounts, cgroups, network namespaces and iptables rules")
+	}
+	var missing []string
+	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "runc", "crictl", "bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			missing = append(missing, filepath.Join(binDir, name))
+		}
+	}
+	for _, name := range []string{"kubelet", "kube-proxy", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(assetsDir, name)); err != nil {
+			missing = append(missing, filepath.Join(assetsDir, name))
+		}
+	}
+	for _, name := range []string{"iptables", "ip"} {
+		if _, err := exec.LookPath(name); err != nil {
+			missing = append(missing, name+" (Debian's iptables, iproute2)")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("a real node needs (run `make node-assets`):\n  %s", strings.Join(missing, "\n  "))
+	}
+	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
+		return errors.New("a real node needs the kernel's br_netfilter (/proc/sys/net/bridge): Services between Pods on the bridge go through iptables")
+	}
+	return nil
+}
+
+// startNode starts the registry with the sandbox image, then containerd,
+// kube-scheduler, kubelet and kube-proxy, and waits until the Node is
+// Ready and kube-proxy has written its rules.
+func (e *Env) startNode(ctx context.Context) error {
+	began := time.Now()
+	binDir := e.opts.NodeBinDir
+	if err := NodeUnavailable(binDir, e.opts.AssetsDir); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "plumb-node-")
+	if err != nil {
+		return err
+	}
+	n := &Node{Dir: dir, BinDir: binDir, AssetsDir: e.opts.AssetsDir, logDir: filepath.Join(e.StateDir, "logs")}
+	e.Node = n
+	if n.lock, err = takeNodeLock(ctx, e.progress); err != nil {
+		return err
+	}
+	// Leftovers of a node that was not stopped (a killed launcher) would
+	// make the bridge's address or kube-proxy's chains clash.
+	if err := cleanStale(dir); err != nil {
+		e.progress("removing what a node left before: %v", err)
+	}
+	_ = n.cleanNetwork()
+
+	regLog, err := os.Create(filepath.Join(n.logDir, "registry.log"))
+	if err != nil {
+		return err
+	}
+	if e.Registry, err = newRegistry(filepath.Join(e.StateDir, "registry"), regLog); err != nil {
+		return err
+	}
+	e.progress("building the sandbox (pause) image into the registry at %s", e.Registry.Addr)
+	if n.PauseImage, err = e.Registry.BuildAndPush(ctx, e.Root, "./e2e/localenv/pause", pauseTag); err != nil {
+		return fmt.Errorf("the sandbox image: %w", err)
+	}
+	if err := n.prepareHost(); err != nil {
+		return err
+	}
+	if err := n.writeConfigs(e.Registry.Addr, e.Kubeconfig); err != nil {
+		return err
+	}
+
+	e.progress("starting containerd")
+	if err := n.Containerd.Start(); err != nil {
+		return err
+	}
+	if err := n.waitContainerd(ctx); err != nil {
+		return err
+	}
+	e.progress("starting kube-scheduler and kubelet")
+	if err := n.Scheduler.Start(); err != nil {
+		return err
+	}
+	if err := n.Kubelet.Start(); err != nil {
+		return err
+	}
+	if err := e.waitNodeReady(ctx); err != nil {
+		return err
+	}
+	e.progress("starting kube-proxy")
+	if err := n.KubeProxy.Start(); err != nil {
+		return err
+	}
+	if err := n.waitProxy(ctx); err != nil {
+		return err
+	}
+	e.progress("the node %s is Ready and kube-proxy's rules are in (%s)", NodeName, time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+// takeNodeLock holds the machine's one real node for this environment,
+// waiting (while ctx allows) for another environment's to stop.
+func takeNodeLock(ctx context.Context, progress func(string, ...any)) (*os.File, error) {
+	f, err := os.OpenFile(nodeLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	said := time.Now()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", nodeLock, err)
+		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			progress("waiting for another environment's real node to stop (%s is locked)", nodeLock)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("another environment runs a real node on this machine (%s is locked): %w", nodeLock, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// prepareHost makes the bridge with the node's address (kubelet binds to
+// it before the first Pod would make it) and turns on the sysctls the pod
+// network needs, remembering the old values for Stop.
+func (n *Node) prepareHost() error {
+	for _, args := range [][]string{
+		{"link", "add", bridgeName, "type", "bridge"},
+		{"addr", "add", nodeIP + "/24", "dev", bridgeName},
+		{"link", "set", bridgeName, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	// Traffic between two Pods of the bridge to a Service's address is
+	// DNATed by kube-proxy's rules only if bridged packets meet iptables.
+	return n.setSysctl("/proc/sys/net/bridge/bridge-nf-call-iptables", "1")
+}
+
+func (n *Node) setSysctl(path, value string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(old)) == value {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		return err
+	}
+	n.restores = append(n.restores, func() error { return os.WriteFile(path, old, 0o644) })
+	return nil
+}
+
+// waitContainerd waits until containerd answers on its socket.
+func (n *Node) waitContainerd(ctx context.Context) error {
+	sock := filepath.Join(n.Dir, "containerd.sock")
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return nil
+		}
+		if done, exitErr := n.Containerd.Exited(); isClosed(done) {
+			return fmt.Errorf("containerd exited (%v); the end of its log:\n%s", exitErr(), Tail(n.Containerd.LogPath, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd did not answer on %s; the end of its log:\n%s", sock, Tail(n.Containerd.LogPath, 20))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitNodeReady waits until the kubelet registered the Node and says it
+// is Ready (its runtime and network are up).
+func (e *Env) waitNodeReady(ctx context.Context) error {
+	n := e.Node
+	began, said := time.Now(), time.Now()
+	last := "not registered yet"
+	for {
+		node := &corev1.Node{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: NodeName}, node); err == nil {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					if c.Status == corev1.ConditionTrue {
+						return nil
+					}
+					last = fmt.Sprintf("Ready=%s: %s", c.Status, c.Message)
+				}
+			}
+		}
+		for _, p := range []*Process{n.Kubelet, n.Scheduler, n.Containerd} {
+			if done, exitErr := p.Exited(); isClosed(done) {
+				return fmt.Errorf("%s exited (%v); the end of its log %s:\n%s", p.Name, exitErr(), p.LogPath, Tail(p.LogPath, 20))
+			}
+		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			e.progress("still waiting for the Node %s to be Ready (%s): %s", NodeName, time.Since(began).Round(time.Second), last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Node %s was not Ready in %s (%s); the end of the kubelet's log %s:\n%s", NodeName, time.Since(began).Round(time.Second), last, n.Kubelet.LogPath, Tail(n.Kubelet.LogPath, 20))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitProxy waits until kube-proxy's /healthz answers 200: it has
+// written the Services' rules once.
+func (n *Node) waitProxy(ctx context.Context) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get("http://" + n.ProxyHealthAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if done, exitErr := n.KubeProxy.Exited(); isClosed(done) {
+			return fmt.Errorf("kube-proxy exited (%v); the end of its log %s:\n%s", exitErr(), n.KubeProxy.LogPath, Tail(n.KubeProxy.LogPath, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-proxy was not healthy; the end of its log %s:\n%s", n.KubeProxy.LogPath, Tail(n.KubeProxy.LogPath, 20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package localenv
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Stop ends the node and leaves nothing behind on the machine: kube-proxy
+// and kube-scheduler stop, the kubelet stops, every Pod sandbox is
+// stopped and removed through the CRI (so the CNI plugins take down the
+// veths, IP leases and NAT rules as for a deleted Pod), containerd stops,
+// what is still mounted under Dir is unmounted, the kubelet's cgroups,
+// the bridge and the chains of kube-proxy, kubelet and the CNI plugins are
+// deleted, and the sysctls changed are set back.
+func (n *Node) Stop() error {
+	var errs []error
+	for _, p := range []*Process{n.KubeProxy, n.Scheduler, n.Kubelet} {
+		if p != nil {
+			if err := p.Stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if n.Containerd != nil && n.Containerd.Running() {
+		if err := n.removeSandboxes(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := n.Containerd.Stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.Dir != "" {
+		errs = append(errs, unmountUnder(n.Dir))
+	}
+	errs = append(errs, removeKubeCgroups())
+	errs = append(errs, n.cleanNetwork())
+	for i := len(n.restores) - 1; i >= 0; i-- {
+		errs = append(errs, n.restores[i]())
+	}
+	if n.Dir != "" {
+		errs = append(errs, os.RemoveAll(n.Dir))
+	}
+	if n.lock != nil {
+		n.lock.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// cleanStale removes what a node whose launcher was killed before Stop
+// left: with the machine's node lock held, every other node folder is
+// stale. Its shims and their containers are killed (the launcher's
+// children die with it, the shims outlive it), its mounts unmounted, the
+// kubelet's cgroups and the folder removed.
+func cleanStale(current string) error {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "plumb-node-*"))
+	if err != nil || len(dirs) == 0 {
+		return err
+	}
+	var errs []error
+	for _, dir := range dirs {
+		if dir == current {
+			continue
+		}
+		killNaming(dir)
+	}
+	// The containers themselves name no folder: they are the processes
+	// of the kubelet's cgroups.
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			for _, pid := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(pid); err == nil {
+					_ = syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+			return nil
+		})
+	}
+	for _, dir := range dirs {
+		if dir == current {
+			continue
+		}
+		errs = append(errs, unmountUnder(dir), os.RemoveAll(dir))
+	}
+	// The killed processes leave their cgroups a moment later.
+	for range 20 {
+		if err := removeKubeCgroups(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.Join(append(errs, removeKubeCgroups())...)
+}
+
+// killNaming kills every process whose command line names dir.
+func killNaming(dir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// removeSandboxes stops and removes every Pod sandbox (and with it its
+// containers) through crictl, as the kubelet would for deleted Pods.
+func (n *Node) removeSandboxes() error {
+	// A configuration of its own, so crictl neither reads /etc/crictl.yaml
+	// nor warns on stderr that it is missing.
+	conf := filepath.Join(n.Dir, "crictl.yaml")
+	text := "runtime-endpoint: unix://" + filepath.Join(n.Dir, "containerd.sock") + "\ntimeout: 30\n"
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return err
+	}
+	crictl := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(n.BinDir, "crictl"), append([]string{"--config", conf}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("crictl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return string(out), nil
+	}
+	ids, err := crictl("pods", "-q")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range strings.Fields(ids) {
+		if _, err := crictl("stopp", id); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := crictl("rmp", "--force", id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder lazily unmounts every mount point under dir, deepest first:
+// the containers' overlay root filesystems, the sandboxes' /dev/shm and
+// network namespaces, the kubelet's volumes.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		// Field 5 is the mount point, with spaces and such octal-escaped.
+		point := unescapeMount(fields[4])
+		if point == dir || strings.HasPrefix(point, dir+"/") {
+			points = append(points, point)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, p := range slices.Compact(points) {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// removeKubeCgroups removes the kubelet's cgroup tree (kubepods, with the
+// QoS classes and Pods under it) from each hierarchy, deepest first. A
+// cgroup still holding a process cannot be removed: that is reported.
+func removeKubeCgroups() error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	if _, err := os.Stat("/sys/fs/cgroup/kubepods"); err == nil {
+		roots = append(roots, "/sys/fs/cgroup/kubepods")
+	}
+	var errs []error
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		slices.Reverse(dirs)
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", d, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanNetwork deletes the bridge and every chain of kube-proxy, the
+// kubelet and the CNI plugins (KUBE-*, CNI-*) with the rules that jump to
+// them, in iptables and ip6tables; kube-proxy's nftables tables too.
+// Only one real node runs on a machine (nodeLock), so these are ours.
+func (n *Node) cleanNetwork() error {
+	var errs []error
+	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
+		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the bridge %s: %v: %s", bridgeName, err, strings.TrimSpace(string(out))))
+		}
+	}
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			continue
+		}
+		for _, table := range []string{"nat", "filter", "mangle"} {
+			errs = append(errs, cleanChains(bin, table))
+		}
+	}
+	if _, err := exec.LookPath("nft"); err == nil {
+		for _, family := range []string{"ip", "ip6"} {
+			// Absent unless kube-proxy ran in nftables mode: ignore the error.
+			_ = exec.Command("nft", "delete", "table", family, "kube-proxy").Run()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ourChain(name string) bool {
+	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-")
+}
+
+// cleanChains deletes, in one table, the rules of built-in chains that
+// jump to our chains, then flushes and deletes our chains.
+func cleanChains(bin, table string) error {
+	out, err := exec.Command(bin, "-w", "5", "-t", table, "-S").Output()
+	if err != nil {
+		return fmt.Errorf("%s -t %s -S: %w", bin, table, err)
+	}
+	var chains []string
+	var jumps [][]string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := splitRule(line)
+		switch {
+		case len(f) >= 2 && f[0] == "-N" && ourChain(f[1]):
+			chains = append(chains, f[1])
+		case len(f) >= 2 && f[0] == "-A" && !ourChain(f[1]):
+			for i := 0; i+1 < len(f); i++ {
+				if (f[i] == "-j" || f[i] == "-g") && ourChain(f[i+1]) {
+					jumps = append(jumps, append([]string{"-D"}, f[1:]...))
+					break
+				}
+			}
+		}
+	}
+	var errs []error
+	run := func(args ...string) {
+		args = append([]string{"-w", "5", "-t", table}, args...)
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %v: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(string(out))))
+		}
+	}
+	for _, j := range jumps {
+		run(j...)
+	}
+	for _, c := range chains {
+		run("-F", c)
+	}
+	for _, c := range chains {
+		run("-X", c)
+	}
+	return errors.Join(errs...)
+}
+
+// splitRule splits a line of iptables -S into its arguments: a comment
+// with spaces comes double-quoted, with \" for a quote inside.
+func splitRule(line string) []string {
+	var (
+		args   []string
+		cur    strings.Builder
+		quoted bool
+		in     bool
+	)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\' && quoted && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+		case c == '"':
+			quoted, in = !quoted, true
+		case c == ' ' && !quoted:
+			if in {
+				args = append(args, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		args = append(args, cur.String())
+	}
+	return args
+}

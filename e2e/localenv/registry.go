@@ -1,0 +1,109 @@
+package localenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"plumb.dev/pkg/imagebuild"
+)
+
+// Registry is an OCI registry served from the launcher's process on
+// 127.0.0.1, the only registry a real node pulls from: nothing comes from
+// outside. Blobs are kept on disk under the environment's state folder, so
+// Plumb's images do not sit in the launcher's memory.
+type Registry struct {
+	// Addr is host:port, the prefix of every image reference in it.
+	Addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// newRegistry serves a registry on a new port of 127.0.0.1, logging its
+// requests to logw.
+func newRegistry(dir string, logw io.Writer) (*Registry, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	r := &Registry{
+		Addr: ln.Addr().String(),
+		srv: &http.Server{
+			Handler: registry.New(
+				registry.Logger(log.New(logw, "", log.LstdFlags)),
+				registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)),
+			),
+			ReadHeaderTimeout: 10 * time.Second,
+		},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(r.done)
+		_ = r.srv.Serve(ln)
+	}()
+	return r, nil
+}
+
+// Push stores idx as <Addr>/<program>:<tag> and returns that reference.
+func (r *Registry) Push(ctx context.Context, program, tag string, idx v1.ImageIndex) (string, error) {
+	ref, err := imagebuild.Reference(r.Addr, program, tag)
+	if err != nil {
+		return "", err
+	}
+	if err := imagebuild.Push(ctx, ref, idx); err != nil {
+		return "", err
+	}
+	return ref.String(), nil
+}
+
+// BuildAndPush builds the Go program pkg (a package path relative to root,
+// where go.work is) for this machine's platform with plumb.dev/pkg/imagebuild
+// and pushes it as <Addr>/<last element of pkg>:<tag>.
+func (r *Registry) BuildAndPush(ctx context.Context, root, pkg, tag string) (string, error) {
+	work, err := os.MkdirTemp("", "plumb-image-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	idx, err := imagebuild.Build(ctx, imagebuild.Options{
+		Dir:     root,
+		WorkDir: work,
+		Version: tag,
+		Commit:  "local",
+		Source:  "https://plumb.dev/local",
+		// A fixed time: an unchanged program gives the same digest, so
+		// the node's image store keeps it across environments.
+		Created:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Platforms: []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}},
+	}, pkg)
+	if err != nil {
+		return "", err
+	}
+	return r.Push(ctx, filepath.Base(filepath.Clean(pkg)), tag, idx)
+}
+
+// Close stops serving.
+func (r *Registry) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	<-r.done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
