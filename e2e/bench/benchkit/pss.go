@@ -46,6 +46,9 @@ type MemSample struct {
 	PSS     int64 // KiB: the process's Pss plus its descendants'
 	Self    int64 // KiB: the process's own Pss
 	Workers int   // descendants alive
+	// Anon is the part of PSS that is anonymous memory (Pss_Anon: heaps,
+	// stacks), the rest being mapped files (the binary) and shared memory.
+	Anon int64
 }
 
 // NewMemSampler samples the processes named (name → current pid, 0 while
@@ -104,20 +107,21 @@ func (s *MemSampler) sample() {
 		if root <= 0 {
 			continue
 		}
-		self, err := ReadPss(root)
+		self, err := readRollup(root)
 		if err != nil {
 			continue // exited between the listing and the read
 		}
-		m := MemSample{PSS: self, Self: self}
+		m := MemSample{PSS: self.pss, Self: self.pss, Anon: self.anon}
 		queue := append([]int(nil), children[root]...)
 		for len(queue) > 0 {
 			pid := queue[0]
 			queue = append(queue[1:], children[pid]...)
-			pss, err := ReadPss(pid)
+			r, err := readRollup(pid)
 			if err != nil {
 				continue
 			}
-			m.PSS += pss
+			m.PSS += r.pss
+			m.Anon += r.anon
 			m.Workers++
 			if p, err := ReadProc(pid); err == nil && p.HWM > hwm[name] {
 				hwm[name] = p.HWM
@@ -170,28 +174,44 @@ func (s *MemSampler) Samples() int {
 // ReadPss returns a process's proportional set size, KiB, from
 // /proc/<pid>/smaps_rollup (Linux 4.14 and later).
 func ReadPss(pid int) (int64, error) {
+	r, err := readRollup(pid)
+	return r.pss, err
+}
+
+type rollup struct{ pss, anon int64 }
+
+func readRollup(pid int) (rollup, error) {
+	var r rollup
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
+	seen := false
 	for sc.Scan() {
-		value, ok := strings.CutPrefix(sc.Text(), "Pss:")
-		if !ok {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (name != "Pss" && name != "Pss_Anon") {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/smaps_rollup Pss: %w", pid, err)
+			return r, fmt.Errorf("/proc/%d/smaps_rollup %s: %w", pid, name, err)
 		}
-		return kb, nil
+		if name == "Pss" {
+			r.pss, seen = kb, true
+		} else {
+			r.anon = kb
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return r, err
 	}
-	// A process that exited (a zombie) has an empty smaps_rollup.
-	return 0, fmt.Errorf("/proc/%d/smaps_rollup: no Pss", pid)
+	if !seen {
+		// A process that exited (a zombie) has an empty smaps_rollup.
+		return r, fmt.Errorf("/proc/%d/smaps_rollup: no Pss", pid)
+	}
+	return r, nil
 }
 
 // ppids maps every process to its parent, from /proc/<pid>/stat.

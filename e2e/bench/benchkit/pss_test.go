@@ -39,6 +39,8 @@ func TestMemSamplerCountsTheChildren(t *testing.T) {
 	g.Expect(peak).To(BeNumerically(">", 0))
 	g.Expect(at["me"].Workers).To(BeNumerically(">=", 1), "the sleep started here is a descendant")
 	g.Expect(at["me"].PSS).To(BeNumerically(">", at["me"].Self), "the descendants' Pss is added to the process's own")
+	g.Expect(at["me"].Anon).To(BeNumerically(">", 0))
+	g.Expect(at["me"].Anon).To(BeNumerically("<", at["me"].PSS), "a Go test binary maps its own file too")
 	g.Expect(at).NotTo(HaveKey("none"), "a process not running has no sample")
 	g.Expect(s.WorkerHWM("me")).To(BeNumerically(">", 0))
 	both, _ := s.Peak("me", "none")

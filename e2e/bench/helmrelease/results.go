@@ -199,7 +199,7 @@ func (r *results) print(out io.Writer) {
 		var parts []string
 		for _, p := range releaseWork(f.side) {
 			m := at[p]
-			parts = append(parts, fmt.Sprintf("%s %.0f MiB itself + %d workers %.0f MiB", p, float64(m.Self)/1024, m.Workers, float64(m.PSS-m.Self)/1024))
+			parts = append(parts, fmt.Sprintf("%s %.0f MiB itself + %d workers %.0f MiB (%.0f MiB of it anonymous)", p, float64(m.Self)/1024, m.Workers, float64(m.PSS-m.Self)/1024, float64(m.Anon)/1024))
 		}
 		fmt.Fprintf(out, "%s: at the peak of the release's work (%.0f MiB Pss, of %d samples): %s\n", f.side.name, float64(kib)/1024, f.mem.Samples(), strings.Join(parts, "; "))
 	}
