@@ -93,7 +93,7 @@ func serveWorker() int {
 	// default (a 591-object chart rendered 1.1–1.2× the time of an
 	// in-process render with the default, 0.9× with this: bench-helm).
 	debug.SetMemoryLimit(memory / 8 * 7)
-	debug.SetGCPercent(200)
+	debug.SetGCPercent(100)
 	render.LockDownProcess()
 	go exitOnCPULimit()
 

@@ -37,7 +37,7 @@ type sideFigures struct {
 	install, upgrade, noop  *phase
 	drift                   []time.Duration
 	driftEdits, driftMissed int
-	hwm                     map[string]int64 // peak memory, KiB, at the end of the side
+	hwm                     map[string]int64     // peak memory, KiB, at the end of the side
 	mem                     *benchkit.MemSampler // Pss of each controller and its workers, through the side
 	cpu                     map[string]time.Duration
 }
