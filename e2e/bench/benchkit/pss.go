@@ -34,7 +34,8 @@ type MemSampler struct {
 
 	mu      sync.Mutex
 	samples []map[string]MemSample
-	workers map[string]int64 // name → the largest VmHWM of a descendant, KiB
+	cpu     map[string][2]time.Duration // name → the tree's CPU at the first and the last sample
+	workers map[string]int64            // name → the largest VmHWM of a descendant, KiB
 	errs    int
 
 	stop chan struct{}
@@ -54,7 +55,7 @@ type MemSample struct {
 // NewMemSampler samples the processes named (name → current pid, 0 while
 // not running) every every.
 func NewMemSampler(roots map[string]func() int, every time.Duration) *MemSampler {
-	return &MemSampler{every: every, roots: roots, workers: map[string]int64{}}
+	return &MemSampler{every: every, roots: roots, workers: map[string]int64{}, cpu: map[string][2]time.Duration{}}
 }
 
 // Start samples in the background until Stop or ctx ends.
@@ -102,6 +103,7 @@ func (s *MemSampler) sample() {
 	}
 	one := map[string]MemSample{}
 	hwm := map[string]int64{}
+	cpu := map[string]time.Duration{}
 	for name, pidOf := range s.roots {
 		root := pidOf()
 		if root <= 0 {
@@ -112,6 +114,7 @@ func (s *MemSampler) sample() {
 			continue // exited between the listing and the read
 		}
 		m := MemSample{PSS: self.pss, Self: self.pss, Anon: self.anon}
+		cpu[name] += treeCPU(root)
 		queue := append([]int(nil), children[root]...)
 		for len(queue) > 0 {
 			pid := queue[0]
@@ -122,6 +125,7 @@ func (s *MemSampler) sample() {
 			}
 			m.PSS += r.pss
 			m.Anon += r.anon
+			cpu[name] += treeCPU(pid)
 			m.Workers++
 			if p, err := ReadProc(pid); err == nil && p.HWM > hwm[name] {
 				hwm[name] = p.HWM
@@ -135,6 +139,52 @@ func (s *MemSampler) sample() {
 	for name, kb := range hwm {
 		s.workers[name] = max(s.workers[name], kb)
 	}
+	for name, d := range cpu {
+		c, seen := s.cpu[name]
+		if !seen {
+			c[0] = d
+		}
+		c[1] = d
+		s.cpu[name] = c
+	}
+}
+
+// CPU is the CPU time the named process and its descendants used between
+// the first sample and the last: each live process's utime and stime plus
+// what its children that it reaped used (cutime, cstime), so that a worker
+// replaced meanwhile is still counted. The CPU of a worker that exited
+// between two samples and was not reaped yet is missed.
+func (s *MemSampler) CPU(name string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cpu[name]
+	return c[1] - c[0]
+}
+
+// treeCPU is one process's utime + stime + cutime + cstime; 0 when it is
+// gone.
+func treeCPU(pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, f := range fields[11:15] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
 
 // Peak returns the largest sum of the named processes' trees over one

@@ -43,6 +43,8 @@ func TestMemSamplerCountsTheChildren(t *testing.T) {
 	g.Expect(at["me"].Anon).To(BeNumerically("<", at["me"].PSS), "a Go test binary maps its own file too")
 	g.Expect(at).NotTo(HaveKey("none"), "a process not running has no sample")
 	g.Expect(s.WorkerHWM("me")).To(BeNumerically(">", 0))
+	g.Expect(s.CPU("me")).To(BeNumerically(">=", 0))
+	g.Expect(s.CPU("none")).To(BeZero())
 	both, _ := s.Peak("me", "none")
 	g.Expect(both).To(Equal(peak))
 }

@@ -119,6 +119,16 @@ func (r *results) print(out io.Writer) {
 		}
 		return float64(f.mem.WorkerHWM("render-controller")) / 1024, true
 	}, mib})
+	rows = append(rows, row{"CPU seconds over the side, the release's work with its workers (sampled)", func(f *sideFigures) (float64, bool) {
+		if f.mem == nil || f.mem.Samples() == 0 {
+			return 0, false
+		}
+		var t time.Duration
+		for _, p := range releaseWork(f.side) {
+			t += f.mem.CPU(p)
+		}
+		return t.Seconds(), true
+	}, func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
 	rows = append(rows,
 		row{"peak memory (VmHWM), the side's controllers together", func(f *sideFigures) (float64, bool) {
 			var kib int64
