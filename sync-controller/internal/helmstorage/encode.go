@@ -17,7 +17,10 @@ import (
 // encodes each record with a new gzip compressor at its best compression,
 // some 0.7 MB of state allocated for every record written (several per
 // release: the record, then the previous one superseded) — measured, 35%
-// of all the bytes sync-controller allocated in bench-helmrelease. The
+// of all the bytes sync-controller allocated in bench-helmrelease. That
+// garbage did not set sync-controller's peak memory (59–61 MiB of
+// proportional set size with either encoder: docs/bench/helm-release.md,
+// "Memory, second pass"); it is collector work saved. The
 // compressors here are pooled and reset, which gives the same bytes: the
 // record is the SDK's encoding exactly (JSON of the release, gzip at
 // gzip.BestCompression with an empty header, standard base64), as
