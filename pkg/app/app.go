@@ -105,6 +105,7 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	tuneGC()
 	leNamespace := os.Getenv(RuntimeNamespaceEnv)
 	byObject, err := ownKindsCache(opts, ownKinds, leNamespace)
 	if err != nil {

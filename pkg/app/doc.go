@@ -37,6 +37,14 @@
 // the check "artifact-server": a replica is ready only while its server
 // serves, so the Service that artifact URLs name routes to the leader.
 //
+// # Memory
+//
+// NewManager sets the garbage collector's target to DefaultGCPercent (50)
+// unless GOGC is set (gc.go): a controller's live heap is small, so half
+// the default headroom costs little CPU and is measured in its peak
+// memory. Render and chart workers, the same binaries re-executed, set
+// their own (pkg/renderworker).
+//
 // # Panics
 //
 // Every controller of the manager recovers a panic of its reconciler

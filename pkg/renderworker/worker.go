@@ -88,12 +88,17 @@ func serveWorker() int {
 	// reason does not, and their arguments are bits of the render's data.
 	debug.SetTraceback("none")
 	// The garbage collector works hard well before the address-space limit,
-	// so a render that fits is not failed by garbage it left behind; below
-	// it, a worker has memory to spare and collects half as often as Go's
-	// default (a 591-object chart rendered 1.1–1.2× the time of an
-	// in-process render with the default, 0.9× with this: bench-helm).
+	// so a render that fits is not failed by garbage it left behind. Below
+	// it, Go's default target: a worker collecting half as often (200) made
+	// a 591-object chart render in 0.9× the time of an in-process render
+	// instead of 1.1–1.2× (bench-helm), but each of the two workers then
+	// held some 5 MiB more through a run of small renders
+	// (bench-helmrelease: 91 against 81 MiB of proportional set size for
+	// both; docs/bench/helm-release.md, "Memory, second pass"), and what
+	// render-controller's renders take together is the figure measured
+	// against helm-controller.
 	debug.SetMemoryLimit(memory / 8 * 7)
-	debug.SetGCPercent(200)
+	debug.SetGCPercent(100)
 	render.LockDownProcess()
 	go exitOnCPULimit()
 

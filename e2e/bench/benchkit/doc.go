@@ -4,7 +4,8 @@
 // from its /metrics before and after (exact, by verb and resource), each
 // measured process's own client-go request counter, its CPU seconds and
 // peak resident memory (VmHWM) from /proc, the same for kube-apiserver and
-// etcd; the loops that write many objects at once (ForEach, and
+// etcd; MemSampler, the proportional set size of a process together with
+// the worker processes it started, sampled through a run; the loops that write many objects at once (ForEach, and
 // ApplyAll, the bare server-side-apply loop the controllers are measured
 // against); EnsureNamespaces, which waits out kube-controller-manager's
 // work on new namespaces before anything is counted; and Follow, a watch

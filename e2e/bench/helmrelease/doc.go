@@ -31,11 +31,27 @@
 //     at its next reconcile, so its figure is bounded by -interval.
 //
 // Requests are counted at the API server (benchkit: apiserver_request_total
-// before and after, the bench's own writes left out), peak memory (VmHWM)
-// and CPU from /proc for each controller process and for kube-apiserver
-// and etcd. The load average is taken before each side. The floor, after
-// both sides, applies the same objects with a bare server-side-apply loop
-// and no controller. The method and recorded runs: docs/bench/helm.md.
+// before and after, the bench's own writes left out), CPU from /proc for
+// each controller process and for kube-apiserver and etcd. The load
+// average is taken before each side. The floor, after both sides, applies
+// the same objects with a bare server-side-apply loop and no controller.
+// The method and recorded runs: docs/bench/helm-release.md.
+//
+// Memory is counted two ways. The fair figure is the proportional set
+// size (benchkit.MemSampler): every -mem-every (0.5 s) through the side,
+// the Pss of each controller plus that of every process it started —
+// render-controller's render workers, source-controller's chart workers,
+// which are the same binary re-executed and share most of its pages — read
+// from /proc/<pid>/smaps_rollup; a figure is the largest sum over one
+// sample of the processes it names. Pss counts each shared page once in
+// all (divided among the processes mapping it), so a controller that
+// renders in two workers and one that renders in its own process, as
+// helm-controller does, are measured alike; helm-controller, one process,
+// gets the same sampling. Sampling can miss a burst shorter than the
+// interval, so each process's exact peak, VmHWM from /proc/<pid>/status
+// at the end of the side, is kept too (controllers only: it adds up
+// shared pages once per process, and leaves the workers out), and the
+// largest VmHWM seen of one render worker.
 //
 // It is a benchmark, not a test: nothing here asserts a duration, and it
 // is not part of `make test` or `make bench`.

@@ -33,6 +33,7 @@ type config struct {
 	driftEdits    int
 	driftTimeout  time.Duration
 	floor         bool
+	memEvery      time.Duration
 	sides         []string
 	logLevel      string
 	timeout       time.Duration
@@ -49,12 +50,17 @@ func main() {
 	flag.IntVar(&c.driftEdits, "drift-edits", 5, "Deployments whose replicas are changed by hand at once (at most -n); 0 skips drift")
 	flag.DurationVar(&c.driftTimeout, "drift-timeout", 0, "how long a drift edit may stay before it counts as missed; 0: twice -interval plus 30s")
 	flag.BoolVar(&c.floor, "floor", true, "after both sides, apply the same objects with a bare server-side-apply loop")
+	flag.DurationVar(&c.memEvery, "mem-every", 500*time.Millisecond, "how often the proportional set size of each controller and its workers is sampled")
 	flag.StringVar(&sides, "sides", "plumb,flux", "the sides to run, in order: plumb, flux")
 	flag.StringVar(&c.logLevel, "log-level", "info", "the controllers' --log-level")
 	flag.DurationVar(&c.timeout, "timeout", 90*time.Minute, "give up after this long")
 	flag.Parse()
 	if c.n < 1 || c.n > 10000 {
 		fmt.Fprintln(os.Stderr, "helmreleasebench: -n must be from 1 to 10000")
+		os.Exit(2)
+	}
+	if c.memEvery < 10*time.Millisecond {
+		fmt.Fprintln(os.Stderr, "helmreleasebench: -mem-every must be at least 10ms")
 		os.Exit(2)
 	}
 	if c.driftTimeout == 0 {

@@ -37,7 +37,8 @@ type sideFigures struct {
 	install, upgrade, noop  *phase
 	drift                   []time.Duration
 	driftEdits, driftMissed int
-	hwm                     map[string]int64 // peak memory, KiB, at the end of the side
+	hwm                     map[string]int64     // peak memory, KiB, at the end of the side
+	mem                     *benchkit.MemSampler // Pss of each controller and its workers, through the side
 	cpu                     map[string]time.Duration
 }
 
@@ -65,6 +66,15 @@ func (b *bench) runSide(ctx context.Context, s *side, source func(context.Contex
 	if err != nil {
 		return nil, err
 	}
+	roots := map[string]func() int{}
+	for _, c := range s.controllers {
+		if pid := b.meter.Pid(c); pid != nil {
+			roots[c] = pid
+		}
+	}
+	f.mem = benchkit.NewMemSampler(roots, b.c.memEvery)
+	f.mem.Start(ctx)
+	defer f.mem.Stop()
 
 	say(">> %s: install %d HelmReleases (load average %s)", s.name, n, f.load)
 	f.install, err = b.phase(ctx, s, released, func(i int) error {
@@ -109,6 +119,7 @@ func (b *bench) runSide(ctx context.Context, s *side, source func(context.Contex
 			return f, fmt.Errorf("drift: %w", err)
 		}
 	}
+	f.mem.Stop()
 	last, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return f, err

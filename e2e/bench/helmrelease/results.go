@@ -89,6 +89,46 @@ func (r *results) print(out io.Writer) {
 			}, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 		)
 	}
+	mib := func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }
+	// The fair figure (benchkit.MemSampler): a controller's workers are
+	// counted with it, each shared page once.
+	pss := func(f *sideFigures, names []string) (float64, bool) {
+		if f.mem == nil || f.mem.Samples() == 0 {
+			return 0, false
+		}
+		kib, _ := f.mem.Peak(names...)
+		return float64(kib) / 1024, true
+	}
+	rows = append(rows,
+		row{fmt.Sprintf("peak memory (Pss, controllers + their workers, sampled every %s), together", c.memEvery), func(f *sideFigures) (float64, bool) {
+			return pss(f, f.side.controllers)
+		}, mib},
+		row{"  the release's work alone (Plumb: render- + sync-controller)", func(f *sideFigures) (float64, bool) {
+			return pss(f, releaseWork(f.side))
+		}, mib},
+	)
+	for _, p := range append(append([]string(nil), plumbSide.controllers...), fluxSide.controllers...) {
+		rows = append(rows, row{"  " + p + " (with its workers)", func(f *sideFigures) (float64, bool) {
+			v, has := pss(f, []string{p})
+			return v, has && slices.Contains(f.side.controllers, p)
+		}, mib})
+	}
+	rows = append(rows, row{"  render-controller's workers: the largest VmHWM of one", func(f *sideFigures) (float64, bool) {
+		if f.mem == nil || !slices.Contains(f.side.controllers, "render-controller") {
+			return 0, false
+		}
+		return float64(f.mem.WorkerHWM("render-controller")) / 1024, true
+	}, mib})
+	rows = append(rows, row{"CPU seconds over the side, the release's work with its workers (sampled)", func(f *sideFigures) (float64, bool) {
+		if f.mem == nil || f.mem.Samples() == 0 {
+			return 0, false
+		}
+		var t time.Duration
+		for _, p := range releaseWork(f.side) {
+			t += f.mem.CPU(p)
+		}
+		return t.Seconds(), true
+	}, func(v float64) string { return fmt.Sprintf("%.1f s", v) }})
 	rows = append(rows,
 		row{"peak memory (VmHWM), the side's controllers together", func(f *sideFigures) (float64, bool) {
 			var kib int64
@@ -103,10 +143,8 @@ func (r *results) print(out io.Writer) {
 	// and sync-controller do.
 	rows = append(rows, row{"  the release's work alone (Plumb: render- + sync-controller)", func(f *sideFigures) (float64, bool) {
 		var kib int64
-		for _, p := range f.side.controllers {
-			if p != "source-controller" && p != "notification-controller" {
-				kib += f.hwm[p]
-			}
+		for _, p := range releaseWork(f.side) {
+			kib += f.hwm[p]
 		}
 		return float64(kib) / 1024, f.hwm != nil
 	}, func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }})
@@ -163,6 +201,19 @@ func (r *results) print(out io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
+	for _, f := range r.sides {
+		if f.mem == nil || f.mem.Samples() == 0 {
+			continue
+		}
+		kib, at := f.mem.Peak(releaseWork(f.side)...)
+		var parts []string
+		for _, p := range releaseWork(f.side) {
+			m := at[p]
+			parts = append(parts, fmt.Sprintf("%s %.0f MiB itself + %d workers %.0f MiB (%.0f MiB of it anonymous)", p, float64(m.Self)/1024, m.Workers, float64(m.PSS-m.Self)/1024, float64(m.Anon)/1024))
+		}
+		fmt.Fprintf(out, "%s: at the peak of the release's work (%.0f MiB Pss, of %d samples): %s\n", f.side.name, float64(kib)/1024, f.mem.Samples(), strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(out)
 	if r.floor != nil {
 		fmt.Fprintf(out, "floor: the same %d objects (3 per release) by a bare server-side-apply loop, %d workers, no wait for rollouts: %s, %.1f API requests per release; load average before %s\n",
 			3*c.n, c.bareWorkers, benchfig.Seconds(r.floor.took), r.floor.delta.ResourceRequests()/float64(c.n), r.floor.load)
@@ -185,6 +236,20 @@ func (r *results) print(out io.Writer) {
 		}
 	}
 	fmt.Fprintln(out)
+}
+
+// releaseWork are the side's processes that do what helm-controller does:
+// Flux's side has no source-controller (the bench serves its chart) and
+// sends no notifications, so Plumb's render- and sync-controller are
+// compared with helm-controller.
+func releaseWork(s *side) []string {
+	var out []string
+	for _, p := range s.controllers {
+		if p != "source-controller" && p != "notification-controller" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func ok(p *phase, get func(*phase) float64) (float64, bool) {

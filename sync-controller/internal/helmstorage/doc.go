@@ -2,8 +2,10 @@
 // storage format, as a record: one Secret per revision,
 // sh.helm.release.v1.<release>.v<N> of type helm.sh/release.v1, labelled
 // name, owner=helm, status and version, its data the release as
-// base64(gzip(JSON)) — written and read by the Helm SDK's Secret driver
-// (helm.sh/helm/v4/pkg/storage/driver), so the helm CLI, and Flux's
+// base64(gzip(JSON)) — read by the Helm SDK's Secret driver
+// (helm.sh/helm/v4/pkg/storage/driver) and written here in the driver's
+// exact encoding (encode.go: the same bytes, from pooled compressors
+// instead of a new 0.7 MB one per record), so the helm CLI, and Flux's
 // helm-controller, read what Plumb writes and Plumb reads what they wrote.
 //
 // Plumb does not release through Helm: render-controller renders the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"helm.sh/helm/v4/pkg/release/common"
 	rspb "helm.sh/helm/v4/pkg/release/v1"
@@ -103,11 +104,10 @@ func (s Storage) Read(ctx context.Context, version int) (*rspb.Release, error) {
 // rel is deployed, every other deployed record becomes superseded, as
 // Helm leaves one deployed release.
 func (s Storage) Write(ctx context.Context, rel *rspb.Release) error {
-	d := s.driver(ctx)
 	key := Key(s.Release, rel.Version)
-	err := d.Create(key, rel)
-	if errors.Is(err, driver.ErrReleaseExists) {
-		err = d.Update(key, rel)
+	err := s.put(ctx, key, rel, true)
+	if apierrors.IsAlreadyExists(err) {
+		err = s.put(ctx, key, rel, false)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s/%s: %w", s.Namespace, key, err)
@@ -130,6 +130,24 @@ func (s Storage) Write(ctx context.Context, rel *rspb.Release) error {
 	return nil
 }
 
+// put creates (create) or replaces the record key of rel, encoded as the
+// SDK's driver does (encode.go); an update replaces the whole Secret
+// without a resourceVersion, as the driver's does.
+func (s Storage) put(ctx context.Context, key string, rel *rspb.Release, create bool) error {
+	if rel.Info == nil {
+		return fmt.Errorf("release %s version %d has no info", rel.Name, rel.Version)
+	}
+	sec, err := newRecordSecret(key, rel, create, time.Now())
+	if err != nil {
+		return fmt.Errorf("encoding the release: %w", err)
+	}
+	sec.Namespace = s.Namespace
+	if create {
+		return s.Client.Create(ctx, sec)
+	}
+	return s.Client.Update(ctx, sec)
+}
+
 // setStatus rewrites one record with another status.
 func (s Storage) setStatus(ctx context.Context, version int, status common.Status) error {
 	old, err := s.Read(ctx, version)
@@ -140,7 +158,7 @@ func (s Storage) setStatus(ctx context.Context, version int, status common.Statu
 		return err
 	}
 	old.SetStatus(status, old.Info.Description)
-	if err := s.driver(ctx).Update(Key(s.Release, version), old); err != nil {
+	if err := s.put(ctx, Key(s.Release, version), old, false); err != nil {
 		return fmt.Errorf("marking %s/%s %s: %w", s.Namespace, Key(s.Release, version), status, err)
 	}
 	return nil
