@@ -41,6 +41,8 @@ func TestCheck(t *testing.T) {
 		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ alerts.notification.plumb.dev: v1 (stored as v1)",
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",
+		"✔ imagerepositories.image.plumb.dev: v1 (stored as v1)",
+		"✔ imagepolicies.image.plumb.dev: v1 (stored as v1)",
 	}
 
 	// Two controllers: one rolled out, one whose new pod is not available.
