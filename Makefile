@@ -2,8 +2,8 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui deploy
-CONTROLLERS := source-controller render-controller sync-controller notification-controller
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller image-controller e2e cli ui deploy
+CONTROLLERS := source-controller render-controller sync-controller notification-controller image-controller
 # Programs built beside the controllers, the same way (bin/<name> from ./<name>).
 PROGRAMS    := $(CONTROLLERS) ui
 ROOT        := $(CURDIR)
@@ -36,11 +36,11 @@ help: ## Show the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build the four controllers, the ui server and the plumb CLI into bin/.
+build: ## Build the five controllers, the ui server and the plumb CLI into bin/.
 	@for c in $(PROGRAMS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
 	@echo ">> go build plumb"; go build -o $(BIN)/plumb ./cli
 
-# `make images`: the five programs' images from Go modules, no Docker
+# `make images`: the six programs' images from Go modules, no Docker
 # (pkg/imagebuild; docs/images.md). The defaults make a rebuild of one
 # commit give the same digests: its describe, hash and time.
 IMAGE_REGISTRY    ?=
@@ -51,7 +51,7 @@ IMAGE_SOURCE      ?= https://github.com/plumb-dev/plumb
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 
 .PHONY: images
-images: ## Build the five images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
+images: ## Build the six images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
 	go run ./pkg/imagebuild/cmd/images -dir $(ROOT) -out $(BIN)/images -registry '$(IMAGE_REGISTRY)' \
 		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
 		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS)
