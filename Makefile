@@ -187,7 +187,7 @@ bench-ui: envtest-assets $(CHROMIUM) ## The UI's overview with 1,000 Kustomizati
 .PHONY: bench-fleet
 bench: bench-fleet
 bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500, 1,000) with the four controllers as processes vs a bare server-side-apply loop; one of 1,000 objects; drift at fleet scale; print a table.
-	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
 	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet $(FLEET_ARGS)
 
@@ -198,7 +198,7 @@ helm-controller: ## Build Flux's helm-controller from its Go module (hack/helm-c
 # Not part of `make bench`: it builds Flux's helm-controller, minutes of CPU.
 .PHONY: bench-helmrelease
 bench-helmrelease: controlplane-assets helm-controller ## N HelmReleases of one chart with Plumb's controllers and with Flux's helm-controller on one control plane (install, upgrade, no-op reconcile, drift, memory) and a bare server-side-apply floor; print a table.
-	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
 	@go build -o $(BIN)/bench-helmrelease ./e2e/bench/helmrelease
 	$(BIN)/bench-helmrelease $(HELMRELEASE_ARGS)
 
