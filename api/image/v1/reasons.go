@@ -3,14 +3,13 @@ package v1
 // Condition and event reasons of ImageRepositories and ImagePolicies (the
 // shared ones are in api/meta; docs/api/imagerepository.md and
 // imagepolicy.md list them all). The values are Flux's where Flux has the
-// reason.
+// reason. A Secret missing or refused is source-controller's
+// AuthenticationFailed (sourcev1.AuthenticationFailedReason), one reason
+// for one failure across kinds.
 const (
 	// ImageURLInvalidReason: spec.image is not an image repository's
 	// name; Stalled until it changes.
 	ImageURLInvalidReason = "ImageURLInvalid"
-	// AuthenticationFailedReason: spec.secretRef or spec.certSecretRef is
-	// missing or unusable, or the registry refused the credentials.
-	AuthenticationFailedReason = "AuthenticationFailed"
 	// ReadOperationFailedReason: the registry could not be read (network,
 	// timeout, an answer over a bound, an address the policy refuses).
 	ReadOperationFailedReason = "ReadOperationFailed"

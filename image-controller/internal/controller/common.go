@@ -12,6 +12,7 @@ import (
 
 	imagev1 "plumb.dev/api/image/v1"
 	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/image-controller/internal/registry"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/kinds"
@@ -128,7 +129,7 @@ func registryFailure(err error, interval time.Duration) *plumbreconcile.Error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
 	switch {
 	case errors.Is(err, errCredentials), registry.KindOf(err) == registry.AuthFailed:
-		return plumbreconcile.Failed(imagev1.AuthenticationFailedReason, msg)
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
 	case registry.KindOf(err) == registry.InvalidSpec:
 		return plumbreconcile.Stalled(meta.InvalidSpecReason, msg)
 	case registry.KindOf(err) == registry.TooManyTags:

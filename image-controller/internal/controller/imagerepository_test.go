@@ -15,6 +15,7 @@ import (
 
 	imagev1 "plumb.dev/api/image/v1"
 	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/testhelm"
 )
 
@@ -65,12 +66,12 @@ func TestImageRepositoryCredentialsFromADockerConfigSecret(t *testing.T) {
 
 	anonymous := newRepository(ns, "anonymous", image)
 	g.Expect(k8s.Create(context.Background(), anonymous)).To(Succeed())
-	waitReady(t, anonymous, metav1.ConditionFalse, imagev1.AuthenticationFailedReason)
+	waitReady(t, anonymous, metav1.ConditionFalse, sourcev1.AuthenticationFailedReason)
 
 	missing := newRepository(ns, "missing", image)
 	missing.Spec.SecretRef = &meta.LocalObjectReference{Name: "absent"}
 	g.Expect(k8s.Create(context.Background(), missing)).To(Succeed())
-	missing = waitReady(t, missing, metav1.ConditionFalse, imagev1.AuthenticationFailedReason)
+	missing = waitReady(t, missing, metav1.ConditionFalse, sourcev1.AuthenticationFailedReason)
 	g.Expect(readyOf(missing.Status.Conditions).Message).To(ContainSubstring("Secret " + ns + "/absent not found"))
 
 	g.Expect(k8s.Create(context.Background(), dockerConfigSecret(ns, "registry", reg.Host(), "robot", "s3cret"))).To(Succeed())
