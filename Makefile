@@ -2,8 +2,8 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
 
-MODULES     := api pkg source-controller render-controller sync-controller notification-controller e2e cli ui deploy
-CONTROLLERS := source-controller render-controller sync-controller notification-controller
+MODULES     := api pkg source-controller render-controller sync-controller notification-controller image-controller e2e cli ui deploy
+CONTROLLERS := source-controller render-controller sync-controller notification-controller image-controller
 # Programs built beside the controllers, the same way (bin/<name> from ./<name>).
 PROGRAMS    := $(CONTROLLERS) ui
 ROOT        := $(CURDIR)
@@ -36,11 +36,11 @@ help: ## Show the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build the four controllers, the ui server and the plumb CLI into bin/.
+build: ## Build the five controllers, the ui server and the plumb CLI into bin/.
 	@for c in $(PROGRAMS); do echo ">> go build $$c"; go build -o $(BIN)/$$c ./$$c || exit 1; done
 	@echo ">> go build plumb"; go build -o $(BIN)/plumb ./cli
 
-# `make images`: the five programs' images from Go modules, no Docker
+# `make images`: the six programs' images from Go modules, no Docker
 # (pkg/imagebuild; docs/images.md). The defaults make a rebuild of one
 # commit give the same digests: its describe, hash and time.
 IMAGE_REGISTRY    ?=
@@ -51,7 +51,7 @@ IMAGE_SOURCE      ?= https://github.com/plumb-dev/plumb
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 
 .PHONY: images
-images: ## Build the five images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
+images: ## Build the six images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
 	go run ./pkg/imagebuild/cmd/images -dir $(ROOT) -out $(BIN)/images -registry '$(IMAGE_REGISTRY)' \
 		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
 		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS)
@@ -196,7 +196,7 @@ bench-ui: envtest-assets $(CHROMIUM) ## The UI's overview with 1,000 Kustomizati
 .PHONY: bench-fleet
 bench: bench-fleet
 bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500, 1,000) with the four controllers as processes vs a bare server-side-apply loop; one of 1,000 objects; drift at fleet scale; print a table.
-	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
 	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet $(FLEET_ARGS)
 
@@ -207,7 +207,7 @@ helm-controller: ## Build Flux's helm-controller from its Go module (hack/helm-c
 # Not part of `make bench`: it builds Flux's helm-controller, minutes of CPU.
 .PHONY: bench-helmrelease
 bench-helmrelease: controlplane-assets helm-controller ## N HelmReleases of one chart with Plumb's controllers and with Flux's helm-controller on one control plane (install, upgrade, no-op reconcile, drift, memory) and a bare server-side-apply floor; print a table.
-	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
 	@go build -o $(BIN)/bench-helmrelease ./e2e/bench/helmrelease
 	$(BIN)/bench-helmrelease $(HELMRELEASE_ARGS)
 

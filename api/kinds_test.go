@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -27,12 +28,12 @@ import (
 // rather than being reconciled on no schedule.
 func TestEveryKindDescribesItself(t *testing.T) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme, imagev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
-	groups := map[string]bool{sourcev1.GroupVersion.Group: true, sourceextv1beta1.GroupVersion.Group: true, kustomizev1.GroupVersion.Group: true, helmv2.GroupVersion.Group: true, notificationv1.GroupVersion.Group: true}
+	groups := map[string]bool{sourcev1.GroupVersion.Group: true, sourceextv1beta1.GroupVersion.Group: true, kustomizev1.GroupVersion.Group: true, helmv2.GroupVersion.Group: true, notificationv1.GroupVersion.Group: true, imagev1.GroupVersion.Group: true}
 	checked := 0
 	for gvk, typ := range scheme.AllKnownTypes() {
 		if !groups[gvk.Group] || strings.HasSuffix(gvk.Kind, "List") || typ.PkgPath() == "k8s.io/apimachinery/pkg/apis/meta/v1" {

@@ -37,13 +37,14 @@ var groups = []struct {
 	{"kustomize/v1", "kustomizev1", []string{"kustomization.md"}},
 	{"helm/v2", "helmv2", []string{"helmrelease.md"}},
 	{"notification/v1", "notificationv1", []string{"alert.md", "provider.md", "receiver.md"}},
+	{"image/v1", "imagev1", []string{"imagerepository.md", "imagepolicy.md"}},
 }
 
 // codeDirs hold the code that sets conditions and records events, relative
 // to this module.
 var codeDirs = []string{
 	"../source-controller", "../render-controller", "../sync-controller",
-	"../notification-controller", "../pkg", "../cli",
+	"../notification-controller", "../image-controller", "../pkg", "../cli",
 }
 
 const docsDir = "../docs/api"

@@ -15,6 +15,6 @@ import "embed"
 //
 //go:embed kustomization.yaml namespace.yaml config.yaml
 //go:embed crds/*.yaml
-//go:embed source-controller render-controller sync-controller notification-controller
+//go:embed source-controller render-controller sync-controller notification-controller image-controller
 //go:embed nats network-policies components
 var FS embed.FS

@@ -86,7 +86,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildControllers builds the four controllers into a new folder.
+// buildControllers builds the five controllers into a new folder.
 func buildControllers(root string) (string, error) {
 	binDir, err := os.MkdirTemp("", "plumb-e2e-bin-")
 	if err != nil {

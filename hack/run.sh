@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: builds what is missing (the control plane from Go modules, the
-# four controllers, the launcher), printing a heartbeat while the long first
+# five controllers, the launcher), printing a heartbeat while the long first
 # build runs, then starts the whole suite locally with e2e/cmd/plumb-local.
 # Extra arguments go to plumb-local (e.g. -log-level=debug, -state-dir=DIR).
 set -euo pipefail
@@ -31,10 +31,10 @@ heartbeat() {
 
 echo ">> make run: building what is missing (a fresh machine builds etcd, kube-apiserver and kube-controller-manager from Go modules once, about 10-15 minutes on 2 cores; later runs take seconds)"
 heartbeat "control plane (etcd, kube-apiserver, kube-controller-manager)" make --no-print-directory controlplane-assets
-echo ">> go build the four controllers and plumb-local into bin/"
-# One go command for all five: the package graph is loaded once and the
+echo ">> go build the five controllers and plumb-local into bin/"
+# One go command for all six: the package graph is loaded once and the
 # links run in parallel; unchanged binaries are not linked again.
-heartbeat "go build" go build -o "$root/bin/" ./source-controller ./render-controller ./sync-controller ./notification-controller ./e2e/cmd/plumb-local
+heartbeat "go build" go build -o "$root/bin/" ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller ./e2e/cmd/plumb-local
 # The plumb CLI is handy next to it, but not needed to run.
 go build -o "$root/bin/plumb" ./cli || echo "   (the plumb CLI did not build; running without it)"
 node_args=()

@@ -37,7 +37,7 @@ for ((i = 1; i <= n; i++)); do
     grep -m1 -A8 'plumb-local:' "$log" | sed 's/^/      /' || tail -5 "$log" | sed 's/^/      /'
   fi
   # Every process of the start is gone before the next one.
-  if leftover=$(pgrep -f "$root/bin/(source|render|sync|notification)-controller" 2>/dev/null); then
+  if leftover=$(pgrep -f "$root/bin/(source|render|sync|notification|image)-controller" 2>/dev/null); then
     echo "   start $i left processes running: $leftover" >&2
   fi
 done

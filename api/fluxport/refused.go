@@ -32,6 +32,14 @@ var refused = map[string]string{
 	"OCIRepository.spec.verify.matchOIDCIdentity": keyless,
 	"HelmChart.spec.verify.matchOIDCIdentity":     keyless,
 
+	"ImageRepository.spec.serviceAccountName": "Flux reads the image pull secrets of a ServiceAccount, or exchanges its token for a cloud provider's " +
+		"credentials; image-controller reads no ServiceAccount: name the kubernetes.io/dockerconfigjson Secret in secretRef",
+	"ImageRepository.spec.provider": registryLogin,
+	"ImageRepository.spec.accessFrom": "Plumb implements no namespace ACL of Flux's (acl.AccessFrom): an ImagePolicy names an ImageRepository " +
+		"in another namespace unless image-controller runs with --no-cross-namespace-refs, which refuses every such reference",
+	"ImageRepository.spec.proxySecretRef": "image-controller connects to registries directly (under its --allowed-private-networks address policy); " +
+		"a proxy per ImageRepository is not implemented yet",
+
 	"HelmRelease.spec.waitStrategy": "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), " +
 		"bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",
 	"HelmRelease.spec.persistentClient": "Plumb keeps no Kubernetes client per release: sync-controller's clients are shared and cached " +

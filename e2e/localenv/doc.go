@@ -6,7 +6,7 @@
 // a Git smart-HTTP server that accepts pushes and sends GitHub-style
 // webhooks, a Slack stand-in that records what Slack would receive, an
 // HTTP chart repository (pkg/testhelm) for the sample's Helm part, and the
-// four controllers as separate processes (bin/*-controller) with their own
+// five controllers as separate processes (bin/*-controller) with their own
 // ports. `make run` (cmd/plumb-local) and the e2e tests start the same
 // environment through Start.
 //
@@ -77,7 +77,7 @@
 //
 // # Shards, leaders and standbys
 //
-// Options.Shards starts shards of the four controllers beside the main
+// Options.Shards starts shards of the five controllers beside the main
 // instance, each with its --watch-label-selector (docs/design/sharding.md).
 // Every controller runs alone with leader election off, unless
 // Options.Standbys names it: then it runs as two processes,

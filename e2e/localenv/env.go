@@ -26,16 +26,17 @@ import (
 	"plumb.dev/pkg/testhelm"
 )
 
-// The four controllers, in the order they start.
+// The five controllers, in the order they start.
 const (
 	SourceController       = "source-controller"
 	RenderController       = "render-controller"
 	SyncController         = "sync-controller"
 	NotificationController = "notification-controller"
+	ImageController        = "image-controller"
 )
 
 // ControllerNames lists the controllers in start order.
-var ControllerNames = []string{SourceController, RenderController, SyncController, NotificationController}
+var ControllerNames = []string{SourceController, RenderController, SyncController, NotificationController, ImageController}
 
 // Options say where the binaries are and how chatty the environment is.
 // Every field has a default.
@@ -60,7 +61,7 @@ type Options struct {
 	// LogLevel is the controllers' --log-level; default info.
 	LogLevel string
 	// Shards starts, besides the main instance, this many shards of the
-	// four controllers (docs/design/sharding.md): Controllers
+	// five controllers (docs/design/sharding.md): Controllers
 	// "<controller>-shard1" … each with --watch-label-selector on
 	// sharding.plumb.dev/key=shardN, and the main instance with
 	// !sharding.plumb.dev/key. 0, the default, starts no shards and
@@ -111,7 +112,7 @@ const LeaseNamespace = "default"
 // StandbySuffix ends the name of a controller's standby process.
 const StandbySuffix = "-standby"
 
-// Controller is one of the four controllers, running as a supervised
+// Controller is one of the five controllers, running as a supervised
 // process: started again with backoff when it exits. Its ports are bound
 // by the launcher and handed to it as inherited sockets, so they are the
 // same across restarts.
@@ -220,7 +221,7 @@ func (c *Controller) Restart(ctx context.Context) error {
 }
 
 // Env is a running local Plumb: control plane, NATS, Git server, Slack
-// stand-in and the four controllers.
+// stand-in and the five controllers.
 type Env struct {
 	Root     string
 	StateDir string
@@ -433,7 +434,7 @@ func (e *Env) startSimulator(ctx context.Context) error {
 	}
 }
 
-// startControllers starts the four controllers, each on its own ports,
+// startControllers starts the five controllers, each on its own ports,
 // and waits for each to be ready.
 func (e *Env) startControllers(ctx context.Context) error {
 	shards := []string{""}
@@ -612,6 +613,10 @@ func (e *Env) newController(controller, shard string, leader *Controller) (*Cont
 		// The Slack stand-in listens on 127.0.0.1, a loopback address
 		// that alert delivery refuses unless told otherwise.
 		c.Args = append(c.Args, "--receiver-addr="+receiver, "--allow-loopback-provider-addresses")
+	case ImageController:
+		// The registries of the tests and make run listen on 127.0.0.1,
+		// as source-controller's do.
+		c.Args = append(c.Args, "--allowed-private-networks=127.0.0.0/8,::1")
 	}
 	c.Args = append(c.Args, e.opts.ControllerArgs[controller]...)
 	return c, nil

@@ -26,7 +26,7 @@ import (
 // no one led is reverted.
 func TestAStandbyTakesOverFromAKilledLeader(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the control plane and the four controllers")
+		t.Skip("starts the control plane and the five controllers")
 	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -108,7 +108,7 @@ func TestAStandbyTakesOverFromAKilledLeader(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(Succeed(), "the foreign edit was not reverted")
 }
 
-// buildControllers builds the four controllers from the tree under test
+// buildControllers builds the five controllers from the tree under test
 // into a temporary folder, or returns $PLUMB_E2E_BIN_DIR (prebuilt ones,
 // as the e2e tests take them).
 func buildControllers(t *testing.T) string {

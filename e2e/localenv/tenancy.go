@@ -15,5 +15,6 @@ func TenancyArgs() map[string][]string {
 		RenderController:       {"--no-cross-namespace-refs"},
 		SyncController:         {"--no-cross-namespace-refs", "--default-service-account=default"},
 		NotificationController: {"--no-cross-namespace-refs"},
+		ImageController:        {"--no-cross-namespace-refs"},
 	}
 }

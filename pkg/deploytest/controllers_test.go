@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -123,17 +124,19 @@ func freeAddr(t *testing.T) string {
 // forbidden finds an API call the API server refused in a controller log.
 var forbidden = regexp.MustCompile(`(?i)forbidden|is not allowed to|cannot (get|list|watch|create|update|patch|delete) resource`)
 
-// TestControllersRunWithTheirRBAC runs the four controllers, each as its
+// TestControllersRunWithTheirRBAC runs the five controllers, each as its
 // ServiceAccount under the RBAC of deploy/, through the whole flow: a
 // GitRepository with credentials from a Secret fetched from a Git server,
 // a Kustomization rendered with variables from a ConfigMap and a Secret and
 // applied, a HelmRelease whose HelmChart render-controller creates and
 // whose values come from a Secret, rendered and applied, a Receiver whose
-// webhook annotates the GitRepository, a Provider and an Alert. Everything must become Ready, and no controller may log a
+// webhook annotates the GitRepository, a Provider and an Alert, and an
+// ImageRepository scanned with a Secret's credentials whose ImagePolicy
+// reads the chosen tag's digest. Everything must become Ready, and no controller may log a
 // refused call: the table in rbac_test.go is only as good as this check.
 func TestControllersRunWithTheirRBAC(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the four controllers")
+		t.Skip("builds and runs the five controllers")
 	}
 	install(t)
 	g := NewWithT(t)
@@ -152,6 +155,12 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
+	images, err := testhelm.NewRegistry(testhelm.RegistryOptions{Username: "plumb", Password: "s3cret"})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer images.Close()
+	// A chart is as good an OCI artifact as an image for a tag scan.
+	_, err = images.Push(testhelm.Chart{Name: "app", Version: "1.2.0"})
+	g.Expect(err).NotTo(HaveOccurred())
 	charts, err := testhelm.NewRepo(testhelm.RepoOptions{Username: "plumb", Password: "s3cret"})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer charts.Close()
@@ -165,6 +174,7 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		startController(t, "render-controller", "--storage-path="+t.TempDir(), "--storage-addr="+renderAddr),
 		startController(t, "sync-controller"),
 		startController(t, "notification-controller", "--receiver-addr="+receiverAddr, "--allow-loopback-provider-addresses"),
+		startController(t, "image-controller", "--allowed-private-networks=127.0.0.0/8,::1"),
 	}
 
 	ns, err := env.Namespace(ctx, "rbac-run")
@@ -252,6 +262,23 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 				EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: kustomizev1.KustomizationKind, Name: "*"}},
 			},
 		},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"}, Type: corev1.SecretTypeDockerConfigJson,
+			StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{"` + images.Host() + `":{"username":"plumb","password":"s3cret"}}}`}},
+		&imagev1.ImageRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Spec: imagev1.ImageRepositorySpec{
+				Image: images.Host() + "/" + testhelm.Repository + "/app", Interval: metav1.Duration{Duration: time.Hour},
+				SecretRef: &meta.LocalObjectReference{Name: "registry"}, Insecure: true,
+			},
+		},
+		&imagev1.ImagePolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+			Spec: imagev1.ImagePolicySpec{
+				ImageRepositoryRef:     meta.NamespacedObjectReference{Name: "app"},
+				Policy:                 imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: "^1"}},
+				DigestReflectionPolicy: imagev1.ReflectIfNotPresent,
+			},
+		},
 	}
 	for _, o := range objs {
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed(), "%T %s", o, o.GetName())
@@ -281,6 +308,8 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		&sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
 		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
 		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-spec"}},
+		&imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
+		&imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 	} {
 		g.Eventually(ready(obj), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	}

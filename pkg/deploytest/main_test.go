@@ -19,8 +19,8 @@ var env *testenv.Environment
 // root is the repository root (the folder holding go.work).
 var root string
 
-// controllers are the four programs deploy/ installs.
-var controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller"}
+// controllers are the five programs deploy/ installs.
+var controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller"}
 
 const namespace = "plumb-system"
 

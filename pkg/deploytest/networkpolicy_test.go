@@ -214,12 +214,12 @@ func TestNetworkPoliciesSelectTheRightPods(t *testing.T) {
 	pods := workloads(t, objs)
 	g.Expect(pods).To(HaveKey("nats"))
 	want := map[string][]string{
-		"default-deny-ingress":        {"nats", "notification-controller", "render-controller", "source-controller", "sync-controller"},
+		"default-deny-ingress":        {"image-controller", "nats", "notification-controller", "render-controller", "source-controller", "sync-controller"},
 		"webhook-receiver":            {"notification-controller"},
 		"source-controller-artifacts": {"source-controller"},
 		"render-controller-artifacts": {"render-controller"},
 		"nats-clients":                {"nats"},
-		"metrics":                     {"notification-controller", "render-controller", "source-controller", "sync-controller"},
+		"metrics":                     {"image-controller", "notification-controller", "render-controller", "source-controller", "sync-controller"},
 		"render-controller-egress":    {"render-controller"},
 	}
 	policies := policiesOf(t, objs, pods)
@@ -264,7 +264,7 @@ func TestOnlyPlumbReachesItsArtifactsAndNATS(t *testing.T) {
 		{name: "a node", ip: netip.MustParseAddr("10.0.0.12")},
 	}
 	everyone := slices.Clone(strangers)
-	for _, name := range []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "nats"} {
+	for _, name := range []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller", "nats"} {
 		everyone = append(everyone, pods[name])
 	}
 	prometheus := endpoint{name: "prometheus", namespace: "monitoring", labels: map[string]string{"app": "prometheus"},
@@ -279,13 +279,15 @@ func TestOnlyPlumbReachesItsArtifactsAndNATS(t *testing.T) {
 	}{
 		{"source-controller", 9090, []string{"render-controller"}},
 		{"render-controller", 9090, []string{"sync-controller"}},
-		{"nats", 4222, []string{"source-controller", "render-controller", "sync-controller", "notification-controller"}},
+		{"nats", 4222, []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller"}},
 		{"nats", 8222, nil},
 		// Everyone but render-controller, whose egress is fenced in.
 		{"notification-controller", 9292, slices.DeleteFunc(names(everyone), func(s string) bool { return s == "render-controller" })},
 		{"source-controller", 8080, []string{"prometheus"}},
 		{"sync-controller", 8080, []string{"prometheus"}},
 		{"sync-controller", 9440, nil},
+		{"image-controller", 8080, []string{"prometheus"}},
+		{"image-controller", 9440, nil},
 	} {
 		t.Run(fmt.Sprintf("%s:%d", tc.dst, tc.port), func(t *testing.T) {
 			dst, ok := pods[tc.dst]

@@ -53,6 +53,7 @@ const (
 	kustomize    = "kustomize.plumb.dev"
 	helm         = "helm.plumb.dev"
 	notification = "notification.plumb.dev"
+	image        = "image.plumb.dev"
 	coordination = "coordination.k8s.io"
 	eventsGroup  = "events.k8s.io"
 	apps         = "apps"
@@ -184,10 +185,26 @@ var needed = map[string][]call{
 			{group: source, resource: "helmrepositories", verb: "get", namespace: tenant, why: "dispatch.labels"},
 			{group: source, resource: "helmcharts", verb: "get", namespace: tenant, why: "dispatch.labels"},
 			{group: helm, resource: "helmreleases", verb: "get", namespace: tenant, why: "dispatch.labels"},
+			{group: image, resource: "imagerepositories", verb: "patch", namespace: tenant, why: "receiver.requestReconcile: a registry push scans at once"},
+			{group: image, resource: "imagerepositories", verb: "list", namespace: tenant, why: "receiver.resolve"},
+			{group: image, resource: "imagepolicies", verb: "get", namespace: tenant, why: "dispatch.labels"},
 		},
 		everyController(),
 	),
+	"image-controller": imageController,
 }
+
+// imageController are image-controller's calls.
+var imageController = concat(
+	watchOf(image, "imagerepositories", "ImageRepositoryReconciler: For; ImagePolicyReconciler Watches and Get"),
+	watchOf(image, "imagepolicies", "ImagePolicyReconciler: For; List by repository index"),
+	[]call{
+		{group: image, resource: "imagerepositories", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile ApplyStatus"},
+		{group: image, resource: "imagepolicies", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile ApplyStatus"},
+		{resource: "secrets", verb: "get", namespace: tenant, why: "spec.secretRef, spec.certSecretRef by name (APIReader)"},
+	},
+	everyController(),
+)
 
 // denied are calls a controller does not make; least privilege means the
 // API server refuses them.
@@ -251,6 +268,18 @@ var denied = map[string][]call{
 		{group: helm, resource: "helmreleases", subresource: "status", verb: "patch", namespace: tenant},
 		{group: helm, resource: "helmreleases", verb: "delete", namespace: tenant},
 		{group: source, resource: "helmcharts", verb: "create", namespace: tenant},
+		{resource: "serviceaccounts", verb: "impersonate", namespace: tenant},
+	},
+	"image-controller": {
+		// Secrets by name only, and nothing but its own kinds' status.
+		{resource: "secrets", verb: "list"},
+		{resource: "secrets", verb: "list", namespace: tenant},
+		{resource: "secrets", verb: "watch", namespace: tenant},
+		{group: image, resource: "imagepolicies", verb: "patch", namespace: tenant},
+		{group: image, resource: "imagerepositories", verb: "delete", namespace: tenant},
+		{group: source, resource: "gitrepositories", verb: "get", namespace: tenant},
+		{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
+		{resource: "configmaps", verb: "get", namespace: tenant},
 		{resource: "serviceaccounts", verb: "impersonate", namespace: tenant},
 	},
 	// sync-controller is bound to cluster-admin by default: nothing to deny.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -25,6 +26,7 @@ const (
 	RenderController       = "render-controller"
 	SyncController         = "sync-controller"
 	NotificationController = "notification-controller"
+	ImageController        = "image-controller"
 )
 
 // Kind is one of Plumb's kinds.
@@ -96,6 +98,12 @@ var all = []Kind{
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.HelmRepositoryKind), Resource: "helmrepositories", Plural: "HelmRepositories",
 		ShortNames: []string{"helmrepo"}, Controllers: []string{SourceController},
 		newObject: func() client.Object { return &sourcev1.HelmRepository{} }, newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} }},
+	{GVK: imagev1.GroupVersion.WithKind(imagev1.ImagePolicyKind), Resource: "imagepolicies", Plural: "ImagePolicies",
+		ShortNames: []string{"imgpol", "imagepol"}, Controllers: []string{ImageController},
+		newObject: func() client.Object { return &imagev1.ImagePolicy{} }, newList: func() client.ObjectList { return &imagev1.ImagePolicyList{} }},
+	{GVK: imagev1.GroupVersion.WithKind(imagev1.ImageRepositoryKind), Resource: "imagerepositories", Plural: "ImageRepositories",
+		ShortNames: []string{"imgrepo", "imagerepo"}, Controllers: []string{ImageController},
+		newObject: func() client.Object { return &imagev1.ImageRepository{} }, newList: func() client.ObjectList { return &imagev1.ImageRepositoryList{} }},
 	{GVK: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind), Resource: "kustomizations", Plural: "Kustomizations",
 		ShortNames: []string{"ks"}, Controllers: []string{SyncController, RenderController},
 		newObject: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
@@ -162,6 +170,7 @@ func Of(obj client.Object) (Kind, bool) {
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme,
+		imagev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -114,7 +114,7 @@ func TestRequestableKinds(t *testing.T) {
 	for _, k := range kinds.Where(kinds.Kind.Requestable) {
 		got = append(got, k.GVK.Kind)
 	}
-	want := []string{"Alert", "ArtifactGenerator", "Bucket", "GitRepository", "HelmChart", "HelmRelease", "HelmRepository", "Kustomization", "OCIRepository", "Provider", "Receiver"}
+	want := []string{"Alert", "ArtifactGenerator", "Bucket", "GitRepository", "HelmChart", "HelmRelease", "HelmRepository", "ImagePolicy", "ImageRepository", "Kustomization", "OCIRepository", "Provider", "Receiver"}
 	if !slices.Equal(got, want) {
 		t.Errorf("requestable kinds %v, want %v", got, want)
 	}
@@ -128,6 +128,7 @@ func TestFieldManagersFollowOneRule(t *testing.T) {
 		kinds.FieldManager(kinds.RenderController):              "plumb-render",
 		kinds.FieldManager(kinds.SyncController):                "plumb-sync",
 		kinds.FieldManager(kinds.NotificationController):        "plumb-notification",
+		kinds.FieldManager(kinds.ImageController):               "plumb-image",
 		kinds.FieldManager(kinds.SyncController, "inventory"):   "plumb-sync-inventory",
 		kinds.FieldManager(kinds.RenderController, "finalizer"): "plumb-render-finalizer",
 		kinds.FieldManager("ui"):                                "plumb-ui",

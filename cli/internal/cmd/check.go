@@ -24,7 +24,7 @@ import (
 )
 
 // controllers are the Deployments of deploy/.
-var controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller"}
+var controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller"}
 
 // crdName is the name of the CustomResourceDefinition of k
 // ("kustomizations.kustomize.plumb.dev").

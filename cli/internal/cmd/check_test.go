@@ -41,6 +41,8 @@ func TestCheck(t *testing.T) {
 		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ alerts.notification.plumb.dev: v1 (stored as v1)",
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",
+		"✔ imagerepositories.image.plumb.dev: v1 (stored as v1)",
+		"✔ imagepolicies.image.plumb.dev: v1 (stored as v1)",
 	}
 
 	// Two controllers: one rolled out, one whose new pod is not available.
@@ -68,16 +70,17 @@ func TestCheck(t *testing.T) {
 		"✗ render-controller: no Deployment "+system+"/render-controller",
 		"✗ sync-controller: 0 of 1 replicas available (sync-controller)",
 		"✗ notification-controller: no Deployment "+system+"/notification-controller",
+		"✗ image-controller: no Deployment "+system+"/image-controller",
 		"► checking NATS",
 		"✔ NATS at "+env.NATSURL+" (the --nats-url of Deployment "+system+"/sync-controller): nats-server "+natsserver.VERSION+", JetStream enabled",
 	)
 	g.Expect(lines(r.out)).To(Equal(want))
-	g.Expect(r.errOut).To(ContainSubstring("✗ 3 check(s) failed"))
+	g.Expect(r.errOut).To(ContainSubstring("✗ 4 check(s) failed"))
 
 	t.Run("everything installed and ready", func(t *testing.T) {
 		g := NewWithT(t)
-		create(ctx, t, deps["render-controller"], deps["notification-controller"])
-		for _, name := range []string{"render-controller", "sync-controller", "notification-controller"} {
+		create(ctx, t, deps["render-controller"], deps["notification-controller"], deps["image-controller"])
+		for _, name := range []string{"render-controller", "sync-controller", "notification-controller", "image-controller"} {
 			setStatus(ctx, t, deps[name], rolledOut)
 		}
 		r := plumb("check", "--controller-namespace", system)
@@ -124,7 +127,7 @@ func TestCheck(t *testing.T) {
 		_, empty := newNamespace(t)
 		r := plumb("check", "--controller-namespace", empty)
 		g.Expect(r.code).To(Equal(ExitNegative), r.String())
-		g.Expect(strings.Count(r.out, "✗ ")).To(Equal(5), r.out)
+		g.Expect(strings.Count(r.out, "✗ ")).To(Equal(6), r.out)
 		g.Expect(r.out).To(ContainSubstring("✗ NATS: no controller Deployment has a --nats-url in " + empty))
 	})
 }

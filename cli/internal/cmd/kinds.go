@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -107,10 +108,12 @@ var (
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
 	alertKind          = commandKind(notificationv1.AlertKind)
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
+	imageRepoKind      = commandKind(imagev1.ImageRepositoryKind)
+	imagePolicyKind    = commandKind(imagev1.ImagePolicyKind)
 	// allKinds are every kind of pkg/kinds (a test holds them equal), in
 	// the order `get all` and `check` print them: sources, then what
-	// applies them, then the notification kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind}
+	// applies them, then the notification kinds, then the image kinds.
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind, imageRepoKind, imagePolicyKind}
 )
 
 // kindsWhere are the kinds of allKinds for which keep is true.

@@ -22,7 +22,7 @@ const controllerNamespace = "plumb-system"
 
 // natsDeployments are the controllers whose --nats-url names the NATS
 // server of the event stream, in the order they are asked.
-var natsDeployments = []string{"sync-controller", "notification-controller", "render-controller", "source-controller"}
+var natsDeployments = []string{"sync-controller", "notification-controller", "render-controller", "source-controller", "image-controller"}
 
 // natsSource is a NATS address found in the cluster and where it was found.
 type natsSource struct {

@@ -53,6 +53,8 @@ func TestStats(t *testing.T) {
 		{"Receiver", "0", "0", "0", "0", "-"},
 		{"Alert", "0", "0", "0", "0", "-"},
 		{"Provider", "0", "0", "0", "0", "-"},
+		{"ImageRepository", "0", "0", "0", "0", "-"},
+		{"ImagePolicy", "0", "0", "0", "0", "-"},
 	}))
 
 	r = plumb("stats", "-A")
@@ -98,5 +100,7 @@ func TestStatsPerShard(t *testing.T) {
 		{"Receiver", "(none)", "0", "0", "0", "0", "-"},
 		{"Alert", "(none)", "0", "0", "0", "0", "-"},
 		{"Provider", "(none)", "0", "0", "0", "0", "-"},
+		{"ImageRepository", "(none)", "0", "0", "0", "0", "-"},
+		{"ImagePolicy", "(none)", "0", "0", "0", "0", "-"},
 	}))
 }

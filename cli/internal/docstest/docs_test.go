@@ -68,7 +68,7 @@ var otherKinds = map[string]string{
 // also bound in process (sharedFlags).
 // Benchmark programs (bench/) are not Plumb's programs.
 var programDirs = []string{
-	"source-controller", "render-controller", "sync-controller", "notification-controller",
+	"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller",
 	"ui", "e2e/cmd", "pkg",
 }
 

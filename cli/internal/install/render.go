@@ -25,10 +25,10 @@ const Namespace = "plumb-system"
 // registry part of the image names deploy/ and its ui component write.
 const DefaultRegistry = "ghcr.io/plumb-dev"
 
-// Controllers are the default components, the four folders of deploy/
+// Controllers are the default components, the five folders of deploy/
 // that hold a controller, in the order deploy/kustomization.yaml lists
 // them.
-var Controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller"}
+var Controllers = []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller"}
 
 // Extras are the components installed only when asked for: each a
 // kustomize component under deploy/components.
@@ -214,7 +214,7 @@ func trimBase(mem filesys.FileSystem, o Options) error {
 
 // programs are the images Plumb publishes, as deploy/ and its components
 // name them before the overlay retags them.
-var programs = []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "ui"}
+var programs = []string{"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller", "ui"}
 
 // natsImage is the image name of deploy/nats/statefulset.yaml, without
 // its tag (which the overlay keeps).

@@ -414,7 +414,7 @@ func sourceState() string {
 	}
 	state := "commit " + strings.TrimSpace(string(head))
 	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--",
-		"source-controller", "render-controller", "sync-controller", "notification-controller", "pkg", "api").Output()
+		"source-controller", "render-controller", "sync-controller", "notification-controller", "image-controller", "pkg", "api").Output()
 	if err == nil && len(strings.TrimSpace(string(dirty))) > 0 {
 		state += " with uncommitted changes under the controllers, pkg or api"
 	}

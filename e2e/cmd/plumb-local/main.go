@@ -1,7 +1,7 @@
 // Command plumb-local runs the whole Plumb suite on this machine: what
 // `make run` starts once the binaries are built. It starts the environment
 // of plumb.dev/e2e/localenv (control plane, pod simulator, NATS, Git server,
-// Slack stand-in, the four controllers), deploys the sample from
+// Slack stand-in, the five controllers), deploys the sample from
 // deploy/examples (with its Helm part: a chart repository of its own, a
 // HelmRepository and a HelmRelease), prints where everything is and keeps a status line per
 // object up to date until Ctrl-C, which stops every process and removes the
@@ -42,7 +42,7 @@ func main() {
 		timeout  = flag.Duration("start-timeout", 10*time.Minute, "how long the suite may take to come up whole (every controller ready, the sample Ready) before plumb-local gives up, stops everything and exits 1")
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
-		shards   = flag.Int("shards", 0, "also run this many shards of the four controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
+		shards   = flag.Int("shards", 0, "also run this many shards of the five controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
 		node     = flag.String("node", localenv.NodeSimulated, "what runs the Pods: \"simulated\" (the pod simulator) or \"real\" (kubelet, containerd, kube-proxy and kube-scheduler; root and `make node-assets`; docs/design/node.md)")
 		standbys = flag.String("standbys", "", "comma-separated controllers to run as a leader and a standby with leader election on, e.g. sync-controller,render-controller (docs/design/sharding.md, \"Taking over\")")
 	)

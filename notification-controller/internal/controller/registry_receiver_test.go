@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	imagev1 "plumb.dev/api/image/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 )
@@ -114,4 +115,25 @@ func TestGenericReceiverReconcilesABucket(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 	g.Expect(msg).To(ContainSubstring("Bucket/manifests"))
 	g.Expect(requestedAt(t, bucket)).NotTo(BeEmpty())
+}
+
+// TestRegistryReceiverScansAnImageRepository: a registry push names an
+// ImageRepository (image-controller's kind, which records reconcile
+// requests), and the call annotates it so that it scans at once.
+func TestRegistryReceiverScansAnImageRepository(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := &imagev1.ImageRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec:       imagev1.ImageRepositorySpec{Image: "registry.example/org/app", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(k8s.Create(context.Background(), repo)).To(Succeed())
+	rcv := createReceiver(t, ns, "images", notificationv1.DockerHubReceiver, func(s *notificationv1.ReceiverSpec) {
+		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: imagev1.ImageRepositoryKind, Name: "*"}}
+	})
+	push := `{"push_data":{"pushed_at":1764619200,"pusher":"ci","tag":"v1.4.0"},"repository":{"name":"app","namespace":"org","repo_name":"org/app"}}`
+	code, msg := post(t, rcv.Status.WebhookPath, nil, []byte(push))
+	g.Expect(code).To(Equal(http.StatusOK), msg)
+	g.Expect(msg).To(ContainSubstring("ImageRepository/app"))
+	g.Expect(requestedAt(t, repo)).NotTo(BeEmpty())
 }

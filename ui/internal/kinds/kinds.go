@@ -10,6 +10,7 @@ package kinds
 import (
 	"strings"
 
+	imagev1 "plumb.dev/api/image/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/kinds"
 )
@@ -19,9 +20,10 @@ type Kind = kinds.Kind
 
 // All lists the kinds the overview shows, in the order it sorts them by
 // (their Kind names'): every kind source-, render- and sync-controller
-// reconcile.
+// reconcile. image-controller's are not shown yet: the UI's ServiceAccount
+// (deploy/components/ui) may not watch them.
 var All = kinds.Where(func(k kinds.Kind) bool {
-	return len(k.Controllers) > 0 && k.GVK.Group != notificationv1.GroupVersion.Group
+	return len(k.Controllers) > 0 && k.GVK.Group != notificationv1.GroupVersion.Group && k.GVK.Group != imagev1.GroupVersion.Group
 })
 
 // Notification are notification-controller's kinds: not in the overview,

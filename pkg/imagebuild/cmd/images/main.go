@@ -54,7 +54,7 @@ func run() error {
 
 	programs := flag.Args()
 	if len(programs) == 0 {
-		return errors.New("name the programs to build (source-controller, render-controller, sync-controller, notification-controller, ui)")
+		return errors.New("name the programs to build (source-controller, render-controller, sync-controller, notification-controller, image-controller, ui)")
 	}
 	secs, err := strconv.ParseInt(*created, 10, 64)
 	if err != nil {

@@ -1,0 +1,66 @@
+// Package controller holds image-controller's two reconcilers, each a
+// list of named steps on pkg/reconcile's skeleton (whose outcome table
+// says what every failure does to Ready, Reconciling and Stalled, and
+// when the object comes back).
+//
+// # ImageRepository
+//
+// Reconciled on creation, on a spec change, on a new
+// reconcile.plumb.dev/requestedAt (plumb reconcile, a registry webhook's
+// Receiver) and every spec.interval. Steps:
+//
+//   - suspend: Ready=False (Suspended) while spec.suspend; the last scan
+//     stays.
+//   - image: status.canonicalImageName; Stalled, ImageURLInvalid, for a
+//     name with a tag or digest or no name at all.
+//   - exclusions: spec.exclusionList compiled (Flux's default, cosign's
+//     .sig tags, when unset); Stalled, InvalidSpec.
+//   - credentials: spec.secretRef (.dockerconfigjson) and
+//     spec.certSecretRef (ca.crt, tls.crt, tls.key); AuthenticationFailed,
+//     retried.
+//   - scan: the tag list within spec.timeout, bounded by --max-tags,
+//     --max-tag-pages and --max-response-size and fenced by
+//     --allowed-private-networks (internal/registry says how); the tags
+//     left after the exclusions go to Tags, and a summary to
+//     status.lastScanResult (revision, tagCount, scanTime, the ten
+//     latestTags) and observedExclusionList. AuthenticationFailed,
+//     ReadOperationFailed (retried), TagLimitExceeded (Stalled, polled
+//     every interval). A failed scan keeps the last one's tags and status.
+//
+// # Where the tags are kept
+//
+// Flux keeps every scanned tag in a database on a volume. image-controller
+// keeps only each repository's last scan, in memory (Tags), bounded by
+// --max-tags per repository (10,000 tags of at most 128 bytes: about 1.3
+// MB for the largest repository); the status holds the ten latest. A
+// restart costs one scan of every repository, which the first reconcile
+// of each does anyway, and its policies wait (DependencyNotReady,
+// --requeue-dependency) until their repository's scan is in; their status
+// keeps the latest image meanwhile, so no automation sees a change.
+//
+// # ImagePolicy
+//
+// Reconciled on creation, a spec change, a requestedAt, every change of
+// its ImageRepository (a scan), and, with digestReflectionPolicy Always,
+// every spec.interval (10m by default). Steps:
+//
+//   - suspend: Ready=False (Suspended) while spec.suspend.
+//   - repository: the ImageRepository and its last scan. Stalled,
+//     AccessDenied, for another namespace under --no-cross-namespace-refs;
+//     DependencyNotReady while it is missing or not scanned yet.
+//   - policy: spec.policy and spec.filterTags compiled (internal/policy);
+//     Stalled, InvalidPolicy.
+//   - latest: the tag the policy chooses; NoMatchingTag when none passes,
+//     until the next scan; InvalidPolicy for a numerical policy over a
+//     tag that is no number.
+//   - digest: status.latestRef with the digest digestReflectionPolicy
+//     asks for (a HEAD request with the repository's credentials and
+//     bounds); observedPreviousRef keeps the ref it replaced, and an info
+//     event (Succeeded) tells the change. A failed read keeps the
+//     previous latestRef.
+//
+// Neither kind has a finalizer: what they make lives in this process
+// (Tags) and in their own status, so a deleted repository's tags and
+// both kinds' metric series are dropped when the reconcile finds the
+// object gone.
+package controller
