@@ -1,5 +1,7 @@
 package imagebuild
 
+import "strings"
+
 // Program is one image PushLocal makes.
 type Program struct {
 	// Name is the image's name under the registry: "source-controller",
@@ -56,8 +58,8 @@ const (
 // pushed as <registry>/examples/web and <registry>/examples/hook, tagged
 // ExampleVersion. They import only the standard library.
 var ExamplePrograms = []Program{
-	exampleProgram("web"),
-	exampleProgram("hook"),
+	exampleProgram(ExampleNames[0]),
+	exampleProgram(ExampleNames[1]),
 }
 
 func exampleProgram(name string) Program {
@@ -70,3 +72,16 @@ func exampleProgram(name string) Program {
 		Version:        ExampleVersion,
 	}
 }
+
+// ExampleImage is the repository (no tag) of the example image name
+// ("web", "hook") in registry, where PushLocal puts it; with no registry,
+// the sample's own neutral name, plumb.dev/examples/<name>.
+func ExampleImage(registry, name string) string {
+	if registry == "" {
+		return ExampleRepository + "/" + name
+	}
+	return strings.TrimSuffix(registry, "/") + "/examples/" + name
+}
+
+// ExampleNames are the example images' names, as ExampleImage takes them.
+var ExampleNames = []string{"web", "hook"}
