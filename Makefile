@@ -56,6 +56,12 @@ images: ## Build the six images (OCI index, linux/amd64 and linux/arm64) without
 		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
 		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS)
 
+.PHONY: example-images
+example-images: ## Build the example app's images (deploy/examples/images: web, hook), as images does; tagged with the sample's version.
+	go run ./pkg/imagebuild/cmd/images -dir $(ROOT) -out $(BIN)/images -registry '$(IMAGE_REGISTRY)' \
+		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
+		-platforms '$(IMAGE_PLATFORMS)' examples/web examples/hook
+
 .PHONY: envtest-assets
 envtest-assets: ## Build etcd and kube-apiserver from Go modules into bin/k8s (cached outside the clone).
 	@hack/controlplane.sh $(K8S_BIN) etcd kube-apiserver

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,12 @@ type DemoOptions struct {
 	// a local chart repository, installed into AppNamespace + "-helm" by
 	// the HelmRelease "hello" of DemoHelmObjectsFile.
 	Helm bool
+	// ImageRegistry is where the example images are (the Registry given
+	// to imagebuild.PushLocal), for a node that pulls them: the app's
+	// kustomization gets an images: entry and the HelmRelease the values
+	// that name them there (PointDemoImages). Empty: the sample's neutral
+	// names stay, which the pod simulator never pulls.
+	ImageRegistry string
 }
 
 // Demo is a deployed copy of the sample.
@@ -72,7 +79,7 @@ type Demo struct {
 
 // DeployDemo makes a copy of the sample: it creates the Git repository and
 // pushes deploy/examples/app to it with the git binary (the app namespace
-// replaced), applies deploy/examples/plumb/demo.yaml (its Plumb objects
+// replaced, the images pointed at opts.ImageRegistry when set), applies deploy/examples/plumb/demo.yaml (its Plumb objects
 // once the ServiceAccount they act as, DemoServiceAccount, is allowed in
 // the app's namespaces), waits for the Receiver
 // to publish its webhook path and registers that URL as the repository's
@@ -97,6 +104,9 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	}
 	files, err := e.DemoAppFiles(opts.AppNamespace)
 	if err != nil {
+		return nil, err
+	}
+	if err := PointDemoImages(files, opts.ImageRegistry); err != nil {
 		return nil, err
 	}
 	work, err := os.MkdirTemp(e.StateDir, "seed-")
@@ -129,6 +139,7 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		}
 		d.HelmNamespace = opts.AppNamespace + "-helm"
 		vars["HELM_REPO_URL"], vars["HELM_NAMESPACE"] = d.ChartRepoURL, d.HelmNamespace
+		maps.Copy(vars, demoImageVars(opts.ImageRegistry))
 		manifests = append(manifests, DemoHelmObjectsFile)
 	}
 	for _, f := range manifests {

@@ -91,6 +91,15 @@
 // host name and a random suffix, which names no process); Env.Lease reads
 // the Lease.
 //
+// # The sample's images
+//
+// The sample (DeployDemo) names its images plumb.dev/examples/web and
+// plumb.dev/examples/hook, which nothing pulls under the simulator. With
+// DemoOptions.ImageRegistry, the registry imagebuild.PushLocal filled,
+// the copy pushed to Git gets a kustomize images: entry and the
+// HelmRelease the values that point them there (demoimages.go), as a user
+// would point the sample at their registry.
+//
 // # Layout of the state folder
 //
 //	kubeconfig                 admin kubeconfig (system:masters) for kubectl and the controllers

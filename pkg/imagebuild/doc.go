@@ -46,4 +46,17 @@
 // entrypoint is its program, it has no shell, passwd names 65532 and the CA
 // bundle parses; for the build host's platform it also extracts the binary
 // and runs it with --help. `make images` checks every image it made.
+//
+// # The example app and a local node
+//
+// The same builder makes the sample application's images from
+// deploy/examples/images (ExamplePrograms: a web server and a migration
+// hook, standard library only, tagged ExampleVersion, their version linked
+// into main through Options.VersionPackage); `make example-images` builds
+// them. PushLocal (local.go) is what a local node's registry is filled
+// with: Plumb's five programs (PlumbPrograms) and the examples, for the
+// host's platform only, checked, pushed, and cached as OCI layouts under
+// ~/.cache/plumb/images keyed by everything that goes into them
+// (sources.go hashes the programs' source folders as Git sees the working
+// tree), so a second start only pushes.
 package imagebuild

@@ -12,7 +12,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// versionPackage is where the programs read their version and commit.
+// versionPackage is where Plumb's programs read their version and commit
+// (Options.VersionPackage names another, e.g. main for the examples).
 const versionPackage = "plumb.dev/pkg/version"
 
 // buildTags leave kustomize's Go-plugin loader out, as the Makefile does
@@ -21,10 +22,11 @@ const versionPackage = "plumb.dev/pkg/version"
 const buildTags = "kustomize_disable_go_plugin_support"
 
 // goBuild compiles pkg (a package path as `go build` takes it, run in dir)
-// for p into out. Everything that could differ between two hosts is set:
-// see the package comment's "Reproducible".
-func goBuild(ctx context.Context, dir, pkg string, p v1.Platform, version, commit, out string) error {
-	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPackage, version, versionPackage, commit)
+// for p into out, linking version and commit into versionPkg's Version and
+// Commit. Everything that could differ between two hosts is set: see the
+// package comment's "Reproducible".
+func goBuild(ctx context.Context, dir, pkg string, p v1.Platform, versionPkg, version, commit, out string) error {
+	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, version, versionPkg, commit)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags="+buildTags, "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),

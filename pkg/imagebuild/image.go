@@ -42,6 +42,11 @@ type Options struct {
 	Created time.Time
 	// Platforms to build; at least one.
 	Platforms []v1.Platform
+	// VersionPackage is the package whose string variables Version and
+	// Commit the linker sets; default plumb.dev/pkg/version. The example
+	// app's programs (deploy/examples/images) say "main": they import
+	// nothing of Plumb, so the deploy module needs no requirement.
+	VersionPackage string
 }
 
 func (o Options) validate() error {
@@ -87,7 +92,11 @@ func buildImage(ctx context.Context, o Options, pkg string, p v1.Platform, base 
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return nil, err
 	}
-	if err := goBuild(ctx, o.Dir, pkg, p, o.Version, o.Commit, bin); err != nil {
+	versionPkg := o.VersionPackage
+	if versionPkg == "" {
+		versionPkg = versionPackage
+	}
+	if err := goBuild(ctx, o.Dir, pkg, p, versionPkg, o.Version, o.Commit, bin); err != nil {
 		return nil, err
 	}
 	app, err := layer([]entry{hostFile(name, 0o755, bin)}, o.Created)

@@ -8,7 +8,10 @@
 //	    [-registry ghcr.io/plumb-dev | -out bin/images] [-platforms linux/amd64,linux/arm64] <program>...
 //
 // A program is the folder of its main package under -dir (source-controller,
-// …, ui); its image is <registry>/<program>:<version>, or the layout
+// …, ui), or examples/web and examples/hook, the example app's images
+// (deploy/examples/images, imagebuild.ExamplePrograms), which carry the
+// sample's own version (imagebuild.ExampleVersion) in place of -version;
+// its image is <registry>/<program>:<version>, or the layout
 // <out>/<program>. It prints one line per image: program, where it went,
 // digest.
 package main
@@ -83,10 +86,27 @@ func run() error {
 	return nil
 }
 
+// programFor is the example program of that name, or the main package
+// in the folder of that name.
+func programFor(name string) imagebuild.Program {
+	for _, p := range imagebuild.ExamplePrograms {
+		if p.Name == name {
+			return p
+		}
+	}
+	return imagebuild.Program{Name: name, Package: "./" + name}
+}
+
 // image builds, publishes and checks one program's image.
-func image(ctx context.Context, o imagebuild.Options, program, registry, out string) error {
+func image(ctx context.Context, o imagebuild.Options, name, registry, out string) error {
 	start := time.Now()
-	idx, err := imagebuild.Build(ctx, o, "./"+program)
+	p := programFor(name)
+	program := p.Name
+	o.VersionPackage = p.VersionPackage
+	if p.Version != "" {
+		o.Version = p.Version
+	}
+	idx, err := imagebuild.Build(ctx, o, p.Package)
 	if err != nil {
 		return err
 	}
@@ -120,7 +140,7 @@ func image(ctx context.Context, o imagebuild.Options, program, registry, out str
 	if got, err := back.Digest(); err != nil || got != digest {
 		return fmt.Errorf("%s: read back %v (%v), wrote %s", where, got, err, digest)
 	}
-	if err := imagebuild.Check(ctx, back, program, filepath.Join(o.WorkDir, "check", program)); err != nil {
+	if err := imagebuild.Check(ctx, back, p.Binary(), filepath.Join(o.WorkDir, "check", program)); err != nil {
 		return err
 	}
 	fmt.Printf("%-24s %s@%s (%s)\n", program, where, digest, time.Since(start).Round(time.Second))
