@@ -79,7 +79,8 @@ type Demo struct {
 
 // DeployDemo makes a copy of the sample: it creates the Git repository and
 // pushes deploy/examples/app to it with the git binary (the app namespace
-// replaced, the images pointed at opts.ImageRegistry when set), applies deploy/examples/plumb/demo.yaml (its Plumb objects
+// replaced, the images pointed at opts.ImageRegistry when set, else at
+// the launcher's Registry with a real node), applies deploy/examples/plumb/demo.yaml (its Plumb objects
 // once the ServiceAccount they act as, DemoServiceAccount, is allowed in
 // the app's namespaces), waits for the Receiver
 // to publish its webhook path and registers that URL as the repository's
@@ -93,6 +94,10 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	}
 	if opts.Repo == "" {
 		opts.Repo = "demo"
+	}
+	if opts.ImageRegistry == "" && e.Registry != nil {
+		// A real node pulls from the launcher's registry only.
+		opts.ImageRegistry = e.Registry.Addr
 	}
 	d := &Demo{DemoOptions: opts, RepoURL: e.Git.URL(opts.Repo)}
 	token := make([]byte, 16)
