@@ -44,6 +44,10 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 		// A known certificate folder, so kube-controller-manager can sign
 		// service-account tokens with the key the API server verifies them by.
 		e.control.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+		// A real node's kubelet has no name the machine's resolver knows:
+		// logs, exec and port-forward reach it at its InternalIP (the
+		// bridge's address; node.go).
+		e.control.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP", "Hostname")
 		e.progress("starting etcd and kube-apiserver")
 		if cfg, err = e.control.Start(); err == nil {
 			break
