@@ -47,7 +47,7 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 		// A real node's kubelet has no name the machine's resolver knows:
 		// logs, exec and port-forward reach it at its InternalIP (the
 		// bridge's address; node.go).
-		e.control.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP", "Hostname")
+		e.control.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")
 		e.progress("starting etcd and kube-apiserver")
 		if cfg, err = e.control.Start(); err == nil {
 			break
