@@ -79,6 +79,10 @@ node-assets: ## Build a real node (kubelet, kube-proxy, kube-scheduler, containe
 	@hack/controlplane.sh $(K8S_BIN) kubelet kube-proxy kube-scheduler
 	@hack/node.sh $(BIN)/node
 
+# The real-node tests (e2e/node_test.go, e2e/localenv/node_test.go) need
+# root: as root, the tests build (once, cached) and link the node.
+NODE_FOR_TESTS := $(if $(filter 0,$(shell id -u)),node-assets)
+
 # The UI's browser tests drive Debian's chromium (ui/browsertest).
 CHROMIUM    := /usr/bin/chromium
 
@@ -161,11 +165,11 @@ verify: generate manifests fmt tidy vet lint docs-check ## Regenerate, format, t
 ##@ Test
 
 .PHONY: test
-test: controlplane-assets helm-cli $(CHROMIUM) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the helm CLI (sync-controller's adoption test), the UI's in chromium.
+test: controlplane-assets helm-cli $(CHROMIUM) $(NODE_FOR_TESTS) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the helm CLI (sync-controller's adoption test), the UI's in chromium.
 	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
 
 .PHONY: e2e
-e2e: controlplane-assets helm-cli $(CHROMIUM) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
+e2e: controlplane-assets helm-cli $(CHROMIUM) $(NODE_FOR_TESTS) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).
 	go test -count=1 -timeout=20m -v ./e2e/...
 
 # Each bench-<name> target runs the program <module>/bench/<name> of the

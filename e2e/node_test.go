@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/e2e/localenv"
+)
+
+// TestTheSampleRunsOnARealNode is `make run NODE=real`'s sample as a
+// story: its images, built here, pulled from the launcher's registry by a
+// real kubelet; the PreSync Job really runs and its log says so; the web
+// server's Pods pass their probes and answer through the Service's
+// cluster IP; and a commit that makes the new image crash at start leaves
+// the Kustomization not Ready with the container's exit in the Pods,
+// while the old ReplicaSet keeps serving.
+func TestTheSampleRunsOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts its own control plane, controllers and a real node")
+	}
+	root, err := localenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s")
+	}
+	if err := localenv.NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
+		t.Skipf("no real node on this machine: %v", err)
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	own, err := localenv.Start(ctx, localenv.Options{BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() {
+		if t.Failed() {
+			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
+		}
+		g.Expect(own.Stop()).To(Succeed())
+	}()
+	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	head, err := clone.Head(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	key := types.NamespacedName{Namespace: demo.Namespace, Name: "demo"}
+	k := &kustomizev1.Kustomization{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(head)))
+		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
+	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
+
+	// The Pods ran on the node, from the launcher's registry.
+	pods := &corev1.PodList{}
+	g.Expect(own.Client.List(ctx, pods, client.InNamespace(demo.AppNamespace))).To(Succeed())
+	var hook string
+	for _, p := range pods.Items {
+		g.Expect(p.Spec.NodeName).To(Equal(localenv.NodeName), "Pod %s", p.Name)
+		g.Expect(p.Spec.Containers[0].Image).To(HavePrefix(own.Registry.Addr+"/"), "Pod %s", p.Name)
+		if p.Status.Phase == corev1.PodSucceeded {
+			hook = p.Name
+		}
+	}
+	g.Expect(hook).NotTo(BeEmpty(), "the PreSync Job's Pod succeeded")
+	clientset, err := kubernetes.NewForConfig(own.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	logs, err := clientset.CoreV1().Pods(demo.AppNamespace).GetLogs(hook, &corev1.PodLogOptions{}).DoRaw(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(logs)).To(ContainSubstring("step 2/2"))
+
+	// Through the Service, to a Pod that passed its readiness probe.
+	svc := &corev1.Service{}
+	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	get := func(g Gomega) string {
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		return string(body)
+	}
+	g.Eventually(get).WithTimeout(time.Minute).WithPolling(poll).Should(ContainSubstring("Hello from Plumb"))
+
+	// A bad release: the new image crashes at start. The health wait
+	// times out on the Deployment; its Pods show the exit; the old Pods
+	// still serve.
+	g.Expect(own.Client.Patch(ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"wait":true,"timeout":"30s"}}`)))).To(Succeed())
+	content, err := clone.Read("deployment.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	marker := "          readinessProbe:\n"
+	g.Expect(content).To(ContainSubstring(marker))
+	g.Expect(clone.Write(map[string]string{"deployment.yaml": strings.Replace(content, marker,
+		"            - name: EXIT_AT_START\n              value: \"3\"\n"+marker, 1)})).To(Succeed())
+	bad, err := clone.CommitAndPush(ctx, "Crash at start")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(k.Status.LastAttemptedRevision).To(Equal(revision(bad)))
+		g.Expect(conditions.IsFalse(k, meta.ReadyCondition)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
+		g.Expect(conditions.GetMessage(k, meta.ReadyCondition)).To(ContainSubstring("Deployment/" + demo.AppNamespace + "/hello"))
+	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
+	t.Logf("Ready=False: %s", conditions.GetMessage(k, meta.ReadyCondition))
+	g.Eventually(func(g Gomega) {
+		g.Expect(own.Client.List(ctx, pods, client.InNamespace(demo.AppNamespace))).To(Succeed())
+		var exits []int32
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if c.LastTerminationState.Terminated != nil {
+					exits = append(exits, c.LastTerminationState.Terminated.ExitCode)
+				}
+			}
+		}
+		g.Expect(exits).To(ContainElement(int32(3)), "a container of the new ReplicaSet exited with 3 and was restarted")
+	}).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+	g.Expect(get(g)).To(ContainSubstring("Hello from Plumb"), "the old Pods still serve")
+}
