@@ -23,7 +23,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/sigstore/sigstore v1.10.11
-	github.com/skeema/knownhosts v1.3.1
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/crypto v0.58.0
 	helm.sh/helm/v4 v4.3.1
@@ -34,6 +33,8 @@ require (
 	plumb.dev/pkg v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/controller-runtime v0.25.2
 )
+
+require github.com/skeema/knownhosts v1.3.1 // indirect
 
 require (
 	cloud.google.com/go v0.123.0 // indirect

@@ -22,7 +22,8 @@
 // requirement of `git archive` in the benchmarks) does the serving. Pushing
 // over HTTP is served only with Options.Push (a command under test that
 // pushes, as bootstrap does); otherwise tests change repositories through
-// Repo's methods.
+// Repo's methods. Over HTTP such a server advertises push options (git
+// push -o), and PushOptions returns those of a repository's last push.
 //
 // Fetches counts the pack negotiations (POST .../git-upload-pack over HTTP,
 // every upload-pack session over SSH) so a test can tell a clone from a

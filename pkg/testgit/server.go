@@ -43,6 +43,8 @@ type Server struct {
 	fetches map[string]int
 	lists   map[string]int
 	pushes  map[string]int
+	// pushOptions are the options of each repository's last push.
+	pushOptions map[string][]string
 
 	ssh *sshServer
 }
@@ -125,7 +127,9 @@ func (s *Server) handler() http.Handler {
 		// http-backend serves receive-pack only to an authenticated user
 		// unless http.receivepack says so; the handler checks the
 		// credentials itself.
-		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true")
+		// It advertises push-options, which PushOptions records.
+		env = append(env, "GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
+			"GIT_CONFIG_KEY_1=receive.advertisePushOptions", "GIT_CONFIG_VALUE_1=true")
 	}
 	backend := &cgi.Handler{
 		Path: s.git,
@@ -153,6 +157,10 @@ func (s *Server) handler() http.Handler {
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
 			s.count(s.pushes, name)
+			if err := s.recordPushOptions(r, name); err != nil {
+				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+				return
+			}
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 			s.count(s.fetches, name)
 		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs"):

@@ -1,7 +1,6 @@
 package alerttext
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +13,7 @@ import (
 
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/textbudget"
 )
 
 // Bounds of a rendered template (see the package doc).
@@ -113,78 +113,21 @@ func (t *Templates) Render(e *events.Event) (Rendered, error) {
 // by the timeout among them.
 const maxRunning = 4
 
-var running = make(chan struct{}, maxRunning)
+var runner = textbudget.NewRunner(maxRunning, ExecTimeout)
 
-// execute runs tmpl over view, its output cut at limit bytes (an error),
-// the text its functions build at MaxBuiltBytes (a budget of its own),
-// and its time at ExecTimeout. A template still running at the timeout is
-// left to finish in its goroutine, holding one of maxRunning slots: its
-// shape (see check) and its budget bound its work.
+// MaxBuiltBytes bounds the text one execution's functions may build in
+// all (plumb.dev/pkg/textbudget).
+const MaxBuiltBytes = textbudget.MaxBuiltBytes
+
+// Funcs are the names templates may call besides text/template's
+// builtins (plumb.dev/pkg/textbudget); each execution runs with a budget
+// of its own.
+var Funcs = textbudget.Funcs
+
+// execute runs tmpl over view, its output cut at limit bytes, the text
+// its functions build at MaxBuiltBytes and its time at ExecTimeout.
 func execute(tmpl *template.Template, view View, limit int) (string, error) {
-	timer := time.NewTimer(ExecTimeout)
-	defer timer.Stop()
-	select {
-	case running <- struct{}{}:
-	case <-timer.C:
-		return "", fmt.Errorf("no template could run within %s (%d still running)", ExecTimeout, maxRunning)
-	}
-	run, err := tmpl.Clone()
-	if err != nil {
-		<-running
-		return "", err
-	}
-	run.Funcs((&budget{left: MaxBuiltBytes}).funcs())
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() { <-running }()
-		defer func() {
-			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("the template panicked: %v", r)}
-			}
-		}()
-		w := &limitedBuffer{limit: limit}
-		err := run.Execute(w, view)
-		done <- result{w.String(), err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return "", cleanError(r.err)
-		}
-		return r.out, nil
-	case <-timer.C:
-		return "", fmt.Errorf("the template ran longer than %s", ExecTimeout)
-	}
-}
-
-// errTooLong is output over the bound.
-var errTooLong = errors.New("output too long")
-
-// cleanError drops text/template's "template: name:1:2: executing ..."
-// prefix down to what went wrong and where.
-func cleanError(err error) error {
-	if errors.Is(err, errTooLong) {
-		return err
-	}
-	msg := strings.TrimPrefix(err.Error(), "template: ")
-	return errors.New(msg)
-}
-
-// limitedBuffer fails a write past limit bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	limit int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.limit {
-		return 0, fmt.Errorf("%w: more than %d bytes", errTooLong, b.limit)
-	}
-	return b.Buffer.Write(p)
+	return runner.Execute(tmpl, view, limit, MaxBuiltBytes)
 }
 
 // parsed caches templates by text: every event an Alert sends renders
@@ -210,7 +153,7 @@ func parseCached(name, text string) (*template.Template, error) {
 	}
 	t, err := template.New(name).Option("missingkey=zero").Funcs(Funcs).Parse(text)
 	if err != nil {
-		return nil, cleanError(err)
+		return nil, textbudget.CleanError(err)
 	}
 	if err := check(t); err != nil {
 		return nil, err

@@ -19,6 +19,8 @@
 //     number (Go's templates range over integers, and
 //     {{range .Timestamp.UnixNano}} would loop for ever printing nothing,
 //     which no output bound stops), a method, a function or a variable;
+//   - the functions and the runner are plumb.dev/pkg/textbudget's, shared
+//     with image-controller's commit messages;
 //   - printf refuses widths and precisions over 256;
 //   - every function that builds text (print, printf, println, html, js,
 //     urlquery, quote, upper, lower, replace: text/template's builtins
@@ -32,7 +34,7 @@
 //     those left behind by the timeout cannot pile up.
 //
 // The functions read no environment, file or network: they are pure text
-// helpers written here rather than sprig's map, which also holds env,
+// helpers written in plumb.dev/pkg/textbudget rather than sprig's map, which also holds env,
 // expandenv, crypto and list builders (until, seq) that defeat the bounds.
 //
 // A template that fails at execution (output or time bound, index out of

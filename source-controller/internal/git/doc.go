@@ -8,7 +8,8 @@
 // "<tag>@sha1:<hash>" (also for semver), "<ref name>@sha1:<hash>" for a
 // name reference, "sha1:<hash>" for a bare commit.
 //
-// Auth comes from a Secret's data: username and password (HTTP basic),
+// Auth comes from a Secret's data, read by plumb.dev/pkg/gitauth (which
+// image-controller shares): username and password (HTTP basic),
 // bearerToken (HTTP), ca.crt (extra CA bundle for HTTPS), and for SSH
 // identity (a private key, with an optional password) plus known_hosts,
 // which is required: the server's host key must be listed there, an unknown
@@ -45,7 +46,7 @@
 // uses (--max-repository-size, DefaultMaxSize = 1 GiB): go-git writes the
 // repository and the worktree through a filesystem that charges every byte
 // written, the pack as it streams in and then each checked-out file, to one
-// budget per checkout, and refuses the first write that would pass it. The
+// budget per checkout (plumb.dev/pkg/diskbudget), and refuses the first write that would pass it. The
 // fetch or the checkout then fails with a TooLarge error naming the
 // revision, the limit and the flag; the folder never holds more than the
 // limit. Counting what reaches the disk rather than what a transport reads

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/pkg/diskbudget"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/netguard"
 )
@@ -279,14 +280,14 @@ type CheckoutOptions struct {
 // not have fails the checkout with a NotFound error, since an artifact
 // without it would look like a deletion of everything it holds.
 func Checkout(ctx context.Context, url string, auth *Auth, t Target, dir string, opts CheckoutOptions) (Target, error) {
-	budget := &diskBudget{max: orDefault(opts.MaxSize)}
+	budget := diskbudget.New(orDefault(opts.MaxSize))
 	sparse := sparseDirs(opts.Directories)
 	repo, err := checkoutRepo(ctx, url, auth, &t, dir, budget, sparse)
 	if err == nil && opts.RecurseSubmodules {
 		count := 0
 		err = checkoutSubmodules(ctx, repo, url, url, plumbing.NewHash(t.Commit), dir, auth, budget, sparse, 0, &count)
 	}
-	if budget.exceeded() {
+	if budget.Exceeded() {
 		return t, TooLargeError(t, opts.MaxSize)
 	}
 	return t, wrap(err)
@@ -348,9 +349,9 @@ func orDefault(maxSize int64) int64 {
 
 // checkoutRepo fetches t into a new repository at dir and checks it out,
 // setting t.Commit to what was checked out.
-func checkoutRepo(ctx context.Context, url string, auth *Auth, t *Target, dir string, budget *diskBudget, sparse []string) (*gogit.Repository, error) {
+func checkoutRepo(ctx context.Context, url string, auth *Auth, t *Target, dir string, budget *diskbudget.Budget, sparse []string) (*gogit.Repository, error) {
 	// gogit.PlainInit's layout, with every write charged to the budget.
-	files := budgetFS{Filesystem: osfs.New(dir), budget: budget}
+	files := diskbudget.FS(osfs.New(dir), budget)
 	dot, err := files.Chroot(gogit.GitDirName)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"plumb.dev/pkg/diskbudget"
 )
 
 // Bounds on submodules, which a repository's author chooses: how deep
@@ -44,7 +46,7 @@ type submodule struct {
 // credentials only when it is on the same scheme, host and port as the
 // main repository: a .gitmodules line cannot send them elsewhere.
 func checkoutSubmodules(ctx context.Context, repo *gogit.Repository, parentURL, mainURL string, commit plumbing.Hash,
-	dir string, auth *Auth, budget *diskBudget, sparse []string, depth int, count *int) error {
+	dir string, auth *Auth, budget *diskbudget.Budget, sparse []string, depth int, count *int) error {
 	subs, err := submodulesOf(repo, commit, parentURL, sparse)
 	if err != nil || len(subs) == 0 {
 		return err

@@ -1,40 +1,37 @@
-package alerttext
+package textbudget
 
 import (
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	texttemplate "text/template"
+	"text/template"
 	"unicode/utf8"
 )
 
-// maxWidth bounds printf's widths and precisions.
-const maxWidth = 256
+// MaxWidth bounds printf's widths and precisions.
+const MaxWidth = 256
 
-// MaxBuiltBytes bounds the text one execution's functions may build in
-// all: a template can feed a function's result back into it
-// ({{$x = print $x $x}}, or {{with print . .}} nested), so bounding each
-// result alone would still let the work double at every step.
+// MaxBuiltBytes is the default budget of the text one execution's
+// functions may build in all.
 const MaxBuiltBytes = 256 << 10
 
-// budget is what is left of MaxBuiltBytes for one execution. Every
+// Budget is what is left of the text one execution may build. Every
 // function that returns text checks what its result may grow to before
 // building it, and charges what it built.
-type budget struct{ left int }
+type Budget struct{ left, max int }
 
-var errBudget = fmt.Errorf("the template builds more than %d bytes of text", MaxBuiltBytes)
+// NewBudget is a budget of max bytes.
+func NewBudget(max int) *Budget { return &Budget{left: max, max: max} }
 
-// allow checks that a result of at most n bytes fits.
-func (b *budget) allow(n int) error {
+func (b *Budget) allow(n int) error {
 	if n > b.left || n < 0 {
-		return errBudget
+		return fmt.Errorf("the template builds more than %d bytes of text", b.max)
 	}
 	return nil
 }
 
-// charge records a built result.
-func (b *budget) charge(s string) (string, error) {
+func (b *Budget) charge(s string) (string, error) {
 	if err := b.allow(len(s)); err != nil {
 		return "", err
 	}
@@ -44,7 +41,7 @@ func (b *budget) charge(s string) (string, error) {
 
 // argBytes is how long args print as, a bound of what a print or
 // printf of them builds. Strings count their length; anything else
-// (a number, the metadata map) is printed to count it: those are small.
+// (a number, a map) is printed to count it: those are small.
 func argBytes(args []any) int {
 	n := 0
 	for _, a := range args {
@@ -57,12 +54,8 @@ func argBytes(args []any) int {
 	return n
 }
 
-// funcs are the functions of one execution, spending b. They replace
-// text/template's builtins that build text (print, printf, println,
-// html, js, urlquery) with bounded ones; the other builtins (index, slice,
-// len, and, or, not, comparisons) build nothing. None reads the
-// environment, a file or the network.
-func (b *budget) funcs() texttemplate.FuncMap {
+// Funcs are the functions of one execution, spending b.
+func (b *Budget) Funcs() template.FuncMap {
 	// grows is a function whose result is at most factor times its
 	// input's length (escaping, case mapping).
 	grows := func(factor int, f func(string) string) func(string) (string, error) {
@@ -90,7 +83,7 @@ func (b *budget) funcs() texttemplate.FuncMap {
 			return b.charge(f(args...))
 		}
 	}
-	return texttemplate.FuncMap{
+	return template.FuncMap{
 		"print":   sprint(fmt.Sprint),
 		"println": sprint(fmt.Sprintln),
 		"printf": func(format string, args ...any) (string, error) {
@@ -99,15 +92,15 @@ func (b *budget) funcs() texttemplate.FuncMap {
 				return "", err
 			}
 			// %x doubles an argument and %q may quote a byte in up to
-			// ten; a width adds at most maxWidth per verb.
-			if err := b.allow(len(format) + 10*argBytes(args) + verbs*maxWidth); err != nil {
+			// ten; a width adds at most MaxWidth per verb.
+			if err := b.allow(len(format) + 10*argBytes(args) + verbs*MaxWidth); err != nil {
 				return "", err
 			}
 			return b.charge(fmt.Sprintf(format, args...))
 		},
-		"html":     escape(texttemplate.HTMLEscaper),
-		"js":       escape(texttemplate.JSEscaper),
-		"urlquery": escape(texttemplate.URLQueryEscaper),
+		"html":     escape(template.HTMLEscaper),
+		"js":       escape(template.JSEscaper),
+		"urlquery": escape(template.URLQueryEscaper),
 		// Case mapping can lengthen a rune by half (ɐ, 2 bytes, to Ɐ, 3).
 		"upper":      grows(2, strings.ToUpper),
 		"lower":      grows(2, strings.ToLower),
@@ -134,8 +127,8 @@ func (b *budget) funcs() texttemplate.FuncMap {
 
 // Funcs are the names templates may call besides text/template's
 // builtins, for parsing; each execution runs with a budget of its own
-// (budget.funcs).
-var Funcs = (&budget{}).funcs()
+// (Runner.Execute).
+var Funcs = NewBudget(0).Funcs()
 
 // Arguments come last so a pipeline reads naturally:
 // {{ .Message | truncate 80 }}, {{ .Reason | replace "Reconciliation" "" }}.
@@ -150,7 +143,7 @@ func cmpOr(s, def string) string {
 // verbWidth matches the width and precision of a printf verb.
 var verbWidth = regexp.MustCompile(`%[-+# 0]*(\*|\d+)?(?:\.(\*|\d+))?`)
 
-// checkWidths refuses widths and precisions over maxWidth, so
+// checkWidths refuses widths and precisions over MaxWidth, so
 // {{printf "%999999999d" 1}} cannot allocate a gigabyte, and returns how
 // many verbs format has.
 func checkWidths(format string) (int, error) {
@@ -160,8 +153,8 @@ func checkWidths(format string) (int, error) {
 			if n == "*" {
 				return 0, fmt.Errorf("printf: * widths are not supported")
 			}
-			if v, err := strconv.Atoi(n); n != "" && (err != nil || v > maxWidth) {
-				return 0, fmt.Errorf("printf: widths and precisions are at most %d", maxWidth)
+			if v, err := strconv.Atoi(n); n != "" && (err != nil || v > MaxWidth) {
+				return 0, fmt.Errorf("printf: widths and precisions are at most %d", MaxWidth)
 			}
 		}
 	}
