@@ -85,7 +85,9 @@ type automationState struct {
 func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.sk = skeleton(r.Client, r.Events, r.Metrics.automations(), meta.FailedReason, automationMessage)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &imagev1.ImageUpdateAutomation{}, sourceRefIndex,
-		func(o client.Object) []string { return []string{gitRepoKey(o.(*imagev1.ImageUpdateAutomation)).String()} }); err != nil {
+		func(o client.Object) []string {
+			return []string{gitRepoKey(o.(*imagev1.ImageUpdateAutomation)).String()}
+		}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -46,7 +46,7 @@ func Setup(mgr ctrl.Manager, o Options, copts controller.Options) error {
 	}
 	return (&ImageUpdateAutomationReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: o.Events, Metrics: m,
-		Connection: o.Connection,
+		Connection:           o.Connection,
 		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, RequeueDependency: o.RequeueDependency,
 	}).SetupWithManager(mgr, copts)
 }
