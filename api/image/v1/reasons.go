@@ -30,17 +30,15 @@ const (
 )
 
 // Condition and event reasons of ImageUpdateAutomations (Flux's values;
-// docs/api/imageupdateautomation.md lists them with the shared ones).
+// docs/api/imageupdateautomation.md lists them with the shared ones). A
+// failed clone, fetch or push is source-controller's GitOperationFailed
+// (sourcev1.GitOperationFailedReason), one reason for one failure.
 const (
 	// InvalidSourceConfigReason (Flux's "InvalidSourceConfiguration"):
 	// spec.sourceRef or spec.git cannot be used (another kind, a
 	// checkout with no branch to push to, a bad message template or
 	// signing key); Stalled until the spec changes.
 	InvalidSourceConfigReason = "InvalidSourceConfiguration"
-	// GitOperationFailedReason: cloning, fetching or pushing failed
-	// (network, refused address, a push rejected, a limit of the
-	// checkout); retried.
-	GitOperationFailedReason = "GitOperationFailed"
 	// InvalidPolicySelectorReason: spec.policySelector is no valid label
 	// selector; Stalled until the spec changes.
 	InvalidPolicySelectorReason = "InvalidPolicySelector"

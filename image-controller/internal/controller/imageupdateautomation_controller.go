@@ -448,7 +448,7 @@ func gitFailure(err error) error {
 	case errors.Is(err, imageupdate.ErrLimit):
 		return plumbreconcile.Failed(imagev1.UpdateFailedReason, msg)
 	}
-	return plumbreconcile.Failed(imagev1.GitOperationFailedReason, msg)
+	return plumbreconcile.Failed(sourcev1.GitOperationFailedReason, msg)
 }
 
 // changedImages lists the new values the commit wrote, sorted and

@@ -260,7 +260,7 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", "http://10.255.255.1/app.git"))).To(Succeed())
 	auto := newAutomation(ns, "app", "app")
 	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	auto = waitReady(t, auto, metav1.ConditionFalse, imagev1.GitOperationFailedReason)
+	auto = waitReady(t, auto, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
 	msg := readyOf(auto.Status.Conditions).Message
 	g.Expect(msg).To(ContainSubstring("10.255.255.1 refused"))
 	g.Expect(strings.Contains(msg, "--allowed-private-networks")).To(BeTrue(), msg)
