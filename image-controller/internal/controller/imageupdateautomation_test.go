@@ -1,16 +1,21 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,25 +67,7 @@ func gitServer(t *testing.T, files testgit.Files) (*testgit.Server, *testgit.Rep
 // package's import installed it for the process.
 func readBranch(t *testing.T, url, branch, path string) (*gitCommit, string) {
 	t.Helper()
-	conn, err := gitreach.Reach(context.Background(), url, gitreach.Options{Addresses: testAddresses})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Done()
-	repo, err := git.CloneContext(conn.Ctx, memory.NewStorage(), nil, &git.CloneOptions{
-		URL: conn.URL, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true, Depth: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := repo.Head()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := repo.CommitObject(head.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readCommit(t, url, branch)
 	f, err := c.File(path)
 	if err != nil {
 		t.Fatal(err)
@@ -264,4 +251,68 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 	msg := readyOf(auto.Status.Conditions).Message
 	g.Expect(msg).To(ContainSubstring("10.255.255.1 refused"))
 	g.Expect(strings.Contains(msg, "--allowed-private-networks")).To(BeTrue(), msg)
+}
+
+// With git.commit.signingKey the pushed commit is signed by the Secret's
+// OpenPGP key.
+func TestAutomationSignsItsCommit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := newRegistry(t, testhelm.RegistryOptions{})
+	image := reg.Host() + "/app"
+	push(t, image, nil, "1.3.0")
+	ns := namespace(t)
+	_, repo := gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
+	readyPolicy(t, ns, image, "1.3.0")
+	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", repo.URL()))).To(Succeed())
+
+	key, err := testgit.NewSigningKey("bot")
+	g.Expect(err).NotTo(HaveOccurred())
+	var armored bytes.Buffer
+	w, err := armor.Encode(&armored, openpgp.PrivateKeyType, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(key.Entity.SerializePrivate(w, nil)).To(Succeed())
+	g.Expect(w.Close()).To(Succeed())
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "signing"},
+		Data:       map[string][]byte{"git.asc": armored.Bytes()},
+	})).To(Succeed())
+
+	auto := newAutomation(ns, "app", "app")
+	auto.Spec.Git.Commit.SigningKey = &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: "signing"}}
+	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
+	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
+
+	c := readCommit(t, repo.URL(), "main")
+	g.Expect(c.Hash.String()).To(Equal(auto.Status.LastPushCommit))
+	g.Expect(c.PGPSignature).NotTo(BeEmpty())
+	signer, err := c.Verify(key.Public)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(signer.PrimaryKey.Fingerprint).To(Equal(key.Entity.PrimaryKey.Fingerprint))
+}
+
+// readCommit returns the commit at branch's head of url.
+func readCommit(t *testing.T, url, branch string) *object.Commit {
+	t.Helper()
+	conn, err := gitreach.Reach(context.Background(), url, gitreach.Options{Addresses: testAddresses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Done()
+	repo, err := git.CloneContext(conn.Ctx, memory.NewStorage(), nil, &git.CloneOptions{
+		URL: conn.URL, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true, Depth: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
