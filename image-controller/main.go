@@ -18,6 +18,12 @@ import (
 	"plumb.dev/image-controller/internal/registry"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
+
+	// go-git's transports are process-wide: this import installs ones that
+	// connect only through the address policy each connection carries
+	// (Connection.Addresses, --allowed-private-networks), for the
+	// ImageUpdateAutomations' clones and pushes.
+	_ "plumb.dev/pkg/gitreach"
 	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
 )
