@@ -188,6 +188,7 @@ var needed = map[string][]call{
 			{group: image, resource: "imagerepositories", verb: "patch", namespace: tenant, why: "receiver.requestReconcile: a registry push scans at once"},
 			{group: image, resource: "imagerepositories", verb: "list", namespace: tenant, why: "receiver.resolve"},
 			{group: image, resource: "imagepolicies", verb: "get", namespace: tenant, why: "dispatch.labels"},
+			{group: image, resource: "imageupdateautomations", verb: "get", namespace: tenant, why: "dispatch.labels"},
 		},
 		everyController(),
 	),
