@@ -316,3 +316,27 @@ func readCommit(t *testing.T, url, branch string) *object.Commit {
 	}
 	return c
 }
+
+// What only a change of the spec fixes stalls the automation, before any
+// connection: a message template that does not parse, and a
+// GitRepository checked out by a semver range with no git.checkout.ref.
+func TestAutomationStallsOnASpecThatCannotWork(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", "http://127.0.0.1:1/app.git"))).To(Succeed())
+	semver := newGitRepository(ns, "semver", "http://127.0.0.1:1/app.git")
+	semver.Spec.Reference = &sourcev1.GitRepositoryRef{SemVer: "^1"}
+	g.Expect(k8s.Create(ctx, semver)).To(Succeed())
+
+	tmpl := newAutomation(ns, "template", "app")
+	tmpl.Spec.Git.Commit.MessageTemplate = "{{ .Changed.Changes"
+	g.Expect(k8s.Create(ctx, tmpl)).To(Succeed())
+	tmpl = waitReady(t, tmpl, metav1.ConditionFalse, imagev1.InvalidSourceConfigReason)
+	g.Expect(readyOf(tmpl.Status.Conditions).Message).To(ContainSubstring("spec.git.commit.messageTemplate"))
+
+	byRange := newAutomation(ns, "semver", "semver")
+	g.Expect(k8s.Create(ctx, byRange)).To(Succeed())
+	byRange = waitReady(t, byRange, metav1.ConditionFalse, imagev1.InvalidSourceConfigReason)
+	g.Expect(readyOf(byRange.Status.Conditions).Message).To(ContainSubstring("set spec.git.checkout.ref"))
+}
