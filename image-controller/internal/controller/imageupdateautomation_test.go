@@ -172,6 +172,21 @@ func TestAutomationCommitsANewTag(t *testing.T) {
 	gitRepo := &sourcev1.GitRepository{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, gitRepo)).To(Succeed())
 	g.Expect(gitRepo.Annotations[meta.ReconcileRequestAnnotation]).NotTo(BeEmpty())
+
+	// The push is an event naming the commit, with its message.
+	g.Eventually(func(g Gomega) {
+		var list corev1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == imagev1.ImageUpdateAutomationKind && e.Reason == meta.SucceededReason {
+				notes = append(notes, e.Message)
+			}
+		}
+		g.Expect(notes).To(ContainElement(And(
+			ContainSubstring("pushed commit '"+auto.Status.LastPushCommit[:7]+"' to branch 'main'"),
+			ContainSubstring(commit.Message))))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
 // git.push.branch other than the checkout's receives the commit; the
