@@ -355,3 +355,45 @@ func TestAutomationStallsOnASpecThatCannotWork(t *testing.T) {
 	byRange = waitReady(t, byRange, metav1.ConditionFalse, imagev1.InvalidSourceConfigReason)
 	g.Expect(readyOf(byRange.Status.Conditions).Message).To(ContainSubstring("set spec.git.checkout.ref"))
 }
+
+// The automation clones and pushes with its GitRepository's Secret: a
+// server that wants credentials gets them, and without the Secret the
+// run fails and nothing is pushed.
+func TestAutomationPushesWithTheGitRepositorysCredentials(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := newRegistry(t, testhelm.RegistryOptions{})
+	image := reg.Host() + "/app"
+	push(t, image, nil, "1.2.0")
+	ns := namespace(t)
+	srv, err := testgit.NewServer(testgit.Options{Push: true, Username: "bot", Password: "s3cret"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = srv.Close() })
+	repo, err := srv.CreateRepo("app")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = repo.Commit("main", "initial", testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
+	g.Expect(err).NotTo(HaveOccurred())
+	readyPolicy(t, ns, image, "1.2.0")
+
+	// Without credentials: refused, nothing pushed.
+	g.Expect(k8s.Create(ctx, newGitRepository(ns, "anonymous", repo.URL()))).To(Succeed())
+	anon := newAutomation(ns, "anonymous", "anonymous")
+	g.Expect(k8s.Create(ctx, anon)).To(Succeed())
+	waitReady(t, anon, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
+	g.Expect(srv.Pushes("app")).To(BeZero())
+
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"},
+		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")},
+	})).To(Succeed())
+	gitRepo := newGitRepository(ns, "app", repo.URL())
+	gitRepo.Spec.SecretRef = &meta.LocalObjectReference{Name: "git"}
+	g.Expect(k8s.Create(ctx, gitRepo)).To(Succeed())
+	auto := newAutomation(ns, "app", "app")
+	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
+	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
+	head, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(head).To(Equal(auto.Status.LastPushCommit))
+}
