@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
@@ -41,6 +42,7 @@ var (
 		sourcev1.GitRepositoryKind, sourcev1.HelmRepositoryKind, sourcev1.HelmChartKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind,
 		kustomizev1.KustomizationKind, helmv2.HelmReleaseKind,
 		notificationv1.ReceiverKind, notificationv1.AlertKind, notificationv1.ProviderKind,
+		imagev1.ImageRepositoryKind, imagev1.ImagePolicyKind, imagev1.ImageUpdateAutomationKind,
 	}
 )
 
