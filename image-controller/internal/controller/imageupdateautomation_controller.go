@@ -41,6 +41,10 @@ import (
 // their GitRepository.
 const sourceRefIndex = ".spec.sourceRef"
 
+// fluxSourceAPIVersion is Flux's GitRepository API, which a ported
+// sourceRef may name.
+const fluxSourceAPIVersion = "source.toolkit.fluxcd.io/v1"
+
 // The Secret keys of git.commit.signingKey (Flux's).
 const (
 	signingKeyKey = "git.asc"
@@ -229,6 +233,14 @@ func (r *ImageUpdateAutomationReconciler) reconcileSuspend(_ context.Context, ob
 // AuthenticationFailed while a Secret is missing or unusable.
 func (r *ImageUpdateAutomationReconciler) reconcileSource(ctx context.Context, obj *imagev1.ImageUpdateAutomation, st *automationState) error {
 	key := gitRepoKey(obj)
+	// The CRD's enums admit these only; a ported manifest names Flux's
+	// group, which is the same GitRepository under Plumb's.
+	switch ref := obj.Spec.SourceRef; {
+	case ref.Kind != "" && ref.Kind != sourcev1.GitRepositoryKind,
+		ref.APIVersion != "" && ref.APIVersion != sourcev1.GroupVersion.String() && ref.APIVersion != fluxSourceAPIVersion:
+		return plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason,
+			fmt.Errorf("spec.sourceRef must be a GitRepository of %s, not %s %s", sourcev1.GroupVersion, ref.APIVersion, ref.Kind))
+	}
 	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
 		return plumbreconcile.Stalled(imagev1.AccessDeniedReason,
 			fmt.Errorf("cannot access GitRepository %s: cross-namespace references are not allowed (--no-cross-namespace-refs)", key))
