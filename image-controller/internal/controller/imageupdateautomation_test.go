@@ -190,7 +190,7 @@ func TestAutomationCommitsANewTag(t *testing.T) {
 }
 
 // git.push.branch other than the checkout's receives the commit; the
-// checkout's branch stays as it was.
+// checkout's branch stays as it was. The sourceRef names Flux's group.
 func TestAutomationPushesToASeparateBranch(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -206,6 +206,8 @@ func TestAutomationPushesToASeparateBranch(t *testing.T) {
 
 	auto := newAutomation(ns, "app", "app")
 	auto.Spec.Git.Push = &imagev1.PushSpec{Branch: "image-updates"}
+	// As a manifest ported from Flux names it.
+	auto.Spec.SourceRef.APIVersion = "source.toolkit.fluxcd.io/v1"
 	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
 	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
 	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
