@@ -37,7 +37,7 @@ var groups = []struct {
 	{"kustomize/v1", "kustomizev1", []string{"kustomization.md"}},
 	{"helm/v2", "helmv2", []string{"helmrelease.md"}},
 	{"notification/v1", "notificationv1", []string{"alert.md", "provider.md", "receiver.md"}},
-	{"image/v1", "imagev1", []string{"imagerepository.md", "imagepolicy.md"}},
+	{"image/v1", "imagev1", []string{"imagerepository.md", "imagepolicy.md", "imageupdateautomation.md"}},
 }
 
 // codeDirs hold the code that sets conditions and records events, relative

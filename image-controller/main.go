@@ -1,6 +1,7 @@
 // Command image-controller scans the tags of container images in
-// registries (ImageRepository) and chooses the latest image of each by a
-// policy (ImagePolicy), for an ImageUpdateAutomation to write into Git.
+// registries (ImageRepository), chooses the latest image of each by a
+// policy (ImagePolicy), and writes those images into Git repositories'
+// manifests, committing and pushing them (ImageUpdateAutomation).
 package main
 
 import (
@@ -17,6 +18,12 @@ import (
 	"plumb.dev/image-controller/internal/registry"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/events"
+
+	// go-git's transports are process-wide: this import installs ones that
+	// connect only through the address policy each connection carries
+	// (Connection.Addresses, --allowed-private-networks), for the
+	// ImageUpdateAutomations' clones and pushes.
+	_ "plumb.dev/pkg/gitreach"
 	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
 )
@@ -42,7 +49,7 @@ func (o *imageOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxResponseSize, "max-response-size", registry.DefaultMaxPageBytes,
 		"The most bytes of one registry answer (a page of tags, a token); a larger one fails the scan (Ready=False, ReadOperationFailed).")
 	fs.StringSliceVar(&o.AllowedNetworks, imagecontroller.AllowedNetworksFlag, nil,
-		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that registries may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
+		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that registries and Git servers may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
 }
 
 func (o *imageOptions) Validate() error {
@@ -90,7 +97,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, imageOpts imageOptions,
 		return err
 	}
 	mgr, err := app.NewManager(controllerName, app.RESTConfig(mgrOpts), app.NewScheme(), mgrOpts,
-		&imagev1.ImageRepository{}, &imagev1.ImagePolicy{})
+		&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &imagev1.ImageUpdateAutomation{})
 	if err != nil {
 		return err
 	}

@@ -188,6 +188,7 @@ var needed = map[string][]call{
 			{group: image, resource: "imagerepositories", verb: "patch", namespace: tenant, why: "receiver.requestReconcile: a registry push scans at once"},
 			{group: image, resource: "imagerepositories", verb: "list", namespace: tenant, why: "receiver.resolve"},
 			{group: image, resource: "imagepolicies", verb: "get", namespace: tenant, why: "dispatch.labels"},
+			{group: image, resource: "imageupdateautomations", verb: "get", namespace: tenant, why: "dispatch.labels"},
 		},
 		everyController(),
 	),
@@ -197,11 +198,15 @@ var needed = map[string][]call{
 // imageController are image-controller's calls.
 var imageController = concat(
 	watchOf(image, "imagerepositories", "ImageRepositoryReconciler: For; ImagePolicyReconciler Watches and Get"),
-	watchOf(image, "imagepolicies", "ImagePolicyReconciler: For; List by repository index"),
+	watchOf(image, "imagepolicies", "ImagePolicyReconciler: For; List by repository index; ImageUpdateAutomationReconciler Watches and List by selector"),
+	watchOf(image, "imageupdateautomations", "ImageUpdateAutomationReconciler: For; List by source index"),
+	watchOf(source, "gitrepositories", "ImageUpdateAutomationReconciler: Watches and Get of the sourceRef"),
 	[]call{
 		{group: image, resource: "imagerepositories", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile ApplyStatus"},
 		{group: image, resource: "imagepolicies", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile ApplyStatus"},
-		{resource: "secrets", verb: "get", namespace: tenant, why: "spec.secretRef, spec.certSecretRef by name (APIReader)"},
+		{group: image, resource: "imageupdateautomations", subresource: "status", verb: "patch", namespace: tenant, why: "pkg/reconcile ApplyStatus"},
+		{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant, why: "request.Reconcile after a push (requestedAt)"},
+		{resource: "secrets", verb: "get", namespace: tenant, why: "spec.secretRef, spec.certSecretRef, signingKey and the GitRepository's Secrets by name (APIReader)"},
 	},
 	everyController(),
 )
@@ -277,7 +282,9 @@ var denied = map[string][]call{
 		{resource: "secrets", verb: "watch", namespace: tenant},
 		{group: image, resource: "imagepolicies", verb: "patch", namespace: tenant},
 		{group: image, resource: "imagerepositories", verb: "delete", namespace: tenant},
-		{group: source, resource: "gitrepositories", verb: "get", namespace: tenant},
+		{group: source, resource: "gitrepositories", verb: "delete", namespace: tenant},
+		{group: source, resource: "gitrepositories", subresource: "status", verb: "patch", namespace: tenant},
+		{group: image, resource: "imageupdateautomations", verb: "patch", namespace: tenant},
 		{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
 		{resource: "configmaps", verb: "get", namespace: tenant},
 		{resource: "serviceaccounts", verb: "impersonate", namespace: tenant},

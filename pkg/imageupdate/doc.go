@@ -94,10 +94,11 @@
 // Credentials come from the caller as go-git auth: plumb.dev/pkg/gitauth
 // builds it from the GitRepository's Secret as source-controller does.
 // Where Run may connect is the caller's to fence: go-git's transports are
-// process-wide, and source-controller installs ones that route each
-// connection through its address policy (source-controller/internal/git,
-// reach.go); a program calling Run with tenants' URLs installs the same
-// before it does.
+// process-wide, and plumb.dev/pkg/gitreach installs ones that route each
+// connection through the address policy its context carries; a program
+// calling Run with tenants' URLs imports it and passes Run the context,
+// URL and auth of gitreach.Reach (and no CABundle or Proxy in Remote,
+// which Reach puts in the fenced transport), as image-controller does.
 //
 // Errors wrapping ErrInvalid come from the automation's spec (no retry
 // helps); ErrLimit and ErrPath from the repository's content. No error

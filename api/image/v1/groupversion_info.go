@@ -17,7 +17,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &ImageRepository{}, &ImageRepositoryList{}, &ImagePolicy{}, &ImagePolicyList{})
+	scheme.AddKnownTypes(GroupVersion, &ImageRepository{}, &ImageRepositoryList{}, &ImagePolicy{}, &ImagePolicyList{},
+		&ImageUpdateAutomation{}, &ImageUpdateAutomationList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

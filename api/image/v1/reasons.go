@@ -28,3 +28,21 @@ const (
 	// --no-cross-namespace-refs; Stalled until the spec changes.
 	AccessDeniedReason = "AccessDenied"
 )
+
+// Condition and event reasons of ImageUpdateAutomations (Flux's values;
+// docs/api/imageupdateautomation.md lists them with the shared ones). A
+// failed clone, fetch or push is source-controller's GitOperationFailed
+// (sourcev1.GitOperationFailedReason), one reason for one failure.
+const (
+	// InvalidSourceConfigReason (Flux's "InvalidSourceConfiguration"):
+	// spec.sourceRef or spec.git cannot be used (another kind, a
+	// checkout with no branch to push to, a bad message template or
+	// signing key); Stalled until the spec changes.
+	InvalidSourceConfigReason = "InvalidSourceConfiguration"
+	// InvalidPolicySelectorReason: spec.policySelector is no valid label
+	// selector; Stalled until the spec changes.
+	InvalidPolicySelectorReason = "InvalidPolicySelector"
+	// UpdateFailedReason: the files under update.path could not be
+	// updated (update.path leaves the repository, a limit of the walk).
+	UpdateFailedReason = "UpdateFailed"
+)

@@ -12,3 +12,9 @@ func (in *ImageRepository) GetRequeueAfter() time.Duration { return in.Spec.Inte
 
 // IsSuspended returns spec.suspend (meta.Suspendable).
 func (in *ImageRepository) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetRequeueAfter returns spec.interval (meta.Scheduled).
+func (in *ImageUpdateAutomation) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
+
+// IsSuspended returns spec.suspend (meta.Suspendable).
+func (in *ImageUpdateAutomation) IsSuspended() bool { return in.Spec.Suspend }

@@ -43,6 +43,7 @@ func TestCheck(t *testing.T) {
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ imagerepositories.image.plumb.dev: v1 (stored as v1)",
 		"✔ imagepolicies.image.plumb.dev: v1 (stored as v1)",
+		"✔ imageupdateautomations.image.plumb.dev: v1 (stored as v1)",
 	}
 
 	// Two controllers: one rolled out, one whose new pod is not available.

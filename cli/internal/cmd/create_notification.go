@@ -42,7 +42,7 @@ var (
 		sourcev1.GitRepositoryKind, sourcev1.HelmRepositoryKind, sourcev1.HelmChartKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind,
 		kustomizev1.KustomizationKind, helmv2.HelmReleaseKind,
 		notificationv1.ReceiverKind, notificationv1.AlertKind, notificationv1.ProviderKind,
-		imagev1.ImageRepositoryKind, imagev1.ImagePolicyKind,
+		imagev1.ImageRepositoryKind, imagev1.ImagePolicyKind, imagev1.ImageUpdateAutomationKind,
 	}
 )
 

@@ -110,10 +110,11 @@ var (
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
 	imageRepoKind      = commandKind(imagev1.ImageRepositoryKind)
 	imagePolicyKind    = commandKind(imagev1.ImagePolicyKind)
+	imageUpdateKind    = commandKind(imagev1.ImageUpdateAutomationKind)
 	// allKinds are every kind of pkg/kinds (a test holds them equal), in
 	// the order `get all` and `check` print them: sources, then what
 	// applies them, then the notification kinds, then the image kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind, imageRepoKind, imagePolicyKind}
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind, imageRepoKind, imagePolicyKind, imageUpdateKind}
 )
 
 // kindsWhere are the kinds of allKinds for which keep is true.

@@ -55,6 +55,7 @@ func TestStats(t *testing.T) {
 		{"Provider", "0", "0", "0", "0", "-"},
 		{"ImageRepository", "0", "0", "0", "0", "-"},
 		{"ImagePolicy", "0", "0", "0", "0", "-"},
+		{"ImageUpdateAutomation", "0", "0", "0", "0", "-"},
 	}))
 
 	r = plumb("stats", "-A")
@@ -102,5 +103,6 @@ func TestStatsPerShard(t *testing.T) {
 		{"Provider", "(none)", "0", "0", "0", "0", "-"},
 		{"ImageRepository", "(none)", "0", "0", "0", "0", "-"},
 		{"ImagePolicy", "(none)", "0", "0", "0", "0", "-"},
+		{"ImageUpdateAutomation", "(none)", "0", "0", "0", "0", "-"},
 	}))
 }

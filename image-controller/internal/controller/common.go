@@ -64,6 +64,8 @@ func statusOf(obj any) any {
 		return &o.Status
 	case *imagev1.ImagePolicy:
 		return &o.Status
+	case *imagev1.ImageUpdateAutomation:
+		return &o.Status
 	}
 	panic(fmt.Sprintf("no status for %T", obj))
 }

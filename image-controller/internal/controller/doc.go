@@ -1,4 +1,4 @@
-// Package controller holds image-controller's two reconcilers, each a
+// Package controller holds image-controller's three reconcilers, each a
 // list of named steps on pkg/reconcile's skeleton (whose outcome table
 // says what every failure does to Ready, Reconciling and Stalled, and
 // when the object comes back).
@@ -59,8 +59,38 @@
 //     event (Succeeded) tells the change. A failed read keeps the
 //     previous latestRef.
 //
-// Neither kind has a finalizer: what they make lives in this process
-// (Tags) and in their own status, so a deleted repository's tags and
-// both kinds' metric series are dropped when the reconcile finds the
-// object gone.
+// # ImageUpdateAutomation
+//
+// Reconciled on creation, a spec change, a requestedAt, every
+// spec.interval, when a policy its policySelector matches gets a new
+// latestRef (or new labels), and when its GitRepository's spec or
+// artifact revision changes. Steps:
+//
+//   - suspend: Ready=False (Suspended) while spec.suspend; nothing is
+//     cloned.
+//   - source: the GitRepository, its secretRef and proxySecretRef (the
+//     automation writes with its GitRepository's credentials, none of its
+//     own), and the ref to check out (git.checkout.ref, else the
+//     GitRepository's). Stalled, AccessDenied, for another namespace
+//     under --no-cross-namespace-refs; DependencyNotReady while it is
+//     missing; InvalidSourceConfiguration for a ref by semver or name or
+//     a GitHub App provider; AuthenticationFailed for a missing Secret.
+//   - policies: the ImagePolicies of the namespace the selector matches,
+//     Ready with a latestRef; Stalled, InvalidPolicySelector.
+//   - update: plumb.dev/pkg/imageupdate.Run (clone, setters under
+//     update.path, commit as the author, signed with signingKey, push
+//     without force, a lost race run again on the new head), within the
+//     GitRepository's timeout, every connection through
+//     plumb.dev/pkg/gitreach with Connection.Addresses
+//     (--allowed-private-networks), as source-controller's fetches. After
+//     a push: status.lastPushCommit and lastPushTime, an info event
+//     (Succeeded) with the commit, its message and the images, and the
+//     GitRepository's requestedAt annotation, so source-controller fetches
+//     the commit at once. GitOperationFailed and UpdateFailed (retried),
+//     InvalidSourceConfiguration (Stalled) for what only the spec fixes.
+//
+// No kind has a finalizer: what they make lives in this process (Tags),
+// in their own status and in Git, so a deleted repository's tags and the
+// kinds' metric series are dropped when the reconcile finds the object
+// gone.
 package controller

@@ -8,12 +8,13 @@ import (
 	"plumb.dev/pkg/metrics"
 )
 
-// Metrics are the per-object metrics of image-controller's two kinds:
-// pkg/metrics' set (plumb_image_repository_…, plumb_image_policy_…), a
-// count of scans, and Flux's gotk_* series of both kinds. A nil *Metrics
+// Metrics are the per-object metrics of image-controller's kinds:
+// pkg/metrics' set (plumb_image_repository_…, plumb_image_policy_…,
+// plumb_image_update_automation_…), a count of scans, and Flux's gotk_*
+// series of each kind. A nil *Metrics
 // records nothing.
 type Metrics struct {
-	Repositories, Policies *metrics.Object
+	Repositories, Policies, Automations *metrics.Object
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -23,6 +24,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Condition: meta.ReadyCondition, Toolkit: true,
 			Work: "scans_total", WorkHelp: "Scans of the ImageRepository's registry that were started."}),
 		Policies: metrics.NewObject(reg, metrics.Spec{Subsystem: "image_policy", Kind: imagev1.ImagePolicyKind,
+			Condition: meta.ReadyCondition, Toolkit: true}),
+		Automations: metrics.NewObject(reg, metrics.Spec{Subsystem: "image_update_automation", Kind: imagev1.ImageUpdateAutomationKind,
 			Condition: meta.ReadyCondition, Toolkit: true}),
 	}
 }
@@ -39,4 +42,11 @@ func (m *Metrics) policies() *metrics.Object {
 		return nil
 	}
 	return m.Policies
+}
+
+func (m *Metrics) automations() *metrics.Object {
+	if m == nil {
+		return nil
+	}
+	return m.Automations
 }

@@ -26,8 +26,8 @@ type Options struct {
 	RequeueDependency time.Duration
 }
 
-// Setup registers image-controller's two reconcilers with mgr, sharing one
-// in-memory tag store.
+// Setup registers image-controller's three reconcilers with mgr, the two
+// of tags sharing one in-memory tag store.
 func Setup(mgr ctrl.Manager, o Options, copts controller.Options) error {
 	m := NewMetrics(ctrlmetrics.Registry)
 	tags := NewTags()
@@ -37,9 +37,16 @@ func Setup(mgr ctrl.Manager, o Options, copts controller.Options) error {
 	}).SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
-	return (&ImagePolicyReconciler{
+	if err := (&ImagePolicyReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: o.Events, Metrics: m,
 		Connection: o.Connection, Tags: tags,
+		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, RequeueDependency: o.RequeueDependency,
+	}).SetupWithManager(mgr, copts); err != nil {
+		return err
+	}
+	return (&ImageUpdateAutomationReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: o.Events, Metrics: m,
+		Connection:           o.Connection,
 		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, RequeueDependency: o.RequeueDependency,
 	}).SetupWithManager(mgr, copts)
 }

@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	k8s = env.Client
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4}
-	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts, &imagev1.ImageRepository{}, &imagev1.ImagePolicy{})
+	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts, &imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &imagev1.ImageUpdateAutomation{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

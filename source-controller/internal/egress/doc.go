@@ -23,4 +23,7 @@
 // SSH connections to Git hosts cannot be given a dialer through go-git;
 // source-controller/internal/git resolves and checks the host itself and
 // connects to the address it checked.
+//
+// The transport and the excerpts are plumb.dev/pkg/egress's, which
+// image-controller shares; this package adds source-controller's Policy.
 package egress

@@ -33,7 +33,8 @@
 //
 // Auth.Addresses decides where a fetch may connect
 // (source-controller/internal/egress). go-git's HTTP transport is
-// installed once for the process (reach.go) and sends each request through
+// installed once for the process (plumb.dev/pkg/gitreach, which
+// image-controller shares) and sends each request through
 // the transport its fetch put in the context: the policy's dialer, the CA
 // bundle, the proxy, and error answers cut to an excerpt. For SSH, which
 // go-git dials itself, reach resolves the host, keeps the first address

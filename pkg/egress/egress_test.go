@@ -7,7 +7,14 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"plumb.dev/pkg/netguard"
 )
+
+// The policy of a program with --allowed-private-networks.
+func policy(allowed ...netip.Prefix) netguard.Policy {
+	return netguard.Policy{Allowed: allowed, LoopbackFlag: "--allowed-private-networks", PrivateFlag: "--allowed-private-networks"}
+}
 
 // An error answer's body is its excerpt; a success's is untouched.
 func TestExcerptsCutErrorAnswersOnly(t *testing.T) {
@@ -19,7 +26,7 @@ func TestExcerptsCutErrorAnswersOnly(t *testing.T) {
 		_, _ = io.WriteString(w, body)
 	}))
 	defer srv.Close()
-	loopback := Policy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	loopback := policy(netip.MustParsePrefix("127.0.0.0/8"))
 	c := &http.Client{Transport: Excerpts(Transport(loopback))}
 	get := func(path string) (string, int64) {
 		resp, err := c.Get(srv.URL + path)
@@ -40,7 +47,7 @@ func TestExcerptsCutErrorAnswersOnly(t *testing.T) {
 	if !strings.HasPrefix(got, "no no no") || len(got) > 256 || int64(len(got)) != n {
 		t.Errorf("an error answer's body: %q (Content-Length %d)", got, n)
 	}
-	if _, err := (&http.Client{Transport: Transport(Policy(nil))}).Get(srv.URL); err == nil ||
+	if _, err := (&http.Client{Transport: Transport(policy())}).Get(srv.URL); err == nil ||
 		!strings.Contains(err.Error(), "address 127.0.0.1 refused: loopback (--allowed-private-networks allows it)") {
 		t.Errorf("loopback without --allowed-private-networks: %v", err)
 	}
