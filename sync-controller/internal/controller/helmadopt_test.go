@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	"plumb.dev/api/meta"
@@ -59,22 +56,12 @@ data:
 // the install's — as `helm upgrade` would.
 func TestAnAdoptedReleaseIsUpgradedNotInstalledAgain(t *testing.T) {
 	g := NewWithT(t)
-	helm := helmCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns, err := env.Namespace(ctx, "adopt-upgrade")
 	g.Expect(err).NotTo(HaveOccurred())
+	run := helmIn(ctx, t, ns)
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*env.Kubeconfig(), kubeconfig)).To(Succeed())
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig, "-n", ns)...)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "helm %s: %s", strings.Join(args, " "), out)
-		return string(out)
-	}
 	tgz, err := testhelm.Package(hooksChart("1.0.0"))
 	g.Expect(err).NotTo(HaveOccurred())
 	chartFile := filepath.Join(dir, "hooks-1.0.0.tgz")
@@ -168,22 +155,15 @@ func TestAnAdoptedReleaseIsUpgradedNotInstalledAgain(t *testing.T) {
 // wakes the waiting sync, which releases it.
 func TestAnAdoptedReleaseWakesOnAnUpgradeRenderOfTheSameDigest(t *testing.T) {
 	g := NewWithT(t)
-	helm := helmCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns, err := env.Namespace(ctx, "adopt-same")
 	g.Expect(err).NotTo(HaveOccurred())
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*env.Kubeconfig(), kubeconfig)).To(Succeed())
 	tgz, err := testhelm.Package(storageChart("1.0.0"))
 	g.Expect(err).NotTo(HaveOccurred())
-	chartFile := filepath.Join(dir, "demo-1.0.0.tgz")
+	chartFile := filepath.Join(t.TempDir(), "demo-1.0.0.tgz")
 	g.Expect(os.WriteFile(chartFile, tgz, 0o600)).To(Succeed())
-	cmd := exec.CommandContext(ctx, helm, "install", "app", chartFile, "--kubeconfig", kubeconfig, "-n", ns)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
+	helmIn(ctx, t, ns)("install", "app", chartFile)
 
 	hr := &helmv2.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},

@@ -224,24 +224,37 @@ func helmCLI(t *testing.T) string {
 	return bin
 }
 
-func TestAReleaseOfTheHelmCLIIsAdoptedInPlace(t *testing.T) {
-	g := NewWithT(t)
+// helmIn returns a runner of the helm CLI against the test's API server in
+// namespace ns, with a kubeconfig and helm's folders of its own; a failed
+// command fails the test with its output.
+func helmIn(ctx context.Context, t *testing.T, ns string) func(args ...string) string {
+	t.Helper()
 	helm := helmCLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ns, err := env.Namespace(ctx, "adopt")
-	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*env.Kubeconfig(), kubeconfig)).To(Succeed())
-	run := func(args ...string) string {
+	if err := clientcmd.WriteToFile(*env.Kubeconfig(), kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig, "-n", ns)...)
 		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
 		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "helm %s: %s", strings.Join(args, " "), out)
+		if err != nil {
+			t.Fatalf("helm %s: %v: %s", strings.Join(args, " "), err, out)
+		}
 		return string(out)
 	}
+}
+
+func TestAReleaseOfTheHelmCLIIsAdoptedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns, err := env.Namespace(ctx, "adopt")
+	g.Expect(err).NotTo(HaveOccurred())
+	run := helmIn(ctx, t, ns)
+	dir := t.TempDir()
 	tgz, err := testhelm.Package(storageChart("1.0.0"))
 	g.Expect(err).NotTo(HaveOccurred())
 	chartFile := filepath.Join(dir, "demo-1.0.0.tgz")
