@@ -60,7 +60,7 @@
 // helm CLI merges -f files, and sets a targetPath in --set syntax).
 // Render coalesces them over
 // the chart's own values as Helm does (a null removes a default), and
-// ConfigDigest is the digest of their canonical JSON.
+// Result.ConfigDigest is helmv2.ConfigDigest of them.
 //
 // # Why the SDK's pieces rather than action.Install
 //

@@ -3,7 +3,6 @@ package helmrender
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +88,7 @@ type Result struct {
 	Digest string
 	// ChartName and ChartVersion are the chart's, from Chart.yaml.
 	ChartName, ChartVersion string
-	// ConfigDigest is ConfigDigest(opts.Values).
+	// ConfigDigest is helmv2.ConfigDigest(opts.Values).
 	ConfigDigest string
 	// Objects is how many objects Manifests holds; IDs names them in
 	// order.
@@ -106,26 +105,6 @@ type Result struct {
 // notesFileSuffix ends the names of NOTES.txt templates, which are text
 // for a terminal, not objects (the SDK's action.notesFileSuffix).
 const notesFileSuffix = "NOTES.txt"
-
-// ConfigDigest is "sha256:<hex>" of the canonical JSON of values (keys
-// sorted, as encoding/json writes maps); nil and empty values have the
-// digest of {}.
-func ConfigDigest(values map[string]any) string {
-	j, err := canonicalJSON(values)
-	if err != nil {
-		// Values that do not encode as JSON cannot come from the API;
-		// their digest is that of the error, so it is stable.
-		j = []byte(err.Error())
-	}
-	return fmt.Sprintf("sha256:%x", sha256.Sum256(j))
-}
-
-func canonicalJSON(values map[string]any) ([]byte, error) {
-	if values == nil {
-		values = map[string]any{}
-	}
-	return json.Marshal(values)
-}
 
 // Render renders a packaged chart as `helm template` does, then applies the
 // post-renderers and prints the objects as pkg/render prints a
@@ -158,7 +137,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	valuesJSON, err := canonicalJSON(opts.Values)
+	valuesJSON, err := helmv2.ConfigJSON(opts.Values)
 	if err != nil {
 		return nil, render.BuildError("the values do not encode as JSON: %v", err)
 	}
@@ -295,7 +274,7 @@ func renderChart(ctx context.Context, archive []byte, opts Options) (*Result, er
 		Digest:        res.Digest,
 		ChartName:     t.chartName,
 		ChartVersion:  t.chartVersion,
-		ConfigDigest:  fmt.Sprintf("sha256:%x", sha256.Sum256(valuesJSON)),
+		ConfigDigest:  helmv2.ConfigDigest(opts.Values),
 		Objects:       len(res.Objects),
 		IDs:           res.Objects,
 		Record:        rec,

@@ -38,8 +38,8 @@ func TestRenderChart(t *testing.T) {
 	if bytes.Contains(res.Manifests, []byte("Thank you")) {
 		t.Error("NOTES.txt is in the render")
 	}
-	if res.ConfigDigest != ConfigDigest(nil) {
-		t.Errorf("config digest %s, want that of no values %s", res.ConfigDigest, ConfigDigest(nil))
+	if res.ConfigDigest != helmv2.ConfigDigest(nil) {
+		t.Errorf("config digest %s, want that of no values %s", res.ConfigDigest, helmv2.ConfigDigest(nil))
 	}
 	if !strings.HasPrefix(res.Digest, "sha256:") {
 		t.Errorf("digest %q", res.Digest)
@@ -80,8 +80,8 @@ func TestValuesMerge(t *testing.T) {
 	if !reflect.DeepEqual(opts.Values, before) {
 		t.Errorf("Render changed the caller's values: %v, was %v", opts.Values, before)
 	}
-	if res.ConfigDigest != ConfigDigest(opts.Values) || res.ConfigDigest == ConfigDigest(nil) {
-		t.Errorf("config digest %s, want %s", res.ConfigDigest, ConfigDigest(opts.Values))
+	if res.ConfigDigest != helmv2.ConfigDigest(opts.Values) || res.ConfigDigest == helmv2.ConfigDigest(nil) {
+		t.Errorf("config digest %s, want %s", res.ConfigDigest, helmv2.ConfigDigest(opts.Values))
 	}
 
 	// A dependency's condition is honoured.
@@ -100,24 +100,6 @@ func deepCopy(t *testing.T, m map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-func TestConfigDigest(t *testing.T) {
-	a := map[string]any{"a": 1, "b": map[string]any{"x": "y", "z": []any{1, "2"}}}
-	b := map[string]any{"b": map[string]any{"z": []any{1, "2"}, "x": "y"}, "a": 1}
-	if ConfigDigest(a) != ConfigDigest(b) {
-		t.Error("the same values in another order have another digest")
-	}
-	if ConfigDigest(nil) != ConfigDigest(map[string]any{}) {
-		t.Error("nil and empty values differ")
-	}
-	// sha256 of "{}"
-	if got := ConfigDigest(nil); got != "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {
-		t.Errorf("ConfigDigest(nil) = %s", got)
-	}
-	if ConfigDigest(a) == ConfigDigest(map[string]any{"a": 2}) {
-		t.Error("different values have one digest")
-	}
 }
 
 func TestCapabilities(t *testing.T) {

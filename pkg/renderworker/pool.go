@@ -203,24 +203,12 @@ func (p *Pool) Kustomize(ctx context.Context, workDir string, spec *kustomizev1.
 
 // Helm is helmrender.Render in a worker, with the errors Kustomize has.
 func (p *Pool) Helm(ctx context.Context, archive []byte, opts helmrender.Options) (*helmrender.Result, error) {
-	values, err := json.Marshal(opts.Values)
-	if err != nil {
+	// Values that do not encode would fail the exchange and cost the
+	// worker; say what is wrong instead (they cannot come from the API).
+	if _, err := json.Marshal(opts.Values); err != nil {
 		return nil, render.BuildError("the values do not encode as JSON: %v", err)
 	}
-	req := &request{Helm: &helmRequest{
-		ReleaseName:          opts.ReleaseName,
-		Namespace:            opts.Namespace,
-		Values:               values,
-		Capabilities:         opts.Capabilities,
-		IsInstall:            opts.IsInstall,
-		Revision:             opts.Revision,
-		CRDs:                 opts.CRDs,
-		PostRenderers:        opts.PostRenderers,
-		CommonMetadata:       opts.CommonMetadata,
-		Limits:               opts.Limits,
-		Record:               opts.Record,
-		SkipSchemaValidation: opts.DisableSchemaValidation,
-	}}
+	req := &request{Helm: &opts}
 	if int64(len(archive)) > maxRequestBlob {
 		return nil, render.LimitError("the chart archive is %d bytes, more than a render worker takes (%d)", len(archive), maxRequestBlob)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"time"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/helmpackage"
@@ -134,8 +133,12 @@ func decodeStrict(b []byte, v any) error {
 // ChartPackage is set; a Helm request's blob is the chart archive, a
 // chart request's the archives its header lists, one after the other.
 type request struct {
-	Kustomize    *kustomizeRequest    `json:"kustomize,omitempty"`
-	Helm         *helmRequest         `json:"helm,omitempty"`
+	Kustomize *kustomizeRequest `json:"kustomize,omitempty"`
+	// Helm is helmrender.Render's options whole (the chart archive is
+	// the blob), so a new option reaches the worker without a copy here.
+	// Values travel as JSON: helmrender.Render itself takes them through
+	// JSON before the engine sees them, so nothing is lost on the way.
+	Helm         *helmrender.Options  `json:"helm,omitempty"`
 	ChartPlan    *chartPlanRequest    `json:"chartPlan,omitempty"`
 	ChartPackage *chartPackageRequest `json:"chartPackage,omitempty"`
 	// Timeout is what is left of the caller's deadline: the worker's own
@@ -172,26 +175,6 @@ type Decryption struct {
 	Secret string `json:"secret"`
 	// Data is the Secret's data.
 	Data map[string][]byte `json:"data,omitempty"`
-}
-
-// helmRequest is helmrender.Render's options but the archive (the blob).
-// Values travel as JSON: helmrender.Render itself takes them through JSON
-// before the engine sees them, so nothing is lost on the way.
-type helmRequest struct {
-	ReleaseName   string                  `json:"releaseName"`
-	Namespace     string                  `json:"namespace"`
-	Values        json.RawMessage         `json:"values,omitempty"`
-	Capabilities  helmrender.Capabilities `json:"capabilities"`
-	IsInstall     bool                    `json:"isInstall,omitempty"`
-	Revision      int                     `json:"revision,omitempty"`
-	CRDs          string                  `json:"crds,omitempty"`
-	PostRenderers []helmv2.PostRenderer   `json:"postRenderers,omitempty"`
-	// CommonMetadata is a HelmRelease's spec.commonMetadata.
-	CommonMetadata *kustomizev1.CommonMetadata `json:"commonMetadata,omitempty"`
-	Limits         helmrender.Limits           `json:"limits"`
-	Record         bool                        `json:"record,omitempty"`
-	// SkipSchemaValidation is helmrender.Options.DisableSchemaValidation.
-	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
 }
 
 // chartSource is a helmpackage.Source across the process boundary: the

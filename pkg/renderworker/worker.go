@@ -2,11 +2,9 @@ package renderworker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,28 +242,8 @@ func (w *worker) kustomize(ctx context.Context, req *kustomizeRequest) (*respons
 	return &response{IDs: res.Objects, Digest: res.Digest}, res.Manifests
 }
 
-func helm(ctx context.Context, req *helmRequest, archive []byte) (*response, []byte) {
-	var values map[string]any
-	if len(req.Values) > 0 {
-		d := json.NewDecoder(bytes.NewReader(req.Values))
-		if err := d.Decode(&values); err != nil {
-			return &response{Error: &responseError{Reason: reasonBuild, Message: fmt.Sprintf("the values do not decode: %v", err)}}, nil
-		}
-	}
-	res, err := helmrender.Render(ctx, archive, helmrender.Options{
-		ReleaseName:             req.ReleaseName,
-		Namespace:               req.Namespace,
-		Values:                  values,
-		Capabilities:            req.Capabilities,
-		IsInstall:               req.IsInstall,
-		Revision:                req.Revision,
-		CRDs:                    req.CRDs,
-		PostRenderers:           req.PostRenderers,
-		CommonMetadata:          req.CommonMetadata,
-		Limits:                  req.Limits,
-		Record:                  req.Record,
-		DisableSchemaValidation: req.SkipSchemaValidation,
-	})
+func helm(ctx context.Context, opts *helmrender.Options, archive []byte) (*response, []byte) {
+	res, err := helmrender.Render(ctx, archive, *opts)
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil
 	}

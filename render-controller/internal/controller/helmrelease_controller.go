@@ -646,7 +646,7 @@ func renderInputs(obj *helmv2.HelmRelease, st *helmState) string {
 	}{
 		Format:          2,
 		Chart:           st.artifact.Digest,
-		Config:          helmrender.ConfigDigest(st.values),
+		Config:          helmv2.ConfigDigest(st.values),
 		Release:         obj.GetReleaseName(),
 		Namespace:       obj.GetReleaseNamespace(),
 		InstallCRDs:     obj.GetInstallCRDs(),

@@ -311,7 +311,7 @@ func TestHelmReleaseChartSpec(t *testing.T) {
 	g.Expect(a.Metadata).To(Equal(map[string]string{
 		helmv2.ArtifactChartNameKey:     "values",
 		helmv2.ArtifactChartVersionKey:  "1.2.3",
-		helmv2.ArtifactConfigDigestKey:  helmrender.ConfigDigest(map[string]any{"greeting": "hello"}),
+		helmv2.ArtifactConfigDigestKey:  helmv2.ConfigDigest(map[string]any{"greeting": "hello"}),
 		helmv2.ArtifactInputsDigestKey:  a.Metadata[helmv2.ArtifactInputsDigestKey],
 		helmv2.ArtifactReleaseActionKey: helmv2.ReleaseActionInstall,
 		// The release record beside the manifests, for Helm's storage.
@@ -447,7 +447,7 @@ func TestHelmReleaseValuesMergeOrder(t *testing.T) {
 	hr, _ := waitHRValues(t, ns, "app", func(g Gomega, v map[string]any, _ string) {
 		g.Expect(v).To(Equal(user), "chart values under valuesFrom in order under spec.values")
 	})
-	g.Expect(hr.Status.RenderedArtifact.Metadata).To(HaveKeyWithValue(helmv2.ArtifactConfigDigestKey, helmrender.ConfigDigest(map[string]any{
+	g.Expect(hr.Status.RenderedArtifact.Metadata).To(HaveKeyWithValue(helmv2.ArtifactConfigDigestKey, helmv2.ConfigDigest(map[string]any{
 		"a": "cm", "b": "secret", "c": "values",
 		"nested":  map[string]any{"x": "cm", "keep": "cm", "w": "secret", "z": "values"},
 		"list":    []any{"secret"},

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +93,7 @@ func (s *syncRun) deployedHelmRecord(ctx context.Context, hr *helmv2.HelmRelease
 func adoptedSnapshot(hr *helmv2.HelmRelease, rel *rspb.Release) helmv2.Snapshot {
 	h := helmv2.Snapshot{
 		Version: rel.Version, Name: hr.GetReleaseName(), Namespace: hr.GetReleaseNamespace(),
-		ConfigDigest: configDigest(rel.Config), Status: helmv2.ReleaseStatusDeployed,
+		ConfigDigest: helmv2.ConfigDigest(rel.Config), Status: helmv2.ReleaseStatusDeployed,
 	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		h.ChartName, h.ChartVersion = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version
@@ -105,21 +103,4 @@ func adoptedSnapshot(hr *helmv2.HelmRelease, rel *rspb.Release) helmv2.Snapshot 
 		h.Description = rel.Info.Description
 	}
 	return h
-}
-
-// configDigest is "sha256:<hex>" of the JSON of a release's values, {}
-// for none: the digest render-controller gives a render's values
-// (helmrender.ConfigDigest), so a HelmRelease given the values the helm
-// CLI was given records the same config digest. It is computed here
-// rather than imported so that sync-controller does not link the chart
-// renderer.
-func configDigest(values map[string]any) string {
-	if values == nil {
-		values = map[string]any{}
-	}
-	j, err := json.Marshal(values)
-	if err != nil {
-		j = []byte(err.Error())
-	}
-	return fmt.Sprintf("sha256:%x", sha256.Sum256(j))
 }

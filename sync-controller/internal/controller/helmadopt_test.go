@@ -107,7 +107,7 @@ func TestAnAdoptedReleaseIsUpgradedNotInstalledAgain(t *testing.T) {
 	g.Expect(h.Version).To(Equal(1))
 	g.Expect(h.Status).To(Equal(helmv2.ReleaseStatusDeployed))
 	g.Expect([]string{h.ChartName, h.ChartVersion, h.Digest}).To(Equal([]string{"hooks", "1.0.0", ""}))
-	g.Expect(h.ConfigDigest).To(Equal(helmrender.ConfigDigest(map[string]any{"greeting": "hi"})), "the digest render-controller gives the same values")
+	g.Expect(h.ConfigDigest).To(Equal(helmv2.ConfigDigest(map[string]any{"greeting": "hi"})), "the digest render-controller gives the same values")
 	g.Expect(h.Description).To(Equal("Install complete"))
 	g.Expect(events.withReason(helmv2.AdoptedReason)).To(ContainElement(HaveField("Message", ContainSubstring("revision 2, is an upgrade"))))
 	g.Consistently(func(g Gomega) {
