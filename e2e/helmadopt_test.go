@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,18 +27,7 @@ import (
 func TestAHelmCLIReleaseIsAdoptedAsAnUpgrade(t *testing.T) {
 	s, _ := newHelmStory(t, "e2e-helm-adopt", helmChart("1.0.0", "blue", false), "Hello")
 	g, ctx := s.g, s.ctx
-	helm, err := filepath.Abs("../bin/helm")
-	g.Expect(err).NotTo(HaveOccurred())
-	helmRun := func(args ...string) string {
-		t.Helper()
-		dir := t.TempDir()
-		cmd := exec.CommandContext(ctx, helm, append(args, "-n", s.appNS, "--kubeconfig", env.Kubeconfig)...)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ helm %v\n%s", args, out)
-		g.Expect(err).NotTo(HaveOccurred())
-		return string(out)
-	}
+	helmRun := func(args ...string) string { return helmCLI(ctx, t, s.appNS, args...) }
 	tgz, err := testhelm.Package(helmChart("1.0.0", "blue", false))
 	g.Expect(err).NotTo(HaveOccurred())
 	chartFile := filepath.Join(t.TempDir(), "hello-1.0.0.tgz")

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +24,6 @@ import (
 func TestHelmReleaseLifecycleWithHelmsHistory(t *testing.T) {
 	s, repo := newHelmStory(t, "e2e-helm-life", helmChart("1.0.0", "blue", false), "Hello")
 	g, ctx := s.g, s.ctx
-	helm, err := filepath.Abs("../bin/helm")
-	g.Expect(err).NotTo(HaveOccurred())
 	// The release's ServiceAccount writes the objects in the app's
 	// namespace and Helm's records (Secrets) in the HelmRelease's.
 	deployer(ctx, g, s.ns, "deployer", "admin", s.appNS, s.ns)
@@ -93,12 +89,8 @@ func TestHelmReleaseLifecycleWithHelmsHistory(t *testing.T) {
 		Chart       string `json:"chart"`
 		Description string `json:"description"`
 	}
-	cmd := exec.CommandContext(ctx, helm, "history", "hello", "-n", s.ns, "-o", "json", "--kubeconfig", env.Kubeconfig)
-	out, err := cmd.CombinedOutput()
-	t.Logf("$ helm history hello -n %s\n%s", s.ns, out)
-	g.Expect(err).NotTo(HaveOccurred())
 	var history []revision
-	g.Expect(json.Unmarshal(out, &history)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(helmCLI(ctx, t, s.ns, "history", "hello", "-o", "json")), &history)).To(Succeed())
 	g.Expect(history).To(HaveLen(4))
 	g.Expect(history[0]).To(Equal(revision{1, "superseded", "hello-1.0.0", "Install complete"}))
 	g.Expect(history[1]).To(And(HaveField("Revision", 2), HaveField("Status", "failed"), HaveField("Chart", "hello-1.1.0"),
