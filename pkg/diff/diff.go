@@ -65,11 +65,14 @@ func Diff(live, desired *unstructured.Unstructured, ig *Ignorer) Result {
 		return Result{Object: object.IDOf(live).String(), Action: Deleted}
 	}
 	l, d := Normalize(live), Normalize(desired)
-	// The rules are chosen on the desired object and removed from both
-	// sides, so a label that only one side carries cannot make one side
-	// lose a field the other keeps.
-	for _, p := range ig.Pointers(desired) {
+	// The rules are chosen on the desired object for both sides, so a
+	// label that only one side carries cannot make one side lose a field
+	// the other keeps; jq expressions and field managers' fields are
+	// resolved on each side, as each side has its own list order.
+	for _, p := range ig.fieldsIn(desired, l, live) {
 		p.Remove(l.Object)
+	}
+	for _, p := range ig.fieldsIn(desired, d, live) {
 		p.Remove(d.Object)
 	}
 	w := walker{secret: isSecret(desired)}

@@ -407,7 +407,7 @@ func TestIgnorerApply(t *testing.T) {
 	var none *Ignorer
 	none.Apply(d)
 	ig.Apply(nil)
-	g.Expect(none.Pointers(d)).To(BeEmpty())
+	g.Expect(none.fieldsIn(d, d, nil)).To(BeEmpty())
 }
 
 func TestNewIgnorerErrors(t *testing.T) {
@@ -416,7 +416,9 @@ func TestNewIgnorerErrors(t *testing.T) {
 		rules []kustomizev1.IgnoreRule
 		want  string
 	}{
-		{"no paths", []kustomizev1.IgnoreRule{{Paths: []string{"/a"}}, {}}, "spec.ignore[1].paths: at least one"},
+		{"no fields", []kustomizev1.IgnoreRule{{Paths: []string{"/a"}}, {}}, "spec.ignore[1]: paths, jqPathExpressions or managedFieldsManagers is required"},
+		{"jq syntax", []kustomizev1.IgnoreRule{{JQPathExpressions: []string{".spec | select("}}}, "spec.ignore[0].jqPathExpressions[0]: jq expression \".spec | select(\" does not parse"},
+		{"jq not a path", []kustomizev1.IgnoreRule{{JQPathExpressions: []string{".metadata.name", ".spec | tostring"}}}, "spec.ignore[0].jqPathExpressions[1]: jq expression \".spec | tostring\" is not a path expression"},
 		{"relative pointer", []kustomizev1.IgnoreRule{{Paths: []string{"/ok", "spec/replicas"}}}, `spec.ignore[0].paths[1]: JSON pointer "spec/replicas" must start with '/'`},
 		{"empty pointer", []kustomizev1.IgnoreRule{{Paths: []string{""}}}, "spec.ignore[0].paths[0]: empty JSON pointer"},
 		{"bad escape", []kustomizev1.IgnoreRule{{Paths: []string{"/a~2b"}}}, "invalid escape '~2'"},

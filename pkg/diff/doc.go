@@ -15,10 +15,18 @@
 //     a copy of the whole object, Secret data included), and labels or
 //     annotations maps left empty;
 //  2. removes the fields named by the Kustomization's spec.ignore rules from
-//     both sides (Ignorer): each rule is a list of RFC 6901 JSON pointers
-//     ("/spec/replicas", "/metadata/annotations/example.com~1owner") and an
-//     optional target selector; parent maps emptied by the removal go too, so
-//     ignoring the only annotation does not leave "annotations: {}" behind;
+//     both sides (Ignorer): each rule has an optional target selector and
+//     names fields in up to three ways, Argo CD's ignoreDifferences': RFC
+//     6901 JSON pointers ("/spec/replicas",
+//     "/metadata/annotations/example.com~1owner"), the same on both sides;
+//     jq path expressions (github.com/itchyny/gojq, a maintained jq in Go),
+//     evaluated on each side, since each has its own list order, each
+//     evaluation bounded by a deadline and a count of fields, one that fails
+//     on an object ignoring nothing there; and field managers, whose fields
+//     in the live object's managedFields are found on each side by their
+//     structured-merge-diff paths (list elements by key). Parent maps
+//     emptied by the removal go too, so ignoring the only annotation does
+//     not leave "annotations: {}" behind;
 //  3. walks both trees and reports every leaf that differs as a Change with a
 //     dotted path (spec.replicas, spec.template.spec.containers[0].image,
 //     metadata.labels["app.kubernetes.io/name"]) and the before (live) and

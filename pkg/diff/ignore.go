@@ -3,6 +3,9 @@ package diff
 import (
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +21,8 @@ type Ignorer struct {
 
 type ignoreRule struct {
 	pointers []Pointer
+	jq       []*jqPath
+	managers map[string]bool
 	target   *selector
 }
 
@@ -33,10 +38,23 @@ type selector struct {
 func NewIgnorer(rules []kustomizev1.IgnoreRule) (*Ignorer, error) {
 	ig := &Ignorer{}
 	for i, r := range rules {
-		if len(r.Paths) == 0 {
-			return nil, fmt.Errorf("spec.ignore[%d].paths: at least one JSON pointer is required", i)
+		if len(r.Paths) == 0 && len(r.JQPathExpressions) == 0 && len(r.ManagedFieldsManagers) == 0 {
+			return nil, fmt.Errorf("spec.ignore[%d]: paths, jqPathExpressions or managedFieldsManagers is required", i)
 		}
 		rule := ignoreRule{}
+		for j, expr := range r.JQPathExpressions {
+			jq, err := compileJQPath(expr)
+			if err != nil {
+				return nil, fmt.Errorf("spec.ignore[%d].jqPathExpressions[%d]: %w", i, j, err)
+			}
+			rule.jq = append(rule.jq, jq)
+		}
+		for _, m := range r.ManagedFieldsManagers {
+			if rule.managers == nil {
+				rule.managers = map[string]bool{}
+			}
+			rule.managers[m] = true
+		}
 		for j, p := range r.Paths {
 			ptr, err := ParsePointer(p)
 			if err != nil {
@@ -102,18 +120,61 @@ func (s *selector) matches(obj *unstructured.Unstructured) bool {
 	return true
 }
 
-// Pointers returns the pointers of every rule whose target selects obj.
-func (ig *Ignorer) Pointers(obj *unstructured.Unstructured) []Pointer {
-	if ig == nil || obj == nil {
+// fieldsIn returns the fields that the rules selecting sel ignore, as
+// pointers into doc (sel itself, or the other side of a comparison): each
+// rule's JSON pointers as they are, the paths its jq expressions yield on
+// doc, and the fields its managers own in live (nil: none) where doc has
+// them. The pointers come deepest and last first, so that removing them
+// one after the other never shifts a list element another one names.
+func (ig *Ignorer) fieldsIn(sel, doc, live *unstructured.Unstructured) []Pointer {
+	if ig == nil || sel == nil || doc == nil {
 		return nil
 	}
 	var out []Pointer
+	var jqDoc any // doc in gojq's types, made once when a rule needs it
 	for _, r := range ig.rules {
-		if r.target.matches(obj) {
-			out = append(out, r.pointers...)
+		if !r.target.matches(sel) {
+			continue
+		}
+		out = append(out, r.pointers...)
+		if len(r.jq) > 0 && jqDoc == nil {
+			jqDoc = jqValue(doc.Object)
+		}
+		for _, jq := range r.jq {
+			// An expression that fails on this object (a type error, its
+			// deadline) ignores nothing here.
+			ps, _ := jq.pointers(jqDoc)
+			out = append(out, ps...)
+		}
+		for _, path := range managedPaths(live, r.managers) {
+			if p, ok := pointerIn(doc.Object, path); ok {
+				out = append(out, p)
+			}
 		}
 	}
+	sortForRemoval(out)
 	return out
+}
+
+// sortForRemoval orders pointers so that a list element's index never
+// changes before it is used: descending, list indices compared as numbers.
+func sortForRemoval(ps []Pointer) {
+	sort.SliceStable(ps, func(i, j int) bool { return comparePointers(ps[i], ps[j]) > 0 })
+}
+
+func comparePointers(a, b Pointer) int {
+	for k := 0; k < len(a) && k < len(b); k++ {
+		if a[k] == b[k] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(a[k])
+		bi, berr := strconv.Atoi(b[k])
+		if aerr == nil && berr == nil {
+			return ai - bi
+		}
+		return strings.Compare(a[k], b[k])
+	}
+	return len(a) - len(b)
 }
 
 // Apply removes, in place, the fields that the rules selecting obj name.
@@ -122,7 +183,7 @@ func (ig *Ignorer) Apply(obj *unstructured.Unstructured) {
 	if obj == nil {
 		return
 	}
-	for _, p := range ig.Pointers(obj) {
+	for _, p := range ig.fieldsIn(obj, obj, nil) {
 		p.Remove(obj.Object)
 	}
 }

@@ -730,11 +730,37 @@ type SubstituteReference struct {
 }
 
 // IgnoreRule removes fields from drift detection for the objects it targets.
+// It names fields in up to three ways, as Argo CD's ignoreDifferences does;
+// at least one is required.
+// +kubebuilder:validation:XValidation:rule="has(self.paths) || has(self.jqPathExpressions) || has(self.managedFieldsManagers)",message="an ignore rule needs paths, jqPathExpressions or managedFieldsManagers"
 type IgnoreRule struct {
 	// Paths are JSON pointers (RFC 6901), e.g. /spec/replicas.
-	// +required
+	// +optional
 	// +kubebuilder:validation:MinItems=1
-	Paths []string `json:"paths"`
+	// +kubebuilder:validation:MaxItems=100
+	Paths []string `json:"paths,omitempty"`
+
+	// JQPathExpressions are jq path expressions, evaluated on each object
+	// (the one from Git and the one in the cluster, each on its own); every
+	// field one of them yields is ignored, e.g.
+	// .spec.template.spec.containers[] | select(.name == "istio-proxy").
+	// Argo CD's ignoreDifferences.jqPathExpressions.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
+
+	// ManagedFieldsManagers ignores the fields that these field managers
+	// own in the cluster's object (metadata.managedFields), e.g.
+	// kube-controller-manager or an autoscaler's manager name, so their
+	// writes are neither drift nor reverted. Argo CD's
+	// ignoreDifferences.managedFieldsManagers.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=128
+	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
 
 	// Target selects the objects; empty selects all.
 	// +optional

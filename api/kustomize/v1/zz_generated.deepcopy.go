@@ -156,6 +156,16 @@ func (in *IgnoreRule) DeepCopyInto(out *IgnoreRule) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.JQPathExpressions != nil {
+		in, out := &in.JQPathExpressions, &out.JQPathExpressions
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.ManagedFieldsManagers != nil {
+		in, out := &in.ManagedFieldsManagers, &out.ManagedFieldsManagers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Target != nil {
 		in, out := &in.Target, &out.Target
 		*out = new(Selector)
