@@ -34,7 +34,11 @@ require (
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
-require github.com/skeema/knownhosts v1.3.1 // indirect
+require (
+	github.com/itchyny/gojq v0.12.20 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/skeema/knownhosts v1.3.1 // indirect
+)
 
 require (
 	cloud.google.com/go v0.123.0 // indirect
@@ -119,7 +123,7 @@ require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/lib/pq v1.12.3 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
-	github.com/mattn/go-isatty v0.0.23 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/minio/crc64nvme v1.1.1 // indirect
 	github.com/minio/md5-simd v1.1.2 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect

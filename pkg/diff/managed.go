@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"bytes"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +30,7 @@ func managedPaths(live *unstructured.Unstructured, managers map[string]bool) []f
 
 func fieldsOf(e metav1.ManagedFieldsEntry) []fieldpath.Path {
 	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+	if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 		// The API server writes these; one it could not have written
 		// ignores nothing.
 		return nil
