@@ -45,6 +45,8 @@ type Server struct {
 	pushes  map[string]int
 	// pushOptions are the options of each repository's last push.
 	pushOptions map[string][]string
+	// beforePush is BeforePush's hook.
+	beforePush func(repo string, push int)
 
 	ssh *sshServer
 }
@@ -110,10 +112,12 @@ func (s *Server) Pushes(name string) int {
 	return s.pushes[name]
 }
 
-func (s *Server) count(m map[string]int, name string) {
+// count adds one to m[name] and returns the new count.
+func (s *Server) count(m map[string]int, name string) int {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	m[name]++
-	s.mu.Unlock()
+	return m[name]
 }
 
 func (s *Server) handler() http.Handler {
@@ -156,11 +160,12 @@ func (s *Server) handler() http.Handler {
 		name := strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0], ".git")
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
-			s.count(s.pushes, name)
+			n := s.count(s.pushes, name)
 			if err := s.recordPushOptions(r, name); err != nil {
 				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 				return
 			}
+			s.runBeforePush(name, n)
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 			s.count(s.fetches, name)
 		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs"):
