@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -446,13 +448,23 @@ func (r *ImageUpdateAutomationReconciler) signingKey(ctx context.Context, obj *i
 	return key, nil
 }
 
-// gitFailure classifies an error of Reach or Run.
+// gitFailure classifies an error of Reach or Run: an unknown SSH host
+// key and refused credentials are AuthenticationFailed, as in
+// source-controller.
 func gitFailure(err error) error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
 	var ge *gitreach.Error
+	var keyErr *knownhosts.KeyError
 	switch {
 	case errors.As(err, &ge) && ge.Kind == gitreach.Auth:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
+	case errors.As(err, &keyErr), strings.Contains(msg.Error(), "knownhosts: key"):
+		// go-git flattens the callback's error into a string.
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason,
+			fmt.Errorf("the SSH host key is not in the known_hosts of the GitRepository's Secret (unknown host or changed key): %w", msg))
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		strings.Contains(msg.Error(), "ssh: unable to authenticate"):
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, fmt.Errorf("the credentials were refused: %w", msg))
 	case errors.As(err, &ge), errors.Is(err, imageupdate.ErrInvalid):
 		return plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason, msg)
 	case errors.Is(err, imageupdate.ErrPath):

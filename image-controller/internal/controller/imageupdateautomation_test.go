@@ -386,7 +386,8 @@ func TestAutomationPushesWithTheGitRepositorysCredentials(t *testing.T) {
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "anonymous", repo.URL()))).To(Succeed())
 	anon := newAutomation(ns, "anonymous", "anonymous")
 	g.Expect(k8s.Create(ctx, anon)).To(Succeed())
-	waitReady(t, anon, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
+	anon = waitReady(t, anon, metav1.ConditionFalse, sourcev1.AuthenticationFailedReason)
+	g.Expect(readyOf(anon.Status.Conditions).Message).To(ContainSubstring("the credentials were refused"))
 	g.Expect(srv.Pushes("app")).To(BeZero())
 
 	g.Expect(k8s.Create(ctx, &corev1.Secret{
