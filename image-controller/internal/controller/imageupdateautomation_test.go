@@ -117,6 +117,44 @@ func automationFixture(t *testing.T, tag string) (ns, image string, srv *testgit
 	return ns, image, srv, repo
 }
 
+// gitRepositoryWithSecret creates a GitRepository name of url whose
+// secretRef is a Secret name holding data (pkg/gitauth's keys).
+func gitRepositoryWithSecret(t *testing.T, ns, name, url string, data map[string][]byte) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data,
+	})).To(Succeed())
+	gitRepo := newGitRepository(ns, name, url)
+	gitRepo.Spec.SecretRef = &meta.LocalObjectReference{Name: name}
+	g.Expect(k8s.Create(context.Background(), gitRepo)).To(Succeed())
+}
+
+// failingAutomation creates the automation name on the GitRepository
+// name, waits for Ready=False with reason and returns Ready's message.
+func failingAutomation(t *testing.T, ns, name, reason string) string {
+	t.Helper()
+	auto := newAutomation(ns, name, name)
+	NewWithT(t).Expect(k8s.Create(context.Background(), auto)).To(Succeed())
+	return readyOf(waitReady(t, auto, metav1.ConditionFalse, reason).Status.Conditions).Message
+}
+
+// pushingAutomation creates the automation name on the GitRepository
+// name, waits for Ready=True, and checks that its status names main's
+// head, whose deploy/app.yaml is want; it returns the head.
+func pushingAutomation(t *testing.T, ns, name string, repo *testgit.Repo, want string) string {
+	t.Helper()
+	g := NewWithT(t)
+	auto := newAutomation(ns, name, name)
+	g.Expect(k8s.Create(context.Background(), auto)).To(Succeed())
+	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
+	head, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(auto.Status.LastPushCommit).To(Equal(head))
+	g.Expect(repo.File(head, "deploy/app.yaml")).To(Equal(want))
+	return head
+}
+
 // automationEvents returns the messages of the events of reason about
 // the ImageUpdateAutomations of ns.
 func automationEvents(g Gomega, ns, reason string) []string {
@@ -283,10 +321,7 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", "http://10.255.255.1/app.git"))).To(Succeed())
-	auto := newAutomation(ns, "app", "app")
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	auto = waitReady(t, auto, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
-	msg := readyOf(auto.Status.Conditions).Message
+	msg := failingAutomation(t, ns, "app", sourcev1.GitOperationFailedReason)
 	g.Expect(msg).To(ContainSubstring("10.255.255.1 refused"))
 	g.Expect(strings.Contains(msg, "--allowed-private-networks")).To(BeTrue(), msg)
 }
@@ -295,7 +330,6 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 // OpenPGP key.
 func TestAutomationSignsItsCommit(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns, _, _, repo := automationFixture(t, "1.3.0")
 
 	key, err := testgit.NewSigningKey("bot")
@@ -305,14 +339,7 @@ func TestAutomationSignsItsCommit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(key.Entity.SerializePrivate(w, nil)).To(Succeed())
 	g.Expect(w.Close()).To(Succeed())
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "signing"},
-		Data:       map[string][]byte{"git.asc": armored.Bytes()},
-	})).To(Succeed())
-
-	auto := newAutomation(ns, "app", "app")
-	auto.Spec.Git.Commit.SigningKey = &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: "signing"}}
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	auto := signedAutomation(t, ns, "signing", "", map[string][]byte{"git.asc": armored.Bytes()})
 	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
 	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
 
@@ -384,24 +411,9 @@ func TestAutomationPushesWithTheGitRepositorysCredentials(t *testing.T) {
 
 	// Without credentials: refused, nothing pushed.
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "anonymous", repo.URL()))).To(Succeed())
-	anon := newAutomation(ns, "anonymous", "anonymous")
-	g.Expect(k8s.Create(ctx, anon)).To(Succeed())
-	anon = waitReady(t, anon, metav1.ConditionFalse, sourcev1.AuthenticationFailedReason)
-	g.Expect(readyOf(anon.Status.Conditions).Message).To(ContainSubstring("the credentials were refused"))
+	g.Expect(failingAutomation(t, ns, "anonymous", sourcev1.AuthenticationFailedReason)).To(ContainSubstring("the credentials were refused"))
 	g.Expect(srv.Pushes("app")).To(BeZero())
 
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"},
-		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")},
-	})).To(Succeed())
-	gitRepo := newGitRepository(ns, "app", repo.URL())
-	gitRepo.Spec.SecretRef = &meta.LocalObjectReference{Name: "git"}
-	g.Expect(k8s.Create(ctx, gitRepo)).To(Succeed())
-	auto := newAutomation(ns, "app", "app")
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
-	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
-	head, err := repo.Head("main")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(head).To(Equal(auto.Status.LastPushCommit))
+	gitRepositoryWithSecret(t, ns, "app", repo.URL(), map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")})
+	pushingAutomation(t, ns, "app", repo, manifest(ns, image+":1.2.0"))
 }
