@@ -43,8 +43,6 @@ var refused = map[string]string{
 		"a semver range of tags is not resolved for an automation: name the tag, or the branch the commit goes on",
 	"ImageUpdateAutomation.spec.git.checkout.ref.name": "image-controller checks out a branch, a tag or a commit; " +
 		"a ref by its full name (refs/pull/...) is not implemented: use branch, tag or commit",
-	"ImageUpdateAutomation.spec.git.commit.signingKey.type": "commits are signed with OpenPGP keys only (the Secret's git.asc), " +
-		"Flux's default; SSH signing is not implemented, and naming gpg would change nothing",
 
 	"HelmRelease.spec.waitStrategy": "Plumb has one way to wait: sync-controller's health rules (kstatus's, as Flux's `poller`, with `healthCheckExprs`), " +
 		"bounded by `spec.timeout`; Helm 3's `legacy` wait has no counterpart, and naming `poller` would change nothing",

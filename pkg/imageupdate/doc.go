@@ -68,7 +68,9 @@
 // (git.push.branch, else the checkout's branch), runs Setters there, and
 // when something changed commits it as git.commit.author (author and
 // committer), signed with the OpenPGP key when one is given
-// (ReadSigningKey reads Flux's git.asc and passphrase), and pushes the
+// (ReadSigningKey reads Flux's git.asc and passphrase) or with the SSH
+// key (ReadSSHSigningKey reads identity and password; the signature is
+// Git's gpg.format=ssh one, made by plumb.dev/pkg/sshsig), and pushes the
 // branch, plus git.push.refspec when set, with git.push.options. Nothing
 // changed: no commit, no push.
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/crypto/ssh"
 
 	"plumb.dev/pkg/diskbudget"
 	"plumb.dev/pkg/message"
@@ -78,6 +79,9 @@ type Options struct {
 
 	Author     Author
 	SigningKey *openpgp.Entity // nil: unsigned
+	// SSHSigningKey signs with an SSH signature instead (Git's
+	// gpg.format=ssh); at most one of the two is set.
+	SSHSigningKey ssh.Signer
 	// Message renders the commit message; nil: DefaultMessageTemplate.
 	Message    *MessageTemplate
 	Automation AutomationObject
@@ -133,6 +137,9 @@ func (o *Options) validate() (string, error) {
 	}
 	if o.Checkout.Commit != "" && !plumbing.IsHash(o.Checkout.Commit) {
 		return "", invalid("git.checkout.ref.commit %q is not a full commit hash", o.Checkout.Commit)
+	}
+	if o.SigningKey != nil && o.SSHSigningKey != nil {
+		return "", invalid("a commit is signed with an OpenPGP or an SSH key, not both")
 	}
 	if o.Author.Email == "" {
 		return "", invalid("git.commit.author.email is required")
@@ -238,7 +245,11 @@ func run(ctx context.Context, o Options) (Outcome, error) {
 			}
 		}
 		sig := &object.Signature{Name: o.Author.Name, Email: o.Author.Email, When: time.Now()}
-		commit, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, SignKey: o.SigningKey})
+		co := &git.CommitOptions{Author: sig, Committer: sig, SignKey: o.SigningKey}
+		if o.SSHSigningKey != nil {
+			co.Signer = sshCommitSigner{o.SSHSigningKey}
+		}
+		commit, err := wt.Commit(message, co)
 		if err != nil {
 			return out, fmt.Errorf("committing: %w", err)
 		}

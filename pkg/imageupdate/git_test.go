@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -310,5 +311,40 @@ func TestInvalidOptionsAreRefusedBeforeAnyFetch(t *testing.T) {
 		if repo.Fetches() != before {
 			t.Errorf("%s: fetched before refusing", name)
 		}
+	}
+}
+
+// With an SSH key the commit carries an SSH signature that Git itself
+// verifies (gpg.format=ssh) for the key, and not for another.
+func TestTheCommitIsSignedWithAnSSHKey(t *testing.T) {
+	repo, remote := gitServer(t)
+	_, key, err := testgit.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runOptions(t, remote)
+	o.SSHSigningKey = key
+	out, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := repo.VerifySSH(out.Commit, "bot@plumb.dev", key.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(report, `Good "git" signature for bot@plumb.dev`) {
+		t.Errorf("git verify-commit said %q", report)
+	}
+	_, other, err := testgit.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report, err := repo.VerifySSH(out.Commit, "bot@plumb.dev", other.PublicKey()); err == nil {
+		t.Errorf("the commit verifies with another key: %q", report)
+	}
+
+	o.Dir, o.SigningKey = t.TempDir(), &openpgp.Entity{}
+	if _, err := Run(context.Background(), o); !errors.Is(err, ErrInvalid) {
+		t.Errorf("both keys: %v, want ErrInvalid", err)
 	}
 }

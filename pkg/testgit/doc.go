@@ -13,6 +13,13 @@
 //	repo.Commit("main", "lib", testgit.Files{".gitmodules": "...", "lib": testgit.Gitlink(c1)}) // a submodule
 //	url := repo.URL()                               // http://127.0.0.1:<port>/podinfo.git
 //	n := srv.Fetches("podinfo")                     // upload-pack requests served
+//	srv.BeforePush(func(repo string, n int) {...})  // runs as a push arrives: move the branch to make it stale
+//	s, err := repo.File(c1, "app/cm.yaml")           // read back what a client pushed
+//	ps, err := repo.Parents(c1)                     // its history
+//	out, err := repo.VerifySSH(c1, "bot@plumb.dev", pub) // git verify-commit with gpg.format=ssh
+//
+// With Options.TLS the HTTP side serves HTTPS with the test's
+// certificate (URL is https://...).
 //
 // Repositories are written with go-git and served by Git itself: the HTTP
 // side is `git http-backend` run as CGI, the SSH side runs `git upload-pack`

@@ -71,7 +71,7 @@ func (s *Server) CreateRepo(name string) (*Repo, error) {
 // Name returns the repository's name.
 func (r *Repo) Name() string { return r.name }
 
-// URL returns the repository's HTTP URL.
+// URL returns the repository's HTTP URL (HTTPS with Options.TLS).
 func (r *Repo) URL() string { return r.srv.HTTPAddress() + "/" + r.name + ".git" }
 
 // SSHURL returns the repository's SSH URL; StartSSH must have been called.

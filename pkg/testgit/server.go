@@ -2,9 +2,11 @@ package testgit
 
 import (
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -28,6 +30,10 @@ type Options struct {
 	// Push serves git-receive-pack over HTTP and SSH, so clients can push (a
 	// bootstrap writing its manifests); off, a push is refused with 403.
 	Push bool
+	// TLS, when set, serves HTTPS with it (its certificate for
+	// 127.0.0.1, made by the test with a CA of its own) instead of plain
+	// HTTP.
+	TLS *tls.Config
 }
 
 // Server serves the repositories under a temporary folder over HTTP and,
@@ -45,6 +51,8 @@ type Server struct {
 	pushes  map[string]int
 	// pushOptions are the options of each repository's last push.
 	pushOptions map[string][]string
+	// beforePush is BeforePush's hook.
+	beforePush func(repo string, push int)
 
 	ssh *sshServer
 }
@@ -67,14 +75,28 @@ func NewServer(opts Options) (*Server, error) {
 		os.RemoveAll(root)
 		return nil, err
 	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+	}
 	s := &Server{opts: opts, root: root, git: git, ln: ln, fetches: map[string]int{}, lists: map[string]int{}, pushes: map[string]int{}}
 	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	if opts.TLS != nil {
+		// Refused handshakes are what TLS tests are about, not noise
+		// for stderr.
+		s.http.ErrorLog = log.New(io.Discard, "", 0)
+	}
 	go s.http.Serve(ln) //nolint:errcheck // ends with Close
 	return s, nil
 }
 
-// HTTPAddress returns http://127.0.0.1:<port>.
-func (s *Server) HTTPAddress() string { return "http://" + s.ln.Addr().String() }
+// HTTPAddress returns http://127.0.0.1:<port>, or https:// with
+// Options.TLS.
+func (s *Server) HTTPAddress() string {
+	if s.opts.TLS != nil {
+		return "https://" + s.ln.Addr().String()
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // Close stops the servers and removes the repositories.
 func (s *Server) Close() error {
@@ -110,10 +132,12 @@ func (s *Server) Pushes(name string) int {
 	return s.pushes[name]
 }
 
-func (s *Server) count(m map[string]int, name string) {
+// count adds one to m[name] and returns the new count.
+func (s *Server) count(m map[string]int, name string) int {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	m[name]++
-	s.mu.Unlock()
+	return m[name]
 }
 
 func (s *Server) handler() http.Handler {
@@ -156,11 +180,12 @@ func (s *Server) handler() http.Handler {
 		name := strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0], ".git")
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
-			s.count(s.pushes, name)
+			n := s.count(s.pushes, name)
 			if err := s.recordPushOptions(r, name); err != nil {
 				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 				return
 			}
+			s.runBeforePush(name, n)
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 			s.count(s.fetches, name)
 		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs"):

@@ -121,7 +121,7 @@ type CommitSpec struct {
 	// +required
 	Author CommitUser `json:"author"`
 
-	// SigningKey signs the commit with an OpenPGP key.
+	// SigningKey signs the commit with an OpenPGP or an SSH key.
 	// +optional
 	SigningKey *SigningKey `json:"signingKey,omitempty"`
 
@@ -150,13 +150,33 @@ type CommitUser struct {
 	Email string `json:"email"`
 }
 
-// SigningKey names the Secret of an OpenPGP key: "git.asc" holds the
-// armored private key, "passphrase" its passphrase when it has one.
+// SigningKey names the Secret of the key that signs the commit. For type
+// gpg "git.asc" holds an armored OpenPGP private key and "passphrase" its
+// passphrase when it has one; for type ssh "identity" holds an OpenSSH
+// private key and "password" its passphrase when it has one: the keys of
+// a GitRepository's SSH Secret, so one Secret can serve both.
 type SigningKey struct {
 	// SecretRef names the Secret in the automation's namespace.
 	// +required
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
+
+	// Type is the key's format: gpg (OpenPGP) when unset, or ssh (an
+	// SSH signature, which Git verifies with gpg.format=ssh; ed25519,
+	// ECDSA, or RSA of 2048 bits or more).
+	// +optional
+	Type SigningKeyType `json:"type,omitempty"`
 }
+
+// SigningKeyType is the format of a commit's signing key.
+// +kubebuilder:validation:Enum=gpg;ssh
+type SigningKeyType string
+
+const (
+	// SigningKeyTypeGPG signs with the OpenPGP key in "git.asc".
+	SigningKeyTypeGPG SigningKeyType = "gpg"
+	// SigningKeyTypeSSH signs with the SSH key in "identity".
+	SigningKeyTypeSSH SigningKeyType = "ssh"
+)
 
 // PushSpec is where the commit is pushed. It is never force-pushed.
 type PushSpec struct {

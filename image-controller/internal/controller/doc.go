@@ -78,16 +78,20 @@
 //   - policies: the ImagePolicies of the namespace the selector matches,
 //     Ready with a latestRef; Stalled, InvalidPolicySelector.
 //   - update: plumb.dev/pkg/imageupdate.Run (clone, setters under
-//     update.path, commit as the author, signed with signingKey, push
-//     without force, a lost race run again on the new head), within the
+//     update.path, commit as the author, signed with signingKey (an
+//     OpenPGP key, or an SSH key with type ssh), push without force, a
+//     lost race run again on the new head), over http(s):// or ssh://,
+//     within the
 //     GitRepository's timeout, every connection through
 //     plumb.dev/pkg/gitreach with Connection.Addresses
 //     (--allowed-private-networks), as source-controller's fetches. After
 //     a push: status.lastPushCommit and lastPushTime, an info event
 //     (Succeeded) with the commit, its message and the images, and the
 //     GitRepository's requestedAt annotation, so source-controller fetches
-//     the commit at once. GitOperationFailed and UpdateFailed (retried),
-//     InvalidSourceConfiguration (Stalled) for what only the spec fixes.
+//     the commit at once. AuthenticationFailed for refused credentials or
+//     an SSH host key not in known_hosts; GitOperationFailed and
+//     UpdateFailed (retried); InvalidSourceConfiguration (Stalled) for
+//     what only the spec fixes.
 //
 // No kind has a finalizer: what they make lives in this process (Tags),
 // in their own status and in Git, so a deleted repository's tags and the

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,10 +48,14 @@ const sourceRefIndex = ".spec.sourceRef"
 // sourceRef may name.
 const fluxSourceAPIVersion = "source.toolkit.fluxcd.io/v1"
 
-// The Secret keys of git.commit.signingKey (Flux's).
+// The Secret keys of git.commit.signingKey (Flux's): git.asc and
+// passphrase for type gpg, identity and password for type ssh (a
+// GitRepository's SSH Secret's).
 const (
 	signingKeyKey = "git.asc"
 	passphraseKey = "passphrase"
+	identityKey   = "identity"
+	passwordKey   = "password"
 )
 
 // ImageUpdateAutomationReconciler writes the latest images of the
@@ -363,7 +370,7 @@ func (r *ImageUpdateAutomationReconciler) reconcileUpdate(ctx context.Context, o
 	if err != nil {
 		return plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 	}
-	key, err := r.signingKey(ctx, obj)
+	signing, err := r.signingKey(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -387,16 +394,17 @@ func (r *ImageUpdateAutomationReconciler) reconcileUpdate(ctx context.Context, o
 		return err
 	}
 	o := imageupdate.Options{
-		Remote:     imageupdate.Remote{URL: conn.URL, Auth: conn.Auth},
-		Checkout:   st.checkout,
-		Dir:        dir,
-		UpdatePath: obj.UpdatePath(),
-		Policies:   st.policies,
-		Author:     imageupdate.Author{Name: c.Author.Name, Email: c.Author.Email},
-		SigningKey: key,
-		Message:    tmpl,
-		Automation: imageupdate.AutomationObject{Namespace: obj.Namespace, Name: obj.Name},
-		Values:     c.MessageTemplateValues,
+		Remote:        imageupdate.Remote{URL: conn.URL, Auth: conn.Auth},
+		Checkout:      st.checkout,
+		Dir:           dir,
+		UpdatePath:    obj.UpdatePath(),
+		Policies:      st.policies,
+		Author:        imageupdate.Author{Name: c.Author.Name, Email: c.Author.Email},
+		SigningKey:    signing.pgp,
+		SSHSigningKey: signing.ssh,
+		Message:       tmpl,
+		Automation:    imageupdate.AutomationObject{Namespace: obj.Namespace, Name: obj.Name},
+		Values:        c.MessageTemplateValues,
 	}
 	if p := obj.Spec.Git.Push; p != nil {
 		o.Push = imageupdate.Push{Branch: p.Branch, Refspec: p.Refspec, Options: p.Options}
@@ -428,31 +436,59 @@ func (r *ImageUpdateAutomationReconciler) reconcileUpdate(ctx context.Context, o
 	return nil
 }
 
-// signingKey reads git.commit.signingKey's Secret; nil without one.
-func (r *ImageUpdateAutomationReconciler) signingKey(ctx context.Context, obj *imagev1.ImageUpdateAutomation) (*openpgp.Entity, error) {
+// signingKeys are the keys a commit may be signed with; at most one is
+// set.
+type signingKeys struct {
+	pgp *openpgp.Entity
+	ssh ssh.Signer
+}
+
+// signingKey reads git.commit.signingKey's Secret by its type: git.asc
+// and passphrase for gpg (the default), identity and password for ssh;
+// none without a signingKey.
+func (r *ImageUpdateAutomationReconciler) signingKey(ctx context.Context, obj *imagev1.ImageUpdateAutomation) (signingKeys, error) {
 	sk := obj.Spec.Git.Commit.SigningKey
 	if sk == nil {
-		return nil, nil
+		return signingKeys{}, nil
 	}
 	s, err := secret(ctx, r.Reader, obj.Namespace, sk.SecretRef.Name, "spec.git.commit.signingKey.secretRef")
 	if err != nil {
-		return nil, plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, err)
+		return signingKeys{}, plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, err)
 	}
-	key, err := imageupdate.ReadSigningKey(s.Data[signingKeyKey], s.Data[passphraseKey])
+	var keys signingKeys
+	switch sk.Type {
+	case imagev1.SigningKeyTypeSSH:
+		keys.ssh, err = imageupdate.ReadSSHSigningKey(s.Data[identityKey], s.Data[passwordKey])
+	case imagev1.SigningKeyTypeGPG, "":
+		keys.pgp, err = imageupdate.ReadSigningKey(s.Data[signingKeyKey], s.Data[passphraseKey])
+	default:
+		// The CRD's enum admits none other.
+		err = fmt.Errorf("type %q is neither gpg nor ssh", sk.Type)
+	}
 	if err != nil {
-		return nil, plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason,
+		return signingKeys{}, plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason,
 			fmt.Errorf("spec.git.commit.signingKey: Secret %s/%s: %w", obj.Namespace, sk.SecretRef.Name, err))
 	}
-	return key, nil
+	return keys, nil
 }
 
-// gitFailure classifies an error of Reach or Run.
+// gitFailure classifies an error of Reach or Run: an unknown SSH host
+// key and refused credentials are AuthenticationFailed, as in
+// source-controller.
 func gitFailure(err error) error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
 	var ge *gitreach.Error
+	var keyErr *knownhosts.KeyError
 	switch {
 	case errors.As(err, &ge) && ge.Kind == gitreach.Auth:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
+	case errors.As(err, &keyErr), strings.Contains(msg.Error(), "knownhosts: key"):
+		// go-git flattens the callback's error into a string.
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason,
+			fmt.Errorf("the SSH host key is not in the known_hosts of the GitRepository's Secret (unknown host or changed key): %w", msg))
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		strings.Contains(msg.Error(), "ssh: unable to authenticate"):
+		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, fmt.Errorf("the credentials were refused: %w", msg))
 	case errors.As(err, &ge), errors.Is(err, imageupdate.ErrInvalid):
 		return plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason, msg)
 	case errors.Is(err, imageupdate.ErrPath):

@@ -47,7 +47,14 @@ spec:
 // holding files on main.
 func gitServer(t *testing.T, files testgit.Files) (*testgit.Server, *testgit.Repo) {
 	t.Helper()
-	srv, err := testgit.NewServer(testgit.Options{Push: true})
+	return gitServerWith(t, testgit.Options{}, files)
+}
+
+// gitServerWith is gitServer with opts (Push is always set).
+func gitServerWith(t *testing.T, opts testgit.Options, files testgit.Files) (*testgit.Server, *testgit.Repo) {
+	t.Helper()
+	opts.Push = true
+	srv, err := testgit.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +92,82 @@ func readBranch(t *testing.T, url, branch, path string) (*gitCommit, string) {
 }
 
 type gitCommit struct{ Hash, AuthorName, AuthorEmail, Message string }
+
+// policyFixture starts a registry holding image:tag, and in a new
+// namespace a policy "app" over it that chose tag (readyPolicy); it
+// returns the namespace and the image.
+func policyFixture(t *testing.T, tag string) (ns, image string) {
+	t.Helper()
+	reg := newRegistry(t, testhelm.RegistryOptions{})
+	image = reg.Host() + "/app"
+	push(t, image, nil, tag)
+	ns = namespace(t)
+	readyPolicy(t, ns, image, tag)
+	return ns, image
+}
+
+// automationFixture is policyFixture with a Git server whose repository
+// "app" holds deploy/app.yaml at image:1.0.0 on main, and a
+// GitRepository "app" of it.
+func automationFixture(t *testing.T, tag string) (ns, image string, srv *testgit.Server, repo *testgit.Repo) {
+	t.Helper()
+	ns, image = policyFixture(t, tag)
+	srv, repo = gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
+	NewWithT(t).Expect(k8s.Create(context.Background(), newGitRepository(ns, "app", repo.URL()))).To(Succeed())
+	return ns, image, srv, repo
+}
+
+// gitRepositoryWithSecret creates a GitRepository name of url whose
+// secretRef is a Secret name holding data (pkg/gitauth's keys).
+func gitRepositoryWithSecret(t *testing.T, ns, name, url string, data map[string][]byte) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data,
+	})).To(Succeed())
+	gitRepo := newGitRepository(ns, name, url)
+	gitRepo.Spec.SecretRef = &meta.LocalObjectReference{Name: name}
+	g.Expect(k8s.Create(context.Background(), gitRepo)).To(Succeed())
+}
+
+// failingAutomation creates the automation name on the GitRepository
+// name, waits for Ready=False with reason and returns Ready's message.
+func failingAutomation(t *testing.T, ns, name, reason string) string {
+	t.Helper()
+	auto := newAutomation(ns, name, name)
+	NewWithT(t).Expect(k8s.Create(context.Background(), auto)).To(Succeed())
+	return readyOf(waitReady(t, auto, metav1.ConditionFalse, reason).Status.Conditions).Message
+}
+
+// pushingAutomation creates the automation name on the GitRepository
+// name, waits for Ready=True, and checks that its status names main's
+// head, whose deploy/app.yaml is want; it returns the head.
+func pushingAutomation(t *testing.T, ns, name string, repo *testgit.Repo, want string) string {
+	t.Helper()
+	g := NewWithT(t)
+	auto := newAutomation(ns, name, name)
+	g.Expect(k8s.Create(context.Background(), auto)).To(Succeed())
+	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
+	head, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(auto.Status.LastPushCommit).To(Equal(head))
+	g.Expect(repo.File(head, "deploy/app.yaml")).To(Equal(want))
+	return head
+}
+
+// automationEvents returns the messages of the events of reason about
+// the ImageUpdateAutomations of ns.
+func automationEvents(g Gomega, ns, reason string) []string {
+	var list corev1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == imagev1.ImageUpdateAutomationKind && e.Reason == reason {
+			notes = append(notes, e.Message)
+		}
+	}
+	return notes
+}
 
 // readyPolicy creates an ImageRepository of image and a semver policy
 // "app" over it, and waits for the policy to choose want.
@@ -132,12 +215,8 @@ func newAutomation(ns, name, gitRepo string) *imagev1.ImageUpdateAutomation {
 func TestAutomationCommitsANewTag(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := newRegistry(t, testhelm.RegistryOptions{})
-	image := reg.Host() + "/app"
-	push(t, image, nil, "1.0.0")
-	ns := namespace(t)
+	ns, image := policyFixture(t, "1.0.0")
 	srv, repo := gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0"), "other/app.yaml": manifest(ns, image+":1.0.0")})
-	readyPolicy(t, ns, image, "1.0.0")
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", repo.URL()))).To(Succeed())
 
 	auto := newAutomation(ns, "app", "app")
@@ -175,15 +254,7 @@ func TestAutomationCommitsANewTag(t *testing.T) {
 
 	// The push is an event naming the commit, with its message.
 	g.Eventually(func(g Gomega) {
-		var list corev1.EventList
-		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == imagev1.ImageUpdateAutomationKind && e.Reason == meta.SucceededReason {
-				notes = append(notes, e.Message)
-			}
-		}
-		g.Expect(notes).To(ContainElement(And(
+		g.Expect(automationEvents(g, ns, meta.SucceededReason)).To(ContainElement(And(
 			ContainSubstring("pushed commit '"+auto.Status.LastPushCommit[:7]+"' to branch 'main'"),
 			ContainSubstring(commit.Message))))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
@@ -194,15 +265,9 @@ func TestAutomationCommitsANewTag(t *testing.T) {
 func TestAutomationPushesToASeparateBranch(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := newRegistry(t, testhelm.RegistryOptions{})
-	image := reg.Host() + "/app"
-	push(t, image, nil, "1.2.0")
-	ns := namespace(t)
-	_, repo := gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
+	ns, image, _, repo := automationFixture(t, "1.2.0")
 	mainHead, err := repo.Head("main")
 	g.Expect(err).NotTo(HaveOccurred())
-	readyPolicy(t, ns, image, "1.2.0")
-	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", repo.URL()))).To(Succeed())
 
 	auto := newAutomation(ns, "app", "app")
 	auto.Spec.Git.Push = &imagev1.PushSpec{Branch: "image-updates"}
@@ -222,13 +287,7 @@ func TestAutomationPushesToASeparateBranch(t *testing.T) {
 func TestAutomationSuspendedDoesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := newRegistry(t, testhelm.RegistryOptions{})
-	image := reg.Host() + "/app"
-	push(t, image, nil, "1.2.0")
-	ns := namespace(t)
-	srv, repo := gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
-	readyPolicy(t, ns, image, "1.2.0")
-	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", repo.URL()))).To(Succeed())
+	ns, _, srv, _ := automationFixture(t, "1.2.0")
 	fetches := srv.Fetches("app")
 
 	auto := newAutomation(ns, "app", "app")
@@ -262,10 +321,7 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", "http://10.255.255.1/app.git"))).To(Succeed())
-	auto := newAutomation(ns, "app", "app")
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	auto = waitReady(t, auto, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
-	msg := readyOf(auto.Status.Conditions).Message
+	msg := failingAutomation(t, ns, "app", sourcev1.GitOperationFailedReason)
 	g.Expect(msg).To(ContainSubstring("10.255.255.1 refused"))
 	g.Expect(strings.Contains(msg, "--allowed-private-networks")).To(BeTrue(), msg)
 }
@@ -274,14 +330,7 @@ func TestAutomationRefusesAnAddressOutsideThePolicy(t *testing.T) {
 // OpenPGP key.
 func TestAutomationSignsItsCommit(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	reg := newRegistry(t, testhelm.RegistryOptions{})
-	image := reg.Host() + "/app"
-	push(t, image, nil, "1.3.0")
-	ns := namespace(t)
-	_, repo := gitServer(t, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
-	readyPolicy(t, ns, image, "1.3.0")
-	g.Expect(k8s.Create(ctx, newGitRepository(ns, "app", repo.URL()))).To(Succeed())
+	ns, _, _, repo := automationFixture(t, "1.3.0")
 
 	key, err := testgit.NewSigningKey("bot")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -290,14 +339,7 @@ func TestAutomationSignsItsCommit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(key.Entity.SerializePrivate(w, nil)).To(Succeed())
 	g.Expect(w.Close()).To(Succeed())
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "signing"},
-		Data:       map[string][]byte{"git.asc": armored.Bytes()},
-	})).To(Succeed())
-
-	auto := newAutomation(ns, "app", "app")
-	auto.Spec.Git.Commit.SigningKey = &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: "signing"}}
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	auto := signedAutomation(t, ns, "signing", "", map[string][]byte{"git.asc": armored.Bytes()})
 	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
 	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
 
@@ -364,38 +406,14 @@ func TestAutomationStallsOnASpecThatCannotWork(t *testing.T) {
 func TestAutomationPushesWithTheGitRepositorysCredentials(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	reg := newRegistry(t, testhelm.RegistryOptions{})
-	image := reg.Host() + "/app"
-	push(t, image, nil, "1.2.0")
-	ns := namespace(t)
-	srv, err := testgit.NewServer(testgit.Options{Push: true, Username: "bot", Password: "s3cret"})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = srv.Close() })
-	repo, err := srv.CreateRepo("app")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = repo.Commit("main", "initial", testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
-	g.Expect(err).NotTo(HaveOccurred())
-	readyPolicy(t, ns, image, "1.2.0")
+	ns, image := policyFixture(t, "1.2.0")
+	srv, repo := gitServerWith(t, testgit.Options{Username: "bot", Password: "s3cret"}, testgit.Files{"deploy/app.yaml": manifest(ns, image+":1.0.0")})
 
 	// Without credentials: refused, nothing pushed.
 	g.Expect(k8s.Create(ctx, newGitRepository(ns, "anonymous", repo.URL()))).To(Succeed())
-	anon := newAutomation(ns, "anonymous", "anonymous")
-	g.Expect(k8s.Create(ctx, anon)).To(Succeed())
-	waitReady(t, anon, metav1.ConditionFalse, sourcev1.GitOperationFailedReason)
+	g.Expect(failingAutomation(t, ns, "anonymous", sourcev1.AuthenticationFailedReason)).To(ContainSubstring("the credentials were refused"))
 	g.Expect(srv.Pushes("app")).To(BeZero())
 
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"},
-		Data:       map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")},
-	})).To(Succeed())
-	gitRepo := newGitRepository(ns, "app", repo.URL())
-	gitRepo.Spec.SecretRef = &meta.LocalObjectReference{Name: "git"}
-	g.Expect(k8s.Create(ctx, gitRepo)).To(Succeed())
-	auto := newAutomation(ns, "app", "app")
-	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	auto = waitReady(t, auto, metav1.ConditionTrue, meta.SucceededReason)
-	g.Expect(auto.Status.LastPushCommit).NotTo(BeEmpty())
-	head, err := repo.Head("main")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(head).To(Equal(auto.Status.LastPushCommit))
+	gitRepositoryWithSecret(t, ns, "app", repo.URL(), map[string][]byte{"username": []byte("bot"), "password": []byte("s3cret")})
+	pushingAutomation(t, ns, "app", repo, manifest(ns, image+":1.2.0"))
 }

@@ -124,6 +124,12 @@ func push(t *testing.T, image string, auth authn.Authenticator, tags ...string) 
 	if auth == nil {
 		auth = authn.Anonymous
 	}
+	return pushWith(t, image, []remote.Option{remote.WithAuth(auth)}, tags...)
+}
+
+// pushWith is push with go-containerregistry's options (a transport).
+func pushWith(t *testing.T, image string, opts []remote.Option, tags ...string) map[string]string {
+	t.Helper()
 	digests := map[string]string{}
 	for _, tag := range tags {
 		img, err := random.Image(64, 1)
@@ -134,7 +140,7 @@ func push(t *testing.T, image string, auth authn.Authenticator, tags ...string) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := remote.Write(ref, img, remote.WithAuth(auth)); err != nil {
+		if err := remote.Write(ref, img, opts...); err != nil {
 			t.Fatal(err)
 		}
 		d, err := img.Digest()
