@@ -29,7 +29,7 @@ func imageObjects(ns string) (*imagev1.ImageRepository, *imagev1.ImagePolicy, []
 		return &imagev1.ImageUpdateAutomation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: imagev1.ImageUpdateAutomationSpec{
 				SourceRef: imagev1.GitSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "config"}, Interval: hour,
-				Git: imagev1.GitSpec{Commit: imagev1.CommitSpec{Author: imagev1.CommitUser{Name: "Plumb Bot", Email: "bot@example.com"}}},
+				Git:    imagev1.GitSpec{Commit: imagev1.CommitSpec{Author: imagev1.CommitUser{Name: "Plumb Bot", Email: "bot@example.com"}}},
 				Update: &imagev1.UpdateStrategy{Strategy: imagev1.UpdateStrategySetters, Path: "deploy"}, PolicySelector: sel}}
 	}
 	return repo, pol, []*imagev1.ImageUpdateAutomation{
