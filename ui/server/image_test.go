@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	imagev1 "plumb.dev/api/image/v1"
@@ -36,7 +37,7 @@ func TestTheOverviewShowsAPolicysLatestImageToWhoMayListIt(t *testing.T) {
 	mine, theirs := namespace(t, "img"), namespace(t, "img-other")
 	token, _ := serviceAccountToken(t, mine, "dev")
 	grantRules(t, mine, mine, "dev", "ui-images", []rbacv1.PolicyRule{
-		{APIGroups: []string{imagev1.GroupVersion.Group}, Resources: []string{"imagepolicies", "imagerepositories", "imageupdateautomations"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{imagev1.GroupVersion.Group}, Resources: []string{"imagepolicies", "imagerepositories", "imageupdateautomations"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	})
 	pol := imagePolicy(mine, "web")
 	create(t, pol, imagePolicy(theirs, "web"))
@@ -77,6 +78,14 @@ func TestTheOverviewShowsAPolicysLatestImageToWhoMayListIt(t *testing.T) {
 	g.Expect(json.Unmarshal(data, &obj)).To(Succeed())
 	g.Expect(obj.Image.Latest.Tag).To(Equal("1.4.2"))
 	status, data, _ = b.do(http.MethodGet, "/api/objects/imagepolicy/"+theirs+"/web", nil)
+	g.Expect(status).To(Equal(http.StatusForbidden), string(data))
+
+	// Suspend from the page is the user's patch of spec.suspend.
+	status, data, _ = b.do(http.MethodPost, "/api/objects/imagepolicy/"+mine+"/web/suspend", map[string]any{})
+	g.Expect(status).To(Equal(http.StatusOK), string(data))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+	g.Expect(pol.Spec.Suspend).To(BeTrue())
+	status, data, _ = b.do(http.MethodPost, "/api/objects/imagepolicy/"+theirs+"/web/suspend", map[string]any{})
 	g.Expect(status).To(Equal(http.StatusForbidden), string(data))
 }
 
