@@ -11,14 +11,10 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	imagev1 "plumb.dev/api/image/v1"
 	"plumb.dev/api/meta"
-	"plumb.dev/pkg/app"
-	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/server"
 )
 
@@ -98,16 +94,7 @@ func TestAnAutomationsEventsAreCheckedAsItsKindWithTheUsersRights(t *testing.T) 
 	grantRules(t, mine, mine, "dev", "ui-automations", []rbacv1.PolicyRule{
 		{APIGroups: []string{imagev1.GroupVersion.Group}, Resources: []string{"imageupdateautomations"}, Verbs: []string{"get"}},
 	})
-	cfg := rest.AnonymousClientConfig(env.Config)
-	cfg.BearerToken = token
-	hc, err := rest.HTTPClientFor(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
-	g.Expect(err).NotTo(HaveOccurred())
-	s, err := access.NewSession(cfg, app.NewScheme(), mapper, access.ModeToken, "dev", nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	check, err := server.NewStreamAccess(fixed{s}, env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
+	check := streamAccessOf(g, token)
 	r := httptest.NewRequest(http.MethodGet, "/api/events", nil)
 
 	g.Expect(check.MayGet(r, imagev1.ImageUpdateAutomationKind, mine, "bot")).To(BeTrue())
