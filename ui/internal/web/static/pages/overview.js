@@ -131,7 +131,7 @@ export function mount(main, { params }) {
       .filter(([k]) => hl[k] > 0).map(([k, w]) => h('span', { class: `hcount s-${w}` }, `${hl[k]} ${k}`));
     fill(el,
       h('span', {}, badge(readyWord(row))),
-      h('span', { class: 'kind' }, row.kind),
+      h('span', { class: 'kind', title: row.kind }, row.kind),
       h('span', { class: 'name', title: row.message || '' },
         h('a', { href: objectHref(row.kind, row.namespace, row.name), tabindex: '-1' }, h('span', { class: 'ns' }, row.namespace + '/'), row.name)),
       h('span', { class: 'rev', title: row.revision || '' }, shortRev(row.revision) || '—'),
