@@ -21,6 +21,9 @@ var uiNeeds = concat(
 	watchOf(source, "helmcharts", "overview.Watch"),
 	watchOf(kustomize, "kustomizations", "overview.Watch"),
 	watchOf(helm, "helmreleases", "overview.Watch"),
+	watchOf(image, "imagerepositories", "overview.Watch"),
+	watchOf(image, "imagepolicies", "overview.Watch"),
+	watchOf(image, "imageupdateautomations", "overview.Watch"),
 )
 
 // uiDenied: the UI's own identity writes nothing and reads no Secret; a
@@ -28,6 +31,7 @@ var uiNeeds = concat(
 var uiDenied = []call{
 	{group: kustomize, resource: "kustomizations", verb: "patch", namespace: tenant},
 	{group: source, resource: "gitrepositories", verb: "patch", namespace: tenant},
+	{group: image, resource: "imagepolicies", verb: "patch", namespace: tenant},
 	{resource: "secrets", verb: "get", namespace: tenant},
 	{resource: "secrets", verb: "list"},
 	{group: apps, resource: "deployments", verb: "get", namespace: tenant},

@@ -6,7 +6,7 @@
 //	fmt.Println(srv.LoginURL()) // http://127.0.0.1:9080/#/?login=…
 //	err = srv.Run(ctx)
 //
-// New listens, starts the watch of the five kinds (with Options.Config,
+// New listens, starts the watch of the overview's kinds (kinds.All) (with Options.Config,
 // the server's identity) and returns once it has listed them; Run serves
 // until its context ends. Handler is the whole HTTP handler, for tests
 // that serve it themselves (httptest.NewServer): give no Listen then, so

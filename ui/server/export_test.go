@@ -13,6 +13,8 @@ import (
 // for the tests.
 type AppliedChecker interface {
 	MayGetApplied(r *http.Request, kind, namespace, name string) bool
+	// MayGet is the check of an event's involved object.
+	MayGet(r *http.Request, kind, namespace, name string) bool
 }
 
 // NewStreamAccess is the stream part's Authorizer over a, discovering

@@ -62,7 +62,7 @@ type Options struct {
 	Listener net.Listener
 	// Auth is AuthKubeconfig or AuthToken (the default).
 	Auth string
-	// Config is the server's identity: it watches the five kinds with it
+	// Config is the server's identity: it watches the overview's kinds (kinds.All) with it
 	// (and, in kubeconfig mode, acts for the user with it).
 	Config *rest.Config
 	// Scheme defaults to Plumb's (pkg/app.NewScheme).

@@ -27,6 +27,20 @@ func TestADriftChangesObjectIsCheckedByItsKindInItsGroupWithTheUsersRights(t *te
 	grantRules(t, mine, mine, "dev", "ui-deployments", []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
 	})
+	check := streamAccessOf(g, token)
+	r := httptest.NewRequest(http.MethodGet, "/api/drift", nil)
+
+	g.Expect(check.MayGetApplied(r, "Deployment", mine, "web")).To(BeTrue(), "apps/deployments, allowed in its namespace")
+	g.Expect(check.MayGetApplied(r, "Deployment", theirs, "web")).To(BeFalse(), "another namespace")
+	g.Expect(check.MayGetApplied(r, "ConfigMap", mine, "web")).To(BeFalse(), "another resource")
+	g.Expect(check.MayGetApplied(r, "Deployment", "", "web")).To(BeFalse(), "a namespaced kind named as cluster-scoped")
+	g.Expect(check.MayGetApplied(r, "ClusterRole", "", "admin")).To(BeFalse())
+	g.Expect(check.MayGetApplied(r, "NoSuchKind", mine, "web")).To(BeFalse(), "a kind the API server does not serve")
+}
+
+// streamAccessOf is the stream part's Authorizer for a session of the
+// ServiceAccount token.
+func streamAccessOf(g Gomega, token string) server.AppliedChecker {
 	cfg := rest.AnonymousClientConfig(env.Config)
 	cfg.BearerToken = token
 	hc, err := rest.HTTPClientFor(env.Config)
@@ -37,12 +51,5 @@ func TestADriftChangesObjectIsCheckedByItsKindInItsGroupWithTheUsersRights(t *te
 	g.Expect(err).NotTo(HaveOccurred())
 	check, err := server.NewStreamAccess(fixed{s}, env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	r := httptest.NewRequest(http.MethodGet, "/api/drift", nil)
-
-	g.Expect(check.MayGetApplied(r, "Deployment", mine, "web")).To(BeTrue(), "apps/deployments, allowed in its namespace")
-	g.Expect(check.MayGetApplied(r, "Deployment", theirs, "web")).To(BeFalse(), "another namespace")
-	g.Expect(check.MayGetApplied(r, "ConfigMap", mine, "web")).To(BeFalse(), "another resource")
-	g.Expect(check.MayGetApplied(r, "Deployment", "", "web")).To(BeFalse(), "a namespaced kind named as cluster-scoped")
-	g.Expect(check.MayGetApplied(r, "ClusterRole", "", "admin")).To(BeFalse())
-	g.Expect(check.MayGetApplied(r, "NoSuchKind", mine, "web")).To(BeFalse(), "a kind the API server does not serve")
+	return check
 }

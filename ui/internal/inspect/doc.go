@@ -1,7 +1,10 @@
 // Package inspect serves the UI's object pages (docs/design/ui.md, "HTTP
-// API"): one GitRepository, Kustomization, HelmRelease, HelmRepository or
-// HelmChart with its source, conditions, sync and history, and for the two
-// applied kinds the tree of what they applied; one applied object's live
+// API"): one object of the overview's kinds with its source, conditions,
+// sync and history, and for the two applied kinds the tree of what they
+// applied; for image-controller's kinds (image.go) a policy's latest and
+// previous image, its ImageRepository's last scan and the automations that
+// select it (listed as the user, at most maxAutomations), an automation's
+// last push; one applied object's live
 // state, health, field-level diff against Git with the field manager of
 // each changed field, and its Kubernetes Events; the ignore rule for a
 // diff line; and the applied revisions with the diff between two renders.

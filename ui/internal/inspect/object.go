@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
+	imagev1 "plumb.dev/api/image/v1"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
@@ -57,6 +58,9 @@ type objectPage struct {
 	Hooks   []inspect.Node            `json:"hooks,omitempty"`
 	// TreeNotes say what the tree lacks and why.
 	TreeNotes []string `json:"treeNotes,omitempty"`
+
+	// Image is for image-controller's kinds only (image.go).
+	Image *imageView `json:"image,omitempty"`
 }
 
 // sourceSummary is one source of an object, as the user may read it.
@@ -74,6 +78,12 @@ type sourceSummary struct {
 	// Error is why the source could not be read (it does not exist, the
 	// user may not get it).
 	Error string `json:"error,omitempty"`
+
+	// An ImageRepository's image (status.canonicalImageName, else
+	// spec.image), last scan and the number of tags it kept.
+	Image    string       `json:"image,omitempty"`
+	LastScan *metav1.Time `json:"lastScan,omitempty"`
+	TagCount *int         `json:"tagCount,omitempty"`
 }
 
 // history is what status keeps of the releases or revisions applied.
@@ -115,6 +125,7 @@ func (h *handlers) object(r *request) (any, error) {
 			page.Artifact = a.GetArtifact()
 		}
 	}
+	imagePage(ctx, r.client, r.obj, page)
 	switch o := r.obj.(type) {
 	case *sourcev1.HelmChart:
 		page.Sources = append(page.Sources, chartSource(ctx, r.client, o))
@@ -207,6 +218,14 @@ func readSource(ctx context.Context, c client.Client, obj client.Object, kind st
 		s.URL = o.Spec.URL
 	case *sourcev1.OCIRepository:
 		s.URL = o.Spec.URL
+	case *imagev1.ImageRepository:
+		s.Image = o.Spec.Image
+		if o.Status.CanonicalImageName != "" {
+			s.Image = o.Status.CanonicalImageName
+		}
+		if r := o.Status.LastScanResult; r != nil {
+			s.Revision, s.LastScan, s.TagCount = r.Revision, &r.ScanTime, &r.TagCount
+		}
 	}
 	if h, ok := obj.(meta.ArtifactHolder); ok && h.GetArtifact() != nil {
 		s.Revision = h.GetArtifact().Revision

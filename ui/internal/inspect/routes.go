@@ -121,7 +121,7 @@ func (h *handlers) run(r *http.Request, page func(*request) (any, error)) (any, 
 	// Routes name kinds by their lower-case singular name only.
 	k, ok := kinds.Lookup(r.PathValue("kind"))
 	if !ok || k.Route() != r.PathValue("kind") {
-		return nil, notFound("unknown kind %q: one of gitrepository, kustomization, helmrelease, helmrepository, helmchart", r.PathValue("kind"))
+		return nil, notFound("unknown kind %q: a lower-case kind of the overview (gitrepository, kustomization, imagepolicy, …)", r.PathValue("kind"))
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	if len(validation.IsDNS1123Label(ns)) > 0 {

@@ -10,7 +10,6 @@ package kinds
 import (
 	"strings"
 
-	imagev1 "plumb.dev/api/image/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
 	"plumb.dev/pkg/kinds"
 )
@@ -19,11 +18,11 @@ import (
 type Kind = kinds.Kind
 
 // All lists the kinds the overview shows, in the order it sorts them by
-// (their Kind names'): every kind source-, render- and sync-controller
-// reconcile. image-controller's are not shown yet: the UI's ServiceAccount
-// (deploy/components/ui) may not watch them.
+// (their Kind names'): every kind source-, render-, sync- and
+// image-controller reconcile. The UI's ServiceAccount (deploy/components/ui)
+// may get, list and watch each of them, for the overview's informers.
 var All = kinds.Where(func(k kinds.Kind) bool {
-	return len(k.Controllers) > 0 && k.GVK.Group != notificationv1.GroupVersion.Group && k.GVK.Group != imagev1.GroupVersion.Group
+	return len(k.Controllers) > 0 && k.GVK.Group != notificationv1.GroupVersion.Group
 })
 
 // Notification are notification-controller's kinds: not in the overview,

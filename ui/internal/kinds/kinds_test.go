@@ -23,3 +23,13 @@ func TestAKindIsFoundByItsRouteNameOrItsKindInAnyCase(t *testing.T) {
 	_, ok = LookupAny("ConfigMap")
 	g.Expect(ok).To(BeFalse())
 }
+
+func TestImageControllersKindsAreTheOverviewsToo(t *testing.T) {
+	g := NewWithT(t)
+	for route, resource := range map[string]string{"imagerepository": "imagerepositories", "imagepolicy": "imagepolicies", "imageupdateautomation": "imageupdateautomations"} {
+		k, ok := Lookup(route)
+		g.Expect(ok).To(BeTrue(), route)
+		g.Expect(k.Resource).To(Equal(resource))
+		g.Expect(k.Group()).To(Equal("image.plumb.dev"))
+	}
+}

@@ -1,7 +1,7 @@
 package live
 
 // Change says that something about one object changed: the object itself
-// (the UI's watch of the five kinds) or an event was stored about it (the
+// (the UI's watch of the overview's kinds (kinds.All)) or an event was stored about it (the
 // stream). A page that shows the object fetches it again.
 type Change struct {
 	// Kind is the object's Kind ("Kustomization").

@@ -1,6 +1,6 @@
 // Package live serves GET /api/live, the Server-Sent Events stream that
 // keeps open pages current without polling. A Hub takes every Change — from
-// the UI's watch of the five kinds (package overview) and from any
+// the UI's watch of the overview's kinds (kinds.All) (package overview) and from any
 // ChangeSource (package stream: an event stored on JetStream) — and hands
 // it to each connected page whose user may `get` the object (an access
 // review made as that user, cached a minute): `event: change` with

@@ -1,10 +1,12 @@
 // Package overview serves GET /api/overview and GET /api/namespaces: every
-// GitRepository, HelmRepository, HelmChart, Kustomization and HelmRelease
-// as one row each (Ready, revision, health summary, drift state, last
-// sync), filtered, counted and paged.
+// object of the kinds source-, render-, sync- and image-controller
+// reconcile (ui/internal/kinds.All) as one row each (Ready, revision,
+// health summary, drift state, last sync), filtered, counted and paged.
+// An ImagePolicy's revision is its latest image, an
+// ImageUpdateAutomation's its last pushed commit (row_image.go).
 //
 // The rows come from memory, not from a list per request: a Store is fed
-// by informers that watch the five kinds with the UI's own identity and
+// by informers that watch the overview's kinds (kinds.All) with the UI's own identity and
 // turns each object into its Row once, when it changes. What a user may
 // see is then decided per kind and namespace with a `list`
 // SelfSubjectAccessReview made as that user (access.Session.MayDo, cached

@@ -82,9 +82,12 @@ const (
 	StatusSuspended   = "Suspended"
 )
 
-// rowOf turns one object of the five kinds into its row; nil for any
-// other object.
+// rowOf turns one object of the overview's kinds (kinds.All) into its
+// row; nil for any other object.
 func rowOf(obj client.Object) *Row {
+	if r := imageRow(obj); r != nil {
+		return r
+	}
 	switch o := obj.(type) {
 	case *kustomizev1.Kustomization:
 		r := conditionsRow(kustomizev1.KustomizationKind, o, o.Status.Conditions, o.Spec.Suspend)

@@ -19,7 +19,7 @@ import (
 	"plumb.dev/ui/internal/live"
 )
 
-// Store holds the row of every object of the five kinds, sorted by kind,
+// Store holds the row of every object of the overview's kinds (kinds.All), sorted by kind,
 // namespace and name.
 type Store struct {
 	// OnChange, when set before the first Set, is told of every object
@@ -105,7 +105,7 @@ func (s *Store) Rows() []*Row {
 // that may not list a kind is retried by its informer forever, silently.
 const syncTimeout = 2 * time.Minute
 
-// Watch fills store from informers on the five kinds, made with cfg (the
+// Watch fills store from informers on the overview's kinds (kinds.All), made with cfg (the
 // UI's own identity, which may list and watch them in every namespace),
 // and keeps it up to date until ctx ends. It returns once every informer
 // has listed, or with the error that kept one from it.

@@ -8,8 +8,11 @@
 // the server (fetch with the CSRF header, one EventSource on /api/live that
 // every page listens to), dom.js builds elements, each page is one module
 // under pages/ (with tree.js, actions.js and stream.js for what two pages
-// share), and vlist.js is the virtualised list that keeps long lists (1,000
-// overview rows, a tree of 2,000 objects) to the rows in view. Data reaches the DOM only through textContent and setAttribute,
+// share, and image.js for what an object page adds for image-controller's
+// kinds: an automation's commits read from its events), and vlist.js is
+// the virtualised list that keeps long lists (1,000 overview rows, a tree
+// of 2,000 objects) to the rows in view. Data reaches the DOM only through
+// textContent and setAttribute,
 // never innerHTML, and the Content-Security-Policy Handler sends forbids
 // inline scripts, so a hostile object name is text, not markup.
 //

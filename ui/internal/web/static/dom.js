@@ -90,7 +90,8 @@ export function shortRev(rev) {
   return (m[1] ? m[1] + '@' : '') + m[3].slice(0, 7);
 }
 
-const kindNames = { gitrepository: 'GitRepository', kustomization: 'Kustomization', helmrelease: 'HelmRelease', helmrepository: 'HelmRepository', helmchart: 'HelmChart', ocirepository: 'OCIRepository' };
+const kindNames = { gitrepository: 'GitRepository', kustomization: 'Kustomization', helmrelease: 'HelmRelease', helmrepository: 'HelmRepository', helmchart: 'HelmChart', ocirepository: 'OCIRepository',
+  imagerepository: 'ImageRepository', imagepolicy: 'ImagePolicy', imageupdateautomation: 'ImageUpdateAutomation' };
 
 // kindName turns a route's lower-case kind back into the Kind.
 export function kindName(kind) {

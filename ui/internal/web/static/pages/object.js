@@ -1,13 +1,15 @@
-// One GitRepository, Kustomization or HelmRelease (GET /api/objects/{kind}/
-// {ns}/{name}): its source and revision, conditions, sync phase and wave,
-// the tree of its objects, the last sync's hooks, its actions and its
-// applied revisions with the diff between any two.
+// One object of the overview (GET /api/objects/{kind}/{ns}/{name}): its
+// source and revision, conditions, sync phase and wave, the tree of its
+// objects, the last sync's hooks, its actions and its applied revisions
+// with the diff between any two; for image-controller's kinds what
+// image.js adds.
 
 import * as api from '../api.js';
 import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
 import { actionBar } from './actions.js';
 import { objectTree } from './tree.js';
 import { changesTable } from './applied.js';
+import { imageSection } from './image.js';
 
 export function mount(main, { kind, namespace, name }) {
   const applies = ['kustomization', 'helmrelease'].includes(kind.toLowerCase());
@@ -24,6 +26,7 @@ export function mount(main, { kind, namespace, name }) {
   const actions = actionBar(kind, namespace, name, () => refetch());
   const tree = applies ? objectTree((node) => { location.hash = appliedHref(kind, namespace, name, node.id); }) : null;
   const q = api.query({ kind: kind.toLowerCase(), namespace, name });
+  const image = imageSection(kind, namespace, name);
 
   fill(main,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kindName(kind)} ${namespace}/${name}`),
@@ -34,6 +37,7 @@ export function mount(main, { kind, namespace, name }) {
       h('section', { 'aria-labelledby': 's-facts' }, h('h2', { id: 's-facts' }, 'Source and sync'), facts,
         h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
       h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions)),
+    image && image.el,
     tree && h('section', { 'aria-labelledby': 's-tree' }, h('h2', { id: 's-tree' }, 'Objects ', treeCount), tree.el),
     applies && h('section', { 'aria-labelledby': 's-hooks' }, h('h2', { id: 's-hooks' }, 'Hooks of the last sync'), hooks),
     applies && h('section', { 'aria-labelledby': 's-revisions' }, h('h2', { id: 's-revisions' }, 'Applied revisions'), revisions));
@@ -76,6 +80,7 @@ export function mount(main, { kind, namespace, name }) {
         h('td', {}, c.type), h('td', {}, badge(c.status, c.status === 'True' ? 'Ready' : c.status === 'False' ? 'NotReady' : 'Unknown')),
         h('td', {}, c.reason || ''), h('td', { class: 'msg' }, c.message || ''), h('td', {}, ago(c.lastTransitionTime))))))
       : h('p', { class: 'muted' }, 'No conditions yet.'));
+    if (image) image.show(r);
     if (tree) {
       tree.setNodes(r.tree || []);
       treeCount.textContent = `(${countNodes(r.tree || [])})`;
@@ -151,9 +156,12 @@ export function mount(main, { kind, namespace, name }) {
   if (applies) loadRevisions();
   return {
     onChange(ev) {
-      if (ev.resync || api.sameObject(ev, kind, namespace, name) || (source && api.sameObject(ev, source.kind, source.namespace, source.name))) refetch();
+      if (ev.resync || api.sameObject(ev, kind, namespace, name) || (source && api.sameObject(ev, source.kind, source.namespace, source.name))) {
+        refetch();
+        if (image) image.refetch();
+      }
     },
-    destroy() { alive = false; if (tree) tree.destroy(); },
+    destroy() { alive = false; if (tree) tree.destroy(); if (image) image.destroy(); },
   };
 }
 

@@ -1,5 +1,5 @@
-// The overview: every GitRepository, Kustomization and HelmRelease the user
-// may list, one fixed-height row each, fetched from the server a page at a
+// The overview: every object of Plumb's kinds the user may list (an
+// ImagePolicy's revision is its latest image), one fixed-height row each, fetched from the server a page at a
 // time as the virtual list scrolls to it (GET /api/overview?offset=&limit=).
 
 import * as api from '../api.js';
@@ -7,7 +7,7 @@ import { h, fill, ago, badge, readyWord, shortRev, objectHref, pageHeader, error
 import { VirtualList } from '../vlist.js';
 
 const pageSize = 200;
-const kinds = ['GitRepository', 'Kustomization', 'HelmRelease'];
+const kinds = ['GitRepository', 'Kustomization', 'HelmRelease', 'ImagePolicy', 'ImageRepository', 'ImageUpdateAutomation'];
 const statuses = ['Ready', 'NotReady', 'Progressing', 'Suspended'];
 
 export function mount(main, { params }) {
@@ -131,7 +131,7 @@ export function mount(main, { params }) {
       .filter(([k]) => hl[k] > 0).map(([k, w]) => h('span', { class: `hcount s-${w}` }, `${hl[k]} ${k}`));
     fill(el,
       h('span', {}, badge(readyWord(row))),
-      h('span', { class: 'kind' }, row.kind),
+      h('span', { class: 'kind', title: row.kind }, row.kind),
       h('span', { class: 'name', title: row.message || '' },
         h('a', { href: objectHref(row.kind, row.namespace, row.name), tabindex: '-1' }, h('span', { class: 'ns' }, row.namespace + '/'), row.name)),
       h('span', { class: 'rev', title: row.revision || '' }, shortRev(row.revision) || '—'),
