@@ -305,6 +305,12 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	if opts.NoControllers {
+		// Plumb's controllers will be Pods: they clone through the bridge.
+		if e.Node != nil {
+			if err := e.advertiseOnBridge(); err != nil {
+				return nil, err
+			}
+		}
 		return e, nil
 	}
 	if err := e.startControllers(ctx); err != nil {

@@ -28,6 +28,9 @@ import (
 // push webhook, signed with X-Hub-Signature-256, to the URLs registered for
 // the repository, as a Git host would.
 type GitServer struct {
+	// advertised is the host:port the clone URLs name when it is not
+	// the listener's (advertiseOnBridge).
+	advertised string
 	root string
 	git  string
 	ln   net.Listener
@@ -81,8 +84,14 @@ func newGitServer(root string, log io.Writer) (*GitServer, error) {
 	return s, nil
 }
 
-// Address returns http://127.0.0.1:<port>.
-func (s *GitServer) Address() string { return "http://" + s.ln.Addr().String() }
+// Address returns http://127.0.0.1:<port>, or the bridge's address when
+// Plumb runs as a real node's Pods (advertiseOnBridge).
+func (s *GitServer) Address() string {
+	if s.advertised != "" {
+		return "http://" + s.advertised
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // URL returns a repository's clone URL.
 func (s *GitServer) URL(repo string) string { return s.Address() + "/" + repo + ".git" }
