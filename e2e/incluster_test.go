@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +15,13 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/e2e/localenv"
 )
 
@@ -120,6 +124,24 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 		g.Expect(running).To(HaveKey(name))
 	}
 
+	// The launcher's Git server is on the bridge's address, a private
+	// one, which source-controller refuses unless told (deploy/README.md,
+	// "Addresses"): the flag a user adds for a Git server on their
+	// network, as narrowly as it can be written. The Deployment rolls out
+	// again (Recreate) on the node.
+	sourceKey := types.NamespacedName{Namespace: localenv.InstallNamespace, Name: localenv.SourceController}
+	gitHost := strings.TrimPrefix(own.Git.Address(), "http://")
+	gitIP, _, err := net.SplitHostPort(gitHost)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(own.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: sourceKey.Namespace, Name: sourceKey.Name}},
+		client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--allowed-private-networks=`+gitIP+`/32"}]`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(own.Client.Get(ctx, sourceKey, d)).To(Succeed())
+		ready, why := deploymentRolledOut(d)
+		g.Expect(ready).To(BeTrue(), why)
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+
 	// The sample, reconciled by the controllers in their Pods.
 	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -181,6 +203,20 @@ func controllerPod(ctx context.Context, g Gomega, env *localenv.Env, name string
 	return &live[0]
 }
 
+// deploymentRolledOut says whether d's newest template is the one its
+// available replicas run.
+func deploymentRolledOut(d *appsv1.Deployment) (bool, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false, "the new generation is not observed yet"
+	}
+	want := *d.Spec.Replicas
+	s := d.Status
+	if s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+		return false, fmt.Sprintf("%d updated, %d available, %d in all, of %d", s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
+	}
+	return true, ""
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -195,6 +231,13 @@ func podReady(p *corev1.Pod) bool {
 func inClusterReport(ctx context.Context, env *localenv.Env) string {
 	var b strings.Builder
 	for _, ns := range []string{localenv.InstallNamespace, "plumb-demo"} {
+		for _, obj := range []client.Object{&sourcev1.GitRepository{}, &kustomizev1.Kustomization{}} {
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo"}, obj); err == nil {
+				if getter, ok := obj.(conditions.Getter); ok {
+					fmt.Fprintf(&b, "%T %s/demo Ready: %s\n", obj, ns, conditions.GetMessage(getter, meta.ReadyCondition))
+				}
+			}
+		}
 		pods := &corev1.PodList{}
 		if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 			return err.Error()
