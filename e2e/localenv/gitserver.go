@@ -31,11 +31,11 @@ type GitServer struct {
 	// advertised is the host:port the clone URLs name when it is not
 	// the listener's (advertiseOnBridge).
 	advertised string
-	root string
-	git  string
-	ln   net.Listener
-	srv  *http.Server
-	log  io.Writer
+	root       string
+	git        string
+	ln         net.Listener
+	srv        *http.Server
+	log        io.Writer
 
 	mu         sync.Mutex
 	pushLocks  map[string]*sync.Mutex
