@@ -28,14 +28,15 @@ import (
 // push webhook, signed with X-Hub-Signature-256, to the URLs registered for
 // the repository, as a Git host would.
 type GitServer struct {
+	root string
+	git  string
+	ln   net.Listener
+	srv  *http.Server
+	log  io.Writer
+
 	// advertised is the host:port the clone URLs name when it is not
 	// the listener's (advertiseOnBridge).
 	advertised string
-	root       string
-	git        string
-	ln         net.Listener
-	srv        *http.Server
-	log        io.Writer
 
 	mu         sync.Mutex
 	pushLocks  map[string]*sync.Mutex
