@@ -53,14 +53,8 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 					Image: image,
 					// A name the search domains complete, as deploy/'s
 					// nats://nats.plumb-system:4222.
-					Env: []corev1.EnvVar{{Name: "TARGET", Value: "http://echo.default/"}},
-					SecurityContext: &corev1.SecurityContext{
-						RunAsNonRoot:             ptr.To(true),
-						AllowPrivilegeEscalation: ptr.To(false),
-						ReadOnlyRootFilesystem:   ptr.To(true),
-						Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					Env:             []corev1.EnvVar{{Name: "TARGET", Value: "http://echo.default/"}},
+					SecurityContext: asPlumbRuns(),
 				}},
 			}},
 		},

@@ -115,6 +115,22 @@ func NodeUnavailable(binDir, assetsDir string) error {
 	return nil
 }
 
+// RealNodeAssets is the folder of the Kubernetes binaries a real node's
+// environment runs ($KUBEBUILDER_ASSETS, else bin/k8s of the checkout),
+// and NodeUnavailable's reason why a real node cannot start here, for a
+// test to skip with.
+func RealNodeAssets() (assets string, unavailable error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	assets = os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s")
+	}
+	return assets, NodeUnavailable(filepath.Join(root, "bin", "node"), assets)
+}
+
 // startNode starts the registry with the sandbox image, then containerd,
 // kube-scheduler, kubelet and kube-proxy, and waits until the Node is
 // Ready and kube-proxy has written its rules.
