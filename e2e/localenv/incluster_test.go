@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +33,11 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 	defer func() { g.Expect(env.Stop()).To(Succeed()) }()
 
 	// The Service's endpoint is the API server's forwarded address.
-	eps := &corev1.Endpoints{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, eps)).To(Succeed())
-	g.Expect(eps.Subsets).To(HaveLen(1))
-	g.Expect(eps.Subsets[0].Addresses).To(ConsistOf(HaveField("IP", nodeIP)))
+	slices := &discoveryv1.EndpointSliceList{}
+	g.Expect(env.Client.List(ctx, slices, client.InNamespace("default"),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"})).To(Succeed())
+	g.Expect(slices.Items).To(HaveLen(1))
+	g.Expect(slices.Items[0].Endpoints).To(ConsistOf(HaveField("Addresses", ConsistOf(nodeIP))))
 	g.Expect(env.Node.APIServerAddr).To(HavePrefix(nodeIP + ":"))
 
 	deploy, _, _ := deployEcho(ctx, g, env)

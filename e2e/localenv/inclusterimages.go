@@ -54,7 +54,7 @@ func (e *Env) PushPlumbImages(ctx context.Context, version string) error {
 		Root: e.Root, Registry: e.Registry.Addr + "/" + PlumbImagePath, Programs: PlumbControllerPrograms(),
 		Version: version, Logf: logf,
 	}); err != nil {
-		return fmt.Errorf("Plumb's images: %w", err)
+		return fmt.Errorf("pushing Plumb's images: %w", err)
 	}
 	tag, err := NATSImageTag(e.Root)
 	if err != nil {
@@ -69,7 +69,7 @@ func (e *Env) PushPlumbImages(ctx context.Context, version string) error {
 	if _, err := imagebuild.PushLocal(ctx, imagebuild.LocalOptions{
 		Root: e.Root, Registry: e.Registry.Addr + "/" + natsImagePath, Programs: []imagebuild.Program{nats}, Logf: logf,
 	}); err != nil {
-		return fmt.Errorf("the NATS image: %w", err)
+		return fmt.Errorf("pushing the NATS image: %w", err)
 	}
 	return nil
 }
