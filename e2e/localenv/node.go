@@ -50,7 +50,9 @@ const (
 
 // Node is a real node's processes: containerd, kubelet, kube-proxy and
 // kube-scheduler (localenv runs no scheduler otherwise), started in that
-// order after the control plane, stopped in the reverse order.
+// order after the control plane and CoreDNS, stopped in the reverse order;
+// and the relays that bring the API server (and, with Options.NoControllers,
+// the Git server) to the bridge's address.
 type Node struct {
 	// Dir holds the node's configuration, sockets and state: containerd's
 	// root and state, kubelet's root, the CNI configuration and IP leases.
