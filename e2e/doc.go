@@ -48,6 +48,10 @@
 //	                                     Kustomizations in dependsOn order and the HelmReleases (a chart
 //	                                     repository's, an OCI registry's) Ready, values and patches applied
 //	                                     (docs/design/flux.md, "Flux's reference repository")
+//	TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode  on a real node of its own (skipped without one): `plumb
+//	                                     install` of deploy/'s images, built here, as Pods (NATS too); the sample
+//	                                     reconciled by them; sync-controller's Pod deleted, a new one Ready that
+//	                                     corrects a drift (docs/design/node.md, "Plumb as Pods")
 //
 // The tests run one after another (one kills sync-controller) and every wait
 // is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`

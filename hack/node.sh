@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a real node's runtime from Go modules: containerd 2.x (with its shim),
 # runc, crictl, and the CNI plugins localenv's pod network uses (bridge, host-local,
-# loopback, portmap). kubelet, kube-proxy and kube-scheduler come from
+# loopback, portmap), and CoreDNS, the cluster's DNS. kubelet, kube-proxy and kube-scheduler come from
 # hack/controlplane.sh, as the API server does. Built binaries live in a cache
 # folder outside the clone, keyed by the versions, and are linked into
 # <bin-dir>, so a fresh clone links them in seconds.
@@ -20,6 +20,7 @@ set -euo pipefail
 
 bin_dir=$(mkdir -p "$1" && cd "$1" && pwd)
 
+coredns_version=v1.15.0
 containerd_version=v2.4.2
 runc_version=v1.5.3
 cni_version=v1.10.0
@@ -66,3 +67,11 @@ for plugin in bridge host-local loopback portmap; do
   build "$plugin" github.com/containernetworking/plugins/plugins/$dir/$plugin@$cni_version 0 \
     -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version"
 done
+
+# CoreDNS, the Pods' nameserver (e2e/localenv/dns.go), in a cache folder of
+# its own so that adding it did not rebuild the runtime above.
+coredns_cache="$cache_root/node/coredns-$coredns_version-$(go env GOOS)-$(go env GOARCH)"
+mkdir -p "$coredns_cache"
+exec 8>"$coredns_cache/.lock"
+flock 8
+cache_dir=$coredns_cache build coredns github.com/coredns/coredns@$coredns_version 0 -ldflags "-s -w"

@@ -48,6 +48,11 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 		// logs, exec and port-forward reach it at its InternalIP (the
 		// bridge's address; node.go).
 		e.control.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP,Hostname")
+		if e.opts.Node == NodeReal {
+			if err := configureInCluster(e.control.ControlPlane.APIServer, certDir); err != nil {
+				return fmt.Errorf("the API server's certificates for the node's Pods: %w", err)
+			}
+		}
 		e.progress("starting etcd and kube-apiserver")
 		if cfg, err = e.control.Start(); err == nil {
 			break

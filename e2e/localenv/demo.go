@@ -197,7 +197,9 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.WebhookURL = e.ReceiverURL(path)
+	if d.WebhookURL, err = e.receiverURL(ctx, path); err != nil {
+		return nil, err
+	}
 	e.Git.AddWebhook(opts.Repo, Webhook{URL: d.WebhookURL, Secret: d.WebhookToken})
 	return d, nil
 }

@@ -47,6 +47,21 @@
 // NodeUnavailable says what is missing. docs/design/node.md tells what
 // this machine allows and why each setting is what it is.
 //
+// The node's Pods find the cluster as in any cluster. The API server keeps
+// listening on 127.0.0.1 only, is advertised at the bridge's address, where
+// the launcher forwards to it (bridgeproxy.go), so the `kubernetes`
+// Service (10.0.0.1) leads there, and serves a certificate naming that
+// IP, the bridge's and kubernetes.default.svc (apicert.go); the
+// ServiceAccount admission plugin, which envtest turns off, is on, so Pods
+// get their tokens, and kube-controller-manager publishes kube-root-ca.crt.
+// CoreDNS (dns.go) answers the cluster's names on the bridge's address,
+// the kubelet's clusterDNS. With Options.NoControllers the launcher starts
+// no controller: `plumb install` puts Plumb on the node as Pods
+// (e2e/incluster_test.go), from the images PushPlumbImages pushes under
+// deploy/'s names (nats-server built from its module included), NATS's
+// claim bound to a volume ProvideVolume made, and the Git server's URLs
+// on the bridge's address.
+//
 // # Ports, restarts and waits
 //
 // No port is chosen by listening, closing and hoping it is still free when

@@ -91,6 +91,11 @@ type Options struct {
 	// process (node.go, docs/design/node.md). A real node needs root and
 	// `make node-assets`; NodeUnavailable says why it cannot start.
 	Node string
+	// NoControllers starts none of the five controllers: Plumb runs as the
+	// node's Pods, installed by `plumb install` (e2e/incluster_test.go),
+	// and the environment is the cluster around it. Their binaries need
+	// not be built.
+	NoControllers bool
 	// NodeBinDir holds the real node's containerd, runc, crictl and CNI
 	// plugins (hack/node.sh); default Root/bin/node. kubelet, kube-proxy
 	// and kube-scheduler are in AssetsDir.
@@ -299,6 +304,15 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if e.Slack, err = newSlackSink(opts.SlackOutput); err != nil {
 		return nil, err
 	}
+	if opts.NoControllers {
+		// Plumb's controllers will be Pods: they clone through the bridge.
+		if e.Node != nil {
+			if err := e.advertiseOnBridge(); err != nil {
+				return nil, err
+			}
+		}
+		return e, nil
+	}
 	if err := e.startControllers(ctx); err != nil {
 		return nil, err
 	}
@@ -366,6 +380,9 @@ func (o *Options) defaults() error {
 		}
 	}
 	for _, name := range ControllerNames {
+		if o.NoControllers {
+			break
+		}
 		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
 			missing = append(missing, filepath.Join(o.BinDir, name)+" (run `make build`)")
 		}

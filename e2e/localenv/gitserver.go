@@ -34,6 +34,10 @@ type GitServer struct {
 	srv  *http.Server
 	log  io.Writer
 
+	// advertised is the host:port the clone URLs name when it is not
+	// the listener's (advertiseOnBridge).
+	advertised string
+
 	mu         sync.Mutex
 	pushLocks  map[string]*sync.Mutex
 	hooks      map[string][]Webhook
@@ -81,8 +85,14 @@ func newGitServer(root string, log io.Writer) (*GitServer, error) {
 	return s, nil
 }
 
-// Address returns http://127.0.0.1:<port>.
-func (s *GitServer) Address() string { return "http://" + s.ln.Addr().String() }
+// Address returns http://127.0.0.1:<port>, or the bridge's address when
+// Plumb runs as a real node's Pods (advertiseOnBridge).
+func (s *GitServer) Address() string {
+	if s.advertised != "" {
+		return "http://" + s.advertised
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // URL returns a repository's clone URL.
 func (s *GitServer) URL(repo string) string { return s.Address() + "/" + repo + ".git" }

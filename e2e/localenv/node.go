@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +50,9 @@ const (
 
 // Node is a real node's processes: containerd, kubelet, kube-proxy and
 // kube-scheduler (localenv runs no scheduler otherwise), started in that
-// order after the control plane, stopped in the reverse order.
+// order after the control plane and CoreDNS, stopped in the reverse order;
+// and the relays that bring the API server (and, with Options.NoControllers,
+// the Git server) to the bridge's address.
 type Node struct {
 	// Dir holds the node's configuration, sockets and state: containerd's
 	// root and state, kubelet's root, the CNI configuration and IP leases.
@@ -66,6 +69,16 @@ type Node struct {
 	Kubelet         *Process
 	KubeProxy       *Process
 	Scheduler       *Process
+	// DNS is CoreDNS on the bridge's address (dns.go); DNSReadyAddr its
+	// /ready.
+	DNS          *Process
+	DNSReadyAddr string
+	// APIServerAddr is where Pods reach the API server: the bridge's
+	// address, the `kubernetes` Service's endpoint, forwarded to the API
+	// server on 127.0.0.1 (bridgeproxy.go).
+	APIServerAddr string
+
+	proxies []*bridgeProxy
 
 	lock     *os.File
 	logDir   string
@@ -80,7 +93,7 @@ func NodeUnavailable(binDir, assetsDir string) error {
 		return errors.New("a real node needs root: containerd, runc and the CNI plugins make mounts, cgroups, network namespaces and iptables rules")
 	}
 	var missing []string
-	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "runc", "crictl", "bridge", "host-local", "loopback", "portmap"} {
+	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "runc", "crictl", "bridge", "host-local", "loopback", "portmap", "coredns"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			missing = append(missing, filepath.Join(binDir, name))
 		}
@@ -102,6 +115,22 @@ func NodeUnavailable(binDir, assetsDir string) error {
 		return errors.New("a real node needs the kernel's br_netfilter (/proc/sys/net/bridge): Services between Pods on the bridge go through iptables")
 	}
 	return nil
+}
+
+// RealNodeAssets is the folder of the Kubernetes binaries a real node's
+// environment runs ($KUBEBUILDER_ASSETS, else bin/k8s of the checkout),
+// and NodeUnavailable's reason why a real node cannot start here, for a
+// test to skip with.
+func RealNodeAssets() (assets string, unavailable error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	assets = os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s")
+	}
+	return assets, NodeUnavailable(filepath.Join(root, "bin", "node"), assets)
 }
 
 // startNode starts the registry with the sandbox image, then containerd,
@@ -154,6 +183,18 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.writeConfigs(e.Registry.Addr, e.Kubeconfig); err != nil {
 		return err
 	}
+	// The API server as the `kubernetes` Service's endpoint says
+	// (configureInCluster advertised the bridge's address).
+	if n.APIServerAddr, err = n.expose(e.Config.Host); err != nil {
+		return err
+	}
+	if err := n.newDNS(e.Kubeconfig); err != nil {
+		return err
+	}
+	e.progress("starting coredns on %s:53", clusterDNS)
+	if err := n.DNS.Start(); err != nil {
+		return err
+	}
 
 	e.progress("starting containerd")
 	if err := n.Containerd.Start(); err != nil {
@@ -179,8 +220,35 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.waitProxy(ctx); err != nil {
 		return err
 	}
+	if err := n.waitDNS(ctx); err != nil {
+		return err
+	}
 	e.progress("the node %s is Ready and kube-proxy's rules are in (%s)", NodeName, time.Since(began).Round(100*time.Millisecond))
 	return nil
+}
+
+// ExposeOnBridge makes a server of the launcher's on 127.0.0.1 (the Git
+// server, a chart repository) reachable from the real node's Pods at the
+// bridge's address, the same port, and returns that host:port.
+func (e *Env) ExposeOnBridge(addr string) (string, error) {
+	if e.Node == nil {
+		return "", errors.New("no real node: the launcher's servers are reachable on 127.0.0.1")
+	}
+	return e.Node.expose(addr)
+}
+
+// expose forwards the bridge's address to addr, a host:port or a URL of
+// 127.0.0.1, until Stop.
+func (n *Node) expose(addr string) (string, error) {
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	p, at, err := exposeOnBridge(addr)
+	if err != nil {
+		return "", err
+	}
+	n.proxies = append(n.proxies, p)
+	return at, nil
 }
 
 // takeNodeLock holds the machine's one real node for this environment,

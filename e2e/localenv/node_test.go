@@ -153,15 +153,8 @@ func TestARealNodeRemovesWhatAKilledOneLeft(t *testing.T) {
 // when a real node cannot start here.
 func realNodeAssets(t *testing.T) string {
 	t.Helper()
-	root, err := RepoRoot()
+	assets, err := RealNodeAssets()
 	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if err := NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
 	return assets
@@ -212,15 +205,8 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
 							PeriodSeconds: 1,
 						},
-						// Plumb's own Deployments run so (deploy/): the
-						// seccomp profile needs runc built with seccomp.
-						SecurityContext: &corev1.SecurityContext{
-							RunAsNonRoot:             ptr.To(true),
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+						// As Plumb's own Deployments run (deploy/).
+						SecurityContext: asPlumbRuns(),
 					}},
 				},
 			},
@@ -236,6 +222,20 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 	}
 	g.Expect(env.Client.Create(ctx, svc)).To(Succeed())
 	return deploy, svc, labels
+}
+
+// asPlumbRuns is the container security context of Plumb's own
+// Deployments (deploy/): non-root, a read-only root filesystem, no
+// privilege escalation nor capabilities, and the RuntimeDefault seccomp
+// profile, which needs runc built with seccomp.
+func asPlumbRuns() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
 }
 
 // expectNoNodeLeftovers fails when a stopped node left a process, a mount,

@@ -240,5 +240,7 @@ syncFrequency: 10s
 fileCheckFrequency: 10s
 nodeStatusUpdateFrequency: 5s
 resolvConf: /etc/resolv.conf
-`, filepath.Join(dir, "containerd.sock"), nodeIP), "\n")
+clusterDNS: [%[3]s]
+clusterDomain: %[4]s
+`, filepath.Join(dir, "containerd.sock"), nodeIP, clusterDNS, clusterDomain), "\n")
 }

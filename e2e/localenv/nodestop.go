@@ -23,7 +23,10 @@ import (
 // deleted, and the sysctls changed are set back.
 func (n *Node) Stop() error {
 	var errs []error
-	for _, p := range []*Process{n.KubeProxy, n.Scheduler, n.Kubelet} {
+	for _, p := range n.proxies {
+		errs = append(errs, p.Close())
+	}
+	for _, p := range []*Process{n.DNS, n.KubeProxy, n.Scheduler, n.Kubelet} {
 		if p != nil {
 			if err := p.Stop(10 * time.Second); err != nil {
 				errs = append(errs, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -62,5 +63,17 @@ func ParsePlatform(s string) (v1.Platform, error) {
 	return v1.Platform{}, fmt.Errorf("platform %q: images are built for linux/amd64 and linux/arm64 only", s)
 }
 
-// binaryName is a program's name: the last element of its package path.
-func binaryName(pkg string) string { return filepath.Base(filepath.Clean(pkg)) }
+// binaryName is a program's name: the last element of its package path,
+// or the one before a major version suffix, as `go install` names it
+// (github.com/nats-io/nats-server/v2 is nats-server).
+func binaryName(pkg string) string {
+	pkg = filepath.Clean(pkg)
+	base := filepath.Base(pkg)
+	if majorSuffix.MatchString(base) && filepath.Dir(pkg) != "." {
+		return filepath.Base(filepath.Dir(pkg))
+	}
+	return base
+}
+
+// majorSuffix is a module path's major version element: v2, v3 …
+var majorSuffix = regexp.MustCompile(`^v[2-9][0-9]*$|^v[1-9][0-9]+$`)

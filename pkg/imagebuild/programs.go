@@ -8,7 +8,8 @@ type Program struct {
 	// "examples/web".
 	Name string
 	// Package is its main package as `go build` takes it from the
-	// repository root; its last element is the binary and entrypoint.
+	// repository root, or a module's package path; its last element
+	// (before a /vN major version) is the binary and entrypoint.
 	Package string
 	// Sources are the folders and files, relative to the root, whose
 	// content the image is made of besides the workspace's go.work and

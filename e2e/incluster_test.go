@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	sourcev1 "plumb.dev/api/source/v1"
+	"plumb.dev/e2e/localenv"
+)
+
+// inClusterVersion tags the images of Plumb this story pushes and
+// installs: the version a `go build` of the tree says, so the image cache
+// (~/.cache/plumb/images) holds one build per source tree.
+const inClusterVersion = "dev"
+
+// Plumb as a user runs it: `plumb install` on a cluster whose node really
+// runs containers. The images are built here and pushed to the node's
+// registry under the names deploy/ gives them (ghcr.io/plumb-dev/…,
+// nats:<tag>), so the Deployments and the NATS StatefulSet are deploy/'s,
+// unchanged. The controllers run as Pods — non-root, read-only root
+// filesystems, the RuntimeDefault seccomp profile — reach the API server
+// through the `kubernetes` Service and NATS and source-controller's
+// artifacts by their Service names through the cluster's DNS, and
+// reconcile the sample app from the launcher's Git server. Then
+// sync-controller's Pod is deleted: the ReplicaSet makes a new one, it
+// becomes Ready, and it corrects a drift of the sample.
+func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
+	}
+	assets, err := localenv.RealNodeAssets()
+	if err != nil {
+		t.Skipf("no real node on this machine: %v", err)
+	}
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	own, err := localenv.Start(ctx, localenv.Options{
+		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
+		Progress: testLog{t},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() {
+		if t.Failed() {
+			t.Logf("---- Pods\n%s", inClusterReport(ctx, own))
+			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+		}
+		g.Expect(own.Stop()).To(Succeed())
+	}()
+	plumb := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, plumbCLI, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+own.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ plumb %s\n%s", strings.Join(args, " "), out)
+		g.Expect(err).NotTo(HaveOccurred(), "plumb %s", strings.Join(args, " "))
+		return string(out)
+	}
+
+	pushed := time.Now()
+	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
+	t.Logf("Plumb's and NATS's images built or cached, and pushed, in %s", time.Since(pushed).Round(100*time.Millisecond))
+	// NATS's volumeClaimTemplate: no provisioner runs here.
+	g.Expect(own.ProvideVolume(ctx, localenv.InstallNamespace, "data-nats-0", "2Gi")).To(Succeed())
+
+	began := time.Now()
+	plumb("install", "--version", inClusterVersion, "--timeout", "10m")
+	t.Logf("plumb install: every controller Ready %s after it began", time.Since(began).Round(100*time.Millisecond))
+
+	// NATS too (install waits for the Deployments), then every Pod of
+	// plumb-system runs on the node as deploy/ says.
+	g.Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: localenv.InstallNamespace, Name: "nats"}, sts)).To(Succeed())
+		g.Expect(sts.Status.ReadyReplicas).To(Equal(int32(1)))
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+	t.Logf("NATS Ready %s after the install began", time.Since(began).Round(100*time.Millisecond))
+	pods := &corev1.PodList{}
+	g.Expect(own.Client.List(ctx, pods, client.InNamespace(localenv.InstallNamespace))).To(Succeed())
+	running := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		running[p.Labels["app.kubernetes.io/name"]] = true
+		g.Expect(p.Spec.NodeName).To(Equal(localenv.NodeName), "Pod %s", p.Name)
+		g.Expect(podReady(&p)).To(BeTrue(), "Pod %s", p.Name)
+		for _, c := range p.Spec.Containers {
+			g.Expect(c.Image).To(Or(HavePrefix("ghcr.io/plumb-dev/"), HavePrefix("nats:")), "deploy/'s image names, unchanged")
+			g.Expect(c.SecurityContext).NotTo(BeNil(), "Pod %s", p.Name)
+			g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue(), "Pod %s", p.Name)
+			g.Expect(*c.SecurityContext.RunAsNonRoot).To(BeTrue(), "Pod %s", p.Name)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			g.Expect(cs.RestartCount).To(BeZero(), "Pod %s container %s restarted", p.Name, cs.Name)
+		}
+	}
+	g.Expect(running).To(HaveKey("nats"))
+	for _, name := range localenv.ControllerNames {
+		g.Expect(running).To(HaveKey(name))
+	}
+
+	// The launcher's Git server is on the bridge's address, a private
+	// one, which source-controller refuses unless told (deploy/README.md,
+	// "Addresses"): the flag a user adds for a Git server on their
+	// network, as narrowly as it can be written. The Deployment rolls out
+	// again (Recreate) on the node.
+	sourceKey := types.NamespacedName{Namespace: localenv.InstallNamespace, Name: localenv.SourceController}
+	gitHost := strings.TrimPrefix(own.Git.Address(), "http://")
+	gitIP, _, err := net.SplitHostPort(gitHost)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(own.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: sourceKey.Namespace, Name: sourceKey.Name}},
+		client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--allowed-private-networks=`+gitIP+`/32"}]`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(own.Client.Get(ctx, sourceKey, d)).To(Succeed())
+		ready, why := deploymentRolledOut(d)
+		g.Expect(ready).To(BeTrue(), why)
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+
+	// The sample, reconciled by the controllers in their Pods.
+	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	head, err := clone.Head(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	key := types.NamespacedName{Namespace: demo.Namespace, Name: "demo"}
+	sampleReady := func(g Gomega) {
+		k := &kustomizev1.Kustomization{}
+		g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(head)))
+		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
+		hello := &appsv1.Deployment{}
+		g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, hello)).To(Succeed())
+		g.Expect(hello.Status.AvailableReplicas).To(Equal(*hello.Spec.Replicas))
+	}
+	demoBegan := time.Now()
+	g.Eventually(sampleReady).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+	t.Logf("the sample Ready, its Deployment Available, %s after it was pushed", time.Since(demoBegan).Round(100*time.Millisecond))
+
+	// sync-controller's Pod deleted: a new one, Ready, that corrects drift.
+	old := controllerPod(ctx, g, own, localenv.SyncController)
+	g.Expect(own.Client.Delete(ctx, old)).To(Succeed())
+	deleted := time.Now()
+	var fresh *corev1.Pod
+	g.Eventually(func(g Gomega) {
+		fresh = controllerPod(ctx, g, own, localenv.SyncController)
+		g.Expect(fresh.UID).NotTo(Equal(old.UID))
+		g.Expect(podReady(fresh)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+	t.Logf("a new sync-controller Pod %s Ready %s after the old one was deleted", fresh.Name, time.Since(deleted).Round(100*time.Millisecond))
+
+	svcKey := types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}
+	svc := &corev1.Service{}
+	g.Expect(own.Client.Get(ctx, svcKey, svc)).To(Succeed())
+	g.Expect(own.Client.Delete(ctx, svc)).To(Succeed())
+	plumb("reconcile", "kustomization", "demo", "-n", demo.Namespace, "--timeout", "2m")
+	g.Eventually(func(g Gomega) {
+		back := &corev1.Service{}
+		g.Expect(own.Client.Get(ctx, svcKey, back)).To(Succeed())
+		g.Expect(back.UID).NotTo(Equal(svc.UID))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(sampleReady).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// controllerPod is the one live Pod of a controller's Deployment.
+func controllerPod(ctx context.Context, g Gomega, env *localenv.Env, name string) *corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(localenv.InstallNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": name})).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	g.Expect(live).To(HaveLen(1), "the live Pods of %s", name)
+	return &live[0]
+}
+
+// deploymentRolledOut says whether d's newest template is the one its
+// available replicas run.
+func deploymentRolledOut(d *appsv1.Deployment) (bool, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false, "the new generation is not observed yet"
+	}
+	want := *d.Spec.Replicas
+	s := d.Status
+	if s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+		return false, fmt.Sprintf("%d updated, %d available, %d in all, of %d", s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
+	}
+	return true, ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// inClusterReport lists plumb-system's and the sample's Pods with what
+// keeps them from Ready, for a failed wait.
+func inClusterReport(ctx context.Context, env *localenv.Env) string {
+	var b strings.Builder
+	for _, ns := range []string{localenv.InstallNamespace, "plumb-demo"} {
+		for _, obj := range []client.Object{&sourcev1.GitRepository{}, &kustomizev1.Kustomization{}} {
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo"}, obj); err == nil {
+				if getter, ok := obj.(conditions.Getter); ok {
+					fmt.Fprintf(&b, "%T %s/demo Ready: %s\n", obj, ns, conditions.GetMessage(getter, meta.ReadyCondition))
+				}
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		for _, p := range pods.Items {
+			b.WriteString(ns + "/" + p.Name + " " + string(p.Status.Phase))
+			for _, c := range p.Status.Conditions {
+				if c.Status != corev1.ConditionTrue {
+					b.WriteString(" " + string(c.Type) + "=False(" + c.Reason + ": " + c.Message + ")")
+				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil {
+					b.WriteString(" " + cs.Name + " waiting " + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message)
+				}
+				if t := cs.LastTerminationState.Terminated; t != nil {
+					b.WriteString(" " + cs.Name + " last exit " + t.Reason + ": " + strings.TrimSpace(t.Message))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// testLog sends the environment's progress lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
