@@ -60,8 +60,7 @@ func PodDetail(ctx context.Context, obj *unstructured.Unstructured, r Result, li
 	if obj.GetDeletionTimestamp() != nil {
 		return ""
 	}
-	gvk := obj.GroupVersionKind()
-	if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "DaemonSet") {
+	if !HasPods(obj) {
 		return ""
 	}
 	sel, ok := workloadSelector(obj)
@@ -82,6 +81,14 @@ func PodDetail(ctx context.Context, obj *unstructured.Unstructured, r Result, li
 		return ""
 	}
 	return explainPods(pods)
+}
+
+// HasPods reports whether WithPods looks at obj's Pods: a Deployment,
+// StatefulSet or DaemonSet. Callers check it before reading the object
+// again for WithPods.
+func HasPods(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet")
 }
 
 // workloadSelector is spec.selector as a labels.Selector; false for a
