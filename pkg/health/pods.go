@@ -63,7 +63,7 @@ func PodDetail(ctx context.Context, obj *unstructured.Unstructured, r Result, li
 	if !HasPods(obj) {
 		return ""
 	}
-	sel, ok := workloadSelector(obj)
+	sel, ok := Selector(obj)
 	if !ok {
 		return ""
 	}
@@ -91,9 +91,10 @@ func HasPods(obj *unstructured.Unstructured) bool {
 	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet")
 }
 
-// workloadSelector is spec.selector as a labels.Selector; false for a
-// missing or empty one, which would select every Pod of the namespace.
-func workloadSelector(obj *unstructured.Unstructured) (labels.Selector, bool) {
+// Selector is obj's spec.selector (a Deployment's, a Job's, …) as a
+// labels.Selector; false for a missing or empty one, which would select
+// every Pod of the namespace. `plumb logs` picks a workload's Pods by it.
+func Selector(obj *unstructured.Unstructured) (labels.Selector, bool) {
 	raw, ok, _ := unstructured.NestedMap(obj.Object, "spec", "selector")
 	if !ok || len(raw) == 0 {
 		return nil, false
