@@ -5,9 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,7 +21,6 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
-	"plumb.dev/e2e/localenv"
 )
 
 // TestWhyAReleaseFailsOnARealNode: on a real kubelet, what a failed
@@ -34,40 +31,10 @@ import (
 // never passes does the same with the Pod's condition; and through both
 // the first release's Pods keep serving.
 func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts its own control plane, controllers and a real node")
-	}
-	root, err := localenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if err := localenv.NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
-		t.Skipf("no real node on this machine: %v", err)
-	}
+	d := startRealNodeDemo(t, 12*time.Minute)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	own, err := localenv.Start(ctx, localenv.Options{BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		if t.Failed() {
-			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
-			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
-		}
-		g.Expect(own.Stop()).To(Succeed())
-	}()
-	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
-	g.Expect(err).NotTo(HaveOccurred())
-	head, err := clone.Head(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	key := types.NamespacedName{Namespace: demo.Namespace, Name: "demo"}
-	waitAttempted := func(rev string, check func(g Gomega, k *kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
+	waitAttempted := func(rev string, check func(g Gomega, k *kustomizev1.Kustomization)) {
 		k := &kustomizev1.Kustomization{}
 		g.Eventually(func(g Gomega) {
 			g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
@@ -75,11 +42,7 @@ func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
 			check(g, k)
 		}).WithTimeout(4 * time.Minute).WithPolling(poll).Should(Succeed())
 		t.Logf("Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
-		return k
 	}
-	waitAttempted(head, func(g Gomega, k *kustomizev1.Kustomization) {
-		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
-	})
 
 	// The PreSync hook really ran; `plumb logs` prints its Pod's log.
 	logs := plumbAgainst(ctx, t, own.Kubeconfig, "logs", "--kustomization", "demo", "-n", demo.Namespace, "--hook")
@@ -117,30 +80,28 @@ func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return sha
 	}
-	deployment := "Deployment/" + demo.AppNamespace + "/hello"
+	// failsWith waits until the sync of rev fails health, the Deployment's
+	// Ready=False message naming a Pod of its newest ReplicaSet and what
+	// it says.
+	failsWith := func(rev, pod string) {
+		deployment := regexp.QuoteMeta("Deployment/" + demo.AppNamespace + "/hello")
+		waitAttempted(rev, func(g Gomega, k *kustomizev1.Kustomization) {
+			ready := conditions.Get(k, meta.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
+			g.Expect(ready.Message).To(MatchRegexp(deployment + ` is (Progressing|Degraded): [^;]*; Pod hello-\S+ ` + pod))
+		})
+	}
 
 	// A crash at start: the container, its last exit code and reason.
 	crash := release("Crash at start", "            - name: EXIT_AT_START\n              value: \"3\"\n")
-	waitAttempted(crash, func(g Gomega, k *kustomizev1.Kustomization) {
-		ready := conditions.Get(k, meta.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
-		g.Expect(ready.Message).To(MatchRegexp(regexp.QuoteMeta(deployment) +
-			` is (Progressing|Degraded): [^;]*; Pod hello-\S+ container web is CrashLoopBackOff \(last exit 3, Error, \d+ restarts?\)`))
-	})
+	failsWith(crash, `container web is CrashLoopBackOff \(last exit 3, Error, \d+ restarts?\)`)
 	g.Expect(serves(g)).To(ContainSubstring("Hello from Plumb"), "the first release's Pods still serve")
 
 	// A readiness probe that never passes: the Pod's condition.
 	never := release("Never ready", "            - name: READY_AFTER\n              value: never\n")
-	waitAttempted(never, func(g Gomega, k *kustomizev1.Kustomization) {
-		ready := conditions.Get(k, meta.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(kustomizev1.HealthCheckFailedReason))
-		g.Expect(ready.Message).To(MatchRegexp(regexp.QuoteMeta(deployment) +
-			` is (Progressing|Degraded): [^;]*; Pod hello-\S+ container web is not ready: readiness probe failing \(Pod condition Ready=False ContainersNotReady\)`))
-	})
+	failsWith(never, `container web is not ready: readiness probe failing \(Pod condition Ready=False ContainersNotReady\)`)
 	g.Expect(serves(g)).To(ContainSubstring("Hello from Plumb"), "the first release's Pods still serve")
 	sets := &appsv1.ReplicaSetList{}
 	g.Expect(own.Client.List(ctx, sets, client.InNamespace(demo.AppNamespace))).To(Succeed())
