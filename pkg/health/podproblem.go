@@ -107,9 +107,9 @@ func restarted(cs object) string {
 // probe's kill).
 func notReadyWhy(p, cs object) string {
 	spec := containerSpec(p, cs.str("name"))
-	why := "no readiness probe, not ready"
+	why := "running, not ready yet"
 	switch {
-	case cs.get2("started") == false && spec.has("startupProbe"):
+	case !cs.boolean("started") && spec.has("startupProbe"):
 		why = "startup probe not passed yet"
 	case spec.has("readinessProbe"):
 		why = "readiness probe failing"
@@ -146,12 +146,6 @@ func containerImage(p object, name string) string {
 func (o object) has(path ...string) bool {
 	_, ok := o.get(path...)
 	return ok
-}
-
-// get2 is the value at path, or nil: for a field whose absence and false differ.
-func (o object) get2(path ...string) any {
-	v, _ := o.get(path...)
-	return v
 }
 
 // clip bounds a message from a Pod's status to maxPodText characters.
