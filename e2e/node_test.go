@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,45 +29,10 @@ import (
 // the Kustomization not Ready with the container's exit in the Pods,
 // while the old ReplicaSet keeps serving.
 func TestTheSampleRunsOnARealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts its own control plane, controllers and a real node")
-	}
-	root, err := localenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if err := localenv.NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
-		t.Skipf("no real node on this machine: %v", err)
-	}
+	d := startRealNodeDemo(t, 10*time.Minute)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	own, err := localenv.Start(ctx, localenv.Options{BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		if t.Failed() {
-			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
-			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
-		}
-		g.Expect(own.Stop()).To(Succeed())
-	}()
-	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
-	g.Expect(err).NotTo(HaveOccurred())
-	head, err := clone.Head(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	key := types.NamespacedName{Namespace: demo.Namespace, Name: "demo"}
+	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
 	k := &kustomizev1.Kustomization{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
-		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(head)))
-		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
-	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
 
 	// The Pods ran on the node, from the launcher's registry.
 	pods := &corev1.PodList{}

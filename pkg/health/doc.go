@@ -1,5 +1,5 @@
 // Package health computes the health of a Kubernetes object from its spec and
-// status alone, without API calls, so sync-controller can wait for each sync
+// status alone, without API calls (WithPods, below, aside), so sync-controller can wait for each sync
 // wave and for `wait: true` on whatever its watch cache holds, and pkg/inspect
 // can show it in `plumb tree` and the UI.
 //
@@ -43,6 +43,16 @@
 // keeps its own rules rather than calling kstatus (sigs.k8s.io/cli-utils)
 // because kstatus has no Suspended status and gives no per-kind message a
 // person reads, and sync waves, `wait: true` and `plumb tree` report both.
+//
+// Evaluate reads only the object. A Deployment, StatefulSet or DaemonSet
+// that is Progressing or Degraded because its new Pods crash-loop, cannot
+// pull their image or never pass their readiness probe says so only in its
+// Pods: WithPods (pods.go) looks them up through a Lister, in one or two
+// bounded List requests (the newest revision's ReplicaSet, then a page of
+// its Pods), and appends the first problem found, naming the Pod and the
+// container (podproblem.go). Callers ask for it only when they report an
+// unhealthy workload: sync-controller when a health wait fails, so the
+// Ready condition (what `plumb get` and the UI show) carries it.
 //
 // envtest runs no kube-controller-manager, so nothing fills in status there;
 // a Deployment created in a test stays Progressing until the test writes its

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"encoding/json"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +26,29 @@ func FuzzHPAConditionsAnnotation(f *testing.F) {
 		r := Evaluate(obj)
 		if _, ok := rank[r.Status]; !ok || r.Message == "" {
 			t.Fatalf("annotation %q gave %v", ann, r)
+		}
+	})
+}
+
+// FuzzPodProblem: a Pod's status is written by a kubelet, or by anyone who
+// may update pods/status; explaining it never panics, and what it copies
+// from the status is bounded (maxPodText per copied message).
+func FuzzPodProblem(f *testing.F) {
+	for _, s := range []string{
+		`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"False","reason":"ContainersNotReady"}],"containerStatuses":[{"name":"web","state":{"running":{}}}]},"spec":{"containers":[{"name":"web","readinessProbe":{}}]}}`,
+		`{"status":{"containerStatuses":[{"name":"web","restartCount":"x","state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1e300}}}]}}`,
+		`{"status":{"phase":"Failed","message":5}}`, `{"status":[]}`, `{}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(doc), &m) != nil {
+			return
+		}
+		why := explainPods([]unstructured.Unstructured{{Object: m}, {Object: m}})
+		if len(why) > 8*maxPodText+len(doc) {
+			t.Fatalf("%d bytes from a %d-byte pod", len(why), len(doc))
 		}
 	})
 }

@@ -33,13 +33,18 @@ type logOptions struct {
 	ctrlNS       string
 	container    string
 	pollInterval time.Duration
+	// An application's Pods instead of the controllers' logs
+	// (logs_app.go): its objects' and hooks', or only its hooks'.
+	kustomization, helmRelease string
+	hooksOnly                  bool
+	containerSet, tailSet      bool
 }
 
 func newLogsCmd(g *globals) *cobra.Command {
 	o := logOptions{pollInterval: 200 * time.Millisecond}
 	c := &cobra.Command{
-		Use:   "logs [--kind Kind] [--name NAME] [-n NS] [--level info] [--since 1h] [--tail 50] [-f]",
-		Short: "Print the controllers' log lines, filtered by object and level",
+		Use:   "logs [--kind Kind] [--name NAME] [-n NS] [--level info] [--since 1h] [--tail 50] [-f] | logs --kustomization NAME [--hook] [-n NS]",
+		Short: "Print the controllers' log lines, filtered by object and level, or an application's Pods' logs",
 		Long: "logs reads the controllers' logs — from their pods in --controller-namespace\n" +
 			"(the pods/log subresource), or with --log-dir from the log files `make run`\n" +
 			"writes (<state-dir>/logs/<controller>.log) — and prints the lines about one\n" +
@@ -47,12 +52,26 @@ func newLogsCmd(g *globals) *cobra.Command {
 			"It reads both the JSON lines of deploy/ (--log-encoding=json) and the console\n" +
 			"lines of `make run`. -n narrows to the objects of a namespace (-A: every\n" +
 			"namespace, the default without -n); with --kind, --name or -n, lines that are\n" +
-			"about no object are left out.",
+			"about no object are left out.\n\n" +
+			"With --kustomization NAME (or --helmrelease NAME) it prints instead the logs of\n" +
+			"the Pods of that application's hooks and of the workloads in its inventory\n" +
+			"(`argocd app logs`), each line prefixed [pod/NAME/CONTAINER], the last\n" +
+			"--tail lines (100 unless given) of each container, at most 20 Pods;\n" +
+			"--hook keeps only the hooks' Pods.",
 		Example: "  plumb logs --kind Kustomization --name apps -n team-a --since 1h\n" +
 			"  plumb logs --level error -f\n" +
-			"  plumb logs --log-dir /tmp/plumb-local-123/logs --kind GitRepository",
+			"  plumb logs --log-dir /tmp/plumb-local-123/logs --kind GitRepository\n" +
+			"  plumb logs --kustomization demo -n plumb-demo --hook",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.kustomization != "" || o.helmRelease != "" {
+				o.containerSet = cmd.Flags().Changed("container")
+				o.tailSet = cmd.Flags().Changed("tail")
+				return g.appLogs(cmd.Context(), o)
+			}
+			if o.hooksOnly {
+				return errors.New("--hook needs --kustomization or --helmrelease")
+			}
 			f, err := o.filter(g)
 			if err != nil {
 				return err
@@ -75,7 +94,10 @@ func newLogsCmd(g *globals) *cobra.Command {
 	fl.BoolVarP(&o.follow, "follow", "f", false, "Keep printing new lines until interrupted.")
 	fl.StringVar(&o.logDir, "log-dir", "", "Read the log files in this folder (`make run`'s <state-dir>/logs) instead of the pods.")
 	fl.StringVar(&o.ctrlNS, "controller-namespace", controllerNamespace, "Where the controllers' pods are.")
-	fl.StringVar(&o.container, "container", "manager", "The controllers' container.")
+	fl.StringVar(&o.container, "container", "manager", "The controllers' container; with --kustomization or --helmrelease, only this container of each Pod (default: every container).")
+	fl.StringVar(&o.kustomization, "kustomization", "", "Print the logs of the Pods of this Kustomization's objects and hooks (in -n) instead of the controllers'.")
+	fl.StringVar(&o.helmRelease, "helmrelease", "", "Print the logs of the Pods of this HelmRelease's objects and hooks (in -n) instead of the controllers'.")
+	fl.BoolVar(&o.hooksOnly, "hook", false, "With --kustomization or --helmrelease: only the Pods of its hooks (PreSync Jobs and the like).")
 	return c
 }
 

@@ -501,20 +501,32 @@ func (s *syncRun) checkHealth(ctx context.Context) error {
 // --rate-limit-interval only while the events are equal, so what changes
 // between attempts of the same failure is kept out of the message: a
 // health timeout is reported by the objects and their status ("timed out
-// waiting for health: Deployment/apps/web is Progressing"), and where each
-// stood ("2 of 3 updated replicas available") goes into the volatile
+// waiting for health: Deployment/apps/web is Progressing"), a Degraded
+// object without what its Pods say, and where each stood ("2 of 3 updated
+// replicas available", "Pod web-1 … 5 restarts") goes into the volatile
 // metadata key "health" (pkg/events, VolatilePrefix). The condition keeps
 // the whole text.
 func eventOf(err error) (string, events.Option) {
 	msg := err.Error()
+	var summarized interface {
+		error
+		Summary() string
+	}
 	var timeout *engine.HealthTimeoutError
-	if !errors.As(err, &timeout) {
+	var degraded *engine.HealthDegradedError
+	switch {
+	case errors.As(err, &timeout):
+		summarized = timeout
+	case errors.As(err, &degraded) && degraded.Pods != "":
+		// What the Pods say (restart counts) changes between attempts.
+		summarized = degraded
+	default:
 		return msg, events.WithVolatile(nil)
 	}
 	// Wrapping (%w) keeps the wrapped error's text whole, so it is found
 	// and replaced by its summary.
-	full := timeout.Error()
-	return strings.Replace(msg, full, timeout.Summary(), 1), events.WithVolatile(map[string]string{"health": full})
+	full := summarized.Error()
+	return strings.Replace(msg, full, summarized.Summary(), 1), events.WithVolatile(map[string]string{"health": full})
 }
 
 // healthCheckObjects returns stubs of the objects named in spec.healthChecks.

@@ -59,8 +59,10 @@ func (c *healthCache) put(key healthKey, rv string, r health.Result) {
 var HealthPollFallback = 2 * time.Second
 
 // WaitHealthy waits until every object is Healthy at its current generation.
-// It returns early, with an error naming the object, when one is Degraded;
-// when ctx ends first the error names every object still unhealthy and why.
+// It returns early, with an error naming the object, when one is Degraded
+// (HealthDegradedError); when ctx ends first the error names every object
+// still unhealthy and why (HealthTimeoutError). Either error adds what the
+// newest Pods of an unhealthy workload say (explainByPods).
 // known holds objects as the API server returned them (apply results), used
 // before anything is read again. Waits wake on watch events, not on a timer.
 //
@@ -102,7 +104,7 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 				}
 			}
 			if r.Status == health.Degraded {
-				return reports(pending), fmt.Errorf("%s is Degraded: %s", id, r.Message)
+				return reports(pending), e.degraded(ctx, id, r, kinds[id])
 			}
 			if r.Status == health.Healthy {
 				delete(pending, id)
@@ -120,6 +122,7 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 		select {
 		case <-ctx.Done():
 			pend := reports(pending)
+			e.explainByPods(ctx, pend, kinds)
 			return pend, &HealthTimeoutError{Pending: pend}
 		case <-changes:
 			polled = false
