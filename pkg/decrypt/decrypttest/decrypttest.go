@@ -23,8 +23,13 @@ import (
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keyservice"
 	"github.com/getsops/sops/v3/pgp"
+	sopsdotenv "github.com/getsops/sops/v3/stores/dotenv"
+	sopsini "github.com/getsops/sops/v3/stores/ini"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 
 	"plumb.dev/pkg/decrypt"
 )
@@ -113,7 +118,7 @@ func EncryptEnv(t testing.TB, plain []byte, to Recipients) []byte {
 }
 
 func encrypt(f decrypt.Format, plain []byte, to Recipients, opts Options) ([]byte, error) {
-	store := decrypt.StoreFor(f)
+	store := StoreFor(f)
 	branches, err := store.LoadPlainFile(plain)
 	if err != nil {
 		return nil, err
@@ -152,6 +157,24 @@ func encrypt(f decrypt.Format, plain []byte, to Recipients, opts Options) ([]byt
 		return nil, err
 	}
 	return store.EmitEncryptedFile(tree)
+}
+
+// StoreFor is the SOPS library's store for files of format f, with the
+// settings render-controller's decryption matches (the library's
+// defaults): the tests encrypt with it, and decrypt with it to compare.
+func StoreFor(f decrypt.Format) sops.Store {
+	switch f {
+	case decrypt.YAML:
+		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	case decrypt.JSON:
+		return sopsjson.NewStore(&config.JSONStoreConfig{})
+	case decrypt.Dotenv:
+		return sopsdotenv.NewStore(&config.DotenvStoreConfig{})
+	case decrypt.INI:
+		return sopsini.NewStore(&config.INIStoreConfig{})
+	default:
+		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+	}
 }
 
 // encryptServer encrypts data keys for age recipients and the OpenPGP
