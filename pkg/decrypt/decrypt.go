@@ -199,12 +199,17 @@ func (d *Decryptor) remember(v string) {
 // format, byte for byte as the SOPS library (v3.13.3) prints them.
 func (d *Decryptor) decrypt(data []byte, in, out Format) (plain []byte, err error) {
 	defer func() {
-		// Hostile input must not take render-controller down; nothing
-		// here is known to panic, this is the last guard.
+		// Hostile input must not take render-controller down. Nothing
+		// here is known to panic (the fuzz test calls decryptFile, without
+		// this guard); this is the last line of defence.
 		if p := recover(); p != nil {
 			plain, err = nil, fmt.Errorf("decrypting failed on this input: %v", p)
 		}
 	}()
+	return d.decryptFile(data, in, out)
+}
+
+func (d *Decryptor) decryptFile(data []byte, in, out Format) ([]byte, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%d bytes encrypted is more than the %d a SOPS file may have", len(data), MaxFileBytes)
 	}
@@ -223,7 +228,7 @@ func (d *Decryptor) decrypt(data []byte, in, out Format) (plain []byte, err erro
 			return nil, fmt.Errorf("decrypting its values failed: %w", err)
 		}
 	}
-	plain, err = emit(docs, out)
+	plain, err := emit(docs, out)
 	if err != nil {
 		return nil, fmt.Errorf("printing the decrypted %s file as %s failed: %w", in, out, err)
 	}
