@@ -97,7 +97,7 @@ type Options struct {
 	EncryptedRegex string
 	// The other rules of which values are encrypted, as sops names them.
 	UnencryptedSuffix, EncryptedSuffix, UnencryptedRegex string
-	UnencryptedCommentRegex, EncryptedCommentRegex     string
+	UnencryptedCommentRegex, EncryptedCommentRegex       string
 	// MACOnlyEncrypted computes the MAC over the encrypted values only.
 	MACOnlyEncrypted bool
 	// Groups, when set, are the key groups instead of the one group of
