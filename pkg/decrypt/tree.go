@@ -231,6 +231,8 @@ func (w *walker) saw(v any) {
 	if w.seen == nil {
 		return
 	}
+	// Each value as its plaintext was, so that Redact finds it in a
+	// message quoting the decrypted file.
 	switch v := v.(type) {
 	case string:
 		w.seen(v)
@@ -238,6 +240,14 @@ func (w *walker) saw(v any) {
 		w.seen(string(v))
 	case comment:
 		w.seen(v.Value)
+	case int:
+		w.seen(strconv.Itoa(v))
+	case float64:
+		w.seen(strconv.FormatFloat(v, 'f', -1, 64))
+	case time.Time:
+		if b, err := v.MarshalText(); err == nil {
+			w.seen(string(b))
+		}
 	}
 }
 
