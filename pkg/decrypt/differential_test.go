@@ -202,13 +202,19 @@ func TestDecryptionPrintsWhatTheSOPSLibraryPrints(t *testing.T) {
 	t.Logf("%d outputs byte-identical to the library's", compared)
 }
 
-func TestObjectDecryptsAsTheSOPSLibraryDoes(t *testing.T) {
+// ageSetup makes an age key and the keys of a Secret holding it.
+func ageSetup(t *testing.T) (decrypttest.Recipients, *decrypt.Keys) {
+	t.Helper()
 	key := decrypttest.NewAgeKey(t)
-	to := decrypttest.Recipients{Age: []decrypttest.AgeKey{key}}
 	keys, err := decrypt.ParseKeys("apps/k", map[string][]byte{"k.agekey": []byte(key.Identity)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decrypttest.Recipients{Age: []decrypttest.AgeKey{key}}, keys
+}
+
+func TestObjectDecryptsAsTheSOPSLibraryDoes(t *testing.T) {
+	to, keys := ageSetup(t)
 	manifest := decrypttest.Encrypt(t, "secret.yaml", []byte(`apiVersion: v1
 kind: Secret
 metadata:
@@ -292,11 +298,7 @@ data:
 }
 
 func TestHostileFilesFailWithAClearError(t *testing.T) {
-	key := decrypttest.NewAgeKey(t)
-	keys, err := decrypt.ParseKeys("apps/k", map[string][]byte{"k.agekey": []byte(key.Identity)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, keys := ageSetup(t)
 	sopsBlock := func(extra string) string {
 		return "sops:\n  mac: ENC[AES256_GCM,data:x,iv:x,tag:x,type:str]\n  lastmodified: \"2024-01-01T00:00:00Z\"\n" + extra
 	}

@@ -18,17 +18,13 @@ import (
 // only to be named in errors: render-controller decrypts with age and
 // OpenPGP keys only, as the Secret holds nothing else.
 type metadata struct {
+	// The keys of a file with one key group are at the top level, under
+	// the names a group of key_groups uses.
+	keyGroup                `mapstructure:",squash"`
 	ShamirThreshold         int        `mapstructure:"shamir_threshold,omitempty"`
 	KeyGroups               []keyGroup `mapstructure:"key_groups,omitempty,deep"`
-	KMSKeys                 []kmsKey   `mapstructure:"kms,omitempty,deep"`
-	GCPKMSKeys              []gcpKey   `mapstructure:"gcp_kms,omitempty,deep"`
-	HCKmsKeys               []hckmsKey `mapstructure:"hckms,omitempty,deep"`
-	AzureKeyVaultKeys       []azkvKey  `mapstructure:"azure_kv,omitempty,deep"`
-	VaultKeys               []vaultKey `mapstructure:"hc_vault,omitempty,deep"`
-	AgeKeys                 []ageKey   `mapstructure:"age,omitempty,deep"`
 	LastModified            string     `mapstructure:"lastmodified"`
 	MAC                     string     `mapstructure:"mac"`
-	PGPKeys                 []pgpKey   `mapstructure:"pgp,omitempty,deep"`
 	UnencryptedSuffix       string     `mapstructure:"unencrypted_suffix,omitempty"`
 	EncryptedSuffix         string     `mapstructure:"encrypted_suffix,omitempty"`
 	UnencryptedRegex        string     `mapstructure:"unencrypted_regex,omitempty"`
@@ -279,11 +275,9 @@ func (md *metadata) read() (fileMeta, error) {
 	}
 	var groups []masterKeys
 	var err error
-	top := keyGroup{PGPKeys: md.PGPKeys, KMSKeys: md.KMSKeys, GCPKMSKeys: md.GCPKMSKeys, HCKmsKeys: md.HCKmsKeys,
-		AzureKeyVaultKeys: md.AzureKeyVaultKeys, VaultKeys: md.VaultKeys, AgeKeys: md.AgeKeys}
 	switch {
-	case top.size() > 0:
-		groups, err = readGroups([]keyGroup{top})
+	case md.keyGroup.size() > 0:
+		groups, err = readGroups([]keyGroup{md.keyGroup})
 	case len(md.KeyGroups) > 0:
 		if len(md.KeyGroups) > MaxKeyGroups {
 			return fileMeta{}, fmt.Errorf("it has %d key groups, more than %d", len(md.KeyGroups), MaxKeyGroups)

@@ -227,11 +227,23 @@ func joinComment(old, c string) string {
 	return old + "\n" + c
 }
 
-func yamlSequenceNode(list []any, n *yaml.Node) {
+// yamlEntry is one item of a list or map about to be printed, or a
+// comment between them. Head comments go on head, inline ones on line.
+type yamlEntry struct {
+	comment    *comment
+	head, line *yaml.Node
+	nodes      []*yaml.Node
+}
+
+// placeComments fills n with the entries' nodes and puts each run of
+// comments where the library puts it: before the first entry on n itself,
+// before another on the entry's head node (inline ones on its line node),
+// after the last on the last entry's head node.
+func placeComments(n *yaml.Node, entries []yamlEntry) {
 	var head, inline []string
-	started := false
-	for _, v := range list {
-		if c, ok := v.(comment); ok {
+	var last *yaml.Node
+	for _, e := range entries {
+		if c := e.comment; c != nil {
 			if c.Inline {
 				inline = append(inline, c.Value)
 			} else {
@@ -239,56 +251,48 @@ func yamlSequenceNode(list []any, n *yaml.Node) {
 			}
 			continue
 		}
-		if !started {
+		if last == nil {
 			headComment(n, head)
-			head, started = nil, true
+			head = nil
 		}
-		child := yamlNode(v)
-		headComment(child, head)
-		lineComment(child, inline)
+		headComment(e.head, head)
+		lineComment(e.line, inline)
 		head, inline = nil, nil
-		n.Content = append(n.Content, child)
+		n.Content = append(n.Content, e.nodes...)
+		last = e.head
 	}
 	head = append(head, inline...)
-	if len(head) > 0 {
-		if !started {
-			headComment(n, head)
-		} else {
-			footComment(n.Content[len(n.Content)-1], head)
-		}
+	if last == nil {
+		headComment(n, head)
+	} else {
+		footComment(last, head)
 	}
 }
 
-func yamlMappingNode(br branch, n *yaml.Node) {
-	var head, inline []string
-	started := false
-	for _, it := range br {
-		if c, ok := it.key.(comment); ok {
-			if c.Inline {
-				inline = append(inline, c.Value)
-			} else {
-				head = append(head, c.Value)
-			}
+func yamlSequenceNode(list []any, n *yaml.Node) {
+	entries := make([]yamlEntry, 0, len(list))
+	for _, v := range list {
+		if c, ok := v.(comment); ok {
+			entries = append(entries, yamlEntry{comment: &c})
 			continue
 		}
-		if !started {
-			headComment(n, head)
-			head, started = nil, true
+		child := yamlNode(v)
+		entries = append(entries, yamlEntry{head: child, line: child, nodes: []*yaml.Node{child}})
+	}
+	placeComments(n, entries)
+}
+
+func yamlMappingNode(br branch, n *yaml.Node) {
+	entries := make([]yamlEntry, 0, len(br))
+	for _, it := range br {
+		if c, ok := it.key.(comment); ok {
+			entries = append(entries, yamlEntry{comment: &c})
+			continue
 		}
 		k := &yaml.Node{}
 		_ = k.Encode(it.key)
-		headComment(k, head)
 		v := yamlNode(it.value)
-		lineComment(v, inline)
-		head, inline = nil, nil
-		n.Content = append(n.Content, k, v)
+		entries = append(entries, yamlEntry{head: k, line: v, nodes: []*yaml.Node{k, v}})
 	}
-	head = append(head, inline...)
-	if len(head) > 0 {
-		if !started {
-			headComment(n, head)
-		} else {
-			footComment(n.Content[len(n.Content)-2], head)
-		}
-	}
+	placeComments(n, entries)
 }
