@@ -36,7 +36,7 @@
 // and 53.2 MiB RSS at start with the library, 33.8 MB and 23.7 MiB without
 // (pkg/render alone: 32.8 MB, 22.0 MiB); render-controller went from
 // 160.6 MB, 743 package inits and 8.9 MB allocated by them to 98.2 MB, 423
-// and 5.9 MB, an idle render worker from 10.3 to 7.6 MiB of anonymous
+// and 5.9 MB, an idle render worker from 10.3 to 7.7 MiB of anonymous
 // memory. docs/design/sops.md has the figures. Bounds (MaxFileBytes, MaxDepth, MaxValues, MaxMasterKeys,
 // MaxKeyGroups) keep a hostile file small. pkg/render takes a
 // render.Decryptor interface, which *Decryptor implements, and only
