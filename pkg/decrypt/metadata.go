@@ -129,8 +129,6 @@ type masterKeys struct {
 	others []string
 }
 
-func (g masterKeys) count() int { return len(g.age) + len(g.pgp) + len(g.others) }
-
 // fileMeta is what decryption needs from a file's sops block.
 type fileMeta struct {
 	groups    []masterKeys
