@@ -1,7 +1,6 @@
 package decrypt
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,93 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	"github.com/getsops/sops/v3/cmd/sops/formats"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keyservice"
-	"github.com/getsops/sops/v3/logging"
-	"github.com/getsops/sops/v3/stores/dotenv"
-	"github.com/getsops/sops/v3/stores/ini"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/sirupsen/logrus"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"plumb.dev/pkg/diff"
 )
-
-func init() {
-	// The library logs every recovered data key at info level and, at
-	// warning level, comments it took for unencrypted; render-controller's
-	// log says what failed itself.
-	logging.SetLevel(logrus.ErrorLevel)
-}
-
-// Format is a SOPS file format: how a file's encrypted values are laid
-// out.
-type Format = formats.Format
-
-// The formats, as SOPS names them.
-const (
-	Binary = formats.Binary
-	Dotenv = formats.Dotenv
-	INI    = formats.Ini
-	JSON   = formats.Json
-	YAML   = formats.Yaml
-)
-
-// FormatForPath is SOPS's rule, by extension: .yaml and .yml, .json, .env,
-// .ini, anything else binary; and, as in Flux, a name ending in
-// .dockerconfigjson is JSON.
-func FormatForPath(name string) Format {
-	if strings.HasSuffix(name, ".dockerconfigjson") {
-		return JSON
-	}
-	return formats.FormatForPath(name)
-}
-
-// EnvFormat is the format of a generator's env file: by extension, with
-// dotenv for any name SOPS would call binary (Flux's rule).
-func EnvFormat(name string) Format {
-	if f := FormatForPath(name); f != Binary {
-		return f
-	}
-	return Dotenv
-}
-
-// markers are text only a SOPS-encrypted file of the format holds (Flux's
-// markers): a file without its format's marker is left as it is.
-var markers = []struct {
-	format Format
-	marker string
-}{
-	{YAML, "mac: ENC["},
-	{JSON, `"mac": "ENC[`},
-	{Dotenv, "sops_mac=ENC["},
-	{INI, "[sops]"},
-	// A binary file is a JSON envelope once encrypted.
-	{Binary, `"mac": "ENC[`},
-}
-
-func encrypted(data []byte, f Format) bool {
-	for _, m := range markers {
-		if m.format == f && bytes.Contains(data, []byte(m.marker)) {
-			return true
-		}
-	}
-	return false
-}
-
-// detect returns the format of a SOPS-encrypted value by its marker.
-func detect(data []byte) (Format, bool) {
-	for _, m := range markers {
-		if bytes.Contains(data, []byte(m.marker)) {
-			return m.format, true
-		}
-	}
-	return 0, false
-}
 
 // Bounds on what is decrypted.
 const (
@@ -106,13 +22,36 @@ const (
 	MaxFileBytes = 5 << 20
 	// MaxMasterKeys bounds the master keys one file names: each is a try.
 	MaxMasterKeys = 64
+	// MaxKeyGroups bounds a file's key groups (Shamir shares).
+	MaxKeyGroups = 16
+	// MaxDepth bounds how deeply maps and lists nest (YAML aliases
+	// included): deeper is no configuration, and the readers recurse.
+	MaxDepth = 100
+	// MaxValues bounds the values, maps and lists of one file, YAML
+	// aliases expanded, so that a small file cannot expand to a large
+	// tree.
+	MaxValues = 250_000
 )
+
+// budget counts what a file's reader builds, against MaxValues and
+// MaxDepth.
+type budget struct{ values int }
+
+func (b *budget) take(depth int) error {
+	if depth > MaxDepth {
+		return fmt.Errorf("it nests maps and lists more than %d deep", MaxDepth)
+	}
+	b.values++
+	if b.values > MaxValues {
+		return fmt.Errorf("it has more than %d values", MaxValues)
+	}
+	return nil
+}
 
 // Decryptor decrypts for one render with the keys of one Secret and
 // remembers what it decrypted, for Redact. It is safe for concurrent use.
 type Decryptor struct {
-	keys    *Keys
-	clients []keyservice.KeyServiceClient
+	keys *Keys
 
 	mu sync.Mutex
 	// values are the decrypted values seen, for Values and Redact.
@@ -122,9 +61,8 @@ type Decryptor struct {
 // New returns a Decryptor with keys.
 func New(keys *Keys) *Decryptor {
 	return &Decryptor{
-		keys:    keys,
-		clients: []keyservice.KeyServiceClient{keyservice.NewCustomLocalClient(keyServer{keys: keys})},
-		values:  map[string]bool{},
+		keys:   keys,
+		values: map[string]bool{},
 	}
 }
 
@@ -256,129 +194,99 @@ func (d *Decryptor) remember(v string) {
 }
 
 // decrypt is SOPS's decryption of a whole file without the MAC check:
-// load the tree, recover the data key with the Secret's keys, decrypt
-// every value and print the tree in the output format.
+// read the document and its sops metadata, recover the data key with the
+// Secret's keys, decrypt the values and print the documents in the output
+// format, byte for byte as the SOPS library (v3.13.3) prints them.
 func (d *Decryptor) decrypt(data []byte, in, out Format) (plain []byte, err error) {
 	defer func() {
-		// Hostile input has made the SOPS stores panic (Flux saw it too).
+		// Hostile input must not take render-controller down. Nothing
+		// here is known to panic (the fuzz test calls decryptFile, without
+		// this guard); this is the last line of defence.
 		if p := recover(); p != nil {
-			plain, err = nil, fmt.Errorf("SOPS failed on this input: %v", p)
+			plain, err = nil, fmt.Errorf("decrypting failed on this input: %v", p)
 		}
 	}()
+	return d.decryptFile(data, in, out)
+}
+
+func (d *Decryptor) decryptFile(data []byte, in, out Format) ([]byte, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%d bytes encrypted is more than the %d a SOPS file may have", len(data), MaxFileBytes)
 	}
-	tree, err := StoreFor(in).LoadEncryptedFile(data)
+	docs, meta, err := load(data, in)
 	if err != nil {
-		return nil, fmt.Errorf("not a SOPS-encrypted %s file: %s", formatName(in), userError(err))
+		return nil, fmt.Errorf("not a SOPS-encrypted %s file: %w", in, err)
 	}
-	n := 0
-	for _, g := range tree.Metadata.KeyGroups {
-		n += len(g)
+	key, ok := d.keys.dataKey(meta)
+	if !ok {
+		return nil, d.noKey(meta)
 	}
-	if n > MaxMasterKeys {
-		return nil, fmt.Errorf("it names %d master keys, more than %d", n, MaxMasterKeys)
+	var seen []string
+	w := walker{rules: meta.rules, key: key, seen: func(s string) { seen = append(seen, s) }}
+	for i, doc := range docs {
+		if docs[i], err = w.branch(doc, nil, nil); err != nil {
+			return nil, fmt.Errorf("decrypting its values failed: %w", err)
+		}
 	}
-	key, err := tree.Metadata.GetDataKeyWithKeyServices(d.clients, nil)
+	plain, err := emit(docs, out)
 	if err != nil {
-		return nil, d.noKey(tree.Metadata)
-	}
-	before := leaves(tree.Branches)
-	if _, err := tree.Decrypt(key, aes.NewCipher()); err != nil {
-		return nil, fmt.Errorf("decrypting its values failed: %s", userError(err))
-	}
-	after := leaves(tree.Branches)
-	plain, err = StoreFor(out).EmitPlainFile(tree.Branches)
-	if err != nil {
-		return nil, fmt.Errorf("printing the decrypted %s file as %s failed: %s", formatName(in), formatName(out), userError(err))
+		return nil, fmt.Errorf("printing the decrypted %s file as %s failed: %w", in, out, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, v := range before {
-		if s, ok := v.(string); ok && strings.HasPrefix(s, "ENC[") && i < len(after) {
-			if b, err := sops.ToBytes(after[i]); err == nil {
-				d.remember(string(b))
-			}
-		}
+	for _, v := range seen {
+		d.remember(v)
 	}
 	return plain, nil
 }
 
-// noKey says which keys the file wants, none of which the Secret has.
-func (d *Decryptor) noKey(m sops.Metadata) error {
-	var want []string
-	for _, g := range m.KeyGroups {
-		for _, k := range g {
-			want = append(want, k.TypeToIdentifier()+" "+k.ToString())
-		}
+// load reads an encrypted file of format f: its documents, without the
+// sops metadata, and the metadata.
+func load(data []byte, f Format) ([]branch, fileMeta, error) {
+	b := &budget{}
+	var (
+		docs []branch
+		err  error
+		mode = flattenNone
+	)
+	switch f {
+	case YAML:
+		docs, err = loadYAML(data, b)
+	case Dotenv:
+		docs, err = loadDotenv(data, b)
+		mode = flattenFull
+	case INI:
+		docs, err = loadINI(data, b)
+		mode = flattenBelowTop
+	default: // JSON, and binary, which is a JSON envelope once encrypted
+		docs, err = loadJSON(data, b)
 	}
+	if err != nil {
+		return nil, fileMeta{}, err
+	}
+	return extractMetadata(docs, mode, f == INI)
+}
+
+func emit(docs []branch, f Format) ([]byte, error) {
+	switch f {
+	case YAML:
+		return emitYAML(docs)
+	case JSON:
+		return emitJSON(docs)
+	case Dotenv:
+		return emitDotenv(docs)
+	case INI:
+		return emitINI(docs)
+	default:
+		return emitBinary(docs)
+	}
+}
+
+// noKey says which keys the file wants, none of which the Secret has.
+func (d *Decryptor) noKey(m fileMeta) error {
+	want := m.wanted()
 	if len(want) == 0 {
-		return fmt.Errorf("it names no master key")
+		return errors.New("it names no master key")
 	}
 	return fmt.Errorf("no key of Secret %s decrypts it; it is encrypted for %s", d.keys.Secret, strings.Join(want, ", "))
-}
-
-// leaves lists the leaf values of a tree in walk order.
-func leaves(branches sops.TreeBranches) []any {
-	var out []any
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case sops.TreeBranch:
-			for _, item := range v {
-				walk(item.Value)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		default:
-			out = append(out, v)
-		}
-	}
-	for _, b := range branches {
-		walk(b)
-	}
-	return out
-}
-
-// StoreFor is the SOPS store that reads and prints files of format f
-// (decrypttest encrypts with it too).
-func StoreFor(f Format) sops.Store {
-	switch f {
-	case YAML:
-		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	case JSON:
-		return sopsjson.NewStore(&config.JSONStoreConfig{})
-	case Dotenv:
-		return dotenv.NewStore(&config.DotenvStoreConfig{})
-	case INI:
-		return ini.NewStore(&config.INIStoreConfig{})
-	default:
-		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
-	}
-}
-
-func formatName(f Format) string {
-	switch f {
-	case YAML:
-		return "YAML"
-	case JSON:
-		return "JSON"
-	case Dotenv:
-		return "dotenv"
-	case INI:
-		return "INI"
-	default:
-		return "binary"
-	}
-}
-
-// userError is the library's short message where it has one.
-func userError(err error) string {
-	var u sops.UserError
-	if errors.As(err, &u) {
-		return u.UserError()
-	}
-	return err.Error()
 }

@@ -95,12 +95,7 @@ func TestAPlainFileIsLeftAsItIs(t *testing.T) {
 }
 
 func TestObjectsDecryptAsFluxDecryptsThem(t *testing.T) {
-	key := decrypttest.NewAgeKey(t)
-	to := decrypttest.Recipients{Age: []decrypttest.AgeKey{key}}
-	keys, err := decrypt.ParseKeys("apps/k", map[string][]byte{"k.agekey": []byte(key.Identity)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	to, keys := ageSetup(t)
 	manifest := decrypttest.Encrypt(t, "secret.yaml", []byte(`apiVersion: v1
 kind: Secret
 metadata:

@@ -23,8 +23,13 @@ import (
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keyservice"
 	"github.com/getsops/sops/v3/pgp"
+	sopsdotenv "github.com/getsops/sops/v3/stores/dotenv"
+	sopsini "github.com/getsops/sops/v3/stores/ini"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 
 	"plumb.dev/pkg/decrypt"
 )
@@ -84,11 +89,22 @@ type Recipients struct {
 	PGP []PGPKey
 }
 
-// Options tune an encryption as sops's creation rules do.
+// Options tune an encryption as sops's creation rules do. At most one of
+// the suffixes and regexes may be set (SOPS refuses more).
 type Options struct {
 	// EncryptedRegex encrypts only the values whose key matches, e.g.
 	// "^(data|stringData)$" for a Secret manifest.
 	EncryptedRegex string
+	// The other rules of which values are encrypted, as sops names them.
+	UnencryptedSuffix, EncryptedSuffix, UnencryptedRegex string
+	UnencryptedCommentRegex, EncryptedCommentRegex       string
+	// MACOnlyEncrypted computes the MAC over the encrypted values only.
+	MACOnlyEncrypted bool
+	// Groups, when set, are the key groups instead of the one group of
+	// the recipients, the data key split among them by Shamir's scheme so
+	// that ShamirThreshold of them recover it.
+	Groups          []Recipients
+	ShamirThreshold int
 }
 
 // Encrypt encrypts plain, in the format name gives (decrypt.FormatForPath,
@@ -113,29 +129,49 @@ func EncryptEnv(t testing.TB, plain []byte, to Recipients) []byte {
 }
 
 func encrypt(f decrypt.Format, plain []byte, to Recipients, opts Options) ([]byte, error) {
-	store := decrypt.StoreFor(f)
+	store := StoreFor(f)
 	branches, err := store.LoadPlainFile(plain)
 	if err != nil {
 		return nil, err
 	}
-	var group sops.KeyGroup
-	for _, a := range to.Age {
-		mk, err := sopsage.MasterKeyFromRecipient(a.Recipient)
-		if err != nil {
-			return nil, err
-		}
-		group = append(group, mk)
+	groups := opts.Groups
+	if groups == nil {
+		groups = []Recipients{to}
 	}
+	var keyGroups []sops.KeyGroup
 	entities := map[string]*openpgp.Entity{}
-	for _, p := range to.PGP {
-		group = append(group, pgp.NewMasterKeyFromFingerprint(p.Fingerprint))
-		entities[p.Fingerprint] = p.entity
+	for _, to := range groups {
+		var group sops.KeyGroup
+		for _, a := range to.Age {
+			mk, err := sopsage.MasterKeyFromRecipient(a.Recipient)
+			if err != nil {
+				return nil, err
+			}
+			group = append(group, mk)
+		}
+		for _, p := range to.PGP {
+			group = append(group, pgp.NewMasterKeyFromFingerprint(p.Fingerprint))
+			entities[p.Fingerprint] = p.entity
+		}
+		keyGroups = append(keyGroups, group)
 	}
 	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{
-		KeyGroups:      []sops.KeyGroup{group},
-		EncryptedRegex: opts.EncryptedRegex,
-		Version:        "3.13.3",
+		KeyGroups:               keyGroups,
+		ShamirThreshold:         opts.ShamirThreshold,
+		EncryptedRegex:          opts.EncryptedRegex,
+		UnencryptedSuffix:       opts.UnencryptedSuffix,
+		EncryptedSuffix:         opts.EncryptedSuffix,
+		UnencryptedRegex:        opts.UnencryptedRegex,
+		UnencryptedCommentRegex: opts.UnencryptedCommentRegex,
+		EncryptedCommentRegex:   opts.EncryptedCommentRegex,
+		MACOnlyEncrypted:        opts.MACOnlyEncrypted,
+		Version:                 "3.13.3",
 	}}
+	if tree.Metadata.UnencryptedSuffix == "" && tree.Metadata.EncryptedSuffix == "" && tree.Metadata.UnencryptedRegex == "" &&
+		tree.Metadata.EncryptedRegex == "" && tree.Metadata.UnencryptedCommentRegex == "" && tree.Metadata.EncryptedCommentRegex == "" {
+		// sops's default rule, written into the file as sops writes it.
+		tree.Metadata.UnencryptedSuffix = sops.DefaultUnencryptedSuffix
+	}
 	svc := keyservice.NewCustomLocalClient(encryptServer{entities: entities})
 	dataKey, errs := tree.GenerateDataKeyWithKeyServices([]keyservice.KeyServiceClient{svc})
 	if len(errs) > 0 {
@@ -152,6 +188,24 @@ func encrypt(f decrypt.Format, plain []byte, to Recipients, opts Options) ([]byt
 		return nil, err
 	}
 	return store.EmitEncryptedFile(tree)
+}
+
+// StoreFor is the SOPS library's store for files of format f, with the
+// settings render-controller's decryption matches (the library's
+// defaults): the tests encrypt with it, and decrypt with it to compare.
+func StoreFor(f decrypt.Format) sops.Store {
+	switch f {
+	case decrypt.YAML:
+		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	case decrypt.JSON:
+		return sopsjson.NewStore(&config.JSONStoreConfig{})
+	case decrypt.Dotenv:
+		return sopsdotenv.NewStore(&config.DotenvStoreConfig{})
+	case decrypt.INI:
+		return sopsini.NewStore(&config.INIStoreConfig{})
+	default:
+		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+	}
 }
 
 // encryptServer encrypts data keys for age recipients and the OpenPGP
