@@ -60,7 +60,7 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 	}()
 	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
+	clone, err := localenv.CloneRepo(ctx, demo.PushURL, filepath.Join(t.TempDir(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	head, err := clone.Head(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
