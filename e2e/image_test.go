@@ -82,10 +82,10 @@ func TestANewImageTagRollsOutThroughAGitCommit(t *testing.T) {
 			changed = append(changed, line)
 		}
 	}
-	marker := ` # {"$imagepolicy": "` + d.Namespace + `:web:tag"}`
+	marker := ` # {"$imagepolicy": "` + d.Namespace + `:web"}`
 	g.Expect(changed).To(Equal([]string{
-		"-          image: plumb.dev/examples/web:1.0.0" + marker,
-		"+          image: plumb.dev/examples/web:1.0.1" + marker,
+		"-          image: " + d.WebImage + ":1.0.0" + marker,
+		"+          image: " + d.WebImage + ":1.0.1" + marker,
 	}), "the diff:\n%s", diff)
 	g.Expect(string(diff)).To(HavePrefix("diff --git a/deployment.yaml b/deployment.yaml\n"))
 

@@ -126,7 +126,7 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	if err := PointDemoImages(files, opts.ImageRegistry); err != nil {
 		return nil, err
 	}
-	pointDemoMarkers(files, opts.Namespace)
+	pointDemoMarkers(files, opts.Namespace, opts.ImageRegistry)
 	work, err := os.MkdirTemp(e.StateDir, "seed-")
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -51,11 +52,24 @@ type demoAutomation struct {
 	SigningKey *openpgp.Entity
 }
 
+// markedWebImage is the sample's web image where a marker follows it:
+// the field the automation writes.
+var markedWebImage = regexp.MustCompile(`(?m)^(\s+image: )` + regexp.QuoteMeta(imagebuild.ExampleImage("", DemoImageName)) + `(:[^\s#]+\s+# \{"\$imagepolicy")`)
+
 // pointDemoMarkers makes the app's image policy markers name the
-// ImagePolicy of the demo's namespace.
-func pointDemoMarkers(files map[string]string, namespace string) {
+// ImagePolicy of the demo's namespace, and, with a registry, writes the
+// web image's name in it at the marked field, as the ImagePolicy will
+// (its full-reference setter writes name and tag): the automation's
+// first run then finds nothing to change, and a new tag is a change of
+// the tag alone. The images: entry of PointDemoImages still points the
+// hook image.
+func pointDemoMarkers(files map[string]string, namespace, registry string) {
 	for name, content := range files {
-		files[name] = strings.ReplaceAll(content, `{"$imagepolicy": "`+demoMarkerNamespace+`:`, `{"$imagepolicy": "`+namespace+`:`)
+		content = strings.ReplaceAll(content, `{"$imagepolicy": "`+demoMarkerNamespace+`:`, `{"$imagepolicy": "`+namespace+`:`)
+		if registry != "" {
+			content = markedWebImage.ReplaceAllString(content, "${1}"+imagebuild.ExampleImage(registry, DemoImageName)+"${2}")
+		}
+		files[name] = content
 	}
 }
 
