@@ -135,7 +135,7 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, uiURL string, 
 	if d.WebImage != "" {
 		row("image registry", d.WebImage+"   (plain HTTP; ImageRepository "+d.Namespace+"/web scans it, ImagePolicy "+d.Namespace+"/web picks the highest semver tag)")
 		row("registry webhook", d.RegistryWebhookURL+"   (Receiver "+d.Namespace+"/registry, Docker Hub's format: a push scans at once)")
-		row("image automation", "ImageUpdateAutomation "+d.Namespace+"/demo commits the new tag to "+localenv.DemoAppDir+"/deployment.yaml's marker as "+localenv.DemoBotName+", signed")
+		row("image automation", "ImageUpdateAutomation "+d.Namespace+"/demo commits the new tag at the marker of deployment.yaml (from "+localenv.DemoAppDir+") as "+localenv.DemoBotName+", signed")
 	}
 	row("chart repository", d.ChartRepoURL+"   (serves "+localenv.DemoChartDir+"; HelmRelease "+d.Namespace+"/hello installs it into "+d.HelmNamespace+")")
 	row("Slack stand-in", env.Slack.URL()+"   (what Slack would receive is printed below)")
