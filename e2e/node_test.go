@@ -58,7 +58,9 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 		}
 		g.Expect(own.Stop()).To(Succeed())
 	}()
-	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
+	// As `make run NODE=real` deploys it: with the image automation,
+	// whose objects are Ready against the node's registry.
+	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{ImageAutomation: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	clone, err := localenv.CloneRepo(ctx, demo.PushURL, filepath.Join(t.TempDir(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -71,6 +73,7 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(head)))
 		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
 	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
+	g.Expect(own.WaitDemoReady(ctx, demo)).To(Succeed())
 
 	// The Pods ran on the node, from the launcher's registry.
 	pods := &corev1.PodList{}

@@ -74,12 +74,12 @@ func (o *tagOptions) run(ctx context.Context, g *globals, image string) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	opts := []remote.Option{remote.WithContext(ctx)}
-	if o.creds != "" {
-		user, pass, ok := strings.Cut(o.creds, ":")
-		if !ok {
-			return fmt.Errorf("--creds must be <username>:<password>")
-		}
-		opts = append(opts, remote.WithAuth(&authn.Basic{Username: user, Password: pass}))
+	auth, err := credsAuth(o.creds)
+	if err != nil {
+		return err
+	}
+	if auth != nil {
+		opts = append(opts, remote.WithAuth(auth))
 	} else {
 		opts = append(opts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	}
@@ -94,4 +94,17 @@ func (o *tagOptions) run(ctx context.Context, g *globals, image string) error {
 		fmt.Fprintf(g.out, "✔ tagged %s@%s\n", nt, desc.Digest)
 	}
 	return nil
+}
+
+// credsAuth reads --creds, <username>:<password>; nil when unset, for the
+// docker config to be read instead.
+func credsAuth(creds string) (authn.Authenticator, error) {
+	if creds == "" {
+		return nil, nil
+	}
+	user, pass, ok := strings.Cut(creds, ":")
+	if !ok {
+		return nil, fmt.Errorf("--creds must be <username>:<password>")
+	}
+	return &authn.Basic{Username: user, Password: pass}, nil
 }

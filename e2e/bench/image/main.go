@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"plumb.dev/e2e/bench/benchkit"
 	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
@@ -59,8 +60,13 @@ type bench struct {
 func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
-	defer res.finish()
+	res := &results{c: c, load0: benchfig.LoadAvg(),
+		source: benchkit.SourceState("image-controller", "notification-controller", "source-controller", "render-controller", "sync-controller", "pkg", "api")}
+	// What was measured is printed also when an error ends the run.
+	defer func() {
+		res.load1 = benchfig.LoadAvg()
+		res.print(os.Stdout)
+	}()
 	say(">> starting the suite as `make run` does (the pod simulator, the registry, the five controllers)")
 	env, err := localenv.Start(ctx, localenv.Options{LogLevel: c.logLevel, Registry: true, ControllerArgs: localenv.TenancyArgs()})
 	if err != nil {

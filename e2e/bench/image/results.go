@@ -3,13 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"plumb.dev/e2e/localenv"
 	"plumb.dev/pkg/benchfig"
 )
 
@@ -20,12 +16,6 @@ type results struct {
 	floor        []time.Duration
 	load0, load1 string
 	source       string
-}
-
-// finish prints what was measured, also when an error ended the run early.
-func (r *results) finish() {
-	r.load1 = benchfig.LoadAvg()
-	r.print(os.Stdout)
 }
 
 func (r *results) print(out io.Writer) {
@@ -69,23 +59,4 @@ func (r *results) print(out io.Writer) {
 		fmt.Fprintf(out, "\nwebhook p50 to the Deployment %s against the floor's %s: %.1f× (target ≤ 5 s)\n",
 			benchfig.Seconds(benchfig.Round(p50)), benchfig.Seconds(benchfig.Round(f50)), p50.Seconds()/f50.Seconds())
 	}
-}
-
-// sourceState names the commit measured, and whether the programs of the
-// chain had uncommitted changes.
-func sourceState() string {
-	root, err := localenv.RepoRoot()
-	if err != nil {
-		return "?"
-	}
-	head, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "?"
-	}
-	dirty, _ := exec.Command("git", "-C", root, "status", "--porcelain", "--",
-		"image-controller", "notification-controller", "source-controller", "render-controller", "sync-controller", "pkg", "api").Output()
-	if len(strings.TrimSpace(string(dirty))) > 0 {
-		return "commit " + strings.TrimSpace(string(head)) + " with uncommitted changes to the controllers, pkg or api"
-	}
-	return "commit " + strings.TrimSpace(string(head))
 }
