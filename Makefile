@@ -174,7 +174,7 @@ e2e: controlplane-assets helm-cli $(CHROMIUM) $(NODE_FOR_TESTS) ## Run only the 
 
 # Each bench-<name> target runs the program <module>/bench/<name> of the
 # module it measures (pkg/bench/{pack,helm,render}, sync-controller/bench/sync,
-# ui/bench/ui, e2e/bench/fleet, e2e/bench/helmrelease); bench-source runs
+# ui/bench/ui, e2e/bench/fleet, e2e/bench/helmrelease, e2e/bench/image); bench-source runs
 # pkg/bench/pack.
 .PHONY: bench bench-source
 bench: bench-source
@@ -220,6 +220,13 @@ bench-helmrelease: controlplane-assets helm-controller ## N HelmReleases of one 
 	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
 	@go build -o $(BIN)/bench-helmrelease ./e2e/bench/helmrelease
 	$(BIN)/bench-helmrelease $(HELMRELEASE_ARGS)
+
+# Not part of `make bench`: it starts the whole suite, as `make run` does.
+.PHONY: bench-image
+bench-image: controlplane-assets ## A new image tag in the local registry to the sample's Deployment (registry webhook, scan, ImagePolicy, signed commit, render, apply), N=10 tags, once without the webhook, and a floor doing the same work directly; print a table.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
+	@go build -o $(BIN)/bench-image ./e2e/bench/image
+	$(BIN)/bench-image $(IMAGE_ARGS)
 
 .PHONY: clean
 clean: ## Remove bin/ (the control-plane cache outside the clone stays).

@@ -6,7 +6,7 @@
 // TestMain builds the four controllers and plumb from the checkout into a
 // temporary folder (PLUMB_E2E_BIN_DIR names a folder of prebuilt ones
 // instead) and starts one environment with plumb.dev/e2e/localenv, the same
-// one `make run` starts, with the tenancy flags deploy/ sets
+// one `make run` starts (its registry with the sample's images included), with the tenancy flags deploy/ sets
 // (localenv.TenancyArgs: --no-cross-namespace-refs, and sync-controller's
 // --default-service-account=default, so every Kustomization acts as a
 // ServiceAccount: the sample's names one with the rights it needs, and so
@@ -52,6 +52,11 @@
 //	                                     install` of deploy/'s images, built here, as Pods (NATS too); the sample
 //	                                     reconciled by them; sync-controller's Pod deleted, a new one Ready that
 //	                                     corrects a drift (docs/design/node.md, "Plumb as Pods")
+//	TestANewImageTagRollsOutThroughAGitCommit  the launcher's image "Try:" commands (`plumb tag image` in
+//	                                     its registry, the registry's push webhook): the ImagePolicy picks the
+//	                                     tag, the automation commits it as its author, signed, pushed with the
+//	                                     GitRepository's credentials, the tag its only change; the Kustomization
+//	                                     applies it and the Deployment runs the new tag
 //
 // The tests run one after another (one kills sync-controller) and every wait
 // is bounded. They need bin/k8s from `make controlplane-assets`; `make e2e`

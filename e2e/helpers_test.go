@@ -58,7 +58,7 @@ func deployDemo(t *testing.T, opts localenv.DemoOptions) *story {
 	t.Cleanup(cancel)
 	demo, err := env.DeployDemo(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	clone, err := localenv.CloneRepo(ctx, demo.RepoURL, filepath.Join(t.TempDir(), name))
+	clone, err := localenv.CloneRepo(ctx, demo.PushURL, filepath.Join(t.TempDir(), name))
 	g.Expect(err).NotTo(HaveOccurred())
 	s := &story{t: t, g: g, ctx: ctx, demo: demo, clone: clone, key: types.NamespacedName{Namespace: name, Name: "demo"}}
 	head, err := clone.Head(ctx)

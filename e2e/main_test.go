@@ -66,6 +66,9 @@ func run(m *testing.M) int {
 		BinDir:         binDir,
 		Progress:       os.Stderr,
 		ControllerArgs: args,
+		// The registry with the sample's images, for its image
+		// automation (TestANewImageTagRollsOutThroughAGitCommit).
+		Registry: true,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting the environment: %v\n", err)

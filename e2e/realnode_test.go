@@ -64,9 +64,11 @@ func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
 		}
 	})
 	d := &realNodeDemo{ctx: ctx, own: own}
-	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{})
+	// As `make run NODE=real` deploys it: with the image automation,
+	// whose objects are Ready against the node's registry.
+	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{ImageAutomation: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	d.clone, err = localenv.CloneRepo(ctx, d.demo.RepoURL, filepath.Join(t.TempDir(), "demo"))
+	d.clone, err = localenv.CloneRepo(ctx, d.demo.PushURL, filepath.Join(t.TempDir(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
 	d.head, err = d.clone.Head(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -77,5 +79,6 @@ func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
 		g.Expect(k.Status.LastAppliedRevision).To(Equal(revision(d.head)))
 		g.Expect(conditions.IsReady(k)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
 	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
+	g.Expect(own.WaitDemoReady(ctx, d.demo)).To(Succeed())
 	return d
 }

@@ -3,8 +3,6 @@ package localenv
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -60,12 +58,20 @@ type DemoOptions struct {
 	// that name them there (PointDemoImages). Empty: the sample's neutral
 	// names stay, which the pod simulator never pulls.
 	ImageRegistry string
+	// ImageAutomation adds the sample's image automation
+	// (DemoImageObjectsFile, demoautomation.go); it needs the launcher's
+	// Registry (Options.Registry or a real node).
+	ImageAutomation bool
 }
 
 // Demo is a deployed copy of the sample.
 type Demo struct {
 	DemoOptions
-	RepoURL      string
+	RepoURL string
+	// PushURL is RepoURL with the credentials the Git server asks pushes
+	// for (the GitRepository's Secret git-credentials), for the git
+	// binary.
+	PushURL      string
 	WebhookToken string
 	// WebhookURL is the Receiver's full URL (receiver address + webhook path).
 	WebhookURL string
@@ -75,12 +81,17 @@ type Demo struct {
 	HelmNamespace string
 	// Objects are the Plumb objects applied.
 	Objects []*unstructured.Unstructured
+	// The image automation's, with DemoOptions.ImageAutomation.
+	demoAutomation
 }
 
 // DeployDemo makes a copy of the sample: it creates the Git repository and
 // pushes deploy/examples/app to it with the git binary (the app namespace
-// replaced, the images pointed at opts.ImageRegistry when set, else at
-// the launcher's Registry with a real node), applies deploy/examples/plumb/demo.yaml (its Plumb objects
+// and the image policy markers' namespace replaced, the images pointed at
+// opts.ImageRegistry when set, else at the launcher's Registry when it
+// runs), with push credentials that the GitRepository's Secret holds,
+// applies deploy/examples/plumb/demo.yaml, and DemoImageObjectsFile with
+// opts.ImageAutomation (its Plumb objects
 // once the ServiceAccount they act as, DemoServiceAccount, is allowed in
 // the app's namespaces), waits for the Receiver
 // to publish its webhook path and registers that URL as the repository's
@@ -100,13 +111,14 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		opts.ImageRegistry = e.Registry.Addr
 	}
 	d := &Demo{DemoOptions: opts, RepoURL: e.Git.URL(opts.Repo)}
-	token := make([]byte, 16)
-	_, _ = rand.Read(token)
-	d.WebhookToken = hex.EncodeToString(token)
+	d.WebhookToken = randomToken()
+	gitCreds := PushCredentials{Username: "demo", Password: randomToken()}
 
 	if err := e.Git.CreateRepo(ctx, opts.Repo); err != nil {
 		return nil, err
 	}
+	e.Git.SetPushCredentials(opts.Repo, gitCreds)
+	d.PushURL = e.Git.PushURL(opts.Repo)
 	files, err := e.DemoAppFiles(opts.AppNamespace)
 	if err != nil {
 		return nil, err
@@ -114,12 +126,13 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 	if err := PointDemoImages(files, opts.ImageRegistry); err != nil {
 		return nil, err
 	}
+	pointDemoMarkers(files, opts.Namespace, opts.ImageRegistry)
 	work, err := os.MkdirTemp(e.StateDir, "seed-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	clone, err := InitClone(ctx, d.RepoURL, filepath.Join(work, opts.Repo))
+	clone, err := InitClone(ctx, d.PushURL, filepath.Join(work, opts.Repo))
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +149,8 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		"GIT_URL":       d.RepoURL,
 		"WEBHOOK_TOKEN": d.WebhookToken,
 		"SLACK_URL":     e.Slack.URL(),
+		"GIT_USERNAME":  gitCreds.Username,
+		"GIT_PASSWORD":  gitCreds.Password,
 	}
 	manifests := []string{DemoObjectsFile}
 	if opts.Helm {
@@ -146,6 +161,14 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		vars["HELM_REPO_URL"], vars["HELM_NAMESPACE"] = d.ChartRepoURL, d.HelmNamespace
 		maps.Copy(vars, demoImageVars(opts.ImageRegistry))
 		manifests = append(manifests, DemoHelmObjectsFile)
+	}
+	if opts.ImageAutomation {
+		imageVars, err := e.prepareImageAutomation(d)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(vars, imageVars)
+		manifests = append(manifests, DemoImageObjectsFile)
 	}
 	for _, f := range manifests {
 		tmpl, err := os.ReadFile(filepath.Join(e.Root, f))
@@ -201,6 +224,12 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		return nil, err
 	}
 	e.Git.AddWebhook(opts.Repo, Webhook{URL: d.WebhookURL, Secret: d.WebhookToken})
+	if opts.ImageAutomation {
+		if path, err = e.waitWebhookPath(ctx, opts.Namespace, DemoRegistryHook); err != nil {
+			return nil, err
+		}
+		d.RegistryWebhookURL = e.ReceiverURL(path)
+	}
 	return d, nil
 }
 

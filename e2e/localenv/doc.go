@@ -3,7 +3,8 @@
 // kube-controller-manager, all built from Go modules into bin/k8s), a pod
 // simulator standing in for the kubelet (or, with Options.Node "real", a
 // real node: see below), an embedded NATS JetStream server,
-// a Git smart-HTTP server that accepts pushes and sends GitHub-style
+// a Git smart-HTTP server that accepts pushes (with a repository's
+// credentials when it has some: gitauth.go) and sends GitHub-style
 // webhooks, a Slack stand-in that records what Slack would receive, an
 // HTTP chart repository (pkg/testhelm) for the sample's Helm part, and the
 // five controllers as separate processes (bin/*-controller) with their own
@@ -106,6 +107,14 @@
 // host name and a random suffix, which names no process); Env.Lease reads
 // the Lease.
 //
+// # The registry
+//
+// The registry (registry.go) holds the sample's images, built by
+// plumb.dev/pkg/imagebuild (cached). A real node always has it; with the
+// pod simulator Options.Registry starts it (`make run` and the e2e tests
+// do), for the sample's image automation: nothing pulls there, the images
+// are tags to scan and retag.
+//
 // # The sample's images
 //
 // The sample (DeployDemo) names its images plumb.dev/examples/web and
@@ -115,6 +124,16 @@
 // HelmRelease the values that point them there (demoimages.go), as a user
 // would point the sample at their registry.
 //
+// With DemoOptions.ImageAutomation (`make run`) the sample also gets
+// deploy/examples/plumb/image-demo.yaml (demoautomation.go): an
+// ImageRepository of the web image in the Registry, a semver ImagePolicy,
+// an ImageUpdateAutomation that sets the tag at the Deployment's marker
+// and commits as plumb-bot, signed with an OpenPGP key the launcher makes,
+// pushing with the GitRepository's credentials (the Git server asks the
+// sample's repository's pushes for them), and a dockerhub Receiver, the
+// registry's push webhook. ImageTryCommands prints CI's two steps: plumb
+// tag image and the webhook.
+//
 // # Layout of the state folder
 //
 //	kubeconfig                 admin kubeconfig (system:masters) for kubectl and the controllers
@@ -123,6 +142,7 @@
 //	<controller>/data          source- and render-controller artifact storage (a standby shares its leader's)
 //	nats/                      JetStream store
 //	git/                       the Git server's bare repositories
+//	registry/                  the registry's blobs (Options.Registry or a real node)
 //
 // Everything under it is removed by Stop.
 package localenv

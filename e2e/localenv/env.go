@@ -96,6 +96,11 @@ type Options struct {
 	// and the environment is the cluster around it. Their binaries need
 	// not be built.
 	NoControllers bool
+	// Registry starts the launcher's registry (Env.Registry, with the
+	// sample's images) with the pod simulator too, for the sample's image
+	// automation (DemoOptions.ImageAutomation); a real node always has
+	// it, as it pulls every image from there.
+	Registry bool
 	// NodeBinDir holds the real node's containerd, runc, crictl and CNI
 	// plugins (hack/node.sh); default Root/bin/node. kubelet, kube-proxy
 	// and kube-scheduler are in AssetsDir.
@@ -243,8 +248,9 @@ type Env struct {
 	Slack       *SlackSink
 	KCM         *Process
 	Controllers map[string]*Controller
-	// Node and Registry are set with Options.Node NodeReal: the node's
-	// processes, and the registry it pulls every image from.
+	// Node is set with Options.Node NodeReal: the node's processes.
+	// Registry is set with a real node, which pulls every image from it,
+	// and with Options.Registry.
 	Node     *Node
 	Registry *Registry
 
@@ -291,8 +297,15 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		if err := e.startNode(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := e.startSimulator(ctx); err != nil {
-		return nil, err
+	} else {
+		if err := e.startSimulator(ctx); err != nil {
+			return nil, err
+		}
+		if opts.Registry {
+			if err := e.startRegistry(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	gitLog, err := os.Create(filepath.Join(e.StateDir, "logs", "git-server.log"))
 	if err != nil {

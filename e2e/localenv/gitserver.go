@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -26,7 +27,8 @@ import (
 // GitServer serves bare repositories over Git's smart HTTP protocol with
 // `git http-backend`, push included, and after each push sends a GitHub-style
 // push webhook, signed with X-Hub-Signature-256, to the URLs registered for
-// the repository, as a Git host would.
+// the repository, as a Git host would. Pushes to a repository given
+// credentials need them (gitauth.go).
 type GitServer struct {
 	root string
 	git  string
@@ -42,6 +44,8 @@ type GitServer struct {
 	pushLocks  map[string]*sync.Mutex
 	hooks      map[string][]Webhook
 	deliveries []Delivery
+	pushCreds  map[string]PushCredentials
+	pushers    map[string][]string
 	wg         sync.WaitGroup
 }
 
@@ -79,7 +83,8 @@ func newGitServer(root string, log io.Writer) (*GitServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &GitServer{root: root, git: git, ln: ln, log: log, pushLocks: map[string]*sync.Mutex{}, hooks: map[string][]Webhook{}}
+	s := &GitServer{root: root, git: git, ln: ln, log: log, pushLocks: map[string]*sync.Mutex{}, hooks: map[string][]Webhook{},
+		pushCreds: map[string]PushCredentials{}, pushers: map[string][]string{}}
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln) //nolint:errcheck // ends with Close
 	return s, nil
@@ -156,6 +161,13 @@ func (s *GitServer) handler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		repo := strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0], ".git")
+		var user string
+		if isPush(r) {
+			var ok bool
+			if user, ok = s.authorizePush(w, r, repo); !ok {
+				return
+			}
+		}
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") || !gitRepoName.MatchString(repo) {
 			backend.ServeHTTP(w, r)
 			return
@@ -171,6 +183,11 @@ func (s *GitServer) handler() http.Handler {
 		after, err := listRefs(r.Context(), dir)
 		if err != nil {
 			return
+		}
+		if !maps.Equal(before, after) {
+			s.mu.Lock()
+			s.pushers[repo] = append(s.pushers[repo], user)
+			s.mu.Unlock()
 		}
 		for ref, sha := range after {
 			if before[ref] != sha {

@@ -16,8 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"plumb.dev/pkg/imagebuild"
 )
 
 // The kinds of node Options.Node names.
@@ -158,24 +156,12 @@ func (e *Env) startNode(ctx context.Context) error {
 	}
 	_ = n.cleanNetwork()
 
-	regLog, err := os.Create(filepath.Join(n.logDir, "registry.log"))
-	if err != nil {
-		return err
-	}
-	if e.Registry, err = newRegistry(filepath.Join(e.StateDir, "registry"), regLog); err != nil {
+	if err := e.startRegistry(ctx); err != nil {
 		return err
 	}
 	e.progress("building the sandbox (pause) image into the registry at %s", e.Registry.Addr)
 	if n.PauseImage, err = e.Registry.BuildAndPush(ctx, e.Root, "./e2e/localenv/pause", pauseTag); err != nil {
 		return fmt.Errorf("the sandbox image: %w", err)
-	}
-	// The sample's images (deploy/examples/images), which its
-	// Deployment, PreSync Job and chart name; DeployDemo points them here.
-	e.progress("building the example app's images into the registry (cached under ~/.cache/plumb/images)")
-	if _, err := imagebuild.PushLocal(ctx, imagebuild.LocalOptions{
-		Root: e.Root, Registry: e.Registry.Addr, Programs: imagebuild.ExamplePrograms,
-	}); err != nil {
-		return fmt.Errorf("the example app's images: %w", err)
 	}
 	if err := n.prepareHost(); err != nil {
 		return err

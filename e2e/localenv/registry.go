@@ -30,6 +30,28 @@ type Registry struct {
 	done chan struct{}
 }
 
+// startRegistry starts the Registry, logging to logs/registry.log, and
+// pushes the sample's images (deploy/examples/images) to it: its
+// Deployment, PreSync Job and chart name them, DeployDemo points them
+// here, and the sample's ImageRepository scans them. A real node pulls
+// them; with the pod simulator they are only tags to scan and retag.
+func (e *Env) startRegistry(ctx context.Context) error {
+	regLog, err := os.Create(filepath.Join(e.StateDir, "logs", "registry.log"))
+	if err != nil {
+		return err
+	}
+	if e.Registry, err = newRegistry(filepath.Join(e.StateDir, "registry"), regLog); err != nil {
+		return err
+	}
+	e.progress("building the example app's images into the registry at %s (cached under ~/.cache/plumb/images)", e.Registry.Addr)
+	if _, err := imagebuild.PushLocal(ctx, imagebuild.LocalOptions{
+		Root: e.Root, Registry: e.Registry.Addr, Programs: imagebuild.ExamplePrograms,
+	}); err != nil {
+		return fmt.Errorf("the example app's images: %w", err)
+	}
+	return nil
+}
+
 // newRegistry serves a registry on a new port of 127.0.0.1, logging its
 // requests to logw.
 func newRegistry(dir string, logw io.Writer) (*Registry, error) {

@@ -50,12 +50,15 @@ func (e *Env) TryCommands(d *Demo, cli, workDir string) []TryCommand {
 		)
 	}
 	out = append(out,
-		TryCommand{fmt.Sprintf("git clone -q %s %s", d.RepoURL, workDir), ""},
+		TryCommand{fmt.Sprintf("git clone -q %s %s", d.PushURL, workDir), "with the credentials the Git server asks pushes for"},
 		TryCommand{fmt.Sprintf("cd %s && sed -i 's/Hello from Plumb/Hello again/' configmap.yaml && git commit -qam greet && git push -q", workDir),
 			"a push: webhook, artifact, render, apply"},
 		TryCommand{fmt.Sprintf(`kubectl --kubeconfig %s -n %s patch configmap hello-config --type=merge -p '{"data":{"greeting":"edited by hand"}}'`, e.Kubeconfig, d.AppNamespace),
 			"a foreign edit: reverted within a second, with an alert"},
 	)
+	if d.WebImage != "" {
+		out = append(out, e.ImageTryCommands(d, cli, "1.0.1")...)
+	}
 	return out
 }
 

@@ -66,12 +66,8 @@ func (o *pushOptions) run(ctx context.Context, g *globals, url string) error {
 		Source: o.source, Revision: o.revision, Insecure: o.insecure,
 		Keychain: authn.DefaultKeychain,
 	}
-	if o.creds != "" {
-		user, pass, ok := strings.Cut(o.creds, ":")
-		if !ok {
-			return fmt.Errorf("--creds must be <username>:<password>")
-		}
-		opts.Auth = &authn.Basic{Username: user, Password: pass}
+	if opts.Auth, err = credsAuth(o.creds); err != nil {
+		return err
 	}
 	if o.ignorePaths != nil {
 		ignore := strings.Join(o.ignorePaths, "\n")

@@ -113,6 +113,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newExportCmd(g),
 		newUICmd(g),
 		newPushCmd(g),
+		newTagCmd(g),
 		newDeleteCmd(g),
 		newVersionCmd(g),
 		newInstallCmd(g),

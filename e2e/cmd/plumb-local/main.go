@@ -52,7 +52,7 @@ func main() {
 	// Kustomization and HelmRelease name a ServiceAccount with the rights
 	// they need (deploy/examples/plumb).
 	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards,
-		Node: *node, ControllerArgs: localenv.TenancyArgs()}
+		Node: *node, ControllerArgs: localenv.TenancyArgs(), Registry: true}
 	if *standbys != "" {
 		opts.Standbys = strings.Split(*standbys, ",")
 	}
@@ -86,7 +86,7 @@ func run(opts localenv.Options, exitWhenReady bool, uiListen string, scr *screen
 	}()
 
 	scr.Printf(">> deploying the sample from %s\n", localenv.DemoAppDir)
-	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{Helm: true})
+	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{Helm: true, ImageAutomation: true})
 	if err != nil {
 		return fmt.Errorf("the suite did not come up: %w%s", err, processReport(env))
 	}
@@ -130,8 +130,13 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, uiURL string, 
 		row("web UI", uiURL+"   (the admin's identity; the sign-in secret is good once: `plumb ui` for another)")
 	}
 	row("kubeconfig", "export KUBECONFIG="+env.Kubeconfig+"   (kube-apiserver "+env.APIServerURL+")")
-	row("Git repository", d.RepoURL+"   (push to it: the Git server sends a signed GitHub push webhook)")
+	row("Git repository", d.RepoURL+"   (push to "+d.PushURL+": the Git server sends a signed GitHub push webhook)")
 	row("receiver", d.WebhookURL+"   (Receiver "+d.Namespace+"/github, token in Secret "+d.Namespace+"/webhook-token)")
+	if d.WebImage != "" {
+		row("image registry", d.WebImage+"   (plain HTTP; ImageRepository "+d.Namespace+"/web scans it, ImagePolicy "+d.Namespace+"/web picks the highest semver tag)")
+		row("registry webhook", d.RegistryWebhookURL+"   (Receiver "+d.Namespace+"/registry, Docker Hub's format: a push scans at once)")
+		row("image automation", "ImageUpdateAutomation "+d.Namespace+"/demo commits the new tag at the marker of deployment.yaml (from "+localenv.DemoAppDir+") as "+localenv.DemoBotName+", signed")
+	}
 	row("chart repository", d.ChartRepoURL+"   (serves "+localenv.DemoChartDir+"; HelmRelease "+d.Namespace+"/hello installs it into "+d.HelmNamespace+")")
 	row("Slack stand-in", env.Slack.URL()+"   (what Slack would receive is printed below)")
 	row("NATS JetStream", env.NATSURL+"   (stream PLUMB_EVENTS, subjects plumb.events.>)")
@@ -139,7 +144,7 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, uiURL string, 
 	for _, name := range localenv.ControllerNames {
 		row(name, fmt.Sprintf("metrics http://%s/metrics   health http://%s/readyz   log %s", c[name].MetricsAddr, c[name].HealthAddr, c[name].LogPath))
 	}
-	row("other logs", env.StateDir+"/logs/ (kube-controller-manager, pod simulator, Git server)")
+	row("other logs", env.StateDir+"/logs/ (kube-controller-manager, pod simulator, Git server, registry)")
 	fmt.Fprintf(&b, "\nTry:\n")
 	for _, c := range env.TryCommands(d, plumbCLI(env), filepath.Join(env.StateDir, "demo")) {
 		fmt.Fprintf(&b, "  %s\n", c)
