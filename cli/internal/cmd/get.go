@@ -201,38 +201,11 @@ func (g *globals) getOne(ctx context.Context, k *kind, name string) error {
 // each NAME after prefix.
 func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, prefix string, now time.Time) {
 	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, strings.Join(tableHeader(withNamespace), "\t"))
+	fmt.Fprintln(w, strings.Join(tableHeader(k, withNamespace), "\t"))
 	for _, o := range items {
 		fmt.Fprintln(w, strings.Join(tableRow(k, o, withNamespace, prefix, now), "\t"))
 	}
 	_ = w.Flush()
-}
-
-// tableHeader is the get table's header.
-func tableHeader(withNamespace bool) []string {
-	header := []string{"NAME", "READY", "REVISION", "AGE", "MESSAGE"}
-	if withNamespace {
-		header = append([]string{"NAMESPACE"}, header...)
-	}
-	return header
-}
-
-// tableRow is one object's row of the get table.
-func tableRow(k *kind, o client.Object, withNamespace bool, prefix string, now time.Time) []string {
-	s := k.status(o)
-	ready, msg := readyOf(s)
-	if s.suspended {
-		msg = "(suspended) " + msg
-	}
-	rev := s.revision
-	if rev == "" {
-		rev = "-"
-	}
-	row := []string{prefix + o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
-	if withNamespace {
-		row = append([]string{o.GetNamespace()}, row...)
-	}
-	return row
 }
 
 // age renders how old something is the way kubectl does (5m, 3h2m, 12d).

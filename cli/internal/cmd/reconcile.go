@@ -290,9 +290,12 @@ func (w *waiter) observe(obj client.Object) (bool, error) {
 	if !ready {
 		return true, negative(fmt.Errorf("%s is not ready: %s", ref(w.k, obj), s.condition(meta.ReadyCondition).Message))
 	}
-	if s.revision != "" {
+	switch {
+	case w.k.report != nil:
+		fmt.Fprintf(w.g.out, "✔ %s reconciled, %s\n", ref(w.k, obj), w.k.report(obj))
+	case s.revision != "":
 		fmt.Fprintf(w.g.out, "✔ %s reconciled, revision %s\n", ref(w.k, obj), s.revision)
-	} else {
+	default:
 		fmt.Fprintf(w.g.out, "✔ %s reconciled\n", ref(w.k, obj))
 	}
 	return true, nil
