@@ -201,11 +201,10 @@ func TestReconcileImageReportsTheScanAndThePush(t *testing.T) {
 
 	r := plumb("reconcile", "image", "repository", "app", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
-	g.Expect(lines(r.out)).To(Equal([]string{
-		"► reconcile of ImageRepository/" + ns + "/app requested",
-		"◎ scanning ghcr.io/org/app",
-		"✔ ImageRepository/" + ns + "/app reconciled, scan found 7 tags",
-	}))
+	out := lines(r.out)
+	g.Expect(out[0]).To(Equal("► reconcile of ImageRepository/" + ns + "/app requested"))
+	g.Expect(out).To(ContainElement("◎ scanning ghcr.io/org/app"))
+	g.Expect(out[len(out)-1]).To(Equal("✔ ImageRepository/" + ns + "/app reconciled, scan found 7 tags"))
 	r = plumb("reconcile", "image", "update", "pushed", "-n", ns)
 	g.Expect(r.code).To(Equal(ExitOK), r.String())
 	g.Expect(r.out).To(HaveSuffix("✔ ImageUpdateAutomation/" + ns + "/pushed reconciled, pushed commit " + pushCommit + "\n"))
