@@ -32,8 +32,6 @@ var (
 	families = []*family{sourceFamily, imageFamily}
 )
 
-// sourceKinds are every source kind, what "sources all" names.
-var sourceKinds = sourceFamily.kinds()
 
 // familyOf is the family word names, nil for none.
 func familyOf(word string) *family {
