@@ -32,7 +32,6 @@ var (
 	families = []*family{sourceFamily, imageFamily}
 )
 
-
 // familyOf is the family word names, nil for none.
 func familyOf(word string) *family {
 	for _, f := range families {

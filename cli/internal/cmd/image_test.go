@@ -148,15 +148,21 @@ func TestGetImagePolicyWatchPrintsTheNewImage(t *testing.T) {
 	}))
 }
 
+// inProgress are the conditions of a reconcile under way, Reconciling
+// saying what it does.
+func inProgress(msg string, gen int64) []metav1.Condition {
+	return []metav1.Condition{
+		cond(meta.ReconcilingCondition, "True", meta.ProgressingReason, msg, gen),
+		cond(meta.ReadyCondition, "Unknown", meta.ProgressingReason, "reconciliation in progress", gen),
+	}
+}
+
 // writeImageRepository sets an ImageRepository's status as image-controller
 // would after a scan of seven tags.
 func writeImageRepository(o *imagev1.ImageRepository, token string, reconciling bool, r outcome) {
 	o.Status.ObservedGeneration = o.Generation
 	if reconciling {
-		o.Status.Conditions = []metav1.Condition{
-			cond(meta.ReconcilingCondition, "True", meta.ProgressingReason, "scanning "+o.Spec.Image, o.Generation),
-			cond(meta.ReadyCondition, "Unknown", meta.ProgressingReason, "reconciliation in progress", o.Generation),
-		}
+		o.Status.Conditions = inProgress("scanning "+o.Spec.Image, o.Generation)
 		return
 	}
 	o.Status.LastHandledReconcileAt = token
@@ -173,10 +179,7 @@ func writeImageRepository(o *imagev1.ImageRepository, token string, reconciling 
 func writeImageUpdate(o *imagev1.ImageUpdateAutomation, token string, reconciling bool, r outcome) {
 	o.Status.ObservedGeneration = o.Generation
 	if reconciling {
-		o.Status.Conditions = []metav1.Condition{
-			cond(meta.ReconcilingCondition, "True", meta.ProgressingReason, "updating images", o.Generation),
-			cond(meta.ReadyCondition, "Unknown", meta.ProgressingReason, "reconciliation in progress", o.Generation),
-		}
+		o.Status.Conditions = inProgress("updating images", o.Generation)
 		return
 	}
 	o.Status.LastHandledReconcileAt = token
