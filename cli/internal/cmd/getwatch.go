@@ -223,7 +223,7 @@ func sortedItems(l client.ObjectList) []client.Object {
 // list together, aligned as get aligns them, then each change as it
 // comes, every column at least as wide as before (rows come one at a
 // time: no tabwriter sees them together), and a row only when it differs
-// from the object's last one, AGE aside.
+// from the object's last one, the clock's columns (AGE) aside.
 type rowPrinter struct {
 	out           io.Writer
 	k             *kind
