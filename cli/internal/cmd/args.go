@@ -7,53 +7,124 @@ import (
 	"strings"
 )
 
-// sourceTypes are the source kinds by the type word Flux puts after
-// "source": `plumb get sources git`, `plumb reconcile source git NAME`.
-var sourceTypes = map[string]*kind{"git": gitRepositoryKind, "helm": helmRepositoryKind, "chart": helmChartKind, "oci": ociRepositoryKind, "bucket": bucketKind}
+// family is a word Flux puts before a type word to name a kind: "source
+// git", "image policy"; "<word> all" names every kind of the family.
+type family struct {
+	word, plural string
+	types        []familyType
+}
 
-// sourceKinds are every source kind, what "sources all" names.
-var sourceKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind}
+// familyType is one type word of a family and the kind it names.
+type familyType struct {
+	word string
+	kind *kind
+}
+
+var (
+	// sourceFamily: `plumb get sources git`, `plumb reconcile source git NAME`.
+	sourceFamily = &family{word: "source", plural: "sources", types: []familyType{
+		{"git", gitRepositoryKind}, {"helm", helmRepositoryKind}, {"chart", helmChartKind}, {"oci", ociRepositoryKind}, {"bucket", bucketKind},
+	}}
+	// imageFamily: `plumb get images all`, `plumb reconcile image update NAME`.
+	imageFamily = &family{word: "image", plural: "images", types: []familyType{
+		{"repository", imageRepoKind}, {"policy", imagePolicyKind}, {"update", imageUpdateKind},
+	}}
+	families = []*family{sourceFamily, imageFamily}
+)
+
+// familyOf is the family word names, nil for none.
+func familyOf(word string) *family {
+	for _, f := range families {
+		if word == f.word || word == f.plural {
+			return f
+		}
+	}
+	return nil
+}
+
+// kinds are the family's kinds, in the order of its type words.
+func (f *family) kinds() []*kind {
+	out := make([]*kind, 0, len(f.types))
+	for _, t := range f.types {
+		out = append(out, t.kind)
+	}
+	return out
+}
+
+// typeWords are the family's type words among the kinds allowed.
+func (f *family) typeWords(allowed []*kind) []string {
+	var out []string
+	for _, t := range f.types {
+		if slices.Contains(allowed, t.kind) {
+			out = append(out, t.word)
+		}
+	}
+	return out
+}
+
+// read reads the type word after the family's word (sub, as typed),
+// among allowed: one kind, or every allowed kind of the family for "all".
+func (f *family) read(word, sub string, allowed []*kind) ([]*kind, error) {
+	sub = strings.ToLower(sub)
+	if sub == "all" {
+		var out []*kind
+		for _, k := range f.kinds() {
+			if slices.Contains(allowed, k) {
+				out = append(out, k)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s all: no %s kind applies here", word, f.word)
+		}
+		return out, nil
+	}
+	for _, t := range f.types {
+		if t.word != sub {
+			continue
+		}
+		if !slices.Contains(allowed, t.kind) {
+			return nil, fmt.Errorf("%s %s: not a kind this command handles", word, sub)
+		}
+		return []*kind{t.kind}, nil
+	}
+	words := make([]string, 0, len(f.types))
+	for _, t := range f.types {
+		words = append(words, t.word)
+	}
+	return nil, fmt.Errorf("unknown %s type %q: use %s (or all)", f.word, sub, strings.Join(words, ", "))
+}
 
 // kindArgs reads the kind at the front of args, spelled as Flux spells it
-// ("source git", "sources all", "kustomization", "alert-provider") or by
-// any name of the kind table ("source", "gitrepo", "ks"), and returns the
-// kinds it names, among allowed, and the arguments after it.
+// ("source git", "sources all", "image policy", "kustomization",
+// "alert-provider") or by any name of the kind table ("source", "gitrepo",
+// "ks", "imagepolicy"), and returns the kinds it names, among allowed, and
+// the arguments after it.
 //
-// "source" followed by a word is Flux's "source <type>" when that word is
-// a source type or "all". A command that needs a NAME after the kind
-// passes withName: then "source git" alone is the source named git, as it
-// always was, and only "source git NAME" reads git as the type.
+// A family word followed by another is Flux's "<family> <type>". "source"
+// alone is also a kind (the GitRepository): a command that needs a NAME
+// after the kind passes withName, and then "source git" alone is the
+// source named git, as it always was; only "source git NAME" reads git as
+// the type. "image" is no kind: the word after it is always the type.
 func kindArgs(args []string, withName bool, allowed ...*kind) ([]*kind, []string, error) {
 	if len(args) == 0 {
 		return nil, nil, errors.New("name a kind, e.g. kustomization or source git")
 	}
 	word, rest := strings.ToLower(args[0]), args[1:]
-	if (word == "source" || word == "sources") && len(rest) > 0 && (!withName || len(rest) > 1) {
-		sub := strings.ToLower(rest[0])
-		if sub == "all" {
-			var out []*kind
-			for _, k := range sourceKinds {
-				if slices.Contains(allowed, k) {
-					out = append(out, k)
-				}
+	k, kindErr := kindNamed(word, allowed...)
+	if f := familyOf(word); f != nil {
+		switch {
+		case len(rest) > 0 && (!withName || len(rest) > 1 || kindErr != nil):
+			ks, err := f.read(word, rest[0], allowed)
+			if err != nil {
+				return nil, nil, err
 			}
-			if len(out) == 0 {
-				return nil, nil, fmt.Errorf("%s all: no source kind applies here", word)
-			}
-			return out, rest[1:], nil
+			return ks, rest[1:], nil
+		case kindErr != nil:
+			return nil, nil, fmt.Errorf("%s: name the type: %s (or all)", word, strings.Join(f.typeWords(allowed), ", "))
 		}
-		k, ok := sourceTypes[sub]
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown source type %q: use git, helm, chart, oci, bucket (or all)", rest[0])
-		}
-		if !slices.Contains(allowed, k) {
-			return nil, nil, fmt.Errorf("%s %s: not a kind this command handles", word, sub)
-		}
-		return []*kind{k}, rest[1:], nil
 	}
-	k, err := kindNamed(word, allowed...)
-	if err != nil {
-		return nil, nil, err
+	if kindErr != nil {
+		return nil, nil, kindErr
 	}
 	return []*kind{k}, rest, nil
 }

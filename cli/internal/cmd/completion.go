@@ -21,23 +21,17 @@ const completionTimeout = 5 * time.Second
 // the flags typed so far (-n, --context, --kubeconfig) already parsed.
 
 // completeKindAndName completes `KIND NAME` for the kinds in allowed: a
-// kind first (its first name, and Flux's "source" when a source kind is
-// allowed), then, after "source", a source type, then the names of the
-// objects of that kind in the namespace, read from the cluster.
+// kind first (its first name, and Flux's "source" or "image" when a kind
+// of that family is allowed), then, after "source" or "image", a type
+// word, then the names of the objects of that kind in the namespace, read
+// from the cluster.
 func (g *globals) completeKindAndName(allowed []*kind, extraKinds ...string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) == 0 {
 			return prefixed(kindWords(allowed, extraKinds), toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
-		word := strings.ToLower(args[0])
-		if (word == "source" || word == "sources") && len(args) == 1 {
-			var types []string
-			for t, k := range sourceTypes {
-				if slices.Contains(allowed, k) {
-					types = append(types, t)
-				}
-			}
-			return prefixed(types, toComplete), cobra.ShellCompDirectiveNoFileComp
+		if f := familyOf(strings.ToLower(args[0])); f != nil && len(args) == 1 {
+			return prefixed(f.typeWords(allowed), toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
 		ks, rest, err := kindArgs(args, false, allowed...)
 		if err != nil || len(ks) != 1 || len(rest) > 0 {
@@ -83,15 +77,16 @@ func completionContext(cmd *cobra.Command, g *globals) (context.Context, context
 }
 
 // kindWords are the words offered for a kind: each kind's first name,
-// "source" for the source kinds, and the command's own extras ("all").
+// the family words ("source", "image") of the families allowed, and the
+// command's own extras ("all").
 func kindWords(allowed []*kind, extra []string) []string {
 	words := slices.Clone(extra)
-	for _, k := range allowed {
-		if slices.Contains(sourceKinds, k) {
-			if !slices.Contains(words, "source") {
-				words = append(words, "source")
-			}
+	for _, f := range families {
+		if len(f.typeWords(allowed)) > 0 {
+			words = append(words, f.word)
 		}
+	}
+	for _, k := range allowed {
 		words = append(words, k.names[0])
 	}
 	return words

@@ -50,7 +50,7 @@ func newCreateCmd(g *globals) *cobra.Command {
 	o := &createOpts{g: g}
 	c := &cobra.Command{
 		Use:   "create",
-		Short: "Create or update sources, Kustomizations, HelmReleases, notification objects and Secrets",
+		Short: "Create or update sources, Kustomizations, HelmReleases, notification and image objects and Secrets",
 		Long: "create builds one of Plumb's objects from flags, server-side applies it as field\n" +
 			"manager plumb and waits until its controller reports Ready (bounded by --timeout).\n" +
 			"With --export it prints the object as YAML instead and writes nothing.",
@@ -67,6 +67,7 @@ func newCreateCmd(g *globals) *cobra.Command {
 		newCreateAlertProviderCmd(o),
 		newCreateReceiverCmd(o),
 		newCreateSecretCmd(o),
+		newCreateImageCmd(o),
 	)
 	return c
 }

@@ -22,7 +22,7 @@ const maxAnswer = 256
 func newDeleteCmd(g *globals) *cobra.Command {
 	var silent, wait bool
 	c := &cobra.Command{
-		Use:   "delete source [git|helm|chart|oci|bucket]|KIND NAME",
+		Use:   "delete source [git|helm|chart|oci|bucket]|image [repository|policy|update]|KIND NAME",
 		Short: "Delete a Plumb object, after asking for confirmation",
 		Long: "delete deletes one Plumb object of any kind in the namespace, as Flux's `flux delete`\n" +
 			"does. It first says what the deletion does beyond the object: a Kustomization with\n" +

@@ -3,10 +3,10 @@
 //	plumb install [--components …] [--components-extra ui] [--registry R] [--version V] [--network-policy] [--watch-all-namespaces] [--export]
 //	plumb uninstall [--keep-namespace] [--dry-run]
 //	plumb check [--pre]
-//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]
-//	plumb reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider NAME [--with-source]
+//	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers|images [repository|policy|update|all] [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]
+//	plumb reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
-//	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME
+//	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME
 //	plumb diff kustomization|helmrelease NAME
 //	plumb tree kustomization|helmrelease NAME
 //	plumb events [--follow] [--for Kind/name] [--nats-url URL]
@@ -20,15 +20,19 @@
 //	plumb completion bash|zsh|fish|powershell
 //	plumb create source git|helm|oci|bucket|chart|kustomization|helmrelease|alert|alert-provider|receiver NAME [flags] [--export]
 //	plumb create secret git|helm|oci|tls|receiver NAME [flags] [--export]
+//	plumb create image repository|policy|update NAME [flags] [--export]
 //
 // install, uninstall and check --pre are thin commands over
 // cli/internal/install, which renders deploy/ (embedded through the module
 // plumb.dev/deploy), applies it and removes it; bootstrap reuses it.
 //
-// Kinds are spelled as Flux spells them ("source git", "alert-provider") or
-// by the names of the kind table (kinds.go: every kind of pkg/kinds, so
-// check, get all, delete and completion cover a new kind without a
-// change); args.go reads them. completion.go completes them, then the
+// Kinds are spelled as Flux spells them ("source git", "image policy",
+// "alert-provider") or by the names of the kind table (kinds.go: every
+// kind of pkg/kinds, so check, get all, delete and completion cover a new
+// kind without a change); args.go reads them, with the family words
+// "source" and "image" before a type word. A kind's get table is its
+// columns (columns.go): READY, REVISION, AGE, MESSAGE, or Flux's own for
+// the image kinds (get_image.go), which also say what their reconcile did. completion.go completes them, then the
 // names of their objects, for cobra's completion scripts (__complete).
 //
 // The Kubernetes connection comes from the kubeconfig as kubectl finds it

@@ -20,7 +20,7 @@ import (
 func newExportCmd(g *globals) *cobra.Command {
 	var exportAll, allNamespaces bool
 	c := &cobra.Command{
-		Use:   "export source [git|helm|chart|all]|kustomization|helmrelease|receiver|alert|alert-provider NAME|--all",
+		Use:   "export source [git|helm|chart|all]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update|all] NAME|--all",
 		Short: "Print Plumb objects as clean YAML to commit to Git",
 		Long: "export prints objects the way they belong in Git: apiVersion, kind, metadata\n" +
 			"(name, namespace, labels, annotations) and spec, without status, the fields the\n" +
@@ -30,7 +30,7 @@ func newExportCmd(g *globals) *cobra.Command {
 			"helm.plumb.dev/*, plumb.dev/applied-hash). Several objects\n" +
 			"are separated by ---.",
 		Example: "  plumb export source git podinfo > podinfo-source.yaml\n  plumb export kustomization --all -n team-a\n" +
-			"  plumb export source helm podinfo\n  plumb export helmrelease --all -A\n  plumb export alert-provider slack",
+			"  plumb export source helm podinfo\n  plumb export helmrelease --all -A\n  plumb export alert-provider slack\n  plumb export image policy --all",
 		Args:              cobra.ArbitraryArgs, // kindArgs checks them
 		ValidArgsFunction: g.completeKindAndName(allKinds),
 		RunE: func(cmd *cobra.Command, args []string) error {

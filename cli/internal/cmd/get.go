@@ -24,20 +24,24 @@ func newGetCmd(g *globals) *cobra.Command {
 		selector string
 	)
 	c := &cobra.Command{
-		Use:   "get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers [NAME]",
+		Use:   "get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers|images [repository|policy|update|all] [NAME]",
 		Short: "List Plumb objects with their readiness and revision, or show one Kustomization or HelmRelease in detail",
 		Long: "get lists the objects of one Plumb kind in the namespace (or, with -A, in all\n" +
 			"namespaces) as a table: NAME, READY, REVISION, AGE and the Ready condition's\n" +
-			"MESSAGE. A suspended object's message starts with (suspended).\n\n" +
+			"MESSAGE. A suspended object's message starts with (suspended). The image kinds\n" +
+			"have Flux's columns: an ImageRepository's LAST SCAN, TAGS and SUSPENDED, an\n" +
+			"ImagePolicy's IMAGE and TAG, an ImageUpdateAutomation's LAST RUN, LAST PUSH\n" +
+			"COMMIT and SUSPENDED.\n\n" +
 			"Kinds are spelled as Flux spells them (sources git, sources helm, sources chart,\n" +
-			"sources all, kustomizations, helmreleases, receivers, alerts, alert-providers) or\n" +
+			"sources all, kustomizations, helmreleases, receivers, alerts, alert-providers,\n" +
+			"images repository, images policy, images update, images all) or\n" +
 			"by plumb's names (gitrepositories, helmrepositories, helmcharts, ks, hr,\n" +
 			"providers). `get all` lists every Plumb kind, one table per kind.\n\n" +
 			"With a NAME, a Kustomization or a HelmRelease is shown in detail, like `argocd\n" +
 			"app get`: source (chart) and revisions, sync status, health, the last sync, a\n" +
 			"HelmRelease's release history, the conditions and every object it manages with\n" +
 			"its health and drift. Another kind's NAME shows its row.",
-		Example:           "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get sources helm\n  plumb get helmreleases -A\n  plumb get all\n  plumb get kustomization podinfo -n team-a\n  plumb get hr podinfo -n team-a",
+		Example:           "  plumb get kustomizations -A\n  plumb get sources git -n team-a\n  plumb get sources helm\n  plumb get helmreleases -A\n  plumb get all\n  plumb get kustomization podinfo -n team-a\n  plumb get hr podinfo -n team-a\n  plumb get images all -A\n  plumb get image policy podinfo",
 		Args:              cobra.RangeArgs(1, 3),
 		ValidArgsFunction: g.completeKindAndName(allKinds, "all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,7 +100,7 @@ func newGetCmd(g *globals) *cobra.Command {
 					}
 					prefix := ""
 					if len(ks) > 1 {
-						// sources all: one table per source kind, each
+						// sources all, images all: one table per kind, each
 						// NAME prefixed with its kind as in get all.
 						prefix = strings.ToLower(k.Kind) + "/"
 					}
@@ -201,38 +205,11 @@ func (g *globals) getOne(ctx context.Context, k *kind, name string) error {
 // each NAME after prefix.
 func printTable(g *globals, k *kind, items []client.Object, withNamespace bool, prefix string, now time.Time) {
 	w := tabwriter.NewWriter(g.out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, strings.Join(tableHeader(withNamespace), "\t"))
+	fmt.Fprintln(w, strings.Join(tableHeader(k, withNamespace), "\t"))
 	for _, o := range items {
 		fmt.Fprintln(w, strings.Join(tableRow(k, o, withNamespace, prefix, now), "\t"))
 	}
 	_ = w.Flush()
-}
-
-// tableHeader is the get table's header.
-func tableHeader(withNamespace bool) []string {
-	header := []string{"NAME", "READY", "REVISION", "AGE", "MESSAGE"}
-	if withNamespace {
-		header = append([]string{"NAMESPACE"}, header...)
-	}
-	return header
-}
-
-// tableRow is one object's row of the get table.
-func tableRow(k *kind, o client.Object, withNamespace bool, prefix string, now time.Time) []string {
-	s := k.status(o)
-	ready, msg := readyOf(s)
-	if s.suspended {
-		msg = "(suspended) " + msg
-	}
-	rev := s.revision
-	if rev == "" {
-		rev = "-"
-	}
-	row := []string{prefix + o.GetName(), ready, rev, age(o.GetCreationTimestamp().Time, now), oneLine(msg)}
-	if withNamespace {
-		row = append([]string{o.GetNamespace()}, row...)
-	}
-	return row
 }
 
 // age renders how old something is the way kubectl does (5m, 3h2m, 12d).

@@ -105,7 +105,7 @@ func (g *globals) watchTable(cmd *cobra.Command, k *kind, names []string, allNam
 	if len(names) == 1 {
 		opts = append(opts, client.MatchingFields{"metadata.name": names[0]})
 	}
-	p := &rowPrinter{out: g.out, withNamespace: allNamespaces, last: map[types.UID]string{}}
+	p := &rowPrinter{out: g.out, k: k, withNamespace: allNamespaces, last: map[types.UID]string{}}
 	listed := func() {
 		if !p.listed() {
 			where := "in namespace " + g.ns
@@ -223,9 +223,10 @@ func sortedItems(l client.ObjectList) []client.Object {
 // list together, aligned as get aligns them, then each change as it
 // comes, every column at least as wide as before (rows come one at a
 // time: no tabwriter sees them together), and a row only when it differs
-// from the object's last one, AGE aside.
+// from the object's last one, the clock's columns (AGE) aside.
 type rowPrinter struct {
 	out           io.Writer
+	k             *kind
 	withNamespace bool
 	last          map[types.UID]string
 	widths        []int
@@ -236,7 +237,7 @@ type rowPrinter struct {
 }
 
 func (p *rowPrinter) print(uid types.UID, row []string) {
-	key := strings.Join(append(append([]string{}, row[:len(row)-2]...), row[len(row)-1]), "\x00")
+	key := rowKey(p.k, row)
 	if p.last[uid] == key {
 		return
 	}
@@ -268,7 +269,7 @@ func (p *rowPrinter) listed() bool {
 
 func (p *rowPrinter) widen(cells []string) {
 	if p.widths == nil {
-		header := tableHeader(p.withNamespace)
+		header := tableHeader(p.k, p.withNamespace)
 		p.widths = make([]int, len(header))
 		for i, c := range header {
 			p.widths[i] = len(c)
@@ -285,7 +286,7 @@ func (p *rowPrinter) line(cells []string) {
 	p.widen(cells)
 	if !p.headed {
 		p.headed = true
-		p.write(tableHeader(p.withNamespace))
+		p.write(tableHeader(p.k, p.withNamespace))
 	}
 	p.write(cells)
 }

@@ -33,6 +33,12 @@ type kind struct {
 	reconcilable bool
 	// suspendable kinds have spec.suspend (not an ExternalArtifact).
 	suspendable bool
+	// columns are its get table's after NAME (defaultColumns unless the
+	// kind has its own, as Flux's image tables).
+	columns []column
+	// report is what a finished reconcile of it says after "reconciled"
+	// when the revision does not say it (nil: the revision).
+	report func(o client.Object) string
 }
 
 // commandKind is the registry's kind named kind, with the names the
@@ -50,7 +56,14 @@ func commandKind(name string, aliases ...string) *kind {
 		names:        append(names, aliases...),
 		reconcilable: def.Requestable(),
 		suspendable:  suspendable,
+		columns:      defaultColumns,
 	}
+}
+
+// withTable gives k its own get table columns and reconcile report.
+func (k *kind) withTable(columns []column, report func(o client.Object) string) *kind {
+	k.columns, k.report = columns, report
+	return k
 }
 
 func (k *kind) newObj() client.Object      { return k.def.New() }
@@ -108,9 +121,9 @@ var (
 	receiverKind       = commandKind(notificationv1.ReceiverKind)
 	alertKind          = commandKind(notificationv1.AlertKind)
 	providerKind       = commandKind(notificationv1.ProviderKind, "alert-provider", "alert-providers")
-	imageRepoKind      = commandKind(imagev1.ImageRepositoryKind)
-	imagePolicyKind    = commandKind(imagev1.ImagePolicyKind)
-	imageUpdateKind    = commandKind(imagev1.ImageUpdateAutomationKind)
+	imageRepoKind      = commandKind(imagev1.ImageRepositoryKind).withTable(imageRepositoryColumns, imageRepositoryReport)
+	imagePolicyKind    = commandKind(imagev1.ImagePolicyKind).withTable(imagePolicyColumns, imagePolicyReport)
+	imageUpdateKind    = commandKind(imagev1.ImageUpdateAutomationKind).withTable(imageUpdateColumns, imageUpdateReport)
 	// allKinds are every kind of pkg/kinds (a test holds them equal), in
 	// the order `get all` and `check` print them: sources, then what
 	// applies them, then the notification kinds, then the image kinds.

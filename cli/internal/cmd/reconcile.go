@@ -39,7 +39,7 @@ const (
 func newReconcileCmd(g *globals) *cobra.Command {
 	var withSource bool
 	c := &cobra.Command{
-		Use:   "reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
+		Use:   "reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME",
 		Short: "Ask for an immediate reconcile and wait for its result",
 		Long: "reconcile sets the reconcile.plumb.dev/requestedAt annotation to a new token and\n" +
 			"waits until the controller has handled it (status.lastHandledReconcileAt) and the\n" +
@@ -48,10 +48,13 @@ func newReconcileCmd(g *globals) *cobra.Command {
 			"first; a HelmRelease's HelmChart source (HelmRepository or GitRepository), then\n" +
 			"the HelmChart. A Receiver, an Alert or a Provider (alert-provider) is checked again by\n" +
 			"notification-controller: its Secret read again, its Provider's readiness looked at.\n" +
+			"An image repository is scanned (the tag count is printed), an image policy picks\n" +
+			"again (the latest image), an image update runs (the commit it pushed, if any).\n" +
 			"Exit code 1 when the reconcile ends with Ready=False.",
 		Example: "  plumb reconcile kustomization app --with-source\n  plumb reconcile source git podinfo -n team-a\n" +
 			"  plumb reconcile helmrelease podinfo --with-source\n  plumb reconcile source helm podinfo\n  plumb reconcile source chart team-a-podinfo\n" +
-			"  plumb reconcile receiver github\n  plumb reconcile alert-provider slack",
+			"  plumb reconcile receiver github\n  plumb reconcile alert-provider slack\n" +
+			"  plumb reconcile image repository podinfo\n  plumb reconcile image update flux-system",
 		Args:              cobra.ArbitraryArgs, // kindAndName checks them
 		ValidArgsFunction: g.completeKindAndName(reconcilableKinds()),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -290,9 +293,12 @@ func (w *waiter) observe(obj client.Object) (bool, error) {
 	if !ready {
 		return true, negative(fmt.Errorf("%s is not ready: %s", ref(w.k, obj), s.condition(meta.ReadyCondition).Message))
 	}
-	if s.revision != "" {
+	switch {
+	case w.k.report != nil:
+		fmt.Fprintf(w.g.out, "✔ %s reconciled, %s\n", ref(w.k, obj), w.k.report(obj))
+	case s.revision != "":
 		fmt.Fprintf(w.g.out, "✔ %s reconciled, revision %s\n", ref(w.k, obj), s.revision)
-	} else {
+	default:
 		fmt.Fprintf(w.g.out, "✔ %s reconciled\n", ref(w.k, obj))
 	}
 	return true, nil
@@ -411,9 +417,9 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 	}
 	var wait bool
 	c := &cobra.Command{
-		Use:               verb + " source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider NAME",
+		Use:               verb + " source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME",
 		Short:             short,
-		Example:           "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack",
+		Example:           "  plumb " + verb + " source git podinfo\n  plumb " + verb + " kustomization podinfo -n team-a\n  plumb " + verb + " helmrelease podinfo\n  plumb " + verb + " source helm bitnami\n  plumb " + verb + " alert-provider slack\n  plumb " + verb + " image update flux-system",
 		Args:              cobra.ArbitraryArgs, // kindAndName checks them
 		ValidArgsFunction: g.completeKindAndName(suspendableKinds()),
 		RunE: func(cmd *cobra.Command, args []string) error {
