@@ -229,8 +229,10 @@ func newCreateImageUpdateCmd(o *createOpts) *cobra.Command {
 				return built{}, errRequired("author-name")
 			case authorEmail == "":
 				return built{}, errRequired("author-email")
-			case signingKeyType != "":
-				return built{}, refusedFlag("signing-key-type", imagev1.ImageUpdateAutomationKind, "spec.git.commit.signingKey.type")
+			case signingKeyType != "" && signingKeySecret == "":
+				return built{}, fmt.Errorf("--signing-key-type needs --signing-key-secret")
+			case signingKeyType != "" && signingKeyType != string(imagev1.SigningKeyTypeGPG) && signingKeyType != string(imagev1.SigningKeyTypeSSH):
+				return built{}, fmt.Errorf("--signing-key-type %q: use one of gpg, ssh", signingKeyType)
 			}
 			if commitTemplate != "" {
 				// image-controller's own check: a template it would
@@ -260,7 +262,8 @@ func newCreateImageUpdateCmd(o *createOpts) *cobra.Command {
 				auto.Spec.Update = &imagev1.UpdateStrategy{Strategy: imagev1.UpdateStrategySetters, Path: path}
 			}
 			if signingKeySecret != "" {
-				auto.Spec.Git.Commit.SigningKey = &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: signingKeySecret}}
+				auto.Spec.Git.Commit.SigningKey = &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: signingKeySecret},
+					Type: imagev1.SigningKeyType(signingKeyType)}
 			}
 			return built{objs: []client.Object{auto}, wait: imageUpdateKind}, nil
 		})
@@ -273,7 +276,7 @@ func newCreateImageUpdateCmd(o *createOpts) *cobra.Command {
 	f.StringVar(&commitTemplate, "commit-template", "", "Go template of the commit message over the changed images; image-controller's default when not given.")
 	f.StringVar(&authorName, "author-name", "", "Name of the commits' author.")
 	f.StringVar(&authorEmail, "author-email", "", "Email of the commits' author.")
-	f.StringVar(&signingKeySecret, "signing-key-secret", "", "Secret with an OpenPGP key (git.asc, and passphrase when it has one) to sign the commits with.")
-	f.StringVar(&signingKeyType, "signing-key-type", "", "Refused: commits are signed with OpenPGP keys only.")
+	f.StringVar(&signingKeySecret, "signing-key-secret", "", "Secret with the key to sign the commits with: an OpenPGP key (git.asc, and passphrase when it has one), or with --signing-key-type=ssh an SSH key (identity, and password).")
+	f.StringVar(&signingKeyType, "signing-key-type", "", "The signing key's format: gpg (the default; git.asc, and passphrase) or ssh (identity, and password when it has one).")
 	return c
 }

@@ -60,7 +60,7 @@ func TestCreateImageExportAppliesAsIs(t *testing.T) {
 		name: "update",
 		args: []string{"update", "flux-system", "--git-repo-ref=flux-system", "--git-repo-namespace=flux", "--git-repo-path=./clusters/dev",
 			"--checkout-branch=main", "--push-branch=image-updates", "--author-name=plumb", "--author-email=plumb@example.com",
-			"--commit-template=" + template, "--signing-key-secret=pgp", "--interval=30m"},
+			"--commit-template=" + template, "--signing-key-secret=signing", "--signing-key-type=ssh", "--interval=30m"},
 		want: &imagev1.ImageUpdateAutomation{ObjectMeta: meta0("flux-system", nil), Spec: imagev1.ImageUpdateAutomationSpec{
 			SourceRef: imagev1.GitSourceReference{Kind: "GitRepository", Name: "flux-system", Namespace: "flux"},
 			Interval:  metav1.Duration{Duration: 30 * time.Minute},
@@ -68,7 +68,7 @@ func TestCreateImageExportAppliesAsIs(t *testing.T) {
 				Checkout: &imagev1.GitCheckoutSpec{Ref: imagev1.GitCheckoutRef{Branch: "main"}},
 				Commit: imagev1.CommitSpec{
 					Author: imagev1.CommitUser{Name: "plumb", Email: "plumb@example.com"}, MessageTemplate: template,
-					SigningKey: &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: "pgp"}},
+					SigningKey: &imagev1.SigningKey{SecretRef: meta.LocalObjectReference{Name: "signing"}, Type: imagev1.SigningKeyTypeSSH},
 				},
 				Push: &imagev1.PushSpec{Branch: "image-updates"},
 			},
@@ -152,8 +152,8 @@ func TestCreateImageRefusesWhatWouldNotWork(t *testing.T) {
 		{[]string{"policy", "p", "--image-ref=app", "--select-semver=1.x", "--reflect-digest=Sometimes"}, `--reflect-digest "Sometimes": use one of Never, IfNotPresent, Always`},
 		{[]string{"update", "u", "--git-repo-ref=apps", "--author-name=plumb", "--author-email=plumb@example.com"}, "--checkout-branch is required"},
 		{[]string{"update", "u", "--git-repo-ref=apps", "--checkout-branch=main", "--author-name=plumb"}, "--author-email is required"},
-		{append(update, "--signing-key-secret=pgp", "--signing-key-type=ssh"),
-			"--signing-key-type (ImageUpdateAutomation.spec.git.commit.signingKey.type) is not supported: commits are signed with OpenPGP keys only"},
+		{append(update, "--signing-key-secret=key", "--signing-key-type=x509"), `--signing-key-type "x509": use one of gpg, ssh`},
+		{append(update, "--signing-key-type=ssh"), "--signing-key-type needs --signing-key-secret"},
 		{append(update, `--commit-template={{define "x"}}{{end}}`), "--commit-template: {{define}} and {{block}} are not supported"},
 	} {
 		r := plumb(append(append([]string{"create", "image"}, tc.args...), "--export", "-n", "team-a")...)
