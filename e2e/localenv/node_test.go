@@ -135,11 +135,14 @@ func TestARealNodeRemovesWhatAKilledOneLeft(t *testing.T) {
 		g.Expect(p.Kill()).To(Succeed())
 	}
 	g.Expect(killed.Scheduler.Stop(0)).To(Succeed()) // supervised: Kill would restart it
-	killed.lock.Close()
 	first.Node = nil
 	g.Expect(first.Stop()).To(Succeed())
 	_, err := os.Stat(killed.Dir)
 	g.Expect(err).NotTo(HaveOccurred(), "the killed node should have left its folder")
+	// Only now the machine's node lock goes: a real node of another test
+	// binary waiting on it would clean the leftovers before this one sees
+	// them, as the next node on the machine should.
+	killed.lock.Close()
 
 	second, stopped := startRealNode(ctx, t, assets)
 	node := second.Node
