@@ -58,6 +58,10 @@ const (
 	SkipDryRunOnMissingResource = "SkipDryRunOnMissingResource=true"
 	PruneLast                   = "PruneLast=true"
 	CreateNamespace             = "CreateNamespace=true"
+	// PruneConfirm and DeleteConfirm ask for a person's confirmation
+	// before the object is pruned, or deleted with its owner.
+	PruneConfirm  = "Prune=confirm"
+	DeleteConfirm = "Delete=confirm"
 )
 
 // IgnoreExtraneous in CompareOptionsAnnotation keeps an object that Git no

@@ -122,6 +122,28 @@ func KeptBy(m flux.Metadata, p Pruning) string {
 	return ""
 }
 
+// ConfirmationAskedBy says which annotation of an object in the cluster
+// asks for a person's confirmation before the prune p deletes it, written
+// as a message quotes it, empty when none does: plumb.dev/prune: confirm
+// for both prunes, Argo CD's Prune=confirm for a sync's and Delete=confirm
+// for its owner's deletion. An object KeptBy keeps is never deleted, so it
+// asks for nothing.
+func ConfirmationAskedBy(m flux.Metadata, p Pruning) string {
+	if KeptBy(m, p) != "" {
+		return ""
+	}
+	annotations := m.GetAnnotations()
+	switch {
+	case annotations[kustomizev1.PruneAnnotation] == kustomizev1.ConfirmValue:
+		return "annotation " + kustomizev1.PruneAnnotation + ": " + kustomizev1.ConfirmValue
+	case p == LeftTheSet && argocd.HasSyncOption(annotations, argocd.PruneConfirm):
+		return "annotation " + argocd.SyncOptionsAnnotation + ": " + argocd.PruneConfirm
+	case p == OwnerDeleted && argocd.HasSyncOption(annotations, argocd.DeleteConfirm):
+		return "annotation " + argocd.SyncOptionsAnnotation + ": " + argocd.DeleteConfirm
+	}
+	return ""
+}
+
 // CreateOnly says which annotation of the object in Git, desired, asks
 // that it be created when missing and never written once it exists:
 // plumb.dev/ssa: IfNotPresent, or without plumb.dev/ssa, Flux's ssa:

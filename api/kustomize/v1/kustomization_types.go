@@ -126,6 +126,39 @@ const (
 	// artifact (status.renderedArtifact.digest, "sha256:…"). Another render
 	// is guarded again.
 	ConfirmPruneAnnotation = "plumb.dev/confirm-prune"
+	// ConfirmValue, as plumb.dev/prune's value on an object (or Argo CD's
+	// sync options Prune=confirm and Delete=confirm), asks that the
+	// object be deleted only once a person confirms: a sync that would
+	// prune it is held by the prune guard until the render is confirmed
+	// (ConfirmPruneAnnotation), and the deletion of its Kustomization waits
+	// for ConfirmDeleteAnnotation.
+	ConfirmValue = "confirm"
+)
+
+// Confirmed deletions (docs/design/prune-guard.md, "Objects that ask for a
+// confirmation"): the deletion of a Kustomization or HelmRelease whose
+// objects ask for a confirmation (plumb.dev/prune: confirm, Argo CD's
+// Delete=confirm) waits, deleting nothing, until it is confirmed.
+const (
+	// DeletionConfirmationRequiredReason: Ready=False (and an event) while
+	// the deletion of a Kustomization or HelmRelease waits for
+	// ConfirmDeleteAnnotation.
+	DeletionConfirmationRequiredReason = "DeletionConfirmationRequired"
+	// ConfirmDeleteAnnotation, on a Kustomization or HelmRelease being
+	// deleted, confirms the deletion of its objects that ask for one: its
+	// value is a time (RFC 3339) not before the object's
+	// deletionTimestamp, so a value that was already there, from Git
+	// say, confirms nothing.
+	ConfirmDeleteAnnotation = "plumb.dev/confirm-delete"
+)
+
+// Shared objects: with spec.failOnSharedResource a Kustomization refuses to
+// write an object another Kustomization or HelmRelease manages.
+const (
+	// SharedResourceReason: Ready=False when a sync was refused, before
+	// anything was applied, because objects of its render are managed by
+	// another Kustomization or HelmRelease.
+	SharedResourceReason = "SharedResource"
 )
 
 // Deletion (docs/design/sync-engine.md, "Delete hooks"): sync-controller's
@@ -196,6 +229,16 @@ const (
 	DeletionPolicyWaitForTermination DeletionPolicy = "WaitForTermination"
 	// DeletionPolicyOrphan leaves the objects, even with spec.prune true.
 	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// PrunePropagationPolicy is spec.prunePropagationPolicy.
+type PrunePropagationPolicy string
+
+// The values of spec.prunePropagationPolicy, Argo CD's spelling.
+const (
+	PrunePropagationBackground PrunePropagationPolicy = "background"
+	PrunePropagationForeground PrunePropagationPolicy = "foreground"
+	PrunePropagationOrphan     PrunePropagationPolicy = "orphan"
 )
 
 // GetDeletionPolicy returns spec.deletionPolicy, MirrorPrune when unset.
@@ -324,6 +367,26 @@ type KustomizationSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	MaxPrunePercent *int32 `json:"maxPrunePercent,omitempty"`
+
+	// PrunePropagationPolicy is how the dependents of an object this
+	// Kustomization deletes go, in a sync's prune and in the deletion of
+	// the Kustomization (Argo CD's sync option PrunePropagationPolicy):
+	// background (the default: the object goes at once, its dependents
+	// after it), foreground (its dependents first; the object stays,
+	// with a deletionTimestamp, until they are gone) or orphan (its
+	// dependents are left, without their owner reference).
+	// +optional
+	// +kubebuilder:validation:Enum=background;foreground;orphan
+	PrunePropagationPolicy PrunePropagationPolicy `json:"prunePropagationPolicy,omitempty"`
+
+	// FailOnSharedResource refuses a sync whose render has an object that
+	// another Kustomization or HelmRelease manages (its ownership labels
+	// name another owner; Argo CD's sync option FailOnSharedResource):
+	// nothing is applied and Ready=False, reason SharedResource, names the
+	// objects and their owners. Unset, such an object is taken over, as a
+	// server-side apply takes over fields, and the last writer manages it.
+	// +optional
+	FailOnSharedResource bool `json:"failOnSharedResource,omitempty"`
 
 	// Wait for every applied object to become healthy before Ready=True.
 	// +optional

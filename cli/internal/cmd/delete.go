@@ -166,6 +166,9 @@ func (g *globals) waitGone(ctx context.Context, k *kind, obj client.Object) erro
 			return fmt.Errorf("reading %s: %w", ref(k, obj), err)
 		case err == nil:
 			obj = cur
+			if msg, waits := awaitsConfirmation(cur); waits {
+				return negative(fmt.Errorf("%s: %s", ref(k, obj), oneLine(msg)))
+			}
 		}
 		select {
 		case <-ctx.Done():

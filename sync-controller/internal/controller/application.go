@@ -88,6 +88,12 @@ type syncSpec struct {
 	// are a Kustomization's.
 	DeleteHooksDisabled           bool
 	DeletionPropagation           metav1.DeletionPropagation
+	// PrunePropagation is how a sync's prune deletes (a Kustomization's
+	// spec.prunePropagationPolicy; empty is background).
+	PrunePropagation metav1.DeletionPropagation
+	// FailOnSharedResource refuses a sync whose render has objects
+	// another owner manages (shared.go; a Kustomization's field).
+	FailOnSharedResource bool
 	TerminationRule, TimeoutField string
 	// Wait waits for every applied object to be healthy.
 	Wait  bool
@@ -175,7 +181,10 @@ func (k kustomization) spec() syncSpec {
 		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
 		DependsOn: s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
-		Retry: s.Retry,
+		Retry:                s.Retry,
+		PrunePropagation:     metav1.DeletionPropagation(propagationOf(string(s.PrunePropagationPolicy))),
+		DeletionPropagation:  metav1.DeletionPropagation(propagationOf(string(s.PrunePropagationPolicy))),
+		FailOnSharedResource: s.FailOnSharedResource,
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/health"
+	"plumb.dev/pkg/inventory"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/sync-controller/internal/engine"
@@ -84,6 +86,9 @@ func (r *Syncer) runDeletion(ctx context.Context, app application) error {
 	}
 	d := &deletion{s: newSyncRun(r, obj, time.Now()), inv: st.Inventory}
 	d.s.target = t
+	if err := d.awaitConfirmation(ctx); err != nil {
+		return err
+	}
 	if forced {
 		if d.started() {
 			r.Events.Record(obj, events.SeverityInfo, kustomizev1.DeleteHooksSkippedReason, fmt.Sprintf(
@@ -381,9 +386,52 @@ func (d *deletion) report(ctx context.Context, phase string, wave int, status me
 	return s.status.write(ctx, s.st)
 }
 
+// awaitConfirmation holds a deletion, before any delete hook runs or
+// anything is deleted, while objects of the inventory ask for a
+// confirmation (plumb.dev/prune: confirm, Argo CD's Delete=confirm) and
+// the deleted object has no plumb.dev/confirm-delete annotation with a
+// time not before its deletion: Ready=False, reason
+// DeletionConfirmationRequired, naming them, and an event the first time.
+// The force annotation does not lift it: it skips broken hooks, and these
+// objects asked for a person's word.
+func (d *deletion) awaitConfirmation(ctx context.Context) error {
+	s := d.s
+	if deletionConfirmed(s.obj.GetAnnotations(), d.deletedAt()) {
+		return nil
+	}
+	asking, err := s.askingConfirmation(ctx, inventory.Objects(d.inv), manage.OwnerDeleted)
+	if err != nil || len(asking) == 0 {
+		return err
+	}
+	msg := fmt.Sprintf("the deletion waits for a confirmation: %d object(s) ask for one: %s. Nothing was deleted; "+
+		"to go ahead, set the annotation %s to the current time (plumb confirm-delete %s %s)",
+		len(asking), strings.Join(truncate(asking, 10), ", "), kustomizev1.ConfirmDeleteAnnotation,
+		strings.ToLower(s.owner.Kind), s.obj.GetName())
+	if c := conditions.Get(s.obj, meta.ReadyCondition); c == nil || c.Reason != kustomizev1.DeletionConfirmationRequiredReason || c.Message != msg {
+		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DeletionConfirmationRequiredReason, msg, events.WithRevision(s.revision))
+	}
+	if err := d.report(ctx, kustomizev1.PhasePreDelete, 0, metav1.ConditionFalse, kustomizev1.DeletionConfirmationRequiredReason, msg); err != nil {
+		return err
+	}
+	return &deletionPending{why: msg}
+}
+
+// deletionConfirmed reports whether annotations hold a
+// plumb.dev/confirm-delete time not before deletedAt (both to the second:
+// a deletionTimestamp has no finer grain).
+func deletionConfirmed(annotations map[string]string, deletedAt metav1.Time) bool {
+	v, ok := annotations[kustomizev1.ConfirmDeleteAnnotation]
+	if !ok {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	return err == nil && !at.Before(deletedAt.Truncate(time.Second))
+}
+
 // forceDeleteRequested passes updates that set plumb.dev/force-delete:
-// enabled on an object being deleted: a failed delete hook holds the
-// deletion without a requeue, and the annotation changes no generation.
+// enabled, or change plumb.dev/confirm-delete, on an object being deleted:
+// a failed delete hook, or a deletion waiting for its confirmation, holds
+// it without a requeue, and the annotations change no generation.
 type forceDeleteRequested struct{ predicate.Funcs }
 
 func (forceDeleteRequested) Update(e event.UpdateEvent) bool {
@@ -393,7 +441,8 @@ func (forceDeleteRequested) Update(e event.UpdateEvent) bool {
 	forced := func(o map[string]string) bool {
 		return o[kustomizev1.ForceDeleteAnnotation] == kustomizev1.EnabledValue
 	}
-	return forced(e.ObjectNew.GetAnnotations()) && !forced(e.ObjectOld.GetAnnotations())
+	oldA, newA := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+	return forced(newA) && !forced(oldA) || oldA[kustomizev1.ConfirmDeleteAnnotation] != newA[kustomizev1.ConfirmDeleteAnnotation]
 }
 
 // Only updates matter to forceDeleteRequested.

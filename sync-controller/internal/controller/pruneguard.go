@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -16,6 +17,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/manage"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
 )
@@ -98,20 +100,38 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	}
 	removed := s.removedObjects()
 	why := s.r.pruneGuard().holds(s.spec, len(removed), total)
-	if why == "" {
+	if why == "" && (!s.spec.Prune || len(removed) == 0) {
 		return nil
 	}
 	if s.obj.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation] == s.digest {
-		log.FromContext(ctx).Info("prune confirmed by annotation", "digest", s.digest, "prune", len(removed), "of", total)
+		if why != "" {
+			log.FromContext(ctx).Info("prune confirmed by annotation", "digest", s.digest, "prune", len(removed), "of", total)
+		}
 		return nil
 	}
-	names := make([]string, 0, len(removed))
-	for _, o := range removed {
-		names = append(names, object.IDOf(o).String())
+	asking, err := s.askingConfirmation(ctx, removed, manage.LeftTheSet)
+	if err != nil {
+		return err
 	}
-	msg := fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
-		"to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune %s %s)",
-		s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "),
+	var msg string
+	switch {
+	case why != "":
+		names := make([]string, 0, len(removed))
+		for _, o := range removed {
+			names = append(names, object.IDOf(o).String())
+		}
+		msg = fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s",
+			s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "))
+		if len(asking) > 0 {
+			msg += fmt.Sprintf("; of them, %s ask for a confirmation", strings.Join(truncate(asking, 10), ", "))
+		}
+	case len(asking) > 0:
+		msg = fmt.Sprintf("prune guard: revision %s would prune %d object(s) that ask for a confirmation: %s",
+			s.revision, len(asking), strings.Join(truncate(asking, 10), ", "))
+	default:
+		return nil
+	}
+	msg += fmt.Sprintf(". Nothing was applied or deleted; to go ahead, confirm this render with the annotation %s=%s (plumb confirm-prune %s %s)",
 		kustomizev1.ConfirmPruneAnnotation, s.digest, strings.ToLower(s.owner.Kind), s.obj.GetName())
 	if prev := conditions.Get(s.obj, meta.ReadyCondition); prev == nil || prev.Status != metav1.ConditionFalse ||
 		prev.Reason != kustomizev1.PruneGuardedReason || prev.Message != msg {
@@ -119,6 +139,28 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 			events.WithMetadata(map[string]string{"prune": fmt.Sprint(len(removed)), "inventory": fmt.Sprint(total)}))
 	}
 	return reconcile.Failed(kustomizev1.PruneGuardedReason, errors.New(msg)).WithoutEvent()
+}
+
+// askingConfirmation names the objects of objs whose live metadata asks
+// for a confirmation before the prune p deletes them
+// (manage.ConfirmationAskedBy), each with the annotation that asks, as the
+// watch cache has them: an object gone, or no longer ours, is not
+// deleted, so it asks for nothing.
+func (s *syncRun) askingConfirmation(ctx context.Context, objs []*unstructured.Unstructured, p manage.Pruning) ([]string, error) {
+	var asking []string
+	for _, o := range objs {
+		live, err := s.target.Engine.LiveMetadata(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the watch cache: %w", object.IDOf(o), err)
+		}
+		if live == nil || !s.owner.Owns(live.Labels) {
+			continue
+		}
+		if by := manage.ConfirmationAskedBy(live, p); by != "" {
+			asking = append(asking, fmt.Sprintf("%s (%s)", object.IDOf(o), by))
+		}
+	}
+	return asking, nil
 }
 
 // confirmPruneChanged passes updates that change the confirm-prune

@@ -130,6 +130,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
+		{Name: "shared", Run: s.refuseShared},
 		{Name: "prune-guard", Run: s.guardPrune},
 		{Name: "apply", Run: s.retried(s.ofOperation(s.applyPlan), false)},
 		{Name: "prune", Run: s.retried(s.ofOperation(s.prune), false)},
@@ -430,7 +431,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	var errs []error
 	var names []string
 	var kept []*unstructured.Unstructured
-	for _, res := range s.target.Engine.Prune(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner, manage.LeftTheSet) {
+	for _, res := range s.target.Engine.PruneWith(ctx, plan.Flatten(plan.PruneOrder(removed)), s.owner, manage.LeftTheSet, s.spec.PrunePropagation) {
 		switch {
 		case res.Err != nil:
 			errs = append(errs, res.Err)

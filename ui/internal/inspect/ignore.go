@@ -20,8 +20,12 @@ import (
 	"plumb.dev/pkg/object"
 )
 
-// maxPath bounds a path in an ignore request.
-const maxPath = 1024
+// maxPath bounds a path in an ignore request, maxManager a field
+// manager's name.
+const (
+	maxPath    = 1024
+	maxManager = 128
+)
 
 // uiFieldManager is the field manager of the UI's writes.
 var uiFieldManager = kinds.FieldManager("ui")
@@ -35,7 +39,20 @@ type ignoreRequest struct {
 	Path string `json:"path"`
 	// Apply patches the rule into the object, with the user's identity.
 	Apply bool `json:"apply"`
+	// As is the rule's form: "path" (the default: a JSON pointer), "jq"
+	// (a jq path expression that finds list elements by their name, read
+	// from the live object) or "manager" (every field Manager writes).
+	As string `json:"as,omitempty"`
+	// Manager is the field manager of the changed field, for As "manager".
+	Manager string `json:"manager,omitempty"`
 }
+
+// The forms of an ignore rule the page offers.
+const (
+	ruleAsPath    = "path"
+	ruleAsJQ      = "jq"
+	ruleAsManager = "manager"
+)
 
 // ignoreAnswer is the rule, as YAML to commit to Git.
 type ignoreAnswer struct {
@@ -76,9 +93,25 @@ func (h *handlers) ignore(r *request) (any, error) {
 		return nil, err
 	}
 	rule := kustomizev1.IgnoreRule{
-		Paths: []string{pointer},
 		// The name is a regular expression matched against the whole name.
 		Target: &kustomizev1.Selector{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: regexp.QuoteMeta(id.Name)},
+	}
+	switch body.As {
+	case "", ruleAsPath:
+		rule.Paths = []string{pointer}
+	case ruleAsJQ:
+		live, err := h.liveOf(r, id)
+		if err != nil {
+			return nil, err
+		}
+		rule.JQPathExpressions = []string{jqPathOf(body.Path, live)}
+	case ruleAsManager:
+		if body.Manager == "" || len(body.Manager) > maxManager || strings.ContainsAny(body.Manager, "\n\r\x00") {
+			return nil, badRequest("manager must name the field manager, at most %d bytes", maxManager)
+		}
+		rule.ManagedFieldsManagers = []string{body.Manager}
+	default:
+		return nil, badRequest("as must be %q, %q or %q", ruleAsPath, ruleAsJQ, ruleAsManager)
 	}
 	if _, err := diff.NewIgnorer([]kustomizev1.IgnoreRule{rule}); err != nil {
 		return nil, badRequest("path: %v", err)

@@ -512,3 +512,70 @@ func TestTheTreeSaysNothingOfWhatAnsweredAnArtifactURL(t *testing.T) {
 		g.Expect(hits.Load() > 0).To(Equal(tc.asked), tc.url)
 	}
 }
+
+// The page offers a rule in two more forms: a jq path expression that
+// finds a container by its name in the live object (so a reordered list
+// keeps the rule right), and every field the manager that changed it
+// writes. Each is one the API and sync-controller's ignorer accept, and
+// applied, it takes the change out of the diff.
+func TestTheIgnoreRuleAsJQOrManagerIsWhatTheAPIAccepts(t *testing.T) {
+	g := NewWithT(t)
+	f, base := newFixture(t)
+	ctx := t.Context()
+	srv := newServer(t)
+	id := `"id":"apps/Deployment/` + f.ns + `/web"`
+
+	r := do(t, srv, http.MethodPost, base()+"/ignore", "", `{`+id+`,"path":"spec.template.spec.containers[0].image","as":"jq"}`)
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	var answer ignoreAnswer
+	r.decode(t, &answer)
+	g.Expect(answer.Rule.JQPathExpressions).To(Equal([]string{`.spec.template.spec.containers[] | select(.name == "web") | .image`}))
+	g.Expect(answer.Rule.Paths).To(BeEmpty())
+
+	r = do(t, srv, http.MethodPost, base()+"/ignore", "", `{`+id+`,"path":"spec.replicas","as":"manager","manager":"kubectl-edit"}`)
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	r.decode(t, &answer)
+	g.Expect(answer.Rule.ManagedFieldsManagers).To(Equal([]string{"kubectl-edit"}))
+	g.Expect(answer.Rule.Target).To(Equal(&kustomizev1.Selector{Group: "apps", Kind: "Deployment", Namespace: f.ns, Name: "web"}))
+
+	// Applied, the manager's rule takes its change out of the diff.
+	r = do(t, srv, http.MethodPost, base()+"/ignore", "", `{`+id+`,"path":"spec.replicas","as":"manager","manager":"kubectl-edit","apply":true}`)
+	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	ks := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.ks), ks)).To(Succeed())
+	g.Expect(ks.Spec.Ignore).To(ContainElement(answer.Rule))
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}}
+	g.Expect(env.Client.Patch(ctx, web, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":9}}`)), client.FieldOwner("kubectl-edit"))).To(Succeed())
+	var page livePage
+	r = do(t, srv, http.MethodGet, base()+"/live?id="+url.QueryEscape("apps/Deployment/"+f.ns+"/web"), "", "")
+	r.decode(t, &page)
+	g.Expect(page.DiffUnavailable).To(BeNil(), r.body)
+	g.Expect(page.Diff).To(BeEmpty(), r.body)
+
+	for _, body := range []string{
+		`{` + id + `,"path":"spec.replicas","as":"manager"}`,
+		`{` + id + `,"path":"spec.replicas","as":"regex"}`,
+	} {
+		r := do(t, srv, http.MethodPost, base()+"/ignore", "", body)
+		g.Expect(r.status).To(Equal(http.StatusBadRequest), body+": "+r.String())
+	}
+}
+
+func TestJQPathOfSelectsNamedElements(t *testing.T) {
+	live := map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "app", "env": []any{map[string]any{"name": "LEVEL", "value": "1"}}}},
+		"args":       []any{"a", "b"},
+	}, "metadata": map[string]any{"annotations": map[string]any{"example.com/owner": "x"}}}
+	for path, want := range map[string]string{
+		"spec.containers[0].image":                 `.spec.containers[] | select(.name == "app") | .image`,
+		"spec.containers[0].env[0].value":          `.spec.containers[] | select(.name == "app") | .env[] | select(.name == "LEVEL") | .value`,
+		"spec.containers[0]":                       `.spec.containers[] | select(.name == "app")`,
+		"spec.containers[3].image":                 `.spec.containers[3].image`,
+		"spec.args[1]":                             `.spec.args[1]`,
+		`metadata.annotations["example.com/owner"]`: `.metadata.annotations["example.com/owner"]`,
+	} {
+		NewWithT(t).Expect(jqPathOf(path, live)).To(Equal(want), path)
+		_, err := diff.NewIgnorer([]kustomizev1.IgnoreRule{{JQPathExpressions: []string{want}}})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), want)
+	}
+}

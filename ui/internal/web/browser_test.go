@@ -303,10 +303,16 @@ func TestTheAppliedObjectShowsWhoChangedEachFieldAndMakesAnIgnoreRule(t *testing
 		t.Errorf("ignore requests %v, want one for spec.replicas with apply false", p)
 	}
 	b.Screenshot("applied")
+	// The rule by the field's manager instead: the page asks again.
+	b.Click("#ignore-as-manager")
+	b.Eventually("the manager's rule is shown", `document.querySelector('#ignore-yaml').textContent.includes('managedFieldsManagers: [kubectl-edit]')`)
+	if p := api.postsTo("/ignore"); len(p) != 2 || p[1].Body["as"] != "manager" || p[1].Body["manager"] != "kubectl-edit" || p[1].Body["apply"] != false {
+		t.Errorf("ignore requests %v, want a second one as manager kubectl-edit", p)
+	}
 	b.Click("#apply-ignore")
 	b.Eventually("the rule is applied", `document.querySelector('.ignore-panel .action-result').textContent === 'Applied: spec.replicas is ignored'`)
-	if p := api.postsTo("/ignore"); len(p) != 2 || p[1].Body["apply"] != true {
-		t.Errorf("ignore requests %v, want a second one with apply true", p)
+	if p := api.postsTo("/ignore"); len(p) != 3 || p[2].Body["apply"] != true || p[2].Body["as"] != "manager" {
+		t.Errorf("ignore requests %v, want a third one applying the manager's rule", p)
 	}
 }
 

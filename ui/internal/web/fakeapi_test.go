@@ -353,7 +353,15 @@ func (f *fakeAPI) action(w http.ResponseWriter, r *http.Request) {
 	case "reconcile":
 		reply(w, 200, map[string]any{})
 	case "ignore":
-		reply(w, 200, map[string]any{"mayApply": true, "yaml": "spec:\n  drift:\n    ignore:\n      - target: {kind: Deployment, name: web-0}\n        paths: [" + fmt.Sprint(body["path"]) + "]\n"})
+		// The rule in the form asked for, as the real handler words it.
+		rule := "paths: [" + fmt.Sprint(body["path"]) + "]"
+		switch body["as"] {
+		case "jq":
+			rule = "jqPathExpressions: ['." + fmt.Sprint(body["path"]) + "']"
+		case "manager":
+			rule = "managedFieldsManagers: [" + fmt.Sprint(body["manager"]) + "]"
+		}
+		reply(w, 200, map[string]any{"mayApply": true, "yaml": "spec:\n  drift:\n    ignore:\n      - target: {kind: Deployment, name: web-0}\n        " + rule + "\n"})
 	default:
 		reply(w, 404, map[string]string{"error": "no such action"})
 	}

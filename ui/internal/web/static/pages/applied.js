@@ -55,45 +55,60 @@ export function mount(main, { kind, namespace, name, id }) {
   }
   const refetch = debounce(load, 200);
 
-  async function ignoreField(path, button) {
+  // ignoreField offers an ignore rule for one changed field, in the form
+  // chosen: a JSON pointer, a jq path expression that finds list elements
+  // by name, or everything the field's manager writes (when one is known).
+  async function ignoreField(path, button, manager) {
     button.disabled = true;
-    fill(ignore, h('p', { class: 'muted' }, `Making an ignore rule for ${path}…`));
-    try {
-      const r = await api.post(api.objectPath(kind, namespace, name, '/ignore'), { id, path, apply: false });
-      const pre = h('pre', { class: 'yaml', id: 'ignore-yaml' }, r.yaml || '');
-      const copy = h('button', { type: 'button', id: 'copy-yaml' }, 'Copy');
-      const result = h('span', { class: 'action-result' });
-      copy.addEventListener('click', async () => {
-        try { await navigator.clipboard.writeText(r.yaml || ''); result.textContent = 'Copied'; } catch { selectText(pre); result.textContent = 'Selected: press Ctrl+C'; }
-        announce(result.textContent);
-      });
-      let apply = null;
-      if (r.mayApply !== false) {
-        apply = h('button', { type: 'button', id: 'apply-ignore' }, 'Apply');
-        apply.addEventListener('click', async () => {
-          apply.disabled = true;
-          result.className = 'action-result busy';
-          result.textContent = 'Applying…';
-          try {
-            await api.post(api.objectPath(kind, namespace, name, '/ignore'), { id, path, apply: true });
-            result.className = 'action-result ok';
-            result.textContent = `Applied: ${path} is ignored`;
-            refetch();
-          } catch (err) {
-            result.className = 'action-result failed';
-            result.textContent = err.status === 403 ? 'Apply: not allowed' : 'Apply failed: ' + err.message;
-            apply.disabled = false;
-          }
-          announce(result.textContent);
-        });
+    const forms = [['path', 'JSON pointer'], ['jq', 'jq, by element name']];
+    if (manager) forms.push(['manager', `everything ${manager} writes`]);
+    let as = 'path';
+    const request = (apply) => api.post(api.objectPath(kind, namespace, name, '/ignore'), { id, path, apply, as, manager: manager || '' });
+    const pre = h('pre', { class: 'yaml', id: 'ignore-yaml' }, '');
+    const result = h('span', { class: 'action-result' });
+    const choices = h('fieldset', { class: 'ignore-form' }, h('legend', {}, 'Rule by'),
+      forms.map(([value, label]) => {
+        const input = h('input', { type: 'radio', name: 'ignore-as', value, id: `ignore-as-${value}` });
+        if (value === as) input.checked = true;
+        input.addEventListener('change', () => { as = value; show(); });
+        return h('label', { for: `ignore-as-${value}` }, input, ' ', label);
+      }));
+    const copy = h('button', { type: 'button', id: 'copy-yaml' }, 'Copy');
+    copy.addEventListener('click', async () => {
+      try { await navigator.clipboard.writeText(pre.textContent); result.textContent = 'Copied'; } catch { selectText(pre); result.textContent = 'Selected: press Ctrl+C'; }
+      announce(result.textContent);
+    });
+    const apply = h('button', { type: 'button', id: 'apply-ignore' }, 'Apply');
+    apply.addEventListener('click', async () => {
+      apply.disabled = true;
+      result.className = 'action-result busy';
+      result.textContent = 'Applying…';
+      try {
+        await request(true);
+        result.className = 'action-result ok';
+        result.textContent = `Applied: ${path} is ignored`;
+        refetch();
+      } catch (err) {
+        result.className = 'action-result failed';
+        result.textContent = err.status === 403 ? 'Apply: not allowed' : 'Apply failed: ' + err.message;
+        apply.disabled = false;
       }
-      fill(ignore, h('h3', {}, `Ignore rule for ${path}`),
-        h('p', {}, 'Commit this to the object in Git' + (apply ? ', or apply it now.' : '.')), pre, h('div', { class: 'actions' }, copy, apply, result));
-    } catch (err) {
-      fill(ignore, errorBox(err));
-    } finally {
-      button.disabled = false;
+      announce(result.textContent);
+    });
+    async function show() {
+      try {
+        const r = await request(false);
+        pre.textContent = r.yaml || '';
+        apply.hidden = r.mayApply === false;
+        fill(ignore, h('h3', {}, `Ignore rule for ${path}`), choices,
+          h('p', {}, 'Commit this to the object in Git' + (apply.hidden ? '.' : ', or apply it now.')), pre, h('div', { class: 'actions' }, copy, apply, result));
+      } catch (err) {
+        fill(ignore, errorBox(err));
+      }
     }
+    fill(ignore, h('p', { class: 'muted' }, `Making an ignore rule for ${path}…`));
+    await show();
+    button.disabled = false;
   }
 
   load();
@@ -105,7 +120,7 @@ export function mount(main, { kind, namespace, name, id }) {
 
 // changesTable renders field changes {object?, path, before, after, manager, hidden?}
 // as rows "path: before → after, changed by manager"; opts.object adds the
-// object column, opts.onIgnore(path, button) an "Ignore this field" button.
+// object column, opts.onIgnore(path, button, manager) an "Ignore this field" button.
 export function changesTable(changes, opts = {}) {
   // Between two revisions there is no live side and no field manager.
   const heads = opts.revisions ? ['Field', 'Older render', '', 'Newer render']
@@ -117,7 +132,7 @@ export function changesTable(changes, opts = {}) {
       opts.onIgnore ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
     h('tbody', {}, changes.map((c) => {
       const btn = opts.onIgnore ? h('button', { type: 'button', class: 'ignore', 'data-path': c.path }, 'Ignore this field') : null;
-      if (btn) btn.addEventListener('click', () => opts.onIgnore(c.path, btn));
+      if (btn) btn.addEventListener('click', () => opts.onIgnore(c.path, btn, c.manager));
       return h('tr', { class: 'diff-line' },
         opts.object ? h('td', {}, c.object || '') : null,
         h('td', {}, h('code', { class: 'path' }, c.path)),
