@@ -86,14 +86,14 @@ type syncSpec struct {
 	// background). TerminationRule names, in messages, the setting that
 	// waits for termination and TimeoutField the one that bounds it; empty
 	// are a Kustomization's.
-	DeleteHooksDisabled           bool
-	DeletionPropagation           metav1.DeletionPropagation
+	DeleteHooksDisabled bool
+	DeletionPropagation metav1.DeletionPropagation
 	// PrunePropagation is how a sync's prune deletes (a Kustomization's
 	// spec.prunePropagationPolicy; empty is background).
 	PrunePropagation metav1.DeletionPropagation
 	// FailOnSharedResource refuses a sync whose render has objects
 	// another owner manages (shared.go; a Kustomization's field).
-	FailOnSharedResource bool
+	FailOnSharedResource          bool
 	TerminationRule, TimeoutField string
 	// Wait waits for every applied object to be healthy.
 	Wait  bool

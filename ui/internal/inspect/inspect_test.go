@@ -567,11 +567,11 @@ func TestJQPathOfSelectsNamedElements(t *testing.T) {
 		"args":       []any{"a", "b"},
 	}, "metadata": map[string]any{"annotations": map[string]any{"example.com/owner": "x"}}}
 	for path, want := range map[string]string{
-		"spec.containers[0].image":                 `.spec.containers[] | select(.name == "app") | .image`,
-		"spec.containers[0].env[0].value":          `.spec.containers[] | select(.name == "app") | .env[] | select(.name == "LEVEL") | .value`,
-		"spec.containers[0]":                       `.spec.containers[] | select(.name == "app")`,
-		"spec.containers[3].image":                 `.spec.containers[3].image`,
-		"spec.args[1]":                             `.spec.args[1]`,
+		"spec.containers[0].image":                  `.spec.containers[] | select(.name == "app") | .image`,
+		"spec.containers[0].env[0].value":           `.spec.containers[] | select(.name == "app") | .env[] | select(.name == "LEVEL") | .value`,
+		"spec.containers[0]":                        `.spec.containers[] | select(.name == "app")`,
+		"spec.containers[3].image":                  `.spec.containers[3].image`,
+		"spec.args[1]":                              `.spec.args[1]`,
 		`metadata.annotations["example.com/owner"]`: `.metadata.annotations["example.com/owner"]`,
 	} {
 		NewWithT(t).Expect(jqPathOf(path, live)).To(Equal(want), path)
