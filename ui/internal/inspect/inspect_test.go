@@ -534,6 +534,7 @@ func TestTheIgnoreRuleAsJQOrManagerIsWhatTheAPIAccepts(t *testing.T) {
 
 	r = do(t, srv, http.MethodPost, base()+"/ignore", "", `{`+id+`,"path":"spec.replicas","as":"manager","manager":"kubectl-edit"}`)
 	g.Expect(r.status).To(Equal(http.StatusOK), r.String())
+	answer = ignoreAnswer{}
 	r.decode(t, &answer)
 	g.Expect(answer.Rule.ManagedFieldsManagers).To(Equal([]string{"kubectl-edit"}))
 	g.Expect(answer.Rule.Target).To(Equal(&kustomizev1.Selector{Group: "apps", Kind: "Deployment", Namespace: f.ns, Name: "web"}))
