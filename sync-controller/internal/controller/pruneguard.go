@@ -75,6 +75,14 @@ func (o PruneGuard) holds(spec syncSpec, removed, total int) string {
 	return fmt.Sprintf("%d%% of the inventory, more than the %d%% that %s allows", removed*100/total, max, from)
 }
 
+// HoldsShare is holds for a kind without spec.allowEmpty or
+// spec.maxPrunePercent (an ObjectSet): pruning all of an inventory, or
+// more than MaxPercent of one of MinObjects or more, is held; "" lets
+// the prune through.
+func (o PruneGuard) HoldsShare(removed, total int) string {
+	return o.holds(syncSpec{Prune: true, Guarded: true}, removed, total)
+}
+
 // pruneGuard is the reconciler's guard, DefaultPruneGuard when unset.
 func (r *Syncer) pruneGuard() PruneGuard {
 	if r.PruneGuard == nil {
