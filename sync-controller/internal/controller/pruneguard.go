@@ -129,11 +129,11 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 	return reconcile.Failed(kustomizev1.PruneGuardedReason, errors.New(msg)).WithoutEvent()
 }
 
-// confirmPruneChanged passes updates that change the confirm-prune
+// ConfirmPruneChanged passes updates that change the confirm-prune
 // annotation, so a confirmation is acted on at once.
-type confirmPruneChanged struct{ predicate.Funcs }
+type ConfirmPruneChanged struct{ predicate.Funcs }
 
-func (confirmPruneChanged) Update(e event.UpdateEvent) bool {
+func (ConfirmPruneChanged) Update(e event.UpdateEvent) bool {
 	if e.ObjectOld == nil || e.ObjectNew == nil {
 		return false
 	}

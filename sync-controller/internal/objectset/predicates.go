@@ -5,20 +5,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	kustomizev1 "plumb.dev/api/kustomize/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 )
-
-// confirmPruneChanged passes updates that change the confirm-prune
-// annotation, so a confirmation is acted on at once.
-type confirmPruneChanged struct{ predicate.Funcs }
-
-func (confirmPruneChanged) Update(e event.UpdateEvent) bool {
-	if e.ObjectOld == nil || e.ObjectNew == nil {
-		return false
-	}
-	return e.ObjectOld.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation] != e.ObjectNew.GetAnnotations()[kustomizev1.ConfirmPruneAnnotation]
-}
 
 // artifactChanged passes a GitRepository's creation, deletion and the
 // updates that change its artifact's digest: the only change a git

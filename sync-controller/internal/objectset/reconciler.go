@@ -38,6 +38,7 @@ import (
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
+	synccontroller "plumb.dev/sync-controller/internal/controller"
 )
 
 // The labels every object of a set carries: which set gave it. prune
@@ -122,7 +123,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("objectset").
 		For(&setv1.ObjectSet{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, confirmPruneChanged{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, synccontroller.ConfirmPruneChanged{}))).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(reconcile.Referrers(
 			r.Client, func() client.ObjectList { return &setv1.ObjectSetList{} }, gitRepositoryIndex,
 			func(o client.Object) string { return client.ObjectKeyFromObject(o).String() }, false)),
@@ -302,7 +303,7 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		lbls[NameLabel], lbls[NamespaceLabel] = obj.Name, obj.Namespace
 		o.SetLabels(lbls)
 		o.SetOwnerReferences([]metav1.OwnerReference{owner})
-		if err := w.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			obj.Status.Inventory = union(obj.Status.Inventory, applied)
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, fmt.Errorf("applying %s: %w", object.IDOf(o), err))
 		}
