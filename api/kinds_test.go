@@ -14,6 +14,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 )
@@ -28,12 +29,12 @@ import (
 // rather than being reconciled on no schedule.
 func TestEveryKindDescribesItself(t *testing.T) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme, imagev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme, imagev1.AddToScheme, setv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
-	groups := map[string]bool{sourcev1.GroupVersion.Group: true, sourceextv1beta1.GroupVersion.Group: true, kustomizev1.GroupVersion.Group: true, helmv2.GroupVersion.Group: true, notificationv1.GroupVersion.Group: true, imagev1.GroupVersion.Group: true}
+	groups := map[string]bool{sourcev1.GroupVersion.Group: true, sourceextv1beta1.GroupVersion.Group: true, kustomizev1.GroupVersion.Group: true, helmv2.GroupVersion.Group: true, notificationv1.GroupVersion.Group: true, imagev1.GroupVersion.Group: true, setv1.GroupVersion.Group: true}
 	checked := 0
 	for gvk, typ := range scheme.AllKnownTypes() {
 		if !groups[gvk.Group] || strings.HasSuffix(gvk.Kind, "List") || typ.PkgPath() == "k8s.io/apimachinery/pkg/apis/meta/v1" {

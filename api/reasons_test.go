@@ -38,6 +38,7 @@ var groups = []struct {
 	{"helm/v2", "helmv2", []string{"helmrelease.md"}},
 	{"notification/v1", "notificationv1", []string{"alert.md", "provider.md", "receiver.md"}},
 	{"image/v1", "imagev1", []string{"imagerepository.md", "imagepolicy.md", "imageupdateautomation.md"}},
+	{"set/v1", "setv1", []string{"objectset.md"}},
 }
 
 // codeDirs hold the code that sets conditions and records events, relative

@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	setv1 "plumb.dev/api/set/v1"
 	"plumb.dev/pkg/app"
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
@@ -24,6 +26,7 @@ import (
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
 	"plumb.dev/sync-controller/internal/fight"
+	"plumb.dev/sync-controller/internal/objectset"
 	"plumb.dev/sync-controller/internal/target"
 )
 
@@ -92,7 +95,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	// this shard; the managed objects' watchers below are not the
 	// manager's cache and see every owner's objects: a request for another
 	// shard's owner is dropped by Syncer.Shard (docs/design/sharding.md).
-	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+	mgr, err := app.NewManager(controller.ControllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &setv1.ObjectSet{})
 	if err != nil {
 		return err
 	}
@@ -156,6 +159,21 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	}
 	hr := &controller.HelmReleaseReconciler{Syncer: syncer(helmWatcher)}
 	if err := hr.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
+		return err
+	}
+	sets := &objectset.Reconciler{
+		Client:                mgr.GetClient(),
+		Reader:                mgr.GetAPIReader(),
+		Config:                cfg,
+		Scheme:                scheme,
+		Events:                recorder,
+		Metrics:               objectset.NewMetrics(ctrlmetrics.Registry),
+		Fetch:                 fetch.Options{Client: &http.Client{Timeout: time.Minute}, MaxSize: syncOpts.MaxArtifactSize},
+		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
+		NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
+		Guard:                 syncOpts.PruneGuard.HoldsShare,
+	}
+	if err := sets.SetupWithManager(mgr, ctrlcontroller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err
 	}
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,

@@ -16,6 +16,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 )
@@ -110,6 +111,9 @@ var all = []Kind{
 	{GVK: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind), Resource: "kustomizations", Plural: "Kustomizations",
 		ShortNames: []string{"ks"}, Controllers: []string{SyncController, RenderController},
 		newObject: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
+	{GVK: setv1.GroupVersion.WithKind(setv1.ObjectSetKind), Resource: "objectsets", Plural: "ObjectSets",
+		ShortNames: []string{"os", "objset"}, Controllers: []string{SyncController},
+		newObject: func() client.Object { return &setv1.ObjectSet{} }, newList: func() client.ObjectList { return &setv1.ObjectSetList{} }},
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind), Resource: "ocirepositories", Plural: "OCIRepositories",
 		ShortNames: []string{"ocirepo"}, Controllers: []string{SourceController}, Source: true,
 		newObject: func() client.Object { return &sourcev1.OCIRepository{} }, newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }},
@@ -173,7 +177,7 @@ func Of(obj client.Object) (Kind, bool) {
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		sourcev1.AddToScheme, sourceextv1beta1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme,
-		imagev1.AddToScheme,
+		imagev1.AddToScheme, setv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -114,7 +114,7 @@ func TestRequestableKinds(t *testing.T) {
 	for _, k := range kinds.Where(kinds.Kind.Requestable) {
 		got = append(got, k.GVK.Kind)
 	}
-	want := []string{"Alert", "ArtifactGenerator", "Bucket", "GitRepository", "HelmChart", "HelmRelease", "HelmRepository", "ImagePolicy", "ImageRepository", "ImageUpdateAutomation", "Kustomization", "OCIRepository", "Provider", "Receiver"}
+	want := []string{"Alert", "ArtifactGenerator", "Bucket", "GitRepository", "HelmChart", "HelmRelease", "HelmRepository", "ImagePolicy", "ImageRepository", "ImageUpdateAutomation", "Kustomization", "OCIRepository", "ObjectSet", "Provider", "Receiver"}
 	if !slices.Equal(got, want) {
 		t.Errorf("requestable kinds %v, want %v", got, want)
 	}

@@ -38,6 +38,7 @@ func TestCheck(t *testing.T) {
 		"✔ externalartifacts.source.plumb.dev: v1 (stored as v1)",
 		"✔ kustomizations.kustomize.plumb.dev: v1 (stored as v1)",
 		"✔ helmreleases.helm.plumb.dev: v2 (stored as v2)",
+		"✔ objectsets.set.plumb.dev: v1 (stored as v1)",
 		"✔ receivers.notification.plumb.dev: v1 (stored as v1)",
 		"✔ alerts.notification.plumb.dev: v1 (stored as v1)",
 		"✔ providers.notification.plumb.dev: v1 (stored as v1)",

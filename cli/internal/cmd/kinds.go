@@ -15,6 +15,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	sourceextv1beta1 "plumb.dev/api/sourceext/v1beta1"
 	"plumb.dev/pkg/kinds"
@@ -124,10 +125,12 @@ var (
 	imageRepoKind      = commandKind(imagev1.ImageRepositoryKind).withTable(imageRepositoryColumns, imageRepositoryReport)
 	imagePolicyKind    = commandKind(imagev1.ImagePolicyKind).withTable(imagePolicyColumns, imagePolicyReport)
 	imageUpdateKind    = commandKind(imagev1.ImageUpdateAutomationKind).withTable(imageUpdateColumns, imageUpdateReport)
+	objectSetKind      = commandKind(setv1.ObjectSetKind)
 	// allKinds are every kind of pkg/kinds (a test holds them equal), in
 	// the order `get all` and `check` print them: sources, then what
-	// applies them, then the notification kinds, then the image kinds.
-	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, receiverKind, alertKind, providerKind, imageRepoKind, imagePolicyKind, imageUpdateKind}
+	// applies them and the sets that write those, then the notification
+	// kinds, then the image kinds.
+	allKinds = []*kind{gitRepositoryKind, helmRepositoryKind, helmChartKind, ociRepositoryKind, bucketKind, artifactGenKind, externalArtKind, kustomizationKind, helmReleaseKind, objectSetKind, receiverKind, alertKind, providerKind, imageRepoKind, imagePolicyKind, imageUpdateKind}
 )
 
 // kindsWhere are the kinds of allKinds for which keep is true.

@@ -47,7 +47,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, forceDeleteRequested{}))).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).

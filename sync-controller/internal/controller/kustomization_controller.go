@@ -53,7 +53,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, forceDeleteRequested{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).

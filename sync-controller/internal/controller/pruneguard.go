@@ -77,6 +77,14 @@ func (o PruneGuard) holds(spec syncSpec, removed, total int) string {
 	return fmt.Sprintf("%d%% of the inventory, more than the %d%% that %s allows", removed*100/total, max, from)
 }
 
+// HoldsShare is holds for a kind without spec.allowEmpty or
+// spec.maxPrunePercent (an ObjectSet): pruning all of an inventory, or
+// more than MaxPercent of one of MinObjects or more, is held; "" lets
+// the prune through.
+func (o PruneGuard) HoldsShare(removed, total int) string {
+	return o.holds(syncSpec{Prune: true, Guarded: true}, removed, total)
+}
+
 // pruneGuard is the reconciler's guard, DefaultPruneGuard when unset.
 func (r *Syncer) pruneGuard() PruneGuard {
 	if r.PruneGuard == nil {
@@ -163,11 +171,11 @@ func (s *syncRun) askingConfirmation(ctx context.Context, objs []*unstructured.U
 	return asking, nil
 }
 
-// confirmPruneChanged passes updates that change the confirm-prune
+// ConfirmPruneChanged passes updates that change the confirm-prune
 // annotation, so a confirmation is acted on at once.
-type confirmPruneChanged struct{ predicate.Funcs }
+type ConfirmPruneChanged struct{ predicate.Funcs }
 
-func (confirmPruneChanged) Update(e event.UpdateEvent) bool {
+func (ConfirmPruneChanged) Update(e event.UpdateEvent) bool {
 	if e.ObjectOld == nil || e.ObjectNew == nil {
 		return false
 	}

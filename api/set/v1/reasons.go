@@ -1,0 +1,29 @@
+package v1
+
+// Condition and event reasons of ObjectSets (the shared ones are in
+// api/meta, and a refused apply or prune is the Kustomization's
+// ApplyFailed and PruneFailed, one reason for one failure;
+// docs/api/objectset.md lists them all).
+const (
+	// GeneratorFailedReason: a generator could not give its elements (a
+	// GitRepository without an artifact, an artifact that cannot be read,
+	// a Secret list refused, more elements than the set allows). Nothing
+	// is applied or pruned: the objects of the last evaluation stay.
+	GeneratorFailedReason = "GeneratorFailed"
+	// TemplateFailedReason: the template could not be parsed or executed
+	// for an element, or what it gave is no YAML of objects, or is over a
+	// bound. Nothing is applied or pruned.
+	TemplateFailedReason = "TemplateFailed"
+	// ObjectRefusedReason: the template gave an object the set may not
+	// write (another namespace, a kind outside the allowed ones, a
+	// reference to another namespace under --no-cross-namespace-refs).
+	// Nothing is applied or pruned; Stalled until the spec or the
+	// generators' input changes.
+	ObjectRefusedReason = "ObjectRefused"
+	// ObjectsPrunedReason: the event of a reconcile that deleted the
+	// objects of elements that went away; it names them.
+	ObjectsPrunedReason = "ObjectsPruned"
+	// ObjectsCreatedReason: the event of a reconcile that created objects
+	// for new elements; it names them.
+	ObjectsCreatedReason = "ObjectsCreated"
+)

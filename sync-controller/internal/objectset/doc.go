@@ -1,0 +1,50 @@
+// Package objectset is sync-controller's reconciler of ObjectSets
+// (set.plumb.dev/v1): a Go text/template of Plumb objects rendered once
+// per element of the set's generators, whose objects are applied,
+// owned by the set and pruned when their element goes away.
+//
+// A reconcile is five steps on the pkg/reconcile skeleton:
+//
+//   - generate: every generator's elements (generators.go, gitfiles.go).
+//     A list's elements as written; a git generator's folders or files of
+//     its GitRepository's artifact, downloaded and checked against its
+//     digest with pkg/fetch and read in memory within bounds (entries,
+//     file size); a clusters generator's kubeconfig Secrets; a matrix's
+//     product and a merge's overlay of two of those. More than
+//     MaxElements elements in all is an error. Ready=False
+//     (GeneratorFailed; Stalled, InvalidSpec, for a sourceRef to another namespace
+//     under --no-cross-namespace-refs).
+//   - render: the template once per element, with pkg/textbudget's
+//     functions, output bound and timeout (the budget of an Alert's
+//     message), then the YAML documents it gave, each bounded in nodes
+//     after alias expansion (pkg/yamlsize), at most MaxDocuments per
+//     element. Ready=False (TemplateFailed).
+//   - admit: every object must be in the set's namespace, of a kind the
+//     set may write (Plumb's namespaced kinds and ConfigMaps), not given
+//     twice, and under --no-cross-namespace-refs name no other namespace
+//     anywhere in it (a sourceRef's, a dependsOn's, a targetNamespace).
+//     Stalled (ObjectRefused) until the spec or the input changes.
+//   - apply: the prune guard first (a render that would prune all, or more
+//     than --max-prune-percent, of the inventory is held until the
+//     plumb.dev/confirm-prune annotation names its digest), then each
+//     object by server-side apply as plumb-sync-objectset, acting as the
+//     set's ServiceAccount, with an owner reference to the set (the
+//     garbage collector deletes them with it) and the labels
+//     set.plumb.dev/name and set.plumb.dev/namespace. Ready=False
+//     (ApplyFailed, PruneGuarded).
+//   - prune: the objects of the last inventory that the render no longer
+//     gives, still labelled as this set's, are deleted. Ready=False
+//     (PruneFailed).
+//
+// Nothing is pruned unless every generator, every element's render and
+// every object's admission succeeded: a generator that fails (a missing
+// artifact, an unreadable file) keeps the objects that run. Events name
+// the objects created for new elements (ObjectsCreated) and those pruned
+// (ObjectsPruned).
+//
+// Watches bring a set back when its spec changes or a reconcile is
+// requested, when the GitRepository a git generator reads changes (a new
+// artifact), and when a Secret in its namespace changes while it has a
+// clusters generator (metadata only: the Secrets' data is read uncached,
+// and only when a set needs it).
+package objectset
