@@ -59,6 +59,8 @@ type application interface {
 	// redactor hides, in drift reports, the values that came from Secrets;
 	// nil when none did.
 	redactor(context.Context, client.Reader) (*diff.Redactor, error)
+	// manualSync is the status of manual syncs (manualsync.go), in place.
+	manualSync() *kustomizev1.ManualSyncStatus
 }
 
 // syncSpec is what a sync reads of a spec. Each kind fills in what it
@@ -112,6 +114,9 @@ type syncSpec struct {
 	// Retry is a Kustomization's spec.retry (retry.go); a HelmRelease has
 	// none.
 	Retry *kustomizev1.RetryStrategy
+	// Manual is spec.syncPolicy Manual: a render is applied only when a
+	// sync is asked for (manualsync.go).
+	Manual bool
 	// The switches of a HelmRelease's install or upgrade (actionswitches.go);
 	// a Kustomization has none.
 	Switches actionSwitches
@@ -175,7 +180,8 @@ func (k kustomization) spec() syncSpec {
 		ServiceAccountName: s.ServiceAccountName, KubeConfig: s.KubeConfig,
 		DependsOn: s.DependsOn, HealthChecks: s.HealthChecks, HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy: k.GetDriftPolicy(), Ignore: s.Ignore,
-		Retry: s.Retry,
+		Retry:  s.Retry,
+		Manual: k.GetSyncPolicy() == kustomizev1.SyncPolicyManual,
 	}
 }
 
@@ -218,6 +224,8 @@ func (k kustomization) ignoreField() string { return "spec.ignore" }
 
 func (k kustomization) desiredState() string { return "Git" }
 
+func (k kustomization) manualSync() *kustomizev1.ManualSyncStatus { return &k.Status.ManualSyncStatus }
+
 // redactor: the values postBuild.substituteFrom took from Secrets
 // (drift.SecretRedactor).
 func (k kustomization) redactor(ctx context.Context, r client.Reader) (*diff.Redactor, error) {
@@ -254,6 +262,7 @@ func (h helmRelease) spec() syncSpec {
 		DependsOn:        s.DependsOn,
 		HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy:      kustomizev1.DriftPolicyCorrect,
+		Manual:           h.GetSyncPolicy() == kustomizev1.SyncPolicyManual,
 	}
 	h.applySwitches(&out)
 	if !h.DeletionTimestamp.IsZero() {
@@ -361,6 +370,8 @@ func (h helmRelease) defaultNamespace() string { return h.GetReleaseNamespace() 
 func (h helmRelease) ignoreField() string { return "spec.driftDetection.ignore" }
 
 func (h helmRelease) desiredState() string { return "the chart" }
+
+func (h helmRelease) manualSync() *kustomizev1.ManualSyncStatus { return &h.Status.ManualSyncStatus }
 
 // redactor: values from Secrets (valuesFrom) go through the chart's
 // templates, which may encode, quote or split them, so every drifted value
