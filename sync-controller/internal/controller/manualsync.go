@@ -169,6 +169,15 @@ func outOfSyncMessage(o *kustomizev1.OutOfSyncStatus) string {
 		part("create", o.Creates, o.Create), part("change", o.Changes, o.Change), part("prune", o.Prunes, o.Prune))
 }
 
+// appliedMessage is Ready's message after a run that succeeded: the
+// revision applied, and what waits for a manual sync.
+func appliedMessage(revision string, st kustomizev1.ManualSyncStatus) string {
+	if revision == "" && st.OutOfSync != nil {
+		return "Nothing applied yet" + outOfSyncNote(st)
+	}
+	return "Applied revision: " + revision + outOfSyncNote(st)
+}
+
 // outOfSyncNote ends Ready's message while a render waits for a manual sync.
 func outOfSyncNote(st kustomizev1.ManualSyncStatus) string {
 	o := st.OutOfSync
