@@ -83,6 +83,9 @@ func (s *syncRun) sameRender(op *kustomizev1.SyncProgress) bool {
 // saying what waits (outOfSyncNote).
 func (s *syncRun) holdForManualSync(ctx context.Context) error {
 	s.keepAttempted()
+	// What a selective sync of this run just wrote exists, whether or not
+	// the watch cache has seen it yet.
+	written := s.tally.applied
 	s.tally = newTally()
 	s.spec.DriftPolicy = kustomizev1.DriftPolicyReport
 	var create, change []string
@@ -104,6 +107,9 @@ func (s *syncRun) holdForManualSync(ctx context.Context) error {
 			return reconcile.Failed(kustomizev1.ApplyFailedReason, fmt.Errorf("comparing with the cluster: %w", err))
 		}
 		for _, res := range results {
+			if _, ok := written[res.ID]; ok && res.Action == diff.Created {
+				continue
+			}
 			s.tally.add(res, false)
 			switch res.Action {
 			case diff.Created:
