@@ -60,6 +60,12 @@ type Applied struct {
 	// "Git" or "the chart".
 	Origin string
 
+	// SyncPolicy is spec.syncPolicy (Automatic when unset); ManualSync
+	// what sync-controller recorded of manual syncs (status.outOfSync,
+	// status.lastHandledSyncAt).
+	SyncPolicy kustomizev1.SyncPolicy
+	ManualSync kustomizev1.ManualSyncStatus
+
 	// HealthCheckExprs are a Kustomization's spec.healthCheckExprs (a
 	// HelmRelease has none); Health judges by them.
 	HealthCheckExprs []kustomizev1.CustomHealthCheck
@@ -88,6 +94,7 @@ func AppliedKustomization(ks *kustomizev1.Kustomization) *Applied {
 		LastApplied: ks.Status.LastAppliedRevision, LastAttempted: ks.Status.LastAttemptedRevision,
 		Ignore: ks.Spec.Ignore, Policy: ks.GetDriftPolicy(), Prune: ks.Spec.Prune, Namespace: ks.Namespace,
 		Origin: "Git", HealthCheckExprs: ks.Spec.HealthCheckExprs,
+		SyncPolicy: ks.GetSyncPolicy(), ManualSync: ks.Status.ManualSyncStatus,
 	}
 	a.RenderApplied = a.Rendered == nil || a.Rendered.Revision == a.LastApplied
 	return a
@@ -102,7 +109,8 @@ func AppliedHelmRelease(hr *helmv2.HelmRelease) *Applied {
 		Sync: hr.Status.Sync, Conditions: hr.Status.Conditions,
 		LastApplied: hr.Status.LastAppliedRevision, LastAttempted: hr.Status.LastAttemptedRevision,
 		Prune: true, Namespace: hr.GetReleaseNamespace(),
-		Origin: "the chart",
+		Origin:     "the chart",
+		SyncPolicy: hr.GetSyncPolicy(), ManualSync: hr.Status.ManualSyncStatus,
 	}
 	if dd := hr.Spec.DriftDetection; dd != nil {
 		a.Ignore = dd.Ignore

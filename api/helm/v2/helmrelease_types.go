@@ -275,6 +275,15 @@ type HelmReleaseSpec struct {
 	// from the render; enabled (correct) when unset.
 	// +optional
 	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+
+	// SyncPolicy is Automatic (every new render is released) or Manual
+	// (each render is compared with the cluster by a dry-run, reported in
+	// status.outOfSync, and released only when the plumb.dev/sync
+	// annotation asks; drift is reported, not corrected). Plumb's, as in
+	// a Kustomization.
+	// +optional
+	// +kubebuilder:default=Automatic
+	SyncPolicy kustomizev1.SyncPolicy `json:"syncPolicy,omitempty"`
 }
 
 // HelmChartTemplate is the template of the HelmChart of a release.
@@ -599,7 +608,7 @@ type HelmReleaseStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, Released, Remediated, TestSuccess,
-	// StorageFailed, Healthy, Drifted, DriftContested (sync-controller);
+	// StorageFailed, Healthy, Drifted, DriftContested, OutOfSync (sync-controller);
 	// Rendered (render-controller).
 	// +optional
 	// +listType=map
@@ -694,6 +703,8 @@ type HelmReleaseStatus struct {
 	// Sync is the newest sync operation and how far it got.
 	// +optional
 	Sync *kustomizev1.SyncProgress `json:"sync,omitempty"`
+
+	kustomizev1.ManualSyncStatus `json:",inline"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }
@@ -843,4 +854,12 @@ func (in *HelmRelease) GetLastHandledReconcileRequest() string {
 // SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
 func (in *HelmRelease) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
+}
+
+// GetSyncPolicy returns the sync policy, Automatic when unset.
+func (in *HelmRelease) GetSyncPolicy() kustomizev1.SyncPolicy {
+	if in.Spec.SyncPolicy == "" {
+		return kustomizev1.SyncPolicyAutomatic
+	}
+	return in.Spec.SyncPolicy
 }

@@ -379,6 +379,7 @@ func (in *HelmReleaseStatus) DeepCopyInto(out *HelmReleaseStatus) {
 		*out = new(kustomizev1.SyncProgress)
 		(*in).DeepCopyInto(*out)
 	}
+	in.ManualSyncStatus.DeepCopyInto(&out.ManualSyncStatus)
 	out.ReconcileRequestStatus = in.ReconcileRequestStatus
 }
 

@@ -513,6 +513,14 @@ type KustomizationSpec struct {
 	// +kubebuilder:default=Correct
 	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
 
+	// SyncPolicy is Automatic (every new revision is applied) or Manual
+	// (each revision is compared with the cluster by a dry-run, reported
+	// in status.outOfSync, and applied only when the plumb.dev/sync
+	// annotation asks; drift is reported, not corrected).
+	// +optional
+	// +kubebuilder:default=Automatic
+	SyncPolicy SyncPolicy `json:"syncPolicy,omitempty"`
+
 	// Ignore rules remove fields from drift detection and correction.
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
@@ -840,7 +848,7 @@ type KustomizationStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, Healthy, Drifted, DriftContested (sync-controller)
+	// Conditions: Ready, Reconciling, Stalled, Healthy, Drifted, DriftContested, OutOfSync (sync-controller)
 	// and Rendered (render-controller).
 	// +optional
 	// +listType=map
@@ -880,6 +888,8 @@ type KustomizationStatus struct {
 	// Retry is where the retries of a failed sync stand, with spec.retry.
 	// +optional
 	Retry *RetryStatus `json:"retry,omitempty"`
+
+	ManualSyncStatus `json:",inline"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

@@ -101,6 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newReconcileCmd(g),
 		newConfirmPruneCmd(g),
 		newConfirmDeleteCmd(g),
+		newSyncCmd(g),
 		newSuspendCmd(g, true),
 		newSuspendCmd(g, false),
 		newDiffCmd(g),

@@ -59,6 +59,8 @@ type application interface {
 	// redactor hides, in drift reports, the values that came from Secrets;
 	// nil when none did.
 	redactor(context.Context, client.Reader) (*diff.Redactor, error)
+	// manualSync is the status of manual syncs (manualsync.go), in place.
+	manualSync() *kustomizev1.ManualSyncStatus
 }
 
 // syncSpec is what a sync reads of a spec. Each kind fills in what it
@@ -118,6 +120,9 @@ type syncSpec struct {
 	// Retry is a Kustomization's spec.retry (retry.go); a HelmRelease has
 	// none.
 	Retry *kustomizev1.RetryStrategy
+	// Manual is spec.syncPolicy Manual: a render is applied only when a
+	// sync is asked for (manualsync.go).
+	Manual bool
 	// The switches of a HelmRelease's install or upgrade (actionswitches.go);
 	// a Kustomization has none.
 	Switches actionSwitches
@@ -185,6 +190,7 @@ func (k kustomization) spec() syncSpec {
 		PrunePropagation:     metav1.DeletionPropagation(propagationOf(string(s.PrunePropagationPolicy))),
 		DeletionPropagation:  metav1.DeletionPropagation(propagationOf(string(s.PrunePropagationPolicy))),
 		FailOnSharedResource: s.FailOnSharedResource,
+		Manual:               k.GetSyncPolicy() == kustomizev1.SyncPolicyManual,
 	}
 }
 
@@ -227,6 +233,8 @@ func (k kustomization) ignoreField() string { return "spec.ignore" }
 
 func (k kustomization) desiredState() string { return "Git" }
 
+func (k kustomization) manualSync() *kustomizev1.ManualSyncStatus { return &k.Status.ManualSyncStatus }
+
 // redactor: the values postBuild.substituteFrom took from Secrets
 // (drift.SecretRedactor).
 func (k kustomization) redactor(ctx context.Context, r client.Reader) (*diff.Redactor, error) {
@@ -263,6 +271,7 @@ func (h helmRelease) spec() syncSpec {
 		DependsOn:        s.DependsOn,
 		HealthCheckExprs: s.HealthCheckExprs,
 		DriftPolicy:      kustomizev1.DriftPolicyCorrect,
+		Manual:           h.GetSyncPolicy() == kustomizev1.SyncPolicyManual,
 	}
 	h.applySwitches(&out)
 	if !h.DeletionTimestamp.IsZero() {
@@ -370,6 +379,8 @@ func (h helmRelease) defaultNamespace() string { return h.GetReleaseNamespace() 
 func (h helmRelease) ignoreField() string { return "spec.driftDetection.ignore" }
 
 func (h helmRelease) desiredState() string { return "the chart" }
+
+func (h helmRelease) manualSync() *kustomizev1.ManualSyncStatus { return &h.Status.ManualSyncStatus }
 
 // redactor: values from Secrets (valuesFrom) go through the chart's
 // templates, which may encode, quote or split them, so every drifted value

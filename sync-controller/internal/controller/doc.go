@@ -58,8 +58,9 @@
 // inventory of more than 100 entries under plumb-sync-inventory), and only
 // when they changed:
 // observedGeneration, the conditions Ready, Reconciling, Stalled, Healthy,
-// Drifted and DriftContested, lastAppliedRevision, lastAttemptedRevision, history, inventory,
-// drift, sync, retry (a Kustomization's only) and lastHandledReconcileAt; of a HelmRelease the same (its
+// Drifted, DriftContested and OutOfSync, lastAppliedRevision, lastAttemptedRevision, history, inventory,
+// drift, sync, retry (a Kustomization's only), lastHandledReconcileAt, lastHandledSyncAt and
+// outOfSync; of a HelmRelease the same (its
 // history is Helm's releases, with their chart tests), plus Released,
 // Remediated, TestSuccess, StorageFailed, lastAttemptedConfigDigest,
 // lastAttemptedRevisionDigest, storageNamespace,
@@ -80,7 +81,12 @@
 // storage brought up to date with what an earlier run could not write,
 // helmstorage.go), decideRelease (a HelmRelease's: attempt, roll
 // back, uninstall or hold; remediation.go), loadManifests (a rollback's
-// render instead of the newest), prepare, guardPrune (pruneguard.go),
+// render instead of the newest), prepare, manualSync (manualsync.go: with
+// spec.syncPolicy Manual a render is compared by a dry-run that writes
+// nothing, reported in OutOfSync and status.outOfSync, and the run ends,
+// unless the plumb.dev/sync annotation asks for a sync — with
+// plumb.dev/sync-only, a selective one that the step applies itself),
+// guardPrune (pruneguard.go),
 // applyPlan, prune, checkHealth, runChartTests (a HelmRelease's
 // spec.test, charttests.go: the chart's test hooks after a deployed
 // release, TestSuccess, Ready=False reason TestFailed while a failed test

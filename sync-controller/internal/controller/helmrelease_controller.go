@@ -47,7 +47,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, forceDeleteRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, forceDeleteRequested{}, syncRequested{}))).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).
@@ -59,11 +59,12 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 // retried after spec.interval (a HelmRelease has no retryInterval).
 func (r *HelmReleaseReconciler) newSkeleton() *reconcile.Controller[*helmv2.HelmRelease] {
 	return newSkeleton(&r.Syncer, helmv2.HelmReleaseKind, func(hr *helmv2.HelmRelease) string {
+		note := outOfSyncNote(hr.Status.ManualSyncStatus)
 		if len(hr.Status.History) == 0 {
-			return "Applied revision: " + hr.Status.LastAppliedRevision
+			return appliedMessage(hr.Status.LastAppliedRevision, hr.Status.ManualSyncStatus)
 		}
 		h := hr.Status.History[0]
-		return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version)
+		return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version) + note
 	})
 }
 

@@ -130,6 +130,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
+		{Name: "manual-sync", Run: s.manualSync},
 		{Name: "shared", Run: s.refuseShared},
 		{Name: "prune-guard", Run: s.guardPrune},
 		{Name: "apply", Run: s.retried(s.ofOperation(s.applyPlan), false)},

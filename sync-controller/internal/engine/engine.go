@@ -103,6 +103,10 @@ type Options struct {
 	// ReportOnly computes the diff of existing objects but writes nothing to
 	// them; objects that do not exist are still created.
 	ReportOnly bool
+	// Preview writes nothing at all (a manual sync's comparison): a
+	// missing object is reported Created without a request, an existing
+	// one is compared by a dry-run, as ReportOnly does.
+	Preview bool
 	// Force deletes and recreates an object whose immutable fields changed.
 	Force bool
 	// Guard, when set, may hold back the correction of drift (see
@@ -245,10 +249,19 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		res.Excluded = why
 		return res
 	}
+	if opts.Preview && (live == nil || IfNotPresent(desired)) {
+		if live == nil {
+			res.Action = diff.Created
+		}
+		return res
+	}
 	if IfNotPresent(desired) {
 		return e.createIfNotPresent(ctx, desired, hash, live, res)
 	}
-	tookBack, err := e.takeBackIfAsked(ctx, desired, live)
+	tookBack := false
+	if !opts.Preview {
+		tookBack, err = e.takeBackIfAsked(ctx, desired, live)
+	}
 	if err != nil {
 		res.Err = e.explain(id, err)
 		return res
@@ -277,8 +290,16 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 		return res
 	case cmp.Live == nil:
 		res.Action = diff.Created
+		if opts.Preview {
+			return res
+		}
 		return e.write(ctx, desired, live, hash, opts, res)
 	case err != nil:
+		if isImmutable(err) && opts.Preview {
+			// A sync would recreate it (with force) or fail on it.
+			res.Action = diff.Configured
+			return res
+		}
 		if isImmutable(err) && !opts.ReportOnly {
 			// A change the server refuses in place: write decides whether
 			// force allows a recreate.
@@ -310,7 +331,7 @@ func (e *Engine) applyOne(ctx context.Context, desired *unstructured.Unstructure
 			}
 		}
 	}
-	if opts.ReportOnly {
+	if opts.ReportOnly || opts.Preview {
 		res.Object = current
 		return res
 	}

@@ -1,5 +1,6 @@
 // Package actions serves the UI's writes on Plumb objects: POST
-// /api/objects/{kind}/{namespace}/{name}/reconcile, /suspend and /resume.
+// /api/objects/{kind}/{namespace}/{name}/reconcile, /suspend, /resume and
+// /sync (a manual sync of an object with syncPolicy Manual: sync.go).
 // Each is one merge patch made with the user's own client (access.From),
 // so the API server decides: a user without `patch` on the object gets its
 // 403, passed through. Reconcile sets the same requestedAt annotation as

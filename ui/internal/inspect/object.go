@@ -56,6 +56,10 @@ type objectPage struct {
 	History *history                  `json:"history,omitempty"`
 	Tree    []inspect.Node            `json:"tree,omitempty"`
 	Hooks   []inspect.Node            `json:"hooks,omitempty"`
+	// SyncPolicy is spec.syncPolicy (Automatic or Manual: the page offers
+	// Sync); OutOfSync what a manual sync of the waiting render would do.
+	SyncPolicy kustomizev1.SyncPolicy       `json:"syncPolicy,omitempty"`
+	OutOfSync  *kustomizev1.OutOfSyncStatus `json:"outOfSync,omitempty"`
 	// TreeNotes say what the tree lacks and why.
 	TreeNotes []string `json:"treeNotes,omitempty"`
 
@@ -170,6 +174,7 @@ func (h *handlers) object(r *request) (any, error) {
 	if a, ok := inspect.AppliedOf(r.obj); ok {
 		page.Artifact = a.Rendered
 		page.Sync, page.Drift, page.Revision = a.Sync, a.Drift, a.LastApplied
+		page.SyncPolicy, page.OutOfSync = a.SyncPolicy, a.ManualSync.OutOfSync
 		if a.Sync != nil {
 			page.LastSync = a.Sync.FinishedAt
 		}

@@ -232,6 +232,39 @@ func TestTheObjectPageShowsATreeOf2000ObjectsAndItsActions(t *testing.T) {
 	b.Screenshot("revisions")
 }
 
+func TestAManualKustomizationShowsWhatWaitsAndSyncs(t *testing.T) {
+	b, api, base := signedIn(t)
+	// An automatic one offers no Sync.
+	b.Go(base+"/#/k/kustomization/team-0/app-0000", "#act-reconcile")
+	b.Eventually("the page is loaded", `document.querySelector('.facts').textContent.includes('GitRepository')`)
+	if !browsertest.Eval[bool](b, `document.querySelector('#act-sync').hidden`) {
+		t.Errorf("an automatic Kustomization offers Sync")
+	}
+	if got := b.Text("#out-of-sync"); got != "" {
+		t.Errorf("an automatic Kustomization shows %q as out of sync", got)
+	}
+
+	b.Go(base+"/#/k/kustomization/team-4/"+manualName, "#act-reconcile")
+	b.Eventually("Sync is offered", `!document.querySelector('#act-sync').hidden`)
+	b.Eventually("what waits is shown", `document.querySelector('#out-of-sync').textContent.includes('waits for a manual sync')`)
+	box := b.Text("#out-of-sync")
+	for _, want := range []string{"main@fedcba9", "1 to create: ConfigMap/team-4/new", "1 to change: Deployment/team-4/web"} {
+		if !strings.Contains(box, want) {
+			t.Errorf("the out-of-sync box %q does not say %q", box, want)
+		}
+	}
+	if strings.Contains(box, "to prune") {
+		t.Errorf("the out-of-sync box %q lists prunes when there are none", box)
+	}
+	b.Screenshot("out-of-sync")
+	b.Click("#act-sync")
+	b.Eventually("the result says sync requested", `document.querySelector('#action-result').textContent === 'Sync requested'`)
+	if p := api.postsTo("/team-4/" + manualName + "/sync"); len(p) != 1 {
+		t.Errorf("%d sync requests, want 1", len(p))
+	}
+	b.Eventually("the page refetched: nothing waits any more", `document.querySelector('#out-of-sync').textContent === ''`)
+}
+
 // compareRevisions picks the revisions listed at i and j on the page of
 // the Kustomization nsName, compares them, and checks the diff's title and
 // that the diff was asked for from one id to the other.

@@ -52,6 +52,9 @@ const (
 	rerenderedName    = "app-0002"
 	firstRenderDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	rerenderedDigest  = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	// manualName is the Kustomization with syncPolicy Manual whose
+	// render waits for a sync (status.outOfSync).
+	manualName = "app-0004"
 )
 
 func newFakeAPI() *fakeAPI {
@@ -71,6 +74,12 @@ func newFakeAPI() *fakeAPI {
 			r["health"] = map[string]int{"healthy": 8, "progressing": 4}
 		case i%211 == 3:
 			r["suspended"] = true
+		}
+		if i == 4 {
+			r["syncPolicy"] = "Manual"
+			r["outOfSync"] = map[string]any{"revision": "main@sha1:fedcba9876543210fedcba9876543210fedcba98",
+				"create": []string{"ConfigMap/team-4/new"}, "creates": 1,
+				"change": []string{"Deployment/team-4/web"}, "changes": 1}
 		}
 		if i%50 == 10 {
 			r["drift"] = map[string]any{"state": "drifted", "count": 2, "lastDetected": now.Format(time.RFC3339)}
@@ -263,7 +272,8 @@ func (f *fakeAPI) object(w http.ResponseWriter, r *http.Request) {
 			{"type": "Ready", "status": row["ready"], "reason": row["reason"], "message": row["message"], "lastTransitionTime": row["lastSync"]},
 			{"type": "Healthy", "status": "True", "reason": "Succeeded", "message": "all objects are healthy", "lastTransitionTime": row["lastSync"]},
 		},
-		"sync": map[string]any{"phase": "Succeeded", "wave": 2},
+		"sync":       map[string]any{"phase": "Succeeded", "wave": 2},
+		"syncPolicy": row["syncPolicy"], "outOfSync": row["outOfSync"],
 		"tree": tree,
 		"hooks": []map[string]any{
 			{"id": "batch/Job/" + ns + "/migrate", "kind": "Job", "namespace": ns, "name": "migrate", "hook": "PreSync", "phase": "Succeeded", "outcome": "Healthy", "message": "job completed"},
@@ -352,6 +362,16 @@ func (f *fakeAPI) action(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, map[string]any{})
 	case "reconcile":
 		reply(w, 200, map[string]any{})
+	case "sync":
+		// As the real server: 409 for an object that syncs on its own.
+		if row["syncPolicy"] != "Manual" {
+			reply(w, 409, map[string]string{"error": "Kustomization has syncPolicy Automatic and syncs on its own"})
+			return
+		}
+		f.mu.Lock()
+		delete(row, "outOfSync")
+		f.mu.Unlock()
+		reply(w, 200, map[string]any{"requested": "t"})
 	case "ignore":
 		// The rule in the form asked for, as the real handler words it.
 		rule := "paths: [" + fmt.Sprint(body["path"]) + "]"

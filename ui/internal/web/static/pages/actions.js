@@ -6,19 +6,22 @@
 import * as api from '../api.js';
 import { h, announce } from '../dom.js';
 
-// actionBar returns {el, update(suspended)} for the object kind/ns/name;
-// after a successful action it calls done() so the page refetches.
+// actionBar returns {el, update(suspended, manual)} for the object
+// kind/ns/name; after a successful action it calls done() so the page
+// refetches. Sync is offered only for a Kustomization or HelmRelease whose
+// syncPolicy is Manual (an automatic one syncs on its own).
 export function actionBar(kind, ns, name, done) {
   const result = h('span', { class: 'action-result', id: 'action-result' });
   const withSource = h('input', { type: 'checkbox', id: 'with-source', checked: true });
   const reconcile = h('button', { type: 'button', id: 'act-reconcile' }, 'Reconcile');
   const suspend = h('button', { type: 'button', id: 'act-suspend' }, 'Suspend');
   const resume = h('button', { type: 'button', id: 'act-resume' }, 'Resume');
+  const sync = h('button', { type: 'button', id: 'act-sync', hidden: true }, 'Sync');
   const isSource = kind.toLowerCase() !== 'kustomization' && kind.toLowerCase() !== 'helmrelease';
   const sourceBox = isSource ? null : h('label', { class: 'inline', for: 'with-source' }, withSource, ' with its source');
 
   async function run(button, verb, path, body, doneWord) {
-    for (const b of [reconcile, suspend, resume]) b.disabled = true;
+    for (const b of [reconcile, suspend, resume, sync]) b.disabled = true;
     button.setAttribute('aria-busy', 'true');
     result.className = 'action-result busy';
     result.textContent = `${verb}…`;
@@ -32,7 +35,7 @@ export function actionBar(kind, ns, name, done) {
       result.textContent = err.status === 403 ? `${verb}: not allowed` : `${verb} failed: ${err.message}`;
     } finally {
       button.removeAttribute('aria-busy');
-      for (const b of [reconcile, suspend, resume]) b.disabled = false;
+      for (const b of [reconcile, suspend, resume, sync]) b.disabled = false;
       announce(result.textContent);
     }
   }
@@ -41,13 +44,15 @@ export function actionBar(kind, ns, name, done) {
     { withSource: !isSource && withSource.checked }, 'Reconcile requested'));
   suspend.addEventListener('click', () => run(suspend, 'Suspend', '/suspend', {}, 'Suspended'));
   resume.addEventListener('click', () => run(resume, 'Resume', '/resume', {}, 'Resumed'));
+  sync.addEventListener('click', () => run(sync, 'Sync', '/sync', { only: [] }, 'Sync requested'));
 
-  const el = h('div', { class: 'actions', role: 'group', 'aria-label': 'Actions' }, reconcile, sourceBox, suspend, resume, result);
+  const el = h('div', { class: 'actions', role: 'group', 'aria-label': 'Actions' }, sync, reconcile, sourceBox, suspend, resume, result);
   return {
     el,
-    update(suspended) {
+    update(suspended, manual) {
       suspend.hidden = !!suspended;
       resume.hidden = !suspended;
+      sync.hidden = !manual;
     },
   };
 }

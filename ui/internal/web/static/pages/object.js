@@ -15,6 +15,7 @@ export function mount(main, { kind, namespace, name }) {
   const applies = ['kustomization', 'helmrelease'].includes(kind.toLowerCase());
   const status = h('span', { class: 'head-status' });
   const problem = h('div', { class: 'problem' });
+  const outOfSync = h('div', { id: 'out-of-sync', 'aria-live': 'polite' });
   const facts = h('dl', { class: 'facts' }, h('dt', {}, 'Loading…'));
   const conditions = h('div', { class: 'section-body' });
   const hooks = h('div', { class: 'section-body' });
@@ -33,6 +34,7 @@ export function mount(main, { kind, namespace, name }) {
     pageHeader(name, status),
     actions.el,
     problem,
+    outOfSync,
     h('div', { class: 'cols' },
       h('section', { 'aria-labelledby': 's-facts' }, h('h2', { id: 's-facts' }, 'Source and sync'), facts,
         h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
@@ -60,7 +62,8 @@ export function mount(main, { kind, namespace, name }) {
     const suspended = r.suspended ?? (o.spec && o.spec.suspend) ?? false;
     const ready = r.ready ?? readyOf(r.conditions || st.conditions);
     fill(status, badge(readyWord({ ready, suspended })), r.reason ? h('span', { class: 'muted' }, ' ' + r.reason) : null);
-    actions.update(suspended);
+    actions.update(suspended, r.syncPolicy === 'Manual');
+    fill(outOfSync, r.outOfSync ? outOfSyncBox(r.outOfSync) : null);
     source = r.source || null;
     const sync = r.sync || {};
     const rev = r.revision || st.lastAppliedRevision || (st.artifact && st.artifact.revision) || '';
@@ -163,6 +166,18 @@ export function mount(main, { kind, namespace, name }) {
     },
     destroy() { alive = false; if (tree) tree.destroy(); if (image) image.destroy(); },
   };
+}
+
+// outOfSyncBox shows what a manual sync of the waiting render would do
+// (status.outOfSync: at most 20 names a list, with the whole counts).
+function outOfSyncBox(o) {
+  const list = (verb, n, names) => n ? h('li', {}, `${n} to ${verb}: `,
+    ...(names || []).flatMap((x, i) => [i ? ', ' : '', h('code', {}, x)]),
+    n > (names || []).length ? ` and ${n - names.length} more` : '') : null;
+  return h('section', { class: 'out-of-sync', 'aria-labelledby': 's-out-of-sync' },
+    h('h2', { id: 's-out-of-sync' }, 'Out of sync'),
+    h('p', {}, 'Revision ', h('code', { title: o.revision || '' }, shortRev(o.revision || '')), ' waits for a manual sync.'),
+    h('ul', {}, list('create', o.creates, o.create), list('change', o.changes, o.change), list('prune', o.prunes, o.prune)));
 }
 
 function fact(term, ...value) {
