@@ -100,6 +100,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newGetCmd(g),
 		newReconcileCmd(g),
 		newConfirmPruneCmd(g),
+		newRollbackCmd(g),
 		newSuspendCmd(g, true),
 		newSuspendCmd(g, false),
 		newDiffCmd(g),

@@ -53,7 +53,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, forceDeleteRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, confirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).
@@ -67,7 +67,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 // the run's last write.
 func (r *KustomizationReconciler) newSkeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
 	return newSkeleton(&r.Syncer, kustomizev1.KustomizationKind, func(ks *kustomizev1.Kustomization) string {
-		return "Applied revision: " + ks.Status.LastAppliedRevision
+		return "Applied revision: " + ks.Status.LastAppliedRevision + rolledBackNote(ks)
 	})
 }
 
