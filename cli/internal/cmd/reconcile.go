@@ -449,8 +449,8 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 			// requests a reconcile, so the object catches up now rather
 			// than at its next interval; the wait is for the controller to
 			// handle it.
-			if rolledBack(obj) {
-				if err := endRollback(ctx, g.client, obj); err != nil {
+			if request.RolledBack(obj) {
+				if err := request.EndRollback(ctx, g.client, obj); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.out, "► %s: rollback ended\n", ref(k, obj))

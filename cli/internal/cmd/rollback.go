@@ -2,17 +2,15 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/request"
 )
 
 func newRollbackCmd(g *globals) *cobra.Command {
@@ -42,19 +40,15 @@ func newRollbackCmd(g *globals) *cobra.Command {
 			if target.digest == "" {
 				return fmt.Errorf("%s: entry %d of status.history (revision %s) has no render of Plumb's to apply again (an adopted release)", ref(app.kind, app.Object), to, target.revision)
 			}
-			annotations := map[string]any{
-				kustomizev1.RollbackAnnotation:          target.digest,
-				kustomizev1.RollbackFollowGitAnnotation: nil,
-			}
+			follow := ""
 			if followGit {
 				if app.Rendered == nil || app.Rendered.Digest == "" {
 					return fmt.Errorf("%s has no render yet: nothing for --follow-git to follow", ref(app.kind, app.Object))
 				}
-				annotations[kustomizev1.RollbackFollowGitAnnotation] = app.Rendered.Digest
+				follow = app.Rendered.Digest
 			}
-			token := time.Now().UTC().Format(time.RFC3339Nano)
-			annotations[meta.ReconcileRequestAnnotation] = token
-			if err := patchAnnotations(ctx, g.client, app.Object, annotations); err != nil {
+			token, err := request.Rollback(ctx, g.client, app.Object, target.digest, follow)
+			if err != nil {
 				return err
 			}
 			until := "plumb resume " + app.kind.names[0] + " " + app.Object.GetName()
@@ -88,30 +82,4 @@ func historyOf(obj client.Object) []historyEntry {
 		}
 	}
 	return out
-}
-
-// rolledBack says whether obj carries a rollback's annotations.
-func rolledBack(obj client.Object) bool {
-	a := obj.GetAnnotations()
-	_, rb := a[kustomizev1.RollbackAnnotation]
-	_, follow := a[kustomizev1.RollbackFollowGitAnnotation]
-	return rb || follow
-}
-
-// endRollback removes a rollback's annotations (resume), so the newest
-// render is synced again.
-func endRollback(ctx context.Context, c client.Writer, obj client.Object) error {
-	return patchAnnotations(ctx, c, obj, map[string]any{kustomizev1.RollbackAnnotation: nil, kustomizev1.RollbackFollowGitAnnotation: nil})
-}
-
-// patchAnnotations merge-patches obj's annotations: a nil value removes one.
-func patchAnnotations(ctx context.Context, c client.Writer, obj client.Object, annotations map[string]any) error {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("annotating %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
 }

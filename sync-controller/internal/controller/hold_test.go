@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
@@ -172,4 +173,55 @@ func TestRollbackToARenderNotInTheHistoryAppliesNothing(t *testing.T) {
 	got := &kustomizev1.Kustomization{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
 	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:u001"))
+}
+
+// A HelmRelease's rollback is a release, as `helm rollback` makes one:
+// the first release's render applied again (its ConfigMap value back,
+// what the upgrade added pruned) and recorded as a new deployed release
+// "Rollback to 1", without Remediated; a new chart version is held until
+// the annotation goes.
+func TestHelmReleaseRollbackIsARollbackReleaseAndHolds(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, nil)
+	ns := hr.Namespace
+	renderRelease(t, hr, "1.0.0", "v: one", settings(ns, "one", "a"))
+	v1 := waitReleaseReady(t, hr, "1.0.0").Status.RenderedArtifact.Digest
+	renderRelease(t, hr, "2.0.0", "v: two", settings(ns, "two", "a", "added"))
+	got := waitReleaseReady(t, hr, "2.0.0")
+	g.Expect(releases(got)).To(Equal([]string{"2:2.0.0:deployed", "1:1.0.0:superseded"}))
+	objectsExist(ctx, g, ns, "added")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Annotations = map[string]string{kustomizev1.RollbackAnnotation: v1}
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	waitSettings(ctx, g, ns, "one")
+	waitGone(ctx, g, ns, "added")
+	got = waitReleaseReady(t, hr, "1.0.0")
+	g.Expect(releases(got)).To(Equal([]string{"3:1.0.0:deployed", "2:2.0.0:superseded", "1:1.0.0:superseded"}))
+	g.Expect(got.Status.History[0].Description).To(Equal("Rollback to 1"))
+	g.Expect(got.Status.History[0].Digest).To(Equal(v1))
+	g.Expect(conditions.Get(got, helmv2.RemediatedCondition)).To(BeNil())
+	g.Expect(conditions.Get(got, kustomizev1.RolledBackCondition)).To(HaveField("Message",
+		ContainSubstring("rolled back to revision 1.0.0")))
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("Released app@1.0.0 as " + ns + "/app v3; rolled back to revision 1.0.0"))
+
+	// A new chart version is rendered, not released.
+	renderRelease(t, hr, "3.0.0", "v: three", settings(ns, "three", "a"))
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(getRelease(g, hr), kustomizev1.RolledBackCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("revision 3.0.0 is rendered but not applied until plumb resume helmrelease app"))
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	requestRelease(t, hr)
+	g.Expect(settingsValue(ctx, g, ns)).To(Equal("one"))
+	g.Expect(releases(getRelease(g, hr))).To(HaveLen(3))
+
+	got = getRelease(g, hr)
+	patch = client.MergeFrom(got.DeepCopy())
+	delete(got.Annotations, kustomizev1.RollbackAnnotation)
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	got = waitReleaseReady(t, hr, "3.0.0")
+	waitSettings(ctx, g, ns, "three")
+	g.Expect(releases(got)[0]).To(Equal("4:3.0.0:deployed"))
+	g.Expect(conditions.Get(got, kustomizev1.RolledBackCondition)).To(BeNil())
 }
