@@ -6,7 +6,9 @@
 import * as api from '../api.js';
 import { h, announce } from '../dom.js';
 
-// actionBar returns {el, update(suspended)} for the object kind/ns/name;
+// actionBar returns {el, update(suspended, rolledBack)} for the object
+// kind/ns/name — Resume shows on a suspended object and on one a rollback
+// holds (resuming ends the hold);
 // after a successful action it calls done() so the page refetches.
 export function actionBar(kind, ns, name, done) {
   const result = h('span', { class: 'action-result', id: 'action-result' });
@@ -45,9 +47,9 @@ export function actionBar(kind, ns, name, done) {
   const el = h('div', { class: 'actions', role: 'group', 'aria-label': 'Actions' }, reconcile, sourceBox, suspend, resume, result);
   return {
     el,
-    update(suspended) {
+    update(suspended, rolledBack) {
       suspend.hidden = !!suspended;
-      resume.hidden = !suspended;
+      resume.hidden = !suspended && !rolledBack;
     },
   };
 }
