@@ -3,6 +3,7 @@ package controller
 import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
 )
 
 // The renders status.history names outlive --artifact-retention-records:
@@ -15,22 +16,21 @@ import (
 
 // historyDigests are the digests of the renders of ks's status.history.
 func historyDigests(ks *kustomizev1.Kustomization) []string {
-	out := make([]string, 0, len(ks.Status.History))
-	for _, s := range ks.Status.History {
-		if s.Digest != "" {
-			out = append(out, s.Digest)
-		}
-	}
-	return out
+	return digestsOf(ks.Status.History, func(s meta.Snapshot) string { return s.Digest })
 }
 
 // releaseDigests are the digests of the renders of hr's releases in
 // status.history (an adopted release has none: Plumb did not render it).
 func releaseDigests(hr *helmv2.HelmRelease) []string {
-	out := make([]string, 0, len(hr.Status.History))
-	for _, s := range hr.Status.History {
-		if s.Digest != "" {
-			out = append(out, s.Digest)
+	return digestsOf(hr.Status.History, func(s helmv2.Snapshot) string { return s.Digest })
+}
+
+// digestsOf lists the non-empty digests of a history's entries.
+func digestsOf[T any](history []T, digest func(T) string) []string {
+	out := make([]string, 0, len(history))
+	for _, h := range history {
+		if d := digest(h); d != "" {
+			out = append(out, d)
 		}
 	}
 	return out

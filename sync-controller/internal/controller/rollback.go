@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -79,19 +78,13 @@ func (s *syncRun) rollbackSettings() {
 // folder of current (the render the HelmRelease serves now).
 func (rel *releaseRun) rollbackArtifact(current *meta.Artifact) *meta.Artifact {
 	t := rel.target
-	_, hex, _ := strings.Cut(t.Digest, ":")
-	name := hex + ".yaml"
-	return &meta.Artifact{
-		URL:      strings.TrimSuffix(current.URL, path.Base(current.URL)) + name,
-		Path:     path.Join(path.Dir(current.Path), name),
-		Revision: t.ChartVersion,
-		Digest:   t.Digest,
-		Metadata: map[string]string{
-			helmv2.ArtifactChartNameKey:    t.ChartName,
-			helmv2.ArtifactChartVersionKey: t.ChartVersion,
-			helmv2.ArtifactConfigDigestKey: t.ConfigDigest,
-		},
+	a := besideArtifact(current, t.Digest, t.ChartVersion)
+	a.Metadata = map[string]string{
+		helmv2.ArtifactChartNameKey:    t.ChartName,
+		helmv2.ArtifactChartVersionKey: t.ChartVersion,
+		helmv2.ArtifactConfigDigestKey: t.ConfigDigest,
 	}
+	return a
 }
 
 // rollbackHooks says whether the rollback runs Helm's rollback hooks.
