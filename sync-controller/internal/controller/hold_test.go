@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/sync-controller/internal/helmstorage"
 )
 
 // settings is a ConfigMap "settings" whose value changes from commit to
@@ -224,4 +226,31 @@ func TestHelmReleaseRollbackIsARollbackReleaseAndHolds(t *testing.T) {
 	waitSettings(ctx, g, ns, "three")
 	g.Expect(releases(got)[0]).To(Equal("4:3.0.0:deployed"))
 	g.Expect(conditions.Get(got, kustomizev1.RolledBackCondition)).To(BeNil())
+}
+
+// A person's rollback is written into Helm's storage as `helm rollback`
+// writes it: a new deployed revision, a copy of the target's record,
+// "Rollback to 1", the releases before it superseded.
+func TestHelmReleaseRollbackIsRecordedInHelmsStorage(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, nil)
+	store := helmstorage.Storage{Client: env.Client, Namespace: hr.Namespace, Release: "app"}
+	renderChart(t, hr, storageChart("1.0.0"), map[string]any{"greeting": "hi"})
+	v1 := waitReleaseReady(t, hr, "1.0.0").Status.RenderedArtifact.Digest
+	renderChart(t, hr, storageChart("2.0.0"), map[string]any{"greeting": "ho"})
+	got := waitReleaseReady(t, hr, "2.0.0")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Annotations = map[string]string{kustomizev1.RollbackAnnotation: v1}
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	waitReleaseReady(t, hr, "1.0.0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(records(g, hr.Namespace, "app")).To(Equal([]helmstorage.Entry{
+			{Version: 1, Status: common.StatusSuperseded}, {Version: 2, Status: common.StatusSuperseded}, {Version: 3, Status: common.StatusDeployed},
+		}))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	rel, err := store.Read(ctx, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Description).To(Equal("Rollback to 1"))
+	g.Expect(rel.Config).To(Equal(map[string]any{"greeting": "hi"}))
 }
