@@ -5,4 +5,7 @@
 // controller code, so the command line and the UI import it without the
 // reconcile skeleton; the controllers' side (a predicate that passes a new
 // request, the copy to status.lastHandledReconcileAt) is pkg/reconcile's.
+// A rollback is such a request too (Rollback, EndRollback): the
+// plumb.dev/rollback annotations that `plumb rollback`, `plumb resume` and
+// the UI set, read by sync-controller's hold.
 package request

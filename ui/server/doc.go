@@ -22,7 +22,7 @@
 // context (access.From), and a write only with the session's X-Plumb-CSRF
 // header. This package's own routes: GET /api/overview, GET
 // /api/namespaces (package overview), POST /api/objects/{kind}/{ns}/{name}/
-// reconcile, /suspend, /resume (package actions) and GET /api/live
+// reconcile, /suspend, /resume, /rollback (package actions) and GET /api/live
 // (package live).
 //
 // # Parts: where the other packages plug in

@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/suspend", actions.Suspend)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/resume", actions.Resume)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/sync", actions.Sync)
+	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/rollback", actions.Rollback)
 	api.Handle("GET /api/live", &live.Handler{Hub: s.hub})
 	api.HandleFunc("POST /api/logout", s.gate.Logout)
 	api.HandleFunc("GET /api/session", s.gate.Session)

@@ -161,6 +161,37 @@ const (
 	SharedResourceReason = "SharedResource"
 )
 
+// Rollback (docs/design/sync-engine.md, "Rollback"): a Kustomization or a
+// HelmRelease annotated with the digest of an earlier render of its
+// status.history syncs that render again and holds it: new renders are
+// made but not applied until the annotation goes (plumb resume).
+const (
+	// RollbackAnnotation holds the render a Kustomization or HelmRelease
+	// is rolled back to: the digest ("sha256:…") of an entry of its
+	// status.history, whose file render-controller keeps.
+	RollbackAnnotation = "plumb.dev/rollback"
+	// RollbackFollowGitAnnotation ends the hold on the next new render: its
+	// value is the digest of the render that was current when the rollback
+	// was asked (status.renderedArtifact.digest); a render of another
+	// digest is synced, and sync-controller removes both annotations.
+	RollbackFollowGitAnnotation = "plumb.dev/rollback-follow-git"
+	// RolledBackCondition is True while a rollback holds an earlier render;
+	// absent otherwise.
+	RolledBackCondition = "RolledBack"
+	// RolledBackReason: RolledBack=True (and an event when the rollback is
+	// applied) while the render of plumb.dev/rollback is held; the message
+	// names its revision and the newest one, not applied.
+	RolledBackReason = "RolledBack"
+	// RollbackUnavailableReason: Ready=False (and an event) when
+	// plumb.dev/rollback names a digest that status.history no longer
+	// has; nothing is applied until the annotation changes.
+	RollbackUnavailableReason = "RollbackUnavailable"
+	// RollbackEndedReason: an event when a rollback's hold ends (the
+	// annotation removed, or a new render with follow-git) and the newest
+	// render is synced again.
+	RollbackEndedReason = "RollbackEnded"
+)
+
 // Deletion (docs/design/sync-engine.md, "Delete hooks"): sync-controller's
 // finalizer holds a deleted Kustomization (or HelmRelease) while its
 // PreDelete hooks run, its inventory is pruned and its PostDelete hooks run.

@@ -6,6 +6,7 @@
 //	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers|images [repository|policy|update|all] [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]
 //	plumb reconcile source [git|helm|chart|oci|bucket]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME [--with-source]
 //	plumb confirm-prune kustomization|helmrelease NAME
+//	plumb rollback kustomization|helmrelease NAME [--to N] [--follow-git]
 //	plumb suspend|resume source [git|helm|chart|oci]|kustomization|helmrelease|receiver|alert|alert-provider|image [repository|policy|update] NAME
 //	plumb diff kustomization|helmrelease NAME
 //	plumb tree kustomization|helmrelease NAME
@@ -62,6 +63,9 @@
 // confirm-prune does the same with the annotation plumb.dev/confirm-prune
 // set, in the same patch, to the digest of the render the prune guard holds
 // (Ready=False PruneGuarded naming that digest); it refuses anything else.
+// rollback sets plumb.dev/rollback to the digest of an entry of
+// status.history (and, with --follow-git, plumb.dev/rollback-follow-git to
+// the current render's), and resume removes both.
 //
 // diff, tree and get NAME read through pkg/inspect, which the UI shares:
 // the view of a Kustomization or HelmRelease (inspect.Applied), the

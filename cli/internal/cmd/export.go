@@ -108,6 +108,8 @@ var exportedAnnotations = []string{
 	meta.ReconcileRequestAnnotation,
 	meta.FluxReconcileRequestAnnotation,
 	kustomizev1.ConfirmPruneAnnotation,
+	kustomizev1.RollbackAnnotation,
+	kustomizev1.RollbackFollowGitAnnotation,
 	manage.AppliedHashAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 }

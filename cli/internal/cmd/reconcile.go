@@ -411,7 +411,7 @@ func notFound(err error, k *kind, key types.NamespacedName) error {
 }
 
 func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
-	verb, short := "resume", "Resume a suspended object, reconcile it and wait for the result"
+	verb, short := "resume", "Resume a suspended object, or end a rollback's hold, reconcile it and wait for the result"
 	if suspend {
 		verb, short = "suspend", "Stop reconciling an object until it is resumed"
 	}
@@ -445,9 +445,16 @@ func newSuspendCmd(g *globals, suspend bool) *cobra.Command {
 				fmt.Fprintf(g.out, "✔ %s suspended\n", ref(k, obj))
 				return nil
 			}
-			// Resuming also requests a reconcile, so the object catches up
-			// now rather than at its next interval; the wait is for the
-			// controller to handle it.
+			// Resuming also ends a rollback's hold (plumb rollback), and
+			// requests a reconcile, so the object catches up now rather
+			// than at its next interval; the wait is for the controller to
+			// handle it.
+			if request.RolledBack(obj) {
+				if err := request.EndRollback(ctx, g.client, obj); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.out, "► %s: rollback ended\n", ref(k, obj))
+			}
 			token, err := g.requestReconcile(ctx, obj, map[string]any{"suspend": false}, nil)
 			if err != nil {
 				return err

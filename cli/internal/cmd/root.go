@@ -102,6 +102,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newConfirmPruneCmd(g),
 		newConfirmDeleteCmd(g),
 		newSyncCmd(g),
+		newRollbackCmd(g),
 		newSuspendCmd(g, true),
 		newSuspendCmd(g, false),
 		newDiffCmd(g),

@@ -65,7 +65,8 @@
 //     pkg/artifact's Storage (atomic, content-addressed), served by this
 //     controller's own artifact server; set status.renderedArtifact with
 //     the source revision; keep the newest --artifact-retention-records
-//     files. The same bytes from the same revision keep the artifact as it
+//     files, and those of the renders status.history names, which a
+//     rollback (plumb rollback) applies again. The same bytes from the same revision keep the artifact as it
 //     was, lastUpdateTime included.
 //  8. announce: Rendered=True with the object count and revision, and a
 //     Rendered event for a new artifact or the same one after a failure.

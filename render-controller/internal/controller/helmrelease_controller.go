@@ -749,7 +749,7 @@ func (r *HelmReleaseReconciler) reconcileHelmStore(ctx context.Context, obj *hel
 	}
 	a, isNew, err := r.store.Store(ctx, client.ObjectKeyFromObject(obj), obj.Status.RenderedArtifact, rendered.Render{
 		Manifests: res.Manifests, Digest: res.Digest, Revision: version,
-		Metadata: md, Keep: deployedDigests(obj),
+		Metadata: md, Keep: releaseDigests(obj),
 	})
 	if err != nil {
 		return err

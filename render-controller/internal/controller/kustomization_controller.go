@@ -375,13 +375,15 @@ func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kusto
 
 // reconcileStore stores the manifests as obj's rendered artifact
 // (rendered.Store: kustomization/<ns>/<name>/<digest>.yaml, revision the
-// source revision, the newest --artifact-retention-records files kept)
+// source revision, the newest --artifact-retention-records files kept,
+// and those of status.history: historyretention.go)
 // and remembers the cache key. Sets Rendered=False (ArtifactFailed) when
 // storing fails.
 func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	key := client.ObjectKeyFromObject(obj)
 	a, isNew, err := r.store.Store(ctx, key, obj.Status.RenderedArtifact, rendered.Render{
 		Manifests: st.result.Manifests, Digest: st.result.Digest, Revision: st.source.Revision,
+		Keep: historyDigests(obj),
 	})
 	if err != nil {
 		return err

@@ -6,8 +6,8 @@
 //     the object already serves the same bytes from the same revision, in
 //     which case its artifact and lastUpdateTime are kept so its status
 //     does not change; then keep the newest --artifact-retention-records
-//     files, and those the kind asks to keep whatever their age (a
-//     HelmRelease's deployed release, which sync-controller's rollback
+//     files, and those the kind asks to keep whatever their age (the
+//     renders status.history names, which sync-controller's rollback
 //     downloads again: Render.Keep) (Store.Store). A render that no longer verifies in storage is
 //     made again (Store.Intact).
 //   - announce: set Rendered=True and record a Rendered event (Kubernetes

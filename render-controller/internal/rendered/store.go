@@ -40,9 +40,9 @@ type Render struct {
 	Revision  string
 	Metadata  map[string]string
 	// Keep are digests of earlier renders whose files must stay whatever
-	// the retention says: a HelmRelease's deployed release, which a
-	// rollback remediation applies again (sync-controller downloads it
-	// from the same folder, by digest).
+	// the retention says: those of status.history, which a rollback
+	// applies again (sync-controller downloads them from the same folder,
+	// by digest).
 	Keep []string
 }
 

@@ -53,7 +53,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, forceDeleteRequested{}, syncRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		WatchesRawSource(r.Engine.Watcher().Source()).
@@ -67,7 +67,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 // the run's last write.
 func (r *KustomizationReconciler) newSkeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
 	return newSkeleton(&r.Syncer, kustomizev1.KustomizationKind, func(ks *kustomizev1.Kustomization) string {
-		return appliedMessage(ks.Status.LastAppliedRevision, ks.Status.ManualSyncStatus)
+		return appliedMessage(ks.Status.LastAppliedRevision, ks.Status.ManualSyncStatus) + rolledBackNote(ks)
 	})
 }
 

@@ -70,8 +70,11 @@ type releaseRun struct {
 	verb     string
 	rem      helmv2.RemediationOf
 	failures int64
-	// target is the release a rollback applies again.
-	target *helmv2.Snapshot
+	// target is the release a rollback applies again; requested: the
+	// rollback is a person's (plumb.dev/rollback, hold.go), not a
+	// remediation.
+	target    *helmv2.Snapshot
+	requested bool
 	// next is when the controller looks again after this run failed or
 	// was held (retryDecision); nil leaves it to the sync's own rules.
 	next *reconcile.RetryDecision
@@ -82,8 +85,8 @@ type releaseRun struct {
 // Kustomization has no release and always syncs.
 func (s *syncRun) decideRelease(ctx context.Context) error {
 	hr, ok := s.obj.(*helmv2.HelmRelease)
-	if !ok {
-		return nil
+	if !ok || s.rel != nil {
+		return nil // a Kustomization, or a rollback holds it (hold.go)
 	}
 	rel := &releaseRun{hr: hr, action: attemptRelease}
 	s.rel = rel
@@ -269,7 +272,7 @@ func (s *syncRun) releaseDecision() (reconcile.RetryDecision, bool) {
 // controller looks again at once while a retry is left.
 func (s *syncRun) remediationOutcome(context.Context) error {
 	rel := s.rel
-	if rel == nil || rel.action != rollbackRelease {
+	if rel == nil || rel.action != rollbackRelease || rel.requested {
 		return nil
 	}
 	msg := fmt.Sprintf("%s; rolled back to %s@%s (release v%d)", releasedMessage(rel.hr), rel.target.ChartName, rel.target.ChartVersion, rel.target.Version)

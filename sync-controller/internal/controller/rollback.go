@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -22,8 +21,8 @@ import (
 // applied and prunes what the failed upgrade added, as `helm rollback`
 // does. Plumb keeps that render: render-controller stores each render as
 // <kind>/<namespace>/<name>/<sha256 hex>.yaml and keeps the files of the
-// deployed releases of status.history whatever its retention
-// (render-controller's deployedDigests), so sync-controller downloads it
+// releases of status.history whatever its retention
+// (render-controller's releaseDigests), so sync-controller downloads it
 // from the folder of the current render, by the digest the history
 // records, and verifies it by that digest.
 
@@ -50,6 +49,14 @@ func (s *syncRun) startRollback() error {
 		return reconcile.Failed(helmv2.RollbackFailedReason, err)
 	}
 	rel.action = rollbackRelease
+	s.rollbackSettings()
+	return nil
+}
+
+// rollbackSettings gives a rollback's run (a remediation's, or a
+// person's: hold.go) the rollback's settings.
+func (s *syncRun) rollbackSettings() {
+	rel := s.rel
 	s.install = false
 	// The rollback's own settings, whatever the install's or upgrade's
 	// say: spec.timeout unless rollback.timeout, a wait for health unless
@@ -65,26 +72,19 @@ func (s *syncRun) startRollback() error {
 		s.spec.Wait = !rb.DisableWait
 		s.spec.Force = s.spec.Force || rb.Force
 	}
-	return nil
 }
 
 // rollbackArtifact is the artifact of the rollback's target, in the
 // folder of current (the render the HelmRelease serves now).
 func (rel *releaseRun) rollbackArtifact(current *meta.Artifact) *meta.Artifact {
 	t := rel.target
-	_, hex, _ := strings.Cut(t.Digest, ":")
-	name := hex + ".yaml"
-	return &meta.Artifact{
-		URL:      strings.TrimSuffix(current.URL, path.Base(current.URL)) + name,
-		Path:     path.Join(path.Dir(current.Path), name),
-		Revision: t.ChartVersion,
-		Digest:   t.Digest,
-		Metadata: map[string]string{
-			helmv2.ArtifactChartNameKey:    t.ChartName,
-			helmv2.ArtifactChartVersionKey: t.ChartVersion,
-			helmv2.ArtifactConfigDigestKey: t.ConfigDigest,
-		},
+	a := besideArtifact(current, t.Digest, t.ChartVersion)
+	a.Metadata = map[string]string{
+		helmv2.ArtifactChartNameKey:    t.ChartName,
+		helmv2.ArtifactChartVersionKey: t.ChartVersion,
+		helmv2.ArtifactConfigDigestKey: t.ConfigDigest,
 	}
+	return a
 }
 
 // rollbackHooks says whether the rollback runs Helm's rollback hooks.
@@ -115,6 +115,12 @@ func recordRollback(s *syncRun, hr *helmv2.HelmRelease) {
 	h.LastDeployed = now
 	what := fmt.Sprintf("rollback to %s@%s (release %s/%s v%d, as v%d)", t.ChartName, t.ChartVersion, t.Namespace, t.Name, t.Version, h.Version)
 	h.Description = rollbackDescription(t.Version)
+	if s.rel.requested {
+		// A person's rollback (hold.go): RolledBack says so, Remediated
+		// stays about remediations.
+		recordRequestedRollback(s, hr, history, what)
+		return
+	}
 	if s.op.synced {
 		h.Status = helmv2.ReleaseStatusDeployed
 		for i := 1; i < len(history); i++ {
@@ -155,4 +161,31 @@ func rollbackTargetOf(h helmv2.Snapshot) (int, bool) {
 	digits, _, _ := strings.Cut(rest, " ")
 	v, err := strconv.Atoi(digits)
 	return v, err == nil && v > 0
+}
+
+// recordRequestedRollback ends recordRollback for a person's rollback
+// (plumb.dev/rollback, hold.go): the release deployed, or failed with a
+// RollbackFailed event and one more failure, as a remediation's, but
+// without the Remediated condition.
+func recordRequestedRollback(s *syncRun, hr *helmv2.HelmRelease, history []helmv2.Snapshot, what string) {
+	h := &history[0]
+	if s.op.synced {
+		h.Status = helmv2.ReleaseStatusDeployed
+		for i := 1; i < len(history); i++ {
+			if history[i].Status == helmv2.ReleaseStatusDeployed {
+				history[i].Status = helmv2.ReleaseStatusSuperseded
+			}
+		}
+	} else {
+		h.Status = helmv2.ReleaseStatusFailed
+		msg := "the sync did not complete"
+		if s.op.err != nil {
+			msg = s.op.err.Error()
+		}
+		h.Description = truncateDescription(fmt.Sprintf("%s failed: %s", rollbackDescription(s.rel.target.Version), msg))
+		s.r.Events.Record(s.obj, events.SeverityError, helmv2.RollbackFailedReason, what+" failed: "+msg, events.WithRevision(s.revision))
+		hr.Status.Failures++
+		markSyncFailed(s)
+	}
+	hr.Status.History = trimHistory(history)
 }

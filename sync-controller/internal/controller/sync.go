@@ -89,6 +89,9 @@ type syncRun struct {
 	// roll back, uninstall or hold (remediation.go); nil for a
 	// Kustomization.
 	rel *releaseRun
+	// hold is the earlier render a rollback syncs instead of the newest
+	// (hold.go); nil when none.
+	hold *rollbackHold
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -127,6 +130,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "dependencies", Run: s.checkDependencies},
 		{Name: "storage", Run: s.repairHelmStorage},
 		{Name: "adopt", Run: s.adoptHelmRelease},
+		{Name: "rollback", Run: s.holdRollback},
 		{Name: "release", Run: s.decideRelease},
 		{Name: "manifests", Run: s.loadManifests},
 		{Name: "prepare", Run: s.prepare},
@@ -309,6 +313,9 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if s.rel != nil && s.rel.action == rollbackRelease {
 		// The rollback's render; lastAttempted* keep the failed attempt.
 		artifact = s.rel.rollbackArtifact(artifact)
+	} else if s.hold != nil {
+		// A Kustomization's rollback (hold.go): the newest render is held.
+		artifact = s.hold.artifact
 	} else {
 		s.st.LastAttemptedRevision = artifact.Revision
 		s.outApp.attempted(artifact)

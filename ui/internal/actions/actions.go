@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,12 +90,87 @@ func Resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if request.RolledBack(obj) {
+		// Resuming ends a rollback's hold too, as plumb resume does.
+		if err := request.EndRollback(ctx, c, obj); err != nil {
+			httpapi.APIError(w, err)
+			return
+		}
+	}
 	token, err := request.Reconcile(ctx, c, obj, map[string]any{"suspend": false}, nil)
 	if err != nil {
 		httpapi.APIError(w, err)
 		return
 	}
 	httpapi.JSON(w, http.StatusOK, Result{Requested: token})
+}
+
+// rollbackRequest is the body of POST …/rollback: the digest of an entry
+// of status.history, and whether the hold ends at the next new render.
+type rollbackRequest struct {
+	Digest    string `json:"digest"`
+	FollowGit bool   `json:"followGit"`
+}
+
+// Rollback serves POST …/{kind}/{namespace}/{name}/rollback for a
+// Kustomization or HelmRelease, as `plumb rollback` does
+// (request.Rollback): 400 for a digest that is not an earlier entry of the
+// object's status.history — the one applied now included, which would
+// hold nothing —, 404 for another kind.
+func Rollback(w http.ResponseWriter, r *http.Request) {
+	var req rollbackRequest
+	if !httpapi.Decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := httpapi.WithAPITimeout(r, apiTimeout)
+	defer cancel()
+	c, obj, ok := target(ctx, w, r)
+	if !ok {
+		return
+	}
+	digests, current, ok := historyOf(obj)
+	if !ok {
+		httpapi.Error(w, http.StatusNotFound, "a %s cannot be rolled back", obj.GetObjectKind().GroupVersionKind().Kind)
+		return
+	}
+	if req.Digest == "" || !slices.Contains(digests[min(1, len(digests)):], req.Digest) {
+		httpapi.Error(w, http.StatusBadRequest, "%q is not an earlier render of status.history", req.Digest)
+		return
+	}
+	follow := ""
+	if req.FollowGit {
+		follow = current
+	}
+	token, err := request.Rollback(ctx, c, obj, req.Digest, follow)
+	if err != nil {
+		httpapi.APIError(w, err)
+		return
+	}
+	httpapi.JSON(w, http.StatusOK, Result{Requested: token})
+}
+
+// historyOf returns the render digests of obj's status.history, newest
+// first, and the digest rendered now, for a kind that is rolled back.
+func historyOf(obj client.Object) (digests []string, current string, ok bool) {
+	switch o := obj.(type) {
+	case *kustomizev1.Kustomization:
+		for _, h := range o.Status.History {
+			digests = append(digests, h.Digest)
+		}
+		if a := o.Status.RenderedArtifact; a != nil {
+			current = a.Digest
+		}
+		return digests, current, true
+	case *helmv2.HelmRelease:
+		for _, h := range o.Status.History {
+			digests = append(digests, h.Digest)
+		}
+		if a := o.Status.RenderedArtifact; a != nil {
+			current = a.Digest
+		}
+		return digests, current, true
+	}
+	return nil, "", false
 }
 
 // target reads the object the route's {kind}, {namespace} and {name} name with the user's client. On

@@ -513,3 +513,26 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Each earlier entry of the Applied revisions list has a Rollback button:
+// a POST of that render's digest with the user's session; the page then
+// shows the hold and offers Resume.
+func TestRollbackFromTheAppliedRevisionsListShowsTheHold(t *testing.T) {
+	b, api, base := signedIn(t)
+	b.Go(base+"/#/k/kustomization/team-0/app-0020", "#rollback-1")
+	if n := b.Count("#rollback-0"); n != 0 {
+		t.Errorf("the revision applied now has a Rollback button")
+	}
+	if !browsertest.Eval[bool](b, `document.querySelector('#act-resume').hidden`) {
+		t.Errorf("Resume shows before anything is suspended or rolled back")
+	}
+	b.Click("#rollback-1")
+	b.Eventually("the result says rolled back", `document.querySelector('#rollback-result').textContent === 'Rolled back to main@bbbbbbb: held until resumed'`)
+	p := api.postsTo("/team-0/app-0020/rollback")
+	if len(p) != 1 || p[0].Body["digest"] != "sha256:"+strings.Repeat("b", 64) {
+		t.Fatalf("rollback requests %v, want one with the second entry's digest", p)
+	}
+	b.Eventually("the page shows the hold", `(document.querySelector('#rolled-back') || {}).textContent?.includes('is rendered but not applied')`)
+	b.Eventually("Resume is offered", `!document.querySelector('#act-resume').hidden`)
+	b.Screenshot("rolled-back")
+}

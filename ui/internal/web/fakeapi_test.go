@@ -279,6 +279,10 @@ func (f *fakeAPI) object(w http.ResponseWriter, r *http.Request) {
 			{"id": "batch/Job/" + ns + "/migrate", "kind": "Job", "namespace": ns, "name": "migrate", "hook": "PreSync", "phase": "Succeeded", "outcome": "Healthy", "message": "job completed"},
 		},
 	}
+	if msg, ok := row["rolledBack"].(string); ok {
+		out["conditions"] = append(out["conditions"].([]map[string]any),
+			map[string]any{"type": "RolledBack", "status": "True", "reason": "RolledBack", "message": msg, "lastTransitionTime": row["lastSync"]})
+	}
 	reply(w, 200, out)
 }
 
@@ -372,6 +376,12 @@ func (f *fakeAPI) action(w http.ResponseWriter, r *http.Request) {
 		delete(row, "outOfSync")
 		f.mu.Unlock()
 		reply(w, 200, map[string]any{"requested": "t"})
+	case "rollback":
+		// As sync-controller then says it: RolledBack=True.
+		f.mu.Lock()
+		row["rolledBack"] = fmt.Sprintf("rolled back to revision main@sha1:bbbbbbb (render %.19s); revision main@sha1:ccccccc is rendered but not applied until plumb resume kustomization %s", body["digest"], row["name"])
+		f.mu.Unlock()
+		reply(w, 200, map[string]any{})
 	case "ignore":
 		// The rule in the form asked for, as the real handler words it.
 		rule := "paths: [" + fmt.Sprint(body["path"]) + "]"

@@ -6,10 +6,12 @@
 import * as api from '../api.js';
 import { h, announce } from '../dom.js';
 
-// actionBar returns {el, update(suspended, manual)} for the object
-// kind/ns/name; after a successful action it calls done() so the page
-// refetches. Sync is offered only for a Kustomization or HelmRelease whose
-// syncPolicy is Manual (an automatic one syncs on its own).
+// actionBar returns {el, update(suspended, manual, rolledBack)} for the
+// object kind/ns/name; after a successful action it calls done() so the
+// page refetches. Sync is offered only for a Kustomization or HelmRelease
+// whose syncPolicy is Manual (an automatic one syncs on its own); Resume
+// shows on a suspended object and on one a rollback holds (resuming ends
+// the hold).
 export function actionBar(kind, ns, name, done) {
   const result = h('span', { class: 'action-result', id: 'action-result' });
   const withSource = h('input', { type: 'checkbox', id: 'with-source', checked: true });
@@ -49,9 +51,9 @@ export function actionBar(kind, ns, name, done) {
   const el = h('div', { class: 'actions', role: 'group', 'aria-label': 'Actions' }, sync, reconcile, sourceBox, suspend, resume, result);
   return {
     el,
-    update(suspended, manual) {
+    update(suspended, manual, rolledBack) {
       suspend.hidden = !!suspended;
-      resume.hidden = !suspended;
+      resume.hidden = !suspended && !rolledBack;
       sync.hidden = !manual;
     },
   };

@@ -1,8 +1,9 @@
 // One object of the overview (GET /api/objects/{kind}/{ns}/{name}): its
 // source and revision, conditions, sync phase and wave, the tree of its
 // objects, the last sync's hooks, its actions and its applied revisions
-// with the diff between any two; for image-controller's kinds what
-// image.js adds.
+// with the diff between any two and a Rollback button on each earlier one
+// (POST …/rollback, the user's own RBAC); for image-controller's kinds
+// what image.js adds.
 
 import * as api from '../api.js';
 import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
@@ -62,7 +63,10 @@ export function mount(main, { kind, namespace, name }) {
     const suspended = r.suspended ?? (o.spec && o.spec.suspend) ?? false;
     const ready = r.ready ?? readyOf(r.conditions || st.conditions);
     fill(status, badge(readyWord({ ready, suspended })), r.reason ? h('span', { class: 'muted' }, ' ' + r.reason) : null);
-    actions.update(suspended, r.syncPolicy === 'Manual');
+    // A rollback holds an earlier render (plumb.dev/rollback): said at the
+    // top, and Resume ends it.
+    const rolledBack = (r.conditions || st.conditions || []).find((c) => c.type === 'RolledBack' && c.status === 'True');
+    actions.update(suspended, r.syncPolicy === 'Manual', !!rolledBack);
     fill(outOfSync, r.outOfSync ? outOfSyncBox(r.outOfSync) : null);
     source = r.source || null;
     const sync = r.sync || {};
@@ -75,6 +79,7 @@ export function mount(main, { kind, namespace, name }) {
       applies && fact('Sync phase', sync.phase || '—'),
       applies && fact('Wave', sync.wave === undefined || sync.wave === null ? '—' : String(sync.wave)),
       fact('Last sync', ago(r.lastSync || sync.finishedAt)),
+      rolledBack && fact('Rolled back', h('span', { id: 'rolled-back' }, rolledBack.message || '')),
       r.message && fact('Message', r.message));
     const conds = r.conditions || st.conditions || [];
     fill(conditions, conds.length ? h('table', { class: 'table' },
@@ -116,6 +121,30 @@ export function mount(main, { kind, namespace, name }) {
       const picked = [];
       const compare = h('button', { type: 'button', id: 'compare', disabled: true }, 'Compare the two picked');
       const out = h('div', { class: 'rev-diff', 'aria-live': 'polite' });
+      const rollbackResult = h('p', { class: 'action-result', id: 'rollback-result', 'aria-live': 'polite' });
+      // Each earlier render can be synced again and held (plumb rollback);
+      // the first entry is the one applied now.
+      const rollbackButton = (v, i) => {
+        if (i === 0 || !v.digest) return null;
+        const b = h('button', { type: 'button', id: 'rollback-' + i, class: 'rollback' }, 'Roll back');
+        b.addEventListener('click', async () => {
+          b.disabled = true;
+          rollbackResult.className = 'action-result busy';
+          rollbackResult.textContent = 'Rolling back…';
+          try {
+            await api.post(api.objectPath(kind, namespace, name, '/rollback'), { digest: v.digest });
+            rollbackResult.className = 'action-result ok';
+            rollbackResult.textContent = `Rolled back to ${shortRev(v.revision) || shortRev(v.digest)}: held until resumed`;
+            refetch();
+          } catch (err) {
+            rollbackResult.className = 'action-result failed';
+            rollbackResult.textContent = err.status === 403 ? 'Roll back: not allowed' : `Roll back failed: ${err.message}`;
+          } finally {
+            b.disabled = false;
+          }
+        });
+        return b;
+      };
       const boxes = revs.map((v, i) => {
         const id = 'rev-' + i;
         const box = h('input', { type: 'checkbox', id, value: keyOf(v) });
@@ -129,7 +158,7 @@ export function mount(main, { kind, namespace, name }) {
           // A failed release, or the reason a sync failed (HealthCheckFailed…), reads as a failure.
           v.status ? badge(v.status, /failed$/i.test(v.status) ? 'Failed' : undefined) : null,
           v.syncs > 1 ? h('span', { class: 'muted', title: `synced ${v.syncs} times` }, ` ×${v.syncs}`) : null,
-          ' ', clock(v.time || v.appliedAt)));
+          ' ', clock(v.time || v.appliedAt)), ' ', rollbackButton(v, i));
       });
       compare.addEventListener('click', async () => {
         // Older first: the list is newest first, so the later-listed pick is "from".
@@ -149,7 +178,7 @@ export function mount(main, { kind, namespace, name }) {
                   : h('p', {}, 'No differences.'));
         } catch (err) { fill(out, errorBox(err)); }
       });
-      fill(revisions, h('ul', { class: 'revisions' }, boxes), compare, out);
+      fill(revisions, h('ul', { class: 'revisions' }, boxes), compare, rollbackResult, out);
     } catch (err) {
       if (alive) fill(revisions, errorBox(err));
     }
