@@ -275,6 +275,14 @@ type HelmReleaseSpec struct {
 	// from the render; enabled (correct) when unset.
 	// +optional
 	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+
+	// SyncWindows are when a new render may be installed or upgraded, as
+	// Argo CD's sync windows: outside them it is held until they open
+	// (docs/api/helmrelease.md, "Sync windows"). SyncWindowPolicies of the
+	// namespace that select the HelmRelease add theirs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	SyncWindows []kustomizev1.SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // HelmChartTemplate is the template of the HelmChart of a release.
@@ -694,6 +702,11 @@ type HelmReleaseStatus struct {
 	// Sync is the newest sync operation and how far it got.
 	// +optional
 	Sync *kustomizev1.SyncProgress `json:"sync,omitempty"`
+
+	// SyncWindow says, while the HelmRelease is outside its sync windows,
+	// which windows keep syncs out, the revision held and when they open.
+	// +optional
+	SyncWindow *kustomizev1.SyncWindowStatus `json:"syncWindow,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }
