@@ -382,6 +382,7 @@ func (r *KustomizationReconciler) reconcileStore(ctx context.Context, obj *kusto
 	key := client.ObjectKeyFromObject(obj)
 	a, isNew, err := r.store.Store(ctx, key, obj.Status.RenderedArtifact, rendered.Render{
 		Manifests: st.result.Manifests, Digest: st.result.Digest, Revision: st.source.Revision,
+		Keep: lastSyncedDigest(obj),
 	})
 	if err != nil {
 		return err

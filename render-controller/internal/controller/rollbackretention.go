@@ -1,6 +1,9 @@
 package controller
 
-import helmv2 "plumb.dev/api/helm/v2"
+import (
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+)
 
 // deployedDigests are the digests of the renders of hr's deployed
 // releases (status.history): sync-controller's rollback remediation
@@ -14,4 +17,15 @@ func deployedDigests(hr *helmv2.HelmRelease) []string {
 		}
 	}
 	return out
+}
+
+// lastSyncedDigest is the digest of the render of ks's newest sync
+// (status.history[0]): while a sync window holds a newer render,
+// sync-controller applies that one again to correct drift, so its file
+// outlives --artifact-retention-records.
+func lastSyncedDigest(ks *kustomizev1.Kustomization) []string {
+	if len(ks.Status.History) == 0 || ks.Status.History[0].Digest == "" {
+		return nil
+	}
+	return []string{ks.Status.History[0].Digest}
 }

@@ -89,6 +89,9 @@ type syncRun struct {
 	// roll back, uninstall or hold (remediation.go); nil for a
 	// Kustomization.
 	rel *releaseRun
+	// window is what the sync windows hold back (syncwindow.go); nil
+	// when inside them.
+	window *windowHold
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -125,6 +128,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
+		{Name: "sync-window", Run: s.gateSyncWindow},
 		{Name: "storage", Run: s.repairHelmStorage},
 		{Name: "adopt", Run: s.adoptHelmRelease},
 		{Name: "release", Run: s.decideRelease},
@@ -136,6 +140,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "health", Run: s.retried(s.ofOperation(s.checkHealth), true)},
 		{Name: "tests", Run: s.runChartTests},
 		{Name: "report", Run: s.report},
+		{Name: "sync-window-hold", Run: s.holdForSyncWindow},
 		{Name: "remediation", Run: s.remediationOutcome},
 	}
 	for i := range steps {
@@ -304,6 +309,7 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if rendered != nil && rendered.ObservedGeneration < s.obj.GetGeneration() {
 		return s.waitForRender()
 	}
+	artifact = s.heldBack(artifact) // a sync window's (syncwindow.go)
 	if s.rel != nil && s.rel.action == rollbackRelease {
 		// The rollback's render; lastAttempted* keep the failed attempt.
 		artifact = s.rel.rollbackArtifact(artifact)
