@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
@@ -281,4 +282,39 @@ func TestTheAPIServerRefusesMalformedWindows(t *testing.T) {
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(err.Error()).To(ContainSubstring(tc.want))
 	}
+}
+
+// A HelmRelease's upgrade waits for its window: the new chart's render is
+// held, nothing of it applied, the release stays at v1, and the upgrade
+// is made once the window has ended.
+func TestAHelmReleaseUpgradeWaitsForItsWindow(t *testing.T) {
+	g := NewWithT(t)
+	windowClock.Set(t, "2026-12-07T08:00:00Z")
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
+		hr.Spec.SyncWindows = []kustomizev1.SyncWindow{nightly()}
+	})
+	renderRelease(t, hr, "1.0.0", "v: 1", configMapValue(hr.Namespace, "settings", "one"))
+	waitReleaseReady(t, hr, "1.0.0")
+
+	windowClock.Set(t, "2026-12-07T10:15:00Z")
+	renderRelease(t, hr, "2.0.0", "v: 2", configMapValue(hr.Namespace, "settings", "two"))
+	var got *helmv2.HelmRelease
+	g.Eventually(func(g Gomega) {
+		got = getRelease(g, hr)
+		ready := conditions.Get(got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(kustomizev1.OutsideSyncWindowReason), ready.Message)
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(Equal(
+		"revision 2.0.0 is held by sync window spec.syncWindows[0] until 2026-12-07T11:00:00Z; nothing is applied"))
+	g.Expect(got.Status.SyncWindow).NotTo(BeNil())
+	g.Expect(got.Status.SyncWindow.HeldRevision).To(Equal("2.0.0"))
+	g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:deployed"}))
+	g.Expect(valueOf(ctx, g, hr.Namespace, "settings")).To(Equal("one"))
+
+	windowClock.Set(t, "2026-12-07T11:00:01Z")
+	requestRelease(t, hr)
+	got = waitReleaseReady(t, hr, "2.0.0")
+	g.Expect(valueOf(ctx, g, hr.Namespace, "settings")).To(Equal("two"))
+	g.Expect(got.Status.SyncWindow).To(BeNil())
 }
