@@ -132,6 +132,12 @@ func TestADenyWindowHoldsANewRevisionUntilItEnds(t *testing.T) {
 	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:1111"))
 	g.Expect(valueOf(ctx, g, ks.Namespace, "settings")).To(Equal("one"))
 
+	// The hook of manual sync: this window has no manualSync.
+	allowed, why, err := running.ManualSyncAllowed(ctx, got)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(allowed).To(BeFalse())
+	g.Expect(why).To(Equal("a manual sync is not allowed by sync window spec.syncWindows[0] until 2026-12-07T11:00:00Z"))
+
 	// Drift is corrected to the revision applied, not the held one.
 	setValue(t, ctx, ks.Namespace, "settings", "edited")
 	g.Eventually(func(g Gomega) string { return valueOf(ctx, g, ks.Namespace, "settings") }, 30*time.Second, 50*time.Millisecond).Should(Equal("one"))
@@ -195,7 +201,7 @@ func TestASyncWindowPolicySelectsByLabel(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "freeze", Namespace: selected.Namespace},
 		Spec: kustomizev1.SyncWindowPolicySpec{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}},
-			Windows:  []kustomizev1.SyncWindow{nightly()},
+			Windows:  []kustomizev1.SyncWindow{nightly(func(w *kustomizev1.SyncWindow) { w.ManualSync = true })},
 		},
 	}
 	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
@@ -206,6 +212,9 @@ func TestASyncWindowPolicySelectsByLabel(t *testing.T) {
 	got := heldStatus(t, selected)
 	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("held by sync window SyncWindowPolicy/freeze.spec.windows[0] until 2026-12-07T11:00:00Z"))
 	waitReady(t, other, "main@sha1:2222")
+	allowed, _, err := running.ManualSyncAllowed(ctx, got)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(allowed).To(BeTrue(), "the policy's window has manualSync")
 	g.Expect(valueOf(ctx, g, selected.Namespace, "other")).To(Equal("two"))
 	g.Expect(valueOf(ctx, g, selected.Namespace, "selected")).To(Equal("one"))
 
