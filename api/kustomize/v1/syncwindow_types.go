@@ -42,6 +42,7 @@ type SyncWindow struct {
 	// +required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:MaxLength=32
 	Duration metav1.Duration `json:"duration"`
 
 	// TimeZone is the IANA time zone schedule is read in, e.g.
