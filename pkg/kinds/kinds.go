@@ -114,6 +114,11 @@ var all = []Kind{
 	{GVK: setv1.GroupVersion.WithKind(setv1.ObjectSetKind), Resource: "objectsets", Plural: "ObjectSets",
 		ShortNames: []string{"os", "objset"}, Controllers: []string{SyncController},
 		newObject: func() client.Object { return &setv1.ObjectSet{} }, newList: func() client.ObjectList { return &setv1.ObjectSetList{} }},
+	// Read by sync-controller, which reconciles the objects it selects,
+	// not it: no status, no controller of its own.
+	{GVK: kustomizev1.GroupVersion.WithKind(kustomizev1.SyncWindowPolicyKind), Resource: "syncwindowpolicies", Plural: "SyncWindowPolicies",
+		ShortNames: []string{"swp"},
+		newObject:  func() client.Object { return &kustomizev1.SyncWindowPolicy{} }, newList: func() client.ObjectList { return &kustomizev1.SyncWindowPolicyList{} }},
 	{GVK: sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind), Resource: "ocirepositories", Plural: "OCIRepositories",
 		ShortNames: []string{"ocirepo"}, Controllers: []string{SourceController}, Source: true,
 		newObject: func() client.Object { return &sourcev1.OCIRepository{} }, newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }},

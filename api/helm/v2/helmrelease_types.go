@@ -284,6 +284,13 @@ type HelmReleaseSpec struct {
 	// +optional
 	// +kubebuilder:default=Automatic
 	SyncPolicy kustomizev1.SyncPolicy `json:"syncPolicy,omitempty"`
+	// SyncWindows are when a new render may be installed or upgraded, as
+	// Argo CD's sync windows: outside them it is held until they open
+	// (docs/api/helmrelease.md, "Sync windows"). SyncWindowPolicies of the
+	// namespace that select the HelmRelease add theirs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	SyncWindows []kustomizev1.SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // HelmChartTemplate is the template of the HelmChart of a release.
@@ -705,6 +712,10 @@ type HelmReleaseStatus struct {
 	Sync *kustomizev1.SyncProgress `json:"sync,omitempty"`
 
 	kustomizev1.ManualSyncStatus `json:",inline"`
+	// SyncWindow says, while the HelmRelease is outside its sync windows,
+	// which windows keep syncs out, the revision held and when they open.
+	// +optional
+	SyncWindow *kustomizev1.SyncWindowStatus `json:"syncWindow,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

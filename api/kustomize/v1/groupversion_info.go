@@ -17,7 +17,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Kustomization{}, &KustomizationList{})
+	scheme.AddKnownTypes(GroupVersion, &Kustomization{}, &KustomizationList{}, &SyncWindowPolicy{}, &SyncWindowPolicyList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -555,6 +555,14 @@ type KustomizationSpec struct {
 	// Ignore rules remove fields from drift detection and correction.
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`
+
+	// SyncWindows are when new revisions may be applied, as Argo CD's sync
+	// windows: outside them a new revision is rendered and held until they
+	// open (docs/api/kustomization.md, "Sync windows"). SyncWindowPolicies
+	// of the namespace that select the Kustomization add theirs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	SyncWindows []SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // CustomHealthCheck is the health of the objects of one kind in CEL: each
@@ -921,6 +929,10 @@ type KustomizationStatus struct {
 	Retry *RetryStatus `json:"retry,omitempty"`
 
 	ManualSyncStatus `json:",inline"`
+	// SyncWindow says, while the Kustomization is outside its sync windows,
+	// which windows keep syncs out, the revision held and when they open.
+	// +optional
+	SyncWindow *SyncWindowStatus `json:"syncWindow,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

@@ -93,6 +93,7 @@ func (g *globals) describeKustomization(ctx context.Context, ks *kustomizev1.Kus
 // history (when history is not nil), the conditions and the objects.
 func (g *globals) describeApplied(ctx context.Context, t *applied, w *tabwriter.Writer, field func(name, value string), history func(), now time.Time) error {
 	field("Sync status", syncStatus(t)+", "+t.policyText())
+	field("Sync window", syncWindowText(t.Object, now))
 
 	// Health: the worst object's, with the Healthy condition's verdict.
 	rows, worst := g.objectRows(ctx, t)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -136,6 +137,8 @@ func TestGetKustomizationInDetail(t *testing.T) {
 		o.Status.Drift = &kustomizev1.DriftStatus{Count: 1, LastDetected: &metav1.Time{Time: metav1.Now().Time}, Paths: []string{"ConfigMap/" + ns + "/cfg:data.mode"}}
 		o.Status.Sync = &kustomizev1.SyncProgress{Revision: attempted, Phase: kustomizev1.PhaseFailed, Wave: 2, Message: "Deployment/web did not become healthy",
 			StartedAt: &metav1.Time{Time: metav1.Now().Time}, FinishedAt: &metav1.Time{Time: metav1.Now().Time}}
+		o.Status.SyncWindow = &kustomizev1.SyncWindowStatus{Windows: []string{"spec.syncWindows[0]"}, HeldRevision: attempted,
+			NextOpen: &metav1.Time{Time: time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)}, DriftCorrection: true}
 	})
 
 	r := plumb("get", "kustomization", "app", "-n", ns)
@@ -148,6 +151,8 @@ func TestGetKustomizationInDetail(t *testing.T) {
 	g.Expect(field("Applied revision")).To(Equal(applied))
 	g.Expect(field("Attempted revision")).To(Equal(attempted))
 	g.Expect(field("Sync status")).To(Equal("OutOfSync (1 object(s) differ from Git: ConfigMap/" + ns + "/cfg:data.mode), driftPolicy Report"))
+	g.Expect(field("Sync window")).To(HavePrefix("closed by spec.syncWindows[0] until 2026-12-07T11:00:00Z"))
+	g.Expect(field("Sync window")).To(HaveSuffix("holding revision " + attempted + "; drift corrected"))
 	g.Expect(field("Health")).To(HavePrefix("Missing (Healthy=False HealthCheckFailed: Deployment/" + ns + "/web is progressing)"))
 	g.Expect(field("Last sync result")).To(Equal("Ready=False HealthCheckFailed: health check failed after 5m"))
 	g.Expect(field("Sync operation")).To(MatchRegexp(`^Failed, wave 2, revision ` + attempted + `, started \d+s ago, finished \d+s ago: Deployment/web did not become healthy$`))
@@ -183,6 +188,7 @@ func TestGetKustomizationInDetail(t *testing.T) {
 		r := plumb("get", "ks", "ok", "-n", ns)
 		g.Expect(r.code).To(Equal(ExitOK), r.String())
 		g.Expect(r.out).To(MatchRegexp(`(?m)^Sync status:\s+Synced, driftPolicy Correct$`))
+		g.Expect(r.out).To(MatchRegexp(`(?m)^Sync window:\s+open$`))
 		g.Expect(r.out).To(MatchRegexp(`(?m)^Health:\s+Healthy \(Healthy=True Succeeded: all healthy\)$`))
 	})
 

@@ -77,7 +77,16 @@
 // object, reason HealthCheckExprInvalid), checkDependencies (a
 // dependsOn[].readyExpr, pkg/healthexpr's CompileReady, decides instead of
 // Ready; one that does not compile stalls the object, reason
-// InvalidCELExpression), repairHelmStorage (a HelmRelease's: Helm's
+// InvalidCELExpression), gateSyncWindow (syncwindow.go: outside the
+// object's sync windows — spec.syncWindows and the SyncWindowPolicies that
+// select it, pkg/syncwindow — a new render is held: a Kustomization
+// applies its last synced render instead, so drift is still corrected, or
+// only reported under a window with driftCorrection: false, and
+// holdForSyncWindow, after report, ends the run Ready=False reason
+// OutsideSyncWindow naming the held revision and when the windows open,
+// requeued then; a HelmRelease, or an object that never synced, stops at
+// the gate; a window that does not parse stalls it, SyncWindowInvalid;
+// status.syncWindow), repairHelmStorage (a HelmRelease's: Helm's
 // storage brought up to date with what an earlier run could not write,
 // helmstorage.go), decideRelease (a HelmRelease's: attempt, roll
 // back, uninstall or hold; remediation.go), loadManifests (a rollback's

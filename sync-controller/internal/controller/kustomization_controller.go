@@ -56,6 +56,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{}))).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
+		Watches(&kustomizev1.SyncWindowPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.windowPolicySelects(ctx, o, &kustomizev1.KustomizationList{})
+		})).
 		WatchesRawSource(r.Engine.Watcher().Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

@@ -122,6 +122,8 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		// The remote clusters of the tests are control planes on
 		// 127.0.0.1.
 		AllowLoopbackKubeConfigServers: true,
+		// Sync windows are evaluated at the tests' clock (syncwindow_test.go).
+		Clock: windowClock.Now,
 	},
 	}
 	for _, c := range configure {
@@ -135,7 +137,7 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), helmWatcher, 8),
 		DependencyRequeue: r.DependencyRequeue, DeleteHookPoll: r.DeleteHookPoll, Clients: r.Clients, Fight: r.Fight,
 		DefaultServiceAccount: r.DefaultServiceAccount, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, PruneGuard: r.PruneGuard,
-		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers, Shard: r.Shard,
+		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers, Shard: r.Shard, Clock: r.Clock,
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(r.SetupWithManager(ctx, mgr, 4))

@@ -92,6 +92,9 @@ type syncRun struct {
 	// hold is the earlier render a rollback syncs instead of the newest
 	// (hold.go); nil when none.
 	hold *rollbackHold
+	// window is what the sync windows hold back (syncwindow.go); nil
+	// when inside them.
+	window *windowHold
 }
 
 func newSyncRun(r *Syncer, obj reconcile.Object, start time.Time) *syncRun {
@@ -128,6 +131,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "impersonate", Run: s.impersonate},
 		{Name: "health-checks", Run: s.compileHealthChecks},
 		{Name: "dependencies", Run: s.checkDependencies},
+		{Name: "sync-window", Run: s.gateSyncWindow},
 		{Name: "storage", Run: s.repairHelmStorage},
 		{Name: "adopt", Run: s.adoptHelmRelease},
 		{Name: "rollback", Run: s.holdRollback},
@@ -142,6 +146,7 @@ func (s *syncRun) steps() []reconcile.Step {
 		{Name: "health", Run: s.retried(s.ofOperation(s.checkHealth), true)},
 		{Name: "tests", Run: s.runChartTests},
 		{Name: "report", Run: s.report},
+		{Name: "sync-window-hold", Run: s.holdForSyncWindow},
 		{Name: "remediation", Run: s.remediationOutcome},
 	}
 	for i := range steps {
@@ -310,6 +315,7 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	if rendered != nil && rendered.ObservedGeneration < s.obj.GetGeneration() {
 		return s.waitForRender()
 	}
+	artifact = s.heldBack(artifact) // a sync window's (syncwindow.go)
 	if s.rel != nil && s.rel.action == rollbackRelease {
 		// The rollback's render; lastAttempted* keep the failed attempt.
 		artifact = s.rel.rollbackArtifact(artifact)

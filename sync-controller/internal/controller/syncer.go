@@ -106,6 +106,10 @@ type Syncer struct {
 	// Metrics records the sync's metrics; nil records none.
 	Metrics *Metrics
 
+	// Clock is the time sync windows are evaluated at (syncwindow.go);
+	// nil is the wall clock. Tests set it.
+	Clock func() time.Time
+
 	manifests   manifestCache
 	writes      ownWrites
 	renderWaits renderWaits

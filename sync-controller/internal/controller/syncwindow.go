@@ -1,0 +1,246 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/syncwindow"
+)
+
+// windowHold is what the sync-window step decided for a run that is
+// outside its windows (nil: inside them, or none): the revision it holds
+// back, the artifact applied instead (the render synced last, so that
+// drift is still corrected or reported), and the message Ready gives.
+type windowHold struct {
+	held     string
+	artifact *meta.Artifact
+	message  string
+	until    time.Duration
+}
+
+// now is the Syncer's clock: Clock, else the wall clock.
+func (r *Syncer) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+// syncWindows returns obj's windows, parsed: its own spec.syncWindows and
+// those of the SyncWindowPolicies of its namespace whose selector matches
+// its labels (read from the cache). The error names each window that does
+// not parse.
+func (r *Syncer) syncWindows(ctx context.Context, obj client.Object) ([]syncwindow.Window, error) {
+	var own []kustomizev1.SyncWindow
+	switch o := obj.(type) {
+	case *kustomizev1.Kustomization:
+		own = o.Spec.SyncWindows
+	case *helmv2.HelmRelease:
+		own = o.Spec.SyncWindows
+	}
+	windows, err := syncwindow.ParseAll("spec.syncWindows", own)
+	if err != nil {
+		return nil, err
+	}
+	var policies kustomizev1.SyncWindowPolicyList
+	if err := r.Client.List(ctx, &policies, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, fmt.Errorf("listing SyncWindowPolicies: %w", err)
+	}
+	for _, p := range policies.Items {
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("SyncWindowPolicy/%s: spec.selector: %w", p.Name, err)
+		}
+		if !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		ws, err := syncwindow.ParseAll(kustomizev1.SyncWindowPolicyKind+"/"+p.Name+".spec.windows", p.Spec.Windows)
+		if err != nil {
+			return nil, err
+		}
+		windows = append(windows, ws...)
+	}
+	return windows, nil
+}
+
+// ManualSyncAllowed says whether a manual sync of obj (a Kustomization or
+// a HelmRelease) may go through now, and if not, why: always inside its
+// windows; outside them, when every window that keeps syncs out has
+// manualSync (syncwindow.State.ManualSyncAllowed). The hook of manual sync
+// (spec.syncPolicy: Manual, the plumb.dev/sync annotation).
+func (r *Syncer) ManualSyncAllowed(ctx context.Context, obj client.Object) (bool, string, error) {
+	windows, err := r.syncWindows(ctx, obj)
+	if err != nil {
+		return false, "", err
+	}
+	st := syncwindow.Evaluate(windows, r.now())
+	if st.ManualSyncAllowed() {
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("a manual sync is not allowed by sync window %s%s", strings.Join(st.Names(), ", "), untilText(st)), nil
+}
+
+// gateSyncWindow holds a new render while the object is outside its sync
+// windows (a deny window active, or allow windows and none active;
+// pkg/syncwindow): it is not applied until they open. A Kustomization
+// applies its last synced render instead, so that drift is still
+// corrected — or only reported when a window says driftCorrection: false;
+// a HelmRelease (and an object that never synced) stops here, its
+// deployed release left as it is. A render already synced is not held:
+// drift correction goes on as usual, or is only reported when a window
+// says driftCorrection: false. Sets status.syncWindow while outside the
+// windows; holdForSyncWindow, after the sync, makes Ready=False reason
+// OutsideSyncWindow with the held revision and when the windows open, and
+// comes back then. A window that does not parse stalls the object
+// (Stalled=True, reason SyncWindowInvalid) until its spec or the policy
+// changes.
+func (s *syncRun) gateSyncWindow(ctx context.Context) error {
+	setStatus := func(st *kustomizev1.SyncWindowStatus) {
+		switch o := s.out.(type) {
+		case *kustomizev1.Kustomization:
+			o.Status.SyncWindow = st
+		case *helmv2.HelmRelease:
+			o.Status.SyncWindow = st
+		}
+	}
+	windows, err := s.r.syncWindows(ctx, s.obj)
+	if err != nil {
+		return reconcile.Stalled(kustomizev1.SyncWindowInvalidReason, err)
+	}
+	now := s.r.now()
+	st := syncwindow.Evaluate(windows, now)
+	if st.Open {
+		setStatus(nil)
+		return nil
+	}
+	status := &kustomizev1.SyncWindowStatus{Windows: st.Names(), DriftCorrection: st.DriftCorrection()}
+	if !st.NextOpen.IsZero() {
+		t := metav1.NewTime(st.NextOpen)
+		status.NextOpen = &t
+	}
+	setStatus(status)
+	if !st.DriftCorrection() {
+		s.spec.DriftPolicy = kustomizev1.DriftPolicyReport
+	}
+	rendered := s.app.rendered()
+	synced := lastSynced(s.obj)
+	if rendered == nil || (synced != nil && rendered.Digest == synced.Digest) {
+		return nil // nothing new: drift is corrected or reported as the windows say
+	}
+	status.HeldRevision = rendered.Revision
+	hold := &windowHold{held: rendered.Revision, until: untilOpen(st, now, s.spec.Interval)}
+	if _, ok := s.obj.(*kustomizev1.Kustomization); ok && synced != nil {
+		// The render synced last, from the same folder of render-controller's
+		// artifacts (which keeps it: the newest history entry's digest).
+		_, hex, _ := strings.Cut(synced.Digest, ":")
+		hold.artifact = &meta.Artifact{
+			URL:      strings.TrimSuffix(rendered.URL, path.Base(rendered.URL)) + hex + ".yaml",
+			Path:     path.Join(path.Dir(rendered.Path), hex+".yaml"),
+			Revision: synced.Revision, Digest: synced.Digest,
+		}
+	}
+	applied := "nothing is applied"
+	switch {
+	case hold.artifact != nil && st.DriftCorrection():
+		applied = "drift from revision " + synced.Revision + " is still corrected"
+	case hold.artifact != nil:
+		applied = "drift from revision " + synced.Revision + " is reported, not corrected"
+	}
+	hold.message = fmt.Sprintf("revision %s is held by sync window %s%s; %s", rendered.Revision,
+		strings.Join(st.Names(), ", "), untilText(st), applied)
+	s.window = hold
+	if hold.artifact == nil {
+		return reconcile.Waiting(kustomizev1.OutsideSyncWindowReason, hold.until, fmt.Errorf("%s", hold.message))
+	}
+	return nil
+}
+
+// heldBack returns the artifact a run applies instead of the newest
+// render while a sync window holds it, else artifact.
+func (s *syncRun) heldBack(artifact *meta.Artifact) *meta.Artifact {
+	if s.window != nil && s.window.artifact != nil {
+		return s.window.artifact
+	}
+	return artifact
+}
+
+// holdForSyncWindow ends a run that applied the last synced render while a
+// window holds the newest one: Ready=False, Reconciling=True, reason
+// OutsideSyncWindow, naming the held revision, the windows and when they
+// open; the reconcile comes back then.
+func (s *syncRun) holdForSyncWindow(context.Context) error {
+	if s.window == nil {
+		return nil
+	}
+	return reconcile.Waiting(kustomizev1.OutsideSyncWindowReason, s.window.until, fmt.Errorf("%s", s.window.message))
+}
+
+// syncedRender is the render a sync operation last ran with.
+type syncedRender struct{ Digest, Revision string }
+
+// lastSynced is the render of obj's newest sync operation (a
+// Kustomization's newest history entry, a HelmRelease's newest release),
+// nil when none was made.
+func lastSynced(obj client.Object) *syncedRender {
+	switch o := obj.(type) {
+	case *kustomizev1.Kustomization:
+		if len(o.Status.History) > 0 && o.Status.History[0].Digest != "" {
+			h := o.Status.History[0]
+			return &syncedRender{Digest: h.Digest, Revision: h.Metadata[meta.HistoryRevisionKey]}
+		}
+	case *helmv2.HelmRelease:
+		if len(o.Status.History) > 0 && o.Status.History[0].Digest != "" {
+			h := o.Status.History[0]
+			return &syncedRender{Digest: h.Digest, Revision: h.ChartVersion}
+		}
+	}
+	return nil
+}
+
+// untilOpen is how long until the windows open (a second after, so that
+// the reconcile then finds them open), or interval when no opening was
+// found.
+func untilOpen(st syncwindow.State, now time.Time, interval time.Duration) time.Duration {
+	if st.NextOpen.IsZero() {
+		return interval
+	}
+	return st.NextOpen.Sub(now) + time.Second
+}
+
+// untilText is " until <time>" for a message, or that no window opens
+// within a year.
+func untilText(st syncwindow.State) string {
+	if st.NextOpen.IsZero() {
+		return " (no window opens within a year)"
+	}
+	return " until " + st.NextOpen.UTC().Format(time.RFC3339)
+}
+
+// windowPolicySelects maps a SyncWindowPolicy to the objects of list's
+// kind in its namespace: all of them, not only those its selector matches
+// now, so that one it stopped selecting is released too.
+func (r *Syncer) windowPolicySelects(ctx context.Context, o client.Object, list client.ObjectList) []ctrl.Request {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []ctrl.Request
+	_ = apimeta.EachListItem(list, func(item runtime.Object) error {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(item.(client.Object))})
+		return nil
+	})
+	return reqs
+}
