@@ -8,6 +8,7 @@ import (
 	"plumb.dev/ui/internal/httpapi"
 	"plumb.dev/ui/internal/live"
 	"plumb.dev/ui/internal/overview"
+	"plumb.dev/ui/internal/workloads"
 )
 
 // routes registers every route of the server, in one place.
@@ -20,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/reconcile", actions.Reconcile)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/suspend", actions.Suspend)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/resume", actions.Resume)
+	workloads.Routes(api)
 	api.Handle("GET /api/live", &live.Handler{Hub: s.hub})
 	api.HandleFunc("POST /api/logout", s.gate.Logout)
 	api.HandleFunc("GET /api/session", s.gate.Session)
