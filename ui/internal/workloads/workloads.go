@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -241,6 +242,15 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 		defer h.endFollow(t.session)
 		cancel()
 		ctx, cancel = context.WithTimeout(r.Context(), MaxFollow)
+		// The server's write timeout bounds every other answer; a
+		// follow's bound is MaxFollow (and the read timeout bounds
+		// reading a request, not how long it is served).
+		rc := http.NewResponseController(w)
+		if err := errors.Join(rc.SetWriteDeadline(time.Now().Add(MaxFollow+time.Minute)), rc.SetReadDeadline(time.Time{})); err != nil {
+			cancel()
+			httpapi.Error(w, http.StatusInternalServerError, "this connection cannot stream: %v", err)
+			return
+		}
 	}
 	defer cancel()
 	go func() {
@@ -260,7 +270,7 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	flush := http.NewResponseController(w).Flush
 	// Lines are written as they come; the kubelet's limitBytes ends the
 	// stream after podlogs.MaxBytes, and written counts it here too.
 	written := 0
@@ -273,10 +283,9 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return false
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
+		// A followed line is sent at once; a tail goes out as the
+		// writer's buffer fills.
+		return !req.Follow || flush() == nil
 	})
 }
 
