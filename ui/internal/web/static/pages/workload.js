@@ -27,6 +27,9 @@ export function workloadActions(kind, ns, name, id) {
   const note = h('p', { class: 'workload-note', id: 'workload-note' });
   const replicas = h('input', { type: 'number', id: 'scale-replicas', min: '0', max: '1000', value: '1', inputmode: 'numeric' });
   const buttons = [];
+  let touched = false; // the user changed the replicas field: it is theirs
+  replicas.addEventListener('change', () => { touched = true; });
+  replicas.addEventListener('input', () => { touched = true; });
 
   async function run(button, action, body, verb) {
     for (const b of buttons) b.disabled = true;
@@ -68,6 +71,6 @@ export function workloadActions(kind, ns, name, id) {
     el: h('section', { 'aria-labelledby': 's-workload' }, h('h2', { id: 's-workload' }, 'Workload'),
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Workload actions' }, parts, result), note),
     // setReplicas shows the live object's replicas in the scale field.
-    setReplicas(n) { if (typeof n === 'number' && document.activeElement !== replicas) replicas.value = String(n); },
+    setReplicas(n) { if (typeof n === 'number' && !touched) replicas.value = String(n); },
   };
 }
