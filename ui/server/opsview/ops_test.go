@@ -98,7 +98,7 @@ func TestTheBrowserReadsAPodsLogAndActsOnWorkloadsWithTheUsersRights(t *testing.
 	b := browsertest.Start(t)
 	signIn(b, base, ops)
 	// The tree's Pod opens its log: the last lines of its container.
-	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container option")
+	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container")
 	b.Eventually("the log shows the container's last lines",
 		`document.querySelector('#log').textContent.endsWith('line 500 of app\n') && document.querySelector('#log').textContent.split('\n').length === 101`)
 	b.Eventually("the containers are offered, init first", `[...document.querySelectorAll('#log-container option')].map((o) => o.value).join(',') === 'init,app'`)
@@ -136,7 +136,7 @@ func TestTheBrowserReadsAPodsLogAndActsOnWorkloadsWithTheUsersRights(t *testing.
 	b.Click("#signout")
 	b.WaitVisible("#token")
 	signIn(b, base, viewer)
-	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container option")
+	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container")
 	b.Eventually("the log is not allowed", `document.querySelector('#log-state').textContent.startsWith('Reading this log is not allowed')`)
 	b.Click("#act-delete-pod")
 	b.Click("#act-delete-pod")
