@@ -2,11 +2,13 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"k8s.io/client-go/rest"
 
 	"plumb.dev/ui/internal/access"
 	"plumb.dev/ui/internal/kinds"
+	"plumb.dev/ui/internal/workloads"
 )
 
 // AppliedChecker is the stream part's check of a drift change's object,
@@ -25,4 +27,12 @@ func NewStreamAccess(a access.Access, cfg *rest.Config) (AppliedChecker, error) 
 		return nil, err
 	}
 	return streamAccess{access: a, kinds: d}, nil
+}
+
+// SetMaxFollow sets how long a followed log stays open, until the test
+// ends.
+func SetMaxFollow(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := workloads.MaxFollow
+	workloads.MaxFollow = d
+	t.Cleanup(func() { workloads.MaxFollow = old })
 }

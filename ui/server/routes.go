@@ -8,6 +8,7 @@ import (
 	"plumb.dev/ui/internal/httpapi"
 	"plumb.dev/ui/internal/live"
 	"plumb.dev/ui/internal/overview"
+	"plumb.dev/ui/internal/workloads"
 )
 
 // routes registers every route of the server, in one place.
@@ -22,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/resume", actions.Resume)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/sync", actions.Sync)
 	api.HandleFunc("POST /api/objects/{kind}/{namespace}/{name}/rollback", actions.Rollback)
+	workloads.Routes(api)
 	api.Handle("GET /api/live", &live.Handler{Hub: s.hub})
 	api.HandleFunc("POST /api/logout", s.gate.Logout)
 	api.HandleFunc("GET /api/session", s.gate.Session)

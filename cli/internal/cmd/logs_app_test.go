@@ -13,6 +13,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/plan"
+	"plumb.dev/pkg/podlogs"
 )
 
 // `plumb logs --kustomization` reads the logs of the Pods of the
@@ -93,8 +94,8 @@ func TestLogsOfAKustomizationsPods(t *testing.T) {
 	g.Expect(r.code).To(Equal(ExitError), r.String())
 	got := asked(r.errOut)
 	g.Expect(got[0]).To(Equal("[pod/migrate-x1/migrate]"), "the hook's Pod first")
-	// At most maxPodsPerObject of the Deployment's eight, init container first.
-	g.Expect(got).To(HaveLen(1 + 2*maxPodsPerObject))
+	// At most podlogs.MaxPodsPerObject of the Deployment's eight, init container first.
+	g.Expect(got).To(HaveLen(1 + 2*podlogs.MaxPodsPerObject))
 	g.Expect(got[1:3]).To(HaveEach(MatchRegexp(`^\[pod/web-\d/(init|app)\]$`)))
 	g.Expect(r.errOut).To(ContainSubstring("reading the log of pod " + ns + "/migrate-x1 container migrate: "))
 

@@ -63,6 +63,11 @@ type objectPage struct {
 	// TreeNotes say what the tree lacks and why.
 	TreeNotes []string `json:"treeNotes,omitempty"`
 
+	// UsedBy are a source's Kustomizations and HelmReleases (usedby.go),
+	// UsedByNote what the list may lack and why.
+	UsedBy     []user `json:"usedBy,omitempty"`
+	UsedByNote string `json:"usedByNote,omitempty"`
+
 	// Image is for image-controller's kinds only (image.go).
 	Image *imageView `json:"image,omitempty"`
 }
@@ -130,6 +135,7 @@ func (h *handlers) object(r *request) (any, error) {
 		}
 	}
 	imagePage(ctx, r.client, r.obj, page)
+	usedBy(ctx, r.client, r.obj, r.kind.GVK.Kind, page)
 	switch o := r.obj.(type) {
 	case *sourcev1.HelmChart:
 		page.Sources = append(page.Sources, chartSource(ctx, r.client, o))

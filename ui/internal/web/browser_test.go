@@ -536,3 +536,20 @@ func TestRollbackFromTheAppliedRevisionsListShowsTheHold(t *testing.T) {
 	b.Eventually("Resume is offered", `!document.querySelector('#act-resume').hidden`)
 	b.Screenshot("rolled-back")
 }
+
+// A Pod in the tree opens its log view (docs/ui.md, "A Pod's log"): a Pod
+// a workload owns is in no inventory, so it has no applied-object page.
+func TestATreesPodOpensItsLogView(t *testing.T) {
+	b, _, base := signedIn(t)
+	b.Go(base+"/#/k/kustomization/team-0/app-0000", ".tree .vrow")
+	b.Focus(`.tree .vrow[data-index="0"]`)
+	b.Key(kb.ArrowRight)
+	b.Eventually("the Deployment opens", `document.querySelector('.tree .vrow[data-index="1"] .kind').textContent === 'ReplicaSet'`)
+	b.Focus(`.tree .vrow[data-index="1"]`)
+	b.Key(kb.ArrowRight)
+	b.Eventually("the ReplicaSet opens", `document.querySelector('.tree .vrow[data-index="2"] .kind').textContent === 'Pod'`)
+	b.Focus(`.tree .vrow[data-index="2"]`)
+	b.Key(kb.Enter)
+	b.Eventually("Enter opens the Pod's log view", `location.hash === '#/k/kustomization/team-0/app-0000/pod/team-0/web-0-7d9f-0'`)
+	b.WaitVisible("#log-container")
+}

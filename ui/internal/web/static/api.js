@@ -68,6 +68,30 @@ async function call(method, path, body, signal) {
   return data;
 }
 
+// stream GETs path with params as its query and calls onText with each
+// piece of the answer's text as it arrives (a log that is followed); it
+// resolves when the answer ends, and signal aborts it. A failed request
+// throws an APIError, as get does.
+export async function stream(path, params, onText, signal) {
+  const headers = { Accept: 'text/plain' };
+  const token = stored() || csrf;
+  if (token) headers['X-Plumb-CSRF'] = token;
+  const res = await fetch(path + query(params), { headers, credentials: 'same-origin', signal });
+  if (!res.ok) {
+    let message = res.statusText;
+    try { message = (JSON.parse(await res.text()).error) || message; } catch { /* not JSON */ }
+    if (res.status === 401) unauthorized();
+    throw new APIError(res.status, message);
+  }
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    onText(decoder.decode(value, { stream: true }));
+  }
+}
+
 // get fetches path with params as its query.
 export function get(path, params, signal) { return call('GET', path + query(params), null, signal); }
 

@@ -1,5 +1,5 @@
 // The router: the hash is the page (#/, #/k/{kind}/{ns}/{name},
-// #/k/{kind}/{ns}/{name}/o/{id}, #/drift, #/events, each with an optional
+// #/k/{kind}/{ns}/{name}/o/{id}, #/k/{kind}/{ns}/{name}/pod/{ns}/{pod}, #/drift, #/events, each with an optional
 // ?query of filters). One page is mounted at a time; it gets the live
 // stream's changes while it is.
 
@@ -9,6 +9,7 @@ import * as signin from './pages/signin.js';
 import * as overview from './pages/overview.js';
 import * as object from './pages/object.js';
 import * as applied from './pages/applied.js';
+import * as pod from './pages/pod.js';
 import * as drift from './pages/drift.js';
 import * as events from './pages/events.js';
 
@@ -38,6 +39,9 @@ function route() {
     const namespace = ns === '_' ? '' : ns;
     if (parts.length >= 6 && parts[4] === 'o') {
       return { page: applied, args: { kind, namespace, name, id: parts.slice(5).join('/'), params }, nav: 'overview' };
+    }
+    if (parts.length === 7 && parts[4] === 'pod') {
+      return { page: pod, args: { kind, namespace, name, podNamespace: parts[5], pod: parts[6] }, nav: 'overview' };
     }
     return { page: object, args: { kind, namespace, name, params }, nav: 'overview' };
   }

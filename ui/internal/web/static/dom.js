@@ -108,6 +108,11 @@ export function appliedHref(kind, ns, name, id) {
   return objectHref(kind, ns, name) + '/o/' + encodeURIComponent(id);
 }
 
+// podHref is the route of the log view of a Pod in a Kustomization's or HelmRelease's tree.
+export function podHref(kind, ns, name, podNamespace, pod) {
+  return objectHref(kind, ns, name) + '/pod/' + encodeURIComponent(podNamespace) + '/' + encodeURIComponent(pod);
+}
+
 // pageHeader is the h1 every page starts with (focused on navigation).
 export function pageHeader(title, ...rest) {
   return h('div', { class: 'page-head' }, h('h1', { tabindex: '-1' }, title), ...rest);

@@ -5,6 +5,7 @@
 
 import * as api from '../api.js';
 import { h, fill, ago, badge, objectHref, kindName, pageHeader, errorBox, debounce, announce } from '../dom.js';
+import { workloadActions } from './workload.js';
 
 export function mount(main, { kind, namespace, name, id }) {
   const health = h('span', { class: 'head-status' });
@@ -14,12 +15,14 @@ export function mount(main, { kind, namespace, name, id }) {
   const events = h('div', { class: 'section-body' });
   const live = h('pre', { class: 'yaml' });
   let alive = true;
+  const workload = workloadActions(kind, namespace, name, id);
 
   fill(main,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ',
       h('a', { href: objectHref(kind, namespace, name) }, `${kindName(kind)} ${namespace}/${name}`), ' / ', id),
     pageHeader(id, health),
     problem,
+    workload && workload.el,
     h('section', { 'aria-labelledby': 's-diff' }, h('h2', { id: 's-diff' }, 'Live vs Git'), diff, ignore),
     h('section', { 'aria-labelledby': 's-events' }, h('h2', { id: 's-events' }, 'Events'), events),
     h('section', { 'aria-labelledby': 's-live' }, h('details', {}, h('summary', { id: 's-live' }, 'The live object'), live)));
@@ -49,6 +52,7 @@ export function mount(main, { kind, namespace, name, id }) {
           h('td', {}, ago(e.lastTimestamp || e.eventTime || e.time))))))
         : h('p', { class: 'muted' }, 'No events.'));
       live.textContent = r.object ? JSON.stringify(r.object, null, 2) : '';
+      if (workload && r.object && r.object.spec) workload.setReplicas(r.object.spec.replicas);
     } catch (err) {
       if (alive) fill(problem, errorBox(err));
     }

@@ -6,11 +6,12 @@
 // what image.js adds.
 
 import * as api from '../api.js';
-import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
+import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, podHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
 import { actionBar } from './actions.js';
 import { objectTree } from './tree.js';
 import { changesTable } from './applied.js';
 import { imageSection } from './image.js';
+import { sourceSection } from './source.js';
 
 export function mount(main, { kind, namespace, name }) {
   const applies = ['kustomization', 'helmrelease'].includes(kind.toLowerCase());
@@ -26,9 +27,13 @@ export function mount(main, { kind, namespace, name }) {
   let alive = true;
 
   const actions = actionBar(kind, namespace, name, () => refetch());
-  const tree = applies ? objectTree((node) => { location.hash = appliedHref(kind, namespace, name, node.id); }) : null;
+  // A Pod opens its logs; anything else its live object against Git.
+  const tree = applies ? objectTree((node) => {
+    location.hash = node.kind === 'Pod' && !node.group ? podHref(kind, namespace, name, node.namespace, node.name) : appliedHref(kind, namespace, name, node.id);
+  }) : null;
   const q = api.query({ kind: kind.toLowerCase(), namespace, name });
   const image = imageSection(kind, namespace, name);
+  const src = sourceSection(kind);
 
   fill(main,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kindName(kind)} ${namespace}/${name}`),
@@ -41,6 +46,7 @@ export function mount(main, { kind, namespace, name }) {
         h('p', { class: 'links' }, h('a', { href: '#/drift' + q }, 'Drift timeline of this object'), ' · ', h('a', { href: '#/events' + q }, 'Its events'))),
       h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions)),
     image && image.el,
+    src && src.el,
     tree && h('section', { 'aria-labelledby': 's-tree' }, h('h2', { id: 's-tree' }, 'Objects ', treeCount), tree.el),
     applies && h('section', { 'aria-labelledby': 's-hooks' }, h('h2', { id: 's-hooks' }, 'Hooks of the last sync'), hooks),
     applies && h('section', { 'aria-labelledby': 's-revisions' }, h('h2', { id: 's-revisions' }, 'Applied revisions'), revisions));
@@ -89,6 +95,7 @@ export function mount(main, { kind, namespace, name }) {
         h('td', {}, c.reason || ''), h('td', { class: 'msg' }, c.message || ''), h('td', {}, ago(c.lastTransitionTime))))))
       : h('p', { class: 'muted' }, 'No conditions yet.'));
     if (image) image.show(r);
+    if (src) src.show(r);
     if (tree) {
       tree.setNodes(r.tree || []);
       treeCount.textContent = `(${countNodes(r.tree || [])})`;
