@@ -120,6 +120,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newUninstallCmd(g),
 		newBootstrapCmd(g),
 		newCreateCmd(g),
+		newConvertCmd(g),
 	)
 	return root
 }
