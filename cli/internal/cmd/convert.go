@@ -38,7 +38,7 @@ func newConvertArgoCDCmd(g *globals) *cobra.Command {
 			"headed by comments naming every field that did not map and what to do by hand.\n" +
 			"Objects go in the Argo CD object's namespace (argocd when it has none) unless -n\n" +
 			"is given. The cluster is not contacted. An object that cannot be converted is\n" +
-			"printed as a comment saying why, and the command fails (exit 2) once all are done.\n" +
+			"printed as a comment saying why, and the command exits 1 once all are done.\n" +
 			"docs/design/argocd.md, \"Converting Argo CD's objects\", has every mapping.",
 		Example: "  plumb convert argocd guestbook.yaml\n" +
 			"  kubectl get applications -n argocd -o yaml | plumb convert argocd -\n" +
@@ -69,7 +69,7 @@ func newConvertArgoCDCmd(g *globals) *cobra.Command {
 				}
 			}
 			if failed > 0 {
-				return fmt.Errorf("%d of %d objects not converted", failed, len(all))
+				return negative(fmt.Errorf("%d of %d objects not converted", failed, len(all)))
 			}
 			return nil
 		},
