@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -235,7 +236,7 @@ func TestObjectSetsFollowTheContract(t *testing.T) {
 					t.Errorf("%s: the template does not parse: %v", in, err)
 					continue
 				}
-				for _, g := range gens {
+				for gi, g := range gens {
 					for i, e := range sampleElements(t, g.(map[string]any)) {
 						var out bytes.Buffer
 						if err := tpl.Execute(&out, e); err != nil {
@@ -252,7 +253,7 @@ func TestObjectSetsFollowTheContract(t *testing.T) {
 							}
 							obj.SetNamespace(ns)
 							// Elements of several inputs may give the same names.
-							obj.SetName(strings.ToLower(strings.TrimSuffix(filepath.Base(in), ".yaml")) + "-" + obj.GetName())
+							obj.SetName(fmt.Sprintf("%s-%d-%d-%s", strings.TrimSuffix(filepath.Base(in), ".yaml"), gi, i, obj.GetName()))
 						}
 						create(ctx, t, env.Client, in, objs)
 					}
