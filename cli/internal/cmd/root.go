@@ -123,6 +123,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newUninstallCmd(g),
 		newBootstrapCmd(g),
 		newCreateCmd(g),
+		newConvertCmd(g),
 	)
 	return root
 }

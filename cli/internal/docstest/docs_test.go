@@ -37,6 +37,7 @@ var otherToolsFlags = map[string]string{
 	"recursive":              "git submodule update --recursive",
 	"include-crds":           "helm template --include-crds",
 	"set":                    "helm template --set",
+	"set-string":             "helm template --set-string",
 	"install":                "helm upgrade --install",
 	"no-hooks":               "helm upgrade --no-hooks",
 	"cleanup-on-fail":        "helm upgrade --cleanup-on-fail",
