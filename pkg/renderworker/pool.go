@@ -40,12 +40,15 @@ const (
 	minWorkers = 1
 	// defaultScaleAfter is how long a render waits for a busy worker to
 	// come back before the pool starts another (up to Options.Workers).
-	// A small chart renders in some tens of milliseconds, so a burst of
-	// HelmReleases at render-controller's --concurrent of 4 is served by
-	// one worker without waits this long; renders that take longer, or
-	// queue deeper (a fleet of Kustomizations after a commit), get a
-	// second worker within this much of their wait.
-	defaultScaleAfter = 250 * time.Millisecond
+	// A small chart renders in a few milliseconds, so a burst of
+	// HelmReleases at render-controller's --concurrent of 4 waits some
+	// tens of milliseconds on one worker; on a machine short of CPU a
+	// render stalls for most of a second now and then (measured at a load
+	// average of 40 on 2 cores, pkg/bench/pool), and a second worker
+	// would not make that one faster. Renders that take longer, or queue
+	// deeper (a fleet of Kustomizations after a commit), get a second
+	// worker within this much of their wait.
+	defaultScaleAfter = time.Second
 	// defaultIdleStop is how long a worker beyond minWorkers stays idle
 	// before the pool stops it, handing its memory back: long enough that
 	// the gaps of a steady load do not stop and start workers.
