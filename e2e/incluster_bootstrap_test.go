@@ -141,7 +141,7 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	committed := time.Now()
 	plumb("reconcile", "kustomization", "plumb-system", "-n", localenv.InstallNamespace, "--with-source", "--timeout", "5m")
-	g.Eventually(appliedFromGit(sha)).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(appliedFromGit(sha)).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		d := deployment(g, localenv.RenderController)
 		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement(flag))

@@ -126,7 +126,7 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	sourceKey := types.NamespacedName{Namespace: localenv.InstallNamespace, Name: localenv.SourceController}
 	source := &appsv1.Deployment{}
 	g.Expect(own.Client.Get(ctx, sourceKey, source)).To(Succeed())
-	g.Expect(source.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--allowed-private-networks="+gitIP+"/32"))
+	g.Expect(source.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--allowed-private-networks=" + gitIP + "/32"))
 
 	// The sample, reconciled by the controllers in their Pods.
 	demo, err := own.DeployDemo(ctx, localenv.DemoOptions{})
