@@ -160,6 +160,9 @@ type Pool struct {
 	running int
 	warming int
 	starts  int64
+	// startErr is why the last start of a worker failed; nil once one
+	// started.
+	startErr error
 	// changed is closed, and replaced, whenever a worker goes idle or
 	// stops, waking the renders that wait for one in take.
 	changed chan struct{}
@@ -327,13 +330,15 @@ func (p *Pool) waitErr(ctx context.Context, req *request) error {
 	return ctx.Err()
 }
 
-// take returns an idle worker, waits for one being started or busy, or
-// starts one: at once when the pool has none, after waiting scaleAfter
-// when all it has are busy and it may have more.
+// take returns an idle worker, or waits for one. When none is idle it
+// has one started in the background: at once when the pool has none,
+// after waiting scaleAfter when all it has are busy and it may have more.
+// It takes whichever is free first, the one started or a busy one come
+// back, so a render never waits for a start when a worker frees sooner.
 func (p *Pool) take(ctx context.Context, req *request) (*process, error) {
 	scale := time.NewTimer(p.opts.scaleAfter)
 	defer scale.Stop()
-	waited := false
+	waited, asked := false, false
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -349,20 +354,18 @@ func (p *Pool) take(ctx context.Context, req *request) (*process, error) {
 			p.mu.Unlock()
 			return w, nil
 		}
+		if p.running == 0 && asked && p.startErr != nil {
+			// The start this render asked for failed: say why rather
+			// than start processes until the deadline.
+			err := p.startErr
+			p.mu.Unlock()
+			return nil, err
+		}
 		// A worker being started is ready within moments: waiting for it
 		// is no reason for one more.
 		if p.running < p.opts.Workers && (p.running == 0 || waited && p.warming == 0) {
-			p.running++
-			p.mu.Unlock()
-			w, err := p.start()
-			if err != nil {
-				p.mu.Lock()
-				p.running--
-				p.wake()
-				p.mu.Unlock()
-				return nil, err
-			}
-			return w, nil
+			p.warmInBackground()
+			asked = true
 		}
 		changed := p.changed
 		p.mu.Unlock()
@@ -456,8 +459,9 @@ func (p *Pool) warmInBackground() {
 // warm starts a worker for the idle list (warmInBackground counted it).
 func (p *Pool) warm() {
 	w, err := p.start()
+	p.mu.Lock()
+	p.startErr = err
 	if err != nil {
-		p.mu.Lock()
 		p.warming--
 		p.running--
 		p.wake()
@@ -465,6 +469,7 @@ func (p *Pool) warm() {
 		p.opts.Log.Error(err, "starting a "+p.opts.Names.Worker)
 		return
 	}
+	p.mu.Unlock()
 	p.give(w, true)
 }
 

@@ -449,3 +449,13 @@ func TestAPoolOfOneWorkerQueuesRenders(t *testing.T) {
 	}
 	g.Expect(p.Started()).To(Equal(int64(1)))
 }
+
+func TestAWorkerThatCannotStartFailsTheRenderWithWhy(t *testing.T) {
+	g := NewWithT(t)
+	p := newPool(t, Options{Workers: 2, Command: func() *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "no-such-program")) }})
+	ctx := withTimeout(t, time.Minute)
+	_, err := p.Helm(ctx, []byte("a chart"), helmrender.Options{ReleaseName: "x", Namespace: "a"})
+	g.Expect(err).To(MatchError(ContainSubstring("starting a render worker")))
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the render failed with the start's error, not at its deadline")
+	g.Expect(p.Running()).To(BeZero())
+}

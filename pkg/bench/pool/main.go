@@ -32,41 +32,44 @@ import (
 )
 
 var chartFiles = testhelm.Files{
-	"values.yaml": "message: hello\nreplicas: 1\n",
-	"templates/all.yaml": `apiVersion: v1
+	"values.yaml": "message: hello\nreplicas: 1\ncopies: 1\n",
+	"templates/all.yaml": `{{- range $i := until (int .Values.copies) }}
+---
+apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: {{ .Release.Name }}-settings
+  name: {{ $.Release.Name }}-settings-{{ $i }}
 data:
-  message: {{ .Values.message | quote }}
+  message: {{ $.Values.message | quote }}
 ---
 apiVersion: v1
 kind: Service
 metadata:
-  name: {{ .Release.Name }}
+  name: {{ $.Release.Name }}-{{ $i }}
 spec:
   clusterIP: None
-  selector: {app: {{ .Release.Name }}}
+  selector: {app: {{ $.Release.Name }}}
   ports: [{name: http, port: 80, targetPort: 8080}]
 ---
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {{ .Release.Name }}
+  name: {{ $.Release.Name }}-{{ $i }}
 spec:
-  replicas: {{ .Values.replicas }}
+  replicas: {{ $.Values.replicas }}
   selector:
-    matchLabels: {app: {{ .Release.Name }}}
+    matchLabels: {app: {{ $.Release.Name }}}
   template:
     metadata:
-      labels: {app: {{ .Release.Name }}}
+      labels: {app: {{ $.Release.Name }}}
       annotations:
-        checksum/settings: {{ .Values.message | sha256sum }}
+        checksum/settings: {{ $.Values.message | sha256sum }}
     spec:
       containers:
         - name: web
           image: registry.example/web:1.0
           ports: [{containerPort: 8080}]
+{{- end }}
 `,
 }
 
@@ -78,15 +81,16 @@ func main() {
 		concurrency = flag.Int("concurrency", 4, "Renders asked for at once (render-controller's --concurrent).")
 		gap         = flag.Duration("gap", 20*time.Millisecond, "Each goroutine's pause between its renders.")
 		every       = flag.Duration("every", 100*time.Millisecond, "How often memory is sampled.")
+		copies      = flag.Int("copies", 1, "Copies of the three objects in each render: more makes each render slower, as a larger chart or a kustomize build is.")
 	)
 	flag.Parse()
-	if err := run(*n, *workers, *concurrency, *gap, *every); err != nil {
+	if err := run(*n, *workers, *concurrency, *copies, *gap, *every); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(n, workers, concurrency int, gap, every time.Duration) error {
+func run(n, workers, concurrency, copies int, gap, every time.Duration) error {
 	archive, err := testhelm.Package(testhelm.Chart{Name: "web", Version: "1.0.0", Files: chartFiles})
 	if err != nil {
 		return err
@@ -120,7 +124,7 @@ func run(n, workers, concurrency int, gap, every time.Duration) error {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				t := time.Now()
 				_, err := pool.Helm(ctx, archive, helmrender.Options{ReleaseName: fmt.Sprintf("app-%04d", i), Namespace: "bench",
-					Values: map[string]any{"message": fmt.Sprintf("hello %d", i)}})
+					Values: map[string]any{"message": fmt.Sprintf("hello %d", i), "copies": copies}})
 				cancel()
 				mu.Lock()
 				latencies = append(latencies, time.Since(t))
@@ -140,8 +144,8 @@ func run(n, workers, concurrency int, gap, every time.Duration) error {
 	q := func(f float64) time.Duration {
 		return latencies[int(f*float64(len(latencies)-1))].Round(time.Millisecond)
 	}
-	fmt.Printf("renders %d (failed %d) in %s, %d at once, gap %s; workers: at most %d, started %d\n",
-		n, failures, elapsed.Round(time.Millisecond), concurrency, gap, workers, pool.Started())
+	fmt.Printf("renders %d of %d objects (failed %d) in %s, %d at once, gap %s; workers: at most %d, started %d\n",
+		n, 3*copies, failures, elapsed.Round(time.Millisecond), concurrency, gap, workers, pool.Started())
 	fmt.Printf("latency p50 %s, p90 %s, max %s\n", q(0.5), q(0.9), q(1))
 	fmt.Printf("peak Pss, this process + workers: %.1f MiB (this process %.1f, workers %.1f in %d, of it anonymous %.1f)\n",
 		mib(p.self+p.workers), mib(p.self), mib(p.workers), p.count, mib(p.workersAnon))
