@@ -52,6 +52,11 @@
 //	                                     install` of deploy/'s images, built here, as Pods (NATS too); the sample
 //	                                     reconciled by them; sync-controller's Pod deleted, a new one Ready that
 //	                                     corrects a drift (docs/design/node.md, "Plumb as Pods")
+//	TestPlumbBootstrappedFromGitManagesItselfOnARealNode  on a real node of its own (skipped without one):
+//	                                     `plumb bootstrap git --allowed-private-networks` against the launcher's
+//	                                     Git server; the controllers as Pods apply their own Deployments from
+//	                                     Git; bootstrap again commits nothing; a commit adding a flag to
+//	                                     render-controller rolls its Pod over (docs/install.md, bootstrap)
 //	TestANewImageTagRollsOutThroughAGitCommit  the launcher's image "Try:" commands (`plumb tag image` in
 //	                                     its registry, the registry's push webhook): the ImagePolicy picks the
 //	                                     tag, the automation commits it as its author, signed, pushed with the

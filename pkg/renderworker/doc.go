@@ -12,14 +12,22 @@
 //
 // # The pool
 //
-// A Pool keeps Options.Workers worker processes (render-controller's
-// --render-workers, 2 by default), started in the background so renders
-// find them ready, and runs at most that many renders at once; a render
-// waits for a free worker within its own deadline. A worker is this same
-// program started again (os.Executable) with nothing of the parent's
-// environment but the worker's settings, and main calls ServeIfWorker
-// first thing. A worker is reused for the next render when it answered,
-// and replaced in the background when it failed, and after 1,000 renders.
+// A Pool runs at most Options.Workers renders at once (render-controller's
+// --render-workers, 2 by default), each in a worker process; a render
+// waits for a free worker within its own deadline. It keeps as many
+// workers as its queue needs: one, started in the background so the first
+// render finds it ready; another (up to Workers) once a render has waited
+// a second for a busy one, started in the background while the render
+// takes whichever worker frees first; and it stops a worker beyond the
+// first once it has been idle for 30 s. A worker is the whole program with
+// a heap of its own, so a second one that a burst of small Helm renders
+// does not need is memory for nothing (docs/design/render-sandbox.md,
+// "Render workers", has the numbers). A worker is this same program
+// started again (os.Executable) with nothing of the parent's environment
+// but the worker's settings, and main calls ServeIfWorker first thing. A
+// worker is reused for the next render when it answered, and replaced when
+// it failed (in the background when the pool would otherwise have none),
+// and after 1,000 renders.
 //
 // # Limits
 //

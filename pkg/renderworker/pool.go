@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -23,7 +24,8 @@ import (
 // Defaults of Options.
 const (
 	// DefaultWorkers is --render-workers: as many renders at once as
-	// render-controller's default --concurrent in deploy/.
+	// render-controller's default --concurrent in deploy/. The pool runs
+	// that many workers only while renders queue (Pool).
 	DefaultWorkers = 2
 	// DefaultMemory is --render-worker-memory: one render's memory, the
 	// 570 MiB that the render budgets' defaults allow (docs/design/
@@ -33,6 +35,24 @@ const (
 	// replaced, so that whatever the heap kept (fragmentation, a cache of
 	// a library) cannot grow for ever.
 	rendersPerWorker = 1000
+	// minWorkers is how many workers the pool keeps running when nothing
+	// renders, so that a render never waits for a worker to start.
+	minWorkers = 1
+	// defaultScaleAfter is how long a render waits for a busy worker to
+	// come back before the pool starts another (up to Options.Workers).
+	// A small chart renders in a few milliseconds, so a burst of
+	// HelmReleases at render-controller's --concurrent of 4 waits some
+	// tens of milliseconds on one worker; on a machine short of CPU a
+	// render stalls for most of a second now and then (measured at a load
+	// average of 40 on 2 cores, pkg/bench/pool), and a second worker
+	// would not make that one faster. Renders that take longer, or queue
+	// deeper (a fleet of Kustomizations after a commit), get a second
+	// worker within this much of their wait.
+	defaultScaleAfter = time.Second
+	// defaultIdleStop is how long a worker beyond minWorkers stays idle
+	// before the pool stops it, handing its memory back: long enough that
+	// the gaps of a steady load do not stop and start workers.
+	defaultIdleStop = 30 * time.Second
 )
 
 // Options configure a Pool.
@@ -58,6 +78,10 @@ type Options struct {
 	// Names are the words of the pool's messages; zero fields are
 	// render-controller's.
 	Names Names
+
+	// scaleAfter and idleStop are defaultScaleAfter and defaultIdleStop
+	// when zero; the pool's tests shorten them.
+	scaleAfter, idleStop time.Duration
 }
 
 // Names are the words a pool's failures are told in: what its work is,
@@ -115,6 +139,14 @@ func (n Names) timeout(req *request) string {
 // Pool runs renders in worker processes with hard limits (doc.go).
 // Its methods are safe for concurrent use; at most Workers renders run at
 // once, the others wait for a free worker or for their context.
+//
+// The pool grows with its queue: it keeps one worker running, starts
+// another when a render has waited scaleAfter for a busy one (up to
+// Workers), and stops a worker beyond the first once it has been idle for
+// idleStop. Every worker is the whole render-controller binary with a heap
+// of its own, so a second worker that renders nothing a single one could
+// not costs its memory for nothing (docs/design/render-sandbox.md,
+// "Render workers").
 type Pool struct {
 	opts  Options
 	slots chan struct{}
@@ -122,14 +154,22 @@ type Pool struct {
 	mu     sync.Mutex
 	idle   []*process
 	closed bool
-	// starts counts the processes started (tests, metrics), warming those
-	// being started for the idle list.
-	starts  int64
+	// running counts the workers that are idle, busy or being started;
+	// warming those being started for the idle list; starts the processes
+	// ever started (tests, metrics).
+	running int
 	warming int
+	starts  int64
+	// startErr is why the last start of a worker failed; nil once one
+	// started.
+	startErr error
+	// changed is closed, and replaced, whenever a worker goes idle or
+	// stops, waking the renders that wait for one in take.
+	changed chan struct{}
 }
 
-// NewPool returns a pool and starts its workers in the background, so
-// that the first renders find them ready.
+// NewPool returns a pool and starts its first worker in the background,
+// so that the first render finds it ready.
 func NewPool(opts Options) *Pool {
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
@@ -140,11 +180,19 @@ func NewPool(opts Options) *Pool {
 	if opts.MaxFileBytes < 0 {
 		opts.MaxFileBytes = 0
 	}
+	if opts.scaleAfter <= 0 {
+		opts.scaleAfter = defaultScaleAfter
+	}
+	if opts.idleStop <= 0 {
+		opts.idleStop = defaultIdleStop
+	}
 	opts.Names = opts.Names.withDefaults()
-	p := &Pool{opts: opts, slots: make(chan struct{}, opts.Workers)}
-	for range opts.Workers {
+	p := &Pool{opts: opts, slots: make(chan struct{}, opts.Workers), changed: make(chan struct{})}
+	p.mu.Lock()
+	for range min(minWorkers, opts.Workers) {
 		p.warmInBackground()
 	}
+	p.mu.Unlock()
 	return p
 }
 
@@ -153,6 +201,14 @@ func (p *Pool) Started() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.starts
+}
+
+// Running is how many worker processes the pool has now: idle, rendering
+// or being started.
+func (p *Pool) Running() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
 }
 
 // Close stops the idle workers; a render in progress ends its worker when
@@ -249,13 +305,11 @@ func (p *Pool) do(ctx context.Context, req *request, blob [][]byte, maxOutput in
 	}
 	resp, manifests, err := w.roundTrip(ctx, req, blob, maxOutput)
 	if err != nil {
-		w.stop()
-		p.warmInBackground()
+		p.drop(w)
 		return nil, nil, err
 	}
 	if resp.Exiting {
-		w.stop()
-		p.warmInBackground()
+		p.drop(w)
 	} else {
 		p.give(w, false)
 	}
@@ -276,9 +330,15 @@ func (p *Pool) waitErr(ctx context.Context, req *request) error {
 	return ctx.Err()
 }
 
-// take returns an idle worker, waits for one being started, or starts
-// one.
+// take returns an idle worker, or waits for one. When none is idle it
+// has one started in the background: at once when the pool has none,
+// after waiting scaleAfter when all it has are busy and it may have more.
+// It takes whichever is free first, the one started or a busy one come
+// back, so a render never waits for a start when a worker frees sooner.
 func (p *Pool) take(ctx context.Context, req *request) (*process, error) {
+	scale := time.NewTimer(p.opts.scaleAfter)
+	defer scale.Stop()
+	waited, asked := false, false
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -286,69 +346,130 @@ func (p *Pool) take(ctx context.Context, req *request) (*process, error) {
 			return nil, errors.New("the render pool is closed")
 		}
 		if n := len(p.idle); n > 0 {
+			// The worker given back last: the others stay idle long
+			// enough to be stopped when one worker keeps up.
 			w := p.idle[n-1]
 			p.idle = p.idle[:n-1]
+			w.idleGen++
 			p.mu.Unlock()
 			return w, nil
 		}
-		warming := p.warming
-		p.mu.Unlock()
-		if warming == 0 {
-			return p.start()
+		if p.running == 0 && asked && p.startErr != nil {
+			// The start this render asked for failed: say why rather
+			// than start processes until the deadline.
+			err := p.startErr
+			p.mu.Unlock()
+			return nil, err
 		}
+		// A worker being started is ready within moments: waiting for it
+		// is no reason for one more.
+		if p.running < p.opts.Workers && (p.running == 0 || waited && p.warming == 0) {
+			p.warmInBackground()
+			asked = true
+		}
+		changed := p.changed
+		p.mu.Unlock()
 		select {
-		case <-time.After(warmPoll):
+		case <-changed:
+		case <-scale.C:
+			waited = true
 		case <-ctx.Done():
 			return nil, p.waitErr(ctx, req)
 		}
 	}
 }
 
-// warmPoll is how often a render waiting for a worker being started looks
-// whether it is ready; starting one takes some tens of milliseconds.
-const warmPoll = 5 * time.Millisecond
+// wake tells the renders waiting in take that a worker went idle or
+// stopped. p.mu is held.
+func (p *Pool) wake() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
 
 // give puts w back among the idle workers, or stops it when it has served
-// its renders or the pool is closed or full. warmed says w comes from
-// warm, whose count it leaves under the same lock, so that a render never
-// sees it neither warming nor idle.
+// its renders or the pool is closed. warmed says w comes from warm, whose
+// count it leaves under the same lock, so that a render never sees it
+// neither warming nor idle.
 func (p *Pool) give(w *process, warmed bool) {
 	p.mu.Lock()
 	if warmed {
 		p.warming--
 	}
-	if p.closed || w.renders >= rendersPerWorker || len(p.idle) >= p.opts.Workers {
+	if p.closed || w.renders >= rendersPerWorker {
 		p.mu.Unlock()
-		w.stop()
-		if !p.closed && w.renders >= rendersPerWorker {
-			p.warmInBackground()
-		}
+		p.drop(w)
 		return
 	}
 	p.idle = append(p.idle, w)
+	w.idleGen++
+	p.stopWhenIdle(w, w.idleGen)
+	p.wake()
 	p.mu.Unlock()
 }
 
-// warmInBackground starts a worker for the idle list without waiting.
-// The count of workers warming goes up at once, so a render that comes
-// next waits for this one rather than starting one more.
-func (p *Pool) warmInBackground() {
+// stopWhenIdle stops w once it has stayed idle for idleStop since it was
+// given back (gen: its idleGen then), unless the pool would keep
+// fewer than minWorkers; then it looks again idleStop later. p.mu is held.
+func (p *Pool) stopWhenIdle(w *process, gen int) {
+	time.AfterFunc(p.opts.idleStop, func() {
+		p.mu.Lock()
+		i := slices.Index(p.idle, w)
+		if p.closed || i < 0 || w.idleGen != gen {
+			p.mu.Unlock()
+			return // taken since, or the pool closed
+		}
+		if p.running <= minWorkers {
+			p.stopWhenIdle(w, gen)
+			p.mu.Unlock()
+			return
+		}
+		p.idle = slices.Delete(p.idle, i, i+1)
+		p.running--
+		p.wake()
+		p.mu.Unlock()
+		w.stop()
+	})
+}
+
+// drop stops w, which the pool no longer uses (it failed, is exiting,
+// has served its renders, or the pool is closed), and starts another in
+// the background when the pool would otherwise keep fewer than
+// minWorkers.
+func (p *Pool) drop(w *process) {
+	w.stop()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	p.wake()
+	if !p.closed && p.running < minWorkers {
+		p.warmInBackground()
+	}
+}
+
+// warmInBackground starts a worker for the idle list without waiting.
+// The counts of workers warming and running go up at once, so a render
+// that comes next waits for this one rather than starting one more.
+// p.mu is held.
+func (p *Pool) warmInBackground() {
 	p.warming++
-	p.mu.Unlock()
+	p.running++
 	go p.warm()
 }
 
 // warm starts a worker for the idle list (warmInBackground counted it).
 func (p *Pool) warm() {
 	w, err := p.start()
+	p.mu.Lock()
+	p.startErr = err
 	if err != nil {
-		p.mu.Lock()
 		p.warming--
+		p.running--
+		p.wake()
 		p.mu.Unlock()
 		p.opts.Log.Error(err, "starting a "+p.opts.Names.Worker)
 		return
 	}
+	p.mu.Unlock()
 	p.give(w, true)
 }
 

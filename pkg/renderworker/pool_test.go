@@ -1,6 +1,7 @@
 package renderworker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -26,6 +27,9 @@ import (
 // testMode makes the test binary a broken worker of some kind, for the
 // tests of how the pool takes one.
 const testMode = "PLUMB_RENDER_WORKER_TEST_MODE"
+
+// gateFile names the file whose existence lets a "gate" worker answer.
+const gateFile = "PLUMB_RENDER_WORKER_TEST_GATE"
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(testMode) {
@@ -56,6 +60,25 @@ func TestMain(m *testing.M) {
 		go exitOnCPULimit()
 		//lint:ignore SA5002 spinning is the point: it passes the CPU limit
 		for {
+		}
+	case "gate":
+		// Answers every request with no manifests, once the file named
+		// by gateFile exists; exits when the pool closes its requests.
+		in, out := bufio.NewReader(os.NewFile(requestFD, "in")), os.NewFile(responseFD, "out")
+		for {
+			var req request
+			if _, err := readMessage(in, &req, maxRequestBlob); err != nil {
+				os.Exit(0)
+			}
+			for {
+				if _, err := os.Stat(os.Getenv(gateFile)); err == nil {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := writeMessage(out, &response{Digest: digestOf(nil)}); err != nil {
+				os.Exit(9)
+			}
 		}
 	default:
 		os.Exit(9)
@@ -344,4 +367,95 @@ func TestAWorkerHasItsLimits(t *testing.T) {
 	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.cmd.Process.Pid))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00")).To(ConsistOf(want))
+}
+
+// gatedCommand runs the test binary as a worker that answers only while
+// the file gate exists.
+func gatedCommand(gate string) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = []string{testMode + "=gate", gateFile + "=" + gate}
+		return cmd
+	}
+}
+
+func TestThePoolGrowsWithItsQueueAndShrinksWhenIdle(t *testing.T) {
+	g := NewWithT(t)
+	gate := filepath.Join(t.TempDir(), "open")
+	openGate := func() { g.Expect(os.WriteFile(gate, nil, 0o600)).To(Succeed()) }
+	p := newPool(t, Options{Workers: 3, Command: gatedCommand(gate), scaleAfter: 20 * time.Millisecond, idleStop: 300 * time.Millisecond})
+	render := func() error {
+		_, err := p.Helm(withTimeout(t, time.Minute), []byte("a chart"), helmrender.Options{ReleaseName: "x", Namespace: "a"})
+		return err
+	}
+	idle := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.idle)
+	}
+
+	// The pool starts one worker, and renders one after another all go
+	// to it.
+	g.Eventually(idle).Should(Equal(1))
+	openGate()
+	for range 3 {
+		g.Expect(render()).To(Succeed())
+	}
+	g.Expect(p.Started()).To(Equal(int64(1)))
+	g.Expect(p.Running()).To(Equal(1))
+
+	// Renders that queue while the worker is busy get workers of their
+	// own, up to Workers, before any render has answered: they do not
+	// wait on one worker.
+	g.Expect(os.Remove(gate)).To(Succeed())
+	results := make(chan error, 5)
+	for range 5 {
+		go func() { results <- render() }()
+	}
+	g.Eventually(p.Started).Should(Equal(int64(3)))
+	g.Expect(p.Running()).To(Equal(3))
+	g.Expect(results).NotTo(Receive())
+	openGate()
+	for range 5 {
+		g.Expect(<-results).To(Succeed())
+	}
+	g.Expect(p.Started()).To(Equal(int64(3)), "never more workers than Workers")
+
+	// Idle, the workers beyond the first stop; the first stays and serves
+	// the next render.
+	g.Eventually(p.Running).Should(Equal(1))
+	g.Consistently(p.Running, time.Second).Should(Equal(1))
+	g.Expect(idle()).To(Equal(1))
+	g.Expect(render()).To(Succeed())
+	g.Expect(p.Started()).To(Equal(int64(3)))
+}
+
+func TestAPoolOfOneWorkerQueuesRenders(t *testing.T) {
+	g := NewWithT(t)
+	gate := filepath.Join(t.TempDir(), "open")
+	p := newPool(t, Options{Workers: 1, Command: gatedCommand(gate), scaleAfter: 10 * time.Millisecond})
+	results := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := p.Helm(withTimeout(t, time.Minute), []byte("a chart"), helmrender.Options{ReleaseName: "x", Namespace: "a"})
+			results <- err
+		}()
+	}
+	// However long they wait, one worker is all the pool may have.
+	g.Consistently(p.Running, 500*time.Millisecond).Should(Equal(1))
+	g.Expect(os.WriteFile(gate, nil, 0o600)).To(Succeed())
+	for range 3 {
+		g.Expect(<-results).To(Succeed())
+	}
+	g.Expect(p.Started()).To(Equal(int64(1)))
+}
+
+func TestAWorkerThatCannotStartFailsTheRenderWithWhy(t *testing.T) {
+	g := NewWithT(t)
+	p := newPool(t, Options{Workers: 2, Command: func() *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "no-such-program")) }})
+	ctx := withTimeout(t, time.Minute)
+	_, err := p.Helm(ctx, []byte("a chart"), helmrender.Options{ReleaseName: "x", Namespace: "a"})
+	g.Expect(err).To(MatchError(ContainSubstring("starting a render worker")))
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the render failed with the start's error, not at its deadline")
+	g.Expect(p.Running()).To(BeZero())
 }

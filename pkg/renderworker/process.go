@@ -35,6 +35,10 @@ type process struct {
 	outF    *os.File
 	stderr  *output
 	renders int
+	// idleGen counts the times the worker went idle or was taken, under
+	// the pool's lock, so that a timer set when it went idle knows whether
+	// it has been idle ever since.
+	idleGen int
 
 	// killed is set when the pool killed the worker (its deadline, a
 	// broken answer); exited is closed once it has exited, waitErr set.

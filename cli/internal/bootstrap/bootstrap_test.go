@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"io"
+	"path"
 	"strings"
 	"testing"
 
@@ -16,6 +17,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"plumb.dev/cli/internal/install"
 	"plumb.dev/pkg/testgit"
@@ -130,6 +133,51 @@ func TestPushWritesTheManifestsIntoAnEmptyRepositoryOnce(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(Commit{Hash: first.Hash}))
 	g.Expect(srv.Pushes("fleet")).To(Equal(1))
+}
+
+func TestPrivateNetworksArePatchedInByTheRepositorysKustomization(t *testing.T) {
+	g := NewWithT(t)
+	o := options("http://10.244.0.1:8080/fleet.git")
+	o.Install.AllowedPrivateNetworks = []string{"10.244.0.1/32"}
+	files, err := Files(o)
+	g.Expect(err).NotTo(HaveOccurred())
+	const arg = "--allowed-private-networks=10.244.0.1/32"
+	g.Expect(string(files["clusters/local/plumb-system/plumb-components.yaml"])).NotTo(ContainSubstring("--allowed-private-networks="))
+	g.Expect(string(files["clusters/local/plumb-system/kustomization.yaml"])).To(ContainSubstring(arg))
+
+	// Built as render-controller builds the folder, the Deployments that
+	// fetch carry the flag, the others do not.
+	fs := filesys.MakeFsInMemory()
+	for name, data := range files {
+		g.Expect(fs.MkdirAll(path.Dir("/" + name))).To(Succeed())
+		g.Expect(fs.WriteFile("/"+name, data)).To(Succeed())
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/clusters/local/plumb-system")
+	g.Expect(err).NotTo(HaveOccurred())
+	seen := map[string][]string{}
+	for _, r := range res.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		args, err := r.GetSlice("spec.template.spec.containers[0].args")
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, a := range args {
+			seen[r.GetName()] = append(seen[r.GetName()], a.(string))
+		}
+	}
+	g.Expect(seen).To(HaveKey("sync-controller"))
+	for name, args := range seen {
+		if name == "source-controller" || name == "image-controller" {
+			g.Expect(args).To(ContainElement(arg), name)
+		} else {
+			g.Expect(args).NotTo(ContainElement(arg), name)
+		}
+	}
+
+	// Without the option the kustomization is as before: no patch.
+	plain, err := Files(options(o.URL))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(plain["clusters/local/plumb-system/kustomization.yaml"])).NotTo(ContainSubstring("patches"))
 }
 
 func TestPushUpgradesAndKeepsTheRestOfTheRepository(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
@@ -121,7 +122,11 @@ func Files(o Options) (map[string][]byte, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	objs, err := install.Render(o.Install)
+	// The private networks go into the kustomization, not the rendered
+	// install (kustomization, below).
+	inst := o.Install
+	inst.AllowedPrivateNetworks = nil
+	objs, err := install.Render(inst)
 	if err != nil {
 		return nil, err
 	}
@@ -133,12 +138,10 @@ func Files(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	kustomization := []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - plumb-components.yaml
-  - plumb-sync.yaml
-`)
+	kustomization, err := kustomization(o)
+	if err != nil {
+		return nil, err
+	}
 	header := "# Written by plumb bootstrap git; run it again to change this file.\n"
 	dir := o.folder()
 	return map[string][]byte{
@@ -146,6 +149,29 @@ resources:
 		path.Join(dir, "plumb-sync.yaml"):       append([]byte(header), sync...),
 		path.Join(dir, "kustomization.yaml"):    kustomization,
 	}, nil
+}
+
+// kustomization is plumb-system/kustomization.yaml: the two files, and
+// the patch of the install's private networks (install.PrivateNetworksPatch),
+// kept out of plumb-components.yaml so that it reads as the one setting
+// it is, survives an upgrade that rewrites the components, and a commit
+// can change it as any other line Plumb applies to itself.
+func kustomization(o Options) ([]byte, error) {
+	k := []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - plumb-components.yaml
+  - plumb-sync.yaml
+`)
+	patch := install.PrivateNetworksPatch(o.Install)
+	if patch == nil {
+		return k, nil
+	}
+	patches, err := yaml.Marshal(map[string]any{"patches": []map[string]any{patch}})
+	if err != nil {
+		return nil, err
+	}
+	return append(k, patches...), nil
 }
 
 // SyncObjects are the GitRepository of the repository and the

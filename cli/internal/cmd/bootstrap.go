@@ -146,6 +146,7 @@ func installFlags(f *pflag.FlagSet, o *install.Options) {
 	f.StringVar(&o.Version, "version", o.Version, "The tag of Plumb's images; defaults to this plumb's version (latest for a development build).")
 	f.BoolVar(&o.NetworkPolicy, "network-policy", o.NetworkPolicy, "Install the NetworkPolicies that fence "+install.Namespace+" in (they need a CNI that enforces them).")
 	f.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "Have the controllers reconcile objects in every namespace; false keeps them to "+install.Namespace+".")
+	f.StringSliceVar(&o.AllowedPrivateNetworks, "allowed-private-networks", nil, "Private networks (CIDRs or single addresses, comma-separated) of the Git servers and registries source- and image-controller may reach, passed to them as their flag of that name; none by default (bootstrap writes it as a patch of "+bootstrap.Name+"/kustomization.yaml).")
 }
 
 // bootstrapGit runs the steps of `plumb bootstrap git` in order: Git

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"plumb.dev/deploy"
+	"plumb.dev/pkg/netguard"
 )
 
 // Namespace is where deploy/ puts the controllers, NATS and the Secret
@@ -60,6 +62,13 @@ type Options struct {
 	// its binding, which need Kubernetes 1.36; false leaves them out, and
 	// sync-controller adds its finalizer itself (deploy/README.md).
 	AdmissionPolicy bool
+	// AllowedPrivateNetworks are the private networks (CIDRs or single
+	// addresses) of the Git servers and registries Plumb may reach,
+	// passed to the controllers that fetch from them as
+	// --allowed-private-networks (PrivateNetworksPatch); empty, deploy/'s
+	// controllers reach no private address (deploy/README.md,
+	// "Addresses").
+	AllowedPrivateNetworks []string
 }
 
 // DefaultOptions are what `kubectl apply -k deploy/` installs, with the
@@ -96,6 +105,10 @@ func (o Options) Validate() error {
 	}
 	if o.Version == "" || strings.ContainsAny(o.Version, " /:@") {
 		errs = append(errs, fmt.Errorf("version %q: want an image tag such as v1.2.3", o.Version))
+	}
+	// Refused here, not in a Pod that would crash on it later.
+	if _, err := netguard.ParseNetworks(o.AllowedPrivateNetworks); err != nil {
+		errs = append(errs, fmt.Errorf("allowed private networks: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -250,13 +263,45 @@ func overlayFor(o Options) ([]byte, error) {
 		images = append(images, map[string]string{"name": natsImage, "newName": o.Registry + "/" + natsImage})
 	}
 	k["images"] = images
+	var patches []map[string]any
 	if !o.WatchAllNamespaces {
-		k["patches"] = []map[string]any{{
-			"target": map[string]string{"kind": "Deployment", "name": "(" + strings.Join(Controllers, "|") + ")"},
-			"patch":  "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --watch-all-namespaces=false\n",
-		}}
+		patches = append(patches, argPatch(Controllers, "--watch-all-namespaces=false"))
+	}
+	if p := PrivateNetworksPatch(o); p != nil {
+		patches = append(patches, p)
+	}
+	if len(patches) > 0 {
+		k["patches"] = patches
 	}
 	return yaml.Marshal(k)
+}
+
+// privateNetworkClients are the controllers that reach Git servers and
+// registries, each checking their addresses against its
+// --allowed-private-networks.
+var privateNetworkClients = []string{"source-controller", "image-controller"}
+
+// PrivateNetworksPatch is the kustomize patch that passes
+// o.AllowedPrivateNetworks to the controllers reaching Git servers and
+// registries, or nil when there are none. Install renders deploy/ with
+// it; bootstrap writes it into the repository's kustomization instead,
+// where it stays a line of Git that Plumb applies to itself, that a
+// commit can change and bootstrap run again rewrites.
+func PrivateNetworksPatch(o Options) map[string]any {
+	if len(o.AllowedPrivateNetworks) == 0 {
+		return nil
+	}
+	return argPatch(privateNetworkClients, "--allowed-private-networks="+strings.Join(o.AllowedPrivateNetworks, ","))
+}
+
+// argPatch is a JSON patch adding arg to the first container of the
+// named controllers' Deployments (the controller itself, in deploy/).
+func argPatch(deployments []string, arg string) map[string]any {
+	value, _ := json.Marshal(arg) // a string always encodes
+	return map[string]any{
+		"target": map[string]string{"kind": "Deployment", "name": "^(" + strings.Join(deployments, "|") + ")$"},
+		"patch":  "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: " + string(value) + "\n",
+	}
 }
 
 // YAML writes objs as one multi-document YAML stream, in their order:

@@ -134,6 +134,34 @@ func TestOptionsChooseComponentsImagesPoliciesAndTheWatchedNamespace(t *testing.
 	}
 }
 
+func TestPrivateNetworksReachTheControllersThatFetch(t *testing.T) {
+	o := DefaultOptions("v2.0.0")
+	o.AllowedPrivateNetworks = []string{"10.244.0.1", "192.168.40.0/24"}
+	objs, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "--allowed-private-networks=10.244.0.1,192.168.40.0/24"
+	for _, c := range Controllers {
+		got := slices.Contains(args(t, find(objs, "Deployment", c)), want)
+		if fetches := slices.Contains(privateNetworkClients, c); got != fetches {
+			t.Errorf("%s: has %s = %t, want %t", c, want, got, fetches)
+		}
+	}
+	// Without them, no controller gets the flag at all.
+	objs, err = Render(DefaultOptions("v2.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Controllers {
+		for _, a := range args(t, find(objs, "Deployment", c)) {
+			if strings.HasPrefix(a, "--allowed-private-networks") {
+				t.Errorf("%s has %s by default", c, a)
+			}
+		}
+	}
+}
+
 func TestYAMLParsesBackToTheSameObjects(t *testing.T) {
 	objs, err := Render(DefaultOptions("v1.0.0"))
 	if err != nil {
@@ -165,6 +193,8 @@ func TestUnknownComponentsAndBadImagesAreRefused(t *testing.T) {
 		"extra":     func(o *Options) { o.ComponentsExtra = []string{"image-automation"} },
 		"registry":  func(o *Options) { o.Registry = "ghcr.io/x/" },
 		"version":   func(o *Options) { o.Version = "v1@sha256:x" },
+		"network":   func(o *Options) { o.AllowedPrivateNetworks = []string{"10.244.0.1/16"} },
+		"address":   func(o *Options) { o.AllowedPrivateNetworks = []string{"git.example"} },
 	} {
 		o := DefaultOptions("v1.0.0")
 		mutate(&o)
