@@ -140,6 +140,11 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := NodeUnavailable(binDir, e.opts.AssetsDir); err != nil {
 		return err
 	}
+	// The node's folder, images and containers go under the temporary
+	// folder.
+	if err := checkFreeDisk(os.TempDir(), MinFreeDisk); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "plumb-node-")
 	if err != nil {
 		return err
