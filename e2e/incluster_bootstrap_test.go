@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,37 +29,10 @@ import (
 // commit that changes a controller's flag rolls that controller's Pod
 // over, through Plumb itself.
 func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
-	}
-	assets, err := localenv.RealNodeAssets()
-	if err != nil {
-		t.Skipf("no real node on this machine: %v", err)
-	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	own, err := localenv.Start(ctx, localenv.Options{
-		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
-		Progress: testLog{t},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		if t.Failed() {
-			t.Logf("---- Pods\n%s", inClusterReport(ctx, own))
-			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
-		}
-		g.Expect(own.Stop()).To(Succeed())
-	}()
-	plumb := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, plumbCLI, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+own.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ plumb %s\n%s", strings.Join(args, " "), out)
-		g.Expect(err).NotTo(HaveOccurred(), "plumb %s", strings.Join(args, " "))
-		return string(out)
-	}
+	own, plumb := startInClusterNode(ctx, t, g)
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
 	g.Expect(own.ProvideVolume(ctx, localenv.InstallNamespace, "data-nats-0", "2Gi")).To(Succeed())
 

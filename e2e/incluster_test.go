@@ -41,37 +41,10 @@ const inClusterVersion = "dev"
 // sync-controller's Pod is deleted: the ReplicaSet makes a new one, it
 // becomes Ready, and it corrects a drift of the sample.
 func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
-	}
-	assets, err := localenv.RealNodeAssets()
-	if err != nil {
-		t.Skipf("no real node on this machine: %v", err)
-	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	own, err := localenv.Start(ctx, localenv.Options{
-		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
-		Progress: testLog{t},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() {
-		if t.Failed() {
-			t.Logf("---- Pods\n%s", inClusterReport(ctx, own))
-			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
-		}
-		g.Expect(own.Stop()).To(Succeed())
-	}()
-	plumb := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, plumbCLI, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+own.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ plumb %s\n%s", strings.Join(args, " "), out)
-		g.Expect(err).NotTo(HaveOccurred(), "plumb %s", strings.Join(args, " "))
-		return string(out)
-	}
+	own, plumb := startInClusterNode(ctx, t, g)
 
 	pushed := time.Now()
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
@@ -255,4 +228,46 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// startInClusterNode starts, for a story that installs Plumb itself, a
+// control plane with a real node and none of Plumb's controllers — skipping
+// the test where a real node cannot start —, stopped at the test's end
+// (with the Pods and the kubelet's log when the test failed), and returns
+// it with a runner of the plumb CLI against it.
+func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.Env, func(args ...string) string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
+	}
+	assets, err := localenv.RealNodeAssets()
+	if err != nil {
+		t.Skipf("no real node on this machine: %v", err)
+	}
+	own, err := localenv.Start(ctx, localenv.Options{
+		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
+		Progress: testLog{t},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if t.Failed() {
+			report, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			t.Logf("---- Pods\n%s", inClusterReport(report, own))
+			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+		}
+		if err := own.Stop(); err != nil {
+			t.Errorf("stopping the environment: %v", err)
+		}
+	})
+	plumb := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, plumbCLI, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+own.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ plumb %s\n%s", strings.Join(args, " "), out)
+		g.Expect(err).NotTo(HaveOccurred(), "plumb %s", strings.Join(args, " "))
+		return string(out)
+	}
+	return own, plumb
 }
