@@ -145,8 +145,6 @@ func withDefaults(t *testing.T, want map[string]any, got client.Object) map[stri
 		want["timeout"] = "15s"
 	case *notificationv1.Alert:
 		want["eventSeverity"] = "info"
-	case *kustomizev1.Kustomization:
-		want["syncPolicy"] = string(kustomizev1.SyncPolicyAutomatic)
 	}
 	return want
 }

@@ -282,7 +282,6 @@ type HelmReleaseSpec struct {
 	// annotation asks; drift is reported, not corrected). Plumb's, as in
 	// a Kustomization.
 	// +optional
-	// +kubebuilder:default=Automatic
 	SyncPolicy kustomizev1.SyncPolicy `json:"syncPolicy,omitempty"`
 	// SyncWindows are when a new render may be installed or upgraded, as
 	// Argo CD's sync windows: outside them it is held until they open

@@ -549,7 +549,6 @@ type KustomizationSpec struct {
 	// in status.outOfSync, and applied only when the plumb.dev/sync
 	// annotation asks; drift is reported, not corrected).
 	// +optional
-	// +kubebuilder:default=Automatic
 	SyncPolicy SyncPolicy `json:"syncPolicy,omitempty"`
 
 	// Ignore rules remove fields from drift detection and correction.
