@@ -1,6 +1,7 @@
 package objectset
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -400,7 +401,7 @@ func union(inv *kustomizev1.Inventory, objs []*unstructured.Unstructured) *kusto
 // sync-controller's own. One client per ServiceAccount, kept: it holds
 // no credentials of its own, the API server authorizes every request.
 func (r *Reconciler) writer(obj *setv1.ObjectSet) (client.Client, error) {
-	sa := cmpOr(obj.Spec.ServiceAccountName, r.DefaultServiceAccount)
+	sa := cmp.Or(obj.Spec.ServiceAccountName, r.DefaultServiceAccount)
 	if sa == "" {
 		return r.Client, nil
 	}
@@ -421,13 +422,6 @@ func (r *Reconciler) writer(obj *setv1.ObjectSet) (client.Client, error) {
 	}
 	r.clients[user] = c
 	return c, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // succeeded is Ready's message after a success.
