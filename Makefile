@@ -42,12 +42,14 @@ build: ## Build the five controllers, the ui server and the plumb CLI into bin/.
 
 # `make images`: the six programs' images from Go modules, no Docker
 # (pkg/imagebuild; docs/images.md). The defaults make a rebuild of one
-# commit give the same digests: its describe, hash and time.
+# commit give the same digests: its describe, hash and time. The source
+# label is the origin remote's https URL without any credentials in it, and
+# is left out when the clone has none (a guessed URL would mislead).
 IMAGE_REGISTRY    ?=
 VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT            ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
-IMAGE_SOURCE      ?= https://github.com/plumb-dev/plumb
+IMAGE_SOURCE      ?= $(shell git remote get-url origin 2>/dev/null | grep '^https://' | sed -E 's#^https://[^/@]*@#https://#')
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 
 .PHONY: images
