@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -36,8 +37,11 @@ const (
 // Check reads back the image idx holds for each platform and fails unless
 // every one is what Build makes: USER 65532:65532, the entrypoint
 // /<program>, the labels, no shell, passwd with nonroot 65532, a CA bundle
-// that parses. The image of the build host's platform is also unpacked and
-// its binary run with --help, which must exit 0 and print a usage.
+// that parses, an entrypoint that is a static ELF executable for the
+// entry's platform. The image of the build host's platform is also run:
+// its binary with --help, which must exit 0 and print a usage. The other
+// platforms' binaries cannot run here; the ELF check is what proves they
+// were built for their platform and need no loader.
 func Check(ctx context.Context, idx v1.ImageIndex, program string, workDir string) error {
 	m, err := idx.IndexManifest()
 	if err != nil {
@@ -54,15 +58,14 @@ func Check(ctx context.Context, idx v1.ImageIndex, program string, workDir strin
 		if err != nil {
 			return err
 		}
-		host := d.Platform.OS == runtime.GOOS && d.Platform.Architecture == runtime.GOARCH
-		if err := checkImage(ctx, img, program, host, filepath.Join(workDir, "check-"+d.Platform.OS+"-"+d.Platform.Architecture)); err != nil {
+		if err := checkImage(ctx, img, program, *d.Platform, filepath.Join(workDir, "check-"+d.Platform.OS+"-"+d.Platform.Architecture)); err != nil {
 			return fmt.Errorf("%s for %s: %w", program, platformString(*d.Platform), err)
 		}
 	}
 	return nil
 }
 
-func checkImage(ctx context.Context, img v1.Image, program string, run bool, dir string) error {
+func checkImage(ctx context.Context, img v1.Image, program string, platform v1.Platform, dir string) error {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return err
@@ -83,25 +86,56 @@ func checkImage(ctx context.Context, img v1.Image, program string, run bool, dir
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	binary := ""
-	if run {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		binary = filepath.Join(dir, program)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
+	binary := filepath.Join(dir, program)
 	if err := checkFiles(img, entrypoint, binary); err != nil {
 		return err
 	}
-	if run {
+	if err := checkELF(binary, platform); err != nil {
+		return err
+	}
+	if platform.OS == runtime.GOOS && platform.Architecture == runtime.GOARCH {
+		// Kept in dir: the host's binary is what a caller may run again.
 		return runHelp(ctx, binary)
+	}
+	return os.Remove(binary)
+}
+
+// elfMachines are the ELF machines of the platforms Build makes.
+var elfMachines = map[string]elf.Machine{
+	"amd64": elf.EM_X86_64,
+	"arm64": elf.EM_AARCH64,
+}
+
+// checkELF fails unless binary is an ELF executable for platform's
+// architecture with no program interpreter: an image has no dynamic loader
+// or C library, so a binary that asks for one cannot start in it.
+func checkELF(binary string, platform v1.Platform) error {
+	want, ok := elfMachines[platform.Architecture]
+	if !ok {
+		return fmt.Errorf("no ELF machine known for %s", platformString(platform))
+	}
+	f, err := elf.Open(binary)
+	if err != nil {
+		return fmt.Errorf("the entrypoint is not an ELF file: %w", err)
+	}
+	defer f.Close()
+	if f.Machine != want {
+		return fmt.Errorf("the entrypoint is built for %s, not %s", f.Machine, want)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("the entrypoint is linked dynamically (it names a program interpreter); the image has no loader")
+		}
 	}
 	return nil
 }
 
 // checkFiles reads the image's merged filesystem: no shell, passwd has
-// nonroot, the CA bundle parses, the entrypoint is an executable file; the
-// entrypoint is written to binary when that is set.
+// nonroot, the CA bundle parses, the entrypoint is an executable file,
+// which is written to binary.
 func checkFiles(img v1.Image, entrypoint, binary string) error {
 	rc := mutate.Extract(img)
 	defer rc.Close()
@@ -134,10 +168,8 @@ func checkFiles(img v1.Image, entrypoint, binary string) error {
 				return fmt.Errorf("%s is not an executable file", entrypoint)
 			}
 			found = true
-			if binary != "" {
-				if err := extract(tr, h, binary); err != nil {
-					return err
-				}
+			if err := extract(tr, h, binary); err != nil {
+				return err
 			}
 		}
 	}

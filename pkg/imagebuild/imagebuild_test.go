@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -98,6 +99,12 @@ func TestTwoBuildsOfOneCommitGiveTheSameDigests(t *testing.T) {
 	}
 	if a, b := digest(t, first), digest(t, back); a != b {
 		t.Fatalf("layout holds %s, built %s", b, a)
+	}
+
+	// Both platforms' images pass Check: the host's runs, the other's is
+	// a static ELF file for its architecture.
+	if err := Check(context.Background(), first, "hello", t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -197,22 +204,44 @@ func TestCheckRefusesAShellARootUserAndAnotherEntrypoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Debian's true is linked against its C library, which no image holds.
+	dynamic, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDynamic, err := layer([]entry{file("hello", 0o755, dynamic)}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked, err := mutate.AppendLayers(img, withDynamic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	other := cf.DeepCopy()
 	other.Config.Entrypoint = []string{"/bin/sh", "-c", "/hello"}
 	wrapped, err := mutate.ConfigFile(img, other)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The host's image listed as the other platform's: its binary could
+	// never start there.
+	elsewhere := arm64
+	if host.Architecture == arm64.Architecture {
+		elsewhere = amd64
+	}
 	for name, tc := range map[string]struct {
-		img  v1.Image
-		want string
+		img      v1.Image
+		platform v1.Platform
+		want     string
 	}{
-		"shell":      {shelled, "the image holds a shell: /bin/sh"},
-		"root":       {rooted, `user "0", want "65532:65532"`},
-		"entrypoint": {wrapped, "entrypoint"},
+		"shell":        {shelled, host, "the image holds a shell: /bin/sh"},
+		"root":         {rooted, host, `user "0", want "65532:65532"`},
+		"entrypoint":   {wrapped, host, "entrypoint"},
+		"dynamic":      {linked, host, "linked dynamically"},
+		"architecture": {img, elsewhere, "the entrypoint is built for"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			one := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: tc.img, Descriptor: v1.Descriptor{Platform: &host}})
+			one := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: tc.img, Descriptor: v1.Descriptor{Platform: &tc.platform}})
 			err := Check(context.Background(), one, "hello", t.TempDir())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check = %v, want an error with %q", err, tc.want)
