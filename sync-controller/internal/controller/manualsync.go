@@ -48,6 +48,14 @@ func (s *syncRun) manualSync(ctx context.Context) error {
 		// A HelmRelease's remediation of an attempt that was asked for.
 		return nil
 	}
+	if synced := lastSynced(s.obj); s.hold != nil && (synced == nil || synced.Digest != s.digest) {
+		// A rollback (hold.go) is a person's request of its own: its
+		// render is applied once without plumb sync; afterwards drift
+		// from it is reported as for any render of a Manual object.
+		conditions.Delete(s.out, kustomizev1.OutOfSyncCondition)
+		ms.OutOfSync = nil
+		return nil
+	}
 	token := s.obj.GetAnnotations()[kustomizev1.SyncRequestAnnotation]
 	if token != "" && token != s.app.manualSync().LastHandledSyncAt {
 		ms.LastHandledSyncAt = token
