@@ -17,6 +17,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
@@ -262,7 +263,7 @@ func (s *syncRun) syncSelected(ctx context.Context, only string) error {
 	}
 	msg, metadata := s.tally.appliedEvent(s.revision)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.SelectiveSyncReason,
-		fmt.Sprintf("selective sync of %s: %s", strings.Join(truncate(names, 10), ", "), msg),
+		fmt.Sprintf("selective sync of %s: %s", strings.Join(message.Names(names, 10), ", "), msg),
 		events.WithRevision(s.revision), events.WithMetadata(metadata))
 	return nil
 }
