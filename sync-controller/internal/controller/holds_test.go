@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 )
@@ -196,4 +197,43 @@ func waitOutOfSyncReason(t *testing.T, ks *kustomizev1.Kustomization, reason str
 		g.Expect(out).NotTo(BeNil())
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
 	return out
+}
+
+// A HelmRelease's rollback asked during a deny window waits at the gate,
+// the deployed release kept, until the window lets manual syncs through;
+// it is then a rollback release.
+func TestAHelmReleaseRollbackInADenyWindowWaitsForManualSyncs(t *testing.T) {
+	g := NewWithT(t)
+	windowClock.Set(t, "2026-12-07T08:00:00Z")
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
+		hr.Spec.SyncWindows = []kustomizev1.SyncWindow{nightly()}
+	})
+	ns := hr.Namespace
+	renderRelease(t, hr, "1.0.0", "v: one", settings(ns, "one"))
+	v1 := waitReleaseReady(t, hr, "1.0.0").Status.RenderedArtifact.Digest
+	renderRelease(t, hr, "2.0.0", "v: two", settings(ns, "two"))
+	got := waitReleaseReady(t, hr, "2.0.0")
+
+	windowClock.Set(t, "2026-12-07T09:30:00Z")
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Annotations = map[string]string{kustomizev1.RollbackAnnotation: v1}
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		ready := conditions.Get(getRelease(g, hr), meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		return ready.Message
+	}, time.Minute, 100*time.Millisecond).Should(Equal("the rollback to revision 1.0.0 (render " + shortDigest(v1) + ") and revision 2.0.0 are held by sync window spec.syncWindows[0], " +
+		"which lets no manual sync through, until 2026-12-07T11:00:00Z; nothing is applied"))
+	g.Expect(releases(getRelease(g, hr))).To(Equal([]string{"2:2.0.0:deployed", "1:1.0.0:superseded"}))
+	g.Expect(settingsValue(ctx, g, ns)).To(Equal("two"))
+
+	got = getRelease(g, hr)
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.SyncWindows = []kustomizev1.SyncWindow{nightly(func(w *kustomizev1.SyncWindow) { w.ManualSync = true })}
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	renderRelease(t, hr, "2.0.0", "v: two", settings(ns, "two")) // render-controller's render of the new generation
+	waitSettings(ctx, g, ns, "one")
+	got = waitReleaseReady(t, hr, "1.0.0")
+	g.Expect(releases(got)).To(Equal([]string{"3:1.0.0:deployed", "2:2.0.0:superseded", "1:1.0.0:superseded"}))
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(HaveSuffix("; sync window spec.syncWindows[0] is closed until 2026-12-07T11:00:00Z, drift is corrected"))
 }
