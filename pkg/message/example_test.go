@@ -31,3 +31,12 @@ func ExampleStripUserInfo() {
 	// fetch https://git.example.com/org/repo.git failed: 403
 	// ssh://github.com/org/repo and nats://nats:4222, mail me@example.com
 }
+
+func ExampleNames() {
+	pruned := []string{"ConfigMap/apps/a", "ConfigMap/apps/b", "ConfigMap/apps/c", "ConfigMap/apps/d"}
+	fmt.Println(strings.Join(message.Names(pruned, 2), ", "))
+	fmt.Println(strings.Join(message.Names(pruned, 10), ", "))
+	// Output:
+	// ConfigMap/apps/a, ConfigMap/apps/b, and 2 more
+	// ConfigMap/apps/a, ConfigMap/apps/b, ConfigMap/apps/c, ConfigMap/apps/d
+}

@@ -116,3 +116,17 @@ func group(n int) string {
 	}
 	return b.String()
 }
+
+// Names returns the first limit of names (object IDs, hooks, elements)
+// for a message, and "and N more" in place of the rest, so that a list in
+// a status or an event stays short however many there are. names is not
+// changed.
+func Names(names []string, limit int) []string {
+	limit = max(limit, 0)
+	if len(names) <= limit {
+		return names
+	}
+	out := make([]string, limit, limit+1)
+	copy(out, names)
+	return append(out, "and "+strconv.Itoa(len(names)-limit)+" more")
+}

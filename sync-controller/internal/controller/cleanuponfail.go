@@ -12,6 +12,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 )
@@ -55,7 +56,7 @@ func (s *syncRun) cleanupOnFail(ctx context.Context) {
 		return
 	}
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.PrunedReason,
-		fmt.Sprintf("cleanupOnFail: deleted %d object(s) the failed upgrade created: %s", len(names), strings.Join(truncate(names, 10), ", ")),
+		fmt.Sprintf("cleanupOnFail: deleted %d object(s) the failed upgrade created: %s", len(names), strings.Join(message.Names(names, 10), ", ")),
 		events.WithRevision(s.revision))
 	var kept []*unstructured.Unstructured
 	for _, o := range inventory.Objects(s.st.Inventory) {

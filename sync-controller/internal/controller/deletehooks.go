@@ -18,6 +18,7 @@ import (
 	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/sync-controller/internal/engine"
@@ -132,7 +133,7 @@ func (d *deletion) awaitTermination(ctx context.Context, remaining []object.ID) 
 	for i, id := range remaining {
 		names[i] = id.String()
 	}
-	listed := strings.Join(truncate(names, 5), ", ")
+	listed := strings.Join(message.Names(names, 5), ", ")
 	deadline := d.deletedAt().Add(s.spec.Timeout)
 	wait := time.Until(deadline)
 	rule, timeout := s.spec.terminationWait()
@@ -281,7 +282,7 @@ func (d *deletion) run(ctx context.Context, p *plan.Plan) error {
 			return d.fail(ctx, phase, wave, failed, 0)
 		}
 		if len(pending) > 0 {
-			msg := fmt.Sprintf("%s hooks, wave %d: waiting for %s", phase, wave, strings.Join(truncate(pending, 5), ", "))
+			msg := fmt.Sprintf("%s hooks, wave %d: waiting for %s", phase, wave, strings.Join(message.Names(pending, 5), ", "))
 			if err := d.report(ctx, phase, wave, metav1.ConditionUnknown, meta.ProgressingReason, msg); err != nil {
 				return err
 			}
@@ -405,7 +406,7 @@ func (d *deletion) awaitConfirmation(ctx context.Context) error {
 	}
 	msg := fmt.Sprintf("the deletion waits for a confirmation: %d object(s) ask for one: %s. Nothing was deleted; "+
 		"to go ahead, set the annotation %s to the current time (plumb confirm-delete %s %s)",
-		len(asking), strings.Join(truncate(asking, 10), ", "), kustomizev1.ConfirmDeleteAnnotation,
+		len(asking), strings.Join(message.Names(asking, 10), ", "), kustomizev1.ConfirmDeleteAnnotation,
 		strings.ToLower(s.owner.Kind), s.obj.GetName())
 	if c := conditions.Get(s.obj, meta.ReadyCondition); c == nil || c.Reason != kustomizev1.DeletionConfirmationRequiredReason || c.Message != msg {
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.DeletionConfirmationRequiredReason, msg, events.WithRevision(s.revision))

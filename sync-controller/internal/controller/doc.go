@@ -85,7 +85,10 @@
 // holdForSyncWindow, after report, ends the run Ready=False reason
 // OutsideSyncWindow naming the held revision and when the windows open,
 // requeued then; a HelmRelease, or an object that never synced, stops at
-// the gate; a window that does not parse stalls it, SyncWindowInvalid;
+// the gate; a rollback not applied yet or a Manual object's sync request
+// is a manual sync, let through only by windows with manualSync —
+// nextRender, docs/design/sync-engine.md "How the holds combine"; a
+// window that does not parse stalls it, SyncWindowInvalid;
 // status.syncWindow), repairHelmStorage (a HelmRelease's: Helm's
 // storage brought up to date with what an earlier run could not write,
 // helmstorage.go), decideRelease (a HelmRelease's: attempt, roll

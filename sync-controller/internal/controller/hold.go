@@ -75,6 +75,12 @@ func (s *syncRun) holdRollback(ctx context.Context) error {
 		s.endHold(fmt.Sprintf("revision %s is a new render (follow-git)", current.Revision))
 		return nil
 	}
+	if s.window != nil && s.window.rollback {
+		// A sync window holds the rollback (gateSyncWindow): the render
+		// synced last stays until the windows open or let manual syncs
+		// through; its message names both holds.
+		return nil
+	}
 	revision, snapshot, ok := historyEntry(s.obj, digest)
 	if !ok {
 		conditions.Delete(s.out, kustomizev1.RolledBackCondition)
@@ -109,7 +115,11 @@ func (s *syncRun) endHold(why string) {
 	}
 	conditions.Delete(s.out, kustomizev1.RolledBackCondition)
 	msg := "rollback ended: " + why + "; syncing the newest render"
-	if a := s.app.rendered(); a != nil {
+	switch a := s.app.rendered(); {
+	case s.window != nil:
+		// The newest render is new to the cluster: the windows hold it.
+		msg = "rollback ended: " + why + "; " + s.window.message
+	case a != nil:
 		msg = fmt.Sprintf("rollback ended: %s; syncing revision %s", why, a.Revision)
 	}
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.RollbackEndedReason, msg)

@@ -17,6 +17,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/diff"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
@@ -46,6 +47,14 @@ func (s *syncRun) manualSync(ctx context.Context) error {
 	}
 	if s.rel != nil && s.rel.action != attemptRelease {
 		// A HelmRelease's remediation of an attempt that was asked for.
+		return nil
+	}
+	if synced := lastSynced(s.obj); s.hold != nil && (synced == nil || synced.Digest != s.digest) {
+		// A rollback (hold.go) is a person's request of its own: its
+		// render is applied once without plumb sync; afterwards drift
+		// from it is reported as for any render of a Manual object.
+		conditions.Delete(s.out, kustomizev1.OutOfSyncCondition)
+		ms.OutOfSync = nil
 		return nil
 	}
 	token := s.obj.GetAnnotations()[kustomizev1.SyncRequestAnnotation]
@@ -254,7 +263,7 @@ func (s *syncRun) syncSelected(ctx context.Context, only string) error {
 	}
 	msg, metadata := s.tally.appliedEvent(s.revision)
 	s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.SelectiveSyncReason,
-		fmt.Sprintf("selective sync of %s: %s", strings.Join(truncate(names, 10), ", "), msg),
+		fmt.Sprintf("selective sync of %s: %s", strings.Join(message.Names(names, 10), ", "), msg),
 		events.WithRevision(s.revision), events.WithMetadata(metadata))
 	return nil
 }

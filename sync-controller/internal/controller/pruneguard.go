@@ -18,6 +18,7 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
 )
@@ -129,13 +130,13 @@ func (s *syncRun) guardPrune(ctx context.Context) error {
 			names = append(names, object.IDOf(o).String())
 		}
 		msg = fmt.Sprintf("prune guard: revision %s would prune %d of %d objects (%s): %s",
-			s.revision, len(removed), total, why, strings.Join(truncate(names, 10), ", "))
+			s.revision, len(removed), total, why, strings.Join(message.Names(names, 10), ", "))
 		if len(asking) > 0 {
-			msg += fmt.Sprintf("; of them, %s ask for a confirmation", strings.Join(truncate(asking, 10), ", "))
+			msg += fmt.Sprintf("; of them, %s ask for a confirmation", strings.Join(message.Names(asking, 10), ", "))
 		}
 	case len(asking) > 0:
 		msg = fmt.Sprintf("prune guard: revision %s would prune %d object(s) that ask for a confirmation: %s",
-			s.revision, len(asking), strings.Join(truncate(asking, 10), ", "))
+			s.revision, len(asking), strings.Join(message.Names(asking, 10), ", "))
 	default:
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/reconcile"
 )
 
@@ -38,7 +39,7 @@ func (s *syncRun) refuseShared(ctx context.Context) error {
 		names[i] = o.String()
 	}
 	msg := fmt.Sprintf("spec.failOnSharedResource: revision %s has %d object(s) that another owner manages: %s. Nothing was applied",
-		s.revision, len(shared), strings.Join(truncate(names, 10), ", "))
+		s.revision, len(shared), strings.Join(message.Names(names, 10), ", "))
 	if prev := conditions.Get(s.obj, meta.ReadyCondition); prev == nil || prev.Status != metav1.ConditionFalse ||
 		prev.Reason != kustomizev1.SharedResourceReason || prev.Message != msg {
 		s.r.Events.Record(s.obj, events.SeverityError, kustomizev1.SharedResourceReason, msg, events.WithRevision(s.revision))

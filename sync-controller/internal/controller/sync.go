@@ -21,6 +21,7 @@ import (
 	"plumb.dev/pkg/healthexpr"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/manage"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/plan"
 	"plumb.dev/pkg/reconcile"
@@ -457,7 +458,7 @@ func (s *syncRun) prune(ctx context.Context) error {
 	if len(names) > 0 {
 		s.r.Metrics.handled(string(diff.Deleted), len(names))
 		s.r.Events.Record(s.obj, events.SeverityInfo, kustomizev1.PrunedReason,
-			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(truncate(names, 10), ", ")),
+			fmt.Sprintf("pruned %d object(s): %s", len(names), strings.Join(message.Names(names, 10), ", ")),
 			events.WithRevision(s.revision))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -593,11 +594,4 @@ func (s *syncRun) inventoryObjects() []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-func truncate(items []string, max int) []string {
-	if len(items) <= max {
-		return items
-	}
-	return append(items[:max:max], fmt.Sprintf("and %d more", len(items)-max))
 }

@@ -30,6 +30,38 @@ type windowHold struct {
 	artifact *meta.Artifact
 	message  string
 	until    time.Duration
+	// rollback: the render held back is a rollback's (hold.go), which
+	// then waits too.
+	rollback bool
+}
+
+// nextSync is the render a run would apply when no sync window held it
+// (see "How the holds combine" in docs/design/sync-engine.md): a
+// rollback's while plumb.dev/rollback asks for one (and follow-git has
+// not ended it), else the newest. asked says a person asked for it — a
+// rollback not synced yet, or a manual sync requested and not handled —
+// which a window lets through when it allows manual syncs.
+type nextSync struct {
+	digest, revision string
+	asked, rollback  bool
+}
+
+// nextRender is nextSync of this run; rendered is the newest render (nil:
+// none yet).
+func (s *syncRun) nextRender(rendered *meta.Artifact) nextSync {
+	if rendered == nil {
+		return nextSync{}
+	}
+	ann := s.obj.GetAnnotations()
+	digest, follow := ann[kustomizev1.RollbackAnnotation], ann[kustomizev1.RollbackFollowGitAnnotation]
+	if digest != "" && (follow == "" || rendered.Digest == follow) {
+		revision, _, _ := historyEntry(s.obj, digest)
+		synced := lastSynced(s.obj)
+		return nextSync{digest: digest, revision: revision, rollback: true, asked: synced == nil || synced.Digest != digest}
+	}
+	token := ann[kustomizev1.SyncRequestAnnotation]
+	asked := s.spec.Manual && token != "" && token != s.app.manualSync().LastHandledSyncAt
+	return nextSync{digest: rendered.Digest, revision: rendered.Revision, asked: asked}
 }
 
 // now is the Syncer's clock: Clock, else the wall clock.
@@ -105,7 +137,10 @@ func (r *Syncer) ManualSyncAllowed(ctx context.Context, obj client.Object) (bool
 // says driftCorrection: false. Sets status.syncWindow while outside the
 // windows; holdForSyncWindow, after the sync, makes Ready=False reason
 // OutsideSyncWindow with the held revision and when the windows open, and
-// comes back then. A window that does not parse stalls the object
+// comes back then. A person's request (nextRender: a rollback not applied
+// yet, a Manual object's sync token) goes through when the windows let
+// manual syncs through, else waits, held as a new render is; a Manual
+// object without a request is left to manualSync. A window that does not parse stalls the object
 // (Stalled=True, reason SyncWindowInvalid) until its spec or the policy
 // changes.
 func (s *syncRun) gateSyncWindow(ctx context.Context) error {
@@ -138,11 +173,18 @@ func (s *syncRun) gateSyncWindow(ctx context.Context) error {
 	}
 	rendered := s.app.rendered()
 	synced := lastSynced(s.obj)
-	if rendered == nil || (synced != nil && rendered.Digest == synced.Digest) {
+	next := s.nextRender(rendered)
+	if next.digest == "" || (synced != nil && next.digest == synced.Digest) {
 		return nil // nothing new: drift is corrected or reported as the windows say
 	}
+	if next.asked && st.ManualSyncAllowed() {
+		return nil // a person's sync, which the windows let through
+	}
+	if s.spec.Manual && !next.asked {
+		return nil // manualSync holds it, and reports it out of sync
+	}
 	status.HeldRevision = rendered.Revision
-	hold := &windowHold{held: rendered.Revision, until: untilOpen(st, now, s.spec.Interval)}
+	hold := &windowHold{held: rendered.Revision, until: untilOpen(st, now, s.spec.Interval), rollback: next.rollback}
 	if _, ok := s.obj.(*kustomizev1.Kustomization); ok && synced != nil {
 		// The render synced last, from the same folder of render-controller's
 		// artifacts (which keeps it: the newest history entry's digest).
@@ -160,10 +202,23 @@ func (s *syncRun) gateSyncWindow(ctx context.Context) error {
 	case hold.artifact != nil:
 		applied = "drift from revision " + synced.Revision + " is reported, not corrected"
 	}
-	hold.message = fmt.Sprintf("revision %s is held by sync window %s%s; %s", rendered.Revision,
-		strings.Join(st.Names(), ", "), untilText(st), applied)
+	held := "revision " + rendered.Revision + " is"
+	switch {
+	case next.rollback:
+		held = fmt.Sprintf("the rollback to revision %s (render %s) and revision %s are", next.revision, shortDigest(next.digest), rendered.Revision)
+	case next.asked:
+		held = fmt.Sprintf("the manual sync asked at %s of revision %s is", s.obj.GetAnnotations()[kustomizev1.SyncRequestAnnotation], rendered.Revision)
+	}
+	lets := ""
+	if next.asked {
+		lets = ", which lets no manual sync through,"
+	}
+	hold.message = fmt.Sprintf("%s held by sync window %s%s%s; %s", held,
+		strings.Join(st.Names(), ", "), lets, untilText(st), applied)
 	s.window = hold
-	if hold.artifact == nil {
+	if hold.artifact == nil || s.spec.Manual {
+		// A Manual object's request waits, not consumed, for the windows
+		// to open; what the cluster runs is reported by the runs before.
 		return reconcile.Waiting(kustomizev1.OutsideSyncWindowReason, hold.until, fmt.Errorf("%s", hold.message))
 	}
 	return nil
@@ -243,4 +298,22 @@ func (r *Syncer) windowPolicySelects(ctx context.Context, o client.Object, list 
 		return nil
 	})
 	return reqs
+}
+
+// windowNote ends Ready's message while the object is outside its sync
+// windows and they hold nothing (a hold makes Ready=False with its own
+// message): the windows, until when, and whether drift is corrected.
+func windowNote(st *kustomizev1.SyncWindowStatus) string {
+	if st == nil {
+		return ""
+	}
+	until := " (no window opens within a year)"
+	if st.NextOpen != nil {
+		until = " until " + st.NextOpen.UTC().Format(time.RFC3339)
+	}
+	drift := "drift is corrected"
+	if !st.DriftCorrection {
+		drift = "drift is reported, not corrected"
+	}
+	return fmt.Sprintf("; sync window %s is closed%s, %s", strings.Join(st.Windows, ", "), until, drift)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -36,6 +35,7 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/kinds"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
@@ -315,7 +315,7 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 	}
 	if len(st.created) > 0 {
 		r.Events.Record(obj, events.SeverityInfo, setv1.ObjectsCreatedReason,
-			fmt.Sprintf("created %s", strings.Join(truncate(st.created, 20), ", ")))
+			fmt.Sprintf("created %s", strings.Join(message.Names(st.created, 20), ", ")))
 	}
 	return nil
 }
@@ -338,7 +338,7 @@ func (r *Reconciler) guard(obj *setv1.ObjectSet, st *state) error {
 	}
 	msg := fmt.Sprintf("prune guard: this evaluation (%d elements) would prune %d of %d objects (%s): %s. Nothing was applied or deleted; "+
 		"to go ahead, confirm this render with the annotation %s=%s",
-		len(st.elements), len(st.removed), total, why, strings.Join(truncate(names, 10), ", "),
+		len(st.elements), len(st.removed), total, why, strings.Join(message.Names(names, 10), ", "),
 		kustomizev1.ConfirmPruneAnnotation, st.digest)
 	if prev := conditions.Get(obj, meta.ReadyCondition); prev == nil || prev.Reason != kustomizev1.PruneGuardedReason || prev.Message != msg {
 		r.Events.Record(obj, events.SeverityError, kustomizev1.PruneGuardedReason, msg)
@@ -372,11 +372,11 @@ func (r *Reconciler) prune(ctx context.Context, obj *setv1.ObjectSet, st *state)
 	}
 	if len(pruned) > 0 {
 		r.Events.Record(obj, events.SeverityInfo, setv1.ObjectsPrunedReason,
-			fmt.Sprintf("pruned %s", strings.Join(truncate(pruned, 20), ", ")))
+			fmt.Sprintf("pruned %s", strings.Join(message.Names(pruned, 20), ", ")))
 	}
 	if len(failed) > 0 {
 		obj.Status.Inventory = union(inventory.New(st.render.objects), inventory.Objects(obj.Status.Inventory))
-		return reconcile.Failed(kustomizev1.PruneFailedReason, fmt.Errorf("pruning: %s", strings.Join(truncate(failed, 10), "; ")))
+		return reconcile.Failed(kustomizev1.PruneFailedReason, fmt.Errorf("pruning: %s", strings.Join(message.Names(failed, 10), "; ")))
 	}
 	obj.Status.Inventory = inventory.New(st.render.objects)
 	return nil
@@ -431,13 +431,6 @@ func succeeded(obj *setv1.ObjectSet) string {
 		n = len(obj.Status.Inventory.Entries)
 	}
 	return fmt.Sprintf("applied %d objects for %d elements", n, obj.Status.Elements)
-}
-
-func truncate(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
 }
 
 // NewMetrics registers the ObjectSets' per-object metrics with reg
