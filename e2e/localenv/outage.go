@@ -3,6 +3,10 @@ package localenv
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // Outages of the dependencies the controllers cannot do without: the API
@@ -18,9 +22,51 @@ func (e *Env) StopAPIServer() error {
 		return errors.New("no control plane")
 	}
 	e.progress("stopping kube-apiserver")
+	if err := endChild("kube-apiserver", stopGrace); err != nil {
+		return err
+	}
+	// envtest notes the exit and forgets the process, so that Start
+	// starts a new one.
 	if err := e.control.ControlPlane.APIServer.Stop(); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
 	}
+	return nil
+}
+
+// stopGrace is how long a stopped control-plane process has to exit after
+// SIGTERM before it is killed: kube-apiserver drains its requests for up
+// to a minute, longer than an outage story needs.
+const stopGrace = 10 * time.Second
+
+// endChild ends the control-plane process named comm, a child of this
+// process as envtest starts them: SIGTERM, and SIGKILL after grace, as a
+// kubelet ends a container; it returns once the process is gone.
+func endChild(comm string, grace time.Duration) error {
+	pids, err := ChildPids(os.Getpid())
+	if err != nil {
+		return err
+	}
+	pid := 0
+	for _, p := range pids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(b)) == comm {
+			pid = p
+		}
+	}
+	if pid == 0 {
+		return fmt.Errorf("no %s process runs", comm)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("ending %s: %w", comm, err)
+	}
+	killAt := time.Now().Add(grace)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(killAt) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// envtest's waiter, which reaped it, marks it exited just after.
+	time.Sleep(200 * time.Millisecond)
 	return nil
 }
 
@@ -46,6 +92,9 @@ func (e *Env) RestartEtcd() error {
 	}
 	etcd := e.control.ControlPlane.Etcd
 	e.progress("restarting etcd")
+	if err := endChild("etcd", stopGrace); err != nil {
+		return err
+	}
 	if err := etcd.Stop(); err != nil {
 		return fmt.Errorf("stopping etcd: %w", err)
 	}
