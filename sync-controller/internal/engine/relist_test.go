@@ -22,11 +22,11 @@ func TestAForeignWriteAfterOurApplyIsDriftWhenOneUpdateCarriesBoth(t *testing.T)
 	}
 	ours := func(sec int) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manage.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: at(sec),
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:greeting":{}}}`)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:greeting":{}}}`)}
 	}
 	edit := func(sec int, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: at(sec),
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	object := func(rv string, entries ...metav1.ManagedFieldsEntry) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, ManagedFields: entries}}
