@@ -212,6 +212,15 @@ bench-fleet: controlplane-assets ## N Kustomizations of 4 objects (N = 100, 500,
 	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet $(FLEET_ARGS)
 
+# RESTART_N is the fleet size of bench-restart: 1000, or 5000 for the
+# larger fleet (docs/bench/fleet.md, "Restarts").
+RESTART_N ?= 1000
+.PHONY: bench-restart
+bench-restart: controlplane-assets ## A fleet of RESTART_N (1,000) Kustomizations at rest: restart sync-, render- and source-controller one at a time; requests until steady, objects re-applied, hooks re-run, prunes, drift at readiness; print a table.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
+	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
+	$(BIN)/bench-fleet -restart -n $(RESTART_N) -single-objects 0 $(FLEET_ARGS)
+
 .PHONY: helm-controller
 helm-controller: ## Build Flux's helm-controller from its Go module (hack/helm-controller.sh) and link it and Flux's CRDs into bin/ (cached outside the clone).
 	@hack/helm-controller.sh $(BIN)

@@ -41,6 +41,14 @@ func (e *Env) startControlPlane(ctx context.Context) error {
 			ControlPlaneStartTimeout: e.opts.StartTimeout,
 			ControlPlaneStopTimeout:  time.Minute,
 		}
+		// A known data folder, kept when etcd stops, so RestartEtcd
+		// starts it again on the same data; emptied of a failed
+		// attempt's.
+		etcdDir := filepath.Join(e.StateDir, "etcd")
+		if err := os.RemoveAll(etcdDir); err != nil {
+			return err
+		}
+		e.control.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
 		// A known certificate folder, so kube-controller-manager can sign
 		// service-account tokens with the key the API server verifies them by.
 		e.control.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}

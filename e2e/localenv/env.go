@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -254,8 +255,10 @@ type Env struct {
 	Node     *Node
 	Registry *Registry
 
-	opts      Options
-	control   *envtest.Environment
+	opts    Options
+	control *envtest.Environment
+	// natsPort is the embedded NATS server's, kept across StopNATS.
+	natsPort  int
 	reaper    *Process
 	simCancel context.CancelFunc
 	simDone   chan struct{}
@@ -417,12 +420,19 @@ func (e *Env) progress(format string, args ...any) {
 	fmt.Fprintf(e.opts.Progress, ">> "+format+"\n", args...)
 }
 
-// startNATS starts an embedded NATS server with JetStream on 127.0.0.1.
+// startNATS starts an embedded NATS server with JetStream on 127.0.0.1,
+// on a free port that StartNATS reuses after an outage.
 func (e *Env) startNATS() error {
 	e.progress("starting NATS JetStream")
+	return e.serveNATS(natsserver.RANDOM_PORT)
+}
+
+// serveNATS starts the embedded NATS server on port, its JetStream store
+// in the state folder, and waits until it takes connections.
+func (e *Env) serveNATS(port int) error {
 	srv, err := natsserver.NewServer(&natsserver.Options{
 		Host:      "127.0.0.1",
-		Port:      natsserver.RANDOM_PORT,
+		Port:      port,
 		JetStream: true,
 		StoreDir:  filepath.Join(e.StateDir, "nats"),
 		NoLog:     true,
@@ -437,6 +447,7 @@ func (e *Env) startNATS() error {
 		return errors.New("the embedded NATS server did not become ready in 30s")
 	}
 	e.NATS, e.NATSURL = srv, srv.ClientURL()
+	e.natsPort = srv.Addr().(*net.TCPAddr).Port
 	return nil
 }
 

@@ -79,7 +79,13 @@
 // returns. One background sender stores the queue in order, one event at a
 // time, retrying the head with exponential backoff (100ms to 5s) while NATS
 // is unreachable, so the events about one object stay in order. When the
-// queue is full the oldest event is dropped. The Nats-Msg-Id header carries
+// queue is full the oldest event is dropped, counted in
+// plumb_events_dropped_total; the drops of one outage are named in one
+// error-level log line when it ends ("events were dropped while NATS could
+// not take them", with their number and their reasons), not one line per
+// event. An outage that fills less than the queue loses nothing: the
+// queue is the documented buffer, --events-queue-size events (1,000 by
+// default) per controller process. The Nats-Msg-Id header carries
 // the event id, so an event sent again after a lost acknowledgement is
 // stored once. Close, on shutdown, waits for the queue to drain until its
 // context ends. A panic while sending (in the NATS client, on what the

@@ -90,12 +90,18 @@ type JetStreamPublisher struct {
 
 	// streamReady is only touched by the sender goroutine.
 	streamReady bool
+
+	// dropped counts, by reason, the events dropped from a full queue
+	// since the last report; under mu. The sender names them in one log
+	// line when the outage ends (reportDropped), not one line per event.
+	dropped droppedEvents
 }
 
 type queued struct {
 	seq     uint64
 	id      string
 	subject string
+	reason  string
 	data    []byte
 }
 
@@ -164,12 +170,13 @@ func (p *JetStreamPublisher) Publish(e Event) {
 	if len(p.queue) >= p.opts.QueueSize {
 		// Oldest first: shift rather than reslice so the backing array does
 		// not grow without bound.
+		p.dropped.add(p.queue[0].reason)
 		n := copy(p.queue, p.queue[1:])
 		p.queue = p.queue[:n]
 		eventsDropped.WithLabelValues(p.controller).Inc()
 	}
 	p.nextSeq++
-	p.queue = append(p.queue, queued{seq: p.nextSeq, id: e.ID, subject: e.Subject(), data: data})
+	p.queue = append(p.queue, queued{seq: p.nextSeq, id: e.ID, subject: e.Subject(), reason: e.Reason, data: data})
 	queueLength.WithLabelValues(p.controller).Set(float64(len(p.queue)))
 	p.mu.Unlock()
 	p.signal()
@@ -194,6 +201,7 @@ func (p *JetStreamPublisher) Close(ctx context.Context) error {
 		p.signal()
 	}
 	var err error
+	defer p.reportDropped()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -246,7 +254,7 @@ func (p *JetStreamPublisher) run() {
 	initial := wait.Backoff{Duration: minBackoff, Factor: 2, Cap: maxBackoff, Steps: math.MaxInt32}
 	backoff := initial
 	failing := false
-	var lastLog time.Time
+	var lastLog, lastDropReport time.Time
 	for {
 		q, ok, drained := p.head()
 		if drained {
@@ -287,6 +295,13 @@ func (p *JetStreamPublisher) run() {
 		if failing {
 			p.log.Info("publishing events again", "queued", p.Len())
 			failing = false
+			// The outage is over: what it cost, in one line.
+			p.reportDropped()
+			lastDropReport = time.Now()
+		} else if time.Since(lastDropReport) >= time.Minute && p.reportDropped() {
+			// A burst larger than the queue while NATS answers: at
+			// most one line a minute.
+			lastDropReport = time.Now()
 		}
 		backoff = initial
 		p.remove(q.seq)

@@ -58,7 +58,10 @@ type config struct {
 	// each controller, as before).
 	shards []int
 	// ha runs the takeover benchmark instead of the fleets (ha.go).
-	ha          bool
+	ha bool
+	// restart restarts controllers in a fleet at rest instead
+	// (restart.go).
+	restart     bool
 	haKillAfter float64
 	haSignal    string
 	hookEvery   int
@@ -101,9 +104,10 @@ func main() {
 	flag.StringVar(&shardList, "shards", "1", "the shard counts each N runs with, comma-separated, e.g. 1,3: with S > 1, S shards of the four controllers "+
 		"(e2e/localenv's Shards, beside the main instance) and the Kustomizations and GitRepositories labelled round-robin with sharding.plumb.dev/key")
 	flag.BoolVar(&c.ha, "ha", false, "instead of the fleets: render- and sync-controller as a leader and a standby; sync-controller's leader killed in the middle of the sync")
+	flag.BoolVar(&c.restart, "restart", false, "instead of the fleets: once all are Ready, restart sync-, render- and source-controller one at a time (SIGTERM) and measure requests until steady, objects re-applied, hooks re-run, prunes and drift at readiness")
 	flag.Float64Var(&c.haKillAfter, "ha-kill-after", 1.0/3, "-ha: kill the leader once this fraction of the Kustomizations is Ready (0 < f < 1)")
 	flag.StringVar(&c.haSignal, "ha-signal", "kill", "-ha: how the leader ends: kill (SIGKILL, as a crash; restarted after a second, as a Pod) or term (SIGTERM: it releases the Lease)")
-	flag.IntVar(&c.hookEvery, "ha-hook-every", 10, "-ha: one Kustomization in this many has a PostSync hook (a ConfigMap); 0 gives none")
+	flag.IntVar(&c.hookEvery, "ha-hook-every", 10, "-ha and -restart: one Kustomization in this many has a PostSync hook (a ConfigMap); 0 gives none")
 	flag.DurationVar(&c.lease.LeaseDuration, "ha-lease-duration", 4*time.Second, "-ha: --leader-election-lease-duration")
 	flag.DurationVar(&c.lease.RenewDeadline, "ha-renew-deadline", 3*time.Second, "-ha: --leader-election-renew-deadline")
 	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
@@ -196,6 +200,9 @@ func run(c config) error {
 	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
 	if c.ha {
 		return runHA(ctx, c, res)
+	}
+	if c.restart {
+		return runRestarts(ctx, c, res)
 	}
 	if c.singleObjects > 0 {
 		err := withEnv(ctx, c, envOptions{}, func(b *bench) error {

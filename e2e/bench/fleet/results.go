@@ -30,6 +30,7 @@ type results struct {
 	fleets       []*fleetFigures
 	single       []singleRun
 	ha           []*haFigures
+	restarts     []*restartFigures
 	load0, load1 string
 	source       string
 }
@@ -86,6 +87,9 @@ func (r *results) print(out io.Writer) {
 	}
 	if r.ha != nil {
 		r.printHA(out)
+	}
+	if r.restarts != nil {
+		r.printRestarts(out)
 	}
 	if len(r.single) > 0 {
 		r.printSingle(out)

@@ -207,7 +207,13 @@ func (w *Watcher) onUpdate(oldObj, newObj any) {
 // writer other than plumb-sync, to the object rather than its status.
 func foreignWrite(old, new *metav1.PartialObjectMetadata) bool {
 	if ourEntry(old.ManagedFields) != ourEntry(new.ManagedFields) {
-		return false // our own apply
+		// Our own apply — unless another writer's entry changed too and
+		// is not older than ours: a watch that missed events (relisted
+		// after the API server came back) hands our apply and a foreign
+		// write after it over as one update. A tie within the entries'
+		// one-second resolution costs one drift check that finds nothing.
+		return foreignFingerprint(old.ManagedFields) != foreignFingerprint(new.ManagedFields) &&
+			!ourWriteIsNewest(new.ManagedFields)
 	}
 	if foreignFingerprint(old.ManagedFields) != foreignFingerprint(new.ManagedFields) {
 		return true
