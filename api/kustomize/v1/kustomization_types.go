@@ -517,7 +517,7 @@ type KustomizationSpec struct {
 	// directory.jsonnet). Those files are evaluated whether or not this
 	// field is set, when path holds no kustomization file; set with a
 	// path that has one, or with a path without .jsonnet files, the render
-	// fails. See docs/design/render-jsonnet.md.
+	// fails. See docs/design/render-sandbox.md, "Jsonnet".
 	// +optional
 	Jsonnet *Jsonnet `json:"jsonnet,omitempty"`
 
@@ -818,7 +818,7 @@ type Jsonnet struct {
 
 	// Libs are folders, relative to the source root, searched in order for
 	// an import not found beside the importing file (the jsonnet CLI's
-	// --jpath).
+	// -J).
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +kubebuilder:validation:items:MaxLength=1024
