@@ -18,6 +18,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/cel-go v0.29.2
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/go-jsonnet v0.22.0
 	github.com/itchyny/gojq v0.12.20
 	github.com/klauspost/compress v1.20.3
 	github.com/mitchellh/copystructure v1.2.0

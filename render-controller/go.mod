@@ -27,6 +27,7 @@ require (
 )
 
 require (
+	github.com/google/go-jsonnet v0.22.0 // indirect
 	github.com/itchyny/gojq v0.12.20 // indirect
 	github.com/itchyny/timefmt-go v0.1.9 // indirect
 )

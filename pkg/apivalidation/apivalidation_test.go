@@ -101,6 +101,11 @@ func TestValidObjectsRoundTrip(t *testing.T) {
 					Paths:  []string{"/spec/replicas"},
 					Target: &kustomizev1.Selector{Kind: "Deployment"},
 				}},
+				Jsonnet: &kustomizev1.Jsonnet{
+					ExtVars: []kustomizev1.JsonnetVar{{Name: "env", Value: "prod"}},
+					TLAs:    []kustomizev1.JsonnetVar{{Name: "replicas", Value: "1 + 1", Code: true}},
+					Libs:    []string{"vendor", "./lib"},
+				},
 			},
 		},
 		&notificationv1.Provider{
@@ -244,6 +249,38 @@ kind: Kustomization
 metadata: {name: dotdot}
 spec: {interval: 1m, prune: true, path: ../other, sourceRef: {kind: GitRepository, name: repo}}`,
 			message: "spec.path must not contain '..'",
+		},
+		{
+			name: "Kustomization with a jsonnet library outside the source",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: jsonnetlibs}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, jsonnet: {libs: [vendor, ../../etc]}}`,
+			message: "spec.jsonnet.libs must be folders inside the source: no leading '/' and no '..'",
+		},
+		{
+			name: "Kustomization with an absolute jsonnet library",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: jsonnetabs}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, jsonnet: {libs: [/usr/share]}}`,
+			message: "spec.jsonnet.libs must be folders inside the source",
+		},
+		{
+			name: "Kustomization with a jsonnet variable twice",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: jsonnetdup}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, jsonnet: {tlas: [{name: a, value: "1"}, {name: a, value: "2"}]}}`,
+			message: `spec.jsonnet.tlas[1]: Duplicate value: {"name":"a"}`,
+		},
+		{
+			name: "Kustomization with a jsonnet variable without a name",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: jsonnetnoname}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, jsonnet: {extVars: [{value: x}]}}`,
+			message: "spec.jsonnet.extVars[0].name: Required value",
 		},
 		{
 			name: "Kustomization with an unsupported source kind",

@@ -16,7 +16,10 @@
 //     kustomization file. Files that do not parse are refused naming the
 //     file; files without any apiVersion or kind are skipped; two documents
 //     naming the same object are refused naming both files; a folder
-//     reached again through links is refused.
+//     reached again through links is refused. The .jsonnet files directly
+//     in such a path are evaluated first (jsonnet.go, with spec.jsonnet's
+//     variables, arguments and library folders) and listed as files
+//     holding the objects they produce.
 //  3. An overlay kustomization referencing the user's folder carries the
 //     spec's targetNamespace, namePrefix, nameSuffix, patches (strategic
 //     merge or JSON 6902, with targets), images and components (relative

@@ -95,7 +95,9 @@ func generateKustomization(fsys filesys.FileSystem, dir string, keepParsed bool)
 				}
 				continue
 			}
-			if !manifestExts[strings.ToLower(path.Ext(name))] {
+			// The .jsonnet files of dir itself read as their objects
+			// (evaluateJsonnet); those of sub-folders are not evaluated.
+			if !manifestExts[strings.ToLower(path.Ext(name))] && (d != dir || !isJsonnetFile(name)) {
 				continue
 			}
 			file, include, err := checkManifestFile(fsys, p, rel, seen)

@@ -192,10 +192,13 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	}
 	var sharedKey string
 	if opts.Shared != nil && opts.Decryptor == nil {
-		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData)
+		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData) + jsonnetKey(spec.Jsonnet)
 	}
 	fast := opts.Decryptor == nil && fastPathSpec(spec)
 	resources, keep, err := kustomizeOnce(opts.Shared, sharedKey, func() ([]*resource.Resource, error) {
+		if err := evaluateJsonnet(ctx, fsys, root, rel, userDir, spec.Jsonnet, limits); err != nil {
+			return nil, err
+		}
 		return kustomize(ctx, fsys, root, userDir, overlay, overlayData, fast)
 	})
 	if err != nil {

@@ -68,7 +68,8 @@ type sandboxFS struct {
 	sources   map[string]source
 
 	// virtual holds the files Build adds to the tree without writing them
-	// (the overlay and a generated kustomization), keyed by real path, and
+	// (the overlay, a generated kustomization, the objects of a .jsonnet
+	// file at the file's path), keyed by real path, and
 	// virtualDirs the folders only they live in. The tree on disk is never
 	// written, so one extracted source serves every build of its revision
 	// at once.
@@ -90,11 +91,12 @@ func (s *sandboxFS) addVirtual(p string, data []byte) {
 }
 
 // virtualFile returns the virtual file at path, if any. Only kustomization
-// files are ever virtual, so other names cost a map miss and nothing more;
-// a kustomization's path is looked up as given and with its folder's links
-// resolved (kustomize names a folder by its real path, the caller may not).
+// files and the objects of .jsonnet files (evaluateJsonnet) are ever
+// virtual, so other names cost a map miss and nothing more; a path is
+// looked up as given and with its folder's links resolved (kustomize names
+// a folder by its real path, the caller may not).
 func (s *sandboxFS) virtualFile(path string) (string, []byte, bool) {
-	if len(s.virtual) == 0 || !isKustomizationFile(path) {
+	if len(s.virtual) == 0 || (!isKustomizationFile(path) && !isJsonnetFile(path)) {
 		return "", nil, false
 	}
 	p := filepath.Clean(path)

@@ -512,6 +512,15 @@ type KustomizationSpec struct {
 	// +optional
 	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
 
+	// Jsonnet passes external variables, top-level arguments and library
+	// folders to the evaluation of the .jsonnet files in path (Argo CD's
+	// directory.jsonnet). Those files are evaluated whether or not this
+	// field is set, when path holds no kustomization file; set with a
+	// path that has one, or with a path without .jsonnet files, the render
+	// fails. See docs/design/render-sandbox.md, "Jsonnet".
+	// +optional
+	Jsonnet *Jsonnet `json:"jsonnet,omitempty"`
+
 	// PostBuild substitutes variables in the rendered manifests.
 	// +optional
 	PostBuild *PostBuild `json:"postBuild,omitempty"`
@@ -787,6 +796,53 @@ type CommonMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Jsonnet is what the evaluation of a path's .jsonnet files takes, field
+// for field Argo CD's directory.jsonnet.
+type Jsonnet struct {
+	// ExtVars are the external variables, read with std.extVar(name).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	ExtVars []JsonnetVar `json:"extVars,omitempty"`
+
+	// TLAs are the top-level arguments: a file that evaluates to a
+	// function is called with them as named arguments.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	TLAs []JsonnetVar `json:"tlas,omitempty"`
+
+	// Libs are folders, relative to the source root, searched in order for
+	// an import not found beside the importing file (the jsonnet CLI's
+	// -J).
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.startsWith('/') && !l.contains('..'))",message="spec.jsonnet.libs must be folders inside the source: no leading '/' and no '..'"
+	Libs []string `json:"libs,omitempty"`
+}
+
+// JsonnetVar is an external variable or a top-level argument.
+type JsonnetVar struct {
+	// Name of the variable or argument.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Value is a string, or Jsonnet code when code is true.
+	// +required
+	// +kubebuilder:validation:MaxLength=65536
+	Value string `json:"value"`
+
+	// Code evaluates value as Jsonnet (std.extVar then returns what it
+	// evaluates to) instead of passing it as a string.
+	// +optional
+	Code bool `json:"code,omitempty"`
 }
 
 // PostBuild holds the variable substitution done after kustomize build.

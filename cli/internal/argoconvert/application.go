@@ -511,7 +511,7 @@ func (c *converter) appSource(a app, name string, src *fields, refs map[string]*
 		c.kustomizeOptions(kust, &ks.Spec)
 	}
 	if dir != nil {
-		c.directoryOptions(dir)
+		c.directoryOptions(dir, &ks.Spec)
 	}
 	objs = append(objs, ks)
 	src.done()
@@ -743,15 +743,35 @@ func kustomizeImage(s string) kustomizev1.Image {
 	return img
 }
 
-// directoryOptions notes what Plumb's folder build does differently.
-func (c *converter) directoryOptions(d *fields) {
+// directoryOptions converts directory.jsonnet, whose fields Plumb's
+// spec.jsonnet takes as they are, and notes what Plumb's folder build
+// does differently.
+func (c *converter) directoryOptions(d *fields, spec *kustomizev1.KustomizationSpec) {
 	if !d.boolean("recurse") {
 		c.n.addf("%s: Plumb reads the YAML of sub-folders too (Argo CD's recurse: true); move what must not be applied out of the path", d.at("recurse"))
 	}
 	d.skip("include", "Plumb applies every YAML file of the path; use the GitRepository's spec.ignore to leave files out")
 	d.skip("exclude", "Plumb applies every YAML file of the path; use the GitRepository's spec.ignore to leave files out")
-	d.skip("jsonnet", "Plumb does not render Jsonnet yet")
+	if j := d.obj("jsonnet"); j != nil {
+		js := &kustomizev1.Jsonnet{ExtVars: jsonnetVars(j.objs("extVars")), TLAs: jsonnetVars(j.objs("tlas")), Libs: j.strs("libs")}
+		// Empty, Argo CD's directory.jsonnet changes nothing, while a set
+		// spec.jsonnet insists that the path holds .jsonnet files.
+		if len(js.ExtVars)+len(js.TLAs)+len(js.Libs) > 0 {
+			spec.Jsonnet = js
+		}
+		j.done()
+	}
 	d.done()
+}
+
+// jsonnetVars converts directory.jsonnet's extVars or tlas.
+func jsonnetVars(items []*fields) []kustomizev1.JsonnetVar {
+	var vars []kustomizev1.JsonnetVar
+	for _, f := range items {
+		vars = append(vars, kustomizev1.JsonnetVar{Name: f.str("name"), Value: f.str("value"), Code: f.boolean("code")})
+		f.done()
+	}
+	return vars
 }
 
 // helmRelease converts a Helm source.

@@ -137,6 +137,51 @@ spec: {replicas: 3}
 	g.Expect(r.errOut).To(BeEmpty())
 }
 
+// TestBuildEvaluatesJsonnet: plumb build renders a Kustomization's
+// .jsonnet files with its spec.jsonnet, as render-controller does.
+func TestBuildEvaluatesJsonnet(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	g := NewWithT(t)
+	create(ctx, t, gitRepo(ns, "repo"))
+	ks := kustomization(ns, "web", "repo")
+	ks.Spec.Path = "app"
+	ks.Spec.Jsonnet = &kustomizev1.Jsonnet{
+		ExtVars: []kustomizev1.JsonnetVar{{Name: "region", Value: "eu-1"}},
+		TLAs:    []kustomizev1.JsonnetVar{{Name: "replicas", Value: "1 + 2", Code: true}},
+		Libs:    []string{"lib"},
+	}
+	create(ctx, t, ks)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"lib/labels.libsonnet": `{ app: "web" }`,
+		"app/web.jsonnet": `local labels = import "labels.libsonnet";
+function(replicas=1) [
+  {apiVersion: "v1", kind: "ConfigMap", metadata: {name: "settings", labels: labels}, data: {region: std.extVar("region")}},
+  {apiVersion: "apps/v1", kind: "Deployment", metadata: {name: "web", labels: labels},
+   spec: {replicas: replicas, selector: {matchLabels: labels}, template: {metadata: {labels: labels}, spec: {containers: [{name: "web", image: "ghcr.io/acme/web:1.0.0"}]}}}},
+]
+`,
+	})
+
+	r := plumb("build", "kustomization", "web", "-n", ns, "--path", dir)
+	g.Expect(r.code).To(Equal(ExitOK), r.String())
+	objs, err := object.DecodeManifests([]byte(r.out))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs).To(HaveLen(2))
+	byKind := map[string]map[string]any{}
+	for _, o := range objs {
+		byKind[o.GetKind()] = o.Object
+	}
+	g.Expect(byKind["ConfigMap"]["data"]).To(Equal(map[string]any{"region": "eu-1"}))
+	g.Expect(byKind["Deployment"]["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(3))
+
+	// A bad file fails as render-controller's render does.
+	writeTree(t, dir, map[string]string{"app/web.jsonnet": "local f(x) = f(x + 1); f(0)\n"})
+	r = plumb("build", "kustomization", "web", "-n", ns, "--path", dir)
+	g.Expect(r.code).NotTo(Equal(ExitOK), r.String())
+	g.Expect(r.errOut).To(ContainSubstring("evaluating app/web.jsonnet: RUNTIME ERROR: max stack frames exceeded."))
+}
+
 func TestBuildPacksLikeSourceController(t *testing.T) {
 	ctx, ns := newNamespace(t)
 	g := NewWithT(t)

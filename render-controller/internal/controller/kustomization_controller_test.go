@@ -184,6 +184,26 @@ func TestRenderScenarios(t *testing.T) {
 			want: []string{"name: app-prod", "region: eu-west-1", "tier: standard", "password: hunter2-secret",
 				"escaped: ${literal}", "override: secret"},
 		},
+		{
+			// Argo CD's jsonnet-guestbook-tla with spec.jsonnet, read from
+			// the object the API server stored; a YAML file beside it.
+			name: "jsonnet with top-level arguments and an external variable",
+			files: map[string]string{
+				"guestbook/guestbook-ui.jsonnet": jsonnetGuestbookTLA,
+				"guestbook/cm.jsonnet":           `{apiVersion: "v1", kind: "ConfigMap", metadata: {name: std.extVar("cm")}, data: {a: "b"}}`,
+				"guestbook/extra.yaml":           cm("extra", "a: b"),
+			},
+			spec: func(s *kustomizev1.KustomizationSpec) {
+				s.Path = "guestbook"
+				s.Jsonnet = &kustomizev1.Jsonnet{
+					ExtVars: []kustomizev1.JsonnetVar{{Name: "cm", Value: "from-jsonnet"}},
+					TLAs:    []kustomizev1.JsonnetVar{{Name: "name", Value: "tla-guestbook"}, {Name: "replicas", Value: "1 + 1", Code: true}},
+				}
+			},
+			objects: 4,
+			want:    []string{"name: tla-guestbook", "replicas: 2", "kind: Service", "name: from-jsonnet", "name: extra"},
+			notWant: []string{"jsonnet-guestbook-ui"},
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,6 +387,38 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 			},
 			wantReason: meta.LimitExceededReason,
 			wantMsg:    []string{"rendering did not finish within its time limit of 3s (--render-timeout); its render worker was stopped"},
+			wantEvent:  true,
+		},
+		{
+			name: "jsonnet that recurses without end",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"main.jsonnet": "local f(x) = f(x + 1);\nf(0)\n"})
+				return sources.serve("/bad/"+ns+"/recursion.tar.gz", rev, data, "")
+			},
+			wantReason: kustomizev1.BuildFailedReason,
+			wantMsg:    []string{"evaluating main.jsonnet: RUNTIME ERROR: max stack frames exceeded.", "main.jsonnet:1:"},
+			wantEvent:  true,
+		},
+		{
+			// 2^40 calls at most 41 deep: it would run for days in little
+			// memory; go-jsonnet takes no context, the worker is killed.
+			name: "jsonnet past its time limit",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"main.jsonnet": "local f(n) = if n == 0 then 0 else f(n - 1) + f(n - 1);\nf(40)\n"})
+				return sources.serve("/bad/"+ns+"/jsonnet-slow.tar.gz", rev, data, "")
+			},
+			wantReason: meta.LimitExceededReason,
+			wantMsg:    []string{"rendering did not finish within its time limit of 3s (--render-timeout); its render worker was stopped"},
+			wantEvent:  true,
+		},
+		{
+			name: "jsonnet with a huge std.range",
+			bad: func(t *testing.T, ns, rev string) *meta.Artifact {
+				data := packTree(t, map[string]string{"main.jsonnet": "std.range(1, 1000000000)\n"})
+				return sources.serve("/bad/"+ns+"/jsonnet-range.tar.gz", rev, data, "")
+			},
+			wantReason: meta.LimitExceededReason,
+			wantMsg:    []string{"rendering passed its memory limit of"},
 			wantEvent:  true,
 		},
 		{
@@ -731,3 +783,43 @@ func TestKustomizationsOfOneRevisionShareOneDownload(t *testing.T) {
 	})).To(Succeed())
 	g.Expect(written).To(BeEmpty(), "the shared tree holds the artifact's files and nothing else")
 }
+
+// jsonnetGuestbookTLA is Argo CD's example jsonnet-guestbook-tla
+// (pkg/render/testdata/jsonnet/argocd has it with its origin).
+const jsonnetGuestbookTLA = `function (
+    containerPort=80,
+    image="gcr.io/google-samples/gb-frontend:v5",
+    name="jsonnet-guestbook-ui",
+    replicas=1,
+    servicePort=80,
+    type="LoadBalancer"
+)
+    [
+    {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": { "name": name },
+        "spec": {
+            "ports": [ { "port": servicePort, "targetPort": containerPort } ],
+            "selector": { "app": name },
+            "type": type
+        }
+    },
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "revisionHistoryLimit": 3,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": {
+                    "containers": [ { "image": image, "name": name, "ports": [ { "containerPort": containerPort } ] } ]
+                }
+            }
+        }
+    }
+    ]
+`
