@@ -48,6 +48,7 @@ type renderOptions struct {
 	SourceCacheSize    int64
 	RenderWorkers      int
 	RenderWorkerMemory int64
+	PluginDir          string
 }
 
 // Chart limits: a large real chart (kube-prometheus-stack, dependencies
@@ -95,6 +96,8 @@ func (o *renderOptions) BindFlags(fs *pflag.FlagSet) {
 		"How many renders run at once, each in a worker process of its own with hard limits; the others wait for a free worker.")
 	fs.Int64Var(&o.RenderWorkerMemory, "render-worker-memory", renderworker.DefaultMemory,
 		"The memory one render worker may use, in bytes (its address space beyond what it maps once started); a render past it fails with LimitExceeded.")
+	fs.StringVar(&o.PluginDir, "plugin-dir", "",
+		"The folder of the config-management plugins' sockets, <name>.sock (docs/design/plugins.md); empty: no plugins.")
 	fs.Int64Var(&o.SourceCacheSize, "source-cache-size", sourcetree.DefaultMaxBytes,
 		"The extracted bytes of the source trees kept for Kustomizations to share (one per revision); trees in use are kept beyond it.")
 }
@@ -238,6 +241,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		RenderLimits:         renderOpts.RenderLimits,
 		Limits:               limits,
 		Renderer:             renderer,
+		PluginDir:            renderOpts.PluginDir,
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

@@ -108,6 +108,24 @@ func TestValidObjectsRoundTrip(t *testing.T) {
 				},
 			},
 		},
+		&kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Name: "plugin", Namespace: ns},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef:   kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+				Interval:    metav1.Duration{Duration: 5 * time.Minute},
+				Prune:       true,
+				DriftPolicy: kustomizev1.DriftPolicyCorrect,
+				Plugin: &kustomizev1.Plugin{
+					Name: "envsubst",
+					Env:  []kustomizev1.PluginEnv{{Name: "GREETING", Value: "hello"}},
+					Parameters: []kustomizev1.PluginParameter{
+						{Name: "s", String: new("x")},
+						{Name: "a", Array: []string{"x", "y"}},
+						{Name: "m", Map: map[string]string{"k": "v"}},
+					},
+				},
+			},
+		},
 		&notificationv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns},
 			Spec:       notificationv1.ProviderSpec{Type: "slack", Channel: "#ops", Address: "https://hooks.slack.com/services/x"},
@@ -233,6 +251,22 @@ kind: GitRepository
 metadata: {name: shortcommit}
 spec: {url: "https://example.com/repo.git", interval: 1m, ref: {commit: abc123}}`,
 			message: "spec.ref.commit in body should match",
+		},
+		{
+			name: "Kustomization with a plugin parameter of two types",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: pluginparam}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, plugin: {name: envsubst, parameters: [{name: a, string: x, array: [b]}]}}`,
+			message: "a plugin parameter is one of string, array and map",
+		},
+		{
+			name: "Kustomization with a plugin name that is not a DNS label",
+			manifest: `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: pluginname}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, plugin: {name: ../evil}}`,
+			message: "spec.plugin.name in body should match",
 		},
 		{
 			name: "Kustomization with a bad driftPolicy",
@@ -498,4 +532,20 @@ func missingFields(path string, want, got any) []string {
 		}
 		return nil
 	}
+}
+
+// TestAPluginFieldPlumbLacksIsRefused: Argo CD's plugin source has no
+// command (the plugin's own configuration has), and a manifest naming one
+// is refused under kubectl's strict field validation rather than quietly
+// dropped.
+func TestAPluginFieldPlumbLacksIsRefused(t *testing.T) {
+	ctx, ns := newNamespace(t)
+	obj := decode(t, `apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata: {name: pluginunknown}
+spec: {interval: 1m, prune: true, sourceRef: {kind: GitRepository, name: repo}, plugin: {name: envsubst, command: [sh]}}`, ns)
+	err := env.Client.Create(ctx, obj, strict)
+	g := NewWithT(t)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring(`unknown field "spec.plugin.command"`))
 }

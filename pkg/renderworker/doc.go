@@ -1,6 +1,8 @@
 // Package renderworker runs renders — kustomize builds (render.Build),
 // Helm chart renders (helmrender.Render) and source-controller's HelmChart
-// plans and packages (pkg/helmpackage) — in worker processes with hard
+// plans and packages (pkg/helmpackage), and renders by config-management
+// plugins (Plugin: the exchange with the plugin's socket, pkg/renderplugin,
+// and the parsing and checks of its YAML) — in worker processes with hard
 // limits, so that a hostile input costs its own render and nothing else.
 //
 // A render is the one place where a tenant's input runs as code: Go's

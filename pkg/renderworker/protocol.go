@@ -141,6 +141,8 @@ type request struct {
 	Helm         *helmrender.Options  `json:"helm,omitempty"`
 	ChartPlan    *chartPlanRequest    `json:"chartPlan,omitempty"`
 	ChartPackage *chartPackageRequest `json:"chartPackage,omitempty"`
+	// Plugin is a render by a config-management plugin (plugin.go).
+	Plugin *pluginRequest `json:"plugin,omitempty"`
 	// Timeout is what is left of the caller's deadline: the worker's own
 	// render stops there (the parent kills it there too), and its CPU
 	// limit for this render is as many seconds, rounded up.

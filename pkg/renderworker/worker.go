@@ -184,7 +184,7 @@ func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []
 		return &response{Error: &responseError{Reason: reasonLimit, Message: fmt.Sprintf("setting the render's CPU limit: %v", err)}}, nil
 	}
 	if kinds(req) != 1 {
-		return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request must name exactly one of a kustomization, a chart to render, to plan or to package"}}, nil
+		return &response{Error: &responseError{Reason: reasonBuild, Message: "a render request must name exactly one of a kustomization, a chart to render, to plan or to package, or a plugin render"}}, nil
 	}
 	switch {
 	case req.Kustomize != nil:
@@ -193,6 +193,8 @@ func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []
 		return helm(ctx, req.Helm, blob)
 	case req.ChartPlan != nil:
 		return chartPlan(ctx, req.ChartPlan, blob)
+	case req.Plugin != nil:
+		return pluginRender(ctx, req.Plugin)
 	default:
 		return w.chartPackage(ctx, req.ChartPackage, blob)
 	}
@@ -201,7 +203,7 @@ func (w *worker) handle(req *request, blob []byte) (resp *response, manifests []
 // kinds counts the kinds of work a request names.
 func kinds(req *request) int {
 	n := 0
-	for _, set := range []bool{req.Kustomize != nil, req.Helm != nil, req.ChartPlan != nil, req.ChartPackage != nil} {
+	for _, set := range []bool{req.Kustomize != nil, req.Helm != nil, req.ChartPlan != nil, req.ChartPackage != nil, req.Plugin != nil} {
 		if set {
 			n++
 		}

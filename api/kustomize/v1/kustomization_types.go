@@ -530,6 +530,11 @@ type KustomizationSpec struct {
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
 
+	// Plugin renders spec.path with a config-management plugin instead of
+	// kustomize (Argo CD's plugin source; docs/design/plugins.md).
+	// +optional
+	Plugin *Plugin `json:"plugin,omitempty"`
+
 	// HealthChecks lists further objects that must be healthy before the
 	// Kustomization is Ready, besides the ones it applies.
 	// +optional

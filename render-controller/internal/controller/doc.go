@@ -61,6 +61,14 @@
 //     DecryptionFailed (naming the file and the keys it is encrypted for),
 //     and a warning event with the message; decrypted values never appear
 //     in it.
+//     With spec.plugin the worker renders with that config-management
+//     plugin instead of kustomize (plugin.go, pkg/renderplugin,
+//     docs/design/plugins.md): this render's source tree alone goes to the
+//     plugin's socket in --plugin-dir, and its YAML comes back through the
+//     same limits, patches, images, checks and printing. A plugin's failure
+//     is BuildFailed with the end of its stderr, sanitised; past the
+//     deadline or the output limit, LimitExceeded; the kustomize-only
+//     fields beside spec.plugin, ValidationFailed.
 //  7. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
 //     pkg/artifact's Storage (atomic, content-addressed), served by this
 //     controller's own artifact server; set status.renderedArtifact with

@@ -87,6 +87,9 @@ type KustomizationReconciler struct {
 	// Renderer runs the builds in worker processes; nil is a pool of its
 	// own with pkg/renderworker's defaults (tests).
 	Renderer *renderworker.Pool
+	// PluginDir holds the config-management plugins' sockets
+	// (--plugin-dir, plugin.go); "" is no plugins.
+	PluginDir string
 
 	// trees is SourceTrees, or the cache SetupWithManager made in TmpDir.
 	trees *sourcetree.Cache
@@ -357,6 +360,9 @@ func (r *KustomizationReconciler) reconcileDownload(ctx context.Context, obj *ku
 func (r *KustomizationReconciler) reconcileBuild(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	res, err := runRender(ctx, r.renderKind, obj, st.key, defaulted(r.RenderTimeout, DefaultRenderTimeout),
 		obj.GetRetryInterval(), obj.Spec.Interval.Duration, func(ctx context.Context) (*render.Result, error) {
+			if obj.Spec.Plugin != nil {
+				return r.renderByPlugin(ctx, obj, st)
+			}
 			return r.pool.Kustomize(ctx, st.workDir, &obj.Spec, renderworker.KustomizeOptions{
 				Vars:               st.vars,
 				StrictSubstitution: r.StrictSubstitution,

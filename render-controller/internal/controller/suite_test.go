@@ -57,6 +57,9 @@ var (
 	sourceURL   string
 	// workRoot holds the reconciler's downloads and extracted trees.
 	workRoot string
+	// pluginDir holds the sockets of the plugins the tests start
+	// (plugin_test.go).
+	pluginDir string
 )
 
 // Limits of the reconciler under test: small, so the oversize cases stay
@@ -166,7 +169,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workRoot)
+	if pluginDir, err = os.MkdirTemp("", "plumb-plugins-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(pluginDir)
 	reconciler = &KustomizationReconciler{
+		PluginDir:            pluginDir,
 		TmpDir:               workRoot,
 		Client:               mgr.GetClient(),
 		Storage:              storage,
@@ -217,6 +226,7 @@ func run(m *testing.M) int {
 		cancel()
 		<-done
 	}()
+	defer stopPlugins()
 	code := m.Run()
 	if n := leakHits.Load(); n > 0 {
 		fmt.Fprintf(os.Stderr, "rendering reached the network: the leak server got %d requests\n", n)

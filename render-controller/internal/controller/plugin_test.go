@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+)
+
+// The plugins of these tests are the examples of pkg/renderplugin, built
+// from source once and started as processes on sockets in pluginDir, as
+// sidecars would be.
+var (
+	pluginBuild     sync.Once
+	pluginBinDir    string
+	pluginBuildErr  error
+	pluginStartOnce = map[string]*sync.Once{}
+	pluginMu        sync.Mutex
+	pluginProcs     []*exec.Cmd
+)
+
+// startPlugin starts the example plugin example (envsubst or command)
+// with args, answering as name, unless it runs already. Its TMPDIR is a
+// folder of its own, returned: what the plugin holds of the requests'
+// trees is there.
+func startPlugin(t *testing.T, example, name string, args ...string) string {
+	t.Helper()
+	g := NewWithT(t)
+	pluginBuild.Do(func() {
+		pluginBinDir, pluginBuildErr = os.MkdirTemp("", "plumb-plugin-bin-")
+		if pluginBuildErr != nil {
+			return
+		}
+		for _, ex := range []string{"envsubst", "command"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(pluginBinDir, ex), "plumb.dev/pkg/renderplugin/example/"+ex).CombinedOutput()
+			if err != nil {
+				pluginBuildErr = &buildError{string(out)}
+				return
+			}
+		}
+	})
+	g.Expect(pluginBuildErr).NotTo(HaveOccurred())
+	tmp := filepath.Join(pluginBinDir, name+"-tmp")
+	pluginMu.Lock()
+	once := pluginStartOnce[name]
+	if once == nil {
+		once = &sync.Once{}
+		pluginStartOnce[name] = once
+	}
+	pluginMu.Unlock()
+	once.Do(func() {
+		g.Expect(os.MkdirAll(tmp, 0o700)).To(Succeed())
+		cmd := exec.Command(filepath.Join(pluginBinDir, example), args...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		g.Expect(cmd.Start()).To(Succeed())
+		pluginMu.Lock()
+		pluginProcs = append(pluginProcs, cmd)
+		pluginMu.Unlock()
+	})
+	g.Eventually(func() error {
+		_, err := os.Stat(filepath.Join(pluginDir, name+".sock"))
+		return err
+	}, timeout, poll).Should(Succeed())
+	return tmp
+}
+
+type buildError struct{ out string }
+
+func (e *buildError) Error() string { return "building the example plugins: " + e.out }
+
+// stopPlugins stops the plugins the tests started and removes their
+// binaries; run calls it after the tests.
+func stopPlugins() {
+	pluginMu.Lock()
+	defer pluginMu.Unlock()
+	for _, cmd := range pluginProcs {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	if pluginBinDir != "" {
+		_ = os.RemoveAll(pluginBinDir)
+	}
+}
+
+func withPlugin(name string, env ...kustomizev1.PluginEnv) func(*kustomizev1.KustomizationSpec) {
+	return func(s *kustomizev1.KustomizationSpec) { s.Plugin = &kustomizev1.Plugin{Name: name, Env: env} }
+}
+
+// listPlugin answers with a ConfigMap listing every file the plugin holds
+// of the requests' trees (its TMPDIR), so a test sees what it was given.
+func listPlugin(t *testing.T) {
+	startPlugin(t, "command", "list", "--socket-dir", pluginDir, "--name", "list", "--generate",
+		`printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: files\ndata:\n'; cd "$TMPDIR" && find . -type f -name '*.txt' | sed 's|.*/||' | sort | sed 's/^\(.*\)$/  \1: seen/'`)
+}
+
+func TestAPluginRendersAKustomization(t *testing.T) {
+	ns := namespace(t)
+	startPlugin(t, "envsubst", "envsubst", "--socket", filepath.Join(pluginDir, "envsubst.sock"))
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "r1", map[string]string{"app/cm.yaml": cm("greeting", "text: ${GREETING}")})
+	kustomization(t, ns, "ks", "repo", func(s *kustomizev1.KustomizationSpec) {
+		s.Path = "app"
+		withPlugin("envsubst", kustomizev1.PluginEnv{Name: "GREETING", Value: "hello"})(s)
+	})
+	ks := waitRevision(t, ns, "ks", "main@sha1:r1")
+	body := download(t, ks.Status.RenderedArtifact)
+	g := NewWithT(t)
+	g.Expect(body).To(Equal("apiVersion: v1\ndata:\n  text: hello\nkind: ConfigMap\nmetadata:\n  name: greeting\n"))
+	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("rendered 1 objects"))
+}
+
+func TestAPluginSeesOnlyItsKustomizationsTree(t *testing.T) {
+	listPlugin(t)
+	nsA, nsB := namespace(t), namespace(t)
+	gitRepo(t, nsA, "repo", nil)
+	gitRepo(t, nsB, "repo", nil)
+	publishTree(t, nsA, "repo", "a1", map[string]string{"tenant-a.txt": "a", "cm.yaml": cm("x", "a: b")})
+	publishTree(t, nsB, "repo", "b1", map[string]string{"tenant-b.txt": "b", "cm.yaml": cm("x", "a: c")})
+	kustomization(t, nsB, "ks", "repo", withPlugin("list"))
+	waitRevision(t, nsB, "ks", "main@sha1:b1")
+	kustomization(t, nsA, "ks", "repo", withPlugin("list"))
+	ks := waitRevision(t, nsA, "ks", "main@sha1:a1")
+	body := download(t, ks.Status.RenderedArtifact)
+	g := NewWithT(t)
+	g.Expect(body).To(ContainSubstring("tenant-a.txt: seen"))
+	g.Expect(body).NotTo(ContainSubstring("tenant-b.txt"))
+}
+
+// A plugin that fails, hangs or floods its output fails the render with
+// Rendered=False and a message saying why, and the last good render stays
+// served.
+func TestAPluginsFailuresKeepTheLastGoodRender(t *testing.T) {
+	listPlugin(t)
+	startPlugin(t, "command", "fail", "--socket-dir", pluginDir, "--name", "fail", "--generate",
+		`printf 'working\n\033[31mboom: the template is broken\033[0m\n' >&2; exit 3`)
+	startPlugin(t, "command", "hang", "--socket-dir", pluginDir, "--name", "hang", "--generate", `sleep 600`)
+	startPlugin(t, "command", "flood", "--socket-dir", pluginDir, "--name", "flood", "--generate", `yes 'a: b' | head -c 1000000`)
+	tests := []struct {
+		plugin, reason string
+		want           []string
+	}{
+		{"fail", kustomizev1.BuildFailedReason, []string{"the plugin failed: sh: exit status 3: working boom: the template is broken"}},
+		{"hang", meta.LimitExceededReason, []string{"time limit"}},
+		{"flood", meta.LimitExceededReason, []string{"the plugin's output passes the limit of 65536 bytes", "--max-rendered-size"}},
+		{"absent", kustomizev1.BuildFailedReason, []string{`plugin "absent" does not answer`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.plugin, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t)
+			gitRepo(t, ns, "repo", nil)
+			publishTree(t, ns, "repo", "r1", map[string]string{"good.txt": "x"})
+			kustomization(t, ns, "ks", "repo", withPlugin("list"))
+			good := waitRevision(t, ns, "ks", "main@sha1:r1").Status.RenderedArtifact
+
+			ks := getKS(g, ns, "ks")
+			ks.Spec.Plugin.Name = tc.plugin
+			g.Expect(k8s.Update(context.Background(), ks)).To(Succeed())
+			ks = waitRendered(t, ns, "ks", metav1.ConditionFalse, tc.reason)
+			msg := renderedCondition(ks).Message
+			for _, w := range tc.want {
+				g.Expect(msg).To(ContainSubstring(w))
+			}
+			g.Expect(msg).NotTo(ContainSubstring("\033"))
+			g.Expect(ks.Status.RenderedArtifact).To(Equal(good))
+			g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("good.txt: seen"))
+		})
+	}
+}
+
+func TestAPluginRenderRefusesWhatKustomizeAloneReads(t *testing.T) {
+	listPlugin(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "r1", map[string]string{"good.txt": "x"})
+	kustomization(t, ns, "ks", "repo", func(s *kustomizev1.KustomizationSpec) {
+		withPlugin("list")(s)
+		s.TargetNamespace = "elsewhere"
+	})
+	ks := waitRendered(t, ns, "ks", metav1.ConditionFalse, kustomizev1.ValidationFailedReason)
+	g := NewWithT(t)
+	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("cannot take spec.targetNamespace"))
+	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+}
