@@ -379,6 +379,7 @@ func (r *Reconciler) prune(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		return reconcile.Failed(kustomizev1.PruneFailedReason, fmt.Errorf("pruning: %s", strings.Join(truncate(failed, 10), "; ")))
 	}
 	obj.Status.Inventory = inventory.New(st.render.objects)
+	obj.Status.ElementDetails = st.render.elements
 	return nil
 }
 
