@@ -11,6 +11,13 @@ import (
 // ObjectSetKind is the kind name of ObjectSet.
 const ObjectSetKind = "ObjectSet"
 
+// The labels sync-controller puts on every object of a set: which set
+// gave it (the UI lists a set's objects by them).
+const (
+	NameLabel      = "set.plumb.dev/name"
+	NamespaceLabel = "set.plumb.dev/namespace"
+)
+
 // Bounds of an ObjectSet's input, stated here so that the CRD's schema,
 // sync-controller and the docs say the same.
 const (

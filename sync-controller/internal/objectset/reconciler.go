@@ -45,8 +45,8 @@ import (
 // The labels every object of a set carries: which set gave it. prune
 // deletes only objects that still carry them.
 const (
-	NameLabel      = "set.plumb.dev/name"
-	NamespaceLabel = "set.plumb.dev/namespace"
+	NameLabel      = setv1.NameLabel
+	NamespaceLabel = setv1.NamespaceLabel
 )
 
 // FieldManager owns the fields of the objects a set applies, apart from
