@@ -275,7 +275,7 @@ function syncPicker(kind, ns, name, done) {
       const box = h('input', { type: 'checkbox', class: 'sync-pick', value: id, 'aria-label': 'Sync ' + id });
       box.checked = chosen.has(id);
       box.addEventListener('change', () => { if (box.checked) chosen.add(id); else chosen.delete(id); update(); });
-      return h('label', { class: 'inline pick' }, box, ' ', h('code', {}, id));
+      return h('label', { class: 'inline pick' }, box, h('code', {}, id));
     },
     // show says the outcome once status.lastHandledReconcileAt reaches
     // the request: the failure the Ready condition gives, or done.
