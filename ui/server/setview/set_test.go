@@ -3,17 +3,13 @@ package setview_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -24,6 +20,7 @@ import (
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/server"
+	"plumb.dev/ui/server/viewtest"
 )
 
 var env *testenv.Environment
@@ -32,51 +29,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env))
 }
 
-// token creates a ServiceAccount bound to a Role of rules in ns and
-// returns a real token of it, once the authorizer knows the binding.
-func token(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) string {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
-	for _, o := range []client.Object{sa, role, binding} {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	g.Expect(env.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
-	return tr.Status.Token
-}
-
-func signIn(b *browsertest.Browser, base, token string) {
-	b.Go(base+"/#/", "#token")
-	b.Type("#token", token)
-	b.Key("\r")
-	b.WaitVisible(".overview-list")
-}
-
 // startUI runs the UI server in token mode until the test ends.
 func startUI(t *testing.T, stream string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ui, err := server.New(ctx, server.Options{Listen: "127.0.0.1:0", Auth: server.AuthToken, InsecureCookies: true, Config: env.Config,
+	_, base := viewtest.Start(t, server.Options{Auth: server.AuthToken, InsecureCookies: true, Config: env.Config,
 		NATS: options.NATS{URL: env.NATSURL, Stream: stream}})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ui.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return strings.TrimSuffix(ui.URL(), "/")
+	return base
 }
 
 var hour = metav1.Duration{Duration: time.Hour}
@@ -115,14 +73,14 @@ func TestTheBrowserShowsAnObjectSetsElementsAndTheirObjects(t *testing.T) {
 			{Values: `{"env":"dev"}`, Objects: []string{"Kustomization/" + ns + "/app-dev"}},
 			{Values: `{"env":"prod"}`, Objects: []string{"Kustomization/" + ns + "/app-prod"}}}
 	})
-	viewer := token(t, ns, "viewer", []rbacv1.PolicyRule{
+	viewer := viewtest.Token(t, env.Client, ns, "viewer", []rbacv1.PolicyRule{
 		{APIGroups: []string{setv1.GroupVersion.Group}, Resources: []string{"objectsets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list"}},
 	})
 
 	base := startUI(t, "PLUMB_UI_SET")
 	b := browsertest.Start(t)
-	signIn(b, base, viewer)
+	viewtest.SignIn(b, base, viewer)
 	b.Go(base+"/#/?kind=ObjectSet&namespace="+ns, ".overview-list .vrow:not(.loading)")
 	b.Eventually("the overview lists the set", `document.querySelector('.overview-list').textContent.includes('fleet')`)
 	b.Go(base+"/#/k/objectset/"+ns+"/fleet", "#set-elements")
@@ -161,15 +119,15 @@ func TestTheBrowserSyncsOnlyTheTickedObject(t *testing.T) {
 	}
 	testenv.SetStatus(ctx, t, env.Client, ks, func(k *kustomizev1.Kustomization) { outOfSync(k, []string{c}, []string{a}) })
 	read := []rbacv1.PolicyRule{{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}}}
-	viewer := token(t, ns, "viewer", read)
-	ops := token(t, ns, "ops", append(read, rbacv1.PolicyRule{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"patch"}}))
+	viewer := viewtest.Token(t, env.Client, ns, "viewer", read)
+	ops := viewtest.Token(t, env.Client, ns, "ops", append(read, rbacv1.PolicyRule{APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"patch"}}))
 
 	base := startUI(t, "PLUMB_UI_PICK")
 	b := browsertest.Start(t)
 	app := base + "/#/k/kustomization/" + ns + "/app"
 
 	// The viewer may tick but not sync.
-	signIn(b, base, viewer)
+	viewtest.SignIn(b, base, viewer)
 	b.Go(app, "#act-sync-selected")
 	b.Eventually("both objects are offered", `document.querySelectorAll('#out-of-sync input.sync-pick').length === 2`)
 	b.Click(`#out-of-sync input.sync-pick[value="` + a + `"]`)
@@ -182,7 +140,7 @@ func TestTheBrowserSyncsOnlyTheTickedObject(t *testing.T) {
 
 	b.Click("#signout")
 	b.WaitVisible("#token")
-	signIn(b, base, ops)
+	viewtest.SignIn(b, base, ops)
 	b.Go(app, "#act-sync-selected")
 	b.Eventually("nothing is ticked yet", `document.querySelector('#act-sync-selected').disabled && document.querySelectorAll('#out-of-sync input.sync-pick').length === 2`)
 	b.Click(`#out-of-sync input.sync-pick[value="` + a + `"]`)
