@@ -54,6 +54,7 @@ const (
 	helm         = "helm.plumb.dev"
 	notification = "notification.plumb.dev"
 	image        = "image.plumb.dev"
+	set          = "set.plumb.dev"
 	coordination = "coordination.k8s.io"
 	eventsGroup  = "events.k8s.io"
 	apps         = "apps"

@@ -24,6 +24,7 @@ var uiNeeds = concat(
 	watchOf(image, "imagerepositories", "overview.Watch"),
 	watchOf(image, "imagepolicies", "overview.Watch"),
 	watchOf(image, "imageupdateautomations", "overview.Watch"),
+	watchOf(set, "objectsets", "overview.Watch"),
 )
 
 // uiDenied: the UI's own identity writes nothing and reads no Secret; a

@@ -300,6 +300,7 @@ type overviewPage struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
 		Suspended bool   `json:"suspended"`
+		Ready     string `json:"ready"`
 	} `json:"items"`
 }
 

@@ -11,6 +11,13 @@ import (
 // ObjectSetKind is the kind name of ObjectSet.
 const ObjectSetKind = "ObjectSet"
 
+// The labels sync-controller puts on every object of a set: which set
+// gave it (the UI lists a set's objects by them).
+const (
+	NameLabel      = "set.plumb.dev/name"
+	NamespaceLabel = "set.plumb.dev/namespace"
+)
+
 // Bounds of an ObjectSet's input, stated here so that the CRD's schema,
 // sync-controller and the docs say the same.
 const (
@@ -20,6 +27,14 @@ const (
 	MaxListElements = 1000
 	// MaxTemplateBytes bounds spec.template.
 	MaxTemplateBytes = 64 << 10
+
+	// MaxElementDetails bounds status.elementDetails: the status of a set
+	// of 1,000 elements stays far below what the API server stores.
+	MaxElementDetails = 100
+
+	// MaxElementValuesBytes bounds one element's values in
+	// status.elementDetails.
+	MaxElementValuesBytes = 256
 )
 
 // ObjectSetSpec says which elements to generate and what to render for
@@ -231,9 +246,32 @@ type ObjectSetStatus struct {
 	// +optional
 	Elements int `json:"elements,omitempty"`
 
+	// ElementDetails are the first MaxElementDetails elements of the last
+	// render that was applied and pruned in full: each element's values and
+	// the objects the template gave for it, so that a reader (the UI) can
+	// tell which object came from which element without rendering the
+	// template again.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	ElementDetails []ElementStatus `json:"elementDetails,omitempty"`
+
 	// Inventory lists the objects the set applied, as a Kustomization's.
 	// +optional
 	Inventory *kustomizev1.Inventory `json:"inventory,omitempty"`
+}
+
+// ElementStatus is one element of an applied render.
+type ElementStatus struct {
+	// Values are the element's values as compact JSON with sorted keys,
+	// cut at MaxElementValuesBytes (then ending in "…").
+	// +kubebuilder:validation:MaxLength=260
+	Values string `json:"values"`
+
+	// Objects are the objects the template gave for the element
+	// (Kind/namespace/name), at most the MaxDocuments an element may give.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Objects []string `json:"objects,omitempty"`
 }
 
 // ObjectSet renders a template of Plumb objects once per element of its

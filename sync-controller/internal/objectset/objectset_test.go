@@ -75,6 +75,10 @@ func TestListElementsBecomeObjectsAndARemovedOneIsPruned(t *testing.T) {
 	got := waitReady(t, g, set, "True", meta.SucceededReason)
 	g.Expect(got.Status.Elements).To(Equal(2))
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2))
+	g.Expect(got.Status.ElementDetails).To(Equal([]setv1.ElementStatus{
+		{Values: `{"name":"dev"}`, Objects: []string{"Kustomization/" + ns + "/app-dev"}},
+		{Values: `{"name":"prod"}`, Objects: []string{"Kustomization/" + ns + "/app-prod"}},
+	}), "each element with the object it gave, for the UI")
 	for _, n := range []string{"app-dev", "app-prod"} {
 		k := kustomization(ns, n)
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(k), k)).To(Succeed())
@@ -91,6 +95,8 @@ func TestListElementsBecomeObjectsAndARemovedOneIsPruned(t *testing.T) {
 	got = waitReady(t, g, set, "True", meta.SucceededReason)
 	g.Expect(got.Status.Elements).To(Equal(1))
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1))
+	g.Expect(got.Status.ElementDetails).To(Equal([]setv1.ElementStatus{
+		{Values: `{"name":"dev"}`, Objects: []string{"Kustomization/" + ns + "/app-dev"}}}))
 	gone(g, kustomization(ns, "app-prod"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kustomization(ns, "app-dev")), kustomization(ns, "app-dev"))).To(Succeed())
 	g.Expect(recorded.of(set, setv1.ObjectsPrunedReason)).To(ConsistOf(ContainSubstring("Kustomization/" + ns + "/app-prod")))
@@ -226,6 +232,10 @@ metadata:
 	})
 	got := waitReady(t, g, set, "False", setv1.GeneratorFailedReason)
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(2))
+	g.Expect(got.Status.ElementDetails).To(ConsistOf(
+		HaveField("Objects", Equal([]string{"ConfigMap/" + ns + "/dir-api"})),
+		HaveField("Objects", Equal([]string{"ConfigMap/" + ns + "/dir-web"}))),
+		"the elements of the last applied render stay while a generator fails")
 	for _, n := range []string{"api", "web"} {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dir-" + n}, &corev1.ConfigMap{})).To(Succeed())
 	}

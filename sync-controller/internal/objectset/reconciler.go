@@ -45,8 +45,8 @@ import (
 // The labels every object of a set carries: which set gave it. prune
 // deletes only objects that still carry them.
 const (
-	NameLabel      = "set.plumb.dev/name"
-	NamespaceLabel = "set.plumb.dev/namespace"
+	NameLabel      = setv1.NameLabel
+	NamespaceLabel = setv1.NamespaceLabel
 )
 
 // FieldManager owns the fields of the objects a set applies, apart from
@@ -379,6 +379,7 @@ func (r *Reconciler) prune(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		return reconcile.Failed(kustomizev1.PruneFailedReason, fmt.Errorf("pruning: %s", strings.Join(message.Names(failed, 10), "; ")))
 	}
 	obj.Status.Inventory = inventory.New(st.render.objects)
+	obj.Status.ElementDetails = st.render.elements
 	return nil
 }
 

@@ -2,12 +2,14 @@ package objectset
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -188,6 +190,9 @@ func foreignNamespace(v any, ns, at string) (string, string) {
 type rendered struct {
 	objects []*unstructured.Unstructured
 	text    bytes.Buffer
+	// elements are the first MaxElementDetails elements with the objects
+	// each gave, for status.elementDetails.
+	elements []setv1.ElementStatus
 }
 
 // renderAll renders every element and admits what it gives. An object
@@ -207,6 +212,11 @@ func renderAll(set *setv1.ObjectSet, els []Element, noCrossNamespace bool) (*ren
 		}
 		out.text.WriteString(text)
 		out.text.WriteString("\n---\n")
+		var detail *setv1.ElementStatus
+		if i < setv1.MaxElementDetails {
+			out.elements = append(out.elements, setv1.ElementStatus{Values: elementValues(el)})
+			detail = &out.elements[len(out.elements)-1]
+		}
 		for _, o := range objs {
 			if err := admit(set, o, noCrossNamespace); err != nil {
 				return nil, &refusedError{fmt.Errorf("element %d: %w", i, err)}
@@ -217,6 +227,9 @@ func renderAll(set *setv1.ObjectSet, els []Element, noCrossNamespace bool) (*ren
 			}
 			seen[id] = i
 			out.objects = append(out.objects, o)
+			if detail != nil {
+				detail.Objects = append(detail.Objects, id.String())
+			}
 			if len(out.objects) > MaxObjects {
 				return nil, fmt.Errorf("the template gives more than %d objects", MaxObjects)
 			}
@@ -230,3 +243,21 @@ func renderAll(set *setv1.ObjectSet, els []Element, noCrossNamespace bool) (*ren
 type refusedError struct{ error }
 
 func (e *refusedError) Unwrap() error { return e.error }
+
+// elementValues is an element as compact JSON (encoding/json sorts the
+// keys), cut at MaxElementValuesBytes on a character boundary: enough to
+// tell the elements apart in a status, never a whole pull request body.
+func elementValues(el Element) string {
+	b, err := json.Marshal(el)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if len(b) <= setv1.MaxElementValuesBytes {
+		return string(b)
+	}
+	cut := setv1.MaxElementValuesBytes
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]) + "…"
+}

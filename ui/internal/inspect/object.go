@@ -70,6 +70,9 @@ type objectPage struct {
 
 	// Image is for image-controller's kinds only (image.go).
 	Image *imageView `json:"image,omitempty"`
+
+	// Set is for an ObjectSet only (set.go).
+	Set *setView `json:"set,omitempty"`
 }
 
 // sourceSummary is one source of an object, as the user may read it.
@@ -136,6 +139,7 @@ func (h *handlers) object(r *request) (any, error) {
 	}
 	imagePage(ctx, r.client, r.obj, page)
 	usedBy(ctx, r.client, r.obj, r.kind.GVK.Kind, page)
+	setPage(ctx, r.client, r.obj, page)
 	switch o := r.obj.(type) {
 	case *sourcev1.HelmChart:
 		page.Sources = append(page.Sources, chartSource(ctx, r.client, o))

@@ -11,6 +11,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/health"
 	"plumb.dev/pkg/kinds"
@@ -109,6 +110,10 @@ func rowOf(obj client.Object) *Row {
 		r.Source = &Ref{Kind: o.GetChartSourceKind(), Namespace: ns, Name: name}
 		applied(r, o.Status.Conditions, o.Status.Inventory, o.Status.Drift, o.Status.Sync)
 		return r
+	case *setv1.ObjectSet:
+		// No revision or source: a set's elements come from its
+		// generators, which its page sums up.
+		return conditionsRow(setv1.ObjectSetKind, o, o.Status.Conditions, o.Spec.Suspend)
 	case *sourcev1.HelmChart:
 		r := conditionsRow(sourcev1.HelmChartKind, o, o.Status.Conditions, o.Spec.Suspend)
 		artifact(r, o.Status.Artifact)

@@ -14,6 +14,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/ui/internal/live"
 )
@@ -121,6 +122,23 @@ func TestAnOCIRepositoryRowIsASourceRow(t *testing.T) {
 	g.Expect(r.status).To(Equal(StatusSuspended))
 	g.Expect(r.Revision).To(Equal("1.2.0@sha256:abc"))
 	g.Expect(*r.LastSync).To(Equal(updated.UTC()))
+}
+
+// An ObjectSet is a row of its own: Ready and suspension, no revision,
+// source, health or drift.
+func TestAnObjectSetRowHasItsReadyAndNothingApplied(t *testing.T) {
+	g := NewWithT(t)
+	set := &setv1.ObjectSet{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "fleet"}}
+	set.Status.Conditions = []metav1.Condition{condition(meta.ReadyCondition, "False", setv1.TemplateFailedReason, "element 2: bad")}
+	r := rowOf(set)
+	g.Expect(r).NotTo(BeNil())
+	g.Expect(r.Kind).To(Equal("ObjectSet"))
+	g.Expect(r.Ready).To(Equal("False"))
+	g.Expect(r.Reason).To(Equal(setv1.TemplateFailedReason))
+	g.Expect(r.status).To(Equal(StatusNotReady))
+	g.Expect(r.Source).To(BeNil())
+	g.Expect(r.Health).To(BeNil())
+	g.Expect(r.Drift).To(BeNil())
 }
 
 // allowed is a viewer that may do anything, or list only in namespaces.

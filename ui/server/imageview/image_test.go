@@ -20,6 +20,7 @@ import (
 	"plumb.dev/pkg/testenv"
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/server"
+	"plumb.dev/ui/server/viewtest"
 )
 
 var env *testenv.Environment
@@ -82,17 +83,8 @@ func TestTheBrowserShowsAPolicysLatestImageAndAnAutomationsCommit(t *testing.T) 
 		Revision: "main@sha1:" + commit, Timestamp: pushed.Time, ReportingController: "image-controller",
 		Metadata: map[string]string{"commit": commit, "branch": "main", "images": "registry.test/web:1.4.2"}})
 
-	ui, err := server.New(ctx, server.Options{Listen: "127.0.0.1:0", Auth: server.AuthKubeconfig, Config: env.Config,
+	ui, _ := viewtest.Start(t, server.Options{Auth: server.AuthKubeconfig, Config: env.Config,
 		NATS: options.NATS{URL: env.NATSURL, Stream: stream}})
-	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- ui.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 
 	b := browsertest.Start(t)
 	b.Go(ui.LoginURL()+"&kind=ImagePolicy&namespace="+ns, ".overview-list .vrow:not(.loading)")

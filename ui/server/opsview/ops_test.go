@@ -3,13 +3,11 @@ package opsview_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,38 +23,13 @@ import (
 	"plumb.dev/ui/browsertest"
 	"plumb.dev/ui/internal/podtest"
 	"plumb.dev/ui/server"
+	"plumb.dev/ui/server/viewtest"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env))
-}
-
-// token creates a ServiceAccount bound to a Role of rules in ns and
-// returns a real token of it, once the authorizer knows the binding.
-func token(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) string {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
-	for _, o := range []client.Object{sa, role, binding} {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	g.Expect(env.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
-	return tr.Status.Token
-}
-
-func signIn(b *browsertest.Browser, base, token string) {
-	b.Go(base+"/#/", "#token")
-	b.Type("#token", token)
-	b.Key("\r")
-	b.WaitVisible(".overview-list")
 }
 
 func TestTheBrowserReadsAPodsLogAndActsOnWorkloadsWithTheUsersRights(t *testing.T) {
@@ -74,29 +47,19 @@ func TestTheBrowserReadsAPodsLogAndActsOnWorkloadsWithTheUsersRights(t *testing.
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: []string{"get", "list"}},
 	}
-	ops := token(t, ns, "ops", append(read,
+	ops := viewtest.Token(t, env.Client, ns, "ops", append(read,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"patch"}}))
-	viewer := token(t, ns, "viewer", read)
+	viewer := viewtest.Token(t, env.Client, ns, "viewer", read)
 
-	ui, err := server.New(ctx, server.Options{Listen: "127.0.0.1:0", Auth: server.AuthToken, InsecureCookies: true, Config: env.Config,
+	_, base := viewtest.Start(t, server.Options{Auth: server.AuthToken, InsecureCookies: true, Config: env.Config,
 		NATS: options.NATS{URL: env.NATSURL, Stream: "PLUMB_UI_OPS"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- ui.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	base := strings.TrimSuffix(ui.URL(), "/")
 	app := base + "/#/k/kustomization/" + ns + "/app"
 
 	b := browsertest.Start(t)
-	signIn(b, base, ops)
+	viewtest.SignIn(b, base, ops)
 	// The tree's Pod opens its log: the last lines of its container.
 	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container")
 	b.Eventually("the log shows the container's last lines",
@@ -135,7 +98,7 @@ func TestTheBrowserReadsAPodsLogAndActsOnWorkloadsWithTheUsersRights(t *testing.
 	// The viewer: the log and the actions are refused, and the page says so.
 	b.Click("#signout")
 	b.WaitVisible("#token")
-	signIn(b, base, viewer)
+	viewtest.SignIn(b, base, viewer)
 	b.Go(app+"/pod/"+ns+"/web-5d8f-x1", "#log-container")
 	b.Eventually("the log is not allowed", `document.querySelector('#log-state').textContent.startsWith('Reading this log is not allowed')`)
 	b.Click("#act-delete-pod")
@@ -180,20 +143,10 @@ func TestTheBrowserShowsAnOCIRepositoryAndWhatUsesIt(t *testing.T) {
 			Size: ptr.To[int64](48213), LastUpdateTime: now}
 	})
 
-	ui, err := server.New(ctx, server.Options{Listen: "127.0.0.1:0", Auth: server.AuthKubeconfig, Config: env.Config,
+	ui, base := viewtest.Start(t, server.Options{Auth: server.AuthKubeconfig, Config: env.Config,
 		NATS: options.NATS{URL: env.NATSURL, Stream: "PLUMB_UI_OCI"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- ui.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 	b := browsertest.Start(t)
 	b.Go(ui.LoginURL()+"&kind=OCIRepository&namespace="+ns, ".overview-list .vrow:not(.loading)")
-	base := strings.TrimSuffix(ui.URL(), "/")
 	b.Go(base+"/#/k/ocirepository/"+ns+"/manifests", ".artifact-revision")
 	b.Eventually("the artifact's revision", `document.querySelector('.artifact-revision').textContent.startsWith('1.4.2@sha256:4f1e8a9c')`)
 	b.Eventually("where it comes from and how it is verified", `(() => { const t = document.querySelector('#verification-facts').textContent;

@@ -91,7 +91,7 @@ export function shortRev(rev) {
 }
 
 const kindNames = { gitrepository: 'GitRepository', kustomization: 'Kustomization', helmrelease: 'HelmRelease', helmrepository: 'HelmRepository', helmchart: 'HelmChart', ocirepository: 'OCIRepository',
-  imagerepository: 'ImageRepository', imagepolicy: 'ImagePolicy', imageupdateautomation: 'ImageUpdateAutomation' };
+  imagerepository: 'ImageRepository', imagepolicy: 'ImagePolicy', imageupdateautomation: 'ImageUpdateAutomation', objectset: 'ObjectSet' };
 
 // kindName turns a route's lower-case kind back into the Kind.
 export function kindName(kind) {

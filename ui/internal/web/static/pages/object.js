@@ -3,15 +3,16 @@
 // objects, the last sync's hooks, its actions and its applied revisions
 // with the diff between any two and a Rollback button on each earlier one
 // (POST …/rollback, the user's own RBAC); for image-controller's kinds
-// what image.js adds.
+// what image.js adds; for an ObjectSet its generators and elements (set.js).
 
 import * as api from '../api.js';
-import { h, fill, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, podHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
+import { h, fill, announce, ago, clock, badge, readyWord, shortRev, objectHref, appliedHref, podHref, kindName, pageHeader, errorBox, debounce } from '../dom.js';
 import { actionBar } from './actions.js';
 import { objectTree } from './tree.js';
 import { changesTable } from './applied.js';
 import { imageSection } from './image.js';
 import { sourceSection } from './source.js';
+import { setSection } from './set.js';
 
 export function mount(main, { kind, namespace, name }) {
   const applies = ['kustomization', 'helmrelease'].includes(kind.toLowerCase());
@@ -27,6 +28,7 @@ export function mount(main, { kind, namespace, name }) {
   let alive = true;
 
   const actions = actionBar(kind, namespace, name, () => refetch());
+  const picker = syncPicker(kind, namespace, name, () => refetch());
   // A Pod opens its logs; anything else its live object against Git.
   const tree = applies ? objectTree((node) => {
     location.hash = node.kind === 'Pod' && !node.group ? podHref(kind, namespace, name, node.namespace, node.name) : appliedHref(kind, namespace, name, node.id);
@@ -34,6 +36,7 @@ export function mount(main, { kind, namespace, name }) {
   const q = api.query({ kind: kind.toLowerCase(), namespace, name });
   const image = imageSection(kind, namespace, name);
   const src = sourceSection(kind);
+  const set = setSection(kind);
 
   fill(main,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' / ', `${kindName(kind)} ${namespace}/${name}`),
@@ -47,6 +50,7 @@ export function mount(main, { kind, namespace, name }) {
       h('section', { 'aria-labelledby': 's-conditions' }, h('h2', { id: 's-conditions' }, 'Conditions'), conditions)),
     image && image.el,
     src && src.el,
+    set && set.el,
     tree && h('section', { 'aria-labelledby': 's-tree' }, h('h2', { id: 's-tree' }, 'Objects ', treeCount), tree.el),
     applies && h('section', { 'aria-labelledby': 's-hooks' }, h('h2', { id: 's-hooks' }, 'Hooks of the last sync'), hooks),
     applies && h('section', { 'aria-labelledby': 's-revisions' }, h('h2', { id: 's-revisions' }, 'Applied revisions'), revisions));
@@ -73,7 +77,10 @@ export function mount(main, { kind, namespace, name }) {
     // top, and Resume ends it.
     const rolledBack = (r.conditions || st.conditions || []).find((c) => c.type === 'RolledBack' && c.status === 'True');
     actions.update(suspended, r.syncPolicy === 'Manual', !!rolledBack);
-    fill(outOfSync, r.outOfSync ? outOfSyncBox(r.outOfSync) : null);
+    const manual = r.syncPolicy === 'Manual';
+    if (manual && r.outOfSync) picker.keep(r.outOfSync);
+    fill(outOfSync, r.outOfSync ? outOfSyncBox(r.outOfSync, manual ? picker : null) : null, manual && !r.outOfSync ? picker.result : null);
+    if (manual) picker.show(r);
     source = r.source || null;
     const sync = r.sync || {};
     const rev = r.revision || st.lastAppliedRevision || (st.artifact && st.artifact.revision) || '';
@@ -96,6 +103,7 @@ export function mount(main, { kind, namespace, name }) {
       : h('p', { class: 'muted' }, 'No conditions yet.'));
     if (image) image.show(r);
     if (src) src.show(r);
+    if (set) set.show(r);
     if (tree) {
       tree.setNodes(r.tree || []);
       treeCount.textContent = `(${countNodes(r.tree || [])})`;
@@ -205,15 +213,88 @@ export function mount(main, { kind, namespace, name }) {
 }
 
 // outOfSyncBox shows what a manual sync of the waiting render would do
-// (status.outOfSync: at most 20 names a list, with the whole counts).
-function outOfSyncBox(o) {
-  const list = (verb, n, names) => n ? h('li', {}, `${n} to ${verb}: `,
-    ...(names || []).flatMap((x, i) => [i ? ', ' : '', h('code', {}, x)]),
+// (status.outOfSync: at most 20 names a list, with the whole counts). With
+// picker, each object to create or change gets a box to tick for a
+// selective sync (objects to prune do not: a selective sync never prunes).
+function outOfSyncBox(o, picker) {
+  const item = (x, pickable) => pickable && picker ? picker.box(x) : h('code', {}, x);
+  const list = (verb, n, names, pickable) => n ? h('li', {}, `${n} to ${verb}: `,
+    ...(names || []).flatMap((x, i) => [i ? ', ' : '', item(x, pickable)]),
     n > (names || []).length ? ` and ${n - names.length} more` : '') : null;
   return h('section', { class: 'out-of-sync', 'aria-labelledby': 's-out-of-sync' },
     h('h2', { id: 's-out-of-sync' }, 'Out of sync'),
     h('p', {}, 'Revision ', h('code', { title: o.revision || '' }, shortRev(o.revision || '')), ' waits for a manual sync.'),
-    h('ul', {}, list('create', o.creates, o.create), list('change', o.changes, o.change), list('prune', o.prunes, o.prune)));
+    h('ul', {}, list('create', o.creates, o.create, true), list('change', o.changes, o.change, true), list('prune', o.prunes, o.prune, false)),
+    picker ? picker.el : null);
+}
+
+// syncPicker is the selective sync of a Manual Kustomization or
+// HelmRelease: the ticked objects (Kind/namespace/name, as status.outOfSync
+// names them) are shown, "Sync selected" sends them as the Sync button's
+// only (plumb.dev/sync-only, as `plumb sync --only` sets it), and once
+// the controller handled the request the result says what happened. The
+// ticks survive the page's refetches.
+function syncPicker(kind, ns, name, done) {
+  const chosen = new Set();
+  const preview = h('p', { id: 'sync-preview', class: 'muted' });
+  const button = h('button', { type: 'button', id: 'act-sync-selected' }, 'Sync selected');
+  const result = h('p', { id: 'sync-selected-result', class: 'action-result', 'aria-live': 'polite' });
+  let pending = null; // {token, only}: a selective sync asked for, not yet handled
+
+  function update() {
+    const only = [...chosen];
+    button.disabled = only.length === 0;
+    preview.textContent = only.length ? 'Will sync only: ' + only.join(', ') + '.' : 'Tick objects to sync only those (without hooks or prune).';
+  }
+  button.addEventListener('click', async () => {
+    const only = [...chosen].sort();
+    button.disabled = true;
+    result.className = 'action-result busy';
+    result.textContent = 'Syncing ' + only.join(', ') + '…';
+    try {
+      const r = await api.post(api.objectPath(kind, ns, name, '/sync'), { only });
+      pending = { token: r && r.requested, only };
+      result.className = 'action-result ok';
+      result.textContent = 'Sync of ' + only.join(', ') + ' requested';
+      chosen.clear();
+      done();
+    } catch (err) {
+      result.className = 'action-result failed';
+      result.textContent = err.status === 403 ? 'Sync: not allowed' : `Sync failed: ${err.message}`;
+    } finally {
+      update();
+      announce(result.textContent);
+    }
+  });
+  update();
+  const el = h('div', { class: 'sync-picker', role: 'group', 'aria-label': 'Selective sync' }, preview, button, result);
+  return {
+    el,
+    result,
+    box(id) {
+      const box = h('input', { type: 'checkbox', class: 'sync-pick', value: id, 'aria-label': 'Sync ' + id });
+      box.checked = chosen.has(id);
+      box.addEventListener('change', () => { if (box.checked) chosen.add(id); else chosen.delete(id); update(); });
+      return h('label', { class: 'inline pick' }, box, h('code', {}, id));
+    },
+    // show says the outcome once status.lastHandledReconcileAt reaches
+    // the request: the failure the Ready condition gives, or done.
+    show(r) {
+      const st = ((r.object || {}).status) || {};
+      if (!pending || !pending.token || st.lastHandledReconcileAt !== pending.token) return;
+      const failed = r.ready === 'False' && ['SyncFailed', 'ApplyFailed'].includes(r.reason);
+      result.className = 'action-result ' + (failed ? 'failed' : 'ok');
+      result.textContent = (failed ? 'Sync of ' + pending.only.join(', ') + ' failed: ' + r.message : 'Synced ' + pending.only.join(', '));
+      announce(result.textContent);
+      pending = null;
+    },
+    // keep drops ticks of objects no longer out of sync.
+    keep(o) {
+      const now = new Set([...(o.create || []), ...(o.change || [])]);
+      for (const id of [...chosen]) if (!now.has(id)) chosen.delete(id);
+      update();
+    },
+  };
 }
 
 function fact(term, ...value) {

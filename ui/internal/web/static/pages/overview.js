@@ -7,7 +7,7 @@ import { h, fill, ago, badge, readyWord, shortRev, objectHref, pageHeader, error
 import { VirtualList } from '../vlist.js';
 
 const pageSize = 200;
-const kinds = ['GitRepository', 'Kustomization', 'HelmRelease', 'ImagePolicy', 'ImageRepository', 'ImageUpdateAutomation'];
+const kinds = ['GitRepository', 'Kustomization', 'HelmRelease', 'ObjectSet', 'ImagePolicy', 'ImageRepository', 'ImageUpdateAutomation'];
 const statuses = ['Ready', 'NotReady', 'Progressing', 'Suspended'];
 
 export function mount(main, { params }) {
