@@ -326,6 +326,12 @@ type PullRequestGitea struct {
 	// "Authorization: token"; anonymous when unset.
 	// +optional
 	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+
+	// Labels keep the pull requests that carry every one of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=100
+	Labels []string `json:"labels,omitempty"`
 }
 
 // SecretKeyRef is a key of a Secret in the set's namespace.

@@ -78,7 +78,7 @@ func (g *generators) repository(ctx context.Context, set *setv1.ObjectSet, gen *
 		ref = h.TokenRef
 	case gen.Gitea != nil:
 		h := gen.Gitea
-		repo = pullrequest.Repository{Host: pullrequest.Gitea, API: h.API, Owner: h.Owner, Repo: h.Repo}
+		repo = pullrequest.Repository{Host: pullrequest.Gitea, API: h.API, Owner: h.Owner, Repo: h.Repo, Labels: h.Labels}
 		ref = h.TokenRef
 	default:
 		return repo, reconcile.Stalled(meta.InvalidSpecReason, errors.New("pullRequests sets none of github, gitlab and gitea"))

@@ -65,7 +65,7 @@ func TestEachHostIsListedAcrossPagesWithItsOwnAuthHeader(t *testing.T) {
 			"/api/v4/projects/acme%2Fshop/merge_requests?labels=preview&page=1&per_page=100&state=opened",
 			"/api/v4/projects/acme%2Fshop/merge_requests?labels=preview&page=2&per_page=100&state=opened",
 		}},
-		{kind: pullrequest.Gitea, want: []string{
+		{kind: pullrequest.Gitea, label: true, want: []string{
 			"/api/v1/repos/acme/shop/pulls?limit=50&page=1&state=open",
 			"/api/v1/repos/acme/shop/pulls?limit=50&page=2&state=open",
 			"/api/v1/repos/acme/shop/pulls?limit=50&page=3&state=open",
