@@ -54,6 +54,7 @@ const (
 	helm         = "helm.plumb.dev"
 	notification = "notification.plumb.dev"
 	image        = "image.plumb.dev"
+	set          = "set.plumb.dev"
 	coordination = "coordination.k8s.io"
 	eventsGroup  = "events.k8s.io"
 	apps         = "apps"
@@ -189,6 +190,9 @@ var needed = map[string][]call{
 			{group: image, resource: "imagerepositories", verb: "list", namespace: tenant, why: "receiver.resolve"},
 			{group: image, resource: "imagepolicies", verb: "get", namespace: tenant, why: "dispatch.labels"},
 			{group: image, resource: "imageupdateautomations", verb: "get", namespace: tenant, why: "dispatch.labels"},
+			{group: set, resource: "objectsets", verb: "patch", namespace: tenant, why: "receiver.requestReconcile: a pull_request event re-lists at once"},
+			{group: set, resource: "objectsets", verb: "list", namespace: tenant, why: "receiver.resolve"},
+			{group: set, resource: "objectsets", verb: "get", namespace: tenant, why: "dispatch.labels"},
 		},
 		everyController(),
 	),
