@@ -104,14 +104,14 @@ func (g *generators) token(ctx context.Context, namespace string, ref *setv1.Sec
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok {
-		return "", fmt.Errorf("Secret %s has no key %q", key, ref.Key)
+		return "", fmt.Errorf("key %q missing from Secret %s", ref.Key, key)
 	}
 	if len(v) > maxTokenBytes {
-		return "", fmt.Errorf("Secret %s, key %q: the token is longer than %d bytes", key, ref.Key, maxTokenBytes)
+		return "", fmt.Errorf("the token in Secret %s, key %q, is longer than %d bytes", key, ref.Key, maxTokenBytes)
 	}
 	t := strings.TrimSpace(string(v))
 	if t == "" || strings.ContainsAny(t, "\r\n\x00") {
-		return "", fmt.Errorf("Secret %s, key %q: the token is empty or spans lines", key, ref.Key)
+		return "", fmt.Errorf("the token in Secret %s, key %q, is empty or spans lines", key, ref.Key)
 	}
 	return t, nil
 }

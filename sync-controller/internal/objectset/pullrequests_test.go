@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -267,4 +268,62 @@ func readyOf(set *setv1.ObjectSet) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+// A set with a pullRequests generator comes back after the shortest of
+// spec.interval and the generators' requeueAfterSeconds (30 minutes by
+// default); a failure keeps its own retry, and a set without one its
+// interval.
+func TestPullRequestGeneratorsBringTheSetBackSooner(t *testing.T) {
+	g := NewWithT(t)
+	gen := func(secs *int64) setv1.Generator {
+		return setv1.Generator{PullRequests: &setv1.PullRequestGenerator{GitHub: &setv1.PullRequestGitHub{Owner: "o", Repo: "r"}, RequeueAfterSeconds: secs}}
+	}
+	withInterval := func(d time.Duration, gens ...setv1.Generator) *setv1.ObjectSet {
+		s := newSet("ns", "s", "x", gens...)
+		s.Spec.Interval = metav1.Duration{Duration: d}
+		return s
+	}
+	within := func(d time.Duration) OmegaMatcher {
+		return And(BeNumerically(">=", d-d/10), BeNumerically("<=", d+d/10))
+	}
+	hour := ctrl.Result{RequeueAfter: time.Hour}
+
+	res, err := pollPullRequests(withInterval(time.Hour, gen(ptr.To[int64](60))), hour, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(within(time.Minute))
+
+	res, _ = pollPullRequests(withInterval(time.Hour, gen(nil)), hour, nil)
+	g.Expect(res.RequeueAfter).To(within(30 * time.Minute))
+
+	res, _ = pollPullRequests(withInterval(time.Hour, setv1.Generator{Matrix: &setv1.MatrixGenerator{Generators: []setv1.ChildGenerator{
+		{List: listOf("a")}, {PullRequests: gen(ptr.To[int64](120)).PullRequests},
+	}}}, gen(ptr.To[int64](600))), hour, nil)
+	g.Expect(res.RequeueAfter).To(within(2*time.Minute), "a matrix child counts too")
+
+	res, _ = pollPullRequests(withInterval(10*time.Minute, gen(nil)), ctrl.Result{RequeueAfter: 10 * time.Minute}, nil)
+	g.Expect(res.RequeueAfter).To(Equal(10*time.Minute), "the interval is sooner")
+
+	res, _ = pollPullRequests(withInterval(time.Hour, setv1.Generator{List: listOf("a")}), hour, nil)
+	g.Expect(res.RequeueAfter).To(Equal(time.Hour))
+
+	failed := fmt.Errorf("listing failed")
+	res, err = pollPullRequests(withInterval(time.Hour, gen(ptr.To[int64](60))), ctrl.Result{}, failed)
+	g.Expect(err).To(Equal(failed))
+	g.Expect(res).To(Equal(ctrl.Result{}))
+}
+
+// branch_slug is a DNS label's worth of the branch, as Argo CD's.
+func TestBranchSlugs(t *testing.T) {
+	g := NewWithT(t)
+	for in, want := range map[string]string{
+		"feature/Login_Page":      "feature-login-page",
+		"--fix--":                 "fix",
+		"release/v1.2":            "release-v1-2",
+		"ünïcode":                 "n-code",
+		strings.Repeat("ab-", 30): "ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab-ab",
+		"main":                    "main",
+	} {
+		g.Expect(slug(in)).To(Equal(want), in)
+	}
 }
