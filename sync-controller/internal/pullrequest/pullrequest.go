@@ -191,23 +191,7 @@ func (l *listing) github(ctx context.Context) ([]PullRequest, error) {
 	next := l.endpoint("/repos/"+url.PathEscape(l.repo.Owner)+"/"+url.PathEscape(l.repo.Repo)+"/pulls",
 		url.Values{"state": {"open"}, "per_page": {"100"}})
 	for next != "" {
-		var page []struct {
-			Number int64  `json:"number"`
-			Title  string `json:"title"`
-			User   struct {
-				Login string `json:"login"`
-			} `json:"user"`
-			Head struct {
-				Ref string `json:"ref"`
-				SHA string `json:"sha"`
-			} `json:"head"`
-			Base struct {
-				Ref string `json:"ref"`
-			} `json:"base"`
-			Labels []struct {
-				Name string `json:"name"`
-			} `json:"labels"`
-		}
+		var page []githubPull
 		h, err := l.get(ctx, next, func(r *http.Request) {
 			r.Header.Set("Accept", "application/vnd.github+json")
 			r.Header.Set("X-GitHub-Api-Version", "2022-11-28")
@@ -219,12 +203,7 @@ func (l *listing) github(ctx context.Context) ([]PullRequest, error) {
 			return nil, err
 		}
 		for _, p := range page {
-			labels := make([]string, 0, len(p.Labels))
-			for _, lb := range p.Labels {
-				labels = append(labels, lb.Name)
-			}
-			if err := l.keep(PullRequest{Number: p.Number, Title: p.Title, Branch: p.Head.Ref, TargetBranch: p.Base.Ref,
-				HeadSHA: p.Head.SHA, Author: p.User.Login, Labels: labels}); err != nil {
+			if err := l.keep(p.pullRequest()); err != nil {
 				return nil, err
 			}
 		}
@@ -233,6 +212,35 @@ func (l *listing) github(ctx context.Context) ([]PullRequest, error) {
 		}
 	}
 	return l.out, nil
+}
+
+// githubPull is the part of a pull request that GitHub and Gitea (whose
+// API follows GitHub's) answer that a generator reads.
+type githubPull struct {
+	Number int64  `json:"number"`
+	Title  string `json:"title"`
+	User   struct {
+		Login string `json:"login"`
+	} `json:"user"`
+	Head struct {
+		Ref string `json:"ref"`
+		SHA string `json:"sha"`
+	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
+	Labels []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
+}
+
+func (p githubPull) pullRequest() PullRequest {
+	labels := make([]string, 0, len(p.Labels))
+	for _, lb := range p.Labels {
+		labels = append(labels, lb.Name)
+	}
+	return PullRequest{Number: p.Number, Title: p.Title, Branch: p.Head.Ref, TargetBranch: p.Base.Ref,
+		HeadSHA: p.Head.SHA, Author: p.User.Login, Labels: labels}
 }
 
 // gitlab reads /api/v4/projects/{id}/merge_requests?state=…, following
@@ -292,23 +300,7 @@ func (l *listing) gitea(ctx context.Context) ([]PullRequest, error) {
 	path := "/api/v1/repos/" + url.PathEscape(l.repo.Owner) + "/" + url.PathEscape(l.repo.Repo) + "/pulls"
 	for n := 1; ; n++ {
 		q.Set("page", strconv.Itoa(n))
-		var page []struct {
-			Number int64  `json:"number"`
-			Title  string `json:"title"`
-			User   struct {
-				Login string `json:"login"`
-			} `json:"user"`
-			Head struct {
-				Ref string `json:"ref"`
-				SHA string `json:"sha"`
-			} `json:"head"`
-			Base struct {
-				Ref string `json:"ref"`
-			} `json:"base"`
-			Labels []struct {
-				Name string `json:"name"`
-			} `json:"labels"`
-		}
+		var page []githubPull
 		if _, err := l.get(ctx, l.endpoint(path, q), func(r *http.Request) {
 			if l.repo.Token != "" {
 				r.Header.Set("Authorization", "token "+l.repo.Token)
@@ -320,12 +312,7 @@ func (l *listing) gitea(ctx context.Context) ([]PullRequest, error) {
 			return l.out, nil
 		}
 		for _, p := range page {
-			labels := make([]string, 0, len(p.Labels))
-			for _, lb := range p.Labels {
-				labels = append(labels, lb.Name)
-			}
-			if err := l.keep(PullRequest{Number: p.Number, Title: p.Title, Branch: p.Head.Ref, TargetBranch: p.Base.Ref,
-				HeadSHA: p.Head.SHA, Author: p.User.Login, Labels: labels}); err != nil {
+			if err := l.keep(p.pullRequest()); err != nil {
 				return nil, err
 			}
 		}
