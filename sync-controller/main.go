@@ -22,11 +22,13 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
 	"plumb.dev/sync-controller/internal/fight"
 	"plumb.dev/sync-controller/internal/objectset"
+	"plumb.dev/sync-controller/internal/pullrequest"
 	"plumb.dev/sync-controller/internal/target"
 )
 
@@ -42,6 +44,9 @@ type syncOptions struct {
 	RemoteClusterProxyFromEnvironment bool
 	PruneGuard                        controller.PruneGuard
 	Fight                             fight.Options
+	// AllowedNetworks are the loopback and private networks the pull
+	// request APIs of ObjectSets may be on.
+	AllowedNetworks []string
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -57,9 +62,14 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"Let the spec.kubeConfig of a Kustomization or HelmRelease name an API server on a loopback address (sync-controller's own pod in a cluster; for tests and single-machine setups).")
 	fs.BoolVar(&o.RemoteClusterProxyFromEnvironment, "remote-cluster-proxy-from-environment", false,
 		"Send the requests to a spec.kubeConfig's API server through the proxy that HTTPS_PROXY and NO_PROXY name; off, they go straight to the server, where the address policy judges them.")
+	fs.StringSliceVar(&o.AllowedNetworks, allowedNetworksFlag, nil,
+		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that the Git host APIs of ObjectSets' pullRequests generators may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
 	o.PruneGuard.BindFlags(fs)
 	o.Fight.BindFlags(fs)
 }
+
+// allowedNetworksFlag is source-controller's flag of the same meaning.
+const allowedNetworksFlag = "allowed-private-networks"
 
 func main() {
 	var (
@@ -84,6 +94,10 @@ func main() {
 func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, refOpts options.Reconcile) error {
 	if err := refOpts.Validate(); err != nil {
 		return err
+	}
+	allowed, err := netguard.ParseNetworks(syncOpts.AllowedNetworks)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", allowedNetworksFlag, err)
 	}
 	app.SetupLogger(mgrOpts)
 	log := ctrl.Log.WithName(controller.ControllerName)
@@ -172,6 +186,8 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		DefaultServiceAccount: syncOpts.DefaultServiceAccount,
 		NoCrossNamespaceRefs:  refOpts.NoCrossNamespaceRefs,
 		Guard:                 syncOpts.PruneGuard.HoldsShare,
+		PullRequests: pullrequest.New(netguard.Policy{Allowed: allowed, LoopbackFlag: "--" + allowedNetworksFlag, PrivateFlag: "--" + allowedNetworksFlag},
+			pullrequest.DefaultLimits, nil),
 	}
 	if err := sets.SetupWithManager(mgr, ctrlcontroller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {
 		return err

@@ -15,7 +15,7 @@ type CrossNamespaceObjectReference struct {
 
 	// Kind of the referent.
 	// +required
-	// +kubebuilder:validation:Enum=GitRepository;HelmRepository;HelmChart;OCIRepository;Bucket;Kustomization;HelmRelease;Receiver;Alert;Provider;ImageRepository;ImagePolicy;ImageUpdateAutomation
+	// +kubebuilder:validation:Enum=GitRepository;HelmRepository;HelmChart;OCIRepository;Bucket;Kustomization;HelmRelease;Receiver;Alert;Provider;ImageRepository;ImagePolicy;ImageUpdateAutomation;ObjectSet
 	Kind string `json:"kind"`
 
 	// Name of the referent; "*" matches every name, and a name may contain

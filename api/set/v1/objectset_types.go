@@ -76,7 +76,7 @@ type ObjectSetSpec struct {
 }
 
 // Generator is one source of elements: exactly one of its fields is set.
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.git), has(self.clusters), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="a generator sets exactly one of list, git, clusters, matrix and merge"
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.git), has(self.clusters), has(self.pullRequests), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="a generator sets exactly one of list, git, clusters, pullRequests, matrix and merge"
 type Generator struct {
 	// List gives its elements as written.
 	// +optional
@@ -92,6 +92,11 @@ type Generator struct {
 	// +optional
 	Clusters *ClustersGenerator `json:"clusters,omitempty"`
 
+	// PullRequests gives an element per open pull request of a GitHub,
+	// GitLab or Gitea repository (Argo CD's pullRequest generator).
+	// +optional
+	PullRequests *PullRequestGenerator `json:"pullRequests,omitempty"`
+
 	// Matrix gives the cartesian product of two generators' elements.
 	// +optional
 	Matrix *MatrixGenerator `json:"matrix,omitempty"`
@@ -103,8 +108,8 @@ type Generator struct {
 }
 
 // ChildGenerator is a generator inside a matrix or merge: exactly one of
-// list, git and clusters (a matrix or merge does not nest).
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.git), has(self.clusters)].filter(x, x).size() == 1",message="a matrix or merge child sets exactly one of list, git and clusters"
+// list, git, clusters and pullRequests (a matrix or merge does not nest).
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.git), has(self.clusters), has(self.pullRequests)].filter(x, x).size() == 1",message="a matrix or merge child sets exactly one of list, git, clusters and pullRequests"
 type ChildGenerator struct {
 	// List gives its elements as written.
 	// +optional
@@ -119,6 +124,10 @@ type ChildGenerator struct {
 	// matches.
 	// +optional
 	Clusters *ClustersGenerator `json:"clusters,omitempty"`
+
+	// PullRequests gives an element per open pull request.
+	// +optional
+	PullRequests *PullRequestGenerator `json:"pullRequests,omitempty"`
 }
 
 // ListGenerator gives the elements written in it.
@@ -199,6 +208,175 @@ type ClustersGenerator struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
 	Values map[string]string `json:"values,omitempty"`
+}
+
+// DefaultPullRequestRequeueAfterSeconds is how often a pullRequests
+// generator asks its Git host again when requeueAfterSeconds is unset
+// (Argo CD's default).
+const DefaultPullRequestRequeueAfterSeconds = 1800
+
+// PullRequestGenerator gives an element per open pull request of one
+// repository (Argo CD's pullRequest generator): exactly one of github,
+// gitlab and gitea.
+// +kubebuilder:validation:XValidation:rule="[has(self.github), has(self.gitlab), has(self.gitea)].filter(x, x).size() == 1",message="a pullRequests generator sets exactly one of github, gitlab and gitea"
+type PullRequestGenerator struct {
+	// GitHub lists the pull requests of a GitHub or GitHub Enterprise
+	// repository.
+	// +optional
+	GitHub *PullRequestGitHub `json:"github,omitempty"`
+
+	// GitLab lists the merge requests of a GitLab project.
+	// +optional
+	GitLab *PullRequestGitLab `json:"gitlab,omitempty"`
+
+	// Gitea lists the pull requests of a Gitea (or Forgejo) repository.
+	// +optional
+	Gitea *PullRequestGitea `json:"gitea,omitempty"`
+
+	// Filters keep the pull requests that match at least one filter (all
+	// when there are none).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Filters []PullRequestFilter `json:"filters,omitempty"`
+
+	// RequeueAfterSeconds is how often the set is evaluated again for
+	// this generator, when it is sooner than spec.interval; 1800 when
+	// unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=10
+	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+}
+
+// PullRequestGitHub is a GitHub repository.
+type PullRequestGitHub struct {
+	// Owner is the user or organization owning the repository.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9_.-]+$"
+	Owner string `json:"owner"`
+
+	// Repo is the repository's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9_.-]+$"
+	Repo string `json:"repo"`
+
+	// API is the REST API's base URL: https://api.github.com when unset,
+	// https://HOST/api/v3 for GitHub Enterprise.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern="^https?://"
+	API string `json:"api,omitempty"`
+
+	// TokenRef is the Secret key holding a token, sent as
+	// "Authorization: Bearer"; anonymous when unset.
+	// +optional
+	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+
+	// Labels keep the pull requests that carry every one of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=100
+	Labels []string `json:"labels,omitempty"`
+}
+
+// PullRequestGitLab is a GitLab project.
+type PullRequestGitLab struct {
+	// Project is the project's ID or its path (group/project).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Project string `json:"project"`
+
+	// API is the GitLab server's URL: https://gitlab.com when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern="^https?://"
+	API string `json:"api,omitempty"`
+
+	// TokenRef is the Secret key holding a token, sent as PRIVATE-TOKEN;
+	// anonymous when unset.
+	// +optional
+	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+
+	// Labels keep the merge requests that carry every one of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=100
+	Labels []string `json:"labels,omitempty"`
+
+	// PullRequestState is the state of the merge requests listed.
+	// +optional
+	// +kubebuilder:default=opened
+	// +kubebuilder:validation:Enum=opened;closed;merged;locked
+	PullRequestState string `json:"pullRequestState,omitempty"`
+}
+
+// PullRequestGitea is a Gitea repository.
+type PullRequestGitea struct {
+	// Owner is the user or organization owning the repository.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9_.-]+$"
+	Owner string `json:"owner"`
+
+	// Repo is the repository's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9_.-]+$"
+	Repo string `json:"repo"`
+
+	// API is the Gitea server's URL.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern="^https?://"
+	API string `json:"api"`
+
+	// TokenRef is the Secret key holding a token, sent as
+	// "Authorization: token"; anonymous when unset.
+	// +optional
+	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+
+	// Labels keep the pull requests that carry every one of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=100
+	Labels []string `json:"labels,omitempty"`
+}
+
+// SecretKeyRef is a key of a Secret in the set's namespace.
+type SecretKeyRef struct {
+	// SecretName is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+
+	// Key is the key of the Secret's data that holds the token.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// PullRequestFilter keeps the pull requests whose branches match its
+// regular expressions (Go's RE2 syntax), both when both are set.
+type PullRequestFilter struct {
+	// BranchMatch is matched against the pull request's head branch.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	BranchMatch string `json:"branchMatch,omitempty"`
+
+	// TargetBranchMatch is matched against the branch it would merge
+	// into.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	TargetBranchMatch string `json:"targetBranchMatch,omitempty"`
 }
 
 // MatrixGenerator is the cartesian product of two generators.

@@ -10,6 +10,12 @@ const (
 	// a Secret list refused, more elements than the set allows). Nothing
 	// is applied or pruned: the objects of the last evaluation stay.
 	GeneratorFailedReason = "GeneratorFailed"
+	// PullRequestListFailedReason: a pullRequests generator could not
+	// list its repository's pull requests (the host's error answer, an
+	// answer over a bound, a refused address, the token's Secret
+	// missing). Retried; nothing is applied or pruned: the objects of the
+	// pull requests last listed stay.
+	PullRequestListFailedReason = "PullRequestListFailed"
 	// TemplateFailedReason: the template could not be parsed or executed
 	// for an element, or what it gave is no YAML of objects, or is over a
 	// bound. Nothing is applied or pruned.

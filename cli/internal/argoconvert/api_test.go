@@ -131,7 +131,7 @@ func sampleElements(t *testing.T, gen map[string]any) []map[string]any {
 				"values":   values,
 			}}
 		case "pullRequests":
-			onlyKeys(t, "pullRequests", spec, "github", "gitlab", "gitea", "filters", "requeueAfter")
+			onlyKeys(t, "pullRequests", spec, "github", "gitlab", "gitea", "filters", "requeueAfterSeconds")
 			hosts := 0
 			for _, h := range []string{"github", "gitlab", "gitea"} {
 				if m, ok := spec[h].(map[string]any); ok {
@@ -142,16 +142,18 @@ func sampleElements(t *testing.T, gen map[string]any) []map[string]any {
 			if hosts != 1 {
 				t.Errorf("pullRequests: want one Git host, got %d", hosts)
 			}
-			if r, ok := spec["requeueAfter"].(string); ok {
-				if _, err := time.ParseDuration(r); err != nil {
-					t.Errorf("pullRequests.requeueAfter: %v", err)
+			if r, ok := spec["requeueAfterSeconds"]; ok {
+				switch r.(type) {
+				case int64, float64:
+				default:
+					t.Errorf("pullRequests.requeueAfterSeconds: want a number, got %v", r)
 				}
 			}
 			for _, f := range asList(spec["filters"]) {
 				onlyKeys(t, "pullRequests.filters", f.(map[string]any), "branchMatch", "targetBranchMatch")
 			}
 			return []map[string]any{{
-				"number": 12, "title": "Preview", "branch": "feature-x", "branch_slug": "feature-x",
+				"number": "12", "title": "Preview", "branch": "feature-x", "branch_slug": "feature-x",
 				"target_branch": "main", "target_branch_slug": "main",
 				"head_sha": "0123456789abcdef0123456789abcdef01234567", "head_short_sha": "01234567", "head_short_sha_7": "0123456",
 				"labels": []any{"preview"}, "author": "alice",
@@ -255,10 +257,10 @@ func TestObjectSetsFollowTheContract(t *testing.T) {
 			}
 		}
 	}
-	// Of the documented examples, the two of pull requests (ObjectSet has
-	// no such generator yet), the merge of three generators and the git
-	// files one (its destination comes from the files) are not converted.
-	if sets < 4 {
+	// Of the documented examples, the merge of three generators and the
+	// git files one (its destination comes from the files) are not
+	// converted; the two of pull requests are.
+	if sets < 6 {
 		t.Fatalf("only %d ObjectSets converted", sets)
 	}
 }

@@ -163,11 +163,9 @@ func (c *converter) generator(g *fields, setName, setNamespace string, goTemplat
 	case g.has("clusters"):
 		out = map[string]any{"clusters": c.clustersGenerator(g.obj("clusters"))}
 	case g.has("pullRequest"):
-		// ObjectSet has no pullRequests generator yet: its elements, the
-		// preview environments, would be missing.
-		p := g.obj("pullRequest")
-		c.n.addf("%s: ObjectSet has no pull request generator yet: left out, its elements (one per pull request) are missing", p.path)
-		p.ignore(sortedKeys(p.m)...)
+		if gen := c.pullRequestGenerator(g.obj("pullRequest")); gen != nil {
+			out = map[string]any{"pullRequests": gen}
+		}
 	case g.has("matrix"), g.has("merge"):
 		kind := "matrix"
 		if g.has("merge") {
@@ -324,6 +322,76 @@ func (c *converter) clustersGenerator(g *fields) map[string]any {
 	g.skip("flatList", "ObjectSet gives one element per cluster")
 	g.done()
 	c.n.addf("%s: Plumb's elements are kubeconfig Secrets in the ObjectSet's namespace (docs/design/remote-clusters.md), selected by their labels: give each Argo CD cluster such a Secret with the labels the selector asks for", g.path)
+	return out
+}
+
+// pullRequestGenerator converts a pullRequest generator of GitHub,
+// GitLab or Gitea; nil, with a note, for another host.
+func (c *converter) pullRequestGenerator(p *fields) map[string]any {
+	if p == nil {
+		return nil
+	}
+	out := map[string]any{}
+	hosts := map[string][]string{
+		"github": {"owner", "repo", "api", "labels"},
+		"gitlab": {"project", "api", "labels", "pullRequestState"},
+		"gitea":  {"owner", "repo", "api", "labels"},
+	}
+	for _, host := range []string{"github", "gitlab", "gitea"} {
+		h := p.obj(host)
+		if h == nil {
+			continue
+		}
+		m := map[string]any{}
+		for _, k := range hosts[host] {
+			if k == "labels" {
+				if l := h.strs(k); len(l) > 0 {
+					m[k] = toAny(l)
+				}
+			} else if v := h.str(k); v != "" {
+				m[k] = v
+			}
+		}
+		if ref := h.obj("tokenRef"); ref != nil {
+			m["tokenRef"] = map[string]any{"secretName": ref.str("secretName"), "key": ref.str("key")}
+			ref.done()
+			c.n.addf("%s: the Secret %s must be in the ObjectSet's namespace (Argo CD reads it from its own)", h.at("tokenRef"), m["tokenRef"].(map[string]any)["secretName"])
+		}
+		h.skip("appSecretName", "ObjectSet's github generator authenticates with a token (tokenRef), not a GitHub App")
+		h.skip("insecure", "ObjectSet verifies the host's certificate with the system's roots")
+		h.skip("caRef", "ObjectSet verifies the host's certificate with the system's roots")
+		h.done()
+		out[host] = m
+	}
+	if len(out) == 0 {
+		for _, k := range []string{"bitbucketServer", "bitbucket", "azuredevops"} {
+			if p.has(k) {
+				c.n.addf("%s: ObjectSet's pullRequests generator has no %s host: left out, its elements (one per pull request) are missing", p.at(k), k)
+				p.ignore(k)
+			}
+		}
+		p.ignore(sortedKeys(p.m)...)
+		p.done()
+		return nil
+	}
+	var filters []any
+	for _, f := range p.objs("filters") {
+		m := map[string]any{}
+		for _, k := range []string{"branchMatch", "targetBranchMatch"} {
+			if v := f.str(k); v != "" {
+				m[k] = v
+			}
+		}
+		f.done()
+		filters = append(filters, m)
+	}
+	if filters != nil {
+		out["filters"] = filters
+	}
+	if n, ok := p.integer("requeueAfterSeconds"); ok {
+		out["requeueAfterSeconds"] = n
+	}
+	p.done()
 	return out
 }
 

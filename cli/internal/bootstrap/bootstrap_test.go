@@ -167,7 +167,7 @@ func TestPrivateNetworksArePatchedInByTheRepositorysKustomization(t *testing.T) 
 	}
 	g.Expect(seen).To(HaveKey("sync-controller"))
 	for name, args := range seen {
-		if name == "source-controller" || name == "image-controller" {
+		if name == "source-controller" || name == "image-controller" || name == "sync-controller" {
 			g.Expect(args).To(ContainElement(arg), name)
 		} else {
 			g.Expect(args).NotTo(ContainElement(arg), name)

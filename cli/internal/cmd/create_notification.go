@@ -13,6 +13,7 @@ import (
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
 	notificationv1 "plumb.dev/api/notification/v1"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 )
 
@@ -43,6 +44,7 @@ var (
 		kustomizev1.KustomizationKind, helmv2.HelmReleaseKind,
 		notificationv1.ReceiverKind, notificationv1.AlertKind, notificationv1.ProviderKind,
 		imagev1.ImageRepositoryKind, imagev1.ImagePolicyKind, imagev1.ImageUpdateAutomationKind,
+		setv1.ObjectSetKind,
 	}
 )
 

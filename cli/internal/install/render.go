@@ -277,9 +277,9 @@ func overlayFor(o Options) ([]byte, error) {
 }
 
 // privateNetworkClients are the controllers that reach Git servers and
-// registries, each checking their addresses against its
-// --allowed-private-networks.
-var privateNetworkClients = []string{"source-controller", "image-controller"}
+// registries (sync-controller: the pull request APIs of ObjectSets), each
+// checking their addresses against its --allowed-private-networks.
+var privateNetworkClients = []string{"source-controller", "image-controller", "sync-controller"}
 
 // PrivateNetworksPatch is the kustomize patch that passes
 // o.AllowedPrivateNetworks to the controllers reaching Git servers and

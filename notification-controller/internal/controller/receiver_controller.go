@@ -85,7 +85,7 @@ func (r *ReceiverReconciler) reconcileResources(_ context.Context, obj *notifica
 	for i, ref := range obj.Spec.Resources {
 		if !receiver.SupportedKind(ref.Kind) {
 			return plumbreconcile.Stalled(meta.InvalidSpecReason,
-				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository, OCIRepository, HelmRepository, HelmChart, Kustomization and HelmRelease)", i, ref.Kind))
+				fmt.Errorf("spec.resources[%d]: a webhook cannot request a reconcile of kind %s (only GitRepository, OCIRepository, HelmRepository, HelmChart, Bucket, ArtifactGenerator, Kustomization, HelmRelease, ImageRepository and ObjectSet)", i, ref.Kind))
 		}
 		if r.NoCrossNamespaceRefs && ref.Namespace != "" && ref.Namespace != obj.Namespace {
 			return plumbreconcile.Stalled(notificationv1.CrossNamespaceRefReason,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	imagev1 "plumb.dev/api/image/v1"
 	notificationv1 "plumb.dev/api/notification/v1"
+	setv1 "plumb.dev/api/set/v1"
 	sourcev1 "plumb.dev/api/source/v1"
 )
 
@@ -136,4 +138,35 @@ func TestRegistryReceiverScansAnImageRepository(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), msg)
 	g.Expect(msg).To(ContainSubstring("ImageRepository/app"))
 	g.Expect(requestedAt(t, repo)).NotTo(BeEmpty())
+}
+
+// TestGitHubPullRequestEventRelistsAnObjectSet: a set's pullRequests
+// generator polls its host every requeueAfterSeconds; a GitHub
+// Receiver naming the set turns a pull_request event into a reconcile
+// request at once.
+func TestGitHubPullRequestEventRelistsAnObjectSet(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	set := &setv1.ObjectSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "previews"},
+		Spec: setv1.ObjectSetSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Generators: []setv1.Generator{{PullRequests: &setv1.PullRequestGenerator{
+				GitHub: &setv1.PullRequestGitHub{Owner: "acme", Repo: "shop"},
+			}}},
+			Template: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pr-{{ .number }}\n",
+		},
+	}
+	g.Expect(k8s.Create(context.Background(), set)).To(Succeed())
+	rcv := createReceiver(t, ns, "prs", notificationv1.GitHubReceiver, func(s *notificationv1.ReceiverSpec) {
+		s.Events = []string{"pull_request"}
+		s.Resources = []notificationv1.CrossNamespaceObjectReference{{Kind: setv1.ObjectSetKind, Name: "*"}}
+	})
+	event := []byte(`{"action":"closed","number":7,"pull_request":{"number":7,"state":"closed"},"repository":{"full_name":"acme/shop"}}`)
+	code, msg := post(t, rcv.Status.WebhookPath, map[string]string{
+		"X-GitHub-Event": "pull_request", "X-Hub-Signature-256": sign(sha256.New, "sha256", event),
+	}, event)
+	g.Expect(code).To(Equal(http.StatusOK), msg)
+	g.Expect(msg).To(ContainSubstring("ObjectSet/previews"))
+	g.Expect(requestedAt(t, set)).NotTo(BeEmpty())
 }

@@ -9,11 +9,17 @@
 //     A list's elements as written; a git generator's folders or files of
 //     its GitRepository's artifact, downloaded and checked against its
 //     digest with pkg/fetch and read in memory within bounds (entries,
-//     file size); a clusters generator's kubeconfig Secrets; a matrix's
-//     product and a merge's overlay of two of those. More than
+//     file size); a clusters generator's kubeconfig Secrets; a
+//     pullRequests generator's open pull requests of a GitHub, GitLab or
+//     Gitea repository (pullrequests.go, listed by package pullrequest
+//     within its bounds and address policy, the token read from a Secret
+//     of the set's namespace); a matrix's product and a merge's overlay
+//     of two of those. More than
 //     MaxElements elements in all is an error. Ready=False
-//     (GeneratorFailed; Stalled, InvalidSpec, for a sourceRef to another namespace
-//     under --no-cross-namespace-refs).
+//     (GeneratorFailed, PullRequestListFailed; Stalled, InvalidSpec, for
+//     a sourceRef to another namespace under --no-cross-namespace-refs,
+//     a pull request filter that does not compile or a token over plain
+//     HTTP).
 //   - render: the template once per element, with pkg/textbudget's
 //     functions, output bound and timeout (the budget of an Alert's
 //     message), then the YAML documents it gave, each bounded in nodes
@@ -38,7 +44,10 @@
 //
 // Nothing is pruned unless every generator, every element's render and
 // every object's admission succeeded: a generator that fails (a missing
-// artifact, an unreadable file) keeps the objects that run. Events name
+// artifact, an unreadable file, a Git host's error answer) keeps the
+// objects that run. A set with pullRequests generators comes back after
+// the shortest of spec.interval and their requeueAfterSeconds, and a
+// Receiver naming it brings it back at a pull request event. Events name
 // the objects created for new elements (ObjectsCreated) and those pruned
 // (ObjectsPruned).
 //

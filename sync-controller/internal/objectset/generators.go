@@ -21,6 +21,7 @@ import (
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/reconcile"
+	"plumb.dev/sync-controller/internal/pullrequest"
 )
 
 // MaxElements bounds the elements of one set, all generators together
@@ -45,6 +46,8 @@ type generators struct {
 	Fetch fetch.Options
 	// NoCrossNamespaceRefs refuses a sourceRef to another namespace.
 	NoCrossNamespaceRefs bool
+	// PullRequests lists the pull requests of a pullRequests generator.
+	PullRequests *pullrequest.Client
 }
 
 // elements returns every generator's elements, in order, with the
@@ -72,7 +75,7 @@ func (g *generators) generator(ctx context.Context, set *setv1.ObjectSet, gen se
 	case gen.Merge != nil:
 		return g.merge(ctx, set, gen.Merge)
 	}
-	return g.child(ctx, set, setv1.ChildGenerator{List: gen.List, Git: gen.Git, Clusters: gen.Clusters})
+	return g.child(ctx, set, setv1.ChildGenerator{List: gen.List, Git: gen.Git, Clusters: gen.Clusters, PullRequests: gen.PullRequests})
 }
 
 func (g *generators) child(ctx context.Context, set *setv1.ObjectSet, gen setv1.ChildGenerator) ([]Element, error) {
@@ -83,6 +86,8 @@ func (g *generators) child(ctx context.Context, set *setv1.ObjectSet, gen setv1.
 		return g.git(ctx, set, gen.Git)
 	case gen.Clusters != nil:
 		return g.clusters(ctx, set, gen.Clusters)
+	case gen.PullRequests != nil:
+		return g.pullRequests(ctx, set, gen.PullRequests)
 	}
 	// The CRD's rule admits no such generator; an object written before
 	// the rule, or without the schema, still gets a clear error.

@@ -40,6 +40,7 @@ import (
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/reconcile"
 	synccontroller "plumb.dev/sync-controller/internal/controller"
+	"plumb.dev/sync-controller/internal/pullrequest"
 )
 
 // The labels every object of a set carries: which set gave it. prune
@@ -87,6 +88,9 @@ type Reconciler struct {
 	NoCrossNamespaceRefs bool
 	// Guard is the prune guard; nil guards nothing.
 	Guard PruneGuard
+	// PullRequests lists pull requests for pullRequests generators; a
+	// set with one fails without it.
+	PullRequests *pullrequest.Client
 
 	sk      *reconcile.Controller[*setv1.ObjectSet]
 	mu      sync.Mutex
@@ -223,18 +227,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	st := &state{}
-	return r.sk.Run(ctx, obj,
+	res, err := r.sk.Run(ctx, obj,
 		reconcile.Bind("generate", r.generate, obj, st),
 		reconcile.Bind("render", r.renderStep, obj, st),
 		reconcile.Bind("apply", r.apply, obj, st),
 		reconcile.Bind("prune", r.prune, obj, st),
 	)
+	return pollPullRequests(obj, res, err)
 }
 
 // generate evaluates the generators into st.elements and
 // status.elements. Ready=False (GeneratorFailed, InvalidSpec).
 func (r *Reconciler) generate(ctx context.Context, obj *setv1.ObjectSet, st *state) error {
-	g := &generators{Client: r.Client, Reader: r.Reader, Fetch: r.Fetch, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs}
+	g := &generators{Client: r.Client, Reader: r.Reader, Fetch: r.Fetch, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
+		PullRequests: r.PullRequests}
 	els, err := g.elements(ctx, obj)
 	if err != nil {
 		var re *reconcile.Error

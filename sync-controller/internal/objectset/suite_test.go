@@ -3,6 +3,8 @@ package objectset
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -26,8 +28,10 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/kinds"
+	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/testenv"
 	synccontroller "plumb.dev/sync-controller/internal/controller"
+	"plumb.dev/sync-controller/internal/pullrequest"
 )
 
 var (
@@ -72,6 +76,7 @@ func startController(noCrossNamespaceRefs bool) func() {
 		Fetch:                fetch.Options{Backoff: 10 * time.Millisecond, Attempts: 2},
 		NoCrossNamespaceRefs: noCrossNamespaceRefs,
 		Guard:                synccontroller.DefaultPruneGuard.HoldsShare,
+		PullRequests:         pullRequestClient(),
 	}
 	must(r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,6 +87,20 @@ func startController(noCrossNamespaceRefs bool) func() {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// pullRequestClient lists pull requests from the tests' stand-ins: on
+// loopback, over TLS with httptest's certificate, with a page bound small
+// enough for a test to pass.
+func pullRequestClient() *pullrequest.Client {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	tlsConfig := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	return pullrequest.New(netguard.Policy{AllowLoopback: true},
+		pullrequest.Limits{MaxPages: 25, MaxPageBytes: testMaxPageBytes, MaxPullRequests: MaxElements}, tlsConfig)
+}
+
+// testMaxPageBytes is the suite's bound of one page of pull requests.
+const testMaxPageBytes = 256 << 10
 
 func must(err error) {
 	if err != nil {
