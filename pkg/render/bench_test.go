@@ -48,9 +48,10 @@ func BenchmarkSubstitute(b *testing.B) {
 
 // BenchmarkBuildPlainFolder renders 1,000 ConfigMaps in a folder, in one
 // file and in 1,000 files of one, without a kustomization file and with
-// one that lists the files, through kustomize (the fast path off) and
-// through the fast path, in the same run: `go test ./pkg/render -run XXX
-// -bench PlainFolder`.
+// one that lists the files, for a spec that sets nothing and for one with
+// a targetNamespace (issue 46's shape), through kustomize (the fast path
+// off) and through the fast path, in the same run: `go test ./pkg/render
+// -run XXX -bench PlainFolder`.
 func BenchmarkBuildPlainFolder(b *testing.B) {
 	const objects = 1000
 	for _, layout := range []struct {
@@ -62,29 +63,40 @@ func BenchmarkBuildPlainFolder(b *testing.B) {
 		if err := gentree.WritePlain(SourceDir(dir), objects, layout.perFile, layout.kustomization); err != nil {
 			b.Fatal(err)
 		}
-		spec := &kustomizev1.KustomizationSpec{Path: gentree.PlainPath}
-		for _, path := range []struct {
+		for _, shape := range []struct {
 			name string
-			off  bool
-		}{{"kustomize", true}, {"fast", false}} {
-			b.Run(layout.name+"/"+path.name, func(b *testing.B) {
-				disableFastPath.Store(path.off)
-				defer disableFastPath.Store(false)
-				before := fastPathUses.Load()
-				b.ReportAllocs()
-				for b.Loop() {
-					res, err := Build(context.Background(), dir, spec, Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(res.Objects) != objects {
-						b.Fatalf("rendered %d objects, want %d", len(res.Objects), objects)
-					}
-				}
-				if took := fastPathUses.Load() > before; took == path.off {
-					b.Fatalf("fast path taken: %v, want %v", took, !path.off)
-				}
-			})
+			spec kustomizev1.KustomizationSpec
+		}{{"bare", kustomizev1.KustomizationSpec{Path: gentree.PlainPath}},
+			{"targetNamespace", kustomizev1.KustomizationSpec{Path: gentree.PlainPath, TargetNamespace: "bench"}}} {
+			benchPlainPaths(b, layout.name+"/"+shape.name, dir, &shape.spec, objects)
 		}
+	}
+}
+
+// benchPlainPaths benchmarks one build of dir through kustomize and
+// through the fast path, which each must (and must not) take.
+func benchPlainPaths(b *testing.B, name, dir string, spec *kustomizev1.KustomizationSpec, objects int) {
+	for _, path := range []struct {
+		name string
+		off  bool
+	}{{"kustomize", true}, {"fast", false}} {
+		b.Run(name+"/"+path.name, func(b *testing.B) {
+			disableFastPath.Store(path.off)
+			defer disableFastPath.Store(false)
+			before := fastPathUses.Load()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Build(context.Background(), dir, spec, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Objects) != objects {
+					b.Fatalf("rendered %d objects, want %d", len(res.Objects), objects)
+				}
+			}
+			if took := fastPathUses.Load() > before; took == path.off {
+				b.Fatalf("fast path taken: %v, want %v", took, !path.off)
+			}
+		})
 	}
 }

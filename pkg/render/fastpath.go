@@ -76,13 +76,23 @@ var disableFastPath atomic.Bool
 // resourceFactory is kustomize's resource factory, as krusty makes it.
 var resourceFactory = provider.NewDefaultDepProvider().GetResourceFactory()
 
-// fastPathSpec reports whether spec leaves the overlay without anything
-// for kustomize to do. buildMetadata is kustomize's to write: the fast
-// path does not know where kustomize would say an object came from.
-func fastPathSpec(spec *kustomizev1.KustomizationSpec) bool {
-	return spec.TargetNamespace == "" && spec.NamePrefix == "" && spec.NameSuffix == "" &&
-		len(spec.Patches) == 0 && len(spec.Images) == 0 && len(spec.Components) == 0 &&
-		len(spec.BuildMetadata) == 0
+// fastOverlay is what the overlay asks of the objects that the fast path
+// does itself with kustomize's own filters: a namespace for now
+// (targetNamespace), "" for none.
+type fastOverlay struct {
+	namespace string
+}
+
+// fastPathSpec returns what spec asks of the overlay, or false when it
+// asks for something the fast path leaves to kustomize. buildMetadata is
+// kustomize's to write: the fast path does not know where kustomize would
+// say an object came from.
+func fastPathSpec(spec *kustomizev1.KustomizationSpec) (*fastOverlay, bool) {
+	if spec.NamePrefix != "" || spec.NameSuffix != "" || len(spec.Patches) > 0 || len(spec.Images) > 0 ||
+		len(spec.Components) > 0 || len(spec.BuildMetadata) > 0 {
+		return nil, false
+	}
+	return &fastOverlay{namespace: spec.TargetNamespace}, true
 }
 
 // generatedList is what generateKustomization found in a folder without
@@ -108,7 +118,7 @@ type generatedList struct {
 // generateKustomization parsed and that reads with the same bytes is not
 // parsed again (parsedResources); a file read with others (a generateName
 // object's stand-in name differs from read to read) is.
-func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated *generatedList) (out []*resource.Resource, ok bool) {
+func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated *generatedList, overlay *fastOverlay) (out []*resource.Resource, ok bool) {
 	defer func() {
 		if recover() != nil {
 			out, ok = nil, false
@@ -143,13 +153,10 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 		// kustomize refuses the empty kustomization itself.
 		return nil, false
 	}
-	type key struct {
-		gvk             groupVersionKind
-		name, namespace string
-	}
 	var (
-		all  []*resource.Resource
-		seen = map[key]bool{}
+		all   []*resource.Resource
+		kinds []fastKind
+		seen  = map[idKey]bool{}
 	)
 	for _, rel := range files {
 		if strings.HasSuffix(rel, "/") || strings.Contains(rel, "..") {
@@ -176,22 +183,19 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 			if !ok {
 				return nil, false
 			}
-			// kustomize's ResId.Equals: the effective namespace.
-			id := r.CurId()
-			ns := id.Namespace
-			switch {
-			case kind.clusterScoped:
-				ns = resid.TotallyNotANamespace
-			case ns == "":
-				ns = resid.DefaultNamespace
-			}
-			k := key{groupVersionKind{id.Group, id.Version, id.Kind}, id.Name, ns}
+			k := fastID(r, kind)
 			if seen[k] {
 				return nil, false // kustomize's error, in kustomize's words
 			}
 			seen[k] = true
+			kinds = append(kinds, kind)
 		}
 		all = append(all, ress...)
+	}
+	// The overlay's transformers, as krusty runs them on everything the
+	// base gave, local configuration included.
+	if overlay.namespace != "" && !setNamespace(all, kinds, overlay.namespace) {
+		return nil, false
 	}
 	// As krusty does: local configuration dropped at the end, then the
 	// build, origin and transformer annotations removed.
@@ -211,6 +215,27 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 	}
 	fastPathUses.Add(1)
 	return kept, true
+}
+
+// idKey is an object's id as kustomize's ResId.Equals compares them:
+// group, version, kind, name and the effective namespace.
+type idKey struct {
+	gvk             groupVersionKind
+	name, namespace string
+}
+
+// fastID returns r's id as kustomize compares it: empty and "default" are
+// one namespace, and a cluster-scoped kind has none.
+func fastID(r *resource.Resource, kind fastKind) idKey {
+	id := r.CurId()
+	ns := id.Namespace
+	switch {
+	case kind.clusterScoped:
+		ns = resid.TotallyNotANamespace
+	case ns == "":
+		ns = resid.DefaultNamespace
+	}
+	return idKey{groupVersionKind{id.Group, id.Version, id.Kind}, id.Name, ns}
 }
 
 // parsedResources returns the resources kustomize's SliceFromBytes makes

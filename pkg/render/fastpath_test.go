@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/testutils/kusttest"
+	kusttest_test "sigs.k8s.io/kustomize/api/testutils/kusttest"
+	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
@@ -172,13 +173,69 @@ var userKustomizationCases = []fastCase{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
 	{name: "a kustomization with a spec field for kustomize", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA},
-		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+		spec: kustomizev1.KustomizationSpec{NamePrefix: "p-"}, fast: 0},
 	{name: "a kustomization and postBuild substitution", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env:=x}\n"},
 		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}, fast: 1},
 	{name: "a kustomization and the input limit", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- b.yaml\n", "a.yaml": cmA, "b.yaml": cmB},
 		opts: Options{Limits: Limits{MaxInputBytes: 300}}, fast: -1},
+}
+
+// targetNamespaceCases are the namespace transformer's rules on the fast
+// kinds: a namespaced object moved (with a namespace or without), a
+// Namespace renamed to the target, a cluster-scoped object's namespace
+// field left alone, the conflicts the change makes refused as kustomize
+// refuses them, and the kinds the fast path leaves to kustomize.
+var targetNamespaceCases = []fastCase{
+	{name: "targetNamespace on every fast kind", files: map[string]string{
+		"a.yaml": cmA + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  k: v\n",
+		"b.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: default\nspec:\n  ports:\n  - port: 80\n---\n" +
+			"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n  annotations:\n    a: b\n",
+		"c.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n  labels:\n    l: v\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "target"}, fast: 1},
+	{name: "targetNamespace and a Namespace with a namespace field", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  namespace: odd\n", "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
+	{name: "targetNamespace equal to an object's", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "apps"}, fast: 1},
+	{name: "targetNamespace default", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "default"}, fast: 1},
+	{name: "targetNamespace from a user kustomization", files: map[string]string{
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n- b.yaml\n", "a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
+	{name: "targetNamespace with substitution and commonMetadata", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env:=x}\n  namespace: ${env}\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", PostBuild: &kustomizev1.PostBuild{},
+			CommonMetadata: &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"n": "1"}}},
+		opts: Options{Vars: Variables{"env": {Value: "prod"}}}, fast: 1},
+	{name: "targetNamespace and a List", files: map[string]string{"l.yaml": "apiVersion: v1\nkind: List\nitems:\n- " + listItem(cmA) + "- " + listItem(cmB)},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
+	{name: "targetNamespace and a local-config object", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
+	{name: "targetNamespace and a generateName object", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: g-\n", "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: -1},
+	{name: "targetNamespace makes two objects one", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": strings.Replace(cmA, "apps", "other", 1)},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "targetNamespace makes two objects one, one of them local config", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": strings.Replace(cmA, "namespace: apps", "namespace: other\n  annotations:\n    config.kubernetes.io/local-config: \"true\"", 1)},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "targetNamespace makes two Namespaces one", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: b\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "targetNamespace and a Deployment", files: map[string]string{
+		"a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n", "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "targetNamespace and a RoleBinding", files: map[string]string{
+		"a.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: rb\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: default\n  namespace: x\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+	{name: "targetNamespace and a name prefix", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", NamePrefix: "p-"}, fast: 0},
+	{name: "targetNamespace and the input limit", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, opts: Options{Limits: Limits{MaxInputBytes: 200}}, fast: -1},
 }
 
 func listItem(doc string) string {
@@ -247,7 +304,7 @@ func (c fastCase) work(t testing.TB) string {
 // the fast path and requires the same result or the same error, and the
 // fast path taken exactly where the case says.
 func TestFastPathEqualsKustomize(t *testing.T) {
-	for _, c := range slices.Concat(fastCases, userKustomizationCases) {
+	for _, c := range slices.Concat(fastCases, userKustomizationCases, targetNamespaceCases) {
 		t.Run(c.name, func(t *testing.T) {
 			work := c.work(t)
 			slow, fast, took := buildBothWays(t, work, &c.spec, c.opts)
@@ -293,42 +350,13 @@ func TestFastPathShared(t *testing.T) {
 // name-reference configuration: an object of a fast kind must not be a
 // referrer but through the fields listed, which the fast path refuses.
 func TestFastKindsAreNotReferrers(t *testing.T) {
-	th := kusttest_test.MakeHarness(t)
-	th.WriteLegacyConfigs("/config.yaml")
-	data, err := th.GetFSys().ReadFile("/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The legacy configuration is several YAML maps one after the other;
-	// only nameReference matters here.
 	var refs []struct {
 		FieldSpecs []struct {
 			resid.Gvk `json:",inline"`
 			Path      string `json:"path"`
 		} `json:"fieldSpecs"`
 	}
-	start := strings.Index(string(data), "nameReference:")
-	if start < 0 {
-		t.Fatal("no nameReference in kustomize's configuration")
-	}
-	rest := string(data[start:])
-	// The section ends where the next top-level key starts.
-	lines := strings.Split(rest, "\n")
-	end := len(lines)
-	for i, l := range lines[1:] {
-		if l != "" && l[0] != ' ' && l[0] != '-' && l[0] != '#' {
-			end = i + 1
-			break
-		}
-	}
-	var section struct {
-		NameReference any `json:"nameReference"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.Join(lines[:end], "\n")), &section); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := yaml.Marshal(section.NameReference)
-	if err := yaml.Unmarshal(raw, &refs); err != nil {
+	if err := yaml.Unmarshal(defaultConfigSection(t, "nameReference"), &refs); err != nil {
 		t.Fatal(err)
 	}
 	if len(refs) < 10 {
@@ -355,6 +383,58 @@ func TestFastKindsAreNotReferrers(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// defaultConfigSection returns the named section of kustomize's default
+// transformer configuration (as YAML), read through the one public way to
+// it, its test harness's legacy configuration file.
+func defaultConfigSection(t *testing.T, name string) []byte {
+	t.Helper()
+	th := kusttest_test.MakeHarness(t)
+	th.WriteLegacyConfigs("/config.yaml")
+	data, err := th.GetFSys().ReadFile("/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legacy configuration is several YAML maps one after the other.
+	start := strings.Index(string(data), "\n"+name+":")
+	if start < 0 {
+		t.Fatalf("no %s in kustomize's configuration", name)
+	}
+	lines := strings.Split(string(data[start+1:]), "\n")
+	// The section ends where the next top-level key starts.
+	end := len(lines)
+	for i, l := range lines[1:] {
+		if l != "" && l[0] != ' ' && l[0] != '-' && l[0] != '#' {
+			end = i + 1
+			break
+		}
+	}
+	section := map[string]any{}
+	if err := yaml.Unmarshal([]byte(strings.Join(lines[:end], "\n")), &section); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := yaml.Marshal(section[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestNamespaceFieldSpecsAreKustomizes: the field specs the fast path
+// gives kustomize's namespace filter are those of kustomize's default
+// configuration, which krusty gives its namespace transformer.
+func TestNamespaceFieldSpecsAreKustomizes(t *testing.T) {
+	var want kustypes.FsSlice
+	if err := yaml.Unmarshal(defaultConfigSection(t, "namespace"), &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 {
+		t.Fatal("no namespace field specs in kustomize's configuration")
+	}
+	if !reflect.DeepEqual(namespaceFieldSpecs, want) {
+		t.Fatalf("namespaceFieldSpecs = %+v, kustomize's default = %+v", namespaceFieldSpecs, want)
 	}
 }
 

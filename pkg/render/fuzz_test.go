@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,4 +87,160 @@ func FuzzBuild(f *testing.F) {
 		}
 		runtime.KeepAlive(res)
 	})
+}
+
+// fastGenKinds is how many of genKinds, the first, the fast path takes.
+const fastGenKinds = 6
+
+// genKinds are the objects generated trees are made of: each fast kind,
+// and kinds the fast path leaves to kustomize (a referrer, a
+// ServiceAccount with its referring field, a RoleBinding whose subjects
+// the namespace transformer rewrites, a local-config object).
+var genKinds = []func(name, namespace string) string{
+	func(n, ns string) string { return genMeta("v1", "ConfigMap", n, ns, "") + "data:\n  k: v\n" },
+	func(n, ns string) string { return genMeta("v1", "Secret", n, ns, "") + "stringData:\n  k: v\n" },
+	func(n, ns string) string {
+		return genMeta("v1", "Service", n, ns, "") + "spec:\n  ports:\n  - port: 80\n"
+	},
+	func(n, ns string) string { return genMeta("v1", "ServiceAccount", n, ns, "") },
+	func(n, ns string) string { return genMeta("v1", "Namespace", n, ns, "") },
+	func(n, ns string) string {
+		return genMeta("v1", "ConfigMap", n, ns, "  annotations:\n    config.kubernetes.io/local-config: \"true\"\n")
+	},
+	func(n, ns string) string {
+		return genMeta("v1", "ServiceAccount", n, ns, "") + "imagePullSecrets:\n- name: " + n + "\n"
+	},
+	func(n, ns string) string {
+		return genMeta("apps/v1", "Deployment", n, ns, "") + "spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n" +
+			"        envFrom:\n        - configMapRef:\n            name: " + n + "\n"
+	},
+	func(n, ns string) string {
+		return genMeta("rbac.authorization.k8s.io/v1", "RoleBinding", n, ns, "") +
+			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: default\n"
+	},
+}
+
+func genMeta(apiVersion, kind, name, namespace, extra string) string {
+	s := "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n  name: " + name + "\n"
+	if namespace != "" {
+		s += "  namespace: " + namespace + "\n"
+	}
+	return s + extra
+}
+
+// genNames and genNamespaces are few, so that generated objects collide
+// (duplicates, and conflicts a target namespace makes) and a Namespace
+// object's name meets the target.
+var (
+	genNames      = []string{"a", "b", "c", "d", "e", "f", "default", "t"}
+	genNamespaces = []string{"", "default", "a", "t"}
+	genTargets    = []string{"", "t", "default", "a", "other"}
+)
+
+// genTree makes a source tree and a spec from data: each three bytes an
+// object (its kind, name, namespace and file, out of three files), and a
+// last byte for the spec: its target namespace (target overrides it when
+// set), a kustomization file listing the files, one of a name prefix, an
+// image and a patch or none, and commonMetadata with substitution.
+func genTree(data []byte, target string) (map[string]string, kustomizev1.KustomizationSpec) {
+	files := map[string]string{}
+	names := []string{"a.yaml", "b.yaml", "sub/c.yaml"}
+	for i := 0; i+2 < len(data) && i < 90; i += 3 {
+		// Fifteen in sixteen objects of a kind the fast path takes.
+		k := int(data[i])
+		if k%16 < 15 {
+			k %= fastGenKinds
+		} else {
+			k = fastGenKinds + (k/16)%(len(genKinds)-fastGenKinds)
+		}
+		kind := genKinds[k]
+		obj := kind(genNames[int(data[i+1])%len(genNames)], genNamespaces[int(data[i+1]/8)%len(genNamespaces)])
+		file := names[int(data[i+2])%len(names)]
+		if files[file] != "" {
+			files[file] += "---\n"
+		}
+		files[file] += obj
+	}
+	var flags byte
+	if len(data) > 0 {
+		flags = data[len(data)-1]
+	}
+	spec := kustomizev1.KustomizationSpec{TargetNamespace: genTargets[int(flags)%len(genTargets)]}
+	if target != "" {
+		spec.TargetNamespace = target
+	}
+	if flags&0x08 != 0 {
+		var listed []string
+		for _, n := range names {
+			if files[n] != "" {
+				listed = append(listed, "- "+n+"\n")
+			}
+		}
+		files["kustomization.yaml"] = kustomizationHeader + "resources:\n" + strings.Join(listed, "")
+	}
+	switch (flags >> 4) % 8 {
+	case 1:
+		spec.NamePrefix = "p-"
+	case 2:
+		spec.Images = []kustomizev1.Image{{Name: "nginx", NewTag: "2"}}
+	case 3:
+		spec.Patches = []kustomizev1.Patch{{Patch: "- op: add\n  path: /metadata/labels\n  value: {p: x}\n", Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}
+	}
+	if flags&0x80 != 0 {
+		spec.CommonMetadata = &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "a"}}
+		spec.PostBuild = &kustomizev1.PostBuild{}
+	}
+	return files, spec
+}
+
+// FuzzFastPathGenerated compares the fast path with kustomize on trees
+// and specs generated from the fuzzer's bytes (genTree) and a fuzzed
+// target namespace: any difference is a bug in the fast path.
+func FuzzFastPathGenerated(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 0, 4, 4, 1, 1}, "")
+	f.Add([]byte{0, 0, 0, 0, 8, 1, 4, 0, 2, 4, 1, 0, 9}, "")
+	f.Add([]byte{5, 2, 0, 0, 10, 1, 7, 3, 2, 8, 4, 0, 0x81}, "t")
+	f.Add([]byte{0, 0, 0, 0, 1, 1}, "a-namespace")
+	f.Fuzz(func(t *testing.T, data []byte, target string) {
+		files, spec := genTree(data, target)
+		if len(files) == 0 {
+			return
+		}
+		work := t.TempDir()
+		writeTree(t, SourceDir(work), files)
+		opts := Options{Limits: fuzzLimits}
+		slow, fast, _ := buildBothWays(t, work, &spec, opts)
+		compareOutcomes(t, slow, fast)
+	})
+}
+
+// TestFastPathEqualsKustomizeGenerated is FuzzFastPathGenerated's check
+// over a fixed set of generated trees and specs, in every run; it also
+// requires that both paths were taken often, so that it compared the
+// fast path with kustomize and not kustomize with itself.
+func TestFastPathEqualsKustomizeGenerated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 1))
+	var took, compared int
+	for i := range 150 {
+		data := make([]byte, 3+rng.IntN(10)*3+1)
+		for j := range data {
+			data[j] = byte(rng.UintN(256))
+		}
+		files, spec := genTree(data, "")
+		work := t.TempDir()
+		writeTree(t, SourceDir(work), files)
+		slow, fast, fastTaken := buildBothWays(t, work, &spec, Options{Limits: fuzzLimits})
+		if !reflect.DeepEqual(slow, fast) {
+			t.Fatalf("tree %d (%v, spec %+v): the fast path differs from kustomize:\nkustomize: %s\nfast path: %s",
+				i, files, spec, describeOutcome(slow), describeOutcome(fast))
+		}
+		compared++
+		if fastTaken {
+			took++
+		}
+	}
+	if took < 15 || compared-took < 15 {
+		t.Fatalf("the fast path took %d of %d trees: want both paths taken at least 15 times", took, compared)
+	}
+	t.Logf("the fast path took %d of %d generated trees", took, compared)
 }

@@ -194,7 +194,10 @@ func build(ctx context.Context, workDir string, spec *kustomizev1.KustomizationS
 	if opts.Shared != nil && opts.Decryptor == nil {
 		sharedKey = root + "\x00" + rel + "\x00" + string(overlayData) + jsonnetKey(spec.Jsonnet)
 	}
-	fast := opts.Decryptor == nil && fastPathSpec(spec)
+	fast, ok := fastPathSpec(spec)
+	if !ok || opts.Decryptor != nil {
+		fast = nil
+	}
 	resources, keep, err := kustomizeOnce(opts.Shared, sharedKey, func() ([]*resource.Resource, error) {
 		if err := evaluateJsonnet(ctx, fsys, root, rel, userDir, spec.Jsonnet, limits); err != nil {
 			return nil, err
@@ -263,7 +266,7 @@ func kustomizeOnce(shared *SharedBuilds, key string, run func() ([]*resource.Res
 // and spec.path's kustomization lists only files — the generated one, or
 // the user's written as it would be — takes the fast path (fastpath.go)
 // to the same resources.
-func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte, fast bool) ([]*resource.Resource, error) {
+func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay string, overlayData []byte, fast *fastOverlay) ([]*resource.Resource, error) {
 	// What Build adds to the tree lives in the sandbox's memory, never on
 	// disk: the tree is shared, read-only, by every build of its revision.
 	// The fast path builds from spec.path's kustomization: the one
@@ -274,7 +277,7 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		kustFile  = kustomizationFile(fsys, userDir)
 	)
 	if kustFile == "" {
-		data, resources, onlyFiles, parsed, err := generateKustomization(fsys, userDir, fast)
+		data, resources, onlyFiles, parsed, err := generateKustomization(fsys, userDir, fast != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -287,14 +290,14 @@ func kustomize(ctx context.Context, fsys *sandboxFS, root, userDir, overlay stri
 		if onlyFiles {
 			generated = &generatedList{files: resources, parsed: parsed}
 		} else {
-			fast = false
+			fast = nil
 		}
 	}
 	overlayFile := filepath.Join(overlay, konfig.DefaultKustomizationFileName())
 	fsys.addVirtual(overlayFile, overlayData)
-	if fast {
+	if fast != nil {
 		mark := fsys.mark()
-		if rs, ok := fastPath(fsys, userDir, overlayFile, kustFile, generated); ok {
+		if rs, ok := fastPath(fsys, userDir, overlayFile, kustFile, generated, fast); ok {
 			return rs, nil
 		}
 		fsys.rewind(mark)

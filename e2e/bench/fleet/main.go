@@ -46,6 +46,7 @@ type config struct {
 	driftRate      int
 	singleObjects  int
 	singleRuns     int
+	singleShapes   []singleShape
 	profileDir     string
 	profileSeconds int
 	logLevel       string
@@ -86,6 +87,8 @@ func main() {
 	flag.IntVar(&c.driftRate, "drift-rate", 20, "foreign edits per second")
 	flag.IntVar(&c.singleObjects, "single-objects", 1000, "objects of the single large Kustomization; 0 skips that case")
 	flag.IntVar(&c.singleRuns, "single-runs", 3, "new commits timed for the single Kustomization; the median is reported")
+	shapeList := flag.String("single-shapes", "bare,targetNamespace,images-patch", "the specs of the single Kustomization, comma-separated, each timed -single-runs times: "+
+		"bare (nothing kustomize acts on), targetNamespace, images-patch (an image and a patch of every ConfigMap)")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write CPU profiles of render-, sync- and source-controller during the largest N's sync, and their heaps after it, here")
 	flag.IntVar(&c.profileSeconds, "profile-seconds", 30, "the length of the CPU profiles (from the first create)")
 	flag.BoolVar(&c.floor, "floor", true, "after each fleet, time the floor: the same creates, one status write each and the objects, with no controller (floor.go)")
@@ -121,6 +124,10 @@ func main() {
 		}
 	} else if c.singleObjects == 0 || c.ha {
 		fmt.Fprintln(os.Stderr, "fleetbench: -n \"\" leaves nothing to measure with -ha or -single-objects 0")
+		os.Exit(2)
+	}
+	if c.singleShapes, err = parseShapes(*shapeList); err != nil {
+		fmt.Fprintf(os.Stderr, "fleetbench: -single-shapes: %v\n", err)
 		os.Exit(2)
 	}
 	if c.shards, err = positives(shardList, 16); err != nil {
@@ -206,7 +213,7 @@ func run(c config) error {
 	}
 	if c.singleObjects > 0 {
 		err := withEnv(ctx, c, envOptions{}, func(b *bench) error {
-			say(">> the single Kustomization of %d objects, %d runs", c.singleObjects, c.singleRuns)
+			say(">> the single Kustomization of %d objects, %d runs of each of %v", c.singleObjects, c.singleRuns, c.singleShapes)
 			var err error
 			res.single, err = b.runSingle(ctx)
 			return err

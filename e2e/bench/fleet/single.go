@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -29,11 +31,78 @@ const singleRepo = "single"
 // and from the new source artifact to Ready, against the bare loop over
 // the same objects.
 type singleRun struct {
+	shape      singleShape
 	objects    int
 	pushed     time.Duration // push → Ready
 	fromSource time.Duration // artifact of the new commit seen → Ready
 	render     time.Duration // artifact seen → rendered artifact in the status
 	bare       time.Duration
+}
+
+// singleShape is a spec of the single Kustomization (issue 46): "bare"
+// sets nothing kustomize acts on, "targetNamespace" sets the one field
+// most Flux users set, and "images-patch" an image and a JSON 6902 patch of
+// every ConfigMap, each timed against a bare loop of its own run.
+type singleShape string
+
+const (
+	shapeBare            singleShape = "bare"
+	shapeTargetNamespace singleShape = "targetNamespace"
+	shapeImagesPatch     singleShape = "images-patch"
+)
+
+var singleShapes = []singleShape{shapeBare, shapeTargetNamespace, shapeImagesPatch}
+
+// namespace is the namespace (and Kustomization name) of the shape's r-th
+// run; the bare shape keeps the names it had before there were shapes.
+func (s singleShape) namespace(r int) string {
+	if s == shapeBare {
+		return fmt.Sprintf("single-%d", r)
+	}
+	return fmt.Sprintf("single-%s-%d", strings.ToLower(string(s)), r)
+}
+
+// target is the ratio to the bare loop the shape is to meet.
+func (s singleShape) target() float64 {
+	if s == shapeBare {
+		return targetSingleRatio
+	}
+	return targetShapeRatio
+}
+
+// apply sets the shape's fields on spec.
+func (s singleShape) apply(spec *kustomizev1.KustomizationSpec, ns string) {
+	switch s {
+	case shapeTargetNamespace:
+		// The objects name ns too: kustomize must rewrite each one all
+		// the same, and the applied objects are the bare shape's.
+		spec.TargetNamespace = ns
+	case shapeImagesPatch:
+		spec.Images = []kustomizev1.Image{{Name: "nginx", NewTag: "1.27.0"}}
+		spec.Patches = []kustomizev1.Patch{{
+			Patch:  `[{"op": "add", "path": "/metadata/labels/patched", "value": "true"}]`,
+			Target: &kustomizev1.Selector{Kind: "ConfigMap"},
+		}}
+	}
+}
+
+// parseShapes reads -single-shapes: a comma-separated list of shapes.
+func parseShapes(list string) ([]singleShape, error) {
+	var out []singleShape
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(singleShapes, singleShape(name)) {
+			return nil, fmt.Errorf("unknown single shape %q: want some of %v", name, singleShapes)
+		}
+		out = append(out, singleShape(name))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-single-shapes names no shape: want some of %v", singleShapes)
+	}
+	return out, nil
 }
 
 // singleObjects are n objects of the four kinds in turn, in namespace ns.
@@ -50,7 +119,8 @@ func singleObjects(ns, prefix string, n int) []*unstructured.Unstructured {
 }
 
 // runSingle measures one Kustomization of -single-objects objects, -single-runs
-// times. Each run has a folder, namespace and Kustomization of its own:
+// times for each of -single-shapes. Each run has a folder, namespace and
+// Kustomization of its own:
 // the Kustomization is made Ready on one seed ConfigMap, then a commit
 // adding the objects is pushed and the GitRepository asked to fetch it, as
 // the Receiver does on a push; the clock runs until Ready for that commit.
@@ -59,8 +129,10 @@ func singleObjects(ns, prefix string, n int) []*unstructured.Unstructured {
 func (b *bench) runSingle(ctx context.Context) ([]singleRun, error) {
 	c := b.c
 	names := []string{fleetNamespace}
-	for r := range c.singleRuns {
-		names = append(names, fmt.Sprintf("single-%d", r), fmt.Sprintf("single-bare-%d", r))
+	for _, shape := range c.singleShapes {
+		for r := range c.singleRuns {
+			names = append(names, shape.namespace(r), "bare-"+shape.namespace(r))
+		}
 	}
 	if err := b.ensureNamespaces(ctx, names); err != nil {
 		return nil, err
@@ -78,13 +150,15 @@ func (b *bench) runSingle(ctx context.Context) ([]singleRun, error) {
 		return nil, err
 	}
 	seed := map[string]string{}
-	for r := range c.singleRuns {
-		ns := fmt.Sprintf("single-%d", r)
-		m, err := manifests(appObjects(ns, "seed-")[:1])
-		if err != nil {
-			return nil, err
+	for _, shape := range c.singleShapes {
+		for r := range c.singleRuns {
+			ns := shape.namespace(r)
+			m, err := manifests(appObjects(ns, "seed-")[:1])
+			if err != nil {
+				return nil, err
+			}
+			seed[ns+"/seed.yaml"] = m
 		}
-		seed[ns+"/seed.yaml"] = m
 	}
 	if err := clone.Write(seed); err != nil {
 		return nil, err
@@ -96,25 +170,27 @@ func (b *bench) runSingle(ctx context.Context) ([]singleRun, error) {
 		return nil, err
 	}
 	var runs []singleRun
-	for r := range c.singleRuns {
-		run, err := b.singleOnce(ctx, clone, r)
-		if err != nil {
-			return nil, fmt.Errorf("single Kustomization, run %d: %w", r+1, err)
+	for _, shape := range c.singleShapes {
+		for r := range c.singleRuns {
+			run, err := b.singleOnce(ctx, clone, shape, r)
+			if err != nil {
+				return nil, fmt.Errorf("single Kustomization %s, run %d: %w", shape, r+1, err)
+			}
+			say("   single Kustomization (%s) of %d objects, run %d: push → Ready %s, new artifact → Ready %s (rendered after %s); bare loop %s",
+				shape, run.objects, r+1, benchfig.Round(run.pushed), benchfig.Round(run.fromSource), benchfig.Round(run.render), benchfig.Round(run.bare))
+			runs = append(runs, run)
+			b.lastSingle = run.pushed
 		}
-		say("   single Kustomization of %d objects, run %d: push → Ready %s, new artifact → Ready %s (rendered after %s); bare loop %s",
-			run.objects, r+1, benchfig.Round(run.pushed), benchfig.Round(run.fromSource), benchfig.Round(run.render), benchfig.Round(run.bare))
-		runs = append(runs, run)
-		b.lastSingle = run.pushed
 	}
 	return runs, nil
 }
 
-func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (singleRun, error) {
+func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, shape singleShape, r int) (singleRun, error) {
 	c := b.c
-	ns := fmt.Sprintf("single-%d", r)
-	run := singleRun{objects: c.singleObjects}
+	ns := shape.namespace(r)
+	run := singleRun{shape: shape, objects: c.singleObjects}
 
-	bare := singleObjects(fmt.Sprintf("single-bare-%d", r), "bare-", c.singleObjects)
+	bare := singleObjects("bare-"+ns, "bare-", c.singleObjects)
 	start := time.Now()
 	if err := benchkit.ApplyAll(ctx, b.fast, bare, b.c.workers); err != nil {
 		return run, fmt.Errorf("bare loop: %w", err)
@@ -131,6 +207,7 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 			Prune:     true,
 		},
 	}
+	shape.apply(&ks.Spec, ns)
 	if err := b.wc.Create(ctx, ks); err != nil {
 		return run, err
 	}
@@ -150,11 +227,15 @@ func (b *bench) singleOnce(ctx context.Context, clone *localenv.Clone, r int) (s
 	if err := clone.Write(map[string]string{ns + "/objects.yaml": m}); err != nil {
 		return run, err
 	}
-	// The last run is profiled, when asked: from the push for as long
-	// as the run before it took, at least 5 s.
+	// The last run of each shape is profiled, when asked: from the push
+	// for as long as the run before it took, at least 5 s.
 	stopProfiles := func() {}
 	if r == c.singleRuns-1 {
-		stopProfiles = b.profiles(ctx, "single", max(5, int(math.Ceil(b.lastSingle.Seconds()))))
+		name := "single"
+		if shape != shapeBare {
+			name += "-" + string(shape)
+		}
+		stopProfiles = b.profiles(ctx, name, max(5, int(math.Ceil(b.lastSingle.Seconds()))))
 	}
 	defer stopProfiles()
 	before, err := b.meter.Snapshot(ctx)
