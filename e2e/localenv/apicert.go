@@ -74,6 +74,11 @@ func configureInCluster(api *envtest.APIServer, certDir string) error {
 	// envtest disables ServiceAccount because it runs no controller to
 	// create the default ServiceAccounts; kube-controller-manager does here.
 	args.Disable("disable-admission-plugins")
+	// The kubelet has a node's identity (nodeidentity.go): the Node
+	// authorizer gives it what its Pods use and no more, and
+	// NodeRestriction keeps it to its own Node and Pods.
+	args.Set("authorization-mode", "Node,RBAC")
+	args.Set("enable-admission-plugins", "NodeRestriction")
 	return nil
 }
 

@@ -61,6 +61,9 @@ type Node struct {
 	BinDir, AssetsDir string
 	// PauseImage is the sandbox image's reference in the Registry.
 	PauseImage string
+	// Kubeconfig is the kubelet's: the node's own identity, NodeUser in
+	// NodeGroup (nodeidentity.go), not the admin's.
+	Kubeconfig string
 	// ProxyHealthAddr is kube-proxy's /healthz, 200 once its rules are in.
 	ProxyHealthAddr string
 	Containerd      *Process
@@ -169,6 +172,9 @@ func (e *Env) startNode(ctx context.Context) error {
 		return fmt.Errorf("the sandbox image: %w", err)
 	}
 	if err := n.prepareHost(); err != nil {
+		return err
+	}
+	if n.Kubeconfig, err = e.writeNodeKubeconfig(); err != nil {
 		return err
 	}
 	if err := n.writeConfigs(e.Registry.Addr, e.Kubeconfig); err != nil {

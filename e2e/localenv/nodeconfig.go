@@ -63,10 +63,9 @@ func (n *Node) writeConfigs(registry, kubeconfig string) error {
 		Name: "kubelet", Path: filepath.Join(n.AssetsDir, "kubelet"), LogPath: logPath("kubelet"),
 		Args: []string{
 			"--config=" + d("kubelet.yaml"),
-			// The admin identity (system:masters): envtest's API server
-			// authorizes by RBAC alone, without the Node authorizer, so a
-			// node identity would need its own bindings (docs/design/node.md).
-			"--kubeconfig=" + kubeconfig,
+			// The node's own identity (nodeidentity.go); kube-proxy and
+			// kube-scheduler keep the admin's.
+			"--kubeconfig=" + n.Kubeconfig,
 			"--root-dir=" + d("kubelet"),
 			"--cert-dir=" + d("kubelet", "pki"),
 			"--hostname-override=" + NodeName,
