@@ -170,10 +170,14 @@ func realNodeAssets(t *testing.T) string {
 
 // startRealNode starts an environment with a real node, stopped at the
 // test's end unless the test set *stopped.
-func startRealNode(ctx context.Context, t *testing.T, assets string) (*Env, *bool) {
+func startRealNode(ctx context.Context, t *testing.T, assets string, with ...func(*Options)) (*Env, *bool) {
 	t.Helper()
 	began := time.Now()
-	env, err := Start(ctx, Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}})
+	opts := Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}}
+	for _, f := range with {
+		f(&opts)
+	}
+	env, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +244,7 @@ func oneReplica(name string, labels map[string]string, container corev1.Containe
 // startRealNodeStory skips a story in -short mode or where no real node
 // can start, and otherwise starts one (stopped at the test's end) for at
 // most timeout.
-func startRealNodeStory(t *testing.T, timeout time.Duration) (context.Context, Gomega, *Env) {
+func startRealNodeStory(t *testing.T, timeout time.Duration, with ...func(*Options)) (context.Context, Gomega, *Env) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the control plane, the four controllers and a real node")
@@ -248,7 +252,7 @@ func startRealNodeStory(t *testing.T, timeout time.Duration) (context.Context, G
 	assets := realNodeAssets(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	env, _ := startRealNode(ctx, t, assets)
+	env, _ := startRealNode(ctx, t, assets, with...)
 	return ctx, NewWithT(t), env
 }
 

@@ -1,6 +1,9 @@
 package localenv
 
 import (
+	"crypto/tls"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,4 +79,43 @@ func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
 	err = asNode.Create(ctx, other)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating another Node: %v", err)
 	t.Logf("as %s: %v", NodeUser, err)
+
+	// The kubelet's own API: the API server reaches it with its kubelet
+	// client certificate, which the kubelet trusts and RBAC authorizes
+	// (kubeletauth.go), so the container's log comes through.
+	cs, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		raw, err := cs.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(raw)).To(ContainSubstring("serving on :8080"))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	// Nobody else: an anonymous request is not authenticated (401), and
+	// the node's own certificate is authenticated but not authorized
+	// (403): the kubelet asks the API server, it does not allow all.
+	kubeletPods := "https://" + net.JoinHostPort(nodeIP, "10250") + "/pods"
+	g.Expect(kubeletStatus(kubeletPods, nil)).To(Equal(http.StatusUnauthorized), "anonymous")
+	nodeTLS, err := rest.TLSConfigFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kubeletStatus(kubeletPods, nodeTLS.GetClientCertificate)).To(Equal(http.StatusForbidden), "as the node")
+}
+
+// kubeletStatus is the HTTP status of a GET of the kubelet's API at url
+// with the given client certificate, if any. The kubelet's serving
+// certificate is its own self-signed one, not checked: what is tested is
+// how the kubelet treats its client.
+func kubeletStatus(url string, cert func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) (int, error) {
+	c := &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			InsecureSkipVerify:   true, //nolint:gosec // see above
+			GetClientCertificate: cert,
+		}},
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, nil
 }
