@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ import (
 // as installed) are enforced on the real node by kube-router: with Pods
 // standing in for source-controller and render-controller in plumb-system,
 // render-controller reaches source-controller's artifact port, and a Pod
-// with render-controller's labels in another namespace is refused; before
-// the policies, both reached it, so what refuses is the policy.
+// in another namespace is refused; before the policies, both reached it,
+// so what refuses is the policy.
 func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -48,7 +49,7 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 	}
 	source := echoPod(image, "plumb-system", "source-controller")
 	render := echoPod(image, "plumb-system", "render-controller")
-	stranger := echoPod(image, "elsewhere", "render-controller")
+	stranger := echoPod(image, "elsewhere", "stranger")
 	for _, pod := range []*corev1.Pod{source, render, stranger} {
 		// The namespace's default ServiceAccount, which admission wants,
 		// comes from kube-controller-manager a moment after the namespace.
@@ -103,9 +104,9 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			status, body, err := fetchFrom(ctx, stranger, target)
 			g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
-			g.Expect(status).To(Equal(http.StatusBadGateway), "elsewhere/render-controller → %s: %s", target, body)
+			g.Expect(status).To(Equal(http.StatusBadGateway), "elsewhere/stranger → %s: %s", target, body)
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), func() string {
-			return Tail(env.Node.KubeRouter.LogPath, 20)
+			return filterRules() + "\n" + ipSets() + "\n" + Tail(env.Node.KubeRouter.LogPath, 20)
 		})
 	}
 	t.Logf("kube-router enforced plumb-system's policies %s after they were created", time.Since(applied).Round(100*time.Millisecond))
@@ -116,7 +117,7 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 	}
 	status, body, err := fetchFrom(ctx, stranger, targets[0])
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("elsewhere/render-controller → %s: %d %s", targets[0], status, body)
+	t.Logf("elsewhere/stranger → %s: %d %s", targets[0], status, body)
 }
 
 // echoPod is a bare Pod of the echo image in namespace, labelled as Plumb's
@@ -186,4 +187,22 @@ func plumbIngressPolicies(g Gomega, root string) []*networkingv1.NetworkPolicy {
 		g.Expect(p.Kind).To(Equal("NetworkPolicy"), fmt.Sprintf("%s/%s", p.Namespace, p.Name))
 		policies = append(policies, p)
 	}
+}
+
+// filterRules is the filter table's rules, for a failure's report.
+func filterRules() string {
+	out, err := exec.Command("iptables", "-w", "5", "-t", "filter", "-S").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("iptables -S: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+// ipSets is the machine's IP sets, for a failure's report.
+func ipSets() string {
+	out, err := exec.Command("ipset", "list").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ipset list: %v: %s", err, out)
+	}
+	return string(out)
 }

@@ -17,6 +17,11 @@ import (
 	"time"
 )
 
+// fresh opens a new connection for every fetch: a policy judges a
+// connection when it opens, so one kept alive from before the policy
+// would still pass.
+var fresh = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func main() {
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
@@ -33,7 +38,7 @@ func main() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := fresh.Do(req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
