@@ -73,11 +73,11 @@ controlplane-assets: ## Also build kube-controller-manager (for `make run` and e
 	@hack/controlplane.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager
 
 .PHONY: node-assets
-node-assets: ## Build a real node (kubelet, kube-proxy, kube-scheduler, containerd, runc, crictl, CNI plugins, CoreDNS) from Go modules into bin/k8s and bin/node; Debian's iptables and libseccomp-dev when missing.
-	@if ! command -v iptables >/dev/null || ! command -v conntrack >/dev/null || [ ! -e /usr/include/seccomp.h ]; then \
-		echo ">> installing Debian's iptables, conntrack and libseccomp-dev (apt-get)"; \
+node-assets: ## Build a real node (kubelet, kube-proxy, kube-scheduler, containerd, runc, crictl, CNI plugins, CoreDNS, kube-router) from Go modules into bin/k8s and bin/node; Debian's iptables, ipset and libseccomp-dev when missing.
+	@if ! command -v iptables >/dev/null || ! command -v conntrack >/dev/null || ! command -v ipset >/dev/null || [ ! -e /usr/include/seccomp.h ]; then \
+		echo ">> installing Debian's iptables, conntrack, ipset and libseccomp-dev (apt-get)"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
-		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y iptables conntrack libseccomp-dev; fi
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y iptables conntrack ipset libseccomp-dev; fi
 	@hack/controlplane.sh $(K8S_BIN) kubelet kube-proxy kube-scheduler
 	@hack/node.sh $(BIN)/node
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a real node's runtime from Go modules: containerd 2.x (with its shim),
 # runc, crictl, and the CNI plugins localenv's pod network uses (bridge, host-local,
-# loopback, portmap), and CoreDNS, the cluster's DNS. kubelet, kube-proxy and kube-scheduler come from
+# loopback, portmap), CoreDNS, the cluster's DNS, and kube-router, whose
+# network-policy controller enforces NetworkPolicies with iptables and ipset. kubelet, kube-proxy and kube-scheduler come from
 # hack/controlplane.sh, as the API server does. Built binaries live in a cache
 # folder outside the clone, keyed by the versions, and are linked into
 # <bin-dir>, so a fresh clone links them in seconds.
@@ -75,3 +76,14 @@ mkdir -p "$coredns_cache"
 exec 8>"$coredns_cache/.lock"
 flock 8
 cache_dir=$coredns_cache build coredns github.com/coredns/coredns@$coredns_version 0 -ldflags "-s -w"
+
+# kube-router, only its network-policy controller runs (nodeconfig.go), in a
+# cache folder of its own as CoreDNS. v2.1.0 is the one version the module
+# proxy here serves (docs/design/node.md, "NetworkPolicies").
+kube_router_version=v2.1.0
+kube_router_cache="$cache_root/node/kube-router-$kube_router_version-$(go env GOOS)-$(go env GOARCH)"
+mkdir -p "$kube_router_cache"
+exec 7>"$kube_router_cache/.lock"
+flock 7
+cache_dir=$kube_router_cache build kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$kube_router_version 0 \
+  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$kube_router_version"

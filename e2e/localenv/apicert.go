@@ -74,7 +74,20 @@ func configureInCluster(api *envtest.APIServer, certDir string) error {
 	// envtest disables ServiceAccount because it runs no controller to
 	// create the default ServiceAccounts; kube-controller-manager does here.
 	args.Disable("disable-admission-plugins")
-	return nil
+	// The kubelet has a node's identity (nodeidentity.go): the Node
+	// authorizer gives it what its Pods use and no more, and
+	// NodeRestriction keeps it to its own Node and Pods.
+	args.Set("authorization-mode", "Node,RBAC")
+	args.Set("enable-admission-plugins", "NodeRestriction")
+	// Users by client certificates from a CA made here, so that the API
+	// server's own certificate towards the kubelet is issued before it
+	// starts (kubeletauth.go).
+	authn, err := newClientCertAuthn(certDir)
+	if err != nil {
+		return err
+	}
+	api.SecureServing.Authn = authn
+	return configureKubeletClient(api, authn, certDir)
 }
 
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
@@ -100,24 +113,26 @@ func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 }
 
 func newServingCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, ips []net.IP, names []string) (certPEM, keyPEM []byte, err error) {
+	return newLeafCert(ca, caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: ips,
+		DNSNames:    names,
+	})
+}
+
+// newLeafCert signs tmpl (its subject, uses and names) with ca, valid as
+// long as ca, for a new key.
+func newLeafCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62)); err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     ca.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  ips,
-		DNSNames:     names,
-	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), ca.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, nil, err

@@ -92,6 +92,11 @@ type Options struct {
 	// process (node.go, docs/design/node.md). A real node needs root and
 	// `make node-assets`; NodeUnavailable says why it cannot start.
 	Node string
+	// NetworkPolicies runs kube-router's network-policy controller on a
+	// real node, so NetworkPolicies are enforced (docs/design/node.md,
+	// "NetworkPolicies"); without it they are stored and ignored, as with
+	// any CNI without a policy engine.
+	NetworkPolicies bool
 	// NoControllers starts none of the five controllers: Plumb runs as the
 	// node's Pods, installed by `plumb install` (e2e/incluster_test.go),
 	// and the environment is the cluster around it. Their binaries need

@@ -44,6 +44,11 @@ const (
 	// pauseTag is the tag of the sandbox image built from ./pause.
 	pauseTag = "v1"
 	nodeLock = "/run/plumb-node.lock"
+	// serviceCIDR is envtest's Service range, the API server's.
+	serviceCIDR = "10.0.0.0/24"
+	// kubeRouterForward is the chain kube-router's network-policy
+	// controller sends forwarded (and bridged) Pod traffic through.
+	kubeRouterForward = "KUBE-ROUTER-FORWARD"
 )
 
 // Node is a real node's processes: containerd, kubelet, kube-proxy and
@@ -61,12 +66,22 @@ type Node struct {
 	BinDir, AssetsDir string
 	// PauseImage is the sandbox image's reference in the Registry.
 	PauseImage string
+	// Kubeconfig is the kubelet's: the node's own identity, NodeUser in
+	// NodeGroup (nodeidentity.go), not the admin's.
+	Kubeconfig string
+	// ClientCAFile is the API server's client CA, which the kubelet trusts
+	// for the API server's own client certificate (kubeletauth.go).
+	ClientCAFile string
 	// ProxyHealthAddr is kube-proxy's /healthz, 200 once its rules are in.
 	ProxyHealthAddr string
 	Containerd      *Process
 	Kubelet         *Process
 	KubeProxy       *Process
 	Scheduler       *Process
+	// KubeRouter enforces NetworkPolicies when Options.NetworkPolicies
+	// asks: its network-policy controller alone, with iptables and ipset
+	// (docs/design/node.md). Made always, started only then.
+	KubeRouter *Process
 	// DNS is CoreDNS on the bridge's address (dns.go); DNSReadyAddr its
 	// /ready.
 	DNS          *Process
@@ -115,6 +130,23 @@ func NodeUnavailable(binDir, assetsDir string) error {
 	return nil
 }
 
+// PolicyEngineUnavailable says why kube-router cannot enforce
+// NetworkPolicies on a real node, or nil when it can: its binary
+// (`make node-assets`) and Debian's ipset.
+func PolicyEngineUnavailable(binDir string) error {
+	var missing []string
+	if _, err := os.Stat(filepath.Join(binDir, "kube-router")); err != nil {
+		missing = append(missing, filepath.Join(binDir, "kube-router"))
+	}
+	if _, err := exec.LookPath("ipset"); err != nil {
+		missing = append(missing, "ipset (Debian's ipset)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("enforcing NetworkPolicies needs (run `make node-assets`):\n  %s", strings.Join(missing, "\n  "))
+	}
+	return nil
+}
+
 // RealNodeAssets is the folder of the Kubernetes binaries a real node's
 // environment runs ($KUBEBUILDER_ASSETS, else bin/k8s of the checkout),
 // and NodeUnavailable's reason why a real node cannot start here, for a
@@ -139,6 +171,11 @@ func (e *Env) startNode(ctx context.Context) error {
 	binDir := e.opts.NodeBinDir
 	if err := NodeUnavailable(binDir, e.opts.AssetsDir); err != nil {
 		return err
+	}
+	if e.opts.NetworkPolicies {
+		if err := PolicyEngineUnavailable(binDir); err != nil {
+			return err
+		}
 	}
 	// The node's folder, images and containers go under the temporary
 	// folder.
@@ -169,6 +206,13 @@ func (e *Env) startNode(ctx context.Context) error {
 		return fmt.Errorf("the sandbox image: %w", err)
 	}
 	if err := n.prepareHost(); err != nil {
+		return err
+	}
+	if n.Kubeconfig, err = e.writeNodeKubeconfig(); err != nil {
+		return err
+	}
+	n.ClientCAFile = filepath.Join(e.StateDir, "apiserver", clientCAName)
+	if err := e.authorizeKubeletClient(ctx); err != nil {
 		return err
 	}
 	if err := n.writeConfigs(e.Registry.Addr, e.Kubeconfig); err != nil {
@@ -210,6 +254,15 @@ func (e *Env) startNode(ctx context.Context) error {
 	}
 	if err := n.waitProxy(ctx); err != nil {
 		return err
+	}
+	if e.opts.NetworkPolicies {
+		e.progress("starting kube-router's network-policy controller")
+		if err := n.KubeRouter.Start(); err != nil {
+			return err
+		}
+		if err := n.waitKubeRouter(ctx); err != nil {
+			return err
+		}
 	}
 	if err := n.waitDNS(ctx); err != nil {
 		return err
@@ -355,6 +408,27 @@ func (e *Env) waitNodeReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("the Node %s was not Ready in %s (%s); the end of the kubelet's log %s:\n%s", NodeName, time.Since(began).Round(time.Second), last, n.Kubelet.LogPath, Tail(n.Kubelet.LogPath, 20))
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitKubeRouter waits until kube-router's network-policy controller has
+// hooked its chain into the filter table's FORWARD chain, which it does
+// before its first sync of the policies.
+func (n *Node) waitKubeRouter(ctx context.Context) error {
+	for {
+		// Its rule carries a comment of its own; any jump to the chain will do.
+		out, _ := exec.CommandContext(ctx, "iptables", "-w", "5", "-t", "filter", "-S", "FORWARD").Output()
+		if strings.Contains(string(out), "-j "+kubeRouterForward) {
+			return nil
+		}
+		if done, exitErr := n.KubeRouter.Exited(); isClosed(done) {
+			return fmt.Errorf("kube-router exited (%v); the end of its log %s:\n%s", exitErr(), n.KubeRouter.LogPath, Tail(n.KubeRouter.LogPath, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-router's chain %s is not in FORWARD; the end of its log %s:\n%s", kubeRouterForward, n.KubeRouter.LogPath, Tail(n.KubeRouter.LogPath, 20))
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -170,10 +170,14 @@ func realNodeAssets(t *testing.T) string {
 
 // startRealNode starts an environment with a real node, stopped at the
 // test's end unless the test set *stopped.
-func startRealNode(ctx context.Context, t *testing.T, assets string) (*Env, *bool) {
+func startRealNode(ctx context.Context, t *testing.T, assets string, with ...func(*Options)) (*Env, *bool) {
 	t.Helper()
 	began := time.Now()
-	env, err := Start(ctx, Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}})
+	opts := Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}}
+	for _, f := range with {
+		f(&opts)
+	}
+	env, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,32 +198,17 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 	g.Expect(err).NotTo(HaveOccurred())
 
 	labels := map[string]string{"app": "echo"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					// The service-account token's projected volume needs
-					// nothing from the node, but this Pod has no use for it.
-					AutomountServiceAccountToken: ptr.To(false),
-					Containers: []corev1.Container{{
-						Name:  "echo",
-						Image: image,
-						Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
-							PeriodSeconds: 1,
-						},
-						// As Plumb's own Deployments run (deploy/).
-						SecurityContext: asPlumbRuns(),
-					}},
-				},
-			},
+	deploy := oneReplica("echo", labels, corev1.Container{
+		Name:  "echo",
+		Image: image,
+		Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+			PeriodSeconds: 1,
 		},
-	}
+		// As Plumb's own Deployments run (deploy/).
+		SecurityContext: asPlumbRuns(),
+	})
 	g.Expect(env.Client.Create(ctx, deploy)).To(Succeed())
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
@@ -230,6 +219,41 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 	}
 	g.Expect(env.Client.Create(ctx, svc)).To(Succeed())
 	return deploy, svc, labels
+}
+
+// oneReplica is a Deployment of one Pod of container in the default
+// namespace, without a service-account token (the test programs have no
+// use for one).
+func oneReplica(name string, labels map[string]string, container corev1.Container) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers:                   []corev1.Container{container},
+				},
+			},
+		},
+	}
+}
+
+// startRealNodeStory skips a story in -short mode or where no real node
+// can start, and otherwise starts one (stopped at the test's end) for at
+// most timeout.
+func startRealNodeStory(t *testing.T, timeout time.Duration, with ...func(*Options)) (context.Context, Gomega, *Env) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the control plane, the four controllers and a real node")
+	}
+	assets := realNodeAssets(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	env, _ := startRealNode(ctx, t, assets, with...)
+	return ctx, NewWithT(t), env
 }
 
 // asPlumbRuns is the container security context of Plumb's own

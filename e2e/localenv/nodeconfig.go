@@ -8,7 +8,7 @@ import (
 )
 
 // writeConfigs writes containerd's, the CNI network's and the kubelet's
-// configuration under n.Dir and makes the four processes.
+// configuration under n.Dir and makes the node's processes.
 func (n *Node) writeConfigs(registry, kubeconfig string) error {
 	d := func(parts ...string) string { return filepath.Join(append([]string{n.Dir}, parts...)...) }
 	for _, dir := range []string{d("cni", "net.d"), d("certs.d", registry), d("certs.d", "_default"), d("kubelet")} {
@@ -21,7 +21,7 @@ func (n *Node) writeConfigs(registry, kubeconfig string) error {
 		d("certs.d", registry, "hosts.toml"):   registryHosts(registry),
 		d("certs.d", "_default", "hosts.toml"): registryHosts(registry),
 		d("cni", "net.d", "10-plumb.conflist"): cniConfig(n.Dir),
-		d("kubelet.yaml"):                      kubeletConfig(n.Dir),
+		d("kubelet.yaml"):                      kubeletConfig(n.Dir, n.ClientCAFile),
 	}
 	for path, text := range files {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -63,10 +63,9 @@ func (n *Node) writeConfigs(registry, kubeconfig string) error {
 		Name: "kubelet", Path: filepath.Join(n.AssetsDir, "kubelet"), LogPath: logPath("kubelet"),
 		Args: []string{
 			"--config=" + d("kubelet.yaml"),
-			// The admin identity (system:masters): envtest's API server
-			// authorizes by RBAC alone, without the Node authorizer, so a
-			// node identity would need its own bindings (docs/design/node.md).
-			"--kubeconfig=" + kubeconfig,
+			// The node's own identity (nodeidentity.go); kube-proxy and
+			// kube-scheduler keep the admin's.
+			"--kubeconfig=" + n.Kubeconfig,
 			"--root-dir=" + d("kubelet"),
 			"--cert-dir=" + d("kubelet", "pki"),
 			"--hostname-override=" + NodeName,
@@ -91,6 +90,29 @@ func (n *Node) writeConfigs(registry, kubeconfig string) error {
 			"--conntrack-max-per-core=0",
 			"--v=1",
 		},
+		Env: []string{path},
+	}
+	n.KubeRouter = &Process{
+		Name: "kube-router", Path: filepath.Join(n.BinDir, "kube-router"), LogPath: logPath("kube-router"),
+		Args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--hostname-override=" + NodeName,
+			// Only the network-policy controller: the bridge plugin is the
+			// pod network and kube-proxy routes Services.
+			"--run-firewall=true",
+			"--run-router=false",
+			"--run-service-proxy=false",
+			"--enable-cni=false",
+			// Traffic to a Service's cluster IP is told apart from Pod
+			// traffic by this range: envtest's.
+			"--service-cluster-ip-range=" + serviceCIDR,
+			// Its health and metrics servers would listen on every
+			// interface; waitKubeRouter looks at its chains instead.
+			"--health-port=0",
+			"--metrics-port=0",
+			"--v=1",
+		},
+		// It runs iptables-save/-restore and ipset from the machine.
 		Env: []string{path},
 	}
 	return nil
@@ -205,10 +227,11 @@ func cniConfig(dir string) string {
 
 // kubeletConfig: what this machine needs of a kubelet (docs/design/node.md):
 // cgroup v1 accepted, the cgroupfs driver (no systemd), containerd's
-// socket, a server on the bridge's address only, and eviction and image
+// socket, a server on the bridge's address only that only the API server's
+// kubelet client and users RBAC allows may use (kubeletauth.go), and eviction and image
 // garbage collection thresholds that a shared, three-quarters full disk
 // does not trip.
-func kubeletConfig(dir string) string {
+func kubeletConfig(dir, clientCAFile string) string {
 	return strings.TrimLeft(fmt.Sprintf(`
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -221,11 +244,13 @@ readOnlyPort: 0
 healthzPort: 0
 authentication:
   anonymous:
-    enabled: true
-  webhook:
     enabled: false
+  x509:
+    clientCAFile: %[5]s
+  webhook:
+    enabled: true
 authorization:
-  mode: AlwaysAllow
+  mode: Webhook
 failSwapOn: false
 evictionHard:
   memory.available: 100Mi
@@ -242,5 +267,5 @@ nodeStatusUpdateFrequency: 5s
 resolvConf: /etc/resolv.conf
 clusterDNS: [%[3]s]
 clusterDomain: %[4]s
-`, filepath.Join(dir, "containerd.sock"), nodeIP, clusterDNS, clusterDomain), "\n")
+`, filepath.Join(dir, "containerd.sock"), nodeIP, clusterDNS, clusterDomain, clientCAFile), "\n")
 }

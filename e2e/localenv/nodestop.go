@@ -26,7 +26,7 @@ func (n *Node) Stop() error {
 	for _, p := range n.proxies {
 		errs = append(errs, p.Close())
 	}
-	for _, p := range []*Process{n.DNS, n.KubeProxy, n.Scheduler, n.Kubelet} {
+	for _, p := range []*Process{n.DNS, n.KubeRouter, n.KubeProxy, n.Scheduler, n.Kubelet} {
 		if p != nil {
 			if err := p.Stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
@@ -260,10 +260,33 @@ func (n *Node) cleanNetwork() error {
 			errs = append(errs, cleanChains(bin, table))
 		}
 	}
+	errs = append(errs, cleanIPSets())
 	if _, err := exec.LookPath("nft"); err == nil {
 		for _, family := range []string{"ip", "ip6"} {
 			// Absent unless kube-proxy ran in nftables mode: ignore the error.
 			_ = exec.Command("nft", "delete", "table", family, "kube-proxy").Run()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanIPSets destroys kube-router's IP sets (KUBE-SRC-…, KUBE-DST-…),
+// once no rule refers to them (cleanChains ran before).
+func cleanIPSets() error {
+	if _, err := exec.LookPath("ipset"); err != nil {
+		return nil
+	}
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return fmt.Errorf("ipset list -n: %w", err)
+	}
+	var errs []error
+	for _, name := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(name, "KUBE-") && !strings.HasPrefix(name, "inet6:KUBE-") {
+			continue
+		}
+		if out, err := exec.Command("ipset", "destroy", name).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("ipset destroy %s: %v: %s", name, err, strings.TrimSpace(string(out))))
 		}
 	}
 	return errors.Join(errs...)
