@@ -3,11 +3,9 @@ package e2e
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,17 +144,7 @@ data:
 	sha := s.push("Longer migration, one more ConfigMap")
 
 	// Wait until the new sync is in its PreSync phase with the hook created.
-	job := &batchv1.Job{}
-	jobKey := types.NamespacedName{Namespace: ns, Name: "hello-migrate"}
-	s.g.Eventually(func(g Gomega) {
-		k := &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
-		g.Expect(k.Status.Sync).NotTo(BeNil())
-		g.Expect(k.Status.Sync.Revision).To(Equal(revision(sha)))
-		g.Expect(k.Status.Sync.Phase).To(Equal(kustomizev1.PhasePreSync))
-		g.Expect(env.Client.Get(s.ctx, jobKey, job)).To(Succeed())
-		g.Expect(job.Spec.Template.Annotations).To(HaveKeyWithValue(localenv.RunSecondsAnnotation, "6"))
-	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+	job := s.inPreSyncWithHook(sha, demoHook, "6")
 	hookUID := job.UID
 
 	s.g.Expect(sync.Kill()).To(Succeed())
@@ -179,7 +167,7 @@ data:
 		obj := inventoryObject(e)
 		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 	}
-	s.g.Expect(env.Client.Get(s.ctx, jobKey, job)).To(Succeed())
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 	s.g.Expect(job.UID).To(Equal(hookUID), "the restarted controller ran the hook again")
 	s.g.Expect(job.Status.Succeeded).To(BeEquivalentTo(1))
 	cm := &corev1.ConfigMap{}

@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -255,4 +256,24 @@ func inventoryObject(e kustomizev1.InventoryEntry) *unstructured.Unstructured {
 	obj.SetNamespace(e.Namespace)
 	obj.SetName(e.Name)
 	return obj
+}
+
+// inPreSyncWithHook waits until the story's Kustomization syncs the
+// commit sha and is in its PreSync phase, with the hook Job hook created
+// and running for runSeconds (localenv.RunSecondsAnnotation), and returns
+// that Job (in the sample's app namespace): a story that breaks
+// something mid-sync does it then.
+func (s *story) inPreSyncWithHook(sha, hook, runSeconds string) *batchv1.Job {
+	job := &batchv1.Job{}
+	jobKey := types.NamespacedName{Namespace: s.demo.AppNamespace, Name: hook}
+	s.g.Eventually(func(g Gomega) {
+		k := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
+		g.Expect(k.Status.Sync).NotTo(BeNil())
+		g.Expect(k.Status.Sync.Revision).To(Equal(revision(sha)))
+		g.Expect(k.Status.Sync.Phase).To(Equal(kustomizev1.PhasePreSync))
+		g.Expect(env.Client.Get(s.ctx, jobKey, job)).To(Succeed())
+		g.Expect(job.Spec.Template.Annotations).To(HaveKeyWithValue(localenv.RunSecondsAnnotation, runSeconds))
+	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+	return job
 }

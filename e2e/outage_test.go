@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,7 +151,6 @@ func TestAnAPIServerOutageLosesNothingAndRunsNoHookTwice(t *testing.T) {
 // and a foreign edit after it is corrected.
 func TestAnEtcdRestartDuringASyncRunsTheHookOnce(t *testing.T) {
 	s := outageStory(t, "e2e-etcd-restart")
-	ns := s.demo.AppNamespace
 	before := controllerProcesses()
 
 	// The hook runs for six seconds, long enough to restart etcd in.
@@ -160,24 +158,14 @@ func TestAnEtcdRestartDuringASyncRunsTheHookOnce(t *testing.T) {
 	s.edit("configmap.yaml", "greeting: Hello from Plumb", "greeting: Hello after etcd")
 	sha := s.push("A longer migration")
 
-	job := &batchv1.Job{}
-	jobKey := types.NamespacedName{Namespace: ns, Name: demoHook}
-	s.g.Eventually(func(g Gomega) {
-		k := &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(s.ctx, s.key, k)).To(Succeed())
-		g.Expect(k.Status.Sync).NotTo(BeNil())
-		g.Expect(k.Status.Sync.Revision).To(Equal(revision(sha)))
-		g.Expect(k.Status.Sync.Phase).To(Equal(kustomizev1.PhasePreSync))
-		g.Expect(env.Client.Get(s.ctx, jobKey, job)).To(Succeed())
-		g.Expect(job.Spec.Template.Annotations).To(HaveKeyWithValue(localenv.RunSecondsAnnotation, "6"))
-	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+	job := s.inPreSyncWithHook(sha, demoHook, "6")
 	hookUID := job.UID
 
 	s.g.Expect(env.RestartEtcd()).To(Succeed())
 	s.expectStillRunning(before, "right after etcd restarted")
 
 	s.waitApplied(sha)
-	s.g.Expect(env.Client.Get(s.ctx, jobKey, job)).To(Succeed())
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 	s.g.Expect(job.UID).To(Equal(hookUID), "the hook was run again after etcd's restart")
 	s.g.Expect(job.Status.Succeeded).To(BeEquivalentTo(1))
 	s.g.Eventually(s.hookRuns).WithTimeout(timeout).WithPolling(poll).Should(Equal(2), "one hook run per revision")
