@@ -45,14 +45,23 @@ type Render struct {
 }
 
 // Serve answers on a unix socket at socket (removed first if it is
-// there, and when ctx ends) until ctx ends.
+// there, and when ctx ends) until ctx ends. The socket is bound under
+// another name and renamed once it listens: bind makes the file before
+// listen lets anyone connect, and a client that finds the file (a test,
+// render-controller after a sidecar's restart) must not be refused.
 func Serve(ctx context.Context, socket string, p *Plugin) error {
 	if !ValidName(p.Name) {
 		return fmt.Errorf("%q is not a plugin name", p.Name)
 	}
 	_ = os.Remove(socket)
-	ln, err := net.Listen("unix", socket)
+	binding := socket + ".new"
+	_ = os.Remove(binding)
+	ln, err := net.Listen("unix", binding)
 	if err != nil {
+		return err
+	}
+	if err := os.Rename(binding, socket); err != nil {
+		ln.Close()
 		return err
 	}
 	defer os.Remove(socket)
