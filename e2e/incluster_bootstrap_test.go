@@ -98,7 +98,7 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	kustomization := "clusters/local/plumb-system/kustomization.yaml"
 	content, err := clone.Read(kustomization)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(content).To(HaveSuffix(allowGit+"\"\n  target:\n    kind: Deployment\n    name: ^(source-controller|image-controller)$\n"),
+	g.Expect(content).To(HaveSuffix(allowGit+"\"\n  target:\n    kind: Deployment\n    name: ^(source-controller|image-controller|sync-controller)$\n"),
 		"bootstrap's patch is the last entry of the kustomization")
 	g.Expect(clone.Write(map[string]string{kustomization: content + `- patch: |
     - op: add
