@@ -39,6 +39,21 @@ import (
 // the one that was current when the rollback was asked: sync-controller
 // then removes both annotations and the newest render is synced.
 
+// rollbackRequest is what plumb.dev/rollback asks: the digest of the
+// render to sync, and with follow-git the digest that was newest then.
+type rollbackRequest struct{ digest, follow string }
+
+func askedRollback(o client.Object) rollbackRequest {
+	ann := o.GetAnnotations()
+	return rollbackRequest{digest: ann[kustomizev1.RollbackAnnotation], follow: ann[kustomizev1.RollbackFollowGitAnnotation]}
+}
+
+// endedBy says follow-git has ended the rollback: newest, a render other
+// than the one it named, is the new revision it waited for.
+func (r rollbackRequest) endedBy(newest *meta.Artifact) bool {
+	return r.follow != "" && newest.Digest != r.follow
+}
+
 // rollbackHold is the render a run syncs instead of the newest one.
 type rollbackHold struct {
 	// artifact is the earlier render, beside the newest one.
@@ -58,8 +73,8 @@ type rollbackHold struct {
 // rollback release (rollback.go): Helm's rollback hooks and settings, and
 // a release recorded as `helm rollback` records it.
 func (s *syncRun) holdRollback(ctx context.Context) error {
-	ann := s.obj.GetAnnotations()
-	digest, follow := ann[kustomizev1.RollbackAnnotation], ann[kustomizev1.RollbackFollowGitAnnotation]
+	asked := askedRollback(s.obj)
+	digest, follow := asked.digest, asked.follow
 	current := s.app.rendered()
 	if digest == "" {
 		s.endHold("the rollback annotation was removed")
@@ -68,7 +83,7 @@ func (s *syncRun) holdRollback(ctx context.Context) error {
 	if current == nil {
 		return nil // loadManifests waits for a render
 	}
-	if follow != "" && current.Digest != follow {
+	if asked.endedBy(current) {
 		if err := s.releaseHold(ctx, digest, follow); err != nil {
 			return err
 		}

@@ -52,14 +52,12 @@ func (s *syncRun) nextRender(rendered *meta.Artifact) nextSync {
 	if rendered == nil {
 		return nextSync{}
 	}
-	ann := s.obj.GetAnnotations()
-	digest, follow := ann[kustomizev1.RollbackAnnotation], ann[kustomizev1.RollbackFollowGitAnnotation]
-	if digest != "" && (follow == "" || rendered.Digest == follow) {
-		revision, _, _ := historyEntry(s.obj, digest)
+	if r := askedRollback(s.obj); r.digest != "" && !r.endedBy(rendered) {
+		revision, _, _ := historyEntry(s.obj, r.digest)
 		synced := lastSynced(s.obj)
-		return nextSync{digest: digest, revision: revision, rollback: true, asked: synced == nil || synced.Digest != digest}
+		return nextSync{digest: r.digest, revision: revision, rollback: true, asked: synced == nil || synced.Digest != r.digest}
 	}
-	token := ann[kustomizev1.SyncRequestAnnotation]
+	token := s.obj.GetAnnotations()[kustomizev1.SyncRequestAnnotation]
 	asked := s.spec.Manual && token != "" && token != s.app.manualSync().LastHandledSyncAt
 	return nextSync{digest: rendered.Digest, revision: rendered.Revision, asked: asked}
 }
