@@ -12,6 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"plumb.dev/pkg/testtls"
+
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
@@ -40,7 +42,7 @@ type RepoOptions struct {
 type Repo struct {
 	opts RepoOptions
 	srv  *httptest.Server
-	ca   *authority
+	ca   *testtls.Authority
 
 	mu       sync.Mutex
 	charts   map[string][]byte // file name -> .tgz
@@ -57,12 +59,12 @@ func NewRepo(opts RepoOptions) (*Repo, error) {
 	// stderr.
 	r.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if opts.TLS {
-		ca, err := newAuthority()
+		ca, err := testtls.New("testhelm CA")
 		if err != nil {
 			return nil, err
 		}
 		r.ca = ca
-		r.srv.TLS = ca.serverConfig(opts.ClientAuth)
+		r.srv.TLS = ca.ServerConfig(opts.ClientAuth)
 		r.srv.StartTLS()
 	} else {
 		r.srv.Start()
@@ -79,7 +81,7 @@ func (r *Repo) CA() []byte {
 	if r.ca == nil {
 		return nil
 	}
-	return r.ca.caPEM
+	return r.ca.CA
 }
 
 // ClientCert returns the PEM certificate and key of a client certificate
@@ -88,7 +90,7 @@ func (r *Repo) ClientCert() (certPEM, keyPEM []byte) {
 	if r.ca == nil {
 		return nil, nil
 	}
-	return r.ca.clientCert, r.ca.clientKey
+	return r.ca.ClientCert, r.ca.ClientKey
 }
 
 // Close stops the server.

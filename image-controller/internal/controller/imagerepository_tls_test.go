@@ -17,12 +17,13 @@ import (
 
 	imagev1 "plumb.dev/api/image/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/testtls"
 )
 
 // tlsRegistry serves an in-process registry over HTTPS with ca's server
 // certificate, requiring a client certificate of ca with clientAuth, and
 // pushes image:tag for each tag; it returns the image.
-func tlsRegistry(t *testing.T, ca *testCA, clientAuth bool, tags ...string) string {
+func tlsRegistry(t *testing.T, ca *testtls.Authority, clientAuth bool, tags ...string) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	srv.TLS = ca.ServerConfig(clientAuth)
@@ -31,7 +32,7 @@ func tlsRegistry(t *testing.T, ca *testCA, clientAuth bool, tags ...string) stri
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	image := strings.TrimPrefix(srv.URL, "https://") + "/app"
-	pushWith(t, image, []remote.Option{remote.WithTransport(&http.Transport{TLSClientConfig: ca.ClientConfig(t)})}, tags...)
+	pushWith(t, image, []remote.Option{remote.WithTransport(&http.Transport{TLSClientConfig: clientConfig(t, ca)})}, tags...)
 	return image
 }
 
