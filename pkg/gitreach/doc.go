@@ -21,4 +21,9 @@
 // dials itself, Reach resolves the host, keeps the first address the
 // policy allows and gives go-git a URL with that address, the host key
 // still checked against known_hosts under the host's name.
+//
+// RefusalOf tells, from an error of a fetch or a push, whether the
+// credentials were the cause (an unknown host key, a refused key or
+// password), so that both programs report those as authentication
+// failures in the same cases.
 package gitreach

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -478,16 +476,14 @@ func (r *ImageUpdateAutomationReconciler) signingKey(ctx context.Context, obj *i
 func gitFailure(err error) error {
 	msg := errors.New(message.StripUserInfo(err.Error()))
 	var ge *gitreach.Error
-	var keyErr *knownhosts.KeyError
+	refusal := gitreach.RefusalOf(err)
 	switch {
 	case errors.As(err, &ge) && ge.Kind == gitreach.Auth:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, msg)
-	case errors.As(err, &keyErr), strings.Contains(msg.Error(), "knownhosts: key"):
-		// go-git flattens the callback's error into a string.
+	case refusal == gitreach.HostKeyUnknown:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason,
 			fmt.Errorf("the SSH host key is not in the known_hosts of the GitRepository's Secret (unknown host or changed key): %w", msg))
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
-		strings.Contains(msg.Error(), "ssh: unable to authenticate"):
+	case refusal == gitreach.CredentialsRefused, refusal == gitreach.SSHKeyRefused:
 		return plumbreconcile.Failed(sourcev1.AuthenticationFailedReason, fmt.Errorf("the credentials were refused: %w", msg))
 	case errors.As(err, &ge), errors.Is(err, imageupdate.ErrInvalid):
 		return plumbreconcile.Stalled(imagev1.InvalidSourceConfigReason, msg)

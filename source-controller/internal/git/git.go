@@ -21,10 +21,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/diskbudget"
+	"plumb.dev/pkg/gitreach"
 	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/netguard"
 )
@@ -448,7 +448,6 @@ func classify(url, what string, err error) error {
 	}
 	kind := Failed
 	msg := err.Error()
-	var keyErr *knownhosts.KeyError
 	var netErr net.Error
 	var refused *netguard.RefusedAddressError
 	switch {
@@ -456,13 +455,13 @@ func classify(url, what string, err error) error {
 		// Before the network errors that wrap it: the message then
 		// names the rule and the flag, without net/http's wrapping.
 		msg = "cannot connect: " + refused.Error()
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+	case gitreach.RefusalOf(err) == gitreach.CredentialsRefused:
 		kind = AuthFailed
 		msg = "the credentials were refused (" + err.Error() + ")"
-	case errors.As(err, &keyErr), strings.Contains(msg, "knownhosts: key"):
+	case gitreach.RefusalOf(err) == gitreach.HostKeyUnknown:
 		kind = AuthFailed
 		msg = "the SSH host key is not in known_hosts (unknown host or changed key): " + err.Error()
-	case strings.Contains(msg, "ssh: unable to authenticate"):
+	case gitreach.RefusalOf(err) == gitreach.SSHKeyRefused:
 		kind = AuthFailed
 		msg = "the SSH key was refused (" + err.Error() + ")"
 	case errors.Is(err, transport.ErrRepositoryNotFound):
