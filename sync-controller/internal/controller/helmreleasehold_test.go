@@ -158,6 +158,9 @@ func TestADenyWindowStillCorrectsTheDeployedHelmRelease(t *testing.T) {
 		}
 		return changes
 	}, 30*time.Second, 100*time.Millisecond).Should(ContainElement("Deployment/" + ns + "/app-web:spec.replicas=1"))
+	if corrected := events.withReason(kustomizev1.DriftCorrectedReason); len(corrected) > 0 {
+		t.Logf("held release corrected %s after the foreign change was seen", corrected[0].Metadata["latency"])
+	}
 	g.Expect(webDeployment(ctx, g, ns).Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/web:1.0"))
 
 	got := getRelease(g, hr)
