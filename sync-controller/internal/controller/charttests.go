@@ -43,8 +43,8 @@ func (s *syncRun) runChartTests(ctx context.Context) error {
 		conditions.Delete(s.out, helmv2.TestSuccessCondition)
 		return nil
 	}
-	if len(hr.Status.History) == 0 {
-		return nil
+	if len(hr.Status.History) == 0 || (s.rel != nil && s.rel.action == correctRelease) {
+		return nil // nothing released, or a sync window holds what would be
 	}
 	cur := &hr.Status.History[0]
 	if cur.Status != helmv2.ReleaseStatusDeployed || cur.Digest != s.digest {

@@ -80,20 +80,23 @@
 // InvalidCELExpression), gateSyncWindow (syncwindow.go: outside the
 // object's sync windows — spec.syncWindows and the SyncWindowPolicies that
 // select it, pkg/syncwindow — a new render is held: a Kustomization
-// applies its last synced render instead, so drift is still corrected, or
-// only reported under a window with driftCorrection: false, and
-// holdForSyncWindow, after report, ends the run Ready=False reason
-// OutsideSyncWindow naming the held revision and when the windows open,
-// requeued then; a HelmRelease, or an object that never synced, stops at
-// the gate; a rollback not applied yet or a Manual object's sync request
+// applies its last synced render instead, a HelmRelease its deployed
+// release's (decideRelease's correctRelease: no release, no hook), so
+// drift is still corrected, or only reported under a window with
+// driftCorrection: false, and holdForSyncWindow, after report, ends the
+// run Ready=False reason OutsideSyncWindow naming the held revision and
+// when the windows open, requeued then; an object that never synced, or
+// a HelmRelease whose newest release is not deployed, stops at the gate;
+// a rollback not applied yet or a Manual object's sync request
 // is a manual sync, let through only by windows with manualSync —
 // nextRender, docs/design/sync-engine.md "How the holds combine"; a
 // window that does not parse stalls it, SyncWindowInvalid;
 // status.syncWindow), repairHelmStorage (a HelmRelease's: Helm's
 // storage brought up to date with what an earlier run could not write,
 // helmstorage.go), decideRelease (a HelmRelease's: attempt, roll
-// back, uninstall or hold; remediation.go), loadManifests (a rollback's
-// render instead of the newest), prepare, manualSync (manualsync.go: with
+// back, uninstall, hold, or correct the deployed release while a window
+// holds the newest render; remediation.go), loadManifests (a rollback's
+// or a window's render instead of the newest), prepare, manualSync (manualsync.go: with
 // spec.syncPolicy Manual a render is compared by a dry-run that writes
 // nothing, reported in OutOfSync and status.outOfSync, and the run ends,
 // unless the plumb.dev/sync annotation asks for a sync — with

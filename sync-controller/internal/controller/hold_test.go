@@ -217,6 +217,11 @@ func TestHelmReleaseRollbackIsARollbackReleaseAndHolds(t *testing.T) {
 	requestRelease(t, hr)
 	g.Expect(settingsValue(ctx, g, ns)).To(Equal("one"))
 	g.Expect(releases(getRelease(g, hr))).To(HaveLen(3))
+	// While it holds 3.0.0, the rolled-back release is still corrected,
+	// and nothing more is released.
+	setValue(t, ctx, ns, "settings", "edited")
+	waitSettings(ctx, g, ns, "one")
+	g.Expect(releases(getRelease(g, hr))).To(HaveLen(3))
 
 	got = getRelease(g, hr)
 	patch = client.MergeFrom(got.DeepCopy())

@@ -183,6 +183,40 @@ func TestARollbackOfAManualKustomizationAppliesAndTheNextCommitWaitsForASync(t *
 	g.Expect(settingsValue(ctx, g, ns)).To(Equal("three"))
 }
 
+// A rollback of a Manual HelmRelease is a request of its own: it is
+// released once without a sync, and drift from it is then reported as
+// Manual reports it — not corrected, nothing released again.
+func TestARollbackOfAManualHelmReleaseAppliesOnceAndItsDriftIsReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx, hr := newHelmRelease(t, func(hr *helmv2.HelmRelease) {
+		hr.Spec.SyncPolicy = kustomizev1.SyncPolicyManual
+	})
+	ns := hr.Namespace
+	renderRelease(t, hr, "1.0.0", "v: one", settings(ns, "one"))
+	requestSync(t, hr, "")
+	v1 := waitReleaseReady(t, hr, "1.0.0").Status.RenderedArtifact.Digest
+	renderRelease(t, hr, "2.0.0", "v: two", settings(ns, "two"))
+	waitOutOfSync(t, hr, kustomizev1.ManualSyncPendingReason, "2.0.0")
+	requestSync(t, hr, "")
+	got := waitReleaseReady(t, hr, "2.0.0")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Annotations[kustomizev1.RollbackAnnotation] = v1
+	g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+	waitSettings(ctx, g, ns, "one")
+	got = waitReleaseReady(t, hr, "1.0.0")
+	g.Expect(releases(got)).To(Equal([]string{"3:1.0.0:deployed", "2:2.0.0:superseded", "1:1.0.0:superseded"}))
+
+	setValue(t, ctx, ns, "settings", "edited")
+	out := waitOutOfSync(t, hr, kustomizev1.DriftDetectedReason, "1.0.0")
+	g.Expect(out.Change).To(Equal([]string{"ConfigMap/" + ns + "/settings"}))
+	got = getRelease(g, hr)
+	g.Expect(conditions.IsTrue(got, kustomizev1.DriftedCondition)).To(BeTrue())
+	g.Expect(got.Status.Drift.Paths).To(ContainElement("ConfigMap/" + ns + "/settings:data.value"))
+	g.Expect(settingsValue(ctx, g, ns)).To(Equal("edited"), "reported, not corrected")
+	g.Expect(releases(got)).To(HaveLen(3))
+}
+
 // waitOutOfSyncReason waits for OutOfSync=True with reason and returns
 // status.outOfSync.
 func waitOutOfSyncReason(t *testing.T, ks *kustomizev1.Kustomization, reason string) *kustomizev1.OutOfSyncStatus {
@@ -199,8 +233,8 @@ func waitOutOfSyncReason(t *testing.T, ks *kustomizev1.Kustomization, reason str
 	return out
 }
 
-// A HelmRelease's rollback asked during a deny window waits at the gate,
-// the deployed release kept, until the window lets manual syncs through;
+// A HelmRelease's rollback asked during a deny window waits, the deployed
+// release kept and corrected, until the window lets manual syncs through;
 // it is then a rollback release.
 func TestAHelmReleaseRollbackInADenyWindowWaitsForManualSyncs(t *testing.T) {
 	g := NewWithT(t)
@@ -223,9 +257,13 @@ func TestAHelmReleaseRollbackInADenyWindowWaitsForManualSyncs(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		return ready.Message
 	}, time.Minute, 100*time.Millisecond).Should(Equal("the rollback to revision 1.0.0 (render " + shortDigest(v1) + ") and revision 2.0.0 are held by sync window spec.syncWindows[0], " +
-		"which lets no manual sync through, until 2026-12-07T11:00:00Z; nothing is applied"))
+		"which lets no manual sync through, until 2026-12-07T11:00:00Z; drift from revision 2.0.0 is still corrected"))
 	g.Expect(releases(getRelease(g, hr))).To(Equal([]string{"2:2.0.0:deployed", "1:1.0.0:superseded"}))
 	g.Expect(settingsValue(ctx, g, ns)).To(Equal("two"))
+	// The deployed release is still corrected, and nothing is released.
+	setValue(t, ctx, ns, "settings", "edited")
+	waitSettings(ctx, g, ns, "two")
+	g.Expect(releases(getRelease(g, hr))).To(Equal([]string{"2:2.0.0:deployed", "1:1.0.0:superseded"}))
 
 	got = getRelease(g, hr)
 	patch = client.MergeFrom(got.DeepCopy())

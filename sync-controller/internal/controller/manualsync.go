@@ -45,8 +45,9 @@ func (s *syncRun) manualSync(ctx context.Context) error {
 		ms.OutOfSync = nil
 		return nil
 	}
-	if s.rel != nil && s.rel.action != attemptRelease {
+	if s.rel != nil && s.rel.action != attemptRelease && !s.rel.requested {
 		// A HelmRelease's remediation of an attempt that was asked for.
+		// (A person's rollback is a request of its own, below.)
 		return nil
 	}
 	if synced := lastSynced(s.obj); s.hold != nil && (synced == nil || synced.Digest != s.digest) {

@@ -49,6 +49,9 @@ func (s *syncRun) operationStart() metav1.Time {
 // operation with hooks, rather than re-checking a sync that already
 // succeeded.
 func (s *syncRun) isNewSync() bool {
+	if s.rel != nil && s.rel.action == correctRelease {
+		return false // the deployed release re-checked, whatever the generation
+	}
 	prev := s.prev.Sync
 	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() || prev.Phase != kustomizev1.PhaseSucceeded
 }

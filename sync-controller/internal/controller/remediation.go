@@ -55,6 +55,11 @@ const (
 	// holdRelease applies nothing: the attempt was uninstalled, or failed
 	// with no retry and no remediation left.
 	holdRelease
+	// correctRelease applies the deployed release's render again while a
+	// sync window holds the newest (syncwindow.go): a drift correction
+	// (or report) of what runs, never an install or upgrade — no hook,
+	// no release in status.history or Helm's storage, no attempt counted.
+	correctRelease
 )
 
 // releaseRun is what decideRelease made of a HelmRelease's status for one
@@ -81,12 +86,19 @@ type releaseRun struct {
 }
 
 // decideRelease is a HelmRelease's first step after its dependencies:
-// attempt the newest render, roll back, uninstall, or hold (above). A
+// attempt the newest render, roll back, uninstall, or hold (above); while
+// a sync window holds the newest render, correct the deployed release. A
 // Kustomization has no release and always syncs.
 func (s *syncRun) decideRelease(ctx context.Context) error {
 	hr, ok := s.obj.(*helmv2.HelmRelease)
 	if !ok || s.rel != nil {
 		return nil // a Kustomization, or a rollback holds it (hold.go)
+	}
+	if s.window != nil && s.window.artifact != nil {
+		// The windows hold the newest render, and with it any attempt,
+		// retry or remediation of it.
+		s.rel = &releaseRun{hr: hr, action: correctRelease}
+		return nil
 	}
 	rel := &releaseRun{hr: hr, action: attemptRelease}
 	s.rel = rel

@@ -317,13 +317,17 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 		return s.waitForRender()
 	}
 	artifact = s.heldBack(artifact) // a sync window's (syncwindow.go)
-	if s.rel != nil && s.rel.action == rollbackRelease {
+	switch {
+	case s.rel != nil && s.rel.action == rollbackRelease:
 		// The rollback's render; lastAttempted* keep the failed attempt.
 		artifact = s.rel.rollbackArtifact(artifact)
-	} else if s.hold != nil {
+	case s.rel != nil && s.rel.action == correctRelease:
+		// The deployed release's render, held back above: nothing is
+		// attempted, so lastAttempted* stay.
+	case s.hold != nil:
 		// A Kustomization's rollback (hold.go): the newest render is held.
 		artifact = s.hold.artifact
-	} else {
+	default:
 		s.st.LastAttemptedRevision = artifact.Revision
 		s.outApp.attempted(artifact)
 	}

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -107,38 +106,24 @@ func (r *Syncer) syncWindows(ctx context.Context, obj client.Object) ([]syncwind
 	return windows, nil
 }
 
-// ManualSyncAllowed says whether a manual sync of obj (a Kustomization or
-// a HelmRelease) may go through now, and if not, why: always inside its
-// windows; outside them, when every window that keeps syncs out has
-// manualSync (syncwindow.State.ManualSyncAllowed). The hook of manual sync
-// (spec.syncPolicy: Manual, the plumb.dev/sync annotation).
-func (r *Syncer) ManualSyncAllowed(ctx context.Context, obj client.Object) (bool, string, error) {
-	windows, err := r.syncWindows(ctx, obj)
-	if err != nil {
-		return false, "", err
-	}
-	st := syncwindow.Evaluate(windows, r.now())
-	if st.ManualSyncAllowed() {
-		return true, "", nil
-	}
-	return false, fmt.Sprintf("a manual sync is not allowed by sync window %s%s", strings.Join(st.Names(), ", "), untilText(st)), nil
-}
-
 // gateSyncWindow holds a new render while the object is outside its sync
 // windows (a deny window active, or allow windows and none active;
-// pkg/syncwindow): it is not applied until they open. A Kustomization
-// applies its last synced render instead, so that drift is still
-// corrected — or only reported when a window says driftCorrection: false;
-// a HelmRelease (and an object that never synced) stops here, its
-// deployed release left as it is. A render already synced is not held:
-// drift correction goes on as usual, or is only reported when a window
-// says driftCorrection: false. Sets status.syncWindow while outside the
-// windows; holdForSyncWindow, after the sync, makes Ready=False reason
-// OutsideSyncWindow with the held revision and when the windows open, and
-// comes back then. A person's request (nextRender: a rollback not applied
-// yet, a Manual object's sync token) goes through when the windows let
-// manual syncs through, else waits, held as a new render is; a Manual
-// object without a request is left to manualSync. A window that does not parse stalls the object
+// pkg/syncwindow): it is not applied until they open. The run applies the
+// render synced last instead, so that drift is still corrected — or only
+// reported when a window says driftCorrection: false: a Kustomization's
+// newest history entry, a HelmRelease's deployed release (as a drift
+// correction only, heldRelease in remediation.go: no release, no hook, no
+// history entry). An object that never synced, and a HelmRelease whose
+// newest release is not deployed, stop here with nothing applied. A
+// render already synced is not held: drift correction goes on as usual,
+// or is only reported when a window says driftCorrection: false. Sets
+// status.syncWindow while outside the windows; holdForSyncWindow, after
+// the sync, makes Ready=False reason OutsideSyncWindow with the held
+// revision and when the windows open, and comes back then. A person's
+// request (nextRender: a rollback not applied yet, a Manual object's sync
+// token) goes through when the windows let manual syncs through, else
+// waits, held as a new render is; a Manual object without a request is
+// left to manualSync. A window that does not parse stalls the object
 // (Stalled=True, reason SyncWindowInvalid) until its spec or the policy
 // changes.
 func (s *syncRun) gateSyncWindow(ctx context.Context) error {
@@ -183,22 +168,15 @@ func (s *syncRun) gateSyncWindow(ctx context.Context) error {
 	}
 	status.HeldRevision = rendered.Revision
 	hold := &windowHold{held: rendered.Revision, until: untilOpen(st, now, s.spec.Interval), rollback: next.rollback}
-	if _, ok := s.obj.(*kustomizev1.Kustomization); ok && synced != nil {
+	if synced != nil && synced.live {
 		// The render synced last, from the same folder of render-controller's
-		// artifacts (which keeps it: the newest history entry's digest).
-		_, hex, _ := strings.Cut(synced.Digest, ":")
-		hold.artifact = &meta.Artifact{
-			URL:      strings.TrimSuffix(rendered.URL, path.Base(rendered.URL)) + hex + ".yaml",
-			Path:     path.Join(path.Dir(rendered.Path), hex+".yaml"),
-			Revision: synced.Revision, Digest: synced.Digest,
-		}
+		// artifacts, which keeps it (the newest history entry's digest;
+		// a HelmRelease's deployed release).
+		hold.artifact = besideArtifact(rendered, synced.Digest, synced.Revision)
 	}
 	applied := "nothing is applied"
-	switch {
-	case hold.artifact != nil && st.DriftCorrection():
-		applied = "drift from revision " + synced.Revision + " is still corrected"
-	case hold.artifact != nil:
-		applied = "drift from revision " + synced.Revision + " is reported, not corrected"
+	if hold.artifact != nil {
+		applied = "drift from revision " + synced.Revision + " " + s.heldDrift()
 	}
 	held := "revision " + rendered.Revision + " is"
 	switch {
@@ -222,6 +200,19 @@ func (s *syncRun) gateSyncWindow(ctx context.Context) error {
 	return nil
 }
 
+// heldDrift says, for the hold's message, what becomes of drift from the
+// render synced last while the windows hold the newest: the run's drift
+// policy, which a window with driftCorrection: false has made Report.
+func (s *syncRun) heldDrift() string {
+	switch {
+	case s.spec.DriftDisabled:
+		return "is neither corrected nor reported (drift detection is disabled)"
+	case s.spec.DriftPolicy == kustomizev1.DriftPolicyReport:
+		return "is reported, not corrected"
+	}
+	return "is still corrected"
+}
+
 // heldBack returns the artifact a run applies instead of the newest
 // render while a sync window holds it, else artifact.
 func (s *syncRun) heldBack(artifact *meta.Artifact) *meta.Artifact {
@@ -242,8 +233,15 @@ func (s *syncRun) holdForSyncWindow(context.Context) error {
 	return reconcile.Waiting(kustomizev1.OutsideSyncWindowReason, s.window.until, fmt.Errorf("%s", s.window.message))
 }
 
-// syncedRender is the render a sync operation last ran with.
-type syncedRender struct{ Digest, Revision string }
+// syncedRender is the render a sync operation last ran with. live says
+// that a run held by a sync window applies it again to correct drift: a
+// Kustomization's always, a HelmRelease's when it is the deployed release
+// (a failed upgrade's render is applied again only by a retry, which the
+// window holds too).
+type syncedRender struct {
+	Digest, Revision string
+	live             bool
+}
 
 // lastSynced is the render of obj's newest sync operation (a
 // Kustomization's newest history entry, a HelmRelease's newest release),
@@ -253,12 +251,12 @@ func lastSynced(obj client.Object) *syncedRender {
 	case *kustomizev1.Kustomization:
 		if len(o.Status.History) > 0 && o.Status.History[0].Digest != "" {
 			h := o.Status.History[0]
-			return &syncedRender{Digest: h.Digest, Revision: h.Metadata[meta.HistoryRevisionKey]}
+			return &syncedRender{Digest: h.Digest, Revision: h.Metadata[meta.HistoryRevisionKey], live: true}
 		}
 	case *helmv2.HelmRelease:
 		if len(o.Status.History) > 0 && o.Status.History[0].Digest != "" {
 			h := o.Status.History[0]
-			return &syncedRender{Digest: h.Digest, Revision: h.ChartVersion}
+			return &syncedRender{Digest: h.Digest, Revision: h.ChartVersion, live: h.Status == helmv2.ReleaseStatusDeployed}
 		}
 	}
 	return nil

@@ -135,12 +135,6 @@ func TestADenyWindowHoldsANewRevisionUntilItEnds(t *testing.T) {
 	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:1111"))
 	g.Expect(valueOf(ctx, g, ks.Namespace, "settings")).To(Equal("one"))
 
-	// The hook of manual sync: this window has no manualSync.
-	allowed, why, err := running.ManualSyncAllowed(ctx, got)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(allowed).To(BeFalse())
-	g.Expect(why).To(Equal("a manual sync is not allowed by sync window spec.syncWindows[0] until 2026-12-07T11:00:00Z"))
-
 	// Drift is corrected to the revision applied, not the held one.
 	setValue(t, ctx, ks.Namespace, "settings", "edited")
 	g.Eventually(func(g Gomega) string { return valueOf(ctx, g, ks.Namespace, "settings") }, 30*time.Second, 50*time.Millisecond).Should(Equal("one"))
@@ -215,9 +209,6 @@ func TestASyncWindowPolicySelectsByLabel(t *testing.T) {
 	got := heldStatus(t, selected)
 	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("held by sync window SyncWindowPolicy/freeze.spec.windows[0] until 2026-12-07T11:00:00Z"))
 	waitReady(t, other, "main@sha1:2222")
-	allowed, _, err := running.ManualSyncAllowed(ctx, got)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(allowed).To(BeTrue(), "the policy's window has manualSync")
 	g.Expect(valueOf(ctx, g, selected.Namespace, "other")).To(Equal("two"))
 	g.Expect(valueOf(ctx, g, selected.Namespace, "selected")).To(Equal("one"))
 
@@ -318,7 +309,7 @@ func TestAHelmReleaseUpgradeWaitsForItsWindow(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal(kustomizev1.OutsideSyncWindowReason), ready.Message)
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
 	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(Equal(
-		"revision 2.0.0 is held by sync window spec.syncWindows[0] until 2026-12-07T11:00:00Z; nothing is applied"))
+		"revision 2.0.0 is held by sync window spec.syncWindows[0] until 2026-12-07T11:00:00Z; drift from revision 1.0.0 is still corrected"))
 	g.Expect(got.Status.SyncWindow).NotTo(BeNil())
 	g.Expect(got.Status.SyncWindow.HeldRevision).To(Equal("2.0.0"))
 	g.Expect(releases(got)).To(Equal([]string{"1:1.0.0:deployed"}))
