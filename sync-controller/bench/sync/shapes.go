@@ -88,7 +88,7 @@ func (s shape) writeTree(w workload, ns string, n int) (string, error) {
 
 // render renders the shape's tree for ns with pkg/render, as render-
 // controller would, and returns the manifests and the time the build took.
-func (s shape) render(ctx context.Context, w workload, ns string, n int, work string) (string, time.Duration, error) {
+func (s shape) render(ctx context.Context, ns string, n int, work string) (string, time.Duration, error) {
 	var spec kustomizev1.KustomizationSpec
 	s.spec(&spec, ns)
 	start := time.Now()
@@ -156,7 +156,7 @@ func (b *bench) shapeInitial(ctx context.Context, s shape, w workload) (sample, 
 	ks := newKustomization(ns)
 	s.spec(&ks.Spec, ns)
 	_, x, err := b.initialSync(ctx, ks, w, false, func() (string, time.Duration, error) {
-		return s.render(ctx, w, ns, b.c.objects, work)
+		return s.render(ctx, ns, b.c.objects, work)
 	})
 	if err == nil {
 		fmt.Fprintf(os.Stderr, "   shape %s: render %s, then to Ready %s\n", s, benchfig.Round(x.render), benchfig.Round(x.d-x.render))
@@ -176,7 +176,7 @@ func (b *bench) shapeBare(ctx context.Context, s shape, w workload) (sample, err
 	if err != nil {
 		return sample{}, err
 	}
-	data, _, err := s.render(ctx, w, ns, b.c.objects, work)
+	data, _, err := s.render(ctx, ns, b.c.objects, work)
 	if err != nil {
 		return sample{}, err
 	}
