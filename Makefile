@@ -195,7 +195,7 @@ bench-source: ## Pack a generated 10,000-file tree with pkg/artifact and with gi
 	go run ./pkg/bench/pack -files 10000 -runs 5
 
 .PHONY: bench-sync
-bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, no-op resync, drift, memory); print a table.
+bench-sync: envtest-assets ## sync-controller vs a bare server-side-apply loop on 1,000 objects (initial sync, also with a real render of the targetNamespace and images-patch shapes; no-op resync, drift, memory); print a table.
 	go run ./sync-controller/bench/sync -objects 1000 -runs 5
 
 .PHONY: bench-helm

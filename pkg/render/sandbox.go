@@ -61,6 +61,14 @@ type sandboxFS struct {
 	// refused is the first refusal, reported instead of the error kustomize
 	// wraps around it.
 	refused error
+	// resolved keeps what disk.CleanedAbs said of a path. kustomize
+	// resolves a file's path and then reads it, and the read resolves it
+	// again: each resolution checks every element of the path for a link
+	// (an lstat each), a tenth of what a build of many small files adds
+	// to kustomize's own work. The tree does not change while it is built
+	// (Build never writes it), so the first answer stays true; refusals
+	// are not kept.
+	resolved map[string]resolvedPath
 
 	// decryptor, when set, decrypts the SOPS-encrypted generator inputs
 	// and patches noted in sources (decrypt.go), keyed by real path.
@@ -123,6 +131,33 @@ func newSandboxFS(ctx context.Context, root string, limits Limits, decryptor Dec
 	}
 	return &sandboxFS{disk: disk, ctx: ctx, root: root, limits: limits.withDefaults(), inspected: map[string]bool{},
 		decryptor: decryptor, sources: map[string]source{}}, nil
+}
+
+// resolvedPath is disk.CleanedAbs's answer for a path.
+type resolvedPath struct {
+	dir  filesys.ConfirmedDir
+	name string
+}
+
+// cleanedAbs is disk.CleanedAbs, each path resolved once (resolved).
+func (s *sandboxFS) cleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
+	s.mu.Lock()
+	r, ok := s.resolved[path]
+	s.mu.Unlock()
+	if ok {
+		return r.dir, r.name, nil
+	}
+	dir, name, err := s.disk.CleanedAbs(path)
+	if err != nil {
+		return dir, name, err
+	}
+	s.mu.Lock()
+	if s.resolved == nil {
+		s.resolved = map[string]resolvedPath{}
+	}
+	s.resolved[path] = resolvedPath{dir, name}
+	s.mu.Unlock()
+	return dir, name, nil
 }
 
 var errReadOnly = errors.New("the source is read-only during rendering")
@@ -242,7 +277,7 @@ func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error
 	if s.isVirtualDir(path) {
 		return filesys.ConfirmedDir(filepath.Clean(path)), "", nil
 	}
-	dir, name, err := s.disk.CleanedAbs(path)
+	dir, name, err := s.cleanedAbs(path)
 	if err == nil && name != "" && isKustomizationFile(path) {
 		// kustomize reads a file at the path resolved here, so a
 		// kustomization reached through a link of another name would be
@@ -324,7 +359,7 @@ func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
 	if real, data, ok := s.virtualFile(path); ok {
 		return real, data, s.chargeBytes(rel, int64(len(data)))
 	}
-	dir, name, err := s.disk.CleanedAbs(path)
+	dir, name, err := s.cleanedAbs(path)
 	if err != nil {
 		var outside *fluxfs.ConstraintError
 		if errors.As(err, &outside) {

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -44,33 +45,140 @@ func main() {
 		objects   = flag.Int("objects", 1000, "How many objects the generated base holds.")
 		runs      = flag.Int("runs", 3, "Builds measured per figure (the median is shown).")
 		child     = flag.String("child", "", "Internal: build the tree at this path once and exit.")
+		shapeName = flag.String("shape", overlayShape.name, "Internal: the shape the child builds.")
+		only      = flag.String("only", "", "Run only this table: workers, plain or cli.")
+		cliShapes = flag.String("cli-shapes", "overlay,files", "The trees the cli table builds, comma-separated: overlay (a base and an overlay) and files (issue 46's 1,000 files under a spec with images and a patch).")
 	)
 	flag.Parse()
 	if *child != "" {
-		if _, err := build(*child); err != nil {
+		if _, err := shapeNamed(*shapeName).build(*child); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		return
 	}
 	// The plain-folder and worker tables first: they need no kustomize CLI.
-	if err := runWorkers(*objects, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-render:", err)
-		os.Exit(1)
+	tables := []struct {
+		name string
+		run  func() error
+	}{
+		{"workers", func() error { return runWorkers(*objects, *runs) }},
+		{"plain", func() error { return runPlain(*objects, *runs) }},
+		{"cli", func() error {
+			for _, sh := range shapes {
+				if !slices.Contains(strings.Split(*cliShapes, ","), sh.name) {
+					continue
+				}
+				if err := run(*kustomize, sh, *objects, *runs); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	}
-	if err := runPlain(*objects, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-render:", err)
-		os.Exit(1)
-	}
-	if err := run(*kustomize, *objects, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-render:", err)
-		os.Exit(1)
+	for _, t := range tables {
+		if *only != "" && *only != t.name {
+			continue
+		}
+		if err := t.run(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-render:", err)
+			os.Exit(1)
+		}
 	}
 }
 
+// shape is a generated tree and the spec that builds it, and how the
+// kustomize CLI builds the same objects.
+type shape struct {
+	name, describe string
+	write          func(src string, objects int) error
+	spec           kustomizev1.KustomizationSpec
+	// cliPath is the folder, relative to the source, the CLI builds;
+	// writeCLI writes in the source what Build keeps in memory for it
+	// (nil: nothing, the tree has its kustomizations).
+	cliPath  string
+	writeCLI func(src string) error
+}
+
+var overlayShape = shape{
+	name:     "overlay",
+	describe: "base + overlay with namespace, prefix, labels, image, SMP and JSON 6902 patches",
+	write:    gentree.Write,
+	spec:     kustomizev1.KustomizationSpec{Path: gentree.OverlayPath},
+	cliPath:  gentree.OverlayPath,
+}
+
+// filesShape is issue 46's tree that kustomize must build: one object per
+// file, no kustomization file, a spec with a targetNamespace, an image and
+// a patch.
+var filesShape = shape{
+	name:     "files",
+	describe: "one object per file, no kustomization file; spec: targetNamespace, images, a JSON 6902 patch",
+	write:    gentree.WriteFiles,
+	spec: kustomizev1.KustomizationSpec{
+		Path:            gentree.FilesPath,
+		TargetNamespace: "bench",
+		Images:          []kustomizev1.Image{{Name: "registry.example/app", NewTag: "v2.0.0"}},
+		Patches: []kustomizev1.Patch{{
+			Patch:  "- op: add\n  path: /metadata/annotations/team\n  value: platform\n",
+			Target: &kustomizev1.Selector{Kind: "Service"},
+		}},
+	},
+	cliPath:  "cli-overlay",
+	writeCLI: writeFilesOverlay,
+}
+
+var shapes = []shape{overlayShape, filesShape}
+
+func shapeNamed(name string) shape {
+	for _, sh := range shapes {
+		if sh.name == name {
+			return sh
+		}
+	}
+	return overlayShape
+}
+
 // build renders the tree in work (its source in render.SourceDir(work)).
-func build(work string) (*render.Result, error) {
-	return render.Build(context.Background(), work, &kustomizev1.KustomizationSpec{Path: gentree.OverlayPath}, render.Options{})
+func (sh shape) build(work string) (*render.Result, error) {
+	return render.Build(context.Background(), work, &sh.spec, render.Options{})
+}
+
+// writeFilesOverlay writes for the kustomize CLI what Build generates in
+// memory for filesShape: a kustomization listing the files, and an
+// overlay with the spec's fields.
+func writeFilesOverlay(src string) error {
+	folder := filepath.Join(src, gentree.FilesPath)
+	names, err := filepath.Glob(filepath.Join(folder, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	k := "resources:\n"
+	for _, n := range names {
+		k += "- " + filepath.Base(n) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(folder, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		return err
+	}
+	overlay := filepath.Join(src, "cli-overlay")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(`namespace: bench
+resources:
+- ../`+gentree.FilesPath+`
+images:
+- name: registry.example/app
+  newTag: v2.0.0
+patches:
+- patch: |
+    - op: add
+      path: /metadata/annotations/team
+      value: platform
+  target:
+    kind: Service
+`), 0o644)
 }
 
 type sample struct {
@@ -78,7 +186,7 @@ type sample struct {
 	maxRSS int64 // bytes
 }
 
-func run(kustomize string, objects, runs int) error {
+func run(kustomize string, sh shape, objects, runs int) error {
 	if _, err := os.Stat(kustomize); err != nil {
 		return fmt.Errorf("the kustomize CLI is missing (%v): run `make bench-render`, which builds it", err)
 	}
@@ -88,7 +196,7 @@ func run(kustomize string, objects, runs int) error {
 	}
 	defer os.RemoveAll(dir)
 	src := render.SourceDir(dir)
-	if err := gentree.Write(src, objects); err != nil {
+	if err := sh.write(src, objects); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -96,12 +204,23 @@ func run(kustomize string, objects, runs int) error {
 		return err
 	}
 
-	// Outputs first: both must render the same documents.
-	res, err := build(dir)
+	// Outputs first: both must render the same documents. The CLI builds
+	// a copy of the tree with what Build keeps in memory written out.
+	res, err := sh.build(dir)
 	if err != nil {
 		return err
 	}
-	cliOut, err := exec.Command(kustomize, "build", filepath.Join(src, gentree.OverlayPath)).Output()
+	cliSrc := src
+	if sh.writeCLI != nil {
+		cliSrc = filepath.Join(dir, "cli")
+		if err := os.CopyFS(cliSrc, os.DirFS(src)); err != nil {
+			return err
+		}
+		if err := sh.writeCLI(cliSrc); err != nil {
+			return err
+		}
+	}
+	cliOut, err := exec.Command(kustomize, "build", filepath.Join(cliSrc, sh.cliPath)).Output()
 	if err != nil {
 		return fmt.Errorf("kustomize build: %w%s", err, stderrOf(err))
 	}
@@ -109,12 +228,12 @@ func run(kustomize string, objects, runs int) error {
 
 	var cold, cli []sample
 	for i := 0; i < runs; i++ {
-		s, err := timeProcess(self, "-child", dir)
+		s, err := timeProcess(self, "-child", dir, "-shape", sh.name)
 		if err != nil {
 			return fmt.Errorf("pkg/render child: %w", err)
 		}
 		cold = append(cold, s)
-		s, err = timeProcess(kustomize, "build", "-o", os.DevNull, filepath.Join(src, gentree.OverlayPath))
+		s, err = timeProcess(kustomize, "build", "-o", os.DevNull, filepath.Join(cliSrc, sh.cliPath))
 		if err != nil {
 			return fmt.Errorf("kustomize build: %w", err)
 		}
@@ -128,7 +247,7 @@ func run(kustomize string, objects, runs int) error {
 	runtime.ReadMemStats(&ms0)
 	for i := 0; i < runs; i++ {
 		start := time.Now()
-		if _, err := build(dir); err != nil {
+		if _, err := sh.build(dir); err != nil {
 			return err
 		}
 		warm = append(warm, time.Since(start))
@@ -138,8 +257,8 @@ func run(kustomize string, objects, runs int) error {
 
 	coldWall, cliWall := medianWall(cold), medianWall(cli)
 	coldRSS, cliRSS := medianRSS(cold), medianRSS(cli)
-	fmt.Printf("render benchmark: %d objects (base + overlay with namespace, prefix, labels, image, SMP and JSON 6902 patches), %d runs each, median, %s/%s\n\n",
-		len(res.Objects), runs, runtime.GOOS, runtime.GOARCH)
+	fmt.Printf("render benchmark: %d objects (%s), %d runs each, median, %s/%s\n\n",
+		len(res.Objects), sh.describe, runs, runtime.GOOS, runtime.GOARCH)
 	fmt.Printf("%-40s %14s %14s %8s\n", "figure", "pkg/render", "kustomize CLI", "ratio")
 	fmt.Printf("%-40s %14s %14s %8s\n", strings.Repeat("-", 40), strings.Repeat("-", 14), strings.Repeat("-", 14), strings.Repeat("-", 8))
 	fmt.Printf("%-40s %14s %14s %8.2f\n", "time per build, fresh process", ms(coldWall), ms(cliWall), float64(coldWall)/float64(cliWall))
@@ -147,7 +266,7 @@ func run(kustomize string, objects, runs int) error {
 	fmt.Printf("%-40s %14s %14s %8.2f\n", "peak RSS of the build process", mib(float64(coldRSS)), mib(float64(cliRSS)), float64(coldRSS)/float64(cliRSS))
 	fmt.Printf("%-40s %14s %14s %8s\n", "allocated per warm build (Go heap)", mib(allocPerBuild), "-", "-")
 	fmt.Printf("%-40s %14d %14d %8s\n", "output bytes", len(res.Manifests), len(cliOut), "-")
-	fmt.Printf("\nratio = pkg/render / kustomize CLI (below 1 is better). Same documents in both outputs: %v\n", same)
+	fmt.Printf("\nratio = pkg/render / kustomize CLI (below 1 is better). Same documents in both outputs: %v\n\n", same)
 	if !same {
 		return errors.New("pkg/render and the kustomize CLI rendered different documents")
 	}

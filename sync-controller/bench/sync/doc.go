@@ -6,6 +6,13 @@
 //     against a bare client loop doing the same server-side applies (field
 //     manager, force) with the same concurrency as --apply-concurrency, each
 //     on a fresh namespace, the two sides alternating run by run;
+//   - the same initial sync of the mixed objects with a real render in the
+//     loop, for each of -shapes (issue 46): "targetNamespace" (the objects
+//     in Git name no namespace) and "images-patch" (an image and a JSON
+//     6902 patch of every ConfigMap); the stand-in render builds a tree of
+//     one object per file with pkg/render under the shape's spec, and the
+//     clock runs from the start of that build to Ready, against the bare
+//     loop applying what the same build renders for its own namespace;
 //   - no-op resync time and API request count, triggered with the
 //     reconcile.plumb.dev/requestedAt annotation and measured until
 //     status.lastHandledReconcileAt equals the token;

@@ -61,6 +61,8 @@ type config struct {
 	fightDuration time.Duration
 	fightWindow   time.Duration
 	fightOnly     bool
+	// shapes are the specs timed with a real render (shapes.go).
+	shapes []shape
 }
 
 func main() {
@@ -85,7 +87,13 @@ func main() {
 	flag.DurationVar(&c.fightDuration, "fight-duration", time.Minute, "how long the competing writer writes; 0 skips the fight")
 	flag.DurationVar(&c.fightWindow, "drift-fight-window", 30*time.Second, "sync-controller's --drift-fight-window (main.go's default) for the fight; the baseline runs with 0 (off)")
 	flag.BoolVar(&c.fightOnly, "fight-only", false, "run only the fight (with detection off, then on), nothing else")
+	shapeList := flag.String("shapes", "targetNamespace,images-patch", "specs whose initial sync is also timed with pkg/render rendering a tree of the mixed objects inside the clock (issue 46), comma-separated; empty for none")
 	flag.Parse()
+	var err error
+	if c.shapes, err = parseShapes(*shapeList); err != nil {
+		fmt.Fprintln(os.Stderr, "syncbench: -shapes:", err)
+		os.Exit(2)
+	}
 
 	level := zapcore.ErrorLevel
 	if os.Getenv("PLUMB_BENCH_DEBUG") != "" {
@@ -231,6 +239,13 @@ func run(c config) error {
 				return fmt.Errorf("bare re-apply: %w", err)
 			}
 			b.res.bareNoop[w].add(sample{d: time.Since(start)})
+		}
+	}
+
+	if len(c.shapes) > 0 {
+		fmt.Fprintf(os.Stderr, ">> shapes: a real render in the loop\n")
+		if err := b.shapePhase(ctx, c.shapes); err != nil {
+			return err
 		}
 	}
 
@@ -440,12 +455,15 @@ func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool)
 	if err != nil {
 		return nil, sample{}, err
 	}
-	return b.initialSync(ctx, newKustomization(ns), w, profile)
+	return b.initialSync(ctx, newKustomization(ns), w, profile, nil)
 }
 
 // initialSync creates ks and times its first sync of the workload, as
-// controllerInitial says.
-func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, w workload, profile bool) (*kustomizev1.Kustomization, sample, error) {
+// controllerInitial says. With renderFn the manifests are its, and the
+// clock starts before it runs (the shapes: a real render in the loop);
+// the sample's render is its time.
+func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, w workload, profile bool,
+	renderFn func() (string, time.Duration, error)) (*kustomizev1.Kustomization, sample, error) {
 	ns := ks.Namespace
 	kw, err := watchKustomization(ctx, b.wc, client.ObjectKeyFromObject(ks))
 	if err != nil {
@@ -465,13 +483,20 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 
 	b.runID++
 	revision := fmt.Sprintf("main@sha1:%040x", b.runID)
-	data := manifests(w, ns, b.c.objects)
 	stopProfile := func() {}
 	if profile {
 		stopProfile = b.profile("initial-" + string(w))
 	}
 	defer stopProfile()
 	b.counter.reset()
+	renderStart := time.Now()
+	data, renderTook := manifests(w, ns, b.c.objects), time.Duration(0)
+	if renderFn != nil {
+		var err error
+		if data, renderTook, err = renderFn(); err != nil {
+			return nil, sample{}, fmt.Errorf("rendering: %w", err)
+		}
+	}
 	if err := b.art.render(ctx, b.wc, ks, revision, data); err != nil {
 		return nil, sample{}, err
 	}
@@ -483,6 +508,9 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		return nil, sample{}, fmt.Errorf("no Ready=True for %s: %w", revision, err)
 	}
 	elapsed := at.Sub(start)
+	if renderFn != nil {
+		elapsed = at.Sub(renderStart)
+	}
 	stopProfile()
 	time.Sleep(settle)
 	total, counts := b.counter.snapshot()
@@ -495,7 +523,7 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 	}
 	tl := b.counter.timeline(start, at)
 	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), benchfig.Round(elapsed), total, tl)
-	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl}, nil
+	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl, render: renderTook}, nil
 }
 
 // bareInitial applies the workload's objects to a fresh namespace with a

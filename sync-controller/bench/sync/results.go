@@ -17,6 +17,8 @@ type sample struct {
 	requests int
 	counts   map[string]int
 	timeline timeline
+	// render is the time of a shape's render, part of d.
+	render time.Duration
 }
 
 // series is the runs of one figure.
@@ -120,6 +122,8 @@ type results struct {
 	afterPrune sample
 	// fights are the fight, with fight detection off and then on.
 	fights []fightFigures
+	// shapes are the initial syncs with a real render in the loop.
+	shapes []*shapeFigures
 }
 
 func newResults(c config) *results {
@@ -150,6 +154,9 @@ const (
 	targetRemoteDriftRatio = 1.5
 	targetMemoryKiB        = 100 * 1024
 	designBareLoopNoopS    = "1.8 s"
+	// targetShapeRatio is issue 46's bound on a shape's render and sync
+	// against the bare loop of the same run.
+	targetShapeRatio = 1.5
 )
 
 func (r *results) print(out io.Writer) {
@@ -176,6 +183,16 @@ func (r *results) print(out io.Writer) {
 			fmt.Fprintf(tw, "  same, against the bare loop with %d workers\t%s\t%s (%d workers)\t%s\t\t\n",
 				c.refWorkers, benchfig.Seconds(s.d), benchfig.Seconds(ref.d), c.refWorkers, ratio(s.d, ref.d))
 		}
+	}
+	for _, sh := range r.shapes {
+		s, ok1 := sh.initial.median()
+		bare, ok2 := sh.bare.median()
+		if !ok1 || !ok2 {
+			continue
+		}
+		fmt.Fprintf(tw, "  shape %s: render + initial sync to Ready, %s\t%s (render %s), %s\t%s (%d workers)\t%s\t≤ %.1f× the bare loop\t%s\n",
+			sh.shape, mixed.describe(c.objects), benchfig.Seconds(s.d), benchfig.Seconds(s.render), requests(s.requests), benchfig.Seconds(bare.d),
+			c.controller.applyConcurrency, ratio(s.d, bare.d), targetShapeRatio, verdict(s.d.Seconds() <= targetShapeRatio*bare.d.Seconds()))
 	}
 	for _, w := range []workload{mixed, configMaps} {
 		s, ok := r.noop[w].median()
@@ -223,6 +240,13 @@ func (r *results) print(out io.Writer) {
 		if s, ok := r.noop[w].median(); ok {
 			fmt.Fprintf(out, "  requests of the median no-op resync (%d): %s\n", s.requests, formatCounts(s.counts))
 			fmt.Fprintf(out, "  its timeline: %s\n", s.timeline)
+		}
+	}
+	for _, sh := range r.shapes {
+		fmt.Fprintf(out, "- shape %s, render + initial sync runs: sync-controller %s; bare loop (%d workers) %s\n", sh.shape,
+			sh.initial.durations(), c.controller.applyConcurrency, sh.bare.durations())
+		if s, ok := sh.initial.median(); ok {
+			fmt.Fprintf(out, "  the median run: render %s, then from the rendered status written: %s\n", benchfig.Round(s.render), s.timeline)
 		}
 	}
 	if r.statusWrite > 0 {

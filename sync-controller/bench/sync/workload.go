@@ -148,7 +148,13 @@ func decode(data string) ([]*unstructured.Unstructured, error) {
 // annotation of the same sizes), under keys sync-controller does not watch,
 // so the bare loop's objects stay out of the controller's informers.
 func bareObjects(w workload, ns string, n int) ([]*unstructured.Unstructured, error) {
-	objs, err := decode(manifests(w, ns, n))
+	return stamped(manifests(w, ns, n), ns)
+}
+
+// stamped decodes a YAML stream of objects in ns and stamps them as
+// bareObjects says.
+func stamped(data, ns string) ([]*unstructured.Unstructured, error) {
+	objs, err := decode(data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,36 @@
+package gentree
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FilesPath is the folder WriteFiles writes, relative to the tree's root.
+const FilesPath = "files"
+
+// WriteFiles writes n objects under dir/FilesPath, one to a file, in the
+// mix of Write (ConfigMaps, Deployments and Services), without a
+// kustomization file: the 1,000-file tree of issue 46 that a spec with
+// images or patches sends through kustomize.
+func WriteFiles(dir string, n int) error {
+	folder := filepath.Join(dir, FilesPath)
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		var text string
+		switch i % 10 {
+		case 0, 1, 2, 3:
+			text = fmt.Sprintf(configMap, i, i, i)
+		case 4, 5, 6:
+			text = fmt.Sprintf(deployment, i, i, i, i, i%7)
+		default:
+			text = fmt.Sprintf(service, i, i)
+		}
+		if err := os.WriteFile(filepath.Join(folder, fmt.Sprintf("object-%04d.yaml", i)), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
