@@ -22,3 +22,15 @@ func (w *renderWaits) setGrace(d time.Duration) {
 	defer w.mu.Unlock()
 	w.grace = d
 }
+
+// kept says what the manifest cache holds of key: the artifact's bytes,
+// and its prepared objects and plan.
+func (c *manifestCache) kept(key types.NamespacedName) (bytes, prepared bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, ok := c.m[key]
+	if !ok {
+		return false, false
+	}
+	return cached.data != nil, cached.plan != nil || cached.prepared != nil
+}

@@ -19,6 +19,14 @@ import (
 // objects and the plan already hold two copies of each (what the cache
 // holds is about half of sync-controller's live heap after a fleet of
 // 1,000: docs/bench/fleet.md, run 33).
+//
+// Once a sync has settled (settle), a small artifact keeps only its bytes:
+// the prepared objects and the plan of a few objects are ten times their
+// YAML, and re-deriving them from the bytes takes well under a millisecond
+// of CPU and no request, where keeping them cost most of the memory a
+// Kustomization adds to a fleet (docs/bench/fleet.md, "Memory at 5,000").
+// A large artifact keeps them: it is a few Kustomizations, not a fleet,
+// and each drift correction of one would decode and hash every object again.
 // Prepared objects and plans are shared read-only: the engine and the hooks
 // copy an object before they change it.
 type manifestCache struct {
@@ -85,6 +93,26 @@ func (c *manifestCache) putPrepared(key types.NamespacedName, digest string, gen
 		return
 	}
 	cached.generation, cached.prepared, cached.hashes, cached.syncID, cached.plan = generation, objs, hashes, syncID, p
+}
+
+// keepPreparedOver is the size of artifact above which the prepared
+// objects and the plan outlive their sync operation: about 100 small
+// objects, whose decoding and hashing would take milliseconds.
+const keepPreparedOver = 64 << 10
+
+// settle forgets what was prepared and planned from a small artifact of the
+// digest: its sync operation is over, and a later run (a resync, a drift
+// correction, a retry with a new operation) prepares again from the kept
+// bytes, with the same hashes and, for a re-check of the same operation,
+// the same plan.
+func (c *manifestCache) settle(key types.NamespacedName, digest string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, ok := c.m[key]
+	if !ok || cached.digest != digest || len(cached.data) > keepPreparedOver {
+		return
+	}
+	cached.generation, cached.prepared, cached.hashes, cached.syncID, cached.plan = 0, nil, nil, "", nil
 }
 
 func (c *manifestCache) forget(key types.NamespacedName) {

@@ -233,8 +233,20 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	if s.releaseArtifact != nil {
 		s.releaseArtifact()
 	}
+	if s.settled() {
+		r.manifests.settle(req.NamespacedName, s.digest)
+	}
 	s.status.end()
 	return s.fights.Requeue(result), err
+}
+
+// settled reports whether the run left its object Ready at its generation
+// with nothing in progress: the sync operation is over, so no later run of
+// it needs its plan.
+func (s *syncRun) settled() bool {
+	ready := conditions.Get(s.out, meta.ReadyCondition)
+	return s.digest != "" && ready != nil && ready.Status == metav1.ConditionTrue &&
+		ready.ObservedGeneration == s.obj.GetGeneration() && !conditions.IsTrue(s.out, meta.ReconcilingCondition)
 }
 
 // holdForRender returns how long a reconcile of a live, unsuspended object
