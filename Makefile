@@ -52,11 +52,15 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 IMAGE_SOURCE      ?= $(shell git remote get-url origin 2>/dev/null | grep '^https://' | sed -E 's#^https://[^/@]*@#https://#')
 IMAGE_PLATFORMS   ?= linux/amd64,linux/arm64
 
+# The example config-management plugin's image, the sidecar of
+# deploy/components/plugins (imagebuild.PluginPrograms).
+PLUGIN_IMAGES     := plumb-plugin-envsubst
+
 .PHONY: images
-images: ## Build the six images (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
+images: ## Build the six images and the example plugin's (OCI index, linux/amd64 and linux/arm64) without Docker; push to IMAGE_REGISTRY=host/path, else OCI layouts in bin/images/.
 	go run ./pkg/imagebuild/cmd/images -dir $(ROOT) -out $(BIN)/images -registry '$(IMAGE_REGISTRY)' \
 		-version '$(VERSION)' -commit '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)' -source '$(IMAGE_SOURCE)' \
-		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS)
+		-platforms '$(IMAGE_PLATFORMS)' $(PROGRAMS) $(PLUGIN_IMAGES)
 
 .PHONY: example-images
 example-images: ## Build the example app's images (deploy/examples/images: web, hook), as images does; tagged with the sample's version.

@@ -106,6 +106,14 @@ func buildControllers(root string) (string, error) {
 		os.RemoveAll(binDir)
 		return "", err
 	}
+	// The example config-management plugin, which the launcher runs
+	// beside render-controller (localenv.Env.Plugin).
+	build = exec.Command("go", "build", "-o", filepath.Join(binDir, localenv.ExamplePluginBinary), localenv.ExamplePluginPackage)
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(binDir)
+		return "", err
+	}
 	// The plumb command line, for the launcher's "Try" commands.
 	build = exec.Command("go", "build", "-o", filepath.Join(binDir, "plumb"), "./cli")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr

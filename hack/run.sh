@@ -35,6 +35,10 @@ echo ">> go build the five controllers and plumb-local into bin/"
 # One go command for all six: the package graph is loaded once and the
 # links run in parallel; unchanged binaries are not linked again.
 heartbeat "go build" go build -o "$root/bin/" ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller ./e2e/cmd/plumb-local
+# The example config-management plugin, which the launcher runs beside
+# render-controller for the sample's plugin part (docs/design/plugins.md);
+# named so that it shadows no system envsubst.
+heartbeat "go build the example plugin" go build -o "$root/bin/plumb-plugin-envsubst" ./pkg/renderplugin/example/envsubst
 # The plumb CLI is handy next to it, but not needed to run.
 go build -o "$root/bin/plumb" ./cli || echo "   (the plumb CLI did not build; running without it)"
 node_args=()

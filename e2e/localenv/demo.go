@@ -58,6 +58,11 @@ type DemoOptions struct {
 	// that name them there (PointDemoImages). Empty: the sample's neutral
 	// names stay, which the pod simulator never pulls.
 	ImageRegistry string
+	// Plugin adds the sample's plugin part: DemoPluginDir pushed as the
+	// repository's plugin/ folder, and the Kustomization demo-plugin of
+	// DemoPluginObjectsFile, which the example plugin renders (it needs
+	// Env.Plugin: its binary built).
+	Plugin bool
 	// ImageAutomation adds the sample's image automation
 	// (DemoImageObjectsFile, demoautomation.go); it needs the launcher's
 	// Registry (Options.Registry or a real node).
@@ -127,6 +132,14 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		return nil, err
 	}
 	pointDemoMarkers(files, opts.Namespace, opts.ImageRegistry)
+	if opts.Plugin {
+		if e.Plugin == nil {
+			return nil, fmt.Errorf("the sample's plugin part needs the example plugin: build %s into %s", ExamplePluginPackage, filepath.Join(e.opts.BinDir, ExamplePluginBinary))
+		}
+		if err := e.addDemoPluginFiles(files); err != nil {
+			return nil, err
+		}
+	}
 	work, err := os.MkdirTemp(e.StateDir, "seed-")
 	if err != nil {
 		return nil, err
@@ -161,6 +174,9 @@ func (e *Env) DeployDemo(ctx context.Context, opts DemoOptions) (*Demo, error) {
 		vars["HELM_REPO_URL"], vars["HELM_NAMESPACE"] = d.ChartRepoURL, d.HelmNamespace
 		maps.Copy(vars, demoImageVars(opts.ImageRegistry))
 		manifests = append(manifests, DemoHelmObjectsFile)
+	}
+	if opts.Plugin {
+		manifests = append(manifests, DemoPluginObjectsFile)
 	}
 	if opts.ImageAutomation {
 		imageVars, err := e.prepareImageAutomation(d)
@@ -274,6 +290,27 @@ func (e *Env) DemoAppFiles(appNamespace string) (map[string]string, error) {
 		files[ent.Name()] = strings.ReplaceAll(string(b), demoAppNamespace, appNamespace)
 	}
 	return files, nil
+}
+
+// addDemoPluginFiles adds the files of DemoPluginDir to the sample
+// repository's, under plugin/.
+func (e *Env) addDemoPluginFiles(files map[string]string) error {
+	dir := filepath.Join(e.Root, DemoPluginDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, ent := range entries {
+		if ent.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			return err
+		}
+		files["plugin/"+ent.Name()] = string(b)
+	}
+	return nil
 }
 
 // waitWebhookPath waits for notification-controller to set the Receiver's

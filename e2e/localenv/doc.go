@@ -134,6 +134,14 @@
 // registry's push webhook. ImageTryCommands prints CI's two steps: plumb
 // tag image and the webhook.
 //
+// When bin/plumb-plugin-envsubst is built (hack/run.sh and the e2e tests
+// build it), the launcher runs that example config-management plugin as a
+// supervised process on plugins/envsubst.sock and gives render-controller
+// --plugin-dir for the folder (plugin.go); DemoOptions.Plugin (`make run`)
+// then adds the sample's plugin part: deploy/examples/plugin pushed as the
+// repository's plugin/ folder and the Kustomization demo-plugin of
+// deploy/examples/plumb/plugin-demo.yaml, which the plugin renders.
+//
 // # Layout of the state folder
 //
 //	kubeconfig                 admin kubeconfig (system:masters) for kubectl and the controllers
@@ -143,6 +151,8 @@
 //	nats/                      JetStream store
 //	git/                       the Git server's bare repositories
 //	registry/                  the registry's blobs (Options.Registry or a real node)
+//	plugins/                   the example plugin's socket, render-controller's --plugin-dir
+//	plugin-envsubst-tmp/       the example plugin's TMPDIR: the trees it is sent
 //
 // Everything under it is removed by Stop.
 package localenv

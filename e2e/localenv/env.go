@@ -254,6 +254,11 @@ type Env struct {
 	Slack       *SlackSink
 	KCM         *Process
 	Controllers map[string]*Controller
+	// Plugin is the example config-management plugin (plugin.go), and
+	// PluginDir the folder of its socket, render-controller's
+	// --plugin-dir; nil and "" when its binary is not built.
+	Plugin    *Process
+	PluginDir string
 	// Node is set with Options.Node NodeReal: the node's processes.
 	// Registry is set with a real node, which pulls every image from it,
 	// and with Options.Registry.
@@ -333,6 +338,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			}
 		}
 		return e, nil
+	}
+	if err := e.startPlugin(ctx); err != nil {
+		return nil, err
 	}
 	if err := e.startControllers(ctx); err != nil {
 		return nil, err
@@ -645,6 +653,9 @@ func (e *Env) newController(controller, shard string, leader *Controller) (*Cont
 			return nil, err
 		}
 		c.Args = append(c.Args, "--storage-path="+data, "--storage-addr="+storage, "--storage-adv-addr="+c.StorageAddr)
+		if controller == RenderController && e.PluginDir != "" {
+			c.Args = append(c.Args, "--plugin-dir="+e.PluginDir)
+		}
 		if controller == SourceController {
 			// The Git servers, chart repositories and registries of
 			// the tests and make run listen on 127.0.0.1, a loopback
@@ -707,6 +718,11 @@ func (e *Env) Stop() error {
 			}()
 		}
 		wg.Wait()
+		if e.Plugin != nil {
+			if err := e.Plugin.Stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		for _, f := range e.sockets {
 			_ = f.Close()
 		}

@@ -126,6 +126,18 @@ func TestValidObjectsRoundTrip(t *testing.T) {
 				},
 			},
 		},
+		// A plugin without a name is discovered (Argo CD's plugin: {}):
+		// the empty object is kept, not dropped.
+		&kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Name: "plugin-discovered", Namespace: ns},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef:   kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"},
+				Interval:    metav1.Duration{Duration: 5 * time.Minute},
+				Prune:       true,
+				DriftPolicy: kustomizev1.DriftPolicyCorrect,
+				Plugin:      &kustomizev1.Plugin{},
+			},
+		},
 		&notificationv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns},
 			Spec:       notificationv1.ProviderSpec{Type: "slack", Channel: "#ops", Address: "https://hooks.slack.com/services/x"},

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"plumb.dev/pkg/imagebuild"
 )
 
 // TestPluginsComponent renders deploy/ with components/plugins as a
@@ -54,5 +56,8 @@ func TestPluginsComponent(t *testing.T) {
 	g.Expect(sc.RunAsNonRoot).To(HaveValue(BeTrue()))
 	g.Expect(sc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
 	g.Expect(sc.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")))
-	g.Expect(strings.HasPrefix(plugin.Image, "plumb-plugin-")).To(BeTrue())
+	// The image make images builds beside the controllers', named as
+	// deploy/ names theirs: the same registry and tag.
+	g.Expect(plugin.Image).To(Equal(strings.Replace(manager.Image, "/render-controller:", "/"+imagebuild.PluginImage+":", 1)))
+	g.Expect(plugin.Image).NotTo(Equal(manager.Image))
 }

@@ -250,7 +250,7 @@ func TestTheSourcesDigestFollowsTheWorkingTree(t *testing.T) {
 // workspace's modules are plumb.dev/<folder>, so an import path says its
 // folder.
 func TestProgramSourcesCoverWhatTheyImport(t *testing.T) {
-	programs := append(slices.Clone(PlumbPrograms), ExamplePrograms...)
+	programs := slices.Concat(PlumbPrograms, ExamplePrograms, PluginPrograms)
 	args := []string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}
 	for _, p := range programs {
 		args = append(args, p.Package)

@@ -36,6 +36,22 @@ var PlumbPrograms = []Program{
 	plumbProgram("ui"),
 }
 
+// PluginPrograms are the example config-management plugin's image
+// (pkg/renderplugin/example/envsubst, docs/design/plugins.md), which
+// deploy/components/plugins runs as render-controller's sidecar under
+// this name. `make images` builds it with Plumb's version, as it builds
+// the controllers; its binary, /envsubst, runs as the same non-root user
+// and needs nothing of its root file system.
+var PluginPrograms = []Program{{
+	Name:    PluginImage,
+	Package: "./pkg/renderplugin/example/envsubst",
+	Sources: []string{"api", "pkg"},
+}}
+
+// PluginImage is the example plugin's image name, the one
+// deploy/components/plugins names.
+const PluginImage = "plumb-plugin-envsubst"
+
 // Every program's module requires api and pkg and no other module of the
 // workspace (go list -deps says so; the test checks it).
 func plumbProgram(name string) Program {

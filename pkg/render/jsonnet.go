@@ -26,6 +26,15 @@ const jsonnetExt = ".jsonnet"
 // JsonnetMaxStack bounds the depth of a Jsonnet evaluation's stack (the
 // jsonnet CLI's --max-stack, 500 there too): an unbounded recursion fails
 // with "max stack frames exceeded" long before it costs much memory.
+//
+// Not a recursion in tail position called with tailstrict: go-jsonnet
+// drops the caller's frame from its own stack, so this bound never trips,
+// while its Go stack grows with every call until the Go runtime's stack
+// limit ends the whole process — a fatal error, not a panic, that no
+// recover catches. So Jsonnet is evaluated only in a render worker
+// (pkg/renderworker: render-controller, plumb build and plumb diff), whose
+// death at its stack limit (debug.SetMaxStack) is the render's
+// LimitExceeded, never in a process that serves anything else.
 const JsonnetMaxStack = 500
 
 // maxJsonnetErrorBytes bounds the part of an evaluation error a build

@@ -64,6 +64,9 @@ func (c *Client) Info(ctx context.Context, name string) (*Info, error) {
 	if info.Name != name {
 		return nil, fmt.Errorf("the socket of plugin %q answers as %q", name, info.Name)
 	}
+	if len(info.Version) > MaxVersionBytes {
+		return nil, fmt.Errorf("plugin %q announces a version longer than %d bytes", name, MaxVersionBytes)
+	}
 	return &info, nil
 }
 
@@ -98,13 +101,21 @@ func (info *Info) Check(req *Request, sourceDir string) error {
 			return fmt.Errorf("plugin %q needs the parameter %q", info.Name, s.Name)
 		}
 	}
-	if info.Discover != nil && info.Discover.FileName != "" {
-		matches, err := filepath.Glob(filepath.Join(sourceDir, filepath.FromSlash(path.Clean("/"+req.Path)), info.Discover.FileName))
-		if err != nil || len(matches) == 0 {
-			return fmt.Errorf("plugin %q finds no %s in path %q", info.Name, info.Discover.FileName, req.Path)
-		}
+	if info.Discover != nil && info.Discover.FileName != "" && !info.discovers(req.Path, sourceDir) {
+		return fmt.Errorf("plugin %q finds no %s in path %q", info.Name, info.Discover.FileName, req.Path)
 	}
 	return nil
+}
+
+// discovers reports whether the plugin's discover rule matches a file in
+// the folder p of the tree in sourceDir; a plugin without a rule
+// discovers nothing (it must be named).
+func (info *Info) discovers(p, sourceDir string) bool {
+	if info.Discover == nil || info.Discover.FileName == "" {
+		return false
+	}
+	matches, err := filepath.Glob(filepath.Join(sourceDir, filepath.FromSlash(path.Clean("/"+p)), info.Discover.FileName))
+	return err == nil && len(matches) > 0
 }
 
 func cmpOr(s, def string) string {

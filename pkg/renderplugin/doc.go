@@ -14,6 +14,20 @@
 //
 //	GET /v1/plugin  →  200 application/json  Info
 //
+// Info.Version is the plugin's identity: any text of at most
+// MaxVersionBytes that changes whenever the plugin may answer the same
+// request differently (a release, or a digest of its program and its
+// configuration; Serve defaults it to ExecutableVersion, the digest of
+// the running program). render-controller keeps a render while the
+// source, the spec and the versions of the plugins it may reach stay the
+// same, so a plugin upgraded in place renders again without a new commit.
+//
+// A Kustomization may leave the plugin's name out (Argo CD's discovery):
+// Client.Discover asks every socket's Info and takes the one plugin whose
+// Discover.FileName matches a file in the request's path; a plugin
+// without a rule is never discovered, only named. None or several
+// matching is an error naming them.
+//
 // # A render
 //
 //	POST /v1/render   multipart/form-data, two parts in this order:
@@ -39,5 +53,5 @@
 // folder (pkg/artifact's safe extraction, with Limits), calls Generate,
 // and removes the folder after. Command runs a program as Argo CD's
 // plugins do, with the env and parameters in its environment and its
-// output bounded. deploy/examples/plugins holds two complete plugins.
+// output bounded. pkg/renderplugin/example holds two complete plugins.
 package renderplugin

@@ -30,6 +30,10 @@ const (
 	MaxInfoBytes = 64 << 10
 	// MaxFailureBytes bounds what is read of a failure answer.
 	MaxFailureBytes = 64 << 10
+	// MaxVersionBytes bounds Info.Version.
+	MaxVersionBytes = 256
+	// MaxPlugins bounds the sockets a discovery asks (Client.Discover).
+	MaxPlugins = 64
 	// maxStderrBytes is what a failure quotes of a command's stderr: its
 	// end, where a program says why it stopped, within what
 	// message.Excerpt keeps.
@@ -40,6 +44,14 @@ const (
 type Info struct {
 	// Name is the plugin's name, the same as its socket's.
 	Name string `json:"name"`
+	// Version is the plugin's identity: a text that changes whenever the
+	// plugin may answer the same request differently — its release, or
+	// the digest of its program and configuration. render-controller
+	// keeps a render while the source, the spec and this stay the same,
+	// so a plugin upgraded in place renders every Kustomization again.
+	// Serve sets it to ExecutableVersion() when the plugin leaves it
+	// empty; at most MaxVersionBytes.
+	Version string `json:"version,omitempty"`
 	// Discover says which source folders the plugin recognises, as Argo
 	// CD's discover.fileName: a glob matched in spec.path ("" is any).
 	// render-controller refuses a Kustomization whose path has no match.

@@ -53,6 +53,16 @@ func Serve(ctx context.Context, socket string, p *Plugin) error {
 	if !ValidName(p.Name) {
 		return fmt.Errorf("%q is not a plugin name", p.Name)
 	}
+	if p.Version == "" {
+		v, err := ExecutableVersion()
+		if err != nil {
+			return err
+		}
+		p.Version = v
+	}
+	if len(p.Version) > MaxVersionBytes {
+		return fmt.Errorf("the version passes %d bytes", MaxVersionBytes)
+	}
 	_ = os.Remove(socket)
 	binding := socket + ".new"
 	_ = os.Remove(binding)
@@ -74,6 +84,26 @@ func Serve(ctx context.Context, socket string, p *Plugin) error {
 		return err
 	}
 	return nil
+}
+
+// ExecutableVersion is the default Info.Version: "sha256:" and the
+// digest of the running program, so that a plugin rebuilt or upgraded
+// is a new identity without anyone choosing a version.
+func ExecutableVersion() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the plugin's program for its version: %w", err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "", fmt.Errorf("reading the plugin's program for its version: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading the plugin's program for its version: %w", err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Handler is the plugin's HTTP handler.

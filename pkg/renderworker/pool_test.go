@@ -264,6 +264,25 @@ func TestAValueThatHoldsItselfPassesTheStackLimit(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("stack limit of 64 MiB"))
 }
 
+// A Jsonnet recursion in tail position with tailstrict keeps one
+// go-jsonnet frame (its max stack never trips) and grows the Go stack
+// without end, a fatal error in any process: the worker dies at its stack
+// limit, the render is LimitExceeded naming it, and the pool renders on.
+func TestATailstrictJsonnetRecursionPassesTheStackLimit(t *testing.T) {
+	g := NewWithT(t)
+	p := newPool(t, Options{Workers: 1})
+	spec := &kustomizev1.KustomizationSpec{Path: "app"}
+	dir := tree(t, map[string]string{"app/main.jsonnet": "local f(n) = f(n + 1) tailstrict;\nf(0)\n"})
+	_, err := p.Kustomize(withTimeout(t, 2*time.Minute), dir, spec, KustomizeOptions{})
+	g.Expect(limitReason(err)).To(Equal(meta.LimitExceededReason))
+	g.Expect(err.Error()).To(Equal("rendering passed its stack limit of 64 MiB: a template, value or Jsonnet function that recurses without end (a value holding itself, a tailstrict call); its render worker was stopped"))
+
+	dir = tree(t, map[string]string{"app/main.jsonnet": "local f(n) = if n == 100 then n else f(n + 1) tailstrict;\n{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'deep'}, data: {n: std.toString(f(0))}}\n"})
+	res, err := p.Kustomize(withTimeout(t, 2*time.Minute), dir, spec, KustomizeOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Manifests)).To(ContainSubstring(`"n": "100"`))
+}
+
 func TestAWorkerThatAnswersGarbageFailsTheRender(t *testing.T) {
 	g := NewWithT(t)
 	p := newPool(t, Options{Workers: 1, Command: helperCommand("garbage")})

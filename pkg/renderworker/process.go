@@ -176,7 +176,7 @@ func (w *process) why(ctx context.Context, req *request, cause error, maxOutput 
 	case strings.Contains(out, "out of memory") || strings.Contains(out, "cannot allocate memory"):
 		return fmt.Sprintf("%s passed its memory limit of %d MiB (%s)%s", n.Work, w.pool.opts.Memory>>20, n.Memory, stoppedBy)
 	case strings.Contains(out, "stack exceeds") || strings.Contains(out, "stack overflow"):
-		return fmt.Sprintf("%s passed its stack limit of %d MiB: a template or value that recurses without end (a value holding itself)%s", n.Work, maxStackBytes>>20, stoppedBy)
+		return fmt.Sprintf("%s passed its stack limit of %d MiB: a template, value or Jsonnet function that recurses without end (a value holding itself, a tailstrict call)%s", n.Work, maxStackBytes>>20, stoppedBy)
 	case errors.Is(cause, errFrameTooLarge):
 		if req.ChartPlan != nil || req.ChartPackage != nil {
 			return fmt.Sprintf("the packaged chart passes the limit of %d bytes%s", maxOutput, stoppedBy)

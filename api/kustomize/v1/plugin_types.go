@@ -6,10 +6,14 @@ package v1
 // field for field.
 type Plugin struct {
 	// Name names the plugin: the sidecar announcing itself as
-	// <name>.sock in render-controller's --plugin-dir.
+	// <name>.sock in render-controller's --plugin-dir. Without it the
+	// plugin is discovered, as Argo CD does: the one plugin whose
+	// discover rule matches a file in spec.path renders it, and none or
+	// several fail the render naming them.
+	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=63
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// Env is handed to the plugin; a command plugin sees each entry as
 	// ARGOCD_ENV_<name>, as in Argo CD.

@@ -45,7 +45,10 @@ func newBuildCmd(g *globals) *cobra.Command {
 			"spec.ignore and .sourceignore files), extracts it with the same limits and\n" +
 			"builds it with render-controller's package, sandbox and limits, in a render\n" +
 			"worker process as render-controller does, so nothing in\n" +
-			"the checkout can reach the network. It prints the rendered manifests.\n\n" +
+			"the checkout can reach the network. A Kustomization with spec.plugin goes to\n" +
+			"its config-management plugin's socket in --plugin-dir, the same exchange as\n" +
+			"render-controller's (run the plugin locally on a socket there). It prints the\n" +
+			"rendered manifests.\n\n" +
 			"Exit code: 0 rendered, 1 the checkout does not render (as render-controller\n" +
 			"would report Rendered=False), 2 error.",
 		Example:           "  plumb build kustomization apps -n team-a --path .",
@@ -71,13 +74,15 @@ func newBuildCmd(g *globals) *cobra.Command {
 
 // localRender are the flags of a render of a local checkout.
 type localRender struct {
-	path   string
-	strict bool
+	path      string
+	strict    bool
+	pluginDir string
 }
 
 func (o *localRender) bindFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.path, "path", "", "The root of the local checkout: the tree the Kustomization's GitRepository holds (spec.path is taken inside it).")
 	f.BoolVar(&o.strict, "strict-substitution", false, "As render-controller's flag: a ${var} with no value and no default fails the render instead of becoming empty.")
+	f.StringVar(&o.pluginDir, "plugin-dir", "", "As render-controller's flag: the folder of the config-management plugins' sockets, <name>.sock, for a Kustomization with spec.plugin (docs/design/plugins.md).")
 }
 
 // renderFailed is a checkout that does not render: render-controller would
@@ -95,6 +100,9 @@ func (e *renderFailed) Unwrap() error { return e.err }
 func (g *globals) renderLocal(ctx context.Context, ks *kustomizev1.Kustomization, o localRender) (*render.Result, render.Variables, error) {
 	if o.path == "" {
 		return nil, nil, errors.New("--path is required: the root of the local checkout")
+	}
+	if ks.Spec.Plugin != nil && o.pluginDir == "" {
+		return nil, nil, errors.New("the Kustomization renders with a config-management plugin (spec.plugin): --plugin-dir names the folder of the plugins' sockets")
 	}
 	if fi, err := os.Stat(o.path); err != nil || !fi.IsDir() {
 		return nil, nil, fmt.Errorf("--path %s is not a folder", o.path)
@@ -133,7 +141,14 @@ func (g *globals) renderLocal(ctx context.Context, ks *kustomizev1.Kustomization
 	// with a memory limit, killed at the deadline (pkg/renderworker).
 	pool := renderworker.NewPool(renderworker.Options{Workers: 1})
 	defer pool.Close()
-	res, err := pool.Kustomize(bctx, work, &ks.Spec, renderworker.KustomizeOptions{Vars: vars, StrictSubstitution: o.strict})
+	var res *render.Result
+	if ks.Spec.Plugin != nil {
+		// The same exchange with the plugin's socket as render-controller's,
+		// in the worker.
+		res, err = pool.Plugin(bctx, work, &ks.Spec, renderworker.PluginOptions{SocketDir: o.pluginDir})
+	} else {
+		res, err = pool.Kustomize(bctx, work, &ks.Spec, renderworker.KustomizeOptions{Vars: vars, StrictSubstitution: o.strict})
+	}
 	if err != nil {
 		return nil, nil, &renderFailed{err}
 	}

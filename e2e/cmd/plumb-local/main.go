@@ -86,11 +86,12 @@ func run(opts localenv.Options, exitWhenReady bool, uiListen string, scr *screen
 	}()
 
 	scr.Printf(">> deploying the sample from %s\n", localenv.DemoAppDir)
-	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{Helm: true, ImageAutomation: true})
+	// The plugin part when the example plugin runs (hack/run.sh builds it).
+	demo, err := env.DeployDemo(startCtx, localenv.DemoOptions{Helm: true, ImageAutomation: true, Plugin: env.Plugin != nil})
 	if err != nil {
 		return fmt.Errorf("the suite did not come up: %w%s", err, processReport(env))
 	}
-	scr.Printf(">> waiting for the sample's GitRepository, Kustomization, Receiver, Provider, Alert, HelmRepository and HelmRelease to be Ready\n")
+	scr.Printf(">> waiting for the sample's GitRepository, Kustomizations, Receiver, Provider, Alert, HelmRepository and HelmRelease to be Ready\n")
 	if err := env.WaitDemoReady(startCtx, demo); err != nil {
 		return fmt.Errorf("the suite did not come up whole: %w%s", err, processReport(env))
 	}

@@ -30,7 +30,9 @@
 //     keys) entries. A missing Secret, a key that does not parse or one
 //     locked by a passphrase is Rendered=False, DecryptionFailed.
 //  4. cache: the key is sha256 of the source artifact's digest, the
-//     generation, the variables, the decryption keys and the options. When
+//     generation, the variables, the decryption keys and the options, and
+//     with spec.plugin the versions its plugins announce (plugin.go:
+//     pluginCacheKey), so an upgraded plugin renders again. When
 //     the last successful render had that key and its file still verifies
 //     in storage, the reconcile ends here: no download, no build, no status
 //     write.
@@ -64,7 +66,8 @@
 //     With spec.plugin the worker renders with that config-management
 //     plugin instead of kustomize (plugin.go, pkg/renderplugin,
 //     docs/design/plugins.md): this render's source tree alone goes to the
-//     plugin's socket in --plugin-dir, and its YAML comes back through the
+//     plugin's socket in --plugin-dir (without spec.plugin.name, the one
+//     plugin whose discover rule matches), and its YAML comes back through the
 //     same limits, patches, images, checks and printing. A plugin's failure
 //     is BuildFailed with the end of its stderr, sanitised; past the
 //     deadline or the output limit, LimitExceeded; the kustomize-only

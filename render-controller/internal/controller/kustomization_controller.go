@@ -296,11 +296,15 @@ func (r *KustomizationReconciler) reconcileVariables(ctx context.Context, obj *k
 }
 
 // reconcileCache computes the render's cache key (source digest,
-// generation, variables, options) and ends the reconcile when the last
+// generation, variables, options; with spec.plugin the plugins'
+// versions) and ends the reconcile when the last
 // successful render had that key and its artifact is intact in storage
 // (plumbreconcile.ErrStop). Sets no condition (Rendered stays True).
 func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kustomizev1.Kustomization, st *state) error {
 	st.key = cacheKey(st.source.Digest, obj.Generation, st.vars, r.StrictSubstitution, st.keysDigest)
+	if obj.Spec.Plugin != nil {
+		st.key = r.pluginCacheKey(ctx, st.key, obj.Spec.Plugin)
+	}
 	r.cacheMu.Lock()
 	cached := r.cache[client.ObjectKeyFromObject(obj)]
 	r.cacheMu.Unlock()

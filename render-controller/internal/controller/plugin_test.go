@@ -13,6 +13,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/renderplugin"
 )
 
 // The plugins of these tests are the examples of pkg/renderplugin, built
@@ -34,20 +35,7 @@ var (
 func startPlugin(t *testing.T, example, name string, args ...string) string {
 	t.Helper()
 	g := NewWithT(t)
-	pluginBuild.Do(func() {
-		pluginBinDir, pluginBuildErr = os.MkdirTemp("", "plumb-plugin-bin-")
-		if pluginBuildErr != nil {
-			return
-		}
-		for _, ex := range []string{"envsubst", "command"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(pluginBinDir, ex), "plumb.dev/pkg/renderplugin/example/"+ex).CombinedOutput()
-			if err != nil {
-				pluginBuildErr = &buildError{string(out)}
-				return
-			}
-		}
-	})
-	g.Expect(pluginBuildErr).NotTo(HaveOccurred())
+	buildPlugins(t)
 	tmp := filepath.Join(pluginBinDir, name+"-tmp")
 	pluginMu.Lock()
 	once := pluginStartOnce[name]
@@ -70,6 +58,25 @@ func startPlugin(t *testing.T, example, name string, args ...string) string {
 		return err
 	}, timeout, poll).Should(Succeed())
 	return tmp
+}
+
+// buildPlugins builds the example plugins once, into pluginBinDir.
+func buildPlugins(t *testing.T) {
+	t.Helper()
+	pluginBuild.Do(func() {
+		pluginBinDir, pluginBuildErr = os.MkdirTemp("", "plumb-plugin-bin-")
+		if pluginBuildErr != nil {
+			return
+		}
+		for _, ex := range []string{"envsubst", "command"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(pluginBinDir, ex), "plumb.dev/pkg/renderplugin/example/"+ex).CombinedOutput()
+			if err != nil {
+				pluginBuildErr = &buildError{string(out)}
+				return
+			}
+		}
+	})
+	NewWithT(t).Expect(pluginBuildErr).NotTo(HaveOccurred())
 }
 
 type buildError struct{ out string }
@@ -189,4 +196,105 @@ func TestAPluginRenderRefusesWhatKustomizeAloneReads(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(renderedCondition(ks).Message).To(ContainSubstring("cannot take spec.targetNamespace"))
 	g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+}
+
+// configMapPlugin is the generate command of a plugin that answers with
+// one ConfigMap, named name, whose data.answer is answer.
+func configMapPlugin(name, answer string) string {
+	return `printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ` + name + `\ndata:\n  answer: ` + answer + `\n'`
+}
+
+// A Kustomization whose spec.plugin names no plugin is rendered by the one
+// plugin whose discover rule matches a file in its path; none, or more
+// than one, fails the render naming the plugins.
+func TestAPluginIsDiscoveredWhenTheSpecNamesNone(t *testing.T) {
+	startPlugin(t, "command", "disc-alpha", "--socket-dir", pluginDir, "--name", "disc-alpha",
+		"--discover-file-name", "*.alpha", "--generate", configMapPlugin("from-alpha", "alpha"))
+	startPlugin(t, "command", "disc-beta", "--socket-dir", pluginDir, "--name", "disc-beta",
+		"--discover-file-name", "*.beta", "--generate", configMapPlugin("from-beta", "beta"))
+	discover := func(s *kustomizev1.KustomizationSpec) {
+		s.Path = "app"
+		s.Plugin = &kustomizev1.Plugin{}
+	}
+
+	t.Run("one match renders", func(t *testing.T) {
+		ns := namespace(t)
+		gitRepo(t, ns, "repo", nil)
+		publishTree(t, ns, "repo", "r1", map[string]string{"app/main.beta": "b", "other/main.alpha": "a"})
+		kustomization(t, ns, "ks", "repo", discover)
+		ks := waitRevision(t, ns, "ks", "main@sha1:r1")
+		g := NewWithT(t)
+		g.Expect(download(t, ks.Status.RenderedArtifact)).To(Equal("apiVersion: v1\ndata:\n  answer: beta\nkind: ConfigMap\nmetadata:\n  name: from-beta\n"))
+	})
+
+	t.Run("none matches", func(t *testing.T) {
+		ns := namespace(t)
+		gitRepo(t, ns, "repo", nil)
+		publishTree(t, ns, "repo", "r1", map[string]string{"app/main.gamma": "c"})
+		kustomization(t, ns, "ks", "repo", discover)
+		ks := waitRendered(t, ns, "ks", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+		g := NewWithT(t)
+		msg := renderedCondition(ks).Message
+		g.Expect(msg).To(ContainSubstring(`spec.plugin names no plugin, and none discovers path "app": `))
+		g.Expect(msg).To(ContainSubstring("disc-alpha (*.alpha), disc-beta (*.beta)"))
+		g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+	})
+
+	t.Run("two match", func(t *testing.T) {
+		ns := namespace(t)
+		gitRepo(t, ns, "repo", nil)
+		publishTree(t, ns, "repo", "r1", map[string]string{"app/main.alpha": "a", "app/main.beta": "b"})
+		kustomization(t, ns, "ks", "repo", discover)
+		ks := waitRendered(t, ns, "ks", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+		g := NewWithT(t)
+		g.Expect(renderedCondition(ks).Message).To(ContainSubstring(
+			`spec.plugin names no plugin, and 2 plugins discover path "app": disc-alpha (*.alpha), disc-beta (*.beta); name one in spec.plugin.name`))
+		g.Expect(ks.Status.RenderedArtifact).To(BeNil())
+	})
+}
+
+// A plugin's version is part of the render's cache key: the same plugin
+// restarted with another version renders the Kustomization again, with
+// its new output, at the next reconcile and without a new commit — which
+// the cache would otherwise answer with the render it holds.
+func TestAPluginUpgradedInPlaceRendersAgain(t *testing.T) {
+	buildPlugins(t)
+	g := NewWithT(t)
+	start := func(version, answer string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(pluginBinDir, "command"), "--socket-dir", pluginDir, "--name", "upgraded",
+			"--version", version, "--generate", configMapPlugin("answer", answer))
+		g.Expect(cmd.Start()).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			info, err := (&renderplugin.Client{Dir: pluginDir}).Info(context.Background(), "upgraded")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(info.Version).To(Equal(version))
+		}, timeout, poll).Should(Succeed())
+		return cmd
+	}
+	stop := func(cmd *exec.Cmd) {
+		g.Expect(cmd.Process.Signal(os.Interrupt)).To(Succeed())
+		g.Expect(cmd.Wait()).To(Succeed())
+	}
+	v1 := start("1.0.0", "one")
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "r1", map[string]string{"app/x.txt": "x"})
+	kustomization(t, ns, "ks", "repo", func(s *kustomizev1.KustomizationSpec) {
+		s.Path = "app"
+		s.Plugin = &kustomizev1.Plugin{Name: "upgraded"}
+	})
+	ks := waitRevision(t, ns, "ks", "main@sha1:r1")
+	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("answer: one"))
+	first := ks.Status.RenderedArtifact.Digest
+
+	stop(v1)
+	v2 := start("2.0.0", "two")
+	defer stop(v2)
+	requestReconcile(t, ns, "ks")
+	g.Eventually(func(g Gomega) {
+		ks = getKS(g, ns, "ks")
+		g.Expect(ks.Status.RenderedArtifact.Digest).NotTo(Equal(first))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(ks.Status.RenderedArtifact.Revision).To(Equal("main@sha1:r1"), "the same commit")
+	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("answer: two"))
 }

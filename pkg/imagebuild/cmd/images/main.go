@@ -10,7 +10,9 @@
 // A program is the folder of its main package under -dir (source-controller,
 // …, ui), or examples/web and examples/hook, the example app's images
 // (deploy/examples/images, imagebuild.ExamplePrograms), which carry the
-// sample's own version (imagebuild.ExampleVersion) in place of -version;
+// sample's own version (imagebuild.ExampleVersion) in place of -version,
+// or plumb-plugin-envsubst, the example config-management plugin
+// (imagebuild.PluginPrograms) that deploy/components/plugins runs;
 // its image is <registry>/<program>:<version>, or the layout
 // <out>/<program>. It prints one line per image: program, where it went,
 // digest.
@@ -24,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,7 +60,7 @@ func run() error {
 
 	programs := flag.Args()
 	if len(programs) == 0 {
-		return errors.New("name the programs to build (source-controller, render-controller, sync-controller, notification-controller, image-controller, ui)")
+		return errors.New("name the programs to build (source-controller, render-controller, sync-controller, notification-controller, image-controller, ui, plumb-plugin-envsubst)")
 	}
 	secs, err := strconv.ParseInt(*created, 10, 64)
 	if err != nil {
@@ -89,7 +92,7 @@ func run() error {
 // programFor is the example program of that name, or the main package
 // in the folder of that name.
 func programFor(name string) imagebuild.Program {
-	for _, p := range imagebuild.ExamplePrograms {
+	for _, p := range append(slices.Clone(imagebuild.ExamplePrograms), imagebuild.PluginPrograms...) {
 		if p.Name == name {
 			return p
 		}

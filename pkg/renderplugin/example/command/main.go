@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"log"
 	"os"
@@ -24,6 +26,7 @@ func main() {
 	generate := flag.String("generate", "", "The shell command that prints the manifests (sh -c).")
 	fileName := flag.String("discover-file-name", "", "A glob that must match a file in spec.path.")
 	maxOutput := flag.Int64("max-output", 64<<20, "The most bytes the command may print.")
+	version := flag.String("version", "", "The plugin's identity (renderplugin.Info.Version): change it when the command's output changes; empty: the digest of this program and of --generate.")
 	var params []renderplugin.ParameterSpec
 	flag.Func("parameter", "A parameter the plugin takes, name or name:string|array|map (repeat the flag).", func(s string) error {
 		n, typ, _ := strings.Cut(s, ":")
@@ -31,7 +34,17 @@ func main() {
 		return nil
 	})
 	flag.Parse()
-	info := renderplugin.Info{Name: *name, Parameters: params}
+	info := renderplugin.Info{Name: *name, Version: *version, Parameters: params}
+	if info.Version == "" {
+		// The program alone is not the plugin: the same binary runs
+		// other commands.
+		exe, err := renderplugin.ExecutableVersion()
+		if err != nil {
+			log.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(exe + "\x00" + *generate))
+		info.Version = "sha256:" + hex.EncodeToString(sum[:])
+	}
 	if *fileName != "" {
 		info.Discover = &renderplugin.Discover{FileName: *fileName}
 	}
