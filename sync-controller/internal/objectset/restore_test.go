@@ -36,6 +36,7 @@ func TestAChildEditedOrDeletedByHandIsRestored(t *testing.T) {
 		[]byte(`{"metadata":{"annotations":{"reconcile.plumb.dev/requestedAt":"by-hand"}}}`)), client.FieldOwner("a-person"))).To(Succeed())
 	g.Expect(env.Client.Patch(ctx, dev, client.RawPatch(types.MergePatchType,
 		[]byte(`{"spec":{"path":"./somewhere/else"}}`)), client.FieldOwner("kubectl-edit"))).To(Succeed())
+	edited := time.Now()
 
 	g.Eventually(func(g Gomega) {
 		got := kustomization(ns, "app-dev")
@@ -48,10 +49,13 @@ func TestAChildEditedOrDeletedByHandIsRestored(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(k), k)
 		return fmt.Sprintf("the edit of spec.path is reverted; events %v, conditions %+v, managed %+v", recorded.of(set, ""), got.Status.Conditions, k.ManagedFields)
 	})
+	// Reported, never asserted: how soon the edit was seen reverted.
+	t.Logf("spec.path reverted within %s of the edit", time.Since(edited).Round(time.Millisecond))
 	g.Eventually(func() []string { return recorded.of(set, setv1.ObjectsRestoredReason) }, 30*time.Second, 50*time.Millisecond).
 		Should(ContainElement(ContainSubstring("Kustomization/" + ns + "/app-dev (changed by kubectl-edit)")))
 
 	g.Expect(env.Client.Delete(ctx, kustomization(ns, "app-prod"))).To(Succeed())
+	deleted := time.Now()
 	var prodUID string
 	g.Eventually(func(g Gomega) {
 		got := kustomization(ns, "app-prod")
@@ -62,6 +66,7 @@ func TestAChildEditedOrDeletedByHandIsRestored(t *testing.T) {
 		prodUID = string(got.UID)
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "the deleted child is created again")
 	g.Expect(prodUID).NotTo(BeEmpty())
+	t.Logf("app-prod created again within %s of its deletion", time.Since(deleted).Round(time.Millisecond))
 	g.Eventually(func() []string { return recorded.of(set, setv1.ObjectsRestoredReason) }, 30*time.Second, 50*time.Millisecond).
 		Should(ContainElement(ContainSubstring("Kustomization/" + ns + "/app-prod (deleted)")))
 
