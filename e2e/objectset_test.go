@@ -16,21 +16,20 @@ import (
 	setv1 "plumb.dev/api/set/v1"
 )
 
-// An ObjectSet's git generator makes a Kustomization per folder of the
-// sample's repository under sets/; both apply their ConfigMap and become
-// Ready. A commit that removes one folder prunes its Kustomization (and,
-// through that Kustomization's own prune, its ConfigMap), the other stays.
-func TestAnObjectSetMakesAKustomizationPerFolderAndPrunesARemovedOne(t *testing.T) {
-	s := deploy(t, "e2e-set")
+// folderSet pushes a folder with a ConfigMap in the app namespace for
+// each name under sets/, and creates the ObjectSet "folders" whose git
+// generator makes a Kustomization set-<name> per folder, written as a
+// ServiceAccount that may write Kustomizations and nothing else; it waits
+// until every Kustomization applied the commit and the set is Ready.
+func folderSet(t *testing.T, s *story, names ...string) (*setv1.ObjectSet, string) {
+	t.Helper()
 	ns, app := s.demo.Namespace, s.demo.AppNamespace
-	configMap := func(name string) string {
-		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + app + "\ndata:\n  from: set\n"
+	files := map[string]string{}
+	for _, name := range names {
+		files["sets/"+name+"/configmap.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + app + "\ndata:\n  from: set\n"
 	}
-	s.g.Expect(s.clone.Write(map[string]string{
-		"sets/blue/configmap.yaml":  configMap("blue"),
-		"sets/green/configmap.yaml": configMap("green"),
-	})).To(Succeed())
-	sha := s.push("Two folders for the set")
+	s.g.Expect(s.clone.Write(files)).To(Succeed())
+	sha := s.push("Folders for the set")
 	s.waitSourceRevision(sha)
 
 	// The set writes Kustomizations, and nothing else, in its namespace.
@@ -69,7 +68,7 @@ spec:
 		},
 	}
 	s.g.Expect(env.Client.Create(s.ctx, set)).To(Succeed())
-	for _, name := range []string{"blue", "green"} {
+	for _, name := range names {
 		waitApplied(s.ctx, t, types.NamespacedName{Namespace: ns, Name: "set-" + name}, revision(sha))
 		s.g.Expect(env.Client.Get(s.ctx, types.NamespacedName{Namespace: app, Name: name}, &corev1.ConfigMap{})).To(Succeed())
 	}
@@ -77,11 +76,22 @@ spec:
 		got := &setv1.ObjectSet{}
 		g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(set), got)).To(Succeed())
 		g.Expect(conditions.IsReady(got)).To(BeTrue())
-		g.Expect(got.Status.Elements).To(Equal(2))
+		g.Expect(got.Status.Elements).To(Equal(len(names)))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return set, sha
+}
+
+// An ObjectSet's git generator makes a Kustomization per folder of the
+// sample's repository under sets/; both apply their ConfigMap and become
+// Ready. A commit that removes one folder prunes its Kustomization (and,
+// through that Kustomization's own prune, its ConfigMap), the other stays.
+func TestAnObjectSetMakesAKustomizationPerFolderAndPrunesARemovedOne(t *testing.T) {
+	s := deploy(t, "e2e-set")
+	ns, app := s.demo.Namespace, s.demo.AppNamespace
+	folderSet(t, s, "blue", "green")
 
 	s.g.Expect(s.clone.Remove("sets/green/configmap.yaml")).To(Succeed())
-	sha = s.push("The green folder goes")
+	sha := s.push("The green folder goes")
 	waitApplied(s.ctx, t, types.NamespacedName{Namespace: ns, Name: "set-blue"}, revision(sha))
 	s.g.Eventually(func() error {
 		return env.Client.Get(s.ctx, types.NamespacedName{Namespace: ns, Name: "set-green"}, &kustomizev1.Kustomization{})
@@ -90,4 +100,42 @@ spec:
 		return env.Client.Get(s.ctx, types.NamespacedName{Namespace: app, Name: "green"}, &corev1.ConfigMap{})
 	}).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "the pruned Kustomization left its ConfigMap")
 	s.g.Expect(env.Client.Get(s.ctx, types.NamespacedName{Namespace: app, Name: "blue"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+// With the whole control plane: a child Kustomization deleted by hand
+// goes through its finalizer (its ConfigMap pruned) and the set creates
+// it again, which applies the ConfigMap again. Deleting the set then
+// deletes every child through the garbage collector (their owner
+// references), and each child's finalizer prunes what it applied, as an
+// Argo CD ApplicationSet's deletion cascades to its applications'
+// resources.
+func TestDeletingAnObjectSetDeletesItsKustomizationsAndTheirObjects(t *testing.T) {
+	s := deploy(t, "e2e-setdel")
+	ns, app := s.demo.Namespace, s.demo.AppNamespace
+	set, sha := folderSet(t, s, "blue", "green")
+
+	blue := types.NamespacedName{Namespace: ns, Name: "set-blue"}
+	old := &kustomizev1.Kustomization{}
+	s.g.Expect(env.Client.Get(s.ctx, blue, old)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx, old)).To(Succeed())
+	s.g.Eventually(func(g Gomega) {
+		k := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(s.ctx, blue, k)).To(Succeed())
+		g.Expect(k.UID).NotTo(Equal(old.UID), "the set created set-blue again")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	waitApplied(s.ctx, t, blue, revision(sha))
+	s.g.Expect(env.Client.Get(s.ctx, types.NamespacedName{Namespace: app, Name: "blue"}, &corev1.ConfigMap{})).To(Succeed())
+
+	s.g.Expect(env.Client.Delete(s.ctx, set)).To(Succeed())
+	for _, name := range []string{"blue", "green"} {
+		s.g.Eventually(func() error {
+			return env.Client.Get(s.ctx, types.NamespacedName{Namespace: ns, Name: "set-" + name}, &kustomizev1.Kustomization{})
+		}).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "Kustomization set-%s outlived its set", name)
+		s.g.Eventually(func() error {
+			return env.Client.Get(s.ctx, types.NamespacedName{Namespace: app, Name: name}, &corev1.ConfigMap{})
+		}).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "Kustomization set-%s left its ConfigMap", name)
+	}
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKeyFromObject(set), &setv1.ObjectSet{})
+	}).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound))
 }

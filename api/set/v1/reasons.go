@@ -32,4 +32,9 @@ const (
 	// ObjectsCreatedReason: the event of a reconcile that created objects
 	// for new elements; it names them.
 	ObjectsCreatedReason = "ObjectsCreated"
+	// ObjectsRestoredReason: the event of a reconcile that applied again
+	// the objects another writer deleted or changed (a field the set
+	// sets); it names them and, for a change, the writers' field
+	// managers.
+	ObjectsRestoredReason = "ObjectsRestored"
 )

@@ -55,5 +55,12 @@
 // requested, when the GitRepository a git generator reads changes (a new
 // artifact), and when a Secret in its namespace changes while it has a
 // clusters generator (metadata only: the Secrets' data is read uncached,
-// and only when a set needs it).
+// and only when a set needs it), and when another writer deletes one of
+// its objects or changes it (children.go: metadata informers on the
+// objects with the set's labels, of each kind a set has applied; a write
+// is foreign when a managedFields entry of the object, not of its status,
+// other than plumb-sync-objectset's changed). The apply then restores it
+// and an ObjectsRestored event names it. The set's own prunes are
+// expected and wake nothing; a suspended or deleted set restores
+// nothing.
 package objectset

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,9 +93,10 @@ type Reconciler struct {
 	// set with one fails without it.
 	PullRequests *pullrequest.Client
 
-	sk      *reconcile.Controller[*setv1.ObjectSet]
-	mu      sync.Mutex
-	clients map[string]client.Client
+	sk       *reconcile.Controller[*setv1.ObjectSet]
+	children *children
+	mu       sync.Mutex
+	clients  map[string]client.Client
 }
 
 // state is what one reconcile's steps hand to each other.
@@ -110,8 +112,14 @@ type state struct {
 // SetupWithManager registers the reconciler: on creation, spec change and
 // requestedAt; on a change of a GitRepository a git generator reads; on a
 // change of a Secret's metadata in the namespace of a set with a clusters
-// generator.
+// generator; on another writer's change or deletion of an object a set
+// wrote (children.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	ch, err := newChildren(mgr, mgr.GetLogger().WithName("objectset-children"))
+	if err != nil {
+		return err
+	}
+	r.children = ch
 	r.sk = &reconcile.Controller[*setv1.ObjectSet]{
 		Condition:     meta.ReadyCondition,
 		DefaultReason: setv1.GeneratorFailedReason,
@@ -134,6 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			func(o client.Object) string { return client.ObjectKeyFromObject(o).String() }, false)),
 			builder.WithPredicates(artifactChanged{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.setsWithClusters), builder.OnlyMetadata).
+		WatchesRawSource(r.children.source()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -212,16 +221,23 @@ func selectsSecret(set *setv1.ObjectSet, lbls map[string]string) bool {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &setv1.ObjectSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) && r.Metrics != nil {
-			r.Metrics.Forget(req.Namespace, req.Name)
+		if apierrors.IsNotFound(err) {
+			r.children.forget(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.Forget(req.Namespace, req.Name)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The objects go with the set through their owner references (the
-	// garbage collector), so a deleted set needs nothing of this one.
+	// garbage collector), so a deleted set needs nothing of this one, and
+	// restores nothing the garbage collector deletes.
 	if !obj.DeletionTimestamp.IsZero() {
+		r.children.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	// A suspended set restores nothing either: what other writers change
+	// meanwhile is restored, and named, when it resumes.
 	if obj.Spec.Suspend {
 		r.sk.Record(obj)
 		return ctrl.Result{}, nil
@@ -280,7 +296,9 @@ func (r *Reconciler) renderStep(_ context.Context, obj *setv1.ObjectSet, st *sta
 // PruneGuarded), then applies every object as the set's identity, owned
 // by the set and labelled with it. Ready=False (ApplyFailed) on the first
 // object refused; the inventory then keeps both the old entries and those
-// applied, so that nothing applied is forgotten.
+// applied, so that nothing applied is forgotten. An ObjectsRestored event
+// names the objects another writer deleted or changed that this apply
+// put back as the render says.
 func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state) error {
 	st.removed = inventory.Removed(obj.Status.Inventory, st.render.objects)
 	if err := r.guard(obj, st); err != nil {
@@ -291,6 +309,16 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		return reconcile.Stalled(kustomizev1.ApplyFailedReason, err)
 	}
 	st.writer = w
+	for _, gvk := range distinctKinds(st.render.objects) {
+		if err := r.children.watch(ctx, gvk); err != nil {
+			// The objects are still applied; only a foreign change waits
+			// for the next interval.
+			ctrl.LoggerFrom(ctx).Error(err, "objects of this kind written by others are restored only at the interval", "kind", gvk.Kind)
+		}
+	}
+	key := client.ObjectKeyFromObject(obj)
+	changes := r.children.changes(key)
+	var restored []string
 	had := map[object.ID]bool{}
 	if obj.Status.Inventory != nil {
 		for _, e := range obj.Status.Inventory.Entries {
@@ -317,13 +345,51 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		applied = append(applied, o)
 		if !had[object.IDOf(o)] {
 			st.created = append(st.created, object.IDOf(o).String())
+		} else if why := restoredBy(changes, o); why != "" {
+			restored = append(restored, object.IDOf(o).String()+" ("+why+")")
 		}
 	}
+	r.children.applied(key, changes)
 	if len(st.created) > 0 {
 		r.Events.Record(obj, events.SeverityInfo, setv1.ObjectsCreatedReason,
 			fmt.Sprintf("created %s", strings.Join(message.Names(st.created, 20), ", ")))
 	}
+	if len(restored) > 0 {
+		r.Events.Record(obj, events.SeverityInfo, setv1.ObjectsRestoredReason,
+			fmt.Sprintf("restored %s", strings.Join(message.Names(restored, 20), ", ")))
+	}
 	return nil
+}
+
+// restoredBy says what another writer had done to applied, an object
+// just applied, when the apply undid it: deleted it, or changed a field
+// the set sets (the apply then gave a new resourceVersion). "" when
+// nobody had, or when the change touched only fields the set leaves
+// alone (an annotation, a status).
+func restoredBy(changes map[object.ID]change, applied *unstructured.Unstructured) string {
+	ch, ok := changes[object.IDOf(applied)]
+	switch {
+	case !ok:
+		return ""
+	case ch.deleted:
+		return "deleted"
+	case applied.GetResourceVersion() != ch.resourceVersion:
+		return "changed by " + ch.by
+	}
+	return ""
+}
+
+// distinctKinds returns the kinds of objs, each once, in order.
+func distinctKinds(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, o := range objs {
+		if gvk := o.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
 }
 
 // guard holds the render when the prune guard says so, unless the
@@ -369,8 +435,10 @@ func (r *Reconciler) prune(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		if l := live.GetLabels(); l[NameLabel] != obj.Name || l[NamespaceLabel] != obj.Namespace {
 			continue
 		}
+		r.children.expectDeletion(live.GetUID())
 		if err := st.writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
 			client.Preconditions{UID: ptr.To(live.GetUID())}); client.IgnoreNotFound(err) != nil {
+			r.children.notDeleting(live.GetUID())
 			failed = append(failed, fmt.Sprintf("%s: %v", object.IDOf(stub), err))
 			continue
 		}

@@ -35,7 +35,10 @@ import (
 )
 
 var (
-	env       *testenv.Environment
+	env *testenv.Environment
+	// cached reads through the controller's own cache: what the
+	// reconciler sees.
+	cached    client.Reader
 	artifacts *testenv.ArtifactServer
 	recorded  = &eventLog{}
 )
@@ -79,6 +82,7 @@ func startController(noCrossNamespaceRefs bool) func() {
 		PullRequests:         pullRequestClient(),
 	}
 	must(r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}))
+	cached = mgr.GetClient()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
