@@ -124,7 +124,7 @@ func main() {
 	flag.DurationVar(&c.lease.LeaseDuration, "ha-lease-duration", 4*time.Second, "-ha: --leader-election-lease-duration")
 	flag.DurationVar(&c.lease.RenewDeadline, "ha-renew-deadline", 3*time.Second, "-ha: --leader-election-renew-deadline")
 	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
-	flag.DurationVar(&c.soak, "soak", 0, "instead of the fleets: a fleet of the first -n at rest for this long, with a commit a minute to a shared GitRepository and -soak-edit-rate foreign edits a second; every controller sampled each minute (heap, RSS, goroutines, open files, error log lines), the API server's watchers, drift p99 per minute")
+	flag.DurationVar(&c.soak, "soak", 0, "instead of the fleets: a fleet of the first -n at rest for this long, with a commit a minute to a shared GitRepository and -soak-edit-rate foreign edits a second; every controller sampled each minute (heap, RSS, goroutines, open files, error log lines), the API server's open watches, drift p99 per minute")
 	flag.IntVar(&c.soakEditRate, "soak-edit-rate", 5, "-soak: foreign edits a second")
 	flag.DurationVar(&c.soakBaseline, "soak-baseline", 10*time.Minute, "-soak: growth is measured from the sample this long after the start to the last")
 	flag.StringVar(&c.soakOut, "soak-out", "", "-soak: write soak.csv and soak.svg (the curves) into this folder")

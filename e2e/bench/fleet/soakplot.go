@@ -63,7 +63,7 @@ func (s *soakRun) svg() string {
 		watchers[j], drift[j] = m.watchers, m.driftP99.Seconds()
 	}
 	panels = append(panels,
-		panel{title: "API server registered watchers (all clients)", series: []plotSeries{{name: "kube-apiserver", color: "#555555", values: watchers}}},
+		panel{title: "API server open watches (all clients)", series: []plotSeries{{name: "kube-apiserver", color: "#555555", values: watchers}}},
 		panel{title: "drift p99 per minute (s), target 0.5 s", series: []plotSeries{{name: "drift p99", color: "#555555", values: drift}}, limit: soakDriftP99.Seconds()},
 	)
 
