@@ -35,6 +35,11 @@ const (
 	soakDriftP99      = 500 * time.Millisecond
 	soakSampleEvery   = time.Minute
 	soakRevertTimeout = 30 * time.Second
+	// soakFightMargin is the least time between two edits of one app:
+	// twice sync-controller's default --drift-fight-window, so that the
+	// edits are drift, not a fight over a field (which is corrected with
+	// a backoff on purpose).
+	soakFightMargin = time.Minute
 )
 
 // soakSample is one minute's sample of one controller.
@@ -109,6 +114,10 @@ func (b *bench) soak(ctx context.Context, n int) (*soakRun, error) {
 		n, benchfig.Round(time.Since(start)), b.c.soak, repoName(0), b.c.soakEditRate)
 	time.Sleep(lateWrites)
 
+	if again := time.Duration(n) * time.Second / time.Duration(b.c.soakEditRate); again < soakFightMargin {
+		return nil, fmt.Errorf("-soak with -n %d and -soak-edit-rate %d edits each app again after %s, less than twice sync-controller's --drift-fight-window (30 s): repeated edits of one field are a fight, corrected with a backoff by design; use -n ≥ %d",
+			n, b.c.soakEditRate, again, int(soakFightMargin.Seconds())*b.c.soakEditRate)
+	}
 	run := &soakRun{n: n, duration: b.c.soak, names: slices.Sorted(maps.Keys(b.env.Controllers))}
 	logs := newLogCounter(b.env.Controllers)
 	clone, cleanup, err := b.soakClone(ctx)
@@ -395,9 +404,18 @@ func newLogCounter(cs map[string]*localenv.Controller) *logCounter {
 	return l
 }
 
-// errorLine says whether a log line is at error level: the controllers log
-// JSON (fluxcd/pkg/runtime/logger's encoder), "level":"error".
-func errorLine(line string) bool { return strings.Contains(line, `"level":"error"`) }
+// errorLine says whether a log line is at error level or above: e2e/localenv
+// starts the controllers with --log-encoding=console (time, a tab, the
+// level in capitals, a tab, ...); the JSON encoding says "level":"error".
+func errorLine(line string) bool {
+	if fields := strings.SplitN(line, "\t", 3); len(fields) == 3 {
+		switch fields[1] {
+		case "ERROR", "DPANIC", "PANIC", "FATAL":
+			return true
+		}
+	}
+	return strings.Contains(line, `"level":"error"`)
+}
 
 func (l *logCounter) newErrors(name string) (int, error) {
 	f, err := os.Open(l.paths[name])

@@ -62,3 +62,18 @@ func TestSoakGrowthIsFromTheBaselineToTheEnd(t *testing.T) {
 		t.Errorf("goroutines growth %v, want 0", g)
 	}
 }
+
+// Error lines are found in both of the controllers' log encodings, and
+// only at error level or above.
+func TestSoakCountsErrorLinesOfBothEncodings(t *testing.T) {
+	for line, want := range map[string]bool{
+		"2026-12-06T22:45:00.505Z\tERROR\tsync-controller\tReconciler error\t{\"error\": \"x\"}\n": true,
+		"2026-12-06T22:45:00.505Z\tINFO\tsync-controller\tan ERROR in a message\n":                 false,
+		`{"level":"error","ts":"2026-12-06T22:20:45Z","msg":"failed"}` + "\n":                      true,
+		`{"level":"info","msg":"level error"}` + "\n":                                              false,
+	} {
+		if got := errorLine(line); got != want {
+			t.Errorf("errorLine(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
