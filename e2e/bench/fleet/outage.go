@@ -11,9 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"plumb.dev/api/meta"
@@ -63,38 +61,23 @@ func runOutage(ctx context.Context, c config, res *results) error {
 // the outage), starts it again and waits for the alerts.
 func (b *bench) natsOutage(ctx context.Context, n int) (*outageFigures, error) {
 	f := &outageFigures{n: n, outage: b.c.natsOutage, queuedMax: map[string]float64{}, dropped: map[string]float64{}}
-	if err := b.prepare(ctx, n); err != nil {
+	if err := b.readyFleet(ctx, n); err != nil {
 		return nil, err
 	}
-	rw, err := b.watchReady(ctx)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
-		rw.stop()
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
-	defer cancel()
-	if _, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) }); err != nil {
-		b.describeNotReady(ctx, rw)
-		rw.stop()
-		return nil, err
-	}
-	rw.stop()
 	if err := b.createAlert(ctx); err != nil {
 		return nil, err
 	}
-	time.Sleep(lateWrites)
+	time.Sleep(settle)
 
 	pids := map[string]int{}
 	droppedBefore := map[string]float64{}
 	for name, c := range b.env.Controllers {
 		pids[name] = c.Pid()
-		if droppedBefore[name], err = b.controllerMetric(ctx, name, "plumb_events_dropped_total"); err != nil {
+		dropped, err := b.controllerMetric(ctx, name, "plumb_events_dropped_total")
+		if err != nil {
 			return nil, err
 		}
+		droppedBefore[name] = dropped
 	}
 	vw, err := b.watchConfigMaps(ctx)
 	if err != nil {
@@ -143,21 +126,16 @@ func (b *bench) natsOutage(ctx context.Context, n int) (*outageFigures, error) {
 	for j := range edits {
 		time.Sleep(time.Until(stopped.Add(time.Duration(j+1) * gap)))
 		t := editTarget{ns: appName(j * n / edits), name: "config"}
-		seen := vw.Follow(t.key())
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.ns}}
-		patch := fmt.Sprintf(`{"data":{%q:"during-the-outage-%d"}}`, driftKey, j)
-		if err := b.fast.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
-			vw.Unfollow(t.key())
-			say("   edit of %s: %v", t.key(), err)
+		reverted, err := b.foreignEdit(ctx, vw, t, fmt.Sprintf("during-the-outage-%d", j))
+		if err != nil {
+			say("   %v", err)
 			continue
 		}
-		returned := time.Now()
 		edited = append(edited, t.ns)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer vw.Unfollow(t.key())
-			d, err := benchfig.AwaitRevert(ctx, seen, cm.ResourceVersion, desiredValue(t.ns), returned, 30*time.Second)
+			d, err := reverted(30 * time.Second)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

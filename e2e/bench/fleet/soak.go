@@ -17,7 +17,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,29 +89,10 @@ func runSoak(ctx context.Context, c config, res *results) error {
 }
 
 func (b *bench) soak(ctx context.Context, n int) (*soakRun, error) {
-	if err := b.prepare(ctx, n); err != nil {
+	if err := b.readyFleet(ctx, n); err != nil {
 		return nil, err
 	}
-	rw, err := b.watchReady(ctx)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
-		rw.stop()
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
-	defer cancel()
-	if _, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) }); err != nil {
-		b.describeNotReady(ctx, rw)
-		rw.stop()
-		return nil, err
-	}
-	rw.stop()
-	say("   all %d Ready after %s; soaking for %s: a commit a minute to %s, %d foreign edits a second",
-		n, benchfig.Round(time.Since(start)), b.c.soak, repoName(0), b.c.soakEditRate)
-	time.Sleep(lateWrites)
+	say("   soaking for %s: a commit a minute to %s, %d foreign edits a second", b.c.soak, repoName(0), b.c.soakEditRate)
 
 	if again := time.Duration(n) * time.Second / time.Duration(b.c.soakEditRate); again < soakFightMargin {
 		return nil, fmt.Errorf("-soak with -n %d and -soak-edit-rate %d edits each app again after %s, less than twice sync-controller's --drift-fight-window (30 s): repeated edits of one field are a fight, corrected with a backoff by design; use -n ≥ %d",
@@ -313,28 +293,24 @@ func (b *bench) soakEdits(ctx context.Context, n int, vw *valueWatch, d *soakDri
 			continue // the previous edit of this app is still being timed
 		}
 		done := func() {
-			vw.Unfollow(t.key())
 			mu.Lock()
 			delete(inFlight, t.key())
 			mu.Unlock()
 		}
-		seen := vw.Follow(t.key())
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.ns}}
-		patch := fmt.Sprintf(`{"data":{%q:"soak-%d"}}`, driftKey, j)
 		// The edit belongs to the minute it is made in, and is timed
 		// past the soak's end.
-		if err := b.fast.Patch(context.WithoutCancel(ctx), cm, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
+		reverted, err := b.foreignEdit(context.WithoutCancel(ctx), vw, t, fmt.Sprintf("soak-%d", j))
+		if err != nil {
 			done()
-			say("   soak edit of %s: %v", t.key(), err)
+			say("   soak edit: %v", err)
 			continue
 		}
-		returned := time.Now()
-		minute := int(returned.Sub(began) / soakSampleEvery)
+		minute := int(time.Since(began) / soakSampleEvery)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer done()
-			lat, err := benchfig.AwaitRevert(context.WithoutCancel(ctx), seen, cm.ResourceVersion, desiredValue(t.ns), returned, soakRevertTimeout)
+			lat, err := reverted(soakRevertTimeout)
 			d.add(minute, lat, err == nil)
 		}()
 	}
