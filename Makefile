@@ -235,6 +235,28 @@ bench-restart: controlplane-assets ## A fleet of RESTART_N (1,000) Kustomization
 	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
 	$(BIN)/bench-fleet -restart -n $(RESTART_N) -single-objects 0 $(FLEET_ARGS)
 
+# The soak (issue 45, item 3): DURATION of a fleet of SOAK_N at rest with
+# a commit a minute and five foreign edits a second; the curves go to
+# SOAK_OUT (docs/bench/fleet.md, "Soak").
+DURATION ?= 1h
+SOAK_N ?= 1000
+SOAK_OUT ?= docs/bench/soak
+.PHONY: soak
+soak: controlplane-assets ## A fleet of SOAK_N (1,000) Kustomizations for DURATION (1h): a commit a minute, five foreign edits a second; each controller's heap, RSS, goroutines, open files and error lines, the API server's watchers and drift p99 every minute; a table, SOAK_OUT/soak.csv and soak.svg, a verdict.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
+	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
+	$(BIN)/bench-fleet -soak $(DURATION) -n $(SOAK_N) -single-objects 0 -soak-out $(SOAK_OUT) $(FLEET_ARGS)
+
+# The NATS outage (issue 45, item 2): a fleet of OUTAGE_N at rest, NATS
+# stopped for NATS_OUTAGE while foreign edits and their alerts happen.
+OUTAGE_N ?= 200
+NATS_OUTAGE ?= 5m
+.PHONY: bench-outage
+bench-outage: controlplane-assets ## A fleet of OUTAGE_N (200) Kustomizations at rest with NATS stopped for NATS_OUTAGE (5m) while foreign edits happen: drift corrected during it, events buffered and dropped, alerts delivered after it, each controller's pid; print a table.
+	@go build -o $(BIN)/ ./source-controller ./render-controller ./sync-controller ./notification-controller ./image-controller
+	@go build -o $(BIN)/bench-fleet ./e2e/bench/fleet
+	$(BIN)/bench-fleet -nats-outage $(NATS_OUTAGE) -n $(OUTAGE_N) -single-objects 0 $(FLEET_ARGS)
+
 .PHONY: helm-controller
 helm-controller: ## Build Flux's helm-controller from its Go module (hack/helm-controller.sh) and link it and Flux's CRDs into bin/ (cached outside the clone).
 	@hack/helm-controller.sh $(BIN)

@@ -165,6 +165,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 			NoCrossNamespaceRefs:              refOpts.NoCrossNamespaceRefs,
 			PruneGuard:                        &syncOpts.PruneGuard,
 			Fight:                             syncOpts.Fight,
+			LeaderElection:                    mgrOpts.LeaderElection.Enable,
 		}
 	}
 	ks := &controller.KustomizationReconciler{Syncer: syncer(watcher)}

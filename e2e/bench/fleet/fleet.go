@@ -435,21 +435,16 @@ func (b *bench) drift(ctx context.Context, n, edits int) ([]time.Duration, int, 
 	next := time.Now()
 	for j := range edits {
 		t := editTarget{ns: appName(j * n / edits), name: "config"}
-		seen := vw.Follow(t.key())
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.ns}}
-		patch := fmt.Sprintf(`{"data":{%q:"foreign-%d"}}`, driftKey, j)
 		time.Sleep(time.Until(next))
 		next = next.Add(gap)
-		if err := b.fast.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
-			vw.Unfollow(t.key())
-			return nil, 0, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
+		reverted, err := b.foreignEdit(ctx, vw, t, fmt.Sprintf("foreign-%d", j))
+		if err != nil {
+			return nil, 0, err
 		}
-		returned := time.Now()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer vw.Unfollow(t.key())
-			d, err := benchfig.AwaitRevert(ctx, seen, cm.ResourceVersion, desiredValue(t.ns), returned, 30*time.Second)
+			d, err := reverted(30 * time.Second)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -465,6 +460,52 @@ func (b *bench) drift(ctx context.Context, n, edits int) ([]time.Duration, int, 
 		return nil, missed, errors.New("no foreign edit was reverted")
 	}
 	return latencies, missed, nil
+}
+
+// foreignEdit sets data.key of t's ConfigMap to value as bench-intruder
+// and returns how to wait, up to a timeout, until a watch sees Git's value
+// again, timed from the patch's return.
+func (b *bench) foreignEdit(ctx context.Context, vw *valueWatch, t editTarget, value string) (reverted func(timeout time.Duration) (time.Duration, error), err error) {
+	seen := vw.Follow(t.key())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.ns}}
+	patch := fmt.Sprintf(`{"data":{%q:%q}}`, driftKey, value)
+	if err := b.fast.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("bench-intruder")); err != nil {
+		vw.Unfollow(t.key())
+		return nil, fmt.Errorf("foreign edit of %s: %w", t.key(), err)
+	}
+	returned := time.Now()
+	return func(timeout time.Duration) (time.Duration, error) {
+		defer vw.Unfollow(t.key())
+		return benchfig.AwaitRevert(ctx, seen, cm.ResourceVersion, desiredValue(t.ns), returned, timeout)
+	}, nil
+}
+
+// readyFleet makes a fleet of n Ready, for the benches that start from a
+// fleet at rest (-restart, -soak, -nats-outage), and lets its last writes
+// land.
+func (b *bench) readyFleet(ctx context.Context, n int) error {
+	if err := b.prepare(ctx, n); err != nil {
+		return err
+	}
+	rw, err := b.watchReady(ctx)
+	if err != nil {
+		return err
+	}
+	defer rw.stop()
+	start := time.Now()
+	if err := b.createFleet(ctx, n); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
+	defer cancel()
+	if _, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) }); err != nil {
+		b.describeNotReady(ctx, rw)
+		return err
+	}
+	say("   all %d Ready after %s; at rest for %s", n, benchfig.Round(time.Since(start)), lateWrites)
+	// Hooks finish and the last status writes land.
+	time.Sleep(lateWrites)
+	return nil
 }
 
 // valueWatch follows the fleet's ConfigMaps (those with Plumb's ownership

@@ -67,6 +67,16 @@ type config struct {
 	haSignal    string
 	hookEvery   int
 	lease       localenv.LeaderElection
+	// soak, when set, runs the soak for this long instead of the fleets
+	// (soak.go).
+	soak         time.Duration
+	soakEditRate int
+	soakBaseline time.Duration
+	soakOut      string
+	// natsOutage, when set, stops NATS for this long in a fleet at rest
+	// instead of the fleets (outage.go).
+	natsOutage     time.Duration
+	outageEditRate int
 }
 
 func main() {
@@ -114,6 +124,12 @@ func main() {
 	flag.DurationVar(&c.lease.LeaseDuration, "ha-lease-duration", 4*time.Second, "-ha: --leader-election-lease-duration")
 	flag.DurationVar(&c.lease.RenewDeadline, "ha-renew-deadline", 3*time.Second, "-ha: --leader-election-renew-deadline")
 	flag.DurationVar(&c.lease.RetryPeriod, "ha-retry-period", time.Second, "-ha: --leader-election-retry-period")
+	flag.DurationVar(&c.soak, "soak", 0, "instead of the fleets: a fleet of the first -n at rest for this long, with a commit a minute to a shared GitRepository and -soak-edit-rate foreign edits a second; every controller sampled each minute (heap, RSS, goroutines, open files, error log lines), the API server's open watches, drift p99 per minute")
+	flag.IntVar(&c.soakEditRate, "soak-edit-rate", 5, "-soak: foreign edits a second")
+	flag.DurationVar(&c.soakBaseline, "soak-baseline", 10*time.Minute, "-soak: growth is measured from the sample this long after the start to the last")
+	flag.StringVar(&c.soakOut, "soak-out", "", "-soak: write soak.csv and soak.svg (the curves) into this folder")
+	flag.DurationVar(&c.natsOutage, "nats-outage", 0, "instead of the fleets: a fleet of the first -n at rest with an Alert of every Kustomization event; NATS stopped for this long while foreign edits happen (one per app, -outage-edit-rate a second at most); drift corrected during it, events queued and dropped, alerts delivered after it, the controllers' pids")
+	flag.IntVar(&c.outageEditRate, "outage-edit-rate", 2, "-nats-outage: foreign edits a second at most (one per app)")
 	flag.Parse()
 	var err error
 	// -n "": no fleet, only the single Kustomization of -single-objects.
@@ -140,6 +156,14 @@ func main() {
 	}
 	if c.haSignal != signalKill && c.haSignal != signalTerm {
 		fmt.Fprintf(os.Stderr, "fleetbench: -ha-signal must be %s or %s\n", signalKill, signalTerm)
+		os.Exit(2)
+	}
+	if c.soak > 0 && (c.soakEditRate < 1 || c.soak < 2*time.Minute) {
+		fmt.Fprintln(os.Stderr, "fleetbench: -soak needs at least 2m and -soak-edit-rate at least 1")
+		os.Exit(2)
+	}
+	if c.natsOutage < 0 || c.outageEditRate < 1 {
+		fmt.Fprintln(os.Stderr, "fleetbench: -nats-outage must not be negative and -outage-edit-rate must be at least 1")
 		os.Exit(2)
 	}
 	if c.hookEvery < 0 {
@@ -210,6 +234,12 @@ func run(c config) error {
 	}
 	if c.restart {
 		return runRestarts(ctx, c, res)
+	}
+	if c.soak > 0 {
+		return runSoak(ctx, c, res)
+	}
+	if c.natsOutage > 0 {
+		return runOutage(ctx, c, res)
 	}
 	if c.singleObjects > 0 {
 		err := withEnv(ctx, c, envOptions{}, func(b *bench) error {

@@ -73,27 +73,9 @@ func runRestarts(ctx context.Context, c config, res *results) error {
 // rollout does) and measures each restart.
 func (b *bench) runRestarts(ctx context.Context, n int) ([]*restartFigures, error) {
 	b.hookEvery = b.c.hookEvery
-	if err := b.prepare(ctx, n); err != nil {
+	if err := b.readyFleet(ctx, n); err != nil {
 		return nil, err
 	}
-	rw, err := b.watchReady(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rw.stop()
-	start := time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
-	defer cancel()
-	if _, err := rw.waitAll(wctx, n, func(have int) { say("   %d of %d Ready after %s", have, n, benchfig.Round(time.Since(start))) }); err != nil {
-		b.describeNotReady(ctx, rw)
-		return nil, err
-	}
-	say("   all %d Ready after %s; at rest for %s", n, benchfig.Round(time.Since(start)), lateWrites)
-	// Hooks finish and the last status writes land.
-	time.Sleep(lateWrites)
 
 	var out []*restartFigures
 	for i, name := range restarted {

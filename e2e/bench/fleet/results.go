@@ -34,6 +34,8 @@ type results struct {
 	single       []singleRun
 	ha           []*haFigures
 	restarts     []*restartFigures
+	soak         *soakRun
+	outage       *outageFigures
 	load0, load1 string
 	source       string
 }
@@ -93,6 +95,12 @@ func (r *results) print(out io.Writer) {
 	}
 	if r.restarts != nil {
 		r.printRestarts(out)
+	}
+	if r.outage != nil {
+		r.printOutage(out)
+	}
+	if r.soak != nil && len(r.soak.minutes) > 0 {
+		r.soak.print(out)
 	}
 	if len(r.single) > 0 {
 		r.printSingle(out)

@@ -48,7 +48,11 @@
 // the watcher sees only objects with its kind's name label
 // (kustomize.plumb.dev/name, helm.plumb.dev/name) and wakes only its own
 // controller, so a Kustomization and a HelmRelease of one name in one
-// namespace never prune, correct or wake on each other's objects. The
+// namespace never prune, correct or wake on each other's objects. Before
+// /readyz says ready, each reconciler starts its watcher's informers for
+// the kinds its owners' stored inventories name (startupwatches.go), so
+// that a foreign edit right after a restart is a watch event, queued
+// ahead of the owners' start-up reconciles. The
 // cache of clients (target.Clients) is shared, keyed by owner (kind
 // included); each reconciler resolves its objects' targets with a
 // target.Resolver of its own, over its own engine.

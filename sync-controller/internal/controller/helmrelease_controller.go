@@ -46,6 +46,9 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	if err := r.watchOwnWrites(ctx, mgr, &helmv2.HelmRelease{}); err != nil {
 		return err
 	}
+	if err := addStartupWatches(mgr, &r.Syncer, helmv2.HelmReleaseKind, &helmv2.HelmReleaseList{}, helmReleaseInventories); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{}))).

@@ -51,6 +51,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err := r.watchOwnWrites(ctx, mgr, &kustomizev1.Kustomization{}); err != nil {
 		return err
 	}
+	if err := addStartupWatches(mgr, &r.Syncer, kustomizev1.KustomizationKind, &kustomizev1.KustomizationList{}, kustomizationInventories); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{}))).

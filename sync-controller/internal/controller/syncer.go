@@ -110,12 +110,19 @@ type Syncer struct {
 	// nil is the wall clock. Tests set it.
 	Clock func() time.Time
 
+	// LeaderElection says that the process runs with leader election: a
+	// replica waiting for the lease reports ready (startupwatches.go).
+	LeaderElection bool
+
 	manifests   manifestCache
 	writes      ownWrites
 	renderWaits renderWaits
 	fights      fight.Tracker
 	// targets decides where and as whom each object's sync writes.
 	targets *target.Resolver
+	// startup starts the drift watches of the stored inventories before
+	// the process says ready (startupwatches.go).
+	startup *startupWatches
 }
 
 // defaults fills in the settings left unset.

@@ -134,6 +134,23 @@ func (w *Watcher) Source() source.Source {
 	})
 }
 
+// HasQueue says whether the controller has started taking the watcher's
+// events (Source): before, a foreign write starts a drift clock but wakes
+// no one.
+func (w *Watcher) HasQueue() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queue != nil
+}
+
+// Watching says whether the kind's informer has listed and its events are
+// handled (Watch returned).
+func (w *Watcher) Watching(gvk schema.GroupVersionKind) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched[gvk]
+}
+
 // Watch makes sure the kind is watched; the first call for a kind starts an
 // informer and waits for its initial list.
 func (w *Watcher) Watch(ctx context.Context, gvk schema.GroupVersionKind) error {
@@ -185,6 +202,15 @@ func (w *Watcher) TakeDriftStart(key types.NamespacedName) (time.Time, bool) {
 	t, ok := w.drift[key]
 	delete(w.drift, key)
 	return t, ok
+}
+
+// DriftPending says whether a foreign change to the owner's objects was
+// seen since its last reconcile began (TakeDriftStart), without taking it.
+func (w *Watcher) DriftPending(key types.NamespacedName) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.drift[key]
+	return ok
 }
 
 // Changes returns a channel closed at the next change of any watched object.
