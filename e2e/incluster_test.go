@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -357,7 +355,7 @@ func policiesEnforced(ctx context.Context, t *testing.T, g *WithT, env *localenv
 	// The receiver answers (whatever its status for /): the echo Pod
 	// passes the status on, 502 only when it got no answer.
 	g.Eventually(func(g Gomega) {
-		status, body, err := fetchFrom(ctx, stranger, receiver)
+		status, body, err := localenv.FetchFrom(ctx, stranger, receiver)
 		g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
 		g.Expect(status).NotTo(Equal(http.StatusBadGateway), "elsewhere/stranger → %s: %s", receiver, body)
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -366,7 +364,7 @@ func policiesEnforced(ctx context.Context, t *testing.T, g *WithT, env *localenv
 	answered, err := httpStatus(ctx, artifacts)
 	g.Expect(err).NotTo(HaveOccurred(), "source-controller's artifact server answers the node")
 	t.Logf("the node → %s: %d", artifacts, answered)
-	status, body, err := fetchFrom(ctx, stranger, artifacts)
+	status, body, err := localenv.FetchFrom(ctx, stranger, artifacts)
 	g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
 	g.Expect(status).To(Equal(http.StatusBadGateway), "elsewhere/stranger → %s must be refused: %s", artifacts, body)
 	t.Logf("elsewhere/stranger → %s: %d %s", artifacts, status, strings.TrimSpace(body))
@@ -386,24 +384,4 @@ func httpStatus(ctx context.Context, target string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
-}
-
-// fetchFrom asks the echo Pod from to request target itself (its /fetch),
-// from the test, which reaches every Pod on the bridge: the Pod's status
-// and body, or why the Pod did not answer.
-func fetchFrom(ctx context.Context, from *corev1.Pod, target string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u := "http://" + net.JoinHostPort(from.Status.PodIP, "8080") + "/fetch?url=" + url.QueryEscape(target)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, string(body), err
 }
