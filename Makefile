@@ -103,7 +103,7 @@ $(CHROMIUM):
 ##@ Run
 
 .PHONY: run
-run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it. NODE=real runs the Pods on a real kubelet (root; docs/design/node.md).
+run: ## Build what is missing, then run the whole suite on 127.0.0.1 with a sample app; Ctrl-C stops it. Pods run on a real kubelet when one can start here, else on the pod simulator; NODE=real or NODE=sim chooses (docs/design/node.md).
 	@NODE=$(NODE) hack/run.sh $(RUN_ARGS)
 
 .PHONY: starts

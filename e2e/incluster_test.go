@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -40,11 +44,18 @@ const inClusterVersion = "dev"
 // reconcile the sample app from the launcher's Git server. Then
 // sync-controller's Pod is deleted: the ReplicaSet makes a new one, it
 // becomes Ready, and it corrects a drift of the sample.
+//
+// deploy/'s NetworkPolicies are installed and enforced (kube-router): the
+// install opens render-controller's egress to the API server's endpoint
+// and the node's DNS, which are not where deploy/ expects them, as an
+// operator of such a cluster does; a Pod of another namespace is refused
+// at source-controller's artifact port while it reaches the webhook
+// receiver, which is open to all.
 func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	own, plumb := startInClusterNode(ctx, t, g)
+	own, plumb := startInClusterNode(ctx, t, g, true)
 
 	pushed := time.Now()
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
@@ -59,8 +70,14 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	gitHost := strings.TrimPrefix(own.Git.Address(), "http://")
 	gitIP, _, err := net.SplitHostPort(gitHost)
 	g.Expect(err).NotTo(HaveOccurred())
+	// The API server's endpoint is the launcher's relay on the bridge, not
+	// 443 or 6443, and the Pods' DNS is the node's CoreDNS, not a kube-dns
+	// Pod: the egress policies are told both (deploy/README.md, "Network
+	// policies"), read where an operator reads them.
+	apiServer := kubernetesEndpoints(ctx, g, own)
 	began := time.Now()
-	plumb("install", "--version", inClusterVersion, "--allowed-private-networks", gitIP+"/32", "--timeout", "10m")
+	plumb("install", "--version", inClusterVersion, "--allowed-private-networks", gitIP+"/32", "--timeout", "10m",
+		"--api-server-endpoints", strings.Join(apiServer, ","), "--cluster-dns", localenv.ClusterDNS)
 	t.Logf("plumb install: every controller Ready %s after it began", time.Since(began).Round(100*time.Millisecond))
 
 	// NATS too (install waits for the Deployments), then every Pod of
@@ -121,6 +138,8 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	demoBegan := time.Now()
 	g.Eventually(sampleReady).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
 	t.Logf("the sample Ready, its Deployment Available, %s after it was pushed", time.Since(demoBegan).Round(100*time.Millisecond))
+
+	policiesEnforced(ctx, t, g, own)
 
 	// sync-controller's Pod deleted: a new one, Ready, that corrects drift.
 	old := controllerPod(ctx, g, own, localenv.SyncController)
@@ -232,10 +251,11 @@ func (w testLog) Write(p []byte) (int, error) {
 
 // startInClusterNode starts, for a story that installs Plumb itself, a
 // control plane with a real node and none of Plumb's controllers — skipping
-// the test where a real node cannot start —, stopped at the test's end
+// the test where a real node cannot start —, with kube-router enforcing
+// NetworkPolicies when networkPolicies asks, stopped at the test's end
 // (with the Pods and the kubelet's log when the test failed), and returns
 // it with a runner of the plumb CLI against it.
-func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.Env, func(args ...string) string) {
+func startInClusterNode(ctx context.Context, t *testing.T, g *WithT, networkPolicies bool) (*localenv.Env, func(args ...string) string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
@@ -246,7 +266,7 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.
 	}
 	own, err := localenv.Start(ctx, localenv.Options{
 		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
-		Progress: testLog{t},
+		NetworkPolicies: networkPolicies, Progress: testLog{t},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -270,4 +290,98 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.
 		return string(out)
 	}
 	return own, plumb
+}
+
+// kubernetesEndpoints are the API server's addresses and ports (IP:port)
+// as the `kubernetes` Service's EndpointSlice names them.
+func kubernetesEndpoints(ctx context.Context, g *WithT, env *localenv.Env) []string {
+	list := &discoveryv1.EndpointSliceList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace("default"),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"})).To(Succeed())
+	var eps []string
+	for _, s := range list.Items {
+		for _, p := range s.Ports {
+			for _, e := range s.Endpoints {
+				for _, a := range e.Addresses {
+					eps = append(eps, net.JoinHostPort(a, fmt.Sprint(*p.Port)))
+				}
+			}
+		}
+	}
+	g.Expect(eps).NotTo(BeEmpty(), "the kubernetes EndpointSlice names the API server")
+	return eps
+}
+
+// policiesEnforced proves plumb-system's NetworkPolicies active: a Pod in
+// another namespace reaches notification-controller's webhook port, which
+// every policy leaves open, and is refused at source-controller's artifact
+// port, which only render-controller may reach — both at the Pods' own
+// addresses, so that the Pod's network works and only the policy differs.
+func policiesEnforced(ctx context.Context, t *testing.T, g *WithT, env *localenv.Env) {
+	t.Helper()
+	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/echo", "v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	const ns = "elsewhere"
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	stranger := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{
+				Name: "echo", Image: image,
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), ReadOnlyRootFilesystem: ptr.To(true),
+					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+			}},
+		},
+	}
+	// The namespace's default ServiceAccount, which admission wants, comes
+	// from kube-controller-manager a moment after the namespace.
+	g.Eventually(func() error { return env.Client.Create(ctx, stranger) }).
+		WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stranger), stranger)).To(Succeed())
+		g.Expect(stranger.Status.PodIP).NotTo(BeEmpty())
+		g.Expect(podReady(stranger)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string { return inClusterReport(ctx, env) })
+
+	source := controllerPod(ctx, g, env, localenv.SourceController)
+	notification := controllerPod(ctx, g, env, localenv.NotificationController)
+	receiver := "http://" + net.JoinHostPort(notification.Status.PodIP, "9292") + "/"
+	artifacts := "http://" + net.JoinHostPort(source.Status.PodIP, "9090") + "/"
+	// The receiver answers (whatever its status for /): the echo Pod
+	// passes the status on, 502 only when it got no answer.
+	g.Eventually(func(g Gomega) {
+		status, body, err := localenv.FetchFrom(ctx, stranger, receiver)
+		g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
+		g.Expect(status).NotTo(Equal(http.StatusBadGateway), "elsewhere/stranger → %s: %s", receiver, body)
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	// The artifact server does listen: from the node (this test), which
+	// policies let through, it answers.
+	answered, err := httpStatus(ctx, artifacts)
+	g.Expect(err).NotTo(HaveOccurred(), "source-controller's artifact server answers the node")
+	t.Logf("the node → %s: %d", artifacts, answered)
+	status, body, err := localenv.FetchFrom(ctx, stranger, artifacts)
+	g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
+	g.Expect(status).To(Equal(http.StatusBadGateway), "elsewhere/stranger → %s must be refused: %s", artifacts, body)
+	t.Logf("elsewhere/stranger → %s: %d %s", artifacts, status, strings.TrimSpace(body))
+}
+
+// httpStatus is the status of a GET of target from this process.
+func httpStatus(ctx context.Context, target string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }

@@ -5,8 +5,12 @@
 # outside the clone, keyed by version, so a fresh clone on a machine that built
 # them once links them in seconds instead of rebuilding for minutes.
 #
+# With PLUMB_LINK_ONLY=1 nothing is built and no build is waited for: what
+# the cache holds is linked, the rest left out (hack/run.sh, for the node).
+#
 # usage: hack/controlplane.sh <bin-dir> [binary...]   (default: etcd kube-apiserver)
 set -euo pipefail
+link_only=${PLUMB_LINK_ONLY:-}
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin_dir=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -21,7 +25,7 @@ cache_dir="$cache_root/controlplane/kube-$kube_version-etcd-$etcd_version-$(go e
 mkdir -p "$cache_dir"
 # One build at a time per cache folder, across clones and parallel makes.
 exec 9>"$cache_dir/.lock"
-flock 9
+[ -n "$link_only" ] || flock 9
 
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version \
  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
@@ -44,6 +48,7 @@ package_of() {
 for name in "${binaries[@]}"; do
   pkg=$(package_of "$name")
   if [ ! -x "$cache_dir/$name" ]; then
+    [ -z "$link_only" ] || continue
     echo ">> building $name ($pkg) into $cache_dir; the first build of kube-apiserver takes about 10 minutes on 2 cores"
     start=$(date +%s)
     (cd "$here/tools/controlplane" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$cache_dir/$name.tmp" "$pkg")

@@ -16,8 +16,13 @@
 # runc without seccomp refuses. That needs libseccomp's headers
 # (libseccomp-dev), which `make node-assets` installs with apt-get.
 #
+# With PLUMB_LINK_ONLY=1 nothing is built and no build is waited for: what
+# the cache holds is linked, the rest left out (`make run`'s default, which
+# falls back to the pod simulator when the node is not all there).
+#
 # usage: hack/node.sh <bin-dir>
 set -euo pipefail
+link_only=${PLUMB_LINK_ONLY:-}
 
 bin_dir=$(mkdir -p "$1" && cd "$1" && pwd)
 
@@ -31,13 +36,16 @@ cache_dir="$cache_root/node/containerd-$containerd_version-runc-$runc_version-cn
 mkdir -p "$cache_dir"
 # One build at a time per cache folder, across clones and parallel makes.
 exec 9>"$cache_dir/.lock"
-flock 9
+[ -n "$link_only" ] || flock 9
 
 # build <name> <package@version> <cgo> [go build flags...]
 build() {
   local name=$1 pkg=$2 cgo=$3
   shift 3
   if [ ! -x "$cache_dir/$name" ]; then
+    # A build renames its result into the cache when done: what is there
+    # is whole.
+    [ -z "$link_only" ] || return 0
     echo ">> building $name ($pkg) into $cache_dir"
     local start tmp
     start=$(date +%s)
@@ -74,7 +82,7 @@ done
 coredns_cache="$cache_root/node/coredns-$coredns_version-$(go env GOOS)-$(go env GOARCH)"
 mkdir -p "$coredns_cache"
 exec 8>"$coredns_cache/.lock"
-flock 8
+[ -n "$link_only" ] || flock 8
 cache_dir=$coredns_cache build coredns github.com/coredns/coredns@$coredns_version 0 -ldflags "-s -w"
 
 # kube-router, only its network-policy controller runs (nodeconfig.go), in a
@@ -84,6 +92,6 @@ kube_router_version=v2.1.0
 kube_router_cache="$cache_root/node/kube-router-$kube_router_version-$(go env GOOS)-$(go env GOARCH)"
 mkdir -p "$kube_router_cache"
 exec 7>"$kube_router_cache/.lock"
-flock 7
+[ -n "$link_only" ] || flock 7
 cache_dir=$kube_router_cache build kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$kube_router_version 0 \
   -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$kube_router_version"

@@ -41,11 +41,24 @@ heartbeat "go build" go build -o "$root/bin/" ./source-controller ./render-contr
 heartbeat "go build the example plugin" go build -o "$root/bin/plumb-plugin-envsubst" ./pkg/renderplugin/example/envsubst
 # The plumb CLI is handy next to it, but not needed to run.
 go build -o "$root/bin/plumb" ./cli || echo "   (the plumb CLI did not build; running without it)"
-node_args=()
-if [ "${NODE:-}" = real ]; then
-  # kubelet, kube-proxy, kube-scheduler, containerd, runc and the CNI
-  # plugins, from Go modules (cached like the control plane).
-  heartbeat "a real node (kubelet, containerd, runc, CNI plugins)" make --no-print-directory node-assets
-  node_args=(-node real)
-fi
+# What runs the Pods (docs/design/node.md, "make run's node"): by default
+# a real node when this machine can start one now, else the pod simulator,
+# which plumb-local chooses and says why in one line. The default builds
+# nothing of the node: it links what ~/.cache/plumb holds (seconds), so a
+# fresh machine comes up as fast as ever, on the simulator. NODE=real
+# builds the node (`make node-assets`) and fails if it cannot start;
+# NODE=sim asks for the simulator.
+case "${NODE:-}" in
+  "" | auto)
+    PLUMB_LINK_ONLY=1 hack/controlplane.sh "$root/bin/k8s" kubelet kube-proxy kube-scheduler
+    PLUMB_LINK_ONLY=1 hack/node.sh "$root/bin/node"
+    node_args=(-node auto) ;;
+  sim | simulated) node_args=(-node simulated) ;;
+  real)
+    # kubelet, kube-proxy, kube-scheduler, containerd, runc and the CNI
+    # plugins, from Go modules (cached like the control plane).
+    heartbeat "a real node (kubelet, containerd, runc, CNI plugins)" make --no-print-directory node-assets
+    node_args=(-node real) ;;
+  *) echo "make run: NODE=$NODE: want NODE=sim or NODE=real (or no NODE: the real node when it can start here)" >&2; exit 2 ;;
+esac
 exec "$root/bin/plumb-local" -root "$root" "${node_args[@]}" "$@"

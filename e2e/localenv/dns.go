@@ -20,9 +20,11 @@ import (
 // cluster's is NXDOMAIN at once.
 const (
 	clusterDomain = "cluster.local"
-	// clusterDNS is where CoreDNS listens, the Pods' nameserver: the
+	// ClusterDNS is where CoreDNS listens, the Pods' nameserver: the
 	// bridge's address, reachable from every Pod and from nowhere else.
-	clusterDNS = nodeIP
+	// It is no Pod of kube-system's: an egress NetworkPolicy lets DNS
+	// through to it by its address (`plumb install --cluster-dns`).
+	ClusterDNS = nodeIP
 )
 
 // corefile serves the cluster's zones from the API (Pods' A records
@@ -47,7 +49,7 @@ func corefile(kubeconfig, readyAddr string) string {
         rcode NXDOMAIN
     }
 }
-`, clusterDomain, clusterDNS, readyAddr, kubeconfig)
+`, clusterDomain, ClusterDNS, readyAddr, kubeconfig)
 }
 
 // newDNS writes the Corefile under n.Dir and makes the CoreDNS process.

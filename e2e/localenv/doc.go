@@ -33,7 +33,9 @@
 // # A real node
 //
 // With Options.Node NodeReal (`make run NODE=real`, plumb-local -node
-// real) the simulator does not start; a real node does, after the control
+// real), or NodeAuto (`make run`'s default) where this machine can start
+// one now (nodechoice.go; else the simulator, with one line saying why),
+// the simulator does not start; a real node does, after the control
 // plane (node.go, nodeconfig.go): a registry in this process on 127.0.0.1
 // (registry.go) holding the sandbox image, a static Go program (./pause)
 // built by plumb.dev/pkg/imagebuild; containerd with runc and the CNI

@@ -91,11 +91,15 @@ type Options struct {
 	// kube-scheduler next to the control plane, and a registry in this
 	// process (node.go, docs/design/node.md). A real node needs root and
 	// `make node-assets`; NodeUnavailable says why it cannot start.
+	// NodeAuto (`make run`'s default) starts a real node when this machine
+	// can now, without waiting for another environment's, and the
+	// simulator otherwise; Env.NodeFallback says why (nodechoice.go).
 	Node string
 	// NetworkPolicies runs kube-router's network-policy controller on a
 	// real node, so NetworkPolicies are enforced (docs/design/node.md,
 	// "NetworkPolicies"); without it they are stored and ignored, as with
-	// any CNI without a policy engine.
+	// any CNI without a policy engine. Refused with the pod simulator, and
+	// with NodeAuto when no real node can start.
 	NetworkPolicies bool
 	// NoControllers starts none of the five controllers: Plumb runs as the
 	// node's Pods, installed by `plumb install` (e2e/incluster_test.go),
@@ -264,9 +268,15 @@ type Env struct {
 	// and with Options.Registry.
 	Node     *Node
 	Registry *Registry
+	// NodeFallback is why Options.Node NodeAuto runs the pod simulator,
+	// "" when a real node runs or another kind was asked for.
+	NodeFallback string
 
-	opts    Options
-	control *envtest.Environment
+	opts Options
+	// heldNodeLock is the machine's node lock, taken by NodeAuto's choice
+	// and handed to the node as it starts (or closed by Stop).
+	heldNodeLock *os.File
+	control      *envtest.Environment
 	// natsPort is the embedded NATS server's, kept across StopNATS.
 	natsPort  int
 	reaper    *Process
@@ -300,13 +310,16 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.MkdirAll(filepath.Join(e.StateDir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
+	if err := e.resolveNode(); err != nil {
+		return nil, err
+	}
 	if err := e.startNATS(); err != nil {
 		return nil, err
 	}
 	if err := e.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
-	if opts.Node == NodeReal {
+	if e.opts.Node == NodeReal {
 		if err := e.startNode(ctx); err != nil {
 			return nil, err
 		}
@@ -395,9 +408,12 @@ func (o *Options) defaults() error {
 	switch o.Node {
 	case "":
 		o.Node = NodeSimulated
-	case NodeSimulated, NodeReal:
+	case NodeSimulated, NodeReal, NodeAuto:
 	default:
-		return fmt.Errorf("node %q: want %q or %q", o.Node, NodeSimulated, NodeReal)
+		return fmt.Errorf("node %q: want %q, %q or %q", o.Node, NodeSimulated, NodeReal, NodeAuto)
+	}
+	if o.NetworkPolicies && o.Node == NodeSimulated {
+		return errors.New("NetworkPolicies are enforced by kube-router on a real node; the pod simulator runs no Pod and enforces nothing: ask for a real node")
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 10 * time.Minute
@@ -736,6 +752,9 @@ func (e *Env) Stop() error {
 			if err := e.Node.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping the node: %w", err))
 			}
+		}
+		if e.heldNodeLock != nil {
+			e.heldNodeLock.Close()
 		}
 		if e.Registry != nil {
 			errs = append(errs, e.Registry.Close())

@@ -100,34 +100,10 @@ type Node struct {
 
 // NodeUnavailable says why a real node cannot start on this machine, or
 // nil when it can: the binaries are built (`make node-assets`), the process
-// runs as root, and the kernel has what the pod network needs.
+// runs as root, the kubelet can write its cgroups, and the kernel has what
+// the pod network needs (nodechoice.go).
 func NodeUnavailable(binDir, assetsDir string) error {
-	if os.Geteuid() != 0 {
-		return errors.New("a real node needs root: containerd, runc and the CNI plugins make mounts, cgroups, network namespaces and iptables rules")
-	}
-	var missing []string
-	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "runc", "crictl", "bridge", "host-local", "loopback", "portmap", "coredns"} {
-		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
-			missing = append(missing, filepath.Join(binDir, name))
-		}
-	}
-	for _, name := range []string{"kubelet", "kube-proxy", "kube-scheduler"} {
-		if _, err := os.Stat(filepath.Join(assetsDir, name)); err != nil {
-			missing = append(missing, filepath.Join(assetsDir, name))
-		}
-	}
-	for _, name := range []string{"iptables", "ip"} {
-		if _, err := exec.LookPath(name); err != nil {
-			missing = append(missing, name+" (Debian's iptables, iproute2)")
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("a real node needs (run `make node-assets`):\n  %s", strings.Join(missing, "\n  "))
-	}
-	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
-		return errors.New("a real node needs the kernel's br_netfilter (/proc/sys/net/bridge): Services between Pods on the bridge go through iptables")
-	}
-	return nil
+	return probeNode(binDir, assetsDir).unavailable()
 }
 
 // PolicyEngineUnavailable says why kube-router cannot enforce
@@ -188,8 +164,12 @@ func (e *Env) startNode(ctx context.Context) error {
 	}
 	n := &Node{Dir: dir, BinDir: binDir, AssetsDir: e.opts.AssetsDir, logDir: filepath.Join(e.StateDir, "logs")}
 	e.Node = n
-	if n.lock, err = takeNodeLock(ctx, e.progress); err != nil {
-		return err
+	// NodeAuto took the lock as it chose the node (nodechoice.go);
+	// NodeReal waits for it.
+	if n.lock, e.heldNodeLock = e.heldNodeLock, nil; n.lock == nil {
+		if n.lock, err = takeNodeLock(ctx, e.progress); err != nil {
+			return err
+		}
 	}
 	// Leftovers of a node that was not stopped (a killed launcher) would
 	// make the bridge's address or kube-proxy's chains clash.
@@ -226,7 +206,7 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.newDNS(e.Kubeconfig); err != nil {
 		return err
 	}
-	e.progress("starting coredns on %s:53", clusterDNS)
+	e.progress("starting coredns on %s:53", ClusterDNS)
 	if err := n.DNS.Start(); err != nil {
 		return err
 	}

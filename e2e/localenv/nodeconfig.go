@@ -267,5 +267,5 @@ nodeStatusUpdateFrequency: 5s
 resolvConf: /etc/resolv.conf
 clusterDNS: [%[3]s]
 clusterDomain: %[4]s
-`, filepath.Join(dir, "containerd.sock"), nodeIP, clusterDNS, clusterDomain, clientCAFile), "\n")
+`, filepath.Join(dir, "containerd.sock"), nodeIP, ClusterDNS, clusterDomain, clientCAFile), "\n")
 }

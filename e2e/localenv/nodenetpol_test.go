@@ -1,13 +1,11 @@
 package localenv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +78,7 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 		"http://" + net.JoinHostPort(source.Status.PodIP, "8080") + "/",
 	}
 	answers := func(g Gomega, from *corev1.Pod, target string) {
-		status, body, err := fetchFrom(ctx, from, target)
+		status, body, err := FetchFrom(ctx, from, target)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(status).To(Equal(http.StatusOK), "%s/%s → %s: %s", from.Namespace, from.Name, target, body)
 		g.Expect(body).To(ContainSubstring("hello from source-controller"))
@@ -102,7 +100,7 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 	// its request failed.
 	for _, target := range targets {
 		g.Eventually(func(g Gomega) {
-			status, body, err := fetchFrom(ctx, stranger, target)
+			status, body, err := FetchFrom(ctx, stranger, target)
 			g.Expect(err).NotTo(HaveOccurred(), "the stranger Pod itself answers")
 			g.Expect(status).To(Equal(http.StatusBadGateway), "elsewhere/stranger → %s: %s", target, body)
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), func() string {
@@ -115,7 +113,7 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 		g.Eventually(func(g Gomega) { answers(g, render, target) }).
 			WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}
-	status, body, err := fetchFrom(ctx, stranger, targets[0])
+	status, body, err := FetchFrom(ctx, stranger, targets[0])
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("elsewhere/stranger → %s: %d %s", targets[0], status, body)
 }
@@ -147,26 +145,6 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// fetchFrom asks the echo Pod from to request target itself, from the
-// host, which reaches every Pod on the bridge (policies let a Pod's own
-// node through): the Pod's status and body, or why the Pod did not answer.
-func fetchFrom(ctx context.Context, from *corev1.Pod, target string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u := "http://" + net.JoinHostPort(from.Status.PodIP, "8080") + "/fetch?url=" + url.QueryEscape(target)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, string(body), err
 }
 
 // plumbIngressPolicies are the NetworkPolicies of

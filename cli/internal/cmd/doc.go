@@ -1,6 +1,6 @@
 // Package cmd is the plumb command line: one cobra command per verb.
 //
-//	plumb install [--components …] [--components-extra ui] [--registry R] [--version V] [--network-policy] [--watch-all-namespaces] [--allowed-private-networks CIDRs] [--export]
+//	plumb install [--components …] [--components-extra ui] [--registry R] [--version V] [--network-policy] [--watch-all-namespaces] [--allowed-private-networks CIDRs] [--api-server-endpoints IP:PORTs] [--cluster-dns IPs] [--export]
 //	plumb uninstall [--keep-namespace] [--dry-run]
 //	plumb check [--pre]
 //	plumb get all|sources [git|helm|chart|oci|all]|kustomizations|helmreleases|receivers|alerts|alert-providers|images [repository|policy|update|all] [NAME] [-A] [--watch] [--status-selector TYPE=STATUS]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -69,6 +70,18 @@ type Options struct {
 	// controllers reach no private address (deploy/README.md,
 	// "Addresses").
 	AllowedPrivateNetworks []string
+	// APIServerEndpoints are the API server's addresses and ports as the
+	// cluster's `kubernetes` EndpointSlice names them (IP:port), for a
+	// cluster where they are not a private address on 443 or 6443, the
+	// ones deploy/'s egress policies open: render-controller's (and the
+	// UI's) egress policy lets it reach each of them too (EgressPatch).
+	// Needs NetworkPolicy.
+	APIServerEndpoints []string
+	// ClusterDNS are the addresses of DNS servers the Pods ask that are
+	// not kube-system's kube-dns Pods (NodeLocal DNSCache's 169.254.20.10,
+	// a DNS on the node): the egress policies let port 53 through to them
+	// too. Needs NetworkPolicy.
+	ClusterDNS []string
 }
 
 // DefaultOptions are what `kubectl apply -k deploy/` installs, with the
@@ -109,6 +122,19 @@ func (o Options) Validate() error {
 	// Refused here, not in a Pod that would crash on it later.
 	if _, err := netguard.ParseNetworks(o.AllowedPrivateNetworks); err != nil {
 		errs = append(errs, fmt.Errorf("allowed private networks: %w", err))
+	}
+	for _, ep := range o.APIServerEndpoints {
+		if _, err := netip.ParseAddrPort(ep); err != nil {
+			errs = append(errs, fmt.Errorf("API server endpoint %q: want an address and port as the kubernetes EndpointSlice names them, such as 172.18.0.2:6443", ep))
+		}
+	}
+	for _, dns := range o.ClusterDNS {
+		if _, err := netip.ParseAddr(dns); err != nil {
+			errs = append(errs, fmt.Errorf("cluster DNS %q: want an IP address, such as 169.254.20.10", dns))
+		}
+	}
+	if !o.NetworkPolicy && (len(o.APIServerEndpoints) > 0 || len(o.ClusterDNS) > 0) {
+		errs = append(errs, errors.New("API server endpoints and cluster DNS open the NetworkPolicies' egress, and no NetworkPolicy is installed"))
 	}
 	return errors.Join(errs...)
 }
@@ -270,6 +296,9 @@ func overlayFor(o Options) ([]byte, error) {
 	if p := PrivateNetworksPatch(o); p != nil {
 		patches = append(patches, p)
 	}
+	if p := EgressPatch(o); p != nil {
+		patches = append(patches, p)
+	}
 	if len(patches) > 0 {
 		k["patches"] = patches
 	}
@@ -292,6 +321,47 @@ func PrivateNetworksPatch(o Options) map[string]any {
 		return nil
 	}
 	return argPatch(privateNetworkClients, "--allowed-private-networks="+strings.Join(o.AllowedPrivateNetworks, ","))
+}
+
+// egressPolicies are deploy/'s NetworkPolicies that let their Pods reach
+// the API server and DNS and nothing they do not name.
+var egressPolicies = []string{"render-controller-egress", "ui-egress"}
+
+// EgressPatch is the kustomize patch that adds to the egress policies a
+// rule per o.APIServerEndpoints (its address, its TCP port) and per
+// o.ClusterDNS (its address, port 53 over UDP and TCP), or nil when there
+// are none. deploy/'s own rules stay: the private ranges on 443 and 6443,
+// and the kube-dns Pods.
+func EgressPatch(o Options) map[string]any {
+	type port struct {
+		Port     uint16 `json:"port"`
+		Protocol string `json:"protocol"`
+	}
+	var ops []map[string]any
+	add := func(addr netip.Addr, ports ...port) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/egress/-", "value": map[string]any{
+			"to":    []map[string]any{{"ipBlock": map[string]string{"cidr": netip.PrefixFrom(addr, addr.BitLen()).String()}}},
+			"ports": ports,
+		}})
+	}
+	for _, ep := range o.APIServerEndpoints {
+		if ap, err := netip.ParseAddrPort(ep); err == nil { // Validate refused the others
+			add(ap.Addr(), port{ap.Port(), "TCP"})
+		}
+	}
+	for _, dns := range o.ClusterDNS {
+		if addr, err := netip.ParseAddr(dns); err == nil {
+			add(addr, port{53, "UDP"}, port{53, "TCP"})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	patch, _ := yaml.Marshal(ops) // maps, strings and numbers always encode
+	return map[string]any{
+		"target": map[string]string{"kind": "NetworkPolicy", "name": "^(" + strings.Join(egressPolicies, "|") + ")$"},
+		"patch":  string(patch),
+	}
 }
 
 // argPatch is a JSON patch adding arg to the first container of the

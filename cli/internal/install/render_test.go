@@ -162,6 +162,78 @@ func TestPrivateNetworksReachTheControllersThatFetch(t *testing.T) {
 	}
 }
 
+// An API server at an address and port the egress policies do not open,
+// and a DNS that is not a kube-dns Pod, are added to render-controller's
+// and the UI's egress as rules of their own; deploy/'s rules stay, and no
+// other policy changes.
+func TestAPIServerEndpointsAndClusterDNSOpenTheEgressPolicies(t *testing.T) {
+	o := DefaultOptions("v2.0.0")
+	o.ComponentsExtra = []string{"ui"}
+	base, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.APIServerEndpoints = []string{"10.244.0.1:37123", "[fd00::1]:6443"}
+	o.ClusterDNS = []string{"169.254.20.10"}
+	objs, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ports:\n- port: 37123\n  protocol: TCP\nto:\n- ipBlock:\n    cidr: 10.244.0.1/32\n",
+		"ports:\n- port: 6443\n  protocol: TCP\nto:\n- ipBlock:\n    cidr: fd00::1/128\n",
+		"ports:\n- port: 53\n  protocol: UDP\n- port: 53\n  protocol: TCP\nto:\n- ipBlock:\n    cidr: 169.254.20.10/32\n",
+	}
+	for _, u := range objs {
+		if u.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		before, _, _ := unstructured.NestedSlice(find(base, "NetworkPolicy", u.GetName()).Object, "spec", "egress")
+		after, _, _ := unstructured.NestedSlice(u.Object, "spec", "egress")
+		if !slices.Contains(egressPolicies, u.GetName()) {
+			if len(after) != len(before) {
+				t.Errorf("%s: %d egress rules, want deploy/'s %d", u.GetName(), len(after), len(before))
+			}
+			continue
+		}
+		if len(after) != len(before)+len(want) {
+			t.Fatalf("%s: %d egress rules, want deploy/'s %d and %d more", u.GetName(), len(after), len(before), len(want))
+		}
+		for i, w := range want {
+			got, err := yaml.Marshal(after[len(before)+i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != w {
+				t.Errorf("%s: added rule %d is\n%s\nwant\n%s", u.GetName(), i, got, w)
+			}
+		}
+	}
+	for _, name := range egressPolicies {
+		if find(objs, "NetworkPolicy", name) == nil {
+			t.Errorf("no NetworkPolicy %s", name)
+		}
+	}
+}
+
+func TestBadAPIServerEndpointsAndClusterDNSAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.APIServerEndpoints = []string{"10.244.0.1"} }, `API server endpoint "10.244.0.1"`},
+		{func(o *Options) { o.APIServerEndpoints = []string{"kubernetes:443"} }, `API server endpoint "kubernetes:443"`},
+		{func(o *Options) { o.ClusterDNS = []string{"10.0.0.0/8"} }, `cluster DNS "10.0.0.0/8"`},
+		{func(o *Options) { o.ClusterDNS, o.NetworkPolicy = []string{"169.254.20.10"}, false }, "no NetworkPolicy is installed"},
+	} {
+		o := DefaultOptions("v2.0.0")
+		tc.set(&o)
+		if _, err := Render(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Render: %v, want an error with %q", err, tc.want)
+		}
+	}
+}
+
 func TestYAMLParsesBackToTheSameObjects(t *testing.T) {
 	objs, err := Render(DefaultOptions("v1.0.0"))
 	if err != nil {

@@ -43,7 +43,8 @@ func main() {
 		check    = flag.Bool("exit-when-ready", false, "stop everything and exit 0 as soon as the suite is up whole (what hack/starts.sh runs)")
 		uiListen = flag.String("ui-listen", "127.0.0.1:0", "the loopback address of the web UI (default: a free port)")
 		shards   = flag.Int("shards", 0, "also run this many shards of the five controllers (sharding.plumb.dev/key=shard1 …; docs/design/sharding.md)")
-		node     = flag.String("node", localenv.NodeSimulated, "what runs the Pods: \"simulated\" (the pod simulator) or \"real\" (kubelet, containerd, kube-proxy and kube-scheduler; root and `make node-assets`; docs/design/node.md)")
+		node     = flag.String("node", localenv.NodeAuto, "what runs the Pods: \"real\" (kubelet, containerd, kube-proxy and kube-scheduler; root and `make node-assets`; docs/design/node.md), \"simulated\" (the pod simulator), or \"auto\": the real node when this machine can start one now, else the simulator, saying why")
+		netpol   = flag.Bool("network-policies", false, "enforce NetworkPolicies: run kube-router's network-policy controller with the real node (refused without one; docs/design/node.md, \"NetworkPolicies\")")
 		standbys = flag.String("standbys", "", "comma-separated controllers to run as a leader and a standby with leader election on, e.g. sync-controller,render-controller (docs/design/sharding.md, \"Taking over\")")
 	)
 	flag.Parse()
@@ -52,7 +53,7 @@ func main() {
 	// Kustomization and HelmRelease name a ServiceAccount with the rights
 	// they need (deploy/examples/plumb).
 	opts := localenv.Options{Root: *root, BinDir: *binDir, StateDir: *stateDir, LogLevel: *logLevel, StartTimeout: *timeout, Shards: *shards,
-		Node: *node, ControllerArgs: localenv.TenancyArgs(), Registry: true}
+		Node: *node, NetworkPolicies: *netpol, ControllerArgs: localenv.TenancyArgs(), Registry: true}
 	if *standbys != "" {
 		opts.Standbys = strings.Split(*standbys, ",")
 	}
@@ -130,6 +131,7 @@ func printWhere(scr *screen, env *localenv.Env, d *localenv.Demo, uiURL string, 
 	if uiURL != "" {
 		row("web UI", uiURL+"   (the admin's identity; the sign-in secret is good once: `plumb ui` for another)")
 	}
+	row("node", nodeSummary(env))
 	row("kubeconfig", "export KUBECONFIG="+env.Kubeconfig+"   (kube-apiserver "+env.APIServerURL+")")
 	row("Git repository", d.RepoURL+"   (push to "+d.PushURL+": the Git server sends a signed GitHub push webhook)")
 	row("receiver", d.WebhookURL+"   (Receiver "+d.Namespace+"/github, token in Secret "+d.Namespace+"/webhook-token)")
@@ -235,6 +237,20 @@ func processReport(env *localenv.Env) string {
 		}
 	}
 	return b.String()
+}
+
+// nodeSummary says what runs the sample's Pods, and why not a real node
+// when plumb-local fell back to the simulator.
+func nodeSummary(env *localenv.Env) string {
+	switch {
+	case env.Node == nil && env.NodeFallback != "":
+		return "the pod simulator (no container runs): " + env.NodeFallback
+	case env.Node == nil:
+		return "the pod simulator (no container runs)"
+	case env.Node.KubeRouter != nil && env.Node.KubeRouter.Running():
+		return "a real node, " + localenv.NodeName + " (kubelet, containerd), NetworkPolicies enforced by kube-router"
+	}
+	return "a real node, " + localenv.NodeName + " (kubelet, containerd); NetworkPolicies stored, not enforced (-network-policies enforces them)"
 }
 
 // plumbCLI is the plumb command line next to the controllers, "" when it
