@@ -48,8 +48,9 @@ func BenchmarkSubstitute(b *testing.B) {
 
 // BenchmarkBuildPlainFolder renders 1,000 ConfigMaps in a folder, in one
 // file and in 1,000 files of one, without a kustomization file and with
-// one that lists the files, for a spec that sets nothing and for one with
-// a targetNamespace (issue 46's shape), through kustomize (the fast path
+// one that lists the files, for a spec that sets nothing, one with a
+// targetNamespace and one with an image and a JSON 6902 patch of every
+// ConfigMap (issue 46's shapes, bench-fleet's images-patch), through kustomize (the fast path
 // off) and through the fast path, in the same run: `go test ./pkg/render
 // -run XXX -bench PlainFolder`.
 func BenchmarkBuildPlainFolder(b *testing.B) {
@@ -67,7 +68,9 @@ func BenchmarkBuildPlainFolder(b *testing.B) {
 			name string
 			spec kustomizev1.KustomizationSpec
 		}{{"bare", kustomizev1.KustomizationSpec{Path: gentree.PlainPath}},
-			{"targetNamespace", kustomizev1.KustomizationSpec{Path: gentree.PlainPath, TargetNamespace: "bench"}}} {
+			{"targetNamespace", kustomizev1.KustomizationSpec{Path: gentree.PlainPath, TargetNamespace: "bench"}},
+			{"images-patch", kustomizev1.KustomizationSpec{Path: gentree.PlainPath, Images: []kustomizev1.Image{{Name: "nginx", NewTag: "1.27.0"}},
+				Patches: []kustomizev1.Patch{{Patch: `[{"op": "add", "path": "/metadata/labels/patched", "value": "true"}]`, Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}}}} {
 			benchPlainPaths(b, layout.name+"/"+shape.name, dir, &shape.spec, objects)
 		}
 	}

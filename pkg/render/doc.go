@@ -52,12 +52,12 @@
 // folder whose kustomization lists only files — the one generated for a
 // folder without a kustomization file, or the user's own when kustomize
 // would read it as it reads a generated one (resources and no other
-// field) — the spec has none of the fields the overlay carries
-// (targetNamespace, namePrefix, nameSuffix, patches, images, components)
-// and no decryption, and every object is of a kind kustomize passes
-// through untouched (ConfigMap, Secret, Service, ServiceAccount without
-// imagePullSecrets, Namespace; no annotation of kustomize's own but
-// local-config). Why: krusty's duplicate check compares each object with
+// field) — the spec has no components, buildMetadata or decryption (its
+// targetNamespace, patches, namePrefix, nameSuffix and images the fast
+// path does with kustomize's own transformers, fastoverlay.go), and every
+// object is of a kind kustomize's name-reference step passes by
+// (ConfigMap, Secret, Service, ServiceAccount without imagePullSecrets,
+// Namespace; no annotation of kustomize's own but local-config). Why: krusty's duplicate check compares each object with
 // every object before it, most of a 1,000-object build, while
 // there is nothing for kustomize to change. The fast path (fastpath.go)
 // reads the same files through the same sandbox in krusty's order, parses

@@ -1,10 +1,17 @@
+//lint:file-ignore SA1019 the overlay's transformers are kustomize's builtin plugins, the very code krusty runs for the same fields (api/builtins is deprecated only for a kustomize API v1 that does not exist yet); TestFastPathEqualsKustomize fails if an upgrade changes what they do
 package render
 
 import (
+	"reflect"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/builtins"
 	nsfilter "sigs.k8s.io/kustomize/api/filters/namespace"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/resid"
+	"sigs.k8s.io/yaml"
 )
 
 // The overlay's transformers on the fast path (docs/design/render-fast-path.md,
@@ -71,4 +78,269 @@ func setNamespace(all []*resource.Resource, kinds []fastKind, namespace string) 
 		seen[k] = true
 	}
 	return true
+}
+
+// fastOverlay is what the overlay's kustomization asks of the objects its
+// base gave, each field done by the fast path with kustomize's own
+// transformer for it, configured as krusty configures it: patches,
+// targetNamespace, namePrefix, nameSuffix and images. commonMetadata and
+// postBuild are not kustomize's: Build applies them after either path.
+type fastOverlay struct {
+	namespace, prefix, suffix string
+	patches                   []kustypes.Patch
+	images                    []kustypes.Image
+}
+
+// overlayOf returns what k, the overlay kustomization, asks of the fast
+// path.
+func overlayOf(k kustypes.Kustomization) *fastOverlay {
+	return &fastOverlay{namespace: k.Namespace, prefix: k.NamePrefix, suffix: k.NameSuffix, patches: k.Patches, images: k.Images}
+}
+
+// isFile reports whether data, read as krusty reads a kustomization file
+// (its Unmarshal and FixKustomization), is o's overlay: one resource, and
+// no field but the ones o does. The overlay is generated from the spec
+// as o is (overlayKustomization); reading it back makes sure that the
+// fast path does what krusty would read, not what it meant to write.
+func (o *fastOverlay) isFile(data []byte) bool {
+	var k kustypes.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return false
+	}
+	k.FixKustomization()
+	if len(k.Resources) != 1 {
+		return false
+	}
+	want := listingKustomization(k.Resources)
+	want.Namespace, want.NamePrefix, want.NameSuffix, want.Patches, want.Images = o.namespace, o.prefix, o.suffix, o.patches, o.images
+	return reflect.DeepEqual(k, want)
+}
+
+// transform runs the overlay's transformers on all (each of kind
+// kinds[i]) in the order krusty runs them (patches, namespace, prefix,
+// suffix, images: configureBuiltinTransformers), and returns what is
+// left of all (a strategic-merge patch may delete an object), or false
+// for kustomize to run. krusty's name-reference step, which follows, has
+// nothing to do: no object of a fast kind refers to another
+// (TestFastKindsAreNotReferrers), so a new name has no reference to
+// follow it.
+func (o *fastOverlay) transform(all []*resource.Resource, kinds []fastKind) ([]*resource.Resource, bool) {
+	var ok bool
+	if len(o.patches) > 0 {
+		if all, kinds, ok = patchAll(all, kinds, o.patches); !ok {
+			return nil, false
+		}
+	}
+	if o.namespace != "" && !setNamespace(all, kinds, o.namespace) {
+		return nil, false
+	}
+	if o.prefix != "" {
+		var c struct {
+			Prefix     string               `json:"prefix,omitempty" yaml:"prefix,omitempty"`
+			FieldSpecs []kustypes.FieldSpec `json:"fieldSpecs,omitempty" yaml:"fieldSpecs,omitempty"`
+		}
+		c.Prefix, c.FieldSpecs = o.prefix, namePrefixFieldSpecs
+		if !transformEach(builtins.NewPrefixTransformerPlugin(), c, all) {
+			return nil, false
+		}
+	}
+	if o.suffix != "" {
+		var c struct {
+			Suffix     string               `json:"suffix,omitempty" yaml:"suffix,omitempty"`
+			FieldSpecs []kustypes.FieldSpec `json:"fieldSpecs,omitempty" yaml:"fieldSpecs,omitempty"`
+		}
+		c.Suffix, c.FieldSpecs = o.suffix, nameSuffixFieldSpecs
+		if !transformEach(builtins.NewSuffixTransformerPlugin(), c, all) {
+			return nil, false
+		}
+	}
+	for _, img := range o.images {
+		var c struct {
+			ImageTag   kustypes.Image
+			FieldSpecs []kustypes.FieldSpec
+		}
+		c.ImageTag, c.FieldSpecs = img, imageFieldSpecs
+		if !transformEach(builtins.NewImageTagTransformerPlugin(), c, all) {
+			return nil, false
+		}
+	}
+	// A prefix or suffix renames every object but Namespaces alike, which
+	// makes no two ids one; checked all the same, for kustomize to say
+	// what it makes of two.
+	seen := make(map[idKey]bool, len(all))
+	for i, r := range all {
+		k := fastID(r, kinds[i])
+		if seen[k] {
+			return nil, false
+		}
+		seen[k] = true
+	}
+	return all, true
+}
+
+// namePrefixFieldSpecs, nameSuffixFieldSpecs and imageFieldSpecs are
+// kustomize's default field specs for its prefix, suffix and image
+// transformers, which krusty gives them (kept in an internal package of
+// kustomize, so written here; TestOverlayFieldSpecsAreKustomizes fails if
+// an upgrade changes them).
+var (
+	namePrefixFieldSpecs = kustypes.FsSlice{{Path: "metadata/name"}}
+	nameSuffixFieldSpecs = kustypes.FsSlice{{Path: "metadata/name"}}
+	imageFieldSpecs      = kustypes.FsSlice{
+		{Path: "spec/containers[]/image", CreateIfNotPresent: true},
+		{Path: "spec/initContainers[]/image", CreateIfNotPresent: true},
+		{Path: "spec/volumes[]/image/reference", CreateIfNotPresent: true},
+		{Path: "spec/template/spec/containers[]/image", CreateIfNotPresent: true},
+		{Path: "spec/template/spec/initContainers[]/image", CreateIfNotPresent: true},
+		{Path: "spec/template/spec/volumes[]/image/reference", CreateIfNotPresent: true},
+		{Path: "spec/jobTemplate/spec/template/spec/volumes[]/image/reference", CreateIfNotPresent: true},
+	}
+)
+
+// pluginHelpers are what krusty hands a builtin transformer's Config; of
+// them the fast path's transformers use only the resource factory (an
+// inline patch is parsed with it; a patch from a file, which would need
+// the loader, is never asked of the fast path).
+var pluginHelpers = resmap.NewPluginHelpers(nil, nil, resmap.NewFactory(resourceFactory), nil)
+
+// configure configures kustomize's builtin transformer p as krusty does:
+// c, the struct krusty fills for it, marshalled to YAML and handed to the
+// plugin's Config.
+func configure(p resmap.TransformerPlugin, c any) bool {
+	y, err := yaml.Marshal(c)
+	return err == nil && p.Config(pluginHelpers, y) == nil
+}
+
+// transformEach configures p with c and runs it on each object of all in
+// a resource map of its own, as krusty runs it on the map of them all:
+// the prefix, suffix and image transformers act on each object alone, and
+// a map of one makes no id comparison with the others. An error, or an
+// object gone or replaced, is false.
+func transformEach(p resmap.TransformerPlugin, c any, all []*resource.Resource) bool {
+	if !configure(p, c) {
+		return false
+	}
+	for _, r := range all {
+		left, ok := transformOne(p, r)
+		if !ok || left == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// transformOne runs t on r in a resource map of its own, dropping r when
+// t empties it (as krusty's transformer chain drops empties), and returns
+// what is left: r, or nil when it was deleted.
+func transformOne(t resmap.Transformer, r *resource.Resource) (*resource.Resource, bool) {
+	m := resmap.New()
+	if err := m.Append(r); err != nil {
+		return nil, false
+	}
+	if err := t.Transform(m); err != nil {
+		return nil, false
+	}
+	m.DropEmpties()
+	switch left := m.Resources(); {
+	case len(left) == 0:
+		return nil, true
+	case len(left) == 1 && left[0] == r:
+		return r, true
+	default:
+		return nil, false
+	}
+}
+
+// patchAll runs the overlay's patches on all (each of kind kinds[i]) with
+// kustomize's patch transformer, configured as krusty configures it for
+// each entry, and returns what is left. A patch with a target selects
+// each object on its own ids, labels and annotations (the resource map's
+// Select), so it runs on each object alone. A strategic-merge patch
+// without one applies to the one object whose id, current or previous,
+// is the patch's (GetById), which is found the same way first; none or
+// several is kustomize's error to give. A patch that renames an object,
+// or changes its kind, namespace or version, makes it give up: ids are
+// what the other transformers and the duplicate check go by. So does one
+// that makes an object one the fast path does not take (a field kustomize
+// follows as a reference, an annotation of kustomize's).
+func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Patch) ([]*resource.Resource, []fastKind, bool) {
+	for _, patch := range patches {
+		if patch.Path != "" || patch.Options != nil {
+			return nil, nil, false
+		}
+		var c struct {
+			Path    string              `json:"path,omitempty"    yaml:"path,omitempty"`
+			Patch   string              `json:"patch,omitempty"   yaml:"patch,omitempty"`
+			Target  *kustypes.Selector  `json:"target,omitempty"  yaml:"target,omitempty"`
+			Options *kustypes.PatchArgs `json:"options,omitempty" yaml:"options,omitempty"`
+		}
+		c.Patch, c.Target = patch.Patch, patch.Target
+		p := builtins.NewPatchTransformerPlugin()
+		if !configure(p, c) {
+			return nil, nil, false
+		}
+		var only *resource.Resource
+		if patch.Target == nil {
+			var ok bool
+			if only, ok = patchedByID(all, patch.Patch); !ok {
+				return nil, nil, false
+			}
+		}
+		var (
+			left      = all[:0:0]
+			leftKinds = kinds[:0:0]
+		)
+		for i, r := range all {
+			if patch.Target == nil && r != only {
+				left, leftKinds = append(left, r), append(leftKinds, kinds[i])
+				continue
+			}
+			before := r.CurId()
+			r, ok := transformOne(p, r)
+			if !ok {
+				return nil, nil, false
+			}
+			if r == nil {
+				continue // deleted ($patch: delete)
+			}
+			if r.CurId() != before {
+				return nil, nil, false
+			}
+			left, leftKinds = append(left, r), append(leftKinds, kinds[i])
+		}
+		all, kinds = left, leftKinds
+	}
+	for _, r := range all {
+		if _, ok := fastPatched(r); !ok {
+			return nil, nil, false
+		}
+	}
+	return all, kinds, true
+}
+
+// patchedByID returns the one object of all that a strategic-merge patch
+// without a target applies to: the one whose id, current or previous,
+// equals the patch's, as kustomize's GetById finds it. More than one
+// document, or no object or several, is false: kustomize's to refuse.
+func patchedByID(all []*resource.Resource, patch string) (*resource.Resource, bool) {
+	docs, err := resourceFactory.SliceFromBytes([]byte(strings.TrimSpace(patch)))
+	if err != nil || len(docs) != 1 {
+		return nil, false
+	}
+	id := docs[0].OrgId()
+	var found *resource.Resource
+	for _, r := range all {
+		m := resmap.New()
+		if err := m.Append(r); err != nil {
+			return nil, false
+		}
+		if len(m.GetMatchingResourcesByAnyId(id.Equals)) == 0 {
+			continue
+		}
+		if found != nil {
+			return nil, false
+		}
+		found = r
+	}
+	return found, found != nil
 }

@@ -76,23 +76,15 @@ var disableFastPath atomic.Bool
 // resourceFactory is kustomize's resource factory, as krusty makes it.
 var resourceFactory = provider.NewDefaultDepProvider().GetResourceFactory()
 
-// fastOverlay is what the overlay asks of the objects that the fast path
-// does itself with kustomize's own filters: a namespace for now
-// (targetNamespace), "" for none.
-type fastOverlay struct {
-	namespace string
-}
-
-// fastPathSpec returns what spec asks of the overlay, or false when it
-// asks for something the fast path leaves to kustomize. buildMetadata is
-// kustomize's to write: the fast path does not know where kustomize would
-// say an object came from.
+// fastPathSpec returns what spec asks of the overlay (fastoverlay.go), or
+// false when it asks for something the fast path leaves to kustomize:
+// components, and buildMetadata, which is kustomize's to write (the fast
+// path does not know where kustomize would say an object came from).
 func fastPathSpec(spec *kustomizev1.KustomizationSpec) (*fastOverlay, bool) {
-	if spec.NamePrefix != "" || spec.NameSuffix != "" || len(spec.Patches) > 0 || len(spec.Images) > 0 ||
-		len(spec.Components) > 0 || len(spec.BuildMetadata) > 0 {
+	if len(spec.Components) > 0 || len(spec.BuildMetadata) > 0 {
 		return nil, false
 	}
-	return &fastOverlay{namespace: spec.TargetNamespace}, true
+	return overlayOf(overlayKustomization(nil, spec)), true
 }
 
 // generatedList is what generateKustomization found in a folder without
@@ -127,7 +119,8 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 	if disableFastPath.Load() {
 		return nil, false
 	}
-	if _, err := fsys.ReadFile(overlayFile); err != nil {
+	overlayData, err := fsys.ReadFile(overlayFile)
+	if err != nil || !overlay.isFile(overlayData) {
 		return nil, false
 	}
 	kustData, err := fsys.ReadFile(kustFile)
@@ -194,7 +187,7 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 	}
 	// The overlay's transformers, as krusty runs them on everything the
 	// base gave, local configuration included.
-	if overlay.namespace != "" && !setNamespace(all, kinds, overlay.namespace) {
+	if all, ok = overlay.transform(all, kinds); !ok {
 		return nil, false
 	}
 	// As krusty does: local configuration dropped at the end, then the
@@ -278,9 +271,23 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 // domains (a build annotation would ask for a name hash, a previous name,
 // a merge) but the local-config one — and returns its kind.
 func fastResource(r *resource.Resource) (fastKind, bool) {
+	return fastObject(r, false)
+}
+
+// fastPatched is fastResource for an object the overlay's patches went
+// through: kustomize's JSON 6902 patch transformer records the object's
+// id before patching it (StorePreviousId), as build annotations that
+// krusty removes at the end. Those are taken when every id they record is
+// the object's own, as they are when the patch changed none of it
+// (patchAll gives up otherwise).
+func fastPatched(r *resource.Resource) (fastKind, bool) {
+	return fastObject(r, true)
+}
+
+func fastObject(r *resource.Resource, patched bool) (fastKind, bool) {
 	gvk := r.GetGvk()
 	kind, ok := fastKinds[groupVersionKind{gvk.Group, gvk.Version, gvk.Kind}]
-	if !ok || !fastAnnotations(r) {
+	if !ok || !fastAnnotations(r, patched) {
 		return kind, false
 	}
 	for _, f := range kind.referringFields {
@@ -292,8 +299,19 @@ func fastResource(r *resource.Resource) (fastKind, bool) {
 }
 
 // fastAnnotations reports whether r's annotations leave kustomize nothing
-// to do but remove its own.
-func fastAnnotations(r *resource.Resource) bool {
+// to do but remove its own. For an object the overlay's patches went
+// through (patched), it takes the build annotations of r's previous ids
+// when each is r's current id, and keys without a tag as kustomize's
+// SetAnnotations writes them.
+func fastAnnotations(r *resource.Resource, patched bool) bool {
+	if patched {
+		cur := r.CurId()
+		for _, id := range r.PrevIds() {
+			if id.Name != cur.Name || id.Kind != cur.Kind || id.EffectiveNamespace() != cur.EffectiveNamespace() {
+				return false
+			}
+		}
+	}
 	meta, err := r.Pipe(kyaml.Lookup(kyaml.MetadataField))
 	if err != nil || meta == nil || meta.YNode().Kind != kyaml.MappingNode {
 		return false
@@ -310,10 +328,12 @@ func fastAnnotations(r *resource.Resource) bool {
 	content := ann.Value.YNode().Content
 	for i := 0; i+1 < len(content); i += 2 {
 		k, v := content[i], content[i+1]
-		if k.Kind != kyaml.ScalarNode || v.Kind != kyaml.ScalarNode || k.Tag != kyaml.NodeTagString {
+		// kustomize's SetAnnotations, which the JSON 6902 patch
+		// transformer calls, writes keys without a tag.
+		if k.Kind != kyaml.ScalarNode || v.Kind != kyaml.ScalarNode || k.Tag != kyaml.NodeTagString && (!patched || k.Tag != "") {
 			return false
 		}
-		if k.Value == konfig.IgnoredByKustomizeAnnotation {
+		if k.Value == konfig.IgnoredByKustomizeAnnotation || patched && previousIDAnnotations[k.Value] {
 			continue
 		}
 		for _, domain := range kustomizeDomains {
@@ -323,6 +343,15 @@ func fastAnnotations(r *resource.Resource) bool {
 		}
 	}
 	return true
+}
+
+// previousIDAnnotations are the build annotations in which kustomize's
+// StorePreviousId records an object's id (kustomize's names for them are
+// internal).
+var previousIDAnnotations = map[string]bool{
+	konfig.ConfigAnnoDomain + "/previousKinds":      true,
+	konfig.ConfigAnnoDomain + "/previousNames":      true,
+	konfig.ConfigAnnoDomain + "/previousNamespaces": true,
 }
 
 // kustomizeDomains are the annotation domains kustomize reads or writes.

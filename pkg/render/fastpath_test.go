@@ -94,7 +94,7 @@ var fastCases = []fastCase{
 		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}, opts: Options{StrictSubstitution: true}, fast: 1},
 	{name: "commonMetadata", files: map[string]string{"a.yaml": cmA + "---\n" + cmB},
 		spec: kustomizev1.KustomizationSpec{CommonMetadata: &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "x"}, Annotations: map[string]string{"owner": "y"}}}, fast: 1},
-	{name: "a spec field for kustomize", files: map[string]string{"a.yaml": cmA}, spec: kustomizev1.KustomizationSpec{NamePrefix: "p-"}, fast: 0},
+	{name: "a spec field for kustomize", files: map[string]string{"a.yaml": cmA}, spec: kustomizev1.KustomizationSpec{Components: []string{"c"}, IgnoreMissingComponents: true}, fast: 0},
 	{name: "the output limit", files: map[string]string{"a.yaml": cmA + "---\n" + cmB}, opts: Options{Limits: Limits{MaxOutputBytes: 100}}, fast: 1},
 	{name: "the input limit", files: map[string]string{"a.yaml": cmA + "---\n" + cmB}, opts: Options{Limits: Limits{MaxInputBytes: 300}}, fast: -1},
 	{name: "the input limit at kustomize's own reads", files: map[string]string{"a.yaml": cmA}, opts: Options{Limits: Limits{MaxInputBytes: int64(2*len(cmA) + 150)}}, fast: -1},
@@ -173,7 +173,7 @@ var userKustomizationCases = []fastCase{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
 	{name: "a kustomization with a spec field for kustomize", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA},
-		spec: kustomizev1.KustomizationSpec{NamePrefix: "p-"}, fast: 0},
+		spec: kustomizev1.KustomizationSpec{Components: []string{"c"}, IgnoreMissingComponents: true}, fast: 0},
 	{name: "a kustomization and postBuild substitution", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env:=x}\n"},
 		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}, fast: 1},
@@ -233,9 +233,64 @@ var targetNamespaceCases = []fastCase{
 		"a.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: rb\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: default\n  namespace: x\n"},
 		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
 	{name: "targetNamespace and a name prefix", files: map[string]string{"a.yaml": cmA},
-		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", NamePrefix: "p-"}, fast: 0},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", NamePrefix: "p-"}, fast: 1},
 	{name: "targetNamespace and the input limit", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
 		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, opts: Options{Limits: Limits{MaxInputBytes: 200}}, fast: -1},
+}
+
+// overlayCases are the overlay's other fields the fast path does
+// (fastoverlay.go) — a prefix and suffix, images, patches — and what it
+// leaves to kustomize.
+var overlayCases = []fastCase{
+	{name: "a prefix and suffix, a Namespace kept", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec: {}\n"},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", NamePrefix: "p-", NameSuffix: "-s"}, fast: 1},
+	{name: "a prefix and a Deployment referring to a ConfigMap", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: apps\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        envFrom:\n        - configMapRef:\n            name: a\n"},
+		spec: kustomizev1.KustomizationSpec{NamePrefix: "p-"}, fast: 0},
+	{name: "images on a container a ConfigMap holds", files: map[string]string{
+		"a.yaml": cmA + "  containers:\n  - image: nginx:1.0\n  - image: busybox\n"},
+		spec: kustomizev1.KustomizationSpec{Images: []kustomizev1.Image{{Name: "nginx", NewName: "r.example/nginx", Digest: "sha256:" + strings.Repeat("0", 64)}, {Name: "busybox", NewTag: "2"}}}, fast: 1},
+	{name: "images and a JSON 6902 patch of every ConfigMap (bench-fleet's images-patch)", files: map[string]string{
+		"a.yaml": strings.Replace(cmA, "namespace: apps", "labels: {app: a}", 1), "b.yaml": strings.Replace(cmB, "namespace: apps", "labels: {app: b}", 1)},
+		spec: kustomizev1.KustomizationSpec{Images: []kustomizev1.Image{{Name: "nginx", NewTag: "1.27.0"}}, Patches: []kustomizev1.Patch{{
+			Patch: `[{"op": "add", "path": "/metadata/labels/patched", "value": "true"}]`, Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}}, fast: 1},
+	{name: "a JSON 6902 patch that fails on an object", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: `[{"op": "replace", "path": "/metadata/labels/x", "value": "y"}]`, Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}}, fast: 0},
+	{name: "a JSON 6902 patch that renames", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: `[{"op": "replace", "path": "/metadata/name", "value": "c"}]`, Target: &kustomizev1.Selector{Name: "a"}}}}, fast: 0},
+	{name: "a JSON 6902 patch without a target", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{Patch: `[{"op": "add", "path": "/data/x", "value": "y"}]`}}}, fast: 0},
+	{name: "a strategic-merge patch by id", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", NamePrefix: "p-", Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\ndata:\n  k: patched\n"}}}, fast: 1},
+	{name: "a strategic-merge patch of no object", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: patched\n"}}}, fast: 0},
+	{name: "two strategic-merge patches in one entry", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\ndata:\n  k: patched\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\ndata:\n  k: patched\n"}}}, fast: 0},
+	{name: "a strategic-merge patch that deletes", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "$patch: delete\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: any\n", Target: &kustomizev1.Selector{Name: "b"}}}}, fast: 1},
+	{name: "a strategic-merge patch by label and annotation selectors", files: map[string]string{
+		"a.yaml": strings.Replace(cmA, "namespace: apps", "namespace: apps\n  labels: {tier: web}\n  annotations: {team: x}", 1), "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: any\ndata:\n  k2: v2\n", Target: &kustomizev1.Selector{LabelSelector: "tier=web", AnnotationSelector: "team in (x)"}}}}, fast: 1},
+	{name: "a patch that makes a ServiceAccount refer to a Secret", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n", "b.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull\n"},
+		spec: kustomizev1.KustomizationSpec{NamePrefix: "p-", Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\nimagePullSecrets:\n- name: pull\n"}}}, fast: 0},
+	{name: "a patch that adds a kustomize annotation", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "- op: add\n  path: /metadata/annotations\n  value: {kustomize.config.k8s.io/behavior: merge}\n", Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}}, fast: 0},
+	{name: "a patch that makes an object local config", files: map[string]string{"a.yaml": cmA, "b.yaml": cmB},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "- op: add\n  path: /metadata/annotations\n  value: {config.kubernetes.io/local-config: \"true\"}\n", Target: &kustomizev1.Selector{Name: "a"}}}}, fast: 1},
+	{name: "a patch that is both kinds", files: map[string]string{"a.yaml": cmA},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{Patch: "  "}}}, fast: 0},
 }
 
 func listItem(doc string) string {
@@ -304,7 +359,7 @@ func (c fastCase) work(t testing.TB) string {
 // the fast path and requires the same result or the same error, and the
 // fast path taken exactly where the case says.
 func TestFastPathEqualsKustomize(t *testing.T) {
-	for _, c := range slices.Concat(fastCases, userKustomizationCases, targetNamespaceCases) {
+	for _, c := range slices.Concat(fastCases, userKustomizationCases, targetNamespaceCases, overlayCases) {
 		t.Run(c.name, func(t *testing.T) {
 			work := c.work(t)
 			slow, fast, took := buildBothWays(t, work, &c.spec, c.opts)
@@ -566,5 +621,27 @@ func TestFastPathParsesEachFileOnce(t *testing.T) {
 	}
 	if got := parsedReuses.Load() - before; got != int64(len(files)) {
 		t.Fatalf("%d files taken as parsed, want %d", got, len(files))
+	}
+}
+
+// TestOverlayFieldSpecsAreKustomizes: the field specs the fast path gives
+// kustomize's prefix, suffix and image transformers are those of
+// kustomize's default configuration, which krusty gives them.
+func TestOverlayFieldSpecsAreKustomizes(t *testing.T) {
+	for name, got := range map[string]kustypes.FsSlice{
+		"namePrefix": namePrefixFieldSpecs,
+		"nameSuffix": nameSuffixFieldSpecs,
+		"images":     imageFieldSpecs,
+	} {
+		var want kustypes.FsSlice
+		if err := yaml.Unmarshal(defaultConfigSection(t, name), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Fatalf("no %s field specs in kustomize's configuration", name)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s field specs = %+v, kustomize's default = %+v", name, got, want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -90,12 +91,14 @@ func FuzzBuild(f *testing.F) {
 }
 
 // fastGenKinds is how many of genKinds, the first, the fast path takes.
-const fastGenKinds = 6
+const fastGenKinds = 7
 
 // genKinds are the objects generated trees are made of: each fast kind,
-// and kinds the fast path leaves to kustomize (a referrer, a
-// ServiceAccount with its referring field, a RoleBinding whose subjects
-// the namespace transformer rewrites, a local-config object).
+// one with local config, one with a container in a field the image
+// transformer rewrites wherever it is found, and then kinds the fast path
+// refuses (a referring ServiceAccount, a Deployment, a RoleBinding), each
+// referring to others by the generated names so that a prefix has
+// references to follow.
 var genKinds = []func(name, namespace string) string{
 	func(n, ns string) string { return genMeta("v1", "ConfigMap", n, ns, "") + "data:\n  k: v\n" },
 	func(n, ns string) string { return genMeta("v1", "Secret", n, ns, "") + "stringData:\n  k: v\n" },
@@ -108,6 +111,9 @@ var genKinds = []func(name, namespace string) string{
 		return genMeta("v1", "ConfigMap", n, ns, "  annotations:\n    config.kubernetes.io/local-config: \"true\"\n")
 	},
 	func(n, ns string) string {
+		return genMeta("v1", "ConfigMap", n, ns, "") + "data:\n  containers:\n  - name: c\n    image: nginx:1\n"
+	},
+	func(n, ns string) string {
 		return genMeta("v1", "ServiceAccount", n, ns, "") + "imagePullSecrets:\n- name: " + n + "\n"
 	},
 	func(n, ns string) string {
@@ -116,14 +122,19 @@ var genKinds = []func(name, namespace string) string{
 	},
 	func(n, ns string) string {
 		return genMeta("rbac.authorization.k8s.io/v1", "RoleBinding", n, ns, "") +
-			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: default\n"
+			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: " + n + "\n"
 	},
 }
 
+// genMeta writes an object's head; objects of the first half of
+// genNames carry a label for label selectors to find.
 func genMeta(apiVersion, kind, name, namespace, extra string) string {
 	s := "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n  name: " + name + "\n"
 	if namespace != "" {
 		s += "  namespace: " + namespace + "\n"
+	}
+	if slices.Index(genNames, name) < len(genNames)/2 {
+		s += "  labels:\n    app: " + name + "\n"
 	}
 	return s + extra
 }
@@ -137,14 +148,52 @@ var (
 	genTargets    = []string{"", "t", "default", "a", "other"}
 )
 
+// genImages are the images a generated spec may set: a tag, a digest, a
+// new name, a new name with a tag, and one no object uses.
+var genImages = []kustomizev1.Image{
+	{Name: "nginx", NewTag: "2"},
+	{Name: "nginx", Digest: "sha256:" + strings.Repeat("ab", 32)},
+	{Name: "nginx", NewName: "registry.example/nginx"},
+	{Name: "nginx", NewName: "registry.example/web", NewTag: "3"},
+	{Name: "busybox", NewTag: "1.36"},
+}
+
+// genPatches are the patches a generated spec may set: JSON 6902 and
+// strategic-merge, with targets by kind, name, namespace, label and
+// annotation selectors and without, and ones the fast path must refuse
+// or kustomize rejects (a rename, a referring field, no target for a JSON
+// patch, a patch of no object).
+var genPatches = []kustomizev1.Patch{
+	{Patch: "- op: add\n  path: /metadata/labels\n  value: {p: x}\n", Target: &kustomizev1.Selector{Kind: "ConfigMap"}},
+	{Patch: `[{"op": "add", "path": "/metadata/annotations", "value": {"patched": "true"}}]`, Target: &kustomizev1.Selector{Name: "a|b|c"}},
+	{Patch: "- op: replace\n  path: /metadata/labels/app\n  value: z\n", Target: &kustomizev1.Selector{LabelSelector: "app in (a,b)"}},
+	{Patch: "- op: replace\n  path: /metadata/name\n  value: renamed\n", Target: &kustomizev1.Selector{Kind: "Secret"}},
+	{Patch: "- op: add\n  path: /data/k2\n  value: v2\n", Target: &kustomizev1.Selector{Kind: "ConfigMap", Namespace: "a"}},
+	{Patch: "- op: add\n  path: /data/k2\n  value: v2\n"},
+	{Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: patched\n"},
+	{Patch: "apiVersion: v1\nkind: Service\nmetadata:\n  name: b\n  namespace: a\nspec:\n  type: NodePort\n"},
+	{Patch: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n  namespace: default\nstringData:\n  k2: v2\n"},
+	{Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    added: \"yes\"\n"},
+	{Patch: "apiVersion: v1\nkind: Service\nmetadata:\n  name: any\nspec:\n  ports:\n  - port: 80\n    name: http\n", Target: &kustomizev1.Selector{Kind: "Service"}},
+	{Patch: "$patch: delete\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n", Target: &kustomizev1.Selector{Kind: "ConfigMap", Name: "b"}},
+	{Patch: "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: any\nimagePullSecrets:\n- name: pull\n", Target: &kustomizev1.Selector{Kind: "ServiceAccount"}},
+	{Patch: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: any\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n", Target: &kustomizev1.Selector{Kind: "Secret", Name: "[a-d]"}},
+	{Patch: "- op: add\n  path: /metadata/labels/seen\n  value: \"yes\"\n", Target: &kustomizev1.Selector{AnnotationSelector: "patched=true"}},
+	{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  replicas: 2\n", Target: &kustomizev1.Selector{Kind: "Deployment"}},
+	{Patch: "- op: add\n  path: /metadata/annotations/config.kubernetes.io~1local-config\n  value: \"true\"\n", Target: &kustomizev1.Selector{Kind: "Service", Name: "c"}},
+	{Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    app: c\n", Target: &kustomizev1.Selector{Version: "v1", Name: "c"}},
+}
+
 // genTree makes a source tree and a spec from data: each three bytes an
-// object (its kind, name, namespace and file, out of three files), and a
-// last byte for the spec: its target namespace (target overrides it when
-// set), a kustomization file listing the files, one of a name prefix, an
-// image and a patch or none, and commonMetadata with substitution.
+// object (its kind, name, namespace and file, out of three files), and
+// the last three bytes for the spec: its target namespace (target
+// overrides it when set), a kustomization file listing the files, a name
+// prefix and suffix, images, up to two patches, and commonMetadata with
+// substitution.
 func genTree(data []byte, target string) (map[string]string, kustomizev1.KustomizationSpec) {
 	files := map[string]string{}
 	names := []string{"a.yaml", "b.yaml", "sub/c.yaml"}
+	byID := kustomizev1.Patch{}
 	for i := 0; i+2 < len(data) && i < 90; i += 3 {
 		// Fifteen in sixteen objects of a kind the fast path takes.
 		k := int(data[i])
@@ -154,16 +203,29 @@ func genTree(data []byte, target string) (map[string]string, kustomizev1.Kustomi
 			k = fastGenKinds + (k/16)%(len(genKinds)-fastGenKinds)
 		}
 		kind := genKinds[k]
-		obj := kind(genNames[int(data[i+1])%len(genNames)], genNamespaces[int(data[i+1]/8)%len(genNamespaces)])
+		name, ns := genNames[int(data[i+1])%len(genNames)], genNamespaces[int(data[i+1]/8)%len(genNamespaces)]
+		obj := kind(name, ns)
+		if byID.Patch == "" && k < 4 {
+			// A strategic-merge patch of this object by its id: the
+			// kinds of genKinds' first four are in its head.
+			head := strings.SplitN(obj, "\n", 3)
+			byID.Patch = head[0] + "\n" + head[1] + "\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\n  annotations:\n    by-id: \"yes\"\n"
+		}
 		file := names[int(data[i+2])%len(names)]
 		if files[file] != "" {
 			files[file] += "---\n"
 		}
 		files[file] += obj
 	}
-	var flags byte
+	var flags, more, patches byte
 	if len(data) > 0 {
 		flags = data[len(data)-1]
+	}
+	if len(data) > 1 {
+		more = data[len(data)-2]
+	}
+	if len(data) > 2 {
+		patches = data[len(data)-3]
 	}
 	spec := kustomizev1.KustomizationSpec{TargetNamespace: genTargets[int(flags)%len(genTargets)]}
 	if target != "" {
@@ -178,13 +240,31 @@ func genTree(data []byte, target string) (map[string]string, kustomizev1.Kustomi
 		}
 		files["kustomization.yaml"] = kustomizationHeader + "resources:\n" + strings.Join(listed, "")
 	}
-	switch (flags >> 4) % 8 {
-	case 1:
+	if flags&0x10 != 0 {
 		spec.NamePrefix = "p-"
-	case 2:
-		spec.Images = []kustomizev1.Image{{Name: "nginx", NewTag: "2"}}
-	case 3:
-		spec.Patches = []kustomizev1.Patch{{Patch: "- op: add\n  path: /metadata/labels\n  value: {p: x}\n", Target: &kustomizev1.Selector{Kind: "ConfigMap"}}}
+	}
+	if flags&0x20 != 0 {
+		spec.NameSuffix = "-s"
+	}
+	// Images: none half the time, else one or two.
+	if more&1 != 0 {
+		spec.Images = append(spec.Images, genImages[int(more>>1)%len(genImages)])
+		if more&0x80 != 0 {
+			spec.Images = append(spec.Images, genImages[int(more>>4)%len(genImages)])
+		}
+	}
+	// Patches: none a quarter of the time, else one or two.
+	pick := func(b byte) kustomizev1.Patch {
+		if i := int(b) % (len(genPatches) + 1); i < len(genPatches) || byID.Patch == "" {
+			return genPatches[i%len(genPatches)]
+		}
+		return byID
+	}
+	if patches%4 != 0 {
+		spec.Patches = append(spec.Patches, pick(patches>>2))
+		if patches%4 == 3 {
+			spec.Patches = append(spec.Patches, pick(patches>>4))
+		}
 	}
 	if flags&0x80 != 0 {
 		spec.CommonMetadata = &kustomizev1.CommonMetadata{Labels: map[string]string{"team": "a"}}
@@ -216,12 +296,14 @@ func FuzzFastPathGenerated(f *testing.F) {
 
 // TestFastPathEqualsKustomizeGenerated is FuzzFastPathGenerated's check
 // over a fixed set of generated trees and specs, in every run; it also
-// requires that both paths were taken often, so that it compared the
-// fast path with kustomize and not kustomize with itself.
+// requires that both paths were taken often, and the fast path with each
+// overlay field it does (genFeatures), so that it compared the fast path
+// with kustomize and not kustomize with itself.
 func TestFastPathEqualsKustomizeGenerated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(46, 1))
 	var took, compared int
-	for i := range 150 {
+	tookWith := map[string]int{}
+	for i := range 300 {
 		data := make([]byte, 3+rng.IntN(10)*3+1)
 		for j := range data {
 			data[j] = byte(rng.UintN(256))
@@ -237,10 +319,44 @@ func TestFastPathEqualsKustomizeGenerated(t *testing.T) {
 		compared++
 		if fastTaken {
 			took++
+			for _, f := range genFeatures(&spec) {
+				tookWith[f]++
+			}
 		}
 	}
 	if took < 15 || compared-took < 15 {
 		t.Fatalf("the fast path took %d of %d trees: want both paths taken at least 15 times", took, compared)
 	}
-	t.Logf("the fast path took %d of %d generated trees", took, compared)
+	for _, f := range []string{"targetNamespace", "namePrefix", "nameSuffix", "images", "JSON 6902 patch", "strategic-merge patch with a target", "strategic-merge patch without a target"} {
+		if tookWith[f] < 3 {
+			t.Errorf("the fast path took %d trees with a %s, want at least 3", tookWith[f], f)
+		}
+	}
+	t.Logf("the fast path took %d of %d generated trees; by field: %v", took, compared, tookWith)
+}
+
+// genFeatures names the overlay fields spec sets.
+func genFeatures(spec *kustomizev1.KustomizationSpec) []string {
+	var out []string
+	for f, set := range map[string]bool{
+		"targetNamespace": spec.TargetNamespace != "",
+		"namePrefix":      spec.NamePrefix != "",
+		"nameSuffix":      spec.NameSuffix != "",
+		"images":          len(spec.Images) > 0,
+	} {
+		if set {
+			out = append(out, f)
+		}
+	}
+	for _, p := range spec.Patches {
+		switch {
+		case strings.HasPrefix(p.Patch, "-") || strings.HasPrefix(p.Patch, "["):
+			out = append(out, "JSON 6902 patch")
+		case p.Target != nil:
+			out = append(out, "strategic-merge patch with a target")
+		default:
+			out = append(out, "strategic-merge patch without a target")
+		}
+	}
+	return out
 }
