@@ -53,6 +53,13 @@ func (s *syncRun) isNewSync() bool {
 		return false // the deployed release re-checked, whatever the generation
 	}
 	prev := s.prev.Sync
+	if s.window != nil && s.window.artifact != nil {
+		// A sync window holds the newest render and the run applies the
+		// one synced last again: if that sync succeeded, its hooks ran,
+		// and a spec change during the window (a new generation) does not
+		// make re-applying it a sync that runs them again.
+		return prev == nil || prev.Digest != s.digest || prev.Phase != kustomizev1.PhaseSucceeded
+	}
 	return prev == nil || prev.Digest != s.digest || prev.Generation != s.obj.GetGeneration() || prev.Phase != kustomizev1.PhaseSucceeded
 }
 

@@ -321,3 +321,50 @@ func TestAHelmReleaseUpgradeWaitsForItsWindow(t *testing.T) {
 	g.Expect(valueOf(ctx, g, hr.Namespace, "settings")).To(Equal("two"))
 	g.Expect(got.Status.SyncWindow).To(BeNil())
 }
+
+// A spec change during a deny window (a new generation whose render is
+// held like the commit before it) leaves the render synced last applied as
+// a drift correction: its PreSync hook, which ran when it was synced, is
+// not run again, and no sync is recorded.
+func TestASpecChangeInADenyWindowRunsNoHookAgain(t *testing.T) {
+	g := NewWithT(t)
+	windowClock.Set(t, "2026-12-07T08:00:00Z")
+	ctx, ks := newKustomization(t, func(ks *kustomizev1.Kustomization) {
+		ks.Spec.SyncWindows = []kustomizev1.SyncWindow{nightly()}
+	})
+	ns := ks.Namespace
+	renderAndKeep(t, ks, "main@sha1:1111", generateNameHook(ns, "migrate-", "")+"---\n"+configMapValue(ns, "settings", "one"))
+	var hooks []string
+	g.Eventually(func(g Gomega) []string { hooks = hookJobs(ctx, g, ns, "migrate-"); return hooks }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))
+	finishJob(t, ctx, ns, hooks[0], true)
+	synced := waitReady(t, ks, "main@sha1:1111")
+
+	windowClock.Set(t, "2026-12-07T09:30:00Z")
+	held := generateNameHook(ns, "migrate-", "") + "---\n" + configMapValue(ns, "settings", "two")
+	renderAndKeep(t, ks, "main@sha1:2222", held)
+	heldStatus(t, ks)
+
+	// The spec changes; render-controller renders the new generation,
+	// the same commit, still held.
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.Interval = metav1.Duration{Duration: current.Spec.Interval.Duration + time.Minute}
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	renderAndKeep(t, ks, "main@sha1:2222", held)
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+		ready := conditions.Get(got, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.ObservedGeneration).To(Equal(current.Generation))
+		g.Expect(ready.Reason).To(Equal(kustomizev1.OutsideSyncWindowReason))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	g.Expect(hookJobs(ctx, g, ns, "migrate-")).To(Equal(hooks), "the synced render's PreSync hook ran once")
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+	g.Expect(got.Status.History).To(Equal(synced.Status.History), "no sync is recorded while the window holds")
+	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:1111"))
+	g.Expect(valueOf(ctx, g, ns, "settings")).To(Equal("one"))
+}
