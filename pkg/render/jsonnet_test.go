@@ -19,24 +19,31 @@ import (
 )
 
 // jsonnetCLI builds the jsonnet CLI of the go-jsonnet module this package
-// uses (the module graph of plumb.dev/pkg picks the version), once.
-var jsonnetCLI = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "plumb-jsonnet-cli-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "jsonnet")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/google/go-jsonnet/cmd/jsonnet").CombinedOutput()
-	if err != nil {
-		return "", &exec.ExitError{Stderr: out}
-	}
-	return bin, nil
-})
+// uses (the module graph of plumb.dev/pkg picks the version), once, the
+// first time a test needs it; TestMain removes its folder (jsonnetDir).
+var (
+	jsonnetDir string
+	jsonnetCLI = sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "plumb-jsonnet-cli-")
+		if err != nil {
+			return "", err
+		}
+		jsonnetDir = dir
+		bin := filepath.Join(dir, "jsonnet")
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/google/go-jsonnet/cmd/jsonnet").CombinedOutput()
+		if err != nil {
+			return "", &exec.ExitError{Stderr: out}
+		}
+		return bin, nil
+	})
+)
 
+// TestMain removes the jsonnet CLI's folder if a test built it, whether
+// the build succeeded or not, and builds nothing when no test needed it.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bin, err := jsonnetCLI(); err == nil {
-		os.RemoveAll(filepath.Dir(bin))
+	if jsonnetDir != "" {
+		os.RemoveAll(jsonnetDir)
 	}
 	os.Exit(code)
 }
