@@ -46,7 +46,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	if err := r.watchOwnWrites(ctx, mgr, &helmv2.HelmRelease{}); err != nil {
 		return err
 	}
-	if err := addStartupWatches(mgr, &r.Syncer, helmv2.HelmReleaseKind, &helmv2.HelmReleaseList{}, helmReleaseInventories); err != nil {
+	if err := addStartupWatches(mgr, &r.Syncer, helmv2.HelmReleaseKind, &helmv2.HelmReleaseList{}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

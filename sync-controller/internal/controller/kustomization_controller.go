@@ -51,7 +51,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err := r.watchOwnWrites(ctx, mgr, &kustomizev1.Kustomization{}); err != nil {
 		return err
 	}
-	if err := addStartupWatches(mgr, &r.Syncer, kustomizev1.KustomizationKind, &kustomizev1.KustomizationList{}, kustomizationInventories); err != nil {
+	if err := addStartupWatches(mgr, &r.Syncer, kustomizev1.KustomizationKind, &kustomizev1.KustomizationList{}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

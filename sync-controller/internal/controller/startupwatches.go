@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/reconcile"
 	"plumb.dev/sync-controller/internal/engine"
 )
 
@@ -61,15 +62,16 @@ type startupWatches struct {
 }
 
 // addStartupWatches registers the start-up watches of the owners that
-// list returns and their readiness check with mgr.
-func addStartupWatches(mgr ctrl.Manager, r *Syncer, kind string, list client.ObjectList, items func(client.ObjectList) []storedInventory) error {
+// list (a KustomizationList or a HelmReleaseList) holds and their
+// readiness check with mgr.
+func addStartupWatches(mgr ctrl.Manager, r *Syncer, kind string, list client.ObjectList) error {
 	s := &startupWatches{
 		owners: func(ctx context.Context) ([]storedInventory, error) {
 			l := list.DeepCopyObject().(client.ObjectList)
 			if err := mgr.GetClient().List(ctx, l); err != nil {
 				return nil, err
 			}
-			return items(l), nil
+			return storedInventories(l)
 		},
 		waitCache:    mgr.GetCache().WaitForCacheSync,
 		watcher:      r.Engine.Watcher(),
@@ -163,21 +165,18 @@ type storedInventory struct {
 	remote bool
 }
 
-// kustomizationInventories and helmReleaseInventories read a list of the kind.
-func kustomizationInventories(l client.ObjectList) []storedInventory {
-	items := l.(*kustomizev1.KustomizationList).Items
-	out := make([]storedInventory, len(items))
-	for i := range items {
-		out[i] = storedInventory{inventory: items[i].Status.Inventory, remote: items[i].Spec.KubeConfig != nil}
+// storedInventories reads the owners of a list through their adapters
+// (application.go), which say where each kind keeps its inventory and
+// its spec.kubeConfig.
+func storedInventories(l client.ObjectList) ([]storedInventory, error) {
+	items, err := apimeta.ExtractList(l)
+	if err != nil {
+		return nil, err
 	}
-	return out
-}
-
-func helmReleaseInventories(l client.ObjectList) []storedInventory {
-	items := l.(*helmv2.HelmReleaseList).Items
 	out := make([]storedInventory, len(items))
-	for i := range items {
-		out[i] = storedInventory{inventory: items[i].Status.Inventory, remote: items[i].Spec.KubeConfig != nil}
+	for i, item := range items {
+		app := appOf(item.(reconcile.Object))
+		out[i] = storedInventory{inventory: app.syncStatus().Inventory, remote: app.spec().KubeConfig != nil}
 	}
-	return out
+	return out, nil
 }
