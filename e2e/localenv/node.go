@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -276,21 +275,13 @@ func (n *Node) expose(addr string) (string, error) {
 }
 
 // takeNodeLock holds the machine's one real node for this environment,
-// waiting (while ctx allows) for another environment's to stop.
+// waiting (while ctx allows) for another environment's to stop: the
+// attempt of tryNodeLock, made again until it takes the lock.
 func takeNodeLock(ctx context.Context, progress func(string, ...any)) (*os.File, error) {
-	f, err := os.OpenFile(nodeLock, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	said := time.Now()
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", nodeLock, err)
+		if f, err := tryNodeLock(); f != nil || err != nil {
+			return f, err
 		}
 		if time.Since(said) >= progressEvery {
 			said = time.Now()
@@ -298,7 +289,6 @@ func takeNodeLock(ctx context.Context, progress func(string, ...any)) (*os.File,
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return nil, fmt.Errorf("another environment runs a real node on this machine (%s is locked): %w", nodeLock, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
