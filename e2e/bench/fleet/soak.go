@@ -332,17 +332,12 @@ func (b *bench) soakSample(ctx context.Context, logs *logCounter) (soakMinute, e
 			return m, fmt.Errorf("%s: %w", name, err)
 		}
 		s.openFiles = len(fds)
-		url := "http://" + c.MetricsAddr + "/metrics"
-		heap, err := benchkit.ScrapeCounters(ctx, b.meter.APIClient, url, "go_memstats_heap_inuse_bytes")
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", name, err)
+		if s.heapInuse, err = b.controllerMetric(ctx, name, "go_memstats_heap_inuse_bytes"); err != nil {
+			return m, err
 		}
-		s.heapInuse = heap.Total()
-		g, err := benchkit.ScrapeCounters(ctx, b.meter.APIClient, url, "go_goroutines")
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", name, err)
+		if s.goroutines, err = b.controllerMetric(ctx, name, "go_goroutines"); err != nil {
+			return m, err
 		}
-		s.goroutines = g.Total()
 		if s.errorLines, err = logs.newErrors(name); err != nil {
 			return m, err
 		}
