@@ -115,15 +115,7 @@ var filesShape = shape{
 	name:     "files",
 	describe: "one object per file, no kustomization file; spec: targetNamespace, images, a JSON 6902 patch",
 	write:    gentree.WriteFiles,
-	spec: kustomizev1.KustomizationSpec{
-		Path:            gentree.FilesPath,
-		TargetNamespace: "bench",
-		Images:          []kustomizev1.Image{{Name: "registry.example/app", NewTag: "v2.0.0"}},
-		Patches: []kustomizev1.Patch{{
-			Patch:  "- op: add\n  path: /metadata/annotations/team\n  value: platform\n",
-			Target: &kustomizev1.Selector{Kind: "Service"},
-		}},
-	},
+	spec:     gentree.FilesSpec(),
 	cliPath:  "cli-overlay",
 	writeCLI: writeFilesOverlay,
 }

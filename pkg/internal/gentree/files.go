@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 )
 
 // FilesPath is the folder WriteFiles writes, relative to the tree's root.
@@ -33,4 +35,19 @@ func WriteFiles(dir string, n int) error {
 		}
 	}
 	return nil
+}
+
+// FilesSpec is the spec issue 46 renders the tree of WriteFiles under: a
+// targetNamespace, an image and a JSON 6902 patch of every Service, which
+// send every build through kustomize.
+func FilesSpec() kustomizev1.KustomizationSpec {
+	return kustomizev1.KustomizationSpec{
+		Path:            FilesPath,
+		TargetNamespace: "bench",
+		Images:          []kustomizev1.Image{{Name: "registry.example/app", NewTag: "v2.0.0"}},
+		Patches: []kustomizev1.Patch{{
+			Patch:  "- op: add\n  path: /metadata/annotations/team\n  value: platform\n",
+			Target: &kustomizev1.Selector{Kind: "Service"},
+		}},
+	}
 }
