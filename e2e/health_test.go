@@ -21,6 +21,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/e2e/localenv"
 )
 
 // TestWhyAReleaseFailsOnARealNode: on a real kubelet, what a failed
@@ -55,7 +56,7 @@ func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
 	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
 	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	serves := func(g Gomega) string {
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

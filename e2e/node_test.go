@@ -57,7 +57,7 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
 	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	get := func(g Gomega) string {
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

@@ -57,6 +57,7 @@ func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+			t.Logf("---- kube-proxy\n%s", localenv.Tail(own.Node.KubeProxy.LogPath, 30))
 			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
 		}
 		if err := own.Stop(); err != nil {

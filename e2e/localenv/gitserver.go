@@ -276,7 +276,8 @@ func SendGitHubEvent(ctx context.Context, url, secret, event string, payload []b
 	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", hex.EncodeToString(id))
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
+	// The receiver may be a Service's cluster IP (receiverURL).
+	resp, err := ServiceHTTPClient(0).Do(req)
 	if err != nil {
 		return 0, "", err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,3 +47,14 @@ func (e *Env) receiverURL(ctx context.Context, webhookPath string) (string, erro
 
 // InstallNamespace is where `plumb install` puts Plumb.
 const InstallNamespace = "plumb-system"
+
+// ServiceHTTPClient is an HTTP client for a Service's cluster IP, which
+// this machine reaches through kube-proxy's rules. It opens a connection
+// per request: a connection opened before kube-proxy wrote the Service's
+// rules is not DNATed, and where the machine's outgoing port 80 goes to a
+// proxy (these machines' does), the proxy answers it, 404 for any path.
+// Kept alive, that connection would stay pinned to the proxy after the
+// rules are in, and every later request would read the proxy's 404.
+func ServiceHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+}

@@ -66,7 +66,7 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(svc), svc)).To(Succeed())
 	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
-	httpClient := &http.Client{Timeout: 2 * time.Second}
+	httpClient := ServiceHTTPClient(2 * time.Second)
 	// kube-proxy writes the Service's rules once the endpoints are ready,
 	// a moment after the Deployment is Available.
 	g.Eventually(func(g Gomega) {
