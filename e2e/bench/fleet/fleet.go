@@ -509,29 +509,43 @@ func (b *bench) readyFleet(ctx context.Context, n int) error {
 }
 
 // valueWatch follows the fleet's ConfigMaps (those with Plumb's ownership
-// label) and hands each change of data.key to whoever follows it.
+// label) and hands each change of data.key to whoever follows it. The
+// watch is opened again where the API server ended it (every 30 to 60
+// minutes, its request timeout): a soak outlives many.
 type valueWatch struct {
-	w watch.Interface
+	stop context.CancelFunc
 	benchfig.Followers
 }
 
 func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
-	w, err := b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel})
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	list := &corev1.ConfigMapList{}
+	if err := b.wc.List(ctx, list, client.HasLabels{kustomizev1.NameLabel}, client.Limit(1)); err != nil {
+		cancel()
 		return nil, err
 	}
-	vw := &valueWatch{w: w}
+	open := func(rv string) (watch.Interface, error) {
+		return b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+	}
+	w, err := open(list.ResourceVersion)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	vw := &valueWatch{stop: cancel}
 	go func() {
-		for ev := range w.ResultChan() {
+		err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
 			at := time.Now()
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
 				vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
 			}
+		})
+		if err != nil {
+			say("   the ConfigMaps' watch could not be opened again: %v", err)
 		}
 	}()
 	return vw, nil
 }
-
-func (vw *valueWatch) stop() { vw.w.Stop() }
 
 func say(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
