@@ -408,15 +408,28 @@ func (b *bench) profiles(ctx context.Context, what string, seconds int) func() {
 	}()
 	return func() {
 		wg.Wait()
-		for _, name := range profiled {
-			url := fmt.Sprintf("http://%s/debug/pprof/heap", b.pprof[name])
-			file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-%s.pprof", name, what))
-			if err := fetchTo(ctx, http.DefaultClient, url, file, 30*time.Second); err != nil {
-				say("heap profile of %s: %v", name, err)
-			}
-		}
-		say("   profiles written to %s", b.c.profileDir)
+		b.heapProfiles(ctx, what)
 	}
+}
+
+// heapProfiles writes the heap profiles of the profiled controllers, named
+// after what they show, when profiling.
+func (b *bench) heapProfiles(ctx context.Context, what string) {
+	if b.pprof == nil {
+		return
+	}
+	if err := os.MkdirAll(b.c.profileDir, 0o755); err != nil {
+		say("profile: %v", err)
+		return
+	}
+	for _, name := range profiled {
+		url := fmt.Sprintf("http://%s/debug/pprof/heap", b.pprof[name])
+		file := filepath.Join(b.c.profileDir, fmt.Sprintf("heap-%s-%s.pprof", name, what))
+		if err := fetchTo(ctx, http.DefaultClient, url, file, 30*time.Second); err != nil {
+			say("heap profile of %s: %v", name, err)
+		}
+	}
+	say("   profiles written to %s", b.c.profileDir)
 }
 
 func fetchTo(ctx context.Context, client *http.Client, url, file string, timeout time.Duration) error {

@@ -163,7 +163,13 @@ func (b *bench) soak(ctx context.Context, n int) (*soakRun, error) {
 		if err := sample(i); err != nil {
 			return run, err
 		}
+		// With -profile-dir, the heaps at the baseline and at the end,
+		// whose difference is what any growth is made of.
+		if i == int(b.c.soakBaseline/soakSampleEvery) {
+			b.heapProfiles(ctx, "soak-baseline")
+		}
 	}
+	b.heapProfiles(ctx, "soak-end")
 	// Each minute's drift again, now that every edit has its answer (an
 	// edit late in a minute may have been reverted after that sample).
 	for i := range run.minutes {
