@@ -181,6 +181,9 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	if err != nil {
 		return err
 	}
+	// Every render is made again from its source artifact and spec, and
+	// verified by whoever reads it: no fsync per render.
+	storage.Rebuilt = true
 
 	scheme := app.NewScheme()
 	cfg := app.RESTConfig(mgrOpts)

@@ -11,9 +11,12 @@
 // source-controller, or kustomization/apps/podinfo/<digest>.yaml written by
 // render-controller. <kind> is the lower-case Kind. Every write goes to a
 // temporary file in the object's folder and is renamed into place once it is
-// complete and synced, so a reader never sees a half-written artifact; the
-// sha256 digest and the size are computed while writing. Temporary files
-// start with ".tmp-" and are never served.
+// complete and synced to the disk, so a reader never sees a half-written
+// artifact; the sha256 digest and the size are computed while writing.
+// A Rebuilt storage (render-controller's) skips the sync: its files can be
+// made again and every reader verifies them, so a file a crash of the
+// machine left short is noticed and written again. Temporary files start
+// with ".tmp-" and are never served.
 //
 // Retention keeps the newest N files of an object's folder (by modification
 // time; the current artifact is always kept) and deletes the others; Remove

@@ -48,6 +48,40 @@ func TestStoreWritesAtomicallyWithDigest(t *testing.T) {
 	g.Expect(entries[0].Name()).To(Equal("abc.tar.gz"))
 }
 
+// TestARebuiltStorageWritesWithoutSyncing: a storage of files that can be
+// made again (render-controller's) renames a write into place without an
+// fsync, with the same bytes, digest and atomicity; any other storage
+// syncs each write once.
+func TestARebuiltStorageWritesWithoutSyncing(t *testing.T) {
+	g := NewWithT(t)
+	syncs := 0
+	defer func(orig func(*os.File) error) { syncFile = orig }(syncFile)
+	syncFile = func(f *os.File) error { syncs++; return f.Sync() }
+
+	body := "kind: ConfigMap\n"
+	synced := newTestStorage(t, 2)
+	a, err := synced.Store(context.Background(), testRef, "a.yaml", strings.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(syncs).To(Equal(1), "a source artifact is synced before it is renamed into place")
+
+	rebuilt := newTestStorage(t, 2)
+	rebuilt.Rebuilt = true
+	b, err := rebuilt.Store(context.Background(), testRef, "a.yaml", strings.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(syncs).To(Equal(1), "a render is not synced")
+	g.Expect(b.Digest).To(Equal(a.Digest))
+	g.Expect(rebuilt.Verify(b)).To(Succeed())
+
+	// Still atomic: a failed write leaves nothing behind, not even its
+	// temporary file.
+	_, err = rebuilt.Store(context.Background(), testRef, "broken.yaml", io.MultiReader(strings.NewReader("part"), errReader{}))
+	g.Expect(err).To(HaveOccurred())
+	entries, err := os.ReadDir(rebuilt.LocalPath(testRef.Dir()))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(1))
+	g.Expect(entries[0].Name()).To(Equal("a.yaml"))
+}
+
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }

@@ -73,7 +73,8 @@
 //     deadline or the output limit, LimitExceeded; the kustomize-only
 //     fields beside spec.plugin, ValidationFailed.
 //  7. store: write kustomization/<ns>/<name>/<sha256 hex>.yaml through
-//     pkg/artifact's Storage (atomic, content-addressed), served by this
+//     pkg/artifact's Storage (atomic, content-addressed, not synced to the
+//     disk: internal/rendered's doc says why), served by this
 //     controller's own artifact server; set status.renderedArtifact with
 //     the source revision; keep the newest --artifact-retention-records
 //     files, and those of the renders status.history names, which a

@@ -9,7 +9,14 @@
 //     files, and those the kind asks to keep whatever their age (the
 //     renders status.history names, which sync-controller's rollback
 //     downloads again: Render.Keep) (Store.Store). A render that no longer verifies in storage is
-//     made again (Store.Intact).
+//     made again (Store.Intact). render-controller's Storage is Rebuilt:
+//     a render is not synced to the disk before it is served (an fsync
+//     cost a worker 4–20 ms per render on a busy disk), since a file that
+//     a crash of the machine left short fails that check and every
+//     reader's, and is written again under the same name. The kernel
+//     writes a file out within its writeback interval (30 s by default),
+//     so the older renders a rollback downloads are on the disk as any
+//     file is.
 //   - announce: set Rendered=True and record a Rendered event (Kubernetes
 //     and the JetStream stream, pkg/events) for a new artifact, or for the
 //     same one again after a failure, never twice for one render

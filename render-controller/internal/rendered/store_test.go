@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,45 @@ func TestStoreKeepsTheSameRender(t *testing.T) {
 	next, isNew, err := s.Store(ctx, key, first, Render{Manifests: m, Digest: digest(m), Revision: "1.0.1"})
 	if err != nil || !isNew || next.Revision != "1.0.1" || next.Metadata != nil {
 		t.Fatalf("new revision: %+v, new %t, %v; want a new artifact", next, isNew, err)
+	}
+}
+
+// TestATornRenderIsStoredAgainUnderItsName: render-controller's storage
+// does not sync a render to the disk (artifact.Storage.Rebuilt), so a
+// machine that stops before the kernel wrote it out can leave the file
+// short or empty. The next render of the same bytes notices it and writes
+// it again under the same content-addressed name, and what it serves
+// verifies.
+func TestATornRenderIsStoredAgainUnderItsName(t *testing.T) {
+	storage, err := artifact.NewStorage(t.TempDir(), "localhost:0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage.Rebuilt = true
+	s := &Store{Storage: storage, Kind: "Kustomization"}
+	key := types.NamespacedName{Namespace: "ns", Name: "app"}
+	ctx := context.Background()
+	m := []byte("kind: ConfigMap\nmetadata:\n  name: a\n")
+	r := Render{Manifests: m, Digest: digest(m), Revision: "main@sha1:1"}
+	first, _, err := s.Store(ctx, key, nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(storage.LocalPath(first.Path), m[:4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s.Intact(ctx, first) {
+		t.Fatal("a torn render is reported intact")
+	}
+	again, isNew, err := s.Store(ctx, key, first, r)
+	if err != nil || !isNew {
+		t.Fatalf("store after the tear: new %t, %v; want the file written again", isNew, err)
+	}
+	if again.Path != first.Path || again.Digest != first.Digest {
+		t.Errorf("stored again as %s (%s), want %s (%s)", again.Path, again.Digest, first.Path, first.Digest)
+	}
+	if err := storage.Verify(again); err != nil {
+		t.Errorf("the render stored again does not verify: %v", err)
 	}
 }
 
