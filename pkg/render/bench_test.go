@@ -76,6 +76,34 @@ func BenchmarkBuildPlainFolder(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildWorkloads renders issue 46's tree with Deployments
+// (gentree.WriteFiles: 1,000 ConfigMaps, Deployments and Services, one per
+// file, no kustomization file) under a targetNamespace; under
+// gentree.FilesSpec (a targetNamespace, an image and a JSON 6902 patch of
+// every Service); and under an image and a strategic-merge patch of every
+// Deployment's container (merged by the schema's key, the container's
+// name) — through kustomize (the fast path off: what every build with a
+// Deployment did before the fast path took referrers) and through the fast
+// path, in the same run: `go test ./pkg/render -run XXX -bench Workloads`.
+func BenchmarkBuildWorkloads(b *testing.B) {
+	const objects = 1000
+	dir := b.TempDir()
+	if err := gentree.WriteFiles(SourceDir(dir), objects); err != nil {
+		b.Fatal(err)
+	}
+	for _, shape := range []struct {
+		name string
+		spec kustomizev1.KustomizationSpec
+	}{{"targetNamespace", kustomizev1.KustomizationSpec{Path: gentree.FilesPath, TargetNamespace: "bench"}},
+		{"images-patch", gentree.FilesSpec()},
+		{"images-smp", kustomizev1.KustomizationSpec{Path: gentree.FilesPath, Images: []kustomizev1.Image{{Name: "registry.example/app", NewTag: "v2.0.0"}},
+			Patches: []kustomizev1.Patch{{
+				Patch:  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        resources:\n          limits: {memory: 64Mi}\n",
+				Target: &kustomizev1.Selector{Kind: "Deployment"}}}}}} {
+		benchPlainPaths(b, shape.name, dir, &shape.spec, objects)
+	}
+}
+
 // benchPlainPaths benchmarks one build of dir through kustomize and
 // through the fast path, which each must (and must not) take.
 func benchPlainPaths(b *testing.B, name, dir string, spec *kustomizev1.KustomizationSpec, objects int) {

@@ -55,9 +55,12 @@
 // field) — the spec has no components, buildMetadata or decryption (its
 // targetNamespace, patches, namePrefix, nameSuffix and images the fast
 // path does with kustomize's own transformers, fastoverlay.go), and every
-// object is of a kind kustomize's name-reference step passes by
-// (ConfigMap, Secret, Service, ServiceAccount without imagePullSecrets,
-// Namespace; no annotation of kustomize's own but local-config). Why: krusty's duplicate check compares each object with
+// object is of a kind the fast path takes (ConfigMap, Secret, Service,
+// ServiceAccount, Namespace, and the workloads: Pod, ReplicationController,
+// Deployment, DaemonSet, ReplicaSet, StatefulSet, Job, CronJob; no
+// annotation of kustomize's own but local-config) and kustomize's
+// name-reference step would leave it as it is (names that no build
+// without a prefix or suffix changes; nameReferences). Why: krusty's duplicate check compares each object with
 // every object before it, most of a 1,000-object build, while
 // there is nothing for kustomize to change. The fast path (fastpath.go)
 // reads the same files through the same sandbox in krusty's order, parses
@@ -79,7 +82,7 @@
 // kustomize's public factory and methods for everything it does to an
 // object, and keeps to itself only the decision of when kustomize would
 // do nothing more, checked against kustomize's own configuration by
-// TestFastKindsAreNotReferrers (docs/design/render-fast-path.md).
+// TestFastKindReferrerPathsAreKustomizes (docs/design/render-fast-path.md).
 //
 // # The sandbox
 //

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 )
@@ -121,10 +122,18 @@ func (o *fastOverlay) isFile(data []byte) bool {
 // suffix, images: configureBuiltinTransformers), and returns what is
 // left of all (a strategic-merge patch may delete an object), or false
 // for kustomize to run. krusty's name-reference step, which follows, has
-// nothing to do: no object of a fast kind refers to another
-// (TestFastKindsAreNotReferrers), so a new name has no reference to
-// follow it.
+// nothing to do when it takes the build (docs/design/render-fast-path.md,
+// "Referrers"): no name changes but a Namespace's, which nothing refers
+// to, and every name reference is a name the step leaves as it is
+// (nameReferences); with a prefix or suffix, no object refers to another
+// at all, so a new name has no reference to follow it.
 func (o *fastOverlay) transform(all []*resource.Resource, kinds []fastKind) ([]*resource.Resource, bool) {
+	// krusty sets kustomize's process-wide schema for the overlay, which
+	// has no openapi field, before it builds: the patches' merge keys and
+	// the namespace filter's scopes are the default schema's then.
+	if openapi.SetSchema(nil, nil, true) != nil {
+		return nil, false
+	}
 	var ok bool
 	if len(o.patches) > 0 {
 		if all, kinds, ok = patchAll(all, kinds, o.patches); !ok {
@@ -168,12 +177,18 @@ func (o *fastOverlay) transform(all []*resource.Resource, kinds []fastKind) ([]*
 	// makes no two ids one; checked all the same, for kustomize to say
 	// what it makes of two.
 	seen := make(map[idKey]bool, len(all))
+	renames := o.prefix != "" || o.suffix != ""
 	for i, r := range all {
 		k := fastID(r, kinds[i])
 		if seen[k] {
 			return nil, false
 		}
 		seen[k] = true
+		// The name-reference step, on every object left, local
+		// configuration included (krusty drops that after it).
+		if refers, ok := nameReferences(r, kinds[i]); !ok || refers && renames {
+			return nil, false
+		}
 	}
 	return all, true
 }
@@ -261,8 +276,9 @@ func transformOne(t resmap.Transformer, r *resource.Resource) (*resource.Resourc
 // several is kustomize's error to give. A patch that renames an object,
 // or changes its kind, namespace or version, makes it give up: ids are
 // what the other transformers and the duplicate check go by. So does one
-// that makes an object one the fast path does not take (a field kustomize
-// follows as a reference, an annotation of kustomize's).
+// that makes an object one the fast path does not take (an annotation of
+// kustomize's); the name references a patch adds are checked with the
+// others, after the overlay (transform).
 func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Patch) ([]*resource.Resource, []fastKind, bool) {
 	for _, patch := range patches {
 		if patch.Path != "" || patch.Options != nil {

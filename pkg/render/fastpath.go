@@ -2,12 +2,14 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
 
+	"sigs.k8s.io/kustomize/api/filters/fieldspec"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -35,29 +37,78 @@ import (
 // build runs kustomize as before, so that every refusal and message stays
 // kustomize's.
 
-// fastKinds are the kinds the fast path takes, each with the top-level
-// fields whose presence makes it give up, and its scope. kustomize's
-// name-reference step runs on every build, prefix or not: an object it
-// treats as a referrer (a Pod template naming a ConfigMap, a RoleBinding
-// naming a Role) may be checked against its referrals and refused, so
-// only kinds that are not referrers in kustomize's default configuration
-// are taken, and a ServiceAccount only without imagePullSecrets, its one
-// referring field. TestFastKindsAreNotReferrers checks this against
-// kustomize's own configuration. The scope is that of kustomize's default
-// schema, which krusty sets for a build without an openapi field; it is
-// written here so that the duplicate check does not read kustomize's
-// process-wide schema, which another build may have changed.
+// fastKinds are the kinds the fast path takes, each with the paths
+// through which kustomize's name-reference step finds the names it refers
+// to others by (its default configuration's fieldSpecs that select the
+// kind), and its scope. That step runs on every build, prefix or not
+// (docs/design/render-fast-path.md, "Referrers"): on a build that changes
+// no name it refused, walking these paths with kustomize's fieldspec
+// filter, only what nameReferences refuses, and rewrote nothing; with a
+// prefix or suffix, an object with a name at one of them is left to
+// kustomize. So a Pod template that names a ConfigMap is taken, and a
+// RoleBinding, whose subjects the step completes with the namespace of
+// the ServiceAccount it finds, is not.
+// TestFastKindReferrerPathsAreKustomizes checks the paths and scopes
+// against kustomize's own configuration. The scope is that of kustomize's
+// default schema, which krusty sets for a build without an openapi field;
+// it is written here so that the duplicate check does not read
+// kustomize's process-wide schema, which another build may have changed.
 var fastKinds = map[groupVersionKind]fastKind{
-	{Version: "v1", Kind: "ConfigMap"}:      {},
-	{Version: "v1", Kind: "Secret"}:         {},
-	{Version: "v1", Kind: "Service"}:        {},
-	{Version: "v1", Kind: "ServiceAccount"}: {referringFields: []string{"imagePullSecrets"}},
-	{Version: "v1", Kind: "Namespace"}:      {clusterScoped: true},
+	{Version: "v1", Kind: "ConfigMap"}:                 {},
+	{Version: "v1", Kind: "Secret"}:                    {},
+	{Version: "v1", Kind: "Service"}:                   {},
+	{Version: "v1", Kind: "ServiceAccount"}:            {referrerPaths: []string{"imagePullSecrets/name"}},
+	{Version: "v1", Kind: "Namespace"}:                 {clusterScoped: true},
+	{Version: "v1", Kind: "Pod"}:                       {referrerPaths: podSpecReferrerPaths("spec/", true)},
+	{Version: "v1", Kind: "ReplicationController"}:     {referrerPaths: podSpecOwnReferrerPaths("spec/template/spec/")},
+	{Group: "apps", Version: "v1", Kind: "Deployment"}: {referrerPaths: podSpecReferrerPaths("spec/template/spec/", true)},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"}:  {referrerPaths: podSpecReferrerPaths("spec/template/spec/", true)},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"}: {referrerPaths: podSpecReferrerPaths("spec/template/spec/", false)},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"}: {referrerPaths: append(podSpecReferrerPaths("spec/template/spec/", true),
+		"spec/serviceName", "spec/volumeClaimTemplates/spec/storageClassName")},
+	{Group: "batch", Version: "v1", Kind: "Job"}:     {referrerPaths: podSpecReferrerPaths("spec/template/spec/", true)},
+	{Group: "batch", Version: "v1", Kind: "CronJob"}: {referrerPaths: podSpecReferrerPaths("spec/jobTemplate/spec/template/spec/", true)},
+}
+
+// podSpecReferrerPaths are the name-reference paths of kustomize's
+// default configuration in a Pod spec at spec: the ConfigMaps and Secrets
+// its volumes, env and envFrom name, its image pull Secrets, and — for
+// every kind but ReplicaSet, which kustomize's configuration leaves out
+// of those — its ServiceAccount, claims and PriorityClass (own).
+func podSpecReferrerPaths(spec string, own bool) []string {
+	var paths []string
+	for _, p := range []string{
+		"volumes/configMap/name",
+		"containers/env/valueFrom/configMapKeyRef/name",
+		"initContainers/env/valueFrom/configMapKeyRef/name",
+		"containers/envFrom/configMapRef/name",
+		"initContainers/envFrom/configMapRef/name",
+		"volumes/projected/sources/configMap/name",
+		"volumes/secret/secretName",
+		"containers/env/valueFrom/secretKeyRef/name",
+		"initContainers/env/valueFrom/secretKeyRef/name",
+		"containers/envFrom/secretRef/name",
+		"initContainers/envFrom/secretRef/name",
+		"imagePullSecrets/name",
+		"volumes/projected/sources/secret/name",
+	} {
+		paths = append(paths, spec+p)
+	}
+	if own {
+		paths = append(paths, podSpecOwnReferrerPaths(spec)...)
+	}
+	return paths
+}
+
+// podSpecOwnReferrerPaths are the paths of a Pod spec at spec that name
+// its ServiceAccount, claims and PriorityClass.
+func podSpecOwnReferrerPaths(spec string) []string {
+	return []string{spec + "serviceAccountName", spec + "volumes/persistentVolumeClaim/claimName", spec + "priorityClassName"}
 }
 
 type fastKind struct {
-	referringFields []string
-	clusterScoped   bool
+	referrerPaths []string
+	clusterScoped bool
 }
 
 // groupVersionKind is a resid.Gvk without the scope resid adds from its
@@ -267,7 +318,8 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 
 // fastResource reports whether r is an object kustomize passes through
 // unchanged but for the annotations krusty removes — a kind of fastKinds
-// without its referring fields, and no annotation in kustomize's own
+// (whose name references the overlay checks, transform), and no
+// annotation in kustomize's own
 // domains (a build annotation would ask for a name hash, a previous name,
 // a merge) but the local-config one — and returns its kind.
 func fastResource(r *resource.Resource) (fastKind, bool) {
@@ -290,12 +342,63 @@ func fastObject(r *resource.Resource, patched bool) (fastKind, bool) {
 	if !ok || !fastAnnotations(r, patched) {
 		return kind, false
 	}
-	for _, f := range kind.referringFields {
-		if n, err := r.Pipe(kyaml.Lookup(f)); err != nil || n != nil {
-			return kind, false
+	return kind, true
+}
+
+// errNotAName is nameReferences' refusal of a value the name-reference
+// step would not just read as a name.
+var errNotAName = errors.New("not a scalar name")
+
+// nameReferences walks r's name-reference paths (kind.referrerPaths) as
+// kustomize's name-reference step does — its fieldspec filter, with r's
+// own kind — and reports whether one of them leads to a name (found). It
+// returns false ok where the step could do more than read a name and
+// leave it as it is (its nameref filter's set and seqFilter): the walk
+// fails (a list of scalars where a path goes on, which kustomize refuses),
+// or it ends on a mapping, or a list holding one, which the step
+// completes with the name and namespace of the referral it finds, or on
+// something else it refuses. A name, or a list of names, the step
+// rewrites only to a referral's new name: a build that renames nothing
+// leaves it as it is (docs/design/render-fast-path.md, "Referrers").
+func nameReferences(r *resource.Resource, kind fastKind) (found, ok bool) {
+	if len(kind.referrerPaths) == 0 {
+		return false, true
+	}
+	gvk := r.GetGvk()
+	// The step first checks that the object is the one it selected by id
+	// (confirmNodeMatchesReferrer); a kind of fastKinds has one spelling.
+	if r.GetApiVersion() != gvk.ApiVersion() {
+		return false, false
+	}
+	leaf := func(n *kyaml.RNode) error {
+		if kyaml.IsMissingOrNull(n) {
+			return nil
+		}
+		switch n.YNode().Kind {
+		case kyaml.ScalarNode:
+			found = true
+			return nil
+		case kyaml.SequenceNode:
+			for _, e := range n.Content() {
+				switch {
+				case kyaml.IsMissingOrNull(kyaml.NewRNode(e)):
+				case e.Kind == kyaml.ScalarNode:
+					found = true
+				default:
+					return errNotAName
+				}
+			}
+			return nil
+		}
+		return errNotAName
+	}
+	for _, p := range kind.referrerPaths {
+		f := fieldspec.Filter{FieldSpec: kustypes.FieldSpec{Gvk: gvk, Path: p}, SetValue: leaf}
+		if err := r.PipeE(f); err != nil {
+			return false, false
 		}
 	}
-	return kind, true
+	return found, true
 }
 
 // fastAnnotations reports whether r's annotations leave kustomize nothing

@@ -40,7 +40,7 @@ const (
 var fastCases = []fastCase{
 	{name: "testdata plain/apps/db (JSON, a values file skipped)", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/db"}, fast: 1},
 	{name: "testdata plain (a sub-folder with a kustomization)", dir: "plain", fast: 0},
-	{name: "testdata plain/apps/web (a Deployment)", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/web"}, fast: 0},
+	{name: "testdata plain/apps/web (a Deployment)", dir: "plain", spec: kustomizev1.KustomizationSpec{Path: "apps/web"}, fast: 1},
 	{name: "testdata duplicates", dir: "duplicates", fast: 0},
 	{name: "testdata invalid-yaml", dir: "invalid-yaml", fast: 0},
 	{name: "testdata missing-name", dir: "missing-name", fast: 0},
@@ -84,8 +84,9 @@ var fastCases = []fastCase{
 		"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\nstringData:\n  p: q\ntype: Opaque\n" +
 		"---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: apps\nspec:\n  ports:\n  - port: 80\n    targetPort: 8080\n" +
 		"---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n  namespace: apps\nsecrets:\n- name: s\n"}, fast: 1},
-	{name: "a ServiceAccount with imagePullSecrets", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\nimagePullSecrets:\n- name: s\n"}, fast: 0},
-	{name: "a Deployment", files: map[string]string{"a.yaml": cmA + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
+	{name: "a ServiceAccount with imagePullSecrets", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\nimagePullSecrets:\n- name: s\n"}, fast: 1},
+	{name: "a Deployment", files: map[string]string{"a.yaml": cmA + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 1},
+	{name: "an Ingress (a kind the fast path does not take)", files: map[string]string{"a.yaml": cmA + "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: i\nspec: {}\n"}, fast: 0},
 	{name: "generateName", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: job-\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: job-\ndata:\n  k: v\n"}, fast: 1},
 	{name: "postBuild substitution", files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-${env}\n  namespace: ${ns:=apps}\ndata:\n  k: ${secret}\n  n: \"${count}\"\n"},
 		spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}},
@@ -170,7 +171,7 @@ var userKustomizationCases = []fastCase{
 		"app/kustomization.yaml": kustomizationHeader + "resources:\n- b.yaml\n", "other/b.yaml": cmB},
 		links: map[string]string{"app/b.yaml": "../other/b.yaml"}, spec: kustomizev1.KustomizationSpec{Path: "app"}, fast: 0},
 	{name: "a listed Deployment", files: map[string]string{
-		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 0},
+		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n"}, fast: 1},
 	{name: "a kustomization with a spec field for kustomize", files: map[string]string{
 		"kustomization.yaml": kustomizationHeader + "resources:\n- a.yaml\n", "a.yaml": cmA},
 		spec: kustomizev1.KustomizationSpec{Components: []string{"c"}, IgnoreMissingComponents: true}, fast: 0},
@@ -228,7 +229,7 @@ var targetNamespaceCases = []fastCase{
 		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
 	{name: "targetNamespace and a Deployment", files: map[string]string{
 		"a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec: {}\n", "b.yaml": cmB},
-		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
 	{name: "targetNamespace and a RoleBinding", files: map[string]string{
 		"a.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: rb\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: default\n  namespace: x\n"},
 		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0},
@@ -291,6 +292,143 @@ var overlayCases = []fastCase{
 			Patch: "- op: add\n  path: /metadata/annotations\n  value: {config.kubernetes.io/local-config: \"true\"}\n", Target: &kustomizev1.Selector{Name: "a"}}}}, fast: 1},
 	{name: "a patch that is both kinds", files: map[string]string{"a.yaml": cmA},
 		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{Patch: "  "}}}, fast: 0},
+}
+
+// deploy is a Deployment named name in namespace (none when empty) whose
+// Pod template holds spec, indented under template.spec.
+func deploy(name, namespace, spec string) string {
+	s := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n"
+	if namespace != "" {
+		s += "  namespace: " + namespace + "\n"
+	}
+	return s + "spec:\n  template:\n    spec:\n" + indent(spec, "      ")
+}
+
+// webSpec is a Pod spec that refers to others through most of kustomize's
+// name-reference paths: a ConfigMap and a Secret by volume, env and
+// envFrom, a pull Secret, a ServiceAccount, a claim and a PriorityClass.
+const webSpec = `serviceAccountName: a
+priorityClassName: high
+imagePullSecrets:
+- name: b
+initContainers:
+- name: init
+  image: busybox
+  envFrom:
+  - secretRef: {name: b}
+containers:
+- name: web
+  image: nginx:1
+  env:
+  - name: K
+    valueFrom:
+      configMapKeyRef: {name: a, key: k}
+  - name: S
+    valueFrom:
+      secretKeyRef: {name: b, key: k}
+  envFrom:
+  - configMapRef: {name: a}
+volumes:
+- name: c
+  configMap: {name: a}
+- name: s
+  secret: {secretName: b}
+- name: p
+  projected:
+    sources:
+    - configMap: {name: a}
+    - secret: {name: b}
+- name: d
+  persistentVolumeClaim: {claimName: data}
+`
+
+// referrerCases are objects kustomize's name-reference step treats as
+// referrers (docs/design/render-fast-path.md, "Referrers"): taken when the
+// build renames nothing and every reference is a name, left to kustomize
+// otherwise.
+var referrerCases = []fastCase{
+	{name: "a Deployment referring to objects of the build", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n  namespace: apps\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  namespace: apps\n",
+		"c.yaml": deploy("web", "apps", webSpec)}, fast: 1},
+	{name: "targetNamespace and a Deployment referring to objects of other namespaces", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": strings.Replace(cmA, "apps", "other", 1) + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n",
+		"c.yaml": deploy("web", "other", webSpec)},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 0}, // two ConfigMaps a made one
+	{name: "targetNamespace and every workload kind", files: map[string]string{
+		"a.yaml": cmA + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  namespace: x\nimagePullSecrets:\n- name: b\n",
+		"b.yaml": deploy("web", "apps", webSpec) +
+			"---\n" + strings.Replace(deploy("web", "apps", webSpec), "Deployment", "DaemonSet", 1) +
+			"---\n" + strings.Replace(deploy("web", "", webSpec), "Deployment", "ReplicaSet", 1) +
+			"---\n" + strings.Replace(strings.Replace(deploy("web", "", webSpec), "Deployment", "StatefulSet", 1), "spec:\n  template:", "spec:\n  serviceName: a\n  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec: {storageClassName: fast}\n  template:", 1) +
+			"---\n" + strings.Replace(strings.Replace(deploy("web", "", webSpec), "apps/v1", "batch/v1", 1), "Deployment", "Job", 1) +
+			"---\n" + strings.Replace(strings.Replace(deploy("web", "", webSpec), "apps/v1", "v1", 1), "Deployment", "ReplicationController", 1) +
+			"---\napiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: web\nspec:\n  schedule: '@daily'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n" + indent(webSpec, "          ") +
+			"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n" + indent(webSpec, "  "),
+	}, spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", Images: []kustomizev1.Image{{Name: "nginx", NewTag: "2"}, {Name: "busybox", NewName: "r.example/busybox", Digest: "sha256:" + strings.Repeat("0", 64)}}}, fast: 1},
+	{name: "a Deployment and a ConfigMap of the same name in two namespaces", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": strings.Replace(cmA, "apps", "other", 1), "c.yaml": deploy("web", "", "containers:\n- name: c\n  envFrom:\n  - configMapRef: {name: a}\n")},
+		fast: 1},
+	{name: "two ServiceAccounts a Deployment may refer to, both with previous ids", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  namespace: x\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  namespace: y\n",
+		"b.yaml": deploy("web", "z", "serviceAccountName: a\ncontainers:\n- name: c\n")},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{ // a JSON 6902 patch records each id as previous
+			Patch: `[{"op": "add", "path": "/metadata/labels", "value": {"p": "x"}}]`, Target: &kustomizev1.Selector{Name: "a|web"}}}}, fast: 1},
+	{name: "a name reference that is a list of names", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "apps", "containers:\n- name: c\n  envFrom:\n  - configMapRef: {name: [a, b, ~]}\n")},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t"}, fast: 1},
+	{name: "a name reference that is a mapping", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  namespace: x\n", "b.yaml": deploy("web", "", "serviceAccountName: {name: a}\ncontainers:\n- name: c\n")},
+		fast: 0},
+	{name: "a name reference that is a list holding a mapping", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "apps", "containers:\n- name: c\n  envFrom:\n  - configMapRef: {name: [a, {name: a}]}\n")},
+		fast: 0},
+	{name: "a Pod template whose containers are names", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "apps", "containers: [a, b]\n")},
+		fast: 0},
+	{name: "image pull Secrets that are names", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\nimagePullSecrets: [a]\n"},
+		fast: 0},
+	{name: "a prefix and a Deployment referring to nothing", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "apps", "containers:\n- name: c\n  image: nginx\n")},
+		spec: kustomizev1.KustomizationSpec{NamePrefix: "p-", TargetNamespace: "t"}, fast: 1},
+	{name: "a suffix and a CronJob referring to a Secret", files: map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n",
+		"b.yaml": "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: j\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          imagePullSecrets:\n          - name: s\n"},
+		spec: kustomizev1.KustomizationSpec{NameSuffix: "-s"}, fast: 0},
+	{name: "images on a CronJob's containers and init containers", files: map[string]string{
+		"a.yaml": "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: j\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - {name: i, image: 'nginx@sha256:" + strings.Repeat("1", 64) + "'}\n          containers:\n          - {name: c, image: nginx:1}\n          - {name: d, image: busybox}\n"},
+		spec: kustomizev1.KustomizationSpec{Images: []kustomizev1.Image{{Name: "nginx", NewName: "r.example/nginx", NewTag: "2"}, {Name: "busybox", Digest: "sha256:" + strings.Repeat("2", 64)}}}, fast: 1},
+	{name: "the issue's images and patch on Deployments, targetNamespace", files: map[string]string{
+		"a.yaml": deploy("web", "", "containers:\n- name: web\n  image: nginx:1\n- name: side\n  image: busybox\n") + "---\n" + deploy("api", "", "containers:\n- name: web\n  image: nginx:1\n")},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", Images: []kustomizev1.Image{{Name: "nginx", NewTag: "1.27.0"}}, Patches: []kustomizev1.Patch{{
+			Patch:  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: web\n        resources:\n          limits: {memory: 64Mi}\n",
+			Target: &kustomizev1.Selector{Kind: "Deployment"}}}}, fast: 1},
+	{name: "a strategic-merge patch of a Deployment by id that adds a referring volume", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "apps", "containers:\n- name: web\n  image: nginx:1\n  env:\n  - {name: A, value: a}\n")},
+		spec: kustomizev1.KustomizationSpec{TargetNamespace: "t", Patches: []kustomizev1.Patch{{
+			Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: apps\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        env:\n        - {name: B, value: b}\n        volumeMounts:\n        - {name: c, mountPath: /c}\n      volumes:\n      - name: c\n        configMap: {name: a}\n"}}}, fast: 1},
+	{name: "a strategic-merge patch that deletes a container and replaces a list", files: map[string]string{
+		"a.yaml": deploy("web", "", "containers:\n- name: web\n  image: nginx:1\n  ports:\n  - {containerPort: 80}\n- name: side\n  image: busybox\n")},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch:  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  template:\n    spec:\n      containers:\n      - name: side\n        $patch: delete\n      - name: web\n        ports:\n        - {containerPort: 8080}\n",
+			Target: &kustomizev1.Selector{Kind: "Deployment", Name: "web"}}}}, fast: 1},
+	{name: "a JSON 6902 patch of a Deployment's image and replicas", files: map[string]string{
+		"a.yaml": deploy("web", "", "containers:\n- name: web\n  image: nginx:1\n")},
+		spec: kustomizev1.KustomizationSpec{Images: []kustomizev1.Image{{Name: "busybox", NewTag: "2"}}, Patches: []kustomizev1.Patch{{
+			Patch:  `[{"op": "add", "path": "/spec/replicas", "value": 3}, {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "busybox:1"}]`,
+			Target: &kustomizev1.Selector{Group: "apps", Kind: "Deployment"}}}}, fast: 1},
+	{name: "a patch that makes a name reference a mapping", files: map[string]string{
+		"a.yaml": deploy("web", "", "containers:\n- name: web\n  image: nginx:1\n")},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch:  `[{"op": "add", "path": "/spec/template/spec/serviceAccountName", "value": {"name": "a"}}]`,
+			Target: &kustomizev1.Selector{Kind: "Deployment"}}}}, fast: 0},
+	{name: "a patch that deletes a Deployment whose containers are names", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": deploy("web", "", "containers: [a]\n")},
+		spec: kustomizev1.KustomizationSpec{Patches: []kustomizev1.Patch{{
+			Patch: "$patch: delete\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\n", Target: &kustomizev1.Selector{Kind: "Deployment"}}}}, fast: 1},
+	{name: "local config that refers to others", files: map[string]string{
+		"a.yaml": cmA, "b.yaml": strings.Replace(deploy("web", "apps", "containers: [a]\n"), "namespace: apps", "namespace: apps\n  annotations:\n    config.kubernetes.io/local-config: \"true\"", 1)},
+		fast: 0},
 }
 
 func listItem(doc string) string {
@@ -359,7 +497,7 @@ func (c fastCase) work(t testing.TB) string {
 // the fast path and requires the same result or the same error, and the
 // fast path taken exactly where the case says.
 func TestFastPathEqualsKustomize(t *testing.T) {
-	for _, c := range slices.Concat(fastCases, userKustomizationCases, targetNamespaceCases, overlayCases) {
+	for _, c := range slices.Concat(fastCases, userKustomizationCases, targetNamespaceCases, overlayCases, referrerCases) {
 		t.Run(c.name, func(t *testing.T) {
 			work := c.work(t)
 			slow, fast, took := buildBothWays(t, work, &c.spec, c.opts)
@@ -401,10 +539,14 @@ func TestFastPathShared(t *testing.T) {
 	}
 }
 
-// TestFastKindsAreNotReferrers checks fastKinds against kustomize's own
-// name-reference configuration: an object of a fast kind must not be a
-// referrer but through the fields listed, which the fast path refuses.
-func TestFastKindsAreNotReferrers(t *testing.T) {
+// TestFastKindReferrerPathsAreKustomizes checks fastKinds against
+// kustomize's own name-reference configuration: the paths through which
+// an object of a fast kind refers to others must be exactly those of
+// kustomize's fieldSpecs that select the kind (nameReferences walks them
+// all, and a path it did not know would be one the fast path does not
+// check), and its scope kustomize's schema's. It fails when a kustomize
+// upgrade changes either.
+func TestFastKindReferrerPathsAreKustomizes(t *testing.T) {
 	var refs []struct {
 		FieldSpecs []struct {
 			resid.Gvk `json:",inline"`
@@ -417,27 +559,34 @@ func TestFastKindsAreNotReferrers(t *testing.T) {
 	if len(refs) < 10 {
 		t.Fatalf("read %d name references, want kustomize's whole list", len(refs))
 	}
+	referrers := 0
 	for k, fk := range fastKinds {
 		gvk := resid.NewGvk(k.Group, k.Version, k.Kind)
 		if gvk.IsClusterScoped() != fk.clusterScoped {
 			t.Errorf("%s: cluster-scoped %v in kustomize's schema, %v in fastKinds", gvk, gvk.IsClusterScoped(), fk.clusterScoped)
 		}
-		allowed := fk.referringFields
+		var kustomizes []string
 		for _, r := range refs {
 			for _, fs := range r.FieldSpecs {
-				if !gvk.IsSelected(&fs.Gvk) {
-					continue
-				}
-				top := strings.SplitN(fs.Path, "/", 2)[0]
-				found := false
-				for _, a := range allowed {
-					found = found || a == top
-				}
-				if !found {
-					t.Errorf("%s refers to others through %s, which the fast path does not refuse", gvk, fs.Path)
+				if gvk.IsSelected(&fs.Gvk) && !slices.Contains(kustomizes, fs.Path) {
+					kustomizes = append(kustomizes, fs.Path)
 				}
 			}
 		}
+		ours := slices.Clone(fk.referrerPaths)
+		slices.Sort(kustomizes)
+		slices.Sort(ours)
+		if !slices.Equal(ours, kustomizes) {
+			t.Errorf("%s refers to others through %q in kustomize's configuration, %q in fastKinds", gvk, kustomizes, ours)
+		}
+		if len(ours) > 0 {
+			referrers++
+		}
+	}
+	// Pod, ReplicationController, Deployment, DaemonSet, ReplicaSet,
+	// StatefulSet, Job, CronJob and ServiceAccount.
+	if referrers != 9 {
+		t.Errorf("%d fast kinds are referrers, want 9", referrers)
 	}
 }
 

@@ -91,14 +91,17 @@ func FuzzBuild(f *testing.F) {
 }
 
 // fastGenKinds is how many of genKinds, the first, the fast path takes.
-const fastGenKinds = 7
+const fastGenKinds = 15
 
 // genKinds are the objects generated trees are made of: each fast kind,
 // one with local config, one with a container in a field the image
-// transformer rewrites wherever it is found, and then kinds the fast path
-// refuses (a referring ServiceAccount, a Deployment, a RoleBinding), each
-// referring to others by the generated names so that a prefix has
-// references to follow.
+// transformer rewrites wherever it is found, the referrers the fast path
+// takes (a ServiceAccount with a pull Secret, and every workload kind,
+// their Pod templates naming the generated objects by the generated names
+// so that the name-reference step has referrals to find and a prefix has
+// references to follow), and then objects it refuses (a RoleBinding, whose
+// subjects the step completes; a Deployment whose ServiceAccount name is
+// a mapping; an Ingress).
 var genKinds = []func(name, namespace string) string{
 	func(n, ns string) string { return genMeta("v1", "ConfigMap", n, ns, "") + "data:\n  k: v\n" },
 	func(n, ns string) string { return genMeta("v1", "Secret", n, ns, "") + "stringData:\n  k: v\n" },
@@ -117,13 +120,57 @@ var genKinds = []func(name, namespace string) string{
 		return genMeta("v1", "ServiceAccount", n, ns, "") + "imagePullSecrets:\n- name: " + n + "\n"
 	},
 	func(n, ns string) string {
-		return genMeta("apps/v1", "Deployment", n, ns, "") + "spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n" +
-			"        envFrom:\n        - configMapRef:\n            name: " + n + "\n"
+		return genWorkload("apps/v1", "Deployment", n, ns, "spec:\n  template:\n", genPodSpec(n))
 	},
+	func(n, ns string) string {
+		return genWorkload("apps/v1", "StatefulSet", n, ns, "spec:\n  serviceName: "+n+"\n  template:\n", genPodSpec(n))
+	},
+	func(n, ns string) string {
+		return genWorkload("apps/v1", "DaemonSet", n, ns, "spec:\n  template:\n", genPodSpec(n))
+	},
+	func(n, ns string) string {
+		return genWorkload("apps/v1", "ReplicaSet", n, ns, "spec:\n  template:\n", genPodSpec(n))
+	},
+	func(n, ns string) string {
+		return genWorkload("batch/v1", "CronJob", n, ns, "spec:\n  schedule: '@daily'\n  jobTemplate:\n    spec:\n      template:\n", genPodSpec(n))
+	},
+	func(n, ns string) string {
+		return genWorkload("batch/v1", "Job", n, ns, "spec:\n  template:\n", genPodSpec(n))
+	},
+	func(n, ns string) string { return genWorkload("v1", "Pod", n, ns, "", genPodSpec(n)) },
 	func(n, ns string) string {
 		return genMeta("rbac.authorization.k8s.io/v1", "RoleBinding", n, ns, "") +
 			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n- kind: ServiceAccount\n  name: " + n + "\n"
 	},
+	func(n, ns string) string {
+		return genWorkload("apps/v1", "Deployment", n, ns, "spec:\n  template:\n", "serviceAccountName: {name: "+n+"}\ncontainers:\n- name: c\n  image: nginx:1\n")
+	},
+	func(n, ns string) string {
+		return genMeta("networking.k8s.io/v1", "Ingress", n, ns, "") + "spec:\n  defaultBackend:\n    service: {name: " + n + ", port: {number: 80}}\n"
+	},
+}
+
+// genWorkload writes a workload: its head, the fields above its Pod
+// template's spec (above, whose last line is the template's), and the
+// Pod spec a level below that line; a Pod's spec is at the top.
+func genWorkload(apiVersion, kind, name, namespace, above, podSpec string) string {
+	pad := ""
+	if above != "" {
+		lines := strings.Split(strings.TrimSuffix(above, "\n"), "\n")
+		last := lines[len(lines)-1]
+		pad = strings.Repeat(" ", len(last)-len(strings.TrimLeft(last, " "))+2)
+	}
+	return genMeta(apiVersion, kind, name, namespace, "") + above + pad + "spec:\n" + indent(podSpec, pad+"  ")
+}
+
+// genPodSpec is a Pod spec that names the generated objects called name
+// (a ConfigMap, a Secret, a ServiceAccount) and runs the images genImages
+// rewrite, in a container and an init container.
+func genPodSpec(name string) string {
+	return "serviceAccountName: " + name + "\nimagePullSecrets:\n- name: " + name + "\n" +
+		"initContainers:\n- name: i\n  image: busybox\n" +
+		"containers:\n- name: c\n  image: nginx:1\n  envFrom:\n  - configMapRef:\n      name: " + name + "\n  env:\n  - name: S\n    valueFrom:\n      secretKeyRef: {name: " + name + ", key: k}\n" +
+		"volumes:\n- name: v\n  secret: {secretName: " + name + "}\n"
 }
 
 // genMeta writes an object's head; objects of the first half of
@@ -182,6 +229,16 @@ var genPatches = []kustomizev1.Patch{
 	{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  replicas: 2\n", Target: &kustomizev1.Selector{Kind: "Deployment"}},
 	{Patch: "- op: add\n  path: /metadata/annotations/config.kubernetes.io~1local-config\n  value: \"true\"\n", Target: &kustomizev1.Selector{Kind: "Service", Name: "c"}},
 	{Patch: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    app: c\n", Target: &kustomizev1.Selector{Version: "v1", Name: "c"}},
+	// Patches of workloads: strategic merges by the schema's merge keys
+	// (a container's name), a deleted container, a volume that names a
+	// ConfigMap, an image by JSON 6902, and a name reference made a
+	// mapping (which the fast path refuses).
+	{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: any\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        env:\n        - {name: E, value: v}\n        resources:\n          limits: {memory: 64Mi}\n", Target: &kustomizev1.Selector{Kind: "Deployment"}},
+	{Patch: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: any\nspec:\n  template:\n    spec:\n      initContainers:\n      - name: i\n        $patch: delete\n      containers:\n      - name: c2\n        image: busybox\n", Target: &kustomizev1.Selector{Group: "apps", LabelSelector: "app"}},
+	{Patch: "- op: add\n  path: /spec/template/spec/volumes/-\n  value: {name: cm, configMap: {name: a}}\n", Target: &kustomizev1.Selector{Kind: "Deployment|DaemonSet|Job"}},
+	{Patch: "- op: replace\n  path: /spec/template/spec/containers/0/image\n  value: busybox:1\n", Target: &kustomizev1.Selector{Group: "apps", Name: "[a-d]"}},
+	{Patch: `[{"op": "add", "path": "/spec/template/spec/serviceAccountName", "value": {"name": "a"}}]`, Target: &kustomizev1.Selector{Kind: "DaemonSet"}},
+	{Patch: "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: any\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers:\n          - name: c\n            image: nginx:9\n", Target: &kustomizev1.Selector{Kind: "CronJob"}},
 }
 
 // genTree makes a source tree and a spec from data: each three bytes an
@@ -205,9 +262,10 @@ func genTree(data []byte, target string) (map[string]string, kustomizev1.Kustomi
 		kind := genKinds[k]
 		name, ns := genNames[int(data[i+1])%len(genNames)], genNamespaces[int(data[i+1]/8)%len(genNamespaces)]
 		obj := kind(name, ns)
-		if byID.Patch == "" && k < 4 {
-			// A strategic-merge patch of this object by its id: the
-			// kinds of genKinds' first four are in its head.
+		if byID.Patch == "" && (k < 4 || k == 8) {
+			// A strategic-merge patch of this object by its id (a
+			// ConfigMap, Secret, Service, ServiceAccount or Deployment):
+			// its kind is in its head.
 			head := strings.SplitN(obj, "\n", 3)
 			byID.Patch = head[0] + "\n" + head[1] + "\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\n  annotations:\n    by-id: \"yes\"\n"
 		}
@@ -255,15 +313,17 @@ func genTree(data []byte, target string) (map[string]string, kustomizev1.Kustomi
 	}
 	// Patches: none a quarter of the time, else one or two.
 	pick := func(b byte) kustomizev1.Patch {
-		if i := int(b) % (len(genPatches) + 1); i < len(genPatches) || byID.Patch == "" {
-			return genPatches[i%len(genPatches)]
+		// The patch by id one time in four.
+		if b%4 != 0 || byID.Patch == "" {
+			return genPatches[int(b/4)%len(genPatches)]
 		}
 		return byID
 	}
 	if patches%4 != 0 {
-		spec.Patches = append(spec.Patches, pick(patches>>2))
+		// Mixed with the images' byte, so that every patch is picked.
+		spec.Patches = append(spec.Patches, pick(patches>>2^more))
 		if patches%4 == 3 {
-			spec.Patches = append(spec.Patches, pick(patches>>4))
+			spec.Patches = append(spec.Patches, pick(patches>>4^more<<3))
 		}
 	}
 	if flags&0x80 != 0 {
@@ -319,20 +379,41 @@ func TestFastPathEqualsKustomizeGenerated(t *testing.T) {
 		compared++
 		if fastTaken {
 			took++
-			for _, f := range genFeatures(&spec) {
+			features := genFeatures(&spec)
+			for _, f := range features {
 				tookWith[f]++
+			}
+			if genHasWorkload(files) {
+				tookWith["workload"]++
+				for _, f := range features {
+					tookWith["workload and "+f]++
+				}
 			}
 		}
 	}
 	if took < 15 || compared-took < 15 {
 		t.Fatalf("the fast path took %d of %d trees: want both paths taken at least 15 times", took, compared)
 	}
-	for _, f := range []string{"targetNamespace", "namePrefix", "nameSuffix", "images", "JSON 6902 patch", "strategic-merge patch with a target", "strategic-merge patch without a target"} {
+	for _, f := range []string{"targetNamespace", "namePrefix", "nameSuffix", "images", "JSON 6902 patch", "strategic-merge patch with a target", "strategic-merge patch without a target",
+		"workload", "workload and targetNamespace", "workload and images", "workload and JSON 6902 patch", "workload and strategic-merge patch with a target", "workload and strategic-merge patch without a target"} {
 		if tookWith[f] < 3 {
 			t.Errorf("the fast path took %d trees with a %s, want at least 3", tookWith[f], f)
 		}
 	}
 	t.Logf("the fast path took %d of %d generated trees; by field: %v", took, compared, tookWith)
+}
+
+// genHasWorkload reports whether a generated tree holds a workload (a
+// referrer with a Pod template) of a kind the fast path takes.
+func genHasWorkload(files map[string]string) bool {
+	for _, f := range files {
+		for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob", "Job", "Pod"} {
+			if strings.Contains(f, "\nkind: "+kind+"\n") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genFeatures names the overlay fields spec sets.

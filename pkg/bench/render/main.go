@@ -108,9 +108,9 @@ var overlayShape = shape{
 	cliPath:  gentree.OverlayPath,
 }
 
-// filesShape is issue 46's tree that kustomize must build: one object per
-// file, no kustomization file, a spec with a targetNamespace, an image and
-// a patch.
+// filesShape is issue 46's tree with Deployments: one object per file, no
+// kustomization file, a spec with a targetNamespace, an image and a patch,
+// which kustomize built until pkg/render's fast path took referrers.
 var filesShape = shape{
 	name:     "files",
 	describe: "one object per file, no kustomization file; spec: targetNamespace, images, a JSON 6902 patch",

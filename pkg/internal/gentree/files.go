@@ -13,8 +13,9 @@ const FilesPath = "files"
 
 // WriteFiles writes n objects under dir/FilesPath, one to a file, in the
 // mix of Write (ConfigMaps, Deployments and Services), without a
-// kustomization file: the 1,000-file tree of issue 46 that a spec with
-// images or patches sends through kustomize.
+// kustomization file: issue 46's 1,000-file tree with Deployments, which
+// pkg/render's fast path takes under a targetNamespace, images and patches
+// since it takes referrers (docs/design/render-fast-path.md, "Referrers").
 func WriteFiles(dir string, n int) error {
 	folder := filepath.Join(dir, FilesPath)
 	if err := os.MkdirAll(folder, 0o755); err != nil {
@@ -38,8 +39,7 @@ func WriteFiles(dir string, n int) error {
 }
 
 // FilesSpec is the spec issue 46 renders the tree of WriteFiles under: a
-// targetNamespace, an image and a JSON 6902 patch of every Service, which
-// send every build through kustomize.
+// targetNamespace, an image and a JSON 6902 patch of every Service.
 func FilesSpec() kustomizev1.KustomizationSpec {
 	return kustomizev1.KustomizationSpec{
 		Path:            FilesPath,
