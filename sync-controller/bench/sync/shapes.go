@@ -19,8 +19,9 @@ import (
 // source tree with pkg/render under the spec, inside the clock, instead of
 // serving pre-rendered manifests. "targetNamespace" is the field most Flux
 // users set (the objects in Git name no namespace); "images-patch" is an
-// image and a JSON 6902 patch of every ConfigMap, which only kustomize
-// does. Each is timed against a bare loop of its own run over the same
+// image and a JSON 6902 patch of every ConfigMap, which pkg/render's fast
+// path does with kustomize's own transformers, object by object
+// (docs/design/render-fast-path.md). Each is timed against a bare loop of its own run over the same
 // rendered objects.
 type shape string
 
