@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -28,11 +29,20 @@ import (
 // kustomization and so stays in what Plumb applies to itself. Then a
 // commit that changes a controller's flag rolls that controller's Pod
 // over, through Plumb itself.
+//
+// deploy/'s NetworkPolicies are installed and enforced (kube-router), as
+// in the install story, but bootstrap is not told where the API server
+// is: it reads the kubernetes EndpointSlice itself, warns that the
+// launcher's relay port is neither 443 nor 6443, and commits the rule for
+// it with the node's DNS (--cluster-dns) into plumb-components.yaml, from
+// which Plumb keeps applying its own policies. render-controller's Pod,
+// rolled over after the policies are in force, still renders; a Pod of
+// another namespace is refused at source-controller's artifact port.
 func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	own, plumb := startInClusterNode(ctx, t, g, false)
+	own, plumb := startInClusterNode(ctx, t, g, true)
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
 	g.Expect(own.ProvideVolume(ctx, localenv.InstallNamespace, "data-nats-0", "2Gi")).To(Succeed())
 
@@ -52,10 +62,16 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	allowGit := "--allowed-private-networks=" + gitIP + "/32"
 	bootstrap := func() string {
 		return plumb("bootstrap", "git", "--url", url, "--branch", "main", "--path", "clusters/local", "--allow-insecure-http",
-			"--version", inClusterVersion, "--network-policy=false", allowGit, "--timeout", "10m")
+			"--version", inClusterVersion, allowGit, "--cluster-dns", localenv.ClusterDNS, "--timeout", "10m")
 	}
+	// The endpoint bootstrap finds is the one an operator reads, at the
+	// launcher's relay port.
+	apiServer := kubernetesEndpoints(ctx, g, own)
 	began := time.Now()
-	g.Expect(bootstrap()).To(ContainSubstring("committed and pushed"))
+	out := bootstrap()
+	g.Expect(out).To(ContainSubstring("committed and pushed"))
+	g.Expect(out).To(ContainSubstring("◎ the API server is at " + strings.Join(apiServer, ", ") + " (EndpointSlice default/kubernetes)"))
+	g.Expect(out).To(ContainSubstring("◎ warning: the API server's port at " + strings.Join(apiServer, ", ") + " is neither 443 nor 6443"))
 	t.Logf("plumb bootstrap git: Plumb installed and synced from Git %s after it began", time.Since(began).Round(100*time.Millisecond))
 
 	// Plumb's Deployments are applied by its own Kustomization, from the
@@ -86,6 +102,14 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	}
 	g.Expect(deployment(g, localenv.SourceController).Spec.Template.Spec.Containers[0].Args).To(ContainElement(allowGit))
 	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "app"}, &corev1.ConfigMap{})).To(Succeed())
+	// render-controller's egress policy, applied by Plumb from Git, names
+	// the API server's endpoint bootstrap read.
+	egress := &networkingv1.NetworkPolicy{}
+	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: localenv.InstallNamespace, Name: "render-controller-egress"}, egress)).To(Succeed())
+	g.Expect(egress.Labels).To(HaveKeyWithValue(kustomizev1.NameLabel, "plumb-system"), "applied by Plumb's own Kustomization")
+	for _, ep := range apiServer {
+		g.Expect(egressAllows(egress, ep)).To(BeTrue(), "render-controller-egress lets %s through:\n%v", ep, egress.Spec.Egress)
+	}
 
 	// Bootstrap again with the same flags: nothing to commit.
 	g.Expect(bootstrap()).To(ContainSubstring("nothing committed"))
@@ -125,6 +149,36 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
 	t.Logf("render-controller rolled over with %s %s after the commit", flag, time.Since(committed).Round(100*time.Millisecond))
 	// Plumb's sync of itself is still Ready at that commit after its own
-	// render-controller was replaced.
+	// render-controller was replaced: the new Pod, which met the policies
+	// from its first packet, reached the API server, DNS and
+	// source-controller's artifacts.
 	g.Eventually(appliedFromGit(sha)).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+	policiesEnforced(ctx, t, g, own)
+}
+
+// egressAllows says whether one of policy's egress rules names endpoint
+// (IP:port) exactly: an ipBlock of its address alone and its TCP port.
+func egressAllows(policy *networkingv1.NetworkPolicy, endpoint string) bool {
+	host, port, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return false
+	}
+	for _, rule := range policy.Spec.Egress {
+		to, ports := false, false
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil && (peer.IPBlock.CIDR == host+"/32" || peer.IPBlock.CIDR == host+"/128") {
+				to = true
+			}
+		}
+		for _, p := range rule.Ports {
+			if p.Port != nil && p.Port.String() == port && (p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP) {
+				ports = true
+			}
+		}
+		if to && ports {
+			return true
+		}
+	}
+	return false
 }

@@ -73,11 +73,15 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	// The API server's endpoint is the launcher's relay on the bridge, not
 	// 443 or 6443, and the Pods' DNS is the node's CoreDNS, not a kube-dns
 	// Pod: the egress policies are told both (deploy/README.md, "Network
-	// policies"), read where an operator reads them.
+	// policies"). The install would read the endpoint itself, as the
+	// bootstrap story's does; here it is given, read where an operator
+	// reads it, so that the flag's override stays tested: the install does
+	// not read the EndpointSlice then.
 	apiServer := kubernetesEndpoints(ctx, g, own)
 	began := time.Now()
-	plumb("install", "--version", inClusterVersion, "--allowed-private-networks", gitIP+"/32", "--timeout", "10m",
+	out := plumb("install", "--version", inClusterVersion, "--allowed-private-networks", gitIP+"/32", "--timeout", "10m",
 		"--api-server-endpoints", strings.Join(apiServer, ","), "--cluster-dns", localenv.ClusterDNS)
+	g.Expect(out).NotTo(ContainSubstring("EndpointSlice"), "--api-server-endpoints given: the slice is not read")
 	t.Logf("plumb install: every controller Ready %s after it began", time.Since(began).Round(100*time.Millisecond))
 
 	// NATS too (install waits for the Deployments), then every Pod of

@@ -66,6 +66,7 @@ func newBootstrapGitCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(cmd, g)
 			defer cancel()
+			g.findAPIServerEndpoints(ctx, cmd, &b.o.Install)
 			return g.bootstrapGit(ctx, b.o)
 		},
 	}
@@ -147,7 +148,7 @@ func installFlags(f *pflag.FlagSet, o *install.Options) {
 	f.BoolVar(&o.NetworkPolicy, "network-policy", o.NetworkPolicy, "Install the NetworkPolicies that fence "+install.Namespace+" in (they need a CNI that enforces them).")
 	f.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "Have the controllers reconcile objects in every namespace; false keeps them to "+install.Namespace+".")
 	f.StringSliceVar(&o.AllowedPrivateNetworks, "allowed-private-networks", nil, "Private networks (CIDRs or single addresses, comma-separated) of the Git servers and registries source- and image-controller may reach, passed to them as their flag of that name; none by default (bootstrap writes it as a patch of "+bootstrap.Name+"/kustomization.yaml).")
-	f.StringSliceVar(&o.APIServerEndpoints, "api-server-endpoints", nil, "The API server's addresses and ports (IP:port, comma-separated) as the kubernetes EndpointSlice of the default namespace names them, when they are not a private address on 443 or 6443: the egress NetworkPolicies let render-controller (and the UI) reach them too (deploy/README.md, \"Network policies\").")
+	f.StringSliceVar(&o.APIServerEndpoints, apiServerEndpointsFlag, nil, "The API server's addresses and ports (IP:port, comma-separated): the egress NetworkPolicies let render-controller (and the UI) reach them too (deploy/README.md, \"Network policies\"). Without the flag they are read from the EndpointSlice "+install.APIServerSlice.String()+" (not with --export); an empty value adds none.")
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "Addresses of DNS servers the Pods ask that are not kube-system's kube-dns Pods (NodeLocal DNSCache's 169.254.20.10, a DNS on the node): the egress NetworkPolicies let port 53 through to them too.")
 }
 

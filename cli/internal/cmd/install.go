@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -30,7 +31,9 @@ func newInstallCmd(g *globals) *cobra.Command {
 		Long: "install renders deploy/, as carried in this plumb, for the flags: the controllers of\n" +
 			"--components, the extras of --components-extra, images from --registry tagged --version,\n" +
 			"the NetworkPolicies unless --network-policy=false, and --watch-all-namespaces=false to\n" +
-			"have the controllers reconcile only " + install.Namespace + ". It applies the result server-side\n" +
+			"have the controllers reconcile only " + install.Namespace + ". The NetworkPolicies' egress is opened to\n" +
+			"the API server's endpoints, which --api-server-endpoints names or else the EndpointSlice\n" +
+			install.APIServerSlice.String() + " does. It applies the result server-side\n" +
 			"(field manager " + install.FieldManager + "): the namespace and the CRDs first, waiting until the CRDs are\n" +
 			"established; then creates the Secret " + install.NATSCredentials + " with a random password per NATS user\n" +
 			"unless it exists (a second install never rotates them); then the rest; and waits\n" +
@@ -69,6 +72,7 @@ func newInstallCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.out, "◎ MutatingAdmissionPolicy is not served (Kubernetes < %s): sync-controller's finalizer policy is left out\n",
 					strings.TrimSuffix(install.AdmissionPolicyKubernetes, ".0"))
 			}
+			g.findAPIServerEndpoints(ctx, cmd, &o)
 			objs, err := install.Render(o)
 			if err != nil {
 				return err
@@ -88,6 +92,36 @@ func newInstallCmd(g *globals) *cobra.Command {
 	installFlags(f, &o)
 	f.BoolVar(&export, "export", false, "Print the manifests (multi-document YAML) instead of installing them.")
 	return c
+}
+
+// apiServerEndpointsFlag names the API server's endpoints for the egress
+// policies; without it install and bootstrap read them from the cluster.
+const apiServerEndpointsFlag = "api-server-endpoints"
+
+// findAPIServerEndpoints sets o.APIServerEndpoints to the endpoints the
+// API server publishes in the kubernetes EndpointSlice, when the
+// NetworkPolicies are installed and --api-server-endpoints was not given
+// (given, even empty, it is the operator's word). The egress policies
+// then name the API server exactly, wherever it is: deploy/'s own rule
+// guesses a private address on 443 or 6443. A port off those is warned
+// about, since only that one rule then lets render-controller reach the
+// API server, and an endpoint that moves leaves it behind. A slice that
+// cannot be read is warned about too and the install goes on with
+// deploy/'s rules, as it did before it read the slice.
+func (g *globals) findAPIServerEndpoints(ctx context.Context, cmd *cobra.Command, o *install.Options) {
+	if !o.NetworkPolicy || cmd.Flags().Changed(apiServerEndpointsFlag) {
+		return
+	}
+	eps, err := install.ReadAPIServerEndpoints(ctx, g.client)
+	if err != nil {
+		fmt.Fprintf(g.errOut, "◎ warning: %v; the egress policies keep deploy/'s rule for the API server alone (a private address on 443 or 6443): name it with --%s\n", err, apiServerEndpointsFlag)
+		return
+	}
+	o.APIServerEndpoints = eps
+	fmt.Fprintf(g.out, "◎ the API server is at %s (EndpointSlice %s): the egress policies let render-controller and the UI reach it\n", strings.Join(eps, ", "), install.APIServerSlice)
+	if off := install.OffPolicyPorts(eps); len(off) > 0 {
+		fmt.Fprintf(g.errOut, "◎ warning: the API server's port at %s is neither 443 nor 6443: only the rule for that address and port lets render-controller reach it; if it changes, run this again or pass --%s\n", strings.Join(off, ", "), apiServerEndpointsFlag)
+	}
 }
 
 func newUninstallCmd(g *globals) *cobra.Command {

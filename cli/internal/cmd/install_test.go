@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,9 +97,7 @@ func TestInstallAppliesTheChosenRenderCreatesTheSecretOnceAndWaitsForTheControll
 	e, kc := privateCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rollCtx, stopRolling := context.WithCancel(ctx)
-	defer stopRolling()
-	go rollOut(rollCtx, e.Client)
+	go rollOut(ctx, e.Client) // until the test's cancel
 
 	args := []string{"install", "--timeout=2m",
 		"--components=source-controller,sync-controller", "--components-extra=ui",
@@ -145,6 +146,9 @@ func TestInstallAppliesTheChosenRenderCreatesTheSecretOnceAndWaitsForTheControll
 	}
 	if len(policies.Items) != 0 {
 		t.Errorf("%d NetworkPolicies installed with --network-policy=false", len(policies.Items))
+	}
+	if strings.Contains(r.out+r.errOut, "EndpointSlice") {
+		t.Errorf("the EndpointSlice was read for policies that are not installed:\n%s", r)
 	}
 	var nats appsv1.StatefulSet
 	if err := c.Get(ctx, types.NamespacedName{Namespace: install.Namespace, Name: "nats"}, &nats); err != nil {
@@ -283,5 +287,139 @@ func TestCheckPreSaysWhatTheInstallNeedsAndWhatIsDenied(t *testing.T) {
 		!strings.Contains(r.out, "✗ create, patch deployments.apps in plumb-system: denied") ||
 		!strings.Contains(r.out, "✗ grant cluster-admin (plumb-sync-controller-cluster-admin): denied") {
 		t.Errorf("the denials are not listed:\n%s", r.out)
+	}
+}
+
+// endpointsOfKubernetes are the API server's IP:port pairs as the
+// `kubernetes` Service's Endpoints name them: the API server writes them
+// beside its EndpointSlice, so they check the CLI's reading of the slice
+// from another object.
+func endpointsOfKubernetes(ctx context.Context, t *testing.T, c client.Client) []string {
+	t.Helper()
+	//lint:ignore SA1019 the legacy object on purpose: not what the CLI reads
+	var endpoints corev1.Endpoints
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kubernetes"}, &endpoints); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, subset := range endpoints.Subsets {
+		for _, a := range subset.Addresses {
+			for _, p := range subset.Ports {
+				eps = append(eps, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
+			}
+		}
+	}
+	if len(eps) == 0 {
+		t.Fatal("the kubernetes Endpoints name no endpoint")
+	}
+	slices.Sort(eps)
+	return eps
+}
+
+// egressTo are the endpoints (IP:port) that the egress rules of the
+// NetworkPolicy name exactly: an ipBlock of one address and a TCP port.
+func egressTo(ctx context.Context, t *testing.T, c client.Client, name string) []string {
+	t.Helper()
+	var policy networkingv1.NetworkPolicy
+	if err := c.Get(ctx, types.NamespacedName{Namespace: install.Namespace, Name: name}, &policy); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, rule := range policy.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock == nil {
+				continue
+			}
+			prefix, err := netip.ParsePrefix(peer.IPBlock.CIDR)
+			if err != nil || !prefix.IsSingleIP() {
+				continue
+			}
+			for _, p := range rule.Ports {
+				if p.Port != nil && (p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP) {
+					eps = append(eps, net.JoinHostPort(prefix.Addr().String(), p.Port.String()))
+				}
+			}
+		}
+	}
+	slices.Sort(eps)
+	return eps
+}
+
+// With the NetworkPolicies on and no --api-server-endpoints, install reads
+// the API server's endpoint from the kubernetes EndpointSlice and gives
+// render-controller's and the UI's egress a rule for it, warning that its
+// port (envtest's, random) is neither 443 nor 6443; the flag overrides
+// the slice, and given empty adds no rule.
+func TestInstallOpensTheEgressToTheAPIServerOfTheKubernetesEndpointSlice(t *testing.T) {
+	e, kc := privateCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	go rollOut(ctx, e.Client) // until the test's cancel
+	c := e.Client
+	want := endpointsOfKubernetes(ctx, t, c)
+	args := []string{"install", "--timeout=2m", "--components=render-controller", "--components-extra=ui"}
+	policies := []string{"render-controller-egress", "ui-egress"}
+
+	r := plumbOn(ctx, kc, args...)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	if line := "◎ the API server is at " + strings.Join(want, ", ") + " (EndpointSlice default/kubernetes)"; !strings.Contains(r.out, line) {
+		t.Errorf("output lacks %q:\n%s", line, r)
+	}
+	warning := "◎ warning: the API server's port at " + strings.Join(want, ", ") + " is neither 443 nor 6443"
+	off := install.OffPolicyPorts(want)
+	if printed := strings.Contains(r.errOut, warning); printed != (len(off) > 0) {
+		t.Errorf("endpoints off 443 and 6443: %v, and the warning %q printed: %t\n%s", off, warning, printed, r)
+	}
+	for _, name := range policies {
+		if got := egressTo(ctx, t, c, name); !slices.Equal(got, want) {
+			t.Errorf("%s names the endpoints %v, want the slice's %v", name, got, want)
+		}
+	}
+
+	// The flag wins: the slice is not read, and its endpoint leaves the
+	// policies (the egress list is replaced as a whole).
+	const given = "172.31.0.9:8443"
+	r = plumbOn(ctx, kc, append(args, "--api-server-endpoints="+given)...)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	if strings.Contains(r.out+r.errOut, "EndpointSlice") {
+		t.Errorf("the slice was read although --api-server-endpoints was given:\n%s", r)
+	}
+	for _, name := range policies {
+		if got := egressTo(ctx, t, c, name); !slices.Equal(got, []string{given}) {
+			t.Errorf("%s names the endpoints %v, want the flag's %s alone", name, got, given)
+		}
+	}
+
+	// Given empty: deploy/'s rules alone.
+	r = plumbOn(ctx, kc, append(args, "--api-server-endpoints=")...)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, name := range policies {
+		if got := egressTo(ctx, t, c, name); len(got) != 0 {
+			t.Errorf("%s names the endpoints %v, want none with --api-server-endpoints=", name, got)
+		}
+	}
+}
+
+// A user who may not read the EndpointSlice is told in one line, and the
+// install goes on to apply (which this user may not either).
+func TestInstallThatMayNotReadTheEndpointSliceSaysSoAndGoesOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := plumbCtx(ctx, "install", "--timeout=20s", "--as=nobody@example.com")
+	if r.code == 0 {
+		t.Fatalf("a user with no rights installed:\n%s", r)
+	}
+	const warning = `◎ warning: reading EndpointSlice default/kubernetes: endpointslices.discovery.k8s.io "kubernetes" is forbidden`
+	if !strings.Contains(r.errOut, warning) || !strings.Contains(r.errOut, "name it with --api-server-endpoints") {
+		t.Errorf("the refused read is not said as %q:\n%s", warning, r)
+	}
+	if !strings.Contains(r.out, "► installing Plumb") {
+		t.Errorf("the install stopped at the refused read:\n%s", r)
 	}
 }
