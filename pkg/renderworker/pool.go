@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/capped"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 )
@@ -485,7 +486,9 @@ func (p *Pool) start() (*process, error) {
 		closeAll(reqR, reqW)
 		return nil, err
 	}
-	stderr := newOutput(stderrBytes)
+	// The Go runtime's "fatal error" line comes first, what a library
+	// printed last may come after it: keep both ends.
+	stderr := capped.New(stderrBytes, capped.FirstAndLast)
 	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
 	cmd.Stdin = nil
 	cmd.Stdout = stderr // a library's stray print must not break the protocol
