@@ -1,7 +1,6 @@
 package renderplugin
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"plumb.dev/pkg/artifact"
+	"plumb.dev/pkg/capped"
 )
 
 // Plugin is a plugin's side of the protocol.
@@ -218,45 +218,16 @@ func Command(ctx context.Context, r *Render, maxOutput int64, argv ...string) ([
 	}
 	params, _ := json.Marshal(r.Parameters)
 	cmd.Env = append(cmd.Env, "ARGOCD_APP_PARAMETERS="+string(params))
-	stdout := &cappedBuffer{max: maxOutput, cancel: cancel}
-	stderr := &cappedBuffer{max: 64 << 10, keepTail: true}
+	// Past maxOutput the render has failed: stop the command there.
+	stdout := &capped.Buffer{Max: int(maxOutput), Keep: capped.First, OnFull: cancel}
+	stderr := capped.New(64<<10, capped.Last)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	if stdout.over {
+	if stdout.Full() {
 		return nil, &Failure{Err: fmt.Sprintf("%s wrote more than %d bytes", argv[0], maxOutput)}
 	}
 	if err != nil {
-		return nil, &Failure{Err: fmt.Sprintf("%s: %v", argv[0], err), Stderr: stderr.buf.String()}
+		return nil, &Failure{Err: fmt.Sprintf("%s: %v", argv[0], err), Stderr: stderr.String()}
 	}
-	return stdout.buf.Bytes(), nil
-}
-
-// cappedBuffer keeps at most max bytes: the first ones, cancelling the
-// command past them; or with keepTail the last ones. It holds its buffer
-// in a field rather than embedding it: an embedded bytes.Buffer's
-// ReadFrom would let io.Copy past Write and its bound.
-type cappedBuffer struct {
-	buf      bytes.Buffer
-	max      int64
-	keepTail bool
-	over     bool
-	cancel   func()
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if b.keepTail {
-		b.buf.Write(p)
-		if int64(b.buf.Len()) > b.max {
-			rest := append([]byte(nil), b.buf.Bytes()[int64(b.buf.Len())-b.max:]...)
-			b.buf.Reset()
-			b.buf.Write(rest)
-		}
-		return len(p), nil
-	}
-	if int64(b.buf.Len()+len(p)) > b.max {
-		b.over = true
-		b.cancel()
-		return 0, errors.New("output limit")
-	}
-	return b.buf.Write(p)
+	return stdout.Bytes(), nil
 }

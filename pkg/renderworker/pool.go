@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/capped"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 )
@@ -224,32 +225,29 @@ func (p *Pool) Close() {
 }
 
 // KustomizeOptions are Kustomize's arguments besides the spec: render.Options
-// as they cross to a worker.
+// as they cross to a worker, which makes them render.Options again
+// (renderOptions). They travel whole in the request, so a field added
+// here reaches the worker without a copy in between.
 type KustomizeOptions struct {
-	Vars               render.Variables
-	StrictSubstitution bool
-	Limits             render.Limits
-	// Decryption, when set, are spec.decryption's keys.
-	Decryption *Decryption
+	Vars               render.Variables `json:"vars,omitempty"`
+	StrictSubstitution bool             `json:"strictSubstitution,omitempty"`
+	Limits             render.Limits    `json:"limits"`
+	// Decryption, when set, are spec.decryption's keys: the worker makes
+	// them render.Options.Decryptor.
+	Decryption *Decryption `json:"decryption,omitempty"`
 	// Share lets the worker keep kustomize's output for other builds of
-	// the same work folder, path and spec fields (render.SharedBuilds);
+	// the same work folder, path and spec fields (render.Options.Shared);
 	// the caller promises workDir never changes. Never with Decryption.
-	Share bool
+	Share bool `json:"share,omitempty"`
 }
 
 // Kustomize is render.Build in a worker: the same result and errors, and
 // a *render.Error of reason LimitExceeded when the worker passed its
 // time, memory or CPU limit or died.
 func (p *Pool) Kustomize(ctx context.Context, workDir string, spec *kustomizev1.KustomizationSpec, opts KustomizeOptions) (*render.Result, error) {
-	req := &request{Kustomize: &kustomizeRequest{
-		WorkDir:            workDir,
-		Spec:               *spec,
-		Vars:               opts.Vars,
-		StrictSubstitution: opts.StrictSubstitution,
-		Limits:             opts.Limits,
-		Decryption:         opts.Decryption,
-		Share:              opts.Share && opts.Decryption == nil,
-	}}
+	// Decrypted output is never kept for other builds.
+	opts.Share = opts.Share && opts.Decryption == nil
+	req := &request{Kustomize: &kustomizeRequest{WorkDir: workDir, Spec: *spec, KustomizeOptions: opts}}
 	resp, manifests, err := p.do(ctx, req, nil, opts.Limits.MaxOutputBytes)
 	if err != nil {
 		return nil, err
@@ -485,7 +483,9 @@ func (p *Pool) start() (*process, error) {
 		closeAll(reqR, reqW)
 		return nil, err
 	}
-	stderr := newOutput(stderrBytes)
+	// The Go runtime's "fatal error" line comes first, what a library
+	// printed last may come after it: keep both ends.
+	stderr := capped.New(stderrBytes, capped.FirstAndLast)
 	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
 	cmd.Stdin = nil
 	cmd.Stdout = stderr // a library's stray print must not break the protocol

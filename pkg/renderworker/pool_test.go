@@ -19,6 +19,7 @@ import (
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/capped"
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/render"
 	"plumb.dev/pkg/testhelm"
@@ -308,7 +309,7 @@ func TestAWorkerPastItsCPULimitExitsAndIsNamed(t *testing.T) {
 	g.Expect(cmd.ProcessState).NotTo(BeNil(), "%v", err)
 	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(workerExitCPU), out.String())
 
-	w := &process{pool: &Pool{opts: Options{Names: renderNames}}, cmd: cmd, stderr: newOutput(10), exited: make(chan struct{})}
+	w := &process{pool: &Pool{opts: Options{Names: renderNames}}, cmd: cmd, stderr: capped.New(10, capped.FirstAndLast), exited: make(chan struct{})}
 	close(w.exited)
 	msg := w.why(context.Background(), &request{Timeout: 3 * time.Second}, nil, 1)
 	g.Expect(msg).To(HavePrefix("rendering used more CPU time than its limit of 3s (--render-timeout)"))

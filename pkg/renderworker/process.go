@@ -2,7 +2,6 @@ package renderworker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"plumb.dev/pkg/capped"
 	"plumb.dev/pkg/render"
 )
 
@@ -33,7 +32,7 @@ type process struct {
 	in      *os.File      // requests
 	out     *bufio.Reader // answers
 	outF    *os.File
-	stderr  *output
+	stderr  *capped.Buffer
 	renders int
 	// idleGen counts the times the worker went idle or was taken, under
 	// the pool's lock, so that a timer set when it went idle knows whether
@@ -216,39 +215,6 @@ func exitDescription(state *os.ProcessState) string {
 		return "signal " + sig.String()
 	}
 	return fmt.Sprintf("exit status %d", state.ExitCode())
-}
-
-// output keeps the first and the last bytes a worker wrote: the Go
-// runtime's "fatal error" line comes first, what a library printed last
-// may come after it.
-type output struct {
-	mu         sync.Mutex
-	max        int
-	head, tail []byte
-}
-
-func newOutput(max int) *output { return &output{max: max} }
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := len(p)
-	if room := o.max/2 - len(o.head); room > 0 {
-		take := min(room, len(p))
-		o.head = append(o.head, p[:take]...)
-		p = p[take:]
-	}
-	o.tail = append(o.tail, p...)
-	if over := len(o.tail) - o.max/2; over > 0 {
-		o.tail = bytes.Clone(o.tail[over:])
-	}
-	return n, nil
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return string(o.head) + string(o.tail)
 }
 
 // roundDuration prints d as a limit is set: whole seconds from a second up.

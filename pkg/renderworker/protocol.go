@@ -155,18 +155,11 @@ type request struct {
 
 // kustomizeRequest is render.Build's arguments: the work folder is a path
 // the worker reads (render-controller's shared source trees are on disk),
-// the decryption keys are the Secret's data, parsed by the worker.
+// the options are the caller's whole, their fields inline in the JSON.
 type kustomizeRequest struct {
-	WorkDir            string                        `json:"workDir"`
-	Spec               kustomizev1.KustomizationSpec `json:"spec"`
-	Vars               render.Variables              `json:"vars,omitempty"`
-	StrictSubstitution bool                          `json:"strictSubstitution,omitempty"`
-	Limits             render.Limits                 `json:"limits"`
-	Decryption         *Decryption                   `json:"decryption,omitempty"`
-	// Share lets the worker keep kustomize's output for builds of the same
-	// tree, path and spec fields (render.SharedBuilds): the caller
-	// promises WorkDir never changes.
-	Share bool `json:"share,omitempty"`
+	WorkDir string                        `json:"workDir"`
+	Spec    kustomizev1.KustomizationSpec `json:"spec"`
+	KustomizeOptions
 }
 
 // Decryption is spec.decryption's keys as the Secret holds them: parsed

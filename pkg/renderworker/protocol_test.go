@@ -8,6 +8,7 @@ import (
 	helmv2 "plumb.dev/api/helm/v2"
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/helmrender"
+	"plumb.dev/pkg/render"
 )
 
 // TestEveryHelmOptionReachesTheWorker sends helmrender.Options with every
@@ -65,5 +66,85 @@ func fillInt64s(t *testing.T, s reflect.Value) {
 			t.Fatalf("%s.%s is a %s: fill it by hand", s.Type(), s.Type().Field(i).Name, f.Kind())
 		}
 		f.SetInt(int64(1000 + i))
+	}
+}
+
+// TestEveryKustomizeOptionReachesTheBuild sends KustomizeOptions with
+// every field set across the process boundary's encoding, then makes the
+// worker's render.Options of them: every field of render.Options must be
+// set, from the option of the same name (or the one that carries it), so
+// that a render.Options field added without a way to the worker, or an
+// option the encoding drops, fails here rather than renders differently
+// in a worker than in process.
+func TestEveryKustomizeOptionReachesTheBuild(t *testing.T) {
+	// The option that carries each render.Options field that is not a
+	// value on the wire.
+	carriedBy := map[string]string{"Decryptor": "Decryption", "Shared": "Share"}
+	shared := render.NewSharedBuilds(1 << 20)
+	// Decryption and Share exclude each other: one trip for each.
+	decrypting := KustomizeOptions{
+		Vars:               render.Variables{"region": {Value: "eu"}, "token": {Value: "x", Secret: true}},
+		StrictSubstitution: true,
+		Decryption:         &Decryption{Secret: "apps/sops-keys"},
+	}
+	fillInt64s(t, reflect.ValueOf(&decrypting.Limits).Elem())
+	sharing := decrypting
+	sharing.Decryption, sharing.Share = nil, true
+	for _, o := range []KustomizeOptions{decrypting, sharing} {
+		v := reflect.ValueOf(o)
+		for i := range v.NumField() {
+			name := v.Type().Field(i).Name
+			if v.Field(i).IsZero() && name != "Decryption" && name != "Share" {
+				t.Fatalf("KustomizeOptions.%s is not set in this test: set it, so the test covers it", name)
+			}
+		}
+	}
+
+	set := map[string]bool{}
+	for _, sent := range []KustomizeOptions{decrypting, sharing} {
+		var wire bytes.Buffer
+		if err := writeMessage(&wire, &request{Kustomize: &kustomizeRequest{WorkDir: "/work", KustomizeOptions: sent}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var got request
+		if _, err := readMessage(&wire, &got, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if got.Kustomize == nil || !reflect.DeepEqual(got.Kustomize.KustomizeOptions, sent) {
+			t.Fatalf("the worker reads\n%+v\nwant\n%+v", got.Kustomize, sent)
+		}
+		opts, err := got.Kustomize.renderOptions(shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ov, sv := reflect.ValueOf(opts), reflect.ValueOf(sent)
+		for i := range ov.NumField() {
+			name := ov.Type().Field(i).Name
+			if !ov.Field(i).IsZero() {
+				set[name] = true
+			}
+			if carrier := carriedBy[name]; carrier != "" {
+				if sv.FieldByName(carrier).IsZero() != ov.Field(i).IsZero() {
+					t.Errorf("render.Options.%s is %v with KustomizeOptions.%s %v", name, ov.Field(i), carrier, sv.FieldByName(carrier))
+				}
+				continue
+			}
+			from := sv.FieldByName(name)
+			if !from.IsValid() {
+				t.Errorf("render.Options.%s has no KustomizeOptions field to come from: add one, and set it in renderOptions", name)
+				continue
+			}
+			if !reflect.DeepEqual(ov.Field(i).Interface(), from.Interface()) {
+				t.Errorf("render.Options.%s is %v, want %v", name, ov.Field(i), from)
+			}
+		}
+	}
+	for i := range reflect.TypeFor[render.Options]().NumField() {
+		if name := reflect.TypeFor[render.Options]().Field(i).Name; !set[name] {
+			t.Errorf("render.Options.%s is never set in the worker: carry it in KustomizeOptions", name)
+		}
+	}
+	if opts, _ := sharing.renderOptions(shared); opts.Shared != shared {
+		t.Errorf("a sharing build uses %p, not the worker's shared builds %p", opts.Shared, shared)
 	}
 }

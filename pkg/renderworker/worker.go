@@ -220,28 +220,40 @@ const idleFree = 2 * time.Second
 const workerGrace = time.Second
 
 func (w *worker) kustomize(ctx context.Context, req *kustomizeRequest) (*response, []byte) {
-	opts := render.Options{
-		Vars:               req.Vars,
-		StrictSubstitution: req.StrictSubstitution,
-		Limits:             req.Limits,
-	}
-	if d := req.Decryption; d != nil {
-		keys := &decrypt.Keys{Secret: d.Secret}
-		if d.Data != nil {
-			var err error
-			if keys, err = decrypt.ParseKeys(d.Secret, d.Data); err != nil {
-				return &response{Error: &responseError{Reason: reasonDecryption, Message: err.Error()}}, nil
-			}
-		}
-		opts.Decryptor = decrypt.New(keys)
-	} else if req.Share {
-		opts.Shared = w.shared
+	opts, err := req.renderOptions(w.shared)
+	if err != nil {
+		return &response{Error: &responseError{Reason: reasonDecryption, Message: err.Error()}}, nil
 	}
 	res, err := render.Build(ctx, req.WorkDir, &req.Spec, opts)
 	if err != nil {
 		return &response{Error: errorOf(err)}, nil
 	}
 	return &response{IDs: res.Objects, Digest: res.Digest}, res.Manifests
+}
+
+// renderOptions are o as render.Build takes them in the worker: the
+// decryption keys parsed (an error is theirs), the worker's shared builds
+// when o shares. TestEveryKustomizeOptionReachesTheBuild fails when a
+// field of render.Options is not set from o.
+func (o *KustomizeOptions) renderOptions(shared *render.SharedBuilds) (render.Options, error) {
+	opts := render.Options{
+		Vars:               o.Vars,
+		StrictSubstitution: o.StrictSubstitution,
+		Limits:             o.Limits,
+	}
+	if d := o.Decryption; d != nil {
+		keys := &decrypt.Keys{Secret: d.Secret}
+		if d.Data != nil {
+			var err error
+			if keys, err = decrypt.ParseKeys(d.Secret, d.Data); err != nil {
+				return opts, err
+			}
+		}
+		opts.Decryptor = decrypt.New(keys)
+	} else if o.Share {
+		opts.Shared = shared
+	}
+	return opts, nil
 }
 
 func helm(ctx context.Context, opts *helmrender.Options, archive []byte) (*response, []byte) {

@@ -1,16 +1,17 @@
 package textbudget
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 	"text/template"
 	"time"
+
+	"plumb.dev/pkg/capped"
 )
 
 // ErrTooLong is the error of an output over its bound.
-var ErrTooLong = errors.New("output too long")
+var ErrTooLong = capped.ErrFull
 
 // Runner executes templates with a timeout, at most Slots at once.
 type Runner struct {
@@ -60,7 +61,7 @@ func (r *Runner) Execute(tmpl *template.Template, data any, limit, maxBuilt int)
 				done <- result{err: fmt.Errorf("the template panicked: %v", p)}
 			}
 		}()
-		w := &limitedBuffer{limit: limit}
+		w := capped.New(limit, capped.First)
 		err := run.Execute(w, data)
 		done <- result{w.String(), err}
 	}()
@@ -82,17 +83,4 @@ func CleanError(err error) error {
 		return err
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "template: "))
-}
-
-// limitedBuffer fails a write past limit bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	limit int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.limit {
-		return 0, fmt.Errorf("%w: more than %d bytes", ErrTooLong, b.limit)
-	}
-	return b.Buffer.Write(p)
 }

@@ -37,4 +37,10 @@ const (
 	// sets); it names them and, for a change, the writers' field
 	// managers.
 	ObjectsRestoredReason = "ObjectsRestored"
+	// DriftUnwatchedReason: the warning event of a reconcile that applied
+	// objects of a kind sync-controller may not list, so cannot watch (its
+	// RBAC): another writer's change to them is undone only at the next
+	// interval. It names the kinds and the API server's refusal; Ready's
+	// message says the same until the kind can be watched.
+	DriftUnwatchedReason = "DriftUnwatched"
 )

@@ -68,10 +68,10 @@ func (r *HelmReleaseReconciler) newSkeleton() *reconcile.Controller[*helmv2.Helm
 	return newSkeleton(&r.Syncer, helmv2.HelmReleaseKind, func(hr *helmv2.HelmRelease) string {
 		note := outOfSyncNote(hr.Status.ManualSyncStatus)
 		if len(hr.Status.History) == 0 {
-			return appliedMessage(hr.Status.LastAppliedRevision, hr.Status.ManualSyncStatus) + windowNote(hr.Status.SyncWindow)
+			return appliedMessage(hr.Status.LastAppliedRevision, hr.Status.ManualSyncStatus) + windowNote(hr.Status.SyncWindow, appOf(hr).spec())
 		}
 		h := hr.Status.History[0]
-		return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version) + note + rolledBackNote(hr) + windowNote(hr.Status.SyncWindow)
+		return fmt.Sprintf("Released %s@%s as %s/%s v%d", h.ChartName, h.ChartVersion, h.Namespace, h.Name, h.Version) + note + rolledBackNote(hr) + windowNote(hr.Status.SyncWindow, appOf(hr).spec())
 	})
 }
 

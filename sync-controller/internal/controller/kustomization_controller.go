@@ -73,7 +73,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 // the run's last write.
 func (r *KustomizationReconciler) newSkeleton() *reconcile.Controller[*kustomizev1.Kustomization] {
 	return newSkeleton(&r.Syncer, kustomizev1.KustomizationKind, func(ks *kustomizev1.Kustomization) string {
-		return appliedMessage(ks.Status.LastAppliedRevision, ks.Status.ManualSyncStatus) + rolledBackNote(ks) + windowNote(ks.Status.SyncWindow)
+		return appliedMessage(ks.Status.LastAppliedRevision, ks.Status.ManualSyncStatus) + rolledBackNote(ks) + windowNote(ks.Status.SyncWindow, appOf(ks).spec())
 	})
 }
 

@@ -80,7 +80,6 @@ func addStartupWatches(mgr ctrl.Manager, r *Syncer, kind string, list client.Obj
 		done:         make(chan struct{}),
 		log:          mgr.GetLogger().WithName("startup-watches"),
 	}
-	r.startup = s
 	if err := mgr.Add(s); err != nil {
 		return err
 	}

@@ -46,9 +46,8 @@ spec:
 	stopController()
 	release := artifacts.hold(t, artifactPath(ks, manifests))
 	stopController = startController()
-	r := running
-	g.Eventually(func() error { return r.startup.ready(nil) }, time.Minute, 10*time.Millisecond).Should(Succeed())
-	watcher := r.Engine.Watcher()
+	g.Eventually(runningReadyz.ready, time.Minute, 10*time.Millisecond).Should(Succeed())
+	watcher := running.Engine.Watcher()
 	g.Expect(watcher.Watching(corev1.SchemeGroupVersion.WithKind("LimitRange"))).To(BeTrue(),
 		"the informer of a kind of the stored inventory has listed when the controller says ready")
 	g.Eventually(func() int { return artifacts.downloads(artifactPath(ks, manifests)) }, time.Minute, 10*time.Millisecond).

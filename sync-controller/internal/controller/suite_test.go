@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -52,6 +54,10 @@ var (
 	// running is the Kustomization reconciler startController started
 	// last, for tests that look at what it keeps in memory.
 	running *KustomizationReconciler
+	// runningReadyz are the readiness checks the running controller
+	// registered, which /readyz runs in production (HealthProbeBindAddress
+	// is off here).
+	runningReadyz *readyzChecks
 )
 
 func TestMain(m *testing.M) {
@@ -140,8 +146,10 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		AllowLoopbackKubeConfigServers: r.AllowLoopbackKubeConfigServers, Shard: r.Shard, Clock: r.Clock,
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
-	must(r.SetupWithManager(ctx, mgr, 4))
-	must(hr.SetupWithManager(ctx, mgr, 4))
+	checks := &readyzChecks{Manager: mgr}
+	runningReadyz = checks
+	must(r.SetupWithManager(ctx, checks, 4))
+	must(hr.SetupWithManager(ctx, checks, 4))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -154,6 +162,39 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 		<-done
 		_ = publisher.Close(context.Background())
 	}
+}
+
+// readyzChecks is a manager that keeps the readiness checks added to it,
+// so that a test asks what /readyz would.
+type readyzChecks struct {
+	ctrl.Manager
+	mu     sync.Mutex
+	checks map[string]healthz.Checker
+}
+
+func (m *readyzChecks) AddReadyzCheck(name string, check healthz.Checker) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.checks == nil {
+		m.checks = map[string]healthz.Checker{}
+	}
+	m.checks[name] = check
+	return m.Manager.AddReadyzCheck(name, check)
+}
+
+// ready is /readyz's answer: the first failing check's error, or nil.
+func (m *readyzChecks) ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.checks) == 0 {
+		return errors.New("no readiness check was added")
+	}
+	for name, check := range m.checks {
+		if err := check(nil); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func must(err error) {

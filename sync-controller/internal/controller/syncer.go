@@ -120,9 +120,6 @@ type Syncer struct {
 	fights      fight.Tracker
 	// targets decides where and as whom each object's sync writes.
 	targets *target.Resolver
-	// startup starts the drift watches of the stored inventories before
-	// the process says ready (startupwatches.go).
-	startup *startupWatches
 }
 
 // defaults fills in the settings left unset.

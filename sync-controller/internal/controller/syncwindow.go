@@ -204,13 +204,25 @@ func (s *syncRun) gateSyncWindow(ctx context.Context) error {
 // render synced last while the windows hold the newest: the run's drift
 // policy, which a window with driftCorrection: false has made Report.
 func (s *syncRun) heldDrift() string {
-	switch {
-	case s.spec.DriftDisabled:
-		return "is neither corrected nor reported (drift detection is disabled)"
-	case s.spec.DriftPolicy == kustomizev1.DriftPolicyReport:
-		return "is reported, not corrected"
+	if fate := s.spec.driftFate(true); fate != "corrected" {
+		return "is " + fate
 	}
 	return "is still corrected"
+}
+
+// driftFate says what becomes of drift under the spec: the policy that
+// decides, the first of drift detection disabled (a HelmRelease's
+// driftDetection.mode: disabled), driftPolicy: Report (or mode: warn),
+// syncPolicy: Manual (manualsync.go reports drift, as Report does), and
+// an active window with driftCorrection: false (windowCorrects false).
+func (sp *syncSpec) driftFate(windowCorrects bool) string {
+	switch {
+	case sp.DriftDisabled:
+		return "neither corrected nor reported (drift detection is disabled)"
+	case sp.DriftPolicy == kustomizev1.DriftPolicyReport || sp.Manual || !windowCorrects:
+		return "reported, not corrected"
+	}
+	return "corrected"
 }
 
 // heldBack returns the artifact a run applies instead of the newest
@@ -298,8 +310,9 @@ func (r *Syncer) windowPolicySelects(ctx context.Context, o client.Object, list 
 
 // windowNote ends Ready's message while the object is outside its sync
 // windows and they hold nothing (a hold makes Ready=False with its own
-// message): the windows, until when, and whether drift is corrected.
-func windowNote(st *kustomizev1.SyncWindowStatus) string {
+// message): the windows, until when, and what becomes of drift, as the
+// object's own policy (spec, its syncSpec) and the windows decide.
+func windowNote(st *kustomizev1.SyncWindowStatus, spec syncSpec) string {
 	if st == nil {
 		return ""
 	}
@@ -307,9 +320,5 @@ func windowNote(st *kustomizev1.SyncWindowStatus) string {
 	if st.NextOpen != nil {
 		until = " until " + st.NextOpen.UTC().Format(time.RFC3339)
 	}
-	drift := "drift is corrected"
-	if !st.DriftCorrection {
-		drift = "drift is reported, not corrected"
-	}
-	return fmt.Sprintf("; sync window %s is closed%s, %s", strings.Join(st.Windows, ", "), until, drift)
+	return fmt.Sprintf("; sync window %s is closed%s, drift is %s", strings.Join(st.Windows, ", "), until, spec.driftFate(st.DriftCorrection))
 }

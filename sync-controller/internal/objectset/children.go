@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,7 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	kustomizev1 "plumb.dev/api/kustomize/v1"
 	setv1 "plumb.dev/api/set/v1"
+	"plumb.dev/pkg/inventory"
 	"plumb.dev/pkg/object"
 	"plumb.dev/pkg/panics"
 )
@@ -44,6 +49,10 @@ import (
 type children struct {
 	cache cache.Cache
 	log   logr.Logger
+	// lister and mapper make the first list of a kind by hand (probe), as
+	// the informer would, to learn whether the controller may.
+	lister metadata.Interface
+	mapper apimeta.RESTMapper
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -54,6 +63,10 @@ type children struct {
 	// pruning holds the UIDs of objects a set is deleting itself: their
 	// deletion is no reason to come back.
 	pruning map[types.UID]bool
+	// forbidden holds the kinds the controller may not list, with the API
+	// server's answer: no informer runs for them (it would retry and log
+	// the refusal forever), and the sets that write them say so in Ready.
+	forbidden map[schema.GroupKind]string
 }
 
 // change is another writer's change to an object of a set.
@@ -81,12 +94,19 @@ func newChildren(mgr manager.Manager, log logr.Logger) (*children, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of the sets' objects: %w", err)
 	}
+	lister, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
 	ch := &children{
-		cache:   c,
-		log:     log,
-		watched: map[schema.GroupVersionKind]bool{},
-		changed: map[types.NamespacedName]map[object.ID]change{},
-		pruning: map[types.UID]bool{},
+		cache:     c,
+		log:       log,
+		lister:    lister,
+		mapper:    mgr.GetRESTMapper(),
+		forbidden: map[schema.GroupKind]string{},
+		watched:   map[schema.GroupVersionKind]bool{},
+		changed:   map[types.NamespacedName]map[object.ID]change{},
+		pruning:   map[types.UID]bool{},
 	}
 	return ch, mgr.Add(c)
 }
@@ -108,15 +128,23 @@ const syncWait = 10 * time.Second
 // watch makes sure the kind is watched. The first call for a kind waits
 // for the informer's first list, so that a change right after the apply
 // is seen as one (the list would show it as the object's first state),
-// but at most syncWait: a kind the controller may not list keeps
-// retrying in the background (and logging why) without holding the
-// reconciles that follow.
+// but at most syncWait: a kind that is slow to list keeps retrying in the
+// background without holding the reconciles that follow.
+//
+// A kind the controller may not list (its RBAC: deploy/sync-controller's
+// ClusterRole narrowed) gets no informer, which would only retry and log
+// the refusal: watch returns a *forbiddenError, and each later call asks
+// again, so that the kind is watched from the first reconcile after the
+// RBAC allows it.
 func (c *children) watch(ctx context.Context, gvk schema.GroupVersionKind) error {
 	c.mu.Lock()
 	done := c.watched[gvk]
 	c.mu.Unlock()
 	if done {
 		return nil
+	}
+	if err := c.probe(ctx, gvk); err != nil {
+		return err
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
@@ -144,6 +172,65 @@ func (c *children) watch(ctx context.Context, gvk schema.GroupVersionKind) error
 		return fmt.Errorf("the first list of %s did not end within %s", gvk.Kind, syncWait)
 	}
 	return nil
+}
+
+// forbiddenError is a kind the controller may not list, so cannot watch.
+type forbiddenError struct {
+	kind schema.GroupKind
+	err  error
+}
+
+func (e *forbiddenError) Error() string {
+	return fmt.Sprintf("sync-controller may not list %s objects: %v", e.kind.Kind, e.err)
+}
+
+// probe lists one object of the kind with the sets' label, as the
+// informer's first list would, and records whether the API server
+// refused it. An error other than a refusal is left to the informer,
+// which retries it.
+func (c *children) probe(ctx context.Context, gvk schema.GroupVersionKind) error {
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	_, err = c.lister.Resource(mapping.Resource).List(ctx, metav1.ListOptions{LabelSelector: NameLabel, Limit: 1})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if apierrors.IsForbidden(err) {
+		c.forbidden[gvk.GroupKind()] = err.Error()
+		return &forbiddenError{kind: gvk.GroupKind(), err: err}
+	}
+	delete(c.forbidden, gvk.GroupKind())
+	return nil
+}
+
+// unwatched is Ready's note for a set whose inventory holds kinds the
+// controller may not list: which, why, and what it costs. "" when every
+// kind is watched.
+func (c *children) unwatched(inv *kustomizev1.Inventory) string {
+	if inv == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[schema.GroupKind]bool{}
+	var kinds, why []string
+	for _, e := range inv.Entries {
+		id := inventory.IDOf(e)
+		gk := schema.GroupKind{Group: id.Group, Kind: id.Kind}
+		msg, ok := c.forbidden[gk]
+		if !ok || seen[gk] {
+			continue
+		}
+		seen[gk] = true
+		kinds = append(kinds, gk.Kind)
+		why = append(why, msg)
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; drift of its %s objects is not corrected until sync-controller may list and watch them (%s): another writer's change is undone only at the next interval",
+		strings.Join(kinds, ", "), strings.Join(why, "; "))
 }
 
 func (c *children) onUpdate(gvk schema.GroupVersionKind, oldObj, newObj any) {

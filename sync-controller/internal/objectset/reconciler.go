@@ -125,10 +125,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		DefaultReason: setv1.GeneratorFailedReason,
 		Events:        r.Events,
 		Metrics:       r.Metrics,
-		Succeeded:     succeeded,
-		OwnedStatus:   func(obj *setv1.ObjectSet) any { return &obj.Status },
-		Client:        r.Client,
-		FieldManager:  statusFieldManager,
+		Succeeded: func(obj *setv1.ObjectSet) string {
+			return succeeded(obj) + r.children.unwatched(obj.Status.Inventory)
+		},
+		OwnedStatus:  func(obj *setv1.ObjectSet) any { return &obj.Status },
+		Client:       r.Client,
+		FieldManager: statusFieldManager,
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &setv1.ObjectSet{}, gitRepositoryIndex, gitRepositoriesOf); err != nil {
 		return err
@@ -309,13 +311,20 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 		return reconcile.Stalled(kustomizev1.ApplyFailedReason, err)
 	}
 	st.writer = w
+	var unwatched []string
 	for _, gvk := range distinctKinds(st.render.objects) {
 		if err := r.children.watch(ctx, gvk); err != nil {
 			// The objects are still applied; only a foreign change waits
 			// for the next interval.
+			var forbidden *forbiddenError
+			if errors.As(err, &forbidden) {
+				unwatched = append(unwatched, err.Error())
+				continue
+			}
 			ctrl.LoggerFrom(ctx).Error(err, "objects of this kind written by others are restored only at the interval", "kind", gvk.Kind)
 		}
 	}
+	r.recordUnwatched(obj, unwatched)
 	key := client.ObjectKeyFromObject(obj)
 	changes := r.children.changes(key)
 	var restored []string
@@ -359,6 +368,21 @@ func (r *Reconciler) apply(ctx context.Context, obj *setv1.ObjectSet, st *state)
 			fmt.Sprintf("restored %s", strings.Join(message.Names(restored, 20), ", ")))
 	}
 	return nil
+}
+
+// recordUnwatched records a DriftUnwatched warning naming the kinds of
+// the set's objects the controller may not watch (unwatched, the
+// refusals), once: not again while Ready's message already names them
+// (children.unwatched, which Ready's message ends with).
+func (r *Reconciler) recordUnwatched(obj *setv1.ObjectSet, unwatched []string) {
+	if len(unwatched) == 0 {
+		return
+	}
+	msg := strings.Join(unwatched, "; ") + ": drift of these objects is not corrected until it may list and watch them; another writer's change is undone only at the next interval"
+	if prev := conditions.Get(obj, meta.ReadyCondition); prev != nil && strings.Contains(prev.Message, "is not corrected until sync-controller may list and watch them") {
+		return
+	}
+	r.Events.Record(obj, events.SeverityError, setv1.DriftUnwatchedReason, msg)
 }
 
 // restoredBy says what another writer had done to applied, an object

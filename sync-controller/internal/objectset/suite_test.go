@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,9 +51,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	artifacts = testenv.StartArtifactServer()
-	stop := startController(false)
+	stopController = startController(env.Config, false)
 	code := m.Run()
-	stop()
+	stopController()
 	artifacts.Close()
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,10 +61,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// stopController stops the running reconciler; a test that runs one of
+// its own (restrictedController) replaces it.
+var stopController func()
+
 // startController runs the ObjectSet reconciler in this process, as
-// sync-controller's main does, and returns its stop function.
-func startController(noCrossNamespaceRefs bool) func() {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+// sync-controller's main does, acting as cfg says, and returns its stop
+// function.
+func startController(cfg *rest.Config, noCrossNamespaceRefs bool) func() {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -73,7 +79,7 @@ func startController(noCrossNamespaceRefs bool) func() {
 	r := &Reconciler{
 		Client:               mgr.GetClient(),
 		Reader:               mgr.GetAPIReader(),
-		Config:               env.Config,
+		Config:               cfg,
 		Scheme:               env.Scheme,
 		Events:               events.NewRecorder(recorded, nil, env.Scheme, kinds.SyncController),
 		Fetch:                fetch.Options{Backoff: 10 * time.Millisecond, Attempts: 2},
