@@ -1,7 +1,7 @@
 // Package metrics holds the Prometheus metrics every Plumb controller keeps
-// per reconciled object, under one naming scheme:
+// per kind and per reconciled object, under one naming scheme:
 //
-//	plumb_<subsystem>_reconcile_duration_seconds{namespace,name}  histogram
+//	plumb_<subsystem>_reconcile_duration_seconds                  histogram over every object of the kind
 //	plumb_<subsystem>_<condition>{namespace,name}                  gauge: 1 True, 0 False, -1 Unknown
 //	plumb_<subsystem>_suspended{namespace,name}                    gauge: 1 while suspended
 //	plumb_<subsystem>_artifact_size_bytes{namespace,name}          gauge: the current artifact's size
@@ -10,6 +10,10 @@
 // where <condition> is the lower-cased condition a controller reports on
 // (ready, rendered) and <work> names what a skipped reconcile saves
 // (fetches_total, builds_total). Controllers add their own metrics beside.
+// The duration has no object labels: 14 buckets per object were most of
+// what a fleet's series cost (docs/design/metrics.md), and the duration of
+// one object is gotk_reconcile_duration_seconds' (below) for each kind
+// whose Ready a controller owns.
 //
 // Beside them, a kind whose Spec sets Toolkit also has Flux's series, so
 // that Flux's Grafana dashboards and alert rules work unchanged

@@ -28,8 +28,12 @@ type Spec struct {
 
 // Object is the metric set of one kind of reconciled object.
 type Object struct {
-	spec      Spec
-	duration  *prometheus.HistogramVec
+	spec Spec
+	// duration is per controller and kind, not per object: with 14
+	// buckets it was most of an object's series (docs/design/metrics.md,
+	// "Plumb's series"), and gotk_reconcile_duration_seconds has the
+	// duration per object where Flux's dashboards look for it.
+	duration  prometheus.Histogram
 	condition *prometheus.GaugeVec
 	suspended *prometheus.GaugeVec
 	size      *prometheus.GaugeVec
@@ -46,11 +50,11 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 	name := func(suffix string) string { return "plumb_" + s.Subsystem + "_" + suffix }
 	m := &Object{
 		spec: s,
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    name("reconcile_duration_seconds"),
-			Help:    "How long one reconcile of a " + s.Kind + " took.",
+			Help:    "How long one reconcile of a " + s.Kind + " took, over all of them.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-		}, labels),
+		}),
 		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: name(strings.ToLower(s.Condition)),
 			Help: "The " + s.Kind + "'s " + s.Condition + " condition: 1 True, 0 False, -1 Unknown.",
@@ -81,7 +85,7 @@ func (m *Object) Observe(namespace, name string, start time.Time) {
 		return
 	}
 	took := time.Since(start).Seconds()
-	m.duration.WithLabelValues(namespace, name).Observe(took)
+	m.duration.Observe(took)
 	if m.toolkit != nil {
 		m.toolkit.duration.WithLabelValues(m.spec.Kind, name, namespace).Observe(took)
 	}
@@ -126,7 +130,7 @@ func (m *Object) Forget(namespace, name string) {
 	if m == nil {
 		return
 	}
-	for _, v := range []*prometheus.MetricVec{m.duration.MetricVec, m.condition.MetricVec, m.suspended.MetricVec, m.size.MetricVec} {
+	for _, v := range []*prometheus.MetricVec{m.condition.MetricVec, m.suspended.MetricVec, m.size.MetricVec} {
 		v.DeleteLabelValues(namespace, name)
 	}
 	if m.work != nil {

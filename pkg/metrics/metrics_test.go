@@ -20,6 +20,7 @@ func TestObjectMetrics(t *testing.T) {
 	m.Record("ns", "a", []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}}, true, &size)
 	m.Record("ns", "b", nil, false, nil)
 	m.Observe("ns", "a", time.Now())
+	m.Observe("ns", "b", time.Now())
 	m.Worked("ns", "a")
 	m.Worked("ns", "a")
 
@@ -39,12 +40,31 @@ plumb_test_artifact_size_bytes{name="a",namespace="ns"} 42
 # TYPE plumb_test_fetches_total counter
 plumb_test_fetches_total{name="a",namespace="ns"} 2
 `), "plumb_test_ready", "plumb_test_suspended", "plumb_test_artifact_size_bytes", "plumb_test_fetches_total")).To(Succeed())
+	// One histogram for the kind, both objects' reconciles in it: no
+	// series per object (gotk_reconcile_duration_seconds has those).
 	g.Expect(testutil.CollectAndCount(reg, "plumb_test_reconcile_duration_seconds")).To(Equal(1))
+	g.Expect(histogramCount(g, reg, "plumb_test_reconcile_duration_seconds")).To(BeEquivalentTo(2))
 
 	m.Forget("ns", "a")
 	g.Expect(testutil.CollectAndCount(reg, "plumb_test_ready")).To(Equal(1))
 	g.Expect(testutil.CollectAndCount(reg, "plumb_test_fetches_total")).To(Equal(0))
+	g.Expect(histogramCount(g, reg, "plumb_test_reconcile_duration_seconds")).To(BeEquivalentTo(2), "a deleted object's reconciles stay in the kind's histogram")
 
 	var nilMetrics *Object
 	nilMetrics.Record("ns", "a", nil, false, nil) // a nil set records nothing and does not panic
+}
+
+// histogramCount returns the sample count of the one histogram named name.
+func histogramCount(g Gomega, reg *prometheus.Registry, name string) uint64 {
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name {
+			g.Expect(f.GetMetric()).To(HaveLen(1))
+			g.Expect(f.GetMetric()[0].GetLabel()).To(BeEmpty(), "no object labels")
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	g.Expect(name).To(BeEmpty(), "no histogram of that name")
+	return 0
 }

@@ -48,7 +48,8 @@
 //
 // # Metrics
 //
-// pkg/metrics' set per kind, labels namespace and name, recorded by the
+// pkg/metrics' set per kind, labels namespace and name (the duration has
+// none: one histogram over every object of the kind), recorded by the
 // skeleton (the alert delivery metrics are internal/dispatch's):
 //
 //	plumb_notification_{provider,alert,receiver}_reconcile_duration_seconds  histogram

@@ -275,7 +275,7 @@
 // # Metrics
 //
 // Registered in controller-runtime's metrics registry, labels namespace and
-// name:
+// name but for the duration, one histogram over every object of the kind:
 //
 //	plumb_source_reconcile_duration_seconds  histogram of reconcile durations
 //	plumb_source_ready                       Ready: 1 True, 0 False, -1 Unknown

@@ -299,7 +299,7 @@
 //
 // # Metrics
 //
-//	plumb_sync_reconcile_duration_seconds{namespace,name}   histogram (pkg/metrics' set)
+//	plumb_sync_reconcile_duration_seconds                   histogram over every Kustomization (pkg/metrics' set)
 //	plumb_sync_objects_total{action}                        counter: Created, Configured, Unchanged, Deleted
 //	plumb_sync_drift_detected_total{kind,namespace,name}    counter
 //	plumb_sync_drift_corrected_total{kind,namespace,name}   counter

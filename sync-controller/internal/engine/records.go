@@ -67,20 +67,20 @@ func (r *records) forget(id object.ID) {
 
 // fingerprint summarizes the managedFields entries that describe writes to
 // the object itself (status subresource writes are left out: they change
-// nothing Git declares). Any write by anyone changes the fingerprint.
+// nothing Git declares). Any write by anyone changes the fingerprint. Each
+// field set counts by its digest, which is all the watch cache keeps of it
+// (digestManagedFields).
 func fingerprint(entries []metav1.ManagedFieldsEntry) string {
 	lines := make([]string, 0, len(entries))
 	for _, e := range entries {
 		if e.Subresource != "" {
 			continue
 		}
-		fields := e.FieldsV1.GetRawBytes() // nil-safe
 		t := ""
 		if e.Time != nil {
 			t = e.Time.UTC().Format(time.RFC3339)
 		}
-		sum := sha256.Sum256(fields)
-		lines = append(lines, e.Manager+"|"+string(e.Operation)+"|"+e.APIVersion+"|"+t+"|"+hex.EncodeToString(sum[:8]))
+		lines = append(lines, e.Manager+"|"+string(e.Operation)+"|"+e.APIVersion+"|"+t+"|"+fieldsDigest(e.FieldsV1))
 	}
 	sort.Strings(lines)
 	h := sha256.New()

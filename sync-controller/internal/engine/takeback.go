@@ -43,8 +43,20 @@ func (e *Engine) takeBackKubectlFields(ctx context.Context, desired *unstructure
 	if !flux.TakesBackKubectlFields(desired) {
 		return false, nil
 	}
-	entries, changed, err := handOver(live.ManagedFields)
 	_, lastApplied := live.Annotations[lastAppliedAnnotation]
+	if !lastApplied && !hasKubectlEntry(live.ManagedFields) {
+		return false, nil
+	}
+	// live is the watch cache's, which keeps only a digest of each field
+	// set (digestManagedFields): the sets to merge are read from the API
+	// server, on this path alone, and the patch is conditional on that
+	// read's resource version.
+	live = metadataObject(desired.GroupVersionKind())
+	if err := e.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false, fmt.Errorf("reading the fields kubectl set (%s: %s): %w", flux.SSAKey, flux.Override, err)
+	}
+	entries, changed, err := handOver(live.ManagedFields)
+	_, lastApplied = live.Annotations[lastAppliedAnnotation]
 	if err != nil || (!changed && !lastApplied) {
 		return false, err
 	}
@@ -115,6 +127,17 @@ func handOver(entries []metav1.ManagedFieldsEntry) (out []metav1.ManagedFieldsEn
 	now := metav1.Now()
 	out[ours].FieldsV1, out[ours].Time = metav1.NewFieldsV1(string(raw)), &now
 	return out, true, nil
+}
+
+// hasKubectlEntry reports whether any entry is one of kubectlManagers' on
+// the object itself: whether handOver would have something to take.
+func hasKubectlEntry(entries []metav1.ManagedFieldsEntry) bool {
+	for _, e := range entries {
+		if e.Subresource == "" && isKubectl(e) {
+			return true
+		}
+	}
+	return false
 }
 
 func isKubectl(e metav1.ManagedFieldsEntry) bool {

@@ -80,6 +80,7 @@ func NewWatcherFor(kind string, cfg *rest.Config, scheme *runtime.Scheme, mapper
 		Scheme:               scheme,
 		Mapper:               mapper,
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
+		DefaultTransform:     digestManagedFields(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the managed-object cache: %w", err)
