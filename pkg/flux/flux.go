@@ -2,6 +2,8 @@ package flux
 
 import (
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The keys Flux reads on the objects it applies, as a label or an
@@ -88,11 +90,7 @@ func find(m Metadata, key string, values ...string) (Found, bool) {
 		return Found{}, false
 	}
 	for _, label := range []bool{false, true} {
-		all := m.GetAnnotations()
-		if label {
-			all = m.GetLabels()
-		}
-		v := all[key]
+		v := value(m, label, key)
 		if v == "" {
 			continue
 		}
@@ -159,3 +157,34 @@ func (m Maps) GetLabels() map[string]string { return m.Labels }
 
 // GetAnnotations returns m.Annotations.
 func (m Maps) GetAnnotations() map[string]string { return m.Annotations }
+
+// value is the label (or annotation) key of m, "" when there is none. An
+// unstructured object's is read in place: its GetAnnotations and GetLabels
+// copy the whole map for each key asked, and every apply asks a few.
+func value(m Metadata, label bool, key string) string {
+	u, ok := m.(*unstructured.Unstructured)
+	if !ok {
+		if label {
+			return m.GetLabels()[key]
+		}
+		return m.GetAnnotations()[key]
+	}
+	field := "annotations"
+	if label {
+		field = "labels"
+	}
+	meta, _ := u.Object["metadata"].(map[string]any)
+	all, _ := meta[field].(map[string]any)
+	v, _ := all[key].(string)
+	if v == "" {
+		return ""
+	}
+	// As GetAnnotations reads it: a map with a value that is neither a
+	// string nor null is no map at all.
+	for _, other := range all {
+		if _, ok := other.(string); !ok && other != nil {
+			return ""
+		}
+	}
+	return v
+}

@@ -193,6 +193,7 @@ func (c *requestCounter) timeline(start, at time.Time) timeline {
 		return t
 	}
 	t.before = firstObj.Sub(start)
+	t.firstObject = firstObj
 	t.objects = lastObj.Sub(firstObj)
 	t.after = statusEnd.Sub(lastObj)
 	return t
@@ -206,6 +207,28 @@ type timeline struct {
 	after    time.Duration // last object response to the final status write's response
 	delivery time.Duration // that response to the watch event reaching the bench (negative when the event came first)
 	status   time.Duration // the final status write's own request
+
+	// The hand-off (before) split at the artifact's download, when it
+	// was downloaded in the run: the trigger to the download's request
+	// (watch delivery, queue, the steps before the manifests), the
+	// download, and from its end to the first object request (verify,
+	// decode, stamp, plan, the steps after).
+	firstObject   time.Time
+	split         bool
+	toDownload    time.Duration
+	download      time.Duration
+	afterDownload time.Duration
+}
+
+// withDownload splits the hand-off at the artifact's download, when it
+// fell between the trigger and the first object request.
+func (t timeline) withDownload(start time.Time, dl span) timeline {
+	if !t.known || t.firstObject.IsZero() || dl.start.Before(start) || dl.end.After(t.firstObject) {
+		return t
+	}
+	t.split = true
+	t.toDownload, t.download, t.afterDownload = dl.start.Sub(start), dl.end.Sub(dl.start), t.firstObject.Sub(dl.end)
+	return t
 }
 
 func (t timeline) String() string {
@@ -216,8 +239,13 @@ func (t timeline) String() string {
 		return fmt.Sprintf("trigger to status written %s (the status write itself %s), then watch delivery %s",
 			benchfig.Round(t.before), benchfig.Round(t.status), benchfig.Round(t.delivery))
 	}
+	handOff := benchfig.Round(t.before).String()
+	if t.split {
+		handOff += fmt.Sprintf(" (to the download %s, download %s, then decode and plan %s)",
+			benchfig.Round(t.toDownload), benchfig.Round(t.download), benchfig.Round(t.afterDownload))
+	}
 	return fmt.Sprintf("trigger to first object request %s, object requests %s, to status written %s (the status write itself %s), watch delivery %s",
-		benchfig.Round(t.before), benchfig.Round(t.objects), benchfig.Round(t.after), benchfig.Round(t.status), benchfig.Round(t.delivery))
+		handOff, benchfig.Round(t.objects), benchfig.Round(t.after), benchfig.Round(t.status), benchfig.Round(t.delivery))
 }
 
 func (c *requestCounter) reset() {

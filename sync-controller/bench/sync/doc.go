@@ -44,8 +44,9 @@
 //	go run ./sync-controller/bench/sync [-objects 1000] [-runs 5] [-profile-dir DIR]
 //
 // -profile-dir writes CPU profiles of the in-process controller during an
-// initial sync, the no-op resyncs and the drift edits, and a heap profile
-// after them; SYNCBENCH_TRACE=1 prints every request of the final deletion
+// initial sync, the no-op resyncs and the drift edits, heap profiles on
+// both sides of that initial sync (pprof -base of the two is what it
+// allocated), and a heap profile after the drift edits; SYNCBENCH_TRACE=1 prints every request of the final deletion
 // (prune) with its start offset and duration.
 //
 // It is a benchmark, not a test: nothing here asserts a duration.

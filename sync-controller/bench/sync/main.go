@@ -485,6 +485,9 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 	revision := fmt.Sprintf("main@sha1:%040x", b.runID)
 	stopProfile := func() {}
 	if profile {
+		// The heap profiles on both sides of the run: their difference
+		// (pprof -base) is what the initial sync allocated.
+		b.heapProfile("heap-before-initial-" + string(w))
 		stopProfile = b.profile("initial-" + string(w))
 	}
 	defer stopProfile()
@@ -512,6 +515,9 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		elapsed = at.Sub(renderStart)
 	}
 	stopProfile()
+	if profile {
+		b.heapProfile("heap-after-initial-" + string(w))
+	}
 	time.Sleep(settle)
 	total, counts := b.counter.snapshot()
 	if got.Status.Inventory == nil || len(got.Status.Inventory.Entries) != b.c.objects {
@@ -521,7 +527,7 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		}
 		return nil, sample{}, fmt.Errorf("the Kustomization is Ready, but its inventory holds %d entries, not %d", n, b.c.objects)
 	}
-	tl := b.counter.timeline(start, at)
+	tl := b.counter.timeline(start, at).withDownload(start, b.art.lastDownload())
 	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s\n", w.describe(b.c.objects), benchfig.Round(elapsed), total, tl)
 	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl, render: renderTook}, nil
 }

@@ -174,11 +174,25 @@ type artifactServer struct {
 	*httptest.Server
 	mu    sync.Mutex
 	files map[string][]byte
+	// served is the last download's span: the hand-off of the timeline
+	// is split at it.
+	served span
+}
+
+// span is when something started and ended.
+type span struct{ start, end time.Time }
+
+// lastDownload is the span of the last artifact served.
+func (a *artifactServer) lastDownload() span {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.served
 }
 
 func newArtifactServer() *artifactServer {
 	a := &artifactServer{files: map[string][]byte{}}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		a.mu.Lock()
 		data, ok := a.files[r.URL.Path]
 		a.mu.Unlock()
@@ -187,6 +201,9 @@ func newArtifactServer() *artifactServer {
 			return
 		}
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+		a.mu.Lock()
+		a.served = span{start: start, end: time.Now()}
+		a.mu.Unlock()
 	}))
 	return a
 }

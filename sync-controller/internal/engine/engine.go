@@ -166,8 +166,9 @@ type Result struct {
 func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[object.ID]string, error) {
 	hashes := make(map[object.ID]string, len(objs))
 	defined := definedKinds(objs)
+	mapper := &preparedMappings{RESTMapper: e.mapper, mappings: map[mappingKey]*apimeta.RESTMapping{}}
 	for _, obj := range objs {
-		if err := e.Resolve(obj, opts.DefaultNamespace); err != nil {
+		if err := manage.Resolve(mapper, obj, opts.DefaultNamespace); err != nil {
 			// A custom resource whose CRD is in the same set: the CRD is
 			// applied first, and its scope says about the namespace.
 			scope, ok := defined[obj.GroupVersionKind().GroupKind()]
@@ -192,6 +193,39 @@ func (e *Engine) Prepare(objs []*unstructured.Unstructured, opts Options) (map[o
 		hashes[object.IDOf(obj)] = hash
 	}
 	return hashes, nil
+}
+
+// preparedMappings keeps the REST mappings found in one Prepare: a thousand
+// objects are of a handful of kinds, and every lookup in the lazy mapper
+// allocates (errors and all: a tenth of the initial sync's allocations).
+// Only what one Prepare found is kept, so a kind served later (its CRD
+// applied in an earlier wave) is looked up anew by the next one.
+type preparedMappings struct {
+	apimeta.RESTMapper
+	mappings map[mappingKey]*apimeta.RESTMapping
+}
+
+type mappingKey struct {
+	kind    schema.GroupKind
+	version string
+}
+
+func (m *preparedMappings) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {
+	if len(versions) > 1 {
+		return m.RESTMapper.RESTMapping(gk, versions...)
+	}
+	key := mappingKey{kind: gk}
+	if len(versions) == 1 {
+		key.version = versions[0]
+	}
+	if mapping, ok := m.mappings[key]; ok {
+		return mapping, nil
+	}
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
+	if err == nil {
+		m.mappings[key] = mapping
+	}
+	return mapping, err
 }
 
 // Resolve checks that obj's kind is served and sets its version and
