@@ -32,7 +32,7 @@ import (
 // never passes does the same with the Pod's condition; and through both
 // the first release's Pods keep serving.
 func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
-	d := startRealNodeDemo(t, 12*time.Minute)
+	d := startRealNodeDemo(t, "release-fails", 12*time.Minute)
 	g := NewWithT(t)
 	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
 	waitAttempted := func(rev string, check func(g Gomega, k *kustomizev1.Kustomization)) {

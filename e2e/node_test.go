@@ -29,7 +29,7 @@ import (
 // the Kustomization not Ready with the container's exit in the Pods,
 // while the old ReplicaSet keeps serving.
 func TestTheSampleRunsOnARealNode(t *testing.T) {
-	d := startRealNodeDemo(t, 10*time.Minute)
+	d := startRealNodeDemo(t, "sample-on-node", 10*time.Minute)
 	g := NewWithT(t)
 	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
 	k := &kustomizev1.Kustomization{}

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +20,8 @@ import (
 	"plumb.dev/e2e/localenv"
 )
 
-// realNodeDemo is the sample app running on a real node of its own
-// (`make run NODE=real`), Ready at the clone's head.
+// realNodeDemo is a copy of the sample app running on the shared real
+// node (`make run NODE=real`), Ready at the clone's head.
 type realNodeDemo struct {
 	ctx   context.Context
 	own   *localenv.Env
@@ -28,46 +32,53 @@ type realNodeDemo struct {
 	key types.NamespacedName
 }
 
-// startRealNodeDemo starts a control plane, the controllers and a real
-// node, deploys the sample and waits until it is Ready; it skips the test
-// where no real node can run (not root, `make node-assets` not built, the
-// kernel lacking what the pod network needs). Everything stops with the
-// test, the kubelet's and sync-controller's last lines logged if it failed.
-func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
+// realNode is the environment with a real node and the controllers that
+// the sample's node stories share, each with a copy of the sample in
+// namespaces of its own: a start of the control plane, the node and the
+// controllers (and its Stop) was most of such a story's time, and the
+// machine runs one real node at a time. The first story starts it;
+// TestMain stops it.
+var realNode struct {
+	mu  sync.Mutex
+	env *localenv.Env
+	// err is why the first start failed: later stories fail at once
+	// rather than each wait out a start that cannot succeed.
+	err error
+}
+
+// startRealNodeDemo deploys a copy of the sample, named name, on the
+// shared real node (`make run NODE=real`), starting the node if no story
+// did yet, and waits until it is Ready; it skips the test where no real
+// node can run (not root, `make node-assets` not built, the kernel lacking
+// what the pod network needs). A story that fails logs the last lines of
+// the kubelet's, kube-proxy's and sync-controller's logs.
+func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNodeDemo {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts its own control plane, controllers and a real node")
 	}
-	root, err := localenv.RepoRoot()
+	assets, err := localenv.RealNodeAssets()
 	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if err := localenv.NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
 		t.Skipf("no real node on this machine: %v", err)
+	}
+	own, err := sharedRealNode(t, assets)
+	if err != nil {
+		t.Fatalf("the shared real node: %v", err)
 	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	own, err := localenv.Start(ctx, localenv.Options{BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal})
-	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
 			t.Logf("---- kube-proxy\n%s", localenv.Tail(own.Node.KubeProxy.LogPath, 30))
 			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
 		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stopping the environment: %v", err)
-		}
 	})
 	d := &realNodeDemo{ctx: ctx, own: own}
 	// As `make run NODE=real` deploys it: with the image automation,
 	// whose objects are Ready against the node's registry.
-	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{ImageAutomation: true})
+	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{Namespace: name, AppNamespace: name + "-app", Repo: name, ImageAutomation: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	d.clone, err = localenv.CloneRepo(ctx, d.demo.PushURL, filepath.Join(t.TempDir(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -82,4 +93,51 @@ func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
 	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
 	g.Expect(own.WaitDemoReady(ctx, d.demo)).To(Succeed())
 	return d
+}
+
+// sharedRealNode starts the shared real node's environment, once.
+func sharedRealNode(t *testing.T, assets string) (*localenv.Env, error) {
+	realNode.mu.Lock()
+	defer realNode.mu.Unlock()
+	if realNode.env != nil || realNode.err != nil {
+		return realNode.env, realNode.err
+	}
+	began := time.Now()
+	realNode.env, realNode.err = localenv.Start(context.Background(), localenv.Options{
+		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,
+		// Not the story's log: the environment outlives the story.
+		Progress: prefixed{w: os.Stderr, prefix: "e2e: shared real node: ", began: began},
+	})
+	if realNode.err == nil {
+		t.Logf("the shared environment with a real node started in %s", time.Since(began).Round(100*time.Millisecond))
+	}
+	return realNode.env, realNode.err
+}
+
+// stopSharedRealNode stops the shared real node's environment, if a story
+// started it.
+func stopSharedRealNode() error {
+	realNode.mu.Lock()
+	defer realNode.mu.Unlock()
+	if realNode.env == nil {
+		return nil
+	}
+	began := time.Now()
+	err := realNode.env.Stop()
+	fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment stopped in %s\n", time.Since(began).Round(100*time.Millisecond))
+	realNode.env = nil
+	return err
+}
+
+// prefixed writes each progress line with a prefix and the time since
+// began.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+	began  time.Time
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	_, err := fmt.Fprintf(p.w, "%s%6.1fs %s\n", p.prefix, time.Since(p.began).Seconds(), strings.TrimRight(string(b), "\n"))
+	return len(b), err
 }

@@ -22,11 +22,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// testWriter sends the environment's progress lines to the test log.
-type testWriter struct{ t *testing.T }
+// testWriter sends the environment's progress lines to the test log, each
+// with the time since the writer was made, so a slow step shows.
+type testWriter struct {
+	t     *testing.T
+	began time.Time
+}
+
+func newTestWriter(t *testing.T) testWriter { return testWriter{t: t, began: time.Now()} }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+	w.t.Logf("%6.1fs %s", time.Since(w.began).Seconds(), strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
@@ -34,10 +40,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 // launcher's registry: it becomes Available on the kubelet, its Pod gets
 // an address of the bridge, and a request from this process to the
 // Service's cluster IP (kube-proxy's rules) reaches it. Stopping the
-// environment leaves no process, mount, bridge or chain behind.
+// environment leaves no process, mount, bridge, chain or Pod log folder
+// behind.
 func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the control plane, the four controllers and a real node")
+		t.Skip("starts the control plane and a real node")
 	}
 	assets := realNodeAssets(t)
 	g := NewWithT(t)
@@ -45,14 +52,14 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 	defer cancel()
 
 	env, stopped := startRealNode(ctx, t, assets)
-	deploy, svc, labels := deployEcho(ctx, g, env)
+	deploy, svc, labels := deployEcho(ctx, g, env, "default")
 
 	created := time.Now()
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
 		g.Expect(deploy.Status.AvailableReplicas).To(Equal(int32(1)))
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
-		return podReport(ctx, env) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
+		return podReport(ctx, env, "default") + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
 	})
 	t.Logf("the Deployment was Available %s after it was created", time.Since(created).Round(100*time.Millisecond))
 
@@ -101,12 +108,20 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 	g.Expect(string(regLog)).To(ContainSubstring("/v2/library/busybox/manifests/1.36"), "the launcher's registry was asked for busybox")
 	t.Logf("an image of docker.io: %s", outside.Status.ContainerStatuses[0].State.Waiting.Message)
 
+	// The Pod's logs are in the node's folder, not the machine's
+	// /var/log/pods, which no Stop would empty.
+	podLogs := pod.Namespace + "_" + pod.Name + "_" + string(pod.UID)
+	_, err = os.Stat(filepath.Join(podLogsDir(env.Node.Dir), podLogs))
+	g.Expect(err).NotTo(HaveOccurred(), "the Pod's log folder under the node's")
+
 	node := env.Node
 	stopBegan := time.Now()
 	g.Expect(env.Stop()).To(Succeed())
 	*stopped = true
 	t.Logf("the environment stopped in %s", time.Since(stopBegan).Round(100*time.Millisecond))
 	expectNoNodeLeftovers(g, node)
+	_, err = os.Stat(filepath.Join("/var/log/pods", podLogs))
+	g.Expect(errors.Is(err, os.ErrNotExist)).To(BeTrue(), "the Pod's log folder in /var/log/pods: %v", err)
 }
 
 // A node whose processes were killed without Stop (a launcher killed at a
@@ -115,7 +130,7 @@ func TestARealNodeServesADeploymentThroughItsService(t *testing.T) {
 // Stop leaves nothing of either.
 func TestARealNodeRemovesWhatAKilledOneLeft(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the control plane, the four controllers and a real node, twice")
+		t.Skip("starts the control plane and a real node, twice")
 	}
 	assets := realNodeAssets(t)
 	g := NewWithT(t)
@@ -123,7 +138,7 @@ func TestARealNodeRemovesWhatAKilledOneLeft(t *testing.T) {
 	defer cancel()
 
 	first, _ := startRealNode(ctx, t, assets)
-	deploy, _, _ := deployEcho(ctx, g, first)
+	deploy, _, _ := deployEcho(ctx, g, first, "default")
 	g.Eventually(func(g Gomega) {
 		g.Expect(first.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
 		g.Expect(deploy.Status.AvailableReplicas).To(Equal(int32(1)))
@@ -168,12 +183,14 @@ func realNodeAssets(t *testing.T) string {
 	return assets
 }
 
-// startRealNode starts an environment with a real node, stopped at the
+// startRealNode starts an environment with a real node and none of
+// Plumb's controllers (no node story of this package needs them, and
+// building them is most of a start on a loaded machine), stopped at the
 // test's end unless the test set *stopped.
 func startRealNode(ctx context.Context, t *testing.T, assets string, with ...func(*Options)) (*Env, *bool) {
 	t.Helper()
 	began := time.Now()
-	opts := Options{BinDir: buildControllers(t), AssetsDir: assets, Node: NodeReal, Progress: testWriter{t}}
+	opts := Options{AssetsDir: assets, Node: NodeReal, NoControllers: true, Progress: newTestWriter(t)}
 	for _, f := range with {
 		f(&opts)
 	}
@@ -183,6 +200,9 @@ func startRealNode(ctx context.Context, t *testing.T, assets string, with ...fun
 	}
 	stopped := new(bool)
 	t.Cleanup(func() {
+		if t.Failed() {
+			logNodeTails(t, env.Node)
+		}
 		if !*stopped {
 			_ = env.Stop()
 		}
@@ -191,14 +211,29 @@ func startRealNode(ctx context.Context, t *testing.T, assets string, with ...fun
 	return env, stopped
 }
 
+// logNodeTails logs the last lines of the kubelet's and kube-proxy's logs,
+// for a failed story: they go with the environment's state folder.
+func logNodeTails(t *testing.T, n *Node) {
+	t.Helper()
+	if n == nil {
+		return
+	}
+	for _, p := range []*Process{n.Kubelet, n.KubeProxy} {
+		if p != nil {
+			t.Logf("---- %s (last lines of %s)\n%s", p.Name, p.LogPath, Tail(p.LogPath, 30))
+		}
+	}
+}
+
 // deployEcho builds the echo server's image into env's registry and
-// creates its Deployment (one replica, run as Plumb's own are) and Service.
-func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *corev1.Service, map[string]string) {
+// creates its Deployment (one replica, run as Plumb's own are) and Service
+// in namespace.
+func deployEcho(ctx context.Context, g Gomega, env *Env, namespace string) (*appsv1.Deployment, *corev1.Service, map[string]string) {
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/echo", "v1")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	labels := map[string]string{"app": "echo"}
-	deploy := oneReplica("echo", labels, corev1.Container{
+	deploy := oneReplica(namespace, "echo", labels, corev1.Container{
 		Name:  "echo",
 		Image: image,
 		Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
@@ -211,7 +246,7 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 	})
 	g.Expect(env.Client.Create(ctx, deploy)).To(Succeed())
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: namespace},
 		Spec: corev1.ServiceSpec{
 			Selector: labels,
 			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
@@ -221,12 +256,11 @@ func deployEcho(ctx context.Context, g Gomega, env *Env) (*appsv1.Deployment, *c
 	return deploy, svc, labels
 }
 
-// oneReplica is a Deployment of one Pod of container in the default
-// namespace, without a service-account token (the test programs have no
-// use for one).
-func oneReplica(name string, labels map[string]string, container corev1.Container) *appsv1.Deployment {
+// oneReplica is a Deployment of one Pod of container in namespace,
+// without a service-account token (the test programs have no use for one).
+func oneReplica(namespace, name string, labels map[string]string, container corev1.Container) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -247,7 +281,7 @@ func oneReplica(name string, labels map[string]string, container corev1.Containe
 func startRealNodeStory(t *testing.T, timeout time.Duration, with ...func(*Options)) (context.Context, Gomega, *Env) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("starts the control plane, the four controllers and a real node")
+		t.Skip("starts the control plane and a real node")
 	}
 	assets := realNodeAssets(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -310,11 +344,11 @@ func expectNoNodeLeftovers(g Gomega, node *Node) {
 	}
 }
 
-// podReport lists the Pods of the default namespace with their phase and
-// the reasons their containers wait, for a failed wait's message.
-func podReport(ctx context.Context, env *Env) string {
+// podReport lists the Pods of namespace with their phase and the reasons
+// their containers wait, for a failed wait's message.
+func podReport(ctx context.Context, env *Env, namespace string) string {
 	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace("default")); err != nil {
+	if err := env.Client.List(ctx, pods, client.InNamespace(namespace)); err != nil {
 		return err.Error()
 	}
 	var b strings.Builder
