@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,7 +104,7 @@ func sharedRealNode(t *testing.T, assets string) (*localenv.Env, error) {
 	realNode.env, realNode.err = localenv.Start(context.Background(), localenv.Options{
 		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,
 		// Not the story's log: the environment outlives the story.
-		Progress: prefixed{w: os.Stderr, prefix: "e2e: shared real node: ", began: began},
+		Progress: localenv.Stamped(os.Stderr, "e2e: shared real node: "),
 	})
 	if realNode.err == nil {
 		t.Logf("the shared environment with a real node started in %s", time.Since(began).Round(100*time.Millisecond))
@@ -127,17 +125,4 @@ func stopSharedRealNode() error {
 	fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment stopped in %s\n", time.Since(began).Round(100*time.Millisecond))
 	realNode.env = nil
 	return err
-}
-
-// prefixed writes each progress line with a prefix and the time since
-// began.
-type prefixed struct {
-	w      io.Writer
-	prefix string
-	began  time.Time
-}
-
-func (p prefixed) Write(b []byte) (int, error) {
-	_, err := fmt.Fprintf(p.w, "%s%6.1fs %s\n", p.prefix, time.Since(p.began).Seconds(), strings.TrimRight(string(b), "\n"))
-	return len(b), err
 }

@@ -3,9 +3,7 @@ package localenv
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +83,7 @@ func startSharedNode(t *testing.T, assets string) (*Env, error) {
 	// that starts it, whose log closes with it.
 	env, err := Start(context.Background(), Options{
 		AssetsDir: assets, Node: NodeReal, NoControllers: true,
-		Progress: &stampWriter{w: os.Stderr, prefix: "shared real node: ", began: began},
+		Progress: Stamped(os.Stderr, "shared real node: "),
 	})
 	if err != nil {
 		sharedNode.err = err
@@ -107,16 +105,4 @@ func stopSharedNode() error {
 	fmt.Fprintf(os.Stderr, "shared real node: the environment stopped in %s\n", time.Since(began).Round(100*time.Millisecond))
 	sharedNode.env = nil
 	return err
-}
-
-// stampWriter writes each line with a prefix and the time since began.
-type stampWriter struct {
-	w      io.Writer
-	prefix string
-	began  time.Time
-}
-
-func (s *stampWriter) Write(p []byte) (int, error) {
-	_, err := fmt.Fprintf(s.w, "%s%6.1fs %s\n", s.prefix, time.Since(s.began).Seconds(), strings.TrimRight(string(p), "\n"))
-	return len(p), err
 }

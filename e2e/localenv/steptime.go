@@ -2,6 +2,7 @@ package localenv
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -29,4 +30,22 @@ func (s *stepTimes) done(name string) {
 // String is the total and each step, as "7.9s: containerd 0.4s, …".
 func (s *stepTimes) String() string {
 	return fmt.Sprintf("%s: %s", time.Since(s.began).Round(100*time.Millisecond), strings.Join(s.steps, ", "))
+}
+
+// Stamped is a progress writer (Options.Progress) that writes each line
+// to w after prefix and the seconds since it was made, so a slow step
+// shows in a test's output.
+func Stamped(w io.Writer, prefix string) io.Writer {
+	return &stamped{w: w, prefix: prefix, began: time.Now()}
+}
+
+type stamped struct {
+	w      io.Writer
+	prefix string
+	began  time.Time
+}
+
+func (s *stamped) Write(p []byte) (int, error) {
+	_, err := fmt.Fprintf(s.w, "%s%6.1fs %s\n", s.prefix, time.Since(s.began).Seconds(), strings.TrimRight(string(p), "\n"))
+	return len(p), err
 }
