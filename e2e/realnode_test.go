@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,16 +31,16 @@ type realNodeDemo struct {
 
 // realNode is the environment with a real node and the controllers that
 // the sample's node stories share, each with a copy of the sample in
-// namespaces of its own: a start of the control plane, the node and the
-// controllers (and its Stop) was most of such a story's time, and the
-// machine runs one real node at a time. The first story starts it;
-// TestMain stops it.
-var realNode struct {
-	mu  sync.Mutex
-	env *localenv.Env
-	// err is why the first start failed: later stories fail at once
-	// rather than each wait out a start that cannot succeed.
-	err error
+// namespaces of its own (docs/design/node.md, "Time in the tests"). It
+// stops once no story used it for a moment, and the install stories,
+// which own their node, stop it first.
+var realNode = &localenv.Shared{
+	Started: func(took time.Duration) {
+		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
+	},
+	Stopped: func(took time.Duration, err error) {
+		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment stopped in %s (%v)\n", took.Round(100*time.Millisecond), err)
+	},
 }
 
 // startRealNodeDemo deploys a copy of the sample, named name, on the
@@ -59,10 +58,16 @@ func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNo
 	if err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
-	own, err := sharedRealNode(t, assets)
+	realNode.Options = localenv.Options{
+		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,
+		// Not the story's log: the environment outlives the story.
+		Progress: localenv.Stamped(os.Stderr, "e2e: shared real node: "),
+	}
+	own, release, err := realNode.Acquire()
 	if err != nil {
 		t.Fatalf("the shared real node: %v", err)
 	}
+	t.Cleanup(release)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
@@ -93,36 +98,5 @@ func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNo
 	return d
 }
 
-// sharedRealNode starts the shared real node's environment, once.
-func sharedRealNode(t *testing.T, assets string) (*localenv.Env, error) {
-	realNode.mu.Lock()
-	defer realNode.mu.Unlock()
-	if realNode.env != nil || realNode.err != nil {
-		return realNode.env, realNode.err
-	}
-	began := time.Now()
-	realNode.env, realNode.err = localenv.Start(context.Background(), localenv.Options{
-		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,
-		// Not the story's log: the environment outlives the story.
-		Progress: localenv.Stamped(os.Stderr, "e2e: shared real node: "),
-	})
-	if realNode.err == nil {
-		t.Logf("the shared environment with a real node started in %s", time.Since(began).Round(100*time.Millisecond))
-	}
-	return realNode.env, realNode.err
-}
-
-// stopSharedRealNode stops the shared real node's environment, if a story
-// started it.
-func stopSharedRealNode() error {
-	realNode.mu.Lock()
-	defer realNode.mu.Unlock()
-	if realNode.env == nil {
-		return nil
-	}
-	began := time.Now()
-	err := realNode.env.Stop()
-	fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment stopped in %s\n", time.Since(began).Round(100*time.Millisecond))
-	realNode.env = nil
-	return err
-}
+// stopSharedRealNode stops the shared real node's environment, if it runs.
+func stopSharedRealNode() error { return realNode.Stop() }

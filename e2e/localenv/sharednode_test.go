@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,22 +25,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sharedNode is the one environment with a real node that the node
-// stories needing no node of their own share, each in a namespace of its
-// own: a start of the control plane and the node (and its Stop) is most
-// of such a story's time, and the machine runs one node at a time. The
+// sharedNode is the environment with a real node that the node stories
+// needing no node of their own share, each in a namespace of its own. The
 // stories that must own theirs — what Stop leaves, a killed node,
-// kube-router on — start their own (startRealNode).
-var sharedNode struct {
-	mu  sync.Mutex
-	env *Env
-	// err is why the first start failed: later stories fail at once
-	// rather than each wait out a start that cannot succeed.
-	err error
+// kube-router on — stop it first and start their own (startRealNode);
+// they come after the shared ones in the package's order (nodeowned_test.go),
+// so that it starts once.
+var sharedNode = &Shared{
+	Started: func(took time.Duration) {
+		fmt.Fprintf(os.Stderr, "shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
+	},
+	Stopped: func(took time.Duration, err error) {
+		fmt.Fprintf(os.Stderr, "shared real node: the environment stopped in %s (%v)\n", took.Round(100*time.Millisecond), err)
+	},
 }
 
 // onSharedNode skips a story in -short mode or where no real node can
-// start, starts the shared real node if no story did yet, and returns a
+// start, starts the shared real node if it does not run, and returns a
 // context of at most timeout, the story's Gomega, the environment and a
 // new namespace for the story's objects. A failed story logs the ends of
 // the kubelet's and kube-proxy's logs.
@@ -51,10 +51,14 @@ func onSharedNode(t *testing.T, namespace string, timeout time.Duration) (contex
 		t.Skip("starts the control plane and a real node")
 	}
 	assets := realNodeAssets(t)
-	env, err := startSharedNode(t, assets)
+	// Its progress goes to stderr: the environment outlives the story
+	// that starts it, whose log closes with it.
+	sharedNode.Options = Options{AssetsDir: assets, Node: NodeReal, NoControllers: true, Progress: Stamped(os.Stderr, "shared real node: ")}
+	env, release, err := sharedNode.Acquire()
 	if err != nil {
 		t.Fatalf("the shared real node: %v", err)
 	}
+	t.Cleanup(release)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	t.Cleanup(func() {
@@ -72,37 +76,4 @@ func onSharedNode(t *testing.T, namespace string, timeout time.Duration) (contex
 	return ctx, g, env, namespace
 }
 
-func startSharedNode(t *testing.T, assets string) (*Env, error) {
-	sharedNode.mu.Lock()
-	defer sharedNode.mu.Unlock()
-	if sharedNode.env != nil || sharedNode.err != nil {
-		return sharedNode.env, sharedNode.err
-	}
-	began := time.Now()
-	// Its progress goes to stderr: the environment outlives the story
-	// that starts it, whose log closes with it.
-	env, err := Start(context.Background(), Options{
-		AssetsDir: assets, Node: NodeReal, NoControllers: true,
-		Progress: Stamped(os.Stderr, "shared real node: "),
-	})
-	if err != nil {
-		sharedNode.err = err
-		return nil, err
-	}
-	t.Logf("the shared environment with a real node started in %s", time.Since(began).Round(100*time.Millisecond))
-	sharedNode.env = env
-	return env, nil
-}
-
-func stopSharedNode() error {
-	sharedNode.mu.Lock()
-	defer sharedNode.mu.Unlock()
-	if sharedNode.env == nil {
-		return nil
-	}
-	began := time.Now()
-	err := sharedNode.env.Stop()
-	fmt.Fprintf(os.Stderr, "shared real node: the environment stopped in %s\n", time.Since(began).Round(100*time.Millisecond))
-	sharedNode.env = nil
-	return err
-}
+func stopSharedNode() error { return sharedNode.Stop() }
