@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -32,7 +33,7 @@ import (
 // never passes does the same with the Pod's condition; and through both
 // the first release's Pods keep serving.
 func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
-	d := startRealNodeDemo(t, 12*time.Minute)
+	d := startRealNodeDemo(t, "release-fails", 12*time.Minute)
 	g := NewWithT(t)
 	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
 	waitAttempted := func(rev string, check func(g Gomega, k *kustomizev1.Kustomization)) {
@@ -113,6 +114,86 @@ func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
 		}
 	}
 	g.Expect(kept).To(BeTrue(), "the first ReplicaSet keeps its two ready Pods")
+}
+
+// TestTheSampleRunsOnARealNode is `make run NODE=real`'s sample as a
+// story: its images, built here, pulled from the launcher's registry by a
+// real kubelet; the PreSync Job really runs and its log says so; the web
+// server's Pods pass their probes and answer through the Service's
+// cluster IP; and a commit that makes the new image crash at start leaves
+// the Kustomization not Ready with the container's exit in the Pods,
+// while the old ReplicaSet keeps serving.
+func TestTheSampleRunsOnARealNode(t *testing.T) {
+	d := startRealNodeDemo(t, "sample-on-node", 10*time.Minute)
+	g := NewWithT(t)
+	ctx, own, demo, clone, key := d.ctx, d.own, d.demo, d.clone, d.key
+	k := &kustomizev1.Kustomization{}
+
+	// The Pods ran on the node, from the launcher's registry.
+	pods := &corev1.PodList{}
+	g.Expect(own.Client.List(ctx, pods, client.InNamespace(demo.AppNamespace))).To(Succeed())
+	var hook string
+	for _, p := range pods.Items {
+		g.Expect(p.Spec.NodeName).To(Equal(localenv.NodeName), "Pod %s", p.Name)
+		g.Expect(p.Spec.Containers[0].Image).To(HavePrefix(own.Registry.Addr+"/"), "Pod %s", p.Name)
+		if p.Status.Phase == corev1.PodSucceeded {
+			hook = p.Name
+		}
+	}
+	g.Expect(hook).NotTo(BeEmpty(), "the PreSync Job's Pod succeeded")
+	clientset, err := kubernetes.NewForConfig(own.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	logs, err := clientset.CoreV1().Pods(demo.AppNamespace).GetLogs(hook, &corev1.PodLogOptions{}).DoRaw(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(logs)).To(ContainSubstring("step 2/2"))
+
+	// Through the Service, to a Pod that passed its readiness probe.
+	svc := &corev1.Service{}
+	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	get := func(g Gomega) string {
+		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		return string(body)
+	}
+	g.Eventually(get).WithTimeout(time.Minute).WithPolling(poll).Should(ContainSubstring("Hello from Plumb"))
+
+	// A bad release: the new image crashes at start. The health wait
+	// times out on the Deployment; its Pods show the exit; the old Pods
+	// still serve.
+	g.Expect(own.Client.Patch(ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"wait":true,"timeout":"30s"}}`)))).To(Succeed())
+	content, err := clone.Read("deployment.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	marker := "          readinessProbe:\n"
+	g.Expect(content).To(ContainSubstring(marker))
+	g.Expect(clone.Write(map[string]string{"deployment.yaml": strings.Replace(content, marker,
+		"            - name: EXIT_AT_START\n              value: \"3\"\n"+marker, 1)})).To(Succeed())
+	bad, err := clone.CommitAndPush(ctx, "Crash at start")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(own.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(k.Status.LastAttemptedRevision).To(Equal(revision(bad)))
+		g.Expect(conditions.IsFalse(k, meta.ReadyCondition)).To(BeTrue(), "Ready: %s", conditions.GetMessage(k, meta.ReadyCondition))
+		g.Expect(conditions.GetMessage(k, meta.ReadyCondition)).To(ContainSubstring("Deployment/" + demo.AppNamespace + "/hello"))
+	}).WithTimeout(3 * time.Minute).WithPolling(poll).Should(Succeed())
+	t.Logf("Ready=False: %s", conditions.GetMessage(k, meta.ReadyCondition))
+	g.Eventually(func(g Gomega) {
+		g.Expect(own.Client.List(ctx, pods, client.InNamespace(demo.AppNamespace))).To(Succeed())
+		var exits []int32
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if c.LastTerminationState.Terminated != nil {
+					exits = append(exits, c.LastTerminationState.Terminated.ExitCode)
+				}
+			}
+		}
+		g.Expect(exits).To(ContainElement(int32(3)), "a container of the new ReplicaSet exited with 3 and was restarted")
+	}).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+	g.Expect(get(g)).To(ContainSubstring("Hello from Plumb"), "the old Pods still serve")
 }
 
 // plumbAgainst runs the plumb CLI against a control plane of the test's

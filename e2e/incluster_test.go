@@ -268,6 +268,11 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT, networkPoli
 	if err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
+	// The sample stories' shared node holds the machine's one node: this
+	// one would wait for it until the package's end.
+	if err := stopSharedRealNode(); err != nil {
+		t.Fatalf("stopping the shared real node: %v", err)
+	}
 	own, err := localenv.Start(ctx, localenv.Options{
 		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
 		NetworkPolicies: networkPolicies, Progress: testLog{t},

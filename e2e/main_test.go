@@ -86,6 +86,12 @@ func run(m *testing.M) int {
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stopping the environment: %v\n", err)
 	}
+	if err := stopSharedRealNode(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the shared real node: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	return code
 }
 

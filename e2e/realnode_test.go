@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,8 +17,8 @@ import (
 	"plumb.dev/e2e/localenv"
 )
 
-// realNodeDemo is the sample app running on a real node of its own
-// (`make run NODE=real`), Ready at the clone's head.
+// realNodeDemo is a copy of the sample app running on the shared real
+// node (`make run NODE=real`), Ready at the clone's head.
 type realNodeDemo struct {
 	ctx   context.Context
 	own   *localenv.Env
@@ -28,46 +29,59 @@ type realNodeDemo struct {
 	key types.NamespacedName
 }
 
-// startRealNodeDemo starts a control plane, the controllers and a real
-// node, deploys the sample and waits until it is Ready; it skips the test
-// where no real node can run (not root, `make node-assets` not built, the
-// kernel lacking what the pod network needs). Everything stops with the
-// test, the kubelet's and sync-controller's last lines logged if it failed.
-func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
+// realNode is the environment with a real node and the controllers that
+// the sample's node stories share, each with a copy of the sample in
+// namespaces of its own (docs/design/node.md, "Time in the tests"). It
+// stops once no story used it for a moment, and the install stories,
+// which own their node, stop it first.
+var realNode = &localenv.Shared{
+	Started: func(took time.Duration) {
+		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
+	},
+	Stopped: func(took time.Duration, err error) {
+		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment stopped in %s (%v)\n", took.Round(100*time.Millisecond), err)
+	},
+}
+
+// startRealNodeDemo deploys a copy of the sample, named name, on the
+// shared real node (`make run NODE=real`), starting the node if no story
+// did yet, and waits until it is Ready; it skips the test where no real
+// node can run (not root, `make node-assets` not built, the kernel lacking
+// what the pod network needs). A story that fails logs the last lines of
+// the kubelet's, kube-proxy's and sync-controller's logs.
+func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNodeDemo {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts its own control plane, controllers and a real node")
 	}
-	root, err := localenv.RepoRoot()
+	assets, err := localenv.RealNodeAssets()
 	if err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s")
-	}
-	if err := localenv.NodeUnavailable(filepath.Join(root, "bin", "node"), assets); err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
+	realNode.Options = localenv.Options{
+		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,
+		// Not the story's log: the environment outlives the story.
+		Progress: localenv.Stamped(os.Stderr, "e2e: shared real node: "),
+	}
+	own, release, err := realNode.Acquire()
+	if err != nil {
+		t.Fatalf("the shared real node: %v", err)
+	}
+	t.Cleanup(release)
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	own, err := localenv.Start(ctx, localenv.Options{BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal})
-	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
 			t.Logf("---- kube-proxy\n%s", localenv.Tail(own.Node.KubeProxy.LogPath, 30))
 			t.Logf("---- sync-controller\n%s", localenv.Tail(own.Controllers[localenv.SyncController].LogPath, 30))
 		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stopping the environment: %v", err)
-		}
 	})
 	d := &realNodeDemo{ctx: ctx, own: own}
 	// As `make run NODE=real` deploys it: with the image automation,
 	// whose objects are Ready against the node's registry.
-	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{ImageAutomation: true})
+	d.demo, err = own.DeployDemo(ctx, localenv.DemoOptions{Namespace: name, AppNamespace: name + "-app", Repo: name, ImageAutomation: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	d.clone, err = localenv.CloneRepo(ctx, d.demo.PushURL, filepath.Join(t.TempDir(), "demo"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -83,3 +97,6 @@ func startRealNodeDemo(t *testing.T, timeout time.Duration) *realNodeDemo {
 	g.Expect(own.WaitDemoReady(ctx, d.demo)).To(Succeed())
 	return d
 }
+
+// stopSharedRealNode stops the shared real node's environment, if it runs.
+func stopSharedRealNode() error { return realNode.Stop() }

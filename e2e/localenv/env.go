@@ -273,6 +273,8 @@ type Env struct {
 	NodeFallback string
 
 	opts Options
+	// pauseImage is the sandbox image fillNodeRegistry pushed.
+	pauseImage string
 	// heldNodeLock is the machine's node lock, taken by NodeAuto's choice
 	// and handed to the node as it starts (or closed by Stop).
 	heldNodeLock *os.File
@@ -302,8 +304,19 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	e := &Env{Root: opts.Root, StateDir: opts.StateDir, Scheme: app.NewScheme(), opts: opts, Controllers: map[string]*Controller{}}
+	// A real node's registry fills while the control plane starts.
+	var registryFilled chan error
+	waitRegistry := func() error {
+		if registryFilled == nil {
+			return nil
+		}
+		err := <-registryFilled
+		registryFilled = nil
+		return err
+	}
 	defer func() {
 		if err != nil {
+			_ = waitRegistry()
 			_ = e.Stop()
 		}
 	}()
@@ -313,6 +326,14 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := e.resolveNode(); err != nil {
 		return nil, err
 	}
+	if e.opts.Node == NodeReal {
+		// The registry and its images need neither the API server nor
+		// the machine's node lock: built and pushed meanwhile, they are
+		// off the node's own start (docs/design/node.md, "Time in the
+		// tests").
+		registryFilled = make(chan error, 1)
+		go func() { registryFilled <- e.fillNodeRegistry(ctx) }()
+	}
 	if err := e.startNATS(); err != nil {
 		return nil, err
 	}
@@ -320,6 +341,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	if e.opts.Node == NodeReal {
+		if err := waitRegistry(); err != nil {
+			return nil, err
+		}
 		if err := e.startNode(ctx); err != nil {
 			return nil, err
 		}

@@ -92,6 +92,8 @@ type Node struct {
 
 	proxies []*bridgeProxy
 
+	// progress is the environment's: Stop says where its time went.
+	progress func(format string, args ...any)
 	lock     *os.File
 	logDir   string
 	restores []func() error
@@ -138,11 +140,26 @@ func RealNodeAssets() (assets string, unavailable error) {
 	return assets, NodeUnavailable(filepath.Join(root, "bin", "node"), assets)
 }
 
-// startNode starts the registry with the sandbox image, then containerd,
-// kube-scheduler, kubelet and kube-proxy, and waits until the Node is
+// fillNodeRegistry starts the registry a real node pulls from, with the
+// sample's images and the sandbox (pause) image; Start runs it while the
+// control plane starts.
+func (e *Env) fillNodeRegistry(ctx context.Context) error {
+	if err := e.startRegistry(ctx); err != nil {
+		return err
+	}
+	e.progress("building the sandbox (pause) image into the registry at %s", e.Registry.Addr)
+	var err error
+	if e.pauseImage, err = e.Registry.BuildAndPush(ctx, e.Root, "./e2e/localenv/pause", pauseTag); err != nil {
+		return fmt.Errorf("the sandbox image: %w", err)
+	}
+	return nil
+}
+
+// startNode starts containerd, kube-scheduler, kubelet and kube-proxy
+// (the registry is filled: fillNodeRegistry), and waits until the Node is
 // Ready and kube-proxy has written its rules.
 func (e *Env) startNode(ctx context.Context) error {
-	began := time.Now()
+	steps := newStepTimes()
 	binDir := e.opts.NodeBinDir
 	if err := NodeUnavailable(binDir, e.opts.AssetsDir); err != nil {
 		return err
@@ -161,7 +178,7 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n := &Node{Dir: dir, BinDir: binDir, AssetsDir: e.opts.AssetsDir, logDir: filepath.Join(e.StateDir, "logs")}
+	n := &Node{Dir: dir, BinDir: binDir, AssetsDir: e.opts.AssetsDir, PauseImage: e.pauseImage, logDir: filepath.Join(e.StateDir, "logs"), progress: e.progress}
 	e.Node = n
 	// NodeAuto took the lock as it chose the node (nodechoice.go);
 	// NodeReal waits for it.
@@ -170,20 +187,15 @@ func (e *Env) startNode(ctx context.Context) error {
 			return err
 		}
 	}
+	steps.done("the lock")
 	// Leftovers of a node that was not stopped (a killed launcher) would
 	// make the bridge's address or kube-proxy's chains clash.
 	if err := cleanStale(dir); err != nil {
 		e.progress("removing what a node left before: %v", err)
 	}
 	_ = n.cleanNetwork()
+	steps.done("leftovers")
 
-	if err := e.startRegistry(ctx); err != nil {
-		return err
-	}
-	e.progress("building the sandbox (pause) image into the registry at %s", e.Registry.Addr)
-	if n.PauseImage, err = e.Registry.BuildAndPush(ctx, e.Root, "./e2e/localenv/pause", pauseTag); err != nil {
-		return fmt.Errorf("the sandbox image: %w", err)
-	}
 	if err := n.prepareHost(); err != nil {
 		return err
 	}
@@ -210,6 +222,8 @@ func (e *Env) startNode(ctx context.Context) error {
 		return err
 	}
 
+	steps.done("host, identity and CoreDNS")
+
 	e.progress("starting containerd")
 	if err := n.Containerd.Start(); err != nil {
 		return err
@@ -217,6 +231,7 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.waitContainerd(ctx); err != nil {
 		return err
 	}
+	steps.done("containerd")
 	e.progress("starting kube-scheduler and kubelet")
 	if err := n.Scheduler.Start(); err != nil {
 		return err
@@ -227,6 +242,7 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := e.waitNodeReady(ctx); err != nil {
 		return err
 	}
+	steps.done("kubelet to Node Ready")
 	e.progress("starting kube-proxy")
 	if err := n.KubeProxy.Start(); err != nil {
 		return err
@@ -234,6 +250,7 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.waitProxy(ctx); err != nil {
 		return err
 	}
+	steps.done("kube-proxy")
 	if e.opts.NetworkPolicies {
 		e.progress("starting kube-router's network-policy controller")
 		if err := n.KubeRouter.Start(); err != nil {
@@ -242,11 +259,13 @@ func (e *Env) startNode(ctx context.Context) error {
 		if err := n.waitKubeRouter(ctx); err != nil {
 			return err
 		}
+		steps.done("kube-router")
 	}
 	if err := n.waitDNS(ctx); err != nil {
 		return err
 	}
-	e.progress("the node %s is Ready and kube-proxy's rules are in (%s)", NodeName, time.Since(began).Round(100*time.Millisecond))
+	steps.done("CoreDNS ready")
+	e.progress("the node %s is Ready and kube-proxy's rules are in (%s)", NodeName, steps)
 	return nil
 }
 

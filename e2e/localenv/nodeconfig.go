@@ -225,10 +225,16 @@ func cniConfig(dir string) string {
 `, bridgeName, filepath.Join(dir, "cni", "leases"), PodCIDR, nodeIP)
 }
 
+// podLogsDir is where the kubelet of the node whose folder is dir keeps the
+// Pods' logs: under the folder, which Stop removes, rather than the
+// machine's /var/log/pods, which every node would fill and none empty.
+func podLogsDir(dir string) string { return filepath.Join(dir, "pod-logs") }
+
 // kubeletConfig: what this machine needs of a kubelet (docs/design/node.md):
 // cgroup v1 accepted, the cgroupfs driver (no systemd), containerd's
 // socket, a server on the bridge's address only that only the API server's
-// kubelet client and users RBAC allows may use (kubeletauth.go), and eviction and image
+// kubelet client and users RBAC allows may use (kubeletauth.go), the Pods'
+// logs under dir (podLogsDir), and eviction and image
 // garbage collection thresholds that a shared, three-quarters full disk
 // does not trip.
 func kubeletConfig(dir, clientCAFile string) string {
@@ -267,5 +273,6 @@ nodeStatusUpdateFrequency: 5s
 resolvConf: /etc/resolv.conf
 clusterDNS: [%[3]s]
 clusterDomain: %[4]s
-`, filepath.Join(dir, "containerd.sock"), nodeIP, ClusterDNS, clusterDomain, clientCAFile), "\n")
+podLogsDir: %[6]s
+`, filepath.Join(dir, "containerd.sock"), nodeIP, ClusterDNS, clusterDomain, clientCAFile, podLogsDir(dir)), "\n")
 }

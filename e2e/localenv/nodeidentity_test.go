@@ -26,7 +26,7 @@ import (
 // uses, the list of all Secrets, and another Node (the Node authorizer and
 // NodeRestriction).
 func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
-	ctx, g, env := startRealNodeStory(t, 10*time.Minute)
+	ctx, g, env, ns := onSharedNode(t, "identity", 10*time.Minute)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.Node.Kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -38,14 +38,14 @@ func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
 	g.Expect(review.Status.UserInfo.Groups).To(ContainElement(NodeGroup))
 	g.Expect(review.Status.UserInfo.Groups).NotTo(ContainElement("system:masters"))
 
-	mounted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mounted"}, StringData: map[string]string{"token": "used by a Pod of the node"}}
-	unused := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "unused"}, StringData: map[string]string{"token": "used by no Pod"}}
+	mounted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mounted"}, StringData: map[string]string{"token": "used by a Pod of the node"}}
+	unused := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unused"}, StringData: map[string]string{"token": "used by no Pod"}}
 	g.Expect(env.Client.Create(ctx, mounted)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, unused)).To(Succeed())
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/echo", "v1")
 	g.Expect(err).NotTo(HaveOccurred())
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "with-secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "with-secret"},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{
@@ -62,7 +62,7 @@ func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
 		g.Expect(pod.Spec.NodeName).To(Equal(NodeName))
 		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
-		return podReport(ctx, env) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
+		return podReport(ctx, env, ns) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
 	})
 
 	// The Node authorizer learns of the Pod's Secret from its informer,
@@ -73,7 +73,7 @@ func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
 
 	err = asNode.Get(ctx, client.ObjectKeyFromObject(unused), &corev1.Secret{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "reading a Secret no Pod of the node uses: %v", err)
-	err = asNode.List(ctx, &corev1.SecretList{}, client.InNamespace("default"))
+	err = asNode.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing Secrets: %v", err)
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "another-node"}}
 	err = asNode.Create(ctx, other)
@@ -86,7 +86,7 @@ func TestARealNodesKubeletHasTheNodesIdentity(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
-		raw, err := cs.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		raw, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(string(raw)).To(ContainSubstring("serving on :8080"))
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())

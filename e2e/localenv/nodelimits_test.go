@@ -26,7 +26,7 @@ import (
 // Deployment names the kill in the Pod detail of its message. With a
 // limit that fits, the Deployment rolls out and is Healthy.
 func TestARealNodeOOMKillsAContainerOverItsMemoryLimit(t *testing.T) {
-	ctx, g, env := startRealNodeStory(t, 10*time.Minute)
+	ctx, g, env, ns := onSharedNode(t, "oom", 10*time.Minute)
 
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/memhog", "v1")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -35,7 +35,7 @@ func TestARealNodeOOMKillsAContainerOverItsMemoryLimit(t *testing.T) {
 	// Guaranteed Pod, the class the kernel would spare longest on a
 	// normal node.
 	limit := resource.MustParse("32Mi")
-	deploy := oneReplica("memhog", labels, corev1.Container{
+	deploy := oneReplica(ns, "memhog", labels, corev1.Container{
 		Name:  "memhog",
 		Image: image,
 		Env:   []corev1.EnvVar{{Name: "MEMHOG_MIB", Value: "96"}},
@@ -54,7 +54,7 @@ func TestARealNodeOOMKillsAContainerOverItsMemoryLimit(t *testing.T) {
 	// The kernel's kill, as the kubelet reports it, and a restart.
 	var killed corev1.ContainerStatus
 	g.Eventually(func(g Gomega) {
-		pod := onlyPod(ctx, g, env, labels)
+		pod := onlyPod(ctx, g, env, ns, labels)
 		g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
 		killed = pod.Status.ContainerStatuses[0]
 		g.Expect(killed.RestartCount).To(BeNumerically(">=", 1), "restarted by the kubelet")
@@ -63,7 +63,7 @@ func TestARealNodeOOMKillsAContainerOverItsMemoryLimit(t *testing.T) {
 		g.Expect(last.Reason).To(Equal("OOMKilled"))
 		g.Expect(last.ExitCode).To(Equal(int32(137)), "SIGKILL")
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
-		return podReport(ctx, env) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
+		return podReport(ctx, env, ns) + "\n" + Tail(env.Node.Kubelet.LogPath, 20)
 	})
 	t.Logf("memhog: restarted %d times, last %s (exit %d)", killed.RestartCount, killed.LastTerminationState.Terminated.Reason, killed.LastTerminationState.Terminated.ExitCode)
 
@@ -82,18 +82,18 @@ func TestARealNodeOOMKillsAContainerOverItsMemoryLimit(t *testing.T) {
 
 	// The same program with a limit it fits in rolls out and is Healthy:
 	// what was killed was the limit, not the program.
-	g.Expect(env.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "memhog"}},
+	g.Expect(env.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "memhog"}},
 		client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"memhog","resources":{"limits":{"memory":"256Mi"},"requests":{"memory":"256Mi"}}}]}}}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		r := deploymentHealth(ctx, g, env, deploy)
 		g.Expect(r.Status).To(Equal(health.Healthy), r.Message)
-	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string { return podReport(ctx, env) })
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string { return podReport(ctx, env, ns) })
 }
 
-// onlyPod is the one live Pod matching labels in the default namespace.
-func onlyPod(ctx context.Context, g Gomega, env *Env, labels map[string]string) *corev1.Pod {
+// onlyPod is the one live Pod matching labels in namespace.
+func onlyPod(ctx context.Context, g Gomega, env *Env, namespace string, labels map[string]string) *corev1.Pod {
 	pods := &corev1.PodList{}
-	g.Expect(env.Client.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(labels))).To(Succeed())
 	var live []corev1.Pod
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -28,6 +29,11 @@ type Registry struct {
 	Addr string
 	srv  *http.Server
 	done chan struct{}
+
+	// built are the references BuildAndPush pushed, by package and tag:
+	// the stories sharing a node push the same test programs.
+	mu    sync.Mutex
+	built map[string]string
 }
 
 // startRegistry starts the Registry, logging to logs/registry.log, and
@@ -95,7 +101,28 @@ func (r *Registry) Push(ctx context.Context, program, tag string, idx v1.ImageIn
 // BuildAndPush builds the Go program pkg (a package path relative to root,
 // where go.work is) for this machine's platform with plumb.dev/pkg/imagebuild
 // and pushes it as <Addr>/<last element of pkg>:<tag>.
+//
+// A program is built and pushed once per registry: the build is
+// reproducible, so a second one would push the same image.
 func (r *Registry) BuildAndPush(ctx context.Context, root, pkg, tag string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := pkg + ":" + tag
+	if ref, ok := r.built[key]; ok {
+		return ref, nil
+	}
+	ref, err := r.buildAndPush(ctx, root, pkg, tag)
+	if err != nil {
+		return "", err
+	}
+	if r.built == nil {
+		r.built = map[string]string{}
+	}
+	r.built[key] = ref
+	return ref, nil
+}
+
+func (r *Registry) buildAndPush(ctx context.Context, root, pkg, tag string) (string, error) {
 	work, err := os.MkdirTemp("", "plumb-image-")
 	if err != nil {
 		return "", err

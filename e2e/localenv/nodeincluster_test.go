@@ -21,16 +21,7 @@ import (
 // the kubelet projected, verified against the kube-root-ca.crt ConfigMap
 // that kube-controller-manager published. The Pod runs as Plumb's do.
 func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the control plane and a real node")
-	}
-	assets := realNodeAssets(t)
-	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	env, err := Start(ctx, Options{AssetsDir: assets, Node: NodeReal, NoControllers: true, Progress: testWriter{t}})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(env.Stop()).To(Succeed()) }()
+	ctx, g, env, ns := onSharedNode(t, "incluster", 10*time.Minute)
 
 	// The Service's endpoint is the API server's forwarded address.
 	slices := &discoveryv1.EndpointSliceList{}
@@ -40,11 +31,11 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 	g.Expect(slices.Items[0].Endpoints).To(ConsistOf(HaveField("Addresses", ConsistOf(nodeIP))))
 	g.Expect(env.Node.APIServerAddr).To(HavePrefix(nodeIP + ":"))
 
-	deploy, _, _ := deployEcho(ctx, g, env)
+	deploy, _, _ := deployEcho(ctx, g, env, ns)
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/incluster", "v1")
 	g.Expect(err).NotTo(HaveOccurred())
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "incluster", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "incluster", Namespace: ns},
 		Spec: batchv1.JobSpec{
 			// The echo Service may have no ready endpoint yet.
 			BackoffLimit: ptr.To[int32](6),
@@ -55,7 +46,7 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 					Image: image,
 					// A name the search domains complete, as deploy/'s
 					// nats://nats.plumb-system:4222.
-					Env:             []corev1.EnvVar{{Name: "TARGET", Value: "http://echo.default/"}},
+					Env:             []corev1.EnvVar{{Name: "TARGET", Value: "http://echo." + ns + "/"}},
 					SecurityContext: asPlumbRuns(),
 				}},
 			}},
@@ -66,10 +57,10 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		g.Expect(job.Status.Succeeded).To(Equal(int32(1)))
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string {
-		return podReport(ctx, env) + terminationMessages(ctx, env) + "\n" + Tail(env.Node.DNS.LogPath, 10)
+		return podReport(ctx, env, ns) + terminationMessages(ctx, env, ns) + "\n" + Tail(env.Node.DNS.LogPath, 10)
 	})
 	pods := &corev1.PodList{}
-	g.Expect(env.Client.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"job-name": "incluster"})).To(Succeed())
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"job-name": "incluster"})).To(Succeed())
 	var msg string
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodSucceeded {
@@ -78,15 +69,15 @@ func TestARealNodesPodsReachTheAPIServerAndServicesByName(t *testing.T) {
 	}
 	t.Logf("the Pod found:\n%s", msg)
 	g.Expect(msg).To(ContainSubstring("service: hello from " + deploy.Name + "-"))
-	g.Expect(msg).To(ContainSubstring("api 10.0.0.1:443: system:serviceaccount:default:default"))
-	g.Expect(msg).To(ContainSubstring("api kubernetes.default.svc: system:serviceaccount:default:default"))
+	g.Expect(msg).To(ContainSubstring("api 10.0.0.1:443: system:serviceaccount:" + ns + ":default"))
+	g.Expect(msg).To(ContainSubstring("api kubernetes.default.svc: system:serviceaccount:" + ns + ":default"))
 }
 
-// terminationMessages are the messages of the default namespace's
-// terminated containers, for a failed wait's message.
-func terminationMessages(ctx context.Context, env *Env) string {
+// terminationMessages are the messages of namespace's terminated
+// containers, for a failed wait's message.
+func terminationMessages(ctx context.Context, env *Env, namespace string) string {
 	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace("default")); err != nil {
+	if err := env.Client.List(ctx, pods, client.InNamespace(namespace)); err != nil {
 		return err.Error()
 	}
 	var out string
