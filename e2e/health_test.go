@@ -53,17 +53,7 @@ func TestWhyAReleaseFailsOnARealNode(t *testing.T) {
 		g.Expect(l).To(HavePrefix("[pod/hello-migrate-"), "only the hooks' Pods")
 	}
 
-	svc := &corev1.Service{}
-	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
-	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
-	serves := func(g Gomega) string {
-		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-		return string(body)
-	}
+	serves := helloServes(ctx, g, own, demo)
 	g.Eventually(serves).WithTimeout(time.Minute).WithPolling(poll).Should(ContainSubstring("Hello from Plumb"))
 	first := &appsv1.Deployment{}
 	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, first)).To(Succeed())
@@ -148,17 +138,7 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 	g.Expect(string(logs)).To(ContainSubstring("step 2/2"))
 
 	// Through the Service, to a Pod that passed its readiness probe.
-	svc := &corev1.Service{}
-	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
-	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
-	get := func(g Gomega) string {
-		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-		return string(body)
-	}
+	get := helloServes(ctx, g, own, demo)
 	g.Eventually(get).WithTimeout(time.Minute).WithPolling(poll).Should(ContainSubstring("Hello from Plumb"))
 
 	// A bad release: the new image crashes at start. The health wait
@@ -194,6 +174,22 @@ func TestTheSampleRunsOnARealNode(t *testing.T) {
 		g.Expect(exits).To(ContainElement(int32(3)), "a container of the new ReplicaSet exited with 3 and was restarted")
 	}).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
 	g.Expect(get(g)).To(ContainSubstring("Hello from Plumb"), "the old Pods still serve")
+}
+
+// helloServes returns a check that a GET of / through the sample's hello
+// Service answers 200, returning the page.
+func helloServes(ctx context.Context, g Gomega, own *localenv.Env, demo *localenv.Demo) func(Gomega) string {
+	svc := &corev1.Service{}
+	g.Expect(own.Client.Get(ctx, types.NamespacedName{Namespace: demo.AppNamespace, Name: "hello"}, svc)).To(Succeed())
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	return func(g Gomega) string {
+		resp, err := localenv.ServiceHTTPClient(2 * time.Second).Get(url)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		return string(body)
+	}
 }
 
 // plumbAgainst runs the plumb CLI against a control plane of the test's
