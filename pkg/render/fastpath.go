@@ -135,7 +135,25 @@ func fastPathSpec(spec *kustomizev1.KustomizationSpec) (*fastOverlay, bool) {
 	if len(spec.Components) > 0 || len(spec.BuildMetadata) > 0 {
 		return nil, false
 	}
+	if commaInID(spec.TargetNamespace, spec.NamePrefix, spec.NameSuffix) {
+		return nil, false
+	}
 	return overlayOf(overlayKustomization(nil, spec)), true
+}
+
+// commaInID reports whether any of the names or namespaces has a comma.
+// kustomize keeps an object's earlier names and namespaces in build
+// annotations as comma-joined lists (Resource.StorePreviousId) and splits
+// them again when it reads them, so a comma in either makes the lists'
+// lengths disagree and the build fail; the fast path leaves such builds
+// to kustomize, for its refusal.
+func commaInID(ids ...string) bool {
+	for _, id := range ids {
+		if strings.Contains(id, ",") {
+			return true
+		}
+	}
+	return false
 }
 
 // generatedList is what generateKustomization found in a folder without
@@ -224,7 +242,7 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 		}
 		for _, r := range ress {
 			kind, ok := fastResource(r)
-			if !ok {
+			if !ok || commaInID(r.GetName(), r.GetNamespace()) {
 				return nil, false
 			}
 			k := fastID(r, kind)
