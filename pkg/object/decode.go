@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // DecodeManifests reads a rendered manifests artifact (a multi-document
@@ -128,63 +130,26 @@ func (d *manifestDecoder) yamlAfterJSON(data []byte, jsonErr error) error {
 	})
 }
 
-// eachYAMLDocument splits a YAML stream at its "---" lines, as
-// apimachinery's YAMLReader does: a separator is a line starting with "---"
-// followed by nothing but spaces or a comment, and ends the document before
-// it, or, when there is none, is the first line of the next; "\r\n" ends a
-// line as "\n" does; each line of a document ends with a newline.
+// eachYAMLDocument splits a YAML stream at its "---" lines with
+// apimachinery's YAMLReader, the splitter of the YAMLOrJSONDecoder whose
+// objects DecodeManifests gives (a separator is a line starting with "---"
+// followed by nothing but spaces or a comment; "\r\n" ends a line as "\n"
+// does), and hands each non-empty document to fn.
 func (d *manifestDecoder) eachYAMLDocument(data []byte, fn func([]byte) error) error {
-	var doc []byte // the current document, when it had to be copied
-	start := 0     // else the current document is data[start:at]
-	copied := bytes.IndexByte(data, '\r') >= 0
-	at := 0
-	for at < len(data) {
-		end := bytes.IndexByte(data[at:], '\n')
-		next := len(data)
-		line := data[at:]
-		if end >= 0 {
-			line, next = data[at:at+end], at+end+1
-			line = bytes.TrimSuffix(line, []byte("\r"))
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
-		if bytes.HasPrefix(line, []byte("---")) {
-			trimmed := strings.TrimSpace(string(line[3:]))
-			if len(trimmed) > 0 && trimmed[0] != '#' {
-				return d.docErr(d.docs+1, fmt.Errorf("invalid Yaml document separator: %s", trimmed))
-			}
-			if cur := current(data, doc, start, at, copied); len(cur) > 0 {
-				d.docs++
-				if err := fn(cur); err != nil {
-					return err
-				}
-				doc, start, at = doc[:0], next, next
-				continue
-			}
-			// A separator that ends no document opens the next one: it
-			// is parsed with it ("---#" is a plain scalar to YAML).
+		if err != nil {
+			return d.docErr(d.docs+1, err)
 		}
-		if copied || end < 0 {
-			if !copied {
-				// The last line has no newline: the document is copied to
-				// end it with one, as block scalars keep it.
-				doc, copied = append(doc[:0], data[start:at]...), true
-			}
-			doc = append(append(doc, line...), '\n')
-		}
-		at = next
-	}
-	if cur := current(data, doc, start, at, copied); len(cur) > 0 {
 		d.docs++
-		return fn(cur)
+		if err := fn(doc); err != nil {
+			return err
+		}
 	}
-	return nil
-}
-
-// current is the document read so far: the copy, or the slice of data.
-func current(data, doc []byte, start, at int, copied bool) []byte {
-	if copied {
-		return doc
-	}
-	return data[start:at]
 }
 
 // yamlDocument parses one YAML document into an object; a null document is
