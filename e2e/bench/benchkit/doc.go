@@ -9,7 +9,9 @@
 // ApplyAll, the bare server-side-apply loop the controllers are measured
 // against); EnsureNamespaces, which waits out kube-controller-manager's
 // work on new namespaces before anything is counted; and Follow, a watch
-// opened again from its last resourceVersion when the server ends it.
+// opened again from its last resourceVersion when the server ends it
+// (client-go's RetryWatcher, with a 410 Gone an error rather than a
+// silent gap in a figure).
 // pkg/benchfig holds what every benchmark states its figures with
 // (percentiles, rounding, the load average).
 package benchkit

@@ -2,14 +2,16 @@ package benchkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -53,28 +55,31 @@ func EnsureNamespaces(ctx context.Context, write, read client.Client, names []st
 	}
 }
 
-// Follow hands each event of the watch w, opened at resourceVersion
-// rv, to handle until ctx ends; when the server ends the watch, it opens
-// it again from the last resourceVersion seen (bookmarks included). It
-// returns the error of an open that failed, nil once ctx ended.
-func Follow(ctx context.Context, rv string, w watch.Interface, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
-	for {
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				continue
-			}
-			if m, err := apimeta.Accessor(ev.Object); err == nil {
-				rv = m.GetResourceVersion()
-			}
-			handle(ev)
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return nil
-		}
-		var err error
-		if w, err = open(rv); err != nil {
-			return err
-		}
+// Follow hands each event of a watch opened at resourceVersion rv (a
+// list's) to handle until ctx ends. It is client-go's RetryWatcher: when
+// the server ends the watch, it is opened again from the last
+// resourceVersion seen, bookmarks included, so a soak outlives the API
+// server's request timeout. It returns nil once ctx ended, or why the
+// watch ended before: a resourceVersion the server no longer has (410
+// Gone: events were lost, and a figure after it would not count them) or
+// a watch the client may not open.
+func Follow(ctx context.Context, rv string, open func(rv string) (watch.Interface, error), handle func(watch.Event)) error {
+	opener := &toolscache.ListWatch{WatchFuncWithContext: func(_ context.Context, options metav1.ListOptions) (watch.Interface, error) {
+		return open(options.ResourceVersion)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, opener)
+	if err != nil {
+		return err
 	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			return fmt.Errorf("the watch ended: %w", apierrors.FromObject(ev.Object))
+		}
+		handle(ev)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.New("the watch ended before its context")
 }

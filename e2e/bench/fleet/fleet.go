@@ -166,13 +166,8 @@ func (b *bench) watchReady(ctx context.Context) (*readyWatch, error) {
 		return b.wc.Watch(ctx, &kustomizev1.KustomizationList{}, client.InNamespace(fleetNamespace),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open(list.ResourceVersion)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	go func() {
-		err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+		err := benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
 			at := time.Now()
 			k, ok := ev.Object.(*kustomizev1.Kustomization)
 			if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(k.Name, "app-") {
@@ -528,14 +523,9 @@ func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
 		return b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open(list.ResourceVersion)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	vw := &valueWatch{stop: cancel}
 	go func() {
-		err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+		err := benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
 			at := time.Now()
 			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
 				vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})

@@ -329,13 +329,8 @@ func (b *bench) watchWrites(ctx context.Context) (*writeWatch, error) {
 			l.SetGroupVersionKind(list.GroupVersionKind())
 			return b.wc.Watch(ctx, l, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		}
-		w, err := open(list.ResourceVersion)
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("watching %ss: %w", kind, err)
-		}
 		go func() {
-			err := benchkit.Follow(ctx, list.ResourceVersion, w, open, func(ev watch.Event) {
+			err := benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
 				m, ok := ev.Object.(*metav1.PartialObjectMetadata)
 				if !ok || ev.Type == watch.Bookmark || !strings.HasPrefix(m.Namespace, "app-") {
 					return

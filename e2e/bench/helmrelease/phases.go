@@ -212,12 +212,8 @@ func (b *bench) drift(ctx context.Context, s *side, edits int) ([]time.Duration,
 		return b.wc.Watch(wctx, l, client.MatchingLabels{"app.kubernetes.io/name": "web"},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open(list.GetResourceVersion())
-	if err != nil {
-		return nil, 0, err
-	}
 	go func() {
-		_ = benchkit.Follow(wctx, list.GetResourceVersion(), w, open, func(ev watch.Event) {
+		_ = benchkit.Follow(wctx, list.GetResourceVersion(), open, func(ev watch.Event) {
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok || ev.Type == watch.Bookmark {
 				return

@@ -46,13 +46,8 @@ func (b *bench) track(ctx context.Context, s *side, done func(*unstructured.Unst
 		l.SetGroupVersionKind(list.GroupVersionKind())
 		return b.wc.Watch(ctx, l, client.InNamespace(s.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	w, err := open(list.GetResourceVersion())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	go func() {
-		err := benchkit.Follow(ctx, list.GetResourceVersion(), w, open, func(ev watch.Event) {
+		err := benchkit.Follow(ctx, list.GetResourceVersion(), open, func(ev watch.Event) {
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Bookmark {
 				t.see(u, time.Now())
 			}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,17 +86,22 @@ func (b *bench) track(ctx context.Context) (*tracker, error) {
 	d := b.demo
 	webImage := d.WebImage
 	follow := func(list client.ObjectList, ns, name string, handle func(obj client.Object)) error {
-		open := func(rv string) (watch.Interface, error) {
-			return b.wc.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name},
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		selected := []client.ListOption{client.InNamespace(ns), client.MatchingFields{"metadata.name": name}}
+		if err := b.wc.List(ctx, list, selected...); err != nil {
+			return fmt.Errorf("listing %s/%s: %w", ns, name, err)
 		}
-		w, err := open("")
-		if err != nil {
-			return fmt.Errorf("watching %s/%s: %w", ns, name, err)
+		if err := apimeta.EachListItem(list, func(obj runtime.Object) error {
+			handle(obj.(client.Object))
+			return nil
+		}); err != nil {
+			return err
+		}
+		open := func(rv string) (watch.Interface, error) {
+			return b.wc.Watch(ctx, list, append(selected, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
 		}
 		go func() {
-			_ = benchkit.Follow(ctx, "", w, open, func(ev watch.Event) {
-				if obj, ok := ev.Object.(client.Object); ok {
+			_ = benchkit.Follow(ctx, list.GetResourceVersion(), open, func(ev watch.Event) {
+				if obj, ok := ev.Object.(client.Object); ok && ev.Type != watch.Bookmark {
 					handle(obj)
 				}
 			})
