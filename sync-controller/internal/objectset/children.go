@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -131,11 +133,11 @@ const syncWait = 10 * time.Second
 // but at most syncWait: a kind that is slow to list keeps retrying in the
 // background without holding the reconciles that follow.
 //
-// A kind the controller may not list (its RBAC: deploy/sync-controller's
-// ClusterRole narrowed) gets no informer, which would only retry and log
-// the refusal: watch returns a *forbiddenError, and each later call asks
-// again, so that the kind is watched from the first reconcile after the
-// RBAC allows it.
+// A kind the controller may not list or may not watch (its RBAC:
+// deploy/sync-controller's ClusterRole narrowed) gets no informer, which
+// would only retry and log the refusal: watch returns a *forbiddenError,
+// and each later call asks again, so that the kind is watched from the
+// first reconcile after the RBAC allows both.
 func (c *children) watch(ctx context.Context, gvk schema.GroupVersionKind) error {
 	c.mu.Lock()
 	done := c.watched[gvk]
@@ -174,31 +176,44 @@ func (c *children) watch(ctx context.Context, gvk schema.GroupVersionKind) error
 	return nil
 }
 
-// forbiddenError is a kind the controller may not list, so cannot watch.
+// forbiddenError is a kind the controller may not list or may not
+// watch (verb), so cannot watch.
 type forbiddenError struct {
 	kind schema.GroupKind
+	verb string
 	err  error
 }
 
 func (e *forbiddenError) Error() string {
-	return fmt.Sprintf("sync-controller may not list %s objects: %v", e.kind.Kind, e.err)
+	return fmt.Sprintf("sync-controller may not %s %s objects: %v", e.verb, e.kind.Kind, e.err)
 }
 
-// probe lists one object of the kind with the sets' label, as the
-// informer's first list would, and records whether the API server
-// refused it. An error other than a refusal is left to the informer,
-// which retries it.
+// probe lists one object of the kind with the sets' label and opens a
+// watch from that list, as the informer's first list and watch would,
+// and records whether the API server refused either: RBAC may grant list
+// without watch, and an informer would then retry its watch forever. An
+// error other than a refusal is left to the informer, which retries it.
 func (c *children) probe(ctx context.Context, gvk schema.GroupVersionKind) error {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
 	}
-	_, err = c.lister.Resource(mapping.Resource).List(ctx, metav1.ListOptions{LabelSelector: NameLabel, Limit: 1})
+	verb := "list"
+	resource := c.lister.Resource(mapping.Resource)
+	list, err := resource.List(ctx, metav1.ListOptions{LabelSelector: NameLabel, Limit: 1})
+	if err == nil {
+		verb = "watch"
+		var w watch.Interface
+		w, err = resource.Watch(ctx, metav1.ListOptions{LabelSelector: NameLabel, ResourceVersion: list.ResourceVersion, TimeoutSeconds: ptr.To[int64](1)})
+		if err == nil {
+			w.Stop()
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if apierrors.IsForbidden(err) {
 		c.forbidden[gvk.GroupKind()] = err.Error()
-		return &forbiddenError{kind: gvk.GroupKind(), err: err}
+		return &forbiddenError{kind: gvk.GroupKind(), verb: verb, err: err}
 	}
 	delete(c.forbidden, gvk.GroupKind())
 	return nil

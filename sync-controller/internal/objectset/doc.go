@@ -62,7 +62,8 @@
 // other than plumb-sync-objectset's changed). The apply then restores it
 // and an ObjectsRestored event names it. The set's own prunes are
 // expected and wake nothing; a suspended or deleted set restores
-// nothing. A kind the controller may not list (its RBAC) is not watched:
-// Ready's message names it until it can be, with one DriftUnwatched
-// warning, and its objects are restored only at the interval.
+// nothing. A kind the controller may not list or may not watch (its
+// RBAC) is not watched: Ready's message names it until it can be, with
+// one DriftUnwatched warning, and its objects are restored only at the
+// interval.
 package objectset

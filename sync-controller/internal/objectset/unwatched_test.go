@@ -117,3 +117,44 @@ func reconciledAgain(t *testing.T, g Gomega, set *setv1.ObjectSet) string {
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
 	return msg
 }
+
+// RBAC that lets sync-controller list a kind but not watch it is caught
+// the same way: no informer retrying its watch in the background, Ready
+// and one DriftUnwatched warning quoting the refused watch, and the kind
+// watched from the first reconcile after the RBAC allows it.
+func TestAKindTheControllerMayListButNotWatchIsNamedAsUnwatched(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}
+	role := restrictedController(t, "objectset-without-configmap-watch", []rbacv1.PolicyRule{
+		{APIGroups: []string{setv1.GroupVersion.Group}, Resources: []string{"objectsets", "objectsets/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		configMaps,
+	})
+
+	ns := namespace(t)
+	set := newSet(ns, "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
+		setv1.Generator{List: listOf("a")})
+	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	got := waitReady(t, g, set, "True", meta.SucceededReason)
+	ready := conditions.Get(got, meta.ReadyCondition).Message
+	g.Expect(ready).To(HavePrefix("applied 1 objects for 1 elements; drift of its ConfigMap objects is not corrected until sync-controller may list and watch them ("), ready)
+	g.Expect(ready).To(ContainSubstring(`cannot watch resource "configmaps"`), "the API server's refusal of the watch is quoted")
+	g.Eventually(func() []string { return recorded.of(set, setv1.DriftUnwatchedReason) }, 30*time.Second, 50*time.Millisecond).
+		Should(ConsistOf(ContainSubstring("sync-controller may not watch ConfigMap objects")))
+
+	configMaps.Verbs = append(configMaps.Verbs, "watch")
+	role.Rules[len(role.Rules)-1] = configMaps
+	g.Expect(env.Client.Update(ctx, role)).To(Succeed())
+	g.Expect(reconciledAgain(t, g, set)).To(Equal("applied 1 objects for 1 elements"))
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"mode":"b"}}`)), client.FieldOwner("kubectl-edit"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("mode", "a"))
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "watched now, the edit is reverted without waiting for the interval")
+}
