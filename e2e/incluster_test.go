@@ -336,15 +336,17 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.
 func stopInClusterNode() error { return inClusterNode.Stop() }
 
 // uninstallPrevious hands the story a cluster as it was before any story
-// ran on it: with Plumb installed by the story before it, `plumb
-// uninstall`, as an operator does before installing again, and then what
-// the uninstall leaves that the next install would trip on — it deletes
-// the namespace and the CRDs without waiting until they are gone (an
-// install into a namespace still terminating is refused), and it leaves
-// NATS's PersistentVolume, Released and bound to the deleted claim. The
-// namespaces the story before made (its sample, the policy check's
-// stranger) go too: their Pods would run on through this story, and
-// policiesEnforced makes its namespace again.
+// ran on it. The namespaces the story before made beside plumb-system (its
+// sample, the policy check's stranger) are deleted first: their Pods would
+// run on through this story, policiesEnforced makes its namespace again,
+// and kube-controller-manager finishes a namespace only after the longest
+// grace period of the Pods it held (30 s here), which so passes while the
+// uninstall runs. Then, with Plumb installed by the story before, `plumb
+// uninstall`, as an operator does before installing again, and what the
+// uninstall leaves that the next install would trip on: it deletes the
+// namespace and the CRDs without waiting until they are gone (an install
+// into a namespace still terminating is refused), and it leaves NATS's
+// PersistentVolume, Released and bound to the deleted claim.
 func uninstallPrevious(ctx context.Context, t *testing.T, g *WithT, own *localenv.Env, plumb func(args ...string) string) {
 	t.Helper()
 	base, seen := inClusterNamespaces[own]
@@ -357,20 +359,25 @@ func uninstallPrevious(ctx context.Context, t *testing.T, g *WithT, own *localen
 		return
 	}
 	began := time.Now()
-	installed := slices.ContainsFunc(namespaces.Items, func(ns corev1.Namespace) bool { return ns.Name == localenv.InstallNamespace })
-	if installed {
-		plumb("uninstall", "--timeout", "5m")
-		t.Logf("plumb uninstall finished %s after it began", time.Since(began).Round(100*time.Millisecond))
-	}
 	var left []string
+	installed := false
 	for _, ns := range namespaces.Items {
 		if slices.Contains(base, ns.Name) {
 			continue
 		}
 		left = append(left, ns.Name)
+		if ns.Name == localenv.InstallNamespace {
+			// The uninstall's to delete, after the controllers.
+			installed = true
+			continue
+		}
 		if ns.DeletionTimestamp == nil {
 			g.Expect(client.IgnoreNotFound(own.Client.Delete(ctx, &ns))).To(Succeed())
 		}
+	}
+	if installed {
+		plumb("uninstall", "--timeout", "5m")
+		t.Logf("plumb uninstall finished %s after it began", time.Since(began).Round(100*time.Millisecond))
 	}
 	g.Eventually(func(g Gomega) {
 		for _, name := range left {
@@ -384,8 +391,10 @@ func uninstallPrevious(ctx context.Context, t *testing.T, g *WithT, own *localen
 			g.Expect(crd.Name).NotTo(HaveSuffix(".plumb.dev"), "Plumb's CRDs are gone")
 		}
 	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
-	g.Expect(own.RemoveVolume(ctx, localenv.InstallNamespace, "data-nats-0")).To(Succeed())
-	t.Logf("the story before left Plumb installed (%t) and the namespaces %v: all gone %s after the uninstall began",
+	if installed {
+		g.Expect(own.RemoveVolume(ctx, localenv.InstallNamespace, "data-nats-0")).To(Succeed())
+	}
+	t.Logf("the story before left Plumb installed (%t) and the namespaces %v: all gone %s after they began to go",
 		installed, left, time.Since(began).Round(100*time.Millisecond))
 }
 
