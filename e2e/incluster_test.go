@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,7 +58,7 @@ func TestPlumbInstalledByItsCLIRunsAsPodsOnARealNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	own, plumb := startInClusterNode(ctx, t, g, true)
+	own, plumb := startInClusterNode(ctx, t, g)
 
 	pushed := time.Now()
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
@@ -245,21 +248,38 @@ func inClusterReport(ctx context.Context, env *localenv.Env) string {
 	return b.String()
 }
 
-// testLog sends the environment's progress lines to the test's log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+// inClusterNode is the environment the install and bootstrap stories share:
+// a control plane, a real node with kube-router enforcing NetworkPolicies,
+// and none of Plumb's controllers. Each of those stories used to start its
+// own, with Plumb's images pushed to a registry of its own; on one, the
+// node and the images cost once (docs/design/node.md, "Time in the
+// tests"). The stories stay tests of their own, so a failure names its
+// story: the first to come starts it, the next one uninstalls what the
+// one before installed, as an operator would, and a story that failed
+// stops it, so that the next starts on a new cluster rather than on what
+// the failure left. It stops once no story used it for a moment, or at the
+// package's end.
+var inClusterNode = &localenv.Shared{
+	Started: func(took time.Duration) {
+		fmt.Fprintf(os.Stderr, "e2e: in-cluster node: the environment started in %s\n", took.Round(100*time.Millisecond))
+	},
+	Stopped: func(took time.Duration, err error) {
+		fmt.Fprintf(os.Stderr, "e2e: in-cluster node: the environment stopped in %s (%v)\n", took.Round(100*time.Millisecond), err)
+	},
 }
 
-// startInClusterNode starts, for a story that installs Plumb itself, a
-// control plane with a real node and none of Plumb's controllers — skipping
-// the test where a real node cannot start —, with kube-router enforcing
-// NetworkPolicies when networkPolicies asks, stopped at the test's end
-// (with the Pods and the kubelet's log when the test failed), and returns
-// it with a runner of the plumb CLI against it.
-func startInClusterNode(ctx context.Context, t *testing.T, g *WithT, networkPolicies bool) (*localenv.Env, func(args ...string) string) {
+// inClusterNamespaces are the namespaces each in-cluster environment had
+// before any story ran on it: what a story leaves beyond them goes before
+// the next one.
+var inClusterNamespaces = map[*localenv.Env][]string{}
+
+// startInClusterNode gives a story that installs Plumb itself the shared
+// in-cluster environment (inClusterNode), starting it if no story did yet
+// — skipping the test where a real node cannot start —, with Plumb
+// uninstalled if the story before it installed it, and returns it with a
+// runner of the plumb CLI against it. At the story's end it logs the Pods
+// and the kubelet's log if the story failed.
+func startInClusterNode(ctx context.Context, t *testing.T, g *WithT) (*localenv.Env, func(args ...string) string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts its own control plane and a real node, and builds Plumb's images")
@@ -273,20 +293,29 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT, networkPoli
 	if err := stopSharedRealNode(); err != nil {
 		t.Fatalf("stopping the shared real node: %v", err)
 	}
-	own, err := localenv.Start(ctx, localenv.Options{
+	inClusterNode.Options = localenv.Options{
 		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal, NoControllers: true,
-		NetworkPolicies: networkPolicies, Progress: testLog{t},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+		NetworkPolicies: true,
+		// Not the story's log: the environment outlives the story.
+		Progress: localenv.Stamped(os.Stderr, "e2e: in-cluster node: "),
+	}
+	acquired := time.Now()
+	own, release, err := inClusterNode.Acquire()
+	if err != nil {
+		t.Fatalf("the in-cluster node: %v", err)
+	}
+	t.Logf("the in-cluster node's environment acquired in %s", time.Since(acquired).Round(100*time.Millisecond))
 	t.Cleanup(func() {
-		if t.Failed() {
-			report, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			t.Logf("---- Pods\n%s", inClusterReport(report, own))
-			t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+		release()
+		if !t.Failed() {
+			return
 		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stopping the environment: %v", err)
+		report, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t.Logf("---- Pods\n%s", inClusterReport(report, own))
+		t.Logf("---- kubelet\n%s", localenv.Tail(own.Node.Kubelet.LogPath, 30))
+		if err := stopInClusterNode(); err != nil {
+			t.Errorf("stopping the in-cluster node: %v", err)
 		}
 	})
 	plumb := func(args ...string) string {
@@ -298,7 +327,75 @@ func startInClusterNode(ctx context.Context, t *testing.T, g *WithT, networkPoli
 		g.Expect(err).NotTo(HaveOccurred(), "plumb %s", strings.Join(args, " "))
 		return string(out)
 	}
+	uninstallPrevious(ctx, t, g, own, plumb)
 	return own, plumb
+}
+
+// stopInClusterNode stops the install stories' shared environment, if it
+// runs.
+func stopInClusterNode() error { return inClusterNode.Stop() }
+
+// uninstallPrevious hands the story a cluster as it was before any story
+// ran on it. The namespaces the story before made beside plumb-system (its
+// sample, the policy check's stranger) are deleted first: their Pods would
+// run on through this story, policiesEnforced makes its namespace again,
+// and kube-controller-manager finishes a namespace only after the longest
+// grace period of the Pods it held (30 s here), which so passes while the
+// uninstall runs. Then, with Plumb installed by the story before, `plumb
+// uninstall`, as an operator does before installing again, and what the
+// uninstall leaves that the next install would trip on: it deletes the
+// namespace and the CRDs without waiting until they are gone (an install
+// into a namespace still terminating is refused), and it leaves NATS's
+// PersistentVolume, Released and bound to the deleted claim.
+func uninstallPrevious(ctx context.Context, t *testing.T, g *WithT, own *localenv.Env, plumb func(args ...string) string) {
+	t.Helper()
+	base, seen := inClusterNamespaces[own]
+	namespaces := &corev1.NamespaceList{}
+	g.Expect(own.Client.List(ctx, namespaces)).To(Succeed())
+	if !seen {
+		for _, ns := range namespaces.Items {
+			inClusterNamespaces[own] = append(inClusterNamespaces[own], ns.Name)
+		}
+		return
+	}
+	began := time.Now()
+	var left []string
+	installed := false
+	for _, ns := range namespaces.Items {
+		if slices.Contains(base, ns.Name) {
+			continue
+		}
+		left = append(left, ns.Name)
+		if ns.Name == localenv.InstallNamespace {
+			// The uninstall's to delete, after the controllers.
+			installed = true
+			continue
+		}
+		if ns.DeletionTimestamp == nil {
+			g.Expect(client.IgnoreNotFound(own.Client.Delete(ctx, &ns))).To(Succeed())
+		}
+	}
+	if installed {
+		plumb("uninstall", "--timeout", "5m")
+		t.Logf("plumb uninstall finished %s after it began", time.Since(began).Round(100*time.Millisecond))
+	}
+	g.Eventually(func(g Gomega) {
+		for _, name := range left {
+			err := own.Client.Get(ctx, types.NamespacedName{Name: name}, &corev1.Namespace{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the namespace %s is gone (%v)", name, err)
+		}
+		crds := &metav1.PartialObjectMetadataList{}
+		crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+		g.Expect(own.Client.List(ctx, crds)).To(Succeed())
+		for _, crd := range crds.Items {
+			g.Expect(crd.Name).NotTo(HaveSuffix(".plumb.dev"), "Plumb's CRDs are gone")
+		}
+	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), func() string { return inClusterReport(ctx, own) })
+	if installed {
+		g.Expect(own.RemoveVolume(ctx, localenv.InstallNamespace, "data-nats-0")).To(Succeed())
+	}
+	t.Logf("the story before left Plumb installed (%t) and the namespaces %v: all gone %s after they began to go",
+		installed, left, time.Since(began).Round(100*time.Millisecond))
 }
 
 // kubernetesEndpoints are the API server's addresses and ports (IP:port)

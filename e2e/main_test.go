@@ -92,6 +92,12 @@ func run(m *testing.M) int {
 			code = 1
 		}
 	}
+	if err := stopInClusterNode(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the in-cluster node: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	return code
 }
 

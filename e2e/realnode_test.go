@@ -33,7 +33,7 @@ type realNodeDemo struct {
 // the sample's node stories share, each with a copy of the sample in
 // namespaces of its own (docs/design/node.md, "Time in the tests"). It
 // stops once no story used it for a moment, and the install stories,
-// which own their node, stop it first.
+// which share a node of their own (inClusterNode), stop it first.
 var realNode = &localenv.Shared{
 	Started: func(took time.Duration) {
 		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
@@ -57,6 +57,11 @@ func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNo
 	assets, err := localenv.RealNodeAssets()
 	if err != nil {
 		t.Skipf("no real node on this machine: %v", err)
+	}
+	// The install stories' node holds the machine's one node: this one
+	// would wait for it until the package's end.
+	if err := stopInClusterNode(); err != nil {
+		t.Fatalf("stopping the in-cluster node: %v", err)
 	}
 	realNode.Options = localenv.Options{
 		BinDir: filepath.Dir(plumbCLI), AssetsDir: assets, Node: localenv.NodeReal,

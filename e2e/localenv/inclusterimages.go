@@ -44,11 +44,31 @@ func PlumbControllerPrograms() []imagebuild.Program {
 
 // PushPlumbImages builds (or takes from ~/.cache/plumb/images) Plumb's
 // images tagged version and nats-server at the tag deploy/nats names, and
-// pushes them to the real node's registry under deploy/'s names.
+// pushes them to the real node's registry under deploy/'s names, once per
+// registry and version: the builds are reproducible, so a second push
+// would push the same images.
 func (e *Env) PushPlumbImages(ctx context.Context, version string) error {
 	if e.Registry == nil {
 		return fmt.Errorf("no real node: Plumb's images go to its registry")
 	}
+	r := e.Registry
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.plumbVersions[version] {
+		e.progress("image: Plumb's images %s are in the registry already", version)
+		return nil
+	}
+	if err := e.pushPlumbImages(ctx, version); err != nil {
+		return err
+	}
+	if r.plumbVersions == nil {
+		r.plumbVersions = map[string]bool{}
+	}
+	r.plumbVersions[version] = true
+	return nil
+}
+
+func (e *Env) pushPlumbImages(ctx context.Context, version string) error {
 	logf := func(format string, args ...any) { e.progress("image "+format, args...) }
 	if _, err := imagebuild.PushLocal(ctx, imagebuild.LocalOptions{
 		Root: e.Root, Registry: e.Registry.Addr + "/" + PlumbImagePath, Programs: PlumbControllerPrograms(),

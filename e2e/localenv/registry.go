@@ -34,6 +34,9 @@ type Registry struct {
 	// the stories sharing a node push the same test programs.
 	mu    sync.Mutex
 	built map[string]string
+	// plumbVersions are the versions PushPlumbImages pushed: the install
+	// and bootstrap stories share a node and install the same images.
+	plumbVersions map[string]bool
 }
 
 // startRegistry starts the Registry, logging to logs/registry.log, and

@@ -42,7 +42,7 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	own, plumb := startInClusterNode(ctx, t, g, true)
+	own, plumb := startInClusterNode(ctx, t, g)
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
 	g.Expect(own.ProvideVolume(ctx, localenv.InstallNamespace, "data-nats-0", "2Gi")).To(Succeed())
 
