@@ -140,7 +140,7 @@ func run(m *testing.M) int {
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + shardLabel}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = apiRequests.Wrap
-	mgr, err := app.NewManager(ControllerName, cfg, env.Scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+	mgr, err := app.NewTrimmingManager(ControllerName, cfg, env.Scheme, mgrOpts, CacheTrims(), &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
