@@ -524,11 +524,11 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 
 	// The watch's cache keeps the ConfigMap's name and version, not its
 	// labels (TrimConfigMapMetadata); the change below still comes through.
-	cached := &metav1.PartialObjectMetadata{}
-	cached.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	g.Expect(helmRec.Client.Get(ctx, client.ObjectKeyFromObject(cm), cached)).To(Succeed())
-	g.Expect(cached.ResourceVersion).NotTo(BeEmpty())
-	g.Expect(cached.Labels).To(BeEmpty())
+	inCache := &metav1.PartialObjectMetadata{}
+	inCache.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(cm), inCache)).To(Succeed())
+	g.Expect(inCache.ResourceVersion).NotTo(BeEmpty())
+	g.Expect(inCache.Labels).To(BeEmpty())
 
 	// Nothing changed: a requested reconcile renders nothing.
 	reconciles := helmRec.count(key).reconciles.Load()

@@ -50,7 +50,10 @@ var (
 	storage    *artifact.Storage
 	reconciler *KustomizationReconciler
 	helmRec    *HelmReleaseReconciler
-	published  = &capture{}
+	// cached reads the suite manager's cache itself: its client reads
+	// ConfigMaps and Secrets from the API server.
+	cached    client.Reader
+	published = &capture{}
 	// apiRequests counts the requests of the suite's manager.
 	apiRequests = &testenv.Requests{}
 	sources     = &sourceServer{files: map[string][]byte{}}
@@ -145,6 +148,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	cached = mgr.GetCache()
 	if err := mgr.Add(fileServer); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
