@@ -196,7 +196,9 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	// --watch-label-selector picks the Kustomizations and HelmReleases of
 	// this shard; the sources, HelmCharts, ConfigMaps and CRDs they read
 	// stay whole: a source may be in another shard (docs/design/sharding.md).
-	mgr, err := app.NewManager(controllerName, cfg, scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+	// The cache keeps of a Kustomization what the render reads
+	// (rendercontroller.TrimKustomization).
+	mgr, err := app.NewTrimmingManager(controllerName, cfg, scheme, mgrOpts, rendercontroller.CacheTrims(), &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,6 +104,31 @@ const RuntimeNamespaceEnv = "RUNTIME_NAMESPACE"
 // $RUNTIME_NAMESPACE. A selector or namespace without kinds to apply it
 // to is refused.
 func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager, ownKinds ...ctrlclient.Object) (ctrl.Manager, error) {
+	return NewTrimmingManager(name, cfg, scheme, opts, nil, ownKinds...)
+}
+
+// Trim is a controller's own cut of what its cache keeps of one kind,
+// beyond the managedFields every cache drops: Transform is handed each
+// object of Object's kind as decoded from a list or watch, before the
+// cache stores it, and returns it with what the controller never reads
+// removed (it may change the object in place). The managedFields are
+// stripped before Transform runs.
+//
+// What the cache holds is all the controller's reads see, through its
+// client too, so a Transform may drop only fields no code of the
+// controller reads, and the controller must write the kind only by
+// server-side apply of its own fields (pkg/reconcile's ApplyStatus, its
+// finalizer): an update of a trimmed copy would erase what the cut left
+// out.
+type Trim struct {
+	Object    ctrlclient.Object
+	Transform toolscache.TransformFunc
+}
+
+// NewTrimmingManager is NewManager with trims: for each kind of trims, the
+// cache keeps what its Transform leaves (render-controller keeps of a
+// Kustomization's status only what it reads).
+func NewTrimmingManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts options.Manager, trims []Trim, ownKinds ...ctrlclient.Object) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,6 +136,9 @@ func NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, opts opti
 	leNamespace := os.Getenv(RuntimeNamespaceEnv)
 	byObject, err := ownKindsCache(opts, ownKinds, leNamespace)
 	if err != nil {
+		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
+	}
+	if byObject, err = withTrims(byObject, trims); err != nil {
 		return nil, fmt.Errorf("creating the %s manager: %w", name, err)
 	}
 	// A shard's own Lease, so that shards do not elect one leader among
@@ -202,6 +232,45 @@ func AddArtifactServer(mgr ctrl.Manager, srv *artifact.Server) error {
 		return err
 	}
 	return mgr.AddReadyzCheck("artifact-server", srv.Ready)
+}
+
+// withTrims adds each trim's Transform to byObject, in the entry of its
+// kind when an own kind has one (same Go type), after the managedFields
+// are stripped: a kind's Transform replaces the cache's DefaultTransform.
+func withTrims(byObject map[ctrlclient.Object]cache.ByObject, trims []Trim) (map[ctrlclient.Object]cache.ByObject, error) {
+	for _, t := range trims {
+		if t.Object == nil || t.Transform == nil {
+			return nil, fmt.Errorf("a cache trim needs an object and a transform")
+		}
+		if byObject == nil {
+			byObject = map[ctrlclient.Object]cache.ByObject{}
+		}
+		key := ctrlclient.Object(t.Object)
+		for k := range byObject {
+			if reflect.TypeOf(k) == reflect.TypeOf(t.Object) {
+				key = k
+			}
+		}
+		by := byObject[key]
+		if by.Transform != nil {
+			return nil, fmt.Errorf("two cache trims for %T", t.Object)
+		}
+		by.Transform = stripThen(t.Transform)
+		byObject[key] = by
+	}
+	return byObject, nil
+}
+
+// stripThen strips an object's managedFields, then runs transform.
+func stripThen(transform toolscache.TransformFunc) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if err != nil {
+			return nil, err
+		}
+		return transform(out)
+	}
 }
 
 // ownKindsCache returns the cache options that keep only the objects of

@@ -10,6 +10,8 @@
 // where <condition> is the lower-cased condition a controller reports on
 // (ready, rendered) and <work> names what a skipped reconcile saves
 // (fetches_total, builds_total). Controllers add their own metrics beside.
+// A set with Spec.ConditionOnly (render-controller's) keeps per object the
+// condition's series alone, and its work counter has no object labels.
 // The duration has no object labels: 14 buckets per object were most of
 // what a fleet's series cost (docs/design/metrics.md), and the duration of
 // one object is gotk_reconcile_duration_seconds' (below) for each kind

@@ -19,6 +19,15 @@ type Spec struct {
 	// Work and WorkHelp name and describe the work counter; no counter when
 	// Work is empty.
 	Work, WorkHelp string
+	// ConditionOnly keeps one series per object, the condition's, and
+	// counts the work over every object of the kind: for a controller
+	// that shares its kind with the one that owns it (render-controller,
+	// beside sync-controller), whose own series of the same object already
+	// say whether it is suspended (gotk_suspend_status) and how large its
+	// artifact is (plumb_sync_artifact_size_bytes). Per object they were
+	// three of the four series a Kustomization cost render-controller
+	// (docs/design/metrics.md, "Plumb's series").
+	ConditionOnly bool
 	// Toolkit also exports Flux's gotk_* series for Kind (toolkit.go). Set
 	// it in the one controller that owns the kind's Ready condition, so
 	// that no kind is exported twice: render-controller, which reports
@@ -38,6 +47,9 @@ type Object struct {
 	suspended *prometheus.GaugeVec
 	size      *prometheus.GaugeVec
 	work      *prometheus.CounterVec
+	// workTotal is the work counter of a ConditionOnly set, over every
+	// object of the kind.
+	workTotal prometheus.Counter
 	// toolkit is the registry's gotk_* set when Spec.Toolkit, else nil.
 	toolkit *toolkit
 }
@@ -59,17 +71,25 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 			Name: name(strings.ToLower(s.Condition)),
 			Help: "The " + s.Kind + "'s " + s.Condition + " condition: 1 True, 0 False, -1 Unknown.",
 		}, labels),
-		suspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	}
+	reg.MustRegister(m.duration, m.condition)
+	if !s.ConditionOnly {
+		m.suspended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: name("suspended"),
 			Help: "1 while the " + s.Kind + " is suspended, else 0.",
-		}, labels),
-		size: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, labels)
+		m.size = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: name("artifact_size_bytes"),
 			Help: "Size of the " + s.Kind + "'s current artifact.",
-		}, labels),
+		}, labels)
+		reg.MustRegister(m.suspended, m.size)
 	}
-	reg.MustRegister(m.duration, m.condition, m.suspended, m.size)
-	if s.Work != "" {
+	switch {
+	case s.Work == "":
+	case s.ConditionOnly:
+		m.workTotal = prometheus.NewCounter(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp + " Over every " + s.Kind + "."})
+		reg.MustRegister(m.workTotal)
+	default:
 		m.work = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp}, labels)
 		reg.MustRegister(m.work)
 	}
@@ -96,7 +116,9 @@ func (m *Object) Record(namespace, name string, conditions []metav1.Condition, s
 	if m == nil {
 		return
 	}
-	m.suspended.WithLabelValues(namespace, name).Set(boolValue(suspended))
+	if m.suspended != nil {
+		m.suspended.WithLabelValues(namespace, name).Set(boolValue(suspended))
+	}
 	if m.toolkit != nil {
 		m.toolkit.record(m.spec.Kind, namespace, name, conditions, suspended)
 	}
@@ -113,14 +135,18 @@ func (m *Object) Record(namespace, name string, conditions []metav1.Condition, s
 		}
 	}
 	m.condition.WithLabelValues(namespace, name).Set(value)
-	if artifactSize != nil {
+	if artifactSize != nil && m.size != nil {
 		m.size.WithLabelValues(namespace, name).Set(float64(*artifactSize))
 	}
 }
 
 // Worked counts one unit of the expensive work.
 func (m *Object) Worked(namespace, name string) {
-	if m != nil && m.work != nil {
+	switch {
+	case m == nil:
+	case m.workTotal != nil:
+		m.workTotal.Inc()
+	case m.work != nil:
 		m.work.WithLabelValues(namespace, name).Inc()
 	}
 }
@@ -130,8 +156,10 @@ func (m *Object) Forget(namespace, name string) {
 	if m == nil {
 		return
 	}
-	for _, v := range []*prometheus.MetricVec{m.condition.MetricVec, m.suspended.MetricVec, m.size.MetricVec} {
-		v.DeleteLabelValues(namespace, name)
+	m.condition.DeleteLabelValues(namespace, name)
+	if m.suspended != nil {
+		m.suspended.DeleteLabelValues(namespace, name)
+		m.size.DeleteLabelValues(namespace, name)
 	}
 	if m.work != nil {
 		m.work.DeleteLabelValues(namespace, name)

@@ -54,6 +54,34 @@ plumb_test_fetches_total{name="a",namespace="ns"} 2
 	nilMetrics.Record("ns", "a", nil, false, nil) // a nil set records nothing and does not panic
 }
 
+// A ConditionOnly set keeps one series per object, the condition's, and
+// counts the work of every object in one counter.
+func TestConditionOnlyMetrics(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := NewObject(reg, Spec{Subsystem: "test", Kind: "Thing", Condition: "Rendered", Work: "builds_total", WorkHelp: "Builds.", ConditionOnly: true})
+
+	size := int64(42)
+	m.Record("ns", "a", []metav1.Condition{{Type: "Rendered", Status: metav1.ConditionTrue}}, true, &size)
+	m.Record("ns", "b", nil, false, nil)
+	m.Worked("ns", "a")
+	m.Worked("ns", "b")
+
+	g.Expect(testutil.CollectAndCompare(reg, strings.NewReader(`
+# HELP plumb_test_rendered The Thing's Rendered condition: 1 True, 0 False, -1 Unknown.
+# TYPE plumb_test_rendered gauge
+plumb_test_rendered{name="a",namespace="ns"} 1
+plumb_test_rendered{name="b",namespace="ns"} -1
+# HELP plumb_test_builds_total Builds. Over every Thing.
+# TYPE plumb_test_builds_total counter
+plumb_test_builds_total 2
+`), "plumb_test_rendered", "plumb_test_builds_total", "plumb_test_suspended", "plumb_test_artifact_size_bytes")).To(Succeed(), "no suspended or artifact size series, no object labels on the counter")
+
+	m.Forget("ns", "a")
+	g.Expect(testutil.CollectAndCount(reg, "plumb_test_rendered")).To(Equal(1))
+	g.Expect(testutil.ToFloat64(m.workTotal)).To(Equal(2.0), "a deleted object's builds stay counted")
+}
+
 // histogramCount returns the sample count of the one histogram named name.
 func histogramCount(g Gomega, reg *prometheus.Registry, name string) uint64 {
 	families, err := reg.Gather()

@@ -257,7 +257,7 @@ func startShard(t *testing.T, shard string, st *artifact.Storage) func() {
 	t.Helper()
 	g := NewWithT(t)
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 2, WatchLabelSelector: shardLabel + "=" + shard}
-	mgr, err := app.NewManager(ControllerName, env.Config, env.Scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+	mgr, err := app.NewTrimmingManager(ControllerName, env.Config, env.Scheme, mgrOpts, CacheTrims(), &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	g.Expect(err).NotTo(HaveOccurred())
 	r := &KustomizationReconciler{
 		TmpDir:               t.TempDir(),

@@ -294,17 +294,19 @@
 //
 // # Metrics
 //
-// Registered in controller-runtime's metrics registry, labels namespace and
-// name but for the duration, one histogram over every Kustomization:
+// Registered in controller-runtime's metrics registry; one series per
+// Kustomization, its Rendered condition (labels namespace and name), and
+// the rest over every Kustomization:
 //
 //	plumb_render_reconcile_duration_seconds  histogram of reconcile durations
 //	plumb_render_rendered                    Rendered: 1 True, 0 False, -1 Unknown
-//	plumb_render_suspended                   1 while spec.suspend is true
-//	plumb_render_artifact_size_bytes         size of the current rendered artifact
 //	plumb_render_builds_total                kustomize builds run
 //
 // and the same set for HelmReleases under plumb_render_helmrelease_
-// (reconcile_duration_seconds, rendered, suspended, artifact_size_bytes,
-// renders_total). Flux's gotk_* series of the two kinds are
-// sync-controller's, which owns their Ready (docs/design/metrics.md).
+// (reconcile_duration_seconds, rendered, renders_total). Whether an object
+// is suspended and the size of its rendered artifact are sync-controller's
+// series of the same object (gotk_suspend_status,
+// plumb_sync_artifact_size_bytes), and Flux's gotk_* series of the two
+// kinds are sync-controller's too, which owns their Ready
+// (docs/design/metrics.md).
 package controller

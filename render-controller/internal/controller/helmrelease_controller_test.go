@@ -505,7 +505,7 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings", Labels: map[string]string{"team": "a"}},
 		Data:       map[string]string{"values.yaml": "greeting: first\n"},
 	}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
@@ -521,6 +521,14 @@ func TestHelmReleaseConfigMapChangeRerenders(t *testing.T) {
 	})
 	key := types.NamespacedName{Namespace: ns, Name: "app"}
 	renders := settledRenders(t, key)
+
+	// The watch's cache keeps the ConfigMap's name and version, not its
+	// labels (TrimConfigMapMetadata); the change below still comes through.
+	inCache := &metav1.PartialObjectMetadata{}
+	inCache.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(cm), inCache)).To(Succeed())
+	g.Expect(inCache.ResourceVersion).NotTo(BeEmpty())
+	g.Expect(inCache.Labels).To(BeEmpty())
 
 	// Nothing changed: a requested reconcile renders nothing.
 	reconciles := helmRec.count(key).reconciles.Load()

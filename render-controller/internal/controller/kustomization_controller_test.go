@@ -561,14 +561,17 @@ func TestUnchangedSourceDoesNotRebuild(t *testing.T) {
 }
 
 // render-controller applies only its own status fields: conditions and
-// fields that sync-controller applied under its own manager survive.
+// fields that sync-controller applied under its own manager survive. Its
+// cache keeps of them only what the render reads (TrimKustomization), and
+// what it reads still works: the render a history entry names outlives the
+// store's retention of two.
 func TestSyncControllerStatusSurvives(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	gitRepo(t, ns, "repo", nil)
 	publishTree(t, ns, "repo", "5555555555555555555555555555555555555555", map[string]string{"cm.yaml": cm("settings", "a: b")})
 	kustomization(t, ns, "app", "repo", nil)
-	waitRevision(t, ns, "app", "main@sha1:5555555555555555555555555555555555555555")
+	first := waitRevision(t, ns, "app", "main@sha1:5555555555555555555555555555555555555555").Status.RenderedArtifact.DeepCopy()
 
 	// sync-controller's share, applied as it would: its own manager.
 	syncStatus := &unstructured.Unstructured{Object: map[string]any{
@@ -581,13 +584,42 @@ func TestSyncControllerStatusSurvives(t *testing.T) {
 				"type": "Ready", "status": "True", "reason": "Succeeded", "message": "applied by sync",
 				"observedGeneration": int64(1), "lastTransitionTime": "2026-01-01T00:00:00Z",
 			}},
+			"inventory": map[string]any{"entries": []any{map[string]any{"id": ns + "_settings__ConfigMap", "v": "v1"}}},
+			"history": []any{map[string]any{
+				"digest": first.Digest, "firstReconciled": "2026-01-01T00:00:00Z", "lastReconciled": "2026-01-01T00:00:00Z",
+				"lastReconciledDuration": "1s", "lastReconciledStatus": "Succeeded", "totalReconciliations": int64(1),
+			}},
 		},
 	}}
 	g.Expect(k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(syncStatus), client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
 
-	// A new revision makes render-controller write its status again.
+	// The cache has the history entry's digest, and none of what the
+	// render does not read.
+	key := types.NamespacedName{Namespace: ns, Name: "app"}
+	cached := &kustomizev1.Kustomization{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(reconciler.Client.Get(context.Background(), key, cached)).To(Succeed())
+		g.Expect(cached.Status.History).To(HaveLen(1))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(cached.Status.History[0].Digest).To(Equal(first.Digest))
+	g.Expect(cached.Status.Inventory).To(BeNil())
+	g.Expect(cached.Status.LastAppliedRevision).To(BeEmpty())
+	g.Expect(cached.Status.Conditions).To(HaveLen(1))
+	g.Expect(cached.Status.Conditions[0].Type).To(Equal(kustomizev1.RenderedCondition))
+	g.Expect(cached.Status.RenderedArtifact).To(Equal(first))
+
+	// Two new revisions make render-controller write its status again,
+	// and push the first render out of the retention of two.
+	publishTree(t, ns, "repo", "7777777777777777777777777777777777777777", map[string]string{"cm.yaml": cm("settings", "a: d")})
+	waitRevision(t, ns, "app", "main@sha1:7777777777777777777777777777777777777777")
 	publishTree(t, ns, "repo", "6666666666666666666666666666666666666666", map[string]string{"cm.yaml": cm("settings", "a: c")})
 	ks := waitRevision(t, ns, "app", "main@sha1:6666666666666666666666666666666666666666")
+	g.Expect(storage.Exists(first)).To(BeTrue(), "the render status.history names is kept")
+	g.Expect(download(t, first)).To(ContainSubstring("a: b"))
+	g.Expect(ks.Status.Inventory).NotTo(BeNil(), "sync-controller's inventory survives")
+	g.Expect(ks.Status.Inventory.Entries).To(HaveLen(1))
+	g.Expect(ks.Status.History).To(HaveLen(1))
+	g.Expect(ks.Status.History[0].TotalReconciliations).To(Equal(int64(1)))
 
 	var ready *metav1.Condition
 	for i := range ks.Status.Conditions {

@@ -50,7 +50,10 @@ var (
 	storage    *artifact.Storage
 	reconciler *KustomizationReconciler
 	helmRec    *HelmReleaseReconciler
-	published  = &capture{}
+	// cached reads the suite manager's cache itself: its client reads
+	// ConfigMaps and Secrets from the API server.
+	cached    client.Reader
+	published = &capture{}
 	// apiRequests counts the requests of the suite's manager.
 	apiRequests = &testenv.Requests{}
 	sources     = &sourceServer{files: map[string][]byte{}}
@@ -140,11 +143,12 @@ func run(m *testing.M) int {
 	mgrOpts := options.Manager{MetricsAddr: "0", HealthAddr: "0", Concurrent: 4, WatchLabelSelector: "!" + shardLabel}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = apiRequests.Wrap
-	mgr, err := app.NewManager(ControllerName, cfg, env.Scheme, mgrOpts, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+	mgr, err := app.NewTrimmingManager(ControllerName, cfg, env.Scheme, mgrOpts, CacheTrims(), &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	cached = mgr.GetCache()
 	if err := mgr.Add(fileServer); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
