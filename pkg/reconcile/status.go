@@ -35,7 +35,7 @@ import (
 // resourceVersion is all that is read of it, and the whole object — spec,
 // status, inventory — would cost the API server its encoding and the
 // controller its decoding on every status write (docs/bench/fleet.md,
-// "Fleet runs C1–C2").
+// "Fleet runs C1–C4").
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
