@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -29,7 +30,12 @@ import (
 // On success obj's resourceVersion is the one the API server stored the
 // write at (its status is not read back: the caller's copy is its own), so
 // that a controller reading obj from its cache can tell when the cache has
-// its write (sync-controller's Syncer).
+// its write (sync-controller's Syncer). The response is asked for as
+// metadata only (PartialObjectMetadata, as the metadata client asks): the
+// resourceVersion is all that is read of it, and the whole object — spec,
+// status, inventory — would cost the API server its encoding and the
+// controller its decoding on every status write (docs/bench/fleet.md,
+// "Fleet runs C1–C4").
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
@@ -40,10 +46,18 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldM
 	u.SetGroupVersionKind(gvk)
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
-	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+	body, err := u.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding status of %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	stored := &metav1.PartialObjectMetadata{}
+	stored.SetGroupVersionKind(gvk)
+	stored.SetName(obj.GetName())
+	stored.SetNamespace(obj.GetNamespace())
+	if err := c.Status().Patch(ctx, stored, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying status of %s %s/%s as %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), fieldManager, err)
 	}
-	obj.SetResourceVersion(u.GetResourceVersion())
+	obj.SetResourceVersion(stored.GetResourceVersion())
 	return nil
 }
 

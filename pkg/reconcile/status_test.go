@@ -1,7 +1,10 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
@@ -86,6 +90,73 @@ func TestApplyStatusBoundsEveryMessage(t *testing.T) {
 		g.Expect(msg).To(MatchRegexp(markerRE), field)
 	}
 }
+
+// ApplyStatus reads back only what it needs of the write: the API server
+// answers it with the object's metadata (PartialObjectMetadata), not the
+// whole Kustomization with its spec and status, and the version the write
+// is stored at is still what ks carries after it. What it sends is the
+// same server-side apply: another manager's status fields stay.
+func TestApplyStatusReadsBackOnlyMetadata(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.Namespace(ctx, "status-meta")
+	g.Expect(err).NotTo(HaveOccurred())
+	ks := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Path:      "./" + strings.Repeat("deep/", 200),
+		},
+	}
+	g.Expect(env.Client.Create(ctx, ks)).To(Succeed())
+	g.Expect(reconcile.ApplyStatus(ctx, env.Client, ks, "other", map[string]any{"lastAppliedRevision": "main@sha1:other"})).To(Succeed())
+
+	var answers []string
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") {
+				return resp, err
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			answers = append(answers, string(body))
+			return resp, err
+		})
+	})
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	status := map[string]any{"conditions": []any{map[string]any{
+		"type": kustomizev1.RenderedCondition, "status": "True", "reason": kustomizev1.RenderSucceededReason,
+		"message": "rendered", "observedGeneration": ks.Generation, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+	}}}
+	g.Expect(reconcile.ApplyStatus(ctx, c, ks, "test", status)).To(Succeed())
+
+	// The answer is in protobuf, which the API server offers for
+	// PartialObjectMetadata even of a custom resource; its type names the
+	// kind, and its strings are there as they are.
+	g.Expect(answers).To(HaveLen(1))
+	g.Expect(answers[0]).To(ContainSubstring("PartialObjectMetadata"), "the answer: %q", answers[0])
+	g.Expect(answers[0]).To(ContainSubstring(ks.Name))
+	g.Expect(answers[0]).NotTo(ContainSubstring("deep/deep/"), "no spec in the answer")
+	g.Expect(answers[0]).NotTo(ContainSubstring("main@sha1:other"), "no status in the answer")
+
+	var got kustomizev1.Kustomization
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), &got)).To(Succeed())
+	g.Expect(ks.ResourceVersion).To(Equal(got.ResourceVersion), "ks carries the version the write is stored at")
+	g.Expect(answers[0]).To(ContainSubstring(got.ResourceVersion))
+	g.Expect(conditions.GetMessage(&got, kustomizev1.RenderedCondition)).To(Equal("rendered"))
+	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:other"), "another manager's field stays")
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // BoundConditions, for a status written by a patch helper, cuts a long
 // condition message the same way and leaves the others as they are.

@@ -88,6 +88,11 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 		p = p.WithoutHooks()
 	}
 	s.op.made = newSync
+	if s.mayLast(p) {
+		if err := s.status.mayLast(ctx); err != nil {
+			return err
+		}
+	}
 	resume := s.resumePoint(newSync)
 	if newSync {
 		start := s.operationStart()
@@ -120,6 +125,42 @@ func (s *syncRun) applyPlan(ctx context.Context) error {
 	}
 	s.st.Inventory = inventory.New(s.inventoryObjects())
 	return nil
+}
+
+// lastingObjects is the most objects (applied and pruned) a run of one
+// wave with nothing to wait for may have and still be held quick
+// (mayLast): on a quiet machine an object's apply costs the API server a
+// few milliseconds (docs/bench/fleet.md, the bare loop), so such a run's
+// own work is a fraction of progressEvery, and a run of them that lasts a
+// second lasts it in the API server's queue.
+const lastingObjects = 100
+
+// mayLast reports whether a run of p can last by its own work — hooks to
+// wait on, waves that wait for each other, a health wait, CRDs to be
+// established, or more than lastingObjects objects to apply and prune —
+// so that its progress is worth a status write once it has lasted
+// progressEvery (statusWriter.hold). Any other run writes only its
+// outcome: however long the API server makes it last, its progress would
+// be one more of the costliest requests exactly when the server is slow,
+// for a state that the outcome follows at once.
+func (s *syncRun) mayLast(p *plan.Plan) bool {
+	steps := p.Steps()
+	if len(steps) > 1 || len(p.Hooks()) > 0 || s.spec.Wait || len(s.spec.HealthChecks) > 0 {
+		return true
+	}
+	n := 0
+	if inv := s.prev.Inventory; inv != nil {
+		n = len(inv.Entries)
+	}
+	for _, st := range steps {
+		for _, o := range st.Wave.Regular() {
+			if o.GetKind() == "CustomResourceDefinition" {
+				return true
+			}
+			n++
+		}
+	}
+	return n > lastingObjects
 }
 
 // resumePoint returns where an interrupted sync of the same artifact and

@@ -34,6 +34,10 @@ type statusWriter struct {
 	// start is when the run started: hold waits until it has lasted
 	// progressEvery.
 	start time.Time
+	// lasting is set once the run knows it can last by its own work
+	// (syncRun.mayLast): until then a held write waits for a later write
+	// of the run to carry it, on no timer.
+	lasting bool
 
 	// stored is sync-controller's part of the status as the API server has
 	// it (ownStatus, and the inventory), so that a write sends only what
@@ -96,26 +100,42 @@ func inventoryAlong(inv *kustomizev1.Inventory) bool {
 // change. A write the run held back (hold) is dropped: this one carries
 // what it had, and more.
 func (w *statusWriter) write(ctx context.Context, st syncStatus) error {
-	return w.writeAfter(ctx, st, 0)
+	return w.writeOrHold(ctx, st, false)
 }
 
 // hold writes the run's progress — a new generation's Reconciling mark,
-// the first step of a sync — only once the run has lasted progressEvery:
-// at once when it has, else from a timer, unless a write of the run comes
-// first and carries it. A run shorter than that (a fleet's Kustomization
-// of a few objects) ends with its outcome as its one write: no reader
-// could have told the progress from the outcome, and every reader that
-// matters compares observedGeneration with the generation anyway
+// the first step of a sync — only when the run can last by its own work
+// (lasting) and once it has lasted progressEvery: at once when it has,
+// else from a timer, unless a write of the run comes first and carries it.
+// A run that cannot last (a fleet's Kustomization of a few objects in one
+// wave, nothing to wait for) ends with its outcome as its one write,
+// however slow the API server makes it: no reader could have told the
+// progress from the outcome, and every reader that matters compares
+// observedGeneration with the generation anyway
 // (docs/design/anatomy-of-a-controller.md). The held write is computed
 // now, from the run's status as it is: what the timer sends is a state the
 // run really was in, and mu keeps it from landing after a later write.
 func (w *statusWriter) hold(ctx context.Context, st syncStatus) error {
-	return w.writeAfter(ctx, st, progressEvery-time.Since(w.start))
+	return w.writeOrHold(ctx, st, true)
 }
 
-// writeAfter is write, sent after wait (when positive) from a timer unless
-// a later write of the run comes first (hold).
-func (w *statusWriter) writeAfter(ctx context.Context, st syncStatus, wait time.Duration) error {
+// mayLast tells the writer that the run can last by its own work: the
+// write it holds back (hold), and each it holds after, goes out once the
+// run has lasted progressEvery.
+func (w *statusWriter) mayLast(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lasting = true
+	h := w.held
+	if h == nil || h.timer != nil {
+		return nil
+	}
+	w.held = nil
+	return w.holdOrSend(ctx, h.write)
+}
+
+// writeOrHold is write, or hold when held. Called without mu.
+func (w *statusWriter) writeOrHold(ctx context.Context, st syncStatus, held bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.dropHeld()
@@ -123,10 +143,25 @@ func (w *statusWriter) writeAfter(ctx context.Context, st syncStatus, wait time.
 	if err != nil || next == nil {
 		return err
 	}
-	if wait <= 0 {
+	if !held {
 		return w.send(ctx, next)
 	}
-	w.held = w.holdWrite(ctx, next, wait)
+	return w.holdOrSend(ctx, next)
+}
+
+// holdOrSend holds sw back while the run is not known to last (for a
+// later write to carry), sends it when the run has lasted progressEvery,
+// and else arms the timer that sends it then. Called with mu held.
+func (w *statusWriter) holdOrSend(ctx context.Context, sw *statusWrite) error {
+	if !w.lasting {
+		w.held = &heldWrite{write: sw}
+		return nil
+	}
+	wait := progressEvery - time.Since(w.start)
+	if wait <= 0 {
+		return w.send(ctx, sw)
+	}
+	w.held = w.holdWrite(ctx, sw, wait)
 	return nil
 }
 
@@ -232,8 +267,12 @@ type inventoryStatus struct {
 }
 
 // heldWrite is a status write held back until the run has lasted
-// progressEvery.
-type heldWrite struct{ timer *time.Timer }
+// progressEvery (timer), or, while the run is not known to last, until a
+// later write carries it (timer nil).
+type heldWrite struct {
+	write *statusWrite
+	timer *time.Timer
+}
 
 // holdWrite arms the timer that sends sw after wait, unless the run has
 // dropped it by then. Called with mu held.
@@ -242,7 +281,7 @@ func (w *statusWriter) holdWrite(ctx context.Context, sw *statusWrite, wait time
 	// context with it) before the run does, and the run drops what it
 	// still holds when it ends (reconcileObject).
 	ctx = context.WithoutCancel(ctx)
-	h := &heldWrite{}
+	h := &heldWrite{write: sw}
 	h.timer = time.AfterFunc(wait, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -261,8 +300,8 @@ func (w *statusWriter) holdWrite(ctx context.Context, sw *statusWrite, wait time
 
 // dropHeld drops the held write, if any. Called with mu held.
 func (w *statusWriter) dropHeld() {
-	if w.held != nil {
+	if w.held != nil && w.held.timer != nil {
 		w.held.timer.Stop()
-		w.held = nil
 	}
+	w.held = nil
 }
