@@ -500,6 +500,9 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 
 	b.runID++
 	revision := fmt.Sprintf("main@sha1:%040x", b.runID)
+	if err := b.quiesce(ctx); err != nil {
+		return nil, sample{}, err
+	}
 	stopProfile := func() {}
 	if profile != "" {
 		// The heap profiles on both sides of the run: their difference
@@ -558,6 +561,9 @@ func (b *bench) bareInitial(ctx context.Context, w workload, workers int) ([]*un
 	}
 	objs, err := bareObjects(w, ns, b.c.objects)
 	if err != nil {
+		return nil, sample{}, err
+	}
+	if err := b.quiesce(ctx); err != nil {
 		return nil, sample{}, err
 	}
 	start := time.Now()

@@ -67,6 +67,9 @@ func (b *bench) bareOrderPhase(ctx context.Context, runs int) error {
 			if order == orderStream {
 				objs = streamOrder(objs)
 			}
+			if err := b.quiesce(ctx); err != nil {
+				return err
+			}
 			cpu0, err := childrenCPU()
 			if err != nil {
 				return err
@@ -116,11 +119,16 @@ func streamOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 // childrenCPU is the user and system CPU time of this process's children
 // (kube-apiserver and etcd, started by pkg/testenv), from /proc.
 func childrenCPU() (time.Duration, error) {
+	return processCPU(func(pid, ppid int) bool { return ppid == os.Getpid() })
+}
+
+// processCPU is the user and system CPU time of the processes that take
+// says, from /proc.
+func processCPU(take func(pid, ppid int) bool) (time.Duration, error) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		return 0, err
 	}
-	self := os.Getpid()
 	var ticks int64
 	for _, path := range stats {
 		data, err := os.ReadFile(path)
@@ -137,7 +145,9 @@ func childrenCPU() (time.Duration, error) {
 		if len(f) < 13 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		ppid, _ := strconv.Atoi(f[1])
+		if !take(pid, ppid) {
 			continue
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)

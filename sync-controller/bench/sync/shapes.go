@@ -190,6 +190,9 @@ func (b *bench) shapeBare(ctx context.Context, s shape, w workload) (sample, err
 	if err != nil {
 		return sample{}, err
 	}
+	if err := b.quiesce(ctx); err != nil {
+		return sample{}, err
+	}
 	start := time.Now()
 	err = b.applyAll(ctx, objs, b.c.controller.applyConcurrency)
 	elapsed := time.Since(start)
