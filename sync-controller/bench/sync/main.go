@@ -63,6 +63,8 @@ type config struct {
 	fightOnly     bool
 	// shapes are the specs timed with a real render (shapes.go).
 	shapes []shape
+	// bareOrderRuns times the bare loop in each order (order.go).
+	bareOrderRuns int
 }
 
 func main() {
@@ -88,6 +90,7 @@ func main() {
 	flag.DurationVar(&c.fightWindow, "drift-fight-window", 30*time.Second, "sync-controller's --drift-fight-window (main.go's default) for the fight; the baseline runs with 0 (off)")
 	flag.BoolVar(&c.fightOnly, "fight-only", false, "run only the fight (with detection off, then on), nothing else")
 	shapeList := flag.String("shapes", "targetNamespace,images-patch", "specs whose initial sync is also timed with pkg/render rendering a tree of the mixed objects inside the clock (issue 46), comma-separated; empty for none")
+	flag.IntVar(&c.bareOrderRuns, "bare-order-runs", 0, "runs of the bare loop of the mixed objects in each order (the stream's, kinds interleaved; canonical; canonical, kind group by kind group), with the API server's and etcd's CPU, before the controller starts; 0 skips them")
 	flag.Parse()
 	var err error
 	if c.shapes, err = parseShapes(*shapeList); err != nil {
@@ -177,6 +180,13 @@ func run(c config) error {
 	fmt.Fprintf(os.Stderr, ">> timing status writes\n")
 	if b.res.statusWrite, b.res.statusWriteEmpty, b.res.statusWriteStored, err = b.statusProbe(ctx, mixed, 9); err != nil {
 		return fmt.Errorf("status probe: %w", err)
+	}
+
+	if c.bareOrderRuns > 0 {
+		fmt.Fprintf(os.Stderr, ">> the bare loop in each order\n")
+		if err := b.bareOrderPhase(ctx, c.bareOrderRuns); err != nil {
+			return fmt.Errorf("bare loop orders: %w", err)
+		}
 	}
 
 	fmt.Fprintf(os.Stderr, ">> starting sync-controller in this process (apply concurrency %d)\n", c.controller.applyConcurrency)
@@ -299,6 +309,7 @@ func run(c config) error {
 
 	b.res.load = [2]string{load0, benchfig.LoadAvg()}
 	b.res.print(os.Stdout)
+	b.res.orders.print(os.Stdout, c)
 	b.res.printFights(os.Stdout)
 	return nil
 }
@@ -455,14 +466,20 @@ func (b *bench) controllerInitial(ctx context.Context, w workload, profile bool)
 	if err != nil {
 		return nil, sample{}, err
 	}
-	return b.initialSync(ctx, newKustomization(ns), w, profile, nil)
+	name := ""
+	if profile {
+		name = "initial-" + string(w)
+	}
+	return b.initialSync(ctx, newKustomization(ns), w, name, nil)
 }
 
 // initialSync creates ks and times its first sync of the workload, as
 // controllerInitial says. With renderFn the manifests are its, and the
 // clock starts before it runs (the shapes: a real render in the loop);
-// the sample's render is its time.
-func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, w workload, profile bool,
+// the sample's render is its time. With a profile name (and -profile-dir),
+// the run is profiled: CPU from the start of the render (or of the
+// rendered status write) to Ready, and the heap on both sides.
+func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, w workload, profile string,
 	renderFn func() (string, time.Duration, error)) (*kustomizev1.Kustomization, sample, error) {
 	ns := ks.Namespace
 	kw, err := watchKustomization(ctx, b.wc, client.ObjectKeyFromObject(ks))
@@ -483,12 +500,15 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 
 	b.runID++
 	revision := fmt.Sprintf("main@sha1:%040x", b.runID)
+	if err := b.quiesce(ctx); err != nil {
+		return nil, sample{}, err
+	}
 	stopProfile := func() {}
-	if profile {
+	if profile != "" {
 		// The heap profiles on both sides of the run: their difference
 		// (pprof -base) is what the initial sync allocated.
-		b.heapProfile("heap-before-initial-" + string(w))
-		stopProfile = b.profile("initial-" + string(w))
+		b.heapProfile("heap-before-" + profile)
+		stopProfile = b.profile(profile)
 	}
 	defer stopProfile()
 	b.counter.reset()
@@ -515,8 +535,8 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		elapsed = at.Sub(renderStart)
 	}
 	stopProfile()
-	if profile {
-		b.heapProfile("heap-after-initial-" + string(w))
+	if profile != "" {
+		b.heapProfile("heap-after-" + profile)
 	}
 	time.Sleep(settle)
 	total, counts := b.counter.snapshot()
@@ -541,6 +561,9 @@ func (b *bench) bareInitial(ctx context.Context, w workload, workers int) ([]*un
 	}
 	objs, err := bareObjects(w, ns, b.c.objects)
 	if err != nil {
+		return nil, sample{}, err
+	}
+	if err := b.quiesce(ctx); err != nil {
 		return nil, sample{}, err
 	}
 	start := time.Now()

@@ -63,7 +63,7 @@ func (b *bench) remoteDrift(ctx context.Context, local *kustomizev1.Kustomizatio
 	}
 	ks := newKustomization(ns)
 	ks.Spec.KubeConfig = &kustomizev1.KubeConfigReference{SecretRef: kustomizev1.KubeConfigSecretRef{Name: "remote"}}
-	ks, s, err := b.initialSync(ctx, ks, mixed, false, nil)
+	ks, s, err := b.initialSync(ctx, ks, mixed, "", nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("initial sync into the remote cluster: %w", err)
 	}

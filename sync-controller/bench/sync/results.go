@@ -124,6 +124,8 @@ type results struct {
 	fights []fightFigures
 	// shapes are the initial syncs with a real render in the loop.
 	shapes []*shapeFigures
+	// orders are the bare loop's runs in each order (-bare-order-runs).
+	orders *orderFigures
 }
 
 func newResults(c config) *results {

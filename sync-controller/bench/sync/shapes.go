@@ -122,7 +122,7 @@ func (b *bench) shapePhase(ctx context.Context, shapes []shape) error {
 		for r := range b.c.runs {
 			sides := []func() error{
 				func() error {
-					x, err := b.shapeInitial(ctx, s, w)
+					x, err := b.shapeInitial(ctx, s, w, r == b.c.runs-1)
 					fig.initial.add(x)
 					return err
 				},
@@ -143,8 +143,9 @@ func (b *bench) shapePhase(ctx context.Context, shapes []shape) error {
 }
 
 // shapeInitial is one controller run of a shape: a fresh Kustomization
-// with the shape's spec, its tree rendered inside the clock.
-func (b *bench) shapeInitial(ctx context.Context, s shape, w workload) (sample, error) {
+// with the shape's spec, its tree rendered inside the clock; profiled
+// (-profile-dir: initial-shape-<shape>.pprof, render included) when asked.
+func (b *bench) shapeInitial(ctx context.Context, s shape, w workload, profile bool) (sample, error) {
 	ns, err := b.env.Namespace(ctx, "bench-"+strings.ToLower(string(s)))
 	if err != nil {
 		return sample{}, err
@@ -156,7 +157,11 @@ func (b *bench) shapeInitial(ctx context.Context, s shape, w workload) (sample, 
 	}
 	ks := newKustomization(ns)
 	s.spec(&ks.Spec, ns)
-	_, x, err := b.initialSync(ctx, ks, w, false, func() (string, time.Duration, error) {
+	name := ""
+	if profile {
+		name = "initial-shape-" + string(s)
+	}
+	_, x, err := b.initialSync(ctx, ks, w, name, func() (string, time.Duration, error) {
 		return s.render(ctx, ns, b.c.objects, work)
 	})
 	if err == nil {
@@ -183,6 +188,9 @@ func (b *bench) shapeBare(ctx context.Context, s shape, w workload) (sample, err
 	}
 	objs, err := stamped(data, ns)
 	if err != nil {
+		return sample{}, err
+	}
+	if err := b.quiesce(ctx); err != nil {
 		return sample{}, err
 	}
 	start := time.Now()
