@@ -60,13 +60,7 @@ func TestAKindTheControllerMayNotListIsNamedAsUnwatched(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}
-	role := restrictedController(t, "objectset-without-configmap-list", []rbacv1.PolicyRule{
-		{APIGroups: []string{setv1.GroupVersion.Group}, Resources: []string{"objectsets", "objectsets/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		configMaps,
-	})
+	role := restrictedController(t, "objectset-without-configmap-list", setControllerRules(configMaps))
 
 	ns := namespace(t)
 	set := newSet(ns, "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
@@ -87,15 +81,7 @@ func TestAKindTheControllerMayNotListIsNamedAsUnwatched(t *testing.T) {
 	g.Expect(recorded.of(set, setv1.DriftUnwatchedReason)).To(HaveLen(1))
 
 	configMaps.Verbs = append(configMaps.Verbs, "list", "watch")
-	role.Rules[len(role.Rules)-1] = configMaps
-	g.Expect(env.Client.Update(ctx, role)).To(Succeed())
-	g.Expect(reconciledAgain(t, g, set)).To(Equal("applied 1 objects for 1 elements"))
-
-	g.Expect(env.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"mode":"b"}}`)), client.FieldOwner("kubectl-edit"))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed())
-		g.Expect(cm.Data).To(HaveKeyWithValue("mode", "a"))
-	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "watched now, the edit is reverted without waiting for the interval")
+	allowedNowTheEditIsReverted(t, g, role, configMaps, set)
 }
 
 // reconciledAgain asks for a reconcile of set and waits until it has
@@ -126,13 +112,7 @@ func TestAKindTheControllerMayListButNotWatchIsNamedAsUnwatched(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}
-	role := restrictedController(t, "objectset-without-configmap-watch", []rbacv1.PolicyRule{
-		{APIGroups: []string{setv1.GroupVersion.Group}, Resources: []string{"objectsets", "objectsets/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		configMaps,
-	})
+	role := restrictedController(t, "objectset-without-configmap-watch", setControllerRules(configMaps))
 
 	ns := namespace(t)
 	set := newSet(ns, "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
@@ -146,15 +126,37 @@ func TestAKindTheControllerMayListButNotWatchIsNamedAsUnwatched(t *testing.T) {
 		Should(ConsistOf(ContainSubstring("sync-controller may not watch ConfigMap objects")))
 
 	configMaps.Verbs = append(configMaps.Verbs, "watch")
+	allowedNowTheEditIsReverted(t, g, role, configMaps, set)
+}
+
+// setControllerRules is what a set's controller needs but for
+// ConfigMaps, whose rule is given (last, so that a test can widen it).
+func setControllerRules(configMaps rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{setv1.GroupVersion.Group}, Resources: []string{"objectsets", "objectsets/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{"source.plumb.dev"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		configMaps,
+	}
+}
+
+// allowedNowTheEditIsReverted gives role the ConfigMaps rule, and checks
+// that the next reconcile of set watches the kind (Ready's note gone) and
+// that a foreign edit of its ConfigMap cfg-a is then reverted at once.
+func allowedNowTheEditIsReverted(t *testing.T, g Gomega, role *rbacv1.ClusterRole, configMaps rbacv1.PolicyRule, set *setv1.ObjectSet) {
+	t.Helper()
+	ctx := context.Background()
 	role.Rules[len(role.Rules)-1] = configMaps
 	g.Expect(env.Client.Update(ctx, role)).To(Succeed())
 	g.Expect(reconciledAgain(t, g, set)).To(Equal("applied 1 objects for 1 elements"))
 
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed())
+	key := client.ObjectKey{Namespace: set.Namespace, Name: "cfg-a"}
+	g.Expect(env.Client.Get(ctx, key, cm)).To(Succeed())
 	g.Expect(env.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"mode":"b"}}`)), client.FieldOwner("kubectl-edit"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key, cm)).To(Succeed())
 		g.Expect(cm.Data).To(HaveKeyWithValue("mode", "a"))
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "watched now, the edit is reverted without waiting for the interval")
 }
