@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +23,7 @@ func (e *Env) StopAPIServer() error {
 		return errors.New("no control plane")
 	}
 	e.progress("stopping kube-apiserver")
-	if err := endChild("kube-apiserver", stopGrace); err != nil {
+	if err := endChild("kube-apiserver", "--secure-port="+e.control.ControlPlane.APIServer.SecureServing.Port, stopGrace); err != nil {
 		return err
 	}
 	// envtest notes the exit and forgets the process, so that Start
@@ -38,22 +39,32 @@ func (e *Env) StopAPIServer() error {
 // to a minute, longer than an outage story needs.
 const stopGrace = 10 * time.Second
 
-// endChild ends the control-plane process named comm, a child of this
-// process as envtest starts them: SIGTERM, and SIGKILL after grace, as a
-// kubelet ends a container; it returns once the process is gone.
-func endChild(comm string, grace time.Duration) error {
+// endChild ends the control-plane process named comm whose command line
+// has the argument arg, a child of this process as envtest starts them:
+// SIGTERM, and SIGKILL after grace, as a kubelet ends a container; it
+// returns once the process is gone. The argument tells this environment's
+// process from another's: a test process may run several environments
+// (e2e's shared node environments beside its own), each with a
+// kube-apiserver and an etcd of its own.
+func endChild(comm, arg string, grace time.Duration) error {
 	pids, err := ChildPids(os.Getpid())
 	if err != nil {
 		return err
 	}
 	pid := 0
 	for _, p := range pids {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(b)) == comm {
+		name, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		if err != nil || strings.TrimSpace(string(name)) != comm {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if err == nil && slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
 			pid = p
+			break
 		}
 	}
 	if pid == 0 {
-		return fmt.Errorf("no %s process runs", comm)
+		return fmt.Errorf("no %s process with %s runs", comm, arg)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("ending %s: %w", comm, err)
@@ -92,7 +103,7 @@ func (e *Env) RestartEtcd() error {
 	}
 	etcd := e.control.ControlPlane.Etcd
 	e.progress("restarting etcd")
-	if err := endChild("etcd", stopGrace); err != nil {
+	if err := endChild("etcd", "--data-dir="+etcd.DataDir, stopGrace); err != nil {
 		return err
 	}
 	if err := etcd.Stop(); err != nil {
