@@ -62,13 +62,8 @@ func TestAKindTheControllerMayNotListIsNamedAsUnwatched(t *testing.T) {
 	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}
 	role := restrictedController(t, "objectset-without-configmap-list", setControllerRules(configMaps))
 
-	ns := namespace(t)
-	set := newSet(ns, "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
-		setv1.Generator{List: listOf("a")})
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
-	got := waitReady(t, g, set, "True", meta.SucceededReason)
-	ready := conditions.Get(got, meta.ReadyCondition).Message
-	g.Expect(ready).To(HavePrefix("applied 1 objects for 1 elements; drift of its ConfigMap objects is not corrected until sync-controller may list and watch them ("), ready)
+	set, ready := configSetReadyUnwatched(t, g)
+	ns := set.Namespace
 	g.Expect(ready).To(ContainSubstring(`cannot list resource "configmaps"`), "the API server's refusal is quoted")
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cfg-a"}, cm)).To(Succeed(), "the objects are applied all the same")
@@ -110,23 +105,31 @@ func reconciledAgain(t *testing.T, g Gomega, set *setv1.ObjectSet) string {
 // watched from the first reconcile after the RBAC allows it.
 func TestAKindTheControllerMayListButNotWatchIsNamedAsUnwatched(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	configMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}
 	role := restrictedController(t, "objectset-without-configmap-watch", setControllerRules(configMaps))
 
-	ns := namespace(t)
-	set := newSet(ns, "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
-		setv1.Generator{List: listOf("a")})
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
-	got := waitReady(t, g, set, "True", meta.SucceededReason)
-	ready := conditions.Get(got, meta.ReadyCondition).Message
-	g.Expect(ready).To(HavePrefix("applied 1 objects for 1 elements; drift of its ConfigMap objects is not corrected until sync-controller may list and watch them ("), ready)
+	set, ready := configSetReadyUnwatched(t, g)
 	g.Expect(ready).To(ContainSubstring(`cannot watch resource "configmaps"`), "the API server's refusal of the watch is quoted")
 	g.Eventually(func() []string { return recorded.of(set, setv1.DriftUnwatchedReason) }, 30*time.Second, 50*time.Millisecond).
 		Should(ConsistOf(ContainSubstring("sync-controller may not watch ConfigMap objects")))
 
 	configMaps.Verbs = append(configMaps.Verbs, "watch")
 	allowedNowTheEditIsReverted(t, g, role, configMaps, set)
+}
+
+// configSetReadyUnwatched creates a set of one ConfigMap, cfg-a, in a
+// namespace of its own, waits until it is Ready, and checks that Ready's
+// message names ConfigMap as a kind whose drift is not corrected; it
+// returns the set and that message.
+func configSetReadyUnwatched(t *testing.T, g Gomega) (*setv1.ObjectSet, string) {
+	t.Helper()
+	set := newSet(namespace(t), "config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{{ .name }}\ndata:\n  mode: {{ .name }}\n",
+		setv1.Generator{List: listOf("a")})
+	g.Expect(env.Client.Create(context.Background(), set)).To(Succeed())
+	got := waitReady(t, g, set, "True", meta.SucceededReason)
+	ready := conditions.Get(got, meta.ReadyCondition).Message
+	g.Expect(ready).To(HavePrefix("applied 1 objects for 1 elements; drift of its ConfigMap objects is not corrected until sync-controller may list and watch them ("), ready)
+	return set, ready
 }
 
 // setControllerRules is what a set's controller needs but for
