@@ -70,11 +70,16 @@ func TestKustomizationFromAnExternalArtifactRenders(t *testing.T) {
 	kustomization(t, ns, "app", "bundle", func(s *kustomizev1.KustomizationSpec) {
 		s.SourceRef.Kind = sourcev1.ExternalArtifactKind
 	})
-	ks := waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
-	g.Expect(renderedCondition(ks).Message).To(Equal(fmt.Sprintf("ExternalArtifact %s/bundle has no artifact yet (produced from Bundle %s/app-bundle)", ns, ns)))
+	// The controller's cache may not hold the ExternalArtifact yet when the
+	// Kustomization's first reconcile runs ("not found"): the wait it settles
+	// on once the cache does is the producer's.
+	waitRendered(t, ns, "app", metav1.ConditionFalse, meta.DependencyNotReadyReason)
+	g.Eventually(func(g Gomega) {
+		g.Expect(renderedCondition(getKS(g, ns, "app")).Message).To(Equal(fmt.Sprintf("ExternalArtifact %s/bundle has no artifact yet (produced from Bundle %s/app-bundle)", ns, ns)))
+	}, timeout, poll).Should(Succeed())
 
 	first := publishExternal(t, ns, "bundle", "v1.0.0@sha256:"+hex64('3'), map[string]string{"cm.yaml": cm("settings", "from: producer-one")})
-	ks = waitRevision(t, ns, "app", first.Revision)
+	ks := waitRevision(t, ns, "app", first.Revision)
 	g.Expect(download(t, ks.Status.RenderedArtifact)).To(ContainSubstring("from: producer-one"))
 	second := publishExternal(t, ns, "bundle", "v1.0.1@sha256:"+hex64('4'), map[string]string{"cm.yaml": cm("settings", "from: producer-two")})
 	ks = waitRevision(t, ns, "app", second.Revision)
