@@ -26,6 +26,14 @@ NO_GO_PLUGINS := kustomize_disable_go_plugin_support
 export GOFLAGS := $(strip $(GOFLAGS) -tags=$(NO_GO_PLUGINS))
 # Module patterns for the go command in workspace mode.
 PKGS        := $(addprefix ./,$(addsuffix /...,$(MODULES)))
+# The order make test runs the packages in. The go command starts them in
+# the order given, two at a time on a 2-core machine, so e2e, the longest
+# (its real-node stories wait on Pods more than they compute), goes first
+# and the other packages fill the second slot beside it, rather than e2e
+# starting late and running alone at the end; e2e/localenv, whose node
+# stories wait on e2e's for the machine's one node lock, goes last
+# (docs/design/node.md, "Time in the tests").
+TEST_PKGS   := ./e2e $(addprefix ./,$(addsuffix /...,$(filter-out e2e,$(MODULES)))) ./e2e/...
 TEST_FLAGS  ?= -count=1 -timeout=45m
 TEST_RUN    ?=
 
@@ -182,7 +190,7 @@ verify: generate manifests fmt tidy vet lint docs-check ## Regenerate, format, t
 
 .PHONY: test
 test: controlplane-assets helm-cli $(CHROMIUM) $(NODE_FOR_TESTS) ## Run every module's tests against a real kube-apiserver, etcd and NATS (e2e/ also kube-controller-manager), the helm CLI (sync-controller's adoption test), the UI's in chromium.
-	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
+	go test $(TEST_FLAGS) $(if $(TEST_RUN),-run '$(TEST_RUN)') $(TEST_PKGS)
 
 .PHONY: e2e
 e2e: controlplane-assets helm-cli $(CHROMIUM) $(NODE_FOR_TESTS) ## Run only the end-to-end tests (the four controllers as processes, a real git client, webhooks, a Slack stand-in).

@@ -341,14 +341,19 @@ func ourChain(name string) bool {
 }
 
 // cleanChains deletes, in one table, the rules of built-in chains that
-// jump to our chains, then flushes and deletes our chains.
+// jump to our chains, then flushes and deletes our chains: in one
+// iptables-restore transaction, since one iptables process per rule and
+// chain (a node with a few Services has a hundred) took 3–8 s of each Stop
+// on a loaded machine.
 func cleanChains(bin, table string) error {
 	out, err := exec.Command(bin, "-w", "5", "-t", table, "-S").Output()
 	if err != nil {
 		return fmt.Errorf("%s -t %s -S: %w", bin, table, err)
 	}
 	var chains []string
-	var jumps [][]string
+	// jumps are the lines of -S that jump to our chains, as -S prints
+	// them (quoted as iptables-restore reads them), -A made -D.
+	var jumps []string
 	for _, line := range strings.Split(string(out), "\n") {
 		f := splitRule(line)
 		switch {
@@ -357,29 +362,29 @@ func cleanChains(bin, table string) error {
 		case len(f) >= 2 && f[0] == "-A" && !ourChain(f[1]):
 			for i := 0; i+1 < len(f); i++ {
 				if (f[i] == "-j" || f[i] == "-g") && ourChain(f[i+1]) {
-					jumps = append(jumps, append([]string{"-D"}, f[1:]...))
+					jumps = append(jumps, "-D"+strings.TrimPrefix(line, "-A"))
 					break
 				}
 			}
 		}
 	}
-	var errs []error
-	run := func(args ...string) {
-		args = append([]string{"-w", "5", "-t", table}, args...)
-		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %v: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(string(out))))
-		}
+	if len(chains) == 0 && len(jumps) == 0 {
+		return nil
 	}
-	for _, j := range jumps {
-		run(j...)
+	var commands []string
+	commands = append(commands, jumps...)
+	for _, c := range chains {
+		commands = append(commands, "-F "+c)
 	}
 	for _, c := range chains {
-		run("-F", c)
+		commands = append(commands, "-X "+c)
 	}
-	for _, c := range chains {
-		run("-X", c)
+	restore := exec.Command(bin+"-restore", "-w", "5", "--noflush")
+	restore.Stdin = strings.NewReader("*" + table + "\n" + strings.Join(commands, "\n") + "\nCOMMIT\n")
+	if out, err := restore.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s-restore of table %s (%d rules, %d chains): %v: %s", bin, table, len(jumps), len(chains), err, strings.TrimSpace(string(out)))
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // splitRule splits a line of iptables -S into its arguments: a comment
