@@ -14,7 +14,7 @@ import (
 
 // BenchmarkStoreARender stores a render of four objects for a new
 // Kustomization each time, as render-controller does in a fleet sync
-// (docs/bench/fleet.md, "Fleet runs P").
+// (docs/bench/fleet.md, "Fleet runs P1–P3").
 func BenchmarkStoreARender(b *testing.B) {
 	s, err := NewStorage(b.TempDir(), "render-controller.plumb-system", 2)
 	if err != nil {

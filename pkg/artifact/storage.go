@@ -182,9 +182,9 @@ func (s *Storage) write(ref Ref, filename string, fill func(io.Writer) error) (*
 		}
 	}
 	// The mode and the modification time through the open file, not its
-	// name: a render stores a small file, and each lookup of a path is a
-	// measurable part of its cost (docs/bench/fleet.md, "Fleet runs P").
-	// Renaming keeps both.
+	// name: a render stores a small file, so a store's cost is mostly its
+	// system calls and their path lookups (docs/bench/fleet.md, "Fleet
+	// runs P1–P3"). Renaming keeps both.
 	if err := tmp.Chmod(0o644); err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ var errFrameTooLarge = errors.New("frame longer than its bound")
 // that no side copies them into one slice first. A message whose blob is
 // at most coalescedBlob goes in one write: each write to the pipe is a
 // system call and may wake the other side, and a Kustomization's request
-// and answer are small (docs/bench/fleet.md, "Fleet runs P").
+// and answer are small (docs/bench/fleet.md, "Fleet runs P1–P3").
 func writeMessage(w io.Writer, header any, blob ...[]byte) error {
 	h, err := json.Marshal(header)
 	if err != nil {
