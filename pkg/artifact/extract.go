@@ -180,6 +180,11 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 		seen     = map[string]bool{}
 		folders  = map[string]bool{}
 		disk     int64
+		// made holds the folders this extraction made or found real:
+		// one stays so (no entry removes a folder, and a link or file
+		// cannot be created over it), so its parents are looked at once
+		// per extraction rather than once per file below them.
+		made = map[string]bool{}
 	)
 	for {
 		hdr, err := tr.Next()
@@ -213,7 +218,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 			folders[d] = true
 		}
 		target := filepath.Join(root, filepath.FromSlash(rel))
-		if err := mkdirParents(root, rel); err != nil {
+		if err := mkdirParents(root, rel, made); err != nil {
 			return 0, err
 		}
 
@@ -223,6 +228,7 @@ func untar(r io.Reader, dir string, limits Limits) (int64, error) {
 				return 0, fmt.Errorf("%w: directory %q: %v", ErrUnsafePath, hdr.Name, err)
 			}
 			folders[rel] = true
+			made[rel] = true
 		case tar.TypeReg: // archive/tar reads the legacy TypeRegA as TypeReg
 			if hdr.Size < 0 || hdr.Size > limits.MaxExtractedBytes-written {
 				return 0, fmt.Errorf("%w: extracting %q would exceed the limit of %d extracted bytes", ErrTooLarge, hdr.Name, limits.MaxExtractedBytes)
@@ -328,17 +334,22 @@ func escapes(p string) bool {
 // mkdirParents creates the parent folders of rel below root, refusing to go
 // through anything that is not a real directory (a symlink above all): the
 // extractor never writes through a link.
-func mkdirParents(root, rel string) error {
+func mkdirParents(root, rel string, made map[string]bool) error {
 	dir := path.Dir(rel)
-	if dir == "." {
+	if dir == "." || made[dir] {
 		return nil
 	}
-	cur := root
+	cur, prefix := root, ""
 	for _, part := range strings.Split(dir, "/") {
 		cur = filepath.Join(cur, part)
+		prefix = path.Join(prefix, part)
+		if made[prefix] {
+			continue
+		}
 		if err := mkdirReal(cur); err != nil {
 			return fmt.Errorf("%w: entry %q: %v", ErrUnsafePath, rel, err)
 		}
+		made[prefix] = true
 	}
 	return nil
 }

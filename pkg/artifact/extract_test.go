@@ -80,6 +80,14 @@ func TestExtractFileRefusals(t *testing.T) {
 		{name: "write through a symlink",
 			entries: []testtar.Entry{testtar.Dir("sub/"), testtar.Symlink("link", "sub"), testtar.File("link/x.yaml", "x")},
 			wantErr: ErrUnsafePath, wantMsg: `link exists and is not a directory`},
+		// A folder made for an earlier file is not looked at again for the
+		// files below it: a link of its name must not get through then.
+		{name: "a link over a folder made for an earlier file",
+			entries: []testtar.Entry{testtar.File("apps/a/x.yaml", "x"), testtar.Symlink("apps/a", "b"), testtar.File("apps/a/y.yaml", "y")},
+			wantErr: ErrUnsafePath, wantMsg: `symlink "apps/a"`},
+		{name: "a file over a folder made for an earlier file",
+			entries: []testtar.Entry{testtar.File("apps/a/x.yaml", "x"), testtar.File("apps/a", "f"), testtar.File("apps/a/y.yaml", "y")},
+			wantErr: ErrUnsafePath, wantMsg: `file "apps/a"`},
 		{name: "duplicate entry replaces a symlink",
 			entries: []testtar.Entry{testtar.Symlink("x", "y"), testtar.File("x", "data")},
 			wantErr: ErrUnsafePath, wantMsg: `entry "x" appears twice`},

@@ -161,33 +161,44 @@ func (s *Storage) write(ref Ref, filename string, fill func(io.Writer) error) (*
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary file in %s: %w", dir, err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
+	// The temporary file goes unless it was renamed into place: an unlink
+	// after every store would be one more system call that fails.
+	renamed := false
+	defer func() {
+		if !renamed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(tmp, h)}
 	if err := fill(cw); err != nil {
-		tmp.Close()
 		return nil, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	if !s.Rebuilt {
 		if err := syncFile(tmp); err != nil {
-			tmp.Close()
 			return nil, fmt.Errorf("syncing %s: %w", rel, err)
 		}
 	}
-	if err := tmp.Close(); err != nil {
+	// The mode and the modification time through the open file, not its
+	// name: a render stores a small file, so a store's cost is mostly its
+	// system calls and their path lookups (docs/bench/fleet.md, "Fleet
+	// runs P1–P3"). Renaming keeps both.
+	if err := tmp.Chmod(0o644); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	fi, err := tmp.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return nil, fmt.Errorf("moving %s into place: %w", rel, err)
 	}
-	fi, err := os.Stat(dst)
-	if err != nil {
-		return nil, err
-	}
+	renamed = true
 	size := cw.n
 	return &meta.Artifact{
 		Path:           rel,

@@ -39,6 +39,13 @@ func TestStoreWritesAtomicallyWithDigest(t *testing.T) {
 	g.Expect(a.Digest).To(Equal(fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(body)))))
 	g.Expect(*a.Size).To(Equal(int64(len(body))))
 	g.Expect(s.Verify(a)).To(Succeed())
+	// The mode and time are set and read through the open file before the
+	// rename: the stored file is world-readable whatever the umask, and
+	// LastUpdateTime is its modification time.
+	fi, err := os.Stat(s.LocalPath(a.Path))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o644)))
+	g.Expect(a.LastUpdateTime.Time.Equal(fi.ModTime())).To(BeTrue(), "LastUpdateTime %v, file %v", a.LastUpdateTime, fi.ModTime())
 
 	// No temporary file is left behind, also when the writer fails midway.
 	_, err = s.Store(context.Background(), testRef, "broken.tar.gz", io.MultiReader(strings.NewReader("part"), errReader{}))

@@ -40,39 +40,51 @@ var errFrameTooLarge = errors.New("frame longer than its bound")
 
 // writeMessage writes header as JSON and the blob after it, given as
 // the parts it is made of (a chart and its dependencies' archives), so
-// that no side copies them into one slice first.
+// that no side copies them into one slice first. A message whose blob is
+// at most coalescedBlob goes in one write: each write to the pipe is a
+// system call and may wake the other side, and a Kustomization's request
+// and answer are small (docs/bench/fleet.md, "Fleet runs P1–P3").
 func writeMessage(w io.Writer, header any, blob ...[]byte) error {
 	h, err := json.Marshal(header)
 	if err != nil {
 		return err
 	}
-	if err := writeFrame(w, h); err != nil {
-		return err
-	}
-	return writeFrame(w, blob...)
-}
-
-// writeFrame writes one frame of the parts, one after the other.
-func writeFrame(w io.Writer, parts ...[]byte) error {
 	var size uint64
-	for _, p := range parts {
+	for _, p := range blob {
 		size += uint64(len(p))
 	}
-	if size > uint64(^uint32(0)) {
+	if uint64(len(h)) > uint64(^uint32(0)) || size > uint64(^uint32(0)) {
 		return errFrameTooLarge
 	}
-	var n [frameHeaderBytes]byte
-	binary.BigEndian.PutUint32(n[:], uint32(size))
-	if _, err := w.Write(n[:]); err != nil {
+	coalesce := size <= coalescedBlob
+	n := 2*frameHeaderBytes + len(h)
+	if coalesce {
+		n += int(size)
+	}
+	msg := make([]byte, 0, n)
+	msg = binary.BigEndian.AppendUint32(msg, uint32(len(h)))
+	msg = append(msg, h...)
+	msg = binary.BigEndian.AppendUint32(msg, uint32(size))
+	if coalesce {
+		for _, p := range blob {
+			msg = append(msg, p...)
+		}
+		blob = nil
+	}
+	if _, err := w.Write(msg); err != nil {
 		return err
 	}
-	for _, p := range parts {
+	for _, p := range blob {
 		if _, err := w.Write(p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// coalescedBlob is the largest blob copied into its message's one write;
+// a larger one (a chart archive, a large render) is written as it is.
+const coalescedBlob = 64 << 10
 
 // readMessage reads a header into header (unknown fields refused) and
 // returns the blob after it. io.EOF means the other side closed before a

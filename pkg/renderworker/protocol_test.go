@@ -2,6 +2,9 @@ package renderworker
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
 	"reflect"
 	"testing"
 
@@ -146,5 +149,81 @@ func TestEveryKustomizeOptionReachesTheBuild(t *testing.T) {
 	}
 	if opts, _ := sharing.renderOptions(shared); opts.Shared != shared {
 		t.Errorf("a sharing build uses %p, not the worker's shared builds %p", opts.Shared, shared)
+	}
+}
+
+// writeFrame writes one frame of the parts as the protocol frames them:
+// a test's way to send what writeMessage never would.
+func writeFrame(w io.Writer, parts ...[]byte) error {
+	var size int
+	for _, p := range parts {
+		size += len(p)
+	}
+	if _, err := w.Write(binary.BigEndian.AppendUint32(nil, uint32(size))); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCounter keeps what is written and counts the writes.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestASmallMessageIsOneWrite: a request or an answer with a blob of at
+// most coalescedBlob goes to the pipe in one write, framed as two frames
+// (the header's and the blob's, each after its length); a larger blob is
+// written as its parts, not copied, and reads back the same.
+func TestASmallMessageIsOneWrite(t *testing.T) {
+	header := &response{Digest: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+	small := []byte("apiVersion: v1\nkind: ConfigMap\n")
+	large := bytes.Repeat([]byte("x"), coalescedBlob)
+	for _, tc := range []struct {
+		name   string
+		blob   [][]byte
+		writes int
+	}{
+		{"no blob", nil, 1},
+		{"a small blob", [][]byte{small}, 1},
+		{"a small blob in two parts", [][]byte{small, small}, 1},
+		{"a blob of the largest coalesced size", [][]byte{large[:coalescedBlob-len(small)], small}, 1},
+		{"a larger blob in two parts", [][]byte{large, small}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w writeCounter
+			if err := writeMessage(&w, header, tc.blob...); err != nil {
+				t.Fatal(err)
+			}
+			if w.writes != tc.writes {
+				t.Errorf("%d writes, want %d", w.writes, tc.writes)
+			}
+			// The bytes are the frames' as they always were.
+			h, _ := json.Marshal(header)
+			var want bytes.Buffer
+			_ = writeFrame(&want, h)
+			_ = writeFrame(&want, tc.blob...)
+			if !bytes.Equal(w.Bytes(), want.Bytes()) {
+				t.Errorf("the message's bytes differ from its two frames")
+			}
+			var got response
+			blob, err := readMessage(&w.Buffer, &got, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Digest != header.Digest || !bytes.Equal(blob, bytes.Join(tc.blob, nil)) {
+				t.Errorf("read back %q and a blob of %d bytes", got.Digest, len(blob))
+			}
+		})
 	}
 }
