@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,6 +121,32 @@ func streamOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 // (kube-apiserver and etcd, started by pkg/testenv), from /proc.
 func childrenCPU() (time.Duration, error) {
 	return processCPU(func(pid, ppid int) bool { return ppid == os.Getpid() })
+}
+
+// cpuUse is the CPU that the API server and etcd, and this process (the
+// bench, the in-process sync-controller, its render), spent on something.
+type cpuUse struct{ server, self time.Duration }
+
+func (c cpuUse) String() string {
+	return fmt.Sprintf("%s, %s", benchfig.Round(c.server), benchfig.Round(c.self))
+}
+
+// cpuNow is the CPU used so far by the API server and etcd, and by this
+// process; the difference of two is a cpuUse.
+func cpuNow() (cpuUse, error) {
+	server, err := childrenCPU()
+	if err != nil {
+		return cpuUse{}, err
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuUse{}, err
+	}
+	return cpuUse{server: server, self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}, nil
+}
+
+func (c cpuUse) since(before cpuUse) cpuUse {
+	return cpuUse{server: c.server - before.server, self: c.self - before.self}
 }
 
 // processCPU is the user and system CPU time of the processes that take
