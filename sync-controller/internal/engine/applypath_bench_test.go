@@ -2,12 +2,8 @@ package engine
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"plumb.dev/pkg/benchfig"
 	"plumb.dev/pkg/manage"
 )
 
@@ -158,7 +155,7 @@ func quiet() {
 }
 
 func childrenCPU(b *testing.B) time.Duration {
-	d, err := processCPU(os.Getpid())
+	d, err := benchfig.ChildrenCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,45 +163,14 @@ func childrenCPU(b *testing.B) time.Duration {
 }
 
 func childrenCPUOrZero() time.Duration {
-	d, _ := processCPU(os.Getpid())
+	d, _ := benchfig.ChildrenCPU()
 	return d
 }
 
 func selfCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := benchfig.SelfCPU()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// processCPU is the user and system CPU of the children of parent
-// (kube-apiserver and etcd, which pkg/testenv starts), from /proc.
-func processCPU(parent int) (time.Duration, error) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		return 0, err
-	}
-	var ticks int64
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		end := strings.LastIndexByte(string(data), ')')
-		if end < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != parent {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	return d
 }
