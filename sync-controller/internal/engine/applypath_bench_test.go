@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -105,40 +105,27 @@ func flatten(groups [][]*unstructured.Unstructured) []*unstructured.Unstructured
 // with metadataAnswer, as PartialObjectMetadata.
 func bareApply(b *testing.B, c client.Client, objs []*unstructured.Unstructured, metadataAnswer bool) {
 	ctx := context.Background()
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
+	var workers errgroup.Group
+	workers.SetLimit(16)
 	for _, o := range objs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		workers.Go(func() error {
 			obj := o.DeepCopy()
-			var err error
-			if metadataAnswer {
-				var body []byte
-				if body, err = obj.MarshalJSON(); err == nil {
-					answer := &metav1.PartialObjectMetadata{}
-					answer.SetGroupVersionKind(obj.GroupVersionKind())
-					answer.SetNamespace(obj.GetNamespace())
-					answer.SetName(obj.GetName())
-					err = c.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner("bench-bare"), client.ForceOwnership)
-				}
-			} else {
-				err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("bench-bare"), client.ForceOwnership)
+			if !metadataAnswer {
+				return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("bench-bare"), client.ForceOwnership)
 			}
+			body, err := obj.MarshalJSON()
 			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
+				return err
 			}
-		}()
+			answer := &metav1.PartialObjectMetadata{}
+			answer.SetGroupVersionKind(obj.GroupVersionKind())
+			answer.SetNamespace(obj.GetNamespace())
+			answer.SetName(obj.GetName())
+			return c.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner("bench-bare"), client.ForceOwnership)
+		})
 	}
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	if err := workers.Wait(); err != nil {
+		b.Fatal(err)
 	}
 }
 
