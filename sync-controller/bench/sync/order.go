@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +68,7 @@ func (b *bench) bareOrderPhase(ctx context.Context, runs int) error {
 			if err := b.quiesce(ctx); err != nil {
 				return err
 			}
-			cpu0, err := childrenCPU()
+			cpu0, err := benchfig.ChildrenCPU()
 			if err != nil {
 				return err
 			}
@@ -91,7 +89,7 @@ func (b *bench) bareOrderPhase(ctx context.Context, runs int) error {
 			// The API server finishes what a request set off (its watch
 			// cache, etcd's compaction of the batch) a moment later.
 			time.Sleep(settle)
-			cpu1, err := childrenCPU()
+			cpu1, err := benchfig.ChildrenCPU()
 			if err != nil {
 				return err
 			}
@@ -116,46 +114,27 @@ func streamOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 	return out
 }
 
-// childrenCPU is the user and system CPU time of this process's children
-// (kube-apiserver and etcd, started by pkg/testenv), from /proc.
-func childrenCPU() (time.Duration, error) {
-	return processCPU(func(pid, ppid int) bool { return ppid == os.Getpid() })
+// cpuUse is the CPU that the API server and etcd, and this process (the
+// bench, the in-process sync-controller, its render), spent on something.
+type cpuUse struct{ server, self time.Duration }
+
+func (c cpuUse) String() string {
+	return fmt.Sprintf("%s, %s", benchfig.Round(c.server), benchfig.Round(c.self))
 }
 
-// processCPU is the user and system CPU time of the processes that take
-// says, from /proc.
-func processCPU(take func(pid, ppid int) bool) (time.Duration, error) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+// cpuNow is the CPU used so far by the API server and etcd, and by this
+// process; the difference of two is a cpuUse.
+func cpuNow() (cpuUse, error) {
+	server, err := benchfig.ChildrenCPU()
 	if err != nil {
-		return 0, err
+		return cpuUse{}, err
 	}
-	var ticks int64
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // gone since the glob
-		}
-		// The fields after the command's closing parenthesis: state,
-		// ppid, …, utime (the 12th), stime (the 13th).
-		end := strings.LastIndexByte(string(data), ')')
-		if end < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		ppid, _ := strconv.Atoi(f[1])
-		if !take(pid, ppid) {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
-	}
-	// USER_HZ is 100 on Linux.
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	self, err := benchfig.SelfCPU()
+	return cpuUse{server: server, self: self}, err
+}
+
+func (c cpuUse) since(before cpuUse) cpuUse {
+	return cpuUse{server: c.server - before.server, self: c.self - before.self}
 }
 
 // print writes the medians of each order beside the canonical one's.

@@ -54,5 +54,5 @@ func (b *bench) quiesce(ctx context.Context) error {
 // controller) and its children (kube-apiserver, etcd).
 func benchCPU() (time.Duration, error) {
 	self := os.Getpid()
-	return processCPU(func(pid, ppid int) bool { return pid == self || ppid == self })
+	return benchfig.ProcessCPU(func(pid, ppid int) bool { return pid == self || ppid == self })
 }

@@ -19,6 +19,9 @@ type sample struct {
 	timeline timeline
 	// render is the time of a shape's render, part of d.
 	render time.Duration
+	// cpu is what the API server and etcd, and this process, spent on the
+	// run (after a shape's render): the figure the load leaves standing.
+	cpu cpuUse
 }
 
 // series is the runs of one figure.
@@ -59,6 +62,15 @@ func (s *series) maxRequests() int {
 		m = max(m, x.requests)
 	}
 	return m
+}
+
+// cpus are the runs' CPU figures, run by run.
+func (s *series) cpus() string {
+	parts := make([]string, len(s.samples))
+	for i, x := range s.samples {
+		parts[i] = x.cpu.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (s *series) durations() string {
@@ -234,6 +246,7 @@ func (r *results) print(out io.Writer) {
 			fmt.Fprintf(out, "; bare loop (%d workers) %s", c.refWorkers, r.bareRef[w].durations())
 		}
 		fmt.Fprintln(out)
+		fmt.Fprintf(out, "  CPU (API server and etcd, bench process) of the runs: sync-controller %s; bare loop %s\n", r.initial[w].cpus(), r.bare[w].cpus())
 		if s, ok := r.initial[w].median(); ok {
 			fmt.Fprintf(out, "  requests of the median initial sync (%d): %s\n", s.requests, formatCounts(s.counts))
 			fmt.Fprintf(out, "  its timeline: %s\n", s.timeline)
@@ -247,6 +260,7 @@ func (r *results) print(out io.Writer) {
 	for _, sh := range r.shapes {
 		fmt.Fprintf(out, "- shape %s, render + initial sync runs: sync-controller %s; bare loop (%d workers) %s\n", sh.shape,
 			sh.initial.durations(), c.controller.applyConcurrency, sh.bare.durations())
+		fmt.Fprintf(out, "  CPU (API server and etcd, bench process) of the runs, after the render: sync-controller %s; bare loop %s\n", sh.initial.cpus(), sh.bare.cpus())
 		if s, ok := sh.initial.median(); ok {
 			fmt.Fprintf(out, "  the median run: render %s, then from the rendered status written: %s\n", benchfig.Round(s.render), s.timeline)
 		}

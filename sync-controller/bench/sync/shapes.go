@@ -193,11 +193,9 @@ func (b *bench) shapeBare(ctx context.Context, s shape, w workload) (sample, err
 	if err := b.quiesce(ctx); err != nil {
 		return sample{}, err
 	}
-	start := time.Now()
-	err = b.applyAll(ctx, objs, b.c.controller.applyConcurrency)
-	elapsed := time.Since(start)
+	cpu, elapsed, err := b.timedApplyAll(ctx, objs, b.c.controller.applyConcurrency)
 	if err == nil {
-		fmt.Fprintf(os.Stderr, "   bare loop, shape %s: %s\n", s, benchfig.Round(elapsed))
+		fmt.Fprintf(os.Stderr, "   bare loop, shape %s: %s, CPU (API server and etcd, bench process) %s\n", s, benchfig.Round(elapsed), cpu)
 	}
-	return sample{d: elapsed}, err
+	return sample{d: elapsed, cpu: cpu}, err
 }

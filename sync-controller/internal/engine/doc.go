@@ -37,6 +37,11 @@
 //     `plumb diff` calls too). Only a real difference is applied; the diff
 //     is what drift reports show.
 //
+// A write asks for the API server's answer as metadata only
+// (PartialObjectMetadata, in protobuf) when the object's health is told by
+// its existence — a ConfigMap, a Secret, a headless Service (answer.go) —
+// and whole otherwise: a Deployment's health is read from its answer.
+//
 // A drift found by the dry-run names its makers (Result.Managers: the
 // foreign managedFields entries that own a drifted field; and per field,
 // Result.FieldManagers; both pkg/drift's ForeignManagers). With

@@ -136,7 +136,10 @@ type Result struct {
 	// Changes are the field differences found by a dry-run (Configured only).
 	Changes []diff.Change
 	// Object is the object as the API server returned it after the write or
-	// the dry-run; nil when nothing was requested.
+	// the dry-run; nil when nothing was requested. A write of a kind whose
+	// health is told by its existence (answerIsMetadata: a ConfigMap, a
+	// headless Service…) returns only its apiVersion, kind and metadata
+	// (metadataOnly), all that its health and the run's tally read.
 	Object *unstructured.Unstructured
 	// Drift is true when an existing object differed from Git.
 	Drift bool
@@ -442,30 +445,54 @@ func (e *Engine) unchanged(id object.ID, hash string, live *metav1.PartialObject
 // changed and force is allowed (mayRecreate, which reads live, the watch
 // cache's metadata, nil when the object is not there).
 func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata, hash string, opts Options, res Result) Result {
-	obj := desired.DeepCopy()
-	err := e.apply(ctx, obj)
+	stored, err := e.apply(ctx, desired)
 	if err != nil && isImmutable(err) {
 		if !mayRecreate(opts, desired, live) {
 			res.Err = fmt.Errorf("%s: %s; set spec.force or the annotation plumb.dev/force: enabled to recreate it", res.ID, immutableMessage(err))
 			return res
 		}
-		obj, err = e.recreate(ctx, desired)
+		stored, err = e.recreate(ctx, desired)
 	}
 	if err != nil {
 		res.Err = e.explain(res.ID, err)
 		return res
 	}
-	if res.Action == diff.Created && !createdByUs(obj) {
+	if res.Action == diff.Created && !createdByUs(stored.meta.GetManagedFields()) {
 		res.Action = diff.Configured
 	}
-	e.records.put(res.ID, recordOf(hash, obj))
-	res.Object, res.Written = obj, true
+	e.records.put(res.ID, recordOf(hash, stored.meta))
+	res.Object, res.Written = stored.object, true
 	return res
 }
 
-// apply server-side-applies obj in place as plumb-sync (manage.Apply),
-// or writes it whole when it asks to be replaced.
-func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured) error {
+// answer is what the API server answered a write with: the object, whole
+// or its metadata only (answerIsMetadata), and its metadata to remember.
+type answer struct {
+	object *unstructured.Unstructured
+	meta   metav1.Object
+}
+
+// apply server-side-applies desired as plumb-sync, or writes it whole
+// when it asks to be replaced. desired is not changed. The answer is
+// asked for as metadata only where that is all a caller reads of it
+// (answerIsMetadata): the API server then encodes, and this process
+// decodes, no spec or data, and nothing is copied.
+func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) (answer, error) {
+	if !replaces(desired) && e.answerIsMetadata(desired) {
+		stored, err := manage.ApplyMetadata(ctx, e.client, desired)
+		if err != nil {
+			return answer{}, err
+		}
+		return answer{object: metadataOnly(desired, stored), meta: stored}, nil
+	}
+	obj := desired.DeepCopy()
+	err := e.applyWhole(ctx, obj)
+	return answer{object: obj, meta: obj}, err
+}
+
+// applyWhole server-side-applies obj in place as plumb-sync (manage.Apply),
+// or writes it whole when it asks to be replaced; obj holds the answer.
+func (e *Engine) applyWhole(ctx context.Context, obj *unstructured.Unstructured) error {
 	if replaces(obj) {
 		return e.replace(ctx, obj)
 	}
@@ -473,16 +500,15 @@ func (e *Engine) apply(ctx context.Context, obj *unstructured.Unstructured) erro
 }
 
 // recreate deletes the object, waits until it is gone, and applies it anew.
-func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructured) (answer, error) {
 	old := desired.DeepCopy()
 	if err := e.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
+		return answer{}, err
 	}
 	if err := e.waitGone(ctx, old); err != nil {
-		return nil, err
+		return answer{}, err
 	}
-	obj := desired.DeepCopy()
-	return obj, e.apply(ctx, obj)
+	return e.apply(ctx, desired)
 }
 
 // Forget drops what the engine remembers of the objects, e.g. after pruning.
@@ -544,9 +570,9 @@ func immutableMessage(err error) string {
 }
 
 // createdByUs reports whether the object's only writer is plumb-sync, i.e.
-// our apply created it.
-func createdByUs(obj *unstructured.Unstructured) bool {
-	for _, m := range obj.GetManagedFields() {
+// our apply created it, by its managedFields.
+func createdByUs(entries []metav1.ManagedFieldsEntry) bool {
+	for _, m := range entries {
 		if m.Subresource == "" && m.Manager != manage.FieldManager {
 			return false
 		}

@@ -34,7 +34,7 @@ func (e *Engine) CreateHook(ctx context.Context, hook *unstructured.Unstructured
 		return nil, err
 	}
 	obj := hook.DeepCopy()
-	if err := e.apply(ctx, obj); err != nil {
+	if err := e.applyWhole(ctx, obj); err != nil {
 		return nil, e.explain(object.IDOf(hook), err)
 	}
 	return obj, nil
