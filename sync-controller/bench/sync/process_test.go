@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/procfs"
+)
+
+// processCPU sums the CPU time of the processes chosen, in the unit the
+// kernel reports when it reaps them: a busy child, stopped before the
+// read, is short of its final figure by less than /proc's truncation to
+// clock ticks.
+func TestProcessCPUReadsABusyChild(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	pid := child.Process.Pid
+	only := func(p, ppid int) bool { return p == pid }
+	g.Eventually(func() (time.Duration, error) { return processCPU(only) }).WithTimeout(time.Minute).
+		Should(BeNumerically(">=", 300*time.Millisecond))
+
+	g.Expect(child.Process.Signal(syscall.SIGSTOP)).To(Succeed())
+	g.Eventually(func() (string, error) {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return "", err
+		}
+		s, err := p.Stat()
+		return s.State, err
+	}).Should(Equal("T"))
+	cpu, err := processCPU(only)
+	g.Expect(err).NotTo(HaveOccurred())
+	children, err := processCPU(func(_, ppid int) bool { return ppid == os.Getpid() })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(children).To(BeNumerically(">=", cpu), "the busy loop is a child of this process")
+	g.Expect(child.Process.Kill()).To(Succeed())
+	_ = child.Wait()
+	reaped := child.ProcessState.UserTime() + child.ProcessState.SystemTime()
+	g.Expect(cpu).To(BeNumerically("<=", reaped))
+	g.Expect(cpu).To(BeNumerically(">", reaped-30*time.Millisecond), "utime and stime are each truncated to a 10 ms tick, and dying costs little")
+}
+
+// The memory figures are KiB, as /proc/<pid>/status prints them.
+func TestStatusReadsTheMemoryInKiB(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.Command("sleep", "60")
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	p := &process{cmd: child}
+	var rss, hwm int64
+	g.Eventually(func() (int64, error) {
+		var err error
+		rss, hwm, err = p.memory()
+		return rss, err
+	}).Should(BeNumerically(">", 100), "a sleep's resident set is a few hundred KiB at least, not a few, once its loader has run")
+	g.Expect(rss).To(BeNumerically("<", 100*1024), "… and not tens of MiB: KiB, not bytes")
+	g.Expect(hwm).To(BeNumerically(">=", rss))
+	s, err := p.status()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kib(s.RssAnon) + kib(s.RssFile)).To(BeNumerically("<=", rss+kib(s.RssShmem)+1))
+}
