@@ -78,6 +78,11 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	apiServer := kubernetesEndpoints(ctx, g, own)
 	began := time.Now()
 	out := bootstrap()
+	// From here on Plumb applies itself from Git and puts back what is
+	// deleted, its own Deployments too: the next story's `plumb
+	// uninstall` (go test -count=2) would wait for controllers that keep
+	// coming back. Suspended at the end, Plumb leaves them to it.
+	defer plumb("suspend", "kustomization", "plumb-system", "-n", localenv.InstallNamespace)
 	g.Expect(out).To(ContainSubstring("committed and pushed"))
 	g.Expect(out).To(ContainSubstring("◎ the API server is at " + strings.Join(apiServer, ", ") + " (EndpointSlice default/kubernetes)"))
 	g.Expect(out).To(ContainSubstring("◎ warning: the API server's port at " + strings.Join(apiServer, ", ") + " is neither 443 nor 6443"))
