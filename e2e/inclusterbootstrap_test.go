@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 	"plumb.dev/api/meta"
 	"plumb.dev/e2e/localenv"
 )
+
+// bootstrapRuns counts the bootstrap story's runs in this process, naming
+// each run's repository.
+var bootstrapRuns atomic.Int32
 
 // `plumb bootstrap git` on a cluster whose node really runs containers,
 // against the launcher's Git server: the install is committed to Git and
@@ -46,10 +52,13 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	g.Expect(own.PushPlumbImages(ctx, inClusterVersion)).To(Succeed())
 	g.Expect(own.ProvideVolume(ctx, localenv.InstallNamespace, "data-nats-0", "2Gi")).To(Succeed())
 
-	// The repository holds the cluster's applications already.
-	g.Expect(own.Git.CreateRepo(ctx, "fleet")).To(Succeed())
-	url := own.Git.URL("fleet")
-	clone, err := localenv.InitClone(ctx, url, filepath.Join(t.TempDir(), "fleet"))
+	// The repository holds the cluster's applications already. The
+	// environment outlives the story (go test -count=2 runs it again in
+	// the same one), so each run has a repository of its own.
+	repo := fmt.Sprintf("fleet-%d", bootstrapRuns.Add(1))
+	g.Expect(own.Git.CreateRepo(ctx, repo)).To(Succeed())
+	url := own.Git.URL(repo)
+	clone, err := localenv.InitClone(ctx, url, filepath.Join(t.TempDir(), repo))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(clone.Write(map[string]string{
 		"clusters/local/apps/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\ndata: {greeting: hello}\n",
@@ -69,6 +78,11 @@ func TestPlumbBootstrappedFromGitManagesItselfOnARealNode(t *testing.T) {
 	apiServer := kubernetesEndpoints(ctx, g, own)
 	began := time.Now()
 	out := bootstrap()
+	// From here on Plumb applies itself from Git and puts back what is
+	// deleted, its own Deployments too: the next story's `plumb
+	// uninstall` (go test -count=2) would wait for controllers that keep
+	// coming back. Suspended at the end, Plumb leaves them to it.
+	defer plumb("suspend", "kustomization", "plumb-system", "-n", localenv.InstallNamespace)
 	g.Expect(out).To(ContainSubstring("committed and pushed"))
 	g.Expect(out).To(ContainSubstring("◎ the API server is at " + strings.Join(apiServer, ", ") + " (EndpointSlice default/kubernetes)"))
 	g.Expect(out).To(ContainSubstring("◎ warning: the API server's port at " + strings.Join(apiServer, ", ") + " is neither 443 nor 6443"))

@@ -1,18 +1,17 @@
 package localenv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Process is a child program: a controller or kube-controller-manager. Its
@@ -320,28 +319,18 @@ func (e *Env) startReaper() error {
 
 // ChildPids lists the processes whose parent is ppid, from /proc.
 func ChildPids(ppid int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil, err
 	}
 	var out []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
+	for _, p := range procs {
+		stat, err := p.Stat()
 		if err != nil {
-			continue
+			continue // gone since the listing
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces, so read after ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(ppid) {
-			out = append(out, pid)
+		if stat.PPID == ppid {
+			out = append(out, p.PID)
 		}
 	}
 	return out, nil

@@ -1,8 +1,12 @@
 package localenv
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,4 +51,29 @@ func TestStartDuringTheBackoffStartsAtOnce(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	g.Expect(p.Pid()).To(Equal(pid))
 	g.Expect(p.Running()).To(BeTrue())
+}
+
+// ChildPids lists a process's own children, not their children.
+func TestChildPidsListsOnlyTheChildren(t *testing.T) {
+	g := NewWithT(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// echo is the shell's own: the sleep is its only child.
+	parent := exec.Command("/bin/sh", "-c", `sleep 60 & echo $! >"$0.tmp" && mv "$0.tmp" "$0"; wait`, pidFile)
+	g.Expect(parent.Start()).To(Succeed())
+	defer func() { _ = parent.Process.Kill(); _ = parent.Wait() }()
+	var sleepPid int
+	g.Eventually(func() error {
+		data, err := os.ReadFile(pidFile)
+		if err == nil {
+			sleepPid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		}
+		return err
+	}).WithTimeout(time.Minute).Should(Succeed())
+	defer func() { _ = syscall.Kill(sleepPid, syscall.SIGKILL) }()
+
+	mine, err := ChildPids(os.Getpid())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mine).To(ContainElement(parent.Process.Pid))
+	g.Expect(mine).NotTo(ContainElement(sleepPid))
+	g.Eventually(func() ([]int, error) { return ChildPids(parent.Process.Pid) }).Should(Equal([]int{sleepPid}), "mv has been reaped; the sleep is left")
 }

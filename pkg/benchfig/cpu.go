@@ -2,11 +2,10 @@ package benchfig
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // ChildrenCPU is the user and system CPU time of this process's children
@@ -26,37 +25,22 @@ func SelfCPU() (time.Duration, error) {
 }
 
 // ProcessCPU is the user and system CPU time of the processes that take
-// says, from /proc.
+// says, from /proc (prometheus/procfs).
 func ProcessCPU(take func(pid, ppid int) bool) (time.Duration, error) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return 0, err
 	}
 	var ticks int64
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
+	for _, p := range procs {
+		stat, err := p.Stat()
 		if err != nil {
-			continue // gone since the glob
+			continue // gone since the listing
 		}
-		// The fields after the command's closing parenthesis: state,
-		// ppid, …, utime (the 12th), stime (the 13th).
-		end := strings.LastIndexByte(string(data), ')')
-		if end < 0 {
-			continue
+		if take(p.PID, stat.PPID) {
+			ticks += int64(stat.UTime) + int64(stat.STime)
 		}
-		f := strings.Fields(string(data[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		ppid, _ := strconv.Atoi(f[1])
-		if !take(pid, ppid) {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
 	}
-	// USER_HZ is 100 on Linux.
+	// Clock ticks are USER_HZ, 100 on Linux.
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }

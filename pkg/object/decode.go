@@ -3,7 +3,6 @@ package object
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v2"
@@ -28,15 +26,16 @@ import (
 // every number a float64, as encoding/json decodes into interface{}, and
 // map keys and strings as JSON text carries them. The apply body, the
 // hashes of pkg/manage and the comparisons with the live object all see
-// those types. Only the JSON text between the parse and the maps is gone:
-// the YAML parser's values are converted in place (jsonValue).
+// those types. A JSON stream is read by that decoder itself; in a YAML
+// stream only the JSON text between the parse and the maps is gone: the
+// YAML parser's values are converted in place (jsonValue).
 func DecodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
 	var d manifestDecoder
 	var err error
-	if looksLikeJSON(data) {
+	if _, _, isJSON := utilyaml.GuessJSONStream(bytes.NewReader(data), jsonPeek); isJSON {
 		err = d.jsonStream(data)
 	} else {
-		err = d.eachYAMLDocument(data, d.yamlDocument)
+		err = d.yamlStream(data)
 	}
 	if err != nil {
 		return nil, err
@@ -55,39 +54,22 @@ type manifestDecoder struct {
 // JSON stream, as the YAMLOrJSONDecoder of DecodeManifests' callers did.
 const jsonPeek = 4096
 
-// looksLikeJSON reports whether the first non-space byte within jsonPeek
-// bytes is an opening brace.
-func looksLikeJSON(data []byte) bool {
-	head := data[:min(len(data), jsonPeek)]
-	return bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{"))
-}
-
-// jsonStream decodes a stream of JSON objects. A stream whose first or
-// second document is not JSON is read as YAML from the end of the last JSON
-// object on (a JSON object, then YAML documents), as apimachinery's
-// decoder did; the JSON error is the one reported if the first YAML
-// document fails too.
+// jsonStream decodes a stream of JSON objects with apimachinery's
+// YAMLOrJSONDecoder itself: JSON text needs no conversion, and the decoder
+// keeps its rules for a stream that turns out not to be JSON (after at most
+// one JSON object it reads the rest as YAML, reporting the JSON error if
+// that fails too). Only YAML streams take the direct path of yamlDocument.
 func (d *manifestDecoder) jsonStream(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var consumed int64
-	for count := 0; ; count++ {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), jsonPeek)
+	for {
 		var m map[string]any
 		err := dec.Decode(&m)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			jsonErr := d.docErr(d.docs+1, err)
-			if count > 1 {
-				return jsonErr
-			}
-			rest, ok := skipSpaceLine(data[consumed:])
-			if !ok {
-				return jsonErr
-			}
-			return d.yamlAfterJSON(rest, jsonErr)
+			return d.docErr(d.docs+1, err)
 		}
-		consumed = dec.InputOffset()
 		d.docs++
 		if err := d.add(m); err != nil {
 			return err
@@ -95,47 +77,12 @@ func (d *manifestDecoder) jsonStream(data []byte) error {
 	}
 }
 
-// skipSpaceLine drops leading white space up to and including the first
-// newline, which the JSON decoder leaves before the next document. It reads
-// four bytes at a time as apimachinery's decoder did: fewer left, or a
-// rune that is not UTF-8, and there is no YAML after the JSON (false).
-func skipSpaceLine(b []byte) ([]byte, bool) {
-	for len(b) >= utf8.UTFMax {
-		r, size := utf8.DecodeRune(b[:utf8.UTFMax])
-		if r == utf8.RuneError {
-			return nil, false
-		}
-		if !unicode.IsSpace(r) {
-			return b, true
-		}
-		b = b[size:]
-		if r == '\n' {
-			return b, true
-		}
-	}
-	return nil, false
-}
-
-// yamlAfterJSON decodes the YAML documents after a JSON object; when the
-// first of them fails, the JSON error is the one reported.
-func (d *manifestDecoder) yamlAfterJSON(data []byte, jsonErr error) error {
-	first := true
-	return d.eachYAMLDocument(data, func(doc []byte) error {
-		err := d.yamlDocument(doc)
-		if err != nil && first {
-			return jsonErr
-		}
-		first = false
-		return err
-	})
-}
-
-// eachYAMLDocument splits a YAML stream at its "---" lines with
-// apimachinery's YAMLReader, the splitter of the YAMLOrJSONDecoder whose
-// objects DecodeManifests gives (a separator is a line starting with "---"
+// yamlStream splits a YAML stream at its "---" lines with apimachinery's
+// YAMLReader, the splitter of the YAMLOrJSONDecoder whose objects
+// DecodeManifests gives (a separator is a line starting with "---"
 // followed by nothing but spaces or a comment; "\r\n" ends a line as "\n"
-// does), and hands each non-empty document to fn.
-func (d *manifestDecoder) eachYAMLDocument(data []byte, fn func([]byte) error) error {
+// does), and parses each non-empty document (yamlDocument).
+func (d *manifestDecoder) yamlStream(data []byte) error {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := r.Read()
@@ -146,7 +93,7 @@ func (d *manifestDecoder) eachYAMLDocument(data []byte, fn func([]byte) error) e
 			return d.docErr(d.docs+1, err)
 		}
 		d.docs++
-		if err := fn(doc); err != nil {
+		if err := d.yamlDocument(doc); err != nil {
 			return err
 		}
 	}

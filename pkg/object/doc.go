@@ -64,4 +64,12 @@
 // decode's time and allocations (BenchmarkDecodeManifests); the
 // differential test and fuzz target of decode_diff_test.go hold the decoder
 // to that reference.
+//
+// Only YAML streams take that path. A stream of JSON objects (its first
+// non-space byte a brace, as apimachinery's GuessJSONStream sees it) goes
+// to the YAMLOrJSONDecoder itself: JSON text costs no round trip there,
+// and the decoder's rules for a stream that is not JSON after all (at
+// most one JSON object, then YAML; which error is reported) stay its own
+// rather than a copy kept in step by hand. Both paths read a []byte whose
+// size the caller has already bounded.
 package object

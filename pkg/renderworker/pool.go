@@ -212,6 +212,14 @@ func (p *Pool) Running() int {
 	return p.running
 }
 
+// Idle is how many workers are started and waiting for a render: a render
+// that comes now costs no start of a worker.
+func (p *Pool) Idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
 // Close stops the idle workers; a render in progress ends its worker when
 // it returns. A closed pool renders nothing.
 func (p *Pool) Close() {

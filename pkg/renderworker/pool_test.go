@@ -408,15 +408,9 @@ func TestThePoolGrowsWithItsQueueAndShrinksWhenIdle(t *testing.T) {
 		_, err := p.Helm(withTimeout(t, time.Minute), []byte("a chart"), helmrender.Options{ReleaseName: "x", Namespace: "a"})
 		return err
 	}
-	idle := func() int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return len(p.idle)
-	}
-
 	// The pool starts one worker, and renders one after another all go
 	// to it.
-	g.Eventually(idle).Should(Equal(1))
+	g.Eventually(p.Idle).Should(Equal(1))
 	openGate()
 	for range 3 {
 		g.Expect(render()).To(Succeed())
@@ -445,7 +439,7 @@ func TestThePoolGrowsWithItsQueueAndShrinksWhenIdle(t *testing.T) {
 	// the next render.
 	g.Eventually(p.Running).Should(Equal(1))
 	g.Consistently(p.Running, time.Second).Should(Equal(1))
-	g.Expect(idle()).To(Equal(1))
+	g.Expect(p.Idle()).To(Equal(1))
 	g.Expect(render()).To(Succeed())
 	g.Expect(p.Started()).To(Equal(int64(3)))
 }

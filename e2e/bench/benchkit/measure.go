@@ -12,14 +12,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"k8s.io/client-go/rest"
 
 	"plumb.dev/e2e/localenv"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
-// 100 on every Linux architecture Go runs on.
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat:
+// 100 on every Linux architecture Go runs on (procfs assumes the same).
 const clockTicks = 100
+
+// ticks converts a count of clock ticks to a duration, exactly.
+func ticks(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
 
 // ProcStat is what /proc says about one process at one moment.
 type ProcStat struct {
@@ -31,48 +35,22 @@ type ProcStat struct {
 // ReadProc reads a process's CPU time and memory from /proc.
 func ReadProc(pid int) (ProcStat, error) {
 	var s ProcStat
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return s, err
 	}
-	// pid (comm) state ppid …: comm may hold spaces, so count after ')'.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return s, fmt.Errorf("/proc/%d/stat: no ')'", pid)
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	// After ')': state is field 3 of stat(5), utime 14 and stime 15.
-	if len(fields) < 13 {
-		return s, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return s, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, fields[11], fields[12])
-	}
-	s.CPU = time.Duration(utime+stime) * time.Second / clockTicks
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	stat, err := p.Stat()
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmHWM" && name != "VmRSS") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("/proc/%d/status %s: %w", pid, name, err)
-		}
-		if name == "VmHWM" {
-			s.HWM = kb
-		} else {
-			s.RSS = kb
-		}
+	s.CPU = ticks(int64(stat.UTime) + int64(stat.STime))
+	status, err := p.NewStatus()
+	if err != nil {
+		return s, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
-	return s, sc.Err()
+	// procfs gives sizes in bytes; the figures have always been KiB.
+	s.HWM, s.RSS = int64(status.VmHWM/1024), int64(status.VmRSS/1024)
+	return s, nil
 }
 
 // Counters are Prometheus Counters by their label set, as read from one
@@ -280,29 +258,22 @@ func NewMeter(env *localenv.Env) (*Meter, error) {
 		m.procs[name] = Process{MetricsURL: "http://" + c.MetricsAddr + "/metrics", Pid: c.Pid, MayBeDown: c.Elects}
 	}
 	// envtest starts etcd and kube-apiserver as children of this process.
-	entries, err := os.ReadDir("/proc")
+	children, err := localenv.ChildPids(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
+	for _, pid := range children {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			continue // gone since the listing
+		}
+		stat, err := p.Stat()
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
-		if open < 0 || end < open {
-			continue
-		}
-		comm, fields := string(stat[open+1:end]), strings.Fields(string(stat[end+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-			for _, name := range PlaneNames {
-				if comm == name {
-					m.plane[name] = pid
-				}
+		for _, name := range PlaneNames {
+			if stat.Comm == name {
+				m.plane[name] = pid
 			}
 		}
 	}

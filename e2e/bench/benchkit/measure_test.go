@@ -2,10 +2,14 @@ package benchkit
 
 import (
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/procfs"
 )
 
 // An excerpt of kube-apiserver's /metrics, as it exposes its request counter.
@@ -51,4 +55,40 @@ func TestReadProcReadsThisProcess(t *testing.T) {
 	g.Expect(s.RSS).To(BeNumerically(">", 0))
 	_, err = ReadProc(0)
 	g.Expect(err).To(HaveOccurred())
+}
+
+// A busy child's CPU time read from /proc is what the kernel reports when
+// the child is reaped: the same unit, short of it by less than the clock
+// ticks /proc truncates to. The child is stopped before the read so it
+// uses nothing between the read and its end.
+func TestReadProcReadsABusyChildsCPU(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	g.Eventually(func() (time.Duration, error) {
+		s, err := ReadProc(child.Process.Pid)
+		return s.CPU, err
+	}).WithTimeout(time.Minute).Should(BeNumerically(">=", 300*time.Millisecond))
+
+	g.Expect(child.Process.Signal(syscall.SIGSTOP)).To(Succeed())
+	g.Eventually(func() (string, error) { return procState(child.Process.Pid) }).Should(Equal("T"))
+	s, err := ReadProc(child.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.RSS).To(BeNumerically(">", 0))
+	g.Expect(child.Process.Kill()).To(Succeed())
+	_ = child.Wait()
+	reaped := child.ProcessState.UserTime() + child.ProcessState.SystemTime()
+	g.Expect(s.CPU).To(BeNumerically("<=", reaped))
+	g.Expect(s.CPU).To(BeNumerically(">", reaped-3*time.Second/clockTicks), "utime and stime are each truncated to a tick, and dying costs little")
+}
+
+// procState is a process's state letter (R, S, T, Z…).
+func procState(pid int) (string, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return "", err
+	}
+	s, err := p.Stat()
+	return s.State, err
 }

@@ -2,7 +2,6 @@ package benchkit
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // MemSampler samples the memory of named processes together with every
@@ -164,27 +165,15 @@ func (s *MemSampler) CPU(name string) time.Duration {
 // treeCPU is one process's utime + stime + cutime + cstime; 0 when it is
 // gone.
 func treeCPU(pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
+	stat, err := p.Stat()
+	if err != nil {
 		return 0
 	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 15 {
-		return 0
-	}
-	var ticks int64
-	for _, f := range fields[11:15] {
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return ticks(int64(stat.UTime) + int64(stat.STime) + int64(stat.CUTime) + int64(stat.CSTime))
 }
 
 // Peak returns the largest sum of the named processes' trees over one
@@ -230,6 +219,11 @@ func ReadPss(pid int) (int64, error) {
 
 type rollup struct{ pss, anon int64 }
 
+// readRollup reads smaps_rollup itself rather than through procfs, whose
+// ProcSMapsRollup has no Pss_Anon (its Anonymous is the whole resident
+// anonymous memory, not the process's proportional share of it) and reads
+// a zombie's empty file as zeros where this says it has no Pss.
+
 func readRollup(pid int) (rollup, error) {
 	var r rollup
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
@@ -266,32 +260,17 @@ func readRollup(pid int) (rollup, error) {
 
 // ppids maps every process to its parent, from /proc/<pid>/stat.
 func ppids() (map[int]int, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int]int, len(entries))
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
+	out := make(map[int]int, len(procs))
+	for _, p := range procs {
+		stat, err := p.Stat()
 		if err != nil {
-			continue
+			continue // gone since the listing
 		}
-		stat, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces, so read after ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			out[pid] = ppid
-		}
+		out[p.PID] = stat.PPID
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,4 +48,23 @@ func TestMemSamplerCountsTheChildren(t *testing.T) {
 	g.Expect(s.CPU("none")).To(BeZero())
 	both, _ := s.Peak("me", "none")
 	g.Expect(both).To(Equal(peak))
+}
+
+// A process's tree CPU includes what its reaped children used: the shell
+// here only waits while its child counts, so nearly all of its tree's time
+// is its child's.
+func TestTreeCPUCountsTheReapedChildren(t *testing.T) {
+	g := NewWithT(t)
+	done := filepath.Join(t.TempDir(), "done")
+	child := exec.Command("/bin/sh", "-c",
+		`/bin/sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; touch "$0"; exec sleep 60`, done)
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	g.Eventually(func() error { _, err := os.Stat(done); return err }).WithTimeout(5*time.Minute).Should(Succeed(), "the counting child ended")
+
+	own, err := ReadProc(child.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred())
+	tree := treeCPU(child.Process.Pid)
+	g.Expect(tree).To(BeNumerically(">=", own.CPU+50*time.Millisecond), "the counting child's CPU is in its parent's cutime and cstime")
+	g.Expect(treeCPU(-1)).To(BeZero(), "a process that is not there")
 }

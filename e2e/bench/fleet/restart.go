@@ -36,6 +36,7 @@ type restartFigures struct {
 	n          int
 	controller string
 	toReady    time.Duration // SIGTERM → /readyz 200
+	toStop     time.Duration // SIGTERM → the old process gone: the part of toReady that is the stop
 	toSteady   time.Duration // /readyz 200 → quiet
 	requests   float64       // the new process's own, until steady
 	apiServer  float64       // every client's resource requests, stop → steady
@@ -115,6 +116,7 @@ func (b *bench) restartOne(ctx context.Context, n int, name, target string) (*re
 	if err := c.Stop(30 * time.Second); err != nil {
 		return nil, err
 	}
+	f.toStop = time.Since(stopped)
 	if err := c.Restart(ctx); err != nil {
 		return nil, err
 	}
@@ -192,8 +194,8 @@ func (b *bench) restartOne(ctx context.Context, n int, name, target string) (*re
 	}
 	ow.mu.Unlock()
 	f.load = benchfig.LoadAvg()
-	say("   ready after %s, steady %s later: %.0f requests (%.2f per Kustomization); drift corrected %s after readiness %s",
-		benchfig.Round(f.toReady), benchfig.Round(f.toSteady), f.requests, f.requests/float64(n), benchfig.Round(f.drift), f.driftErr)
+	say("   ready after %s (stopped in %s, started in %s), steady %s later: %.0f requests (%.2f per Kustomization); drift corrected %s after readiness %s",
+		benchfig.Round(f.toReady), benchfig.Round(f.toStop), benchfig.Round(f.toReady-f.toStop), benchfig.Round(f.toSteady), f.requests, f.requests/float64(n), benchfig.Round(f.drift), f.driftErr)
 	return f, nil
 }
 

@@ -278,6 +278,9 @@ func startShard(t *testing.T, shard string, st *artifact.Storage) func() {
 		cancel()
 		t.Fatal(err)
 	}
+	// The shard's pool is new: its first renders must not wait for its
+	// first worker within their time limit.
+	waitIdleWorker(t, r.pool)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return func() {

@@ -456,6 +456,7 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := namespace(t)
+			waitIdleWorker(t, reconciler.pool) // the last case may have had its worker killed
 			goodRev := fmt.Sprintf("%040d", 100+i)
 			gitRepo(t, ns, "repo", nil)
 			publishTree(t, ns, "repo", goodRev, good)
@@ -485,7 +486,9 @@ func TestFailuresKeepLastGoodArtifact(t *testing.T) {
 				}, timeout, poll).Should(Succeed())
 			}
 
-			// A good commit after the bad one renders again.
+			// A good commit after the bad one renders again, once the
+			// worker a limit killed is replaced.
+			waitIdleWorker(t, reconciler.pool)
 			fixedRev := fmt.Sprintf("%040d", 200+i)
 			publishTree(t, ns, "repo", fixedRev, map[string]string{"cm.yaml": cm("settings", "fixed: yes")})
 			ks = waitRevision(t, ns, "app", "main@sha1:"+fixedRev)

@@ -163,6 +163,7 @@ func TestAPluginsFailuresKeepTheLastGoodRender(t *testing.T) {
 		t.Run(tc.plugin, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := namespace(t)
+			waitIdleWorker(t, reconciler.pool) // the hang's worker was killed at its time limit
 			gitRepo(t, ns, "repo", nil)
 			publishTree(t, ns, "repo", "r1", map[string]string{"good.txt": "x"})
 			kustomization(t, ns, "ks", "repo", withPlugin("list"))

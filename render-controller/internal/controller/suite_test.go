@@ -73,7 +73,11 @@ var (
 )
 
 // testRenderTimeout is far above what the tests' good renders take (a few
-// milliseconds) and far below what slowTree takes.
+// milliseconds) and far below what slowTree takes. It counts from the
+// reconcile, so a render that had to wait for a worker to start would
+// spend it starting one, which on a loaded machine can take longer: a
+// test whose good render follows a start of the pool or the kill of a
+// worker waits for an idle one first (waitIdleWorker).
 const testRenderTimeout = 3 * time.Second
 
 // leakURL is served by a server that must never be reached: rendering
@@ -223,6 +227,16 @@ func run(m *testing.M) int {
 		cancel()
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	// The first tests' renders find a worker started (waitIdleWorker).
+	for _, p := range []*renderworker.Pool{reconciler.pool, helmRec.pool} {
+		for start := time.Now(); p.Idle() == 0; time.Sleep(poll) {
+			if time.Since(start) > 5*time.Minute {
+				cancel()
+				fmt.Fprintln(os.Stderr, "no render worker started in 5 minutes")
+				return 1
+			}
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -386,6 +400,15 @@ func (c *capture) all(ns, name string) []events.Event {
 		}
 	}
 	return out
+}
+
+// waitIdleWorker waits until p has a worker started and idle, so that the
+// next render spends its time limit rendering, not waiting for a worker
+// to start (testRenderTimeout).
+func waitIdleWorker(t *testing.T, p *renderworker.Pool) {
+	t.Helper()
+	NewWithT(t).Eventually(p.Idle).WithTimeout(5*time.Minute).WithPolling(poll).Should(BeNumerically(">=", 1),
+		"a render worker started")
 }
 
 // --- object helpers ---

@@ -399,7 +399,7 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 	if err != nil {
 		return err
 	}
-	m.idle[w], m.idleAnon[w], m.idleFile[w] = idle["VmRSS"], idle["RssAnon"], idle["RssFile"]
+	m.idle[w], m.idleAnon[w], m.idleFile[w] = kib(idle.VmRSS), kib(idle.RssAnon), kib(idle.RssFile)
 	ks, s, err := b.controllerInitial(ctx, w, false)
 	if err != nil {
 		return fmt.Errorf("%w (%v)", err, p.alive())
@@ -420,7 +420,7 @@ func (b *bench) memoryRun(ctx context.Context, binary, kubeconfig string, w work
 	if err != nil {
 		return err
 	}
-	m.hwm[w], m.anon[w], m.file[w] = peak["VmHWM"], peak["RssAnon"], peak["RssFile"]
+	m.hwm[w], m.anon[w], m.file[w] = kib(peak.VmHWM), kib(peak.RssAnon), kib(peak.RssFile)
 
 	// Deleting the Kustomization prunes its objects through the finalizer;
 	// this also leaves nothing behind for the in-process controller.

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // buildController builds the sync-controller binary into dir.
@@ -84,34 +83,22 @@ func (p *process) sample(every time.Duration) {
 
 // memory returns VmRSS and VmHWM in KiB from /proc.
 func (p *process) memory() (rss, hwm int64, err error) {
-	fields, err := p.status()
-	return fields["VmRSS"], fields["VmHWM"], err
+	s, err := p.status()
+	return kib(s.VmRSS), kib(s.VmHWM), err
 }
 
-// status returns the memory fields (in KiB) of /proc/<pid>/status: VmRSS,
-// VmHWM, RssAnon (heap, stacks), RssFile (the mapped binary's pages).
-func (p *process) status() (map[string]int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+// status reads /proc/<pid>/status: VmRSS, VmHWM, RssAnon (heap, stacks),
+// RssFile (the mapped binary's pages), in bytes.
+func (p *process) status() (procfs.ProcStatus, error) {
+	proc, err := procfs.NewProc(p.cmd.Process.Pid)
 	if err != nil {
-		return nil, err
+		return procfs.ProcStatus{}, err
 	}
-	defer f.Close()
-	out := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		value = strings.TrimSpace(value)
-		if !ok || !strings.HasSuffix(value, " kB") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = kb
-	}
-	return out, sc.Err()
+	return proc.NewStatus()
 }
+
+// kib converts procfs's bytes to the KiB the figures are kept in.
+func kib(bytes uint64) int64 { return int64(bytes / 1024) }
 
 func (p *process) sampledMax() int64 {
 	p.mu.Lock()

@@ -100,6 +100,14 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 			default:
 				var err error
 				if r, err = e.readHealth(ctx, id, kinds[id]); err != nil {
+					if ctx.Err() != nil {
+						// The wait's deadline cut the read short: that is
+						// the wait timing out, said as such with where
+						// each object stood, not a failed read ("context
+						// deadline exceeded"), whichever of the two the
+						// deadline happened to fall in.
+						return e.timedOut(ctx, pending, kinds)
+					}
 					return nil, err
 				}
 			}
@@ -121,15 +129,21 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 		}
 		select {
 		case <-ctx.Done():
-			pend := reports(pending)
-			e.explainByPods(ctx, pend, kinds)
-			return pend, &HealthTimeoutError{Pending: pend}
+			return e.timedOut(ctx, pending, kinds)
 		case <-changes:
 			polled = false
 		case <-time.After(HealthPollFallback):
 			polled = true
 		}
 	}
+}
+
+// timedOut is WaitHealthy's answer when ctx ended: the objects still
+// pending, what their Pods say, and a HealthTimeoutError naming them.
+func (e *Engine) timedOut(ctx context.Context, pending map[object.ID]health.Result, kinds map[object.ID]*unstructured.Unstructured) ([]HealthReport, error) {
+	pend := reports(pending)
+	e.explainByPods(ctx, pend, kinds)
+	return pend, &HealthTimeoutError{Pending: pend}
 }
 
 // cachedHealth returns the remembered health of obj when the watch cache
