@@ -118,8 +118,10 @@ type groupVersionKind struct{ Group, Version, Kind string }
 // fastPathUses counts the builds the fast path produced; tests read it to
 // prove they compared the fast path with kustomize, not kustomize twice.
 // parsedReuses counts the files it took as generateKustomization parsed
-// them (parsedResources), for the same reason.
-var fastPathUses, parsedReuses atomic.Int64
+// them (parsedResources), for the same reason; countedReuses the files
+// generateKustomization took as the sandbox parsed them for its budgets
+// (kioDocuments).
+var fastPathUses, parsedReuses, countedReuses atomic.Int64
 
 // disableFastPath, set by tests only, makes every build run kustomize.
 var disableFastPath atomic.Bool
@@ -303,7 +305,7 @@ func fastID(r *resource.Resource, kind fastKind) idKey {
 // parsedResources returns the resources kustomize's SliceFromBytes makes
 // of data, from the documents generateKustomization parsed of the same
 // bytes with the same reader (readManifestDocuments), whose last step in
-// kio.FromBytes, resolving anchors, is done here; or false when data is not
+// kio.FromBytes, resolving anchors, is done here (when there are any); or false when data is not
 // what was parsed, or when SliceFromBytes would do more than wrap each
 // document: expand a FooList, refuse a document (its null-entry check, its
 // metadata check), drop one (an empty or local-config document: the
@@ -316,8 +318,13 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 		return nil, false
 	}
 	for _, n := range file.nodes {
-		if err := n.DeAnchor(); err != nil {
-			return nil, false
+		// DeAnchor copies every mapping twice over to merge it with
+		// itself; on a plain file (no alias, anchor or "<<" key: the
+		// sandbox's count saw every node) it would change nothing.
+		if !file.plain {
+			if err := n.DeAnchor(); err != nil {
+				return nil, false
+			}
 		}
 		if strings.HasSuffix(n.GetKind(), "List") {
 			return nil, false
