@@ -183,7 +183,8 @@ func TestParseOnceTakesTheCommonFiles(t *testing.T) {
 // TestListDirSaysWhatIsDirSays: the folder listing generateKustomization
 // walks names what ReadDir names and calls a folder what IsDir calls one,
 // for files, folders, links to either inside and outside the source,
-// a dangling link, a FIFO and a virtual file.
+// a dangling link, a FIFO and a virtual file; and the paths it resolves
+// resolve as the disk resolves them.
 func TestListDirSaysWhatIsDirSays(t *testing.T) {
 	work := t.TempDir()
 	outside := t.TempDir()
@@ -223,8 +224,17 @@ func TestListDirSaysWhatIsDirSays(t *testing.T) {
 		if e.name != names[i] {
 			t.Fatalf("entry %d is %q, ReadDir says %q", i, e.name, names[i])
 		}
-		if want := fsys.IsDir(filepath.Join(app, e.name)); e.dir != want {
+		p := filepath.Join(app, e.name)
+		if want := fsys.IsDir(p); e.dir != want {
 			t.Errorf("%s: dir %t, IsDir %t", e.name, e.dir, want)
+		}
+		// The resolutions the listing kept are the disk's own.
+		if e.name != "kustomization.yaml" {
+			dir, name, err := fsys.CleanedAbs(p)
+			wantDir, wantName, wantErr := fsys.disk.CleanedAbs(p)
+			if dir != wantDir || name != wantName || (err == nil) != (wantErr == nil) {
+				t.Errorf("%s resolves to %s, %s, %v; the disk says %s, %s, %v", e.name, dir, name, err, wantDir, wantName, wantErr)
+			}
 		}
 		if e.dir {
 			dirs++
@@ -293,5 +303,53 @@ func TestKeptFilesCostTheirBytesOnEveryRead(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || !strings.Contains(err.Error(), "--max-render-input") {
 		t.Fatalf("fourth read: %v, want the byte budget's refusal", err)
+	}
+}
+
+// TestMissingOnTheWaySkipsOnlyWalksThatFindNothing: nameReferences, which
+// skips the paths that lead through mappings to a missing field, says
+// what it says when it walks every path with kustomize's fieldspec
+// filter, on workloads of every shape the filter walks differently: no
+// pod spec, a null or a list on the way, names, mappings, lists of
+// either, and a pod spec with every referring field.
+func TestMissingOnTheWaySkipsOnlyWalksThatFindNothing(t *testing.T) {
+	head := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n"
+	for _, tc := range []struct{ name, spec string }{
+		{"no spec", ""},
+		{"a null spec", "spec: null\n"},
+		{"a scalar spec", "spec: x\n"},
+		{"a list for spec", "spec:\n- template: {spec: {serviceAccountName: a}}\n"},
+		{"no template", "spec: {replicas: 1}\n"},
+		{"a null pod spec", "spec: {template: {spec: ~}}\n"},
+		{"a list for the pod spec", "spec: {template: {spec: [{volumes: [{configMap: {name: c}}]}]}}\n"},
+		{"an empty pod spec", "spec: {template: {spec: {}}}\n"},
+		{"containers without references", "spec: {template: {spec: {containers: [{name: app, image: x}]}}}\n"},
+		{"a ServiceAccount by name", "spec: {template: {spec: {serviceAccountName: a}}}\n"},
+		{"a ServiceAccount as a mapping", "spec: {template: {spec: {serviceAccountName: {name: a}}}}\n"},
+		{"volumes naming a ConfigMap", "spec: {template: {spec: {volumes: [{name: v, configMap: {name: c}}]}}}\n"},
+		{"volumes that are names", "spec: {template: {spec: {volumes: [a, b]}}}\n"},
+		{"a null volumes field", "spec: {template: {spec: {volumes: null}}}\n"},
+		{"env from a Secret", "spec: {template: {spec: {containers: [{name: a, env: [{name: e, valueFrom: {secretKeyRef: {name: s, key: k}}}]}]}}}\n"},
+		{"image pull Secrets as names", "spec: {template: {spec: {imagePullSecrets: [a, b]}}}\n"},
+		{"an alias on the way", "spec: {template: &t {spec: {priorityClassName: p}}, x: *t}\n"},
+		{"every field", "spec: {template: {spec: {serviceAccountName: a, priorityClassName: p, imagePullSecrets: [{name: s}], " +
+			"volumes: [{configMap: {name: c}}, {secret: {secretName: s}}, {persistentVolumeClaim: {claimName: c}}, {projected: {sources: [{configMap: {name: c}}, {secret: {name: s}}]}}], " +
+			"initContainers: [{name: i, envFrom: [{configMapRef: {name: c}}, {secretRef: {name: s}}]}], " +
+			"containers: [{name: a, env: [{name: e, valueFrom: {configMapKeyRef: {name: c, key: k}}}]}]}}}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := resourceFactory.SliceFromBytes([]byte(head + tc.spec))
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%d resources, %v", len(rs), err)
+			}
+			kind := fastKinds[groupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}]
+			found, ok := nameReferences(rs[0], kind)
+			fullWalk = true
+			wantFound, wantOK := nameReferences(rs[0], kind)
+			fullWalk = false
+			if found != wantFound || ok != wantOK {
+				t.Fatalf("found %t, ok %t; the full walk says %t, %t", found, ok, wantFound, wantOK)
+			}
+		})
 	}
 }

@@ -288,7 +288,9 @@ type dirEntry struct {
 // anything else — is taken as no folder without asking: IsDir says false
 // of every regular file. Folders, links and everything else are asked of
 // IsDir, and so is every entry of a folder the listing cannot be had for
-// as the sandbox reads it (outside the source, virtual).
+// as the sandbox reads it (outside the source, virtual). A regular file's
+// resolution is kept too (resolved), for the same reason: it is the
+// folder's, and its name.
 func (s *sandboxFS) listDir(path string) ([]dirEntry, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
@@ -297,9 +299,20 @@ func (s *sandboxFS) listDir(path string) ([]dirEntry, error) {
 	if dir, name, err := s.cleanedAbs(path); err == nil && name == "" && !s.isVirtualDir(path) {
 		if entries, err := os.ReadDir(dir.String()); err == nil {
 			regular = make(map[string]bool, len(entries))
-			for _, e := range entries {
-				regular[e.Name()] = e.Type().IsRegular()
+			s.mu.Lock()
+			if s.resolved == nil {
+				s.resolved = map[string]resolvedPath{}
 			}
+			for _, e := range entries {
+				if regular[e.Name()] = e.Type().IsRegular(); regular[e.Name()] {
+					// A regular file, no link, in a folder that resolves
+					// to dir: disk.CleanedAbs would resolve it to dir and
+					// its name, inside the source as dir is, with a link
+					// resolution of every element of its path.
+					s.resolved[filepath.Join(path, e.Name())] = resolvedPath{dir, e.Name()}
+				}
+			}
+			s.mu.Unlock()
 		}
 	}
 	names, err := s.ReadDir(path)
