@@ -118,8 +118,10 @@ type groupVersionKind struct{ Group, Version, Kind string }
 // fastPathUses counts the builds the fast path produced; tests read it to
 // prove they compared the fast path with kustomize, not kustomize twice.
 // parsedReuses counts the files it took as generateKustomization parsed
-// them (parsedResources), for the same reason.
-var fastPathUses, parsedReuses atomic.Int64
+// them (parsedResources), for the same reason; countedReuses the files
+// generateKustomization took as the sandbox parsed them for its budgets
+// (kioDocuments).
+var fastPathUses, parsedReuses, countedReuses atomic.Int64
 
 // disableFastPath, set by tests only, makes every build run kustomize.
 var disableFastPath atomic.Bool
@@ -270,6 +272,11 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 		return nil, false
 	}
 	for _, r := range kept {
+		if !hasAnnotations(r) {
+			// Each of the three reads the annotations and writes back
+			// what is left, none: nothing to do but the lookups.
+			continue
+		}
 		r.RemoveBuildAnnotations()
 		if r.SetOrigin(nil) != nil || r.ClearTransformations() != nil {
 			return nil, false
@@ -277,6 +284,16 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 	}
 	fastPathUses.Add(1)
 	return kept, true
+}
+
+// hasAnnotations reports whether r may have annotations: false when its
+// metadata is a mapping without an annotations field, which kustomize's
+// RemoveBuildAnnotations, SetOrigin (nil) and ClearTransformations leave
+// as it is — each finds no annotation, and the last two write back none
+// by clearing a field that is not there.
+func hasAnnotations(r *resource.Resource) bool {
+	meta := r.Field(kyaml.MetadataField)
+	return meta == nil || meta.Value.YNode().Kind != kyaml.MappingNode || meta.Value.Field(kyaml.AnnotationsField) != nil
 }
 
 // idKey is an object's id as kustomize's ResId.Equals compares them:
@@ -303,7 +320,7 @@ func fastID(r *resource.Resource, kind fastKind) idKey {
 // parsedResources returns the resources kustomize's SliceFromBytes makes
 // of data, from the documents generateKustomization parsed of the same
 // bytes with the same reader (readManifestDocuments), whose last step in
-// kio.FromBytes, resolving anchors, is done here; or false when data is not
+// kio.FromBytes, resolving anchors, is done here (when there are any); or false when data is not
 // what was parsed, or when SliceFromBytes would do more than wrap each
 // document: expand a FooList, refuse a document (its null-entry check, its
 // metadata check), drop one (an empty or local-config document: the
@@ -316,8 +333,13 @@ func parsedResources(file parsedFile, data []byte) ([]*resource.Resource, bool) 
 		return nil, false
 	}
 	for _, n := range file.nodes {
-		if err := n.DeAnchor(); err != nil {
-			return nil, false
+		// DeAnchor copies every mapping twice over to merge it with
+		// itself; on a plain file (no alias, anchor or "<<" key: the
+		// sandbox's count saw every node) it would change nothing.
+		if !file.plain {
+			if err := n.DeAnchor(); err != nil {
+				return nil, false
+			}
 		}
 		if strings.HasSuffix(n.GetKind(), "List") {
 			return nil, false
@@ -411,6 +433,9 @@ func nameReferences(r *resource.Resource, kind fastKind) (found, ok bool) {
 		return errNotAName
 	}
 	for _, p := range kind.referrerPaths {
+		if !fullWalk && missingOnTheWay(&r.RNode, p) {
+			continue
+		}
 		f := fieldspec.Filter{FieldSpec: kustypes.FieldSpec{Gvk: gvk, Path: p}, SetValue: leaf}
 		if err := r.PipeE(f); err != nil {
 			return false, false
@@ -418,6 +443,41 @@ func nameReferences(r *resource.Resource, kind fastKind) (found, ok bool) {
 	}
 	return found, true
 }
+
+// missingOnTheWay reports whether path (fields separated by "/", none a
+// list's "[]") leads through mappings of n to a field n lacks: the
+// fieldspec filter's walk of it, which looks each field up in a mapping
+// and stops without a word at a missing one, then finds nothing and
+// calls nothing. Most of a workload's name-reference paths end so (no
+// volumes, no init containers, no image pull Secrets), and the filter's
+// walk of each costs more than the lookups. Any other node on the way (a
+// list, whose elements the filter walks each, an alias, a null, a
+// scalar it refuses) is false: the filter walks that path.
+func missingOnTheWay(n *kyaml.RNode, path string) bool {
+	node := n.YNode()
+	for path != "" {
+		if node.Kind != kyaml.MappingNode {
+			return false
+		}
+		field, rest, _ := strings.Cut(path, "/")
+		var next *kyaml.Node
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			if node.Content[i].Value == field {
+				next = node.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return true
+		}
+		node, path = next, rest
+	}
+	return false
+}
+
+// fullWalk, set by tests only, makes nameReferences walk every path with
+// the fieldspec filter, for the tests to hold missingOnTheWay to it.
+var fullWalk bool
 
 // fastAnnotations reports whether r's annotations leave kustomize nothing
 // to do but remove its own. For an object the overlay's patches went

@@ -714,15 +714,17 @@ func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
 		// dropBadNodes calls) finds none in this kyaml: it is reused, and
 		// compared below.
 		{name: "a null list entry", parsed: nilEntry, read: nilEntry, reused: true},
+		// One document each: taken as the sandbox counted them, plain
+		// (DeAnchor skipped) or not.
+		{name: "one plain document", parsed: cmA, read: cmA, reused: true},
+		{name: "one document with aliases", parsed: oneAliased, read: oneAliased, reused: true},
+		{name: "one document with a merge key", parsed: oneMerged, read: oneMerged, reused: true},
+		{name: "one document with a quoted merge key", parsed: oneQuotedMerge, read: oneQuotedMerge, reused: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var file parsedFile
 			if tc.parsed != "" {
-				nodes, err := readManifestDocuments([]byte(tc.parsed))
-				if err != nil {
-					t.Fatal(err)
-				}
-				file = parsedFile{data: []byte(tc.parsed), nodes: nodes}
+				file = parsedAsGenerated(t, tc.parsed)
 			}
 			got, reused := parsedResources(file, []byte(tc.read))
 			if reused != tc.reused {
@@ -755,13 +757,49 @@ func TestParsedResourcesReusesOnlyWhatSliceFromBytesWouldWrap(t *testing.T) {
 	}
 }
 
+// Single documents that DeAnchor changes: aliases, a merge key, and a
+// quoted "<<" key, which it removes.
+const (
+	oneAliased     = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &l\n    app: x\n  annotations: *l\n"
+	oneMerged      = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n  labels: &l\n    app: x\ndata:\n  <<: *l\n  k: v\n"
+	oneQuotedMerge = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: q\ndata:\n  \"<<\": v\n  k: v\n"
+)
+
+// parsedAsGenerated returns data's parsedFile as generateKustomization
+// makes it: the sandbox's documents where kioDocuments takes them, else
+// kio's reader's.
+func parsedAsGenerated(t *testing.T, data string) parsedFile {
+	t.Helper()
+	s := &sandboxFS{limits: Limits{}.withDefaults()}
+	counted, err := s.parse("f.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes, taken := kioDocuments([]byte(data), counted.docs); taken {
+		return parsedFile{data: []byte(data), nodes: nodes, plain: counted.plain}
+	}
+	nodes, err := readManifestDocuments([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsedFile{data: []byte(data), nodes: nodes}
+}
+
 // TestFastPathParsesEachFileOnce: a build on the fast path takes every
-// file's documents from generateKustomization's parse, and renders what
-// kustomize renders.
+// file's documents from generateKustomization's parse, which took them
+// from the sandbox's parse for its budgets, and renders what kustomize
+// renders.
 func TestFastPathParsesEachFileOnce(t *testing.T) {
 	work := t.TempDir()
 	files := map[string]string{"a.yaml": cmA, "sub/b.yaml": cmB, "c.yaml": strings.ReplaceAll(cmA, "name: a", "name: c")}
 	writeTree(t, SourceDir(work), files)
+	counted := countedReuses.Load()
+	if _, err := Build(context.Background(), work, &kustomizev1.KustomizationSpec{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := countedReuses.Load() - counted; got != int64(len(files)) {
+		t.Fatalf("%d files taken as the sandbox parsed them, want %d", got, len(files))
+	}
 	before := parsedReuses.Load()
 	slow, fast, took := buildBothWays(t, work, &kustomizev1.KustomizationSpec{}, Options{})
 	compareOutcomes(t, slow, fast)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -54,7 +55,7 @@ var manifestExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // kustomization of its own): the fast path (fastpath.go) takes only those,
 // and, when keepParsed asks for them, each file's documents as parsed here
 // (parsed) rather than parsing them again.
-func generateKustomization(fsys filesys.FileSystem, dir string, keepParsed bool) (data []byte, resources []string, onlyFiles bool, parsed map[string]parsedFile, err error) {
+func generateKustomization(fsys *sandboxFS, dir string, keepParsed bool) (data []byte, resources []string, onlyFiles bool, parsed map[string]parsedFile, err error) {
 	var (
 		seen   = map[object.ID]string{}
 		walked = map[string]string{}
@@ -74,14 +75,15 @@ func generateKustomization(fsys filesys.FileSystem, dir string, keepParsed bool)
 			return buildErr("folder %s is reached again through a link, as %s: refusing link cycles and repeats", first, rel)
 		}
 		walked[real] = rel
-		names, err := readDirSorted(fsys, d)
+		entries, err := fsys.listDir(d)
 		if err != nil {
 			return err
 		}
-		for _, name := range names {
+		for _, e := range entries {
+			name := e.name
 			p := filepath.Join(d, name)
 			rel := relSlash(dir, p)
-			if fsys.IsDir(p) {
+			if e.dir {
 				if strings.HasPrefix(name, ".") {
 					continue
 				}
@@ -141,10 +143,12 @@ func readDirSorted(fsys filesys.FileSystem, d string) ([]string, error) {
 // parsedFile is a manifest file's bytes and its documents, parsed as
 // kustomize parses a resource file (kio.FromBytes) but for the anchors,
 // still to resolve: the check here reads each document as it is written,
-// and only the fast path needs them resolved (parsedResources).
+// and only the fast path needs them resolved (parsedResources), unless
+// plain says there is nothing to resolve.
 type parsedFile struct {
 	data  []byte
 	nodes []*kyaml.RNode
+	plain bool
 }
 
 // readManifestDocuments parses a manifest file's documents as the checks
@@ -154,16 +158,52 @@ func readManifestDocuments(data []byte) ([]*kyaml.RNode, error) {
 	return (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 }
 
+// kioDocuments returns what readManifestDocuments returns for data, taken
+// from docs, the documents the sandbox's budgets were counted on (a strict
+// YAML parse of the same bytes), or false where it cannot be sure they
+// are the same. kio's reader replaces CRLF line ends, splits the bytes at
+// every line that starts with "---" and decodes the first document of each
+// part with the same decoder as the strict parse; then it drops an empty
+// document and unwraps a List. So for bytes without CRLF and without such
+// a line, of one document, neither empty nor a List, and whose metadata
+// kio reads, its result is that document, decoded from the same bytes by
+// the same decoder: the one the budgets counted. Anything else (several
+// documents in one file, say) is parsed again by the caller.
+func kioDocuments(data []byte, docs []*kyaml.Node) ([]*kyaml.RNode, bool) {
+	if len(docs) != 1 || bytes.Contains(data, []byte("\r\n")) || bytes.Contains(data, []byte("\n---")) {
+		return nil, false
+	}
+	if doc := docs[0]; doc.Kind != kyaml.DocumentNode || len(doc.Content) != 1 || kyaml.IsYNodeEmptyDoc(doc) {
+		return nil, false
+	}
+	n := kyaml.NewRNode(docs[0])
+	meta, err := n.GetMeta()
+	if err != nil && !errors.Is(err, kyaml.ErrMissingMetadata) {
+		return nil, false
+	}
+	if meta.Kind == kio.ResourceListKind || meta.Kind == "List" {
+		return nil, false
+	}
+	return []*kyaml.RNode{n}, true
+}
+
 // checkManifestFile parses one candidate file and says whether it holds
-// objects to include.
-func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.ID]string) (parsedFile, bool, error) {
-	data, err := fsys.ReadFile(p)
+// objects to include. It takes the documents the sandbox parsed for its
+// budgets where they are what kustomize's reader would give (kioDocuments),
+// so that most files are parsed once.
+func checkManifestFile(fsys *sandboxFS, p, rel string, seen map[object.ID]string) (parsedFile, bool, error) {
+	data, counted, err := fsys.readManifest(p)
 	if err != nil {
 		return parsedFile{}, false, err
 	}
-	nodes, err := readManifestDocuments(data)
-	if err != nil {
-		return parsedFile{}, false, buildErr("invalid YAML in %s: %v", rel, err)
+	nodes, taken := kioDocuments(data, counted.docs)
+	plain := taken && counted.plain
+	if taken {
+		countedReuses.Add(1)
+	} else {
+		if nodes, err = readManifestDocuments(data); err != nil {
+			return parsedFile{}, false, buildErr("invalid YAML in %s: %v", rel, err)
+		}
 	}
 	objects := 0
 	for i, n := range nodes {
@@ -183,7 +223,7 @@ func checkManifestFile(fsys filesys.FileSystem, p, rel string, seen map[object.I
 		}
 		seen[key] = where
 	}
-	return parsedFile{data: data, nodes: nodes}, objects > 0, nil
+	return parsedFile{data: data, nodes: nodes, plain: plain}, objects > 0, nil
 }
 
 // checkMeta reports the first missing identifying field of an object.

@@ -314,7 +314,7 @@ func (imp *jsonnetImporter) Import(importedFrom, importedPath string) (jsonnet.C
 			}
 			continue
 		}
-		real, data, err := imp.fsys.readBounded(abs, c)
+		real, data, err := imp.fsys.readBounded(abs, c, false)
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Reason != kustomizev1.BuildFailedReason {

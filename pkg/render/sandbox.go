@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	fluxfs "github.com/fluxcd/pkg/kustomize/filesys"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -69,6 +70,12 @@ type sandboxFS struct {
 	// (Build never writes it), so the first answer stays true; refusals
 	// are not kept.
 	resolved map[string]resolvedPath
+	// kept holds the bytes of the manifest files generateKustomization
+	// read (readManifest), by real path: the fast path, or kustomize,
+	// reads each of them again, and that read costs the file's bytes in
+	// the budget again but no second open, stat and read of the disk
+	// (the tree does not change while it is built).
+	kept map[string][]byte
 
 	// decryptor, when set, decrypts the SOPS-encrypted generator inputs
 	// and patches noted in sources (decrypt.go), keyed by real path.
@@ -267,6 +274,61 @@ func (s *sandboxFS) ReadDir(path string) ([]string, error) {
 	return names, nil
 }
 
+// dirEntry is an entry of a folder, and whether IsDir says it is one.
+type dirEntry struct {
+	name string
+	dir  bool
+}
+
+// listDir lists a folder as ReadDir does, sorted, and says of each entry
+// whether it is a folder as IsDir says. IsDir resolves every element of
+// the path for links (an lstat each) and stats the result twice, which
+// for a folder of a thousand manifests was a tenth of a build; here a
+// regular file — one the folder's own listing says is neither a link nor
+// anything else — is taken as no folder without asking: IsDir says false
+// of every regular file. Folders, links and everything else are asked of
+// IsDir, and so is every entry of a folder the listing cannot be had for
+// as the sandbox reads it (outside the source, virtual). A regular file's
+// resolution is kept too (resolved), for the same reason: it is the
+// folder's, and its name.
+func (s *sandboxFS) listDir(path string) ([]dirEntry, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	var regular map[string]bool
+	if dir, name, err := s.cleanedAbs(path); err == nil && name == "" && !s.isVirtualDir(path) {
+		if entries, err := os.ReadDir(dir.String()); err == nil {
+			regular = make(map[string]bool, len(entries))
+			s.mu.Lock()
+			if s.resolved == nil {
+				s.resolved = map[string]resolvedPath{}
+			}
+			for _, e := range entries {
+				if regular[e.Name()] = e.Type().IsRegular(); regular[e.Name()] {
+					// A regular file, no link, in a folder that resolves
+					// to dir: disk.CleanedAbs would resolve it to dir and
+					// its name, inside the source as dir is, with a link
+					// resolution of every element of its path.
+					s.resolved[filepath.Join(path, e.Name())] = resolvedPath{dir, e.Name()}
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+	names, err := s.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirEntry, len(names))
+	for i, n := range names {
+		out[i].name = n
+		if !regular[n] {
+			out[i].dir = s.IsDir(filepath.Join(path, n))
+		}
+	}
+	return out, nil
+}
+
 func (s *sandboxFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
 	if err := s.alive(); err != nil {
 		return "", "", err
@@ -316,19 +378,37 @@ func (s *sandboxFS) Walk(path string, fn filepath.WalkFunc) error {
 // ReadFile reads a file within the byte budget, charges its YAML to the
 // node and document budgets and runs the remote check on it.
 func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
+	data, _, err := s.read(path, false)
+	return data, err
+}
+
+// readManifest is ReadFile for a manifest file that generateKustomization
+// checks and that the fast path or kustomize reads again: its bytes are
+// kept for that read (kept), and it also returns the documents the
+// budgets were counted on, when this read counted them (the file's first)
+// and the bytes returned are the ones counted (no stand-in name written
+// into them, nameGenerated); otherwise no documents. The caller may then
+// take those documents instead of parsing the bytes again (kioDocuments).
+// The bytes of a file's first read are the kept ones: the caller (not
+// kustomize, which gets copies) must not write to them.
+func (s *sandboxFS) readManifest(path string) ([]byte, yamlDocs, error) {
+	return s.read(path, true)
+}
+
+func (s *sandboxFS) read(path string, manifest bool) ([]byte, yamlDocs, error) {
 	if err := s.alive(); err != nil {
-		return nil, err
+		return nil, yamlDocs{}, err
 	}
 	rel := s.rel(path)
-	real, data, err := s.readBounded(path, rel)
+	real, data, err := s.readBounded(path, rel, manifest)
 	if err != nil {
-		return nil, err
+		return nil, yamlDocs{}, err
 	}
 	if s.decryptor != nil {
 		if isKustomizationFile(path) {
 			s.noteSources(path, data)
 		} else if data, err = s.decryptSource(real, rel, data); err != nil {
-			return nil, err
+			return nil, yamlDocs{}, err
 		}
 	}
 	// A file is inspected once as what it is read as: the same file read
@@ -339,23 +419,30 @@ func (s *sandboxFS) ReadFile(path string) ([]byte, error) {
 	if kustomization {
 		key += "\x00kustomization"
 	}
+	var docs yamlDocs
 	if s.firstRead(key) {
-		if err := s.inspect(rel, filepath.Dir(path), data, kustomization); err != nil {
-			return nil, s.refuse(err)
+		if docs, err = s.inspect(rel, filepath.Dir(path), data, kustomization); err != nil {
+			return nil, yamlDocs{}, s.refuse(err)
 		}
 	}
 	if kustomization {
 		// kustomize reads exactly the bytes that were checked: a rewrite
 		// (nameGenerated re-encodes documents) could change what its
 		// decoder sees.
-		return data, nil
+		return data, yamlDocs{}, nil
 	}
-	return nameGenerated(data, &s.generated), nil
+	named := nameGenerated(data, &s.generated)
+	if len(named) != len(data) || len(data) > 0 && &named[0] != &data[0] {
+		docs = yamlDocs{} // counted on other bytes than those returned
+	}
+	return named, docs, nil
 }
 
 // readBounded reads the file at path (a virtual one, or from disk inside
-// the source) within the byte budget and returns its real path.
-func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
+// the source) within the byte budget and returns its real path. A file
+// read before with keep is not read from disk again (kept); one read with
+// keep is kept.
+func (s *sandboxFS) readBounded(path, rel string, keep bool) (string, []byte, error) {
 	if real, data, ok := s.virtualFile(path); ok {
 		return real, data, s.chargeBytes(rel, int64(len(data)))
 	}
@@ -368,7 +455,19 @@ func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
 		return "", nil, err
 	}
 	real := dir.Join(name)
-	f, err := os.Open(real)
+	s.mu.Lock()
+	kept, ok := s.kept[real]
+	s.mu.Unlock()
+	if ok {
+		// A copy: what kustomize does with the bytes it is given is its
+		// own business, and the next read must get the file as it is.
+		return real, bytes.Clone(kept), s.chargeBytes(rel, int64(len(kept)))
+	}
+	// O_NONBLOCK: a FIFO opens at once (and is refused below as not a
+	// regular file) instead of blocking the build until a writer comes;
+	// on a regular file it changes nothing, and it spares os.OpenFile
+	// its switch of the descriptor to non-blocking mode and back.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", nil, err
 	}
@@ -383,9 +482,23 @@ func (s *sandboxFS) readBounded(path, rel string) (string, []byte, error) {
 	if err := s.chargeBytes(rel, fi.Size()); err != nil {
 		return "", nil, err
 	}
-	// A file that grew since Stat is read no further than its budget.
-	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
-	return real, data, err
+	// A file that grew since Stat is read no further than its budget;
+	// one that shrank, to its end.
+	data := make([]byte, fi.Size())
+	n, err := io.ReadFull(f, data)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", nil, err
+	}
+	data = data[:n]
+	if keep {
+		s.mu.Lock()
+		if s.kept == nil {
+			s.kept = map[string][]byte{}
+		}
+		s.kept[real] = data
+		s.mu.Unlock()
+	}
+	return real, data, nil
 }
 
 // firstRead reports whether the file at key (its real path, marked when it
@@ -418,36 +531,37 @@ func (s *sandboxFS) chargeBytes(rel string, n int64) error {
 // generator or transformer config among data's objects. Data that is not
 // YAML (a file for a ConfigMap, say) costs only its bytes; a kustomization
 // file that is not YAML, or that kustomize cannot read, is refused here,
-// before kustomize acts on any of it.
-func (s *sandboxFS) inspect(rel, dir string, data []byte, kustomization bool) error {
+// before kustomize acts on any of it. It returns the documents of a YAML
+// file that is not a kustomization, as the budgets counted them.
+func (s *sandboxFS) inspect(rel, dir string, data []byte, kustomization bool) (yamlDocs, error) {
 	docs, err := s.parse(rel, data)
 	if err != nil {
-		return err
+		return yamlDocs{}, err
 	}
-	if docs == nil && len(bytes.TrimSpace(data)) > 0 {
+	if docs.docs == nil && len(bytes.TrimSpace(data)) > 0 {
 		if kustomization {
-			return buildErr("%s: not a YAML file", rel)
+			return yamlDocs{}, buildErr("%s: not a YAML file", rel)
 		}
 		// Not YAML to a strict parser; if kustomize's reader (which splits
 		// documents its own way) makes objects of it, its documents were
 		// neither counted nor checked: refuse it rather than let it by.
 		if nodes, err := resourceFactory.RNodesFromBytes(data); err == nil && len(nodes) > 0 {
-			return buildErr("%s: YAML that kustomize reads differently from a strict YAML parser", rel)
+			return yamlDocs{}, buildErr("%s: YAML that kustomize reads differently from a strict YAML parser", rel)
 		}
-		return nil
+		return yamlDocs{}, nil
 	}
 	if kustomization {
-		return s.inspectKustomization(rel, dir, data)
+		return yamlDocs{}, s.inspectKustomization(rel, dir, data)
 	}
-	if !holdsScalar(docs, konfig.BuiltinPluginApiVersion) {
-		return nil // no object can be a builtin config: nothing to decode again
+	if !docs.builtinConfig {
+		return docs, nil // no object can be a builtin config: nothing to decode again
 	}
 	// The objects as kustomize makes them of the file (its documents split
 	// its way, anchors and merge keys resolved, Lists unwrapped): the
 	// kind and apiVersion it decides a plugin by are these.
 	nodes, err := resourceFactory.RNodesFromBytes(data)
 	if err != nil {
-		return nil // kustomize cannot read the file as objects either
+		return docs, nil // kustomize cannot read the file as objects either
 	}
 	for _, n := range nodes {
 		if n.GetApiVersion() != konfig.BuiltinPluginApiVersion {
@@ -455,26 +569,13 @@ func (s *sandboxFS) inspect(rel, dir string, data []byte, kustomization bool) er
 		}
 		text, err := n.MarshalJSON()
 		if err != nil {
-			return buildErr("%s: %v", rel, err)
+			return yamlDocs{}, buildErr("%s: %v", rel, err)
 		}
 		if err := checkPluginConfig(rel, n.GetKind(), text); err != nil {
-			return err
+			return yamlDocs{}, err
 		}
 	}
-	return nil
-}
-
-// holdsScalar reports whether any scalar of docs has the value v (its
-// escapes resolved, as a parser reads it).
-func holdsScalar(docs []*kyaml.Node, v string) bool {
-	var walk func(n *kyaml.Node) bool
-	walk = func(n *kyaml.Node) bool {
-		if n.Kind == kyaml.ScalarNode {
-			return n.Value == v
-		}
-		return slices.ContainsFunc(n.Content, walk)
-	}
-	return slices.ContainsFunc(docs, walk)
+	return docs, nil
 }
 
 // inspectKustomization reads data, the kustomization file in dir, with
@@ -491,7 +592,7 @@ func (s *sandboxFS) inspectKustomization(rel, dir string, data []byte) error {
 		return err
 	}
 	for _, text := range inlineTexts(&k) {
-		if err := s.inspect(rel+" (inline)", "", []byte(text), false); err != nil {
+		if _, err := s.inspect(rel+" (inline)", "", []byte(text), false); err != nil {
 			return err
 		}
 	}
@@ -551,29 +652,107 @@ func (s *sandboxFS) checkPluginFolder(rel, dir, field, entry string) error {
 	return nil // kustomize refuses a folder without a kustomization
 }
 
+// yamlDocs are a file's YAML documents as the budgets counted them
+// (parse), aliases kept as references, and what the count found in them.
+type yamlDocs struct {
+	docs []*kyaml.Node
+	// plain: no node of any document is an alias or has an anchor, and
+	// no mapping has a "<<" key, so kustomize's DeAnchor, which resolves
+	// aliases, clears anchors and merges or removes "<<" keys, would
+	// leave every document as it is (parsedResources).
+	plain bool
+	// builtinConfig: a scalar of some document is kustomize's builtin
+	// plugin apiVersion, so an object may be a builtin config (inspect).
+	builtinConfig bool
+}
+
 // parse decodes data into its YAML documents, aliases kept as references,
-// and charges them to the budgets. It returns nil for data that is not
-// YAML.
-func (s *sandboxFS) parse(rel string, data []byte) ([]*kyaml.Node, error) {
+// and charges them to the budgets. It returns no documents for data that
+// is not YAML.
+func (s *sandboxFS) parse(rel string, data []byte) (yamlDocs, error) {
 	dec := kyaml.NewDecoder(bytes.NewReader(data))
-	var docs []*kyaml.Node
+	out := yamlDocs{plain: true}
 	for {
-		var doc kyaml.Node
-		if err := dec.Decode(&doc); err != nil {
+		doc := new(kyaml.Node)
+		if err := dec.Decode(doc); err != nil {
 			if errors.Is(err, io.EOF) {
-				return docs, nil
+				return out, nil
 			}
-			return nil, nil
+			return yamlDocs{}, nil
 		}
-		n, err := yamlsize.Expanded(&doc, s.limits.MaxNodes)
+		n, shape, err := measure(doc, s.limits.MaxNodes)
 		if err != nil {
-			return nil, limitErr("%s: %v", rel, err)
+			return yamlDocs{}, limitErr("%s: %v", rel, err)
 		}
 		if err := s.chargeYAML(rel, n); err != nil {
-			return nil, err
+			return yamlDocs{}, err
 		}
-		docs = append(docs, &doc)
+		out.docs = append(out.docs, doc)
+		out.plain = out.plain && !shape.aliased && !shape.mergeKey
+		out.builtinConfig = out.builtinConfig || shape.builtinConfig
 	}
+}
+
+// docShape is what measure finds in a document besides its size.
+type docShape struct {
+	aliased       bool // an alias, or an anchor
+	mergeKey      bool // a mapping key "<<", merge-tagged or not
+	builtinConfig bool // a scalar that is kustomize's builtin plugin apiVersion
+}
+
+// measure returns yamlsize.Expanded's count of doc's nodes, or its error,
+// and doc's shape, in one walk of the tree: without an alias, a tree
+// within MaxDepth and max has as many nodes expanded as it has, and
+// Expanded is asked only for the others (to count the aliases, or to
+// refuse the tree in its own words). Aliases are not followed: the shape
+// is that of the tree as written.
+func measure(doc *kyaml.Node, max int64) (int64, docShape, error) {
+	var (
+		shape  docShape
+		count  int64
+		beyond bool // deeper than MaxDepth, or more than max nodes
+	)
+	var walk func(n *kyaml.Node, depth int)
+	walk = func(n *kyaml.Node, depth int) {
+		if depth > yamlsize.MaxDepth || count >= max {
+			beyond = true
+			return
+		}
+		count++
+		switch n.Kind {
+		case kyaml.AliasNode:
+			shape.aliased = true
+		case kyaml.ScalarNode:
+			if n.Value == konfig.BuiltinPluginApiVersion {
+				shape.builtinConfig = true
+			}
+		case kyaml.MappingNode:
+			for i := 0; i < len(n.Content); i += 2 {
+				if n.Content[i].Value == "<<" {
+					shape.mergeKey = true
+				}
+			}
+		}
+		if n.Anchor != "" {
+			shape.aliased = true
+		}
+		for _, c := range n.Content {
+			if walk(c, depth+1); beyond {
+				return
+			}
+		}
+	}
+	walk(doc, 0)
+	if shape.aliased || beyond {
+		n, err := yamlsize.Expanded(doc, max)
+		if beyond && err == nil {
+			// Not walked to the end (Expanded refuses such a tree): say
+			// the most a tree can hold.
+			shape = docShape{aliased: true, mergeKey: true, builtinConfig: true}
+		}
+		return n, shape, err
+	}
+	return count, shape, nil
 }
 
 func (s *sandboxFS) chargeYAML(rel string, nodes int64) error {
