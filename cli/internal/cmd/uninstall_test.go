@@ -78,6 +78,7 @@ func TestUninstallRemovesPlumbAndLeavesWhatItAppliedRunning(t *testing.T) {
 		t.Fatal(r)
 	}
 	for _, want := range []string{
+		"✔ Kustomization/" + workload.Namespace + "/app suspended (dry run)",
 		"✔ Deployment/plumb-system/sync-controller deleted (dry run)",
 		"✔ Kustomization/" + workload.Namespace + "/app: finalizers removed (dry run)",
 		"✔ CustomResourceDefinition/kustomizations.kustomize.plumb.dev deleted (dry run)",
@@ -94,13 +95,19 @@ func TestUninstallRemovesPlumbAndLeavesWhatItAppliedRunning(t *testing.T) {
 	if err := c.Get(ctx, ksKey, &ks); err != nil || len(ks.Finalizers) == 0 {
 		t.Errorf("the dry run took the finalizer off (%v): %v", err, ks.Finalizers)
 	}
+	if ks.Spec.Suspend {
+		t.Error("the dry run suspended the Kustomization")
+	}
 
 	r = plumbOn(ctx, kc, "uninstall")
 	if r.code != 0 {
 		t.Fatal(r)
 	}
-	// The order: controllers, finalizers, CRDs, namespace.
+	// The order: what applies suspended (a self-managed Plumb's
+	// sync-controller would put its Deployments back), controllers,
+	// finalizers, CRDs, namespace.
 	order := []string{
+		"✔ Kustomization/" + workload.Namespace + "/app suspended",
 		"✔ Deployment/plumb-system/sync-controller deleted",
 		"✔ Kustomization/" + workload.Namespace + "/app: finalizers removed",
 		"✔ CustomResourceDefinition/kustomizations.kustomize.plumb.dev deleted",

@@ -15,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "plumb.dev/api/helm/v2"
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	setv1 "plumb.dev/api/set/v1"
 )
 
 // UninstallOptions say what Uninstall leaves.
@@ -30,6 +34,10 @@ type UninstallOptions struct {
 // Uninstall removes Plumb from the cluster in the order that leaves every
 // workload Plumb applied running, as `flux uninstall` does:
 //
+//  0. every Kustomization, HelmRelease and ObjectSet suspended: a Plumb
+//     bootstrapped to manage itself holds its own Deployments in Git, and
+//     sync-controller, which corrects drift as it happens, would put back
+//     each Deployment step 1 deletes before its own pods stop;
 //  1. the controllers' Deployments, and the wait until their pods are
 //     gone: no controller may see a Kustomization or HelmRelease being
 //     deleted, since sync-controller would then prune its objects;
@@ -51,6 +59,10 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, out io.
 	u := &uninstaller{c: c, out: out, dryRun: o.DryRun}
 	if o.DryRun {
 		u.suffix = " (dry run)"
+	}
+	fmt.Fprintf(out, "► suspending what the controllers apply\n")
+	for _, k := range suspendFirst {
+		u.suspendAll(ctx, k)
 	}
 	fmt.Fprintf(out, "► deleting the controllers in %s\n", Namespace)
 	u.deleteControllers(ctx)
@@ -113,6 +125,48 @@ func (u *uninstaller) fail(format string, args ...any) {
 	err := fmt.Errorf(format, args...)
 	u.errs = append(u.errs, err)
 	fmt.Fprintf(u.out, "✗ %v\n", err)
+}
+
+// suspendFirst are the kinds whose controllers write into the cluster what
+// Git holds (step 0 of Uninstall).
+var suspendFirst = []schema.GroupVersionKind{
+	kustomizev1.GroupVersion.WithKind("Kustomization"),
+	helmv2.GroupVersion.WithKind("HelmRelease"),
+	setv1.GroupVersion.WithKind("ObjectSet"),
+}
+
+// suspendAll sets spec.suspend on every object of kind in every namespace
+// that is not suspended yet. A merge patch under the CLI's own field
+// manager: sync-controller's applies of an object Git holds (a
+// self-managed Kustomization) never set the field, so they leave it.
+func (u *uninstaller) suspendAll(ctx context.Context, kind schema.GroupVersionKind) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	if err := u.c.List(ctx, list); err != nil {
+		if apierrors.IsNotFound(err) || isNoMatch(err) {
+			return
+		}
+		u.fail("listing %ss: %v", kind.Kind, err)
+		return
+	}
+	for i := range list.Items {
+		obj := &list.Items[i]
+		if suspended, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend"); suspended {
+			continue
+		}
+		opts := []client.PatchOption{}
+		if u.dryRun {
+			opts = append(opts, client.DryRunAll)
+		}
+		err := u.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)), opts...)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			u.fail("suspending %s: %v", Ref(obj), err)
+		default:
+			fmt.Fprintf(u.out, "✔ %s suspended%s\n", Ref(obj), u.suffix)
+		}
+	}
 }
 
 // deleteAll deletes the objects of kind labelled part of Plumb, in ns
