@@ -41,6 +41,10 @@ func ProcessCPU(take func(pid, ppid int) bool) (time.Duration, error) {
 			ticks += int64(stat.UTime) + int64(stat.STime)
 		}
 	}
-	// Clock ticks are USER_HZ, 100 on Linux.
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	return Ticks(ticks), nil
 }
+
+// Ticks converts a count of clock ticks, the unit of the CPU times in
+// /proc/<pid>/stat, to a duration: USER_HZ is 100 on every Linux
+// architecture Go runs on (procfs assumes the same).
+func Ticks(n int64) time.Duration { return time.Duration(n) * time.Second / 100 }

@@ -16,14 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plumb.dev/e2e/localenv"
+	"plumb.dev/pkg/benchfig"
 )
-
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat:
-// 100 on every Linux architecture Go runs on (procfs assumes the same).
-const clockTicks = 100
-
-// ticks converts a count of clock ticks to a duration, exactly.
-func ticks(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
 
 // ProcStat is what /proc says about one process at one moment.
 type ProcStat struct {
@@ -43,7 +37,7 @@ func ReadProc(pid int) (ProcStat, error) {
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	s.CPU = ticks(int64(stat.UTime) + int64(stat.STime))
+	s.CPU = benchfig.Ticks(int64(stat.UTime) + int64(stat.STime))
 	status, err := p.NewStatus()
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/status: %w", pid, err)

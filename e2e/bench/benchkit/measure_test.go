@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/procfs"
+
+	"plumb.dev/pkg/benchfig"
 )
 
 // An excerpt of kube-apiserver's /metrics, as it exposes its request counter.
@@ -80,7 +82,7 @@ func TestReadProcReadsABusyChildsCPU(t *testing.T) {
 	_ = child.Wait()
 	reaped := child.ProcessState.UserTime() + child.ProcessState.SystemTime()
 	g.Expect(s.CPU).To(BeNumerically("<=", reaped))
-	g.Expect(s.CPU).To(BeNumerically(">", reaped-3*time.Second/clockTicks), "utime and stime are each truncated to a tick, and dying costs little")
+	g.Expect(s.CPU).To(BeNumerically(">", reaped-3*benchfig.Ticks(1)), "utime and stime are each truncated to a tick, and dying costs little")
 }
 
 // procState is a process's state letter (R, S, T, Z…).

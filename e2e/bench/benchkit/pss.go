@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"plumb.dev/pkg/benchfig"
 )
 
 // MemSampler samples the memory of named processes together with every
@@ -173,7 +175,7 @@ func treeCPU(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return ticks(int64(stat.UTime) + int64(stat.STime) + int64(stat.CUTime) + int64(stat.CSTime))
+	return benchfig.Ticks(int64(stat.UTime) + int64(stat.STime) + int64(stat.CUTime) + int64(stat.CSTime))
 }
 
 // Peak returns the largest sum of the named processes' trees over one
