@@ -15,12 +15,22 @@ import (
 	"plumb.dev/pkg/renderfeed"
 )
 
-// DefaultRenderGrace is how long a render offered on the feed waits for
-// sync-controller to write it to status with its sync's outcome before
-// render-controller writes it itself: sync-controller's own grace for a
-// render (its renderwait.go), so that with sync-controller down a render
-// still shows in status within a minute.
+// DefaultRenderGrace is how often a render offered on the feed and not
+// yet in status is looked at again: render-controller writes it itself
+// then unless a sync-controller is still subscribed. It is
+// sync-controller's own grace for a render (its renderwait.go), so that
+// with sync-controller down a render still shows in status within a
+// minute.
 const DefaultRenderGrace = 30 * time.Second
+
+// subscribedGraceFactor: while a sync-controller is subscribed, an
+// offered render waits this many graces (5 minutes by default) before
+// render-controller writes it. A subscribed sync-controller takes each
+// render at its next reconcile, which a fleet created at once on a busy
+// API server delays past one grace (docs/bench/fleet.md, run W1: most
+// renders were written twice); only one that never writes (suspended,
+// say) waits the whole of it.
+const subscribedGraceFactor = 10
 
 // writeStatus writes a Kustomization's render status, or hands it to
 // sync-controller (docs/design/render-feed.md). A good render not yet in
@@ -40,7 +50,7 @@ func (r *KustomizationReconciler) writeStatus(ctx context.Context, obj, read *ku
 		switch {
 		case err != nil:
 			ctrl.LoggerFrom(ctx).Info("writing the render to status: it does not fit the render feed", "reason", err.Error())
-		case time.Since(since) < r.grace():
+		case time.Since(since) < subscribedGraceFactor*r.grace():
 			return nil
 		}
 	}
@@ -101,18 +111,19 @@ func (r *KustomizationReconciler) pendingRender(ctx context.Context, obj *kustom
 	return true
 }
 
-// untilGrace shortens result's requeue to the end of the grace of obj's
-// render while it waits on the feed, so that render-controller writes it
-// if no sync-controller does.
+// untilGrace shortens result's requeue to one grace while obj's render
+// waits on the feed, so that render-controller writes it if no
+// sync-controller is subscribed by then, or none took it in
+// subscribedGraceFactor graces.
 func (r *KustomizationReconciler) untilGrace(obj *kustomizev1.Kustomization, result ctrl.Result) ctrl.Result {
 	if r.Feed == nil {
 		return result
 	}
-	rec, since, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
+	rec, _, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
 	if !ok || rec.UID != obj.UID {
 		return result
 	}
-	wait := max(r.grace()-time.Since(since), time.Millisecond) + time.Second
+	wait := r.grace() + time.Second
 	if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 		result.RequeueAfter = wait
 	}
