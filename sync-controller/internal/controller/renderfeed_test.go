@@ -192,6 +192,24 @@ func TestARenderRecordOfTheWrongObjectIsDropped(t *testing.T) {
 	waitReady(t, ks, "main@sha1:600d")
 }
 
+// A render offered after render-controller wrote a failure of the same
+// generation (a source without an artifact yet, a broken commit then a
+// fixed one) is newer than the failure and is taken.
+func TestARenderFromTheFeedAfterAFailureIsTaken(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	_, ks := newKustomization(t, nil)
+	first := f.record(t, ks, "main@sha1:a1", configMaps(ks.Namespace, "a"))
+	f.offer(t, first)
+	waitReady(t, ks, "main@sha1:a1")
+	renderFailed(t, ks, "kustomize build failed: boom")
+	waitNotReady(t, ks, kustomizev1.BuildFailedReason)
+	f.offer(t, f.record(t, ks, "main@sha1:a2", configMaps(ks.Namespace, "a", "b")))
+	got := waitReady(t, ks, "main@sha1:a2")
+	g.Expect(conditions.IsTrue(got, kustomizev1.RenderedCondition)).To(BeTrue())
+	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("main@sha1:a2"))
+}
+
 // sync-controller restarted, or its connection cut, loses no render: the
 // next connection reads the renders still pending (the snapshot).
 func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
@@ -232,8 +250,10 @@ func TestARenderFailureWrittenDuringASyncFromTheFeedStays(t *testing.T) {
 	release := artifacts.hold(t, next.Artifact.Path)
 	f.offer(t, next)
 	g.Eventually(func() int { return artifacts.downloads(next.Artifact.Path) }, time.Minute, 10*time.Millisecond).Should(BeNumerically(">=", 1))
-	renderFailed(t, ks, "kustomize build failed: boom")
+	// As render-controller does: the record withdrawn, then the failure
+	// written.
 	f.feed.Withdraw(next)
+	renderFailed(t, ks, "kustomize build failed: boom")
 	release()
 
 	failed := func(g Gomega) {

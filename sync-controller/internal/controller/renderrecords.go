@@ -105,11 +105,10 @@ func (rr *RenderRecords) forget(key types.NamespacedName) {
 // would have written it, when the record is of obj's UID and generation
 // and obj's status does not have a render of that generation yet (or has
 // another one than the record's, a newer revision of the same
-// generation); it reports whether it did. A record of another UID or of
-// an older generation is dropped with one log line; one of a newer
-// generation waits for the cache to catch up; one that status already
-// has, or that a failure render-controller wrote since makes stale, is
-// dropped.
+// generation, or a failure written before the render); it reports
+// whether it did. A record of another UID or of an older generation is
+// dropped with one log line; one of a newer generation waits for the
+// cache to catch up; one that status already has is dropped.
 func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) bool {
 	ks, ok := obj.(*kustomizev1.Kustomization)
 	if rr == nil || !ok {
@@ -133,12 +132,12 @@ func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) b
 	case rec.Generation > ks.Generation:
 		return false // the cache has not caught up with the spec yet
 	}
+	// A record still kept is newer than any render status
+	// render-controller wrote of the object: each of its writes withdraws
+	// the record first (a failure written while a sync of the record runs
+	// makes the sync's status write conflict: statusWriter).
 	rendered := conditions.Get(ks, kustomizev1.RenderedCondition)
 	atGeneration := rendered != nil && rendered.ObservedGeneration == ks.Generation
-	if atGeneration && rendered.Status == metav1.ConditionFalse {
-		delete(rr.byKey, key) // render-controller's failure is the later word
-		return false
-	}
 	if atGeneration && rendered.Status == metav1.ConditionTrue && apiequality.Semantic.DeepEqual(ks.Status.RenderedArtifact, rec.Artifact) {
 		delete(rr.byKey, key) // taken
 		return false
@@ -160,6 +159,20 @@ func (rr *RenderRecords) wrote(key types.NamespacedName, digest string) {
 		rr.carried = map[types.NamespacedName]string{}
 	}
 	rr.carried[key] = digest
+}
+
+// taken drops the object's record once a status write carried its render
+// of digest: the render is in status, and a later write of
+// render-controller's (a failure) must not find it here to take again.
+func (rr *RenderRecords) taken(key types.NamespacedName, digest string) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rec, ok := rr.byKey[key]; ok && rec.Artifact != nil && rec.Artifact.Digest == digest {
+		delete(rr.byKey, key)
+	}
 }
 
 // ownWrite says whether obj's render is one this controller wrote itself.

@@ -295,6 +295,9 @@ func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 		if err := w.applyCarryingRender(ctx, sw.status); err != nil {
 			return err
 		}
+		if sw.render.Artifact != nil {
+			w.r.Renders.taken(w.key, sw.render.Artifact.Digest)
+		}
 	}
 	w.stored, w.storedConds, w.storedInv, w.storedRender = sw.own, sw.conds, sw.inv, sw.render
 	return nil
