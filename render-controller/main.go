@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/helmrender"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderfeed"
 	"plumb.dev/pkg/renderworker"
 	rendercontroller "plumb.dev/render-controller/internal/controller"
 	"plumb.dev/render-controller/internal/sourcetree"
@@ -204,7 +205,12 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 	}
 	// The artifact server runs on the leader, the replica writing storage,
 	// and /readyz is ready only while it serves.
-	if err := app.AddArtifactServer(mgr, artifact.NewServer(storageOpts.Addr, storage, storageOpts.ServerOptions()...)); err != nil {
+	// It serves the render feed too (pkg/renderfeed): while a
+	// sync-controller reads it, a good render goes to status with the
+	// outcome of its sync, in sync-controller's one write.
+	feed := &renderfeed.Feed{}
+	serverOpts := append(storageOpts.ServerOptions(), artifact.WithHandler(renderfeed.Path, feed))
+	if err := app.AddArtifactServer(mgr, artifact.NewServer(storageOpts.Addr, storage, serverOpts...)); err != nil {
 		return err
 	}
 
@@ -247,6 +253,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, storageOpts options.Sto
 		Limits:               limits,
 		Renderer:             renderer,
 		PluginDir:            renderOpts.PluginDir,
+		Feed:                 feed,
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/fetch"
 	"plumb.dev/pkg/netguard"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/renderfeed"
 	"plumb.dev/sync-controller/internal/controller"
 	"plumb.dev/sync-controller/internal/engine"
 	"plumb.dev/sync-controller/internal/fight"
@@ -47,6 +48,9 @@ type syncOptions struct {
 	// AllowedNetworks are the loopback and private networks the pull
 	// request APIs of ObjectSets may be on.
 	AllowedNetworks []string
+	// RenderFeedURL is render-controller's render feed
+	// (http://<its advertised address>/renders); empty reads none.
+	RenderFeedURL string
 }
 
 func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
@@ -64,6 +68,8 @@ func (o *syncOptions) bindFlags(fs *pflag.FlagSet) {
 		"Send the requests to a spec.kubeConfig's API server through the proxy that HTTPS_PROXY and NO_PROXY name; off, they go straight to the server, where the address policy judges them.")
 	fs.StringSliceVar(&o.AllowedNetworks, allowedNetworksFlag, nil,
 		"Networks (CIDRs or addresses, comma-separated) of loopback and private addresses that the Git host APIs of ObjectSets' pullRequests generators may be on; every other loopback and private address is refused, and link-local and cloud metadata addresses always are.")
+	fs.StringVar(&o.RenderFeedURL, "render-feed-url", "",
+		"render-controller's feed of renders, http://<its --storage-adv-addr>/renders: each render is written to status with the outcome of the sync that applies it, one status write per render instead of two; empty: render-controller writes every render itself.")
 	o.PruneGuard.BindFlags(fs)
 	o.Fight.BindFlags(fs)
 }
@@ -147,6 +153,20 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	metrics := controller.NewMetrics(ctrlmetrics.Registry)
 	clients := target.NewClients(cfg, scheme, mgr.GetRESTMapper())
 	artifacts := controller.NewArtifactBudget(syncOpts.MaxArtifactSize)
+	// With --render-feed-url, one connection to render-controller's feed
+	// (on the leader), whose records wake the Kustomizations they render.
+	var renders *controller.RenderRecords
+	if syncOpts.RenderFeedURL != "" {
+		if _, err := renderfeed.Origin(syncOpts.RenderFeedURL); err != nil {
+			return fmt.Errorf("--render-feed-url: %w", err)
+		}
+		renders = controller.NewRenderRecords(log.WithName("render-feed"))
+		if err := mgr.Add(&renderfeed.Subscriber{
+			URL: syncOpts.RenderFeedURL, Handle: renders.Handle, Reset: renders.Reset, Log: log.WithName("render-feed"),
+		}); err != nil {
+			return err
+		}
+	}
 	syncer := func(w *engine.Watcher) controller.Syncer {
 		return controller.Syncer{
 			Engine:                            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), w, syncOpts.ApplyConcurrency),
@@ -169,6 +189,7 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 		}
 	}
 	ks := &controller.KustomizationReconciler{Syncer: syncer(watcher)}
+	ks.Renders = renders
 	if err := ks.SetupWithManager(ctx, mgr, mgrOpts.Concurrent); err != nil {
 		return err
 	}
@@ -196,6 +217,6 @@ func run(mgrOpts options.Manager, natsOpts options.NATS, syncOpts syncOptions, r
 	log.Info("starting", "applyConcurrency", syncOpts.ApplyConcurrency,
 		"defaultServiceAccount", syncOpts.DefaultServiceAccount, "noCrossNamespaceRefs", refOpts.NoCrossNamespaceRefs,
 		"maxPrunePercent", syncOpts.PruneGuard.MaxPercent, "pruneGuardMinObjects", syncOpts.PruneGuard.MinObjects,
-		"driftFightWindow", syncOpts.Fight.Window)
+		"driftFightWindow", syncOpts.Fight.Window, "renderFeedURL", syncOpts.RenderFeedURL)
 	return mgr.Start(ctx)
 }

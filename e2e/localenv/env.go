@@ -702,6 +702,13 @@ func (e *Env) newController(controller, shard string, leader *Controller) (*Cont
 			// address source-controller refuses unless told otherwise.
 			c.Args = append(c.Args, "--allowed-private-networks=127.0.0.0/8,::1")
 		}
+	case SyncController:
+		// The shard's render-controller's feed of renders (its leader's
+		// address, which its standby shares): each render reaches status
+		// with the outcome of its sync, one status write per render.
+		if render, ok := e.Controllers[ShardName(RenderController, shard)]; ok && render.StorageAddr != "" {
+			c.Args = append(c.Args, "--render-feed-url=http://"+render.StorageAddr+"/renders")
+		}
 	case NotificationController:
 		receiver := ""
 		if c.ReceiverAddr, receiver, err = served(func(l *Controller) string { return l.ReceiverAddr }); err != nil {

@@ -103,6 +103,8 @@ type serverOptions struct {
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
 	maxConnections    int
+	// extra are handlers served beside the files, by exact path.
+	extra map[string]http.Handler
 }
 
 // ServerOption changes a bound of a Server. A zero or negative value keeps
@@ -138,6 +140,20 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 // wait to be accepted until one closes.
 func WithMaxConnections(n int) ServerOption {
 	return func(o *serverOptions) { setPositive(&o.maxConnections, n) }
+}
+
+// WithHandler serves h at the exact path p beside the files, under the
+// same listener, timeouts and connection cap (render-controller's render
+// feed, pkg/renderfeed); p must not be a path of the storage's files. A
+// handler with a Shutdown method is told when the server shuts down, so
+// that a stream it serves ends rather than hold the shutdown.
+func WithHandler(p string, h http.Handler) ServerOption {
+	return func(o *serverOptions) {
+		if o.extra == nil {
+			o.extra = map[string]http.Handler{}
+		}
+		o.extra[p] = h
+	}
 }
 
 func setPositive[T time.Duration | int](dst *T, v T) {
@@ -198,12 +214,25 @@ func (s *Server) Start(ctx context.Context) error {
 	if _, err := s.Listen(); err != nil {
 		return err
 	}
+	files := s.storage.Handler()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := s.opts.extra[r.URL.Path]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	srv := &http.Server{
-		Handler:           s.storage.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: s.opts.readHeaderTimeout,
 		ReadTimeout:       s.opts.readTimeout,
 		WriteTimeout:      s.opts.writeTimeout,
 		IdleTimeout:       s.opts.idleTimeout,
+	}
+	for _, h := range s.opts.extra {
+		if sd, ok := h.(interface{ Shutdown() }); ok {
+			srv.RegisterOnShutdown(sd.Shutdown)
+		}
 	}
 	errc := make(chan error, 1)
 	// The listener is bound: a connection made from now on is served.

@@ -37,6 +37,20 @@ import (
 // controller its decoding on every status write (docs/bench/fleet.md,
 // "Fleet runs C1–C4").
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any) error {
+	return applyStatus(ctx, c, obj, fieldManager, status, false)
+}
+
+// ApplyStatusAt is ApplyStatus with obj's resourceVersion as a
+// precondition: the API server refuses the apply with a Conflict when the
+// object was written since that version, so a controller that sends a
+// field another controller may have written since it read the object
+// (sync-controller carrying render-controller's render status) never
+// forces an older value over a newer one.
+func ApplyStatusAt(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any) error {
+	return applyStatus(ctx, c, obj, fieldManager, status, true)
+}
+
+func applyStatus(ctx context.Context, c client.Client, obj client.Object, fieldManager string, status map[string]any, at bool) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
 		return err
@@ -46,6 +60,9 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, fieldM
 	u.SetGroupVersionKind(gvk)
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
+	if at {
+		u.SetResourceVersion(obj.GetResourceVersion())
+	}
 	body, err := u.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encoding status of %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)

@@ -28,6 +28,7 @@ import (
 	"plumb.dev/pkg/metrics"
 	plumbreconcile "plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderfeed"
 	"plumb.dev/pkg/renderworker"
 	"plumb.dev/render-controller/internal/rendered"
 	"plumb.dev/render-controller/internal/sourcetree"
@@ -87,6 +88,15 @@ type KustomizationReconciler struct {
 	// Renderer runs the builds in worker processes; nil is a pool of its
 	// own with pkg/renderworker's defaults (tests).
 	Renderer *renderworker.Pool
+	// Feed, when set, is the render feed of the artifact server
+	// (pkg/renderfeed): a good render is offered there while a
+	// sync-controller is subscribed, rather than written to status
+	// (renderfeed.go); nil writes every render to status.
+	Feed *renderfeed.Feed
+	// RenderGrace is how long an offered render waits for sync-controller
+	// before render-controller writes it; zero is DefaultRenderGrace.
+	RenderGrace time.Duration
+
 	// PluginDir holds the config-management plugins' sockets
 	// (--plugin-dir, plugin.go); "" is no plugins.
 	PluginDir string
@@ -199,6 +209,7 @@ func (r *KustomizationReconciler) setUp() error {
 	sk := renderSkeleton(r.Client, store, "revision",
 		func(obj *kustomizev1.Kustomization) *meta.Artifact { return obj.Status.RenderedArtifact }, ownedStatus, r.forget, r.finalize)
 	sk.DefaultReason = meta.ArtifactFailedReason
+	sk.WriteStatus = r.writeStatus
 	// The delete event and the sweep at start remove the artifacts: the
 	// finalizer's apply is a write of the Kustomization saved.
 	sk.Finalizer.Retired = true
@@ -217,7 +228,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	st := &state{news: newsAtStart(obj)}
 	defer func() { st.tree.Release() }()
-	return r.run(ctx, obj,
+	result, err := r.run(ctx, obj,
 		plumbreconcile.Bind("source", r.reconcileSource, obj, st),
 		plumbreconcile.Bind("variables", r.reconcileVariables, obj, st),
 		plumbreconcile.Bind("decryption", r.reconcileDecryption, obj, st),
@@ -227,6 +238,10 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		plumbreconcile.Bind("store", r.reconcileStore, obj, st),
 		plumbreconcile.Bind("announce", r.reconcileAnnounce, obj, st),
 	)
+	if err != nil {
+		return result, err
+	}
+	return r.untilGrace(obj, result), nil
 }
 
 // forgetReplaced forgets what was kept for an object deleted and created
@@ -308,6 +323,10 @@ func (r *KustomizationReconciler) reconcileCache(ctx context.Context, obj *kusto
 	r.cacheMu.Lock()
 	cached := r.cache[client.ObjectKeyFromObject(obj)]
 	r.cacheMu.Unlock()
+	if r.pendingRender(ctx, obj, cached, st.key) {
+		// Offered on the feed and not taken yet (renderfeed.go).
+		return plumbreconcile.ErrStop
+	}
 	if cached != st.key || obj.Status.RenderedArtifact == nil {
 		return nil
 	}

@@ -37,6 +37,7 @@ import (
 	"plumb.dev/pkg/events"
 	"plumb.dev/pkg/options"
 	"plumb.dev/pkg/render"
+	"plumb.dev/pkg/renderfeed"
 	"plumb.dev/pkg/renderworker"
 	"plumb.dev/pkg/testenv"
 )
@@ -58,6 +59,8 @@ var (
 	apiRequests = &testenv.Requests{}
 	sources     = &sourceServer{files: map[string][]byte{}}
 	sourceURL   string
+	// feed is the render feed of the storage's server.
+	feed *renderfeed.Feed
 	// workRoot holds the reconciler's downloads and extracted trees.
 	workRoot string
 	// pluginDir holds the sockets of the plugins the tests start
@@ -134,7 +137,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fileServer := artifact.NewServer("127.0.0.1:0", storage)
+	// The feed of renders (renderfeed.go) is served as main.go serves it;
+	// no test but those of renderfeed_test.go subscribes, so every other
+	// render is written to status as without a feed.
+	feed = &renderfeed.Feed{}
+	fileServer := artifact.NewServer("127.0.0.1:0", storage, artifact.WithHandler(renderfeed.Path, feed))
 	addr, err := fileServer.Listen()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -196,6 +203,8 @@ func run(m *testing.M) int {
 		DependencyRequeue:    time.Second,
 		DownloadAttempts:     2,
 		DownloadBackoff:      10 * time.Millisecond,
+		Feed:                 feed,
+		RenderGrace:          testRenderGrace,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := reconciler.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: mgrOpts.Concurrent}); err != nil {

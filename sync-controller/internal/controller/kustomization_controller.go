@@ -54,9 +54,15 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err := addStartupWatches(mgr, &r.Syncer, kustomizev1.KustomizationKind, &kustomizev1.KustomizationList{}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{}, ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{}))).
+			predicate.GenerationChangedPredicate{}, reconcile.RequestedPredicate{}, renderedChanged{ownWrite: r.Renders.ownWrite},
+			ConfirmPruneChanged{}, rollbackChanged{}, forceDeleteRequested{}, syncRequested{})))
+	if r.Renders != nil {
+		// Each render read from render-controller's feed.
+		b = b.WatchesRawSource(r.Renders.Source())
+	}
+	return b.
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(becameReady{})).
 		Watches(&kustomizev1.SyncWindowPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +46,11 @@ type statusWriter struct {
 	stored      any
 	storedInv   *kustomizev1.Inventory
 	storedConds []metav1.Condition
+	// storedRender is render-controller's part of the status as the API
+	// server has it (renderStatusOf): each write of plumb-sync carries the
+	// object's render status, and applies only while the API server still
+	// has storedRender (carryRender).
+	storedRender *renderStatus
 	// mu serializes the run's status writes with the one it holds back
 	// (hold), which a timer may send; held is that write, nil when none
 	// waits.
@@ -59,7 +65,7 @@ func newStatusWriter(r *Syncer, obj reconcile.Object, app application, out recon
 		r: r, key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		obj: obj, out: out, outApp: appOf(out), start: start,
 		stored: app.ownStatus(), storedInv: app.syncStatus().Inventory,
-		storedConds: sortedOwnConditions(obj.GetConditions()),
+		storedConds: sortedOwnConditions(obj.GetConditions()), storedRender: renderStatusOf(obj),
 	}
 }
 
@@ -183,6 +189,7 @@ type statusWrite struct {
 	own               any
 	inv               *kustomizev1.Inventory
 	conds             []metav1.Condition
+	render            *renderStatus
 }
 
 // next computes the next status write from out and st, nil when nothing
@@ -191,9 +198,11 @@ type statusWrite struct {
 func (w *statusWriter) next(st syncStatus) (*statusWrite, error) {
 	w.outApp.setSyncStatus(st)
 	reconcile.BoundConditions(w.out, w.storedConds)
-	sw := &statusWrite{own: w.outApp.ownStatus(), inv: st.Inventory.DeepCopy(), conds: sortedOwnConditions(w.out.GetConditions())}
+	sw := &statusWrite{own: w.outApp.ownStatus(), inv: st.Inventory.DeepCopy(), conds: sortedOwnConditions(w.out.GetConditions()),
+		render: renderStatusOf(w.obj)}
 	along := inventoryAlong(sw.inv)
 	invChanged := !apiequality.Semantic.DeepEqual(sw.inv, w.storedInv)
+	renderChanged := !apiequality.Semantic.DeepEqual(sw.render, w.storedRender)
 	if invChanged && !along {
 		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: sw.inv})
 		if err != nil {
@@ -201,7 +210,7 @@ func (w *statusWriter) next(st syncStatus) (*statusWrite, error) {
 		}
 		sw.inventory = inv
 	}
-	if (!invChanged || !along) && apiequality.Semantic.DeepEqual(sw.own, w.stored) {
+	if (!invChanged || !along) && !renderChanged && apiequality.Semantic.DeepEqual(sw.own, w.stored) {
 		if sw.inventory == nil {
 			return nil, nil
 		}
@@ -225,15 +234,47 @@ func (w *statusWriter) next(st syncStatus) (*statusWrite, error) {
 		}
 		status["inventory"] = inv
 	}
+	if err := carryRender(status, sw.render); err != nil {
+		return nil, err
+	}
 	sw.status = status
 	return sw, nil
+}
+
+// carryRender adds render-controller's part of a Kustomization's status
+// to a status write of plumb-sync: the render a sync took from the feed
+// (RenderRecords), or the one stored, which plumb-sync may own since it
+// wrote it (server-side apply removes a field its only manager leaves
+// out). The apply then has the object's resourceVersion as its
+// precondition (send), so it never carries an older render over one
+// render-controller wrote since.
+func carryRender(status map[string]any, rs *renderStatus) error {
+	if rs == nil {
+		return nil
+	}
+	if rs.Artifact != nil {
+		a, err := reconcile.ToStatusMap(rs.Artifact)
+		if err != nil {
+			return err
+		}
+		status["renderedArtifact"] = a
+	}
+	if rs.Rendered != nil {
+		c, err := reconcile.ToStatusMap(rs.Rendered)
+		if err != nil {
+			return err
+		}
+		conds, _ := status["conditions"].([]any)
+		status["conditions"] = append(conds, c)
+	}
+	return nil
 }
 
 // send applies sw and records what the API server has now. Called with mu
 // held.
 func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 	if sw.inventory != nil {
-		if err := w.apply(ctx, inventoryManager, sw.inventory); err != nil {
+		if err := w.apply(ctx, inventoryManager, sw.inventory, false); err != nil {
 			return err
 		}
 		w.storedInv = sw.inv
@@ -241,18 +282,66 @@ func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 	if sw.status == nil {
 		return nil
 	}
-	if err := w.apply(ctx, statusManager, sw.status); err != nil {
-		return err
+	if sw.render == nil {
+		if err := w.apply(ctx, statusManager, sw.status, false); err != nil {
+			return err
+		}
+	} else {
+		if sw.render.Artifact != nil {
+			// Before the apply: its watch event may come before its
+			// response.
+			w.r.Renders.wrote(w.key, sw.render.Artifact.Digest)
+		}
+		if err := w.applyCarryingRender(ctx, sw.status); err != nil {
+			return err
+		}
+		if sw.render.Artifact != nil {
+			w.r.Renders.taken(w.key, sw.render.Artifact.Digest)
+		}
 	}
-	w.stored, w.storedConds, w.storedInv = sw.own, sw.conds, sw.inv
+	w.stored, w.storedConds, w.storedInv, w.storedRender = sw.own, sw.conds, sw.inv, sw.render
 	return nil
 }
 
+// conflictRetries is how many times a status write carrying the render
+// is sent again after a conflict with a write that left the render alone.
+const conflictRetries = 3
+
+// applyCarryingRender applies status, which carries the render, with the
+// object's resourceVersion as the precondition. A conflict with a write
+// that left the render status as this run knows it (storedRender) — a
+// spec edit, an annotation, a label — is no reason to give up: the write
+// is sent again at the version read. A conflict with a write that changed
+// it (render-controller's failure, or its render of a feed record no
+// sync-controller took in time) is returned: the reconcile is retried and
+// decides again from what is stored.
+func (w *statusWriter) applyCarryingRender(ctx context.Context, status map[string]any) error {
+	for attempt := 0; ; attempt++ {
+		err := w.apply(ctx, statusManager, status, true)
+		if !apierrors.IsConflict(err) || attempt == conflictRetries {
+			return err
+		}
+		fresh := appOf(w.obj).newEmpty().object()
+		if gerr := w.r.reader().Get(ctx, w.key, fresh); gerr != nil {
+			return err
+		}
+		if !apiequality.Semantic.DeepEqual(renderStatusOf(fresh), w.storedRender) {
+			return err
+		}
+		w.obj.SetResourceVersion(fresh.GetResourceVersion())
+	}
+}
+
 // apply applies status as fieldManager, telling the Syncer's ownWrites (a
-// write's response carries the version it is stored at).
-func (w *statusWriter) apply(ctx context.Context, fieldManager string, status map[string]any) error {
+// write's response carries the version it is stored at); at makes the
+// object's resourceVersion the apply's precondition (applyCarryingRender).
+func (w *statusWriter) apply(ctx context.Context, fieldManager string, status map[string]any, at bool) error {
 	w.r.writes.writing(w.key)
-	err := reconcile.ApplyStatus(ctx, w.r.Client, w.obj, fieldManager, status)
+	applyStatus := reconcile.ApplyStatus
+	if at {
+		applyStatus = reconcile.ApplyStatusAt
+	}
+	err := applyStatus(ctx, w.r.Client, w.obj, fieldManager, status)
 	rv := ""
 	if err == nil {
 		rv = w.obj.GetResourceVersion()

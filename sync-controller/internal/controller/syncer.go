@@ -110,6 +110,11 @@ type Syncer struct {
 	// nil is the wall clock. Tests set it.
 	Clock func() time.Time
 
+	// Renders are the renders read from render-controller's feed
+	// (--render-feed-url, renderrecords.go); nil without the feed: a sync
+	// then waits for render-controller's status write, as before.
+	Renders *RenderRecords
+
 	// LeaderElection says that the process runs with leader election: a
 	// replica waiting for the lease reports ready (startupwatches.go).
 	LeaderElection bool
@@ -194,14 +199,20 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.renderWaits.forget(req.NamespacedName)
+			r.Renders.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Shard != nil && !r.Shard.Matches(labels.Set(obj.GetLabels())) {
 		// Another shard's, whose instance reconciles it.
 		r.renderWaits.forget(req.NamespacedName)
+		r.Renders.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	// A render from the feed not in status yet is the run's, as if
+	// render-controller had written it; the run's status write carries it.
+	storedRender := renderStatusOf(obj)
+	adopted := obj.GetDeletionTimestamp().IsZero() && r.Renders.adopt(req.NamespacedName, obj)
 	if wait := holdForRender(r, req.NamespacedName, obj, skel, start); wait > 0 {
 		// render-controller's status update brings it back sooner.
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -224,7 +235,16 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 		return ctrl.Result{}, err
 	}
 
+	if adopted && !r.Renders.adopt(req.NamespacedName, obj) {
+		// The finalizer's write answered with the object as stored,
+		// without the render, which is put back; a record gone since
+		// leaves the run to wait for render-controller.
+		adopted = false
+	}
 	s := newSyncRun(r, obj, start)
+	if adopted {
+		s.status.storedRender = storedRender
+	}
 	s.op.finish = finish
 	sk := *skel
 	sk.WriteStatus = func(ctx context.Context, _, _ T) error { return s.status.write(ctx, s.st) }
@@ -343,17 +363,24 @@ func (r *Syncer) pruneOnDeletion(ctx context.Context, eng *engine.Engine, app ap
 	return remaining, errors.Join(failed...)
 }
 
-// renderedChanged passes updates that change what render-controller produced.
-type renderedChanged struct{ predicate.Funcs }
+// renderedChanged passes updates that change what render-controller
+// produced. ownWrite, when set, says that an object's render is one this
+// controller wrote itself, from the feed (RenderRecords): the update of
+// that write is no news.
+type renderedChanged struct {
+	predicate.Funcs
+	ownWrite func(reconcile.Object) bool
+}
 
-func (renderedChanged) Update(e event.UpdateEvent) bool {
+func (p renderedChanged) Update(e event.UpdateEvent) bool {
 	oldObj, ok1 := e.ObjectOld.(reconcile.Object)
 	newObj, ok2 := e.ObjectNew.(reconcile.Object)
 	if !ok1 || !ok2 {
 		return false
 	}
 	if digestOf(appOf(oldObj).rendered()) != digestOf(appOf(newObj).rendered()) {
-		return true
+		own := p.ownWrite != nil && p.ownWrite(newObj) && conditions.IsTrue(newObj, kustomizev1.RenderedCondition)
+		return !own
 	}
 	if releaseActionOf(appOf(oldObj).rendered()) != releaseActionOf(appOf(newObj).rendered()) {
 		// The same manifests rendered again for another action: the

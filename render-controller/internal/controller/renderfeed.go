@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	plumbreconcile "plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/renderfeed"
+)
+
+// DefaultRenderGrace is how often a render offered on the feed and not
+// yet in status is looked at again: render-controller writes it itself
+// then unless a sync-controller is still subscribed. It is
+// sync-controller's own grace for a render (its renderwait.go), so that
+// with sync-controller down a render still shows in status within a
+// minute.
+const DefaultRenderGrace = 30 * time.Second
+
+// subscribedGraceFactor: while a sync-controller is subscribed, an
+// offered render waits this many graces (5 minutes by default) before
+// render-controller writes it. A subscribed sync-controller takes each
+// render at its next reconcile, which a fleet created at once on a busy
+// API server delays past one grace (docs/bench/fleet.md, run W1: most
+// renders were written twice); only one that never writes (suspended,
+// say) waits the whole of it.
+const subscribedGraceFactor = 10
+
+// writeStatus writes a Kustomization's render status, or hands it to
+// sync-controller (docs/design/render-feed.md). A good render not yet in
+// status is offered on the feed when a sync-controller is subscribed and
+// not written: sync-controller writes renderedArtifact and Rendered with
+// the outcome of the sync that applies it, one status write instead of
+// two. render-controller writes itself, as when there is no feed: a
+// failure (Rendered=False, the last good artifact kept), any render while
+// no subscriber is connected, a record over the feed's size bound, and a
+// render no sync-controller took within the grace. Each such write
+// withdraws the object's record from the feed, so that no later status
+// write of sync-controller's carries an older render over it.
+func (r *KustomizationReconciler) writeStatus(ctx context.Context, obj, read *kustomizev1.Kustomization) error {
+	key := client.ObjectKeyFromObject(obj)
+	if rec, ok := offerable(obj, read); ok && r.Feed.Subscribed() {
+		since, err := r.Feed.Offer(rec, time.Now())
+		switch {
+		case err != nil:
+			ctrl.LoggerFrom(ctx).Info("writing the render to status: it does not fit the render feed", "reason", err.Error())
+		case time.Since(since) < subscribedGraceFactor*r.grace():
+			return nil
+		}
+	}
+	changed := !apiequality.Semantic.DeepEqual(ownedStatus(obj), ownedStatus(read))
+	if r.Feed != nil {
+		if rec, _, ok := r.Feed.Pending(key); ok {
+			if changed {
+				r.Feed.Withdraw(rec)
+			} else {
+				r.Feed.Taken(key) // status has it: sync-controller wrote it
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	m, err := plumbreconcile.ToStatusMap(ownedStatus(obj))
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, m))
+}
+
+// offerable returns the record of obj's render when the reconcile ended
+// with a good render of its generation that its status (read) does not
+// have yet.
+func offerable(obj, read *kustomizev1.Kustomization) (renderfeed.Record, bool) {
+	c := conditions.Get(obj, kustomizev1.RenderedCondition)
+	a := obj.Status.RenderedArtifact
+	if a == nil || c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.Generation {
+		return renderfeed.Record{}, false
+	}
+	if old := conditions.Get(read, kustomizev1.RenderedCondition); old != nil && old.Status == metav1.ConditionTrue &&
+		old.ObservedGeneration == obj.Generation && apiequality.Semantic.DeepEqual(read.Status.RenderedArtifact, a) {
+		return renderfeed.Record{}, false
+	}
+	return renderfeed.Record{
+		Kind: kustomizev1.KustomizationKind, Namespace: obj.Namespace, Name: obj.Name,
+		UID: obj.UID, Generation: obj.Generation, Artifact: a.DeepCopy(), Message: c.Message,
+	}, true
+}
+
+// pendingRender puts obj's render offered on the feed and not yet taken
+// into obj, as if this reconcile had made it, when it is of obj's UID and
+// generation, made with the inputs of key (the reconcile's cache key) and
+// still intact in storage: the reconcile at the end of its grace then
+// writes it without rendering it again.
+func (r *KustomizationReconciler) pendingRender(ctx context.Context, obj *kustomizev1.Kustomization, cached, key string) bool {
+	if r.Feed == nil || cached != key {
+		return false
+	}
+	rec, _, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
+	if !ok || rec.UID != obj.UID || rec.Generation != obj.Generation || !r.store.Intact(ctx, rec.Artifact) {
+		return false
+	}
+	obj.Status.RenderedArtifact = rec.Artifact.DeepCopy()
+	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", rec.Message)
+	return true
+}
+
+// untilGrace shortens result's requeue to one grace while obj's render
+// waits on the feed, so that render-controller writes it if no
+// sync-controller is subscribed by then, or none took it in
+// subscribedGraceFactor graces.
+func (r *KustomizationReconciler) untilGrace(obj *kustomizev1.Kustomization, result ctrl.Result) ctrl.Result {
+	if r.Feed == nil {
+		return result
+	}
+	rec, _, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
+	if !ok || rec.UID != obj.UID {
+		return result
+	}
+	wait := r.grace() + time.Second
+	if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+		result.RequeueAfter = wait
+	}
+	return result
+}
+
+func (r *KustomizationReconciler) grace() time.Duration {
+	return defaulted(r.RenderGrace, DefaultRenderGrace)
+}

@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/pkg/renderfeed"
+)
+
+// testRenderGrace is the suite's grace for a render offered on the feed:
+// short, so that the test of a render nobody takes ends soon.
+const testRenderGrace = 3 * time.Second
+
+// feedReader is a subscriber of the suite's feed, keeping what it reads.
+type feedReader struct {
+	mu   sync.Mutex
+	recs []renderfeed.Record
+	stop func()
+}
+
+// readFeed subscribes to the suite's render feed until the test ends or
+// it calls the reader's stop.
+func readFeed(t *testing.T) *feedReader {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+storage.Hostname+renderfeed.Path, nil)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	r := &feedReader{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" {
+				continue
+			}
+			var rec renderfeed.Record
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				r.mu.Lock()
+				r.recs = append(r.recs, rec)
+				r.mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			resp.Body.Close()
+			<-done
+			NewWithT(t).Eventually(feed.Subscribed, timeout, poll).Should(BeFalse())
+		})
+	}
+	t.Cleanup(r.stop)
+	NewWithT(t).Eventually(feed.Subscribed, timeout, poll).Should(BeTrue())
+	return r
+}
+
+// of returns the records read of the object ns/name.
+func (r *feedReader) of(ns, name string) []renderfeed.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []renderfeed.Record
+	for _, rec := range r.recs {
+		if rec.Namespace == ns && rec.Name == name {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// While a sync-controller reads the feed, a good render is offered there
+// and not written to status (sync-controller writes it with its sync's
+// outcome); once no sync-controller reads it, render-controller writes
+// the render itself within a grace, so that renders still show with
+// sync-controller down. A failure is written at once.
+func TestWithASubscriberARenderIsOfferedThenWrittenAfterTheGrace(t *testing.T) {
+	g := NewWithT(t)
+	fr := readFeed(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "dddddddddddddddddddddddddddddddddddddddd", map[string]string{"a.yaml": cm("one", "a: b")})
+	ks := kustomization(t, ns, "app", "repo", nil)
+	offeredAt := time.Now()
+
+	g.Eventually(func() []renderfeed.Record { return fr.of(ns, "app") }, timeout, poll).Should(HaveLen(1))
+	rec := fr.of(ns, "app")[0]
+	current := getKS(g, ns, "app")
+	g.Expect(rec.Kind).To(Equal(kustomizev1.KustomizationKind))
+	g.Expect(rec.UID).To(Equal(current.UID))
+	g.Expect(rec.Generation).To(Equal(current.Generation))
+	g.Expect(rec.Artifact).NotTo(BeNil())
+	g.Expect(rec.Artifact.Revision).To(Equal("main@sha1:dddddddddddddddddddddddddddddddddddddddd"))
+	g.Expect(rec.Artifact.URL).To(HavePrefix("http://" + storage.Hostname + "/"))
+	g.Expect(rec.Message).To(Equal(`rendered 1 objects from revision "main@sha1:dddddddddddddddddddddddddddddddddddddddd"`))
+	g.Expect(download(t, rec.Artifact)).To(ContainSubstring("name: one"))
+
+	// Not written while the grace lasts (half of it, on the clock of the
+	// offer: a loaded machine may have used some of it already).
+	if wait := testRenderGrace/2 - time.Since(offeredAt); wait > 0 {
+		g.Consistently(func(g Gomega) {
+			got := getKS(g, ns, "app")
+			g.Expect(got.Status.RenderedArtifact).To(BeNil())
+			g.Expect(renderedCondition(got)).To(BeNil())
+		}, wait, poll).Should(Succeed())
+	}
+	// The subscriber goes without taking it: render-controller writes it
+	// at the end of the grace.
+	fr.stop()
+	got := waitRevision(t, ns, "app", "main@sha1:dddddddddddddddddddddddddddddddddddddddd")
+	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
+	_, _, pending := feed.Pending(client.ObjectKeyFromObject(ks))
+	g.Expect(pending).To(BeFalse(), "the write withdraws the record")
+
+	// A failure is written at once.
+	publishTree(t, ns, "repo", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", map[string]string{"kustomization.yaml": "resources: [gone.yaml]\n"})
+	failed := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+	g.Expect(failed.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest), "the last good render stays")
+}

@@ -1,0 +1,271 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/renderfeed"
+)
+
+// feedFixture is render-controller's side of the feed in these tests: a
+// real Feed served beside the test's artifacts under one address, as
+// render-controller's artifact server serves both, and sync-controller
+// restarted with RenderRecords and a Subscriber reading it.
+type feedFixture struct {
+	feed *renderfeed.Feed
+	srv  *httptest.Server
+	// stop stops the subscriber (the controller is restarted without the
+	// feed when the test ends).
+	stop func()
+}
+
+func startFeed(t *testing.T) *feedFixture {
+	t.Helper()
+	f := &feedFixture{feed: &renderfeed.Feed{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == renderfeed.Path {
+			f.feed.ServeHTTP(w, r)
+			return
+		}
+		artifacts.Config.Handler.ServeHTTP(w, r)
+	}))
+	records := NewRenderRecords(logr.Discard())
+	stopController()
+	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
+	f.stop = f.subscribe(records)
+	t.Cleanup(func() {
+		f.stop()
+		stopController()
+		stopController = startController()
+		f.srv.Close()
+	})
+	NewWithT(t).Eventually(f.feed.Subscribed, 30*time.Second, 10*time.Millisecond).Should(BeTrue())
+	return f
+}
+
+// subscribe runs a Subscriber of the feed handing records to records,
+// until the returned function is called.
+func (f *feedFixture) subscribe(records *RenderRecords) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s := &renderfeed.Subscriber{URL: f.srv.URL + renderfeed.Path, Handle: records.Handle, Reset: records.Reset,
+		MinBackoff: 20 * time.Millisecond, Log: logr.Discard()}
+	go func() { defer close(done); _ = s.Start(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// record serves manifests as ks's render of revision and returns the
+// feed's record of it, for ks's current UID and generation.
+func (f *feedFixture) record(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string) renderfeed.Record {
+	t.Helper()
+	current := &kustomizev1.Kustomization{}
+	NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	sum := sha256.Sum256([]byte(manifests))
+	path := artifactPath(ks, manifests)
+	artifacts.mu.Lock()
+	artifacts.files[path] = []byte(manifests)
+	artifacts.mu.Unlock()
+	size := int64(len(manifests))
+	return renderfeed.Record{
+		Kind: kustomizev1.KustomizationKind, Namespace: ks.Namespace, Name: ks.Name,
+		UID: current.UID, Generation: current.Generation,
+		Artifact: &meta.Artifact{Path: path, URL: f.srv.URL + path, Revision: revision,
+			Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: &size, LastUpdateTime: metav1.Now()},
+		Message: "rendered 4 objects from revision " + revision,
+	}
+}
+
+func (f *feedFixture) offer(t *testing.T, rec renderfeed.Record) {
+	t.Helper()
+	_, err := f.feed.Offer(rec, time.Now())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// renderOwners are the field managers of ks's status.renderedArtifact.
+func renderOwners(ks *kustomizev1.Kustomization) []string {
+	var managers []string
+	for _, mf := range ks.ManagedFields {
+		if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:renderedArtifact"`) {
+			managers = append(managers, mf.Manager)
+		}
+	}
+	return managers
+}
+
+// With render-controller's feed, a fresh Kustomization of 4 objects costs
+// one status apply: sync-controller's outcome, which carries the render
+// (renderedArtifact and Rendered=True at its generation) under
+// plumb-sync. A later write of plumb-sync's keeps the render: server-side
+// apply would remove a field its only manager leaves out.
+func TestAFreshKustomizationFromTheFeedCostsOneStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	requests.Reset()
+	_, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	rec := f.record(t, ks, "main@sha1:fee1", fleetApp(ks.Namespace))
+	f.offer(t, rec)
+	got := waitReady(t, ks, "main@sha1:fee1")
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(4))
+	g.Expect(got.Status.RenderedArtifact).NotTo(BeNil())
+	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
+	rendered := conditions.Get(got, kustomizev1.RenderedCondition)
+	g.Expect(rendered).NotTo(BeNil())
+	g.Expect(rendered.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(rendered.ObservedGeneration).To(Equal(got.Generation))
+	g.Expect(rendered.Message).To(Equal(rec.Message))
+	g.Expect(renderOwners(got)).To(Equal([]string{statusManager}))
+
+	byKind := requestsByKind(ks.Namespace)
+	t.Logf("requests of sync-controller for a fresh Kustomization of 4 objects from the feed: %v", byKind)
+	g.Expect(byKind).To(Equal(map[string]int{
+		"apply kustomizations/status": 1, // the sync's outcome, with the render
+		"apply kustomizations":        1, // the finalizer
+		"apply objects":               4,
+	}))
+
+	// A later write of plumb-sync's (the handled reconcile request) keeps
+	// the render it owns.
+	requestReconcile(t, ks)
+	again := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(context.Background(), key, again)).To(Succeed())
+	g.Expect(again.Status.LastHandledReconcileAt).NotTo(BeEmpty())
+	g.Expect(again.Status.RenderedArtifact).NotTo(BeNil(), "plumb-sync's later write keeps the render")
+	g.Expect(again.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
+	g.Expect(conditions.IsTrue(again, kustomizev1.RenderedCondition)).To(BeTrue())
+}
+
+// A record is used only when it names the cached object's UID and
+// generation and an artifact under the feed's address; anything else is
+// dropped, and the Kustomization keeps waiting for its render, writing
+// nothing.
+func TestARenderRecordOfTheWrongObjectIsDropped(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	ctx, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	// Generation 2: a record of generation 1 is stale.
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, key, current)).To(Succeed())
+	current.Spec.Interval = metav1.Duration{Duration: 2 * time.Hour}
+	g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+	g.Expect(current.Generation).To(Equal(int64(2)))
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+
+	good := f.record(t, ks, "main@sha1:600d", fleetApp(ks.Namespace))
+	otherUID := good
+	otherUID.UID = types.UID("not-" + string(good.UID))
+	older := good
+	older.Generation = 1
+	elsewhere := good
+	a := *good.Artifact
+	a.URL = "http://elsewhere.example" + a.Path
+	elsewhere.Artifact = &a
+	requests.Reset()
+	for _, rec := range []renderfeed.Record{otherUID, older, elsewhere} {
+		f.offer(t, rec)
+		g.Consistently(func(g Gomega) {
+			got := &kustomizev1.Kustomization{}
+			g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+			g.Expect(got.Status.RenderedArtifact).To(BeNil())
+			g.Expect(conditions.Get(got, meta.ReadyCondition)).To(BeNil())
+		}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+		g.Expect(requestsByKind(ks.Namespace)).NotTo(HaveKey("apply kustomizations/status"))
+	}
+	f.offer(t, good)
+	waitReady(t, ks, "main@sha1:600d")
+}
+
+// A render offered after render-controller wrote a failure of the same
+// generation (a source without an artifact yet, a broken commit then a
+// fixed one) is newer than the failure and is taken.
+func TestARenderFromTheFeedAfterAFailureIsTaken(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	_, ks := newKustomization(t, nil)
+	first := f.record(t, ks, "main@sha1:a1", configMaps(ks.Namespace, "a"))
+	f.offer(t, first)
+	waitReady(t, ks, "main@sha1:a1")
+	renderFailed(t, ks, "kustomize build failed: boom")
+	waitNotReady(t, ks, kustomizev1.BuildFailedReason)
+	f.offer(t, f.record(t, ks, "main@sha1:a2", configMaps(ks.Namespace, "a", "b")))
+	got := waitReady(t, ks, "main@sha1:a2")
+	g.Expect(conditions.IsTrue(got, kustomizev1.RenderedCondition)).To(BeTrue())
+	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("main@sha1:a2"))
+}
+
+// sync-controller restarted, or its connection cut, loses no render: the
+// next connection reads the renders still pending (the snapshot).
+func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	_, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	f.stop()
+	stopController()
+	g.Eventually(f.feed.Subscribed, 30*time.Second, 10*time.Millisecond).Should(BeFalse())
+	f.offer(t, f.record(t, ks, "main@sha1:5a5", fleetApp(ks.Namespace)))
+
+	records := NewRenderRecords(logr.Discard())
+	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
+	f.stop = f.subscribe(records)
+	got := waitReady(t, ks, "main@sha1:5a5")
+	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("main@sha1:5a5"))
+}
+
+// A render failure render-controller writes while a sync of a newer
+// render from the feed is under way is not overwritten: the sync's status
+// write has the version it read as its precondition, conflicts, and the
+// next reconcile decides again from the failure.
+func TestARenderFailureWrittenDuringASyncFromTheFeedStays(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	ctx, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	first := f.record(t, ks, "main@sha1:1111", configMaps(ks.Namespace, "a"))
+	f.offer(t, first)
+	waitReady(t, ks, "main@sha1:1111")
+
+	// The next render's download waits while render-controller writes a
+	// failure.
+	next := f.record(t, ks, "main@sha1:2222", configMaps(ks.Namespace, "a", "b"))
+	release := artifacts.hold(t, next.Artifact.Path)
+	f.offer(t, next)
+	g.Eventually(func() int { return artifacts.downloads(next.Artifact.Path) }, time.Minute, 10*time.Millisecond).Should(BeNumerically(">=", 1))
+	// As render-controller does: the record withdrawn, then the failure
+	// written.
+	f.feed.Withdraw(next)
+	renderFailed(t, ks, "kustomize build failed: boom")
+	release()
+
+	failed := func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		rendered := conditions.Get(got, kustomizev1.RenderedCondition)
+		g.Expect(rendered).NotTo(BeNil())
+		g.Expect(rendered.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(rendered.Message).To(Equal("kustomize build failed: boom"))
+		g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(first.Artifact.Digest), "the last good render stays")
+	}
+	waitNotReady(t, ks, kustomizev1.BuildFailedReason)
+	g.Eventually(failed, time.Minute, 50*time.Millisecond).Should(Succeed())
+	g.Consistently(failed, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+}

@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"sync"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-logr/logr"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	kustomizev1 "plumb.dev/api/kustomize/v1"
+	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
+	"plumb.dev/pkg/renderfeed"
+)
+
+// maxRenderRecords bounds the records kept: one per object of the shard,
+// dropped as each is taken or found stale; past it a record is dropped
+// and its render reaches status through render-controller's grace.
+const maxRenderRecords = 100_000
+
+// RenderRecords are the renders read from render-controller's feed
+// (pkg/renderfeed, --render-feed-url) and not yet in their
+// Kustomizations' status, by object: a sync takes its render from here
+// and writes it with its outcome, one status write per render
+// (docs/design/render-feed.md). Each record queues its object (Source).
+// HelmReleases' renders are not on the feed: render-controller writes
+// them as before.
+type RenderRecords struct {
+	Log logr.Logger
+
+	mu    sync.Mutex
+	byKey map[types.NamespacedName]renderfeed.Record
+	// carried is, per object, the digest of the render this controller
+	// last wrote to status itself: the watch event of that write is not
+	// news of a render (renderedChanged).
+	carried map[types.NamespacedName]string
+	events  chan event.GenericEvent
+}
+
+// NewRenderRecords returns an empty set of records.
+func NewRenderRecords(log logr.Logger) *RenderRecords {
+	return &RenderRecords{Log: log, events: make(chan event.GenericEvent, 1024)}
+}
+
+// Handle keeps a record read from the feed and queues its object; a
+// withdrawal drops the object's record.
+func (rr *RenderRecords) Handle(rec renderfeed.Record) {
+	if rec.Kind != kustomizev1.KustomizationKind {
+		rr.Log.Info("dropping a render record of a kind the feed does not carry", "kind", rec.Kind, "object", rec.Key())
+		return
+	}
+	key := rec.Key()
+	rr.mu.Lock()
+	if rec.Withdrawn {
+		delete(rr.byKey, key)
+		rr.mu.Unlock()
+		return
+	}
+	if _, ok := rr.byKey[key]; !ok && len(rr.byKey) >= maxRenderRecords {
+		rr.mu.Unlock()
+		rr.Log.Info("dropping a render record: too many kept", "object", key, "max", maxRenderRecords)
+		return
+	}
+	if rr.byKey == nil {
+		rr.byKey = map[types.NamespacedName]renderfeed.Record{}
+	}
+	rr.byKey[key] = rec
+	rr.mu.Unlock()
+	obj := &kustomizev1.Kustomization{}
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	rr.events <- event.GenericEvent{Object: obj}
+}
+
+// Reset drops every record: the feed's connection ended, and what it
+// delivered may be withdrawn while none is up; the next connection's
+// snapshot brings back what is still pending.
+func (rr *RenderRecords) Reset() {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.byKey = nil
+}
+
+// Source queues the object of each record handed to Handle.
+func (rr *RenderRecords) Source() source.Source {
+	return source.Channel(rr.events, &handler.EnqueueRequestForObject{})
+}
+
+// forget drops the object's record: it is gone or another shard's.
+func (rr *RenderRecords) forget(key types.NamespacedName) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	delete(rr.byKey, key)
+	delete(rr.carried, key)
+}
+
+// adopt puts the object's record into obj's status, as render-controller
+// would have written it, when the record is of obj's UID and generation
+// and obj's status does not have a render of that generation yet (or has
+// another one than the record's, a newer revision of the same
+// generation, or a failure written before the render); it reports
+// whether it did. A record of another UID or of an older generation is
+// dropped with one log line; one of a newer generation waits for the
+// cache to catch up; one that status already has is dropped.
+func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) bool {
+	ks, ok := obj.(*kustomizev1.Kustomization)
+	if rr == nil || !ok {
+		return false
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rec, ok := rr.byKey[key]
+	if !ok {
+		return false
+	}
+	switch {
+	case rec.UID != ks.UID:
+		delete(rr.byKey, key)
+		rr.Log.Info("dropping a render record of another object of the same name", "object", key, "recordUID", rec.UID, "uid", ks.UID)
+		return false
+	case rec.Generation < ks.Generation:
+		delete(rr.byKey, key)
+		rr.Log.Info("dropping a render record of an older generation", "object", key, "recordGeneration", rec.Generation, "generation", ks.Generation)
+		return false
+	case rec.Generation > ks.Generation:
+		return false // the cache has not caught up with the spec yet
+	}
+	// A record still kept is newer than any render status
+	// render-controller wrote of the object: each of its writes withdraws
+	// the record first (a failure written while a sync of the record runs
+	// makes the sync's status write conflict: statusWriter).
+	rendered := conditions.Get(ks, kustomizev1.RenderedCondition)
+	atGeneration := rendered != nil && rendered.ObservedGeneration == ks.Generation
+	if atGeneration && rendered.Status == metav1.ConditionTrue && apiequality.Semantic.DeepEqual(ks.Status.RenderedArtifact, rec.Artifact) {
+		delete(rr.byKey, key) // taken
+		return false
+	}
+	ks.Status.RenderedArtifact = rec.Artifact.DeepCopy()
+	conditions.MarkTrue(ks, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", rec.Message)
+	return true
+}
+
+// wrote records that this controller wrote the render of digest to the
+// object's status.
+func (rr *RenderRecords) wrote(key types.NamespacedName, digest string) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.carried == nil {
+		rr.carried = map[types.NamespacedName]string{}
+	}
+	rr.carried[key] = digest
+}
+
+// taken drops the object's record once a status write carried its render
+// of digest: the render is in status, and a later write of
+// render-controller's (a failure) must not find it here to take again.
+func (rr *RenderRecords) taken(key types.NamespacedName, digest string) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rec, ok := rr.byKey[key]; ok && rec.Artifact != nil && rec.Artifact.Digest == digest {
+		delete(rr.byKey, key)
+	}
+}
+
+// ownWrite says whether obj's render is one this controller wrote itself.
+func (rr *RenderRecords) ownWrite(obj reconcile.Object) bool {
+	ks, ok := obj.(*kustomizev1.Kustomization)
+	if rr == nil || !ok || ks.Status.RenderedArtifact == nil {
+		return false
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.carried[types.NamespacedName{Namespace: ks.Namespace, Name: ks.Name}] == ks.Status.RenderedArtifact.Digest
+}
+
+// renderStatus is the part of a Kustomization's status that
+// render-controller writes, which sync-controller's status writes carry
+// (statusWriter): once plumb-sync has applied these fields, every apply
+// of it must send them again, or server-side apply would remove them.
+type renderStatus struct {
+	Artifact *meta.Artifact
+	Rendered *metav1.Condition
+}
+
+// renderStatusOf is obj's renderStatus; nil for a kind whose render
+// status sync-controller does not carry (a HelmRelease) or when there is
+// none.
+func renderStatusOf(obj reconcile.Object) *renderStatus {
+	ks, ok := obj.(*kustomizev1.Kustomization)
+	if !ok {
+		return nil
+	}
+	rs := &renderStatus{Artifact: ks.Status.RenderedArtifact.DeepCopy()}
+	if c := conditions.Get(ks, kustomizev1.RenderedCondition); c != nil {
+		rs.Rendered = c.DeepCopy()
+	}
+	if rs.Artifact == nil && rs.Rendered == nil {
+		return nil
+	}
+	return rs
+}
