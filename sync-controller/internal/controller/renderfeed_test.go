@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,10 +16,12 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/reconcile"
 	"plumb.dev/pkg/renderfeed"
 )
 
@@ -44,7 +47,7 @@ func startFeed(t *testing.T) *feedFixture {
 		}
 		artifacts.Config.Handler.ServeHTTP(w, r)
 	}))
-	records := NewRenderRecords(logr.Discard())
+	records := NewRenderRecords(ctrl.Log.WithName("render-feed"))
 	stopController()
 	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
 	f.stop = f.subscribe(records)
@@ -223,7 +226,7 @@ func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
 	g.Eventually(f.feed.Subscribed, 30*time.Second, 10*time.Millisecond).Should(BeFalse())
 	f.offer(t, f.record(t, ks, "main@sha1:5a5", fleetApp(ks.Namespace)))
 
-	records := NewRenderRecords(logr.Discard())
+	records := NewRenderRecords(ctrl.Log.WithName("render-feed"))
 	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
 	f.stop = f.subscribe(records)
 	got := waitReady(t, ks, "main@sha1:5a5")
@@ -268,4 +271,82 @@ func TestARenderFailureWrittenDuringASyncFromTheFeedStays(t *testing.T) {
 	waitNotReady(t, ks, kustomizev1.BuildFailedReason)
 	g.Eventually(failed, time.Minute, 50*time.Millisecond).Should(Succeed())
 	g.Consistently(failed, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// renderWaiting reports what render-controller writes while ks's source
+// has no artifact yet: Rendered=False at the generation, no render.
+func renderWaiting(t *testing.T, ks *kustomizev1.Kustomization) {
+	t.Helper()
+	current := &kustomizev1.Kustomization{}
+	NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), current)).To(Succeed())
+	status := map[string]any{
+		"conditions": []any{map[string]any{
+			"type": kustomizev1.RenderedCondition, "status": "False", "reason": meta.DependencyNotReadyReason,
+			"message":            fmt.Sprintf("GitRepository %s/repo has no artifact yet", ks.Namespace),
+			"observedGeneration": current.Generation,
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		}},
+	}
+	NewWithT(t).Expect(reconcile.ApplyStatus(context.Background(), env.Client, current, "plumb-render", status)).To(Succeed())
+}
+
+// selfApplying is ks's own manifest (as Flux's flux-system Kustomization
+// syncs the folder that holds it) beside a ConfigMap: the sync applies
+// the Kustomization itself, a write of the object between the run's read
+// and its status write, and a label on it, as a kustomization.yaml's
+// labels put there.
+func selfApplying(ks *kustomizev1.Kustomization) string {
+	return fmt.Sprintf(`apiVersion: kustomize.plumb.dev/v1
+kind: Kustomization
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+  labels: {toolkit.fluxcd.io/tenant: sre-team}
+spec:
+  interval: 1h0m0s
+  prune: true
+  timeout: 1m0s
+  sourceRef: {kind: GitRepository, name: repo}
+---
+`, ks.Namespace, ks.Name) + configMaps(ks.Namespace, "a")
+}
+
+// A Kustomization that applies itself (Flux's flux-system), created
+// before its source had an artifact: render-controller wrote that
+// failure; then the good render comes from the feed. The sync's own
+// apply of the Kustomization changes the object's version under the run,
+// so the status write that carries the render conflicts; the render must
+// still reach status with the sync's outcome, not the stored failure.
+func TestASelfApplyingKustomizationTakesItsRenderFromTheFeedAfterAFailure(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	ctx, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	renderWaiting(t, ks)
+	waitNotReady(t, ks, meta.DependencyNotReadyReason)
+
+	rec := f.record(t, ks, "main@sha1:5e1f", selfApplying(ks))
+	f.offer(t, rec)
+	got := waitReady(t, ks, "main@sha1:5e1f")
+	g.Expect(got.Labels).To(HaveKeyWithValue("toolkit.fluxcd.io/tenant", "sre-team"), "the sync applied the Kustomization itself")
+	g.Expect(got.Status.RenderedArtifact).NotTo(BeNil())
+	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
+	rendered := conditions.Get(got, kustomizev1.RenderedCondition)
+	g.Expect(rendered).NotTo(BeNil())
+	g.Expect(rendered.Status).To(Equal(metav1.ConditionTrue), "Rendered: %s", rendered.Message)
+	g.Expect(rendered.Message).To(Equal(rec.Message))
+	var ids []string
+	for _, e := range got.Status.Inventory.Entries {
+		ids = append(ids, e.ID())
+	}
+	g.Expect(ids).To(ConsistOf(ks.Namespace+"_a__ConfigMap", ks.Namespace+"_app_kustomize.plumb.dev_Kustomization"))
+
+	// And it stays: the record was written, not lost, and no later run
+	// mirrors the failure again.
+	g.Consistently(func(g Gomega) {
+		now := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, now)).To(Succeed())
+		g.Expect(conditions.IsTrue(now, kustomizev1.RenderedCondition)).To(BeTrue())
+		g.Expect(conditions.IsTrue(now, meta.ReadyCondition)).To(BeTrue())
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 }

@@ -34,12 +34,30 @@ type RenderRecords struct {
 	Log logr.Logger
 
 	mu    sync.Mutex
-	byKey map[types.NamespacedName]renderfeed.Record
+	byKey map[types.NamespacedName]keptRecord
+	// seq numbers the records as Handle keeps them: a run tells the
+	// record it adopted from one handed on since, even of the same
+	// render (adoption).
+	seq uint64
 	// carried is, per object, the digest of the render this controller
 	// last wrote to status itself: the watch event of that write is not
 	// news of a render (renderedChanged).
 	carried map[types.NamespacedName]string
 	events  chan event.GenericEvent
+}
+
+// keptRecord is a record kept, numbered in the order Handle kept it.
+type keptRecord struct {
+	renderfeed.Record
+	seq uint64
+}
+
+// adoption is the record a run put into its object (adopt): the run's
+// status write carries it, and a conflict with a render status
+// render-controller wrote since drops it (stale) unless a newer record
+// replaced it meanwhile.
+type adoption struct {
+	seq uint64
 }
 
 // NewRenderRecords returns an empty set of records.
@@ -67,9 +85,10 @@ func (rr *RenderRecords) Handle(rec renderfeed.Record) {
 		return
 	}
 	if rr.byKey == nil {
-		rr.byKey = map[types.NamespacedName]renderfeed.Record{}
+		rr.byKey = map[types.NamespacedName]keptRecord{}
 	}
-	rr.byKey[key] = rec
+	rr.seq++
+	rr.byKey[key] = keptRecord{Record: rec, seq: rr.seq}
 	rr.mu.Unlock()
 	obj := &kustomizev1.Kustomization{}
 	obj.Namespace, obj.Name = key.Namespace, key.Name
@@ -103,48 +122,72 @@ func (rr *RenderRecords) forget(key types.NamespacedName) {
 
 // adopt puts the object's record into obj's status, as render-controller
 // would have written it, when the record is of obj's UID and generation
-// and obj's status does not have a render of that generation yet (or has
-// another one than the record's, a newer revision of the same
-// generation, or a failure written before the render); it reports
-// whether it did. A record of another UID or of an older generation is
-// dropped with one log line; one of a newer generation waits for the
-// cache to catch up; one that status already has is dropped.
-func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) bool {
+// and obj's status — as stored: read from the cache or the API server,
+// never one a run put a record into already — does not have a render of
+// that generation yet (or has another one than the record's, a newer
+// revision of the same generation, or a failure written before the
+// render); it returns the adoption and whether it did. A record of
+// another UID or of an older generation is dropped with one log line;
+// one of a newer generation waits for the cache to catch up; one that
+// status already has is dropped. Any other record stays until a status
+// write carried it (taken), render-controller withdrew it, or a
+// conflict showed it stale: a failed write loses none.
+func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) (adoption, bool) {
 	ks, ok := obj.(*kustomizev1.Kustomization)
 	if rr == nil || !ok {
-		return false
+		return adoption{}, false
 	}
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	rec, ok := rr.byKey[key]
 	if !ok {
-		return false
+		return adoption{}, false
 	}
 	switch {
 	case rec.UID != ks.UID:
 		delete(rr.byKey, key)
 		rr.Log.Info("dropping a render record of another object of the same name", "object", key, "recordUID", rec.UID, "uid", ks.UID)
-		return false
+		return adoption{}, false
 	case rec.Generation < ks.Generation:
 		delete(rr.byKey, key)
 		rr.Log.Info("dropping a render record of an older generation", "object", key, "recordGeneration", rec.Generation, "generation", ks.Generation)
-		return false
+		return adoption{}, false
 	case rec.Generation > ks.Generation:
-		return false // the cache has not caught up with the spec yet
+		return adoption{}, false // the cache has not caught up with the spec yet
 	}
 	// A record still kept is newer than any render status
 	// render-controller wrote of the object: each of its writes withdraws
 	// the record first (a failure written while a sync of the record runs
-	// makes the sync's status write conflict: statusWriter).
+	// makes the sync's status write conflict, which drops the record:
+	// statusWriter).
 	rendered := conditions.Get(ks, kustomizev1.RenderedCondition)
 	atGeneration := rendered != nil && rendered.ObservedGeneration == ks.Generation
 	if atGeneration && rendered.Status == metav1.ConditionTrue && apiequality.Semantic.DeepEqual(ks.Status.RenderedArtifact, rec.Artifact) {
 		delete(rr.byKey, key) // taken
-		return false
+		return adoption{}, false
 	}
 	ks.Status.RenderedArtifact = rec.Artifact.DeepCopy()
 	conditions.MarkTrue(ks, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", rec.Message)
-	return true
+	return adoption{seq: rec.seq}, true
+}
+
+// stale drops the record a run adopted when its status write found a
+// render status render-controller wrote after the run read the object:
+// render-controller withdraws a record before each write of its own, so
+// the record is older than that write (the withdrawal may still be on
+// its way). A record handed on since the run adopted its own is newer
+// and stays.
+func (rr *RenderRecords) stale(key types.NamespacedName, a adoption) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rec, ok := rr.byKey[key]; ok && rec.seq == a.seq {
+		delete(rr.byKey, key)
+		rr.Log.Info("dropping a render record: render-controller wrote the render status since the sync read it", "object", key,
+			"generation", rec.Generation, "revision", rec.Artifact.Revision)
+	}
 }
 
 // wrote records that this controller wrote the render of digest to the
@@ -211,4 +254,20 @@ func renderStatusOf(obj reconcile.Object) *renderStatus {
 		return nil
 	}
 	return rs
+}
+
+// sameRenderStatus says whether a and b are the same render status: the
+// same artifact and the same Rendered condition at the same generation.
+// Times are left out: a condition a run set holds nanoseconds, the one
+// the API server stores the same instant in seconds.
+func sameRenderStatus(a, b *renderStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	sameArtifact := (a.Artifact == nil) == (b.Artifact == nil) && (a.Artifact == nil ||
+		a.Artifact.Digest == b.Artifact.Digest && a.Artifact.Revision == b.Artifact.Revision && a.Artifact.URL == b.Artifact.URL)
+	sameCondition := (a.Rendered == nil) == (b.Rendered == nil) && (a.Rendered == nil ||
+		a.Rendered.Status == b.Rendered.Status && a.Rendered.Reason == b.Rendered.Reason &&
+			a.Rendered.Message == b.Rendered.Message && a.Rendered.ObservedGeneration == b.Rendered.ObservedGeneration)
+	return sameArtifact && sameCondition
 }

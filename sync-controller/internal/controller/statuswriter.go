@@ -51,6 +51,9 @@ type statusWriter struct {
 	// object's render status, and applies only while the API server still
 	// has storedRender (carryRender).
 	storedRender *renderStatus
+	// adopted is the feed's record the run put into obj (RenderRecords),
+	// the zero adoption when none.
+	adopted adoption
 	// mu serializes the run's status writes with the one it holds back
 	// (hold), which a timer may send; held is that write, nil when none
 	// waits.
@@ -308,13 +311,18 @@ func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 const conflictRetries = 3
 
 // applyCarryingRender applies status, which carries the render, with the
-// object's resourceVersion as the precondition. A conflict with a write
-// that left the render status as this run knows it (storedRender) — a
-// spec edit, an annotation, a label — is no reason to give up: the write
-// is sent again at the version read. A conflict with a write that changed
-// it (render-controller's failure, or its render of a feed record no
-// sync-controller took in time) is returned: the reconcile is retried and
-// decides again from what is stored.
+// object's resourceVersion as the precondition. On a conflict the object
+// is read again from the API server (not the cache, which may still hold
+// the version that conflicted). A conflict with a write that left the
+// render status as this run knows it (storedRender) — a spec edit, an
+// annotation, a label, the sync's own apply of a Kustomization that
+// manages itself — is no reason to give up: the write is sent again at
+// the version read. A conflict with a write that changed it
+// (render-controller's failure, or its render of a feed record no
+// sync-controller took in time) is returned, and the record the run
+// adopted is dropped as older than that write (RenderRecords.stale): the
+// reconcile is retried and decides again from what is stored. A conflict
+// that outlasts the retries leaves the record for the next reconcile.
 func (w *statusWriter) applyCarryingRender(ctx context.Context, status map[string]any) error {
 	for attempt := 0; ; attempt++ {
 		err := w.apply(ctx, statusManager, status, true)
@@ -325,7 +333,8 @@ func (w *statusWriter) applyCarryingRender(ctx context.Context, status map[strin
 		if gerr := w.r.reader().Get(ctx, w.key, fresh); gerr != nil {
 			return err
 		}
-		if !apiequality.Semantic.DeepEqual(renderStatusOf(fresh), w.storedRender) {
+		if !sameRenderStatus(renderStatusOf(fresh), w.storedRender) {
+			w.r.Renders.stale(w.key, w.adopted)
 			return err
 		}
 		w.obj.SetResourceVersion(fresh.GetResourceVersion())

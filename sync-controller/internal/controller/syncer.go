@@ -212,7 +212,11 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	// A render from the feed not in status yet is the run's, as if
 	// render-controller had written it; the run's status write carries it.
 	storedRender := renderStatusOf(obj)
-	adopted := obj.GetDeletionTimestamp().IsZero() && r.Renders.adopt(req.NamespacedName, obj)
+	var adoptedRec adoption
+	adopted := false
+	if obj.GetDeletionTimestamp().IsZero() {
+		adoptedRec, adopted = r.Renders.adopt(req.NamespacedName, obj)
+	}
 	if wait := holdForRender(r, req.NamespacedName, obj, skel, start); wait > 0 {
 		// render-controller's status update brings it back sooner.
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -235,15 +239,20 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 		return ctrl.Result{}, err
 	}
 
-	if adopted && !r.Renders.adopt(req.NamespacedName, obj) {
+	if adopted && obj.GetResourceVersion() != read {
 		// The finalizer's write answered with the object as stored,
-		// without the render, which is put back; a record gone since
-		// leaves the run to wait for render-controller.
-		adopted = false
+		// without the render: that is the render status stored now, and
+		// the record is put back on it, or not when it is stale or gone
+		// since (the run then waits for render-controller). Without a
+		// write obj still holds the record the run put in, which is not a
+		// status the record could be compared with.
+		storedRender = renderStatusOf(obj)
+		adoptedRec, adopted = r.Renders.adopt(req.NamespacedName, obj)
 	}
 	s := newSyncRun(r, obj, start)
 	if adopted {
 		s.status.storedRender = storedRender
+		s.status.adopted = adoptedRec
 	}
 	s.op.finish = finish
 	sk := *skel
