@@ -350,3 +350,31 @@ func TestASelfApplyingKustomizationTakesItsRenderFromTheFeedAfterAFailure(t *tes
 		g.Expect(conditions.IsTrue(now, meta.ReadyCondition)).To(BeTrue())
 	}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 }
+
+// A conflict's fresh read is compared with the render status the run
+// knows without the times: a condition the run set from a record holds
+// nanoseconds, the same condition read back from the API server seconds,
+// and taking that for render-controller's write would drop the render.
+// Any other difference is render-controller's write.
+func TestSameRenderStatusLeavesTheTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	set := time.Date(2026, 12, 7, 11, 0, 0, 123456789, time.UTC)
+	run := &renderStatus{
+		Artifact: &meta.Artifact{URL: "http://render/a.yaml", Revision: "main@sha1:a", Digest: "sha256:a", LastUpdateTime: metav1.NewTime(set)},
+		Rendered: &metav1.Condition{Type: kustomizev1.RenderedCondition, Status: metav1.ConditionTrue, Reason: kustomizev1.RenderSucceededReason,
+			Message: "rendered", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(set)},
+	}
+	stored := &renderStatus{Artifact: run.Artifact.DeepCopy(), Rendered: run.Rendered.DeepCopy()}
+	stored.Artifact.LastUpdateTime = stored.Artifact.LastUpdateTime.Rfc3339Copy()
+	stored.Rendered.LastTransitionTime = stored.Rendered.LastTransitionTime.Rfc3339Copy()
+	g.Expect(sameRenderStatus(run, stored)).To(BeTrue())
+
+	failed := &renderStatus{Artifact: run.Artifact.DeepCopy(), Rendered: run.Rendered.DeepCopy()}
+	failed.Rendered.Status, failed.Rendered.Reason = metav1.ConditionFalse, kustomizev1.BuildFailedReason
+	g.Expect(sameRenderStatus(run, failed)).To(BeFalse())
+	other := &renderStatus{Artifact: run.Artifact.DeepCopy(), Rendered: run.Rendered.DeepCopy()}
+	other.Artifact.Digest = "sha256:b"
+	g.Expect(sameRenderStatus(run, other)).To(BeFalse())
+	g.Expect(sameRenderStatus(run, nil)).To(BeFalse())
+	g.Expect(sameRenderStatus(nil, nil)).To(BeTrue())
+}
