@@ -13,8 +13,10 @@ import (
 )
 
 // env is the one environment every test shares; each test deploys its own
-// copy of the sample into namespaces of its own. Tests do not run in
-// parallel: one of them kills and restarts sync-controller.
+// copy of the sample into namespaces of its own. Tests on it do not run in
+// parallel: one of them kills and restarts sync-controller. (The sample's
+// stories on a real node, which have an environment of their own, do:
+// startRealNodeDemo.)
 var env *localenv.Env
 
 // plumbCLI is the plumb binary the tests run, built with the controllers.

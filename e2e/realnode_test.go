@@ -30,10 +30,10 @@ type realNodeDemo struct {
 }
 
 // realNode is the environment with a real node and the controllers that
-// the sample's node stories share, each with a copy of the sample in
-// namespaces of its own (docs/design/node.md, "Time in the tests"). It
-// stops once no story used it for a moment, and the install stories,
-// which share a node of their own (inClusterNode), stop it first.
+// the sample's node stories share, at the same time, each with a copy of
+// the sample in namespaces of its own (docs/design/node.md, "Time in the
+// tests"). It stops once no story used it for a moment, and the install
+// stories, which share a node of their own (inClusterNode), stop it first.
 var realNode = &localenv.Shared{
 	Started: func(took time.Duration) {
 		fmt.Fprintf(os.Stderr, "e2e: shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
@@ -58,6 +58,11 @@ func startRealNodeDemo(t *testing.T, name string, timeout time.Duration) *realNo
 	if err != nil {
 		t.Skipf("no real node on this machine: %v", err)
 	}
+	// The sample stories run beside each other on the shared node, each in
+	// namespaces of its own: most of their time is spent waiting — for
+	// Pods, for a health wait to time out — not computing. As parallel
+	// tests, they start once every other test of the package has ended.
+	t.Parallel()
 	// The install stories' node holds the machine's one node: this one
 	// would wait for it until the package's end.
 	if err := stopInClusterNode(); err != nil {

@@ -97,6 +97,9 @@ type Node struct {
 	lock     *os.File
 	logDir   string
 	restores []func() error
+	// podLinks are the host ends of the Pods' veths as Stop began, all
+	// gone when it returns.
+	podLinks []string
 }
 
 // NodeUnavailable says why a real node cannot start on this machine, or
@@ -239,14 +242,17 @@ func (e *Env) startNode(ctx context.Context) error {
 	if err := n.Kubelet.Start(); err != nil {
 		return err
 	}
-	if err := e.waitNodeReady(ctx); err != nil {
+	// kube-proxy starts as soon as the kubelet registered the Node, whose
+	// addresses it reads (it would wait for them, and go on without them
+	// after 30 s), while the kubelet makes it Ready.
+	startProxy := func() error {
+		e.progress("starting kube-proxy")
+		return n.KubeProxy.Start()
+	}
+	if err := e.waitNodeReady(ctx, startProxy); err != nil {
 		return err
 	}
 	steps.done("kubelet to Node Ready")
-	e.progress("starting kube-proxy")
-	if err := n.KubeProxy.Start(); err != nil {
-		return err
-	}
 	if err := n.waitProxy(ctx); err != nil {
 		return err
 	}
@@ -367,14 +373,21 @@ func (n *Node) waitContainerd(ctx context.Context) error {
 }
 
 // waitNodeReady waits until the kubelet registered the Node and says it
-// is Ready (its runtime and network are up).
-func (e *Env) waitNodeReady(ctx context.Context) error {
+// is Ready (its runtime and network are up), calling registered once when
+// the Node is there.
+func (e *Env) waitNodeReady(ctx context.Context, registered func() error) error {
 	n := e.Node
 	began, said := time.Now(), time.Now()
 	last := "not registered yet"
 	for {
 		node := &corev1.Node{}
 		if err := e.Client.Get(ctx, types.NamespacedName{Name: NodeName}, node); err == nil {
+			if registered != nil {
+				if err := registered(); err != nil {
+					return err
+				}
+				registered = nil
+			}
 			for _, c := range node.Status.Conditions {
 				if c.Type == corev1.NodeReady {
 					if c.Status == corev1.ConditionTrue {

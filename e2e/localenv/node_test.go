@@ -141,21 +141,6 @@ func oneReplica(namespace, name string, labels map[string]string, container core
 	}
 }
 
-// startRealNodeStory skips a story in -short mode or where no real node
-// can start, and otherwise starts one (stopped at the test's end) for at
-// most timeout.
-func startRealNodeStory(t *testing.T, timeout time.Duration, with ...func(*Options)) (context.Context, Gomega, *Env) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts the control plane and a real node")
-	}
-	assets := realNodeAssets(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	env, _ := startRealNode(ctx, t, assets, with...)
-	return ctx, NewWithT(t), env
-}
-
 // asPlumbRuns is the container security context of Plumb's own
 // Deployments (deploy/): non-root, a read-only root filesystem, no
 // privilege escalation nor capabilities, and the RuntimeDefault seccomp
@@ -171,7 +156,7 @@ func asPlumbRuns() *corev1.SecurityContext {
 }
 
 // expectNoNodeLeftovers fails when a stopped node left a process, a mount,
-// a cgroup, the bridge or one of its chains on the machine.
+// a Pod's veth, a cgroup, the bridge or one of its chains on the machine.
 func expectNoNodeLeftovers(g Gomega, node *Node) {
 	_, err := os.Stat("/sys/class/net/" + bridgeName)
 	g.Expect(errors.Is(err, os.ErrNotExist)).To(BeTrue(), "the bridge %s: %v", bridgeName, err)
@@ -192,6 +177,13 @@ func expectNoNodeLeftovers(g Gomega, node *Node) {
 			continue // not a process, or gone meanwhile
 		}
 		g.Expect(string(cmdline)).NotTo(ContainSubstring(node.Dir), "process %s", p.Name())
+	}
+
+	// The host ends of the Pods' veths, which go with the Pods' network
+	// namespaces.
+	for _, link := range node.podLinks {
+		_, err := os.Stat(filepath.Join("/sys/class/net", link))
+		g.Expect(errors.Is(err, os.ErrNotExist)).To(BeTrue(), "the Pod's veth %s: %v", link, err)
 	}
 
 	cgroups, err := filepath.Glob("/sys/fs/cgroup/*/kubepods")

@@ -37,7 +37,8 @@ func TestARealNodeEnforcesPlumbsNetworkPolicies(t *testing.T) {
 	if err := PolicyEngineUnavailable(filepath.Join(root, "bin", "node")); err != nil {
 		t.Skipf("no NetworkPolicy engine on this machine: %v", err)
 	}
-	ctx, g, env := startRealNodeStory(t, 10*time.Minute, func(o *Options) { o.NetworkPolicies = true })
+	// The shared node runs kube-router whenever it can (sharedNode).
+	ctx, g, env, _ := onSharedNode(t, "plumb-system", 10*time.Minute)
 
 	image, err := env.Registry.BuildAndPush(ctx, env.Root, "./e2e/localenv/testdata/echo", "v1")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -15,37 +15,38 @@ import (
 	"time"
 )
 
-// Stop ends the node and leaves nothing behind on the machine: kube-proxy
-// and kube-scheduler stop, the kubelet stops, every Pod sandbox is
-// stopped and removed through the CRI (so the CNI plugins take down the
-// veths, IP leases and NAT rules as for a deleted Pod), containerd stops,
-// what is still mounted under Dir is unmounted, the kubelet's cgroups,
-// the bridge and the chains of kube-proxy, kubelet and the CNI plugins are
-// deleted, and the sysctls changed are set back.
+// Stop ends the node and leaves nothing behind on the machine: its
+// processes stop, containerd with them; every container and shim is
+// killed, what is mounted under Dir unmounted (the Pods' network
+// namespaces go, and with them their veths), the kubelet's cgroups, the
+// bridge and the chains of kube-proxy, kube-router, the kubelet and the
+// CNI plugins are deleted, and the sysctls changed are set back.
+//
+// The Pods are not removed one by one through the CRI, as the kubelet
+// would remove deleted ones: each sandbox's removal ran the CNI plugins'
+// DEL, a dozen iptables and nft processes, and the sandboxes took most of
+// every Stop (docs/design/node.md, "Time in the tests"). Everything that
+// DEL undoes is under Dir (the IP leases), goes with the network
+// namespace (the veths) or is in the chains cleanNetwork deletes — as for
+// a node killed without Stop, which the next node's start cleans the same
+// way (cleanStale).
 func (n *Node) Stop() error {
 	steps := newStepTimes()
 	var errs []error
 	for _, p := range n.proxies {
 		errs = append(errs, p.Close())
 	}
+	n.podLinks = bridgePorts()
 	// Together: none waits for another, and each usually exits at once
 	// on SIGTERM, so the node's processes take as long as the slowest.
-	errs = append(errs, stopAll(10*time.Second, n.DNS, n.KubeRouter, n.KubeProxy, n.Scheduler, n.Kubelet))
+	// containerd's shims and their containers outlive it.
+	errs = append(errs, stopAll(10*time.Second, n.DNS, n.KubeRouter, n.KubeProxy, n.Scheduler, n.Kubelet, n.Containerd))
 	steps.done("processes")
-	if n.Containerd != nil && n.Containerd.Running() {
-		if err := n.removeSandboxes(); err != nil {
-			errs = append(errs, err)
-		}
-		steps.done("sandboxes")
-		if err := n.Containerd.Stop(10 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
-		steps.done("containerd")
-	}
 	if n.Dir != "" {
-		errs = append(errs, unmountUnder(n.Dir))
+		errs = append(errs, removeNodeRemains(n.Dir))
 	}
-	errs = append(errs, removeKubeCgroups())
+	errs = append(errs, waitLinksGone(n.podLinks))
+	steps.done("containers, mounts and cgroups")
 	errs = append(errs, n.cleanNetwork())
 	for i := len(n.restores) - 1; i >= 0; i-- {
 		errs = append(errs, n.restores[i]())
@@ -53,7 +54,7 @@ func (n *Node) Stop() error {
 	if n.Dir != "" {
 		errs = append(errs, os.RemoveAll(n.Dir))
 	}
-	steps.done("mounts, cgroups, network and folder")
+	steps.done("network and folder")
 	if n.lock != nil {
 		n.lock.Close()
 	}
@@ -84,45 +85,38 @@ func stopAll(grace time.Duration, procs ...*Process) error {
 
 // cleanStale removes what a node whose launcher was killed before Stop
 // left: with the machine's node lock held, every other node folder is
-// stale. Its shims and their containers are killed (the launcher's
-// children die with it, the shims outlive it), its mounts unmounted, the
-// kubelet's cgroups and the folder removed.
+// stale (removeNodeRemains, then the folder).
 func cleanStale(current string) error {
 	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "plumb-node-*"))
 	if err != nil || len(dirs) == 0 {
 		return err
 	}
+	// Its Pods' veths are still on its bridge, which cleanNetwork deletes
+	// after this.
+	links := bridgePorts()
 	var errs []error
 	for _, dir := range dirs {
 		if dir == current {
 			continue
 		}
-		killNaming(dir)
+		errs = append(errs, removeNodeRemains(dir), os.RemoveAll(dir))
 	}
-	// The containers themselves name no folder: they are the processes
-	// of the kubelet's cgroups.
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	for _, root := range roots {
-		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(path)
-			for _, pid := range strings.Fields(string(b)) {
-				if n, err := strconv.Atoi(pid); err == nil {
-					_ = syscall.Kill(n, syscall.SIGKILL)
-				}
-			}
-			return nil
-		})
+	return errors.Join(append(errs, waitLinksGone(links))...)
+}
+
+// removeNodeRemains kills what runs of the node whose folder is dir once
+// containerd and the kubelet are gone — the shims, which name the folder,
+// and the containers, which are the processes of the kubelet's cgroups —,
+// waits until they are gone, unmounts what is mounted under the folder and
+// removes the kubelet's cgroups.
+func removeNodeRemains(dir string) error {
+	pids := append(processesNaming(dir), kubepodsProcesses()...)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	for _, dir := range dirs {
-		if dir == current {
-			continue
-		}
-		errs = append(errs, unmountUnder(dir), os.RemoveAll(dir))
-	}
-	// The killed processes leave their cgroups a moment later.
+	errs := []error{waitGone(pids, 10*time.Second), unmountUnder(dir)}
+	// A killed process leaves its cgroup as it exits; removal can still
+	// race with the kernel's own cleanup for a moment.
 	for range 20 {
 		if err := removeKubeCgroups(); err == nil {
 			break
@@ -132,8 +126,10 @@ func cleanStale(current string) error {
 	return errors.Join(append(errs, removeKubeCgroups())...)
 }
 
-// killNaming kills every process whose command line names dir.
-func killNaming(dir string) {
+// processesNaming lists every process but this one whose command line
+// names dir.
+func processesNaming(dir string) []int {
+	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, ent := range entries {
 		pid, err := strconv.Atoi(ent.Name())
@@ -142,66 +138,94 @@ func killNaming(dir string) {
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
 		if err == nil && strings.Contains(string(cmdline), dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
-// removeSandboxes stops and removes every Pod sandbox (and with it its
-// containers) through crictl, as the kubelet would for deleted Pods.
-// Several at once: each removal mostly waits — for its containers to die,
-// for the CNI plugins' iptables calls — and one after another they took
-// 2.8–4.0 s of every Stop (docs/design/node.md, "Time in the tests").
-// sandboxRemovals bounds them, so that a node with many Pods does not
-// start as many crictl processes and CNI calls at once on a small machine.
-func (n *Node) removeSandboxes() error {
-	// A configuration of its own, so crictl neither reads /etc/crictl.yaml
-	// nor warns on stderr that it is missing.
-	conf := filepath.Join(n.Dir, "crictl.yaml")
-	text := "runtime-endpoint: unix://" + filepath.Join(n.Dir, "containerd.sock") + "\ntimeout: 30\n"
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		return err
-	}
-	crictl := func(args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(n.BinDir, "crictl"), append([]string{"--config", conf}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("crictl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-		}
-		return string(out), nil
-	}
-	ids, err := crictl("pods", "-q")
-	if err != nil {
-		return err
-	}
-	var (
-		errs  []error
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, sandboxRemovals)
-	)
-	for _, id := range strings.Fields(ids) {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			// --force stops a sandbox that still runs before removing
-			// it: one crictl process per sandbox instead of two.
-			if _, err := crictl("rmp", "--force", id); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+// kubepodsProcesses lists the processes in the kubelet's cgroups, in
+// every hierarchy: the Pods' containers and sandboxes.
+func kubepodsProcesses() []int {
+	var pids []int
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.Name() != "cgroup.procs" {
+				return nil
 			}
-		}()
+			b, _ := os.ReadFile(path)
+			for _, field := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(field); err == nil && !slices.Contains(pids, pid) {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return pids
 }
 
-// sandboxRemovals is how many Pod sandboxes Stop removes at once.
-const sandboxRemovals = 4
+// waitGone waits until none of the killed processes runs: gone from /proc,
+// or a zombie (its command line empty) that holds nothing of the node.
+func waitGone(pids []int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var left []int
+		for _, pid := range pids {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of the node still running %s after SIGKILL: %v", timeout, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bridgePorts lists the interfaces on the node's bridge: the host ends
+// of the Pods' veths.
+func bridgePorts() []string {
+	entries, _ := os.ReadDir(filepath.Join("/sys/class/net", bridgeName, "brif"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// waitLinksGone waits until the host ends of the Pods' veths are gone: a
+// veth goes with its peer's network namespace, which the kernel frees
+// once its last process died and its mount is gone, a moment later. One
+// still there after that is deleted.
+func waitLinksGone(links []string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, l := range links {
+			if _, err := os.Stat(filepath.Join("/sys/class/net", l)); err == nil {
+				left = append(left, l)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var errs []error
+			for _, l := range left {
+				if out, err := exec.Command("ip", "link", "delete", l).CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("deleting the veth %s: %v: %s", l, err, strings.TrimSpace(string(out))))
+				}
+			}
+			return errors.Join(errs...)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // unmountUnder lazily unmounts every mount point under dir, deepest first:
 // the containers' overlay root filesystems, the sandboxes' /dev/shm and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,11 +27,12 @@ func TestMain(m *testing.M) {
 }
 
 // sharedNode is the environment with a real node that the node stories
-// needing no node of their own share, each in a namespace of its own. The
-// stories that must own theirs — what Stop leaves, a killed node,
-// kube-router on — stop it first and start their own (startRealNode);
-// they come after the shared ones in the package's order (nodeowned_test.go),
-// so that it starts once.
+// share, each in a namespace of its own, with kube-router enforcing
+// NetworkPolicies where it can run (a namespace no policy selects is as
+// open as without it), so that the policy story shares it too. The last
+// of them in the package's order checks what its Stop leaves and stops it
+// (nodeowned_test.go); the story of a killed node, which must own two,
+// comes after it and stops it first if it still runs (startRealNode).
 var sharedNode = &Shared{
 	Started: func(took time.Duration) {
 		fmt.Fprintf(os.Stderr, "shared real node: the environment started in %s\n", took.Round(100*time.Millisecond))
@@ -53,7 +55,15 @@ func onSharedNode(t *testing.T, namespace string, timeout time.Duration) (contex
 	assets := realNodeAssets(t)
 	// Its progress goes to stderr: the environment outlives the story
 	// that starts it, whose log closes with it.
-	sharedNode.Options = Options{AssetsDir: assets, Node: NodeReal, NoControllers: true, Progress: Stamped(os.Stderr, "shared real node: ")}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedNode.Options = Options{
+		AssetsDir: assets, Node: NodeReal, NoControllers: true,
+		NetworkPolicies: PolicyEngineUnavailable(filepath.Join(root, "bin", "node")) == nil,
+		Progress:        Stamped(os.Stderr, "shared real node: "),
+	}
 	env, release, err := sharedNode.Acquire()
 	if err != nil {
 		t.Fatalf("the shared real node: %v", err)
