@@ -12,6 +12,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -175,15 +176,8 @@ func (o *fastOverlay) transform(all []*resource.Resource, kinds []fastKind) ([]*
 			return nil, false
 		}
 	}
-	for _, img := range o.images {
-		var c struct {
-			ImageTag   kustypes.Image
-			FieldSpecs []kustypes.FieldSpec
-		}
-		c.ImageTag, c.FieldSpecs = img, imageFieldSpecs
-		if !transformEach(builtins.NewImageTagTransformerPlugin(), c, all) {
-			return nil, false
-		}
+	if len(o.images) > 0 && !setImages(all, o.images) {
+		return nil, false
 	}
 	// A prefix or suffix renames every object but Namespaces alike, which
 	// makes no two ids one; checked all the same, for kustomize to say
@@ -223,6 +217,110 @@ var (
 		{Path: "spec/jobTemplate/spec/template/spec/volumes[]/image/reference", CreateIfNotPresent: true},
 	}
 )
+
+// setImages runs kustomize's image transformer for each of images on
+// each object of all, configured as krusty configures it, in krusty's
+// order (every object for the first image, then for the next), and
+// returns false on an error. An object in which the transformer can find
+// no image (imageless) is not given to it: for most objects of an
+// application (ConfigMaps, Services, Secrets) the transformer walks the
+// whole object, twice, to change nothing.
+func setImages(all []*resource.Resource, images []kustypes.Image) bool {
+	seen := make([]bool, len(all))
+	for i, r := range all {
+		seen[i] = !imageless(r)
+	}
+	for _, img := range images {
+		p, ok := imagePlugin(img)
+		if !ok {
+			return false
+		}
+		for i, r := range all {
+			if !seen[i] {
+				continue
+			}
+			if left, ok := transformOne(p, r); !ok || left == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// imagePlugin is kustomize's image transformer for img, configured as
+// krusty configures it.
+func imagePlugin(img kustypes.Image) (resmap.TransformerPlugin, bool) {
+	var c struct {
+		ImageTag   kustypes.Image
+		FieldSpecs []kustypes.FieldSpec
+	}
+	c.ImageTag, c.FieldSpecs = img, imageFieldSpecs
+	p := builtins.NewImageTagTransformerPlugin()
+	return p, configure(p, c)
+}
+
+// imageless reports whether kustomize's image transformer (its legacy
+// filter and its filter of imageFieldSpecs, imagetag.LegacyFilter and
+// imagetag.Filter) leaves r as it is, without an error, whatever the
+// image: the legacy filter reads r's metadata (refusing what GetMeta
+// refuses) and then walks every mapping value of r looking for a
+// "containers" or "initContainers" field, whose list it rewrites; the
+// filter follows each field spec's path, by lookups that stop without a
+// word at a missing field (no field is created: the transformer gives no
+// kind to create) and refuse anything but a mapping on the way. So an
+// object with neither field anywhere, each of whose field spec paths
+// meets a missing field through mappings before its first list
+// (missingOnTheWay), gives them nothing to do. Neither filter changes
+// anything before it finds an image.
+func imageless(r *resource.Resource) bool {
+	if _, err := r.GetMeta(); err != nil {
+		return false
+	}
+	if holdsContainers(r.YNode()) {
+		return false
+	}
+	for _, walk := range imageWalks {
+		if !missingOnTheWay(&r.RNode, walk) {
+			return false
+		}
+	}
+	return true
+}
+
+// holdsContainers reports whether any mapping in n has a key
+// "containers" or "initContainers", the fields the image transformer's
+// legacy filter looks for. It looks at more than the filter, which walks
+// mapping values and list elements only (not keys, nor aliases): an
+// object it reports is given to the transformer.
+func holdsContainers(n *kyaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == kyaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			if v := n.Content[i].Value; v == "containers" || v == "initContainers" {
+				return true
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if holdsContainers(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// imageWalks are the paths of imageFieldSpecs up to their first list: a
+// walk that stops at a missing field before it finds nothing of the rest.
+var imageWalks = func() []string {
+	walks := make([]string, len(imageFieldSpecs))
+	for i, fs := range imageFieldSpecs {
+		walk, _, _ := strings.Cut(fs.Path, "[]")
+		walks[i] = walk
+	}
+	return walks
+}()
 
 // pluginHelpers are what krusty hands a builtin transformer's Config; of
 // them the fast path's transformers use only the resource factory (an
@@ -307,10 +405,26 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 		if !configure(p, c) {
 			return nil, nil, false
 		}
-		var only *resource.Resource
+		var (
+			only   *resource.Resource
+			target = p.(*builtins.PatchTransformerPlugin).Target
+			sr     *kustypes.SelectorRegex
+			// A JSON 6902 patch (which kustomize takes only with a
+			// target) is done on each selected object as the plugin
+			// does it, with less (patchJSON6902).
+			ops, isJSON = json6902Of(patch.Patch)
+		)
 		if patch.Target == nil {
 			var ok bool
 			if only, ok = patchedByID(all, patch.Patch); !ok {
+				return nil, nil, false
+			}
+		} else {
+			var err error
+			if target == nil {
+				return nil, nil, false
+			}
+			if sr, err = kustypes.NewSelectorRegex(target); err != nil {
 				return nil, nil, false
 			}
 		}
@@ -319,12 +433,26 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 			leftKinds = kinds[:0:0]
 		)
 		for i, r := range all {
-			if patch.Target == nil && r != only {
+			picked := r == only
+			if patch.Target != nil {
+				var err error
+				if picked, err = selects(sr, target, r); err != nil {
+					return nil, nil, false
+				}
+			}
+			if !picked {
+				// The patch would select nothing in a map of r alone:
+				// it leaves r as it is.
 				left, leftKinds = append(left, r), append(leftKinds, kinds[i])
 				continue
 			}
 			before := r.CurId()
-			r, ok := transformOne(p, r)
+			var ok bool
+			if isJSON {
+				ok = patchJSON6902(r, patch.Patch, ops)
+			} else {
+				r, ok = transformOne(p, r)
+			}
 			if !ok {
 				return nil, nil, false
 			}
@@ -344,6 +472,31 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 		}
 	}
 	return all, kinds, true
+}
+
+// selects reports whether kustomize's resource map, holding r, selects r
+// for target (sr, its regular expressions): resWrangler.Select's test of
+// each object — its namespace and name, original or current, its kind,
+// its labels and annotations. A patch with a target acts only on what
+// Select gives it, so an object it does not select is not given to the
+// patch at all (a map of its own and the selector's regular expressions
+// for each of a thousand objects, for nothing). An error is Select's
+// (a label selector that does not parse).
+func selects(sr *kustypes.SelectorRegex, target *kustypes.Selector, r *resource.Resource) (bool, error) {
+	cur, org := r.CurId(), r.OrgId()
+	if !sr.MatchNamespace(org.EffectiveNamespace()) && !sr.MatchNamespace(cur.EffectiveNamespace()) {
+		return false, nil
+	}
+	if !sr.MatchName(org.Name) && !sr.MatchName(cur.Name) {
+		return false, nil
+	}
+	if !sr.MatchGvk(r.GetGvk()) {
+		return false, nil
+	}
+	if ok, err := r.MatchesLabelSelector(target.LabelSelector); err != nil || !ok {
+		return false, err
+	}
+	return r.MatchesAnnotationSelector(target.AnnotationSelector)
 }
 
 // patchedByID returns the one object of all that a strategic-merge patch
