@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/filters/imagetag"
 	nsfilter "sigs.k8s.io/kustomize/api/filters/namespace"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -218,33 +219,57 @@ var (
 	}
 )
 
-// setImages runs kustomize's image transformer for each of images on
-// each object of all, configured as krusty configures it, in krusty's
-// order (every object for the first image, then for the next), and
-// returns false on an error. An object in which the transformer can find
-// no image (imageless) is not given to it: for most objects of an
-// application (ConfigMaps, Services, Secrets) the transformer walks the
-// whole object, twice, to change nothing.
+// setImages does what kustomize's image transformer does for each of
+// images, configured as krusty configures it, to each object of all, in
+// krusty's order (every object for the first image, then for the next),
+// and returns false on an error. The transformer runs two filters on
+// every object of its map: its legacy filter, then its filter of the
+// field specs. setImages runs them on each object alone (as they act on
+// each object alone), and not at all on an object in which they can find
+// nothing (imageless): for most objects of an application (ConfigMaps,
+// Services, Secrets) the transformer walks the whole object, twice, to
+// change nothing. Of the field specs it gives the filter those whose path
+// the object has up to its first list: the filter's walk of any other
+// stops at a missing field without a word (imageless says why).
 func setImages(all []*resource.Resource, images []kustypes.Image) bool {
-	seen := make([]bool, len(all))
+	walked := make([]kustypes.FsSlice, len(all))
 	for i, r := range all {
-		seen[i] = !imageless(r)
+		if !imageless(r) {
+			walked[i] = walkedImageFieldSpecs(r)
+		}
 	}
 	for _, img := range images {
 		p, ok := imagePlugin(img)
 		if !ok {
 			return false
 		}
+		tag := p.(*builtins.ImageTagTransformerPlugin).ImageTag
 		for i, r := range all {
-			if !seen[i] {
+			if walked[i] == nil {
 				continue
 			}
-			if left, ok := transformOne(p, r); !ok || left == nil {
+			if r.ApplyFilter(imagetag.LegacyFilter{ImageTag: tag}) != nil || r.IsNilOrEmpty() {
+				return false
+			}
+			if r.ApplyFilter(imagetag.Filter{ImageTag: tag, FsSlice: walked[i]}) != nil || r.IsNilOrEmpty() {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// walkedImageFieldSpecs are the field specs of imageFieldSpecs whose walk
+// in r does not stop at a missing field before its first list, in their
+// order; never nil.
+func walkedImageFieldSpecs(r *resource.Resource) kustypes.FsSlice {
+	walked := kustypes.FsSlice{}
+	for i, walk := range imageWalks {
+		if !missingOnTheWay(&r.RNode, walk) {
+			walked = append(walked, imageFieldSpecs[i])
+		}
+	}
+	return walked
 }
 
 // imagePlugin is kustomize's image transformer for img, configured as
