@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/filters/imagetag"
 	nsfilter "sigs.k8s.io/kustomize/api/filters/namespace"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -175,15 +177,8 @@ func (o *fastOverlay) transform(all []*resource.Resource, kinds []fastKind) ([]*
 			return nil, false
 		}
 	}
-	for _, img := range o.images {
-		var c struct {
-			ImageTag   kustypes.Image
-			FieldSpecs []kustypes.FieldSpec
-		}
-		c.ImageTag, c.FieldSpecs = img, imageFieldSpecs
-		if !transformEach(builtins.NewImageTagTransformerPlugin(), c, all) {
-			return nil, false
-		}
+	if len(o.images) > 0 && !setImages(all, o.images) {
+		return nil, false
 	}
 	// A prefix or suffix renames every object but Namespaces alike, which
 	// makes no two ids one; checked all the same, for kustomize to say
@@ -223,6 +218,134 @@ var (
 		{Path: "spec/jobTemplate/spec/template/spec/volumes[]/image/reference", CreateIfNotPresent: true},
 	}
 )
+
+// setImages does what kustomize's image transformer does for each of
+// images, configured as krusty configures it, to each object of all, in
+// krusty's order (every object for the first image, then for the next),
+// and returns false on an error. The transformer runs two filters on
+// every object of its map: its legacy filter, then its filter of the
+// field specs. setImages runs them on each object alone (as they act on
+// each object alone), and not at all on an object in which they can find
+// nothing (imageless): for most objects of an application (ConfigMaps,
+// Services, Secrets) the transformer walks the whole object, twice, to
+// change nothing. Of the field specs it gives the filter those whose path
+// the object has up to its first list: the filter's walk of any other
+// stops at a missing field without a word (imageless says why).
+func setImages(all []*resource.Resource, images []kustypes.Image) bool {
+	walked := make([]kustypes.FsSlice, len(all))
+	for i, r := range all {
+		if !imageless(r) {
+			walked[i] = walkedImageFieldSpecs(r)
+		}
+	}
+	for _, img := range images {
+		p, ok := imagePlugin(img)
+		if !ok {
+			return false
+		}
+		tag := p.(*builtins.ImageTagTransformerPlugin).ImageTag
+		for i, r := range all {
+			if walked[i] == nil {
+				continue
+			}
+			if r.ApplyFilter(imagetag.LegacyFilter{ImageTag: tag}) != nil || r.IsNilOrEmpty() {
+				return false
+			}
+			if r.ApplyFilter(imagetag.Filter{ImageTag: tag, FsSlice: walked[i]}) != nil || r.IsNilOrEmpty() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// walkedImageFieldSpecs are the field specs of imageFieldSpecs whose walk
+// in r does not stop at a missing field before its first list, in their
+// order; never nil.
+func walkedImageFieldSpecs(r *resource.Resource) kustypes.FsSlice {
+	walked := kustypes.FsSlice{}
+	for i, walk := range imageWalks {
+		if !missingOnTheWay(&r.RNode, walk) {
+			walked = append(walked, imageFieldSpecs[i])
+		}
+	}
+	return walked
+}
+
+// imagePlugin is kustomize's image transformer for img, configured as
+// krusty configures it.
+func imagePlugin(img kustypes.Image) (resmap.TransformerPlugin, bool) {
+	var c struct {
+		ImageTag   kustypes.Image
+		FieldSpecs []kustypes.FieldSpec
+	}
+	c.ImageTag, c.FieldSpecs = img, imageFieldSpecs
+	p := builtins.NewImageTagTransformerPlugin()
+	return p, configure(p, c)
+}
+
+// imageless reports whether kustomize's image transformer (its legacy
+// filter and its filter of imageFieldSpecs, imagetag.LegacyFilter and
+// imagetag.Filter) leaves r as it is, without an error, whatever the
+// image: the legacy filter reads r's metadata (refusing what GetMeta
+// refuses) and then walks every mapping value of r looking for a
+// "containers" or "initContainers" field, whose list it rewrites; the
+// filter follows each field spec's path, by lookups that stop without a
+// word at a missing field (no field is created: the transformer gives no
+// kind to create) and refuse anything but a mapping on the way. So an
+// object with neither field anywhere, each of whose field spec paths
+// meets a missing field through mappings before its first list
+// (missingOnTheWay), gives them nothing to do. Neither filter changes
+// anything before it finds an image.
+func imageless(r *resource.Resource) bool {
+	if _, err := r.GetMeta(); err != nil {
+		return false
+	}
+	if holdsContainers(r.YNode()) {
+		return false
+	}
+	for _, walk := range imageWalks {
+		if !missingOnTheWay(&r.RNode, walk) {
+			return false
+		}
+	}
+	return true
+}
+
+// holdsContainers reports whether any mapping in n has a key
+// "containers" or "initContainers", the fields the image transformer's
+// legacy filter looks for. It looks at more than the filter, which walks
+// mapping values and list elements only (not keys, nor aliases): an
+// object it reports is given to the transformer.
+func holdsContainers(n *kyaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == kyaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			if v := n.Content[i].Value; v == "containers" || v == "initContainers" {
+				return true
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if holdsContainers(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// imageWalks are the paths of imageFieldSpecs up to their first list: a
+// walk that stops at a missing field before it finds nothing of the rest.
+var imageWalks = func() []string {
+	walks := make([]string, len(imageFieldSpecs))
+	for i, fs := range imageFieldSpecs {
+		walk, _, _ := strings.Cut(fs.Path, "[]")
+		walks[i] = walk
+	}
+	return walks
+}()
 
 // pluginHelpers are what krusty hands a builtin transformer's Config; of
 // them the fast path's transformers use only the resource factory (an
@@ -307,10 +430,26 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 		if !configure(p, c) {
 			return nil, nil, false
 		}
-		var only *resource.Resource
+		var (
+			only   *resource.Resource
+			target = p.(*builtins.PatchTransformerPlugin).Target
+			sr     *kustypes.SelectorRegex
+			// A JSON 6902 patch (which kustomize takes only with a
+			// target) is done on each selected object as the plugin
+			// does it, with less (patchJSON6902).
+			ops, isJSON = json6902Of(patch.Patch)
+		)
 		if patch.Target == nil {
 			var ok bool
 			if only, ok = patchedByID(all, patch.Patch); !ok {
+				return nil, nil, false
+			}
+		} else {
+			var err error
+			if target == nil {
+				return nil, nil, false
+			}
+			if sr, err = kustypes.NewSelectorRegex(target); err != nil {
 				return nil, nil, false
 			}
 		}
@@ -319,12 +458,26 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 			leftKinds = kinds[:0:0]
 		)
 		for i, r := range all {
-			if patch.Target == nil && r != only {
+			picked := r == only
+			if patch.Target != nil {
+				var err error
+				if picked, err = selects(sr, target, r); err != nil {
+					return nil, nil, false
+				}
+			}
+			if !picked {
+				// The patch would select nothing in a map of r alone:
+				// it leaves r as it is.
 				left, leftKinds = append(left, r), append(leftKinds, kinds[i])
 				continue
 			}
 			before := r.CurId()
-			r, ok := transformOne(p, r)
+			var ok bool
+			if isJSON {
+				ok = patchJSON6902(r, patch.Patch, ops)
+			} else {
+				r, ok = transformOne(p, r)
+			}
 			if !ok {
 				return nil, nil, false
 			}
@@ -344,6 +497,31 @@ func patchAll(all []*resource.Resource, kinds []fastKind, patches []kustypes.Pat
 		}
 	}
 	return all, kinds, true
+}
+
+// selects reports whether kustomize's resource map, holding r, selects r
+// for target (sr, its regular expressions): resWrangler.Select's test of
+// each object — its namespace and name, original or current, its kind,
+// its labels and annotations. A patch with a target acts only on what
+// Select gives it, so an object it does not select is not given to the
+// patch at all (a map of its own and the selector's regular expressions
+// for each of a thousand objects, for nothing). An error is Select's
+// (a label selector that does not parse).
+func selects(sr *kustypes.SelectorRegex, target *kustypes.Selector, r *resource.Resource) (bool, error) {
+	cur, org := r.CurId(), r.OrgId()
+	if !sr.MatchNamespace(org.EffectiveNamespace()) && !sr.MatchNamespace(cur.EffectiveNamespace()) {
+		return false, nil
+	}
+	if !sr.MatchName(org.Name) && !sr.MatchName(cur.Name) {
+		return false, nil
+	}
+	if !sr.MatchGvk(r.GetGvk()) {
+		return false, nil
+	}
+	if ok, err := r.MatchesLabelSelector(target.LabelSelector); err != nil || !ok {
+		return false, err
+	}
+	return r.MatchesAnnotationSelector(target.AnnotationSelector)
 }
 
 // patchedByID returns the one object of all that a strategic-merge patch

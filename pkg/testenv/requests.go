@@ -13,6 +13,9 @@ import (
 type Requests struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// metadata counts, by the same keys, the requests whose answer was
+	// asked for as PartialObjectMetadata (MetadataAnswersUnder).
+	metadata map[string]int
 }
 
 // Wrap counts every request sent through rt.
@@ -27,6 +30,12 @@ func (c *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
 			c.counts = map[string]int{}
 		}
 		c.counts[key]++
+		if strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata;") {
+			if c.metadata == nil {
+				c.metadata = map[string]int{}
+			}
+			c.metadata[key]++
+		}
 		c.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
@@ -39,6 +48,21 @@ func (c *Requests) Under(fragment string) map[string]int {
 	defer c.mu.Unlock()
 	out := map[string]int{}
 	for k, n := range c.counts {
+		if _, path, _ := strings.Cut(k, " "); strings.Contains(path, fragment) {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// MetadataAnswersUnder is Under for the requests that asked for their
+// answer as PartialObjectMetadata (the object's metadata, not the whole
+// object).
+func (c *Requests) MetadataAnswersUnder(fragment string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.metadata {
 		if _, path, _ := strings.Cut(k, " "); strings.Contains(path, fragment) {
 			out[k] = n
 		}
@@ -74,7 +98,7 @@ func (c *Requests) Count(method, path string, dryRun bool) int {
 func (c *Requests) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.counts = nil
+	c.counts, c.metadata = nil, nil
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)

@@ -63,6 +63,9 @@ type config struct {
 	fightOnly     bool
 	// shapes are the specs timed with a real render (shapes.go).
 	shapes []shape
+	// shapesOnly skips the unshaped workloads' syncs, the no-op
+	// resyncs, drift and prune: the shapes' runs alone.
+	shapesOnly bool
 	// bareOrderRuns times the bare loop in each order (order.go).
 	bareOrderRuns int
 }
@@ -89,6 +92,7 @@ func main() {
 	flag.DurationVar(&c.fightDuration, "fight-duration", time.Minute, "how long the competing writer writes; 0 skips the fight")
 	flag.DurationVar(&c.fightWindow, "drift-fight-window", 30*time.Second, "sync-controller's --drift-fight-window (main.go's default) for the fight; the baseline runs with 0 (off)")
 	flag.BoolVar(&c.fightOnly, "fight-only", false, "run only the fight (with detection off, then on), nothing else")
+	flag.BoolVar(&c.shapesOnly, "shapes-only", false, "time only the shapes (-shapes) against their bare loops, none of the other figures")
 	shapeList := flag.String("shapes", "targetNamespace,images-patch", "specs whose initial sync is also timed with pkg/render rendering a tree of the mixed objects inside the clock (issue 46), comma-separated; empty for none")
 	flag.IntVar(&c.bareOrderRuns, "bare-order-runs", 0, "runs of the bare loop of the mixed objects in each order (the stream's, kinds interleaved; canonical; canonical, kind group by kind group), with the API server's and etcd's CPU, before the controller starts; 0 skips them")
 	flag.Parse()
@@ -198,6 +202,15 @@ func run(c config) error {
 	}
 	defer stop()
 
+	if c.shapesOnly {
+		fmt.Fprintf(os.Stderr, ">> shapes: a real render in the loop\n")
+		if err := b.shapePhase(ctx, c.shapes); err != nil {
+			return err
+		}
+		b.res.load = [2]string{load0, benchfig.LoadAvg()}
+		b.res.print(os.Stdout)
+		return nil
+	}
 	last := map[workload]*kustomizev1.Kustomization{}
 	for _, w := range []workload{mixed, configMaps} {
 		var lastBare []*unstructured.Unstructured

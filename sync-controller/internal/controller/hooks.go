@@ -76,7 +76,7 @@ func (s *syncRun) runSyncFail(ctx context.Context, p *plan.Plan) {
 	ctx, cancel := context.WithTimeout(ctx, s.spec.Timeout)
 	defer cancel()
 	for _, w := range p.SyncFail.Waves {
-		if err := s.runWave(ctx, w); err != nil {
+		if err := s.runWave(ctx, w, true); err != nil {
 			s.hookFailed(ctx, w, err)
 			return
 		}

@@ -145,7 +145,7 @@ const lastingObjects = 100
 // for a state that the outcome follows at once.
 func (s *syncRun) mayLast(p *plan.Plan) bool {
 	steps := p.Steps()
-	if len(steps) > 1 || len(p.Hooks()) > 0 || s.spec.Wait || len(s.spec.HealthChecks) > 0 {
+	if len(steps) > 1 || len(p.Hooks()) > 0 || s.readsHealth() {
 		return true
 	}
 	n := 0
@@ -198,7 +198,12 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 			}
 		}
 		first = false
-		if err := s.runWave(ctx, st.Wave); err != nil {
+		// The last wave without hooks is waited on only by spec.wait
+		// and spec.healthChecks (checkHealth): without them nothing
+		// judges its objects' health, and their writes may be answered
+		// with metadata only.
+		waited := i < len(steps)-1 || len(st.Wave.Hooks()) > 0 || s.readsHealth()
+		if err := s.runWave(ctx, st.Wave, waited); err != nil {
 			return reconcile.Failed(kustomizev1.SyncFailedReason, fmt.Errorf("%s phase, wave %d: %w", phase, st.Wave.Number, err))
 		}
 		// The next wave starts only when this one is healthy; hooks are
@@ -215,18 +220,23 @@ func (s *syncRun) runPhases(ctx context.Context, p *plan.Plan, resume *kustomize
 // runWave applies the wave's objects kind group by kind group, so that
 // Namespaces and CRDs exist before what needs them, then starts the wave's
 // hooks, which may live in a namespace the wave creates (pkg/plan hoists a
-// Namespace into the wave of the first hook that needs it).
-func (s *syncRun) runWave(ctx context.Context, w plan.Wave) error {
+// Namespace into the wave of the first hook that needs it). waited says
+// that the run will wait for the health of the wave's objects; without,
+// the writes are answered with the objects' metadata only
+// (engine.Options.NotWaitedOn), but a group of CRDs, which the next group
+// waits to see established (waitEstablished).
+func (s *syncRun) runWave(ctx context.Context, w plan.Wave, waited bool) error {
 	for _, group := range plan.KindGroups(w.Regular()) {
 		if err := s.refuseForeign(ctx, group); err != nil {
 			return err
 		}
 		results, err := s.target.Engine.ApplySet(ctx, group, s.hashes, engine.Options{
-			Owner:      s.owner,
-			Ignore:     s.ignorer,
-			ReportOnly: s.spec.DriftPolicy == kustomizev1.DriftPolicyReport,
-			Force:      s.spec.Force,
-			Guard:      s.fights.Guard(),
+			Owner:       s.owner,
+			Ignore:      s.ignorer,
+			ReportOnly:  s.spec.DriftPolicy == kustomizev1.DriftPolicyReport,
+			Force:       s.spec.Force,
+			Guard:       s.fights.Guard(),
+			NotWaitedOn: !waited && !definesKinds(group),
 		})
 		for _, res := range results {
 			// A contested object's corrections are reported once per
@@ -266,10 +276,22 @@ func (s *syncRun) waitWave(ctx context.Context, w plan.Wave) error {
 	return s.finishHooks(ctx, hooks, true)
 }
 
+// readsHealth reports whether the run judges the health of its objects
+// after the last wave (checkHealth): spec.wait, or spec.healthChecks,
+// which may name them.
+func (s *syncRun) readsHealth() bool {
+	return s.spec.Wait || len(s.spec.HealthChecks) > 0
+}
+
+// definesKinds reports whether group, a kind group, is of CRDs.
+func definesKinds(group []*unstructured.Unstructured) bool {
+	return len(group) > 0 && group[0].GetKind() == "CustomResourceDefinition"
+}
+
 // waitEstablished waits for the CRDs of a group to be served before the
 // custom resources that follow are applied.
 func (s *syncRun) waitEstablished(ctx context.Context, group []*unstructured.Unstructured) error {
-	if len(group) == 0 || group[0].GetKind() != "CustomResourceDefinition" {
+	if !definesKinds(group) {
 		return nil
 	}
 	if _, err := s.target.Engine.WaitHealthy(ctx, group, s.tally.applied, nil); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -79,11 +80,7 @@ func TestApplyAsksForMetadataWhereHealthIsExistence(t *testing.T) {
 	ns, err := e.env.Namespace(ctx, "answer")
 	g.Expect(err).NotTo(HaveOccurred())
 	objs := mixedObjects(ns, 3) // configmap-0000, service-0001 (headless), deployment-0002
-	lb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "balancer", "namespace": ns},
-		"spec": map[string]any{"type": "LoadBalancer", "selector": map[string]any{"app": "x"},
-			"ports": []any{map[string]any{"port": int64(80)}}}}}
-	objs = append(objs, lb)
+	objs = append(objs, loadBalancer(ns))
 	owner := manage.Owner{Namespace: ns, Name: "app"}
 
 	results := e.applyAll(t, objs, owner)
@@ -233,7 +230,7 @@ func TestAnswerIsMetadataOnlyWhereHealthReadsNoMore(t *testing.T) {
 	for _, o := range whole {
 		o.SetName("x")
 		o.SetNamespace("ns")
-		g.Expect(e.answerIsMetadata(o)).To(BeTrue(), o.GetKind())
+		g.Expect(e.answerIsMetadata(o, false)).To(BeTrue(), o.GetKind())
 		stored := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", ResourceVersion: "7"}}
 		meta := metadataOnly(o, stored)
 		g.Expect(health.Evaluate(meta)).To(Equal(health.Evaluate(o)), o.GetKind())
@@ -247,9 +244,75 @@ func TestAnswerIsMetadataOnlyWhereHealthReadsNoMore(t *testing.T) {
 		{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}},
 		{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "ConfigMap"}},
 	} {
-		g.Expect(e.answerIsMetadata(o)).To(BeFalse(), o.GetAPIVersion()+" "+o.GetKind())
+		g.Expect(e.answerIsMetadata(o, false)).To(BeFalse(), o.GetAPIVersion()+" "+o.GetKind())
+		g.Expect(e.answerIsMetadata(o, true)).To(BeTrue(), "nothing waits: "+o.GetAPIVersion()+" "+o.GetKind())
+		// A wait given such an answer reads the object.
+		stored := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", ResourceVersion: "7"}}
+		g.Expect(e.answerTellsHealth(metadataOnly(o, stored), o)).To(BeFalse(), o.GetAPIVersion()+" "+o.GetKind())
+		// The API server's whole answer of each has a spec (and a status).
+		answer := o.DeepCopy()
+		answer.Object["status"] = map[string]any{}
+		g.Expect(e.answerTellsHealth(answer, o)).To(BeTrue(), "a whole answer: "+o.GetAPIVersion()+" "+o.GetKind())
 	}
 	checks, err := healthexpr.Compile([]kustomizev1.CustomHealthCheck{{APIVersion: "v1", Kind: "Secret", Current: "true"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(e.WithHealthChecks(checks).answerIsMetadata(whole[0])).To(BeFalse(), "health checks in CEL may read any field")
+	g.Expect(e.WithHealthChecks(checks).answerIsMetadata(whole[0], false)).To(BeFalse(), "health checks in CEL may read any field")
+	stored := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", ResourceVersion: "7"}}
+	g.Expect(e.WithHealthChecks(checks).answerTellsHealth(metadataOnly(whole[0], stored), whole[0])).To(BeFalse(), "health checks in CEL may read any field")
+	g.Expect(e.answerTellsHealth(metadataOnly(whole[0], stored), whole[0])).To(BeTrue(), "a ConfigMap's health is its existence")
+}
+
+// A write that nothing waits on (Options.NotWaitedOn) is answered with
+// metadata whatever its kind; a health wait given that answer reads the
+// object rather than judge it: a LoadBalancer without its address, which
+// its metadata alone would pass as Healthy, is still Progressing.
+func TestAnswersNobodyWaitsOnAreReadAgainByAWait(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	seen := &answers{byName: map[string]answerSeen{}}
+	e := newEnvEngine(t, seen.wrap)
+	ns, err := e.env.Namespace(ctx, "unwaited")
+	g.Expect(err).NotTo(HaveOccurred())
+	lb := loadBalancer(ns)
+	objs := append(mixedObjects(ns, 3), lb)
+	owner := manage.Owner{Namespace: ns, Name: "app"}
+	hashes, err := e.Prepare(objs, Options{Owner: owner})
+	g.Expect(err).NotTo(HaveOccurred())
+	known := map[object.ID]*unstructured.Unstructured{}
+	for _, group := range kindGroups(objs) {
+		results, err := e.ApplySet(ctx, group, hashes, Options{Owner: owner, NotWaitedOn: true})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, r := range results {
+			g.Expect(r.Written).To(BeTrue(), r.ID.String())
+			g.Expect(r.Object.Object).NotTo(HaveKey("spec"), r.ID.String())
+			known[r.ID] = r.Object
+		}
+	}
+	got, patches := seen.take()
+	g.Expect(patches).To(Equal(4))
+	for _, name := range []string{"configmap-0000", "service-0001", "deployment-0002", "balancer"} {
+		g.Expect(got[name].contentType).To(HavePrefix("application/vnd.kubernetes.protobuf"), name)
+		g.Expect(got[name].body).To(ContainSubstring("PartialObjectMetadata"), name)
+		g.Expect(got[name].body).NotTo(ContainSubstring(`"spec"`), name)
+	}
+	balancer := object.IDOf(lb)
+	g.Expect(health.Evaluate(known[balancer]).Status).To(Equal(health.Healthy), "its metadata alone says nothing of its address")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = e.WaitHealthy(waitCtx, objs, known, nil)
+	var timeout *HealthTimeoutError
+	g.Expect(errors.As(err, &timeout)).To(BeTrue(), "the wait must time out, not pass: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("balancer"))
+	g.Expect(err.Error()).To(ContainSubstring("deployment-0002"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("configmap-0000"), "a ConfigMap is judged from its metadata answer")
+}
+
+// loadBalancer is a Service of type LoadBalancer named balancer, whose
+// health waits for an address no controller gives it here.
+func loadBalancer(ns string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "balancer", "namespace": ns},
+		"spec": map[string]any{"type": "LoadBalancer", "selector": map[string]any{"app": "x"},
+			"ports": []any{map[string]any{"port": int64(80)}}}}}
 }

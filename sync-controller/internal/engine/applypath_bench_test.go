@@ -30,7 +30,9 @@ import (
 //     sends each on a metadata watch;
 //   - bare-metadata-answer: the same apply as bare, the answer asked for
 //     as PartialObjectMetadata (protobuf);
-//   - engine: Prepare and ApplySet kind group by kind group, as a wave.
+//   - engine: Prepare and ApplySet kind group by kind group, as a wave;
+//   - engine-not-waited-on: the same for a wave whose health nothing
+//     waits on (Options.NotWaitedOn), every answer metadata.
 func BenchmarkApplyPath(b *testing.B) {
 	e := newEnvEngine(b, nil)
 	ctx := context.Background()
@@ -42,7 +44,7 @@ func BenchmarkApplyPath(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ways := []string{"bare", "bare-watched", "bare-metadata-answer", "engine"}
+	ways := []string{"bare", "bare-watched", "bare-metadata-answer", "engine", "engine-not-waited-on"}
 	wall, server, self := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
 	b.ResetTimer()
 	for i := range b.N {
@@ -54,7 +56,7 @@ func BenchmarkApplyPath(b *testing.B) {
 			}
 			objs := mixedObjects(ns, n)
 			owner := manage.Owner{Namespace: ns, Name: "app"}
-			if way != "engine" {
+			if !strings.HasPrefix(way, "engine") {
 				for _, o := range objs {
 					labels := o.GetLabels()
 					if way == "bare-watched" {
@@ -73,6 +75,8 @@ func BenchmarkApplyPath(b *testing.B) {
 			switch way {
 			case "engine":
 				e.applyAll(b, objs, owner)
+			case "engine-not-waited-on":
+				e.applyAllWith(b, objs, Options{Owner: owner, NotWaitedOn: true})
 			default:
 				bareApply(b, e.client, objs, way == "bare-metadata-answer")
 			}

@@ -112,6 +112,16 @@ type Options struct {
 	// Guard, when set, may hold back the correction of drift (see
 	// DriftGuard); nil reverts every drift at once.
 	Guard DriftGuard
+	// NotWaitedOn says that nothing judges the health of what this call
+	// writes from its answers: no health wait follows it in the run (no
+	// spec.wait, no later wave, no health check naming its objects, no
+	// CRD to see established). Every write is then answered with the
+	// object's metadata only (answerIsMetadata), a Deployment's too: the
+	// API server encodes, and this process decodes, no spec or status.
+	// A health wait given such an answer reads the object again
+	// (WaitHealthy), so a caller that waits after all is slower, never
+	// wrong.
+	NotWaitedOn bool
 }
 
 // DriftGuard decides whether drift is reverted now. sync-controller's fight
@@ -445,13 +455,13 @@ func (e *Engine) unchanged(id object.ID, hash string, live *metav1.PartialObject
 // changed and force is allowed (mayRecreate, which reads live, the watch
 // cache's metadata, nil when the object is not there).
 func (e *Engine) write(ctx context.Context, desired *unstructured.Unstructured, live *metav1.PartialObjectMetadata, hash string, opts Options, res Result) Result {
-	stored, err := e.apply(ctx, desired)
+	stored, err := e.apply(ctx, desired, opts)
 	if err != nil && isImmutable(err) {
 		if !mayRecreate(opts, desired, live) {
 			res.Err = fmt.Errorf("%s: %s; set spec.force or the annotation plumb.dev/force: enabled to recreate it", res.ID, immutableMessage(err))
 			return res
 		}
-		stored, err = e.recreate(ctx, desired)
+		stored, err = e.recreate(ctx, desired, opts)
 	}
 	if err != nil {
 		res.Err = e.explain(res.ID, err)
@@ -477,8 +487,8 @@ type answer struct {
 // asked for as metadata only where that is all a caller reads of it
 // (answerIsMetadata): the API server then encodes, and this process
 // decodes, no spec or data, and nothing is copied.
-func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) (answer, error) {
-	if !replaces(desired) && e.answerIsMetadata(desired) {
+func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (answer, error) {
+	if !replaces(desired) && e.answerIsMetadata(desired, opts.NotWaitedOn) {
 		stored, err := manage.ApplyMetadata(ctx, e.client, desired)
 		if err != nil {
 			return answer{}, err
@@ -500,7 +510,7 @@ func (e *Engine) applyWhole(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 // recreate deletes the object, waits until it is gone, and applies it anew.
-func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructured) (answer, error) {
+func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructured, opts Options) (answer, error) {
 	old := desired.DeepCopy()
 	if err := e.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return answer{}, err
@@ -508,7 +518,7 @@ func (e *Engine) recreate(ctx context.Context, desired *unstructured.Unstructure
 	if err := e.waitGone(ctx, old); err != nil {
 		return answer{}, err
 	}
-	return e.apply(ctx, desired)
+	return e.apply(ctx, desired, opts)
 }
 
 // Forget drops what the engine remembers of the objects, e.g. after pruning.

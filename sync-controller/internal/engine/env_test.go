@@ -76,14 +76,20 @@ func newEnvEngine(t testing.TB, wrap func(http.RoundTripper) http.RoundTripper) 
 // group, as a sync's wave does, failing the test on any error.
 func (e *envEngine) applyAll(t testing.TB, objs []*unstructured.Unstructured, owner manage.Owner) []Result {
 	t.Helper()
+	return e.applyAllWith(t, objs, Options{Owner: owner})
+}
+
+// applyAllWith is applyAll with opts for every ApplySet.
+func (e *envEngine) applyAllWith(t testing.TB, objs []*unstructured.Unstructured, opts Options) []Result {
+	t.Helper()
 	ctx := context.Background()
-	hashes, err := e.Prepare(objs, Options{Owner: owner})
+	hashes, err := e.Prepare(objs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all []Result
 	for _, group := range kindGroups(objs) {
-		results, err := e.ApplySet(ctx, group, hashes, Options{Owner: owner})
+		results, err := e.ApplySet(ctx, group, hashes, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

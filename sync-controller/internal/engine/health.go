@@ -64,7 +64,8 @@ var HealthPollFallback = 2 * time.Second
 // still unhealthy and why (HealthTimeoutError). Either error adds what the
 // newest Pods of an unhealthy workload say (explainByPods).
 // known holds objects as the API server returned them (apply results), used
-// before anything is read again. Waits wake on watch events, not on a timer.
+// before anything is read again where they tell health (answerTellsHealth:
+// a Deployment answered with its metadata only is read). Waits wake on watch events, not on a timer.
 //
 // progress, when not nil, hears which objects are still pending and why
 // after each round (on a watch event, or HealthPollFallback later): what a
@@ -93,7 +94,7 @@ func (e *Engine) WaitHealthy(ctx context.Context, objs []*unstructured.Unstructu
 			obj, isKnown := known[id]
 			cached, isCached := e.cachedHealth(ctx, kinds[id], polled)
 			switch {
-			case first && isKnown:
+			case first && isKnown && e.answerTellsHealth(obj, kinds[id]):
 				r = e.evaluate(id, obj)
 			case isCached:
 				r = cached
