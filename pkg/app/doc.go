@@ -54,10 +54,11 @@
 // tenth of sync-controller's allocations in a fleet sync. Neither
 // controller-runtime nor client-go keeps the answers (client-go's
 // DeferredDiscoveryRESTMapper keeps discovery, not mappings), so Plumb
-// does. Any lookup that misses drops them all — controller-runtime reloads
-// on a miss, and with aggregated discovery a reload refreshes every group
-// — so a CRD installed later, or made again at another version, is found
-// as controller-runtime finds it.
+// does. controller-runtime's mapper changes its answers only by reloading
+// from discovery requests (on a lookup that misses in it), so the mapper
+// counts those requests and drops every kept answer when one starts: a
+// CRD installed later, or made again at another version, is found as
+// controller-runtime finds it.
 //
 // # Panics
 //
