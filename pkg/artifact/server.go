@@ -238,7 +238,7 @@ func (s *Server) Start(ctx context.Context) error {
 // pool of connections dialled ahead (an HTTP client's, a proxy's) or a TCP
 // probe keeps one open for nothing, and it held render-controller's stop
 // for up to five seconds after a fleet sync (docs/bench/fleet.md,
-// "Fleet runs K1–K2"). A request that was on its way on one fails as if
+// "Fleet runs K1–K3"). A request that was on its way on one fails as if
 // it had come a moment after the stop, when nothing listens.
 type unusedConns struct {
 	mu      sync.Mutex

@@ -142,10 +142,10 @@ func removeAll(folders []string) {
 //
 // Why not remove them here: a fleet's trees are thousands of files
 // (3,000 for the benchmark's 1,000 Kustomizations, 15,000 for 5,000), and
-// removing them was most of render-controller's stop after a fleet sync
-// (0.8–1.9 s of 2.4–3.5 s at 1,000; docs/bench/fleet.md, "Fleet runs
-// K1–K2"), while a restarted container's next start, or the Pod's
-// emptyDir going with the Pod, removes them anyway. Closed folders are
+// removing them was a third to a half of render-controller's stop after
+// a fleet sync (0.8–1.9 s of 2.4–3.5 s at 1,000; docs/bench/fleet.md,
+// "Fleet runs K1–K3"), while a restarted container's next start, or the
+// Pod's emptyDir going with the Pod, removes them anyway. Closed folders are
 // never read again: a tree is only ever served from the folder of the
 // cache that extracted and checked it.
 func (c *Cache) Close() error {
