@@ -320,8 +320,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			_ = e.Stop()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(e.StateDir, "logs"), 0o755); err != nil {
-		return nil, err
+	for _, dir := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(e.StateDir, dir), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.resolveNode(); err != nil {
 		return nil, err
@@ -608,10 +610,13 @@ func (e *Env) newController(controller, shard string, leader *Controller) (*Cont
 	}
 	c := &Controller{
 		Process: &Process{
-			Name:       name,
-			Path:       filepath.Join(e.opts.BinDir, controller),
-			LogPath:    filepath.Join(e.StateDir, "logs", name+".log"),
-			Env:        []string{"KUBECONFIG=" + e.Kubeconfig},
+			Name:    name,
+			Path:    filepath.Join(e.opts.BinDir, controller),
+			LogPath: filepath.Join(e.StateDir, "logs", name+".log"),
+			// Their temporary files go with the environment:
+			// render-controller leaves its closed source trees to its next
+			// start (render-controller/internal/sourcetree).
+			Env:        []string{"KUBECONFIG=" + e.Kubeconfig, "TMPDIR=" + filepath.Join(e.StateDir, "tmp")},
 			Supervised: true,
 		},
 		Elects:   slices.Contains(e.opts.Standbys, controller),

@@ -155,7 +155,10 @@ func NewTrimmingManager(name string, cfg *rest.Config, scheme *runtime.Scheme, o
 		healthAddr = "0"
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme: scheme,
+		// controller-runtime's lazy mapper, its answers kept (restmapper.go):
+		// every status write and object apply asks it for a mapping.
+		MapperProvider:                NewRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        healthAddr,
 		PprofBindAddress:              opts.PprofAddr,

@@ -45,6 +45,21 @@
 // memory. Render and chart workers, the same binaries re-executed, set
 // their own (pkg/renderworker).
 //
+// # REST mappings
+//
+// The manager's REST mapper is controller-runtime's lazy discovery mapper
+// with its answers kept (KeepMappings, restmapper.go): every status write
+// and object apply looks a kind up, and controller-runtime's mapper walks
+// every API group and allocates an error for each that lacks the kind, a
+// tenth of sync-controller's allocations in a fleet sync. Neither
+// controller-runtime nor client-go keeps the answers (client-go's
+// DeferredDiscoveryRESTMapper keeps discovery, not mappings), so Plumb
+// does. controller-runtime's mapper changes its answers only by reloading
+// from discovery requests (on a lookup that misses in it), so the mapper
+// counts those requests and drops every kept answer when one starts: a
+// CRD installed later, or made again at another version, is found as
+// controller-runtime finds it.
+//
 // # Panics
 //
 // Every controller of the manager recovers a panic of its reconciler

@@ -234,6 +234,9 @@ func (s *Server) Start(ctx context.Context) error {
 			srv.RegisterOnShutdown(sd.Shutdown)
 		}
 	}
+	unused := &unusedConns{conns: map[net.Conn]struct{}{}}
+	srv.ConnState = unused.track
+	srv.RegisterOnShutdown(unused.closeAll)
 	errc := make(chan error, 1)
 	// The listener is bound: a connection made from now on is served.
 	s.setServing(true)
@@ -245,6 +248,8 @@ func (s *Server) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		// Requests being served are finished; idle connections and those
+		// that never sent a request are closed at once.
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			return err
 		}
@@ -253,6 +258,48 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// unusedConns are the connections that have not sent a request yet, which
+// a stop closes at once. net/http's Shutdown closes idle keep-alive
+// connections at once but waits for such a connection until it is five
+// seconds old, as it may be about to send its first request; a client's
+// pool of connections dialled ahead (an HTTP client's, a proxy's) or a TCP
+// probe keeps one open for nothing, and it held render-controller's stop
+// for up to five seconds after a fleet sync (docs/bench/fleet.md,
+// "Fleet runs K1–K3"). A request that was on its way on one fails as if
+// it had come a moment after the stop, when nothing listens.
+type unusedConns struct {
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	stopped bool
+}
+
+// track is the server's ConnState hook.
+func (u *unusedConns) track(c net.Conn, state http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case state != http.StateNew:
+		delete(u.conns, c)
+	case u.stopped:
+		// Accepted as the listener closed.
+		_ = c.Close()
+	default:
+		u.conns[c] = struct{}{}
+	}
+}
+
+// closeAll closes the unused connections, and any accepted from now on;
+// Shutdown calls it once its listener is closed.
+func (u *unusedConns) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopped = true
+	for c := range u.conns {
+		_ = c.Close()
+	}
+	clear(u.conns)
 }
 
 func (s *Server) setServing(v bool) {

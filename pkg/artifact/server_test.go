@@ -202,3 +202,37 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+func TestAStopClosesAConnectionThatSentNoRequestAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	s := newTestStorage(t, 2)
+	a, err := s.Store(context.Background(), testRef, "x.tar.gz", strings.NewReader("artifact"))
+	g.Expect(err).NotTo(HaveOccurred())
+	// The read timeouts are long: only the stop can end the connection.
+	srv := NewServer("127.0.0.1:0", s, WithReadHeaderTimeout(time.Hour), WithReadTimeout(time.Hour), WithIdleTimeout(time.Hour))
+	addr, err := srv.Listen()
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+
+	// A connection that sends nothing, as a client's pool dials ahead...
+	unused, err := net.Dial("tcp", addr.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer unused.Close()
+	// ...accepted before the next one, which is served and stays open.
+	_, br := rawGet(t, addr.String(), a.Path)
+	code, body, err := readBody(br)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(body).To(Equal("artifact"))
+
+	// net/http alone would hold the stop until the unused connection is
+	// five seconds old; the server closes it as it stops.
+	cancel()
+	g.Eventually(done, 3*time.Second).Should(Receive(BeNil()))
+	g.Expect(unused.SetReadDeadline(time.Now().Add(30 * time.Second))).To(Succeed())
+	_, err = unused.Read(make([]byte, 1))
+	g.Expect(closedByServer(err)).To(BeTrue(), "read error: %v", err)
+}

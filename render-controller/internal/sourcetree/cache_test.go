@@ -234,7 +234,7 @@ func TestNewRemovesTheFoldersOfProcessesThatAreGone(t *testing.T) {
 	}
 	c, err := New(Options{Dir: parent})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(gone).NotTo(BeADirectory())
+	g.Eventually(gone).ShouldNot(BeADirectory())
 	g.Expect(alive).To(BeADirectory(), "a running process's trees are its own")
 	second, err := New(Options{Dir: parent})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -243,6 +243,45 @@ func TestNewRemovesTheFoldersOfProcessesThatAreGone(t *testing.T) {
 	g.Expect(other).To(BeADirectory())
 	g.Expect(c.Close()).To(Succeed())
 	g.Expect(c.dir).NotTo(BeADirectory())
+}
+
+// A stop renames the trees away in one step and the next start removes
+// them: with thousands of files, removing them was most of
+// render-controller's stop.
+func TestAClosedCachesTreesAreRemovedByTheNextStart(t *testing.T) {
+	g := NewWithT(t)
+	parent := t.TempDir()
+	c, err := New(Options{Dir: parent})
+	g.Expect(err).NotTo(HaveOccurred())
+	data, digest := archive(t, map[string]string{"apps/a/kustomization.yaml": "resources: [cm.yaml]\n", "apps/a/cm.yaml": "kind: ConfigMap\n"})
+	var calls atomic.Int32
+	tr, err := c.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	tr.Release()
+	treeDir := tr.Dir
+
+	g.Expect(c.Close()).To(Succeed())
+	g.Expect(c.dir).NotTo(BeADirectory(), "the cache's folder is gone under its name")
+	closed, err := filepath.Glob(filepath.Join(parent, folderPrefix+closedMark+"*"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(closed).To(HaveLen(1))
+	rel, err := filepath.Rel(c.dir, treeDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(filepath.Join(closed[0], rel, render.SourceDir(""), "apps/a/cm.yaml")).To(BeARegularFile(), "the stop did not walk the trees")
+
+	// The next start, in this process (the same pid, which a restarted
+	// container also gets): the closed folder goes, its own stays and
+	// serves.
+	next, err := New(Options{Dir: parent})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer next.Close()
+	g.Eventually(closed[0]).ShouldNot(BeADirectory())
+	tr, err = next.Acquire(context.Background(), digest, counted(data, &calls))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer tr.Release()
+	g.Expect(calls.Load()).To(Equal(int32(2)), "a closed cache's tree is never served again")
+	g.Expect(filepath.Join(render.SourceDir(tr.Dir), "apps/a/cm.yaml")).To(BeARegularFile())
+	g.Expect(next.dir).To(BeADirectory())
 }
 
 // Only the archive's own refusal is every waiter's: a digest mismatch (the

@@ -29,9 +29,13 @@
 //     holds at most MaxBytes (or the trees in use, at most one per worker,
 //     when they are more) plus the extractions in flight, one per worker.
 //   - Trees live in a folder of this process's own (render-sources-<pid>-*
-//     under the temporary folder), removed on Close; folders left by a
-//     process that is gone (a container restarted with the same emptyDir)
-//     are removed by New.
+//     under the temporary folder). Close renames it as closed and leaves
+//     it, so that a stop does not wait for thousands of files to go; New
+//     removes, in the background, the closed folders and those left by a
+//     process that is gone (a container restarted with the same emptyDir,
+//     or killed). Between a stop and the next start the disk holds the
+//     closed trees, at most what the cache held; while the next start
+//     removes them, both.
 //
 // Nothing here is a general cache library: the in-use counting, the
 // per-digest waiting and the removal of folders on eviction are the whole of
