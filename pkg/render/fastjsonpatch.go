@@ -80,15 +80,15 @@ func patchJSON6902(r *resource.Resource, text string, ops jsonpatch.Patch) bool 
 func jsonPatched(r *resource.Resource, text string, ops jsonpatch.Patch) bool {
 	n := r.YNode()
 	if n == nil || n.Kind != kyaml.MappingNode || printsDifferently(n, false) {
-		return r.ApplyFilter(patchjson6902.Filter{Patch: strings.TrimSpace(text)}) == nil
+		return kustomizesJSON6902(r, text)
 	}
 	var value map[string]any
 	if err := n.Decode(&value); err != nil {
-		return r.ApplyFilter(patchjson6902.Filter{Patch: strings.TrimSpace(text)}) == nil
+		return kustomizesJSON6902(r, text)
 	}
 	j, err := json.Marshal(value)
 	if err != nil {
-		return r.ApplyFilter(patchjson6902.Filter{Patch: strings.TrimSpace(text)}) == nil
+		return kustomizesJSON6902(r, text)
 	}
 	patched, err := ops.Apply(j)
 	if err != nil {
@@ -105,6 +105,12 @@ func jsonPatched(r *resource.Resource, text string, ops jsonpatch.Patch) bool {
 	}
 	r.SetYNode(n)
 	return true
+}
+
+// kustomizesJSON6902 patches r through kustomize's own JSON 6902 filter:
+// jsonPatched's way for an object it cannot encode itself.
+func kustomizesJSON6902(r *resource.Resource, text string) bool {
+	return r.ApplyFilter(patchjson6902.Filter{Patch: strings.TrimSpace(text)}) == nil
 }
 
 // nodeOfJSON is the node kustomize's RNode.UnmarshalJSON makes of v, a
