@@ -2,6 +2,7 @@ package renderfeed
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,7 +71,8 @@ func (f *Feed) Subscribed() bool {
 // and sends it to every subscriber. It returns when this render of the
 // object (same UID, generation and digest) was first offered — now for a
 // new one — so that the caller can tell when its grace is over; an error
-// when rec is too large to be a record.
+// when rec is too large to be a record. The same render offered again is
+// sent again only when it names other render statuses it replaces.
 func (f *Feed) Offer(rec Record, now time.Time) (time.Time, error) {
 	line, err := rec.encode()
 	if err != nil {
@@ -79,15 +81,23 @@ func (f *Feed) Offer(rec Record, now time.Time) (time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := rec.Key()
+	since := now
 	if p, ok := f.pending[key]; ok && sameRender(p.rec, rec) {
-		return p.since, nil
+		if slices.Equal(p.rec.Replaces, rec.Replaces) {
+			return p.since, nil
+		}
+		// The same render, of a newer read of its object's status (the
+		// first read may have come from a cache behind a write that
+		// made sync-controller drop the record): sent again, its grace
+		// going on.
+		since = p.since
 	}
 	if f.pending == nil {
 		f.pending = map[types.NamespacedName]*pendingRecord{}
 	}
-	f.pending[key] = &pendingRecord{rec: rec, line: line, since: now}
+	f.pending[key] = &pendingRecord{rec: rec, line: line, since: since}
 	f.send(line)
-	return now, nil
+	return since, nil
 }
 
 // Pending returns the object's pending record and when it was first
@@ -114,7 +124,7 @@ func (f *Feed) Taken(key types.NamespacedName) {
 // writes its status itself. Nothing is sent when no subscriber is
 // connected (a new one reads the snapshot, which no longer has it).
 func (f *Feed) Withdraw(rec Record) {
-	rec.Withdrawn, rec.Artifact, rec.Message = true, nil, ""
+	rec.Withdrawn, rec.Artifact, rec.Message, rec.Replaces = true, nil, "", nil
 	line, err := rec.encode()
 	f.mu.Lock()
 	defer f.mu.Unlock()

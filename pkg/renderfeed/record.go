@@ -1,11 +1,14 @@
 package renderfeed
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"plumb.dev/api/meta"
@@ -20,10 +23,20 @@ const Path = "/renders"
 // be larger is written to status by render-controller as before.
 const MaxRecordBytes = 4096
 
+// MaxReplaces bounds Record.Replaces: render-controller names at most two
+// render statuses (its own last write and the one it read).
+const MaxReplaces = 4
+
 // Record is one line of the feed: the newest render of one object, or,
 // with Withdrawn, word that render-controller wrote its status itself (a
 // failure, or a render no subscriber took within the grace) and that no
 // earlier record of it may be used.
+//
+// The wire format grows by fields that may be absent: a reader ignores a
+// field it does not know (encoding/json), and a field a writer of the
+// previous version leaves out reads as its zero value, which keeps that
+// version's rule. Replaces is such a field (docs/design/render-feed.md,
+// "Versions").
 type Record struct {
 	Kind       string    `json:"kind"`
 	Namespace  string    `json:"namespace"`
@@ -32,9 +45,68 @@ type Record struct {
 	Generation int64     `json:"generation"`
 	// Artifact is status.renderedArtifact as render-controller would write
 	// it, and Message the Rendered condition's message.
-	Artifact  *meta.Artifact `json:"artifact,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	Withdrawn bool           `json:"withdrawn,omitempty"`
+	Artifact *meta.Artifact `json:"artifact,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	// Replaces names, by StatusDigest, the render statuses of the object
+	// this render is newer than: render-controller's last write of its
+	// own and the status its reconcile read. sync-controller takes the
+	// record only over one of them (or over a render it wrote itself from
+	// an earlier record): any other stored status is a write of
+	// render-controller's made after the offer, whose withdrawal of this
+	// record is still on its way. Empty (a render-controller of the
+	// previous version): taken as that version's rule says.
+	Replaces  []string `json:"replaces,omitempty"`
+	Withdrawn bool     `json:"withdrawn,omitempty"`
+}
+
+// StatusDigest is the identity of a render status — the rendered
+// artifact and the Rendered condition, either nil — as "sha256:<hex>":
+// the artifact's digest, revision and URL, and the condition's status,
+// reason, message and observedGeneration. The times are left out: a
+// condition a controller sets holds nanoseconds and the API server stores
+// it in seconds, and rewriting the same render status keeps its meaning
+// (the same artifact, the same verdict on it). Both controllers compute it
+// from the objects they read, so it is the one comparison of render
+// statuses: sync-controller decides with it whether a status write
+// changes the render, whether a conflict was render-controller's write,
+// and whether a record replaces the stored status.
+func StatusDigest(artifact *meta.Artifact, rendered *metav1.Condition) string {
+	type artifactID struct {
+		Digest, Revision, URL string
+	}
+	type conditionID struct {
+		Status, Reason, Message string
+		ObservedGeneration      int64
+	}
+	id := struct {
+		Artifact *artifactID
+		Rendered *conditionID
+	}{}
+	if artifact != nil {
+		id.Artifact = &artifactID{Digest: artifact.Digest, Revision: artifact.Revision, URL: artifact.URL}
+	}
+	if rendered != nil {
+		id.Rendered = &conditionID{Status: string(rendered.Status), Reason: rendered.Reason, Message: rendered.Message,
+			ObservedGeneration: rendered.ObservedGeneration}
+	}
+	b, _ := json.Marshal(id) // strings and an integer: it cannot fail
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ReplacesStatus says whether the record may be taken over a stored
+// render status of digest stored: it names it, or it names none (a
+// render-controller of the previous version).
+func (r *Record) ReplacesStatus(stored string) bool {
+	if len(r.Replaces) == 0 {
+		return true
+	}
+	for _, d := range r.Replaces {
+		if d == stored {
+			return true
+		}
+	}
+	return false
 }
 
 // Key is the record's object.
@@ -65,6 +137,9 @@ func (r *Record) check(origin string) error {
 	}
 	if r.Withdrawn {
 		return nil
+	}
+	if len(r.Replaces) > MaxReplaces {
+		return fmt.Errorf("the render record of %s %s names %d render statuses it replaces, more than %d", r.Kind, r.Key(), len(r.Replaces), MaxReplaces)
 	}
 	if r.Artifact == nil || r.Artifact.Digest == "" || r.Artifact.Revision == "" {
 		return fmt.Errorf("the render record of %s %s has no artifact digest or revision", r.Kind, r.Key())

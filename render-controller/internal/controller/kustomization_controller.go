@@ -109,6 +109,10 @@ type KustomizationReconciler struct {
 	cacheMu sync.Mutex
 	cache   map[types.NamespacedName]string
 	uids    map[types.NamespacedName]types.UID
+	// written is the render status this reconciler last wrote to each
+	// object itself, which a render offered on the feed names as one it
+	// replaces (renderfeed.go).
+	written map[types.NamespacedName]writtenRender
 }
 
 // SetupWithManager registers the reconciler: Kustomizations on creation,
@@ -465,6 +469,7 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.cacheMu.Lock()
 	delete(r.cache, key)
 	delete(r.uids, key)
+	delete(r.written, key)
 	r.cacheMu.Unlock()
 	r.renderKind.forget(key)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +47,7 @@ const subscribedGraceFactor = 10
 func (r *KustomizationReconciler) writeStatus(ctx context.Context, obj, read *kustomizev1.Kustomization) error {
 	key := client.ObjectKeyFromObject(obj)
 	if rec, ok := offerable(obj, read); ok && r.Feed.Subscribed() {
+		rec.Replaces = r.replaces(read)
 		since, err := r.Feed.Offer(rec, time.Now())
 		switch {
 		case err != nil:
@@ -71,7 +73,56 @@ func (r *KustomizationReconciler) writeStatus(ctx context.Context, obj, read *ku
 	if err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, m))
+	if err := plumbreconcile.ApplyStatus(ctx, r.Client, obj, FieldManager, m); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.wroteRender(obj)
+	return nil
+}
+
+// writtenRender is the render status render-controller last wrote to an
+// object itself (renderStatusDigest), by UID.
+type writtenRender struct {
+	uid    types.UID
+	digest string
+}
+
+// wroteRender remembers obj's render status as the last one
+// render-controller wrote to it.
+func (r *KustomizationReconciler) wroteRender(obj *kustomizev1.Kustomization) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.written == nil {
+		r.written = map[types.NamespacedName]writtenRender{}
+	}
+	r.written[client.ObjectKeyFromObject(obj)] = writtenRender{uid: obj.UID, digest: renderStatusDigest(obj)}
+}
+
+// replaces names the render statuses a render offered now is newer than
+// (renderfeed.Record.Replaces): the last one render-controller wrote to
+// the object itself, known exactly, and the one this reconcile read.
+// The read alone would not do: it comes from the cache, which may not
+// have render-controller's own last write yet, nor sync-controller's
+// write of the previous record; a record naming a status older than the
+// stored one is dropped by sync-controller and waits for the next grace,
+// when it is offered again with a newer read (Feed.Offer). Both are older
+// than the offer, so a write of render-controller's after it — which
+// withdraws the record — names neither.
+func (r *KustomizationReconciler) replaces(read *kustomizev1.Kustomization) []string {
+	digest := renderStatusDigest(read)
+	r.cacheMu.Lock()
+	w, ok := r.written[client.ObjectKeyFromObject(read)]
+	r.cacheMu.Unlock()
+	if !ok || w.uid != read.UID || w.digest == digest {
+		return []string{digest}
+	}
+	return []string{w.digest, digest}
+}
+
+// renderStatusDigest is the identity of obj's render status, as
+// sync-controller computes it from the object it reads.
+func renderStatusDigest(obj *kustomizev1.Kustomization) string {
+	return renderfeed.StatusDigest(obj.Status.RenderedArtifact, conditions.Get(obj, kustomizev1.RenderedCondition))
 }
 
 // offerable returns the record of obj's render when the reconcile ended

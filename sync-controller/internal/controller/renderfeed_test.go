@@ -14,6 +14,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +34,9 @@ import (
 type feedFixture struct {
 	feed *renderfeed.Feed
 	srv  *httptest.Server
+	// records are what the subscriber hands on, kept by the controller
+	// startFeed started (and by one a test starts again with them).
+	records *RenderRecords
 	// stop stops the subscriber (the controller is restarted without the
 	// feed when the test ends).
 	stop func()
@@ -48,6 +53,7 @@ func startFeed(t *testing.T) *feedFixture {
 		artifacts.Config.Handler.ServeHTTP(w, r)
 	}))
 	records := NewRenderRecords(ctrl.Log.WithName("render-feed"))
+	f.records = records
 	stopController()
 	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
 	f.stop = f.subscribe(records)
@@ -73,7 +79,9 @@ func (f *feedFixture) subscribe(records *RenderRecords) func() {
 }
 
 // record serves manifests as ks's render of revision and returns the
-// feed's record of it, for ks's current UID and generation.
+// feed's record of it, for ks's current UID and generation, naming ks's
+// current render status as the one it replaces, as render-controller
+// does.
 func (f *feedFixture) record(t *testing.T, ks *kustomizev1.Kustomization, revision, manifests string) renderfeed.Record {
 	t.Helper()
 	current := &kustomizev1.Kustomization{}
@@ -89,8 +97,17 @@ func (f *feedFixture) record(t *testing.T, ks *kustomizev1.Kustomization, revisi
 		UID: current.UID, Generation: current.Generation,
 		Artifact: &meta.Artifact{Path: path, URL: f.srv.URL + path, Revision: revision,
 			Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: &size, LastUpdateTime: metav1.Now()},
-		Message: "rendered 4 objects from revision " + revision,
+		Message:  "rendered 4 objects from revision " + revision,
+		Replaces: []string{renderStatusOf(current).digest()},
 	}
+}
+
+// keeps says whether rr keeps a record of key.
+func (rr *RenderRecords) keeps(key types.NamespacedName) bool {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	_, ok := rr.byKey[key]
+	return ok
 }
 
 func (f *feedFixture) offer(t *testing.T, rec renderfeed.Record) {
@@ -224,7 +241,11 @@ func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
 	f.stop()
 	stopController()
 	g.Eventually(f.feed.Subscribed, 30*time.Second, 10*time.Millisecond).Should(BeFalse())
-	f.offer(t, f.record(t, ks, "main@sha1:5a5", fleetApp(ks.Namespace)))
+	// As a render-controller of the previous version sends it: naming no
+	// render status it replaces, it is taken by that version's rule.
+	rec := f.record(t, ks, "main@sha1:5a5", fleetApp(ks.Namespace))
+	rec.Replaces = nil
+	f.offer(t, rec)
 
 	records := NewRenderRecords(ctrl.Log.WithName("render-feed"))
 	stopController = startController(func(r *KustomizationReconciler) { r.Renders = records })
@@ -240,12 +261,7 @@ func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
 func TestARenderFailureWrittenDuringASyncFromTheFeedStays(t *testing.T) {
 	g := NewWithT(t)
 	f := startFeed(t)
-	ctx, ks := newKustomization(t, nil)
-	key := client.ObjectKeyFromObject(ks)
-	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
-	first := f.record(t, ks, "main@sha1:1111", configMaps(ks.Namespace, "a"))
-	f.offer(t, first)
-	waitReady(t, ks, "main@sha1:1111")
+	_, ks, first := syncedFromTheFeed(t, f)
 
 	// The next render's download waits while render-controller writes a
 	// failure.
@@ -259,18 +275,75 @@ func TestARenderFailureWrittenDuringASyncFromTheFeedStays(t *testing.T) {
 	renderFailed(t, ks, "kustomize build failed: boom")
 	release()
 
+	failureStays(t, ks, first)
+}
+
+// A render failure render-controller wrote after offering a render, in
+// sync-controller's cache before the record's withdrawal has come over
+// the feed: a reconcile that starts then has no conflict to tell it the
+// record is stale, and must not take it over the failure. The record
+// names the render status it replaces, the stored one is another, so it
+// is dropped and the reconcile decides from the failure; a render
+// offered after the failure names it and is taken. The race is made
+// deterministic: sync-controller is stopped while its subscriber keeps
+// the record, the failure is written with the withdrawal held back, and
+// sync-controller starts with the failure in its cache.
+func TestARenderFailureInTheCacheBeforeItsWithdrawalStays(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	ctx, ks, first := syncedFromTheFeed(t, f)
+	key := client.ObjectKeyFromObject(ks)
+
+	stopController()
+	next := f.record(t, ks, "main@sha1:2222", configMaps(ks.Namespace, "a", "b"))
+	f.offer(t, next)
+	g.Eventually(func() bool { return f.records.keeps(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	renderFailed(t, ks, "kustomize build failed: boom")
+	stopController = startController(func(r *KustomizationReconciler) { r.Renders = f.records })
+
+	failureStays(t, ks, first)
+	g.Expect(f.records.keeps(key)).To(BeFalse(), "the record is dropped, as after its withdrawal")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: "b"}, &corev1.ConfigMap{})).
+		To(Satisfy(apierrors.IsNotFound), "the withdrawn render was not applied")
+	f.feed.Withdraw(next)
+
+	// A render offered after the failure names it, and is taken.
+	f.offer(t, f.record(t, ks, "main@sha1:3333", configMaps(ks.Namespace, "a", "c")))
+	got := waitReady(t, ks, "main@sha1:3333")
+	g.Expect(conditions.IsTrue(got, kustomizev1.RenderedCondition)).To(BeTrue())
+}
+
+// syncedFromTheFeed creates a Kustomization and has it synced from the
+// feed's record of revision main@sha1:1111, which it returns.
+func syncedFromTheFeed(t *testing.T, f *feedFixture) (context.Context, *kustomizev1.Kustomization, renderfeed.Record) {
+	t.Helper()
+	ctx, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	NewWithT(t).Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	first := f.record(t, ks, "main@sha1:1111", configMaps(ks.Namespace, "a"))
+	f.offer(t, first)
+	waitReady(t, ks, "main@sha1:1111")
+	return ctx, ks, first
+}
+
+// failureStays waits for ks to show render-controller's failure "boom"
+// (renderFailed), and checks that it stays, first's render still the one
+// in status and applied.
+func failureStays(t *testing.T, ks *kustomizev1.Kustomization, first renderfeed.Record) {
+	t.Helper()
 	failed := func(g Gomega) {
 		got := &kustomizev1.Kustomization{}
-		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ks), got)).To(Succeed())
 		rendered := conditions.Get(got, kustomizev1.RenderedCondition)
 		g.Expect(rendered).NotTo(BeNil())
 		g.Expect(rendered.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(rendered.Message).To(Equal("kustomize build failed: boom"))
 		g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(first.Artifact.Digest), "the last good render stays")
+		g.Expect(got.Status.LastAppliedRevision).To(Equal(first.Artifact.Revision))
 	}
 	waitNotReady(t, ks, kustomizev1.BuildFailedReason)
-	g.Eventually(failed, time.Minute, 50*time.Millisecond).Should(Succeed())
-	g.Consistently(failed, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+	NewWithT(t).Eventually(failed, time.Minute, 50*time.Millisecond).Should(Succeed())
+	NewWithT(t).Consistently(failed, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
 // renderWaiting reports what render-controller writes while ks's source
@@ -377,4 +450,48 @@ func TestSameRenderStatusLeavesTheTimesOut(t *testing.T) {
 	g.Expect(sameRenderStatus(run, other)).To(BeFalse())
 	g.Expect(sameRenderStatus(run, nil)).To(BeFalse())
 	g.Expect(sameRenderStatus(nil, nil)).To(BeTrue())
+}
+
+// A status write carries the render when it changed, decided by the same
+// comparison as the conflict's (sameRenderStatus): a render status that
+// differs from the stored one only in its times — a condition set in this
+// process holds nanoseconds, the stored one seconds — is no change, and
+// nothing is written; one with another digest is, and the write carries
+// it.
+func TestAStatusWriteCarriesARenderOnlyWhenItChanged(t *testing.T) {
+	g := NewWithT(t)
+	stored := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Generation: 2}}
+	ks.Status.ObservedGeneration = 2
+	ks.Status.RenderedArtifact = &meta.Artifact{URL: "http://render/a.yaml", Revision: "main@sha1:a", Digest: "sha256:a",
+		LastUpdateTime: metav1.NewTime(stored)}
+	ks.Status.Conditions = []metav1.Condition{
+		{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: "applied",
+			ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(stored)},
+		{Type: kustomizev1.RenderedCondition, Status: metav1.ConditionTrue, Reason: kustomizev1.RenderSucceededReason,
+			Message: "rendered", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(stored)},
+	}
+	writer := func(change func(*kustomizev1.Kustomization)) (*statusWrite, error) {
+		obj := ks.DeepCopy()
+		w := newStatusWriter(nil, obj, appOf(obj), obj.DeepCopy(), time.Now())
+		change(obj)
+		return w.next(appOf(obj).syncStatus())
+	}
+
+	sw, err := writer(func(*kustomizev1.Kustomization) {})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sw).To(BeNil(), "nothing changed")
+
+	sw, err = writer(func(obj *kustomizev1.Kustomization) {
+		set := stored.Add(123456789 * time.Nanosecond)
+		obj.Status.RenderedArtifact.LastUpdateTime = metav1.NewTime(set)
+		conditions.Get(obj, kustomizev1.RenderedCondition).LastTransitionTime = metav1.NewTime(set)
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sw).To(BeNil(), "a render status that differs only in its times is no change")
+
+	sw, err = writer(func(obj *kustomizev1.Kustomization) { obj.Status.RenderedArtifact.Digest = "sha256:b" })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sw).NotTo(BeNil(), "another digest is a change")
+	g.Expect(sw.status).To(HaveKeyWithValue("renderedArtifact", HaveKeyWithValue("digest", "sha256:b")))
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-logr/logr"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -39,11 +38,19 @@ type RenderRecords struct {
 	// record it adopted from one handed on since, even of the same
 	// render (adoption).
 	seq uint64
-	// carried is, per object, the digest of the render this controller
-	// last wrote to status itself: the watch event of that write is not
-	// news of a render (renderedChanged).
-	carried map[types.NamespacedName]string
+	// carried is, per object, the render status this controller last
+	// wrote itself from a record: the watch event of that write is not
+	// news of a render (renderedChanged), and a later record may be taken
+	// over it (adopt).
+	carried map[types.NamespacedName]carriedRender
 	events  chan event.GenericEvent
+}
+
+// carriedRender is a render status this controller wrote, by UID and
+// renderfeed.StatusDigest.
+type carriedRender struct {
+	uid    types.UID
+	digest string
 }
 
 // keptRecord is a record kept, numbered in the order Handle kept it.
@@ -156,14 +163,24 @@ func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) (
 		return adoption{}, false // the cache has not caught up with the spec yet
 	}
 	// A record still kept is newer than any render status
-	// render-controller wrote of the object: each of its writes withdraws
-	// the record first (a failure written while a sync of the record runs
-	// makes the sync's status write conflict, which drops the record:
-	// statusWriter).
-	rendered := conditions.Get(ks, kustomizev1.RenderedCondition)
-	atGeneration := rendered != nil && rendered.ObservedGeneration == ks.Generation
-	if atGeneration && rendered.Status == metav1.ConditionTrue && apiequality.Semantic.DeepEqual(ks.Status.RenderedArtifact, rec.Artifact) {
+	// render-controller wrote of the object before it offered it: each of
+	// its writes withdraws the record first (a failure written while a
+	// sync of the record runs makes the sync's status write conflict,
+	// which drops the record: statusWriter).
+	stored := renderStatusOf(ks).digest()
+	if stored == rec.status().digest() {
 		delete(rr.byKey, key) // taken
+		return adoption{}, false
+	}
+	// Over a render status render-controller wrote after the record's
+	// offer it is not: that write withdrew the record, and the withdrawal
+	// is still on its way. The record names the statuses it is newer than
+	// (Replaces); the render this controller wrote from an earlier record
+	// is one too, as no write of render-controller's came after it.
+	if c, ok := rr.carried[key]; !rec.ReplacesStatus(stored) && (!ok || c.uid != ks.UID || c.digest != stored) {
+		delete(rr.byKey, key)
+		rr.Log.Info("dropping a render record: render-controller wrote the render status since it offered it", "object", key,
+			"generation", rec.Generation, "revision", rec.Artifact.Revision)
 		return adoption{}, false
 	}
 	ks.Status.RenderedArtifact = rec.Artifact.DeepCopy()
@@ -190,18 +207,18 @@ func (rr *RenderRecords) stale(key types.NamespacedName, a adoption) {
 	}
 }
 
-// wrote records that this controller wrote the render of digest to the
-// object's status.
-func (rr *RenderRecords) wrote(key types.NamespacedName, digest string) {
+// wrote records that this controller wrote the render status rs to the
+// status of the object key, of UID uid.
+func (rr *RenderRecords) wrote(key types.NamespacedName, uid types.UID, rs *renderStatus) {
 	if rr == nil {
 		return
 	}
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	if rr.carried == nil {
-		rr.carried = map[types.NamespacedName]string{}
+		rr.carried = map[types.NamespacedName]carriedRender{}
 	}
-	rr.carried[key] = digest
+	rr.carried[key] = carriedRender{uid: uid, digest: rs.digest()}
 }
 
 // taken drops the object's record once a status write carried its render
@@ -224,9 +241,11 @@ func (rr *RenderRecords) ownWrite(obj reconcile.Object) bool {
 	if rr == nil || !ok || ks.Status.RenderedArtifact == nil {
 		return false
 	}
+	digest := renderStatusOf(ks).digest()
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	return rr.carried[types.NamespacedName{Namespace: ks.Namespace, Name: ks.Name}] == ks.Status.RenderedArtifact.Digest
+	c, ok := rr.carried[types.NamespacedName{Namespace: ks.Namespace, Name: ks.Name}]
+	return ok && c.uid == ks.UID && c.digest == digest
 }
 
 // renderStatus is the part of a Kustomization's status that
@@ -256,18 +275,32 @@ func renderStatusOf(obj reconcile.Object) *renderStatus {
 	return rs
 }
 
-// sameRenderStatus says whether a and b are the same render status: the
-// same artifact and the same Rendered condition at the same generation.
-// Times are left out: a condition a run set holds nanoseconds, the one
-// the API server stores the same instant in seconds.
-func sameRenderStatus(a, b *renderStatus) bool {
-	if a == nil || b == nil {
-		return a == b
+// digest is rs's identity, renderfeed.StatusDigest: the one comparison
+// of render statuses, which render-controller's records name too. nil
+// (no render status) has one as well.
+func (rs *renderStatus) digest() string {
+	if rs == nil {
+		return renderfeed.StatusDigest(nil, nil)
 	}
-	sameArtifact := (a.Artifact == nil) == (b.Artifact == nil) && (a.Artifact == nil ||
-		a.Artifact.Digest == b.Artifact.Digest && a.Artifact.Revision == b.Artifact.Revision && a.Artifact.URL == b.Artifact.URL)
-	sameCondition := (a.Rendered == nil) == (b.Rendered == nil) && (a.Rendered == nil ||
-		a.Rendered.Status == b.Rendered.Status && a.Rendered.Reason == b.Rendered.Reason &&
-			a.Rendered.Message == b.Rendered.Message && a.Rendered.ObservedGeneration == b.Rendered.ObservedGeneration)
-	return sameArtifact && sameCondition
+	return renderfeed.StatusDigest(rs.Artifact, rs.Rendered)
+}
+
+// sameRenderStatus says whether a and b are the same render status: the
+// same artifact (digest, revision, URL) and the same Rendered condition
+// (status, reason, message, observedGeneration). Times are left out: a
+// condition a run set holds nanoseconds, the one the API server stores
+// the same instant in seconds, and a status write for that difference
+// alone would change nothing a reader uses. It decides both whether a
+// status write carries a changed render (statusWriter.next) and whether
+// a conflict was a write of the render (applyCarryingRender).
+func sameRenderStatus(a, b *renderStatus) bool {
+	return a.digest() == b.digest()
+}
+
+// status is the render status the record puts into its object (adopt).
+func (rec *keptRecord) status() *renderStatus {
+	return &renderStatus{Artifact: rec.Artifact, Rendered: &metav1.Condition{
+		Type: kustomizev1.RenderedCondition, Status: metav1.ConditionTrue, Reason: kustomizev1.RenderSucceededReason,
+		Message: rec.Message, ObservedGeneration: rec.Generation,
+	}}
 }

@@ -205,7 +205,7 @@ func (w *statusWriter) next(st syncStatus) (*statusWrite, error) {
 		render: renderStatusOf(w.obj)}
 	along := inventoryAlong(sw.inv)
 	invChanged := !apiequality.Semantic.DeepEqual(sw.inv, w.storedInv)
-	renderChanged := !apiequality.Semantic.DeepEqual(sw.render, w.storedRender)
+	renderChanged := !sameRenderStatus(sw.render, w.storedRender)
 	if invChanged && !along {
 		inv, err := reconcile.ToStatusMap(&inventoryStatus{Inventory: sw.inv})
 		if err != nil {
@@ -293,7 +293,7 @@ func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 		if sw.render.Artifact != nil {
 			// Before the apply: its watch event may come before its
 			// response.
-			w.r.Renders.wrote(w.key, sw.render.Artifact.Digest)
+			w.r.Renders.wrote(w.key, w.obj.GetUID(), sw.render)
 		}
 		if err := w.applyCarryingRender(ctx, sw.status); err != nil {
 			return err
