@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,4 +132,57 @@ func TestWithASubscriberARenderIsOfferedThenWrittenAfterTheGrace(t *testing.T) {
 	publishTree(t, ns, "repo", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", map[string]string{"kustomization.yaml": "resources: [gone.yaml]\n"})
 	failed := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
 	g.Expect(failed.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest), "the last good render stays")
+}
+
+// A render offered on the feed names the render status it replaces
+// (renderfeed.Record.Replaces), so that sync-controller takes it over
+// no write of render-controller's made after the offer: the status its
+// reconcile read — none for a new Kustomization, the failure written at
+// once before the fix — by the digest sync-controller computes from the
+// object it reads.
+func TestARenderOfferedNamesTheRenderStatusItReplaces(t *testing.T) {
+	g := NewWithT(t)
+	fr := readFeed(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "1111111111111111111111111111111111111111", map[string]string{"a.yaml": cm("one", "a: b")})
+	kustomization(t, ns, "app", "repo", nil)
+	g.Eventually(func() []renderfeed.Record { return fr.of(ns, "app") }, timeout, poll).Should(HaveLen(1))
+	g.Expect(fr.of(ns, "app")[0].Replaces).To(Equal([]string{renderfeed.StatusDigest(nil, nil)}))
+
+	publishTree(t, ns, "repo", "2222222222222222222222222222222222222222", map[string]string{"kustomization.yaml": "resources: [gone.yaml]\n"})
+	failed := waitRendered(t, ns, "app", metav1.ConditionFalse, kustomizev1.BuildFailedReason)
+	publishTree(t, ns, "repo", "3333333333333333333333333333333333333333", map[string]string{"a.yaml": cm("one", "a: c")})
+	var fixed renderfeed.Record
+	g.Eventually(func(g Gomega) {
+		recs := fr.of(ns, "app")
+		g.Expect(len(recs)).To(BeNumerically(">=", 3))
+		fixed = recs[len(recs)-1]
+		g.Expect(fixed.Withdrawn).To(BeFalse())
+		g.Expect(fixed.Artifact.Revision).To(Equal("main@sha1:3333333333333333333333333333333333333333"))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(fixed.Replaces).To(ContainElement(renderfeed.StatusDigest(failed.Status.RenderedArtifact, renderedCondition(failed))))
+	g.Expect(fixed.Replaces).NotTo(ContainElement(renderfeed.StatusDigest(nil, nil)))
+}
+
+// The render status render-controller wrote itself last is named beside
+// the one read, which its cache may not have yet (read, below, is the
+// status before the write): sync-controller's stored status is the
+// write, and the record must name it to be taken. A write to another
+// object of the same name (another UID) is not named.
+func TestARecordNamesTheLastWriteEvenBeforeTheCacheHasIt(t *testing.T) {
+	g := NewWithT(t)
+	r := &KustomizationReconciler{}
+	read := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "uid-1", Generation: 2}}
+	g.Expect(r.replaces(read)).To(Equal([]string{renderStatusDigest(read)}))
+
+	wrote := read.DeepCopy()
+	conditions.MarkFalse(wrote, kustomizev1.RenderedCondition, kustomizev1.BuildFailedReason, "boom")
+	r.wroteRender(wrote)
+	g.Expect(r.replaces(read)).To(Equal([]string{renderStatusDigest(wrote), renderStatusDigest(read)}))
+	g.Expect(r.replaces(wrote)).To(Equal([]string{renderStatusDigest(wrote)}), "the cache has it: named once")
+
+	other := read.DeepCopy()
+	other.UID = "uid-2"
+	g.Expect(r.replaces(other)).To(Equal([]string{renderStatusDigest(other)}))
 }
