@@ -9,6 +9,9 @@
 // object's older one), Withdraw takes it back when render-controller
 // writes the status itself, and a subscriber gets the pending records
 // first (the snapshot) and then every offer and withdrawal as it happens.
+// A record names the render statuses it replaces (StatusDigest), so that
+// sync-controller never takes it over a write of render-controller's made
+// after the offer whose withdrawal is still on its way.
 // It is bounded: a few subscribers at once (one sync-controller per
 // shard and its standby), records under MaxRecordBytes, one pending
 // record per object, and a subscriber that falls MaxBacklog lines behind
