@@ -133,10 +133,14 @@ func (rr *RenderRecords) forget(key types.NamespacedName) {
 // never one a run put a record into already — does not have a render of
 // that generation yet (or has another one than the record's, a newer
 // revision of the same generation, or a failure written before the
-// render); it returns the adoption and whether it did. A record of
-// another UID or of an older generation is dropped with one log line;
-// one of a newer generation waits for the cache to catch up; one that
-// status already has is dropped. Any other record stays until a status
+// render) and that status is one the record replaces (Replaces, or the
+// render this controller wrote from an earlier record); it returns the
+// adoption and whether it did. A record of another UID or of an older
+// generation is dropped with one log line, and so is one over a status
+// it does not replace (render-controller's write after the offer, its
+// withdrawal still on its way); one of a newer generation waits for the
+// cache to catch up; one that status already has is dropped. Any other
+// record stays until a status
 // write carried it (taken), render-controller withdrew it, or a
 // conflict showed it stale: a failed write loses none.
 func (rr *RenderRecords) adopt(key types.NamespacedName, obj reconcile.Object) (adoption, bool) {
