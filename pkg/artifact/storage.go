@@ -201,11 +201,17 @@ func (s *Storage) write(ref Ref, filename string, fill func(io.Writer) error) (*
 	renamed = true
 	size := cw.n
 	return &meta.Artifact{
-		Path:           rel,
-		URL:            s.URL(rel),
-		Digest:         "sha256:" + hex.EncodeToString(h.Sum(nil)),
-		Size:           &size,
-		LastUpdateTime: metav1.NewTime(fi.ModTime()),
+		Path:   rel,
+		URL:    s.URL(rel),
+		Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
+		Size:   &size,
+		// In whole seconds, as status keeps it (metav1.Time's JSON): the
+		// descriptor is compared with copies of itself read back from the
+		// API server, and with nanoseconds no copy was ever equal to it —
+		// render-controller took a render sync-controller had written to
+		// status from the feed for one it had not (docs/bench/fleet.md,
+		// "Fleet runs S1–S3").
+		LastUpdateTime: metav1.NewTime(fi.ModTime().Truncate(time.Second)),
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"plumb.dev/api/meta"
 )
 
 var testRef = Ref{Kind: "GitRepository", Namespace: "apps", Name: "podinfo"}
@@ -45,7 +49,15 @@ func TestStoreWritesAtomicallyWithDigest(t *testing.T) {
 	fi, err := os.Stat(s.LocalPath(a.Path))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o644)))
-	g.Expect(a.LastUpdateTime.Time.Equal(fi.ModTime())).To(BeTrue(), "LastUpdateTime %v, file %v", a.LastUpdateTime, fi.ModTime())
+	g.Expect(a.LastUpdateTime.Time.Equal(fi.ModTime().Truncate(time.Second))).To(BeTrue(), "LastUpdateTime %v, file %v", a.LastUpdateTime, fi.ModTime())
+	// In whole seconds, as status keeps it: the descriptor equals its copy
+	// read back from the API server (JSON), which the render feed compares
+	// it with.
+	raw, err := json.Marshal(a)
+	g.Expect(err).NotTo(HaveOccurred())
+	var back meta.Artifact
+	g.Expect(json.Unmarshal(raw, &back)).To(Succeed())
+	g.Expect(apiequality.Semantic.DeepEqual(*a, back)).To(BeTrue(), "the descriptor and its JSON round trip differ: %v and %v", a.LastUpdateTime, back.LastUpdateTime)
 
 	// No temporary file is left behind, also when the writer fails midway.
 	_, err = s.Store(context.Background(), testRef, "broken.tar.gz", io.MultiReader(strings.NewReader("part"), errReader{}))

@@ -132,13 +132,14 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			predicate.GenerationChangedPredicate{},
 			plumbreconcile.RequestedPredicate{},
 			syncFinalizerReleased{},
+			pendingUpdated{feed: r.Feed},
 		)))
 	for _, kind := range sourceKinds {
 		b = b.Watches(kind.New(),
 			handler.EnqueueRequestsFromMapFunc(r.kustomizationsOf(kind.GVK.Kind)),
 			builder.WithPredicates(artifactChanged{}))
 	}
-	return b.WatchesRawSource(r.sweepSource(mgr.GetCache())).WithOptions(opts).Complete(r)
+	return b.WatchesRawSource(r.sweepSource(mgr.GetCache())).WatchesRawSource(r.feedSource()).WithOptions(opts).Complete(r)
 }
 
 // kustomizationsOf maps a source object of kind to the Kustomizations

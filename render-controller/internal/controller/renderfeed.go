@@ -8,8 +8,12 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	plumbreconcile "plumb.dev/pkg/reconcile"
@@ -104,8 +108,9 @@ func (r *KustomizationReconciler) wroteRender(obj *kustomizev1.Kustomization) {
 // The read alone would not do: it comes from the cache, which may not
 // have render-controller's own last write yet, nor sync-controller's
 // write of the previous record; a record naming a status older than the
-// stored one is dropped by sync-controller and waits for the next grace,
-// when it is offered again with a newer read (Feed.Offer). Both are older
+// stored one is dropped by sync-controller and offered again with a newer
+// read (Feed.Offer) when the newer status reaches this cache: an update of
+// an object whose render waits on the feed (pendingUpdated). Both are older
 // than the offer, so a write of render-controller's after it — which
 // withdraws the record — names neither.
 func (r *KustomizationReconciler) replaces(read *kustomizev1.Kustomization) []string {
@@ -162,23 +167,109 @@ func (r *KustomizationReconciler) pendingRender(ctx context.Context, obj *kustom
 	return true
 }
 
-// untilGrace shortens result's requeue to one grace while obj's render
-// waits on the feed, so that render-controller writes it if no
-// sync-controller is subscribed by then, or none took it in
-// subscribedGraceFactor graces.
+// untilGrace shortens result's requeue while obj's render waits on the
+// feed, to the moment render-controller would write it itself: the end of
+// subscribedGraceFactor graces from the offer while a sync-controller is
+// subscribed, one grace while none is. It used to be one grace either way,
+// and a render waits on the feed as long as sync-controller's queue is
+// long — in a fleet created at once, in proportion to the fleet — so each
+// Kustomization was reconciled again every grace for nothing: 8.7
+// reconciles per Kustomization at N=3,000, and render-controller's CPU per
+// Kustomization doubled from N=1,000 (docs/bench/fleet.md, "Fleet runs
+// S1–S3"). What the wake-ups caught comes as events instead: the status
+// write that takes or replaces the render (pendingUpdated) and the last
+// subscriber leaving (feedSource).
 func (r *KustomizationReconciler) untilGrace(obj *kustomizev1.Kustomization, result ctrl.Result) ctrl.Result {
 	if r.Feed == nil {
 		return result
 	}
-	rec, _, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
+	rec, since, ok := r.Feed.Pending(client.ObjectKeyFromObject(obj))
 	if !ok || rec.UID != obj.UID {
 		return result
 	}
 	wait := r.grace() + time.Second
+	if r.Feed.Subscribed() {
+		wait = max(wait, subscribedGraceFactor*r.grace()-time.Since(since)+time.Second)
+	}
 	if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 		result.RequeueAfter = wait
 	}
 	return result
+}
+
+// pendingUpdated passes an update of a Kustomization whose render waits
+// on the feed. Status changes are otherwise filtered out (render-
+// controller renders specs), but this one is news for the feed: it is
+// sync-controller's write taking the render, which drops the pending
+// record (writeStatus), or a write that makes the record stale, which
+// offers it again from the new status. One reconcile at that moment
+// instead of one every grace while the render waits.
+type pendingUpdated struct {
+	predicate.Funcs
+	feed *renderfeed.Feed
+}
+
+func (p pendingUpdated) Create(event.CreateEvent) bool   { return false }
+func (p pendingUpdated) Delete(event.DeleteEvent) bool   { return false }
+func (p pendingUpdated) Generic(event.GenericEvent) bool { return false }
+
+func (p pendingUpdated) Update(e event.UpdateEvent) bool {
+	if p.feed == nil || e.ObjectNew == nil {
+		return false
+	}
+	rec, _, ok := p.feed.Pending(client.ObjectKeyFromObject(e.ObjectNew))
+	return ok && rec.UID == e.ObjectNew.GetUID()
+}
+
+// feedSource is a source of the Kustomization controller: every grace,
+// while no sync-controller is subscribed, it queues each Kustomization
+// whose render waits on the feed, so that render-controller writes the
+// render itself within about a grace of the last subscriber leaving,
+// as it did when each offered render was looked at every grace. The
+// objects are those this reconciler rendered (its cache keys); the feed
+// offers nothing while no one is subscribed, so the list only shrinks.
+func (r *KustomizationReconciler) feedSource() source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[ctrl.Request]) error {
+		if r.Feed == nil {
+			return nil
+		}
+		go func() {
+			tick := time.NewTicker(r.grace())
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				if r.Feed.Subscribed() {
+					continue
+				}
+				for _, key := range r.pendingKeys() {
+					q.Add(ctrl.Request{NamespacedName: key})
+				}
+			}
+		}()
+		return nil
+	})
+}
+
+// pendingKeys returns the objects this reconciler rendered whose render
+// waits on the feed.
+func (r *KustomizationReconciler) pendingKeys() []types.NamespacedName {
+	r.cacheMu.Lock()
+	keys := make([]types.NamespacedName, 0, len(r.cache))
+	for key := range r.cache {
+		keys = append(keys, key)
+	}
+	r.cacheMu.Unlock()
+	pending := keys[:0]
+	for _, key := range keys {
+		if _, _, ok := r.Feed.Pending(key); ok {
+			pending = append(pending, key)
+		}
+	}
+	return pending
 }
 
 func (r *KustomizationReconciler) grace() time.Duration {

@@ -13,7 +13,9 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/renderfeed"
@@ -185,4 +187,79 @@ func TestARecordNamesTheLastWriteEvenBeforeTheCacheHasIt(t *testing.T) {
 	other := read.DeepCopy()
 	other.UID = "uid-2"
 	g.Expect(r.replaces(other)).To(Equal([]string{renderStatusDigest(other)}))
+}
+
+// While a sync-controller is subscribed, a render it has not taken yet is
+// not reconciled again every grace: it waits on the feed for as long as
+// sync-controller's queue is long, in proportion to a fleet created at
+// once, and each of those reconciles was work for nothing (docs/bench/
+// fleet.md, "Fleet runs S1–S3"). sync-controller's status write taking
+// the render is what ends the wait: it drops the pending record.
+func TestAnOfferedRenderIsNotReconciledEveryGraceAndIsTakenOnTheStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	fr := readFeed(t)
+	ns := namespace(t)
+	gitRepo(t, ns, "repo", nil)
+	publishTree(t, ns, "repo", "abababababababababababababababababababab", map[string]string{"a.yaml": cm("one", "a: b")})
+	ks := kustomization(t, ns, "app", "repo", nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func() []renderfeed.Record { return fr.of(ns, "app") }, timeout, poll).Should(HaveLen(1))
+	rec := fr.of(ns, "app")[0]
+
+	// Three graces and more with the render on the feed: the code before
+	// reconciled it at the end of each (one grace and a second), three
+	// times; a reconcile of another object of the suite may still fall in.
+	before := renderReconciles(g)
+	time.Sleep(3*(testRenderGrace+time.Second) + time.Second)
+	g.Expect(renderReconciles(g)-before).To(BeNumerically("<", 2), "reconciles of the kind while the render waits on the feed")
+	_, _, pending := feed.Pending(key)
+	g.Expect(pending).To(BeTrue(), "still offered, not written")
+	g.Expect(getKS(g, ns, "app").Status.RenderedArtifact).To(BeNil())
+
+	// sync-controller takes it: its status write carries the render.
+	syncStatus := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kustomizev1.GroupVersion.String(), "kind": kustomizev1.KustomizationKind,
+		"metadata": map[string]any{"name": "app", "namespace": ns},
+		"status": map[string]any{
+			"renderedArtifact": map[string]any{
+				"path": rec.Artifact.Path, "url": rec.Artifact.URL, "revision": rec.Artifact.Revision,
+				"digest": rec.Artifact.Digest, "size": *rec.Artifact.Size, "lastUpdateTime": rec.Artifact.LastUpdateTime.UTC().Format(time.RFC3339),
+			},
+			"conditions": []any{map[string]any{
+				"type": kustomizev1.RenderedCondition, "status": "True", "reason": kustomizev1.RenderSucceededReason, "message": rec.Message,
+				"observedGeneration": rec.Generation, "lastTransitionTime": "2026-01-01T00:00:00Z",
+			}},
+		},
+	}}
+	g.Expect(k8s.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(syncStatus), client.FieldOwner("plumb-sync"), client.ForceOwnership)).To(Succeed())
+	// Taken on that write's event: the reconcile at the end of the
+	// subscribed grace, 30 s after the offer, would write and withdraw it
+	// instead, and that write would be render-controller's.
+	g.Eventually(func() bool { _, _, ok := feed.Pending(key); return ok }, timeout, poll).Should(BeFalse(), "the status write takes the record off the feed")
+	for _, m := range getKS(g, ns, "app").ManagedFields {
+		g.Expect(m.Manager == FieldManager && m.Subresource == "status").To(BeFalse(), "render-controller wrote no status of its own")
+	}
+	got := getKS(g, ns, "app")
+	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
+}
+
+// renderReconciles is controller-runtime's count of the Kustomization
+// render controller's reconciles, every result.
+func renderReconciles(g Gomega) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "kustomization-render" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }
