@@ -44,7 +44,10 @@
 //     after ConfigMaps and storage, unlisted kinds last), then kind,
 //     group, namespace, name, version. Each document is
 //     kustomize's YAML form (sorted keys), so the same input gives the same
-//     bytes and the same sha256 digest. The output is capped.
+//     bytes and the same sha256 digest. The output is capped. Steps 4, 5
+//     and the printing are each object's own, and without a decryptor run
+//     on every core (finishAll), with the loop's outcome: the same objects
+//     in the same order, or the first failing object's error.
 //
 // # The fast path
 //

@@ -248,6 +248,56 @@ func (t timeline) String() string {
 		handOff, benchfig.Round(t.objects), benchfig.Round(t.after), benchfig.Round(t.status), benchfig.Round(t.delivery))
 }
 
+// occupancy is how busy the workers were over the object requests since
+// the last reset (every PATCH but a status write): the window from the
+// first one's start to the last one's answer, and the requests' time in
+// flight summed over it, divided by the window and the workers — 1.0 is
+// every worker waiting on a request from the first to the last. It
+// answers whether a side's requests ran at full concurrency or left
+// workers idle (a kind group's tail, a worker's own work between two
+// requests).
+func (c *requestCounter) occupancy(workers int) occupancy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first, last time.Time
+	var inFlight time.Duration
+	n := 0
+	for _, r := range c.records {
+		if !strings.HasPrefix(r.kind, "PATCH ") || strings.HasSuffix(strings.Fields(r.kind)[1], "/status") {
+			continue
+		}
+		n++
+		inFlight += r.duration
+		if first.IsZero() || r.start.Before(first) {
+			first = r.start
+		}
+		if end := r.start.Add(r.duration); end.After(last) {
+			last = end
+		}
+	}
+	if n == 0 || workers < 1 || !last.After(first) {
+		return occupancy{}
+	}
+	window := last.Sub(first)
+	return occupancy{requests: n, window: window, busy: float64(inFlight) / float64(window) / float64(workers),
+		perRequest: inFlight / time.Duration(n)}
+}
+
+// occupancy is requestCounter.occupancy's answer.
+type occupancy struct {
+	requests   int
+	window     time.Duration
+	busy       float64       // the workers' mean share of the window spent waiting on a request
+	perRequest time.Duration // a request's mean time in flight
+}
+
+func (o occupancy) String() string {
+	if o.requests == 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d requests in %s, workers busy %.0f%%, %s per request", o.requests, benchfig.Round(o.window), 100*o.busy, benchfig.Round(o.perRequest))
+}
+
 func (c *requestCounter) reset() {
 	if c == nil {
 		return

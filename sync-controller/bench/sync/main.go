@@ -115,14 +115,17 @@ func main() {
 
 // bench holds what the measurements share.
 type bench struct {
-	c       config
-	env     *testenv.Environment
-	wc      client.WithWatch // the bench's own client: not counted
-	bare    client.Client    // the bare loop's client
-	art     *artifactServer
-	counter *requestCounter // nil while the binary runs
-	res     *results
-	runID   int
+	c    config
+	env  *testenv.Environment
+	wc   client.WithWatch // the bench's own client: not counted
+	bare client.Client    // the bare loop's client
+	// bareCounter times the bare loop's requests, as counter the
+	// controller's: how busy its workers were (occupancy).
+	bareCounter *requestCounter
+	art         *artifactServer
+	counter     *requestCounter // nil while the binary runs
+	res         *results
+	runID       int
 }
 
 func run(c config) error {
@@ -147,6 +150,8 @@ func run(c config) error {
 	}
 	bareCfg := rest.CopyConfig(env.Config)
 	bareCfg.QPS, bareCfg.Burst = -1, -1
+	b.bareCounter = &requestCounter{}
+	bareCfg.WrapTransport = b.bareCounter.wrap
 	if b.bare, err = client.New(bareCfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return err
 	}
@@ -571,9 +576,13 @@ func (b *bench) initialSync(ctx context.Context, ks *kustomizev1.Kustomization, 
 		return nil, sample{}, fmt.Errorf("the Kustomization is Ready, but its inventory holds %d entries, not %d", n, b.c.objects)
 	}
 	tl := b.counter.timeline(start, at).withDownload(start, b.art.lastDownload())
+	busy := b.counter.occupancy(b.c.controller.applyConcurrency)
 	cpu := cpu1.since(cpu0)
 	fmt.Fprintf(os.Stderr, "   sync-controller initial sync, %s: %s, %d requests; %s; CPU (API server and etcd, bench process) %s\n", w.describe(b.c.objects), benchfig.Round(elapsed), total, tl, cpu)
-	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl, render: renderTook, cpu: cpu}, nil
+	if renderFn != nil {
+		fmt.Fprintf(os.Stderr, "   its object requests: %s\n", busy)
+	}
+	return got, sample{d: elapsed, requests: total, counts: counts, timeline: tl, render: renderTook, cpu: cpu, busy: busy}, nil
 }
 
 // bareInitial applies the workload's objects to a fresh namespace with a

@@ -22,6 +22,9 @@ type sample struct {
 	// cpu is what the API server and etcd, and this process, spent on the
 	// run (after a shape's render): the figure the load leaves standing.
 	cpu cpuUse
+	// busy is how busy the workers were over the object requests (a
+	// shape's runs, both sides).
+	busy occupancy
 }
 
 // series is the runs of one figure.
@@ -69,6 +72,14 @@ func (s *series) cpus() string {
 	parts := make([]string, len(s.samples))
 	for i, x := range s.samples {
 		parts[i] = x.cpu.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (s *series) occupancies() string {
+	parts := make([]string, len(s.samples))
+	for i, x := range s.samples {
+		parts[i] = x.busy.String()
 	}
 	return strings.Join(parts, "; ")
 }
@@ -264,6 +275,7 @@ func (r *results) print(out io.Writer) {
 		if s, ok := sh.initial.median(); ok {
 			fmt.Fprintf(out, "  the median run: render %s, then from the rendered status written: %s\n", benchfig.Round(s.render), s.timeline)
 		}
+		fmt.Fprintf(out, "  the object requests of the runs: sync-controller %s; bare loop %s\n", sh.initial.occupancies(), sh.bare.occupancies())
 	}
 	if r.statusWrite > 0 {
 		fmt.Fprintf(out, "- a status apply like sync-controller's last request of a run, by the bench alone (no controller running), median of 9: %s with the %d-entry inventory, %s with an empty one, %s not sending the inventory while another field manager keeps it stored\n",

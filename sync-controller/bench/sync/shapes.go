@@ -193,9 +193,11 @@ func (b *bench) shapeBare(ctx context.Context, s shape, w workload) (sample, err
 	if err := b.quiesce(ctx); err != nil {
 		return sample{}, err
 	}
+	b.bareCounter.reset()
 	cpu, elapsed, err := b.timedApplyAll(ctx, objs, b.c.controller.applyConcurrency)
+	busy := b.bareCounter.occupancy(b.c.controller.applyConcurrency)
 	if err == nil {
-		fmt.Fprintf(os.Stderr, "   bare loop, shape %s: %s, CPU (API server and etcd, bench process) %s\n", s, benchfig.Round(elapsed), cpu)
+		fmt.Fprintf(os.Stderr, "   bare loop, shape %s: %s, CPU (API server and etcd, bench process) %s; its requests: %s\n", s, benchfig.Round(elapsed), cpu, busy)
 	}
-	return sample{d: elapsed, cpu: cpu}, err
+	return sample{d: elapsed, cpu: cpu, busy: busy}, err
 }
