@@ -29,7 +29,7 @@ func fleetEvent(b *testing.B) []byte {
 	fields := `{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:lastAppliedRevision":{},"f:observedGeneration":{}}}`
 	for _, m := range []string{"sync-controller", "render-controller"} {
 		k.ManagedFields = append(k.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply,
-			APIVersion: "kustomize.plumb.dev/v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Subresource: "status"})
+			APIVersion: "kustomize.plumb.dev/v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields), Subresource: "status"})
 	}
 	size := int64(2048)
 	k.Status.ObservedGeneration = 1
