@@ -24,6 +24,7 @@ import (
 	"plumb.dev/pkg/artifact"
 	"plumb.dev/pkg/kinds"
 	"plumb.dev/pkg/options"
+	"plumb.dev/pkg/typedwatch"
 	"plumb.dev/pkg/version"
 )
 
@@ -156,6 +157,19 @@ func NewTrimmingManager(name string, cfg *rest.Config, scheme *runtime.Scheme, o
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
+		// The controller's own kinds are listed and watched with their
+		// events decoded in one pass (pkg/typedwatch): each status write
+		// of a Kustomization comes back as a watch event to both
+		// controllers that write it. Their REST client shares the
+		// manager's HTTP client and its connections.
+		NewCache: func(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+			newInformer, err := typedwatch.NewInformerFunc(config, opts.HTTPClient, opts.Scheme, onePassKinds(opts.ByObject, ownKinds))
+			if err != nil {
+				return nil, err
+			}
+			opts.NewInformer = newInformer
+			return cache.New(config, opts)
+		},
 		// controller-runtime's lazy mapper, its answers kept (restmapper.go):
 		// every status write and object apply asks it for a mapping.
 		MapperProvider:                NewRESTMapper,
@@ -274,6 +288,40 @@ func stripThen(transform toolscache.TransformFunc) toolscache.TransformFunc {
 		}
 		return transform(out)
 	}
+}
+
+// onePassKinds returns the own kinds that are Plumb's (pkg/kinds), each
+// with what byObject keeps of it, for their lists and watches decoded in
+// one pass: the label and field selectors, and the namespace when the
+// cache keeps one. A kind kept in several namespaces would need an informer
+// per namespace that NewInformer cannot tell apart: it keeps
+// controller-runtime's watch.
+func onePassKinds(byObject map[ctrlclient.Object]cache.ByObject, ownKinds []ctrlclient.Object) []typedwatch.Kind {
+	var out []typedwatch.Kind
+	for _, obj := range ownKinds {
+		k, ok := kinds.Of(obj)
+		if !ok {
+			continue
+		}
+		var by cache.ByObject
+		for o, b := range byObject {
+			if reflect.TypeOf(o) == reflect.TypeOf(obj) {
+				by = b
+			}
+		}
+		sel := typedwatch.Selection{Label: by.Label, Field: by.Field}
+		if len(by.Namespaces) > 1 {
+			continue
+		}
+		for ns, c := range by.Namespaces {
+			if c.LabelSelector != nil || c.FieldSelector != nil {
+				sel.Label, sel.Field = c.LabelSelector, c.FieldSelector
+			}
+			sel.Namespace = ns
+		}
+		out = append(out, typedwatch.Kind{GVK: k.GVK, Resource: k.Resource, Selection: sel})
+	}
+	return out
 }
 
 // ownKindsCache returns the cache options that keep only the objects of

@@ -60,6 +60,18 @@
 // CRD installed later, or made again at another version, is found as
 // controller-runtime finds it.
 //
+// # Watches decoded in one pass
+//
+// The cache lists and watches the controller's own kinds (the ownKinds
+// that are Plumb's, pkg/kinds) through pkg/typedwatch: each JSON watch
+// event is decoded once into the typed object, where client-go reads it
+// about nine times, and each status write of a Kustomization comes back as
+// such an event to both controllers that write it. The lists and watches
+// carry the same selectors and namespace as controller-runtime's would
+// (onePassKinds, from the cache's ByObject); a kind kept in several
+// namespaces keeps controller-runtime's watch. Every other kind, and
+// every metadata-only watch, is controller-runtime's.
+//
 // # Panics
 //
 // Every controller of the manager recovers a panic of its reconciler
