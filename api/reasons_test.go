@@ -213,9 +213,9 @@ func TestControllersNameReasonsByConstant(t *testing.T) {
 }
 
 // reasonArg returns the argument of call that is a reason, if call is one
-// of the calls that take one: an event recorder's Record and Eventf, the
-// conditions helpers, pkg/reconcile's Stalled and Waiting, sync-controller's
-// failed.
+// of the calls that take one: an event recorder's Record, Eventf and
+// RecordOnStream, the conditions helpers, pkg/reconcile's Stalled and
+// Waiting, sync-controller's failed.
 func reasonArg(call *ast.CallExpr, reconcilePkg, conditionsPkg string) ast.Expr {
 	arg := func(i int) ast.Expr {
 		if i < len(call.Args) {
@@ -233,6 +233,8 @@ func reasonArg(call *ast.CallExpr, reconcilePkg, conditionsPkg string) ast.Expr 
 		switch name := fun.Sel.Name; {
 		case (name == "Record" || name == "Eventf") && len(call.Args) >= 4:
 			return arg(2)
+		case name == "RecordOnStream" && len(call.Args) >= 3:
+			return arg(1)
 		case x != nil && x.Name == conditionsPkg && (name == "MarkTrue" || name == "MarkFalse" || name == "MarkUnknown"):
 			return arg(2)
 		case x != nil && x.Name == conditionsPkg && (name == "MarkStalled" || name == "MarkReconciling"):

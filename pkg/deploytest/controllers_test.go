@@ -220,6 +220,16 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 				ValuesFrom: []helmv2.ValuesReference{{Kind: "Secret", Name: "secret-vars", ValuesKey: "token", TargetPath: "token"}},
 			},
 		},
+		// A path the commit lacks: render-controller's failure is its one
+		// Kubernetes Event here (the events RBAC), a good render's
+		// Rendered being on the stream only.
+		&kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app"},
+				Path:      "./missing", Interval: metav1.Duration{Duration: time.Hour},
+			},
+		},
 		&kustomizev1.Kustomization{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
 			Spec: kustomizev1.KustomizationSpec{
@@ -354,16 +364,31 @@ func TestControllersRunWithTheirRBAC(t *testing.T) {
 		g.Expect(gitRepo.Status.LastHandledReconcileAt).To(Equal(token))
 	}, time.Minute, 250*time.Millisecond).Should(Succeed())
 
-	// Kubernetes Events were recorded (the events RBAC).
+	// Kubernetes Events were recorded (the events RBAC): render-controller's
+	// of the broken Kustomization's failed render, a Warning.
 	g.Eventually(func(g Gomega) {
 		var list corev1.EventList
 		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		sources := map[string]bool{}
 		for _, e := range list.Items {
 			sources[e.Source.Component+e.ReportingController] = true
+			if e.InvolvedObject.Name == "broken" {
+				g.Expect(e.Type).To(Equal(corev1.EventTypeWarning), "%s %s: %s", e.Type, e.Reason, e.Message)
+			}
 		}
 		g.Expect(fmt.Sprint(sources)).To(And(ContainSubstring("source-controller"), ContainSubstring("render-controller")))
 	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+	// The first sync of the Kustomization that became Ready is one
+	// Kubernetes Event, sync-controller's Applied (docs/design/events.md).
+	var list corev1.EventList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var onApp []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kustomizev1.KustomizationKind && e.InvolvedObject.Name == "app" {
+			onApp = append(onApp, e.Type+" "+e.Reason+" "+e.ReportingController)
+		}
+	}
+	g.Expect(onApp).To(Equal([]string{corev1.EventTypeNormal + " " + kustomizev1.AppliedReason + " sync-controller"}))
 
 	// Each controller leads through its own Lease (the leader-election RBAC).
 	var leases coordinationv1.LeaseList

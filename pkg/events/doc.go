@@ -52,10 +52,15 @@
 // New optional fields may be added within v1; removing or changing the meaning
 // of one needs v2.
 //
-// A Recorder writes each event twice: as a Kubernetes Event on the object
-// (events.k8s.io/v1, through controller-runtime's mgr.GetEventRecorder,
-// with the action KubeAction), and to a Publisher. Publishing never blocks
-// or fails a reconcile.
+// A Recorder writes each event twice (Record, Eventf): as a Kubernetes
+// Event on the object (events.k8s.io/v1, through controller-runtime's
+// mgr.GetEventRecorder, with the action KubeAction), and to a Publisher.
+// RecordOnStream writes an info event to the Publisher only: news the
+// object's status already tells a person, which is on the stream for
+// alerts and the UI and costs the API server nothing (render-controller's
+// Rendered). Every failure is a Kubernetes Event. Which events go where,
+// and why, is in docs/design/events.md. Publishing never blocks or fails
+// a reconcile.
 //
 // The Recorder is where every event message of every controller passes, so
 // it is where messages are bounded: one longer than message.MaxBytes (a

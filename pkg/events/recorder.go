@@ -127,6 +127,18 @@ func (r *Recorder) Record(obj client.Object, severity Severity, reason, msg stri
 	r.publisher.Publish(e)
 }
 
+// RecordOnStream records an info event on the stream only, with no
+// Kubernetes Event: news that machines read (alerts, commit statuses, the
+// UI's timeline, `plumb events`) and that the object's status already
+// tells a person at `kubectl describe`, so that a POST to the API server
+// for it would cost every sync and tell no one anything new. Which news
+// that is, and why, is in docs/design/events.md (render-controller's
+// Rendered). There is no severity to pass: a failure always goes through
+// Record, and so onto the object as a Warning Event.
+func (r *Recorder) RecordOnStream(obj client.Object, reason, msg string, opts ...Option) {
+	r.publisher.Publish(r.build(obj, SeverityInfo, reason, msg, opts...))
+}
+
 // build makes the stream event, its message cut to message.MaxBytes: the one
 // place every event message of every controller passes.
 func (r *Recorder) build(obj client.Object, severity Severity, reason, msg string, opts ...Option) Event {

@@ -99,3 +99,33 @@ func TestEventsCarryTheObjectsEventAnnotations(t *testing.T) {
 		"objects":                                "3",
 	}))
 }
+
+// RecordOnStream publishes an info event, bounded and carrying its options
+// and the object's event annotations as Record's do, and writes no
+// Kubernetes Event; Record, beside it, writes both.
+func TestRecordOnStreamWritesNoKubernetesEvent(t *testing.T) {
+	g := NewWithT(t)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app",
+		Annotations: map[string]string{AnnotationPrefix + ChangeRequestKey: "7"}}}
+	kube := kevents.NewFakeRecorder(2)
+	var stream published
+	r := NewRecorder(kube, &stream, nil, "test")
+
+	r.RecordOnStream(obj, kustomizev1.RenderedReason, "rendered 4 objects from revision \"main@sha1:abc\" "+strings.Repeat("x", 2*message.MaxBytes),
+		WithRevision("main@sha1:abc"), WithMetadata(map[string]string{"digest": "sha256:01"}))
+	g.Expect(stream).To(HaveLen(1))
+	e := stream[0]
+	g.Expect(e.Severity).To(Equal(SeverityInfo))
+	g.Expect(e.Reason).To(Equal(kustomizev1.RenderedReason))
+	g.Expect(e.Revision).To(Equal("main@sha1:abc"))
+	g.Expect(e.Metadata).To(Equal(map[string]string{"digest": "sha256:01", AnnotationPrefix + ChangeRequestKey: "7"}))
+	g.Expect(len(e.Message)).To(BeNumerically("<=", message.MaxBytes))
+	g.Expect(e.ReportingController).To(Equal("test"))
+	g.Expect(kube.Events).NotTo(Receive(), "no Kubernetes Event")
+
+	r.Record(obj, SeverityError, kustomizev1.BuildFailedReason, "kustomize build failed")
+	g.Expect(stream).To(HaveLen(2))
+	var kubeEvent string
+	g.Expect(kube.Events).To(Receive(&kubeEvent))
+	g.Expect(kubeEvent).To(HavePrefix("Warning " + kustomizev1.BuildFailedReason + " "))
+}

@@ -53,6 +53,8 @@ var otherToolsFlags = map[string]string{
 	"tlscert":                "nats-server --tlscert",
 	"tlskey":                 "nats-server --tlskey",
 	"insecure-allow-http":    "Flux's source-controller, which Plumb's docs compare with",
+	"enable-k8s-event":       "Argo CD's application controller, which docs/design/events.md compares with",
+	"event-ttl":              "kube-apiserver --event-ttl",
 }
 
 // otherKinds are kinds of other projects that the docs name, each with the

@@ -33,9 +33,10 @@ const shardLabel = "test.plumb.dev/shard"
 const aRevision = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 // A fresh Kustomization gets no finalizer from render-controller, and its
-// render costs the API server exactly one status apply and one event: no
-// write of the Kustomization itself (docs/bench/fleet.md, "Fewer writes
-// per Kustomization").
+// render costs the API server exactly one status apply: no write of the
+// Kustomization itself (docs/bench/fleet.md, "Fewer writes per
+// Kustomization"), and no Kubernetes Event, its Rendered event being on
+// the stream only (docs/design/events.md).
 func TestAFreshKustomizationCostsOneStatusApplyAndNoFinalizer(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
@@ -56,10 +57,10 @@ func TestAFreshKustomizationCostsOneStatusApplyAndNoFinalizer(t *testing.T) {
 
 	want := map[string]int{
 		"PATCH /apis/kustomize.plumb.dev/v1/namespaces/" + ns + "/kustomizations/app/status": 1,
-		"POST /apis/events.k8s.io/v1/namespaces/" + ns + "/events":                           1,
 	}
 	under := func() map[string]int { return apiRequests.Under("/namespaces/" + ns + "/") }
-	g.Eventually(under, timeout, poll).Should(Equal(want), "the Rendered event is sent")
+	g.Eventually(func() []events.Event { return published.of(ns, "app", kustomizev1.RenderedReason) }, timeout, poll).
+		Should(HaveLen(1), "the Rendered event is published")
 	g.Consistently(under, time.Second, poll).Should(Equal(want))
 }
 

@@ -81,7 +81,8 @@
 //     rollback (plumb rollback) applies again. The same bytes from the same revision keep the artifact as it
 //     was, lastUpdateTime included.
 //  8. announce: Rendered=True with the object count and revision, and a
-//     Rendered event for a new artifact or the same one after a failure.
+//     Rendered event (on the stream only) for a new artifact or the same
+//     one after a failure.
 //
 // Store and announce and the clean-up of a deleted object's render are the
 // same for both kinds and live in internal/rendered; each reconciler
@@ -181,14 +182,17 @@
 //
 // # Events
 //
-// Kubernetes Events and stream events (pkg/events, JetStream subject
+// Stream events (pkg/events, JetStream subject
 // plumb.events.kustomization.<namespace>.<name>): Rendered (info, with the
 // source revision, and the object count, digest and url in metadata) for
-// each new rendered artifact and on recovery from a failure; BuildFailed,
-// SubstituteFailed, ValidationFailed, RemoteResourceRefused,
-// LimitExceeded, ArtifactFailed and InvalidSpec (error) on every failed
-// attempt, the same news each time for notification-controller to alert
-// once per --rate-limit-interval (pkg/reconcile). Messages never hold
+// each new rendered artifact and on recovery from a failure, on the stream
+// only — the status says the same to a person, and a first sync's one
+// Kubernetes Event is sync-controller's Applied (docs/design/events.md);
+// BuildFailed, SubstituteFailed, ValidationFailed, RemoteResourceRefused,
+// LimitExceeded, ArtifactFailed and InvalidSpec (error), as Warning
+// Kubernetes Events too, on every failed attempt, the same news each time
+// for notification-controller to alert once per --rate-limit-interval
+// (pkg/reconcile). Messages never hold
 // values from Secrets. The reasons are constants of api/kustomize/v1 and
 // api/meta, listed in the Reasons table of docs/api/kustomization.md.
 //

@@ -22,13 +22,17 @@ type Object interface {
 }
 
 // Announce sets Rendered=True with msg, the news of the render a that obj
-// now serves, and records a Rendered event (info, with a's revision, and
+// now serves, and publishes a Rendered event (info, with a's revision, and
 // its digest, url and extra in metadata) when news is true: a new
 // artifact, or the first good render after a failure (a fixed
 // substituteFrom object, a fixed chart), either of which is news for
 // whoever got the alert. A render is announced once: a reconcile that runs
 // on a cached copy older than its own status write does not record it
-// again.
+// again. The event goes to the stream only (RecordOnStream): the status
+// this reconcile writes says the same to a person (renderedArtifact and
+// Rendered=True), and sync-controller's Applied event, the one Kubernetes
+// Event of a first sync, names the revision and what changed; a failed
+// render is a Warning Event (docs/design/events.md).
 func (s *Store) Announce(obj Object, a *meta.Artifact, msg string, news bool, extra map[string]string) {
 	conditions.MarkTrue(obj, kustomizev1.RenderedCondition, kustomizev1.RenderSucceededReason, "%s", msg)
 	if !news || !s.announced.first(client.ObjectKeyFromObject(obj), a.Digest+"@"+a.Revision) {
@@ -36,7 +40,7 @@ func (s *Store) Announce(obj Object, a *meta.Artifact, msg string, news bool, ex
 	}
 	md := map[string]string{"digest": a.Digest, "url": a.URL}
 	maps.Copy(md, extra)
-	s.Events.Record(obj, events.SeverityInfo, kustomizev1.RenderedReason, msg,
+	s.Events.RecordOnStream(obj, kustomizev1.RenderedReason, msg,
 		events.WithRevision(a.Revision), events.WithMetadata(md))
 }
 

@@ -17,10 +17,10 @@
 //     writes a file out within its writeback interval (30 s by default),
 //     so the older renders a rollback downloads are on the disk as any
 //     file is.
-//   - announce: set Rendered=True and record a Rendered event (Kubernetes
-//     and the JetStream stream, pkg/events) for a new artifact, or for the
-//     same one again after a failure, never twice for one render
-//     (Store.Announce, Store.Reconciled).
+//   - announce: set Rendered=True and publish a Rendered event (on the
+//     JetStream stream only, no Kubernetes Event: docs/design/events.md)
+//     for a new artifact, or for the same one again after a failure,
+//     never twice for one render (Store.Announce, Store.Reconciled).
 //   - beside: a file that goes with a render (a HelmRelease's release
 //     record), in a folder of its own so retention counts renders as
 //     before (Store.StoreBeside).

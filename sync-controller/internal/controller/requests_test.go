@@ -9,12 +9,15 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/api/meta"
+	"plumb.dev/pkg/events"
 )
 
 // fleetApp is the Kustomization of the fleet benchmark (docs/bench/fleet.md):
@@ -63,18 +66,65 @@ func TestAFreshKustomizationOfFourObjectsCostsFewRequests(t *testing.T) {
 	got := waitReady(t, ks, "main@sha1:f1ee7")
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(4))
 
-	byKind := requestsByKind(ks.Namespace)
-	t.Logf("requests of sync-controller for a fresh Kustomization of 4 objects: %v", byKind)
 	// Before issue 20's diet: 5 status applies (a new generation's
 	// Reconciling mark and the outcome of the first run; the first step's
 	// progress, the inventory and the rest of the second's) and 2 GETs;
-	// then 2 status applies, until the first run stopped writing.
-	g.Expect(byKind).To(Equal(map[string]int{
+	// then 2 status applies, until the first run stopped writing. The
+	// Applied event's POST is sent in the background: wait for it.
+	want := map[string]int{
 		"apply kustomizations/status": 1, // the sync's outcome
 		"apply kustomizations":        1, // the finalizer
 		"apply objects":               4,
-	}))
+		"post events":                 1, // Applied
+	}
+	g.Eventually(func() map[string]int { return requestsByKind(ks.Namespace) }, 10*time.Second, 10*time.Millisecond).Should(Equal(want))
+	t.Logf("requests of sync-controller for a fresh Kustomization of 4 objects: %v", requestsByKind(ks.Namespace))
 	g.Expect(running.renderWaits.waiting(key)).To(BeFalse(), "a rendered Kustomization's wait is dropped")
+}
+
+// A first sync is one Kubernetes Event on the Kustomization, Normal
+// Applied, that names the revision and what the sync changed, as Flux's
+// one event of a reconcile that changed something does; the stream
+// carries the same news (docs/design/events.md). render-controller's
+// Rendered of the same Kustomization is on the stream only
+// (render-controller's TestARenderIsOnNATSAndOnlyAFailedOneIsAKubernetesEvent).
+func TestAFirstSyncIsOneKubernetesEventNamingTheRevisionAndTheChanges(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ks := newKustomization(t, nil)
+	stream := subscribeEvents(t, ks)
+	ns := ks.Namespace
+	render(t, ks, "main@sha1:e1e7", fleetApp(ns))
+	waitReady(t, ks, "main@sha1:e1e7")
+
+	wantNote := "revision main@sha1:e1e7: 4 created, 0 configured, 0 unchanged: " +
+		"ServiceAccount/" + ns + "/app created, Secret/" + ns + "/app created, ConfigMap/" + ns + "/app created, Service/" + ns + "/app created"
+	kubeEvents := func(g Gomega) []eventsv1.Event {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == kustomizev1.KustomizationKind && e.Regarding.Name == ks.Name {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	g.Eventually(kubeEvents, 10*time.Second, 20*time.Millisecond).ShouldNot(BeEmpty())
+	// Anything else recorded by the sync was queued before Applied.
+	g.Consistently(kubeEvents, time.Second, 50*time.Millisecond).Should(HaveLen(1))
+	e := kubeEvents(g)[0]
+	g.Expect(e.Type).To(Equal(corev1.EventTypeNormal))
+	g.Expect(e.Reason).To(Equal(kustomizev1.AppliedReason))
+	g.Expect(e.ReportingController).To(Equal(ControllerName))
+	g.Expect(e.Note).To(Equal(wantNote))
+	g.Expect(e.Annotations).To(HaveKeyWithValue("plumb.dev/revision", "main@sha1:e1e7"))
+
+	g.Eventually(func() []*events.Event { return stream.withReason(kustomizev1.AppliedReason) }, 10*time.Second, 20*time.Millisecond).Should(HaveLen(1))
+	applied := stream.withReason(kustomizev1.AppliedReason)[0]
+	g.Expect(applied.Severity).To(Equal(events.SeverityInfo))
+	g.Expect(applied.Message).To(Equal(wantNote))
+	g.Expect(applied.Revision).To(Equal("main@sha1:e1e7"))
+	g.Expect(applied.Metadata).To(Equal(map[string]string{"created": "4", "configured": "0", "unchanged": "0"}))
 }
 
 // A render that does not come within the grace is waited for out loud:

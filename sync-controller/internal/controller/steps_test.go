@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -51,6 +52,31 @@ func TestCheckReferencesStallsOnAnotherNamespace(t *testing.T) {
 			g.Expect(e.Policy).To(Equal(reconcile.Stall))
 			g.Expect(e.Reason).To(Equal(meta.InvalidSpecReason))
 			g.Expect(e.Error()).To(ContainSubstring(tt.stalled))
+		})
+	}
+}
+
+// A Kustomization whose first render failed, or waits for its source, has
+// nothing to sync: the step fails with render-controller's reason and
+// records no event of its own, render-controller having recorded the
+// failure (a wait records none).
+func TestAFirstRenderThatFailedIsNotRecordedAgain(t *testing.T) {
+	for _, reason := range []string{kustomizev1.BuildFailedReason, meta.DependencyNotReadyReason} {
+		t.Run(reason, func(t *testing.T) {
+			g := NewWithT(t)
+			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 1}}
+			ks.Status.Conditions = []metav1.Condition{{
+				Type: kustomizev1.RenderedCondition, Status: metav1.ConditionFalse,
+				Reason: reason, Message: "what render-controller said", ObservedGeneration: 1,
+			}}
+			s := &syncRun{obj: ks, app: kustomization{ks}, spec: kustomization{ks}.spec(), out: ks.DeepCopy()}
+			err := s.loadManifests(context.Background())
+			var e *reconcile.Error
+			g.Expect(errors.As(err, &e)).To(BeTrue(), "%v", err)
+			g.Expect(e.Policy).To(Equal(reconcile.Retry))
+			g.Expect(e.Reason).To(Equal(reason))
+			g.Expect(e.Error()).To(Equal("what render-controller said"))
+			g.Expect(e.Quiet).To(BeTrue(), "render-controller recorded the failure's event")
 		})
 	}
 }

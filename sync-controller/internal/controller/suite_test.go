@@ -20,7 +20,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	kevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,11 +111,13 @@ func startController(configure ...func(*KustomizationReconciler)) func() {
 	}, ControllerName, logr.Discard())
 	must(err)
 	engine.HealthPollFallback = 500 * time.Millisecond
+	// Kubernetes Events go to the API server, as in main.go, so that tests
+	// count them (requests_test.go).
 	r := &KustomizationReconciler{Syncer: Syncer{
 		Client:            mgr.GetClient(),
 		Reader:            mgr.GetAPIReader(),
 		Engine:            engine.New(mgr.GetClient(), mgr.GetRESTMapper(), watcher, 8),
-		Events:            events.NewRecorder(kevents.NewFakeRecorder(10000), publisher, env.Scheme, ControllerName),
+		Events:            events.NewRecorder(mgr.GetEventRecorder(ControllerName), publisher, env.Scheme, ControllerName),
 		Fetch:             fetch.Options{Backoff: 10 * time.Millisecond},
 		DependencyRequeue: time.Second,
 		DeleteHookPoll:    200 * time.Millisecond,

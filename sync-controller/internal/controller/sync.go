@@ -309,7 +309,13 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 	}
 	if artifact == nil {
 		if s.renderFailure != nil {
-			return reconcile.Failed(s.renderFailure.Reason, errors.New(s.renderFailure.Message))
+			// render-controller recorded this failure's event, a Warning
+			// on the object and the stream's, or none for a wait
+			// (DependencyNotReady: no source artifact yet). Recording it
+			// again would be a second Kubernetes Event and a second alert
+			// for one failed render (docs/design/events.md), as report
+			// says for a render that fails after a good one.
+			return reconcile.Failed(s.renderFailure.Reason, errors.New(s.renderFailure.Message)).WithoutEvent()
 		}
 		return s.waitForRender()
 	}

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"plumb.dev/pkg/diff"
+	"plumb.dev/pkg/message"
 	"plumb.dev/pkg/object"
 	"plumb.dev/sync-controller/internal/engine"
 )
@@ -28,6 +30,10 @@ type tally struct {
 	// created are the objects the applies created, as returned
 	// (cleanupOnFail deletes them after a failed upgrade).
 	created []*unstructured.Unstructured
+	// changes name what the writes counted in written did, in the order
+	// they were applied: "ConfigMap/apps/settings created", as Flux's
+	// change set names them, for the Applied event.
+	changes []string
 }
 
 func newTally() tally {
@@ -43,6 +49,7 @@ func (t *tally) add(res engine.Result, contested bool) {
 	}
 	if res.Written && !contested {
 		t.written++
+		t.changes = append(t.changes, res.ID.String()+" "+strings.ToLower(string(res.Action)))
 	}
 	if res.Action == diff.Created && res.Written && res.Object != nil {
 		t.created = append(t.created, res.Object)
@@ -64,11 +71,22 @@ func (t *tally) appliedOf(objs []*unstructured.Unstructured) []*unstructured.Uns
 	return out
 }
 
+// appliedChangesMax bounds the objects an Applied event names; the counts
+// before them say how many there were.
+const appliedChangesMax = 10
+
 // appliedEvent is the message and the metadata of the Applied event of a
-// run that applied revision.
+// run that applied revision: the one Kubernetes Event of a first sync, so
+// it names the revision, the counts and the first appliedChangesMax
+// objects the run wrote, as Flux's change set event does
+// (docs/design/events.md).
 func (t *tally) appliedEvent(revision string) (string, map[string]string) {
 	created, configured, unchanged := t.counts[diff.Created], t.counts[diff.Configured], t.counts[diff.Unchanged]
-	return fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", revision, created, configured, unchanged),
+	msg := fmt.Sprintf("revision %s: %d created, %d configured, %d unchanged", revision, created, configured, unchanged)
+	if len(t.changes) > 0 {
+		msg += ": " + strings.Join(message.Names(t.changes, appliedChangesMax), ", ")
+	}
+	return msg,
 		map[string]string{
 			"created":    fmt.Sprint(created),
 			"configured": fmt.Sprint(configured),
