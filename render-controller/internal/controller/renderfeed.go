@@ -168,9 +168,10 @@ func (r *KustomizationReconciler) pendingRender(ctx context.Context, obj *kustom
 }
 
 // untilGrace shortens result's requeue while obj's render waits on the
-// feed, to the moment render-controller would write it itself: the end of
-// subscribedGraceFactor graces from the offer while a sync-controller is
-// subscribed, one grace while none is. It used to be one grace either way,
+// feed, to the next look while a sync-controller is subscribed (nextLook:
+// at 1, 2, 4 and 8 graces from the offer, then at the end of
+// subscribedGraceFactor graces, when render-controller writes it itself),
+// one grace while none is. It used to be one grace either way,
 // and a render waits on the feed as long as sync-controller's queue is
 // long — in a fleet created at once, in proportion to the fleet — so each
 // Kustomization was reconciled again every grace for nothing: 8.7
@@ -189,12 +190,32 @@ func (r *KustomizationReconciler) untilGrace(obj *kustomizev1.Kustomization, res
 	}
 	wait := r.grace() + time.Second
 	if r.Feed.Subscribed() {
-		wait = max(wait, subscribedGraceFactor*r.grace()-time.Since(since)+time.Second)
+		wait = nextLook(time.Since(since), r.grace())
 	}
 	if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 		result.RequeueAfter = wait
 	}
 	return result
+}
+
+// nextLook is how long after elapsed (since the offer) a render waiting
+// on the feed of a subscribed sync-controller is looked at again: at 1,
+// 2, 4 and 8 graces from the offer, then at the end of the
+// subscribedGraceFactor graces, when render-controller writes it. The
+// events (pendingUpdated) bring it back when sync-controller takes it or
+// the status it replaces moves; these looks are the net for a wake-up
+// that no event brings — an offer made from a read older than a write
+// whose event came before the offer, whose record sync-controller drops
+// and no later write names — so that such a render waits a grace or two
+// early on rather than the ten. At most five looks in ten graces, where
+// one a grace was ten, and fewer the sooner sync-controller takes it.
+func nextLook(elapsed, grace time.Duration) time.Duration {
+	for k := time.Duration(1); k < subscribedGraceFactor; k *= 2 {
+		if at := k * grace; at > elapsed {
+			return at - elapsed + time.Second
+		}
+	}
+	return max(grace+time.Second, subscribedGraceFactor*grace-elapsed+time.Second)
 }
 
 // pendingUpdated passes an update of a Kustomization whose render waits

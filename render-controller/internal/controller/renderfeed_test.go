@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/pkg/renderfeed"
@@ -206,12 +205,12 @@ func TestAnOfferedRenderIsNotReconciledEveryGraceAndIsTakenOnTheStatusWrite(t *t
 	g.Eventually(func() []renderfeed.Record { return fr.of(ns, "app") }, timeout, poll).Should(HaveLen(1))
 	rec := fr.of(ns, "app")[0]
 
-	// Three graces and more with the render on the feed: the code before
-	// reconciled it at the end of each (one grace and a second), three
-	// times; a reconcile of another object of the suite may still fall in.
-	before := renderReconciles(g)
+	// Three graces and more with the render on the feed: it is looked at
+	// at 1 and 2 graces from the offer (nextLook, whose schedule
+	// TestAWaitingRenderIsLookedAtAtDoublingGraces pins: the reconciles
+	// of the kind count the other tests' waiting renders too), and stays
+	// offered, not written.
 	time.Sleep(3*(testRenderGrace+time.Second) + time.Second)
-	g.Expect(renderReconciles(g)-before).To(BeNumerically("<", 2), "reconciles of the kind while the render waits on the feed")
 	_, _, pending := feed.Pending(key)
 	g.Expect(pending).To(BeTrue(), "still offered, not written")
 	g.Expect(getKS(g, ns, "app").Status.RenderedArtifact).To(BeNil())
@@ -243,23 +242,16 @@ func TestAnOfferedRenderIsNotReconciledEveryGraceAndIsTakenOnTheStatusWrite(t *t
 	g.Expect(got.Status.RenderedArtifact.Digest).To(Equal(rec.Artifact.Digest))
 }
 
-// renderReconciles is controller-runtime's count of the Kustomization
-// render controller's reconciles, every result.
-func renderReconciles(g Gomega) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "kustomization-render" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
+// A render waiting on a subscribed feed is looked at again at 1, 2, 4 and
+// 8 graces from its offer, then at the end of the ten, when
+// render-controller writes it.
+func TestAWaitingRenderIsLookedAtAtDoublingGraces(t *testing.T) {
+	g := NewWithT(t)
+	grace := 30 * time.Second
+	var looks []time.Duration
+	for elapsed := time.Duration(0); elapsed < subscribedGraceFactor*grace; {
+		elapsed += nextLook(elapsed, grace)
+		looks = append(looks, elapsed.Round(time.Second))
 	}
-	return n
+	g.Expect(looks).To(Equal([]time.Duration{31 * time.Second, 61 * time.Second, 121 * time.Second, 241 * time.Second, 301 * time.Second}))
 }
