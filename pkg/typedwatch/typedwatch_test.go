@@ -68,17 +68,15 @@ func newKustomization(ns, name string) *kustomizev1.Kustomization {
 	}
 }
 
-// rawWatch opens a JSON watch of the Kustomizations of ns on the API
-// server and returns the frames of its events until stop says the last
-// one read is the last wanted.
-func rawWatch(ctx context.Context, t *testing.T, cfg *rest.Config, query string, act func(), stop func(frame []byte) bool) []byte {
+// getJSON sends a GET of query under the Kustomizations' API group and
+// version to the API server, asking for JSON, and fails the test unless
+// the answer is 200 OK; the caller closes its body.
+func getJSON(ctx context.Context, t *testing.T, cfg *rest.Config, query string) *http.Response {
 	t.Helper()
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/apis/kustomize.plumb.dev/v1/"+query, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +86,23 @@ func rawWatch(ctx context.Context, t *testing.T, cfg *rest.Config, query string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("watch %s: %s: %s", query, resp.Status, b)
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s: %s", query, resp.Status, b)
 	}
+	return resp
+}
+
+// rawWatch opens a JSON watch of the Kustomizations of ns on the API
+// server and returns the frames of its events until stop says the last
+// one read is the last wanted.
+func rawWatch(ctx context.Context, t *testing.T, cfg *rest.Config, query string, act func(), stop func(frame []byte) bool) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp := getJSON(ctx, t, cfg, query)
+	defer resp.Body.Close()
 	if act != nil {
 		go act()
 	}
@@ -262,23 +272,11 @@ func TestAListDecodesAsClientGoDecodesIt(t *testing.T) {
 				Message: "building", LastTransitionTime: metav1.Now()}}
 		})
 	}
-	client, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(env.Config.Host, "/")+"/apis/kustomize.plumb.dev/v1/namespaces/"+ns+"/kustomizations", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getJSON(ctx, t, env.Config, "namespaces/"+ns+"/kustomizations")
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("list: %s %v", resp.Status, err)
+	if err != nil {
+		t.Fatalf("list: %v", err)
 	}
 
 	decode := func(n runtime.ClientNegotiator) *kustomizev1.KustomizationList {
