@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,10 +62,17 @@ func TestCheckReferencesStallsOnAnotherNamespace(t *testing.T) {
 // records no event of its own, render-controller having recorded the
 // failure (a wait records none).
 func TestAFirstRenderThatFailedIsNotRecordedAgain(t *testing.T) {
-	for _, reason := range []string{kustomizev1.BuildFailedReason, meta.DependencyNotReadyReason} {
+	// A failed render is a retried failure; render-controller waiting for
+	// its source is a wait (logged as one, not as a failed reconcile),
+	// looked at again after the retry interval if no status update comes.
+	for reason, want := range map[string]reconcile.Policy{
+		kustomizev1.BuildFailedReason: reconcile.Retry,
+		meta.DependencyNotReadyReason: reconcile.Wait,
+	} {
 		t.Run(reason, func(t *testing.T) {
 			g := NewWithT(t)
 			ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 1}}
+			ks.Spec.RetryInterval = &metav1.Duration{Duration: 42 * time.Second}
 			ks.Status.Conditions = []metav1.Condition{{
 				Type: kustomizev1.RenderedCondition, Status: metav1.ConditionFalse,
 				Reason: reason, Message: "what render-controller said", ObservedGeneration: 1,
@@ -73,10 +81,14 @@ func TestAFirstRenderThatFailedIsNotRecordedAgain(t *testing.T) {
 			err := s.loadManifests(context.Background())
 			var e *reconcile.Error
 			g.Expect(errors.As(err, &e)).To(BeTrue(), "%v", err)
-			g.Expect(e.Policy).To(Equal(reconcile.Retry))
+			g.Expect(e.Policy).To(Equal(want))
 			g.Expect(e.Reason).To(Equal(reason))
 			g.Expect(e.Error()).To(Equal("what render-controller said"))
-			g.Expect(e.Quiet).To(BeTrue(), "render-controller recorded the failure's event")
+			if want == reconcile.Wait {
+				g.Expect(e.RequeueAfter).To(Equal(42 * time.Second))
+			} else {
+				g.Expect(e.Quiet).To(BeTrue(), "render-controller recorded the failure's event")
+			}
 		})
 	}
 }

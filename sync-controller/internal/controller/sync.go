@@ -308,6 +308,15 @@ func (s *syncRun) loadManifests(ctx context.Context) error {
 		s.renderFailure = rendered
 	}
 	if artifact == nil {
+		if f := s.renderFailure; f != nil && f.Reason == meta.DependencyNotReadyReason {
+			// render-controller waits for its source (no artifact yet): a
+			// wait here too, as in Flux, logged as one and not as a failed
+			// reconcile (an error-level line per Kustomization of a fleet
+			// created before its GitRepository is ready). render-
+			// controller's status update brings the object back; the
+			// retry interval is the net for a missed one.
+			return reconcile.Waiting(f.Reason, s.spec.RetryInterval, errors.New(f.Message))
+		}
 		if s.renderFailure != nil {
 			// render-controller recorded this failure's event, a Warning
 			// on the object and the stream's, or none for a wait
