@@ -210,4 +210,3 @@ func (t *vectorToolkit) forget(kind, namespace, name string) {
 	t.suspend.Delete(labels)
 	t.condition.DeletePartialMatch(labels)
 }
-
