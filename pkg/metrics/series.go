@@ -30,9 +30,19 @@ func (c objectCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.m
 	for _, r := range m.snapshot() {
 		v := r.values()
-		// At most three gauges (the condition, suspended, size) in one
-		// allocation, and the work counter.
-		gauges := new([3]gauge)
+		// The gauges (the condition, suspended, size) in one allocation
+		// of as many as there are, and the work counter.
+		count := 0
+		if v.recorded {
+			count++
+			if m.suspended != nil {
+				count++
+			}
+		}
+		if v.hasSize {
+			count++
+		}
+		gauges := make([]gauge, count)
 		n := 0
 		p := namePairs(r)
 		labels := []*dto.LabelPair{&p[0], &p[1]}
