@@ -2,10 +2,13 @@ package metrics
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plumb.dev/api/meta"
 )
 
 // Spec names one controller's object metrics.
@@ -35,23 +38,31 @@ type Spec struct {
 	Toolkit bool
 }
 
-// Object is the metric set of one kind of reconciled object.
+// Object is the metric set of one kind of reconciled object. It keeps one
+// record of values per object (record.go) and makes the series of every
+// object from them when /metrics is scraped (series.go): Plumb's through
+// its own collector, Flux's through the registry's toolkit.
 type Object struct {
 	spec Spec
 	// duration is per controller and kind, not per object: with 14
 	// buckets it was most of an object's series (docs/design/metrics.md,
 	// "Plumb's series"), and gotk_reconcile_duration_seconds has the
 	// duration per object where Flux's dashboards look for it.
-	duration  prometheus.Histogram
-	condition *prometheus.GaugeVec
-	suspended *prometheus.GaugeVec
-	size      *prometheus.GaugeVec
-	work      *prometheus.CounterVec
+	duration prometheus.Histogram
 	// workTotal is the work counter of a ConditionOnly set, over every
 	// object of the kind.
 	workTotal prometheus.Counter
+	// The per-object series' descriptions; suspended and size are nil in
+	// a ConditionOnly set, work when there is no counter per object.
+	condition, suspended, size, work *prometheus.Desc
 	// toolkit is the registry's gotk_* set when Spec.Toolkit, else nil.
 	toolkit *toolkit
+
+	// mu guards the map; a record's values have a lock of their own, so
+	// that recording an object already known only reads the map, beside
+	// other reconciles and a scrape.
+	mu      sync.RWMutex
+	records map[objectKey]*record
 }
 
 // NewObject creates the metrics and registers them with reg
@@ -67,34 +78,25 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 			Help:    "How long one reconcile of a " + s.Kind + " took, over all of them.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 		}),
-		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: name(strings.ToLower(s.Condition)),
-			Help: "The " + s.Kind + "'s " + s.Condition + " condition: 1 True, 0 False, -1 Unknown.",
-		}, labels),
+		condition: prometheus.NewDesc(name(strings.ToLower(s.Condition)),
+			"The "+s.Kind+"'s "+s.Condition+" condition: 1 True, 0 False, -1 Unknown.", labels, nil),
+		records: map[objectKey]*record{},
 	}
-	reg.MustRegister(m.duration, m.condition)
 	if !s.ConditionOnly {
-		m.suspended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: name("suspended"),
-			Help: "1 while the " + s.Kind + " is suspended, else 0.",
-		}, labels)
-		m.size = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: name("artifact_size_bytes"),
-			Help: "Size of the " + s.Kind + "'s current artifact.",
-		}, labels)
-		reg.MustRegister(m.suspended, m.size)
+		m.suspended = prometheus.NewDesc(name("suspended"), "1 while the "+s.Kind+" is suspended, else 0.", labels, nil)
+		m.size = prometheus.NewDesc(name("artifact_size_bytes"), "Size of the "+s.Kind+"'s current artifact.", labels, nil)
 	}
+	reg.MustRegister(m.duration, objectCollector{m})
 	switch {
 	case s.Work == "":
 	case s.ConditionOnly:
 		m.workTotal = prometheus.NewCounter(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp + " Over every " + s.Kind + "."})
 		reg.MustRegister(m.workTotal)
 	default:
-		m.work = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(s.Work), Help: s.WorkHelp}, labels)
-		reg.MustRegister(m.work)
+		m.work = prometheus.NewDesc(name(s.Work), s.WorkHelp, labels, nil)
 	}
 	if s.Toolkit {
-		m.toolkit = toolkitOn(reg)
+		m.toolkit = toolkitOn(reg, m)
 	}
 	return m
 }
@@ -104,10 +106,13 @@ func (m *Object) Observe(namespace, name string, start time.Time) {
 	if m == nil {
 		return
 	}
-	took := time.Since(start).Seconds()
+	m.observe(namespace, name, time.Since(start).Seconds())
+}
+
+func (m *Object) observe(namespace, name string, took float64) {
 	m.duration.Observe(took)
 	if m.toolkit != nil {
-		m.toolkit.duration.WithLabelValues(m.spec.Kind, name, namespace).Observe(took)
+		m.update(namespace, name, func(r *record) { r.observe(took) })
 	}
 }
 
@@ -116,13 +121,7 @@ func (m *Object) Record(namespace, name string, conditions []metav1.Condition, s
 	if m == nil {
 		return
 	}
-	if m.suspended != nil {
-		m.suspended.WithLabelValues(namespace, name).Set(boolValue(suspended))
-	}
-	if m.toolkit != nil {
-		m.toolkit.record(m.spec.Kind, namespace, name, conditions, suspended)
-	}
-	value := -1.0
+	value := int8(-1)
 	for _, c := range conditions {
 		if c.Type != m.spec.Condition {
 			continue
@@ -134,10 +133,39 @@ func (m *Object) Record(namespace, name string, conditions []metav1.Condition, s
 			value = 0
 		}
 	}
-	m.condition.WithLabelValues(namespace, name).Set(value)
-	if artifactSize != nil && m.size != nil {
-		m.size.WithLabelValues(namespace, name).Set(float64(*artifactSize))
+	ready := noStatus
+	if m.toolkit != nil {
+		ready = readyStatus(conditions)
 	}
+	m.update(namespace, name, func(r *record) {
+		r.recorded = true
+		r.condition = value
+		r.suspended = suspended
+		r.ready = ready
+		if artifactSize != nil && m.size != nil {
+			r.hasSize = true
+			r.size = float64(*artifactSize)
+		}
+	})
+}
+
+// readyStatus is the index in conditionStatuses of the status of the
+// Ready condition: Flux reports an object without one as Unknown, and one
+// whose status is none of the three (the CRDs' enum forbids it) with 0
+// in each of its four series.
+func readyStatus(conditions []metav1.Condition) int8 {
+	status := string(metav1.ConditionUnknown)
+	for _, c := range conditions {
+		if c.Type == meta.ReadyCondition {
+			status = string(c.Status)
+		}
+	}
+	for i, s := range conditionStatuses {
+		if s == status {
+			return int8(i)
+		}
+	}
+	return noStatus
 }
 
 // Worked counts one unit of the expensive work.
@@ -147,24 +175,16 @@ func (m *Object) Worked(namespace, name string) {
 	case m.workTotal != nil:
 		m.workTotal.Inc()
 	case m.work != nil:
-		m.work.WithLabelValues(namespace, name).Inc()
+		m.update(namespace, name, func(r *record) { r.work++ })
 	}
 }
 
-// Forget drops the series of a deleted object.
+// Forget drops the series of a deleted object, Plumb's and Flux's.
 func (m *Object) Forget(namespace, name string) {
 	if m == nil {
 		return
 	}
-	m.condition.DeleteLabelValues(namespace, name)
-	if m.suspended != nil {
-		m.suspended.DeleteLabelValues(namespace, name)
-		m.size.DeleteLabelValues(namespace, name)
-	}
-	if m.work != nil {
-		m.work.DeleteLabelValues(namespace, name)
-	}
-	if m.toolkit != nil {
-		m.toolkit.forget(m.spec.Kind, namespace, name)
-	}
+	m.mu.Lock()
+	delete(m.records, objectKey{namespace, name})
+	m.mu.Unlock()
 }
