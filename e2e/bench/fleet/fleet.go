@@ -532,28 +532,39 @@ type valueWatch struct {
 
 func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	vw := &valueWatch{stop: cancel}
+	follow, err := b.followConfigMaps(ctx, func(ev watch.Event) {
+		at := time.Now()
+		if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
+			vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
+		}
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		if err := follow(); err != nil {
+			say("   the ConfigMaps' watch could not be opened again: %v", err)
+		}
+	}()
+	return vw, nil
+}
+
+// followConfigMaps lists the fleet's ConfigMaps (those with Plumb's
+// ownership label) now and returns how to watch them from there, each
+// event to handle, until ctx ends: the watch is opened again where the
+// API server ended it.
+func (b *bench) followConfigMaps(ctx context.Context, handle func(watch.Event)) (follow func() error, err error) {
 	list := &corev1.ConfigMapList{}
 	if err := b.wc.List(ctx, list, client.HasLabels{kustomizev1.NameLabel}, client.Limit(1)); err != nil {
-		cancel()
 		return nil, err
 	}
 	open := func(rv string) (watch.Interface, error) {
 		return b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	vw := &valueWatch{stop: cancel}
-	go func() {
-		err := benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
-			at := time.Now()
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
-				vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
-			}
-		})
-		if err != nil {
-			say("   the ConfigMaps' watch could not be opened again: %v", err)
-		}
-	}()
-	return vw, nil
+	return func() error { return benchkit.Follow(ctx, list.ResourceVersion, open, handle) }, nil
 }
 
 func say(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

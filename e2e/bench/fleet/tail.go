@@ -11,9 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "plumb.dev/api/kustomize/v1"
 	"plumb.dev/e2e/bench/benchkit"
@@ -127,30 +125,26 @@ func (b *bench) watchTail(ctx context.Context, rw *readyWatch) (*tailWatch, erro
 			_ = sub.Start(ctx)
 		}()
 	}
-	list := &corev1.ConfigMapList{}
-	if err := b.wc.List(ctx, list, client.HasLabels{kustomizev1.NameLabel}, client.Limit(1)); err != nil {
+	follow, err := b.followConfigMaps(ctx, func(ev watch.Event) {
+		at := time.Now()
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if !ok || ev.Type != watch.Added || !strings.HasPrefix(cm.Namespace, "app-") {
+			return
+		}
+		tw.mu.Lock()
+		if _, seen := tw.applied[cm.Namespace]; !seen {
+			tw.applied[cm.Namespace] = at
+		}
+		tw.mu.Unlock()
+	})
+	if err != nil {
 		cancel()
 		return nil, err
-	}
-	open := func(rv string) (watch.Interface, error) {
-		return b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
 	tw.done.Add(1)
 	go func() {
 		defer tw.done.Done()
-		_ = benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
-			at := time.Now()
-			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok || ev.Type != watch.Added || !strings.HasPrefix(cm.Namespace, "app-") {
-				return
-			}
-			tw.mu.Lock()
-			if _, seen := tw.applied[cm.Namespace]; !seen {
-				tw.applied[cm.Namespace] = at
-			}
-			tw.mu.Unlock()
-		})
+		_ = follow()
 	}()
 	return tw, nil
 }
