@@ -308,6 +308,34 @@ func (m *Meter) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
+// CPU reads each measured process's and the control plane's CPU time
+// from /proc alone, without the scrapes of a Snapshot: cheap enough to
+// sample every second while a fleet syncs. A process that cannot be
+// read (one starting again) is left out.
+func (m *Meter) CPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, p := range m.procs {
+		if st, err := ReadProc(p.Pid()); err == nil {
+			out[name] = st.CPU
+		}
+	}
+	for name, pid := range m.plane {
+		if st, err := ReadProc(pid); err == nil {
+			out[name] = st.CPU
+		}
+	}
+	return out
+}
+
+// MetricsURL is where a measured process serves its Prometheus metrics;
+// "" for a name the meter does not measure.
+func (m *Meter) MetricsURL(name string) string { return m.procs[name].MetricsURL }
+
+// Scrape reads one metric of a measured process (ScrapeCounters).
+func (m *Meter) Scrape(ctx context.Context, name, metric string) (Counters, error) {
+	return ScrapeCounters(ctx, m.plain, m.MetricsURL(name), metric)
+}
+
 // Delta is what happened between two snapshots.
 type Delta struct {
 	D         time.Duration

@@ -25,6 +25,13 @@
 //     resource), and by each controller (client-go's
 //     rest_client_requests_total on its metrics port); CPU seconds
 //     (utime+stime) and peak memory (VmHWM) come from /proc/<pid>;
+//   - the tail (tail.go): for each Kustomization, when its create
+//     returned, its render was offered on render-controller's feed (the
+//     bench reads the feed as a second subscriber), its ConfigMap was
+//     first seen and it was Ready; their p50/p90/p99/max beside the
+//     floor's status writes, the timelines of the last Ready, every
+//     second's counts and CPU per process, and render- and
+//     sync-controller's reconciles and queue waits;
 //   - at rest: the requests of the next -rest (1 minute) with nothing
 //     changed, against what the configured intervals allow;
 //   - drift: -drift-edits (100) foreign edits of the apps' ConfigMaps spread

@@ -54,6 +54,8 @@ type fleetFigures struct {
 	// first create: the figures per shard.
 	shards  int
 	readyAt map[string]time.Duration
+	// tail is where the last Kustomizations' time went (tail.go).
+	tail *tailFigures
 }
 
 // shardOf is the shard the i-th Kustomization or GitRepository is
@@ -263,11 +265,18 @@ func (b *bench) prepare(ctx context.Context, n int) error {
 	return b.createSources(ctx, repos, b.c.sourceInterval)
 }
 
-// createFleet creates the n Kustomizations, -create-workers at a time.
-func (b *bench) createFleet(ctx context.Context, n int) error {
+// createFleet creates the n Kustomizations, -create-workers at a time,
+// calling created (when not nil) with each name as its create returns.
+func (b *bench) createFleet(ctx context.Context, n int, created func(name string)) error {
 	say(">> N=%d: creating %d Kustomizations", n, n)
 	if err := benchkit.ForEach(ctx, n, b.c.createWorkers, func(i int) error {
-		return b.fast.Create(ctx, b.newFleetKustomization(i))
+		if err := b.fast.Create(ctx, b.newFleetKustomization(i)); err != nil {
+			return err
+		}
+		if created != nil {
+			created(appName(i))
+		}
+		return nil
 	}); err != nil {
 		return fmt.Errorf("creating the Kustomizations: %w", err)
 	}
@@ -315,12 +324,19 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 		return nil, err
 	}
 	defer rw.stop()
+	tw, err := b.watchTail(ctx, rw)
+	if err != nil {
+		return nil, err
+	}
+	defer tw.stop()
+	tailBefore := b.scrapeTail(ctx)
 	if before, err = b.meter.Snapshot(ctx); err != nil {
 		return nil, err
 	}
 	stopProfiles := b.startProfiles(ctx, n)
 	start = time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
+	tw.begin(ctx, b, rw, start)
+	if err := b.createFleet(ctx, n, tw.noteCreated); err != nil {
 		return nil, err
 	}
 	say("   created in %s", benchfig.Round(time.Since(start)))
@@ -349,6 +365,8 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	}
 	stopProfiles()
 	f.sync = benchkit.Diff(before, after)
+	f.tail = tw.figures(rw)
+	f.tail.before, f.tail.after = tailBefore, b.scrapeTail(ctx)
 	say("   all %d Ready after %s (median %s); %.0f API requests (%.1f per Kustomization)",
 		n, benchfig.Round(f.allReady), benchfig.Round(f.median), f.sync.ResourceRequests(), f.sync.ResourceRequests()/float64(n))
 
@@ -488,7 +506,7 @@ func (b *bench) readyFleet(ctx context.Context, n int) error {
 	}
 	defer rw.stop()
 	start := time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
+	if err := b.createFleet(ctx, n, nil); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)
@@ -514,28 +532,39 @@ type valueWatch struct {
 
 func (b *bench) watchConfigMaps(ctx context.Context) (*valueWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	vw := &valueWatch{stop: cancel}
+	follow, err := b.followConfigMaps(ctx, func(ev watch.Event) {
+		at := time.Now()
+		if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
+			vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
+		}
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		if err := follow(); err != nil {
+			say("   the ConfigMaps' watch could not be opened again: %v", err)
+		}
+	}()
+	return vw, nil
+}
+
+// followConfigMaps lists the fleet's ConfigMaps (those with Plumb's
+// ownership label) now and returns how to watch them from there, each
+// event to handle, until ctx ends: the watch is opened again where the
+// API server ended it.
+func (b *bench) followConfigMaps(ctx context.Context, handle func(watch.Event)) (follow func() error, err error) {
 	list := &corev1.ConfigMapList{}
 	if err := b.wc.List(ctx, list, client.HasLabels{kustomizev1.NameLabel}, client.Limit(1)); err != nil {
-		cancel()
 		return nil, err
 	}
 	open := func(rv string) (watch.Interface, error) {
 		return b.wc.Watch(ctx, &corev1.ConfigMapList{}, client.HasLabels{kustomizev1.NameLabel},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 	}
-	vw := &valueWatch{stop: cancel}
-	go func() {
-		err := benchkit.Follow(ctx, list.ResourceVersion, open, func(ev watch.Event) {
-			at := time.Now()
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type != watch.Bookmark {
-				vw.Deliver(cm.Namespace+"/"+cm.Name, benchfig.Observation{ResourceVersion: cm.ResourceVersion, Value: cm.Data[driftKey], At: at})
-			}
-		})
-		if err != nil {
-			say("   the ConfigMaps' watch could not be opened again: %v", err)
-		}
-	}()
-	return vw, nil
+	return func() error { return benchkit.Follow(ctx, list.ResourceVersion, open, handle) }, nil
 }
 
 func say(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

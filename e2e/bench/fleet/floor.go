@@ -95,6 +95,9 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 	if err != nil {
 		return err
 	}
+	// When each status write and each Kustomization's last apply
+	// returned: the floor's distribution beside the fleet's (tail.go).
+	statusAt, doneAt := make([]time.Duration, n), make([]time.Duration, n)
 	start := time.Now()
 	err = benchkit.ForEach(ctx, n, b.c.workers, func(i int) error {
 		obj := &unstructured.Unstructured{Object: map[string]any{"spec": specs[i]}}
@@ -111,11 +114,13 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 		if err := b.fast.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(floorManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("the status of %s: %w", appName(i), err)
 		}
+		statusAt[i] = time.Since(start)
 		for _, o := range appObjects(appName(i), "floor-") {
 			if err := b.fast.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(floorManager), client.ForceOwnership); err != nil {
 				return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 			}
 		}
+		doneAt[i] = time.Since(start)
 		return nil
 	})
 	if err != nil {
@@ -127,6 +132,9 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 		return err
 	}
 	f.floorDelta = benchkit.Diff(before, after)
+	if f.tail != nil {
+		f.tail.floorStatus, f.tail.floorDone = statusAt, doneAt
+	}
 	say("   the floor: %s, %.0f API requests", benchfig.Round(f.floor), f.floorDelta.ResourceRequests())
 	return nil
 }

@@ -110,7 +110,7 @@ func (b *bench) runTakeover(ctx context.Context, n int) (*haFigures, error) {
 	defer rw.stop()
 
 	start := time.Now()
-	if err := b.createFleet(ctx, n); err != nil {
+	if err := b.createFleet(ctx, n, nil); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.c.readyTimeout)

@@ -225,6 +225,11 @@ func (r *results) printFleet(out io.Writer, fs []*fleetFigures) {
 			orNone(benchkit.TopKinds(f.rest.APIServer.ByKind(), 8, 0)), f.load)
 	}
 	fmt.Fprintln(out)
+	for _, f := range fs {
+		if f.tail != nil {
+			f.tail.print(out, f)
+		}
+	}
 }
 
 // restAllowance is what the configured intervals allow at rest per

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,14 +101,6 @@ func (f *feedFixture) record(t *testing.T, ks *kustomizev1.Kustomization, revisi
 		Message:  "rendered 4 objects from revision " + revision,
 		Replaces: []string{renderStatusOf(current).digest()},
 	}
-}
-
-// keeps says whether rr keeps a record of key.
-func (rr *RenderRecords) keeps(key types.NamespacedName) bool {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	_, ok := rr.byKey[key]
-	return ok
 }
 
 func (f *feedFixture) offer(t *testing.T, rec renderfeed.Record) {
@@ -253,6 +246,71 @@ func TestARenderOfferedWhileSyncControllerIsAwayIsNotLost(t *testing.T) {
 	f.stop = f.subscribe(records)
 	got := waitReady(t, ks, "main@sha1:5a5")
 	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("main@sha1:5a5"))
+}
+
+// behindCache is a cache that has not seen one object's create yet, as
+// sync-controller's informer in a fleet created at once can be behind
+// render-controller's: Gets of the key answer NotFound while hidden.
+type behindCache struct {
+	client.Client
+	key    types.NamespacedName
+	hidden atomic.Bool
+	// kept says whether a record of key is kept; withRecord counts the
+	// NotFound answers given while one was.
+	kept       func() bool
+	withRecord atomic.Int32
+}
+
+func (c *behindCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*kustomizev1.Kustomization); ok && key == c.key && c.hidden.Load() {
+		if c.kept() {
+			c.withRecord.Add(1)
+		}
+		return apierrors.NewNotFound(kustomizev1.GroupVersion.WithResource("kustomizations").GroupResource(), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A record read before sync-controller's cache has the object's create
+// (render-controller's watch ahead of sync-controller's) is kept: the
+// reconcile it queues finds no object in the cache, and the record is
+// taken at the reconcile of the create's event. Dropped, it was not
+// offered again (the same render is sent once), and the Kustomization
+// waited for render-controller's own write ten graces later; here, with
+// no render-controller, for ever.
+func TestARenderRecordReadBeforeTheCacheHasItsObjectIsKept(t *testing.T) {
+	g := NewWithT(t)
+	f := startFeed(t)
+	ctx, ks := newKustomization(t, nil)
+	key := client.ObjectKeyFromObject(ks)
+	g.Eventually(func() bool { return running.renderWaits.waiting(key) }, time.Minute, 10*time.Millisecond).Should(BeTrue())
+	f.stop()
+	stopController()
+	g.Eventually(f.feed.Subscribed, 30*time.Second, 10*time.Millisecond).Should(BeFalse())
+	f.offer(t, f.record(t, ks, "main@sha1:1a7e", fleetApp(ks.Namespace)))
+
+	records := NewRenderRecords(ctrl.Log.WithName("render-feed"))
+	behind := &behindCache{key: key, kept: func() bool { return records.keeps(key) }}
+	behind.hidden.Store(true)
+	stopController = startController(func(r *KustomizationReconciler) {
+		r.Renders = records
+		behind.Client = r.Client
+		r.Client = behind
+	})
+	f.stop = f.subscribe(records)
+	// The record is read (the snapshot) and the reconcile it queues finds
+	// no object in the cache.
+	g.Eventually(behind.withRecord.Load, 30*time.Second, 10*time.Millisecond).Should(BeNumerically(">", 0))
+	// The cache catches up; its event of the object queues a reconcile
+	// (here an annotation's update: the create is in it already).
+	behind.hidden.Store(false)
+	current := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, key, current)).To(Succeed())
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "caught-up"}
+	g.Expect(env.Client.Patch(ctx, current, patch)).To(Succeed())
+	got := waitReady(t, ks, "main@sha1:1a7e")
+	g.Expect(got.Status.RenderedArtifact.Revision).To(Equal("main@sha1:1a7e"))
 }
 
 // A render failure render-controller writes while a sync of a newer

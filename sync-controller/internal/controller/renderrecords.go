@@ -116,6 +116,17 @@ func (rr *RenderRecords) Source() source.Source {
 	return source.Channel(rr.events, &handler.EnqueueRequestForObject{})
 }
 
+// keeps says whether a record of key is kept.
+func (rr *RenderRecords) keeps(key types.NamespacedName) bool {
+	if rr == nil {
+		return false
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	_, ok := rr.byKey[key]
+	return ok
+}
+
 // forget drops the object's record: it is gone or another shard's.
 func (rr *RenderRecords) forget(key types.NamespacedName) {
 	if rr == nil {

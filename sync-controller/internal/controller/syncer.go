@@ -197,7 +197,7 @@ func newSkeleton[T reconcile.Object](r *Syncer, kind string, succeeded func(T) s
 func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctrl.Request, obj T, skel *reconcile.Controller[T], finish func(context.Context, *syncRun)) (ctrl.Result, error) {
 	start := time.Now()
 	if err := r.get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && !r.cacheBehind(ctx, req.NamespacedName, obj) {
 			r.renderWaits.forget(req.NamespacedName)
 			r.Renders.forget(req.NamespacedName)
 		}
@@ -271,6 +271,22 @@ func reconcileObject[T reconcile.Object](ctx context.Context, r *Syncer, req ctr
 	}
 	s.status.end()
 	return s.fights.Requeue(result), err
+}
+
+// cacheBehind reports, when the cache has no object of key but the feed
+// left a record of it, whether the API server has the object: the record
+// came before the cache's news of the create. render-controller sees the
+// create through its own watch, renders and offers, and in a fleet
+// created at once this watch can be seconds behind it; a record dropped
+// then is not offered again (the same render is sent once) and waits
+// for render-controller's own write at the end of ten graces. Kept, it
+// is taken at the reconcile the create's event brings. One read of the
+// API server, only for an object the cache lacks and a record names.
+func (r *Syncer) cacheBehind(ctx context.Context, key types.NamespacedName, obj client.Object) bool {
+	if r.Reader == nil || !r.Renders.keeps(key) {
+		return false
+	}
+	return r.Reader.Get(ctx, key, obj) == nil
 }
 
 // settled reports whether the run left its object Ready at its generation
