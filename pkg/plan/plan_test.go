@@ -12,7 +12,7 @@ import (
 )
 
 // objs decodes YAML documents separated by "---" lines.
-func objs(t *testing.T, docs string) []*unstructured.Unstructured {
+func objs(t testing.TB, docs string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(docs, "\n---\n") {
