@@ -126,6 +126,12 @@ func get(ctx context.Context, opts Options, url string) (body []byte, retry bool
 		return nil, false, fmt.Errorf("downloading %s: %d bytes is over the limit of %d: %w", url, resp.ContentLength, opts.MaxSize, ErrTooLarge)
 	}
 	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		// Room for the announced body (within MaxSize, checked above) and
+		// the read that finds its end: the buffer is allocated once, not
+		// doubled from 512 bytes up to twice the artifact.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
 	n, err := io.Copy(&buf, io.LimitReader(resp.Body, opts.MaxSize+1))
 	if err != nil {
 		return nil, true, fmt.Errorf("downloading %s: %w", url, err)

@@ -1,12 +1,15 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -83,4 +86,46 @@ func TestBytes(t *testing.T) {
 		_, err := Bytes(context.Background(), srv.URL+"/ok", "md5:abc", fast)
 		g.Expect(err).To(MatchError(ContainSubstring("not sha256")))
 	})
+}
+
+// bodyTransport answers every request with body, announcing its length
+// when announced is set: a download without a server, so that what Bytes
+// allocates is all its own.
+type bodyTransport struct {
+	body      []byte
+	announced bool
+}
+
+func (b bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	length := int64(-1)
+	if b.announced {
+		length = int64(len(b.body))
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", ContentLength: length,
+		Body: io.NopCloser(bytes.NewReader(b.body)), Request: req}, nil
+}
+
+// A body of announced length is read into one buffer of its size: the
+// bytes allocated for a 4 MiB artifact stay near 4 MiB, where growing the
+// buffer from 512 bytes allocates about twice that (as a body of unknown
+// length still does).
+func TestBytesReadsAnAnnouncedBodyIntoOneBuffer(t *testing.T) {
+	body := bytes.Repeat([]byte("apiVersion: v1\nkind: ConfigMap\n"), 4<<20/31)
+	digest := digestOf(body)
+	allocated := func(announced bool) uint64 {
+		opts := Options{Client: &http.Client{Transport: bodyTransport{body: body, announced: announced}}}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got, err := Bytes(context.Background(), "http://artifacts.example/a.yaml", digest, opts)
+		runtime.ReadMemStats(&after)
+		g := NewWithT(t)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(body))
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	g := NewWithT(t)
+	size := uint64(len(body))
+	g.Expect(allocated(true)).To(BeNumerically("<", size+size/4), "announced")
+	g.Expect(allocated(false)).To(BeNumerically(">", 3*size/2), "unknown length")
 }

@@ -2,6 +2,7 @@ package manage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,11 @@ func ApplyMetadata(ctx context.Context, c client.Client, obj *unstructured.Unstr
 		body.SetManagedFields(nil)
 		body.SetResourceVersion("")
 	}
-	data, err := body.MarshalJSON()
+	// json.Marshal of the map is the bytes client-go's apply request
+	// sends for Apply (json.Marshal of the apply configuration, whose
+	// MarshalJSON it compacts); the object's own MarshalJSON adds a
+	// newline and one copy (TestApplyMetadataSendsApplysBody).
+	data, err := json.Marshal(body.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}

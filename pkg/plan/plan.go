@@ -162,8 +162,15 @@ type entry struct {
 	order int // input position, for errors and ties
 }
 
-// Build plans the sync of objs. It does not modify objs: every planned
-// object is a copy, and a generateName hook's copy carries its name. Errors
+// Build plans the sync of objs. It does not modify objs, and it does not
+// copy them either: a regular object's task, and a named hook's, holds the
+// input object itself, and Inventory lists the inputs. Only a generateName
+// hook is a copy, one per phase, each carrying the name Build gave it. The
+// plan shares its objects with the caller's slice (sync-controller keeps
+// both in its manifests cache): whoever changes a planned object copies it
+// first, as the engine's writes and the hooks' labels do. (A copy of every
+// object was a fifth of the allocations of a sync of 1,000 objects, kept
+// live with the cache: docs/bench/sync.md, branch h-handoff46.) Errors
 // (a bad wave or hook annotation, an object without kind or name, a
 // duplicate) are all reported together, each naming its object.
 func Build(objs []*unstructured.Unstructured, opts Options) (*Plan, error) {
@@ -264,7 +271,7 @@ func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEve
 			}
 			return nil, fmt.Errorf("%s: has no metadata.name", nameForError(i, src))
 		}
-		return []*entry{{Object: Object{Unstructured: src.DeepCopy(), Phase: Sync, Wave: wave, DeclaredWave: wave}, order: i}}, nil
+		return []*entry{{Object: Object{Unstructured: src, Phase: Sync, Wave: wave, DeclaredWave: wave}, order: i}}, nil
 	}
 	if src.GetName() == "" && src.GetGenerateName() == "" {
 		return nil, fmt.Errorf("%s: a hook needs metadata.name or metadata.generateName", nameForError(i, src))
@@ -274,9 +281,11 @@ func plan(i int, src *unstructured.Unstructured, opts Options, event helmHookEve
 	}
 	out := make([]*entry, 0, len(hook.Phases))
 	for _, ph := range hook.Phases {
-		obj := src.DeepCopy()
+		obj := src
 		h := *hook
-		if obj.GetName() == "" {
+		if src.GetName() == "" {
+			// Named for this phase and sync: a copy of its own.
+			obj = src.DeepCopy()
 			h.GenerateName = obj.GetGenerateName()
 			obj.SetName(hookName(opts.SyncID, ph, obj, i))
 			obj.SetGenerateName("")

@@ -12,7 +12,7 @@ import (
 )
 
 // objs decodes YAML documents separated by "---" lines.
-func objs(t *testing.T, docs string) []*unstructured.Unstructured {
+func objs(t testing.TB, docs string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(docs, "\n---\n") {
@@ -526,11 +526,25 @@ func TestBuildDoesNotModifyInput(t *testing.T) {
 	p, err := Build(in, Options{SyncID: "x"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(in).To(Equal(copies))
+
+	// Shared, not copied: a regular object's task and a named hook's hold
+	// the input itself (sync-controller's manifests cache keeps both);
+	// only a generateName hook, named for the sync, is a copy.
+	g.Expect(p.Inventory).To(HaveLen(3))
 	for _, o := range p.Inventory {
-		for _, src := range in {
-			g.Expect(o).NotTo(BeIdenticalTo(src))
-		}
+		g.Expect(in).To(ContainElement(BeIdenticalTo(o)))
 	}
+	var generated int
+	for _, h := range p.Hooks() {
+		if h.Hook.GenerateName == "" {
+			g.Expect(in).To(ContainElement(BeIdenticalTo(h.Unstructured)), h.ID().String())
+			continue
+		}
+		generated++
+		g.Expect(in).NotTo(ContainElement(BeIdenticalTo(h.Unstructured)))
+		g.Expect(in[len(in)-1].GetName()).To(BeEmpty(), "the input keeps its generateName only")
+	}
+	g.Expect(generated).To(Equal(1))
 }
 
 func TestEmpty(t *testing.T) {

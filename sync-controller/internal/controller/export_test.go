@@ -5,7 +5,10 @@ package controller
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"plumb.dev/pkg/plan"
 )
 
 // waiting says whether key's wait is held.
@@ -33,4 +36,17 @@ func (c *manifestCache) kept(key types.NamespacedName) (bytes, prepared bool) {
 		return false, false
 	}
 	return cached.data != nil, cached.plan != nil || cached.prepared != nil
+}
+
+// preparedOf returns the prepared objects and the plan the cache keeps
+// for key, nil when it keeps none. They are the cache's own, shared with
+// every run that takes them: a test reads them, never changes them.
+func (c *manifestCache) preparedOf(key types.NamespacedName) ([]*unstructured.Unstructured, *plan.Plan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cached, ok := c.m[key]
+	if !ok {
+		return nil, nil
+	}
+	return cached.prepared, cached.plan
 }

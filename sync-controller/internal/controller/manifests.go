@@ -15,10 +15,11 @@ import (
 // generation — so that a resync of the same digest downloads, decodes,
 // stamps and plans nothing, and a new generation of the same digest only
 // decodes again. The bytes rather than the decoded objects: decoded, a
-// small object takes several times its YAML in maps, and the prepared
-// objects and the plan already hold two copies of each (what the cache
-// holds is about half of sync-controller's live heap after a fleet of
-// 1,000: docs/bench/fleet.md, run 33).
+// small object takes several times its YAML in maps, which the prepared
+// objects already hold (what the cache holds is about half of
+// sync-controller's live heap after a fleet of 1,000: docs/bench/fleet.md,
+// run 33). The plan holds the prepared objects themselves, not copies
+// (pkg/plan.Build): one decoded copy of each object per artifact.
 //
 // Once a sync has settled (settle), a small artifact keeps only its bytes:
 // the prepared objects and the plan of a few objects are ten times their
@@ -27,8 +28,9 @@ import (
 // Kustomization adds to a fleet (docs/bench/fleet.md, "Memory at 5,000").
 // A large artifact keeps them: it is a few Kustomizations, not a fleet,
 // and each drift correction of one would decode and hash every object again.
-// Prepared objects and plans are shared read-only: the engine and the hooks
-// copy an object before they change it.
+// Prepared objects and plans are shared read-only, with each other and with
+// every run that takes them: the engine and the hooks copy an object before
+// they change it (TestACachedPlanIsNotChangedByTheRunsThatApplyIt).
 type manifestCache struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*cachedManifests
