@@ -109,15 +109,7 @@ func imageObjects(t *testing.T) []*resource.Resource {
 		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: c\nspec:\n  containers: [{image: nginx}]\n",
 		"apiVersion: v1\nkind: List\nmetadata: x\ncontainers: [{image: nginx}]\n",
 	)
-	var all []*resource.Resource
-	for _, doc := range docs {
-		rs, err := resourceFactory.SliceFromBytes([]byte(doc))
-		if err != nil {
-			continue // kustomize's parse refuses it: no object to compare
-		}
-		all = append(all, rs...)
-	}
-	return append(all, overlayCorpus(t)...)
+	return append(parsedCorpus(docs), overlayCorpus(t)...)
 }
 
 // kustomizesImages sets tags on a copy of r as kustomize's image
