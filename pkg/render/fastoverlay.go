@@ -224,36 +224,61 @@ var (
 // krusty's order (every object for the first image, then for the next),
 // and returns false on an error. The transformer runs two filters on
 // every object of its map: its legacy filter, then its filter of the
-// field specs. setImages runs them on each object alone (as they act on
-// each object alone), and not at all on an object in which they can find
-// nothing (imageless): for most objects of an application (ConfigMaps,
-// Services, Secrets) the transformer walks the whole object, twice, to
-// change nothing. Of the field specs it gives the filter those whose path
-// the object has up to its first list: the filter's walk of any other
-// stops at a missing field without a word (imageless says why).
+// field specs. As they act on each object alone, setImages does each
+// object alone: our own code (fastimages.go) where it can be sure of
+// their outcome, the filters themselves where not (kustomizesImages).
 func setImages(all []*resource.Resource, images []kustypes.Image) bool {
-	walked := make([]kustypes.FsSlice, len(all))
-	for i, r := range all {
-		if !imageless(r) {
-			walked[i] = walkedImageFieldSpecs(r)
-		}
-	}
-	for _, img := range images {
+	tags := make([]kustypes.Image, len(images))
+	own := true
+	for i, img := range images {
+		// The image as the plugin's Config reads it from krusty's YAML.
 		p, ok := imagePlugin(img)
 		if !ok {
 			return false
 		}
-		tag := p.(*builtins.ImageTagTransformerPlugin).ImageTag
-		for i, r := range all {
-			if walked[i] == nil {
-				continue
+		tags[i] = p.(*builtins.ImageTagTransformerPlugin).ImageTag
+		own = own && ownImageName(tags[i].Name)
+	}
+	for _, r := range all {
+		if own {
+			if meta, err := r.GetMeta(); err == nil {
+				if sites, sure := imageSitesOf(r.YNode(), meta); sure {
+					if !sites.empty() {
+						for _, tag := range tags {
+							sites.set(tag)
+						}
+					}
+					ownImagesUses.Add(1)
+					continue
+				}
 			}
-			if r.ApplyFilter(imagetag.LegacyFilter{ImageTag: tag}) != nil || r.IsNilOrEmpty() {
-				return false
-			}
-			if r.ApplyFilter(imagetag.Filter{ImageTag: tag, FsSlice: walked[i]}) != nil || r.IsNilOrEmpty() {
-				return false
-			}
+		}
+		if !kustomizesImages(r, tags) {
+			return false
+		}
+	}
+	return true
+}
+
+// kustomizesImages runs kustomize's two image filters with each of tags
+// on r, and returns false on an error: setImages' way for an object our
+// own code is not sure of. It does not run them on an object in which
+// they can find nothing (imageless): for most objects of an application
+// (ConfigMaps, Services, Secrets) they walk the whole object, twice, to
+// change nothing. Of the field specs it gives the filter those whose path
+// the object has up to its first list: the filter's walk of any other
+// stops at a missing field without a word (imageless says why).
+func kustomizesImages(r *resource.Resource, tags []kustypes.Image) bool {
+	if imageless(r) {
+		return true
+	}
+	walked := walkedImageFieldSpecs(r)
+	for _, tag := range tags {
+		if r.ApplyFilter(imagetag.LegacyFilter{ImageTag: tag}) != nil || r.IsNilOrEmpty() {
+			return false
+		}
+		if r.ApplyFilter(imagetag.Filter{ImageTag: tag, FsSlice: walked}) != nil || r.IsNilOrEmpty() {
+			return false
 		}
 	}
 	return true

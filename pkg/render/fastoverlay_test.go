@@ -64,14 +64,7 @@ func overlayCorpus(t *testing.T) []*resource.Resource {
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  volumes: [{name: v, image: {reference: nginx}}]\n",
 		"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: c\nspec:\n  containers: [{image: nginx}]\n",
 	)
-	var all []*resource.Resource
-	for _, doc := range docs {
-		rs, err := resourceFactory.SliceFromBytes([]byte(doc))
-		if err != nil {
-			continue // kustomize's parse refuses it: no object to compare
-		}
-		all = append(all, rs...)
-	}
+	all := parsedCorpus(docs)
 	// Objects that a transformer renamed: their previous ids are what
 	// selectors and the patch's id match too.
 	for _, r := range all[:len(all)/4] {
@@ -79,6 +72,18 @@ func overlayCorpus(t *testing.T) []*resource.Resource {
 		c.StorePreviousId()
 		c.SetName("renamed-" + c.GetName())
 		all = append(all, c)
+	}
+	return all
+}
+
+// parsedCorpus is the objects kustomize's resource factory reads from
+// docs; a document it refuses is left out: no object to compare.
+func parsedCorpus(docs []string) []*resource.Resource {
+	var all []*resource.Resource
+	for _, doc := range docs {
+		if rs, err := resourceFactory.SliceFromBytes([]byte(doc)); err == nil {
+			all = append(all, rs...)
+		}
 	}
 	return all
 }

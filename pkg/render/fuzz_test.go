@@ -169,7 +169,7 @@ func genWorkload(apiVersion, kind, name, namespace, above, podSpec string) strin
 func genPodSpec(name string) string {
 	return "serviceAccountName: " + name + "\nimagePullSecrets:\n- name: " + name + "\n" +
 		"initContainers:\n- name: i\n  image: busybox\n" +
-		"containers:\n- name: c\n  image: nginx:1\n  envFrom:\n  - configMapRef:\n      name: " + name + "\n  env:\n  - name: S\n    valueFrom:\n      secretKeyRef: {name: " + name + ", key: k}\n" +
+		"containers:\n- name: c\n  image: " + genImageValues[max(slices.Index(genNames, name), 0)%len(genImageValues)] + "\n  envFrom:\n  - configMapRef:\n      name: " + name + "\n  env:\n  - name: S\n    valueFrom:\n      secretKeyRef: {name: " + name + ", key: k}\n" +
 		"volumes:\n- name: v\n  secret: {secretName: " + name + "}\n"
 }
 
@@ -196,13 +196,30 @@ var (
 )
 
 // genImages are the images a generated spec may set: a tag, a digest, a
-// new name, a new name with a tag, and one no object uses.
+// new name, a new name with a tag, one no object uses, a tag and a
+// digest, a new name that is the name, registries with a port, a name whose dot
+// matches any character (kustomize matches names as regular
+// expressions), and one that is more of an expression than dots, which
+// the fast path leaves to kustomize's own code.
 var genImages = []kustomizev1.Image{
 	{Name: "nginx", NewTag: "2"},
 	{Name: "nginx", Digest: "sha256:" + strings.Repeat("ab", 32)},
 	{Name: "nginx", NewName: "registry.example/nginx"},
 	{Name: "nginx", NewName: "registry.example/web", NewTag: "3"},
 	{Name: "busybox", NewTag: "1.36"},
+	{Name: "localhost:5000/nginx", NewTag: "5", Digest: "sha256:00"},
+	{Name: "registry.example/nginx", Digest: "sha512:" + strings.Repeat("ef", 64)},
+	{Name: "nginx", NewName: "nginx"},
+	{Name: "registry.example/app", NewName: "r.example:5000/app"},
+	{Name: "busybox|nginx", NewTag: "7"},
+}
+
+// genImageValues are the images of generated Pod specs, by the index
+// of their name in genNames: tags, digests, registries with ports, a
+// name genImages' dotted name matches by its dot, and none.
+var genImageValues = []string{
+	"nginx:1", "nginx", "localhost:5000/nginx:1@sha256:ab", "registry.example/nginx:2", "registryXexample/app",
+	"registry.example/app@sha512:" + strings.Repeat("cd", 64), "nginx:1.2@sha256:", "busybox:1.36-musl",
 }
 
 // genPatches are the patches a generated spec may set: JSON 6902 and
