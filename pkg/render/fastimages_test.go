@@ -66,13 +66,13 @@ func imageObjects(t *testing.T) []*resource.Resource {
 	var docs []string
 	for i, v := range imageValues {
 		q := strconv.Quote(v)
-		if strings.ContainsAny(v, "\xff") {
+		if strings.Contains(v, "\xff") {
 			q = "\"" + strings.ReplaceAll(v, "\xff", "\\xff") + "\""
 		}
 		single := "'" + strings.ReplaceAll(v, "'", "''") + "'"
 		other := imageValues[(i+7)%len(imageValues)]
 		oq := strconv.Quote(other)
-		if strings.ContainsAny(other, "\xff\n ") || other == "" {
+		if strings.Contains(other, "\xff") || strings.ContainsAny(other, "\n ") || other == "" {
 			oq = single
 		}
 		docs = append(docs,
