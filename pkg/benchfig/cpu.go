@@ -1,6 +1,7 @@
 package benchfig
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -48,3 +49,37 @@ func ProcessCPU(take func(pid, ppid int) bool) (time.Duration, error) {
 // /proc/<pid>/stat, to a duration: USER_HZ is 100 on every Linux
 // architecture Go runs on (procfs assumes the same).
 func Ticks(n int64) time.Duration { return time.Duration(n) * time.Second / 100 }
+
+// MachineCPU is the machine's CPU time so far, all cores together, from
+// /proc/stat: its total and the part the hypervisor gave to other guests
+// (steal). On a shared host a run's figures move with the steal as much
+// as with the code, so a recorded run states it beside the load average.
+type MachineCPU struct{ Total, Steal float64 } // seconds
+
+// ReadMachineCPU reads MachineCPU; the zero value when /proc/stat cannot
+// be read.
+func ReadMachineCPU() MachineCPU {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return MachineCPU{}
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return MachineCPU{}
+	}
+	c := st.CPUTotal
+	return MachineCPU{
+		Total: c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal,
+		Steal: c.Steal,
+	}
+}
+
+// StealSince is the share of the cores' time stolen since before, as
+// "2.4 % stolen"; "?" when either reading failed.
+func (m MachineCPU) StealSince(before MachineCPU) string {
+	total := m.Total - before.Total
+	if before.Total == 0 || total <= 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f %% stolen", 100*(m.Steal-before.Steal)/total)
+}

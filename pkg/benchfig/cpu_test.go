@@ -45,3 +45,17 @@ func TestProcessCPUReadsABusyChild(t *testing.T) {
 	g.Expect(cpu).To(BeNumerically("<=", reaped))
 	g.Expect(cpu).To(BeNumerically(">", reaped-30*time.Millisecond), "utime and stime are each truncated to a 10 ms tick, and dying costs little")
 }
+
+// The steal is a share of all the cores' time between two readings, and a
+// failed reading says so rather than print a share of nothing.
+func TestStealSince(t *testing.T) {
+	g := NewWithT(t)
+	before := MachineCPU{Total: 1000, Steal: 40}
+	g.Expect(MachineCPU{Total: 1200, Steal: 45}.StealSince(before)).To(Equal("2.5 % stolen"))
+	g.Expect(MachineCPU{Total: 1200, Steal: 45}.StealSince(MachineCPU{})).To(Equal("?"), "no reading before")
+	g.Expect(MachineCPU{}.StealSince(before)).To(Equal("?"), "no reading after")
+
+	now := ReadMachineCPU()
+	g.Expect(now.Total).To(BeNumerically(">", 0), "/proc/stat is read on Linux")
+	g.Expect(now.Steal).To(BeNumerically("<=", now.Total))
+}

@@ -335,7 +335,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	}
 	stopProfiles := b.startProfiles(ctx, n)
 	start = time.Now()
-	tw.begin(ctx, b, rw, start)
+	tw.begin(b, rw, start)
 	if err := b.createFleet(ctx, n, tw.noteCreated); err != nil {
 		return nil, err
 	}

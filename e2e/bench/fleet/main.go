@@ -228,7 +228,7 @@ func positives(list string, most int) ([]int, error) {
 func run(c config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res := &results{c: c, load0: benchfig.LoadAvg(), source: sourceState()}
+	res := &results{c: c, load0: benchfig.LoadAvg(), cpu0: benchfig.ReadMachineCPU(), source: sourceState()}
 	if c.ha {
 		return runHA(ctx, c, res)
 	}

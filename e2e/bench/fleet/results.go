@@ -37,7 +37,10 @@ type results struct {
 	soak         *soakRun
 	outage       *outageFigures
 	load0, load1 string
-	source       string
+	// cpu0 and cpu1: the machine's CPU time before and after, for the
+	// share the host stole.
+	cpu0, cpu1 benchfig.MachineCPU
+	source     string
 }
 
 // row is one line of the table: a value per N, how it grows, the target
@@ -53,7 +56,7 @@ type row struct {
 // finish prints what was measured, also when err ended the run early,
 // and returns err.
 func (r *results) finish(err error) error {
-	r.load1 = benchfig.LoadAvg()
+	r.load1, r.cpu1 = benchfig.LoadAvg(), benchfig.ReadMachineCPU()
 	r.print(os.Stdout)
 	return err
 }
@@ -82,8 +85,8 @@ func (r *results) print(out io.Writer) {
 			concurrent += fmt.Sprintf(", %s %s", name, strings.Join(args, " "))
 		}
 	}
-	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s\n\n",
-		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1)
+	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s; CPU time of the run %s by the host\n\n",
+		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1, r.cpu1.StealSince(r.cpu0))
 	if single := r.unsharded(); len(single) > 0 {
 		r.printFleet(out, single)
 	}

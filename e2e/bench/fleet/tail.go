@@ -44,8 +44,11 @@ type tailWatch struct {
 	// by Kustomization name.
 	created, offered, applied map[string]time.Time
 	samples                   []tailSample
-	stop                      context.CancelFunc
-	done                      sync.WaitGroup
+	// ctx ends with stop, and with it every goroutine done counts: the
+	// observers and the sampler (the sync's context outlives figures).
+	ctx  context.Context
+	stop context.CancelFunc
+	done sync.WaitGroup
 }
 
 // tailSample is one second of the sync: the counts at its end and the
@@ -54,6 +57,10 @@ type tailSample struct {
 	at                               time.Duration
 	created, offered, applied, ready int
 	cpu                              map[string]time.Duration
+	// self is the bench's own CPU time (its watches and creates share
+	// the cores), machine the host's steal among the rest.
+	self    time.Duration
+	machine benchfig.MachineCPU
 }
 
 // tailFigures is what the tail section prints for one N.
@@ -103,7 +110,7 @@ func (b *bench) scrapeTail(ctx context.Context) map[string]benchkit.Counters {
 // and the samples are kept then.
 func (b *bench) watchTail(ctx context.Context, rw *readyWatch) (*tailWatch, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	tw := &tailWatch{created: map[string]time.Time{}, offered: map[string]time.Time{}, applied: map[string]time.Time{}, stop: cancel}
+	tw := &tailWatch{created: map[string]time.Time{}, offered: map[string]time.Time{}, applied: map[string]time.Time{}, ctx: ctx, stop: cancel}
 	if render, ok := b.env.Controllers[localenv.RenderController]; ok && b.shards == 1 && !render.Elects {
 		sub := &renderfeed.Subscriber{
 			URL: "http://" + render.StorageAddr + renderfeed.Path,
@@ -149,9 +156,10 @@ func (b *bench) watchTail(ctx context.Context, rw *readyWatch) (*tailWatch, erro
 	return tw, nil
 }
 
-// sample notes one second's counts and CPU until ctx ends; started with
+// sampleEvery notes one second's counts and CPU until stop; started with
 // the clock.
-func (tw *tailWatch) sampleEvery(ctx context.Context, b *bench, rw *readyWatch) {
+func (tw *tailWatch) sampleEvery(b *bench, rw *readyWatch) {
+	ctx := tw.ctx
 	tw.done.Add(1)
 	go func() {
 		defer tw.done.Done()
@@ -163,7 +171,8 @@ func (tw *tailWatch) sampleEvery(ctx context.Context, b *bench, rw *readyWatch) 
 				return
 			case <-tick.C:
 			}
-			s := tailSample{at: time.Since(tw.start), cpu: b.meter.CPU()}
+			s := tailSample{at: time.Since(tw.start), cpu: b.meter.CPU(), machine: benchfig.ReadMachineCPU()}
+			s.self, _ = benchfig.SelfCPU()
 			rw.mu.Lock()
 			s.ready = len(rw.readyAt)
 			rw.mu.Unlock()
@@ -176,9 +185,9 @@ func (tw *tailWatch) sampleEvery(ctx context.Context, b *bench, rw *readyWatch) 
 }
 
 // begin starts the clock and the samples.
-func (tw *tailWatch) begin(ctx context.Context, b *bench, rw *readyWatch, start time.Time) {
+func (tw *tailWatch) begin(b *bench, rw *readyWatch, start time.Time) {
 	tw.start = start
-	tw.sampleEvery(ctx, b, rw)
+	tw.sampleEvery(b, rw)
 }
 
 // noteCreated notes a create's return.
@@ -283,7 +292,7 @@ func (t *tailFigures) print(out io.Writer, f *fleetFigures) {
 		step := max(1, len(t.samples)/20)
 		procs := append(append([]string{}, tailControllers...), benchkit.PlaneNames...)
 		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(w, "  t (s)\tcreated\toffered\tapplied\tReady\t%s (CPU, cores)\n", strings.Join(procs, "\t"))
+		fmt.Fprintf(w, "  t (s)\tcreated\toffered\tapplied\tReady\t%s\tthe bench\tstolen by the host (CPU, cores)\n", strings.Join(procs, "\t"))
 		prev := t.samples[0]
 		for i := step; i < len(t.samples); i += step {
 			s := t.samples[i]
@@ -291,6 +300,8 @@ func (t *tailFigures) print(out io.Writer, f *fleetFigures) {
 			for _, p := range procs {
 				cells = append(cells, fmt.Sprintf("%.2f", (s.cpu[p]-prev.cpu[p]).Seconds()/(s.at-prev.at).Seconds()))
 			}
+			cells = append(cells, fmt.Sprintf("%.2f", (s.self-prev.self).Seconds()/(s.at-prev.at).Seconds()),
+				fmt.Sprintf("%.2f", (s.machine.Steal-prev.machine.Steal)/(s.at-prev.at).Seconds()))
 			fmt.Fprintln(w, strings.Join(cells, "\t"))
 			prev = s
 		}
