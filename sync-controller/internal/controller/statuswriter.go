@@ -25,9 +25,15 @@ import (
 type statusWriter struct {
 	r   *Syncer
 	key types.NamespacedName
-	// obj is the object as read; each write leaves in it the version the
-	// object is stored at.
+	// obj is the object as read, which the run's goroutine reads (its
+	// events, its copies) while a held write's timer may send: no write
+	// changes it.
 	obj reconcile.Object
+	// storedAt names the object for the writes (its kind, namespace,
+	// name and uid) and holds the resourceVersion it is stored at after
+	// this writer's last write, the precondition of a write that carries
+	// the render. Guarded by mu, as the timer writes it.
+	storedAt reconcile.Object
 	// out holds the status as it will be written (the run's), outApp its
 	// adapter; each write puts the run's sync status into it first.
 	out    reconcile.Object
@@ -64,9 +70,14 @@ type statusWriter struct {
 // newStatusWriter returns the status writer of a run of obj (app its
 // adapter) that builds its status in out, started at start.
 func newStatusWriter(r *Syncer, obj reconcile.Object, app application, out reconcile.Object, start time.Time) *statusWriter {
+	storedAt := app.newEmpty().object()
+	storedAt.SetNamespace(obj.GetNamespace())
+	storedAt.SetName(obj.GetName())
+	storedAt.SetUID(obj.GetUID())
+	storedAt.SetResourceVersion(obj.GetResourceVersion())
 	return &statusWriter{
 		r: r, key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()},
-		obj: obj, out: out, outApp: appOf(out), start: start,
+		obj: obj, storedAt: storedAt, out: out, outApp: appOf(out), start: start,
 		stored: app.ownStatus(), storedInv: app.syncStatus().Inventory,
 		storedConds: sortedOwnConditions(obj.GetConditions()), storedRender: renderStatusOf(obj),
 	}
@@ -293,7 +304,7 @@ func (w *statusWriter) send(ctx context.Context, sw *statusWrite) error {
 		if sw.render.Artifact != nil {
 			// Before the apply: its watch event may come before its
 			// response.
-			w.r.Renders.wrote(w.key, w.obj.GetUID(), sw.render)
+			w.r.Renders.wrote(w.key, w.storedAt.GetUID(), sw.render)
 		}
 		if err := w.applyCarryingRender(ctx, sw.status); err != nil {
 			return err
@@ -329,7 +340,7 @@ func (w *statusWriter) applyCarryingRender(ctx context.Context, status map[strin
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
 			return err
 		}
-		fresh := appOf(w.obj).newEmpty().object()
+		fresh := appOf(w.storedAt).newEmpty().object()
 		if gerr := w.r.reader().Get(ctx, w.key, fresh); gerr != nil {
 			return err
 		}
@@ -337,7 +348,7 @@ func (w *statusWriter) applyCarryingRender(ctx context.Context, status map[strin
 			w.r.Renders.stale(w.key, w.adopted)
 			return err
 		}
-		w.obj.SetResourceVersion(fresh.GetResourceVersion())
+		w.storedAt.SetResourceVersion(fresh.GetResourceVersion())
 	}
 }
 
@@ -350,10 +361,10 @@ func (w *statusWriter) apply(ctx context.Context, fieldManager string, status ma
 	if at {
 		applyStatus = reconcile.ApplyStatusAt
 	}
-	err := applyStatus(ctx, w.r.Client, w.obj, fieldManager, status)
+	err := applyStatus(ctx, w.r.Client, w.storedAt, fieldManager, status)
 	rv := ""
 	if err == nil {
-		rv = w.obj.GetResourceVersion()
+		rv = w.storedAt.GetResourceVersion()
 	}
 	w.r.writes.wrote(w.key, rv)
 	return err
