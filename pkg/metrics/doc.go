@@ -2,6 +2,7 @@
 // per kind and per reconciled object, under one naming scheme:
 //
 //	plumb_<subsystem>_reconcile_duration_seconds                  histogram over every object of the kind
+//	plumb_<subsystem>_step_duration_seconds{step}                 histogram per step of the reconcile, over every object
 //	plumb_<subsystem>_<condition>{namespace,name}                  gauge: 1 True, 0 False, -1 Unknown
 //	plumb_<subsystem>_suspended{namespace,name}                    gauge: 1 while suspended
 //	plumb_<subsystem>_artifact_size_bytes{namespace,name}          gauge: the current artifact's size

@@ -49,6 +49,11 @@ type Object struct {
 	// "Plumb's series"), and gotk_reconcile_duration_seconds has the
 	// duration per object where Flux's dashboards look for it.
 	duration prometheus.Histogram
+	// steps is how long each named step of a reconcile took
+	// (pkg/reconcile's steps, and its status write), per kind: where a
+	// reconcile's time goes when the kind's are slow, with a series per
+	// step and none per object.
+	steps *prometheus.HistogramVec
 	// workTotal is the work counter of a ConditionOnly set, over every
 	// object of the kind.
 	workTotal prometheus.Counter
@@ -78,6 +83,11 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 			Help:    "How long one reconcile of a " + s.Kind + " took, over all of them.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 		}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    name("step_duration_seconds"),
+			Help:    "How long each named step of a reconcile of a " + s.Kind + " took, over all of them.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"step"}),
 		condition: prometheus.NewDesc(name(strings.ToLower(s.Condition)),
 			"The "+s.Kind+"'s "+s.Condition+" condition: 1 True, 0 False, -1 Unknown.", labels, nil),
 		records: map[objectKey]*record{},
@@ -86,7 +96,7 @@ func NewObject(reg prometheus.Registerer, s Spec) *Object {
 		m.suspended = prometheus.NewDesc(name("suspended"), "1 while the "+s.Kind+" is suspended, else 0.", labels, nil)
 		m.size = prometheus.NewDesc(name("artifact_size_bytes"), "Size of the "+s.Kind+"'s current artifact.", labels, nil)
 	}
-	reg.MustRegister(m.duration, objectCollector{m})
+	reg.MustRegister(m.duration, m.steps, objectCollector{m})
 	switch {
 	case s.Work == "":
 	case s.ConditionOnly:
@@ -107,6 +117,14 @@ func (m *Object) Observe(namespace, name string, start time.Time) {
 		return
 	}
 	m.observe(namespace, name, time.Since(start).Seconds())
+}
+
+// ObserveStep records how long one named step of a reconcile took.
+func (m *Object) ObserveStep(step string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.steps.WithLabelValues(step).Observe(took.Seconds())
 }
 
 func (m *Object) observe(namespace, name string, took float64) {

@@ -127,10 +127,12 @@ func (c *Controller[T]) Run(ctx context.Context, obj T, steps ...Step) (ctrl.Res
 		read = obj.DeepCopyObject().(T)
 	}
 	stored := slices.Clone(obj.GetConditions())
-	step, err := runSteps(ctx, steps)
+	step, err := runSteps(ctx, steps, c.Metrics)
 	result, err := c.summarize(ctx, obj, step, err)
 	BoundConditions(obj, stored)
+	wrote := time.Now()
 	werr := c.writeStatus(ctx, obj, read)
+	c.Metrics.ObserveStep(StatusWriteStep, time.Since(wrote))
 	c.Record(obj)
 	if werr != nil {
 		// controller-runtime retries a failed write with backoff; a
@@ -190,12 +192,19 @@ func (c *Controller[T]) writeStatus(ctx context.Context, obj, read T) error {
 	return client.IgnoreNotFound(ApplyStatus(ctx, c.Client, obj, c.FieldManager, m))
 }
 
-// runSteps runs steps until one fails, and names it. A panic fails the
-// step (the steps read untrusted input) with a *panics.Error, logged with
-// its stack.
-func runSteps(ctx context.Context, steps []Step) (string, error) {
+// StatusWriteStep names Run's status write among the durations of the
+// steps (metrics.Object.ObserveStep): no step is named so.
+const StatusWriteStep = "write-status"
+
+// runSteps runs steps until one fails, and names it; m records how long
+// each step ran, a failed one included. A panic fails the step (the steps
+// read untrusted input) with a *panics.Error, logged with its stack.
+func runSteps(ctx context.Context, steps []Step, m *metrics.Object) (string, error) {
 	for _, s := range steps {
-		if err := s.run(ctx); err != nil {
+		start := time.Now()
+		err := s.run(ctx)
+		m.ObserveStep(s.Name, time.Since(start))
+		if err != nil {
 			if errors.Is(err, ErrStop) {
 				return s.Name, nil
 			}

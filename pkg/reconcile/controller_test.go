@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,6 +18,7 @@ import (
 	"plumb.dev/api/meta"
 	sourcev1 "plumb.dev/api/source/v1"
 	"plumb.dev/pkg/events"
+	"plumb.dev/pkg/metrics"
 	"plumb.dev/pkg/panics"
 	"plumb.dev/pkg/reconcile"
 )
@@ -442,4 +444,35 @@ func TestObjectsReconciledTogetherDriftApart(t *testing.T) {
 	// Twenty draws from three seconds' worth of nanoseconds: the same
 	// value twice is a one-in-ten-million chance, all the same never.
 	g.Expect(len(seen)).To(BeNumerically(">", 1), "every object comes back after the same %v", seen)
+}
+
+// Run times each step it runs, the one that fails included, and its status
+// write, into the kind's step histogram: a step after the failure ran
+// no time and has no sample.
+func TestRunTimesEachStepAndTheStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	h := newHarness(func(c *reconcile.Controller[*sourcev1.GitRepository]) {
+		c.Metrics = metrics.NewObject(reg, metrics.Spec{Subsystem: "test", Kind: "GitRepository", Condition: meta.ReadyCondition})
+	})
+	slow := reconcile.Step{Name: "fetch", Run: func(context.Context) error { time.Sleep(20 * time.Millisecond); return nil }}
+	_, _ = h.sk.Run(context.Background(), repository(), slow, step("verify", errors.New("bad signature")), step("store", nil))
+	_, _ = h.sk.Run(context.Background(), repository(), slow)
+
+	samples := map[string]uint64{}
+	sums := map[string]float64{}
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "plumb_test_step_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			g.Expect(m.GetLabel()).To(HaveLen(1), "the step, no object labels")
+			samples[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+			sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
+		}
+	}
+	g.Expect(samples).To(Equal(map[string]uint64{"fetch": 2, "verify": 1, reconcile.StatusWriteStep: 2}))
+	g.Expect(sums["fetch"]).To(BeNumerically(">=", 0.040), "two runs of a step that sleeps 20 ms")
 }

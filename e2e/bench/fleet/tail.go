@@ -85,6 +85,12 @@ var tailMetrics = []string{
 	"workqueue_queue_duration_seconds_sum",
 	"workqueue_queue_duration_seconds_count",
 	"workqueue_work_duration_seconds_sum",
+	// The steps of a reconcile of a Kustomization (pkg/reconcile's), under
+	// each controller's own subsystem.
+	"plumb_sync_step_duration_seconds_sum",
+	"plumb_sync_step_duration_seconds_count",
+	"plumb_render_step_duration_seconds_sum",
+	"plumb_render_step_duration_seconds_count",
 }
 
 var tailControllers = []string{localenv.RenderController, localenv.SyncController}
@@ -343,6 +349,34 @@ func (t *tailFigures) print(out io.Writer, f *fleetFigures) {
 		}
 		fmt.Fprintf(out, "N=%d: %s, Kustomizations: reconciles per Kustomization by result: %s; queue adds %.2f, retries %.2f per Kustomization; mean wait in the queue %s, mean reconcile %s\n",
 			f.n, name, strings.Join(parts, ", "), adds/float64(f.n), retries/float64(f.n), mean(qs, qn), mean(ws, qn))
+		if steps := stepMeans(get, name); steps != "" {
+			fmt.Fprintf(out, "N=%d: %s, Kustomizations: the steps of a reconcile, mean time (runs): %s\n", f.n, name, steps)
+		}
 	}
 	fmt.Fprintln(out)
+}
+
+// stepMeans is each step's mean time and run count during the sync, in
+// the order of the most time spent, from the controller's
+// plumb_<subsystem>_step_duration_seconds; "" when it has none.
+func stepMeans(get func(string) benchkit.Counters, controller string) string {
+	subsystem := map[string]string{localenv.SyncController: "sync", localenv.RenderController: "render"}[controller]
+	sums := get("plumb_" + subsystem + "_step_duration_seconds_sum")
+	counts := get("plumb_" + subsystem + "_step_duration_seconds_count")
+	type stepTime struct {
+		name   string
+		sum, n float64
+	}
+	var steps []stepTime
+	for set, n := range counts {
+		if n > 0 {
+			steps = append(steps, stepTime{benchkit.Label(set, "step"), sums[set], n})
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].sum > steps[j].sum })
+	var parts []string
+	for _, st := range steps {
+		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", st.name, benchfig.Seconds(time.Duration(st.sum/st.n*float64(time.Second))), st.n))
+	}
+	return strings.Join(parts, ", ")
 }

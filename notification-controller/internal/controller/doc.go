@@ -53,6 +53,7 @@
 // skeleton (the alert delivery metrics are internal/dispatch's):
 //
 //	plumb_notification_{provider,alert,receiver}_reconcile_duration_seconds  histogram
+//	plumb_notification_{provider,alert,receiver}_step_duration_seconds{step} histogram per step
 //	plumb_notification_{provider,alert,receiver}_ready                       Ready: 1 True, 0 False, -1 Unknown
 //	plumb_notification_{provider,alert,receiver}_suspended                   1 while spec.suspend is true
 //

@@ -303,13 +303,15 @@
 // the rest over every Kustomization:
 //
 //	plumb_render_reconcile_duration_seconds  histogram of reconcile durations
+//	plumb_render_step_duration_seconds       histogram per step of the reconcile (label step)
 //	plumb_render_rendered                    Rendered: 1 True, 0 False, -1 Unknown
 //	plumb_render_builds_total                kustomize builds run
 //
 // and the same set for HelmReleases under plumb_render_helmrelease_
-// (reconcile_duration_seconds, rendered, renders_total). Whether an object
-// is suspended and the size of its rendered artifact are sync-controller's
-// series of the same object (gotk_suspend_status,
+// (reconcile_duration_seconds, step_duration_seconds, rendered,
+// renders_total). Whether an object is suspended and the size of its
+// rendered artifact are sync-controller's series of the same object
+// (gotk_suspend_status,
 // plumb_sync_artifact_size_bytes), and Flux's gotk_* series of the two
 // kinds are sync-controller's too, which owns their Ready
 // (docs/design/metrics.md).

@@ -278,6 +278,7 @@
 // name but for the duration, one histogram over every object of the kind:
 //
 //	plumb_source_reconcile_duration_seconds  histogram of reconcile durations
+//	plumb_source_step_duration_seconds       histogram per step of the reconcile (label step)
 //	plumb_source_ready                       Ready: 1 True, 0 False, -1 Unknown
 //	plumb_source_suspended                   1 while spec.suspend is true
 //	plumb_source_artifact_size_bytes         size of the current artifact

@@ -300,6 +300,7 @@
 // # Metrics
 //
 //	plumb_sync_reconcile_duration_seconds                   histogram over every Kustomization (pkg/metrics' set)
+//	plumb_sync_step_duration_seconds{step}                  histogram per step of the reconcile, over every Kustomization
 //	plumb_sync_objects_total{action}                        counter: Created, Configured, Unchanged, Deleted
 //	plumb_sync_drift_detected_total{kind,namespace,name}    counter
 //	plumb_sync_drift_corrected_total{kind,namespace,name}   counter
@@ -309,8 +310,8 @@
 //	plumb_sync_artifact_size_bytes{namespace,name}          gauge: the rendered artifact synced
 //
 // The per-object set is Kustomizations'; HelmReleases have their own,
-// plumb_sync_helmrelease_reconcile_duration_seconds, _ready, _suspended
-// and _artifact_size_bytes. sync-controller owns both kinds' Ready, so it
+// plumb_sync_helmrelease_reconcile_duration_seconds, _step_duration_seconds,
+// _ready, _suspended and _artifact_size_bytes. sync-controller owns both kinds' Ready, so it
 // exports Flux's gotk_reconcile_duration_seconds, gotk_reconcile_condition
 // and gotk_suspend_status for them (kind="Kustomization", "HelmRelease";
 // render-controller does not, docs/design/metrics.md).
