@@ -230,11 +230,11 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 		if err != nil || name == "" || !dir.HasPrefix(root) {
 			return nil, false
 		}
-		data, err := fsys.ReadFile(dir.Join(name))
+		file, data, err := readResourceFile(fsys, dir.Join(name), parsed, rel)
 		if err != nil {
 			return nil, false
 		}
-		ress, reused := parsedResources(parsed[rel], data)
+		ress, reused := parsedResources(file, data)
 		if !reused {
 			// Its documents are not kept beside the new parse.
 			delete(parsed, rel)
@@ -284,6 +284,28 @@ func fastPath(fsys *sandboxFS, userDir, overlayFile, kustFile string, generated 
 	}
 	fastPathUses.Add(1)
 	return kept, true
+}
+
+// readResourceFile reads the resource file rel at path for the fast path,
+// with its documents when they are parsed already: a generated
+// kustomization's files were parsed by its checks (parsed); a file a
+// kustomization lists is read as a manifest, whose first read counts the
+// sandbox's budgets on a parse that is kustomize's where kioDocuments
+// says so. Either way most files are parsed once, not twice.
+func readResourceFile(fsys *sandboxFS, path string, parsed map[string]parsedFile, rel string) (parsedFile, []byte, error) {
+	if file, ok := parsed[rel]; ok {
+		data, err := fsys.ReadFile(path)
+		return file, data, err
+	}
+	data, counted, err := fsys.readManifest(path)
+	if err != nil {
+		return parsedFile{}, nil, err
+	}
+	nodes, taken := kioDocuments(data, counted.docs)
+	if !taken {
+		return parsedFile{}, data, nil
+	}
+	return parsedFile{data: data, nodes: nodes, plain: counted.plain}, data, nil
 }
 
 // hasAnnotations reports whether r may have annotations: false when its

@@ -811,6 +811,31 @@ func TestFastPathParsesEachFileOnce(t *testing.T) {
 	}
 }
 
+// TestFastPathParsesEachListedFileOnce: the files a kustomization lists
+// are taken as the sandbox parsed them for its budgets too, and render
+// what kustomize renders; a file of two documents, which kio's reader
+// splits its own way, is parsed again.
+func TestFastPathParsesEachListedFileOnce(t *testing.T) {
+	work := t.TempDir()
+	files := map[string]string{
+		"a.yaml": cmA, "sub/b.yaml": cmB,
+		"two.yaml":           strings.ReplaceAll(cmA, "name: a", "name: c") + "---\n" + strings.ReplaceAll(cmA, "name: a", "name: d"),
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml\n- sub/b.yaml\n- two.yaml\n",
+	}
+	writeTree(t, SourceDir(work), files)
+	for _, spec := range []*kustomizev1.KustomizationSpec{{}, {TargetNamespace: "apps"}} {
+		before := parsedReuses.Load()
+		slow, fast, took := buildBothWays(t, work, spec, Options{})
+		compareOutcomes(t, slow, fast)
+		if !took {
+			t.Fatalf("targetNamespace %q: the fast path was not taken", spec.TargetNamespace)
+		}
+		if got := parsedReuses.Load() - before; got != 2 {
+			t.Fatalf("targetNamespace %q: %d listed files taken as parsed, want 2 (a.yaml, sub/b.yaml)", spec.TargetNamespace, got)
+		}
+	}
+}
+
 // TestOverlayFieldSpecsAreKustomizes: the field specs the fast path gives
 // kustomize's prefix, suffix and image transformers are those of
 // kustomize's default configuration, which krusty gives them.
