@@ -21,12 +21,17 @@ import (
 
 // ProcStat is what /proc says about one process at one moment.
 type ProcStat struct {
-	CPU time.Duration // utime + stime
-	HWM int64         // VmHWM, KiB: the peak resident memory so far
-	RSS int64         // VmRSS, KiB
+	// CPU is utime + stime, with its children's: those it waited for
+	// (cutime + cstime) and those still running, such as render-
+	// controller's render workers, which render in processes of their
+	// own. Without them a controller's CPU figure left out its renders.
+	CPU time.Duration
+	HWM int64 // VmHWM, KiB: the peak resident memory so far
+	RSS int64 // VmRSS, KiB
 }
 
-// ReadProc reads a process's CPU time and memory from /proc.
+// ReadProc reads a process's CPU time, its children's included, and its
+// own memory from /proc.
 func ReadProc(pid int) (ProcStat, error) {
 	var s ProcStat
 	p, err := procfs.NewProc(pid)
@@ -37,7 +42,11 @@ func ReadProc(pid int) (ProcStat, error) {
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	s.CPU = benchfig.Ticks(int64(stat.UTime) + int64(stat.STime))
+	children, err := benchfig.ProcessCPU(func(_, ppid int) bool { return ppid == pid })
+	if err != nil {
+		return s, err
+	}
+	s.CPU = benchfig.Ticks(int64(stat.UTime)+int64(stat.STime)+int64(stat.CUTime)+int64(stat.CSTime)) + children
 	status, err := p.NewStatus()
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/status: %w", pid, err)

@@ -85,6 +85,28 @@ func TestReadProcReadsABusyChildsCPU(t *testing.T) {
 	g.Expect(s.CPU).To(BeNumerically(">", reaped-3*benchfig.Ticks(1)), "utime and stime are each truncated to a tick, and dying costs little")
 }
 
+// A process's CPU includes its running children's: a controller's render
+// workers are its children, and their renders its work.
+func TestReadProcCountsRunningChildren(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	g.Eventually(func() (time.Duration, error) {
+		s, err := ReadProc(child.Process.Pid)
+		return s.CPU, err
+	}).WithTimeout(time.Minute).Should(BeNumerically(">=", 200*time.Millisecond))
+
+	own, err := benchfig.ProcessCPU(func(pid, _ int) bool { return pid == os.Getpid() })
+	g.Expect(err).NotTo(HaveOccurred())
+	busy, err := ReadProc(child.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred())
+	self, err := ReadProc(os.Getpid())
+	g.Expect(err).NotTo(HaveOccurred())
+	// Each counter only grows, and the three reads were in this order.
+	g.Expect(self.CPU).To(BeNumerically(">=", own+busy.CPU), "this process's time and its busy child's")
+}
+
 // procState is a process's state letter (R, S, T, Z…).
 func procState(pid int) (string, error) {
 	p, err := procfs.NewProc(pid)
