@@ -21,17 +21,12 @@ import (
 
 // ProcStat is what /proc says about one process at one moment.
 type ProcStat struct {
-	// CPU is utime + stime, with its children's: those it waited for
-	// (cutime + cstime) and those still running, such as render-
-	// controller's render workers, which render in processes of their
-	// own. Without them a controller's CPU figure left out its renders.
-	CPU time.Duration
-	HWM int64 // VmHWM, KiB: the peak resident memory so far
-	RSS int64 // VmRSS, KiB
+	CPU time.Duration // utime + stime
+	HWM int64         // VmHWM, KiB: the peak resident memory so far
+	RSS int64         // VmRSS, KiB
 }
 
-// ReadProc reads a process's CPU time, its children's included, and its
-// own memory from /proc.
+// ReadProc reads a process's CPU time and memory from /proc.
 func ReadProc(pid int) (ProcStat, error) {
 	var s ProcStat
 	p, err := procfs.NewProc(pid)
@@ -42,11 +37,7 @@ func ReadProc(pid int) (ProcStat, error) {
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	children, err := benchfig.ProcessCPU(func(_, ppid int) bool { return ppid == pid })
-	if err != nil {
-		return s, err
-	}
-	s.CPU = benchfig.Ticks(int64(stat.UTime)+int64(stat.STime)+int64(stat.CUTime)+int64(stat.CSTime)) + children
+	s.CPU = benchfig.Ticks(int64(stat.UTime) + int64(stat.STime))
 	status, err := p.NewStatus()
 	if err != nil {
 		return s, fmt.Errorf("/proc/%d/status: %w", pid, err)
@@ -296,10 +287,14 @@ func (m *Meter) Snapshot(ctx context.Context) (Snapshot, error) {
 	if s.APIServer, err = ScrapeCounters(ctx, m.APIClient, strings.TrimSuffix(m.env.Config.Host, "/")+"/metrics", "apiserver_request_total"); err != nil {
 		return s, fmt.Errorf("the API server's metrics: %w", err)
 	}
+	children, err := processTree()
+	if err != nil {
+		return s, err
+	}
 	for name, p := range m.procs {
 		got, err := ScrapeCounters(ctx, m.plain, p.MetricsURL, "rest_client_requests_total")
 		if err == nil {
-			s.Proc[name], err = ReadProc(p.Pid())
+			s.Proc[name], err = readTree(p.Pid(), children)
 		}
 		if err != nil {
 			if p.MayBeDown {
@@ -310,26 +305,42 @@ func (m *Meter) Snapshot(ctx context.Context) (Snapshot, error) {
 		s.Client[name] = got.Total()
 	}
 	for name, pid := range m.plane {
-		if s.Proc[name], err = ReadProc(pid); err != nil {
+		if s.Proc[name], err = readTree(pid, children); err != nil {
 			return s, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return s, nil
 }
 
-// CPU reads each measured process's and the control plane's CPU time
-// from /proc alone, without the scrapes of a Snapshot: cheap enough to
-// sample every second while a fleet syncs. A process that cannot be
-// read (one starting again) is left out.
+// readTree is ReadProc of pid with the CPU time of its whole tree
+// (TreeCPU): a controller's render workers are processes of its own, and
+// their renders its work. The memory is pid's own.
+func readTree(pid int, children map[int][]int) (ProcStat, error) {
+	s, err := ReadProc(pid)
+	if err == nil {
+		s.CPU = TreeCPU(pid, children)
+	}
+	return s, err
+}
+
+// CPU reads each measured process's and the control plane's CPU time,
+// each with its tree's as in a Snapshot, from /proc alone, without the
+// scrapes of a Snapshot: cheap enough to sample every second while a
+// fleet syncs. A process that cannot be read (one starting again) is
+// left out, and all are when /proc cannot be listed.
 func (m *Meter) CPU() map[string]time.Duration {
 	out := map[string]time.Duration{}
+	children, err := processTree()
+	if err != nil {
+		return out
+	}
 	for name, p := range m.procs {
-		if st, err := ReadProc(p.Pid()); err == nil {
+		if st, err := readTree(p.Pid(), children); err == nil {
 			out[name] = st.CPU
 		}
 	}
 	for name, pid := range m.plane {
-		if st, err := ReadProc(pid); err == nil {
+		if st, err := readTree(pid, children); err == nil {
 			out[name] = st.CPU
 		}
 	}

@@ -65,13 +65,7 @@ func TestReadProcReadsThisProcess(t *testing.T) {
 // uses nothing between the read and its end.
 func TestReadProcReadsABusyChildsCPU(t *testing.T) {
 	g := NewWithT(t)
-	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	g.Expect(child.Start()).To(Succeed())
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	g.Eventually(func() (time.Duration, error) {
-		s, err := ReadProc(child.Process.Pid)
-		return s.CPU, err
-	}).WithTimeout(time.Minute).Should(BeNumerically(">=", 300*time.Millisecond))
+	child := busyChild(t, 300*time.Millisecond)
 
 	g.Expect(child.Process.Signal(syscall.SIGSTOP)).To(Succeed())
 	g.Eventually(func() (string, error) { return procState(child.Process.Pid) }).Should(Equal("T"))
@@ -85,26 +79,35 @@ func TestReadProcReadsABusyChildsCPU(t *testing.T) {
 	g.Expect(s.CPU).To(BeNumerically(">", reaped-3*benchfig.Ticks(1)), "utime and stime are each truncated to a tick, and dying costs little")
 }
 
-// A process's CPU includes its running children's: a controller's render
-// workers are its children, and their renders its work.
-func TestReadProcCountsRunningChildren(t *testing.T) {
+// A process tree's CPU includes its running children's: a controller's
+// render workers are its children, and their renders its work.
+func TestTreeCPUCountsRunningChildren(t *testing.T) {
 	g := NewWithT(t)
-	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	g.Expect(child.Start()).To(Succeed())
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	g.Eventually(func() (time.Duration, error) {
-		s, err := ReadProc(child.Process.Pid)
-		return s.CPU, err
-	}).WithTimeout(time.Minute).Should(BeNumerically(">=", 200*time.Millisecond))
+	child := busyChild(t, 200*time.Millisecond)
 
-	own, err := benchfig.ProcessCPU(func(pid, _ int) bool { return pid == os.Getpid() })
+	own, err := ReadProc(os.Getpid())
 	g.Expect(err).NotTo(HaveOccurred())
 	busy, err := ReadProc(child.Process.Pid)
 	g.Expect(err).NotTo(HaveOccurred())
-	self, err := ReadProc(os.Getpid())
+	children, err := processTree()
 	g.Expect(err).NotTo(HaveOccurred())
-	// Each counter only grows, and the three reads were in this order.
-	g.Expect(self.CPU).To(BeNumerically(">=", own+busy.CPU), "this process's time and its busy child's")
+	// Each counter only grows, and the reads were in this order.
+	g.Expect(TreeCPU(os.Getpid(), children)).To(BeNumerically(">=", own.CPU+busy.CPU), "this process's time and its busy child's")
+}
+
+// busyChild starts a child that spins until the test ends, and returns
+// once it has used at least atLeast of CPU.
+func busyChild(t *testing.T, atLeast time.Duration) *exec.Cmd {
+	t.Helper()
+	g := NewWithT(t)
+	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	g.Expect(child.Start()).To(Succeed())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	g.Eventually(func() (time.Duration, error) {
+		s, err := ReadProc(child.Process.Pid)
+		return s.CPU, err
+	}).WithTimeout(time.Minute).Should(BeNumerically(">=", atLeast))
+	return child
 }
 
 // procState is a process's state letter (R, S, T, Z…).

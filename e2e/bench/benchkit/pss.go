@@ -93,16 +93,12 @@ func (s *MemSampler) Stop() {
 }
 
 func (s *MemSampler) sample() {
-	parents, err := ppids()
+	children, err := processTree()
 	if err != nil {
 		s.mu.Lock()
 		s.errs++
 		s.mu.Unlock()
 		return
-	}
-	children := map[int][]int{}
-	for pid, ppid := range parents {
-		children[ppid] = append(children[ppid], pid)
 	}
 	one := map[string]MemSample{}
 	hwm := map[string]int64{}
@@ -118,10 +114,7 @@ func (s *MemSampler) sample() {
 		}
 		m := MemSample{PSS: self.pss, Self: self.pss, Anon: self.anon}
 		cpu[name] += treeCPU(root)
-		queue := append([]int(nil), children[root]...)
-		for len(queue) > 0 {
-			pid := queue[0]
-			queue = append(queue[1:], children[pid]...)
+		for _, pid := range descendants(root, children) {
 			r, err := readRollup(pid)
 			if err != nil {
 				continue
@@ -162,6 +155,31 @@ func (s *MemSampler) CPU(name string) time.Duration {
 	defer s.mu.Unlock()
 	c := s.cpu[name]
 	return c[1] - c[0]
+}
+
+// TreeCPU is the CPU time root and its live descendants used: each one's
+// treeCPU, so that the children each reaped count too; children is
+// processTree's. The CPU of a child that exited and was not reaped yet is
+// missed.
+func TreeCPU(root int, children map[int][]int) time.Duration {
+	cpu := treeCPU(root)
+	for _, pid := range descendants(root, children) {
+		cpu += treeCPU(pid)
+	}
+	return cpu
+}
+
+// descendants lists root's descendants in children (processTree's),
+// children before grandchildren.
+func descendants(root int, children map[int][]int) []int {
+	var out []int
+	queue := append([]int(nil), children[root]...)
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = append(queue[1:], children[pid]...)
+		out = append(out, pid)
+	}
+	return out
 }
 
 // treeCPU is one process's utime + stime + cutime + cstime; 0 when it is
@@ -260,21 +278,22 @@ func readRollup(pid int) (rollup, error) {
 	return r, nil
 }
 
-// ppids maps every process to its parent, from /proc/<pid>/stat.
-func ppids() (map[int]int, error) {
+// processTree lists the live processes' pids by their parent's, from one
+// listing of /proc.
+func processTree() (map[int][]int, error) {
 	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int]int, len(procs))
+	children := map[int][]int{}
 	for _, p := range procs {
 		stat, err := p.Stat()
 		if err != nil {
 			continue // gone since the listing
 		}
-		out[p.PID] = stat.PPID
+		children[stat.PPID] = append(children[stat.PPID], p.PID)
 	}
-	return out, nil
+	return children, nil
 }
 
 // Pid returns how to find a measured process's current pid, for a
