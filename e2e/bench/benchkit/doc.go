@@ -11,7 +11,9 @@
 // work on new namespaces before anything is counted; and Follow, a watch
 // opened again from its last resourceVersion when the server ends it
 // (client-go's RetryWatcher, with a 410 Gone an error rather than a
-// silent gap in a figure).
+// silent gap in a figure); and PinTree, which confines a process, its
+// threads and its children to some CPUs (the control plane apart from
+// the controllers, as production runs it).
 // pkg/benchfig holds what every benchmark states its figures with
 // (percentiles, rounding, the load average).
 package benchkit

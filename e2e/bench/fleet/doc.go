@@ -44,8 +44,21 @@
 // over the same objects.
 //
 // -profile-dir serves pprof from each controller (--pprof-addr) and writes
-// CPU profiles of render-, sync- and source-controller during the largest
-// N's sync and heap profiles after it.
+// CPU profiles of render-, sync- and source-controller and kube-apiserver
+// during the largest N's sync and heap profiles after it, and the same
+// during that N's floor (files named floor-nN), so that what the fleet's
+// API server does beyond the floor's can be told apart.
+//
+// -control-plane-cpus 0 runs kube-apiserver, etcd and kube-controller-
+// manager on CPU 0 and the controllers (their render workers with them)
+// and this bench (with its NATS and Git server) on the other CPUs, floor
+// included, pinned with sched_setaffinity on every thread
+// (benchkit.PinTree): production runs the control plane on machines of its
+// own, where a controller's CPU does not slow the API server's answers. On
+// a machine of two cores that share everything the fleet's time is the CPU
+// of all its processes over two cores, whoever spends it
+// (docs/bench/fleet.md, "Fleet runs T3–T5"); pinned, it is the API server's
+// own work beside the floor's.
 //
 // -shards 1,3 runs each N once per shard count, each in a fresh
 // environment: with S > 1, localenv starts S shards of the four

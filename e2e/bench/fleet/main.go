@@ -52,6 +52,10 @@ type config struct {
 	logLevel       string
 	concurrent     int
 	floor          bool
+	// planeCPUs, when set, are the CPUs the control plane runs on, and
+	// plumbCPUs the rest, where the controllers and the bench run
+	// (-control-plane-cpus).
+	planeCPUs, plumbCPUs benchkit.CPUSet
 	// controllerArgs are more flags of single controllers (-controller-arg).
 	controllerArgs map[string][]string
 	timeout        time.Duration
@@ -110,6 +114,19 @@ func main() {
 			return fmt.Errorf("want NAME=--flag with NAME one of %s, got %q", strings.Join(localenv.ControllerNames, ", "), v)
 		}
 		c.controllerArgs[name] = append(c.controllerArgs[name], arg)
+		return nil
+	})
+	flag.Func("control-plane-cpus", "CPUs, comma-separated (e.g. 0), to run kube-apiserver, etcd and kube-controller-manager on, and the controllers, their render workers and this bench (its NATS and Git server) on the others, "+
+		"as production runs the control plane on machines of its own; unset, all share every CPU", func(v string) error {
+		set, err := benchkit.ParseCPUSet(v)
+		if err != nil {
+			return err
+		}
+		rest, err := set.Rest()
+		if err != nil {
+			return err
+		}
+		c.planeCPUs, c.plumbCPUs = set, rest
 		return nil
 	})
 	flag.StringVar(&c.logLevel, "log-level", "info", "the controllers' --log-level")
@@ -343,7 +360,45 @@ func withEnv(ctx context.Context, c config, eo envOptions, fn func(*bench) error
 	if b.meter, err = benchkit.NewMeter(env); err != nil {
 		return err
 	}
+	if err := b.pinCPUs(); err != nil {
+		return err
+	}
 	return fn(b)
+}
+
+// pinCPUs puts the control plane on -control-plane-cpus and the
+// controllers (with their workers) and this process on the other CPUs,
+// when asked. A controller restarted later (-restart, -ha) is started by
+// this process's pinned threads, and so is on the same CPUs.
+func (b *bench) pinCPUs() error {
+	if b.c.planeCPUs == nil {
+		return nil
+	}
+	plane := []int{b.env.KCM.Pid()}
+	for _, name := range benchkit.PlaneNames {
+		pid := b.meter.PlanePid(name)
+		if pid == 0 {
+			return fmt.Errorf("pinning the control plane: %s was not found", name)
+		}
+		plane = append(plane, pid)
+	}
+	for _, pid := range plane {
+		if err := benchkit.Pin(pid, b.c.planeCPUs); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.env.Controllers {
+		if err := benchkit.PinTree(c.Pid(), b.c.plumbCPUs); err != nil {
+			return err
+		}
+	}
+	// This process's threads only: the control plane's processes are its
+	// children.
+	if err := benchkit.Pin(os.Getpid(), b.c.plumbCPUs); err != nil {
+		return err
+	}
+	say(">> the control plane on CPUs %s; the controllers and the bench on CPUs %s", b.c.planeCPUs, b.c.plumbCPUs)
+	return nil
 }
 
 // freeAddr picks a free port on 127.0.0.1 for a pprof server (which binds

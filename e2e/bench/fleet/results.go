@@ -85,8 +85,12 @@ func (r *results) print(out io.Writer) {
 			concurrent += fmt.Sprintf(", %s %s", name, strings.Join(args, " "))
 		}
 	}
-	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\nload average before %s, after %s; CPU time of the run %s by the host\n\n",
-		concurrent, c.ksInterval, c.sourceInterval, c.workers, r.load0, r.load1, r.cpu1.StealSince(r.cpu0))
+	cpus := "every process on every CPU"
+	if c.planeCPUs != nil {
+		cpus = fmt.Sprintf("kube-apiserver, etcd and kube-controller-manager on CPUs %s, the controllers, their workers and the bench on CPUs %s (-control-plane-cpus)", c.planeCPUs, c.plumbCPUs)
+	}
+	fmt.Fprintf(out, "controllers with %s; Kustomization interval %s, GitRepository interval %s, bare loop %d workers (sync-controller's --apply-concurrency)\n%s\nload average before %s, after %s; CPU time of the run %s by the host\n\n",
+		concurrent, c.ksInterval, c.sourceInterval, c.workers, cpus, r.load0, r.load1, r.cpu1.StealSince(r.cpu0))
 	if single := r.unsharded(); len(single) > 0 {
 		r.printFleet(out, single)
 	}
