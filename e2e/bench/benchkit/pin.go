@@ -53,18 +53,26 @@ func (s CPUSet) String() string {
 }
 
 // PinTree confines the process pid, every thread of it, and every process
-// it started (render-controller's render workers), to cpus. What they
-// start afterwards inherits the affinity of the thread that starts it,
+// it started (render-controller's render workers), to cpus, except the
+// processes skip names and what they started. What a pinned process
+// starts afterwards inherits the affinity of the thread that starts it,
 // so a process pinned once stays on cpus with all it adds.
-func PinTree(pid int, cpus CPUSet) error {
+func PinTree(pid int, cpus CPUSet, skip ...int) error {
 	children, err := processTree()
 	if err != nil {
 		return err
 	}
-	for _, p := range append([]int{pid}, descendants(pid, children)...) {
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if slices.Contains(skip, p) {
+			continue
+		}
 		if err := Pin(p, cpus); err != nil {
 			return err
 		}
+		queue = append(queue, children[p]...)
 	}
 	return nil
 }

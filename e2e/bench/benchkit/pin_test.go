@@ -30,35 +30,35 @@ func TestPinTreeConfinesEveryThreadAndChild(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs two CPUs to tell a pinned process from one that is not")
 	}
-	// A shell whose child sleeps: the child is already running when the
-	// tree is pinned.
-	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	// A shell whose two children sleep: both are running when the tree is
+	// pinned, and the second is skipped, as the bench skips the control
+	// plane among its children.
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 31 & wait")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var child int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var kids []int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(kids) < 2; time.Sleep(10 * time.Millisecond) {
 		children, err := processTree()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kids := children[cmd.Process.Pid]; len(kids) > 0 {
-			child = kids[0]
-			break
-		}
+		kids = children[cmd.Process.Pid]
 	}
-	if child == 0 {
-		t.Fatal("the shell's child never started")
+	if len(kids) < 2 {
+		t.Fatalf("the shell's children never started: %v", kids)
 	}
+	pinned, skipped := kids[0], kids[1]
 	last := CPUSet{runtime.NumCPU() - 1}
-	if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", child)); got == last.String() {
-		t.Fatalf("the child is on CPU %s before it was pinned: the test would prove nothing", got)
+	before := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", skipped))
+	if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", pinned)); got == last.String() || before == last.String() {
+		t.Fatalf("the children are on CPU %s before the pinning: the test would prove nothing", last)
 	}
-	if err := PinTree(cmd.Process.Pid, last); err != nil {
+	if err := PinTree(cmd.Process.Pid, last, skipped); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range []int{cmd.Process.Pid, child} {
+	for _, pid := range []int{cmd.Process.Pid, pinned} {
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
 			t.Fatal(err)
@@ -68,6 +68,9 @@ func TestPinTreeConfinesEveryThreadAndChild(t *testing.T) {
 				t.Errorf("thread %s of process %d may run on CPUs %s, want %s", task.Name(), pid, got, last)
 			}
 		}
+	}
+	if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", skipped)); got != before {
+		t.Errorf("the skipped child was moved from CPUs %s to %s", before, got)
 	}
 }
 

@@ -50,10 +50,10 @@
 // API server does beyond the floor's can be told apart.
 //
 // -control-plane-cpus 0 runs kube-apiserver, etcd and kube-controller-
-// manager on CPU 0 and the controllers (their render workers with them)
-// and this bench (with its NATS and Git server) on the other CPUs, floor
-// included, pinned with sched_setaffinity on every thread
-// (benchkit.PinTree): production runs the control plane on machines of its
+// manager on CPU 0 and everything else — the controllers with their
+// render workers, this bench with its NATS and Git server, and whatever
+// else it started — on the other CPUs, floor included, pinned with
+// sched_setaffinity on every thread (benchkit.PinTree): production runs the control plane on machines of its
 // own, where a controller's CPU does not slow the API server's answers. On
 // a machine of two cores that share everything the fleet's time is the CPU
 // of all its processes over two cores, whoever spends it

@@ -366,15 +366,19 @@ func withEnv(ctx context.Context, c config, eo envOptions, fn func(*bench) error
 	return fn(b)
 }
 
-// pinCPUs puts the control plane on -control-plane-cpus and the
-// controllers (with their workers) and this process on the other CPUs,
-// when asked. A controller restarted later (-restart, -ha) is started by
-// this process's pinned threads, and so is on the same CPUs.
+// pinCPUs puts the control plane on -control-plane-cpus and everything
+// else this process started (the controllers with their workers, the
+// example plugin) and this process itself on the other CPUs, when asked.
+// A controller restarted later (-restart, -ha) is started by this
+// process's pinned threads, and so is on the same CPUs.
 func (b *bench) pinCPUs() error {
 	if b.c.planeCPUs == nil {
 		return nil
 	}
-	plane := []int{b.env.KCM.Pid()}
+	var plane []int
+	if b.env.KCM != nil && b.env.KCM.Pid() != 0 {
+		plane = append(plane, b.env.KCM.Pid())
+	}
 	for _, name := range benchkit.PlaneNames {
 		pid := b.meter.PlanePid(name)
 		if pid == 0 {
@@ -387,14 +391,7 @@ func (b *bench) pinCPUs() error {
 			return err
 		}
 	}
-	for _, c := range b.env.Controllers {
-		if err := benchkit.PinTree(c.Pid(), b.c.plumbCPUs); err != nil {
-			return err
-		}
-	}
-	// This process's threads only: the control plane's processes are its
-	// children.
-	if err := benchkit.Pin(os.Getpid(), b.c.plumbCPUs); err != nil {
+	if err := benchkit.PinTree(os.Getpid(), b.c.plumbCPUs, plane...); err != nil {
 		return err
 	}
 	say(">> the control plane on CPUs %s; the controllers and the bench on CPUs %s", b.c.planeCPUs, b.c.plumbCPUs)
