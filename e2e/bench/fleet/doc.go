@@ -57,7 +57,7 @@
 // own, where a controller's CPU does not slow the API server's answers. On
 // a machine of two cores that share everything the fleet's time is the CPU
 // of all its processes over two cores, whoever spends it
-// (docs/bench/fleet.md, "Fleet runs T3–T6"); pinned, it is the API server's
+// (docs/bench/fleet.md, "Fleet runs T3–T7"); pinned, it is the API server's
 // own work beside the floor's.
 //
 // -shards 1,3 runs each N once per shard count, each in a fresh
