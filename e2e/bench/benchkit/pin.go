@@ -2,12 +2,12 @@ package benchkit
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,17 +62,10 @@ func PinTree(pid int, cpus CPUSet, skip ...int) error {
 	if err != nil {
 		return err
 	}
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if slices.Contains(skip, p) {
-			continue
-		}
+	for _, p := range append([]int{pid}, descendants(pid, children, skip...)...) {
 		if err := Pin(p, cpus); err != nil {
 			return err
 		}
-		queue = append(queue, children[p]...)
 	}
 	return nil
 }
@@ -89,14 +82,14 @@ func Pin(pid int, cpus CPUSet) error {
 	}
 	done := map[int]bool{}
 	for range 10 {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		threads, err := procfs.AllThreads(pid)
 		if err != nil {
 			return fmt.Errorf("pinning process %d: %w", pid, err)
 		}
 		fresh := 0
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil || done[tid] {
+		for _, t := range threads {
+			tid := t.PID
+			if done[tid] {
 				continue
 			}
 			fresh++

@@ -2,28 +2,32 @@ package benchkit
 
 import (
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// allowedCPUs reads a task's Cpus_allowed_list from /proc.
-func allowedCPUs(t *testing.T, path string) string {
+// allowedCPUs is the CPUs each thread of a process may run on (its
+// Cpus_allowed_list), one entry per thread.
+func allowedCPUs(t *testing.T, pid int) map[int]string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	threads, err := procfs.AllThreads(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v)
+	out := map[int]string{}
+	for _, th := range threads {
+		st, err := th.NewStatus()
+		if err != nil {
+			t.Fatal(err)
 		}
+		out[th.PID] = fmt.Sprint(st.CpusAllowedList)
 	}
-	t.Fatalf("%s has no Cpus_allowed_list", path)
-	return ""
+	return out
 }
 
 func TestPinTreeConfinesEveryThreadAndChild(t *testing.T) {
@@ -51,26 +55,27 @@ func TestPinTreeConfinesEveryThreadAndChild(t *testing.T) {
 	}
 	pinned, skipped := kids[0], kids[1]
 	last := CPUSet{runtime.NumCPU() - 1}
-	before := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", skipped))
-	if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", pinned)); got == last.String() || before == last.String() {
-		t.Fatalf("the children are on CPU %s before the pinning: the test would prove nothing", last)
+	want := fmt.Sprint([]uint64{uint64(last[0])})
+	before := allowedCPUs(t, skipped)
+	for _, pid := range []int{pinned, skipped} {
+		for tid, got := range allowedCPUs(t, pid) {
+			if got == want {
+				t.Fatalf("thread %d of process %d is on CPU %s before the pinning: the test would prove nothing", tid, pid, last)
+			}
+		}
 	}
 	if err := PinTree(cmd.Process.Pid, last, skipped); err != nil {
 		t.Fatal(err)
 	}
 	for _, pid := range []int{cmd.Process.Pid, pinned} {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, task := range tasks {
-			if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name())); got != last.String() {
-				t.Errorf("thread %s of process %d may run on CPUs %s, want %s", task.Name(), pid, got, last)
+		for tid, got := range allowedCPUs(t, pid) {
+			if got != want {
+				t.Errorf("thread %d of process %d may run on CPUs %s, want %s", tid, pid, got, want)
 			}
 		}
 	}
-	if got := allowedCPUs(t, fmt.Sprintf("/proc/%d/status", skipped)); got != before {
-		t.Errorf("the skipped child was moved from CPUs %s to %s", before, got)
+	if got := allowedCPUs(t, skipped); !maps.Equal(got, before) {
+		t.Errorf("the skipped child was moved from CPUs %v to %v", before, got)
 	}
 }
 

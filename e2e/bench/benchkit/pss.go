@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,13 +171,18 @@ func TreeCPU(root int, children map[int][]int) time.Duration {
 }
 
 // descendants lists root's descendants in children (processTree's),
-// children before grandchildren.
-func descendants(root int, children map[int][]int) []int {
+// children before grandchildren, leaving out the processes skip names
+// and their own descendants.
+func descendants(root int, children map[int][]int, skip ...int) []int {
 	var out []int
 	queue := append([]int(nil), children[root]...)
 	for len(queue) > 0 {
 		pid := queue[0]
-		queue = append(queue[1:], children[pid]...)
+		queue = queue[1:]
+		if slices.Contains(skip, pid) {
+			continue
+		}
+		queue = append(queue, children[pid]...)
 		out = append(out, pid)
 	}
 	return out

@@ -333,7 +333,7 @@ func (b *bench) runFleet(ctx context.Context, n int) (*fleetFigures, error) {
 	if before, err = b.meter.Snapshot(ctx); err != nil {
 		return nil, err
 	}
-	stopProfiles := b.startProfiles(ctx, n)
+	stopProfiles := b.startProfiles(ctx, n, "", b.c.profileSeconds)
 	start = time.Now()
 	tw.begin(b, rw, start)
 	if err := b.createFleet(ctx, n, tw.noteCreated); err != nil {

@@ -94,11 +94,7 @@ func (b *bench) runFloor(ctx context.Context, f *fleetFigures) error {
 	// Profiled beside the fleet's sync, for what the fleet's API server
 	// does beyond the floor's: the floor is shorter than the fleet, so its
 	// profile lasts half as long, within it.
-	stopProfiles := func() {}
-	if n == b.profileN {
-		stopProfiles = b.profiles(ctx, fmt.Sprintf("floor-n%d", n), max(5, b.c.profileSeconds/2))
-	}
-	defer stopProfiles()
+	defer b.startProfiles(ctx, n, "floor-", max(5, b.c.profileSeconds/2))()
 	before, err := b.meter.Snapshot(ctx)
 	if err != nil {
 		return err

@@ -412,14 +412,14 @@ func freeAddr() (string, error) {
 // profiled are the controllers whose CPU is profiled.
 var profiled = []string{localenv.RenderController, localenv.SyncController, localenv.SourceController}
 
-// startProfiles starts CPU profiles of the controllers for
-// -profile-seconds, when profiling and n is the profiled N; the returned
-// function waits for them and writes heap profiles.
-func (b *bench) startProfiles(ctx context.Context, n int) func() {
+// startProfiles starts CPU profiles of the controllers for seconds, named
+// what-n<N>, when profiling and n is the profiled N; the returned function
+// waits for them and writes heap profiles.
+func (b *bench) startProfiles(ctx context.Context, n int, what string, seconds int) func() {
 	if b.pprof == nil || n != b.profileN {
 		return func() {}
 	}
-	return b.profiles(ctx, fmt.Sprintf("n%d", n), b.c.profileSeconds)
+	return b.profiles(ctx, fmt.Sprintf("%sn%d", what, n), seconds)
 }
 
 // profiles takes CPU profiles of the controllers for seconds, named
